@@ -1,0 +1,88 @@
+# freqctl: one Makefile for the BPF programs, the loader, the tests and the tools.
+#
+#   make            build everything into build/
+#   make test       install what the tests need, build, run every test suite
+#   make bench      per-packet cost against an empty program and xdp-filter
+#   make demo       the self-contained demo (namespace, attach, ban, traffic)
+#   make deps       install the Debian packages freqctl needs
+
+.DELETE_ON_ERROR:
+.SUFFIXES:
+# Keep generated skeletons and objects: they are not throwaway intermediates.
+.SECONDARY:
+
+B        := build
+CC       ?= gcc
+CLANG    ?= clang
+BPFTOOL  ?= bpftool
+MULTIARCH := $(shell $(CC) -print-multiarch 2>/dev/null)
+
+CFLAGS   ?= -O2 -g
+FC_CFLAGS := $(CFLAGS) -std=gnu11 -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes \
+	     -Wno-missing-field-initializers -D_GNU_SOURCE \
+	     -Imaps -Iloader -I$(B) -MMD -MP
+LDLIBS   := -lbpf -lelf -lz -lsqlite3 -ljansson
+
+BPF_CFLAGS := -O2 -g -target bpf -mcpu=v3 -Wall -Werror -Imaps -Ibpf \
+	      $(if $(MULTIARCH),-I/usr/include/$(MULTIARCH)) -MMD -MP
+
+LOADER_SRCS := $(wildcard loader/*.c)
+# Everything but main(): linked into the CLI and into the tests.
+LIB_SRCS    := $(filter-out loader/freqctl.c,$(LOADER_SRCS))
+LIB_OBJS    := $(LIB_SRCS:%.c=$(B)/%.o)
+BPF_SRCS    := $(wildcard bpf/*.bpf.c)
+SKELS       := $(BPF_SRCS:bpf/%.bpf.c=$(B)/%.skel.h)
+
+UNIT_TESTS  := $(patsubst tests/unit/%.c,$(B)/tests/%,$(wildcard tests/unit/test_*.c))
+BPF_TESTS   := $(patsubst tests/bpf/%.c,$(B)/tests/%,$(wildcard tests/bpf/test_*.c))
+TOOLS       := $(B)/fc_bench
+
+.PHONY: all test bench demo deps clean
+all: $(B)/freqctl $(UNIT_TESTS) $(BPF_TESTS) $(TOOLS)
+
+# BPF objects and their generated skeletons.
+$(B)/%.bpf.o: bpf/%.bpf.c | $(B)
+	$(CLANG) $(BPF_CFLAGS) -MF $(@:.o=.d) -c $< -o $@
+
+$(B)/%.skel.h: $(B)/%.bpf.o
+	$(BPFTOOL) gen skeleton $< name $* > $@
+
+# Userspace objects; those including a skeleton wait for it.
+$(B)/%.o: %.c | $(SKELS)
+	@mkdir -p $(@D)
+	$(CC) $(FC_CFLAGS) -c $< -o $@
+
+$(B)/freqctl: $(B)/loader/freqctl.o $(LIB_OBJS)
+	$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS)
+
+$(B)/tests/%: $(B)/tests/unit/%.o $(LIB_OBJS)
+	$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS) -lcmocka
+
+$(B)/tests/%: $(B)/tests/bpf/%.o $(B)/tests/bpf/fc_frames.o $(LIB_OBJS)
+	$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS) -lcmocka -lpthread
+
+$(B)/fc_bench: $(B)/tools/fc_bench.o $(B)/tests/bpf/fc_frames.o $(LIB_OBJS)
+	$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS)
+
+$(B):
+	@mkdir -p $@
+
+deps:
+	@tools/install-deps.sh
+
+test: deps
+	@$(MAKE) --no-print-directory all
+	@tests/run.sh
+
+bench: deps
+	@$(MAKE) --no-print-directory all
+	@$(B)/fc_bench
+
+demo: deps
+	@$(MAKE) --no-print-directory all
+	@tools/demo.sh
+
+clean:
+	rm -rf $(B)
+
+-include $(shell find $(B) -name '*.d' 2>/dev/null)

@@ -1,0 +1,229 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
+/*
+ * The packet parser shared by the XDP and the TC program. It works on a
+ * [data, data_end) window, checks every header against data_end before
+ * reading it, and reports what it found in struct fc_pkt. Each helper
+ * returns the next protocol (or 0 when done) or -1 when the frame is
+ * malformed; the caller lets malformed and unknown frames pass.
+ */
+#ifndef FC_PARSE_BPF_H
+#define FC_PARSE_BPF_H
+
+#include <linux/if_ether.h>
+#include <linux/in.h>
+#include <linux/ip.h>
+#include <linux/ipv6.h>
+#include <linux/tcp.h>
+#include <linux/udp.h>
+#include <stdbool.h>
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_endian.h>
+
+#include "fc_maps.h"
+
+#define FC_MAX_VLAN     2 /* 802.1ad outer + 802.1Q inner (QinQ) */
+#define FC_MAX_IPV6_EXT 6 /* extension headers skipped before giving up */
+
+#ifndef ETH_P_8021AD
+#define ETH_P_8021AD 0x88A8
+#endif
+#define FC_IP_MF     0x2000
+#define FC_IP_OFFSET 0x1fff
+
+enum fc_parse_rc {
+	FC_PARSE_OK,
+	FC_PARSE_NOT_IP,
+	FC_PARSE_MALFORMED,
+};
+
+struct fc_pkt {
+	struct fc_addr saddr; /* IPv4 as ::ffff:a.b.c.d */
+	__u8 family;          /* 4 or 6 */
+	__u8 l4proto;         /* IPPROTO_*; 0 when not the first fragment */
+	__u8 tcp_flags;       /* byte 13 of the TCP header, 0 if not TCP */
+};
+
+struct fc_cursor {
+	void *pos;
+	void *end;
+};
+
+struct fc_vlan_hdr {
+	__be16 tci;
+	__be16 proto;
+};
+
+/* The IPv6 fragment header (the uapi headers do not export one). */
+struct fc_frag_hdr {
+	__u8 nexthdr;
+	__u8 reserved;
+	__be16 frag_off;
+	__be32 identification;
+};
+
+/* Returns the EtherType after up to FC_MAX_VLAN tags, or -1. */
+static __always_inline int fc_parse_eth(struct fc_cursor *c)
+{
+	struct ethhdr *eth = c->pos;
+	struct fc_vlan_hdr *vlan;
+	__u16 proto;
+	int i;
+
+	if ((void *)(eth + 1) > c->end)
+		return -1;
+	c->pos = eth + 1;
+	proto = bpf_ntohs(eth->h_proto);
+
+#pragma unroll
+	for (i = 0; i < FC_MAX_VLAN; i++) {
+		if (proto != ETH_P_8021Q && proto != ETH_P_8021AD)
+			break;
+		vlan = c->pos;
+		if ((void *)(vlan + 1) > c->end)
+			return -1;
+		c->pos = vlan + 1;
+		proto = bpf_ntohs(vlan->proto);
+	}
+	return proto;
+}
+
+static __always_inline void fc_addr_set_v4(struct fc_addr *a, __be32 v4)
+{
+	__u32 *w = (__u32 *)a->a;
+
+	w[0] = 0;
+	w[1] = 0;
+	w[2] = bpf_htonl(0x0000ffff);
+	w[3] = v4;
+}
+
+/* Returns the L4 protocol (0 for a non-first fragment), or -1. */
+static __always_inline int fc_parse_ipv4(struct fc_cursor *c, struct fc_pkt *pkt)
+{
+	struct iphdr *iph = c->pos;
+	__u32 hlen;
+
+	if ((void *)(iph + 1) > c->end)
+		return -1;
+	if (iph->version != 4 || iph->ihl < 5)
+		return -1;
+	hlen = iph->ihl * 4;
+	if (bpf_ntohs(iph->tot_len) < hlen)
+		return -1;
+	if (c->pos + hlen > c->end)
+		return -1;
+	c->pos += hlen;
+	pkt->family = 4;
+	fc_addr_set_v4(&pkt->saddr, iph->saddr);
+	if (iph->frag_off & bpf_htons(FC_IP_OFFSET))
+		return 0;
+	return iph->protocol;
+}
+
+/* Returns the L4 protocol after the extension headers (0 for a non-first
+ * fragment or IPPROTO_NONE), or -1. */
+static __always_inline int fc_parse_ipv6(struct fc_cursor *c, struct fc_pkt *pkt)
+{
+	struct ipv6hdr *ip6h = c->pos;
+	struct ipv6_opt_hdr *opt;
+	struct fc_frag_hdr *frag;
+	__u8 next;
+	int i;
+
+	if ((void *)(ip6h + 1) > c->end)
+		return -1;
+	if (ip6h->version != 6)
+		return -1;
+	c->pos = ip6h + 1;
+	pkt->family = 6;
+	__builtin_memcpy(pkt->saddr.a, &ip6h->saddr, sizeof(pkt->saddr.a));
+	next = ip6h->nexthdr;
+
+#pragma unroll
+	for (i = 0; i < FC_MAX_IPV6_EXT; i++) {
+		switch (next) {
+		case IPPROTO_HOPOPTS:
+		case IPPROTO_ROUTING:
+		case IPPROTO_DSTOPTS:
+			opt = c->pos;
+			if ((void *)(opt + 1) > c->end)
+				return -1;
+			next = opt->nexthdr;
+			c->pos += (opt->hdrlen + 1) * 8;
+			break;
+		case IPPROTO_AH:
+			opt = c->pos;
+			if ((void *)(opt + 1) > c->end)
+				return -1;
+			next = opt->nexthdr;
+			c->pos += (opt->hdrlen + 2) * 4;
+			break;
+		case IPPROTO_FRAGMENT:
+			frag = c->pos;
+			if ((void *)(frag + 1) > c->end)
+				return -1;
+			if (frag->frag_off & bpf_htons(0xfff8))
+				return 0; /* a later fragment: no L4 header */
+			next = frag->nexthdr;
+			c->pos = frag + 1;
+			break;
+		case IPPROTO_NONE:
+			return 0;
+		default:
+			return next;
+		}
+	}
+	return -1; /* more extension headers than we are willing to walk */
+}
+
+/* Checks that the L4 header is whole and notes the TCP flags. */
+static __always_inline int fc_parse_l4(struct fc_cursor *c, struct fc_pkt *pkt, int proto)
+{
+	struct tcphdr *tcph;
+
+	switch (proto) {
+	case IPPROTO_TCP:
+		tcph = c->pos;
+		if ((void *)(tcph + 1) > c->end)
+			return -1;
+		if (tcph->doff < 5)
+			return -1;
+		pkt->tcp_flags = ((__u8 *)tcph)[13];
+		return 0;
+	case IPPROTO_UDP:
+		if (c->pos + sizeof(struct udphdr) > c->end)
+			return -1;
+		return 0;
+	case IPPROTO_ICMP:
+	case IPPROTO_ICMPV6:
+		if (c->pos + 4 > c->end) /* type, code, checksum */
+			return -1;
+		return 0;
+	default:
+		return 0; /* other protocols: the source address is all we need */
+	}
+}
+
+static __always_inline enum fc_parse_rc fc_parse(void *data, void *data_end, struct fc_pkt *pkt)
+{
+	struct fc_cursor c = { .pos = data, .end = data_end };
+	int proto;
+
+	proto = fc_parse_eth(&c);
+	if (proto < 0)
+		return FC_PARSE_MALFORMED;
+	if (proto == ETH_P_IP)
+		proto = fc_parse_ipv4(&c, pkt);
+	else if (proto == ETH_P_IPV6)
+		proto = fc_parse_ipv6(&c, pkt);
+	else
+		return FC_PARSE_NOT_IP;
+	if (proto < 0)
+		return FC_PARSE_MALFORMED;
+	pkt->l4proto = proto;
+	if (fc_parse_l4(&c, pkt, proto) < 0)
+		return FC_PARSE_MALFORMED;
+	return FC_PARSE_OK;
+}
+
+#endif /* FC_PARSE_BPF_H */

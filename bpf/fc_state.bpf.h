@@ -1,0 +1,61 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
+/*
+ * The maps of the packet path, pinned by name under the loader's pin dir so
+ * that every program instance (one per attached interface) and every run of
+ * the loader share them. Key and value types come from maps/fc_maps.h, and
+ * the BTF they carry lets `bpftool map dump` print field names.
+ */
+#ifndef FC_STATE_BPF_H
+#define FC_STATE_BPF_H
+
+#include <linux/bpf.h>
+#include <bpf/bpf_helpers.h>
+
+#include "fc_maps.h"
+
+/* Exact addresses: a hash lookup costs the same at 1 entry and at 1M. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(max_entries, FC_MAX_BANS);
+	__type(key, struct fc_addr);
+	__type(value, struct fc_ban);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} fc_ban_exact SEC(".maps");
+
+/* Only real prefixes go into the tries: their lookup cost grows with size. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LPM_TRIE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(max_entries, FC_MAX_BANS);
+	__type(key, struct fc_pfx4_key);
+	__type(value, struct fc_ban);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} fc_ban_pfx4 SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LPM_TRIE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(max_entries, FC_MAX_BANS);
+	__type(key, struct fc_pfx6_key);
+	__type(value, struct fc_ban);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} fc_ban_pfx6 SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct fc_stats);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} fc_stats SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct fc_config);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} fc_config SEC(".maps");
+
+#endif /* FC_STATE_BPF_H */

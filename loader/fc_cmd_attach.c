@@ -1,0 +1,153 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/* freqctl attach | detach | status */
+#include <stdlib.h>
+#include <string.h>
+#include <jansson.h>
+
+#include "fc_attach.h"
+#include "fc_cli.h"
+
+static const struct fc_opt fc_attach_opts[] = {
+	{ "mode", 'm', required_argument, "MODE", "xdp (native, the default), xdp-generic, or tc (TC ingress)" },
+	{ 0 },
+};
+
+static int fc_cmd_attach_run(const struct fc_ctx *ctx, const struct fc_cmd *cmd, int argc, char **argv)
+{
+	enum fc_mode mode = FC_MODE_XDP;
+	struct fc_attachment a;
+	struct fc_maps m;
+	struct fc_err err;
+	int c, rc;
+
+	while ((c = fc_cmd_getopt(cmd, argc, argv)) != -1)
+		if (c == 'm' && fc_mode_parse(optarg, &mode, &err) < 0)
+			fc_usage_error(cmd, "--mode: %s", err.msg);
+	if (fc_maps_open(ctx->pin_dir, &m, &err) < 0) {
+		fc_warn("attach %s: %s", argv[optind], err.msg);
+		return FC_EXIT_FAILURE;
+	}
+	rc = fc_attach(ctx->pin_dir, &m, argv[optind], mode, &a, &err);
+	fc_maps_close(&m);
+	if (rc < 0) {
+		fc_warn("attach: %s", err.msg);
+		return FC_EXIT_FAILURE;
+	}
+	printf("attached %s to %s (%s mode, prog id %u)\n", a.mode == FC_MODE_TC ? FC_PROG_TC : FC_PROG_XDP,
+	       a.ifname, fc_mode_name(a.mode), a.prog_id);
+	return FC_EXIT_OK;
+}
+
+static int fc_cmd_detach_run(const struct fc_ctx *ctx, const struct fc_cmd *cmd, int argc, char **argv)
+{
+	struct fc_attachment a;
+	struct fc_maps m;
+	struct fc_err err;
+	int rc;
+
+	while (fc_cmd_getopt(cmd, argc, argv) != -1)
+		;
+	if (fc_maps_open(ctx->pin_dir, &m, &err) < 0) {
+		fc_warn("detach %s: %s", argv[optind], err.msg);
+		return FC_EXIT_FAILURE;
+	}
+	rc = fc_detach(&m, argv[optind], &a, &err);
+	fc_maps_close(&m);
+	if (rc < 0) {
+		fc_warn("detach: %s", err.msg);
+		return FC_EXIT_FAILURE;
+	}
+	printf("detached from %s (%s mode, prog id %u)\n", a.ifname, fc_mode_name(a.mode), a.prog_id);
+	return FC_EXIT_OK;
+}
+
+static json_t *fc_status_json(const char *pin_dir, const struct fc_attachment *v, size_t n,
+			      const struct fc_config *cfg)
+{
+	json_t *ifs = json_array();
+	size_t i;
+
+	for (i = 0; ifs && i < n; i++)
+		json_array_append_new(ifs, json_pack("{s:s, s:i, s:s, s:i}", "interface", v[i].ifname, "ifindex",
+						      v[i].ifindex, "mode", fc_mode_name(v[i].mode), "prog_id",
+						      (json_int_t)v[i].prog_id));
+	return json_pack("{s:s, s:o, s:{s:{s:i,s:i}, s:{s:i,s:i}, s:{s:i,s:i}}}", "pin_dir", pin_dir, "attached",
+			 ifs, "maps", FC_MAP_BAN_EXACT, "entries", (json_int_t)cfg->n_exact, "max_entries",
+			 FC_MAX_BANS, FC_MAP_BAN_PFX4, "entries", (json_int_t)cfg->n_pfx4, "max_entries",
+			 FC_MAX_BANS, FC_MAP_BAN_PFX6, "entries", (json_int_t)cfg->n_pfx6, "max_entries",
+			 FC_MAX_BANS);
+}
+
+static int fc_cmd_status_run(const struct fc_ctx *ctx, const struct fc_cmd *cmd, int argc, char **argv)
+{
+	struct fc_attachment *v = NULL;
+	struct fc_config cfg;
+	struct fc_maps m;
+	struct fc_err err;
+	bool json = false;
+	size_t n = 0, i;
+	int c;
+
+	while ((c = fc_cmd_getopt(cmd, argc, argv)) != -1)
+		json |= c == FC_OPT_JSON;
+	if (fc_maps_open(ctx->pin_dir, &m, &err) < 0 || fc_config_read(&m, &cfg, &err) < 0 ||
+	    fc_attachments(&m, &v, &n, &err) < 0) {
+		fc_warn("status: %s", err.msg);
+		fc_maps_close(&m);
+		return FC_EXIT_FAILURE;
+	}
+	fc_maps_close(&m);
+	if (json) {
+		c = fc_json_print(fc_status_json(ctx->pin_dir, v, n, &cfg));
+		free(v);
+		return c;
+	}
+	printf("pin dir: %s\n", ctx->pin_dir);
+	if (!n)
+		printf("attached: none (in this network namespace)\n");
+	for (i = 0; i < n; i++)
+		printf("attached: %-16s ifindex %-4d %-12s prog id %u\n", v[i].ifname, v[i].ifindex,
+		       fc_mode_name(v[i].mode), v[i].prog_id);
+	printf("bans published: %u exact, %u IPv4 prefixes, %u IPv6 prefixes (each map holds up to %d)\n",
+	       cfg.n_exact, cfg.n_pfx4, cfg.n_pfx6, FC_MAX_BANS);
+	free(v);
+	return FC_EXIT_OK;
+}
+
+const struct fc_cmd fc_cmd_attach = {
+	.name = "attach",
+	.args = "IFACE",
+	.min_args = 1,
+	.max_args = 1,
+	.summary = "Attach the packet path to IFACE: banned sources are dropped, the rest passes.",
+	.details = "Modes: xdp runs in the driver, before the kernel allocates anything for the packet;\n"
+		   "xdp-generic runs the same program later, on any interface; tc attaches to a clsact\n"
+		   "ingress qdisc (filter handle 0xfc, priority 1). Attaching again in the same mode\n"
+		   "atomically replaces freqctl's program; another program on the hook is never replaced.\n"
+		   "The bans and counters live in the pinned maps, so they outlast detach and attach.",
+	.opts = fc_attach_opts,
+	.run = fc_cmd_attach_run,
+};
+
+const struct fc_cmd fc_cmd_detach = {
+	.name = "detach",
+	.args = "IFACE",
+	.min_args = 1,
+	.max_args = 1,
+	.summary = "Detach freqctl from IFACE, in whichever mode it is attached.",
+	.details = "The bans stay in the store and the pinned maps, the counters in theirs. In tc mode only\n"
+		   "freqctl's filter is removed; the clsact qdisc stays, as other filters may use it.",
+	.opts = fc_opts_none,
+	.run = fc_cmd_detach_run,
+};
+
+const struct fc_cmd fc_cmd_status = {
+	.name = "status",
+	.min_args = 0,
+	.max_args = 0,
+	.summary = "Show where freqctl is attached and how full the ban maps are.",
+	.details = "Lists the interfaces of this network namespace that run this pin dir's programs, with\n"
+		   "mode and program id, then the number of published bans per map.",
+	.opts = fc_opts_json,
+	.run = fc_cmd_status_run,
+};

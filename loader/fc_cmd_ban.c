@@ -1,0 +1,339 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/* freqctl ban add | del | import | list */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <jansson.h>
+
+#include "fc_cli.h"
+#include "fc_duration.h"
+#include "fc_publish.h"
+
+#define FC_IMPORT_MAX_ERRORS 20
+
+static const struct fc_opt fc_ban_add_opts[] = {
+	{ "ttl", FC_OPT_TTL, required_argument, "DURATION", "lift the ban after DURATION (90s, 10m, 1h, 7d, 1h30m)" },
+	{ 0 },
+};
+
+/* Parses --ttl into seconds (0 = none), exiting 2 on a bad value. */
+static int64_t fc_opt_ttl(const struct fc_cmd *cmd, const char *arg)
+{
+	struct fc_err err;
+	int64_t secs;
+
+	if (fc_duration_parse(arg, &secs, &err) < 0)
+		fc_usage_error(cmd, "--ttl: %s", err.msg);
+	return secs;
+}
+
+static int fc_ban_add(const struct fc_ctx *ctx, const struct fc_cmd *cmd, int argc, char **argv)
+{
+	char text[FC_PREFIX_STRLEN], dur[FC_DURATION_STRLEN];
+	struct fc_ban_row row = {}, old;
+	struct fc_publish pub;
+	struct fc_err err;
+	int64_t ttl = 0;
+	bool found;
+	int c;
+
+	while ((c = fc_cmd_getopt(cmd, argc, argv)) != -1)
+		if (c == FC_OPT_TTL)
+			ttl = fc_opt_ttl(cmd, optarg);
+	if (fc_prefix_parse(argv[optind], &row.p, &err) < 0)
+		fc_usage_error(cmd, "%s", err.msg);
+	fc_prefix_format(&row.p, text);
+
+	if (fc_publish_begin(&pub, ctx, &err) < 0)
+		goto fail;
+	row.created = pub.now;
+	row.expires = ttl ? pub.now + ttl : 0;
+	if (fc_store_ban_get(pub.st, &row.p, pub.now, &old, &found, &err) < 0 ||
+	    fc_store_ban_put(pub.st, &row, &err) < 0) {
+		fc_publish_abort(&pub);
+		goto fail;
+	}
+	if (fc_publish_commit(&pub, &err) < 0)
+		goto fail;
+	fc_duration_format(ttl, dur);
+	printf("%s %s%s%s\n", found ? "re-banned" : "banned", text, ttl ? " for " : " (no expiry)", ttl ? dur : "");
+	return FC_EXIT_OK;
+fail:
+	fc_warn("ban add %s: %s", text, err.msg);
+	return FC_EXIT_FAILURE;
+}
+
+static int fc_ban_del(const struct fc_ctx *ctx, const struct fc_cmd *cmd, int argc, char **argv)
+{
+	char text[FC_PREFIX_STRLEN];
+	struct fc_publish pub;
+	struct fc_prefix p;
+	struct fc_err err;
+	bool found;
+
+	while (fc_cmd_getopt(cmd, argc, argv) != -1)
+		;
+	if (fc_prefix_parse(argv[optind], &p, &err) < 0)
+		fc_usage_error(cmd, "%s", err.msg);
+	fc_prefix_format(&p, text);
+
+	if (fc_publish_begin(&pub, ctx, &err) < 0)
+		goto fail;
+	if (fc_store_ban_del(pub.st, &p, &found, &err) < 0) {
+		fc_publish_abort(&pub);
+		goto fail;
+	}
+	if (!found) {
+		fc_publish_abort(&pub);
+		fc_err_set(&err, "not banned (see 'freqctl ban list')");
+		goto fail;
+	}
+	if (fc_publish_commit(&pub, &err) < 0)
+		goto fail;
+	printf("unbanned %s\n", text);
+	return FC_EXIT_OK;
+fail:
+	fc_warn("ban del %s: %s", text, err.msg);
+	return FC_EXIT_FAILURE;
+}
+
+/* The parsed import file. */
+struct fc_import {
+	struct fc_prefix *v;
+	size_t n, cap;
+	size_t bad;
+};
+
+/* Strips a '#' comment and surrounding blanks; returns the token or NULL
+ * for a blank line; *extra points at a second token if there is one. */
+static char *fc_import_token(char *line, char **extra)
+{
+	char *hash = strchr(line, '#'), *end;
+
+	if (hash)
+		*hash = '\0';
+	line += strspn(line, " \t\r\n");
+	if (!*line)
+		return NULL;
+	end = line + strcspn(line, " \t\r\n");
+	*extra = end + strspn(end, " \t\r\n");
+	*end = '\0';
+	if (**extra)
+		(*extra)[strcspn(*extra, " \t\r\n")] = '\0';
+	return line;
+}
+
+static bool fc_isatty_stderr(void)
+{
+	return isatty(STDERR_FILENO);
+}
+
+/* Reads and validates the whole file; nothing is applied unless all of it is good. */
+static int fc_import_read(const char *path, struct fc_import *imp)
+{
+	FILE *f = strcmp(path, "-") ? fopen(path, "r") : stdin;
+	char *line = NULL, *tok, *extra;
+	size_t lineno = 0, linecap = 0;
+	struct fc_prefix *nv;
+	struct fc_err err;
+
+	if (!f) {
+		fc_warn("ban import %s: %s", path, strerror(errno));
+		return -1;
+	}
+	while (getline(&line, &linecap, f) != -1) {
+		lineno++;
+		tok = fc_import_token(line, &extra);
+		if (!tok)
+			continue;
+		if (imp->n == imp->cap) {
+			imp->cap = imp->cap ? imp->cap * 2 : 4096;
+			nv = realloc(imp->v, imp->cap * sizeof(*nv));
+			if (!nv) {
+				fc_warn("ban import %s: out of memory at line %zu", path, lineno);
+				imp->bad++;
+				break;
+			}
+			imp->v = nv;
+		}
+		if (*extra)
+			fc_err_set(&err, "unexpected \"%s\" after the address (one address or prefix per line)", extra);
+		if (*extra || fc_prefix_parse(tok, &imp->v[imp->n], &err) < 0) {
+			if (++imp->bad <= FC_IMPORT_MAX_ERRORS)
+				fc_warn("%s:%zu: %s", path, lineno, err.msg);
+			continue;
+		}
+		imp->n++;
+	}
+	if (ferror(f)) {
+		fc_warn("ban import %s: read error: %s", path, strerror(errno));
+		imp->bad++;
+	}
+	free(line);
+	if (f != stdin)
+		fclose(f);
+	if (imp->bad > FC_IMPORT_MAX_ERRORS)
+		fc_warn("%s: ... and %zu more invalid lines", path, imp->bad - FC_IMPORT_MAX_ERRORS);
+	if (imp->bad)
+		fc_warn("ban import %s: %zu invalid line%s; nothing imported", path, imp->bad, imp->bad == 1 ? "" : "s");
+	return imp->bad ? -1 : 0;
+}
+
+static int fc_ban_import(const struct fc_ctx *ctx, const struct fc_cmd *cmd, int argc, char **argv)
+{
+	struct fc_import imp = {};
+	struct fc_ban_row row = {};
+	size_t before, after, i;
+	struct fc_publish pub;
+	bool progress = fc_isatty_stderr();
+	const char *path;
+	struct fc_err err;
+	int64_t ttl = 0;
+	int c;
+
+	while ((c = fc_cmd_getopt(cmd, argc, argv)) != -1)
+		if (c == FC_OPT_TTL)
+			ttl = fc_opt_ttl(cmd, optarg);
+	path = argv[optind];
+	if (fc_import_read(path, &imp) < 0) {
+		free(imp.v);
+		return FC_EXIT_FAILURE;
+	}
+
+	if (fc_publish_begin(&pub, ctx, &err) < 0)
+		goto fail;
+	row.created = pub.now;
+	row.expires = ttl ? pub.now + ttl : 0;
+	if (fc_store_ban_count(pub.st, pub.now, &before, &err) < 0)
+		goto abort;
+	for (i = 0; i < imp.n; i++) {
+		row.p = imp.v[i];
+		if (fc_store_ban_put(pub.st, &row, &err) < 0)
+			goto abort;
+		if (progress && (i % 65536 == 0 || i + 1 == imp.n))
+			fprintf(stderr, "\rfreqctl: storing %zu/%zu", i + 1, imp.n);
+	}
+	if (fc_store_ban_count(pub.st, pub.now, &after, &err) < 0)
+		goto abort;
+	if (progress)
+		fputs(imp.n ? ", publishing...\n" : "", stderr);
+	if (fc_publish_commit(&pub, &err) < 0)
+		goto fail;
+	printf("imported %zu bans from %s (%zu new, %zu already banned)\n", imp.n, path, after - before,
+	       imp.n - (after - before));
+	free(imp.v);
+	return FC_EXIT_OK;
+abort:
+	fc_publish_abort(&pub);
+fail:
+	fc_warn("ban import %s: %s", path, err.msg);
+	free(imp.v);
+	return FC_EXIT_FAILURE;
+}
+
+static json_t *fc_ban_json(const struct fc_ban_row *r, int64_t now)
+{
+	char text[FC_PREFIX_STRLEN], created[FC_TIME_STRLEN], expires[FC_TIME_STRLEN];
+
+	fc_prefix_format(&r->p, text);
+	fc_time_format(r->created, created);
+	fc_time_format(r->expires, expires);
+	return json_pack("{s:s, s:i, s:s, s:s, s:s?, s:o}", "ban", text, "family", r->p.family, "kind",
+			 fc_prefix_is_exact(&r->p) ? "exact" : "prefix", "created", created, "expires",
+			 r->expires ? expires : NULL, "ttl_remaining",
+			 r->expires ? json_integer(r->expires - now) : json_null());
+}
+
+static int fc_ban_list(const struct fc_ctx *ctx, const struct fc_cmd *cmd, int argc, char **argv)
+{
+	char text[FC_PREFIX_STRLEN], expires[FC_TIME_STRLEN], left[FC_DURATION_STRLEN];
+	struct fc_ban_row *rows = NULL;
+	struct fc_store *st = NULL;
+	int64_t now = (int64_t)time(NULL);
+	bool json = false;
+	struct fc_err err;
+	json_t *arr;
+	size_t n, i;
+	int c;
+
+	while ((c = fc_cmd_getopt(cmd, argc, argv)) != -1)
+		json |= c == FC_OPT_JSON;
+	if (fc_store_open(ctx->db_path, &st, &err) < 0 || fc_store_ban_list(st, now, &rows, &n, &err) < 0) {
+		fc_warn("ban list: %s", err.msg);
+		fc_store_close(st);
+		return FC_EXIT_FAILURE;
+	}
+	fc_store_close(st);
+	if (json) {
+		arr = json_array();
+		for (i = 0; arr && i < n; i++)
+			if (json_array_append_new(arr, fc_ban_json(&rows[i], now)) < 0)
+				json_decref(arr), arr = NULL;
+		free(rows);
+		return fc_json_print(arr);
+	}
+	if (n)
+		printf("%-44s %-6s %-20s %s\n", "BAN", "KIND", "EXPIRES", "REMAINING");
+	for (i = 0; i < n; i++) {
+		fc_prefix_format(&rows[i].p, text);
+		fc_time_format(rows[i].expires, expires);
+		fc_duration_format(rows[i].expires - now, left);
+		printf("%-44s %-6s %-20s %s\n", text, fc_prefix_is_exact(&rows[i].p) ? "exact" : "prefix",
+		       rows[i].expires ? expires : "never", rows[i].expires ? left : "-");
+	}
+	free(rows);
+	return FC_EXIT_OK;
+}
+
+const struct fc_cmd fc_cmd_ban_add = {
+	.name = "ban add",
+	.args = "ADDR[/LEN]",
+	.min_args = 1,
+	.max_args = 1,
+	.summary = "Ban an IPv4 or IPv6 address or prefix: its packets are dropped at XDP/TC.",
+	.details = "An exact address (no /LEN, or /32, /128) goes into a hash map; a prefix into an LPM trie.\n"
+		   "Host bits must be zero (10.0.0.0/8, not 10.0.0.5/8). Banning an address again replaces\n"
+		   "its TTL. The store is changed in one transaction and published at once to the pinned\n"
+		   "maps; attached programs enforce it from the next packet.",
+	.opts = fc_ban_add_opts,
+	.run = fc_ban_add,
+};
+
+const struct fc_cmd fc_cmd_ban_del = {
+	.name = "ban del",
+	.args = "ADDR[/LEN]",
+	.min_args = 1,
+	.max_args = 1,
+	.summary = "Lift a ban.",
+	.details = "The address or prefix must be written as it was banned (a prefix is not lifted by\n"
+		   "naming an address inside it); lifting a ban that does not exist is an error (exit 1).",
+	.opts = fc_opts_none,
+	.run = fc_ban_del,
+};
+
+const struct fc_cmd fc_cmd_ban_import = {
+	.name = "ban import",
+	.args = "FILE",
+	.min_args = 1,
+	.max_args = 1,
+	.summary = "Ban every address or prefix listed in FILE ('-' reads standard input).",
+	.details = "One address or prefix per line; '#' starts a comment; blank lines are ignored.\n"
+		   "The whole file is validated first: if any line is invalid, the bad lines are reported\n"
+		   "with their numbers and nothing is imported. Then all bans are stored in one transaction\n"
+		   "and published with batched map updates.",
+	.opts = fc_ban_add_opts,
+	.run = fc_ban_import,
+};
+
+const struct fc_cmd fc_cmd_ban_list = {
+	.name = "ban list",
+	.min_args = 0,
+	.max_args = 0,
+	.summary = "List the bans in the store that have not expired.",
+	.details = "Columns: BAN, KIND (exact or prefix), EXPIRES (UTC, or never), REMAINING.\n"
+		   "--json prints an array of {ban, family, kind, created, expires, ttl_remaining}.",
+	.opts = fc_opts_json,
+	.run = fc_ban_list,
+};

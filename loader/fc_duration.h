@@ -1,0 +1,26 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Durations as users write them: 90s, 10m, 1h, 7d, 1h30m. */
+#ifndef FC_DURATION_H
+#define FC_DURATION_H
+
+#include <stdint.h>
+
+#include "fc_error.h"
+
+/* Ten years: beyond that "forever" (no TTL) is what was meant. */
+#define FC_DURATION_MAX (3650LL * 86400)
+
+#define FC_DURATION_STRLEN 32
+
+/* Parses one or more NUMBER UNIT groups (units s, m, h, d, each at most
+ * once, largest first) into seconds, 1 to FC_DURATION_MAX. */
+int fc_duration_parse(const char *s, int64_t *secs, struct fc_err *err);
+
+/* The shortest text that parses back to secs: 5400 -> "1h30m". */
+void fc_duration_format(int64_t secs, char buf[FC_DURATION_STRLEN]);
+
+/* A unix time as ISO 8601 UTC: "2026-11-22T04:40:00Z". */
+#define FC_TIME_STRLEN 32
+void fc_time_format(int64_t t, char buf[FC_TIME_STRLEN]);
+
+#endif /* FC_DURATION_H */

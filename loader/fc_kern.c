@@ -1,0 +1,226 @@
+// SPDX-License-Identifier: BSD-2-Clause
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <linux/magic.h>
+#include <sys/file.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/vfs.h>
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+
+#include "fc_kern.h"
+#include "freqctl.skel.h"
+
+#define FC_BPFFS_ROOT "/sys/fs/bpf"
+
+static bool fc_is_bpffs(const char *path)
+{
+	struct statfs st;
+
+	return statfs(path, &st) == 0 && st.f_type == BPF_FS_MAGIC;
+}
+
+/* The nearest existing ancestor of path (path itself if it exists). */
+static void fc_existing_ancestor(const char *path, char buf[PATH_MAX])
+{
+	char *slash;
+
+	snprintf(buf, PATH_MAX, "%s", path);
+	while (access(buf, F_OK) != 0 && (slash = strrchr(buf, '/')) && slash != buf)
+		*slash = '\0';
+}
+
+int fc_pin_dir_prepare(const char *pin_dir, struct fc_err *err)
+{
+	char anc[PATH_MAX], buf[PATH_MAX];
+	char *p;
+
+	if (strlen(pin_dir) >= PATH_MAX - 16)
+		return fc_err_set(err, "pin dir %s: path too long", pin_dir);
+	fc_existing_ancestor(pin_dir, anc);
+	if (!fc_is_bpffs(anc)) {
+		/* As bpftool does: a fresh machine has /sys/fs/bpf but nothing on it. */
+		if (strncmp(pin_dir, FC_BPFFS_ROOT "/", sizeof(FC_BPFFS_ROOT)) != 0 ||
+		    strcmp(anc, FC_BPFFS_ROOT) != 0)
+			return fc_err_set(err, "pin dir %s: %s is not on a BPF filesystem (mount -t bpf bpf DIR)",
+					  pin_dir, anc);
+		if (mount("bpf", FC_BPFFS_ROOT, "bpf", 0, "mode=0700") < 0)
+			return fc_err_set(err, "pin dir %s: cannot mount bpffs at %s: %s", pin_dir, FC_BPFFS_ROOT,
+					  strerror(errno));
+	}
+	snprintf(buf, sizeof(buf), "%s", pin_dir);
+	for (p = buf + 1;; p++) {
+		char c = *p;
+
+		if (c != '/' && c != '\0')
+			continue;
+		*p = '\0';
+		if (mkdir(buf, 0700) < 0 && errno != EEXIST)
+			return fc_err_set(err, "pin dir %s: cannot create %s: %s", pin_dir, buf, strerror(errno));
+		*p = c;
+		if (!c)
+			break;
+	}
+	return 0;
+}
+
+/* Loads the object with no program, which creates and pins the missing maps
+ * (libbpf reuses the pinned ones and checks they are compatible). */
+static int fc_maps_create(const char *pin_dir, struct fc_err *err)
+{
+	LIBBPF_OPTS(bpf_object_open_opts, opts, .pin_root_path = pin_dir);
+	struct freqctl *skel;
+	int rc;
+
+	skel = freqctl__open_opts(&opts);
+	if (!skel)
+		return fc_err_set(err, "pin dir %s: cannot open the BPF object: %s", pin_dir, strerror(errno));
+	bpf_program__set_autoload(skel->progs.freqctl_xdp, false);
+	bpf_program__set_autoload(skel->progs.freqctl_tc, false);
+	rc = freqctl__load(skel);
+	if (rc)
+		fc_err_set(err, "pin dir %s: cannot create the maps: %s (run with -v for libbpf's log)", pin_dir,
+			   strerror(-rc));
+	freqctl__destroy(skel);
+	return rc ? -1 : 0;
+}
+
+static int fc_map_get(const char *pin_dir, const char *name, struct fc_err *err)
+{
+	char path[PATH_MAX];
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/%s", pin_dir, name);
+	fd = bpf_obj_get(path);
+	if (fd < 0)
+		fc_err_set(err, "pinned map %s: %s", path, strerror(errno));
+	return fd;
+}
+
+int fc_maps_open(const char *pin_dir, struct fc_maps *m, struct fc_err *err)
+{
+	static const char *const names[] = { FC_MAP_BAN_EXACT, FC_MAP_BAN_PFX4, FC_MAP_BAN_PFX6, FC_MAP_STATS,
+					     FC_MAP_CONFIG };
+	int *fds[] = { &m->exact, &m->pfx4, &m->pfx6, &m->stats, &m->config };
+	char path[PATH_MAX];
+	size_t i;
+
+	memset(m, 0, sizeof(*m));
+	m->dirfd = m->exact = m->pfx4 = m->pfx6 = m->stats = m->config = -1;
+	if (fc_pin_dir_prepare(pin_dir, err) < 0)
+		return -1;
+	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		snprintf(path, sizeof(path), "%s/%s", pin_dir, names[i]);
+		if (access(path, F_OK) != 0) {
+			if (fc_maps_create(pin_dir, err) < 0)
+				return -1;
+			break;
+		}
+	}
+	m->dirfd = open(pin_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (m->dirfd < 0) {
+		fc_err_set(err, "pin dir %s: %s", pin_dir, strerror(errno));
+		goto fail;
+	}
+	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		*fds[i] = fc_map_get(pin_dir, names[i], err);
+		if (*fds[i] < 0)
+			goto fail;
+	}
+	return 0;
+fail:
+	fc_maps_close(m);
+	return -1;
+}
+
+void fc_maps_close(struct fc_maps *m)
+{
+	int *fds[] = { &m->dirfd, &m->exact, &m->pfx4, &m->pfx6, &m->stats, &m->config };
+	size_t i;
+
+	for (i = 0; i < sizeof(fds) / sizeof(fds[0]); i++) {
+		if (*fds[i] >= 0)
+			close(*fds[i]);
+		*fds[i] = -1;
+	}
+}
+
+int fc_maps_lock(const struct fc_maps *m, const char *pin_dir, struct fc_err *err)
+{
+	if (flock(m->dirfd, LOCK_EX) < 0)
+		return fc_err_set(err, "pin dir %s: cannot lock: %s", pin_dir, strerror(errno));
+	return 0;
+}
+
+void fc_maps_unlock(const struct fc_maps *m)
+{
+	flock(m->dirfd, LOCK_UN);
+}
+
+uint32_t fc_obj_id(int fd)
+{
+	struct bpf_map_info info = {};
+	__u32 len = sizeof(info);
+
+	/* id sits at the same offset in every bpf_*_info. */
+	if (bpf_obj_get_info_by_fd(fd, &info, &len))
+		return 0;
+	return info.id;
+}
+
+int fc_stats_read(const struct fc_maps *m, struct fc_stats *out, struct fc_err *err)
+{
+	int ncpu = libbpf_num_possible_cpus();
+	struct fc_stats *percpu;
+	__u32 zero = 0;
+	int i;
+
+	memset(out, 0, sizeof(*out));
+	if (ncpu <= 0)
+		return fc_err_set(err, "cannot count possible CPUs: %s", strerror(-ncpu));
+	percpu = calloc((size_t)ncpu, sizeof(*percpu));
+	if (!percpu)
+		return fc_err_set(err, "out of memory");
+	if (bpf_map_lookup_elem(m->stats, &zero, percpu)) {
+		fc_err_set(err, "map %s: %s", FC_MAP_STATS, strerror(errno));
+		free(percpu);
+		return -1;
+	}
+	for (i = 0; i < ncpu; i++) {
+		const struct fc_counter *src = &percpu[i].passed;
+		struct fc_counter *dst = &out->passed;
+		size_t k;
+
+		/* struct fc_stats is an array of counters with names. */
+		for (k = 0; k < sizeof(*out) / sizeof(*dst); k++) {
+			dst[k].packets += src[k].packets;
+			dst[k].bytes += src[k].bytes;
+		}
+	}
+	free(percpu);
+	return 0;
+}
+
+int fc_config_read(const struct fc_maps *m, struct fc_config *cfg, struct fc_err *err)
+{
+	__u32 zero = 0;
+
+	if (bpf_map_lookup_elem(m->config, &zero, cfg))
+		return fc_err_set(err, "map %s: %s", FC_MAP_CONFIG, strerror(errno));
+	return 0;
+}
+
+int fc_config_write(const struct fc_maps *m, const struct fc_config *cfg, struct fc_err *err)
+{
+	__u32 zero = 0;
+
+	if (bpf_map_update_elem(m->config, &zero, cfg, BPF_ANY))
+		return fc_err_set(err, "map %s: %s", FC_MAP_CONFIG, strerror(errno));
+	return 0;
+}

@@ -1,0 +1,56 @@
+// SPDX-License-Identifier: BSD-2-Clause
+#include <string.h>
+#include <time.h>
+
+#include "fc_publish.h"
+
+int fc_publish_begin(struct fc_publish *pub, const struct fc_ctx *ctx, struct fc_err *err)
+{
+	memset(pub, 0, sizeof(*pub));
+	pub->ctx = ctx;
+	pub->maps.dirfd = -1;
+	pub->now = (int64_t)time(NULL);
+	if (fc_store_open(ctx->db_path, &pub->st, err) < 0)
+		return -1;
+	if (fc_store_begin(pub->st, err) < 0 || fc_store_ban_purge(pub->st, pub->now, &pub->purged, err) < 0) {
+		fc_publish_abort(pub);
+		return -1;
+	}
+	return 0;
+}
+
+static void fc_publish_close(struct fc_publish *pub)
+{
+	if (pub->maps.dirfd >= 0)
+		fc_maps_close(&pub->maps);
+	fc_store_close(pub->st);
+	pub->st = NULL;
+}
+
+void fc_publish_abort(struct fc_publish *pub)
+{
+	fc_store_rollback(pub->st);
+	fc_publish_close(pub);
+}
+
+int fc_publish_commit(struct fc_publish *pub, struct fc_err *err)
+{
+	const char *pin_dir = pub->ctx->pin_dir;
+	struct fc_sync_result undo;
+	struct fc_err ignored;
+
+	if (fc_maps_open(pin_dir, &pub->maps, err) < 0) {
+		fc_publish_abort(pub);
+		return -1;
+	}
+	if (fc_sync(pub->st, &pub->maps, pin_dir, pub->now, &pub->res, err) < 0 ||
+	    fc_store_commit(pub->st, err) < 0) {
+		fc_store_rollback(pub->st);
+		/* Best effort: the maps may hold part of the change. */
+		fc_sync(pub->st, &pub->maps, pin_dir, pub->now, &undo, &ignored);
+		fc_publish_close(pub);
+		return -1;
+	}
+	fc_publish_close(pub);
+	return 0;
+}

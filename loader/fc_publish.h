@@ -1,0 +1,32 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * One change, all or nothing: open the store, change it inside one
+ * transaction, publish the result to the pinned maps, then commit. If the
+ * publish fails the transaction is rolled back and the maps are put back to
+ * what the unchanged store says, so a failed command leaves nothing behind.
+ */
+#ifndef FC_PUBLISH_H
+#define FC_PUBLISH_H
+
+#include "fc_cli.h"
+#include "fc_kern.h"
+#include "fc_store.h"
+#include "fc_sync.h"
+
+struct fc_publish {
+	const struct fc_ctx *ctx;
+	struct fc_store *st;
+	struct fc_maps maps;
+	int64_t now; /* unix seconds, read once for the whole change */
+	size_t purged; /* expired bans dropped from the store */
+	struct fc_sync_result res;
+};
+
+/* Opens the store and starts the transaction (expired bans are purged in it). */
+int fc_publish_begin(struct fc_publish *pub, const struct fc_ctx *ctx, struct fc_err *err);
+/* Publishes and commits; on failure rolls back and restores the maps. */
+int fc_publish_commit(struct fc_publish *pub, struct fc_err *err);
+/* Abandons the change (a rejected input): nothing was published. */
+void fc_publish_abort(struct fc_publish *pub);
+
+#endif /* FC_PUBLISH_H */

@@ -1,0 +1,48 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * The policy store: the source of truth that `freqctl sync` publishes. A
+ * SQLite file; every command changes it in one transaction.
+ */
+#ifndef FC_STORE_H
+#define FC_STORE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "fc_error.h"
+#include "fc_prefix.h"
+
+#define FC_STORE_DEFAULT "/var/lib/freqctl/freqctl.db"
+
+struct fc_store;
+
+struct fc_ban_row {
+	struct fc_prefix p;
+	int64_t created; /* unix seconds */
+	int64_t expires; /* unix seconds; 0 = never */
+};
+
+int fc_store_open(const char *path, struct fc_store **out, struct fc_err *err);
+void fc_store_close(struct fc_store *st);
+
+int fc_store_begin(struct fc_store *st, struct fc_err *err);
+int fc_store_commit(struct fc_store *st, struct fc_err *err);
+void fc_store_rollback(struct fc_store *st);
+
+/* Inserts or replaces the ban on row->p. */
+int fc_store_ban_put(struct fc_store *st, const struct fc_ban_row *row, struct fc_err *err);
+/* The live (not expired at now) ban on exactly p, if any. */
+int fc_store_ban_get(struct fc_store *st, const struct fc_prefix *p, int64_t now, struct fc_ban_row *row,
+		     bool *found, struct fc_err *err);
+/* Deletes the ban on exactly p; *found is false when there was none. */
+int fc_store_ban_del(struct fc_store *st, const struct fc_prefix *p, bool *found, struct fc_err *err);
+/* Removes bans that expired at or before now; *n how many. */
+int fc_store_ban_purge(struct fc_store *st, int64_t now, size_t *n, struct fc_err *err);
+/* How many live bans the store holds. */
+int fc_store_ban_count(struct fc_store *st, int64_t now, size_t *n, struct fc_err *err);
+/* Live bans (not expired at now), in address order. The caller frees *rows. */
+int fc_store_ban_list(struct fc_store *st, int64_t now, struct fc_ban_row **rows, size_t *n,
+		      struct fc_err *err);
+
+#endif /* FC_STORE_H */

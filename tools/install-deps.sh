@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Installs the Debian packages freqctl builds, tests and demonstrates with,
+# when any is missing. Needs root (apt-get); does nothing when all are there.
+set -euo pipefail
+
+pkgs=(
+	make gcc clang llvm pkg-config
+	libbpf-dev bpftool libelf-dev zlib1g-dev
+	libsqlite3-dev libjansson-dev libcmocka-dev
+	iproute2 xdp-tools
+)
+
+missing=()
+for p in "${pkgs[@]}"; do
+	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+echo "freqctl: installing ${missing[*]}" >&2
+if [ "$(id -u)" -ne 0 ]; then
+	echo "freqctl: installing packages needs root: sudo apt-get install ${missing[*]}" >&2
+	exit 1
+fi
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
