@@ -18,7 +18,7 @@ BPFTOOL  ?= bpftool
 MULTIARCH := $(shell $(CC) -print-multiarch 2>/dev/null)
 
 CFLAGS   ?= -O2 -g
-FC_CFLAGS := $(CFLAGS) -std=gnu11 -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes \
+FC_CFLAGS := $(CFLAGS) -Itests/bpf -std=gnu11 -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes \
 	     -Wno-missing-field-initializers -D_GNU_SOURCE \
 	     -Imaps -Iloader -I$(B) -MMD -MP
 LDLIBS   := -lbpf -lelf -lz -lsqlite3 -ljansson
@@ -58,7 +58,7 @@ $(B)/freqctl: $(B)/loader/freqctl.o $(LIB_OBJS)
 $(B)/tests/%: $(B)/tests/unit/%.o $(LIB_OBJS)
 	$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS) -lcmocka
 
-$(B)/tests/%: $(B)/tests/bpf/%.o $(B)/tests/bpf/fc_frames.o $(LIB_OBJS)
+$(B)/tests/%: $(B)/tests/bpf/%.o $(B)/tests/bpf/fc_frames.o $(B)/tests/bpf/fc_test_bpf.o $(LIB_OBJS)
 	$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS) -lcmocka -lpthread
 
 $(B)/fc_bench: $(B)/tools/fc_bench.o $(B)/tests/bpf/fc_frames.o $(LIB_OBJS)

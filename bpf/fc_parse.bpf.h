@@ -101,16 +101,18 @@ static __always_inline void fc_addr_set_v4(struct fc_addr *a, __be32 v4)
 static __always_inline int fc_parse_ipv4(struct fc_cursor *c, struct fc_pkt *pkt)
 {
 	struct iphdr *iph = c->pos;
-	__u32 hlen;
+	__u32 hlen, tot_len;
 
 	if ((void *)(iph + 1) > c->end)
 		return -1;
 	if (iph->version != 4 || iph->ihl < 5)
 		return -1;
 	hlen = iph->ihl * 4;
-	if (bpf_ntohs(iph->tot_len) < hlen)
+	tot_len = bpf_ntohs(iph->tot_len);
+	if (tot_len < hlen)
 		return -1;
-	if (c->pos + hlen > c->end)
+	/* Shorter than the header says: truncated (trailing padding is fine). */
+	if (c->pos + tot_len > c->end)
 		return -1;
 	c->pos += hlen;
 	pkt->family = 4;
@@ -135,6 +137,9 @@ static __always_inline int fc_parse_ipv6(struct fc_cursor *c, struct fc_pkt *pkt
 	if (ip6h->version != 6)
 		return -1;
 	c->pos = ip6h + 1;
+	/* Truncated, as for IPv4; 0 is a jumbogram, whose length is elsewhere. */
+	if (ip6h->payload_len && c->pos + bpf_ntohs(ip6h->payload_len) > c->end)
+		return -1;
 	pkt->family = 6;
 	__builtin_memcpy(pkt->saddr.a, &ip6h->saddr, sizeof(pkt->saddr.a));
 	next = ip6h->nexthdr;

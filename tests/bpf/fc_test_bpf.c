@@ -1,0 +1,141 @@
+// SPDX-License-Identifier: BSD-2-Clause
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <cmocka.h>
+#include <bpf/bpf.h>
+
+#include "fc_sync.h"
+#include "fc_test_bpf.h"
+
+const char *fc_bpf_unavailable(void)
+{
+	if (geteuid() != 0)
+		return "needs root (BPF programs, bpffs)";
+	if (access("/sys/kernel/btf/vmlinux", R_OK) != 0)
+		return "kernel without BTF (/sys/kernel/btf/vmlinux)";
+	return NULL;
+}
+
+int fc_env_setup(void **state)
+{
+	LIBBPF_OPTS(bpf_object_open_opts, opts);
+	struct fc_env *env = calloc(1, sizeof(*env));
+	const char *why = fc_bpf_unavailable();
+	struct fc_err err;
+
+	assert_non_null(env);
+	*state = env;
+	if (why)
+		return 0; /* each test skips with the reason */
+	snprintf(env->pin_dir, sizeof(env->pin_dir), "/sys/fs/bpf/fc-test-%d", (int)getpid());
+	snprintf(env->db, sizeof(env->db), "/tmp/fc-test-%d/store.db", (int)getpid());
+	if (fc_pin_dir_prepare(env->pin_dir, &err) < 0)
+		fail_msg("%s", err.msg);
+	opts.pin_root_path = env->pin_dir;
+	env->skel = freqctl__open_opts(&opts);
+	assert_non_null(env->skel);
+	assert_int_equal(freqctl__load(env->skel), 0);
+	if (fc_maps_open(env->pin_dir, &env->maps, &err) < 0 || fc_store_open(env->db, &env->st, &err) < 0)
+		fail_msg("%s", err.msg);
+	return 0;
+}
+
+static void fc_rm(const char *dir, const char *name)
+{
+	char path[PATH_MAX];
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	unlink(path);
+}
+
+int fc_env_teardown(void **state)
+{
+	static const char *const maps[] = { FC_MAP_BAN_EXACT, FC_MAP_BAN_PFX4, FC_MAP_BAN_PFX6, FC_MAP_STATS,
+					    FC_MAP_CONFIG };
+	struct fc_env *env = *state;
+	char dir[128];
+	size_t i;
+
+	if (env->pin_dir[0]) {
+		freqctl__destroy(env->skel);
+		fc_maps_close(&env->maps);
+		fc_store_close(env->st);
+		for (i = 0; i < sizeof(maps) / sizeof(maps[0]); i++)
+			fc_rm(env->pin_dir, maps[i]);
+		rmdir(env->pin_dir);
+		snprintf(dir, sizeof(dir), "/tmp/fc-test-%d", (int)getpid());
+		fc_rm(dir, "store.db");
+		fc_rm(dir, "store.db-wal");
+		fc_rm(dir, "store.db-shm");
+		rmdir(dir);
+	}
+	free(env);
+	return 0;
+}
+
+static void fc_env_publish(struct fc_env *env)
+{
+	struct fc_sync_result res;
+	struct fc_err err;
+
+	if (fc_sync(env->st, &env->maps, env->pin_dir, (int64_t)time(NULL), &res, &err) < 0)
+		fail_msg("sync: %s", err.msg);
+}
+
+static void fc_env_prefix(const char *text, struct fc_prefix *p)
+{
+	struct fc_err err;
+
+	if (fc_prefix_parse(text, p, &err) < 0)
+		fail_msg("%s", err.msg);
+}
+
+void fc_env_ban(struct fc_env *env, const char *text, int64_t ttl)
+{
+	struct fc_ban_row row = { .created = (int64_t)time(NULL) };
+	struct fc_err err;
+
+	fc_env_prefix(text, &row.p);
+	row.expires = ttl ? row.created + ttl : 0;
+	if (fc_store_ban_put(env->st, &row, &err) < 0)
+		fail_msg("%s", err.msg);
+	fc_env_publish(env);
+}
+
+void fc_env_unban(struct fc_env *env, const char *text)
+{
+	struct fc_prefix p;
+	struct fc_err err;
+	bool found;
+
+	fc_env_prefix(text, &p);
+	if (fc_store_ban_del(env->st, &p, &found, &err) < 0 || !found)
+		fail_msg("unban %s: %s", text, found ? err.msg : "not found");
+	fc_env_publish(env);
+}
+
+int fc_env_try_run(struct fc_env *env, bool tc, const void *frame, size_t len)
+{
+	struct bpf_program *prog = tc ? env->skel->progs.freqctl_tc : env->skel->progs.freqctl_xdp;
+	LIBBPF_OPTS(bpf_test_run_opts, opts, .data_in = frame, .data_size_in = (__u32)len, .repeat = 1);
+
+	if (bpf_prog_test_run_opts(bpf_program__fd(prog), &opts))
+		return -errno;
+	return (int)opts.retval;
+}
+
+int fc_env_run(struct fc_env *env, bool tc, const void *frame, size_t len)
+{
+	int rc = fc_env_try_run(env, tc, frame, len);
+
+	if (rc < 0)
+		fail_msg("test run of %zu bytes: %s", len, strerror(-rc));
+	return rc;
+}

@@ -1,0 +1,43 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * What the BPF_PROG_TEST_RUN suites share: a private pin dir and store per
+ * test, the real programs loaded from the skeleton, bans published through
+ * the real store and sync, and one helper to run a frame.
+ */
+#ifndef FC_TEST_BPF_H
+#define FC_TEST_BPF_H
+
+#include <limits.h>
+#include <stdbool.h>
+
+#include "fc_frames.h"
+#include "fc_kern.h"
+#include "fc_store.h"
+#include "freqctl.skel.h"
+
+struct fc_env {
+	char pin_dir[128];
+	char db[128];
+	struct freqctl *skel;
+	struct fc_maps maps;
+	struct fc_store *st;
+};
+
+/* Why BPF tests cannot run here, or NULL when they can. */
+const char *fc_bpf_unavailable(void);
+
+/* cmocka setup/teardown: a fresh pin dir, store and program load per test;
+ * skips the test (with the reason) where BPF is not available. */
+int fc_env_setup(void **state);
+int fc_env_teardown(void **state);
+
+/* Bans text (ADDR[/LEN]) for ttl seconds (0 = no expiry) through store + sync. */
+void fc_env_ban(struct fc_env *env, const char *text, int64_t ttl);
+void fc_env_unban(struct fc_env *env, const char *text);
+
+/* Runs frame through the XDP (tc=false) or TC program once; returns its verdict. */
+int fc_env_run(struct fc_env *env, bool tc, const void *frame, size_t len);
+/* The same, but returns -errno when the kernel refuses the frame. */
+int fc_env_try_run(struct fc_env *env, bool tc, const void *frame, size_t len);
+
+#endif /* FC_TEST_BPF_H */

@@ -1,0 +1,334 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * The real programs under BPF_PROG_TEST_RUN: a table of frames with their
+ * expected verdicts, replayed through XDP and TC; TTLs; truncated and garbage
+ * frames; and the counters checked against what the programs returned.
+ */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <cmocka.h>
+#include <linux/bpf.h>
+#include <linux/if_ether.h>
+#include <linux/in.h>
+#include <linux/in6.h>
+#include <linux/pkt_cls.h>
+#include <bpf/bpf.h>
+
+#include "fc_prefix.h"
+#include "fc_sync.h"
+#include "fc_test_bpf.h"
+
+enum fc_want { FC_PASS, FC_DROP };
+
+/* What a run should return, and which counter it lands in. */
+struct fc_case {
+	const char *name;
+	struct fc_frame_spec spec;
+	enum fc_want want;
+	size_t counter; /* offsetof(struct fc_stats, ...) */
+};
+
+#define FC_CNT(f) offsetof(struct fc_stats, f)
+
+/* Banned by fc_ban_fixture(). */
+static const struct fc_case fc_cases[] = {
+	{ "v4 exact, TCP", { "198.18.0.7", IPPROTO_TCP, 0x02 }, FC_DROP, FC_CNT(drop_exact) },
+	{ "v4 exact, UDP", { "198.18.0.7", IPPROTO_UDP }, FC_DROP, FC_CNT(drop_exact) },
+	{ "v4 exact, ICMP", { "198.18.0.7", IPPROTO_ICMP }, FC_DROP, FC_CNT(drop_exact) },
+	{ "v4 neighbour of a ban", { "198.18.0.8", IPPROTO_TCP }, FC_PASS, FC_CNT(passed) },
+	{ "v4 inside a /16", { "198.19.3.4", IPPROTO_UDP }, FC_DROP, FC_CNT(drop_prefix) },
+	{ "v4 inside a /32 prefix form", { "198.18.1.1", IPPROTO_UDP }, FC_DROP, FC_CNT(drop_exact) },
+	{ "v4 just outside the /16", { "198.20.0.1", IPPROTO_UDP }, FC_PASS, FC_CNT(passed) },
+	{ "v4 exact, 1 VLAN", { "198.18.0.7", IPPROTO_TCP, 0x10, 1 }, FC_DROP, FC_CNT(drop_exact) },
+	{ "v4 exact, 2 VLANs", { "198.18.0.7", IPPROTO_TCP, 0x10, 2 }, FC_DROP, FC_CNT(drop_exact) },
+	{ "v4 prefix, 2 VLANs", { "198.19.200.1", IPPROTO_UDP, 0, 2 }, FC_DROP, FC_CNT(drop_prefix) },
+	{ "v4 clean, 2 VLANs", { "198.18.0.9", IPPROTO_UDP, 0, 2 }, FC_PASS, FC_CNT(passed) },
+	{ "v4 exact, IP options", { "198.18.0.7", IPPROTO_TCP, 0x02, 0, 10 }, FC_DROP, FC_CNT(drop_exact) },
+	{ "v4 exact, options, 2 VLANs, payload", { "198.18.0.7", IPPROTO_UDP, 0, 2, 3, 0, 40 }, FC_DROP,
+	  FC_CNT(drop_exact) },
+	{ "v6 exact, TCP", { "2001:2::7", IPPROTO_TCP, 0x02 }, FC_DROP, FC_CNT(drop_exact) },
+	{ "v6 exact, ICMPv6", { "2001:2::7", IPPROTO_ICMPV6 }, FC_DROP, FC_CNT(drop_exact) },
+	{ "v6 clean", { "2001:2::8", IPPROTO_UDP }, FC_PASS, FC_CNT(passed) },
+	{ "v6 inside a /64", { "2001:2:0:1::99", IPPROTO_UDP }, FC_DROP, FC_CNT(drop_prefix) },
+	{ "v6 outside the /64", { "2001:2:0:2::99", IPPROTO_UDP }, FC_PASS, FC_CNT(passed) },
+	{ "v6 exact, 1 VLAN", { "2001:2::7", IPPROTO_UDP, 0, 1 }, FC_DROP, FC_CNT(drop_exact) },
+	{ "v6 prefix, 2 VLANs", { "2001:2:0:1::1", IPPROTO_TCP, 0x02, 2 }, FC_DROP, FC_CNT(drop_prefix) },
+	{ "v6 exact, extension headers", { "2001:2::7", IPPROTO_TCP, 0x02, 0, 0, 2 }, FC_DROP,
+	  FC_CNT(drop_exact) },
+	{ "v6 exact, ext headers, 2 VLANs", { "2001:2::7", IPPROTO_UDP, 0, 2, 0, 1, 20 }, FC_DROP,
+	  FC_CNT(drop_exact) },
+	{ "v6 from a v4-mapped source is that v4 address", { "::ffff:198.18.0.7", IPPROTO_UDP }, FC_DROP,
+	  FC_CNT(drop_exact) },
+	{ "v6 prefixes never cover v4", { "198.51.100.1", IPPROTO_UDP }, FC_PASS, FC_CNT(passed) },
+	{ "v4 prefixes never cover v6", { "::c613:1", IPPROTO_UDP }, FC_PASS, FC_CNT(passed) },
+};
+
+static void fc_ban_fixture(struct fc_env *env)
+{
+	fc_env_ban(env, "198.18.0.7", 0);
+	fc_env_ban(env, "198.18.1.1/32", 0);
+	fc_env_ban(env, "198.19.0.0/16", 0);
+	fc_env_ban(env, "2001:2::7", 0);
+	fc_env_ban(env, "2001:2:0:1::/64", 0);
+	fc_env_ban(env, "2001:2:8000::/33", 0);
+}
+
+static int fc_verdict(bool tc, enum fc_want want)
+{
+	if (tc)
+		return want == FC_DROP ? TC_ACT_SHOT : TC_ACT_OK;
+	return want == FC_DROP ? XDP_DROP : XDP_PASS;
+}
+
+static void fc_expect(struct fc_stats *exp, size_t counter, size_t len)
+{
+	struct fc_counter *c = (struct fc_counter *)((char *)exp + counter);
+
+	c->packets++;
+	c->bytes += len;
+}
+
+static void fc_check_counters(struct fc_env *env, const struct fc_stats *exp)
+{
+	struct fc_stats got;
+	struct fc_err err;
+
+	if (fc_stats_read(&env->maps, &got, &err) < 0)
+		fail_msg("%s", err.msg);
+	assert_memory_equal(&got, exp, sizeof(got));
+}
+
+#define FC_REQUIRE_BPF(state)                                                    \
+	do {                                                                     \
+		const char *why_ = fc_bpf_unavailable();                         \
+		if (why_) {                                                      \
+			print_message("SKIPPED: %s\n", why_);                    \
+			skip();                                                  \
+		}                                                                \
+	} while (0)
+
+static void fc_replay(void **state, bool tc)
+{
+	struct fc_env *env = *state;
+	struct fc_stats exp = {};
+	uint8_t frame[FC_FRAME_MAX];
+	size_t i, len;
+
+	FC_REQUIRE_BPF(state);
+	fc_ban_fixture(env);
+	for (i = 0; i < sizeof(fc_cases) / sizeof(fc_cases[0]); i++) {
+		const struct fc_case *c = &fc_cases[i];
+
+		len = fc_frame_build(&c->spec, frame);
+		assert_true(len > 0);
+		if (fc_env_run(env, tc, frame, len) != fc_verdict(tc, c->want))
+			fail_msg("%s: %s: expected %s", tc ? "tc" : "xdp", c->name,
+				 c->want == FC_DROP ? "drop" : "pass");
+		fc_expect(&exp, c->counter, len);
+	}
+	fc_check_counters(env, &exp);
+}
+
+static void test_replay_xdp(void **state)
+{
+	fc_replay(state, false);
+}
+
+static void test_replay_tc(void **state)
+{
+	fc_replay(state, true);
+}
+
+/* A ban lifted with the store + sync path passes the very next frame. */
+static void test_unban_next_frame(void **state)
+{
+	struct fc_frame_spec spec = { "198.18.0.7", IPPROTO_UDP };
+	struct fc_env *env = *state;
+	uint8_t frame[FC_FRAME_MAX];
+	size_t len;
+
+	FC_REQUIRE_BPF(state);
+	len = fc_frame_build(&spec, frame);
+	assert_int_equal(fc_env_run(env, false, frame, len), XDP_PASS);
+	fc_env_ban(env, "198.18.0.7", 0);
+	assert_int_equal(fc_env_run(env, false, frame, len), XDP_DROP);
+	assert_int_equal(fc_env_run(env, true, frame, len), TC_ACT_SHOT);
+	fc_env_unban(env, "198.18.0.7");
+	assert_int_equal(fc_env_run(env, false, frame, len), XDP_PASS);
+	assert_int_equal(fc_env_run(env, true, frame, len), TC_ACT_OK);
+}
+
+static uint64_t fc_tai_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_TAI, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+/* The kernel honours expiry itself, exact and prefix, without a sync. */
+static void test_ttl_in_kernel(void **state)
+{
+	struct fc_frame_spec exact = { "198.18.0.7", IPPROTO_UDP }, inpfx = { "2001:2:0:1::5", IPPROTO_UDP };
+	struct fc_env *env = *state;
+	uint8_t f1[FC_FRAME_MAX], f2[FC_FRAME_MAX];
+	struct fc_pfx6_key k6;
+	struct fc_prefix p;
+	struct fc_addr key;
+	struct fc_ban ban;
+	struct fc_err err;
+	size_t l1, l2;
+
+	FC_REQUIRE_BPF(state);
+	l1 = fc_frame_build(&exact, f1);
+	l2 = fc_frame_build(&inpfx, f2);
+
+	/* Through the store: a 1 s TTL holds, then lapses in the kernel. */
+	fc_env_ban(env, "198.18.0.7", 1);
+	fc_env_ban(env, "2001:2:0:1::/64", 1);
+	assert_int_equal(fc_env_run(env, false, f1, l1), XDP_DROP);
+	assert_int_equal(fc_env_run(env, true, f2, l2), TC_ACT_SHOT);
+	sleep(2); /* the expiry is a whole second after the ban; 2 s covers any rounding */
+	assert_int_equal(fc_env_run(env, false, f1, l1), XDP_PASS);
+	assert_int_equal(fc_env_run(env, true, f1, l1), TC_ACT_OK);
+	assert_int_equal(fc_env_run(env, false, f2, l2), XDP_PASS);
+	assert_int_equal(fc_env_run(env, true, f2, l2), TC_ACT_OK);
+
+	/* Written straight into the maps: one ns in the past vs a minute ahead. */
+	assert_int_equal(fc_prefix_parse("198.18.0.7", &p, &err), 0);
+	fc_prefix_to_addr(&p, &key);
+	ban.expires_ns = fc_tai_now() - 1;
+	assert_int_equal(bpf_map_update_elem(env->maps.exact, &key, &ban, BPF_ANY), 0);
+	assert_int_equal(fc_env_run(env, false, f1, l1), XDP_PASS);
+	ban.expires_ns = fc_tai_now() + 60000000000ULL;
+	assert_int_equal(bpf_map_update_elem(env->maps.exact, &key, &ban, BPF_ANY), 0);
+	assert_int_equal(fc_env_run(env, false, f1, l1), XDP_DROP);
+
+	assert_int_equal(fc_prefix_parse("2001:2:0:1::/64", &p, &err), 0);
+	fc_prefix_to_pfx6(&p, &k6);
+	ban.expires_ns = fc_tai_now() - 1;
+	assert_int_equal(bpf_map_update_elem(env->maps.pfx6, &k6, &ban, BPF_ANY), 0);
+	assert_int_equal(fc_env_run(env, true, f2, l2), TC_ACT_OK);
+}
+
+/*
+ * The kernel's test harness refuses (EINVAL) a TC frame whose IPv4 or IPv6
+ * header is cut short: the stack never hands such an skb to TC. That refusal,
+ * and no other, is accepted; XDP runs those frames through the same parser.
+ */
+static bool fc_refused(bool tc, int rc, const uint8_t *f, size_t len)
+{
+	uint16_t type = (uint16_t)(f[12] << 8 | f[13]);
+
+	return tc && rc == -EINVAL &&
+	       ((type == 0x0800 && len < ETH_HLEN + 20) || (type == 0x86DD && len < ETH_HLEN + 40));
+}
+
+/*
+ * Every truncation (14 to 128 bytes) of banned frames through each layer, and
+ * seeded random bytes behind each EtherType we parse: all pass, none aborts,
+ * and the counters add up to what was returned.
+ */
+static void fc_garbage(void **state, bool tc)
+{
+	static const struct fc_frame_spec full[] = {
+		{ "198.18.0.7", IPPROTO_TCP, 0x02, 2, 4, 0, 60 },
+		{ "2001:2::7", IPPROTO_UDP, 0, 2, 0, 2, 50 },
+		{ "198.19.0.1", IPPROTO_ICMP, 0, 1, 0, 0, 90 },
+	};
+	static const uint16_t ethertypes[] = { 0x0800, 0x86DD, 0x8100, 0x88A8, 0x0806 };
+	int pass = tc ? TC_ACT_OK : XDP_PASS, drop = tc ? TC_ACT_SHOT : XDP_DROP;
+	struct fc_env *env = *state;
+	uint8_t frame[FC_FRAME_MAX], junk[FC_FRAME_MAX];
+	size_t i, len, flen, runs = 0, drops = 0;
+	unsigned seed = 42;
+	struct fc_stats got;
+	struct fc_err err;
+	int rc;
+
+	FC_REQUIRE_BPF(state);
+	fc_ban_fixture(env);
+	for (i = 0; i < sizeof(full) / sizeof(full[0]); i++) {
+		flen = fc_frame_build(&full[i], frame);
+		assert_true(flen >= 128);
+		for (len = 14; len <= 128; len++, runs++) {
+			rc = fc_env_try_run(env, tc, frame, len);
+			if (fc_refused(tc, rc, frame, len)) {
+				runs--;
+				continue;
+			}
+			if (rc != pass)
+				fail_msg("frame %zu truncated to %zu bytes: verdict %d, expected pass", i, len, rc);
+		}
+		assert_int_equal(fc_env_run(env, tc, frame, flen), drop); /* whole, it is banned */
+		runs++;
+		drops++;
+	}
+	for (i = 0; i < 2000; i++, runs++) {
+		len = 14 + (size_t)(rand_r(&seed) % 115);
+		for (flen = 0; flen < len; flen++)
+			junk[flen] = (uint8_t)rand_r(&seed);
+		junk[12] = (uint8_t)(ethertypes[i % 5] >> 8);
+		junk[13] = (uint8_t)ethertypes[i % 5];
+		rc = fc_env_try_run(env, tc, junk, len);
+		if (fc_refused(tc, rc, junk, len)) {
+			runs--;
+			continue;
+		}
+		if (rc != pass)
+			fail_msg("random frame %zu (%zu bytes): verdict %d, expected pass", i, len, rc);
+	}
+	if (fc_stats_read(&env->maps, &got, &err) < 0)
+		fail_msg("%s", err.msg);
+	assert_int_equal(got.drop_exact.packets + got.drop_prefix.packets, drops);
+	assert_int_equal(got.passed.packets + got.malformed.packets + got.non_ip.packets, runs - drops);
+	assert_true(got.malformed.packets >= 3 * (128 - 14)); /* the truncations at least */
+}
+
+static void test_garbage_xdp(void **state)
+{
+	fc_garbage(state, false);
+}
+
+static void test_garbage_tc(void **state)
+{
+	fc_garbage(state, true);
+}
+
+/* Non-IP (ARP) passes and is counted as such. */
+static void test_non_ip(void **state)
+{
+	struct fc_env *env = *state;
+	uint8_t arp[42] = { [12] = 0x08, [13] = 0x06 };
+	struct fc_stats exp = {};
+
+	FC_REQUIRE_BPF(state);
+	fc_ban_fixture(env);
+	assert_int_equal(fc_env_run(env, false, arp, sizeof(arp)), XDP_PASS);
+	assert_int_equal(fc_env_run(env, true, arp, sizeof(arp)), TC_ACT_OK);
+	fc_expect(&exp, FC_CNT(non_ip), sizeof(arp));
+	fc_expect(&exp, FC_CNT(non_ip), sizeof(arp));
+	fc_check_counters(env, &exp);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_replay_xdp, fc_env_setup, fc_env_teardown),
+		cmocka_unit_test_setup_teardown(test_replay_tc, fc_env_setup, fc_env_teardown),
+		cmocka_unit_test_setup_teardown(test_unban_next_frame, fc_env_setup, fc_env_teardown),
+		cmocka_unit_test_setup_teardown(test_ttl_in_kernel, fc_env_setup, fc_env_teardown),
+		cmocka_unit_test_setup_teardown(test_garbage_xdp, fc_env_setup, fc_env_teardown),
+		cmocka_unit_test_setup_teardown(test_garbage_tc, fc_env_setup, fc_env_teardown),
+		cmocka_unit_test_setup_teardown(test_non_ip, fc_env_setup, fc_env_teardown),
+	};
+
+	return cmocka_run_group_tests_name("bpf programs (BPF_PROG_TEST_RUN)", tests, NULL, NULL);
+}

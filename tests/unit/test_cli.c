@@ -1,0 +1,228 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * The command line as a user meets it: the built freqctl binary run with
+ * good and bad arguments, checking exit status, stdout and stderr. Only
+ * commands that stop before touching BPF run here (no root needed); the
+ * integration test drives the rest.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <cmocka.h>
+#include <jansson.h>
+
+struct fc_run {
+	int status;
+	char out[16384];
+	char err[16384];
+};
+
+static char fc_dir[64];
+static char fc_db_opt[128];
+
+static void fc_slurp(int fd, char *buf, size_t cap)
+{
+	size_t n = 0;
+	ssize_t r;
+
+	while (n + 1 < cap && (r = read(fd, buf + n, cap - 1 - n)) > 0)
+		n += (size_t)r;
+	buf[n] = '\0';
+	close(fd);
+}
+
+/* Runs freqctl --db <tmp> --pin-dir /nonexistent/... ARGS (NULL-terminated). */
+static void fc_cli(struct fc_run *r, ...)
+{
+	const char *bin = getenv("FC_BIN") ? getenv("FC_BIN") : "build/freqctl";
+	char *argv[32] = { (char *)bin, fc_db_opt, "--pin-dir=/nonexistent/fc-unit-pins" };
+	int out[2], err[2], argc = 3;
+	va_list ap;
+	pid_t pid;
+
+	va_start(ap, r);
+	while ((argv[argc] = va_arg(ap, char *)) && argc < 30)
+		argc++;
+	va_end(ap);
+	assert_int_equal(pipe(out), 0);
+	assert_int_equal(pipe(err), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		dup2(out[1], 1);
+		dup2(err[1], 2);
+		close(out[0]);
+		close(err[0]);
+		execv(bin, argv);
+		_exit(127);
+	}
+	close(out[1]);
+	close(err[1]);
+	fc_slurp(out[0], r->out, sizeof(r->out));
+	fc_slurp(err[0], r->err, sizeof(r->err));
+	assert_int_equal(waitpid(pid, &r->status, 0), pid);
+	assert_true(WIFEXITED(r->status));
+	r->status = WEXITSTATUS(r->status);
+	assert_int_not_equal(r->status, 127);
+}
+
+static int fc_setup(void **state)
+{
+	(void)state;
+	snprintf(fc_dir, sizeof(fc_dir), "/tmp/fc-cli-XXXXXX");
+	assert_non_null(mkdtemp(fc_dir));
+	snprintf(fc_db_opt, sizeof(fc_db_opt), "--db=%s/store.db", fc_dir);
+	return 0;
+}
+
+static int fc_teardown(void **state)
+{
+	char cmd[128];
+
+	(void)state;
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", fc_dir);
+	return system(cmd);
+}
+
+/* Every command has --help: stdout, exit 0, a synopsis naming it. */
+static void test_help(void **state)
+{
+	static const char *const cmds[][2] = { { "attach", NULL }, { "detach", NULL }, { "status", NULL },
+					       { "ban", "add" },   { "ban", "del" },   { "ban", "import" },
+					       { "ban", "list" },  { "sync", NULL },   { "stats", NULL } };
+	struct fc_run r;
+	char want[64];
+	size_t i;
+
+	(void)state;
+	fc_cli(&r, "--help", NULL);
+	assert_int_equal(r.status, 0);
+	assert_non_null(strstr(r.out, "Usage: freqctl [GLOBAL OPTIONS] COMMAND"));
+	assert_string_equal(r.err, "");
+	for (i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++) {
+		if (cmds[i][1])
+			fc_cli(&r, cmds[i][0], cmds[i][1], "--help", NULL);
+		else
+			fc_cli(&r, cmds[i][0], "-h", NULL);
+		assert_int_equal(r.status, 0);
+		snprintf(want, sizeof(want), "Usage: freqctl [GLOBAL OPTIONS] %s%s%s [OPTIONS]", cmds[i][0],
+			 cmds[i][1] ? " " : "", cmds[i][1] ? cmds[i][1] : "");
+		if (!strstr(r.out, want))
+			fail_msg("%s %s --help printed:\n%s", cmds[i][0], cmds[i][1] ? cmds[i][1] : "", r.out);
+		assert_string_equal(r.err, "");
+	}
+	fc_cli(&r, "--version", NULL);
+	assert_int_equal(r.status, 0);
+	assert_memory_equal(r.out, "freqctl ", 8);
+}
+
+static const struct {
+	const char *args[6];
+	const char *err;
+} fc_usage_errors[] = {
+	{ { NULL }, "freqctl: missing command\nTry 'freqctl --help'.\n" },
+	{ { "frobnicate" }, "freqctl: unknown command 'frobnicate'\nTry 'freqctl --help'.\n" },
+	{ { "ban" }, "freqctl: ban: expected add, del, import or list\nTry 'freqctl --help'.\n" },
+	{ { "ban", "remove", "1.2.3.4" }, "freqctl: ban: expected add, del, import or list\nTry 'freqctl --help'.\n" },
+	{ { "--bogus", "status" }, "freqctl: unknown global option '--bogus'\nTry 'freqctl --help'.\n" },
+	{ { "ban", "add" }, "freqctl ban add: missing argument: expected ADDR[/LEN]\nTry 'freqctl ban add --help'.\n" },
+	{ { "ban", "add", "1.2.3.4", "5.6.7.8" },
+	  "freqctl ban add: unexpected argument \"5.6.7.8\"\nTry 'freqctl ban add --help'.\n" },
+	{ { "ban", "add", "1.2.3.4/40" },
+	  "freqctl ban add: \"1.2.3.4/40\": prefix length \"40\": expected a number from 1 to 32\n"
+	  "Try 'freqctl ban add --help'.\n" },
+	{ { "ban", "add", "10.0.0.5/8" },
+	  "freqctl ban add: \"10.0.0.5/8\": host bits set; did you mean 10.0.0.0/8?\nTry 'freqctl ban add --help'.\n" },
+	{ { "ban", "add", "1.2.3.4", "--ttl", "10" },
+	  "freqctl ban add: --ttl: duration \"10\": missing unit after 10 (one of s, m, h, d)\n"
+	  "Try 'freqctl ban add --help'.\n" },
+	{ { "ban", "add", "1.2.3.4", "--ttl" },
+	  "freqctl ban add: option '--ttl' needs an argument\nTry 'freqctl ban add --help'.\n" },
+	{ { "ban", "add", "--frob", "1.2.3.4" },
+	  "freqctl ban add: unknown option '--frob'\nTry 'freqctl ban add --help'.\n" },
+	{ { "ban", "del", "nonsense" },
+	  "freqctl ban del: \"nonsense\": not a valid IPv4 address (expected dotted decimal a.b.c.d)\n"
+	  "Try 'freqctl ban del --help'.\n" },
+	{ { "attach" }, "freqctl attach: missing argument: expected IFACE\nTry 'freqctl attach --help'.\n" },
+	{ { "attach", "lo", "--mode", "hw" },
+	  "freqctl attach: --mode: mode \"hw\": expected one of xdp, xdp-generic, tc\nTry 'freqctl attach --help'.\n" },
+	{ { "attach", "-x", "lo" }, "freqctl attach: unknown option '-x'\nTry 'freqctl attach --help'.\n" },
+	{ { "status", "extra" }, "freqctl status: unexpected argument \"extra\"\nTry 'freqctl status --help'.\n" },
+	{ { "stats", "--json", "--yaml" }, "freqctl stats: unknown option '--yaml'\nTry 'freqctl stats --help'.\n" },
+	{ { "ban", "import" }, "freqctl ban import: missing argument: expected FILE\nTry 'freqctl ban import --help'.\n" },
+};
+
+static void test_usage_errors(void **state)
+{
+	struct fc_run r;
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < sizeof(fc_usage_errors) / sizeof(fc_usage_errors[0]); i++) {
+		const char *const *a = fc_usage_errors[i].args;
+
+		fc_cli(&r, a[0], a[1], a[2], a[3], a[4], a[5], NULL);
+		if (r.status != 2)
+			fail_msg("case %zu: exit %d, expected 2; stderr: %s", i, r.status, r.err);
+		assert_string_equal(r.err, fc_usage_errors[i].err);
+		assert_string_equal(r.out, "");
+	}
+}
+
+/* Runtime errors exit 1 and name what failed; nothing is written. */
+static void test_runtime_errors(void **state)
+{
+	char path[128], want[1024];
+	struct fc_run r;
+	FILE *f;
+
+	(void)state;
+	fc_cli(&r, "ban", "del", "198.18.0.7", NULL);
+	assert_int_equal(r.status, 1);
+	assert_string_equal(r.err, "freqctl: ban del 198.18.0.7: not banned (see 'freqctl ban list')\n");
+
+	snprintf(path, sizeof(path), "%s/bans.txt", fc_dir);
+	f = fopen(path, "w");
+	assert_non_null(f);
+	fputs("# good and bad\n198.18.0.1\n198.18.0.300\n\n2001:db8::/32  # a comment\n10.0.0.1/8\n"
+	      "1.2.3.4 5.6.7.8\n",
+	      f);
+	fclose(f);
+	fc_cli(&r, "ban", "import", path, NULL);
+	assert_int_equal(r.status, 1);
+	snprintf(want, sizeof(want),
+		 "freqctl: %s:3: \"198.18.0.300\": not a valid IPv4 address (expected dotted decimal a.b.c.d)\n"
+		 "freqctl: %s:6: \"10.0.0.1/8\": host bits set; did you mean 10.0.0.0/8?\n"
+		 "freqctl: %s:7: unexpected \"5.6.7.8\" after the address (one address or prefix per line)\n"
+		 "freqctl: ban import %s: 3 invalid lines; nothing imported\n",
+		 path, path, path, path);
+	assert_string_equal(r.err, want);
+
+	fc_cli(&r, "ban", "import", "/nonexistent/bans.txt", NULL);
+	assert_int_equal(r.status, 1);
+	assert_string_equal(r.err, "freqctl: ban import /nonexistent/bans.txt: No such file or directory\n");
+
+	/* Nothing above reached the store. */
+	fc_cli(&r, "ban", "list", "--json", NULL);
+	assert_int_equal(r.status, 0);
+	assert_string_equal(r.out, "[]\n");
+	fc_cli(&r, "ban", "list", NULL);
+	assert_int_equal(r.status, 0);
+	assert_string_equal(r.out, "");
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_help),
+		cmocka_unit_test(test_usage_errors),
+		cmocka_unit_test(test_runtime_errors),
+	};
+
+	return cmocka_run_group_tests_name("command line", tests, fc_setup, fc_teardown);
+}

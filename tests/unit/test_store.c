@@ -1,0 +1,237 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/* The SQLite store: round trips, expiry, refusals, reopening, corruption. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <cmocka.h>
+#include <sqlite3.h>
+
+#include "fc_store.h"
+
+struct fc_t {
+	char dir[64];
+	char path[96];
+	struct fc_store *st;
+};
+
+static int fc_setup(void **state)
+{
+	struct fc_t *t = calloc(1, sizeof(*t));
+	struct fc_err err;
+
+	assert_non_null(t);
+	snprintf(t->dir, sizeof(t->dir), "/tmp/fc-unit-XXXXXX");
+	assert_non_null(mkdtemp(t->dir));
+	/* A directory that does not exist yet: the store creates it. */
+	snprintf(t->path, sizeof(t->path), "%s/sub/dir/store.db", t->dir);
+	if (fc_store_open(t->path, &t->st, &err) < 0)
+		fail_msg("%s", err.msg);
+	*state = t;
+	return 0;
+}
+
+static int fc_teardown(void **state)
+{
+	struct fc_t *t = *state;
+	char cmd[128];
+
+	fc_store_close(t->st);
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", t->dir);
+	assert_int_equal(system(cmd), 0);
+	free(t);
+	return 0;
+}
+
+static struct fc_ban_row fc_row(const char *text, int64_t created, int64_t expires)
+{
+	struct fc_ban_row r = { .created = created, .expires = expires };
+	struct fc_err err;
+
+	if (fc_prefix_parse(text, &r.p, &err) < 0)
+		fail_msg("%s", err.msg);
+	return r;
+}
+
+static void fc_put(struct fc_store *st, const char *text, int64_t created, int64_t expires)
+{
+	struct fc_ban_row r = fc_row(text, created, expires);
+	struct fc_err err;
+
+	if (fc_store_ban_put(st, &r, &err) < 0)
+		fail_msg("%s", err.msg);
+}
+
+static void test_round_trip(void **state)
+{
+	static const char *const bans[] = { "2001:db8::/32", "198.18.0.7", "198.18.0.0/15", "2001:db8::1",
+					    "10.0.0.0/8" };
+	struct fc_t *t = *state;
+	struct fc_ban_row *rows, got;
+	char buf[FC_PREFIX_STRLEN];
+	struct fc_err err;
+	size_t n, i, j;
+	bool found;
+
+	for (i = 0; i < 5; i++)
+		fc_put(t->st, bans[i], 1000, i == 1 ? 5000 : 0);
+	assert_int_equal(fc_store_ban_list(t->st, 2000, &rows, &n, &err), 0);
+	assert_int_equal(n, 5);
+	for (i = 0; i < 5; i++) {
+		fc_prefix_format(&rows[i].p, buf);
+		for (j = 0; j < 5 && strcmp(buf, bans[j]); j++)
+			;
+		assert_true(j < 5);
+		assert_int_equal(rows[i].created, 1000);
+		assert_int_equal(rows[i].expires, j == 1 ? 5000 : 0);
+	}
+	free(rows);
+
+	/* get: exact key only; a prefix is not found by an address inside it. */
+	got = fc_row("198.18.0.7", 0, 0);
+	assert_int_equal(fc_store_ban_get(t->st, &got.p, 2000, &got, &found, &err), 0);
+	assert_true(found);
+	assert_int_equal(got.expires, 5000);
+	got = fc_row("198.18.0.8", 0, 0);
+	assert_int_equal(fc_store_ban_get(t->st, &got.p, 2000, &got, &found, &err), 0);
+	assert_false(found);
+}
+
+static void test_replace_and_delete(void **state)
+{
+	struct fc_t *t = *state;
+	struct fc_ban_row r = fc_row("198.18.0.7", 1, 100), got;
+	struct fc_err err;
+	size_t n;
+	bool found;
+
+	fc_put(t->st, "198.18.0.7", 1, 100);
+	fc_put(t->st, "198.18.0.7", 2, 0); /* again: replaces, no duplicate */
+	assert_int_equal(fc_store_ban_count(t->st, 50, &n, &err), 0);
+	assert_int_equal(n, 1);
+	assert_int_equal(fc_store_ban_get(t->st, &r.p, 50, &got, &found, &err), 0);
+	assert_true(found);
+	assert_int_equal(got.created, 2);
+	assert_int_equal(got.expires, 0);
+
+	assert_int_equal(fc_store_ban_del(t->st, &r.p, &found, &err), 0);
+	assert_true(found);
+	assert_int_equal(fc_store_ban_del(t->st, &r.p, &found, &err), 0);
+	assert_false(found);
+	/* 198.18.0.7/32 and 198.18.0.0/24 are different bans. */
+	fc_put(t->st, "198.18.0.0/24", 1, 0);
+	r = fc_row("198.18.0.0", 0, 0);
+	assert_int_equal(fc_store_ban_del(t->st, &r.p, &found, &err), 0);
+	assert_false(found);
+}
+
+static void test_expiry(void **state)
+{
+	struct fc_t *t = *state;
+	struct fc_ban_row *rows, got;
+	struct fc_err err;
+	size_t n;
+	bool found;
+
+	fc_put(t->st, "198.18.0.1", 0, 100);
+	fc_put(t->st, "198.18.0.2", 0, 200);
+	fc_put(t->st, "198.18.0.3", 0, 0);
+	assert_int_equal(fc_store_ban_list(t->st, 100, &rows, &n, &err), 0); /* expires at 100: gone at 100 */
+	assert_int_equal(n, 2);
+	free(rows);
+	assert_int_equal(fc_store_ban_count(t->st, 99, &n, &err), 0);
+	assert_int_equal(n, 3);
+	got = fc_row("198.18.0.1", 0, 0);
+	assert_int_equal(fc_store_ban_get(t->st, &got.p, 100, &got, &found, &err), 0);
+	assert_false(found);
+	assert_int_equal(fc_store_ban_purge(t->st, 150, &n, &err), 0);
+	assert_int_equal(n, 1);
+	assert_int_equal(fc_store_ban_count(t->st, 0, &n, &err), 0);
+	assert_int_equal(n, 2);
+}
+
+static void test_rollback_and_reopen(void **state)
+{
+	struct fc_t *t = *state;
+	struct fc_err err;
+	size_t n;
+
+	assert_int_equal(fc_store_begin(t->st, &err), 0);
+	fc_put(t->st, "198.18.0.1", 0, 0);
+	fc_store_rollback(t->st);
+	assert_int_equal(fc_store_ban_count(t->st, 0, &n, &err), 0);
+	assert_int_equal(n, 0);
+
+	assert_int_equal(fc_store_begin(t->st, &err), 0);
+	fc_put(t->st, "2001:db8::/48", 7, 0);
+	assert_int_equal(fc_store_commit(t->st, &err), 0);
+	fc_store_close(t->st);
+	if (fc_store_open(t->path, &t->st, &err) < 0)
+		fail_msg("%s", err.msg);
+	assert_int_equal(fc_store_ban_count(t->st, 0, &n, &err), 0);
+	assert_int_equal(n, 1);
+}
+
+/* A row this version never writes is reported, not published. */
+static void test_corrupt_row(void **state)
+{
+	struct fc_t *t = *state;
+	struct fc_ban_row *rows;
+	struct fc_err err;
+	sqlite3 *db;
+	size_t n;
+	char want[256];
+
+	assert_int_equal(sqlite3_open(t->path, &db), SQLITE_OK);
+	assert_int_equal(sqlite3_exec(db, "INSERT INTO bans VALUES (4, x'0102', 32, 0, NULL)", NULL, NULL, NULL),
+			 SQLITE_OK);
+	sqlite3_close(db);
+	assert_int_equal(fc_store_ban_list(t->st, 0, &rows, &n, &err), -1);
+	snprintf(want, sizeof(want), "store %s: corrupt ban row (family 4, 2 address bytes, length 32)", t->path);
+	assert_string_equal(err.msg, want);
+}
+
+static void test_newer_schema_refused(void **state)
+{
+	struct fc_t *t = *state;
+	struct fc_store *st;
+	struct fc_err err;
+	sqlite3 *db;
+	char want[256];
+
+	assert_int_equal(sqlite3_open(t->path, &db), SQLITE_OK);
+	assert_int_equal(sqlite3_exec(db, "PRAGMA user_version = 99", NULL, NULL, NULL), SQLITE_OK);
+	sqlite3_close(db);
+	assert_int_equal(fc_store_open(t->path, &st, &err), -1);
+	snprintf(want, sizeof(want), "store %s: schema version 99 is newer than this freqctl knows (1)", t->path);
+	assert_string_equal(err.msg, want);
+}
+
+static void test_open_errors(void **state)
+{
+	struct fc_store *st;
+	struct fc_err err;
+
+	(void)state;
+	assert_int_equal(fc_store_open("/proc/freqctl-test/store.db", &st, &err), -1);
+	assert_string_equal(err.msg, "store /proc/freqctl-test/store.db: cannot create /proc/freqctl-test: No such "
+				     "file or directory");
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_round_trip, fc_setup, fc_teardown),
+		cmocka_unit_test_setup_teardown(test_replace_and_delete, fc_setup, fc_teardown),
+		cmocka_unit_test_setup_teardown(test_expiry, fc_setup, fc_teardown),
+		cmocka_unit_test_setup_teardown(test_rollback_and_reopen, fc_setup, fc_teardown),
+		cmocka_unit_test_setup_teardown(test_corrupt_row, fc_setup, fc_teardown),
+		cmocka_unit_test_setup_teardown(test_newer_schema_refused, fc_setup, fc_teardown),
+		cmocka_unit_test(test_open_errors),
+	};
+
+	return cmocka_run_group_tests_name("store (SQLite)", tests, NULL, NULL);
+}
