@@ -56,7 +56,7 @@ $(B)/freqctl: $(B)/loader/freqctl.o $(LIB_OBJS)
 	$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS)
 
 $(B)/tests/%: $(B)/tests/unit/%.o $(LIB_OBJS)
-	$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS) -lcmocka
+	$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS) -lcmocka -lpthread
 
 $(B)/tests/%: $(B)/tests/bpf/%.o $(B)/tests/bpf/fc_frames.o $(B)/tests/bpf/fc_test_bpf.o $(LIB_OBJS)
 	$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS) -lcmocka -lpthread

@@ -19,7 +19,7 @@ struct {
 	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__uint(max_entries, FC_MAX_BANS);
 	__type(key, struct fc_addr);
-	__type(value, struct fc_ban);
+	__type(value, struct fc_rule);
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } fc_ban_exact SEC(".maps");
 
@@ -29,7 +29,7 @@ struct {
 	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__uint(max_entries, FC_MAX_BANS);
 	__type(key, struct fc_pfx4_key);
-	__type(value, struct fc_ban);
+	__type(value, struct fc_rule);
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } fc_ban_pfx4 SEC(".maps");
 
@@ -38,7 +38,7 @@ struct {
 	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__uint(max_entries, FC_MAX_BANS);
 	__type(key, struct fc_pfx6_key);
-	__type(value, struct fc_ban);
+	__type(value, struct fc_rule);
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } fc_ban_pfx6 SEC(".maps");
 
@@ -57,5 +57,49 @@ struct {
 	__type(value, struct fc_config);
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } fc_config SEC(".maps");
+
+/* Policies by slot; array lookups compile to an address computation. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, FC_POLICY_SLOTS);
+	__type(key, __u32);
+	__type(value, struct fc_policy);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} fc_policies SEC(".maps");
+
+/* Bucket state by slot, apart from the policy so that publishing a policy's
+ * limits never overwrites its state. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, FC_POLICY_SLOTS);
+	__type(key, __u32);
+	__type(value, struct fc_bucket);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} fc_buckets SEC(".maps");
+
+/* Per-source buckets of the ip=* policy. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, FC_MAX_SOURCES);
+	__type(key, struct fc_addr);
+	__type(value, struct fc_src_bucket);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} fc_src_buckets SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, FC_POLICY_SLOTS);
+	__type(key, __u32);
+	__type(value, struct fc_pstats);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} fc_pstats SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct fc_flood);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} fc_flood SEC(".maps");
 
 #endif /* FC_STATE_BPF_H */

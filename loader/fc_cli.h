@@ -20,6 +20,8 @@ enum {
 	FC_OPT_JSON = 256,
 	FC_OPT_TTL,
 	FC_OPT_MODE,
+	FC_OPT_ACTION,
+	FC_OPT_NEW_SOURCES,
 };
 
 struct fc_opt {
@@ -69,6 +71,7 @@ int fc_json_print(struct json_t *doc);
 
 extern const struct fc_cmd fc_cmd_attach, fc_cmd_detach, fc_cmd_status;
 extern const struct fc_cmd fc_cmd_ban_add, fc_cmd_ban_del, fc_cmd_ban_import, fc_cmd_ban_list;
+extern const struct fc_cmd fc_cmd_policy_add, fc_cmd_policy_set, fc_cmd_policy_del, fc_cmd_policy_list;
 extern const struct fc_cmd fc_cmd_sync, fc_cmd_stats;
 
 #endif /* FC_CLI_H */

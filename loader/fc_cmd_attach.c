@@ -71,11 +71,12 @@ static json_t *fc_status_json(const char *pin_dir, const struct fc_attachment *v
 		json_array_append_new(ifs, json_pack("{s:s, s:i, s:s, s:i}", "interface", v[i].ifname, "ifindex",
 						      v[i].ifindex, "mode", fc_mode_name(v[i].mode), "prog_id",
 						      (json_int_t)v[i].prog_id));
-	return json_pack("{s:s, s:o, s:{s:{s:i,s:i}, s:{s:i,s:i}, s:{s:i,s:i}}}", "pin_dir", pin_dir, "attached",
-			 ifs, "maps", FC_MAP_BAN_EXACT, "entries", (json_int_t)cfg->n_exact, "max_entries",
+	return json_pack("{s:s, s:o, s:{s:{s:i,s:i}, s:{s:i,s:i}, s:{s:i,s:i}, s:{s:i,s:i}}}", "pin_dir", pin_dir,
+			 "attached", ifs, "maps", FC_MAP_BAN_EXACT, "entries", (json_int_t)cfg->n_exact, "max_entries",
 			 FC_MAX_BANS, FC_MAP_BAN_PFX4, "entries", (json_int_t)cfg->n_pfx4, "max_entries",
 			 FC_MAX_BANS, FC_MAP_BAN_PFX6, "entries", (json_int_t)cfg->n_pfx6, "max_entries",
-			 FC_MAX_BANS);
+			 FC_MAX_BANS, FC_MAP_POLICIES, "entries", (json_int_t)cfg->n_policies, "max_entries",
+			 FC_MAX_POLICIES);
 }
 
 static int fc_cmd_status_run(const struct fc_ctx *ctx, const struct fc_cmd *cmd, int argc, char **argv)
@@ -108,8 +109,9 @@ static int fc_cmd_status_run(const struct fc_ctx *ctx, const struct fc_cmd *cmd,
 	for (i = 0; i < n; i++)
 		printf("attached: %-16s ifindex %-4d %-12s prog id %u\n", v[i].ifname, v[i].ifindex,
 		       fc_mode_name(v[i].mode), v[i].prog_id);
-	printf("bans published: %u exact, %u IPv4 prefixes, %u IPv6 prefixes (each map holds up to %d)\n",
-	       cfg.n_exact, cfg.n_pfx4, cfg.n_pfx6, FC_MAX_BANS);
+	printf("published: %u exact-address, %u IPv4-prefix, %u IPv6-prefix entries (up to %d each); "
+	       "%u policies (up to %d)\n",
+	       cfg.n_exact, cfg.n_pfx4, cfg.n_pfx6, FC_MAX_BANS, cfg.n_policies, FC_MAX_POLICIES);
 	free(v);
 	return FC_EXIT_OK;
 }
@@ -145,9 +147,9 @@ const struct fc_cmd fc_cmd_status = {
 	.name = "status",
 	.min_args = 0,
 	.max_args = 0,
-	.summary = "Show where freqctl is attached and how full the ban maps are.",
+	.summary = "Show where freqctl is attached and how full its maps are.",
 	.details = "Lists the interfaces of this network namespace that run this pin dir's programs, with\n"
-		   "mode and program id, then the number of published bans per map.",
+		   "mode and program id, then the entries published per map.",
 	.opts = fc_opts_json,
 	.run = fc_cmd_status_run,
 };

@@ -2,8 +2,11 @@
 /* freqctl stats */
 #include <jansson.h>
 
+#include <stdlib.h>
+
 #include "fc_cli.h"
 #include "fc_kern.h"
+#include "fc_store.h"
 
 /* The counters of struct fc_stats, in display order. */
 static const struct {
@@ -14,6 +17,8 @@ static const struct {
 	{ "passed", "passed", offsetof(struct fc_stats, passed) },
 	{ "dropped_exact", "dropped: exact ban", offsetof(struct fc_stats, drop_exact) },
 	{ "dropped_prefix", "dropped: prefix ban", offsetof(struct fc_stats, drop_prefix) },
+	{ "dropped_limit", "dropped: rate limit", offsetof(struct fc_stats, drop_limit) },
+	{ "source_overflow", "ip=* overflow bucket", offsetof(struct fc_stats, src_overflow) },
 	{ "passed_non_ip", "passed: not IP", offsetof(struct fc_stats, non_ip) },
 	{ "passed_malformed", "passed: malformed", offsetof(struct fc_stats, malformed) },
 };
@@ -25,49 +30,109 @@ static const struct fc_counter *fc_stat_at(const struct fc_stats *s, size_t row)
 	return (const struct fc_counter *)((const char *)s + fc_stat_rows[row].off);
 }
 
-static int fc_cmd_stats_run(const struct fc_ctx *ctx, const struct fc_cmd *cmd, int argc, char **argv)
+static json_t *fc_counter_json(const struct fc_counter *c)
 {
-	const struct fc_counter *cnt;
-	struct fc_stats s;
-	struct fc_maps m;
-	struct fc_err err;
-	bool json = false;
-	json_t *doc;
-	size_t i;
-	int c;
+	return json_pack("{s:I, s:I}", "packets", (json_int_t)c->packets, "bytes", (json_int_t)c->bytes);
+}
 
-	while ((c = fc_cmd_getopt(cmd, argc, argv)) != -1)
-		json |= c == FC_OPT_JSON;
-	if (fc_maps_open(ctx->pin_dir, &m, &err) < 0 || fc_stats_read(&m, &s, &err) < 0) {
-		fc_warn("stats: %s", err.msg);
-		fc_maps_close(&m);
-		return FC_EXIT_FAILURE;
-	}
-	fc_maps_close(&m);
+/* One policy's counters: what passed it and what it dropped (for a log
+ * policy, what it would have dropped). */
+struct fc_policy_stats {
+	const struct fc_policy_row *row;
+	struct fc_pstats ps;
+};
+
+static int fc_stats_print(const struct fc_stats *s, const struct fc_policy_stats *ps, size_t n, bool json)
+{
+	char match[FC_TEXT_LEN];
+	const struct fc_counter *cnt;
+	json_t *doc, *pols;
+	size_t i;
+
 	if (json) {
 		doc = json_object();
-		for (i = 0; doc && i < FC_NSTAT_ROWS; i++) {
-			cnt = fc_stat_at(&s, i);
-			json_object_set_new(doc, fc_stat_rows[i].key,
-					    json_pack("{s:I, s:I}", "packets", (json_int_t)cnt->packets, "bytes",
-						      (json_int_t)cnt->bytes));
+		pols = json_array();
+		for (i = 0; doc && i < FC_NSTAT_ROWS; i++)
+			json_object_set_new(doc, fc_stat_rows[i].key, fc_counter_json(fc_stat_at(s, i)));
+		for (i = 0; pols && i < n; i++) {
+			const struct fc_policy_spec *p = &ps[i].row->spec;
+
+			fc_match_format(p, match);
+			json_array_append_new(pols, json_pack("{s:I, s:s, s:s, s:o, s:o}", "id", (json_int_t)p->id,
+							      "match", match, "action", fc_action_name(p->action),
+							      "passed", fc_counter_json(&ps[i].ps.passed),
+							      p->action == FC_ACTION_LOG ? "would_drop" : "dropped",
+							      fc_counter_json(&ps[i].ps.dropped)));
 		}
+		if (doc)
+			json_object_set_new(doc, "policies", pols);
 		return fc_json_print(doc);
 	}
 	printf("%-22s %16s %18s\n", "", "PACKETS", "BYTES");
 	for (i = 0; i < FC_NSTAT_ROWS; i++) {
-		cnt = fc_stat_at(&s, i);
+		cnt = fc_stat_at(s, i);
 		printf("%-22s %16llu %18llu\n", fc_stat_rows[i].label, (unsigned long long)cnt->packets,
 		       (unsigned long long)cnt->bytes);
 	}
+	if (n)
+		printf("\n%-10s %-30s %-7s %14s %14s %14s\n", "POLICY", "MATCH", "ACTION", "PASSED", "DROPPED",
+		       "WOULD-DROP");
+	for (i = 0; i < n; i++) {
+		const struct fc_policy_spec *p = &ps[i].row->spec;
+		char dropped[24];
+
+		fc_match_format(p, match);
+		snprintf(dropped, sizeof(dropped), "%llu", (unsigned long long)ps[i].ps.dropped.packets);
+		printf("%-10u %-30s %-7s %14llu %14s %14s\n", p->id, match, fc_action_name(p->action),
+		       (unsigned long long)ps[i].ps.passed.packets, p->action == FC_ACTION_LOG ? "-" : dropped,
+		       p->action == FC_ACTION_LOG ? dropped : "-");
+	}
 	return FC_EXIT_OK;
+}
+
+static int fc_cmd_stats_run(const struct fc_ctx *ctx, const struct fc_cmd *cmd, int argc, char **argv)
+{
+	struct fc_policy_stats *ps = NULL;
+	struct fc_policy_row *rows = NULL;
+	struct fc_store *st = NULL;
+	struct fc_maps m;
+	struct fc_stats s;
+	struct fc_err err;
+	bool json = false;
+	size_t n = 0, i;
+	int c, rc = FC_EXIT_FAILURE;
+
+	while ((c = fc_cmd_getopt(cmd, argc, argv)) != -1)
+		json |= c == FC_OPT_JSON;
+	if (fc_maps_open(ctx->pin_dir, &m, &err) < 0 || fc_stats_read(&m, &s, &err) < 0 ||
+	    fc_store_open(ctx->db_path, &st, &err) < 0 || fc_store_policy_list(st, &rows, &n, &err) < 0)
+		goto out;
+	ps = calloc(n ? n : 1, sizeof(*ps));
+	if (!ps) {
+		fc_err_set(&err, "out of memory");
+		goto out;
+	}
+	for (i = 0; i < n; i++) {
+		ps[i].row = &rows[i];
+		if (fc_pstats_read(&m, rows[i].slot, &ps[i].ps, &err) < 0)
+			goto out;
+	}
+	rc = fc_stats_print(&s, ps, n, json);
+out:
+	if (rc == FC_EXIT_FAILURE)
+		fc_warn("stats: %s", err.msg);
+	fc_maps_close(&m);
+	fc_store_close(st);
+	free(rows);
+	free(ps);
+	return rc;
 }
 
 const struct fc_cmd fc_cmd_stats = {
 	.name = "stats",
 	.min_args = 0,
 	.max_args = 0,
-	.summary = "Show passed and dropped packet counters, by ban kind.",
+	.summary = "Show passed and dropped packet counters, by ban kind and by policy.",
 	.details = "Summed over all CPUs and all interfaces attached with this pin dir. The counters live\n"
 		   "in a pinned per-CPU map: they survive detach, attach and restarts of freqctl, and\n"
 		   "start at zero when the pin dir is new.",

@@ -20,14 +20,17 @@ static int fc_cmd_sync_run(const struct fc_ctx *ctx, const struct fc_cmd *cmd, i
 		return FC_EXIT_FAILURE;
 	}
 	if (json)
-		return fc_json_print(json_pack("{s:i, s:i, s:i, s:i, s:{s:i, s:i, s:i}}", "added", (json_int_t)r->added,
-					       "changed", (json_int_t)r->changed, "removed", (json_int_t)r->removed,
-					       "expired_purged", (json_int_t)pub.purged, "published", "exact",
-					       (json_int_t)r->cfg.n_exact, "prefix4", (json_int_t)r->cfg.n_pfx4,
-					       "prefix6", (json_int_t)r->cfg.n_pfx6));
-	printf("published %u exact, %u IPv4 prefix, %u IPv6 prefix bans (%zu added, %zu changed, %zu removed; "
-	       "%zu expired purged)\n",
-	       r->cfg.n_exact, r->cfg.n_pfx4, r->cfg.n_pfx6, r->added, r->changed, r->removed, pub.purged);
+		return fc_json_print(json_pack("{s:I, s:I, s:I, s:I, s:I, s:{s:I, s:I, s:I, s:I}}", "added",
+					       (json_int_t)r->added, "changed", (json_int_t)r->changed, "removed",
+					       (json_int_t)r->removed, "policies_changed",
+					       (json_int_t)r->policies_changed, "expired_purged",
+					       (json_int_t)pub.purged, "published", "exact", (json_int_t)r->cfg.n_exact,
+					       "prefix4", (json_int_t)r->cfg.n_pfx4, "prefix6",
+					       (json_int_t)r->cfg.n_pfx6, "policies", (json_int_t)r->cfg.n_policies));
+	printf("published %u exact-address, %u IPv4-prefix and %u IPv6-prefix entries, %u policies (entries: "
+	       "%zu added, %zu changed, %zu removed; %zu policy slots written; %zu expired bans purged)\n",
+	       r->cfg.n_exact, r->cfg.n_pfx4, r->cfg.n_pfx6, r->cfg.n_policies, r->added, r->changed, r->removed,
+	       r->policies_changed, pub.purged);
 	return FC_EXIT_OK;
 }
 
@@ -35,11 +38,11 @@ const struct fc_cmd fc_cmd_sync = {
 	.name = "sync",
 	.min_args = 0,
 	.max_args = 0,
-	.summary = "Publish the store to the pinned maps (idempotent).",
-	.details = "Afterwards the maps hold exactly the store's live bans. Only the difference is\n"
-		   "written, so a second sync reports 0 added, changed and removed. Expired bans are\n"
-		   "purged from the store. Every 'ban' command already does this; run it after restoring\n"
-		   "a store, or to repair maps edited by hand.",
+	.summary = "Publish the store (bans, policies) to the pinned maps (idempotent).",
+	.details = "Afterwards the maps hold exactly the store's live bans and policies. Only the\n"
+		   "difference is written, so a second sync reports 0 added, changed and removed.\n"
+		   "Expired bans are purged from the store. Every 'ban' and 'policy' command already\n"
+		   "does this; run it after restoring a store, or to repair maps edited by hand.",
 	.opts = fc_opts_json,
 	.run = fc_cmd_sync_run,
 };

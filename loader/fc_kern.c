@@ -103,20 +103,35 @@ static int fc_map_get(const char *pin_dir, const char *name, struct fc_err *err)
 	return fd;
 }
 
+const char *const fc_map_names[] = {
+	FC_MAP_BAN_EXACT, FC_MAP_BAN_PFX4, FC_MAP_BAN_PFX6, FC_MAP_STATS, FC_MAP_CONFIG,
+	FC_MAP_POLICIES,  FC_MAP_BUCKETS,  FC_MAP_SRC_BUCKETS, FC_MAP_PSTATS, FC_MAP_FLOOD,
+};
+const size_t fc_map_count = sizeof(fc_map_names) / sizeof(fc_map_names[0]);
+
+/* The fds of struct fc_maps in the order of fc_map_names. */
+static void fc_map_fds(struct fc_maps *m, int *fds[])
+{
+	int *all[] = { &m->exact,    &m->pfx4,    &m->pfx6,        &m->stats,  &m->config,
+		       &m->policies, &m->buckets, &m->src_buckets, &m->pstats, &m->flood };
+
+	memcpy(fds, all, sizeof(all));
+}
+
 int fc_maps_open(const char *pin_dir, struct fc_maps *m, struct fc_err *err)
 {
-	static const char *const names[] = { FC_MAP_BAN_EXACT, FC_MAP_BAN_PFX4, FC_MAP_BAN_PFX6, FC_MAP_STATS,
-					     FC_MAP_CONFIG };
-	int *fds[] = { &m->exact, &m->pfx4, &m->pfx6, &m->stats, &m->config };
+	int *fds[sizeof(fc_map_names) / sizeof(fc_map_names[0])];
 	char path[PATH_MAX];
 	size_t i;
 
-	memset(m, 0, sizeof(*m));
-	m->dirfd = m->exact = m->pfx4 = m->pfx6 = m->stats = m->config = -1;
+	fc_map_fds(m, fds);
+	m->dirfd = -1;
+	for (i = 0; i < fc_map_count; i++)
+		*fds[i] = -1;
 	if (fc_pin_dir_prepare(pin_dir, err) < 0)
 		return -1;
-	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
-		snprintf(path, sizeof(path), "%s/%s", pin_dir, names[i]);
+	for (i = 0; i < fc_map_count; i++) {
+		snprintf(path, sizeof(path), "%s/%s", pin_dir, fc_map_names[i]);
 		if (access(path, F_OK) != 0) {
 			if (fc_maps_create(pin_dir, err) < 0)
 				return -1;
@@ -128,8 +143,8 @@ int fc_maps_open(const char *pin_dir, struct fc_maps *m, struct fc_err *err)
 		fc_err_set(err, "pin dir %s: %s", pin_dir, strerror(errno));
 		goto fail;
 	}
-	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
-		*fds[i] = fc_map_get(pin_dir, names[i], err);
+	for (i = 0; i < fc_map_count; i++) {
+		*fds[i] = fc_map_get(pin_dir, fc_map_names[i], err);
 		if (*fds[i] < 0)
 			goto fail;
 	}
@@ -141,14 +156,18 @@ fail:
 
 void fc_maps_close(struct fc_maps *m)
 {
-	int *fds[] = { &m->dirfd, &m->exact, &m->pfx4, &m->pfx6, &m->stats, &m->config };
+	int *fds[sizeof(fc_map_names) / sizeof(fc_map_names[0])];
 	size_t i;
 
-	for (i = 0; i < sizeof(fds) / sizeof(fds[0]); i++) {
+	fc_map_fds(m, fds);
+	for (i = 0; i < fc_map_count; i++) {
 		if (*fds[i] >= 0)
 			close(*fds[i]);
 		*fds[i] = -1;
 	}
+	if (m->dirfd >= 0)
+		close(m->dirfd);
+	m->dirfd = -1;
 }
 
 int fc_maps_lock(const struct fc_maps *m, const char *pin_dir, struct fc_err *err)
@@ -174,37 +193,44 @@ uint32_t fc_obj_id(int fd)
 	return info.id;
 }
 
-int fc_stats_read(const struct fc_maps *m, struct fc_stats *out, struct fc_err *err)
+/* Sums a per-CPU value made only of struct fc_counter fields (fc_stats,
+ * fc_pstats) over all CPUs into out (size bytes). */
+static int fc_percpu_sum(int fd, const char *name, __u32 key, void *out, size_t size, struct fc_err *err)
 {
 	int ncpu = libbpf_num_possible_cpus();
-	struct fc_stats *percpu;
-	__u32 zero = 0;
+	struct fc_counter *percpu, *dst = out;
+	size_t per = size / sizeof(*dst), k;
 	int i;
 
-	memset(out, 0, sizeof(*out));
+	memset(out, 0, size);
 	if (ncpu <= 0)
 		return fc_err_set(err, "cannot count possible CPUs: %s", strerror(-ncpu));
-	percpu = calloc((size_t)ncpu, sizeof(*percpu));
+	percpu = calloc((size_t)ncpu, size);
 	if (!percpu)
 		return fc_err_set(err, "out of memory");
-	if (bpf_map_lookup_elem(m->stats, &zero, percpu)) {
-		fc_err_set(err, "map %s: %s", FC_MAP_STATS, strerror(errno));
+	if (bpf_map_lookup_elem(fd, &key, percpu)) {
+		fc_err_set(err, "map %s: %s", name, strerror(errno));
 		free(percpu);
 		return -1;
 	}
 	for (i = 0; i < ncpu; i++) {
-		const struct fc_counter *src = &percpu[i].passed;
-		struct fc_counter *dst = &out->passed;
-		size_t k;
-
-		/* struct fc_stats is an array of counters with names. */
-		for (k = 0; k < sizeof(*out) / sizeof(*dst); k++) {
-			dst[k].packets += src[k].packets;
-			dst[k].bytes += src[k].bytes;
+		for (k = 0; k < per; k++) {
+			dst[k].packets += percpu[(size_t)i * per + k].packets;
+			dst[k].bytes += percpu[(size_t)i * per + k].bytes;
 		}
 	}
 	free(percpu);
 	return 0;
+}
+
+int fc_stats_read(const struct fc_maps *m, struct fc_stats *out, struct fc_err *err)
+{
+	return fc_percpu_sum(m->stats, FC_MAP_STATS, 0, out, sizeof(*out), err);
+}
+
+int fc_pstats_read(const struct fc_maps *m, uint32_t slot, struct fc_pstats *out, struct fc_err *err)
+{
+	return fc_percpu_sum(m->pstats, FC_MAP_PSTATS, slot, out, sizeof(*out), err);
 }
 
 int fc_config_read(const struct fc_maps *m, struct fc_config *cfg, struct fc_err *err)

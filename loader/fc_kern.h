@@ -20,7 +20,16 @@ struct fc_maps {
 	int pfx6;
 	int stats;
 	int config;
+	int policies;
+	int buckets;
+	int src_buckets;
+	int pstats;
+	int flood;
 };
+
+/* The names of the pinned maps, as under the pin dir. */
+extern const char *const fc_map_names[];
+extern const size_t fc_map_count;
 
 /* Mounts bpffs at /sys/fs/bpf if the pin dir needs it, creates the pin dir. */
 int fc_pin_dir_prepare(const char *pin_dir, struct fc_err *err);
@@ -38,6 +47,8 @@ uint32_t fc_obj_id(int fd);
 
 /* The counters summed over all CPUs. */
 int fc_stats_read(const struct fc_maps *m, struct fc_stats *out, struct fc_err *err);
+/* One policy slot's counters summed over all CPUs. */
+int fc_pstats_read(const struct fc_maps *m, uint32_t slot, struct fc_pstats *out, struct fc_err *err);
 
 int fc_config_read(const struct fc_maps *m, struct fc_config *cfg, struct fc_err *err);
 int fc_config_write(const struct fc_maps *m, const struct fc_config *cfg, struct fc_err *err);

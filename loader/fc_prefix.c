@@ -41,7 +41,7 @@ static void fc_clear_host_bits(uint8_t *a, unsigned bytes, unsigned len)
 	}
 }
 
-int fc_prefix_parse(const char *s, struct fc_prefix *p, struct fc_err *err)
+int fc_prefix_parse_ex(const char *s, struct fc_prefix *p, bool allow_zero, struct fc_err *err)
 {
 	char addr[INET6_ADDRSTRLEN + 8];
 	struct fc_prefix fixed;
@@ -81,9 +81,9 @@ int fc_prefix_parse(const char *s, struct fc_prefix *p, struct fc_err *err)
 
 	len = max;
 	if (slash && fc_parse_len(slash + 1, max, &len) < 0)
-		return fc_err_set(err, "\"%s\": prefix length \"%s\": expected a number from 1 to %u", s, slash + 1,
-				  max);
-	if (len == 0)
+		return fc_err_set(err, "\"%s\": prefix length \"%s\": expected a number from %d to %u", s,
+				  slash + 1, allow_zero ? 0 : 1, max);
+	if (len == 0 && !allow_zero)
 		return fc_err_set(err, "\"%s\": a /0 prefix would ban every IPv%u source; refused", s, p->family);
 	p->len = (uint8_t)len;
 	fixed = *p;
@@ -95,6 +95,11 @@ int fc_prefix_parse(const char *s, struct fc_prefix *p, struct fc_err *err)
 		return fc_err_set(err, "\"%s\": host bits set; did you mean %s?", s, buf);
 	}
 	return 0;
+}
+
+int fc_prefix_parse(const char *s, struct fc_prefix *p, struct fc_err *err)
+{
+	return fc_prefix_parse_ex(s, p, false, err);
 }
 
 void fc_prefix_format(const struct fc_prefix *p, char buf[FC_PREFIX_STRLEN])

@@ -21,6 +21,8 @@ struct fc_prefix {
 /* Parses "ADDR" or "ADDR/LEN". Rejects host bits set, /0, zone ids and
  * IPv4-mapped IPv6, each with a message that names the input. */
 int fc_prefix_parse(const char *s, struct fc_prefix *p, struct fc_err *err);
+/* The same, where a /0 is meaningful (a policy over every source). */
+int fc_prefix_parse_ex(const char *s, struct fc_prefix *p, bool allow_zero, struct fc_err *err);
 
 /* Canonical text: "198.18.0.7", "198.18.0.0/15", "2001:db8::/32". */
 void fc_prefix_format(const struct fc_prefix *p, char buf[FC_PREFIX_STRLEN]);

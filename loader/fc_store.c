@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSD-2-Clause
 #include <errno.h>
 #include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -8,9 +9,10 @@
 
 #include "fc_store.h"
 
-#define FC_SCHEMA_VERSION 1
+#define FC_SCHEMA_VERSION 2
 
-static const char fc_schema[] =
+/* Each step takes the schema from version i to i + 1. */
+static const char fc_schema_v1[] =
 	"CREATE TABLE bans ("
 	"  family  INTEGER NOT NULL CHECK (family IN (4, 6)),"
 	"  addr    BLOB    NOT NULL," /* 4 or 16 bytes, network order, host bits zero */
@@ -21,6 +23,26 @@ static const char fc_schema[] =
 	") WITHOUT ROWID;"
 	"CREATE INDEX bans_expires ON bans (expires) WHERE expires IS NOT NULL;";
 
+static const char fc_schema_v2[] =
+	"CREATE TABLE policies ("
+	"  id      INTEGER PRIMARY KEY CHECK (id BETWEEN 1 AND 4294967295),"
+	"  match   TEXT    NOT NULL UNIQUE," /* canonical: ip=198.18.0.0/15, ip=* */
+	"  rates   TEXT    NOT NULL,"        /* canonical: 10/s,1000/d */
+	"  burst   INTEGER,"                 /* GCRA burst of the first rate; NULL = its N */
+	"  algo    TEXT    NOT NULL CHECK (algo IN ('gcra', 'window')),"
+	"  action  TEXT    NOT NULL CHECK (action IN ('drop', 'log')),"
+	"  count   TEXT    NOT NULL CHECK (count IN ('packets', 'bytes', 'syn')),"
+	"  new_sources INTEGER,"             /* ip=* only: new buckets per second */
+	"  slot    INTEGER NOT NULL UNIQUE CHECK (slot BETWEEN 1 AND 65536)," /* kernel slot, kept across edits */
+	"  epoch   INTEGER NOT NULL,"        /* new when the match changes: bucket state starts afresh */
+	"  created INTEGER NOT NULL,"
+	"  updated INTEGER NOT NULL"
+	");"
+	"CREATE TABLE meta (key TEXT PRIMARY KEY, value INTEGER NOT NULL);"
+	"INSERT INTO meta VALUES ('epoch', 0);";
+
+static const char *const fc_schema[] = { fc_schema_v1, fc_schema_v2 };
+
 enum fc_stmt_id {
 	FC_SQL_BAN_GET,
 	FC_SQL_BAN_PUT,
@@ -28,6 +50,13 @@ enum fc_stmt_id {
 	FC_SQL_BAN_PURGE,
 	FC_SQL_BAN_LIST,
 	FC_SQL_BAN_COUNT,
+	FC_SQL_POL_GET,
+	FC_SQL_POL_LIST,
+	FC_SQL_POL_PUT,
+	FC_SQL_POL_DEL,
+	FC_SQL_POL_CONFLICT,
+	FC_SQL_POL_FREE_SLOT,
+	FC_SQL_EPOCH_NEXT,
 	FC_SQL_MAX,
 };
 
@@ -41,6 +70,18 @@ static const char *const fc_sql[FC_SQL_MAX] = {
 	[FC_SQL_BAN_LIST] = "SELECT family, addr, len, created, expires FROM bans "
 			    "WHERE expires IS NULL OR expires > ?1 ORDER BY family, addr, len",
 	[FC_SQL_BAN_COUNT] = "SELECT count(*) FROM bans WHERE expires IS NULL OR expires > ?1",
+#define FC_POL_COLS "id, match, rates, burst, algo, action, count, new_sources, slot, epoch, created, updated"
+	[FC_SQL_POL_GET] = "SELECT " FC_POL_COLS " FROM policies WHERE id = ?1",
+	[FC_SQL_POL_LIST] = "SELECT " FC_POL_COLS " FROM policies ORDER BY id",
+	[FC_SQL_POL_PUT] = "INSERT OR REPLACE INTO policies (" FC_POL_COLS ") "
+			   "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
+	[FC_SQL_POL_DEL] = "DELETE FROM policies WHERE id = ?1",
+	[FC_SQL_POL_CONFLICT] = "SELECT id FROM policies WHERE match = ?1 AND id != ?2",
+	/* The lowest free slot: 1 if free, else the lowest slot+1 that is free. */
+	[FC_SQL_POL_FREE_SLOT] = "SELECT 1 WHERE NOT EXISTS (SELECT 1 FROM policies WHERE slot = 1) UNION ALL "
+				 "SELECT min(slot + 1) FROM policies WHERE slot < 65536 AND "
+				 "slot + 1 NOT IN (SELECT slot FROM policies) LIMIT 1",
+	[FC_SQL_EPOCH_NEXT] = "UPDATE meta SET value = value % 4294967295 + 1 WHERE key = 'epoch' RETURNING value",
 };
 
 struct fc_store {
@@ -101,12 +142,16 @@ static int fc_store_migrate(struct fc_store *st, struct fc_err *err)
 				  version, FC_SCHEMA_VERSION);
 	if (fc_store_exec(st, "BEGIN IMMEDIATE", err) < 0)
 		return -1;
-	if (fc_store_exec(st, fc_schema, err) < 0 || fc_store_exec(st, "PRAGMA user_version = 1", err) < 0 ||
-	    fc_store_exec(st, "COMMIT", err) < 0) {
-		fc_store_rollback(st);
-		return -1;
+	for (; version < FC_SCHEMA_VERSION; version++) {
+		char pragma[64];
+
+		snprintf(pragma, sizeof(pragma), "PRAGMA user_version = %d", version + 1);
+		if (fc_store_exec(st, fc_schema[version], err) < 0 || fc_store_exec(st, pragma, err) < 0) {
+			fc_store_rollback(st);
+			return -1;
+		}
 	}
-	return 0;
+	return fc_store_commit(st, err);
 }
 
 int fc_store_open(const char *path, struct fc_store **out, struct fc_err *err)
@@ -324,4 +369,182 @@ fail:
 	sqlite3_reset(s);
 	free(v);
 	return -1;
+}
+
+/* Reads one policy row; the texts go through the CLI's own parsers, so a row
+ * edited by hand into something invalid is reported, never published. */
+static int fc_policy_row_read(struct fc_store *st, sqlite3_stmt *s, struct fc_policy_row *row, struct fc_err *err)
+{
+	struct fc_policy_spec *p = &row->spec;
+	const char *txt[5];
+	struct fc_err why;
+	int i, rc = 0;
+
+	memset(row, 0, sizeof(*row));
+	for (i = 0; i < 5; i++)
+		txt[i] = (const char *)sqlite3_column_text(s, i == 0 ? 1 : i == 1 ? 2 : i + 2);
+	p->id = (uint32_t)sqlite3_column_int64(s, 0);
+	p->burst = (uint64_t)sqlite3_column_int64(s, 3);
+	p->new_sources = (uint64_t)sqlite3_column_int64(s, 7);
+	row->slot = (uint32_t)sqlite3_column_int64(s, 8);
+	row->epoch = (uint32_t)sqlite3_column_int64(s, 9);
+	row->created = sqlite3_column_int64(s, 10);
+	row->updated = sqlite3_column_int64(s, 11);
+	for (i = 0; i < 5; i++)
+		if (!txt[i])
+			return fc_err_set(err, "store %s: policy %u: a required column is NULL", st->path, p->id);
+	if (fc_match_parse(txt[0], p, &why) < 0 || fc_rates_parse(txt[1], p, &why) < 0 ||
+	    fc_algo_parse(txt[2], &p->algo, &why) < 0 || fc_action_parse(txt[3], &p->action, &why) < 0 ||
+	    fc_count_parse(txt[4], &p->count, &why) < 0 || fc_policy_validate(p, &why) < 0)
+		rc = -1;
+	else if (row->slot < 1 || row->slot > FC_MAX_POLICIES)
+		rc = fc_err_set(&why, "slot %u out of range", row->slot);
+	if (rc < 0)
+		return fc_err_set(err, "store %s: policy %u: %s", st->path, p->id, why.msg);
+	return 0;
+}
+
+int fc_store_policy_get(struct fc_store *st, uint32_t id, struct fc_policy_row *row, bool *found, struct fc_err *err)
+{
+	sqlite3_stmt *s = fc_stmt(st, FC_SQL_POL_GET);
+	int rc;
+
+	sqlite3_bind_int64(s, 1, id);
+	rc = sqlite3_step(s);
+	*found = rc == SQLITE_ROW;
+	if (*found)
+		rc = fc_policy_row_read(st, s, row, err);
+	else
+		rc = rc == SQLITE_DONE ? 0 : fc_store_fail(st, err, "looking up policy");
+	sqlite3_reset(s);
+	return rc;
+}
+
+int fc_store_policy_list(struct fc_store *st, struct fc_policy_row **rows, size_t *n, struct fc_err *err)
+{
+	sqlite3_stmt *s = fc_stmt(st, FC_SQL_POL_LIST);
+	struct fc_policy_row *v = NULL, *nv;
+	size_t cnt = 0, cap = 0;
+	int rc;
+
+	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+		if (cnt == cap) {
+			cap = cap ? cap * 2 : 64;
+			nv = realloc(v, cap * sizeof(*v));
+			if (!nv) {
+				fc_err_set(err, "store %s: out of memory listing policies", st->path);
+				goto fail;
+			}
+			v = nv;
+		}
+		if (fc_policy_row_read(st, s, &v[cnt], err) < 0)
+			goto fail;
+		cnt++;
+	}
+	if (rc != SQLITE_DONE) {
+		fc_store_fail(st, err, "listing policies");
+		goto fail;
+	}
+	sqlite3_reset(s);
+	*rows = v;
+	*n = cnt;
+	return 0;
+fail:
+	sqlite3_reset(s);
+	free(v);
+	return -1;
+}
+
+/* Runs a one-integer query; *found tells whether it returned a row. */
+static int fc_query_int(struct fc_store *st, sqlite3_stmt *s, int64_t *v, bool *found, struct fc_err *err,
+			const char *what)
+{
+	int rc = sqlite3_step(s);
+
+	*found = rc == SQLITE_ROW && sqlite3_column_type(s, 0) != SQLITE_NULL;
+	if (*found)
+		*v = sqlite3_column_int64(s, 0);
+	sqlite3_reset(s);
+	if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+		return fc_store_fail(st, err, what);
+	return 0;
+}
+
+int fc_store_policy_put(struct fc_store *st, const struct fc_policy_spec *p, int64_t now,
+			struct fc_policy_row *out, struct fc_err *err)
+{
+	char match[FC_TEXT_LEN], rates[FC_TEXT_LEN];
+	struct fc_policy_row old;
+	sqlite3_stmt *s;
+	int64_t v;
+	bool found, have;
+
+	fc_match_format(p, match);
+	fc_rates_format(p, rates);
+	s = fc_stmt(st, FC_SQL_POL_CONFLICT);
+	sqlite3_bind_text(s, 1, match, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(s, 2, p->id);
+	if (fc_query_int(st, s, &v, &found, err, "checking policy matches") < 0)
+		return -1;
+	if (found)
+		return fc_err_set(err, "%s is already limited by policy %lld (one L4 policy per address, prefix "
+				       "or ip=*)",
+				  match, (long long)v);
+	if (fc_store_policy_get(st, p->id, &old, &have, err) < 0)
+		return -1;
+
+	memset(out, 0, sizeof(*out));
+	out->spec = *p;
+	out->created = have ? old.created : now;
+	out->updated = now;
+	if (have) {
+		char old_match[FC_TEXT_LEN];
+
+		out->slot = old.slot;
+		out->epoch = old.epoch;
+		fc_match_format(&old.spec, old_match);
+		if (strcmp(old_match, match))
+			out->epoch = 0; /* a new key: its bucket starts afresh */
+	} else {
+		s = fc_stmt(st, FC_SQL_POL_FREE_SLOT);
+		if (fc_query_int(st, s, &v, &found, err, "allocating a policy slot") < 0)
+			return -1;
+		if (!found)
+			return fc_err_set(err, "all %d policy slots are in use", FC_MAX_POLICIES);
+		out->slot = (uint32_t)v;
+	}
+	if (!out->epoch) {
+		s = fc_stmt(st, FC_SQL_EPOCH_NEXT);
+		if (fc_query_int(st, s, &v, &found, err, "allocating an epoch") < 0)
+			return -1;
+		out->epoch = (uint32_t)v;
+	}
+
+	s = fc_stmt(st, FC_SQL_POL_PUT);
+	sqlite3_bind_int64(s, 1, p->id);
+	sqlite3_bind_text(s, 2, match, -1, SQLITE_STATIC);
+	sqlite3_bind_text(s, 3, rates, -1, SQLITE_STATIC);
+	if (p->burst)
+		sqlite3_bind_int64(s, 4, (int64_t)p->burst);
+	sqlite3_bind_text(s, 5, fc_algo_name(p->algo), -1, SQLITE_STATIC);
+	sqlite3_bind_text(s, 6, fc_action_name(p->action), -1, SQLITE_STATIC);
+	sqlite3_bind_text(s, 7, fc_count_name(p->count), -1, SQLITE_STATIC);
+	if (p->new_sources)
+		sqlite3_bind_int64(s, 8, (int64_t)p->new_sources);
+	sqlite3_bind_int64(s, 9, out->slot);
+	sqlite3_bind_int64(s, 10, out->epoch);
+	sqlite3_bind_int64(s, 11, out->created);
+	sqlite3_bind_int64(s, 12, out->updated);
+	return fc_step_done(st, s, err, "writing policy");
+}
+
+int fc_store_policy_del(struct fc_store *st, uint32_t id, bool *found, struct fc_err *err)
+{
+	sqlite3_stmt *s = fc_stmt(st, FC_SQL_POL_DEL);
+
+	sqlite3_bind_int64(s, 1, id);
+	if (fc_step_done(st, s, err, "deleting policy") < 0)
+		return -1;
+	*found = sqlite3_changes(st->db) > 0;
+	return 0;
 }

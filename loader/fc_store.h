@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "fc_error.h"
+#include "fc_policy.h"
 #include "fc_prefix.h"
 
 #define FC_STORE_DEFAULT "/var/lib/freqctl/freqctl.db"
@@ -44,5 +45,23 @@ int fc_store_ban_count(struct fc_store *st, int64_t now, size_t *n, struct fc_er
 /* Live bans (not expired at now), in address order. The caller frees *rows. */
 int fc_store_ban_list(struct fc_store *st, int64_t now, struct fc_ban_row **rows, size_t *n,
 		      struct fc_err *err);
+
+struct fc_policy_row {
+	struct fc_policy_spec spec;
+	uint32_t slot;  /* in the kernel's policy arrays, kept across edits */
+	uint32_t epoch; /* new whenever the match changes */
+	int64_t created;
+	int64_t updated;
+};
+
+int fc_store_policy_get(struct fc_store *st, uint32_t id, struct fc_policy_row *row, bool *found,
+			struct fc_err *err);
+/* In id order. The caller frees *rows. */
+int fc_store_policy_list(struct fc_store *st, struct fc_policy_row **rows, size_t *n, struct fc_err *err);
+/* Creates or replaces policy p->id: keeps its slot, and its epoch unless the
+ * match changes; refuses a match another policy has. *out is what was stored. */
+int fc_store_policy_put(struct fc_store *st, const struct fc_policy_spec *p, int64_t now,
+			struct fc_policy_row *out, struct fc_err *err);
+int fc_store_policy_del(struct fc_store *st, uint32_t id, bool *found, struct fc_err *err);
 
 #endif /* FC_STORE_H */

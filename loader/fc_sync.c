@@ -5,6 +5,7 @@
 #include <string.h>
 #include <time.h>
 #include <bpf/bpf.h>
+#include <bpf/libbpf.h>
 
 #include "fc_sync.h"
 
@@ -12,14 +13,10 @@
 #define FC_ENOTSUPP 524
 #define FC_BATCH    8192
 
-/* Scratch for one batch of keys and values (the CLI is single-threaded). */
-static uint8_t fc_batch_keys[FC_BATCH * sizeof(struct fc_pfx6_key)];
-static struct fc_ban fc_batch_vals[FC_BATCH];
-
 /* One map entry; the key is at most a struct fc_pfx6_key. */
 struct fc_kv {
 	uint8_t key[sizeof(struct fc_pfx6_key)];
-	struct fc_ban val;
+	struct fc_rule val;
 };
 
 struct fc_kvs {
@@ -27,26 +24,34 @@ struct fc_kvs {
 	size_t n, cap;
 };
 
-/* What one map should hold, what it holds, and how to get from one to the other. */
+/* What one rule map should hold, what it holds, and the difference. */
 struct fc_map_sync {
 	const char *name;
 	int fd;
 	size_t keysz;
+	int family; /* for the tries: 4 or 6; 0 for the exact hash */
 	struct fc_kvs want, have;
 };
 
-uint64_t fc_expiry_tai_ns(int64_t expires)
+/* Scratch for one batch of keys and values (the CLI is single-threaded). */
+static uint8_t fc_batch_keys[FC_BATCH * sizeof(struct fc_pfx6_key)];
+static struct fc_rule fc_batch_vals[FC_BATCH];
+
+uint64_t fc_expiry_ns(int64_t expires)
+{
+	return expires ? (uint64_t)expires * FC_NS_PER_SEC : 0;
+}
+
+uint64_t fc_tai_offset_ns(void)
 {
 	struct timespec rt, tai;
-	int64_t off;
+	int64_t d;
 
-	if (!expires)
-		return 0;
 	/* TAI - UTC is a whole number of seconds (0 unless NTP set it). */
 	clock_gettime(CLOCK_REALTIME, &rt);
 	clock_gettime(CLOCK_TAI, &tai);
-	off = (int64_t)tai.tv_sec - (int64_t)rt.tv_sec + ((tai.tv_nsec - rt.tv_nsec) >= 500000000L ? 1 : 0);
-	return (uint64_t)(expires + off) * 1000000000ULL;
+	d = ((int64_t)tai.tv_sec - (int64_t)rt.tv_sec) * (int64_t)FC_NS_PER_SEC + (tai.tv_nsec - rt.tv_nsec);
+	return (uint64_t)((d + (int64_t)FC_NS_PER_SEC / 2) / (int64_t)FC_NS_PER_SEC) * FC_NS_PER_SEC;
 }
 
 static int fc_kv_cmp(const void *a, const void *b, void *keysz)
@@ -71,12 +76,16 @@ static struct fc_kv *fc_kvs_push(struct fc_kvs *s)
 	return &s->v[s->n++];
 }
 
-/* Reads a whole map; batched where the map type supports it. */
+static bool fc_batch_unsupported(void)
+{
+	return errno == EINVAL || errno == FC_ENOTSUPP || errno == EOPNOTSUPP;
+}
+
+/* Reads a whole rule map; batched where the map type supports it. */
 static int fc_map_dump(struct fc_map_sync *ms, struct fc_err *err)
 {
 	LIBBPF_OPTS(bpf_map_batch_opts, opts);
-	uint8_t *keys = fc_batch_keys, cur[sizeof(struct fc_pfx6_key)];
-	struct fc_ban *vals = fc_batch_vals;
+	uint8_t cur[sizeof(struct fc_pfx6_key)];
 	__u64 in = 0, outb = 0;
 	void *inp = NULL;
 	struct fc_kv *kv;
@@ -85,21 +94,21 @@ static int fc_map_dump(struct fc_map_sync *ms, struct fc_err *err)
 
 	for (;;) {
 		cnt = FC_BATCH;
-		rc = bpf_map_lookup_batch(ms->fd, inp, &outb, keys, vals, &cnt, &opts);
+		rc = bpf_map_lookup_batch(ms->fd, inp, &outb, fc_batch_keys, fc_batch_vals, &cnt, &opts);
 		if (rc && errno != ENOENT)
 			break;
 		for (i = 0; i < cnt; i++) {
 			if (!(kv = fc_kvs_push(&ms->have)))
 				return fc_err_set(err, "out of memory reading map %s", ms->name);
-			memcpy(kv->key, keys + i * ms->keysz, ms->keysz);
-			kv->val = vals[i];
+			memcpy(kv->key, fc_batch_keys + i * ms->keysz, ms->keysz);
+			kv->val = fc_batch_vals[i];
 		}
 		if (rc)
 			return 0; /* ENOENT: that was the last batch */
 		in = outb;
 		inp = &in;
 	}
-	if (errno != EINVAL && errno != FC_ENOTSUPP && errno != EOPNOTSUPP)
+	if (!fc_batch_unsupported())
 		return fc_err_set(err, "map %s: batch lookup: %s", ms->name, strerror(errno));
 
 	/* LPM tries have no batch lookup: walk the keys. */
@@ -116,13 +125,13 @@ static int fc_map_dump(struct fc_map_sync *ms, struct fc_err *err)
 	return 0;
 }
 
-/* Applies updates (vals != NULL) or deletions of n entries. */
+/* Writes (update) or deletes n entries. */
 static int fc_map_apply(struct fc_map_sync *ms, const struct fc_kv *kvs, size_t n, bool update,
 			struct fc_err *err)
 {
 	LIBBPF_OPTS(bpf_map_batch_opts, opts);
 	uint8_t *keys = fc_batch_keys;
-	struct fc_ban *vals = fc_batch_vals;
+	struct fc_rule *vals = fc_batch_vals;
 	bool batch = true;
 	size_t off, i;
 	__u32 cnt;
@@ -141,9 +150,9 @@ static int fc_map_apply(struct fc_map_sync *ms, const struct fc_kv *kvs, size_t 
 				      bpf_map_delete_batch(ms->fd, keys, &done, &opts);
 			if (!rc)
 				continue;
-			if (errno != EINVAL && errno != FC_ENOTSUPP && errno != EOPNOTSUPP)
-				return fc_err_set(err, "map %s: batch %s: %s", ms->name,
-						  update ? "update" : "delete", strerror(errno));
+			if (!fc_batch_unsupported())
+				return fc_err_set(err, "map %s: batch %s: %s", ms->name, update ? "update" : "delete",
+						  strerror(errno));
 			batch = false; /* LPM tries: one at a time */
 		}
 		for (i = 0; i < cnt; i++) {
@@ -157,7 +166,7 @@ static int fc_map_apply(struct fc_map_sync *ms, const struct fc_kv *kvs, size_t 
 	return 0;
 }
 
-/* Diffs want against have (both sorted) and writes the difference. */
+/* Diffs want against have (both sorted by key) and writes the difference. */
 static int fc_map_sync(struct fc_map_sync *ms, struct fc_sync_result *res, struct fc_err *err)
 {
 	struct fc_kvs upd = {}, del = {};
@@ -167,7 +176,6 @@ static int fc_map_sync(struct fc_map_sync *ms, struct fc_sync_result *res, struc
 
 	if (fc_map_dump(ms, err) < 0)
 		return -1;
-	qsort_r(ms->want.v, ms->want.n, sizeof(struct fc_kv), fc_kv_cmp, &ms->keysz);
 	qsort_r(ms->have.v, ms->have.n, sizeof(struct fc_kv), fc_kv_cmp, &ms->keysz);
 
 	while (i < ms->want.n || j < ms->have.n) {
@@ -177,7 +185,7 @@ static int fc_map_sync(struct fc_map_sync *ms, struct fc_sync_result *res, struc
 			c = -1;
 		else
 			c = memcmp(ms->want.v[i].key, ms->have.v[j].key, ms->keysz);
-		if (c < 0 || (c == 0 && ms->want.v[i].val.expires_ns != ms->have.v[j].val.expires_ns)) {
+		if (c < 0 || (c == 0 && memcmp(&ms->want.v[i].val, &ms->have.v[j].val, sizeof(struct fc_rule)))) {
 			if (!(kv = fc_kvs_push(&upd)))
 				goto oom;
 			*kv = ms->want.v[i];
@@ -205,64 +213,266 @@ out:
 	return rc;
 }
 
+/* The address bytes and length of a trie key. */
+static const uint8_t *fc_kv_addr(const struct fc_kv *kv, uint32_t *len)
+{
+	memcpy(len, kv->key, sizeof(*len));
+	return kv->key + sizeof(uint32_t);
+}
+
+/* Address order, shorter prefixes first: every prefix sorts before the
+ * prefixes it covers, which is what the inheritance walk needs. */
+static int fc_kv_addr_cmp(const void *a, const void *b, void *ms)
+{
+	uint32_t la, lb;
+	const uint8_t *pa = fc_kv_addr(a, &la), *pb = fc_kv_addr(b, &lb);
+	int c = memcmp(pa, pb, ((struct fc_map_sync *)ms)->family == 4 ? 4 : 16);
+
+	return c ? c : (la > lb) - (la < lb);
+}
+
+static bool fc_covers(const uint8_t *a, uint32_t alen, const uint8_t *b, uint32_t blen)
+{
+	uint32_t full = alen / 8, rest = alen % 8;
+
+	if (alen > blen || memcmp(a, b, full))
+		return false;
+	return !rest || ((a[full] ^ b[full]) & (uint8_t)(0xff << (8 - rest))) == 0;
+}
+
+static void fc_rule_add_ban(struct fc_rule *r, uint64_t expires_ns)
+{
+	if (!(r->flags & FC_RULE_BANNED)) {
+		r->flags |= FC_RULE_BANNED;
+		r->ban_expires_ns = expires_ns;
+	} else if (r->ban_expires_ns && (!expires_ns || expires_ns > r->ban_expires_ns)) {
+		r->ban_expires_ns = expires_ns; /* the longer ban holds */
+	}
+}
+
+/* Folds entries with the same key (a ban and a policy on one prefix) into one. */
+static void fc_want_merge(struct fc_map_sync *ms)
+{
+	struct fc_kv *v = ms->want.v;
+	size_t i, o = 0;
+
+	qsort_r(v, ms->want.n, sizeof(*v), fc_kv_cmp, &ms->keysz);
+	for (i = 0; i < ms->want.n; i++) {
+		if (o && !memcmp(v[o - 1].key, v[i].key, ms->keysz)) {
+			if (v[i].val.flags & FC_RULE_BANNED)
+				fc_rule_add_ban(&v[o - 1].val, v[i].val.ban_expires_ns);
+			if (v[i].val.policy)
+				v[o - 1].val.policy = v[i].val.policy;
+			continue;
+		}
+		v[o++] = v[i];
+	}
+	ms->want.n = o;
+}
+
+/*
+ * An LPM lookup returns the longest matching prefix only, so each trie entry
+ * carries the bans of the prefixes covering it (the longest-lasting one) and,
+ * when it has no policy of its own, the policy of the nearest covering prefix
+ * that has one.
+ */
+static int fc_want_inherit(struct fc_map_sync *ms, struct fc_err *err)
+{
+	struct fc_kv *v = ms->want.v;
+	size_t *stack, depth = 0, i;
+	uint32_t lt, le;
+
+	if (!ms->want.n)
+		return 0;
+	stack = malloc(ms->want.n * sizeof(*stack));
+	if (!stack)
+		return fc_err_set(err, "out of memory publishing map %s", ms->name);
+	qsort_r(v, ms->want.n, sizeof(*v), fc_kv_addr_cmp, ms);
+	for (i = 0; i < ms->want.n; i++) {
+		const uint8_t *a = fc_kv_addr(&v[i], &le);
+
+		while (depth) {
+			const uint8_t *t = fc_kv_addr(&v[stack[depth - 1]], &lt);
+
+			if (fc_covers(t, lt, a, le))
+				break;
+			depth--;
+		}
+		if (depth) {
+			const struct fc_rule *up = &v[stack[depth - 1]].val;
+
+			if (up->flags & FC_RULE_BANNED)
+				fc_rule_add_ban(&v[i].val, up->ban_expires_ns);
+			if (!v[i].val.policy)
+				v[i].val.policy = up->policy;
+		}
+		stack[depth++] = i;
+	}
+	free(stack);
+	qsort_r(v, ms->want.n, sizeof(*v), fc_kv_cmp, &ms->keysz);
+	return 0;
+}
+
+/* Adds a ban or policy (slot) on p to the map that holds its kind. */
+static int fc_want_add(struct fc_map_sync *ms, const struct fc_prefix *p, bool ban, uint64_t expires_ns,
+		       uint32_t slot, struct fc_err *err)
+{
+	struct fc_map_sync *dst = fc_prefix_is_exact(p) ? &ms[0] : p->family == 4 ? &ms[1] : &ms[2];
+	struct fc_kv *kv = fc_kvs_push(&dst->want);
+
+	if (!kv)
+		return fc_err_set(err, "out of memory publishing map %s", dst->name);
+	if (dst == &ms[0])
+		fc_prefix_to_addr(p, (struct fc_addr *)kv->key);
+	else if (dst == &ms[1])
+		fc_prefix_to_pfx4(p, (struct fc_pfx4_key *)kv->key);
+	else
+		fc_prefix_to_pfx6(p, (struct fc_pfx6_key *)kv->key);
+	if (ban)
+		fc_rule_add_ban(&kv->val, expires_ns);
+	kv->val.policy = slot;
+	return 0;
+}
+
+/* What the policy arrays should hold and hold now, slot by slot. */
+struct fc_policy_sync {
+	struct fc_policy *want, *have;
+	int ncpus;
+	size_t changed;
+};
+
+static int fc_policies_read(const struct fc_maps *m, struct fc_policy *have, struct fc_err *err)
+{
+	LIBBPF_OPTS(bpf_map_batch_opts, opts);
+	static __u32 keys[FC_POLICY_SLOTS];
+	__u32 out = 0, cnt = FC_POLICY_SLOTS;
+
+	if (!bpf_map_lookup_batch(m->policies, NULL, &out, keys, have, &cnt, &opts) || errno == ENOENT)
+		return 0;
+	return fc_err_set(err, "map %s: batch lookup: %s", FC_MAP_POLICIES, strerror(errno));
+}
+
+/* Zeroes a slot's bucket, and its counters when the slot changes hands. */
+static int fc_slot_reset(const struct fc_maps *m, struct fc_policy_sync *ps, __u32 slot, bool counters,
+			 struct fc_err *err)
+{
+	struct fc_bucket zero = {};
+	struct fc_pstats *pz;
+	int rc;
+
+	if (bpf_map_update_elem(m->buckets, &slot, &zero, BPF_ANY))
+		return fc_err_set(err, "map %s: slot %u: %s", FC_MAP_BUCKETS, slot, strerror(errno));
+	if (!counters)
+		return 0;
+	pz = calloc((size_t)ps->ncpus, sizeof(*pz));
+	if (!pz)
+		return fc_err_set(err, "out of memory");
+	rc = bpf_map_update_elem(m->pstats, &slot, pz, BPF_ANY);
+	free(pz);
+	if (rc)
+		return fc_err_set(err, "map %s: slot %u: %s", FC_MAP_PSTATS, slot, strerror(errno));
+	return 0;
+}
+
+/* Writes the slots that differ: occupied ones (live) before the rules point
+ * at them, freed ones after the rules stopped pointing at them. */
+static int fc_policies_apply(const struct fc_maps *m, struct fc_policy_sync *ps, bool live, struct fc_err *err)
+{
+	__u32 slot;
+
+	for (slot = 1; slot < FC_POLICY_SLOTS; slot++) {
+		struct fc_policy *w = &ps->want[slot], *h = &ps->have[slot];
+
+		if ((w->id != 0) != live || !memcmp(w, h, sizeof(*w)))
+			continue;
+		if (live && (w->id != h->id || w->epoch != h->epoch) &&
+		    fc_slot_reset(m, ps, slot, w->id != h->id, err) < 0)
+			return -1;
+		if (bpf_map_update_elem(m->policies, &slot, w, BPF_ANY))
+			return fc_err_set(err, "map %s: slot %u: %s", FC_MAP_POLICIES, slot, strerror(errno));
+		ps->changed++;
+	}
+	return 0;
+}
+
 int fc_sync(struct fc_store *st, const struct fc_maps *m, const char *pin_dir, int64_t now,
 	    struct fc_sync_result *res, struct fc_err *err)
 {
 	struct fc_map_sync ms[] = {
 		{ .name = FC_MAP_BAN_EXACT, .fd = m->exact, .keysz = sizeof(struct fc_addr) },
-		{ .name = FC_MAP_BAN_PFX4, .fd = m->pfx4, .keysz = sizeof(struct fc_pfx4_key) },
-		{ .name = FC_MAP_BAN_PFX6, .fd = m->pfx6, .keysz = sizeof(struct fc_pfx6_key) },
+		{ .name = FC_MAP_BAN_PFX4, .fd = m->pfx4, .keysz = sizeof(struct fc_pfx4_key), .family = 4 },
+		{ .name = FC_MAP_BAN_PFX6, .fd = m->pfx6, .keysz = sizeof(struct fc_pfx6_key), .family = 6 },
 	};
 	const size_t nms = sizeof(ms) / sizeof(ms[0]);
-	struct fc_ban_row *rows = NULL;
-	size_t n = 0, i;
+	struct fc_policy_sync ps = { .ncpus = libbpf_num_possible_cpus() };
+	struct fc_policy_row *pols = NULL;
+	struct fc_ban_row *bans = NULL;
+	size_t nbans = 0, npols = 0, i;
+	bool locked = false;
 	int rc = -1;
 
 	memset(res, 0, sizeof(*res));
-	if (fc_store_ban_list(st, now, &rows, &n, err) < 0)
-		return -1;
-	for (i = 0; i < n; i++) {
-		const struct fc_prefix *p = &rows[i].p;
-		struct fc_map_sync *dst = fc_prefix_is_exact(p) ? &ms[0] : p->family == 4 ? &ms[1] : &ms[2];
-		struct fc_kv *kv = fc_kvs_push(&dst->want);
+	ps.want = calloc(FC_POLICY_SLOTS, sizeof(*ps.want));
+	ps.have = calloc(FC_POLICY_SLOTS, sizeof(*ps.have));
+	if (!ps.want || !ps.have || ps.ncpus <= 0) {
+		fc_err_set(err, "out of memory");
+		goto out;
+	}
+	if (fc_store_ban_list(st, now, &bans, &nbans, err) < 0 || fc_store_policy_list(st, &pols, &npols, err) < 0)
+		goto out;
+	for (i = 0; i < nbans; i++)
+		if (fc_want_add(ms, &bans[i].p, true, fc_expiry_ns(bans[i].expires), 0, err) < 0)
+			goto out;
+	res->cfg.tai_offset_ns = fc_tai_offset_ns();
+	for (i = 0; i < npols; i++) {
+		const struct fc_policy_row *r = &pols[i];
 
-		if (!kv) {
-			fc_err_set(err, "out of memory publishing %zu bans", n);
+		fc_policy_compile(&r->spec, r->epoch, &ps.want[r->slot]);
+		if (r->spec.kind == FC_MATCH_STAR) {
+			res->cfg.star_slot = r->slot;
+			res->cfg.star_gen = r->epoch;
+			fc_policy_new_src_tier(&r->spec, ps.ncpus, &res->cfg.new_src);
+		} else if (fc_want_add(ms, &r->spec.ip, false, 0, r->slot, err) < 0) {
 			goto out;
 		}
-		if (dst == &ms[0])
-			fc_prefix_to_addr(p, (struct fc_addr *)kv->key);
-		else if (dst == &ms[1])
-			fc_prefix_to_pfx4(p, (struct fc_pfx4_key *)kv->key);
-		else
-			fc_prefix_to_pfx6(p, (struct fc_pfx6_key *)kv->key);
-		kv->val.expires_ns = fc_expiry_tai_ns(rows[i].expires);
 	}
 	for (i = 0; i < nms; i++) {
+		fc_want_merge(&ms[i]);
+		if (ms[i].family && fc_want_inherit(&ms[i], err) < 0)
+			goto out;
 		if (ms[i].want.n > FC_MAX_BANS) {
 			fc_err_set(err, "map %s: %zu entries exceed its capacity of %d", ms[i].name, ms[i].want.n,
 				   FC_MAX_BANS);
 			goto out;
 		}
 	}
+
 	if (fc_maps_lock(m, pin_dir, err) < 0)
 		goto out;
-	for (i = 0; i < nms; i++) {
-		if (fc_map_sync(&ms[i], res, err) < 0) {
-			fc_maps_unlock(m);
+	locked = true;
+	if (fc_policies_read(m, ps.have, err) < 0 || fc_policies_apply(m, &ps, true, err) < 0)
+		goto out;
+	for (i = 0; i < nms; i++)
+		if (fc_map_sync(&ms[i], res, err) < 0)
 			goto out;
-		}
-	}
+	if (fc_policies_apply(m, &ps, false, err) < 0)
+		goto out;
 	res->cfg.n_exact = (__u32)ms[0].want.n;
 	res->cfg.n_pfx4 = (__u32)ms[1].want.n;
 	res->cfg.n_pfx6 = (__u32)ms[2].want.n;
+	res->cfg.n_policies = (__u32)npols;
+	res->policies_changed = ps.changed;
 	rc = fc_config_write(m, &res->cfg, err);
-	fc_maps_unlock(m);
 out:
+	if (locked)
+		fc_maps_unlock(m);
 	for (i = 0; i < nms; i++) {
 		free(ms[i].want.v);
 		free(ms[i].have.v);
 	}
-	free(rows);
+	free(ps.want);
+	free(ps.have);
+	free(bans);
+	free(pols);
 	return rc;
 }

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * Publishing: make the pinned maps hold exactly the store's live bans. A pure
- * function of the store: it diffs what the maps hold against what they should
- * hold and writes only the difference, so running it twice changes nothing.
+ * Publishing: make the pinned maps hold exactly the store's live bans and
+ * policies. A pure function of the store: it diffs what the maps hold against
+ * what they should hold and writes only the difference, so running it twice
+ * changes nothing, and a policy whose limits change keeps its bucket state.
  */
 #ifndef FC_SYNC_H
 #define FC_SYNC_H
@@ -15,9 +16,10 @@
 #include "fc_store.h"
 
 struct fc_sync_result {
-	size_t added;   /* entries written that were missing */
-	size_t changed; /* entries rewritten with a new expiry */
-	size_t removed; /* entries deleted (unbanned or expired) */
+	size_t added;   /* rule entries (bans, policy keys) written that were missing */
+	size_t changed; /* rule entries rewritten (a new expiry, another policy) */
+	size_t removed; /* rule entries deleted (unbanned, expired, policy gone) */
+	size_t policies_changed; /* policy slots written */
 	struct fc_config cfg; /* what the maps hold now */
 };
 
@@ -25,7 +27,9 @@ struct fc_sync_result {
 int fc_sync(struct fc_store *st, const struct fc_maps *m, const char *pin_dir, int64_t now,
 	    struct fc_sync_result *res, struct fc_err *err);
 
-/* A ban's kernel expiry (CLOCK_TAI ns) for a store expiry (unix seconds). */
-uint64_t fc_expiry_tai_ns(int64_t expires);
+/* A ban's kernel expiry (UTC ns) for a store expiry (unix seconds; 0 = never). */
+uint64_t fc_expiry_ns(int64_t expires);
+/* TAI - UTC in ns: the packet path reads CLOCK_TAI and subtracts this. */
+uint64_t fc_tai_offset_ns(void);
 
 #endif /* FC_SYNC_H */

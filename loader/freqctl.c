@@ -16,7 +16,8 @@
 
 static const struct fc_cmd *const fc_cmds[] = {
 	&fc_cmd_attach, &fc_cmd_detach, &fc_cmd_status, &fc_cmd_ban_add, &fc_cmd_ban_del,
-	&fc_cmd_ban_import, &fc_cmd_ban_list, &fc_cmd_sync, &fc_cmd_stats,
+	&fc_cmd_ban_import, &fc_cmd_ban_list, &fc_cmd_policy_add, &fc_cmd_policy_set, &fc_cmd_policy_del,
+	&fc_cmd_policy_list, &fc_cmd_sync, &fc_cmd_stats,
 };
 
 #define FC_NCMDS (sizeof(fc_cmds) / sizeof(fc_cmds[0]))
@@ -39,7 +40,8 @@ static void fc_main_usage(FILE *f)
 	size_t i;
 
 	fputs("Usage: freqctl [GLOBAL OPTIONS] COMMAND [OPTIONS] [ARGS]\n\n"
-	      "Frequency control for Linux edge servers: ban sources at XDP/TC from a policy store.\n\n"
+	      "Frequency control for Linux edge servers: bans and per-source rate limits at XDP/TC,\n"
+	      "published from a policy store.\n\n"
 	      "Commands:\n",
 	      f);
 	for (i = 0; i < FC_NCMDS; i++) {
@@ -145,6 +147,8 @@ int main(int argc, char **argv)
 	if (!cmd) {
 		if (!strcmp(argv[0], "ban"))
 			fc_main_usage_error("ban: expected add, del, import or list");
+		if (!strcmp(argv[0], "policy"))
+			fc_main_usage_error("policy: expected add, set, del or list");
 		fc_main_usage_error("unknown command '%s'", argv[0]);
 	}
 	libbpf_set_print(fc_libbpf_print);

@@ -12,12 +12,23 @@
 
 #include <linux/types.h>
 
+/* One per-CPU counter. */
+struct fc_counter {
+	__u64 packets;
+	__u64 bytes;
+};
+
 /* Map names as pinned under the pin dir (<pin-dir>/<name>). */
 #define FC_MAP_BAN_EXACT   "fc_ban_exact"
 #define FC_MAP_BAN_PFX4    "fc_ban_pfx4"
 #define FC_MAP_BAN_PFX6    "fc_ban_pfx6"
 #define FC_MAP_STATS       "fc_stats"
 #define FC_MAP_CONFIG      "fc_config"
+#define FC_MAP_POLICIES    "fc_policies"
+#define FC_MAP_BUCKETS     "fc_buckets"
+#define FC_MAP_SRC_BUCKETS "fc_src_buckets"
+#define FC_MAP_PSTATS      "fc_pstats"
+#define FC_MAP_FLOOD       "fc_flood"
 
 #define FC_PROG_XDP        "freqctl_xdp"
 #define FC_PROG_TC         "freqctl_tc"
@@ -25,6 +36,16 @@
 /* Capacity: one million bans of each kind. The maps are not preallocated, so
  * an empty map costs nothing. */
 #define FC_MAX_BANS        1000000
+
+/* Policies live in slots 1..FC_MAX_POLICIES of the policy arrays; slot 0
+ * means "no policy" in a rule. */
+#define FC_MAX_POLICIES    65536
+#define FC_POLICY_SLOTS    (FC_MAX_POLICIES + 1)
+
+/* Per-source buckets of the ip=* policy (an LRU: preallocated, ~100 B each). */
+#define FC_MAX_SOURCES     262144
+
+#include "fc_limit.h"
 
 /*
  * An address as the exact-ban hash keys it: IPv6 as is, IPv4 as the
@@ -48,40 +69,100 @@ struct fc_pfx6_key {
 };
 
 /*
- * A ban. expires_ns is CLOCK_TAI in nanoseconds (bpf_ktime_get_tai_ns in the
- * kernel, clock_gettime(CLOCK_TAI) in userspace: the same wall-based clock on
- * both sides, so a TTL set from the store's UTC expiry is exact and stable
- * across syncs); 0 means the ban never expires.
+ * What the exact-address hash and the prefix tries map an address to: a ban,
+ * a policy, or both, so that one lookup answers both questions.
+ *
+ * ban_expires_ns is CLOCK_TAI in nanoseconds (bpf_ktime_get_tai_ns in the
+ * kernel, clock_gettime(CLOCK_TAI) in userspace: the one clock of the packet
+ * path, wall-based, so a TTL set from the store's UTC expiry is exact and
+ * stable across syncs); 0 with FC_RULE_BANNED means the ban never expires.
+ * In a trie, an entry also carries the ban and the policy it inherits from
+ * the prefixes that cover it (the loader computes this), because an LPM
+ * lookup returns the longest match only.
  */
-struct fc_ban {
-	__u64 expires_ns;
+#define FC_RULE_BANNED 0x1
+
+struct fc_rule {
+	__u64 ban_expires_ns;
+	__u32 flags;
+	__u32 policy; /* slot in fc_policies, 0 = none */
 };
 
-/* One per-CPU counter. */
-struct fc_counter {
-	__u64 packets;
-	__u64 bytes;
+/* A policy as the packet path reads it (fc_policies[slot]). */
+enum fc_action {
+	FC_ACTION_DROP,
+	FC_ACTION_LOG, /* count what would be dropped, drop nothing */
 };
+
+enum fc_count {
+	FC_COUNT_PACKETS,
+	FC_COUNT_BYTES, /* the frame length is the cost */
+	FC_COUNT_SYN,   /* only TCP SYN without ACK is charged; the rest passes untouched */
+};
+
+struct fc_policy {
+	__u32 id;    /* the user's policy id; 0 = free slot */
+	__u32 epoch; /* bumped when the match changes: bucket state starts afresh */
+	__u8 algo;   /* enum fc_algo */
+	__u8 action; /* enum fc_action */
+	__u8 count;  /* enum fc_count */
+	__u8 ntiers;
+	__u32 pad;
+	struct fc_tier tier[FC_MAX_TIERS];
+};
+
+/* The bucket of an ip=ADDR or ip=PREFIX policy, or the shared overflow
+ * bucket of the ip=* policy (fc_buckets[slot]). */
+struct fc_bucket {
+	__u64 state[FC_MAX_TIERS];
+};
+
+/* One source's bucket under the ip=* policy. gen is the policy's epoch when
+ * the bucket was made: a bucket from an earlier ip=* policy is stale. */
+struct fc_src_bucket {
+	__u64 state[FC_MAX_TIERS];
+	__u32 gen;
+	__u32 pad;
+};
+
+/* Per-policy counters, per CPU (fc_pstats[slot]). For a log policy,
+ * dropped counts what would have been dropped. */
+struct fc_pstats {
+	struct fc_counter passed;
+	struct fc_counter dropped;
+};
+
+/* The per-CPU limiter on making new ip=* buckets (fc_flood[0]). */
+struct fc_flood {
+	__u64 state;
+};
+
 
 /* The fc_stats map holds one of these per CPU; the fields are the verdicts. */
 struct fc_stats {
 	struct fc_counter passed;      /* well-formed IP, no ban matched */
 	struct fc_counter drop_exact;  /* dropped: exact-address ban */
 	struct fc_counter drop_prefix; /* dropped: prefix (CIDR) ban */
+	struct fc_counter drop_limit;  /* dropped: over a policy's rate */
+	struct fc_counter src_overflow; /* charged to the ip=* overflow bucket (flood of new sources) */
 	struct fc_counter non_ip;      /* passed: not IPv4/IPv6 (ARP, LLDP, ...) */
 	struct fc_counter malformed;   /* passed: truncated or invalid headers */
 };
 
 /*
- * Published by the loader with the bans, read once per packet by the program:
- * lets it skip a lookup into a map that holds nothing (an empty LPM trie is
- * not free to search).
+ * Published by the loader, read once per packet by the program: lets it skip
+ * a lookup into a map that holds nothing (an empty LPM trie is not free to
+ * search) and an absent ip=* policy.
  */
 struct fc_config {
-	__u32 n_exact;
+	__u32 n_exact;    /* entries in fc_ban_exact */
 	__u32 n_pfx4;
 	__u32 n_pfx6;
-	__u32 pad;
+	__u32 star_slot;  /* slot of the ip=* policy, 0 = none */
+	__u32 star_gen;   /* its epoch: fc_src_buckets of another gen are stale */
+	__u32 n_policies; /* for status; the packet path does not read it */
+	__u64 tai_offset_ns; /* TAI - UTC: fixed windows align to UTC */
+	struct fc_tier new_src; /* GCRA cap on new ip=* buckets, per CPU */
 };
 
 #endif /* FC_MAPS_H */

@@ -57,8 +57,6 @@ static void fc_rm(const char *dir, const char *name)
 
 int fc_env_teardown(void **state)
 {
-	static const char *const maps[] = { FC_MAP_BAN_EXACT, FC_MAP_BAN_PFX4, FC_MAP_BAN_PFX6, FC_MAP_STATS,
-					    FC_MAP_CONFIG };
 	struct fc_env *env = *state;
 	char dir[128];
 	size_t i;
@@ -67,8 +65,8 @@ int fc_env_teardown(void **state)
 		freqctl__destroy(env->skel);
 		fc_maps_close(&env->maps);
 		fc_store_close(env->st);
-		for (i = 0; i < sizeof(maps) / sizeof(maps[0]); i++)
-			fc_rm(env->pin_dir, maps[i]);
+		for (i = 0; i < fc_map_count; i++)
+			fc_rm(env->pin_dir, fc_map_names[i]);
 		rmdir(env->pin_dir);
 		snprintf(dir, sizeof(dir), "/tmp/fc-test-%d", (int)getpid());
 		fc_rm(dir, "store.db");

@@ -165,11 +165,12 @@ static void test_unban_next_frame(void **state)
 	assert_int_equal(fc_env_run(env, true, frame, len), TC_ACT_OK);
 }
 
-static uint64_t fc_tai_now(void)
+/* The packet path's clock: UTC ns (CLOCK_TAI less the published offset). */
+static uint64_t fc_utc_now(void)
 {
 	struct timespec ts;
 
-	clock_gettime(CLOCK_TAI, &ts);
+	clock_gettime(CLOCK_REALTIME, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
 }
 
@@ -182,7 +183,7 @@ static void test_ttl_in_kernel(void **state)
 	struct fc_pfx6_key k6;
 	struct fc_prefix p;
 	struct fc_addr key;
-	struct fc_ban ban;
+	struct fc_rule ban = { .flags = FC_RULE_BANNED };
 	struct fc_err err;
 	size_t l1, l2;
 
@@ -204,16 +205,16 @@ static void test_ttl_in_kernel(void **state)
 	/* Written straight into the maps: one ns in the past vs a minute ahead. */
 	assert_int_equal(fc_prefix_parse("198.18.0.7", &p, &err), 0);
 	fc_prefix_to_addr(&p, &key);
-	ban.expires_ns = fc_tai_now() - 1;
+	ban.ban_expires_ns = fc_utc_now() - 1;
 	assert_int_equal(bpf_map_update_elem(env->maps.exact, &key, &ban, BPF_ANY), 0);
 	assert_int_equal(fc_env_run(env, false, f1, l1), XDP_PASS);
-	ban.expires_ns = fc_tai_now() + 60000000000ULL;
+	ban.ban_expires_ns = fc_utc_now() + 60000000000ULL;
 	assert_int_equal(bpf_map_update_elem(env->maps.exact, &key, &ban, BPF_ANY), 0);
 	assert_int_equal(fc_env_run(env, false, f1, l1), XDP_DROP);
 
 	assert_int_equal(fc_prefix_parse("2001:2:0:1::/64", &p, &err), 0);
 	fc_prefix_to_pfx6(&p, &k6);
-	ban.expires_ns = fc_tai_now() - 1;
+	ban.ban_expires_ns = fc_utc_now() - 1;
 	assert_int_equal(bpf_map_update_elem(env->maps.pfx6, &k6, &ban, BPF_ANY), 0);
 	assert_int_equal(fc_env_run(env, true, f2, l2), TC_ACT_OK);
 }

@@ -9,6 +9,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 #include <sqlite3.h>
+#include <stdint.h>
 
 #include "fc_store.h"
 
@@ -206,7 +207,7 @@ static void test_newer_schema_refused(void **state)
 	assert_int_equal(sqlite3_exec(db, "PRAGMA user_version = 99", NULL, NULL, NULL), SQLITE_OK);
 	sqlite3_close(db);
 	assert_int_equal(fc_store_open(t->path, &st, &err), -1);
-	snprintf(want, sizeof(want), "store %s: schema version 99 is newer than this freqctl knows (1)", t->path);
+	snprintf(want, sizeof(want), "store %s: schema version 99 is newer than this freqctl knows (2)", t->path);
 	assert_string_equal(err.msg, want);
 }
 
@@ -221,6 +222,133 @@ static void test_open_errors(void **state)
 				     "file or directory");
 }
 
+static struct fc_policy_spec fc_spec(uint32_t id, const char *match, const char *rates)
+{
+	struct fc_policy_spec p = { .id = id };
+	struct fc_err err;
+
+	if (fc_match_parse(match, &p, &err) < 0 || fc_rates_parse(rates, &p, &err) < 0)
+		fail_msg("%s", err.msg);
+	return p;
+}
+
+static void fc_policy_put_ok(struct fc_store *st, const struct fc_policy_spec *p, struct fc_policy_row *row)
+{
+	struct fc_err err;
+
+	if (fc_store_policy_put(st, p, 100, row, &err) < 0)
+		fail_msg("%s", err.msg);
+}
+
+/* Policies: round trip, slots kept and reused, epochs, refusals. */
+static void test_policies(void **state)
+{
+	struct fc_t *t = *state;
+	struct fc_policy_spec a = fc_spec(7, "ip=198.18.0.0/15", "10/s,100/d"), b = fc_spec(9, "ip=*", "5/m");
+	struct fc_policy_row ra, rb, rc, got, *rows;
+	struct fc_err err;
+	size_t n;
+	bool found;
+
+	a.burst = 3;
+	a.action = FC_ACTION_LOG;
+	a.count = FC_COUNT_SYN;
+	b.algo = FC_ALGO_WINDOW;
+	b.new_sources = 500;
+	fc_policy_put_ok(t->st, &a, &ra);
+	fc_policy_put_ok(t->st, &b, &rb);
+	assert_int_equal(ra.slot, 1);
+	assert_int_equal(rb.slot, 2);
+	assert_int_not_equal(ra.epoch, rb.epoch);
+
+	assert_int_equal(fc_store_policy_get(t->st, 7, &got, &found, &err), 0);
+	assert_true(found);
+	assert_memory_equal(&got.spec, &a, sizeof(a));
+	assert_int_equal(got.slot, 1);
+
+	/* New limits, same match: slot and epoch kept (the bucket state stays). */
+	a.rate[0].n = 20;
+	fc_policy_put_ok(t->st, &a, &rc);
+	assert_int_equal(rc.slot, ra.slot);
+	assert_int_equal(rc.epoch, ra.epoch);
+	/* New match: same slot, new epoch. */
+	a.ip.len = 16;
+	a.ip.a[1] = 18;
+	fc_policy_put_ok(t->st, &a, &rc);
+	assert_int_equal(rc.slot, ra.slot);
+	assert_int_not_equal(rc.epoch, ra.epoch);
+
+	/* One policy per match. */
+	b.id = 10;
+	assert_int_equal(fc_store_policy_put(t->st, &b, 100, &rc, &err), -1);
+	assert_string_equal(err.msg, "ip=* is already limited by policy 9 (one L4 policy per address, prefix or ip=*)");
+
+	/* A freed slot is the next one given. */
+	assert_int_equal(fc_store_policy_del(t->st, 7, &found, &err), 0);
+	assert_true(found);
+	assert_int_equal(fc_store_policy_del(t->st, 7, &found, &err), 0);
+	assert_false(found);
+	b = fc_spec(11, "ip=2001:db8::/32", "1/s");
+	fc_policy_put_ok(t->st, &b, &rc);
+	assert_int_equal(rc.slot, 1);
+	b = fc_spec(12, "ip=2001:db8::1", "1/s");
+	fc_policy_put_ok(t->st, &b, &rc);
+	assert_int_equal(rc.slot, 3);
+
+	assert_int_equal(fc_store_policy_list(t->st, &rows, &n, &err), 0);
+	assert_int_equal(n, 3);
+	assert_int_equal(rows[0].spec.id, 9);
+	assert_int_equal(rows[1].spec.id, 11);
+	assert_int_equal(rows[2].spec.id, 12);
+	assert_int_equal(rows[0].spec.new_sources, 500);
+	free(rows);
+}
+
+/* A policy row edited by hand into nonsense is reported, not published. */
+static void test_policy_corrupt(void **state)
+{
+	struct fc_t *t = *state;
+	struct fc_policy_spec a = fc_spec(7, "ip=198.18.0.7", "10/s");
+	struct fc_policy_row r, *rows;
+	struct fc_err err;
+	sqlite3 *db;
+	size_t n;
+	char want[256];
+
+	fc_policy_put_ok(t->st, &a, &r);
+	assert_int_equal(sqlite3_open(t->path, &db), SQLITE_OK);
+	assert_int_equal(sqlite3_exec(db, "UPDATE policies SET rates = '10/x'", NULL, NULL, NULL), SQLITE_OK);
+	sqlite3_close(db);
+	assert_int_equal(fc_store_policy_list(t->st, &rows, &n, &err), -1);
+	snprintf(want, sizeof(want), "store %s: policy 7: rate \"10/x\": unit must be one of s, m, h, d", t->path);
+	assert_string_equal(err.msg, want);
+}
+
+/* A version-1 store (bans only) is upgraded in place, its bans kept. */
+static void test_migrate_v1(void **state)
+{
+	struct fc_t *t = *state;
+	struct fc_store *st;
+	struct fc_err err;
+	sqlite3 *db;
+	size_t n;
+
+	fc_put(t->st, "198.18.0.7", 1, 0);
+	fc_store_close(t->st);
+	t->st = NULL;
+	assert_int_equal(sqlite3_open(t->path, &db), SQLITE_OK);
+	assert_int_equal(sqlite3_exec(db, "DROP TABLE policies; DROP TABLE meta; PRAGMA user_version = 1", NULL, NULL,
+				      NULL),
+			 SQLITE_OK);
+	sqlite3_close(db);
+	if (fc_store_open(t->path, &st, &err) < 0)
+		fail_msg("%s", err.msg);
+	t->st = st;
+	assert_int_equal(fc_store_ban_count(st, 0, &n, &err), 0);
+	assert_int_equal(n, 1);
+	test_policies(state);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -231,6 +359,9 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_corrupt_row, fc_setup, fc_teardown),
 		cmocka_unit_test_setup_teardown(test_newer_schema_refused, fc_setup, fc_teardown),
 		cmocka_unit_test(test_open_errors),
+		cmocka_unit_test_setup_teardown(test_policies, fc_setup, fc_teardown),
+		cmocka_unit_test_setup_teardown(test_policy_corrupt, fc_setup, fc_teardown),
+		cmocka_unit_test_setup_teardown(test_migrate_v1, fc_setup, fc_teardown),
 	};
 
 	return cmocka_run_group_tests_name("store (SQLite)", tests, NULL, NULL);

@@ -1,0 +1,287 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/* freqctl policy add | set | del | list */
+#include <stdlib.h>
+#include <string.h>
+#include <jansson.h>
+
+#include "fc_cli.h"
+#include "fc_duration.h"
+#include "fc_publish.h"
+
+static const struct fc_opt fc_policy_opts[] = {
+	{ "match", 'm', required_argument, "EXPR", "ip=ADDR, ip=PREFIX (one bucket for all of it) or ip=* (one per source)" },
+	{ "rate", 'r', required_argument, "N/UNIT", "N per UNIT (s, m, h, d); repeat for tiers (at most 4)" },
+	{ "burst", 'b', required_argument, "B", "GCRA: B pass back to back from idle (first rate; default its N)" },
+	{ "algo", 'a', required_argument, "ALGO", "gcra (default) or window (fixed, aligned to UTC)" },
+	{ "action", FC_OPT_ACTION, required_argument, "ACTION", "drop (default) or log (count, drop nothing)" },
+	{ "count", 'c', required_argument, "WHAT", "packets (default), bytes, or syn (TCP SYN without ACK)" },
+	{ "new-sources", FC_OPT_NEW_SOURCES, required_argument, "N",
+	  "ip=* only: new source buckets per second (default 20000)" },
+	{ 0 },
+};
+
+static const char fc_policy_details[] =
+	"Semantics: a rate N/UNIT has emission interval T = UNIT/N. GCRA admits exactly B back\n"
+	"to back from idle, then one per T (nginx's burst=B and redis-cell's max_burst=B admit\n"
+	"B+1: use B+1 here for the same). A fixed window admits at most N per aligned UNIT.\n"
+	"Several --rate are tiers: a packet passes only if every tier admits it, and a packet\n"
+	"denied by any tier is charged to none. A packet meets the policy of its exact address,\n"
+	"of its longest matching prefix and ip=*, where they exist: all must admit it, and a\n"
+	"denial charges none of them. Bans come first. With --count bytes the frame length is\n"
+	"the cost (N and B in bytes); with --count syn only TCP SYNs are charged and other\n"
+	"packets pass this policy untouched. One policy per address, prefix, and one ip=*.\n"
+	"Changing a policy's limits keeps its bucket state; changing its match resets it.";
+
+/* Parses policy add/set's options and ID; exits 2 on bad input, naming the
+ * policy by the ID given (which may come after the options). */
+static void fc_policy_args(const struct fc_cmd *cmd, int argc, char **argv, struct fc_policy_spec *p)
+{
+	const char *match = NULL;
+	struct fc_err err, first = { "" };
+	uint64_t v;
+	int c, rc;
+
+	memset(p, 0, sizeof(*p));
+	while ((c = fc_cmd_getopt(cmd, argc, argv)) != -1) {
+		switch (c) {
+		case 'm':
+			match = optarg;
+			rc = 0;
+			break;
+		case 'r':
+			if (p->ntiers == FC_MAX_TIERS)
+				rc = fc_err_set(&err, "at most %d --rate tiers", FC_MAX_TIERS);
+			else
+				rc = fc_rate_parse(optarg, &p->rate[p->ntiers++], &err);
+			break;
+		case 'b':
+			rc = fc_uint_parse("burst", optarg, FC_RATE_MAX, &p->burst, &err);
+			break;
+		case 'a':
+			rc = fc_algo_parse(optarg, &p->algo, &err);
+			break;
+		case FC_OPT_ACTION:
+			rc = fc_action_parse(optarg, &p->action, &err);
+			break;
+		case 'c':
+			rc = fc_count_parse(optarg, &p->count, &err);
+			break;
+		default: /* FC_OPT_NEW_SOURCES */
+			rc = fc_uint_parse("new-sources", optarg, 100000000, &v, &err);
+			p->new_sources = v;
+			break;
+		}
+		if (rc < 0 && !first.msg[0])
+			first = err;
+	}
+	if (fc_policy_id_parse(argv[optind], &p->id, &err) < 0)
+		fc_usage_error(cmd, "%s", err.msg);
+	if (first.msg[0])
+		err = first;
+	else if (!match)
+		fc_err_set(&err, "missing --match (ip=ADDR, ip=PREFIX or ip=*)");
+	else if (fc_match_parse(match, p, &err) == 0 && fc_policy_validate(p, &err) == 0)
+		return;
+	/* As users expect it: "freqctl: policy 7: rate ...". */
+	fprintf(stderr, "freqctl: policy %u: %s\nTry 'freqctl %s --help'.\n", p->id, err.msg, cmd->name);
+	exit(FC_EXIT_USAGE);
+}
+
+static void fc_policy_describe(const struct fc_policy_spec *p, char *buf, size_t len)
+{
+	char match[FC_TEXT_LEN], rates[FC_TEXT_LEN];
+
+	fc_match_format(p, match);
+	fc_rates_format(p, rates);
+	snprintf(buf, len, "%s %s (%s", match, rates, fc_algo_name(p->algo));
+	if (p->algo == FC_ALGO_GCRA)
+		snprintf(buf + strlen(buf), len - strlen(buf), ", burst %llu",
+			 (unsigned long long)(p->burst ? p->burst : p->rate[0].n));
+	snprintf(buf + strlen(buf), len - strlen(buf), ", %s, %s)", fc_action_name(p->action),
+		 fc_count_name(p->count));
+}
+
+static int fc_policy_put(const struct fc_ctx *ctx, const struct fc_cmd *cmd, int argc, char **argv, bool replace)
+{
+	struct fc_policy_spec p;
+	struct fc_policy_row row, old;
+	struct fc_publish pub;
+	char desc[FC_TEXT_LEN * 2 + 64];
+	struct fc_err err;
+	bool found;
+
+	fc_policy_args(cmd, argc, argv, &p);
+	if (fc_publish_begin(&pub, ctx, &err) < 0)
+		goto fail;
+	if (fc_store_policy_get(pub.st, p.id, &old, &found, &err) < 0)
+		goto abort;
+	if (found && !replace) {
+		fc_err_set(&err, "exists; use 'freqctl policy set' to replace it");
+		goto abort;
+	}
+	if (fc_store_policy_put(pub.st, &p, pub.now, &row, &err) < 0)
+		goto abort;
+	if (fc_publish_commit(&pub, &err) < 0)
+		goto fail;
+	fc_policy_describe(&p, desc, sizeof(desc));
+	printf("policy %u %s: %s\n", p.id, found ? "replaced" : "added", desc);
+	return FC_EXIT_OK;
+abort:
+	fc_publish_abort(&pub);
+fail:
+	fc_warn("policy %u: %s", p.id, err.msg);
+	return FC_EXIT_FAILURE;
+}
+
+static int fc_policy_add(const struct fc_ctx *ctx, const struct fc_cmd *cmd, int argc, char **argv)
+{
+	return fc_policy_put(ctx, cmd, argc, argv, false);
+}
+
+static int fc_policy_set(const struct fc_ctx *ctx, const struct fc_cmd *cmd, int argc, char **argv)
+{
+	return fc_policy_put(ctx, cmd, argc, argv, true);
+}
+
+static int fc_policy_del(const struct fc_ctx *ctx, const struct fc_cmd *cmd, int argc, char **argv)
+{
+	struct fc_publish pub;
+	struct fc_err err;
+	uint32_t id;
+	bool found;
+
+	while (fc_cmd_getopt(cmd, argc, argv) != -1)
+		;
+	if (fc_policy_id_parse(argv[optind], &id, &err) < 0)
+		fc_usage_error(cmd, "%s", err.msg);
+	if (fc_publish_begin(&pub, ctx, &err) < 0)
+		goto fail;
+	if (fc_store_policy_del(pub.st, id, &found, &err) < 0) {
+		fc_publish_abort(&pub);
+		goto fail;
+	}
+	if (!found) {
+		fc_publish_abort(&pub);
+		fc_err_set(&err, "no such policy (see 'freqctl policy list')");
+		goto fail;
+	}
+	if (fc_publish_commit(&pub, &err) < 0)
+		goto fail;
+	printf("policy %u deleted\n", id);
+	return FC_EXIT_OK;
+fail:
+	fc_warn("policy %u: %s", id, err.msg);
+	return FC_EXIT_FAILURE;
+}
+
+static json_t *fc_policy_json(const struct fc_policy_row *r)
+{
+	const struct fc_policy_spec *p = &r->spec;
+	char match[FC_TEXT_LEN], created[FC_TIME_STRLEN], updated[FC_TIME_STRLEN];
+	json_t *rates = json_array();
+	int i;
+
+	fc_match_format(p, match);
+	for (i = 0; rates && i < p->ntiers; i++) {
+		char one[FC_RATE_STRLEN];
+
+		fc_rate_format(&p->rate[i], one);
+		json_array_append_new(rates, json_string(one));
+	}
+	fc_time_format(r->created, created);
+	fc_time_format(r->updated, updated);
+	return json_pack("{s:I, s:s, s:o, s:o, s:s, s:s, s:s, s:o, s:s, s:s}", "id", (json_int_t)p->id, "match",
+			 match, "rates", rates, "burst",
+			 p->algo == FC_ALGO_GCRA ? json_integer((json_int_t)(p->burst ? p->burst : p->rate[0].n)) :
+						   json_null(),
+			 "algo", fc_algo_name(p->algo), "action", fc_action_name(p->action), "count",
+			 fc_count_name(p->count), "new_sources",
+			 p->kind == FC_MATCH_STAR ?
+				 json_integer((json_int_t)(p->new_sources ? p->new_sources : FC_NEW_SOURCES_DEFAULT)) :
+				 json_null(),
+			 "created", created, "updated", updated);
+}
+
+static int fc_policy_list(const struct fc_ctx *ctx, const struct fc_cmd *cmd, int argc, char **argv)
+{
+	char match[FC_TEXT_LEN], rates[FC_TEXT_LEN], burst[24];
+	struct fc_policy_row *rows = NULL;
+	struct fc_store *st = NULL;
+	bool json = false;
+	struct fc_err err;
+	json_t *arr;
+	size_t n, i;
+	int c;
+
+	while ((c = fc_cmd_getopt(cmd, argc, argv)) != -1)
+		json |= c == FC_OPT_JSON;
+	if (fc_store_open(ctx->db_path, &st, &err) < 0 || fc_store_policy_list(st, &rows, &n, &err) < 0) {
+		fc_warn("policy list: %s", err.msg);
+		fc_store_close(st);
+		return FC_EXIT_FAILURE;
+	}
+	fc_store_close(st);
+	if (json) {
+		arr = json_array();
+		for (i = 0; arr && i < n; i++)
+			json_array_append_new(arr, fc_policy_json(&rows[i]));
+		free(rows);
+		return fc_json_print(arr);
+	}
+	if (n)
+		printf("%-10s %-30s %-24s %-8s %-7s %-7s %s\n", "ID", "MATCH", "RATES", "BURST", "ALGO", "ACTION",
+		       "COUNT");
+	for (i = 0; i < n; i++) {
+		const struct fc_policy_spec *p = &rows[i].spec;
+
+		fc_match_format(p, match);
+		fc_rates_format(p, rates);
+		snprintf(burst, sizeof(burst), "%llu", (unsigned long long)(p->burst ? p->burst : p->rate[0].n));
+		printf("%-10u %-30s %-24s %-8s %-7s %-7s %s\n", p->id, match, rates,
+		       p->algo == FC_ALGO_GCRA ? burst : "-", fc_algo_name(p->algo), fc_action_name(p->action),
+		       fc_count_name(p->count));
+	}
+	free(rows);
+	return FC_EXIT_OK;
+}
+
+const struct fc_cmd fc_cmd_policy_add = {
+	.name = "policy add",
+	.args = "ID",
+	.min_args = 1,
+	.max_args = 1,
+	.summary = "Add a rate-limit policy enforced at XDP/TC; refuses an ID that exists.",
+	.details = fc_policy_details,
+	.opts = fc_policy_opts,
+	.run = fc_policy_add,
+};
+
+const struct fc_cmd fc_cmd_policy_set = {
+	.name = "policy set",
+	.args = "ID",
+	.min_args = 1,
+	.max_args = 1,
+	.summary = "Create or replace a policy (same options as 'policy add').",
+	.details = fc_policy_details,
+	.opts = fc_policy_opts,
+	.run = fc_policy_set,
+};
+
+const struct fc_cmd fc_cmd_policy_del = {
+	.name = "policy del",
+	.args = "ID",
+	.min_args = 1,
+	.max_args = 1,
+	.summary = "Delete a policy; refuses an ID that does not exist. Takes effect on the next packet.",
+	.opts = fc_opts_none,
+	.run = fc_policy_del,
+};
+
+const struct fc_cmd fc_cmd_policy_list = {
+	.name = "policy list",
+	.min_args = 0,
+	.max_args = 0,
+	.summary = "List the policies in the store.",
+	.opts = fc_opts_json,
+	.run = fc_policy_list,
+};

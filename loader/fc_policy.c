@@ -1,0 +1,293 @@
+// SPDX-License-Identifier: BSD-2-Clause
+#include <stdio.h>
+#include <string.h>
+
+#include "fc_policy.h"
+
+static const char *const fc_algo_names[] = { [FC_ALGO_GCRA] = "gcra", [FC_ALGO_WINDOW] = "window" };
+static const char *const fc_action_names[] = { [FC_ACTION_DROP] = "drop", [FC_ACTION_LOG] = "log" };
+static const char *const fc_count_names[] = { [FC_COUNT_PACKETS] = "packets", [FC_COUNT_BYTES] = "bytes",
+					      [FC_COUNT_SYN] = "syn" };
+
+static const struct {
+	char unit;
+	uint64_t secs;
+} fc_rate_units[] = { { 's', 1 }, { 'm', 60 }, { 'h', 3600 }, { 'd', 86400 } };
+
+const char *fc_algo_name(enum fc_algo a)
+{
+	return fc_algo_names[a];
+}
+
+const char *fc_action_name(enum fc_action a)
+{
+	return fc_action_names[a];
+}
+
+const char *fc_count_name(enum fc_count c)
+{
+	return fc_count_names[c];
+}
+
+/* Finds s in names[0..n); the message lists them all. */
+static int fc_enum_parse(const char *what, const char *s, const char *const *names, size_t n, int *out,
+			 struct fc_err *err)
+{
+	char list[128] = "";
+	size_t i, off = 0;
+
+	for (i = 0; i < n; i++) {
+		if (!strcmp(s, names[i])) {
+			*out = (int)i;
+			return 0;
+		}
+		off += (size_t)snprintf(list + off, sizeof(list) - off, "%s%s", i ? ", " : "", names[i]);
+	}
+	return fc_err_set(err, "%s \"%s\": expected one of %s", what, s, list);
+}
+
+int fc_algo_parse(const char *s, enum fc_algo *a, struct fc_err *err)
+{
+	return fc_enum_parse("algo", s, fc_algo_names, 2, (int *)a, err);
+}
+
+int fc_action_parse(const char *s, enum fc_action *a, struct fc_err *err)
+{
+	if (!strcmp(s, "delay"))
+		return fc_err_set(err, "action \"delay\" shapes HTTP requests in nginx (L7); an ip= policy runs at "
+				       "XDP/TC, where the actions are drop and log");
+	return fc_enum_parse("action", s, fc_action_names, 2, (int *)a, err);
+}
+
+int fc_count_parse(const char *s, enum fc_count *c, struct fc_err *err)
+{
+	return fc_enum_parse("count", s, fc_count_names, 3, (int *)c, err);
+}
+
+/* Parses all of s as a decimal number up to max; -1 if it is not one. */
+static int fc_decimal(const char *s, uint64_t max, uint64_t *v)
+{
+	uint64_t n = 0;
+
+	if (!*s)
+		return -1;
+	for (; *s; s++) {
+		if (*s < '0' || *s > '9')
+			return -1;
+		if (n > (max - (uint64_t)(*s - '0')) / 10)
+			return -2;
+		n = n * 10 + (uint64_t)(*s - '0');
+	}
+	*v = n;
+	return 0;
+}
+
+int fc_uint_parse(const char *what, const char *s, uint64_t max, uint64_t *v, struct fc_err *err)
+{
+	if (fc_decimal(s, max, v) < 0 || *v == 0)
+		return fc_err_set(err, "%s \"%s\": expected a whole number from 1 to %llu", what, s,
+				  (unsigned long long)max);
+	return 0;
+}
+
+int fc_policy_id_parse(const char *s, uint32_t *id, struct fc_err *err)
+{
+	uint64_t v;
+
+	if (fc_uint_parse("policy id", s, FC_POLICY_ID_MAX, &v, err) < 0)
+		return -1;
+	*id = (uint32_t)v;
+	return 0;
+}
+
+int fc_rate_parse(const char *s, struct fc_rate *r, struct fc_err *err)
+{
+	const char *slash = strchr(s, '/');
+	char num[32];
+	size_t i, len;
+	int rc;
+
+	if (!slash)
+		return fc_err_set(err, "rate \"%s\": expected N/UNIT, e.g. 100/s or 5000/h", s);
+	len = (size_t)(slash - s);
+	if (len >= sizeof(num))
+		return fc_err_set(err, "rate \"%s\": N must be at most %llu", s, (unsigned long long)FC_RATE_MAX);
+	memcpy(num, s, len);
+	num[len] = '\0';
+	rc = fc_decimal(num, FC_RATE_MAX, &r->n);
+	if (rc == -2)
+		return fc_err_set(err, "rate \"%s\": N must be at most %llu", s, (unsigned long long)FC_RATE_MAX);
+	if (rc < 0)
+		return fc_err_set(err, "rate \"%s\": N must be a whole number", s);
+	if (r->n == 0)
+		return fc_err_set(err, "rate \"%s\": N must be at least 1", s);
+	for (i = 0; i < sizeof(fc_rate_units) / sizeof(fc_rate_units[0]); i++) {
+		if (slash[1] == fc_rate_units[i].unit && !slash[2]) {
+			r->unit_secs = fc_rate_units[i].secs;
+			return 0;
+		}
+	}
+	return fc_err_set(err, "rate \"%s\": unit must be one of s, m, h, d", s);
+}
+
+int fc_match_parse(const char *s, struct fc_policy_spec *p, struct fc_err *err)
+{
+	const char *eq = strchr(s, '=');
+	size_t dlen = eq ? (size_t)(eq - s) : strlen(s);
+
+	if (!eq)
+		return fc_err_set(err, "match \"%s\": expected DIM=VALUE, e.g. ip=198.18.0.0/15 or ip=*", s);
+	if (dlen != 2 || strncmp(s, "ip", 2)) {
+		if (strchr(s, ',') && !strncmp(s, "ip=", 3))
+			return fc_err_set(err, "match \"%s\": an L4 policy has one dimension, ip=", s);
+		return fc_err_set(err, "match \"%s\": dimension \"%.*s\" is not enforced by this version (L4 "
+				       "policies match ip=ADDR, ip=PREFIX or ip=*)",
+				  s, (int)dlen, s);
+	}
+	if (strchr(eq + 1, ','))
+		return fc_err_set(err, "match \"%s\": an L4 policy has one dimension, ip=", s);
+	if (!strcmp(eq + 1, "*")) {
+		p->kind = FC_MATCH_STAR;
+		return 0;
+	}
+	p->kind = FC_MATCH_PREFIX;
+	if (fc_prefix_parse_ex(eq + 1, &p->ip, true, err) < 0) {
+		char inner[FC_ERR_LEN];
+
+		snprintf(inner, sizeof(inner), "%s", err->msg);
+		return fc_err_set(err, "match \"%s\": %s", s, inner);
+	}
+	return 0;
+}
+
+static char fc_unit_char(uint64_t secs)
+{
+	size_t i;
+
+	for (i = 0; i < sizeof(fc_rate_units) / sizeof(fc_rate_units[0]); i++)
+		if (fc_rate_units[i].secs == secs)
+			return fc_rate_units[i].unit;
+	return '?';
+}
+
+int fc_policy_validate(const struct fc_policy_spec *p, struct fc_err *err)
+{
+	int i;
+
+	if (!p->ntiers)
+		return fc_err_set(err, "missing --rate N/UNIT");
+	if (p->burst && p->algo == FC_ALGO_WINDOW)
+		return fc_err_set(err, "--burst applies to --algo gcra; a fixed window admits N per window");
+	if (p->new_sources && p->kind != FC_MATCH_STAR)
+		return fc_err_set(err, "--new-sources applies to the ip=* policy only");
+	for (i = 0; i < p->ntiers; i++) {
+		const struct fc_rate *r = &p->rate[i];
+
+		/* A packet costs at least one nanosecond of emission interval. */
+		if (p->count != FC_COUNT_BYTES && r->n > r->unit_secs * FC_NS_PER_SEC)
+		{
+			char one[FC_RATE_STRLEN];
+
+			fc_rate_format(r, one);
+			return fc_err_set(err, "rate \"%s\": more than one %s per nanosecond", one,
+					  p->count == FC_COUNT_SYN ? "SYN" : "packet");
+		}
+	}
+	/* B*T must stay below 2^62 ns (146 years). */
+	if (p->burst && (unsigned __int128)p->burst * p->rate[0].unit_secs * FC_NS_PER_SEC / p->rate[0].n >
+				(1ULL << 62))
+		return fc_err_set(err, "--burst %llu: at %llu per %llus that is more than a century of credit",
+				  (unsigned long long)p->burst, (unsigned long long)p->rate[0].n,
+				  (unsigned long long)p->rate[0].unit_secs);
+	return 0;
+}
+
+void fc_match_format(const struct fc_policy_spec *p, char buf[FC_TEXT_LEN])
+{
+	char pfx[FC_PREFIX_STRLEN];
+
+	if (p->kind == FC_MATCH_STAR) {
+		snprintf(buf, FC_TEXT_LEN, "ip=*");
+		return;
+	}
+	fc_prefix_format(&p->ip, pfx);
+	snprintf(buf, FC_TEXT_LEN, "ip=%s", pfx);
+}
+
+void fc_rate_format(const struct fc_rate *r, char buf[FC_RATE_STRLEN])
+{
+	snprintf(buf, FC_RATE_STRLEN, "%llu/%c", (unsigned long long)r->n, fc_unit_char(r->unit_secs));
+}
+
+void fc_rates_format(const struct fc_policy_spec *p, char buf[FC_TEXT_LEN])
+{
+	char one[FC_RATE_STRLEN];
+	size_t off = 0;
+	int i;
+
+	buf[0] = '\0';
+	for (i = 0; i < p->ntiers; i++) {
+		fc_rate_format(&p->rate[i], one);
+		off += (size_t)snprintf(buf + off, FC_TEXT_LEN - off, "%s%s", i ? "," : "", one);
+	}
+}
+
+int fc_rates_parse(const char *s, struct fc_policy_spec *p, struct fc_err *err)
+{
+	char buf[FC_TEXT_LEN], *tok, *save = NULL;
+
+	snprintf(buf, sizeof(buf), "%s", s);
+	p->ntiers = 0;
+	for (tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		if (p->ntiers == FC_MAX_TIERS)
+			return fc_err_set(err, "rates \"%s\": at most %d", s, FC_MAX_TIERS);
+		if (fc_rate_parse(tok, &p->rate[p->ntiers++], err) < 0)
+			return -1;
+	}
+	return 0;
+}
+
+/* ceil(a*b/c) without overflow, for a*b up to 2^64 * 2^64. */
+static uint64_t fc_muldiv_ceil(uint64_t a, uint64_t b, uint64_t c)
+{
+	return (uint64_t)(((unsigned __int128)a * b + c - 1) / c);
+}
+
+void fc_policy_compile(const struct fc_policy_spec *p, uint32_t epoch, struct fc_policy *k)
+{
+	int i;
+
+	memset(k, 0, sizeof(*k));
+	k->id = p->id;
+	k->epoch = epoch;
+	k->algo = (__u8)p->algo;
+	k->action = (__u8)p->action;
+	k->count = (__u8)p->count;
+	k->ntiers = (__u8)p->ntiers;
+	for (i = 0; i < p->ntiers; i++) {
+		struct fc_tier *t = &k->tier[i];
+		uint64_t burst = i == 0 && p->burst ? p->burst : p->rate[i].n;
+
+		t->unit_ns = p->rate[i].unit_secs * FC_NS_PER_SEC;
+		t->limit = p->rate[i].n;
+		/* Rounded up: never faster than asked. */
+		t->interval_ns = fc_muldiv_ceil(t->unit_ns, 1, t->limit);
+		/* B*T in the same units: B costs of one each. */
+		t->tolerance_ns = (uint64_t)((unsigned __int128)burst * t->unit_ns / t->limit);
+		if (p->count != FC_COUNT_BYTES)
+			t->tolerance_ns = burst * t->interval_ns;
+	}
+}
+
+void fc_policy_new_src_tier(const struct fc_policy_spec *p, int ncpus, struct fc_tier *t)
+{
+	uint64_t per_cpu = (p->new_sources ? p->new_sources : FC_NEW_SOURCES_DEFAULT) / (uint64_t)(ncpus > 0 ? ncpus : 1);
+
+	if (!per_cpu)
+		per_cpu = 1;
+	memset(t, 0, sizeof(*t));
+	t->unit_ns = FC_NS_PER_SEC;
+	t->limit = per_cpu;
+	t->interval_ns = fc_muldiv_ceil(FC_NS_PER_SEC, 1, per_cpu);
+	t->tolerance_ns = per_cpu * t->interval_ns; /* a second's worth at once */
+}

@@ -1,0 +1,74 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * Policies as users write them (freqctl policy add ID --match ... --rate ...),
+ * their canonical text (what the store keeps), and the kernel's struct
+ * fc_policy they compile to.
+ */
+#ifndef FC_POLICY_H
+#define FC_POLICY_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "fc_error.h"
+#include "fc_maps.h"
+#include "fc_prefix.h"
+
+#define FC_POLICY_ID_MAX 4294967295ULL
+#define FC_TEXT_LEN      256
+
+enum fc_match_kind {
+	FC_MATCH_PREFIX, /* ip=ADDR or ip=PREFIX: one bucket for all of it */
+	FC_MATCH_STAR,   /* ip=*: a bucket per source address */
+};
+
+struct fc_rate {
+	uint64_t n;         /* per unit */
+	uint64_t unit_secs; /* 1, 60, 3600 or 86400 */
+};
+
+struct fc_policy_spec {
+	uint32_t id;
+	enum fc_match_kind kind;
+	struct fc_prefix ip; /* FC_MATCH_PREFIX */
+	struct fc_rate rate[FC_MAX_TIERS];
+	int ntiers;
+	uint64_t burst; /* GCRA burst of the first rate; 0 = its N */
+	enum fc_algo algo;
+	enum fc_action action;
+	enum fc_count count;
+	uint64_t new_sources; /* ip=* only: new buckets per second; 0 = default */
+};
+
+#define FC_NEW_SOURCES_DEFAULT 20000
+
+int fc_policy_id_parse(const char *s, uint32_t *id, struct fc_err *err);
+int fc_match_parse(const char *s, struct fc_policy_spec *p, struct fc_err *err);
+int fc_rate_parse(const char *s, struct fc_rate *r, struct fc_err *err);
+int fc_algo_parse(const char *s, enum fc_algo *a, struct fc_err *err);
+int fc_action_parse(const char *s, enum fc_action *a, struct fc_err *err);
+int fc_count_parse(const char *s, enum fc_count *c, struct fc_err *err);
+/* A whole number from 1 to max, named what in the message. */
+int fc_uint_parse(const char *what, const char *s, uint64_t max, uint64_t *v, struct fc_err *err);
+
+/* Checks what a single option can not: combinations and the bounds that
+ * keep the kernel's arithmetic exact. */
+int fc_policy_validate(const struct fc_policy_spec *p, struct fc_err *err);
+
+const char *fc_algo_name(enum fc_algo a);
+const char *fc_action_name(enum fc_action a);
+const char *fc_count_name(enum fc_count c);
+/* Canonical texts: "ip=198.18.0.0/15" or "ip=*"; "10/s,1000/d". */
+void fc_match_format(const struct fc_policy_spec *p, char buf[FC_TEXT_LEN]);
+void fc_rates_format(const struct fc_policy_spec *p, char buf[FC_TEXT_LEN]);
+#define FC_RATE_STRLEN 32
+void fc_rate_format(const struct fc_rate *r, char buf[FC_RATE_STRLEN]);
+/* Parses fc_rates_format's text back. */
+int fc_rates_parse(const char *s, struct fc_policy_spec *p, struct fc_err *err);
+
+/* The kernel's policy (id, epoch and tiers). ncpus divides the ip=* new
+ * bucket rate into the per-CPU cap; see fc_policy_new_src_tier. */
+void fc_policy_compile(const struct fc_policy_spec *p, uint32_t epoch, struct fc_policy *k);
+void fc_policy_new_src_tier(const struct fc_policy_spec *p, int ncpus, struct fc_tier *t);
+
+#endif /* FC_POLICY_H */

@@ -1,0 +1,208 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
+/*
+ * The limit algorithms, GCRA and fixed window, as header-only C that compiles
+ * both for clang -target bpf (the XDP/TC programs) and for userspace (the
+ * tests, and later the nginx module), so the code the kernel runs is the
+ * code the unit tests drive with an injected clock.
+ *
+ * Every bucket tier is one 64-bit word changed only by compare-and-exchange
+ * (BPF_CMPXCHG, -mcpu=v3), so no number of CPUs racing on one bucket can
+ * admit more than the limit. A request is charged to every tier of every
+ * policy it meets or to none: a denial rolls back the tiers already charged.
+ * A rollback may make a racing request see less room than there was, never
+ * more: the error is only ever on the side of denying.
+ */
+#ifndef FC_LIMIT_H
+#define FC_LIMIT_H
+
+#include <linux/types.h>
+
+#define FC_MAX_TIERS  4
+#define FC_NS_PER_SEC 1000000000ULL
+
+/* Bounded retries of a contended compare-and-exchange; past them, deny. */
+#define FC_CAS_TRIES 8
+
+/* A TAT this far beyond what any admission can leave means the clock went
+ * backwards (settimeofday): the bucket starts afresh instead of denying for
+ * as long as the jump. Wide enough for clock skew between CPUs. */
+#define FC_CLOCK_SLACK_NS FC_NS_PER_SEC
+
+/* Fixed window state: window number (low 24 bits) | count (40 bits). */
+#define FC_WIN_COUNT_BITS 40
+#define FC_WIN_COUNT_MASK ((1ULL << FC_WIN_COUNT_BITS) - 1)
+#define FC_WIN_IDX_MASK   ((1ULL << (64 - FC_WIN_COUNT_BITS)) - 1)
+
+/* Bounds the loader enforces, which keep every product below 2^64. */
+#define FC_RATE_MAX   1000000000000ULL /* N: 10^12 per unit (bytes) */
+#define FC_COST_MAX   65535ULL         /* a frame's length */
+#define FC_UNIT_MAX   (86400ULL * FC_NS_PER_SEC)
+
+#ifndef FC_INLINE
+#ifdef __bpf__
+#define FC_INLINE static __always_inline
+#else
+#define FC_INLINE static inline
+#endif
+#endif
+
+enum fc_algo {
+	FC_ALGO_GCRA,
+	FC_ALGO_WINDOW,
+};
+
+/*
+ * One tier of a policy: N per unit.
+ *   GCRA: T = interval_ns = ceil(unit/N); a cost c advances the TAT by c*T
+ *   (for c > 1, ceil(c*unit/N)); admit iff new_tat - now <= tolerance_ns = B*T.
+ *   Window: at most limit per aligned window of unit_ns.
+ */
+struct fc_tier {
+	__u64 interval_ns;
+	__u64 tolerance_ns;
+	__u64 unit_ns;
+	__u64 limit;
+};
+
+FC_INLINE __u64 fc_gcra_increment(const struct fc_tier *t, __u64 cost)
+{
+	if (cost == 1)
+		return t->interval_ns;
+	/* cost <= FC_COST_MAX and unit <= FC_UNIT_MAX: no overflow. */
+	return (cost * t->unit_ns + t->limit - 1) / t->limit;
+}
+
+/* Where a new TAT starts from: max(tat, now), or now if the clock went
+ * backwards past anything an admission can leave. */
+FC_INLINE __u64 fc_gcra_base(__u64 tat, const struct fc_tier *t, __u64 now)
+{
+	if (tat > now + t->tolerance_ns + FC_CLOCK_SLACK_NS)
+		return now;
+	return tat > now ? tat : now;
+}
+
+/* GCRA, the future-TAT check: returns 1 if admitted (and what it charged),
+ * 0 if not (nothing charged). */
+FC_INLINE int fc_gcra_try(__u64 *state, const struct fc_tier *t, __u64 now, __u64 cost, __u64 *prev)
+{
+	__u64 inc = fc_gcra_increment(t, cost), tat, new_tat;
+	int i;
+
+	for (i = 0; i < FC_CAS_TRIES; i++) {
+		tat = *(volatile __u64 *)state;
+		new_tat = fc_gcra_base(tat, t, now) + inc;
+		if (new_tat - now > t->tolerance_ns)
+			return 0;
+		if (__sync_val_compare_and_swap(state, tat, new_tat) == tat) {
+			*prev = tat;
+			return 1;
+		}
+	}
+	return 0;
+}
+
+/* Undoes an admission of cost that found the word at prev: puts the word
+ * back exactly if nobody moved it since, else gives the increment back. */
+FC_INLINE void fc_gcra_refund(__u64 *state, const struct fc_tier *t, __u64 now, __u64 cost, __u64 prev)
+{
+	__u64 inc = fc_gcra_increment(t, cost), mine = fc_gcra_base(prev, t, now) + inc, tat;
+	int i;
+
+	if (__sync_val_compare_and_swap(state, mine, prev) == mine)
+		return;
+	for (i = 0; i < FC_CAS_TRIES; i++) {
+		tat = *(volatile __u64 *)state;
+		if (tat < inc)
+			return;
+		if (__sync_val_compare_and_swap(state, tat, tat - inc) == tat)
+			return;
+	}
+}
+
+FC_INLINE __u64 fc_window_index(const struct fc_tier *t, __u64 now)
+{
+	return (now / t->unit_ns) & FC_WIN_IDX_MASK;
+}
+
+/* Fixed window: returns 1 if cost fits in this window's remaining count. */
+FC_INLINE int fc_window_try(__u64 *state, const struct fc_tier *t, __u64 now, __u64 cost, __u64 *prev)
+{
+	__u64 idx = fc_window_index(t, now), old, count;
+	int i;
+
+	for (i = 0; i < FC_CAS_TRIES; i++) {
+		old = *(volatile __u64 *)state;
+		count = (old >> FC_WIN_COUNT_BITS) == idx ? old & FC_WIN_COUNT_MASK : 0;
+		if (count + cost > t->limit)
+			return 0;
+		if (__sync_val_compare_and_swap(state, old, (idx << FC_WIN_COUNT_BITS) | (count + cost)) == old) {
+			*prev = old;
+			return 1;
+		}
+	}
+	return 0;
+}
+
+/* Undoes an admission of cost that found the word at prev, as for GCRA;
+ * a charge to a window that has since ended is not given back. */
+FC_INLINE void fc_window_refund(__u64 *state, const struct fc_tier *t, __u64 now, __u64 cost, __u64 prev)
+{
+	__u64 idx = fc_window_index(t, now), old, prev_count;
+	int i;
+
+	prev_count = (prev >> FC_WIN_COUNT_BITS) == idx ? prev & FC_WIN_COUNT_MASK : 0;
+	old = (idx << FC_WIN_COUNT_BITS) | (prev_count + cost);
+	if (__sync_val_compare_and_swap(state, old, prev) == old)
+		return;
+	for (i = 0; i < FC_CAS_TRIES; i++) {
+		old = *(volatile __u64 *)state;
+		if ((old >> FC_WIN_COUNT_BITS) != idx || (old & FC_WIN_COUNT_MASK) < cost)
+			return;
+		if (__sync_val_compare_and_swap(state, old, old - cost) == old)
+			return;
+	}
+}
+
+/* What one policy's charge found in each tier's word, so that a later denial
+ * can roll the charge back. */
+struct fc_charge {
+	__u64 prev[FC_MAX_TIERS];
+};
+
+FC_INLINE void fc_limit_refund(__u8 algo, __u8 ntiers, const struct fc_tier *tiers, __u64 *state, __u64 now,
+			       __u64 cost, const struct fc_charge *ch)
+{
+	int i;
+
+	for (i = 0; i < FC_MAX_TIERS; i++) {
+		if (i >= ntiers)
+			break;
+		if (algo == FC_ALGO_GCRA)
+			fc_gcra_refund(&state[i], &tiers[i], now, cost, ch->prev[i]);
+		else
+			fc_window_refund(&state[i], &tiers[i], now, cost, ch->prev[i]);
+	}
+}
+
+/* Charges cost to every tier, or to none: returns 1 if all admit. */
+FC_INLINE int fc_limit_try(__u8 algo, __u8 ntiers, const struct fc_tier *tiers, __u64 *state, __u64 now,
+			   __u64 cost, struct fc_charge *ch)
+{
+	int i, ok;
+
+	for (i = 0; i < FC_MAX_TIERS; i++) {
+		if (i >= ntiers)
+			break;
+		if (algo == FC_ALGO_GCRA)
+			ok = fc_gcra_try(&state[i], &tiers[i], now, cost, &ch->prev[i]);
+		else
+			ok = fc_window_try(&state[i], &tiers[i], now, cost, &ch->prev[i]);
+		if (!ok) {
+			fc_limit_refund(algo, (__u8)i, tiers, state, now, cost, ch);
+			return 0;
+		}
+	}
+	return 1;
+}
+
+#endif /* FC_LIMIT_H */

@@ -1,0 +1,304 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * The limit algorithms of maps/fc_limit.h, the very code the BPF programs
+ * compile, driven with an injected clock; tiers compiled from policies the
+ * way `freqctl policy add` compiles them.
+ */
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "fc_policy.h"
+
+#define MS (1000000ULL)
+#define SEC FC_NS_PER_SEC
+/* A realistic clock: UTC ns in 2026. */
+#define T0 (1795316400ULL * SEC)
+
+/* Compiles "--rate r1 [--rate r2] [--burst b] [--algo a] [--count c]". */
+static struct fc_policy fc_compile(const char *rates, uint64_t burst, enum fc_algo algo, enum fc_count count)
+{
+	struct fc_policy_spec p = { .id = 1, .burst = burst, .algo = algo, .count = count, .kind = FC_MATCH_STAR };
+	struct fc_policy k;
+	struct fc_err err;
+
+	if (fc_rates_parse(rates, &p, &err) < 0 || fc_policy_validate(&p, &err) < 0)
+		fail_msg("%s", err.msg);
+	fc_policy_compile(&p, 1, &k);
+	return k;
+}
+
+/* Tries one request of cost at now against all tiers of k. */
+static int fc_try(const struct fc_policy *k, __u64 *state, __u64 now, __u64 cost)
+{
+	struct fc_charge ch;
+
+	return fc_limit_try(k->algo, k->ntiers, k->tier, state, now, cost, &ch);
+}
+
+static int fc_try_n(const struct fc_policy *k, __u64 *state, __u64 now, int n)
+{
+	int i, ok = 0;
+
+	for (i = 0; i < n; i++)
+		ok += fc_try(k, state, now, 1);
+	return ok;
+}
+
+/* rate 10/s burst 5: 6 at t=0 -> 5 pass; then one more every 100 ms. */
+static void test_gcra_burst_then_rate(void **state)
+{
+	struct fc_policy k = fc_compile("10/s", 5, FC_ALGO_GCRA, FC_COUNT_PACKETS);
+	__u64 st[FC_MAX_TIERS] = { 0 };
+	int i;
+
+	(void)state;
+	assert_int_equal(k.tier[0].interval_ns, 100 * MS);
+	assert_int_equal(k.tier[0].tolerance_ns, 500 * MS);
+	assert_int_equal(fc_try_n(&k, st, T0, 6), 5);
+	for (i = 1; i <= 20; i++) {
+		assert_int_equal(fc_try(&k, st, T0 + i * 100 * MS - 1, 1), 0); /* 1 ns early */
+		assert_int_equal(fc_try_n(&k, st, T0 + i * 100 * MS, 3), 1);
+	}
+	/* Idle for 10 s: the burst is back, exactly 5 again. */
+	assert_int_equal(fc_try_n(&k, st, T0 + 12 * SEC, 7), 5);
+}
+
+/* Default burst = N; and the survey's off-by-one: B, not B+1. */
+static void test_gcra_default_burst(void **state)
+{
+	struct fc_policy k = fc_compile("3/m", 0, FC_ALGO_GCRA, FC_COUNT_PACKETS);
+	__u64 st[FC_MAX_TIERS] = { 0 };
+
+	(void)state;
+	assert_int_equal(fc_try_n(&k, st, T0, 10), 3);
+	assert_int_equal(fc_try_n(&k, st, T0 + 19 * SEC, 10), 0);
+	assert_int_equal(fc_try_n(&k, st, T0 + 20 * SEC, 10), 1);
+}
+
+/* At most N per aligned window; the count restarts at the boundary. */
+static void test_window_boundaries(void **state)
+{
+	struct fc_policy k = fc_compile("3/s", 0, FC_ALGO_WINDOW, FC_COUNT_PACKETS);
+	__u64 st[FC_MAX_TIERS] = { 0 };
+
+	(void)state;
+	assert_int_equal(fc_try_n(&k, st, T0 + 999 * MS, 5), 3);
+	assert_int_equal(fc_try_n(&k, st, T0 + SEC - 1, 5), 0);
+	assert_int_equal(fc_try_n(&k, st, T0 + SEC, 5), 3);
+	assert_int_equal(fc_try_n(&k, st, T0 + 2 * SEC - 1, 5), 0);
+	/* Several windows later, a fresh count. */
+	assert_int_equal(fc_try_n(&k, st, T0 + 7 * SEC + 500 * MS, 5), 3);
+
+	k = fc_compile("100/d", 0, FC_ALGO_WINDOW, FC_COUNT_PACKETS);
+	memset(st, 0, sizeof(st));
+	/* T0 is 03:00 UTC: the day window runs to midnight UTC. */
+	assert_int_equal(fc_try_n(&k, st, T0, 150), 100);
+	assert_int_equal(fc_try_n(&k, st, T0 + 20 * 3600 * SEC, 10), 0);
+	assert_int_equal(fc_try_n(&k, st, T0 + 21 * 3600 * SEC, 10), 10);
+}
+
+/* A request denied by a later tier is charged to none. */
+static void test_tiers_charge_nothing_on_denial(void **state)
+{
+	struct fc_policy k = fc_compile("10/s,3/m", 0, FC_ALGO_GCRA, FC_COUNT_PACKETS);
+	__u64 st[FC_MAX_TIERS] = { 0 }, before[FC_MAX_TIERS];
+
+	(void)state;
+	assert_int_equal(fc_try_n(&k, st, T0, 3), 3);
+	memcpy(before, st, sizeof(st));
+	assert_int_equal(fc_try_n(&k, st, T0 + SEC, 5), 0); /* the minute tier says no */
+	assert_memory_equal(st, before, sizeof(st));
+
+	k = fc_compile("5/s,7/m", 0, FC_ALGO_WINDOW, FC_COUNT_PACKETS);
+	memset(st, 0, sizeof(st));
+	assert_int_equal(fc_try_n(&k, st, T0, 10), 5);
+	assert_int_equal(fc_try_n(&k, st, T0 + SEC, 10), 2);
+	memcpy(before, st, sizeof(st));
+	assert_int_equal(fc_try_n(&k, st, T0 + 2 * SEC, 3), 0);
+	assert_memory_equal(st, before, sizeof(st));
+}
+
+/* Refunds across policies, as the packet path does when a later policy denies. */
+static void test_refund(void **state)
+{
+	struct fc_policy g = fc_compile("10/s", 2, FC_ALGO_GCRA, FC_COUNT_PACKETS);
+	struct fc_policy w = fc_compile("2/s", 0, FC_ALGO_WINDOW, FC_COUNT_PACKETS);
+	__u64 gs[FC_MAX_TIERS] = { 0 }, ws[FC_MAX_TIERS] = { 0 }, before[FC_MAX_TIERS];
+	struct fc_charge gc, wc;
+
+	(void)state;
+	assert_true(fc_limit_try(g.algo, g.ntiers, g.tier, gs, T0, 1, &gc));
+	assert_true(fc_limit_try(w.algo, w.ntiers, w.tier, ws, T0, 1, &wc));
+	memcpy(before, gs, sizeof(gs));
+	assert_true(fc_limit_try(g.algo, g.ntiers, g.tier, gs, T0, 1, &gc));
+	fc_limit_refund(g.algo, g.ntiers, g.tier, gs, T0, 1, &gc);
+	assert_memory_equal(gs, before, sizeof(gs));
+	memcpy(before, ws, sizeof(ws));
+	assert_true(fc_limit_try(w.algo, w.ntiers, w.tier, ws, T0, 1, &wc));
+	fc_limit_refund(w.algo, w.ntiers, w.tier, ws, T0, 1, &wc);
+	assert_memory_equal(ws, before, sizeof(ws));
+	/* A refund from an older window gives nothing back into the new one. */
+	assert_true(fc_limit_try(w.algo, w.ntiers, w.tier, ws, T0, 1, &wc));
+	memcpy(before, ws, sizeof(ws));
+	fc_limit_refund(w.algo, w.ntiers, w.tier, ws, T0 + SEC, 1, &wc);
+	assert_memory_equal(ws, before, sizeof(ws));
+}
+
+/* Bytes: the frame length is the cost, N and B in bytes. */
+static void test_bytes_cost(void **state)
+{
+	struct fc_policy k = fc_compile("1000/s", 1500, FC_ALGO_GCRA, FC_COUNT_BYTES);
+	__u64 st[FC_MAX_TIERS] = { 0 };
+
+	(void)state;
+	assert_int_equal(fc_try(&k, st, T0, 1000), 1);
+	assert_int_equal(fc_try(&k, st, T0, 600), 0);
+	assert_int_equal(fc_try(&k, st, T0, 500), 1);
+	assert_int_equal(fc_try(&k, st, T0, 1), 0);
+	/* 64 bytes drain in 64 ms at 1000 B/s. */
+	assert_int_equal(fc_try(&k, st, T0 + 63 * MS, 64), 0);
+	assert_int_equal(fc_try(&k, st, T0 + 64 * MS, 64), 1);
+
+	k = fc_compile("10000/s", 0, FC_ALGO_WINDOW, FC_COUNT_BYTES);
+	memset(st, 0, sizeof(st));
+	assert_int_equal(fc_try(&k, st, T0, 9000), 1);
+	assert_int_equal(fc_try(&k, st, T0, 1001), 0);
+	assert_int_equal(fc_try(&k, st, T0, 1000), 1);
+
+	/* 10 Gbit/s of bytes: sub-ns per byte, still exact per frame. */
+	k = fc_compile("1250000000/s", 0, FC_ALGO_GCRA, FC_COUNT_BYTES);
+	memset(st, 0, sizeof(st));
+	assert_int_equal(fc_gcra_increment(&k.tier[0], 1500), 1200);
+	assert_int_equal(fc_gcra_increment(&k.tier[0], 65535), 52428);
+}
+
+/* Extreme rates: 1/d and 10,000,000/s, on a 2026 clock, no overflow. */
+static void test_extreme_rates(void **state)
+{
+	struct fc_policy k = fc_compile("1/d", 0, FC_ALGO_GCRA, FC_COUNT_PACKETS);
+	__u64 st[FC_MAX_TIERS] = { 0 };
+	int i, ok = 0;
+
+	(void)state;
+	assert_int_equal(k.tier[0].interval_ns, 86400 * SEC);
+	assert_int_equal(fc_try_n(&k, st, T0, 3), 1);
+	assert_int_equal(fc_try_n(&k, st, T0 + 86400 * SEC - 1, 3), 0);
+	assert_int_equal(fc_try_n(&k, st, T0 + 86400 * SEC, 3), 1);
+	k = fc_compile("1/d", 0, FC_ALGO_WINDOW, FC_COUNT_PACKETS);
+	memset(st, 0, sizeof(st));
+	assert_int_equal(fc_try_n(&k, st, T0, 3), 1);
+
+	k = fc_compile("10000000/s", 0, FC_ALGO_GCRA, FC_COUNT_PACKETS);
+	memset(st, 0, sizeof(st));
+	assert_int_equal(k.tier[0].interval_ns, 100);
+	for (i = 0; i < 10000001; i++)
+		ok += fc_try(&k, st, T0, 1);
+	assert_int_equal(ok, 10000000);
+	assert_int_equal(fc_try(&k, st, T0 + 100, 1), 1);
+
+	k = fc_compile("10000000/s", 0, FC_ALGO_WINDOW, FC_COUNT_PACKETS);
+	memset(st, 0, sizeof(st));
+	for (i = 0, ok = 0; i < 10000001; i++)
+		ok += fc_try(&k, st, T0 + 5 * MS, 1);
+	assert_int_equal(ok, 10000000);
+
+	/* 10^12 bytes per day fits the window's 40-bit count. */
+	k = fc_compile("1000000000000/d", 0, FC_ALGO_WINDOW, FC_COUNT_BYTES);
+	memset(st, 0, sizeof(st));
+	for (i = 0, ok = 0; i < 1000; i++)
+		ok += fc_try(&k, st, T0, 65535);
+	assert_int_equal(ok, 1000);
+}
+
+/* Rates that do not divide the unit round T up: never faster than asked. */
+static void test_rounding(void **state)
+{
+	struct fc_policy k = fc_compile("3/s", 1, FC_ALGO_GCRA, FC_COUNT_PACKETS);
+	__u64 st[FC_MAX_TIERS] = { 0 };
+	int i, ok = 0;
+
+	(void)state;
+	assert_int_equal(k.tier[0].interval_ns, 333333334);
+	for (i = 0; i < 3000; i++)
+		ok += fc_try(&k, st, T0 + (__u64)i * MS, 1);
+	assert_int_equal(ok, 9); /* 3 s at 3/s: 9, never 10 */
+}
+
+/* The clock going back (settimeofday) restarts a bucket instead of
+ * denying for as long as the jump. */
+static void test_clock_backwards(void **state)
+{
+	struct fc_policy k = fc_compile("1/s", 1, FC_ALGO_GCRA, FC_COUNT_PACKETS);
+	__u64 st[FC_MAX_TIERS] = { 0 };
+
+	(void)state;
+	assert_int_equal(fc_try_n(&k, st, T0, 2), 1);
+	assert_int_equal(fc_try_n(&k, st, T0 - 500 * MS, 2), 0); /* within slack: still limited */
+	assert_int_equal(fc_try_n(&k, st, T0 - 3600 * SEC, 2), 1);
+}
+
+/* Threads racing on one word admit exactly the limit. */
+struct fc_race {
+	const struct fc_policy *k;
+	__u64 *state;
+	int admitted;
+};
+
+static void *fc_racer(void *arg)
+{
+	struct fc_race *r = arg;
+	int i;
+
+	for (i = 0; i < 200000; i++)
+		r->admitted += fc_try(r->k, r->state, T0 + 10 * MS, 1);
+	return NULL;
+}
+
+static void test_race_exact(void **state)
+{
+	static const enum fc_algo algos[] = { FC_ALGO_WINDOW, FC_ALGO_GCRA };
+	struct fc_race r[4];
+	pthread_t th[4];
+	__u64 st[FC_MAX_TIERS];
+	size_t a;
+	int i, total;
+
+	(void)state;
+	for (a = 0; a < 2; a++) {
+		struct fc_policy k = fc_compile("100000/m,50000/h", 0, algos[a], FC_COUNT_PACKETS);
+
+		memset(st, 0, sizeof(st));
+		for (i = 0; i < 4; i++) {
+			r[i] = (struct fc_race){ .k = &k, .state = st };
+			assert_int_equal(pthread_create(&th[i], NULL, fc_racer, &r[i]), 0);
+		}
+		for (i = 0, total = 0; i < 4; i++) {
+			pthread_join(th[i], NULL);
+			total += r[i].admitted;
+		}
+		assert_int_equal(total, 50000);
+	}
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_gcra_burst_then_rate),
+		cmocka_unit_test(test_gcra_default_burst),
+		cmocka_unit_test(test_window_boundaries),
+		cmocka_unit_test(test_tiers_charge_nothing_on_denial),
+		cmocka_unit_test(test_refund),
+		cmocka_unit_test(test_bytes_cost),
+		cmocka_unit_test(test_extreme_rates),
+		cmocka_unit_test(test_rounding),
+		cmocka_unit_test(test_clock_backwards),
+		cmocka_unit_test(test_race_exact),
+	};
+
+	return cmocka_run_group_tests_name("limit algorithms (maps/fc_limit.h)", tests, NULL, NULL);
+}

@@ -1,0 +1,226 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/* Policies as users write them: every accepted and malformed id, rate,
+ * match and option, each rejection with its exact message; canonical texts;
+ * what they compile to for the kernel. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "fc_policy.h"
+
+static void test_ids(void **state)
+{
+	static const char *const bad[] = { "", "0", "-1", "+5", "1.5", "abc", "4294967296", "99999999999999999999",
+					   " 7", "7 ", "0x10" };
+	struct fc_err err;
+	uint32_t id;
+	size_t i;
+	char want[128];
+
+	(void)state;
+	assert_int_equal(fc_policy_id_parse("1", &id, &err), 0);
+	assert_int_equal(id, 1);
+	assert_int_equal(fc_policy_id_parse("4294967295", &id, &err), 0);
+	assert_int_equal(id, 4294967295u);
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		assert_int_equal(fc_policy_id_parse(bad[i], &id, &err), -1);
+		snprintf(want, sizeof(want), "policy id \"%s\": expected a whole number from 1 to 4294967295", bad[i]);
+		assert_string_equal(err.msg, want);
+	}
+}
+
+static const struct {
+	const char *in;
+	const char *msg;
+} fc_bad_rates[] = {
+	{ "10", "rate \"10\": expected N/UNIT, e.g. 100/s or 5000/h" },
+	{ "", "rate \"\": expected N/UNIT, e.g. 100/s or 5000/h" },
+	{ "10/x", "rate \"10/x\": unit must be one of s, m, h, d" },
+	{ "10/", "rate \"10/\": unit must be one of s, m, h, d" },
+	{ "10/sec", "rate \"10/sec\": unit must be one of s, m, h, d" },
+	{ "10/S", "rate \"10/S\": unit must be one of s, m, h, d" },
+	{ "10/s/m", "rate \"10/s/m\": unit must be one of s, m, h, d" },
+	{ "/s", "rate \"/s\": N must be a whole number" },
+	{ "abc/s", "rate \"abc/s\": N must be a whole number" },
+	{ "1.5/s", "rate \"1.5/s\": N must be a whole number" },
+	{ "-1/s", "rate \"-1/s\": N must be a whole number" },
+	{ "0/s", "rate \"0/s\": N must be at least 1" },
+	{ "1000000000001/s", "rate \"1000000000001/s\": N must be at most 1000000000000" },
+	{ "99999999999999999999999999999999/s",
+	  "rate \"99999999999999999999999999999999/s\": N must be at most 1000000000000" },
+};
+
+static void test_rates(void **state)
+{
+	struct fc_policy_spec p = { 0 };
+	char buf[FC_TEXT_LEN];
+	struct fc_rate r;
+	struct fc_err err;
+	size_t i;
+
+	(void)state;
+	assert_int_equal(fc_rate_parse("100/s", &r, &err), 0);
+	assert_int_equal(r.n, 100);
+	assert_int_equal(r.unit_secs, 1);
+	assert_int_equal(fc_rate_parse("1/d", &r, &err), 0);
+	assert_int_equal(r.unit_secs, 86400);
+	assert_int_equal(fc_rate_parse("1000000000000/h", &r, &err), 0);
+	for (i = 0; i < sizeof(fc_bad_rates) / sizeof(fc_bad_rates[0]); i++) {
+		memset(&err, 0, sizeof(err));
+		if (fc_rate_parse(fc_bad_rates[i].in, &r, &err) == 0)
+			fail_msg("accepted \"%s\"", fc_bad_rates[i].in);
+		assert_string_equal(err.msg, fc_bad_rates[i].msg);
+	}
+	assert_int_equal(fc_rates_parse("10/s,600/m,5000/h,100000/d", &p, &err), 0);
+	assert_int_equal(p.ntiers, 4);
+	fc_rates_format(&p, buf);
+	assert_string_equal(buf, "10/s,600/m,5000/h,100000/d");
+	assert_int_equal(fc_rates_parse("1/s,1/s,1/s,1/s,1/s", &p, &err), -1);
+	assert_string_equal(err.msg, "rates \"1/s,1/s,1/s,1/s,1/s\": at most 4");
+}
+
+static const struct {
+	const char *in;
+	const char *msg;
+} fc_bad_matches[] = {
+	{ "ip", "match \"ip\": expected DIM=VALUE, e.g. ip=198.18.0.0/15 or ip=*" },
+	{ "", "match \"\": expected DIM=VALUE, e.g. ip=198.18.0.0/15 or ip=*" },
+	{ "ip=", "match \"ip=\": empty address: expected an IPv4 or IPv6 address, optionally /LEN" },
+	{ "ip=**", "match \"ip=**\": \"**\": not a valid IPv4 address (expected dotted decimal a.b.c.d)" },
+	{ "ip=10.0.0.1/8", "match \"ip=10.0.0.1/8\": \"10.0.0.1/8\": host bits set; did you mean 10.0.0.0/8?" },
+	{ "ip=1.2.3.4/33", "match \"ip=1.2.3.4/33\": \"1.2.3.4/33\": prefix length \"33\": expected a number from 0 to 32" },
+	{ "IP=1.2.3.4", "match \"IP=1.2.3.4\": dimension \"IP\" is not enforced by this version (L4 policies match "
+			"ip=ADDR, ip=PREFIX or ip=*)" },
+	{ "uid=u1024", "match \"uid=u1024\": dimension \"uid\" is not enforced by this version (L4 policies match "
+		       "ip=ADDR, ip=PREFIX or ip=*)" },
+	{ "ip=1.2.3.4,ip=5.6.7.8", "match \"ip=1.2.3.4,ip=5.6.7.8\": an L4 policy has one dimension, ip=" },
+	{ "ip=*,uid=1", "match \"ip=*,uid=1\": an L4 policy has one dimension, ip=" },
+};
+
+static void test_matches(void **state)
+{
+	struct fc_policy_spec p = { 0 };
+	char buf[FC_TEXT_LEN];
+	struct fc_err err;
+	size_t i;
+
+	(void)state;
+	assert_int_equal(fc_match_parse("ip=*", &p, &err), 0);
+	assert_int_equal(p.kind, FC_MATCH_STAR);
+	fc_match_format(&p, buf);
+	assert_string_equal(buf, "ip=*");
+	assert_int_equal(fc_match_parse("ip=2001:DB8::/32", &p, &err), 0);
+	assert_int_equal(p.kind, FC_MATCH_PREFIX);
+	fc_match_format(&p, buf);
+	assert_string_equal(buf, "ip=2001:db8::/32");
+	assert_int_equal(fc_match_parse("ip=0.0.0.0/0", &p, &err), 0); /* one bucket for all of IPv4 */
+	assert_int_equal(p.ip.len, 0);
+	for (i = 0; i < sizeof(fc_bad_matches) / sizeof(fc_bad_matches[0]); i++) {
+		memset(&err, 0, sizeof(err));
+		if (fc_match_parse(fc_bad_matches[i].in, &p, &err) == 0)
+			fail_msg("accepted \"%s\"", fc_bad_matches[i].in);
+		assert_string_equal(err.msg, fc_bad_matches[i].msg);
+	}
+}
+
+static void test_enums(void **state)
+{
+	enum fc_algo a;
+	enum fc_action ac;
+	enum fc_count c;
+	struct fc_err err;
+
+	(void)state;
+	assert_int_equal(fc_algo_parse("window", &a, &err), 0);
+	assert_int_equal(a, FC_ALGO_WINDOW);
+	assert_int_equal(fc_algo_parse("leaky", &a, &err), -1);
+	assert_string_equal(err.msg, "algo \"leaky\": expected one of gcra, window");
+	assert_int_equal(fc_action_parse("log", &ac, &err), 0);
+	assert_int_equal(ac, FC_ACTION_LOG);
+	assert_int_equal(fc_action_parse("reject", &ac, &err), -1);
+	assert_string_equal(err.msg, "action \"reject\": expected one of drop, log");
+	assert_int_equal(fc_action_parse("delay", &ac, &err), -1);
+	assert_string_equal(err.msg, "action \"delay\" shapes HTTP requests in nginx (L7); an ip= policy runs at "
+				     "XDP/TC, where the actions are drop and log");
+	assert_int_equal(fc_count_parse("syn", &c, &err), 0);
+	assert_int_equal(c, FC_COUNT_SYN);
+	assert_int_equal(fc_count_parse("requests", &c, &err), -1);
+	assert_string_equal(err.msg, "count \"requests\": expected one of packets, bytes, syn");
+}
+
+static void test_validate(void **state)
+{
+	struct fc_policy_spec p = { .id = 1 };
+	struct fc_err err;
+
+	(void)state;
+	assert_int_equal(fc_match_parse("ip=198.18.0.7", &p, &err), 0);
+	assert_int_equal(fc_policy_validate(&p, &err), -1);
+	assert_string_equal(err.msg, "missing --rate N/UNIT");
+	assert_int_equal(fc_rates_parse("2000000000/s", &p, &err), 0);
+	assert_int_equal(fc_policy_validate(&p, &err), -1);
+	assert_string_equal(err.msg, "rate \"2000000000/s\": more than one packet per nanosecond");
+	p.count = FC_COUNT_BYTES; /* bytes may go faster than 1/ns */
+	assert_int_equal(fc_policy_validate(&p, &err), 0);
+	p.count = FC_COUNT_PACKETS;
+	assert_int_equal(fc_rates_parse("10/s", &p, &err), 0);
+	p.algo = FC_ALGO_WINDOW;
+	p.burst = 5;
+	assert_int_equal(fc_policy_validate(&p, &err), -1);
+	assert_string_equal(err.msg, "--burst applies to --algo gcra; a fixed window admits N per window");
+	p.algo = FC_ALGO_GCRA;
+	p.new_sources = 100;
+	assert_int_equal(fc_policy_validate(&p, &err), -1);
+	assert_string_equal(err.msg, "--new-sources applies to the ip=* policy only");
+	p.new_sources = 0;
+	assert_int_equal(fc_rates_parse("1/d", &p, &err), 0);
+	p.burst = 1000000000000ULL;
+	assert_int_equal(fc_policy_validate(&p, &err), -1);
+	assert_string_equal(err.msg, "--burst 1000000000000: at 1 per 86400s that is more than a century of credit");
+}
+
+static void test_compile(void **state)
+{
+	struct fc_policy_spec p = { .id = 42, .burst = 5, .action = FC_ACTION_LOG, .count = FC_COUNT_SYN };
+	struct fc_tier nt;
+	struct fc_policy k;
+	struct fc_err err;
+
+	(void)state;
+	assert_int_equal(fc_rates_parse("10/s,3/m", &p, &err), 0);
+	fc_policy_compile(&p, 9, &k);
+	assert_int_equal(k.id, 42);
+	assert_int_equal(k.epoch, 9);
+	assert_int_equal(k.ntiers, 2);
+	assert_int_equal(k.action, FC_ACTION_LOG);
+	assert_int_equal(k.count, FC_COUNT_SYN);
+	assert_int_equal(k.tier[0].interval_ns, 100000000);
+	assert_int_equal(k.tier[0].tolerance_ns, 500000000); /* --burst: first rate only */
+	assert_int_equal(k.tier[1].interval_ns, 20000000000ULL);
+	assert_int_equal(k.tier[1].tolerance_ns, 60000000000ULL); /* its own N */
+	assert_int_equal(k.tier[1].unit_ns, 60000000000ULL);
+	assert_int_equal(k.tier[1].limit, 3);
+
+	p.kind = FC_MATCH_STAR;
+	p.new_sources = 1000;
+	fc_policy_new_src_tier(&p, 4, &nt);
+	assert_int_equal(nt.limit, 250);
+	assert_int_equal(nt.interval_ns, 4000000);
+	assert_int_equal(nt.tolerance_ns, 1000000000);
+	p.new_sources = 0;
+	fc_policy_new_src_tier(&p, 1, &nt);
+	assert_int_equal(nt.limit, FC_NEW_SOURCES_DEFAULT);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_ids),     cmocka_unit_test(test_rates),    cmocka_unit_test(test_matches),
+		cmocka_unit_test(test_enums),   cmocka_unit_test(test_validate), cmocka_unit_test(test_compile),
+	};
+
+	return cmocka_run_group_tests_name("policies (parsing, validation, compiling)", tests, NULL, NULL);
+}
