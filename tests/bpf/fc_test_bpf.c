@@ -23,7 +23,7 @@ const char *fc_bpf_unavailable(void)
 	return NULL;
 }
 
-int fc_env_setup(void **state)
+static int fc_env_setup_lru(void **state, __u32 lru_entries)
 {
 	LIBBPF_OPTS(bpf_object_open_opts, opts);
 	struct fc_env *env = calloc(1, sizeof(*env));
@@ -41,10 +41,22 @@ int fc_env_setup(void **state)
 	opts.pin_root_path = env->pin_dir;
 	env->skel = freqctl__open_opts(&opts);
 	assert_non_null(env->skel);
+	if (lru_entries)
+		assert_int_equal(bpf_map__set_max_entries(env->skel->maps.fc_src_buckets, lru_entries), 0);
 	assert_int_equal(freqctl__load(env->skel), 0);
 	if (fc_maps_open(env->pin_dir, &env->maps, &err) < 0 || fc_store_open(env->db, &env->st, &err) < 0)
 		fail_msg("%s", err.msg);
 	return 0;
+}
+
+int fc_env_setup(void **state)
+{
+	return fc_env_setup_lru(state, 0);
+}
+
+int fc_env_setup_small_lru(void **state)
+{
+	return fc_env_setup_lru(state, 128);
 }
 
 static void fc_rm(const char *dir, const char *name)
@@ -136,4 +148,61 @@ int fc_env_run(struct fc_env *env, bool tc, const void *frame, size_t len)
 	if (rc < 0)
 		fail_msg("test run of %zu bytes: %s", len, strerror(-rc));
 	return rc;
+}
+
+void fc_env_policy(struct fc_env *env, uint32_t id, const char *match, const char *rates, const char *opts)
+{
+	struct fc_policy_spec p = { .id = id };
+	struct fc_policy_row row;
+	char buf[256], *tok, *save = NULL, *eq;
+	struct fc_err err;
+	int rc = 0;
+
+	if (fc_match_parse(match, &p, &err) < 0 || fc_rates_parse(rates, &p, &err) < 0)
+		fail_msg("policy %u: %s", id, err.msg);
+	snprintf(buf, sizeof(buf), "%s", opts);
+	for (tok = strtok_r(buf, " ", &save); tok && !rc; tok = strtok_r(NULL, " ", &save)) {
+		eq = strchr(tok, '=');
+		assert_non_null(eq);
+		*eq++ = '\0';
+		if (!strcmp(tok, "burst"))
+			rc = fc_uint_parse("burst", eq, FC_RATE_MAX, &p.burst, &err);
+		else if (!strcmp(tok, "algo"))
+			rc = fc_algo_parse(eq, &p.algo, &err);
+		else if (!strcmp(tok, "action"))
+			rc = fc_action_parse(eq, &p.action, &err);
+		else if (!strcmp(tok, "count"))
+			rc = fc_count_parse(eq, &p.count, &err);
+		else if (!strcmp(tok, "new_sources"))
+			rc = fc_uint_parse("new_sources", eq, 100000000, &p.new_sources, &err);
+		else
+			fail_msg("unknown test policy option %s", tok);
+	}
+	if (rc < 0 || fc_policy_validate(&p, &err) < 0 ||
+	    fc_store_policy_put(env->st, &p, (int64_t)time(NULL), &row, &err) < 0)
+		fail_msg("policy %u: %s", id, err.msg);
+	fc_env_publish(env);
+}
+
+void fc_env_policy_del(struct fc_env *env, uint32_t id)
+{
+	struct fc_err err;
+	bool found;
+
+	if (fc_store_policy_del(env->st, id, &found, &err) < 0 || !found)
+		fail_msg("policy del %u: %s", id, found ? err.msg : "not found");
+	fc_env_publish(env);
+}
+
+struct fc_pstats fc_env_pstats(struct fc_env *env, uint32_t id)
+{
+	struct fc_policy_row row;
+	struct fc_pstats ps;
+	struct fc_err err;
+	bool found;
+
+	if (fc_store_policy_get(env->st, id, &row, &found, &err) < 0 || !found ||
+	    fc_pstats_read(&env->maps, row.slot, &ps, &err) < 0)
+		fail_msg("policy %u: %s", id, found ? err.msg : "not found");
+	return ps;
 }

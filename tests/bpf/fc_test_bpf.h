@@ -35,6 +35,16 @@ int fc_env_teardown(void **state);
 void fc_env_ban(struct fc_env *env, const char *text, int64_t ttl);
 void fc_env_unban(struct fc_env *env, const char *text);
 
+/* Creates or replaces a policy through store + sync. opts is what follows
+ * --match/--rate on the command line, in this form: "burst=5 algo=window
+ * action=log count=syn new_sources=10" (any subset, or ""). */
+void fc_env_policy(struct fc_env *env, uint32_t id, const char *match, const char *rates, const char *opts);
+void fc_env_policy_del(struct fc_env *env, uint32_t id);
+/* A policy's counters. */
+struct fc_pstats fc_env_pstats(struct fc_env *env, uint32_t id);
+/* Like fc_env_setup, with the ip=* LRU made this small. */
+int fc_env_setup_small_lru(void **state);
+
 /* Runs frame through the XDP (tc=false) or TC program once; returns its verdict. */
 int fc_env_run(struct fc_env *env, bool tc, const void *frame, size_t len);
 /* The same, but returns -errno when the kernel refuses the frame. */

@@ -1,0 +1,409 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * Policies on the real programs under BPF_PROG_TEST_RUN: exact pass counts
+ * for GCRA and windows, CIDR buckets, ip=* per source (IPv4 and IPv6), syn
+ * and bytes counting, log, edits and deletes taking effect on the next frame,
+ * the all-or-nothing charge across policies, floods of new sources, a full
+ * table, and exactness with threads on different CPUs.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <sched.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <cmocka.h>
+#include <linux/bpf.h>
+#include <linux/in.h>
+#include <linux/pkt_cls.h>
+#include <bpf/bpf.h>
+
+#include "fc_test_bpf.h"
+
+#define FC_REQUIRE_BPF()                                                         \
+	do {                                                                     \
+		const char *why_ = fc_bpf_unavailable();                         \
+		if (why_) {                                                      \
+			print_message("SKIPPED: %s\n", why_);                    \
+			skip();                                                  \
+		}                                                                \
+	} while (0)
+
+/* Sends n copies of a frame from src (UDP unless told); returns how many passed. */
+static int fc_send(struct fc_env *env, bool tc, const struct fc_frame_spec *spec, int n)
+{
+	uint8_t frame[FC_FRAME_MAX];
+	size_t len = fc_frame_build(spec, frame);
+	int i, passed = 0, rc;
+
+	assert_true(len > 0);
+	for (i = 0; i < n; i++) {
+		rc = fc_env_run(env, tc, frame, len);
+		if (rc == (tc ? TC_ACT_OK : XDP_PASS))
+			passed++;
+		else if (rc != (tc ? TC_ACT_SHOT : XDP_DROP))
+			fail_msg("verdict %d", rc);
+	}
+	return passed;
+}
+
+static int fc_udp(struct fc_env *env, bool tc, const char *src, int n)
+{
+	struct fc_frame_spec spec = { .src = src, .l4proto = IPPROTO_UDP };
+
+	return fc_send(env, tc, &spec, n);
+}
+
+static struct fc_stats fc_stats_now(struct fc_env *env)
+{
+	struct fc_stats s;
+	struct fc_err err;
+
+	if (fc_stats_read(&env->maps, &s, &err) < 0)
+		fail_msg("%s", err.msg);
+	return s;
+}
+
+/* Runs a test body for XDP and for TC, each on a fresh policy. */
+static void fc_both(void **state, void (*body)(struct fc_env *env, bool tc, uint32_t id))
+{
+	FC_REQUIRE_BPF();
+	body(*state, false, 1);
+	body(*state, true, 2);
+}
+
+/* GCRA 1/s burst 5: exactly 5 of 10 back-to-back frames. */
+static void fc_gcra_body(struct fc_env *env, bool tc, uint32_t id)
+{
+	const char *src = tc ? "198.18.0.12" : "198.18.0.11";
+	char match[32];
+	struct fc_pstats ps;
+
+	snprintf(match, sizeof(match), "ip=%s", src);
+	fc_env_policy(env, id, match, "1/s", "burst=5");
+	assert_int_equal(fc_udp(env, tc, src, 10), 5);
+	assert_int_equal(fc_udp(env, tc, "198.18.0.99", 10), 10); /* other sources: no policy */
+	ps = fc_env_pstats(env, id);
+	assert_int_equal(ps.passed.packets, 5);
+	assert_int_equal(ps.dropped.packets, 5);
+}
+
+static void test_gcra(void **state)
+{
+	fc_both(state, fc_gcra_body);
+}
+
+/* Waits until at least margin seconds remain in the current UTC minute, so a
+ * window test does not straddle a boundary. */
+static void fc_away_from_minute_edge(int margin)
+{
+	while (60 - time(NULL) % 60 < margin)
+		usleep(100000);
+}
+
+/* Window 3/m: 3 of 10; 2001:2::/64 as one bucket for IPv6 too. */
+static void fc_window_body(struct fc_env *env, bool tc, uint32_t id)
+{
+	fc_away_from_minute_edge(5);
+	fc_env_policy(env, id, tc ? "ip=2001:2::/64" : "ip=2001:3::/64", "3/m", "algo=window");
+	assert_int_equal(fc_udp(env, tc, tc ? "2001:2::1" : "2001:3::1", 10), 3);
+	assert_int_equal(fc_udp(env, tc, tc ? "2001:2::2" : "2001:3::2", 10), 0);
+}
+
+static void test_window_and_v6_cidr(void **state)
+{
+	fc_both(state, fc_window_body);
+}
+
+/* A CIDR policy is one bucket for every address in it. */
+static void fc_cidr_body(struct fc_env *env, bool tc, uint32_t id)
+{
+	fc_env_policy(env, id, tc ? "ip=198.18.2.0/24" : "ip=198.18.1.0/24", "1/s", "burst=3");
+	assert_int_equal(fc_udp(env, tc, tc ? "198.18.2.1" : "198.18.1.1", 2) +
+				 fc_udp(env, tc, tc ? "198.18.2.2" : "198.18.1.2", 2) +
+				 fc_udp(env, tc, tc ? "198.18.2.3" : "198.18.1.3", 2),
+			 3);
+	assert_int_equal(fc_udp(env, tc, "198.18.3.1", 4), 4);
+}
+
+static void test_cidr_one_bucket(void **state)
+{
+	fc_both(state, fc_cidr_body);
+}
+
+/* ip=*: each source its own bucket, IPv4 and IPv6 alike. */
+static void test_star_per_source(void **state)
+{
+	struct fc_env *env = *state;
+
+	FC_REQUIRE_BPF();
+	fc_env_policy(env, 1, "ip=*", "1/s", "burst=2");
+	assert_int_equal(fc_udp(env, false, "198.18.0.1", 5), 2);
+	assert_int_equal(fc_udp(env, true, "198.18.0.2", 5), 2);
+	assert_int_equal(fc_udp(env, false, "2001:2::1", 5), 2);
+	assert_int_equal(fc_udp(env, true, "2001:2::2", 5), 2);
+	assert_int_equal(fc_udp(env, true, "198.18.0.1", 5), 0); /* XDP and TC share the buckets */
+}
+
+/* syn: only SYN without ACK is charged; other packets pass untouched. */
+static void test_syn(void **state)
+{
+	struct fc_frame_spec syn = { "198.18.0.5", IPPROTO_TCP, 0x02 }, synack = { "198.18.0.5", IPPROTO_TCP, 0x12 },
+			     ack = { "198.18.0.5", IPPROTO_TCP, 0x10 }, udp = { "198.18.0.5", IPPROTO_UDP };
+	struct fc_env *env = *state;
+	struct fc_pstats ps;
+
+	FC_REQUIRE_BPF();
+	fc_env_policy(env, 1, "ip=*", "1/m", "burst=2 count=syn");
+	assert_int_equal(fc_send(env, false, &syn, 5), 2);
+	assert_int_equal(fc_send(env, true, &syn, 5), 0);
+	assert_int_equal(fc_send(env, false, &ack, 10), 10);
+	assert_int_equal(fc_send(env, true, &synack, 10), 10);
+	assert_int_equal(fc_send(env, false, &udp, 10), 10);
+	ps = fc_env_pstats(env, 1);
+	assert_int_equal(ps.passed.packets, 2);
+	assert_int_equal(ps.dropped.packets, 8);
+}
+
+/* bytes: the frame length is the cost. */
+static void test_bytes(void **state)
+{
+	struct fc_frame_spec big = { "198.18.0.6", IPPROTO_UDP, .payload = 58 }; /* 100-byte frame */
+	struct fc_env *env = *state;
+
+	FC_REQUIRE_BPF();
+	fc_env_policy(env, 1, "ip=198.18.0.6", "1000/m", "burst=450 count=bytes");
+	assert_int_equal(fc_send(env, false, &big, 10), 4);
+	assert_int_equal(fc_env_pstats(env, 1).passed.bytes, 400);
+}
+
+/* log: counts what it would drop, drops nothing. */
+static void test_log(void **state)
+{
+	struct fc_env *env = *state;
+	struct fc_stats st;
+	struct fc_pstats ps;
+
+	FC_REQUIRE_BPF();
+	fc_env_policy(env, 1, "ip=198.18.0.0/16", "1/m", "burst=2 action=log");
+	assert_int_equal(fc_udp(env, false, "198.18.0.1", 5), 5);
+	assert_int_equal(fc_udp(env, true, "198.18.0.2", 5), 5);
+	ps = fc_env_pstats(env, 1);
+	assert_int_equal(ps.passed.packets, 2);
+	assert_int_equal(ps.dropped.packets, 8); /* would have dropped */
+	st = fc_stats_now(env);
+	assert_int_equal(st.drop_limit.packets, 0);
+	assert_int_equal(st.passed.packets, 10);
+}
+
+/* Delete, limit edits and match edits, each on the next frame. */
+static void test_edits(void **state)
+{
+	struct fc_env *env = *state;
+
+	FC_REQUIRE_BPF();
+	fc_env_policy(env, 1, "ip=198.18.0.7", "1/m", "burst=2");
+	assert_int_equal(fc_udp(env, false, "198.18.0.7", 5), 2);
+	/* New limits keep the state: burst 3 leaves room for exactly one more. */
+	fc_env_policy(env, 1, "ip=198.18.0.7", "1/m", "burst=3");
+	assert_int_equal(fc_udp(env, false, "198.18.0.7", 5), 1);
+	/* A new match starts afresh, and the old address is free. */
+	fc_env_policy(env, 1, "ip=198.18.0.8", "1/m", "burst=3");
+	assert_int_equal(fc_udp(env, false, "198.18.0.8", 5), 3);
+	assert_int_equal(fc_udp(env, false, "198.18.0.7", 5), 5);
+	/* Deleted: the next frame passes. */
+	fc_env_policy_del(env, 1);
+	assert_int_equal(fc_udp(env, true, "198.18.0.8", 5), 5);
+	/* A new policy in the freed slot starts with fresh counters and state. */
+	fc_env_policy(env, 2, "ip=198.18.0.8", "1/m", "burst=1");
+	assert_int_equal(fc_udp(env, false, "198.18.0.8", 5), 1);
+	assert_int_equal(fc_env_pstats(env, 2).passed.packets, 1);
+	assert_int_equal(fc_env_pstats(env, 2).dropped.packets, 4);
+}
+
+/* The exact, prefix and ip=* policies must all admit; a denial by one
+ * charges none, and bans come before any policy. */
+static void test_all_or_nothing(void **state)
+{
+	struct fc_env *env = *state;
+	struct fc_stats st;
+
+	FC_REQUIRE_BPF();
+	fc_env_policy(env, 1, "ip=198.18.0.7", "1/m", "burst=5");
+	fc_env_policy(env, 2, "ip=198.18.0.0/24", "1/m", "burst=2");
+	assert_int_equal(fc_udp(env, false, "198.18.0.7", 10), 2); /* the prefix says no after 2 */
+	fc_env_policy_del(env, 2);
+	assert_int_equal(fc_udp(env, false, "198.18.0.7", 10), 3); /* the exact bucket was charged 2, not 10 */
+
+	fc_env_policy(env, 3, "ip=*", "1/m", "burst=1");
+	assert_int_equal(fc_udp(env, true, "198.18.0.9", 5), 1);
+	fc_env_policy_del(env, 3);
+
+	/* A ban wins over the policy on the same address, which is not charged. */
+	fc_env_policy(env, 4, "ip=198.18.0.20", "1/m", "burst=1");
+	fc_env_ban(env, "198.18.0.20", 0);
+	assert_int_equal(fc_udp(env, false, "198.18.0.20", 3), 0);
+	fc_env_unban(env, "198.18.0.20");
+	assert_int_equal(fc_udp(env, false, "198.18.0.20", 3), 1);
+	st = fc_stats_now(env);
+	assert_int_equal(st.drop_exact.packets, 3);
+	assert_int_equal(fc_env_pstats(env, 4).passed.packets + fc_env_pstats(env, 4).dropped.packets, 3);
+}
+
+/* A prefix ban covers a longer prefix with only a policy; a policy covers a
+ * longer banned prefix once that ban is lifted. */
+static void test_inheritance(void **state)
+{
+	struct fc_env *env = *state;
+
+	FC_REQUIRE_BPF();
+	fc_env_ban(env, "198.18.0.0/16", 0);
+	fc_env_policy(env, 1, "ip=198.18.5.0/24", "1/m", "burst=1");
+	assert_int_equal(fc_udp(env, false, "198.18.5.1", 3), 0);
+	assert_int_equal(fc_udp(env, true, "198.18.6.1", 3), 0);
+	assert_int_equal(fc_stats_now(env).drop_prefix.packets, 6);
+	fc_env_unban(env, "198.18.0.0/16");
+	fc_env_policy(env, 2, "ip=198.18.0.0/16", "1/m", "burst=2");
+	fc_env_ban(env, "198.18.7.0/24", 0);
+	assert_int_equal(fc_udp(env, false, "198.18.5.1", 3), 1); /* the longest prefix: the /24, burst 1 */
+	assert_int_equal(fc_udp(env, false, "198.18.7.1", 3), 0); /* banned */
+	fc_env_unban(env, "198.18.7.0/24");
+	assert_int_equal(fc_udp(env, false, "198.18.7.1", 3), 2); /* the /16 policy it inherits */
+}
+
+/* A flood of new sources: past the per-CPU cap they share the overflow
+ * bucket (limited like any source), and a steady source keeps its bucket. */
+static void test_flood_of_sources(void **state)
+{
+	struct fc_env *env = *state;
+	struct fc_src_bucket b;
+	struct fc_prefix p;
+	struct fc_addr key;
+	struct fc_err err;
+	cpu_set_t one;
+	char src[32];
+	int i, passed = 0, ncpus = libbpf_num_possible_cpus();
+
+	FC_REQUIRE_BPF();
+	CPU_ZERO(&one);
+	CPU_SET(0, &one);
+	assert_int_equal(sched_setaffinity(0, sizeof(one), &one), 0); /* one per-CPU limiter */
+	/* 5 new buckets per CPU per second, 5 at once. */
+	snprintf(src, sizeof(src), "new_sources=%d burst=2", 5 * ncpus);
+	fc_env_policy(env, 1, "ip=*", "1/m", src);
+	assert_int_equal(fc_udp(env, false, "198.18.0.1", 1), 1); /* the steady source */
+	for (i = 0; i < 1000; i++) {
+		snprintf(src, sizeof(src), "198.19.%d.%d", i / 250, i % 250 + 1);
+		passed += fc_udp(env, false, src, 1);
+	}
+	/* 4 more own buckets (1 frame each), then the overflow bucket's burst of 2. */
+	assert_int_equal(passed, 4 + 2);
+	assert_int_equal(fc_stats_now(env).src_overflow.packets, 996);
+	assert_int_equal(fc_prefix_parse("198.18.0.1", &p, &err), 0);
+	fc_prefix_to_addr(&p, &key);
+	assert_int_equal(bpf_map_lookup_elem(env->maps.src_buckets, &key, &b), 0);
+	assert_int_equal(fc_udp(env, false, "198.18.0.1", 3), 1); /* its own state: 1 left of burst 2 */
+	CPU_ZERO(&one);
+	for (i = 0; i < ncpus; i++)
+		CPU_SET(i, &one);
+	sched_setaffinity(0, sizeof(one), &one);
+}
+
+/* A full table (128 entries here) evicts the least recently used sources:
+ * never an error, every new source still limited by a bucket of its own. */
+static void test_table_full(void **state)
+{
+	struct fc_env *env = *state;
+	struct fc_addr key, next;
+	char src[32];
+	int i, passed = 0, entries = 0;
+
+	FC_REQUIRE_BPF();
+	fc_env_policy(env, 1, "ip=*", "1/m", "burst=1 new_sources=100000000");
+	for (i = 0; i < 1000; i++) {
+		snprintf(src, sizeof(src), "2001:2::%x", i + 1);
+		passed += fc_udp(env, i % 2, src, 2);
+	}
+	assert_int_equal(passed, 1000); /* one each: its own fresh bucket, burst 1 */
+	assert_int_equal(fc_stats_now(env).src_overflow.packets, 0);
+	for (int rc = bpf_map_get_next_key(env->maps.src_buckets, NULL, &key); !rc;
+	     rc = bpf_map_get_next_key(env->maps.src_buckets, &key, &next), key = next)
+		entries++;
+	assert_true(entries <= 128);
+	assert_true(entries > 0);
+}
+
+/* Threads on different CPUs race on one source: admitted == limit, exactly. */
+struct fc_racer {
+	struct fc_env *env;
+	int cpu;
+	bool tc;
+	int passed;
+};
+
+static void *fc_race(void *arg)
+{
+	struct fc_racer *r = arg;
+	cpu_set_t set;
+
+	CPU_ZERO(&set);
+	CPU_SET(r->cpu, &set);
+	pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
+	r->passed = fc_udp(r->env, r->tc, "198.18.0.77", 6000);
+	return NULL;
+}
+
+static void fc_exact_race(struct fc_env *env, const char *opts, uint32_t id)
+{
+	int ncpus = libbpf_num_possible_cpus(), i, total = 0, n = ncpus < 2 ? 2 : ncpus > 8 ? 8 : ncpus;
+	struct fc_racer r[8];
+	pthread_t th[8];
+
+	fc_away_from_minute_edge(20);
+	fc_env_policy(env, id, "ip=198.18.0.77", "5000/h", opts);
+	for (i = 0; i < n; i++) {
+		r[i] = (struct fc_racer){ .env = env, .cpu = i % ncpus, .tc = i % 2 };
+		assert_int_equal(pthread_create(&th[i], NULL, fc_race, &r[i]), 0);
+	}
+	for (i = 0; i < n; i++) {
+		pthread_join(th[i], NULL);
+		total += r[i].passed;
+	}
+	assert_int_equal(total, 5000);
+	assert_int_equal(fc_env_pstats(env, id).passed.packets, 5000);
+	fc_env_policy_del(env, id);
+}
+
+static void test_exact_under_race(void **state)
+{
+	FC_REQUIRE_BPF();
+	fc_exact_race(*state, "algo=window", 1);
+	fc_exact_race(*state, "", 2);
+}
+
+int main(void)
+{
+#define T(f) cmocka_unit_test_setup_teardown(f, fc_env_setup, fc_env_teardown)
+	const struct CMUnitTest tests[] = {
+		T(test_gcra),
+		T(test_window_and_v6_cidr),
+		T(test_cidr_one_bucket),
+		T(test_star_per_source),
+		T(test_syn),
+		T(test_bytes),
+		T(test_log),
+		T(test_edits),
+		T(test_all_or_nothing),
+		T(test_inheritance),
+		T(test_flood_of_sources),
+		cmocka_unit_test_setup_teardown(test_table_full, fc_env_setup_small_lru, fc_env_teardown),
+		T(test_exact_under_race),
+	};
+
+	return cmocka_run_group_tests_name("policies in the bpf programs (BPF_PROG_TEST_RUN)", tests, NULL, NULL);
+}
