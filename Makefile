@@ -61,7 +61,7 @@ $(B)/tests/%: $(B)/tests/unit/%.o $(LIB_OBJS)
 $(B)/tests/%: $(B)/tests/bpf/%.o $(B)/tests/bpf/fc_frames.o $(B)/tests/bpf/fc_test_bpf.o $(LIB_OBJS)
 	$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS) -lcmocka -lpthread
 
-$(B)/fc_bench: $(B)/tools/fc_bench.o $(B)/tests/bpf/fc_frames.o
+$(B)/fc_bench: $(B)/tools/fc_bench.o $(B)/tests/bpf/fc_frames.o $(LIB_OBJS)
 	$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS)
 
 $(B):

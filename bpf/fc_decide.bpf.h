@@ -15,39 +15,31 @@
 #define FC_TCP_SYN 0x02
 #define FC_TCP_ACK 0x10
 
-/* Per-packet context. The clock is read at most once, and only when a TTL or
- * a policy needs it. */
+/* Per-packet context of the ban checks. The clock is read at most once, and
+ * only when a TTL needs it. */
 struct fc_eval {
 	struct fc_pkt pkt;
 	const struct fc_config *cfg;
 	struct fc_stats *st;
-	__u64 len;
-	__u64 now; /* UTC ns, 0 until read */
+	__u64 now; /* UTC ns from the coarse clock, 0 until read */
 };
 
-/* The three policies a packet can meet: exact address, prefix, ip=*. */
-#define FC_HITS 3
-
-struct fc_hit {
-	struct fc_policy *pol;
-	__u64 *state;
-	__u32 slot;
-	__u64 cost;
-	struct fc_charge ch;
-};
-
-static __always_inline __u64 fc_now(struct fc_eval *ev)
+/* The packet path's clock: the coarse monotonic clock made UTC (see
+ * fc_config.utc_offset_ns), or the precise one for a policy that needs it. */
+static __always_inline __u64 fc_clock(const struct fc_config *cfg, bool precise)
 {
-	if (!ev->now)
-		ev->now = bpf_ktime_get_tai_ns() - ev->cfg->tai_offset_ns;
-	return ev->now;
+	return (precise ? bpf_ktime_get_ns() : bpf_ktime_get_coarse_ns()) + cfg->utc_offset_ns;
 }
 
 static __always_inline bool fc_banned(const struct fc_rule *r, struct fc_eval *ev)
 {
 	if (!r || !(r->flags & FC_RULE_BANNED))
 		return false;
-	return !r->ban_expires_ns || fc_now(ev) < r->ban_expires_ns;
+	if (!r->ban_expires_ns)
+		return true;
+	if (!ev->now)
+		ev->now = fc_clock(ev->cfg, false);
+	return ev->now < r->ban_expires_ns;
 }
 
 static __always_inline struct fc_rule *fc_prefix_lookup(struct fc_eval *ev)
@@ -76,124 +68,180 @@ static __always_inline void fc_count(struct fc_counter *c, __u64 bytes)
 }
 
 /*
- * The state of this source's ip=* bucket. New buckets are capped per CPU
- * (fc_config.new_src): past the cap, or when the LRU cannot give an entry, the
- * source shares the policy's overflow bucket (fc_buckets[slot]), so a flood
- * of spoofed sources neither evicts steady sources wholesale nor escapes the
- * limit.
+ * The policies. A packet meets up to three (exact address, longest prefix,
+ * ip=*), each checked by fc_policy_check. They are global functions: the
+ * verifier checks each once, not at every call site and path, which keeps
+ * the program small and well inside the verifier's limits. Their arguments
+ * are plain memory and scalars (a global function can not be handed map
+ * pointers), and what a charge found is kept per CPU in fc_scratch, so that a
+ * later denial can roll it back.
  */
-static __always_inline __u64 *fc_src_state(struct fc_eval *ev, __u32 slot)
+enum fc_check {
+	FC_CHECK_NONE,  /* no such policy, or it does not apply (syn) */
+	FC_CHECK_ADMIT, /* charged */
+	FC_CHECK_DENY,  /* over the limit: drop (counted as dropped) */
+	FC_CHECK_LOG,   /* a log policy: check it once the packet is known to pass */
+};
+
+enum fc_hit_idx {
+	FC_HIT_EXACT,
+	FC_HIT_PREFIX,
+	FC_HIT_STAR,
+	FC_HITS,
+};
+
+/* What each hit's charge found, per CPU, keyed by hit index. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, FC_HITS);
+	__type(key, __u32);
+	__type(value, struct fc_charge);
+} fc_scratch SEC(".maps");
+
+static __always_inline void fc_policy_count(__u32 slot, __u32 len, bool passed)
 {
-	struct fc_src_bucket *b, fresh = { .gen = ev->cfg->star_gen };
-	struct fc_bucket *overflow;
-	struct fc_flood *fl;
-	__u64 prev;
-	__u32 zero = 0;
-
-	b = bpf_map_lookup_elem(&fc_src_buckets, &ev->pkt.saddr);
-	if (b && b->gen == ev->cfg->star_gen)
-		return b->state;
-	fl = bpf_map_lookup_elem(&fc_flood, &zero);
-	if (fl && (!ev->cfg->new_src.interval_ns ||
-		   fc_gcra_try(&fl->state, &ev->cfg->new_src, fc_now(ev), 1, &prev))) {
-		/* NOEXIST: of two CPUs making the same bucket, one wins, none resets it. */
-		bpf_map_update_elem(&fc_src_buckets, &ev->pkt.saddr, &fresh, b ? BPF_EXIST : BPF_NOEXIST);
-		b = bpf_map_lookup_elem(&fc_src_buckets, &ev->pkt.saddr);
-		if (b && b->gen == ev->cfg->star_gen)
-			return b->state;
-	}
-	fc_count(&ev->st->src_overflow, ev->len);
-	overflow = bpf_map_lookup_elem(&fc_buckets, &slot);
-	return overflow ? overflow->state : NULL;
-}
-
-/* Fills hit for the policy in slot, or leaves hit->pol NULL when the policy
- * does not apply to this packet (no policy, or a syn policy and no SYN). */
-static __always_inline void fc_hit_prepare(struct fc_eval *ev, struct fc_hit *hit, __u32 slot, bool star)
-{
-	struct fc_bucket *bucket;
-	struct fc_policy *pol;
-
-	hit->pol = NULL;
-	if (!slot)
-		return;
-	pol = bpf_map_lookup_elem(&fc_policies, &slot);
-	if (!pol || !pol->ntiers)
-		return;
-	if (pol->count == FC_COUNT_SYN &&
-	    (ev->pkt.l4proto != IPPROTO_TCP || (ev->pkt.tcp_flags & (FC_TCP_SYN | FC_TCP_ACK)) != FC_TCP_SYN))
-		return;
-	if (star) {
-		hit->state = fc_src_state(ev, slot);
-	} else {
-		bucket = bpf_map_lookup_elem(&fc_buckets, &slot);
-		hit->state = bucket ? bucket->state : NULL;
-	}
-	if (!hit->state)
-		return;
-	hit->pol = pol;
-	hit->slot = slot;
-	hit->cost = pol->count == FC_COUNT_BYTES ? ev->len : 1;
-}
-
-static __always_inline bool fc_hit_try(struct fc_eval *ev, struct fc_hit *hit)
-{
-	struct fc_policy *p = hit->pol;
-
-	return fc_limit_try(p->algo, p->ntiers, p->tier, hit->state, fc_now(ev), hit->cost, &hit->ch);
-}
-
-static __always_inline void fc_hit_count(struct fc_eval *ev, struct fc_hit *hit, bool passed)
-{
-	struct fc_pstats *ps = bpf_map_lookup_elem(&fc_pstats, &hit->slot);
+	struct fc_pstats *ps = bpf_map_lookup_elem(&fc_pstats, &slot);
 
 	if (ps)
-		fc_count(passed ? &ps->passed : &ps->dropped, ev->len);
+		fc_count(passed ? &ps->passed : &ps->dropped, len);
+}
+
+/*
+ * This source's ip=* bucket. New buckets are capped per CPU (fc_config.new_src):
+ * past the cap, or when the LRU can not give an entry, the source shares the
+ * policy's overflow bucket (fc_buckets[slot]), so a flood of spoofed sources
+ * neither evicts steady sources wholesale nor escapes the limit.
+ */
+static __always_inline struct fc_bucket *fc_src_bucket(const struct fc_pkt *pkt, const struct fc_config *cfg,
+							__u32 slot)
+{
+	struct fc_src_bucket *b, fresh = { .gen = cfg->star_gen };
+	struct fc_stats *st;
+	struct fc_flood *fl;
+	__u32 zero = 0;
+	__u64 prev;
+
+	b = bpf_map_lookup_elem(&fc_src_buckets, &pkt->saddr);
+	if (b && b->gen == cfg->star_gen)
+		return (struct fc_bucket *)b;
+	fl = bpf_map_lookup_elem(&fc_flood, &zero);
+	if (fl && (!cfg->new_src.interval_ns ||
+		   fc_gcra_try(&fl->state, &cfg->new_src, fc_clock(cfg, false), 1, &prev))) {
+		/* NOEXIST: of two CPUs making the same bucket, one wins, none resets it. */
+		bpf_map_update_elem(&fc_src_buckets, &pkt->saddr, &fresh, b ? BPF_EXIST : BPF_NOEXIST);
+		b = bpf_map_lookup_elem(&fc_src_buckets, &pkt->saddr);
+		if (b && b->gen == cfg->star_gen)
+			return (struct fc_bucket *)b;
+	}
+	st = bpf_map_lookup_elem(&fc_stats, &zero);
+	if (st)
+		fc_count(&st->src_overflow, pkt->len);
+	return bpf_map_lookup_elem(&fc_buckets, &slot);
+}
+
+/* What a policy charges this packet, or 0 if it does not apply (syn). */
+static __always_inline __u64 fc_policy_cost(const struct fc_policy *pol, const struct fc_pkt *pkt)
+{
+	if (pol->count == FC_COUNT_BYTES)
+		return pkt->len;
+	if (pol->count == FC_COUNT_SYN &&
+	    (pkt->l4proto != IPPROTO_TCP || (pkt->tcp_flags & (FC_TCP_SYN | FC_TCP_ACK)) != FC_TCP_SYN))
+		return 0;
+	return 1;
+}
+
+/* Checks the policy in slot against pkt, as hit idx. With log set it checks
+ * a log policy (counting passed or would-drop); else it leaves log policies
+ * for later and counts a denial. */
+__noinline int fc_policy_check(const struct fc_pkt *pkt, __u32 slot, __u32 idx, __u32 log)
+{
+	const struct fc_config *cfg;
+	struct fc_policy *pol;
+	struct fc_charge *ch;
+	struct fc_bucket *b;
+	__u32 zero = 0;
+	__u64 cost;
+	int ok;
+
+	pol = bpf_map_lookup_elem(&fc_policies, &slot);
+	cfg = bpf_map_lookup_elem(&fc_config, &zero);
+	ch = bpf_map_lookup_elem(&fc_scratch, &idx);
+	if (!pkt || !pol || !cfg || !ch || !pol->ntiers)
+		return FC_CHECK_NONE;
+	if ((pol->action == FC_ACTION_LOG) != !!log)
+		return log ? FC_CHECK_NONE : FC_CHECK_LOG;
+	cost = fc_policy_cost(pol, pkt);
+	if (!cost)
+		return FC_CHECK_NONE;
+	b = idx == FC_HIT_STAR ? fc_src_bucket(pkt, cfg, slot) : bpf_map_lookup_elem(&fc_buckets, &slot);
+	if (!b)
+		return FC_CHECK_NONE;
+	ok = fc_limit_try(pol->algo, pol->ntiers, pol->tier, b->state, fc_clock(cfg, pol->flags & FC_POLICY_PRECISE),
+			  cost, ch);
+	if (log)
+		fc_policy_count(slot, pkt->len, ok);
+	else if (!ok)
+		fc_policy_count(slot, pkt->len, false);
+	return ok ? FC_CHECK_ADMIT : FC_CHECK_DENY;
+}
+
+/* Rolls back what fc_policy_check charged as hit idx. */
+__noinline int fc_policy_refund(const struct fc_pkt *pkt, __u32 slot, __u32 idx)
+{
+	const struct fc_config *cfg;
+	struct fc_policy *pol;
+	struct fc_charge *ch;
+	struct fc_bucket *b;
+	__u32 zero = 0;
+
+	pol = bpf_map_lookup_elem(&fc_policies, &slot);
+	cfg = bpf_map_lookup_elem(&fc_config, &zero);
+	ch = bpf_map_lookup_elem(&fc_scratch, &idx);
+	if (!pkt || !pol || !cfg || !ch)
+		return 0;
+	b = idx == FC_HIT_STAR ? bpf_map_lookup_elem(&fc_src_buckets, &pkt->saddr) :
+				 bpf_map_lookup_elem(&fc_buckets, &slot);
+	if (b)
+		fc_limit_refund(pol->algo, pol->ntiers, pol->tier, b->state,
+				fc_clock(cfg, pol->flags & FC_POLICY_PRECISE), fc_policy_cost(pol, pkt), ch);
+	return 0;
 }
 
 /*
  * Drop policies are one conjunction: the packet passes only if every one
  * admits it, and a denial rolls back the charges already made. Log policies
- * are then charged on their own, as if enforcing, and never drop.
+ * are then checked on their own, as if enforcing, and never drop.
  */
 static __always_inline bool fc_policies_deny(struct fc_eval *ev, __u32 exact_slot, __u32 prefix_slot)
 {
-	struct fc_hit hits[FC_HITS];
-	int i, j;
+	__u32 slots[FC_HITS] = { exact_slot, prefix_slot, ev->cfg->star_slot };
 
-	if (!exact_slot && !prefix_slot && !ev->cfg->star_slot)
-		return false;
-	fc_hit_prepare(ev, &hits[0], exact_slot, false);
-	fc_hit_prepare(ev, &hits[1], prefix_slot, false);
-	fc_hit_prepare(ev, &hits[2], ev->cfg->star_slot, true);
+	int r[FC_HITS], i, j;
 
 #pragma unroll
 	for (i = 0; i < FC_HITS; i++) {
-		if (!hits[i].pol || hits[i].pol->action != FC_ACTION_DROP)
-			continue;
-		if (fc_hit_try(ev, &hits[i]))
+		r[i] = slots[i] ? fc_policy_check(&ev->pkt, slots[i], i, 0) : FC_CHECK_NONE;
+		if (r[i] != FC_CHECK_DENY)
 			continue;
 #pragma unroll
-		for (j = 0; j < FC_HITS; j++) {
-			if (j < i && hits[j].pol && hits[j].pol->action == FC_ACTION_DROP)
-				fc_limit_refund(hits[j].pol->algo, hits[j].pol->ntiers, hits[j].pol->tier,
-						hits[j].state, fc_now(ev), hits[j].cost, &hits[j].ch);
-		}
-		fc_hit_count(ev, &hits[i], false);
+		for (j = 0; j < FC_HITS; j++)
+			if (j < i && r[j] == FC_CHECK_ADMIT)
+				fc_policy_refund(&ev->pkt, slots[j], j);
 		return true;
 	}
 #pragma unroll
 	for (i = 0; i < FC_HITS; i++) {
-		if (!hits[i].pol)
-			continue;
-		fc_hit_count(ev, &hits[i], hits[i].pol->action == FC_ACTION_DROP || fc_hit_try(ev, &hits[i]));
+		if (r[i] == FC_CHECK_ADMIT)
+			fc_policy_count(slots[i], ev->pkt.len, true);
+		else if (r[i] == FC_CHECK_LOG)
+			fc_policy_check(&ev->pkt, slots[i], i, 1);
 	}
 	return false;
 }
 
 static __always_inline bool fc_decide(void *data, void *data_end)
 {
-	struct fc_eval ev = { .len = data_end - data };
+	struct fc_eval ev = { .pkt.len = data_end - data };
 	struct fc_rule *exact = NULL, *prefix;
 	enum fc_parse_rc rc;
 	__u32 zero = 0;
@@ -205,29 +253,31 @@ static __always_inline bool fc_decide(void *data, void *data_end)
 
 	rc = fc_parse(data, data_end, &ev.pkt);
 	if (rc == FC_PARSE_NOT_IP) {
-		fc_count(&ev.st->non_ip, ev.len);
+		fc_count(&ev.st->non_ip, ev.pkt.len);
 		return false;
 	}
 	if (rc == FC_PARSE_MALFORMED) {
-		fc_count(&ev.st->malformed, ev.len);
+		fc_count(&ev.st->malformed, ev.pkt.len);
 		return false;
 	}
 	if (ev.cfg->n_exact)
 		exact = bpf_map_lookup_elem(&fc_ban_exact, &ev.pkt.saddr);
 	if (fc_banned(exact, &ev)) {
-		fc_count(&ev.st->drop_exact, ev.len);
+		fc_count(&ev.st->drop_exact, ev.pkt.len);
 		return true;
 	}
 	prefix = fc_prefix_lookup(&ev);
 	if (fc_banned(prefix, &ev)) {
-		fc_count(&ev.st->drop_prefix, ev.len);
+		fc_count(&ev.st->drop_prefix, ev.pkt.len);
 		return true;
 	}
-	if (fc_policies_deny(&ev, exact ? exact->policy : 0, prefix ? prefix->policy : 0)) {
-		fc_count(&ev.st->drop_limit, ev.len);
-		return true;
+	if ((exact && exact->policy) || (prefix && prefix->policy) || ev.cfg->star_slot) {
+		if (fc_policies_deny(&ev, exact ? exact->policy : 0, prefix ? prefix->policy : 0)) {
+			fc_count(&ev.st->drop_limit, ev.pkt.len);
+			return true;
+		}
 	}
-	fc_count(&ev.st->passed, ev.len);
+	fc_count(&ev.st->passed, ev.pkt.len);
 	return false;
 }
 

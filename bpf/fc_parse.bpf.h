@@ -38,9 +38,11 @@ enum fc_parse_rc {
 
 struct fc_pkt {
 	struct fc_addr saddr; /* IPv4 as ::ffff:a.b.c.d */
+	__u32 len;            /* the frame's length */
 	__u8 family;          /* 4 or 6 */
 	__u8 l4proto;         /* IPPROTO_*; 0 when not the first fragment */
 	__u8 tcp_flags;       /* byte 13 of the TCP header, 0 if not TCP */
+	__u8 pad;
 };
 
 struct fc_cursor {

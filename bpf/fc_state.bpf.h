@@ -13,11 +13,12 @@
 
 #include "fc_maps.h"
 
-/* Exact addresses: a hash lookup costs the same at 1 entry and at 1M. */
+/* Exact addresses (bans, ip=ADDR policies): a hash lookup costs the same at
+ * 1 entry and at 1M. */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__uint(max_entries, FC_MAX_BANS);
+	__uint(max_entries, FC_MAX_RULES);
 	__type(key, struct fc_addr);
 	__type(value, struct fc_rule);
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
@@ -27,7 +28,7 @@ struct {
 struct {
 	__uint(type, BPF_MAP_TYPE_LPM_TRIE);
 	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__uint(max_entries, FC_MAX_BANS);
+	__uint(max_entries, FC_MAX_RULES);
 	__type(key, struct fc_pfx4_key);
 	__type(value, struct fc_rule);
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
@@ -36,7 +37,7 @@ struct {
 struct {
 	__uint(type, BPF_MAP_TYPE_LPM_TRIE);
 	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__uint(max_entries, FC_MAX_BANS);
+	__uint(max_entries, FC_MAX_RULES);
 	__type(key, struct fc_pfx6_key);
 	__type(value, struct fc_rule);
 	__uint(pinning, LIBBPF_PIN_BY_NAME);

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSD-2-Clause
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 #include "fc_policy.h"
 
@@ -253,8 +254,22 @@ static uint64_t fc_muldiv_ceil(uint64_t a, uint64_t b, uint64_t c)
 	return (uint64_t)(((unsigned __int128)a * b + c - 1) / c);
 }
 
+/* The packet path's coarse clock advances a tick at a time; a GCRA bucket
+ * whose tolerance is under this many ticks reads the precise clock. */
+#define FC_PRECISE_TICKS 10
+
+uint64_t fc_coarse_tick_ns(void)
+{
+	struct timespec res;
+
+	if (clock_getres(CLOCK_MONOTONIC_COARSE, &res))
+		return 10000000; /* HZ=100, the coarsest */
+	return (uint64_t)res.tv_sec * FC_NS_PER_SEC + (uint64_t)res.tv_nsec;
+}
+
 void fc_policy_compile(const struct fc_policy_spec *p, uint32_t epoch, struct fc_policy *k)
 {
+	uint64_t tick = fc_coarse_tick_ns();
 	int i;
 
 	memset(k, 0, sizeof(*k));
@@ -276,6 +291,8 @@ void fc_policy_compile(const struct fc_policy_spec *p, uint32_t epoch, struct fc
 		t->tolerance_ns = (uint64_t)((unsigned __int128)burst * t->unit_ns / t->limit);
 		if (p->count != FC_COUNT_BYTES)
 			t->tolerance_ns = burst * t->interval_ns;
+		if (p->algo == FC_ALGO_GCRA && t->tolerance_ns < FC_PRECISE_TICKS * tick)
+			k->flags |= FC_POLICY_PRECISE;
 	}
 }
 

@@ -69,6 +69,8 @@ int fc_rates_parse(const char *s, struct fc_policy_spec *p, struct fc_err *err);
 /* The kernel's policy (id, epoch and tiers). ncpus divides the ip=* new
  * bucket rate into the per-CPU cap; see fc_policy_new_src_tier. */
 void fc_policy_compile(const struct fc_policy_spec *p, uint32_t epoch, struct fc_policy *k);
+/* The resolution of the packet path's coarse clock (one kernel tick). */
+uint64_t fc_coarse_tick_ns(void);
 void fc_policy_new_src_tier(const struct fc_policy_spec *p, int ncpus, struct fc_tier *t);
 
 #endif /* FC_POLICY_H */

@@ -39,7 +39,9 @@ static const char fc_schema_v2[] =
 	"  updated INTEGER NOT NULL"
 	");"
 	"CREATE TABLE meta (key TEXT PRIMARY KEY, value INTEGER NOT NULL);"
-	"INSERT INTO meta VALUES ('epoch', 0);";
+	"INSERT INTO meta VALUES ('epoch', 0);"
+	/* Slots of deleted policies, given out again lowest first. */
+	"CREATE TABLE free_slots (slot INTEGER PRIMARY KEY);";
 
 static const char *const fc_schema[] = { fc_schema_v1, fc_schema_v2 };
 
@@ -56,6 +58,8 @@ enum fc_stmt_id {
 	FC_SQL_POL_DEL,
 	FC_SQL_POL_CONFLICT,
 	FC_SQL_POL_FREE_SLOT,
+	FC_SQL_POL_NEXT_SLOT,
+	FC_SQL_POL_FREE,
 	FC_SQL_EPOCH_NEXT,
 	FC_SQL_MAX,
 };
@@ -77,10 +81,10 @@ static const char *const fc_sql[FC_SQL_MAX] = {
 			   "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
 	[FC_SQL_POL_DEL] = "DELETE FROM policies WHERE id = ?1",
 	[FC_SQL_POL_CONFLICT] = "SELECT id FROM policies WHERE match = ?1 AND id != ?2",
-	/* The lowest free slot: 1 if free, else the lowest slot+1 that is free. */
-	[FC_SQL_POL_FREE_SLOT] = "SELECT 1 WHERE NOT EXISTS (SELECT 1 FROM policies WHERE slot = 1) UNION ALL "
-				 "SELECT min(slot + 1) FROM policies WHERE slot < 65536 AND "
-				 "slot + 1 NOT IN (SELECT slot FROM policies) LIMIT 1",
+	/* A freed slot if any (lowest first), else the next never used. */
+	[FC_SQL_POL_FREE_SLOT] = "DELETE FROM free_slots WHERE slot = (SELECT min(slot) FROM free_slots) RETURNING slot",
+	[FC_SQL_POL_NEXT_SLOT] = "SELECT coalesce(max(slot), 0) + 1 FROM policies",
+	[FC_SQL_POL_FREE] = "INSERT OR IGNORE INTO free_slots VALUES (?1)",
 	[FC_SQL_EPOCH_NEXT] = "UPDATE meta SET value = value % 4294967295 + 1 WHERE key = 'epoch' RETURNING value",
 };
 
@@ -509,7 +513,12 @@ int fc_store_policy_put(struct fc_store *st, const struct fc_policy_spec *p, int
 		s = fc_stmt(st, FC_SQL_POL_FREE_SLOT);
 		if (fc_query_int(st, s, &v, &found, err, "allocating a policy slot") < 0)
 			return -1;
-		if (!found)
+		if (!found) {
+			s = fc_stmt(st, FC_SQL_POL_NEXT_SLOT);
+			if (fc_query_int(st, s, &v, &found, err, "allocating a policy slot") < 0)
+				return -1;
+		}
+		if (v > FC_MAX_POLICIES)
 			return fc_err_set(err, "all %d policy slots are in use", FC_MAX_POLICIES);
 		out->slot = (uint32_t)v;
 	}
@@ -540,11 +549,16 @@ int fc_store_policy_put(struct fc_store *st, const struct fc_policy_spec *p, int
 
 int fc_store_policy_del(struct fc_store *st, uint32_t id, bool *found, struct fc_err *err)
 {
-	sqlite3_stmt *s = fc_stmt(st, FC_SQL_POL_DEL);
+	struct fc_policy_row row;
+	sqlite3_stmt *s;
 
+	if (fc_store_policy_get(st, id, &row, found, err) < 0 || !*found)
+		return *found ? -1 : 0;
+	s = fc_stmt(st, FC_SQL_POL_DEL);
 	sqlite3_bind_int64(s, 1, id);
 	if (fc_step_done(st, s, err, "deleting policy") < 0)
 		return -1;
-	*found = sqlite3_changes(st->db) > 0;
-	return 0;
+	s = fc_stmt(st, FC_SQL_POL_FREE);
+	sqlite3_bind_int64(s, 1, row.slot);
+	return fc_step_done(st, s, err, "freeing policy slot");
 }

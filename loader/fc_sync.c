@@ -42,16 +42,17 @@ uint64_t fc_expiry_ns(int64_t expires)
 	return expires ? (uint64_t)expires * FC_NS_PER_SEC : 0;
 }
 
-uint64_t fc_tai_offset_ns(void)
+uint64_t fc_utc_offset_ns(void)
 {
-	struct timespec rt, tai;
-	int64_t d;
+	struct timespec rt, mono;
+	uint64_t d;
 
-	/* TAI - UTC is a whole number of seconds (0 unless NTP set it). */
+	clock_gettime(CLOCK_MONOTONIC, &mono);
 	clock_gettime(CLOCK_REALTIME, &rt);
-	clock_gettime(CLOCK_TAI, &tai);
-	d = ((int64_t)tai.tv_sec - (int64_t)rt.tv_sec) * (int64_t)FC_NS_PER_SEC + (tai.tv_nsec - rt.tv_nsec);
-	return (uint64_t)((d + (int64_t)FC_NS_PER_SEC / 2) / (int64_t)FC_NS_PER_SEC) * FC_NS_PER_SEC;
+	d = ((uint64_t)rt.tv_sec - (uint64_t)mono.tv_sec) * FC_NS_PER_SEC + (uint64_t)rt.tv_nsec - (uint64_t)mono.tv_nsec;
+	/* Whole milliseconds: two syncs compute the same offset, so a sync that
+	 * changes nothing else writes nothing. */
+	return (d + 500000) / 1000000 * 1000000;
 }
 
 static int fc_kv_cmp(const void *a, const void *b, void *keysz)
@@ -423,7 +424,7 @@ int fc_sync(struct fc_store *st, const struct fc_maps *m, const char *pin_dir, i
 	for (i = 0; i < nbans; i++)
 		if (fc_want_add(ms, &bans[i].p, true, fc_expiry_ns(bans[i].expires), 0, err) < 0)
 			goto out;
-	res->cfg.tai_offset_ns = fc_tai_offset_ns();
+	res->cfg.utc_offset_ns = fc_utc_offset_ns();
 	for (i = 0; i < npols; i++) {
 		const struct fc_policy_row *r = &pols[i];
 
@@ -440,9 +441,9 @@ int fc_sync(struct fc_store *st, const struct fc_maps *m, const char *pin_dir, i
 		fc_want_merge(&ms[i]);
 		if (ms[i].family && fc_want_inherit(&ms[i], err) < 0)
 			goto out;
-		if (ms[i].want.n > FC_MAX_BANS) {
+		if (ms[i].want.n > FC_MAX_RULES) {
 			fc_err_set(err, "map %s: %zu entries exceed its capacity of %d", ms[i].name, ms[i].want.n,
-				   FC_MAX_BANS);
+				   FC_MAX_RULES);
 			goto out;
 		}
 	}

@@ -29,7 +29,8 @@ int fc_sync(struct fc_store *st, const struct fc_maps *m, const char *pin_dir, i
 
 /* A ban's kernel expiry (UTC ns) for a store expiry (unix seconds; 0 = never). */
 uint64_t fc_expiry_ns(int64_t expires);
-/* TAI - UTC in ns: the packet path reads CLOCK_TAI and subtracts this. */
-uint64_t fc_tai_offset_ns(void);
+/* UTC - CLOCK_MONOTONIC in ns, whole ms: the packet path adds it to the
+ * monotonic clock it reads. */
+uint64_t fc_utc_offset_ns(void);
 
 #endif /* FC_SYNC_H */

@@ -42,6 +42,9 @@ struct fc_counter {
 #define FC_MAX_POLICIES    65536
 #define FC_POLICY_SLOTS    (FC_MAX_POLICIES + 1)
 
+/* The exact hash and each trie hold bans and policy keys. */
+#define FC_MAX_RULES       (FC_MAX_BANS + FC_MAX_POLICIES)
+
 /* Per-source buckets of the ip=* policy (an LRU: preallocated, ~100 B each). */
 #define FC_MAX_SOURCES     262144
 
@@ -72,10 +75,8 @@ struct fc_pfx6_key {
  * What the exact-address hash and the prefix tries map an address to: a ban,
  * a policy, or both, so that one lookup answers both questions.
  *
- * ban_expires_ns is CLOCK_TAI in nanoseconds (bpf_ktime_get_tai_ns in the
- * kernel, clock_gettime(CLOCK_TAI) in userspace: the one clock of the packet
- * path, wall-based, so a TTL set from the store's UTC expiry is exact and
- * stable across syncs); 0 with FC_RULE_BANNED means the ban never expires.
+ * ban_expires_ns is UTC in nanoseconds, on the packet path's clock (see
+ * fc_config.utc_offset_ns); 0 with FC_RULE_BANNED means the ban never expires.
  * In a trie, an entry also carries the ban and the policy it inherits from
  * the prefixes that cover it (the loader computes this), because an LPM
  * lookup returns the longest match only.
@@ -100,6 +101,10 @@ enum fc_count {
 	FC_COUNT_SYN,   /* only TCP SYN without ACK is charged; the rest passes untouched */
 };
 
+/* The policy needs the precise clock: its GCRA tolerance is too short for
+ * the coarse (tick) clock, which would admit at most B per tick. */
+#define FC_POLICY_PRECISE 0x1
+
 struct fc_policy {
 	__u32 id;    /* the user's policy id; 0 = free slot */
 	__u32 epoch; /* bumped when the match changes: bucket state starts afresh */
@@ -107,7 +112,8 @@ struct fc_policy {
 	__u8 action; /* enum fc_action */
 	__u8 count;  /* enum fc_count */
 	__u8 ntiers;
-	__u32 pad;
+	__u8 flags;  /* FC_POLICY_* */
+	__u8 pad[3];
 	struct fc_tier tier[FC_MAX_TIERS];
 };
 
@@ -161,7 +167,13 @@ struct fc_config {
 	__u32 star_slot;  /* slot of the ip=* policy, 0 = none */
 	__u32 star_gen;   /* its epoch: fc_src_buckets of another gen are stale */
 	__u32 n_policies; /* for status; the packet path does not read it */
-	__u64 tai_offset_ns; /* TAI - UTC: fixed windows align to UTC */
+	/* UTC - CLOCK_MONOTONIC. The packet path's clock is the coarse (tick)
+	 * monotonic clock plus this: reading it costs a few ns where the
+	 * precise clock costs ~20 here. It lags UTC by at most a tick, which
+	 * only ever delays an admission; a policy for which a tick matters
+	 * (FC_POLICY_PRECISE) reads the precise clock. Fixed windows align to
+	 * UTC; the offset moves only when the wall clock is stepped. */
+	__u64 utc_offset_ns;
 	struct fc_tier new_src; /* GCRA cap on new ip=* buckets, per CPU */
 };
 

@@ -1,10 +1,11 @@
 // SPDX-License-Identifier: BSD-2-Clause
 /*
  * make bench: the per-packet cost of freqctl's XDP program with a million
- * bans, against an empty XDP program and xdp-filter (Debian xdp-tools) with
- * one IP rule, all run through BPF_PROG_TEST_RUN on the same frames in one
- * run, rounds interleaved, medians reported as ns/packet and as ratios.
- * Also times `freqctl ban import` of the million bans (target: < 10 s).
+ * bans and ten thousand policies, against an empty XDP program and
+ * xdp-filter (Debian xdp-tools) with one IP rule, all run through
+ * BPF_PROG_TEST_RUN on the same frames in one run, rounds interleaved,
+ * medians reported as ns/packet and as ratios. Also times `freqctl ban
+ * import` of the million bans (target: < 10 s).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -27,15 +28,43 @@
 
 #include "bench_empty.skel.h"
 #include "fc_frames.h"
+#include "fc_kern.h"
+#include "fc_store.h"
+#include "fc_sync.h"
 #include "freqctl.skel.h"
 
-#define FC_MAX_ROUNDS   31
-#define FC_MAX_SUBJECTS 8
+#define FC_MAX_ROUNDS 31
+#define FC_POLICIES   10000
 
-struct fc_subject {
+/* The frames every program runs, and whether the target applies. */
+struct fc_case {
 	const char *name;
-	const char *frame_name;
-	bool target; /* the target applies: <= 1.0x xdp-filter */
+	struct fc_frame_spec spec;
+	bool target;
+};
+
+static const struct fc_case fc_cases[] = {
+	{ "banned (exact ban)", { "10.0.0.7", IPPROTO_UDP, .payload = 18 }, true },
+	{ "unmatched", { "198.18.0.8", IPPROTO_UDP, .payload = 18 }, true },
+	{ "exact-address GCRA policy", { "10.200.0.7", IPPROTO_UDP, .payload = 18 }, true },
+	{ "ip=* GCRA policy (TCP SYN)", { "198.18.0.8", IPPROTO_TCP, 0x02, .payload = 6 }, true },
+};
+
+/* With real prefixes too: informational (xdp-filter has no prefixes). */
+static const struct fc_case fc_pfx_cases[] = {
+	{ "banned (prefix ban)", { "172.16.0.9", IPPROTO_UDP, .payload = 18 }, false },
+	{ "unmatched", { "198.18.0.8", IPPROTO_UDP, .payload = 18 }, false },
+};
+
+#define FC_NCASES (sizeof(fc_cases) / sizeof(fc_cases[0]))
+
+enum { FC_P_EMPTY, FC_P_XDP_FILTER, FC_P_FREQCTL, FC_NPROGS };
+
+static const char *const fc_prog_names[FC_NPROGS] = { "empty XDP program", "xdp-filter, 1 IP rule",
+						       "freqctl" };
+
+/* One program on one frame: its timings and their median. */
+struct fc_subject {
 	int prog_fd;
 	uint8_t frame[FC_FRAME_MAX];
 	size_t len;
@@ -54,6 +83,7 @@ static struct {
 	char ns[48];
 	char pin[96];
 	char dir[96];
+	char db[128];
 } fc_b = { 1000000, 1000, 2000000, 9, false, "build/freqctl" };
 
 static bool fc_tty;
@@ -97,12 +127,11 @@ static void fc_cleanup(void)
 		fc_sh("rm -rf '%s' '%s'", fc_b.pin, fc_b.dir);
 }
 
-static void fc_frame(struct fc_subject *s, const char *src, const char *what)
+static void fc_subject_init(struct fc_subject *s, int prog_fd, const struct fc_frame_spec *spec)
 {
-	struct fc_frame_spec spec = { .src = src, .l4proto = IPPROTO_UDP, .payload = 18 };
-
-	s->len = fc_frame_build(&spec, s->frame);
-	s->frame_name = what;
+	memset(s, 0, sizeof(*s));
+	s->prog_fd = prog_fd;
+	s->len = fc_frame_build(spec, s->frame);
 }
 
 /* The XDP program attached to ifname inside the bench's namespace. */
@@ -173,8 +202,49 @@ static int fc_import(const char *file, double *secs)
 	double t0 = fc_now();
 	int rc;
 
-	rc = fc_sh("'%s' --db '%s/store.db' --pin-dir '%s' ban import '%s' >/dev/null", fc_b.freqctl, fc_b.dir,
-		   fc_b.pin, file);
+	rc = fc_sh("'%s' --db '%s' --pin-dir '%s' ban import '%s' >/dev/null", fc_b.freqctl, fc_b.db, fc_b.pin,
+		   file);
+	*secs = fc_now() - t0;
+	return rc;
+}
+
+/* FC_POLICIES policies through the real store and publish path, in one
+ * transaction: exact-address GCRA policies on 10.200.0.0/16 at a rate the
+ * benchmark never exhausts, and one ip=* GCRA policy charging TCP SYNs. */
+static int fc_add_policies(double *secs)
+{
+	struct fc_policy_spec p = { .algo = FC_ALGO_GCRA };
+	struct fc_sync_result res;
+	struct fc_policy_row row;
+	struct fc_store *st = NULL;
+	struct fc_maps m = { .dirfd = -1 };
+	struct fc_err err;
+	double t0 = fc_now();
+	char match[64];
+	int i, rc = -1;
+
+	if (fc_store_open(fc_b.db, &st, &err) < 0 || fc_store_begin(st, &err) < 0)
+		goto out;
+	for (i = 1; i <= FC_POLICIES; i++) {
+		p.id = (uint32_t)i;
+		if (i < FC_POLICIES)
+			snprintf(match, sizeof(match), "ip=10.200.%d.%d", i / 256, i % 256);
+		else
+			snprintf(match, sizeof(match), "ip=*");
+		p.count = i < FC_POLICIES ? FC_COUNT_PACKETS : FC_COUNT_SYN;
+		if (fc_match_parse(match, &p, &err) < 0 || fc_rates_parse("1000000000/s", &p, &err) < 0 ||
+		    fc_store_policy_put(st, &p, (int64_t)time(NULL), &row, &err) < 0)
+			goto out;
+	}
+	if (fc_maps_open(fc_b.pin, &m, &err) < 0 || fc_sync(st, &m, fc_b.pin, (int64_t)time(NULL), &res, &err) < 0 ||
+	    fc_store_commit(st, &err) < 0)
+		goto out;
+	rc = 0;
+out:
+	if (rc)
+		fprintf(stderr, "fc_bench: adding policies: %s\n", err.msg);
+	fc_maps_close(&m);
+	fc_store_close(st);
 	*secs = fc_now() - t0;
 	return rc;
 }
@@ -185,7 +255,7 @@ static double fc_run(const struct fc_subject *s)
 		    .repeat = fc_b.repeat);
 
 	if (bpf_prog_test_run_opts(s->prog_fd, &opts)) {
-		fprintf(stderr, "fc_bench: test run of %s: %s\n", s->name, strerror(errno));
+		fprintf(stderr, "fc_bench: test run of prog fd %d: %s\n", s->prog_fd, strerror(errno));
 		exit(1);
 	}
 	/* The kernel's own timing: it stops the clock while the CPU is taken away
@@ -201,14 +271,16 @@ static int fc_cmp_double(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
+/* Runs every subject once per round, rounds interleaved, and keeps medians. */
 static void fc_measure(struct fc_subject *v, int n)
 {
 	int r, i;
 
 	for (r = 0; r < fc_b.rounds; r++) {
 		for (i = 0; i < n; i++) {
-			fc_progress("round %d/%d: %s", r + 1, fc_b.rounds, v[i].name);
-			v[i].ns[r] = fc_run(&v[i]);
+			fc_progress("round %d/%d: %d/%d", r + 1, fc_b.rounds, i + 1, n);
+			if (v[i].prog_fd >= 0)
+				v[i].ns[r] = fc_run(&v[i]);
 		}
 	}
 	fc_progress("");
@@ -226,6 +298,20 @@ static void fc_usage(FILE *f)
 		   "interleaved rounds. Needs root. Creates and removes its own namespace and pin dir.\n");
 }
 
+static json_t *fc_row_json(const char *prog, const char *frame, double ns, double empty, double xf)
+{
+	return json_pack("{s:s, s:s, s:f, s:f, s:o}", "program", prog, "frame", frame, "ns_per_packet", ns, "x_empty",
+			 ns / empty, "x_xdp_filter", xf > 0 ? json_real(ns / xf) : json_null());
+}
+
+static void fc_row_print(const char *prog, const char *frame, double ns, double empty, double xf, bool target)
+{
+	printf("%-22s %-28s %7.0f %8.2f", prog, frame, ns, ns / empty);
+	if (xf > 0)
+		printf(" %12.2f%s", ns / xf, !target ? "" : ns <= xf ? "  target <= 1.0: met" : "  target <= 1.0: MISSED");
+	putchar('\n');
+}
+
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -235,14 +321,15 @@ int main(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },         { 0 },
 	};
 	LIBBPF_OPTS(bpf_object_open_opts, oopts);
-	struct fc_subject v[FC_MAX_SUBJECTS] = {};
+	struct fc_subject v[FC_NCASES][FC_NPROGS], pv[2];
 	struct bench_empty *empty = NULL;
 	struct freqctl *fq = NULL;
 	const char *why = NULL;
-	double import_s = 0, import_pfx_s = 0, xf = 0;
-	char file[160];
-	int n = 0, c, i, xf_fd, rc = 1;
+	double import_s = 0, import_pfx_s = 0, pol_s = 0;
+	int c, xf_fd, fq_fd, rc = 1;
+	size_t f, p;
 	json_t *doc, *rows;
+	char file[160];
 
 	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
 		switch (c) {
@@ -282,10 +369,12 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	fc_tty = isatty(STDERR_FILENO);
+	libbpf_set_print(fc_libbpf_print);
 	snprintf(fc_b.tag, sizeof(fc_b.tag), "%d", (int)getpid());
 	snprintf(fc_b.ns, sizeof(fc_b.ns), "fc-bench-%s", fc_b.tag);
 	snprintf(fc_b.pin, sizeof(fc_b.pin), "/sys/fs/bpf/fc-bench-%s", fc_b.tag);
 	snprintf(fc_b.dir, sizeof(fc_b.dir), "/tmp/fc-bench-%s", fc_b.tag);
+	snprintf(fc_b.db, sizeof(fc_b.db), "%s/store.db", fc_b.dir);
 	atexit(fc_cleanup);
 	mkdir(fc_b.dir, 0700);
 
@@ -298,76 +387,79 @@ int main(int argc, char **argv)
 		fprintf(stderr, "fc_bench: freqctl ban import failed\n");
 		goto out;
 	}
+	fc_progress("adding %d policies", FC_POLICIES);
+	if (fc_add_policies(&pol_s) < 0)
+		goto out;
 
 	empty = bench_empty__open_and_load();
-	oopts.pin_root_path = fc_b.pin;
-	fq = freqctl__open_opts(&oopts);
-	if (!empty || !fq || freqctl__load(fq)) {
-		fprintf(stderr, "fc_bench: cannot load the programs: %s\n", strerror(errno));
+	if (!empty) {
+		fprintf(stderr, "fc_bench: cannot load the empty program: %s\n", strerror(errno));
 		goto out;
 	}
-	v[n] = (struct fc_subject){ .name = "empty XDP program", .prog_fd = bpf_program__fd(empty->progs.fc_bench_empty) };
-	fc_frame(&v[n++], "198.18.0.8", "clean");
-	xf_fd = fc_xdp_filter(&why);
-	if (xf_fd >= 0) {
-		v[n] = (struct fc_subject){ .name = "xdp-filter, 1 IP rule", .prog_fd = xf_fd };
-		fc_frame(&v[n++], "198.18.0.8", "clean");
+	oopts.pin_root_path = fc_b.pin;
+	fq = freqctl__open_opts(&oopts);
+	if (!fq || (c = freqctl__load(fq))) {
+		fprintf(stderr, "fc_bench: cannot load freqctl: %s\n", strerror(fq ? -c : errno));
+		goto out;
 	}
-	v[n] = (struct fc_subject){ .name = "freqctl, exact bans", .target = true,
-				    .prog_fd = bpf_program__fd(fq->progs.freqctl_xdp) };
-	fc_frame(&v[n++], "10.0.0.7", "banned");
-	v[n] = v[n - 1];
-	fc_frame(&v[n++], "198.18.0.8", "clean");
-	fc_measure(v, n);
+	fq_fd = bpf_program__fd(fq->progs.freqctl_xdp);
+	xf_fd = fc_xdp_filter(&why);
+	for (f = 0; f < FC_NCASES; f++) {
+		fc_subject_init(&v[f][FC_P_EMPTY], bpf_program__fd(empty->progs.fc_bench_empty), &fc_cases[f].spec);
+		fc_subject_init(&v[f][FC_P_XDP_FILTER], xf_fd, &fc_cases[f].spec);
+		fc_subject_init(&v[f][FC_P_FREQCTL], fq_fd, &fc_cases[f].spec);
+	}
+	fc_measure(&v[0][0], (int)(FC_NCASES * FC_NPROGS));
 
-	/* The same with real prefixes too: the clean frame now also searches a trie. */
 	if (fc_b.prefixes) {
 		snprintf(file, sizeof(file), "%s/prefixes.txt", fc_b.dir);
 		if (fc_write_bans(file, 0, fc_b.prefixes) < 0 || fc_import(file, &import_pfx_s))
 			goto out;
-		v[n] = v[n - 1];
-		v[n].name = "freqctl, + prefixes";
-		v[n].target = false;
-		fc_frame(&v[n++], "172.16.0.9", "banned (prefix)");
-		v[n] = v[n - 1];
-		fc_frame(&v[n++], "198.18.0.8", "clean");
-		fc_measure(v + n - 2, 2);
+		for (f = 0; f < 2; f++)
+			fc_subject_init(&pv[f], fq_fd, &fc_pfx_cases[f].spec);
+		fc_measure(pv, 2);
 	}
-	if (xf_fd >= 0)
-		xf = v[1].median;
 
 	if (fc_b.json) {
 		rows = json_array();
-		for (i = 0; i < n; i++)
-			json_array_append_new(rows, json_pack("{s:s, s:s, s:b, s:f, s:f, s:o}", "program", v[i].name, "frame",
-							      v[i].frame_name, "target_applies", v[i].target, "ns_per_packet", v[i].median,
-							      "x_empty", v[i].median / v[0].median, "x_xdp_filter",
-							      xf ? json_real(v[i].median / xf) : json_null()));
-		doc = json_pack("{s:i, s:i, s:i, s:i, s:f, s:s?, s:o}", "bans", (json_int_t)fc_b.bans, "prefixes",
-				(json_int_t)fc_b.prefixes, "repeat", (json_int_t)fc_b.repeat, "rounds", fc_b.rounds,
-				"import_seconds", import_s, "xdp_filter_skipped", why, "results", rows);
+		for (f = 0; f < FC_NCASES; f++)
+			for (p = 0; p < FC_NPROGS; p++)
+				if (v[f][p].prog_fd >= 0)
+					json_array_append_new(rows, fc_row_json(fc_prog_names[p], fc_cases[f].name,
+										 v[f][p].median, v[f][FC_P_EMPTY].median,
+										 v[f][FC_P_XDP_FILTER].median));
+		for (f = 0; fc_b.prefixes && f < 2; f++)
+			json_array_append_new(rows, fc_row_json("freqctl, + prefixes", fc_pfx_cases[f].name,
+								 pv[f].median, v[1][FC_P_EMPTY].median,
+								 v[1][FC_P_XDP_FILTER].median));
+		doc = json_pack("{s:I, s:I, s:I, s:I, s:i, s:f, s:f, s:s?, s:o}", "bans", (json_int_t)fc_b.bans,
+				"policies", (json_int_t)FC_POLICIES, "prefixes", (json_int_t)fc_b.prefixes, "repeat",
+				(json_int_t)fc_b.repeat, "rounds", fc_b.rounds, "import_seconds", import_s,
+				"policies_publish_seconds", pol_s, "xdp_filter_skipped", why, "results", rows);
 		json_dumpf(doc, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
 		putchar('\n');
 		json_decref(doc);
 	} else {
-		printf("BPF_PROG_TEST_RUN (kernel-timed, whole ns), %u repeats x %d interleaved rounds, median;\n"
-		       "%ld exact bans loaded\n",
-		       fc_b.repeat, fc_b.rounds, fc_b.bans);
-		printf("%-26s %-16s %9s %9s %13s\n", "program", "frame", "ns/pkt", "x empty", "x xdp-filter");
-		for (i = 0; i < n; i++) {
-			printf("%-26s %-16s %9.1f %9.2f", v[i].name, v[i].frame_name, v[i].median,
-			       v[i].median / v[0].median);
-			if (xf)
-				printf(" %13.2f%s", v[i].median / xf,
-				       !v[i].target ? "" : v[i].median <= xf ? "  (target <= 1.0: met)" : "  (target <= 1.0: MISSED)");
-			putchar('\n');
-		}
+		printf("BPF_PROG_TEST_RUN (kernel-timed, whole ns), %u repeats x %d interleaved rounds, median.\n"
+		       "freqctl has %ld exact bans and %d policies loaded (%d exact-address GCRA, one ip=* GCRA).\n\n",
+		       fc_b.repeat, fc_b.rounds, fc_b.bans, FC_POLICIES, FC_POLICIES - 1);
+		printf("%-22s %-28s %7s %8s %12s\n", "program", "frame", "ns/pkt", "x empty", "x xdp-filter");
+		for (f = 0; f < FC_NCASES; f++)
+			for (p = 0; p < FC_NPROGS; p++)
+				if (v[f][p].prog_fd >= 0)
+					fc_row_print(fc_prog_names[p], fc_cases[f].name, v[f][p].median,
+						     v[f][FC_P_EMPTY].median, xf_fd >= 0 ? v[f][FC_P_XDP_FILTER].median : 0,
+						     p == FC_P_FREQCTL && fc_cases[f].target);
+		for (f = 0; fc_b.prefixes && f < 2; f++)
+			fc_row_print("freqctl, + prefixes", fc_pfx_cases[f].name, pv[f].median, v[1][FC_P_EMPTY].median,
+				     xf_fd >= 0 ? v[1][FC_P_XDP_FILTER].median : 0, false);
 		if (why)
 			printf("xdp-filter: SKIPPED: %s\n", why);
-		printf("freqctl ban import of %ld bans: %.2f s (target < 10 s: %s)\n", fc_b.bans, import_s,
+		printf("\nfreqctl ban import of %ld bans: %.2f s (target < 10 s: %s)\n", fc_b.bans, import_s,
 		       import_s < 10 ? "met" : "MISSED");
+		printf("%d policies stored and published in one transaction: %.2f s\n", FC_POLICIES, pol_s);
 		if (fc_b.prefixes)
-			printf("freqctl ban import of %ld more prefixes: %.2f s\n", fc_b.prefixes, import_pfx_s);
+			printf("freqctl ban import of %ld IPv4 /24 prefixes on top: %.2f s\n", fc_b.prefixes, import_pfx_s);
 	}
 	rc = 0;
 out:

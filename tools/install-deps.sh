@@ -7,7 +7,7 @@ pkgs=(
 	make gcc clang llvm pkg-config
 	libbpf-dev bpftool libelf-dev zlib1g-dev
 	libsqlite3-dev libjansson-dev libcmocka-dev
-	iproute2 iputils-ping xdp-tools
+	iproute2 iputils-ping jq xdp-tools
 )
 
 missing=()

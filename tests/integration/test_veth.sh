@@ -3,59 +3,7 @@
 # attached on the root side (native XDP, then TC), pings sent from the
 # namespace, bans observed in what arrives and in `freqctl stats`.
 # Everything made here is removed on exit, also when a step fails.
-set -u
-cd "$(dirname "$0")/../.."
-FC_BIN=${FC_BIN:-build/freqctl}
-
-tag=$$
-ns=fc-it-$tag
-host=fcit$tag       # root side, where freqctl attaches
-peer=fcip$tag       # namespace side, the sender
-pin=/sys/fs/bpf/fc-it-$tag
-db=/tmp/fc-it-$tag/store.db
-passed=0 failed=0 skipped=0
-
-finish() {
-	ip netns del "$ns" 2>/dev/null
-	ip link del "$host" 2>/dev/null
-	rm -rf "$pin" "/tmp/fc-it-$tag"
-	echo "$passed passed, $failed failed, $skipped skipped"
-}
-trap finish EXIT
-trap 'exit 1' INT TERM
-
-skip_all() {
-	echo "SKIPPED: $1"
-	skipped=1
-	exit 0
-}
-
-check() { # check DESCRIPTION COMMAND...
-	local what=$1
-	shift
-	if "$@"; then
-		passed=$((passed + 1))
-		echo "ok - $what"
-	else
-		failed=$((failed + 1))
-		echo "not ok - $what"
-	fi
-}
-
-fc() { "$FC_BIN" --db "$db" --pin-dir "$pin" "$@"; }
-
-# Pings the root side from the namespace; prints how many replies came back.
-pings() { # pings 4|6 COUNT
-	local dst=198.18.0.1
-	[ "$1" = 6 ] && dst=2001:2::1
-	ip netns exec "$ns" ping -"$1" -n -q -c "$2" -i 0.05 -W 1 "$dst" 2>/dev/null |
-		sed -n 's/.* \([0-9]*\) received.*/\1/p'
-}
-
-# The packet count of one counter of `freqctl stats --json`.
-counter() {
-	fc stats --json | grep -A1 "\"$1\"" | sed -n 's/.*"packets": \([0-9]*\).*/\1/p'
-}
+. "$(dirname "$0")/lib.sh"
 
 # Sends 5 pings; checks the replies and the growth of one counter: exact for
 # drops (only the echo requests come from a banned source), at least 5 for
@@ -70,21 +18,7 @@ expect() { # expect DESCRIPTION FAMILY REPLIES COUNTER GROWTH
 	check "$1: $4 grew by $5 (by $((after - before)))" [ $((after - before)) "$op" "$5" ]
 }
 
-[ "$(id -u)" -eq 0 ] || skip_all "needs root (network namespaces, XDP)"
-command -v ping >/dev/null || skip_all "ping not installed (Debian iputils-ping)"
-[ -x "$FC_BIN" ] || skip_all "$FC_BIN not built"
-
-set -e
-ip netns add "$ns"
-ip link add "$host" type veth peer name "$peer" netns "$ns"
-ip addr add 198.18.0.1/24 dev "$host"
-ip -6 addr add 2001:2::1/64 dev "$host" nodad
-ip link set "$host" up
-ip -n "$ns" addr add 198.18.0.2/24 dev "$peer"
-ip -n "$ns" -6 addr add 2001:2::2/64 dev "$peer" nodad
-ip -n "$ns" link set "$peer" up
-ip -n "$ns" link set lo up
-set +e
+fc_setup
 
 for mode in xdp tc; do
 	check "attach $mode" fc attach "$host" --mode "$mode"

@@ -203,6 +203,16 @@ static void test_compile(void **state)
 	assert_int_equal(k.tier[1].tolerance_ns, 60000000000ULL); /* its own N */
 	assert_int_equal(k.tier[1].unit_ns, 60000000000ULL);
 	assert_int_equal(k.tier[1].limit, 3);
+	assert_int_equal(k.flags, 0); /* 0.5 s of tolerance: the coarse clock will do */
+	assert_int_equal(fc_rates_parse("100000/s", &p, &err), 0);
+	p.burst = 10; /* 100 us of tolerance: under a tick */
+	fc_policy_compile(&p, 9, &k);
+	assert_int_equal(k.flags, FC_POLICY_PRECISE);
+	p.algo = FC_ALGO_WINDOW;
+	p.burst = 0;
+	fc_policy_compile(&p, 9, &k);
+	assert_int_equal(k.flags, 0); /* windows: a tick late at a boundary at most */
+	p.algo = FC_ALGO_GCRA;
 
 	p.kind = FC_MATCH_STAR;
 	p.new_sources = 1000;

@@ -337,7 +337,7 @@ static void test_migrate_v1(void **state)
 	fc_store_close(t->st);
 	t->st = NULL;
 	assert_int_equal(sqlite3_open(t->path, &db), SQLITE_OK);
-	assert_int_equal(sqlite3_exec(db, "DROP TABLE policies; DROP TABLE meta; PRAGMA user_version = 1", NULL, NULL,
+	assert_int_equal(sqlite3_exec(db, "DROP TABLE policies; DROP TABLE meta; DROP TABLE free_slots; PRAGMA user_version = 1", NULL, NULL,
 				      NULL),
 			 SQLITE_OK);
 	sqlite3_close(db);
