@@ -37,7 +37,7 @@ enum fc_parse_rc {
 };
 
 struct fc_pkt {
-	struct fc_addr saddr; /* IPv4 as ::ffff:a.b.c.d */
+	struct fc_addr6 saddr; /* IPv4 in a[0..3] */
 	__u32 len;            /* the frame's length */
 	__u8 family;          /* 4 or 6 */
 	__u8 l4proto;         /* IPPROTO_*; 0 when not the first fragment */
@@ -89,15 +89,6 @@ static __always_inline int fc_parse_eth(struct fc_cursor *c)
 	return proto;
 }
 
-static __always_inline void fc_addr_set_v4(struct fc_addr *a, __be32 v4)
-{
-	__u32 *w = (__u32 *)a->a;
-
-	w[0] = 0;
-	w[1] = 0;
-	w[2] = bpf_htonl(0x0000ffff);
-	w[3] = v4;
-}
 
 /* Returns the L4 protocol (0 for a non-first fragment), or -1. */
 static __always_inline int fc_parse_ipv4(struct fc_cursor *c, struct fc_pkt *pkt)
@@ -118,7 +109,7 @@ static __always_inline int fc_parse_ipv4(struct fc_cursor *c, struct fc_pkt *pkt
 		return -1;
 	c->pos += hlen;
 	pkt->family = 4;
-	fc_addr_set_v4(&pkt->saddr, iph->saddr);
+	__builtin_memcpy(pkt->saddr.a, &iph->saddr, 4);
 	if (iph->frag_off & bpf_htons(FC_IP_OFFSET))
 		return 0;
 	return iph->protocol;
@@ -142,8 +133,15 @@ static __always_inline int fc_parse_ipv6(struct fc_cursor *c, struct fc_pkt *pkt
 	/* Truncated, as for IPv4; 0 is a jumbogram, whose length is elsewhere. */
 	if (ip6h->payload_len && c->pos + bpf_ntohs(ip6h->payload_len) > c->end)
 		return -1;
-	pkt->family = 6;
-	__builtin_memcpy(pkt->saddr.a, &ip6h->saddr, sizeof(pkt->saddr.a));
+	if (ip6h->saddr.in6_u.u6_addr32[0] == 0 && ip6h->saddr.in6_u.u6_addr32[1] == 0 &&
+	    ip6h->saddr.in6_u.u6_addr32[2] == bpf_htonl(0x0000ffff)) {
+		/* ::ffff:a.b.c.d is that IPv4 address */
+		pkt->family = 4;
+		__builtin_memcpy(pkt->saddr.a, &ip6h->saddr.in6_u.u6_addr32[3], 4);
+	} else {
+		pkt->family = 6;
+		__builtin_memcpy(pkt->saddr.a, &ip6h->saddr, sizeof(pkt->saddr.a));
+	}
 	next = ip6h->nexthdr;
 
 #pragma unroll

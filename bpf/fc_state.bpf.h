@@ -19,10 +19,19 @@ struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__uint(max_entries, FC_MAX_RULES);
-	__type(key, struct fc_addr);
+	__type(key, struct fc_addr4);
 	__type(value, struct fc_rule);
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
-} fc_ban_exact SEC(".maps");
+} fc_exact4 SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(max_entries, FC_MAX_RULES);
+	__type(key, struct fc_addr6);
+	__type(value, struct fc_rule);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} fc_exact6 SEC(".maps");
 
 /* Only real prefixes go into the tries: their lookup cost grows with size. */
 struct {
@@ -32,7 +41,7 @@ struct {
 	__type(key, struct fc_pfx4_key);
 	__type(value, struct fc_rule);
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
-} fc_ban_pfx4 SEC(".maps");
+} fc_pfx4 SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_LPM_TRIE);
@@ -41,7 +50,7 @@ struct {
 	__type(key, struct fc_pfx6_key);
 	__type(value, struct fc_rule);
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
-} fc_ban_pfx6 SEC(".maps");
+} fc_pfx6 SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -82,10 +91,18 @@ struct {
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__uint(max_entries, FC_MAX_SOURCES);
-	__type(key, struct fc_addr);
+	__type(key, struct fc_addr4);
 	__type(value, struct fc_src_bucket);
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
-} fc_src_buckets SEC(".maps");
+} fc_src4 SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, FC_MAX_SOURCES);
+	__type(key, struct fc_addr6);
+	__type(value, struct fc_src_bucket);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} fc_src6 SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);

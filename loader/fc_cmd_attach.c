@@ -71,12 +71,13 @@ static json_t *fc_status_json(const char *pin_dir, const struct fc_attachment *v
 		json_array_append_new(ifs, json_pack("{s:s, s:i, s:s, s:i}", "interface", v[i].ifname, "ifindex",
 						      v[i].ifindex, "mode", fc_mode_name(v[i].mode), "prog_id",
 						      (json_int_t)v[i].prog_id));
-	return json_pack("{s:s, s:o, s:{s:{s:i,s:i}, s:{s:i,s:i}, s:{s:i,s:i}, s:{s:i,s:i}}}", "pin_dir", pin_dir,
-			 "attached", ifs, "maps", FC_MAP_BAN_EXACT, "entries", (json_int_t)cfg->n_exact, "max_entries",
-			 FC_MAX_RULES, FC_MAP_BAN_PFX4, "entries", (json_int_t)cfg->n_pfx4, "max_entries",
-			 FC_MAX_RULES, FC_MAP_BAN_PFX6, "entries", (json_int_t)cfg->n_pfx6, "max_entries",
-			 FC_MAX_RULES, FC_MAP_POLICIES, "entries", (json_int_t)cfg->n_policies, "max_entries",
-			 FC_MAX_POLICIES);
+	return json_pack("{s:s, s:o, s:{s:{s:i,s:i}, s:{s:i,s:i}, s:{s:i,s:i}, s:{s:i,s:i}, s:{s:i,s:i}}}",
+			 "pin_dir", pin_dir, "attached", ifs, "maps", FC_MAP_EXACT4, "entries",
+			 (json_int_t)cfg->n_exact4, "max_entries", FC_MAX_RULES, FC_MAP_EXACT6, "entries",
+			 (json_int_t)cfg->n_exact6, "max_entries", FC_MAX_RULES, FC_MAP_PFX4, "entries",
+			 (json_int_t)cfg->n_pfx4, "max_entries", FC_MAX_RULES, FC_MAP_PFX6, "entries",
+			 (json_int_t)cfg->n_pfx6, "max_entries", FC_MAX_RULES, FC_MAP_POLICIES, "entries",
+			 (json_int_t)cfg->n_policies, "max_entries", FC_MAX_POLICIES);
 }
 
 static int fc_cmd_status_run(const struct fc_ctx *ctx, const struct fc_cmd *cmd, int argc, char **argv)
@@ -109,9 +110,9 @@ static int fc_cmd_status_run(const struct fc_ctx *ctx, const struct fc_cmd *cmd,
 	for (i = 0; i < n; i++)
 		printf("attached: %-16s ifindex %-4d %-12s prog id %u\n", v[i].ifname, v[i].ifindex,
 		       fc_mode_name(v[i].mode), v[i].prog_id);
-	printf("published: %u exact-address, %u IPv4-prefix, %u IPv6-prefix entries (up to %d each); "
-	       "%u policies (up to %d)\n",
-	       cfg.n_exact, cfg.n_pfx4, cfg.n_pfx6, FC_MAX_RULES, cfg.n_policies, FC_MAX_POLICIES);
+	printf("published: %u IPv4 and %u IPv6 exact-address entries, %u IPv4 and %u IPv6 prefix entries "
+	       "(up to %d per map); %u policies (up to %d)\n",
+	       cfg.n_exact4, cfg.n_exact6, cfg.n_pfx4, cfg.n_pfx6, FC_MAX_RULES, cfg.n_policies, FC_MAX_POLICIES);
 	free(v);
 	return FC_EXIT_OK;
 }

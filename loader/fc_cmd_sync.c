@@ -20,17 +20,18 @@ static int fc_cmd_sync_run(const struct fc_ctx *ctx, const struct fc_cmd *cmd, i
 		return FC_EXIT_FAILURE;
 	}
 	if (json)
-		return fc_json_print(json_pack("{s:I, s:I, s:I, s:I, s:I, s:{s:I, s:I, s:I, s:I}}", "added",
+		return fc_json_print(json_pack("{s:I, s:I, s:I, s:I, s:I, s:{s:I, s:I, s:I, s:I, s:I}}", "added",
 					       (json_int_t)r->added, "changed", (json_int_t)r->changed, "removed",
 					       (json_int_t)r->removed, "policies_changed",
 					       (json_int_t)r->policies_changed, "expired_purged",
-					       (json_int_t)pub.purged, "published", "exact", (json_int_t)r->cfg.n_exact,
-					       "prefix4", (json_int_t)r->cfg.n_pfx4, "prefix6",
-					       (json_int_t)r->cfg.n_pfx6, "policies", (json_int_t)r->cfg.n_policies));
-	printf("published %u exact-address, %u IPv4-prefix and %u IPv6-prefix entries, %u policies (entries: "
-	       "%zu added, %zu changed, %zu removed; %zu policy slots written; %zu expired bans purged)\n",
-	       r->cfg.n_exact, r->cfg.n_pfx4, r->cfg.n_pfx6, r->cfg.n_policies, r->added, r->changed, r->removed,
-	       r->policies_changed, pub.purged);
+					       (json_int_t)pub.purged, "published", "exact4", (json_int_t)r->cfg.n_exact4,
+					       "exact6", (json_int_t)r->cfg.n_exact6, "prefix4", (json_int_t)r->cfg.n_pfx4,
+					       "prefix6", (json_int_t)r->cfg.n_pfx6, "policies",
+					       (json_int_t)r->cfg.n_policies));
+	printf("published %u exact-address and %u prefix entries, %u policies (entries: %zu added, %zu changed, "
+	       "%zu removed; %zu policy slots written; %zu expired bans purged)\n",
+	       r->cfg.n_exact4 + r->cfg.n_exact6, r->cfg.n_pfx4 + r->cfg.n_pfx6, r->cfg.n_policies, r->added,
+	       r->changed, r->removed, r->policies_changed, pub.purged);
 	return FC_EXIT_OK;
 }
 

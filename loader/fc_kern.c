@@ -104,16 +104,16 @@ static int fc_map_get(const char *pin_dir, const char *name, struct fc_err *err)
 }
 
 const char *const fc_map_names[] = {
-	FC_MAP_BAN_EXACT, FC_MAP_BAN_PFX4, FC_MAP_BAN_PFX6, FC_MAP_STATS, FC_MAP_CONFIG,
-	FC_MAP_POLICIES,  FC_MAP_BUCKETS,  FC_MAP_SRC_BUCKETS, FC_MAP_PSTATS, FC_MAP_FLOOD,
+	FC_MAP_EXACT4,   FC_MAP_EXACT6,  FC_MAP_PFX4, FC_MAP_PFX6,   FC_MAP_STATS, FC_MAP_CONFIG,
+	FC_MAP_POLICIES, FC_MAP_BUCKETS, FC_MAP_SRC4, FC_MAP_SRC6, FC_MAP_PSTATS, FC_MAP_FLOOD,
 };
 const size_t fc_map_count = sizeof(fc_map_names) / sizeof(fc_map_names[0]);
 
 /* The fds of struct fc_maps in the order of fc_map_names. */
 static void fc_map_fds(struct fc_maps *m, int *fds[])
 {
-	int *all[] = { &m->exact,    &m->pfx4,    &m->pfx6,        &m->stats,  &m->config,
-		       &m->policies, &m->buckets, &m->src_buckets, &m->pstats, &m->flood };
+	int *all[] = { &m->exact4,   &m->exact6,  &m->pfx4, &m->pfx6, &m->stats,  &m->config,
+		       &m->policies, &m->buckets, &m->src4, &m->src6, &m->pstats, &m->flood };
 
 	memcpy(fds, all, sizeof(all));
 }

@@ -15,14 +15,16 @@
 
 struct fc_maps {
 	int dirfd; /* the pin dir; flock()ed while publishing */
-	int exact;
+	int exact4;
+	int exact6;
 	int pfx4;
 	int pfx6;
 	int stats;
 	int config;
 	int policies;
 	int buckets;
-	int src_buckets;
+	int src4;
+	int src6;
 	int pstats;
 	int flood;
 };

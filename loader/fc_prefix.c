@@ -113,16 +113,6 @@ void fc_prefix_format(const struct fc_prefix *p, char buf[FC_PREFIX_STRLEN])
 		snprintf(buf, FC_PREFIX_STRLEN, "%s/%u", a, p->len);
 }
 
-void fc_prefix_to_addr(const struct fc_prefix *p, struct fc_addr *key)
-{
-	if (p->family == 6) {
-		memcpy(key->a, p->a, 16);
-		return;
-	}
-	memcpy(key->a, fc_v4mapped, sizeof(fc_v4mapped));
-	memcpy(key->a + 12, p->a, 4);
-}
-
 void fc_prefix_to_pfx4(const struct fc_prefix *p, struct fc_pfx4_key *key)
 {
 	key->prefixlen = p->len;

@@ -32,8 +32,8 @@ static inline bool fc_prefix_is_exact(const struct fc_prefix *p)
 	return p->len == (p->family == 4 ? 32 : 128);
 }
 
-/* The kernel's keys for a prefix (see maps/fc_maps.h). */
-void fc_prefix_to_addr(const struct fc_prefix *p, struct fc_addr *key);
+/* The kernel's keys for a prefix (see maps/fc_maps.h). An exact address's
+ * key is its bytes: p->a, 4 or 16 of them. */
 void fc_prefix_to_pfx4(const struct fc_prefix *p, struct fc_pfx4_key *key);
 void fc_prefix_to_pfx6(const struct fc_prefix *p, struct fc_pfx6_key *key);
 

@@ -29,9 +29,12 @@ struct fc_map_sync {
 	const char *name;
 	int fd;
 	size_t keysz;
-	int family; /* for the tries: 4 or 6; 0 for the exact hash */
+	int family; /* 4 or 6 */
+	bool trie;
 	struct fc_kvs want, have;
 };
+
+enum { FC_MS_EXACT4, FC_MS_EXACT6, FC_MS_PFX4, FC_MS_PFX6, FC_MS_COUNT };
 
 /* Scratch for one batch of keys and values (the CLI is single-threaded). */
 static uint8_t fc_batch_keys[FC_BATCH * sizeof(struct fc_pfx6_key)];
@@ -318,14 +321,15 @@ static int fc_want_inherit(struct fc_map_sync *ms, struct fc_err *err)
 static int fc_want_add(struct fc_map_sync *ms, const struct fc_prefix *p, bool ban, uint64_t expires_ns,
 		       uint32_t slot, struct fc_err *err)
 {
-	struct fc_map_sync *dst = fc_prefix_is_exact(p) ? &ms[0] : p->family == 4 ? &ms[1] : &ms[2];
+	int which = (fc_prefix_is_exact(p) ? FC_MS_EXACT4 : FC_MS_PFX4) + (p->family == 6);
+	struct fc_map_sync *dst = &ms[which];
 	struct fc_kv *kv = fc_kvs_push(&dst->want);
 
 	if (!kv)
 		return fc_err_set(err, "out of memory publishing map %s", dst->name);
-	if (dst == &ms[0])
-		fc_prefix_to_addr(p, (struct fc_addr *)kv->key);
-	else if (dst == &ms[1])
+	if (!dst->trie)
+		memcpy(kv->key, p->a, dst->keysz);
+	else if (p->family == 4)
 		fc_prefix_to_pfx4(p, (struct fc_pfx4_key *)kv->key);
 	else
 		fc_prefix_to_pfx6(p, (struct fc_pfx6_key *)kv->key);
@@ -399,12 +403,13 @@ static int fc_policies_apply(const struct fc_maps *m, struct fc_policy_sync *ps,
 int fc_sync(struct fc_store *st, const struct fc_maps *m, const char *pin_dir, int64_t now,
 	    struct fc_sync_result *res, struct fc_err *err)
 {
-	struct fc_map_sync ms[] = {
-		{ .name = FC_MAP_BAN_EXACT, .fd = m->exact, .keysz = sizeof(struct fc_addr) },
-		{ .name = FC_MAP_BAN_PFX4, .fd = m->pfx4, .keysz = sizeof(struct fc_pfx4_key), .family = 4 },
-		{ .name = FC_MAP_BAN_PFX6, .fd = m->pfx6, .keysz = sizeof(struct fc_pfx6_key), .family = 6 },
+	struct fc_map_sync ms[FC_MS_COUNT] = {
+		[FC_MS_EXACT4] = { FC_MAP_EXACT4, m->exact4, sizeof(struct fc_addr4), 4, false },
+		[FC_MS_EXACT6] = { FC_MAP_EXACT6, m->exact6, sizeof(struct fc_addr6), 6, false },
+		[FC_MS_PFX4] = { FC_MAP_PFX4, m->pfx4, sizeof(struct fc_pfx4_key), 4, true },
+		[FC_MS_PFX6] = { FC_MAP_PFX6, m->pfx6, sizeof(struct fc_pfx6_key), 6, true },
 	};
-	const size_t nms = sizeof(ms) / sizeof(ms[0]);
+	const size_t nms = FC_MS_COUNT;
 	struct fc_policy_sync ps = { .ncpus = libbpf_num_possible_cpus() };
 	struct fc_policy_row *pols = NULL;
 	struct fc_ban_row *bans = NULL;
@@ -432,6 +437,7 @@ int fc_sync(struct fc_store *st, const struct fc_maps *m, const char *pin_dir, i
 		if (r->spec.kind == FC_MATCH_STAR) {
 			res->cfg.star_slot = r->slot;
 			res->cfg.star_gen = r->epoch;
+			res->cfg.star_syn = r->spec.count == FC_COUNT_SYN;
 			fc_policy_new_src_tier(&r->spec, ps.ncpus, &res->cfg.new_src);
 		} else if (fc_want_add(ms, &r->spec.ip, false, 0, r->slot, err) < 0) {
 			goto out;
@@ -439,7 +445,7 @@ int fc_sync(struct fc_store *st, const struct fc_maps *m, const char *pin_dir, i
 	}
 	for (i = 0; i < nms; i++) {
 		fc_want_merge(&ms[i]);
-		if (ms[i].family && fc_want_inherit(&ms[i], err) < 0)
+		if (ms[i].trie && fc_want_inherit(&ms[i], err) < 0)
 			goto out;
 		if (ms[i].want.n > FC_MAX_RULES) {
 			fc_err_set(err, "map %s: %zu entries exceed its capacity of %d", ms[i].name, ms[i].want.n,
@@ -458,9 +464,10 @@ int fc_sync(struct fc_store *st, const struct fc_maps *m, const char *pin_dir, i
 			goto out;
 	if (fc_policies_apply(m, &ps, false, err) < 0)
 		goto out;
-	res->cfg.n_exact = (__u32)ms[0].want.n;
-	res->cfg.n_pfx4 = (__u32)ms[1].want.n;
-	res->cfg.n_pfx6 = (__u32)ms[2].want.n;
+	res->cfg.n_exact4 = (__u32)ms[FC_MS_EXACT4].want.n;
+	res->cfg.n_exact6 = (__u32)ms[FC_MS_EXACT6].want.n;
+	res->cfg.n_pfx4 = (__u32)ms[FC_MS_PFX4].want.n;
+	res->cfg.n_pfx6 = (__u32)ms[FC_MS_PFX6].want.n;
 	res->cfg.n_policies = (__u32)npols;
 	res->policies_changed = ps.changed;
 	rc = fc_config_write(m, &res->cfg, err);

@@ -19,14 +19,16 @@ struct fc_counter {
 };
 
 /* Map names as pinned under the pin dir (<pin-dir>/<name>). */
-#define FC_MAP_BAN_EXACT   "fc_ban_exact"
-#define FC_MAP_BAN_PFX4    "fc_ban_pfx4"
-#define FC_MAP_BAN_PFX6    "fc_ban_pfx6"
+#define FC_MAP_EXACT4      "fc_exact4"
+#define FC_MAP_EXACT6      "fc_exact6"
+#define FC_MAP_PFX4        "fc_pfx4"
+#define FC_MAP_PFX6        "fc_pfx6"
 #define FC_MAP_STATS       "fc_stats"
 #define FC_MAP_CONFIG      "fc_config"
 #define FC_MAP_POLICIES    "fc_policies"
 #define FC_MAP_BUCKETS     "fc_buckets"
-#define FC_MAP_SRC_BUCKETS "fc_src_buckets"
+#define FC_MAP_SRC4        "fc_src4"
+#define FC_MAP_SRC6        "fc_src6"
 #define FC_MAP_PSTATS      "fc_pstats"
 #define FC_MAP_FLOOD       "fc_flood"
 
@@ -42,20 +44,24 @@ struct fc_counter {
 #define FC_MAX_POLICIES    65536
 #define FC_POLICY_SLOTS    (FC_MAX_POLICIES + 1)
 
-/* The exact hash and each trie hold bans and policy keys. */
+/* Each exact hash and each trie holds bans and policy keys. */
 #define FC_MAX_RULES       (FC_MAX_BANS + FC_MAX_POLICIES)
 
-/* Per-source buckets of the ip=* policy (an LRU: preallocated, ~100 B each). */
+/* Per-source buckets of the ip=* policy, per family (LRUs: preallocated). */
 #define FC_MAX_SOURCES     262144
 
 #include "fc_limit.h"
 
 /*
- * An address as the exact-ban hash keys it: IPv6 as is, IPv4 as the
- * v4-mapped IPv6 address ::ffff:a.b.c.d, so one hash serves both families.
- * (A real IPv6 packet never carries a v4-mapped source, so nothing collides.)
+ * Addresses as the exact-address hashes and the ip=* buckets key them, one
+ * map per family: an IPv4 key hashes and compares in a quarter of the work.
+ * (An IPv6 packet from a v4-mapped source, ::ffff:a.b.c.d, counts as IPv4.)
  */
-struct fc_addr {
+struct fc_addr4 {
+	__u8 a[4];
+};
+
+struct fc_addr6 {
 	__u8 a[16];
 };
 
@@ -72,7 +78,7 @@ struct fc_pfx6_key {
 };
 
 /*
- * What the exact-address hash and the prefix tries map an address to: a ban,
+ * What the exact-address hashes and the prefix tries map an address to: a ban,
  * a policy, or both, so that one lookup answers both questions.
  *
  * ban_expires_ns is UTC in nanoseconds, on the packet path's clock (see
@@ -161,11 +167,14 @@ struct fc_stats {
  * search) and an absent ip=* policy.
  */
 struct fc_config {
-	__u32 n_exact;    /* entries in fc_ban_exact */
+	__u32 n_exact4;   /* entries in fc_exact4 */
+	__u32 n_exact6;
 	__u32 n_pfx4;
 	__u32 n_pfx6;
 	__u32 star_slot;  /* slot of the ip=* policy, 0 = none */
-	__u32 star_gen;   /* its epoch: fc_src_buckets of another gen are stale */
+	__u32 star_gen;   /* its epoch: fc_src4/6 buckets of another gen are stale */
+	__u8 star_syn;    /* the ip=* policy counts TCP SYNs only */
+	__u8 pad[3];
 	__u32 n_policies; /* for status; the packet path does not read it */
 	/* UTC - CLOCK_MONOTONIC. The packet path's clock is the coarse (tick)
 	 * monotonic clock plus this: reading it costs a few ns where the

@@ -42,7 +42,10 @@ static int fc_env_setup_lru(void **state, __u32 lru_entries)
 	env->skel = freqctl__open_opts(&opts);
 	assert_non_null(env->skel);
 	if (lru_entries)
-		assert_int_equal(bpf_map__set_max_entries(env->skel->maps.fc_src_buckets, lru_entries), 0);
+	{
+		assert_int_equal(bpf_map__set_max_entries(env->skel->maps.fc_src4, lru_entries), 0);
+		assert_int_equal(bpf_map__set_max_entries(env->skel->maps.fc_src6, lru_entries), 0);
+	}
 	assert_int_equal(freqctl__load(env->skel), 0);
 	if (fc_maps_open(env->pin_dir, &env->maps, &err) < 0 || fc_store_open(env->db, &env->st, &err) < 0)
 		fail_msg("%s", err.msg);

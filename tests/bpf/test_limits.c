@@ -283,7 +283,6 @@ static void test_flood_of_sources(void **state)
 	struct fc_env *env = *state;
 	struct fc_src_bucket b;
 	struct fc_prefix p;
-	struct fc_addr key;
 	struct fc_err err;
 	cpu_set_t one;
 	char src[32];
@@ -305,8 +304,7 @@ static void test_flood_of_sources(void **state)
 	assert_int_equal(passed, 4 + 2);
 	assert_int_equal(fc_stats_now(env).src_overflow.packets, 996);
 	assert_int_equal(fc_prefix_parse("198.18.0.1", &p, &err), 0);
-	fc_prefix_to_addr(&p, &key);
-	assert_int_equal(bpf_map_lookup_elem(env->maps.src_buckets, &key, &b), 0);
+	assert_int_equal(bpf_map_lookup_elem(env->maps.src4, p.a, &b), 0);
 	assert_int_equal(fc_udp(env, false, "198.18.0.1", 3), 1); /* its own state: 1 left of burst 2 */
 	CPU_ZERO(&one);
 	for (i = 0; i < ncpus; i++)
@@ -319,7 +317,7 @@ static void test_flood_of_sources(void **state)
 static void test_table_full(void **state)
 {
 	struct fc_env *env = *state;
-	struct fc_addr key, next;
+	struct fc_addr6 key, next;
 	char src[32];
 	int i, passed = 0, entries = 0;
 
@@ -331,8 +329,8 @@ static void test_table_full(void **state)
 	}
 	assert_int_equal(passed, 1000); /* one each: its own fresh bucket, burst 1 */
 	assert_int_equal(fc_stats_now(env).src_overflow.packets, 0);
-	for (int rc = bpf_map_get_next_key(env->maps.src_buckets, NULL, &key); !rc;
-	     rc = bpf_map_get_next_key(env->maps.src_buckets, &key, &next), key = next)
+	for (int rc = bpf_map_get_next_key(env->maps.src6, NULL, &key); !rc;
+	     rc = bpf_map_get_next_key(env->maps.src6, &key, &next), key = next)
 		entries++;
 	assert_true(entries <= 128);
 	assert_true(entries > 0);

@@ -182,7 +182,6 @@ static void test_ttl_in_kernel(void **state)
 	uint8_t f1[FC_FRAME_MAX], f2[FC_FRAME_MAX];
 	struct fc_pfx6_key k6;
 	struct fc_prefix p;
-	struct fc_addr key;
 	struct fc_rule ban = { .flags = FC_RULE_BANNED };
 	struct fc_err err;
 	size_t l1, l2;
@@ -204,13 +203,12 @@ static void test_ttl_in_kernel(void **state)
 
 	/* Written straight into the maps: one ns in the past vs a minute ahead. */
 	assert_int_equal(fc_prefix_parse("198.18.0.7", &p, &err), 0);
-	fc_prefix_to_addr(&p, &key);
 	/* A second back: the packet path's coarse clock lags UTC by up to a tick. */
 	ban.ban_expires_ns = fc_utc_now() - 1000000000ULL;
-	assert_int_equal(bpf_map_update_elem(env->maps.exact, &key, &ban, BPF_ANY), 0);
+	assert_int_equal(bpf_map_update_elem(env->maps.exact4, p.a, &ban, BPF_ANY), 0);
 	assert_int_equal(fc_env_run(env, false, f1, l1), XDP_PASS);
 	ban.ban_expires_ns = fc_utc_now() + 60000000000ULL;
-	assert_int_equal(bpf_map_update_elem(env->maps.exact, &key, &ban, BPF_ANY), 0);
+	assert_int_equal(bpf_map_update_elem(env->maps.exact4, p.a, &ban, BPF_ANY), 0);
 	assert_int_equal(fc_env_run(env, false, f1, l1), XDP_DROP);
 
 	assert_int_equal(fc_prefix_parse("2001:2:0:1::/64", &p, &err), 0);
