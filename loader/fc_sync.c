@@ -413,6 +413,7 @@ int fc_sync(struct fc_store *st, const struct fc_maps *m, const char *pin_dir, i
 	struct fc_policy_sync ps = { .ncpus = libbpf_num_possible_cpus() };
 	struct fc_policy_row *pols = NULL;
 	struct fc_ban_row *bans = NULL;
+	struct fc_config old;
 	size_t nbans = 0, npols = 0, i;
 	bool locked = false;
 	int rc = -1;
@@ -457,6 +458,8 @@ int fc_sync(struct fc_store *st, const struct fc_maps *m, const char *pin_dir, i
 	if (fc_maps_lock(m, pin_dir, err) < 0)
 		goto out;
 	locked = true;
+	if (fc_config_read(m, &old, err) < 0)
+		goto out;
 	if (fc_policies_read(m, ps.have, err) < 0 || fc_policies_apply(m, &ps, true, err) < 0)
 		goto out;
 	for (i = 0; i < nms; i++)
@@ -469,6 +472,8 @@ int fc_sync(struct fc_store *st, const struct fc_maps *m, const char *pin_dir, i
 	res->cfg.n_pfx4 = (__u32)ms[FC_MS_PFX4].want.n;
 	res->cfg.n_pfx6 = (__u32)ms[FC_MS_PFX6].want.n;
 	res->cfg.n_policies = (__u32)npols;
+	/* Sources cached as matching no exact or prefix entry must look again. */
+	res->cfg.rules_gen = old.rules_gen + (res->added || res->changed || res->removed);
 	res->policies_changed = ps.changed;
 	rc = fc_config_write(m, &res->cfg, err);
 out:

@@ -130,11 +130,14 @@ struct fc_bucket {
 };
 
 /* One source's bucket under the ip=* policy. gen is the policy's epoch when
- * the bucket was made: a bucket from an earlier ip=* policy is stale. */
+ * the bucket was made: a bucket from an earlier ip=* policy is stale.
+ * rules_gen, when equal to fc_config.rules_gen, records that no exact or
+ * prefix entry (ban or policy) matches this source, so its packets skip
+ * those lookups until the rules change. */
 struct fc_src_bucket {
 	__u64 state[FC_MAX_TIERS];
 	__u32 gen;
-	__u32 pad;
+	__u32 rules_gen;
 };
 
 /* Per-policy counters, per CPU (fc_pstats[slot]). For a log policy,
@@ -176,6 +179,8 @@ struct fc_config {
 	__u8 star_syn;    /* the ip=* policy counts TCP SYNs only */
 	__u8 pad[3];
 	__u32 n_policies; /* for status; the packet path does not read it */
+	__u32 rules_gen;  /* bumped whenever an exact or prefix map changes */
+	__u32 pad2;
 	/* UTC - CLOCK_MONOTONIC. The packet path's clock is the coarse (tick)
 	 * monotonic clock plus this: reading it costs a few ns where the
 	 * precise clock costs ~20 here. It lags UTC by at most a tick, which

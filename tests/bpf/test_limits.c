@@ -276,6 +276,31 @@ static void test_inheritance(void **state)
 	assert_int_equal(fc_udp(env, false, "198.18.7.1", 3), 2); /* the /16 policy it inherits */
 }
 
+/* A source that only ip=* applied to is remembered as such, until the rules
+ * change: a later ban or exact policy on it applies from the next frame. */
+static void test_star_fast_path_follows_rule_changes(void **state)
+{
+	struct fc_env *env = *state;
+
+	FC_REQUIRE_BPF();
+	fc_env_policy(env, 1, "ip=*", "1/m", "burst=100");
+	assert_int_equal(fc_udp(env, false, "198.18.0.30", 5), 5);
+	fc_env_ban(env, "198.18.0.30", 0);
+	assert_int_equal(fc_udp(env, false, "198.18.0.30", 3), 0);
+	fc_env_unban(env, "198.18.0.30");
+	assert_int_equal(fc_udp(env, true, "198.18.0.30", 3), 3);
+	fc_env_ban(env, "198.18.0.0/24", 0);
+	assert_int_equal(fc_udp(env, true, "198.18.0.30", 3), 0);
+	fc_env_unban(env, "198.18.0.0/24");
+	assert_int_equal(fc_udp(env, false, "198.18.0.30", 3), 3);
+	fc_env_policy(env, 2, "ip=198.18.0.30", "1/m", "burst=1");
+	assert_int_equal(fc_udp(env, false, "198.18.0.30", 3), 1);
+	fc_env_policy_del(env, 2);
+	assert_int_equal(fc_udp(env, false, "198.18.0.30", 3), 3);
+	/* The ip=* bucket kept counting through all of it: 5+3+3+1+3 of 100. */
+	assert_int_equal(fc_env_pstats(env, 1).passed.packets, 15);
+}
+
 /* A flood of new sources: past the per-CPU cap they share the overflow
  * bucket (limited like any source), and a steady source keeps its bucket. */
 static void test_flood_of_sources(void **state)
@@ -398,6 +423,7 @@ int main(void)
 		T(test_edits),
 		T(test_all_or_nothing),
 		T(test_inheritance),
+		T(test_star_fast_path_follows_rule_changes),
 		T(test_flood_of_sources),
 		cmocka_unit_test_setup_teardown(test_table_full, fc_env_setup_small_lru, fc_env_teardown),
 		T(test_exact_under_race),
