@@ -94,7 +94,9 @@ static void test_help(void **state)
 {
 	static const char *const cmds[][2] = { { "attach", NULL }, { "detach", NULL }, { "status", NULL },
 					       { "ban", "add" },   { "ban", "del" },   { "ban", "import" },
-					       { "ban", "list" },  { "sync", NULL },   { "stats", NULL } };
+					       { "ban", "list" },  { "sync", NULL },   { "stats", NULL },
+					       { "policy", "add" }, { "policy", "set" }, { "policy", "del" },
+					       { "policy", "list" } };
 	struct fc_run r;
 	char want[64];
 	size_t i;
@@ -122,7 +124,7 @@ static void test_help(void **state)
 }
 
 static const struct {
-	const char *args[6];
+	const char *args[8];
 	const char *err;
 } fc_usage_errors[] = {
 	{ { NULL }, "freqctl: missing command\nTry 'freqctl --help'.\n" },
@@ -155,6 +157,20 @@ static const struct {
 	{ { "status", "extra" }, "freqctl status: unexpected argument \"extra\"\nTry 'freqctl status --help'.\n" },
 	{ { "stats", "--json", "--yaml" }, "freqctl stats: unknown option '--yaml'\nTry 'freqctl stats --help'.\n" },
 	{ { "ban", "import" }, "freqctl ban import: missing argument: expected FILE\nTry 'freqctl ban import --help'.\n" },
+	{ { "policy" }, "freqctl: policy: expected add, set, del or list\nTry 'freqctl --help'.\n" },
+	{ { "policy", "add", "--match", "ip=*", "--rate", "1/s" },
+	  "freqctl policy add: missing argument: expected ID\nTry 'freqctl policy add --help'.\n" },
+	{ { "policy", "add", "x7", "--match", "ip=*", "--rate", "1/s" },
+	  "freqctl policy add: policy id \"x7\": expected a whole number from 1 to 4294967295\n"
+	  "Try 'freqctl policy add --help'.\n" },
+	{ { "policy", "add", "7", "--match", "ip=*", "--rate", "10/x" },
+	  "freqctl: policy 7: rate \"10/x\": unit must be one of s, m, h, d\nTry 'freqctl policy add --help'.\n" },
+	{ { "policy", "add", "7", "--rate", "10/s" },
+	  "freqctl: policy 7: missing --match (ip=ADDR, ip=PREFIX or ip=*)\nTry 'freqctl policy add --help'.\n" },
+	{ { "policy", "set", "7", "--match", "uid=1", "--rate", "10/s" },
+	  "freqctl: policy 7: match \"uid=1\": dimension \"uid\" is not enforced by this version (L4 policies "
+	  "match ip=ADDR, ip=PREFIX or ip=*)\nTry 'freqctl policy set --help'.\n" },
+	{ { "policy", "del" }, "freqctl policy del: missing argument: expected ID\nTry 'freqctl policy del --help'.\n" },
 };
 
 static void test_usage_errors(void **state)
@@ -166,7 +182,7 @@ static void test_usage_errors(void **state)
 	for (i = 0; i < sizeof(fc_usage_errors) / sizeof(fc_usage_errors[0]); i++) {
 		const char *const *a = fc_usage_errors[i].args;
 
-		fc_cli(&r, a[0], a[1], a[2], a[3], a[4], a[5], NULL);
+		fc_cli(&r, a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], NULL);
 		if (r.status != 2)
 			fail_msg("case %zu: exit %d, expected 2; stderr: %s", i, r.status, r.err);
 		assert_string_equal(r.err, fc_usage_errors[i].err);
@@ -207,6 +223,10 @@ static void test_runtime_errors(void **state)
 	assert_int_equal(r.status, 1);
 	assert_string_equal(r.err, "freqctl: ban import /nonexistent/bans.txt: No such file or directory\n");
 
+	fc_cli(&r, "policy", "del", "7", NULL);
+	assert_int_equal(r.status, 1);
+	assert_string_equal(r.err, "freqctl: policy 7: no such policy (see 'freqctl policy list')\n");
+
 	/* Nothing above reached the store. */
 	fc_cli(&r, "ban", "list", "--json", NULL);
 	assert_int_equal(r.status, 0);
@@ -214,6 +234,9 @@ static void test_runtime_errors(void **state)
 	fc_cli(&r, "ban", "list", NULL);
 	assert_int_equal(r.status, 0);
 	assert_string_equal(r.out, "");
+	fc_cli(&r, "policy", "list", "--json", NULL);
+	assert_int_equal(r.status, 0);
+	assert_string_equal(r.out, "[]\n");
 }
 
 int main(void)
