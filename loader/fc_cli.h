@@ -22,6 +22,7 @@ enum {
 	FC_OPT_MODE,
 	FC_OPT_ACTION,
 	FC_OPT_NEW_SOURCES,
+	FC_OPT_DELAY_BURST,
 };
 
 struct fc_opt {
@@ -35,6 +36,8 @@ struct fc_opt {
 struct fc_ctx {
 	const char *db_path;
 	const char *pin_dir;
+	const char *shm_path;
+	const char *shm_group; /* NULL: the default, if it exists */
 };
 
 struct fc_cmd {

@@ -29,6 +29,53 @@ static int64_t fc_opt_ttl(const struct fc_cmd *cmd, const char *arg)
 	return secs;
 }
 
+/* "uid=VALUE": an L7 ban on a user id; *uid points at VALUE. */
+static bool fc_ban_is_uid(const char *arg, const char **uid)
+{
+	if (strncmp(arg, "uid=", 4))
+		return false;
+	*uid = arg + 4;
+	return true;
+}
+
+static void fc_uid_check(const struct fc_cmd *cmd, const char *uid)
+{
+	const char *c;
+
+	if (!*uid || strlen(uid) > FC_SHM_MAX_VALUE)
+		fc_usage_error(cmd, "\"uid=%.64s\": expected 1 to %d characters", uid, FC_SHM_MAX_VALUE);
+	for (c = uid; *c; c++)
+		if (*c < 0x21 || *c > 0x7e || *c == ',')
+			fc_usage_error(cmd, "\"uid=%.64s\": printable characters only, no spaces or commas", uid);
+}
+
+static int fc_ban_add_uid(const struct fc_ctx *ctx, const char *uid, int64_t ttl)
+{
+	struct fc_uid_ban b = { .expires = 0 };
+	char dur[FC_DURATION_STRLEN];
+	struct fc_publish pub;
+	struct fc_err err;
+	bool existed;
+
+	snprintf(b.uid, sizeof(b.uid), "%s", uid);
+	if (fc_publish_begin(&pub, ctx, &err) < 0)
+		goto fail;
+	b.created = pub.now;
+	b.expires = ttl ? pub.now + ttl : 0;
+	if (fc_store_uid_ban_put(pub.st, &b, &existed, pub.now, &err) < 0) {
+		fc_publish_abort(&pub);
+		goto fail;
+	}
+	if (fc_publish_commit(&pub, &err) < 0)
+		goto fail;
+	fc_duration_format(ttl, dur);
+	printf("%s uid=%s%s%s\n", existed ? "re-banned" : "banned", uid, ttl ? " for " : " (no expiry)", ttl ? dur : "");
+	return FC_EXIT_OK;
+fail:
+	fc_warn("ban add uid=%s: %s", uid, err.msg);
+	return FC_EXIT_FAILURE;
+}
+
 static int fc_ban_add(const struct fc_ctx *ctx, const struct fc_cmd *cmd, int argc, char **argv)
 {
 	char text[FC_PREFIX_STRLEN], dur[FC_DURATION_STRLEN];
@@ -39,9 +86,15 @@ static int fc_ban_add(const struct fc_ctx *ctx, const struct fc_cmd *cmd, int ar
 	bool found;
 	int c;
 
+	const char *uid;
+
 	while ((c = fc_cmd_getopt(cmd, argc, argv)) != -1)
 		if (c == FC_OPT_TTL)
 			ttl = fc_opt_ttl(cmd, optarg);
+	if (fc_ban_is_uid(argv[optind], &uid)) {
+		fc_uid_check(cmd, uid);
+		return fc_ban_add_uid(ctx, uid, ttl);
+	}
 	if (fc_prefix_parse(argv[optind], &row.p, &err) < 0)
 		fc_usage_error(cmd, "%s", err.msg);
 	fc_prefix_format(&row.p, text);
@@ -73,15 +126,22 @@ static int fc_ban_del(const struct fc_ctx *ctx, const struct fc_cmd *cmd, int ar
 	struct fc_err err;
 	bool found;
 
+	const char *uid = NULL;
+
 	while (fc_cmd_getopt(cmd, argc, argv) != -1)
 		;
-	if (fc_prefix_parse(argv[optind], &p, &err) < 0)
-		fc_usage_error(cmd, "%s", err.msg);
-	fc_prefix_format(&p, text);
+	if (fc_ban_is_uid(argv[optind], &uid)) {
+		fc_uid_check(cmd, uid);
+		snprintf(text, sizeof(text), "uid=%.47s", uid);
+	} else {
+		if (fc_prefix_parse(argv[optind], &p, &err) < 0)
+			fc_usage_error(cmd, "%s", err.msg);
+		fc_prefix_format(&p, text);
+	}
 
 	if (fc_publish_begin(&pub, ctx, &err) < 0)
 		goto fail;
-	if (fc_store_ban_del(pub.st, &p, &found, &err) < 0) {
+	if ((uid ? fc_store_uid_ban_del(pub.st, uid, &found, &err) : fc_store_ban_del(pub.st, &p, &found, &err)) < 0) {
 		fc_publish_abort(&pub);
 		goto fail;
 	}
@@ -246,64 +306,88 @@ static json_t *fc_ban_json(const struct fc_ban_row *r, int64_t now)
 			 r->expires ? json_integer(r->expires - now) : json_null());
 }
 
+static json_t *fc_uid_ban_json(const struct fc_uid_ban *b, int64_t now)
+{
+	char created[FC_TIME_STRLEN], expires[FC_TIME_STRLEN];
+
+	fc_time_format(b->created, created);
+	fc_time_format(b->expires, expires);
+	return json_pack("{s:s, s:s, s:s, s:s?, s:o}", "ban", b->uid, "kind", "uid", "created", created, "expires",
+			 b->expires ? expires : NULL, "ttl_remaining",
+			 b->expires ? json_integer(b->expires - now) : json_null());
+}
+
 static int fc_ban_list(const struct fc_ctx *ctx, const struct fc_cmd *cmd, int argc, char **argv)
 {
 	char text[FC_PREFIX_STRLEN], expires[FC_TIME_STRLEN], left[FC_DURATION_STRLEN];
 	struct fc_ban_row *rows = NULL;
+	struct fc_uid_ban *ub = NULL;
 	struct fc_store *st = NULL;
 	int64_t now = (int64_t)time(NULL);
 	bool json = false;
 	struct fc_err err;
+	size_t n = 0, nu = 0, i;
 	json_t *arr;
-	size_t n, i;
 	int c;
 
 	while ((c = fc_cmd_getopt(cmd, argc, argv)) != -1)
 		json |= c == FC_OPT_JSON;
-	if (fc_store_open(ctx->db_path, &st, &err) < 0 || fc_store_ban_list(st, now, &rows, &n, &err) < 0) {
+	if (fc_store_open(ctx->db_path, &st, &err) < 0 || fc_store_ban_list(st, now, &rows, &n, &err) < 0 ||
+	    fc_store_uid_ban_list(st, now, &ub, &nu, &err) < 0) {
 		fc_warn("ban list: %s", err.msg);
 		fc_store_close(st);
+		free(rows);
 		return FC_EXIT_FAILURE;
 	}
 	fc_store_close(st);
 	if (json) {
 		arr = json_array();
 		for (i = 0; arr && i < n; i++)
-			if (json_array_append_new(arr, fc_ban_json(&rows[i], now)) < 0)
-				json_decref(arr), arr = NULL;
+			json_array_append_new(arr, fc_ban_json(&rows[i], now));
+		for (i = 0; arr && i < nu; i++)
+			json_array_append_new(arr, fc_uid_ban_json(&ub[i], now));
 		free(rows);
+		free(ub);
 		return fc_json_print(arr);
 	}
-	if (n)
+	if (n + nu)
 		printf("%-44s %-6s %-20s %s\n", "BAN", "KIND", "EXPIRES", "REMAINING");
-	for (i = 0; i < n; i++) {
-		fc_prefix_format(&rows[i].p, text);
-		fc_time_format(rows[i].expires, expires);
-		fc_duration_format(rows[i].expires - now, left);
-		printf("%-44s %-6s %-20s %s\n", text, fc_prefix_is_exact(&rows[i].p) ? "exact" : "prefix",
-		       rows[i].expires ? expires : "never", rows[i].expires ? left : "-");
+	for (i = 0; i < n + nu; i++) {
+		int64_t exp = i < n ? rows[i].expires : ub[i - n].expires;
+
+		if (i < n)
+			fc_prefix_format(&rows[i].p, text);
+		else
+			snprintf(text, sizeof(text), "uid=%.47s", ub[i - n].uid);
+		fc_time_format(exp, expires);
+		fc_duration_format(exp - now, left);
+		printf("%-44s %-6s %-20s %s\n", text, i >= n ? "uid" : fc_prefix_is_exact(&rows[i].p) ? "exact" : "prefix",
+		       exp ? expires : "never", exp ? left : "-");
 	}
 	free(rows);
+	free(ub);
 	return FC_EXIT_OK;
 }
 
 const struct fc_cmd fc_cmd_ban_add = {
 	.name = "ban add",
-	.args = "ADDR[/LEN]",
+	.args = "ADDR[/LEN]|uid=VALUE",
 	.min_args = 1,
 	.max_args = 1,
-	.summary = "Ban an IPv4 or IPv6 address or prefix: its packets are dropped at XDP/TC.",
+	.summary = "Ban an address or prefix (dropped at XDP/TC, refused in nginx) or a user id (nginx).",
 	.details = "An exact address (no /LEN, or /32, /128) goes into a hash map; a prefix into an LPM trie.\n"
 		   "Host bits must be zero (10.0.0.0/8, not 10.0.0.5/8). Banning an address again replaces\n"
 		   "its TTL. The store is changed in one transaction and published at once to the pinned\n"
-		   "maps; attached programs enforce it from the next packet.",
+		   "maps and the L7 shm; attached programs enforce it from the next packet, nginx from the\n"
+		   "next request (behind a proxy, on the client address realip gives it). uid=VALUE bans\n"
+		   "a user id in nginx (freqctl_uid says where the id comes from).",
 	.opts = fc_ban_add_opts,
 	.run = fc_ban_add,
 };
 
 const struct fc_cmd fc_cmd_ban_del = {
 	.name = "ban del",
-	.args = "ADDR[/LEN]",
+	.args = "ADDR[/LEN]|uid=VALUE",
 	.min_args = 1,
 	.max_args = 1,
 	.summary = "Lift a ban.",

@@ -9,11 +9,14 @@
 #include "fc_publish.h"
 
 static const struct fc_opt fc_policy_opts[] = {
-	{ "match", 'm', required_argument, "EXPR", "ip=ADDR, ip=PREFIX (one bucket for all of it) or ip=* (one per source)" },
+	{ "match", 'm', required_argument, "EXPR",
+	  "DIM=VALUE[,...]: ip=ADDR|PREFIX|*, uid=V, arg:NAME=V, header:NAME=V, uri=PATH" },
 	{ "rate", 'r', required_argument, "N/UNIT", "N per UNIT (s, m, h, d); repeat for tiers (at most 4)" },
 	{ "burst", 'b', required_argument, "B", "GCRA: B pass back to back from idle (first rate; default its N)" },
 	{ "algo", 'a', required_argument, "ALGO", "gcra (default) or window (fixed, aligned to UTC)" },
-	{ "action", FC_OPT_ACTION, required_argument, "ACTION", "drop (default) or log (count, drop nothing)" },
+	{ "action", FC_OPT_ACTION, required_argument, "ACTION",
+	  "drop (default), log (count, drop nothing), delay (L7: wait to the rate)" },
+	{ "delay-burst", FC_OPT_DELAY_BURST, required_argument, "B", "delay: requests that may wait (default 0)" },
 	{ "count", 'c', required_argument, "WHAT", "packets (default), bytes, or syn (TCP SYN without ACK)" },
 	{ "new-sources", FC_OPT_NEW_SOURCES, required_argument, "N",
 	  "ip=* only: new source buckets per second (default 20000)" },
@@ -21,6 +24,9 @@ static const struct fc_opt fc_policy_opts[] = {
 };
 
 static const char fc_policy_details[] =
+	"A policy whose only dimension is ip= runs at XDP/TC, on packets; any other dimension\n"
+	"(uid, arg:NAME, header:NAME, uri, combined with each other and with an ip= address or\n"
+	"prefix) makes it a policy for nginx, on requests, published through the shm.\n"
 	"Semantics: a rate N/UNIT has emission interval T = UNIT/N. GCRA admits exactly B back\n"
 	"to back from idle, then one per T (nginx's burst=B and redis-cell's max_burst=B admit\n"
 	"B+1: use B+1 here for the same). A fixed window admits at most N per aligned UNIT.\n"
@@ -30,7 +36,9 @@ static const char fc_policy_details[] =
 	"denial charges none of them. Bans come first. With --count bytes the frame length is\n"
 	"the cost (N and B in bytes); with --count syn only TCP SYNs are charged and other\n"
 	"packets pass this policy untouched. One policy per address, prefix, and one ip=*.\n"
-	"Changing a policy's limits keeps its bucket state; changing its match resets it.";
+	"Changing a policy's limits keeps its bucket state; changing its match resets it.\n"
+	"--action delay (L7) waits a request to the rate, as nginx limit_req without nodelay:\n"
+	"up to --delay-burst requests wait, the next are denied.";
 
 /* Parses policy add/set's options and ID; exits 2 on bad input, naming the
  * policy by the ID given (which may come after the options). */
@@ -66,6 +74,10 @@ static void fc_policy_args(const struct fc_cmd *cmd, int argc, char **argv, stru
 		case 'c':
 			rc = fc_count_parse(optarg, &p->count, &err);
 			break;
+		case FC_OPT_DELAY_BURST:
+			rc = fc_uint_parse("delay-burst", optarg, 1000000, &v, &err);
+			p->delay_burst = (uint32_t)v;
+			break;
 		default: /* FC_OPT_NEW_SOURCES */
 			rc = fc_uint_parse("new-sources", optarg, 100000000, &v, &err);
 			p->new_sources = v;
@@ -79,7 +91,7 @@ static void fc_policy_args(const struct fc_cmd *cmd, int argc, char **argv, stru
 	if (first.msg[0])
 		err = first;
 	else if (!match)
-		fc_err_set(&err, "missing --match (ip=ADDR, ip=PREFIX or ip=*)");
+		fc_err_set(&err, "missing --match (e.g. ip=198.18.0.0/15, ip=*, uid=u1024,arg:api=login)");
 	else if (fc_match_parse(match, p, &err) == 0 && fc_policy_validate(p, &err) == 0)
 		return;
 	/* As users expect it: "freqctl: policy 7: rate ...". */
@@ -89,7 +101,7 @@ static void fc_policy_args(const struct fc_cmd *cmd, int argc, char **argv, stru
 
 static void fc_policy_describe(const struct fc_policy_spec *p, char *buf, size_t len)
 {
-	char match[FC_TEXT_LEN], rates[FC_TEXT_LEN];
+	char match[FC_MATCH_LEN], rates[FC_TEXT_LEN];
 
 	fc_match_format(p, match);
 	fc_rates_format(p, rates);
@@ -97,8 +109,12 @@ static void fc_policy_describe(const struct fc_policy_spec *p, char *buf, size_t
 	if (p->algo == FC_ALGO_GCRA)
 		snprintf(buf + strlen(buf), len - strlen(buf), ", burst %llu",
 			 (unsigned long long)(p->burst ? p->burst : p->rate[0].n));
-	snprintf(buf + strlen(buf), len - strlen(buf), ", %s, %s)", fc_action_name(p->action),
-		 fc_count_name(p->count));
+	if (p->action == FC_ACTION_DELAY)
+		snprintf(buf + strlen(buf), len - strlen(buf), ", delay up to %u", p->delay_burst);
+	else
+		snprintf(buf + strlen(buf), len - strlen(buf), ", %s", fc_action_name(p->action));
+	snprintf(buf + strlen(buf), len - strlen(buf), ", %s)", fc_policy_is_l7(p) ? "requests in nginx" :
+										fc_count_name(p->count));
 }
 
 static int fc_policy_put(const struct fc_ctx *ctx, const struct fc_cmd *cmd, int argc, char **argv, bool replace)
@@ -106,7 +122,7 @@ static int fc_policy_put(const struct fc_ctx *ctx, const struct fc_cmd *cmd, int
 	struct fc_policy_spec p;
 	struct fc_policy_row row, old;
 	struct fc_publish pub;
-	char desc[FC_TEXT_LEN * 2 + 64];
+	char desc[FC_MATCH_LEN + FC_TEXT_LEN + 64];
 	struct fc_err err;
 	bool found;
 
@@ -177,7 +193,7 @@ fail:
 static json_t *fc_policy_json(const struct fc_policy_row *r)
 {
 	const struct fc_policy_spec *p = &r->spec;
-	char match[FC_TEXT_LEN], created[FC_TIME_STRLEN], updated[FC_TIME_STRLEN];
+	char match[FC_MATCH_LEN], created[FC_TIME_STRLEN], updated[FC_TIME_STRLEN];
 	json_t *rates = json_array();
 	int i;
 
@@ -195,7 +211,7 @@ static json_t *fc_policy_json(const struct fc_policy_row *r)
 			 p->algo == FC_ALGO_GCRA ? json_integer((json_int_t)(p->burst ? p->burst : p->rate[0].n)) :
 						   json_null(),
 			 "algo", fc_algo_name(p->algo), "action", fc_action_name(p->action), "count",
-			 fc_count_name(p->count), "new_sources",
+			 fc_policy_is_l7(p) ? "requests" : fc_count_name(p->count), "new_sources",
 			 p->kind == FC_MATCH_STAR ?
 				 json_integer((json_int_t)(p->new_sources ? p->new_sources : FC_NEW_SOURCES_DEFAULT)) :
 				 json_null(),
@@ -204,7 +220,7 @@ static json_t *fc_policy_json(const struct fc_policy_row *r)
 
 static int fc_policy_list(const struct fc_ctx *ctx, const struct fc_cmd *cmd, int argc, char **argv)
 {
-	char match[FC_TEXT_LEN], rates[FC_TEXT_LEN], burst[24];
+	char match[FC_MATCH_LEN], rates[FC_TEXT_LEN], burst[24];
 	struct fc_policy_row *rows = NULL;
 	struct fc_store *st = NULL;
 	bool json = false;
@@ -239,7 +255,7 @@ static int fc_policy_list(const struct fc_ctx *ctx, const struct fc_cmd *cmd, in
 		snprintf(burst, sizeof(burst), "%llu", (unsigned long long)(p->burst ? p->burst : p->rate[0].n));
 		printf("%-10u %-30s %-24s %-8s %-7s %-7s %s\n", p->id, match, rates,
 		       p->algo == FC_ALGO_GCRA ? burst : "-", fc_algo_name(p->algo), fc_action_name(p->action),
-		       fc_count_name(p->count));
+		       fc_policy_is_l7(p) ? "requests" : fc_count_name(p->count));
 	}
 	free(rows);
 	return FC_EXIT_OK;

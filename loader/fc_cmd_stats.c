@@ -44,7 +44,7 @@ struct fc_policy_stats {
 
 static int fc_stats_print(const struct fc_stats *s, const struct fc_policy_stats *ps, size_t n, bool json)
 {
-	char match[FC_TEXT_LEN];
+	char match[FC_MATCH_LEN];
 	const struct fc_counter *cnt;
 	json_t *doc, *pols;
 	size_t i;

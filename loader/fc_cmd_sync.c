@@ -28,10 +28,13 @@ static int fc_cmd_sync_run(const struct fc_ctx *ctx, const struct fc_cmd *cmd, i
 					       "exact6", (json_int_t)r->cfg.n_exact6, "prefix4", (json_int_t)r->cfg.n_pfx4,
 					       "prefix6", (json_int_t)r->cfg.n_pfx6, "policies",
 					       (json_int_t)r->cfg.n_policies));
-	printf("published %u exact-address and %u prefix entries, %u policies (entries: %zu added, %zu changed, "
+	printf("XDP/TC: %u exact-address and %u prefix entries, %u policies (entries: %zu added, %zu changed, "
 	       "%zu removed; %zu policy slots written; %zu expired bans purged)\n",
 	       r->cfg.n_exact4 + r->cfg.n_exact6, r->cfg.n_pfx4 + r->cfg.n_pfx6, r->cfg.n_policies, r->added,
 	       r->changed, r->removed, r->policies_changed, pub.purged);
+	printf("nginx shm %s: %zu policies, %zu IP bans, %zu uid bans (%s, seq %llu)\n", ctx->shm_path,
+	       pub.shm.policies, pub.shm.ip_bans, pub.shm.uid_bans, pub.shm.published ? "published" : "unchanged",
+	       (unsigned long long)pub.shm.seq);
 	return FC_EXIT_OK;
 }
 

@@ -1,12 +1,14 @@
 // SPDX-License-Identifier: BSD-2-Clause
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #include "fc_policy.h"
 
 static const char *const fc_algo_names[] = { [FC_ALGO_GCRA] = "gcra", [FC_ALGO_WINDOW] = "window" };
-static const char *const fc_action_names[] = { [FC_ACTION_DROP] = "drop", [FC_ACTION_LOG] = "log" };
+static const char *const fc_action_names[] = { [FC_ACTION_DROP] = "drop", [FC_ACTION_LOG] = "log",
+					       [FC_ACTION_DELAY] = "delay" };
 static const char *const fc_count_names[] = { [FC_COUNT_PACKETS] = "packets", [FC_COUNT_BYTES] = "bytes",
 					      [FC_COUNT_SYN] = "syn" };
 
@@ -54,10 +56,7 @@ int fc_algo_parse(const char *s, enum fc_algo *a, struct fc_err *err)
 
 int fc_action_parse(const char *s, enum fc_action *a, struct fc_err *err)
 {
-	if (!strcmp(s, "delay"))
-		return fc_err_set(err, "action \"delay\" shapes HTTP requests in nginx (L7); an ip= policy runs at "
-				       "XDP/TC, where the actions are drop and log");
-	return fc_enum_parse("action", s, fc_action_names, 2, (int *)a, err);
+	return fc_enum_parse("action", s, fc_action_names, 3, (int *)a, err);
 }
 
 int fc_count_parse(const char *s, enum fc_count *c, struct fc_err *err)
@@ -131,33 +130,130 @@ int fc_rate_parse(const char *s, struct fc_rate *r, struct fc_err *err)
 	return fc_err_set(err, "rate \"%s\": unit must be one of s, m, h, d", s);
 }
 
-int fc_match_parse(const char *s, struct fc_policy_spec *p, struct fc_err *err)
+/* The canonical order of dimensions; names sort within a kind. */
+static int fc_dim_cmp(const void *a, const void *b)
 {
-	const char *eq = strchr(s, '=');
-	size_t dlen = eq ? (size_t)(eq - s) : strlen(s);
+	const struct fc_dim *x = a, *y = b;
+
+	if (x->kind != y->kind)
+		return (int)x->kind - (int)y->kind;
+	return strcmp(x->name, y->name);
+}
+
+static bool fc_name_ok(const char *s)
+{
+	if (!*s)
+		return false;
+	for (; *s; s++)
+		if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || (*s >= '0' && *s <= '9') || *s == '_' ||
+		      *s == '-' || *s == '.'))
+			return false;
+	return true;
+}
+
+/* Values are printable ASCII without ',' (it separates dimensions). */
+static bool fc_value_ok(const char *s)
+{
+	if (!*s)
+		return false;
+	for (; *s; s++)
+		if (*s < 0x21 || *s > 0x7e || *s == ',')
+			return false;
+	return true;
+}
+
+/* Parses one DIM=VALUE of a match. */
+static int fc_dim_parse(const char *expr, char *tok, struct fc_policy_spec *p, bool *seen_ip, struct fc_err *err)
+{
+	char *eq = strchr(tok, '='), *colon, *val;
+	struct fc_dim *d;
+	char inner[FC_ERR_LEN];
+	int i;
 
 	if (!eq)
-		return fc_err_set(err, "match \"%s\": expected DIM=VALUE, e.g. ip=198.18.0.0/15 or ip=*", s);
-	if (dlen != 2 || strncmp(s, "ip", 2)) {
-		if (strchr(s, ',') && !strncmp(s, "ip=", 3))
-			return fc_err_set(err, "match \"%s\": an L4 policy has one dimension, ip=", s);
-		return fc_err_set(err, "match \"%s\": dimension \"%.*s\" is not enforced by this version (L4 "
-				       "policies match ip=ADDR, ip=PREFIX or ip=*)",
-				  s, (int)dlen, s);
-	}
-	if (strchr(eq + 1, ','))
-		return fc_err_set(err, "match \"%s\": an L4 policy has one dimension, ip=", s);
-	if (!strcmp(eq + 1, "*")) {
-		p->kind = FC_MATCH_STAR;
+		return fc_err_set(err, "match \"%s\": \"%s\": expected DIM=VALUE (ip, uid, arg:NAME, header:NAME, uri)",
+				  expr, tok);
+	*eq = '\0';
+	val = eq + 1;
+	if (!strcmp(tok, "ip")) {
+		if (*seen_ip)
+			return fc_err_set(err, "match \"%s\": ip given twice", expr);
+		*seen_ip = true;
+		if (!strcmp(val, "*")) {
+			p->kind = FC_MATCH_STAR;
+			return 0;
+		}
+		p->kind = FC_MATCH_PREFIX;
+		if (fc_prefix_parse_ex(val, &p->ip, true, err) < 0) {
+			snprintf(inner, sizeof(inner), "%s", err->msg);
+			return fc_err_set(err, "match \"%s\": %s", expr, inner);
+		}
 		return 0;
 	}
-	p->kind = FC_MATCH_PREFIX;
-	if (fc_prefix_parse_ex(eq + 1, &p->ip, true, err) < 0) {
-		char inner[FC_ERR_LEN];
-
-		snprintf(inner, sizeof(inner), "%s", err->msg);
-		return fc_err_set(err, "match \"%s\": %s", s, inner);
+	if (p->ndims == FC_SHM_MAX_DIMS)
+		return fc_err_set(err, "match \"%s\": at most %d dimensions besides ip", expr, FC_SHM_MAX_DIMS);
+	d = &p->dims[p->ndims];
+	memset(d, 0, sizeof(*d));
+	colon = strchr(tok, ':');
+	if (colon)
+		*colon = '\0';
+	if (!strcmp(tok, "uid") && !colon)
+		d->kind = FC_DIM_UID;
+	else if (!strcmp(tok, "uri") && !colon)
+		d->kind = FC_DIM_URI;
+	else if (!strcmp(tok, "arg") && colon)
+		d->kind = FC_DIM_ARG;
+	else if (!strcmp(tok, "header") && colon)
+		d->kind = FC_DIM_HEADER;
+	else
+		return fc_err_set(err, "match \"%s\": unknown dimension \"%s%s%s\" (expected ip, uid, arg:NAME, "
+				       "header:NAME or uri)",
+				  expr, tok, colon ? ":" : "", colon ? colon + 1 : "");
+	if (colon) {
+		if (strlen(colon + 1) > FC_SHM_MAX_NAME || !fc_name_ok(colon + 1))
+			return fc_err_set(err, "match \"%s\": %s name \"%s\": expected 1 to %d of A-Z a-z 0-9 _ - .", expr,
+					  tok, colon + 1, FC_SHM_MAX_NAME);
+		snprintf(d->name, sizeof(d->name), "%s", colon + 1);
+		if (d->kind == FC_DIM_HEADER)
+			for (i = 0; d->name[i]; i++)
+				d->name[i] = (char)(d->name[i] >= 'A' && d->name[i] <= 'Z' ? d->name[i] + 32 : d->name[i]);
 	}
+	if (strlen(val) > FC_SHM_MAX_VALUE || !fc_value_ok(val))
+		return fc_err_set(err, "match \"%s\": value \"%.64s\": expected 1 to %d printable characters, no "
+				       "spaces or commas",
+				  expr, val, FC_SHM_MAX_VALUE);
+	snprintf(d->value, sizeof(d->value), "%s", val);
+	for (i = 0; i < p->ndims; i++)
+		if (!fc_dim_cmp(&p->dims[i], d))
+			return fc_err_set(err, "match \"%s\": %s%s%s given twice", expr, tok, colon ? ":" : "",
+					  d->name);
+	p->ndims++;
+	return 0;
+}
+
+int fc_match_parse(const char *s, struct fc_policy_spec *p, struct fc_err *err)
+{
+	char buf[1024], *tok, *save = NULL;
+	bool seen_ip = false;
+
+	p->kind = FC_MATCH_NO_IP;
+	p->ndims = 0;
+	if (!*s)
+		return fc_err_set(err, "match \"\": expected DIM=VALUE[,DIM=VALUE...], e.g. ip=198.18.0.0/15 or "
+				       "uid=u1024,arg:api=login");
+	if (strlen(s) >= sizeof(buf))
+		return fc_err_set(err, "match \"%.32s...\": longer than %zu characters", s, sizeof(buf) - 1);
+	snprintf(buf, sizeof(buf), "%s", s);
+	if (buf[0] == ',' || buf[strlen(buf) - 1] == ',' || strstr(buf, ",,"))
+		return fc_err_set(err, "match \"%s\": empty dimension", s);
+	for (tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save))
+		if (fc_dim_parse(s, tok, p, &seen_ip, err) < 0)
+			return -1;
+	if (p->kind == FC_MATCH_STAR && p->ndims)
+		return fc_err_set(err, "match \"%s\": ip=* (a bucket per source) stands alone; combine ip= with an "
+				       "address or prefix",
+				  s);
+	qsort(p->dims, (size_t)p->ndims, sizeof(p->dims[0]), fc_dim_cmp);
 	return 0;
 }
 
@@ -177,6 +273,14 @@ int fc_policy_validate(const struct fc_policy_spec *p, struct fc_err *err)
 
 	if (!p->ntiers)
 		return fc_err_set(err, "missing --rate N/UNIT");
+	if (fc_policy_is_l7(p) && p->count != FC_COUNT_PACKETS)
+		return fc_err_set(err, "--count %s is for L4 (ip=) policies; an L7 policy counts requests",
+				  fc_count_name(p->count));
+	if (!fc_policy_is_l7(p) && p->action == FC_ACTION_DELAY)
+		return fc_err_set(err, "action \"delay\" shapes HTTP requests in nginx (L7); an ip= policy runs at "
+				       "XDP/TC, where the actions are drop and log");
+	if (p->delay_burst && p->action != FC_ACTION_DELAY)
+		return fc_err_set(err, "--delay-burst applies to --action delay");
 	if (p->burst && p->algo == FC_ALGO_WINDOW)
 		return fc_err_set(err, "--burst applies to --algo gcra; a fixed window admits N per window");
 	if (p->new_sources && p->kind != FC_MATCH_STAR)
@@ -203,16 +307,25 @@ int fc_policy_validate(const struct fc_policy_spec *p, struct fc_err *err)
 	return 0;
 }
 
-void fc_match_format(const struct fc_policy_spec *p, char buf[FC_TEXT_LEN])
+static const char *const fc_dim_names[] = { [FC_DIM_UID] = "uid", [FC_DIM_ARG] = "arg:", [FC_DIM_HEADER] = "header:",
+					    [FC_DIM_URI] = "uri" };
+
+void fc_match_format(const struct fc_policy_spec *p, char buf[FC_MATCH_LEN])
 {
 	char pfx[FC_PREFIX_STRLEN];
+	size_t off = 0;
+	int i;
 
+	buf[0] = '\0';
 	if (p->kind == FC_MATCH_STAR) {
-		snprintf(buf, FC_TEXT_LEN, "ip=*");
-		return;
+		off += (size_t)snprintf(buf, FC_MATCH_LEN, "ip=*");
+	} else if (p->kind == FC_MATCH_PREFIX) {
+		fc_prefix_format(&p->ip, pfx);
+		off += (size_t)snprintf(buf, FC_MATCH_LEN, "ip=%s", pfx);
 	}
-	fc_prefix_format(&p->ip, pfx);
-	snprintf(buf, FC_TEXT_LEN, "ip=%s", pfx);
+	for (i = 0; i < p->ndims && off < FC_MATCH_LEN; i++)
+		off += (size_t)snprintf(buf + off, FC_MATCH_LEN - off, "%s%s%s=%s", off ? "," : "",
+					fc_dim_names[p->dims[i].kind], p->dims[i].name, p->dims[i].value);
 }
 
 void fc_rate_format(const struct fc_rate *r, char buf[FC_RATE_STRLEN])

@@ -13,6 +13,7 @@
 #include "fc_error.h"
 #include "fc_maps.h"
 #include "fc_prefix.h"
+#include "fc_shm.h"
 
 #define FC_POLICY_ID_MAX 4294967295ULL
 #define FC_TEXT_LEN      256
@@ -20,6 +21,14 @@
 enum fc_match_kind {
 	FC_MATCH_PREFIX, /* ip=ADDR or ip=PREFIX: one bucket for all of it */
 	FC_MATCH_STAR,   /* ip=*: a bucket per source address */
+	FC_MATCH_NO_IP,  /* no ip= dimension (an L7 policy) */
+};
+
+/* An L7 dimension: uid=V, arg:NAME=V, header:NAME=V (name lowercased), uri=V. */
+struct fc_dim {
+	enum fc_dim_kind kind;
+	char name[FC_SHM_MAX_NAME + 1];
+	char value[FC_SHM_MAX_VALUE + 1];
 };
 
 struct fc_rate {
@@ -38,7 +47,16 @@ struct fc_policy_spec {
 	enum fc_action action;
 	enum fc_count count;
 	uint64_t new_sources; /* ip=* only: new buckets per second; 0 = default */
+	/* L7: any dimension besides ip= makes the policy one for nginx. */
+	int ndims;
+	struct fc_dim dims[FC_SHM_MAX_DIMS]; /* in canonical order */
+	uint32_t delay_burst; /* action delay: requests that may wait */
 };
+
+static inline bool fc_policy_is_l7(const struct fc_policy_spec *p)
+{
+	return p->ndims > 0;
+}
 
 #define FC_NEW_SOURCES_DEFAULT 20000
 
@@ -59,7 +77,9 @@ const char *fc_algo_name(enum fc_algo a);
 const char *fc_action_name(enum fc_action a);
 const char *fc_count_name(enum fc_count c);
 /* Canonical texts: "ip=198.18.0.0/15" or "ip=*"; "10/s,1000/d". */
-void fc_match_format(const struct fc_policy_spec *p, char buf[FC_TEXT_LEN]);
+/* Room for ip= plus every dimension at its longest. */
+#define FC_MATCH_LEN (64 + FC_SHM_MAX_DIMS * (FC_SHM_MAX_NAME + FC_SHM_MAX_VALUE + 10))
+void fc_match_format(const struct fc_policy_spec *p, char buf[FC_MATCH_LEN]);
 void fc_rates_format(const struct fc_policy_spec *p, char buf[FC_TEXT_LEN]);
 #define FC_RATE_STRLEN 32
 void fc_rate_format(const struct fc_rate *r, char buf[FC_RATE_STRLEN]);

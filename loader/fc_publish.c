@@ -12,7 +12,10 @@ int fc_publish_begin(struct fc_publish *pub, const struct fc_ctx *ctx, struct fc
 	pub->now = (int64_t)time(NULL);
 	if (fc_store_open(ctx->db_path, &pub->st, err) < 0)
 		return -1;
-	if (fc_store_begin(pub->st, err) < 0 || fc_store_ban_purge(pub->st, pub->now, &pub->purged, err) < 0) {
+	size_t upurged = 0;
+
+	if (fc_store_begin(pub->st, err) < 0 || fc_store_ban_purge(pub->st, pub->now, &pub->purged, err) < 0 ||
+	    fc_store_uid_ban_purge(pub->st, pub->now, &upurged, err) < 0) {
 		fc_publish_abort(pub);
 		return -1;
 	}
@@ -36,6 +39,7 @@ void fc_publish_abort(struct fc_publish *pub)
 int fc_publish_commit(struct fc_publish *pub, struct fc_err *err)
 {
 	const char *pin_dir = pub->ctx->pin_dir;
+	struct fc_shm_result undo_shm;
 	struct fc_sync_result undo;
 	struct fc_err ignored;
 
@@ -44,10 +48,12 @@ int fc_publish_commit(struct fc_publish *pub, struct fc_err *err)
 		return -1;
 	}
 	if (fc_sync(pub->st, &pub->maps, pin_dir, pub->now, &pub->res, err) < 0 ||
+	    fc_shm_publish(pub->ctx->shm_path, pub->ctx->shm_group, pub->st, pub->now, &pub->shm, err) < 0 ||
 	    fc_store_commit(pub->st, err) < 0) {
 		fc_store_rollback(pub->st);
-		/* Best effort: the maps may hold part of the change. */
+		/* Best effort: the maps and the shm may hold part of the change. */
 		fc_sync(pub->st, &pub->maps, pin_dir, pub->now, &undo, &ignored);
+		fc_shm_publish(pub->ctx->shm_path, pub->ctx->shm_group, pub->st, pub->now, &undo_shm, &ignored);
 		fc_publish_close(pub);
 		return -1;
 	}

@@ -1,15 +1,17 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * One change, all or nothing: open the store, change it inside one
- * transaction, publish the result to the pinned maps, then commit. If the
- * publish fails the transaction is rolled back and the maps are put back to
- * what the unchanged store says, so a failed command leaves nothing behind.
+ * transaction, publish the result to the pinned maps and to the L7 shm, then
+ * commit. If a publish fails the transaction is rolled back and both are put
+ * back to what the unchanged store says, so a failed command leaves nothing
+ * behind.
  */
 #ifndef FC_PUBLISH_H
 #define FC_PUBLISH_H
 
 #include "fc_cli.h"
 #include "fc_kern.h"
+#include "fc_shm_write.h"
 #include "fc_store.h"
 #include "fc_sync.h"
 
@@ -20,6 +22,7 @@ struct fc_publish {
 	int64_t now; /* unix seconds, read once for the whole change */
 	size_t purged; /* expired bans dropped from the store */
 	struct fc_sync_result res;
+	struct fc_shm_result shm;
 };
 
 /* Opens the store and starts the transaction (expired bans are purged in it). */

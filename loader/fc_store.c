@@ -9,7 +9,7 @@
 
 #include "fc_store.h"
 
-#define FC_SCHEMA_VERSION 2
+#define FC_SCHEMA_VERSION 3
 
 /* Each step takes the schema from version i to i + 1. */
 static const char fc_schema_v1[] =
@@ -43,7 +43,33 @@ static const char fc_schema_v2[] =
 	/* Slots of deleted policies, given out again lowest first. */
 	"CREATE TABLE free_slots (slot INTEGER PRIMARY KEY);";
 
-static const char *const fc_schema[] = { fc_schema_v1, fc_schema_v2 };
+/* L7 policies: action delay (SQLite can not alter a CHECK: rebuild the table). */
+static const char fc_schema_v3[] =
+	"CREATE TABLE policies_v3 ("
+	"  id      INTEGER PRIMARY KEY CHECK (id BETWEEN 1 AND 4294967295),"
+	"  match   TEXT    NOT NULL UNIQUE," /* canonical: ip=198.18.0.0/15, uid=u1,arg:api=login */
+	"  rates   TEXT    NOT NULL,"
+	"  burst   INTEGER,"
+	"  algo    TEXT    NOT NULL CHECK (algo IN ('gcra', 'window')),"
+	"  action  TEXT    NOT NULL CHECK (action IN ('drop', 'log', 'delay')),"
+	"  count   TEXT    NOT NULL CHECK (count IN ('packets', 'bytes', 'syn')),"
+	"  new_sources INTEGER,"
+	"  slot    INTEGER NOT NULL UNIQUE CHECK (slot BETWEEN 1 AND 65536),"
+	"  epoch   INTEGER NOT NULL,"
+	"  created INTEGER NOT NULL,"
+	"  updated INTEGER NOT NULL,"
+	"  delay_burst INTEGER"              /* action delay: requests that may wait */
+	");"
+	"INSERT INTO policies_v3 SELECT *, NULL FROM policies;"
+	"DROP TABLE policies;"
+	"ALTER TABLE policies_v3 RENAME TO policies;"
+	"CREATE TABLE uid_bans ("
+	"  uid     TEXT    PRIMARY KEY,"
+	"  created INTEGER NOT NULL,"
+	"  expires INTEGER"                /* unix seconds; NULL = never */
+	");";
+
+static const char *const fc_schema[] = { fc_schema_v1, fc_schema_v2, fc_schema_v3 };
 
 enum fc_stmt_id {
 	FC_SQL_BAN_GET,
@@ -60,6 +86,11 @@ enum fc_stmt_id {
 	FC_SQL_POL_FREE_SLOT,
 	FC_SQL_POL_NEXT_SLOT,
 	FC_SQL_POL_FREE,
+	FC_SQL_UBAN_PUT,
+	FC_SQL_UBAN_GET,
+	FC_SQL_UBAN_DEL,
+	FC_SQL_UBAN_PURGE,
+	FC_SQL_UBAN_LIST,
 	FC_SQL_EPOCH_NEXT,
 	FC_SQL_MAX,
 };
@@ -74,17 +105,24 @@ static const char *const fc_sql[FC_SQL_MAX] = {
 	[FC_SQL_BAN_LIST] = "SELECT family, addr, len, created, expires FROM bans "
 			    "WHERE expires IS NULL OR expires > ?1 ORDER BY family, addr, len",
 	[FC_SQL_BAN_COUNT] = "SELECT count(*) FROM bans WHERE expires IS NULL OR expires > ?1",
-#define FC_POL_COLS "id, match, rates, burst, algo, action, count, new_sources, slot, epoch, created, updated"
+#define FC_POL_COLS \
+	"id, match, rates, burst, algo, action, count, new_sources, slot, epoch, created, updated, delay_burst"
 	[FC_SQL_POL_GET] = "SELECT " FC_POL_COLS " FROM policies WHERE id = ?1",
 	[FC_SQL_POL_LIST] = "SELECT " FC_POL_COLS " FROM policies ORDER BY id",
 	[FC_SQL_POL_PUT] = "INSERT OR REPLACE INTO policies (" FC_POL_COLS ") "
-			   "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
+			   "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
 	[FC_SQL_POL_DEL] = "DELETE FROM policies WHERE id = ?1",
 	[FC_SQL_POL_CONFLICT] = "SELECT id FROM policies WHERE match = ?1 AND id != ?2",
 	/* A freed slot if any (lowest first), else the next never used. */
 	[FC_SQL_POL_FREE_SLOT] = "DELETE FROM free_slots WHERE slot = (SELECT min(slot) FROM free_slots) RETURNING slot",
 	[FC_SQL_POL_NEXT_SLOT] = "SELECT coalesce(max(slot), 0) + 1 FROM policies",
 	[FC_SQL_POL_FREE] = "INSERT OR IGNORE INTO free_slots VALUES (?1)",
+	[FC_SQL_UBAN_PUT] = "INSERT INTO uid_bans (uid, created, expires) VALUES (?1, ?2, ?3) "
+			    "ON CONFLICT (uid) DO UPDATE SET created = ?2, expires = ?3",
+	[FC_SQL_UBAN_GET] = "SELECT 1 FROM uid_bans WHERE uid = ?1 AND (expires IS NULL OR expires > ?2)",
+	[FC_SQL_UBAN_DEL] = "DELETE FROM uid_bans WHERE uid = ?1",
+	[FC_SQL_UBAN_PURGE] = "DELETE FROM uid_bans WHERE expires IS NOT NULL AND expires <= ?1",
+	[FC_SQL_UBAN_LIST] = "SELECT uid, created, expires FROM uid_bans WHERE expires IS NULL OR expires > ?1 ORDER BY uid",
 	[FC_SQL_EPOCH_NEXT] = "UPDATE meta SET value = value % 4294967295 + 1 WHERE key = 'epoch' RETURNING value",
 };
 
@@ -394,6 +432,7 @@ static int fc_policy_row_read(struct fc_store *st, sqlite3_stmt *s, struct fc_po
 	row->epoch = (uint32_t)sqlite3_column_int64(s, 9);
 	row->created = sqlite3_column_int64(s, 10);
 	row->updated = sqlite3_column_int64(s, 11);
+	p->delay_burst = (uint32_t)sqlite3_column_int64(s, 12);
 	for (i = 0; i < 5; i++)
 		if (!txt[i])
 			return fc_err_set(err, "store %s: policy %u: a required column is NULL", st->path, p->id);
@@ -477,7 +516,7 @@ static int fc_query_int(struct fc_store *st, sqlite3_stmt *s, int64_t *v, bool *
 int fc_store_policy_put(struct fc_store *st, const struct fc_policy_spec *p, int64_t now,
 			struct fc_policy_row *out, struct fc_err *err)
 {
-	char match[FC_TEXT_LEN], rates[FC_TEXT_LEN];
+	char match[FC_MATCH_LEN], rates[FC_TEXT_LEN];
 	struct fc_policy_row old;
 	sqlite3_stmt *s;
 	int64_t v;
@@ -502,7 +541,7 @@ int fc_store_policy_put(struct fc_store *st, const struct fc_policy_spec *p, int
 	out->created = have ? old.created : now;
 	out->updated = now;
 	if (have) {
-		char old_match[FC_TEXT_LEN];
+		char old_match[FC_MATCH_LEN];
 
 		out->slot = old.slot;
 		out->epoch = old.epoch;
@@ -544,6 +583,8 @@ int fc_store_policy_put(struct fc_store *st, const struct fc_policy_spec *p, int
 	sqlite3_bind_int64(s, 10, out->epoch);
 	sqlite3_bind_int64(s, 11, out->created);
 	sqlite3_bind_int64(s, 12, out->updated);
+	if (p->delay_burst)
+		sqlite3_bind_int64(s, 13, p->delay_burst);
 	return fc_step_done(st, s, err, "writing policy");
 }
 
@@ -561,4 +602,89 @@ int fc_store_policy_del(struct fc_store *st, uint32_t id, bool *found, struct fc
 	s = fc_stmt(st, FC_SQL_POL_FREE);
 	sqlite3_bind_int64(s, 1, row.slot);
 	return fc_step_done(st, s, err, "freeing policy slot");
+}
+
+int fc_store_uid_ban_put(struct fc_store *st, const struct fc_uid_ban *b, bool *existed, int64_t now,
+			 struct fc_err *err)
+{
+	sqlite3_stmt *s = fc_stmt(st, FC_SQL_UBAN_GET);
+	int64_t v;
+
+	sqlite3_bind_text(s, 1, b->uid, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(s, 2, now);
+	if (fc_query_int(st, s, &v, existed, err, "looking up uid ban") < 0)
+		return -1;
+	s = fc_stmt(st, FC_SQL_UBAN_PUT);
+	sqlite3_bind_text(s, 1, b->uid, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(s, 2, b->created);
+	if (b->expires)
+		sqlite3_bind_int64(s, 3, b->expires);
+	return fc_step_done(st, s, err, "writing uid ban");
+}
+
+int fc_store_uid_ban_del(struct fc_store *st, const char *uid, bool *found, struct fc_err *err)
+{
+	sqlite3_stmt *s = fc_stmt(st, FC_SQL_UBAN_DEL);
+
+	sqlite3_bind_text(s, 1, uid, -1, SQLITE_STATIC);
+	if (fc_step_done(st, s, err, "deleting uid ban") < 0)
+		return -1;
+	*found = sqlite3_changes(st->db) > 0;
+	return 0;
+}
+
+int fc_store_uid_ban_purge(struct fc_store *st, int64_t now, size_t *n, struct fc_err *err)
+{
+	sqlite3_stmt *s = fc_stmt(st, FC_SQL_UBAN_PURGE);
+
+	sqlite3_bind_int64(s, 1, now);
+	if (fc_step_done(st, s, err, "purging expired uid bans") < 0)
+		return -1;
+	*n = (size_t)sqlite3_changes(st->db);
+	return 0;
+}
+
+int fc_store_uid_ban_list(struct fc_store *st, int64_t now, struct fc_uid_ban **rows, size_t *n,
+			  struct fc_err *err)
+{
+	sqlite3_stmt *s = fc_stmt(st, FC_SQL_UBAN_LIST);
+	struct fc_uid_ban *v = NULL, *nv;
+	size_t cnt = 0, cap = 0;
+	const char *uid;
+	int rc;
+
+	sqlite3_bind_int64(s, 1, now);
+	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+		if (cnt == cap) {
+			cap = cap ? cap * 2 : 64;
+			nv = realloc(v, cap * sizeof(*v));
+			if (!nv) {
+				fc_err_set(err, "store %s: out of memory listing uid bans", st->path);
+				goto fail;
+			}
+			v = nv;
+		}
+		uid = (const char *)sqlite3_column_text(s, 0);
+		if (!uid || !*uid || strlen(uid) > FC_SHM_MAX_VALUE) {
+			fc_err_set(err, "store %s: corrupt uid ban row", st->path);
+			goto fail;
+		}
+		memset(&v[cnt], 0, sizeof(v[cnt]));
+		snprintf(v[cnt].uid, sizeof(v[cnt].uid), "%s", uid);
+		v[cnt].created = sqlite3_column_int64(s, 1);
+		v[cnt].expires = sqlite3_column_int64(s, 2);
+		cnt++;
+	}
+	if (rc != SQLITE_DONE) {
+		fc_store_fail(st, err, "listing uid bans");
+		goto fail;
+	}
+	sqlite3_reset(s);
+	*rows = v;
+	*n = cnt;
+	return 0;
+fail:
+	sqlite3_reset(s);
+	free(v);
+	return -1;
 }

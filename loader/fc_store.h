@@ -64,4 +64,19 @@ int fc_store_policy_put(struct fc_store *st, const struct fc_policy_spec *p, int
 			struct fc_policy_row *out, struct fc_err *err);
 int fc_store_policy_del(struct fc_store *st, uint32_t id, bool *found, struct fc_err *err);
 
+/* An L7 ban on a user id. */
+struct fc_uid_ban {
+	char uid[FC_SHM_MAX_VALUE + 1];
+	int64_t created;
+	int64_t expires; /* 0 = never */
+};
+
+/* Inserts or replaces; *existed tells whether a live ban was there. */
+int fc_store_uid_ban_put(struct fc_store *st, const struct fc_uid_ban *b, bool *existed, int64_t now,
+			 struct fc_err *err);
+int fc_store_uid_ban_del(struct fc_store *st, const char *uid, bool *found, struct fc_err *err);
+int fc_store_uid_ban_purge(struct fc_store *st, int64_t now, size_t *n, struct fc_err *err);
+int fc_store_uid_ban_list(struct fc_store *st, int64_t now, struct fc_uid_ban **rows, size_t *n,
+			  struct fc_err *err);
+
 #endif /* FC_STORE_H */

@@ -434,6 +434,8 @@ int fc_sync(struct fc_store *st, const struct fc_maps *m, const char *pin_dir, i
 	for (i = 0; i < npols; i++) {
 		const struct fc_policy_row *r = &pols[i];
 
+		if (fc_policy_is_l7(&r->spec))
+			continue; /* nginx's, through the shm */
 		fc_policy_compile(&r->spec, r->epoch, &ps.want[r->slot]);
 		if (r->spec.kind == FC_MATCH_STAR) {
 			res->cfg.star_slot = r->slot;
@@ -471,7 +473,8 @@ int fc_sync(struct fc_store *st, const struct fc_maps *m, const char *pin_dir, i
 	res->cfg.n_exact6 = (__u32)ms[FC_MS_EXACT6].want.n;
 	res->cfg.n_pfx4 = (__u32)ms[FC_MS_PFX4].want.n;
 	res->cfg.n_pfx6 = (__u32)ms[FC_MS_PFX6].want.n;
-	res->cfg.n_policies = (__u32)npols;
+	for (i = 0; i < npols; i++)
+		res->cfg.n_policies += !fc_policy_is_l7(&pols[i].spec);
 	/* Sources cached as matching no exact or prefix entry must look again. */
 	res->cfg.rules_gen = old.rules_gen + (res->added || res->changed || res->removed);
 	res->policies_changed = ps.changed;

@@ -8,6 +8,7 @@
 #include "fc_cli.h"
 #include "fc_error.h"
 #include "fc_kern.h"
+#include "fc_shm_write.h"
 #include "fc_store.h"
 
 #ifndef FC_VERSION
@@ -22,12 +23,15 @@ static const struct fc_cmd *const fc_cmds[] = {
 
 #define FC_NCMDS (sizeof(fc_cmds) / sizeof(fc_cmds[0]))
 
-enum { FC_GOPT_DB = 300, FC_GOPT_PIN_DIR, FC_GOPT_VERSION };
+enum { FC_GOPT_DB = 300, FC_GOPT_PIN_DIR, FC_GOPT_SHM, FC_GOPT_SHM_GROUP, FC_GOPT_VERSION };
 
 static const struct fc_opt fc_global_opts[] = {
 	{ "db", FC_GOPT_DB, required_argument, "PATH", "the SQLite store (default " FC_STORE_DEFAULT ")" },
 	{ "pin-dir", FC_GOPT_PIN_DIR, required_argument, "DIR",
 	  "where the BPF maps are pinned (default " FC_PIN_DIR_DEFAULT ")" },
+	{ "shm", FC_GOPT_SHM, required_argument, "PATH", "the L7 shared memory nginx reads (default " FC_SHM_DEFAULT ")" },
+	{ "shm-group", FC_GOPT_SHM_GROUP, required_argument, "GROUP",
+	  "group of the shm file: nginx's workers (default " FC_SHM_GROUP_DEFAULT ", if it exists)" },
 	{ "verbose", 'v', no_argument, NULL, "explain more, including libbpf's log" },
 	{ "version", FC_GOPT_VERSION, no_argument, NULL, "print the version and exit" },
 	{ "help", 'h', no_argument, NULL, "show this help and exit" },
@@ -40,7 +44,7 @@ static void fc_main_usage(FILE *f)
 	size_t i;
 
 	fputs("Usage: freqctl [GLOBAL OPTIONS] COMMAND [OPTIONS] [ARGS]\n\n"
-	      "Frequency control for Linux edge servers: bans and per-source rate limits at XDP/TC,\n"
+	      "Frequency control for Linux edge servers: bans and rate limits at XDP/TC and in nginx,\n"
 	      "published from a policy store.\n\n"
 	      "Commands:\n",
 	      f);
@@ -98,7 +102,7 @@ static const struct fc_cmd *fc_cmd_find(int argc, char **argv, int *words)
 
 int main(int argc, char **argv)
 {
-	struct fc_ctx ctx = { .db_path = FC_STORE_DEFAULT, .pin_dir = FC_PIN_DIR_DEFAULT };
+	struct fc_ctx ctx = { .db_path = FC_STORE_DEFAULT, .pin_dir = FC_PIN_DIR_DEFAULT, .shm_path = FC_SHM_DEFAULT };
 	struct option longopts[sizeof(fc_global_opts) / sizeof(fc_global_opts[0])];
 	const struct fc_cmd *cmd;
 	size_t i;
@@ -118,6 +122,12 @@ int main(int argc, char **argv)
 		case FC_GOPT_PIN_DIR:
 			ctx.pin_dir = optarg;
 			break;
+		case FC_GOPT_SHM:
+			ctx.shm_path = optarg;
+			break;
+		case FC_GOPT_SHM_GROUP:
+			ctx.shm_group = optarg;
+			break;
 		case 'v':
 			fc_verbose = 1;
 			break;
@@ -135,8 +145,8 @@ int main(int argc, char **argv)
 	}
 	if (optind == argc)
 		fc_main_usage_error("missing command");
-	if (!*ctx.db_path || !*ctx.pin_dir)
-		fc_main_usage_error("--db and --pin-dir need a non-empty path");
+	if (!*ctx.db_path || !*ctx.pin_dir || !*ctx.shm_path)
+		fc_main_usage_error("--db, --pin-dir and --shm need a non-empty path");
 	argc -= optind;
 	argv += optind;
 	if (!strcmp(argv[0], "help")) {

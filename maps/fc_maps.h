@@ -99,6 +99,7 @@ struct fc_rule {
 enum fc_action {
 	FC_ACTION_DROP,
 	FC_ACTION_LOG, /* count what would be dropped, drop nothing */
+	FC_ACTION_DELAY, /* L7 only: wait to the rate (the packet path never sees it) */
 };
 
 enum fc_count {

@@ -124,7 +124,7 @@ static void test_help(void **state)
 }
 
 static const struct {
-	const char *args[8];
+	const char *args[10];
 	const char *err;
 } fc_usage_errors[] = {
 	{ { NULL }, "freqctl: missing command\nTry 'freqctl --help'.\n" },
@@ -132,7 +132,7 @@ static const struct {
 	{ { "ban" }, "freqctl: ban: expected add, del, import or list\nTry 'freqctl --help'.\n" },
 	{ { "ban", "remove", "1.2.3.4" }, "freqctl: ban: expected add, del, import or list\nTry 'freqctl --help'.\n" },
 	{ { "--bogus", "status" }, "freqctl: unknown global option '--bogus'\nTry 'freqctl --help'.\n" },
-	{ { "ban", "add" }, "freqctl ban add: missing argument: expected ADDR[/LEN]\nTry 'freqctl ban add --help'.\n" },
+	{ { "ban", "add" }, "freqctl ban add: missing argument: expected ADDR[/LEN]|uid=VALUE\nTry 'freqctl ban add --help'.\n" },
 	{ { "ban", "add", "1.2.3.4", "5.6.7.8" },
 	  "freqctl ban add: unexpected argument \"5.6.7.8\"\nTry 'freqctl ban add --help'.\n" },
 	{ { "ban", "add", "1.2.3.4/40" },
@@ -166,10 +166,18 @@ static const struct {
 	{ { "policy", "add", "7", "--match", "ip=*", "--rate", "10/x" },
 	  "freqctl: policy 7: rate \"10/x\": unit must be one of s, m, h, d\nTry 'freqctl policy add --help'.\n" },
 	{ { "policy", "add", "7", "--rate", "10/s" },
-	  "freqctl: policy 7: missing --match (ip=ADDR, ip=PREFIX or ip=*)\nTry 'freqctl policy add --help'.\n" },
-	{ { "policy", "set", "7", "--match", "uid=1", "--rate", "10/s" },
-	  "freqctl: policy 7: match \"uid=1\": dimension \"uid\" is not enforced by this version (L4 policies "
-	  "match ip=ADDR, ip=PREFIX or ip=*)\nTry 'freqctl policy set --help'.\n" },
+	  "freqctl: policy 7: missing --match (e.g. ip=198.18.0.0/15, ip=*, uid=u1024,arg:api=login)\n"
+	  "Try 'freqctl policy add --help'.\n" },
+	{ { "policy", "set", "7", "--match", "uid=1,uid=2", "--rate", "10/s" },
+	  "freqctl: policy 7: match \"uid=1,uid=2\": uid given twice\nTry 'freqctl policy set --help'.\n" },
+	{ { "policy", "add", "7", "--match", "ip=*,uid=2", "--rate", "10/s" },
+	  "freqctl: policy 7: match \"ip=*,uid=2\": ip=* (a bucket per source) stands alone; combine ip= with an "
+	  "address or prefix\nTry 'freqctl policy add --help'.\n" },
+	{ { "policy", "add", "7", "--match", "ip=1.2.3.4", "--rate", "10/s", "--action", "delay" },
+	  "freqctl: policy 7: action \"delay\" shapes HTTP requests in nginx (L7); an ip= policy runs at XDP/TC, "
+	  "where the actions are drop and log\nTry 'freqctl policy add --help'.\n" },
+	{ { "ban", "add", "uid=" },
+	  "freqctl ban add: \"uid=\": expected 1 to 255 characters\nTry 'freqctl ban add --help'.\n" },
 	{ { "policy", "del" }, "freqctl policy del: missing argument: expected ID\nTry 'freqctl policy del --help'.\n" },
 };
 
@@ -182,7 +190,7 @@ static void test_usage_errors(void **state)
 	for (i = 0; i < sizeof(fc_usage_errors) / sizeof(fc_usage_errors[0]); i++) {
 		const char *const *a = fc_usage_errors[i].args;
 
-		fc_cli(&r, a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], NULL);
+		fc_cli(&r, a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8], a[9], NULL);
 		if (r.status != 2)
 			fail_msg("case %zu: exit %d, expected 2; stderr: %s", i, r.status, r.err);
 		assert_string_equal(r.err, fc_usage_errors[i].err);
