@@ -34,11 +34,16 @@ BPF_SRCS    := $(wildcard bpf/*.bpf.c)
 SKELS       := $(BPF_SRCS:bpf/%.bpf.c=$(B)/%.skel.h)
 
 UNIT_TESTS  := $(patsubst tests/unit/%.c,$(B)/tests/%,$(wildcard tests/unit/test_*.c))
+# The L7 engine's test runs under AddressSanitizer: it feeds corrupt shm to the reader.
+ASAN        := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
+ASAN_OBJS   := $(patsubst %.c,$(B)/asan/%.o,tests/unit/test_l7.c ngx_bridge/fc_l7.c $(LIB_SRCS))
+NGX_MODULE  := $(B)/ngx_http_freqctl_module.so
+NGX_SRCS    := $(wildcard ngx_bridge/*.c ngx_bridge/*.h) ngx_bridge/config maps/fc_shm.h maps/fc_limit.h
 BPF_TESTS   := $(patsubst tests/bpf/%.c,$(B)/tests/%,$(wildcard tests/bpf/test_*.c))
 TOOLS       := $(B)/fc_bench
 
 .PHONY: all test bench demo deps clean
-all: $(B)/freqctl $(UNIT_TESTS) $(BPF_TESTS) $(TOOLS)
+all: $(B)/freqctl $(UNIT_TESTS) $(BPF_TESTS) $(TOOLS) $(NGX_MODULE)
 
 # BPF objects and their generated skeletons.
 $(B)/%.bpf.o: bpf/%.bpf.c | $(B)
@@ -54,6 +59,17 @@ $(B)/%.o: %.c | $(SKELS)
 
 $(B)/freqctl: $(B)/loader/freqctl.o $(LIB_OBJS)
 	$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS)
+
+$(B)/asan/%.o: %.c | $(SKELS)
+	@mkdir -p $(@D)
+	$(CC) $(FC_CFLAGS) -Ingx_bridge $(ASAN) -c $< -o $@
+
+$(B)/tests/test_l7: $(ASAN_OBJS)
+	$(CC) $(CFLAGS) $(ASAN) $^ -o $@ $(LDLIBS) -lcmocka
+
+# The nginx module, built against Debian's nginx-dev (see the script).
+$(NGX_MODULE): $(NGX_SRCS) tools/build-ngx-module.sh | $(B)
+	tools/build-ngx-module.sh $(B)
 
 $(B)/tests/%: $(B)/tests/unit/%.o $(LIB_OBJS)
 	$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS) -lcmocka -lpthread

@@ -101,6 +101,8 @@ FC_INLINE int fc_gcra_try(__u64 *state, const struct fc_tier *t, __u64 now, __u6
 	return 0;
 }
 
+
+
 /* Undoes an admission of cost that found the word at prev: puts the word
  * back exactly if nobody moved it since, else gives the increment back. */
 FC_INLINE void fc_gcra_refund(__u64 *state, const struct fc_tier *t, __u64 now, __u64 cost, __u64 prev)
@@ -204,5 +206,60 @@ FC_INLINE int fc_limit_try(__u8 algo, __u8 ntiers, const struct fc_tier *tiers, 
 	}
 	return 1;
 }
+
+#ifndef __bpf__
+/*
+ * GCRA for shaping (L7 action delay, like nginx limit_req without nodelay):
+ * admits up to `queue` emission intervals beyond the burst, and says how long
+ * the request must wait to conform: *wait = new_tat - now - tolerance, or 0.
+ */
+static inline int fc_gcra_try_delay(__u64 *state, const struct fc_tier *t, __u64 now, __u64 cost, __u64 queue,
+				    __u64 *prev, __u64 *wait)
+{
+	__u64 inc = fc_gcra_increment(t, cost), room = t->tolerance_ns + queue * t->interval_ns, tat, new_tat;
+	int i;
+
+	for (i = 0; i < FC_CAS_TRIES; i++) {
+		tat = *(volatile __u64 *)state;
+		new_tat = fc_gcra_base(tat, t, now) + inc;
+		if (new_tat - now > room)
+			return 0;
+		if (__sync_val_compare_and_swap(state, tat, new_tat) == tat) {
+			*prev = tat;
+			*wait = new_tat - now > t->tolerance_ns ? new_tat - now - t->tolerance_ns : 0;
+			return 1;
+		}
+	}
+	return 0;
+}
+
+/* How long until a request of cost would conform to this tier (0 = now). */
+static inline __u64 fc_tier_retry_after(__u8 algo, const struct fc_tier *t, __u64 state, __u64 now, __u64 cost)
+{
+	__u64 new_tat, idx;
+
+	if (algo == FC_ALGO_GCRA) {
+		new_tat = fc_gcra_base(state, t, now) + fc_gcra_increment(t, cost);
+		return new_tat - now > t->tolerance_ns ? new_tat - now - t->tolerance_ns : 0;
+	}
+	idx = fc_window_index(t, now);
+	if ((state >> FC_WIN_COUNT_BITS) != idx || (state & FC_WIN_COUNT_MASK) + cost <= t->limit)
+		return 0;
+	return t->unit_ns - now % t->unit_ns;
+}
+
+/* How many more requests of cost 1 this tier admits right now. */
+static inline __u64 fc_tier_remaining(__u8 algo, const struct fc_tier *t, __u64 state, __u64 now)
+{
+	__u64 used, count;
+
+	if (algo == FC_ALGO_GCRA) {
+		used = fc_gcra_base(state, t, now) - now;
+		return used >= t->tolerance_ns ? 0 : (t->tolerance_ns - used) / t->interval_ns;
+	}
+	count = (state >> FC_WIN_COUNT_BITS) == fc_window_index(t, now) ? state & FC_WIN_COUNT_MASK : 0;
+	return count >= t->limit ? 0 : t->limit - count;
+}
+#endif
 
 #endif /* FC_LIMIT_H */

@@ -8,6 +8,7 @@ pkgs=(
 	libbpf-dev bpftool libelf-dev zlib1g-dev
 	libsqlite3-dev libjansson-dev libcmocka-dev
 	iproute2 iputils-ping jq xdp-tools
+	nginx nginx-dev curl
 )
 
 missing=()

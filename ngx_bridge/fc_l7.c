@@ -1,0 +1,544 @@
+// SPDX-License-Identifier: BSD-2-Clause
+#include <string.h>
+
+#include "fc_l7.h"
+
+#define FC_NONE UINT32_MAX
+
+uint64_t fc_l7_hash(uint8_t kind, uint8_t name_idx, const char *data, size_t len)
+{
+	uint64_t h = 0xcbf29ce484222325ULL ^ ((uint64_t)kind << 8 | name_idx); /* FNV-1a */
+	size_t i;
+
+	for (i = 0; i < len; i++) {
+		h ^= (uint8_t)data[i];
+		h *= 0x100000001b3ULL;
+	}
+	return h ^ (h >> 29);
+}
+
+static size_t fc_pow2(size_t n)
+{
+	size_t c = 16;
+
+	while (c < n * 2)
+		c <<= 1;
+	return c;
+}
+
+/* Copies len bytes of untrusted memory into the index's own. */
+static const char *fc_copy(const struct fc_l7_alloc *a, const void *src, size_t len)
+{
+	char *p = a->alloc(a->ctx, len + 1);
+
+	if (p)
+		memcpy(p, src, len);
+	return p;
+}
+
+static bool fc_str_eq(struct fc_l7_str s, const char *d, size_t len)
+{
+	return s.len == len && !memcmp(s.data, d, len);
+}
+
+/* The index of name in names (appended if new and there is room), or -1. */
+static int fc_name_idx(struct fc_l7_str *names, size_t *n, const char *d, size_t len, const struct fc_l7_alloc *a)
+{
+	size_t i;
+
+	for (i = 0; i < *n; i++)
+		if (fc_str_eq(names[i], d, len))
+			return (int)i;
+	if (*n == FC_L7_MAX_NAMES || !(names[*n].data = fc_copy(a, d, len)))
+		return -1;
+	names[*n].len = len;
+	return (int)(*n)++;
+}
+
+static bool fc_tier_ok(uint8_t algo, const struct fc_tier *t)
+{
+	if (!t->unit_ns || t->unit_ns > FC_UNIT_MAX || !t->limit || t->limit > FC_RATE_MAX || !t->interval_ns ||
+	    t->interval_ns > FC_UNIT_MAX || t->tolerance_ns > (1ULL << 62))
+		return false;
+	return algo == FC_ALGO_GCRA || algo == FC_ALGO_WINDOW;
+}
+
+/* Reads one dimension at *p (within end); fills d. */
+static bool fc_dim_read(struct fc_l7_index *ix, const uint8_t **p, const uint8_t *end, struct fc_l7_dim *d,
+			const struct fc_l7_alloc *a)
+{
+	const struct fc_shm_dim *sd = (const struct fc_shm_dim *)*p;
+	const uint8_t *name, *val;
+	size_t total;
+	int idx;
+
+	if ((size_t)(end - *p) < sizeof(*sd))
+		return false;
+	total = (sizeof(*sd) + sd->name_len + sd->value_len + 3) & ~(size_t)3;
+	if ((size_t)(end - *p) < total)
+		return false;
+	name = *p + sizeof(*sd);
+	val = name + sd->name_len;
+	memset(d, 0, sizeof(*d));
+	d->kind = sd->kind;
+	switch (sd->kind) {
+	case FC_DIM_IP:
+		if (sd->name_len || (sd->value_len != 6 && sd->value_len != 18))
+			return false;
+		d->family = val[0];
+		d->plen = val[1];
+		if ((d->family != 4 || sd->value_len != 6 || d->plen > 32) &&
+		    (d->family != 6 || sd->value_len != 18 || d->plen > 128))
+			return false;
+		memcpy(d->addr, val + 2, sd->value_len - 2u);
+		break;
+	case FC_DIM_UID:
+	case FC_DIM_URI:
+		if (sd->name_len || !sd->value_len)
+			return false;
+		break;
+	case FC_DIM_ARG:
+	case FC_DIM_HEADER:
+		if (!sd->name_len || !sd->value_len || sd->name_len > FC_SHM_MAX_NAME)
+			return false;
+		idx = sd->kind == FC_DIM_ARG ? fc_name_idx(ix->args, &ix->nargs, (const char *)name, sd->name_len, a) :
+					       fc_name_idx(ix->headers, &ix->nheaders, (const char *)name, sd->name_len, a);
+		if (idx < 0)
+			return false;
+		d->name_idx = (uint8_t)idx;
+		break;
+	default:
+		return false;
+	}
+	if (sd->kind != FC_DIM_IP) {
+		d->value.data = fc_copy(a, val, sd->value_len);
+		d->value.len = sd->value_len;
+		if (!d->value.data)
+			return false;
+	}
+	*p += total;
+	return true;
+}
+
+static bool fc_policy_read(struct fc_l7_index *ix, const struct fc_shm_item *it, struct fc_l7_policy *pol,
+			   const struct fc_l7_alloc *a)
+{
+	const struct fc_shm_policy *sp = (const struct fc_shm_policy *)it;
+	const uint8_t *p = (const uint8_t *)(sp + 1), *end = (const uint8_t *)it + it->len;
+	int i;
+
+	if (it->len < sizeof(*sp) || !sp->slot || sp->slot >= ix->nslots || !sp->ntiers || sp->ntiers > FC_MAX_TIERS ||
+	    !sp->ndims || sp->ndims > FC_SHM_MAX_DIMS || sp->algo > FC_ALGO_WINDOW || sp->action > FC_L7_DELAY)
+		return false;
+	memset(pol, 0, sizeof(*pol));
+	pol->id = sp->id;
+	pol->slot = sp->slot;
+	pol->epoch = sp->epoch;
+	pol->delay_burst = sp->delay_burst;
+	pol->algo = sp->algo;
+	pol->action = sp->action;
+	pol->ntiers = sp->ntiers;
+	pol->ndims = sp->ndims;
+	pol->anchor = UINT8_MAX;
+	for (i = 0; i < sp->ntiers; i++) {
+		pol->tier[i] = sp->tier[i];
+		if (!fc_tier_ok(sp->algo, &pol->tier[i]))
+			return false;
+	}
+	for (i = 0; i < sp->ndims; i++) {
+		if (!fc_dim_read(ix, &p, end, &pol->dims[i], a))
+			return false;
+		if (pol->dims[i].kind != FC_DIM_IP && pol->anchor == UINT8_MAX)
+			pol->anchor = (uint8_t)i;
+	}
+	return pol->anchor != UINT8_MAX; /* an ip-only policy belongs to XDP/TC */
+}
+
+static void fc_file_policy(struct fc_l7_index *ix, uint32_t i)
+{
+	const struct fc_l7_dim *d = &ix->pol[i].dims[ix->pol[i].anchor];
+	uint64_t h = fc_l7_hash(d->kind, d->name_idx, d->value.data, d->value.len);
+	size_t b = h & (ix->cap - 1);
+
+	for (;; b = (b + 1) & (ix->cap - 1)) {
+		struct fc_l7_entry *e = &ix->tab[b];
+		const struct fc_l7_dim *hd;
+
+		if (e->head == FC_NONE) {
+			e->hash = h;
+			e->head = i;
+			ix->pol[i].next = FC_NONE;
+			return;
+		}
+		hd = &ix->pol[e->head].dims[ix->pol[e->head].anchor];
+		if (e->hash == h && hd->kind == d->kind && hd->name_idx == d->name_idx &&
+		    fc_str_eq(hd->value, d->value.data, d->value.len)) {
+			ix->pol[i].next = e->head;
+			e->head = i;
+			return;
+		}
+	}
+}
+
+/* A ban's key: a uid, or an address masked to its prefix. */
+static uint64_t fc_ban_hash(uint8_t family, uint8_t plen, const uint8_t *addr, const char *uid, size_t uid_len)
+{
+	uint8_t key[18] = { family, plen };
+
+	if (!family)
+		return fc_l7_hash(FC_DIM_UID, 0xff, uid, uid_len);
+	memcpy(key + 2, addr, family == 4 ? 4 : 16);
+	return fc_l7_hash(FC_DIM_IP, 0xff, (const char *)key, family == 4 ? 6 : 18);
+}
+
+static void fc_mask(uint8_t *out, const uint8_t *addr, uint8_t family, uint8_t plen)
+{
+	size_t n = family == 4 ? 4 : 16, i;
+
+	for (i = 0; i < n; i++) {
+		unsigned bit0 = (unsigned)i * 8;
+
+		out[i] = bit0 >= plen ? 0 : bit0 + 8 <= plen ? addr[i] : (uint8_t)(addr[i] & (0xff << (8 - (plen - bit0))));
+	}
+	for (; i < 16; i++)
+		out[i] = 0;
+}
+
+static bool fc_ban_read(struct fc_l7_index *ix, const struct fc_shm_item *it, const struct fc_l7_alloc *a)
+{
+	const struct fc_shm_ban *sb = (const struct fc_shm_ban *)it;
+	struct fc_l7_ban nb = { .used = 1 };
+	size_t slot;
+
+	if (it->len < sizeof(*sb))
+		return false;
+	nb.expires_ns = sb->expires_ns;
+	if (it->kind == FC_SHM_BAN_UID) {
+		if (!sb->value_len || sizeof(*sb) + sb->value_len > it->len)
+			return false;
+		nb.uid.data = fc_copy(a, sb + 1, sb->value_len);
+		nb.uid.len = sb->value_len;
+		if (!nb.uid.data)
+			return false;
+		nb.hash = fc_ban_hash(0, 0, NULL, nb.uid.data, nb.uid.len);
+	} else {
+		if ((sb->family != 4 || sb->prefixlen > 32) && (sb->family != 6 || sb->prefixlen > 128))
+			return false;
+		nb.family = sb->family;
+		nb.plen = sb->prefixlen;
+		fc_mask(nb.addr, sb->addr, nb.family, nb.plen);
+		nb.hash = fc_ban_hash(nb.family, nb.plen, nb.addr, NULL, 0);
+		if (nb.family == 4)
+			ix->ban_plens4[nb.plen] = 1;
+		else
+			ix->ban_plens6[nb.plen] = 1;
+	}
+	for (slot = nb.hash & (ix->bcap - 1); ix->bans[slot].used; slot = (slot + 1) & (ix->bcap - 1))
+		;
+	ix->bans[slot] = nb;
+	ix->nbans++;
+	return true;
+}
+
+static int fc_fail(struct fc_l7_index *ix, const char *why)
+{
+	size_t i;
+
+	for (i = 0; why[i] && i + 1 < sizeof(ix->why); i++)
+		ix->why[i] = why[i];
+	ix->why[i] = '\0';
+	return -1;
+}
+
+int fc_l7_build(const void *base, size_t size, struct fc_l7_index *ix, const struct fc_l7_alloc *a)
+{
+	const struct fc_shm_header *h = base;
+	const struct fc_shm_block *blk;
+	const uint8_t *p, *end;
+	size_t max_items, i;
+	uint64_t seq;
+	uint32_t active;
+
+	memset(ix, 0, sizeof(*ix));
+	if (size < sizeof(*h) || h->magic != FC_SHM_MAGIC || h->version != FC_SHM_VERSION)
+		return fc_fail(ix, "not a freqctl shm of this version");
+	seq = __atomic_load_n(&h->seq, __ATOMIC_ACQUIRE);
+	active = __atomic_load_n(&h->active, __ATOMIC_ACQUIRE);
+	if (!__atomic_load_n(&h->init, __ATOMIC_ACQUIRE))
+		return fc_fail(ix, "not initialised yet");
+	if (h->size != size || active > 1 || h->block_size < sizeof(*blk) || h->block_size > size ||
+	    h->block_off[active] > size - h->block_size || (h->block_off[active] & 7) || h->nslots < 2 ||
+	    h->slots_off > size ||
+	    (size - h->slots_off) / sizeof(struct fc_shm_slot) < h->nslots || (h->slots_off & 7))
+		return fc_fail(ix, "header out of bounds");
+	ix->seq = seq;
+	ix->slots = (struct fc_shm_slot *)((const char *)base + h->slots_off);
+	ix->nslots = h->nslots;
+	blk = (const struct fc_shm_block *)((const char *)base + h->block_off[active]);
+	if (blk->magic != FC_SHM_BLOCK_MAGIC || blk->used > h->block_size - sizeof(*blk))
+		return fc_fail(ix, "config block out of bounds");
+	p = (const uint8_t *)(blk + 1);
+	end = p + blk->used;
+	max_items = blk->used / sizeof(struct fc_shm_item);
+	if (blk->nitems < max_items)
+		max_items = blk->nitems;
+
+	ix->pol = a->alloc(a->ctx, (max_items + 1) * sizeof(*ix->pol));
+	ix->cap = fc_pow2(max_items + 1);
+	ix->tab = a->alloc(a->ctx, ix->cap * sizeof(*ix->tab));
+	ix->bcap = fc_pow2(max_items + 1);
+	ix->bans = a->alloc(a->ctx, ix->bcap * sizeof(*ix->bans));
+	if (!ix->pol || !ix->tab || !ix->bans)
+		return fc_fail(ix, "out of memory");
+	for (i = 0; i < ix->cap; i++)
+		ix->tab[i].head = FC_NONE;
+
+	for (i = 0; i < max_items && (size_t)(end - p) >= sizeof(struct fc_shm_item); i++) {
+		const struct fc_shm_item *it = (const struct fc_shm_item *)p;
+		bool ok;
+
+		if (it->magic != FC_SHM_ITEM_MAGIC || it->len < sizeof(*it) || (it->len & 7) ||
+		    it->len > (size_t)(end - p)) {
+			ix->skipped += max_items - i; /* no way to find the next item: stop */
+			break;
+		}
+		if (it->kind == FC_SHM_POLICY) {
+			ok = fc_policy_read(ix, it, &ix->pol[ix->npolicies], a);
+			if (ok) {
+				ix->has_uid |= ix->pol[ix->npolicies].dims[ix->pol[ix->npolicies].anchor].kind == FC_DIM_UID;
+				ix->has_uri |= ix->pol[ix->npolicies].dims[ix->pol[ix->npolicies].anchor].kind == FC_DIM_URI;
+				fc_file_policy(ix, (uint32_t)ix->npolicies++);
+			}
+		} else if (it->kind == FC_SHM_BAN_UID || it->kind == FC_SHM_BAN_IP) {
+			ok = fc_ban_read(ix, it, a);
+			ix->has_uid |= ok && it->kind == FC_SHM_BAN_UID;
+		} else {
+			ok = false;
+		}
+		ix->skipped += !ok;
+		p += it->len;
+	}
+	/* A publish raced the copy: what was read may mix two blocks. */
+	if (__atomic_load_n(&h->seq, __ATOMIC_ACQUIRE) != seq)
+		return -2;
+	return 0;
+}
+
+static const struct fc_l7_ban *fc_ban_find(const struct fc_l7_index *ix, uint8_t family, uint8_t plen,
+					   const uint8_t *addr, const char *uid, size_t uid_len)
+{
+	uint64_t h = fc_ban_hash(family, plen, addr, uid, uid_len);
+	size_t b;
+
+	for (b = h & (ix->bcap - 1); ix->bans[b].used; b = (b + 1) & (ix->bcap - 1)) {
+		const struct fc_l7_ban *e = &ix->bans[b];
+
+		if (e->hash != h || e->family != family)
+			continue;
+		if (!family ? fc_str_eq(e->uid, uid, uid_len) :
+			      e->plen == plen && !memcmp(e->addr, addr, family == 4 ? 4 : 16))
+			return e;
+	}
+	return NULL;
+}
+
+static bool fc_ban_holds(const struct fc_l7_ban *b, uint64_t now)
+{
+	return b && (!b->expires_ns || now < b->expires_ns);
+}
+
+static bool fc_banned(const struct fc_l7_index *ix, const struct fc_l7_req *rq, uint64_t now, bool *uid)
+{
+	const uint8_t *plens = rq->family == 4 ? ix->ban_plens4 : ix->ban_plens6;
+	int maxlen = rq->family == 4 ? 32 : 128, len;
+	uint8_t masked[16];
+
+	*uid = true;
+	if (rq->uid.len && fc_ban_holds(fc_ban_find(ix, 0, 0, NULL, rq->uid.data, rq->uid.len), now))
+		return true;
+	*uid = false;
+	if (!rq->family)
+		return false;
+	for (len = maxlen; len >= 0; len--) {
+		if (!plens[len])
+			continue;
+		fc_mask(masked, rq->addr, rq->family, (uint8_t)len);
+		if (fc_ban_holds(fc_ban_find(ix, rq->family, (uint8_t)len, masked, NULL, 0), now))
+			return true;
+	}
+	return false;
+}
+
+static bool fc_dim_matches(const struct fc_l7_dim *d, const struct fc_l7_req *rq)
+{
+	uint8_t masked[16];
+
+	switch (d->kind) {
+	case FC_DIM_IP:
+		if (rq->family != d->family)
+			return false;
+		fc_mask(masked, rq->addr, d->family, d->plen);
+		return !memcmp(masked, d->addr, d->family == 4 ? 4 : 16);
+	case FC_DIM_UID:
+		return fc_str_eq(d->value, rq->uid.data, rq->uid.len);
+	case FC_DIM_URI:
+		return fc_str_eq(d->value, rq->uri.data, rq->uri.len);
+	case FC_DIM_ARG:
+		return fc_str_eq(d->value, rq->args[d->name_idx].data, rq->args[d->name_idx].len);
+	case FC_DIM_HEADER:
+		return fc_str_eq(d->value, rq->headers[d->name_idx].data, rq->headers[d->name_idx].len);
+	}
+	return false;
+}
+
+/* Appends the policies filed under (kind, idx, value) that rq matches in full. */
+static void fc_collect(const struct fc_l7_index *ix, const struct fc_l7_req *rq, uint8_t kind, uint8_t idx,
+		       struct fc_l7_str v, uint32_t *out, unsigned *n)
+{
+	uint64_t h;
+	size_t b;
+	uint32_t i;
+	int d;
+
+	if (!v.len)
+		return;
+	h = fc_l7_hash(kind, idx, v.data, v.len);
+	for (b = h & (ix->cap - 1); ix->tab[b].head != FC_NONE; b = (b + 1) & (ix->cap - 1)) {
+		const struct fc_l7_policy *hp = &ix->pol[ix->tab[b].head];
+		const struct fc_l7_dim *hd = &hp->dims[hp->anchor];
+
+		if (ix->tab[b].hash != h || hd->kind != kind || hd->name_idx != idx || !fc_str_eq(hd->value, v.data, v.len))
+			continue;
+		for (i = ix->tab[b].head; i != FC_NONE && *n < FC_L7_MAX_MATCHES; i = ix->pol[i].next) {
+			for (d = 0; d < ix->pol[i].ndims && fc_dim_matches(&ix->pol[i].dims[d], rq); d++)
+				;
+			if (d == ix->pol[i].ndims)
+				out[(*n)++] = i;
+		}
+		return;
+	}
+}
+
+/* One policy's charge: every tier or none; for delay, the wait. */
+static bool fc_charge(const struct fc_l7_policy *p, struct fc_shm_slot *s, __u64 now, struct fc_charge *ch,
+		      __u64 *wait)
+{
+	__u64 w = 0;
+	int i;
+
+	*wait = 0;
+	if (p->action != FC_L7_DELAY || p->algo != FC_ALGO_GCRA)
+		return fc_limit_try(p->algo, p->ntiers, p->tier, s->state, now, 1, ch);
+	for (i = 0; i < p->ntiers; i++) {
+		if (!fc_gcra_try_delay(&s->state[i], &p->tier[i], now, 1, p->delay_burst, &ch->prev[i], &w)) {
+			fc_limit_refund(p->algo, (uint8_t)i, p->tier, s->state, now, 1, ch);
+			return false;
+		}
+		if (w > *wait)
+			*wait = w;
+	}
+	return true;
+}
+
+static void fc_result_limits(const struct fc_l7_policy *p, const struct fc_shm_slot *s, uint64_t now,
+			     struct fc_l7_result *res)
+{
+	uint64_t r;
+	int i;
+
+	res->policy = p->id;
+	res->limit = p->tier[0].limit;
+	res->window_s = p->tier[0].unit_ns / FC_NS_PER_SEC;
+	res->remaining = fc_tier_remaining(p->algo, &p->tier[0], s->state[0], now);
+	res->retry_ns = 0;
+	for (i = 0; i < p->ntiers; i++) {
+		r = fc_tier_retry_after(p->algo, &p->tier[i], s->state[i], now, 1);
+		if (r > res->retry_ns)
+			res->retry_ns = r;
+	}
+}
+
+unsigned fc_l7_match(const struct fc_l7_index *ix, const struct fc_l7_req *rq, uint32_t out[FC_L7_MAX_MATCHES])
+{
+	unsigned n = 0, i;
+
+	if (ix->has_uid)
+		fc_collect(ix, rq, FC_DIM_UID, 0, rq->uid, out, &n);
+	for (i = 0; i < ix->nargs; i++)
+		fc_collect(ix, rq, FC_DIM_ARG, (uint8_t)i, rq->args[i], out, &n);
+	for (i = 0; i < ix->nheaders; i++)
+		fc_collect(ix, rq, FC_DIM_HEADER, (uint8_t)i, rq->headers[i], out, &n);
+	if (ix->has_uri)
+		fc_collect(ix, rq, FC_DIM_URI, 0, rq->uri, out, &n);
+	return n;
+}
+
+void fc_l7_decide(const struct fc_l7_index *ix, const struct fc_l7_req *rq, uint64_t now, struct fc_l7_result *res)
+{
+	uint32_t m[FC_L7_MAX_MATCHES];
+	struct fc_charge ch[FC_L7_MAX_MATCHES];
+	__u64 wait, longest = 0;
+	unsigned n = 0, i, j, longest_at = 0;
+	bool uid;
+
+	memset(res, 0, sizeof(*res));
+	if (ix->nbans && fc_banned(ix, rq, now, &uid)) {
+		res->verdict = FC_L7_BANNED;
+		res->uid_ban = uid;
+		return;
+	}
+	if (!ix->npolicies)
+		return;
+	n = fc_l7_match(ix, rq, m);
+	res->matched = n;
+
+	/* Enforcing policies: all admit, or none is charged. */
+	for (i = 0; i < n; i++) {
+		const struct fc_l7_policy *p = &ix->pol[m[i]];
+		struct fc_shm_slot *s = &ix->slots[p->slot];
+
+		if (p->action == FC_L7_LOG ||
+		    __atomic_load_n(&s->owner, __ATOMIC_ACQUIRE) != FC_SHM_OWNER(p->id, p->epoch))
+			continue;
+		if (fc_charge(p, s, now, &ch[i], &wait)) {
+			if (wait > longest) {
+				longest = wait;
+				longest_at = i;
+			}
+			continue;
+		}
+		for (j = 0; j < i; j++) {
+			const struct fc_l7_policy *q = &ix->pol[m[j]];
+
+			if (q->action != FC_L7_LOG &&
+			    __atomic_load_n(&ix->slots[q->slot].owner, __ATOMIC_ACQUIRE) == FC_SHM_OWNER(q->id, q->epoch))
+				fc_limit_refund(q->algo, q->ntiers, q->tier, ix->slots[q->slot].state, now, 1, &ch[j]);
+		}
+		__atomic_fetch_add(&s->denied, 1, __ATOMIC_RELAXED);
+		res->verdict = FC_L7_REJECTED;
+		fc_result_limits(p, s, now, res);
+		return;
+	}
+	for (i = 0; i < n; i++) {
+		const struct fc_l7_policy *p = &ix->pol[m[i]];
+		struct fc_shm_slot *s = &ix->slots[p->slot];
+
+		if (__atomic_load_n(&s->owner, __ATOMIC_ACQUIRE) != FC_SHM_OWNER(p->id, p->epoch))
+			continue;
+		if (p->action != FC_L7_LOG) {
+			__atomic_fetch_add(p->action == FC_L7_DELAY && longest && i == longest_at ? &s->delayed : &s->passed,
+					   1, __ATOMIC_RELAXED);
+		} else if (fc_limit_try(p->algo, p->ntiers, p->tier, s->state, now, 1, &ch[i])) {
+			__atomic_fetch_add(&s->passed, 1, __ATOMIC_RELAXED);
+		} else {
+			__atomic_fetch_add(&s->denied, 1, __ATOMIC_RELAXED);
+			res->would_deny++;
+		}
+	}
+	if (longest) {
+		res->verdict = FC_L7_DELAYED;
+		res->delay_ns = longest;
+		fc_result_limits(&ix->pol[m[longest_at]], &ix->slots[ix->pol[m[longest_at]].slot], now, res);
+		res->retry_ns = 0;
+	}
+}

@@ -1,0 +1,145 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * The L7 engine of the nginx module, in plain C so the unit tests drive the
+ * very code nginx runs: reading a published shm block into a private index
+ * (every byte untrusted), matching a request against it, and deciding.
+ *
+ * Matching is indexed: each policy is filed under one of its dimensions (the
+ * first besides ip=, in canonical order); a request looks up each of its own
+ * values, and only the policies filed there are checked in full. The cost
+ * follows the policies a request could match, not how many exist.
+ */
+#ifndef FC_L7_H
+#define FC_L7_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "fc_shm.h"
+
+#define FC_L7_MAX_NAMES   32 /* distinct arg and header names policies may use */
+#define FC_L7_MAX_MATCHES 64 /* policies one request is checked against */
+
+struct fc_l7_str {
+	const char *data;
+	size_t len;
+};
+
+/* Memory for an index; the module gives a pool, the tests malloc. */
+struct fc_l7_alloc {
+	void *(*alloc)(void *ctx, size_t size); /* zeroed */
+	void *ctx;
+};
+
+struct fc_l7_dim {
+	uint8_t kind;     /* enum fc_dim_kind */
+	uint8_t name_idx; /* arg, header: into fc_l7_index.args / .headers */
+	uint8_t family;   /* ip */
+	uint8_t plen;
+	uint8_t addr[16];
+	struct fc_l7_str value;
+};
+
+struct fc_l7_policy {
+	uint32_t id;
+	uint32_t slot;
+	uint32_t epoch;
+	uint32_t delay_burst;
+	uint8_t algo;
+	uint8_t action; /* enum fc_l7_action */
+	uint8_t ntiers;
+	uint8_t ndims;
+	uint8_t anchor; /* the dimension it is filed under */
+	struct fc_tier tier[FC_MAX_TIERS];
+	struct fc_l7_dim dims[FC_SHM_MAX_DIMS];
+	uint32_t next; /* the next policy filed under the same key, or UINT32_MAX */
+};
+
+struct fc_l7_entry {
+	uint64_t hash;
+	uint32_t head; /* first policy, UINT32_MAX when empty */
+};
+
+struct fc_l7_ban {
+	uint64_t hash;
+	uint64_t expires_ns; /* 0 = never */
+	uint8_t used;
+	uint8_t family; /* 0 for a uid */
+	uint8_t plen;
+	uint8_t addr[16];
+	struct fc_l7_str uid;
+};
+
+struct fc_l7_index {
+	uint64_t seq;
+	size_t npolicies;
+	struct fc_l7_policy *pol;
+	size_t cap; /* power of two */
+	struct fc_l7_entry *tab;
+	size_t nargs, nheaders;
+	struct fc_l7_str args[FC_L7_MAX_NAMES];
+	struct fc_l7_str headers[FC_L7_MAX_NAMES]; /* lowercase */
+	bool has_uid, has_uri;
+	/* Bans: one open-addressed table for uids and IP addresses/prefixes. */
+	size_t bcap;
+	struct fc_l7_ban *bans;
+	uint8_t ban_plens4[33], ban_plens6[129]; /* prefix lengths in use */
+	size_t nbans;
+	/* What was refused, for the log. */
+	size_t skipped;
+	char why[128];
+	/* The stat slots, in the shm. */
+	struct fc_shm_slot *slots;
+	uint32_t nslots;
+};
+
+/* Builds ix from the shm at base (size bytes). Returns 0, or -1 with ix->why
+ * when the shm as a whole is not usable (then nothing is enforced). Bad
+ * items are skipped and counted in ix->skipped. seq is re-read at the end:
+ * if a publish raced the copy, -2 asks the caller to try again. */
+int fc_l7_build(const void *base, size_t size, struct fc_l7_index *ix, const struct fc_l7_alloc *a);
+
+/* A request as the engine sees it. args[i] / headers[i] hold the value of
+ * ix->args[i] / ix->headers[i] (len 0: absent). */
+struct fc_l7_req {
+	struct fc_l7_str uid;
+	struct fc_l7_str uri;
+	struct fc_l7_str args[FC_L7_MAX_NAMES];
+	struct fc_l7_str headers[FC_L7_MAX_NAMES];
+	uint8_t family; /* 0: no address */
+	uint8_t addr[16];
+};
+
+enum fc_l7_verdict {
+	FC_L7_PASS,
+	FC_L7_DELAYED,
+	FC_L7_REJECTED,
+	FC_L7_BANNED,
+};
+
+struct fc_l7_result {
+	enum fc_l7_verdict verdict;
+	uint32_t policy;   /* the deciding policy (REJECTED, DELAYED), 0 otherwise */
+	bool uid_ban;      /* BANNED: on the uid, else on the address */
+	uint64_t delay_ns; /* DELAYED: the longest wait */
+	uint64_t retry_ns; /* REJECTED: until a retry could pass */
+	uint64_t limit;    /* the deciding policy's first tier: N per window_s */
+	uint64_t window_s;
+	uint64_t remaining;
+	unsigned matched;     /* policies the request matched */
+	unsigned would_deny;  /* log policies that would have denied it */
+};
+
+/* The policies rq matches in full (indexes into ix->pol), at most
+ * FC_L7_MAX_MATCHES. */
+unsigned fc_l7_match(const struct fc_l7_index *ix, const struct fc_l7_req *rq, uint32_t out[FC_L7_MAX_MATCHES]);
+
+/* Decides for rq at now (UTC ns): bans, then every matching policy, all or
+ * nothing; charges the stat slots. */
+void fc_l7_decide(const struct fc_l7_index *ix, const struct fc_l7_req *rq, uint64_t now, struct fc_l7_result *res);
+
+/* Hashes a dimension value the way the index files it. */
+uint64_t fc_l7_hash(uint8_t kind, uint8_t name_idx, const char *data, size_t len);
+
+#endif /* FC_L7_H */

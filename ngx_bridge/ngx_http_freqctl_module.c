@@ -1,0 +1,858 @@
+/*
+ * ngx_http_freqctl_module: enforces freqctl's L7 policies and bans, which
+ * `freqctl` publishes to a shared-memory file, in the PREACCESS phase.
+ * Policies change without a reload: a worker notices a new seq in the shm on
+ * its next request and rebuilds its private index (fc_l7.c). A missing or
+ * unusable shm lets requests pass, logged once.
+ */
+
+#include <ngx_config.h>
+#include <ngx_core.h>
+#include <ngx_http.h>
+
+#include <sys/mman.h>
+
+#include "fc_l7.h"
+
+#define NGX_HTTP_FREQCTL_RECHECK 1000 /* ms between stat() of the shm path */
+
+typedef struct {
+    ngx_str_t                  shm_path;
+} ngx_http_freqctl_main_conf_t;
+
+typedef struct {
+    ngx_flag_t                 enable;
+    ngx_http_complex_value_t  *uid;
+    ngx_uint_t                 status;
+    ngx_uint_t                 ban_status;
+    ngx_flag_t                 dry_run;
+    ngx_uint_t                 log_level;
+    ngx_flag_t                 headers;
+} ngx_http_freqctl_loc_conf_t;
+
+typedef struct {
+    ngx_uint_t                 status;  /* ngx_http_freqctl_statuses[] */
+    uint32_t                   policy;
+    unsigned                   done:1;
+} ngx_http_freqctl_ctx_t;
+
+enum {
+    NGX_HTTP_FREQCTL_NONE = 0,
+    NGX_HTTP_FREQCTL_PASSED,
+    NGX_HTTP_FREQCTL_DELAYED,
+    NGX_HTTP_FREQCTL_REJECTED,
+    NGX_HTTP_FREQCTL_BANNED,
+    NGX_HTTP_FREQCTL_DELAYED_DRY_RUN,
+    NGX_HTTP_FREQCTL_REJECTED_DRY_RUN,
+    NGX_HTTP_FREQCTL_BANNED_DRY_RUN,
+};
+
+static ngx_str_t  ngx_http_freqctl_statuses[] = {
+    ngx_null_string,
+    ngx_string("PASSED"),
+    ngx_string("DELAYED"),
+    ngx_string("REJECTED"),
+    ngx_string("BANNED"),
+    ngx_string("DELAYED_DRY_RUN"),
+    ngx_string("REJECTED_DRY_RUN"),
+    ngx_string("BANNED_DRY_RUN"),
+};
+
+/* This worker's view of the shm: its mapping and its private index. */
+typedef struct {
+    u_char                    *base;
+    size_t                     size;
+    dev_t                      dev;
+    ino_t                      ino;
+    ngx_msec_t                 checked;
+    ngx_pool_t                *pool;
+    struct fc_l7_index         ix;
+    unsigned                   valid:1;
+    unsigned                   logged_missing:1;
+    uint64_t                   logged_seq;  /* the seq last complained about */
+} ngx_http_freqctl_shm_t;
+
+static ngx_http_freqctl_shm_t  ngx_http_freqctl_shm;
+
+static ngx_int_t ngx_http_freqctl_handler(ngx_http_request_t *r);
+static void ngx_http_freqctl_delay(ngx_http_request_t *r);
+static ngx_int_t ngx_http_freqctl_add_variables(ngx_conf_t *cf);
+static void *ngx_http_freqctl_create_main_conf(ngx_conf_t *cf);
+static void *ngx_http_freqctl_create_loc_conf(ngx_conf_t *cf);
+static char *ngx_http_freqctl_merge_loc_conf(ngx_conf_t *cf, void *parent, void *child);
+static ngx_int_t ngx_http_freqctl_init(ngx_conf_t *cf);
+static void ngx_http_freqctl_exit_process(ngx_cycle_t *cycle);
+
+static ngx_conf_num_bounds_t  ngx_http_freqctl_status_bounds = {
+    ngx_conf_check_num_bounds, 400, 599
+};
+
+static ngx_conf_enum_t  ngx_http_freqctl_log_levels[] = {
+    { ngx_string("info"), NGX_LOG_INFO },
+    { ngx_string("notice"), NGX_LOG_NOTICE },
+    { ngx_string("warn"), NGX_LOG_WARN },
+    { ngx_string("error"), NGX_LOG_ERR },
+    { ngx_null_string, 0 }
+};
+
+static ngx_command_t  ngx_http_freqctl_commands[] = {
+
+    { ngx_string("freqctl_shm"),
+      NGX_HTTP_MAIN_CONF|NGX_CONF_TAKE1,
+      ngx_conf_set_str_slot,
+      NGX_HTTP_MAIN_CONF_OFFSET,
+      offsetof(ngx_http_freqctl_main_conf_t, shm_path),
+      NULL },
+
+    { ngx_string("freqctl"),
+      NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_FLAG,
+      ngx_conf_set_flag_slot,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      offsetof(ngx_http_freqctl_loc_conf_t, enable),
+      NULL },
+
+    { ngx_string("freqctl_uid"),
+      NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_TAKE1,
+      ngx_http_set_complex_value_slot,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      offsetof(ngx_http_freqctl_loc_conf_t, uid),
+      NULL },
+
+    { ngx_string("freqctl_status"),
+      NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_TAKE1,
+      ngx_conf_set_num_slot,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      offsetof(ngx_http_freqctl_loc_conf_t, status),
+      &ngx_http_freqctl_status_bounds },
+
+    { ngx_string("freqctl_ban_status"),
+      NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_TAKE1,
+      ngx_conf_set_num_slot,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      offsetof(ngx_http_freqctl_loc_conf_t, ban_status),
+      &ngx_http_freqctl_status_bounds },
+
+    { ngx_string("freqctl_dry_run"),
+      NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_FLAG,
+      ngx_conf_set_flag_slot,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      offsetof(ngx_http_freqctl_loc_conf_t, dry_run),
+      NULL },
+
+    { ngx_string("freqctl_log_level"),
+      NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_TAKE1,
+      ngx_conf_set_enum_slot,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      offsetof(ngx_http_freqctl_loc_conf_t, log_level),
+      &ngx_http_freqctl_log_levels },
+
+    { ngx_string("freqctl_headers"),
+      NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_FLAG,
+      ngx_conf_set_flag_slot,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      offsetof(ngx_http_freqctl_loc_conf_t, headers),
+      NULL },
+
+      ngx_null_command
+};
+
+static ngx_http_module_t  ngx_http_freqctl_module_ctx = {
+    ngx_http_freqctl_add_variables,        /* preconfiguration */
+    ngx_http_freqctl_init,                 /* postconfiguration */
+    ngx_http_freqctl_create_main_conf,     /* create main configuration */
+    NULL,                                  /* init main configuration */
+    NULL,                                  /* create server configuration */
+    NULL,                                  /* merge server configuration */
+    ngx_http_freqctl_create_loc_conf,      /* create location configuration */
+    ngx_http_freqctl_merge_loc_conf        /* merge location configuration */
+};
+
+ngx_module_t  ngx_http_freqctl_module = {
+    NGX_MODULE_V1,
+    &ngx_http_freqctl_module_ctx,          /* module context */
+    ngx_http_freqctl_commands,             /* module directives */
+    NGX_HTTP_MODULE,                       /* module type */
+    NULL,                                  /* init master */
+    NULL,                                  /* init module */
+    NULL,                                  /* init process */
+    NULL,                                  /* init thread */
+    NULL,                                  /* exit thread */
+    ngx_http_freqctl_exit_process,         /* exit process */
+    NULL,                                  /* exit master */
+    NGX_MODULE_V1_PADDING
+};
+
+
+static void *
+ngx_http_freqctl_pool_alloc(void *ctx, size_t size)
+{
+    return ngx_pcalloc(ctx, size);
+}
+
+
+static void
+ngx_http_freqctl_unmap(ngx_http_freqctl_shm_t *s)
+{
+    if (s->base) {
+        munmap(s->base, s->size);
+        s->base = NULL;
+    }
+
+    if (s->pool) {
+        ngx_destroy_pool(s->pool);
+        s->pool = NULL;
+    }
+
+    s->valid = 0;
+}
+
+
+/* (Re)maps the shm when its path now names another file, or none. */
+static void
+ngx_http_freqctl_map(ngx_http_freqctl_shm_t *s, ngx_str_t *path, ngx_log_t *log)
+{
+    ngx_fd_t         fd;
+    ngx_file_info_t  fi;
+    u_char          *base;
+
+    if (ngx_file_info(path->data, &fi) == NGX_FILE_ERROR) {
+        if (!s->logged_missing) {
+            ngx_log_error(NGX_LOG_WARN, log, ngx_errno,
+                          "freqctl: shm \"%V\" is missing: requests pass "
+                          "until it appears", path);
+            s->logged_missing = 1;
+        }
+        ngx_http_freqctl_unmap(s);
+        return;
+    }
+
+    if (s->base && fi.st_dev == s->dev
+        && ngx_file_uniq(&fi) == s->ino
+        && (size_t) ngx_file_size(&fi) == s->size)
+    {
+        return;
+    }
+
+    ngx_http_freqctl_unmap(s);
+
+    fd = ngx_open_file(path->data, NGX_FILE_RDWR, NGX_FILE_OPEN, 0);
+    if (fd == NGX_INVALID_FILE) {
+        if (!s->logged_missing) {
+            ngx_log_error(NGX_LOG_WARN, log, ngx_errno,
+                          "freqctl: cannot open shm \"%V\": requests pass",
+                          path);
+            s->logged_missing = 1;
+        }
+        return;
+    }
+
+    base = NULL;
+    if (ngx_file_size(&fi) >= (off_t) sizeof(struct fc_shm_header)) {
+        base = mmap(NULL, (size_t) ngx_file_size(&fi), PROT_READ|PROT_WRITE,
+                    MAP_SHARED, fd, 0);
+    }
+
+    ngx_close_file(fd);
+
+    if (base == NULL || base == MAP_FAILED) {
+        ngx_log_error(NGX_LOG_WARN, log, ngx_errno,
+                      "freqctl: cannot map shm \"%V\": requests pass", path);
+        return;
+    }
+
+    s->base = base;
+    s->size = (size_t) ngx_file_size(&fi);
+    s->dev = fi.st_dev;
+    s->ino = ngx_file_uniq(&fi);
+    s->logged_missing = 0;
+
+    ngx_log_error(NGX_LOG_NOTICE, log, 0, "freqctl: mapped shm \"%V\"", path);
+}
+
+
+/* The index for this request: rebuilt when the shm's seq moved. */
+static struct fc_l7_index *
+ngx_http_freqctl_index(ngx_http_request_t *r, ngx_str_t *path)
+{
+    ngx_http_freqctl_shm_t  *s = &ngx_http_freqctl_shm;
+    struct fc_shm_header    *h;
+    struct fc_l7_alloc       a;
+    struct fc_l7_index       ix;
+    ngx_pool_t              *pool;
+    ngx_int_t                rc, tries;
+    uint64_t                 seq;
+
+    if (s->base == NULL || ngx_current_msec - s->checked >= NGX_HTTP_FREQCTL_RECHECK) {
+        s->checked = ngx_current_msec;
+        ngx_http_freqctl_map(s, path, r->connection->log);
+    }
+
+    if (s->base == NULL) {
+        return NULL;
+    }
+
+    h = (struct fc_shm_header *) s->base;
+    seq = __atomic_load_n(&h->seq, __ATOMIC_ACQUIRE);
+
+    if (s->valid && seq == s->ix.seq) {
+        return &s->ix;
+    }
+
+    if (seq == s->logged_seq && !s->valid) {
+        return NULL;  /* this seq was already found unusable */
+    }
+
+    rc = -2;
+    pool = NULL;
+
+    for (tries = 0; tries < 3 && rc == -2; tries++) {
+        if (pool) {
+            ngx_destroy_pool(pool);
+        }
+
+        pool = ngx_create_pool(16384, ngx_cycle->log);
+        if (pool == NULL) {
+            return s->valid ? &s->ix : NULL;
+        }
+
+        a.alloc = ngx_http_freqctl_pool_alloc;
+        a.ctx = pool;
+        rc = fc_l7_build(s->base, s->size, &ix, &a);
+    }
+
+    if (rc != 0) {
+        ngx_destroy_pool(pool);
+        ngx_log_error(NGX_LOG_WARN, r->connection->log, 0,
+                      "freqctl: shm \"%V\" seq %uL unusable (%s): "
+                      "requests pass", path, seq,
+                      rc == -2 ? "kept changing" : ix.why);
+        s->logged_seq = seq;
+        if (s->pool) {
+            ngx_destroy_pool(s->pool);
+            s->pool = NULL;
+        }
+        s->valid = 0;
+        return NULL;
+    }
+
+    if (ix.skipped && s->logged_seq != ix.seq) {
+        ngx_log_error(NGX_LOG_WARN, r->connection->log, 0,
+                      "freqctl: shm \"%V\" seq %uL: %uz invalid items skipped",
+                      path, ix.seq, ix.skipped);
+        s->logged_seq = ix.seq;
+    }
+
+    if (s->pool) {
+        ngx_destroy_pool(s->pool);
+    }
+
+    s->pool = pool;
+    s->ix = ix;
+    s->valid = 1;
+
+    ngx_log_debug3(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
+                   "freqctl: index seq %uL: %uz policies, %uz bans",
+                   ix.seq, ix.npolicies, ix.nbans);
+
+    return &s->ix;
+}
+
+
+/* Fills the engine's view of r: uid, uri, address, and the args and headers
+ * that some policy names. */
+static ngx_int_t
+ngx_http_freqctl_request(ngx_http_request_t *r, ngx_http_freqctl_loc_conf_t *lcf,
+    struct fc_l7_index *ix, struct fc_l7_req *rq)
+{
+    size_t            i, k;
+    ngx_str_t         v;
+    ngx_uint_t        n;
+    ngx_list_part_t  *part;
+    ngx_table_elt_t  *hdr;
+
+    ngx_memzero(rq, sizeof(*rq));
+
+    if (lcf->uid) {
+        if (ngx_http_complex_value(r, lcf->uid, &v) != NGX_OK) {
+            return NGX_ERROR;
+        }
+        rq->uid.data = (const char *) v.data;
+        rq->uid.len = v.len;
+    }
+
+    rq->uri.data = (const char *) r->uri.data;
+    rq->uri.len = r->uri.len;
+
+    switch (r->connection->sockaddr->sa_family) {
+    case AF_INET:
+        rq->family = 4;
+        ngx_memcpy(rq->addr,
+                   &((struct sockaddr_in *) r->connection->sockaddr)->sin_addr, 4);
+        break;
+#if (NGX_HAVE_INET6)
+    case AF_INET6:
+        rq->family = 6;
+        ngx_memcpy(rq->addr,
+                   &((struct sockaddr_in6 *) r->connection->sockaddr)->sin6_addr, 16);
+        if (IN6_IS_ADDR_V4MAPPED((struct in6_addr *) rq->addr)) {
+            rq->family = 4;
+            ngx_memmove(rq->addr, rq->addr + 12, 4);
+        }
+        break;
+#endif
+    }
+
+    for (i = 0; i < ix->nargs; i++) {
+        if (ngx_http_arg(r, (u_char *) ix->args[i].data, ix->args[i].len, &v) == NGX_OK) {
+            rq->args[i].data = (const char *) v.data;
+            rq->args[i].len = v.len;
+        }
+    }
+
+    if (ix->nheaders == 0) {
+        return NGX_OK;
+    }
+
+    part = &r->headers_in.headers.part;
+    hdr = part->elts;
+
+    for (n = 0; /* void */; n++) {
+        if (n >= part->nelts) {
+            if (part->next == NULL) {
+                break;
+            }
+            part = part->next;
+            hdr = part->elts;
+            n = 0;
+        }
+
+        for (k = 0; k < ix->nheaders; k++) {
+            if (hdr[n].key.len == ix->headers[k].len
+                && ngx_strncmp(hdr[n].lowcase_key, ix->headers[k].data,
+                               hdr[n].key.len) == 0)
+            {
+                rq->headers[k].data = (const char *) hdr[n].value.data;
+                rq->headers[k].len = hdr[n].value.len;
+            }
+        }
+    }
+
+    return NGX_OK;
+}
+
+
+static ngx_int_t
+ngx_http_freqctl_add_header(ngx_http_request_t *r, const char *name, ngx_str_t *value)
+{
+    ngx_table_elt_t  *h;
+
+    h = ngx_list_push(&r->headers_out.headers);
+    if (h == NULL) {
+        return NGX_ERROR;
+    }
+
+    h->hash = 1;
+    h->key.data = (u_char *) name;
+    h->key.len = ngx_strlen(name);
+    h->value = *value;
+
+    return NGX_OK;
+}
+
+
+/* Retry-After (whole seconds, never early) and the IETF httpapi draft's
+ * RateLimit-Policy / RateLimit for the deciding policy. */
+static ngx_int_t
+ngx_http_freqctl_headers(ngx_http_request_t *r, struct fc_l7_result *res)
+{
+    ngx_str_t  v;
+    uint64_t   retry, reset;
+
+    retry = (res->retry_ns + FC_NS_PER_SEC - 1) / FC_NS_PER_SEC;
+    reset = res->verdict == FC_L7_REJECTED ? retry
+            : (res->delay_ns + FC_NS_PER_SEC - 1) / FC_NS_PER_SEC;
+
+    v.data = ngx_pnalloc(r->pool, 3 * (NGX_INT64_LEN + 32));
+    if (v.data == NULL) {
+        return NGX_ERROR;
+    }
+
+    if (res->verdict == FC_L7_REJECTED) {
+        v.len = ngx_sprintf(v.data, "%uL", retry) - v.data;
+        if (ngx_http_freqctl_add_header(r, "Retry-After", &v) != NGX_OK) {
+            return NGX_ERROR;
+        }
+        v.data += v.len;
+    }
+
+    v.len = ngx_sprintf(v.data, "\"p%uD\";q=%uL;w=%uL", res->policy,
+                        res->limit, res->window_s) - v.data;
+    if (ngx_http_freqctl_add_header(r, "RateLimit-Policy", &v) != NGX_OK) {
+        return NGX_ERROR;
+    }
+    v.data += v.len;
+
+    v.len = ngx_sprintf(v.data, "\"p%uD\";r=%uL;t=%uL", res->policy,
+                        res->remaining, reset) - v.data;
+
+    return ngx_http_freqctl_add_header(r, "RateLimit", &v);
+}
+
+
+static uint64_t
+ngx_http_freqctl_now(void)
+{
+    struct timespec  ts;
+
+    clock_gettime(CLOCK_REALTIME, &ts);
+
+    return (uint64_t) ts.tv_sec * FC_NS_PER_SEC + (uint64_t) ts.tv_nsec;
+}
+
+
+static void
+ngx_http_freqctl_cleanup(void *data)
+{
+    /* only a marker: see ngx_http_freqctl_get_ctx() */
+}
+
+
+/*
+ * The request's ctx. An internal redirect (index, try_files, error_page)
+ * clears module contexts and runs the phases again; the ctx is also kept
+ * as a pool cleanup, as the realip module does, so the request is decided
+ * once and $freqctl_status survives the redirect.
+ */
+static ngx_http_freqctl_ctx_t *
+ngx_http_freqctl_get_ctx(ngx_http_request_t *r, ngx_flag_t create)
+{
+    ngx_pool_cleanup_t      *cln;
+    ngx_http_freqctl_ctx_t  *ctx;
+
+    ctx = ngx_http_get_module_ctx(r, ngx_http_freqctl_module);
+    if (ctx) {
+        return ctx;
+    }
+
+    for (cln = r->pool->cleanup; cln; cln = cln->next) {
+        if (cln->handler == ngx_http_freqctl_cleanup) {
+            ctx = cln->data;
+            ngx_http_set_ctx(r, ctx, ngx_http_freqctl_module);
+            return ctx;
+        }
+    }
+
+    if (!create) {
+        return NULL;
+    }
+
+    cln = ngx_pool_cleanup_add(r->pool, sizeof(ngx_http_freqctl_ctx_t));
+    if (cln == NULL) {
+        return NULL;
+    }
+
+    ctx = cln->data;
+    ngx_memzero(ctx, sizeof(ngx_http_freqctl_ctx_t));
+    cln->handler = ngx_http_freqctl_cleanup;
+    ngx_http_set_ctx(r, ctx, ngx_http_freqctl_module);
+
+    return ctx;
+}
+
+
+static ngx_int_t
+ngx_http_freqctl_handler(ngx_http_request_t *r)
+{
+    ngx_http_freqctl_main_conf_t  *mcf;
+    ngx_http_freqctl_loc_conf_t   *lcf;
+    ngx_http_freqctl_ctx_t        *ctx;
+    struct fc_l7_index            *ix;
+    struct fc_l7_result            res;
+    struct fc_l7_req               rq;
+    ngx_msec_t                     delay;
+
+    lcf = ngx_http_get_module_loc_conf(r, ngx_http_freqctl_module);
+    mcf = ngx_http_get_module_main_conf(r, ngx_http_freqctl_module);
+
+    if (!lcf->enable || mcf->shm_path.len == 0 || r->main != r) {
+        return NGX_DECLINED;
+    }
+
+    ctx = ngx_http_freqctl_get_ctx(r, 1);
+    if (ctx == NULL) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    if (ctx->done) {
+        return NGX_DECLINED;  /* back from a delay, or an internal redirect */
+    }
+
+    ctx->done = 1;
+    ctx->status = NGX_HTTP_FREQCTL_PASSED;
+
+    ix = ngx_http_freqctl_index(r, &mcf->shm_path);
+    if (ix == NULL) {
+        return NGX_DECLINED;  /* fail open */
+    }
+
+    if (ngx_http_freqctl_request(r, lcf, ix, &rq) != NGX_OK) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    fc_l7_decide(ix, &rq, ngx_http_freqctl_now(), &res);
+    ctx->policy = res.policy;
+
+    if (res.would_deny) {
+        ngx_log_error(lcf->log_level, r->connection->log, 0,
+                      "freqctl: %ud log policies would have denied this "
+                      "request, uid \"%*s\"", res.would_deny,
+                      rq.uid.len, rq.uid.data);
+    }
+
+    switch (res.verdict) {
+
+    case FC_L7_PASS:
+        return NGX_DECLINED;
+
+    case FC_L7_BANNED:
+        ngx_log_error(lcf->log_level, r->connection->log, 0,
+                      "freqctl: %s, %s %s%*s%s", lcf->dry_run ? "would ban" : "banned",
+                      res.uid_ban ? "uid" : "client address",
+                      res.uid_ban ? "\"" : "", res.uid_ban ? rq.uid.len : 0,
+                      rq.uid.data, res.uid_ban ? "\"" : "");
+        if (lcf->dry_run) {
+            ctx->status = NGX_HTTP_FREQCTL_BANNED_DRY_RUN;
+            return NGX_DECLINED;
+        }
+        ctx->status = NGX_HTTP_FREQCTL_BANNED;
+        return lcf->ban_status;
+
+    case FC_L7_REJECTED:
+        ngx_log_error(lcf->log_level, r->connection->log, 0,
+                      "freqctl: policy %uD %s request, uid \"%*s\"", res.policy,
+                      lcf->dry_run ? "would reject" : "rejected",
+                      rq.uid.len, rq.uid.data);
+        if (lcf->dry_run) {
+            ctx->status = NGX_HTTP_FREQCTL_REJECTED_DRY_RUN;
+            return NGX_DECLINED;
+        }
+        ctx->status = NGX_HTTP_FREQCTL_REJECTED;
+        if (lcf->headers && ngx_http_freqctl_headers(r, &res) != NGX_OK) {
+            return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        }
+        return lcf->status;
+
+    default: /* FC_L7_DELAYED */
+        delay = (ngx_msec_t) ((res.delay_ns + 999999) / 1000000);
+        ngx_log_error(lcf->log_level, r->connection->log, 0,
+                      "freqctl: policy %uD %s request by %M ms, uid \"%*s\"",
+                      res.policy, lcf->dry_run ? "would delay" : "delaying",
+                      delay, rq.uid.len, rq.uid.data);
+        if (lcf->dry_run) {
+            ctx->status = NGX_HTTP_FREQCTL_DELAYED_DRY_RUN;
+            return NGX_DECLINED;
+        }
+        ctx->status = NGX_HTTP_FREQCTL_DELAYED;
+        if (lcf->headers && ngx_http_freqctl_headers(r, &res) != NGX_OK) {
+            return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        }
+        if (delay == 0) {
+            return NGX_DECLINED;
+        }
+        if (ngx_handle_read_event(r->connection->read, 0) != NGX_OK) {
+            return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        }
+        /* Wait on a timer, as limit_req does: never sleep in a worker. */
+        r->read_event_handler = ngx_http_test_reading;
+        r->write_event_handler = ngx_http_freqctl_delay;
+        r->connection->write->delayed = 1;
+        ngx_add_timer(r->connection->write, delay);
+        return NGX_AGAIN;
+    }
+}
+
+
+static void
+ngx_http_freqctl_delay(ngx_http_request_t *r)
+{
+    ngx_event_t  *wev;
+
+    wev = r->connection->write;
+
+    if (wev->delayed) {
+        if (ngx_handle_write_event(wev, 0) != NGX_OK) {
+            ngx_http_finalize_request(r, NGX_HTTP_INTERNAL_SERVER_ERROR);
+        }
+        return;
+    }
+
+    if (ngx_handle_read_event(r->connection->read, 0) != NGX_OK) {
+        ngx_http_finalize_request(r, NGX_HTTP_INTERNAL_SERVER_ERROR);
+        return;
+    }
+
+    r->read_event_handler = ngx_http_block_reading;
+    r->write_event_handler = ngx_http_core_run_phases;
+
+    ngx_http_core_run_phases(r);
+}
+
+
+static ngx_int_t
+ngx_http_freqctl_status_variable(ngx_http_request_t *r,
+    ngx_http_variable_value_t *v, uintptr_t data)
+{
+    ngx_http_freqctl_ctx_t  *ctx;
+
+    ctx = ngx_http_freqctl_get_ctx(r->main, 0);
+    if (ctx == NULL || ctx->status == NGX_HTTP_FREQCTL_NONE) {
+        v->not_found = 1;
+        return NGX_OK;
+    }
+
+    v->valid = 1;
+    v->no_cacheable = 0;
+    v->not_found = 0;
+    v->len = ngx_http_freqctl_statuses[ctx->status].len;
+    v->data = ngx_http_freqctl_statuses[ctx->status].data;
+
+    return NGX_OK;
+}
+
+
+static ngx_int_t
+ngx_http_freqctl_policy_variable(ngx_http_request_t *r,
+    ngx_http_variable_value_t *v, uintptr_t data)
+{
+    ngx_http_freqctl_ctx_t  *ctx;
+
+    ctx = ngx_http_freqctl_get_ctx(r->main, 0);
+    if (ctx == NULL || ctx->policy == 0) {
+        v->not_found = 1;
+        return NGX_OK;
+    }
+
+    v->data = ngx_pnalloc(r->pool, NGX_INT32_LEN);
+    if (v->data == NULL) {
+        return NGX_ERROR;
+    }
+
+    v->len = ngx_sprintf(v->data, "%uD", ctx->policy) - v->data;
+    v->valid = 1;
+    v->no_cacheable = 0;
+    v->not_found = 0;
+
+    return NGX_OK;
+}
+
+
+static ngx_http_variable_t  ngx_http_freqctl_vars[] = {
+
+    { ngx_string("freqctl_status"), NULL,
+      ngx_http_freqctl_status_variable, 0, NGX_HTTP_VAR_NOCACHEABLE, 0 },
+
+    { ngx_string("freqctl_policy"), NULL,
+      ngx_http_freqctl_policy_variable, 0, NGX_HTTP_VAR_NOCACHEABLE, 0 },
+
+      ngx_http_null_variable
+};
+
+
+static ngx_int_t
+ngx_http_freqctl_add_variables(ngx_conf_t *cf)
+{
+    ngx_http_variable_t  *var, *v;
+
+    for (v = ngx_http_freqctl_vars; v->name.len; v++) {
+        var = ngx_http_add_variable(cf, &v->name, v->flags);
+        if (var == NULL) {
+            return NGX_ERROR;
+        }
+
+        var->get_handler = v->get_handler;
+        var->data = v->data;
+    }
+
+    return NGX_OK;
+}
+
+
+static void *
+ngx_http_freqctl_create_main_conf(ngx_conf_t *cf)
+{
+    return ngx_pcalloc(cf->pool, sizeof(ngx_http_freqctl_main_conf_t));
+}
+
+
+static void *
+ngx_http_freqctl_create_loc_conf(ngx_conf_t *cf)
+{
+    ngx_http_freqctl_loc_conf_t  *conf;
+
+    conf = ngx_pcalloc(cf->pool, sizeof(ngx_http_freqctl_loc_conf_t));
+    if (conf == NULL) {
+        return NULL;
+    }
+
+    /*
+     * set by ngx_pcalloc():
+     *
+     *     conf->uid = NULL;
+     */
+
+    conf->enable = NGX_CONF_UNSET;
+    conf->status = NGX_CONF_UNSET_UINT;
+    conf->ban_status = NGX_CONF_UNSET_UINT;
+    conf->dry_run = NGX_CONF_UNSET;
+    conf->log_level = NGX_CONF_UNSET_UINT;
+    conf->headers = NGX_CONF_UNSET;
+
+    return conf;
+}
+
+
+static char *
+ngx_http_freqctl_merge_loc_conf(ngx_conf_t *cf, void *parent, void *child)
+{
+    ngx_http_freqctl_loc_conf_t *prev = parent;
+    ngx_http_freqctl_loc_conf_t *conf = child;
+
+    ngx_conf_merge_value(conf->enable, prev->enable, 0);
+    ngx_conf_merge_uint_value(conf->status, prev->status, NGX_HTTP_TOO_MANY_REQUESTS);
+    ngx_conf_merge_uint_value(conf->ban_status, prev->ban_status, NGX_HTTP_FORBIDDEN);
+    ngx_conf_merge_value(conf->dry_run, prev->dry_run, 0);
+    ngx_conf_merge_uint_value(conf->log_level, prev->log_level, NGX_LOG_WARN);
+    ngx_conf_merge_value(conf->headers, prev->headers, 1);
+
+    if (conf->uid == NULL) {
+        conf->uid = prev->uid;
+    }
+
+    return NGX_CONF_OK;
+}
+
+
+static ngx_int_t
+ngx_http_freqctl_init(ngx_conf_t *cf)
+{
+    ngx_http_handler_pt        *h;
+    ngx_http_core_main_conf_t  *cmcf;
+
+    cmcf = ngx_http_conf_get_module_main_conf(cf, ngx_http_core_module);
+
+    h = ngx_array_push(&cmcf->phases[NGX_HTTP_PREACCESS_PHASE].handlers);
+    if (h == NULL) {
+        return NGX_ERROR;
+    }
+
+    *h = ngx_http_freqctl_handler;
+
+    return NGX_OK;
+}
+
+
+static void
+ngx_http_freqctl_exit_process(ngx_cycle_t *cycle)
+{
+    ngx_http_freqctl_unmap(&ngx_http_freqctl_shm);
+}

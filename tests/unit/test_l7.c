@@ -1,0 +1,574 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * The L7 engine the nginx module runs (ngx_bridge/fc_l7.c) against shm files
+ * written by freqctl's real publisher: round trips, every single-byte
+ * corruption and every truncation of a published block (built with
+ * AddressSanitizer), exactness with 8 forked processes on one slot, tiers,
+ * delays, and indexed matching against a naive reference on random requests.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <fcntl.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "fc_l7.h"
+#include "fc_shm_write.h"
+#include "fc_store.h"
+
+#define SEC FC_NS_PER_SEC
+#define T0 (1795316400ULL * SEC)
+
+/* Allocations of one index build, freed together. */
+struct fc_arena {
+	void **v;
+	size_t n, cap;
+};
+
+static void *fc_arena_alloc(void *ctx, size_t size)
+{
+	struct fc_arena *a = ctx;
+	void *p = calloc(1, size ? size : 1);
+
+	if (!p)
+		return NULL;
+	if (a->n == a->cap) {
+		a->cap = a->cap ? a->cap * 2 : 64;
+		a->v = realloc(a->v, a->cap * sizeof(*a->v));
+	}
+	a->v[a->n++] = p;
+	return p;
+}
+
+static void fc_arena_free(struct fc_arena *a)
+{
+	size_t i;
+
+	for (i = 0; i < a->n; i++)
+		free(a->v[i]);
+	free(a->v);
+	memset(a, 0, sizeof(*a));
+}
+
+struct fc_t {
+	char dir[64], db[96], shm[96];
+	struct fc_store *st;
+	void *base;
+	size_t size;
+	struct fc_arena arena;
+	struct fc_l7_index ix;
+};
+
+static int fc_setup(void **state)
+{
+	struct fc_t *t = calloc(1, sizeof(*t));
+	struct fc_err err;
+
+	assert_non_null(t);
+	snprintf(t->dir, sizeof(t->dir), "/tmp/fc-l7-XXXXXX");
+	assert_non_null(mkdtemp(t->dir));
+	snprintf(t->db, sizeof(t->db), "%s/store.db", t->dir);
+	snprintf(t->shm, sizeof(t->shm), "%s/shm", t->dir);
+	if (fc_store_open(t->db, &t->st, &err) < 0)
+		fail_msg("%s", err.msg);
+	*state = t;
+	return 0;
+}
+
+static void fc_unmap(struct fc_t *t)
+{
+	if (t->base)
+		munmap(t->base, t->size);
+	t->base = NULL;
+	fc_arena_free(&t->arena);
+}
+
+static int fc_teardown(void **state)
+{
+	struct fc_t *t = *state;
+	char cmd[128];
+
+	fc_unmap(t);
+	fc_store_close(t->st);
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", t->dir);
+	assert_int_equal(system(cmd), 0);
+	free(t);
+	return 0;
+}
+
+static void fc_policy(struct fc_t *t, uint32_t id, const char *match, const char *rates, const char *action,
+		      uint64_t burst, uint32_t delay_burst)
+{
+	struct fc_policy_spec p = { .id = id, .burst = burst, .delay_burst = delay_burst };
+	struct fc_policy_row row;
+	struct fc_err err;
+
+	if (fc_match_parse(match, &p, &err) < 0 || fc_rates_parse(rates, &p, &err) < 0 ||
+	    fc_action_parse(action, &p.action, &err) < 0 || fc_policy_validate(&p, &err) < 0 ||
+	    fc_store_policy_put(t->st, &p, 1, &row, &err) < 0)
+		fail_msg("policy %u: %s", id, err.msg);
+}
+
+/* Publishes the store and maps the shm read-write, as a worker does. */
+static void fc_publish(struct fc_t *t)
+{
+	struct fc_shm_result res;
+	struct fc_err err;
+	struct stat sb;
+	int fd;
+
+	fc_unmap(t);
+	if (fc_shm_publish(t->shm, NULL, t->st, 1, &res, &err) < 0)
+		fail_msg("%s", err.msg);
+	fd = open(t->shm, O_RDWR);
+	assert_true(fd >= 0);
+	assert_int_equal(fstat(fd, &sb), 0);
+	t->size = (size_t)sb.st_size;
+	t->base = mmap(NULL, t->size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	close(fd);
+	assert_true(t->base != MAP_FAILED);
+}
+
+static int fc_build(struct fc_t *t, const void *base, size_t size)
+{
+	struct fc_l7_alloc a = { fc_arena_alloc, &t->arena };
+
+	fc_arena_free(&t->arena);
+	return fc_l7_build(base, size, &t->ix, &a);
+}
+
+/* A request from text: "uid=u1 arg:api=login header:x-key=k uri=/a ip=198.18.0.1". */
+static void fc_req(const struct fc_l7_index *ix, struct fc_l7_req *rq, const char *text)
+{
+	static char buf[1024];
+	char *tok, *save = NULL, *eq, *colon;
+	size_t i;
+
+	memset(rq, 0, sizeof(*rq));
+	snprintf(buf, sizeof(buf), "%s", text);
+	for (tok = strtok_r(buf, " ", &save); tok; tok = strtok_r(NULL, " ", &save)) {
+		eq = strchr(tok, '=');
+		*eq++ = '\0';
+		colon = strchr(tok, ':');
+		if (!strcmp(tok, "uid")) {
+			rq->uid = (struct fc_l7_str){ eq, strlen(eq) };
+		} else if (!strcmp(tok, "uri")) {
+			rq->uri = (struct fc_l7_str){ eq, strlen(eq) };
+		} else if (!strcmp(tok, "ip")) {
+			struct fc_prefix p;
+			struct fc_err err;
+
+			assert_int_equal(fc_prefix_parse(eq, &p, &err), 0);
+			rq->family = p.family;
+			memcpy(rq->addr, p.a, 16);
+		} else if (colon) {
+			const struct fc_l7_str *names = !strncmp(tok, "arg", 3) ? ix->args : ix->headers;
+			size_t n = !strncmp(tok, "arg", 3) ? ix->nargs : ix->nheaders;
+			struct fc_l7_str *vals = !strncmp(tok, "arg", 3) ? rq->args : rq->headers;
+
+			for (i = 0; i < n; i++)
+				if (names[i].len == strlen(colon + 1) && !memcmp(names[i].data, colon + 1, names[i].len))
+					vals[i] = (struct fc_l7_str){ eq, strlen(eq) };
+		}
+	}
+}
+
+static enum fc_l7_verdict fc_decide(struct fc_t *t, const char *req, uint64_t now, struct fc_l7_result *res)
+{
+	struct fc_l7_result r;
+	struct fc_l7_req rq;
+
+	fc_req(&t->ix, &rq, req);
+	fc_l7_decide(&t->ix, &rq, now, res ? res : &r);
+	return res ? res->verdict : r.verdict;
+}
+
+static int fc_passes(struct fc_t *t, const char *req, uint64_t now, int n)
+{
+	int i, ok = 0;
+
+	for (i = 0; i < n; i++)
+		ok += fc_decide(t, req, now, NULL) == FC_L7_PASS;
+	return ok;
+}
+
+static void test_round_trip(void **state)
+{
+	struct fc_t *t = *state;
+	struct fc_uid_ban ub = { .uid = "evil", .created = 1 };
+	struct fc_ban_row br = { .created = 1 };
+	struct fc_l7_result res;
+	struct fc_err err;
+	bool existed;
+
+	fc_policy(t, 7, "uid=u1024,arg:api=login", "3/m,100/d", "drop", 0, 0);
+	fc_policy(t, 8, "header:X-Key=k1,ip=198.18.0.0/24", "2/m", "drop", 0, 0);
+	fc_policy(t, 9, "uri=/login", "1/m", "log", 0, 0);
+	fc_policy(t, 10, "ip=198.18.0.7", "1/m", "drop", 0, 0); /* L4 only: not in the shm */
+	assert_int_equal(fc_store_uid_ban_put(t->st, &ub, &existed, 1, &err), 0);
+	assert_int_equal(fc_prefix_parse("203.0.113.0/24", &br.p, &err), 0);
+	assert_int_equal(fc_store_ban_put(t->st, &br, &err), 0);
+	fc_publish(t);
+	assert_int_equal(fc_build(t, t->base, t->size), 0);
+	assert_int_equal(t->ix.npolicies, 3);
+	assert_int_equal(t->ix.nbans, 2);
+	assert_int_equal(t->ix.skipped, 0);
+
+	assert_int_equal(fc_passes(t, "uid=u1024 arg:api=login", T0, 5), 3);
+	assert_int_equal(fc_decide(t, "uid=u1024 arg:api=login", T0, &res), FC_L7_REJECTED);
+	assert_int_equal(res.policy, 7);
+	assert_int_equal(res.limit, 3);
+	assert_int_equal(res.window_s, 60);
+	assert_int_equal(res.remaining, 0);
+	assert_int_equal(res.retry_ns, 20 * SEC);
+	assert_int_equal(fc_passes(t, "uid=u1024 arg:api=other", T0, 5), 5); /* another key */
+	assert_int_equal(fc_passes(t, "uid=u9 arg:api=login", T0, 5), 5);
+	assert_int_equal(fc_passes(t, "header:x-key=k1 ip=198.18.0.9", T0, 5), 2);
+	assert_int_equal(fc_passes(t, "header:x-key=k1 ip=198.18.1.9", T0, 5), 5); /* outside the /24 */
+	assert_int_equal(fc_passes(t, "uri=/login", T0, 5), 5); /* log: would deny 4 */
+	assert_int_equal(fc_decide(t, "uri=/login", T0, &res), FC_L7_PASS);
+	assert_int_equal(res.would_deny, 1);
+	assert_int_equal(fc_decide(t, "uid=evil", T0, &res), FC_L7_BANNED);
+	assert_true(res.uid_ban);
+	assert_int_equal(fc_decide(t, "ip=203.0.113.77", T0, &res), FC_L7_BANNED);
+	assert_false(res.uid_ban);
+	assert_int_equal(fc_decide(t, "ip=198.18.0.7", T0, &res), FC_L7_PASS);
+	/* Counters in the slots. */
+	assert_int_equal(t->ix.slots[1].passed, 3);
+	assert_int_equal(t->ix.slots[1].denied, 3);
+}
+
+/* Editing limits keeps a slot's state; a new match starts afresh; a
+ * publish that changes nothing changes no seq. */
+static void test_republish(void **state)
+{
+	struct fc_t *t = *state;
+	struct fc_shm_result res;
+	struct fc_err err;
+	uint64_t seq;
+
+	fc_policy(t, 7, "uid=u1", "3/m", "drop", 0, 0);
+	fc_publish(t);
+	assert_int_equal(fc_build(t, t->base, t->size), 0);
+	assert_int_equal(fc_passes(t, "uid=u1", T0, 2), 2);
+	seq = t->ix.seq;
+	fc_policy(t, 7, "uid=u1", "3/m", "drop", 4, 0); /* burst 4: one more than before */
+	fc_publish(t);
+	assert_int_equal(fc_build(t, t->base, t->size), 0);
+	assert_true(t->ix.seq > seq);
+	assert_int_equal(fc_passes(t, "uid=u1", T0, 5), 2);
+	fc_policy(t, 7, "uid=u2", "3/m", "drop", 4, 0);
+	fc_publish(t);
+	assert_int_equal(fc_build(t, t->base, t->size), 0);
+	assert_int_equal(fc_passes(t, "uid=u2", T0, 5), 4);
+	seq = t->ix.seq;
+	assert_int_equal(fc_shm_publish(t->shm, NULL, t->st, 1, &res, &err), 0);
+	assert_false(res.published);
+	assert_int_equal(res.seq, seq);
+}
+
+static void fc_corpus(struct fc_t *t)
+{
+	struct fc_uid_ban ub = { .uid = "evil", .created = 1 };
+	struct fc_ban_row br = { .created = 1 };
+	struct fc_err err;
+	bool existed;
+
+	fc_policy(t, 1, "uid=u1,arg:a=1", "3/m", "drop", 0, 0);
+	fc_policy(t, 2, "header:x=y,ip=2001:db8::/32", "2/s,10/m", "delay", 1, 2);
+	fc_policy(t, 3, "uri=/x", "1/m", "log", 0, 0);
+	assert_int_equal(fc_store_uid_ban_put(t->st, &ub, &existed, 1, &err), 0);
+	assert_int_equal(fc_prefix_parse("203.0.113.0/24", &br.p, &err), 0);
+	assert_int_equal(fc_store_ban_put(t->st, &br, &err), 0);
+	fc_publish(t);
+}
+
+/* Every single-byte corruption of the header and of the live block's items:
+ * the build rejects or skips, never reads out of bounds (ASan watches), and
+ * whatever it builds decides without faulting. */
+static void test_corruption(void **state)
+{
+	static const uint8_t flips[] = { 0xff, 0x01, 0x80, 0x00 };
+	struct fc_t *t = *state;
+	const struct fc_shm_header *h;
+	const struct fc_shm_block *blk;
+	struct fc_l7_result res;
+	struct fc_l7_req rq;
+	size_t span, i, f, built = 0, refused = 0;
+	uint8_t *copy;
+
+	fc_corpus(t);
+	h = t->base;
+	blk = (const struct fc_shm_block *)((const uint8_t *)t->base + h->block_off[h->active]);
+	span = h->block_off[h->active] + sizeof(*blk) + blk->used;
+	/* A private copy of the whole file, so the slots stay in bounds. */
+	copy = malloc(t->size);
+	assert_non_null(copy);
+	memcpy(copy, t->base, t->size);
+	for (i = 0; i < span; i++) {
+		if (i >= sizeof(*h) && i < h->block_off[h->active])
+			continue; /* the other block and padding: not read */
+		for (f = 0; f < sizeof(flips); f++) {
+			uint8_t old = copy[i];
+			int rc;
+
+			copy[i] = (uint8_t)(flips[f] ? old ^ flips[f] : 0);
+			if (copy[i] == old) {
+				continue;
+			}
+			rc = fc_build(t, copy, t->size);
+			if (rc == 0) {
+				built++;
+				fc_req(&t->ix, &rq, "uid=u1 arg:a=1 header:x=y ip=2001:db8::1 uri=/x");
+				fc_l7_decide(&t->ix, &rq, T0, &res);
+			} else {
+				refused++;
+			}
+			copy[i] = old;
+		}
+	}
+	assert_true(built > 0);
+	assert_true(refused > 0);
+	free(copy);
+}
+
+/* Every truncation of the live block: cut at each byte, items past the cut
+ * are skipped, nothing is read past it. */
+static void test_truncation(void **state)
+{
+	struct fc_t *t = *state;
+	struct fc_shm_header *h;
+	struct fc_shm_block *blk;
+	struct fc_l7_result res;
+	struct fc_l7_req rq;
+	uint64_t used, cut;
+
+	fc_corpus(t);
+	h = t->base;
+	blk = (struct fc_shm_block *)((uint8_t *)t->base + h->block_off[h->active]);
+	used = blk->used;
+	for (cut = 0; cut <= used; cut++) {
+		blk->used = cut;
+		assert_int_equal(fc_build(t, t->base, t->size), 0);
+		assert_true(t->ix.npolicies + t->ix.nbans <= 5);
+		fc_req(&t->ix, &rq, "uid=u1 arg:a=1 header:x=y ip=2001:db8::1 uri=/x");
+		fc_l7_decide(&t->ix, &rq, T0, &res);
+	}
+	blk->used = used;
+	/* A file shorter than its header says is refused whole. */
+	assert_int_equal(fc_build(t, t->base, sizeof(struct fc_shm_header) - 1), -1);
+	assert_int_equal(fc_build(t, t->base, t->size - 1), -1);
+	assert_string_equal(t->ix.why, "header out of bounds");
+}
+
+/* 8 forked processes on one slot admit exactly the limit. */
+static void fc_race(struct fc_t *t, const char *algo_rates, int per_child)
+{
+	int i, status, total = 0, fds[8][2];
+	pid_t pids[8];
+
+	for (i = 0; i < 8; i++) {
+		assert_int_equal(pipe(fds[i]), 0);
+		pids[i] = fork();
+		assert_true(pids[i] >= 0);
+		if (pids[i] == 0) {
+			int ok = fc_passes(t, "uid=racer", T0 + 5 * SEC, per_child);
+
+			(void)!write(fds[i][1], &ok, sizeof(ok));
+			_exit(0);
+		}
+		close(fds[i][1]);
+	}
+	for (i = 0; i < 8; i++) {
+		int ok = 0;
+
+		assert_int_equal(read(fds[i][0], &ok, sizeof(ok)), sizeof(ok));
+		close(fds[i][0]);
+		assert_int_equal(waitpid(pids[i], &status, 0), pids[i]);
+		total += ok;
+	}
+	(void)algo_rates;
+	assert_int_equal(total, 10000);
+	assert_int_equal(t->ix.slots[1].passed, 10000);
+}
+
+static void test_exact_across_processes(void **state)
+{
+	struct fc_t *t = *state;
+
+	fc_policy(t, 1, "uid=racer", "10000/h", "drop", 0, 0);
+	fc_publish(t);
+	assert_int_equal(fc_build(t, t->base, t->size), 0);
+	fc_race(t, "gcra", 5000);
+}
+
+static void test_exact_across_processes_window(void **state)
+{
+	struct fc_policy_spec p = { .id = 1, .algo = FC_ALGO_WINDOW };
+	struct fc_t *t = *state;
+	struct fc_policy_row row;
+	struct fc_err err;
+
+	assert_int_equal(fc_match_parse("uid=racer", &p, &err), 0);
+	assert_int_equal(fc_rates_parse("10000/h", &p, &err), 0);
+	assert_int_equal(fc_store_policy_put(t->st, &p, 1, &row, &err), 0);
+	fc_publish(t);
+	assert_int_equal(fc_build(t, t->base, t->size), 0);
+	fc_race(t, "window", 5000);
+}
+
+/* Tiers charge nothing on denial; across policies too. */
+static void test_tiers_and_policies_all_or_nothing(void **state)
+{
+	struct fc_t *t = *state;
+	struct fc_shm_slot before;
+
+	fc_policy(t, 1, "uid=u1", "10/s,3/m", "drop", 0, 0);
+	fc_policy(t, 2, "uid=u1,arg:a=1", "1/m", "drop", 0, 0);
+	fc_publish(t);
+	assert_int_equal(fc_build(t, t->base, t->size), 0);
+	assert_int_equal(fc_passes(t, "uid=u1 arg:a=1", T0, 3), 1); /* policy 2 denies after 1 */
+	before = t->ix.slots[1];
+	assert_int_equal(fc_passes(t, "uid=u1 arg:a=1", T0, 3), 0);
+	assert_memory_equal(before.state, t->ix.slots[1].state, sizeof(before.state)); /* policy 1 uncharged */
+	assert_int_equal(fc_passes(t, "uid=u1", T0, 5), 2); /* 3 - 1 */
+}
+
+/* delay: 10/s, burst 1, up to 3 waiting: 1 now, then 100, 200, 300 ms, then no. */
+static void test_delay(void **state)
+{
+	struct fc_t *t = *state;
+	struct fc_l7_result res;
+
+	fc_policy(t, 1, "uid=u1", "10/s", "delay", 1, 3);
+	fc_policy(t, 2, "uid=u1,arg:a=1", "5/s", "delay", 1, 3);
+	fc_publish(t);
+	assert_int_equal(fc_build(t, t->base, t->size), 0);
+	assert_int_equal(fc_decide(t, "uid=u1", T0, &res), FC_L7_PASS);
+	assert_int_equal(fc_decide(t, "uid=u1", T0, &res), FC_L7_DELAYED);
+	assert_int_equal(res.delay_ns, SEC / 10);
+	assert_int_equal(fc_decide(t, "uid=u1", T0, &res), FC_L7_DELAYED);
+	assert_int_equal(res.delay_ns, 2 * SEC / 10);
+	assert_int_equal(fc_decide(t, "uid=u1", T0, &res), FC_L7_DELAYED);
+	assert_int_equal(res.delay_ns, 3 * SEC / 10);
+	assert_int_equal(fc_decide(t, "uid=u1", T0, &res), FC_L7_REJECTED);
+	assert_int_equal(res.policy, 1);
+	/* Two delay policies: the longest wait wins. 1 s later policy 1 has room
+	 * for 4 (1 + 3 waiting) but policy 2 spaces by 200 ms. */
+	assert_int_equal(fc_decide(t, "uid=u1 arg:a=1", T0 + SEC, &res), FC_L7_PASS);
+	assert_int_equal(fc_decide(t, "uid=u1 arg:a=1", T0 + SEC, &res), FC_L7_DELAYED);
+	assert_int_equal(res.delay_ns, SEC / 5);
+	assert_int_equal(res.policy, 2);
+}
+
+/* Random policies over small domains, random requests: the index finds
+ * exactly what checking every policy finds. */
+static void test_matching_vs_naive(void **state)
+{
+	static const char *const uids[] = { "u1", "u2", "u3", "u4", "u5", "u6", "u7", "u8" };
+	static const char *const vals[] = { "a", "b", "c", "d" };
+	struct fc_t *t = *state;
+	struct fc_policy_spec *specs = calloc(3000, sizeof(*specs));
+	uint32_t got[FC_L7_MAX_MATCHES];
+	struct fc_policy_row row;
+	struct fc_l7_req rq;
+	struct fc_err err;
+	char match[256], req[256];
+	unsigned seed = 7, n, i, j, k, naive;
+	int used[3000], nused = 0;
+
+	assert_non_null(specs);
+	assert_int_equal(fc_store_begin(t->st, &err), 0);
+	for (i = 0; i < 3000; i++) {
+		size_t off = 0;
+
+		match[0] = '\0';
+		if (rand_r(&seed) % 2)
+			off += (size_t)snprintf(match + off, sizeof(match) - off, "uid=%s,", uids[rand_r(&seed) % 8]);
+		if (rand_r(&seed) % 2)
+			off += (size_t)snprintf(match + off, sizeof(match) - off, "arg:p=%s,", vals[rand_r(&seed) % 4]);
+		if (rand_r(&seed) % 2)
+			off += (size_t)snprintf(match + off, sizeof(match) - off, "header:h=%s,", vals[rand_r(&seed) % 4]);
+		if (rand_r(&seed) % 3 == 0)
+			off += (size_t)snprintf(match + off, sizeof(match) - off, "uri=/%s,", vals[rand_r(&seed) % 4]);
+		if (!off)
+			off += (size_t)snprintf(match, sizeof(match), "uid=%s,", uids[rand_r(&seed) % 8]);
+		if (rand_r(&seed) % 4 == 0)
+			snprintf(match + off, sizeof(match) - off, "ip=198.18.%u.0/24,", rand_r(&seed) % 2);
+		match[strlen(match) - 1] = '\0';
+		specs[i].id = i + 1;
+		if (fc_match_parse(match, &specs[i], &err) < 0 || fc_rates_parse("1000/s", &specs[i], &err) < 0)
+			fail_msg("%s: %s", match, err.msg);
+		if (fc_store_policy_put(t->st, &specs[i], 1, &row, &err) == 0)
+			used[nused++] = (int)i; /* duplicates of a match are refused: fine */
+	}
+	assert_int_equal(fc_store_commit(t->st, &err), 0);
+	fc_publish(t);
+	assert_int_equal(fc_build(t, t->base, t->size), 0);
+	assert_int_equal(t->ix.npolicies, (size_t)nused);
+
+	for (k = 0; k < 2000; k++) {
+		snprintf(req, sizeof(req), "uid=%s arg:p=%s header:h=%s uri=/%s ip=198.18.%u.5", uids[rand_r(&seed) % 8],
+			 vals[rand_r(&seed) % 4], vals[rand_r(&seed) % 4], vals[rand_r(&seed) % 4], rand_r(&seed) % 3);
+		fc_req(&t->ix, &rq, req);
+		n = fc_l7_match(&t->ix, &rq, got);
+		/* The naive way: every policy, every dimension. */
+		for (i = 0, naive = 0; i < (unsigned)nused; i++) {
+			const struct fc_policy_spec *p = &specs[used[i]];
+			bool all = true;
+
+			for (j = 0; j < (unsigned)p->ndims && all; j++) {
+				const struct fc_dim *d = &p->dims[j];
+				char want[300];
+
+				snprintf(want, sizeof(want), " %s%s%s=%s ",
+					 d->kind == FC_DIM_UID ? "uid" : d->kind == FC_DIM_ARG ? "arg:" :
+					 d->kind == FC_DIM_HEADER ? "header:" : "uri",
+					 d->name, "", d->value);
+				{
+					char padded[300];
+
+					snprintf(padded, sizeof(padded), " %s ", req);
+					all = strstr(padded, want) != NULL;
+				}
+			}
+			if (all && p->kind == FC_MATCH_PREFIX)
+				all = rq.family == 4 && rq.addr[2] == p->ip.a[2];
+			if (all) {
+				for (j = 0; j < n && t->ix.pol[got[j]].id != p->id; j++)
+					;
+				if (j == n)
+					fail_msg("request \"%s\": index missed policy %u", req, p->id);
+				naive++;
+			}
+		}
+		assert_int_equal(n, naive);
+	}
+	free(specs);
+}
+
+int main(void)
+{
+#define T(f) cmocka_unit_test_setup_teardown(f, fc_setup, fc_teardown)
+	const struct CMUnitTest tests[] = {
+		T(test_round_trip),
+		T(test_republish),
+		T(test_corruption),
+		T(test_truncation),
+		T(test_exact_across_processes),
+		T(test_exact_across_processes_window),
+		T(test_tiers_and_policies_all_or_nothing),
+		T(test_delay),
+		T(test_matching_vs_naive),
+	};
+
+	return cmocka_run_group_tests_name("L7 engine (shm reader, matching, decisions)", tests, NULL, NULL);
+}

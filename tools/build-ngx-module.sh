@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Builds ngx_bridge/ as a dynamic module for Debian's nginx, from the copy of
+# its source that nginx-dev ships, configured with the very flags Debian's
+# nginx was built with (they include --with-compat), so `load_module` takes
+# it. Usage: tools/build-ngx-module.sh BUILD_DIR  (writes BUILD_DIR/ngx_http_freqctl_module.so)
+set -euo pipefail
+top=$(cd "$(dirname "$0")/.." && pwd)
+out=$(cd "$1" && pwd)
+src=/usr/share/nginx/src
+[ -f "$src/conf_flags" ] || { echo "build-ngx-module: $src/conf_flags missing (Debian nginx-dev)" >&2; exit 1; }
+
+work=$out/nginx
+if [ ! -f "$work/objs/Makefile" ] || [ "$src/conf_flags" -nt "$work/objs/Makefile" ]; then
+	rm -rf "$work"
+	cp -a "$src" "$work"
+	# shellcheck disable=SC1091
+	. "$src/conf_flags"
+	(cd "$work" && ./configure "${NGX_CONF_FLAGS[@]}" --add-dynamic-module="$top/ngx_bridge" >"$out/nginx-configure.log" 2>&1) || {
+		echo "build-ngx-module: configure failed, see $out/nginx-configure.log" >&2
+		exit 1
+	}
+fi
+make -s -C "$work" -f objs/Makefile modules >"$out/nginx-make.log" 2>&1 || {
+	cat "$out/nginx-make.log" >&2
+	exit 1
+}
+cp "$work/objs/ngx_http_freqctl_module.so" "$out/"
