@@ -3,9 +3,11 @@
 #include <jansson.h>
 
 #include <stdlib.h>
+#include <sys/mman.h>
 
 #include "fc_cli.h"
 #include "fc_kern.h"
+#include "fc_shm_write.h"
 #include "fc_store.h"
 
 /* The counters of struct fc_stats, in display order. */
@@ -39,7 +41,8 @@ static json_t *fc_counter_json(const struct fc_counter *c)
  * policy, what it would have dropped). */
 struct fc_policy_stats {
 	const struct fc_policy_row *row;
-	struct fc_pstats ps;
+	struct fc_pstats ps; /* packets at XDP/TC; requests in nginx (no bytes) */
+	uint64_t delayed;    /* nginx, action delay */
 };
 
 static int fc_stats_print(const struct fc_stats *s, const struct fc_policy_stats *ps, size_t n, bool json)
@@ -58,11 +61,12 @@ static int fc_stats_print(const struct fc_stats *s, const struct fc_policy_stats
 			const struct fc_policy_spec *p = &ps[i].row->spec;
 
 			fc_match_format(p, match);
-			json_array_append_new(pols, json_pack("{s:I, s:s, s:s, s:o, s:o}", "id", (json_int_t)p->id,
-							      "match", match, "action", fc_action_name(p->action),
-							      "passed", fc_counter_json(&ps[i].ps.passed),
-							      p->action == FC_ACTION_LOG ? "would_drop" : "dropped",
-							      fc_counter_json(&ps[i].ps.dropped)));
+			json_array_append_new(
+				pols, json_pack("{s:I, s:s, s:s, s:s, s:o, s:o, s:I}", "id", (json_int_t)p->id, "match",
+						match, "layer", fc_policy_is_l7(p) ? "nginx" : "xdp", "action",
+						fc_action_name(p->action), "passed", fc_counter_json(&ps[i].ps.passed),
+						p->action == FC_ACTION_LOG ? "would_drop" : "dropped",
+						fc_counter_json(&ps[i].ps.dropped), "delayed", (json_int_t)ps[i].delayed));
 		}
 		if (doc)
 			json_object_set_new(doc, "policies", pols);
@@ -75,17 +79,18 @@ static int fc_stats_print(const struct fc_stats *s, const struct fc_policy_stats
 		       (unsigned long long)cnt->bytes);
 	}
 	if (n)
-		printf("\n%-10s %-30s %-7s %14s %14s %14s\n", "POLICY", "MATCH", "ACTION", "PASSED", "DROPPED",
-		       "WOULD-DROP");
+		printf("\n%-10s %-30s %-6s %-7s %14s %14s %14s %10s\n", "POLICY", "MATCH", "LAYER", "ACTION", "PASSED",
+		       "DROPPED", "WOULD-DROP", "DELAYED");
 	for (i = 0; i < n; i++) {
 		const struct fc_policy_spec *p = &ps[i].row->spec;
 		char dropped[24];
 
 		fc_match_format(p, match);
 		snprintf(dropped, sizeof(dropped), "%llu", (unsigned long long)ps[i].ps.dropped.packets);
-		printf("%-10u %-30s %-7s %14llu %14s %14s\n", p->id, match, fc_action_name(p->action),
-		       (unsigned long long)ps[i].ps.passed.packets, p->action == FC_ACTION_LOG ? "-" : dropped,
-		       p->action == FC_ACTION_LOG ? dropped : "-");
+		printf("%-10u %-30s %-6s %-7s %14llu %14s %14s %10llu\n", p->id, match, fc_policy_is_l7(p) ? "nginx" : "xdp",
+		       fc_action_name(p->action), (unsigned long long)ps[i].ps.passed.packets,
+		       p->action == FC_ACTION_LOG ? "-" : dropped, p->action == FC_ACTION_LOG ? dropped : "-",
+		       (unsigned long long)ps[i].delayed);
 	}
 	return FC_EXIT_OK;
 }
@@ -94,6 +99,10 @@ static int fc_cmd_stats_run(const struct fc_ctx *ctx, const struct fc_cmd *cmd, 
 {
 	struct fc_policy_stats *ps = NULL;
 	struct fc_policy_row *rows = NULL;
+	const struct fc_shm_slot *slots = NULL;
+	size_t shm_size = 0;
+	struct fc_err shm_err;
+	void *shm = NULL;
 	struct fc_store *st = NULL;
 	struct fc_maps m;
 	struct fc_stats s;
@@ -112,15 +121,24 @@ static int fc_cmd_stats_run(const struct fc_ctx *ctx, const struct fc_cmd *cmd, 
 		fc_err_set(&err, "out of memory");
 		goto out;
 	}
+	slots = fc_shm_slots(ctx->shm_path, &shm, &shm_size, &shm_err); /* none yet: zeros */
 	for (i = 0; i < n; i++) {
 		ps[i].row = &rows[i];
-		if (fc_pstats_read(&m, rows[i].slot, &ps[i].ps, &err) < 0)
-			goto out;
+		if (!fc_policy_is_l7(&rows[i].spec)) {
+			if (fc_pstats_read(&m, rows[i].slot, &ps[i].ps, &err) < 0)
+				goto out;
+		} else if (slots && slots[rows[i].slot].owner == FC_SHM_OWNER(rows[i].spec.id, rows[i].epoch)) {
+			ps[i].ps.passed.packets = slots[rows[i].slot].passed;
+			ps[i].ps.dropped.packets = slots[rows[i].slot].denied;
+			ps[i].delayed = slots[rows[i].slot].delayed;
+		}
 	}
 	rc = fc_stats_print(&s, ps, n, json);
 out:
 	if (rc == FC_EXIT_FAILURE)
 		fc_warn("stats: %s", err.msg);
+	if (shm)
+		munmap(shm, shm_size);
 	fc_maps_close(&m);
 	fc_store_close(st);
 	free(rows);

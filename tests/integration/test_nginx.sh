@@ -114,6 +114,9 @@ check "denied: RateLimit-Policy" grep -q '^RateLimit-Policy: "p1";q=3;w=60' <<<"
 check "denied: RateLimit" grep -q '^RateLimit: "p1";r=0;t=[0-9]*' <<<"$hdrs"
 check "access log: REJECTED by policy 1" grep -q '^429 REJECTED 1$' "$dir/logs/access.log"
 check "error log names the policy and the uid" grep -q 'policy 1 rejected request, uid "u1"' "$dir/logs/error.log"
+stats=$("$FC_BIN" --db "$dir/store.db" --pin-dir "$pin" --shm "$shm" stats --json)
+check "freqctl stats: policy 1 passed 3 in nginx" [ "$(jq '.policies[] | select(.id == 1) | .passed.packets' <<<"$stats")" = 3 ]
+check "freqctl stats: policy 1 denied 3" [ "$(jq '.policies[] | select(.id == 1) | .dropped.packets' <<<"$stats")" = 3 ]
 
 got=$(codes 4 "/?uid=u2&api=login")
 check "arg:api=login,uid=u2 2/m: 2 of 4 ($got)" [ "$(count "$got" 200)" = 2 ]
