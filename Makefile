@@ -2,7 +2,7 @@
 #
 #   make            build everything into build/
 #   make test       install what the tests need, build, run every test suite
-#   make bench      per-packet cost against an empty program and xdp-filter
+#   make bench      XDP cost against xdp-filter; nginx req/s against limit_req; L7 against Redis
 #   make demo       the self-contained demo (namespace, attach, ban, traffic)
 #   make deps       install the Debian packages freqctl needs
 
@@ -18,7 +18,7 @@ BPFTOOL  ?= bpftool
 MULTIARCH := $(shell $(CC) -print-multiarch 2>/dev/null)
 
 CFLAGS   ?= -O2 -g
-FC_CFLAGS := $(CFLAGS) -Itests/bpf -std=gnu11 -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes \
+FC_CFLAGS := $(CFLAGS) -Itests/bpf -Ingx_bridge -std=gnu11 -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes \
 	     -Wno-missing-field-initializers -D_GNU_SOURCE \
 	     -Imaps -Iloader -I$(B) -MMD -MP
 LDLIBS   := -lbpf -lelf -lz -lsqlite3 -ljansson
@@ -40,7 +40,7 @@ ASAN_OBJS   := $(patsubst %.c,$(B)/asan/%.o,tests/unit/test_l7.c ngx_bridge/fc_l
 NGX_MODULE  := $(B)/ngx_http_freqctl_module.so
 NGX_SRCS    := $(wildcard ngx_bridge/*.c ngx_bridge/*.h) ngx_bridge/config maps/fc_shm.h maps/fc_limit.h
 BPF_TESTS   := $(patsubst tests/bpf/%.c,$(B)/tests/%,$(wildcard tests/bpf/test_*.c))
-TOOLS       := $(B)/fc_bench
+TOOLS       := $(B)/fc_bench $(B)/fc_l7_bench
 
 .PHONY: all test bench demo deps clean
 all: $(B)/freqctl $(UNIT_TESTS) $(BPF_TESTS) $(TOOLS) $(NGX_MODULE)
@@ -67,6 +67,9 @@ $(B)/asan/%.o: %.c | $(SKELS)
 $(B)/tests/test_l7: $(ASAN_OBJS)
 	$(CC) $(CFLAGS) $(ASAN) $^ -o $@ $(LDLIBS) -lcmocka
 
+$(B)/fc_l7_bench: $(B)/tools/fc_l7_bench.o $(B)/ngx_bridge/fc_l7.o $(LIB_OBJS)
+	$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS)
+
 # The nginx module, built against Debian's nginx-dev (see the script).
 $(NGX_MODULE): $(NGX_SRCS) tools/build-ngx-module.sh | $(B)
 	tools/build-ngx-module.sh $(B)
@@ -91,8 +94,11 @@ test: deps
 	@tests/run.sh
 
 bench: deps
+	@tools/install-deps.sh bench
 	@$(MAKE) --no-print-directory all
 	@$(B)/fc_bench
+	@echo
+	@tools/bench_nginx.sh
 
 demo: deps
 	@$(MAKE) --no-print-directory all

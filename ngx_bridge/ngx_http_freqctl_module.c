@@ -370,7 +370,12 @@ ngx_http_freqctl_request(ngx_http_request_t *r, ngx_http_freqctl_loc_conf_t *lcf
     ngx_list_part_t  *part;
     ngx_table_elt_t  *hdr;
 
-    ngx_memzero(rq, sizeof(*rq));
+    /* Not the whole struct: its arg and header arrays are 1 KiB, and only
+     * the first nargs / nheaders of them are read. */
+    ngx_memzero(&rq->uid, sizeof(rq->uid));
+    ngx_memzero(rq->args, ix->nargs * sizeof(rq->args[0]));
+    ngx_memzero(rq->headers, ix->nheaders * sizeof(rq->headers[0]));
+    rq->family = 0;
 
     if (lcf->uid) {
         if (ngx_http_complex_value(r, lcf->uid, &v) != NGX_OK) {

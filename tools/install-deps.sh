@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs the Debian packages freqctl builds, tests and demonstrates with,
-# when any is missing. Needs root (apt-get); does nothing when all are there.
+# when any is missing; with "bench", also what make bench compares against.
+# Needs root (apt-get); does nothing when all are there.
 set -euo pipefail
 
 pkgs=(
@@ -10,6 +11,8 @@ pkgs=(
 	iproute2 iputils-ping jq xdp-tools
 	nginx nginx-dev curl
 )
+
+[ "${1:-}" = bench ] && pkgs=(wrk redis-server redis-tools bc)
 
 missing=()
 for p in "${pkgs[@]}"; do

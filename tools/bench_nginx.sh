@@ -1,0 +1,137 @@
+#!/usr/bin/env bash
+# make bench, nginx side: req/s of Debian's nginx on loopback serving a small
+# static file, plain, with freqctl's module (1,000 and 65,536 policies "uid=uK,
+# ip=127.0.0.1", the request matching one), and with limit_req (two zones:
+# address and uid) doing the equivalent; rounds interleaved, medians, ratios
+# against plain nginx from the same run. Then decisions/s of the L7 engine in
+# a tight loop against a GCRA Lua script in Redis via redis-benchmark
+# (EVALSHA, unpipelined). Everything started here is stopped by its pid.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROUNDS=${ROUNDS:-3}
+SECS=${SECS:-3}
+
+tag=$$
+dir=/tmp/fc-nbench-$tag
+port=$((30000 + tag % 20000))
+rport=$((port + 1))
+pids=()
+cleanup() {
+	local p
+	for p in "${pids[@]}"; do kill -QUIT "$p" 2>/dev/null || true; done
+	[ -f "$dir/redis.pid" ] && kill "$(cat "$dir/redis.pid")" 2>/dev/null || true
+	sleep 0.3
+	for p in "${pids[@]}"; do kill -KILL "$p" 2>/dev/null || true; done
+	rm -rf "$dir" "/sys/fs/bpf/fc-nbench-$tag"
+}
+trap cleanup EXIT
+
+tty=false; [ -t 2 ] && tty=true
+progress() { $tty && printf '\r\033[K%s' "$*" >&2 || true; }
+
+for bin in nginx wrk redis-server redis-benchmark redis-cli; do
+	command -v "$bin" >/dev/null || { echo "bench_nginx: $bin missing (make bench installs it)" >&2; exit 1; }
+done
+mkdir -p "$dir/html"
+echo ok >"$dir/html/index.html"
+chmod -R a+rX "$dir"
+
+# One nginx per variant, each on its own port, started once.
+start() { # start NAME PORT EXTRA_MAIN EXTRA_HTTP EXTRA_SERVER
+	local d=$dir/$1
+	mkdir -p "$d/logs"
+	cat >"$d/nginx.conf" <<CONF
+$3
+user www-data www-data;
+worker_processes 1;
+worker_cpu_affinity 10;
+pid $d/nginx.pid;
+error_log $d/logs/error.log warn;
+events { worker_connections 1024; }
+http {
+    access_log off;
+    $4
+    server {
+        listen 127.0.0.1:$2;
+        root $dir/html;
+        $5
+    }
+}
+CONF
+	nginx -p "$d" -c "$d/nginx.conf" -e "$d/logs/error.log"
+	for _ in $(seq 50); do [ -f "$d/nginx.pid" ] && break; sleep 0.1; done
+	pids+=("$(cat "$d/nginx.pid")")
+}
+
+module=$PWD/build/ngx_http_freqctl_module.so
+for n in 1000 65536; do
+	build/fc_l7_bench seed "$dir/store-$n.db" "$dir/shm-$n" "$n"
+	chgrp www-data "$dir/shm-$n"
+done
+start plain "$port" "" "" ""
+start fc1k $((port + 2)) "load_module $module;" "freqctl_shm $dir/shm-1000; freqctl on; freqctl_uid \$arg_uid;" ""
+start fc64k $((port + 3)) "load_module $module;" "freqctl_shm $dir/shm-65536; freqctl on; freqctl_uid \$arg_uid;" ""
+start limitreq $((port + 4)) "" \
+	"limit_req_zone \$binary_remote_addr zone=addr:10m rate=10000000r/s; limit_req_zone \$arg_uid zone=uid:10m rate=10000000r/s;" \
+	"limit_req zone=addr burst=10000000 nodelay; limit_req zone=uid burst=10000000 nodelay;"
+
+names=(plain fc1k fc64k limitreq)
+labels=("plain nginx" "freqctl, 1,000 policies" "freqctl, 65,536 policies" "limit_req, two zones")
+declare -A res
+for r in $(seq "$ROUNDS"); do
+	for i in 0 1 2 3; do
+		progress "round $r/$ROUNDS: ${labels[$i]}"
+		p=$((port + (i == 0 ? 0 : i + 1)))
+		out=$(taskset -c 0 wrk -t1 -c32 -d"${SECS}s" "http://127.0.0.1:$p/?uid=u1")
+		if grep -q "Non-2xx" <<<"$out"; then
+			echo "bench_nginx: ${labels[$i]} answered non-2xx: the comparison would be void" >&2
+			exit 1
+		fi
+		rps=$(sed -n 's/^Requests\/sec: *\([0-9.]*\).*/\1/p' <<<"$out")
+		res[$i]="${res[$i]:-} $rps"
+	done
+done
+progress ""
+median() { tr ' ' '\n' | grep . | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+base=$(echo "${res[0]}" | median)
+echo "nginx req/s (wrk -t1 -c32, ${SECS}s x $ROUNDS interleaved rounds, median; one worker on CPU 1, wrk on CPU 0; GET /?uid=u1, 3-byte file):"
+printf '%-28s %12s %10s\n' "variant" "req/s" "x plain"
+for i in 0 1 2 3; do
+	m=$(echo "${res[$i]}" | median)
+	printf '%-28s %12.0f %10.3f\n' "${labels[$i]}" "$m" "$(echo "$m / $base" | bc -l)"
+done
+lr=$(echo "${res[3]}" | median)
+for i in 1 2; do
+	m=$(echo "${res[$i]}" | median)
+	printf '%-28s x limit_req %.3f (target >= 1.0), x plain %.3f (target >= 0.97)\n' "${labels[$i]}" \
+		"$(echo "$m / $lr" | bc -l)" "$(echo "$m / $base" | bc -l)"
+done
+
+# Decisions per second: the engine against a GCRA Lua script in Redis.
+redis-server --port "$rport" --bind 127.0.0.1 --daemonize yes --pidfile "$dir/redis.pid" --dir "$dir" \
+	--save '' --appendonly no >/dev/null
+for _ in $(seq 50); do redis-cli -p "$rport" ping >/dev/null 2>&1 && break; sleep 0.1; done
+# GCRA, the future-TAT check, as the survey writes it for Redis: KEYS[1], ARGV: T ms, B.
+sha=$(redis-cli -p "$rport" SCRIPT LOAD "
+local now = redis.call('TIME')
+local t = tonumber(now[1]) * 1000 + math.floor(tonumber(now[2]) / 1000)
+local tat = tonumber(redis.call('GET', KEYS[1]) or t)
+local T, B = tonumber(ARGV[1]), tonumber(ARGV[2])
+local new = math.max(tat, t) + T
+if new - t > B * T then return 0 end
+redis.call('SET', KEYS[1], new, 'PX', B * T + 1000)
+return 1")
+progress "redis-benchmark EVALSHA"
+redis_rps=$(redis-benchmark -p "$rport" -c 1 -n 100000 -q EVALSHA "$sha" 1 gcra:u1 1 1000000000 2>/dev/null |
+	tr '\r' '\n' | sed -n 's/.*: \([0-9.]*\) requests per second.*/\1/p' | tail -1)
+progress "freqctl L7 engine"
+fc10=$(rm -rf "$dir/d10" && mkdir -p "$dir/d10" && build/fc_l7_bench seed "$dir/d10/db" "$dir/d10/shm" 10 &&
+	build/fc_l7_bench decide "$dir/d10/shm" 2)
+fc64=$(build/fc_l7_bench decide "$dir/shm-65536" 2)
+progress ""
+echo
+echo "L7 decisions/s, one core:"
+printf '%-36s %14.0f\n' "Redis GCRA Lua (EVALSHA, unpipelined)" "$redis_rps"
+printf '%-36s %14.0f  x Redis %.0f (target >= 100)\n' "freqctl engine, 10 policies" "$fc10" "$(echo "$fc10 / $redis_rps" | bc -l)"
+printf '%-36s %14.0f  x Redis %.0f; x 10 policies %.2f (target: >= 0.5)\n' "freqctl engine, 65,536 policies" "$fc64" \
+	"$(echo "$fc64 / $redis_rps" | bc -l)" "$(echo "$fc64 / $fc10" | bc -l)"

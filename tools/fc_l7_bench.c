@@ -1,0 +1,121 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * Helpers of `make bench` for the nginx side (tools/bench_nginx.sh):
+ *
+ *   fc_l7_bench seed DB SHM N      store N policies "uid=uK,ip=127.0.0.1"
+ *                                  (1e9/s: never denying) and publish them
+ *   fc_l7_bench decide SHM SECONDS decisions per second of the L7 engine
+ *                                  on "uid=u1 from 127.0.0.1", one thread
+ *
+ * The policies go through the real store and publisher in one transaction
+ * (freqctl has no bulk policy import yet).
+ */
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "fc_l7.h"
+#include "fc_shm_write.h"
+#include "fc_store.h"
+
+static double fc_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static int fc_seed(const char *db, const char *shm, long n)
+{
+	struct fc_policy_spec p = { 0 };
+	struct fc_shm_result res;
+	struct fc_policy_row row;
+	struct fc_store *st;
+	struct fc_err err;
+	char match[64];
+	long i;
+
+	if (fc_store_open(db, &st, &err) < 0 || fc_store_begin(st, &err) < 0)
+		goto fail;
+	for (i = 1; i <= n; i++) {
+		memset(&p, 0, sizeof(p));
+		p.id = (uint32_t)i;
+		snprintf(match, sizeof(match), "uid=u%ld,ip=127.0.0.1", i);
+		if (fc_match_parse(match, &p, &err) < 0 || fc_rates_parse("1000000000/s", &p, &err) < 0 ||
+		    fc_store_policy_put(st, &p, (int64_t)time(NULL), &row, &err) < 0)
+			goto fail;
+	}
+	if (fc_shm_publish(shm, NULL, st, (int64_t)time(NULL), &res, &err) < 0 || fc_store_commit(st, &err) < 0)
+		goto fail;
+	fc_store_close(st);
+	return 0;
+fail:
+	fprintf(stderr, "fc_l7_bench: seed: %s\n", err.msg);
+	return 1;
+}
+
+static void *fc_alloc(void *ctx, size_t size)
+{
+	(void)ctx;
+	return calloc(1, size);
+}
+
+static int fc_decide_rate(const char *shm, double secs)
+{
+	struct fc_l7_alloc a = { fc_alloc, NULL };
+	struct fc_l7_index ix;
+	struct fc_l7_result res;
+	struct fc_l7_req rq = { 0 };
+	struct stat sb;
+	double t0, t;
+	long n = 0, i;
+	void *base;
+	int fd = open(shm, O_RDWR);
+
+	if (fd < 0 || fstat(fd, &sb) < 0)
+		return perror(shm), 1;
+	base = mmap(NULL, (size_t)sb.st_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	close(fd);
+	if (base == MAP_FAILED || fc_l7_build(base, (size_t)sb.st_size, &ix, &a) != 0) {
+		fprintf(stderr, "fc_l7_bench: decide: cannot read %s\n", shm);
+		return 1;
+	}
+	rq.uid = (struct fc_l7_str){ "u1", 2 };
+	rq.uri = (struct fc_l7_str){ "/", 1 };
+	rq.family = 4;
+	memcpy(rq.addr, (uint8_t[]){ 127, 0, 0, 1 }, 4);
+	t0 = fc_now();
+	do {
+		for (i = 0; i < 10000; i++) {
+			struct timespec ts;
+
+			clock_gettime(CLOCK_REALTIME, &ts); /* as the module reads it, per request */
+			fc_l7_decide(&ix, &rq, (uint64_t)ts.tv_sec * FC_NS_PER_SEC + (uint64_t)ts.tv_nsec, &res);
+			if (res.verdict != FC_L7_PASS || res.matched != 1) {
+				fprintf(stderr, "fc_l7_bench: decide: unexpected verdict %d (%u matched)\n", res.verdict,
+					res.matched);
+				return 1;
+			}
+		}
+		n += 10000;
+		t = fc_now() - t0;
+	} while (t < secs);
+	printf("%.0f\n", (double)n / t);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc == 5 && !strcmp(argv[1], "seed"))
+		return fc_seed(argv[2], argv[3], atol(argv[4]));
+	if (argc == 4 && !strcmp(argv[1], "decide"))
+		return fc_decide_rate(argv[2], atof(argv[3]));
+	fprintf(stderr, "usage: fc_l7_bench seed DB SHM N | decide SHM SECONDS\n");
+	return 2;
+}
