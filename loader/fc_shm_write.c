@@ -68,6 +68,7 @@ static int fc_blk_policy(struct fc_blk *b, const struct fc_policy_row *r, struct
 	it->ndims = (__u8)ndims;
 	it->ntiers = (__u8)p->ntiers;
 	it->delay_burst = p->delay_burst;
+	it->flags = k.flags;
 	memcpy(it->tier, k.tier, sizeof(it->tier));
 	d = (__u8 *)(it + 1);
 	if (p->kind == FC_MATCH_PREFIX) {

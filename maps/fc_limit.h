@@ -46,6 +46,11 @@
 #endif
 #endif
 
+/* A policy that needs the precise clock: its GCRA tolerance is too short for
+ * a coarse clock (the kernel's tick, nginx's cached time), which would admit
+ * at most B per tick. */
+#define FC_POLICY_PRECISE 0x1
+
 enum fc_algo {
 	FC_ALGO_GCRA,
 	FC_ALGO_WINDOW,

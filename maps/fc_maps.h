@@ -108,10 +108,6 @@ enum fc_count {
 	FC_COUNT_SYN,   /* only TCP SYN without ACK is charged; the rest passes untouched */
 };
 
-/* The policy needs the precise clock: its GCRA tolerance is too short for
- * the coarse (tick) clock, which would admit at most B per tick. */
-#define FC_POLICY_PRECISE 0x1
-
 struct fc_policy {
 	__u32 id;    /* the user's policy id; 0 = free slot */
 	__u32 epoch; /* bumped when the match changes: bucket state starts afresh */

@@ -110,7 +110,7 @@ struct fc_shm_policy {
 	__u8 ndims;
 	__u8 ntiers;
 	__u32 delay_burst;
-	__u32 pad;
+	__u32 flags; /* FC_POLICY_PRECISE: read the precise clock for it */
 	struct fc_tier tier[FC_MAX_TIERS];
 	/* ndims struct fc_shm_dim follow */
 };

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: BSD-2-Clause
 #include <string.h>
+#include <time.h>
 
 #include "fc_l7.h"
 
@@ -140,6 +141,7 @@ static bool fc_policy_read(struct fc_l7_index *ix, const struct fc_shm_item *it,
 	pol->ntiers = sp->ntiers;
 	pol->ndims = sp->ndims;
 	pol->anchor = UINT8_MAX;
+	pol->flags = sp->flags & FC_POLICY_PRECISE;
 	for (i = 0; i < sp->ntiers; i++) {
 		pol->tier[i] = sp->tier[i];
 		if (!fc_tier_ok(sp->algo, &pol->tier[i]))
@@ -419,6 +421,17 @@ static void fc_collect(const struct fc_l7_index *ix, const struct fc_l7_req *rq,
 	}
 }
 
+/* The clock a policy is charged at: the caller's, or the precise one. */
+static __u64 fc_clock(const struct fc_l7_policy *p, __u64 now)
+{
+	struct timespec ts;
+
+	if (!(p->flags & FC_POLICY_PRECISE))
+		return now;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (__u64)ts.tv_sec * FC_NS_PER_SEC + (__u64)ts.tv_nsec;
+}
+
 /* One policy's charge: every tier or none; for delay, the wait. */
 static bool fc_charge(const struct fc_l7_policy *p, struct fc_shm_slot *s, __u64 now, struct fc_charge *ch,
 		      __u64 *wait)
@@ -426,6 +439,7 @@ static bool fc_charge(const struct fc_l7_policy *p, struct fc_shm_slot *s, __u64
 	__u64 w = 0;
 	int i;
 
+	now = fc_clock(p, now);
 	*wait = 0;
 	if (p->action != FC_L7_DELAY || p->algo != FC_ALGO_GCRA)
 		return fc_limit_try(p->algo, p->ntiers, p->tier, s->state, now, 1, ch);
@@ -512,11 +526,12 @@ void fc_l7_decide(const struct fc_l7_index *ix, const struct fc_l7_req *rq, uint
 
 			if (q->action != FC_L7_LOG &&
 			    __atomic_load_n(&ix->slots[q->slot].owner, __ATOMIC_ACQUIRE) == FC_SHM_OWNER(q->id, q->epoch))
-				fc_limit_refund(q->algo, q->ntiers, q->tier, ix->slots[q->slot].state, now, 1, &ch[j]);
+				fc_limit_refund(q->algo, q->ntiers, q->tier, ix->slots[q->slot].state, fc_clock(q, now), 1,
+						&ch[j]);
 		}
 		__atomic_fetch_add(&s->denied, 1, __ATOMIC_RELAXED);
 		res->verdict = FC_L7_REJECTED;
-		fc_result_limits(p, s, now, res);
+		fc_result_limits(p, s, fc_clock(p, now), res);
 		return;
 	}
 	for (i = 0; i < n; i++) {
@@ -528,7 +543,7 @@ void fc_l7_decide(const struct fc_l7_index *ix, const struct fc_l7_req *rq, uint
 		if (p->action != FC_L7_LOG) {
 			__atomic_fetch_add(p->action == FC_L7_DELAY && longest && i == longest_at ? &s->delayed : &s->passed,
 					   1, __ATOMIC_RELAXED);
-		} else if (fc_limit_try(p->algo, p->ntiers, p->tier, s->state, now, 1, &ch[i])) {
+		} else if (fc_limit_try(p->algo, p->ntiers, p->tier, s->state, fc_clock(p, now), 1, &ch[i])) {
 			__atomic_fetch_add(&s->passed, 1, __ATOMIC_RELAXED);
 		} else {
 			__atomic_fetch_add(&s->denied, 1, __ATOMIC_RELAXED);

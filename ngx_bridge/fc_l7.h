@@ -51,6 +51,7 @@ struct fc_l7_policy {
 	uint8_t ntiers;
 	uint8_t ndims;
 	uint8_t anchor; /* the dimension it is filed under */
+	uint8_t flags;  /* FC_POLICY_PRECISE */
 	struct fc_tier tier[FC_MAX_TIERS];
 	struct fc_l7_dim dims[FC_SHM_MAX_DIMS];
 	uint32_t next; /* the next policy filed under the same key, or UINT32_MAX */
@@ -135,8 +136,10 @@ struct fc_l7_result {
  * FC_L7_MAX_MATCHES. */
 unsigned fc_l7_match(const struct fc_l7_index *ix, const struct fc_l7_req *rq, uint32_t out[FC_L7_MAX_MATCHES]);
 
-/* Decides for rq at now (UTC ns): bans, then every matching policy, all or
- * nothing; charges the stat slots. */
+/* Decides for rq at now (UTC ns, a clock that may lag by a few ms: the
+ * module passes nginx's cached time; a policy marked FC_POLICY_PRECISE reads
+ * CLOCK_REALTIME itself): bans, then every matching policy, all or nothing;
+ * charges the stat slots. */
 void fc_l7_decide(const struct fc_l7_index *ix, const struct fc_l7_req *rq, uint64_t now, struct fc_l7_result *res);
 
 /* Hashes a dimension value the way the index files it. */
