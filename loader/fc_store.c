@@ -376,31 +376,33 @@ int fc_store_ban_count(struct fc_store *st, int64_t now, size_t *n, struct fc_er
 	return rc == SQLITE_ROW ? 0 : fc_store_fail(st, err, "counting bans");
 }
 
-int fc_store_ban_list(struct fc_store *st, int64_t now, struct fc_ban_row **rows, size_t *n,
-		      struct fc_err *err)
+/* Reads one row of a listing into row (an element of the caller's type). */
+typedef int (*fc_row_fn)(struct fc_store *st, sqlite3_stmt *s, void *row, struct fc_err *err);
+
+/* Steps s to its end, reading each row with read into a growing array. */
+static int fc_collect(struct fc_store *st, sqlite3_stmt *s, size_t elem, fc_row_fn read, const char *what,
+		      void **rows, size_t *n, struct fc_err *err)
 {
-	sqlite3_stmt *s = fc_stmt(st, FC_SQL_BAN_LIST);
-	struct fc_ban_row *v = NULL, *nv;
 	size_t cnt = 0, cap = 0;
+	char *v = NULL, *nv;
 	int rc;
 
-	sqlite3_bind_int64(s, 1, now);
 	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
 		if (cnt == cap) {
-			cap = cap ? cap * 2 : 1024;
-			nv = realloc(v, cap * sizeof(*v));
+			cap = cap ? cap * 2 : 64;
+			nv = realloc(v, cap * elem);
 			if (!nv) {
-				fc_err_set(err, "store %s: out of memory listing bans", st->path);
+				fc_err_set(err, "store %s: out of memory %s", st->path, what);
 				goto fail;
 			}
 			v = nv;
 		}
-		if (fc_row_read(st, s, &v[cnt], err) < 0)
+		if (read(st, s, v + cnt * elem, err) < 0)
 			goto fail;
 		cnt++;
 	}
 	if (rc != SQLITE_DONE) {
-		fc_store_fail(st, err, "listing bans");
+		fc_store_fail(st, err, what);
 		goto fail;
 	}
 	sqlite3_reset(s);
@@ -411,6 +413,20 @@ fail:
 	sqlite3_reset(s);
 	free(v);
 	return -1;
+}
+
+static int fc_ban_row_read(struct fc_store *st, sqlite3_stmt *s, void *row, struct fc_err *err)
+{
+	return fc_row_read(st, s, row, err);
+}
+
+int fc_store_ban_list(struct fc_store *st, int64_t now, struct fc_ban_row **rows, size_t *n,
+		      struct fc_err *err)
+{
+	sqlite3_stmt *s = fc_stmt(st, FC_SQL_BAN_LIST);
+
+	sqlite3_bind_int64(s, 1, now);
+	return fc_collect(st, s, sizeof(**rows), fc_ban_row_read, "listing bans", (void **)rows, n, err);
 }
 
 /* Reads one policy row; the texts go through the CLI's own parsers, so a row
@@ -463,39 +479,15 @@ int fc_store_policy_get(struct fc_store *st, uint32_t id, struct fc_policy_row *
 	return rc;
 }
 
+static int fc_policy_row_fn(struct fc_store *st, sqlite3_stmt *s, void *row, struct fc_err *err)
+{
+	return fc_policy_row_read(st, s, row, err);
+}
+
 int fc_store_policy_list(struct fc_store *st, struct fc_policy_row **rows, size_t *n, struct fc_err *err)
 {
-	sqlite3_stmt *s = fc_stmt(st, FC_SQL_POL_LIST);
-	struct fc_policy_row *v = NULL, *nv;
-	size_t cnt = 0, cap = 0;
-	int rc;
-
-	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
-		if (cnt == cap) {
-			cap = cap ? cap * 2 : 64;
-			nv = realloc(v, cap * sizeof(*v));
-			if (!nv) {
-				fc_err_set(err, "store %s: out of memory listing policies", st->path);
-				goto fail;
-			}
-			v = nv;
-		}
-		if (fc_policy_row_read(st, s, &v[cnt], err) < 0)
-			goto fail;
-		cnt++;
-	}
-	if (rc != SQLITE_DONE) {
-		fc_store_fail(st, err, "listing policies");
-		goto fail;
-	}
-	sqlite3_reset(s);
-	*rows = v;
-	*n = cnt;
-	return 0;
-fail:
-	sqlite3_reset(s);
-	free(v);
-	return -1;
+	return fc_collect(st, fc_stmt(st, FC_SQL_POL_LIST), sizeof(**rows), fc_policy_row_fn, "listing policies",
+			  (void **)rows, n, err);
 }
 
 /* Runs a one-integer query; *found tells whether it returned a row. */
@@ -644,47 +636,25 @@ int fc_store_uid_ban_purge(struct fc_store *st, int64_t now, size_t *n, struct f
 	return 0;
 }
 
+static int fc_uid_ban_read(struct fc_store *st, sqlite3_stmt *s, void *row, struct fc_err *err)
+{
+	const char *uid = (const char *)sqlite3_column_text(s, 0);
+	struct fc_uid_ban *b = row;
+
+	if (!uid || !*uid || strlen(uid) > FC_SHM_MAX_VALUE)
+		return fc_err_set(err, "store %s: corrupt uid ban row", st->path);
+	memset(b, 0, sizeof(*b));
+	snprintf(b->uid, sizeof(b->uid), "%s", uid);
+	b->created = sqlite3_column_int64(s, 1);
+	b->expires = sqlite3_column_int64(s, 2);
+	return 0;
+}
+
 int fc_store_uid_ban_list(struct fc_store *st, int64_t now, struct fc_uid_ban **rows, size_t *n,
 			  struct fc_err *err)
 {
 	sqlite3_stmt *s = fc_stmt(st, FC_SQL_UBAN_LIST);
-	struct fc_uid_ban *v = NULL, *nv;
-	size_t cnt = 0, cap = 0;
-	const char *uid;
-	int rc;
 
 	sqlite3_bind_int64(s, 1, now);
-	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
-		if (cnt == cap) {
-			cap = cap ? cap * 2 : 64;
-			nv = realloc(v, cap * sizeof(*v));
-			if (!nv) {
-				fc_err_set(err, "store %s: out of memory listing uid bans", st->path);
-				goto fail;
-			}
-			v = nv;
-		}
-		uid = (const char *)sqlite3_column_text(s, 0);
-		if (!uid || !*uid || strlen(uid) > FC_SHM_MAX_VALUE) {
-			fc_err_set(err, "store %s: corrupt uid ban row", st->path);
-			goto fail;
-		}
-		memset(&v[cnt], 0, sizeof(v[cnt]));
-		snprintf(v[cnt].uid, sizeof(v[cnt].uid), "%s", uid);
-		v[cnt].created = sqlite3_column_int64(s, 1);
-		v[cnt].expires = sqlite3_column_int64(s, 2);
-		cnt++;
-	}
-	if (rc != SQLITE_DONE) {
-		fc_store_fail(st, err, "listing uid bans");
-		goto fail;
-	}
-	sqlite3_reset(s);
-	*rows = v;
-	*n = cnt;
-	return 0;
-fail:
-	sqlite3_reset(s);
-	free(v);
-	return -1;
+	return fc_collect(st, s, sizeof(**rows), fc_uid_ban_read, "listing uid bans", (void **)rows, n, err);
 }

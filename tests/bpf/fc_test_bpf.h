@@ -26,6 +26,16 @@ struct fc_env {
 /* Why BPF tests cannot run here, or NULL when they can. */
 const char *fc_bpf_unavailable(void);
 
+/* Skips the calling test, saying why, where BPF tests can not run. */
+#define FC_REQUIRE_BPF()                                                         \
+	do {                                                                     \
+		const char *why_ = fc_bpf_unavailable();                         \
+		if (why_) {                                                      \
+			print_message("SKIPPED: %s\n", why_);                   \
+			skip();                                                  \
+		}                                                                \
+	} while (0)
+
 /* cmocka setup/teardown: a fresh pin dir, store and program load per test;
  * skips the test (with the reason) where BPF is not available. */
 int fc_env_setup(void **state);

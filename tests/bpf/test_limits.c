@@ -25,15 +25,6 @@
 
 #include "fc_test_bpf.h"
 
-#define FC_REQUIRE_BPF()                                                         \
-	do {                                                                     \
-		const char *why_ = fc_bpf_unavailable();                         \
-		if (why_) {                                                      \
-			print_message("SKIPPED: %s\n", why_);                    \
-			skip();                                                  \
-		}                                                                \
-	} while (0)
-
 /* Sends n copies of a frame from src (UDP unless told); returns how many passed. */
 static int fc_send(struct fc_env *env, bool tc, const struct fc_frame_spec *spec, int n)
 {

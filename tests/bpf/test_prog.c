@@ -105,15 +105,6 @@ static void fc_check_counters(struct fc_env *env, const struct fc_stats *exp)
 	assert_memory_equal(&got, exp, sizeof(got));
 }
 
-#define FC_REQUIRE_BPF(state)                                                    \
-	do {                                                                     \
-		const char *why_ = fc_bpf_unavailable();                         \
-		if (why_) {                                                      \
-			print_message("SKIPPED: %s\n", why_);                    \
-			skip();                                                  \
-		}                                                                \
-	} while (0)
-
 static void fc_replay(void **state, bool tc)
 {
 	struct fc_env *env = *state;
@@ -121,7 +112,7 @@ static void fc_replay(void **state, bool tc)
 	uint8_t frame[FC_FRAME_MAX];
 	size_t i, len;
 
-	FC_REQUIRE_BPF(state);
+	FC_REQUIRE_BPF();
 	fc_ban_fixture(env);
 	for (i = 0; i < sizeof(fc_cases) / sizeof(fc_cases[0]); i++) {
 		const struct fc_case *c = &fc_cases[i];
@@ -154,7 +145,7 @@ static void test_unban_next_frame(void **state)
 	uint8_t frame[FC_FRAME_MAX];
 	size_t len;
 
-	FC_REQUIRE_BPF(state);
+	FC_REQUIRE_BPF();
 	len = fc_frame_build(&spec, frame);
 	assert_int_equal(fc_env_run(env, false, frame, len), XDP_PASS);
 	fc_env_ban(env, "198.18.0.7", 0);
@@ -186,7 +177,7 @@ static void test_ttl_in_kernel(void **state)
 	struct fc_err err;
 	size_t l1, l2;
 
-	FC_REQUIRE_BPF(state);
+	FC_REQUIRE_BPF();
 	l1 = fc_frame_build(&exact, f1);
 	l2 = fc_frame_build(&inpfx, f2);
 
@@ -253,7 +244,7 @@ static void fc_garbage(void **state, bool tc)
 	struct fc_err err;
 	int rc;
 
-	FC_REQUIRE_BPF(state);
+	FC_REQUIRE_BPF();
 	fc_ban_fixture(env);
 	for (i = 0; i < sizeof(full) / sizeof(full[0]); i++) {
 		flen = fc_frame_build(&full[i], frame);
@@ -309,7 +300,7 @@ static void test_non_ip(void **state)
 	uint8_t arp[42] = { [12] = 0x08, [13] = 0x06 };
 	struct fc_stats exp = {};
 
-	FC_REQUIRE_BPF(state);
+	FC_REQUIRE_BPF();
 	fc_ban_fixture(env);
 	assert_int_equal(fc_env_run(env, false, arp, sizeof(arp)), XDP_PASS);
 	assert_int_equal(fc_env_run(env, true, arp, sizeof(arp)), TC_ACT_OK);
