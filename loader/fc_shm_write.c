@@ -14,7 +14,8 @@
 static size_t fc_shm_file_size(void)
 {
 	return fc_shm_align8(sizeof(struct fc_shm_header)) + 2ULL * FC_SHM_BLOCK_SIZE +
-	       (size_t)FC_SHM_SLOTS * sizeof(struct fc_shm_slot);
+	       (size_t)FC_SHM_SLOTS * sizeof(struct fc_shm_slot) +
+	       (size_t)FC_SHM_BAN_SLOTS * sizeof(struct fc_shm_ban_slot);
 }
 
 /* A block being written: the inactive one. */
@@ -96,23 +97,71 @@ static int fc_blk_policy(struct fc_blk *b, const struct fc_policy_row *r, struct
 	return 0;
 }
 
-static int fc_blk_ban(struct fc_blk *b, const struct fc_prefix *ip, const char *uid, int64_t expires,
-		      struct fc_err *err)
+/* Stamps one ban into the table at the first level whose slot this publish
+ * has not taken (the last level probes on), so readers can stop at the first
+ * slot without the current stamp. */
+static int fc_ban_put(struct fc_shm_ban_slot *tab, __u32 seq, const struct fc_shm_ban_slot *b)
 {
-	size_t vl = uid ? strlen(uid) : 0;
-	struct fc_shm_ban *it = fc_blk_item(b, sizeof(*it) + vl, uid ? FC_SHM_BAN_UID : FC_SHM_BAN_IP, err);
+	__u32 last = fc_shm_ban_index(0, FC_SHM_BAN_LEVELS - 1), size = fc_shm_ban_level[FC_SHM_BAN_LEVELS - 1];
+	__u32 i = 0, k;
+	int l;
 
-	if (!it)
-		return -1;
-	it->expires_ns = fc_expiry_ns(expires);
-	if (uid) {
-		it->value_len = (__u8)vl;
-		memcpy(it + 1, uid, vl);
-	} else {
-		it->family = ip->family;
-		it->prefixlen = ip->len;
-		memcpy(it->addr, ip->a, 16);
+	for (l = 0; l < FC_SHM_BAN_LEVELS; l++) {
+		i = fc_shm_ban_index(b->hash, l);
+		if (tab[i].seq != seq)
+			goto take;
 	}
+	for (k = 1; k <= FC_SHM_BAN_PROBE; k++) {
+		i = last + (__u32)((b->hash % size + k) % size);
+		if (tab[i].seq != seq)
+			goto take;
+	}
+	return -1;
+take:
+	/* Stamped first: a reader of the old view sees it as empty meanwhile. */
+	__atomic_store_n(&tab[i].seq, seq, __ATOMIC_RELEASE);
+	tab[i].family = b->family;
+	tab[i].plen = b->plen;
+	tab[i].hash = b->hash;
+	tab[i].expires_ns = b->expires_ns;
+	memcpy(tab[i].addr, b->addr, sizeof(b->addr));
+	return 0;
+}
+
+/* Rewrites the ban table with every live ban, then makes it the valid one. */
+static int fc_bans_publish(struct fc_shm_header *h, void *base, const struct fc_ban_row *bans, size_t nbans,
+			   const struct fc_uid_ban *ubans, size_t nub, struct fc_err *err)
+{
+	struct fc_shm_ban_slot *tab = (struct fc_shm_ban_slot *)((char *)base + h->bans_off), b;
+	__u32 seq = h->ban_seq + 1 ? h->ban_seq + 1 : 1;
+	__u64 plens[3] = { 0 };
+	size_t i;
+
+	for (i = 0; i < nbans + nub; i++) {
+		memset(&b, 0, sizeof(b));
+		if (i < nbans) {
+			const struct fc_prefix *p = &bans[i].p;
+
+			b.family = p->family;
+			b.plen = p->len;
+			memcpy(b.addr, p->a, 16);
+			b.hash = fc_shm_ban_hash(b.family, b.plen, b.addr, p->family == 4 ? 4 : 16);
+			b.expires_ns = fc_expiry_ns(bans[i].expires);
+			plens[(p->family == 6 ? 64 + p->len : p->len) / 64] |= 1ULL << ((p->family == 6 ? 64 + p->len : p->len) % 64);
+		} else {
+			const struct fc_uid_ban *u = &ubans[i - nbans];
+
+			b.hash = fc_shm_ban_hash(0, 0, u->uid, (__u32)strlen(u->uid));
+			b.expires_ns = fc_expiry_ns(u->expires);
+		}
+		if (fc_ban_put(tab, seq, &b) < 0)
+			return fc_err_set(err, "shm: the ban table is full (%u slots)", FC_SHM_BAN_SLOTS);
+	}
+	for (i = 0; i < 3; i++)
+		__atomic_store_n(&h->ban_plens[i], h->ban_plens[i] | plens[i], __ATOMIC_RELEASE);
+	__atomic_store_n(&h->ban_seq, seq, __ATOMIC_RELEASE);
+	for (i = 0; i < 3; i++)
+		__atomic_store_n(&h->ban_plens[i], plens[i], __ATOMIC_RELEASE);
 	return 0;
 }
 
@@ -194,6 +243,8 @@ int fc_shm_publish(const char *path, const char *group, struct fc_store *st, int
 		h->block_off[1] = h->block_off[0] + FC_SHM_BLOCK_SIZE;
 		h->slots_off = h->block_off[1] + FC_SHM_BLOCK_SIZE;
 		h->nslots = FC_SHM_SLOTS;
+		h->bans_off = h->slots_off + (__u64)FC_SHM_SLOTS * sizeof(struct fc_shm_slot);
+		h->nban_slots = FC_SHM_BAN_SLOTS;
 		memset((char *)base + h->block_off[0], 0, sizeof(struct fc_shm_block));
 		memset((char *)base + h->block_off[1], 0, sizeof(struct fc_shm_block));
 	}
@@ -211,12 +262,8 @@ int fc_shm_publish(const char *path, const char *group, struct fc_store *st, int
 			goto out;
 		res->policies++;
 	}
-	for (i = 0; i < nbans; i++)
-		if (fc_blk_ban(&b, &bans[i].p, NULL, bans[i].expires, err) < 0)
-			goto out;
-	for (i = 0; i < nub; i++)
-		if (fc_blk_ban(&b, NULL, ubans[i].uid, ubans[i].expires, err) < 0)
-			goto out;
+	if (fc_bans_publish(h, base, bans, nbans, ubans, nub, err) < 0)
+		goto out;
 	res->ip_bans = nbans;
 	res->uid_bans = nub;
 	b.hdr->magic = FC_SHM_BLOCK_MAGIC;

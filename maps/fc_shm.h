@@ -4,7 +4,7 @@
  * the nginx module (ngx_bridge/) reads. One definition, included by the
  * loader, the module and the tests.
  *
- *   header | config block 0 | config block 1 | stat slots
+ *   header | config block 0 | config block 1 | stat slots | ban table
  *
  * Config blocks are written RCU-style: the writer (one at a time, under the
  * pin dir's lock) fills the inactive block, then publishes it by storing
@@ -18,6 +18,14 @@
  * Stat slots hold the bucket state (one 64-bit word per tier, changed only
  * by compare-and-exchange: exact across workers, no lock that a killed worker
  * could leave held) and counters; a policy keeps its slot across syncs.
+ *
+ * Bans (uids and IP addresses or prefixes) live apart, in a multi-level hash
+ * that workers read in place, so a change of bans costs no worker a rebuild:
+ * each publish writes every live ban stamped with ban_seq + 1, taking a slot
+ * not stamped so in the first level that has one (the last level probes
+ * linearly), then stores ban_seq + 1 with release ordering. A slot is valid
+ * only while its stamp equals ban_seq, so what is not rewritten (lifted or
+ * expired bans) is gone the moment the new seq is.
  */
 #ifndef FC_SHM_H
 #define FC_SHM_H
@@ -34,9 +42,14 @@
 #define FC_SHM_ITEM_MAGIC  0x4d544946 /* "FITM" */
 
 /* Capacity: a block holds 64 MiB of items (the file is sparse: only written
- * pages use memory); slots for every policy slot number. */
+ * pages use memory); slots for every policy slot number; ban table levels of
+ * decreasing prime sizes, ~2M slots for up to ~1.5M bans. */
 #define FC_SHM_BLOCK_SIZE (64u << 20)
 #define FC_SHM_SLOTS      65537u
+#define FC_SHM_BAN_LEVELS 4
+#define FC_SHM_BAN_PROBE  64 /* linear probes in the last level */
+static const __u32 fc_shm_ban_level[FC_SHM_BAN_LEVELS] = { 1048573, 524287, 262139, 131071 };
+#define FC_SHM_BAN_SLOTS (1048573u + 524287u + 262139u + 131071u)
 
 /* Bounds on what an item may carry (the writer refuses more). */
 #define FC_SHM_MAX_DIMS   8
@@ -54,7 +67,11 @@ struct fc_shm_header {
 	__u64 block_size;
 	__u64 slots_off;
 	__u32 nslots;
+	__u32 ban_seq;     /* the stamp of valid ban slots */
+	__u64 bans_off;
+	__u32 nban_slots;  /* FC_SHM_BAN_SLOTS */
 	__u32 pad;
+	__u64 ban_plens[3]; /* bit p: an IPv4 (p < 33: bit p of [0]) or IPv6 (bit 64 + p, ...) ban of length p */
 };
 
 struct fc_shm_block {
@@ -66,8 +83,6 @@ struct fc_shm_block {
 
 enum fc_shm_item_kind {
 	FC_SHM_POLICY = 1,
-	FC_SHM_BAN_UID = 2,
-	FC_SHM_BAN_IP = 3,
 };
 
 /* Every item starts with this; len covers the whole item, a multiple of 8. */
@@ -115,16 +130,43 @@ struct fc_shm_policy {
 	/* ndims struct fc_shm_dim follow */
 };
 
-struct fc_shm_ban {
-	struct fc_shm_item item;
+/* A ban table slot. A uid is kept as its 64-bit hash (fc_shm_ban_hash), as
+ * the source design does; an address as its masked bytes. */
+struct fc_shm_ban_slot {
+	__u32 seq;        /* valid while equal to the header's ban_seq */
+	__u8 family;      /* 0: uid; 4 or 6: address */
+	__u8 plen;
+	__u8 pad[2];
+	__u64 hash;
 	__u64 expires_ns; /* UTC ns; 0 = never */
-	__u8 family;      /* FC_SHM_BAN_IP: 4 or 6 */
-	__u8 prefixlen;
-	__u8 value_len;   /* FC_SHM_BAN_UID: bytes of uid that follow */
-	__u8 pad[5];
-	__u8 addr[16];    /* FC_SHM_BAN_IP */
-	/* FC_SHM_BAN_UID: value_len bytes follow, padded to 8 */
+	__u8 addr[16];
 };
+
+/* FNV-1a over a ban's key: the family, the length, then the uid or the
+ * masked address bytes. */
+static inline __u64 fc_shm_ban_hash(__u8 family, __u8 plen, const void *key, __u32 len)
+{
+	const __u8 *p = key;
+	__u64 h = 0xcbf29ce484222325ULL ^ ((__u64)family << 8 | plen);
+	__u32 i;
+
+	for (i = 0; i < len; i++) {
+		h ^= p[i];
+		h *= 0x100000001b3ULL;
+	}
+	return h ^ (h >> 31);
+}
+
+/* The slot of a key's hash in level l, as an index into the whole table. */
+static inline __u32 fc_shm_ban_index(__u64 hash, int level)
+{
+	__u32 off = 0;
+	int i;
+
+	for (i = 0; i < level; i++)
+		off += fc_shm_ban_level[i];
+	return off + (__u32)(hash % fc_shm_ban_level[level]);
+}
 
 /* One policy's bucket and counters: one cache line. */
 struct fc_shm_slot {

@@ -182,17 +182,6 @@ static void fc_file_policy(struct fc_l7_index *ix, uint32_t i)
 	}
 }
 
-/* A ban's key: a uid, or an address masked to its prefix. */
-static uint64_t fc_ban_hash(uint8_t family, uint8_t plen, const uint8_t *addr, const char *uid, size_t uid_len)
-{
-	uint8_t key[18] = { family, plen };
-
-	if (!family)
-		return fc_l7_hash(FC_DIM_UID, 0xff, uid, uid_len);
-	memcpy(key + 2, addr, family == 4 ? 4 : 16);
-	return fc_l7_hash(FC_DIM_IP, 0xff, (const char *)key, family == 4 ? 6 : 18);
-}
-
 static void fc_mask(uint8_t *out, const uint8_t *addr, uint8_t family, uint8_t plen)
 {
 	size_t n = family == 4 ? 4 : 16, i;
@@ -204,42 +193,6 @@ static void fc_mask(uint8_t *out, const uint8_t *addr, uint8_t family, uint8_t p
 	}
 	for (; i < 16; i++)
 		out[i] = 0;
-}
-
-static bool fc_ban_read(struct fc_l7_index *ix, const struct fc_shm_item *it, const struct fc_l7_alloc *a)
-{
-	const struct fc_shm_ban *sb = (const struct fc_shm_ban *)it;
-	struct fc_l7_ban nb = { .used = 1 };
-	size_t slot;
-
-	if (it->len < sizeof(*sb))
-		return false;
-	nb.expires_ns = sb->expires_ns;
-	if (it->kind == FC_SHM_BAN_UID) {
-		if (!sb->value_len || sizeof(*sb) + sb->value_len > it->len)
-			return false;
-		nb.uid.data = fc_copy(a, sb + 1, sb->value_len);
-		nb.uid.len = sb->value_len;
-		if (!nb.uid.data)
-			return false;
-		nb.hash = fc_ban_hash(0, 0, NULL, nb.uid.data, nb.uid.len);
-	} else {
-		if ((sb->family != 4 || sb->prefixlen > 32) && (sb->family != 6 || sb->prefixlen > 128))
-			return false;
-		nb.family = sb->family;
-		nb.plen = sb->prefixlen;
-		fc_mask(nb.addr, sb->addr, nb.family, nb.plen);
-		nb.hash = fc_ban_hash(nb.family, nb.plen, nb.addr, NULL, 0);
-		if (nb.family == 4)
-			ix->ban_plens4[nb.plen] = 1;
-		else
-			ix->ban_plens6[nb.plen] = 1;
-	}
-	for (slot = nb.hash & (ix->bcap - 1); ix->bans[slot].used; slot = (slot + 1) & (ix->bcap - 1))
-		;
-	ix->bans[slot] = nb;
-	ix->nbans++;
-	return true;
 }
 
 static int fc_fail(struct fc_l7_index *ix, const char *why)
@@ -273,9 +226,14 @@ int fc_l7_build(const void *base, size_t size, struct fc_l7_index *ix, const str
 	    h->slots_off > size ||
 	    (size - h->slots_off) / sizeof(struct fc_shm_slot) < h->nslots || (h->slots_off & 7))
 		return fc_fail(ix, "header out of bounds");
+	if (h->bans_off > size || (h->bans_off & 7) || h->nban_slots != FC_SHM_BAN_SLOTS ||
+	    (size - h->bans_off) / sizeof(struct fc_shm_ban_slot) < h->nban_slots)
+		return fc_fail(ix, "ban table out of bounds");
 	ix->seq = seq;
 	ix->slots = (struct fc_shm_slot *)((const char *)base + h->slots_off);
 	ix->nslots = h->nslots;
+	ix->hdr = h;
+	ix->bans = (const struct fc_shm_ban_slot *)((const char *)base + h->bans_off);
 	blk = (const struct fc_shm_block *)((const char *)base + h->block_off[active]);
 	if (blk->magic != FC_SHM_BLOCK_MAGIC || blk->used > h->block_size - sizeof(*blk))
 		return fc_fail(ix, "config block out of bounds");
@@ -288,9 +246,7 @@ int fc_l7_build(const void *base, size_t size, struct fc_l7_index *ix, const str
 	ix->pol = a->alloc(a->ctx, (max_items + 1) * sizeof(*ix->pol));
 	ix->cap = fc_pow2(max_items + 1);
 	ix->tab = a->alloc(a->ctx, ix->cap * sizeof(*ix->tab));
-	ix->bcap = fc_pow2(max_items + 1);
-	ix->bans = a->alloc(a->ctx, ix->bcap * sizeof(*ix->bans));
-	if (!ix->pol || !ix->tab || !ix->bans)
+	if (!ix->pol || !ix->tab)
 		return fc_fail(ix, "out of memory");
 	for (i = 0; i < ix->cap; i++)
 		ix->tab[i].head = FC_NONE;
@@ -311,9 +267,6 @@ int fc_l7_build(const void *base, size_t size, struct fc_l7_index *ix, const str
 				ix->has_uri |= ix->pol[ix->npolicies].dims[ix->pol[ix->npolicies].anchor].kind == FC_DIM_URI;
 				fc_file_policy(ix, (uint32_t)ix->npolicies++);
 			}
-		} else if (it->kind == FC_SHM_BAN_UID || it->kind == FC_SHM_BAN_IP) {
-			ok = fc_ban_read(ix, it, a);
-			ix->has_uid |= ok && it->kind == FC_SHM_BAN_UID;
 		} else {
 			ok = false;
 		}
@@ -326,46 +279,58 @@ int fc_l7_build(const void *base, size_t size, struct fc_l7_index *ix, const str
 	return 0;
 }
 
-static const struct fc_l7_ban *fc_ban_find(const struct fc_l7_index *ix, uint8_t family, uint8_t plen,
-					   const uint8_t *addr, const char *uid, size_t uid_len)
+/* Whether a live ban on (family, plen, key) is in the shm's ban table at now.
+ * The first slot without the current stamp ends the search: the writer took
+ * the first free one (see maps/fc_shm.h). */
+static bool fc_ban_holds(const struct fc_l7_index *ix, __u32 seq, uint8_t family, uint8_t plen, const void *key,
+			 uint32_t len, uint64_t now)
 {
-	uint64_t h = fc_ban_hash(family, plen, addr, uid, uid_len);
-	size_t b;
+	__u32 last = fc_shm_ban_index(0, FC_SHM_BAN_LEVELS - 1), size = fc_shm_ban_level[FC_SHM_BAN_LEVELS - 1];
+	__u64 h = fc_shm_ban_hash(family, plen, key, len), exp;
+	const struct fc_shm_ban_slot *s;
+	__u32 i, step;
 
-	for (b = h & (ix->bcap - 1); ix->bans[b].used; b = (b + 1) & (ix->bcap - 1)) {
-		const struct fc_l7_ban *e = &ix->bans[b];
-
-		if (e->hash != h || e->family != family)
+	/* The writer's order: each level, then probes 1.. in the last one. */
+	for (step = 0; step < FC_SHM_BAN_LEVELS + FC_SHM_BAN_PROBE; step++) {
+		if (step < FC_SHM_BAN_LEVELS)
+			i = fc_shm_ban_index(h, (int)step);
+		else
+			i = last + (__u32)((h % size + step - FC_SHM_BAN_LEVELS + 1) % size);
+		s = &ix->bans[i];
+		if (__atomic_load_n(&s->seq, __ATOMIC_ACQUIRE) != seq)
+			return false;
+		if (s->hash != h || s->family != family || s->plen != plen ||
+		    (family && memcmp(s->addr, key, family == 4 ? 4 : 16)))
 			continue;
-		if (!family ? fc_str_eq(e->uid, uid, uid_len) :
-			      e->plen == plen && !memcmp(e->addr, addr, family == 4 ? 4 : 16))
-			return e;
+		exp = s->expires_ns;
+		/* Rewritten while read: take it as absent rather than half of it. */
+		if (__atomic_load_n(&s->seq, __ATOMIC_ACQUIRE) != seq)
+			return false;
+		return !exp || now < exp;
 	}
-	return NULL;
-}
-
-static bool fc_ban_holds(const struct fc_l7_ban *b, uint64_t now)
-{
-	return b && (!b->expires_ns || now < b->expires_ns);
+	return false;
 }
 
 static bool fc_banned(const struct fc_l7_index *ix, const struct fc_l7_req *rq, uint64_t now, bool *uid)
 {
-	const uint8_t *plens = rq->family == 4 ? ix->ban_plens4 : ix->ban_plens6;
-	int maxlen = rq->family == 4 ? 32 : 128, len;
+	__u32 seq = __atomic_load_n(&ix->hdr->ban_seq, __ATOMIC_ACQUIRE);
+	int maxlen = rq->family == 4 ? 32 : 128, len, bit;
 	uint8_t masked[16];
 
 	*uid = true;
-	if (rq->uid.len && fc_ban_holds(fc_ban_find(ix, 0, 0, NULL, rq->uid.data, rq->uid.len), now))
+	if (!seq)
+		return false;
+	if (rq->uid.len && fc_ban_holds(ix, seq, 0, 0, rq->uid.data, (uint32_t)rq->uid.len, now))
 		return true;
 	*uid = false;
 	if (!rq->family)
 		return false;
 	for (len = maxlen; len >= 0; len--) {
-		if (!plens[len])
+		bit = rq->family == 6 ? 64 + len : len;
+		if (!(__atomic_load_n(&ix->hdr->ban_plens[bit / 64], __ATOMIC_ACQUIRE) & (1ULL << (bit % 64))))
 			continue;
 		fc_mask(masked, rq->addr, rq->family, (uint8_t)len);
-		if (fc_ban_holds(fc_ban_find(ix, rq->family, (uint8_t)len, masked, NULL, 0), now))
+		if (fc_ban_holds(ix, seq, rq->family, (uint8_t)len, masked, rq->family == 4 ? 4 : 16, now))
 			return true;
 	}
 	return false;
@@ -496,7 +461,7 @@ void fc_l7_decide(const struct fc_l7_index *ix, const struct fc_l7_req *rq, uint
 	bool uid;
 
 	memset(res, 0, sizeof(*res));
-	if (ix->nbans && fc_banned(ix, rq, now, &uid)) {
+	if (fc_banned(ix, rq, now, &uid)) {
 		res->verdict = FC_L7_BANNED;
 		res->uid_ban = uid;
 		return;

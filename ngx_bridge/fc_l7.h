@@ -62,16 +62,6 @@ struct fc_l7_entry {
 	uint32_t head; /* first policy, UINT32_MAX when empty */
 };
 
-struct fc_l7_ban {
-	uint64_t hash;
-	uint64_t expires_ns; /* 0 = never */
-	uint8_t used;
-	uint8_t family; /* 0 for a uid */
-	uint8_t plen;
-	uint8_t addr[16];
-	struct fc_l7_str uid;
-};
-
 struct fc_l7_index {
 	uint64_t seq;
 	size_t npolicies;
@@ -82,11 +72,10 @@ struct fc_l7_index {
 	struct fc_l7_str args[FC_L7_MAX_NAMES];
 	struct fc_l7_str headers[FC_L7_MAX_NAMES]; /* lowercase */
 	bool has_uid, has_uri;
-	/* Bans: one open-addressed table for uids and IP addresses/prefixes. */
-	size_t bcap;
-	struct fc_l7_ban *bans;
-	uint8_t ban_plens4[33], ban_plens6[129]; /* prefix lengths in use */
-	size_t nbans;
+	/* Bans are read in place, in the shm's ban table: a change of bans
+	 * needs no rebuild. */
+	const struct fc_shm_header *hdr;
+	const struct fc_shm_ban_slot *bans;
 	/* What was refused, for the log. */
 	size_t skipped;
 	char why[128];

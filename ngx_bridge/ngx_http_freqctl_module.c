@@ -350,9 +350,9 @@ ngx_http_freqctl_index(ngx_http_request_t *r, ngx_str_t *path)
     s->ix = ix;
     s->valid = 1;
 
-    ngx_log_debug3(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
-                   "freqctl: index seq %uL: %uz policies, %uz bans",
-                   ix.seq, ix.npolicies, ix.nbans);
+    ngx_log_debug2(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
+                   "freqctl: index seq %uL: %uz policies",
+                   ix.seq, ix.npolicies);
 
     return &s->ix;
 }

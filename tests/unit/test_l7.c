@@ -219,7 +219,6 @@ static void test_round_trip(void **state)
 	fc_publish(t);
 	assert_int_equal(fc_build(t, t->base, t->size), 0);
 	assert_int_equal(t->ix.npolicies, 3);
-	assert_int_equal(t->ix.nbans, 2);
 	assert_int_equal(t->ix.skipped, 0);
 
 	assert_int_equal(fc_passes(t, "uid=u1024 arg:api=login", T0, 5), 3);
@@ -244,6 +243,59 @@ static void test_round_trip(void **state)
 	/* Counters in the slots. */
 	assert_int_equal(t->ix.slots[1].passed, 3);
 	assert_int_equal(t->ix.slots[1].denied, 3);
+}
+
+/* Bans are read in place: many of them, all found; changes seen by an index
+ * built before them, with no new block (no worker rebuild). */
+static void test_ban_table(void **state)
+{
+	struct fc_t *t = *state;
+	struct fc_ban_row br = { .created = 1 };
+	struct fc_uid_ban ub = { .created = 1 };
+	struct fc_l7_result res;
+	struct fc_err err;
+	char req[64];
+	uint64_t seq;
+	bool existed;
+	int i;
+
+	fc_policy(t, 1, "uid=u1", "3/m", "drop", 0, 0);
+	assert_int_equal(fc_store_begin(t->st, &err), 0);
+	for (i = 0; i < 50000; i++) {
+		snprintf(ub.uid, sizeof(ub.uid), "user%d", i);
+		assert_int_equal(fc_store_uid_ban_put(t->st, &ub, &existed, 1, &err), 0);
+		br.p = (struct fc_prefix){ .family = 4, .len = 32, .a = { 10, (uint8_t)(i >> 16), (uint8_t)(i >> 8), (uint8_t)i } };
+		assert_int_equal(fc_store_ban_put(t->st, &br, &err), 0);
+	}
+	assert_int_equal(fc_store_commit(t->st, &err), 0);
+	fc_publish(t);
+	assert_int_equal(fc_build(t, t->base, t->size), 0);
+	seq = t->ix.seq;
+	for (i = 0; i < 50000; i += 7) {
+		snprintf(req, sizeof(req), "uid=user%d", i);
+		assert_int_equal(fc_decide(t, req, T0, &res), FC_L7_BANNED);
+		snprintf(req, sizeof(req), "ip=10.%d.%d.%d", (i >> 16) & 255, (i >> 8) & 255, i & 255);
+		assert_int_equal(fc_decide(t, req, T0, &res), FC_L7_BANNED);
+	}
+	assert_int_equal(fc_decide(t, "uid=user50000", T0, NULL), FC_L7_PASS);
+	assert_int_equal(fc_decide(t, "ip=10.1.0.0", T0, NULL), FC_L7_PASS);
+
+	/* Lift one, add a prefix: the same index sees both. */
+	snprintf(ub.uid, sizeof(ub.uid), "user7");
+	assert_int_equal(fc_store_uid_ban_del(t->st, "user7", &existed, &err), 0);
+	assert_int_equal(fc_prefix_parse("192.0.2.0/24", &br.p, &err), 0);
+	assert_int_equal(fc_store_ban_put(t->st, &br, &err), 0);
+	{
+		struct fc_shm_result r;
+
+		assert_int_equal(fc_shm_publish(t->shm, NULL, t->st, 1, &r, &err), 0);
+		assert_false(r.published); /* no new block: workers keep their index */
+	}
+	assert_int_equal(((const struct fc_shm_header *)t->base)->seq, seq);
+	assert_int_equal(fc_decide(t, "uid=user7", T0, NULL), FC_L7_PASS);
+	assert_int_equal(fc_decide(t, "uid=user14", T0, NULL), FC_L7_BANNED);
+	assert_int_equal(fc_decide(t, "ip=192.0.2.200", T0, NULL), FC_L7_BANNED);
+	assert_int_equal(fc_decide(t, "ip=192.0.3.200", T0, NULL), FC_L7_PASS);
 }
 
 /* Editing limits keeps a slot's state; a new match starts afresh; a
@@ -358,7 +410,7 @@ static void test_truncation(void **state)
 	for (cut = 0; cut <= used; cut++) {
 		blk->used = cut;
 		assert_int_equal(fc_build(t, t->base, t->size), 0);
-		assert_true(t->ix.npolicies + t->ix.nbans <= 5);
+		assert_true(t->ix.npolicies <= 3);
 		fc_req(&t->ix, &rq, "uid=u1 arg:a=1 header:x=y ip=2001:db8::1 uri=/x");
 		fc_l7_decide(&t->ix, &rq, T0, &res);
 	}
@@ -561,6 +613,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		T(test_round_trip),
 		T(test_republish),
+		T(test_ban_table),
 		T(test_corruption),
 		T(test_truncation),
 		T(test_exact_across_processes),
