@@ -134,7 +134,7 @@ static int fc_bans_publish(struct fc_shm_header *h, void *base, const struct fc_
 {
 	struct fc_shm_ban_slot *tab = (struct fc_shm_ban_slot *)((char *)base + h->bans_off), b;
 	__u32 seq = h->ban_seq + 1 ? h->ban_seq + 1 : 1;
-	__u64 plens[3] = { 0 };
+	__u64 plens[4] = { 0 };
 	size_t i;
 
 	for (i = 0; i < nbans + nub; i++) {
@@ -157,10 +157,10 @@ static int fc_bans_publish(struct fc_shm_header *h, void *base, const struct fc_
 		if (fc_ban_put(tab, seq, &b) < 0)
 			return fc_err_set(err, "shm: the ban table is full (%u slots)", FC_SHM_BAN_SLOTS);
 	}
-	for (i = 0; i < 3; i++)
+	for (i = 0; i < 4; i++)
 		__atomic_store_n(&h->ban_plens[i], h->ban_plens[i] | plens[i], __ATOMIC_RELEASE);
 	__atomic_store_n(&h->ban_seq, seq, __ATOMIC_RELEASE);
-	for (i = 0; i < 3; i++)
+	for (i = 0; i < 4; i++)
 		__atomic_store_n(&h->ban_plens[i], plens[i], __ATOMIC_RELEASE);
 	return 0;
 }

@@ -71,7 +71,7 @@ struct fc_shm_header {
 	__u64 bans_off;
 	__u32 nban_slots;  /* FC_SHM_BAN_SLOTS */
 	__u32 pad;
-	__u64 ban_plens[3]; /* bit p: an IPv4 (p < 33: bit p of [0]) or IPv6 (bit 64 + p, ...) ban of length p */
+	__u64 ban_plens[4]; /* prefix lengths with an IP ban: IPv4 p at bit p, IPv6 p at bit 64 + p */
 };
 
 struct fc_shm_block {

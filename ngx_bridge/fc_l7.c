@@ -311,11 +311,33 @@ static bool fc_ban_holds(const struct fc_l7_index *ix, __u32 seq, uint8_t family
 	return false;
 }
 
+/* The prefix lengths with an IP ban, of a family, longest first: the bits of
+ * the header's bitmap (IPv4 lengths at bits 0-32, IPv6 at 64-192). */
+static bool fc_next_plen(const struct fc_l7_index *ix, uint8_t family, int *len)
+{
+	int bit;
+
+	for (bit = (family == 6 ? 64 : 0) + *len - 1; bit >= (family == 6 ? 64 : 0); bit--) {
+		__u64 w = __atomic_load_n(&ix->hdr->ban_plens[bit / 64], __ATOMIC_ACQUIRE);
+
+		/* Skip whole empty words at once. */
+		w &= bit % 64 == 63 ? ~0ULL : (2ULL << (bit % 64)) - 1;
+		if (!w) {
+			bit -= bit % 64;
+			continue;
+		}
+		bit = bit - bit % 64 + 63 - __builtin_clzll(w);
+		*len = bit - (family == 6 ? 64 : 0);
+		return true;
+	}
+	return false;
+}
+
 static bool fc_banned(const struct fc_l7_index *ix, const struct fc_l7_req *rq, uint64_t now, bool *uid)
 {
 	__u32 seq = __atomic_load_n(&ix->hdr->ban_seq, __ATOMIC_ACQUIRE);
-	int maxlen = rq->family == 4 ? 32 : 128, len, bit;
 	uint8_t masked[16];
+	int len;
 
 	*uid = true;
 	if (!seq)
@@ -325,10 +347,7 @@ static bool fc_banned(const struct fc_l7_index *ix, const struct fc_l7_req *rq, 
 	*uid = false;
 	if (!rq->family)
 		return false;
-	for (len = maxlen; len >= 0; len--) {
-		bit = rq->family == 6 ? 64 + len : len;
-		if (!(__atomic_load_n(&ix->hdr->ban_plens[bit / 64], __ATOMIC_ACQUIRE) & (1ULL << (bit % 64))))
-			continue;
+	for (len = rq->family == 4 ? 33 : 129; fc_next_plen(ix, rq->family, &len);) {
 		fc_mask(masked, rq->addr, rq->family, (uint8_t)len);
 		if (fc_ban_holds(ix, seq, rq->family, (uint8_t)len, masked, rq->family == 4 ? 4 : 16, now))
 			return true;

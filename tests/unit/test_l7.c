@@ -296,6 +296,24 @@ static void test_ban_table(void **state)
 	assert_int_equal(fc_decide(t, "uid=user14", T0, NULL), FC_L7_BANNED);
 	assert_int_equal(fc_decide(t, "ip=192.0.2.200", T0, NULL), FC_L7_BANNED);
 	assert_int_equal(fc_decide(t, "ip=192.0.3.200", T0, NULL), FC_L7_PASS);
+
+	/* IPv6, exact (/128) and prefixes of the extreme lengths. */
+	assert_int_equal(fc_prefix_parse("2001:db8::7", &br.p, &err), 0);
+	assert_int_equal(fc_store_ban_put(t->st, &br, &err), 0);
+	assert_int_equal(fc_prefix_parse("2001:db9::/32", &br.p, &err), 0);
+	assert_int_equal(fc_store_ban_put(t->st, &br, &err), 0);
+	assert_int_equal(fc_prefix_parse("8000::/1", &br.p, &err), 0);
+	assert_int_equal(fc_store_ban_put(t->st, &br, &err), 0);
+	{
+		struct fc_shm_result r;
+
+		assert_int_equal(fc_shm_publish(t->shm, NULL, t->st, 1, &r, &err), 0);
+	}
+	assert_int_equal(fc_decide(t, "ip=2001:db8::7", T0, NULL), FC_L7_BANNED);
+	assert_int_equal(fc_decide(t, "ip=2001:db8::8", T0, NULL), FC_L7_PASS);
+	assert_int_equal(fc_decide(t, "ip=2001:db9:1::1", T0, NULL), FC_L7_BANNED);
+	assert_int_equal(fc_decide(t, "ip=9000::1", T0, NULL), FC_L7_BANNED);
+	assert_int_equal(fc_decide(t, "ip=7000::1", T0, NULL), FC_L7_PASS);
 }
 
 /* Editing limits keeps a slot's state; a new match starts afresh; a
