@@ -185,11 +185,6 @@ static char *fc_import_token(char *line, char **extra)
 	return line;
 }
 
-static bool fc_isatty_stderr(void)
-{
-	return isatty(STDERR_FILENO);
-}
-
 /* Reads and validates the whole file; nothing is applied unless all of it is good. */
 static int fc_import_read(const char *path, struct fc_import *imp)
 {
@@ -247,7 +242,7 @@ static int fc_ban_import(const struct fc_ctx *ctx, const struct fc_cmd *cmd, int
 	struct fc_ban_row row = {};
 	size_t before, after, i;
 	struct fc_publish pub;
-	bool progress = fc_isatty_stderr();
+	bool progress = isatty(STDERR_FILENO); /* quiet when piped */
 	const char *path;
 	struct fc_err err;
 	int64_t ttl = 0;

@@ -266,7 +266,7 @@ const struct fc_cmd fc_cmd_policy_add = {
 	.args = "ID",
 	.min_args = 1,
 	.max_args = 1,
-	.summary = "Add a rate-limit policy enforced at XDP/TC; refuses an ID that exists.",
+	.summary = "Add a rate-limit policy (XDP/TC for ip= alone, nginx otherwise); refuses an existing ID.",
 	.details = fc_policy_details,
 	.opts = fc_policy_opts,
 	.run = fc_policy_add,
@@ -288,7 +288,7 @@ const struct fc_cmd fc_cmd_policy_del = {
 	.args = "ID",
 	.min_args = 1,
 	.max_args = 1,
-	.summary = "Delete a policy; refuses an ID that does not exist. Takes effect on the next packet.",
+	.summary = "Delete a policy; refuses an ID that does not exist. Holds from the next packet or request.",
 	.opts = fc_opts_none,
 	.run = fc_policy_del,
 };

@@ -6,14 +6,14 @@
 
 int fc_publish_begin(struct fc_publish *pub, const struct fc_ctx *ctx, struct fc_err *err)
 {
+	size_t upurged = 0;
+
 	memset(pub, 0, sizeof(*pub));
 	pub->ctx = ctx;
 	pub->maps.dirfd = -1;
 	pub->now = (int64_t)time(NULL);
 	if (fc_store_open(ctx->db_path, &pub->st, err) < 0)
 		return -1;
-	size_t upurged = 0;
-
 	if (fc_store_begin(pub->st, err) < 0 || fc_store_ban_purge(pub->st, pub->now, &pub->purged, err) < 0 ||
 	    fc_store_uid_ban_purge(pub->st, pub->now, &upurged, err) < 0) {
 		fc_publish_abort(pub);
