@@ -23,6 +23,7 @@ enum {
 	FC_OPT_ACTION,
 	FC_OPT_NEW_SOURCES,
 	FC_OPT_DELAY_BURST,
+	FC_OPT_PROMETHEUS,
 };
 
 struct fc_opt {

@@ -45,8 +45,72 @@ struct fc_policy_stats {
 	uint64_t delayed;    /* nginx, action delay */
 };
 
-static int fc_stats_print(const struct fc_stats *s, const struct fc_policy_stats *ps, size_t n, bool json)
+enum fc_stats_format { FC_STATS_TEXT, FC_STATS_JSON, FC_STATS_PROMETHEUS };
+
+static const struct fc_opt fc_stats_opts[] = {
+	{ "json", FC_OPT_JSON, no_argument, NULL, "print JSON instead of text" },
+	{ "prometheus", FC_OPT_PROMETHEUS, no_argument, NULL, "print the Prometheus text exposition format" },
+	{ 0 },
+};
+
+/* The same numbers for Prometheus: one family per counter kind, labelled. */
+static int fc_stats_prometheus(const struct fc_stats *s, const struct fc_policy_stats *ps, size_t n)
 {
+	char match[FC_MATCH_LEN], esc[2 * FC_MATCH_LEN];
+	const struct fc_counter *cnt;
+	size_t i, j, k;
+
+	fputs("# HELP freqctl_packets_total Packets seen by freqctl's XDP/TC programs, by verdict.\n"
+	      "# TYPE freqctl_packets_total counter\n",
+	      stdout);
+	for (i = 0; i < FC_NSTAT_ROWS; i++)
+		if (fc_stat_rows[i].off != offsetof(struct fc_stats, src_overflow))
+			printf("freqctl_packets_total{verdict=\"%s\"} %llu\n", fc_stat_rows[i].key,
+			       (unsigned long long)fc_stat_at(s, i)->packets);
+	fputs("# HELP freqctl_bytes_total Bytes seen by freqctl's XDP/TC programs, by verdict.\n"
+	      "# TYPE freqctl_bytes_total counter\n",
+	      stdout);
+	for (i = 0; i < FC_NSTAT_ROWS; i++)
+		if (fc_stat_rows[i].off != offsetof(struct fc_stats, src_overflow))
+			printf("freqctl_bytes_total{verdict=\"%s\"} %llu\n", fc_stat_rows[i].key,
+			       (unsigned long long)fc_stat_at(s, i)->bytes);
+	/* Not a verdict: these packets also passed or were dropped. */
+	printf("# HELP freqctl_source_overflow_packets_total Packets of new ip=* sources past the cap, charged to "
+	       "the shared overflow bucket.\n# TYPE freqctl_source_overflow_packets_total counter\n"
+	       "freqctl_source_overflow_packets_total %llu\n",
+	       (unsigned long long)s->src_overflow.packets);
+	fputs("# HELP freqctl_policy_total Packets (layer xdp) or requests (layer nginx) per policy and outcome.\n"
+	      "# TYPE freqctl_policy_total counter\n",
+	      stdout);
+	for (i = 0; i < n; i++) {
+		const struct fc_policy_spec *p = &ps[i].row->spec;
+		const char *layer = fc_policy_is_l7(p) ? "nginx" : "xdp";
+
+		fc_match_format(p, match);
+		for (j = 0, k = 0; match[j] && k + 2 < sizeof(esc); j++) { /* label value escaping */
+			if (match[j] == '"' || match[j] == '\\')
+				esc[k++] = '\\';
+			esc[k++] = match[j];
+		}
+		esc[k] = '\0';
+		cnt = &ps[i].ps.passed;
+		printf("freqctl_policy_total{policy=\"%u\",match=\"%s\",layer=\"%s\",outcome=\"passed\"} %llu\n", p->id,
+		       esc, layer, (unsigned long long)cnt->packets);
+		printf("freqctl_policy_total{policy=\"%u\",match=\"%s\",layer=\"%s\",outcome=\"%s\"} %llu\n", p->id, esc,
+		       layer, p->action == FC_ACTION_LOG ? "would_drop" : "dropped",
+		       (unsigned long long)ps[i].ps.dropped.packets);
+		if (p->action == FC_ACTION_DELAY)
+			printf("freqctl_policy_total{policy=\"%u\",match=\"%s\",layer=\"%s\",outcome=\"delayed\"} "
+			       "%llu\n",
+			       p->id, esc, layer, (unsigned long long)ps[i].delayed);
+	}
+	return fflush(stdout) ? FC_EXIT_FAILURE : FC_EXIT_OK;
+}
+
+static int fc_stats_print(const struct fc_stats *s, const struct fc_policy_stats *ps, size_t n,
+			  enum fc_stats_format fmt)
+{
+	bool json = fmt == FC_STATS_JSON;
 	char match[FC_MATCH_LEN];
 	const struct fc_counter *cnt;
 	json_t *doc, *pols;
@@ -106,13 +170,13 @@ static int fc_cmd_stats_run(const struct fc_ctx *ctx, const struct fc_cmd *cmd, 
 	struct fc_store *st = NULL;
 	struct fc_maps m;
 	struct fc_stats s;
+	enum fc_stats_format fmt = FC_STATS_TEXT;
 	struct fc_err err;
-	bool json = false;
 	size_t n = 0, i;
 	int c, rc = FC_EXIT_FAILURE;
 
 	while ((c = fc_cmd_getopt(cmd, argc, argv)) != -1)
-		json |= c == FC_OPT_JSON;
+		fmt = c == FC_OPT_JSON ? FC_STATS_JSON : FC_STATS_PROMETHEUS;
 	if (fc_maps_open(ctx->pin_dir, &m, &err) < 0 || fc_stats_read(&m, &s, &err) < 0 ||
 	    fc_store_open(ctx->db_path, &st, &err) < 0 || fc_store_policy_list(st, &rows, &n, &err) < 0)
 		goto out;
@@ -133,7 +197,7 @@ static int fc_cmd_stats_run(const struct fc_ctx *ctx, const struct fc_cmd *cmd, 
 			ps[i].delayed = slots[rows[i].slot].delayed;
 		}
 	}
-	rc = fc_stats_print(&s, ps, n, json);
+	rc = fmt == FC_STATS_PROMETHEUS ? fc_stats_prometheus(&s, ps, n) : fc_stats_print(&s, ps, n, fmt);
 out:
 	if (rc == FC_EXIT_FAILURE)
 		fc_warn("stats: %s", err.msg);
@@ -154,6 +218,6 @@ const struct fc_cmd fc_cmd_stats = {
 	.details = "Summed over all CPUs and all interfaces attached with this pin dir. The counters live\n"
 		   "in a pinned per-CPU map: they survive detach, attach and restarts of freqctl, and\n"
 		   "start at zero when the pin dir is new.",
-	.opts = fc_opts_json,
+	.opts = fc_stats_opts,
 	.run = fc_cmd_stats_run,
 };
