@@ -92,6 +92,8 @@ enum fc_stmt_id {
 	FC_SQL_UBAN_PURGE,
 	FC_SQL_UBAN_LIST,
 	FC_SQL_EPOCH_NEXT,
+	FC_SQL_BANS_CLEAR,
+	FC_SQL_UBANS_CLEAR,
 	FC_SQL_MAX,
 };
 
@@ -123,6 +125,8 @@ static const char *const fc_sql[FC_SQL_MAX] = {
 	[FC_SQL_UBAN_DEL] = "DELETE FROM uid_bans WHERE uid = ?1",
 	[FC_SQL_UBAN_PURGE] = "DELETE FROM uid_bans WHERE expires IS NOT NULL AND expires <= ?1",
 	[FC_SQL_UBAN_LIST] = "SELECT uid, created, expires FROM uid_bans WHERE expires IS NULL OR expires > ?1 ORDER BY uid",
+	[FC_SQL_BANS_CLEAR] = "DELETE FROM bans",
+	[FC_SQL_UBANS_CLEAR] = "DELETE FROM uid_bans",
 	[FC_SQL_EPOCH_NEXT] = "UPDATE meta SET value = value % 4294967295 + 1 WHERE key = 'epoch' RETURNING value",
 };
 
@@ -657,4 +661,11 @@ int fc_store_uid_ban_list(struct fc_store *st, int64_t now, struct fc_uid_ban **
 
 	sqlite3_bind_int64(s, 1, now);
 	return fc_collect(st, s, sizeof(**rows), fc_uid_ban_read, "listing uid bans", (void **)rows, n, err);
+}
+
+int fc_store_bans_clear(struct fc_store *st, struct fc_err *err)
+{
+	if (fc_step_done(st, fc_stmt(st, FC_SQL_BANS_CLEAR), err, "clearing bans") < 0)
+		return -1;
+	return fc_step_done(st, fc_stmt(st, FC_SQL_UBANS_CLEAR), err, "clearing uid bans");
 }

@@ -78,5 +78,7 @@ int fc_store_uid_ban_del(struct fc_store *st, const char *uid, bool *found, stru
 int fc_store_uid_ban_purge(struct fc_store *st, int64_t now, size_t *n, struct fc_err *err);
 int fc_store_uid_ban_list(struct fc_store *st, int64_t now, struct fc_uid_ban **rows, size_t *n,
 			  struct fc_err *err);
+/* Deletes every ban, address and uid (freqctl import replaces them). */
+int fc_store_bans_clear(struct fc_store *st, struct fc_err *err);
 
 #endif /* FC_STORE_H */

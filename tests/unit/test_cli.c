@@ -96,7 +96,7 @@ static void test_help(void **state)
 					       { "ban", "add" },   { "ban", "del" },   { "ban", "import" },
 					       { "ban", "list" },  { "sync", NULL },   { "stats", NULL },
 					       { "policy", "add" }, { "policy", "set" }, { "policy", "del" },
-					       { "policy", "list" } };
+					       { "policy", "list" }, { "export", NULL },   { "import", NULL } };
 	struct fc_run r;
 	char want[64];
 	size_t i;
@@ -201,7 +201,7 @@ static void test_usage_errors(void **state)
 /* Runtime errors exit 1 and name what failed; nothing is written. */
 static void test_runtime_errors(void **state)
 {
-	char path[128], want[1024];
+	char path[128], want[2048];
 	struct fc_run r;
 	FILE *f;
 
@@ -230,6 +230,53 @@ static void test_runtime_errors(void **state)
 	fc_cli(&r, "ban", "import", "/nonexistent/bans.txt", NULL);
 	assert_int_equal(r.status, 1);
 	assert_string_equal(r.err, "freqctl: ban import /nonexistent/bans.txt: No such file or directory\n");
+
+	/* import: every problem of a file, where it is; nothing applied. */
+	snprintf(path, sizeof(path), "%s/import.json", fc_dir);
+	f = fopen(path, "w");
+	assert_non_null(f);
+	fputs("{\"freqctl\": 1, \"policies\": [\n"
+	      " {\"id\": 1, \"match\": \"uid=a\", \"rates\": [\"1/s\"], \"burst\": null, \"algo\": \"gcra\",\n"
+	      "  \"action\": \"drop\", \"count\": \"packets\", \"delay_burst\": null, \"new_sources\": null},\n"
+	      " {\"id\": 1, \"match\": \"uid=b\", \"rates\": [\"1/s\"], \"algo\": \"gcra\", \"action\": \"drop\",\n"
+	      "  \"count\": \"packets\"},\n"
+	      " {\"id\": 2, \"match\": \"uid=c\", \"rates\": [\"1/s\"], \"algo\": \"gcra\", \"action\": \"drop\",\n"
+	      "  \"count\": \"packets\", \"colour\": \"red\"},\n"
+	      " {\"id\": 3, \"match\": \"uid=a\", \"rates\": [\"1/s\"], \"algo\": \"gcra\", \"action\": \"drop\",\n"
+	      "  \"count\": \"packets\"}],\n"
+	      " \"bans\": [{\"ban\": \"10.0.0.1/8\", \"created\": 1, \"expires\": null},\n"
+	      "  {\"ban\": \"uid=ok\", \"created\": 1, \"expires\": -5}]}\n",
+	      f);
+	fclose(f);
+	fc_cli(&r, "import", path, NULL);
+	assert_int_equal(r.status, 1);
+	snprintf(want, sizeof(want),
+		 "freqctl: %s: policies[1] (id 1): id 1 given twice\n"
+		 "freqctl: %s: policies[2]: unknown key \"colour\"\n"
+		 "freqctl: %s: policies[3] (id 3): uid=a is policy 1's match too\n"
+		 "freqctl: %s: bans[0]: \"10.0.0.1/8\": host bits set; did you mean 10.0.0.0/8?\n"
+		 "freqctl: %s: bans[1]: created, expires: expected unix seconds (expires may be null)\n"
+		 "freqctl: import %s: 5 errors; nothing imported\n",
+		 path, path, path, path, path, path);
+	assert_string_equal(r.err, want);
+	f = fopen(path, "w");
+	assert_non_null(f);
+	fputs("{\"freqctl\": 1,\n \"policies\": [}\n", f);
+	fclose(f);
+	fc_cli(&r, "import", path, NULL);
+	assert_int_equal(r.status, 1);
+	snprintf(want, sizeof(want), "freqctl: %s:2:15: ", path);
+	assert_memory_equal(r.err, want, strlen(want));
+	f = fopen(path, "w");
+	assert_non_null(f);
+	fputs("[1, 2]\n", f);
+	fclose(f);
+	fc_cli(&r, "import", path, NULL);
+	assert_int_equal(r.status, 1);
+	snprintf(want, sizeof(want),
+		 "freqctl: %s: expected {\"freqctl\": 1, \"policies\": [...], \"bans\": [...]} (see freqctl export)\n",
+		 path);
+	assert_string_equal(r.err, want);
 
 	fc_cli(&r, "policy", "del", "7", NULL);
 	assert_int_equal(r.status, 1);

@@ -1,0 +1,380 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * freqctl export | import: the store as one JSON document, and back.
+ *
+ *   {"freqctl": 1,
+ *    "policies": [{"id", "match", "rates", "burst", "algo", "action", "count",
+ *                  "delay_burst", "new_sources"}, ...],
+ *    "bans": [{"ban": "ADDR[/LEN]" | "uid=VALUE", "created", "expires"}, ...]}
+ *
+ * Times are unix seconds; a default is null. Import validates the whole file
+ * with the CLI's own parsers and applies all of it or nothing: the store's
+ * policies and bans become the file's (a policy whose id and match stay keeps
+ * its bucket state and counters).
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <jansson.h>
+
+#include "fc_cli.h"
+#include "fc_publish.h"
+
+#define FC_IO_VERSION    1
+#define FC_IO_MAX_ERRORS 20
+
+static json_t *fc_export_policy(const struct fc_policy_row *r)
+{
+	const struct fc_policy_spec *p = &r->spec;
+	char match[FC_MATCH_LEN], rate[FC_RATE_STRLEN];
+	json_t *rates = json_array();
+	int i;
+
+	fc_match_format(p, match);
+	for (i = 0; rates && i < p->ntiers; i++) {
+		fc_rate_format(&p->rate[i], rate);
+		json_array_append_new(rates, json_string(rate));
+	}
+	return json_pack("{s:I, s:s, s:o, s:o, s:s, s:s, s:s, s:o, s:o}", "id", (json_int_t)p->id, "match", match,
+			 "rates", rates, "burst", p->burst ? json_integer((json_int_t)p->burst) : json_null(), "algo",
+			 fc_algo_name(p->algo), "action", fc_action_name(p->action), "count", fc_count_name(p->count),
+			 "delay_burst", p->delay_burst ? json_integer(p->delay_burst) : json_null(), "new_sources",
+			 p->new_sources ? json_integer((json_int_t)p->new_sources) : json_null());
+}
+
+static json_t *fc_export_ban(const char *text, int64_t created, int64_t expires)
+{
+	return json_pack("{s:s, s:I, s:o}", "ban", text, "created", (json_int_t)created, "expires",
+			 expires ? json_integer(expires) : json_null());
+}
+
+static int fc_export(const struct fc_ctx *ctx, const struct fc_cmd *cmd, int argc, char **argv)
+{
+	struct fc_policy_row *pols = NULL;
+	struct fc_ban_row *bans = NULL;
+	struct fc_uid_ban *ub = NULL;
+	size_t np = 0, nb = 0, nu = 0, i;
+	int64_t now = (int64_t)time(NULL);
+	char text[FC_PREFIX_STRLEN + FC_SHM_MAX_VALUE + 8];
+	struct fc_store *st = NULL;
+	json_t *doc, *jp, *jb;
+	struct fc_err err;
+	int rc = FC_EXIT_FAILURE;
+
+	while (fc_cmd_getopt(cmd, argc, argv) != -1)
+		;
+	if (fc_store_open(ctx->db_path, &st, &err) < 0 || fc_store_policy_list(st, &pols, &np, &err) < 0 ||
+	    fc_store_ban_list(st, now, &bans, &nb, &err) < 0 || fc_store_uid_ban_list(st, now, &ub, &nu, &err) < 0) {
+		fc_warn("export: %s", err.msg);
+		goto out;
+	}
+	jp = json_array();
+	jb = json_array();
+	for (i = 0; jp && i < np; i++)
+		json_array_append_new(jp, fc_export_policy(&pols[i]));
+	for (i = 0; jb && i < nb; i++) {
+		fc_prefix_format(&bans[i].p, text);
+		json_array_append_new(jb, fc_export_ban(text, bans[i].created, bans[i].expires));
+	}
+	for (i = 0; jb && i < nu; i++) {
+		snprintf(text, sizeof(text), "uid=%s", ub[i].uid);
+		json_array_append_new(jb, fc_export_ban(text, ub[i].created, ub[i].expires));
+	}
+	doc = json_pack("{s:i, s:o, s:o}", "freqctl", FC_IO_VERSION, "policies", jp, "bans", jb);
+	rc = fc_json_print(doc);
+out:
+	fc_store_close(st);
+	free(pols);
+	free(bans);
+	free(ub);
+	return rc;
+}
+
+/* What a file holds, validated. */
+struct fc_import_set {
+	struct fc_policy_spec *pols;
+	size_t np;
+	struct fc_ban_row *bans;
+	size_t nb;
+	struct fc_uid_ban *ubans;
+	size_t nu;
+	size_t errors;
+	const char *path;
+};
+
+__attribute__((format(printf, 3, 4)))
+static void fc_import_error(struct fc_import_set *s, const char *where, const char *fmt, ...)
+{
+	char msg[FC_ERR_LEN];
+	va_list ap;
+
+	if (++s->errors > FC_IO_MAX_ERRORS)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	fc_warn("%s: %s: %s", s->path, where, msg);
+}
+
+/* An optional whole number: null (0) or 1..max. */
+static int fc_json_uint(json_t *v, uint64_t max, uint64_t *out)
+{
+	*out = 0;
+	if (!v || json_is_null(v))
+		return 0;
+	if (!json_is_integer(v) || json_integer_value(v) < 1 || (uint64_t)json_integer_value(v) > max)
+		return -1;
+	*out = (uint64_t)json_integer_value(v);
+	return 0;
+}
+
+static const char *const fc_policy_keys[] = { "id",   "match",	"rates",       "burst",	      "algo",
+					       "action", "count", "delay_burst", "new_sources", NULL };
+
+static void fc_import_policy(struct fc_import_set *s, size_t idx, json_t *o)
+{
+	struct fc_policy_spec *p = &s->pols[s->np];
+	const char *key, *str;
+	char where[64], w2[96];
+	struct fc_err err;
+	uint64_t v;
+	json_t *val;
+	size_t i;
+
+	snprintf(where, sizeof(where), "policies[%zu]", idx);
+	memset(p, 0, sizeof(*p));
+	if (!json_is_object(o))
+		return fc_import_error(s, where, "expected an object");
+	json_object_foreach(o, key, val) {
+		for (i = 0; fc_policy_keys[i] && strcmp(key, fc_policy_keys[i]); i++)
+			;
+		if (!fc_policy_keys[i])
+			return fc_import_error(s, where, "unknown key \"%s\"", key);
+	}
+	if (fc_json_uint(json_object_get(o, "id"), FC_POLICY_ID_MAX, &v) < 0 || !v)
+		return fc_import_error(s, where, "id: expected a whole number from 1 to %llu",
+				       (unsigned long long)FC_POLICY_ID_MAX);
+	p->id = (uint32_t)v;
+	snprintf(where, sizeof(where), "policies[%zu] (id %u)", idx, p->id);
+	str = json_string_value(json_object_get(o, "match"));
+	if (!str || fc_match_parse(str, p, &err) < 0)
+		return fc_import_error(s, where, "%s", str ? err.msg : "match: expected a string");
+	val = json_object_get(o, "rates");
+	if (!json_is_array(val) || !json_array_size(val) || json_array_size(val) > FC_MAX_TIERS)
+		return fc_import_error(s, where, "rates: expected an array of 1 to %d \"N/UNIT\"", FC_MAX_TIERS);
+	for (i = 0; i < json_array_size(val); i++) {
+		str = json_string_value(json_array_get(val, i));
+		snprintf(w2, sizeof(w2), "%s.rates[%zu]", where, i);
+		if (!str)
+			return fc_import_error(s, w2, "expected a string \"N/UNIT\"");
+		if (fc_rate_parse(str, &p->rate[p->ntiers++], &err) < 0)
+			return fc_import_error(s, w2, "%s", err.msg);
+	}
+	if (fc_json_uint(json_object_get(o, "burst"), FC_RATE_MAX, &p->burst) < 0)
+		return fc_import_error(s, where, "burst: expected null or a whole number");
+	if (fc_json_uint(json_object_get(o, "delay_burst"), 1000000, &v) < 0)
+		return fc_import_error(s, where, "delay_burst: expected null or a whole number");
+	p->delay_burst = (uint32_t)v;
+	if (fc_json_uint(json_object_get(o, "new_sources"), 100000000, &p->new_sources) < 0)
+		return fc_import_error(s, where, "new_sources: expected null or a whole number");
+	if (!(str = json_string_value(json_object_get(o, "algo"))) || fc_algo_parse(str, &p->algo, &err) < 0)
+		return fc_import_error(s, where, "%s", str ? err.msg : "algo: expected a string");
+	if (!(str = json_string_value(json_object_get(o, "action"))) || fc_action_parse(str, &p->action, &err) < 0)
+		return fc_import_error(s, where, "%s", str ? err.msg : "action: expected a string");
+	if (!(str = json_string_value(json_object_get(o, "count"))) || fc_count_parse(str, &p->count, &err) < 0)
+		return fc_import_error(s, where, "%s", str ? err.msg : "count: expected a string");
+	if (fc_policy_validate(p, &err) < 0)
+		return fc_import_error(s, where, "%s", err.msg);
+	for (i = 0; i < s->np; i++) {
+		char m1[FC_MATCH_LEN], m2[FC_MATCH_LEN];
+
+		fc_match_format(&s->pols[i], m1);
+		fc_match_format(p, m2);
+		if (s->pols[i].id == p->id)
+			return fc_import_error(s, where, "id %u given twice", p->id);
+		if (!strcmp(m1, m2))
+			return fc_import_error(s, where, "%s is policy %u's match too", m2, s->pols[i].id);
+	}
+	s->np++;
+}
+
+static void fc_import_ban(struct fc_import_set *s, size_t idx, json_t *o)
+{
+	const char *text = json_string_value(json_object_get(o, "ban")), *key;
+	uint64_t created, expires;
+	struct fc_err err;
+	char where[48];
+	json_t *val;
+
+	snprintf(where, sizeof(where), "bans[%zu]", idx);
+	if (!json_is_object(o) || !text)
+		return fc_import_error(s, where, "expected an object with \"ban\": \"ADDR[/LEN]\" or \"uid=VALUE\"");
+	json_object_foreach(o, key, val) {
+		if (strcmp(key, "ban") && strcmp(key, "created") && strcmp(key, "expires"))
+			return fc_import_error(s, where, "unknown key \"%s\"", key);
+	}
+	if (fc_json_uint(json_object_get(o, "created"), INT64_MAX, &created) < 0 ||
+	    fc_json_uint(json_object_get(o, "expires"), INT64_MAX, &expires) < 0)
+		return fc_import_error(s, where, "created, expires: expected unix seconds (expires may be null)");
+	if (!strncmp(text, "uid=", 4)) {
+		struct fc_uid_ban *u = &s->ubans[s->nu];
+
+		if (!text[4] || strlen(text + 4) > FC_SHM_MAX_VALUE || strpbrk(text + 4, " ,\t"))
+			return fc_import_error(s, where, "\"%.64s\": expected uid=VALUE, 1 to %d printable characters",
+					       text, FC_SHM_MAX_VALUE);
+		snprintf(u->uid, sizeof(u->uid), "%s", text + 4);
+		u->created = (int64_t)created;
+		u->expires = (int64_t)expires;
+		s->nu++;
+		return;
+	}
+	if (fc_prefix_parse(text, &s->bans[s->nb].p, &err) < 0)
+		return fc_import_error(s, where, "%s", err.msg);
+	s->bans[s->nb].created = (int64_t)created;
+	s->bans[s->nb].expires = (int64_t)expires;
+	s->nb++;
+}
+
+/* Reads and validates the whole file. */
+static int fc_import_read(const char *path, struct fc_import_set *s)
+{
+	json_t *doc, *pols, *bans;
+	json_error_t jerr;
+	size_t i;
+
+	memset(s, 0, sizeof(*s));
+	s->path = path;
+	doc = json_load_file(path, JSON_REJECT_DUPLICATES, &jerr);
+	if (!doc) {
+		fc_warn("%s:%d:%d: %s", path, jerr.line, jerr.column, jerr.text);
+		return -1;
+	}
+	pols = json_object_get(doc, "policies");
+	bans = json_object_get(doc, "bans");
+	if (!json_is_object(doc) || json_integer_value(json_object_get(doc, "freqctl")) != FC_IO_VERSION ||
+	    !json_is_array(pols) || !json_is_array(bans) || json_object_size(doc) != 3) {
+		fc_warn("%s: expected {\"freqctl\": %d, \"policies\": [...], \"bans\": [...]} (see freqctl export)", path,
+			FC_IO_VERSION);
+		json_decref(doc);
+		return -1;
+	}
+	s->pols = calloc(json_array_size(pols) + 1, sizeof(*s->pols));
+	s->bans = calloc(json_array_size(bans) + 1, sizeof(*s->bans));
+	s->ubans = calloc(json_array_size(bans) + 1, sizeof(*s->ubans));
+	if (!s->pols || !s->bans || !s->ubans) {
+		fc_warn("%s: out of memory", path);
+		json_decref(doc);
+		return -1;
+	}
+	for (i = 0; i < json_array_size(pols); i++)
+		fc_import_policy(s, i, json_array_get(pols, i));
+	for (i = 0; i < json_array_size(bans); i++)
+		fc_import_ban(s, i, json_array_get(bans, i));
+	json_decref(doc);
+	if (s->errors > FC_IO_MAX_ERRORS)
+		fc_warn("%s: ... and %zu more errors", path, s->errors - FC_IO_MAX_ERRORS);
+	if (s->errors)
+		fc_warn("import %s: %zu error%s; nothing imported", path, s->errors, s->errors == 1 ? "" : "s");
+	return s->errors ? -1 : 0;
+}
+
+/* Makes the store's policies and bans the set's, in the open transaction. */
+static int fc_import_apply(struct fc_publish *pub, const struct fc_import_set *s, struct fc_err *err)
+{
+	struct fc_policy_row *old = NULL, row;
+	size_t nold = 0, i, j;
+	bool found, existed;
+	int rc = -1;
+
+	if (fc_store_policy_list(pub->st, &old, &nold, err) < 0)
+		return -1;
+	/* Policies gone from the file, or whose match changes (which resets
+	 * their state anyway), are deleted first: a match may move to another
+	 * id. The others are replaced in place and keep slot, state, counters. */
+	for (i = 0; i < nold; i++) {
+		char m1[FC_MATCH_LEN], m2[FC_MATCH_LEN];
+
+		for (j = 0; j < s->np && s->pols[j].id != old[i].spec.id; j++)
+			;
+		if (j < s->np) {
+			fc_match_format(&old[i].spec, m1);
+			fc_match_format(&s->pols[j], m2);
+			if (!strcmp(m1, m2))
+				continue;
+		}
+		if (fc_store_policy_del(pub->st, old[i].spec.id, &found, err) < 0)
+			goto out;
+	}
+	for (i = 0; i < s->np; i++)
+		if (fc_store_policy_put(pub->st, &s->pols[i], pub->now, &row, err) < 0)
+			goto out;
+	if (fc_store_bans_clear(pub->st, err) < 0)
+		goto out;
+	for (i = 0; i < s->nb; i++)
+		if (fc_store_ban_put(pub->st, &s->bans[i], err) < 0)
+			goto out;
+	for (i = 0; i < s->nu; i++)
+		if (fc_store_uid_ban_put(pub->st, &s->ubans[i], &existed, pub->now, err) < 0)
+			goto out;
+	rc = 0;
+out:
+	free(old);
+	return rc;
+}
+
+static int fc_import(const struct fc_ctx *ctx, const struct fc_cmd *cmd, int argc, char **argv)
+{
+	struct fc_import_set set;
+	struct fc_publish pub;
+	struct fc_err err;
+	int rc = FC_EXIT_FAILURE;
+
+	while (fc_cmd_getopt(cmd, argc, argv) != -1)
+		;
+	if (fc_import_read(argv[optind], &set) < 0)
+		goto out;
+	if (fc_publish_begin(&pub, ctx, &err) < 0)
+		goto fail;
+	if (fc_import_apply(&pub, &set, &err) < 0) {
+		fc_publish_abort(&pub);
+		goto fail;
+	}
+	if (fc_publish_commit(&pub, &err) < 0)
+		goto fail;
+	printf("imported %zu policies, %zu address bans and %zu uid bans from %s\n", set.np, set.nb, set.nu,
+	       argv[optind]);
+	rc = FC_EXIT_OK;
+	goto out;
+fail:
+	fc_warn("import %s: %s", argv[optind], err.msg);
+out:
+	free(set.pols);
+	free(set.bans);
+	free(set.ubans);
+	return rc;
+}
+
+const struct fc_cmd fc_cmd_export = {
+	.name = "export",
+	.min_args = 0,
+	.max_args = 0,
+	.summary = "Print the store's policies and live bans as JSON (what 'freqctl import' reads).",
+	.details = "{\"freqctl\": 1, \"policies\": [{\"id\", \"match\", \"rates\", \"burst\", \"algo\", \"action\",\n"
+		   "\"count\", \"delay_burst\", \"new_sources\"}], \"bans\": [{\"ban\", \"created\", \"expires\"}]};\n"
+		   "times in unix seconds, defaults as null.",
+	.opts = fc_opts_none,
+	.run = fc_export,
+};
+
+const struct fc_cmd fc_cmd_import = {
+	.name = "import",
+	.args = "FILE",
+	.min_args = 1,
+	.max_args = 1,
+	.summary = "Make the store's policies and bans those of FILE (from 'freqctl export'), all or nothing.",
+	.details = "The whole file is validated first, with the same checks as the commands; any error is\n"
+		   "reported with where it is and nothing changes. A policy whose id and match are unchanged\n"
+		   "keeps its bucket state and counters. Published to XDP/TC and nginx like any change.",
+	.opts = fc_opts_none,
+	.run = fc_import,
+};
