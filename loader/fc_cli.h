@@ -39,6 +39,7 @@ struct fc_ctx {
 	const char *pin_dir;
 	const char *shm_path;
 	const char *shm_group; /* NULL: the default, if it exists */
+	bool store_must_exist; /* the agent: a vanished store is an outage, not an empty one */
 };
 
 struct fc_cmd {
@@ -76,6 +77,6 @@ int fc_json_print(struct json_t *doc);
 extern const struct fc_cmd fc_cmd_attach, fc_cmd_detach, fc_cmd_status;
 extern const struct fc_cmd fc_cmd_ban_add, fc_cmd_ban_del, fc_cmd_ban_import, fc_cmd_ban_list;
 extern const struct fc_cmd fc_cmd_policy_add, fc_cmd_policy_set, fc_cmd_policy_del, fc_cmd_policy_list;
-extern const struct fc_cmd fc_cmd_sync, fc_cmd_stats, fc_cmd_export, fc_cmd_import;
+extern const struct fc_cmd fc_cmd_sync, fc_cmd_stats, fc_cmd_export, fc_cmd_import, fc_cmd_agent;
 
 #endif /* FC_CLI_H */

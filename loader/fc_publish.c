@@ -12,13 +12,14 @@ int fc_publish_begin(struct fc_publish *pub, const struct fc_ctx *ctx, struct fc
 	pub->ctx = ctx;
 	pub->maps.dirfd = -1;
 	pub->now = (int64_t)time(NULL);
-	if (fc_store_open(ctx->db_path, &pub->st, err) < 0)
+	if (fc_store_open_ex(ctx->db_path, !ctx->store_must_exist, &pub->st, err) < 0)
 		return -1;
 	if (fc_store_begin(pub->st, err) < 0 || fc_store_ban_purge(pub->st, pub->now, &pub->purged, err) < 0 ||
 	    fc_store_uid_ban_purge(pub->st, pub->now, &upurged, err) < 0) {
 		fc_publish_abort(pub);
 		return -1;
 	}
+	pub->purged += upurged;
 	return 0;
 }
 

@@ -20,7 +20,7 @@ struct fc_publish {
 	struct fc_store *st;
 	struct fc_maps maps;
 	int64_t now; /* unix seconds, read once for the whole change */
-	size_t purged; /* expired bans dropped from the store */
+	size_t purged; /* expired bans (address and uid) dropped from the store */
 	struct fc_sync_result res;
 	struct fc_shm_result shm;
 };

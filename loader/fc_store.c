@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 #include <sqlite3.h>
 
 #include "fc_store.h"
@@ -202,17 +203,25 @@ static int fc_store_migrate(struct fc_store *st, struct fc_err *err)
 
 int fc_store_open(const char *path, struct fc_store **out, struct fc_err *err)
 {
+	return fc_store_open_ex(path, true, out, err);
+}
+
+int fc_store_open_ex(const char *path, bool create, struct fc_store **out, struct fc_err *err)
+{
 	struct fc_store *st;
 	int i;
 
-	if (fc_mkdir_parents(path, err) < 0)
+	if (!create && access(path, F_OK) < 0)
+		return fc_err_set(err, "store %s: %s", path, strerror(errno));
+	if (create && fc_mkdir_parents(path, err) < 0)
 		return -1;
 	st = calloc(1, sizeof(*st));
 	if (!st || !(st->path = strdup(path))) {
 		free(st);
 		return fc_err_set(err, "store %s: out of memory", path);
 	}
-	if (sqlite3_open_v2(path, &st->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL) != SQLITE_OK) {
+	if (sqlite3_open_v2(path, &st->db, SQLITE_OPEN_READWRITE | (create ? SQLITE_OPEN_CREATE : 0), NULL) !=
+	    SQLITE_OK) {
 		fc_store_fail(st, err, "cannot open");
 		goto fail;
 	}
@@ -668,4 +677,18 @@ int fc_store_bans_clear(struct fc_store *st, struct fc_err *err)
 	if (fc_step_done(st, fc_stmt(st, FC_SQL_BANS_CLEAR), err, "clearing bans") < 0)
 		return -1;
 	return fc_step_done(st, fc_stmt(st, FC_SQL_UBANS_CLEAR), err, "clearing uid bans");
+}
+
+int fc_store_data_version(struct fc_store *st, int64_t *v, struct fc_err *err)
+{
+	sqlite3_stmt *s;
+	int rc;
+
+	if (sqlite3_prepare_v2(st->db, "PRAGMA data_version", -1, &s, NULL) != SQLITE_OK)
+		return fc_store_fail(st, err, "reading data_version");
+	rc = sqlite3_step(s);
+	if (rc == SQLITE_ROW)
+		*v = sqlite3_column_int64(s, 0);
+	sqlite3_finalize(s);
+	return rc == SQLITE_ROW ? 0 : fc_store_fail(st, err, "reading data_version");
 }

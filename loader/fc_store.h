@@ -25,6 +25,8 @@ struct fc_ban_row {
 };
 
 int fc_store_open(const char *path, struct fc_store **out, struct fc_err *err);
+/* The same, but a missing store is an error rather than a new empty one. */
+int fc_store_open_ex(const char *path, bool create, struct fc_store **out, struct fc_err *err);
 void fc_store_close(struct fc_store *st);
 
 int fc_store_begin(struct fc_store *st, struct fc_err *err);
@@ -78,6 +80,9 @@ int fc_store_uid_ban_del(struct fc_store *st, const char *uid, bool *found, stru
 int fc_store_uid_ban_purge(struct fc_store *st, int64_t now, size_t *n, struct fc_err *err);
 int fc_store_uid_ban_list(struct fc_store *st, int64_t now, struct fc_uid_ban **rows, size_t *n,
 			  struct fc_err *err);
+/* SQLite's data_version: it changes when another connection commits. */
+int fc_store_data_version(struct fc_store *st, int64_t *v, struct fc_err *err);
+
 /* Deletes every ban, address and uid (freqctl import replaces them). */
 int fc_store_bans_clear(struct fc_store *st, struct fc_err *err);
 

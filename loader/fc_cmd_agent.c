@@ -1,0 +1,298 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * freqctl agent: keeps the pinned maps and the nginx shm equal to the store,
+ * whoever changes it (another freqctl, a script writing SQL, a restore).
+ *
+ * It publishes once at start, then waits without polling: inotify on the
+ * store's directory wakes it when the database or its WAL is written, and
+ * SQLite's PRAGMA data_version tells whether another connection committed.
+ * A timer wakes it at the next ban expiry (to drop the ban from the store;
+ * the kernel and nginx already stopped enforcing it) and every few seconds
+ * as a fallback for file systems without inotify. If the store can not be
+ * read, what was published stays enforced; the agent says so once and
+ * retries with backoff. SIGHUP republishes everything; SIGTERM exits and
+ * leaves the kernel and the shm as they are. One agent per store.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <sys/file.h>
+#include <sys/inotify.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+
+#include "fc_cli.h"
+#include "fc_duration.h"
+#include "fc_publish.h"
+
+#define FC_AGENT_FALLBACK_MS 5000   /* data_version check without an event */
+#define FC_AGENT_BACKOFF_MAX 30000  /* ms between retries of a failing store */
+
+static volatile sig_atomic_t fc_agent_stop, fc_agent_hup;
+
+static void fc_agent_signal(int sig)
+{
+	if (sig == SIGHUP)
+		fc_agent_hup = 1;
+	else
+		fc_agent_stop = 1;
+}
+
+static const struct fc_opt fc_agent_opts[] = {
+	{ "quiet", 'q', no_argument, NULL, "log only problems, not every publish" },
+	{ 0 },
+};
+
+static void fc_agent_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+static void fc_agent_log(const char *fmt, ...)
+{
+	char stamp[FC_TIME_STRLEN];
+	va_list ap;
+
+	fc_time_format((int64_t)time(NULL), stamp);
+	fprintf(stderr, "%s freqctl agent: ", stamp);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+}
+
+/* systemd Type=notify, without libsystemd: one datagram to $NOTIFY_SOCKET. */
+static void fc_agent_notify(const char *state)
+{
+	const char *path = getenv("NOTIFY_SOCKET");
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	int fd;
+
+	if (!path || (path[0] != '/' && path[0] != '@') || strlen(path) >= sizeof(sa.sun_path))
+		return;
+	memcpy(sa.sun_path, path, strlen(path));
+	if (sa.sun_path[0] == '@')
+		sa.sun_path[0] = '\0'; /* abstract namespace */
+	fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return;
+	sendto(fd, state, strlen(state), 0, (struct sockaddr *)&sa,
+	       (socklen_t)(offsetof(struct sockaddr_un, sun_path) + strlen(path)));
+	close(fd);
+}
+
+/* One agent per store: a lock file beside it, holding the agent's pid. */
+static int fc_agent_lock(const char *db, struct fc_err *err)
+{
+	char path[PATH_MAX], pid[32] = "";
+	int fd;
+
+	snprintf(path, sizeof(path), "%s.agent.lock", db);
+	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return fc_err_set(err, "lock %s: %s", path, strerror(errno));
+	if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
+		ssize_t n = read(fd, pid, sizeof(pid) - 1);
+
+		pid[n > 0 ? n : 0] = '\0';
+		pid[strcspn(pid, "\n")] = '\0';
+		close(fd);
+		return fc_err_set(err, "another agent (pid %s) already runs on store %s", *pid ? pid : "?", db);
+	}
+	snprintf(pid, sizeof(pid), "%d\n", (int)getpid());
+	if (ftruncate(fd, 0) < 0 || write(fd, pid, strlen(pid)) < 0)
+		fc_warn("agent: writing %s: %s", path, strerror(errno));
+	return fd; /* held until exit */
+}
+
+/* Watches the store's directory: the database, its WAL and journal. */
+static int fc_agent_watch(const char *db, struct fc_err *err)
+{
+	char dir[PATH_MAX], *slash;
+	int fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+
+	snprintf(dir, sizeof(dir), "%s", db);
+	slash = strrchr(dir, '/');
+	if (slash)
+		*(slash == dir ? slash + 1 : slash) = '\0';
+	else
+		snprintf(dir, sizeof(dir), ".");
+	if (fd < 0 || inotify_add_watch(fd, dir, IN_MODIFY | IN_CLOSE_WRITE | IN_MOVED_TO | IN_CREATE) < 0) {
+		fc_err_set(err, "inotify on %s: %s (falling back to a check every %d ms)", dir, strerror(errno),
+			   FC_AGENT_FALLBACK_MS);
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+static void fc_agent_drain(int fd)
+{
+	char buf[4096];
+
+	while (fd >= 0 && read(fd, buf, sizeof(buf)) > 0)
+		;
+}
+
+/* Publishes the store; returns the unix time of the next ban expiry (0: none)
+ * or -1 on failure. */
+static int64_t fc_agent_publish(const struct fc_ctx *ctx, bool quiet, const char *why, struct fc_err *err)
+{
+	struct fc_ban_row *bans = NULL;
+	struct fc_uid_ban *ub = NULL;
+	struct timespec t0, t1;
+	struct fc_publish pub;
+	int64_t next = 0;
+	size_t nb = 0, nu = 0, i;
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	if (fc_publish_begin(&pub, ctx, err) < 0)
+		return -1;
+	if (fc_store_ban_list(pub.st, pub.now, &bans, &nb, err) < 0 ||
+	    fc_store_uid_ban_list(pub.st, pub.now, &ub, &nu, err) < 0) {
+		fc_publish_abort(&pub);
+		free(bans);
+		return -1;
+	}
+	for (i = 0; i < nb + nu; i++) {
+		int64_t e = i < nb ? bans[i].expires : ub[i - nb].expires;
+
+		if (e && (!next || e < next))
+			next = e;
+	}
+	free(bans);
+	free(ub);
+	if (fc_publish_commit(&pub, err) < 0)
+		return -1;
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	if (!quiet || pub.purged)
+		fc_agent_log("published (%s) in %.1f ms: XDP/TC %zu added, %zu changed, %zu removed; nginx seq %llu%s; "
+			     "%zu expired bans purged",
+			     why, (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6,
+			     pub.res.added, pub.res.changed, pub.res.removed, (unsigned long long)pub.shm.seq,
+			     pub.shm.published ? " (new)" : "", pub.purged);
+	return next;
+}
+
+static int fc_agent_run(const struct fc_ctx *global, const struct fc_cmd *cmd, int argc, char **argv)
+{
+	struct fc_ctx agent_ctx = *global, *ctx = &agent_ctx;
+	struct sigaction sa = { .sa_handler = fc_agent_signal };
+	struct fc_store *watch = NULL;
+	int64_t next_expiry = 0, version = -1, v;
+	int lock, ino, timeout, backoff = 0, c;
+	bool quiet = false, failing = false;
+	struct fc_err err;
+
+	while ((c = fc_cmd_getopt(cmd, argc, argv)) != -1)
+		quiet |= c == 'q';
+	/* The store may be new on a new machine: make it (and its directory,
+	 * where the lock goes) now; once watching, a vanished store is an
+	 * outage to ride out, never an empty store to publish. */
+	if (fc_store_open(ctx->db_path, &watch, &err) < 0) {
+		fc_warn("agent: %s", err.msg);
+		return FC_EXIT_FAILURE;
+	}
+	fc_store_close(watch);
+	watch = NULL;
+	lock = fc_agent_lock(ctx->db_path, &err);
+	if (lock < 0) {
+		fc_warn("agent: %s", err.msg);
+		return FC_EXIT_FAILURE;
+	}
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
+	ino = fc_agent_watch(ctx->db_path, &err);
+	if (ino < 0)
+		fc_agent_log("%s", err.msg);
+
+	ctx->store_must_exist = true;
+	next_expiry = fc_agent_publish(ctx, quiet, "start", &err);
+	if (next_expiry < 0) {
+		fc_warn("agent: %s", err.msg);
+		close(lock);
+		return FC_EXIT_FAILURE;
+	}
+	/* A connection of our own, only to read data_version: it changes when
+	 * another connection commits. */
+	if (fc_store_open(ctx->db_path, &watch, &err) < 0 || fc_store_data_version(watch, &version, &err) < 0) {
+		fc_warn("agent: %s", err.msg);
+		fc_store_close(watch);
+		close(lock);
+		return FC_EXIT_FAILURE;
+	}
+	fc_agent_notify("READY=1\nSTATUS=publishing the store");
+	fc_agent_log("watching store %s (pin dir %s, shm %s)", ctx->db_path, ctx->pin_dir, ctx->shm_path);
+
+	while (!fc_agent_stop) {
+		struct pollfd pfd = { .fd = ino, .events = POLLIN };
+		int64_t now = (int64_t)time(NULL);
+		const char *why = NULL;
+
+		timeout = failing ? backoff : FC_AGENT_FALLBACK_MS;
+		if (!failing && next_expiry && (next_expiry - now) * 1000 < timeout)
+			timeout = next_expiry > now ? (int)(next_expiry - now) * 1000 : 0;
+		if (poll(&pfd, ino >= 0 ? 1 : 0, timeout) < 0 && errno != EINTR)
+			break;
+		fc_agent_drain(ino);
+		if (fc_agent_stop)
+			break;
+		if (fc_agent_hup) {
+			fc_agent_hup = 0;
+			why = "SIGHUP";
+		} else if (failing) {
+			why = "retry";
+		} else if (next_expiry && (int64_t)time(NULL) >= next_expiry) {
+			why = "ban expiry";
+		} else if (fc_store_data_version(watch, &v, &err) == 0 && v != version) {
+			version = v;
+			why = "store changed";
+		}
+		if (!why)
+			continue;
+		v = fc_agent_publish(ctx, quiet, why, &err);
+		if (v < 0) {
+			if (!failing)
+				fc_agent_log("cannot publish, keeping what is enforced: %s (retrying)", err.msg);
+			failing = true;
+			backoff = backoff ? (backoff * 2 > FC_AGENT_BACKOFF_MAX ? FC_AGENT_BACKOFF_MAX : backoff * 2) : 100;
+			continue;
+		}
+		if (failing)
+			fc_agent_log("store readable again");
+		failing = false;
+		backoff = 0;
+		next_expiry = v;
+		/* Our own publish (purges) moved data_version too. */
+		fc_store_data_version(watch, &version, &err);
+	}
+	fc_agent_notify("STOPPING=1");
+	fc_agent_log("stopping; XDP/TC and nginx keep enforcing what was published");
+	fc_store_close(watch);
+	if (ino >= 0)
+		close(ino);
+	close(lock);
+	return FC_EXIT_OK;
+}
+
+const struct fc_cmd fc_cmd_agent = {
+	.name = "agent",
+	.min_args = 0,
+	.max_args = 0,
+	.summary = "Keep XDP/TC and nginx equal to the store, whoever changes it (foreground).",
+	.details = "Publishes at start, then whenever the store changes (inotify, then SQLite's\n"
+		   "data_version), when a ban expires (and drops it from the store), and on SIGHUP.\n"
+		   "If the store can not be read, what was published stays enforced and the agent retries\n"
+		   "with backoff. SIGTERM stops it and leaves the kernel and the shm as they are. One agent\n"
+		   "per store (a lock file beside it). For systemd: Type=notify, see\n"
+		   "tools/freqctl-agent.service.",
+	.opts = fc_agent_opts,
+	.run = fc_agent_run,
+};

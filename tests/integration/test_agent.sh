@@ -1,0 +1,82 @@
+#!/usr/bin/env bash
+# The agent with a SQLite store: it publishes what others write to the store
+# (another freqctl with its own pin dir and shm, a raw SQL insert) to its
+# pin dir and shm within 100 ms; purges expired bans; answers SIGHUP; keeps
+# enforcing while the store is gone; refuses a second agent; leaves the maps
+# in place on SIGTERM. The agent started here is stopped by its pid on exit.
+set -u
+cd "$(dirname "$0")/../.."
+FC_BIN=${FC_BIN:-build/freqctl}
+tag=$$
+dir=/tmp/fc-agent-$tag
+pin=/sys/fs/bpf/fc-agent-$tag
+other=/sys/fs/bpf/fc-agent-other-$tag
+passed=0 failed=0 skipped=0
+apid=
+finish() {
+	[ -n "$apid" ] && kill -TERM "$apid" 2>/dev/null && wait "$apid" 2>/dev/null
+	rm -rf "$dir" "$pin" "$other"
+	echo "$passed passed, $failed failed, $skipped skipped"
+}
+trap finish EXIT
+trap 'exit 1' INT TERM
+check() {
+	local what=$1
+	shift
+	if "$@"; then passed=$((passed + 1)); echo "ok - $what"; else failed=$((failed + 1)); echo "not ok - $what"; fi
+}
+[ "$(id -u)" -eq 0 ] || { echo "SKIPPED: needs root (pinned maps)"; skipped=1; exit 0; }
+command -v sqlite3 >/dev/null || { echo "SKIPPED: sqlite3 not installed"; skipped=1; exit 0; }
+mkdir -p "$dir"
+elsewhere() { "$FC_BIN" --db "$dir/store.db" --pin-dir "$other" --shm "$dir/other.shm" "$@" >/dev/null; }
+
+# The key of 198.18.X.Y in fc_exact4, as bpftool takes it.
+in_map() { bpftool map lookup pinned "$pin/fc_exact4" key 198 18 "$1" "$2" >/dev/null 2>&1; }
+# Polls for at most 100 ms.
+within_100ms() {
+	local i
+	for i in $(seq 20); do "$@" && return 0; sleep 0.005; done
+	return 1
+}
+logged() { grep -q "$1" "$dir/agent.log"; }
+
+"$FC_BIN" --db "$dir/store.db" --pin-dir "$pin" --shm "$dir/shm" agent >"$dir/agent.log" 2>&1 &
+apid=$!
+for _ in $(seq 50); do logged "watching store" && break; sleep 0.1; done
+check "agent started" logged "watching store"
+check "a second agent is refused" sh -c "! '$FC_BIN' --db '$dir/store.db' --pin-dir '$pin' --shm '$dir/shm' agent 2>'$dir/err'"
+check "... saying which" grep -q "another agent (pid $apid) already runs on store" "$dir/err"
+
+elsewhere ban add 198.18.0.7
+check "a ban written elsewhere reaches the agent's maps within 100 ms" within_100ms in_map 0 7
+sqlite3 -cmd ".timeout 5000" "$dir/store.db" "INSERT INTO bans VALUES (4, x'c6120008', 32, 1, NULL)"
+check "a row written by SQL reaches the maps within 100 ms" within_100ms in_map 0 8
+elsewhere policy add 5 --match uid=u5 --rate 1/m
+check "a policy written elsewhere reaches the agent's shm" \
+	within_100ms sh -c "'$FC_BIN' --db '$dir/store.db' --pin-dir '$pin' --shm '$dir/shm' stats --json | grep -q '\"layer\": \"nginx\"'"
+elsewhere ban del 198.18.0.7
+check "a lifted ban leaves the maps within 100 ms" within_100ms sh -c "! bpftool map lookup pinned '$pin/fc_exact4' key 198 18 0 7 >/dev/null 2>&1"
+elsewhere ban add 198.18.0.9 --ttl 1s
+check "a ban with a TTL is published" within_100ms in_map 0 9
+sleep 2.2
+check "... and purged from the store when it expires" sh -c "! '$FC_BIN' --db '$dir/store.db' --pin-dir '$pin' ban list | grep -q 198.18.0.9"
+check "... and from the maps" sh -c "! bpftool map lookup pinned '$pin/fc_exact4' key 198 18 0 9 >/dev/null 2>&1"
+kill -HUP "$apid"
+check "SIGHUP republishes" within_100ms logged "published (SIGHUP)"
+mv "$dir/store.db" "$dir/store.away"
+touch "$dir/poke" # a directory event, as a writer would make
+sleep 0.3
+kill -HUP "$apid"
+sleep 0.3
+check "store gone: the agent says so and keeps the bans enforced" sh -c "grep -q 'cannot publish, keeping' '$dir/agent.log' && bpftool map lookup pinned '$pin/fc_exact4' key 198 18 0 8 >/dev/null 2>&1"
+check "store gone: no empty store was made" [ ! -e "$dir/store.db" ]
+mv "$dir/store.away" "$dir/store.db"
+for _ in $(seq 40); do logged "store readable again" && break; sleep 0.1; done
+check "store back: the agent recovers" logged "store readable again"
+kill -TERM "$apid"
+wait "$apid"
+rc=$?
+apid=
+check "SIGTERM: clean exit" [ "$rc" = 0 ]
+check "SIGTERM: the maps stay" in_map 0 8
+exit 0
