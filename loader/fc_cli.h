@@ -24,6 +24,7 @@ enum {
 	FC_OPT_NEW_SOURCES,
 	FC_OPT_DELAY_BURST,
 	FC_OPT_PROMETHEUS,
+	FC_OPT_WEIGHT,
 };
 
 struct fc_opt {
@@ -39,6 +40,7 @@ struct fc_ctx {
 	const char *pin_dir;
 	const char *shm_path;
 	const char *shm_group; /* NULL: the default, if it exists */
+	const char *node;      /* this machine's name in the nodes table */
 	bool store_must_exist; /* the agent: a vanished store is an outage, not an empty one */
 };
 
@@ -78,5 +80,10 @@ extern const struct fc_cmd fc_cmd_attach, fc_cmd_detach, fc_cmd_status;
 extern const struct fc_cmd fc_cmd_ban_add, fc_cmd_ban_del, fc_cmd_ban_import, fc_cmd_ban_list;
 extern const struct fc_cmd fc_cmd_policy_add, fc_cmd_policy_set, fc_cmd_policy_del, fc_cmd_policy_list;
 extern const struct fc_cmd fc_cmd_sync, fc_cmd_stats, fc_cmd_export, fc_cmd_import, fc_cmd_agent;
+extern const struct fc_cmd fc_cmd_node_set, fc_cmd_node_list;
+
+/* A node's weight as users write it: a number in (0, 1]. */
+struct fc_err;
+int fc_weight_parse(const char *s, double *w, struct fc_err *err);
 
 #endif /* FC_CLI_H */

@@ -48,6 +48,8 @@ static void fc_agent_signal(int sig)
 
 static const struct fc_opt fc_agent_opts[] = {
 	{ "quiet", 'q', no_argument, NULL, "log only problems, not every publish" },
+	{ "weight", FC_OPT_WEIGHT, required_argument, "W",
+	  "record this node's (--node) weight in the store first: its rates are R * W" },
 	{ 0 },
 };
 
@@ -190,14 +192,30 @@ static int fc_agent_run(const struct fc_ctx *global, const struct fc_cmd *cmd, i
 	bool quiet = false, failing = false;
 	struct fc_err err;
 
-	while ((c = fc_cmd_getopt(cmd, argc, argv)) != -1)
-		quiet |= c == 'q';
+	double weight = 0;
+
+	while ((c = fc_cmd_getopt(cmd, argc, argv)) != -1) {
+		if (c == 'q')
+			quiet = true;
+		else if (fc_weight_parse(optarg, &weight, &err) < 0)
+			fc_usage_error(cmd, "--weight: %s", err.msg);
+	}
 	/* The store may be new on a new machine: make it (and its directory,
 	 * where the lock goes) now; once watching, a vanished store is an
 	 * outage to ride out, never an empty store to publish. */
 	if (fc_store_open(ctx->db_path, &watch, &err) < 0) {
 		fc_warn("agent: %s", err.msg);
 		return FC_EXIT_FAILURE;
+	}
+	if (weight) {
+		struct fc_node n = { .weight = weight };
+
+		snprintf(n.name, sizeof(n.name), "%s", ctx->node);
+		if (fc_store_node_put(watch, &n, &err) < 0) {
+			fc_warn("agent: %s", err.msg);
+			fc_store_close(watch);
+			return FC_EXIT_FAILURE;
+		}
 	}
 	fc_store_close(watch);
 	watch = NULL;
@@ -229,7 +247,8 @@ static int fc_agent_run(const struct fc_ctx *global, const struct fc_cmd *cmd, i
 		return FC_EXIT_FAILURE;
 	}
 	fc_agent_notify("READY=1\nSTATUS=publishing the store");
-	fc_agent_log("watching store %s (pin dir %s, shm %s)", ctx->db_path, ctx->pin_dir, ctx->shm_path);
+	fc_agent_log("watching store %s as node %s (pin dir %s, shm %s)", ctx->db_path, ctx->node, ctx->pin_dir,
+		     ctx->shm_path);
 
 	while (!fc_agent_stop) {
 		struct pollfd pfd = { .fd = ino, .events = POLLIN };

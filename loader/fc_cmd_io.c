@@ -5,11 +5,12 @@
  *   {"freqctl": 1,
  *    "policies": [{"id", "match", "rates", "burst", "algo", "action", "count",
  *                  "delay_burst", "new_sources"}, ...],
- *    "bans": [{"ban": "ADDR[/LEN]" | "uid=VALUE", "created", "expires"}, ...]}
+ *    "bans": [{"ban": "ADDR[/LEN]" | "uid=VALUE", "created", "expires"}, ...],
+ *    "nodes": [{"name", "weight"}, ...]}
  *
  * Times are unix seconds; a default is null. Import validates the whole file
  * with the CLI's own parsers and applies all of it or nothing: the store's
- * policies and bans become the file's (a policy whose id and match stay keeps
+ * policies, bans and nodes become the file's (a policy whose id and match stay keeps
  * its bucket state and counters).
  */
 #include <stdlib.h>
@@ -53,18 +54,20 @@ static int fc_export(const struct fc_ctx *ctx, const struct fc_cmd *cmd, int arg
 	struct fc_policy_row *pols = NULL;
 	struct fc_ban_row *bans = NULL;
 	struct fc_uid_ban *ub = NULL;
-	size_t np = 0, nb = 0, nu = 0, i;
+	struct fc_node *nodes = NULL;
+	size_t np = 0, nb = 0, nu = 0, nn = 0, i;
 	int64_t now = (int64_t)time(NULL);
 	char text[FC_PREFIX_STRLEN + FC_SHM_MAX_VALUE + 8];
 	struct fc_store *st = NULL;
-	json_t *doc, *jp, *jb;
+	json_t *doc, *jp, *jb, *jn;
 	struct fc_err err;
 	int rc = FC_EXIT_FAILURE;
 
 	while (fc_cmd_getopt(cmd, argc, argv) != -1)
 		;
 	if (fc_store_open(ctx->db_path, &st, &err) < 0 || fc_store_policy_list(st, &pols, &np, &err) < 0 ||
-	    fc_store_ban_list(st, now, &bans, &nb, &err) < 0 || fc_store_uid_ban_list(st, now, &ub, &nu, &err) < 0) {
+	    fc_store_ban_list(st, now, &bans, &nb, &err) < 0 || fc_store_uid_ban_list(st, now, &ub, &nu, &err) < 0 ||
+	    fc_store_node_list(st, &nodes, &nn, &err) < 0) {
 		fc_warn("export: %s", err.msg);
 		goto out;
 	}
@@ -80,13 +83,17 @@ static int fc_export(const struct fc_ctx *ctx, const struct fc_cmd *cmd, int arg
 		snprintf(text, sizeof(text), "uid=%s", ub[i].uid);
 		json_array_append_new(jb, fc_export_ban(text, ub[i].created, ub[i].expires));
 	}
-	doc = json_pack("{s:i, s:o, s:o}", "freqctl", FC_IO_VERSION, "policies", jp, "bans", jb);
+	jn = json_array();
+	for (i = 0; jn && i < nn; i++)
+		json_array_append_new(jn, json_pack("{s:s, s:f}", "name", nodes[i].name, "weight", nodes[i].weight));
+	doc = json_pack("{s:i, s:o, s:o, s:o}", "freqctl", FC_IO_VERSION, "policies", jp, "bans", jb, "nodes", jn);
 	rc = fc_json_print(doc);
 out:
 	fc_store_close(st);
 	free(pols);
 	free(bans);
 	free(ub);
+	free(nodes);
 	return rc;
 }
 
@@ -98,6 +105,8 @@ struct fc_import_set {
 	size_t nb;
 	struct fc_uid_ban *ubans;
 	size_t nu;
+	struct fc_node *nodes;
+	size_t nn;
 	size_t errors;
 	const char *path;
 };
@@ -235,10 +244,31 @@ static void fc_import_ban(struct fc_import_set *s, size_t idx, json_t *o)
 	s->nb++;
 }
 
+static void fc_import_node(struct fc_import_set *s, size_t idx, json_t *o)
+{
+	const char *name = json_string_value(json_object_get(o, "name"));
+	json_t *w = json_object_get(o, "weight");
+	struct fc_node *n = &s->nodes[s->nn];
+	char where[48];
+	size_t i;
+
+	snprintf(where, sizeof(where), "nodes[%zu]", idx);
+	if (!json_is_object(o) || json_object_size(o) != 2 || !name || !*name || strlen(name) > FC_NODE_NAME_MAX ||
+	    !json_is_number(w) || !(json_number_value(w) > 0 && json_number_value(w) <= 1))
+		return fc_import_error(s, where, "expected {\"name\": 1 to %d characters, \"weight\": (0, 1]}",
+				       FC_NODE_NAME_MAX);
+	for (i = 0; i < s->nn; i++)
+		if (!strcmp(s->nodes[i].name, name))
+			return fc_import_error(s, where, "node %s given twice", name);
+	snprintf(n->name, sizeof(n->name), "%s", name);
+	n->weight = json_number_value(w);
+	s->nn++;
+}
+
 /* Reads and validates the whole file. */
 static int fc_import_read(const char *path, struct fc_import_set *s)
 {
-	json_t *doc, *pols, *bans;
+	json_t *doc, *pols, *bans, *nodes;
 	json_error_t jerr;
 	size_t i;
 
@@ -251,17 +281,20 @@ static int fc_import_read(const char *path, struct fc_import_set *s)
 	}
 	pols = json_object_get(doc, "policies");
 	bans = json_object_get(doc, "bans");
+	nodes = json_object_get(doc, "nodes");
 	if (!json_is_object(doc) || json_integer_value(json_object_get(doc, "freqctl")) != FC_IO_VERSION ||
-	    !json_is_array(pols) || !json_is_array(bans) || json_object_size(doc) != 3) {
-		fc_warn("%s: expected {\"freqctl\": %d, \"policies\": [...], \"bans\": [...]} (see freqctl export)", path,
-			FC_IO_VERSION);
+	    !json_is_array(pols) || !json_is_array(bans) || !json_is_array(nodes) || json_object_size(doc) != 4) {
+		fc_warn("%s: expected {\"freqctl\": %d, \"policies\": [...], \"bans\": [...], \"nodes\": [...]} (see "
+			"freqctl export)",
+			path, FC_IO_VERSION);
 		json_decref(doc);
 		return -1;
 	}
 	s->pols = calloc(json_array_size(pols) + 1, sizeof(*s->pols));
 	s->bans = calloc(json_array_size(bans) + 1, sizeof(*s->bans));
 	s->ubans = calloc(json_array_size(bans) + 1, sizeof(*s->ubans));
-	if (!s->pols || !s->bans || !s->ubans) {
+	s->nodes = calloc(json_array_size(nodes) + 1, sizeof(*s->nodes));
+	if (!s->pols || !s->bans || !s->ubans || !s->nodes) {
 		fc_warn("%s: out of memory", path);
 		json_decref(doc);
 		return -1;
@@ -270,6 +303,8 @@ static int fc_import_read(const char *path, struct fc_import_set *s)
 		fc_import_policy(s, i, json_array_get(pols, i));
 	for (i = 0; i < json_array_size(bans); i++)
 		fc_import_ban(s, i, json_array_get(bans, i));
+	for (i = 0; i < json_array_size(nodes); i++)
+		fc_import_node(s, i, json_array_get(nodes, i));
 	json_decref(doc);
 	if (s->errors > FC_IO_MAX_ERRORS)
 		fc_warn("%s: ... and %zu more errors", path, s->errors - FC_IO_MAX_ERRORS);
@@ -316,6 +351,11 @@ static int fc_import_apply(struct fc_publish *pub, const struct fc_import_set *s
 	for (i = 0; i < s->nu; i++)
 		if (fc_store_uid_ban_put(pub->st, &s->ubans[i], &existed, pub->now, err) < 0)
 			goto out;
+	if (fc_store_nodes_clear(pub->st, err) < 0)
+		goto out;
+	for (i = 0; i < s->nn; i++)
+		if (fc_store_node_put(pub->st, &s->nodes[i], err) < 0)
+			goto out;
 	rc = 0;
 out:
 	free(old);
@@ -341,8 +381,8 @@ static int fc_import(const struct fc_ctx *ctx, const struct fc_cmd *cmd, int arg
 	}
 	if (fc_publish_commit(&pub, &err) < 0)
 		goto fail;
-	printf("imported %zu policies, %zu address bans and %zu uid bans from %s\n", set.np, set.nb, set.nu,
-	       argv[optind]);
+	printf("imported %zu policies, %zu address bans, %zu uid bans and %zu nodes from %s\n", set.np, set.nb, set.nu,
+	       set.nn, argv[optind]);
 	rc = FC_EXIT_OK;
 	goto out;
 fail:
@@ -351,6 +391,7 @@ out:
 	free(set.pols);
 	free(set.bans);
 	free(set.ubans);
+	free(set.nodes);
 	return rc;
 }
 
@@ -358,10 +399,10 @@ const struct fc_cmd fc_cmd_export = {
 	.name = "export",
 	.min_args = 0,
 	.max_args = 0,
-	.summary = "Print the store's policies and live bans as JSON (what 'freqctl import' reads).",
+	.summary = "Print the store's policies, live bans and nodes as JSON (what 'freqctl import' reads).",
 	.details = "{\"freqctl\": 1, \"policies\": [{\"id\", \"match\", \"rates\", \"burst\", \"algo\", \"action\",\n"
-		   "\"count\", \"delay_burst\", \"new_sources\"}], \"bans\": [{\"ban\", \"created\", \"expires\"}]};\n"
-		   "times in unix seconds, defaults as null.",
+		   "\"count\", \"delay_burst\", \"new_sources\"}], \"bans\": [{\"ban\", \"created\", \"expires\"}],\n"
+		   "\"nodes\": [{\"name\", \"weight\"}]}; times in unix seconds, defaults as null.",
 	.opts = fc_opts_none,
 	.run = fc_export,
 };
@@ -371,7 +412,7 @@ const struct fc_cmd fc_cmd_import = {
 	.args = "FILE",
 	.min_args = 1,
 	.max_args = 1,
-	.summary = "Make the store's policies and bans those of FILE (from 'freqctl export'), all or nothing.",
+	.summary = "Make the store's policies, bans and nodes those of FILE (from 'freqctl export'), all or nothing.",
 	.details = "The whole file is validated first, with the same checks as the commands; any error is\n"
 		   "reported with where it is and nothing changes. A policy whose id and match are unchanged\n"
 		   "keeps its bucket state and counters. Published to XDP/TC and nginx like any change.",

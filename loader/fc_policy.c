@@ -421,3 +421,23 @@ void fc_policy_new_src_tier(const struct fc_policy_spec *p, int ncpus, struct fc
 	t->interval_ns = fc_muldiv_ceil(FC_NS_PER_SEC, 1, per_cpu);
 	t->tolerance_ns = per_cpu * t->interval_ns; /* a second's worth at once */
 }
+
+static uint64_t fc_scaled(uint64_t n, double weight)
+{
+	double v = (double)n * weight;
+
+	return v < 1 ? 1 : (uint64_t)v;
+}
+
+void fc_policy_scale(const struct fc_policy_spec *p, double weight, struct fc_policy_spec *out)
+{
+	int i;
+
+	*out = *p;
+	if (weight >= 1)
+		return;
+	for (i = 0; i < out->ntiers; i++)
+		out->rate[i].n = fc_scaled(p->rate[i].n, weight);
+	if (out->burst)
+		out->burst = fc_scaled(p->burst, weight);
+}

@@ -89,6 +89,9 @@ int fc_rates_parse(const char *s, struct fc_policy_spec *p, struct fc_err *err);
 /* The kernel's policy (id, epoch and tiers). ncpus divides the ip=* new
  * bucket rate into the per-CPU cap; see fc_policy_new_src_tier. */
 void fc_policy_compile(const struct fc_policy_spec *p, uint32_t epoch, struct fc_policy *k);
+/* A node's share of p: every N (and an explicit burst) times weight, at least
+ * 1 per period. */
+void fc_policy_scale(const struct fc_policy_spec *p, double weight, struct fc_policy_spec *out);
 /* The resolution of the packet path's coarse clock (one kernel tick). */
 uint64_t fc_coarse_tick_ns(void);
 void fc_policy_new_src_tier(const struct fc_policy_spec *p, int ncpus, struct fc_tier *t);

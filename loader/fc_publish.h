@@ -21,6 +21,7 @@ struct fc_publish {
 	struct fc_maps maps;
 	int64_t now; /* unix seconds, read once for the whole change */
 	size_t purged; /* expired bans (address and uid) dropped from the store */
+	double weight; /* this node's share of the policies' rates */
 	struct fc_sync_result res;
 	struct fc_shm_result shm;
 };

@@ -44,9 +44,10 @@ static void *fc_blk_item(struct fc_blk *b, size_t len, __u16 kind, struct fc_err
 	return it;
 }
 
-static int fc_blk_policy(struct fc_blk *b, const struct fc_policy_row *r, struct fc_err *err)
+static int fc_blk_policy(struct fc_blk *b, const struct fc_policy_row *r, double weight, struct fc_err *err)
 {
 	const struct fc_policy_spec *p = &r->spec;
+	struct fc_policy_spec scaled;
 	size_t len = sizeof(struct fc_shm_policy);
 	struct fc_shm_policy *it;
 	struct fc_policy k;
@@ -60,7 +61,8 @@ static int fc_blk_policy(struct fc_blk *b, const struct fc_policy_row *r, struct
 	it = fc_blk_item(b, len, FC_SHM_POLICY, err);
 	if (!it)
 		return -1;
-	fc_policy_compile(p, r->epoch, &k);
+	fc_policy_scale(p, weight, &scaled);
+	fc_policy_compile(&scaled, r->epoch, &k);
 	it->id = p->id;
 	it->slot = r->slot;
 	it->epoch = r->epoch;
@@ -210,7 +212,7 @@ fail:
 	return -1;
 }
 
-int fc_shm_publish(const char *path, const char *group, struct fc_store *st, int64_t now,
+int fc_shm_publish(const char *path, const char *group, struct fc_store *st, int64_t now, double weight,
 		   struct fc_shm_result *res, struct fc_err *err)
 {
 	size_t size = fc_shm_file_size(), npols = 0, nbans = 0, nub = 0, i;
@@ -258,7 +260,7 @@ int fc_shm_publish(const char *path, const char *group, struct fc_store *st, int
 		if (!fc_policy_is_l7(&pols[i].spec))
 			continue;
 		fc_slot_claim(slots, &pols[i]);
-		if (fc_blk_policy(&b, &pols[i], err) < 0)
+		if (fc_blk_policy(&b, &pols[i], weight, err) < 0)
 			goto out;
 		res->policies++;
 	}

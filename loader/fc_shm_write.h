@@ -27,8 +27,9 @@ struct fc_shm_result {
 };
 
 /* group: the file's group (the nginx workers'); NULL for the default, which
- * is skipped if it does not exist. now: unix seconds (expired bans skipped). */
-int fc_shm_publish(const char *path, const char *group, struct fc_store *st, int64_t now,
+ * is skipped if it does not exist. now: unix seconds (expired bans skipped).
+ * weight: this node's share of every policy's rate. */
+int fc_shm_publish(const char *path, const char *group, struct fc_store *st, int64_t now, double weight,
 		   struct fc_shm_result *res, struct fc_err *err);
 
 /* Maps an existing shm file read-only for its stat slots; *size for munmap. */

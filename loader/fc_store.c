@@ -10,7 +10,7 @@
 
 #include "fc_store.h"
 
-#define FC_SCHEMA_VERSION 3
+#define FC_SCHEMA_VERSION 4
 
 /* Each step takes the schema from version i to i + 1. */
 static const char fc_schema_v1[] =
@@ -70,7 +70,14 @@ static const char fc_schema_v3[] =
 	"  expires INTEGER"                /* unix seconds; NULL = never */
 	");";
 
-static const char *const fc_schema[] = { fc_schema_v1, fc_schema_v2, fc_schema_v3 };
+/* Fleets: a node enforces a policy's rate R as R * weight. */
+static const char fc_schema_v4[] =
+	"CREATE TABLE nodes ("
+	"  name   TEXT PRIMARY KEY,"
+	"  weight REAL NOT NULL CHECK (weight > 0 AND weight <= 1)"
+	");";
+
+static const char *const fc_schema[] = { fc_schema_v1, fc_schema_v2, fc_schema_v3, fc_schema_v4 };
 
 enum fc_stmt_id {
 	FC_SQL_BAN_GET,
@@ -94,6 +101,10 @@ enum fc_stmt_id {
 	FC_SQL_UBAN_LIST,
 	FC_SQL_EPOCH_NEXT,
 	FC_SQL_BANS_CLEAR,
+	FC_SQL_NODE_GET,
+	FC_SQL_NODE_PUT,
+	FC_SQL_NODE_LIST,
+	FC_SQL_NODES_CLEAR,
 	FC_SQL_UBANS_CLEAR,
 	FC_SQL_MAX,
 };
@@ -127,6 +138,11 @@ static const char *const fc_sql[FC_SQL_MAX] = {
 	[FC_SQL_UBAN_PURGE] = "DELETE FROM uid_bans WHERE expires IS NOT NULL AND expires <= ?1",
 	[FC_SQL_UBAN_LIST] = "SELECT uid, created, expires FROM uid_bans WHERE expires IS NULL OR expires > ?1 ORDER BY uid",
 	[FC_SQL_BANS_CLEAR] = "DELETE FROM bans",
+	[FC_SQL_NODE_GET] = "SELECT weight FROM nodes WHERE name = ?1",
+	[FC_SQL_NODE_PUT] = "INSERT INTO nodes (name, weight) VALUES (?1, ?2) "
+			    "ON CONFLICT (name) DO UPDATE SET weight = ?2",
+	[FC_SQL_NODE_LIST] = "SELECT name, weight FROM nodes ORDER BY name",
+	[FC_SQL_NODES_CLEAR] = "DELETE FROM nodes",
 	[FC_SQL_UBANS_CLEAR] = "DELETE FROM uid_bans",
 	[FC_SQL_EPOCH_NEXT] = "UPDATE meta SET value = value % 4294967295 + 1 WHERE key = 'epoch' RETURNING value",
 };
@@ -691,4 +707,54 @@ int fc_store_data_version(struct fc_store *st, int64_t *v, struct fc_err *err)
 		*v = sqlite3_column_int64(s, 0);
 	sqlite3_finalize(s);
 	return rc == SQLITE_ROW ? 0 : fc_store_fail(st, err, "reading data_version");
+}
+
+int fc_store_node_weight(struct fc_store *st, const char *name, double *weight, struct fc_err *err)
+{
+	sqlite3_stmt *s = fc_stmt(st, FC_SQL_NODE_GET);
+	int rc;
+
+	*weight = 1.0;
+	sqlite3_bind_text(s, 1, name, -1, SQLITE_STATIC);
+	rc = sqlite3_step(s);
+	if (rc == SQLITE_ROW)
+		*weight = sqlite3_column_double(s, 0);
+	sqlite3_reset(s);
+	if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+		return fc_store_fail(st, err, "reading node weight");
+	if (!(*weight > 0 && *weight <= 1))
+		return fc_err_set(err, "store %s: node %s: weight %g outside (0, 1]", st->path, name, *weight);
+	return 0;
+}
+
+int fc_store_node_put(struct fc_store *st, const struct fc_node *n, struct fc_err *err)
+{
+	sqlite3_stmt *s = fc_stmt(st, FC_SQL_NODE_PUT);
+
+	sqlite3_bind_text(s, 1, n->name, -1, SQLITE_STATIC);
+	sqlite3_bind_double(s, 2, n->weight);
+	return fc_step_done(st, s, err, "writing node");
+}
+
+static int fc_node_read(struct fc_store *st, sqlite3_stmt *s, void *row, struct fc_err *err)
+{
+	const char *name = (const char *)sqlite3_column_text(s, 0);
+	struct fc_node *n = row;
+
+	if (!name || !*name || strlen(name) >= sizeof(n->name))
+		return fc_err_set(err, "store %s: corrupt node row", st->path);
+	snprintf(n->name, sizeof(n->name), "%s", name);
+	n->weight = sqlite3_column_double(s, 1);
+	return 0;
+}
+
+int fc_store_node_list(struct fc_store *st, struct fc_node **rows, size_t *n, struct fc_err *err)
+{
+	return fc_collect(st, fc_stmt(st, FC_SQL_NODE_LIST), sizeof(**rows), fc_node_read, "listing nodes",
+			  (void **)rows, n, err);
+}
+
+int fc_store_nodes_clear(struct fc_store *st, struct fc_err *err)
+{
+	return fc_step_done(st, fc_stmt(st, FC_SQL_NODES_CLEAR), err, "clearing nodes");
 }

@@ -80,6 +80,20 @@ int fc_store_uid_ban_del(struct fc_store *st, const char *uid, bool *found, stru
 int fc_store_uid_ban_purge(struct fc_store *st, int64_t now, size_t *n, struct fc_err *err);
 int fc_store_uid_ban_list(struct fc_store *st, int64_t now, struct fc_uid_ban **rows, size_t *n,
 			  struct fc_err *err);
+/* A node of a fleet: it enforces each policy's rate R as R * weight. */
+#define FC_NODE_NAME_MAX 64
+
+struct fc_node {
+	char name[FC_NODE_NAME_MAX + 1];
+	double weight; /* (0, 1] */
+};
+
+/* The weight of node name: 1 when it has no row. */
+int fc_store_node_weight(struct fc_store *st, const char *name, double *weight, struct fc_err *err);
+int fc_store_node_put(struct fc_store *st, const struct fc_node *n, struct fc_err *err);
+int fc_store_node_list(struct fc_store *st, struct fc_node **rows, size_t *n, struct fc_err *err);
+int fc_store_nodes_clear(struct fc_store *st, struct fc_err *err);
+
 /* SQLite's data_version: it changes when another connection commits. */
 int fc_store_data_version(struct fc_store *st, int64_t *v, struct fc_err *err);
 

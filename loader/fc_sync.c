@@ -400,9 +400,10 @@ static int fc_policies_apply(const struct fc_maps *m, struct fc_policy_sync *ps,
 	return 0;
 }
 
-int fc_sync(struct fc_store *st, const struct fc_maps *m, const char *pin_dir, int64_t now,
+int fc_sync(struct fc_store *st, const struct fc_maps *m, const char *pin_dir, int64_t now, double weight,
 	    struct fc_sync_result *res, struct fc_err *err)
 {
+	struct fc_policy_spec scaled;
 	struct fc_map_sync ms[FC_MS_COUNT] = {
 		[FC_MS_EXACT4] = { FC_MAP_EXACT4, m->exact4, sizeof(struct fc_addr4), 4, false },
 		[FC_MS_EXACT6] = { FC_MAP_EXACT6, m->exact6, sizeof(struct fc_addr6), 6, false },
@@ -436,7 +437,8 @@ int fc_sync(struct fc_store *st, const struct fc_maps *m, const char *pin_dir, i
 
 		if (fc_policy_is_l7(&r->spec))
 			continue; /* nginx's, through the shm */
-		fc_policy_compile(&r->spec, r->epoch, &ps.want[r->slot]);
+		fc_policy_scale(&r->spec, weight, &scaled);
+		fc_policy_compile(&scaled, r->epoch, &ps.want[r->slot]);
 		if (r->spec.kind == FC_MATCH_STAR) {
 			res->cfg.star_slot = r->slot;
 			res->cfg.star_gen = r->epoch;

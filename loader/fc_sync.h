@@ -23,8 +23,9 @@ struct fc_sync_result {
 	struct fc_config cfg; /* what the maps hold now */
 };
 
-/* now is the unix time the store is read at (expired bans are not published). */
-int fc_sync(struct fc_store *st, const struct fc_maps *m, const char *pin_dir, int64_t now,
+/* now is the unix time the store is read at (expired bans are not published);
+ * weight is this node's share of every policy's rate (1 alone). */
+int fc_sync(struct fc_store *st, const struct fc_maps *m, const char *pin_dir, int64_t now, double weight,
 	    struct fc_sync_result *res, struct fc_err *err);
 
 /* A ban's kernel expiry (UTC ns) for a store expiry (unix seconds; 0 = never). */

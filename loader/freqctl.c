@@ -3,6 +3,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <bpf/libbpf.h>
 
 #include "fc_cli.h"
@@ -19,11 +20,12 @@ static const struct fc_cmd *const fc_cmds[] = {
 	&fc_cmd_attach, &fc_cmd_detach, &fc_cmd_status, &fc_cmd_ban_add, &fc_cmd_ban_del,
 	&fc_cmd_ban_import, &fc_cmd_ban_list, &fc_cmd_policy_add, &fc_cmd_policy_set, &fc_cmd_policy_del,
 	&fc_cmd_policy_list, &fc_cmd_sync, &fc_cmd_stats, &fc_cmd_export, &fc_cmd_import, &fc_cmd_agent,
+	&fc_cmd_node_set, &fc_cmd_node_list,
 };
 
 #define FC_NCMDS (sizeof(fc_cmds) / sizeof(fc_cmds[0]))
 
-enum { FC_GOPT_DB = 300, FC_GOPT_PIN_DIR, FC_GOPT_SHM, FC_GOPT_SHM_GROUP, FC_GOPT_VERSION };
+enum { FC_GOPT_DB = 300, FC_GOPT_PIN_DIR, FC_GOPT_SHM, FC_GOPT_SHM_GROUP, FC_GOPT_NODE, FC_GOPT_VERSION };
 
 static const struct fc_opt fc_global_opts[] = {
 	{ "db", FC_GOPT_DB, required_argument, "PATH", "the SQLite store (default " FC_STORE_DEFAULT ")" },
@@ -32,6 +34,7 @@ static const struct fc_opt fc_global_opts[] = {
 	{ "shm", FC_GOPT_SHM, required_argument, "PATH", "the L7 shared memory nginx reads (default " FC_SHM_DEFAULT ")" },
 	{ "shm-group", FC_GOPT_SHM_GROUP, required_argument, "GROUP",
 	  "group of the shm file: nginx's workers (default " FC_SHM_GROUP_DEFAULT ", if it exists)" },
+	{ "node", FC_GOPT_NODE, required_argument, "NAME", "this machine in the nodes table (default: host name)" },
 	{ "verbose", 'v', no_argument, NULL, "explain more, including libbpf's log" },
 	{ "version", FC_GOPT_VERSION, no_argument, NULL, "print the version and exit" },
 	{ "help", 'h', no_argument, NULL, "show this help and exit" },
@@ -105,6 +108,7 @@ int main(int argc, char **argv)
 	struct fc_ctx ctx = { .db_path = FC_STORE_DEFAULT, .pin_dir = FC_PIN_DIR_DEFAULT, .shm_path = FC_SHM_DEFAULT };
 	struct option longopts[sizeof(fc_global_opts) / sizeof(fc_global_opts[0])];
 	const struct fc_cmd *cmd;
+	char host[256];
 	size_t i;
 	int c, words;
 
@@ -128,6 +132,9 @@ int main(int argc, char **argv)
 		case FC_GOPT_SHM_GROUP:
 			ctx.shm_group = optarg;
 			break;
+		case FC_GOPT_NODE:
+			ctx.node = optarg;
+			break;
 		case 'v':
 			fc_verbose = 1;
 			break;
@@ -145,7 +152,11 @@ int main(int argc, char **argv)
 	}
 	if (optind == argc)
 		fc_main_usage_error("missing command");
-	if (!*ctx.db_path || !*ctx.pin_dir || !*ctx.shm_path)
+	if (!ctx.node) {
+		host[sizeof(host) - 1] = '\0';
+		ctx.node = gethostname(host, sizeof(host) - 1) == 0 ? host : "localhost";
+	}
+	if (!*ctx.db_path || !*ctx.pin_dir || !*ctx.shm_path || !*ctx.node)
 		fc_main_usage_error("--db, --pin-dir and --shm need a non-empty path");
 	argc -= optind;
 	argv += optind;
@@ -159,6 +170,8 @@ int main(int argc, char **argv)
 			fc_main_usage_error("ban: expected add, del, import or list");
 		if (!strcmp(argv[0], "policy"))
 			fc_main_usage_error("policy: expected add, set, del or list");
+		if (!strcmp(argv[0], "node"))
+			fc_main_usage_error("node: expected set or list");
 		fc_main_usage_error("unknown command '%s'", argv[0]);
 	}
 	libbpf_set_print(fc_libbpf_print);

@@ -236,7 +236,7 @@ static int fc_add_policies(double *secs)
 		    fc_store_policy_put(st, &p, (int64_t)time(NULL), &row, &err) < 0)
 			goto out;
 	}
-	if (fc_maps_open(fc_b.pin, &m, &err) < 0 || fc_sync(st, &m, fc_b.pin, (int64_t)time(NULL), &res, &err) < 0 ||
+	if (fc_maps_open(fc_b.pin, &m, &err) < 0 || fc_sync(st, &m, fc_b.pin, (int64_t)time(NULL), 1, &res, &err) < 0 ||
 	    fc_store_commit(st, &err) < 0)
 		goto out;
 	rc = 0;

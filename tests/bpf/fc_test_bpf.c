@@ -98,7 +98,7 @@ static void fc_env_publish(struct fc_env *env)
 	struct fc_sync_result res;
 	struct fc_err err;
 
-	if (fc_sync(env->st, &env->maps, env->pin_dir, (int64_t)time(NULL), &res, &err) < 0)
+	if (fc_sync(env->st, &env->maps, env->pin_dir, (int64_t)time(NULL), 1, &res, &err) < 0)
 		fail_msg("sync: %s", err.msg);
 }
 

@@ -40,7 +40,7 @@ within_100ms() {
 }
 logged() { grep -q "$1" "$dir/agent.log"; }
 
-"$FC_BIN" --db "$dir/store.db" --pin-dir "$pin" --shm "$dir/shm" agent >"$dir/agent.log" 2>&1 &
+"$FC_BIN" --db "$dir/store.db" --pin-dir "$pin" --shm "$dir/shm" --node edge-a agent --weight 0.5 >"$dir/agent.log" 2>&1 &
 apid=$!
 for _ in $(seq 50); do logged "watching store" && break; sleep 0.1; done
 check "agent started" logged "watching store"
@@ -54,6 +54,11 @@ check "a row written by SQL reaches the maps within 100 ms" within_100ms in_map 
 elsewhere policy add 5 --match uid=u5 --rate 1/m
 check "a policy written elsewhere reaches the agent's shm" \
 	within_100ms sh -c "'$FC_BIN' --db '$dir/store.db' --pin-dir '$pin' --shm '$dir/shm' stats --json | grep -q '\"layer\": \"nginx\"'"
+# Node weights: this agent's node enforces half of every rate.
+elsewhere policy add 6 --match ip=198.18.0.66 --rate 40/m
+check "node weight 0.5: 40/m is published as 20/m" within_100ms sh -c "[ \"\$(bpftool -j map lookup pinned '$pin/fc_policies' key 2 0 0 0 | jq '.formatted.value.tier[0].limit')\" = 20 ]"
+elsewhere node set edge-a 0.25
+check "a weight change republishes: 10/m" within_100ms sh -c "[ \"\$(bpftool -j map lookup pinned '$pin/fc_policies' key 2 0 0 0 | jq '.formatted.value.tier[0].limit')\" = 10 ]"
 elsewhere ban del 198.18.0.7
 check "a lifted ban leaves the maps within 100 ms" within_100ms sh -c "! bpftool map lookup pinned '$pin/fc_exact4' key 198 18 0 7 >/dev/null 2>&1"
 elsewhere ban add 198.18.0.9 --ttl 1s

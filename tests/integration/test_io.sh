@@ -29,6 +29,8 @@ a policy add 10 --match 'ip=2001:db8::/32' --rate 1000000/m --algo window --coun
 a ban add 198.18.0.0/15 >/dev/null
 a ban add 2001:db8::1 --ttl 1h >/dev/null
 a ban add uid=evil --ttl 2d >/dev/null
+a node set edge-1 0.25 >/dev/null
+a node set edge-2 0.75 >/dev/null
 a export >"$dir/a.json"
 check "export is JSON with 4 policies and 3 bans" \
 	[ "$(jq -r '"\(.policies | length),\(.bans | length)"' "$dir/a.json")" = "4,3" ]

@@ -245,7 +245,8 @@ static void test_runtime_errors(void **state)
 	      " {\"id\": 3, \"match\": \"uid=a\", \"rates\": [\"1/s\"], \"algo\": \"gcra\", \"action\": \"drop\",\n"
 	      "  \"count\": \"packets\"}],\n"
 	      " \"bans\": [{\"ban\": \"10.0.0.1/8\", \"created\": 1, \"expires\": null},\n"
-	      "  {\"ban\": \"uid=ok\", \"created\": 1, \"expires\": -5}]}\n",
+	      "  {\"ban\": \"uid=ok\", \"created\": 1, \"expires\": -5}],\n"
+	      " \"nodes\": [{\"name\": \"n1\", \"weight\": 1.5}]}\n",
 	      f);
 	fclose(f);
 	fc_cli(&r, "import", path, NULL);
@@ -256,8 +257,9 @@ static void test_runtime_errors(void **state)
 		 "freqctl: %s: policies[3] (id 3): uid=a is policy 1's match too\n"
 		 "freqctl: %s: bans[0]: \"10.0.0.1/8\": host bits set; did you mean 10.0.0.0/8?\n"
 		 "freqctl: %s: bans[1]: created, expires: expected unix seconds (expires may be null)\n"
-		 "freqctl: import %s: 5 errors; nothing imported\n",
-		 path, path, path, path, path, path);
+		 "freqctl: %s: nodes[0]: expected {\"name\": 1 to 64 characters, \"weight\": (0, 1]}\n"
+		 "freqctl: import %s: 6 errors; nothing imported\n",
+		 path, path, path, path, path, path, path);
 	assert_string_equal(r.err, want);
 	f = fopen(path, "w");
 	assert_non_null(f);
@@ -274,7 +276,8 @@ static void test_runtime_errors(void **state)
 	fc_cli(&r, "import", path, NULL);
 	assert_int_equal(r.status, 1);
 	snprintf(want, sizeof(want),
-		 "freqctl: %s: expected {\"freqctl\": 1, \"policies\": [...], \"bans\": [...]} (see freqctl export)\n",
+		 "freqctl: %s: expected {\"freqctl\": 1, \"policies\": [...], \"bans\": [...], \"nodes\": [...]} (see "
+		 "freqctl export)\n",
 		 path);
 	assert_string_equal(r.err, want);
 

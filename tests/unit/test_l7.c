@@ -126,7 +126,7 @@ static void fc_publish(struct fc_t *t)
 	int fd;
 
 	fc_unmap(t);
-	if (fc_shm_publish(t->shm, NULL, t->st, 1, &res, &err) < 0)
+	if (fc_shm_publish(t->shm, NULL, t->st, 1, 1, &res, &err) < 0)
 		fail_msg("%s", err.msg);
 	fd = open(t->shm, O_RDWR);
 	assert_true(fd >= 0);
@@ -288,7 +288,7 @@ static void test_ban_table(void **state)
 	{
 		struct fc_shm_result r;
 
-		assert_int_equal(fc_shm_publish(t->shm, NULL, t->st, 1, &r, &err), 0);
+		assert_int_equal(fc_shm_publish(t->shm, NULL, t->st, 1, 1, &r, &err), 0);
 		assert_false(r.published); /* no new block: workers keep their index */
 	}
 	assert_int_equal(((const struct fc_shm_header *)t->base)->seq, seq);
@@ -307,7 +307,7 @@ static void test_ban_table(void **state)
 	{
 		struct fc_shm_result r;
 
-		assert_int_equal(fc_shm_publish(t->shm, NULL, t->st, 1, &r, &err), 0);
+		assert_int_equal(fc_shm_publish(t->shm, NULL, t->st, 1, 1, &r, &err), 0);
 	}
 	assert_int_equal(fc_decide(t, "ip=2001:db8::7", T0, NULL), FC_L7_BANNED);
 	assert_int_equal(fc_decide(t, "ip=2001:db8::8", T0, NULL), FC_L7_PASS);
@@ -340,7 +340,7 @@ static void test_republish(void **state)
 	assert_int_equal(fc_build(t, t->base, t->size), 0);
 	assert_int_equal(fc_passes(t, "uid=u2", T0, 5), 4);
 	seq = t->ix.seq;
-	assert_int_equal(fc_shm_publish(t->shm, NULL, t->st, 1, &res, &err), 0);
+	assert_int_equal(fc_shm_publish(t->shm, NULL, t->st, 1, 1, &res, &err), 0);
 	assert_false(res.published);
 	assert_int_equal(res.seq, seq);
 }

@@ -246,11 +246,30 @@ static void test_compile(void **state)
 	assert_int_equal(nt.limit, FC_NEW_SOURCES_DEFAULT);
 }
 
+/* A node's share: N (and an explicit burst) times the weight, at least 1. */
+static void test_scale(void **state)
+{
+	struct fc_policy_spec p = { .id = 1, .burst = 8 }, s;
+	struct fc_err err;
+
+	(void)state;
+	assert_int_equal(fc_rates_parse("10/s,1/d,1000/h", &p, &err), 0);
+	fc_policy_scale(&p, 0.25, &s);
+	assert_int_equal(s.rate[0].n, 2);
+	assert_int_equal(s.rate[1].n, 1); /* at least one per period */
+	assert_int_equal(s.rate[2].n, 250);
+	assert_int_equal(s.burst, 2);
+	assert_int_equal(s.rate[0].unit_secs, 1);
+	fc_policy_scale(&p, 1, &s);
+	assert_memory_equal(&s, &p, sizeof(p));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_ids),     cmocka_unit_test(test_rates),    cmocka_unit_test(test_matches),
 		cmocka_unit_test(test_enums),   cmocka_unit_test(test_validate), cmocka_unit_test(test_compile),
+		cmocka_unit_test(test_scale),
 	};
 
 	return cmocka_run_group_tests_name("policies (parsing, validation, compiling)", tests, NULL, NULL);

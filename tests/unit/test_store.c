@@ -207,7 +207,7 @@ static void test_newer_schema_refused(void **state)
 	assert_int_equal(sqlite3_exec(db, "PRAGMA user_version = 99", NULL, NULL, NULL), SQLITE_OK);
 	sqlite3_close(db);
 	assert_int_equal(fc_store_open(t->path, &st, &err), -1);
-	snprintf(want, sizeof(want), "store %s: schema version 99 is newer than this freqctl knows (3)", t->path);
+	snprintf(want, sizeof(want), "store %s: schema version 99 is newer than this freqctl knows (4)", t->path);
 	assert_string_equal(err.msg, want);
 }
 
@@ -337,7 +337,7 @@ static void test_migrate_v1(void **state)
 	fc_store_close(t->st);
 	t->st = NULL;
 	assert_int_equal(sqlite3_open(t->path, &db), SQLITE_OK);
-	assert_int_equal(sqlite3_exec(db, "DROP TABLE policies; DROP TABLE meta; DROP TABLE free_slots; DROP TABLE uid_bans; "
+	assert_int_equal(sqlite3_exec(db, "DROP TABLE policies; DROP TABLE meta; DROP TABLE free_slots; DROP TABLE uid_bans; DROP TABLE nodes; "
 				      "PRAGMA user_version = 1", NULL, NULL,
 				      NULL),
 			 SQLITE_OK);

@@ -1,0 +1,104 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/* freqctl node set | list: the nodes of a fleet and their share of the rates. */
+#include <stdlib.h>
+#include <string.h>
+#include <jansson.h>
+
+#include "fc_cli.h"
+#include "fc_publish.h"
+
+int fc_weight_parse(const char *s, double *w, struct fc_err *err)
+{
+	char *end;
+
+	*w = strtod(s, &end);
+	if (!*s || *end || !(*w > 0 && *w <= 1))
+		return fc_err_set(err, "weight \"%s\": expected a number in (0, 1], e.g. 0.25", s);
+	return 0;
+}
+
+static int fc_node_set(const struct fc_ctx *ctx, const struct fc_cmd *cmd, int argc, char **argv)
+{
+	struct fc_node n = { .weight = 1 };
+	struct fc_publish pub;
+	struct fc_err err;
+	const char *name;
+
+	while (fc_cmd_getopt(cmd, argc, argv) != -1)
+		;
+	name = argv[optind];
+	if (!*name || strlen(name) > FC_NODE_NAME_MAX)
+		fc_usage_error(cmd, "node name \"%.64s\": expected 1 to %d characters", name, FC_NODE_NAME_MAX);
+	if (fc_weight_parse(argv[optind + 1], &n.weight, &err) < 0)
+		fc_usage_error(cmd, "%s", err.msg);
+	snprintf(n.name, sizeof(n.name), "%s", name);
+	if (fc_publish_begin(&pub, ctx, &err) < 0)
+		goto fail;
+	if (fc_store_node_put(pub.st, &n, &err) < 0) {
+		fc_publish_abort(&pub);
+		goto fail;
+	}
+	if (fc_publish_commit(&pub, &err) < 0)
+		goto fail;
+	printf("node %s: weight %g%s\n", n.name, n.weight,
+	       strcmp(n.name, ctx->node) ? "" : " (this node: its limits are republished)");
+	return FC_EXIT_OK;
+fail:
+	fc_warn("node %s: %s", name, err.msg);
+	return FC_EXIT_FAILURE;
+}
+
+static int fc_node_list(const struct fc_ctx *ctx, const struct fc_cmd *cmd, int argc, char **argv)
+{
+	struct fc_store *st = NULL;
+	struct fc_node *v = NULL;
+	bool json = false;
+	struct fc_err err;
+	json_t *arr;
+	size_t n = 0, i;
+	int c;
+
+	while ((c = fc_cmd_getopt(cmd, argc, argv)) != -1)
+		json |= c == FC_OPT_JSON;
+	if (fc_store_open(ctx->db_path, &st, &err) < 0 || fc_store_node_list(st, &v, &n, &err) < 0) {
+		fc_warn("node list: %s", err.msg);
+		fc_store_close(st);
+		return FC_EXIT_FAILURE;
+	}
+	fc_store_close(st);
+	if (json) {
+		arr = json_array();
+		for (i = 0; arr && i < n; i++)
+			json_array_append_new(arr, json_pack("{s:s, s:f}", "name", v[i].name, "weight", v[i].weight));
+		free(v);
+		return fc_json_print(arr);
+	}
+	if (n)
+		printf("%-32s %s\n", "NODE", "WEIGHT");
+	for (i = 0; i < n; i++)
+		printf("%-32s %g%s\n", v[i].name, v[i].weight, strcmp(v[i].name, ctx->node) ? "" : "  (this node)");
+	free(v);
+	return FC_EXIT_OK;
+}
+
+const struct fc_cmd fc_cmd_node_set = {
+	.name = "node set",
+	.args = "NAME WEIGHT",
+	.min_args = 2,
+	.max_args = 2,
+	.summary = "Set a node's share of every policy's rate: R is enforced there as R * WEIGHT.",
+	.details = "WEIGHT is in (0, 1]; a scaled rate is at least 1 per its period. A node without a row has\n"
+		   "weight 1. This machine is --node (default: its host name); an agent on another node\n"
+		   "republishes that node's limits when it sees the change.",
+	.opts = fc_opts_none,
+	.run = fc_node_set,
+};
+
+const struct fc_cmd fc_cmd_node_list = {
+	.name = "node list",
+	.min_args = 0,
+	.max_args = 0,
+	.summary = "List the nodes and their weights.",
+	.opts = fc_opts_json,
+	.run = fc_node_list,
+};
