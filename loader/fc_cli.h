@@ -25,6 +25,8 @@ enum {
 	FC_OPT_DELAY_BURST,
 	FC_OPT_PROMETHEUS,
 	FC_OPT_WEIGHT,
+	FC_OPT_ESCALATE,
+	FC_OPT_BAN_TTL,
 };
 
 struct fc_opt {

@@ -27,6 +27,7 @@
 #include <sys/file.h>
 #include <sys/inotify.h>
 #include <sys/socket.h>
+#include <sys/mman.h>
 #include <sys/un.h>
 
 #include "fc_cli.h"
@@ -134,6 +135,161 @@ static int fc_agent_watch(const char *db, struct fc_err *err)
 	return fd;
 }
 
+/*
+ * Escalation: the agent reads the offender ring that nginx workers write and
+ * counts refusals per (policy, client) in fixed windows of the policy's
+ * --escalate unit; past N, the client is banned at XDP/TC for --ban-ttl.
+ */
+#define FC_ESC_TICK_MS 100
+#define FC_ESC_KEYS    65536 /* counters kept; a power of two */
+
+struct fc_esc_policy {
+	uint32_t id;
+	struct fc_rate rate;
+	int64_t ttl;
+};
+
+struct fc_esc_key {
+	uint32_t policy; /* 0: free */
+	uint8_t family;
+	uint8_t addr[16];
+	int64_t window;
+	uint64_t count;
+};
+
+struct fc_escalation {
+	void *base;
+	size_t size;
+	struct fc_shm_ring *ring;
+	uint64_t tail;
+	struct fc_esc_policy *pol;
+	size_t npol;
+	struct fc_esc_key *keys;
+};
+
+/* The escalating policies, after each publish. */
+static void fc_esc_reload(struct fc_escalation *e, const struct fc_ctx *ctx)
+{
+	struct fc_policy_row *rows = NULL;
+	struct fc_store *st = NULL;
+	struct fc_err err;
+	size_t n = 0, i;
+
+	if (fc_store_open_ex(ctx->db_path, false, &st, &err) < 0 || fc_store_policy_list(st, &rows, &n, &err) < 0) {
+		fc_store_close(st);
+		return; /* keep the last list */
+	}
+	fc_store_close(st);
+	free(e->pol);
+	e->pol = calloc(n + 1, sizeof(*e->pol));
+	e->npol = 0;
+	for (i = 0; e->pol && i < n; i++)
+		if (rows[i].spec.escalate.n)
+			e->pol[e->npol++] = (struct fc_esc_policy){ rows[i].spec.id, rows[i].spec.escalate, rows[i].spec.ban_ttl };
+	free(rows);
+	if (e->npol && !e->ring) {
+		e->ring = fc_shm_ring_map(ctx->shm_path, &e->base, &e->size, &err);
+		if (e->ring)
+			e->tail = __atomic_load_n(&e->ring->head, __ATOMIC_ACQUIRE); /* from now on */
+		else
+			fc_agent_log("escalation: %s", err.msg);
+	}
+	if (!e->keys)
+		e->keys = calloc(FC_ESC_KEYS, sizeof(*e->keys));
+}
+
+/* Counts one refusal; true when it is the one past the policy's N. */
+static bool fc_esc_count(struct fc_escalation *e, const struct fc_esc_policy *p, uint8_t family, const uint8_t *addr,
+			 int64_t now)
+{
+	uint64_t h = fc_shm_ban_hash(family, (uint8_t)p->id, addr, 16) ^ p->id;
+	int64_t window = now / (int64_t)p->rate.unit_secs;
+	struct fc_esc_key *k;
+	size_t i, b;
+
+	for (i = 0; i < 16; i++) {
+		b = (h + i) & (FC_ESC_KEYS - 1);
+		k = &e->keys[b];
+		if (!k->policy || (k->policy == p->id && k->family == family && !memcmp(k->addr, addr, 16)) ||
+		    k->window < window - 1)
+			break; /* a free, matching or stale counter */
+	}
+	if (i == 16)
+		k = &e->keys[h & (FC_ESC_KEYS - 1)]; /* crowded: the oldest guess wins */
+	if (k->policy != p->id || k->family != family || memcmp(k->addr, addr, 16) || k->window != window) {
+		*k = (struct fc_esc_key){ .policy = p->id, .family = family, .window = window };
+		memcpy(k->addr, addr, 16);
+	}
+	return ++k->count == p->rate.n + 1;
+}
+
+/* Reads the ring up to its head; bans what crossed a threshold. */
+static void fc_esc_drain(struct fc_escalation *e, const struct fc_ctx *ctx, bool quiet)
+{
+	struct fc_ban_row bans[64];
+	uint64_t head, idx, seq;
+	int64_t now = (int64_t)time(NULL);
+	size_t nb = 0, i, j;
+
+	if (!e->ring || !e->npol)
+		return;
+	head = __atomic_load_n(&e->ring->head, __ATOMIC_ACQUIRE);
+	if (head - e->tail > FC_SHM_RING_SIZE) {
+		fc_agent_log("escalation: %llu reports lost (ring overrun)",
+			     (unsigned long long)(head - e->tail - FC_SHM_RING_SIZE));
+		e->tail = head - FC_SHM_RING_SIZE;
+	}
+	for (idx = e->tail; idx < head && nb < 64; idx++) {
+		const struct fc_shm_ring_entry *r = &e->ring->e[idx & (FC_SHM_RING_SIZE - 1)];
+		struct fc_shm_ring_entry copy;
+
+		seq = __atomic_load_n(&r->seq, __ATOMIC_ACQUIRE);
+		if (seq < idx + 1)
+			break; /* being written: next tick */
+		copy = *r;
+		if (seq != idx + 1 || __atomic_load_n(&r->seq, __ATOMIC_ACQUIRE) != seq ||
+		    (copy.family != 4 && copy.family != 6))
+			continue; /* overwritten by a faster lap */
+		for (j = 0; j < e->npol && e->pol[j].id != copy.policy; j++)
+			;
+		if (j == e->npol || !fc_esc_count(e, &e->pol[j], copy.family, copy.addr, now))
+			continue;
+		memset(&bans[nb], 0, sizeof(bans[nb]));
+		bans[nb].p.family = copy.family;
+		bans[nb].p.len = copy.family == 4 ? 32 : 128;
+		memcpy(bans[nb].p.a, copy.addr, copy.family == 4 ? 4 : 16);
+		bans[nb].created = now;
+		bans[nb].expires = now + e->pol[j].ttl;
+		bans[nb].by_policy = copy.policy;
+		nb++;
+	}
+	e->tail = idx;
+	if (nb) {
+		struct fc_publish pub;
+		struct fc_err err;
+		char text[FC_PREFIX_STRLEN];
+
+		if (fc_publish_begin(&pub, ctx, &err) < 0)
+			goto fail;
+		for (i = 0; i < nb; i++) {
+			if (fc_store_ban_put(pub.st, &bans[i], &err) < 0) {
+				fc_publish_abort(&pub);
+				goto fail;
+			}
+		}
+		if (fc_publish_commit(&pub, &err) < 0)
+			goto fail;
+		for (i = 0; i < nb && !quiet; i++) {
+			fc_prefix_format(&bans[i].p, text);
+			fc_agent_log("escalated: %s banned at XDP/TC until %lld (refused too often by policy %u)", text,
+				     (long long)bans[i].expires, bans[i].by_policy);
+		}
+		return;
+fail:
+		fc_agent_log("escalation: cannot ban %zu clients: %s", nb, err.msg);
+	}
+}
+
 static void fc_agent_drain(int fd)
 {
 	char buf[4096];
@@ -190,6 +346,7 @@ static int fc_agent_run(const struct fc_ctx *global, const struct fc_cmd *cmd, i
 	int64_t next_expiry = 0, version = -1, v;
 	int lock, ino, timeout, backoff = 0, c;
 	bool quiet = false, failing = false;
+	struct fc_escalation esc = { 0 };
 	struct fc_err err;
 
 	double weight = 0;
@@ -246,6 +403,7 @@ static int fc_agent_run(const struct fc_ctx *global, const struct fc_cmd *cmd, i
 		close(lock);
 		return FC_EXIT_FAILURE;
 	}
+	fc_esc_reload(&esc, ctx);
 	fc_agent_notify("READY=1\nSTATUS=publishing the store");
 	fc_agent_log("watching store %s as node %s (pin dir %s, shm %s)", ctx->db_path, ctx->node, ctx->pin_dir,
 		     ctx->shm_path);
@@ -255,7 +413,7 @@ static int fc_agent_run(const struct fc_ctx *global, const struct fc_cmd *cmd, i
 		int64_t now = (int64_t)time(NULL);
 		const char *why = NULL;
 
-		timeout = failing ? backoff : FC_AGENT_FALLBACK_MS;
+		timeout = failing ? backoff : esc.npol && esc.ring ? FC_ESC_TICK_MS : FC_AGENT_FALLBACK_MS;
 		if (!failing && next_expiry && (next_expiry - now) * 1000 < timeout)
 			timeout = next_expiry > now ? (int)(next_expiry - now) * 1000 : 0;
 		if (poll(&pfd, ino >= 0 ? 1 : 0, timeout) < 0 && errno != EINTR)
@@ -263,6 +421,7 @@ static int fc_agent_run(const struct fc_ctx *global, const struct fc_cmd *cmd, i
 		fc_agent_drain(ino);
 		if (fc_agent_stop)
 			break;
+		fc_esc_drain(&esc, ctx, quiet);
 		if (fc_agent_hup) {
 			fc_agent_hup = 0;
 			why = "SIGHUP";
@@ -291,10 +450,15 @@ static int fc_agent_run(const struct fc_ctx *global, const struct fc_cmd *cmd, i
 		next_expiry = v;
 		/* Our own publish (purges) moved data_version too. */
 		fc_store_data_version(watch, &version, &err);
+		fc_esc_reload(&esc, ctx);
 	}
 	fc_agent_notify("STOPPING=1");
 	fc_agent_log("stopping; XDP/TC and nginx keep enforcing what was published");
 	fc_store_close(watch);
+	if (esc.base)
+		munmap(esc.base, esc.size);
+	free(esc.pol);
+	free(esc.keys);
 	if (ino >= 0)
 		close(ino);
 	close(lock);

@@ -295,10 +295,11 @@ static json_t *fc_ban_json(const struct fc_ban_row *r, int64_t now)
 	fc_prefix_format(&r->p, text);
 	fc_time_format(r->created, created);
 	fc_time_format(r->expires, expires);
-	return json_pack("{s:s, s:i, s:s, s:s, s:s?, s:o}", "ban", text, "family", r->p.family, "kind",
+	return json_pack("{s:s, s:i, s:s, s:s, s:s?, s:o, s:o}", "ban", text, "family", r->p.family, "kind",
 			 fc_prefix_is_exact(&r->p) ? "exact" : "prefix", "created", created, "expires",
 			 r->expires ? expires : NULL, "ttl_remaining",
-			 r->expires ? json_integer(r->expires - now) : json_null());
+			 r->expires ? json_integer(r->expires - now) : json_null(), "escalated_by_policy",
+			 r->by_policy ? json_integer(r->by_policy) : json_null());
 }
 
 static json_t *fc_uid_ban_json(const struct fc_uid_ban *b, int64_t now)
@@ -314,7 +315,7 @@ static json_t *fc_uid_ban_json(const struct fc_uid_ban *b, int64_t now)
 
 static int fc_ban_list(const struct fc_ctx *ctx, const struct fc_cmd *cmd, int argc, char **argv)
 {
-	char text[FC_PREFIX_STRLEN], expires[FC_TIME_STRLEN], left[FC_DURATION_STRLEN];
+	char text[FC_PREFIX_STRLEN], expires[FC_TIME_STRLEN], left[FC_DURATION_STRLEN], reason[48];
 	struct fc_ban_row *rows = NULL;
 	struct fc_uid_ban *ub = NULL;
 	struct fc_store *st = NULL;
@@ -346,7 +347,7 @@ static int fc_ban_list(const struct fc_ctx *ctx, const struct fc_cmd *cmd, int a
 		return fc_json_print(arr);
 	}
 	if (n + nu)
-		printf("%-44s %-6s %-20s %s\n", "BAN", "KIND", "EXPIRES", "REMAINING");
+		printf("%-44s %-6s %-20s %-10s %s\n", "BAN", "KIND", "EXPIRES", "REMAINING", "REASON");
 	for (i = 0; i < n + nu; i++) {
 		int64_t exp = i < n ? rows[i].expires : ub[i - n].expires;
 
@@ -356,8 +357,10 @@ static int fc_ban_list(const struct fc_ctx *ctx, const struct fc_cmd *cmd, int a
 			snprintf(text, sizeof(text), "uid=%.47s", ub[i - n].uid);
 		fc_time_format(exp, expires);
 		fc_duration_format(exp - now, left);
-		printf("%-44s %-6s %-20s %s\n", text, i >= n ? "uid" : fc_prefix_is_exact(&rows[i].p) ? "exact" : "prefix",
-		       exp ? expires : "never", exp ? left : "-");
+		snprintf(reason, sizeof(reason), "escalated by policy %u", i < n ? rows[i].by_policy : 0);
+		printf("%-44s %-6s %-20s %-10s %s\n", text,
+		       i >= n ? "uid" : fc_prefix_is_exact(&rows[i].p) ? "exact" : "prefix", exp ? expires : "never",
+		       exp ? left : "-", i < n && rows[i].by_policy ? reason : "by hand");
 	}
 	free(rows);
 	free(ub);
@@ -411,8 +414,10 @@ const struct fc_cmd fc_cmd_ban_list = {
 	.min_args = 0,
 	.max_args = 0,
 	.summary = "List the bans in the store that have not expired.",
-	.details = "Columns: BAN, KIND (exact or prefix), EXPIRES (UTC, or never), REMAINING.\n"
-		   "--json prints an array of {ban, family, kind, created, expires, ttl_remaining}.",
+	.details = "Columns: BAN, KIND (exact, prefix or uid), EXPIRES (UTC, or never), REMAINING, REASON.\n"
+		   "REASON says who banned: by hand, or escalated by an L7 policy's --escalate.\n"
+		   "--json prints an array of {ban, family, kind, created, expires, ttl_remaining,\n"
+		   "escalated_by_policy}.",
 	.opts = fc_opts_json,
 	.run = fc_ban_list,
 };

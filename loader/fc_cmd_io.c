@@ -19,6 +19,7 @@
 #include <jansson.h>
 
 #include "fc_cli.h"
+#include "fc_duration.h"
 #include "fc_publish.h"
 
 #define FC_IO_VERSION    1
@@ -36,17 +37,24 @@ static json_t *fc_export_policy(const struct fc_policy_row *r)
 		fc_rate_format(&p->rate[i], rate);
 		json_array_append_new(rates, json_string(rate));
 	}
-	return json_pack("{s:I, s:s, s:o, s:o, s:s, s:s, s:s, s:o, s:o}", "id", (json_int_t)p->id, "match", match,
-			 "rates", rates, "burst", p->burst ? json_integer((json_int_t)p->burst) : json_null(), "algo",
-			 fc_algo_name(p->algo), "action", fc_action_name(p->action), "count", fc_count_name(p->count),
-			 "delay_burst", p->delay_burst ? json_integer(p->delay_burst) : json_null(), "new_sources",
-			 p->new_sources ? json_integer((json_int_t)p->new_sources) : json_null());
+	char esc[FC_RATE_STRLEN];
+
+	fc_rate_format(&p->escalate, esc);
+	return json_pack("{s:I, s:s, s:o, s:o, s:s, s:s, s:s, s:o, s:o, s:o, s:o}", "id", (json_int_t)p->id, "match",
+			 match, "rates", rates, "burst", p->burst ? json_integer((json_int_t)p->burst) : json_null(),
+			 "algo", fc_algo_name(p->algo), "action", fc_action_name(p->action), "count",
+			 fc_count_name(p->count), "delay_burst",
+			 p->delay_burst ? json_integer(p->delay_burst) : json_null(), "new_sources",
+			 p->new_sources ? json_integer((json_int_t)p->new_sources) : json_null(), "escalate",
+			 p->escalate.n ? json_string(esc) : json_null(), "ban_ttl",
+			 p->ban_ttl ? json_integer(p->ban_ttl) : json_null());
 }
 
-static json_t *fc_export_ban(const char *text, int64_t created, int64_t expires)
+static json_t *fc_export_ban(const char *text, int64_t created, int64_t expires, uint32_t by_policy)
 {
-	return json_pack("{s:s, s:I, s:o}", "ban", text, "created", (json_int_t)created, "expires",
-			 expires ? json_integer(expires) : json_null());
+	return json_pack("{s:s, s:I, s:o, s:o}", "ban", text, "created", (json_int_t)created, "expires",
+			 expires ? json_integer(expires) : json_null(), "escalated_by_policy",
+			 by_policy ? json_integer(by_policy) : json_null());
 }
 
 static int fc_export(const struct fc_ctx *ctx, const struct fc_cmd *cmd, int argc, char **argv)
@@ -77,11 +85,11 @@ static int fc_export(const struct fc_ctx *ctx, const struct fc_cmd *cmd, int arg
 		json_array_append_new(jp, fc_export_policy(&pols[i]));
 	for (i = 0; jb && i < nb; i++) {
 		fc_prefix_format(&bans[i].p, text);
-		json_array_append_new(jb, fc_export_ban(text, bans[i].created, bans[i].expires));
+		json_array_append_new(jb, fc_export_ban(text, bans[i].created, bans[i].expires, bans[i].by_policy));
 	}
 	for (i = 0; jb && i < nu; i++) {
 		snprintf(text, sizeof(text), "uid=%s", ub[i].uid);
-		json_array_append_new(jb, fc_export_ban(text, ub[i].created, ub[i].expires));
+		json_array_append_new(jb, fc_export_ban(text, ub[i].created, ub[i].expires, 0));
 	}
 	jn = json_array();
 	for (i = 0; jn && i < nn; i++)
@@ -137,8 +145,9 @@ static int fc_json_uint(json_t *v, uint64_t max, uint64_t *out)
 	return 0;
 }
 
-static const char *const fc_policy_keys[] = { "id",   "match",	"rates",       "burst",	      "algo",
-					       "action", "count", "delay_burst", "new_sources", NULL };
+static const char *const fc_policy_keys[] = { "id",	   "match",	  "rates",   "burst",	"algo",
+					       "action",   "count",	  "delay_burst", "new_sources", "escalate",
+					       "ban_ttl", NULL };
 
 static void fc_import_policy(struct fc_import_set *s, size_t idx, json_t *o)
 {
@@ -186,6 +195,12 @@ static void fc_import_policy(struct fc_import_set *s, size_t idx, json_t *o)
 	p->delay_burst = (uint32_t)v;
 	if (fc_json_uint(json_object_get(o, "new_sources"), 100000000, &p->new_sources) < 0)
 		return fc_import_error(s, where, "new_sources: expected null or a whole number");
+	if (fc_json_uint(json_object_get(o, "ban_ttl"), FC_DURATION_MAX, &v) < 0)
+		return fc_import_error(s, where, "ban_ttl: expected null or seconds");
+	p->ban_ttl = (int64_t)v;
+	str = json_string_value(json_object_get(o, "escalate"));
+	if (str && fc_rate_parse(str, &p->escalate, &err) < 0)
+		return fc_import_error(s, where, "escalate: %s", err.msg);
 	if (!(str = json_string_value(json_object_get(o, "algo"))) || fc_algo_parse(str, &p->algo, &err) < 0)
 		return fc_import_error(s, where, "%s", str ? err.msg : "algo: expected a string");
 	if (!(str = json_string_value(json_object_get(o, "action"))) || fc_action_parse(str, &p->action, &err) < 0)
@@ -210,7 +225,7 @@ static void fc_import_policy(struct fc_import_set *s, size_t idx, json_t *o)
 static void fc_import_ban(struct fc_import_set *s, size_t idx, json_t *o)
 {
 	const char *text = json_string_value(json_object_get(o, "ban")), *key;
-	uint64_t created, expires;
+	uint64_t created, expires, created_by;
 	struct fc_err err;
 	char where[48];
 	json_t *val;
@@ -219,7 +234,8 @@ static void fc_import_ban(struct fc_import_set *s, size_t idx, json_t *o)
 	if (!json_is_object(o) || !text)
 		return fc_import_error(s, where, "expected an object with \"ban\": \"ADDR[/LEN]\" or \"uid=VALUE\"");
 	json_object_foreach(o, key, val) {
-		if (strcmp(key, "ban") && strcmp(key, "created") && strcmp(key, "expires"))
+		if (strcmp(key, "ban") && strcmp(key, "created") && strcmp(key, "expires") &&
+		    strcmp(key, "escalated_by_policy"))
 			return fc_import_error(s, where, "unknown key \"%s\"", key);
 	}
 	if (fc_json_uint(json_object_get(o, "created"), INT64_MAX, &created) < 0 ||
@@ -239,8 +255,11 @@ static void fc_import_ban(struct fc_import_set *s, size_t idx, json_t *o)
 	}
 	if (fc_prefix_parse(text, &s->bans[s->nb].p, &err) < 0)
 		return fc_import_error(s, where, "%s", err.msg);
+	if (fc_json_uint(json_object_get(o, "escalated_by_policy"), FC_POLICY_ID_MAX, &created_by) < 0)
+		return fc_import_error(s, where, "escalated_by_policy: expected null or a policy id");
 	s->bans[s->nb].created = (int64_t)created;
 	s->bans[s->nb].expires = (int64_t)expires;
+	s->bans[s->nb].by_policy = (uint32_t)created_by;
 	s->nb++;
 }
 

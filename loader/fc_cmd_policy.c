@@ -17,6 +17,9 @@ static const struct fc_opt fc_policy_opts[] = {
 	{ "action", FC_OPT_ACTION, required_argument, "ACTION",
 	  "drop (default), log (count, drop nothing), delay (L7: wait to the rate)" },
 	{ "delay-burst", FC_OPT_DELAY_BURST, required_argument, "B", "delay: requests that may wait (default 0)" },
+	{ "escalate", FC_OPT_ESCALATE, required_argument, "N/UNIT",
+	  "L7: a client refused more than N times per UNIT is banned at XDP/TC..." },
+	{ "ban-ttl", FC_OPT_BAN_TTL, required_argument, "DURATION", "... for DURATION (with --escalate)" },
 	{ "count", 'c', required_argument, "WHAT", "packets (default), bytes, or syn (TCP SYN without ACK)" },
 	{ "new-sources", FC_OPT_NEW_SOURCES, required_argument, "N",
 	  "ip=* only: new source buckets per second (default 20000)" },
@@ -73,6 +76,12 @@ static void fc_policy_args(const struct fc_cmd *cmd, int argc, char **argv, stru
 			break;
 		case 'c':
 			rc = fc_count_parse(optarg, &p->count, &err);
+			break;
+		case FC_OPT_ESCALATE:
+			rc = fc_rate_parse(optarg, &p->escalate, &err);
+			break;
+		case FC_OPT_BAN_TTL:
+			rc = fc_duration_parse(optarg, &p->ban_ttl, &err);
 			break;
 		case FC_OPT_DELAY_BURST:
 			rc = fc_uint_parse("delay-burst", optarg, 1000000, &v, &err);

@@ -281,6 +281,11 @@ int fc_policy_validate(const struct fc_policy_spec *p, struct fc_err *err)
 				       "XDP/TC, where the actions are drop and log");
 	if (p->delay_burst && p->action != FC_ACTION_DELAY)
 		return fc_err_set(err, "--delay-burst applies to --action delay");
+	if (!p->escalate.n != !p->ban_ttl)
+		return fc_err_set(err, "--escalate N/UNIT and --ban-ttl DURATION go together");
+	if (p->escalate.n && !fc_policy_is_l7(p))
+		return fc_err_set(err, "--escalate turns refusals in nginx into bans at XDP/TC; an ip= policy already "
+				       "runs there");
 	if (p->burst && p->algo == FC_ALGO_WINDOW)
 		return fc_err_set(err, "--burst applies to --algo gcra; a fixed window admits N per window");
 	if (p->new_sources && p->kind != FC_MATCH_STAR)

@@ -51,6 +51,10 @@ struct fc_policy_spec {
 	int ndims;
 	struct fc_dim dims[FC_SHM_MAX_DIMS]; /* in canonical order */
 	uint32_t delay_burst; /* action delay: requests that may wait */
+	/* L7: a client address refused more than escalate.n times per unit is
+	 * banned at XDP/TC for ban_ttl seconds (by the agent). */
+	struct fc_rate escalate;
+	int64_t ban_ttl;
 };
 
 static inline bool fc_policy_is_l7(const struct fc_policy_spec *p)

@@ -15,7 +15,7 @@ static size_t fc_shm_file_size(void)
 {
 	return fc_shm_align8(sizeof(struct fc_shm_header)) + 2ULL * FC_SHM_BLOCK_SIZE +
 	       (size_t)FC_SHM_SLOTS * sizeof(struct fc_shm_slot) +
-	       (size_t)FC_SHM_BAN_SLOTS * sizeof(struct fc_shm_ban_slot);
+	       (size_t)FC_SHM_BAN_SLOTS * sizeof(struct fc_shm_ban_slot) + sizeof(struct fc_shm_ring);
 }
 
 /* A block being written: the inactive one. */
@@ -71,7 +71,7 @@ static int fc_blk_policy(struct fc_blk *b, const struct fc_policy_row *r, double
 	it->ndims = (__u8)ndims;
 	it->ntiers = (__u8)p->ntiers;
 	it->delay_burst = p->delay_burst;
-	it->flags = k.flags;
+	it->flags = k.flags | (p->escalate.n ? FC_SHM_POLICY_ESCALATE : 0);
 	memcpy(it->tier, k.tier, sizeof(it->tier));
 	d = (__u8 *)(it + 1);
 	if (p->kind == FC_MATCH_PREFIX) {
@@ -247,6 +247,8 @@ int fc_shm_publish(const char *path, const char *group, struct fc_store *st, int
 		h->nslots = FC_SHM_SLOTS;
 		h->bans_off = h->slots_off + (__u64)FC_SHM_SLOTS * sizeof(struct fc_shm_slot);
 		h->nban_slots = FC_SHM_BAN_SLOTS;
+		h->ring_off = h->bans_off + (__u64)FC_SHM_BAN_SLOTS * sizeof(struct fc_shm_ban_slot);
+		h->ring_size = FC_SHM_RING_SIZE;
 		memset((char *)base + h->block_off[0], 0, sizeof(struct fc_shm_block));
 		memset((char *)base + h->block_off[1], 0, sizeof(struct fc_shm_block));
 	}
@@ -332,4 +334,35 @@ const struct fc_shm_slot *fc_shm_slots(const char *path, void **base, size_t *si
 		return NULL;
 	}
 	return (const struct fc_shm_slot *)((const char *)*base + h->slots_off);
+}
+
+struct fc_shm_ring *fc_shm_ring_map(const char *path, void **base, size_t *size, struct fc_err *err)
+{
+	struct fc_shm_header *h;
+	struct stat sb;
+	int fd = open(path, O_RDWR | O_CLOEXEC);
+
+	*base = NULL;
+	*size = fc_shm_file_size();
+	if (fd < 0 || fstat(fd, &sb) < 0 || (size_t)sb.st_size != *size) {
+		fc_err_set(err, "shm %s: %s", path, fd < 0 ? strerror(errno) : "not a freqctl shm of this version");
+		if (fd >= 0)
+			close(fd);
+		return NULL;
+	}
+	*base = mmap(NULL, *size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	close(fd);
+	if (*base == MAP_FAILED) {
+		*base = NULL;
+		fc_err_set(err, "shm %s: %s", path, strerror(errno));
+		return NULL;
+	}
+	h = *base;
+	if (h->magic != FC_SHM_MAGIC || h->ring_size != FC_SHM_RING_SIZE || h->ring_off + sizeof(struct fc_shm_ring) > *size) {
+		munmap(*base, *size);
+		*base = NULL;
+		fc_err_set(err, "shm %s: not a freqctl shm of this version", path);
+		return NULL;
+	}
+	return (struct fc_shm_ring *)((char *)*base + h->ring_off);
 }

@@ -10,7 +10,7 @@
 
 #include "fc_store.h"
 
-#define FC_SCHEMA_VERSION 4
+#define FC_SCHEMA_VERSION 5
 
 /* Each step takes the schema from version i to i + 1. */
 static const char fc_schema_v1[] =
@@ -77,7 +77,13 @@ static const char fc_schema_v4[] =
 	"  weight REAL NOT NULL CHECK (weight > 0 AND weight <= 1)"
 	");";
 
-static const char *const fc_schema[] = { fc_schema_v1, fc_schema_v2, fc_schema_v3, fc_schema_v4 };
+/* Escalation: L7 refusals become bans at XDP/TC; a ban says who made it. */
+static const char fc_schema_v5[] =
+	"ALTER TABLE policies ADD COLUMN escalate TEXT;" /* N/UNIT */
+	"ALTER TABLE policies ADD COLUMN ban_ttl INTEGER;"
+	"ALTER TABLE bans ADD COLUMN by_policy INTEGER;"; /* NULL: by hand */
+
+static const char *const fc_schema[] = { fc_schema_v1, fc_schema_v2, fc_schema_v3, fc_schema_v4, fc_schema_v5 };
 
 enum fc_stmt_id {
 	FC_SQL_BAN_GET,
@@ -110,21 +116,23 @@ enum fc_stmt_id {
 };
 
 static const char *const fc_sql[FC_SQL_MAX] = {
-	[FC_SQL_BAN_GET] = "SELECT family, addr, len, created, expires FROM bans "
+	[FC_SQL_BAN_GET] = "SELECT family, addr, len, created, expires, by_policy FROM bans "
 			   "WHERE family = ?1 AND addr = ?2 AND len = ?3 AND (expires IS NULL OR expires > ?4)",
-	[FC_SQL_BAN_PUT] = "INSERT INTO bans (family, addr, len, created, expires) VALUES (?1, ?2, ?3, ?4, ?5) "
-			   "ON CONFLICT (family, addr, len) DO UPDATE SET created = ?4, expires = ?5",
+	[FC_SQL_BAN_PUT] = "INSERT INTO bans (family, addr, len, created, expires, by_policy) "
+			   "VALUES (?1, ?2, ?3, ?4, ?5, ?6) "
+			   "ON CONFLICT (family, addr, len) DO UPDATE SET created = ?4, expires = ?5, by_policy = ?6",
 	[FC_SQL_BAN_DEL] = "DELETE FROM bans WHERE family = ?1 AND addr = ?2 AND len = ?3",
 	[FC_SQL_BAN_PURGE] = "DELETE FROM bans WHERE expires IS NOT NULL AND expires <= ?1",
-	[FC_SQL_BAN_LIST] = "SELECT family, addr, len, created, expires FROM bans "
+	[FC_SQL_BAN_LIST] = "SELECT family, addr, len, created, expires, by_policy FROM bans "
 			    "WHERE expires IS NULL OR expires > ?1 ORDER BY family, addr, len",
 	[FC_SQL_BAN_COUNT] = "SELECT count(*) FROM bans WHERE expires IS NULL OR expires > ?1",
-#define FC_POL_COLS \
-	"id, match, rates, burst, algo, action, count, new_sources, slot, epoch, created, updated, delay_burst"
+#define FC_POL_COLS                                                                                          \
+	"id, match, rates, burst, algo, action, count, new_sources, slot, epoch, created, updated, delay_burst, " \
+	"escalate, ban_ttl"
 	[FC_SQL_POL_GET] = "SELECT " FC_POL_COLS " FROM policies WHERE id = ?1",
 	[FC_SQL_POL_LIST] = "SELECT " FC_POL_COLS " FROM policies ORDER BY id",
 	[FC_SQL_POL_PUT] = "INSERT OR REPLACE INTO policies (" FC_POL_COLS ") "
-			   "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
+			   "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)",
 	[FC_SQL_POL_DEL] = "DELETE FROM policies WHERE id = ?1",
 	[FC_SQL_POL_CONFLICT] = "SELECT id FROM policies WHERE match = ?1 AND id != ?2",
 	/* A freed slot if any (lowest first), else the next never used. */
@@ -327,6 +335,8 @@ int fc_store_ban_put(struct fc_store *st, const struct fc_ban_row *row, struct f
 	sqlite3_bind_int64(s, 4, row->created);
 	if (row->expires)
 		sqlite3_bind_int64(s, 5, row->expires);
+	if (row->by_policy)
+		sqlite3_bind_int64(s, 6, row->by_policy);
 	return fc_step_done(st, s, err, "writing ban");
 }
 
@@ -369,6 +379,7 @@ static int fc_row_read(struct fc_store *st, sqlite3_stmt *s, struct fc_ban_row *
 	memcpy(row->p.a, sqlite3_column_blob(s, 1), (size_t)bytes);
 	row->created = sqlite3_column_int64(s, 3);
 	row->expires = sqlite3_column_int64(s, 4);
+	row->by_policy = (uint32_t)sqlite3_column_int64(s, 5);
 	return 0;
 }
 
@@ -478,10 +489,13 @@ static int fc_policy_row_read(struct fc_store *st, sqlite3_stmt *s, struct fc_po
 	row->created = sqlite3_column_int64(s, 10);
 	row->updated = sqlite3_column_int64(s, 11);
 	p->delay_burst = (uint32_t)sqlite3_column_int64(s, 12);
+	p->ban_ttl = sqlite3_column_int64(s, 14);
 	for (i = 0; i < 5; i++)
 		if (!txt[i])
 			return fc_err_set(err, "store %s: policy %u: a required column is NULL", st->path, p->id);
-	if (fc_match_parse(txt[0], p, &why) < 0 || fc_rates_parse(txt[1], p, &why) < 0 ||
+	if ((sqlite3_column_text(s, 13) &&
+	     fc_rate_parse((const char *)sqlite3_column_text(s, 13), &p->escalate, &why) < 0) ||
+	    fc_match_parse(txt[0], p, &why) < 0 || fc_rates_parse(txt[1], p, &why) < 0 ||
 	    fc_algo_parse(txt[2], &p->algo, &why) < 0 || fc_action_parse(txt[3], &p->action, &why) < 0 ||
 	    fc_count_parse(txt[4], &p->count, &why) < 0 || fc_policy_validate(p, &why) < 0)
 		rc = -1;
@@ -606,6 +620,13 @@ int fc_store_policy_put(struct fc_store *st, const struct fc_policy_spec *p, int
 	sqlite3_bind_int64(s, 12, out->updated);
 	if (p->delay_burst)
 		sqlite3_bind_int64(s, 13, p->delay_burst);
+	if (p->escalate.n) {
+		char esc[FC_RATE_STRLEN];
+
+		fc_rate_format(&p->escalate, esc);
+		sqlite3_bind_text(s, 14, esc, -1, SQLITE_TRANSIENT);
+		sqlite3_bind_int64(s, 15, p->ban_ttl);
+	}
 	return fc_step_done(st, s, err, "writing policy");
 }
 

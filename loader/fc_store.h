@@ -20,8 +20,9 @@ struct fc_store;
 
 struct fc_ban_row {
 	struct fc_prefix p;
-	int64_t created; /* unix seconds */
-	int64_t expires; /* unix seconds; 0 = never */
+	int64_t created;    /* unix seconds */
+	int64_t expires;    /* unix seconds; 0 = never */
+	uint32_t by_policy; /* escalated by this L7 policy; 0 = by hand */
 };
 
 int fc_store_open(const char *path, struct fc_store **out, struct fc_err *err);

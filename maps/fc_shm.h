@@ -4,7 +4,7 @@
  * the nginx module (ngx_bridge/) reads. One definition, included by the
  * loader, the module and the tests.
  *
- *   header | config block 0 | config block 1 | stat slots | ban table
+ *   header | config block 0 | config block 1 | stat slots | ban table | offender ring
  *
  * Config blocks are written RCU-style: the writer (one at a time, under the
  * pin dir's lock) fills the inactive block, then publishes it by storing
@@ -50,6 +50,7 @@
 #define FC_SHM_BAN_PROBE  64 /* linear probes in the last level */
 static const __u32 fc_shm_ban_level[FC_SHM_BAN_LEVELS] = { 1048573, 524287, 262139, 131071 };
 #define FC_SHM_BAN_SLOTS (1048573u + 524287u + 262139u + 131071u)
+#define FC_SHM_RING_SIZE 65536u /* offender reports; a power of two */
 
 /* Bounds on what an item may carry (the writer refuses more). */
 #define FC_SHM_MAX_DIMS   8
@@ -72,7 +73,34 @@ struct fc_shm_header {
 	__u32 nban_slots;  /* FC_SHM_BAN_SLOTS */
 	__u32 pad;
 	__u64 ban_plens[4]; /* prefix lengths with an IP ban: IPv4 p at bit p, IPv6 p at bit 64 + p */
+	__u64 ring_off;     /* struct fc_shm_ring */
+	__u32 ring_size;    /* FC_SHM_RING_SIZE */
+	__u32 pad2;
 };
+
+/*
+ * The offender ring: workers report each request refused by a policy that
+ * escalates (FC_SHM_POLICY_ESCALATE) without ever waiting: they take an index
+ * with one fetch-and-add on head and write that entry, stamping seq = index
+ * + 1 last. The agent reads behind them; an entry whose stamp is not its
+ * index + 1 is not written yet, or was overwritten by a faster lap.
+ */
+struct fc_shm_ring_entry {
+	__u64 seq;
+	__u32 policy; /* the refusing policy's id */
+	__u8 family;  /* 4 or 6 */
+	__u8 pad[3];
+	__u8 addr[16];
+};
+
+struct fc_shm_ring {
+	__u64 head; /* alone on its cache line: the only word workers write to */
+	__u64 pad[7];
+	struct fc_shm_ring_entry e[FC_SHM_RING_SIZE];
+};
+
+/* fc_shm_policy.flags */
+#define FC_SHM_POLICY_ESCALATE 0x100
 
 struct fc_shm_block {
 	__u32 magic;

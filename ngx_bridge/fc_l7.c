@@ -142,6 +142,7 @@ static bool fc_policy_read(struct fc_l7_index *ix, const struct fc_shm_item *it,
 	pol->ndims = sp->ndims;
 	pol->anchor = UINT8_MAX;
 	pol->flags = sp->flags & FC_POLICY_PRECISE;
+	pol->escalate = sp->flags & FC_SHM_POLICY_ESCALATE;
 	for (i = 0; i < sp->ntiers; i++) {
 		pol->tier[i] = sp->tier[i];
 		if (!fc_tier_ok(sp->algo, &pol->tier[i]))
@@ -229,11 +230,15 @@ int fc_l7_build(const void *base, size_t size, struct fc_l7_index *ix, const str
 	if (h->bans_off > size || (h->bans_off & 7) || h->nban_slots != FC_SHM_BAN_SLOTS ||
 	    (size - h->bans_off) / sizeof(struct fc_shm_ban_slot) < h->nban_slots)
 		return fc_fail(ix, "ban table out of bounds");
+	if (h->ring_size != FC_SHM_RING_SIZE || h->ring_off > size || (h->ring_off & 7) ||
+	    size - h->ring_off < sizeof(struct fc_shm_ring))
+		return fc_fail(ix, "offender ring out of bounds");
 	ix->seq = seq;
 	ix->slots = (struct fc_shm_slot *)((const char *)base + h->slots_off);
 	ix->nslots = h->nslots;
 	ix->hdr = h;
 	ix->bans = (const struct fc_shm_ban_slot *)((const char *)base + h->bans_off);
+	ix->ring = (struct fc_shm_ring *)((const char *)base + h->ring_off);
 	blk = (const struct fc_shm_block *)((const char *)base + h->block_off[active]);
 	if (blk->magic != FC_SHM_BLOCK_MAGIC || blk->used > h->block_size - sizeof(*blk))
 		return fc_fail(ix, "config block out of bounds");
@@ -416,6 +421,23 @@ static __u64 fc_clock(const struct fc_l7_policy *p, __u64 now)
 	return (__u64)ts.tv_sec * FC_NS_PER_SEC + (__u64)ts.tv_nsec;
 }
 
+/* Reports a refused client to the agent: one fetch-and-add, no wait. */
+static void fc_report(const struct fc_l7_index *ix, const struct fc_l7_policy *p, const struct fc_l7_req *rq)
+{
+	struct fc_shm_ring_entry *e;
+	__u64 idx;
+
+	if (!p->escalate || !rq->family)
+		return;
+	idx = __atomic_fetch_add(&ix->ring->head, 1, __ATOMIC_RELAXED);
+	e = &ix->ring->e[idx & (FC_SHM_RING_SIZE - 1)];
+	__atomic_store_n(&e->seq, 0, __ATOMIC_RELAXED);
+	e->policy = p->id;
+	e->family = rq->family;
+	memcpy(e->addr, rq->addr, 16);
+	__atomic_store_n(&e->seq, idx + 1, __ATOMIC_RELEASE);
+}
+
 /* One policy's charge: every tier or none; for delay, the wait. */
 static bool fc_charge(const struct fc_l7_policy *p, struct fc_shm_slot *s, __u64 now, struct fc_charge *ch,
 		      __u64 *wait)
@@ -514,6 +536,7 @@ void fc_l7_decide(const struct fc_l7_index *ix, const struct fc_l7_req *rq, uint
 						&ch[j]);
 		}
 		__atomic_fetch_add(&s->denied, 1, __ATOMIC_RELAXED);
+		fc_report(ix, p, rq);
 		res->verdict = FC_L7_REJECTED;
 		fc_result_limits(p, s, fc_clock(p, now), res);
 		return;

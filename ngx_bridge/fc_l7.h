@@ -52,6 +52,7 @@ struct fc_l7_policy {
 	uint8_t ndims;
 	uint8_t anchor; /* the dimension it is filed under */
 	uint8_t flags;  /* FC_POLICY_PRECISE */
+	bool escalate;  /* report refused clients in the offender ring */
 	struct fc_tier tier[FC_MAX_TIERS];
 	struct fc_l7_dim dims[FC_SHM_MAX_DIMS];
 	uint32_t next; /* the next policy filed under the same key, or UINT32_MAX */
@@ -76,6 +77,7 @@ struct fc_l7_index {
 	 * needs no rebuild. */
 	const struct fc_shm_header *hdr;
 	const struct fc_shm_ban_slot *bans;
+	struct fc_shm_ring *ring;
 	/* What was refused, for the log. */
 	size_t skipped;
 	char why[128];

@@ -49,7 +49,7 @@ check "... saying which" grep -q "another agent (pid $apid) already runs on stor
 
 elsewhere ban add 198.18.0.7
 check "a ban written elsewhere reaches the agent's maps within 100 ms" within_100ms in_map 0 7
-sqlite3 -cmd ".timeout 5000" "$dir/store.db" "INSERT INTO bans VALUES (4, x'c6120008', 32, 1, NULL)"
+sqlite3 -cmd ".timeout 5000" "$dir/store.db" "INSERT INTO bans (family, addr, len, created) VALUES (4, x'c6120008', 32, 1)"
 check "a row written by SQL reaches the maps within 100 ms" within_100ms in_map 0 8
 elsewhere policy add 5 --match uid=u5 --rate 1/m
 check "a policy written elsewhere reaches the agent's shm" \

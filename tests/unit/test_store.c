@@ -187,7 +187,7 @@ static void test_corrupt_row(void **state)
 	char want[256];
 
 	assert_int_equal(sqlite3_open(t->path, &db), SQLITE_OK);
-	assert_int_equal(sqlite3_exec(db, "INSERT INTO bans VALUES (4, x'0102', 32, 0, NULL)", NULL, NULL, NULL),
+	assert_int_equal(sqlite3_exec(db, "INSERT INTO bans (family, addr, len, created) VALUES (4, x'0102', 32, 0)", NULL, NULL, NULL),
 			 SQLITE_OK);
 	sqlite3_close(db);
 	assert_int_equal(fc_store_ban_list(t->st, 0, &rows, &n, &err), -1);
@@ -207,7 +207,7 @@ static void test_newer_schema_refused(void **state)
 	assert_int_equal(sqlite3_exec(db, "PRAGMA user_version = 99", NULL, NULL, NULL), SQLITE_OK);
 	sqlite3_close(db);
 	assert_int_equal(fc_store_open(t->path, &st, &err), -1);
-	snprintf(want, sizeof(want), "store %s: schema version 99 is newer than this freqctl knows (4)", t->path);
+	snprintf(want, sizeof(want), "store %s: schema version 99 is newer than this freqctl knows (5)", t->path);
 	assert_string_equal(err.msg, want);
 }
 
@@ -330,16 +330,24 @@ static void test_migrate_v1(void **state)
 	struct fc_t *t = *state;
 	struct fc_store *st;
 	struct fc_err err;
+	char wal[128];
 	sqlite3 *db;
 	size_t n;
 
-	fc_put(t->st, "198.18.0.7", 1, 0);
 	fc_store_close(t->st);
 	t->st = NULL;
+	assert_int_equal(unlink(t->path), 0);
+	unlink(strcat(strcpy(wal, t->path), "-wal"));
+	/* The first schema, as its release wrote it. */
 	assert_int_equal(sqlite3_open(t->path, &db), SQLITE_OK);
-	assert_int_equal(sqlite3_exec(db, "DROP TABLE policies; DROP TABLE meta; DROP TABLE free_slots; DROP TABLE uid_bans; DROP TABLE nodes; "
-				      "PRAGMA user_version = 1", NULL, NULL,
-				      NULL),
+	assert_int_equal(sqlite3_exec(db,
+				      "CREATE TABLE bans (family INTEGER NOT NULL CHECK (family IN (4, 6)), addr BLOB "
+				      "NOT NULL, len INTEGER NOT NULL, created INTEGER NOT NULL, expires INTEGER, "
+				      "PRIMARY KEY (family, addr, len)) WITHOUT ROWID;"
+				      "CREATE INDEX bans_expires ON bans (expires) WHERE expires IS NOT NULL;"
+				      "INSERT INTO bans VALUES (4, x'c6120007', 32, 1, NULL);"
+				      "PRAGMA user_version = 1",
+				      NULL, NULL, NULL),
 			 SQLITE_OK);
 	sqlite3_close(db);
 	if (fc_store_open(t->path, &st, &err) < 0)

@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# Escalation from L7 to L4, end to end: a client in a namespace makes HTTP
+# requests through a veth to nginx (with the module) on the root side, where
+# freqctl is attached at XDP and an agent runs. Past the policy's escalation
+# threshold, the agent bans the client's address and its packets die at XDP
+# (counted in freqctl stats); the ban lapses after its TTL. The nginx and the
+# agent started here are stopped by their pids on exit.
+. "$(dirname "$0")/lib.sh"
+MODULE=${FC_NGX_MODULE:-$PWD/build/ngx_http_freqctl_module.so}
+shm=/tmp/fc-it-$tag/shm
+port=$((21000 + tag % 20000))
+apid=
+command -v nginx >/dev/null || skip_all "nginx not installed"
+command -v curl >/dev/null || skip_all "curl not installed"
+[ -f "$MODULE" ] || skip_all "$MODULE not built (make)"
+stop_ours() {
+	[ -n "$apid" ] && kill -TERM "$apid" 2>/dev/null && wait "$apid" 2>/dev/null
+	[ -f "/tmp/fc-it-$tag/nginx.pid" ] && kill -QUIT "$(cat "/tmp/fc-it-$tag/nginx.pid")" 2>/dev/null
+	sleep 0.2
+}
+trap 'stop_ours; fc_finish' EXIT
+fc_setup
+fcs() { "$FC_BIN" --db "$db" --pin-dir "$pin" --shm "$shm" "$@"; }
+# One request from the namespace; prints the status, or 000 when nothing came back.
+get() {
+	ip netns exec "$ns" curl -s -o /dev/null -w '%{http_code}' --max-time 1 "http://198.18.0.1:$port/?uid=u1" || true
+}
+
+d=/tmp/fc-it-$tag
+mkdir -p "$d/html" "$d/logs"
+echo ok >"$d/html/index.html"
+chmod -R a+rX "$d"
+fcs policy add 1 --match uid=u1 --rate 1/m --escalate 3/m --ban-ttl 3s >/dev/null
+chgrp www-data "$shm" 2>/dev/null
+cat >"$d/nginx.conf" <<CONF
+load_module $MODULE;
+user www-data www-data;
+worker_processes 1;
+pid $d/nginx.pid;
+error_log $d/logs/error.log notice;
+events { worker_connections 64; }
+http {
+    access_log off;
+    freqctl_shm $shm;
+    freqctl on;
+    freqctl_uid \$arg_uid;
+    server { listen 198.18.0.1:$port; root $d/html; }
+}
+CONF
+nginx -p "$d" -c "$d/nginx.conf" -e "$d/logs/error.log"
+for _ in $(seq 50); do [ -f "$d/nginx.pid" ] && break; sleep 0.1; done
+"$FC_BIN" --db "$db" --pin-dir "$pin" --shm "$shm" agent >"$d/agent.log" 2>&1 &
+apid=$!
+for _ in $(seq 50); do grep -q "watching store" "$d/agent.log" && break; sleep 0.1; done
+check "attach xdp" fcs attach "$host" --mode xdp
+
+got="$(get) $(get) $(get) $(get)"
+check "1/m: one 200, then 429s ($got)" [ "$got" = "200 429 429 429" ]
+got=$(get)
+check "the 4th refusal is past --escalate 3/m ($got)" [ "$got" = 429 ]
+for _ in $(seq 20); do grep -q "escalated: 198.18.0.2" "$d/agent.log" && break; sleep 0.05; done
+check "the agent banned the client" grep -q "escalated: 198.18.0.2 banned at XDP/TC" "$d/agent.log"
+before=$(counter dropped_exact)
+got=$(get)
+check "its packets now die at XDP: no answer ($got)" [ "$got" = 000 ]
+check "... counted as dropped by an exact ban" [ "$(counter dropped_exact)" -gt "$before" ]
+check "ban list says why" sh -c "'$FC_BIN' --db '$db' --pin-dir '$pin' --shm '$shm' ban list | grep 198.18.0.2 | grep -q 'escalated by policy 1'"
+sleep 3.2
+got=$(get)
+check "after --ban-ttl 3s the ban lapsed: nginx answers again ($got)" [ "$got" = 429 ]
+exit 0
