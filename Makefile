@@ -40,7 +40,7 @@ ASAN_OBJS   := $(patsubst %.c,$(B)/asan/%.o,tests/unit/test_l7.c ngx_bridge/fc_l
 NGX_MODULE  := $(B)/ngx_http_freqctl_module.so
 NGX_SRCS    := $(wildcard ngx_bridge/*.c ngx_bridge/*.h) ngx_bridge/config maps/fc_shm.h maps/fc_limit.h
 BPF_TESTS   := $(patsubst tests/bpf/%.c,$(B)/tests/%,$(wildcard tests/bpf/test_*.c))
-TOOLS       := $(B)/fc_bench $(B)/fc_l7_bench
+TOOLS       := $(B)/fc_bench $(B)/fc_l7_bench $(B)/fc_agent_bench
 
 .PHONY: all test bench demo deps clean
 all: $(B)/freqctl $(UNIT_TESTS) $(BPF_TESTS) $(TOOLS) $(NGX_MODULE)
@@ -66,6 +66,9 @@ $(B)/asan/%.o: %.c | $(SKELS)
 
 $(B)/tests/test_l7: $(ASAN_OBJS)
 	$(CC) $(CFLAGS) $(ASAN) $^ -o $@ $(LDLIBS) -lcmocka
+
+$(B)/fc_agent_bench: $(B)/tools/fc_agent_bench.o $(B)/ngx_bridge/fc_l7.o
+	$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS)
 
 $(B)/fc_l7_bench: $(B)/tools/fc_l7_bench.o $(B)/ngx_bridge/fc_l7.o $(LIB_OBJS)
 	$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS)
@@ -99,6 +102,8 @@ bench: deps
 	@$(B)/fc_bench
 	@echo
 	@tools/bench_nginx.sh
+	@echo
+	@tools/bench_agent.sh
 
 demo: deps
 	@$(MAKE) --no-print-directory all

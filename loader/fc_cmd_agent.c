@@ -35,6 +35,12 @@
 #include "fc_publish.h"
 
 #define FC_AGENT_FALLBACK_MS 5000   /* data_version check without an event */
+/* A writer's WAL frames raise inotify events before its commit shows in
+ * data_version (the WAL index is updated through mmap, which raises none):
+ * after an event that changed nothing yet, look again this often, this many
+ * times. */
+#define FC_AGENT_RECHECK_MS  3
+#define FC_AGENT_RECHECKS    10
 #define FC_AGENT_BACKOFF_MAX 30000  /* ms between retries of a failing store */
 
 static volatile sig_atomic_t fc_agent_stop, fc_agent_hup;
@@ -344,7 +350,7 @@ static int fc_agent_run(const struct fc_ctx *global, const struct fc_cmd *cmd, i
 	struct sigaction sa = { .sa_handler = fc_agent_signal };
 	struct fc_store *watch = NULL;
 	int64_t next_expiry = 0, version = -1, v;
-	int lock, ino, timeout, backoff = 0, c;
+	int lock, ino, timeout, backoff = 0, rechecks = 0, c, ready;
 	bool quiet = false, failing = false;
 	struct fc_escalation esc = { 0 };
 	struct fc_err err;
@@ -413,12 +419,18 @@ static int fc_agent_run(const struct fc_ctx *global, const struct fc_cmd *cmd, i
 		int64_t now = (int64_t)time(NULL);
 		const char *why = NULL;
 
-		timeout = failing ? backoff : esc.npol && esc.ring ? FC_ESC_TICK_MS : FC_AGENT_FALLBACK_MS;
+		timeout = failing ? backoff : rechecks ? FC_AGENT_RECHECK_MS :
+				   esc.npol && esc.ring ? FC_ESC_TICK_MS : FC_AGENT_FALLBACK_MS;
 		if (!failing && next_expiry && (next_expiry - now) * 1000 < timeout)
 			timeout = next_expiry > now ? (int)(next_expiry - now) * 1000 : 0;
-		if (poll(&pfd, ino >= 0 ? 1 : 0, timeout) < 0 && errno != EINTR)
+		ready = poll(&pfd, ino >= 0 ? 1 : 0, timeout);
+		if (ready < 0 && errno != EINTR)
 			break;
 		fc_agent_drain(ino);
+		if (ready > 0)
+			rechecks = FC_AGENT_RECHECKS;
+		else if (rechecks)
+			rechecks--;
 		if (fc_agent_stop)
 			break;
 		fc_esc_drain(&esc, ctx, quiet);
@@ -432,6 +444,7 @@ static int fc_agent_run(const struct fc_ctx *global, const struct fc_cmd *cmd, i
 		} else if (fc_store_data_version(watch, &v, &err) == 0 && v != version) {
 			version = v;
 			why = "store changed";
+			rechecks = 0;
 		}
 		if (!why)
 			continue;
@@ -448,8 +461,9 @@ static int fc_agent_run(const struct fc_ctx *global, const struct fc_cmd *cmd, i
 		failing = false;
 		backoff = 0;
 		next_expiry = v;
-		/* Our own publish (purges) moved data_version too. */
-		fc_store_data_version(watch, &version, &err);
+		/* data_version is not re-read here: a commit that raced this publish
+		 * must still be seen. A publish that wrote (purged, escalated) costs
+		 * one more, idempotent, publish. */
 		fc_esc_reload(&esc, ctx);
 	}
 	fc_agent_notify("STOPPING=1");

@@ -1,0 +1,121 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * make bench, the agent: how long from a change written to the store by
+ * another writer until it is enforced at XDP (the pinned map holds it) and in
+ * nginx (the shm's ban table holds it), over many changes, as a distribution.
+ *
+ *   fc_agent_bench DB PIN_DIR SHM N
+ *
+ * An agent must be running on DB, PIN_DIR and SHM (tools/bench_agent.sh).
+ * Each change bans a new address with a SQL insert, as a console or a script
+ * would; the next one waits until this one is seen (or 1 s).
+ */
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+#include <bpf/bpf.h>
+#include <sqlite3.h>
+
+#include "fc_l7.h"
+
+static double fc_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+static int fc_cmp(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return (x > y) - (x < y);
+}
+
+static void *fc_alloc(void *ctx, size_t size)
+{
+	(void)ctx;
+	return calloc(1, size);
+}
+
+int main(int argc, char **argv)
+{
+	struct fc_l7_alloc a = { fc_alloc, NULL };
+	double *xdp, *ngx, t0, t;
+	char map[512], sql[256];
+	struct fc_l7_index ix;
+	struct fc_l7_result res;
+	struct stat sb;
+	sqlite3 *db;
+	void *base;
+	int n, i, fd, mfd;
+
+	if (argc != 5 || (n = atoi(argv[4])) < 1) {
+		fprintf(stderr, "usage: fc_agent_bench DB PIN_DIR SHM N\n");
+		return 2;
+	}
+	snprintf(map, sizeof(map), "%s/fc_exact4", argv[2]);
+	mfd = bpf_obj_get(map);
+	fd = open(argv[3], O_RDWR);
+	if (mfd < 0 || fd < 0 || fstat(fd, &sb) < 0 || sqlite3_open(argv[1], &db) != SQLITE_OK) {
+		fprintf(stderr, "fc_agent_bench: cannot open the map, the shm or the store\n");
+		return 1;
+	}
+	base = mmap(NULL, (size_t)sb.st_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (base == MAP_FAILED || fc_l7_build(base, (size_t)sb.st_size, &ix, &a) != 0) {
+		fprintf(stderr, "fc_agent_bench: cannot read the shm\n");
+		return 1;
+	}
+	sqlite3_busy_timeout(db, 5000);
+	xdp = calloc((size_t)n, sizeof(*xdp));
+	ngx = calloc((size_t)n, sizeof(*ngx));
+	for (i = 0; i < n; i++) {
+		struct fc_l7_req rq = { .family = 4, .addr = { 198, 19, (uint8_t)(i >> 8), (uint8_t)i } };
+		struct { __u64 e; __u32 f, p; } val;
+		bool in_map = false, in_shm = false;
+
+		snprintf(sql, sizeof(sql),
+			 "INSERT INTO bans (family, addr, len, created) VALUES (4, x'c613%02x%02x', 32, 1)", (i >> 8) & 255,
+			 i & 255);
+		t0 = fc_now_ms();
+		if (sqlite3_exec(db, sql, NULL, NULL, NULL) != SQLITE_OK) {
+			fprintf(stderr, "fc_agent_bench: %s\n", sqlite3_errmsg(db));
+			return 1;
+		}
+		do {
+			t = fc_now_ms();
+			if (!in_map && !bpf_map_lookup_elem(mfd, rq.addr, &val)) {
+				in_map = true;
+				xdp[i] = t - t0;
+			}
+			if (!in_shm) {
+				fc_l7_decide(&ix, &rq, 1, &res);
+				if (res.verdict == FC_L7_BANNED) {
+					in_shm = true;
+					ngx[i] = t - t0;
+				}
+			}
+			if (!in_map || !in_shm)
+				usleep(200);
+		} while ((!in_map || !in_shm) && t - t0 < 1000);
+		if (!in_map)
+			xdp[i] = 1000;
+		if (!in_shm)
+			ngx[i] = 1000;
+	}
+	qsort(xdp, (size_t)n, sizeof(*xdp), fc_cmp);
+	qsort(ngx, (size_t)n, sizeof(*ngx), fc_cmp);
+	printf("agent: a ban written to the store by another writer, until enforced (%d changes, ms):\n", n);
+	printf("%-22s %8s %8s %8s %8s %8s\n", "", "min", "p50", "p90", "p99", "max");
+	printf("%-22s %8.1f %8.1f %8.1f %8.1f %8.1f  (target p99 <= 100)\n", "XDP (pinned map)", xdp[0], xdp[n / 2],
+	       xdp[n * 9 / 10], xdp[n * 99 / 100], xdp[n - 1]);
+	printf("%-22s %8.1f %8.1f %8.1f %8.1f %8.1f  (target p99 <= 100)\n", "nginx (shm ban table)", ngx[0],
+	       ngx[n / 2], ngx[n * 9 / 10], ngx[n * 99 / 100], ngx[n - 1]);
+	return 0;
+}
