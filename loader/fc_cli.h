@@ -84,8 +84,12 @@ extern const struct fc_cmd fc_cmd_policy_add, fc_cmd_policy_set, fc_cmd_policy_d
 extern const struct fc_cmd fc_cmd_sync, fc_cmd_stats, fc_cmd_export, fc_cmd_import, fc_cmd_agent;
 extern const struct fc_cmd fc_cmd_node_set, fc_cmd_node_list;
 
-/* A node's weight as users write it: a number in (0, 1]. */
 struct fc_err;
+
+/* Every counter in the Prometheus text format (stats --prometheus, agent --metrics). */
+int fc_stats_write_prometheus(const struct fc_ctx *ctx, FILE *f, struct fc_err *err);
+
+/* A node's weight as users write it: a number in (0, 1]. */
 int fc_weight_parse(const char *s, double *w, struct fc_err *err);
 
 #endif /* FC_CLI_H */

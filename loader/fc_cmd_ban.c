@@ -240,7 +240,8 @@ static int fc_ban_import(const struct fc_ctx *ctx, const struct fc_cmd *cmd, int
 {
 	struct fc_import imp = {};
 	struct fc_ban_row row = {};
-	size_t before, after, i;
+	struct fc_ban_counts before, after;
+	size_t i;
 	struct fc_publish pub;
 	bool progress = isatty(STDERR_FILENO); /* quiet when piped */
 	const char *path;
@@ -276,8 +277,8 @@ static int fc_ban_import(const struct fc_ctx *ctx, const struct fc_cmd *cmd, int
 		fputs(imp.n ? ", publishing...\n" : "", stderr);
 	if (fc_publish_commit(&pub, &err) < 0)
 		goto fail;
-	printf("imported %zu bans from %s (%zu new, %zu already banned)\n", imp.n, path, after - before,
-	       imp.n - (after - before));
+	printf("imported %zu bans from %s (%zu new, %zu already banned)\n", imp.n, path, after.addresses - before.addresses,
+	       imp.n - (after.addresses - before.addresses));
 	free(imp.v);
 	return FC_EXIT_OK;
 abort:

@@ -3,6 +3,8 @@
 #include <jansson.h>
 
 #include <stdlib.h>
+#include <string.h>
+#include <time.h>
 #include <sys/mman.h>
 
 #include "fc_cli.h"
@@ -54,7 +56,7 @@ static const struct fc_opt fc_stats_opts[] = {
 };
 
 /* The same numbers for Prometheus: one family per counter kind, labelled. */
-static int fc_stats_prometheus(const struct fc_stats *s, const struct fc_policy_stats *ps, size_t n)
+static void fc_stats_prometheus(FILE *f, const struct fc_stats *s, const struct fc_policy_stats *ps, size_t n)
 {
 	char match[FC_MATCH_LEN], esc[2 * FC_MATCH_LEN];
 	const struct fc_counter *cnt;
@@ -62,26 +64,26 @@ static int fc_stats_prometheus(const struct fc_stats *s, const struct fc_policy_
 
 	fputs("# HELP freqctl_packets_total Packets seen by freqctl's XDP/TC programs, by verdict.\n"
 	      "# TYPE freqctl_packets_total counter\n",
-	      stdout);
+	      f);
 	for (i = 0; i < FC_NSTAT_ROWS; i++)
 		if (fc_stat_rows[i].off != offsetof(struct fc_stats, src_overflow))
-			printf("freqctl_packets_total{verdict=\"%s\"} %llu\n", fc_stat_rows[i].key,
+			fprintf(f, "freqctl_packets_total{verdict=\"%s\"} %llu\n", fc_stat_rows[i].key,
 			       (unsigned long long)fc_stat_at(s, i)->packets);
 	fputs("# HELP freqctl_bytes_total Bytes seen by freqctl's XDP/TC programs, by verdict.\n"
 	      "# TYPE freqctl_bytes_total counter\n",
-	      stdout);
+	      f);
 	for (i = 0; i < FC_NSTAT_ROWS; i++)
 		if (fc_stat_rows[i].off != offsetof(struct fc_stats, src_overflow))
-			printf("freqctl_bytes_total{verdict=\"%s\"} %llu\n", fc_stat_rows[i].key,
+			fprintf(f, "freqctl_bytes_total{verdict=\"%s\"} %llu\n", fc_stat_rows[i].key,
 			       (unsigned long long)fc_stat_at(s, i)->bytes);
 	/* Not a verdict: these packets also passed or were dropped. */
-	printf("# HELP freqctl_source_overflow_packets_total Packets of new ip=* sources past the cap, charged to "
+	fprintf(f, "# HELP freqctl_source_overflow_packets_total Packets of new ip=* sources past the cap, charged to "
 	       "the shared overflow bucket.\n# TYPE freqctl_source_overflow_packets_total counter\n"
 	       "freqctl_source_overflow_packets_total %llu\n",
 	       (unsigned long long)s->src_overflow.packets);
 	fputs("# HELP freqctl_policy_total Packets (layer xdp) or requests (layer nginx) per policy and outcome.\n"
 	      "# TYPE freqctl_policy_total counter\n",
-	      stdout);
+	      f);
 	for (i = 0; i < n; i++) {
 		const struct fc_policy_spec *p = &ps[i].row->spec;
 		const char *layer = fc_policy_is_l7(p) ? "nginx" : "xdp";
@@ -94,17 +96,16 @@ static int fc_stats_prometheus(const struct fc_stats *s, const struct fc_policy_
 		}
 		esc[k] = '\0';
 		cnt = &ps[i].ps.passed;
-		printf("freqctl_policy_total{policy=\"%u\",match=\"%s\",layer=\"%s\",outcome=\"passed\"} %llu\n", p->id,
+		fprintf(f, "freqctl_policy_total{policy=\"%u\",match=\"%s\",layer=\"%s\",outcome=\"passed\"} %llu\n", p->id,
 		       esc, layer, (unsigned long long)cnt->packets);
-		printf("freqctl_policy_total{policy=\"%u\",match=\"%s\",layer=\"%s\",outcome=\"%s\"} %llu\n", p->id, esc,
+		fprintf(f, "freqctl_policy_total{policy=\"%u\",match=\"%s\",layer=\"%s\",outcome=\"%s\"} %llu\n", p->id, esc,
 		       layer, p->action == FC_ACTION_LOG ? "would_drop" : "dropped",
 		       (unsigned long long)ps[i].ps.dropped.packets);
 		if (p->action == FC_ACTION_DELAY)
-			printf("freqctl_policy_total{policy=\"%u\",match=\"%s\",layer=\"%s\",outcome=\"delayed\"} "
+			fprintf(f, "freqctl_policy_total{policy=\"%u\",match=\"%s\",layer=\"%s\",outcome=\"delayed\"} "
 			       "%llu\n",
 			       p->id, esc, layer, (unsigned long long)ps[i].delayed);
 	}
-	return fflush(stdout) ? FC_EXIT_FAILURE : FC_EXIT_OK;
 }
 
 static int fc_stats_print(const struct fc_stats *s, const struct fc_policy_stats *ps, size_t n,
@@ -159,54 +160,104 @@ static int fc_stats_print(const struct fc_stats *s, const struct fc_policy_stats
 	return FC_EXIT_OK;
 }
 
-static int fc_cmd_stats_run(const struct fc_ctx *ctx, const struct fc_cmd *cmd, int argc, char **argv)
-{
-	struct fc_policy_stats *ps = NULL;
-	struct fc_policy_row *rows = NULL;
-	const struct fc_shm_slot *slots = NULL;
-	size_t shm_size = 0;
-	struct fc_err shm_err;
-	void *shm = NULL;
-	struct fc_store *st = NULL;
-	struct fc_maps m;
+/* Everything stats shows, read from the maps, the store and the shm. */
+struct fc_stats_all {
 	struct fc_stats s;
-	enum fc_stats_format fmt = FC_STATS_TEXT;
-	struct fc_err err;
-	size_t n = 0, i;
-	int c, rc = FC_EXIT_FAILURE;
+	struct fc_policy_row *rows;
+	struct fc_policy_stats *ps;
+	size_t n;
+	struct fc_ban_counts bans;
+};
 
-	while ((c = fc_cmd_getopt(cmd, argc, argv)) != -1)
-		fmt = c == FC_OPT_JSON ? FC_STATS_JSON : FC_STATS_PROMETHEUS;
-	if (fc_maps_open(ctx->pin_dir, &m, &err) < 0 || fc_stats_read(&m, &s, &err) < 0 ||
-	    fc_store_open(ctx->db_path, &st, &err) < 0 || fc_store_policy_list(st, &rows, &n, &err) < 0)
+static void fc_stats_free(struct fc_stats_all *a)
+{
+	free(a->rows);
+	free(a->ps);
+}
+
+static int fc_stats_gather(const struct fc_ctx *ctx, struct fc_stats_all *a, struct fc_err *err)
+{
+	const struct fc_shm_slot *slots;
+	struct fc_store *st = NULL;
+	size_t shm_size = 0, i;
+	struct fc_err shm_err;
+	struct fc_maps m;
+	void *shm = NULL;
+	int rc = -1;
+
+	memset(a, 0, sizeof(*a));
+	if (fc_maps_open(ctx->pin_dir, &m, err) < 0 || fc_stats_read(&m, &a->s, err) < 0 ||
+	    fc_store_open(ctx->db_path, &st, err) < 0 || fc_store_policy_list(st, &a->rows, &a->n, err) < 0 ||
+	    fc_store_ban_count(st, (int64_t)time(NULL), &a->bans, err) < 0)
 		goto out;
-	ps = calloc(n ? n : 1, sizeof(*ps));
-	if (!ps) {
-		fc_err_set(&err, "out of memory");
+	a->ps = calloc(a->n ? a->n : 1, sizeof(*a->ps));
+	if (!a->ps) {
+		fc_err_set(err, "out of memory");
 		goto out;
 	}
 	slots = fc_shm_slots(ctx->shm_path, &shm, &shm_size, &shm_err); /* none yet: zeros */
-	for (i = 0; i < n; i++) {
-		ps[i].row = &rows[i];
-		if (!fc_policy_is_l7(&rows[i].spec)) {
-			if (fc_pstats_read(&m, rows[i].slot, &ps[i].ps, &err) < 0)
+	for (i = 0; i < a->n; i++) {
+		const struct fc_policy_row *r = &a->rows[i];
+
+		a->ps[i].row = r;
+		if (!fc_policy_is_l7(&r->spec)) {
+			if (fc_pstats_read(&m, r->slot, &a->ps[i].ps, err) < 0)
 				goto out;
-		} else if (slots && slots[rows[i].slot].owner == FC_SHM_OWNER(rows[i].spec.id, rows[i].epoch)) {
-			ps[i].ps.passed.packets = slots[rows[i].slot].passed;
-			ps[i].ps.dropped.packets = slots[rows[i].slot].denied;
-			ps[i].delayed = slots[rows[i].slot].delayed;
+		} else if (slots && slots[r->slot].owner == FC_SHM_OWNER(r->spec.id, r->epoch)) {
+			a->ps[i].ps.passed.packets = slots[r->slot].passed;
+			a->ps[i].ps.dropped.packets = slots[r->slot].denied;
+			a->ps[i].delayed = slots[r->slot].delayed;
 		}
 	}
-	rc = fmt == FC_STATS_PROMETHEUS ? fc_stats_prometheus(&s, ps, n) : fc_stats_print(&s, ps, n, fmt);
+	rc = 0;
 out:
-	if (rc == FC_EXIT_FAILURE)
-		fc_warn("stats: %s", err.msg);
 	if (shm)
 		munmap(shm, shm_size);
 	fc_maps_close(&m);
 	fc_store_close(st);
-	free(rows);
-	free(ps);
+	if (rc)
+		fc_stats_free(a);
+	return rc;
+}
+
+int fc_stats_write_prometheus(const struct fc_ctx *ctx, FILE *f, struct fc_err *err)
+{
+	struct fc_stats_all a;
+
+	if (fc_stats_gather(ctx, &a, err) < 0)
+		return -1;
+	fc_stats_prometheus(f, &a.s, a.ps, a.n);
+	fprintf(f, "# HELP freqctl_bans Live bans in the store, by kind and reason.\n# TYPE freqctl_bans gauge\n"
+		   "freqctl_bans{kind=\"address\",reason=\"by_hand\"} %zu\n"
+		   "freqctl_bans{kind=\"address\",reason=\"escalated\"} %zu\n"
+		   "freqctl_bans{kind=\"uid\",reason=\"by_hand\"} %zu\n",
+		a.bans.addresses - a.bans.escalated, a.bans.escalated, a.bans.uids);
+	fc_stats_free(&a);
+	return 0;
+}
+
+static int fc_cmd_stats_run(const struct fc_ctx *ctx, const struct fc_cmd *cmd, int argc, char **argv)
+{
+	enum fc_stats_format fmt = FC_STATS_TEXT;
+	struct fc_stats_all a;
+	struct fc_err err;
+	int c, rc;
+
+	while ((c = fc_cmd_getopt(cmd, argc, argv)) != -1)
+		fmt = c == FC_OPT_JSON ? FC_STATS_JSON : FC_STATS_PROMETHEUS;
+	if (fmt == FC_STATS_PROMETHEUS) {
+		if (fc_stats_write_prometheus(ctx, stdout, &err) < 0) {
+			fc_warn("stats: %s", err.msg);
+			return FC_EXIT_FAILURE;
+		}
+		return fflush(stdout) ? FC_EXIT_FAILURE : FC_EXIT_OK;
+	}
+	if (fc_stats_gather(ctx, &a, &err) < 0) {
+		fc_warn("stats: %s", err.msg);
+		return FC_EXIT_FAILURE;
+	}
+	rc = fc_stats_print(&a.s, a.ps, a.n, fmt);
+	fc_stats_free(&a);
 	return rc;
 }
 
@@ -217,7 +268,8 @@ const struct fc_cmd fc_cmd_stats = {
 	.summary = "Show passed and dropped packet counters, by ban kind and by policy.",
 	.details = "Summed over all CPUs and all interfaces attached with this pin dir. The counters live\n"
 		   "in a pinned per-CPU map: they survive detach, attach and restarts of freqctl, and\n"
-		   "start at zero when the pin dir is new.",
+		   "start at zero when the pin dir is new. --prometheus adds the freqctl_bans gauge:\n"
+		   "live bans in the store, by kind (address, uid) and reason (by_hand, escalated).",
 	.opts = fc_stats_opts,
 	.run = fc_cmd_stats_run,
 };

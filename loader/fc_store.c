@@ -125,7 +125,9 @@ static const char *const fc_sql[FC_SQL_MAX] = {
 	[FC_SQL_BAN_PURGE] = "DELETE FROM bans WHERE expires IS NOT NULL AND expires <= ?1",
 	[FC_SQL_BAN_LIST] = "SELECT family, addr, len, created, expires, by_policy FROM bans "
 			    "WHERE expires IS NULL OR expires > ?1 ORDER BY family, addr, len",
-	[FC_SQL_BAN_COUNT] = "SELECT count(*) FROM bans WHERE expires IS NULL OR expires > ?1",
+	[FC_SQL_BAN_COUNT] = "SELECT count(*), count(by_policy), "
+			     "(SELECT count(*) FROM uid_bans WHERE expires IS NULL OR expires > ?1) "
+			     "FROM bans WHERE expires IS NULL OR expires > ?1",
 #define FC_POL_COLS                                                                                          \
 	"id, match, rates, burst, algo, action, count, new_sources, slot, epoch, created, updated, delay_burst, " \
 	"escalate, ban_ttl"
@@ -403,15 +405,18 @@ int fc_store_ban_get(struct fc_store *st, const struct fc_prefix *p, int64_t now
 	return rc;
 }
 
-int fc_store_ban_count(struct fc_store *st, int64_t now, size_t *n, struct fc_err *err)
+int fc_store_ban_count(struct fc_store *st, int64_t now, struct fc_ban_counts *n, struct fc_err *err)
 {
 	sqlite3_stmt *s = fc_stmt(st, FC_SQL_BAN_COUNT);
 	int rc;
 
 	sqlite3_bind_int64(s, 1, now);
 	rc = sqlite3_step(s);
-	if (rc == SQLITE_ROW)
-		*n = (size_t)sqlite3_column_int64(s, 0);
+	if (rc == SQLITE_ROW) {
+		n->addresses = (size_t)sqlite3_column_int64(s, 0);
+		n->escalated = (size_t)sqlite3_column_int64(s, 1);
+		n->uids = (size_t)sqlite3_column_int64(s, 2);
+	}
 	sqlite3_reset(s);
 	return rc == SQLITE_ROW ? 0 : fc_store_fail(st, err, "counting bans");
 }

@@ -43,8 +43,11 @@ int fc_store_ban_get(struct fc_store *st, const struct fc_prefix *p, int64_t now
 int fc_store_ban_del(struct fc_store *st, const struct fc_prefix *p, bool *found, struct fc_err *err);
 /* Removes bans that expired at or before now; *n how many. */
 int fc_store_ban_purge(struct fc_store *st, int64_t now, size_t *n, struct fc_err *err);
-/* How many live bans the store holds. */
-int fc_store_ban_count(struct fc_store *st, int64_t now, size_t *n, struct fc_err *err);
+/* How many live bans the store holds: address bans (escalated: placed by a policy), uid bans. */
+struct fc_ban_counts {
+	size_t addresses, escalated, uids;
+};
+int fc_store_ban_count(struct fc_store *st, int64_t now, struct fc_ban_counts *n, struct fc_err *err);
 /* Live bans (not expired at now), in address order. The caller frees *rows. */
 int fc_store_ban_list(struct fc_store *st, int64_t now, struct fc_ban_row **rows, size_t *n,
 		      struct fc_err *err);

@@ -65,6 +65,7 @@ got=$(get)
 check "its packets now die at XDP: no answer ($got)" [ "$got" = 000 ]
 check "... counted as dropped by an exact ban" [ "$(counter dropped_exact)" -gt "$before" ]
 check "ban list says why" sh -c "'$FC_BIN' --db '$db' --pin-dir '$pin' --shm '$shm' ban list | grep 198.18.0.2 | grep -q 'escalated by policy 1'"
+check "stats --prometheus counts it as escalated" sh -c "'$FC_BIN' --db '$db' --pin-dir '$pin' --shm '$shm' stats --prometheus | grep -qx 'freqctl_bans{kind=\"address\",reason=\"escalated\"} 1'"
 sleep 3.2
 got=$(get)
 check "after --ban-ttl 3s the ban lapsed: nginx answers again ($got)" [ "$got" = 429 ]

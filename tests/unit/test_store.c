@@ -66,6 +66,16 @@ static void fc_put(struct fc_store *st, const char *text, int64_t created, int64
 		fail_msg("%s", err.msg);
 }
 
+static size_t live_bans(struct fc_store *st, int64_t now)
+{
+	struct fc_ban_counts c;
+	struct fc_err err;
+
+	if (fc_store_ban_count(st, now, &c, &err) < 0)
+		fail_msg("%s", err.msg);
+	return c.addresses;
+}
+
 static void test_round_trip(void **state)
 {
 	static const char *const bans[] = { "2001:db8::/32", "198.18.0.7", "198.18.0.0/15", "2001:db8::1",
@@ -106,13 +116,11 @@ static void test_replace_and_delete(void **state)
 	struct fc_t *t = *state;
 	struct fc_ban_row r = fc_row("198.18.0.7", 1, 100), got;
 	struct fc_err err;
-	size_t n;
 	bool found;
 
 	fc_put(t->st, "198.18.0.7", 1, 100);
 	fc_put(t->st, "198.18.0.7", 2, 0); /* again: replaces, no duplicate */
-	assert_int_equal(fc_store_ban_count(t->st, 50, &n, &err), 0);
-	assert_int_equal(n, 1);
+	assert_int_equal(live_bans(t->st, 50), 1);
 	assert_int_equal(fc_store_ban_get(t->st, &r.p, 50, &got, &found, &err), 0);
 	assert_true(found);
 	assert_int_equal(got.created, 2);
@@ -143,28 +151,47 @@ static void test_expiry(void **state)
 	assert_int_equal(fc_store_ban_list(t->st, 100, &rows, &n, &err), 0); /* expires at 100: gone at 100 */
 	assert_int_equal(n, 2);
 	free(rows);
-	assert_int_equal(fc_store_ban_count(t->st, 99, &n, &err), 0);
-	assert_int_equal(n, 3);
+	assert_int_equal(live_bans(t->st, 99), 3);
 	got = fc_row("198.18.0.1", 0, 0);
 	assert_int_equal(fc_store_ban_get(t->st, &got.p, 100, &got, &found, &err), 0);
 	assert_false(found);
 	assert_int_equal(fc_store_ban_purge(t->st, 150, &n, &err), 0);
 	assert_int_equal(n, 1);
-	assert_int_equal(fc_store_ban_count(t->st, 0, &n, &err), 0);
-	assert_int_equal(n, 2);
+	assert_int_equal(live_bans(t->st, 0), 2);
+}
+
+/* The counts stats exports: by hand vs escalated, uid bans apart, expired ones left out. */
+static void test_counts(void **state)
+{
+	struct fc_t *t = *state;
+	struct fc_ban_row r = fc_row("198.18.0.9", 0, 0);
+	struct fc_uid_ban u = { .uid = "alice", .expires = 50 };
+	struct fc_ban_counts c;
+	struct fc_err err;
+	bool existed;
+
+	fc_put(t->st, "198.18.0.1", 0, 0);
+	fc_put(t->st, "198.18.0.2", 0, 10);
+	r.by_policy = 3;
+	assert_int_equal(fc_store_ban_put(t->st, &r, &err), 0);
+	assert_int_equal(fc_store_uid_ban_put(t->st, &u, &existed, 0, &err), 0);
+	assert_int_equal(fc_store_ban_count(t->st, 20, &c, &err), 0);
+	assert_int_equal(c.addresses, 2);
+	assert_int_equal(c.escalated, 1);
+	assert_int_equal(c.uids, 1);
+	assert_int_equal(fc_store_ban_count(t->st, 60, &c, &err), 0);
+	assert_int_equal(c.uids, 0);
 }
 
 static void test_rollback_and_reopen(void **state)
 {
 	struct fc_t *t = *state;
 	struct fc_err err;
-	size_t n;
 
 	assert_int_equal(fc_store_begin(t->st, &err), 0);
 	fc_put(t->st, "198.18.0.1", 0, 0);
 	fc_store_rollback(t->st);
-	assert_int_equal(fc_store_ban_count(t->st, 0, &n, &err), 0);
-	assert_int_equal(n, 0);
+	assert_int_equal(live_bans(t->st, 0), 0);
 
 	assert_int_equal(fc_store_begin(t->st, &err), 0);
 	fc_put(t->st, "2001:db8::/48", 7, 0);
@@ -172,8 +199,7 @@ static void test_rollback_and_reopen(void **state)
 	fc_store_close(t->st);
 	if (fc_store_open(t->path, &t->st, &err) < 0)
 		fail_msg("%s", err.msg);
-	assert_int_equal(fc_store_ban_count(t->st, 0, &n, &err), 0);
-	assert_int_equal(n, 1);
+	assert_int_equal(live_bans(t->st, 0), 1);
 }
 
 /* A row this version never writes is reported, not published. */
@@ -332,7 +358,6 @@ static void test_migrate_v1(void **state)
 	struct fc_err err;
 	char wal[128];
 	sqlite3 *db;
-	size_t n;
 
 	fc_store_close(t->st);
 	t->st = NULL;
@@ -353,8 +378,7 @@ static void test_migrate_v1(void **state)
 	if (fc_store_open(t->path, &st, &err) < 0)
 		fail_msg("%s", err.msg);
 	t->st = st;
-	assert_int_equal(fc_store_ban_count(st, 0, &n, &err), 0);
-	assert_int_equal(n, 1);
+	assert_int_equal(live_bans(st, 0), 1);
 	test_policies(state);
 }
 
@@ -364,6 +388,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_round_trip, fc_setup, fc_teardown),
 		cmocka_unit_test_setup_teardown(test_replace_and_delete, fc_setup, fc_teardown),
 		cmocka_unit_test_setup_teardown(test_expiry, fc_setup, fc_teardown),
+		cmocka_unit_test_setup_teardown(test_counts, fc_setup, fc_teardown),
 		cmocka_unit_test_setup_teardown(test_rollback_and_reopen, fc_setup, fc_teardown),
 		cmocka_unit_test_setup_teardown(test_corrupt_row, fc_setup, fc_teardown),
 		cmocka_unit_test_setup_teardown(test_newer_schema_refused, fc_setup, fc_teardown),
