@@ -21,7 +21,7 @@ CFLAGS   ?= -O2 -g
 FC_CFLAGS := $(CFLAGS) -Itests/bpf -Ingx_bridge -std=gnu11 -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes \
 	     -Wno-missing-field-initializers -D_GNU_SOURCE \
 	     -Imaps -Iloader -I$(B) -MMD -MP
-LDLIBS   := -lbpf -lelf -lz -lsqlite3 -ljansson
+LDLIBS   := -lbpf -lelf -lz -lsqlite3 -ljansson -lmicrohttpd
 
 BPF_CFLAGS := -O2 -g -target bpf -mcpu=v3 -Wall -Werror -Imaps -Ibpf \
 	      $(if $(MULTIARCH),-I/usr/include/$(MULTIARCH)) -MMD -MP

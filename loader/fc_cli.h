@@ -27,6 +27,7 @@ enum {
 	FC_OPT_WEIGHT,
 	FC_OPT_ESCALATE,
 	FC_OPT_BAN_TTL,
+	FC_OPT_METRICS,
 };
 
 struct fc_opt {

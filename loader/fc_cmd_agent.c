@@ -32,6 +32,7 @@
 
 #include "fc_cli.h"
 #include "fc_duration.h"
+#include "fc_metrics.h"
 #include "fc_publish.h"
 
 #define FC_AGENT_FALLBACK_MS 5000   /* data_version check without an event */
@@ -57,6 +58,8 @@ static const struct fc_opt fc_agent_opts[] = {
 	{ "quiet", 'q', no_argument, NULL, "log only problems, not every publish" },
 	{ "weight", FC_OPT_WEIGHT, required_argument, "W",
 	  "record this node's (--node) weight in the store first: its rates are R * W" },
+	{ "metrics", FC_OPT_METRICS, required_argument, "ADDR:PORT",
+	  "serve Prometheus metrics at http://ADDR:PORT/metrics (e.g. 127.0.0.1:9469)" },
 	{ 0 },
 };
 
@@ -230,7 +233,7 @@ static bool fc_esc_count(struct fc_escalation *e, const struct fc_esc_policy *p,
 }
 
 /* Reads the ring up to its head; bans what crossed a threshold. */
-static void fc_esc_drain(struct fc_escalation *e, const struct fc_ctx *ctx, bool quiet)
+static void fc_esc_drain(struct fc_escalation *e, const struct fc_ctx *ctx, bool quiet, struct fc_agent_counters *cnt)
 {
 	struct fc_ban_row bans[64];
 	uint64_t head, idx, seq;
@@ -285,6 +288,7 @@ static void fc_esc_drain(struct fc_escalation *e, const struct fc_ctx *ctx, bool
 		}
 		if (fc_publish_commit(&pub, &err) < 0)
 			goto fail;
+		__atomic_add_fetch(&cnt->escalations, nb, __ATOMIC_RELAXED);
 		for (i = 0; i < nb && !quiet; i++) {
 			fc_prefix_format(&bans[i].p, text);
 			fc_agent_log("escalated: %s banned at XDP/TC until %lld (refused too often by policy %u)", text,
@@ -306,23 +310,25 @@ static void fc_agent_drain(int fd)
 
 /* Publishes the store; returns the unix time of the next ban expiry (0: none)
  * or -1 on failure. */
-static int64_t fc_agent_publish(const struct fc_ctx *ctx, bool quiet, const char *why, struct fc_err *err)
+static int64_t fc_agent_publish(const struct fc_ctx *ctx, bool quiet, const char *why, struct fc_agent_counters *cnt,
+				struct fc_err *err)
 {
 	struct fc_ban_row *bans = NULL;
 	struct fc_uid_ban *ub = NULL;
 	struct timespec t0, t1;
 	struct fc_publish pub;
 	int64_t next = 0;
+	uint64_t us;
 	size_t nb = 0, nu = 0, i;
 
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	if (fc_publish_begin(&pub, ctx, err) < 0)
-		return -1;
+		goto fail;
 	if (fc_store_ban_list(pub.st, pub.now, &bans, &nb, err) < 0 ||
 	    fc_store_uid_ban_list(pub.st, pub.now, &ub, &nu, err) < 0) {
 		fc_publish_abort(&pub);
 		free(bans);
-		return -1;
+		goto fail;
 	}
 	for (i = 0; i < nb + nu; i++) {
 		int64_t e = i < nb ? bans[i].expires : ub[i - nb].expires;
@@ -333,15 +339,21 @@ static int64_t fc_agent_publish(const struct fc_ctx *ctx, bool quiet, const char
 	free(bans);
 	free(ub);
 	if (fc_publish_commit(&pub, err) < 0)
-		return -1;
+		goto fail;
 	clock_gettime(CLOCK_MONOTONIC, &t1);
+	us = (uint64_t)(t1.tv_sec - t0.tv_sec) * 1000000 + (uint64_t)(t1.tv_nsec - t0.tv_nsec) / 1000;
+	__atomic_add_fetch(&cnt->publishes, 1, __ATOMIC_RELAXED);
+	__atomic_store_n(&cnt->last_publish, (int64_t)time(NULL), __ATOMIC_RELAXED);
+	__atomic_store_n(&cnt->last_publish_us, us, __ATOMIC_RELAXED);
 	if (!quiet || pub.purged)
 		fc_agent_log("published (%s) in %.1f ms: XDP/TC %zu added, %zu changed, %zu removed; nginx seq %llu%s; "
 			     "%zu expired bans purged",
-			     why, (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6,
-			     pub.res.added, pub.res.changed, pub.res.removed, (unsigned long long)pub.shm.seq,
-			     pub.shm.published ? " (new)" : "", pub.purged);
+			     why, (double)us / 1e3, pub.res.added, pub.res.changed, pub.res.removed,
+			     (unsigned long long)pub.shm.seq, pub.shm.published ? " (new)" : "", pub.purged);
 	return next;
+fail:
+	__atomic_add_fetch(&cnt->publish_errors, 1, __ATOMIC_RELAXED);
+	return -1;
 }
 
 static int fc_agent_run(const struct fc_ctx *global, const struct fc_cmd *cmd, int argc, char **argv)
@@ -353,13 +365,20 @@ static int fc_agent_run(const struct fc_ctx *global, const struct fc_cmd *cmd, i
 	int lock, ino, timeout, backoff = 0, rechecks = 0, c, ready;
 	bool quiet = false, failing = false;
 	struct fc_escalation esc = { 0 };
+	struct fc_agent_counters cnt = { 0 };
+	struct fc_metrics *metrics = NULL;
+	const char *metrics_at = NULL;
+	struct sockaddr_storage metrics_sa;
 	struct fc_err err;
-
 	double weight = 0;
 
 	while ((c = fc_cmd_getopt(cmd, argc, argv)) != -1) {
 		if (c == 'q')
 			quiet = true;
+		else if (c == FC_OPT_METRICS && fc_metrics_parse(optarg, &metrics_sa, &err) < 0)
+			fc_usage_error(cmd, "--metrics %s", err.msg);
+		else if (c == FC_OPT_METRICS)
+			metrics_at = optarg;
 		else if (fc_weight_parse(optarg, &weight, &err) < 0)
 			fc_usage_error(cmd, "--weight: %s", err.msg);
 	}
@@ -395,9 +414,19 @@ static int fc_agent_run(const struct fc_ctx *global, const struct fc_cmd *cmd, i
 		fc_agent_log("%s", err.msg);
 
 	ctx->store_must_exist = true;
-	next_expiry = fc_agent_publish(ctx, quiet, "start", &err);
+	if (metrics_at) {
+		metrics = fc_metrics_start(&metrics_sa, ctx, &cnt, &err);
+		if (!metrics) {
+			fc_warn("agent: --metrics %s: %s", metrics_at, err.msg);
+			close(lock);
+			return FC_EXIT_FAILURE;
+		}
+		fc_agent_log("serving Prometheus metrics at http://%s/metrics", metrics_at);
+	}
+	next_expiry = fc_agent_publish(ctx, quiet, "start", &cnt, &err);
 	if (next_expiry < 0) {
 		fc_warn("agent: %s", err.msg);
+		fc_metrics_stop(metrics);
 		close(lock);
 		return FC_EXIT_FAILURE;
 	}
@@ -406,6 +435,7 @@ static int fc_agent_run(const struct fc_ctx *global, const struct fc_cmd *cmd, i
 	if (fc_store_open(ctx->db_path, &watch, &err) < 0 || fc_store_data_version(watch, &version, &err) < 0) {
 		fc_warn("agent: %s", err.msg);
 		fc_store_close(watch);
+		fc_metrics_stop(metrics);
 		close(lock);
 		return FC_EXIT_FAILURE;
 	}
@@ -433,7 +463,7 @@ static int fc_agent_run(const struct fc_ctx *global, const struct fc_cmd *cmd, i
 			rechecks--;
 		if (fc_agent_stop)
 			break;
-		fc_esc_drain(&esc, ctx, quiet);
+		fc_esc_drain(&esc, ctx, quiet, &cnt);
 		if (fc_agent_hup) {
 			fc_agent_hup = 0;
 			why = "SIGHUP";
@@ -448,7 +478,7 @@ static int fc_agent_run(const struct fc_ctx *global, const struct fc_cmd *cmd, i
 		}
 		if (!why)
 			continue;
-		v = fc_agent_publish(ctx, quiet, why, &err);
+		v = fc_agent_publish(ctx, quiet, why, &cnt, &err);
 		if (v < 0) {
 			if (!failing)
 				fc_agent_log("cannot publish, keeping what is enforced: %s (retrying)", err.msg);
@@ -468,6 +498,7 @@ static int fc_agent_run(const struct fc_ctx *global, const struct fc_cmd *cmd, i
 	}
 	fc_agent_notify("STOPPING=1");
 	fc_agent_log("stopping; XDP/TC and nginx keep enforcing what was published");
+	fc_metrics_stop(metrics);
 	fc_store_close(watch);
 	if (esc.base)
 		munmap(esc.base, esc.size);

@@ -186,8 +186,11 @@ static int fc_stats_gather(const struct fc_ctx *ctx, struct fc_stats_all *a, str
 	int rc = -1;
 
 	memset(a, 0, sizeof(*a));
+	/* From the agent's /metrics, a missing store is an outage: making an
+	 * empty one would have the agent publish it. */
 	if (fc_maps_open(ctx->pin_dir, &m, err) < 0 || fc_stats_read(&m, &a->s, err) < 0 ||
-	    fc_store_open(ctx->db_path, &st, err) < 0 || fc_store_policy_list(st, &a->rows, &a->n, err) < 0 ||
+	    fc_store_open_ex(ctx->db_path, !ctx->store_must_exist, &st, err) < 0 ||
+	    fc_store_policy_list(st, &a->rows, &a->n, err) < 0 ||
 	    fc_store_ban_count(st, (int64_t)time(NULL), &a->bans, err) < 0)
 		goto out;
 	a->ps = calloc(a->n ? a->n : 1, sizeof(*a->ps));
