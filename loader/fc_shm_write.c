@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -300,69 +301,49 @@ out:
 	return rc;
 }
 
-const struct fc_shm_slot *fc_shm_slots(const char *path, void **base, size_t *size, struct fc_err *err)
+/* Maps an existing shm of this version (read-only, or read-write for the ring). */
+static struct fc_shm_header *fc_shm_map(const char *path, bool writable, void **base, size_t *size,
+					struct fc_err *err)
 {
-	const struct fc_shm_header *h;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	struct fc_shm_header *h;
+	int fd = open(path, (writable ? O_RDWR : O_RDONLY) | O_CLOEXEC);
 	struct stat sb;
 
 	*base = NULL;
 	*size = fc_shm_file_size();
-	if (fd < 0 || fstat(fd, &sb) < 0) {
+	if (fd < 0 || fstat(fd, &sb) < 0)
 		fc_err_set(err, "shm %s: %s", path, strerror(errno));
-		if (fd >= 0)
-			close(fd);
-		return NULL;
-	}
-	if ((size_t)sb.st_size != *size) {
-		close(fd);
+	else if ((size_t)sb.st_size != *size)
 		fc_err_set(err, "shm %s: not a freqctl shm of this version", path);
-		return NULL;
-	}
-	*base = mmap(NULL, *size, PROT_READ, MAP_SHARED, fd, 0);
-	close(fd);
-	if (*base == MAP_FAILED) {
+	else if ((*base = mmap(NULL, *size, PROT_READ | (writable ? PROT_WRITE : 0), MAP_SHARED, fd, 0)) == MAP_FAILED) {
 		*base = NULL;
 		fc_err_set(err, "shm %s: %s", path, strerror(errno));
-		return NULL;
 	}
+	if (fd >= 0)
+		close(fd);
+	if (!*base)
+		return NULL;
 	h = *base;
-	if (h->magic != FC_SHM_MAGIC || h->version != FC_SHM_VERSION || h->size != *size) {
+	if (h->magic != FC_SHM_MAGIC || h->version != FC_SHM_VERSION || h->size != *size ||
+	    h->ring_size != FC_SHM_RING_SIZE || h->ring_off + sizeof(struct fc_shm_ring) > *size) {
 		munmap(*base, *size);
 		*base = NULL;
 		fc_err_set(err, "shm %s: not a freqctl shm of this version", path);
 		return NULL;
 	}
-	return (const struct fc_shm_slot *)((const char *)*base + h->slots_off);
+	return h;
+}
+
+const struct fc_shm_slot *fc_shm_slots(const char *path, void **base, size_t *size, struct fc_err *err)
+{
+	const struct fc_shm_header *h = fc_shm_map(path, false, base, size, err);
+
+	return h ? (const struct fc_shm_slot *)((const char *)*base + h->slots_off) : NULL;
 }
 
 struct fc_shm_ring *fc_shm_ring_map(const char *path, void **base, size_t *size, struct fc_err *err)
 {
-	struct fc_shm_header *h;
-	struct stat sb;
-	int fd = open(path, O_RDWR | O_CLOEXEC);
+	struct fc_shm_header *h = fc_shm_map(path, true, base, size, err);
 
-	*base = NULL;
-	*size = fc_shm_file_size();
-	if (fd < 0 || fstat(fd, &sb) < 0 || (size_t)sb.st_size != *size) {
-		fc_err_set(err, "shm %s: %s", path, fd < 0 ? strerror(errno) : "not a freqctl shm of this version");
-		if (fd >= 0)
-			close(fd);
-		return NULL;
-	}
-	*base = mmap(NULL, *size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	close(fd);
-	if (*base == MAP_FAILED) {
-		*base = NULL;
-		fc_err_set(err, "shm %s: %s", path, strerror(errno));
-		return NULL;
-	}
-	h = *base;
-	if (h->magic != FC_SHM_MAGIC || h->ring_size != FC_SHM_RING_SIZE || h->ring_off + sizeof(struct fc_shm_ring) > *size) {
-		munmap(*base, *size);
-		*base = NULL;
-		fc_err_set(err, "shm %s: not a freqctl shm of this version", path);
-		return NULL;
-	}
-	return (struct fc_shm_ring *)((char *)*base + h->ring_off);
+	return h ? (struct fc_shm_ring *)((char *)*base + h->ring_off) : NULL;
 }
