@@ -41,12 +41,27 @@ run() {
 	rm -f "$log"
 }
 
+# Tests work on scratch pin dirs and shms only; the defaults belong to any
+# freqctl this machine really runs. Checked by what they hold before and after.
+defaults() { ls -ld --time-style=+%s.%N /sys/fs/bpf/freqctl /dev/shm/freqctl 2>/dev/null; }
+before=$(defaults)
+
 for t in build/tests/test_*; do
 	run "$(basename "$t")" "$t"
 done
 for t in tests/integration/test_*.sh; do
 	run "$(basename "$t")" "$t"
 done
+
+echo "== default pin dir and shm untouched"
+if [ "$(defaults)" = "$before" ]; then
+	passed=$((passed + 1))
+	echo "ok"
+else
+	failed=$((failed + 1))
+	failed_suites+=("defaults")
+	echo "not ok: a test created or changed /sys/fs/bpf/freqctl or /dev/shm/freqctl"
+fi
 
 echo
 [ ${#failed_suites[@]} -eq 0 ] || echo "failing suites: ${failed_suites[*]}"

@@ -20,7 +20,7 @@ trap cleanup EXIT
 
 fc() {
 	echo "\$ freqctl $*"
-	build/freqctl --db "$db" --pin-dir "$pin" "$@"
+	build/freqctl --db "$db" --pin-dir "$pin" --shm "/tmp/fc-demo-$tag/shm" "$@"
 	echo
 }
 send() {

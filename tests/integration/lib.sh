@@ -13,6 +13,7 @@ host=fcit$tag # root side, where freqctl attaches
 peer=fcip$tag # namespace side, the sender
 pin=/sys/fs/bpf/fc-it-$tag
 db=/tmp/fc-it-$tag/store.db
+shm=/tmp/fc-it-$tag/shm # never the default: a real freqctl may be using it
 passed=0 failed=0 skipped=0
 
 fc_finish() {
@@ -42,7 +43,7 @@ check() { # check DESCRIPTION COMMAND...
 	fi
 }
 
-fc() { "$FC_BIN" --db "$db" --pin-dir "$pin" "$@"; }
+fc() { "$FC_BIN" --db "$db" --pin-dir "$pin" --shm "$shm" "$@"; }
 
 # Pings the root side from the namespace, COUNT at INTERVAL seconds; prints
 # how many replies came back.

@@ -42,7 +42,7 @@ logged() { grep -q "$1" "$dir/agent.log"; }
 port=$((20000 + $$ % 20000)) # loopback only
 metric() { curl -s --max-time 2 "http://127.0.0.1:$port/metrics" | awk -v k="$1" '$1 == k { print $2 }'; }
 
-check "--metrics with no port is a usage error (exit 2)" sh -c "'$FC_BIN' --db '$dir/store.db' agent --metrics 127.0.0.1 2>/dev/null; [ \$? = 2 ]"
+check "--metrics with no port is a usage error (exit 2)" sh -c "'$FC_BIN' --db '$dir/store.db' --pin-dir '$pin' --shm '$dir/shm' agent --metrics 127.0.0.1 2>/dev/null; [ \$? = 2 ]"
 "$FC_BIN" --db "$dir/store.db" --pin-dir "$pin" --shm "$dir/shm" --node edge-a agent --weight 0.5 \
 	--metrics "127.0.0.1:$port" >"$dir/agent.log" 2>&1 &
 apid=$!
@@ -71,7 +71,7 @@ check "a lifted ban leaves the maps within 100 ms" within_100ms sh -c "! bpftool
 elsewhere ban add 198.18.0.9 --ttl 1s
 check "a ban with a TTL is published" within_100ms in_map 0 9
 sleep 2.2
-check "... and purged from the store when it expires" sh -c "! '$FC_BIN' --db '$dir/store.db' --pin-dir '$pin' ban list | grep -q 198.18.0.9"
+check "... and purged from the store when it expires" sh -c "! '$FC_BIN' --db '$dir/store.db' --pin-dir '$pin' --shm '$dir/shm' ban list | grep -q 198.18.0.9"
 check "... and from the maps" sh -c "! bpftool map lookup pinned '$pin/fc_exact4' key 198 18 0 9 >/dev/null 2>&1"
 kill -HUP "$apid"
 check "SIGHUP republishes" within_100ms logged "published (SIGHUP)"

@@ -30,7 +30,7 @@ for mode in xdp tc; do
 	got=$(pings 4 20 0.02)
 	check "$mode: gcra 1/s burst 5: 5 of 20 replies (got $got)" [ "$got" = 5 ]
 	check "$mode: policy $id dropped 15" [ "$(counter policy $id dropped)" = 15 ]
-	check "$mode: stats --prometheus agrees" sh -c "'$FC_BIN' --db '$db' --pin-dir '$pin' stats --prometheus |
+	check "$mode: stats --prometheus agrees" sh -c "'$FC_BIN' --db '$db' --pin-dir '$pin' --shm '$shm' stats --prometheus |
 		grep -q '^freqctl_policy_total{policy=\"$id\",match=\"ip=\*\",layer=\"xdp\",outcome=\"dropped\"} 15\$'"
 	got=$(pings 6 20 0.02)
 	check "$mode: ip=* gives the IPv6 source its own bucket: 5 of 20 (got $got)" [ "$got" = 5 ]

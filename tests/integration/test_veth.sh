@@ -22,7 +22,7 @@ fc_setup
 
 for mode in xdp tc; do
 	check "attach $mode" fc attach "$host" --mode "$mode"
-	check "status shows $host in $mode mode" sh -c "'$FC_BIN' --db '$db' --pin-dir '$pin' status | grep -q '$host .* $mode '"
+	check "status shows $host in $mode mode" sh -c "'$FC_BIN' --db '$db' --pin-dir '$pin' --shm '$shm' status | grep -q '$host .* $mode '"
 	expect "$mode, no ban" 4 5 passed 5
 	check "$mode: ban add 198.18.0.2" fc ban add 198.18.0.2
 	expect "$mode, exact ban" 4 0 dropped_exact 5
@@ -33,8 +33,8 @@ for mode in xdp tc; do
 	expect "$mode, prefix ban" 4 0 dropped_prefix 5
 	check "$mode: ban add 2001:2::/64" fc ban add 2001:2::/64
 	expect "$mode, v6 prefix ban" 6 0 dropped_prefix 5
-	check "$mode: ban del both prefixes" sh -c "'$FC_BIN' --db '$db' --pin-dir '$pin' ban del 198.18.0.0/24 &&
-		'$FC_BIN' --db '$db' --pin-dir '$pin' ban del 2001:2::/64"
+	check "$mode: ban del both prefixes" sh -c "'$FC_BIN' --db '$db' --pin-dir '$pin' --shm '$shm' ban del 198.18.0.0/24 &&
+		'$FC_BIN' --db '$db' --pin-dir '$pin' --shm '$shm' ban del 2001:2::/64"
 	check "$mode: ban add 2001:2::2 --ttl 2s" fc ban add 2001:2::2 --ttl 2s
 	expect "$mode, v6 ban with TTL" 6 0 dropped_exact 5
 	sleep 2.5
@@ -47,5 +47,5 @@ for mode in xdp tc; do
 done
 
 check "re-attach: no stale program on $host" sh -c "! bpftool net show dev '$host' | grep -q freqctl"
-check "status shows nothing attached" sh -c "'$FC_BIN' --db '$db' --pin-dir '$pin' status | grep -q 'attached: none'"
+check "status shows nothing attached" sh -c "'$FC_BIN' --db '$db' --pin-dir '$pin' --shm '$shm' status | grep -q 'attached: none'"
 exit 0
