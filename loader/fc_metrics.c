@@ -41,9 +41,12 @@ static void fc_metrics_agent(FILE *f, const struct fc_agent_counters *c)
 static enum MHD_Result fc_metrics_reply(struct MHD_Connection *conn, unsigned int status, char *body, size_t len,
 					 const char *type)
 {
-	struct MHD_Response *r = MHD_create_response_from_buffer(len, body, MHD_RESPMEM_MUST_FREE);
+	struct MHD_Response *r;
 	enum MHD_Result ret;
 
+	if (!body)
+		return MHD_NO; /* out of memory: drop the connection */
+	r = MHD_create_response_from_buffer(len, body, MHD_RESPMEM_MUST_FREE);
 	if (!r) {
 		free(body);
 		return MHD_NO;
