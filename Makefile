@@ -20,8 +20,8 @@ MULTIARCH := $(shell $(CC) -print-multiarch 2>/dev/null)
 CFLAGS   ?= -O2 -g
 FC_CFLAGS := $(CFLAGS) -Itests/bpf -Ingx_bridge -std=gnu11 -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes \
 	     -Wno-missing-field-initializers -D_GNU_SOURCE \
-	     -Imaps -Iloader -I$(B) -MMD -MP
-LDLIBS   := -lbpf -lelf -lz -lsqlite3 -ljansson -lmicrohttpd
+	     -Imaps -Iloader -I$(B) -I/usr/include/postgresql -MMD -MP
+LDLIBS   := -lbpf -lelf -lz -lsqlite3 -lpq -ljansson -lmicrohttpd
 
 BPF_CFLAGS := -O2 -g -target bpf -mcpu=v3 -Wall -Werror -Imaps -Ibpf \
 	      $(if $(MULTIARCH),-I/usr/include/$(MULTIARCH)) -MMD -MP

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * The policy store: the source of truth that `freqctl sync` publishes. A
- * SQLite file; every command changes it in one transaction.
+ * SQLite file (the default) or a PostgreSQL database shared by a fleet (a DSN
+ * postgresql://...); every command changes it in one transaction.
  */
 #ifndef FC_STORE_H
 #define FC_STORE_H
@@ -25,9 +26,11 @@ struct fc_ban_row {
 	uint32_t by_policy; /* escalated by this L7 policy; 0 = by hand */
 };
 
-int fc_store_open(const char *path, struct fc_store **out, struct fc_err *err);
+/* dsn: a SQLite path, or postgresql://... (libpq's URI). */
+int fc_store_open(const char *dsn, struct fc_store **out, struct fc_err *err);
 /* The same, but a missing store is an error rather than a new empty one. */
-int fc_store_open_ex(const char *path, bool create, struct fc_store **out, struct fc_err *err);
+int fc_store_open_ex(const char *dsn, bool create, struct fc_store **out, struct fc_err *err);
+bool fc_store_is_postgres(const char *dsn);
 void fc_store_close(struct fc_store *st);
 
 int fc_store_begin(struct fc_store *st, struct fc_err *err);
@@ -98,8 +101,11 @@ int fc_store_node_put(struct fc_store *st, const struct fc_node *n, struct fc_er
 int fc_store_node_list(struct fc_store *st, struct fc_node **rows, size_t *n, struct fc_err *err);
 int fc_store_nodes_clear(struct fc_store *st, struct fc_err *err);
 
-/* SQLite's data_version: it changes when another connection commits. */
+/* A number that changes when another connection commits: SQLite's
+ * data_version, or how many NOTIFYs PostgreSQL sent (the first call LISTENs). */
 int fc_store_data_version(struct fc_store *st, int64_t *v, struct fc_err *err);
+/* A descriptor to poll for such changes (PostgreSQL's socket); -1: none. */
+int fc_store_watch_fd(struct fc_store *st);
 
 /* Deletes every ban, address and uid (freqctl import replaces them). */
 int fc_store_bans_clear(struct fc_store *st, struct fc_err *err);

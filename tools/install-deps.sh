@@ -7,7 +7,8 @@ set -euo pipefail
 pkgs=(
 	make gcc clang llvm pkg-config
 	libbpf-dev bpftool libelf-dev zlib1g-dev
-	libsqlite3-dev libjansson-dev libcmocka-dev libmicrohttpd-dev
+	libsqlite3-dev libpq-dev libjansson-dev libcmocka-dev libmicrohttpd-dev
+	sqlite3 postgresql postgresql-client
 	iproute2 iputils-ping jq xdp-tools
 	nginx nginx-dev curl
 )

@@ -1,0 +1,82 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * The store's database: a SQLite file (one machine) or PostgreSQL (a fleet,
+ * DSN postgresql://...). fc_store.c holds the queries, written once in the
+ * SQL both understand (?N parameters, ON CONFLICT, RETURNING); a backend
+ * prepares and runs them, owns its schema and tells when another connection
+ * changed the data.
+ */
+#ifndef FC_DB_H
+#define FC_DB_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "fc_error.h"
+
+enum fc_val_type {
+	FC_VAL_NULL,
+	FC_VAL_INT,
+	FC_VAL_REAL,
+	FC_VAL_TEXT,
+	FC_VAL_BLOB,
+};
+
+/* A query parameter. */
+struct fc_val {
+	enum fc_val_type type;
+	int64_t i;
+	double r;
+	const void *p; /* text (NUL-terminated) or blob */
+	size_t len;    /* blob */
+};
+
+#define FC_INT(v)  ((struct fc_val){ .type = FC_VAL_INT, .i = (int64_t)(v) })
+#define FC_REAL(v) ((struct fc_val){ .type = FC_VAL_REAL, .r = (v) })
+#define FC_TEXT(v) ((struct fc_val){ .type = FC_VAL_TEXT, .p = (v) })
+#define FC_BLOB(v, n) ((struct fc_val){ .type = FC_VAL_BLOB, .p = (v), .len = (n) })
+/* v if nonzero, else SQL NULL. */
+#define FC_INT_OR_NULL(v) ((v) ? FC_INT(v) : (struct fc_val){ .type = FC_VAL_NULL })
+
+struct fc_db;
+
+/* Every call that fails fills err with "store NAME: what: reason". */
+struct fc_db_ops {
+	/* Connects, creating (create) or refusing a missing store, brings the
+	 * schema up to date; the n statements sql[] (which outlive it) are
+	 * prepared now or on first use. */
+	int (*open)(const char *dsn, const char *name, bool create, const char *const *sql, int n,
+		    struct fc_db **out, struct fc_err *err);
+	void (*close)(struct fc_db *db);
+	/* One writer at a time, across processes and machines. */
+	int (*begin)(struct fc_db *db, struct fc_err *err);
+	int (*commit)(struct fc_db *db, struct fc_err *err);
+	void (*rollback)(struct fc_db *db);
+	/* Runs statement id; its rows are then read with next and col_*, until done. */
+	int (*run)(struct fc_db *db, int id, const struct fc_val *args, int nargs, const char *what,
+		   struct fc_err *err);
+	/* 1: a row is there; 0: no more rows; -1: error. */
+	int (*next)(struct fc_db *db, int id, const char *what, struct fc_err *err);
+	bool (*col_null)(struct fc_db *db, int id, int col);
+	int64_t (*col_int)(struct fc_db *db, int id, int col); /* 0 for NULL */
+	double (*col_real)(struct fc_db *db, int id, int col);
+	const char *(*col_text)(struct fc_db *db, int id, int col); /* NULL for NULL */
+	const void *(*col_blob)(struct fc_db *db, int id, int col, size_t *len);
+	int64_t (*changes)(struct fc_db *db, int id); /* rows the last run changed */
+	void (*done)(struct fc_db *db, int id);
+	/* A number that changes when another connection commits a change. */
+	int (*version)(struct fc_db *db, int64_t *v, struct fc_err *err);
+	/* A descriptor that becomes readable on such a change; -1: none. */
+	int (*watch_fd)(struct fc_db *db);
+};
+
+struct fc_db {
+	const struct fc_db_ops *ops;
+	char *name; /* for messages: the path, or the DSN without its password */
+};
+
+extern const struct fc_db_ops fc_db_sqlite;
+extern const struct fc_db_ops fc_db_pg;
+
+#endif /* FC_DB_H */

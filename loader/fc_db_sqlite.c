@@ -1,0 +1,356 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/* The SQLite backend of the store: one file, WAL, schema in PRAGMA user_version. */
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <sqlite3.h>
+
+#include "fc_db.h"
+
+/* Each step takes the schema from version i to i + 1. */
+static const char fc_schema_v1[] =
+	"CREATE TABLE bans ("
+	"  family  INTEGER NOT NULL CHECK (family IN (4, 6)),"
+	"  addr    BLOB    NOT NULL," /* 4 or 16 bytes, network order, host bits zero */
+	"  len     INTEGER NOT NULL," /* prefix length; 32 or 128 is an exact address */
+	"  created INTEGER NOT NULL," /* unix seconds */
+	"  expires INTEGER,"          /* unix seconds; NULL = never */
+	"  PRIMARY KEY (family, addr, len)"
+	") WITHOUT ROWID;"
+	"CREATE INDEX bans_expires ON bans (expires) WHERE expires IS NOT NULL;";
+
+static const char fc_schema_v2[] =
+	"CREATE TABLE policies ("
+	"  id      INTEGER PRIMARY KEY CHECK (id BETWEEN 1 AND 4294967295),"
+	"  match   TEXT    NOT NULL UNIQUE," /* canonical: ip=198.18.0.0/15, ip=* */
+	"  rates   TEXT    NOT NULL,"        /* canonical: 10/s,1000/d */
+	"  burst   INTEGER,"                 /* GCRA burst of the first rate; NULL = its N */
+	"  algo    TEXT    NOT NULL CHECK (algo IN ('gcra', 'window')),"
+	"  action  TEXT    NOT NULL CHECK (action IN ('drop', 'log')),"
+	"  count   TEXT    NOT NULL CHECK (count IN ('packets', 'bytes', 'syn')),"
+	"  new_sources INTEGER,"             /* ip=* only: new buckets per second */
+	"  slot    INTEGER NOT NULL UNIQUE CHECK (slot BETWEEN 1 AND 65536)," /* kernel slot, kept across edits */
+	"  epoch   INTEGER NOT NULL,"        /* new when the match changes: bucket state starts afresh */
+	"  created INTEGER NOT NULL,"
+	"  updated INTEGER NOT NULL"
+	");"
+	"CREATE TABLE meta (key TEXT PRIMARY KEY, value INTEGER NOT NULL);"
+	"INSERT INTO meta VALUES ('epoch', 0);"
+	/* Slots of deleted policies, given out again lowest first. */
+	"CREATE TABLE free_slots (slot INTEGER PRIMARY KEY);";
+
+/* L7 policies: action delay (SQLite can not alter a CHECK: rebuild the table). */
+static const char fc_schema_v3[] =
+	"CREATE TABLE policies_v3 ("
+	"  id      INTEGER PRIMARY KEY CHECK (id BETWEEN 1 AND 4294967295),"
+	"  match   TEXT    NOT NULL UNIQUE," /* canonical: ip=198.18.0.0/15, uid=u1,arg:api=login */
+	"  rates   TEXT    NOT NULL,"
+	"  burst   INTEGER,"
+	"  algo    TEXT    NOT NULL CHECK (algo IN ('gcra', 'window')),"
+	"  action  TEXT    NOT NULL CHECK (action IN ('drop', 'log', 'delay')),"
+	"  count   TEXT    NOT NULL CHECK (count IN ('packets', 'bytes', 'syn')),"
+	"  new_sources INTEGER,"
+	"  slot    INTEGER NOT NULL UNIQUE CHECK (slot BETWEEN 1 AND 65536),"
+	"  epoch   INTEGER NOT NULL,"
+	"  created INTEGER NOT NULL,"
+	"  updated INTEGER NOT NULL,"
+	"  delay_burst INTEGER"              /* action delay: requests that may wait */
+	");"
+	"INSERT INTO policies_v3 SELECT *, NULL FROM policies;"
+	"DROP TABLE policies;"
+	"ALTER TABLE policies_v3 RENAME TO policies;"
+	"CREATE TABLE uid_bans ("
+	"  uid     TEXT    PRIMARY KEY,"
+	"  created INTEGER NOT NULL,"
+	"  expires INTEGER"                /* unix seconds; NULL = never */
+	");";
+
+/* Fleets: a node enforces a policy's rate R as R * weight. */
+static const char fc_schema_v4[] =
+	"CREATE TABLE nodes ("
+	"  name   TEXT PRIMARY KEY,"
+	"  weight REAL NOT NULL CHECK (weight > 0 AND weight <= 1)"
+	");";
+
+/* Escalation: L7 refusals become bans at XDP/TC; a ban says who made it. */
+static const char fc_schema_v5[] =
+	"ALTER TABLE policies ADD COLUMN escalate TEXT;" /* N/UNIT */
+	"ALTER TABLE policies ADD COLUMN ban_ttl INTEGER;"
+	"ALTER TABLE bans ADD COLUMN by_policy INTEGER;"; /* NULL: by hand */
+
+static const char *const fc_schema[] = { fc_schema_v1, fc_schema_v2, fc_schema_v3, fc_schema_v4, fc_schema_v5 };
+#define FC_SCHEMA_VERSION ((int)(sizeof(fc_schema) / sizeof(fc_schema[0])))
+
+struct fc_db_sqlite {
+	struct fc_db db;
+	sqlite3 *h;
+	sqlite3_stmt **stmt;
+	int nstmt;
+};
+
+#define FC_SQ(d) ((struct fc_db_sqlite *)(d))
+
+static int fc_sq_fail(struct fc_db_sqlite *d, struct fc_err *err, const char *what)
+{
+	return fc_err_set(err, "store %s: %s: %s", d->db.name, what, sqlite3_errmsg(d->h));
+}
+
+static int fc_sq_exec(struct fc_db_sqlite *d, const char *sql, struct fc_err *err)
+{
+	char *msg = NULL;
+
+	if (sqlite3_exec(d->h, sql, NULL, NULL, &msg) != SQLITE_OK) {
+		fc_err_set(err, "store %s: %s", d->db.name, msg ? msg : sqlite3_errmsg(d->h));
+		sqlite3_free(msg);
+		return -1;
+	}
+	return 0;
+}
+
+/* mkdir -p for the directory that will hold the store. */
+static int fc_mkdir_parents(const char *path, struct fc_err *err)
+{
+	char buf[PATH_MAX];
+	char *p;
+
+	if (strlen(path) >= sizeof(buf))
+		return fc_err_set(err, "store %s: path too long", path);
+	strcpy(buf, path);
+	for (p = buf + 1; (p = strchr(p, '/')); p++) {
+		*p = '\0';
+		if (mkdir(buf, 0750) < 0 && errno != EEXIST)
+			return fc_err_set(err, "store %s: cannot create %s: %s", path, buf, strerror(errno));
+		*p = '/';
+	}
+	return 0;
+}
+
+static void fc_sq_rollback(struct fc_db *db)
+{
+	if (!sqlite3_get_autocommit(FC_SQ(db)->h))
+		sqlite3_exec(FC_SQ(db)->h, "ROLLBACK", NULL, NULL, NULL);
+}
+
+static int fc_sq_commit(struct fc_db *db, struct fc_err *err)
+{
+	if (fc_sq_exec(FC_SQ(db), "COMMIT", err) < 0) {
+		fc_sq_rollback(db);
+		return -1;
+	}
+	return 0;
+}
+
+static int fc_sq_migrate(struct fc_db_sqlite *d, struct fc_err *err)
+{
+	sqlite3_stmt *s;
+	int version;
+
+	if (sqlite3_prepare_v2(d->h, "PRAGMA user_version", -1, &s, NULL) != SQLITE_OK)
+		return fc_sq_fail(d, err, "reading schema version");
+	sqlite3_step(s);
+	version = sqlite3_column_int(s, 0);
+	sqlite3_finalize(s);
+	if (version == FC_SCHEMA_VERSION)
+		return 0;
+	if (version > FC_SCHEMA_VERSION)
+		return fc_err_set(err, "store %s: schema version %d is newer than this freqctl knows (%d)", d->db.name,
+				  version, FC_SCHEMA_VERSION);
+	if (fc_sq_exec(d, "BEGIN IMMEDIATE", err) < 0)
+		return -1;
+	for (; version < FC_SCHEMA_VERSION; version++) {
+		char pragma[64];
+
+		snprintf(pragma, sizeof(pragma), "PRAGMA user_version = %d", version + 1);
+		if (fc_sq_exec(d, fc_schema[version], err) < 0 || fc_sq_exec(d, pragma, err) < 0) {
+			fc_sq_rollback(&d->db);
+			return -1;
+		}
+	}
+	return fc_sq_commit(&d->db, err);
+}
+
+static void fc_sq_close(struct fc_db *db)
+{
+	struct fc_db_sqlite *d = FC_SQ(db);
+	int i;
+
+	for (i = 0; d->stmt && i < d->nstmt; i++)
+		sqlite3_finalize(d->stmt[i]);
+	sqlite3_close(d->h);
+	free(d->stmt);
+	free(d->db.name);
+	free(d);
+}
+
+static int fc_sq_open(const char *dsn, const char *name, bool create, const char *const *sql, int n,
+		      struct fc_db **out, struct fc_err *err)
+{
+	struct fc_db_sqlite *d;
+	int i;
+
+	if (!create && access(dsn, F_OK) < 0)
+		return fc_err_set(err, "store %s: %s", name, strerror(errno));
+	if (create && fc_mkdir_parents(dsn, err) < 0)
+		return -1;
+	d = calloc(1, sizeof(*d));
+	if (!d || !(d->db.name = strdup(name)) || !(d->stmt = calloc((size_t)n, sizeof(*d->stmt)))) {
+		if (d)
+			free(d->db.name);
+		free(d);
+		return fc_err_set(err, "store %s: out of memory", name);
+	}
+	d->db.ops = &fc_db_sqlite;
+	d->nstmt = n;
+	if (sqlite3_open_v2(dsn, &d->h, SQLITE_OPEN_READWRITE | (create ? SQLITE_OPEN_CREATE : 0), NULL) !=
+	    SQLITE_OK) {
+		fc_sq_fail(d, err, "cannot open");
+		goto fail;
+	}
+	sqlite3_busy_timeout(d->h, 10000);
+	/* WAL lets readers (ban list, an agent) run beside one writer. */
+	if (fc_sq_exec(d, "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL", err) < 0 ||
+	    fc_sq_migrate(d, err) < 0)
+		goto fail;
+	for (i = 0; i < n; i++) {
+		if (sqlite3_prepare_v3(d->h, sql[i], -1, SQLITE_PREPARE_PERSISTENT, &d->stmt[i], NULL) != SQLITE_OK) {
+			fc_sq_fail(d, err, "preparing statements");
+			goto fail;
+		}
+	}
+	*out = &d->db;
+	return 0;
+fail:
+	fc_sq_close(&d->db);
+	return -1;
+}
+
+static int fc_sq_begin(struct fc_db *db, struct fc_err *err)
+{
+	return fc_sq_exec(FC_SQ(db), "BEGIN IMMEDIATE", err);
+}
+
+static int fc_sq_run(struct fc_db *db, int id, const struct fc_val *args, int nargs, const char *what,
+		     struct fc_err *err)
+{
+	sqlite3_stmt *s = FC_SQ(db)->stmt[id];
+	int i, rc = SQLITE_OK;
+
+	sqlite3_reset(s);
+	sqlite3_clear_bindings(s);
+	for (i = 0; i < nargs && rc == SQLITE_OK; i++) {
+		const struct fc_val *a = &args[i];
+
+		switch (a->type) {
+		case FC_VAL_NULL:
+			break;
+		case FC_VAL_INT:
+			rc = sqlite3_bind_int64(s, i + 1, a->i);
+			break;
+		case FC_VAL_REAL:
+			rc = sqlite3_bind_double(s, i + 1, a->r);
+			break;
+		case FC_VAL_TEXT:
+			rc = sqlite3_bind_text(s, i + 1, a->p, -1, SQLITE_TRANSIENT);
+			break;
+		case FC_VAL_BLOB:
+			rc = sqlite3_bind_blob(s, i + 1, a->p, (int)a->len, SQLITE_TRANSIENT);
+			break;
+		}
+	}
+	return rc == SQLITE_OK ? 0 : fc_sq_fail(FC_SQ(db), err, what);
+}
+
+static int fc_sq_next(struct fc_db *db, int id, const char *what, struct fc_err *err)
+{
+	int rc = sqlite3_step(FC_SQ(db)->stmt[id]);
+
+	if (rc == SQLITE_ROW)
+		return 1;
+	if (rc == SQLITE_DONE)
+		return 0;
+	return fc_sq_fail(FC_SQ(db), err, what);
+}
+
+static bool fc_sq_col_null(struct fc_db *db, int id, int col)
+{
+	return sqlite3_column_type(FC_SQ(db)->stmt[id], col) == SQLITE_NULL;
+}
+
+static int64_t fc_sq_col_int(struct fc_db *db, int id, int col)
+{
+	return sqlite3_column_int64(FC_SQ(db)->stmt[id], col);
+}
+
+static double fc_sq_col_real(struct fc_db *db, int id, int col)
+{
+	return sqlite3_column_double(FC_SQ(db)->stmt[id], col);
+}
+
+static const char *fc_sq_col_text(struct fc_db *db, int id, int col)
+{
+	return (const char *)sqlite3_column_text(FC_SQ(db)->stmt[id], col);
+}
+
+static const void *fc_sq_col_blob(struct fc_db *db, int id, int col, size_t *len)
+{
+	const void *p = sqlite3_column_blob(FC_SQ(db)->stmt[id], col);
+
+	*len = (size_t)sqlite3_column_bytes(FC_SQ(db)->stmt[id], col);
+	return p;
+}
+
+static int64_t fc_sq_changes(struct fc_db *db, int id)
+{
+	(void)id;
+	return sqlite3_changes(FC_SQ(db)->h);
+}
+
+static void fc_sq_done(struct fc_db *db, int id)
+{
+	sqlite3_reset(FC_SQ(db)->stmt[id]);
+}
+
+static int fc_sq_version(struct fc_db *db, int64_t *v, struct fc_err *err)
+{
+	struct fc_db_sqlite *d = FC_SQ(db);
+	sqlite3_stmt *s;
+	int rc;
+
+	if (sqlite3_prepare_v2(d->h, "PRAGMA data_version", -1, &s, NULL) != SQLITE_OK)
+		return fc_sq_fail(d, err, "reading data_version");
+	rc = sqlite3_step(s);
+	if (rc == SQLITE_ROW)
+		*v = sqlite3_column_int64(s, 0);
+	sqlite3_finalize(s);
+	return rc == SQLITE_ROW ? 0 : fc_sq_fail(d, err, "reading data_version");
+}
+
+/* The agent watches the file's directory with inotify instead. */
+static int fc_sq_watch_fd(struct fc_db *db)
+{
+	(void)db;
+	return -1;
+}
+
+const struct fc_db_ops fc_db_sqlite = {
+	.open = fc_sq_open,
+	.close = fc_sq_close,
+	.begin = fc_sq_begin,
+	.commit = fc_sq_commit,
+	.rollback = fc_sq_rollback,
+	.run = fc_sq_run,
+	.next = fc_sq_next,
+	.col_null = fc_sq_col_null,
+	.col_int = fc_sq_col_int,
+	.col_real = fc_sq_col_real,
+	.col_text = fc_sq_col_text,
+	.col_blob = fc_sq_col_blob,
+	.changes = fc_sq_changes,
+	.done = fc_sq_done,
+	.version = fc_sq_version,
+	.watch_fd = fc_sq_watch_fd,
+};
