@@ -1,17 +1,20 @@
 // SPDX-License-Identifier: BSD-2-Clause
 /*
  * freqctl agent: keeps the pinned maps and the nginx shm equal to the store,
- * whoever changes it (another freqctl, a script writing SQL, a restore).
+ * whoever changes it (another freqctl, a script writing SQL, a restore, an
+ * operator on another machine of the fleet).
  *
- * It publishes once at start, then waits without polling: inotify on the
- * store's directory wakes it when the database or its WAL is written, and
- * SQLite's PRAGMA data_version tells whether another connection committed.
- * A timer wakes it at the next ban expiry (to drop the ban from the store;
- * the kernel and nginx already stopped enforcing it) and every few seconds
- * as a fallback for file systems without inotify. If the store can not be
- * read, what was published stays enforced; the agent says so once and
+ * It publishes once at start, then waits without polling. SQLite: inotify on
+ * the store's directory wakes it when the database or its WAL is written,
+ * and PRAGMA data_version tells whether another connection committed.
+ * PostgreSQL: a connection of its own LISTENs, and each commit's NOTIFY
+ * makes its socket readable. A timer wakes it at the next ban expiry (to drop
+ * the ban from the store; the kernel and nginx already stopped enforcing it)
+ * and every few seconds as a fallback. If the store can not be read or
+ * reached, what was published stays enforced; the agent says so once and
  * retries with backoff. SIGHUP republishes everything; SIGTERM exits and
- * leaves the kernel and the shm as they are. One agent per store.
+ * leaves the kernel and the shm as they are. One agent per store (SQLite) or
+ * per shm (PostgreSQL, where the store is the fleet's).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -98,9 +101,12 @@ static void fc_agent_notify(const char *state)
 	close(fd);
 }
 
-/* One agent per store: a lock file beside it, holding the agent's pid. */
-static int fc_agent_lock(const char *db, struct fc_err *err)
+/* One agent per store file, or per shm for a fleet's PostgreSQL store: a
+ * lock file beside it, holding the agent's pid. */
+static int fc_agent_lock(const struct fc_ctx *ctx, struct fc_err *err)
 {
+	bool pg = fc_store_is_postgres(ctx->db_path);
+	const char *db = pg ? ctx->shm_path : ctx->db_path;
 	char path[PATH_MAX], pid[32] = "";
 	int fd;
 
@@ -114,7 +120,8 @@ static int fc_agent_lock(const char *db, struct fc_err *err)
 		pid[n > 0 ? n : 0] = '\0';
 		pid[strcspn(pid, "\n")] = '\0';
 		close(fd);
-		return fc_err_set(err, "another agent (pid %s) already runs on store %s", *pid ? pid : "?", db);
+		return fc_err_set(err, "another agent (pid %s) already runs on %s %s", *pid ? pid : "?",
+				  pg ? "shm" : "store", db);
 	}
 	snprintf(pid, sizeof(pid), "%d\n", (int)getpid());
 	if (ftruncate(fd, 0) < 0 || write(fd, pid, strlen(pid)) < 0)
@@ -300,6 +307,20 @@ fail:
 	}
 }
 
+/* (Re)opens the agent's own connection that only watches for changes, and
+ * reads where it starts from. */
+static int fc_agent_rewatch(const struct fc_ctx *ctx, struct fc_store **watch, int64_t *version, struct fc_err *err)
+{
+	if (fc_store_open_ex(ctx->db_path, false, watch, err) < 0)
+		return -1;
+	if (fc_store_data_version(*watch, version, err) < 0) {
+		fc_store_close(*watch);
+		*watch = NULL;
+		return -1;
+	}
+	return 0;
+}
+
 static void fc_agent_drain(int fd)
 {
 	char buf[4096];
@@ -341,7 +362,7 @@ static int64_t fc_agent_publish(const struct fc_ctx *ctx, bool quiet, const char
 	if (fc_publish_commit(&pub, err) < 0)
 		goto fail;
 	clock_gettime(CLOCK_MONOTONIC, &t1);
-	us = (uint64_t)(t1.tv_sec - t0.tv_sec) * 1000000 + (uint64_t)(t1.tv_nsec - t0.tv_nsec) / 1000;
+	us = (uint64_t)((t1.tv_sec - t0.tv_sec) * 1000000 + (t1.tv_nsec - t0.tv_nsec) / 1000);
 	__atomic_add_fetch(&cnt->publishes, 1, __ATOMIC_RELAXED);
 	__atomic_store_n(&cnt->last_publish, (int64_t)time(NULL), __ATOMIC_RELAXED);
 	__atomic_store_n(&cnt->last_publish_us, us, __ATOMIC_RELAXED);
@@ -371,6 +392,7 @@ static int fc_agent_run(const struct fc_ctx *global, const struct fc_cmd *cmd, i
 	struct sockaddr_storage metrics_sa;
 	struct fc_err err;
 	double weight = 0;
+	bool pg = fc_store_is_postgres(ctx->db_path);
 
 	while ((c = fc_cmd_getopt(cmd, argc, argv)) != -1) {
 		if (c == 'q')
@@ -401,7 +423,7 @@ static int fc_agent_run(const struct fc_ctx *global, const struct fc_cmd *cmd, i
 	}
 	fc_store_close(watch);
 	watch = NULL;
-	lock = fc_agent_lock(ctx->db_path, &err);
+	lock = fc_agent_lock(ctx, &err);
 	if (lock < 0) {
 		fc_warn("agent: %s", err.msg);
 		return FC_EXIT_FAILURE;
@@ -409,8 +431,8 @@ static int fc_agent_run(const struct fc_ctx *global, const struct fc_cmd *cmd, i
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGHUP, &sa, NULL);
-	ino = fc_agent_watch(ctx->db_path, &err);
-	if (ino < 0)
+	ino = pg ? -1 : fc_agent_watch(ctx->db_path, &err);
+	if (!pg && ino < 0)
 		fc_agent_log("%s", err.msg);
 
 	ctx->store_must_exist = true;
@@ -423,16 +445,9 @@ static int fc_agent_run(const struct fc_ctx *global, const struct fc_cmd *cmd, i
 		}
 		fc_agent_log("serving Prometheus metrics at http://%s/metrics", metrics_at);
 	}
-	next_expiry = fc_agent_publish(ctx, quiet, "start", &cnt, &err);
-	if (next_expiry < 0) {
-		fc_warn("agent: %s", err.msg);
-		fc_metrics_stop(metrics);
-		close(lock);
-		return FC_EXIT_FAILURE;
-	}
-	/* A connection of our own, only to read data_version: it changes when
-	 * another connection commits. */
-	if (fc_store_open(ctx->db_path, &watch, &err) < 0 || fc_store_data_version(watch, &version, &err) < 0) {
+	/* Watch first, publish second: a change committed in between is seen. */
+	if (fc_agent_rewatch(ctx, &watch, &version, &err) < 0 ||
+	    (next_expiry = fc_agent_publish(ctx, quiet, "start", &cnt, &err)) < 0) {
 		fc_warn("agent: %s", err.msg);
 		fc_store_close(watch);
 		fc_metrics_stop(metrics);
@@ -445,7 +460,7 @@ static int fc_agent_run(const struct fc_ctx *global, const struct fc_cmd *cmd, i
 		     ctx->shm_path);
 
 	while (!fc_agent_stop) {
-		struct pollfd pfd = { .fd = ino, .events = POLLIN };
+		struct pollfd pfd = { .fd = watch && pg ? fc_store_watch_fd(watch) : ino, .events = POLLIN };
 		int64_t now = (int64_t)time(NULL);
 		const char *why = NULL;
 
@@ -453,7 +468,7 @@ static int fc_agent_run(const struct fc_ctx *global, const struct fc_cmd *cmd, i
 				   esc.npol && esc.ring ? FC_ESC_TICK_MS : FC_AGENT_FALLBACK_MS;
 		if (!failing && next_expiry && (next_expiry - now) * 1000 < timeout)
 			timeout = next_expiry > now ? (int)(next_expiry - now) * 1000 : 0;
-		ready = poll(&pfd, ino >= 0 ? 1 : 0, timeout);
+		ready = poll(&pfd, pfd.fd >= 0 ? 1 : 0, timeout);
 		if (ready < 0 && errno != EINTR)
 			break;
 		fc_agent_drain(ino);
@@ -471,15 +486,19 @@ static int fc_agent_run(const struct fc_ctx *global, const struct fc_cmd *cmd, i
 			why = "retry";
 		} else if (next_expiry && (int64_t)time(NULL) >= next_expiry) {
 			why = "ban expiry";
-		} else if (fc_store_data_version(watch, &v, &err) == 0 && v != version) {
+		} else if (fc_store_data_version(watch, &v, &err) < 0) {
+			fc_store_close(watch); /* lost (PostgreSQL restarting): reconnect below */
+			watch = NULL;
+			why = "watch lost";
+		} else if (v != version) {
 			version = v;
 			why = "store changed";
 			rechecks = 0;
 		}
 		if (!why)
 			continue;
-		v = fc_agent_publish(ctx, quiet, why, &cnt, &err);
-		if (v < 0) {
+		if ((!watch && fc_agent_rewatch(ctx, &watch, &version, &err) < 0) ||
+		    (v = fc_agent_publish(ctx, quiet, why, &cnt, &err)) < 0) {
 			if (!failing)
 				fc_agent_log("cannot publish, keeping what is enforced: %s (retrying)", err.msg);
 			failing = true;
@@ -515,11 +534,13 @@ const struct fc_cmd fc_cmd_agent = {
 	.min_args = 0,
 	.max_args = 0,
 	.summary = "Keep XDP/TC and nginx equal to the store, whoever changes it (foreground).",
-	.details = "Publishes at start, then whenever the store changes (inotify, then SQLite's\n"
-		   "data_version), when a ban expires (and drops it from the store), and on SIGHUP.\n"
-		   "If the store can not be read, what was published stays enforced and the agent retries\n"
-		   "with backoff. SIGTERM stops it and leaves the kernel and the shm as they are. One agent\n"
-		   "per store (a lock file beside it). For systemd: Type=notify, see\n"
+	.details = "Publishes at start, then whenever the store changes (SQLite: inotify, then\n"
+		   "data_version; PostgreSQL: LISTEN/NOTIFY), when a ban expires (and drops it from the\n"
+		   "store), and on SIGHUP. If the store can not be read or reached, what was published\n"
+		   "stays enforced and the agent retries with backoff. SIGTERM stops it and leaves the\n"
+		   "kernel and the shm as they are. One agent per store file, or per --shm with\n"
+		   "PostgreSQL (a lock file beside it). A fleet: every node runs an agent with\n"
+		   "--db postgresql://... --node NAME [--weight W]. For systemd: Type=notify, see\n"
 		   "tools/freqctl-agent.service.",
 	.opts = fc_agent_opts,
 	.run = fc_agent_run,
