@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: BSD-2-Clause
-/* The SQLite store: round trips, expiry, refusals, reopening, corruption. */
+/* The store: round trips, expiry, refusals, reopening, corruption. On SQLite
+ * always; also on PostgreSQL when FC_TEST_PG_DSN names a scratch database
+ * (tests/integration/test_fleet.sh starts a cluster and sets it). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -9,15 +11,53 @@
 #include <unistd.h>
 #include <cmocka.h>
 #include <sqlite3.h>
+#include <libpq-fe.h>
 #include <stdint.h>
 
 #include "fc_store.h"
 
 struct fc_t {
 	char dir[64];
-	char path[96];
+	char path[512];
+	bool pg;
 	struct fc_store *st;
 };
+
+/* Writes behind the store's back, as an operator with a SQL shell would. */
+static void fc_raw_sql(struct fc_t *t, const char *sqlite_sql, const char *pg_sql)
+{
+	if (t->pg) {
+		PGconn *c = PQconnectdb(t->path);
+		PGresult *r = PQexec(c, pg_sql);
+
+		if (PQresultStatus(r) != PGRES_COMMAND_OK)
+			fail_msg("%s: %s", pg_sql, PQerrorMessage(c));
+		PQclear(r);
+		PQfinish(c);
+	} else {
+		sqlite3 *db;
+
+		assert_int_equal(sqlite3_open(t->path, &db), SQLITE_OK);
+		assert_int_equal(sqlite3_exec(db, sqlite_sql, NULL, NULL, NULL), SQLITE_OK);
+		sqlite3_close(db);
+	}
+}
+
+/* A scratch PostgreSQL store: the database emptied, then opened (which makes the schema). */
+static int fc_setup_pg(void **state)
+{
+	struct fc_t *t = calloc(1, sizeof(*t));
+	struct fc_err err;
+
+	assert_non_null(t);
+	t->pg = true;
+	snprintf(t->path, sizeof(t->path), "%s", getenv("FC_TEST_PG_DSN"));
+	fc_raw_sql(t, NULL, "SET client_min_messages = warning; DROP SCHEMA public CASCADE; CREATE SCHEMA public");
+	if (fc_store_open(t->path, &t->st, &err) < 0)
+		fail_msg("%s", err.msg);
+	*state = t;
+	return 0;
+}
 
 static int fc_setup(void **state)
 {
@@ -41,8 +81,10 @@ static int fc_teardown(void **state)
 	char cmd[128];
 
 	fc_store_close(t->st);
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", t->dir);
-	assert_int_equal(system(cmd), 0);
+	if (!t->pg) {
+		snprintf(cmd, sizeof(cmd), "rm -rf '%s'", t->dir);
+		assert_int_equal(system(cmd), 0);
+	}
 	free(t);
 	return 0;
 }
@@ -208,14 +250,11 @@ static void test_corrupt_row(void **state)
 	struct fc_t *t = *state;
 	struct fc_ban_row *rows;
 	struct fc_err err;
-	sqlite3 *db;
 	size_t n;
-	char want[256];
+	char want[768];
 
-	assert_int_equal(sqlite3_open(t->path, &db), SQLITE_OK);
-	assert_int_equal(sqlite3_exec(db, "INSERT INTO bans (family, addr, len, created) VALUES (4, x'0102', 32, 0)", NULL, NULL, NULL),
-			 SQLITE_OK);
-	sqlite3_close(db);
+	fc_raw_sql(t, "INSERT INTO bans (family, addr, len, created) VALUES (4, x'0102', 32, 0)",
+		   "INSERT INTO bans (family, addr, len, created) VALUES (4, '\\x0102', 32, 0)");
 	assert_int_equal(fc_store_ban_list(t->st, 0, &rows, &n, &err), -1);
 	snprintf(want, sizeof(want), "store %s: corrupt ban row (family 4, 2 address bytes, length 32)", t->path);
 	assert_string_equal(err.msg, want);
@@ -226,14 +265,12 @@ static void test_newer_schema_refused(void **state)
 	struct fc_t *t = *state;
 	struct fc_store *st;
 	struct fc_err err;
-	sqlite3 *db;
-	char want[256];
+	char want[768];
 
-	assert_int_equal(sqlite3_open(t->path, &db), SQLITE_OK);
-	assert_int_equal(sqlite3_exec(db, "PRAGMA user_version = 99", NULL, NULL, NULL), SQLITE_OK);
-	sqlite3_close(db);
+	fc_raw_sql(t, "PRAGMA user_version = 99", "UPDATE meta SET value = 99 WHERE key = 'schema'");
 	assert_int_equal(fc_store_open(t->path, &st, &err), -1);
-	snprintf(want, sizeof(want), "store %s: schema version 99 is newer than this freqctl knows (5)", t->path);
+	snprintf(want, sizeof(want), "store %s: schema version 99 is newer than this freqctl knows (%d)", t->path,
+		 t->pg ? 1 : 5);
 	assert_string_equal(err.msg, want);
 }
 
@@ -337,14 +374,11 @@ static void test_policy_corrupt(void **state)
 	struct fc_policy_spec a = fc_spec(7, "ip=198.18.0.7", "10/s");
 	struct fc_policy_row r, *rows;
 	struct fc_err err;
-	sqlite3 *db;
 	size_t n;
-	char want[256];
+	char want[768];
 
 	fc_policy_put_ok(t->st, &a, &r);
-	assert_int_equal(sqlite3_open(t->path, &db), SQLITE_OK);
-	assert_int_equal(sqlite3_exec(db, "UPDATE policies SET rates = '10/x'", NULL, NULL, NULL), SQLITE_OK);
-	sqlite3_close(db);
+	fc_raw_sql(t, "UPDATE policies SET rates = '10/x'", "UPDATE policies SET rates = '10/x'");
 	assert_int_equal(fc_store_policy_list(t->st, &rows, &n, &err), -1);
 	snprintf(want, sizeof(want), "store %s: policy 7: rate \"10/x\": unit must be one of s, m, h, d", t->path);
 	assert_string_equal(err.msg, want);
@@ -382,6 +416,60 @@ static void test_migrate_v1(void **state)
 	test_policies(state);
 }
 
+static void test_nodes(void **state)
+{
+	struct fc_t *t = *state;
+	struct fc_node n = { .name = "edge-a", .weight = 0.25 }, *rows;
+	struct fc_err err;
+	double w;
+	size_t cnt;
+
+	assert_int_equal(fc_store_node_weight(t->st, "edge-a", &w, &err), 0);
+	assert_true(w == 1.0); /* no row: the whole rate */
+	assert_int_equal(fc_store_node_put(t->st, &n, &err), 0);
+	n.weight = 0.75;
+	snprintf(n.name, sizeof(n.name), "edge-b");
+	assert_int_equal(fc_store_node_put(t->st, &n, &err), 0);
+	assert_int_equal(fc_store_node_weight(t->st, "edge-a", &w, &err), 0);
+	assert_true(w == 0.25);
+	assert_int_equal(fc_store_node_list(t->st, &rows, &cnt, &err), 0);
+	assert_int_equal(cnt, 2);
+	assert_string_equal(rows[1].name, "edge-b");
+	assert_true(rows[1].weight == 0.75);
+	free(rows);
+	n.weight = 1.5;
+	assert_int_equal(fc_store_node_put(t->st, &n, &err), -1); /* the schema's CHECK */
+	assert_int_equal(fc_store_nodes_clear(t->st, &err), 0);
+	assert_int_equal(fc_store_node_list(t->st, &rows, &cnt, &err), 0);
+	assert_int_equal(cnt, 0);
+	free(rows);
+}
+
+/* Another connection's commit changes the version the agent watches. */
+static void test_version(void **state)
+{
+	struct fc_t *t = *state;
+	struct fc_store *other;
+	struct fc_err err;
+	int64_t v0, v = 0;
+	int i;
+
+	assert_int_equal(fc_store_data_version(t->st, &v0, &err), 0);
+	if (fc_store_open(t->path, &other, &err) < 0)
+		fail_msg("%s", err.msg);
+	fc_put(other, "198.18.0.1", 0, 0);
+	fc_store_close(other);
+	/* PostgreSQL's NOTIFY arrives a moment after the commit. */
+	for (i = 0; i < 200; i++) {
+		assert_int_equal(fc_store_data_version(t->st, &v, &err), 0);
+		if (v != v0)
+			break;
+		usleep(5000);
+	}
+	assert_true(v != v0);
+	assert_true(t->pg ? fc_store_watch_fd(t->st) >= 0 : fc_store_watch_fd(t->st) == -1);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -396,7 +484,25 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_policies, fc_setup, fc_teardown),
 		cmocka_unit_test_setup_teardown(test_policy_corrupt, fc_setup, fc_teardown),
 		cmocka_unit_test_setup_teardown(test_migrate_v1, fc_setup, fc_teardown),
+		cmocka_unit_test_setup_teardown(test_nodes, fc_setup, fc_teardown),
+		cmocka_unit_test_setup_teardown(test_version, fc_setup, fc_teardown),
 	};
 
+	const struct CMUnitTest pg_tests[] = {
+		cmocka_unit_test_setup_teardown(test_round_trip, fc_setup_pg, fc_teardown),
+		cmocka_unit_test_setup_teardown(test_replace_and_delete, fc_setup_pg, fc_teardown),
+		cmocka_unit_test_setup_teardown(test_expiry, fc_setup_pg, fc_teardown),
+		cmocka_unit_test_setup_teardown(test_counts, fc_setup_pg, fc_teardown),
+		cmocka_unit_test_setup_teardown(test_rollback_and_reopen, fc_setup_pg, fc_teardown),
+		cmocka_unit_test_setup_teardown(test_corrupt_row, fc_setup_pg, fc_teardown),
+		cmocka_unit_test_setup_teardown(test_newer_schema_refused, fc_setup_pg, fc_teardown),
+		cmocka_unit_test_setup_teardown(test_policies, fc_setup_pg, fc_teardown),
+		cmocka_unit_test_setup_teardown(test_policy_corrupt, fc_setup_pg, fc_teardown),
+		cmocka_unit_test_setup_teardown(test_nodes, fc_setup_pg, fc_teardown),
+		cmocka_unit_test_setup_teardown(test_version, fc_setup_pg, fc_teardown),
+	};
+
+	if (getenv("FC_TEST_PG_DSN"))
+		return cmocka_run_group_tests_name("store (PostgreSQL)", pg_tests, NULL, NULL);
 	return cmocka_run_group_tests_name("store (SQLite)", tests, NULL, NULL);
 }

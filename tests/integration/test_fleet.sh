@@ -1,0 +1,138 @@
+#!/usr/bin/env bash
+# A fleet on PostgreSQL: a cluster of the test's own, two nodes (each a
+# network namespace behind a veth with freqctl attached, its own pin dir,
+# shm and agent; weights 0.25 and 0.75) and an operator's freqctl elsewhere.
+# Each node enforces its share of a policy, with real packets; a change
+# reaches both within 100 ms; stopping PostgreSQL loses no enforcement and
+# the agents recover when it returns. Also runs the store's unit tests
+# against this cluster. Everything started here is stopped by its pid.
+set -u
+cd "$(dirname "$0")/../.."
+FC_BIN=${FC_BIN:-build/freqctl}
+tag=$$
+dir=/tmp/fc-fleet-$tag
+passed=0 failed=0 skipped=0
+apid_a= apid_b=
+# shellcheck source=tests/integration/pg.sh
+. tests/integration/pg.sh
+
+finish() {
+	local p
+	for p in $apid_a $apid_b; do kill -TERM "$p" 2>/dev/null && wait "$p" 2>/dev/null; done
+	for n in a b; do
+		ip netns del "fc-fleet-$n-$tag" 2>/dev/null
+		ip link del "fcf$n$tag" 2>/dev/null
+		rm -rf "/sys/fs/bpf/fc-fleet-$n-$tag"
+	done
+	rm -rf "/sys/fs/bpf/fc-fleet-op-$tag"
+	pg_cleanup
+	rm -rf "$dir"
+	echo "$passed passed, $failed failed, $skipped skipped"
+}
+trap finish EXIT
+trap 'exit 1' INT TERM
+check() {
+	local what=$1
+	shift
+	if "$@"; then passed=$((passed + 1)); echo "ok - $what"; else failed=$((failed + 1)); echo "not ok - $what"; return 1; fi
+}
+skip_all() { echo "SKIPPED: $1"; skipped=1; exit 0; }
+
+why=$(pg_missing)
+[ -z "$why" ] || skip_all "$why"
+command -v ping >/dev/null || skip_all "ping not installed (Debian iputils-ping)"
+mkdir -p "$dir"
+pg_start "$dir/pg" || { cat "$dir/pg/initdb.log" "$dir/pg/log" 2>/dev/null; skip_all "could not start PostgreSQL"; }
+
+# The store's own tests, on a scratch database of this cluster.
+pg_sql postgres "CREATE DATABASE fcunit"
+FC_TEST_PG_DSN="postgresql:///fcunit?host=$pg_dir/sock&port=$pg_port&user=postgres" build/tests/test_store >"$dir/unit.log" 2>&1
+check "store unit tests pass on PostgreSQL" grep -q '^\[  PASSED  \] 1[0-9] test(s)' "$dir/unit.log" || cat "$dir/unit.log"
+
+# node N: namespace fc-fleet-N, root side fcfN (198.18.K.1), sender 198.18.K.2.
+node_up() { # node_up N K
+	local ns=fc-fleet-$1-$tag host=fcf$1$tag peer=fcq$1$tag
+	ip netns add "$ns" &&
+		ip link add "$host" type veth peer name "$peer" netns "$ns" &&
+		ip addr add "198.18.$2.1/24" dev "$host" && ip link set "$host" up &&
+		ip -n "$ns" addr add "198.18.$2.2/24" dev "$peer" && ip -n "$ns" link set "$peer" up &&
+		ip -n "$ns" neigh replace "198.18.$2.1" lladdr "$(cat /sys/class/net/"$host"/address)" dev "$peer" nud permanent &&
+		ip neigh replace "198.18.$2.2" lladdr "$(ip netns exec "$ns" cat /sys/class/net/"$peer"/address)" dev "$host" nud permanent
+}
+fcn() { # fcn N ARGS...: freqctl as node N
+	local n=$1
+	shift
+	"$FC_BIN" --db "$pg_dsn" --node "$n" --pin-dir "/sys/fs/bpf/fc-fleet-$n-$tag" --shm "$dir/$n.shm" "$@"
+}
+# The operator works from elsewhere: its own scratch pin dir and shm.
+op() { "$FC_BIN" --db "$pg_dsn" --pin-dir "/sys/fs/bpf/fc-fleet-op-$tag" --shm "$dir/op.shm" "$@" >/dev/null; }
+in_map() { bpftool map lookup pinned "/sys/fs/bpf/fc-fleet-$1-$tag/fc_exact4" key 198 18 "$2" "$3" >/dev/null 2>&1; }
+not_in_map() { ! in_map "$@"; }
+# limit_is N SLOT L: node N's first tier of the policy in SLOT is L.
+limit_is() { [ "$(bpftool -j map lookup pinned "/sys/fs/bpf/fc-fleet-$1-$tag/fc_policies" key "$2" 0 0 0 | jq '.formatted.value.tier[0].limit')" = "$3" ]; }
+within_100ms() {
+	local i
+	for i in $(seq 20); do "$@" && return 0; sleep 0.005; done
+	return 1
+}
+both() { local f=$1; shift; "$f" a "$@" && "$f" b "$@"; } # both CHECK ARGS: true on both nodes
+logged() { grep -q "$2" "$dir/$1.log"; }
+wait_logged() { # wait_logged N TEXT SECONDS
+	local i
+	for i in $(seq $(($3 * 10))); do logged "$1" "$2" && return 0; sleep 0.1; done
+	return 1
+}
+# Sends COUNT pings from node N's namespace; prints the replies.
+pings() { ip netns exec "fc-fleet-$1-$tag" ping -n -q -c "$2" -i 0.002 -W 1 "198.18.$3.1" 2>/dev/null | sed -n 's/.* \([0-9]*\) received.*/\1/p'; }
+passed_by() { fcn "$1" stats --json | jq ".policies[] | select(.id == $2) | .passed.packets"; }
+
+node_up a 1 && node_up b 2 || skip_all "could not make the namespaces"
+check "node a attaches" fcn a attach "fcfa$tag" >/dev/null
+check "node b attaches" fcn b attach "fcfb$tag" >/dev/null
+# Not through fcn: $! must be the agent's own pid.
+"$FC_BIN" --db "$pg_dsn" --node a --pin-dir "/sys/fs/bpf/fc-fleet-a-$tag" --shm "$dir/a.shm" agent --weight 0.25 \
+	>"$dir/a.log" 2>&1 &
+apid_a=$!
+"$FC_BIN" --db "$pg_dsn" --node b --pin-dir "/sys/fs/bpf/fc-fleet-b-$tag" --shm "$dir/b.shm" agent --weight 0.75 \
+	>"$dir/b.log" 2>&1 &
+apid_b=$!
+check "both agents start on the PostgreSQL store" both wait_logged 'watching store' 10 || cat "$dir/a.log" "$dir/b.log"
+check "a second agent for the same shm is refused, saying which" \
+	sh -c "! '$FC_BIN' --db '$pg_dsn' --pin-dir /sys/fs/bpf/fc-fleet-a-$tag --shm '$dir/a.shm' agent 2>'$dir/err' && grep -q 'another agent (pid $apid_a) already runs on shm' '$dir/err'" || cat "$dir/err"
+
+# Fixed windows are aligned to the minute: stay inside one.
+while [ $((60 - $(date +%s) % 60)) -lt 15 ]; do sleep 0.2; done
+op policy add 6 --match ip=198.18.0.0/15 --algo window --rate 400/m
+check "a policy reaches both nodes within 100 ms, scaled: 400/m -> 100/m on a (0.25)" within_100ms limit_is a 1 100
+check "... and 300/m on b (0.75)" within_100ms limit_is b 1 300
+replies_a=$(pings a 200 1)
+replies_b=$(pings b 400 2)
+check "node a enforces its share: 100 of 200 packets pass (replies $replies_a)" [ "$(passed_by a 6)" = 100 ]
+check "node b enforces its share: 300 of 400 packets pass (replies $replies_b)" [ "$(passed_by b 6)" = 300 ]
+
+op ban add 198.18.1.2
+check "a ban reaches both nodes' XDP maps within 100 ms" within_100ms both in_map 1 2
+check "... and a's sender is dropped at XDP" [ "$(pings a 5 1)" = 0 ]
+
+pg_ctl_stop
+check "PostgreSQL stopped: both agents say so and keep what is enforced" both wait_logged 'cannot publish, keeping' 5
+check "... the ban still drops a's sender" [ "$(pings a 5 1)" = 0 ]
+check "... the limits stay: b's sender is still over its 300/m" [ "$(pings b 5 2)" = 0 ]
+check "... the CLI reports the outage and exits 1" sh -c "'$FC_BIN' --db '$pg_dsn' --pin-dir /sys/fs/bpf/fc-fleet-op-$tag --shm '$dir/op.shm' ban add 198.18.2.9 2>'$dir/err'; [ \$? = 1 ] && grep -q 'cannot connect' '$dir/err'"
+
+pg_ctl_start
+check "PostgreSQL back: both agents recover" both wait_logged 'store readable again' 40
+op ban del 198.18.1.2
+check "after recovery a change reaches both nodes within 100 ms" within_100ms both not_in_map 1 2
+op node set b 0.5
+check "a weight change republishes that node: 200/m on b" within_100ms limit_is b 1 200
+check "... and leaves a at 100/m" limit_is a 1 100
+
+kill -TERM "$apid_a" "$apid_b"
+wait "$apid_a"
+rc_a=$?
+wait "$apid_b"
+rc_b=$?
+apid_a= apid_b=
+check "SIGTERM: both agents exit cleanly" [ "$rc_a$rc_b" = 00 ] || echo "exit $rc_a $rc_b"
+exit 0
