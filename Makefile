@@ -67,7 +67,7 @@ $(B)/asan/%.o: %.c | $(SKELS)
 $(B)/tests/test_l7: $(ASAN_OBJS)
 	$(CC) $(CFLAGS) $(ASAN) $^ -o $@ $(LDLIBS) -lcmocka
 
-$(B)/fc_agent_bench: $(B)/tools/fc_agent_bench.o $(B)/ngx_bridge/fc_l7.o
+$(B)/fc_agent_bench: $(B)/tools/fc_agent_bench.o $(B)/ngx_bridge/fc_l7.o $(LIB_OBJS)
 	$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS)
 
 $(B)/fc_l7_bench: $(B)/tools/fc_l7_bench.o $(B)/ngx_bridge/fc_l7.o $(LIB_OBJS)

@@ -6,9 +6,11 @@
  *
  *   fc_agent_bench DB PIN_DIR SHM N
  *
- * An agent must be running on DB, PIN_DIR and SHM (tools/bench_agent.sh).
- * Each change bans a new address with a SQL insert, as a console or a script
- * would; the next one waits until this one is seen (or 1 s).
+ * DB is a SQLite path or a postgresql:// DSN. An agent must be running on
+ * DB, PIN_DIR and SHM (tools/bench_agent.sh). Each change bans a new address
+ * in its own transaction through the store (as another freqctl, a console or
+ * a script would), without publishing it; the next one waits until this one
+ * is seen (or 1 s).
  */
 #include <fcntl.h>
 #include <stdio.h>
@@ -19,9 +21,8 @@
 #include <time.h>
 #include <unistd.h>
 #include <bpf/bpf.h>
-#include <sqlite3.h>
-
 #include "fc_l7.h"
+#include "fc_store.h"
 
 static double fc_now_ms(void)
 {
@@ -48,11 +49,12 @@ int main(int argc, char **argv)
 {
 	struct fc_l7_alloc a = { fc_alloc, NULL };
 	double *xdp, *ngx, t0, t;
-	char map[512], sql[256];
+	char map[512];
 	struct fc_l7_index ix;
 	struct fc_l7_result res;
 	struct stat sb;
-	sqlite3 *db;
+	struct fc_store *st;
+	struct fc_err err;
 	void *base;
 	int n, i, fd, mfd;
 
@@ -63,8 +65,12 @@ int main(int argc, char **argv)
 	snprintf(map, sizeof(map), "%s/fc_exact4", argv[2]);
 	mfd = bpf_obj_get(map);
 	fd = open(argv[3], O_RDWR);
-	if (mfd < 0 || fd < 0 || fstat(fd, &sb) < 0 || sqlite3_open(argv[1], &db) != SQLITE_OK) {
-		fprintf(stderr, "fc_agent_bench: cannot open the map, the shm or the store\n");
+	if (mfd < 0 || fd < 0 || fstat(fd, &sb) < 0) {
+		fprintf(stderr, "fc_agent_bench: cannot open %s or %s\n", map, argv[3]);
+		return 1;
+	}
+	if (fc_store_open_ex(argv[1], false, &st, &err) < 0) {
+		fprintf(stderr, "fc_agent_bench: %s\n", err.msg);
 		return 1;
 	}
 	base = mmap(NULL, (size_t)sb.st_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
@@ -72,20 +78,18 @@ int main(int argc, char **argv)
 		fprintf(stderr, "fc_agent_bench: cannot read the shm\n");
 		return 1;
 	}
-	sqlite3_busy_timeout(db, 5000);
 	xdp = calloc((size_t)n, sizeof(*xdp));
 	ngx = calloc((size_t)n, sizeof(*ngx));
 	for (i = 0; i < n; i++) {
 		struct fc_l7_req rq = { .family = 4, .addr = { 198, 19, (uint8_t)(i >> 8), (uint8_t)i } };
+		struct fc_ban_row ban = { .p = { .family = 4, .len = 32 }, .created = 1 };
 		struct { __u64 e; __u32 f, p; } val;
 		bool in_map = false, in_shm = false;
 
-		snprintf(sql, sizeof(sql),
-			 "INSERT INTO bans (family, addr, len, created) VALUES (4, x'c613%02x%02x', 32, 1)", (i >> 8) & 255,
-			 i & 255);
+		memcpy(ban.p.a, rq.addr, 4);
 		t0 = fc_now_ms();
-		if (sqlite3_exec(db, sql, NULL, NULL, NULL) != SQLITE_OK) {
-			fprintf(stderr, "fc_agent_bench: %s\n", sqlite3_errmsg(db));
+		if (fc_store_ban_put(st, &ban, &err) < 0) {
+			fprintf(stderr, "fc_agent_bench: %s\n", err.msg);
 			return 1;
 		}
 		do {
@@ -111,11 +115,13 @@ int main(int argc, char **argv)
 	}
 	qsort(xdp, (size_t)n, sizeof(*xdp), fc_cmp);
 	qsort(ngx, (size_t)n, sizeof(*ngx), fc_cmp);
-	printf("agent: a ban written to the store by another writer, until enforced (%d changes, ms):\n", n);
+	printf("agent, %s store: a ban written by another writer, until enforced (%d changes, ms):\n",
+	       fc_store_is_postgres(argv[1]) ? "PostgreSQL" : "SQLite", n);
 	printf("%-22s %8s %8s %8s %8s %8s\n", "", "min", "p50", "p90", "p99", "max");
 	printf("%-22s %8.1f %8.1f %8.1f %8.1f %8.1f  (target p99 <= 100)\n", "XDP (pinned map)", xdp[0], xdp[n / 2],
 	       xdp[n * 9 / 10], xdp[n * 99 / 100], xdp[n - 1]);
 	printf("%-22s %8.1f %8.1f %8.1f %8.1f %8.1f  (target p99 <= 100)\n", "nginx (shm ban table)", ngx[0],
 	       ngx[n / 2], ngx[n * 9 / 10], ngx[n * 99 / 100], ngx[n - 1]);
+	fc_store_close(st);
 	return 0;
 }
