@@ -176,7 +176,7 @@ struct fc_esc_key {
 struct fc_escalation {
 	void *base;
 	size_t size;
-	struct fc_shm_ring *ring;
+	const struct fc_shm_ring *ring;
 	uint64_t tail;
 	struct fc_esc_policy *pol;
 	size_t npol;

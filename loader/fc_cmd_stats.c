@@ -7,10 +7,8 @@
 #include <time.h>
 #include <sys/mman.h>
 
-#include "fc_cli.h"
-#include "fc_kern.h"
 #include "fc_shm_write.h"
-#include "fc_store.h"
+#include "fc_stats.h"
 
 /* The counters of struct fc_stats, in display order. */
 static const struct {
@@ -38,14 +36,6 @@ static json_t *fc_counter_json(const struct fc_counter *c)
 {
 	return json_pack("{s:I, s:I}", "packets", (json_int_t)c->packets, "bytes", (json_int_t)c->bytes);
 }
-
-/* One policy's counters: what passed it and what it dropped (for a log
- * policy, what it would have dropped). */
-struct fc_policy_stats {
-	const struct fc_policy_row *row;
-	struct fc_pstats ps; /* packets at XDP/TC; requests in nginx (no bytes) */
-	uint64_t delayed;    /* nginx, action delay */
-};
 
 enum fc_stats_format { FC_STATS_TEXT, FC_STATS_JSON, FC_STATS_PROMETHEUS };
 
@@ -160,22 +150,13 @@ static int fc_stats_print(const struct fc_stats *s, const struct fc_policy_stats
 	return FC_EXIT_OK;
 }
 
-/* Everything stats shows, read from the maps, the store and the shm. */
-struct fc_stats_all {
-	struct fc_stats s;
-	struct fc_policy_row *rows;
-	struct fc_policy_stats *ps;
-	size_t n;
-	struct fc_ban_counts bans;
-};
-
-static void fc_stats_free(struct fc_stats_all *a)
+void fc_stats_free(struct fc_stats_all *a)
 {
 	free(a->rows);
 	free(a->ps);
 }
 
-static int fc_stats_gather(const struct fc_ctx *ctx, struct fc_stats_all *a, struct fc_err *err)
+int fc_stats_gather(const struct fc_ctx *ctx, struct fc_stats_all *a, struct fc_err *err)
 {
 	const struct fc_shm_slot *slots;
 	struct fc_store *st = NULL;

@@ -341,9 +341,9 @@ const struct fc_shm_slot *fc_shm_slots(const char *path, void **base, size_t *si
 	return h ? (const struct fc_shm_slot *)((const char *)*base + h->slots_off) : NULL;
 }
 
-struct fc_shm_ring *fc_shm_ring_map(const char *path, void **base, size_t *size, struct fc_err *err)
+const struct fc_shm_ring *fc_shm_ring_map(const char *path, void **base, size_t *size, struct fc_err *err)
 {
-	struct fc_shm_header *h = fc_shm_map(path, true, base, size, err);
+	const struct fc_shm_header *h = fc_shm_map(path, false, base, size, err);
 
-	return h ? (struct fc_shm_ring *)((char *)*base + h->ring_off) : NULL;
+	return h ? (const struct fc_shm_ring *)((const char *)*base + h->ring_off) : NULL;
 }

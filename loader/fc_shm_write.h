@@ -35,7 +35,7 @@ int fc_shm_publish(const char *path, const char *group, struct fc_store *st, int
 /* Maps an existing shm file read-only for its stat slots; *size for munmap. */
 const struct fc_shm_slot *fc_shm_slots(const char *path, void **base, size_t *size, struct fc_err *err);
 
-/* Maps an existing shm file read-write for its offender ring (the agent). */
-struct fc_shm_ring *fc_shm_ring_map(const char *path, void **base, size_t *size, struct fc_err *err);
+/* Maps an existing shm file read-only for its offender ring (the agent, top). */
+const struct fc_shm_ring *fc_shm_ring_map(const char *path, void **base, size_t *size, struct fc_err *err);
 
 #endif /* FC_SHM_WRITE_H */

@@ -45,6 +45,9 @@ check() { # check DESCRIPTION COMMAND...
 
 fc() { "$FC_BIN" --db "$db" --pin-dir "$pin" --shm "$shm" "$@"; }
 
+# jq_true FILTER [FILE]: the JSON (FILE or stdin) satisfies FILTER.
+jq_true() { jq -e "$@" >/dev/null; }
+
 # Pings the root side from the namespace, COUNT at INTERVAL seconds; prints
 # how many replies came back.
 pings() { # pings 4|6 COUNT [INTERVAL]

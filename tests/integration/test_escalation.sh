@@ -54,10 +54,17 @@ apid=$!
 for _ in $(seq 50); do grep -q "watching store" "$d/agent.log" && break; sleep 0.1; done
 check "attach xdp" fcs attach "$host" --mode xdp
 
+fcs top --json -n 1 -d 1.5 >"$d/top.json" &
+tpid=$!
+sleep 0.2 # top has read the counters and the ring's head
 got="$(get) $(get) $(get) $(get)"
 check "1/m: one 200, then 429s ($got)" [ "$got" = "200 429 429 429" ]
 got=$(get)
 check "the 4th refusal is past --escalate 3/m ($got)" [ "$got" = 429 ]
+wait "$tpid"
+check "top shows policy 1's refusals in nginx" jq_true '.policies[0] | .id == 1 and .layer == "nginx" and .denied_per_s > 0' "$d/top.json"
+check "... and the refused client, from the offender ring" \
+	jq_true '.refused[0] | .address == "198.18.0.2" and .policy == 1 and .per_s > 2' "$d/top.json"
 for _ in $(seq 20); do grep -q "escalated: 198.18.0.2" "$d/agent.log" && break; sleep 0.05; done
 check "the agent banned the client" grep -q "escalated: 198.18.0.2 banned at XDP/TC" "$d/agent.log"
 before=$(counter dropped_exact)

@@ -34,6 +34,15 @@ for mode in xdp tc; do
 		grep -q '^freqctl_policy_total{policy=\"$id\",match=\"ip=\*\",layer=\"xdp\",outcome=\"dropped\"} 15\$'"
 	got=$(pings 6 20 0.02)
 	check "$mode: ip=* gives the IPv6 source its own bucket: 5 of 20 (got $got)" [ "$got" = 5 ]
+	(sleep 0.2 && pings 4 20 0.02 >/dev/null) &
+	top_json=$(fc top --json -n 1 -d 1)
+	wait $!
+	check "$mode: top ranks policy $id first, with its drops per second" \
+		jq_true ".policies[0].id == $id and .policies[0].denied_per_s >= 10" <<<"$top_json"
+	check "$mode: top shows both sources' ip=* buckets in use" \
+		jq_true '[.sources[] | select(.used > 0.5) | .address] | index("198.18.0.2") != null and index("2001:2::2") != null' <<<"$top_json"
+	check "$mode: top in a pipe prints plain tables" sh -c "'$FC_BIN' --db '$db' --pin-dir '$pin' --shm '$shm' top -n 1 -d 0.1 |
+		grep -q '^POLICY' && ! '$FC_BIN' --db '$db' --pin-dir '$pin' --shm '$shm' top -n 1 -d 0.1 | grep -q \$'\\033'"
 	check "$mode: policy set $id --action log" fc policy set $id --match 'ip=*' --rate 1/s --burst 5 --action log
 	got=$(pings 4 10 0.02)
 	check "$mode: log drops nothing: 10 of 10 (got $got)" [ "$got" = 10 ]
