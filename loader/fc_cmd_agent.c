@@ -28,6 +28,7 @@
 #include <time.h>
 #include <unistd.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <sys/inotify.h>
 #include <sys/socket.h>
 #include <sys/mman.h>
@@ -101,17 +102,12 @@ static void fc_agent_notify(const char *state)
 	close(fd);
 }
 
-/* One agent per store file, or per shm for a fleet's PostgreSQL store: a
- * lock file beside it, holding the agent's pid. */
-static int fc_agent_lock(const struct fc_ctx *ctx, struct fc_err *err)
+/* Takes the lock file path, which names the pid holding it. */
+static int fc_agent_lock_one(const char *path, const char *what, const char *name, struct fc_err *err)
 {
-	bool pg = fc_store_is_postgres(ctx->db_path);
-	const char *db = pg ? ctx->shm_path : ctx->db_path;
-	char path[PATH_MAX], pid[32] = "";
-	int fd;
+	char pid[32] = "";
+	int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
 
-	snprintf(path, sizeof(path), "%s.agent.lock", db);
-	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
 	if (fd < 0)
 		return fc_err_set(err, "lock %s: %s", path, strerror(errno));
 	if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
@@ -120,13 +116,57 @@ static int fc_agent_lock(const struct fc_ctx *ctx, struct fc_err *err)
 		pid[n > 0 ? n : 0] = '\0';
 		pid[strcspn(pid, "\n")] = '\0';
 		close(fd);
-		return fc_err_set(err, "another agent (pid %s) already runs on %s %s", *pid ? pid : "?",
-				  pg ? "shm" : "store", db);
+		return fc_err_set(err, "another agent (pid %s) already runs on %s %s", *pid ? pid : "?", what, name);
 	}
 	snprintf(pid, sizeof(pid), "%d\n", (int)getpid());
 	if (ftruncate(fd, 0) < 0 || write(fd, pid, strlen(pid)) < 0)
 		fc_warn("agent: writing %s: %s", path, strerror(errno));
 	return fd; /* held until exit */
+}
+
+/* One agent per store file (or per shm for a fleet's PostgreSQL store: a
+ * lock file beside it), and one per pin dir (bpffs holds no plain files: the
+ * lock is under FC_AGENT_RUN_DIR, named after the pin dir). */
+#define FC_AGENT_RUN_DIR "/run/freqctl"
+
+struct fc_agent_locks {
+	int fd[2];
+	char run_path[PATH_MAX]; /* removed at exit: /run is no place for litter */
+};
+
+static int fc_agent_lock(const struct fc_ctx *ctx, struct fc_agent_locks *l, struct fc_err *err)
+{
+	bool pg = fc_store_is_postgres(ctx->db_path);
+	const char *db = pg ? ctx->shm_path : ctx->db_path;
+	char *path = l->run_path, *p;
+	int *fd = l->fd, n;
+
+	snprintf(path, PATH_MAX, "%s.agent.lock", db);
+	fd[0] = fc_agent_lock_one(path, pg ? "shm" : "store", db, err);
+	if (fd[0] < 0)
+		return -1;
+	if (mkdir(FC_AGENT_RUN_DIR, 0755) < 0 && errno != EEXIST) {
+		fc_err_set(err, "lock dir %s: %s", FC_AGENT_RUN_DIR, strerror(errno));
+		goto fail;
+	}
+	n = snprintf(path, PATH_MAX, "%s/agent", FC_AGENT_RUN_DIR);
+	snprintf(path + n, PATH_MAX - (size_t)n, "%s.lock", ctx->pin_dir);
+	for (p = path + n; *p; p++)
+		if (*p == '/')
+			*p = '_';
+	fd[1] = fc_agent_lock_one(path, "pin dir", ctx->pin_dir, err);
+	if (fd[1] >= 0)
+		return 0;
+fail:
+	close(fd[0]);
+	return -1;
+}
+
+static void fc_agent_unlock(const struct fc_agent_locks *l)
+{
+	unlink(l->run_path);
+	close(l->fd[0]);
+	close(l->fd[1]);
 }
 
 /* Watches the store's directory: the database, its WAL and journal. */
@@ -383,7 +423,8 @@ static int fc_agent_run(const struct fc_ctx *global, const struct fc_cmd *cmd, i
 	struct sigaction sa = { .sa_handler = fc_agent_signal };
 	struct fc_store *watch = NULL;
 	int64_t next_expiry = 0, version = -1, v;
-	int lock, ino, timeout, backoff = 0, rechecks = 0, c, ready;
+	struct fc_agent_locks lock;
+	int ino, timeout, backoff = 0, rechecks = 0, c, ready;
 	bool quiet = false, failing = false;
 	struct fc_escalation esc = { 0 };
 	struct fc_agent_counters cnt = { 0 };
@@ -423,8 +464,7 @@ static int fc_agent_run(const struct fc_ctx *global, const struct fc_cmd *cmd, i
 	}
 	fc_store_close(watch);
 	watch = NULL;
-	lock = fc_agent_lock(ctx, &err);
-	if (lock < 0) {
+	if (fc_agent_lock(ctx, &lock, &err) < 0) {
 		fc_warn("agent: %s", err.msg);
 		return FC_EXIT_FAILURE;
 	}
@@ -440,7 +480,7 @@ static int fc_agent_run(const struct fc_ctx *global, const struct fc_cmd *cmd, i
 		metrics = fc_metrics_start(&metrics_sa, ctx, &cnt, &err);
 		if (!metrics) {
 			fc_warn("agent: --metrics %s: %s", metrics_at, err.msg);
-			close(lock);
+			fc_agent_unlock(&lock);
 			return FC_EXIT_FAILURE;
 		}
 		fc_agent_log("serving Prometheus metrics at http://%s/metrics", metrics_at);
@@ -451,7 +491,7 @@ static int fc_agent_run(const struct fc_ctx *global, const struct fc_cmd *cmd, i
 		fc_warn("agent: %s", err.msg);
 		fc_store_close(watch);
 		fc_metrics_stop(metrics);
-		close(lock);
+		fc_agent_unlock(&lock);
 		return FC_EXIT_FAILURE;
 	}
 	fc_esc_reload(&esc, ctx);
@@ -525,7 +565,7 @@ static int fc_agent_run(const struct fc_ctx *global, const struct fc_cmd *cmd, i
 	free(esc.keys);
 	if (ino >= 0)
 		close(ino);
-	close(lock);
+	fc_agent_unlock(&lock);
 	return FC_EXIT_OK;
 }
 

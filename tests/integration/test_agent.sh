@@ -51,6 +51,9 @@ for _ in $(seq 50); do logged "watching store" && break; sleep 0.1; done
 check "agent started" logged "watching store"
 check "a second agent is refused" sh -c "! '$FC_BIN' --db '$dir/store.db' --pin-dir '$pin' --shm '$dir/shm' agent 2>'$dir/err'"
 check "... saying which" grep -q "another agent (pid $apid) already runs on store" "$dir/err"
+check "a second agent on another store but the same pin dir is refused, saying which" \
+	sh -c "! '$FC_BIN' --db '$dir/second.db' --pin-dir '$pin' --shm '$dir/shm2' agent 2>'$dir/err' &&
+		grep -q 'another agent (pid $apid) already runs on pin dir $pin' '$dir/err'"
 
 elsewhere ban add 198.18.0.7
 check "a ban written elsewhere reaches the agent's maps within 100 ms" within_100ms in_map 0 7
@@ -92,5 +95,6 @@ wait "$apid"
 rc=$?
 apid=
 check "SIGTERM: clean exit" [ "$rc" = 0 ]
+check "SIGTERM: the pin dir's lock file is gone" [ ! -e "/run/freqctl/agent$(echo "$pin" | tr / _).lock" ]
 check "SIGTERM: the maps stay" in_map 0 8
 exit 0
