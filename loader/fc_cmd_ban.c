@@ -9,6 +9,7 @@
 
 #include "fc_cli.h"
 #include "fc_duration.h"
+#include "fc_change.h"
 #include "fc_publish.h"
 
 #define FC_IMPORT_MAX_ERRORS 20
@@ -29,134 +30,46 @@ static int64_t fc_opt_ttl(const struct fc_cmd *cmd, const char *arg)
 	return secs;
 }
 
-/* "uid=VALUE": an L7 ban on a user id; *uid points at VALUE. */
-static bool fc_ban_is_uid(const char *arg, const char **uid)
-{
-	if (strncmp(arg, "uid=", 4))
-		return false;
-	*uid = arg + 4;
-	return true;
-}
-
-static void fc_uid_check(const struct fc_cmd *cmd, const char *uid)
-{
-	const char *c;
-
-	if (!*uid || strlen(uid) > FC_SHM_MAX_VALUE)
-		fc_usage_error(cmd, "\"uid=%.64s\": expected 1 to %d characters", uid, FC_SHM_MAX_VALUE);
-	for (c = uid; *c; c++)
-		if (*c < 0x21 || *c > 0x7e || *c == ',')
-			fc_usage_error(cmd, "\"uid=%.64s\": printable characters only, no spaces or commas", uid);
-}
-
-static int fc_ban_add_uid(const struct fc_ctx *ctx, const char *uid, int64_t ttl)
-{
-	struct fc_uid_ban b = { .expires = 0 };
-	char dur[FC_DURATION_STRLEN];
-	struct fc_publish pub;
-	struct fc_err err;
-	bool existed;
-
-	snprintf(b.uid, sizeof(b.uid), "%s", uid);
-	if (fc_publish_begin(&pub, ctx, &err) < 0)
-		goto fail;
-	b.created = pub.now;
-	b.expires = ttl ? pub.now + ttl : 0;
-	if (fc_store_uid_ban_put(pub.st, &b, &existed, pub.now, &err) < 0) {
-		fc_publish_abort(&pub);
-		goto fail;
-	}
-	if (fc_publish_commit(&pub, &err) < 0)
-		goto fail;
-	fc_duration_format(ttl, dur);
-	printf("%s uid=%s%s%s\n", existed ? "re-banned" : "banned", uid, ttl ? " for " : " (no expiry)", ttl ? dur : "");
-	return FC_EXIT_OK;
-fail:
-	fc_warn("ban add uid=%s: %s", uid, err.msg);
-	return FC_EXIT_FAILURE;
-}
-
 static int fc_ban_add(const struct fc_ctx *ctx, const struct fc_cmd *cmd, int argc, char **argv)
 {
-	char text[FC_PREFIX_STRLEN], dur[FC_DURATION_STRLEN];
-	struct fc_ban_row row = {}, old;
-	struct fc_publish pub;
+	char text[FC_BAN_TEXT_LEN], dur[FC_DURATION_STRLEN];
 	struct fc_err err;
 	int64_t ttl = 0;
-	bool found;
-	int c;
-
-	const char *uid;
+	bool existed;
+	int c, rc;
 
 	while ((c = fc_cmd_getopt(cmd, argc, argv)) != -1)
 		if (c == FC_OPT_TTL)
 			ttl = fc_opt_ttl(cmd, optarg);
-	if (fc_ban_is_uid(argv[optind], &uid)) {
-		fc_uid_check(cmd, uid);
-		return fc_ban_add_uid(ctx, uid, ttl);
-	}
-	if (fc_prefix_parse(argv[optind], &row.p, &err) < 0)
+	rc = fc_change_ban_put(ctx, argv[optind], ttl, text, &existed, &err);
+	if (rc == FC_CHANGE_INVALID)
 		fc_usage_error(cmd, "%s", err.msg);
-	fc_prefix_format(&row.p, text);
-
-	if (fc_publish_begin(&pub, ctx, &err) < 0)
-		goto fail;
-	row.created = pub.now;
-	row.expires = ttl ? pub.now + ttl : 0;
-	if (fc_store_ban_get(pub.st, &row.p, pub.now, &old, &found, &err) < 0 ||
-	    fc_store_ban_put(pub.st, &row, &err) < 0) {
-		fc_publish_abort(&pub);
-		goto fail;
+	if (rc) {
+		fc_warn("ban add %s: %s", text, err.msg);
+		return FC_EXIT_FAILURE;
 	}
-	if (fc_publish_commit(&pub, &err) < 0)
-		goto fail;
 	fc_duration_format(ttl, dur);
-	printf("%s %s%s%s\n", found ? "re-banned" : "banned", text, ttl ? " for " : " (no expiry)", ttl ? dur : "");
+	printf("%s %s%s%s\n", existed ? "re-banned" : "banned", text, ttl ? " for " : " (no expiry)", ttl ? dur : "");
 	return FC_EXIT_OK;
-fail:
-	fc_warn("ban add %s: %s", text, err.msg);
-	return FC_EXIT_FAILURE;
 }
 
 static int fc_ban_del(const struct fc_ctx *ctx, const struct fc_cmd *cmd, int argc, char **argv)
 {
-	char text[FC_PREFIX_STRLEN];
-	struct fc_publish pub;
-	struct fc_prefix p;
+	char text[FC_BAN_TEXT_LEN];
 	struct fc_err err;
-	bool found;
-
-	const char *uid = NULL;
+	int rc;
 
 	while (fc_cmd_getopt(cmd, argc, argv) != -1)
 		;
-	if (fc_ban_is_uid(argv[optind], &uid)) {
-		fc_uid_check(cmd, uid);
-		snprintf(text, sizeof(text), "uid=%.47s", uid);
-	} else {
-		if (fc_prefix_parse(argv[optind], &p, &err) < 0)
-			fc_usage_error(cmd, "%s", err.msg);
-		fc_prefix_format(&p, text);
+	rc = fc_change_ban_del(ctx, argv[optind], text, &err);
+	if (rc == FC_CHANGE_INVALID)
+		fc_usage_error(cmd, "%s", err.msg);
+	if (rc) {
+		fc_warn("ban del %s: %s", text, err.msg);
+		return FC_EXIT_FAILURE;
 	}
-
-	if (fc_publish_begin(&pub, ctx, &err) < 0)
-		goto fail;
-	if ((uid ? fc_store_uid_ban_del(pub.st, uid, &found, &err) : fc_store_ban_del(pub.st, &p, &found, &err)) < 0) {
-		fc_publish_abort(&pub);
-		goto fail;
-	}
-	if (!found) {
-		fc_publish_abort(&pub);
-		fc_err_set(&err, "not banned (see 'freqctl ban list')");
-		goto fail;
-	}
-	if (fc_publish_commit(&pub, &err) < 0)
-		goto fail;
 	printf("unbanned %s\n", text);
 	return FC_EXIT_OK;
-fail:
-	fc_warn("ban del %s: %s", text, err.msg);
-	return FC_EXIT_FAILURE;
 }
 
 /* The parsed import file. */

@@ -20,6 +20,7 @@
 
 #include "fc_cli.h"
 #include "fc_duration.h"
+#include "fc_change.h"
 #include "fc_publish.h"
 
 #define FC_IO_VERSION    1
@@ -244,9 +245,8 @@ static void fc_import_ban(struct fc_import_set *s, size_t idx, json_t *o)
 	if (!strncmp(text, "uid=", 4)) {
 		struct fc_uid_ban *u = &s->ubans[s->nu];
 
-		if (!text[4] || strlen(text + 4) > FC_SHM_MAX_VALUE || strpbrk(text + 4, " ,\t"))
-			return fc_import_error(s, where, "\"%.64s\": expected uid=VALUE, 1 to %d printable characters",
-					       text, FC_SHM_MAX_VALUE);
+		if (fc_uid_check(text + 4, &err) < 0)
+			return fc_import_error(s, where, "%s", err.msg);
 		snprintf(u->uid, sizeof(u->uid), "%s", text + 4);
 		u->created = (int64_t)created;
 		u->expires = (int64_t)expires;

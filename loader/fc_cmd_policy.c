@@ -6,7 +6,7 @@
 
 #include "fc_cli.h"
 #include "fc_duration.h"
-#include "fc_publish.h"
+#include "fc_change.h"
 
 static const struct fc_opt fc_policy_opts[] = {
 	{ "match", 'm', required_argument, "EXPR",
@@ -128,34 +128,20 @@ static void fc_policy_describe(const struct fc_policy_spec *p, char *buf, size_t
 
 static int fc_policy_put(const struct fc_ctx *ctx, const struct fc_cmd *cmd, int argc, char **argv, bool replace)
 {
-	struct fc_policy_spec p;
-	struct fc_policy_row row, old;
-	struct fc_publish pub;
 	char desc[FC_MATCH_LEN + FC_TEXT_LEN + 64];
+	struct fc_policy_spec p;
+	struct fc_policy_row row;
 	struct fc_err err;
 	bool found;
 
 	fc_policy_args(cmd, argc, argv, &p);
-	if (fc_publish_begin(&pub, ctx, &err) < 0)
-		goto fail;
-	if (fc_store_policy_get(pub.st, p.id, &old, &found, &err) < 0)
-		goto abort;
-	if (found && !replace) {
-		fc_err_set(&err, "exists; use 'freqctl policy set' to replace it");
-		goto abort;
+	if (fc_change_policy_put(ctx, &p, replace, &found, &row, &err)) {
+		fc_warn("policy %u: %s", p.id, err.msg);
+		return FC_EXIT_FAILURE;
 	}
-	if (fc_store_policy_put(pub.st, &p, pub.now, &row, &err) < 0)
-		goto abort;
-	if (fc_publish_commit(&pub, &err) < 0)
-		goto fail;
 	fc_policy_describe(&p, desc, sizeof(desc));
 	printf("policy %u %s: %s\n", p.id, found ? "replaced" : "added", desc);
 	return FC_EXIT_OK;
-abort:
-	fc_publish_abort(&pub);
-fail:
-	fc_warn("policy %u: %s", p.id, err.msg);
-	return FC_EXIT_FAILURE;
 }
 
 static int fc_policy_add(const struct fc_ctx *ctx, const struct fc_cmd *cmd, int argc, char **argv)
@@ -170,33 +156,19 @@ static int fc_policy_set(const struct fc_ctx *ctx, const struct fc_cmd *cmd, int
 
 static int fc_policy_del(const struct fc_ctx *ctx, const struct fc_cmd *cmd, int argc, char **argv)
 {
-	struct fc_publish pub;
 	struct fc_err err;
 	uint32_t id;
-	bool found;
 
 	while (fc_cmd_getopt(cmd, argc, argv) != -1)
 		;
 	if (fc_policy_id_parse(argv[optind], &id, &err) < 0)
 		fc_usage_error(cmd, "%s", err.msg);
-	if (fc_publish_begin(&pub, ctx, &err) < 0)
-		goto fail;
-	if (fc_store_policy_del(pub.st, id, &found, &err) < 0) {
-		fc_publish_abort(&pub);
-		goto fail;
+	if (fc_change_policy_del(ctx, id, &err)) {
+		fc_warn("policy %u: %s", id, err.msg);
+		return FC_EXIT_FAILURE;
 	}
-	if (!found) {
-		fc_publish_abort(&pub);
-		fc_err_set(&err, "no such policy (see 'freqctl policy list')");
-		goto fail;
-	}
-	if (fc_publish_commit(&pub, &err) < 0)
-		goto fail;
 	printf("policy %u deleted\n", id);
 	return FC_EXIT_OK;
-fail:
-	fc_warn("policy %u: %s", id, err.msg);
-	return FC_EXIT_FAILURE;
 }
 
 static json_t *fc_policy_json(const struct fc_policy_row *r)

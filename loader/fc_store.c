@@ -395,8 +395,10 @@ static int fc_slot_alloc(struct fc_store *st, uint32_t *slot, struct fc_err *err
 		return -1;
 	if (!found && fc_query_int(st, FC_SQL_POL_NEXT_SLOT, FC_NO_ARGS, &v, &found, what, err) < 0)
 		return -1;
-	if (v > FC_MAX_POLICIES)
-		return fc_err_set(err, "all %d policy slots are in use", FC_MAX_POLICIES);
+	if (v > FC_MAX_POLICIES) {
+		fc_err_set(err, "all %d policy slots are in use", FC_MAX_POLICIES);
+		return FC_STORE_REFUSED;
+	}
 	*slot = (uint32_t)v;
 	return 0;
 }
@@ -414,10 +416,11 @@ int fc_store_policy_put(struct fc_store *st, const struct fc_policy_spec *p, int
 	if (fc_query_int(st, FC_SQL_POL_CONFLICT, FC_ARGS(FC_TEXT(match), FC_INT(p->id)), &v, &found,
 			 "checking policy matches", err) < 0)
 		return -1;
-	if (found)
-		return fc_err_set(err, "%s is already limited by policy %lld (one L4 policy per address, prefix "
-				       "or ip=*)",
-				  match, (long long)v);
+	if (found) {
+		fc_err_set(err, "%s is already limited by policy %lld (one L4 policy per address, prefix or ip=*)",
+			   match, (long long)v);
+		return FC_STORE_REFUSED;
+	}
 	if (fc_store_policy_get(st, p->id, &old, &have, err) < 0)
 		return -1;
 
@@ -433,8 +436,11 @@ int fc_store_policy_put(struct fc_store *st, const struct fc_policy_spec *p, int
 		fc_match_format(&old.spec, old_match);
 		if (strcmp(old_match, match))
 			out->epoch = 0; /* a new key: its bucket starts afresh */
-	} else if (fc_slot_alloc(st, &out->slot, err) < 0) {
-		return -1;
+	} else {
+		int rc = fc_slot_alloc(st, &out->slot, err);
+
+		if (rc < 0)
+			return rc;
 	}
 	if (!out->epoch) {
 		if (fc_query_int(st, FC_SQL_EPOCH_NEXT, FC_NO_ARGS, &v, &found, "allocating an epoch", err) < 0)

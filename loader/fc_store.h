@@ -67,8 +67,13 @@ int fc_store_policy_get(struct fc_store *st, uint32_t id, struct fc_policy_row *
 			struct fc_err *err);
 /* In id order. The caller frees *rows. */
 int fc_store_policy_list(struct fc_store *st, struct fc_policy_row **rows, size_t *n, struct fc_err *err);
+/* What a write returns when the input conflicts with what is stored (as
+ * opposed to -1, the database failing). */
+#define FC_STORE_REFUSED (-2)
+
 /* Creates or replaces policy p->id: keeps its slot, and its epoch unless the
- * match changes; refuses a match another policy has. *out is what was stored. */
+ * match changes; refuses (FC_STORE_REFUSED) a match another policy has, or a
+ * new policy when every slot is taken. *out is what was stored. */
 int fc_store_policy_put(struct fc_store *st, const struct fc_policy_spec *p, int64_t now,
 			struct fc_policy_row *out, struct fc_err *err);
 int fc_store_policy_del(struct fc_store *st, uint32_t id, bool *found, struct fc_err *err);

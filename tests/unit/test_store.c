@@ -343,7 +343,7 @@ static void test_policies(void **state)
 
 	/* One policy per match. */
 	b.id = 10;
-	assert_int_equal(fc_store_policy_put(t->st, &b, 100, &rc, &err), -1);
+	assert_int_equal(fc_store_policy_put(t->st, &b, 100, &rc, &err), FC_STORE_REFUSED);
 	assert_string_equal(err.msg, "ip=* is already limited by policy 9 (one L4 policy per address, prefix or ip=*)");
 
 	/* A freed slot is the next one given. */

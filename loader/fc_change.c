@@ -1,0 +1,136 @@
+// SPDX-License-Identifier: BSD-2-Clause
+#include <stdio.h>
+#include <string.h>
+
+#include "fc_change.h"
+#include "fc_publish.h"
+
+int fc_uid_check(const char *uid, struct fc_err *err)
+{
+	const char *c;
+
+	if (!*uid || strlen(uid) > FC_SHM_MAX_VALUE)
+		return fc_err_set(err, "\"uid=%.64s\": expected 1 to %d characters", uid, FC_SHM_MAX_VALUE);
+	for (c = uid; *c; c++)
+		if (*c < 0x21 || *c > 0x7e || *c == ',')
+			return fc_err_set(err, "\"uid=%.64s\": printable characters only, no spaces or commas", uid);
+	return 0;
+}
+
+int fc_change_policy_put(const struct fc_ctx *ctx, const struct fc_policy_spec *p, bool replace, bool *found,
+			 struct fc_policy_row *row, struct fc_err *err)
+{
+	struct fc_policy_row old;
+	struct fc_publish pub;
+	int rc;
+
+	if (fc_publish_begin(&pub, ctx, err) < 0)
+		return FC_CHANGE_RUNTIME;
+	if (fc_store_policy_get(pub.st, p->id, &old, found, err) < 0) {
+		fc_publish_abort(&pub);
+		return FC_CHANGE_RUNTIME;
+	}
+	if (*found && !replace) {
+		fc_publish_abort(&pub);
+		fc_err_set(err, "exists; use 'freqctl policy set' to replace it");
+		return FC_CHANGE_CONFLICT;
+	}
+	rc = fc_store_policy_put(pub.st, p, pub.now, row, err);
+	if (rc < 0) {
+		fc_publish_abort(&pub);
+		return rc == FC_STORE_REFUSED ? FC_CHANGE_CONFLICT : FC_CHANGE_RUNTIME;
+	}
+	return fc_publish_commit(&pub, err) < 0 ? FC_CHANGE_RUNTIME : 0;
+}
+
+int fc_change_policy_del(const struct fc_ctx *ctx, uint32_t id, struct fc_err *err)
+{
+	struct fc_publish pub;
+	bool found;
+
+	if (fc_publish_begin(&pub, ctx, err) < 0)
+		return FC_CHANGE_RUNTIME;
+	if (fc_store_policy_del(pub.st, id, &found, err) < 0) {
+		fc_publish_abort(&pub);
+		return FC_CHANGE_RUNTIME;
+	}
+	if (!found) {
+		fc_publish_abort(&pub);
+		fc_err_set(err, "no such policy (see 'freqctl policy list')");
+		return FC_CHANGE_CONFLICT;
+	}
+	return fc_publish_commit(&pub, err) < 0 ? FC_CHANGE_RUNTIME : 0;
+}
+
+/* Parses a ban's text: *uid set for uid=VALUE, else p. */
+static int fc_ban_text(const char *text, const char **uid, struct fc_prefix *p, char canon[FC_BAN_TEXT_LEN],
+		       struct fc_err *err)
+{
+	*uid = NULL;
+	if (!strncmp(text, "uid=", 4)) {
+		*uid = text + 4;
+		if (fc_uid_check(*uid, err) < 0)
+			return -1;
+		snprintf(canon, FC_BAN_TEXT_LEN, "%s", text);
+		return 0;
+	}
+	if (fc_prefix_parse(text, p, err) < 0)
+		return -1;
+	fc_prefix_format(p, canon);
+	return 0;
+}
+
+int fc_change_ban_put(const struct fc_ctx *ctx, const char *text, int64_t ttl, char canon[FC_BAN_TEXT_LEN],
+		      bool *existed, struct fc_err *err)
+{
+	struct fc_ban_row row = { .expires = 0 }, old;
+	struct fc_uid_ban ub = { .expires = 0 };
+	struct fc_publish pub;
+	const char *uid;
+	int rc;
+
+	snprintf(canon, FC_BAN_TEXT_LEN, "%.*s", FC_BAN_TEXT_LEN - 1, text);
+	if (fc_ban_text(text, &uid, &row.p, canon, err) < 0)
+		return FC_CHANGE_INVALID;
+	if (fc_publish_begin(&pub, ctx, err) < 0)
+		return FC_CHANGE_RUNTIME;
+	row.created = ub.created = pub.now;
+	row.expires = ub.expires = ttl ? pub.now + ttl : 0;
+	if (uid) {
+		snprintf(ub.uid, sizeof(ub.uid), "%s", uid);
+		rc = fc_store_uid_ban_put(pub.st, &ub, existed, pub.now, err);
+	} else {
+		rc = fc_store_ban_get(pub.st, &row.p, pub.now, &old, existed, err);
+		if (rc == 0)
+			rc = fc_store_ban_put(pub.st, &row, err);
+	}
+	if (rc < 0) {
+		fc_publish_abort(&pub);
+		return FC_CHANGE_RUNTIME;
+	}
+	return fc_publish_commit(&pub, err) < 0 ? FC_CHANGE_RUNTIME : 0;
+}
+
+int fc_change_ban_del(const struct fc_ctx *ctx, const char *text, char canon[FC_BAN_TEXT_LEN], struct fc_err *err)
+{
+	struct fc_publish pub;
+	struct fc_prefix p;
+	const char *uid;
+	bool found;
+
+	snprintf(canon, FC_BAN_TEXT_LEN, "%.*s", FC_BAN_TEXT_LEN - 1, text);
+	if (fc_ban_text(text, &uid, &p, canon, err) < 0)
+		return FC_CHANGE_INVALID;
+	if (fc_publish_begin(&pub, ctx, err) < 0)
+		return FC_CHANGE_RUNTIME;
+	if ((uid ? fc_store_uid_ban_del(pub.st, uid, &found, err) : fc_store_ban_del(pub.st, &p, &found, err)) < 0) {
+		fc_publish_abort(&pub);
+		return FC_CHANGE_RUNTIME;
+	}
+	if (!found) {
+		fc_publish_abort(&pub);
+		fc_err_set(err, "not banned (see 'freqctl ban list')");
+		return FC_CHANGE_CONFLICT;
+	}
+	return fc_publish_commit(&pub, err) < 0 ? FC_CHANGE_RUNTIME : 0;
+}
