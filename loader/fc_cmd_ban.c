@@ -11,6 +11,7 @@
 #include "fc_duration.h"
 #include "fc_change.h"
 #include "fc_publish.h"
+#include "fc_rows_json.h"
 
 #define FC_IMPORT_MAX_ERRORS 20
 
@@ -202,31 +203,6 @@ fail:
 	return FC_EXIT_FAILURE;
 }
 
-static json_t *fc_ban_json(const struct fc_ban_row *r, int64_t now)
-{
-	char text[FC_PREFIX_STRLEN], created[FC_TIME_STRLEN], expires[FC_TIME_STRLEN];
-
-	fc_prefix_format(&r->p, text);
-	fc_time_format(r->created, created);
-	fc_time_format(r->expires, expires);
-	return json_pack("{s:s, s:i, s:s, s:s, s:s?, s:o, s:o}", "ban", text, "family", r->p.family, "kind",
-			 fc_prefix_is_exact(&r->p) ? "exact" : "prefix", "created", created, "expires",
-			 r->expires ? expires : NULL, "ttl_remaining",
-			 r->expires ? json_integer(r->expires - now) : json_null(), "escalated_by_policy",
-			 r->by_policy ? json_integer(r->by_policy) : json_null());
-}
-
-static json_t *fc_uid_ban_json(const struct fc_uid_ban *b, int64_t now)
-{
-	char created[FC_TIME_STRLEN], expires[FC_TIME_STRLEN];
-
-	fc_time_format(b->created, created);
-	fc_time_format(b->expires, expires);
-	return json_pack("{s:s, s:s, s:s, s:s?, s:o}", "ban", b->uid, "kind", "uid", "created", created, "expires",
-			 b->expires ? expires : NULL, "ttl_remaining",
-			 b->expires ? json_integer(b->expires - now) : json_null());
-}
-
 static int fc_ban_list(const struct fc_ctx *ctx, const struct fc_cmd *cmd, int argc, char **argv)
 {
 	char text[FC_PREFIX_STRLEN], expires[FC_TIME_STRLEN], left[FC_DURATION_STRLEN], reason[48];
@@ -253,9 +229,9 @@ static int fc_ban_list(const struct fc_ctx *ctx, const struct fc_cmd *cmd, int a
 	if (json) {
 		arr = json_array();
 		for (i = 0; arr && i < n; i++)
-			json_array_append_new(arr, fc_ban_json(&rows[i], now));
+			json_array_append_new(arr, fc_ban_to_json(&rows[i], now));
 		for (i = 0; arr && i < nu; i++)
-			json_array_append_new(arr, fc_uid_ban_json(&ub[i], now));
+			json_array_append_new(arr, fc_uid_ban_to_json(&ub[i], now));
 		free(rows);
 		free(ub);
 		return fc_json_print(arr);

@@ -22,34 +22,10 @@
 #include "fc_duration.h"
 #include "fc_change.h"
 #include "fc_publish.h"
+#include "fc_rows_json.h"
 
 #define FC_IO_VERSION    1
 #define FC_IO_MAX_ERRORS 20
-
-static json_t *fc_export_policy(const struct fc_policy_row *r)
-{
-	const struct fc_policy_spec *p = &r->spec;
-	char match[FC_MATCH_LEN], rate[FC_RATE_STRLEN];
-	json_t *rates = json_array();
-	int i;
-
-	fc_match_format(p, match);
-	for (i = 0; rates && i < p->ntiers; i++) {
-		fc_rate_format(&p->rate[i], rate);
-		json_array_append_new(rates, json_string(rate));
-	}
-	char esc[FC_RATE_STRLEN];
-
-	fc_rate_format(&p->escalate, esc);
-	return json_pack("{s:I, s:s, s:o, s:o, s:s, s:s, s:s, s:o, s:o, s:o, s:o}", "id", (json_int_t)p->id, "match",
-			 match, "rates", rates, "burst", p->burst ? json_integer((json_int_t)p->burst) : json_null(),
-			 "algo", fc_algo_name(p->algo), "action", fc_action_name(p->action), "count",
-			 fc_count_name(p->count), "delay_burst",
-			 p->delay_burst ? json_integer(p->delay_burst) : json_null(), "new_sources",
-			 p->new_sources ? json_integer((json_int_t)p->new_sources) : json_null(), "escalate",
-			 p->escalate.n ? json_string(esc) : json_null(), "ban_ttl",
-			 p->ban_ttl ? json_integer(p->ban_ttl) : json_null());
-}
 
 static json_t *fc_export_ban(const char *text, int64_t created, int64_t expires, uint32_t by_policy)
 {
@@ -83,7 +59,7 @@ static int fc_export(const struct fc_ctx *ctx, const struct fc_cmd *cmd, int arg
 	jp = json_array();
 	jb = json_array();
 	for (i = 0; jp && i < np; i++)
-		json_array_append_new(jp, fc_export_policy(&pols[i]));
+		json_array_append_new(jp, fc_policy_to_json(&pols[i].spec));
 	for (i = 0; jb && i < nb; i++) {
 		fc_prefix_format(&bans[i].p, text);
 		json_array_append_new(jb, fc_export_ban(text, bans[i].created, bans[i].expires, bans[i].by_policy));
@@ -134,82 +110,20 @@ static void fc_import_error(struct fc_import_set *s, const char *where, const ch
 	fc_warn("%s: %s: %s", s->path, where, msg);
 }
 
-/* An optional whole number: null (0) or 1..max. */
-static int fc_json_uint(json_t *v, uint64_t max, uint64_t *out)
-{
-	*out = 0;
-	if (!v || json_is_null(v))
-		return 0;
-	if (!json_is_integer(v) || json_integer_value(v) < 1 || (uint64_t)json_integer_value(v) > max)
-		return -1;
-	*out = (uint64_t)json_integer_value(v);
-	return 0;
-}
-
-static const char *const fc_policy_keys[] = { "id",	   "match",	  "rates",   "burst",	"algo",
-					       "action",   "count",	  "delay_burst", "new_sources", "escalate",
-					       "ban_ttl", NULL };
-
 static void fc_import_policy(struct fc_import_set *s, size_t idx, json_t *o)
 {
 	struct fc_policy_spec *p = &s->pols[s->np];
-	const char *key, *str;
-	char where[64], w2[96];
+	char where[64], field[32];
 	struct fc_err err;
-	uint64_t v;
-	json_t *val;
 	size_t i;
 
 	snprintf(where, sizeof(where), "policies[%zu]", idx);
-	memset(p, 0, sizeof(*p));
-	if (!json_is_object(o))
-		return fc_import_error(s, where, "expected an object");
-	json_object_foreach(o, key, val) {
-		for (i = 0; fc_policy_keys[i] && strcmp(key, fc_policy_keys[i]); i++)
-			;
-		if (!fc_policy_keys[i])
-			return fc_import_error(s, where, "unknown key \"%s\"", key);
-	}
-	if (fc_json_uint(json_object_get(o, "id"), FC_POLICY_ID_MAX, &v) < 0 || !v)
-		return fc_import_error(s, where, "id: expected a whole number from 1 to %llu",
-				       (unsigned long long)FC_POLICY_ID_MAX);
-	p->id = (uint32_t)v;
-	snprintf(where, sizeof(where), "policies[%zu] (id %u)", idx, p->id);
-	str = json_string_value(json_object_get(o, "match"));
-	if (!str || fc_match_parse(str, p, &err) < 0)
-		return fc_import_error(s, where, "%s", str ? err.msg : "match: expected a string");
-	val = json_object_get(o, "rates");
-	if (!json_is_array(val) || !json_array_size(val) || json_array_size(val) > FC_MAX_TIERS)
-		return fc_import_error(s, where, "rates: expected an array of 1 to %d \"N/UNIT\"", FC_MAX_TIERS);
-	for (i = 0; i < json_array_size(val); i++) {
-		str = json_string_value(json_array_get(val, i));
-		snprintf(w2, sizeof(w2), "%s.rates[%zu]", where, i);
-		if (!str)
-			return fc_import_error(s, w2, "expected a string \"N/UNIT\"");
-		if (fc_rate_parse(str, &p->rate[p->ntiers++], &err) < 0)
-			return fc_import_error(s, w2, "%s", err.msg);
-	}
-	if (fc_json_uint(json_object_get(o, "burst"), FC_RATE_MAX, &p->burst) < 0)
-		return fc_import_error(s, where, "burst: expected null or a whole number");
-	if (fc_json_uint(json_object_get(o, "delay_burst"), 1000000, &v) < 0)
-		return fc_import_error(s, where, "delay_burst: expected null or a whole number");
-	p->delay_burst = (uint32_t)v;
-	if (fc_json_uint(json_object_get(o, "new_sources"), 100000000, &p->new_sources) < 0)
-		return fc_import_error(s, where, "new_sources: expected null or a whole number");
-	if (fc_json_uint(json_object_get(o, "ban_ttl"), FC_DURATION_MAX, &v) < 0)
-		return fc_import_error(s, where, "ban_ttl: expected null or seconds");
-	p->ban_ttl = (int64_t)v;
-	str = json_string_value(json_object_get(o, "escalate"));
-	if (str && fc_rate_parse(str, &p->escalate, &err) < 0)
-		return fc_import_error(s, where, "escalate: %s", err.msg);
-	if (!(str = json_string_value(json_object_get(o, "algo"))) || fc_algo_parse(str, &p->algo, &err) < 0)
-		return fc_import_error(s, where, "%s", str ? err.msg : "algo: expected a string");
-	if (!(str = json_string_value(json_object_get(o, "action"))) || fc_action_parse(str, &p->action, &err) < 0)
-		return fc_import_error(s, where, "%s", str ? err.msg : "action: expected a string");
-	if (!(str = json_string_value(json_object_get(o, "count"))) || fc_count_parse(str, &p->count, &err) < 0)
-		return fc_import_error(s, where, "%s", str ? err.msg : "count: expected a string");
-	if (fc_policy_validate(p, &err) < 0)
+	if (fc_policy_from_json(o, p, field, &err) < 0) {
+		if (p->id)
+			snprintf(where, sizeof(where), "policies[%zu] (id %u)", idx, p->id);
 		return fc_import_error(s, where, "%s", err.msg);
+	}
+	snprintf(where, sizeof(where), "policies[%zu] (id %u)", idx, p->id);
 	for (i = 0; i < s->np; i++) {
 		char m1[FC_MATCH_LEN], m2[FC_MATCH_LEN];
 

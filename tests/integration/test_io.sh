@@ -46,7 +46,7 @@ a export >"$dir/a2.json"
 check "store unchanged by its own export" cmp -s "$dir/a.json" "$dir/a2.json"
 jq '.policies[1].rates[0] = "5/x"' "$dir/a.json" >"$dir/bad.json"
 check "a bad file is refused (exit 1)" sh -c "! '$FC_BIN' --db '$dir/b.db' --pin-dir /sys/fs/bpf/fc-io2-$tag --shm '$dir/b.shm' import '$dir/bad.json' 2>'$dir/err'"
-check "the refusal says where and what" grep -q 'policies\[1\] (id 8).rates\[0\]: rate "5/x": unit must be one of s, m, h, d' "$dir/err"
+check "the refusal says where and what" grep -q 'policies\[1\] (id 8): rate "5/x": unit must be one of s, m, h, d' "$dir/err"
 b export >"$dir/b2.json"
 check "nothing changed" cmp -s "$dir/b.json" "$dir/b2.json"
 exit 0

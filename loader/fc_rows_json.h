@@ -1,0 +1,31 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * The store's rows as JSON, one spelling for export/import, list --json and
+ * the console's API. Parsing goes through the CLI's own parsers, so JSON is
+ * refused with the messages the command line gives.
+ */
+#ifndef FC_ROWS_JSON_H
+#define FC_ROWS_JSON_H
+
+#include <jansson.h>
+
+#include "fc_store.h"
+
+/* {"id", "match", "rates": ["N/UNIT", ...], "burst", "algo", "action",
+ *  "count", "delay_burst", "new_sources", "escalate", "ban_ttl"}; a default
+ * is null. */
+json_t *fc_policy_to_json(const struct fc_policy_spec *p);
+/* The same object back, validated as `policy add` validates; on failure
+ * field names the offending key ("rates[1]") and err says what is wrong.
+ * p->id is set as soon as it is known, for the caller's message. */
+#define FC_JSON_FIELD_LEN 32
+int fc_policy_from_json(json_t *o, struct fc_policy_spec *p, char field[FC_JSON_FIELD_LEN], struct fc_err *err);
+
+/* As `ban list --json` prints them. */
+json_t *fc_ban_to_json(const struct fc_ban_row *r, int64_t now);
+json_t *fc_uid_ban_to_json(const struct fc_uid_ban *b, int64_t now);
+
+/* An optional whole number: null or absent (0), or 1..max. */
+int fc_json_uint(json_t *v, uint64_t max, uint64_t *out);
+
+#endif /* FC_ROWS_JSON_H */
