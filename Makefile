@@ -21,7 +21,7 @@ CFLAGS   ?= -O2 -g
 FC_CFLAGS := $(CFLAGS) -Itests/bpf -Ingx_bridge -std=gnu11 -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes \
 	     -Wno-missing-field-initializers -D_GNU_SOURCE \
 	     -Imaps -Iloader -I$(B) -I/usr/include/postgresql -MMD -MP
-LDLIBS   := -lbpf -lelf -lz -lsqlite3 -lpq -ljansson -lmicrohttpd
+LDLIBS   := -lbpf -lelf -lz -lsqlite3 -lpq -ljansson -lmicrohttpd -lpthread
 
 BPF_CFLAGS := -O2 -g -target bpf -mcpu=v3 -Wall -Werror -Imaps -Ibpf \
 	      $(if $(MULTIARCH),-I/usr/include/$(MULTIARCH)) -MMD -MP
@@ -56,6 +56,10 @@ $(B)/%.skel.h: $(B)/%.bpf.o
 $(B)/%.o: %.c | $(SKELS)
 	@mkdir -p $(@D)
 	$(CC) $(FC_CFLAGS) -c $< -o $@
+
+# The console's page is built into the binary (.incbin, which -MMD does not see).
+CONSOLE_PAGE := loader/console/index.html loader/console/console.js loader/console/console.css
+$(B)/loader/fc_console_page.o $(B)/asan/loader/fc_console_page.o: $(CONSOLE_PAGE)
 
 $(B)/freqctl: $(B)/loader/freqctl.o $(LIB_OBJS)
 	$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS)

@@ -28,6 +28,8 @@ enum {
 	FC_OPT_ESCALATE,
 	FC_OPT_BAN_TTL,
 	FC_OPT_METRICS,
+	FC_OPT_HTTP,
+	FC_OPT_TOKEN_FILE,
 };
 
 struct fc_opt {
@@ -83,7 +85,7 @@ extern const struct fc_cmd fc_cmd_attach, fc_cmd_detach, fc_cmd_status;
 extern const struct fc_cmd fc_cmd_ban_add, fc_cmd_ban_del, fc_cmd_ban_import, fc_cmd_ban_list;
 extern const struct fc_cmd fc_cmd_policy_add, fc_cmd_policy_set, fc_cmd_policy_del, fc_cmd_policy_list;
 extern const struct fc_cmd fc_cmd_sync, fc_cmd_stats, fc_cmd_top, fc_cmd_export, fc_cmd_import, fc_cmd_agent;
-extern const struct fc_cmd fc_cmd_node_set, fc_cmd_node_list;
+extern const struct fc_cmd fc_cmd_node_set, fc_cmd_node_list, fc_cmd_console_token;
 
 struct fc_err;
 

@@ -36,6 +36,7 @@
 
 #include "fc_cli.h"
 #include "fc_duration.h"
+#include "fc_console.h"
 #include "fc_metrics.h"
 #include "fc_publish.h"
 
@@ -64,6 +65,10 @@ static const struct fc_opt fc_agent_opts[] = {
 	  "record this node's (--node) weight in the store first: its rates are R * W" },
 	{ "metrics", FC_OPT_METRICS, required_argument, "ADDR:PORT",
 	  "serve Prometheus metrics at http://ADDR:PORT/metrics (e.g. 127.0.0.1:9469)" },
+	{ "http", FC_OPT_HTTP, required_argument, "ADDR:PORT",
+	  "serve the operator console and its API (e.g. 127.0.0.1:9470; see freqctl console-token)" },
+	{ "token-file", FC_OPT_TOKEN_FILE, required_argument, "PATH",
+	  "the console's bearer token, made (0600) on first start (default " FC_CONSOLE_TOKEN_DEFAULT ")" },
 	{ 0 },
 };
 
@@ -429,8 +434,10 @@ static int fc_agent_run(const struct fc_ctx *global, const struct fc_cmd *cmd, i
 	struct fc_escalation esc = { 0 };
 	struct fc_agent_counters cnt = { 0 };
 	struct fc_metrics *metrics = NULL;
-	const char *metrics_at = NULL;
-	struct sockaddr_storage metrics_sa;
+	struct fc_console *console = NULL;
+	const char *metrics_at = NULL, *http_at = NULL, *token_file = FC_CONSOLE_TOKEN_DEFAULT;
+	struct sockaddr_storage metrics_sa, http_sa;
+	char token[FC_CONSOLE_TOKEN_LEN + 1];
 	struct fc_err err;
 	double weight = 0;
 	bool pg = fc_store_is_postgres(ctx->db_path);
@@ -442,6 +449,12 @@ static int fc_agent_run(const struct fc_ctx *global, const struct fc_cmd *cmd, i
 			fc_usage_error(cmd, "--metrics %s", err.msg);
 		else if (c == FC_OPT_METRICS)
 			metrics_at = optarg;
+		else if (c == FC_OPT_HTTP && fc_metrics_parse(optarg, &http_sa, &err) < 0)
+			fc_usage_error(cmd, "--http %s", err.msg);
+		else if (c == FC_OPT_HTTP)
+			http_at = optarg;
+		else if (c == FC_OPT_TOKEN_FILE)
+			token_file = optarg;
 		else if (fc_weight_parse(optarg, &weight, &err) < 0)
 			fc_usage_error(cmd, "--weight: %s", err.msg);
 	}
@@ -485,11 +498,24 @@ static int fc_agent_run(const struct fc_ctx *global, const struct fc_cmd *cmd, i
 		}
 		fc_agent_log("serving Prometheus metrics at http://%s/metrics", metrics_at);
 	}
+	if (http_at) {
+		if (fc_console_token(token_file, true, token, &err) == 0)
+			console = fc_console_start(&http_sa, ctx, &cnt, token, &err);
+		if (!console) {
+			fc_warn("agent: --http %s: %s", http_at, err.msg);
+			fc_metrics_stop(metrics);
+			fc_agent_unlock(&lock);
+			return FC_EXIT_FAILURE;
+		}
+		fc_agent_log("serving the console at http://%s/ (token: freqctl console-token --token-file %s)",
+			     http_at, token_file);
+	}
 	/* Watch first, publish second: a change committed in between is seen. */
 	if (fc_agent_rewatch(ctx, &watch, &version, &err) < 0 ||
 	    (next_expiry = fc_agent_publish(ctx, quiet, "start", &cnt, &err)) < 0) {
 		fc_warn("agent: %s", err.msg);
 		fc_store_close(watch);
+		fc_console_stop(console);
 		fc_metrics_stop(metrics);
 		fc_agent_unlock(&lock);
 		return FC_EXIT_FAILURE;
@@ -557,6 +583,7 @@ static int fc_agent_run(const struct fc_ctx *global, const struct fc_cmd *cmd, i
 	}
 	fc_agent_notify("STOPPING=1");
 	fc_agent_log("stopping; XDP/TC and nginx keep enforcing what was published");
+	fc_console_stop(console);
 	fc_metrics_stop(metrics);
 	fc_store_close(watch);
 	if (esc.base)

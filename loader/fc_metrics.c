@@ -57,11 +57,21 @@ static enum MHD_Result fc_metrics_reply(struct MHD_Connection *conn, unsigned in
 	return ret;
 }
 
+void fc_metrics_write(FILE *f, const struct fc_ctx *ctx, const struct fc_agent_counters *c)
+{
+	struct fc_err err;
+
+	if (fc_stats_write_prometheus(ctx, f, &err) < 0) {
+		/* The agent's own counters still say why nothing is published. */
+		fprintf(f, "# freqctl: %s\n", err.msg);
+	}
+	fc_metrics_agent(f, c);
+}
+
 static enum MHD_Result fc_metrics_handle(void *cls, struct MHD_Connection *conn, const char *url, const char *method,
 					  const char *version, const char *upload, size_t *upload_size, void **req)
 {
 	const struct fc_metrics *m = cls;
-	struct fc_err err;
 	char *body = NULL;
 	size_t len = 0;
 	FILE *f;
@@ -78,11 +88,7 @@ static enum MHD_Result fc_metrics_handle(void *cls, struct MHD_Connection *conn,
 	f = open_memstream(&body, &len);
 	if (!f)
 		return MHD_NO;
-	if (fc_stats_write_prometheus(m->ctx, f, &err) < 0) {
-		/* The agent's own counters still say why nothing is published. */
-		fprintf(f, "# freqctl: %s\n", err.msg);
-	}
-	fc_metrics_agent(f, m->c);
+	fc_metrics_write(f, m->ctx, m->c);
 	if (fclose(f)) {
 		free(body);
 		return MHD_NO;

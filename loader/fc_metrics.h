@@ -7,6 +7,7 @@
 #define FC_METRICS_H
 
 #include <stdint.h>
+#include <stdio.h>
 
 #include "fc_cli.h"
 #include "fc_error.h"
@@ -22,6 +23,9 @@ struct fc_agent_counters {
 
 struct fc_metrics;
 struct sockaddr_storage;
+
+/* The Prometheus text: what `stats --prometheus` prints, then the agent's counters. */
+void fc_metrics_write(FILE *f, const struct fc_ctx *ctx, const struct fc_agent_counters *c);
 
 /* ADDR:PORT: an IPv4 literal, or an IPv6 one in brackets ("127.0.0.1:9469", "[::1]:9469"). */
 int fc_metrics_parse(const char *listen, struct sockaddr_storage *sa, struct fc_err *err);

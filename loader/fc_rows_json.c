@@ -156,11 +156,13 @@ json_t *fc_ban_to_json(const struct fc_ban_row *r, int64_t now)
 
 json_t *fc_uid_ban_to_json(const struct fc_uid_ban *b, int64_t now)
 {
-	char created[FC_TIME_STRLEN], expires[FC_TIME_STRLEN];
+	char created[FC_TIME_STRLEN], expires[FC_TIME_STRLEN], text[4 + sizeof(b->uid)];
 
+	/* Spelled as ban add/del and export take it. */
+	snprintf(text, sizeof(text), "uid=%s", b->uid);
 	fc_time_format(b->created, created);
 	fc_time_format(b->expires, expires);
-	return json_pack("{s:s, s:s, s:s, s:s?, s:o}", "ban", b->uid, "kind", "uid", "created", created, "expires",
+	return json_pack("{s:s, s:s, s:s, s:s?, s:o}", "ban", text, "kind", "uid", "created", created, "expires",
 			 b->expires ? expires : NULL, "ttl_remaining",
 			 b->expires ? json_integer(b->expires - now) : json_null());
 }

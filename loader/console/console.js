@@ -1,0 +1,412 @@
+// freqctl console: the agent's JSON API in a page. No framework, no build
+// step; data goes into the page as text, never as markup.
+'use strict';
+
+const HISTORY = 300; // seconds of passed/denied per second kept for the charts
+const state = {
+  token: null,
+  policies: [],   // from /api/policies
+  bans: [],
+  prev: null,     // the last /api/stats, for per-second rates
+  hist: new Map(), // id -> {passed: [], denied: []}
+  editing: null,  // the id being edited
+  timer: null,
+};
+
+const $ = (id) => document.getElementById(id);
+
+class ApiError extends Error {
+  constructor(status, body) {
+    super(body && body.error ? body.error : 'HTTP ' + status);
+    this.status = status;
+    this.field = body && body.field ? body.field : null;
+  }
+}
+
+async function api(method, path, body) {
+  const opts = { method, headers: { Authorization: 'Bearer ' + state.token } };
+  if (body !== undefined) {
+    opts.headers['Content-Type'] = 'application/json';
+    opts.body = JSON.stringify(body);
+  }
+  const r = await fetch(path, opts);
+  const text = await r.text();
+  let data = null;
+  try { data = text ? JSON.parse(text) : null; } catch (e) { data = { error: text }; }
+  if (r.status === 401) {
+    logout('The agent refused this token.');
+  }
+  if (!r.ok) throw new ApiError(r.status, data);
+  return data;
+}
+
+function status(text, bad) {
+  $('status').textContent = text;
+  $('status').classList.toggle('bad', !!bad);
+}
+
+function el(tag, text, cls) {
+  const e = document.createElement(tag);
+  if (text !== undefined && text !== null) e.textContent = String(text);
+  if (cls) e.className = cls;
+  return e;
+}
+
+function rate(v) {
+  return v === undefined || v === null ? '–' : v < 10 ? v.toFixed(1) : Math.round(v).toString();
+}
+
+function duration(s) {
+  if (s <= 0) return 'expiring';
+  const d = Math.floor(s / 86400), h = Math.floor(s % 86400 / 3600), m = Math.floor(s % 3600 / 60);
+  if (d) return d + 'd ' + h + 'h';
+  if (h) return h + 'h ' + m + 'm';
+  if (m) return m + 'm ' + (s % 60) + 's';
+  return s + 's';
+}
+
+/* ---- login ---- */
+
+function logout(why) {
+  clearInterval(state.timer);
+  state.timer = null;
+  state.token = null;
+  sessionStorage.removeItem('freqctl-token');
+  $('app').hidden = true;
+  $('login').hidden = false;
+  $('login-error').textContent = why || '';
+  $('token').focus();
+}
+
+async function connect(token) {
+  state.token = token;
+  try {
+    await Promise.all([loadPolicies(), loadBans(), tick()]);
+  } catch (e) {
+    if (e.status !== 401) status('Cannot reach the agent: ' + e.message, true);
+    if (e.status === 401) return;
+  }
+  sessionStorage.setItem('freqctl-token', token);
+  $('login').hidden = true;
+  $('app').hidden = false;
+  clearInterval(state.timer);
+  state.timer = setInterval(() => { tick().catch((e) => status('Refresh failed: ' + e.message, true)); }, 1000);
+}
+
+/* ---- policies ---- */
+
+async function loadPolicies() {
+  const data = await api('GET', '/api/policies');
+  state.policies = data.policies;
+  renderPolicies();
+}
+
+function renderPolicies() {
+  const body = $('policies').tBodies[0];
+  body.replaceChildren();
+  for (const p of state.policies) {
+    const tr = document.createElement('tr');
+    tr.dataset.id = p.id;
+    if (state.editing === p.id) tr.className = 'editing';
+    tr.append(el('td', p.id, 'num'), el('td', p.match, 'match'), el('td', p.rates.join(', ')),
+      el('td', p.action), el('td', p.layer), el('td', '–', 'num passed'), el('td', '–', 'num denied'),
+      el('td', '–', 'num delayed'));
+    const chart = el('td');
+    const canvas = document.createElement('canvas');
+    canvas.setAttribute('role', 'img');
+    canvas.setAttribute('aria-label', 'passed and denied per second, policy ' + p.id);
+    chart.append(canvas);
+    const actions = el('td');
+    const edit = el('button', 'Edit', 'secondary');
+    edit.type = 'button';
+    edit.setAttribute('aria-label', 'Edit policy ' + p.id);
+    edit.addEventListener('click', () => startEdit(p));
+    const del = el('button', 'Delete', 'secondary danger');
+    del.type = 'button';
+    del.setAttribute('aria-label', 'Delete policy ' + p.id);
+    del.addEventListener('click', () => confirmThen(del, () => deletePolicy(p.id)));
+    actions.append(edit, ' ', del);
+    tr.append(chart, actions);
+    body.append(tr);
+  }
+  $('no-policies').hidden = state.policies.length > 0;
+  drawCounters();
+}
+
+// A destructive button asks once more: the first press arms it for 5 s.
+function confirmThen(button, action) {
+  if (button.dataset.armed) {
+    delete button.dataset.armed;
+    action();
+    return;
+  }
+  const label = button.textContent;
+  button.dataset.armed = '1';
+  button.textContent = 'Confirm';
+  setTimeout(() => { delete button.dataset.armed; button.textContent = label; }, 5000);
+}
+
+async function deletePolicy(id) {
+  try {
+    await api('DELETE', '/api/policies/' + id);
+    if (state.editing === id) resetPolicyForm();
+    status('Policy ' + id + ' deleted.');
+    await loadPolicies();
+  } catch (e) {
+    status(e.message, true);
+  }
+}
+
+const POLICY_FIELDS = ['id', 'match', 'rates', 'burst', 'algo', 'action', 'count', 'delay_burst', 'escalate', 'ban_ttl'];
+
+function clearErrors(form, ids) {
+  for (const id of ids) {
+    const e = $('e-' + id);
+    if (e) e.textContent = '';
+  }
+  for (const input of form.querySelectorAll('[aria-invalid]')) input.removeAttribute('aria-invalid');
+}
+
+// Shows the server's message next to the field it names ("rates[1]" -> rates).
+function showError(err, prefix, general) {
+  const key = err.field ? err.field.replace(/\[.*$/, '') : null;
+  const input = key ? $(prefix + key) : null;
+  if (input && $('e-' + key)) {
+    $('e-' + key).textContent = err.message;
+    input.setAttribute('aria-invalid', 'true');
+    input.focus();
+  } else {
+    $(general).textContent = err.message;
+  }
+}
+
+function numberOrText(v) {
+  v = v.trim();
+  if (v === '') return null;
+  return /^\d+$/.test(v) ? Number(v) : v; // the server names what is wrong with anything else
+}
+
+function policyFromForm() {
+  const f = (name) => $('p-' + name).value;
+  return {
+    id: numberOrText(f('id')),
+    match: f('match').trim(),
+    rates: f('rates').split(/[\s,]+/).filter((r) => r !== ''),
+    burst: numberOrText(f('burst')),
+    algo: f('algo'),
+    action: f('action'),
+    count: f('count'),
+    delay_burst: numberOrText(f('delay_burst')),
+    escalate: f('escalate').trim() || null,
+    ban_ttl: numberOrText(f('ban_ttl')),
+  };
+}
+
+function startEdit(p) {
+  state.editing = p.id;
+  for (const name of POLICY_FIELDS) {
+    const v = name === 'rates' ? p.rates.join(', ') : p[name];
+    $('p-' + name).value = v === null || v === undefined ? (name === 'count' ? 'packets' : '') : v;
+  }
+  $('p-id').readOnly = true;
+  $('policy-legend').textContent = 'Edit policy ' + p.id;
+  $('policy-save').textContent = 'Save policy ' + p.id;
+  $('policy-cancel').hidden = false;
+  clearErrors($('policy-form'), POLICY_FIELDS.concat(['policy']));
+  renderPolicies();
+  $('p-match').focus();
+}
+
+function resetPolicyForm() {
+  state.editing = null;
+  $('policy-form').reset();
+  $('p-id').readOnly = false;
+  $('policy-legend').textContent = 'Add a policy';
+  $('policy-save').textContent = 'Add policy';
+  $('policy-cancel').hidden = true;
+  clearErrors($('policy-form'), POLICY_FIELDS.concat(['policy']));
+}
+
+async function savePolicy(ev) {
+  ev.preventDefault();
+  const form = $('policy-form');
+  clearErrors(form, POLICY_FIELDS.concat(['policy']));
+  const p = policyFromForm();
+  try {
+    const saved = state.editing !== null ? await api('PUT', '/api/policies/' + state.editing, p)
+      : await api('POST', '/api/policies', p);
+    status('Policy ' + saved.id + (state.editing !== null ? ' saved.' : ' added.'));
+    resetPolicyForm();
+    await loadPolicies();
+  } catch (e) {
+    if (e.status !== 401) showError(e, 'p-', 'e-policy');
+  }
+}
+
+/* ---- counters ---- */
+
+async function tick() {
+  const s = await api('GET', '/api/stats');
+  $('node').textContent = 'node ' + s.node;
+  const now = Date.now() / 1000;
+  const prev = state.prev;
+  const ids = new Set();
+  for (const p of s.policies) {
+    ids.add(p.id);
+    let h = state.hist.get(p.id);
+    if (!h) state.hist.set(p.id, h = { passed: [], denied: [], last: null });
+    const old = prev && prev.byId.get(p.id);
+    const dt = prev ? now - prev.t : 0;
+    if (old && dt > 0 && p.passed >= old.passed && p.denied >= old.denied) {
+      h.last = {
+        passed: (p.passed - old.passed) / dt,
+        denied: (p.denied - old.denied) / dt,
+        delayed: (p.delayed - old.delayed) / dt,
+      };
+      h.passed.push(h.last.passed);
+      h.denied.push(h.last.denied);
+      if (h.passed.length > HISTORY) { h.passed.shift(); h.denied.shift(); }
+    }
+  }
+  for (const id of state.hist.keys()) if (!ids.has(id)) state.hist.delete(id);
+  state.prev = { t: now, byId: new Map(s.policies.map((p) => [p.id, p])) };
+  const known = state.policies.map((p) => p.id).join(',');
+  if (known !== s.policies.map((p) => p.id).join(',')) {
+    await loadPolicies(); // changed elsewhere: the CLI, another operator
+  } else {
+    drawCounters();
+  }
+  if (Math.floor(now) % 5 === 0) await loadBans();
+  else renderBanTimes();
+  status('Connected · updated ' + new Date().toLocaleTimeString());
+}
+
+function drawCounters() {
+  for (const tr of $('policies').tBodies[0].rows) {
+    const h = state.hist.get(Number(tr.dataset.id));
+    const last = h && h.last;
+    tr.querySelector('.passed').textContent = last ? rate(last.passed) : '–';
+    tr.querySelector('.denied').textContent = last ? rate(last.denied) : '–';
+    tr.querySelector('.delayed').textContent = last ? rate(last.delayed) : '–';
+    drawChart(tr.querySelector('canvas'), h);
+  }
+}
+
+// Passed (green) and denied (red) per second, newest at the right. The time
+// axis spans the history there is, from one minute up to five.
+function drawChart(canvas, h) {
+  const ratio = window.devicePixelRatio || 1;
+  const w = canvas.clientWidth || 160, hgt = canvas.clientHeight || 32, pad = 2;
+  canvas.width = w * ratio;
+  canvas.height = hgt * ratio;
+  const g = canvas.getContext('2d');
+  g.scale(ratio, ratio);
+  g.clearRect(0, 0, w, hgt);
+  g.strokeStyle = '#d0d7de';
+  g.lineWidth = 1;
+  g.beginPath(); g.moveTo(0, hgt - 0.5); g.lineTo(w, hgt - 0.5); g.stroke();
+  if (!h || !h.passed.length) return;
+  const span = Math.min(HISTORY, Math.max(60, h.passed.length));
+  const max = Math.max(1, ...h.passed, ...h.denied);
+  const x = (i, n) => w - pad - (n - 1 - i) * ((w - 2 * pad) / (span - 1));
+  const y = (v) => hgt - 1 - (v / max) * (hgt - 2 * pad);
+  const area = (values, color) => {
+    g.beginPath();
+    g.moveTo(x(0, values.length), hgt - 1);
+    values.forEach((v, i) => g.lineTo(x(i, values.length), y(v)));
+    g.lineTo(x(values.length - 1, values.length), hgt - 1);
+    g.closePath();
+    g.fillStyle = color + '33';
+    g.fill();
+    g.strokeStyle = color;
+    g.lineWidth = 1.5;
+    g.beginPath();
+    values.forEach((v, i) => (i ? g.lineTo : g.moveTo).call(g, x(i, values.length), y(v)));
+    g.stroke();
+  };
+  area(h.passed, '#1a7f37');
+  area(h.denied, '#cf222e');
+  canvas.setAttribute('aria-label', `passed and denied per second over the last ${Math.round(span / 60)} min: ` +
+    `now ${rate(h.passed[h.passed.length - 1])} passed, ${rate(h.denied[h.denied.length - 1])} denied`);
+}
+
+/* ---- bans ---- */
+
+async function loadBans() {
+  const data = await api('GET', '/api/bans');
+  state.bans = data.bans;
+  const loaded = Date.now() / 1000;
+  for (const b of state.bans) b.until = b.ttl_remaining === null ? null : loaded + b.ttl_remaining;
+  renderBans();
+}
+
+function renderBans() {
+  const body = $('bans').tBodies[0];
+  body.replaceChildren();
+  for (const b of state.bans) {
+    const tr = document.createElement('tr');
+    const reason = b.escalated_by_policy ? 'escalated by policy ' + b.escalated_by_policy : 'manual';
+    const del = el('button', 'Lift', 'secondary danger');
+    del.type = 'button';
+    del.setAttribute('aria-label', 'Lift the ban on ' + b.ban);
+    del.addEventListener('click', () => confirmThen(del, () => liftBan(b.ban)));
+    const actions = el('td');
+    actions.append(del);
+    tr.append(el('td', b.ban, 'match'), el('td', b.kind), el('td', b.expires || 'never'),
+      el('td', '', 'remaining'), el('td', reason), actions);
+    tr.dataset.ban = b.ban;
+    body.append(tr);
+  }
+  $('no-bans').hidden = state.bans.length > 0;
+  renderBanTimes();
+}
+
+function renderBanTimes() {
+  const now = Date.now() / 1000;
+  const rows = $('bans').tBodies[0].rows;
+  state.bans.forEach((b, i) => {
+    if (rows[i]) rows[i].querySelector('.remaining').textContent = b.until === null ? '–' : duration(Math.round(b.until - now));
+  });
+}
+
+async function liftBan(ban) {
+  try {
+    await api('DELETE', '/api/bans/' + encodeURIComponent(ban));
+    status('Lifted the ban on ' + ban + '.');
+    await loadBans();
+  } catch (e) {
+    status(e.message, true);
+  }
+}
+
+async function addBan(ev) {
+  ev.preventDefault();
+  const form = $('ban-form');
+  clearErrors(form, ['ban', 'ttl', 'banform']);
+  const body = { ban: $('b-ban').value.trim(), ttl: $('b-ttl').value.trim() || null };
+  try {
+    const r = await api('POST', '/api/bans', body);
+    status('Banned ' + r.ban + '.');
+    form.reset();
+    await loadBans();
+  } catch (e) {
+    if (e.status !== 401) showError(e, 'b-', 'e-banform');
+  }
+}
+
+/* ---- start ---- */
+
+document.addEventListener('DOMContentLoaded', () => {
+  $('login-form').addEventListener('submit', (ev) => {
+    ev.preventDefault();
+    connect($('token').value.trim());
+  });
+  $('policy-form').addEventListener('submit', savePolicy);
+  $('policy-cancel').addEventListener('click', resetPolicyForm);
+  $('ban-form').addEventListener('submit', addBan);
+  // #token=... never leaves the browser; take it and drop it from the address bar.
+  const m = /(?:^#|&)token=([0-9a-f]+)/.exec(location.hash);
+  if (m) history.replaceState(null, '', location.pathname);
+  const token = m ? m[1] : sessionStorage.getItem('freqctl-token');
+  if (token) connect(token); else logout('');
+});

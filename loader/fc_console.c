@@ -1,0 +1,731 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * The console's HTTP server (libmicrohttpd, one event-driven thread, so a
+ * slow client holds nothing but its own connection until it times out) and
+ * a sampler thread that keeps the counters of the last minute for rates.
+ *
+ *   GET  /                        the page (also /console.js, /console.css)
+ *   GET  /api/policies            POST /api/policies
+ *   GET  /api/policies/ID         PUT, DELETE /api/policies/ID
+ *   GET  /api/bans                POST /api/bans
+ *   DELETE /api/bans/ADDR[/LEN]|uid=VALUE   (URL-encode the slash: %2F)
+ *   GET  /api/stats               GET /metrics
+ *
+ * Answers are JSON; an error is {"error": message, "field": key}, with the
+ * message the CLI gives for the same input.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <microhttpd.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <arpa/inet.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+
+#include "fc_change.h"
+#include "fc_console.h"
+#include "fc_duration.h"
+#include "fc_rows_json.h"
+#include "fc_stats.h"
+
+#define FC_CONSOLE_BODY_MAX  (64 * 1024) /* a policy or a ban is well under 1 KiB */
+#define FC_CONSOLE_SAMPLE_S  10          /* counters kept every 10 s ... */
+#define FC_CONSOLE_SAMPLES   8           /* ... for 70 s: rates over the last minute */
+
+/* A policy's counters at one time. */
+struct fc_sample_row {
+	uint32_t id, epoch;
+	uint64_t passed, denied, delayed;
+};
+
+struct fc_sample {
+	double t; /* CLOCK_MONOTONIC seconds; 0: empty */
+	struct fc_sample_row *rows; /* in id order */
+	size_t n;
+};
+
+struct fc_console {
+	struct MHD_Daemon *d;
+	struct fc_ctx ctx;
+	const struct fc_agent_counters *counters;
+	char token[FC_CONSOLE_TOKEN_LEN + 1];
+	pthread_t sampler;
+	pthread_mutex_t lock; /* samples, stop */
+	pthread_cond_t wake;
+	bool stop;
+	struct fc_sample samples[FC_CONSOLE_SAMPLES];
+	size_t next;
+};
+
+/* One request's body, as it arrives. */
+struct fc_body {
+	char *data;
+	size_t len;
+	bool too_big;
+};
+
+static double fc_mono(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+int fc_console_token(const char *path, bool create, char token[FC_CONSOLE_TOKEN_LEN + 1], struct fc_err *err)
+{
+	unsigned char raw[FC_CONSOLE_TOKEN_LEN / 2];
+	struct stat sb;
+	ssize_t n;
+	size_t i;
+	int fd;
+
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0 && errno == ENOENT && create) {
+		if (getrandom(raw, sizeof(raw), 0) != (ssize_t)sizeof(raw))
+			return fc_err_set(err, "token %s: no random bytes: %s", path, strerror(errno));
+		for (i = 0; i < sizeof(raw); i++)
+			snprintf(token + 2 * i, 3, "%02x", raw[i]);
+		fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+		if (fd < 0)
+			return fc_err_set(err, "token %s: cannot create: %s", path, strerror(errno));
+		n = write(fd, token, FC_CONSOLE_TOKEN_LEN);
+		if (write(fd, "\n", 1) != 1 || n != FC_CONSOLE_TOKEN_LEN || fsync(fd) < 0) {
+			fc_err_set(err, "token %s: cannot write: %s", path, strerror(errno));
+			close(fd);
+			unlink(path);
+			return -1;
+		}
+		close(fd);
+		return 0;
+	}
+	if (fd < 0)
+		return fc_err_set(err, "token %s: %s%s", path, strerror(errno),
+				  errno == ENOENT ? " (the agent makes it when started with --http)" : "");
+	/* Readable by others, it is no secret: refuse rather than serve with it. */
+	if (fstat(fd, &sb) < 0 || (sb.st_mode & 077)) {
+		close(fd);
+		return fc_err_set(err, "token %s: mode %03o: must be readable by its owner only (chmod 600)", path,
+				  (unsigned)(sb.st_mode & 0777));
+	}
+	n = read(fd, token, FC_CONSOLE_TOKEN_LEN);
+	close(fd);
+	token[n > 0 ? n : 0] = '\0';
+	if (n != FC_CONSOLE_TOKEN_LEN || strspn(token, "0123456789abcdef") != FC_CONSOLE_TOKEN_LEN)
+		return fc_err_set(err, "token %s: expected %d hex digits", path, FC_CONSOLE_TOKEN_LEN);
+	return 0;
+}
+
+/* ---- replies ---- */
+
+static enum MHD_Result fc_reply(struct MHD_Connection *conn, unsigned int status, char *body, size_t len,
+				const char *type)
+{
+	struct MHD_Response *r;
+	enum MHD_Result ret;
+
+	if (!body)
+		return MHD_NO; /* out of memory: drop the connection */
+	r = MHD_create_response_from_buffer(len, body, MHD_RESPMEM_MUST_FREE);
+	if (!r) {
+		free(body);
+		return MHD_NO;
+	}
+	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, type);
+	MHD_add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
+	MHD_add_response_header(r, "X-Content-Type-Options", "nosniff");
+	if (status == MHD_HTTP_UNAUTHORIZED)
+		MHD_add_response_header(r, MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Bearer realm=\"freqctl\"");
+	ret = MHD_queue_response(conn, status, r);
+	MHD_destroy_response(r);
+	return ret;
+}
+
+/* Sends doc (released here). */
+static enum MHD_Result fc_reply_json(struct MHD_Connection *conn, unsigned int status, json_t *doc)
+{
+	char *text = doc ? json_dumps(doc, JSON_COMPACT) : NULL;
+
+	json_decref(doc);
+	return fc_reply(conn, status, text, text ? strlen(text) : 0, "application/json");
+}
+
+__attribute__((format(printf, 4, 5)))
+static enum MHD_Result fc_reply_error(struct MHD_Connection *conn, unsigned int status, const char *field,
+				      const char *fmt, ...)
+{
+	char msg[FC_ERR_LEN + 64];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	return fc_reply_json(conn, status, json_pack("{s:s, s:s?}", "error", msg, "field", field && *field ? field : NULL));
+}
+
+static enum MHD_Result fc_reply_page(struct MHD_Connection *conn, const struct fc_console_file *f)
+{
+	struct MHD_Response *r = MHD_create_response_from_buffer(strlen(f->data), (void *)f->data,
+								 MHD_RESPMEM_PERSISTENT);
+	enum MHD_Result ret;
+
+	if (!r)
+		return MHD_NO;
+	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, f->type);
+	MHD_add_response_header(r, "X-Content-Type-Options", "nosniff");
+	MHD_add_response_header(r, "X-Frame-Options", "DENY");
+	MHD_add_response_header(r, "Referrer-Policy", "no-referrer");
+	/* No inline code, nothing from elsewhere. */
+	MHD_add_response_header(r, "Content-Security-Policy",
+				"default-src 'self'; img-src 'self' data:; frame-ancestors 'none'; form-action 'none'");
+	ret = MHD_queue_response(conn, MHD_HTTP_OK, r);
+	MHD_destroy_response(r);
+	return ret;
+}
+
+/* ---- the API ---- */
+
+/* The policy as the API shows it: the export object, plus what the store added. */
+static json_t *fc_api_policy(const struct fc_policy_row *r)
+{
+	char created[FC_TIME_STRLEN], updated[FC_TIME_STRLEN];
+	json_t *o = fc_policy_to_json(&r->spec);
+
+	fc_time_format(r->created, created);
+	fc_time_format(r->updated, updated);
+	if (o) {
+		json_object_set_new(o, "layer", json_string(fc_policy_is_l7(&r->spec) ? "nginx" : "xdp"));
+		json_object_set_new(o, "created", json_string(created));
+		json_object_set_new(o, "updated", json_string(updated));
+	}
+	return o;
+}
+
+static enum MHD_Result fc_api_policy_list(struct fc_console *c, struct MHD_Connection *conn)
+{
+	struct fc_policy_row *rows = NULL;
+	struct fc_store *st = NULL;
+	struct fc_err err;
+	json_t *a;
+	size_t n = 0, i;
+
+	if (fc_store_open_ex(c->ctx.db_path, false, &st, &err) < 0 || fc_store_policy_list(st, &rows, &n, &err) < 0) {
+		fc_store_close(st);
+		return fc_reply_error(conn, MHD_HTTP_SERVICE_UNAVAILABLE, NULL, "%s", err.msg);
+	}
+	fc_store_close(st);
+	a = json_array();
+	for (i = 0; a && i < n; i++)
+		json_array_append_new(a, fc_api_policy(&rows[i]));
+	free(rows);
+	return fc_reply_json(conn, MHD_HTTP_OK, json_pack("{s:o}", "policies", a));
+}
+
+static enum MHD_Result fc_api_policy_get(struct fc_console *c, struct MHD_Connection *conn, uint32_t id)
+{
+	struct fc_store *st = NULL;
+	struct fc_policy_row row;
+	struct fc_err err;
+	bool found = false;
+
+	if (fc_store_open_ex(c->ctx.db_path, false, &st, &err) < 0 ||
+	    fc_store_policy_get(st, id, &row, &found, &err) < 0) {
+		fc_store_close(st);
+		return fc_reply_error(conn, MHD_HTTP_SERVICE_UNAVAILABLE, NULL, "%s", err.msg);
+	}
+	fc_store_close(st);
+	if (!found)
+		return fc_reply_error(conn, MHD_HTTP_NOT_FOUND, NULL, "policy %u: no such policy", id);
+	return fc_reply_json(conn, MHD_HTTP_OK, fc_api_policy(&row));
+}
+
+/* Parses a request body as one JSON object; NULL after replying 400. */
+static json_t *fc_api_body(struct MHD_Connection *conn, const struct fc_body *b, enum MHD_Result *ret)
+{
+	json_error_t jerr;
+	json_t *doc;
+
+	doc = b->len ? json_loadb(b->data, b->len, JSON_REJECT_DUPLICATES, &jerr) : NULL;
+	if (!doc)
+		*ret = b->len ? fc_reply_error(conn, MHD_HTTP_BAD_REQUEST, NULL, "body: line %d, column %d: %s",
+					       jerr.line, jerr.column, jerr.text) :
+				fc_reply_error(conn, MHD_HTTP_BAD_REQUEST, NULL, "body: expected a JSON object");
+	else if (!json_is_object(doc)) {
+		json_decref(doc);
+		doc = NULL;
+		*ret = fc_reply_error(conn, MHD_HTTP_BAD_REQUEST, NULL, "body: expected a JSON object");
+	}
+	return doc;
+}
+
+/* POST (id 0: from the body, must be new) or PUT (create or replace id). */
+static enum MHD_Result fc_api_policy_put(struct fc_console *c, struct MHD_Connection *conn, const struct fc_body *b,
+					 uint32_t id)
+{
+	char field[FC_JSON_FIELD_LEN], where[32] = "";
+	struct fc_policy_spec p;
+	struct fc_policy_row row;
+	enum MHD_Result ret;
+	struct fc_err err;
+	json_t *doc = fc_api_body(conn, b, &ret);
+	bool found;
+	int rc;
+
+	if (!doc)
+		return ret;
+	if (id && !json_object_get(doc, "id"))
+		json_object_set_new(doc, "id", json_integer(id));
+	rc = fc_policy_from_json(doc, &p, field, &err);
+	json_decref(doc);
+	if (p.id)
+		snprintf(where, sizeof(where), "policy %u: ", p.id);
+	if (rc < 0)
+		return fc_reply_error(conn, MHD_HTTP_BAD_REQUEST, field, "%s%s", where, err.msg);
+	if (id && p.id != id)
+		return fc_reply_error(conn, MHD_HTTP_BAD_REQUEST, "id", "policy %u: the body's id is %u", id, p.id);
+	rc = fc_change_policy_put(&c->ctx, &p, id != 0, &found, &row, &err);
+	if (rc == FC_CHANGE_CONFLICT && found && !id)
+		return fc_reply_error(conn, MHD_HTTP_CONFLICT, "id", "%sexists; PUT /api/policies/%u replaces it", where,
+				      p.id);
+	if (rc == FC_CHANGE_CONFLICT)
+		return fc_reply_error(conn, MHD_HTTP_CONFLICT, "match", "%s%s", where, err.msg);
+	if (rc)
+		return fc_reply_error(conn, MHD_HTTP_SERVICE_UNAVAILABLE, NULL, "%s%s", where, err.msg);
+	return fc_reply_json(conn, found ? MHD_HTTP_OK : MHD_HTTP_CREATED, fc_api_policy(&row));
+}
+
+static enum MHD_Result fc_api_policy_del(struct fc_console *c, struct MHD_Connection *conn, uint32_t id)
+{
+	struct fc_err err;
+	int rc = fc_change_policy_del(&c->ctx, id, &err);
+
+	if (rc == FC_CHANGE_CONFLICT)
+		return fc_reply_error(conn, MHD_HTTP_NOT_FOUND, NULL, "policy %u: no such policy", id);
+	if (rc)
+		return fc_reply_error(conn, MHD_HTTP_SERVICE_UNAVAILABLE, NULL, "policy %u: %s", id, err.msg);
+	return fc_reply(conn, MHD_HTTP_NO_CONTENT, strdup(""), 0, "text/plain");
+}
+
+static enum MHD_Result fc_api_ban_list(struct fc_console *c, struct MHD_Connection *conn)
+{
+	struct fc_ban_row *rows = NULL;
+	struct fc_uid_ban *ub = NULL;
+	struct fc_store *st = NULL;
+	int64_t now = (int64_t)time(NULL);
+	size_t n = 0, nu = 0, i;
+	struct fc_err err;
+	json_t *a;
+
+	if (fc_store_open_ex(c->ctx.db_path, false, &st, &err) < 0 || fc_store_ban_list(st, now, &rows, &n, &err) < 0 ||
+	    fc_store_uid_ban_list(st, now, &ub, &nu, &err) < 0) {
+		fc_store_close(st);
+		free(rows);
+		return fc_reply_error(conn, MHD_HTTP_SERVICE_UNAVAILABLE, NULL, "%s", err.msg);
+	}
+	fc_store_close(st);
+	a = json_array();
+	for (i = 0; a && i < n; i++)
+		json_array_append_new(a, fc_ban_to_json(&rows[i], now));
+	for (i = 0; a && i < nu; i++)
+		json_array_append_new(a, fc_uid_ban_to_json(&ub[i], now));
+	free(rows);
+	free(ub);
+	return fc_reply_json(conn, MHD_HTTP_OK, json_pack("{s:o}", "bans", a));
+}
+
+/* {"ban": "ADDR[/LEN]" | "uid=VALUE", "ttl": "1h" | seconds | null} */
+static enum MHD_Result fc_api_ban_add(struct fc_console *c, struct MHD_Connection *conn, const struct fc_body *b)
+{
+	char canon[FC_BAN_TEXT_LEN];
+	const char *text, *key;
+	enum MHD_Result ret;
+	json_t *doc = fc_api_body(conn, b, &ret), *ttl, *v;
+	struct fc_err err;
+	int64_t secs = 0;
+	bool existed;
+	int rc;
+
+	if (!doc)
+		return ret;
+	json_object_foreach(doc, key, v) {
+		if (strcmp(key, "ban") && strcmp(key, "ttl")) {
+			ret = fc_reply_error(conn, MHD_HTTP_BAD_REQUEST, key, "unknown key \"%.64s\"", key);
+			goto out;
+		}
+	}
+	text = json_string_value(json_object_get(doc, "ban"));
+	ttl = json_object_get(doc, "ttl");
+	if (!text) {
+		ret = fc_reply_error(conn, MHD_HTTP_BAD_REQUEST, "ban", "ban: expected \"ADDR[/LEN]\" or \"uid=VALUE\"");
+		goto out;
+	}
+	if (json_is_string(ttl) && fc_duration_parse(json_string_value(ttl), &secs, &err) < 0) {
+		ret = fc_reply_error(conn, MHD_HTTP_BAD_REQUEST, "ttl", "ttl: %s", err.msg);
+		goto out;
+	}
+	if (json_is_integer(ttl))
+		secs = json_integer_value(ttl);
+	if (ttl && !json_is_null(ttl) && !json_is_string(ttl) && !(json_is_integer(ttl) && secs > 0 &&
+								    secs <= FC_DURATION_MAX)) {
+		ret = fc_reply_error(conn, MHD_HTTP_BAD_REQUEST, "ttl", "ttl: expected a duration (\"1h\"), seconds or null");
+		goto out;
+	}
+	rc = fc_change_ban_put(&c->ctx, text, secs, canon, &existed, &err);
+	if (rc == FC_CHANGE_INVALID)
+		ret = fc_reply_error(conn, MHD_HTTP_BAD_REQUEST, "ban", "%s", err.msg);
+	else if (rc)
+		ret = fc_reply_error(conn, MHD_HTTP_SERVICE_UNAVAILABLE, NULL, "ban add %s: %s", canon, err.msg);
+	else
+		ret = fc_reply_json(conn, existed ? MHD_HTTP_OK : MHD_HTTP_CREATED,
+				    json_pack("{s:s, s:o}", "ban", canon, "ttl", secs ? json_integer(secs) : json_null()));
+out:
+	json_decref(doc);
+	return ret;
+}
+
+static enum MHD_Result fc_api_ban_del(struct fc_console *c, struct MHD_Connection *conn, const char *text)
+{
+	char canon[FC_BAN_TEXT_LEN];
+	struct fc_err err;
+	int rc = fc_change_ban_del(&c->ctx, text, canon, &err);
+
+	if (rc == FC_CHANGE_INVALID)
+		return fc_reply_error(conn, MHD_HTTP_BAD_REQUEST, "ban", "%s", err.msg);
+	if (rc == FC_CHANGE_CONFLICT)
+		return fc_reply_error(conn, MHD_HTTP_NOT_FOUND, NULL, "ban del %s: not banned", canon);
+	if (rc)
+		return fc_reply_error(conn, MHD_HTTP_SERVICE_UNAVAILABLE, NULL, "ban del %s: %s", canon, err.msg);
+	return fc_reply(conn, MHD_HTTP_NO_CONTENT, strdup(""), 0, "text/plain");
+}
+
+/* ---- counters ---- */
+
+static int fc_sample_take(const struct fc_ctx *ctx, struct fc_sample *s, struct fc_stats_all *a, struct fc_err *err)
+{
+	size_t i;
+
+	if (fc_stats_gather(ctx, a, err) < 0)
+		return -1;
+	s->t = fc_mono();
+	s->n = a->n;
+	s->rows = calloc(a->n ? a->n : 1, sizeof(*s->rows));
+	if (!s->rows) {
+		fc_stats_free(a);
+		return fc_err_set(err, "out of memory");
+	}
+	for (i = 0; i < a->n; i++)
+		s->rows[i] = (struct fc_sample_row){ a->ps[i].row->spec.id, a->ps[i].row->epoch,
+						     a->ps[i].ps.passed.packets, a->ps[i].ps.dropped.packets,
+						     a->ps[i].delayed };
+	return 0;
+}
+
+static void *fc_sampler(void *arg)
+{
+	struct fc_console *c = arg;
+	struct fc_stats_all a;
+	struct fc_sample s;
+	struct timespec until;
+	struct fc_err err;
+
+	pthread_mutex_lock(&c->lock);
+	while (!c->stop) {
+		pthread_mutex_unlock(&c->lock);
+		if (fc_sample_take(&c->ctx, &s, &a, &err) == 0) {
+			fc_stats_free(&a);
+			pthread_mutex_lock(&c->lock);
+			free(c->samples[c->next].rows);
+			c->samples[c->next] = s;
+			c->next = (c->next + 1) % FC_CONSOLE_SAMPLES;
+		} else {
+			pthread_mutex_lock(&c->lock); /* the store is away: try again next time */
+		}
+		clock_gettime(CLOCK_REALTIME, &until);
+		until.tv_sec += FC_CONSOLE_SAMPLE_S;
+		while (!c->stop && pthread_cond_timedwait(&c->wake, &c->lock, &until) != ETIMEDOUT)
+			;
+	}
+	pthread_mutex_unlock(&c->lock);
+	return NULL;
+}
+
+/* The youngest sample at least a minute old; else the oldest there is. */
+static const struct fc_sample *fc_sample_minute_ago(const struct fc_console *c, double now)
+{
+	const struct fc_sample *aged = NULL, *oldest = NULL;
+	size_t i;
+
+	for (i = 0; i < FC_CONSOLE_SAMPLES; i++) {
+		const struct fc_sample *s = &c->samples[i];
+
+		if (!s->t)
+			continue;
+		if (now - s->t >= 60 && (!aged || s->t > aged->t))
+			aged = s;
+		if (!oldest || s->t < oldest->t)
+			oldest = s;
+	}
+	return aged ? aged : oldest;
+}
+
+static const struct fc_sample_row *fc_sample_find(const struct fc_sample *s, uint32_t id, uint32_t epoch)
+{
+	size_t lo = 0, hi = s ? s->n : 0;
+
+	while (lo < hi) { /* rows are in id order */
+		size_t mid = (lo + hi) / 2;
+
+		if (s->rows[mid].id < id)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return s && lo < s->n && s->rows[lo].id == id && s->rows[lo].epoch == epoch ? &s->rows[lo] : NULL;
+}
+
+static double fc_per_s(uint64_t now, uint64_t then, double dt)
+{
+	return now >= then && dt > 0 ? (double)(now - then) / dt : 0;
+}
+
+static enum MHD_Result fc_api_stats(struct fc_console *c, struct MHD_Connection *conn)
+{
+	char stamp[FC_TIME_STRLEN], match[FC_MATCH_LEN];
+	const struct fc_sample *old;
+	struct fc_stats_all a;
+	struct fc_sample cur;
+	struct fc_err err;
+	json_t *pols, *doc;
+	double dt;
+	size_t i;
+
+	if (fc_sample_take(&c->ctx, &cur, &a, &err) < 0)
+		return fc_reply_error(conn, MHD_HTTP_SERVICE_UNAVAILABLE, NULL, "%s", err.msg);
+	pols = json_array();
+	pthread_mutex_lock(&c->lock);
+	old = fc_sample_minute_ago(c, cur.t);
+	dt = old ? cur.t - old->t : 0;
+	for (i = 0; pols && i < a.n; i++) {
+		const struct fc_policy_spec *p = &a.ps[i].row->spec;
+		const struct fc_sample_row *r = &cur.rows[i], *o = fc_sample_find(old, r->id, r->epoch);
+		json_t *minute = json_null();
+
+		if (o)
+			minute = json_pack("{s:f, s:f, s:f, s:f}", "seconds", dt, "passed_per_s",
+					   fc_per_s(r->passed, o->passed, dt), "denied_per_s",
+					   fc_per_s(r->denied, o->denied, dt), "delayed_per_s",
+					   fc_per_s(r->delayed, o->delayed, dt));
+		fc_match_format(p, match);
+		json_array_append_new(pols, json_pack("{s:I, s:s, s:s, s:s, s:I, s:I, s:I, s:o}", "id", (json_int_t)p->id,
+						      "match", match, "layer", fc_policy_is_l7(p) ? "nginx" : "xdp",
+						      "action", fc_action_name(p->action), "passed", (json_int_t)r->passed,
+						      "denied", (json_int_t)r->denied, "delayed", (json_int_t)r->delayed,
+						      "last_minute", minute));
+	}
+	pthread_mutex_unlock(&c->lock);
+	fc_time_format((int64_t)time(NULL), stamp);
+	doc = json_pack("{s:s, s:s, s:{s:I, s:I, s:I, s:I}, s:{s:I, s:I, s:I}, s:o}", "time", stamp, "node",
+			c->ctx.node, "xdp", "passed", (json_int_t)a.s.passed.packets, "dropped_exact",
+			(json_int_t)a.s.drop_exact.packets, "dropped_prefix", (json_int_t)a.s.drop_prefix.packets,
+			"dropped_limit", (json_int_t)a.s.drop_limit.packets, "bans", "addresses",
+			(json_int_t)a.bans.addresses, "escalated", (json_int_t)a.bans.escalated, "uids",
+			(json_int_t)a.bans.uids, "policies", pols);
+	free(cur.rows);
+	fc_stats_free(&a);
+	return fc_reply_json(conn, MHD_HTTP_OK, doc);
+}
+
+static enum MHD_Result fc_metrics_text(struct fc_console *c, struct MHD_Connection *conn)
+{
+	char *body = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&body, &len);
+
+	if (!f)
+		return MHD_NO;
+	fc_metrics_write(f, &c->ctx, c->counters);
+	if (fclose(f)) {
+		free(body);
+		return MHD_NO;
+	}
+	return fc_reply(conn, MHD_HTTP_OK, body, len, "text/plain; version=0.0.4");
+}
+
+/* ---- routing ---- */
+
+/* Constant time: how long a wrong token takes says nothing of the right one. */
+static bool fc_authorized(const struct fc_console *c, struct MHD_Connection *conn)
+{
+	const char *h = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
+	unsigned char diff = 0;
+	size_t i;
+
+	if (!h || strncmp(h, "Bearer ", 7) || strlen(h + 7) != FC_CONSOLE_TOKEN_LEN)
+		return false;
+	for (i = 0; i < FC_CONSOLE_TOKEN_LEN; i++)
+		diff |= (unsigned char)(h[7 + i] ^ c->token[i]);
+	return !diff;
+}
+
+static enum MHD_Result fc_not_allowed(struct MHD_Connection *conn, const char *allow)
+{
+	return fc_reply_error(conn, MHD_HTTP_METHOD_NOT_ALLOWED, NULL, "method not allowed here; allowed: %s", allow);
+}
+
+static enum MHD_Result fc_route(struct fc_console *c, struct MHD_Connection *conn, const char *url, const char *m,
+				const struct fc_body *b)
+{
+	bool get = !strcmp(m, "GET"), post = !strcmp(m, "POST"), put = !strcmp(m, "PUT"), del = !strcmp(m, "DELETE");
+	struct fc_err err;
+	uint32_t id;
+
+	if (!strcmp(url, "/metrics"))
+		return get ? fc_metrics_text(c, conn) : fc_not_allowed(conn, "GET");
+	if (!strcmp(url, "/api/stats"))
+		return get ? fc_api_stats(c, conn) : fc_not_allowed(conn, "GET");
+	if (!strcmp(url, "/api/policies"))
+		return get ? fc_api_policy_list(c, conn) : post ? fc_api_policy_put(c, conn, b, 0) :
+		       fc_not_allowed(conn, "GET, POST");
+	if (!strncmp(url, "/api/policies/", 14)) {
+		if (fc_policy_id_parse(url + 14, &id, &err) < 0)
+			return fc_reply_error(conn, MHD_HTTP_BAD_REQUEST, "id", "%s", err.msg);
+		return get ? fc_api_policy_get(c, conn, id) : put ? fc_api_policy_put(c, conn, b, id) :
+		       del ? fc_api_policy_del(c, conn, id) : fc_not_allowed(conn, "GET, PUT, DELETE");
+	}
+	if (!strcmp(url, "/api/bans"))
+		return get ? fc_api_ban_list(c, conn) : post ? fc_api_ban_add(c, conn, b) : fc_not_allowed(conn, "GET, POST");
+	if (!strncmp(url, "/api/bans/", 10))
+		return del ? fc_api_ban_del(c, conn, url + 10) : fc_not_allowed(conn, "DELETE");
+	return fc_reply_error(conn, MHD_HTTP_NOT_FOUND, NULL, "%.200s: no such resource", url);
+}
+
+static enum MHD_Result fc_console_handle(void *cls, struct MHD_Connection *conn, const char *url, const char *method,
+					 const char *version, const char *upload, size_t *upload_size, void **req)
+{
+	struct fc_console *c = cls;
+	struct fc_body *b = *req;
+	const char *cl;
+	size_t i;
+
+	(void)version;
+	if (!b) { /* the headers are in: decide what can be decided before the body */
+		if (strncmp(url, "/api/", 5) && strcmp(url, "/metrics")) {
+			for (i = 0; i < fc_console_nfiles; i++)
+				if (!strcmp(url, fc_console_files[i].path))
+					return strcmp(method, "GET") && strcmp(method, "HEAD") ?
+						       fc_not_allowed(conn, "GET") :
+						       fc_reply_page(conn, &fc_console_files[i]);
+			return fc_reply_error(conn, MHD_HTTP_NOT_FOUND, NULL, "%.200s: no such page", url);
+		}
+		if (!fc_authorized(c, conn))
+			return fc_reply_error(conn, MHD_HTTP_UNAUTHORIZED, NULL,
+					      "missing or wrong \"Authorization: Bearer TOKEN\" (freqctl console-token)");
+		cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+		if (cl && strtoull(cl, NULL, 10) > FC_CONSOLE_BODY_MAX)
+			return fc_reply_error(conn, MHD_HTTP_CONTENT_TOO_LARGE, NULL, "body: more than %d bytes",
+					      FC_CONSOLE_BODY_MAX);
+		b = calloc(1, sizeof(*b));
+		if (!b)
+			return MHD_NO;
+		*req = b;
+		return MHD_YES;
+	}
+	if (*upload_size) { /* a piece of the body */
+		if (!b->too_big && b->len + *upload_size <= FC_CONSOLE_BODY_MAX) {
+			char *nd = realloc(b->data, b->len + *upload_size);
+
+			if (!nd)
+				return MHD_NO;
+			memcpy(nd + b->len, upload, *upload_size);
+			b->data = nd;
+			b->len += *upload_size;
+		} else {
+			b->too_big = true; /* chunked, without a length: read it, then refuse */
+		}
+		*upload_size = 0;
+		return MHD_YES;
+	}
+	if (b->too_big)
+		return fc_reply_error(conn, MHD_HTTP_CONTENT_TOO_LARGE, NULL, "body: more than %d bytes",
+				      FC_CONSOLE_BODY_MAX);
+	return fc_route(c, conn, url, method, b);
+}
+
+static void fc_console_done(void *cls, struct MHD_Connection *conn, void **req, enum MHD_RequestTerminationCode why)
+{
+	struct fc_body *b = *req;
+
+	(void)cls;
+	(void)conn;
+	(void)why;
+	if (b) {
+		free(b->data);
+		free(b);
+		*req = NULL;
+	}
+}
+
+struct fc_console *fc_console_start(const struct sockaddr_storage *sa, const struct fc_ctx *ctx,
+				    const struct fc_agent_counters *counters, const char *token, struct fc_err *err)
+{
+	struct fc_console *c = calloc(1, sizeof(*c));
+	uint16_t port = ntohs(sa->ss_family == AF_INET6 ? ((const struct sockaddr_in6 *)sa)->sin6_port :
+							   ((const struct sockaddr_in *)sa)->sin_port);
+
+	if (!c) {
+		fc_err_set(err, "out of memory");
+		return NULL;
+	}
+	c->ctx = *ctx;
+	c->ctx.store_must_exist = true; /* a console never makes a store */
+	c->counters = counters;
+	snprintf(c->token, sizeof(c->token), "%s", token);
+	pthread_mutex_init(&c->lock, NULL);
+	pthread_cond_init(&c->wake, NULL);
+	c->d = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL |
+					(sa->ss_family == AF_INET6 ? MHD_USE_IPv6 : 0),
+				port, NULL, NULL, fc_console_handle, c, MHD_OPTION_SOCK_ADDR, sa,
+				MHD_OPTION_NOTIFY_COMPLETED, fc_console_done, c, MHD_OPTION_CONNECTION_LIMIT, 32U,
+				MHD_OPTION_PER_IP_CONNECTION_LIMIT, 16U, MHD_OPTION_CONNECTION_TIMEOUT, 10U,
+				MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(128 * 1024), MHD_OPTION_END);
+	if (!c->d) {
+		fc_err_set(err, "cannot listen on port %u (in use, or not an address of this machine)", port);
+		goto fail;
+	}
+	if (pthread_create(&c->sampler, NULL, fc_sampler, c)) {
+		fc_err_set(err, "cannot start the sampler thread");
+		MHD_stop_daemon(c->d);
+		goto fail;
+	}
+	return c;
+fail:
+	pthread_cond_destroy(&c->wake);
+	pthread_mutex_destroy(&c->lock);
+	free(c);
+	return NULL;
+}
+
+void fc_console_stop(struct fc_console *c)
+{
+	size_t i;
+
+	if (!c)
+		return;
+	MHD_stop_daemon(c->d);
+	pthread_mutex_lock(&c->lock);
+	c->stop = true;
+	pthread_cond_signal(&c->wake);
+	pthread_mutex_unlock(&c->lock);
+	pthread_join(c->sampler, NULL);
+	for (i = 0; i < FC_CONSOLE_SAMPLES; i++)
+		free(c->samples[i].rows);
+	pthread_cond_destroy(&c->wake);
+	pthread_mutex_destroy(&c->lock);
+	free(c);
+}

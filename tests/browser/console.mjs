@@ -1,0 +1,116 @@
+// The console page in Debian's chromium, headless, driven by playwright-core:
+// open it with the token, add a policy through the form (by keyboard), see it
+// listed and enforced by nginx, submit an invalid one and see the server's
+// message beside the field and nothing changed, delete the policy. Prints
+// "ok - ..." / "not ok - ..." lines (tests/integration/test_console.sh counts
+// them) and saves a screenshot for a person to look at.
+//
+//   FC_URL=http://127.0.0.1:PORT/ FC_TOKEN=... FC_WEB=http://127.0.0.1:PORT2 FC_SHOT=out.png node console.mjs
+import { chromium } from 'playwright-core';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
+const { FC_URL, FC_TOKEN, FC_WEB, FC_SHOT } = process.env;
+let failures = 0;
+
+function check(what, ok) {
+  console.log((ok ? 'ok - ' : 'not ok - ') + what);
+  if (!ok) failures++;
+}
+
+async function nginxCodes(uid, n) {
+  const codes = [];
+  for (let i = 0; i < n; i++) codes.push((await fetch(`${FC_WEB}/?uid=${uid}`)).status);
+  return codes.join(' ');
+}
+
+async function apiIds(page) {
+  return page.evaluate(async (token) => {
+    const r = await fetch('/api/policies', { headers: { Authorization: 'Bearer ' + token } });
+    return (await r.json()).policies.map((p) => p.id);
+  }, FC_TOKEN);
+}
+
+const profile = mkdtempSync(join(tmpdir(), 'fc-chromium-'));
+const browser = await chromium.launchPersistentContext(profile, {
+  executablePath: '/usr/bin/chromium',
+  headless: true,
+  viewport: { width: 1366, height: 860 }, // a laptop screen
+  args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
+    '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+});
+try {
+  const page = browser.pages()[0] || await browser.newPage();
+  const errors = [];
+  page.on('pageerror', (e) => errors.push(e.message));
+  // Console errors other than the browser's note on the 400 the test provokes.
+  page.on('console', (m) => {
+    if (m.type() === 'error' && !m.text().includes('status of 400')) errors.push(m.text());
+  });
+
+  await page.goto(`${FC_URL}#token=${FC_TOKEN}`);
+  await page.locator('#app').waitFor({ state: 'visible', timeout: 10000 });
+  check('the page opens with the token and connects', (await page.locator('#status').textContent()).startsWith('Connected'));
+  check('the token left the address bar', !page.url().includes('token='));
+
+  // Add a policy by keyboard: type, Tab to the next field, Enter submits.
+  await page.locator('#p-id').focus();
+  await page.keyboard.type('41');
+  await page.keyboard.press('Tab');
+  await page.keyboard.type('uid=u41');
+  await page.keyboard.press('Tab');
+  await page.keyboard.type('2/m');
+  await page.keyboard.press('Enter');
+  const row = page.locator('#policies tbody tr[data-id="41"]');
+  await row.waitFor({ timeout: 5000 });
+  check('the new policy is listed', (await row.textContent()).includes('uid=u41'));
+  let codes = '';
+  for (let i = 0; i < 20 && codes !== '200 200 429'; i++) {
+    codes = await nginxCodes('u41', 3);
+    if (codes !== '200 200 429') await new Promise((r) => setTimeout(r, 50));
+  }
+  check(`... and enforced by nginx: ${codes}`, codes === '200 200 429');
+
+  // Traffic for the counters and the chart: u41 is over its limit now.
+  for (let i = 0; i < 15; i++) {
+    await nginxCodes('u41', 1);
+    await page.waitForTimeout(200);
+  }
+  const denied = await row.locator('.denied').textContent();
+  check(`live counters show the refusals (denied/s: ${denied})`, Number(denied) > 0);
+
+  // An invalid one: the server's message beside the rates field, nothing stored.
+  await page.fill('#p-id', '42');
+  await page.fill('#p-match', 'uid=u42');
+  await page.fill('#p-rates', '10/x');
+  await page.click('#policy-save');
+  const err = page.locator('#e-rates');
+  await err.filter({ hasText: 'unit' }).waitFor({ timeout: 5000 });
+  const msg = await err.textContent();
+  check(`an invalid rate shows the server's message by the field: ${msg}`,
+    msg === 'policy 42: rate "10/x": unit must be one of s, m, h, d');
+  check('... the field is marked invalid', (await page.getAttribute('#p-rates', 'aria-invalid')) === 'true');
+  check('... and nothing was added', !(await apiIds(page)).includes(42));
+  await page.screenshot({ path: FC_SHOT, fullPage: true });
+  check(`screenshot saved: ${FC_SHOT}`, true);
+  await page.click('#policy-cancel').catch(() => {});
+  await page.fill('#p-id', '');
+  await page.fill('#p-match', '');
+  await page.fill('#p-rates', '');
+
+  // Delete, by keyboard: the button asks once more.
+  const del = row.getByRole('button', { name: 'Delete policy 41' });
+  await del.focus();
+  await page.keyboard.press('Enter');
+  await page.keyboard.press('Enter');
+  await row.waitFor({ state: 'detached', timeout: 5000 });
+  check('the policy is deleted', !(await apiIds(page)).includes(41));
+  check(`no script errors (${errors.join('; ')})`, errors.length === 0);
+} catch (e) {
+  check(`the browser test ran to its end (${e.message.split('\n')[0]})`, false);
+} finally {
+  await browser.close();
+  rmSync(profile, { recursive: true, force: true });
+}
+process.exit(failures ? 1 : 0);

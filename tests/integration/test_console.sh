@@ -1,0 +1,210 @@
+#!/usr/bin/env bash
+# The operator console: an agent with --http on loopback, freqctl attached at
+# XDP on a veth (lib.sh) and Debian's nginx with the module, all on scratch
+# paths. Every endpoint and error path of the API; each accepted write
+# enforced at XDP (BPF_PROG_TEST_RUN through bpftool on the attached program)
+# and in nginx; then the page in Debian's chromium, driven headless by
+# playwright-core (tests/browser/console.mjs), with a screenshot kept in
+# build/test-output/. The agent and nginx are stopped by their pids.
+. "$(dirname "$0")/lib.sh"
+MODULE=${FC_NGX_MODULE:-$PWD/build/ngx_http_freqctl_module.so}
+d=/tmp/fc-it-$tag
+port=$((40000 + tag % 20000)) # the console
+web=$((port - 20000))         # nginx
+apid=
+stop_ours() {
+	[ -n "$apid" ] && kill -TERM "$apid" 2>/dev/null && wait "$apid" 2>/dev/null
+	if [ -f "$d/nginx.pid" ]; then
+		local pid
+		pid=$(cat "$d/nginx.pid")
+		kill -QUIT "$pid" 2>/dev/null
+		for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+	fi
+}
+trap 'stop_ours; fc_finish' EXIT
+command -v nginx >/dev/null || skip_all "nginx not installed (Debian nginx)"
+command -v curl >/dev/null || skip_all "curl not installed"
+[ -f "$MODULE" ] || skip_all "$MODULE not built (make)"
+fc_setup
+check "attach xdp" fc attach "$host" --mode xdp >/dev/null
+prog=$(fc status --json | jq -r '.attached[0].prog_id')
+
+mkdir -p "$d/html" "$d/logs"
+echo ok >"$d/html/index.html"
+chmod -R a+rX "$d"
+cat >"$d/nginx.conf" <<CONF
+load_module $MODULE;
+user www-data www-data;
+worker_processes 1;
+pid $d/nginx.pid;
+error_log $d/logs/error.log notice;
+events { worker_connections 64; }
+http {
+    access_log off;
+    freqctl_shm $shm;
+    freqctl on;
+    freqctl_uid \$arg_uid;
+    server { listen 127.0.0.1:$web; root $d/html; }
+}
+CONF
+fc sync >/dev/null
+chgrp www-data "$shm" 2>/dev/null
+nginx -p "$d" -c "$d/nginx.conf" -e "$d/logs/error.log" || skip_all "nginx did not start"
+fc agent --http "127.0.0.1:$port" --token-file "$d/token" >"$d/agent.log" 2>&1 &
+apid=$!
+for _ in $(seq 50); do grep -q "watching store" "$d/agent.log" && break; sleep 0.1; done
+check "the agent serves the console" grep -q "serving the console at http://127.0.0.1:$port/" "$d/agent.log"
+check "the token file is made 0600" [ "$(stat -c %a "$d/token")" = 600 ]
+token=$(fc console-token --token-file "$d/token")
+check "console-token prints it: 64 hex digits" grep -qxE '[0-9a-f]{64}' <<<"$token"
+token_missing() {
+	local out rc
+	out=$(fc console-token --token-file "$d/none" 2>&1)
+	rc=$?
+	[ "$rc" = 1 ] && grep -q 'the agent makes it when started with --http' <<<"$out"
+}
+check "console-token without the file: exit 1, saying how it is made" token_missing
+
+U=http://127.0.0.1:$port
+# api METHOD PATH [BODY]: prints "STATUS BODY"
+api() {
+	local out
+	out=$(curl -s --max-time 5 -w '\n%{http_code}' -X "$1" -H "Authorization: Bearer $token" \
+		${3:+-H 'Content-Type: application/json' --data-binary "$3"} "$U$2")
+	echo "$(tail -n1 <<<"$out") $(sed '$d' <<<"$out")"
+}
+status_is() { [ "${1%% *}" = "$2" ]; }
+body_has() { jq_true "$2" <<<"${1#* }"; }
+# The verdict of freqctl's attached XDP program on one ICMP echo from
+# 198.18.0.SRC, by BPF_PROG_TEST_RUN: 1 XDP_DROP, 2 XDP_PASS.
+xdp_verdict() {
+	printf '\x02\x00\x00\x00\x00\x01\x02\x00\x00\x00\x00\x02\x08\x00\x45\x00\x00\x1c\x00\x00\x40\x00\x40\x01\x00\x00\xc6\x12\x00'"$(printf '\\x%02x' "$1")"'\xc6\x12\x00\x01\x08\x00\xf7\xff\x00\x00\x00\x00' >"$d/frame"
+	bpftool prog run id "$prog" data_in "$d/frame" repeat 1 2>&1 | sed -n 's/^Return value: \([0-9]*\).*/\1/p'
+}
+get() { curl -s -o /dev/null -w '%{http_code}' --max-time 2 "http://127.0.0.1:$web/?uid=$1"; }
+within_100ms() {
+	local i
+	for i in $(seq 20); do "$@" && return 0; sleep 0.005; done
+	return 1
+}
+verdict_is() { [ "$(xdp_verdict "$1")" = "$2" ]; }
+verdicts_are() { [ "$(xdp_verdict "$1") $(xdp_verdict "$1") $(xdp_verdict "$1")" = "$2" ]; }
+http_is() { [ "$(get "$1")" = "$2" ]; }
+https_are() { [ "$(get "$1") $(get "$1") $(get "$1")" = "$2" ]; }
+no_store_change() { [ "$(curl -s -H "Authorization: Bearer $token" "$U/api/policies" | jq -c '[.policies[].id]')" = "$1" ]; }
+
+# Access.
+check "no token: 401 with WWW-Authenticate" sh -c "curl -s -D - -o /dev/null '$U/api/policies' | grep -qi '^WWW-Authenticate: Bearer'"
+r=$(curl -s -w ' %{http_code}' -H "Authorization: Bearer ${token%?}0" "$U/api/stats")
+check "a wrong token: 401" [ "${r##* }" = 401 ]
+check "the page is served without one, with a strict CSP" sh -c "curl -s -D - -o /dev/null '$U/' | grep -qi \"^Content-Security-Policy: default-src 'self'\""
+check "... and so are its script and style" sh -c "[ \"\$(curl -s -o /dev/null -w '%{http_code}' '$U/console.js')\$(curl -s -o /dev/null -w '%{http_code}' '$U/console.css')\" = 200200 ]"
+r=$(api GET /nowhere)
+check "an unknown path: 404" status_is "$r" 404
+r=$(api PATCH /api/policies)
+check "a wrong method: 405" status_is "$r" 405
+check "the console binds where told: nothing on the veth address" sh -c "! curl -s --max-time 1 -o /dev/null 'http://198.18.0.1:$port/'"
+
+# Policies.
+r=$(api GET /api/policies)
+check "GET /api/policies: 200, none yet" body_has "$r" '.policies == []'
+r=$(api POST /api/policies '{"id": 7, "match": "ip=198.18.0.78", "rates": ["2/m"], "algo": "window"}')
+check "POST a policy: 201" status_is "$r" 201
+check "... enforced at XDP within 100 ms: 198.18.0.78 passes twice, then is dropped" within_100ms verdicts_are 78 "2 2 1"
+r=$(api POST /api/policies '{"id": 8, "match": "uid=u8", "rates": ["2/m"]}')
+check "POST an nginx policy: 201" status_is "$r" 201
+check "... enforced in nginx: 200, 200, then 429" within_100ms https_are u8 "200 200 429"
+check "... and another uid is not limited" http_is u9 200
+r=$(api POST /api/policies '{"id": 9, "match": "uid=u9", "rates": ["10/x"]}')
+check "an invalid rate: 400 with the CLI's message and the field" \
+	body_has "$r" '.error == "policy 9: rate \"10/x\": unit must be one of s, m, h, d" and .field == "rates[0]"'
+cli=$("$FC_BIN" --db "$db" --pin-dir "$pin" --shm "$shm" policy add 9 --match uid=u9 --rate 10/x 2>&1 | head -1)
+check "... the same message as the CLI ($cli)" [ "$cli" = 'freqctl: policy 9: rate "10/x": unit must be one of s, m, h, d' ]
+r=$(api POST /api/policies '{"id": 9, "match": "uid=u9", "rates": ["1/s"], "colour": "red"}')
+check "an unknown key: 400 naming it" body_has "$r" '.field == "colour"'
+r=$(api POST /api/policies '{"id": 9, "match": "uid=u9",')
+check "bad JSON: 400 with line and column" body_has "$r" '.error | startswith("body: line 1, column")'
+r=$(api POST /api/policies '[1, 2]')
+check "JSON that is not an object: 400" status_is "$r" 400
+r=$(api POST /api/policies '{"id": 10, "match": "ip=198.18.0.78", "rates": ["1/s"]}')
+check "a match another policy has: 409" body_has "$r" '.field == "match" and (.error | contains("already limited by policy 7"))'
+r=$(api POST /api/policies '{"id": 7, "match": "ip=198.18.0.79", "rates": ["1/s"]}')
+check "POST an existing id: 409, saying PUT replaces it" body_has "$r" '.error == "policy 7: exists; PUT /api/policies/7 replaces it"'
+check "none of the refused writes changed the store" no_store_change '[7,8]'
+r=$(api GET /api/policies/8)
+check "GET /api/policies/8: the policy" body_has "$r" '.id == 8 and .match == "uid=u8" and .layer == "nginx"'
+r=$(api GET /api/policies/99)
+check "GET an unknown id: 404" status_is "$r" 404
+r=$(api GET /api/policies/x7)
+check "GET a malformed id: 400" status_is "$r" 400
+r=$(api PUT /api/policies/7 '{"match": "ip=198.18.0.78", "rates": ["5/m"], "algo": "window"}')
+check "PUT replaces: 200" body_has "$r" '.rates == ["5/m"]'
+check "... enforced at XDP: 198.18.0.78 has room again under 5/m" verdict_is 78 2
+r=$(api PUT /api/policies/7 '{"id": 8, "match": "uid=u7", "rates": ["1/s"]}')
+check "PUT with another id in the body: 400" body_has "$r" '.field == "id"'
+r=$(api PUT /api/policies/11 '{"match": "uid=u11", "rates": ["1/m"]}')
+check "PUT a new id creates it: 201" status_is "$r" 201
+r=$(api DELETE /api/policies/8)
+check "DELETE: 204" status_is "$r" 204
+check "... no longer enforced in nginx" within_100ms http_is u8 200
+r=$(api DELETE /api/policies/8)
+check "DELETE again: 404" status_is "$r" 404
+
+# Bans.
+r=$(api POST /api/bans '{"ban": "198.18.0.77", "ttl": "1h"}')
+check "POST a ban: 201" body_has "$r" '.ban == "198.18.0.77" and .ttl == 3600'
+check "... enforced at XDP within 100 ms" within_100ms verdict_is 77 1
+r=$(api POST /api/bans '{"ban": "uid=bob"}')
+check "POST a uid ban: 201" status_is "$r" 201
+check "... enforced in nginx: 403" within_100ms http_is bob 403
+r=$(api POST /api/bans '{"ban": "10.0.0.5/8"}')
+check "a bad prefix: 400 with the CLI's message" body_has "$r" '.error == "\"10.0.0.5/8\": host bits set; did you mean 10.0.0.0/8?" and .field == "ban"'
+r=$(api POST /api/bans '{"ban": "198.18.0.76", "ttl": "10x"}')
+check "a bad TTL: 400 naming ttl" body_has "$r" '.field == "ttl"'
+r=$(api GET /api/bans)
+check "GET /api/bans: both, with TTL and reason" body_has "$r" '[.bans[].ban] == ["198.18.0.77", "uid=bob"] and .bans[0].ttl_remaining > 3500 and .bans[0].escalated_by_policy == null'
+r=$(api DELETE /api/bans/198.18.0.77)
+check "DELETE a ban: 204" status_is "$r" 204
+check "... lifted at XDP" within_100ms verdict_is 77 2
+r=$(api DELETE /api/bans/uid=bob)
+check "DELETE a uid ban: 204" status_is "$r" 204
+check "... lifted in nginx" within_100ms http_is bob 200
+r=$(api DELETE /api/bans/198.18.0.0%2F24)
+check "DELETE a ban that is not there: 404" status_is "$r" 404
+
+# Counters.
+r=$(api GET /api/stats)
+check "GET /api/stats: per policy and layer, counted" body_has "$r" '.node != null and ([.policies[] | select(.id == 7) | .layer == "xdp" and .passed >= 3 and .denied >= 1] == [true])'
+r=$(curl -s -H "Authorization: Bearer $token" "$U/metrics")
+check "GET /metrics: the Prometheus text" grep -q '^freqctl_agent_publishes_total ' <<<"$r"
+
+# Abuse: none of it disturbs enforcement.
+r=$(head -c 70000 /dev/zero | curl -s -o /dev/null -w '%{http_code}' -X POST -H "Authorization: Bearer $token" --data-binary @- "$U/api/policies")
+check "a body over 64 KiB: 413" [ "$r" = 413 ]
+r=$(head -c 70000 /dev/zero | curl -s -o /dev/null -w '%{http_code}' -X POST -H "Authorization: Bearer $token" -H 'Transfer-Encoding: chunked' --data-binary @- "$U/api/policies")
+check "... also chunked, without a length: 413" [ "$r" = 413 ]
+exec 7<>"/dev/tcp/127.0.0.1/$port" # a slow client that never finishes its request
+printf 'GET /api/stats HTTP/1.1\r\nHost: x\r\n' >&7
+r=$(api GET /api/policies)
+check "a stalled client holds nothing up" status_is "$r" 200
+check "... and is cut off after the 10 s timeout" timeout 15 sh -c 'cat <&7 >/dev/null'
+exec 7>&-
+check "enforcement unchanged through all of it: 198.18.0.78 still limited (5/m: 2 more, then dropped)" verdicts_are 78 "2 2 1"
+
+# The page, in a real browser.
+if ! command -v chromium >/dev/null; then
+	echo "SKIPPED: the page in a browser: chromium not installed (Debian chromium)"
+	skipped=$((skipped + 1))
+elif [ ! -d tests/browser/node_modules/playwright-core ]; then
+	echo "SKIPPED: the page in a browser: playwright-core not installed (npm ci --prefix tests/browser)"
+	skipped=$((skipped + 1))
+else
+	mkdir -p build/test-output
+	out=$(FC_URL="$U/" FC_TOKEN="$token" FC_SHOT=build/test-output/console.png FC_WEB="http://127.0.0.1:$web" \
+		timeout 120 node tests/browser/console.mjs 2>&1)
+	echo "$out"
+	passed=$((passed + $(grep -c '^ok - ' <<<"$out")))
+	failed=$((failed + $(grep -c '^not ok - ' <<<"$out")))
+	grep -q '^ok - ' <<<"$out" || { echo "not ok - the browser test ran"; failed=$((failed + 1)); }
+fi
+exit 0
