@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Installs the Debian packages freqctl builds, tests and demonstrates with,
-# when any is missing; with "bench", also what make bench compares against.
-# Needs root (apt-get); does nothing when all are there.
+# when any is missing, and the console's browser test driver (playwright-core,
+# from npm, pinned by tests/browser/package-lock.json); with "bench", also what
+# make bench compares against. Needs root (apt-get); does nothing when all are
+# there.
 set -euo pipefail
 
 pkgs=(
@@ -11,7 +13,10 @@ pkgs=(
 	sqlite3 postgresql postgresql-client
 	iproute2 iputils-ping jq xdp-tools
 	nginx nginx-dev curl
+	chromium
 )
+# Node.js: Debian's, unless one is there already (playwright-core needs 18+).
+command -v node >/dev/null || pkgs+=(nodejs npm)
 
 [ "${1:-}" = bench ] && pkgs=(wrk redis-server redis-tools bc)
 
@@ -19,13 +24,18 @@ missing=()
 for p in "${pkgs[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
 done
-[ ${#missing[@]} -eq 0 ] && exit 0
-
-echo "freqctl: installing ${missing[*]}" >&2
-if [ "$(id -u)" -ne 0 ]; then
-	echo "freqctl: installing packages needs root: sudo apt-get install ${missing[*]}" >&2
-	exit 1
+if [ ${#missing[@]} -gt 0 ]; then
+	echo "freqctl: installing ${missing[*]}" >&2
+	if [ "$(id -u)" -ne 0 ]; then
+		echo "freqctl: installing packages needs root: sudo apt-get install ${missing[*]}" >&2
+		exit 1
+	fi
+	export DEBIAN_FRONTEND=noninteractive
+	apt-get update -qq
+	apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
-export DEBIAN_FRONTEND=noninteractive
-apt-get update -qq
-apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+browser=$(dirname "$0")/../tests/browser
+if [ "${1:-}" != bench ] && [ ! -d "$browser/node_modules/playwright-core" ]; then
+	echo "freqctl: installing playwright-core for the console's browser test (npm ci)" >&2
+	npm ci --prefix "$browser" --no-audit --no-fund --loglevel=error >/dev/null
+fi
