@@ -37,6 +37,7 @@
 #include "fc_cli.h"
 #include "fc_duration.h"
 #include "fc_console.h"
+#include "fc_http.h"
 #include "fc_metrics.h"
 #include "fc_publish.h"
 
@@ -445,11 +446,11 @@ static int fc_agent_run(const struct fc_ctx *global, const struct fc_cmd *cmd, i
 	while ((c = fc_cmd_getopt(cmd, argc, argv)) != -1) {
 		if (c == 'q')
 			quiet = true;
-		else if (c == FC_OPT_METRICS && fc_metrics_parse(optarg, &metrics_sa, &err) < 0)
+		else if (c == FC_OPT_METRICS && fc_http_parse(optarg, &metrics_sa, &err) < 0)
 			fc_usage_error(cmd, "--metrics %s", err.msg);
 		else if (c == FC_OPT_METRICS)
 			metrics_at = optarg;
-		else if (c == FC_OPT_HTTP && fc_metrics_parse(optarg, &http_sa, &err) < 0)
+		else if (c == FC_OPT_HTTP && fc_http_parse(optarg, &http_sa, &err) < 0)
 			fc_usage_error(cmd, "--http %s", err.msg);
 		else if (c == FC_OPT_HTTP)
 			http_at = optarg;

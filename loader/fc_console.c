@@ -17,20 +17,19 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
-#include <microhttpd.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
-#include <arpa/inet.h>
 #include <sys/random.h>
 #include <sys/stat.h>
 
 #include "fc_change.h"
 #include "fc_console.h"
 #include "fc_duration.h"
+#include "fc_http.h"
 #include "fc_rows_json.h"
 #include "fc_stats.h"
 
@@ -124,36 +123,13 @@ int fc_console_token(const char *path, bool create, char token[FC_CONSOLE_TOKEN_
 
 /* ---- replies ---- */
 
-static enum MHD_Result fc_reply(struct MHD_Connection *conn, unsigned int status, char *body, size_t len,
-				const char *type)
-{
-	struct MHD_Response *r;
-	enum MHD_Result ret;
-
-	if (!body)
-		return MHD_NO; /* out of memory: drop the connection */
-	r = MHD_create_response_from_buffer(len, body, MHD_RESPMEM_MUST_FREE);
-	if (!r) {
-		free(body);
-		return MHD_NO;
-	}
-	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, type);
-	MHD_add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
-	MHD_add_response_header(r, "X-Content-Type-Options", "nosniff");
-	if (status == MHD_HTTP_UNAUTHORIZED)
-		MHD_add_response_header(r, MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Bearer realm=\"freqctl\"");
-	ret = MHD_queue_response(conn, status, r);
-	MHD_destroy_response(r);
-	return ret;
-}
-
 /* Sends doc (released here). */
 static enum MHD_Result fc_reply_json(struct MHD_Connection *conn, unsigned int status, json_t *doc)
 {
 	char *text = doc ? json_dumps(doc, JSON_COMPACT) : NULL;
 
 	json_decref(doc);
-	return fc_reply(conn, status, text, text ? strlen(text) : 0, "application/json");
+	return fc_http_reply(conn, status, text, text ? strlen(text) : 0, "application/json");
 }
 
 __attribute__((format(printf, 4, 5)))
@@ -309,7 +285,7 @@ static enum MHD_Result fc_api_policy_del(struct fc_console *c, struct MHD_Connec
 		return fc_reply_error(conn, MHD_HTTP_NOT_FOUND, NULL, "policy %u: no such policy", id);
 	if (rc)
 		return fc_reply_error(conn, MHD_HTTP_SERVICE_UNAVAILABLE, NULL, "policy %u: %s", id, err.msg);
-	return fc_reply(conn, MHD_HTTP_NO_CONTENT, strdup(""), 0, "text/plain");
+	return fc_http_reply(conn, MHD_HTTP_NO_CONTENT, strdup(""), 0, "text/plain");
 }
 
 static enum MHD_Result fc_api_ban_list(struct fc_console *c, struct MHD_Connection *conn)
@@ -401,7 +377,7 @@ static enum MHD_Result fc_api_ban_del(struct fc_console *c, struct MHD_Connectio
 		return fc_reply_error(conn, MHD_HTTP_NOT_FOUND, NULL, "ban del %s: not banned", canon);
 	if (rc)
 		return fc_reply_error(conn, MHD_HTTP_SERVICE_UNAVAILABLE, NULL, "ban del %s: %s", canon, err.msg);
-	return fc_reply(conn, MHD_HTTP_NO_CONTENT, strdup(""), 0, "text/plain");
+	return fc_http_reply(conn, MHD_HTTP_NO_CONTENT, strdup(""), 0, "text/plain");
 }
 
 /* ---- counters ---- */
@@ -554,7 +530,7 @@ static enum MHD_Result fc_metrics_text(struct fc_console *c, struct MHD_Connecti
 		free(body);
 		return MHD_NO;
 	}
-	return fc_reply(conn, MHD_HTTP_OK, body, len, "text/plain; version=0.0.4");
+	return fc_http_reply(conn, MHD_HTTP_OK, body, len, "text/plain; version=0.0.4");
 }
 
 /* ---- routing ---- */
@@ -675,8 +651,6 @@ struct fc_console *fc_console_start(const struct sockaddr_storage *sa, const str
 				    const struct fc_agent_counters *counters, const char *token, struct fc_err *err)
 {
 	struct fc_console *c = calloc(1, sizeof(*c));
-	uint16_t port = ntohs(sa->ss_family == AF_INET6 ? ((const struct sockaddr_in6 *)sa)->sin6_port :
-							   ((const struct sockaddr_in *)sa)->sin_port);
 
 	if (!c) {
 		fc_err_set(err, "out of memory");
@@ -688,16 +662,9 @@ struct fc_console *fc_console_start(const struct sockaddr_storage *sa, const str
 	snprintf(c->token, sizeof(c->token), "%s", token);
 	pthread_mutex_init(&c->lock, NULL);
 	pthread_cond_init(&c->wake, NULL);
-	c->d = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL |
-					(sa->ss_family == AF_INET6 ? MHD_USE_IPv6 : 0),
-				port, NULL, NULL, fc_console_handle, c, MHD_OPTION_SOCK_ADDR, sa,
-				MHD_OPTION_NOTIFY_COMPLETED, fc_console_done, c, MHD_OPTION_CONNECTION_LIMIT, 32U,
-				MHD_OPTION_PER_IP_CONNECTION_LIMIT, 16U, MHD_OPTION_CONNECTION_TIMEOUT, 10U,
-				MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(128 * 1024), MHD_OPTION_END);
-	if (!c->d) {
-		fc_err_set(err, "cannot listen on port %u (in use, or not an address of this machine)", port);
+	c->d = fc_http_start(sa, fc_console_handle, c, fc_console_done, err);
+	if (!c->d)
 		goto fail;
-	}
 	if (pthread_create(&c->sampler, NULL, fc_sampler, c)) {
 		fc_err_set(err, "cannot start the sampler thread");
 		MHD_stop_daemon(c->d);

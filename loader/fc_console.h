@@ -25,7 +25,7 @@ int fc_console_token(const char *path, bool create, char token[FC_CONSOLE_TOKEN_
 struct fc_console;
 struct sockaddr_storage;
 
-/* Serves on sa (see fc_metrics_parse) in threads of its own until stop. */
+/* Serves on sa (see fc_http_parse) in threads of its own until stop. */
 struct fc_console *fc_console_start(const struct sockaddr_storage *sa, const struct fc_ctx *ctx,
 				    const struct fc_agent_counters *counters, const char *token, struct fc_err *err);
 void fc_console_stop(struct fc_console *c);

@@ -27,10 +27,7 @@ struct sockaddr_storage;
 /* The Prometheus text: what `stats --prometheus` prints, then the agent's counters. */
 void fc_metrics_write(FILE *f, const struct fc_ctx *ctx, const struct fc_agent_counters *c);
 
-/* ADDR:PORT: an IPv4 literal, or an IPv6 one in brackets ("127.0.0.1:9469", "[::1]:9469"). */
-int fc_metrics_parse(const char *listen, struct sockaddr_storage *sa, struct fc_err *err);
-
-/* Listens on sa (from fc_metrics_parse); the server runs in its own thread
+/* Listens on sa (from fc_http_parse); the server runs in its own thread
  * and reads ctx and counters until fc_metrics_stop. */
 struct fc_metrics *fc_metrics_start(const struct sockaddr_storage *sa, const struct fc_ctx *ctx,
 				    const struct fc_agent_counters *counters, struct fc_err *err);
