@@ -63,6 +63,18 @@ else
 	echo "not ok: a test created or changed /sys/fs/bpf/freqctl or /dev/shm/freqctl"
 fi
 
+# Every agent and nginx a test started must be gone (looked up, never killed, here).
+echo "== no test process left behind"
+left=$(pgrep -af '(freqctl|nginx).*/tmp/fc-(it|agent|fleet|ngx|abench)-' || true)
+if [ -z "$left" ]; then
+	passed=$((passed + 1))
+	echo "ok"
+else
+	failed=$((failed + 1))
+	failed_suites+=("leftovers")
+	echo "not ok: still running: $left"
+fi
+
 echo
 [ ${#failed_suites[@]} -eq 0 ] || echo "failing suites: ${failed_suites[*]}"
 echo "$passed passed, $failed failed, $skipped skipped"

@@ -40,6 +40,7 @@ check() { # check DESCRIPTION COMMAND...
 	else
 		failed=$((failed + 1))
 		echo "not ok - $what"
+		return 1
 	fi
 }
 
@@ -47,6 +48,49 @@ fc() { "$FC_BIN" --db "$db" --pin-dir "$pin" --shm "$shm" "$@"; }
 
 # jq_true FILTER [FILE]: the JSON (FILE or stdin) satisfies FILTER.
 jq_true() { jq -e "$@" >/dev/null; }
+
+# Debian's nginx with the built module, reading $shm, the user id from
+# ?uid=, one worker, its files under /tmp/fc-it-$tag. fc_nginx_stop ends it
+# by its pid (call it from the EXIT trap).
+MODULE=${FC_NGX_MODULE:-$PWD/build/ngx_http_freqctl_module.so}
+fc_nginx_missing() {
+	command -v nginx >/dev/null || { echo "nginx not installed (Debian nginx)"; return; }
+	command -v curl >/dev/null || { echo "curl not installed"; return; }
+	[ -f "$MODULE" ] || echo "$MODULE not built (make)"
+}
+fc_nginx_start() { # fc_nginx_start ADDR:PORT
+	local d=/tmp/fc-it-$tag
+	mkdir -p "$d/html" "$d/logs"
+	echo ok >"$d/html/index.html"
+	chmod -R a+rX "$d"
+	[ -e "$shm" ] || fc sync >/dev/null
+	chgrp www-data "$shm" 2>/dev/null
+	cat >"$d/nginx.conf" <<CONF
+load_module $MODULE;
+user www-data www-data;
+worker_processes 1;
+pid $d/nginx.pid;
+error_log $d/logs/error.log notice;
+events { worker_connections 64; }
+http {
+    access_log off;
+    freqctl_shm $shm;
+    freqctl on;
+    freqctl_uid \$arg_uid;
+    server { listen $1; root $d/html; }
+}
+CONF
+	nginx -p "$d" -c "$d/nginx.conf" -e "$d/logs/error.log" || return 1
+	for _ in $(seq 50); do [ -f "$d/nginx.pid" ] && return 0; sleep 0.1; done
+	return 1
+}
+fc_nginx_stop() {
+	local pid f=/tmp/fc-it-$tag/nginx.pid
+	[ -f "$f" ] || return 0
+	pid=$(cat "$f")
+	kill -QUIT "$pid" 2>/dev/null
+	for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+}
 
 # Pings the root side from the namespace, COUNT at INTERVAL seconds; prints
 # how many replies came back.

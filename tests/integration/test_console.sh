@@ -7,50 +7,24 @@
 # playwright-core (tests/browser/console.mjs), with a screenshot kept in
 # build/test-output/. The agent and nginx are stopped by their pids.
 . "$(dirname "$0")/lib.sh"
-MODULE=${FC_NGX_MODULE:-$PWD/build/ngx_http_freqctl_module.so}
 d=/tmp/fc-it-$tag
 port=$((40000 + tag % 20000)) # the console
 web=$((port - 20000))         # nginx
 apid=
 stop_ours() {
 	[ -n "$apid" ] && kill -TERM "$apid" 2>/dev/null && wait "$apid" 2>/dev/null
-	if [ -f "$d/nginx.pid" ]; then
-		local pid
-		pid=$(cat "$d/nginx.pid")
-		kill -QUIT "$pid" 2>/dev/null
-		for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-	fi
+	fc_nginx_stop
 }
 trap 'stop_ours; fc_finish' EXIT
-command -v nginx >/dev/null || skip_all "nginx not installed (Debian nginx)"
-command -v curl >/dev/null || skip_all "curl not installed"
-[ -f "$MODULE" ] || skip_all "$MODULE not built (make)"
+why=$(fc_nginx_missing)
+[ -z "$why" ] || skip_all "$why"
 fc_setup
 check "attach xdp" fc attach "$host" --mode xdp >/dev/null
 prog=$(fc status --json | jq -r '.attached[0].prog_id')
-
-mkdir -p "$d/html" "$d/logs"
-echo ok >"$d/html/index.html"
-chmod -R a+rX "$d"
-cat >"$d/nginx.conf" <<CONF
-load_module $MODULE;
-user www-data www-data;
-worker_processes 1;
-pid $d/nginx.pid;
-error_log $d/logs/error.log notice;
-events { worker_connections 64; }
-http {
-    access_log off;
-    freqctl_shm $shm;
-    freqctl on;
-    freqctl_uid \$arg_uid;
-    server { listen 127.0.0.1:$web; root $d/html; }
-}
-CONF
-fc sync >/dev/null
-chgrp www-data "$shm" 2>/dev/null
-nginx -p "$d" -c "$d/nginx.conf" -e "$d/logs/error.log" || skip_all "nginx did not start"
-fc agent --http "127.0.0.1:$port" --token-file "$d/token" >"$d/agent.log" 2>&1 &
+fc_nginx_start "127.0.0.1:$web" || skip_all "nginx did not start"
+# Not through fc(): $! must be the agent's own pid.
+"$FC_BIN" --db "$db" --pin-dir "$pin" --shm "$shm" agent --http "127.0.0.1:$port" --token-file "$d/token" \
+	>"$d/agent.log" 2>&1 &
 apid=$!
 for _ in $(seq 50); do grep -q "watching store" "$d/agent.log" && break; sleep 0.1; done
 check "the agent serves the console" grep -q "serving the console at http://127.0.0.1:$port/" "$d/agent.log"

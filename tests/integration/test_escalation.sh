@@ -6,55 +6,30 @@
 # (counted in freqctl stats); the ban lapses after its TTL. The nginx and the
 # agent started here are stopped by their pids on exit.
 . "$(dirname "$0")/lib.sh"
-MODULE=${FC_NGX_MODULE:-$PWD/build/ngx_http_freqctl_module.so}
-shm=/tmp/fc-it-$tag/shm
 port=$((21000 + tag % 20000))
 apid=
-command -v nginx >/dev/null || skip_all "nginx not installed"
-command -v curl >/dev/null || skip_all "curl not installed"
-[ -f "$MODULE" ] || skip_all "$MODULE not built (make)"
+why=$(fc_nginx_missing)
+[ -z "$why" ] || skip_all "$why"
 stop_ours() {
 	[ -n "$apid" ] && kill -TERM "$apid" 2>/dev/null && wait "$apid" 2>/dev/null
-	[ -f "/tmp/fc-it-$tag/nginx.pid" ] && kill -QUIT "$(cat "/tmp/fc-it-$tag/nginx.pid")" 2>/dev/null
-	sleep 0.2
+	fc_nginx_stop
 }
 trap 'stop_ours; fc_finish' EXIT
 fc_setup
-fcs() { "$FC_BIN" --db "$db" --pin-dir "$pin" --shm "$shm" "$@"; }
 # One request from the namespace; prints the status, or 000 when nothing came back.
 get() {
 	ip netns exec "$ns" curl -s -o /dev/null -w '%{http_code}' --max-time 1 "http://198.18.0.1:$port/?uid=u1" || true
 }
 
 d=/tmp/fc-it-$tag
-mkdir -p "$d/html" "$d/logs"
-echo ok >"$d/html/index.html"
-chmod -R a+rX "$d"
-fcs policy add 1 --match uid=u1 --rate 1/m --escalate 3/m --ban-ttl 3s >/dev/null
-chgrp www-data "$shm" 2>/dev/null
-cat >"$d/nginx.conf" <<CONF
-load_module $MODULE;
-user www-data www-data;
-worker_processes 1;
-pid $d/nginx.pid;
-error_log $d/logs/error.log notice;
-events { worker_connections 64; }
-http {
-    access_log off;
-    freqctl_shm $shm;
-    freqctl on;
-    freqctl_uid \$arg_uid;
-    server { listen 198.18.0.1:$port; root $d/html; }
-}
-CONF
-nginx -p "$d" -c "$d/nginx.conf" -e "$d/logs/error.log"
-for _ in $(seq 50); do [ -f "$d/nginx.pid" ] && break; sleep 0.1; done
+fc policy add 1 --match uid=u1 --rate 1/m --escalate 3/m --ban-ttl 3s >/dev/null
+fc_nginx_start "198.18.0.1:$port" || skip_all "nginx did not start"
 "$FC_BIN" --db "$db" --pin-dir "$pin" --shm "$shm" agent >"$d/agent.log" 2>&1 &
 apid=$!
 for _ in $(seq 50); do grep -q "watching store" "$d/agent.log" && break; sleep 0.1; done
-check "attach xdp" fcs attach "$host" --mode xdp
+check "attach xdp" fc attach "$host" --mode xdp
 
-fcs top --json -n 1 -d 1.5 >"$d/top.json" &
+fc top --json -n 1 -d 1.5 >"$d/top.json" &
 tpid=$!
 sleep 0.2 # top has read the counters and the ring's head
 got="$(get) $(get) $(get) $(get)"

@@ -6,18 +6,14 @@
 # reaches both within 100 ms; stopping PostgreSQL loses no enforcement and
 # the agents recover when it returns. Also runs the store's unit tests
 # against this cluster. Everything started here is stopped by its pid.
-set -u
-cd "$(dirname "$0")/../.."
-FC_BIN=${FC_BIN:-build/freqctl}
-tag=$$
-dir=/tmp/fc-fleet-$tag
-passed=0 failed=0 skipped=0
-apid_a= apid_b=
+. "$(dirname "$0")/lib.sh"
 # shellcheck source=tests/integration/pg.sh
 . tests/integration/pg.sh
+dir=/tmp/fc-it-$tag # fc_finish removes it
+apid_a= apid_b=
 
 finish() {
-	local p
+	local p n
 	for p in $apid_a $apid_b; do kill -TERM "$p" 2>/dev/null && wait "$p" 2>/dev/null; done
 	for n in a b; do
 		ip netns del "fc-fleet-$n-$tag" 2>/dev/null
@@ -26,23 +22,14 @@ finish() {
 	done
 	rm -rf "/sys/fs/bpf/fc-fleet-op-$tag"
 	pg_cleanup
-	rm -rf "$dir"
-	echo "$passed passed, $failed failed, $skipped skipped"
+	fc_finish
 }
 trap finish EXIT
-trap 'exit 1' INT TERM
-check() {
-	local what=$1
-	shift
-	if "$@"; then passed=$((passed + 1)); echo "ok - $what"; else failed=$((failed + 1)); echo "not ok - $what"; return 1; fi
-}
-skip_all() { echo "SKIPPED: $1"; skipped=1; exit 0; }
-
 why=$(pg_missing)
 [ -z "$why" ] || skip_all "$why"
 command -v ping >/dev/null || skip_all "ping not installed (Debian iputils-ping)"
 mkdir -p "$dir"
-pg_start "$dir/pg" || { cat "$dir/pg/initdb.log" "$dir/pg/log" 2>/dev/null; skip_all "could not start PostgreSQL"; }
+check "a PostgreSQL cluster of the test's own starts" pg_start "$dir/pg" || { cat "$dir/pg/initdb.log" "$dir/pg/log" 2>/dev/null; exit 1; }
 
 # The store's own tests, on a scratch database of this cluster.
 pg_sql postgres "CREATE DATABASE fcunit"
