@@ -17,12 +17,21 @@ int fc_http_parse(const char *listen, struct sockaddr_storage *sa, struct fc_err
 	char *end;
 	int rc;
 
+	/* A bare port is on loopback: nothing is exposed unless asked for. */
+	if (!colon && *listen && strlen(listen) <= 5 && strspn(listen, "0123456789") == strlen(listen)) {
+		char full[24];
+
+		snprintf(full, sizeof(full), "127.0.0.1:%s", listen);
+		return fc_http_parse(full, sa, err);
+	}
 	if (hl >= 2 && listen[0] == '[' && listen[hl - 1] == ']') {
 		host++;
 		hl -= 2;
+	} else if (colon && memchr(listen, ':', hl)) {
+		return fc_err_set(err, "\"%s\": an IPv6 address goes in brackets, e.g. [::1]:9469", listen);
 	}
 	if (!colon || !hl || hl >= sizeof(buf) || !colon[1])
-		return fc_err_set(err, "\"%s\": expected ADDR:PORT, e.g. 127.0.0.1:9469 or [::1]:9469", listen);
+		return fc_err_set(err, "\"%s\": expected [ADDR:]PORT, e.g. 9469, 127.0.0.1:9469 or [::1]:9469", listen);
 	port = strtoul(colon + 1, &end, 10);
 	if (*end || !port || port > 65535 || colon[1] == '-' || colon[1] == '+')
 		return fc_err_set(err, "\"%s\": port \"%s\" must be a number from 1 to 65535", listen, colon + 1);

@@ -12,7 +12,8 @@
 
 #include "fc_error.h"
 
-/* ADDR:PORT: an IPv4 literal, or an IPv6 one in brackets ("127.0.0.1:9469", "[::1]:9469"). */
+/* [ADDR:]PORT: an IPv4 literal, or an IPv6 one in brackets ("127.0.0.1:9469",
+ * "[::1]:9469"); a bare port is 127.0.0.1's. */
 int fc_http_parse(const char *listen, struct sockaddr_storage *sa, struct fc_err *err);
 
 /* Listens on sa, serving in one event-driven thread of its own; a client
