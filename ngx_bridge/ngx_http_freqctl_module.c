@@ -23,6 +23,7 @@ typedef struct {
 typedef struct {
     ngx_flag_t                 enable;
     ngx_http_complex_value_t  *uid;
+    ngx_int_t                  uid_index;  /* freqctl_uid is one variable: read it directly */
     ngx_uint_t                 status;
     ngx_uint_t                 ban_status;
     ngx_flag_t                 dry_run;
@@ -75,6 +76,7 @@ typedef struct {
 static ngx_http_freqctl_shm_t  ngx_http_freqctl_shm;
 
 static ngx_int_t ngx_http_freqctl_handler(ngx_http_request_t *r);
+static char *ngx_http_freqctl_uid(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);
 static void ngx_http_freqctl_delay(ngx_http_request_t *r);
 static ngx_int_t ngx_http_freqctl_add_variables(ngx_conf_t *cf);
 static void *ngx_http_freqctl_create_main_conf(ngx_conf_t *cf);
@@ -113,7 +115,7 @@ static ngx_command_t  ngx_http_freqctl_commands[] = {
 
     { ngx_string("freqctl_uid"),
       NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_TAKE1,
-      ngx_http_set_complex_value_slot,
+      ngx_http_freqctl_uid,
       NGX_HTTP_LOC_CONF_OFFSET,
       offsetof(ngx_http_freqctl_loc_conf_t, uid),
       NULL },
@@ -364,11 +366,12 @@ static ngx_int_t
 ngx_http_freqctl_request(ngx_http_request_t *r, ngx_http_freqctl_loc_conf_t *lcf,
     struct fc_l7_index *ix, struct fc_l7_req *rq)
 {
-    size_t            i, k;
-    ngx_str_t         v;
-    ngx_uint_t        n;
-    ngx_list_part_t  *part;
-    ngx_table_elt_t  *hdr;
+    size_t                      i, k;
+    ngx_str_t                   v;
+    ngx_uint_t                  n;
+    ngx_list_part_t            *part;
+    ngx_table_elt_t            *hdr;
+    ngx_http_variable_value_t  *vv;
 
     /* Not the whole struct: its arg and header arrays are 1 KiB, and only
      * the first nargs / nheaders of them are read. */
@@ -377,7 +380,14 @@ ngx_http_freqctl_request(ngx_http_request_t *r, ngx_http_freqctl_loc_conf_t *lcf
     ngx_memzero(rq->headers, ix->nheaders * sizeof(rq->headers[0]));
     rq->family = 0;
 
-    if (lcf->uid) {
+    if (lcf->uid_index != NGX_CONF_UNSET) {
+        vv = ngx_http_get_indexed_variable(r, lcf->uid_index);
+        if (vv != NULL && !vv->not_found) {
+            rq->uid.data = (const char *) vv->data;
+            rq->uid.len = vv->len;
+        }
+
+    } else if (lcf->uid) {
         if (ngx_http_complex_value(r, lcf->uid, &v) != NGX_OK) {
             return NGX_ERROR;
         }
@@ -792,6 +802,58 @@ ngx_http_freqctl_create_main_conf(ngx_conf_t *cf)
 }
 
 
+/*
+ * freqctl_uid: a complex value, as most directives take; but when it is one
+ * variable ($cookie_uid, $arg_uid, ${http_x_user}), its value is read as is,
+ * without running the script engine and copying it into the pool for every
+ * request.
+ */
+static char *
+ngx_http_freqctl_uid(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
+{
+    ngx_http_freqctl_loc_conf_t  *lcf = conf;
+    ngx_str_t                    *value, name;
+    size_t                        i;
+
+    if (lcf->uid != NULL || lcf->uid_index != NGX_CONF_UNSET) {
+        return "is duplicate";
+    }
+
+    value = cf->args->elts;
+    name = value[1];
+
+    if (name.len > 3 && name.data[0] == '$' && name.data[1] == '{'
+        && name.data[name.len - 1] == '}')
+    {
+        name.data += 2;
+        name.len -= 3;
+
+    } else if (name.len > 1 && name.data[0] == '$') {
+        name.data++;
+        name.len--;
+
+    } else {
+        name.len = 0;
+    }
+
+    for (i = 0; i < name.len; i++) {
+        u_char  c = ngx_tolower(name.data[i]);
+
+        if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_')) {
+            name.len = 0;
+            break;
+        }
+    }
+
+    if (name.len) {
+        lcf->uid_index = ngx_http_get_variable_index(cf, &name);
+        return lcf->uid_index == NGX_ERROR ? NGX_CONF_ERROR : NGX_CONF_OK;
+    }
+
+    return ngx_http_set_complex_value_slot(cf, cmd, conf);
+}
+
+
 static void *
 ngx_http_freqctl_create_loc_conf(ngx_conf_t *cf)
 {
@@ -809,6 +871,7 @@ ngx_http_freqctl_create_loc_conf(ngx_conf_t *cf)
      */
 
     conf->enable = NGX_CONF_UNSET;
+    conf->uid_index = NGX_CONF_UNSET;
     conf->status = NGX_CONF_UNSET_UINT;
     conf->ban_status = NGX_CONF_UNSET_UINT;
     conf->dry_run = NGX_CONF_UNSET;
@@ -832,8 +895,9 @@ ngx_http_freqctl_merge_loc_conf(ngx_conf_t *cf, void *parent, void *child)
     ngx_conf_merge_uint_value(conf->log_level, prev->log_level, NGX_LOG_WARN);
     ngx_conf_merge_value(conf->headers, prev->headers, 1);
 
-    if (conf->uid == NULL) {
+    if (conf->uid == NULL && conf->uid_index == NGX_CONF_UNSET) {
         conf->uid = prev->uid;
+        conf->uid_index = prev->uid_index;
     }
 
     return NGX_CONF_OK;

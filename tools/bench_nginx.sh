@@ -6,9 +6,17 @@
 # against plain nginx from the same run. Then decisions/s of the L7 engine in
 # a tight loop against a GCRA Lua script in Redis via redis-benchmark
 # (EVALSHA, unpipelined). Everything started here is stopped by its pid.
+#
+# req/s on a shared 2-core machine moves by several per cent between runs, so
+# where perf can read the CPU's counters each wrk run is also measured as the
+# nginx worker's own cycles and instructions per request (perf stat on its
+# pid): what the worker spends, whatever else runs beside it. With one worker
+# saturated, plain's cycles/req over a variant's is that variant's req/s
+# ratio without the noise of the other core; instructions/req do not move at
+# all between runs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-ROUNDS=${ROUNDS:-3}
+ROUNDS=${ROUNDS:-5}
 SECS=${SECS:-3}
 
 tag=$$
@@ -61,7 +69,10 @@ CONF
 	nginx -p "$d" -c "$d/nginx.conf" -e "$d/logs/error.log"
 	for _ in $(seq 50); do [ -f "$d/nginx.pid" ] && break; sleep 0.1; done
 	pids+=("$(cat "$d/nginx.pid")")
+	for _ in $(seq 50); do pgrep -P "$(cat "$d/nginx.pid")" >"$d/worker" && break; sleep 0.1; done
 }
+counters=false
+perf stat -e cycles,instructions true >/dev/null 2>&1 && counters=true
 
 module=$PWD/build/ngx_http_freqctl_module.so
 for n in 1000 65536; do
@@ -77,18 +88,29 @@ start limitreq $((port + 4)) "" \
 
 names=(plain fc1k fc64k limitreq)
 labels=("plain nginx" "freqctl, 1,000 policies" "freqctl, 65,536 policies" "limit_req, two zones")
-declare -A res
+declare -A res cyc ins
 for r in $(seq "$ROUNDS"); do
 	for i in 0 1 2 3; do
 		progress "round $r/$ROUNDS: ${labels[$i]}"
 		p=$((port + (i == 0 ? 0 : i + 1)))
-		out=$(taskset -c 0 wrk -t1 -c32 -d"${SECS}s" "http://127.0.0.1:$p/?uid=u1")
+		worker=$(cat "$dir/${names[$i]}/worker")
+		if $counters; then
+			out=$(perf stat -e cycles,instructions -x, -o "$dir/perf" -p "$worker" -- \
+				taskset -c 0 wrk -t1 -c32 -d"${SECS}s" "http://127.0.0.1:$p/?uid=u1")
+		else
+			out=$(taskset -c 0 wrk -t1 -c32 -d"${SECS}s" "http://127.0.0.1:$p/?uid=u1")
+		fi
 		if grep -q "Non-2xx" <<<"$out"; then
 			echo "bench_nginx: ${labels[$i]} answered non-2xx: the comparison would be void" >&2
 			exit 1
 		fi
 		rps=$(sed -n 's/^Requests\/sec: *\([0-9.]*\).*/\1/p' <<<"$out")
 		res[$i]="${res[$i]:-} $rps"
+		if $counters; then
+			n=$(sed -n 's/^ *\([0-9]*\) requests in.*/\1/p' <<<"$out")
+			cyc[$i]="${cyc[$i]:-} $(($(grep ',cycles' "$dir/perf" | cut -d, -f1) / n))"
+			ins[$i]="${ins[$i]:-} $(($(grep ',instructions' "$dir/perf" | cut -d, -f1) / n))"
+		fi
 	done
 done
 progress ""
@@ -106,6 +128,21 @@ for i in 1 2; do
 	printf '%-28s x limit_req %.3f (target >= 1.0), x plain %.3f (target >= 0.97)\n' "${labels[$i]}" \
 		"$(echo "$m / $lr" | bc -l)" "$(echo "$m / $base" | bc -l)"
 done
+if $counters; then
+	echo
+	echo "the nginx worker's own cost per request (perf stat on its pid, median over the rounds; x plain ="
+	echo "plain's cycles/req over the variant's, the req/s ratio of a saturated worker):"
+	printf '%-28s %12s %12s %10s %12s\n' "variant" "cycles/req" "instr/req" "x plain" "x limit_req"
+	cbase=$(echo "${cyc[0]}" | median)
+	clr=$(echo "${cyc[3]}" | median)
+	for i in 0 1 2 3; do
+		c=$(echo "${cyc[$i]}" | median)
+		printf '%-28s %12.0f %12.0f %10.3f %12.3f\n' "${labels[$i]}" "$c" "$(echo "${ins[$i]}" | median)" \
+			"$(echo "$cbase / $c" | bc -l)" "$(echo "$clr / $c" | bc -l)"
+	done
+else
+	echo "(perf cannot read the CPU's counters here: no per-request cycles)"
+fi
 
 # Decisions per second: the engine against a GCRA Lua script in Redis.
 redis-server --port "$rport" --bind 127.0.0.1 --daemonize yes --pidfile "$dir/redis.pid" --dir "$dir" \

@@ -70,9 +70,10 @@ command -v curl >/dev/null || skip_all "curl not installed"
 [ -f "$MODULE" ] || skip_all "$MODULE not built (make)"
 getent group www-data >/dev/null || skip_all "no www-data group for the workers"
 
-mkdir -p "$dir/html/dry" "$dir/logs"
+mkdir -p "$dir/html/dry" "$dir/html/cx" "$dir/logs"
 echo ok >"$dir/html/index.html"
 echo ok >"$dir/html/dry/index.html"
+echo ok >"$dir/html/cx/index.html"
 chmod -R a+rX "$dir"
 cat >"$dir/nginx.conf" <<CONF
 load_module $MODULE;
@@ -92,6 +93,7 @@ http {
         root $dir/html;
         location /dry/ { freqctl_dry_run on; }
         location /off/ { freqctl off; }
+        location /cx/ { freqctl_uid "team-\$arg_team"; }
     }
 }
 CONF
@@ -100,11 +102,16 @@ fc policy add 1 --match 'uid=u1' --rate 3/m
 fc policy add 2 --match 'arg:api=login,uid=u2' --rate 2/m
 fc policy add 3 --match 'header:X-Key=k3' --rate 1/m --rate 100/d
 fc policy add 4 --match 'uri=/dry/,uid=u4' --rate 1/m
+fc policy add 15 --match 'uid=team-red' --rate 2/m
 fc ban add uid=evil
 
 nginx -p "$dir" -c "$dir/nginx.conf" -e "$dir/logs/error.log" || { echo "not ok - nginx did not start"; failed=1; exit 1; }
 for _ in $(seq 50); do [ -f "$dir/nginx.pid" ] && curl -s -o /dev/null "http://127.0.0.1:$port/" && break; sleep 0.1; done
 
+got=$(codes 3 "/cx/?team=red")
+check "freqctl_uid as a complex value (\"team-\$arg_team\"): 2/m on team-red ($got)" [ "$got" = "200 200 429" ]
+got=$(codes 1 "/cx/?team=blue")
+check "... another team is not limited ($got)" [ "$got" = 200 ]
 got=$(codes 5 "/?uid=u1")
 check "uid=u1 3/m: 3 of 5 pass ($got)" [ "$got" = "200 200 200 429 429" ]
 check "another uid is unaffected" [ "$(codes 3 '/?uid=u9')" = "200 200 200" ]
