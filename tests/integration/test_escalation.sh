@@ -22,7 +22,8 @@ get() {
 }
 
 d=/tmp/fc-it-$tag
-fc policy add 1 --match uid=u1 --rate 1/m --escalate 3/m --ban-ttl 3s >/dev/null
+ttl=6 # long enough for the checks below to run while the ban holds
+fc policy add 1 --match uid=u1 --rate 1/m --escalate 3/m --ban-ttl ${ttl}s >/dev/null
 fc_nginx_start "198.18.0.1:$port" || skip_all "nginx did not start"
 "$FC_BIN" --db "$db" --pin-dir "$pin" --shm "$shm" agent >"$d/agent.log" 2>&1 &
 apid=$!
@@ -42,13 +43,14 @@ check "... and the refused client, from the offender ring" \
 	jq_true '.refused[0] | .address == "198.18.0.2" and .policy == 1 and .per_s > 2' "$d/top.json"
 for _ in $(seq 20); do grep -q "escalated: 198.18.0.2" "$d/agent.log" && break; sleep 0.05; done
 check "the agent banned the client" grep -q "escalated: 198.18.0.2 banned at XDP/TC" "$d/agent.log"
+banned_at=$(date +%s.%N)
 before=$(counter dropped_exact)
 got=$(get)
 check "its packets now die at XDP: no answer ($got)" [ "$got" = 000 ]
 check "... counted as dropped by an exact ban" [ "$(counter dropped_exact)" -gt "$before" ]
 check "ban list says why" sh -c "'$FC_BIN' --db '$db' --pin-dir '$pin' --shm '$shm' ban list | grep 198.18.0.2 | grep -q 'escalated by policy 1'"
 check "stats --prometheus counts it as escalated" sh -c "'$FC_BIN' --db '$db' --pin-dir '$pin' --shm '$shm' stats --prometheus | grep -qx 'freqctl_bans{kind=\"address\",reason=\"escalated\"} 1'"
-sleep 3.2
+sleep "$(awk -v t="$banned_at" -v now="$(date +%s.%N)" -v ttl="$ttl" 'BEGIN { d = t + ttl + 0.3 - now; print (d > 0 ? d : 0) }')"
 got=$(get)
-check "after --ban-ttl 3s the ban lapsed: nginx answers again ($got)" [ "$got" = 429 ]
+check "after --ban-ttl ${ttl}s the ban lapsed: nginx answers again ($got)" [ "$got" = 429 ]
 exit 0
