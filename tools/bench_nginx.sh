@@ -90,7 +90,8 @@ names=(plain fc1k fc64k limitreq)
 labels=("plain nginx" "freqctl, 1,000 policies" "freqctl, 65,536 policies" "limit_req, two zones")
 declare -A res cyc ins
 for r in $(seq "$ROUNDS"); do
-	for i in 0 1 2 3; do
+	for k in 0 1 2 3; do
+		i=$(((k + r) % 4)) # each round starts with another variant: no place in the order is favoured
 		progress "round $r/$ROUNDS: ${labels[$i]}"
 		p=$((port + (i == 0 ? 0 : i + 1)))
 		worker=$(cat "$dir/${names[$i]}/worker")
