@@ -112,7 +112,12 @@ static bool fc_dim_read(struct fc_l7_index *ix, const uint8_t **p, const uint8_t
 	default:
 		return false;
 	}
-	if (sd->kind != FC_DIM_IP) {
+	if (sd->kind != FC_DIM_IP && sd->value_len <= sizeof(d->addr)) {
+		/* Most uids and args are short: no pointer to chase, no cache line more. */
+		memcpy(d->addr, val, sd->value_len);
+		d->value.data = (const char *)d->addr;
+		d->value.len = sd->value_len;
+	} else if (sd->kind != FC_DIM_IP) {
 		d->value.data = fc_copy(a, val, sd->value_len);
 		d->value.len = sd->value_len;
 		if (!d->value.data)

@@ -37,15 +37,18 @@ struct fc_l7_dim {
 	uint8_t name_idx; /* arg, header: into fc_l7_index.args / .headers */
 	uint8_t family;   /* ip */
 	uint8_t plen;
-	uint8_t addr[16];
+	uint8_t addr[16]; /* ip; else a value of up to 16 bytes is kept here, beside the rest */
 	struct fc_l7_str value;
 };
 
+/* The fields a request reads first come first: with 65,536 policies the
+ * index is tens of MB, and each line touched can be a cache miss. */
 struct fc_l7_policy {
 	uint32_t id;
 	uint32_t slot;
 	uint32_t epoch;
 	uint32_t delay_burst;
+	uint32_t next; /* the next policy filed under the same key, or UINT32_MAX */
 	uint8_t algo;
 	uint8_t action; /* enum fc_l7_action */
 	uint8_t ntiers;
@@ -55,7 +58,6 @@ struct fc_l7_policy {
 	bool escalate;  /* report refused clients in the offender ring */
 	struct fc_tier tier[FC_MAX_TIERS];
 	struct fc_l7_dim dims[FC_SHM_MAX_DIMS];
-	uint32_t next; /* the next policy filed under the same key, or UINT32_MAX */
 };
 
 struct fc_l7_entry {
