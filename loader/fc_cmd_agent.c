@@ -353,6 +353,22 @@ fail:
 	}
 }
 
+/* Makes the store if it is new and records this node's weight (0: leave it). */
+static int fc_agent_prepare(const struct fc_ctx *ctx, double weight, struct fc_err *err)
+{
+	struct fc_node n = { .weight = weight };
+	struct fc_store *st;
+	int rc = 0;
+
+	if (fc_store_open(ctx->db_path, &st, err) < 0)
+		return -1;
+	snprintf(n.name, sizeof(n.name), "%s", ctx->node);
+	if (weight)
+		rc = fc_store_node_put(st, &n, err);
+	fc_store_close(st);
+	return rc;
+}
+
 /* (Re)opens the agent's own connection that only watches for changes, and
  * reads where it starts from. */
 static int fc_agent_rewatch(const struct fc_ctx *ctx, struct fc_store **watch, int64_t *version, struct fc_err *err)
@@ -441,7 +457,7 @@ static int fc_agent_run(const struct fc_ctx *global, const struct fc_cmd *cmd, i
 	char token[FC_CONSOLE_TOKEN_LEN + 1];
 	struct fc_err err;
 	double weight = 0;
-	bool pg = fc_store_is_postgres(ctx->db_path);
+	bool pg = fc_store_is_postgres(ctx->db_path), prepared;
 
 	while ((c = fc_cmd_getopt(cmd, argc, argv)) != -1) {
 		if (c == 'q')
@@ -460,24 +476,15 @@ static int fc_agent_run(const struct fc_ctx *global, const struct fc_cmd *cmd, i
 			fc_usage_error(cmd, "--weight: %s", err.msg);
 	}
 	/* The store may be new on a new machine: make it (and its directory,
-	 * where the lock goes) now; once watching, a vanished store is an
-	 * outage to ride out, never an empty store to publish. */
-	if (fc_store_open(ctx->db_path, &watch, &err) < 0) {
+	 * where a SQLite store's lock goes) now; once watching, a vanished store
+	 * is an outage to ride out, never an empty store to publish. A fleet's
+	 * PostgreSQL may be unreachable when a node boots: what was published
+	 * before stays enforced and the agent keeps trying. */
+	prepared = fc_agent_prepare(ctx, weight, &err) == 0;
+	if (!prepared && !pg) {
 		fc_warn("agent: %s", err.msg);
 		return FC_EXIT_FAILURE;
 	}
-	if (weight) {
-		struct fc_node n = { .weight = weight };
-
-		snprintf(n.name, sizeof(n.name), "%s", ctx->node);
-		if (fc_store_node_put(watch, &n, &err) < 0) {
-			fc_warn("agent: %s", err.msg);
-			fc_store_close(watch);
-			return FC_EXIT_FAILURE;
-		}
-	}
-	fc_store_close(watch);
-	watch = NULL;
 	if (fc_agent_lock(ctx, &lock, &err) < 0) {
 		fc_warn("agent: %s", err.msg);
 		return FC_EXIT_FAILURE;
@@ -512,14 +519,20 @@ static int fc_agent_run(const struct fc_ctx *global, const struct fc_cmd *cmd, i
 			     http_at, token_file);
 	}
 	/* Watch first, publish second: a change committed in between is seen. */
-	if (fc_agent_rewatch(ctx, &watch, &version, &err) < 0 ||
+	if (!prepared || fc_agent_rewatch(ctx, &watch, &version, &err) < 0 ||
 	    (next_expiry = fc_agent_publish(ctx, quiet, "start", &cnt, &err)) < 0) {
-		fc_warn("agent: %s", err.msg);
-		fc_store_close(watch);
-		fc_console_stop(console);
-		fc_metrics_stop(metrics);
-		fc_agent_unlock(&lock);
-		return FC_EXIT_FAILURE;
+		if (!pg) {
+			fc_warn("agent: %s", err.msg);
+			fc_store_close(watch);
+			fc_console_stop(console);
+			fc_metrics_stop(metrics);
+			fc_agent_unlock(&lock);
+			return FC_EXIT_FAILURE;
+		}
+		fc_agent_log("cannot reach the store, keeping what is enforced: %s (retrying)", err.msg);
+		failing = true;
+		backoff = 100;
+		next_expiry = 0;
 	}
 	fc_esc_reload(&esc, ctx);
 	fc_agent_notify("READY=1\nSTATUS=publishing the store");
@@ -564,7 +577,8 @@ static int fc_agent_run(const struct fc_ctx *global, const struct fc_cmd *cmd, i
 		}
 		if (!why)
 			continue;
-		if ((!watch && fc_agent_rewatch(ctx, &watch, &version, &err) < 0) ||
+		if ((!prepared && !(prepared = fc_agent_prepare(ctx, weight, &err) == 0)) ||
+		    (!watch && fc_agent_rewatch(ctx, &watch, &version, &err) < 0) ||
 		    (v = fc_agent_publish(ctx, quiet, why, &cnt, &err)) < 0) {
 			if (!failing)
 				fc_agent_log("cannot publish, keeping what is enforced: %s (retrying)", err.msg);

@@ -107,6 +107,16 @@ check "... the ban still drops a's sender" [ "$(pings a 5 1)" = 0 ]
 check "... the limits stay: b's sender is still over its 300/m" [ "$(pings b 5 2)" = 0 ]
 check "... the CLI reports the outage and exits 1" sh -c "'$FC_BIN' --db '$pg_dsn' --pin-dir /sys/fs/bpf/fc-fleet-op-$tag --shm '$dir/op.shm' ban add 198.18.2.9 2>'$dir/err'; [ \$? = 1 ] && grep -q 'cannot connect' '$dir/err'"
 
+# A node that boots while the database is away: its agent starts anyway.
+kill -TERM "$apid_b"
+wait "$apid_b"
+"$FC_BIN" --db "$pg_dsn" --node b --pin-dir "/sys/fs/bpf/fc-fleet-b-$tag" --shm "$dir/b.shm" agent --weight 0.75 \
+	>>"$dir/b.log" 2>&1 &
+apid_b=$!
+check "an agent started while PostgreSQL is down runs, keeping what is enforced" \
+	wait_logged b 'cannot reach the store, keeping what is enforced' 5
+check "... and b's sender is still over its limit" [ "$(pings b 5 2)" = 0 ]
+
 pg_ctl_start
 check "PostgreSQL back: both agents recover" both wait_logged 'store readable again' 40
 op ban del 198.18.1.2
