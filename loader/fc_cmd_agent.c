@@ -197,6 +197,32 @@ static int fc_agent_watch(const char *db, struct fc_err *err)
 	return fd;
 }
 
+/* Starts a change. A fleet's PostgreSQL is kept connected between changes
+ * (*keep; dropped on any failure, to reconnect next time); a SQLite file is
+ * opened afresh each time, so a store moved away is seen as gone. */
+static int fc_agent_begin(struct fc_publish *pub, const struct fc_ctx *ctx, struct fc_store **keep, struct fc_err *err)
+{
+	if (!fc_store_is_postgres(ctx->db_path))
+		return fc_publish_begin(pub, ctx, err);
+	if (!*keep && fc_store_open_ex(ctx->db_path, false, keep, err) < 0)
+		return -1;
+	if (fc_publish_begin_on(pub, ctx, *keep, err) == 0)
+		return 0;
+	fc_store_close(*keep);
+	*keep = NULL;
+	return -1;
+}
+
+/* Ends it: on failure a kept connection is dropped as well. */
+static int fc_agent_commit(struct fc_publish *pub, struct fc_store **keep, struct fc_err *err)
+{
+	if (fc_publish_commit(pub, err) == 0)
+		return 0;
+	fc_store_close(*keep);
+	*keep = NULL;
+	return -1;
+}
+
 /*
  * Escalation: the agent reads the offender ring that nginx workers write and
  * counts refusals per (policy, client) in fixed windows of the policy's
@@ -286,7 +312,8 @@ static bool fc_esc_count(struct fc_escalation *e, const struct fc_esc_policy *p,
 }
 
 /* Reads the ring up to its head; bans what crossed a threshold. */
-static void fc_esc_drain(struct fc_escalation *e, const struct fc_ctx *ctx, bool quiet, struct fc_agent_counters *cnt)
+static void fc_esc_drain(struct fc_escalation *e, const struct fc_ctx *ctx, bool quiet, struct fc_agent_counters *cnt,
+			 struct fc_store **keep)
 {
 	struct fc_ban_row bans[64];
 	uint64_t head, idx, seq;
@@ -331,7 +358,7 @@ static void fc_esc_drain(struct fc_escalation *e, const struct fc_ctx *ctx, bool
 		struct fc_err err;
 		char text[FC_PREFIX_STRLEN];
 
-		if (fc_publish_begin(&pub, ctx, &err) < 0)
+		if (fc_agent_begin(&pub, ctx, keep, &err) < 0)
 			goto fail;
 		for (i = 0; i < nb; i++) {
 			if (fc_store_ban_put(pub.st, &bans[i], &err) < 0) {
@@ -339,7 +366,7 @@ static void fc_esc_drain(struct fc_escalation *e, const struct fc_ctx *ctx, bool
 				goto fail;
 			}
 		}
-		if (fc_publish_commit(&pub, &err) < 0)
+		if (fc_agent_commit(&pub, keep, &err) < 0)
 			goto fail;
 		__atomic_add_fetch(&cnt->escalations, nb, __ATOMIC_RELAXED);
 		for (i = 0; i < nb && !quiet; i++) {
@@ -394,7 +421,7 @@ static void fc_agent_drain(int fd)
 /* Publishes the store; returns the unix time of the next ban expiry (0: none)
  * or -1 on failure. */
 static int64_t fc_agent_publish(const struct fc_ctx *ctx, bool quiet, const char *why, struct fc_agent_counters *cnt,
-				struct fc_err *err)
+				struct fc_store **keep, struct fc_err *err)
 {
 	struct fc_ban_row *bans = NULL;
 	struct fc_uid_ban *ub = NULL;
@@ -405,7 +432,7 @@ static int64_t fc_agent_publish(const struct fc_ctx *ctx, bool quiet, const char
 	size_t nb = 0, nu = 0, i;
 
 	clock_gettime(CLOCK_MONOTONIC, &t0);
-	if (fc_publish_begin(&pub, ctx, err) < 0)
+	if (fc_agent_begin(&pub, ctx, keep, err) < 0)
 		goto fail;
 	if (fc_store_ban_list(pub.st, pub.now, &bans, &nb, err) < 0 ||
 	    fc_store_uid_ban_list(pub.st, pub.now, &ub, &nu, err) < 0) {
@@ -421,7 +448,7 @@ static int64_t fc_agent_publish(const struct fc_ctx *ctx, bool quiet, const char
 	}
 	free(bans);
 	free(ub);
-	if (fc_publish_commit(&pub, err) < 0)
+	if (fc_agent_commit(&pub, keep, err) < 0)
 		goto fail;
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	us = (uint64_t)((t1.tv_sec - t0.tv_sec) * 1000000 + (t1.tv_nsec - t0.tv_nsec) / 1000);
@@ -443,7 +470,7 @@ static int fc_agent_run(const struct fc_ctx *global, const struct fc_cmd *cmd, i
 {
 	struct fc_ctx agent_ctx = *global, *ctx = &agent_ctx;
 	struct sigaction sa = { .sa_handler = fc_agent_signal };
-	struct fc_store *watch = NULL;
+	struct fc_store *watch = NULL, *keep = NULL;
 	int64_t next_expiry = 0, version = -1, v;
 	struct fc_agent_locks lock;
 	int ino, timeout, backoff = 0, rechecks = 0, c, ready;
@@ -520,10 +547,11 @@ static int fc_agent_run(const struct fc_ctx *global, const struct fc_cmd *cmd, i
 	}
 	/* Watch first, publish second: a change committed in between is seen. */
 	if (!prepared || fc_agent_rewatch(ctx, &watch, &version, &err) < 0 ||
-	    (next_expiry = fc_agent_publish(ctx, quiet, "start", &cnt, &err)) < 0) {
+	    (next_expiry = fc_agent_publish(ctx, quiet, "start", &cnt, &keep, &err)) < 0) {
 		if (!pg) {
 			fc_warn("agent: %s", err.msg);
 			fc_store_close(watch);
+			fc_store_close(keep);
 			fc_console_stop(console);
 			fc_metrics_stop(metrics);
 			fc_agent_unlock(&lock);
@@ -558,7 +586,7 @@ static int fc_agent_run(const struct fc_ctx *global, const struct fc_cmd *cmd, i
 			rechecks--;
 		if (fc_agent_stop)
 			break;
-		fc_esc_drain(&esc, ctx, quiet, &cnt);
+		fc_esc_drain(&esc, ctx, quiet, &cnt, &keep);
 		if (fc_agent_hup) {
 			fc_agent_hup = 0;
 			why = "SIGHUP";
@@ -579,7 +607,7 @@ static int fc_agent_run(const struct fc_ctx *global, const struct fc_cmd *cmd, i
 			continue;
 		if ((!prepared && !(prepared = fc_agent_prepare(ctx, weight, &err) == 0)) ||
 		    (!watch && fc_agent_rewatch(ctx, &watch, &version, &err) < 0) ||
-		    (v = fc_agent_publish(ctx, quiet, why, &cnt, &err)) < 0) {
+		    (v = fc_agent_publish(ctx, quiet, why, &cnt, &keep, &err)) < 0) {
 			if (!failing)
 				fc_agent_log("cannot publish, keeping what is enforced: %s (retrying)", err.msg);
 			failing = true;
@@ -601,6 +629,7 @@ static int fc_agent_run(const struct fc_ctx *global, const struct fc_cmd *cmd, i
 	fc_console_stop(console);
 	fc_metrics_stop(metrics);
 	fc_store_close(watch);
+	fc_store_close(keep);
 	if (esc.base)
 		munmap(esc.base, esc.size);
 	free(esc.pol);

@@ -6,14 +6,27 @@
 
 int fc_publish_begin(struct fc_publish *pub, const struct fc_ctx *ctx, struct fc_err *err)
 {
+	struct fc_store *st;
+
+	if (fc_store_open_ex(ctx->db_path, !ctx->store_must_exist, &st, err) < 0)
+		return -1;
+	if (fc_publish_begin_on(pub, ctx, st, err) < 0) {
+		fc_store_close(st);
+		return -1;
+	}
+	pub->own_st = true;
+	return 0;
+}
+
+int fc_publish_begin_on(struct fc_publish *pub, const struct fc_ctx *ctx, struct fc_store *st, struct fc_err *err)
+{
 	size_t upurged = 0;
 
 	memset(pub, 0, sizeof(*pub));
 	pub->ctx = ctx;
 	pub->maps.dirfd = -1;
 	pub->now = (int64_t)time(NULL);
-	if (fc_store_open_ex(ctx->db_path, !ctx->store_must_exist, &pub->st, err) < 0)
-		return -1;
+	pub->st = st;
 	if (fc_store_begin(pub->st, err) < 0 || fc_store_ban_purge(pub->st, pub->now, &pub->purged, err) < 0 ||
 	    fc_store_uid_ban_purge(pub->st, pub->now, &upurged, err) < 0) {
 		fc_publish_abort(pub);
@@ -27,7 +40,8 @@ static void fc_publish_close(struct fc_publish *pub)
 {
 	if (pub->maps.dirfd >= 0)
 		fc_maps_close(&pub->maps);
-	fc_store_close(pub->st);
+	if (pub->own_st)
+		fc_store_close(pub->st);
 	pub->st = NULL;
 }
 

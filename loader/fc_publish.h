@@ -24,10 +24,14 @@ struct fc_publish {
 	double weight; /* this node's share of the policies' rates */
 	struct fc_sync_result res;
 	struct fc_shm_result shm;
+	bool own_st; /* st was opened here, and is closed here */
 };
 
 /* Opens the store and starts the transaction (expired bans are purged in it). */
 int fc_publish_begin(struct fc_publish *pub, const struct fc_ctx *ctx, struct fc_err *err);
+/* The same on a store the caller keeps open (the agent's one connection to a
+ * fleet's PostgreSQL, instead of connecting for every change). */
+int fc_publish_begin_on(struct fc_publish *pub, const struct fc_ctx *ctx, struct fc_store *st, struct fc_err *err);
 /* Publishes and commits; on failure rolls back and restores the maps. */
 int fc_publish_commit(struct fc_publish *pub, struct fc_err *err);
 /* Abandons the change (a rejected input): nothing was published. */
