@@ -28,7 +28,8 @@ static const struct fc_cmd *const fc_cmds[] = {
 enum { FC_GOPT_DB = 300, FC_GOPT_PIN_DIR, FC_GOPT_SHM, FC_GOPT_SHM_GROUP, FC_GOPT_NODE, FC_GOPT_VERSION };
 
 static const struct fc_opt fc_global_opts[] = {
-	{ "db", FC_GOPT_DB, required_argument, "PATH", "the SQLite store (default " FC_STORE_DEFAULT ")" },
+	{ "db", FC_GOPT_DB, required_argument, "DSN",
+	  "the store: a SQLite file (default " FC_STORE_DEFAULT ") or postgresql://..." },
 	{ "pin-dir", FC_GOPT_PIN_DIR, required_argument, "DIR",
 	  "where the BPF maps are pinned (default " FC_PIN_DIR_DEFAULT ")" },
 	{ "shm", FC_GOPT_SHM, required_argument, "PATH", "the L7 shared memory nginx reads (default " FC_SHM_DEFAULT ")" },
