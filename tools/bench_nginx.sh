@@ -141,6 +141,19 @@ if $counters; then
 		printf '%-28s %12.0f %12.0f %10.3f %12.3f\n' "${labels[$i]}" "$c" "$(echo "${ins[$i]}" | median)" \
 			"$(echo "$cbase / $c" | bc -l)" "$(echo "$clr / $c" | bc -l)"
 	done
+	# The same ratios taken within each round, where the four ran seconds apart:
+	# drift between rounds (another tenant starting) cancels out.
+	echo
+	echo "the same, as the median (and quartiles) of the ratios within each round:"
+	paired() { # paired REF VARIANT: REF's cycles over VARIANT's, round by round
+		paste <(tr ' ' '\n' <<<"${cyc[$1]}" | grep .) <(tr ' ' '\n' <<<"${cyc[$2]}" | grep .) |
+			awk '{ print $1 / $2 }' | sort -n |
+			awk '{ a[NR] = $1 } END { printf "%.3f (%.3f-%.3f)", a[int((NR + 1) / 2)], a[int((NR + 3) / 4)], a[int((3 * NR + 3) / 4)] }'
+	}
+	for i in 1 2; do
+		printf '%-28s x plain %s (target >= 0.97), x limit_req %s (target >= 1.0)\n' "${labels[$i]}" \
+			"$(paired 0 "$i")" "$(paired 3 "$i")"
+	done
 else
 	echo "(perf cannot read the CPU's counters here: no per-request cycles)"
 fi
