@@ -231,6 +231,15 @@ static void test_runtime_errors(void **state)
 	assert_int_equal(r.status, 1);
 	assert_string_equal(r.err, "freqctl: ban import /nonexistent/bans.txt: No such file or directory\n");
 
+	/* A PostgreSQL store that is not there: exit 1, the DSN named, its password not. */
+	memcpy(path, fc_db_opt, sizeof(path));
+	snprintf(fc_db_opt, sizeof(fc_db_opt), "--db=postgresql://fc:s3cret@127.0.0.1:1/freqctl");
+	fc_cli(&r, "policy", "list", NULL);
+	memcpy(fc_db_opt, path, sizeof(fc_db_opt));
+	assert_int_equal(r.status, 1);
+	assert_non_null(strstr(r.err, "freqctl: policy list: store postgresql://fc:***@127.0.0.1:1/freqctl: cannot connect: "));
+	assert_null(strstr(r.err, "s3cret"));
+
 	/* import: every problem of a file, where it is; nothing applied. */
 	snprintf(path, sizeof(path), "%s/import.json", fc_dir);
 	f = fopen(path, "w");
