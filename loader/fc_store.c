@@ -100,18 +100,30 @@ bool fc_store_is_postgres(const char *dsn)
 	return !strncmp(dsn, "postgresql://", 13) || !strncmp(dsn, "postgres://", 11);
 }
 
-/* The DSN for messages: postgresql://user:secret@host/db -> postgresql://user:***@host/db. */
+/* The DSN for messages, its password masked: postgresql://user:secret@host/db
+ * and ...?password=secret become user:*** and password=***. */
 static char *fc_store_name(const char *dsn)
 {
-	const char *scheme = strstr(dsn, "://"), *at, *colon;
-	char *name;
+	const char *scheme = strstr(dsn, "://"), *at, *colon, *pw;
+	char *name, *masked;
+	size_t end;
 
-	if (!fc_store_is_postgres(dsn) || !scheme || !(at = strchr(scheme + 3, '@')) ||
-	    !(colon = memchr(scheme + 3, ':', (size_t)(at - scheme - 3))))
+	if (!fc_store_is_postgres(dsn) || !scheme)
 		return strdup(dsn);
-	if (asprintf(&name, "%.*s:***%s", (int)(colon - dsn), dsn, at) < 0)
+	if ((at = strchr(scheme + 3, '@')) && (colon = memchr(scheme + 3, ':', (size_t)(at - scheme - 3)))) {
+		if (asprintf(&name, "%.*s:***%s", (int)(colon - dsn), dsn, at) < 0)
+			return NULL;
+	} else if (!(name = strdup(dsn))) {
 		return NULL;
-	return name;
+	}
+	pw = strstr(name, "password=");
+	if (!pw || (pw != name && pw[-1] != '?' && pw[-1] != '&'))
+		return name;
+	end = strcspn(pw + 9, "&");
+	if (asprintf(&masked, "%.*s***%s", (int)(pw + 9 - name), name, pw + 9 + end) < 0)
+		masked = NULL;
+	free(name);
+	return masked;
 }
 
 int fc_store_open(const char *path, struct fc_store **out, struct fc_err *err)

@@ -239,6 +239,12 @@ static void test_runtime_errors(void **state)
 	assert_int_equal(r.status, 1);
 	assert_non_null(strstr(r.err, "freqctl: policy list: store postgresql://fc:***@127.0.0.1:1/freqctl: cannot connect: "));
 	assert_null(strstr(r.err, "s3cret"));
+	snprintf(fc_db_opt, sizeof(fc_db_opt), "--db=postgresql://127.0.0.1:1/freqctl?user=fc&password=s3cret&x=1");
+	fc_cli(&r, "policy", "list", NULL);
+	memcpy(fc_db_opt, path, sizeof(fc_db_opt));
+	assert_int_equal(r.status, 1);
+	assert_non_null(strstr(r.err, "store postgresql://127.0.0.1:1/freqctl?user=fc&password=***&x=1: cannot connect"));
+	assert_null(strstr(r.err, "s3cret"));
 
 	/* import: every problem of a file, where it is; nothing applied. */
 	snprintf(path, sizeof(path), "%s/import.json", fc_dir);
