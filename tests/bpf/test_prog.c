@@ -181,7 +181,18 @@ static void test_ttl_in_kernel(void **state)
 	l1 = fc_frame_build(&exact, f1);
 	l2 = fc_frame_build(&inpfx, f2);
 
-	/* Through the store: a 1 s TTL holds, then lapses in the kernel. */
+	/* Through the store: a 1 s TTL holds, then lapses in the kernel. Bans
+	 * expire on whole seconds: start just after one, or a ban made at x.999 s
+	 * would lapse a millisecond later. */
+	{
+		struct timespec now, wait = { 0 };
+
+		clock_gettime(CLOCK_REALTIME, &now);
+		wait.tv_nsec = 1000000000L - now.tv_nsec + 10000000L;
+		if (wait.tv_nsec >= 1000000000L)
+			wait.tv_nsec -= 1000000000L;
+		nanosleep(&wait, NULL);
+	}
 	fc_env_ban(env, "198.18.0.7", 1);
 	fc_env_ban(env, "2001:2:0:1::/64", 1);
 	assert_int_equal(fc_env_run(env, false, f1, l1), XDP_DROP);
