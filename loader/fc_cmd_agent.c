@@ -255,19 +255,21 @@ struct fc_escalation {
 	struct fc_esc_key *keys;
 };
 
-/* The escalating policies, after each publish. */
-static void fc_esc_reload(struct fc_escalation *e, const struct fc_ctx *ctx)
+/* The escalating policies, after each publish (on its connection, when kept). */
+static void fc_esc_reload(struct fc_escalation *e, const struct fc_ctx *ctx, struct fc_store *keep)
 {
 	struct fc_policy_row *rows = NULL;
-	struct fc_store *st = NULL;
+	struct fc_store *st = keep; /* the agent's kept connection, if it has one */
 	struct fc_err err;
 	size_t n = 0, i;
+	int rc;
 
-	if (fc_store_open_ex(ctx->db_path, false, &st, &err) < 0 || fc_store_policy_list(st, &rows, &n, &err) < 0) {
+	rc = !st && fc_store_open_ex(ctx->db_path, false, &st, &err) < 0 ? -1 :
+								   fc_store_policy_list(st, &rows, &n, &err);
+	if (st != keep)
 		fc_store_close(st);
+	if (rc < 0)
 		return; /* keep the last list */
-	}
-	fc_store_close(st);
 	free(e->pol);
 	e->pol = calloc(n + 1, sizeof(*e->pol));
 	e->npol = 0;
@@ -562,7 +564,7 @@ static int fc_agent_run(const struct fc_ctx *global, const struct fc_cmd *cmd, i
 		backoff = 100;
 		next_expiry = 0;
 	}
-	fc_esc_reload(&esc, ctx);
+	fc_esc_reload(&esc, ctx, keep);
 	fc_agent_notify("READY=1\nSTATUS=publishing the store");
 	fc_agent_log("watching store %s as node %s (pin dir %s, shm %s)", ctx->db_path, ctx->node, ctx->pin_dir,
 		     ctx->shm_path);
@@ -622,7 +624,7 @@ static int fc_agent_run(const struct fc_ctx *global, const struct fc_cmd *cmd, i
 		/* data_version is not re-read here: a commit that raced this publish
 		 * must still be seen. A publish that wrote (purged, escalated) costs
 		 * one more, idempotent, publish. */
-		fc_esc_reload(&esc, ctx);
+		fc_esc_reload(&esc, ctx, keep);
 	}
 	fc_agent_notify("STOPPING=1");
 	fc_agent_log("stopping; XDP/TC and nginx keep enforcing what was published");
