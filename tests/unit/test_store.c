@@ -470,36 +470,30 @@ static void test_version(void **state)
 	assert_true(t->pg ? fc_store_watch_fd(t->st) >= 0 : fc_store_watch_fd(t->st) == -1);
 }
 
+/* The cases both backends run, each on a fresh store made by setup. */
+#define FC_STORE_CASES(setup)                                                   \
+	cmocka_unit_test_setup_teardown(test_round_trip, setup, fc_teardown),          \
+	cmocka_unit_test_setup_teardown(test_replace_and_delete, setup, fc_teardown),  \
+	cmocka_unit_test_setup_teardown(test_expiry, setup, fc_teardown),              \
+	cmocka_unit_test_setup_teardown(test_counts, setup, fc_teardown),              \
+	cmocka_unit_test_setup_teardown(test_rollback_and_reopen, setup, fc_teardown), \
+	cmocka_unit_test_setup_teardown(test_corrupt_row, setup, fc_teardown),         \
+	cmocka_unit_test_setup_teardown(test_newer_schema_refused, setup, fc_teardown),\
+	cmocka_unit_test_setup_teardown(test_policies, setup, fc_teardown),            \
+	cmocka_unit_test_setup_teardown(test_policy_corrupt, setup, fc_teardown),      \
+	cmocka_unit_test_setup_teardown(test_nodes, setup, fc_teardown),               \
+	cmocka_unit_test_setup_teardown(test_version, setup, fc_teardown)
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(test_round_trip, fc_setup, fc_teardown),
-		cmocka_unit_test_setup_teardown(test_replace_and_delete, fc_setup, fc_teardown),
-		cmocka_unit_test_setup_teardown(test_expiry, fc_setup, fc_teardown),
-		cmocka_unit_test_setup_teardown(test_counts, fc_setup, fc_teardown),
-		cmocka_unit_test_setup_teardown(test_rollback_and_reopen, fc_setup, fc_teardown),
-		cmocka_unit_test_setup_teardown(test_corrupt_row, fc_setup, fc_teardown),
-		cmocka_unit_test_setup_teardown(test_newer_schema_refused, fc_setup, fc_teardown),
+		FC_STORE_CASES(fc_setup),
+		/* SQLite's own: where the store file goes, and its migrations. */
 		cmocka_unit_test(test_open_errors),
-		cmocka_unit_test_setup_teardown(test_policies, fc_setup, fc_teardown),
-		cmocka_unit_test_setup_teardown(test_policy_corrupt, fc_setup, fc_teardown),
 		cmocka_unit_test_setup_teardown(test_migrate_v1, fc_setup, fc_teardown),
-		cmocka_unit_test_setup_teardown(test_nodes, fc_setup, fc_teardown),
-		cmocka_unit_test_setup_teardown(test_version, fc_setup, fc_teardown),
 	};
-
 	const struct CMUnitTest pg_tests[] = {
-		cmocka_unit_test_setup_teardown(test_round_trip, fc_setup_pg, fc_teardown),
-		cmocka_unit_test_setup_teardown(test_replace_and_delete, fc_setup_pg, fc_teardown),
-		cmocka_unit_test_setup_teardown(test_expiry, fc_setup_pg, fc_teardown),
-		cmocka_unit_test_setup_teardown(test_counts, fc_setup_pg, fc_teardown),
-		cmocka_unit_test_setup_teardown(test_rollback_and_reopen, fc_setup_pg, fc_teardown),
-		cmocka_unit_test_setup_teardown(test_corrupt_row, fc_setup_pg, fc_teardown),
-		cmocka_unit_test_setup_teardown(test_newer_schema_refused, fc_setup_pg, fc_teardown),
-		cmocka_unit_test_setup_teardown(test_policies, fc_setup_pg, fc_teardown),
-		cmocka_unit_test_setup_teardown(test_policy_corrupt, fc_setup_pg, fc_teardown),
-		cmocka_unit_test_setup_teardown(test_nodes, fc_setup_pg, fc_teardown),
-		cmocka_unit_test_setup_teardown(test_version, fc_setup_pg, fc_teardown),
+		FC_STORE_CASES(fc_setup_pg),
 	};
 
 	if (getenv("FC_TEST_PG_DSN"))
