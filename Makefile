@@ -5,6 +5,12 @@
 #   make bench      XDP cost against xdp-filter; nginx req/s against limit_req; L7 against Redis
 #   make demo       the self-contained demo (namespace, attach, ban, traffic)
 #   make deps       install the Debian packages freqctl needs
+#
+# The loader is layered, and the include paths enforce it: loader/lib (and
+# lib/store) is a static library that knows no front end; loader/cmd (the
+# CLI), loader/agent and loader/http are front ends over it. A library object
+# is compiled with the library's headers only, so an include from it up into
+# a command does not build.
 
 .DELETE_ON_ERROR:
 .SUFFIXES:
@@ -15,92 +21,132 @@ B        := build
 CC       ?= gcc
 CLANG    ?= clang
 BPFTOOL  ?= bpftool
+PKG_CONFIG ?= pkg-config
 MULTIARCH := $(shell $(CC) -print-multiarch 2>/dev/null)
 
+pc_cflags = $(shell $(PKG_CONFIG) --cflags $(1) 2>/dev/null)
+pc_libs   = $(shell $(PKG_CONFIG) --libs $(1) 2>/dev/null)
+
+LIB_PKGS  := libbpf libelf zlib sqlite3 libpq jansson
+HTTP_PKGS := libmicrohttpd
+
 CFLAGS   ?= -O2 -g
-FC_CFLAGS := $(CFLAGS) -Itests/bpf -Ingx_bridge -std=gnu11 -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes \
-	     -Wno-missing-field-initializers -D_GNU_SOURCE \
-	     -Imaps -Iloader -I$(B) -I/usr/include/postgresql -MMD -MP
-LDLIBS   := -lbpf -lelf -lz -lsqlite3 -lpq -ljansson -lmicrohttpd -lpthread
+WARN     := -std=gnu11 -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wno-missing-field-initializers
+FC_CFLAGS = $(CFLAGS) $(WARN) -D_GNU_SOURCE -MMD -MP $(INC) $(call pc_cflags,$(LIB_PKGS))
+
+LIB_LIBS  := $(call pc_libs,$(LIB_PKGS)) -lpthread
+HTTP_LIBS := $(call pc_libs,$(HTTP_PKGS))
+TEST_LIBS := $(call pc_libs,cmocka)
+
+# Include paths, per layer.
+LIB_INC   := -Imaps -Iloader/lib -Iloader/lib/store -I$(B)
+HTTP_INC  := $(LIB_INC) -Iloader/http
+CMD_INC   := $(HTTP_INC) -Iloader/cmd -Iloader/agent
+L7_INC    := -Imaps -Ingx_bridge
+TEST_INC  := $(CMD_INC) -Ingx_bridge -Itests/bpf
 
 BPF_CFLAGS := -O2 -g -target bpf -mcpu=v3 -Wall -Werror -Imaps -Ibpf \
 	      $(if $(MULTIARCH),-I/usr/include/$(MULTIARCH)) -MMD -MP
 
-LOADER_SRCS := $(wildcard loader/*.c)
-# Everything but main(): linked into the CLI and into the tests.
-LIB_SRCS    := $(filter-out loader/freqctl.c,$(LOADER_SRCS))
-LIB_OBJS    := $(LIB_SRCS:%.c=$(B)/%.o)
-BPF_SRCS    := $(wildcard bpf/*.bpf.c)
-SKELS       := $(BPF_SRCS:bpf/%.bpf.c=$(B)/%.skel.h)
+LIB_SRCS    := $(wildcard loader/lib/*.c loader/lib/store/*.c)
+HTTP_SRCS   := $(wildcard loader/http/*.c)
+FRONT_SRCS  := $(wildcard loader/cmd/*.c loader/agent/*.c)
+LIB_A       := $(B)/libfreqctl.a
+HTTP_A      := $(B)/libfreqctl_http.a
+L7_OBJ      := $(B)/ngx_bridge/fc_l7.o
+SKELS       := $(B)/freqctl.skel.h $(B)/bench_empty.skel.h
 
 UNIT_TESTS  := $(patsubst tests/unit/%.c,$(B)/tests/%,$(wildcard tests/unit/test_*.c))
+BPF_TESTS   := $(patsubst tests/bpf/%.c,$(B)/tests/%,$(wildcard tests/bpf/test_*.c))
 # The L7 engine's test runs under AddressSanitizer: it feeds corrupt shm to the reader.
 ASAN        := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
 ASAN_OBJS   := $(patsubst %.c,$(B)/asan/%.o,tests/unit/test_l7.c ngx_bridge/fc_l7.c $(LIB_SRCS))
 NGX_MODULE  := $(B)/ngx_http_freqctl_module.so
-NGX_SRCS    := $(wildcard ngx_bridge/*.c ngx_bridge/*.h) ngx_bridge/config maps/fc_shm.h maps/fc_limit.h
-BPF_TESTS   := $(patsubst tests/bpf/%.c,$(B)/tests/%,$(wildcard tests/bpf/test_*.c))
+NGX_SRCS    := $(wildcard ngx_bridge/*.c ngx_bridge/*.h) ngx_bridge/config $(wildcard maps/*.h)
 TOOLS       := $(B)/fc_bench $(B)/fc_l7_bench $(B)/fc_agent_bench
 
 .PHONY: all test bench demo deps clean
 all: $(B)/freqctl $(UNIT_TESTS) $(BPF_TESTS) $(TOOLS) $(NGX_MODULE)
 
-# BPF objects and their generated skeletons.
+# BPF objects and their generated skeletons: the programs, and the empty
+# program the benchmark compares against.
 $(B)/%.bpf.o: bpf/%.bpf.c | $(B)
+	$(CLANG) $(BPF_CFLAGS) -MF $(@:.o=.d) -c $< -o $@
+
+$(B)/bench_empty.bpf.o: tools/bench_empty.bpf.c | $(B)
 	$(CLANG) $(BPF_CFLAGS) -MF $(@:.o=.d) -c $< -o $@
 
 $(B)/%.skel.h: $(B)/%.bpf.o
 	$(BPFTOOL) gen skeleton $< name $* > $@
 
-# Userspace objects; those including a skeleton wait for it.
+# Userspace objects, each layer with its own include path; those including a
+# skeleton wait for it.
+$(B)/loader/lib/%.o $(B)/asan/loader/lib/%.o: INC = $(CMD_INC)
+$(B)/loader/http/%.o: INC = $(CMD_INC)
+$(B)/loader/cmd/%.o $(B)/loader/agent/%.o: INC = $(CMD_INC)
+$(B)/ngx_bridge/%.o $(B)/asan/ngx_bridge/%.o: INC = $(L7_INC)
+$(B)/tests/%.o $(B)/asan/tests/%.o $(B)/tools/%.o: INC = $(TEST_INC)
+
 $(B)/%.o: %.c | $(SKELS)
 	@mkdir -p $(@D)
 	$(CC) $(FC_CFLAGS) -c $< -o $@
 
-# The console's page is built into the binary (.incbin, which -MMD does not see).
-CONSOLE_PAGE := loader/console/index.html loader/console/console.js loader/console/console.css
-$(B)/loader/fc_console_page.o $(B)/asan/loader/fc_console_page.o: $(CONSOLE_PAGE)
-
-$(B)/freqctl: $(B)/loader/freqctl.o $(LIB_OBJS)
-	$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS)
-
 $(B)/asan/%.o: %.c | $(SKELS)
 	@mkdir -p $(@D)
-	$(CC) $(FC_CFLAGS) -Ingx_bridge $(ASAN) -c $< -o $@
+	$(CC) $(FC_CFLAGS) $(ASAN) -c $< -o $@
+
+# The console's page is built into the binary (.incbin, which -MMD does not see).
+CONSOLE_PAGE := $(wildcard loader/http/console/*)
+$(B)/loader/http/fc_console_page.o: $(CONSOLE_PAGE)
+
+$(LIB_A): $(LIB_SRCS:%.c=$(B)/%.o)
+	$(AR) rcs $@ $^
+
+$(HTTP_A): $(HTTP_SRCS:%.c=$(B)/%.o)
+	$(AR) rcs $@ $^
+
+$(B)/freqctl: $(FRONT_SRCS:%.c=$(B)/%.o) $(HTTP_A) $(LIB_A)
+	$(CC) $(CFLAGS) $^ -o $@ $(HTTP_LIBS) $(LIB_LIBS)
+
+# Unit tests link the library; only the HTTP test needs libmicrohttpd.
+$(B)/tests/%: $(B)/tests/unit/%.o $(LIB_A)
+	$(CC) $(CFLAGS) $^ -o $@ $(LIB_LIBS) $(TEST_LIBS)
+
+$(B)/tests/test_http: $(B)/tests/unit/test_http.o $(HTTP_A) $(LIB_A)
+	$(CC) $(CFLAGS) $^ -o $@ $(HTTP_LIBS) $(LIB_LIBS) $(TEST_LIBS)
 
 $(B)/tests/test_l7: $(ASAN_OBJS)
-	$(CC) $(CFLAGS) $(ASAN) $^ -o $@ $(LDLIBS) -lcmocka
+	$(CC) $(CFLAGS) $(ASAN) $^ -o $@ $(LIB_LIBS) $(TEST_LIBS)
 
-$(B)/fc_agent_bench: $(B)/tools/fc_agent_bench.o $(B)/ngx_bridge/fc_l7.o $(LIB_OBJS)
-	$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS)
+$(B)/tests/%: $(B)/tests/bpf/%.o $(B)/tests/bpf/fc_frames.o $(B)/tests/bpf/fc_test_bpf.o $(LIB_A)
+	$(CC) $(CFLAGS) $^ -o $@ $(LIB_LIBS) $(TEST_LIBS)
 
-$(B)/fc_l7_bench: $(B)/tools/fc_l7_bench.o $(B)/ngx_bridge/fc_l7.o $(LIB_OBJS)
-	$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS)
+$(B)/fc_bench: $(B)/tools/fc_bench.o $(B)/tests/bpf/fc_frames.o $(LIB_A)
+	$(CC) $(CFLAGS) $^ -o $@ $(LIB_LIBS)
+
+$(B)/fc_agent_bench $(B)/fc_l7_bench: $(B)/%: $(B)/tools/%.o $(L7_OBJ) $(LIB_A)
+	$(CC) $(CFLAGS) $^ -o $@ $(LIB_LIBS)
 
 # The nginx module, built against Debian's nginx-dev (see the script).
 $(NGX_MODULE): $(NGX_SRCS) tools/build-ngx-module.sh | $(B)
 	tools/build-ngx-module.sh $(B)
 
-$(B)/tests/%: $(B)/tests/unit/%.o $(LIB_OBJS)
-	$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS) -lcmocka -lpthread
-
-$(B)/tests/%: $(B)/tests/bpf/%.o $(B)/tests/bpf/fc_frames.o $(B)/tests/bpf/fc_test_bpf.o $(LIB_OBJS)
-	$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS) -lcmocka -lpthread
-
-$(B)/fc_bench: $(B)/tools/fc_bench.o $(B)/tests/bpf/fc_frames.o $(LIB_OBJS)
-	$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS)
-
 $(B):
 	@mkdir -p $@
 
-deps:
+# Packages are checked once, then again only when the list changes.
+DEPS_STAMP := $(B)/.deps
+$(DEPS_STAMP): tools/install-deps.sh | $(B)
 	@tools/install-deps.sh
+	@touch $@
 
-test: deps
+deps: $(DEPS_STAMP)
+
+test: $(DEPS_STAMP)
 	@$(MAKE) --no-print-directory all
 	@tests/run.sh
 
-bench: deps
+bench: $(DEPS_STAMP)
 	@tools/install-deps.sh bench
 	@$(MAKE) --no-print-directory all
 	@$(B)/fc_bench
@@ -109,7 +155,7 @@ bench: deps
 	@echo
 	@tools/bench_agent.sh
 
-demo: deps
+demo: $(DEPS_STAMP)
 	@$(MAKE) --no-print-directory all
 	@tools/demo.sh
 

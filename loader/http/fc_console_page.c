@@ -17,9 +17,9 @@
 		".previous\n");                                       \
 	extern const char sym[]
 
-FC_EMBED(fc_page_html, "loader/console/index.html");
-FC_EMBED(fc_page_js, "loader/console/console.js");
-FC_EMBED(fc_page_css, "loader/console/console.css");
+FC_EMBED(fc_page_html, "loader/http/console/index.html");
+FC_EMBED(fc_page_js, "loader/http/console/console.js");
+FC_EMBED(fc_page_css, "loader/http/console/console.css");
 
 const struct fc_console_file fc_console_files[] = {
 	{ "/", "text/html; charset=utf-8", fc_page_html },
