@@ -81,8 +81,8 @@ $(B)/%.skel.h: $(B)/%.bpf.o
 
 # Userspace objects, each layer with its own include path; those including a
 # skeleton wait for it.
-$(B)/loader/lib/%.o $(B)/asan/loader/lib/%.o: INC = $(CMD_INC)
-$(B)/loader/http/%.o: INC = $(CMD_INC)
+$(B)/loader/lib/%.o $(B)/asan/loader/lib/%.o: INC = $(LIB_INC)
+$(B)/loader/http/%.o: INC = $(HTTP_INC)
 $(B)/loader/cmd/%.o $(B)/loader/agent/%.o: INC = $(CMD_INC)
 $(B)/ngx_bridge/%.o $(B)/asan/ngx_bridge/%.o: INC = $(L7_INC)
 $(B)/tests/%.o $(B)/asan/tests/%.o $(B)/tools/%.o: INC = $(TEST_INC)

@@ -11,6 +11,8 @@
 #include <stdbool.h>
 #include <stdio.h>
 
+#include "fc_ctx.h"
+
 #define FC_EXIT_OK      0
 #define FC_EXIT_FAILURE 1
 #define FC_EXIT_USAGE   2
@@ -38,15 +40,6 @@ struct fc_opt {
 	int has_arg;     /* no_argument or required_argument */
 	const char *arg; /* the argument's name in the help */
 	const char *help;
-};
-
-struct fc_ctx {
-	const char *db_path;
-	const char *pin_dir;
-	const char *shm_path;
-	const char *shm_group; /* NULL: the default, if it exists */
-	const char *node;      /* this machine's name in the nodes table */
-	bool store_must_exist; /* the agent: a vanished store is an outage, not an empty one */
 };
 
 struct fc_cmd {
@@ -86,13 +79,5 @@ extern const struct fc_cmd fc_cmd_ban_add, fc_cmd_ban_del, fc_cmd_ban_import, fc
 extern const struct fc_cmd fc_cmd_policy_add, fc_cmd_policy_set, fc_cmd_policy_del, fc_cmd_policy_list;
 extern const struct fc_cmd fc_cmd_sync, fc_cmd_stats, fc_cmd_top, fc_cmd_export, fc_cmd_import, fc_cmd_agent;
 extern const struct fc_cmd fc_cmd_node_set, fc_cmd_node_list, fc_cmd_console_token;
-
-struct fc_err;
-
-/* Every counter in the Prometheus text format (stats --prometheus, agent --metrics). */
-int fc_stats_write_prometheus(const struct fc_ctx *ctx, FILE *f, struct fc_err *err);
-
-/* A node's weight as users write it: a number in (0, 1]. */
-int fc_weight_parse(const char *s, double *w, struct fc_err *err);
 
 #endif /* FC_CLI_H */

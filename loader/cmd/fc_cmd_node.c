@@ -7,16 +7,6 @@
 #include "fc_cli.h"
 #include "fc_publish.h"
 
-int fc_weight_parse(const char *s, double *w, struct fc_err *err)
-{
-	char *end;
-
-	*w = strtod(s, &end);
-	if (!*s || *end || !(*w > 0 && *w <= 1))
-		return fc_err_set(err, "weight \"%s\": expected a number in (0, 1], e.g. 0.25", s);
-	return 0;
-}
-
 static int fc_node_set(const struct fc_ctx *ctx, const struct fc_cmd *cmd, int argc, char **argv)
 {
 	struct fc_node n = { .weight = 1 };

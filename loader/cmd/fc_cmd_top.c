@@ -19,6 +19,7 @@
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 
+#include "fc_cli.h"
 #include "fc_duration.h"
 #include "fc_shm_write.h"
 #include "fc_stats.h"

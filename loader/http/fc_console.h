@@ -12,7 +12,7 @@
 
 #include <stdbool.h>
 
-#include "fc_cli.h"
+#include "fc_ctx.h"
 #include "fc_metrics.h"
 
 #define FC_CONSOLE_TOKEN_DEFAULT "/var/lib/freqctl/console.token"

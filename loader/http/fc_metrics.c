@@ -5,6 +5,7 @@
 
 #include "fc_http.h"
 #include "fc_metrics.h"
+#include "fc_stats.h"
 
 struct fc_metrics {
 	struct MHD_Daemon *d;

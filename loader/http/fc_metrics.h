@@ -9,7 +9,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "fc_cli.h"
+#include "fc_ctx.h"
 #include "fc_error.h"
 
 /* Written by the agent's loop, read by the server's thread: atomics. */

@@ -10,7 +10,7 @@
 
 #include <stdbool.h>
 
-#include "fc_cli.h"
+#include "fc_ctx.h"
 #include "fc_store.h"
 
 /* "ADDR[/LEN]" canonical, or "uid=VALUE". */

@@ -446,3 +446,13 @@ void fc_policy_scale(const struct fc_policy_spec *p, double weight, struct fc_po
 	if (out->burst)
 		out->burst = fc_scaled(p->burst, weight);
 }
+
+int fc_weight_parse(const char *s, double *w, struct fc_err *err)
+{
+	char *end;
+
+	*w = strtod(s, &end);
+	if (!*s || *end || !(*w > 0 && *w <= 1))
+		return fc_err_set(err, "weight \"%s\": expected a number in (0, 1], e.g. 0.25", s);
+	return 0;
+}

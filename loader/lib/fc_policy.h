@@ -98,6 +98,9 @@ void fc_policy_compile(const struct fc_policy_spec *p, uint32_t epoch, struct fc
 void fc_policy_scale(const struct fc_policy_spec *p, double weight, struct fc_policy_spec *out);
 /* The resolution of the packet path's coarse clock (one kernel tick). */
 uint64_t fc_coarse_tick_ns(void);
+
+/* A node's weight as users write it: a number in (0, 1]. */
+int fc_weight_parse(const char *s, double *w, struct fc_err *err);
 void fc_policy_new_src_tier(const struct fc_policy_spec *p, int ncpus, struct fc_tier *t);
 
 #endif /* FC_POLICY_H */

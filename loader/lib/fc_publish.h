@@ -9,7 +9,7 @@
 #ifndef FC_PUBLISH_H
 #define FC_PUBLISH_H
 
-#include "fc_cli.h"
+#include "fc_ctx.h"
 #include "fc_kern.h"
 #include "fc_shm_write.h"
 #include "fc_store.h"

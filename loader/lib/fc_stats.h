@@ -8,7 +8,9 @@
 #ifndef FC_STATS_H
 #define FC_STATS_H
 
-#include "fc_cli.h"
+#include <stdio.h>
+
+#include "fc_ctx.h"
 #include "fc_kern.h"
 #include "fc_store.h"
 
@@ -26,7 +28,22 @@ struct fc_stats_all {
 	struct fc_ban_counts bans;
 };
 
+/* The rows of struct fc_stats, in display order: key for JSON and
+ * Prometheus, label for text. */
+struct fc_stat_row {
+	const char *key;
+	const char *label;
+	size_t off;
+};
+
+extern const struct fc_stat_row fc_stat_rows[];
+extern const size_t fc_nstat_rows;
+const struct fc_counter *fc_stat_at(const struct fc_stats *s, size_t row);
+
 int fc_stats_gather(const struct fc_ctx *ctx, struct fc_stats_all *a, struct fc_err *err);
 void fc_stats_free(struct fc_stats_all *a);
+
+/* Every counter in the Prometheus text format (stats --prometheus, agent --metrics). */
+int fc_stats_write_prometheus(const struct fc_ctx *ctx, FILE *f, struct fc_err *err);
 
 #endif /* FC_STATS_H */

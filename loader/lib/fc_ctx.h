@@ -1,0 +1,21 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * Where one freqctl instance keeps its state: the store, the pin dir, the
+ * shm, and this machine's name in a fleet. Every front end (the CLI, the
+ * agent, the console) fills one from its options and hands it down.
+ */
+#ifndef FC_CTX_H
+#define FC_CTX_H
+
+#include <stdbool.h>
+
+struct fc_ctx {
+	const char *db_path;
+	const char *pin_dir;
+	const char *shm_path;
+	const char *shm_group; /* NULL: the default, if it exists */
+	const char *node;      /* this machine's name in the nodes table */
+	bool store_must_exist; /* the agent: a vanished store is an outage, not an empty one */
+};
+
+#endif /* FC_CTX_H */

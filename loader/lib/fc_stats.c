@@ -1,0 +1,150 @@
+// SPDX-License-Identifier: BSD-2-Clause
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <sys/mman.h>
+
+#include "fc_shm_write.h"
+#include "fc_stats.h"
+
+/* The counters of struct fc_stats, in display order. */
+const struct fc_stat_row fc_stat_rows[] = {
+	{ "passed", "passed", offsetof(struct fc_stats, passed) },
+	{ "dropped_exact", "dropped: exact ban", offsetof(struct fc_stats, drop_exact) },
+	{ "dropped_prefix", "dropped: prefix ban", offsetof(struct fc_stats, drop_prefix) },
+	{ "dropped_limit", "dropped: rate limit", offsetof(struct fc_stats, drop_limit) },
+	{ "source_overflow", "ip=* overflow bucket", offsetof(struct fc_stats, src_overflow) },
+	{ "passed_non_ip", "passed: not IP", offsetof(struct fc_stats, non_ip) },
+	{ "passed_malformed", "passed: malformed", offsetof(struct fc_stats, malformed) },
+};
+
+const size_t fc_nstat_rows = sizeof(fc_stat_rows) / sizeof(fc_stat_rows[0]);
+
+const struct fc_counter *fc_stat_at(const struct fc_stats *s, size_t row)
+{
+	return (const struct fc_counter *)((const char *)s + fc_stat_rows[row].off);
+}
+
+/* The same numbers for Prometheus: one family per counter kind, labelled. */
+static void fc_stats_prometheus(FILE *f, const struct fc_stats *s, const struct fc_policy_stats *ps, size_t n)
+{
+	char match[FC_MATCH_LEN], esc[2 * FC_MATCH_LEN];
+	const struct fc_counter *cnt;
+	size_t i, j, k;
+
+	fputs("# HELP freqctl_packets_total Packets seen by freqctl's XDP/TC programs, by verdict.\n"
+	      "# TYPE freqctl_packets_total counter\n",
+	      f);
+	for (i = 0; i < fc_nstat_rows; i++)
+		if (fc_stat_rows[i].off != offsetof(struct fc_stats, src_overflow))
+			fprintf(f, "freqctl_packets_total{verdict=\"%s\"} %llu\n", fc_stat_rows[i].key,
+			       (unsigned long long)fc_stat_at(s, i)->packets);
+	fputs("# HELP freqctl_bytes_total Bytes seen by freqctl's XDP/TC programs, by verdict.\n"
+	      "# TYPE freqctl_bytes_total counter\n",
+	      f);
+	for (i = 0; i < fc_nstat_rows; i++)
+		if (fc_stat_rows[i].off != offsetof(struct fc_stats, src_overflow))
+			fprintf(f, "freqctl_bytes_total{verdict=\"%s\"} %llu\n", fc_stat_rows[i].key,
+			       (unsigned long long)fc_stat_at(s, i)->bytes);
+	/* Not a verdict: these packets also passed or were dropped. */
+	fprintf(f, "# HELP freqctl_source_overflow_packets_total Packets of new ip=* sources past the cap, charged to "
+	       "the shared overflow bucket.\n# TYPE freqctl_source_overflow_packets_total counter\n"
+	       "freqctl_source_overflow_packets_total %llu\n",
+	       (unsigned long long)s->src_overflow.packets);
+	fputs("# HELP freqctl_policy_total Packets (layer xdp) or requests (layer nginx) per policy and outcome.\n"
+	      "# TYPE freqctl_policy_total counter\n",
+	      f);
+	for (i = 0; i < n; i++) {
+		const struct fc_policy_spec *p = &ps[i].row->spec;
+		const char *layer = fc_policy_is_l7(p) ? "nginx" : "xdp";
+
+		fc_match_format(p, match);
+		for (j = 0, k = 0; match[j] && k + 2 < sizeof(esc); j++) { /* label value escaping */
+			if (match[j] == '"' || match[j] == '\\')
+				esc[k++] = '\\';
+			esc[k++] = match[j];
+		}
+		esc[k] = '\0';
+		cnt = &ps[i].ps.passed;
+		fprintf(f, "freqctl_policy_total{policy=\"%u\",match=\"%s\",layer=\"%s\",outcome=\"passed\"} %llu\n", p->id,
+		       esc, layer, (unsigned long long)cnt->packets);
+		fprintf(f, "freqctl_policy_total{policy=\"%u\",match=\"%s\",layer=\"%s\",outcome=\"%s\"} %llu\n", p->id, esc,
+		       layer, p->action == FC_ACTION_LOG ? "would_drop" : "dropped",
+		       (unsigned long long)ps[i].ps.dropped.packets);
+		if (p->action == FC_ACTION_DELAY)
+			fprintf(f, "freqctl_policy_total{policy=\"%u\",match=\"%s\",layer=\"%s\",outcome=\"delayed\"} "
+			       "%llu\n",
+			       p->id, esc, layer, (unsigned long long)ps[i].delayed);
+	}
+}
+
+void fc_stats_free(struct fc_stats_all *a)
+{
+	free(a->rows);
+	free(a->ps);
+}
+
+int fc_stats_gather(const struct fc_ctx *ctx, struct fc_stats_all *a, struct fc_err *err)
+{
+	const struct fc_shm_slot *slots;
+	struct fc_store *st = NULL;
+	size_t shm_size = 0, i;
+	struct fc_err shm_err;
+	struct fc_maps m;
+	void *shm = NULL;
+	int rc = -1;
+
+	memset(a, 0, sizeof(*a));
+	/* From the agent's /metrics, a missing store is an outage: making an
+	 * empty one would have the agent publish it. */
+	if (fc_maps_open(ctx->pin_dir, &m, err) < 0 || fc_stats_read(&m, &a->s, err) < 0 ||
+	    fc_store_open_ex(ctx->db_path, !ctx->store_must_exist, &st, err) < 0 ||
+	    fc_store_policy_list(st, &a->rows, &a->n, err) < 0 ||
+	    fc_store_ban_count(st, (int64_t)time(NULL), &a->bans, err) < 0)
+		goto out;
+	a->ps = calloc(a->n ? a->n : 1, sizeof(*a->ps));
+	if (!a->ps) {
+		fc_err_set(err, "out of memory");
+		goto out;
+	}
+	slots = fc_shm_slots(ctx->shm_path, &shm, &shm_size, &shm_err); /* none yet: zeros */
+	for (i = 0; i < a->n; i++) {
+		const struct fc_policy_row *r = &a->rows[i];
+
+		a->ps[i].row = r;
+		if (!fc_policy_is_l7(&r->spec)) {
+			if (fc_pstats_read(&m, r->slot, &a->ps[i].ps, err) < 0)
+				goto out;
+		} else if (slots && slots[r->slot].owner == FC_SHM_OWNER(r->spec.id, r->epoch)) {
+			a->ps[i].ps.passed.packets = slots[r->slot].passed;
+			a->ps[i].ps.dropped.packets = slots[r->slot].denied;
+			a->ps[i].delayed = slots[r->slot].delayed;
+		}
+	}
+	rc = 0;
+out:
+	if (shm)
+		munmap(shm, shm_size);
+	fc_maps_close(&m);
+	fc_store_close(st);
+	if (rc)
+		fc_stats_free(a);
+	return rc;
+}
+
+int fc_stats_write_prometheus(const struct fc_ctx *ctx, FILE *f, struct fc_err *err)
+{
+	struct fc_stats_all a;
+
+	if (fc_stats_gather(ctx, &a, err) < 0)
+		return -1;
+	fc_stats_prometheus(f, &a.s, a.ps, a.n);
+	fprintf(f, "# HELP freqctl_bans Live bans in the store, by kind and reason.\n# TYPE freqctl_bans gauge\n"
+		   "freqctl_bans{kind=\"address\",reason=\"by_hand\"} %zu\n"
+		   "freqctl_bans{kind=\"address\",reason=\"escalated\"} %zu\n"
+		   "freqctl_bans{kind=\"uid\",reason=\"by_hand\"} %zu\n",
+		a.bans.addresses - a.bans.escalated, a.bans.escalated, a.bans.uids);
+	fc_stats_free(&a);
+	return 0;
+}
+
