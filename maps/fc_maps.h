@@ -18,19 +18,19 @@ struct fc_counter {
 	__u64 bytes;
 };
 
-/* Map names as pinned under the pin dir (<pin-dir>/<name>). */
-#define FC_MAP_EXACT4      "fc_exact4"
-#define FC_MAP_EXACT6      "fc_exact6"
-#define FC_MAP_PFX4        "fc_pfx4"
-#define FC_MAP_PFX6        "fc_pfx6"
-#define FC_MAP_STATS       "fc_stats"
-#define FC_MAP_CONFIG      "fc_config"
-#define FC_MAP_POLICIES    "fc_policies"
-#define FC_MAP_BUCKETS     "fc_buckets"
-#define FC_MAP_SRC4        "fc_src4"
-#define FC_MAP_SRC6        "fc_src6"
-#define FC_MAP_PSTATS      "fc_pstats"
-#define FC_MAP_FLOOD       "fc_flood"
+/*
+ * The pinned maps, listed once: X(name) for the map the BPF programs declare
+ * as fc_<name> (bpf/fc_state.bpf.h) and pin as <pin-dir>/fc_<name>. The
+ * loader's fd table, the pin names and the open and close loops are made
+ * from this list, and the loader refuses a BPF object whose pinned maps are
+ * not exactly these (tests/bpf checks the skeleton against it too).
+ */
+#define FC_MAPS(X)                                                                                        \
+	X(exact4) X(exact6) X(pfx4) X(pfx6) X(stats) X(config) X(policies) X(buckets) X(src4) X(src6) \
+	X(pstats) X(flood)
+
+/* A map's pinned name, e.g. FC_MAP_NAME(exact4) is "fc_exact4". */
+#define FC_MAP_NAME(name) "fc_" #name
 
 #define FC_PROG_XDP        "freqctl_xdp"
 #define FC_PROG_TC         "freqctl_tc"
@@ -39,8 +39,9 @@ struct fc_counter {
  * an empty map costs nothing. */
 #define FC_MAX_BANS        1000000
 
-/* Policies live in slots 1..FC_MAX_POLICIES of the policy arrays; slot 0
- * means "no policy" in a rule. */
+/* Policies live in slots 1..FC_MAX_POLICIES of the policy arrays, of the
+ * shm's stat slots and of the store's slot column (whose SQL CHECK is made
+ * from this number: keep it a plain literal); slot 0 means "no policy". */
 #define FC_MAX_POLICIES    65536
 #define FC_POLICY_SLOTS    (FC_MAX_POLICIES + 1)
 
@@ -187,5 +188,42 @@ struct fc_config {
 	__u64 utc_offset_ns;
 	struct fc_tier new_src; /* GCRA cap on new ip=* buckets, per CPU */
 };
+
+/*
+ * The layouts the BPF programs (clang -target bpf) and the loader (gcc) must
+ * agree on, byte for byte: a field moved or resized on one side only fails
+ * the build of both.
+ */
+#define FC_ABI_SIZE(type, size) _Static_assert(sizeof(type) == (size), #type " changed size: the kernel ABI")
+#define FC_ABI_OFF(type, field, off) \
+	_Static_assert(__builtin_offsetof(type, field) == (off), #type "." #field " moved: the kernel ABI")
+
+FC_ABI_SIZE(struct fc_counter, 16);
+FC_ABI_SIZE(struct fc_addr4, 4);
+FC_ABI_SIZE(struct fc_addr6, 16);
+FC_ABI_SIZE(struct fc_pfx4_key, 8);
+FC_ABI_OFF(struct fc_pfx4_key, a, 4);
+FC_ABI_SIZE(struct fc_pfx6_key, 20);
+FC_ABI_OFF(struct fc_pfx6_key, a, 4);
+FC_ABI_SIZE(struct fc_rule, 16);
+FC_ABI_OFF(struct fc_rule, flags, 8);
+FC_ABI_OFF(struct fc_rule, policy, 12);
+FC_ABI_SIZE(struct fc_tier, 32);
+FC_ABI_SIZE(struct fc_policy, 16 + FC_MAX_TIERS * 32);
+FC_ABI_OFF(struct fc_policy, algo, 8);
+FC_ABI_OFF(struct fc_policy, flags, 12);
+FC_ABI_OFF(struct fc_policy, tier, 16);
+FC_ABI_SIZE(struct fc_bucket, FC_MAX_TIERS * 8);
+FC_ABI_SIZE(struct fc_src_bucket, FC_MAX_TIERS * 8 + 8);
+FC_ABI_OFF(struct fc_src_bucket, gen, FC_MAX_TIERS * 8);
+FC_ABI_SIZE(struct fc_pstats, 32);
+FC_ABI_SIZE(struct fc_flood, 8);
+FC_ABI_SIZE(struct fc_stats, 7 * 16);
+FC_ABI_OFF(struct fc_stats, malformed, 6 * 16);
+FC_ABI_SIZE(struct fc_config, 48 + 32);
+FC_ABI_OFF(struct fc_config, n_policies, 28);
+FC_ABI_OFF(struct fc_config, rules_gen, 32);
+FC_ABI_OFF(struct fc_config, utc_offset_ns, 40);
+FC_ABI_OFF(struct fc_config, new_src, 48);
 
 #endif /* FC_MAPS_H */

@@ -72,11 +72,11 @@ static json_t *fc_status_json(const char *pin_dir, const struct fc_attachment *v
 						      v[i].ifindex, "mode", fc_mode_name(v[i].mode), "prog_id",
 						      (json_int_t)v[i].prog_id));
 	return json_pack("{s:s, s:o, s:{s:{s:i,s:i}, s:{s:i,s:i}, s:{s:i,s:i}, s:{s:i,s:i}, s:{s:i,s:i}}}",
-			 "pin_dir", pin_dir, "attached", ifs, "maps", FC_MAP_EXACT4, "entries",
-			 (json_int_t)cfg->n_exact4, "max_entries", FC_MAX_RULES, FC_MAP_EXACT6, "entries",
-			 (json_int_t)cfg->n_exact6, "max_entries", FC_MAX_RULES, FC_MAP_PFX4, "entries",
-			 (json_int_t)cfg->n_pfx4, "max_entries", FC_MAX_RULES, FC_MAP_PFX6, "entries",
-			 (json_int_t)cfg->n_pfx6, "max_entries", FC_MAX_RULES, FC_MAP_POLICIES, "entries",
+			 "pin_dir", pin_dir, "attached", ifs, "maps", FC_MAP_NAME(exact4), "entries",
+			 (json_int_t)cfg->n_exact4, "max_entries", FC_MAX_RULES, FC_MAP_NAME(exact6), "entries",
+			 (json_int_t)cfg->n_exact6, "max_entries", FC_MAX_RULES, FC_MAP_NAME(pfx4), "entries",
+			 (json_int_t)cfg->n_pfx4, "max_entries", FC_MAX_RULES, FC_MAP_NAME(pfx6), "entries",
+			 (json_int_t)cfg->n_pfx6, "max_entries", FC_MAX_RULES, FC_MAP_NAME(policies), "entries",
 			 (json_int_t)cfg->n_policies, "max_entries", FC_MAX_POLICIES);
 }
 

@@ -70,6 +70,27 @@ int fc_pin_dir_prepare(const char *pin_dir, struct fc_err *err)
 	return 0;
 }
 
+int fc_maps_match(const struct bpf_object *obj, struct fc_err *err)
+{
+	const struct bpf_map *map;
+	size_t i, npinned = 0;
+
+	bpf_object__for_each_map(map, obj) {
+		if (!bpf_map__pin_path(map))
+			continue; /* the program's own scratch and .rodata */
+		for (i = 0; i < FC_NMAPS && strcmp(bpf_map__name(map), fc_map_names[i]); i++)
+			;
+		if (i == FC_NMAPS)
+			return fc_err_set(err, "BPF object: pinned map %s is not in FC_MAPS (maps/fc_maps.h)",
+					  bpf_map__name(map));
+		npinned++;
+	}
+	if (npinned != FC_NMAPS)
+		return fc_err_set(err, "BPF object: %zu pinned maps, FC_MAPS (maps/fc_maps.h) lists %d", npinned,
+				  FC_NMAPS);
+	return 0;
+}
+
 /* Loads the object with no program, which creates and pins the missing maps
  * (libbpf reuses the pinned ones and checks they are compatible). */
 static int fc_maps_create(const char *pin_dir, struct fc_err *err)
@@ -81,6 +102,11 @@ static int fc_maps_create(const char *pin_dir, struct fc_err *err)
 	skel = freqctl__open_opts(&opts);
 	if (!skel)
 		return fc_err_set(err, "pin dir %s: cannot open the BPF object: %s", pin_dir, strerror(errno));
+	rc = fc_maps_match(skel->obj, err);
+	if (rc) {
+		freqctl__destroy(skel);
+		return -1;
+	}
 	bpf_program__set_autoload(skel->progs.freqctl_xdp, false);
 	bpf_program__set_autoload(skel->progs.freqctl_tc, false);
 	rc = freqctl__load(skel);
@@ -103,34 +129,21 @@ static int fc_map_get(const char *pin_dir, const char *name, struct fc_err *err)
 	return fd;
 }
 
-const char *const fc_map_names[] = {
-	FC_MAP_EXACT4,   FC_MAP_EXACT6,  FC_MAP_PFX4, FC_MAP_PFX6,   FC_MAP_STATS, FC_MAP_CONFIG,
-	FC_MAP_POLICIES, FC_MAP_BUCKETS, FC_MAP_SRC4, FC_MAP_SRC6, FC_MAP_PSTATS, FC_MAP_FLOOD,
-};
-const size_t fc_map_count = sizeof(fc_map_names) / sizeof(fc_map_names[0]);
-
-/* The fds of struct fc_maps in the order of fc_map_names. */
-static void fc_map_fds(struct fc_maps *m, int *fds[])
-{
-	int *all[] = { &m->exact4,   &m->exact6,  &m->pfx4, &m->pfx6, &m->stats,  &m->config,
-		       &m->policies, &m->buckets, &m->src4, &m->src6, &m->pstats, &m->flood };
-
-	memcpy(fds, all, sizeof(all));
-}
+#define FC_MAP_STR(name) FC_MAP_NAME(name),
+const char *const fc_map_names[FC_NMAPS] = { FC_MAPS(FC_MAP_STR) };
+#undef FC_MAP_STR
 
 int fc_maps_open(const char *pin_dir, struct fc_maps *m, struct fc_err *err)
 {
-	int *fds[sizeof(fc_map_names) / sizeof(fc_map_names[0])];
 	char path[PATH_MAX];
 	size_t i;
 
-	fc_map_fds(m, fds);
 	m->dirfd = -1;
-	for (i = 0; i < fc_map_count; i++)
-		*fds[i] = -1;
+	for (i = 0; i < FC_NMAPS; i++)
+		m->fd[i] = -1;
 	if (fc_pin_dir_prepare(pin_dir, err) < 0)
 		return -1;
-	for (i = 0; i < fc_map_count; i++) {
+	for (i = 0; i < FC_NMAPS; i++) {
 		snprintf(path, sizeof(path), "%s/%s", pin_dir, fc_map_names[i]);
 		if (access(path, F_OK) != 0) {
 			if (fc_maps_create(pin_dir, err) < 0)
@@ -143,9 +156,9 @@ int fc_maps_open(const char *pin_dir, struct fc_maps *m, struct fc_err *err)
 		fc_err_set(err, "pin dir %s: %s", pin_dir, strerror(errno));
 		goto fail;
 	}
-	for (i = 0; i < fc_map_count; i++) {
-		*fds[i] = fc_map_get(pin_dir, fc_map_names[i], err);
-		if (*fds[i] < 0)
+	for (i = 0; i < FC_NMAPS; i++) {
+		m->fd[i] = fc_map_get(pin_dir, fc_map_names[i], err);
+		if (m->fd[i] < 0)
 			goto fail;
 	}
 	return 0;
@@ -156,14 +169,12 @@ fail:
 
 void fc_maps_close(struct fc_maps *m)
 {
-	int *fds[sizeof(fc_map_names) / sizeof(fc_map_names[0])];
 	size_t i;
 
-	fc_map_fds(m, fds);
-	for (i = 0; i < fc_map_count; i++) {
-		if (*fds[i] >= 0)
-			close(*fds[i]);
-		*fds[i] = -1;
+	for (i = 0; i < FC_NMAPS; i++) {
+		if (m->fd[i] >= 0)
+			close(m->fd[i]);
+		m->fd[i] = -1;
 	}
 	if (m->dirfd >= 0)
 		close(m->dirfd);
@@ -225,12 +236,12 @@ static int fc_percpu_sum(int fd, const char *name, __u32 key, void *out, size_t 
 
 int fc_stats_read(const struct fc_maps *m, struct fc_stats *out, struct fc_err *err)
 {
-	return fc_percpu_sum(m->stats, FC_MAP_STATS, 0, out, sizeof(*out), err);
+	return fc_percpu_sum(m->stats, FC_MAP_NAME(stats), 0, out, sizeof(*out), err);
 }
 
 int fc_pstats_read(const struct fc_maps *m, uint32_t slot, struct fc_pstats *out, struct fc_err *err)
 {
-	return fc_percpu_sum(m->pstats, FC_MAP_PSTATS, slot, out, sizeof(*out), err);
+	return fc_percpu_sum(m->pstats, FC_MAP_NAME(pstats), slot, out, sizeof(*out), err);
 }
 
 int fc_config_read(const struct fc_maps *m, struct fc_config *cfg, struct fc_err *err)
@@ -238,7 +249,7 @@ int fc_config_read(const struct fc_maps *m, struct fc_config *cfg, struct fc_err
 	__u32 zero = 0;
 
 	if (bpf_map_lookup_elem(m->config, &zero, cfg))
-		return fc_err_set(err, "map %s: %s", FC_MAP_CONFIG, strerror(errno));
+		return fc_err_set(err, "map %s: %s", FC_MAP_NAME(config), strerror(errno));
 	return 0;
 }
 
@@ -247,6 +258,6 @@ int fc_config_write(const struct fc_maps *m, const struct fc_config *cfg, struct
 	__u32 zero = 0;
 
 	if (bpf_map_update_elem(m->config, &zero, cfg, BPF_ANY))
-		return fc_err_set(err, "map %s: %s", FC_MAP_CONFIG, strerror(errno));
+		return fc_err_set(err, "map %s: %s", FC_MAP_NAME(config), strerror(errno));
 	return 0;
 }

@@ -13,25 +13,31 @@
 
 #define FC_PIN_DIR_DEFAULT "/sys/fs/bpf/freqctl"
 
+#define FC_MAP_IDX(name) FC_MAP_IDX_##name,
+enum { FC_MAPS(FC_MAP_IDX) FC_NMAPS };
+#undef FC_MAP_IDX
+
+/* The pinned maps' fds, by name (m->exact4) or by index (m->fd[i], in the
+ * order of FC_MAPS). */
 struct fc_maps {
 	int dirfd; /* the pin dir; flock()ed while publishing */
-	int exact4;
-	int exact6;
-	int pfx4;
-	int pfx6;
-	int stats;
-	int config;
-	int policies;
-	int buckets;
-	int src4;
-	int src6;
-	int pstats;
-	int flood;
+	union {
+		struct {
+#define FC_MAP_FD(name) int name;
+			FC_MAPS(FC_MAP_FD)
+#undef FC_MAP_FD
+		};
+		int fd[FC_NMAPS];
+	};
 };
 
-/* The names of the pinned maps, as under the pin dir. */
-extern const char *const fc_map_names[];
-extern const size_t fc_map_count;
+/* The pinned names, fc_map_names[i] for m->fd[i]. */
+extern const char *const fc_map_names[FC_NMAPS];
+
+/* Whether obj pins exactly the maps of FC_MAPS (obj opened with a
+ * pin_root_path, so that libbpf has set the pin paths). */
+struct bpf_object;
+int fc_maps_match(const struct bpf_object *obj, struct fc_err *err);
 
 /* Mounts bpffs at /sys/fs/bpf if the pin dir needs it, creates the pin dir. */
 int fc_pin_dir_prepare(const char *pin_dir, struct fc_err *err);

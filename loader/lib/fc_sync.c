@@ -354,7 +354,7 @@ static int fc_policies_read(const struct fc_maps *m, struct fc_policy *have, str
 
 	if (!bpf_map_lookup_batch(m->policies, NULL, &out, keys, have, &cnt, &opts) || errno == ENOENT)
 		return 0;
-	return fc_err_set(err, "map %s: batch lookup: %s", FC_MAP_POLICIES, strerror(errno));
+	return fc_err_set(err, "map %s: batch lookup: %s", FC_MAP_NAME(policies), strerror(errno));
 }
 
 /* Zeroes a slot's bucket, and its counters when the slot changes hands. */
@@ -366,7 +366,7 @@ static int fc_slot_reset(const struct fc_maps *m, struct fc_policy_sync *ps, __u
 	int rc;
 
 	if (bpf_map_update_elem(m->buckets, &slot, &zero, BPF_ANY))
-		return fc_err_set(err, "map %s: slot %u: %s", FC_MAP_BUCKETS, slot, strerror(errno));
+		return fc_err_set(err, "map %s: slot %u: %s", FC_MAP_NAME(buckets), slot, strerror(errno));
 	if (!counters)
 		return 0;
 	pz = calloc((size_t)ps->ncpus, sizeof(*pz));
@@ -375,7 +375,7 @@ static int fc_slot_reset(const struct fc_maps *m, struct fc_policy_sync *ps, __u
 	rc = bpf_map_update_elem(m->pstats, &slot, pz, BPF_ANY);
 	free(pz);
 	if (rc)
-		return fc_err_set(err, "map %s: slot %u: %s", FC_MAP_PSTATS, slot, strerror(errno));
+		return fc_err_set(err, "map %s: slot %u: %s", FC_MAP_NAME(pstats), slot, strerror(errno));
 	return 0;
 }
 
@@ -394,7 +394,7 @@ static int fc_policies_apply(const struct fc_maps *m, struct fc_policy_sync *ps,
 		    fc_slot_reset(m, ps, slot, w->id != h->id, err) < 0)
 			return -1;
 		if (bpf_map_update_elem(m->policies, &slot, w, BPF_ANY))
-			return fc_err_set(err, "map %s: slot %u: %s", FC_MAP_POLICIES, slot, strerror(errno));
+			return fc_err_set(err, "map %s: slot %u: %s", FC_MAP_NAME(policies), slot, strerror(errno));
 		ps->changed++;
 	}
 	return 0;
@@ -405,10 +405,10 @@ int fc_sync(struct fc_store *st, const struct fc_maps *m, const char *pin_dir, i
 {
 	struct fc_policy_spec scaled;
 	struct fc_map_sync ms[FC_MS_COUNT] = {
-		[FC_MS_EXACT4] = { FC_MAP_EXACT4, m->exact4, sizeof(struct fc_addr4), 4, false },
-		[FC_MS_EXACT6] = { FC_MAP_EXACT6, m->exact6, sizeof(struct fc_addr6), 6, false },
-		[FC_MS_PFX4] = { FC_MAP_PFX4, m->pfx4, sizeof(struct fc_pfx4_key), 4, true },
-		[FC_MS_PFX6] = { FC_MAP_PFX6, m->pfx6, sizeof(struct fc_pfx6_key), 6, true },
+		[FC_MS_EXACT4] = { FC_MAP_NAME(exact4), m->exact4, sizeof(struct fc_addr4), 4, false },
+		[FC_MS_EXACT6] = { FC_MAP_NAME(exact6), m->exact6, sizeof(struct fc_addr6), 6, false },
+		[FC_MS_PFX4] = { FC_MAP_NAME(pfx4), m->pfx4, sizeof(struct fc_pfx4_key), 4, true },
+		[FC_MS_PFX6] = { FC_MAP_NAME(pfx6), m->pfx6, sizeof(struct fc_pfx6_key), 6, true },
 	};
 	const size_t nms = FC_MS_COUNT;
 	struct fc_policy_sync ps = { .ncpus = libbpf_num_possible_cpus() };

@@ -80,7 +80,7 @@ int fc_env_teardown(void **state)
 		freqctl__destroy(env->skel);
 		fc_maps_close(&env->maps);
 		fc_store_close(env->st);
-		for (i = 0; i < fc_map_count; i++)
+		for (i = 0; i < FC_NMAPS; i++)
 			fc_rm(env->pin_dir, fc_map_names[i]);
 		rmdir(env->pin_dir);
 		snprintf(dir, sizeof(dir), "/tmp/fc-test-%d", (int)getpid());

@@ -14,6 +14,12 @@
 #include <stdint.h>
 
 #include "fc_error.h"
+#include "fc_maps.h"
+
+/* The SQL CHECK on a policy's slot, made from the one slot constant. */
+#define FC_SQL_STR_(x) #x
+#define FC_SQL_STR(x) FC_SQL_STR_(x)
+#define FC_SQL_SLOT_CHECK "CHECK (slot BETWEEN 1 AND " FC_SQL_STR(FC_MAX_POLICIES) ")"
 
 enum fc_val_type {
 	FC_VAL_NULL,

@@ -36,7 +36,7 @@ static const char fc_pg_schema_v1[] =
 	"  action  text   NOT NULL CHECK (action IN ('drop', 'log', 'delay')),"
 	"  count   text   NOT NULL CHECK (count IN ('packets', 'bytes', 'syn')),"
 	"  new_sources bigint,"
-	"  slot    bigint NOT NULL UNIQUE CHECK (slot BETWEEN 1 AND 65536),"
+	"  slot    bigint NOT NULL UNIQUE " FC_SQL_SLOT_CHECK ","
 	"  epoch   bigint NOT NULL,"
 	"  created bigint NOT NULL,"
 	"  updated bigint NOT NULL,"

@@ -33,7 +33,7 @@ static const char fc_schema_v2[] =
 	"  action  TEXT    NOT NULL CHECK (action IN ('drop', 'log')),"
 	"  count   TEXT    NOT NULL CHECK (count IN ('packets', 'bytes', 'syn')),"
 	"  new_sources INTEGER,"             /* ip=* only: new buckets per second */
-	"  slot    INTEGER NOT NULL UNIQUE CHECK (slot BETWEEN 1 AND 65536)," /* kernel slot, kept across edits */
+	"  slot    INTEGER NOT NULL UNIQUE " FC_SQL_SLOT_CHECK "," /* kernel slot, kept across edits */
 	"  epoch   INTEGER NOT NULL,"        /* new when the match changes: bucket state starts afresh */
 	"  created INTEGER NOT NULL,"
 	"  updated INTEGER NOT NULL"
@@ -54,7 +54,7 @@ static const char fc_schema_v3[] =
 	"  action  TEXT    NOT NULL CHECK (action IN ('drop', 'log', 'delay')),"
 	"  count   TEXT    NOT NULL CHECK (count IN ('packets', 'bytes', 'syn')),"
 	"  new_sources INTEGER,"
-	"  slot    INTEGER NOT NULL UNIQUE CHECK (slot BETWEEN 1 AND 65536),"
+	"  slot    INTEGER NOT NULL UNIQUE " FC_SQL_SLOT_CHECK ","
 	"  epoch   INTEGER NOT NULL,"
 	"  created INTEGER NOT NULL,"
 	"  updated INTEGER NOT NULL,"
