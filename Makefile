@@ -112,6 +112,10 @@ $(B)/freqctl: $(FRONT_SRCS:%.c=$(B)/%.o) $(HTTP_A) $(LIB_A)
 $(B)/tests/%: $(B)/tests/unit/%.o $(LIB_A)
 	$(CC) $(CFLAGS) $^ -o $@ $(LIB_LIBS) $(TEST_LIBS)
 
+# The agent's escalation is tested apart from the agent's loop.
+$(B)/tests/test_escalate: $(B)/tests/unit/test_escalate.o $(B)/loader/agent/fc_escalate.o $(LIB_A)
+	$(CC) $(CFLAGS) $^ -o $@ $(LIB_LIBS) $(TEST_LIBS)
+
 $(B)/tests/test_http: $(B)/tests/unit/test_http.o $(HTTP_A) $(LIB_A)
 	$(CC) $(CFLAGS) $^ -o $@ $(HTTP_LIBS) $(LIB_LIBS) $(TEST_LIBS)
 

@@ -8,24 +8,23 @@
 #include "fc_cli.h"
 #include "fc_error.h"
 
-#define FC_MAX_OPTS 16
-
-const struct fc_opt fc_opts_none[] = { { 0 } };
+const struct fc_opt fc_opts_none[] = { FC_OPT_END };
 
 const struct fc_opt fc_opts_json[] = {
-	{ "json", FC_OPT_JSON, no_argument, NULL, "print JSON instead of text" },
-	{ 0 },
+	FC_OPTION("json", 0, FC_OPT_FLAG, struct fc_json_opt, json, .help = "print JSON instead of text"),
+	FC_OPT_END,
 };
 
-static const struct fc_opt fc_help_opt = { "help", 'h', no_argument, NULL, "show this help and exit" };
+static const struct fc_opt fc_help_opt = { .name = "help", .short_name = 'h', .type = FC_OPT_FLAG,
+					   .help = "show this help and exit" };
 
 void fc_opt_print(const struct fc_opt *o, FILE *f)
 {
 	char head[64];
 	int n = 0;
 
-	if (o->val < 256)
-		n = snprintf(head, sizeof(head), "-%c, ", o->val);
+	if (o->short_name)
+		n = snprintf(head, sizeof(head), "-%c, ", o->short_name);
 	snprintf(head + n, sizeof(head) - (size_t)n, "--%s%s%s", o->name, o->arg ? " " : "", o->arg ? o->arg : "");
 	fprintf(f, "  %-24s %s\n", head, o->help);
 }
@@ -57,56 +56,102 @@ void fc_usage_error(const struct fc_cmd *cmd, const char *fmt, ...)
 	exit(FC_EXIT_USAGE);
 }
 
-int fc_cmd_getopt(const struct fc_cmd *cmd, int argc, char **argv)
+/* getopt_long's value for the i-th option: its short name, or past any char. */
+static int fc_opt_val(const struct fc_opt *o, size_t i)
 {
-	static const struct fc_cmd *built;
-	static struct option longopts[FC_MAX_OPTS + 2];
-	static char shortopts[2 * FC_MAX_OPTS + 4];
-	const struct fc_opt *o;
-	size_t i = 0, s = 0;
-	int c, nargs;
+	return o->short_name ? o->short_name : 256 + (int)i;
+}
 
-	if (built != cmd) {
-		/* First call for this command: build the tables, restart getopt. */
-		shortopts[s++] = ':'; /* report a missing argument as ':' */
-		for (o = cmd->opts; o && o->name && i < FC_MAX_OPTS; o++, i++) {
-			longopts[i] = (struct option){ o->name, o->has_arg, NULL, o->val };
-			if (o->val < 256) {
-				shortopts[s++] = (char)o->val;
-				if (o->has_arg == required_argument)
-					shortopts[s++] = ':';
-			}
+size_t fc_opts_count(const struct fc_opt *opts)
+{
+	size_t n = 0;
+
+	while (opts && opts[n].name)
+		n++;
+	return n;
+}
+
+void fc_getopt_build(const struct fc_opt *opts, size_t n, const char *prefix, struct option *longopts,
+		     char *shortopts)
+{
+	size_t i, s = strlen(prefix);
+
+	memcpy(shortopts, prefix, s);
+	for (i = 0; i < n; i++) {
+		const struct fc_opt *o = &opts[i];
+
+		if (!fc_opt_sane(o)) {
+			/* A table typo: caught by any run of the command, the tests' included. */
+			fprintf(stderr, "freqctl: internal error: option --%s: entry does not fit its type\n", o->name);
+			abort();
 		}
-		longopts[i++] = (struct option){ fc_help_opt.name, no_argument, NULL, 'h' };
-		longopts[i] = (struct option){ 0 };
-		shortopts[s++] = 'h';
-		shortopts[s] = '\0';
-		built = cmd;
-		optind = 0;
+
+		longopts[i] = (struct option){ o->name, o->type == FC_OPT_FLAG ? no_argument : required_argument, NULL,
+					       fc_opt_val(o, i) };
+		if (o->short_name) {
+			shortopts[s++] = o->short_name;
+			if (o->type != FC_OPT_FLAG)
+				shortopts[s++] = ':';
+		}
 	}
+	longopts[n] = (struct option){ 0 };
+	shortopts[s] = '\0';
+}
+
+const struct fc_opt *fc_opt_find(const struct fc_opt *opts, size_t n, int val)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (fc_opt_val(&opts[i], i) == val)
+			return &opts[i];
+	return NULL;
+}
+
+int fc_cmd_parse(const struct fc_cmd *cmd, int argc, char **argv, void *opts, struct fc_err *first)
+{
+	size_t n = fc_opts_count(cmd->opts);
+	const struct fc_opt *o;
+	struct fc_err err;
+	int c, nargs;
+	/* Sized by the table (and --help): no option is ever dropped for want of room. */
+	struct option longopts[n + 2];
+	char shortopts[2 * n + 4];
+
+	/* ':' first: a missing argument comes back as ':'. */
+	fc_getopt_build(cmd->opts, n, ":h", longopts, shortopts);
+	longopts[n] = (struct option){ fc_help_opt.name, no_argument, NULL, 'h' };
+	longopts[n + 1] = (struct option){ 0 };
+	if (first)
+		first->msg[0] = '\0';
+	optind = 0; /* restart getopt: argv is the command's */
 	opterr = 0;
-	c = getopt_long(argc, argv, shortopts, longopts, NULL);
-	switch (c) {
-	case 'h':
-		fc_cmd_usage(cmd, stdout);
-		exit(FC_EXIT_OK);
-	case '?':
-		if (optopt && optopt < 256)
-			fc_usage_error(cmd, "unknown option '-%c'", optopt);
-		fc_usage_error(cmd, "unknown option '%s'", argv[optind - 1]);
-	case ':':
-		fc_usage_error(cmd, "option '%s' needs an argument", argv[optind - 1]);
-	case -1:
-		built = NULL;
-		nargs = argc - optind;
-		if (nargs < cmd->min_args)
-			fc_usage_error(cmd, "missing argument: expected %s", cmd->args);
-		if (nargs > cmd->max_args)
-			fc_usage_error(cmd, "unexpected argument \"%s\"", argv[optind + cmd->max_args]);
-		return -1;
-	default:
-		return c;
+	while ((c = getopt_long(argc, argv, shortopts, longopts, NULL)) != -1) {
+		switch (c) {
+		case 'h':
+			fc_cmd_usage(cmd, stdout);
+			exit(FC_EXIT_OK);
+		case '?':
+			if (optopt && optopt < 256)
+				fc_usage_error(cmd, "unknown option '-%c'", optopt);
+			fc_usage_error(cmd, "unknown option '%s'", argv[optind - 1]);
+		case ':':
+			fc_usage_error(cmd, "option '%s' needs an argument", argv[optind - 1]);
+		}
+		o = fc_opt_find(cmd->opts, n, c);
+		if (!o || fc_opt_set(o, opts, optarg, o->name, &err) == 0)
+			continue;
+		if (!first)
+			fc_usage_error(cmd, "--%s: %s", o->name, err.msg);
+		if (!first->msg[0])
+			*first = err;
 	}
+	nargs = argc - optind;
+	if (nargs < cmd->min_args)
+		fc_usage_error(cmd, "missing argument: expected %s", cmd->args);
+	if (nargs > cmd->max_args)
+		fc_usage_error(cmd, "unexpected argument \"%s\"", argv[optind + cmd->max_args]);
+	return optind;
 }
 
 int fc_json_print(json_t *doc)

@@ -12,35 +12,11 @@
 #include <stdio.h>
 
 #include "fc_ctx.h"
+#include "fc_opt.h"
 
 #define FC_EXIT_OK      0
 #define FC_EXIT_FAILURE 1
 #define FC_EXIT_USAGE   2
-
-/* Values for long-only options. */
-enum {
-	FC_OPT_JSON = 256,
-	FC_OPT_TTL,
-	FC_OPT_MODE,
-	FC_OPT_ACTION,
-	FC_OPT_NEW_SOURCES,
-	FC_OPT_DELAY_BURST,
-	FC_OPT_PROMETHEUS,
-	FC_OPT_WEIGHT,
-	FC_OPT_ESCALATE,
-	FC_OPT_BAN_TTL,
-	FC_OPT_METRICS,
-	FC_OPT_HTTP,
-	FC_OPT_TOKEN_FILE,
-};
-
-struct fc_opt {
-	const char *name;
-	int val;         /* the short option character, or an FC_OPT_* */
-	int has_arg;     /* no_argument or required_argument */
-	const char *arg; /* the argument's name in the help */
-	const char *help;
-};
 
 struct fc_cmd {
 	const char *name; /* "ban add" */
@@ -54,19 +30,32 @@ struct fc_cmd {
 };
 
 /*
- * getopt_long over cmd->opts, argv[0] being the command. Returns the next
- * option's val, or -1 once the options end; then the positional arguments
- * are argv[optind..argc) and their count has been checked. --help prints the
- * usage to stdout and exits 0; a usage error exits 2.
+ * Parses argv (argv[0] being the command) by cmd->opts into opts, then checks
+ * the count of positional arguments; returns the index of the first. --help
+ * prints the usage and exits 0; an unknown option or a missing argument
+ * exits 2. A value that does not parse exits 2 naming the option, unless
+ * first is given: then the first such error is kept there and parsing goes
+ * on, for a command that names its object first ("policy 7: rate ...").
  */
-int fc_cmd_getopt(const struct fc_cmd *cmd, int argc, char **argv);
+int fc_cmd_parse(const struct fc_cmd *cmd, int argc, char **argv, void *opts, struct fc_err *first);
 void fc_cmd_usage(const struct fc_cmd *cmd, FILE *f);
 /* One line of option help: "  -m, --mode MODE   text". */
 void fc_opt_print(const struct fc_opt *o, FILE *f);
 __attribute__((noreturn, format(printf, 2, 3)))
 void fc_usage_error(const struct fc_cmd *cmd, const char *fmt, ...);
 
-/* Option tables shared by several commands. */
+/* The getopt_long tables of opts[0..n): shortopts starts with prefix;
+ * longopts needs n + 1 entries, shortopts 2n + strlen(prefix) + 1 chars. */
+size_t fc_opts_count(const struct fc_opt *opts);
+void fc_getopt_build(const struct fc_opt *opts, size_t n, const char *prefix, struct option *longopts,
+		     char *shortopts);
+/* The entry getopt_long answered val for, or NULL. */
+const struct fc_opt *fc_opt_find(const struct fc_opt *opts, size_t n, int val);
+
+/* Options of commands that have none, or only --json. */
+struct fc_json_opt {
+	bool json;
+};
 extern const struct fc_opt fc_opts_none[];
 extern const struct fc_opt fc_opts_json[];
 

@@ -7,27 +7,30 @@
 #include "fc_attach.h"
 #include "fc_cli.h"
 
+struct fc_attach_opt {
+	int mode; /* enum fc_mode */
+};
+
 static const struct fc_opt fc_attach_opts[] = {
-	{ "mode", 'm', required_argument, "MODE", "xdp (native, the default), xdp-generic, or tc (TC ingress)" },
-	{ 0 },
+	FC_OPTION("mode", 'm', FC_OPT_ENUM, struct fc_attach_opt, mode, .names = fc_mode_names, .arg = "MODE",
+		  .help = "xdp (native, the default), xdp-generic, or tc (TC ingress)"),
+	FC_OPT_END,
 };
 
 static int fc_cmd_attach_run(const struct fc_ctx *ctx, const struct fc_cmd *cmd, int argc, char **argv)
 {
-	enum fc_mode mode = FC_MODE_XDP;
+	struct fc_attach_opt opt = { .mode = FC_MODE_XDP };
 	struct fc_attachment a;
 	struct fc_maps m;
 	struct fc_err err;
-	int c, rc;
+	int rc;
 
-	while ((c = fc_cmd_getopt(cmd, argc, argv)) != -1)
-		if (c == 'm' && fc_mode_parse(optarg, &mode, &err) < 0)
-			fc_usage_error(cmd, "--mode: %s", err.msg);
+	fc_cmd_parse(cmd, argc, argv, &opt, NULL);
 	if (fc_maps_open(ctx->pin_dir, &m, &err) < 0) {
 		fc_warn("attach %s: %s", argv[optind], err.msg);
 		return FC_EXIT_FAILURE;
 	}
-	rc = fc_attach(ctx->pin_dir, &m, argv[optind], mode, &a, &err);
+	rc = fc_attach(ctx->pin_dir, &m, argv[optind], (enum fc_mode)opt.mode, &a, &err);
 	fc_maps_close(&m);
 	if (rc < 0) {
 		fc_warn("attach: %s", err.msg);
@@ -45,8 +48,7 @@ static int fc_cmd_detach_run(const struct fc_ctx *ctx, const struct fc_cmd *cmd,
 	struct fc_err err;
 	int rc;
 
-	while (fc_cmd_getopt(cmd, argc, argv) != -1)
-		;
+	fc_cmd_parse(cmd, argc, argv, NULL, NULL);
 	if (fc_maps_open(ctx->pin_dir, &m, &err) < 0) {
 		fc_warn("detach %s: %s", argv[optind], err.msg);
 		return FC_EXIT_FAILURE;
@@ -86,12 +88,11 @@ static int fc_cmd_status_run(const struct fc_ctx *ctx, const struct fc_cmd *cmd,
 	struct fc_config cfg;
 	struct fc_maps m;
 	struct fc_err err;
-	bool json = false;
+	struct fc_json_opt opt = { 0 };
 	size_t n = 0, i;
 	int c;
 
-	while ((c = fc_cmd_getopt(cmd, argc, argv)) != -1)
-		json |= c == FC_OPT_JSON;
+	fc_cmd_parse(cmd, argc, argv, &opt, NULL);
 	if (fc_maps_open(ctx->pin_dir, &m, &err) < 0 || fc_config_read(&m, &cfg, &err) < 0 ||
 	    fc_attachments(&m, &v, &n, &err) < 0) {
 		fc_warn("status: %s", err.msg);
@@ -99,7 +100,7 @@ static int fc_cmd_status_run(const struct fc_ctx *ctx, const struct fc_cmd *cmd,
 		return FC_EXIT_FAILURE;
 	}
 	fc_maps_close(&m);
-	if (json) {
+	if (opt.json) {
 		c = fc_json_print(fc_status_json(ctx->pin_dir, v, n, &cfg));
 		free(v);
 		return c;

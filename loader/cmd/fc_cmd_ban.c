@@ -15,42 +15,35 @@
 
 #define FC_IMPORT_MAX_ERRORS 20
 
-static const struct fc_opt fc_ban_add_opts[] = {
-	{ "ttl", FC_OPT_TTL, required_argument, "DURATION", "lift the ban after DURATION (90s, 10m, 1h, 7d, 1h30m)" },
-	{ 0 },
+struct fc_ban_opt {
+	int64_t ttl; /* seconds; 0 = none */
 };
 
-/* Parses --ttl into seconds (0 = none), exiting 2 on a bad value. */
-static int64_t fc_opt_ttl(const struct fc_cmd *cmd, const char *arg)
-{
-	struct fc_err err;
-	int64_t secs;
-
-	if (fc_duration_parse(arg, &secs, &err) < 0)
-		fc_usage_error(cmd, "--ttl: %s", err.msg);
-	return secs;
-}
+static const struct fc_opt fc_ban_add_opts[] = {
+	FC_OPTION("ttl", 0, FC_OPT_DURATION, struct fc_ban_opt, ttl, .arg = "DURATION",
+		  .help = "lift the ban after DURATION (90s, 10m, 1h, 7d, 1h30m)"),
+	FC_OPT_END,
+};
 
 static int fc_ban_add(const struct fc_ctx *ctx, const struct fc_cmd *cmd, int argc, char **argv)
 {
 	char text[FC_BAN_TEXT_LEN], dur[FC_DURATION_STRLEN];
 	struct fc_err err;
-	int64_t ttl = 0;
+	struct fc_ban_opt opt = { 0 };
 	bool existed;
-	int c, rc;
+	int rc;
 
-	while ((c = fc_cmd_getopt(cmd, argc, argv)) != -1)
-		if (c == FC_OPT_TTL)
-			ttl = fc_opt_ttl(cmd, optarg);
-	rc = fc_change_ban_put(ctx, argv[optind], ttl, text, &existed, &err);
+	fc_cmd_parse(cmd, argc, argv, &opt, NULL);
+	rc = fc_change_ban_put(ctx, argv[optind], opt.ttl, text, &existed, &err);
 	if (rc == FC_CHANGE_INVALID)
 		fc_usage_error(cmd, "%s", err.msg);
 	if (rc) {
 		fc_warn("ban add %s: %s", text, err.msg);
 		return FC_EXIT_FAILURE;
 	}
-	fc_duration_format(ttl, dur);
-	printf("%s %s%s%s\n", existed ? "re-banned" : "banned", text, ttl ? " for " : " (no expiry)", ttl ? dur : "");
+	fc_duration_format(opt.ttl, dur);
+	printf("%s %s%s%s\n", existed ? "re-banned" : "banned", text, opt.ttl ? " for " : " (no expiry)",
+	       opt.ttl ? dur : "");
 	return FC_EXIT_OK;
 }
 
@@ -60,8 +53,7 @@ static int fc_ban_del(const struct fc_ctx *ctx, const struct fc_cmd *cmd, int ar
 	struct fc_err err;
 	int rc;
 
-	while (fc_cmd_getopt(cmd, argc, argv) != -1)
-		;
+	fc_cmd_parse(cmd, argc, argv, NULL, NULL);
 	rc = fc_change_ban_del(ctx, argv[optind], text, &err);
 	if (rc == FC_CHANGE_INVALID)
 		fc_usage_error(cmd, "%s", err.msg);
@@ -160,12 +152,9 @@ static int fc_ban_import(const struct fc_ctx *ctx, const struct fc_cmd *cmd, int
 	bool progress = isatty(STDERR_FILENO); /* quiet when piped */
 	const char *path;
 	struct fc_err err;
-	int64_t ttl = 0;
-	int c;
+	struct fc_ban_opt opt = { 0 };
 
-	while ((c = fc_cmd_getopt(cmd, argc, argv)) != -1)
-		if (c == FC_OPT_TTL)
-			ttl = fc_opt_ttl(cmd, optarg);
+	fc_cmd_parse(cmd, argc, argv, &opt, NULL);
 	path = argv[optind];
 	if (fc_import_read(path, &imp) < 0) {
 		free(imp.v);
@@ -175,7 +164,7 @@ static int fc_ban_import(const struct fc_ctx *ctx, const struct fc_cmd *cmd, int
 	if (fc_publish_begin(&pub, ctx, &err) < 0)
 		goto fail;
 	row.created = pub.now;
-	row.expires = ttl ? pub.now + ttl : 0;
+	row.expires = opt.ttl ? pub.now + opt.ttl : 0;
 	if (fc_store_ban_count(pub.st, pub.now, &before, &err) < 0)
 		goto abort;
 	for (i = 0; i < imp.n; i++) {
@@ -210,14 +199,12 @@ static int fc_ban_list(const struct fc_ctx *ctx, const struct fc_cmd *cmd, int a
 	struct fc_uid_ban *ub = NULL;
 	struct fc_store *st = NULL;
 	int64_t now = (int64_t)time(NULL);
-	bool json = false;
+	struct fc_json_opt opt = { 0 };
 	struct fc_err err;
 	size_t n = 0, nu = 0, i;
 	json_t *arr;
-	int c;
 
-	while ((c = fc_cmd_getopt(cmd, argc, argv)) != -1)
-		json |= c == FC_OPT_JSON;
+	fc_cmd_parse(cmd, argc, argv, &opt, NULL);
 	if (fc_store_open(ctx->db_path, &st, &err) < 0 || fc_store_ban_list(st, now, &rows, &n, &err) < 0 ||
 	    fc_store_uid_ban_list(st, now, &ub, &nu, &err) < 0) {
 		fc_warn("ban list: %s", err.msg);
@@ -226,7 +213,7 @@ static int fc_ban_list(const struct fc_ctx *ctx, const struct fc_cmd *cmd, int a
 		return FC_EXIT_FAILURE;
 	}
 	fc_store_close(st);
-	if (json) {
+	if (opt.json) {
 		arr = json_array();
 		for (i = 0; arr && i < n; i++)
 			json_array_append_new(arr, fc_ban_to_json(&rows[i], now));

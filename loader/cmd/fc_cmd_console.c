@@ -5,22 +5,25 @@
 #include "fc_cli.h"
 #include "fc_console.h"
 
+struct fc_console_opt {
+	const char *token_file;
+};
+
 static const struct fc_opt fc_console_opts[] = {
-	{ "token-file", FC_OPT_TOKEN_FILE, required_argument, "PATH",
-	  "the file agent --http made (default " FC_CONSOLE_TOKEN_DEFAULT ")" },
-	{ 0 },
+	FC_OPTION("token-file", 0, FC_OPT_STR, struct fc_console_opt, token_file, .arg = "PATH",
+		  .help = "the file agent --http made (default " FC_CONSOLE_TOKEN_DEFAULT ")"),
+	FC_OPT_END,
 };
 
 static int fc_console_token_run(const struct fc_ctx *ctx, const struct fc_cmd *cmd, int argc, char **argv)
 {
 	char token[FC_CONSOLE_TOKEN_LEN + 1];
-	const char *path = FC_CONSOLE_TOKEN_DEFAULT;
+	struct fc_console_opt opt = { .token_file = FC_CONSOLE_TOKEN_DEFAULT };
 	struct fc_err err;
 
 	(void)ctx;
-	while (fc_cmd_getopt(cmd, argc, argv) != -1)
-		path = optarg;
-	if (fc_console_token(path, false, token, &err) < 0) {
+	fc_cmd_parse(cmd, argc, argv, &opt, NULL);
+	if (fc_console_token(opt.token_file, false, token, &err) < 0) {
 		fc_warn("console-token: %s", err.msg);
 		return FC_EXIT_FAILURE;
 	}

@@ -48,8 +48,7 @@ static int fc_export(const struct fc_ctx *ctx, const struct fc_cmd *cmd, int arg
 	struct fc_err err;
 	int rc = FC_EXIT_FAILURE;
 
-	while (fc_cmd_getopt(cmd, argc, argv) != -1)
-		;
+	fc_cmd_parse(cmd, argc, argv, NULL, NULL);
 	if (fc_store_open(ctx->db_path, &st, &err) < 0 || fc_store_policy_list(st, &pols, &np, &err) < 0 ||
 	    fc_store_ban_list(st, now, &bans, &nb, &err) < 0 || fc_store_uid_ban_list(st, now, &ub, &nu, &err) < 0 ||
 	    fc_store_node_list(st, &nodes, &nn, &err) < 0) {
@@ -302,8 +301,7 @@ static int fc_import(const struct fc_ctx *ctx, const struct fc_cmd *cmd, int arg
 	struct fc_err err;
 	int rc = FC_EXIT_FAILURE;
 
-	while (fc_cmd_getopt(cmd, argc, argv) != -1)
-		;
+	fc_cmd_parse(cmd, argc, argv, NULL, NULL);
 	if (fc_import_read(argv[optind], &set) < 0)
 		goto out;
 	if (fc_publish_begin(&pub, ctx, &err) < 0)

@@ -14,8 +14,7 @@ static int fc_node_set(const struct fc_ctx *ctx, const struct fc_cmd *cmd, int a
 	struct fc_err err;
 	const char *name;
 
-	while (fc_cmd_getopt(cmd, argc, argv) != -1)
-		;
+	fc_cmd_parse(cmd, argc, argv, NULL, NULL);
 	name = argv[optind];
 	if (!*name || strlen(name) > FC_NODE_NAME_MAX)
 		fc_usage_error(cmd, "node name \"%.64s\": expected 1 to %d characters", name, FC_NODE_NAME_MAX);
@@ -42,21 +41,19 @@ static int fc_node_list(const struct fc_ctx *ctx, const struct fc_cmd *cmd, int 
 {
 	struct fc_store *st = NULL;
 	struct fc_node *v = NULL;
-	bool json = false;
+	struct fc_json_opt opt = { 0 };
 	struct fc_err err;
 	json_t *arr;
 	size_t n = 0, i;
-	int c;
 
-	while ((c = fc_cmd_getopt(cmd, argc, argv)) != -1)
-		json |= c == FC_OPT_JSON;
+	fc_cmd_parse(cmd, argc, argv, &opt, NULL);
 	if (fc_store_open(ctx->db_path, &st, &err) < 0 || fc_store_node_list(st, &v, &n, &err) < 0) {
 		fc_warn("node list: %s", err.msg);
 		fc_store_close(st);
 		return FC_EXIT_FAILURE;
 	}
 	fc_store_close(st);
-	if (json) {
+	if (opt.json) {
 		arr = json_array();
 		for (i = 0; arr && i < n; i++)
 			json_array_append_new(arr, json_pack("{s:s, s:f}", "name", v[i].name, "weight", v[i].weight));

@@ -8,24 +8,6 @@
 #include "fc_duration.h"
 #include "fc_change.h"
 
-static const struct fc_opt fc_policy_opts[] = {
-	{ "match", 'm', required_argument, "EXPR",
-	  "DIM=VALUE[,...]: ip=ADDR|PREFIX|*, uid=V, arg:NAME=V, header:NAME=V, uri=PATH" },
-	{ "rate", 'r', required_argument, "N/UNIT", "N per UNIT (s, m, h, d); repeat for tiers (at most 4)" },
-	{ "burst", 'b', required_argument, "B", "GCRA: B pass back to back from idle (first rate; default its N)" },
-	{ "algo", 'a', required_argument, "ALGO", "gcra (default) or window (fixed, aligned to UTC)" },
-	{ "action", FC_OPT_ACTION, required_argument, "ACTION",
-	  "drop (default), log (count, drop nothing), delay (L7: wait to the rate)" },
-	{ "delay-burst", FC_OPT_DELAY_BURST, required_argument, "B", "delay: requests that may wait (default 0)" },
-	{ "escalate", FC_OPT_ESCALATE, required_argument, "N/UNIT",
-	  "L7: a client refused more than N times per UNIT is banned at XDP/TC..." },
-	{ "ban-ttl", FC_OPT_BAN_TTL, required_argument, "DURATION", "... for DURATION (with --escalate)" },
-	{ "count", 'c', required_argument, "WHAT", "packets (default), bytes, or syn (TCP SYN without ACK)" },
-	{ "new-sources", FC_OPT_NEW_SOURCES, required_argument, "N",
-	  "ip=* only: new source buckets per second (default 20000)" },
-	{ 0 },
-};
-
 static const char fc_policy_details[] =
 	"A policy whose only dimension is ip= runs at XDP/TC, on packets; any other dimension\n"
 	"(uid, arg:NAME, header:NAME, uri, combined with each other and with an ip= address or\n"
@@ -47,61 +29,16 @@ static const char fc_policy_details[] =
  * policy by the ID given (which may come after the options). */
 static void fc_policy_args(const struct fc_cmd *cmd, int argc, char **argv, struct fc_policy_spec *p)
 {
-	const char *match = NULL;
-	struct fc_err err, first = { "" };
-	uint64_t v;
-	int c, rc;
+	struct fc_err err, first;
+	int a;
 
 	memset(p, 0, sizeof(*p));
-	while ((c = fc_cmd_getopt(cmd, argc, argv)) != -1) {
-		switch (c) {
-		case 'm':
-			match = optarg;
-			rc = 0;
-			break;
-		case 'r':
-			if (p->ntiers == FC_MAX_TIERS)
-				rc = fc_err_set(&err, "at most %d --rate tiers", FC_MAX_TIERS);
-			else
-				rc = fc_rate_parse(optarg, &p->rate[p->ntiers++], &err);
-			break;
-		case 'b':
-			rc = fc_uint_parse("burst", optarg, FC_RATE_MAX, &p->burst, &err);
-			break;
-		case 'a':
-			rc = fc_algo_parse(optarg, &p->algo, &err);
-			break;
-		case FC_OPT_ACTION:
-			rc = fc_action_parse(optarg, &p->action, &err);
-			break;
-		case 'c':
-			rc = fc_count_parse(optarg, &p->count, &err);
-			break;
-		case FC_OPT_ESCALATE:
-			rc = fc_rate_parse(optarg, &p->escalate, &err);
-			break;
-		case FC_OPT_BAN_TTL:
-			rc = fc_duration_parse(optarg, &p->ban_ttl, &err);
-			break;
-		case FC_OPT_DELAY_BURST:
-			rc = fc_uint_parse("delay-burst", optarg, 1000000, &v, &err);
-			p->delay_burst = (uint32_t)v;
-			break;
-		default: /* FC_OPT_NEW_SOURCES */
-			rc = fc_uint_parse("new-sources", optarg, 100000000, &v, &err);
-			p->new_sources = v;
-			break;
-		}
-		if (rc < 0 && !first.msg[0])
-			first = err;
-	}
-	if (fc_policy_id_parse(argv[optind], &p->id, &err) < 0)
+	a = fc_cmd_parse(cmd, argc, argv, p, &first);
+	if (fc_policy_id_parse(argv[a], &p->id, &err) < 0)
 		fc_usage_error(cmd, "%s", err.msg);
 	if (first.msg[0])
 		err = first;
-	else if (!match)
-		fc_err_set(&err, "missing --match (e.g. ip=198.18.0.0/15, ip=*, uid=u1024,arg:api=login)");
-	else if (fc_match_parse(match, p, &err) == 0 && fc_policy_validate(p, &err) == 0)
+	else if (fc_policy_validate(p, &err) == 0)
 		return;
 	/* As users expect it: "freqctl: policy 7: rate ...". */
 	fprintf(stderr, "freqctl: policy %u: %s\nTry 'freqctl %s --help'.\n", p->id, err.msg, cmd->name);
@@ -159,8 +96,7 @@ static int fc_policy_del(const struct fc_ctx *ctx, const struct fc_cmd *cmd, int
 	struct fc_err err;
 	uint32_t id;
 
-	while (fc_cmd_getopt(cmd, argc, argv) != -1)
-		;
+	fc_cmd_parse(cmd, argc, argv, NULL, NULL);
 	if (fc_policy_id_parse(argv[optind], &id, &err) < 0)
 		fc_usage_error(cmd, "%s", err.msg);
 	if (fc_change_policy_del(ctx, id, &err)) {
@@ -204,21 +140,19 @@ static int fc_policy_list(const struct fc_ctx *ctx, const struct fc_cmd *cmd, in
 	char match[FC_MATCH_LEN], rates[FC_TEXT_LEN], burst[24];
 	struct fc_policy_row *rows = NULL;
 	struct fc_store *st = NULL;
-	bool json = false;
+	struct fc_json_opt opt = { 0 };
 	struct fc_err err;
 	json_t *arr;
 	size_t n, i;
-	int c;
 
-	while ((c = fc_cmd_getopt(cmd, argc, argv)) != -1)
-		json |= c == FC_OPT_JSON;
+	fc_cmd_parse(cmd, argc, argv, &opt, NULL);
 	if (fc_store_open(ctx->db_path, &st, &err) < 0 || fc_store_policy_list(st, &rows, &n, &err) < 0) {
 		fc_warn("policy list: %s", err.msg);
 		fc_store_close(st);
 		return FC_EXIT_FAILURE;
 	}
 	fc_store_close(st);
-	if (json) {
+	if (opt.json) {
 		arr = json_array();
 		for (i = 0; arr && i < n; i++)
 			json_array_append_new(arr, fc_policy_json(&rows[i]));

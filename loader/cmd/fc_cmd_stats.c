@@ -14,10 +14,15 @@ static json_t *fc_counter_json(const struct fc_counter *c)
 
 enum fc_stats_format { FC_STATS_TEXT, FC_STATS_JSON, FC_STATS_PROMETHEUS };
 
+struct fc_stats_opt {
+	bool json, prometheus;
+};
+
 static const struct fc_opt fc_stats_opts[] = {
-	{ "json", FC_OPT_JSON, no_argument, NULL, "print JSON instead of text" },
-	{ "prometheus", FC_OPT_PROMETHEUS, no_argument, NULL, "print the Prometheus text exposition format" },
-	{ 0 },
+	FC_OPTION("json", 0, FC_OPT_FLAG, struct fc_stats_opt, json, .help = "print JSON instead of text"),
+	FC_OPTION("prometheus", 0, FC_OPT_FLAG, struct fc_stats_opt, prometheus,
+		  .help = "print the Prometheus text exposition format"),
+	FC_OPT_END,
 };
 
 static int fc_stats_print(const struct fc_stats *s, const struct fc_policy_stats *ps, size_t n,
@@ -74,14 +79,15 @@ static int fc_stats_print(const struct fc_stats *s, const struct fc_policy_stats
 
 static int fc_cmd_stats_run(const struct fc_ctx *ctx, const struct fc_cmd *cmd, int argc, char **argv)
 {
-	enum fc_stats_format fmt = FC_STATS_TEXT;
+	struct fc_stats_opt opt = { 0 };
 	struct fc_stats_all a;
 	struct fc_err err;
-	int c, rc;
+	int rc;
 
-	while ((c = fc_cmd_getopt(cmd, argc, argv)) != -1)
-		fmt = c == FC_OPT_JSON ? FC_STATS_JSON : FC_STATS_PROMETHEUS;
-	if (fmt == FC_STATS_PROMETHEUS) {
+	fc_cmd_parse(cmd, argc, argv, &opt, NULL);
+	if (opt.json && opt.prometheus)
+		fc_usage_error(cmd, "--json and --prometheus: choose one");
+	if (opt.prometheus) {
 		if (fc_stats_write_prometheus(ctx, stdout, &err) < 0) {
 			fc_warn("stats: %s", err.msg);
 			return FC_EXIT_FAILURE;
@@ -92,7 +98,7 @@ static int fc_cmd_stats_run(const struct fc_ctx *ctx, const struct fc_cmd *cmd, 
 		fc_warn("stats: %s", err.msg);
 		return FC_EXIT_FAILURE;
 	}
-	rc = fc_stats_print(&a.s, a.ps, a.n, fmt);
+	rc = fc_stats_print(&a.s, a.ps, a.n, opt.json ? FC_STATS_JSON : FC_STATS_TEXT);
 	fc_stats_free(&a);
 	return rc;
 }

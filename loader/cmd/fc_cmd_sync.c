@@ -9,17 +9,15 @@ static int fc_cmd_sync_run(const struct fc_ctx *ctx, const struct fc_cmd *cmd, i
 {
 	struct fc_publish pub;
 	struct fc_sync_result *r = &pub.res;
-	bool json = false;
+	struct fc_json_opt opt = { 0 };
 	struct fc_err err;
-	int c;
 
-	while ((c = fc_cmd_getopt(cmd, argc, argv)) != -1)
-		json |= c == FC_OPT_JSON;
+	fc_cmd_parse(cmd, argc, argv, &opt, NULL);
 	if (fc_publish_begin(&pub, ctx, &err) < 0 || fc_publish_commit(&pub, &err) < 0) {
 		fc_warn("sync: %s", err.msg);
 		return FC_EXIT_FAILURE;
 	}
-	if (json)
+	if (opt.json)
 		return fc_json_print(json_pack("{s:I, s:I, s:I, s:I, s:I, s:{s:I, s:I, s:I, s:I, s:I}}", "added",
 					       (json_int_t)r->added, "changed", (json_int_t)r->changed, "removed",
 					       (json_int_t)r->removed, "policies_changed",

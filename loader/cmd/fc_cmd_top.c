@@ -34,12 +34,23 @@ static void fc_top_signal(int sig)
 	fc_top_stop = 1;
 }
 
+struct fc_top_opt {
+	double delay;
+	uint64_t iterations; /* 0: until interrupted */
+	uint64_t rows;       /* 0: what the terminal fits */
+	bool json;
+};
+
 static const struct fc_opt fc_top_opts[] = {
-	{ "delay", 'd', required_argument, "SECONDS", "refresh every SECONDS (default 1; 0.1 to 3600)" },
-	{ "iterations", 'n', required_argument, "N", "stop after N refreshes (default: until interrupted)" },
-	{ "rows", 'r', required_argument, "N", "rows per table (default: what the terminal fits; 10 in a pipe)" },
-	{ "json", FC_OPT_JSON, no_argument, NULL, "print one JSON object per refresh, one per line" },
-	{ 0 },
+	FC_OPTION("delay", 'd', FC_OPT_REAL, struct fc_top_opt, delay, .fmin = 0.1, .fmax = 3600, .arg = "SECONDS",
+		  .help = "refresh every SECONDS (default 1; 0.1 to 3600)"),
+	FC_OPTION("iterations", 'n', FC_OPT_UINT, struct fc_top_opt, iterations, .min = 1, .max = 1000000, .arg = "N",
+		  .help = "stop after N refreshes (default: until interrupted)"),
+	FC_OPTION("rows", 'r', FC_OPT_UINT, struct fc_top_opt, rows, .min = 1, .max = 1000000, .arg = "N",
+		  .help = "rows per table (default: what the terminal fits; 10 in a pipe)"),
+	FC_OPTION("json", 0, FC_OPT_FLAG, struct fc_top_opt, json,
+		  .help = "print one JSON object per refresh, one per line"),
+	FC_OPT_END,
 };
 
 /* One read of everything top shows. */
@@ -388,31 +399,17 @@ static int fc_top_run(const struct fc_ctx *ctx, const struct fc_cmd *cmd, int ar
 	struct fc_top top = { .ctx = ctx, .delay = 1.0, .tty = isatty(STDOUT_FILENO) };
 	struct sigaction sa = { .sa_handler = fc_top_signal };
 	struct fc_top_sample prev, cur;
-	long iterations = -1, rows = 0, k;
+	struct fc_top_opt opt = { .delay = 1.0 };
 	struct fc_err err;
 	struct winsize ws;
-	char *end;
-	int c, rc = FC_EXIT_FAILURE;
+	int rc = FC_EXIT_FAILURE;
 
-	while ((c = fc_cmd_getopt(cmd, argc, argv)) != -1) {
-		errno = 0;
-		if (c == FC_OPT_JSON) {
-			top.json = true;
-		} else if (c == 'd') {
-			top.delay = strtod(optarg, &end);
-			if (errno || end == optarg || *end || !(top.delay >= 0.1 && top.delay <= 3600))
-				fc_usage_error(cmd, "--delay \"%s\": expected seconds from 0.1 to 3600", optarg);
-		} else {
-			k = strtol(optarg, &end, 10);
-			if (errno || end == optarg || *end || k < 1 || k > 1000000)
-				fc_usage_error(cmd, "--%s \"%s\": expected a whole number from 1 to 1000000",
-					       c == 'n' ? "iterations" : "rows", optarg);
-			*(c == 'n' ? &iterations : &rows) = k;
-		}
-	}
+	fc_cmd_parse(cmd, argc, argv, &opt, NULL);
+	top.delay = opt.delay;
+	top.json = opt.json;
 	top.tty = top.tty && !top.json;
-	if (rows)
-		top.rows = (size_t)rows;
+	if (opt.rows)
+		top.rows = (size_t)opt.rows;
 	else if (top.tty && !ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) && ws.ws_row > 16)
 		top.rows = (size_t)(ws.ws_row - 13) / 3; /* three tables and their headings */
 	else
@@ -430,7 +427,8 @@ static int fc_top_run(const struct fc_ctx *ctx, const struct fc_cmd *cmd, int ar
 		fc_warn("top: %s", err.msg);
 		goto out;
 	}
-	while (!fc_top_stop && iterations != 0) {
+	/* opt.iterations: 0 runs until interrupted; n counts down to 1. */
+	while (!fc_top_stop) {
 		struct fc_top_policy *pol;
 		struct fc_top_source *ref;
 		size_t np = 0, ns, nr;
@@ -455,8 +453,8 @@ static int fc_top_run(const struct fc_ctx *ctx, const struct fc_cmd *cmd, int ar
 		free(ref);
 		fc_stats_free(&prev.a);
 		prev = cur;
-		if (iterations > 0)
-			iterations--;
+		if (opt.iterations && !--opt.iterations)
+			break;
 	}
 	fc_stats_free(&prev.a);
 	rc = FC_EXIT_OK;

@@ -25,22 +25,32 @@ static const struct fc_cmd *const fc_cmds[] = {
 
 #define FC_NCMDS (sizeof(fc_cmds) / sizeof(fc_cmds[0]))
 
-enum { FC_GOPT_DB = 300, FC_GOPT_PIN_DIR, FC_GOPT_SHM, FC_GOPT_SHM_GROUP, FC_GOPT_NODE, FC_GOPT_VERSION };
+struct fc_global_opt {
+	const char *db, *pin_dir, *shm, *shm_group, *node;
+	bool verbose, version, help;
+};
+
+#define FC_GLOBAL(name, short_, type, field, ...) \
+	FC_OPTION(name, short_, type, struct fc_global_opt, field, __VA_ARGS__)
 
 static const struct fc_opt fc_global_opts[] = {
-	{ "db", FC_GOPT_DB, required_argument, "DSN",
-	  "the store: a SQLite file (default " FC_STORE_DEFAULT ") or postgresql://..." },
-	{ "pin-dir", FC_GOPT_PIN_DIR, required_argument, "DIR",
-	  "where the BPF maps are pinned (default " FC_PIN_DIR_DEFAULT ")" },
-	{ "shm", FC_GOPT_SHM, required_argument, "PATH", "the L7 shared memory nginx reads (default " FC_SHM_DEFAULT ")" },
-	{ "shm-group", FC_GOPT_SHM_GROUP, required_argument, "GROUP",
-	  "group of the shm file: nginx's workers (default " FC_SHM_GROUP_DEFAULT ", if it exists)" },
-	{ "node", FC_GOPT_NODE, required_argument, "NAME", "this machine in the nodes table (default: host name)" },
-	{ "verbose", 'v', no_argument, NULL, "explain more, including libbpf's log" },
-	{ "version", FC_GOPT_VERSION, no_argument, NULL, "print the version and exit" },
-	{ "help", 'h', no_argument, NULL, "show this help and exit" },
-	{ 0 },
+	FC_GLOBAL("db", 0, FC_OPT_STR, db, .arg = "DSN",
+		  .help = "the store: a SQLite file (default " FC_STORE_DEFAULT ") or postgresql://..."),
+	FC_GLOBAL("pin-dir", 0, FC_OPT_STR, pin_dir, .arg = "DIR",
+		  .help = "where the BPF maps are pinned (default " FC_PIN_DIR_DEFAULT ")"),
+	FC_GLOBAL("shm", 0, FC_OPT_STR, shm, .arg = "PATH",
+		  .help = "the L7 shared memory nginx reads (default " FC_SHM_DEFAULT ")"),
+	FC_GLOBAL("shm-group", 0, FC_OPT_STR, shm_group, .arg = "GROUP",
+		  .help = "group of the shm file: nginx's workers (default " FC_SHM_GROUP_DEFAULT ", if it exists)"),
+	FC_GLOBAL("node", 0, FC_OPT_STR, node, .arg = "NAME",
+		  .help = "this machine in the nodes table (default: host name)"),
+	FC_GLOBAL("verbose", 'v', FC_OPT_FLAG, verbose, .help = "explain more, including libbpf's log"),
+	FC_GLOBAL("version", 0, FC_OPT_FLAG, version, .help = "print the version and exit"),
+	FC_GLOBAL("help", 'h', FC_OPT_FLAG, help, .help = "show this help and exit"),
+	FC_OPT_END,
 };
+
+#define FC_NGLOBAL (sizeof(fc_global_opts) / sizeof(fc_global_opts[0]) - 1)
 
 static void fc_main_usage(FILE *f)
 {
@@ -106,59 +116,48 @@ static const struct fc_cmd *fc_cmd_find(int argc, char **argv, int *words)
 
 int main(int argc, char **argv)
 {
-	struct fc_ctx ctx = { .db_path = FC_STORE_DEFAULT, .pin_dir = FC_PIN_DIR_DEFAULT, .shm_path = FC_SHM_DEFAULT };
-	struct option longopts[sizeof(fc_global_opts) / sizeof(fc_global_opts[0])];
+	struct fc_global_opt g = { .db = FC_STORE_DEFAULT, .pin_dir = FC_PIN_DIR_DEFAULT, .shm = FC_SHM_DEFAULT };
+	struct option longopts[FC_NGLOBAL + 1];
+	char shortopts[2 * FC_NGLOBAL + 3];
+	const struct fc_opt *o;
 	const struct fc_cmd *cmd;
+	struct fc_ctx ctx;
+	struct fc_err err;
 	char host[256];
-	size_t i;
 	int c, words;
 
-	for (i = 0; fc_global_opts[i].name; i++)
-		longopts[i] = (struct option){ fc_global_opts[i].name, fc_global_opts[i].has_arg, NULL,
-					       fc_global_opts[i].val };
-	longopts[i] = (struct option){ 0 };
+	/* '+': stop at the command, whose options are its own; ':' reports a
+	 * missing argument as ':'. */
+	fc_getopt_build(fc_global_opts, FC_NGLOBAL, "+:", longopts, shortopts);
 	opterr = 0;
-	/* '+': stop at the command, whose options are its own. */
-	while ((c = getopt_long(argc, argv, "+:hv", longopts, NULL)) != -1) {
-		switch (c) {
-		case FC_GOPT_DB:
-			ctx.db_path = optarg;
-			break;
-		case FC_GOPT_PIN_DIR:
-			ctx.pin_dir = optarg;
-			break;
-		case FC_GOPT_SHM:
-			ctx.shm_path = optarg;
-			break;
-		case FC_GOPT_SHM_GROUP:
-			ctx.shm_group = optarg;
-			break;
-		case FC_GOPT_NODE:
-			ctx.node = optarg;
-			break;
-		case 'v':
-			fc_verbose = 1;
-			break;
-		case FC_GOPT_VERSION:
-			printf("freqctl %s\n", FC_VERSION);
-			return FC_EXIT_OK;
-		case 'h':
-			fc_main_usage(stdout);
-			return FC_EXIT_OK;
-		case ':':
+	while ((c = getopt_long(argc, argv, shortopts, longopts, NULL)) != -1) {
+		if (c == ':')
 			fc_main_usage_error("option '%s' needs an argument", argv[optind - 1]);
-		default:
+		o = fc_opt_find(fc_global_opts, FC_NGLOBAL, c);
+		if (!o)
 			fc_main_usage_error("unknown global option '%s'", argv[optind - 1]);
-		}
+		if (fc_opt_set(o, &g, optarg, o->name, &err) < 0)
+			fc_main_usage_error("--%s: %s", o->name, err.msg);
 	}
+	if (g.help) {
+		fc_main_usage(stdout);
+		return FC_EXIT_OK;
+	}
+	if (g.version) {
+		printf("freqctl %s\n", FC_VERSION);
+		return FC_EXIT_OK;
+	}
+	fc_verbose = g.verbose;
 	if (optind == argc)
 		fc_main_usage_error("missing command");
-	if (!ctx.node) {
+	if (!g.node) {
 		host[sizeof(host) - 1] = '\0';
-		ctx.node = gethostname(host, sizeof(host) - 1) == 0 ? host : "localhost";
+		g.node = gethostname(host, sizeof(host) - 1) == 0 ? host : "localhost";
 	}
-	if (!*ctx.db_path || !*ctx.pin_dir || !*ctx.shm_path || !*ctx.node)
+	if (!*g.db || !*g.pin_dir || !*g.shm || !*g.node)
 		fc_main_usage_error("--db, --pin-dir and --shm need a non-empty path");
+	ctx = (struct fc_ctx){ .db_path = g.db, .pin_dir = g.pin_dir, .shm_path = g.shm, .shm_group = g.shm_group,
+			       .node = g.node };
 	argc -= optind;
 	argv += optind;
 	if (!strcmp(argv[0], "help")) {

@@ -12,10 +12,11 @@
 #include "fc_attach.h"
 #include "freqctl.skel.h"
 
-static const char *const fc_mode_names[] = {
+const char *const fc_mode_names[] = {
 	[FC_MODE_XDP] = "xdp",
 	[FC_MODE_XDP_GENERIC] = "xdp-generic",
 	[FC_MODE_TC] = "tc",
+	NULL,
 };
 
 const char *fc_mode_name(enum fc_mode mode)
@@ -23,18 +24,6 @@ const char *fc_mode_name(enum fc_mode mode)
 	return fc_mode_names[mode];
 }
 
-int fc_mode_parse(const char *s, enum fc_mode *mode, struct fc_err *err)
-{
-	size_t i;
-
-	for (i = 0; i < sizeof(fc_mode_names) / sizeof(fc_mode_names[0]); i++) {
-		if (!strcmp(s, fc_mode_names[i])) {
-			*mode = (enum fc_mode)i;
-			return 0;
-		}
-	}
-	return fc_err_set(err, "mode \"%s\": expected one of xdp, xdp-generic, tc", s);
-}
 
 /* What runs on one hook of an interface. */
 struct fc_hook_prog {

@@ -28,7 +28,8 @@ struct fc_attachment {
 };
 
 const char *fc_mode_name(enum fc_mode mode);
-int fc_mode_parse(const char *s, enum fc_mode *mode, struct fc_err *err);
+/* The modes' names, by value, NULL-terminated: attach --mode. */
+extern const char *const fc_mode_names[];
 
 /* Attaches (or atomically replaces freqctl's own program) on ifname. */
 int fc_attach(const char *pin_dir, const struct fc_maps *m, const char *ifname, enum fc_mode mode,

@@ -4,13 +4,14 @@
 #include <string.h>
 #include <time.h>
 
+#include "fc_opt.h"
 #include "fc_policy.h"
 
-static const char *const fc_algo_names[] = { [FC_ALGO_GCRA] = "gcra", [FC_ALGO_WINDOW] = "window" };
-static const char *const fc_action_names[] = { [FC_ACTION_DROP] = "drop", [FC_ACTION_LOG] = "log",
-					       [FC_ACTION_DELAY] = "delay" };
-static const char *const fc_count_names[] = { [FC_COUNT_PACKETS] = "packets", [FC_COUNT_BYTES] = "bytes",
-					      [FC_COUNT_SYN] = "syn" };
+const char *const fc_algo_names[] = { [FC_ALGO_GCRA] = "gcra", [FC_ALGO_WINDOW] = "window", NULL };
+const char *const fc_action_names[] = { [FC_ACTION_DROP] = "drop", [FC_ACTION_LOG] = "log",
+					[FC_ACTION_DELAY] = "delay", NULL };
+const char *const fc_count_names[] = { [FC_COUNT_PACKETS] = "packets", [FC_COUNT_BYTES] = "bytes",
+				       [FC_COUNT_SYN] = "syn", NULL };
 
 static const struct {
 	char unit;
@@ -32,54 +33,19 @@ const char *fc_count_name(enum fc_count c)
 	return fc_count_names[c];
 }
 
-/* Finds s in names[0..n); the message lists them all. */
-static int fc_enum_parse(const char *what, const char *s, const char *const *names, size_t n, int *out,
-			 struct fc_err *err)
-{
-	char list[128] = "";
-	size_t i, off = 0;
-
-	for (i = 0; i < n; i++) {
-		if (!strcmp(s, names[i])) {
-			*out = (int)i;
-			return 0;
-		}
-		off += (size_t)snprintf(list + off, sizeof(list) - off, "%s%s", i ? ", " : "", names[i]);
-	}
-	return fc_err_set(err, "%s \"%s\": expected one of %s", what, s, list);
-}
-
 int fc_algo_parse(const char *s, enum fc_algo *a, struct fc_err *err)
 {
-	return fc_enum_parse("algo", s, fc_algo_names, 2, (int *)a, err);
+	return fc_enum_parse("algo", s, fc_algo_names, (int *)a, err);
 }
 
 int fc_action_parse(const char *s, enum fc_action *a, struct fc_err *err)
 {
-	return fc_enum_parse("action", s, fc_action_names, 3, (int *)a, err);
+	return fc_enum_parse("action", s, fc_action_names, (int *)a, err);
 }
 
 int fc_count_parse(const char *s, enum fc_count *c, struct fc_err *err)
 {
-	return fc_enum_parse("count", s, fc_count_names, 3, (int *)c, err);
-}
-
-/* Parses all of s as a decimal number up to max; -1 if it is not one. */
-static int fc_decimal(const char *s, uint64_t max, uint64_t *v)
-{
-	uint64_t n = 0;
-
-	if (!*s)
-		return -1;
-	for (; *s; s++) {
-		if (*s < '0' || *s > '9')
-			return -1;
-		if (n > (max - (uint64_t)(*s - '0')) / 10)
-			return -2;
-		n = n * 10 + (uint64_t)(*s - '0');
-	}
-	*v = n;
-	return 0;
+	return fc_enum_parse("count", s, fc_count_names, (int *)c, err);
 }
 
 int fc_uint_parse(const char *what, const char *s, uint64_t max, uint64_t *v, struct fc_err *err)
@@ -271,6 +237,8 @@ int fc_policy_validate(const struct fc_policy_spec *p, struct fc_err *err)
 {
 	int i;
 
+	if (p->kind == FC_MATCH_NONE)
+		return fc_err_set(err, "missing --match (e.g. ip=198.18.0.0/15, ip=*, uid=u1024,arg:api=login)");
 	if (!p->ntiers)
 		return fc_err_set(err, "missing --rate N/UNIT");
 	if (fc_policy_is_l7(p) && p->count != FC_COUNT_PACKETS)
@@ -456,3 +424,54 @@ int fc_weight_parse(const char *s, double *w, struct fc_err *err)
 		return fc_err_set(err, "weight \"%s\": expected a number in (0, 1], e.g. 0.25", s);
 	return 0;
 }
+
+/* The parsers of the table's match and rate entries: they fill the spec
+ * itself (a match sets several fields; a rate appends a tier). */
+static int fc_opt_match(const char *text, void *spec, struct fc_err *err)
+{
+	return fc_match_parse(text, spec, err);
+}
+
+static int fc_opt_rate(const char *text, void *spec, struct fc_err *err)
+{
+	struct fc_policy_spec *p = spec;
+
+	if (p->ntiers == FC_MAX_TIERS)
+		return fc_err_set(err, "at most %d rate tiers", FC_MAX_TIERS);
+	if (fc_rate_parse(text, &p->rate[p->ntiers], err) < 0)
+		return -1;
+	p->ntiers++;
+	return 0;
+}
+
+static int fc_opt_escalate(const char *text, void *rate, struct fc_err *err)
+{
+	return fc_rate_parse(text, rate, err);
+}
+
+#define FC_POLICY_OPT(name, short_, type, field, ...) \
+	FC_OPTION(name, short_, type, struct fc_policy_spec, field, __VA_ARGS__)
+
+const struct fc_opt fc_policy_opts[] = {
+	{ .name = "match", .short_name = 'm', .type = FC_OPT_PARSE, .parse = fc_opt_match, .json = "match",
+	  .arg = "EXPR", .help = "DIM=VALUE[,...]: ip=ADDR|PREFIX|*, uid=V, arg:NAME=V, header:NAME=V, uri=PATH" },
+	{ .name = "rate", .short_name = 'r', .type = FC_OPT_PARSE, .parse = fc_opt_rate, .repeat = true,
+	  .json = "rates", .arg = "N/UNIT", .help = "N per UNIT (s, m, h, d); repeat for tiers (at most 4)" },
+	FC_POLICY_OPT("burst", 'b', FC_OPT_UINT, burst, .min = 1, .max = FC_RATE_MAX, .json = "burst", .arg = "B",
+		      .help = "GCRA: B pass back to back from idle (first rate; default its N)"),
+	FC_POLICY_OPT("algo", 'a', FC_OPT_ENUM, algo, .names = fc_algo_names, .json = "algo", .arg = "ALGO",
+		      .help = "gcra (default) or window (fixed, aligned to UTC)"),
+	FC_POLICY_OPT("action", 0, FC_OPT_ENUM, action, .names = fc_action_names, .json = "action",
+		      .arg = "ACTION", .help = "drop (default), log (count, drop nothing), delay (L7: wait to the rate)"),
+	FC_POLICY_OPT("delay-burst", 0, FC_OPT_U32, delay_burst, .min = 1, .max = 1000000, .json = "delay_burst",
+		      .arg = "B", .help = "delay: requests that may wait (default 0)"),
+	FC_POLICY_OPT("escalate", 0, FC_OPT_PARSE, escalate, .parse = fc_opt_escalate, .json = "escalate",
+		      .arg = "N/UNIT", .help = "L7: a client refused more than N times per UNIT is banned at XDP/TC..."),
+	FC_POLICY_OPT("ban-ttl", 0, FC_OPT_DURATION, ban_ttl, .json = "ban_ttl", .arg = "DURATION",
+		      .help = "... for DURATION (with --escalate)"),
+	FC_POLICY_OPT("count", 'c', FC_OPT_ENUM, count, .names = fc_count_names, .json = "count", .arg = "WHAT",
+		      .help = "packets (default), bytes, or syn (TCP SYN without ACK)"),
+	FC_POLICY_OPT("new-sources", 0, FC_OPT_UINT, new_sources, .min = 1, .max = 100000000, .json = "new_sources",
+		      .arg = "N", .help = "ip=* only: new source buckets per second (default 20000)"),
+	FC_OPT_END,
+};

@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "fc_error.h"
+#include "fc_opt.h"
 #include "fc_maps.h"
 #include "fc_prefix.h"
 #include "fc_shm.h"
@@ -19,6 +20,7 @@
 #define FC_TEXT_LEN      256
 
 enum fc_match_kind {
+	FC_MATCH_NONE,   /* no --match given yet */
 	FC_MATCH_PREFIX, /* ip=ADDR or ip=PREFIX: one bucket for all of it */
 	FC_MATCH_STAR,   /* ip=*: a bucket per source address */
 	FC_MATCH_NO_IP,  /* no ip= dimension (an L7 policy) */
@@ -67,6 +69,13 @@ static inline bool fc_policy_is_l7(const struct fc_policy_spec *p)
 int fc_policy_id_parse(const char *s, uint32_t *id, struct fc_err *err);
 int fc_match_parse(const char *s, struct fc_policy_spec *p, struct fc_err *err);
 int fc_rate_parse(const char *s, struct fc_rate *r, struct fc_err *err);
+/* The options of policy add and set, and the keys of a policy in JSON
+ * (export, import, the console): one table, one set of bounds. */
+extern const struct fc_opt fc_policy_opts[];
+
+/* The names of each enum, by value, NULL-terminated. */
+extern const char *const fc_algo_names[], *const fc_action_names[], *const fc_count_names[];
+
 int fc_algo_parse(const char *s, enum fc_algo *a, struct fc_err *err);
 int fc_action_parse(const char *s, enum fc_action *a, struct fc_err *err);
 int fc_count_parse(const char *s, enum fc_count *c, struct fc_err *err);

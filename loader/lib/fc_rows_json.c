@@ -39,10 +39,6 @@ int fc_json_uint(json_t *v, uint64_t max, uint64_t *out)
 	return 0;
 }
 
-static const char *const fc_policy_keys[] = { "id",	   "match",	  "rates",   "burst",	"algo",
-					       "action",   "count",	  "delay_burst", "new_sources", "escalate",
-					       "ban_ttl", NULL };
-
 /* Names the offending key in field, says what is wrong in err; returns -1. */
 __attribute__((format(printf, 4, 5)))
 static int fc_json_fail(char field[FC_JSON_FIELD_LEN], const char *key, struct fc_err *err, const char *fmt, ...)
@@ -58,21 +54,42 @@ static int fc_json_fail(char field[FC_JSON_FIELD_LEN], const char *key, struct f
 
 #define FC_FAIL(key, ...) fc_json_fail(field, key, err, __VA_ARGS__)
 
-/* A string key parsed by one of the CLI's parsers (whose message names the input). */
-#define FC_STR_KEY(key, parse, out)                                                              \
-	do {                                                                                     \
-		const char *s_ = json_string_value(json_object_get(o, key));                       \
-		struct fc_err e_;                                                                \
-		if (!s_)                                                                         \
-			return FC_FAIL(key, "%s: expected a string", key);                        \
-		if (parse(s_, out, &e_) < 0)                                                     \
-			return FC_FAIL(key, "%s", e_.msg);                                        \
-	} while (0)
+/* Whether an option takes a number in JSON (the rest take strings). */
+static bool fc_json_numeric(const struct fc_opt *o)
+{
+	return o->type == FC_OPT_UINT || o->type == FC_OPT_U32 || o->type == FC_OPT_DURATION;
+}
+
+/* One JSON value of option o, through the option's own parser and bounds:
+ * the same rules, and the same messages, as on the command line. */
+static int fc_json_opt_set(const struct fc_opt *o, json_t *v, struct fc_policy_spec *p, const char *key,
+			   char field[FC_JSON_FIELD_LEN], struct fc_err *err)
+{
+	char num[32];
+	struct fc_err why;
+	const char *text;
+
+	if (fc_json_numeric(o)) {
+		if (!json_is_integer(v))
+			return FC_FAIL(key, "%s: expected null or a whole number%s", key,
+				       o->type == FC_OPT_DURATION ? " of seconds" : "");
+		snprintf(num, sizeof(num), "%lld%s", (long long)json_integer_value(v),
+			 o->type == FC_OPT_DURATION ? "s" : "");
+		text = num;
+	} else if (!(text = json_string_value(v))) {
+		return FC_FAIL(key, "%s: expected a string", key);
+	}
+	if (fc_opt_set(o, p, text, o->json, &why) < 0)
+		return FC_FAIL(key, "%s", why.msg);
+	return 0;
+}
 
 int fc_policy_from_json(json_t *o, struct fc_policy_spec *p, char field[FC_JSON_FIELD_LEN], struct fc_err *err)
 {
-	const char *key, *str;
+	const struct fc_opt *opt;
+	const char *key;
 	struct fc_err why;
+	char f[FC_JSON_FIELD_LEN];
 	uint64_t v;
 	json_t *val;
 	size_t i;
@@ -82,59 +99,34 @@ int fc_policy_from_json(json_t *o, struct fc_policy_spec *p, char field[FC_JSON_
 	if (!json_is_object(o))
 		return FC_FAIL("", "expected an object");
 	json_object_foreach(o, key, val) {
-		for (i = 0; fc_policy_keys[i] && strcmp(key, fc_policy_keys[i]); i++)
+		for (opt = fc_policy_opts; opt->name && (!opt->json || strcmp(key, opt->json)); opt++)
 			;
-		if (!fc_policy_keys[i])
+		if (!opt->name && strcmp(key, "id"))
 			return FC_FAIL(key, "unknown key \"%.64s\"", key);
 	}
 	if (fc_json_uint(json_object_get(o, "id"), FC_POLICY_ID_MAX, &v) < 0 || !v)
 		return FC_FAIL("id", "id: expected a whole number from 1 to %llu", (unsigned long long)FC_POLICY_ID_MAX);
 	p->id = (uint32_t)v;
-	str = json_string_value(json_object_get(o, "match"));
-	if (!str)
+	if (!json_is_string(json_object_get(o, "match")))
 		return FC_FAIL("match", "match: expected a string");
-	if (fc_match_parse(str, p, &why) < 0)
-		return FC_FAIL("match", "%s", why.msg);
 	val = json_object_get(o, "rates");
 	if (!json_is_array(val) || !json_array_size(val) || json_array_size(val) > FC_MAX_TIERS)
 		return FC_FAIL("rates", "rates: expected an array of 1 to %d \"N/UNIT\"", FC_MAX_TIERS);
-	for (i = 0; i < json_array_size(val); i++) {
-		char f[FC_JSON_FIELD_LEN];
-
-		snprintf(f, sizeof(f), "rates[%zu]", i);
-		str = json_string_value(json_array_get(val, i));
-		if (!str)
-			return FC_FAIL(f, "%s: expected a string \"N/UNIT\"", f);
-		if (fc_rate_parse(str, &p->rate[p->ntiers++], &why) < 0)
-			return FC_FAIL(f, "%s", why.msg);
+	for (opt = fc_policy_opts; opt->name; opt++) {
+		val = opt->json ? json_object_get(o, opt->json) : NULL;
+		if (!val || json_is_null(val))
+			continue;
+		if (!opt->repeat) {
+			if (fc_json_opt_set(opt, val, p, opt->json, field, err) < 0)
+				return -1;
+			continue;
+		}
+		for (i = 0; i < json_array_size(val); i++) {
+			snprintf(f, sizeof(f), "%s[%zu]", opt->json, i);
+			if (fc_json_opt_set(opt, json_array_get(val, i), p, f, field, err) < 0)
+				return -1;
+		}
 	}
-	if (fc_json_uint(json_object_get(o, "burst"), FC_RATE_MAX, &p->burst) < 0)
-		return FC_FAIL("burst", "burst: expected null or a whole number");
-	if (fc_json_uint(json_object_get(o, "delay_burst"), 1000000, &v) < 0)
-		return FC_FAIL("delay_burst", "delay_burst: expected null or a whole number");
-	p->delay_burst = (uint32_t)v;
-	if (fc_json_uint(json_object_get(o, "new_sources"), 100000000, &p->new_sources) < 0)
-		return FC_FAIL("new_sources", "new_sources: expected null or a whole number");
-	if (fc_json_uint(json_object_get(o, "ban_ttl"), FC_DURATION_MAX, &v) < 0)
-		return FC_FAIL("ban_ttl", "ban_ttl: expected null or seconds");
-	p->ban_ttl = (int64_t)v;
-	val = json_object_get(o, "escalate");
-	if (val && !json_is_null(val)) {
-		if (!(str = json_string_value(val)))
-			return FC_FAIL("escalate", "escalate: expected null or a string \"N/UNIT\"");
-		if (fc_rate_parse(str, &p->escalate, &why) < 0)
-			return FC_FAIL("escalate", "escalate: %s", why.msg);
-	}
-	/* Defaults as on the command line. */
-	p->algo = FC_ALGO_GCRA;
-	p->action = FC_ACTION_DROP;
-	p->count = FC_COUNT_PACKETS;
-	if (json_object_get(o, "algo") && !json_is_null(json_object_get(o, "algo")))
-		FC_STR_KEY("algo", fc_algo_parse, &p->algo);
-	if (json_object_get(o, "action") && !json_is_null(json_object_get(o, "action")))
-		FC_STR_KEY("action", fc_action_parse, &p->action);
-	if (json_object_get(o, "count") && !json_is_null(json_object_get(o, "count")))
-		FC_STR_KEY("count", fc_count_parse, &p->count);
 	if (fc_policy_validate(p, &why) < 0)
 		return FC_FAIL("", "%s", why.msg);
 	return 0;

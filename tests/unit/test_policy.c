@@ -10,6 +10,7 @@
 #include <cmocka.h>
 
 #include "fc_policy.h"
+#include "fc_rows_json.h"
 
 static void test_ids(void **state)
 {
@@ -264,12 +265,64 @@ static void test_scale(void **state)
 	assert_memory_equal(&s, &p, sizeof(p));
 }
 
+/* One table for the command line and for JSON: the same bounds, the same
+ * parsers, each key named in the message. */
+static void test_options_table(void **state)
+{
+	static const struct {
+		const char *json, *field, *msg;
+	} bad[] = {
+		{ "{\"id\": 1, \"match\": \"uid=a\", \"rates\": [\"1/s\"], \"action\": \"delay\", \"delay_burst\": 2000000}",
+		  "delay_burst", "delay_burst \"2000000\": expected a whole number from 1 to 1000000" },
+		{ "{\"id\": 1, \"match\": \"uid=a\", \"rates\": [\"1/s\"], \"burst\": 0}", "burst",
+		  "burst \"0\": expected a whole number from 1 to 1000000000000" },
+		{ "{\"id\": 1, \"match\": \"uid=a\", \"rates\": [\"1/s\"], \"algo\": \"leaky\"}", "algo",
+		  "algo \"leaky\": expected one of gcra, window" },
+		{ "{\"id\": 1, \"match\": \"ip=*\", \"rates\": [\"1/s\"], \"new_sources\": \"5\"}", "new_sources",
+		  "new_sources: expected null or a whole number" },
+		{ "{\"id\": 1, \"match\": \"uid=a\", \"rates\": [\"1/s\", \"2/x\"]}", "rates[1]",
+		  "rate \"2/x\": unit must be one of s, m, h, d" },
+		{ "{\"id\": 1, \"match\": \"uid=a\", \"rates\": [\"1/s\"], \"escalate\": \"5/m\", \"ban_ttl\": -1}",
+		  "ban_ttl", "duration \"-1s\": expected a number at \"-1s\"" },
+		{ "{\"id\": 1, \"match\": \"uid=a\", \"rates\": [\"1/s\"], \"colour\": 1}", "colour",
+		  "unknown key \"colour\"" },
+	};
+	char field[FC_JSON_FIELD_LEN];
+	struct fc_policy_spec p;
+	const struct fc_opt *o;
+	struct fc_err err;
+	json_t *j;
+	size_t i;
+
+	(void)state;
+	for (o = fc_policy_opts; o->name; o++)
+		assert_true(fc_opt_sane(o));
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		j = json_loads(bad[i].json, 0, NULL);
+		assert_non_null(j);
+		assert_int_equal(fc_policy_from_json(j, &p, field, &err), -1);
+		assert_string_equal(field, bad[i].field);
+		assert_string_equal(err.msg, bad[i].msg);
+		json_decref(j);
+	}
+	j = json_loads("{\"id\": 9, \"match\": \"uid=a\", \"rates\": [\"1/s\", \"100/d\"], \"action\": \"delay\", "
+		       "\"delay_burst\": 4, \"escalate\": \"5/m\", \"ban_ttl\": 3600}", 0, NULL);
+	assert_int_equal(fc_policy_from_json(j, &p, field, &err), 0);
+	assert_int_equal(p.id, 9);
+	assert_int_equal(p.ntiers, 2);
+	assert_int_equal(p.action, FC_ACTION_DELAY);
+	assert_int_equal(p.delay_burst, 4);
+	assert_int_equal(p.escalate.n, 5);
+	assert_int_equal(p.ban_ttl, 3600);
+	json_decref(j);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_ids),     cmocka_unit_test(test_rates),    cmocka_unit_test(test_matches),
 		cmocka_unit_test(test_enums),   cmocka_unit_test(test_validate), cmocka_unit_test(test_compile),
-		cmocka_unit_test(test_scale),
+		cmocka_unit_test(test_scale),   cmocka_unit_test(test_options_table),
 	};
 
 	return cmocka_run_group_tests_name("policies (parsing, validation, compiling)", tests, NULL, NULL);

@@ -1,0 +1,562 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * freqctl agent: keeps the pinned maps and the nginx shm equal to the store,
+ * whoever changes it (another freqctl, a script writing SQL, a restore, an
+ * operator on another machine of the fleet).
+ *
+ * It publishes once at start, then waits without polling. SQLite: inotify on
+ * the store's directory wakes it when the database or its WAL is written,
+ * and PRAGMA data_version tells whether another connection committed.
+ * PostgreSQL: a connection of its own LISTENs, and each commit's NOTIFY
+ * makes its socket readable. A timer wakes it at the next ban expiry (to drop
+ * the ban from the store; the kernel and nginx already stopped enforcing it)
+ * and every few seconds as a fallback. If the store can not be read or
+ * reached, what was published stays enforced; the agent says so once and
+ * retries with backoff. SIGHUP republishes everything; SIGTERM exits and
+ * leaves the kernel and the shm as they are. One agent per store (SQLite) or
+ * per shm (PostgreSQL, where the store is the fleet's).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <sys/inotify.h>
+#include <sys/socket.h>
+#include <sys/mman.h>
+#include <sys/un.h>
+
+#include "fc_agent.h"
+#include "fc_console.h"
+#include "fc_duration.h"
+#include "fc_error.h"
+#include "fc_escalate.h"
+#include "fc_metrics.h"
+#include "fc_publish.h"
+
+#define FC_AGENT_FALLBACK_MS 5000   /* data_version check without an event */
+/* A writer's WAL frames raise inotify events before its commit shows in
+ * data_version (the WAL index is updated through mmap, which raises none):
+ * after an event that changed nothing yet, look again this often, this many
+ * times. */
+#define FC_AGENT_RECHECK_MS  3
+#define FC_AGENT_RECHECKS    10
+#define FC_AGENT_BACKOFF_MAX 30000  /* ms between retries of a failing store */
+
+static volatile sig_atomic_t fc_agent_stop, fc_agent_hup;
+
+static void fc_agent_signal(int sig)
+{
+	if (sig == SIGHUP)
+		fc_agent_hup = 1;
+	else
+		fc_agent_stop = 1;
+}
+
+static void fc_agent_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+static void fc_agent_log(const char *fmt, ...)
+{
+	char stamp[FC_TIME_STRLEN];
+	va_list ap;
+
+	fc_time_format((int64_t)time(NULL), stamp);
+	fprintf(stderr, "%s freqctl agent: ", stamp);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+}
+
+/* systemd Type=notify, without libsystemd: one datagram to $NOTIFY_SOCKET. */
+static void fc_agent_notify(const char *state)
+{
+	const char *path = getenv("NOTIFY_SOCKET");
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	int fd;
+
+	if (!path || (path[0] != '/' && path[0] != '@') || strlen(path) >= sizeof(sa.sun_path))
+		return;
+	memcpy(sa.sun_path, path, strlen(path));
+	if (sa.sun_path[0] == '@')
+		sa.sun_path[0] = '\0'; /* abstract namespace */
+	fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return;
+	sendto(fd, state, strlen(state), 0, (struct sockaddr *)&sa,
+	       (socklen_t)(offsetof(struct sockaddr_un, sun_path) + strlen(path)));
+	close(fd);
+}
+
+/* Takes the lock file path, which names the pid holding it. */
+static int fc_agent_lock_one(const char *path, const char *what, const char *name, struct fc_err *err)
+{
+	char pid[32] = "";
+	int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+
+	if (fd < 0)
+		return fc_err_set(err, "lock %s: %s", path, strerror(errno));
+	if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
+		ssize_t n = read(fd, pid, sizeof(pid) - 1);
+
+		pid[n > 0 ? n : 0] = '\0';
+		pid[strcspn(pid, "\n")] = '\0';
+		close(fd);
+		return fc_err_set(err, "another agent (pid %s) already runs on %s %s", *pid ? pid : "?", what, name);
+	}
+	snprintf(pid, sizeof(pid), "%d\n", (int)getpid());
+	if (ftruncate(fd, 0) < 0 || write(fd, pid, strlen(pid)) < 0)
+		fc_warn("agent: writing %s: %s", path, strerror(errno));
+	return fd; /* held until exit */
+}
+
+/* One agent per store file (or per shm for a fleet's PostgreSQL store: a
+ * lock file beside it), and one per pin dir (bpffs holds no plain files: the
+ * lock is under FC_AGENT_RUN_DIR, named after the pin dir). */
+#define FC_AGENT_RUN_DIR "/run/freqctl"
+
+struct fc_agent_locks {
+	int fd[2];
+	char run_path[PATH_MAX]; /* removed at exit: /run is no place for litter */
+};
+
+/* A running agent: what it opened (closed by fc_agent_teardown whatever
+ * got opened) and where its loop stands. */
+struct fc_agent {
+	const struct fc_agent_config *cfg;
+	struct fc_ctx ctx;           /* the caller's, with store_must_exist */
+	bool pg;                     /* the store is a fleet's PostgreSQL */
+	bool locked;
+	struct fc_agent_locks lock;
+	int ino;                     /* inotify on a SQLite store's directory, or -1 */
+	struct fc_store *watch;      /* the connection that only watches for changes */
+	struct fc_store *keep;       /* PostgreSQL: the connection publishes use */
+	bool prepared;               /* the store exists and holds this node's weight */
+	int64_t version;             /* the store's data_version last published */
+	int64_t next_expiry;         /* unix time of the next ban expiry, 0: none */
+	bool failing;                /* the last publish failed: retrying */
+	int backoff;                 /* ms until the next retry */
+	int rechecks;                /* quick looks left after an inotify event */
+	struct fc_escalation esc;
+	void *ring_base;             /* the shm mapping esc reads the ring from */
+	size_t ring_size;
+	struct fc_agent_counters cnt;
+	struct fc_metrics *metrics;
+	struct fc_console *console;
+};
+
+static int fc_agent_lock(const struct fc_ctx *ctx, struct fc_agent_locks *l, struct fc_err *err)
+{
+	bool pg = fc_store_is_postgres(ctx->db_path);
+	const char *db = pg ? ctx->shm_path : ctx->db_path;
+	char *path = l->run_path, *p;
+	int *fd = l->fd, n;
+
+	snprintf(path, PATH_MAX, "%s.agent.lock", db);
+	fd[0] = fc_agent_lock_one(path, pg ? "shm" : "store", db, err);
+	if (fd[0] < 0)
+		return -1;
+	if (mkdir(FC_AGENT_RUN_DIR, 0755) < 0 && errno != EEXIST) {
+		fc_err_set(err, "lock dir %s: %s", FC_AGENT_RUN_DIR, strerror(errno));
+		goto fail;
+	}
+	n = snprintf(path, PATH_MAX, "%s/agent", FC_AGENT_RUN_DIR);
+	snprintf(path + n, PATH_MAX - (size_t)n, "%s.lock", ctx->pin_dir);
+	for (p = path + n; *p; p++)
+		if (*p == '/')
+			*p = '_';
+	fd[1] = fc_agent_lock_one(path, "pin dir", ctx->pin_dir, err);
+	if (fd[1] >= 0)
+		return 0;
+fail:
+	close(fd[0]);
+	return -1;
+}
+
+static void fc_agent_unlock(const struct fc_agent_locks *l)
+{
+	unlink(l->run_path);
+	close(l->fd[0]);
+	close(l->fd[1]);
+}
+
+/* Watches the store's directory: the database, its WAL and journal. */
+static int fc_agent_watch(const char *db, struct fc_err *err)
+{
+	char dir[PATH_MAX], *slash;
+	int fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+
+	snprintf(dir, sizeof(dir), "%s", db);
+	slash = strrchr(dir, '/');
+	if (slash)
+		*(slash == dir ? slash + 1 : slash) = '\0';
+	else
+		snprintf(dir, sizeof(dir), ".");
+	if (fd < 0 || inotify_add_watch(fd, dir, IN_MODIFY | IN_CLOSE_WRITE | IN_MOVED_TO | IN_CREATE) < 0) {
+		fc_err_set(err, "inotify on %s: %s (falling back to a check every %d ms)", dir, strerror(errno),
+			   FC_AGENT_FALLBACK_MS);
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+/* Starts a change. A fleet's PostgreSQL is kept connected between changes
+ * (*keep; dropped on any failure, to reconnect next time); a SQLite file is
+ * opened afresh each time, so a store moved away is seen as gone. */
+static int fc_agent_begin(struct fc_publish *pub, const struct fc_ctx *ctx, struct fc_store **keep, struct fc_err *err)
+{
+	if (!fc_store_is_postgres(ctx->db_path))
+		return fc_publish_begin(pub, ctx, err);
+	if (!*keep && fc_store_open_ex(ctx->db_path, false, keep, err) < 0)
+		return -1;
+	if (fc_publish_begin_on(pub, ctx, *keep, err) == 0)
+		return 0;
+	fc_store_close(*keep);
+	*keep = NULL;
+	return -1;
+}
+
+/* Ends it: on failure a kept connection is dropped as well. */
+static int fc_agent_commit(struct fc_publish *pub, struct fc_store **keep, struct fc_err *err)
+{
+	if (fc_publish_commit(pub, err) == 0)
+		return 0;
+	fc_store_close(*keep);
+	*keep = NULL;
+	return -1;
+}
+
+/* The escalating policies, after each publish (on its connection, when
+ * kept); the ring is mapped once one exists. */
+static void fc_agent_esc_reload(struct fc_agent *a)
+{
+	struct fc_policy_row *rows = NULL;
+	struct fc_store *st = a->keep; /* the kept connection, if there is one */
+	const struct fc_shm_ring *ring;
+	struct fc_err err;
+	size_t n = 0;
+	int rc;
+
+	rc = !st && fc_store_open_ex(a->ctx.db_path, false, &st, &err) < 0 ? -1 :
+									     fc_store_policy_list(st, &rows, &n, &err);
+	if (st != a->keep)
+		fc_store_close(st);
+	if (rc == 0 && fc_esc_set_policies(&a->esc, rows, n) < 0)
+		fc_agent_log("escalation: out of memory, keeping the last policies");
+	free(rows);
+	if (!a->esc.npol || a->esc.ring)
+		return;
+	ring = fc_shm_ring_map(a->ctx.shm_path, &a->ring_base, &a->ring_size, &err);
+	if (ring)
+		fc_esc_attach(&a->esc, ring);
+	else
+		fc_agent_log("escalation: %s", err.msg);
+}
+
+/* Bans the clients the ring says crossed their policy's threshold. */
+static void fc_agent_escalate(struct fc_agent *a)
+{
+	struct fc_ban_row bans[64];
+	char text[FC_PREFIX_STRLEN];
+	struct fc_esc_stats st;
+	struct fc_publish pub;
+	struct fc_err err;
+	size_t nb, i;
+
+	nb = fc_esc_drain(&a->esc, (int64_t)time(NULL), bans, sizeof(bans) / sizeof(bans[0]), &st);
+	if (st.lost)
+		fc_agent_log("escalation: %llu reports lost (ring overrun)", (unsigned long long)st.lost);
+	if (!nb)
+		return;
+	if (fc_agent_begin(&pub, &a->ctx, &a->keep, &err) < 0)
+		goto fail;
+	for (i = 0; i < nb; i++) {
+		if (fc_store_ban_put(pub.st, &bans[i], &err) < 0) {
+			fc_publish_abort(&pub);
+			goto fail;
+		}
+	}
+	if (fc_agent_commit(&pub, &a->keep, &err) < 0)
+		goto fail;
+	__atomic_add_fetch(&a->cnt.escalations, nb, __ATOMIC_RELAXED);
+	for (i = 0; i < nb && !a->cfg->quiet; i++) {
+		fc_prefix_format(&bans[i].p, text);
+		fc_agent_log("escalated: %s banned at XDP/TC until %lld (refused too often by policy %u)", text,
+			     (long long)bans[i].expires, bans[i].by_policy);
+	}
+	return;
+fail:
+	fc_agent_log("escalation: cannot ban %zu clients: %s", nb, err.msg);
+}
+
+/* Makes the store if it is new and records this node's weight (0: leave it). */
+static int fc_agent_prepare(const struct fc_ctx *ctx, double weight, struct fc_err *err)
+{
+	struct fc_node n = { .weight = weight };
+	struct fc_store *st;
+	int rc = 0;
+
+	if (fc_store_open(ctx->db_path, &st, err) < 0)
+		return -1;
+	snprintf(n.name, sizeof(n.name), "%s", ctx->node);
+	if (weight)
+		rc = fc_store_node_put(st, &n, err);
+	fc_store_close(st);
+	return rc;
+}
+
+/* (Re)opens the agent's own connection that only watches for changes, and
+ * reads where it starts from. */
+static int fc_agent_rewatch(const struct fc_ctx *ctx, struct fc_store **watch, int64_t *version, struct fc_err *err)
+{
+	if (fc_store_open_ex(ctx->db_path, false, watch, err) < 0)
+		return -1;
+	if (fc_store_data_version(*watch, version, err) < 0) {
+		fc_store_close(*watch);
+		*watch = NULL;
+		return -1;
+	}
+	return 0;
+}
+
+static void fc_agent_drain(int fd)
+{
+	char buf[4096];
+
+	while (fd >= 0 && read(fd, buf, sizeof(buf)) > 0)
+		;
+}
+
+/* Publishes the store; returns the unix time of the next ban expiry (0: none)
+ * or -1 on failure. */
+static int64_t fc_agent_publish(struct fc_agent *a, const char *why, struct fc_err *err)
+{
+	struct fc_ban_row *bans = NULL;
+	struct fc_uid_ban *ub = NULL;
+	struct timespec t0, t1;
+	struct fc_publish pub;
+	int64_t next = 0;
+	uint64_t us;
+	size_t nb = 0, nu = 0, i;
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	if (fc_agent_begin(&pub, &a->ctx, &a->keep, err) < 0)
+		goto fail;
+	if (fc_store_ban_list(pub.st, pub.now, &bans, &nb, err) < 0 ||
+	    fc_store_uid_ban_list(pub.st, pub.now, &ub, &nu, err) < 0) {
+		fc_publish_abort(&pub);
+		free(bans);
+		goto fail;
+	}
+	for (i = 0; i < nb + nu; i++) {
+		int64_t e = i < nb ? bans[i].expires : ub[i - nb].expires;
+
+		if (e && (!next || e < next))
+			next = e;
+	}
+	free(bans);
+	free(ub);
+	if (fc_agent_commit(&pub, &a->keep, err) < 0)
+		goto fail;
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	us = (uint64_t)((t1.tv_sec - t0.tv_sec) * 1000000 + (t1.tv_nsec - t0.tv_nsec) / 1000);
+	__atomic_add_fetch(&a->cnt.publishes, 1, __ATOMIC_RELAXED);
+	__atomic_store_n(&a->cnt.last_publish, (int64_t)time(NULL), __ATOMIC_RELAXED);
+	__atomic_store_n(&a->cnt.last_publish_us, us, __ATOMIC_RELAXED);
+	if (!a->cfg->quiet || pub.purged)
+		fc_agent_log("published (%s) in %.1f ms: XDP/TC %zu added, %zu changed, %zu removed; nginx seq %llu%s; "
+			     "%zu expired bans purged",
+			     why, (double)us / 1e3, pub.res.added, pub.res.changed, pub.res.removed,
+			     (unsigned long long)pub.shm.seq, pub.shm.published ? " (new)" : "", pub.purged);
+	return next;
+fail:
+	__atomic_add_fetch(&a->cnt.publish_errors, 1, __ATOMIC_RELAXED);
+	return -1;
+}
+
+/* Publishes for why, or notes the failure and schedules a retry. */
+static void fc_agent_try_publish(struct fc_agent *a, const char *why)
+{
+	struct fc_err err;
+	int64_t next;
+
+	if ((!a->prepared && !(a->prepared = fc_agent_prepare(&a->ctx, a->cfg->weight, &err) == 0)) ||
+	    (!a->watch && fc_agent_rewatch(&a->ctx, &a->watch, &a->version, &err) < 0) ||
+	    (next = fc_agent_publish(a, why, &err)) < 0) {
+		if (!a->failing)
+			fc_agent_log("cannot publish, keeping what is enforced: %s (retrying)", err.msg);
+		a->failing = true;
+		a->backoff = !a->backoff ? 100 :
+			     a->backoff * 2 > FC_AGENT_BACKOFF_MAX ? FC_AGENT_BACKOFF_MAX : a->backoff * 2;
+		return;
+	}
+	if (a->failing)
+		fc_agent_log("store readable again");
+	a->failing = false;
+	a->backoff = 0;
+	a->next_expiry = next;
+	/* data_version is not re-read here: a commit that raced this publish
+	 * must still be seen. A publish that wrote (purged, escalated) costs
+	 * one more, idempotent, publish. */
+	fc_agent_esc_reload(a);
+}
+
+/* How long to wait for the store before looking anyway. */
+static int fc_agent_timeout(const struct fc_agent *a)
+{
+	int64_t now = (int64_t)time(NULL);
+	int timeout = a->failing ? a->backoff : a->rechecks ? FC_AGENT_RECHECK_MS :
+			  a->esc.npol && a->esc.ring ? FC_ESC_TICK_MS : FC_AGENT_FALLBACK_MS;
+
+	if (!a->failing && a->next_expiry && (a->next_expiry - now) * 1000 < timeout)
+		timeout = a->next_expiry > now ? (int)(a->next_expiry - now) * 1000 : 0;
+	return timeout;
+}
+
+/* One turn of the loop: wait for a change, a ban expiry or a tick, read the
+ * offender ring, publish if something calls for it. Returns -1 when the
+ * wait itself fails. */
+static int fc_agent_step(struct fc_agent *a)
+{
+	struct pollfd pfd = { .fd = a->watch && a->pg ? fc_store_watch_fd(a->watch) : a->ino, .events = POLLIN };
+	const char *why = NULL;
+	struct fc_err err;
+	int ready;
+	int64_t v;
+
+	ready = poll(&pfd, pfd.fd >= 0 ? 1 : 0, fc_agent_timeout(a));
+	if (ready < 0 && errno != EINTR)
+		return -1;
+	fc_agent_drain(a->ino);
+	if (ready > 0)
+		a->rechecks = FC_AGENT_RECHECKS;
+	else if (a->rechecks)
+		a->rechecks--;
+	if (fc_agent_stop)
+		return 0;
+	fc_agent_escalate(a);
+	if (fc_agent_hup) {
+		fc_agent_hup = 0;
+		why = "SIGHUP";
+	} else if (a->failing) {
+		why = "retry";
+	} else if (a->next_expiry && (int64_t)time(NULL) >= a->next_expiry) {
+		why = "ban expiry";
+	} else if (fc_store_data_version(a->watch, &v, &err) < 0) {
+		fc_store_close(a->watch); /* lost (PostgreSQL restarting): reconnect on publish */
+		a->watch = NULL;
+		why = "watch lost";
+	} else if (v != a->version) {
+		a->version = v;
+		a->rechecks = 0;
+		why = "store changed";
+	}
+	if (why)
+		fc_agent_try_publish(a, why);
+	return 0;
+}
+
+/*
+ * Takes the locks, starts the servers asked for, publishes once. The store
+ * may be new on a new machine: it is made (with its directory, where a SQLite
+ * store's lock goes) now; once watching, a vanished store is an outage to
+ * ride out, never an empty store to publish. A fleet's PostgreSQL may be
+ * unreachable when a node boots: what was published before stays enforced
+ * and the agent keeps trying.
+ */
+static int fc_agent_setup(struct fc_agent *a, struct fc_err *err)
+{
+	const struct fc_agent_config *cfg = a->cfg;
+	struct sigaction sa = { .sa_handler = fc_agent_signal };
+	char token[FC_CONSOLE_TOKEN_LEN + 1];
+	struct fc_err why;
+
+	a->prepared = fc_agent_prepare(&a->ctx, cfg->weight, err) == 0;
+	if (!a->prepared && !a->pg)
+		return -1;
+	if (fc_agent_lock(&a->ctx, &a->lock, err) < 0)
+		return -1;
+	a->locked = true;
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
+	if (!a->pg && (a->ino = fc_agent_watch(a->ctx.db_path, err)) < 0)
+		fc_agent_log("%s", err->msg);
+	a->ctx.store_must_exist = true;
+	if (cfg->metrics.at) {
+		a->metrics = fc_metrics_start(&cfg->metrics.sa, &a->ctx, &a->cnt, &why);
+		if (!a->metrics)
+			return fc_err_set(err, "--metrics %s: %s", cfg->metrics.at, why.msg);
+		fc_agent_log("serving Prometheus metrics at http://%s/metrics", cfg->metrics.at);
+	}
+	if (cfg->http.at) {
+		if (fc_console_token(cfg->token_file, true, token, &why) == 0)
+			a->console = fc_console_start(&cfg->http.sa, &a->ctx, &a->cnt, token, &why);
+		if (!a->console)
+			return fc_err_set(err, "--http %s: %s", cfg->http.at, why.msg);
+		fc_agent_log("serving the console at http://%s/ (token: freqctl console-token --token-file %s)",
+			     cfg->http.at, cfg->token_file);
+	}
+	/* Watch first, publish second: a change committed in between is seen. */
+	if (!a->prepared || fc_agent_rewatch(&a->ctx, &a->watch, &a->version, err) < 0 ||
+	    (a->next_expiry = fc_agent_publish(a, "start", err)) < 0) {
+		if (!a->pg)
+			return -1;
+		fc_agent_log("cannot reach the store, keeping what is enforced: %s (retrying)", err->msg);
+		a->failing = true;
+		a->backoff = 100;
+		a->next_expiry = 0;
+	}
+	fc_agent_esc_reload(a);
+	return 0;
+}
+
+/* Closes whatever fc_agent_setup and the loop opened. */
+static void fc_agent_teardown(struct fc_agent *a)
+{
+	fc_console_stop(a->console);
+	fc_metrics_stop(a->metrics);
+	fc_store_close(a->watch);
+	fc_store_close(a->keep);
+	if (a->ring_base)
+		munmap(a->ring_base, a->ring_size);
+	fc_esc_free(&a->esc);
+	if (a->ino >= 0)
+		close(a->ino);
+	if (a->locked)
+		fc_agent_unlock(&a->lock);
+}
+
+int fc_agent_run(const struct fc_ctx *ctx, const struct fc_agent_config *cfg)
+{
+	struct fc_agent a = { .cfg = cfg, .ctx = *ctx, .pg = fc_store_is_postgres(ctx->db_path), .ino = -1,
+			      .version = -1 };
+	struct fc_err err;
+	int rc = 1;
+
+	if (fc_agent_setup(&a, &err) < 0) {
+		fc_warn("agent: %s", err.msg);
+		goto out;
+	}
+	fc_agent_notify("READY=1\nSTATUS=publishing the store");
+	fc_agent_log("watching store %s as node %s (pin dir %s, shm %s)", a.ctx.db_path, a.ctx.node, a.ctx.pin_dir,
+		     a.ctx.shm_path);
+	while (!fc_agent_stop && fc_agent_step(&a) == 0)
+		;
+	fc_agent_notify("STOPPING=1");
+	fc_agent_log("stopping; XDP/TC and nginx keep enforcing what was published");
+	rc = 0;
+out:
+	fc_agent_teardown(&a);
+	return rc;
+}

@@ -1,0 +1,32 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * The agent: keeps the pinned maps and the nginx shm equal to the store,
+ * whoever changes it. fc_cmd_agent.c parses the command line into a config;
+ * fc_agent_run runs until SIGTERM or SIGINT.
+ */
+#ifndef FC_AGENT_H
+#define FC_AGENT_H
+
+#include <stdbool.h>
+#include <sys/socket.h>
+
+#include "fc_ctx.h"
+
+/* An address to serve on: as given, and parsed. */
+struct fc_listen {
+	const char *at; /* NULL: do not serve */
+	struct sockaddr_storage sa;
+};
+
+struct fc_agent_config {
+	bool quiet;             /* log only problems, not every publish */
+	double weight;          /* this node's weight, recorded first; 0: leave the store's */
+	struct fc_listen metrics; /* GET /metrics */
+	struct fc_listen http;    /* the console and its API */
+	const char *token_file; /* the console's bearer token */
+};
+
+/* Returns the exit status: FC_EXIT_OK after a signal, else a failure to start. */
+int fc_agent_run(const struct fc_ctx *ctx, const struct fc_agent_config *cfg);
+
+#endif /* FC_AGENT_H */
