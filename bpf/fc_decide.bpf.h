@@ -1,10 +1,12 @@
 /* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
 /*
- * The verdict shared by the XDP and the TC program: parse; look the source up
- * once in the exact hash and once in its family's trie, each answering both
- * "banned?" and "which policy?"; then charge the policies of the exact
- * address, of the longest prefix and ip=*, all or none. Returns whether to
- * drop; the entry point maps that to its own return codes.
+ * The verdict shared by the XDP and the TC program: parse up to the source
+ * address; look it up once in the exact hash and once in its family's trie,
+ * each answering both "banned?" and "which policy?"; then charge the
+ * policies of the exact address, of the longest prefix and ip=*, all or
+ * none. What follows the IP header only ever sets a policy's cost: a frame
+ * that is malformed past its source is banned and limited like any other.
+ * Returns whether to drop; the entry point maps that to its own return codes.
  */
 #ifndef FC_DECIDE_BPF_H
 #define FC_DECIDE_BPF_H
@@ -189,8 +191,17 @@ static __always_inline struct fc_bucket *fc_src_bucket(const struct fc_pkt *pkt,
 	return bpf_map_lookup_elem(&fc_buckets, &slot);
 }
 
+/*
+ * Whether --count syn charges the packet: a TCP SYN without ACK, and, deny
+ * biased, any packet that may carry one unseen: a TCP fragment (the SYN flag
+ * can sit in any fragment, and reassembly puts it back), a TCP header cut
+ * short, or an L4 protocol hidden past more extension headers than we walk.
+ * Otherwise splitting SYNs would be a way around a connection-rate limit.
+ */
 static __always_inline bool fc_is_syn(const struct fc_pkt *pkt)
 {
+	if (pkt->flags & FC_PKT_L4_UNSEEN)
+		return pkt->l4proto == IPPROTO_TCP || pkt->l4proto == 0;
 	return pkt->l4proto == IPPROTO_TCP && (pkt->tcp_flags & (FC_TCP_SYN | FC_TCP_ACK)) == FC_TCP_SYN;
 }
 
@@ -329,9 +340,11 @@ static __always_inline bool fc_single_deny(struct fc_eval *ev, __u64 *state, __u
 	return !ok;
 }
 
-static __always_inline bool fc_decide(void *data, void *data_end)
+/* len: the packet's whole length (at TC, beyond what is linear in data). */
+static __always_inline bool fc_decide(void *data, void *data_end, __u32 len)
 {
-	struct fc_eval ev = { .pkt.len = data_end - data };
+	struct fc_cursor c = { .pos = data, .end = data_end };
+	struct fc_eval ev = { .pkt.len = len };
 	struct fc_src_bucket *src = NULL;
 	struct fc_rule *exact, *prefix;
 	struct fc_bucket *bucket;
@@ -344,15 +357,17 @@ static __always_inline bool fc_decide(void *data, void *data_end)
 	if (!ev.st || !ev.cfg)
 		return false;
 
-	rc = fc_parse(data, data_end, &ev.pkt);
+	rc = fc_parse_src(&c, &ev.pkt);
 	if (rc == FC_PARSE_NOT_IP) {
 		fc_count(&ev.st->non_ip, ev.pkt.len);
 		return false;
 	}
 	if (rc == FC_PARSE_MALFORMED) {
-		fc_count(&ev.st->malformed, ev.pkt.len);
+		fc_count(&ev.st->malformed, ev.pkt.len); /* no source: nothing to decide on */
 		return false;
 	}
+	/* Only a policy's cost depends on what follows, never a ban. */
+	fc_parse_rest(&c, &ev.pkt);
 	/* An ip=* policy counting SYNs is skipped without a call for the rest. */
 	star = ev.cfg->star_slot;
 	if (ev.cfg->star_syn && !fc_is_syn(&ev.pkt))
@@ -386,7 +401,7 @@ static __always_inline bool fc_decide(void *data, void *data_end)
 			goto limited;
 	}
 passed:
-	fc_count(&ev.st->passed, ev.pkt.len);
+	fc_count(ev.pkt.flags & FC_PKT_MALFORMED ? &ev.st->malformed : &ev.st->passed, ev.pkt.len);
 	return false;
 limited:
 	fc_count(&ev.st->drop_limit, ev.pkt.len);

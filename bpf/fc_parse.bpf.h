@@ -1,10 +1,14 @@
 /* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
 /*
- * The packet parser shared by the XDP and the TC program. It works on a
- * [data, data_end) window, checks every header against data_end before
- * reading it, and reports what it found in struct fc_pkt. Each helper
- * returns the next protocol (or 0 when done) or -1 when the frame is
- * malformed; the caller lets malformed and unknown frames pass.
+ * The packet parser shared by the XDP and the TC program, in two steps. The
+ * first (fc_parse_src) reads Ethernet, VLAN tags and the IPv4 or IPv6 base
+ * header: from there the source is known, and the caller decides bans on it.
+ * The second (fc_parse_rest) walks what follows (IPv4 options and lengths,
+ * IPv6 extension headers, the L4 header) and only notes what it could not
+ * read: a malformed remainder never decides a verdict by itself, so dressing
+ * a packet up can not take a banned or limited source past the checks.
+ * Every read is checked against data_end first; helpers return the next
+ * protocol (or 0 when done) or -1 when the frame is malformed.
  */
 #ifndef FC_PARSE_BPF_H
 #define FC_PARSE_BPF_H
@@ -22,7 +26,7 @@
 #include "fc_maps.h"
 
 #define FC_MAX_VLAN     2 /* 802.1ad outer + 802.1Q inner (QinQ) */
-#define FC_MAX_IPV6_EXT 6 /* extension headers skipped before giving up */
+#define FC_MAX_IPV6_EXT 8 /* extension headers walked to find the L4 header */
 
 #ifndef ETH_P_8021AD
 #define ETH_P_8021AD 0x88A8
@@ -31,18 +35,23 @@
 #define FC_IP_OFFSET 0x1fff
 
 enum fc_parse_rc {
-	FC_PARSE_OK,
+	FC_PARSE_OK,        /* the source is known */
 	FC_PARSE_NOT_IP,
-	FC_PARSE_MALFORMED,
+	FC_PARSE_MALFORMED, /* cut or invalid before the source address */
 };
+
+/* fc_pkt.flags: what fc_parse_rest could not read. */
+#define FC_PKT_MALFORMED 0x1 /* something after the source is cut or invalid */
+#define FC_PKT_L4_UNSEEN 0x2 /* the L4 header was not read (a fragment, cut, too many extension headers) */
+#define FC_PKT_IPV6_HDR  0x4 /* the IP header is IPv6 (the source may still be a v4-mapped IPv4 one) */
 
 struct fc_pkt {
 	struct fc_addr6 saddr; /* IPv4 in a[0..3] */
-	__u32 len;            /* the frame's length */
+	__u32 len;            /* the packet's length (the skb's at TC, headers and all) */
 	__u8 family;          /* 4 or 6 */
-	__u8 l4proto;         /* IPPROTO_*; 0 when not the first fragment */
-	__u8 tcp_flags;       /* byte 13 of the TCP header, 0 if not TCP */
-	__u8 pad;
+	__u8 l4proto;         /* IPPROTO_*, as far as it is known; 0 when unknown */
+	__u8 tcp_flags;       /* byte 13 of the TCP header, when read */
+	__u8 flags;           /* FC_PKT_* */
 };
 
 struct fc_cursor {
@@ -90,8 +99,40 @@ static __always_inline int fc_parse_eth(struct fc_cursor *c)
 }
 
 
-/* Returns the L4 protocol (0 for a non-first fragment), or -1. */
-static __always_inline int fc_parse_ipv4(struct fc_cursor *c, struct fc_pkt *pkt)
+/* The IPv4 base header: the source, and where the rest starts. */
+static __always_inline int fc_parse_ipv4_src(struct fc_cursor *c, struct fc_pkt *pkt)
+{
+	struct iphdr *iph = c->pos;
+
+	if ((void *)(iph + 1) > c->end)
+		return -1;
+	pkt->family = 4;
+	__builtin_memcpy(pkt->saddr.a, &iph->saddr, 4);
+	pkt->l4proto = iph->protocol;
+	return 0;
+}
+
+/* The IPv6 base header: the source (a v4-mapped one as that IPv4 address). */
+static __always_inline int fc_parse_ipv6_src(struct fc_cursor *c, struct fc_pkt *pkt)
+{
+	struct ipv6hdr *ip6h = c->pos;
+
+	if ((void *)(ip6h + 1) > c->end)
+		return -1;
+	if (ip6h->saddr.in6_u.u6_addr32[0] == 0 && ip6h->saddr.in6_u.u6_addr32[1] == 0 &&
+	    ip6h->saddr.in6_u.u6_addr32[2] == bpf_htonl(0x0000ffff)) {
+		pkt->family = 4;
+		__builtin_memcpy(pkt->saddr.a, &ip6h->saddr.in6_u.u6_addr32[3], 4);
+	} else {
+		pkt->family = 6;
+		__builtin_memcpy(pkt->saddr.a, &ip6h->saddr, sizeof(pkt->saddr.a));
+	}
+	return 0;
+}
+
+/* The rest of an IPv4 packet: returns the L4 protocol, 0 when there is no L4
+ * header to read (a later fragment), or -1. */
+static __always_inline int fc_parse_ipv4(struct fc_cursor *c)
 {
 	struct iphdr *iph = c->pos;
 	__u32 hlen, tot_len;
@@ -108,21 +149,19 @@ static __always_inline int fc_parse_ipv4(struct fc_cursor *c, struct fc_pkt *pkt
 	if (c->pos + tot_len > c->end)
 		return -1;
 	c->pos += hlen;
-	pkt->family = 4;
-	__builtin_memcpy(pkt->saddr.a, &iph->saddr, 4);
 	if (iph->frag_off & bpf_htons(FC_IP_OFFSET))
 		return 0;
 	return iph->protocol;
 }
 
-/* Returns the L4 protocol after the extension headers (0 for a non-first
- * fragment or IPPROTO_NONE), or -1. */
-static __always_inline int fc_parse_ipv6(struct fc_cursor *c, struct fc_pkt *pkt)
+/* The rest of an IPv6 packet: returns the L4 protocol after the extension
+ * headers, 0 when there is none to read (a later fragment, IPPROTO_NONE), or
+ * -1; *next is the last next-header value seen. */
+static __always_inline int fc_parse_ipv6(struct fc_cursor *c, __u8 *next)
 {
 	struct ipv6hdr *ip6h = c->pos;
 	struct ipv6_opt_hdr *opt;
 	struct fc_frag_hdr *frag;
-	__u8 next;
 	int i;
 
 	if ((void *)(ip6h + 1) > c->end)
@@ -133,52 +172,44 @@ static __always_inline int fc_parse_ipv6(struct fc_cursor *c, struct fc_pkt *pkt
 	/* Truncated, as for IPv4; 0 is a jumbogram, whose length is elsewhere. */
 	if (ip6h->payload_len && c->pos + bpf_ntohs(ip6h->payload_len) > c->end)
 		return -1;
-	if (ip6h->saddr.in6_u.u6_addr32[0] == 0 && ip6h->saddr.in6_u.u6_addr32[1] == 0 &&
-	    ip6h->saddr.in6_u.u6_addr32[2] == bpf_htonl(0x0000ffff)) {
-		/* ::ffff:a.b.c.d is that IPv4 address */
-		pkt->family = 4;
-		__builtin_memcpy(pkt->saddr.a, &ip6h->saddr.in6_u.u6_addr32[3], 4);
-	} else {
-		pkt->family = 6;
-		__builtin_memcpy(pkt->saddr.a, &ip6h->saddr, sizeof(pkt->saddr.a));
-	}
-	next = ip6h->nexthdr;
+	*next = ip6h->nexthdr;
 
 #pragma unroll
-	for (i = 0; i < FC_MAX_IPV6_EXT; i++) {
-		switch (next) {
+	for (i = 0; i <= FC_MAX_IPV6_EXT; i++) {
+		switch (*next) {
 		case IPPROTO_HOPOPTS:
 		case IPPROTO_ROUTING:
 		case IPPROTO_DSTOPTS:
 			opt = c->pos;
 			if ((void *)(opt + 1) > c->end)
 				return -1;
-			next = opt->nexthdr;
+			*next = opt->nexthdr;
 			c->pos += (opt->hdrlen + 1) * 8;
 			break;
 		case IPPROTO_AH:
 			opt = c->pos;
 			if ((void *)(opt + 1) > c->end)
 				return -1;
-			next = opt->nexthdr;
+			*next = opt->nexthdr;
 			c->pos += (opt->hdrlen + 2) * 4;
 			break;
 		case IPPROTO_FRAGMENT:
 			frag = c->pos;
 			if ((void *)(frag + 1) > c->end)
 				return -1;
+			*next = frag->nexthdr;
 			if (frag->frag_off & bpf_htons(0xfff8))
 				return 0; /* a later fragment: no L4 header */
-			next = frag->nexthdr;
 			c->pos = frag + 1;
 			break;
 		case IPPROTO_NONE:
 			return 0;
 		default:
-			return next;
+			return *next;
 		}
 	}
-	return -1; /* more extension headers than we are willing to walk */
+	*next = 0; /* more extension headers than we walk: the L4 protocol is unknown */
+	return -1;
 }
 
 /* Checks that the L4 header is whole and notes the TCP flags. */
@@ -209,26 +240,49 @@ static __always_inline int fc_parse_l4(struct fc_cursor *c, struct fc_pkt *pkt, 
 	}
 }
 
-static __always_inline enum fc_parse_rc fc_parse(void *data, void *data_end, struct fc_pkt *pkt)
+/* Step one: returns FC_PARSE_OK with the source in pkt and c at the IP
+ * header, or why there is no source to decide on. */
+static __always_inline enum fc_parse_rc fc_parse_src(struct fc_cursor *c, struct fc_pkt *pkt)
 {
-	struct fc_cursor c = { .pos = data, .end = data_end };
+	int proto = fc_parse_eth(c);
+
+	if (proto < 0)
+		return FC_PARSE_MALFORMED;
+	if (proto == ETH_P_IP) {
+		proto = fc_parse_ipv4_src(c, pkt);
+	} else if (proto == ETH_P_IPV6) {
+		pkt->flags |= FC_PKT_IPV6_HDR;
+		proto = fc_parse_ipv6_src(c, pkt);
+	} else {
+		return FC_PARSE_NOT_IP;
+	}
+	return proto < 0 ? FC_PARSE_MALFORMED : FC_PARSE_OK;
+}
+
+/* Step two, from the IP header on: fills l4proto and tcp_flags as far as
+ * they can be read, and flags what could not be. */
+static __always_inline void fc_parse_rest(struct fc_cursor *c, struct fc_pkt *pkt)
+{
+	__u8 next = 0;
 	int proto;
 
-	proto = fc_parse_eth(&c);
-	if (proto < 0)
-		return FC_PARSE_MALFORMED;
-	if (proto == ETH_P_IP)
-		proto = fc_parse_ipv4(&c, pkt);
-	else if (proto == ETH_P_IPV6)
-		proto = fc_parse_ipv6(&c, pkt);
-	else
-		return FC_PARSE_NOT_IP;
-	if (proto < 0)
-		return FC_PARSE_MALFORMED;
-	pkt->l4proto = proto;
-	if (fc_parse_l4(&c, pkt, proto) < 0)
-		return FC_PARSE_MALFORMED;
-	return FC_PARSE_OK;
+	if (!(pkt->flags & FC_PKT_IPV6_HDR)) {
+		proto = fc_parse_ipv4(c);
+	} else {
+		proto = fc_parse_ipv6(c, &next);
+		pkt->l4proto = next;
+	}
+	if (proto < 0) {
+		pkt->flags |= FC_PKT_MALFORMED | FC_PKT_L4_UNSEEN;
+		return;
+	}
+	if (proto == 0) {
+		pkt->flags |= FC_PKT_L4_UNSEEN;
+		return;
+	}
+	pkt->l4proto = (__u8)proto;
+	if (fc_parse_l4(c, pkt, proto) < 0)
+		pkt->flags |= FC_PKT_MALFORMED | FC_PKT_L4_UNSEEN;
 }
 
 #endif /* FC_PARSE_BPF_H */

@@ -12,16 +12,29 @@ int freqctl_xdp(struct xdp_md *ctx)
 	void *data = (void *)(long)ctx->data;
 	void *data_end = (void *)(long)ctx->data_end;
 
-	return fc_decide(data, data_end) ? XDP_DROP : XDP_PASS;
+	return fc_decide(data, data_end, data_end - data) ? XDP_DROP : XDP_PASS;
 }
+
+/* Headers TC makes linear before parsing: two VLAN tags, an IPv6 header
+ * with its extension headers, TCP. GRO-merged and header-split skbs may hold
+ * less than that in their linear part. */
+#define FC_TC_PULL 256
 
 SEC("tc")
 int freqctl_tc(struct __sk_buff *skb)
 {
+	__u32 want = skb->len < FC_TC_PULL ? skb->len : FC_TC_PULL;
 	void *data = (void *)(long)skb->data;
 	void *data_end = (void *)(long)skb->data_end;
 
-	return fc_decide(data, data_end) ? TC_ACT_SHOT : TC_ACT_OK;
+	/* A failed pull leaves what is linear: the source is in it, or the
+	 * frame counts as cut before its source. */
+	if (data + want > data_end) {
+		bpf_skb_pull_data(skb, want);
+		data = (void *)(long)skb->data;
+		data_end = (void *)(long)skb->data_end;
+	}
+	return fc_decide(data, data_end, skb->len) ? TC_ACT_SHOT : TC_ACT_OK;
 }
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";

@@ -11,7 +11,7 @@ pkgs=(
 	libbpf-dev bpftool libelf-dev zlib1g-dev
 	libsqlite3-dev libpq-dev libjansson-dev libcmocka-dev libmicrohttpd-dev
 	sqlite3 postgresql postgresql-client
-	iproute2 iputils-ping jq xdp-tools
+	iproute2 iputils-ping jq xdp-tools netcat-openbsd
 	nginx nginx-dev curl
 	chromium
 )

@@ -20,7 +20,10 @@ static const char fc_policy_details[] =
 	"of its longest matching prefix and ip=*, where they exist: all must admit it, and a\n"
 	"denial charges none of them. Bans come first. With --count bytes the frame length is\n"
 	"the cost (N and B in bytes); with --count syn only TCP SYNs are charged and other\n"
-	"packets pass this policy untouched. One policy per address, prefix, and one ip=*.\n"
+	"packets pass this policy untouched, except that a packet which may carry a SYN unseen\n"
+	"(a TCP fragment, a cut TCP header, an L4 protocol past 8 extension headers) is charged\n"
+	"as one. A packet is charged once its source is read, however malformed the rest of it.\n"
+	"One policy per address, prefix, and one ip=*.\n"
 	"Changing a policy's limits keeps its bucket state; changing its match resets it.\n"
 	"--action delay (L7) waits a request to the rate, as nginx limit_req without nodelay:\n"
 	"up to --delay-burst requests wait, the next are denied.";

@@ -18,8 +18,16 @@ struct fc_frame_spec {
 	uint8_t tcp_flags;   /* for TCP */
 	uint8_t vlans;       /* 0, 1 (802.1Q) or 2 (802.1ad + 802.1Q) */
 	uint8_t ip_options;  /* IPv4: 4-byte option words (0-10) */
-	uint8_t ipv6_ext;    /* IPv6: hop-by-hop + destination options headers before L4 */
+	uint8_t ipv6_ext;    /* IPv6: hop-by-hop + destination options headers before L4 (0-10) */
 	uint16_t payload;    /* bytes after the L4 header */
+	uint8_t frag;        /* enum fc_frag: a fragment (IPv6: behind a fragment header) */
+	uint8_t l4_bytes;    /* if set, the L4 header is cut to this many bytes (lengths agree) */
+};
+
+enum fc_frag {
+	FC_FRAG_NONE,
+	FC_FRAG_FIRST, /* offset 0, more fragments */
+	FC_FRAG_LATER, /* offset 8 bytes: the part of a TCP header with the flags */
 };
 
 /* Builds the frame into buf; returns its length, or 0 if the spec is bad. */
@@ -27,5 +35,8 @@ size_t fc_frame_build(const struct fc_frame_spec *spec, uint8_t buf[FC_FRAME_MAX
 
 /* The length of the headers alone: truncating below this makes the frame malformed. */
 size_t fc_frame_headers_len(const struct fc_frame_spec *spec);
+
+/* Where the source address ends: from this length on, a frame has a source. */
+size_t fc_frame_source_len(const struct fc_frame_spec *spec);
 
 #endif /* FC_FRAMES_H */
