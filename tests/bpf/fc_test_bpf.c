@@ -164,22 +164,18 @@ void fc_env_policy(struct fc_env *env, uint32_t id, const char *match, const cha
 	if (fc_match_parse(match, &p, &err) < 0 || fc_rates_parse(rates, &p, &err) < 0)
 		fail_msg("policy %u: %s", id, err.msg);
 	snprintf(buf, sizeof(buf), "%s", opts);
+	/* Keys as in a policy's JSON, through the same option table. */
 	for (tok = strtok_r(buf, " ", &save); tok && !rc; tok = strtok_r(NULL, " ", &save)) {
+		const struct fc_opt *o;
+
 		eq = strchr(tok, '=');
 		assert_non_null(eq);
 		*eq++ = '\0';
-		if (!strcmp(tok, "burst"))
-			rc = fc_uint_parse("burst", eq, FC_RATE_MAX, &p.burst, &err);
-		else if (!strcmp(tok, "algo"))
-			rc = fc_algo_parse(eq, &p.algo, &err);
-		else if (!strcmp(tok, "action"))
-			rc = fc_action_parse(eq, &p.action, &err);
-		else if (!strcmp(tok, "count"))
-			rc = fc_count_parse(eq, &p.count, &err);
-		else if (!strcmp(tok, "new_sources"))
-			rc = fc_uint_parse("new_sources", eq, 100000000, &p.new_sources, &err);
-		else
+		for (o = fc_policy_opts; o->name && (!o->json || strcmp(o->json, tok)); o++)
+			;
+		if (!o->name)
 			fail_msg("unknown test policy option %s", tok);
+		rc = fc_opt_set(o, &p, eq, tok, &err);
 	}
 	if (rc < 0 || fc_policy_validate(&p, &err) < 0 ||
 	    fc_store_policy_put(env->st, &p, (int64_t)time(NULL), &row, &err) < 0)
