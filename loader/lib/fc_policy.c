@@ -48,7 +48,7 @@ int fc_count_parse(const char *s, enum fc_count *c, struct fc_err *err)
 	return fc_enum_parse("count", s, fc_count_names, (int *)c, err);
 }
 
-int fc_uint_parse(const char *what, const char *s, uint64_t max, uint64_t *v, struct fc_err *err)
+static int fc_uint_parse(const char *what, const char *s, uint64_t max, uint64_t *v, struct fc_err *err)
 {
 	if (fc_decimal(s, max, v) < 0 || *v == 0)
 		return fc_err_set(err, "%s \"%s\": expected a whole number from 1 to %llu", what, s,

@@ -80,7 +80,6 @@ int fc_algo_parse(const char *s, enum fc_algo *a, struct fc_err *err);
 int fc_action_parse(const char *s, enum fc_action *a, struct fc_err *err);
 int fc_count_parse(const char *s, enum fc_count *c, struct fc_err *err);
 /* A whole number from 1 to max, named what in the message. */
-int fc_uint_parse(const char *what, const char *s, uint64_t max, uint64_t *v, struct fc_err *err);
 
 /* Checks what a single option can not: combinations and the bounds that
  * keep the kernel's arithmetic exact. */
