@@ -168,14 +168,14 @@ static __always_inline struct fc_bucket *fc_src_bucket(const struct fc_pkt *pkt,
 	struct fc_stats *st;
 	struct fc_flood *fl;
 	__u32 zero = 0;
-	__u64 prev;
+	__u64 prev, next;
 
 	b = fc_src_lookup(pkt);
 	if (b && b->gen == cfg->star_gen)
 		return (struct fc_bucket *)b;
 	fl = bpf_map_lookup_elem(&fc_flood, &zero);
 	if (fl && (!cfg->new_src.interval_ns ||
-		   fc_gcra_try(&fl->state, &cfg->new_src, fc_clock(cfg, false), 1, &prev))) {
+		   fc_gcra_try(&fl->state, &cfg->new_src, fc_clock(cfg, false), 1, &prev, &next))) {
 		/* NOEXIST: of two CPUs making the same bucket, one wins, none resets it. */
 		if (pkt->family == 4)
 			bpf_map_update_elem(&fc_src4, pkt->saddr.a, &fresh, b ? BPF_EXIST : BPF_NOEXIST);
@@ -257,21 +257,19 @@ __noinline int fc_policy_check(const struct fc_pkt *pkt, __u32 slot, __u32 idx, 
 /* Rolls back what fc_policy_check charged as hit idx. */
 __noinline int fc_policy_refund(const struct fc_pkt *pkt, __u32 slot, __u32 idx)
 {
-	const struct fc_config *cfg;
 	struct fc_policy *pol;
 	struct fc_charge *ch;
 	struct fc_bucket *b;
-	__u32 zero = 0;
 
 	pol = bpf_map_lookup_elem(&fc_policies, &slot);
-	cfg = bpf_map_lookup_elem(&fc_config, &zero);
 	ch = bpf_map_lookup_elem(&fc_scratch, &idx);
-	if (!pkt || !pol || !cfg || !ch)
+	if (!pkt || !pol || !ch)
 		return 0;
+	/* An ip=* charge may have gone to the overflow bucket: a refund to the
+	 * wrong word finds it moved and gives nothing back. */
 	b = idx == FC_HIT_STAR ? (struct fc_bucket *)fc_src_lookup(pkt) : bpf_map_lookup_elem(&fc_buckets, &slot);
 	if (b)
-		fc_limit_refund(pol->algo, pol->ntiers, pol->tier, b->state,
-				fc_clock(cfg, pol->flags & FC_POLICY_PRECISE), fc_policy_cost(pol, pkt), ch);
+		fc_limit_refund(pol->algo, pol->ntiers, b->state, fc_policy_cost(pol, pkt), ch);
 	return 0;
 }
 

@@ -2,15 +2,17 @@
 /*
  * The limit algorithms, GCRA and fixed window, as header-only C that compiles
  * both for clang -target bpf (the XDP/TC programs) and for userspace (the
- * tests, and later the nginx module), so the code the kernel runs is the
- * code the unit tests drive with an injected clock.
+ * nginx module and the tests), so the code the kernel runs is the code the
+ * unit tests drive with an injected clock.
  *
  * Every bucket tier is one 64-bit word changed only by compare-and-exchange
  * (BPF_CMPXCHG, -mcpu=v3), so no number of CPUs racing on one bucket can
  * admit more than the limit. A request is charged to every tier of every
  * policy it meets or to none: a denial rolls back the tiers already charged.
- * A rollback may make a racing request see less room than there was, never
- * more: the error is only ever on the side of denying.
+ * A rollback undoes exactly its own charge or, where the word has moved since
+ * in a way that could hide another's charge, nothing: it may make a racing
+ * request see less room than there was, never more. The error is only ever
+ * on the side of denying.
  */
 #ifndef FC_LIMIT_H
 #define FC_LIMIT_H
@@ -23,10 +25,15 @@
 /* Bounded retries of a contended compare-and-exchange; past them, deny. */
 #define FC_CAS_TRIES 8
 
-/* A TAT this far beyond what any admission can leave means the clock went
+/* A TAT this far beyond what any admission can leave (its room: the
+ * tolerance, plus the queue of a delaying policy) means the clock went
  * backwards (settimeofday): the bucket starts afresh instead of denying for
  * as long as the jump. Wide enough for clock skew between CPUs. */
 #define FC_CLOCK_SLACK_NS FC_NS_PER_SEC
+
+/* Rooms saturate here: far beyond any real lead, and now + room + slack
+ * stays below 2^64 for centuries. */
+#define FC_ROOM_MAX (1ULL << 62)
 
 /* Fixed window state: window number (low 24 bits) | count (40 bits). */
 #define FC_WIN_COUNT_BITS 40
@@ -77,53 +84,62 @@ FC_INLINE __u64 fc_gcra_increment(const struct fc_tier *t, __u64 cost)
 	return (cost * t->unit_ns + t->limit - 1) / t->limit;
 }
 
-/* Where a new TAT starts from: max(tat, now), or now if the clock went
- * backwards past anything an admission can leave. */
-FC_INLINE __u64 fc_gcra_base(__u64 tat, const struct fc_tier *t, __u64 now)
+/* The largest lead over now that admissions can leave in a tier's TAT: the
+ * tolerance, plus queue emission intervals for a delaying policy (saturating:
+ * a slow rate times a long queue overflows 64 bits). */
+FC_INLINE __u64 fc_gcra_room(const struct fc_tier *t, __u64 queue)
 {
-	if (tat > now + t->tolerance_ns + FC_CLOCK_SLACK_NS)
+	__u64 q;
+
+	if (queue && t->interval_ns > FC_ROOM_MAX / queue)
+		return FC_ROOM_MAX;
+	q = queue * t->interval_ns;
+	return t->tolerance_ns > FC_ROOM_MAX - q ? FC_ROOM_MAX : t->tolerance_ns + q;
+}
+
+/* Where a new TAT starts from: max(tat, now), or now if the clock went
+ * backwards past anything an admission within room can leave. */
+FC_INLINE __u64 fc_gcra_base(__u64 tat, __u64 room, __u64 now)
+{
+	if (tat > now + room + FC_CLOCK_SLACK_NS)
 		return now;
 	return tat > now ? tat : now;
 }
 
-/* GCRA, the future-TAT check: returns 1 if admitted (and what it charged),
- * 0 if not (nothing charged). */
-FC_INLINE int fc_gcra_try(__u64 *state, const struct fc_tier *t, __u64 now, __u64 cost, __u64 *prev)
+/* GCRA, the future-TAT check, allowing room ahead of now: returns 1 if
+ * admitted (and the word before and after), 0 if not (nothing charged). */
+FC_INLINE int fc_gcra_charge(__u64 *state, const struct fc_tier *t, __u64 now, __u64 cost, __u64 room, __u64 *prev,
+			     __u64 *next)
 {
 	__u64 inc = fc_gcra_increment(t, cost), tat, new_tat;
 	int i;
 
 	for (i = 0; i < FC_CAS_TRIES; i++) {
 		tat = *(volatile __u64 *)state;
-		new_tat = fc_gcra_base(tat, t, now) + inc;
-		if (new_tat - now > t->tolerance_ns)
+		new_tat = fc_gcra_base(tat, room, now) + inc;
+		if (new_tat - now > room)
 			return 0;
 		if (__sync_val_compare_and_swap(state, tat, new_tat) == tat) {
 			*prev = tat;
+			*next = new_tat;
 			return 1;
 		}
 	}
 	return 0;
 }
 
-
-
-/* Undoes an admission of cost that found the word at prev: puts the word
- * back exactly if nobody moved it since, else gives the increment back. */
-FC_INLINE void fc_gcra_refund(__u64 *state, const struct fc_tier *t, __u64 now, __u64 cost, __u64 prev)
+FC_INLINE int fc_gcra_try(__u64 *state, const struct fc_tier *t, __u64 now, __u64 cost, __u64 *prev, __u64 *next)
 {
-	__u64 inc = fc_gcra_increment(t, cost), mine = fc_gcra_base(prev, t, now) + inc, tat;
-	int i;
+	return fc_gcra_charge(state, t, now, cost, t->tolerance_ns, prev, next);
+}
 
-	if (__sync_val_compare_and_swap(state, mine, prev) == mine)
-		return;
-	for (i = 0; i < FC_CAS_TRIES; i++) {
-		tat = *(volatile __u64 *)state;
-		if (tat < inc)
-			return;
-		if (__sync_val_compare_and_swap(state, tat, tat - inc) == tat)
-			return;
-	}
+/* Undoes an admission that moved the word from prev to next, if nobody moved
+ * it since. Otherwise the charge stays: a later charge may have started
+ * afresh from the clock (the TAT had fallen behind it), and taking our
+ * increment off would take it off theirs. */
+FC_INLINE void fc_gcra_refund(__u64 *state, __u64 prev, __u64 next)
+{
+	__sync_val_compare_and_swap(state, next, prev);
 }
 
 FC_INLINE __u64 fc_window_index(const struct fc_tier *t, __u64 now)
@@ -132,7 +148,7 @@ FC_INLINE __u64 fc_window_index(const struct fc_tier *t, __u64 now)
 }
 
 /* Fixed window: returns 1 if cost fits in this window's remaining count. */
-FC_INLINE int fc_window_try(__u64 *state, const struct fc_tier *t, __u64 now, __u64 cost, __u64 *prev)
+FC_INLINE int fc_window_try(__u64 *state, const struct fc_tier *t, __u64 now, __u64 cost, __u64 *prev, __u64 *next)
 {
 	__u64 idx = fc_window_index(t, now), old, count;
 	int i;
@@ -144,22 +160,22 @@ FC_INLINE int fc_window_try(__u64 *state, const struct fc_tier *t, __u64 now, __
 			return 0;
 		if (__sync_val_compare_and_swap(state, old, (idx << FC_WIN_COUNT_BITS) | (count + cost)) == old) {
 			*prev = old;
+			*next = (idx << FC_WIN_COUNT_BITS) | (count + cost);
 			return 1;
 		}
 	}
 	return 0;
 }
 
-/* Undoes an admission of cost that found the word at prev, as for GCRA;
- * a charge to a window that has since ended is not given back. */
-FC_INLINE void fc_window_refund(__u64 *state, const struct fc_tier *t, __u64 now, __u64 cost, __u64 prev)
+/* Undoes an admission of cost that moved the word from prev to next: counts
+ * add up, so within the window of next the cost comes off whatever others
+ * added since; a charge to a window that has since ended is not given back. */
+FC_INLINE void fc_window_refund(__u64 *state, __u64 cost, __u64 prev, __u64 next)
 {
-	__u64 idx = fc_window_index(t, now), old, prev_count;
+	__u64 idx = next >> FC_WIN_COUNT_BITS, old;
 	int i;
 
-	prev_count = (prev >> FC_WIN_COUNT_BITS) == idx ? prev & FC_WIN_COUNT_MASK : 0;
-	old = (idx << FC_WIN_COUNT_BITS) | (prev_count + cost);
-	if (__sync_val_compare_and_swap(state, old, prev) == old)
+	if (__sync_val_compare_and_swap(state, next, prev) == next)
 		return;
 	for (i = 0; i < FC_CAS_TRIES; i++) {
 		old = *(volatile __u64 *)state;
@@ -170,14 +186,14 @@ FC_INLINE void fc_window_refund(__u64 *state, const struct fc_tier *t, __u64 now
 	}
 }
 
-/* What one policy's charge found in each tier's word, so that a later denial
- * can roll the charge back. */
+/* What one policy's charge did to each tier's word, so that a later denial
+ * can roll it back: no clock is read again, nothing is recomputed. */
 struct fc_charge {
 	__u64 prev[FC_MAX_TIERS];
+	__u64 next[FC_MAX_TIERS];
 };
 
-FC_INLINE void fc_limit_refund(__u8 algo, __u8 ntiers, const struct fc_tier *tiers, __u64 *state, __u64 now,
-			       __u64 cost, const struct fc_charge *ch)
+FC_INLINE void fc_limit_refund(__u8 algo, __u8 ntiers, __u64 *state, __u64 cost, const struct fc_charge *ch)
 {
 	int i;
 
@@ -185,9 +201,9 @@ FC_INLINE void fc_limit_refund(__u8 algo, __u8 ntiers, const struct fc_tier *tie
 		if (i >= ntiers)
 			break;
 		if (algo == FC_ALGO_GCRA)
-			fc_gcra_refund(&state[i], &tiers[i], now, cost, ch->prev[i]);
+			fc_gcra_refund(&state[i], ch->prev[i], ch->next[i]);
 		else
-			fc_window_refund(&state[i], &tiers[i], now, cost, ch->prev[i]);
+			fc_window_refund(&state[i], cost, ch->prev[i], ch->next[i]);
 	}
 }
 
@@ -201,11 +217,11 @@ FC_INLINE int fc_limit_try(__u8 algo, __u8 ntiers, const struct fc_tier *tiers, 
 		if (i >= ntiers)
 			break;
 		if (algo == FC_ALGO_GCRA)
-			ok = fc_gcra_try(&state[i], &tiers[i], now, cost, &ch->prev[i]);
+			ok = fc_gcra_try(&state[i], &tiers[i], now, cost, &ch->prev[i], &ch->next[i]);
 		else
-			ok = fc_window_try(&state[i], &tiers[i], now, cost, &ch->prev[i]);
+			ok = fc_window_try(&state[i], &tiers[i], now, cost, &ch->prev[i], &ch->next[i]);
 		if (!ok) {
-			fc_limit_refund(algo, (__u8)i, tiers, state, now, cost, ch);
+			fc_limit_refund(algo, (__u8)i, state, cost, ch);
 			return 0;
 		}
 	}
@@ -219,32 +235,23 @@ FC_INLINE int fc_limit_try(__u8 algo, __u8 ntiers, const struct fc_tier *tiers, 
  * the request must wait to conform: *wait = new_tat - now - tolerance, or 0.
  */
 static inline int fc_gcra_try_delay(__u64 *state, const struct fc_tier *t, __u64 now, __u64 cost, __u64 queue,
-				    __u64 *prev, __u64 *wait)
+				    __u64 *prev, __u64 *next, __u64 *wait)
 {
-	__u64 inc = fc_gcra_increment(t, cost), room = t->tolerance_ns + queue * t->interval_ns, tat, new_tat;
-	int i;
-
-	for (i = 0; i < FC_CAS_TRIES; i++) {
-		tat = *(volatile __u64 *)state;
-		new_tat = fc_gcra_base(tat, t, now) + inc;
-		if (new_tat - now > room)
-			return 0;
-		if (__sync_val_compare_and_swap(state, tat, new_tat) == tat) {
-			*prev = tat;
-			*wait = new_tat - now > t->tolerance_ns ? new_tat - now - t->tolerance_ns : 0;
-			return 1;
-		}
-	}
-	return 0;
+	if (!fc_gcra_charge(state, t, now, cost, fc_gcra_room(t, queue), prev, next))
+		return 0;
+	*wait = *next - now > t->tolerance_ns ? *next - now - t->tolerance_ns : 0;
+	return 1;
 }
 
-/* How long until a request of cost would conform to this tier (0 = now). */
-static inline __u64 fc_tier_retry_after(__u8 algo, const struct fc_tier *t, __u64 state, __u64 now, __u64 cost)
+/* How long until a request of cost would conform to this tier (0 = now);
+ * queue: the policy's delay queue, whose TATs run that far ahead. */
+static inline __u64 fc_tier_retry_after(__u8 algo, const struct fc_tier *t, __u64 state, __u64 now, __u64 cost,
+					__u64 queue)
 {
 	__u64 new_tat, idx;
 
 	if (algo == FC_ALGO_GCRA) {
-		new_tat = fc_gcra_base(state, t, now) + fc_gcra_increment(t, cost);
+		new_tat = fc_gcra_base(state, fc_gcra_room(t, queue), now) + fc_gcra_increment(t, cost);
 		return new_tat - now > t->tolerance_ns ? new_tat - now - t->tolerance_ns : 0;
 	}
 	idx = fc_window_index(t, now);
@@ -254,12 +261,12 @@ static inline __u64 fc_tier_retry_after(__u8 algo, const struct fc_tier *t, __u6
 }
 
 /* How many more requests of cost 1 this tier admits right now. */
-static inline __u64 fc_tier_remaining(__u8 algo, const struct fc_tier *t, __u64 state, __u64 now)
+static inline __u64 fc_tier_remaining(__u8 algo, const struct fc_tier *t, __u64 state, __u64 now, __u64 queue)
 {
 	__u64 used, count;
 
 	if (algo == FC_ALGO_GCRA) {
-		used = fc_gcra_base(state, t, now) - now;
+		used = fc_gcra_base(state, fc_gcra_room(t, queue), now) - now;
 		return used >= t->tolerance_ns ? 0 : (t->tolerance_ns - used) / t->interval_ns;
 	}
 	count = (state >> FC_WIN_COUNT_BITS) == fc_window_index(t, now) ? state & FC_WIN_COUNT_MASK : 0;

@@ -464,14 +464,21 @@ static bool fc_charge(const struct fc_l7_policy *p, struct fc_shm_slot *s, __u64
 	if (p->action != FC_L7_DELAY || p->algo != FC_ALGO_GCRA)
 		return fc_limit_try(p->algo, p->ntiers, p->tier, s->state, now, 1, ch);
 	for (i = 0; i < p->ntiers; i++) {
-		if (!fc_gcra_try_delay(&s->state[i], &p->tier[i], now, 1, p->delay_burst, &ch->prev[i], &w)) {
-			fc_limit_refund(p->algo, (uint8_t)i, p->tier, s->state, now, 1, ch);
+		if (!fc_gcra_try_delay(&s->state[i], &p->tier[i], now, 1, p->delay_burst, &ch->prev[i], &ch->next[i],
+				       &w)) {
+			fc_limit_refund(p->algo, (uint8_t)i, s->state, 1, ch);
 			return false;
 		}
 		if (w > *wait)
 			*wait = w;
 	}
 	return true;
+}
+
+/* The queue a policy's TATs may run ahead by: its delay burst, if it delays. */
+static __u64 fc_l7_queue(const struct fc_l7_policy *p)
+{
+	return p->action == FC_L7_DELAY ? p->delay_burst : 0;
 }
 
 static void fc_result_limits(const struct fc_l7_policy *p, const struct fc_shm_slot *s, uint64_t now,
@@ -483,10 +490,10 @@ static void fc_result_limits(const struct fc_l7_policy *p, const struct fc_shm_s
 	res->policy = p->id;
 	res->limit = p->tier[0].limit;
 	res->window_s = p->tier[0].unit_ns / FC_NS_PER_SEC;
-	res->remaining = fc_tier_remaining(p->algo, &p->tier[0], s->state[0], now);
+	res->remaining = fc_tier_remaining(p->algo, &p->tier[0], s->state[0], now, fc_l7_queue(p));
 	res->retry_ns = 0;
 	for (i = 0; i < p->ntiers; i++) {
-		r = fc_tier_retry_after(p->algo, &p->tier[i], s->state[i], now, 1);
+		r = fc_tier_retry_after(p->algo, &p->tier[i], s->state[i], now, 1, fc_l7_queue(p));
 		if (r > res->retry_ns)
 			res->retry_ns = r;
 	}
@@ -546,8 +553,7 @@ void fc_l7_decide(const struct fc_l7_index *ix, const struct fc_l7_req *rq, uint
 
 			if (q->action != FC_L7_LOG &&
 			    __atomic_load_n(&ix->slots[q->slot].owner, __ATOMIC_ACQUIRE) == FC_SHM_OWNER(q->id, q->epoch))
-				fc_limit_refund(q->algo, q->ntiers, q->tier, ix->slots[q->slot].state, fc_clock(q, now), 1,
-						&ch[j]);
+				fc_limit_refund(q->algo, q->ntiers, ix->slots[q->slot].state, 1, &ch[j]);
 		}
 		__atomic_fetch_add(&s->denied, 1, __ATOMIC_RELAXED);
 		fc_report(ix, p, rq);

@@ -136,17 +136,95 @@ static void test_refund(void **state)
 	assert_true(fc_limit_try(w.algo, w.ntiers, w.tier, ws, T0, 1, &wc));
 	memcpy(before, gs, sizeof(gs));
 	assert_true(fc_limit_try(g.algo, g.ntiers, g.tier, gs, T0, 1, &gc));
-	fc_limit_refund(g.algo, g.ntiers, g.tier, gs, T0, 1, &gc);
+	fc_limit_refund(g.algo, g.ntiers, gs, 1, &gc);
 	assert_memory_equal(gs, before, sizeof(gs));
 	memcpy(before, ws, sizeof(ws));
 	assert_true(fc_limit_try(w.algo, w.ntiers, w.tier, ws, T0, 1, &wc));
-	fc_limit_refund(w.algo, w.ntiers, w.tier, ws, T0, 1, &wc);
+	fc_limit_refund(w.algo, w.ntiers, ws, 1, &wc);
 	assert_memory_equal(ws, before, sizeof(ws));
 	/* A refund from an older window gives nothing back into the new one. */
 	assert_true(fc_limit_try(w.algo, w.ntiers, w.tier, ws, T0, 1, &wc));
+	{
+		struct fc_charge later;
+
+		assert_true(fc_limit_try(w.algo, w.ntiers, w.tier, ws, T0 + SEC, 1, &later));
+	}
 	memcpy(before, ws, sizeof(ws));
-	fc_limit_refund(w.algo, w.ntiers, w.tier, ws, T0 + SEC, 1, &wc);
+	fc_limit_refund(w.algo, w.ntiers, ws, 1, &wc);
 	assert_memory_equal(ws, before, sizeof(ws));
+}
+
+/*
+ * A GCRA refund undoes its own charge only. Two charges stacked: the first
+ * one's refund can not tell its increment from the second's, and keeps it.
+ * A charge made after the TAT fell behind the clock starts from the clock:
+ * an earlier charge's refund must not take its increment off that one.
+ */
+static void test_refund_only_its_own(void **state)
+{
+	struct fc_policy g = fc_compile("10/s", 5, FC_ALGO_GCRA, FC_COUNT_PACKETS);
+	__u64 st[FC_MAX_TIERS] = { 0 }, after;
+	struct fc_charge a, b;
+
+	(void)state;
+	assert_true(fc_limit_try(g.algo, g.ntiers, g.tier, st, T0, 1, &a));
+	assert_true(fc_limit_try(g.algo, g.ntiers, g.tier, st, T0 + 5 * SEC, 1, &b)); /* from the clock */
+	after = st[0];
+	assert_int_equal(after, T0 + 5 * SEC + 100 * MS);
+	fc_limit_refund(g.algo, g.ntiers, st, 1, &a);
+	assert_int_equal(st[0], after); /* b's charge is whole */
+	fc_limit_refund(g.algo, g.ntiers, st, 1, &b);
+	assert_int_equal(st[0], T0 + 100 * MS); /* b's own, exactly */
+}
+
+/*
+ * Shaping (--action delay) with a queue longer than a second: 60/m, burst
+ * 10, delay-burst 5, 30 requests at once: 10 pass at once, 5 wait 1..5 s,
+ * 15 are refused. (The clock-went-backwards guard once took the queued TAT
+ * for a jump and started afresh: 30 passed.) Then the rate holds.
+ */
+static void test_delay_queue(void **state)
+{
+	struct fc_policy k = fc_compile("60/m", 10, FC_ALGO_GCRA, FC_COUNT_PACKETS);
+	__u64 st = 0, prev, next, wait;
+	int i, now_ = 0, delayed = 0, refused = 0;
+
+	(void)state;
+	for (i = 0; i < 30; i++) {
+		if (!fc_gcra_try_delay(&st, &k.tier[0], T0, 1, 5, &prev, &next, &wait)) {
+			refused++;
+			continue;
+		}
+		if (!wait) {
+			now_++;
+		} else {
+			delayed++;
+			assert_int_equal(wait, (__u64)delayed * SEC);
+		}
+	}
+	assert_int_equal(now_, 10);
+	assert_int_equal(delayed, 5);
+	assert_int_equal(refused, 15);
+	assert_int_equal(fc_tier_retry_after(k.algo, &k.tier[0], st, T0, 1, 5), 6 * SEC);
+	assert_int_equal(fc_tier_remaining(k.algo, &k.tier[0], st, T0, 5), 0);
+	/* A second on: one more place in the queue, not a fresh bucket. */
+	assert_true(fc_gcra_try_delay(&st, &k.tier[0], T0 + SEC, 1, 5, &prev, &next, &wait));
+	assert_int_equal(wait, 5 * SEC);
+	assert_false(fc_gcra_try_delay(&st, &k.tier[0], T0 + SEC, 1, 5, &prev, &next, &wait));
+}
+
+/* A slow rate times a long queue overflows 64 bits: the room saturates. */
+static void test_delay_room_saturates(void **state)
+{
+	struct fc_policy k = fc_compile("1/d", 1, FC_ALGO_GCRA, FC_COUNT_PACKETS);
+	__u64 st = 0, prev, next, wait;
+
+	(void)state;
+	assert_int_equal(fc_gcra_room(&k.tier[0], 1000000), FC_ROOM_MAX);
+	assert_true(fc_gcra_try_delay(&st, &k.tier[0], T0, 1, 1000000, &prev, &next, &wait));
+	assert_int_equal(wait, 0);
+	assert_true(fc_gcra_try_delay(&st, &k.tier[0], T0, 1, 1000000, &prev, &next, &wait));
+	assert_int_equal(wait, 86400 * SEC);
 }
 
 /* Bytes: the frame length is the cost, N and B in bytes. */
@@ -293,6 +371,9 @@ int main(void)
 		cmocka_unit_test(test_window_boundaries),
 		cmocka_unit_test(test_tiers_charge_nothing_on_denial),
 		cmocka_unit_test(test_refund),
+		cmocka_unit_test(test_refund_only_its_own),
+		cmocka_unit_test(test_delay_queue),
+		cmocka_unit_test(test_delay_room_saturates),
 		cmocka_unit_test(test_bytes_cost),
 		cmocka_unit_test(test_extreme_rates),
 		cmocka_unit_test(test_rounding),
