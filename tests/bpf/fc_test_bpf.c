@@ -23,6 +23,8 @@ const char *fc_bpf_unavailable(void)
 	return NULL;
 }
 
+static void fc_env_cleanup(struct fc_env *env);
+
 static int fc_env_setup_lru(void **state, __u32 lru_entries)
 {
 	LIBBPF_OPTS(bpf_object_open_opts, opts);
@@ -39,16 +41,23 @@ static int fc_env_setup_lru(void **state, __u32 lru_entries)
 	if (fc_pin_dir_prepare(env->pin_dir, &err) < 0)
 		fail_msg("%s", err.msg);
 	opts.pin_root_path = env->pin_dir;
+	env->maps.dirfd = -1;
+	memset(env->maps.fd, -1, sizeof(env->maps.fd)); /* nothing to close yet */
+	/* A failed setup runs no teardown: it cleans up what it made itself. */
 	env->skel = freqctl__open_opts(&opts);
-	assert_non_null(env->skel);
-	if (lru_entries)
-	{
-		assert_int_equal(bpf_map__set_max_entries(env->skel->maps.fc_src4, lru_entries), 0);
-		assert_int_equal(bpf_map__set_max_entries(env->skel->maps.fc_src6, lru_entries), 0);
+	if (!env->skel || (lru_entries && (bpf_map__set_max_entries(env->skel->maps.fc_src4, lru_entries) ||
+					   bpf_map__set_max_entries(env->skel->maps.fc_src6, lru_entries)))) {
+		fc_env_cleanup(env);
+		fail_msg("opening the BPF object failed");
 	}
-	assert_int_equal(freqctl__load(env->skel), 0);
-	if (fc_maps_open(env->pin_dir, &env->maps, &err) < 0 || fc_store_open(env->db, &env->st, &err) < 0)
+	if (freqctl__load(env->skel)) {
+		fc_env_cleanup(env);
+		fail_msg("loading the BPF programs failed (see libbpf's log above)");
+	}
+	if (fc_maps_open(env->pin_dir, &env->maps, &err) < 0 || fc_store_open(env->db, &env->st, &err) < 0) {
+		fc_env_cleanup(env);
 		fail_msg("%s", err.msg);
+	}
 	return 0;
 }
 
@@ -70,9 +79,9 @@ static void fc_rm(const char *dir, const char *name)
 	unlink(path);
 }
 
-int fc_env_teardown(void **state)
+/* Removes what fc_env_setup made: the pins, the pin dir, the store. */
+static void fc_env_cleanup(struct fc_env *env)
 {
-	struct fc_env *env = *state;
 	char dir[128];
 	size_t i;
 
@@ -88,8 +97,14 @@ int fc_env_teardown(void **state)
 		fc_rm(dir, "store.db-wal");
 		fc_rm(dir, "store.db-shm");
 		rmdir(dir);
+		env->pin_dir[0] = '\0';
 	}
-	free(env);
+}
+
+int fc_env_teardown(void **state)
+{
+	fc_env_cleanup(*state);
+	free(*state);
 	return 0;
 }
 
