@@ -259,9 +259,11 @@ int fc_l7_build(const void *base, size_t size, struct fc_l7_index *ix, const str
 		max_items = blk->nitems;
 
 	ix->pol = a->alloc(a->ctx, (max_items + 1) * sizeof(*ix->pol));
+	ix->mark = a->alloc(a->ctx, (max_items + 1) * sizeof(*ix->mark));
+	ix->gen = a->alloc(a->ctx, sizeof(*ix->gen));
 	ix->cap = fc_pow2(max_items + 1);
 	ix->tab = a->alloc(a->ctx, ix->cap * sizeof(*ix->tab));
-	if (!ix->pol || !ix->tab)
+	if (!ix->pol || !ix->mark || !ix->gen || !ix->tab)
 		return fc_fail(ix, "out of memory");
 	for (i = 0; i < ix->cap; i++)
 		ix->tab[i].head = FC_NONE;
@@ -370,6 +372,17 @@ static bool fc_banned(const struct fc_l7_index *ix, const struct fc_l7_req *rq, 
 	return false;
 }
 
+/* Whether some occurrence of the argument or header (kind, idx) has value v. */
+static bool fc_val_in(const struct fc_l7_req *rq, uint8_t kind, uint8_t idx, struct fc_l7_str v)
+{
+	size_t i;
+
+	for (i = 0; i < rq->nvals; i++)
+		if (rq->vals[i].kind == kind && rq->vals[i].idx == idx && fc_str_eq(v, rq->vals[i].v.data, rq->vals[i].v.len))
+			return true;
+	return false;
+}
+
 static bool fc_dim_matches(const struct fc_l7_dim *d, const struct fc_l7_req *rq)
 {
 	uint8_t masked[16];
@@ -386,16 +399,16 @@ static bool fc_dim_matches(const struct fc_l7_dim *d, const struct fc_l7_req *rq
 	case FC_DIM_URI:
 		return fc_str_eq(d->value, rq->uri.data, rq->uri.len);
 	case FC_DIM_ARG:
-		return fc_str_eq(d->value, rq->args[d->name_idx].data, rq->args[d->name_idx].len);
 	case FC_DIM_HEADER:
-		return fc_str_eq(d->value, rq->headers[d->name_idx].data, rq->headers[d->name_idx].len);
+		return fc_val_in(rq, d->kind, d->name_idx, d->value);
 	}
 	return false;
 }
 
-/* Appends the policies filed under (kind, idx, value) that rq matches in full. */
+/* Counts the policies filed under (kind, idx, value) that rq matches in
+ * full and were not matched yet, the first cap of all of them into out. */
 static void fc_collect(const struct fc_l7_index *ix, const struct fc_l7_req *rq, uint8_t kind, uint8_t idx,
-		       struct fc_l7_str v, uint32_t *out, unsigned *n)
+		       struct fc_l7_str v, uint32_t gen, uint32_t *out, size_t cap, size_t *n)
 {
 	uint64_t h;
 	size_t b;
@@ -412,13 +425,19 @@ static void fc_collect(const struct fc_l7_index *ix, const struct fc_l7_req *rq,
 		if (ix->tab[b].hash != h || hd->kind != kind || hd->name_idx != idx || !fc_str_eq(hd->value, v.data, v.len))
 			continue;
 		/* Every policy of the chain has this anchor: only the others are checked. */
-		for (i = ix->tab[b].head; i != FC_NONE && *n < FC_L7_MAX_MATCHES; i = ix->pol[i].next) {
+		for (i = ix->tab[b].head; i != FC_NONE; i = ix->pol[i].next) {
+			if (ix->mark[i] == gen)
+				continue; /* the anchor value occurs twice in the request */
 			for (d = 0; d < ix->pol[i].ndims &&
 				    (d == ix->pol[i].anchor || fc_dim_matches(&ix->pol[i].dims[d], rq));
 			     d++)
 				;
-			if (d == ix->pol[i].ndims)
-				out[(*n)++] = i;
+			if (d < ix->pol[i].ndims)
+				continue;
+			ix->mark[i] = gen;
+			if (*n < cap)
+				out[*n] = i;
+			(*n)++;
 		}
 		return;
 	}
@@ -448,7 +467,9 @@ static void fc_report(const struct fc_l7_index *ix, const struct fc_l7_policy *p
 	__atomic_store_n(&e->seq, 0, __ATOMIC_RELAXED);
 	e->policy = p->id;
 	e->family = rq->family;
-	memcpy(e->addr, rq->addr, 16);
+	/* An IPv4 client is its 4 bytes and zeros: one client, one key. */
+	memset(e->addr, 0, sizeof(e->addr));
+	memcpy(e->addr, rq->addr, rq->family == 4 ? 4 : 16);
 	__atomic_store_n(&e->seq, idx + 1, __ATOMIC_RELEASE);
 }
 
@@ -499,27 +520,112 @@ static void fc_result_limits(const struct fc_l7_policy *p, const struct fc_shm_s
 	}
 }
 
-unsigned fc_l7_match(const struct fc_l7_index *ix, const struct fc_l7_req *rq, uint32_t out[FC_L7_MAX_MATCHES])
+size_t fc_l7_match(const struct fc_l7_index *ix, const struct fc_l7_req *rq, uint32_t *out, size_t cap)
 {
-	unsigned n = 0, i;
+	uint32_t gen = ++*ix->gen;
+	size_t n = 0, i;
 
+	if (!gen) { /* wrapped: no mark may look current */
+		memset(ix->mark, 0, ix->npolicies * sizeof(*ix->mark));
+		gen = *ix->gen = 1;
+	}
 	if (ix->has_uid)
-		fc_collect(ix, rq, FC_DIM_UID, 0, rq->uid, out, &n);
-	for (i = 0; i < ix->nargs; i++)
-		fc_collect(ix, rq, FC_DIM_ARG, (uint8_t)i, rq->args[i], out, &n);
-	for (i = 0; i < ix->nheaders; i++)
-		fc_collect(ix, rq, FC_DIM_HEADER, (uint8_t)i, rq->headers[i], out, &n);
+		fc_collect(ix, rq, FC_DIM_UID, 0, rq->uid, gen, out, cap, &n);
+	for (i = 0; i < rq->nvals; i++)
+		fc_collect(ix, rq, rq->vals[i].kind, rq->vals[i].idx, rq->vals[i].v, gen, out, cap, &n);
 	if (ix->has_uri)
-		fc_collect(ix, rq, FC_DIM_URI, 0, rq->uri, out, &n);
+		fc_collect(ix, rq, FC_DIM_URI, 0, rq->uri, gen, out, cap, &n);
 	return n;
+}
+
+static int fc_hex(char c)
+{
+	return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+}
+
+size_t fc_l7_decode(const char *s, size_t len, char *out, size_t cap)
+{
+	size_t i, n = 0;
+	int hi, lo;
+
+	for (i = 0; i < len; i++, n++) {
+		if (n == cap)
+			return SIZE_MAX;
+		if (s[i] == '+') {
+			out[n] = ' ';
+		} else if (s[i] == '%' && i + 2 < len && (hi = fc_hex(s[i + 1])) >= 0 && (lo = fc_hex(s[i + 2])) >= 0) {
+			out[n] = (char)(hi << 4 | lo);
+			i += 2;
+		} else {
+			out[n] = s[i];
+		}
+	}
+	return n;
+}
+
+size_t fc_l7_args_max(const char *q, size_t len)
+{
+	size_t i, n = 1;
+
+	for (i = 0; i < len; i++)
+		n += q[i] == '&';
+	return n;
+}
+
+/* The index of a name in names, or -1. */
+static int fc_name_find(const struct fc_l7_str *names, size_t n, const char *d, size_t len)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (fc_str_eq(names[i], d, len))
+			return (int)i;
+	return -1;
+}
+
+size_t fc_l7_args(const struct fc_l7_index *ix, const char *q, size_t len, char *buf, struct fc_l7_val *vals)
+{
+	const char *p = q, *end = q + len, *amp, *eq;
+	char name[FC_SHM_MAX_NAME];
+	size_t n = 0, nl;
+	int idx;
+
+	if (!ix->nargs)
+		return 0;
+	for (; p < end; p = amp + 1) {
+		amp = memchr(p, '&', (size_t)(end - p));
+		if (!amp)
+			amp = end;
+		eq = memchr(p, '=', (size_t)(amp - p));
+		if (!eq)
+			eq = amp; /* "?flag": an empty value */
+		nl = fc_l7_decode(p, (size_t)(eq - p), name, sizeof(name));
+		if (nl == SIZE_MAX)
+			continue; /* longer than any policy's name */
+		idx = fc_name_find(ix->args, ix->nargs, name, nl);
+		if (idx < 0)
+			continue;
+		vals[n].kind = FC_DIM_ARG;
+		vals[n].idx = (uint8_t)idx;
+		vals[n].v.data = buf;
+		vals[n].v.len = eq < amp ? fc_l7_decode(eq + 1, (size_t)(amp - eq - 1), buf, (size_t)(amp - eq - 1)) : 0;
+		buf += vals[n].v.len;
+		n++;
+	}
+	return n;
+}
+
+int fc_l7_header_idx(const struct fc_l7_index *ix, const char *lowname, size_t len)
+{
+	return fc_name_find(ix->headers, ix->nheaders, lowname, len);
 }
 
 void fc_l7_decide(const struct fc_l7_index *ix, const struct fc_l7_req *rq, uint64_t now, struct fc_l7_result *res)
 {
-	uint32_t m[FC_L7_MAX_MATCHES];
-	struct fc_charge ch[FC_L7_MAX_MATCHES];
+	uint32_t m_stack[FC_L7_MATCHES], *m = m_stack;
+	struct fc_charge ch_stack[FC_L7_MATCHES], *ch = ch_stack;
 	__u64 wait, longest = 0;
-	unsigned n = 0, i, j, longest_at = 0;
+	size_t n, i, j, longest_at = 0;
 	bool uid;
 
 	memset(res, 0, sizeof(*res));
@@ -530,8 +636,18 @@ void fc_l7_decide(const struct fc_l7_index *ix, const struct fc_l7_req *rq, uint
 	}
 	if (!ix->npolicies)
 		return;
-	n = fc_l7_match(ix, rq, m);
-	res->matched = n;
+	n = fc_l7_match(ix, rq, m, FC_L7_MATCHES);
+	res->matched = (unsigned)n;
+	if (n > FC_L7_MATCHES) {
+		/* More than the stack holds: every one of them, in the request's
+		 * memory; none is left out. */
+		m = rq->alloc ? rq->alloc->alloc(rq->alloc->ctx, n * sizeof(*m)) : NULL;
+		ch = rq->alloc ? rq->alloc->alloc(rq->alloc->ctx, n * sizeof(*ch)) : NULL;
+		if (!m || !ch || fc_l7_match(ix, rq, m, n) != n) {
+			res->verdict = FC_L7_ERROR;
+			return;
+		}
+	}
 
 	/* Enforcing policies: all admit, or none is charged. */
 	for (i = 0; i < n; i++) {

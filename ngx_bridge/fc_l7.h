@@ -19,7 +19,7 @@
 #include "fc_shm.h"
 
 #define FC_L7_MAX_NAMES   32 /* distinct arg and header names policies may use */
-#define FC_L7_MAX_MATCHES 64 /* policies one request is checked against */
+#define FC_L7_MATCHES     64 /* matched policies decided without allocating; more are allocated */
 
 struct fc_l7_str {
 	const char *data;
@@ -86,6 +86,10 @@ struct fc_l7_index {
 	/* The stat slots, in the shm. */
 	struct fc_shm_slot *slots;
 	uint32_t nslots;
+	/* Per policy, the last match that collected it: a policy is matched
+	 * once however often its anchor value occurs. The index's own memory. */
+	uint32_t *mark;
+	uint32_t *gen;
 };
 
 /* Builds ix from the shm at base (size bytes). Returns 0, or -1 with ix->why
@@ -94,15 +98,28 @@ struct fc_l7_index {
  * if a publish raced the copy, -2 asks the caller to try again. */
 int fc_l7_build(const void *base, size_t size, struct fc_l7_index *ix, const struct fc_l7_alloc *a);
 
-/* A request as the engine sees it. args[i] / headers[i] hold the value of
- * ix->args[i] / ix->headers[i] (len 0: absent). */
+/* One occurrence of an argument or a header that some policy names. */
+struct fc_l7_val {
+	uint8_t kind; /* FC_DIM_ARG or FC_DIM_HEADER */
+	uint8_t idx;  /* into ix->args or ix->headers */
+	struct fc_l7_str v;
+};
+
+/*
+ * A request as the engine sees it. Values are matched as the application
+ * behind nginx reads them: arguments and the uid percent-decoded ('+' a
+ * space), the uri as nginx normalised it; an argument or header given more
+ * than once is every one of its values (deny-biased: the backend may read
+ * any of them).
+ */
 struct fc_l7_req {
 	struct fc_l7_str uid;
 	struct fc_l7_str uri;
-	struct fc_l7_str args[FC_L7_MAX_NAMES];
-	struct fc_l7_str headers[FC_L7_MAX_NAMES];
+	const struct fc_l7_val *vals; /* fc_l7_args, then the module's headers */
+	size_t nvals;
 	uint8_t family; /* 0: no address */
 	uint8_t addr[16];
+	const struct fc_l7_alloc *alloc; /* for a request matching more than FC_L7_MATCHES */
 };
 
 enum fc_l7_verdict {
@@ -110,6 +127,7 @@ enum fc_l7_verdict {
 	FC_L7_DELAYED,
 	FC_L7_REJECTED,
 	FC_L7_BANNED,
+	FC_L7_ERROR, /* out of memory for the matches: nothing decided, nothing charged */
 };
 
 struct fc_l7_result {
@@ -125,9 +143,26 @@ struct fc_l7_result {
 	unsigned would_deny;  /* log policies that would have denied it */
 };
 
-/* The policies rq matches in full (indexes into ix->pol), at most
- * FC_L7_MAX_MATCHES. */
-unsigned fc_l7_match(const struct fc_l7_index *ix, const struct fc_l7_req *rq, uint32_t out[FC_L7_MAX_MATCHES]);
+/* Percent-decodes len bytes of s into out, '+' as a space, an invalid
+ * escape as written; returns the decoded length, or SIZE_MAX if it would
+ * pass cap (never when cap >= len). */
+size_t fc_l7_decode(const char *s, size_t len, char *out, size_t cap);
+
+/* The most values fc_l7_args can append for the query q: one per '&'-pair. */
+size_t fc_l7_args_max(const char *q, size_t len);
+
+/* Appends to vals every argument of the raw query q whose decoded name a
+ * policy names, its value decoded into buf (room for len bytes); returns how
+ * many. */
+size_t fc_l7_args(const struct fc_l7_index *ix, const char *q, size_t len, char *buf, struct fc_l7_val *vals);
+
+/* The index of a header name (lowercase) in ix->headers, or -1. */
+int fc_l7_header_idx(const struct fc_l7_index *ix, const char *lowname, size_t len);
+
+/* The policies rq matches in full (indexes into ix->pol), each once: the
+ * first cap of them into out. Returns how many matched, which may be more
+ * than cap. */
+size_t fc_l7_match(const struct fc_l7_index *ix, const struct fc_l7_req *rq, uint32_t *out, size_t cap);
 
 /* Decides for rq at now (UTC ns, a clock that may lag by a few ms: the
  * module passes nginx's cached time; a policy marked FC_POLICY_PRECISE reads

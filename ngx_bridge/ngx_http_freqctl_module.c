@@ -360,39 +360,137 @@ ngx_http_freqctl_index(ngx_http_request_t *r, ngx_str_t *path)
 }
 
 
+/* The uid as the application reads it: percent-decoded, '+' a space. A
+ * value with nothing to decode is used as it is. */
+static ngx_int_t
+ngx_http_freqctl_uid_value(ngx_http_request_t *r, ngx_str_t *v, struct fc_l7_req *rq)
+{
+    u_char  *d;
+
+    rq->uid.data = (const char *) v->data;
+    rq->uid.len = v->len;
+
+    if (ngx_strlchr(v->data, v->data + v->len, '%') == NULL
+        && ngx_strlchr(v->data, v->data + v->len, '+') == NULL)
+    {
+        return NGX_OK;
+    }
+
+    d = ngx_pnalloc(r->pool, v->len);
+    if (d == NULL) {
+        return NGX_ERROR;
+    }
+
+    rq->uid.data = (const char *) d;
+    rq->uid.len = fc_l7_decode((const char *) v->data, v->len, (char *) d, v->len);
+
+    return NGX_OK;
+}
+
+
+/* Every occurrence of the args (decoded) and headers that some policy
+ * names: a value given twice is two values, and a request matches a policy
+ * if any of them does. */
+static ngx_int_t
+ngx_http_freqctl_values(ngx_http_request_t *r, struct fc_l7_index *ix,
+    struct fc_l7_req *rq)
+{
+    size_t             nargs, nhdrs, n;
+    u_char            *buf;
+    ngx_uint_t         i;
+    ngx_list_part_t   *part;
+    ngx_table_elt_t   *hdr;
+    struct fc_l7_val  *vals;
+    int                k;
+
+    rq->vals = NULL;
+    rq->nvals = 0;
+
+    nargs = ix->nargs && r->args.len
+            ? fc_l7_args_max((const char *) r->args.data, r->args.len) : 0;
+
+    nhdrs = 0;
+    if (ix->nheaders) {
+        for (part = &r->headers_in.headers.part; part; part = part->next) {
+            nhdrs += part->nelts;
+        }
+    }
+
+    if (nargs + nhdrs == 0) {
+        return NGX_OK;
+    }
+
+    vals = ngx_palloc(r->pool, (nargs + nhdrs) * sizeof(struct fc_l7_val));
+    if (vals == NULL) {
+        return NGX_ERROR;
+    }
+
+    n = 0;
+
+    if (nargs) {
+        buf = ngx_pnalloc(r->pool, r->args.len);
+        if (buf == NULL) {
+            return NGX_ERROR;
+        }
+
+        n = fc_l7_args(ix, (const char *) r->args.data, r->args.len,
+                       (char *) buf, vals);
+    }
+
+    if (nhdrs) {
+        for (part = &r->headers_in.headers.part; part; part = part->next) {
+            hdr = part->elts;
+
+            for (i = 0; i < part->nelts; i++) {
+                k = fc_l7_header_idx(ix, (const char *) hdr[i].lowcase_key,
+                                     hdr[i].key.len);
+                if (k < 0) {
+                    continue;
+                }
+
+                vals[n].kind = FC_DIM_HEADER;
+                vals[n].idx = (uint8_t) k;
+                vals[n].v.data = (const char *) hdr[i].value.data;
+                vals[n].v.len = hdr[i].value.len;
+                n++;
+            }
+        }
+    }
+
+    rq->vals = vals;
+    rq->nvals = n;
+
+    return NGX_OK;
+}
+
+
 /* Fills the engine's view of r: uid, uri, address, and the args and headers
  * that some policy names. */
 static ngx_int_t
 ngx_http_freqctl_request(ngx_http_request_t *r, ngx_http_freqctl_loc_conf_t *lcf,
     struct fc_l7_index *ix, struct fc_l7_req *rq)
 {
-    size_t                      i, k;
     ngx_str_t                   v;
-    ngx_uint_t                  n;
-    ngx_list_part_t            *part;
-    ngx_table_elt_t            *hdr;
     ngx_http_variable_value_t  *vv;
 
-    /* Not the whole struct: its arg and header arrays are 1 KiB, and only
-     * the first nargs / nheaders of them are read. */
-    ngx_memzero(&rq->uid, sizeof(rq->uid));
-    ngx_memzero(rq->args, ix->nargs * sizeof(rq->args[0]));
-    ngx_memzero(rq->headers, ix->nheaders * sizeof(rq->headers[0]));
-    rq->family = 0;
+    ngx_memzero(rq, sizeof(struct fc_l7_req));
 
     if (lcf->uid_index != NGX_CONF_UNSET) {
         vv = ngx_http_get_indexed_variable(r, lcf->uid_index);
         if (vv != NULL && !vv->not_found) {
-            rq->uid.data = (const char *) vv->data;
-            rq->uid.len = vv->len;
+            v.data = vv->data;
+            v.len = vv->len;
+            if (ngx_http_freqctl_uid_value(r, &v, rq) != NGX_OK) {
+                return NGX_ERROR;
+            }
         }
 
     } else if (lcf->uid) {
-        if (ngx_http_complex_value(r, lcf->uid, &v) != NGX_OK) {
+        if (ngx_http_complex_value(r, lcf->uid, &v) != NGX_OK
+            || ngx_http_freqctl_uid_value(r, &v, rq) != NGX_OK)
+        {
             return NGX_ERROR;
         }
-        rq->uid.data = (const char *) v.data;
-        rq->uid.len = v.len;
     }
 
     rq->uri.data = (const char *) r->uri.data;
@@ -412,47 +510,13 @@ ngx_http_freqctl_request(ngx_http_request_t *r, ngx_http_freqctl_loc_conf_t *lcf
         if (IN6_IS_ADDR_V4MAPPED((struct in6_addr *) rq->addr)) {
             rq->family = 4;
             ngx_memmove(rq->addr, rq->addr + 12, 4);
+            ngx_memzero(rq->addr + 4, 12);
         }
         break;
 #endif
     }
 
-    for (i = 0; i < ix->nargs; i++) {
-        if (ngx_http_arg(r, (u_char *) ix->args[i].data, ix->args[i].len, &v) == NGX_OK) {
-            rq->args[i].data = (const char *) v.data;
-            rq->args[i].len = v.len;
-        }
-    }
-
-    if (ix->nheaders == 0) {
-        return NGX_OK;
-    }
-
-    part = &r->headers_in.headers.part;
-    hdr = part->elts;
-
-    for (n = 0; /* void */; n++) {
-        if (n >= part->nelts) {
-            if (part->next == NULL) {
-                break;
-            }
-            part = part->next;
-            hdr = part->elts;
-            n = 0;
-        }
-
-        for (k = 0; k < ix->nheaders; k++) {
-            if (hdr[n].key.len == ix->headers[k].len
-                && ngx_strncmp(hdr[n].lowcase_key, ix->headers[k].data,
-                               hdr[n].key.len) == 0)
-            {
-                rq->headers[k].data = (const char *) hdr[n].value.data;
-                rq->headers[k].len = hdr[n].value.len;
-            }
-        }
-    }
-
-    return NGX_OK;
+    return ngx_http_freqctl_values(r, ix, rq);
 }
 
 
@@ -586,6 +650,7 @@ ngx_http_freqctl_handler(ngx_http_request_t *r)
     ngx_http_freqctl_ctx_t        *ctx;
     struct fc_l7_index            *ix;
     struct fc_l7_result            res;
+    struct fc_l7_alloc             alloc;
     struct fc_l7_req               rq;
     ngx_msec_t                     delay;
 
@@ -617,6 +682,10 @@ ngx_http_freqctl_handler(ngx_http_request_t *r)
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 
+    alloc.alloc = ngx_http_freqctl_pool_alloc;
+    alloc.ctx = r->pool;
+    rq.alloc = &alloc;
+
     fc_l7_decide(ix, &rq, ngx_http_freqctl_now(), &res);
     ctx->policy = res.policy;
 
@@ -631,6 +700,12 @@ ngx_http_freqctl_handler(ngx_http_request_t *r)
 
     case FC_L7_PASS:
         return NGX_DECLINED;
+
+    case FC_L7_ERROR:
+        ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
+                      "freqctl: no memory for the %ud policies this request "
+                      "matches", res.matched);
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
 
     case FC_L7_BANNED:
         ngx_log_error(lcf->log_level, r->connection->log, 0,

@@ -145,14 +145,18 @@ static int fc_build(struct fc_t *t, const void *base, size_t size)
 	return fc_l7_build(base, size, &t->ix, &a);
 }
 
-/* A request from text: "uid=u1 arg:api=login header:x-key=k uri=/a ip=198.18.0.1". */
+/* A request from text: "uid=u1 arg:api=login header:x-key=k uri=/a ip=198.18.0.1";
+ * "query=RAW" gives the args as a raw query string (decoded by the engine),
+ * and a dimension may repeat. */
 static void fc_req(const struct fc_l7_index *ix, struct fc_l7_req *rq, const char *text)
 {
-	static char buf[1024];
+	static char buf[1024], qbuf[1024];
+	static struct fc_l7_val vals[256];
 	char *tok, *save = NULL, *eq, *colon;
-	size_t i;
+	int k;
 
 	memset(rq, 0, sizeof(*rq));
+	rq->vals = vals;
 	snprintf(buf, sizeof(buf), "%s", text);
 	for (tok = strtok_r(buf, " ", &save); tok; tok = strtok_r(NULL, " ", &save)) {
 		eq = strchr(tok, '=');
@@ -162,6 +166,9 @@ static void fc_req(const struct fc_l7_index *ix, struct fc_l7_req *rq, const cha
 			rq->uid = (struct fc_l7_str){ eq, strlen(eq) };
 		} else if (!strcmp(tok, "uri")) {
 			rq->uri = (struct fc_l7_str){ eq, strlen(eq) };
+		} else if (!strcmp(tok, "query")) {
+			assert_true(rq->nvals + fc_l7_args_max(eq, strlen(eq)) <= 256);
+			rq->nvals += fc_l7_args(ix, eq, strlen(eq), qbuf, vals + rq->nvals);
 		} else if (!strcmp(tok, "ip")) {
 			struct fc_prefix p;
 			struct fc_err err;
@@ -170,13 +177,20 @@ static void fc_req(const struct fc_l7_index *ix, struct fc_l7_req *rq, const cha
 			rq->family = p.family;
 			memcpy(rq->addr, p.a, 16);
 		} else if (colon) {
-			const struct fc_l7_str *names = !strncmp(tok, "arg", 3) ? ix->args : ix->headers;
-			size_t n = !strncmp(tok, "arg", 3) ? ix->nargs : ix->nheaders;
-			struct fc_l7_str *vals = !strncmp(tok, "arg", 3) ? rq->args : rq->headers;
+			bool arg = !strncmp(tok, "arg", 3);
 
-			for (i = 0; i < n; i++)
-				if (names[i].len == strlen(colon + 1) && !memcmp(names[i].data, colon + 1, names[i].len))
-					vals[i] = (struct fc_l7_str){ eq, strlen(eq) };
+			k = arg ? -1 : fc_l7_header_idx(ix, colon + 1, strlen(colon + 1));
+			if (arg) {
+				size_t i;
+
+				for (i = 0; i < ix->nargs; i++)
+					if (ix->args[i].len == strlen(colon + 1) && !memcmp(ix->args[i].data, colon + 1, ix->args[i].len))
+						k = (int)i;
+			}
+			if (k < 0)
+				continue;
+			assert_true(rq->nvals < 256);
+			vals[rq->nvals++] = (struct fc_l7_val){ arg ? FC_DIM_ARG : FC_DIM_HEADER, (uint8_t)k, { eq, strlen(eq) } };
 		}
 	}
 }
@@ -539,6 +553,100 @@ static void test_delay(void **state)
 	assert_int_equal(res.policy, 2);
 }
 
+/* Decoding as applications decode query strings: %XX, '+' a space; what is
+ * not a valid escape stays as written; a cap is never passed. */
+static void test_decode(void **state)
+{
+	static const struct {
+		const char *in, *out;
+	} v[] = {
+		{ "login", "login" }, { "%6Cogin", "login" }, { "%6cogin", "login" }, { "lo+gin", "lo gin" },
+		{ "%2B", "+" },	      { "%zz", "%zz" },	      { "%4", "%4" },	    { "100%", "100%" },
+		{ "%00x", "\0x" },   { "", "" },
+	};
+	char out[64];
+	size_t i, n;
+
+	(void)state;
+	for (i = 0; i < sizeof(v) / sizeof(v[0]); i++) {
+		n = fc_l7_decode(v[i].in, strlen(v[i].in), out, sizeof(out));
+		assert_int_equal(n, strlen(v[i].out) + (v[i].out[0] == 0 && v[i].in[0] ? 2 : 0));
+		assert_memory_equal(out, v[i].out, n);
+	}
+	assert_int_equal(fc_l7_decode("%41%41%41", 9, out, 3), 3);
+	assert_int_equal(fc_l7_decode("%41%41%41", 9, out, 2), SIZE_MAX);
+	assert_int_equal(fc_l7_args_max("a=1&b=2&&c", 10), 4);
+}
+
+/*
+ * arg:api=login is charged however it is spelled: percent-escaped, its name
+ * escaped, given after another value of the same argument; a value given
+ * twice is one match, not two charges; a header sent twice matches if
+ * either line does.
+ */
+static void test_spelling(void **state)
+{
+	struct fc_t *t = *state;
+
+	fc_policy(t, 1, "arg:api=login", "3/m", "drop", 3, 0);
+	fc_policy(t, 2, "header:x-key=k", "1/m", "drop", 1, 0);
+	fc_publish(t);
+	assert_int_equal(fc_build(t, t->base, t->size), 0);
+	assert_int_equal(fc_decide(t, "query=api=%6Cogin", T0, NULL), FC_L7_PASS);
+	assert_int_equal(fc_decide(t, "query=x=1&api=x&api=login", T0, NULL), FC_L7_PASS);
+	assert_int_equal(fc_decide(t, "query=%61pi=lo%67in&api=login", T0, NULL), FC_L7_PASS);
+	assert_int_equal(fc_decide(t, "query=api=LOGIN&api=log+in&apix=login", T0, NULL), FC_L7_PASS);
+	assert_int_equal(fc_decide(t, "query=api=login", T0, NULL), FC_L7_REJECTED);
+	assert_int_equal(t->ix.slots[1].passed + t->ix.slots[1].denied, 4);
+	assert_int_equal(fc_decide(t, "header:x-key=a header:x-key=k", T0, NULL), FC_L7_PASS);
+	assert_int_equal(fc_decide(t, "header:x-key=k header:x-key=b", T0, NULL), FC_L7_REJECTED);
+	assert_int_equal(fc_decide(t, "header:x-key=a header:x-key=b", T0, NULL), FC_L7_PASS);
+}
+
+/*
+ * More matching policies than the engine decides on its stack: every one is
+ * charged (memory from the request), and without memory nothing is decided
+ * or charged rather than some policies ignored.
+ */
+static void test_many_matches(void **state)
+{
+	struct fc_t *t = *state;
+	struct fc_arena arena = { 0 };
+	struct fc_l7_alloc a = { fc_arena_alloc, &arena };
+	struct fc_l7_result res;
+	struct fc_l7_req rq;
+	char match[64], query[1024] = "query=";
+	size_t off = strlen(query);
+	uint32_t i;
+
+	for (i = 1; i <= 100; i++) {
+		snprintf(match, sizeof(match), "uid=u1,arg:p=%u", i);
+		fc_policy(t, i, match, i == 100 ? "1/m" : "5/m", "drop", 0, 0);
+		off += (size_t)snprintf(query + off, sizeof(query) - off, "%sp=%u", i > 1 ? "&" : "", i);
+	}
+	fc_publish(t);
+	assert_int_equal(fc_build(t, t->base, t->size), 0);
+	snprintf(query + off, sizeof(query) - off, " uid=u1");
+	fc_req(&t->ix, &rq, query);
+	fc_l7_decide(&t->ix, &rq, T0, &res);
+	assert_int_equal(res.verdict, FC_L7_ERROR); /* no memory given: nothing decided */
+	assert_int_equal(res.matched, 100);
+	for (i = 1; i <= 100; i++)
+		assert_int_equal(t->ix.slots[i].passed + t->ix.slots[i].denied, 0);
+	rq.alloc = &a;
+	fc_l7_decide(&t->ix, &rq, T0, &res);
+	assert_int_equal(res.verdict, FC_L7_PASS);
+	for (i = 1; i <= 100; i++)
+		assert_int_equal(t->ix.slots[i].passed, 1);
+	/* The 100th policy, beyond any stack, denies the next one: all or none. */
+	fc_l7_decide(&t->ix, &rq, T0, &res);
+	assert_int_equal(res.verdict, FC_L7_REJECTED);
+	assert_int_equal(res.policy, 100);
+	for (i = 1; i < 100; i++)
+		assert_int_equal(t->ix.slots[i].passed, 1);
+	fc_arena_free(&arena);
+}
+
 /* Random policies over small domains, random requests: the index finds
  * exactly what checking every policy finds. */
 static void test_matching_vs_naive(void **state)
@@ -547,7 +655,7 @@ static void test_matching_vs_naive(void **state)
 	static const char *const vals[] = { "a", "b", "c", "d" };
 	struct fc_t *t = *state;
 	struct fc_policy_spec *specs = calloc(3000, sizeof(*specs));
-	uint32_t got[FC_L7_MAX_MATCHES];
+	uint32_t got[64];
 	struct fc_policy_row row;
 	struct fc_l7_req rq;
 	struct fc_err err;
@@ -589,7 +697,8 @@ static void test_matching_vs_naive(void **state)
 		snprintf(req, sizeof(req), "uid=%s arg:p=%s header:h=%s uri=/%s ip=198.18.%u.5", uids[rand_r(&seed) % 8],
 			 vals[rand_r(&seed) % 4], vals[rand_r(&seed) % 4], vals[rand_r(&seed) % 4], rand_r(&seed) % 3);
 		fc_req(&t->ix, &rq, req);
-		n = fc_l7_match(&t->ix, &rq, got);
+		n = (unsigned)fc_l7_match(&t->ix, &rq, got, 64);
+		assert_true(n <= 64);
 		/* The naive way: every policy, every dimension. */
 		for (i = 0, naive = 0; i < (unsigned)nused; i++) {
 			const struct fc_policy_spec *p = &specs[used[i]];
@@ -639,6 +748,9 @@ int main(void)
 		T(test_tiers_and_policies_all_or_nothing),
 		T(test_delay),
 		T(test_matching_vs_naive),
+		T(test_decode),
+		T(test_spelling),
+		T(test_many_matches),
 	};
 
 	return cmocka_run_group_tests_name("L7 engine (shm reader, matching, decisions)", tests, NULL, NULL);
