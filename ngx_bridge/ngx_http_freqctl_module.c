@@ -653,11 +653,12 @@ ngx_http_freqctl_handler(ngx_http_request_t *r)
     struct fc_l7_alloc             alloc;
     struct fc_l7_req               rq;
     ngx_msec_t                     delay;
+    ngx_uint_t                     level;
 
     lcf = ngx_http_get_module_loc_conf(r, ngx_http_freqctl_module);
     mcf = ngx_http_get_module_main_conf(r, ngx_http_freqctl_module);
 
-    if (!lcf->enable || mcf->shm_path.len == 0 || r->main != r) {
+    if (!lcf->enable || r->main != r) {
         return NGX_DECLINED;
     }
 
@@ -737,7 +738,9 @@ ngx_http_freqctl_handler(ngx_http_request_t *r)
 
     default: /* FC_L7_DELAYED */
         delay = (ngx_msec_t) ((res.delay_ns + 999999) / 1000000);
-        ngx_log_error(lcf->log_level, r->connection->log, 0,
+        /* One level below refusals, as limit_req logs its delays. */
+        level = lcf->log_level + 1;
+        ngx_log_error(level, r->connection->log, 0,
                       "freqctl: policy %uD %s request by %M ms, uid \"%*s\"",
                       res.policy, lcf->dry_run ? "would delay" : "delaying",
                       delay, rq.uid.len, rq.uid.data);
@@ -752,9 +755,17 @@ ngx_http_freqctl_handler(ngx_http_request_t *r)
         if (delay == 0) {
             return NGX_DECLINED;
         }
-        if (ngx_handle_read_event(r->connection->read, 0) != NGX_OK) {
+        /* A client that already closed leaves its read event ready and
+         * raises no new one: post it, so ngx_http_test_reading sees the
+         * close now rather than when the delay ends (nginx's own fix to
+         * limit_req's delay, 1.21). */
+        if (r->connection->read->ready) {
+            ngx_post_event(r->connection->read, &ngx_posted_events);
+
+        } else if (ngx_handle_read_event(r->connection->read, 0) != NGX_OK) {
             return NGX_HTTP_INTERNAL_SERVER_ERROR;
         }
+
         /* Wait on a timer, as limit_req does: never sleep in a worker. */
         r->read_event_handler = ngx_http_test_reading;
         r->write_event_handler = ngx_http_freqctl_delay;
@@ -960,8 +971,9 @@ ngx_http_freqctl_create_loc_conf(ngx_conf_t *cf)
 static char *
 ngx_http_freqctl_merge_loc_conf(ngx_conf_t *cf, void *parent, void *child)
 {
-    ngx_http_freqctl_loc_conf_t *prev = parent;
-    ngx_http_freqctl_loc_conf_t *conf = child;
+    ngx_http_freqctl_loc_conf_t   *prev = parent;
+    ngx_http_freqctl_loc_conf_t   *conf = child;
+    ngx_http_freqctl_main_conf_t  *mcf;
 
     ngx_conf_merge_value(conf->enable, prev->enable, 0);
     ngx_conf_merge_uint_value(conf->status, prev->status, NGX_HTTP_TOO_MANY_REQUESTS);
@@ -973,6 +985,14 @@ ngx_http_freqctl_merge_loc_conf(ngx_conf_t *cf, void *parent, void *child)
     if (conf->uid == NULL && conf->uid_index == NGX_CONF_UNSET) {
         conf->uid = prev->uid;
         conf->uid_index = prev->uid_index;
+    }
+
+    mcf = ngx_http_conf_get_module_main_conf(cf, ngx_http_freqctl_module);
+
+    if (conf->enable && mcf->shm_path.len == 0) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "\"freqctl on\" needs \"freqctl_shm\" in the http block");
+        return NGX_CONF_ERROR;
     }
 
     return NGX_CONF_OK;

@@ -50,8 +50,9 @@ fc() { "$FC_BIN" --db "$db" --pin-dir "$pin" --shm "$shm" "$@"; }
 jq_true() { jq -e "$@" >/dev/null; }
 
 # Debian's nginx with the built module, reading $shm, the user id from
-# ?uid=, one worker, its files under /tmp/fc-it-$tag. fc_nginx_stop ends it
-# by its pid (call it from the EXIT trap).
+# ?uid=, one worker, its files under /tmp/fc-it-$tag; FC_NGX_HTTP adds
+# directives to its http block, FC_NGX_ACCESS_LOG replaces "access_log off". fc_nginx_stop ends it by its pid (call it
+# from the EXIT trap).
 MODULE=${FC_NGX_MODULE:-$PWD/build/ngx_http_freqctl_module.so}
 fc_nginx_missing() {
 	command -v nginx >/dev/null || { echo "nginx not installed (Debian nginx)"; return; }
@@ -73,10 +74,11 @@ pid $d/nginx.pid;
 error_log $d/logs/error.log notice;
 events { worker_connections 64; }
 http {
-    access_log off;
+    ${FC_NGX_ACCESS_LOG:-access_log off;}
     freqctl_shm $shm;
     freqctl on;
     freqctl_uid \$arg_uid;
+    ${FC_NGX_HTTP:-}
     server { listen $1; root $d/html; }
 }
 CONF

@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# The module's configuration and delay lifecycle in a real nginx: "freqctl on"
+# without "freqctl_shm" is refused by nginx -t, as limit_req without a zone;
+# delays are logged one level below refusals; and a client that closed its
+# connection before its delay began is let go at once, not when the delay
+# ends. (The module posts a read event that is already ready, as nginx's
+# 2021 fix to limit_req's delay does; with epoll's RDHUP, as here, nginx
+# notices such a close anyway, so this checks the behaviour, not the fix.)
+# The nginx started here is stopped by its pid on exit.
+. "$(dirname "$0")/lib.sh"
+[ "$(id -u)" -eq 0 ] || skip_all "needs root (nginx as www-data, the shm's group)"
+why=$(fc_nginx_missing)
+[ -z "$why" ] || skip_all "$why"
+trap 'fc_nginx_stop; fc_finish' EXIT
+port=$((25000 + tag % 20000))
+d=/tmp/fc-it-$tag
+mkdir -p "$d/logs"
+
+cat >"$d/noshm.conf" <<CONF
+load_module $MODULE;
+error_log $d/logs/noshm.log;
+events { }
+http { server { listen 127.0.0.1:$port; location / { freqctl on; } } }
+CONF
+check "freqctl on without freqctl_shm: nginx -t fails, naming both" \
+	sh -c "! nginx -t -p '$d' -c '$d/noshm.conf' 2>'$d/t.err' && grep -q '\"freqctl on\" needs \"freqctl_shm\"' '$d/t.err'"
+
+fc policy add 1 --match uid=d --rate 1/s --burst 1 --action delay --delay-burst 5 >/dev/null
+fc policy add 2 --match uid=r --rate 1/m --burst 1 >/dev/null
+FC_NGX_ACCESS_LOG="log_format t '\$arg_uid \$status \$request_time'; access_log $d/logs/access.log t;" \
+	fc_nginx_start "127.0.0.1:$port" || skip_all "nginx did not start"
+
+curl -s -o /dev/null "http://127.0.0.1:$port/?uid=d" # the burst
+# Sent, then closed at once: the request waits ~1 s in the delay queue.
+exec 3<>"/dev/tcp/127.0.0.1/$port"
+printf 'GET /?uid=d HTTP/1.1\r\nHost: x\r\n\r\n' >&3
+exec 3>&- 3<&-
+for _ in $(seq 30); do [ "$(grep -c '^d ' "$d/logs/access.log" 2>/dev/null)" -ge 2 ] && break; sleep 0.1; done
+line=$(grep '^d ' "$d/logs/access.log" | tail -1)
+check "a client gone before its delay is let go at once, 499 ($line)" \
+	awk -v l="$line" 'BEGIN { split(l, f, " "); exit !(f[2] == 499 && f[3] < 0.5) }'
+
+curl -s -o /dev/null "http://127.0.0.1:$port/?uid=r"
+curl -s -o /dev/null "http://127.0.0.1:$port/?uid=r"
+check "a refusal is logged at warn" grep -q '\[warn\].*freqctl: policy 2 rejected' "$d/logs/error.log"
+check "a delay is logged one level below, at notice" grep -q '\[notice\].*freqctl: policy 1 delaying' "$d/logs/error.log"
+exit 0
