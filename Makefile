@@ -128,7 +128,7 @@ $(B)/tests/%: $(B)/tests/bpf/%.o $(B)/tests/bpf/fc_frames.o $(B)/tests/bpf/fc_te
 $(B)/fc_bench: $(B)/tools/fc_bench.o $(B)/tests/bpf/fc_frames.o $(LIB_A)
 	$(CC) $(CFLAGS) $^ -o $@ $(LIB_LIBS)
 
-$(B)/fc_agent_bench $(B)/fc_l7_bench: $(B)/%: $(B)/tools/%.o $(L7_OBJ) $(LIB_A)
+$(B)/fc_agent_bench $(B)/fc_l7_bench: $(B)/%: $(B)/tools/%.o $(B)/tools/fc_worker_map.o $(L7_OBJ) $(LIB_A)
 	$(CC) $(CFLAGS) $^ -o $@ $(LIB_LIBS)
 
 # The nginx module, built against Debian's nginx-dev (see the script).

@@ -1,31 +1,47 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * The L7 shared-memory layout: what `freqctl sync` writes to the shm file and
- * the nginx module (ngx_bridge/) reads. One definition, included by the
+ * The L7 shared memory: what freqctl publishes and the nginx module reads,
+ * and what the module's workers write. One definition, included by the
  * loader, the module and the tests.
  *
- *   header | config block 0 | config block 1 | stat slots | ban table | offender ring
+ * Two files, one per writer, so that root never takes anything from a file
+ * another user can write:
  *
- * Config blocks are written RCU-style: the writer (one at a time, under the
- * pin dir's lock) fills the inactive block, then publishes it by storing
- * `active` and bumping `seq` with release ordering. A reader notices a new
- * seq, reads `active` and copies what it needs out of that block into its own
- * memory; a block is rewritten only two publishes later, and a reader that
- * saw seq change while it copied starts over. Readers treat every byte as
- * untrusted: magic, lengths and bounds are checked on every item, and a bad
- * item is skipped, never followed.
+ *   the config file (--shm, default /dev/shm/freqctl), written by root only
+ *   (0640 root:www-data; workers map it read-only):
+ *       header | config block 0 | config block 1 | ban table 0 | ban table 1
+ *
+ *   the state file (the same path + ".state"), written by the workers (0660
+ *   root:www-data; workers map it read-write, root only ever reads it with
+ *   pread, every value as hostile, and writes a slot's owner with pwrite):
+ *       state header | stat slots | offender ring
+ *
+ * Every offset is a constant of this header: no reader takes one from a
+ * file. A layout change is a new version; root replaces an old file by
+ * renaming a new one over it (workers notice the new inode and remap; a
+ * file resized in place would SIGBUS them).
+ *
+ * Config blocks and ban tables are written RCU-style: the writer (one at a
+ * time, under the pin dir's lock) fills the inactive one, then publishes it
+ * by storing which is active and bumping a seq, with release ordering. A
+ * reader copies what it needs, then re-reads the seq after an acquire fence
+ * and starts over if it moved. Readers treat every byte as untrusted: magic,
+ * lengths and bounds on every item; a bad item is skipped, never followed.
  *
  * Stat slots hold the bucket state (one 64-bit word per tier, changed only
  * by compare-and-exchange: exact across workers, no lock that a killed worker
- * could leave held) and counters; a policy keeps its slot across syncs.
+ * could leave held) and counters; a policy keeps its slot across publishes.
  *
- * Bans (uids and IP addresses or prefixes) live apart, in a multi-level hash
- * that workers read in place, so a change of bans costs no worker a rebuild:
- * each publish writes every live ban stamped with ban_seq + 1, taking a slot
- * not stamped so in the first level that has one (the last level probes
- * linearly), then stores ban_seq + 1 with release ordering. A slot is valid
- * only while its stamp equals ban_seq, so what is not rewritten (lifted or
- * expired bans) is gone the moment the new seq is.
+ * Bans (uids and IP addresses or prefixes) live in a multi-level hash that
+ * workers read in place, so a change of bans costs no worker a rebuild: a
+ * publish whose bans changed writes every live ban into the inactive table,
+ * each in the first slot of its probe sequence not yet carrying a fresh
+ * stamp (never one used before, so a failed write leaves nothing a later
+ * one trusts), the stamp stored last with release ordering; then it makes
+ * that table live (ban_live: table and stamp in one word). A slot is valid
+ * only while its stamp is its table's, so what was not rewritten (lifted or
+ * expired bans) is gone with the switch, and a reader stops at the first
+ * slot of a probe sequence without the stamp.
  */
 #ifndef FC_SHM_H
 #define FC_SHM_H
@@ -33,23 +49,32 @@
 #include <linux/types.h>
 
 #include "fc_limit.h"
+#include "fc_maps.h"
 
-#define FC_SHM_MAGIC     0x37474346 /* "FCG7" */
-#define FC_SHM_VERSION   1
-#define FC_SHM_DEFAULT   "/dev/shm/freqctl"
+#define FC_SHM_MAGIC       0x38474346 /* "FCG8" */
+#define FC_SHM_STATE_MAGIC 0x54534346 /* "FCST" */
+#define FC_SHM_VERSION     2
+#define FC_SHM_DEFAULT     "/dev/shm/freqctl"
+#define FC_SHM_STATE_SUFFIX ".state"
 
 #define FC_SHM_BLOCK_MAGIC 0x4b4c4246 /* "FBLK" */
 #define FC_SHM_ITEM_MAGIC  0x4d544946 /* "FITM" */
 
-/* Capacity: a block holds 64 MiB of items (the file is sparse: only written
- * pages use memory); slots for every policy slot number; ban table levels of
- * decreasing prime sizes, ~2M slots for up to ~1.5M bans. */
+/* Capacity: a block holds 64 MiB of items (the files are sparse: only
+ * written pages use memory); a stat slot for every policy slot number; ban
+ * tables of FC_SHM_BAN_LEVELS levels of decreasing prime sizes, ~2M slots
+ * each for up to ~1.5M bans. */
 #define FC_SHM_BLOCK_SIZE (64u << 20)
-#define FC_SHM_SLOTS      65537u
+#define FC_SHM_SLOTS      (FC_MAX_POLICIES + 1u)
 #define FC_SHM_BAN_LEVELS 4
+#define FC_SHM_BAN_L0     1048573u
+#define FC_SHM_BAN_L1     524287u
+#define FC_SHM_BAN_L2     262139u
+#define FC_SHM_BAN_L3     131071u
+#define FC_SHM_BAN_SLOTS  (FC_SHM_BAN_L0 + FC_SHM_BAN_L1 + FC_SHM_BAN_L2 + FC_SHM_BAN_L3)
 #define FC_SHM_BAN_PROBE  64 /* linear probes in the last level */
-static const __u32 fc_shm_ban_level[FC_SHM_BAN_LEVELS] = { 1048573, 524287, 262139, 131071 };
-#define FC_SHM_BAN_SLOTS (1048573u + 524287u + 262139u + 131071u)
+static const __u32 fc_shm_ban_level[FC_SHM_BAN_LEVELS] = { FC_SHM_BAN_L0, FC_SHM_BAN_L1, FC_SHM_BAN_L2,
+							     FC_SHM_BAN_L3 };
 #define FC_SHM_RING_SIZE 65536u /* offender reports; a power of two */
 
 /* Bounds on what an item may carry (the writer refuses more). */
@@ -57,50 +82,24 @@ static const __u32 fc_shm_ban_level[FC_SHM_BAN_LEVELS] = { 1048573, 524287, 2621
 #define FC_SHM_MAX_NAME   64
 #define FC_SHM_MAX_VALUE  255
 
+/* The config file's header; root writes it, nobody else can. */
 struct fc_shm_header {
 	__u32 magic;
 	__u32 version;
-	__u32 init;   /* 1 once the layout below is valid */
-	__u32 active; /* 0 or 1: the live config block */
-	__u64 seq;    /* bumped (release) after each publish */
-	__u64 size;   /* the file's size */
-	__u64 block_off[2];
-	__u64 block_size;
-	__u64 slots_off;
-	__u32 nslots;
-	__u32 ban_seq;     /* the stamp of valid ban slots */
-	__u64 bans_off;
-	__u32 nban_slots;  /* FC_SHM_BAN_SLOTS */
+	__u32 init;        /* 1 once a block has been published */
+	__u32 active;      /* 0 or 1: the live config block */
+	__u64 seq;         /* bumped (release) after each block publish */
+	__u64 ban_live;    /* FC_SHM_BAN_LIVE(stamp, table) of the live ban table; 0: none yet */
+	__u32 ban_stamp;   /* the last stamp written, published or not: never reused */
 	__u32 pad;
+	__u64 ban_digest;  /* of the live ban set: an unchanged set is not rewritten */
 	__u64 ban_plens[4]; /* prefix lengths with an IP ban: IPv4 p at bit p, IPv6 p at bit 64 + p */
-	__u64 ring_off;     /* struct fc_shm_ring */
-	__u32 ring_size;    /* FC_SHM_RING_SIZE */
-	__u32 pad2;
 };
 
-/*
- * The offender ring: workers report each request refused by a policy that
- * escalates (FC_SHM_POLICY_ESCALATE) without ever waiting: they take an index
- * with one fetch-and-add on head and write that entry, stamping seq = index
- * + 1 last. The agent reads behind them; an entry whose stamp is not its
- * index + 1 is not written yet, or was overwritten by a faster lap.
- */
-struct fc_shm_ring_entry {
-	__u64 seq;
-	__u32 policy; /* the refusing policy's id */
-	__u8 family;  /* 4 or 6 */
-	__u8 pad[3];
-	__u8 addr[16];
-};
-
-struct fc_shm_ring {
-	__u64 head; /* alone on its cache line: the only word workers write to */
-	__u64 pad[7];
-	struct fc_shm_ring_entry e[FC_SHM_RING_SIZE];
-};
-
-/* fc_shm_policy.flags */
-#define FC_SHM_POLICY_ESCALATE 0x100
+/* The live ban table and its slots' stamp, in one word read at once. */
+#define FC_SHM_BAN_LIVE(stamp, table) (((__u64)(stamp) << 32) | (table))
+#define FC_SHM_BAN_STAMP(live)        ((__u32)((live) >> 32))
+#define FC_SHM_BAN_TABLE(live)        ((__u32)(live) & 1)
 
 struct fc_shm_block {
 	__u32 magic;
@@ -137,23 +136,20 @@ struct fc_shm_dim {
 	__u8 pad;
 };
 
-enum fc_l7_action {
-	FC_L7_DROP = 0,  /* answer freqctl_status */
-	FC_L7_LOG = 1,   /* count what would be denied */
-	FC_L7_DELAY = 2, /* wait to the rate, up to delay_burst queued; past that, deny */
-};
+/* fc_shm_policy.flags, beside FC_POLICY_PRECISE */
+#define FC_SHM_POLICY_ESCALATE 0x100
 
 struct fc_shm_policy {
 	struct fc_shm_item item;
 	__u32 id;
-	__u32 slot;  /* stat slot, 1..FC_SHM_SLOTS-1 */
+	__u32 slot;  /* stat slot, 1..FC_MAX_POLICIES */
 	__u32 epoch; /* must equal the slot's owner epoch */
 	__u8 algo;   /* enum fc_algo */
-	__u8 action; /* enum fc_l7_action */
+	__u8 action; /* enum fc_action */
 	__u8 ndims;
 	__u8 ntiers;
 	__u32 delay_burst;
-	__u32 flags; /* FC_POLICY_PRECISE: read the precise clock for it */
+	__u32 flags; /* FC_POLICY_PRECISE, FC_SHM_POLICY_ESCALATE */
 	struct fc_tier tier[FC_MAX_TIERS];
 	/* ndims struct fc_shm_dim follow */
 };
@@ -161,7 +157,7 @@ struct fc_shm_policy {
 /* A ban table slot. A uid is kept as its 64-bit hash (fc_shm_ban_hash), as
  * the source design does; an address as its masked bytes. */
 struct fc_shm_ban_slot {
-	__u32 seq;        /* valid while equal to the header's ban_seq */
+	__u32 seq;        /* valid while equal to its table's live stamp; written last */
 	__u8 family;      /* 0: uid; 4 or 6: address */
 	__u8 plen;
 	__u8 pad[2];
@@ -169,6 +165,55 @@ struct fc_shm_ban_slot {
 	__u64 expires_ns; /* UTC ns; 0 = never */
 	__u8 addr[16];
 };
+
+/* The config file, by constant offsets. */
+#define FC_SHM_BLOCK_OFF(i) (4096ULL + (__u64)(i) * FC_SHM_BLOCK_SIZE)
+#define FC_SHM_BANS_OFF(i) \
+	(FC_SHM_BLOCK_OFF(2) + (__u64)(i) * FC_SHM_BAN_SLOTS * sizeof(struct fc_shm_ban_slot))
+#define FC_SHM_SIZE        FC_SHM_BANS_OFF(2)
+
+/*
+ * The offender ring: workers report each request refused by a policy that
+ * escalates (FC_SHM_POLICY_ESCALATE) without ever waiting: they take an index
+ * with one fetch-and-add on head and write that entry, stamping seq = index
+ * + 1 last. The agent reads behind them; an entry whose stamp is not its
+ * index + 1 is not written yet, or was overwritten by a faster lap.
+ */
+struct fc_shm_ring_entry {
+	__u64 seq;
+	__u32 policy; /* the refusing policy's id */
+	__u8 family;  /* 4 or 6 */
+	__u8 pad[3];
+	__u8 addr[16]; /* an IPv4 address is its 4 bytes and zeros */
+};
+
+struct fc_shm_ring {
+	__u64 head; /* alone on its cache line: the only word workers write to */
+	__u64 pad[7];
+	struct fc_shm_ring_entry e[FC_SHM_RING_SIZE];
+};
+
+/* One policy's bucket and counters: one cache line. */
+struct fc_shm_slot {
+	__u64 state[FC_MAX_TIERS];
+	__u64 owner; /* (id << 32) | epoch of the policy the state belongs to; root writes it */
+	__u64 passed;
+	__u64 denied;
+	__u64 delayed;
+};
+
+#define FC_SHM_OWNER(id, epoch) (((__u64)(id) << 32) | (epoch))
+
+/* The state file's header: what it is, nothing a reader needs to trust. */
+struct fc_shm_state_header {
+	__u32 magic;
+	__u32 version;
+};
+
+/* The state file, by constant offsets. */
+#define FC_STATE_SLOTS_OFF 4096ULL
+#define FC_STATE_RING_OFF  (FC_STATE_SLOTS_OFF + (__u64)FC_SHM_SLOTS * sizeof(struct fc_shm_slot))
+#define FC_STATE_SIZE      (FC_STATE_RING_OFF + sizeof(struct fc_shm_ring))
 
 /* FNV-1a over a ban's key: the family, the length, then the uid or the
  * masked address bytes. */
@@ -185,7 +230,7 @@ static inline __u64 fc_shm_ban_hash(__u8 family, __u8 plen, const void *key, __u
 	return h ^ (h >> 31);
 }
 
-/* The slot of a key's hash in level l, as an index into the whole table. */
+/* The slot of a key's hash in level l, as an index into a whole table. */
 static inline __u32 fc_shm_ban_index(__u64 hash, int level)
 {
 	__u32 off = 0;
@@ -196,20 +241,42 @@ static inline __u32 fc_shm_ban_index(__u64 hash, int level)
 	return off + (__u32)(hash % fc_shm_ban_level[level]);
 }
 
-/* One policy's bucket and counters: one cache line. */
-struct fc_shm_slot {
-	__u64 state[FC_MAX_TIERS];
-	__u64 owner; /* (id << 32) | epoch of the policy the state belongs to */
-	__u64 passed;
-	__u64 denied;
-	__u64 delayed;
-};
+/* The step-th slot of a key's probe sequence (writer's and readers' order:
+ * each level once, then FC_SHM_BAN_PROBE slots on in the last). */
+static inline __u32 fc_shm_ban_probe(__u64 hash, __u32 step)
+{
+	__u32 last = FC_SHM_BAN_SLOTS - FC_SHM_BAN_L3;
 
-#define FC_SHM_OWNER(id, epoch) (((__u64)(id) << 32) | (epoch))
+	if (step < FC_SHM_BAN_LEVELS)
+		return fc_shm_ban_index(hash, (int)step);
+	return last + (__u32)((hash % FC_SHM_BAN_L3 + step - FC_SHM_BAN_LEVELS + 1) % FC_SHM_BAN_L3);
+}
 
 static inline __u64 fc_shm_align8(__u64 n)
 {
 	return (n + 7) & ~7ULL;
 }
+
+/* The layouts both compilers and every reader must agree on. */
+FC_ABI_SIZE(struct fc_shm_header, 80);
+FC_ABI_OFF(struct fc_shm_header, seq, 16);
+FC_ABI_OFF(struct fc_shm_header, ban_live, 24);
+FC_ABI_OFF(struct fc_shm_header, ban_digest, 40);
+FC_ABI_SIZE(struct fc_shm_block, 24);
+FC_ABI_SIZE(struct fc_shm_item, 8);
+FC_ABI_SIZE(struct fc_shm_dim, 4);
+FC_ABI_SIZE(struct fc_shm_policy, 32 + FC_MAX_TIERS * 32);
+FC_ABI_OFF(struct fc_shm_policy, algo, 20);
+FC_ABI_OFF(struct fc_shm_policy, tier, 32);
+FC_ABI_SIZE(struct fc_shm_ban_slot, 40);
+FC_ABI_OFF(struct fc_shm_ban_slot, hash, 8);
+FC_ABI_SIZE(struct fc_shm_ring_entry, 32);
+FC_ABI_OFF(struct fc_shm_ring, e, 64);
+FC_ABI_SIZE(struct fc_shm_slot, 64);
+FC_ABI_OFF(struct fc_shm_slot, owner, FC_MAX_TIERS * 8);
+FC_ABI_SIZE(struct fc_shm_state_header, 8);
+_Static_assert(sizeof(struct fc_shm_header) <= FC_SHM_BLOCK_OFF(0), "the header must fit before block 0");
+_Static_assert(sizeof(struct fc_shm_state_header) <= FC_STATE_SLOTS_OFF, "the state header must fit");
+_Static_assert((FC_SHM_RING_SIZE & (FC_SHM_RING_SIZE - 1)) == 0, "the ring size must be a power of two");
 
 #endif /* FC_SHM_H */

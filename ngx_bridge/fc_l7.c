@@ -65,17 +65,19 @@ static bool fc_tier_ok(uint8_t algo, const struct fc_tier *t)
 	return algo == FC_ALGO_GCRA || algo == FC_ALGO_WINDOW;
 }
 
-/* Reads one dimension at *p (within end); fills d. */
+/* Reads one dimension at *p (within end); fills d. The dimension's header
+ * is copied first: what was checked is what is used. */
 static bool fc_dim_read(struct fc_l7_index *ix, const uint8_t **p, const uint8_t *end, struct fc_l7_dim *d,
 			const struct fc_l7_alloc *a)
 {
-	const struct fc_shm_dim *sd = (const struct fc_shm_dim *)*p;
 	const uint8_t *name, *val;
+	struct fc_shm_dim sdc, *sd = &sdc;
 	size_t total;
 	int idx;
 
 	if ((size_t)(end - *p) < sizeof(*sd))
 		return false;
+	memcpy(sd, *p, sizeof(*sd));
 	total = (sizeof(*sd) + sd->name_len + sd->value_len + 3) & ~(size_t)3;
 	if ((size_t)(end - *p) < total)
 		return false;
@@ -127,34 +129,38 @@ static bool fc_dim_read(struct fc_l7_index *ix, const uint8_t **p, const uint8_t
 	return true;
 }
 
-static bool fc_policy_read(struct fc_l7_index *ix, const struct fc_shm_item *it, struct fc_l7_policy *pol,
+/* Reads a policy item of len bytes at it; its fixed part is copied first. */
+static bool fc_policy_read(struct fc_l7_index *ix, const uint8_t *it, size_t len, struct fc_l7_policy *pol,
 			   const struct fc_l7_alloc *a)
 {
-	const struct fc_shm_policy *sp = (const struct fc_shm_policy *)it;
-	const uint8_t *p = (const uint8_t *)(sp + 1), *end = (const uint8_t *)it + it->len;
+	struct fc_shm_policy sp;
+	const uint8_t *p = it + sizeof(sp), *end = it + len;
 	int i;
 
-	if (it->len < sizeof(*sp) || !sp->slot || sp->slot >= ix->nslots || !sp->ntiers || sp->ntiers > FC_MAX_TIERS ||
-	    !sp->ndims || sp->ndims > FC_SHM_MAX_DIMS || sp->algo > FC_ALGO_WINDOW || sp->action > FC_L7_DELAY)
+	if (len < sizeof(sp))
+		return false;
+	memcpy(&sp, it, sizeof(sp));
+	if (!sp.slot || sp.slot >= ix->nslots || !sp.ntiers || sp.ntiers > FC_MAX_TIERS || !sp.ndims ||
+	    sp.ndims > FC_SHM_MAX_DIMS || sp.algo > FC_ALGO_WINDOW || sp.action > FC_ACTION_DELAY)
 		return false;
 	memset(pol, 0, sizeof(*pol));
-	pol->id = sp->id;
-	pol->slot = sp->slot;
-	pol->epoch = sp->epoch;
-	pol->delay_burst = sp->delay_burst;
-	pol->algo = sp->algo;
-	pol->action = sp->action;
-	pol->ntiers = sp->ntiers;
-	pol->ndims = sp->ndims;
+	pol->id = sp.id;
+	pol->slot = sp.slot;
+	pol->epoch = sp.epoch;
+	pol->delay_burst = sp.delay_burst;
+	pol->algo = sp.algo;
+	pol->action = sp.action;
+	pol->ntiers = sp.ntiers;
+	pol->ndims = sp.ndims;
 	pol->anchor = UINT8_MAX;
-	pol->flags = sp->flags & FC_POLICY_PRECISE;
-	pol->escalate = sp->flags & FC_SHM_POLICY_ESCALATE;
-	for (i = 0; i < sp->ntiers; i++) {
-		pol->tier[i] = sp->tier[i];
-		if (!fc_tier_ok(sp->algo, &pol->tier[i]))
+	pol->flags = sp.flags & FC_POLICY_PRECISE;
+	pol->escalate = sp.flags & FC_SHM_POLICY_ESCALATE;
+	for (i = 0; i < sp.ntiers; i++) {
+		pol->tier[i] = sp.tier[i];
+		if (!fc_tier_ok(sp.algo, &pol->tier[i]))
 			return false;
 	}
-	for (i = 0; i < sp->ndims; i++) {
+	for (i = 0; i < sp.ndims; i++) {
 		if (!fc_dim_read(ix, &p, end, &pol->dims[i], a))
 			return false;
 		if (pol->dims[i].kind != FC_DIM_IP && pol->anchor == UINT8_MAX)
@@ -216,47 +222,52 @@ static int fc_fail(struct fc_l7_index *ix, const char *why)
 	return -1;
 }
 
-int fc_l7_build(const void *base, size_t size, struct fc_l7_index *ix, const struct fc_l7_alloc *a)
+/* The least an item can be: a policy with one dimension. Bounds how many
+ * items a block can hold, whatever its header says. */
+#define FC_MIN_ITEM fc_shm_align8(sizeof(struct fc_shm_policy) + sizeof(struct fc_shm_dim) + 4)
+
+int fc_l7_build(const void *base, size_t size, void *state, size_t state_size, struct fc_l7_index *ix,
+		const struct fc_l7_alloc *a)
 {
 	const struct fc_shm_header *h = base;
+	const struct fc_shm_state_header *sh = state;
 	const struct fc_shm_block *blk;
 	const uint8_t *p, *end;
 	size_t max_items, i;
-	uint64_t seq;
-	uint32_t active;
+	uint64_t seq, used;
+	uint32_t active, nitems;
 
 	memset(ix, 0, sizeof(*ix));
-	if (size < sizeof(*h) || h->magic != FC_SHM_MAGIC || h->version != FC_SHM_VERSION)
+	if (size != FC_SHM_SIZE || h->magic != FC_SHM_MAGIC || h->version != FC_SHM_VERSION)
 		return fc_fail(ix, "not a freqctl shm of this version");
+	if (state_size != FC_STATE_SIZE || sh->magic != FC_SHM_STATE_MAGIC || sh->version != FC_SHM_VERSION)
+		return fc_fail(ix, "its state file is not one of this version");
 	seq = __atomic_load_n(&h->seq, __ATOMIC_ACQUIRE);
 	active = __atomic_load_n(&h->active, __ATOMIC_ACQUIRE);
 	if (!__atomic_load_n(&h->init, __ATOMIC_ACQUIRE))
 		return fc_fail(ix, "not initialised yet");
-	if (h->size != size || active > 1 || h->block_size < sizeof(*blk) || h->block_size > size ||
-	    h->block_off[active] > size - h->block_size || (h->block_off[active] & 7) || h->nslots < 2 ||
-	    h->slots_off > size ||
-	    (size - h->slots_off) / sizeof(struct fc_shm_slot) < h->nslots || (h->slots_off & 7))
+	if (active > 1)
 		return fc_fail(ix, "header out of bounds");
-	if (h->bans_off > size || (h->bans_off & 7) || h->nban_slots != FC_SHM_BAN_SLOTS ||
-	    (size - h->bans_off) / sizeof(struct fc_shm_ban_slot) < h->nban_slots)
-		return fc_fail(ix, "ban table out of bounds");
-	if (h->ring_size != FC_SHM_RING_SIZE || h->ring_off > size || (h->ring_off & 7) ||
-	    size - h->ring_off < sizeof(struct fc_shm_ring))
-		return fc_fail(ix, "offender ring out of bounds");
+	/* Every offset is a constant of the layout: none is read from a file. */
 	ix->seq = seq;
-	ix->slots = (struct fc_shm_slot *)((const char *)base + h->slots_off);
-	ix->nslots = h->nslots;
 	ix->hdr = h;
-	ix->bans = (const struct fc_shm_ban_slot *)((const char *)base + h->bans_off);
-	ix->ring = (struct fc_shm_ring *)((const char *)base + h->ring_off);
-	blk = (const struct fc_shm_block *)((const char *)base + h->block_off[active]);
-	if (blk->magic != FC_SHM_BLOCK_MAGIC || blk->used > h->block_size - sizeof(*blk))
+	ix->bans = (const struct fc_shm_ban_slot *)((const char *)base + FC_SHM_BANS_OFF(0));
+	ix->slots = (struct fc_shm_slot *)((char *)state + FC_STATE_SLOTS_OFF);
+	ix->nslots = FC_SHM_SLOTS;
+	ix->ring = (struct fc_shm_ring *)((char *)state + FC_STATE_RING_OFF);
+	blk = (const struct fc_shm_block *)((const char *)base + FC_SHM_BLOCK_OFF(active));
+	used = blk->used;
+	nitems = blk->nitems;
+	if (blk->magic != FC_SHM_BLOCK_MAGIC || used > FC_SHM_BLOCK_SIZE - sizeof(*blk))
 		return fc_fail(ix, "config block out of bounds");
 	p = (const uint8_t *)(blk + 1);
-	end = p + blk->used;
-	max_items = blk->used / sizeof(struct fc_shm_item);
-	if (blk->nitems < max_items)
-		max_items = blk->nitems;
+	end = p + used;
+	/* As many as the block can hold and slots can take, whatever nitems says. */
+	max_items = used / FC_MIN_ITEM;
+	if (nitems < max_items)
+		max_items = nitems;
+	if (max_items > FC_MAX_POLICIES)
+		max_items = FC_MAX_POLICIES;
 
 	ix->pol = a->alloc(a->ctx, (max_items + 1) * sizeof(*ix->pol));
 	ix->mark = a->alloc(a->ctx, (max_items + 1) * sizeof(*ix->mark));
@@ -269,59 +280,56 @@ int fc_l7_build(const void *base, size_t size, struct fc_l7_index *ix, const str
 		ix->tab[i].head = FC_NONE;
 
 	for (i = 0; i < max_items && (size_t)(end - p) >= sizeof(struct fc_shm_item); i++) {
-		const struct fc_shm_item *it = (const struct fc_shm_item *)p;
+		struct fc_shm_item it;
 		bool ok;
 
-		if (it->magic != FC_SHM_ITEM_MAGIC || it->len < sizeof(*it) || (it->len & 7) ||
-		    it->len > (size_t)(end - p)) {
+		memcpy(&it, p, sizeof(it)); /* read once: what is checked is what is used */
+		if (it.magic != FC_SHM_ITEM_MAGIC || it.len < sizeof(it) || (it.len & 7) || it.len > (size_t)(end - p)) {
 			ix->skipped += max_items - i; /* no way to find the next item: stop */
 			break;
 		}
-		if (it->kind == FC_SHM_POLICY) {
-			ok = fc_policy_read(ix, it, &ix->pol[ix->npolicies], a);
-			if (ok) {
-				ix->has_uid |= ix->pol[ix->npolicies].dims[ix->pol[ix->npolicies].anchor].kind == FC_DIM_UID;
-				ix->has_uri |= ix->pol[ix->npolicies].dims[ix->pol[ix->npolicies].anchor].kind == FC_DIM_URI;
-				fc_file_policy(ix, (uint32_t)ix->npolicies++);
-			}
-		} else {
-			ok = false;
+		ok = it.kind == FC_SHM_POLICY && fc_policy_read(ix, p, it.len, &ix->pol[ix->npolicies], a);
+		if (ok) {
+			const struct fc_l7_policy *np = &ix->pol[ix->npolicies];
+
+			ix->has_uid |= np->dims[np->anchor].kind == FC_DIM_UID;
+			ix->has_uri |= np->dims[np->anchor].kind == FC_DIM_URI;
+			fc_file_policy(ix, (uint32_t)ix->npolicies++);
 		}
 		ix->skipped += !ok;
-		p += it->len;
+		p += it.len;
 	}
-	/* A publish raced the copy: what was read may mix two blocks. */
-	if (__atomic_load_n(&h->seq, __ATOMIC_ACQUIRE) != seq)
+	/* A publish raced the copy: what was read may mix two blocks. The fence
+	 * keeps every read above before the seq is read again. */
+	__atomic_thread_fence(__ATOMIC_ACQUIRE);
+	if (__atomic_load_n(&h->seq, __ATOMIC_RELAXED) != seq)
 		return -2;
 	return 0;
 }
 
-/* Whether a live ban on (family, plen, key) is in the shm's ban table at now.
- * The first slot without the current stamp ends the search: the writer took
- * the first free one (see maps/fc_shm.h). */
-static bool fc_ban_holds(const struct fc_l7_index *ix, __u32 seq, uint8_t family, uint8_t plen, const void *key,
+/* Whether a live ban on (family, plen, key) is in the ban table tab whose
+ * slots carry stamp, at now. The first slot of the probe sequence without the
+ * stamp ends the search: the writer took the first one free (maps/fc_shm.h). */
+static bool fc_ban_holds(const struct fc_shm_ban_slot *tab, __u32 stamp, uint8_t family, uint8_t plen, const void *key,
 			 uint32_t len, uint64_t now)
 {
-	__u32 last = fc_shm_ban_index(0, FC_SHM_BAN_LEVELS - 1), size = fc_shm_ban_level[FC_SHM_BAN_LEVELS - 1];
 	__u64 h = fc_shm_ban_hash(family, plen, key, len), exp;
-	const struct fc_shm_ban_slot *s;
-	__u32 i, step;
+	struct fc_shm_ban_slot c;
+	__u32 step;
 
-	/* The writer's order: each level, then probes 1.. in the last one. */
 	for (step = 0; step < FC_SHM_BAN_LEVELS + FC_SHM_BAN_PROBE; step++) {
-		if (step < FC_SHM_BAN_LEVELS)
-			i = fc_shm_ban_index(h, (int)step);
-		else
-			i = last + (__u32)((h % size + step - FC_SHM_BAN_LEVELS + 1) % size);
-		s = &ix->bans[i];
-		if (__atomic_load_n(&s->seq, __ATOMIC_ACQUIRE) != seq)
+		const struct fc_shm_ban_slot *s = &tab[fc_shm_ban_probe(h, step)];
+
+		if (__atomic_load_n(&s->seq, __ATOMIC_ACQUIRE) != stamp)
 			return false;
-		if (s->hash != h || s->family != family || s->plen != plen ||
-		    (family && memcmp(s->addr, key, family == 4 ? 4 : 16)))
+		memcpy(&c, s, sizeof(c));
+		if (c.hash != h || c.family != family || c.plen != plen ||
+		    (family && memcmp(c.addr, key, family == 4 ? 4 : 16)))
 			continue;
-		exp = s->expires_ns;
+		exp = c.expires_ns;
 		/* Rewritten while read: take it as absent rather than half of it. */
-		if (__atomic_load_n(&s->seq, __ATOMIC_ACQUIRE) != seq)
+		__atomic_thread_fence(__ATOMIC_ACQUIRE);
+		if (__atomic_load_n(&s->seq, __ATOMIC_RELAXED) != stamp)
 			return false;
 		return !exp || now < exp;
 	}
@@ -350,26 +358,44 @@ static bool fc_next_plen(const struct fc_l7_index *ix, uint8_t family, int *len)
 	return false;
 }
 
-static bool fc_banned(const struct fc_l7_index *ix, const struct fc_l7_req *rq, uint64_t now, bool *uid)
+/* One lookup of every ban that could hold rq, in the live table. */
+static bool fc_banned_in(const struct fc_l7_index *ix, __u64 live, const struct fc_l7_req *rq, uint64_t now, bool *uid)
 {
-	__u32 seq = __atomic_load_n(&ix->hdr->ban_seq, __ATOMIC_ACQUIRE);
+	const struct fc_shm_ban_slot *tab = ix->bans + (size_t)FC_SHM_BAN_TABLE(live) * FC_SHM_BAN_SLOTS;
+	__u32 stamp = FC_SHM_BAN_STAMP(live);
 	uint8_t masked[16];
 	int len;
 
 	*uid = true;
-	if (!seq)
-		return false;
-	if (rq->uid.len && fc_ban_holds(ix, seq, 0, 0, rq->uid.data, (uint32_t)rq->uid.len, now))
+	if (rq->uid.len && fc_ban_holds(tab, stamp, 0, 0, rq->uid.data, (uint32_t)rq->uid.len, now))
 		return true;
 	*uid = false;
 	if (!rq->family)
 		return false;
 	for (len = rq->family == 4 ? 33 : 129; fc_next_plen(ix, rq->family, &len);) {
 		fc_mask(masked, rq->addr, rq->family, (uint8_t)len);
-		if (fc_ban_holds(ix, seq, rq->family, (uint8_t)len, masked, rq->family == 4 ? 4 : 16, now))
+		if (fc_ban_holds(tab, stamp, rq->family, (uint8_t)len, masked, rq->family == 4 ? 4 : 16, now))
 			return true;
 	}
 	return false;
+}
+
+/* A table is rewritten two publishes after it was live: a lookup that saw
+ * the live table change under it looks again, in the new one. */
+static bool fc_banned(const struct fc_l7_index *ix, const struct fc_l7_req *rq, uint64_t now, bool *uid)
+{
+	__u64 live = __atomic_load_n(&ix->hdr->ban_live, __ATOMIC_ACQUIRE), again;
+	bool banned = false;
+	int tries;
+
+	for (tries = 0; live && tries < 3; tries++, live = again) {
+		banned = fc_banned_in(ix, live, rq, now, uid);
+		__atomic_thread_fence(__ATOMIC_ACQUIRE);
+		again = __atomic_load_n(&ix->hdr->ban_live, __ATOMIC_RELAXED);
+		if (banned || again == live)
+			break;
+	}
+	return banned;
 }
 
 /* Whether some occurrence of the argument or header (kind, idx) has value v. */
@@ -482,7 +508,7 @@ static bool fc_charge(const struct fc_l7_policy *p, struct fc_shm_slot *s, __u64
 
 	now = fc_clock(p, now);
 	*wait = 0;
-	if (p->action != FC_L7_DELAY || p->algo != FC_ALGO_GCRA)
+	if (p->action != FC_ACTION_DELAY || p->algo != FC_ALGO_GCRA)
 		return fc_limit_try(p->algo, p->ntiers, p->tier, s->state, now, 1, ch);
 	for (i = 0; i < p->ntiers; i++) {
 		if (!fc_gcra_try_delay(&s->state[i], &p->tier[i], now, 1, p->delay_burst, &ch->prev[i], &ch->next[i],
@@ -499,7 +525,7 @@ static bool fc_charge(const struct fc_l7_policy *p, struct fc_shm_slot *s, __u64
 /* The queue a policy's TATs may run ahead by: its delay burst, if it delays. */
 static __u64 fc_l7_queue(const struct fc_l7_policy *p)
 {
-	return p->action == FC_L7_DELAY ? p->delay_burst : 0;
+	return p->action == FC_ACTION_DELAY ? p->delay_burst : 0;
 }
 
 static void fc_result_limits(const struct fc_l7_policy *p, const struct fc_shm_slot *s, uint64_t now,
@@ -654,7 +680,7 @@ void fc_l7_decide(const struct fc_l7_index *ix, const struct fc_l7_req *rq, uint
 		const struct fc_l7_policy *p = &ix->pol[m[i]];
 		struct fc_shm_slot *s = &ix->slots[p->slot];
 
-		if (p->action == FC_L7_LOG ||
+		if (p->action == FC_ACTION_LOG ||
 		    __atomic_load_n(&s->owner, __ATOMIC_ACQUIRE) != FC_SHM_OWNER(p->id, p->epoch))
 			continue;
 		if (fc_charge(p, s, now, &ch[i], &wait)) {
@@ -667,7 +693,7 @@ void fc_l7_decide(const struct fc_l7_index *ix, const struct fc_l7_req *rq, uint
 		for (j = 0; j < i; j++) {
 			const struct fc_l7_policy *q = &ix->pol[m[j]];
 
-			if (q->action != FC_L7_LOG &&
+			if (q->action != FC_ACTION_LOG &&
 			    __atomic_load_n(&ix->slots[q->slot].owner, __ATOMIC_ACQUIRE) == FC_SHM_OWNER(q->id, q->epoch))
 				fc_limit_refund(q->algo, q->ntiers, ix->slots[q->slot].state, 1, &ch[j]);
 		}
@@ -683,8 +709,8 @@ void fc_l7_decide(const struct fc_l7_index *ix, const struct fc_l7_req *rq, uint
 
 		if (__atomic_load_n(&s->owner, __ATOMIC_ACQUIRE) != FC_SHM_OWNER(p->id, p->epoch))
 			continue;
-		if (p->action != FC_L7_LOG) {
-			__atomic_fetch_add(p->action == FC_L7_DELAY && longest && i == longest_at ? &s->delayed : &s->passed,
+		if (p->action != FC_ACTION_LOG) {
+			__atomic_fetch_add(p->action == FC_ACTION_DELAY && longest && i == longest_at ? &s->delayed : &s->passed,
 					   1, __ATOMIC_RELAXED);
 		} else if (fc_limit_try(p->algo, p->ntiers, p->tier, s->state, fc_clock(p, now), 1, &ch[i])) {
 			__atomic_fetch_add(&s->passed, 1, __ATOMIC_RELAXED);

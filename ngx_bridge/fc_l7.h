@@ -50,7 +50,7 @@ struct fc_l7_policy {
 	uint32_t delay_burst;
 	uint32_t next; /* the next policy filed under the same key, or UINT32_MAX */
 	uint8_t algo;
-	uint8_t action; /* enum fc_l7_action */
+	uint8_t action; /* enum fc_action */
 	uint8_t ntiers;
 	uint8_t ndims;
 	uint8_t anchor; /* the dimension it is filed under */
@@ -92,11 +92,14 @@ struct fc_l7_index {
 	uint32_t *gen;
 };
 
-/* Builds ix from the shm at base (size bytes). Returns 0, or -1 with ix->why
- * when the shm as a whole is not usable (then nothing is enforced). Bad
- * items are skipped and counted in ix->skipped. seq is re-read at the end:
- * if a publish raced the copy, -2 asks the caller to try again. */
-int fc_l7_build(const void *base, size_t size, struct fc_l7_index *ix, const struct fc_l7_alloc *a);
+/* Builds ix from the config file mapped at base (size bytes, read-only) and
+ * the state file at state (state_size bytes, read-write). Returns 0, or -1
+ * with ix->why when the shm as a whole is not usable (then nothing is
+ * enforced). Bad items are skipped and counted in ix->skipped. seq is
+ * re-read at the end: if a publish raced the copy, -2 asks the caller to try
+ * again. */
+int fc_l7_build(const void *base, size_t size, void *state, size_t state_size, struct fc_l7_index *ix,
+		const struct fc_l7_alloc *a);
 
 /* One occurrence of an argument or a header that some policy names. */
 struct fc_l7_val {

@@ -17,7 +17,8 @@
 #define NGX_HTTP_FREQCTL_RECHECK 1000 /* ms between stat() of the shm path */
 
 typedef struct {
-    ngx_str_t                  shm_path;
+    ngx_str_t                  shm_path;    /* the config file, root's */
+    ngx_str_t                  state_path;  /* the workers' state file beside it */
 } ngx_http_freqctl_main_conf_t;
 
 typedef struct {
@@ -59,12 +60,20 @@ static ngx_str_t  ngx_http_freqctl_statuses[] = {
     ngx_string("BANNED_DRY_RUN"),
 };
 
-/* This worker's view of the shm: its mapping and its private index. */
+/* One mapped file, and what it was when mapped. */
 typedef struct {
     u_char                    *base;
     size_t                     size;
     dev_t                      dev;
     ino_t                      ino;
+} ngx_http_freqctl_map_t;
+
+/* This worker's view of the shm: the config file mapped read-only (root
+ * writes it), the state file read-write (the workers write it), and the
+ * worker's private index. */
+typedef struct {
+    ngx_http_freqctl_map_t     config;
+    ngx_http_freqctl_map_t     state;
     ngx_msec_t                 checked;
     ngx_pool_t                *pool;
     struct fc_l7_index         ix;
@@ -80,6 +89,7 @@ static char *ngx_http_freqctl_uid(ngx_conf_t *cf, ngx_command_t *cmd, void *conf
 static void ngx_http_freqctl_delay(ngx_http_request_t *r);
 static ngx_int_t ngx_http_freqctl_add_variables(ngx_conf_t *cf);
 static void *ngx_http_freqctl_create_main_conf(ngx_conf_t *cf);
+static char *ngx_http_freqctl_init_main_conf(ngx_conf_t *cf, void *conf);
 static void *ngx_http_freqctl_create_loc_conf(ngx_conf_t *cf);
 static char *ngx_http_freqctl_merge_loc_conf(ngx_conf_t *cf, void *parent, void *child);
 static ngx_int_t ngx_http_freqctl_init(ngx_conf_t *cf);
@@ -162,7 +172,7 @@ static ngx_http_module_t  ngx_http_freqctl_module_ctx = {
     ngx_http_freqctl_add_variables,        /* preconfiguration */
     ngx_http_freqctl_init,                 /* postconfiguration */
     ngx_http_freqctl_create_main_conf,     /* create main configuration */
-    NULL,                                  /* init main configuration */
+    ngx_http_freqctl_init_main_conf,       /* init main configuration */
     NULL,                                  /* create server configuration */
     NULL,                                  /* merge server configuration */
     ngx_http_freqctl_create_loc_conf,      /* create location configuration */
@@ -193,12 +203,20 @@ ngx_http_freqctl_pool_alloc(void *ctx, size_t size)
 
 
 static void
+ngx_http_freqctl_unmap_file(ngx_http_freqctl_map_t *m)
+{
+    if (m->base) {
+        munmap(m->base, m->size);
+        m->base = NULL;
+    }
+}
+
+
+static void
 ngx_http_freqctl_unmap(ngx_http_freqctl_shm_t *s)
 {
-    if (s->base) {
-        munmap(s->base, s->size);
-        s->base = NULL;
-    }
+    ngx_http_freqctl_unmap_file(&s->config);
+    ngx_http_freqctl_unmap_file(&s->state);
 
     if (s->pool) {
         ngx_destroy_pool(s->pool);
@@ -209,72 +227,106 @@ ngx_http_freqctl_unmap(ngx_http_freqctl_shm_t *s)
 }
 
 
-/* (Re)maps the shm when its path now names another file, or none. */
-static void
-ngx_http_freqctl_map(ngx_http_freqctl_shm_t *s, ngx_str_t *path, ngx_log_t *log)
+/* (Re)maps path into m when it now names another file: root replaces the
+ * files rather than resizing them, so the old mapping stays whole until
+ * then. NGX_OK: the same file; NGX_DONE: newly mapped; NGX_DECLINED: there
+ * is no such file. */
+static ngx_int_t
+ngx_http_freqctl_map_file(ngx_http_freqctl_map_t *m, ngx_str_t *path,
+    ngx_uint_t writable, ngx_log_t *log)
 {
     ngx_fd_t         fd;
     ngx_file_info_t  fi;
     u_char          *base;
 
     if (ngx_file_info(path->data, &fi) == NGX_FILE_ERROR) {
-        if (!s->logged_missing) {
-            ngx_log_error(NGX_LOG_WARN, log, ngx_errno,
-                          "freqctl: shm \"%V\" is missing: requests pass "
-                          "until it appears", path);
-            s->logged_missing = 1;
-        }
-        ngx_http_freqctl_unmap(s);
-        return;
+        ngx_http_freqctl_unmap_file(m);
+        return NGX_DECLINED;
     }
 
-    if (s->base && fi.st_dev == s->dev
-        && ngx_file_uniq(&fi) == s->ino
-        && (size_t) ngx_file_size(&fi) == s->size)
+    if (m->base && fi.st_dev == m->dev && ngx_file_uniq(&fi) == m->ino
+        && (size_t) ngx_file_size(&fi) == m->size)
     {
-        return;
+        return NGX_OK;
     }
 
-    ngx_http_freqctl_unmap(s);
+    ngx_http_freqctl_unmap_file(m);
 
-    fd = ngx_open_file(path->data, NGX_FILE_RDWR, NGX_FILE_OPEN, 0);
+    fd = ngx_open_file(path->data, writable ? NGX_FILE_RDWR : NGX_FILE_RDONLY,
+                       NGX_FILE_OPEN, 0);
     if (fd == NGX_INVALID_FILE) {
-        if (!s->logged_missing) {
-            ngx_log_error(NGX_LOG_WARN, log, ngx_errno,
-                          "freqctl: cannot open shm \"%V\": requests pass",
-                          path);
-            s->logged_missing = 1;
-        }
-        return;
+        return NGX_ERROR;
     }
 
     base = NULL;
-    if (ngx_file_size(&fi) >= (off_t) sizeof(struct fc_shm_header)) {
-        base = mmap(NULL, (size_t) ngx_file_size(&fi), PROT_READ|PROT_WRITE,
-                    MAP_SHARED, fd, 0);
+    if (ngx_file_size(&fi) > 0) {
+        base = mmap(NULL, (size_t) ngx_file_size(&fi),
+                    PROT_READ|(writable ? PROT_WRITE : 0), MAP_SHARED, fd, 0);
     }
 
     ngx_close_file(fd);
 
     if (base == NULL || base == MAP_FAILED) {
-        ngx_log_error(NGX_LOG_WARN, log, ngx_errno,
-                      "freqctl: cannot map shm \"%V\": requests pass", path);
+        return NGX_ERROR;
+    }
+
+    m->base = base;
+    m->size = (size_t) ngx_file_size(&fi);
+    m->dev = fi.st_dev;
+    m->ino = ngx_file_uniq(&fi);
+
+    ngx_log_error(NGX_LOG_NOTICE, log, 0, "freqctl: mapped shm \"%V\"", path);
+
+    return NGX_DONE;
+}
+
+
+/* Maps both files; without either, requests pass (logged once). The index
+ * points into the mappings: a file mapped anew means an index built anew,
+ * whatever its seq (a new file starts its own). */
+static void
+ngx_http_freqctl_map(ngx_http_freqctl_shm_t *s,
+    ngx_http_freqctl_main_conf_t *mcf, ngx_log_t *log)
+{
+    ngx_int_t   rc, rc2;
+    ngx_str_t  *path;
+
+    path = &mcf->shm_path;
+    rc = ngx_http_freqctl_map_file(&s->config, path, 0, log);
+
+    if (rc == NGX_OK || rc == NGX_DONE) {
+        path = &mcf->state_path;
+        rc2 = ngx_http_freqctl_map_file(&s->state, path, 1, log);
+        rc = rc2 == NGX_OK ? rc : rc2;
+    }
+
+    if (rc == NGX_DONE && s->pool) {
+        ngx_destroy_pool(s->pool);
+        s->pool = NULL;
+        s->valid = 0;
+        s->logged_seq = 0;
+    }
+
+    if (rc == NGX_OK || rc == NGX_DONE) {
+        s->logged_missing = 0;
         return;
     }
 
-    s->base = base;
-    s->size = (size_t) ngx_file_size(&fi);
-    s->dev = fi.st_dev;
-    s->ino = ngx_file_uniq(&fi);
-    s->logged_missing = 0;
+    if (!s->logged_missing) {
+        ngx_log_error(NGX_LOG_WARN, log, rc == NGX_ERROR ? ngx_errno : 0,
+                      "freqctl: shm \"%V\" is %s: requests pass until it "
+                      "is there", path,
+                      rc == NGX_ERROR ? "not usable" : "missing");
+        s->logged_missing = 1;
+    }
 
-    ngx_log_error(NGX_LOG_NOTICE, log, 0, "freqctl: mapped shm \"%V\"", path);
+    ngx_http_freqctl_unmap(s);
 }
 
 
 /* The index for this request: rebuilt when the shm's seq moved. */
 static struct fc_l7_index *
-ngx_http_freqctl_index(ngx_http_request_t *r, ngx_str_t *path)
+ngx_http_freqctl_index(ngx_http_request_t *r, ngx_http_freqctl_main_conf_t *mcf)
 {
     ngx_http_freqctl_shm_t  *s = &ngx_http_freqctl_shm;
     struct fc_shm_header    *h;
@@ -284,16 +336,20 @@ ngx_http_freqctl_index(ngx_http_request_t *r, ngx_str_t *path)
     ngx_int_t                rc, tries;
     uint64_t                 seq;
 
-    if (s->base == NULL || ngx_current_msec - s->checked >= NGX_HTTP_FREQCTL_RECHECK) {
+    if (s->config.base == NULL
+        || ngx_current_msec - s->checked >= NGX_HTTP_FREQCTL_RECHECK)
+    {
         s->checked = ngx_current_msec;
-        ngx_http_freqctl_map(s, path, r->connection->log);
+        ngx_http_freqctl_map(s, mcf, r->connection->log);
     }
 
-    if (s->base == NULL) {
+    if (s->config.base == NULL || s->state.base == NULL
+        || s->config.size < sizeof(struct fc_shm_header))
+    {
         return NULL;
     }
 
-    h = (struct fc_shm_header *) s->base;
+    h = (struct fc_shm_header *) s->config.base;
     seq = __atomic_load_n(&h->seq, __ATOMIC_ACQUIRE);
 
     if (s->valid && seq == s->ix.seq) {
@@ -319,14 +375,15 @@ ngx_http_freqctl_index(ngx_http_request_t *r, ngx_str_t *path)
 
         a.alloc = ngx_http_freqctl_pool_alloc;
         a.ctx = pool;
-        rc = fc_l7_build(s->base, s->size, &ix, &a);
+        rc = fc_l7_build(s->config.base, s->config.size, s->state.base,
+                         s->state.size, &ix, &a);
     }
 
     if (rc != 0) {
         ngx_destroy_pool(pool);
         ngx_log_error(NGX_LOG_WARN, r->connection->log, 0,
                       "freqctl: shm \"%V\" seq %uL unusable (%s): "
-                      "requests pass", path, seq,
+                      "requests pass", &mcf->shm_path, seq,
                       rc == -2 ? "kept changing" : ix.why);
         s->logged_seq = seq;
         if (s->pool) {
@@ -340,7 +397,7 @@ ngx_http_freqctl_index(ngx_http_request_t *r, ngx_str_t *path)
     if (ix.skipped && s->logged_seq != ix.seq) {
         ngx_log_error(NGX_LOG_WARN, r->connection->log, 0,
                       "freqctl: shm \"%V\" seq %uL: %uz invalid items skipped",
-                      path, ix.seq, ix.skipped);
+                      &mcf->shm_path, ix.seq, ix.skipped);
         s->logged_seq = ix.seq;
     }
 
@@ -674,7 +731,7 @@ ngx_http_freqctl_handler(ngx_http_request_t *r)
     ctx->done = 1;
     ctx->status = NGX_HTTP_FREQCTL_PASSED;
 
-    ix = ngx_http_freqctl_index(r, &mcf->shm_path);
+    ix = ngx_http_freqctl_index(r, mcf);
     if (ix == NULL) {
         return NGX_DECLINED;  /* fail open */
     }
@@ -885,6 +942,32 @@ static void *
 ngx_http_freqctl_create_main_conf(ngx_conf_t *cf)
 {
     return ngx_pcalloc(cf->pool, sizeof(ngx_http_freqctl_main_conf_t));
+}
+
+
+/* The workers' state file is the config file's path + ".state". */
+static char *
+ngx_http_freqctl_init_main_conf(ngx_conf_t *cf, void *conf)
+{
+    ngx_http_freqctl_main_conf_t  *mcf = conf;
+    size_t                         len;
+
+    if (mcf->shm_path.len == 0) {
+        return NGX_CONF_OK;
+    }
+
+    len = mcf->shm_path.len + sizeof(FC_SHM_STATE_SUFFIX);
+
+    mcf->state_path.data = ngx_pnalloc(cf->pool, len);
+    if (mcf->state_path.data == NULL) {
+        return NGX_CONF_ERROR;
+    }
+
+    mcf->state_path.len = ngx_sprintf(mcf->state_path.data, "%V%s%Z",
+                                      &mcf->shm_path, FC_SHM_STATE_SUFFIX)
+                          - mcf->state_path.data - 1;
+
+    return NGX_CONF_OK;
 }
 
 

@@ -22,6 +22,7 @@
 #include <unistd.h>
 #include <bpf/bpf.h>
 #include "fc_l7.h"
+#include "fc_worker_map.h"
 #include "fc_store.h"
 
 static double fc_now_ms(void)
@@ -52,11 +53,9 @@ int main(int argc, char **argv)
 	char map[512];
 	struct fc_l7_index ix;
 	struct fc_l7_result res;
-	struct stat sb;
 	struct fc_store *st;
 	struct fc_err err;
-	void *base;
-	int n, i, fd, mfd;
+	int n, i, mfd;
 
 	if (argc != 5 || (n = atoi(argv[4])) < 1) {
 		fprintf(stderr, "usage: fc_agent_bench DB PIN_DIR SHM N\n");
@@ -64,20 +63,16 @@ int main(int argc, char **argv)
 	}
 	snprintf(map, sizeof(map), "%s/fc_exact4", argv[2]);
 	mfd = bpf_obj_get(map);
-	fd = open(argv[3], O_RDWR);
-	if (mfd < 0 || fd < 0 || fstat(fd, &sb) < 0) {
-		fprintf(stderr, "fc_agent_bench: cannot open %s or %s\n", map, argv[3]);
+	if (mfd < 0) {
+		fprintf(stderr, "fc_agent_bench: cannot open %s\n", map);
 		return 1;
 	}
 	if (fc_store_open_ex(argv[1], false, &st, &err) < 0) {
 		fprintf(stderr, "fc_agent_bench: %s\n", err.msg);
 		return 1;
 	}
-	base = mmap(NULL, (size_t)sb.st_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	if (base == MAP_FAILED || fc_l7_build(base, (size_t)sb.st_size, &ix, &a) != 0) {
-		fprintf(stderr, "fc_agent_bench: cannot read the shm\n");
+	if (fc_worker_map(argv[3], &ix, &a) < 0)
 		return 1;
-	}
 	xdp = calloc((size_t)n, sizeof(*xdp));
 	ngx = calloc((size_t)n, sizeof(*ngx));
 	for (i = 0; i < n; i++) {

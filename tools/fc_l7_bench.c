@@ -11,6 +11,8 @@
  * (freqctl has no bulk policy import yet).
  */
 #include <fcntl.h>
+#include <limits.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,6 +22,7 @@
 #include <unistd.h>
 
 #include "fc_l7.h"
+#include "fc_worker_map.h"
 #include "fc_shm_write.h"
 #include "fc_store.h"
 
@@ -72,20 +75,11 @@ static int fc_decide_rate(const char *shm, double secs)
 	struct fc_l7_index ix;
 	struct fc_l7_result res;
 	struct fc_l7_req rq = { 0 };
-	struct stat sb;
 	double t0, t;
 	long n = 0, i;
-	void *base;
-	int fd = open(shm, O_RDWR);
 
-	if (fd < 0 || fstat(fd, &sb) < 0)
-		return perror(shm), 1;
-	base = mmap(NULL, (size_t)sb.st_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	close(fd);
-	if (base == MAP_FAILED || fc_l7_build(base, (size_t)sb.st_size, &ix, &a) != 0) {
-		fprintf(stderr, "fc_l7_bench: decide: cannot read %s\n", shm);
+	if (fc_worker_map(shm, &ix, &a) < 0)
 		return 1;
-	}
 	rq.uid = (struct fc_l7_str){ "u1", 2 };
 	rq.uri = (struct fc_l7_str){ "/", 1 };
 	rq.family = 4;

@@ -31,7 +31,6 @@
 #include <sys/stat.h>
 #include <sys/inotify.h>
 #include <sys/socket.h>
-#include <sys/mman.h>
 #include <sys/un.h>
 
 #include "fc_agent.h"
@@ -41,6 +40,7 @@
 #include "fc_escalate.h"
 #include "fc_metrics.h"
 #include "fc_publish.h"
+#include "fc_shm_state.h"
 
 #define FC_AGENT_FALLBACK_MS 5000   /* data_version check without an event */
 /* A writer's WAL frames raise inotify events before its commit shows in
@@ -146,8 +146,9 @@ struct fc_agent {
 	int backoff;                 /* ms until the next retry */
 	int rechecks;                /* quick looks left after an inotify event */
 	struct fc_escalation esc;
-	void *ring_base;             /* the shm mapping esc reads the ring from */
-	size_t ring_size;
+	int state_fd;                /* the workers' state file esc reads the ring from, or -1 */
+	struct fc_ring_src ring;
+	size_t nbans;                /* address bans in the store at the last publish */
 	struct fc_agent_counters cnt;
 	struct fc_metrics *metrics;
 	struct fc_console *console;
@@ -236,16 +237,25 @@ static int fc_agent_commit(struct fc_publish *pub, struct fc_store **keep, struc
 	return -1;
 }
 
+static uint64_t fc_agent_ring_head(void *ctx)
+{
+	return fc_state_ring_head(*(int *)ctx);
+}
+
+static void fc_agent_ring_read(void *ctx, uint64_t from, size_t n, struct fc_shm_ring_entry *out)
+{
+	fc_state_ring_read(*(int *)ctx, from, n, out);
+}
+
 /* The escalating policies, after each publish (on its connection, when
- * kept); the ring is mapped once one exists. */
+ * kept); the state file is opened afresh, as a publish may have replaced it. */
 static void fc_agent_esc_reload(struct fc_agent *a)
 {
 	struct fc_policy_row *rows = NULL;
 	struct fc_store *st = a->keep; /* the kept connection, if there is one */
-	const struct fc_shm_ring *ring;
 	struct fc_err err;
 	size_t n = 0;
-	int rc;
+	int rc, fd;
 
 	rc = !st && fc_store_open_ex(a->ctx.db_path, false, &st, &err) < 0 ? -1 :
 									     fc_store_policy_list(st, &rows, &n, &err);
@@ -254,16 +264,24 @@ static void fc_agent_esc_reload(struct fc_agent *a)
 	if (rc == 0 && fc_esc_set_policies(&a->esc, rows, n) < 0)
 		fc_agent_log("escalation: out of memory, keeping the last policies");
 	free(rows);
-	if (!a->esc.npol || a->esc.ring)
+	if (!a->esc.npol)
 		return;
-	ring = fc_shm_ring_map(a->ctx.shm_path, &a->ring_base, &a->ring_size, &err);
-	if (ring)
-		fc_esc_attach(&a->esc, ring);
-	else
+	fd = fc_state_open(a->ctx.shm_path, &err);
+	if (fd < 0) {
 		fc_agent_log("escalation: %s", err.msg);
+		return;
+	}
+	if (a->state_fd >= 0)
+		close(a->state_fd);
+	a->state_fd = fd;
+	if (!a->esc.src) {
+		a->ring = (struct fc_ring_src){ fc_agent_ring_head, fc_agent_ring_read, &a->state_fd };
+		fc_esc_attach(&a->esc, &a->ring);
+	}
 }
 
-/* Bans the clients the ring says crossed their policy's threshold. */
+/* Bans the clients the ring says crossed their policy's threshold, within
+ * the bounds, and says what it did not ban. */
 static void fc_agent_escalate(struct fc_agent *a)
 {
 	struct fc_ban_row bans[64];
@@ -271,11 +289,19 @@ static void fc_agent_escalate(struct fc_agent *a)
 	struct fc_esc_stats st;
 	struct fc_publish pub;
 	struct fc_err err;
-	size_t nb, i;
+	size_t nb, i, room = a->nbans < FC_MAX_BANS ? FC_MAX_BANS - a->nbans : 0;
 
-	nb = fc_esc_drain(&a->esc, (int64_t)time(NULL), bans, sizeof(bans) / sizeof(bans[0]), &st);
+	nb = fc_esc_drain(&a->esc, (int64_t)time(NULL), room, bans, sizeof(bans) / sizeof(bans[0]), &st);
 	if (st.lost)
 		fc_agent_log("escalation: %llu reports lost (ring overrun)", (unsigned long long)st.lost);
+	if (st.capped)
+		fc_agent_log("escalation: %llu clients not banned: past --escalate-cap %u bans per minute",
+			     (unsigned long long)st.capped, a->esc.cap);
+	if (st.full)
+		fc_agent_log("escalation: %llu clients not banned: the ban maps are full (%d)",
+			     (unsigned long long)st.full, FC_MAX_BANS);
+	if (st.aggregated && !a->cfg->quiet)
+		fc_agent_log("escalation: %llu IPv6 clients banned by their /64", (unsigned long long)st.aggregated);
 	if (!nb)
 		return;
 	if (fc_agent_begin(&pub, &a->ctx, &a->keep, &err) < 0)
@@ -288,6 +314,7 @@ static void fc_agent_escalate(struct fc_agent *a)
 	}
 	if (fc_agent_commit(&pub, &a->keep, &err) < 0)
 		goto fail;
+	a->nbans += nb;
 	__atomic_add_fetch(&a->cnt.escalations, nb, __ATOMIC_RELAXED);
 	for (i = 0; i < nb && !a->cfg->quiet; i++) {
 		fc_prefix_format(&bans[i].p, text);
@@ -368,6 +395,7 @@ static int64_t fc_agent_publish(struct fc_agent *a, const char *why, struct fc_e
 	free(ub);
 	if (fc_agent_commit(&pub, &a->keep, err) < 0)
 		goto fail;
+	a->nbans = nb;
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	us = (uint64_t)((t1.tv_sec - t0.tv_sec) * 1000000 + (t1.tv_nsec - t0.tv_nsec) / 1000);
 	__atomic_add_fetch(&a->cnt.publishes, 1, __ATOMIC_RELAXED);
@@ -416,7 +444,7 @@ static int fc_agent_timeout(const struct fc_agent *a)
 {
 	int64_t now = (int64_t)time(NULL);
 	int timeout = a->failing ? a->backoff : a->rechecks ? FC_AGENT_RECHECK_MS :
-			  a->esc.npol && a->esc.ring ? FC_ESC_TICK_MS : FC_AGENT_FALLBACK_MS;
+			  a->esc.npol && a->esc.src ? FC_ESC_TICK_MS : FC_AGENT_FALLBACK_MS;
 
 	if (!a->failing && a->next_expiry && (a->next_expiry - now) * 1000 < timeout)
 		timeout = a->next_expiry > now ? (int)(a->next_expiry - now) * 1000 : 0;
@@ -528,8 +556,8 @@ static void fc_agent_teardown(struct fc_agent *a)
 	fc_metrics_stop(a->metrics);
 	fc_store_close(a->watch);
 	fc_store_close(a->keep);
-	if (a->ring_base)
-		munmap(a->ring_base, a->ring_size);
+	if (a->state_fd >= 0)
+		close(a->state_fd);
 	fc_esc_free(&a->esc);
 	if (a->ino >= 0)
 		close(a->ino);
@@ -540,7 +568,8 @@ static void fc_agent_teardown(struct fc_agent *a)
 int fc_agent_run(const struct fc_ctx *ctx, const struct fc_agent_config *cfg)
 {
 	struct fc_agent a = { .cfg = cfg, .ctx = *ctx, .pg = fc_store_is_postgres(ctx->db_path), .ino = -1,
-			      .version = -1 };
+			      .version = -1, .state_fd = -1,
+			      .esc = { .cap = cfg->escalate_cap, .v6_aggregate = cfg->escalate_aggregate } };
 	struct fc_err err;
 	int rc = 1;
 

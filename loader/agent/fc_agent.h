@@ -8,6 +8,7 @@
 #define FC_AGENT_H
 
 #include <stdbool.h>
+#include <stdint.h>
 #include <sys/socket.h>
 
 #include "fc_ctx.h"
@@ -24,6 +25,8 @@ struct fc_agent_config {
 	struct fc_listen metrics; /* GET /metrics */
 	struct fc_listen http;    /* the console and its API */
 	const char *token_file; /* the console's bearer token */
+	uint32_t escalate_cap;       /* escalation bans per minute at most */
+	uint32_t escalate_aggregate; /* IPv6 clients due in one /64 that make it a /64 ban; 0: never */
 };
 
 /* Returns the exit status: FC_EXIT_OK after a signal, else a failure to start. */

@@ -2,6 +2,7 @@
 /* freqctl agent: its options, into the agent's config. */
 #include "fc_agent.h"
 #include "fc_cli.h"
+#include "fc_escalate.h"
 #include "fc_console.h"
 #include "fc_http.h"
 #include "fc_policy.h"
@@ -32,6 +33,10 @@ static const struct fc_opt fc_agent_opts[] = {
 		     .help = "serve Prometheus metrics at http://ADDR:PORT/metrics (ADDR: 127.0.0.1 unless given)"),
 	FC_AGENT_OPT("http", 0, FC_OPT_PARSE, http, .parse = fc_opt_listen, .arg = "[ADDR:]PORT",
 		     .help = "serve the operator console and its API (ADDR: 127.0.0.1 unless given; see console-token)"),
+	FC_AGENT_OPT("escalate-cap", 0, FC_OPT_U32, escalate_cap, .min = 1, .max = 1000000, .arg = "N",
+		     .help = "escalation bans N clients a minute at most; the rest are logged (default 600)"),
+	FC_AGENT_OPT("escalate-aggregate", 0, FC_OPT_U32, escalate_aggregate, .min = 0, .max = FC_ESC_V6_NETS,
+		     .arg = "N", .help = "N IPv6 clients of one /64 due in a minute ban the /64 (default 8; 0: never)"),
 	FC_AGENT_OPT("token-file", 0, FC_OPT_STR, token_file, .arg = "PATH",
 		     .help = "the console's bearer token, made (0600) on first start (default "
 			     FC_CONSOLE_TOKEN_DEFAULT ")"),
@@ -40,7 +45,8 @@ static const struct fc_opt fc_agent_opts[] = {
 
 static int fc_cmd_agent_run(const struct fc_ctx *ctx, const struct fc_cmd *cmd, int argc, char **argv)
 {
-	struct fc_agent_config cfg = { .token_file = FC_CONSOLE_TOKEN_DEFAULT };
+	struct fc_agent_config cfg = { .token_file = FC_CONSOLE_TOKEN_DEFAULT, .escalate_cap = FC_ESC_CAP_DEFAULT,
+				       .escalate_aggregate = FC_ESC_V6_DEFAULT };
 
 	fc_cmd_parse(cmd, argc, argv, &cfg, NULL);
 	return fc_agent_run(ctx, &cfg) ? FC_EXIT_FAILURE : FC_EXIT_OK;

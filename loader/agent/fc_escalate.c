@@ -9,7 +9,11 @@ int fc_esc_set_policies(struct fc_escalation *e, const struct fc_policy_row *row
 	struct fc_esc_policy *pol = calloc(n + 1, sizeof(*pol));
 	size_t i, np = 0;
 
-	if (!pol || (!e->keys && !(e->keys = calloc(FC_ESC_KEYS, sizeof(*e->keys))))) {
+	if (!e->cap)
+		e->cap = FC_ESC_CAP_DEFAULT;
+	if (!pol || (!e->keys && !(e->keys = calloc(FC_ESC_KEYS, sizeof(*e->keys)))) ||
+	    (!e->batch && !(e->batch = calloc(FC_ESC_BATCH, sizeof(*e->batch)))) ||
+	    (!e->nets && !(e->nets = calloc(FC_ESC_V6_NETS, sizeof(*e->nets))))) {
 		free(pol);
 		return -1;
 	}
@@ -22,11 +26,11 @@ int fc_esc_set_policies(struct fc_escalation *e, const struct fc_policy_row *row
 	return 0;
 }
 
-void fc_esc_attach(struct fc_escalation *e, const struct fc_shm_ring *ring)
+void fc_esc_attach(struct fc_escalation *e, const struct fc_ring_src *src)
 {
-	e->ring = ring;
-	if (ring)
-		e->tail = __atomic_load_n(&ring->head, __ATOMIC_ACQUIRE);
+	e->src = src;
+	if (src)
+		e->tail = src->head(src->ctx);
 }
 
 /* Counts one refusal; true when it is the one past the policy's N. */
@@ -54,43 +58,101 @@ static bool fc_esc_count(struct fc_escalation *e, const struct fc_esc_policy *p,
 	return ++k->count == p->rate.n + 1;
 }
 
-size_t fc_esc_drain(struct fc_escalation *e, int64_t now, struct fc_ban_row *bans, size_t max,
+/* The /64 of an IPv6 client due for a ban, counted; NULL when no room is
+ * left to track it (then it is banned alone). */
+static struct fc_esc_net *fc_esc_net(struct fc_escalation *e, const uint8_t *addr)
+{
+	size_t i;
+
+	for (i = 0; i < e->nnets; i++)
+		if (!memcmp(e->nets[i].prefix, addr, 8))
+			return &e->nets[i];
+	if (e->nnets == FC_ESC_V6_NETS)
+		return NULL;
+	memset(&e->nets[e->nnets], 0, sizeof(e->nets[0]));
+	memcpy(e->nets[e->nnets].prefix, addr, 8);
+	return &e->nets[e->nnets++];
+}
+
+/* Turns a client past its threshold into a ban in *b (the client, or its
+ * /64), within the bounds; false when none is to be made. */
+static bool fc_esc_ban(struct fc_escalation *e, const struct fc_shm_ring_entry *r, const struct fc_esc_policy *p,
+		       int64_t now, size_t room, struct fc_ban_row *b, struct fc_esc_stats *st)
+{
+	struct fc_esc_net *net = NULL;
+
+	if (r->family == 6 && e->v6_aggregate && (net = fc_esc_net(e, r->addr))) {
+		if (net->banned) {
+			st->aggregated++; /* its /64 is banned already */
+			return false;
+		}
+		net->due++;
+	}
+	if (e->made >= e->cap) {
+		st->capped++;
+		return false;
+	}
+	if (room == 0) {
+		st->full++;
+		return false;
+	}
+	memset(b, 0, sizeof(*b));
+	b->p.family = r->family;
+	b->p.len = r->family == 4 ? 32 : 128;
+	memcpy(b->p.a, r->addr, r->family == 4 ? 4 : 16);
+	if (net && net->due >= e->v6_aggregate) {
+		/* Enough of one /64 to say it is one client, not many. */
+		b->p.len = 64;
+		memset(b->p.a + 8, 0, 8);
+		net->banned = true;
+		st->aggregated += net->due - 1;
+	}
+	b->created = now;
+	b->expires = now + p->ttl;
+	b->by_policy = p->id;
+	e->made++;
+	return true;
+}
+
+size_t fc_esc_drain(struct fc_escalation *e, int64_t now, size_t room, struct fc_ban_row *bans, size_t max,
 		    struct fc_esc_stats *st)
 {
 	uint64_t head, idx, seq;
-	size_t nb = 0, j;
+	size_t nb = 0, n, i, j;
 
 	memset(st, 0, sizeof(*st));
-	if (!e->ring || !e->npol)
+	if (!e->src || !e->npol)
 		return 0;
-	head = __atomic_load_n(&e->ring->head, __ATOMIC_ACQUIRE);
+	if (now / 60 != e->minute) {
+		e->minute = now / 60;
+		e->made = 0;
+		e->nnets = 0;
+	}
+	head = e->src->head(e->src->ctx);
+	if (head < e->tail) {
+		e->tail = head; /* the head went back: nothing to read behind it */
+		return 0;
+	}
 	if (head - e->tail > FC_SHM_RING_SIZE) {
 		st->lost = head - e->tail - FC_SHM_RING_SIZE;
 		e->tail = head - FC_SHM_RING_SIZE;
 	}
-	for (idx = e->tail; idx < head && nb < max; idx++) {
-		const struct fc_shm_ring_entry *r = &e->ring->e[idx & (FC_SHM_RING_SIZE - 1)];
-		struct fc_shm_ring_entry copy;
+	n = head - e->tail < FC_ESC_BATCH ? (size_t)(head - e->tail) : FC_ESC_BATCH;
+	e->src->read(e->src->ctx, e->tail, n, e->batch);
+	for (i = 0, idx = e->tail; i < n && nb < max; i++, idx++) {
+		const struct fc_shm_ring_entry *r = &e->batch[i];
 
-		seq = __atomic_load_n(&r->seq, __ATOMIC_ACQUIRE);
+		seq = r->seq;
 		if (seq < idx + 1)
 			break; /* being written: next tick */
-		copy = *r;
-		if (seq != idx + 1 || __atomic_load_n(&r->seq, __ATOMIC_ACQUIRE) != seq ||
-		    (copy.family != 4 && copy.family != 6))
-			continue; /* overwritten by a faster lap */
-		for (j = 0; j < e->npol && e->pol[j].id != copy.policy; j++)
+		if (seq != idx + 1 || (r->family != 4 && r->family != 6))
+			continue; /* overwritten by a faster lap, or nonsense */
+		for (j = 0; j < e->npol && e->pol[j].id != r->policy; j++)
 			;
-		if (j == e->npol || !fc_esc_count(e, &e->pol[j], copy.family, copy.addr, now))
+		if (j == e->npol || !fc_esc_count(e, &e->pol[j], r->family, r->addr, now))
 			continue;
-		memset(&bans[nb], 0, sizeof(bans[nb]));
-		bans[nb].p.family = copy.family;
-		bans[nb].p.len = copy.family == 4 ? 32 : 128;
-		memcpy(bans[nb].p.a, copy.addr, copy.family == 4 ? 4 : 16);
-		bans[nb].created = now;
-		bans[nb].expires = now + e->pol[j].ttl;
-		bans[nb].by_policy = copy.policy;
-		nb++;
+		if (fc_esc_ban(e, r, &e->pol[j], now, room - nb, &bans[nb], st))
+			nb++;
 	}
 	e->tail = idx;
 	return nb;
@@ -100,5 +162,7 @@ void fc_esc_free(struct fc_escalation *e)
 {
 	free(e->pol);
 	free(e->keys);
+	free(e->batch);
+	free(e->nets);
 	memset(e, 0, sizeof(*e));
 }

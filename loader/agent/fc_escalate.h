@@ -1,13 +1,17 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * Escalation: nginx workers report each client an escalating policy refuses
- * in the offender ring of the shm; the agent reads the ring behind them,
- * counts refusals per (policy, client) in fixed windows of the policy's
- * --escalate unit, and past N bans the client at XDP/TC for --ban-ttl.
+ * in the offender ring of the shm's state file; the agent reads the ring
+ * behind them, counts refusals per (policy, client) in fixed windows of the
+ * policy's --escalate unit, and past N bans the client at XDP/TC for
+ * --ban-ttl.
  *
- * This file only reads and counts: it turns ring entries into the bans to
- * make, so the tests drive it with a ring in plain memory. The agent stores
- * and publishes what it returns.
+ * The ring is written by the workers' user, so what it says is bounded
+ * before it becomes a ban: at most cap bans per minute, IPv6 clients of one
+ * /64 become one /64 ban once v6_aggregate of them are due in a minute,
+ * never more than the maps have room for; whatever is dropped is counted for
+ * the log. This file only reads and counts: it turns reports into the bans
+ * to make, so the tests drive it with a ring in plain memory.
  */
 #ifndef FC_ESCALATE_H
 #define FC_ESCALATE_H
@@ -18,8 +22,19 @@
 #include "fc_shm.h"
 #include "fc_store.h"
 
-#define FC_ESC_TICK_MS 100   /* how often the agent reads the ring */
-#define FC_ESC_KEYS    65536 /* counters kept; a power of two */
+#define FC_ESC_TICK_MS     100   /* how often the agent reads the ring */
+#define FC_ESC_KEYS        65536 /* counters kept; a power of two */
+#define FC_ESC_BATCH       4096  /* reports read per tick at most */
+#define FC_ESC_CAP_DEFAULT 600   /* bans per minute */
+#define FC_ESC_V6_DEFAULT  8     /* due IPv6 clients of one /64 that make it a /64 ban */
+#define FC_ESC_V6_NETS     1024  /* /64s tracked per minute */
+
+/* Where the reports come from: the state file (the agent) or memory (tests). */
+struct fc_ring_src {
+	uint64_t (*head)(void *ctx);
+	void (*read)(void *ctx, uint64_t from, size_t n, struct fc_shm_ring_entry *out);
+	void *ctx;
+};
 
 struct fc_esc_policy {
 	uint32_t id;
@@ -35,30 +50,49 @@ struct fc_esc_key {
 	uint64_t count;
 };
 
+/* A /64 with IPv6 bans due this minute. */
+struct fc_esc_net {
+	uint8_t prefix[8];
+	uint32_t due;    /* distinct addresses that crossed their threshold */
+	bool banned;     /* the /64 itself was banned this minute */
+};
+
 struct fc_escalation {
-	const struct fc_shm_ring *ring; /* NULL: not read (no escalating policy, or no shm yet) */
-	uint64_t tail;                  /* the next report to read */
+	const struct fc_ring_src *src; /* NULL: not read (no escalating policy, or no shm yet) */
+	uint64_t tail;                 /* the next report to read */
 	struct fc_esc_policy *pol;
 	size_t npol;
 	struct fc_esc_key *keys;
+	struct fc_shm_ring_entry *batch;
+	uint32_t cap;          /* bans per minute (the caller's to set) */
+	uint32_t v6_aggregate; /* 0: never aggregate (the caller's to set) */
+	int64_t minute;        /* of the counts below */
+	uint32_t made;         /* bans made this minute */
+	struct fc_esc_net *nets;
+	size_t nnets;
 };
 
 /* What one read of the ring found besides bans. */
 struct fc_esc_stats {
-	uint64_t lost; /* reports overwritten before they were read (a faster lap) */
+	uint64_t lost;       /* reports overwritten before they were read (a faster lap) */
+	uint64_t capped;     /* bans not made: past the cap per minute */
+	uint64_t full;       /* bans not made: the maps have no room */
+	uint64_t aggregated; /* IPv6 bans folded into a /64 ban */
 };
 
-/* Takes the escalating policies among rows (after each publish). Returns 0,
- * or -1 out of memory (the previous list is kept). */
+/* Takes the escalating policies among rows (after each publish); a cap of 0
+ * becomes FC_ESC_CAP_DEFAULT. Returns 0, or -1 out of memory (the previous
+ * list is kept). */
 int fc_esc_set_policies(struct fc_escalation *e, const struct fc_policy_row *rows, size_t n);
 
-/* Starts reading ring from its head: reports made before are not counted. */
-void fc_esc_attach(struct fc_escalation *e, const struct fc_shm_ring *ring);
+/* Starts reading src from its head: reports made before are not counted. */
+void fc_esc_attach(struct fc_escalation *e, const struct fc_ring_src *src);
 
-/* Reads the ring up to its head (or until max bans are due) at now (unix
- * seconds); fills bans with the clients that crossed their policy's N.
- * Returns how many. A report still being written is left for next time. */
-size_t fc_esc_drain(struct fc_escalation *e, int64_t now, struct fc_ban_row *bans, size_t max,
+/* Reads the ring up to its head (at most FC_ESC_BATCH reports, or until max
+ * bans are due) at now (unix seconds); fills bans with what crossed a
+ * threshold, within room more bans. Returns how many. A report still being
+ * written is left for next time. */
+size_t fc_esc_drain(struct fc_escalation *e, int64_t now, size_t room, struct fc_ban_row *bans, size_t max,
 		    struct fc_esc_stats *st);
 
 void fc_esc_free(struct fc_escalation *e);

@@ -17,11 +17,10 @@
 #include <arpa/inet.h>
 #include <bpf/bpf.h>
 #include <sys/ioctl.h>
-#include <sys/mman.h>
 
 #include "fc_cli.h"
 #include "fc_duration.h"
-#include "fc_shm_write.h"
+#include "fc_shm_state.h"
 #include "fc_stats.h"
 
 #define FC_TOP_BATCH 4096
@@ -77,9 +76,7 @@ struct fc_top {
 	bool json, tty;
 	size_t rows;
 	double delay;
-	const struct fc_shm_ring *ring;
-	void *shm;
-	size_t shm_size;
+	int state_fd; /* the workers' state file, for the offender ring; -1: none */
 	struct fc_top_source *src; /* scratch, FC_MAX_SOURCES entries */
 };
 
@@ -94,7 +91,7 @@ static double fc_mono(void)
 static int fc_top_read(struct fc_top *top, struct fc_top_sample *s, struct fc_err *err)
 {
 	s->t = fc_mono();
-	s->ring_head = top->ring ? __atomic_load_n(&top->ring->head, __ATOMIC_ACQUIRE) : 0;
+	s->ring_head = top->state_fd >= 0 ? fc_state_ring_head(top->state_fd) : 0;
 	return fc_stats_gather(top->ctx, &s->a, err);
 }
 
@@ -242,31 +239,36 @@ static size_t fc_top_sources(struct fc_top *top, struct fc_err *err)
 static struct fc_top_source *fc_top_refused(const struct fc_top *top, uint64_t from, uint64_t to, double dt,
 					    size_t *n)
 {
+	struct fc_shm_ring_entry *ring;
 	struct fc_top_source *v, *out;
 	size_t cnt = 0, i, k = 0;
 	uint64_t idx;
 
 	*n = 0;
-	if (!top->ring || to <= from)
+	/* The workers' head: taken with a grain of salt, bounded by the ring. */
+	if (top->state_fd < 0 || to <= from)
 		return NULL;
 	if (to - from > FC_SHM_RING_SIZE)
 		from = to - FC_SHM_RING_SIZE;
 	v = calloc(to - from, sizeof(*v));
-	if (!v)
+	ring = calloc(to - from, sizeof(*ring));
+	if (!v || !ring) {
+		free(v);
+		free(ring);
 		return NULL;
+	}
+	fc_state_ring_read(top->state_fd, from, (size_t)(to - from), ring);
 	for (idx = from; idx < to; idx++) {
-		const struct fc_shm_ring_entry *e = &top->ring->e[idx & (FC_SHM_RING_SIZE - 1)];
-		struct fc_shm_ring_entry c;
+		const struct fc_shm_ring_entry c = ring[idx - from];
 
-		c = *e;
-		if (__atomic_load_n(&e->seq, __ATOMIC_ACQUIRE) != idx + 1 || c.seq != idx + 1 ||
-		    (c.family != 4 && c.family != 6))
+		if (c.seq != idx + 1 || (c.family != 4 && c.family != 6))
 			continue; /* being written, or overwritten */
 		v[cnt].family = c.family;
 		memcpy(v[cnt].addr, c.addr, 16);
 		v[cnt].policy = c.policy;
 		cnt++;
 	}
+	free(ring);
 	/* Group equal (client, policy): sort with value 0, then count runs. */
 	qsort(v, cnt, sizeof(*v), fc_top_source_cmp);
 	out = v;
@@ -420,7 +422,7 @@ static int fc_top_run(const struct fc_ctx *ctx, const struct fc_cmd *cmd, int ar
 		return FC_EXIT_FAILURE;
 	}
 	/* No shm (no L7 policy yet): no refusals to show. */
-	top.ring = fc_shm_ring_map(ctx->shm_path, &top.shm, &top.shm_size, &err);
+	top.state_fd = fc_state_open(ctx->shm_path, &err);
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
 	if (fc_top_read(&top, &prev, &err) < 0) {
@@ -459,8 +461,8 @@ static int fc_top_run(const struct fc_ctx *ctx, const struct fc_cmd *cmd, int ar
 	fc_stats_free(&prev.a);
 	rc = FC_EXIT_OK;
 out:
-	if (top.shm)
-		munmap(top.shm, top.shm_size);
+	if (top.state_fd >= 0)
+		close(top.state_fd);
 	free(top.src);
 	return rc;
 }

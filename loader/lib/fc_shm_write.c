@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <grp.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -12,11 +13,95 @@
 #include "fc_shm_write.h"
 #include "fc_sync.h"
 
-static size_t fc_shm_file_size(void)
+int fc_shm_state_path(const char *path, char out[PATH_MAX], struct fc_err *err)
 {
-	return fc_shm_align8(sizeof(struct fc_shm_header)) + 2ULL * FC_SHM_BLOCK_SIZE +
-	       (size_t)FC_SHM_SLOTS * sizeof(struct fc_shm_slot) +
-	       (size_t)FC_SHM_BAN_SLOTS * sizeof(struct fc_shm_ban_slot) + sizeof(struct fc_shm_ring);
+	if ((size_t)snprintf(out, PATH_MAX, "%s%s", path, FC_SHM_STATE_SUFFIX) >= PATH_MAX)
+		return fc_err_set(err, "shm %s: path too long", path);
+	return 0;
+}
+
+/* The workers' group: given, or the default where it exists. */
+static int fc_shm_gid(const char *path, const char *group, gid_t *gid, struct fc_err *err)
+{
+	struct group *gr = getgrnam(group ? group : FC_SHM_GROUP_DEFAULT);
+
+	if (!gr && group)
+		return fc_err_set(err, "shm %s: --shm-group \"%s\": no such group", path, group);
+	*gid = gr ? gr->gr_gid : (gid_t)-1;
+	return 0;
+}
+
+/* Whether fd is a file of ours to keep: regular, owned by us, writable by
+ * nobody else (but the group, for the state file), of this layout's size,
+ * and starting with its magic and version. */
+static bool fc_shm_ours(int fd, uint64_t size, __u32 magic, bool group_write, gid_t gid)
+{
+	mode_t bad = group_write ? S_IWOTH : (S_IWGRP | S_IWOTH);
+	__u32 head[2] = { 0 };
+	struct stat sb;
+
+	return fstat(fd, &sb) == 0 && S_ISREG(sb.st_mode) && sb.st_uid == geteuid() && !(sb.st_mode & bad) &&
+	       (uint64_t)sb.st_size == size && (gid == (gid_t)-1 || sb.st_gid == gid) &&
+	       pread(fd, head, sizeof(head), 0) == sizeof(head) && head[0] == magic && head[1] == FC_SHM_VERSION;
+}
+
+/*
+ * Opens the file at path for writing if it is ours and whole; otherwise
+ * makes a new one beside it (O_EXCL, so no one else's file or link is ever
+ * followed), initialises it with init, and renames it over path. Mappers of
+ * the old file keep it until they notice the new one.
+ */
+static int fc_shm_file(const char *path, uint64_t size, __u32 magic, mode_t mode, gid_t gid,
+		       int (*init)(int fd, struct fc_err *err), struct fc_err *err)
+{
+	char tmp[PATH_MAX];
+	int fd = open(path, O_RDWR | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+
+	if (fd >= 0 && fc_shm_ours(fd, size, magic, mode & S_IWGRP, gid))
+		return fd;
+	if (fd < 0 && errno != ENOENT && errno != ELOOP)
+		return fc_err_set(err, "shm %s: %s", path, strerror(errno));
+	if (fd >= 0)
+		close(fd);
+	if ((size_t)snprintf(tmp, sizeof(tmp), "%s.XXXXXX", path) >= sizeof(tmp))
+		return fc_err_set(err, "shm %s: path too long", path);
+	fd = mkostemp(tmp, O_CLOEXEC);
+	if (fd < 0)
+		return fc_err_set(err, "shm %s: cannot create %s: %s", path, tmp, strerror(errno));
+	if ((gid != (gid_t)-1 && fchown(fd, (uid_t)-1, gid) < 0) || fchmod(fd, mode) < 0 ||
+	    ftruncate(fd, (off_t)size) < 0) {
+		fc_err_set(err, "shm %s: %s", tmp, strerror(errno));
+		goto fail;
+	}
+	if (init(fd, err) < 0)
+		goto fail;
+	if (rename(tmp, path) < 0) {
+		fc_err_set(err, "shm %s: cannot put %s in place: %s", path, tmp, strerror(errno));
+		goto fail;
+	}
+	return fd;
+fail:
+	unlink(tmp);
+	close(fd);
+	return -1;
+}
+
+static int fc_shm_init_config(int fd, struct fc_err *err)
+{
+	struct fc_shm_header h = { .magic = FC_SHM_MAGIC, .version = FC_SHM_VERSION };
+
+	if (pwrite(fd, &h, sizeof(h), 0) != (ssize_t)sizeof(h))
+		return fc_err_set(err, "shm: writing its header: %s", strerror(errno));
+	return 0;
+}
+
+static int fc_shm_init_state(int fd, struct fc_err *err)
+{
+	struct fc_shm_state_header h = { .magic = FC_SHM_STATE_MAGIC, .version = FC_SHM_VERSION };
+
+	if (pwrite(fd, &h, sizeof(h), 0) != (ssize_t)sizeof(h))
+		return fc_err_set(err, "shm state: writing its header: %s", strerror(errno));
+	return 0;
 }
 
 /* A block being written: the inactive one. */
@@ -68,7 +153,7 @@ static int fc_blk_policy(struct fc_blk *b, const struct fc_policy_row *r, double
 	it->slot = r->slot;
 	it->epoch = r->epoch;
 	it->algo = (__u8)p->algo;
-	it->action = p->action == FC_ACTION_DELAY ? FC_L7_DELAY : p->action == FC_ACTION_LOG ? FC_L7_LOG : FC_L7_DROP;
+	it->action = (__u8)p->action;
 	it->ndims = (__u8)ndims;
 	it->ntiers = (__u8)p->ntiers;
 	it->delay_burst = p->delay_burst;
@@ -100,174 +185,168 @@ static int fc_blk_policy(struct fc_blk *b, const struct fc_policy_row *r, double
 	return 0;
 }
 
-/* Stamps one ban into the table at the first level whose slot this publish
- * has not taken (the last level probes on), so readers can stop at the first
- * slot without the current stamp. */
-static int fc_ban_put(struct fc_shm_ban_slot *tab, __u32 seq, const struct fc_shm_ban_slot *b)
+/* Writes one ban into table at the first slot of its probe sequence that
+ * does not carry stamp, its stamp last (release): a reader that sees the
+ * stamp sees the rest. */
+static int fc_ban_put(struct fc_shm_ban_slot *tab, __u32 stamp, const struct fc_shm_ban_slot *b)
 {
-	__u32 last = fc_shm_ban_index(0, FC_SHM_BAN_LEVELS - 1), size = fc_shm_ban_level[FC_SHM_BAN_LEVELS - 1];
-	__u32 i = 0, k;
-	int l;
+	__u32 step, i;
 
-	for (l = 0; l < FC_SHM_BAN_LEVELS; l++) {
-		i = fc_shm_ban_index(b->hash, l);
-		if (tab[i].seq != seq)
-			goto take;
-	}
-	for (k = 1; k <= FC_SHM_BAN_PROBE; k++) {
-		i = last + (__u32)((b->hash % size + k) % size);
-		if (tab[i].seq != seq)
-			goto take;
+	for (step = 0; step < FC_SHM_BAN_LEVELS + FC_SHM_BAN_PROBE; step++) {
+		i = fc_shm_ban_probe(b->hash, step);
+		if (tab[i].seq == stamp)
+			continue;
+		tab[i].family = b->family;
+		tab[i].plen = b->plen;
+		tab[i].hash = b->hash;
+		tab[i].expires_ns = b->expires_ns;
+		memcpy(tab[i].addr, b->addr, sizeof(b->addr));
+		__atomic_store_n(&tab[i].seq, stamp, __ATOMIC_RELEASE);
+		return 0;
 	}
 	return -1;
-take:
-	/* Stamped first: a reader of the old view sees it as empty meanwhile. */
-	__atomic_store_n(&tab[i].seq, seq, __ATOMIC_RELEASE);
-	tab[i].family = b->family;
-	tab[i].plen = b->plen;
-	tab[i].hash = b->hash;
-	tab[i].expires_ns = b->expires_ns;
-	memcpy(tab[i].addr, b->addr, sizeof(b->addr));
-	return 0;
 }
 
-/* Rewrites the ban table with every live ban, then makes it the valid one. */
-static int fc_bans_publish(struct fc_shm_header *h, void *base, const struct fc_ban_row *bans, size_t nbans,
-			   const struct fc_uid_ban *ubans, size_t nub, struct fc_err *err)
+/* A ban as a table slot (its stamp aside). */
+static void fc_ban_slot(struct fc_shm_ban_slot *b, const struct fc_ban_row *ip, const struct fc_uid_ban *uid)
 {
-	struct fc_shm_ban_slot *tab = (struct fc_shm_ban_slot *)((char *)base + h->bans_off), b;
-	__u32 seq = h->ban_seq + 1 ? h->ban_seq + 1 : 1;
-	__u64 plens[4] = { 0 };
+	memset(b, 0, sizeof(*b));
+	if (ip) {
+		b->family = ip->p.family;
+		b->plen = ip->p.len;
+		memcpy(b->addr, ip->p.a, 16);
+		b->hash = fc_shm_ban_hash(b->family, b->plen, b->addr, ip->p.family == 4 ? 4 : 16);
+		b->expires_ns = fc_expiry_ns(ip->expires);
+	} else {
+		b->hash = fc_shm_ban_hash(0, 0, uid->uid, (__u32)strlen(uid->uid));
+		b->expires_ns = fc_expiry_ns(uid->expires);
+	}
+}
+
+/* Of the whole ban set, whatever its order: a set that did not change is
+ * not rewritten (a publish is mostly about something else). */
+static __u64 fc_bans_digest(const struct fc_ban_row *bans, size_t nbans, const struct fc_uid_ban *ubans, size_t nub)
+{
+	struct fc_shm_ban_slot b;
+	__u64 d = nbans * 0x9e3779b97f4a7c15ULL ^ nub, x;
 	size_t i;
 
 	for (i = 0; i < nbans + nub; i++) {
-		memset(&b, 0, sizeof(b));
+		fc_ban_slot(&b, i < nbans ? &bans[i] : NULL, i < nbans ? NULL : &ubans[i - nbans]);
+		x = (b.hash ^ b.expires_ns * 0xbf58476d1ce4e5b9ULL) * 0x94d049bb133111ebULL;
+		d += x ^ (x >> 31);
+	}
+	return d | 1; /* 0 is "never written" */
+}
+
+/* Writes every live ban into the inactive table, then makes it live. */
+static int fc_bans_publish(struct fc_shm_header *h, void *base, const struct fc_ban_row *bans, size_t nbans,
+			   const struct fc_uid_ban *ubans, size_t nub, bool *written, struct fc_err *err)
+{
+	__u64 live = __atomic_load_n(&h->ban_live, __ATOMIC_ACQUIRE), digest = fc_bans_digest(bans, nbans, ubans, nub);
+	__u32 table = live ? !FC_SHM_BAN_TABLE(live) : 0, stamp = h->ban_stamp + 1 ? h->ban_stamp + 1 : 1;
+	struct fc_shm_ban_slot *tab = (struct fc_shm_ban_slot *)((char *)base + FC_SHM_BANS_OFF(table)), b;
+	__u64 plens[4] = { 0 };
+	size_t i;
+	int bit;
+
+	*written = false;
+	if (live && h->ban_digest == digest)
+		return 0;
+	/* Taken before any slot carries it: a failed write is never resumed. */
+	h->ban_stamp = stamp;
+	for (i = 0; i < nbans + nub; i++) {
+		fc_ban_slot(&b, i < nbans ? &bans[i] : NULL, i < nbans ? NULL : &ubans[i - nbans]);
 		if (i < nbans) {
-			const struct fc_prefix *p = &bans[i].p;
-
-			b.family = p->family;
-			b.plen = p->len;
-			memcpy(b.addr, p->a, 16);
-			b.hash = fc_shm_ban_hash(b.family, b.plen, b.addr, p->family == 4 ? 4 : 16);
-			b.expires_ns = fc_expiry_ns(bans[i].expires);
-			plens[(p->family == 6 ? 64 + p->len : p->len) / 64] |= 1ULL << ((p->family == 6 ? 64 + p->len : p->len) % 64);
-		} else {
-			const struct fc_uid_ban *u = &ubans[i - nbans];
-
-			b.hash = fc_shm_ban_hash(0, 0, u->uid, (__u32)strlen(u->uid));
-			b.expires_ns = fc_expiry_ns(u->expires);
+			bit = bans[i].p.family == 6 ? 64 + bans[i].p.len : bans[i].p.len;
+			plens[bit / 64] |= 1ULL << (bit % 64);
 		}
-		if (fc_ban_put(tab, seq, &b) < 0)
+		if (fc_ban_put(tab, stamp, &b) < 0)
 			return fc_err_set(err, "shm: the ban table is full (%u slots)", FC_SHM_BAN_SLOTS);
 	}
+	/* Readers probe the lengths of both sets while the switch happens. */
 	for (i = 0; i < 4; i++)
 		__atomic_store_n(&h->ban_plens[i], h->ban_plens[i] | plens[i], __ATOMIC_RELEASE);
-	__atomic_store_n(&h->ban_seq, seq, __ATOMIC_RELEASE);
+	h->ban_digest = digest;
+	__atomic_store_n(&h->ban_live, FC_SHM_BAN_LIVE(stamp, table), __ATOMIC_RELEASE);
 	for (i = 0; i < 4; i++)
 		__atomic_store_n(&h->ban_plens[i], plens[i], __ATOMIC_RELEASE);
+	*written = true;
 	return 0;
 }
 
 /* A new policy in a slot starts with zero state and counters; edits that
- * keep its match keep both. */
-static void fc_slot_claim(struct fc_shm_slot *slots, const struct fc_policy_row *r)
+ * keep its match keep both. The owner word is written last, and cleared
+ * first: workers skip a slot whose owner is not their policy's. */
+static int fc_slot_claim(int state_fd, const struct fc_policy_row *r, struct fc_err *err)
 {
-	struct fc_shm_slot *s = &slots[r->slot];
-	__u64 owner = FC_SHM_OWNER(r->spec.id, r->epoch);
+	__u64 owner = FC_SHM_OWNER(r->spec.id, r->epoch), have = 0, zero[8] = { 0 };
+	off_t off;
 
-	if (__atomic_load_n(&s->owner, __ATOMIC_ACQUIRE) == owner)
-		return;
-	__atomic_store_n(&s->owner, 0, __ATOMIC_RELEASE); /* readers skip it meanwhile */
-	memset(s->state, 0, sizeof(s->state));
-	s->passed = s->denied = s->delayed = 0;
-	__atomic_store_n(&s->owner, owner, __ATOMIC_RELEASE);
-}
-
-static int fc_shm_open(const char *path, const char *group, int *fd, void **base, struct fc_err *err)
-{
-	size_t size = fc_shm_file_size();
-	struct group *gr = NULL;
-	struct stat sb;
-
-	*fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0660);
-	if (*fd < 0)
-		return fc_err_set(err, "shm %s: %s", path, strerror(errno));
-	if (fstat(*fd, &sb) < 0 || fchmod(*fd, 0660) < 0)
-		goto fail;
-	gr = getgrnam(group ? group : FC_SHM_GROUP_DEFAULT);
-	if (!gr && group) {
-		close(*fd);
-		return fc_err_set(err, "shm %s: --shm-group \"%s\": no such group", path, group);
-	}
-	if (gr && fchown(*fd, (uid_t)-1, gr->gr_gid) < 0)
-		goto fail;
-	if ((size_t)sb.st_size != size && ftruncate(*fd, (off_t)size) < 0)
-		goto fail;
-	*base = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, *fd, 0);
-	if (*base == MAP_FAILED)
-		goto fail;
+	if (r->slot < 1 || r->slot > FC_MAX_POLICIES)
+		return fc_err_set(err, "policy %u: slot %u is out of range 1..%d", r->spec.id, r->slot, FC_MAX_POLICIES);
+	off = (off_t)(FC_STATE_SLOTS_OFF + (__u64)r->slot * sizeof(struct fc_shm_slot));
+	if (pread(state_fd, &have, sizeof(have), off + (off_t)offsetof(struct fc_shm_slot, owner)) == sizeof(have) &&
+	    have == owner)
+		return 0;
+	if (pwrite(state_fd, zero, sizeof(owner), off + (off_t)offsetof(struct fc_shm_slot, owner)) != sizeof(owner) ||
+	    pwrite(state_fd, zero, sizeof(struct fc_shm_slot), off) != sizeof(struct fc_shm_slot) ||
+	    pwrite(state_fd, &owner, sizeof(owner), off + (off_t)offsetof(struct fc_shm_slot, owner)) != sizeof(owner))
+		return fc_err_set(err, "shm state: slot %u: %s", r->slot, strerror(errno));
 	return 0;
-fail:
-	fc_err_set(err, "shm %s: %s", path, strerror(errno));
-	close(*fd);
-	return -1;
 }
 
 int fc_shm_publish(const char *path, const char *group, struct fc_store *st, int64_t now, double weight,
 		   struct fc_shm_result *res, struct fc_err *err)
 {
-	size_t size = fc_shm_file_size(), npols = 0, nbans = 0, nub = 0, i;
+	size_t npols = 0, nbans = 0, nub = 0, i;
 	struct fc_policy_row *pols = NULL;
 	struct fc_ban_row *bans = NULL;
 	struct fc_uid_ban *ubans = NULL;
+	char state_path[PATH_MAX];
 	struct fc_shm_header *h;
 	struct fc_shm_block *live;
-	struct fc_shm_slot *slots;
 	struct fc_blk b;
 	void *base = NULL;
-	int fd = -1, rc = -1;
+	int fd = -1, state_fd = -1, rc = -1;
+	gid_t gid = (gid_t)-1;
 	__u32 next;
 
 	memset(res, 0, sizeof(*res));
 	if (fc_store_policy_list(st, &pols, &npols, err) < 0 || fc_store_ban_list(st, now, &bans, &nbans, err) < 0 ||
-	    fc_store_uid_ban_list(st, now, &ubans, &nub, err) < 0)
+	    fc_store_uid_ban_list(st, now, &ubans, &nub, err) < 0 || fc_shm_gid(path, group, &gid, err) < 0 ||
+	    fc_shm_state_path(path, state_path, err) < 0)
 		goto out;
-	if (fc_shm_open(path, group, &fd, &base, err) < 0)
+	fd = fc_shm_file(path, FC_SHM_SIZE, FC_SHM_MAGIC, 0640, gid, fc_shm_init_config, err);
+	if (fd < 0)
 		goto out;
-	h = base;
-	if (h->magic != FC_SHM_MAGIC || h->version != FC_SHM_VERSION || h->size != size || h->active > 1) {
-		/* New, or another layout: start it over. */
-		memset(h, 0, sizeof(*h));
-		h->magic = FC_SHM_MAGIC;
-		h->version = FC_SHM_VERSION;
-		h->size = size;
-		h->block_size = FC_SHM_BLOCK_SIZE;
-		h->block_off[0] = fc_shm_align8(sizeof(*h));
-		h->block_off[1] = h->block_off[0] + FC_SHM_BLOCK_SIZE;
-		h->slots_off = h->block_off[1] + FC_SHM_BLOCK_SIZE;
-		h->nslots = FC_SHM_SLOTS;
-		h->bans_off = h->slots_off + (__u64)FC_SHM_SLOTS * sizeof(struct fc_shm_slot);
-		h->nban_slots = FC_SHM_BAN_SLOTS;
-		h->ring_off = h->bans_off + (__u64)FC_SHM_BAN_SLOTS * sizeof(struct fc_shm_ban_slot);
-		h->ring_size = FC_SHM_RING_SIZE;
-		memset((char *)base + h->block_off[0], 0, sizeof(struct fc_shm_block));
-		memset((char *)base + h->block_off[1], 0, sizeof(struct fc_shm_block));
+	state_fd = fc_shm_file(state_path, FC_STATE_SIZE, FC_SHM_STATE_MAGIC, 0660, gid, fc_shm_init_state, err);
+	if (state_fd < 0)
+		goto out;
+	base = mmap(NULL, FC_SHM_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (base == MAP_FAILED) {
+		base = NULL;
+		fc_err_set(err, "shm %s: %s", path, strerror(errno));
+		goto out;
 	}
-	slots = (struct fc_shm_slot *)((char *)base + h->slots_off);
+	h = base;
+	if (h->magic != FC_SHM_MAGIC || h->version != FC_SHM_VERSION || h->active > 1) {
+		fc_err_set(err, "shm %s: not a freqctl shm of version %d", path, FC_SHM_VERSION);
+		goto out;
+	}
 	next = h->init ? !h->active : 0;
-	b.hdr = (struct fc_shm_block *)((char *)base + h->block_off[next]);
+	b.hdr = (struct fc_shm_block *)((char *)base + FC_SHM_BLOCK_OFF(next));
 	b.pos = (__u8 *)(b.hdr + 1);
 	b.end = (__u8 *)b.hdr + FC_SHM_BLOCK_SIZE;
 	b.nitems = 0;
 	for (i = 0; i < npols; i++) {
 		if (!fc_policy_is_l7(&pols[i].spec))
 			continue;
-		fc_slot_claim(slots, &pols[i]);
-		if (fc_blk_policy(&b, &pols[i], weight, err) < 0)
+		if (fc_slot_claim(state_fd, &pols[i], err) < 0 || fc_blk_policy(&b, &pols[i], weight, err) < 0)
 			goto out;
 		res->policies++;
 	}
-	if (fc_bans_publish(h, base, bans, nbans, ubans, nub, err) < 0)
+	if (fc_bans_publish(h, base, bans, nbans, ubans, nub, &res->bans_written, err) < 0)
 		goto out;
 	res->ip_bans = nbans;
 	res->uid_bans = nub;
@@ -275,7 +354,7 @@ int fc_shm_publish(const char *path, const char *group, struct fc_store *st, int
 	b.hdr->nitems = b.nitems;
 	b.hdr->used = (__u64)(b.pos - (__u8 *)(b.hdr + 1));
 
-	live = (struct fc_shm_block *)((char *)base + h->block_off[h->active]);
+	live = (struct fc_shm_block *)((char *)base + FC_SHM_BLOCK_OFF(h->active));
 	res->seq = h->seq;
 	if (h->init && live->magic == FC_SHM_BLOCK_MAGIC && live->used == b.hdr->used &&
 	    live->nitems == b.hdr->nitems && !memcmp(live + 1, b.hdr + 1, b.hdr->used)) {
@@ -292,58 +371,13 @@ int fc_shm_publish(const char *path, const char *group, struct fc_store *st, int
 	rc = 0;
 out:
 	if (base)
-		munmap(base, size);
+		munmap(base, FC_SHM_SIZE);
 	if (fd >= 0)
 		close(fd);
+	if (state_fd >= 0)
+		close(state_fd);
 	free(pols);
 	free(bans);
 	free(ubans);
 	return rc;
-}
-
-/* Maps an existing shm of this version (read-only, or read-write for the ring). */
-static struct fc_shm_header *fc_shm_map(const char *path, bool writable, void **base, size_t *size,
-					struct fc_err *err)
-{
-	struct fc_shm_header *h;
-	int fd = open(path, (writable ? O_RDWR : O_RDONLY) | O_CLOEXEC);
-	struct stat sb;
-
-	*base = NULL;
-	*size = fc_shm_file_size();
-	if (fd < 0 || fstat(fd, &sb) < 0)
-		fc_err_set(err, "shm %s: %s", path, strerror(errno));
-	else if ((size_t)sb.st_size != *size)
-		fc_err_set(err, "shm %s: not a freqctl shm of this version", path);
-	else if ((*base = mmap(NULL, *size, PROT_READ | (writable ? PROT_WRITE : 0), MAP_SHARED, fd, 0)) == MAP_FAILED) {
-		*base = NULL;
-		fc_err_set(err, "shm %s: %s", path, strerror(errno));
-	}
-	if (fd >= 0)
-		close(fd);
-	if (!*base)
-		return NULL;
-	h = *base;
-	if (h->magic != FC_SHM_MAGIC || h->version != FC_SHM_VERSION || h->size != *size ||
-	    h->ring_size != FC_SHM_RING_SIZE || h->ring_off + sizeof(struct fc_shm_ring) > *size) {
-		munmap(*base, *size);
-		*base = NULL;
-		fc_err_set(err, "shm %s: not a freqctl shm of this version", path);
-		return NULL;
-	}
-	return h;
-}
-
-const struct fc_shm_slot *fc_shm_slots(const char *path, void **base, size_t *size, struct fc_err *err)
-{
-	const struct fc_shm_header *h = fc_shm_map(path, false, base, size, err);
-
-	return h ? (const struct fc_shm_slot *)((const char *)*base + h->slots_off) : NULL;
-}
-
-const struct fc_shm_ring *fc_shm_ring_map(const char *path, void **base, size_t *size, struct fc_err *err)
-{
-	const struct fc_shm_header *h = fc_shm_map(path, false, base, size, err);
-
-	return h ? (const struct fc_shm_ring *)((const char *)*base + h->ring_off) : NULL;
 }

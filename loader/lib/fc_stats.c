@@ -2,9 +2,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include <sys/mman.h>
+#include <unistd.h>
 
-#include "fc_shm_write.h"
+#include "fc_shm_state.h"
 #include "fc_stats.h"
 
 /* The counters of struct fc_stats, in display order. */
@@ -86,13 +86,13 @@ void fc_stats_free(struct fc_stats_all *a)
 
 int fc_stats_gather(const struct fc_ctx *ctx, struct fc_stats_all *a, struct fc_err *err)
 {
-	const struct fc_shm_slot *slots;
+	struct fc_shm_slot *slots = NULL;
 	struct fc_store *st = NULL;
-	size_t shm_size = 0, i;
 	struct fc_err shm_err;
 	struct fc_maps m;
-	void *shm = NULL;
-	int rc = -1;
+	bool l7 = false;
+	int rc = -1, fd;
+	size_t i;
 
 	memset(a, 0, sizeof(*a));
 	/* From the agent's /metrics, a missing store is an outage: making an
@@ -107,7 +107,15 @@ int fc_stats_gather(const struct fc_ctx *ctx, struct fc_stats_all *a, struct fc_
 		fc_err_set(err, "out of memory");
 		goto out;
 	}
-	slots = fc_shm_slots(ctx->shm_path, &shm, &shm_size, &shm_err); /* none yet: zeros */
+	for (i = 0; i < a->n; i++)
+		l7 |= fc_policy_is_l7(&a->rows[i].spec);
+	/* The workers' counters: their word, read as it is (no shm yet: zeros). */
+	if (l7 && (fd = fc_state_open(ctx->shm_path, &shm_err)) >= 0) {
+		slots = malloc(FC_SHM_SLOTS * sizeof(*slots));
+		if (slots)
+			fc_state_slots(fd, slots, FC_SHM_SLOTS);
+		close(fd);
+	}
 	for (i = 0; i < a->n; i++) {
 		const struct fc_policy_row *r = &a->rows[i];
 
@@ -115,7 +123,7 @@ int fc_stats_gather(const struct fc_ctx *ctx, struct fc_stats_all *a, struct fc_
 		if (!fc_policy_is_l7(&r->spec)) {
 			if (fc_pstats_read(&m, r->slot, &a->ps[i].ps, err) < 0)
 				goto out;
-		} else if (slots && slots[r->slot].owner == FC_SHM_OWNER(r->spec.id, r->epoch)) {
+		} else if (slots && r->slot < FC_SHM_SLOTS && slots[r->slot].owner == FC_SHM_OWNER(r->spec.id, r->epoch)) {
 			a->ps[i].ps.passed.packets = slots[r->slot].passed;
 			a->ps[i].ps.dropped.packets = slots[r->slot].denied;
 			a->ps[i].delayed = slots[r->slot].delayed;
@@ -123,8 +131,7 @@ int fc_stats_gather(const struct fc_ctx *ctx, struct fc_stats_all *a, struct fc_
 	}
 	rc = 0;
 out:
-	if (shm)
-		munmap(shm, shm_size);
+	free(slots);
 	fc_maps_close(&m);
 	fc_store_close(st);
 	if (rc)

@@ -2,8 +2,10 @@
 /*
  * Escalation's counting, on an offender ring in plain memory written the way
  * nginx workers write it: N refusals per window pass, the one past N bans,
- * windows restart the count, policies and clients count apart, and torn or
- * overrun reports are skipped and counted, never followed.
+ * windows restart the count, policies and clients count apart, torn or
+ * overrun reports are skipped and counted, never followed; and the bounds on
+ * what a hostile ring can make root ban: a cap per minute, IPv6 clients of
+ * one /64 folded into a /64 ban, no more than the maps hold.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -19,8 +21,23 @@
 
 struct fc_env {
 	struct fc_shm_ring *ring;
+	struct fc_ring_src src;
 	struct fc_escalation esc;
 };
+
+static uint64_t fc_mem_head(void *ctx)
+{
+	return ((struct fc_shm_ring *)ctx)->head;
+}
+
+static void fc_mem_read(void *ctx, uint64_t from, size_t n, struct fc_shm_ring_entry *out)
+{
+	const struct fc_shm_ring *ring = ctx;
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		out[i] = ring->e[(from + i) & (FC_SHM_RING_SIZE - 1)];
+}
 
 /* Appends a report as a worker does: index by fetch-and-add, stamp last. */
 static void fc_report(struct fc_shm_ring *ring, uint32_t policy, uint8_t family, const void *addr)
@@ -48,9 +65,12 @@ static int fc_setup(void **state)
 	rows[2].spec.id = 9;
 	rows[2].spec.escalate = (struct fc_rate){ .n = 1, .unit_secs = 1 };
 	rows[2].spec.ban_ttl = 60;
+	env->esc.cap = 1000;
+	env->esc.v6_aggregate = 4;
 	assert_int_equal(fc_esc_set_policies(&env->esc, rows, 3), 0);
 	assert_int_equal(env->esc.npol, 2);
-	fc_esc_attach(&env->esc, env->ring);
+	env->src = (struct fc_ring_src){ fc_mem_head, fc_mem_read, env->ring };
+	fc_esc_attach(&env->esc, &env->src);
 	*state = env;
 	return 0;
 }
@@ -74,9 +94,9 @@ static void test_threshold(void **state)
 
 	for (i = 0; i < 3; i++)
 		fc_report(env->ring, 7, 4, "\xc6\x12\x00\x07");
-	assert_int_equal(fc_esc_drain(&env->esc, T0, bans, 8, &st), 0);
+	assert_int_equal(fc_esc_drain(&env->esc, T0, 100, bans, 8, &st), 0);
 	fc_report(env->ring, 7, 4, "\xc6\x12\x00\x07");
-	assert_int_equal(fc_esc_drain(&env->esc, T0 + 1, bans, 8, &st), 1);
+	assert_int_equal(fc_esc_drain(&env->esc, T0 + 1, 100, bans, 8, &st), 1);
 	assert_int_equal(bans[0].p.family, 4);
 	assert_int_equal(bans[0].p.len, 32);
 	assert_memory_equal(bans[0].p.a, "\xc6\x12\x00\x07", 4);
@@ -84,7 +104,7 @@ static void test_threshold(void **state)
 	assert_int_equal(bans[0].by_policy, 7);
 	/* Past the threshold, once: no second ban for the same window. */
 	fc_report(env->ring, 7, 4, "\xc6\x12\x00\x07");
-	assert_int_equal(fc_esc_drain(&env->esc, T0 + 2, bans, 8, &st), 0);
+	assert_int_equal(fc_esc_drain(&env->esc, T0 + 2, 100, bans, 8, &st), 0);
 	assert_int_equal(st.lost, 0);
 }
 
@@ -98,19 +118,19 @@ static void test_windows_and_keys(void **state)
 	/* Three in one minute, three in the next: never four in one window. */
 	for (i = 0; i < 3; i++)
 		fc_report(env->ring, 7, 4, "\xc6\x12\x00\x07");
-	assert_int_equal(fc_esc_drain(&env->esc, T0 + 59, bans, 8, &st), 0);
+	assert_int_equal(fc_esc_drain(&env->esc, T0 + 59, 100, bans, 8, &st), 0);
 	for (i = 0; i < 3; i++)
 		fc_report(env->ring, 7, 4, "\xc6\x12\x00\x07");
-	assert_int_equal(fc_esc_drain(&env->esc, T0 + 60, bans, 8, &st), 0);
+	assert_int_equal(fc_esc_drain(&env->esc, T0 + 60, 100, bans, 8, &st), 0);
 	/* Another client, another policy, a policy that does not escalate: apart. */
 	for (i = 0; i < 3; i++) {
 		fc_report(env->ring, 7, 4, "\xc6\x12\x00\x08");
 		fc_report(env->ring, 8, 4, "\xc6\x12\x00\x07");
 	}
-	assert_int_equal(fc_esc_drain(&env->esc, T0 + 61, bans, 8, &st), 0);
+	assert_int_equal(fc_esc_drain(&env->esc, T0 + 61, 100, bans, 8, &st), 0);
 	fc_report(env->ring, 9, 6, "\x20\x01\x0d\xb8\0\0\0\0\0\0\0\0\0\0\0\x01");
 	fc_report(env->ring, 9, 6, "\x20\x01\x0d\xb8\0\0\0\0\0\0\0\0\0\0\0\x01");
-	assert_int_equal(fc_esc_drain(&env->esc, T0 + 61, bans, 8, &st), 1);
+	assert_int_equal(fc_esc_drain(&env->esc, T0 + 61, 100, bans, 8, &st), 1);
 	assert_int_equal(bans[0].p.family, 6);
 	assert_int_equal(bans[0].p.len, 128);
 	assert_int_equal(bans[0].by_policy, 9);
@@ -126,19 +146,96 @@ static void test_torn_and_overrun(void **state)
 	/* A report still being written (stamp not yet its index + 1) is left for later. */
 	fc_report(env->ring, 7, 4, "\xc6\x12\x00\x07");
 	env->ring->e[0].seq = 0;
-	assert_int_equal(fc_esc_drain(&env->esc, T0, bans, 8, &st), 0);
+	assert_int_equal(fc_esc_drain(&env->esc, T0, 100, bans, 8, &st), 0);
 	assert_int_equal(env->esc.tail, 0);
 	env->ring->e[0].seq = 1;
 	/* A bad family is skipped, not followed. */
 	fc_report(env->ring, 7, 9, "\xc6\x12\x00\x07");
-	assert_int_equal(fc_esc_drain(&env->esc, T0, bans, 8, &st), 0);
+	assert_int_equal(fc_esc_drain(&env->esc, T0, 100, bans, 8, &st), 0);
 	assert_int_equal(env->esc.tail, 2);
-	/* Workers a whole lap ahead: what was overwritten is counted as lost. */
+	/* Workers a whole lap ahead: what was overwritten is counted as lost,
+	 * and the rest is read in batches. */
 	for (i = 0; i < FC_SHM_RING_SIZE + 5; i++)
 		fc_report(env->ring, 8, 4, "\xc6\x12\x00\x07");
-	assert_int_equal(fc_esc_drain(&env->esc, T0, bans, 8, &st), 0);
+	assert_int_equal(fc_esc_drain(&env->esc, T0, 100, bans, 8, &st), 0);
 	assert_int_equal(st.lost, 5);
+	assert_int_equal(env->esc.tail, env->ring->head - FC_SHM_RING_SIZE + FC_ESC_BATCH);
+	while (env->esc.tail < env->ring->head)
+		assert_int_equal(fc_esc_drain(&env->esc, T0, 100, bans, 8, &st), 0);
+	/* A head set back (or forged) is followed back, not read behind. */
+	env->ring->head -= 100;
+	assert_int_equal(fc_esc_drain(&env->esc, T0, 100, bans, 8, &st), 0);
 	assert_int_equal(env->esc.tail, env->ring->head);
+}
+
+/* Each client of policy 9 (1 per second) is due on its second report. */
+static void fc_due(struct fc_env *env, uint8_t family, const uint8_t *addr)
+{
+	fc_report(env->ring, 9, family, addr);
+	fc_report(env->ring, 9, family, addr);
+}
+
+/* A hostile ring can not make root ban without bound. */
+static void test_bounds(void **state)
+{
+	struct fc_env *env = *state;
+	struct fc_ban_row bans[64];
+	struct fc_esc_stats st;
+	uint8_t a[16] = { 198, 18, 0, 0 };
+	int i;
+
+	/* The cap per minute: 1000 set, a fresh minute, 40 due, 5 allowed. */
+	env->esc.cap = 5;
+	for (i = 0; i < 40; i++) {
+		a[3] = (uint8_t)i;
+		fc_due(env, 4, a);
+	}
+	assert_int_equal(fc_esc_drain(&env->esc, T0 + 120, 100, bans, 64, &st), 5);
+	assert_int_equal(st.capped, 35);
+	/* The next minute has room for 5 more. */
+	for (i = 0; i < 10; i++) {
+		a[3] = (uint8_t)(100 + i);
+		fc_due(env, 4, a);
+	}
+	assert_int_equal(fc_esc_drain(&env->esc, T0 + 180, 100, bans, 64, &st), 5);
+	/* No more than the maps hold. */
+	env->esc.cap = 1000;
+	for (i = 0; i < 10; i++) {
+		a[3] = (uint8_t)(200 + i);
+		fc_due(env, 4, a);
+	}
+	assert_int_equal(fc_esc_drain(&env->esc, T0 + 240, 3, bans, 64, &st), 3);
+	assert_int_equal(st.full, 7);
+}
+
+/* Many IPv6 clients of one /64 are one client: its /64 is banned. */
+static void test_v6_aggregate(void **state)
+{
+	struct fc_env *env = *state;
+	struct fc_ban_row bans[64];
+	struct fc_esc_stats st;
+	uint8_t a[16] = { 0x20, 0x01, 0x0d, 0xb8, 0, 0, 0, 1 };
+	size_t n;
+	int i;
+
+	/* v6_aggregate 4: three are banned alone, the fourth bans the /64,
+	 * the rest of that /64 is not banned again. */
+	for (i = 0; i < 10; i++) {
+		a[15] = (uint8_t)i;
+		fc_due(env, 6, a);
+	}
+	n = fc_esc_drain(&env->esc, T0, 100, bans, 64, &st);
+	assert_int_equal(n, 4);
+	for (i = 0; i < 3; i++)
+		assert_int_equal(bans[i].p.len, 128);
+	assert_int_equal(bans[3].p.len, 64);
+	assert_memory_equal(bans[3].p.a, "\x20\x01\x0d\xb8\0\0\0\x01\0\0\0\0\0\0\0\0", 16);
+	assert_int_equal(st.aggregated, 3 + 6);
+	/* Another /64 counts on its own. */
+	a[7] = 2;
+	fc_due(env, 6, a);
+	assert_int_equal(fc_esc_drain(&env->esc, T0, 100, bans, 64, &st), 1);
+	assert_int_equal(bans[0].p.len, 128);
 }
 
 int main(void)
@@ -147,6 +244,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_threshold, fc_setup, fc_teardown),
 		cmocka_unit_test_setup_teardown(test_windows_and_keys, fc_setup, fc_teardown),
 		cmocka_unit_test_setup_teardown(test_torn_and_overrun, fc_setup, fc_teardown),
+		cmocka_unit_test_setup_teardown(test_bounds, fc_setup, fc_teardown),
+		cmocka_unit_test_setup_teardown(test_v6_aggregate, fc_setup, fc_teardown),
 	};
 
 	return cmocka_run_group_tests_name("escalation: counting offender reports", tests, NULL, NULL);

@@ -59,10 +59,12 @@ static void fc_arena_free(struct fc_arena *a)
 }
 
 struct fc_t {
-	char dir[64], db[96], shm[96];
+	char dir[64], db[96], shm[96], state_path[128];
 	struct fc_store *st;
-	void *base;
+	void *base;   /* the config file */
 	size_t size;
+	void *state;  /* the workers' state file */
+	size_t state_size;
 	struct fc_arena arena;
 	struct fc_l7_index ix;
 };
@@ -77,6 +79,7 @@ static int fc_setup(void **state)
 	assert_non_null(mkdtemp(t->dir));
 	snprintf(t->db, sizeof(t->db), "%s/store.db", t->dir);
 	snprintf(t->shm, sizeof(t->shm), "%s/shm", t->dir);
+	snprintf(t->state_path, sizeof(t->state_path), "%s%s", t->shm, FC_SHM_STATE_SUFFIX);
 	if (fc_store_open(t->db, &t->st, &err) < 0)
 		fail_msg("%s", err.msg);
 	*state = t;
@@ -87,8 +90,24 @@ static void fc_unmap(struct fc_t *t)
 {
 	if (t->base)
 		munmap(t->base, t->size);
-	t->base = NULL;
+	if (t->state)
+		munmap(t->state, t->state_size);
+	t->base = t->state = NULL;
 	fc_arena_free(&t->arena);
+}
+
+/* Maps path read-write into *base, *size. */
+static void fc_map(const char *path, void **base, size_t *size)
+{
+	struct stat sb;
+	int fd = open(path, O_RDWR);
+
+	assert_true(fd >= 0);
+	assert_int_equal(fstat(fd, &sb), 0);
+	*size = (size_t)sb.st_size;
+	*base = mmap(NULL, *size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	close(fd);
+	assert_true(*base != MAP_FAILED);
 }
 
 static int fc_teardown(void **state)
@@ -117,24 +136,18 @@ static void fc_policy(struct fc_t *t, uint32_t id, const char *match, const char
 		fail_msg("policy %u: %s", id, err.msg);
 }
 
-/* Publishes the store and maps the shm read-write, as a worker does. */
+/* Publishes the store and maps both files (the config file read-write
+ * here, so the tests can corrupt it). */
 static void fc_publish(struct fc_t *t)
 {
 	struct fc_shm_result res;
 	struct fc_err err;
-	struct stat sb;
-	int fd;
 
 	fc_unmap(t);
 	if (fc_shm_publish(t->shm, NULL, t->st, 1, 1, &res, &err) < 0)
 		fail_msg("%s", err.msg);
-	fd = open(t->shm, O_RDWR);
-	assert_true(fd >= 0);
-	assert_int_equal(fstat(fd, &sb), 0);
-	t->size = (size_t)sb.st_size;
-	t->base = mmap(NULL, t->size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	close(fd);
-	assert_true(t->base != MAP_FAILED);
+	fc_map(t->shm, &t->base, &t->size);
+	fc_map(t->state_path, &t->state, &t->state_size);
 }
 
 static int fc_build(struct fc_t *t, const void *base, size_t size)
@@ -142,7 +155,7 @@ static int fc_build(struct fc_t *t, const void *base, size_t size)
 	struct fc_l7_alloc a = { fc_arena_alloc, &t->arena };
 
 	fc_arena_free(&t->arena);
-	return fc_l7_build(base, size, &t->ix, &a);
+	return fc_l7_build(base, size, t->state, t->state_size, &t->ix, &a);
 }
 
 /* A request from text: "uid=u1 arg:api=login header:x-key=k uri=/a ip=198.18.0.1";
@@ -391,14 +404,14 @@ static void test_corruption(void **state)
 
 	fc_corpus(t);
 	h = t->base;
-	blk = (const struct fc_shm_block *)((const uint8_t *)t->base + h->block_off[h->active]);
-	span = h->block_off[h->active] + sizeof(*blk) + blk->used;
+	blk = (const struct fc_shm_block *)((const uint8_t *)t->base + FC_SHM_BLOCK_OFF(h->active));
+	span = FC_SHM_BLOCK_OFF(h->active) + sizeof(*blk) + blk->used;
 	/* A private copy of the whole file, so the slots stay in bounds. */
 	copy = malloc(t->size);
 	assert_non_null(copy);
 	memcpy(copy, t->base, t->size);
 	for (i = 0; i < span; i++) {
-		if (i >= sizeof(*h) && i < h->block_off[h->active])
+		if (i >= sizeof(*h) && i < FC_SHM_BLOCK_OFF(h->active))
 			continue; /* the other block and padding: not read */
 		for (f = 0; f < sizeof(flips); f++) {
 			uint8_t old = copy[i];
@@ -437,7 +450,7 @@ static void test_truncation(void **state)
 
 	fc_corpus(t);
 	h = t->base;
-	blk = (struct fc_shm_block *)((uint8_t *)t->base + h->block_off[h->active]);
+	blk = (struct fc_shm_block *)((uint8_t *)t->base + FC_SHM_BLOCK_OFF(h->active));
 	used = blk->used;
 	for (cut = 0; cut <= used; cut++) {
 		blk->used = cut;
@@ -450,7 +463,7 @@ static void test_truncation(void **state)
 	/* A file shorter than its header says is refused whole. */
 	assert_int_equal(fc_build(t, t->base, sizeof(struct fc_shm_header) - 1), -1);
 	assert_int_equal(fc_build(t, t->base, t->size - 1), -1);
-	assert_string_equal(t->ix.why, "header out of bounds");
+	assert_string_equal(t->ix.why, "not a freqctl shm of this version");
 }
 
 /* 8 forked processes on one slot admit exactly the limit. */

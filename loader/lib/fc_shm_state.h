@@ -1,0 +1,33 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * Root's reads of the workers' state file (maps/fc_shm.h): stat slots and
+ * the offender ring. The file is writable by the workers' user, so it is
+ * read with pread into our own memory, never mapped (a worker may truncate
+ * it, and a mapped read past its end would kill us with SIGBUS), every
+ * offset is a constant, and every value read is the workers' say-so: a
+ * counter may be garbage, an index is bounded before use.
+ */
+#ifndef FC_SHM_STATE_H
+#define FC_SHM_STATE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "fc_error.h"
+#include "fc_shm.h"
+
+/* Opens the state file of the shm at shm_path for reading (a regular file,
+ * no link followed); -1 with err if there is none. */
+int fc_state_open(const char *shm_path, struct fc_err *err);
+
+/* Reads slots [0, n) into out; what the file does not hold reads as zeros. */
+void fc_state_slots(int fd, struct fc_shm_slot *out, size_t n);
+
+/* The ring's head, as the workers left it (0 if unreadable). */
+uint64_t fc_state_ring_head(int fd);
+
+/* Reads n ring entries from index from (wrapping) into out; what the file
+ * does not hold reads as zeros, i.e. as entries not written yet. */
+void fc_state_ring_read(int fd, uint64_t from, size_t n, struct fc_shm_ring_entry *out);
+
+#endif /* FC_SHM_STATE_H */

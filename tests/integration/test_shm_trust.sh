@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# The shm's trust boundary, as the nginx workers' user (www-data) could test
+# it: the config file root publishes is not theirs to write; the state file
+# they write is read by root (sync, stats, top, the agent) as hostile bytes,
+# so garbage, a forged ring head or a truncated file change nothing root
+# does and crash nothing; and a file or link planted where root will publish
+# is replaced, never followed.
+. "$(dirname "$0")/lib.sh"
+[ "$(id -u)" -eq 0 ] || skip_all "needs root (files owned by root, runuser)"
+id www-data >/dev/null 2>&1 || skip_all "no www-data user (Debian's nginx makes it)"
+command -v runuser >/dev/null || skip_all "runuser not installed (util-linux)"
+d=/tmp/fc-it-$tag
+mkdir -p "$d"
+chmod 1777 "$d" # as /dev/shm: anyone may create, only the owner may remove
+as_www() { runuser -u www-data -- sh -c "$1"; }
+fcq() { fc "$@" >/dev/null; }
+apid=
+trap '[ -n "$apid" ] && kill -TERM "$apid" 2>/dev/null && wait "$apid" 2>/dev/null; fc_finish' EXIT
+
+# A link planted where the shm will be: root must not write through it.
+echo "untouched" >"$d/victim"
+chmod 0644 "$d/victim"
+as_www "ln -s '$d/victim' '$shm'"
+check "sync publishes where www-data planted a link" fcq policy add 1 --match uid=u1 --rate 5/m --escalate 3/m --ban-ttl 1m
+check "... the link's target is untouched" [ "$(cat "$d/victim")" = untouched ]
+check "... the shm is a regular file now, not the link" [ -f "$shm" -a ! -L "$shm" ]
+check "config file: root's, 0640, group www-data" [ "$(stat -c '%U %a %G' "$shm")" = "root 640 www-data" ]
+check "state file: root's, 0660, group www-data" [ "$(stat -c '%U %a %G' "$shm.state")" = "root 660 www-data" ]
+check "www-data can not write the config file" sh -c "! runuser -u www-data -- sh -c 'echo x >>\"$shm\"' 2>/dev/null"
+check "... nor truncate it" sh -c "! runuser -u www-data -- truncate -s 0 '$shm' 2>/dev/null"
+check "... but reads it" as_www "head -c 4 '$shm' >/dev/null"
+
+# Garbage over the whole state file, as www-data: slots, owners, ring head.
+as_www "head -c $(stat -c %s "$shm.state") /dev/urandom >'$shm.state'"
+check "sync after garbage in the state file" fcq sync
+check "stats after garbage in the state file" fcq stats --json
+check "top after garbage in the state file" fcq top --json -n 1 -d 0.1
+"$FC_BIN" --db "$db" --pin-dir "$pin" --shm "$shm" agent >"$d/agent.log" 2>&1 &
+apid=$!
+for _ in $(seq 50); do grep -q "watching store" "$d/agent.log" && break; sleep 0.1; done
+# A forged head far ahead, then far behind, while the agent reads the ring.
+head_off=$(( 4096 + 65537 * 64 ))
+as_www "printf '\377\377\377\377\377\377\377\177' | dd of='$shm.state' bs=1 seek=$head_off conv=notrunc 2>/dev/null"
+sleep 0.5
+as_www "printf '\0\0\0\0\0\0\0\0' | dd of='$shm.state' bs=1 seek=$head_off conv=notrunc 2>/dev/null"
+sleep 0.5
+check "the agent survives a forged ring head" kill -0 "$apid"
+check "... and bans nobody for it" jq_true 'length == 0' <<<"$(fc ban list --json)"
+# Truncated under root's feet.
+as_www "truncate -s 100 '$shm.state'"
+check "stats with the state file truncated by www-data" fcq stats --json
+check "top with the state file truncated" fcq top --json -n 1 -d 0.1
+sleep 0.3
+check "the agent survives the truncation" kill -0 "$apid"
+check "sync puts a whole state file back" fcq sync
+check "... of the layout's size" [ "$(stat -c %s "$shm.state")" -gt 100 ]
+kill -TERM "$apid" && wait "$apid"
+apid=
+check "the agent ran to its end" grep -q stopping "$d/agent.log"
+
+# A config file that others may write is replaced, not trusted.
+ino=$(stat -c %i "$shm")
+chmod 0666 "$shm"
+check "sync after the config file was made world-writable" fcq sync
+check "... it is a new file, 0640 again" [ "$(stat -c '%i %a' "$shm")" != "$ino 640" -a "$(stat -c %a "$shm")" = 640 ]
+exit 0

@@ -1,0 +1,42 @@
+// SPDX-License-Identifier: BSD-2-Clause
+#include <fcntl.h>
+#include <limits.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <unistd.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+
+#include "fc_worker_map.h"
+
+static void *fc_map(const char *path, size_t size, bool writable)
+{
+	struct stat sb;
+	void *base;
+	int fd = open(path, writable ? O_RDWR : O_RDONLY);
+
+	if (fd < 0 || fstat(fd, &sb) < 0 || (size_t)sb.st_size != size) {
+		fprintf(stderr, "%s: not a freqctl shm file of this version\n", path);
+		if (fd >= 0)
+			close(fd);
+		return NULL;
+	}
+	base = mmap(NULL, size, PROT_READ | (writable ? PROT_WRITE : 0), MAP_SHARED, fd, 0);
+	close(fd);
+	return base == MAP_FAILED ? NULL : base;
+}
+
+int fc_worker_map(const char *shm, struct fc_l7_index *ix, const struct fc_l7_alloc *a)
+{
+	char state[PATH_MAX];
+	void *base, *sbase;
+
+	snprintf(state, sizeof(state), "%s%s", shm, FC_SHM_STATE_SUFFIX);
+	base = fc_map(shm, FC_SHM_SIZE, false);
+	sbase = fc_map(state, FC_STATE_SIZE, true);
+	if (!base || !sbase || fc_l7_build(base, FC_SHM_SIZE, sbase, FC_STATE_SIZE, ix, a) != 0) {
+		fprintf(stderr, "%s: cannot build an index from it\n", shm);
+		return -1;
+	}
+	return 0;
+}
