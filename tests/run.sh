@@ -1,49 +1,60 @@
 #!/usr/bin/env bash
 # Runs every test suite (`make test` calls this after building) and ends with
 # one line "N passed, N failed, N skipped" counting test cases over all suites.
-# A suite that crashes or prints no result counts as one failure.
+#
+# Every suite speaks TAP: the cmocka binaries (CMOCKA_MESSAGE_OUTPUT=TAP) and
+# the shell suites (tests/integration/lib.sh). A suite fails if any test is
+# "not ok", if it exits non-zero, if it prints no plan, or if the tests it
+# printed are not the plan's count (it died half-way).
 set -u
 cd "$(dirname "$0")/.."
 
 passed=0 failed=0 skipped=0
 failed_suites=()
 
-# Adds the counts a suite printed: cmocka's "[  PASSED  ] N test(s)." lines,
-# or our shell suites' own "N passed, N failed, N skipped" line.
-count() {
-	local log=$1 name=$2 rc=$3 p f s
-	p=$(sed -n 's/^\[  PASSED  \] \([0-9]*\) test(s)\./\1/p' "$log" | tail -1)
-	f=$(sed -n 's/^\[  FAILED  \] \([0-9]*\) test(s), listed below:/\1/p' "$log" | tail -1)
-	s=$(sed -n 's/^\[  SKIPPED \] \([0-9]*\) test(s), listed below:/\1/p' "$log" | tail -1)
-	if [ -z "$p$f" ]; then
-		read -r p f s < <(sed -n 's/^\([0-9]*\) passed, \([0-9]*\) failed, \([0-9]*\) skipped$/\1 \2 \3/p' "$log" | tail -1)
-	fi
-	if [ -z "${p:-}${f:-}" ]; then
-		echo "  $name: no result line (exit $rc)"
-		p=0 f=1 s=0
-	elif [ "$rc" -ne 0 ] && [ "${f:-0}" -eq 0 ]; then
-		echo "  $name: exit $rc"
-		f=1
-	fi
-	passed=$((passed + ${p:-0})) failed=$((failed + ${f:-0})) skipped=$((skipped + ${s:-0}))
-	[ "${f:-0}" -eq 0 ] || failed_suites+=("$name")
+# Reads a suite's TAP from stdin; prints "passed failed skipped problem".
+tap_count() {
+	awk '
+	/^1\.\.[0-9]+/ { plan = $1; sub(/^1\.\./, "", plan); planned = 1; if ($0 ~ /# *[Ss][Kk][Ii][Pp]/) skipall = 1; next }
+	/^(not )?ok [0-9]+( |$)/ {
+		n++
+		if ($0 ~ /# *[Ss][Kk][Ii][Pp]/) s++
+		else if ($0 ~ /^ok/) p++
+		else f++
+	}
+	END {
+		why = "-"
+		if (!planned) why = "no-plan"
+		else if (plan + 0 != n) why = "plan-" plan "-ran-" n
+		if (skipall && n == 0) s = 1
+		printf "%d %d %d %s\n", p, f, s, why
+	}'
 }
 
 run() {
-	local name=$1 log
+	local name=$1 log rc p f s why
 	shift
 	log=$(mktemp)
 	echo "== $name"
-	"$@" >"$log" 2>&1
-	local rc=$?
+	CMOCKA_MESSAGE_OUTPUT=TAP "$@" >"$log" 2>&1
+	rc=$?
 	cat "$log"
-	count "$log" "$name" "$rc"
+	read -r p f s why < <(tap_count <"$log")
 	rm -f "$log"
+	if [ "$why" != - ]; then
+		echo "  $name: bad TAP ($why)"
+		f=$((f + 1))
+	elif [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then
+		echo "  $name: exit $rc"
+		f=1
+	fi
+	passed=$((passed + p)) failed=$((failed + f)) skipped=$((skipped + s))
+	[ "$f" -eq 0 ] || failed_suites+=("$name")
 }
 
 # Tests work on scratch pin dirs and shms only; the defaults belong to any
 # freqctl this machine really runs. Checked by what they hold before and after.
-defaults() { ls -ld --time-style=+%s.%N /sys/fs/bpf/freqctl /dev/shm/freqctl 2>/dev/null; }
+defaults() { ls -ld --time-style=+%s.%N /sys/fs/bpf/freqctl /dev/shm/freqctl /dev/shm/freqctl.state 2>/dev/null; }
 before=$(defaults)
 
 for t in build/tests/test_*; do

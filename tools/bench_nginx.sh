@@ -71,13 +71,18 @@ CONF
 	pids+=("$(cat "$d/nginx.pid")")
 	for _ in $(seq 50); do pgrep -P "$(cat "$d/nginx.pid")" >"$d/worker" && break; sleep 0.1; done
 }
+# The worker's cycles and instructions, where perf can read the CPU's
+# counters: perf stat runs either way, but prints "<not supported>" where it
+# can not (many VMs). FC_BENCH_NO_COUNTERS=1 takes the fallback regardless.
 counters=false
-perf stat -e cycles,instructions true >/dev/null 2>&1 && counters=true
+if [ -z "${FC_BENCH_NO_COUNTERS:-}" ] && perf stat -e cycles,instructions -x, -o "$dir/perf-probe" true 2>/dev/null &&
+	grep -q '^[0-9][0-9]*,[^,]*,cycles' "$dir/perf-probe" && grep -q '^[0-9][0-9]*,[^,]*,instructions' "$dir/perf-probe"; then
+	counters=true
+fi
 
 module=$PWD/build/ngx_http_freqctl_module.so
 for n in 1000 65536; do
 	build/fc_l7_bench seed "$dir/store-$n.db" "$dir/shm-$n" "$n"
-	chgrp www-data "$dir/shm-$n"
 done
 start plain "$port" "" "" ""
 start fc1k $((port + 2)) "load_module $module;" "freqctl_shm $dir/shm-1000; freqctl on; freqctl_uid \$arg_uid;" ""
@@ -129,6 +134,15 @@ for i in 1 2; do
 	printf '%-28s x limit_req %.3f (target >= 1.0), x plain %.3f (target >= 0.97)\n' "${labels[$i]}" \
 		"$(echo "$m / $lr" | bc -l)" "$(echo "$m / $base" | bc -l)"
 done
+# A ratio taken within each round, where the variants ran seconds apart:
+# drift between rounds (another tenant starting) cancels out. paired NAME
+# REF VARIANT DIR: median (quartiles) of REF/VARIANT (DIR=1) or VARIANT/REF.
+paired() {
+	local -n v=$1
+	paste <(tr ' ' '\n' <<<"${v[$2]}" | grep .) <(tr ' ' '\n' <<<"${v[$3]}" | grep .) |
+		awk -v dir="$4" '{ print dir == 1 ? $1 / $2 : $2 / $1 }' | sort -n |
+		awk '{ a[NR] = $1 } END { printf "%.3f (%.3f-%.3f)", a[int((NR + 1) / 2)], a[int((NR + 3) / 4)], a[int((3 * NR + 3) / 4)] }'
+}
 if $counters; then
 	echo
 	echo "the nginx worker's own cost per request (perf stat on its pid, median over the rounds; x plain ="
@@ -141,21 +155,21 @@ if $counters; then
 		printf '%-28s %12.0f %12.0f %10.3f %12.3f\n' "${labels[$i]}" "$c" "$(echo "${ins[$i]}" | median)" \
 			"$(echo "$cbase / $c" | bc -l)" "$(echo "$clr / $c" | bc -l)"
 	done
-	# The same ratios taken within each round, where the four ran seconds apart:
-	# drift between rounds (another tenant starting) cancels out.
 	echo
 	echo "the same, as the median (and quartiles) of the ratios within each round:"
-	paired() { # paired REF VARIANT: REF's cycles over VARIANT's, round by round
-		paste <(tr ' ' '\n' <<<"${cyc[$1]}" | grep .) <(tr ' ' '\n' <<<"${cyc[$2]}" | grep .) |
-			awk '{ print $1 / $2 }' | sort -n |
-			awk '{ a[NR] = $1 } END { printf "%.3f (%.3f-%.3f)", a[int((NR + 1) / 2)], a[int((NR + 3) / 4)], a[int((3 * NR + 3) / 4)] }'
-	}
 	for i in 1 2; do
 		printf '%-28s x plain %s (target >= 0.97), x limit_req %s (target >= 1.0)\n' "${labels[$i]}" \
-			"$(paired 0 "$i")" "$(paired 3 "$i")"
+			"$(paired cyc 0 "$i" 1)" "$(paired cyc 3 "$i" 1)"
 	done
 else
-	echo "(perf cannot read the CPU's counters here: no per-request cycles)"
+	echo
+	echo "(perf can not read the CPU's counters here: no cycles per request. The ratios below are"
+	echo "req/s taken within each round instead, the median and quartiles over the rounds; noisier,"
+	echo "as the other core's load moves them.)"
+	for i in 1 2; do
+		printf '%-28s x plain %s (target >= 0.97), x limit_req %s (target >= 1.0)\n' "${labels[$i]}" \
+			"$(paired res 0 "$i" 0)" "$(paired res 3 "$i" 0)"
+	done
 fi
 
 # Decisions per second: the engine against a GCRA Lua script in Redis.

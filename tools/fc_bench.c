@@ -48,6 +48,8 @@ static const struct fc_case fc_cases[] = {
 	{ "unmatched", { "198.18.0.8", IPPROTO_UDP, .payload = 18 }, true },
 	{ "exact-address GCRA policy", { "10.200.0.7", IPPROTO_UDP, .payload = 18 }, true },
 	{ "ip=* GCRA policy (TCP SYN)", { "198.18.0.8", IPPROTO_TCP, 0x02, .payload = 6 }, true },
+	/* The usual setup: a general ip=* limit and specific ones, both charged. */
+	{ "exact-address + ip=* policies (TCP SYN)", { "10.200.0.7", IPPROTO_TCP, 0x02, .payload = 6 }, true },
 };
 
 /* With real prefixes too: informational (xdp-filter has no prefixes). */
@@ -306,7 +308,7 @@ static json_t *fc_row_json(const char *prog, const char *frame, double ns, doubl
 
 static void fc_row_print(const char *prog, const char *frame, double ns, double empty, double xf, bool target)
 {
-	printf("%-22s %-28s %7.0f %8.2f", prog, frame, ns, ns / empty);
+	printf("%-22s %-40s %7.0f %8.2f", prog, frame, ns, ns / empty);
 	if (xf > 0)
 		printf(" %12.2f%s", ns / xf, !target ? "" : ns <= xf ? "  target <= 1.0: met" : "  target <= 1.0: MISSED");
 	putchar('\n');
@@ -443,7 +445,7 @@ int main(int argc, char **argv)
 		printf("BPF_PROG_TEST_RUN (kernel-timed, whole ns), %u repeats x %d interleaved rounds, median.\n"
 		       "freqctl has %ld exact bans and %d policies loaded (%d exact-address GCRA, one ip=* GCRA).\n\n",
 		       fc_b.repeat, fc_b.rounds, fc_b.bans, FC_POLICIES, FC_POLICIES - 1);
-		printf("%-22s %-28s %7s %8s %12s\n", "program", "frame", "ns/pkt", "x empty", "x xdp-filter");
+		printf("%-22s %-40s %7s %8s %12s\n", "program", "frame", "ns/pkt", "x empty", "x xdp-filter");
 		for (f = 0; f < FC_NCASES; f++)
 			for (p = 0; p < FC_NPROGS; p++)
 				if (v[f][p].prog_fd >= 0)

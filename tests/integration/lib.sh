@@ -1,7 +1,12 @@
 # Shared by the integration tests: a network namespace and a veth pair made
 # by the test, freqctl on the root side, helpers to send pings from the
-# namespace and to read counters. Everything made here is removed on exit,
-# also when a step fails. Source it, then call fc_setup.
+# namespace and to read counters, a real nginx. Everything made here is
+# removed on exit, also when a step fails. Source it, then call fc_setup if
+# the test needs the namespace.
+#
+# Every suite speaks TAP: `check` prints "ok N - what" or "not ok N - what",
+# the plan "1..N" comes last, and a suite that can not run prints
+# "1..0 # SKIP reason" (tests/run.sh reads nothing else).
 # shellcheck shell=bash
 set -u
 cd "$(dirname "$0")/../.."
@@ -14,44 +19,78 @@ peer=fcip$tag # namespace side, the sender
 pin=/sys/fs/bpf/fc-it-$tag
 db=/tmp/fc-it-$tag/store.db
 shm=/tmp/fc-it-$tag/shm # never the default: a real freqctl may be using it
-passed=0 failed=0 skipped=0
+tap_n=0 tap_failed=0 tap_planned=
 
 fc_finish() {
 	ip netns del "$ns" 2>/dev/null
 	ip link del "$host" 2>/dev/null
 	rm -rf "$pin" "/tmp/fc-it-$tag"
-	echo "$passed passed, $failed failed, $skipped skipped"
+	[ -n "$tap_planned" ] || echo "1..$tap_n"
 }
 trap fc_finish EXIT
 trap 'exit 1' INT TERM
 
+# Skips what is left of the suite, saying why: the whole suite if nothing
+# ran yet, else one skipped check.
 skip_all() {
-	echo "SKIPPED: $1"
-	skipped=1
+	if [ "$tap_n" -eq 0 ]; then
+		echo "1..0 # SKIP $1"
+		tap_planned=1
+	else
+		tap_n=$((tap_n + 1))
+		echo "ok $tap_n # SKIP $1"
+	fi
 	exit 0
+}
+
+# One check skipped, saying why.
+skip_one() {
+	tap_n=$((tap_n + 1))
+	echo "ok $tap_n # SKIP $1"
+}
+
+# Numbers the "ok - what" / "not ok - what" lines of another runner (the
+# browser test) as this suite's checks; other lines pass through as
+# comments. Fails when none came.
+tap_relay() { # tap_relay < OUTPUT
+	local line any=
+	while IFS= read -r line; do
+		case $line in
+		"ok - "*) tap_n=$((tap_n + 1)); echo "ok $tap_n - ${line#ok - }"; any=1 ;;
+		"not ok - "*) tap_n=$((tap_n + 1)); tap_failed=$((tap_failed + 1)); echo "not ok $tap_n - ${line#not ok - }"; any=1 ;;
+		*) echo "# $line" ;;
+		esac
+	done
+	[ -n "$any" ]
 }
 
 check() { # check DESCRIPTION COMMAND...
 	local what=$1
 	shift
+	tap_n=$((tap_n + 1))
 	if "$@"; then
-		passed=$((passed + 1))
-		echo "ok - $what"
+		echo "ok $tap_n - $what"
 	else
-		failed=$((failed + 1))
-		echo "not ok - $what"
+		tap_failed=$((tap_failed + 1))
+		echo "not ok $tap_n - $what"
 		return 1
 	fi
 }
 
 fc() { "$FC_BIN" --db "$db" --pin-dir "$pin" --shm "$shm" "$@"; }
+# Runs a command with its stdout discarded.
+quiet() { "$@" >/dev/null; }
+# fc with its stdout discarded, for checks (a redirection after check would
+# swallow check's own TAP line).
+fcq() { quiet fc "$@"; }
 
 # jq_true FILTER [FILE]: the JSON (FILE or stdin) satisfies FILTER.
 jq_true() { jq -e "$@" >/dev/null; }
 
 # Debian's nginx with the built module, reading $shm, the user id from
-# ?uid=, one worker, its files under /tmp/fc-it-$tag; FC_NGX_HTTP adds
-# directives to its http block, FC_NGX_ACCESS_LOG replaces "access_log off". fc_nginx_stop ends it by its pid (call it
+# ?uid=, its files under /tmp/fc-it-$tag; FC_NGX_WORKERS sets the worker
+# count (1), FC_NGX_HTTP and FC_NGX_SERVER add directives to its http and
+# server blocks, FC_NGX_ACCESS_LOG replaces "access_log off". fc_nginx_stop ends it by its pid (call it
 # from the EXIT trap).
 MODULE=${FC_NGX_MODULE:-$PWD/build/ngx_http_freqctl_module.so}
 fc_nginx_missing() {
@@ -61,29 +100,51 @@ fc_nginx_missing() {
 }
 fc_nginx_start() { # fc_nginx_start ADDR:PORT
 	local d=/tmp/fc-it-$tag
+	ngx_url=http://$1
 	mkdir -p "$d/html" "$d/logs"
 	echo ok >"$d/html/index.html"
 	chmod -R a+rX "$d"
 	[ -e "$shm" ] || fc sync >/dev/null
-	chgrp www-data "$shm" 2>/dev/null
 	cat >"$d/nginx.conf" <<CONF
 load_module $MODULE;
 user www-data www-data;
-worker_processes 1;
+worker_processes ${FC_NGX_WORKERS:-1};
 pid $d/nginx.pid;
 error_log $d/logs/error.log notice;
-events { worker_connections 64; }
+events { worker_connections 256; }
 http {
     ${FC_NGX_ACCESS_LOG:-access_log off;}
     freqctl_shm $shm;
     freqctl on;
     freqctl_uid \$arg_uid;
     ${FC_NGX_HTTP:-}
-    server { listen $1; root $d/html; }
+    server { listen $1; root $d/html; ${FC_NGX_SERVER:-} }
 }
 CONF
 	nginx -p "$d" -c "$d/nginx.conf" -e "$d/logs/error.log" || return 1
-	for _ in $(seq 50); do [ -f "$d/nginx.pid" ] && return 0; sleep 0.1; done
+	for _ in $(seq 50); do [ -f "$d/nginx.pid" ] && curl -s -o /dev/null "$ngx_url/" && return 0; sleep 0.1; done
+	return 1
+}
+# The statuses of N requests to PATH of the nginx started (extra curl args
+# after), on one line.
+codes() { # codes N PATH [curl args]
+	local n=$1 path=$2 i out=""
+	shift 2
+	for i in $(seq "$n"); do
+		out="$out$(curl -s -o /dev/null -w '%{http_code}' "$@" "$ngx_url$path") "
+	done
+	echo "${out% }"
+}
+# How many of the statuses in LIST are STATUS.
+count() { tr ' ' '\n' <<<"$1" | grep -c "^$2\$"; }
+# Polls until a request to PATH answers STATUS, for at most 100 ms.
+status_within_100ms() { # status_within_100ms STATUS PATH [curl args]
+	local want=$1 path=$2 i
+	shift 2
+	for i in $(seq 10); do
+		[ "$(curl -s -o /dev/null -w '%{http_code}' "$@" "$ngx_url$path")" = "$want" ] && return 0
+		sleep 0.01
+	done
 	return 1
 }
 fc_nginx_stop() {

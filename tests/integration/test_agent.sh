@@ -4,29 +4,13 @@
 # pin dir and shm within 100 ms; purges expired bans; answers SIGHUP; keeps
 # enforcing while the store is gone; refuses a second agent; leaves the maps
 # in place on SIGTERM. The agent started here is stopped by its pid on exit.
-set -u
-cd "$(dirname "$0")/../.."
-FC_BIN=${FC_BIN:-build/freqctl}
-tag=$$
-dir=/tmp/fc-agent-$tag
-pin=/sys/fs/bpf/fc-agent-$tag
-other=/sys/fs/bpf/fc-agent-other-$tag
-passed=0 failed=0 skipped=0
+. "$(dirname "$0")/lib.sh"
+dir=/tmp/fc-it-$tag
+other=/sys/fs/bpf/fc-it-other-$tag
 apid=
-finish() {
-	[ -n "$apid" ] && kill -TERM "$apid" 2>/dev/null && wait "$apid" 2>/dev/null
-	rm -rf "$dir" "$pin" "$other"
-	echo "$passed passed, $failed failed, $skipped skipped"
-}
-trap finish EXIT
-trap 'exit 1' INT TERM
-check() {
-	local what=$1
-	shift
-	if "$@"; then passed=$((passed + 1)); echo "ok - $what"; else failed=$((failed + 1)); echo "not ok - $what"; fi
-}
-[ "$(id -u)" -eq 0 ] || { echo "SKIPPED: needs root (pinned maps)"; skipped=1; exit 0; }
-command -v sqlite3 >/dev/null || { echo "SKIPPED: sqlite3 not installed"; skipped=1; exit 0; }
+trap '[ -n "$apid" ] && kill -TERM "$apid" 2>/dev/null && wait "$apid" 2>/dev/null; rm -rf "$other"; fc_finish' EXIT
+[ "$(id -u)" -eq 0 ] || skip_all "needs root (pinned maps)"
+command -v sqlite3 >/dev/null || skip_all "sqlite3 not installed"
 mkdir -p "$dir"
 elsewhere() { "$FC_BIN" --db "$dir/store.db" --pin-dir "$other" --shm "$dir/other.shm" "$@" >/dev/null; }
 

@@ -33,8 +33,10 @@ check "a PostgreSQL cluster of the test's own starts" pg_start "$dir/pg" || { ca
 
 # The store's own tests, on a scratch database of this cluster.
 pg_sql postgres "CREATE DATABASE fcunit"
-FC_TEST_PG_DSN="postgresql:///fcunit?host=$pg_dir/sock&port=$pg_port&user=postgres" build/tests/test_store >"$dir/unit.log" 2>&1
-check "store unit tests pass on PostgreSQL" grep -q '^\[  PASSED  \] 1[0-9] test(s)' "$dir/unit.log" || cat "$dir/unit.log"
+CMOCKA_MESSAGE_OUTPUT=TAP FC_TEST_PG_DSN="postgresql:///fcunit?host=$pg_dir/sock&port=$pg_port&user=postgres" \
+	build/tests/test_store >"$dir/unit.log" 2>&1
+check "store unit tests pass on PostgreSQL" sh -c "grep -q '^1\.\.1[0-9]' '$dir/unit.log' && ! grep -q '^not ok' '$dir/unit.log'" ||
+	sed 's/^/# /' "$dir/unit.log"
 
 # node N: namespace fc-fleet-N, root side fcfN (198.18.K.1), sender 198.18.K.2.
 node_up() { # node_up N K
@@ -74,8 +76,8 @@ pings() { ip netns exec "fc-fleet-$1-$tag" ping -n -q -c "$2" -i 0.002 -W 1 "198
 passed_by() { fcn "$1" stats --json | jq ".policies[] | select(.id == $2) | .passed.packets"; }
 
 node_up a 1 && node_up b 2 || skip_all "could not make the namespaces"
-check "node a attaches" fcn a attach "fcfa$tag" >/dev/null
-check "node b attaches" fcn b attach "fcfb$tag" >/dev/null
+check "node a attaches" quiet fcn a attach "fcfa$tag"
+check "node b attaches" quiet fcn b attach "fcfb$tag"
 # Not through fcn: $! must be the agent's own pid.
 "$FC_BIN" --db "$pg_dsn" --node a --pin-dir "/sys/fs/bpf/fc-fleet-a-$tag" --shm "$dir/a.shm" agent --weight 0.25 \
 	>"$dir/a.log" 2>&1 &

@@ -1,23 +1,10 @@
 #!/usr/bin/env bash
 # freqctl export and import: an exact round trip through a second store,
 # import replacing what the store held, and a rejected file changing nothing.
-set -u
-cd "$(dirname "$0")/../.."
-FC_BIN=${FC_BIN:-build/freqctl}
-tag=$$
-dir=/tmp/fc-io-$tag
-passed=0 failed=0 skipped=0
-finish() {
-	rm -rf "$dir" "/sys/fs/bpf/fc-io-$tag" "/sys/fs/bpf/fc-io2-$tag"
-	echo "$passed passed, $failed failed, $skipped skipped"
-}
-trap finish EXIT
-check() {
-	local what=$1
-	shift
-	if "$@"; then passed=$((passed + 1)); echo "ok - $what"; else failed=$((failed + 1)); echo "not ok - $what"; fi
-}
-[ "$(id -u)" -eq 0 ] || { echo "SKIPPED: needs root (publishing to pinned maps)"; skipped=1; exit 0; }
+. "$(dirname "$0")/lib.sh"
+dir=/tmp/fc-it-$tag
+trap 'rm -rf "/sys/fs/bpf/fc-io-$tag" "/sys/fs/bpf/fc-io2-$tag"; fc_finish' EXIT
+[ "$(id -u)" -eq 0 ] || skip_all "needs root (publishing to pinned maps)"
 mkdir -p "$dir"
 a() { "$FC_BIN" --db "$dir/a.db" --pin-dir "/sys/fs/bpf/fc-io-$tag" --shm "$dir/a.shm" "$@"; }
 b() { "$FC_BIN" --db "$dir/b.db" --pin-dir "/sys/fs/bpf/fc-io2-$tag" --shm "$dir/b.shm" "$@"; }

@@ -13,7 +13,6 @@ d=/tmp/fc-it-$tag
 mkdir -p "$d"
 chmod 1777 "$d" # as /dev/shm: anyone may create, only the owner may remove
 as_www() { runuser -u www-data -- sh -c "$1"; }
-fcq() { fc "$@" >/dev/null; }
 apid=
 trap '[ -n "$apid" ] && kill -TERM "$apid" 2>/dev/null && wait "$apid" 2>/dev/null; fc_finish' EXIT
 

@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# nginx following the store live: policies added, changed and deleted and
+# bans lifted take effect within 100 ms, without a reload; `nginx -s reload`
+# keeps the counters (they live in the shm's state file); with the shm gone
+# requests pass (logged once), and enforcement resumes when it is back. Real
+# nginx serving files; stopped by its pid on exit.
+. "$(dirname "$0")/lib.sh"
+[ "$(id -u)" -eq 0 ] || skip_all "needs root (bpffs for the pin dir, nginx workers as www-data)"
+why=$(fc_nginx_missing)
+[ -z "$why" ] || skip_all "$why"
+getent group www-data >/dev/null || skip_all "no www-data group for the workers"
+trap 'fc_nginx_stop; fc_finish' EXIT
+d=/tmp/fc-it-$tag
+
+fc policy add 1 --match 'uid=u1' --rate 3/m >/dev/null
+fc ban add uid=evil >/dev/null
+FC_NGX_WORKERS=2 fc_nginx_start "127.0.0.1:$((28000 + tag % 20000))" || skip_all "nginx did not start"
+
+check "uid=u1 3/m: 3 then refused" [ "$(codes 4 '/?uid=u1')" = "200 200 200 429" ]
+fc policy add 5 --match 'uid=u5' --rate 1/m >/dev/null
+check "policy added: enforced within 100 ms" status_within_100ms 429 "/?uid=u5"
+fc policy set 5 --match 'uid=u5' --rate 1/m --burst 5 >/dev/null
+check "limits changed: more room within 100 ms, state kept" status_within_100ms 200 "/?uid=u5"
+fc policy del 5 >/dev/null
+check "policy deleted: passes within 100 ms" status_within_100ms 200 "/?uid=u5"
+check "deleted policy: stays passing" [ "$(codes 5 '/?uid=u5')" = "200 200 200 200 200" ]
+fc ban del uid=evil >/dev/null
+check "ban lifted within 100 ms" status_within_100ms 200 "/?uid=evil"
+
+# A reload keeps the counters: the shm outlives the workers.
+nginx -p "$d" -c "$d/nginx.conf" -e "$d/logs/error.log" -s reload
+sleep 0.5
+check "after nginx -s reload: uid=u1 still limited" [ "$(codes 2 '/?uid=u1')" = "429 429" ]
+
+# The shm removed: requests pass (logged once); back: enforced again.
+mv "$shm" "$shm.away"
+sleep 1.2
+check "shm removed: fail open" [ "$(codes 3 '/?uid=u1')" = "200 200 200" ]
+check "shm removed: logged" grep -q "is missing: requests pass" "$d/logs/error.log"
+mv "$shm.away" "$shm"
+sleep 1.2
+check "shm back: enforced again" [ "$(codes 1 '/?uid=u1')" = "429" ]
+check "no worker crashed" sh -c "! grep -q 'exited on signal' '$d/logs/error.log'"
+exit 0

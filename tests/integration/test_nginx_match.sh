@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# nginx matching policies by uid, argument, header and their combinations,
+# with the uid from a variable or a complex value: exact pass counts, other
+# keys unaffected, the refusal's headers (Retry-After, RateLimit-Policy,
+# RateLimit), the access and error logs, and freqctl stats counting the
+# requests. Real nginx (2 workers) serving files; stopped by its pid on exit.
+. "$(dirname "$0")/lib.sh"
+[ "$(id -u)" -eq 0 ] || skip_all "needs root (bpffs for the pin dir, nginx workers as www-data)"
+why=$(fc_nginx_missing)
+[ -z "$why" ] || skip_all "$why"
+getent group www-data >/dev/null || skip_all "no www-data group for the workers"
+trap 'fc_nginx_stop; fc_finish' EXIT
+d=/tmp/fc-it-$tag
+mkdir -p "$d/html/cx"
+echo ok >"$d/html/cx/index.html"
+
+fc policy add 1 --match 'uid=u1' --rate 3/m >/dev/null
+fc policy add 2 --match 'arg:api=login,uid=u2' --rate 2/m >/dev/null
+fc policy add 3 --match 'header:X-Key=k3' --rate 1/m --rate 100/d >/dev/null
+fc policy add 15 --match 'uid=team-red' --rate 2/m >/dev/null
+FC_NGX_WORKERS=2 FC_NGX_ACCESS_LOG="log_format fc '\$status \$freqctl_status \$freqctl_policy'; access_log $d/logs/access.log fc;" \
+	FC_NGX_SERVER="location /cx/ { freqctl_uid \"team-\$arg_team\"; }" \
+	fc_nginx_start "127.0.0.1:$((26000 + tag % 20000))" || skip_all "nginx did not start"
+
+got=$(codes 3 "/cx/?team=red")
+check "freqctl_uid as a complex value (\"team-\$arg_team\"): 2/m on team-red ($got)" [ "$got" = "200 200 429" ]
+got=$(codes 1 "/cx/?team=blue")
+check "... another team is not limited ($got)" [ "$got" = 200 ]
+got=$(codes 5 "/?uid=u1")
+check "uid=u1 3/m: 3 of 5 pass ($got)" [ "$got" = "200 200 200 429 429" ]
+check "another uid is unaffected" [ "$(codes 3 '/?uid=u9')" = "200 200 200" ]
+hdrs=$(curl -s -D - -o /dev/null "$ngx_url/?uid=u1")
+check "denied: Retry-After in whole seconds" grep -q '^Retry-After: [0-9]*' <<<"$hdrs"
+check "denied: RateLimit-Policy" grep -q '^RateLimit-Policy: "p1";q=3;w=60' <<<"$hdrs"
+check "denied: RateLimit" grep -q '^RateLimit: "p1";r=0;t=[0-9]*' <<<"$hdrs"
+check "access log: REJECTED by policy 1" grep -q '^429 REJECTED 1$' "$d/logs/access.log"
+check "error log names the policy and the uid" grep -q 'policy 1 rejected request, uid "u1"' "$d/logs/error.log"
+stats=$(fc stats --json)
+check "freqctl stats: policy 1 passed 3 in nginx" [ "$(jq '.policies[] | select(.id == 1) | .passed.packets' <<<"$stats")" = 3 ]
+check "freqctl stats: policy 1 denied 3" [ "$(jq '.policies[] | select(.id == 1) | .dropped.packets' <<<"$stats")" = 3 ]
+
+got=$(codes 4 "/?uid=u2&api=login")
+check "arg:api=login,uid=u2 2/m: 2 of 4 ($got)" [ "$(count "$got" 200)" = 2 ]
+check "same uid, other arg: unaffected" [ "$(codes 3 '/?uid=u2&api=other')" = "200 200 200" ]
+got=$(codes 3 "/" -H "X-Key: k3")
+check "header:x-key=k3 1/m: 1 of 3 ($got)" [ "$got" = "200 429 429" ]
+check "other header value: unaffected" [ "$(codes 2 / -H 'X-Key: k4')" = "200 200" ]
+check "no worker crashed" sh -c "! grep -q 'exited on signal' '$d/logs/error.log'"
+exit 0

@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# nginx's answers besides a refusal: a banned uid gets 403 (BANNED in the
+# access log), a dry-run location passes everything and logs what it would
+# have done, and "freqctl off" checks nothing. Real nginx serving files;
+# stopped by its pid on exit.
+. "$(dirname "$0")/lib.sh"
+[ "$(id -u)" -eq 0 ] || skip_all "needs root (bpffs for the pin dir, nginx workers as www-data)"
+why=$(fc_nginx_missing)
+[ -z "$why" ] || skip_all "$why"
+getent group www-data >/dev/null || skip_all "no www-data group for the workers"
+trap 'fc_nginx_stop; fc_finish' EXIT
+d=/tmp/fc-it-$tag
+mkdir -p "$d/html/dry"
+echo ok >"$d/html/dry/index.html"
+
+fc policy add 4 --match 'uri=/dry/,uid=u4' --rate 1/m >/dev/null
+fc ban add uid=evil >/dev/null
+FC_NGX_ACCESS_LOG="log_format fc '\$status \$freqctl_status \$freqctl_policy'; access_log $d/logs/access.log fc;" \
+	FC_NGX_SERVER="location /dry/ { freqctl_dry_run on; } location /off/ { freqctl off; }" \
+	fc_nginx_start "127.0.0.1:$((27000 + tag % 20000))" || skip_all "nginx did not start"
+
+check "uid ban: 403" [ "$(codes 1 '/?uid=evil')" = "403" ]
+check "access log: BANNED" grep -q '^403 BANNED -$' "$d/logs/access.log"
+got=$(codes 3 "/dry/?uid=u4")
+check "dry run passes everything ($got)" [ "$got" = "200 200 200" ]
+check "dry run logs what it would have done" grep -q 'policy 4 would reject request' "$d/logs/error.log"
+check "access log: REJECTED_DRY_RUN" grep -q '^200 REJECTED_DRY_RUN 4$' "$d/logs/access.log"
+check "freqctl off: not checked" [ "$(codes 2 '/off/?uid=evil')" = "404 404" ]
+exit 0
