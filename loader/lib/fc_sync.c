@@ -31,6 +31,7 @@ struct fc_map_sync {
 	size_t keysz;
 	int family; /* 4 or 6 */
 	bool trie;
+	size_t max_entries;
 	struct fc_kvs want, have;
 };
 
@@ -90,12 +91,22 @@ static int fc_map_dump(struct fc_map_sync *ms, struct fc_err *err)
 {
 	LIBBPF_OPTS(bpf_map_batch_opts, opts);
 	uint8_t cur[sizeof(struct fc_pfx6_key)];
-	__u64 in = 0, outb = 0;
+	/* The batch token: a bucket number for a hash map, but a whole key for
+	 * the kernel's generic batch walk (LPM tries, since 6.x): room for
+	 * either. Eight bytes here once let the kernel write a 20-byte key past
+	 * them, and the walk never ended. */
+	union {
+		__u64 bucket;
+		uint8_t key[sizeof(struct fc_pfx6_key)];
+	} in = { 0 }, outb = { 0 };
+	size_t seen = 0, bound;
 	void *inp = NULL;
 	struct fc_kv *kv;
 	__u32 cnt, i;
 	int rc;
 
+	/* Whatever the kernel does, never read more than the map can hold. */
+	bound = ms->max_entries ? ms->max_entries : SIZE_MAX;
 	for (;;) {
 		cnt = FC_BATCH;
 		rc = bpf_map_lookup_batch(ms->fd, inp, &outb, fc_batch_keys, fc_batch_vals, &cnt, &opts);
@@ -109,6 +120,10 @@ static int fc_map_dump(struct fc_map_sync *ms, struct fc_err *err)
 		}
 		if (rc)
 			return 0; /* ENOENT: that was the last batch */
+		seen += cnt;
+		if (seen > bound)
+			return fc_err_set(err, "map %s: reading past its %zu entries: the walk does not end", ms->name,
+					  bound);
 		in = outb;
 		inp = &in;
 	}
@@ -118,6 +133,9 @@ static int fc_map_dump(struct fc_map_sync *ms, struct fc_err *err)
 	/* LPM tries have no batch lookup: walk the keys. */
 	ms->have.n = 0;
 	for (rc = bpf_map_get_next_key(ms->fd, NULL, cur); !rc; rc = bpf_map_get_next_key(ms->fd, cur, cur)) {
+		if (ms->have.n >= bound)
+			return fc_err_set(err, "map %s: reading past its %zu entries: the walk does not end", ms->name,
+					  bound);
 		if (!(kv = fc_kvs_push(&ms->have)))
 			return fc_err_set(err, "out of memory reading map %s", ms->name);
 		memcpy(kv->key, cur, ms->keysz);
@@ -405,10 +423,10 @@ int fc_sync(struct fc_store *st, const struct fc_maps *m, const char *pin_dir, i
 {
 	struct fc_policy_spec scaled;
 	struct fc_map_sync ms[FC_MS_COUNT] = {
-		[FC_MS_EXACT4] = { FC_MAP_NAME(exact4), m->exact4, sizeof(struct fc_addr4), 4, false },
-		[FC_MS_EXACT6] = { FC_MAP_NAME(exact6), m->exact6, sizeof(struct fc_addr6), 6, false },
-		[FC_MS_PFX4] = { FC_MAP_NAME(pfx4), m->pfx4, sizeof(struct fc_pfx4_key), 4, true },
-		[FC_MS_PFX6] = { FC_MAP_NAME(pfx6), m->pfx6, sizeof(struct fc_pfx6_key), 6, true },
+		[FC_MS_EXACT4] = { FC_MAP_NAME(exact4), m->exact4, sizeof(struct fc_addr4), 4, false, FC_MAX_RULES },
+		[FC_MS_EXACT6] = { FC_MAP_NAME(exact6), m->exact6, sizeof(struct fc_addr6), 6, false, FC_MAX_RULES },
+		[FC_MS_PFX4] = { FC_MAP_NAME(pfx4), m->pfx4, sizeof(struct fc_pfx4_key), 4, true, FC_MAX_RULES },
+		[FC_MS_PFX6] = { FC_MAP_NAME(pfx6), m->pfx6, sizeof(struct fc_pfx6_key), 6, true, FC_MAX_RULES },
 	};
 	const size_t nms = FC_MS_COUNT;
 	struct fc_policy_sync ps = { .ncpus = libbpf_num_possible_cpus() };
