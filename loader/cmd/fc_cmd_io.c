@@ -152,9 +152,10 @@ static void fc_import_ban(struct fc_import_set *s, size_t idx, json_t *o)
 		    strcmp(key, "escalated_by_policy"))
 			return fc_import_error(s, where, "unknown key \"%s\"", key);
 	}
-	if (fc_json_uint(json_object_get(o, "created"), INT64_MAX, &created) < 0 ||
-	    fc_json_uint(json_object_get(o, "expires"), INT64_MAX, &expires) < 0)
-		return fc_import_error(s, where, "created, expires: expected unix seconds (expires may be null)");
+	if (fc_json_uint(json_object_get(o, "created"), FC_TIME_MAX, &created) < 0 ||
+	    fc_json_uint(json_object_get(o, "expires"), FC_TIME_MAX, &expires) < 0)
+		return fc_import_error(s, where, "created, expires: expected unix seconds up to %lld (expires may be null)",
+				       (long long)FC_TIME_MAX);
 	if (!strncmp(text, "uid=", 4)) {
 		struct fc_uid_ban *u = &s->ubans[s->nu];
 

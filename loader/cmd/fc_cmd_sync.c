@@ -18,11 +18,12 @@ static int fc_cmd_sync_run(const struct fc_ctx *ctx, const struct fc_cmd *cmd, i
 		return FC_EXIT_FAILURE;
 	}
 	if (opt.json)
-		return fc_json_print(json_pack("{s:I, s:I, s:I, s:I, s:I, s:{s:I, s:I, s:I, s:I, s:I}}", "added",
+		return fc_json_print(json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:{s:I, s:I, s:I, s:I, s:I}}", "added",
 					       (json_int_t)r->added, "changed", (json_int_t)r->changed, "removed",
 					       (json_int_t)r->removed, "policies_changed",
 					       (json_int_t)r->policies_changed, "expired_purged",
-					       (json_int_t)pub.purged, "published", "exact4", (json_int_t)r->cfg.n_exact4,
+					       (json_int_t)pub.purged, "policies_not_valid", (json_int_t)pub.bad_policies,
+					       "published", "exact4", (json_int_t)r->cfg.n_exact4,
 					       "exact6", (json_int_t)r->cfg.n_exact6, "prefix4", (json_int_t)r->cfg.n_pfx4,
 					       "prefix6", (json_int_t)r->cfg.n_pfx6, "policies",
 					       (json_int_t)r->cfg.n_policies));

@@ -12,6 +12,10 @@
 
 #define FC_DURATION_STRLEN 32
 
+/* The latest unix time freqctl takes (2286-11-20): an expiry in
+ * nanoseconds, as the kernel and nginx compare it, fits in 64 bits. */
+#define FC_TIME_MAX 9999999999LL
+
 /* Parses one or more NUMBER UNIT groups (units s, m, h, d, each at most
  * once, largest first) into seconds, 1 to FC_DURATION_MAX. */
 int fc_duration_parse(const char *s, int64_t *secs, struct fc_err *err);

@@ -323,6 +323,9 @@ int fc_rates_parse(const char *s, struct fc_policy_spec *p, struct fc_err *err)
 {
 	char buf[FC_TEXT_LEN], *tok, *save = NULL;
 
+	/* Cut short, a list could lose a tier and still parse. */
+	if (strlen(s) >= sizeof(buf))
+		return fc_err_set(err, "rates \"%.32s...\": longer than %zu characters", s, sizeof(buf) - 1);
 	snprintf(buf, sizeof(buf), "%s", s);
 	p->ntiers = 0;
 	for (tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {

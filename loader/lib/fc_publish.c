@@ -57,6 +57,7 @@ int fc_publish_commit(struct fc_publish *pub, struct fc_err *err)
 	struct fc_shm_result undo_shm;
 	struct fc_sync_result undo;
 	struct fc_err ignored;
+	const char *why;
 
 	if (fc_maps_open(pin_dir, &pub->maps, err) < 0) {
 		fc_publish_abort(pub);
@@ -75,6 +76,13 @@ int fc_publish_commit(struct fc_publish *pub, struct fc_err *err)
 		fc_publish_close(pub);
 		return -1;
 	}
+	/* A row not valid as written is not published; the rest is. Say so on
+	 * every publish until it is fixed or deleted. */
+	pub->bad_policies = fc_store_bad_policies(pub->st, &why);
+	if (pub->bad_policies)
+		fc_warn("store: %zu policy row%s not valid, not published (%s); fix it with 'freqctl policy set' or "
+			"'freqctl policy del'",
+			pub->bad_policies, pub->bad_policies == 1 ? " is" : "s are", why);
 	fc_publish_close(pub);
 	return 0;
 }

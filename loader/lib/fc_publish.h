@@ -24,6 +24,7 @@ struct fc_publish {
 	double weight; /* this node's share of the policies' rates */
 	struct fc_sync_result res;
 	struct fc_shm_result shm;
+	size_t bad_policies; /* rows not valid as written: reported, not published */
 	bool own_st; /* st was opened here, and is closed here */
 };
 

@@ -7,6 +7,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
+#include "fc_duration.h"
 #include "fc_sync.h"
 
 /* ENOTSUPP: the kernel's "this map type has no batch operation". */
@@ -43,7 +44,10 @@ static struct fc_rule fc_batch_vals[FC_BATCH];
 
 uint64_t fc_expiry_ns(int64_t expires)
 {
-	return expires ? (uint64_t)expires * FC_NS_PER_SEC : 0;
+	/* Saturated: a stored time past FC_TIME_MAX can not wrap into the past. */
+	if (expires > FC_TIME_MAX)
+		expires = FC_TIME_MAX;
+	return expires > 0 ? (uint64_t)expires * FC_NS_PER_SEC : 0;
 }
 
 uint64_t fc_utc_offset_ns(void)

@@ -266,7 +266,8 @@ static void test_runtime_errors(void **state)
 	      " {\"id\": 3, \"match\": \"uid=a\", \"rates\": [\"1/s\"], \"algo\": \"gcra\", \"action\": \"drop\",\n"
 	      "  \"count\": \"packets\"}],\n"
 	      " \"bans\": [{\"ban\": \"10.0.0.1/8\", \"created\": 1, \"expires\": null},\n"
-	      "  {\"ban\": \"uid=ok\", \"created\": 1, \"expires\": -5}],\n"
+	      "  {\"ban\": \"uid=ok\", \"created\": 1, \"expires\": -5},\n"
+	      "  {\"ban\": \"198.18.0.1\", \"created\": 1, \"expires\": 9223372036854775807}],\n"
 	      " \"nodes\": [{\"name\": \"n1\", \"weight\": 1.5}]}\n",
 	      f);
 	fclose(f);
@@ -277,10 +278,11 @@ static void test_runtime_errors(void **state)
 		 "freqctl: %s: policies[2]: unknown key \"colour\"\n"
 		 "freqctl: %s: policies[3] (id 3): uid=a is policy 1's match too\n"
 		 "freqctl: %s: bans[0]: \"10.0.0.1/8\": host bits set; did you mean 10.0.0.0/8?\n"
-		 "freqctl: %s: bans[1]: created, expires: expected unix seconds (expires may be null)\n"
+		 "freqctl: %s: bans[1]: created, expires: expected unix seconds up to 9999999999 (expires may be null)\n"
+		 "freqctl: %s: bans[2]: created, expires: expected unix seconds up to 9999999999 (expires may be null)\n"
 		 "freqctl: %s: nodes[0]: expected {\"name\": 1 to 64 characters, \"weight\": (0, 1]}\n"
-		 "freqctl: import %s: 6 errors; nothing imported\n",
-		 path, path, path, path, path, path, path);
+		 "freqctl: import %s: 7 errors; nothing imported\n",
+		 path, path, path, path, path, path, path, path);
 	assert_string_equal(r.err, want);
 	f = fopen(path, "w");
 	assert_non_null(f);

@@ -81,6 +81,17 @@ static void test_rates(void **state)
 	assert_string_equal(buf, "10/s,600/m,5000/h,100000/d");
 	assert_int_equal(fc_rates_parse("1/s,1/s,1/s,1/s,1/s", &p, &err), -1);
 	assert_string_equal(err.msg, "rates \"1/s,1/s,1/s,1/s,1/s\": at most 4");
+	/* A stored list too long to read whole is refused, not cut. */
+	{
+		char longer[400];
+		size_t k;
+
+		for (k = 0; k + 6 < sizeof(longer); k += 6)
+			memcpy(longer + k, "1/s,,,", 6);
+		longer[k] = '\0';
+		assert_int_equal(fc_rates_parse(longer, &p, &err), -1);
+		assert_non_null(strstr(err.msg, "longer than 255 characters"));
+	}
 }
 
 static const struct {

@@ -377,11 +377,31 @@ static void test_policy_corrupt(void **state)
 	size_t n;
 	char want[768];
 
+	struct fc_policy_spec b = fc_spec(8, "uid=u8", "5/m");
+	const char *why;
+	bool found;
+
 	fc_policy_put_ok(t->st, &a, &r);
-	fc_raw_sql(t, "UPDATE policies SET rates = '10/x'", "UPDATE policies SET rates = '10/x'");
-	assert_int_equal(fc_store_policy_list(t->st, &rows, &n, &err), -1);
+	fc_policy_put_ok(t->st, &b, &r);
+	fc_raw_sql(t, "UPDATE policies SET rates = '10/x' WHERE id = 7", "UPDATE policies SET rates = '10/x' WHERE id = 7");
+	/* One row not valid as written blocks nothing: the rest is listed, the
+	 * bad one counted and named. */
+	assert_int_equal(fc_store_policy_list(t->st, &rows, &n, &err), 0);
+	assert_int_equal(n, 1);
+	assert_int_equal(rows[0].spec.id, 8);
+	free(rows);
+	assert_int_equal(fc_store_bad_policies(t->st, &why), 1);
 	snprintf(want, sizeof(want), "store %s: policy 7: rate \"10/x\": unit must be one of s, m, h, d", t->path);
+	assert_string_equal(why, want);
+	/* Asked for by id, it is an error; and it can still be deleted. */
+	assert_int_equal(fc_store_policy_get(t->st, 7, &r, &found, &err), -1);
 	assert_string_equal(err.msg, want);
+	assert_int_equal(fc_store_policy_del(t->st, 7, &found, &err), 0);
+	assert_true(found);
+	assert_int_equal(fc_store_policy_list(t->st, &rows, &n, &err), 0);
+	assert_int_equal(n, 1);
+	assert_int_equal(fc_store_bad_policies(t->st, &why), 0);
+	free(rows);
 }
 
 /* A version-1 store (bans only) is upgraded in place, its bans kept. */

@@ -20,6 +20,7 @@ enum fc_stmt_id {
 	FC_SQL_BAN_LIST,
 	FC_SQL_BAN_COUNT,
 	FC_SQL_POL_GET,
+	FC_SQL_POL_SLOT,
 	FC_SQL_POL_LIST,
 	FC_SQL_POL_PUT,
 	FC_SQL_POL_DEL,
@@ -59,6 +60,7 @@ static const char *const fc_sql[FC_SQL_MAX] = {
 	"id, match, rates, burst, algo, action, count, new_sources, slot, epoch, created, updated, delay_burst, " \
 	"escalate, ban_ttl"
 	[FC_SQL_POL_GET] = "SELECT " FC_POL_COLS " FROM policies WHERE id = ?1",
+	[FC_SQL_POL_SLOT] = "SELECT slot FROM policies WHERE id = ?1",
 	[FC_SQL_POL_LIST] = "SELECT " FC_POL_COLS " FROM policies ORDER BY id",
 	[FC_SQL_POL_PUT] = "INSERT INTO policies (" FC_POL_COLS ") "
 			   "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15) "
@@ -89,6 +91,10 @@ static const char *const fc_sql[FC_SQL_MAX] = {
 
 struct fc_store {
 	struct fc_db *db;
+	/* Policy rows the last listing skipped: not valid as written (by a
+	 * script writing SQL, say), they are reported, never published. */
+	size_t bad_policies;
+	char bad_why[FC_ERR_LEN];
 };
 
 #define FC_ARGS(...) (const struct fc_val[]){ __VA_ARGS__ }, \
@@ -210,6 +216,10 @@ static int fc_query_int(struct fc_store *st, enum fc_stmt_id id, const struct fc
 typedef int (*fc_row_fn)(struct fc_store *st, int id, void *row, struct fc_err *err);
 
 /* Runs statement id and reads every row with read into a growing array. */
+/* A row read that found the row itself not valid: it is skipped and
+ * counted, the listing goes on. */
+#define FC_ROW_BAD 1
+
 static int fc_collect(struct fc_store *st, enum fc_stmt_id id, const struct fc_val *args, int nargs, size_t elem,
 		      fc_row_fn read, const char *what, void **rows, size_t *n, struct fc_err *err)
 {
@@ -230,6 +240,12 @@ static int fc_collect(struct fc_store *st, enum fc_stmt_id id, const struct fc_v
 			v = nv;
 		}
 		rc = read(st, id, v + cnt * elem, err);
+		if (rc == FC_ROW_BAD) {
+			if (!st->bad_policies++)
+				snprintf(st->bad_why, sizeof(st->bad_why), "%s", err->msg);
+			rc = 0;
+			continue;
+		}
 		cnt++;
 	}
 	o->done(st->db, id);
@@ -371,7 +387,8 @@ static int fc_policy_row_read(struct fc_store *st, int id, void *out, struct fc_
 	p->ban_ttl = o->col_int(st->db, id, 14);
 	for (i = 0; i < 5; i++)
 		if (!txt[i])
-			return fc_err_set(err, "store %s: policy %u: a required column is NULL", st->db->name, p->id);
+			return fc_err_set(err, "store %s: policy %u: a required column is NULL", st->db->name, p->id),
+			       FC_ROW_BAD;
 	if ((esc && fc_rate_parse(esc, &p->escalate, &why) < 0) || fc_match_parse(txt[0], p, &why) < 0 ||
 	    fc_rates_parse(txt[1], p, &why) < 0 || fc_algo_parse(txt[2], &p->algo, &why) < 0 ||
 	    fc_action_parse(txt[3], &p->action, &why) < 0 || fc_count_parse(txt[4], &p->count, &why) < 0 ||
@@ -379,21 +396,31 @@ static int fc_policy_row_read(struct fc_store *st, int id, void *out, struct fc_
 		rc = -1;
 	else if (row->slot < 1 || row->slot > FC_MAX_POLICIES)
 		rc = fc_err_set(&why, "slot %u out of range", row->slot);
-	if (rc < 0)
-		return fc_err_set(err, "store %s: policy %u: %s", st->db->name, p->id, why.msg);
+	if (rc < 0) {
+		fc_err_set(err, "store %s: policy %u: %s", st->db->name, p->id, why.msg);
+		return FC_ROW_BAD;
+	}
 	return 0;
 }
 
 int fc_store_policy_get(struct fc_store *st, uint32_t id, struct fc_policy_row *row, bool *found, struct fc_err *err)
 {
+	/* One row asked for by id: not valid, it is an error, not an absence. */
 	return fc_get_one(st, FC_SQL_POL_GET, FC_ARGS(FC_INT(id)), fc_policy_row_read, row, found,
-			  "looking up policy", err);
+			  "looking up policy", err) ? -1 : 0;
 }
 
 int fc_store_policy_list(struct fc_store *st, struct fc_policy_row **rows, size_t *n, struct fc_err *err)
 {
+	st->bad_policies = 0;
 	return fc_collect(st, FC_SQL_POL_LIST, FC_NO_ARGS, sizeof(**rows), fc_policy_row_read, "listing policies",
 			  (void **)rows, n, err);
+}
+
+size_t fc_store_bad_policies(const struct fc_store *st, const char **why)
+{
+	*why = st->bad_why;
+	return st->bad_policies;
 }
 
 /* The slot of a new policy: a freed one if any (lowest first), else the next never used. */
@@ -474,13 +501,19 @@ int fc_store_policy_put(struct fc_store *st, const struct fc_policy_spec *p, int
 
 int fc_store_policy_del(struct fc_store *st, uint32_t id, bool *found, struct fc_err *err)
 {
-	struct fc_policy_row row;
+	int64_t slot;
 
-	if (fc_store_policy_get(st, id, &row, found, err) < 0 || !*found)
-		return *found ? -1 : 0;
+	/* By its slot alone: a row that is not valid can still be deleted. A
+	 * database error is not "no such policy". */
+	if (fc_query_int(st, FC_SQL_POL_SLOT, FC_ARGS(FC_INT(id)), &slot, found, "looking up policy", err) < 0)
+		return -1;
+	if (!*found)
+		return 0;
 	if (fc_exec(st, FC_SQL_POL_DEL, FC_ARGS(FC_INT(id)), NULL, "deleting policy", err) < 0)
 		return -1;
-	return fc_exec(st, FC_SQL_POL_FREE, FC_ARGS(FC_INT(row.slot)), NULL, "freeing policy slot", err);
+	if (slot < 1 || slot > FC_MAX_POLICIES)
+		return 0; /* a slot out of range was never one to give out again */
+	return fc_exec(st, FC_SQL_POL_FREE, FC_ARGS(FC_INT(slot)), NULL, "freeing policy slot", err);
 }
 
 int fc_store_uid_ban_put(struct fc_store *st, const struct fc_uid_ban *b, bool *existed, int64_t now,

@@ -66,7 +66,11 @@ struct fc_policy_row {
 int fc_store_policy_get(struct fc_store *st, uint32_t id, struct fc_policy_row *row, bool *found,
 			struct fc_err *err);
 /* In id order. The caller frees *rows. */
+/* Rows that are not valid as written are skipped, counted and the first
+ * one's message kept: fc_store_bad_policies says how many the last listing
+ * skipped. */
 int fc_store_policy_list(struct fc_store *st, struct fc_policy_row **rows, size_t *n, struct fc_err *err);
+size_t fc_store_bad_policies(const struct fc_store *st, const char **why);
 /* What a write returns when the input conflicts with what is stored (as
  * opposed to -1, the database failing). */
 #define FC_STORE_REFUSED (-2)
