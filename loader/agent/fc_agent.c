@@ -63,17 +63,20 @@ static void fc_agent_signal(int sig)
 
 static void fc_agent_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
+/* One line, stamped, written at once: the servers' threads log too. The
+ * agent's log is its stderr (the journal). */
 static void fc_agent_log(const char *fmt, ...)
 {
-	char stamp[FC_TIME_STRLEN];
+	char stamp[FC_TIME_STRLEN], line[1024];
 	va_list ap;
+	int n;
 
 	fc_time_format((int64_t)time(NULL), stamp);
-	fprintf(stderr, "%s freqctl agent: ", stamp);
+	n = snprintf(line, sizeof(line), "%s freqctl agent: ", stamp);
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	vsnprintf(line + n, sizeof(line) - (size_t)n, fmt, ap);
 	va_end(ap);
-	fputc('\n', stderr);
+	fprintf(stderr, "%s\n", line);
 }
 
 /* systemd Type=notify, without libsystemd: one datagram to $NOTIFY_SOCKET. */
@@ -150,6 +153,7 @@ struct fc_agent {
 	struct fc_ring_src ring;
 	size_t nbans;                /* address bans in the store at the last publish */
 	struct fc_agent_counters cnt;
+	struct fc_http_conf serve;   /* the servers' config, with the agent's log */
 	struct fc_metrics *metrics;
 	struct fc_console *console;
 };
@@ -506,7 +510,6 @@ static int fc_agent_setup(struct fc_agent *a, struct fc_err *err)
 {
 	const struct fc_agent_config *cfg = a->cfg;
 	struct sigaction sa = { .sa_handler = fc_agent_signal };
-	char token[FC_CONSOLE_TOKEN_LEN + 1];
 	struct fc_err why;
 
 	a->prepared = fc_agent_prepare(&a->ctx, cfg->weight, err) == 0;
@@ -521,19 +524,21 @@ static int fc_agent_setup(struct fc_agent *a, struct fc_err *err)
 	if (!a->pg && (a->ino = fc_agent_watch(a->ctx.db_path, err)) < 0)
 		fc_agent_log("%s", err->msg);
 	a->ctx.store_must_exist = true;
+	a->serve = cfg->serve;
+	a->serve.log = fc_agent_log;
 	if (cfg->metrics.at) {
-		a->metrics = fc_metrics_start(&cfg->metrics.sa, &a->ctx, &a->cnt, &why);
+		a->metrics = fc_metrics_start(&cfg->metrics.sa, &a->serve, &a->ctx, &a->cnt, &why);
 		if (!a->metrics)
 			return fc_err_set(err, "--metrics %s: %s", cfg->metrics.at, why.msg);
-		fc_agent_log("serving Prometheus metrics at http://%s/metrics", cfg->metrics.at);
+		fc_agent_log("serving Prometheus metrics at http%s://%s/metrics (bearer token: %s)",
+			     cfg->serve.cert_file ? "s" : "", cfg->metrics.at, cfg->serve.token_file);
 	}
 	if (cfg->http.at) {
-		if (fc_console_token(cfg->token_file, true, token, &why) == 0)
-			a->console = fc_console_start(&cfg->http.sa, &a->ctx, &a->cnt, token, &why);
+		a->console = fc_console_start(&cfg->http.sa, &a->serve, &a->ctx, &a->cnt, &why);
 		if (!a->console)
 			return fc_err_set(err, "--http %s: %s", cfg->http.at, why.msg);
-		fc_agent_log("serving the console at http://%s/ (token: freqctl console-token --token-file %s)",
-			     cfg->http.at, cfg->token_file);
+		fc_agent_log("serving the console at http%s://%s/ (token: freqctl console-token --token-file %s)",
+			     cfg->serve.cert_file ? "s" : "", cfg->http.at, cfg->serve.token_file);
 	}
 	/* Watch first, publish second: a change committed in between is seen. */
 	if (!a->prepared || fc_agent_rewatch(&a->ctx, &a->watch, &a->version, err) < 0 ||

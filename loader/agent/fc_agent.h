@@ -12,6 +12,7 @@
 #include <sys/socket.h>
 
 #include "fc_ctx.h"
+#include "fc_http.h"
 
 /* An address to serve on: as given, and parsed. */
 struct fc_listen {
@@ -24,7 +25,7 @@ struct fc_agent_config {
 	double weight;          /* this node's weight, recorded first; 0: leave the store's */
 	struct fc_listen metrics; /* GET /metrics */
 	struct fc_listen http;    /* the console and its API */
-	const char *token_file; /* the console's bearer token */
+	struct fc_http_conf serve; /* both: the token, TLS, Host names (the log is the agent's) */
 	uint32_t escalate_cap;       /* escalation bans per minute at most */
 	uint32_t escalate_aggregate; /* IPv6 clients due in one /64 that make it a /64 ban; 0: never */
 };

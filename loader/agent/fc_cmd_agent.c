@@ -37,15 +37,22 @@ static const struct fc_opt fc_agent_opts[] = {
 		     .help = "escalation bans N clients a minute at most; the rest are logged (default 600)"),
 	FC_AGENT_OPT("escalate-aggregate", 0, FC_OPT_U32, escalate_aggregate, .min = 0, .max = FC_ESC_V6_NETS,
 		     .arg = "N", .help = "N IPv6 clients of one /64 due in a minute ban the /64 (default 8; 0: never)"),
-	FC_AGENT_OPT("token-file", 0, FC_OPT_STR, token_file, .arg = "PATH",
-		     .help = "the console's bearer token, made (0600) on first start (default "
-			     FC_CONSOLE_TOKEN_DEFAULT ")"),
+	FC_AGENT_OPT("token-file", 0, FC_OPT_STR, serve.token_file, .arg = "PATH",
+		     .help = "the bearer token of --http and --metrics, made (0600) on first start (default "
+			     FC_HTTP_TOKEN_DEFAULT ")"),
+	FC_AGENT_OPT("http-cert", 0, FC_OPT_STR, serve.cert_file, .arg = "PEM",
+		     .help = "serve --http and --metrics over TLS with this certificate..."),
+	FC_AGENT_OPT("http-key", 0, FC_OPT_STR, serve.key_file, .arg = "PEM", .help = "... and this private key"),
+	FC_AGENT_OPT("http-insecure", 0, FC_OPT_FLAG, serve.insecure,
+		     .help = "allow plain HTTP on an address other than loopback (the token then travels in the clear)"),
+	FC_AGENT_OPT("http-host", 0, FC_OPT_STR, serve.host, .arg = "NAME",
+		     .help = "a name clients reach the servers by, taken in Host besides the address"),
 	FC_OPT_END,
 };
 
 static int fc_cmd_agent_run(const struct fc_ctx *ctx, const struct fc_cmd *cmd, int argc, char **argv)
 {
-	struct fc_agent_config cfg = { .token_file = FC_CONSOLE_TOKEN_DEFAULT, .escalate_cap = FC_ESC_CAP_DEFAULT,
+	struct fc_agent_config cfg = { .serve.token_file = FC_HTTP_TOKEN_DEFAULT, .escalate_cap = FC_ESC_CAP_DEFAULT,
 				       .escalate_aggregate = FC_ESC_V6_DEFAULT };
 
 	fc_cmd_parse(cmd, argc, argv, &cfg, NULL);

@@ -85,7 +85,7 @@ static json_t *fc_status_json(const char *pin_dir, const struct fc_attachment *v
 static int fc_cmd_status_run(const struct fc_ctx *ctx, const struct fc_cmd *cmd, int argc, char **argv)
 {
 	struct fc_attachment *v = NULL;
-	struct fc_config cfg;
+	struct fc_config cfg = { 0 };
 	struct fc_maps m;
 	struct fc_err err;
 	struct fc_json_opt opt = { 0 };
@@ -93,8 +93,9 @@ static int fc_cmd_status_run(const struct fc_ctx *ctx, const struct fc_cmd *cmd,
 	int c;
 
 	fc_cmd_parse(cmd, argc, argv, &opt, NULL);
-	if (fc_maps_open(ctx->pin_dir, &m, &err) < 0 || fc_config_read(&m, &cfg, &err) < 0 ||
-	    fc_attachments(&m, &v, &n, &err) < 0) {
+	/* A reader: nothing published yet is none attached, nothing made. */
+	c = fc_maps_open_existing(ctx->pin_dir, &m, &err);
+	if (c < 0 || (c == 0 && (fc_config_read(&m, &cfg, &err) < 0 || fc_attachments(&m, &v, &n, &err) < 0))) {
 		fc_warn("status: %s", err.msg);
 		fc_maps_close(&m);
 		return FC_EXIT_FAILURE;

@@ -221,8 +221,8 @@ static size_t fc_top_sources(struct fc_top *top, struct fc_err *err)
 	uint64_t now;
 	size_t n = 0;
 
-	if (fc_maps_open(top->ctx->pin_dir, &m, err) < 0)
-		return 0;
+	if (fc_maps_open_existing(top->ctx->pin_dir, &m, err) != 0)
+		return 0; /* nothing published yet (top creates nothing), or unreadable */
 	if (fc_config_read(&m, &cfg, err) == 0 && cfg.star_slot &&
 	    !bpf_map_lookup_elem(m.policies, &cfg.star_slot, &pol)) {
 		clock_gettime(CLOCK_REALTIME, &ts);

@@ -50,11 +50,11 @@ struct fc_sample {
 };
 
 struct fc_console {
-	struct MHD_Daemon *d;
+	struct fc_http http;
 	struct fc_ctx ctx;
 	const struct fc_agent_counters *counters;
-	char token[FC_CONSOLE_TOKEN_LEN + 1];
 	pthread_t sampler;
+	bool sampling;
 	pthread_mutex_t lock; /* samples, stop */
 	pthread_cond_t wake;
 	bool stop;
@@ -62,11 +62,13 @@ struct fc_console {
 	size_t next;
 };
 
-/* One request's body, as it arrives. */
+/* One request as it arrives: its body, and who sent it, for the log. */
 struct fc_body {
 	char *data;
 	size_t len;
 	bool too_big;
+	bool admitted; /* its Host and token were taken */
+	char who[96];  /* the peer, and a tag of its token */
 };
 
 static double fc_mono(void)
@@ -77,92 +79,65 @@ static double fc_mono(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-int fc_console_token(const char *path, bool create, char token[FC_CONSOLE_TOKEN_LEN + 1], struct fc_err *err)
-{
-	unsigned char raw[FC_CONSOLE_TOKEN_LEN / 2];
-	struct stat sb;
-	ssize_t n;
-	size_t i;
-	int fd;
+/* ---- replies ---- */
 
-	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-	if (fd < 0 && errno == ENOENT && create) {
-		if (getrandom(raw, sizeof(raw), 0) != (ssize_t)sizeof(raw))
-			return fc_err_set(err, "token %s: no random bytes: %s", path, strerror(errno));
-		for (i = 0; i < sizeof(raw); i++)
-			snprintf(token + 2 * i, 3, "%02x", raw[i]);
-		fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
-		if (fd < 0)
-			return fc_err_set(err, "token %s: cannot create: %s", path, strerror(errno));
-		n = write(fd, token, FC_CONSOLE_TOKEN_LEN);
-		if (write(fd, "\n", 1) != 1 || n != FC_CONSOLE_TOKEN_LEN || fsync(fd) < 0) {
-			fc_err_set(err, "token %s: cannot write: %s", path, strerror(errno));
-			close(fd);
-			unlink(path);
-			return -1;
-		}
-		close(fd);
-		return 0;
-	}
-	if (fd < 0)
-		return fc_err_set(err, "token %s: %s%s", path, strerror(errno),
-				  errno == ENOENT ? " (the agent makes it when started with --http)" : "");
-	/* Readable by others, it is no secret: refuse rather than serve with it. */
-	if (fstat(fd, &sb) < 0 || (sb.st_mode & 077)) {
-		close(fd);
-		return fc_err_set(err, "token %s: mode %03o: must be readable by its owner only (chmod 600)", path,
-				  (unsigned)(sb.st_mode & 0777));
-	}
-	n = read(fd, token, FC_CONSOLE_TOKEN_LEN);
-	close(fd);
-	token[n > 0 ? n : 0] = '\0';
-	if (n != FC_CONSOLE_TOKEN_LEN || strspn(token, "0123456789abcdef") != FC_CONSOLE_TOKEN_LEN)
-		return fc_err_set(err, "token %s: expected %d hex digits", path, FC_CONSOLE_TOKEN_LEN);
+static int fc_reply_set(struct fc_reply *r, unsigned int status, char *body, size_t len, const char *type)
+{
+	r->status = status;
+	r->body = body;
+	r->len = len;
+	r->type = type;
 	return 0;
 }
 
-/* ---- replies ---- */
-
-/* Sends doc (released here). */
-static enum MHD_Result fc_reply_json(struct MHD_Connection *conn, unsigned int status, json_t *doc)
+/* Answers doc (released here). */
+static int fc_reply_json(struct fc_reply *r, unsigned int status, json_t *doc)
 {
 	char *text = doc ? json_dumps(doc, JSON_COMPACT) : NULL;
 
 	json_decref(doc);
-	return fc_http_reply(conn, status, text, text ? strlen(text) : 0, "application/json");
+	return fc_reply_set(r, status, text, text ? strlen(text) : 0, "application/json");
+}
+
+/* Makes s valid UTF-8 in place, as JSON must be: a message echoes what the
+ * client sent, and a cut can split a character. Invalid bytes become '?',
+ * a sequence cut at the end goes. */
+static void fc_utf8_fix(char *s)
+{
+	unsigned char *p = (unsigned char *)s;
+	size_t n, i;
+
+	while (*p) {
+		n = *p < 0x80 ? 1 : (*p & 0xe0) == 0xc0 && *p >= 0xc2 ? 2 : (*p & 0xf0) == 0xe0 ? 3 :
+		    (*p & 0xf8) == 0xf0 && *p <= 0xf4 ? 4 : 0;
+		for (i = 1; i < n && (p[i] & 0xc0) == 0x80; i++)
+			;
+		if (n && i == n) {
+			p += n;
+			continue;
+		}
+		if (n > 1 && !p[i]) { /* a character cut at the end */
+			*p = '\0';
+			break;
+		}
+		*p++ = '?';
+	}
 }
 
 __attribute__((format(printf, 4, 5)))
-static enum MHD_Result fc_reply_error(struct MHD_Connection *conn, unsigned int status, const char *field,
+static int fc_reply_error(struct fc_reply *r, unsigned int status, const char *field,
 				      const char *fmt, ...)
 {
-	char msg[FC_ERR_LEN + 64];
+	char msg[FC_ERR_LEN + 64], fld[FC_JSON_FIELD_LEN];
 	va_list ap;
 
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-	return fc_reply_json(conn, status, json_pack("{s:s, s:s?}", "error", msg, "field", field && *field ? field : NULL));
-}
-
-static enum MHD_Result fc_reply_page(struct MHD_Connection *conn, const struct fc_console_file *f)
-{
-	struct MHD_Response *r = MHD_create_response_from_buffer(strlen(f->data), (void *)f->data,
-								 MHD_RESPMEM_PERSISTENT);
-	enum MHD_Result ret;
-
-	if (!r)
-		return MHD_NO;
-	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, f->type);
-	MHD_add_response_header(r, "X-Content-Type-Options", "nosniff");
-	MHD_add_response_header(r, "X-Frame-Options", "DENY");
-	MHD_add_response_header(r, "Referrer-Policy", "no-referrer");
-	/* No inline code, nothing from elsewhere. */
-	MHD_add_response_header(r, "Content-Security-Policy",
-				"default-src 'self'; img-src 'self' data:; frame-ancestors 'none'; form-action 'none'");
-	ret = MHD_queue_response(conn, MHD_HTTP_OK, r);
-	MHD_destroy_response(r);
-	return ret;
+	fc_utf8_fix(msg);
+	snprintf(fld, sizeof(fld), "%s", field ? field : "");
+	fc_utf8_fix(fld);
+	return fc_reply_json(r, status, json_pack("{s:s, s:s?}", "error", msg, "field", *fld ? fld : NULL));
 }
 
 /* ---- the API ---- */
@@ -183,7 +158,7 @@ static json_t *fc_api_policy(const struct fc_policy_row *r)
 	return o;
 }
 
-static enum MHD_Result fc_api_policy_list(struct fc_console *c, struct MHD_Connection *conn)
+static int fc_api_policy_list(struct fc_console *c, struct fc_reply *r)
 {
 	struct fc_policy_row *rows = NULL;
 	struct fc_store *st = NULL;
@@ -193,17 +168,17 @@ static enum MHD_Result fc_api_policy_list(struct fc_console *c, struct MHD_Conne
 
 	if (fc_store_open_ex(c->ctx.db_path, false, &st, &err) < 0 || fc_store_policy_list(st, &rows, &n, &err) < 0) {
 		fc_store_close(st);
-		return fc_reply_error(conn, MHD_HTTP_SERVICE_UNAVAILABLE, NULL, "%s", err.msg);
+		return fc_reply_error(r, MHD_HTTP_SERVICE_UNAVAILABLE, NULL, "%s", err.msg);
 	}
 	fc_store_close(st);
 	a = json_array();
 	for (i = 0; a && i < n; i++)
 		json_array_append_new(a, fc_api_policy(&rows[i]));
 	free(rows);
-	return fc_reply_json(conn, MHD_HTTP_OK, json_pack("{s:o}", "policies", a));
+	return fc_reply_json(r, MHD_HTTP_OK, json_pack("{s:o}", "policies", a));
 }
 
-static enum MHD_Result fc_api_policy_get(struct fc_console *c, struct MHD_Connection *conn, uint32_t id)
+static int fc_api_policy_get(struct fc_console *c, struct fc_reply *r, uint32_t id)
 {
 	struct fc_store *st = NULL;
 	struct fc_policy_row row;
@@ -213,43 +188,43 @@ static enum MHD_Result fc_api_policy_get(struct fc_console *c, struct MHD_Connec
 	if (fc_store_open_ex(c->ctx.db_path, false, &st, &err) < 0 ||
 	    fc_store_policy_get(st, id, &row, &found, &err) < 0) {
 		fc_store_close(st);
-		return fc_reply_error(conn, MHD_HTTP_SERVICE_UNAVAILABLE, NULL, "%s", err.msg);
+		return fc_reply_error(r, MHD_HTTP_SERVICE_UNAVAILABLE, NULL, "%s", err.msg);
 	}
 	fc_store_close(st);
 	if (!found)
-		return fc_reply_error(conn, MHD_HTTP_NOT_FOUND, NULL, "policy %u: no such policy", id);
-	return fc_reply_json(conn, MHD_HTTP_OK, fc_api_policy(&row));
+		return fc_reply_error(r, MHD_HTTP_NOT_FOUND, NULL, "policy %u: no such policy", id);
+	return fc_reply_json(r, MHD_HTTP_OK, fc_api_policy(&row));
 }
 
 /* Parses a request body as one JSON object; NULL after replying 400. */
-static json_t *fc_api_body(struct MHD_Connection *conn, const struct fc_body *b, enum MHD_Result *ret)
+static json_t *fc_api_body(struct fc_reply *r, const struct fc_api_req *b, int *ret)
 {
 	json_error_t jerr;
 	json_t *doc;
 
-	doc = b->len ? json_loadb(b->data, b->len, JSON_REJECT_DUPLICATES, &jerr) : NULL;
+	doc = b->len ? json_loadb(b->body, b->len, JSON_REJECT_DUPLICATES, &jerr) : NULL;
 	if (!doc)
-		*ret = b->len ? fc_reply_error(conn, MHD_HTTP_BAD_REQUEST, NULL, "body: line %d, column %d: %s",
+		*ret = b->len ? fc_reply_error(r, MHD_HTTP_BAD_REQUEST, NULL, "body: line %d, column %d: %s",
 					       jerr.line, jerr.column, jerr.text) :
-				fc_reply_error(conn, MHD_HTTP_BAD_REQUEST, NULL, "body: expected a JSON object");
+				fc_reply_error(r, MHD_HTTP_BAD_REQUEST, NULL, "body: expected a JSON object");
 	else if (!json_is_object(doc)) {
 		json_decref(doc);
 		doc = NULL;
-		*ret = fc_reply_error(conn, MHD_HTTP_BAD_REQUEST, NULL, "body: expected a JSON object");
+		*ret = fc_reply_error(r, MHD_HTTP_BAD_REQUEST, NULL, "body: expected a JSON object");
 	}
 	return doc;
 }
 
 /* POST (id 0: from the body, must be new) or PUT (create or replace id). */
-static enum MHD_Result fc_api_policy_put(struct fc_console *c, struct MHD_Connection *conn, const struct fc_body *b,
+static int fc_api_policy_put(struct fc_console *c, struct fc_reply *r, struct fc_api_req *b,
 					 uint32_t id)
 {
 	char field[FC_JSON_FIELD_LEN], where[32] = "";
 	struct fc_policy_spec p;
 	struct fc_policy_row row;
-	enum MHD_Result ret;
+	int ret;
 	struct fc_err err;
-	json_t *doc = fc_api_body(conn, b, &ret);
+	json_t *doc = fc_api_body(r, b, &ret);
 	bool found;
 	int rc;
 
@@ -259,36 +234,38 @@ static enum MHD_Result fc_api_policy_put(struct fc_console *c, struct MHD_Connec
 		json_object_set_new(doc, "id", json_integer(id));
 	rc = fc_policy_from_json(doc, &p, field, &err);
 	json_decref(doc);
-	if (p.id)
+	if (p.id) {
 		snprintf(where, sizeof(where), "policy %u: ", p.id);
+		snprintf(b->what, sizeof(b->what), "(policy %u)", p.id);
+	}
 	if (rc < 0)
-		return fc_reply_error(conn, MHD_HTTP_BAD_REQUEST, field, "%s%s", where, err.msg);
+		return fc_reply_error(r, MHD_HTTP_BAD_REQUEST, field, "%s%s", where, err.msg);
 	if (id && p.id != id)
-		return fc_reply_error(conn, MHD_HTTP_BAD_REQUEST, "id", "policy %u: the body's id is %u", id, p.id);
+		return fc_reply_error(r, MHD_HTTP_BAD_REQUEST, "id", "policy %u: the body's id is %u", id, p.id);
 	rc = fc_change_policy_put(&c->ctx, &p, id != 0, &found, &row, &err);
 	if (rc == FC_CHANGE_CONFLICT && found && !id)
-		return fc_reply_error(conn, MHD_HTTP_CONFLICT, "id", "%sexists; PUT /api/policies/%u replaces it", where,
+		return fc_reply_error(r, MHD_HTTP_CONFLICT, "id", "%sexists; PUT /api/policies/%u replaces it", where,
 				      p.id);
 	if (rc == FC_CHANGE_CONFLICT)
-		return fc_reply_error(conn, MHD_HTTP_CONFLICT, "match", "%s%s", where, err.msg);
+		return fc_reply_error(r, MHD_HTTP_CONFLICT, "match", "%s%s", where, err.msg);
 	if (rc)
-		return fc_reply_error(conn, MHD_HTTP_SERVICE_UNAVAILABLE, NULL, "%s%s", where, err.msg);
-	return fc_reply_json(conn, found ? MHD_HTTP_OK : MHD_HTTP_CREATED, fc_api_policy(&row));
+		return fc_reply_error(r, MHD_HTTP_SERVICE_UNAVAILABLE, NULL, "%s%s", where, err.msg);
+	return fc_reply_json(r, found ? MHD_HTTP_OK : MHD_HTTP_CREATED, fc_api_policy(&row));
 }
 
-static enum MHD_Result fc_api_policy_del(struct fc_console *c, struct MHD_Connection *conn, uint32_t id)
+static int fc_api_policy_del(struct fc_console *c, struct fc_reply *r, uint32_t id)
 {
 	struct fc_err err;
 	int rc = fc_change_policy_del(&c->ctx, id, &err);
 
 	if (rc == FC_CHANGE_CONFLICT)
-		return fc_reply_error(conn, MHD_HTTP_NOT_FOUND, NULL, "policy %u: no such policy", id);
+		return fc_reply_error(r, MHD_HTTP_NOT_FOUND, NULL, "policy %u: no such policy", id);
 	if (rc)
-		return fc_reply_error(conn, MHD_HTTP_SERVICE_UNAVAILABLE, NULL, "policy %u: %s", id, err.msg);
-	return fc_http_reply(conn, MHD_HTTP_NO_CONTENT, strdup(""), 0, "text/plain");
+		return fc_reply_error(r, MHD_HTTP_SERVICE_UNAVAILABLE, NULL, "policy %u: %s", id, err.msg);
+	return fc_reply_set(r, MHD_HTTP_NO_CONTENT, strdup(""), 0, "text/plain");
 }
 
-static enum MHD_Result fc_api_ban_list(struct fc_console *c, struct MHD_Connection *conn)
+static int fc_api_ban_list(struct fc_console *c, struct fc_reply *r)
 {
 	struct fc_ban_row *rows = NULL;
 	struct fc_uid_ban *ub = NULL;
@@ -302,7 +279,7 @@ static enum MHD_Result fc_api_ban_list(struct fc_console *c, struct MHD_Connecti
 	    fc_store_uid_ban_list(st, now, &ub, &nu, &err) < 0) {
 		fc_store_close(st);
 		free(rows);
-		return fc_reply_error(conn, MHD_HTTP_SERVICE_UNAVAILABLE, NULL, "%s", err.msg);
+		return fc_reply_error(r, MHD_HTTP_SERVICE_UNAVAILABLE, NULL, "%s", err.msg);
 	}
 	fc_store_close(st);
 	a = json_array();
@@ -312,16 +289,16 @@ static enum MHD_Result fc_api_ban_list(struct fc_console *c, struct MHD_Connecti
 		json_array_append_new(a, fc_uid_ban_to_json(&ub[i], now));
 	free(rows);
 	free(ub);
-	return fc_reply_json(conn, MHD_HTTP_OK, json_pack("{s:o}", "bans", a));
+	return fc_reply_json(r, MHD_HTTP_OK, json_pack("{s:o}", "bans", a));
 }
 
 /* {"ban": "ADDR[/LEN]" | "uid=VALUE", "ttl": "1h" | seconds | null} */
-static enum MHD_Result fc_api_ban_add(struct fc_console *c, struct MHD_Connection *conn, const struct fc_body *b)
+static int fc_api_ban_add(struct fc_console *c, struct fc_reply *r, struct fc_api_req *b)
 {
 	char canon[FC_BAN_TEXT_LEN];
 	const char *text, *key;
-	enum MHD_Result ret;
-	json_t *doc = fc_api_body(conn, b, &ret), *ttl, *v;
+	int ret;
+	json_t *doc = fc_api_body(r, b, &ret), *ttl, *v;
 	struct fc_err err;
 	int64_t secs = 0;
 	bool existed;
@@ -331,53 +308,54 @@ static enum MHD_Result fc_api_ban_add(struct fc_console *c, struct MHD_Connectio
 		return ret;
 	json_object_foreach(doc, key, v) {
 		if (strcmp(key, "ban") && strcmp(key, "ttl")) {
-			ret = fc_reply_error(conn, MHD_HTTP_BAD_REQUEST, key, "unknown key \"%.64s\"", key);
+			ret = fc_reply_error(r, MHD_HTTP_BAD_REQUEST, key, "unknown key \"%.64s\"", key);
 			goto out;
 		}
 	}
 	text = json_string_value(json_object_get(doc, "ban"));
 	ttl = json_object_get(doc, "ttl");
 	if (!text) {
-		ret = fc_reply_error(conn, MHD_HTTP_BAD_REQUEST, "ban", "ban: expected \"ADDR[/LEN]\" or \"uid=VALUE\"");
+		ret = fc_reply_error(r, MHD_HTTP_BAD_REQUEST, "ban", "ban: expected \"ADDR[/LEN]\" or \"uid=VALUE\"");
 		goto out;
 	}
 	if (json_is_string(ttl) && fc_duration_parse(json_string_value(ttl), &secs, &err) < 0) {
-		ret = fc_reply_error(conn, MHD_HTTP_BAD_REQUEST, "ttl", "ttl: %s", err.msg);
+		ret = fc_reply_error(r, MHD_HTTP_BAD_REQUEST, "ttl", "ttl: %s", err.msg);
 		goto out;
 	}
 	if (json_is_integer(ttl))
 		secs = json_integer_value(ttl);
 	if (ttl && !json_is_null(ttl) && !json_is_string(ttl) && !(json_is_integer(ttl) && secs > 0 &&
 								    secs <= FC_DURATION_MAX)) {
-		ret = fc_reply_error(conn, MHD_HTTP_BAD_REQUEST, "ttl", "ttl: expected a duration (\"1h\"), seconds or null");
+		ret = fc_reply_error(r, MHD_HTTP_BAD_REQUEST, "ttl", "ttl: expected a duration (\"1h\"), seconds or null");
 		goto out;
 	}
 	rc = fc_change_ban_put(&c->ctx, text, secs, canon, &existed, &err);
+	snprintf(b->what, sizeof(b->what), "(ban %.64s)", rc == FC_CHANGE_INVALID ? "?" : canon);
 	if (rc == FC_CHANGE_INVALID)
-		ret = fc_reply_error(conn, MHD_HTTP_BAD_REQUEST, "ban", "%s", err.msg);
+		ret = fc_reply_error(r, MHD_HTTP_BAD_REQUEST, "ban", "%s", err.msg);
 	else if (rc)
-		ret = fc_reply_error(conn, MHD_HTTP_SERVICE_UNAVAILABLE, NULL, "ban add %s: %s", canon, err.msg);
+		ret = fc_reply_error(r, MHD_HTTP_SERVICE_UNAVAILABLE, NULL, "ban add %s: %s", canon, err.msg);
 	else
-		ret = fc_reply_json(conn, existed ? MHD_HTTP_OK : MHD_HTTP_CREATED,
+		ret = fc_reply_json(r, existed ? MHD_HTTP_OK : MHD_HTTP_CREATED,
 				    json_pack("{s:s, s:o}", "ban", canon, "ttl", secs ? json_integer(secs) : json_null()));
 out:
 	json_decref(doc);
 	return ret;
 }
 
-static enum MHD_Result fc_api_ban_del(struct fc_console *c, struct MHD_Connection *conn, const char *text)
+static int fc_api_ban_del(struct fc_console *c, struct fc_reply *r, const char *text)
 {
 	char canon[FC_BAN_TEXT_LEN];
 	struct fc_err err;
 	int rc = fc_change_ban_del(&c->ctx, text, canon, &err);
 
 	if (rc == FC_CHANGE_INVALID)
-		return fc_reply_error(conn, MHD_HTTP_BAD_REQUEST, "ban", "%s", err.msg);
+		return fc_reply_error(r, MHD_HTTP_BAD_REQUEST, "ban", "%s", err.msg);
 	if (rc == FC_CHANGE_CONFLICT)
-		return fc_reply_error(conn, MHD_HTTP_NOT_FOUND, NULL, "ban del %s: not banned", canon);
+		return fc_reply_error(r, MHD_HTTP_NOT_FOUND, NULL, "ban del %s: not banned", canon);
 	if (rc)
-		return fc_reply_error(conn, MHD_HTTP_SERVICE_UNAVAILABLE, NULL, "ban del %s: %s", canon, err.msg);
-	return fc_http_reply(conn, MHD_HTTP_NO_CONTENT, strdup(""), 0, "text/plain");
+		return fc_reply_error(r, MHD_HTTP_SERVICE_UNAVAILABLE, NULL, "ban del %s: %s", canon, err.msg);
+	return fc_reply_set(r, MHD_HTTP_NO_CONTENT, strdup(""), 0, "text/plain");
 }
 
 /* ---- counters ---- */
@@ -470,7 +448,7 @@ static double fc_per_s(uint64_t now, uint64_t then, double dt)
 	return now >= then && dt > 0 ? (double)(now - then) / dt : 0;
 }
 
-static enum MHD_Result fc_api_stats(struct fc_console *c, struct MHD_Connection *conn)
+static int fc_api_stats(struct fc_console *c, struct fc_reply *r)
 {
 	char stamp[FC_TIME_STRLEN], match[FC_MATCH_LEN];
 	const struct fc_sample *old;
@@ -482,26 +460,26 @@ static enum MHD_Result fc_api_stats(struct fc_console *c, struct MHD_Connection 
 	size_t i;
 
 	if (fc_sample_take(&c->ctx, &cur, &a, &err) < 0)
-		return fc_reply_error(conn, MHD_HTTP_SERVICE_UNAVAILABLE, NULL, "%s", err.msg);
+		return fc_reply_error(r, MHD_HTTP_SERVICE_UNAVAILABLE, NULL, "%s", err.msg);
 	pols = json_array();
 	pthread_mutex_lock(&c->lock);
 	old = fc_sample_minute_ago(c, cur.t);
 	dt = old ? cur.t - old->t : 0;
 	for (i = 0; pols && i < a.n; i++) {
 		const struct fc_policy_spec *p = &a.ps[i].row->spec;
-		const struct fc_sample_row *r = &cur.rows[i], *o = fc_sample_find(old, r->id, r->epoch);
+		const struct fc_sample_row *now = &cur.rows[i], *o = fc_sample_find(old, now->id, now->epoch);
 		json_t *minute = json_null();
 
 		if (o)
 			minute = json_pack("{s:f, s:f, s:f, s:f}", "seconds", dt, "passed_per_s",
-					   fc_per_s(r->passed, o->passed, dt), "denied_per_s",
-					   fc_per_s(r->denied, o->denied, dt), "delayed_per_s",
-					   fc_per_s(r->delayed, o->delayed, dt));
+					   fc_per_s(now->passed, o->passed, dt), "denied_per_s",
+					   fc_per_s(now->denied, o->denied, dt), "delayed_per_s",
+					   fc_per_s(now->delayed, o->delayed, dt));
 		fc_match_format(p, match);
 		json_array_append_new(pols, json_pack("{s:I, s:s, s:s, s:s, s:I, s:I, s:I, s:o}", "id", (json_int_t)p->id,
 						      "match", match, "layer", fc_policy_is_l7(p) ? "nginx" : "xdp",
-						      "action", fc_action_name(p->action), "passed", (json_int_t)r->passed,
-						      "denied", (json_int_t)r->denied, "delayed", (json_int_t)r->delayed,
+						      "action", fc_action_name(p->action), "passed", (json_int_t)now->passed,
+						      "denied", (json_int_t)now->denied, "delayed", (json_int_t)now->delayed,
 						      "last_minute", minute));
 	}
 	pthread_mutex_unlock(&c->lock);
@@ -514,71 +492,82 @@ static enum MHD_Result fc_api_stats(struct fc_console *c, struct MHD_Connection 
 			(json_int_t)a.bans.uids, "policies", pols);
 	free(cur.rows);
 	fc_stats_free(&a);
-	return fc_reply_json(conn, MHD_HTTP_OK, doc);
+	return fc_reply_json(r, MHD_HTTP_OK, doc);
 }
 
-static enum MHD_Result fc_metrics_text(struct fc_console *c, struct MHD_Connection *conn)
+static int fc_metrics_text(struct fc_console *c, struct fc_reply *r)
 {
 	char *body = NULL;
 	size_t len = 0;
 	FILE *f = open_memstream(&body, &len);
 
-	if (!f)
-		return MHD_NO;
-	fc_metrics_write(f, &c->ctx, c->counters);
-	if (fclose(f)) {
-		free(body);
-		return MHD_NO;
+	if (f) {
+		fc_metrics_write(f, &c->ctx, c->counters);
+		if (fclose(f)) {
+			free(body);
+			body = NULL; /* out of memory: the connection is dropped */
+		}
 	}
-	return fc_http_reply(conn, MHD_HTTP_OK, body, len, "text/plain; version=0.0.4");
+	return fc_reply_set(r, MHD_HTTP_OK, body, len, "text/plain; version=0.0.4");
 }
 
 /* ---- routing ---- */
 
-/* Constant time: how long a wrong token takes says nothing of the right one. */
-static bool fc_authorized(const struct fc_console *c, struct MHD_Connection *conn)
+static int fc_not_allowed(struct fc_reply *r, const char *allow)
 {
-	const char *h = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
-	unsigned char diff = 0;
-	size_t i;
-
-	if (!h || strncmp(h, "Bearer ", 7) || strlen(h + 7) != FC_CONSOLE_TOKEN_LEN)
-		return false;
-	for (i = 0; i < FC_CONSOLE_TOKEN_LEN; i++)
-		diff |= (unsigned char)(h[7 + i] ^ c->token[i]);
-	return !diff;
+	return fc_reply_error(r, MHD_HTTP_METHOD_NOT_ALLOWED, NULL, "method not allowed here; allowed: %s", allow);
 }
 
-static enum MHD_Result fc_not_allowed(struct MHD_Connection *conn, const char *allow)
+int fc_console_api(struct fc_console *c, struct fc_api_req *b, struct fc_reply *r)
 {
-	return fc_reply_error(conn, MHD_HTTP_METHOD_NOT_ALLOWED, NULL, "method not allowed here; allowed: %s", allow);
-}
-
-static enum MHD_Result fc_route(struct fc_console *c, struct MHD_Connection *conn, const char *url, const char *m,
-				const struct fc_body *b)
-{
+	const char *url = b->url, *m = b->method;
 	bool get = !strcmp(m, "GET"), post = !strcmp(m, "POST"), put = !strcmp(m, "PUT"), del = !strcmp(m, "DELETE");
 	struct fc_err err;
 	uint32_t id;
 
 	if (!strcmp(url, "/metrics"))
-		return get ? fc_metrics_text(c, conn) : fc_not_allowed(conn, "GET");
+		return get ? fc_metrics_text(c, r) : fc_not_allowed(r, "GET");
 	if (!strcmp(url, "/api/stats"))
-		return get ? fc_api_stats(c, conn) : fc_not_allowed(conn, "GET");
+		return get ? fc_api_stats(c, r) : fc_not_allowed(r, "GET");
 	if (!strcmp(url, "/api/policies"))
-		return get ? fc_api_policy_list(c, conn) : post ? fc_api_policy_put(c, conn, b, 0) :
-		       fc_not_allowed(conn, "GET, POST");
+		return get ? fc_api_policy_list(c, r) : post ? fc_api_policy_put(c, r, b, 0) :
+		       fc_not_allowed(r, "GET, POST");
 	if (!strncmp(url, "/api/policies/", 14)) {
 		if (fc_policy_id_parse(url + 14, &id, &err) < 0)
-			return fc_reply_error(conn, MHD_HTTP_BAD_REQUEST, "id", "%s", err.msg);
-		return get ? fc_api_policy_get(c, conn, id) : put ? fc_api_policy_put(c, conn, b, id) :
-		       del ? fc_api_policy_del(c, conn, id) : fc_not_allowed(conn, "GET, PUT, DELETE");
+			return fc_reply_error(r, MHD_HTTP_BAD_REQUEST, "id", "%s", err.msg);
+		return get ? fc_api_policy_get(c, r, id) : put ? fc_api_policy_put(c, r, b, id) :
+		       del ? fc_api_policy_del(c, r, id) : fc_not_allowed(r, "GET, PUT, DELETE");
 	}
 	if (!strcmp(url, "/api/bans"))
-		return get ? fc_api_ban_list(c, conn) : post ? fc_api_ban_add(c, conn, b) : fc_not_allowed(conn, "GET, POST");
+		return get ? fc_api_ban_list(c, r) : post ? fc_api_ban_add(c, r, b) : fc_not_allowed(r, "GET, POST");
 	if (!strncmp(url, "/api/bans/", 10))
-		return del ? fc_api_ban_del(c, conn, url + 10) : fc_not_allowed(conn, "DELETE");
-	return fc_reply_error(conn, MHD_HTTP_NOT_FOUND, NULL, "%.200s: no such resource", url);
+		return del ? fc_api_ban_del(c, r, url + 10) : fc_not_allowed(r, "DELETE");
+	return fc_reply_error(r, MHD_HTTP_NOT_FOUND, NULL, "%.200s: no such resource", url);
+}
+
+static enum MHD_Result fc_reply_page(struct MHD_Connection *conn, const struct fc_console_file *f)
+{
+	struct MHD_Response *r = MHD_create_response_from_buffer(strlen(f->data), (void *)f->data,
+								 MHD_RESPMEM_PERSISTENT);
+	enum MHD_Result ret;
+
+	if (!r)
+		return MHD_NO;
+	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, f->type);
+	MHD_add_response_header(r, "X-Content-Type-Options", "nosniff");
+	MHD_add_response_header(r, "X-Frame-Options", "DENY");
+	MHD_add_response_header(r, "Referrer-Policy", "no-referrer");
+	/* No inline code, nothing from elsewhere. */
+	MHD_add_response_header(r, "Content-Security-Policy",
+				"default-src 'self'; img-src 'self' data:; frame-ancestors 'none'; form-action 'none'");
+	ret = MHD_queue_response(conn, MHD_HTTP_OK, r);
+	MHD_destroy_response(r);
+	return ret;
+}
+
+static enum MHD_Result fc_send(struct MHD_Connection *conn, struct fc_reply *r)
+{
+	return fc_http_reply(conn, r->status, r->body, r->len, r->type);
 }
 
 static enum MHD_Result fc_console_handle(void *cls, struct MHD_Connection *conn, const char *url, const char *method,
@@ -586,32 +575,50 @@ static enum MHD_Result fc_console_handle(void *cls, struct MHD_Connection *conn,
 {
 	struct fc_console *c = cls;
 	struct fc_body *b = *req;
+	struct fc_api_req q;
+	struct fc_reply r;
+	unsigned refused;
 	const char *cl;
 	size_t i;
 
 	(void)version;
 	if (!b) { /* the headers are in: decide what can be decided before the body */
-		if (strncmp(url, "/api/", 5) && strcmp(url, "/metrics")) {
-			for (i = 0; i < fc_console_nfiles; i++)
-				if (!strcmp(url, fc_console_files[i].path))
-					return strcmp(method, "GET") && strcmp(method, "HEAD") ?
-						       fc_not_allowed(conn, "GET") :
-						       fc_reply_page(conn, &fc_console_files[i]);
-			return fc_reply_error(conn, MHD_HTTP_NOT_FOUND, NULL, "%.200s: no such page", url);
-		}
-		if (!fc_authorized(c, conn))
-			return fc_reply_error(conn, MHD_HTTP_UNAUTHORIZED, NULL,
-					      "missing or wrong \"Authorization: Bearer TOKEN\" (freqctl console-token)");
-		cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
-		if (cl && strtoull(cl, NULL, 10) > FC_CONSOLE_BODY_MAX)
-			return fc_reply_error(conn, MHD_HTTP_CONTENT_TOO_LARGE, NULL, "body: more than %d bytes",
-					      FC_CONSOLE_BODY_MAX);
+		bool api = !strncmp(url, "/api/", 5) || !strcmp(url, "/metrics");
+
 		b = calloc(1, sizeof(*b));
 		if (!b)
 			return MHD_NO;
 		*req = b;
+		refused = fc_http_admit(&c->http, conn, api, b->who, sizeof(b->who));
+		if (refused == MHD_HTTP_FORBIDDEN)
+			fc_reply_error(&r, refused, NULL, "Host: not this server (see agent --http-host)");
+		else if (refused)
+			fc_reply_error(&r, refused, NULL,
+				       "missing or wrong \"Authorization: Bearer TOKEN\" (freqctl console-token)");
+		if (refused)
+			return fc_send(conn, &r);
+		if (!api) {
+			for (i = 0; i < fc_console_nfiles; i++)
+				if (!strcmp(url, fc_console_files[i].path)) {
+					if (!strcmp(method, "GET") || !strcmp(method, "HEAD"))
+						return fc_reply_page(conn, &fc_console_files[i]);
+					fc_not_allowed(&r, "GET");
+					return fc_send(conn, &r);
+				}
+			fc_reply_error(&r, MHD_HTTP_NOT_FOUND, NULL, "%.200s: no such page", url);
+			return fc_send(conn, &r);
+		}
+		cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+		if (cl && strtoull(cl, NULL, 10) > FC_CONSOLE_BODY_MAX) {
+			fc_reply_error(&r, MHD_HTTP_CONTENT_TOO_LARGE, NULL, "body: more than %d bytes",
+				       FC_CONSOLE_BODY_MAX);
+			return fc_send(conn, &r);
+		}
+		b->admitted = true;
 		return MHD_YES;
 	}
+	if (!b->admitted)
+		return MHD_NO; /* refused above: the client sends on regardless */
 	if (*upload_size) { /* a piece of the body */
 		if (!b->too_big && b->len + *upload_size <= FC_CONSOLE_BODY_MAX) {
 			char *nd = realloc(b->data, b->len + *upload_size);
@@ -627,10 +634,17 @@ static enum MHD_Result fc_console_handle(void *cls, struct MHD_Connection *conn,
 		*upload_size = 0;
 		return MHD_YES;
 	}
-	if (b->too_big)
-		return fc_reply_error(conn, MHD_HTTP_CONTENT_TOO_LARGE, NULL, "body: more than %d bytes",
-				      FC_CONSOLE_BODY_MAX);
-	return fc_route(c, conn, url, method, b);
+	if (b->too_big) {
+		fc_reply_error(&r, MHD_HTTP_CONTENT_TOO_LARGE, NULL, "body: more than %d bytes", FC_CONSOLE_BODY_MAX);
+		return fc_send(conn, &r);
+	}
+	q = (struct fc_api_req){ .method = method, .url = url, .body = b->data, .len = b->len };
+	fc_console_api(c, &q, &r);
+	/* Every write, who and what and how it ended. */
+	if (strcmp(method, "GET") && strcmp(method, "HEAD") && c->http.conf->log)
+		c->http.conf->log("console: %s: %s %.200s%s%s -> %u", b->who, method, url, q.what[0] ? " " : "",
+				  q.what, r.status);
+	return fc_send(conn, &r);
 }
 
 static void fc_console_done(void *cls, struct MHD_Connection *conn, void **req, enum MHD_RequestTerminationCode why)
@@ -647,8 +661,8 @@ static void fc_console_done(void *cls, struct MHD_Connection *conn, void **req, 
 	}
 }
 
-struct fc_console *fc_console_start(const struct sockaddr_storage *sa, const struct fc_ctx *ctx,
-				    const struct fc_agent_counters *counters, const char *token, struct fc_err *err)
+struct fc_console *fc_console_new(const struct fc_ctx *ctx, const struct fc_agent_counters *counters,
+				  struct fc_err *err)
 {
 	struct fc_console *c = calloc(1, sizeof(*c));
 
@@ -659,22 +673,29 @@ struct fc_console *fc_console_start(const struct sockaddr_storage *sa, const str
 	c->ctx = *ctx;
 	c->ctx.store_must_exist = true; /* a console never makes a store */
 	c->counters = counters;
-	snprintf(c->token, sizeof(c->token), "%s", token);
 	pthread_mutex_init(&c->lock, NULL);
 	pthread_cond_init(&c->wake, NULL);
-	c->d = fc_http_start(sa, fc_console_handle, c, fc_console_done, err);
-	if (!c->d)
+	return c;
+}
+
+struct fc_console *fc_console_start(const struct sockaddr_storage *sa, const struct fc_http_conf *conf,
+				    const struct fc_ctx *ctx, const struct fc_agent_counters *counters,
+				    struct fc_err *err)
+{
+	struct fc_console *c = fc_console_new(ctx, counters, err);
+
+	if (!c)
+		return NULL;
+	if (fc_http_start(&c->http, sa, conf, fc_console_handle, c, fc_console_done, err) < 0)
 		goto fail;
 	if (pthread_create(&c->sampler, NULL, fc_sampler, c)) {
 		fc_err_set(err, "cannot start the sampler thread");
-		MHD_stop_daemon(c->d);
 		goto fail;
 	}
+	c->sampling = true;
 	return c;
 fail:
-	pthread_cond_destroy(&c->wake);
-	pthread_mutex_destroy(&c->lock);
-	free(c);
+	fc_console_stop(c);
 	return NULL;
 }
 
@@ -684,12 +705,14 @@ void fc_console_stop(struct fc_console *c)
 
 	if (!c)
 		return;
-	MHD_stop_daemon(c->d);
-	pthread_mutex_lock(&c->lock);
-	c->stop = true;
-	pthread_cond_signal(&c->wake);
-	pthread_mutex_unlock(&c->lock);
-	pthread_join(c->sampler, NULL);
+	fc_http_stop(&c->http);
+	if (c->sampling) {
+		pthread_mutex_lock(&c->lock);
+		c->stop = true;
+		pthread_cond_signal(&c->wake);
+		pthread_mutex_unlock(&c->lock);
+		pthread_join(c->sampler, NULL);
+	}
 	for (i = 0; i < FC_CONSOLE_SAMPLES; i++)
 		free(c->samples[i].rows);
 	pthread_cond_destroy(&c->wake);

@@ -8,7 +8,7 @@
 #include "fc_stats.h"
 
 struct fc_metrics {
-	struct MHD_Daemon *d;
+	struct fc_http http;
 	const struct fc_ctx *ctx;
 	const struct fc_agent_counters *c;
 };
@@ -49,15 +49,23 @@ void fc_metrics_write(FILE *f, const struct fc_ctx *ctx, const struct fc_agent_c
 static enum MHD_Result fc_metrics_handle(void *cls, struct MHD_Connection *conn, const char *url, const char *method,
 					  const char *version, const char *upload, size_t *upload_size, void **req)
 {
-	const struct fc_metrics *m = cls;
+	struct fc_metrics *m = cls;
 	char *body = NULL;
 	size_t len = 0;
+	unsigned refused;
 	FILE *f;
 
 	(void)version;
 	(void)upload;
 	(void)upload_size;
 	(void)req;
+	/* A scrape needs the token too (Prometheus: authorization.credentials_file). */
+	refused = fc_http_admit(&m->http, conn, true, NULL, 0);
+	if (refused)
+		return fc_http_reply(conn, refused,
+				     strdup(refused == MHD_HTTP_FORBIDDEN ? "Host: not this server\n" :
+									      "Authorization: Bearer TOKEN needed\n"),
+				     refused == MHD_HTTP_FORBIDDEN ? 22 : 35, "text/plain");
 	if (strcmp(method, "GET") && strcmp(method, "HEAD"))
 		return fc_http_reply(conn, MHD_HTTP_METHOD_NOT_ALLOWED, strdup("only GET /metrics\n"), 18,
 					"text/plain");
@@ -74,8 +82,8 @@ static enum MHD_Result fc_metrics_handle(void *cls, struct MHD_Connection *conn,
 	return fc_http_reply(conn, MHD_HTTP_OK, body, len, "text/plain; version=0.0.4");
 }
 
-struct fc_metrics *fc_metrics_start(const struct sockaddr_storage *sa, const struct fc_ctx *ctx,
-				    const struct fc_agent_counters *counters, struct fc_err *err)
+struct fc_metrics *fc_metrics_start(const struct sockaddr_storage *sa, const struct fc_http_conf *conf,
+				    const struct fc_ctx *ctx, const struct fc_agent_counters *counters, struct fc_err *err)
 {
 	struct fc_metrics *m = calloc(1, sizeof(*m));
 
@@ -85,8 +93,7 @@ struct fc_metrics *fc_metrics_start(const struct sockaddr_storage *sa, const str
 	}
 	m->ctx = ctx;
 	m->c = counters;
-	m->d = fc_http_start(sa, fc_metrics_handle, m, NULL, err);
-	if (!m->d) {
+	if (fc_http_start(&m->http, sa, conf, fc_metrics_handle, m, NULL, err) < 0) {
 		free(m);
 		return NULL;
 	}
@@ -97,6 +104,6 @@ void fc_metrics_stop(struct fc_metrics *m)
 {
 	if (!m)
 		return;
-	MHD_stop_daemon(m->d);
+	fc_http_stop(&m->http);
 	free(m);
 }

@@ -27,10 +27,12 @@ struct sockaddr_storage;
 /* The Prometheus text: what `stats --prometheus` prints, then the agent's counters. */
 void fc_metrics_write(FILE *f, const struct fc_ctx *ctx, const struct fc_agent_counters *c);
 
-/* Listens on sa (from fc_http_parse); the server runs in its own thread
- * and reads ctx and counters until fc_metrics_stop. */
-struct fc_metrics *fc_metrics_start(const struct sockaddr_storage *sa, const struct fc_ctx *ctx,
-				    const struct fc_agent_counters *counters, struct fc_err *err);
+/* Listens on sa (from fc_http_parse) as conf says (the token, TLS); the
+ * server runs in its own thread and reads ctx and counters until
+ * fc_metrics_stop. */
+struct fc_http_conf;
+struct fc_metrics *fc_metrics_start(const struct sockaddr_storage *sa, const struct fc_http_conf *conf,
+				    const struct fc_ctx *ctx, const struct fc_agent_counters *counters, struct fc_err *err);
 void fc_metrics_stop(struct fc_metrics *m);
 
 #endif /* FC_METRICS_H */

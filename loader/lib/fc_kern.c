@@ -167,6 +167,30 @@ fail:
 	return -1;
 }
 
+int fc_maps_open_existing(const char *pin_dir, struct fc_maps *m, struct fc_err *err)
+{
+	char path[PATH_MAX];
+	size_t i;
+
+	m->dirfd = -1;
+	for (i = 0; i < FC_NMAPS; i++)
+		m->fd[i] = -1;
+	for (i = 0; i < FC_NMAPS; i++) {
+		snprintf(path, sizeof(path), "%s/%s", pin_dir, fc_map_names[i]);
+		m->fd[i] = bpf_obj_get(path);
+		if (m->fd[i] >= 0)
+			continue;
+		if (errno == ENOENT) {
+			fc_maps_close(m);
+			return 1; /* nothing published here yet */
+		}
+		fc_err_set(err, "pinned map %s: %s", path, strerror(errno));
+		fc_maps_close(m);
+		return -1;
+	}
+	return 0;
+}
+
 void fc_maps_close(struct fc_maps *m)
 {
 	size_t i;

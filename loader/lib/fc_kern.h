@@ -44,6 +44,10 @@ int fc_pin_dir_prepare(const char *pin_dir, struct fc_err *err);
 
 /* Opens the pinned maps, creating and pinning them if missing. */
 int fc_maps_open(const char *pin_dir, struct fc_maps *m, struct fc_err *err);
+/* The same for a reader (stats, top, status, /metrics): never creates
+ * anything, no map, no pin dir, no mount. 1 (all fds -1) when nothing was
+ * published under pin_dir yet. */
+int fc_maps_open_existing(const char *pin_dir, struct fc_maps *m, struct fc_err *err);
 void fc_maps_close(struct fc_maps *m);
 
 /* Serialises publishers of one pin dir. */

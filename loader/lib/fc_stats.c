@@ -91,13 +91,15 @@ int fc_stats_gather(const struct fc_ctx *ctx, struct fc_stats_all *a, struct fc_
 	struct fc_err shm_err;
 	struct fc_maps m;
 	bool l7 = false;
-	int rc = -1, fd;
+	int rc = -1, fd, maps;
 	size_t i;
 
 	memset(a, 0, sizeof(*a));
 	/* From the agent's /metrics, a missing store is an outage: making an
 	 * empty one would have the agent publish it. */
-	if (fc_maps_open(ctx->pin_dir, &m, err) < 0 || fc_stats_read(&m, &a->s, err) < 0 ||
+	/* A reader: it never creates a map (nothing published yet: zeros). */
+	maps = fc_maps_open_existing(ctx->pin_dir, &m, err);
+	if (maps < 0 || (maps == 0 && fc_stats_read(&m, &a->s, err) < 0) ||
 	    fc_store_open_ex(ctx->db_path, !ctx->store_must_exist, &st, err) < 0 ||
 	    fc_store_policy_list(st, &a->rows, &a->n, err) < 0 ||
 	    fc_store_ban_count(st, (int64_t)time(NULL), &a->bans, err) < 0)
@@ -121,7 +123,7 @@ int fc_stats_gather(const struct fc_ctx *ctx, struct fc_stats_all *a, struct fc_
 
 		a->ps[i].row = r;
 		if (!fc_policy_is_l7(&r->spec)) {
-			if (fc_pstats_read(&m, r->slot, &a->ps[i].ps, err) < 0)
+			if (maps == 0 && fc_pstats_read(&m, r->slot, &a->ps[i].ps, err) < 0)
 				goto out;
 		} else if (slots && r->slot < FC_SHM_SLOTS && slots[r->slot].owner == FC_SHM_OWNER(r->spec.id, r->epoch)) {
 			a->ps[i].ps.passed.packets = slots[r->slot].passed;

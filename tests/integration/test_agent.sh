@@ -24,12 +24,15 @@ within_100ms() {
 }
 logged() { grep -q "$1" "$dir/agent.log"; }
 port=$((20000 + $$ % 20000)) # loopback only
-metric() { curl -s --max-time 2 "http://127.0.0.1:$port/metrics" | awk -v k="$1" '$1 == k { print $2 }'; }
+# /metrics needs the bearer token, as the console does.
+metric() { curl -s --max-time 2 -H "Authorization: Bearer $(cat "$dir/token")" "http://127.0.0.1:$port/metrics" |
+	awk -v k="$1" '$1 == k { print $2 }'; }
+scrape() { curl -s -o /dev/null -w '%{http_code}' --max-time 2 "$@" "http://127.0.0.1:$port/metrics"; }
 metric_at_least() { local v; v=$(metric "$1"); [ -n "$v" ] && [ "$v" -ge "$2" ]; }
 
 check "--metrics with no port is a usage error (exit 2)" sh -c "'$FC_BIN' --db '$dir/store.db' --pin-dir '$pin' --shm '$dir/shm' agent --metrics 127.0.0.1 2>/dev/null; [ \$? = 2 ]"
 "$FC_BIN" --db "$dir/store.db" --pin-dir "$pin" --shm "$dir/shm" --node edge-a agent --weight 0.5 \
-	--metrics "127.0.0.1:$port" >"$dir/agent.log" 2>&1 &
+	--metrics "127.0.0.1:$port" --token-file "$dir/token" >"$dir/agent.log" 2>&1 &
 apid=$!
 for _ in $(seq 50); do logged "watching store" && break; sleep 0.1; done
 check "agent started" logged "watching store"
@@ -42,8 +45,17 @@ check "a second agent on another store but the same pin dir is refused, saying w
 elsewhere ban add 198.18.0.7
 check "a ban written elsewhere reaches the agent's maps within 100 ms" within_100ms in_map 0 7
 check "GET /metrics counts the ban" [ "$(metric 'freqctl_bans{kind="address",reason="by_hand"}')" = 1 ]
+check "/metrics without the token: 401" [ "$(scrape)" = 401 ]
+check "/metrics with a Host naming another server: 403 (DNS rebinding)" \
+	[ "$(scrape -H "Authorization: Bearer $(cat "$dir/token")" -H 'Host: evil.example:'"$port")" = 403 ]
+check "... localhost is this server" [ "$(scrape -H "Authorization: Bearer $(cat "$dir/token")" -H "Host: localhost:$port")" = 200 ]
+old=$(cat "$dir/token")
+check "console-token --rotate prints a new token" sh -c "'$FC_BIN' console-token --token-file '$dir/token' --rotate | grep -qxE '[0-9a-f]{64}'"
+check "... the old one is refused from the next request" [ "$(scrape -H "Authorization: Bearer $old")" = 401 ]
+check "... the new one is taken, without a restart" [ "$(scrape -H "Authorization: Bearer $(cat "$dir/token")")" = 200 ]
+check "... the file stays 0600" [ "$(stat -c %a "$dir/token")" = 600 ]
 check "... and the agent's publishes (start + the ban)" within_100ms metric_at_least freqctl_agent_publishes_total 2
-check "any other path is a 404" [ "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$port/")" = 404 ]
+check "any other path is a 404" [ "$(curl -s -o /dev/null -w '%{http_code}' -H "Authorization: Bearer $(cat "$dir/token")" "http://127.0.0.1:$port/")" = 404 ]
 sqlite3 -cmd ".timeout 5000" "$dir/store.db" "INSERT INTO bans (family, addr, len, created) VALUES (4, x'c6120008', 32, 1)"
 check "a row written by SQL reaches the maps within 100 ms" within_100ms in_map 0 8
 elsewhere policy add 5 --match uid=u5 --rate 1/m

@@ -11,8 +11,11 @@ d=/tmp/fc-it-$tag
 port=$((40000 + tag % 20000)) # the console
 web=$((port - 20000))         # nginx
 apid=
+tpid=
 stop_ours() {
 	[ -n "$apid" ] && kill -TERM "$apid" 2>/dev/null && wait "$apid" 2>/dev/null
+	[ -n "$tpid" ] && kill -TERM "$tpid" 2>/dev/null && wait "$tpid" 2>/dev/null
+	rm -rf "$pin-tls" "$pin-tls2"
 	fc_nginx_stop
 }
 trap 'stop_ours; fc_finish' EXIT
@@ -38,6 +41,11 @@ token_missing() {
 	[ "$rc" = 1 ] && grep -q 'the agent makes it when started with --http' <<<"$out"
 }
 check "console-token without the file: exit 1, saying how it is made" token_missing
+chmod 0644 "$d/token"
+check "a token file others can read is refused, naming the mode it needs" \
+	sh -c "! '$FC_BIN' console-token --token-file '$d/token' >/dev/null 2>&1 &&
+		'$FC_BIN' console-token --token-file '$d/token' 2>&1 | grep -q 'mode 0600'"
+chmod 0600 "$d/token"
 
 U=http://127.0.0.1:$port
 # api METHOD PATH [BODY]: prints "STATUS BODY"
@@ -78,6 +86,12 @@ check "an unknown path: 404" status_is "$r" 404
 r=$(api PATCH /api/policies)
 check "a wrong method: 405" status_is "$r" 405
 check "the console binds where told: nothing on the veth address" sh -c "! curl -s --max-time 1 -o /dev/null 'http://198.18.0.1:$port/'"
+# DNS rebinding: a page elsewhere resolving its own name to 127.0.0.1.
+r=$(curl -s -o /dev/null -w '%{http_code}' -H "Host: rebind.example:$port" -H "Authorization: Bearer $token" "$U/api/policies")
+check "a Host naming another server: 403, even with the token" [ "$r" = 403 ]
+check "... the page too" [ "$(curl -s -o /dev/null -w '%{http_code}' -H "Host: rebind.example:$port" "$U/")" = 403 ]
+check "... and another port is not this server" [ "$(curl -s -o /dev/null -w '%{http_code}' -H "Host: 127.0.0.1:1" "$U/")" = 403 ]
+check "localhost is this server" [ "$(curl -s -o /dev/null -w '%{http_code}' -H "Host: localhost:$port" "$U/")" = 200 ]
 
 # Policies.
 r=$(api GET /api/policies)
@@ -167,6 +181,42 @@ check "a stalled client holds nothing up" status_is "$r" 200
 check "... and is cut off after the 10 s timeout" timeout 15 sh -c 'cat <&7 >/dev/null'
 exec 7>&-
 check "enforcement unchanged through all of it: 198.18.0.78 still limited (5/m: 2 more, then dropped)" verdicts_are 78 "2 2 1"
+
+# Messages are JSON, whatever the client sent: bytes that are not UTF-8,
+# and a message cut where a character is longer than one byte.
+r=$(api POST /api/policies "$(printf '{"id": 12, "match": "uid=\\u00e9\\u00e9\\u00e9", "rates": ["1/x"]}')")
+check "a message with a non-ASCII input: 400 as JSON, naming it" body_has "$r" '.field == "match" and (.error | contains("uid=ééé"))'
+long=$(printf 'é%.0s' $(seq 40))
+r=$(api POST /api/bans "{\"ban\": \"uid=$long$long$long$long\"}")
+check "a message cut inside a character: still JSON" body_has "$r" '.field == "ban"'
+r=$(printf 'POST /api/bans HTTP/1.1\r\nHost: 127.0.0.1:%s\r\nAuthorization: Bearer %s\r\nContent-Length: 13\r\nConnection: close\r\n\r\n{"ban": "\377\376"}' "$port" "$token" |
+	timeout 5 bash -c "exec 3<>/dev/tcp/127.0.0.1/$port; cat >&3; cat <&3" | head -1)
+check "a body that is not UTF-8: answered 400, not dropped" grep -q '^HTTP/1.1 400' <<<"$r"
+check "every write is logged: who (peer, token tag), what, the outcome" \
+	grep -qE 'console: 127\.0\.0\.1, token #[0-9a-f]{8}: POST /api/policies \(policy 7\) -> 201' "$d/agent.log"
+check "... refusals too" grep -qE 'console: 127\.0\.0\.1, token #[0-9a-f]{8}: DELETE /api/policies/8 -> 404' "$d/agent.log"
+
+# TLS: a second agent (a store, pin dir and shm of its own) serving https.
+t=$d/tls
+mkdir -p "$t"
+openssl req -x509 -newkey rsa:2048 -nodes -keyout "$t/key.pem" -out "$t/cert.pem" -days 1 -subj /CN=127.0.0.1 \
+	-addext subjectAltName=IP:127.0.0.1 >/dev/null 2>&1
+tport=$((port + 1))
+# Not through a function: $! must be the agent's own pid.
+"$FC_BIN" --db "$t/store.db" --pin-dir "$pin-tls" --shm "$t/shm" agent --http "127.0.0.1:$tport" --token-file "$t/token" --http-cert "$t/cert.pem" --http-key "$t/key.pem" \
+	>"$t/agent.log" 2>&1 &
+tpid=$!
+for _ in $(seq 50); do grep -q "watching store" "$t/agent.log" && break; sleep 0.1; done
+r=$(curl -s -o /dev/null -w '%{http_code}' --cacert "$t/cert.pem" -H "Authorization: Bearer $(cat "$t/token")" "https://127.0.0.1:$tport/api/policies")
+check "--http-cert, --http-key: the API over TLS ($r)" [ "$r" = 200 ]
+check "... and not in the clear" sh -c "! curl -s -o /dev/null --max-time 2 'http://127.0.0.1:$tport/api/policies'"
+kill -TERM "$tpid" && wait "$tpid"
+tpid=
+rm -rf "$pin-tls"
+check "beyond loopback without TLS: refused, saying what to do" \
+	sh -c "'$FC_BIN' --db '$t/store2.db' --pin-dir '$pin-tls2' --shm '$t/shm2' agent --http '198.18.0.1:$tport' \
+		--token-file '$t/token' 2>&1 | grep -q 'serve TLS (--http-cert, --http-key), or say --http-insecure'"
+rm -rf "$pin-tls2"
 
 # The page, in a real browser.
 if ! command -v chromium >/dev/null; then
