@@ -187,6 +187,10 @@ struct fc_config {
 	 * UTC; the offset moves only when the wall clock is stepped. */
 	__u64 utc_offset_ns;
 	struct fc_tier new_src; /* GCRA cap on new ip=* buckets, per CPU */
+	/* The loader's, never the packet path's: a digest of fc_policies as
+	 * the last publish left it whole, 0 while one is rewriting it. A
+	 * publish whose policies hash the same skips reading the array. */
+	__u64 policies_digest;
 };
 
 /*
@@ -220,7 +224,7 @@ FC_ABI_SIZE(struct fc_pstats, 32);
 FC_ABI_SIZE(struct fc_flood, 8);
 FC_ABI_SIZE(struct fc_stats, 7 * 16);
 FC_ABI_OFF(struct fc_stats, malformed, 6 * 16);
-FC_ABI_SIZE(struct fc_config, 48 + 32);
+FC_ABI_SIZE(struct fc_config, 48 + 32 + 8);
 FC_ABI_OFF(struct fc_config, n_policies, 28);
 FC_ABI_OFF(struct fc_config, rules_gen, 32);
 FC_ABI_OFF(struct fc_config, utc_offset_ns, 40);

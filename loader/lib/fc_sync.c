@@ -63,6 +63,13 @@ uint64_t fc_utc_offset_ns(void)
 	return (d + 500000) / 1000000 * 1000000;
 }
 
+/* Sorts k; an empty one may have no array, which qsort_r may not be given. */
+static void fc_kvs_sort(struct fc_kvs *k, int (*cmp)(const void *, const void *, void *), void *arg)
+{
+	if (k->n)
+		qsort_r(k->v, k->n, sizeof(*k->v), cmp, arg);
+}
+
 static int fc_kv_cmp(const void *a, const void *b, void *keysz)
 {
 	return memcmp(((const struct fc_kv *)a)->key, ((const struct fc_kv *)b)->key, *(size_t *)keysz);
@@ -202,7 +209,7 @@ static int fc_map_sync(struct fc_map_sync *ms, struct fc_sync_result *res, struc
 
 	if (fc_map_dump(ms, err) < 0)
 		return -1;
-	qsort_r(ms->have.v, ms->have.n, sizeof(struct fc_kv), fc_kv_cmp, &ms->keysz);
+	fc_kvs_sort(&ms->have, fc_kv_cmp, &ms->keysz);
 
 	while (i < ms->want.n || j < ms->have.n) {
 		if (i == ms->want.n)
@@ -282,7 +289,7 @@ static void fc_want_merge(struct fc_map_sync *ms)
 	struct fc_kv *v = ms->want.v;
 	size_t i, o = 0;
 
-	qsort_r(v, ms->want.n, sizeof(*v), fc_kv_cmp, &ms->keysz);
+	fc_kvs_sort(&ms->want, fc_kv_cmp, &ms->keysz);
 	for (i = 0; i < ms->want.n; i++) {
 		if (o && !memcmp(v[o - 1].key, v[i].key, ms->keysz)) {
 			if (v[i].val.flags & FC_RULE_BANNED)
@@ -313,7 +320,7 @@ static int fc_want_inherit(struct fc_map_sync *ms, struct fc_err *err)
 	stack = malloc(ms->want.n * sizeof(*stack));
 	if (!stack)
 		return fc_err_set(err, "out of memory publishing map %s", ms->name);
-	qsort_r(v, ms->want.n, sizeof(*v), fc_kv_addr_cmp, ms);
+	fc_kvs_sort(&ms->want, fc_kv_addr_cmp, ms);
 	for (i = 0; i < ms->want.n; i++) {
 		const uint8_t *a = fc_kv_addr(&v[i], &le);
 
@@ -335,7 +342,7 @@ static int fc_want_inherit(struct fc_map_sync *ms, struct fc_err *err)
 		stack[depth++] = i;
 	}
 	free(stack);
-	qsort_r(v, ms->want.n, sizeof(*v), fc_kv_cmp, &ms->keysz);
+	fc_kvs_sort(&ms->want, fc_kv_cmp, &ms->keysz);
 	return 0;
 }
 
@@ -377,6 +384,24 @@ static int fc_policies_read(const struct fc_maps *m, struct fc_policy *have, str
 	if (!bpf_map_lookup_batch(m->policies, NULL, &out, keys, have, &cnt, &opts) || errno == ENOENT)
 		return 0;
 	return fc_err_set(err, "map %s: batch lookup: %s", FC_MAP_NAME(policies), strerror(errno));
+}
+
+/* FNV-1a over the occupied slots and what they hold. */
+static __u64 fc_policies_digest(const struct fc_policy *want)
+{
+	__u64 h = 0xcbf29ce484222325ull;
+	const unsigned char *p;
+	__u32 slot;
+	size_t i;
+
+	for (slot = 1; slot < FC_POLICY_SLOTS; slot++) {
+		if (!want[slot].id)
+			continue;
+		h = (h ^ slot) * 0x100000001b3ull;
+		for (p = (const unsigned char *)&want[slot], i = 0; i < sizeof(*want); i++)
+			h = (h ^ p[i]) * 0x100000001b3ull;
+	}
+	return h | 1; /* never 0, which means "not known" */
 }
 
 /* Zeroes a slot's bucket, and its counters when the slot changes hands. */
@@ -438,7 +463,7 @@ int fc_sync(struct fc_store *st, const struct fc_maps *m, const char *pin_dir, i
 	struct fc_ban_row *bans = NULL;
 	struct fc_config old;
 	size_t nbans = 0, npols = 0, i;
-	bool locked = false;
+	bool locked = false, skip;
 	int rc = -1;
 
 	memset(res, 0, sizeof(*res));
@@ -486,12 +511,21 @@ int fc_sync(struct fc_store *st, const struct fc_maps *m, const char *pin_dir, i
 	locked = true;
 	if (fc_config_read(m, &old, err) < 0)
 		goto out;
-	if (fc_policies_read(m, ps.have, err) < 0 || fc_policies_apply(m, &ps, true, err) < 0)
+	/* The array of 65,536 policies is read only when they changed; the
+	 * digest is cleared first, so a publish cut short reads it next time. */
+	res->cfg.policies_digest = fc_policies_digest(ps.want);
+	skip = old.policies_digest && old.policies_digest == res->cfg.policies_digest;
+	if (!skip && old.policies_digest) {
+		old.policies_digest = 0;
+		if (fc_config_write(m, &old, err) < 0)
+			goto out;
+	}
+	if (!skip && (fc_policies_read(m, ps.have, err) < 0 || fc_policies_apply(m, &ps, true, err) < 0))
 		goto out;
 	for (i = 0; i < nms; i++)
 		if (fc_map_sync(&ms[i], res, err) < 0)
 			goto out;
-	if (fc_policies_apply(m, &ps, false, err) < 0)
+	if (!skip && fc_policies_apply(m, &ps, false, err) < 0)
 		goto out;
 	res->cfg.n_exact4 = (__u32)ms[FC_MS_EXACT4].want.n;
 	res->cfg.n_exact6 = (__u32)ms[FC_MS_EXACT6].want.n;

@@ -108,7 +108,7 @@ int fc_env_teardown(void **state)
 	return 0;
 }
 
-static void fc_env_publish(struct fc_env *env)
+void fc_env_publish(struct fc_env *env)
 {
 	struct fc_sync_result res;
 	struct fc_err err;

@@ -41,6 +41,9 @@ const char *fc_bpf_unavailable(void);
 int fc_env_setup(void **state);
 int fc_env_teardown(void **state);
 
+/* Publishes the store to the maps, as sync does. */
+void fc_env_publish(struct fc_env *env);
+
 /* Bans text (ADDR[/LEN]) for ttl seconds (0 = no expiry) through store + sync. */
 void fc_env_ban(struct fc_env *env, const char *text, int64_t ttl);
 void fc_env_unban(struct fc_env *env, const char *text);

@@ -400,6 +400,44 @@ static void test_exact_under_race(void **state)
 	fc_exact_race(*state, "", 2);
 }
 
+/* The policies array is read back only when the policies changed (its
+ * digest in fc_config); a publish cut short after it cleared the digest is
+ * redone whole by the next. */
+static void test_policy_digest(void **state)
+{
+	struct fc_env *env = *state;
+	struct fc_policy_row row;
+	struct fc_policy good, bad, now;
+	struct fc_config cfg;
+	struct fc_err err;
+	bool found;
+
+	FC_REQUIRE_BPF();
+	fc_env_policy(env, 7, "ip=198.18.0.0/24", "5/s", "");
+	assert_int_equal(fc_store_policy_get(env->st, 7, &row, &found, &err), 0);
+	assert_true(found);
+	assert_int_equal(bpf_map_lookup_elem(env->maps.policies, &row.slot, &good), 0);
+	assert_int_equal(fc_config_read(&env->maps, &cfg, &err), 0);
+	assert_int_not_equal(cfg.policies_digest, 0);
+	bad = good;
+	bad.tier[0].interval_ns *= 2;
+
+	/* Nothing changed, digest intact: the array is not even read. */
+	assert_int_equal(bpf_map_update_elem(env->maps.policies, &row.slot, &bad, BPF_ANY), 0);
+	fc_env_publish(env);
+	assert_int_equal(bpf_map_lookup_elem(env->maps.policies, &row.slot, &now), 0);
+	assert_memory_equal(&now, &bad, sizeof(now));
+
+	/* As a publish cut short leaves it: the digest cleared, a slot half done. */
+	cfg.policies_digest = 0;
+	assert_int_equal(fc_config_write(&env->maps, &cfg, &err), 0);
+	fc_env_publish(env);
+	assert_int_equal(bpf_map_lookup_elem(env->maps.policies, &row.slot, &now), 0);
+	assert_memory_equal(&now, &good, sizeof(now));
+	assert_int_equal(fc_config_read(&env->maps, &cfg, &err), 0);
+	assert_int_not_equal(cfg.policies_digest, 0);
+}
+
 int main(void)
 {
 #define T(f) cmocka_unit_test_setup_teardown(f, fc_env_setup, fc_env_teardown)
@@ -418,6 +456,7 @@ int main(void)
 		T(test_flood_of_sources),
 		cmocka_unit_test_setup_teardown(test_table_full, fc_env_setup_small_lru, fc_env_teardown),
 		T(test_exact_under_race),
+		T(test_policy_digest),
 	};
 
 	return cmocka_run_group_tests_name("policies in the bpf programs (BPF_PROG_TEST_RUN)", tests, NULL, NULL);
