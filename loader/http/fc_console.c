@@ -99,19 +99,47 @@ static int fc_reply_json(struct fc_reply *r, unsigned int status, json_t *doc)
 	return fc_reply_set(r, status, text, text ? strlen(text) : 0, "application/json");
 }
 
+/* The length of the UTF-8 character p starts, and the range its second
+ * byte must be in (RFC 3629: no overlong forms, no surrogates, nothing past
+ * U+10FFFF); 0 if p can not start one. */
+static size_t fc_utf8_lead(unsigned char c, unsigned char *lo, unsigned char *hi)
+{
+	*lo = 0x80, *hi = 0xbf;
+	if (c < 0x80)
+		return 1;
+	if (c >= 0xc2 && c <= 0xdf)
+		return 2;
+	if (c >= 0xe0 && c <= 0xef) {
+		if (c == 0xe0)
+			*lo = 0xa0;
+		if (c == 0xed)
+			*hi = 0x9f;
+		return 3;
+	}
+	if (c >= 0xf0 && c <= 0xf4) {
+		if (c == 0xf0)
+			*lo = 0x90;
+		if (c == 0xf4)
+			*hi = 0x8f;
+		return 4;
+	}
+	return 0;
+}
+
 /* Makes s valid UTF-8 in place, as JSON must be: a message echoes what the
  * client sent, and a cut can split a character. Invalid bytes become '?',
- * a sequence cut at the end goes. */
+ * a character cut at the end goes. */
 static void fc_utf8_fix(char *s)
 {
-	unsigned char *p = (unsigned char *)s;
+	unsigned char *p = (unsigned char *)s, lo, hi;
 	size_t n, i;
 
 	while (*p) {
-		n = *p < 0x80 ? 1 : (*p & 0xe0) == 0xc0 && *p >= 0xc2 ? 2 : (*p & 0xf0) == 0xe0 ? 3 :
-		    (*p & 0xf8) == 0xf0 && *p <= 0xf4 ? 4 : 0;
-		for (i = 1; i < n && (p[i] & 0xc0) == 0x80; i++)
-			;
+		n = fc_utf8_lead(*p, &lo, &hi);
+		i = 1;
+		if (n > 1 && p[1] >= lo && p[1] <= hi)
+			for (i = 2; i < n && (p[i] & 0xc0) == 0x80; i++)
+				;
 		if (n && i == n) {
 			p += n;
 			continue;

@@ -94,9 +94,19 @@ struct fc_db_sqlite {
 
 #define FC_SQ(d) ((struct fc_db_sqlite *)(d))
 
+/* SQLite's message, and the system's when a system call failed beneath it:
+ * "disk I/O error" alone does not say the disk is full. */
+static int fc_sq_err(struct fc_db_sqlite *d, struct fc_err *err, const char *what, const char *msg)
+{
+	int sys = d->h ? sqlite3_system_errno(d->h) : 0;
+
+	return fc_err_set(err, "store %s: %s%s%s%s%s", d->db.name, what ? what : "", what ? ": " : "", msg,
+			  sys ? ": " : "", sys ? strerror(sys) : "");
+}
+
 static int fc_sq_fail(struct fc_db_sqlite *d, struct fc_err *err, const char *what)
 {
-	return fc_err_set(err, "store %s: %s: %s", d->db.name, what, sqlite3_errmsg(d->h));
+	return fc_sq_err(d, err, what, sqlite3_errmsg(d->h));
 }
 
 static int fc_sq_exec(struct fc_db_sqlite *d, const char *sql, struct fc_err *err)
@@ -104,7 +114,7 @@ static int fc_sq_exec(struct fc_db_sqlite *d, const char *sql, struct fc_err *er
 	char *msg = NULL;
 
 	if (sqlite3_exec(d->h, sql, NULL, NULL, &msg) != SQLITE_OK) {
-		fc_err_set(err, "store %s: %s", d->db.name, msg ? msg : sqlite3_errmsg(d->h));
+		fc_sq_err(d, err, NULL, msg ? msg : sqlite3_errmsg(d->h));
 		sqlite3_free(msg);
 		return -1;
 	}
