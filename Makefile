@@ -4,6 +4,7 @@
 #   make test       install what the tests need, build, run every test suite
 #   make bench      XDP cost against xdp-filter; nginx req/s against limit_req; L7 against Redis
 #   make demo       the self-contained demo (namespace, attach, ban, traffic)
+#   make fuzz       each fuzz target for FUZZ_SECONDS (default 60); make test replays their corpora
 #   make deps       install the Debian packages freqctl needs
 #
 # The loader is layered, and the include paths enforce it: loader/lib (and
@@ -65,8 +66,17 @@ NGX_MODULE  := $(B)/ngx_http_freqctl_module.so
 NGX_SRCS    := $(wildcard ngx_bridge/*.c ngx_bridge/*.h) ngx_bridge/config $(wildcard maps/*.h)
 TOOLS       := $(B)/fc_bench $(B)/fc_l7_bench $(B)/fc_agent_bench
 
-.PHONY: all test bench demo deps clean
-all: $(B)/freqctl $(UNIT_TESTS) $(BPF_TESTS) $(TOOLS) $(NGX_MODULE)
+# Fuzz targets (tests/fuzz/): clang's libFuzzer with ASan and UBSan, over
+# code built again with coverage for them, in $(B)/fuzz.
+FUZZ_CC      ?= clang
+FUZZ_SECONDS ?= 60
+FUZZ_FLAGS   := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
+FUZZ         := $(patsubst tests/fuzz/%.c,$(B)/fuzz/%,$(wildcard tests/fuzz/fuzz_*.c))
+FUZZ_LIB     := $(B)/fuzz/libfreqctl.a
+FUZZ_COMMON  := $(B)/fuzz/tests/fuzz/fc_fuzz.o
+
+.PHONY: all test bench demo deps clean fuzz
+all: $(B)/freqctl $(UNIT_TESTS) $(BPF_TESTS) $(TOOLS) $(NGX_MODULE) $(FUZZ)
 
 # BPF objects and their generated skeletons: the programs, and the empty
 # program the benchmark compares against.
@@ -81,11 +91,12 @@ $(B)/%.skel.h: $(B)/%.bpf.o
 
 # Userspace objects, each layer with its own include path; those including a
 # skeleton wait for it.
-$(B)/loader/lib/%.o $(B)/asan/loader/lib/%.o: INC = $(LIB_INC)
-$(B)/loader/http/%.o: INC = $(HTTP_INC)
-$(B)/loader/cmd/%.o $(B)/loader/agent/%.o: INC = $(CMD_INC)
-$(B)/ngx_bridge/%.o $(B)/asan/ngx_bridge/%.o: INC = $(L7_INC)
+$(B)/loader/lib/%.o $(B)/asan/loader/lib/%.o $(B)/fuzz/loader/lib/%.o: INC = $(LIB_INC)
+$(B)/loader/http/%.o $(B)/fuzz/loader/http/%.o: INC = $(HTTP_INC)
+$(B)/loader/cmd/%.o $(B)/loader/agent/%.o $(B)/fuzz/loader/agent/%.o: INC = $(CMD_INC)
+$(B)/ngx_bridge/%.o $(B)/asan/ngx_bridge/%.o $(B)/fuzz/ngx_bridge/%.o: INC = $(L7_INC)
 $(B)/tests/%.o $(B)/asan/tests/%.o $(B)/tools/%.o: INC = $(TEST_INC)
+$(B)/fuzz/tests/%.o: INC = $(TEST_INC) -Itests/fuzz
 
 $(B)/%.o: %.c | $(SKELS)
 	@mkdir -p $(@D)
@@ -95,9 +106,13 @@ $(B)/asan/%.o: %.c | $(SKELS)
 	@mkdir -p $(@D)
 	$(CC) $(FC_CFLAGS) $(ASAN) -c $< -o $@
 
+$(B)/fuzz/%.o: %.c | $(SKELS)
+	@mkdir -p $(@D)
+	$(FUZZ_CC) $(FC_CFLAGS) $(FUZZ_FLAGS) -fsanitize=fuzzer-no-link -c $< -o $@
+
 # The console's page is built into the binary (.incbin, which -MMD does not see).
 CONSOLE_PAGE := $(wildcard loader/http/console/*)
-$(B)/loader/http/fc_console_page.o: $(CONSOLE_PAGE)
+$(B)/loader/http/fc_console_page.o $(B)/fuzz/loader/http/fc_console_page.o: $(CONSOLE_PAGE)
 
 $(LIB_A): $(LIB_SRCS:%.c=$(B)/%.o)
 	$(AR) rcs $@ $^
@@ -131,6 +146,18 @@ $(B)/fc_bench: $(B)/tools/fc_bench.o $(B)/tests/bpf/fc_frames.o $(LIB_A)
 $(B)/fc_agent_bench $(B)/fc_l7_bench: $(B)/%: $(B)/tools/%.o $(B)/tools/fc_worker_map.o $(L7_OBJ) $(LIB_A)
 	$(CC) $(CFLAGS) $^ -o $@ $(LIB_LIBS)
 
+$(FUZZ_LIB): $(LIB_SRCS:%.c=$(B)/fuzz/%.o)
+	$(AR) rcs $@ $^
+
+# Each target links what it drives, instrumented, and the library.
+$(B)/fuzz/fuzz_l7: $(B)/fuzz/ngx_bridge/fc_l7.o
+$(B)/fuzz/fuzz_state: $(B)/fuzz/loader/agent/fc_escalate.o
+$(B)/fuzz/fuzz_api: $(HTTP_SRCS:%.c=$(B)/fuzz/%.o)
+$(B)/fuzz/fuzz_api: FUZZ_LIBS = $(HTTP_LIBS)
+$(FUZZ): $(B)/fuzz/%: $(B)/fuzz/tests/fuzz/%.o $(FUZZ_COMMON) $(FUZZ_LIB)
+	$(FUZZ_CC) $(CFLAGS) $(FUZZ_FLAGS) -fsanitize=fuzzer $(filter-out $(FUZZ_LIB),$^) $(FUZZ_LIB) -o $@ \
+		$(FUZZ_LIBS) $(LIB_LIBS)
+
 # The nginx module, built against Debian's nginx-dev (see the script).
 $(NGX_MODULE): $(NGX_SRCS) tools/build-ngx-module.sh | $(B)
 	tools/build-ngx-module.sh $(B)
@@ -158,6 +185,10 @@ bench: $(DEPS_STAMP)
 	@tools/bench_nginx.sh
 	@echo
 	@tools/bench_agent.sh
+
+fuzz: $(DEPS_STAMP)
+	@$(MAKE) --no-print-directory $(FUZZ)
+	@FUZZ_SECONDS=$(FUZZ_SECONDS) tools/fuzz.sh
 
 demo: $(DEPS_STAMP)
 	@$(MAKE) --no-print-directory all

@@ -63,6 +63,8 @@ done
 for t in tests/integration/test_*.sh; do
 	run "$(basename "$t")" "$t"
 done
+# Every input the fuzzers kept, crashes found included, once more.
+run "fuzz corpora" tools/fuzz.sh --replay
 
 echo "== default pin dir and shm untouched"
 if [ "$(defaults)" = "$before" ]; then

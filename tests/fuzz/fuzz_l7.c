@@ -1,0 +1,266 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * The nginx module's engine (ngx_bridge/fc_l7.c) on arbitrary shm images:
+ * fc_l7_build reads the config file into an index, requests are matched and
+ * decided against it, and all the while a second thread scribbles on the
+ * image, as a hostile or racing writer would. Nothing may crash, read out
+ * of bounds or hang, whatever the images hold.
+ *
+ * An input is a sparse image, chunks of [u8 what][u32 offset][u16 len][len
+ * bytes], little-endian: what 0 writes the config file at offset, 1 the
+ * state file; 2 is the raw query string and 3 the uid of one more request.
+ * With FC_FUZZ_SEED=FILE set, the target instead publishes a fixed set of
+ * policies and bans through the real publisher and writes that shm to FILE
+ * in this form: the corpus's seeds.
+ */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include "fc_fuzz.h"
+#include "fc_l7.h"
+
+#define FC_FUZZ_REGIONS 64
+
+struct fc_region {
+	uint8_t *p;
+	size_t len;
+};
+
+static uint8_t *cfg, *st; /* the two files' images, full size */
+static struct fc_region regions[FC_FUZZ_REGIONS];
+static size_t nregions;
+static atomic_bool scribbling;
+
+/* ---- memory for the index: calloc'd, all freed after each input ---- */
+
+struct fc_block {
+	struct fc_block *next;
+	max_align_t data[];
+};
+
+static void *fc_alloc(void *ctx, size_t size)
+{
+	struct fc_block **list = ctx, *b = calloc(1, sizeof(*b) + size);
+
+	if (!b)
+		return NULL;
+	b->next = *list;
+	*list = b;
+	return b->data;
+}
+
+static void fc_free_all(struct fc_block **list)
+{
+	struct fc_block *b;
+
+	while ((b = *list)) {
+		*list = b->next;
+		free(b);
+	}
+}
+
+/* ---- the scribbler ---- */
+
+static void *fc_scribble(void *arg)
+{
+	uint64_t x = 0x9e3779b97f4a7c15ull;
+	unsigned i;
+
+	(void)arg;
+	/* Bounded: a few thousand flips per input at most. */
+	for (i = 0; i < 4096 && atomic_load_explicit(&scribbling, memory_order_relaxed) && nregions; i++) {
+		const struct fc_region *r;
+
+		x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+		r = &regions[x % nregions];
+		if (r->len)
+			__atomic_store_n(&r->p[(x >> 16) % r->len], (uint8_t)(x >> 40), __ATOMIC_RELAXED);
+	}
+	return NULL;
+}
+
+/* ---- one input ---- */
+
+static void fc_chunk(uint8_t *base, size_t size, uint32_t off, const uint8_t *p, size_t len)
+{
+	if (len > size)
+		len = size;
+	off %= (uint32_t)(size - len + 1);
+	memcpy(base + off, p, len);
+	if (nregions < FC_FUZZ_REGIONS)
+		regions[nregions++] = (struct fc_region){ base + off, len };
+}
+
+static void fc_decide_one(const struct fc_l7_index *ix, struct fc_l7_req *rq, const char *query, size_t qlen)
+{
+	struct fc_l7_val vals[64];
+	struct fc_l7_result res;
+	char buf[1024];
+	uint32_t m[8];
+
+	rq->nvals = 0;
+	if (qlen && qlen <= sizeof(buf) && fc_l7_args_max(query, qlen) <= 64) {
+		rq->nvals = fc_l7_args(ix, query, qlen, buf, vals);
+		rq->vals = vals;
+	}
+	fc_l7_match(ix, rq, m, 8);
+	fc_l7_decide(ix, rq, 1800000000ull * 1000000000ull, &res);
+	if (res.verdict > FC_L7_ERROR)
+		fc_fuzz_fail("verdict %d", (int)res.verdict);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	static const uint8_t v4[4] = { 198, 18, 0, 9 }, v6[16] = { 0x20, 0x01, 0x0d, 0xb8, [15] = 7 };
+	struct fc_fuzz_in in = { data, size };
+	char query[1024] = "", uid[256] = "u1";
+	size_t qlen = 0, i;
+	struct fc_block *blocks = NULL;
+	struct fc_l7_alloc a = { fc_alloc, &blocks };
+	struct fc_l7_index ix;
+	pthread_t t;
+	int rc;
+
+	nregions = 0;
+	while (in.n >= 7) {
+		uint8_t what = fc_fuzz_byte(&in);
+		uint32_t off = fc_fuzz_byte(&in) | fc_fuzz_byte(&in) << 8 | fc_fuzz_byte(&in) << 16 |
+			       (uint32_t)fc_fuzz_byte(&in) << 24;
+		size_t len = fc_fuzz_byte(&in) | fc_fuzz_byte(&in) << 8;
+
+		if (len > in.n)
+			len = in.n;
+		if (what % 4 == 0)
+			fc_chunk(cfg, FC_SHM_SIZE, off, in.p, len);
+		else if (what % 4 == 1)
+			fc_chunk(st, FC_STATE_SIZE, off, in.p, len);
+		else if (what % 4 == 2)
+			memcpy(query, in.p, qlen = len < sizeof(query) ? len : sizeof(query));
+		else
+			fc_fuzz_str(&(struct fc_fuzz_in){ in.p, len }, uid, sizeof(uid) - 1);
+		in.p += len;
+		in.n -= len;
+	}
+
+	atomic_store(&scribbling, true);
+	if (pthread_create(&t, NULL, fc_scribble, NULL))
+		abort();
+	rc = fc_l7_build(cfg, FC_SHM_SIZE, st, FC_STATE_SIZE, &ix, &a);
+	if (rc == 0) {
+		struct fc_l7_req rq = { .alloc = &a };
+
+		fc_decide_one(&ix, &rq, query, qlen);
+		rq.uid = (struct fc_l7_str){ uid, strlen(uid) };
+		rq.family = 4;
+		memcpy(rq.addr, v4, 4);
+		fc_decide_one(&ix, &rq, query, qlen);
+		rq.family = 6;
+		memcpy(rq.addr, v6, 16);
+		rq.uri = (struct fc_l7_str){ "/login", 6 };
+		fc_decide_one(&ix, &rq, query, qlen);
+	}
+	atomic_store(&scribbling, false);
+	pthread_join(t, NULL);
+	fc_free_all(&blocks);
+	/* The next input starts from blank files. */
+	for (i = 0; i < nregions; i++)
+		memset(regions[i].p, 0, regions[i].len);
+	memset(st, 0, FC_STATE_SIZE); /* decisions wrote slots and the ring */
+	return 0;
+}
+
+/* ---- seeds: the real publisher's shm, in the input's form ---- */
+
+static void fc_seed_chunk(FILE *out, uint8_t what, size_t off, const uint8_t *p, size_t len)
+{
+	uint8_t hdr[7] = { what, off, off >> 8, off >> 16, off >> 24, len, len >> 8 };
+
+	fwrite(hdr, 1, sizeof(hdr), out);
+	fwrite(p, 1, len, out);
+}
+
+/* The file's non-zero 64-byte lines, merged into chunks of up to 4 KiB. */
+static void fc_seed_file(FILE *out, uint8_t what, const char *path, size_t size)
+{
+	static const uint8_t zero[64];
+	uint8_t buf[4096];
+	size_t off = 0, n, i, start = 0, len = 0;
+	FILE *f = fopen(path, "rb");
+
+	if (!f) {
+		perror(path);
+		exit(1);
+	}
+	while (off < size && (n = fread(buf, 1, sizeof(buf), f)) > 0) {
+		for (i = 0; i + 64 <= n; i += 64) {
+			if (!memcmp(buf + i, zero, 64))
+				continue;
+			if (len && start + len == off + i && len < 4096 && i) {
+				len += 64;
+				continue;
+			}
+			if (len)
+				fc_seed_chunk(out, what, start, buf + (start - off), len);
+			start = off + i;
+			len = 64;
+		}
+		if (len) /* a chunk ends with the buffer */
+			fc_seed_chunk(out, what, start, buf + (start - off), len);
+		len = 0;
+		off += n;
+	}
+	fclose(f);
+}
+
+static void fc_make_seed(const char *path)
+{
+	const struct fc_ctx *ctx = fc_fuzz_ctx();
+	char state[600];
+	FILE *out;
+
+	fc_fuzz_policy(1, "uid=u1", "3/m", "");
+	fc_fuzz_policy(2, "arg:api=login", "2/s,10/m", "algo=window");
+	fc_fuzz_policy(3, "header:x-key=k1", "10/m", "action=delay delay_burst=5");
+	fc_fuzz_policy(4, "uid=u2,ip=198.18.0.0/16", "1/s", "escalate=5/m ban_ttl=1h");
+	fc_fuzz_policy(5, "uri=/login,ip=2001:db8::/32", "5/s", "action=log");
+	fc_fuzz_ban("uid=bob");
+	fc_fuzz_ban("198.18.0.9");
+	fc_fuzz_ban("2001:db8::/48");
+	snprintf(state, sizeof(state), "%s%s", ctx->shm_path, FC_SHM_STATE_SUFFIX);
+	out = fopen(path, "wb");
+	if (!out) {
+		perror(path);
+		exit(1);
+	}
+	fc_seed_file(out, 0, ctx->shm_path, FC_SHM_SIZE);
+	fc_seed_file(out, 1, state, FC_STATE_SIZE);
+	fwrite((const uint8_t[]){ 2, 0, 0, 0, 0, 17, 0 }, 1, 7, out);
+	fwrite("api=log%69n&api=x", 1, 17, out);
+	if (fclose(out)) {
+		perror(path);
+		exit(1);
+	}
+	exit(0);
+}
+
+int LLVMFuzzerInitialize(int *argc, char ***argv)
+{
+	const char *seed = getenv("FC_FUZZ_SEED");
+
+	(void)argc;
+	(void)argv;
+	if (seed)
+		fc_make_seed(seed);
+	cfg = mmap(NULL, FC_SHM_SIZE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	st = mmap(NULL, FC_STATE_SIZE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (cfg == MAP_FAILED || st == MAP_FAILED) {
+		perror("fuzz_l7: mmap");
+		exit(1);
+	}
+	return 0;
+}

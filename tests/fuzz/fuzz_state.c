@@ -1,0 +1,135 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * Root's side of the workers' state file, which the workers' user can
+ * write: the readers of loader/lib/fc_shm_state.c (slots, the ring's head
+ * and entries) on whatever the file holds, however long it is, and the
+ * agent's escalation (loader/agent/fc_escalate.c) turning its ring into
+ * bans. Properties: nothing crashes; escalation makes no more bans than it
+ * was given room for, never more than its cap in a minute, and only bans of
+ * a whole address or an IPv6 /64.
+ *
+ * An input is chunks of [u8 what][u32 offset][u16 len][len bytes]: what 0
+ * writes the file at offset, 1 truncates it to offset, 2 lets the agent
+ * read the ring (offset: the seconds since the start, and room).
+ */
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "fc_escalate.h"
+#include "fc_fuzz.h"
+#include "fc_policy.h"
+#include "fc_shm_state.h"
+
+#define FC_FUZZ_CAP 5
+
+static char state_path[600];
+static struct fc_policy_row rows[2];
+static int state_fd = -1;
+
+static uint64_t fc_head(void *ctx)
+{
+	(void)ctx;
+	return fc_state_ring_head(state_fd);
+}
+
+static void fc_read(void *ctx, uint64_t from, size_t n, struct fc_shm_ring_entry *out)
+{
+	(void)ctx;
+	fc_state_ring_read(state_fd, from, n, out);
+}
+
+static const struct fc_ring_src src = { fc_head, fc_read, NULL };
+
+static void fc_check_bans(const struct fc_ban_row *b, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		if (!(b[i].p.family == 4 && b[i].p.len == 32) &&
+		    !(b[i].p.family == 6 && (b[i].p.len == 128 || b[i].p.len == 64)))
+			fc_fuzz_fail("a ban of family %u, /%u", b[i].p.family, b[i].p.len);
+		if (b[i].by_policy != 1 && b[i].by_policy != 2)
+			fc_fuzz_fail("a ban by policy %u, which does not escalate", b[i].by_policy);
+	}
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	static struct fc_shm_slot slots[FC_SHM_SLOTS];
+	struct fc_escalation e = { .cap = FC_FUZZ_CAP, .v6_aggregate = 4 };
+	struct fc_shm_state_header h = { .magic = FC_SHM_STATE_MAGIC, .version = FC_SHM_VERSION };
+	struct fc_fuzz_in in = { data, size };
+	struct fc_ban_row bans[16];
+	struct fc_esc_stats est;
+	struct fc_shm_ring_entry ent[8];
+	size_t made = 0, n;
+	int fd, wfd;
+	struct fc_err err;
+
+	wfd = open(state_path, O_RDWR | O_CREAT | O_TRUNC, 0600);
+	if (wfd < 0 || ftruncate(wfd, FC_STATE_SIZE) || pwrite(wfd, &h, sizeof(h), 0) != sizeof(h))
+		abort();
+	fd = fc_state_open(fc_fuzz_ctx()->shm_path, &err);
+	if (fd < 0)
+		fc_fuzz_fail("state file: %s", err.msg);
+	state_fd = fd;
+	if (fc_esc_set_policies(&e, rows, 2) < 0)
+		abort();
+	fc_esc_attach(&e, &src);
+	while (in.n >= 7) {
+		uint8_t what = fc_fuzz_byte(&in);
+		uint32_t off = fc_fuzz_byte(&in) | fc_fuzz_byte(&in) << 8 | fc_fuzz_byte(&in) << 16 |
+			       (uint32_t)fc_fuzz_byte(&in) << 24;
+		size_t len = fc_fuzz_byte(&in) | fc_fuzz_byte(&in) << 8;
+
+		if (len > in.n)
+			len = in.n;
+		if (what % 3 == 0) {
+			if (pwrite(wfd, in.p, len, off % (FC_STATE_SIZE + 4096)) < 0)
+				abort();
+		} else if (what % 3 == 1) {
+			if (ftruncate(wfd, off % (FC_STATE_SIZE + 4096)))
+				abort();
+		} else {
+			/* All in one minute: the cap holds across reads. */
+			size_t room = off >> 8 & 31;
+
+			n = fc_esc_drain(&e, 1800000000 + (off & 31), room, bans, 16, &est);
+			if (n > room || n > 16)
+				fc_fuzz_fail("%zu bans made with room for %zu", n, room);
+			fc_check_bans(bans, n);
+			made += n;
+			if (made > FC_FUZZ_CAP)
+				fc_fuzz_fail("%zu bans made in a minute, past the cap of %d", made, FC_FUZZ_CAP);
+		}
+		in.p += len;
+		in.n -= len;
+	}
+	/* Root's other readers of the file, on what it holds now. */
+	fc_state_slots(fd, slots, FC_SHM_SLOTS);
+	fc_state_ring_read(fd, fc_state_ring_head(fd) - 8, 8, ent);
+	fc_esc_free(&e);
+	close(fd);
+	close(wfd);
+	return 0;
+}
+
+int LLVMFuzzerInitialize(int *argc, char ***argv)
+{
+	const char *shm = fc_fuzz_ctx()->shm_path;
+	int fd;
+
+	(void)argc;
+	(void)argv;
+	/* The config file need not be there: the state file is read alone. */
+	snprintf(state_path, sizeof(state_path), "%s%s", shm, FC_SHM_STATE_SUFFIX);
+	fc_fuzz_policy_spec(1, "uid=u1", "3/s", "escalate=2/m ban_ttl=1h", &rows[0].spec);
+	fc_fuzz_policy_spec(2, "arg:api=login", "1/s", "escalate=1/s ban_ttl=10m", &rows[1].spec);
+	fd = open(shm, O_RDWR | O_CREAT, 0600);
+	if (fd >= 0)
+		close(fd);
+	return 0;
+}
