@@ -191,6 +191,10 @@ struct fc_config {
 	 * the last publish left it whole, 0 while one is rewriting it. A
 	 * publish whose policies hash the same skips reading the array. */
 	__u64 policies_digest;
+	/* The loader's: a random tag of the last publish that completed. The
+	 * process that wrote it may diff its next publish against what it
+	 * wrote, without walking the rule maps (a walk costs their capacity). */
+	__u64 publish_gen;
 };
 
 /*
@@ -224,7 +228,7 @@ FC_ABI_SIZE(struct fc_pstats, 32);
 FC_ABI_SIZE(struct fc_flood, 8);
 FC_ABI_SIZE(struct fc_stats, 7 * 16);
 FC_ABI_OFF(struct fc_stats, malformed, 6 * 16);
-FC_ABI_SIZE(struct fc_config, 48 + 32 + 8);
+FC_ABI_SIZE(struct fc_config, 48 + 32 + 16);
 FC_ABI_OFF(struct fc_config, n_policies, 28);
 FC_ABI_OFF(struct fc_config, rules_gen, 32);
 FC_ABI_OFF(struct fc_config, utc_offset_ns, 40);

@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: BSD-2-Clause
 #include <errno.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/random.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
@@ -34,11 +36,24 @@ struct fc_map_sync {
 	bool trie;
 	size_t max_entries;
 	struct fc_kvs want, have;
+	bool have_known; /* have is this process's last publish: no walk */
 };
 
 enum { FC_MS_EXACT4, FC_MS_EXACT6, FC_MS_PFX4, FC_MS_PFX6, FC_MS_COUNT };
 
-/* Scratch for one batch of keys and values (the CLI is single-threaded). */
+/* What this process last wrote to the rule maps, sorted as fc_kv_cmp sorts:
+ * valid while fc_config.publish_gen is gen, i.e. no other publish came
+ * since (the maps are freqctl's alone to write). gen is 0 while a publish
+ * runs, so one cut short is never trusted. A long-running publisher (the
+ * agent, its console) then diffs each change against this instead of
+ * walking maps of a million buckets. */
+static struct {
+	pthread_mutex_t lock;
+	__u64 gen;
+	struct fc_kvs have[FC_MS_COUNT];
+} fc_shadow = { .lock = PTHREAD_MUTEX_INITIALIZER };
+
+/* Scratch for one batch of keys and values, used under fc_shadow.lock. */
 static uint8_t fc_batch_keys[FC_BATCH * sizeof(struct fc_pfx6_key)];
 static struct fc_rule fc_batch_vals[FC_BATCH];
 
@@ -207,9 +222,11 @@ static int fc_map_sync(struct fc_map_sync *ms, struct fc_sync_result *res, struc
 	struct fc_kv *kv;
 	int rc = -1, c;
 
-	if (fc_map_dump(ms, err) < 0)
-		return -1;
-	fc_kvs_sort(&ms->have, fc_kv_cmp, &ms->keysz);
+	if (!ms->have_known) {
+		if (fc_map_dump(ms, err) < 0)
+			return -1;
+		fc_kvs_sort(&ms->have, fc_kv_cmp, &ms->keysz);
+	}
 
 	while (i < ms->want.n || j < ms->have.n) {
 		if (i == ms->want.n)
@@ -386,20 +403,20 @@ static int fc_policies_read(const struct fc_maps *m, struct fc_policy *have, str
 	return fc_err_set(err, "map %s: batch lookup: %s", FC_MAP_NAME(policies), strerror(errno));
 }
 
-/* FNV-1a over the occupied slots and what they hold. */
-static __u64 fc_policies_digest(const struct fc_policy *want)
+/* FNV-1a over the occupied slots and what they hold, in the store's order
+ * of the policies (pols), which is stable. */
+static __u64 fc_policies_digest(const struct fc_policy *want, const struct fc_policy_row *pols, size_t npols)
 {
 	__u64 h = 0xcbf29ce484222325ull;
 	const unsigned char *p;
-	__u32 slot;
-	size_t i;
+	size_t i, j;
 
-	for (slot = 1; slot < FC_POLICY_SLOTS; slot++) {
-		if (!want[slot].id)
+	for (i = 0; i < npols; i++) {
+		if (fc_policy_is_l7(&pols[i].spec))
 			continue;
-		h = (h ^ slot) * 0x100000001b3ull;
-		for (p = (const unsigned char *)&want[slot], i = 0; i < sizeof(*want); i++)
-			h = (h ^ p[i]) * 0x100000001b3ull;
+		h = (h ^ pols[i].slot) * 0x100000001b3ull;
+		for (p = (const unsigned char *)&want[pols[i].slot], j = 0; j < sizeof(*want); j++)
+			h = (h ^ p[j]) * 0x100000001b3ull;
 	}
 	return h | 1; /* never 0, which means "not known" */
 }
@@ -463,13 +480,12 @@ int fc_sync(struct fc_store *st, const struct fc_maps *m, const char *pin_dir, i
 	struct fc_ban_row *bans = NULL;
 	struct fc_config old;
 	size_t nbans = 0, npols = 0, i;
-	bool locked = false, skip;
+	bool locked = false, skip, shadow;
 	int rc = -1;
 
 	memset(res, 0, sizeof(*res));
 	ps.want = calloc(FC_POLICY_SLOTS, sizeof(*ps.want));
-	ps.have = calloc(FC_POLICY_SLOTS, sizeof(*ps.have));
-	if (!ps.want || !ps.have || ps.ncpus <= 0) {
+	if (!ps.want || ps.ncpus <= 0) {
 		fc_err_set(err, "out of memory");
 		goto out;
 	}
@@ -509,16 +525,31 @@ int fc_sync(struct fc_store *st, const struct fc_maps *m, const char *pin_dir, i
 	if (fc_maps_lock(m, pin_dir, err) < 0)
 		goto out;
 	locked = true;
+	pthread_mutex_lock(&fc_shadow.lock);
 	if (fc_config_read(m, &old, err) < 0)
 		goto out;
-	/* The array of 65,536 policies is read only when they changed; the
-	 * digest is cleared first, so a publish cut short reads it next time. */
-	res->cfg.policies_digest = fc_policies_digest(ps.want);
+	/* The array of 65,536 policies is read only when they changed, and the
+	 * rule maps walked only when this process did not write them last.
+	 * Both marks are cleared before anything is written, so what a
+	 * publish cut short left is never trusted. */
+	res->cfg.policies_digest = fc_policies_digest(ps.want, pols, npols);
 	skip = old.policies_digest && old.policies_digest == res->cfg.policies_digest;
-	if (!skip && old.policies_digest) {
-		old.policies_digest = 0;
+	shadow = fc_shadow.gen && old.publish_gen == fc_shadow.gen;
+	fc_shadow.gen = 0;
+	if ((!skip && old.policies_digest) || old.publish_gen) {
+		old.policies_digest = skip ? old.policies_digest : 0;
+		old.publish_gen = 0;
 		if (fc_config_write(m, &old, err) < 0)
 			goto out;
+	}
+	for (i = 0; shadow && i < nms; i++) {
+		ms[i].have = fc_shadow.have[i];
+		ms[i].have_known = true;
+		fc_shadow.have[i] = (struct fc_kvs){ 0 };
+	}
+	if (!skip && !(ps.have = calloc(FC_POLICY_SLOTS, sizeof(*ps.have)))) {
+		fc_err_set(err, "out of memory");
+		goto out;
 	}
 	if (!skip && (fc_policies_read(m, ps.have, err) < 0 || fc_policies_apply(m, &ps, true, err) < 0))
 		goto out;
@@ -536,10 +567,27 @@ int fc_sync(struct fc_store *st, const struct fc_maps *m, const char *pin_dir, i
 	/* Sources cached as matching no exact or prefix entry must look again. */
 	res->cfg.rules_gen = old.rules_gen + (res->added || res->changed || res->removed);
 	res->policies_changed = ps.changed;
+	if (getrandom(&res->cfg.publish_gen, sizeof(res->cfg.publish_gen), 0) != sizeof(res->cfg.publish_gen))
+		res->cfg.publish_gen = 0; /* unknown: the next publish walks the maps */
 	rc = fc_config_write(m, &res->cfg, err);
+	if (rc == 0 && res->cfg.publish_gen) {
+		/* What the maps now hold is what was wanted: keep it. */
+		fc_shadow.gen = res->cfg.publish_gen;
+		for (i = 0; i < nms; i++) {
+			fc_shadow.have[i] = ms[i].want;
+			ms[i].want = (struct fc_kvs){ 0 };
+		}
+	}
 out:
-	if (locked)
+	if (locked) {
+		if (!fc_shadow.gen)
+			for (i = 0; i < nms; i++) {
+				free(fc_shadow.have[i].v);
+				fc_shadow.have[i] = (struct fc_kvs){ 0 };
+			}
+		pthread_mutex_unlock(&fc_shadow.lock);
 		fc_maps_unlock(m);
+	}
 	for (i = 0; i < nms; i++) {
 		free(ms[i].want.v);
 		free(ms[i].have.v);

@@ -438,6 +438,38 @@ static void test_policy_digest(void **state)
 	assert_int_not_equal(cfg.policies_digest, 0);
 }
 
+/* A publisher diffs against what it wrote last only while no other publish
+ * came since: another one clears publish_gen before it writes a map, and a
+ * ban it removed (and did not live to record) is then found by a walk. */
+static void test_publish_gen(void **state)
+{
+	struct fc_env *env = *state;
+	struct fc_frame_spec spec = { "198.18.0.7", IPPROTO_UDP };
+	uint8_t k[4] = { 198, 18, 0, 9 }, frame[FC_FRAME_MAX];
+	struct fc_rule r = { .flags = FC_RULE_BANNED };
+	size_t len;
+	struct fc_config cfg;
+	struct fc_err err;
+	__u64 gen;
+
+	FC_REQUIRE_BPF();
+	fc_env_ban(env, "198.18.0.7", 0);
+	assert_int_equal(fc_config_read(&env->maps, &cfg, &err), 0);
+	assert_int_not_equal(cfg.publish_gen, 0);
+	gen = cfg.publish_gen;
+	/* Another publisher, cut short: it cleared the mark, then wrote a ban. */
+	cfg.publish_gen = 0;
+	assert_int_equal(fc_config_write(&env->maps, &cfg, &err), 0);
+	assert_int_equal(bpf_map_update_elem(env->maps.exact4, k, &r, BPF_ANY), 0);
+	fc_env_publish(env);
+	assert_int_not_equal(bpf_map_lookup_elem(env->maps.exact4, k, &r), 0); /* walked, and removed */
+	assert_int_equal(fc_config_read(&env->maps, &cfg, &err), 0);
+	assert_int_not_equal(cfg.publish_gen, 0);
+	assert_int_not_equal(cfg.publish_gen, gen);
+	len = fc_frame_build(&spec, frame);
+	assert_int_equal(fc_env_run(env, false, frame, len), XDP_DROP); /* the store's ban stayed */
+}
+
 int main(void)
 {
 #define T(f) cmocka_unit_test_setup_teardown(f, fc_env_setup, fc_env_teardown)
@@ -457,6 +489,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_table_full, fc_env_setup_small_lru, fc_env_teardown),
 		T(test_exact_under_race),
 		T(test_policy_digest),
+		T(test_publish_gen),
 	};
 
 	return cmocka_run_group_tests_name("policies in the bpf programs (BPF_PROG_TEST_RUN)", tests, NULL, NULL);
