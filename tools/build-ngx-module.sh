@@ -24,4 +24,7 @@ make -s -C "$work" -f objs/Makefile modules >"$out/nginx-make.log" 2>&1 || {
 	cat "$out/nginx-make.log" >&2
 	exit 1
 }
-cp "$work/objs/ngx_http_freqctl_module.so" "$out/"
+# A new file renamed over the old: an nginx running with the old one mapped
+# keeps its own copy (cp would rewrite the pages under it and crash it).
+cp "$work/objs/ngx_http_freqctl_module.so" "$out/.ngx_http_freqctl_module.so.new"
+mv -f "$out/.ngx_http_freqctl_module.so.new" "$out/ngx_http_freqctl_module.so"
