@@ -8,8 +8,8 @@
 # build/test-output/. The agent and nginx are stopped by their pids.
 . "$(dirname "$0")/lib.sh"
 d=/tmp/fc-it-$tag
-port=$((40000 + tag % 20000)) # the console
-web=$((port - 20000))         # nginx
+port=$((26000 + tag % 6000)) # the console, below the ephemeral ports (32768-)
+web=$((port - 6000))          # nginx
 apid=
 tpid=
 stop_ours() {
