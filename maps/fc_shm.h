@@ -53,7 +53,7 @@
 
 #define FC_SHM_MAGIC       0x38474346 /* "FCG8" */
 #define FC_SHM_STATE_MAGIC 0x54534346 /* "FCST" */
-#define FC_SHM_VERSION     2
+#define FC_SHM_VERSION     3
 #define FC_SHM_DEFAULT     "/dev/shm/freqctl"
 #define FC_SHM_STATE_SUFFIX ".state"
 
@@ -94,6 +94,7 @@ struct fc_shm_header {
 	__u32 pad;
 	__u64 ban_digest;  /* of the live ban set: an unchanged set is not rewritten */
 	__u64 ban_plens[4]; /* prefix lengths with an IP ban: IPv4 p at bit p, IPv6 p at bit 64 + p */
+	__u64 key_secret[2]; /* SipHash key of the key table (fc_shm_key): random, made with the file */
 };
 
 /* The live ban table and its slots' stamp, in one word read at once. */
@@ -133,8 +134,12 @@ struct fc_shm_dim {
 	__u8 kind;
 	__u8 name_len;
 	__u8 value_len;
-	__u8 pad;
+	__u8 flags; /* FC_SHM_DIM_* */
 };
+
+/* fc_shm_dim.flags */
+#define FC_SHM_DIM_ANY    0x1 /* DIM=*: any value, each its own bucket (no value bytes) */
+#define FC_SHM_DIM_PREFIX 0x2 /* uri ending in a slash and a star: the value is a prefix of the path */
 
 /* fc_shm_policy.flags, beside FC_POLICY_PRECISE */
 #define FC_SHM_POLICY_ESCALATE 0x100
@@ -150,6 +155,11 @@ struct fc_shm_policy {
 	__u8 ntiers;
 	__u32 delay_burst;
 	__u32 flags; /* FC_POLICY_PRECISE, FC_SHM_POLICY_ESCALATE */
+	/* Per-key policies (a DIM=*): keys it may hold at most, and new keys a
+	 * second it may make; past either, requests share its overflow
+	 * bucket (the slot's state). */
+	__u32 max_keys;
+	__u32 new_keys;
 	struct fc_tier tier[FC_MAX_TIERS];
 	/* ndims struct fc_shm_dim follow */
 };
@@ -193,14 +203,44 @@ struct fc_shm_ring {
 	struct fc_shm_ring_entry e[FC_SHM_RING_SIZE];
 };
 
-/* One policy's bucket and counters: one cache line. */
+/* One policy's bucket and counters: two cache lines. A per-key policy's
+ * state is its overflow bucket, shared by requests past its key caps. */
 struct fc_shm_slot {
 	__u64 state[FC_MAX_TIERS];
 	__u64 owner; /* (id << 32) | epoch of the policy the state belongs to; root writes it */
 	__u64 passed;
 	__u64 denied;
 	__u64 delayed;
+	__u64 new_keys;   /* GCRA TAT of the policy's new-key rate */
+	__u64 keys;       /* keys made, less keys taken back (approximate) */
+	__u64 overflowed; /* requests decided by the overflow bucket */
+	__u64 pad[5];
 };
+
+/*
+ * The key table: one bucket per key of a per-key policy, in the state file.
+ * A key is its 64-bit SipHash tag (policy slot, epoch and the key's bytes,
+ * keyed by the header's key_secret, so clients can not aim at collisions).
+ * Open addressing in a window of FC_SHM_KEY_PROBE entries; an entry is
+ * taken by CAS of its tag from 0 or from an idle key's tag to
+ * FC_SHM_KEY_BUSY, set up, then tagged (release): two workers meeting a new
+ * key make one bucket. An entry is idle when idle_ns (no later than which
+ * its state stops mattering) has passed, or its policy (slot, epoch) is
+ * gone: taking it back changes no decision.
+ */
+struct fc_shm_key {
+	__u64 tag;      /* 0: never used; FC_SHM_KEY_BUSY: being set up */
+	__u64 idle_ns;  /* UTC ns after which the state carries no information */
+	__u64 state[FC_MAX_TIERS];
+	__u32 slot;
+	__u32 epoch;
+	__u32 passed;
+	__u32 denied;
+};
+
+#define FC_SHM_KEYS      1048576u /* entries: 64 MiB of state file, used as touched */
+#define FC_SHM_KEY_PROBE 16
+#define FC_SHM_KEY_BUSY  1ULL
 
 #define FC_SHM_OWNER(id, epoch) (((__u64)(id) << 32) | (epoch))
 
@@ -213,7 +253,8 @@ struct fc_shm_state_header {
 /* The state file, by constant offsets. */
 #define FC_STATE_SLOTS_OFF 4096ULL
 #define FC_STATE_RING_OFF  (FC_STATE_SLOTS_OFF + (__u64)FC_SHM_SLOTS * sizeof(struct fc_shm_slot))
-#define FC_STATE_SIZE      (FC_STATE_RING_OFF + sizeof(struct fc_shm_ring))
+#define FC_STATE_KEYS_OFF  (FC_STATE_RING_OFF + sizeof(struct fc_shm_ring))
+#define FC_STATE_SIZE      (FC_STATE_KEYS_OFF + (__u64)FC_SHM_KEYS * sizeof(struct fc_shm_key))
 
 /* FNV-1a over a ban's key: the family, the length, then the uid or the
  * masked address bytes. */
@@ -258,25 +299,29 @@ static inline __u64 fc_shm_align8(__u64 n)
 }
 
 /* The layouts both compilers and every reader must agree on. */
-FC_ABI_SIZE(struct fc_shm_header, 80);
+FC_ABI_SIZE(struct fc_shm_header, 96);
+FC_ABI_OFF(struct fc_shm_header, key_secret, 80);
 FC_ABI_OFF(struct fc_shm_header, seq, 16);
 FC_ABI_OFF(struct fc_shm_header, ban_live, 24);
 FC_ABI_OFF(struct fc_shm_header, ban_digest, 40);
 FC_ABI_SIZE(struct fc_shm_block, 24);
 FC_ABI_SIZE(struct fc_shm_item, 8);
 FC_ABI_SIZE(struct fc_shm_dim, 4);
-FC_ABI_SIZE(struct fc_shm_policy, 32 + FC_MAX_TIERS * 32);
+FC_ABI_SIZE(struct fc_shm_policy, 40 + FC_MAX_TIERS * 32);
 FC_ABI_OFF(struct fc_shm_policy, algo, 20);
-FC_ABI_OFF(struct fc_shm_policy, tier, 32);
+FC_ABI_OFF(struct fc_shm_policy, max_keys, 32);
+FC_ABI_OFF(struct fc_shm_policy, tier, 40);
 FC_ABI_SIZE(struct fc_shm_ban_slot, 40);
 FC_ABI_OFF(struct fc_shm_ban_slot, hash, 8);
 FC_ABI_SIZE(struct fc_shm_ring_entry, 32);
 FC_ABI_OFF(struct fc_shm_ring, e, 64);
-FC_ABI_SIZE(struct fc_shm_slot, 64);
+FC_ABI_SIZE(struct fc_shm_slot, 128);
+FC_ABI_SIZE(struct fc_shm_key, 64);
 FC_ABI_OFF(struct fc_shm_slot, owner, FC_MAX_TIERS * 8);
 FC_ABI_SIZE(struct fc_shm_state_header, 8);
 _Static_assert(sizeof(struct fc_shm_header) <= FC_SHM_BLOCK_OFF(0), "the header must fit before block 0");
 _Static_assert(sizeof(struct fc_shm_state_header) <= FC_STATE_SLOTS_OFF, "the state header must fit");
 _Static_assert((FC_SHM_RING_SIZE & (FC_SHM_RING_SIZE - 1)) == 0, "the ring size must be a power of two");
+_Static_assert((FC_SHM_KEYS & (FC_SHM_KEYS - 1)) == 0, "the key table's size must be a power of two");
 
 #endif /* FC_SHM_H */

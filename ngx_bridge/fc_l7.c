@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: BSD-2-Clause
+#include <arpa/inet.h>
 #include <endian.h>
 #include <string.h>
 #include <time.h>
@@ -85,9 +86,18 @@ static bool fc_dim_read(struct fc_l7_index *ix, const uint8_t **p, const uint8_t
 	val = name + sd->name_len;
 	memset(d, 0, sizeof(*d));
 	d->kind = sd->kind;
+	d->flags = sd->flags;
+	if (sd->flags & ~(FC_SHM_DIM_ANY | FC_SHM_DIM_PREFIX) ||
+	    (sd->flags & FC_SHM_DIM_ANY && (sd->value_len || sd->flags & FC_SHM_DIM_PREFIX)) ||
+	    (sd->flags & FC_SHM_DIM_PREFIX && (sd->kind != FC_DIM_URI || !sd->value_len)))
+		return false;
 	switch (sd->kind) {
 	case FC_DIM_IP:
-		if (sd->name_len || (sd->value_len != 6 && sd->value_len != 18))
+		if (sd->name_len)
+			return false;
+		if (sd->flags & FC_SHM_DIM_ANY)
+			break;
+		if (sd->value_len != 6 && sd->value_len != 18)
 			return false;
 		d->family = val[0];
 		d->plen = val[1];
@@ -98,12 +108,12 @@ static bool fc_dim_read(struct fc_l7_index *ix, const uint8_t **p, const uint8_t
 		break;
 	case FC_DIM_UID:
 	case FC_DIM_URI:
-		if (sd->name_len || !sd->value_len)
+		if (sd->name_len || (!sd->value_len && !(sd->flags & FC_SHM_DIM_ANY)))
 			return false;
 		break;
 	case FC_DIM_ARG:
 	case FC_DIM_HEADER:
-		if (!sd->name_len || !sd->value_len || sd->name_len > FC_SHM_MAX_NAME)
+		if (!sd->name_len || (!sd->value_len && !(sd->flags & FC_SHM_DIM_ANY)) || sd->name_len > FC_SHM_MAX_NAME)
 			return false;
 		idx = sd->kind == FC_DIM_ARG ? fc_name_idx(ix->args, &ix->nargs, (const char *)name, sd->name_len, a) :
 					       fc_name_idx(ix->headers, &ix->nheaders, (const char *)name, sd->name_len, a);
@@ -135,6 +145,7 @@ static bool fc_policy_read(struct fc_l7_index *ix, const uint8_t *it, size_t len
 {
 	struct fc_shm_policy sp;
 	const uint8_t *p = it + sizeof(sp), *end = it + len;
+	bool l7 = false;
 	int i;
 
 	if (len < sizeof(sp))
@@ -155,6 +166,8 @@ static bool fc_policy_read(struct fc_l7_index *ix, const uint8_t *it, size_t len
 	pol->anchor = UINT8_MAX;
 	pol->flags = sp.flags & FC_POLICY_PRECISE;
 	pol->escalate = sp.flags & FC_SHM_POLICY_ESCALATE;
+	pol->max_keys = sp.max_keys;
+	pol->new_keys = sp.new_keys;
 	for (i = 0; i < sp.ntiers; i++) {
 		pol->tier[i] = sp.tier[i];
 		if (!fc_tier_ok(sp.algo, &pol->tier[i]))
@@ -163,10 +176,15 @@ static bool fc_policy_read(struct fc_l7_index *ix, const uint8_t *it, size_t len
 	for (i = 0; i < sp.ndims; i++) {
 		if (!fc_dim_read(ix, &p, end, &pol->dims[i], a))
 			return false;
-		if (pol->dims[i].kind != FC_DIM_IP && pol->anchor == UINT8_MAX)
+		l7 |= pol->dims[i].kind != FC_DIM_IP;
+		pol->keyed |= pol->dims[i].flags & FC_SHM_DIM_ANY;
+		/* Filed under its first fixed value; a wildcard or prefix can not be looked up. */
+		if (pol->dims[i].kind != FC_DIM_IP && !pol->dims[i].flags && pol->anchor == UINT8_MAX)
 			pol->anchor = (uint8_t)i;
 	}
-	return pol->anchor != UINT8_MAX; /* an ip-only policy belongs to XDP/TC */
+	if (pol->keyed && (!pol->new_keys || pol->new_keys > FC_NS_PER_SEC))
+		return false;
+	return l7; /* an ip-only policy belongs to XDP/TC */
 }
 
 static void fc_file_policy(struct fc_l7_index *ix, uint32_t i)
@@ -255,6 +273,8 @@ int fc_l7_build(const void *base, size_t size, void *state, size_t state_size, s
 	ix->slots = (struct fc_shm_slot *)((char *)state + FC_STATE_SLOTS_OFF);
 	ix->nslots = FC_SHM_SLOTS;
 	ix->ring = (struct fc_shm_ring *)((char *)state + FC_STATE_RING_OFF);
+	ix->keys = (struct fc_shm_key *)((char *)state + FC_STATE_KEYS_OFF);
+	memcpy(ix->key_secret, h->key_secret, sizeof(ix->key_secret));
 	blk = (const struct fc_shm_block *)((const char *)base + FC_SHM_BLOCK_OFF(active));
 	used = blk->used;
 	nitems = blk->nitems;
@@ -274,7 +294,8 @@ int fc_l7_build(const void *base, size_t size, void *state, size_t state_size, s
 	ix->gen = a->alloc(a->ctx, sizeof(*ix->gen));
 	ix->cap = fc_pow2(max_items + 1);
 	ix->tab = a->alloc(a->ctx, ix->cap * sizeof(*ix->tab));
-	if (!ix->pol || !ix->mark || !ix->gen || !ix->tab)
+	ix->loose = a->alloc(a->ctx, (max_items + 1) * sizeof(*ix->loose));
+	if (!ix->pol || !ix->mark || !ix->gen || !ix->tab || !ix->loose)
 		return fc_fail(ix, "out of memory");
 	for (i = 0; i < ix->cap; i++)
 		ix->tab[i].head = FC_NONE;
@@ -292,9 +313,14 @@ int fc_l7_build(const void *base, size_t size, void *state, size_t state_size, s
 		if (ok) {
 			const struct fc_l7_policy *np = &ix->pol[ix->npolicies];
 
-			ix->has_uid |= np->dims[np->anchor].kind == FC_DIM_UID;
-			ix->has_uri |= np->dims[np->anchor].kind == FC_DIM_URI;
-			fc_file_policy(ix, (uint32_t)ix->npolicies++);
+			ix->has_keys |= np->keyed;
+			if (np->anchor == UINT8_MAX) {
+				ix->loose[ix->nloose++] = (uint32_t)ix->npolicies++;
+			} else {
+				ix->has_uid |= np->dims[np->anchor].kind == FC_DIM_UID;
+				ix->has_uri |= np->dims[np->anchor].kind == FC_DIM_URI;
+				fc_file_policy(ix, (uint32_t)ix->npolicies++);
+			}
 		}
 		ix->skipped += !ok;
 		p += it.len;
@@ -398,13 +424,15 @@ static bool fc_banned(const struct fc_l7_index *ix, const struct fc_l7_req *rq, 
 	return banned;
 }
 
-/* Whether some occurrence of the argument or header (kind, idx) has value v. */
-static bool fc_val_in(const struct fc_l7_req *rq, uint8_t kind, uint8_t idx, struct fc_l7_str v)
+/* Whether some occurrence of the argument or header (kind, idx) has value v
+ * (any value, when any). */
+static bool fc_val_in(const struct fc_l7_req *rq, uint8_t kind, uint8_t idx, struct fc_l7_str v, bool any)
 {
 	size_t i;
 
 	for (i = 0; i < rq->nvals; i++)
-		if (rq->vals[i].kind == kind && rq->vals[i].idx == idx && fc_str_eq(v, rq->vals[i].v.data, rq->vals[i].v.len))
+		if (rq->vals[i].kind == kind && rq->vals[i].idx == idx &&
+		    (any || fc_str_eq(v, rq->vals[i].v.data, rq->vals[i].v.len)))
 			return true;
 	return false;
 }
@@ -413,6 +441,12 @@ static bool fc_dim_matches(const struct fc_l7_dim *d, const struct fc_l7_req *rq
 {
 	uint8_t masked[16];
 
+	if (d->flags & FC_SHM_DIM_ANY) /* the request has the dimension */
+		return d->kind == FC_DIM_IP ? rq->family != 0 :
+		       d->kind == FC_DIM_UID ? rq->uid.len != 0 :
+		       d->kind == FC_DIM_URI ? rq->uri.len != 0 : fc_val_in(rq, d->kind, d->name_idx, d->value, true);
+	if (d->flags & FC_SHM_DIM_PREFIX)
+		return rq->uri.len >= d->value.len && !memcmp(rq->uri.data, d->value.data, d->value.len);
 	switch (d->kind) {
 	case FC_DIM_IP:
 		if (rq->family != d->family)
@@ -426,7 +460,7 @@ static bool fc_dim_matches(const struct fc_l7_dim *d, const struct fc_l7_req *rq
 		return fc_str_eq(d->value, rq->uri.data, rq->uri.len);
 	case FC_DIM_ARG:
 	case FC_DIM_HEADER:
-		return fc_val_in(rq, d->kind, d->name_idx, d->value);
+		return fc_val_in(rq, d->kind, d->name_idx, d->value, false);
 	}
 	return false;
 }
@@ -499,9 +533,256 @@ static void fc_report(const struct fc_l7_index *ix, const struct fc_l7_policy *p
 	__atomic_store_n(&e->seq, idx + 1, __ATOMIC_RELEASE);
 }
 
+/* ---- per-key buckets ---- */
+
+/* SipHash-2-4, fed in pieces: a key's parts are hashed where they lie. */
+struct fc_sip {
+	uint64_t v[4];
+	uint64_t tail; /* the bytes of an unfinished word */
+	uint64_t len;
+};
+
+#define FC_ROTL(x, b) (((x) << (b)) | ((x) >> (64 - (b))))
+
+static void fc_sip_round(uint64_t *v)
+{
+	v[0] += v[1], v[1] = FC_ROTL(v[1], 13), v[1] ^= v[0], v[0] = FC_ROTL(v[0], 32);
+	v[2] += v[3], v[3] = FC_ROTL(v[3], 16), v[3] ^= v[2];
+	v[0] += v[3], v[3] = FC_ROTL(v[3], 21), v[3] ^= v[0];
+	v[2] += v[1], v[1] = FC_ROTL(v[1], 17), v[1] ^= v[2], v[2] = FC_ROTL(v[2], 32);
+}
+
+static void fc_sip_word(struct fc_sip *h, uint64_t m)
+{
+	h->v[3] ^= m;
+	fc_sip_round(h->v);
+	fc_sip_round(h->v);
+	h->v[0] ^= m;
+}
+
+static void fc_sip_init(struct fc_sip *h, const uint64_t k[2])
+{
+	h->v[0] = k[0] ^ 0x736f6d6570736575ULL;
+	h->v[1] = k[1] ^ 0x646f72616e646f6dULL;
+	h->v[2] = k[0] ^ 0x6c7967656e657261ULL;
+	h->v[3] = k[1] ^ 0x7465646279746573ULL;
+	h->tail = 0;
+	h->len = 0;
+}
+
+static void fc_sip_update(struct fc_sip *h, const void *data, size_t n)
+{
+	const uint8_t *p = data;
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		h->tail |= (uint64_t)p[i] << (8 * (h->len & 7));
+		if ((++h->len & 7) == 0) {
+			fc_sip_word(h, h->tail);
+			h->tail = 0;
+		}
+	}
+}
+
+static uint64_t fc_sip_final(struct fc_sip *h)
+{
+	fc_sip_word(h, h->tail | h->len << 56);
+	h->v[2] ^= 0xff;
+	fc_sip_round(h->v);
+	fc_sip_round(h->v);
+	fc_sip_round(h->v);
+	fc_sip_round(h->v);
+	return h->v[0] ^ h->v[1] ^ h->v[2] ^ h->v[3];
+}
+
+/* One part of a key, with its length first: "a" + "bc" and "ab" + "c" differ. */
+static void fc_sip_part(struct fc_sip *h, const void *data, size_t n)
+{
+	uint32_t len = (uint32_t)n;
+
+	fc_sip_update(h, &len, sizeof(len));
+	fc_sip_update(h, data, n);
+}
+
+/* The tag of rq's key for p: the policy, then each wildcard dimension's
+ * value in order (an argument or header given more than once: every value,
+ * in order). Never 0 or FC_SHM_KEY_BUSY. */
+static __u64 fc_key_tag(const struct fc_l7_index *ix, const struct fc_l7_policy *p, const struct fc_l7_req *rq)
+{
+	uint32_t who[2] = { p->slot, p->epoch };
+	struct fc_sip h;
+	uint64_t t;
+	size_t i;
+	int d;
+
+	fc_sip_init(&h, ix->key_secret);
+	fc_sip_update(&h, who, sizeof(who));
+	for (d = 0; d < p->ndims; d++) {
+		const struct fc_l7_dim *dm = &p->dims[d];
+
+		if (!(dm->flags & FC_SHM_DIM_ANY))
+			continue;
+		if (dm->kind == FC_DIM_IP)
+			fc_sip_part(&h, rq->addr, rq->family == 4 ? 4 : 16);
+		else if (dm->kind == FC_DIM_UID)
+			fc_sip_part(&h, rq->uid.data, rq->uid.len);
+		else if (dm->kind == FC_DIM_URI)
+			fc_sip_part(&h, rq->uri.data, rq->uri.len);
+		else
+			for (i = 0; i < rq->nvals; i++)
+				if (rq->vals[i].kind == dm->kind && rq->vals[i].idx == dm->name_idx)
+					fc_sip_part(&h, rq->vals[i].v.data, rq->vals[i].v.len);
+	}
+	t = fc_sip_final(&h);
+	return t > FC_SHM_KEY_BUSY ? t : t + 2;
+}
+
+/* Writes rq's key for p as text into rq->keybuf (for $freqctl_key): the
+ * wildcard values joined by ','. Returns its length. */
+static size_t fc_key_text(const struct fc_l7_policy *p, const struct fc_l7_req *rq)
+{
+	char ip[INET6_ADDRSTRLEN];
+	size_t n = 0, i, l;
+	const char *v;
+	int d;
+
+	if (!rq->keybuf || !rq->keycap)
+		return 0;
+	for (d = 0; d < p->ndims; d++) {
+		const struct fc_l7_dim *dm = &p->dims[d];
+
+		if (!(dm->flags & FC_SHM_DIM_ANY))
+			continue;
+		for (i = 0; i < (dm->kind == FC_DIM_ARG || dm->kind == FC_DIM_HEADER ? rq->nvals : 1); i++) {
+			if (dm->kind == FC_DIM_IP) {
+				v = inet_ntop(rq->family == 4 ? AF_INET : AF_INET6, rq->addr, ip, sizeof(ip));
+				l = v ? strlen(v) : 0;
+			} else if (dm->kind == FC_DIM_UID || dm->kind == FC_DIM_URI) {
+				v = dm->kind == FC_DIM_UID ? rq->uid.data : rq->uri.data;
+				l = dm->kind == FC_DIM_UID ? rq->uid.len : rq->uri.len;
+			} else if (rq->vals[i].kind == dm->kind && rq->vals[i].idx == dm->name_idx) {
+				v = rq->vals[i].v.data;
+				l = rq->vals[i].v.len;
+			} else {
+				continue;
+			}
+			if (n && n < rq->keycap)
+				rq->keybuf[n++] = ',';
+			if (l > rq->keycap - n)
+				l = rq->keycap - n;
+			memcpy(rq->keybuf + n, v, l);
+			n += l;
+		}
+	}
+	return n;
+}
+
+/* Whether entry e carries nothing a decision needs: its policy is gone, or
+ * every bucket of it has run empty. */
+static bool fc_key_idle(const struct fc_l7_index *ix, const struct fc_shm_key *e, uint64_t now)
+{
+	uint32_t slot = __atomic_load_n(&e->slot, __ATOMIC_RELAXED);
+
+	if (!slot || slot >= ix->nslots ||
+	    (uint32_t)__atomic_load_n(&ix->slots[slot].owner, __ATOMIC_ACQUIRE) != __atomic_load_n(&e->epoch,
+												    __ATOMIC_RELAXED))
+		return true;
+	return __atomic_load_n(&e->idle_ns, __ATOMIC_RELAXED) < now;
+}
+
+/* When state stops mattering after a charge at now: the latest a bucket of
+ * p can still hold anything (GCRA: TAT within tolerance, the queue and one
+ * interval; window: the window's end). */
+static uint64_t fc_key_horizon(const struct fc_l7_policy *p, uint64_t now)
+{
+	uint64_t h = 0, t;
+	int i;
+
+	for (i = 0; i < p->ntiers; i++) {
+		t = p->tier[i].unit_ns + p->tier[i].tolerance_ns +
+		    p->tier[i].interval_ns * (1 + (p->action == FC_ACTION_DELAY ? p->delay_burst : 0));
+		if (t > h)
+			h = t;
+	}
+	return now + h;
+}
+
+/* Lookups wait this many reads at most for an entry being set up; past it
+ * (its maker died mid-way) the entry is skipped. */
+#define FC_KEY_SPIN 4096
+
+/* rq's bucket of p: found, or made in a free or idle entry within the
+ * probe window if p may make a key now. NULL: the overflow bucket. */
+static struct fc_shm_key *fc_key_get(const struct fc_l7_index *ix, const struct fc_l7_policy *p, struct fc_shm_slot *s,
+				     __u64 tag, __u64 now)
+{
+	struct fc_shm_key *e, *take;
+	__u64 t, seen;
+	unsigned spin, tries;
+	size_t j;
+	__u64 prev, next;
+
+	for (tries = 0; tries < 4; tries++) {
+		take = NULL;
+		seen = 0;
+		for (j = 0; j < FC_SHM_KEY_PROBE; j++) {
+			e = &ix->keys[(tag + j) & (FC_SHM_KEYS - 1)];
+			t = __atomic_load_n(&e->tag, __ATOMIC_ACQUIRE);
+			for (spin = 0; t == FC_SHM_KEY_BUSY && spin < FC_KEY_SPIN; spin++)
+				t = __atomic_load_n(&e->tag, __ATOMIC_ACQUIRE);
+			if (t == tag)
+				return e;
+			if (t == FC_SHM_KEY_BUSY)
+				continue;
+			if (!t) { /* the end of the chain: the key is not there */
+				if (!take)
+					take = e, seen = 0;
+				break;
+			}
+			if (!take && fc_key_idle(ix, e, now))
+				take = e, seen = t;
+		}
+		if (!take)
+			return NULL; /* the window is full of live keys */
+		if (p->max_keys && __atomic_load_n(&s->keys, __ATOMIC_RELAXED) >= p->max_keys)
+			return NULL;
+		if (!tries && !fc_gcra_try(&s->new_keys, &(struct fc_tier){ .interval_ns = FC_NS_PER_SEC / p->new_keys,
+								     .tolerance_ns = FC_NS_PER_SEC,
+								     .unit_ns = FC_NS_PER_SEC, .limit = p->new_keys },
+					   now, 1, &prev, &next))
+			return NULL;
+		if (!__atomic_compare_exchange_n(&take->tag, &seen, FC_SHM_KEY_BUSY, false, __ATOMIC_ACQUIRE,
+						 __ATOMIC_RELAXED))
+			continue; /* taken meanwhile, maybe for this very key: look again */
+		if (seen) { /* an idle key taken back from its policy */
+			uint32_t os = take->slot;
+
+			if (os && os < ix->nslots)
+				__atomic_fetch_sub(&ix->slots[os].keys, 1, __ATOMIC_RELAXED);
+		}
+		take->slot = p->slot;
+		take->epoch = p->epoch;
+		take->idle_ns = 0;
+		memset(take->state, 0, sizeof(take->state));
+		take->passed = take->denied = 0;
+		__atomic_fetch_add(&s->keys, 1, __ATOMIC_RELAXED);
+		__atomic_store_n(&take->tag, tag, __ATOMIC_RELEASE);
+		return take;
+	}
+	return NULL;
+}
+
+/* Moves e's idle time up to at least t; never down (two workers race). */
+static void fc_key_hold(struct fc_shm_key *e, __u64 t)
+{
+	__u64 cur = __atomic_load_n(&e->idle_ns, __ATOMIC_RELAXED);
+
+	while (cur < t && !__atomic_compare_exchange_n(&e->idle_ns, &cur, t, true, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+		;
+}
+
 /* One policy's charge: every tier or none; for delay, the wait. */
-static bool fc_charge(const struct fc_l7_policy *p, struct fc_shm_slot *s, __u64 now, struct fc_charge *ch,
-		      __u64 *wait)
+static bool fc_charge(const struct fc_l7_policy *p, __u64 *state, __u64 now, struct fc_charge *ch, __u64 *wait)
 {
 	__u64 w = 0;
 	int i;
@@ -509,11 +790,11 @@ static bool fc_charge(const struct fc_l7_policy *p, struct fc_shm_slot *s, __u64
 	now = fc_clock(p, now);
 	*wait = 0;
 	if (p->action != FC_ACTION_DELAY || p->algo != FC_ALGO_GCRA)
-		return fc_limit_try(p->algo, p->ntiers, p->tier, s->state, now, 1, ch);
+		return fc_limit_try(p->algo, p->ntiers, p->tier, state, now, 1, ch);
 	for (i = 0; i < p->ntiers; i++) {
-		if (!fc_gcra_try_delay(&s->state[i], &p->tier[i], now, 1, p->delay_burst, &ch->prev[i], &ch->next[i],
+		if (!fc_gcra_try_delay(&state[i], &p->tier[i], now, 1, p->delay_burst, &ch->prev[i], &ch->next[i],
 				       &w)) {
-			fc_limit_refund(p->algo, (uint8_t)i, s->state, 1, ch);
+			fc_limit_refund(p->algo, (uint8_t)i, state, 1, ch);
 			return false;
 		}
 		if (w > *wait)
@@ -528,7 +809,7 @@ static __u64 fc_l7_queue(const struct fc_l7_policy *p)
 	return p->action == FC_ACTION_DELAY ? p->delay_burst : 0;
 }
 
-static void fc_result_limits(const struct fc_l7_policy *p, const struct fc_shm_slot *s, uint64_t now,
+static void fc_result_limits(const struct fc_l7_policy *p, const __u64 *state, uint64_t now,
 			     struct fc_l7_result *res)
 {
 	uint64_t r;
@@ -537,10 +818,10 @@ static void fc_result_limits(const struct fc_l7_policy *p, const struct fc_shm_s
 	res->policy = p->id;
 	res->limit = p->tier[0].limit;
 	res->window_s = p->tier[0].unit_ns / FC_NS_PER_SEC;
-	res->remaining = fc_tier_remaining(p->algo, &p->tier[0], s->state[0], now, fc_l7_queue(p));
+	res->remaining = fc_tier_remaining(p->algo, &p->tier[0], state[0], now, fc_l7_queue(p));
 	res->retry_ns = 0;
 	for (i = 0; i < p->ntiers; i++) {
-		r = fc_tier_retry_after(p->algo, &p->tier[i], s->state[i], now, 1, fc_l7_queue(p));
+		r = fc_tier_retry_after(p->algo, &p->tier[i], state[i], now, 1, fc_l7_queue(p));
 		if (r > res->retry_ns)
 			res->retry_ns = r;
 	}
@@ -561,6 +842,18 @@ size_t fc_l7_match(const struct fc_l7_index *ix, const struct fc_l7_req *rq, uin
 		fc_collect(ix, rq, rq->vals[i].kind, rq->vals[i].idx, rq->vals[i].v, gen, out, cap, &n);
 	if (ix->has_uri)
 		fc_collect(ix, rq, FC_DIM_URI, 0, rq->uri, gen, out, cap, &n);
+	for (i = 0; i < ix->nloose; i++) {
+		const struct fc_l7_policy *p = &ix->pol[ix->loose[i]];
+		int d;
+
+		for (d = 0; d < p->ndims && fc_dim_matches(&p->dims[d], rq); d++)
+			;
+		if (d < p->ndims)
+			continue;
+		if (n < cap)
+			out[n] = ix->loose[i];
+		n++;
+	}
 	return n;
 }
 
@@ -646,10 +939,37 @@ int fc_l7_header_idx(const struct fc_l7_index *ix, const char *lowname, size_t l
 	return fc_name_find(ix->headers, ix->nheaders, lowname, len);
 }
 
+/* The bucket p charges for rq: its key's, the overflow bucket (NULL key),
+ * or, for a policy without keys, its slot's. */
+static __u64 *fc_bucket(const struct fc_l7_index *ix, const struct fc_l7_policy *p, struct fc_shm_slot *s,
+			const struct fc_l7_req *rq, __u64 now, struct fc_shm_key **key)
+{
+	*key = NULL;
+	if (!p->keyed)
+		return s->state;
+	*key = fc_key_get(ix, p, s, fc_key_tag(ix, p, rq), now);
+	if (*key)
+		return (*key)->state;
+	__atomic_fetch_add(&s->overflowed, 1, __ATOMIC_RELAXED);
+	return s->state;
+}
+
+/* The deciding policy's bucket, in the result. */
+static void fc_result_key(const struct fc_l7_policy *p, const struct fc_shm_key *key, const struct fc_l7_req *rq,
+			  struct fc_l7_result *res)
+{
+	if (!p->keyed)
+		return;
+	res->overflow = !key;
+	res->key_len = fc_key_text(p, rq);
+}
+
 void fc_l7_decide(const struct fc_l7_index *ix, const struct fc_l7_req *rq, uint64_t now, struct fc_l7_result *res)
 {
 	uint32_t m_stack[FC_L7_MATCHES], *m = m_stack;
 	struct fc_charge ch_stack[FC_L7_MATCHES], *ch = ch_stack;
+	struct fc_shm_key *k_stack[FC_L7_MATCHES], **k = k_stack;
+	__u64 *st_stack[FC_L7_MATCHES], **st = st_stack;
 	__u64 wait, longest = 0;
 	size_t n, i, j, longest_at = 0;
 	bool uid;
@@ -669,7 +989,9 @@ void fc_l7_decide(const struct fc_l7_index *ix, const struct fc_l7_req *rq, uint
 		 * memory; none is left out. */
 		m = rq->alloc ? rq->alloc->alloc(rq->alloc->ctx, n * sizeof(*m)) : NULL;
 		ch = rq->alloc ? rq->alloc->alloc(rq->alloc->ctx, n * sizeof(*ch)) : NULL;
-		if (!m || !ch || fc_l7_match(ix, rq, m, n) != n) {
+		k = rq->alloc ? rq->alloc->alloc(rq->alloc->ctx, n * sizeof(*k)) : NULL;
+		st = rq->alloc ? rq->alloc->alloc(rq->alloc->ctx, n * sizeof(*st)) : NULL;
+		if (!m || !ch || !k || !st || fc_l7_match(ix, rq, m, n) != n) {
 			res->verdict = FC_L7_ERROR;
 			return;
 		}
@@ -679,50 +1001,74 @@ void fc_l7_decide(const struct fc_l7_index *ix, const struct fc_l7_req *rq, uint
 	for (i = 0; i < n; i++) {
 		const struct fc_l7_policy *p = &ix->pol[m[i]];
 		struct fc_shm_slot *s = &ix->slots[p->slot];
+		__u64 t;
 
+		st[i] = NULL;
+		k[i] = NULL;
 		if (p->action == FC_ACTION_LOG ||
 		    __atomic_load_n(&s->owner, __ATOMIC_ACQUIRE) != FC_SHM_OWNER(p->id, p->epoch))
 			continue;
-		if (fc_charge(p, s, now, &ch[i], &wait)) {
+		t = fc_clock(p, now);
+		st[i] = fc_bucket(ix, p, s, rq, t, &k[i]);
+		if (fc_charge(p, st[i], now, &ch[i], &wait)) {
+			if (k[i])
+				fc_key_hold(k[i], fc_key_horizon(p, t));
 			if (wait > longest) {
 				longest = wait;
 				longest_at = i;
 			}
 			continue;
 		}
-		for (j = 0; j < i; j++) {
-			const struct fc_l7_policy *q = &ix->pol[m[j]];
-
-			if (q->action != FC_ACTION_LOG &&
-			    __atomic_load_n(&ix->slots[q->slot].owner, __ATOMIC_ACQUIRE) == FC_SHM_OWNER(q->id, q->epoch))
-				fc_limit_refund(q->algo, q->ntiers, ix->slots[q->slot].state, 1, &ch[j]);
-		}
+		for (j = 0; j < i; j++)
+			if (st[j])
+				fc_limit_refund(ix->pol[m[j]].algo, ix->pol[m[j]].ntiers, st[j], 1, &ch[j]);
 		__atomic_fetch_add(&s->denied, 1, __ATOMIC_RELAXED);
+		if (k[i])
+			__atomic_fetch_add(&k[i]->denied, 1, __ATOMIC_RELAXED);
 		fc_report(ix, p, rq);
 		res->verdict = FC_L7_REJECTED;
-		fc_result_limits(p, s, fc_clock(p, now), res);
+		fc_result_limits(p, st[i], t, res);
+		fc_result_key(p, k[i], rq, res);
 		return;
 	}
 	for (i = 0; i < n; i++) {
 		const struct fc_l7_policy *p = &ix->pol[m[i]];
 		struct fc_shm_slot *s = &ix->slots[p->slot];
+		__u64 *lst;
+		struct fc_shm_key *lk;
 
 		if (__atomic_load_n(&s->owner, __ATOMIC_ACQUIRE) != FC_SHM_OWNER(p->id, p->epoch))
 			continue;
 		if (p->action != FC_ACTION_LOG) {
 			__atomic_fetch_add(p->action == FC_ACTION_DELAY && longest && i == longest_at ? &s->delayed : &s->passed,
 					   1, __ATOMIC_RELAXED);
-		} else if (fc_limit_try(p->algo, p->ntiers, p->tier, s->state, fc_clock(p, now), 1, &ch[i])) {
+			if (k[i])
+				__atomic_fetch_add(&k[i]->passed, 1, __ATOMIC_RELAXED);
+			if (!res->key_len && p->keyed)
+				fc_result_key(p, k[i], rq, res);
+			continue;
+		}
+		lst = fc_bucket(ix, p, s, rq, fc_clock(p, now), &lk);
+		if (fc_limit_try(p->algo, p->ntiers, p->tier, lst, fc_clock(p, now), 1, &ch[i])) {
 			__atomic_fetch_add(&s->passed, 1, __ATOMIC_RELAXED);
+			if (lk) {
+				fc_key_hold(lk, fc_key_horizon(p, fc_clock(p, now)));
+				__atomic_fetch_add(&lk->passed, 1, __ATOMIC_RELAXED);
+			}
 		} else {
 			__atomic_fetch_add(&s->denied, 1, __ATOMIC_RELAXED);
+			if (lk)
+				__atomic_fetch_add(&lk->denied, 1, __ATOMIC_RELAXED);
 			res->would_deny++;
 		}
 	}
 	if (longest) {
+		const struct fc_l7_policy *p = &ix->pol[m[longest_at]];
+
 		res->verdict = FC_L7_DELAYED;
 		res->delay_ns = longest;
-		fc_result_limits(&ix->pol[m[longest_at]], &ix->slots[ix->pol[m[longest_at]].slot], now, res);
+		fc_result_limits(p, st[longest_at], now, res);
+		fc_result_key(p, k[longest_at], rq, res);
 		res->retry_ns = 0;
 	}
 }

@@ -34,6 +34,7 @@ struct fc_l7_alloc {
 
 struct fc_l7_dim {
 	uint8_t kind;     /* enum fc_dim_kind */
+	uint8_t flags;    /* FC_SHM_DIM_ANY, FC_SHM_DIM_PREFIX */
 	uint8_t name_idx; /* arg, header: into fc_l7_index.args / .headers */
 	uint8_t family;   /* ip */
 	uint8_t plen;
@@ -53,9 +54,11 @@ struct fc_l7_policy {
 	uint8_t action; /* enum fc_action */
 	uint8_t ntiers;
 	uint8_t ndims;
-	uint8_t anchor; /* the dimension it is filed under */
+	uint8_t anchor; /* the dimension it is filed under; UINT8_MAX: none (checked for every request) */
 	uint8_t flags;  /* FC_POLICY_PRECISE */
 	bool escalate;  /* report refused clients in the offender ring */
+	bool keyed;     /* a bucket per key (a DIM=*): in the key table */
+	uint32_t max_keys, new_keys;
 	struct fc_tier tier[FC_MAX_TIERS];
 	struct fc_l7_dim dims[FC_SHM_MAX_DIMS];
 };
@@ -75,6 +78,7 @@ struct fc_l7_index {
 	struct fc_l7_str args[FC_L7_MAX_NAMES];
 	struct fc_l7_str headers[FC_L7_MAX_NAMES]; /* lowercase */
 	bool has_uid, has_uri;
+	bool has_keys; /* some policy keeps a bucket per key */
 	/* Bans are read in place, in the shm's ban table: a change of bans
 	 * needs no rebuild. */
 	const struct fc_shm_header *hdr;
@@ -86,6 +90,13 @@ struct fc_l7_index {
 	/* The stat slots, in the shm. */
 	struct fc_shm_slot *slots;
 	uint32_t nslots;
+	/* Policies with no fixed value to file them under (a wildcard, a uri prefix):
+	 * every request is checked against each. */
+	uint32_t *loose;
+	size_t nloose;
+	/* The key table of per-key policies, in the state file. */
+	struct fc_shm_key *keys;
+	uint64_t key_secret[2];
 	/* Per policy, the last match that collected it: a policy is matched
 	 * once however often its anchor value occurs. The index's own memory. */
 	uint32_t *mark;
@@ -123,6 +134,8 @@ struct fc_l7_req {
 	uint8_t family; /* 0: no address */
 	uint8_t addr[16];
 	const struct fc_l7_alloc *alloc; /* for a request matching more than FC_L7_MATCHES */
+	char *keybuf; /* where the deciding key is written, for $freqctl_key (may be NULL) */
+	size_t keycap;
 };
 
 enum fc_l7_verdict {
@@ -144,6 +157,8 @@ struct fc_l7_result {
 	uint64_t remaining;
 	unsigned matched;     /* policies the request matched */
 	unsigned would_deny;  /* log policies that would have denied it */
+	size_t key_len;       /* the deciding policy's key, in rq->keybuf; 0: none */
+	bool overflow;        /* the deciding bucket was a per-key policy's overflow bucket */
 };
 
 /* Percent-decodes len bytes of s into out, '+' as a space, an invalid

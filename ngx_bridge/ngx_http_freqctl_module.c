@@ -35,8 +35,12 @@ typedef struct {
 typedef struct {
     ngx_uint_t                 status;  /* ngx_http_freqctl_statuses[] */
     uint32_t                   policy;
+    ngx_str_t                  key;     /* the deciding per-key bucket's key */
     unsigned                   done:1;
 } ngx_http_freqctl_ctx_t;
+
+/* $freqctl_key holds this much of a key at most. */
+#define NGX_HTTP_FREQCTL_KEY_MAX  256
 
 enum {
     NGX_HTTP_FREQCTL_NONE = 0,
@@ -744,8 +748,18 @@ ngx_http_freqctl_handler(ngx_http_request_t *r)
     alloc.ctx = r->pool;
     rq.alloc = &alloc;
 
+    if (ix->has_keys) {
+        rq.keybuf = ngx_pnalloc(r->pool, NGX_HTTP_FREQCTL_KEY_MAX);
+        if (rq.keybuf == NULL) {
+            return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        }
+        rq.keycap = NGX_HTTP_FREQCTL_KEY_MAX;
+    }
+
     fc_l7_decide(ix, &rq, ngx_http_freqctl_now(), &res);
     ctx->policy = res.policy;
+    ctx->key.data = (u_char *) rq.keybuf;
+    ctx->key.len = res.key_len;
 
     if (res.would_deny) {
         ngx_log_error(lcf->log_level, r->connection->log, 0,
@@ -907,6 +921,28 @@ ngx_http_freqctl_policy_variable(ngx_http_request_t *r,
 }
 
 
+static ngx_int_t
+ngx_http_freqctl_key_variable(ngx_http_request_t *r,
+    ngx_http_variable_value_t *v, uintptr_t data)
+{
+    ngx_http_freqctl_ctx_t  *ctx;
+
+    ctx = ngx_http_freqctl_get_ctx(r->main, 0);
+    if (ctx == NULL || ctx->key.len == 0) {
+        v->not_found = 1;
+        return NGX_OK;
+    }
+
+    v->data = ctx->key.data;
+    v->len = ctx->key.len;
+    v->valid = 1;
+    v->no_cacheable = 0;
+    v->not_found = 0;
+
+    return NGX_OK;
+}
+
+
 static ngx_http_variable_t  ngx_http_freqctl_vars[] = {
 
     { ngx_string("freqctl_status"), NULL,
@@ -914,6 +950,9 @@ static ngx_http_variable_t  ngx_http_freqctl_vars[] = {
 
     { ngx_string("freqctl_policy"), NULL,
       ngx_http_freqctl_policy_variable, 0, NGX_HTTP_VAR_NOCACHEABLE, 0 },
+
+    { ngx_string("freqctl_key"), NULL,
+      ngx_http_freqctl_key_variable, 0, NGX_HTTP_VAR_NOCACHEABLE, 0 },
 
       ngx_http_null_variable
 };

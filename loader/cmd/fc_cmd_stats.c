@@ -41,14 +41,18 @@ static int fc_stats_print(const struct fc_stats *s, const struct fc_policy_stats
 			json_object_set_new(doc, fc_stat_rows[i].key, fc_counter_json(fc_stat_at(s, i)));
 		for (i = 0; pols && i < n; i++) {
 			const struct fc_policy_spec *p = &ps[i].row->spec;
+			json_t *o;
 
 			fc_match_format(p, match);
-			json_array_append_new(
-				pols, json_pack("{s:I, s:s, s:s, s:s, s:o, s:o, s:I}", "id", (json_int_t)p->id, "match",
-						match, "layer", fc_policy_is_l7(p) ? "nginx" : "xdp", "action",
-						fc_action_name(p->action), "passed", fc_counter_json(&ps[i].ps.passed),
-						p->action == FC_ACTION_LOG ? "would_drop" : "dropped",
-						fc_counter_json(&ps[i].ps.dropped), "delayed", (json_int_t)ps[i].delayed));
+			o = json_pack("{s:I, s:s, s:s, s:s, s:o, s:o, s:I}", "id", (json_int_t)p->id, "match", match, "layer",
+				      fc_policy_is_l7(p) ? "nginx" : "xdp", "action", fc_action_name(p->action), "passed",
+				      fc_counter_json(&ps[i].ps.passed), p->action == FC_ACTION_LOG ? "would_drop" : "dropped",
+				      fc_counter_json(&ps[i].ps.dropped), "delayed", (json_int_t)ps[i].delayed);
+			if (o && fc_policy_is_keyed(p)) {
+				json_object_set_new(o, "keys", json_integer((json_int_t)ps[i].keys));
+				json_object_set_new(o, "overflowed", json_integer((json_int_t)ps[i].overflowed));
+			}
+			json_array_append_new(pols, o);
 		}
 		if (doc)
 			json_object_set_new(doc, "policies", pols);

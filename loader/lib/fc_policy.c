@@ -215,12 +215,20 @@ int fc_match_parse(const char *s, struct fc_policy_spec *p, struct fc_err *err)
 	for (tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save))
 		if (fc_dim_parse(s, tok, p, &seen_ip, err) < 0)
 			return -1;
-	if (p->kind == FC_MATCH_STAR && p->ndims)
-		return fc_err_set(err, "match \"%s\": ip=* (a bucket per source) stands alone; combine ip= with an "
-				       "address or prefix",
-				  s);
 	qsort(p->dims, (size_t)p->ndims, sizeof(p->dims[0]), fc_dim_cmp);
 	return 0;
+}
+
+bool fc_policy_is_keyed(const struct fc_policy_spec *p)
+{
+	int i;
+
+	if (p->kind == FC_MATCH_STAR && p->ndims)
+		return true;
+	for (i = 0; i < p->ndims; i++)
+		if (!strcmp(p->dims[i].value, "*"))
+			return true;
+	return false;
 }
 
 static char fc_unit_char(uint64_t secs)
@@ -258,6 +266,9 @@ int fc_policy_validate(const struct fc_policy_spec *p, struct fc_err *err)
 		return fc_err_set(err, "--burst applies to --algo gcra; a fixed window admits N per window");
 	if (p->new_sources && p->kind != FC_MATCH_STAR)
 		return fc_err_set(err, "--new-sources applies to the ip=* policy only");
+	if (p->new_sources && fc_policy_is_l7(p))
+		return fc_err_set(err, "--new-sources applies to the ip=* policy at XDP/TC only; a per-key policy in "
+				       "nginx caps its new keys itself");
 	for (i = 0; i < p->ntiers; i++) {
 		const struct fc_rate *r = &p->rate[i];
 

@@ -65,6 +65,13 @@ static inline bool fc_policy_is_l7(const struct fc_policy_spec *p)
 }
 
 #define FC_NEW_SOURCES_DEFAULT 20000
+/* A per-key (DIM=*) policy's new keys a second, past which requests share
+ * its overflow bucket. */
+#define FC_NEW_KEYS_DEFAULT 10000
+
+/* Whether p keeps a bucket per value of some dimension (DIM=*, or ip=*
+ * beside other dimensions). */
+bool fc_policy_is_keyed(const struct fc_policy_spec *p);
 
 int fc_policy_id_parse(const char *s, uint32_t *id, struct fc_err *err);
 int fc_match_parse(const char *s, struct fc_policy_spec *p, struct fc_err *err);

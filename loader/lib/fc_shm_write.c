@@ -8,6 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 #include <sys/mman.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 
 #include "fc_shm_write.h"
@@ -90,6 +91,8 @@ static int fc_shm_init_config(int fd, struct fc_err *err)
 {
 	struct fc_shm_header h = { .magic = FC_SHM_MAGIC, .version = FC_SHM_VERSION };
 
+	if (getrandom(h.key_secret, sizeof(h.key_secret), 0) != (ssize_t)sizeof(h.key_secret))
+		return fc_err_set(err, "shm: no random bytes for its key secret: %s", strerror(errno));
 	if (pwrite(fd, &h, sizeof(h), 0) != (ssize_t)sizeof(h))
 		return fc_err_set(err, "shm: writing its header: %s", strerror(errno));
 	return 0;
@@ -130,19 +133,36 @@ static void *fc_blk_item(struct fc_blk *b, size_t len, __u16 kind, struct fc_err
 	return it;
 }
 
+/* How a dimension's value is published: "*" any value (a bucket per value),
+ * a uri ending in a slash and a star a prefix, else the value itself. */
+static __u8 fc_dim_flags(const struct fc_dim *dm, size_t *vl)
+{
+	*vl = strlen(dm->value);
+	if (!strcmp(dm->value, "*")) {
+		*vl = 0;
+		return FC_SHM_DIM_ANY;
+	}
+	if (dm->kind == FC_DIM_URI && *vl >= 2 && !strcmp(dm->value + *vl - 2, "/*")) {
+		(*vl)--;
+		return FC_SHM_DIM_PREFIX;
+	}
+	return 0;
+}
+
 static int fc_blk_policy(struct fc_blk *b, const struct fc_policy_row *r, double weight, struct fc_err *err)
 {
 	const struct fc_policy_spec *p = &r->spec;
 	struct fc_policy_spec scaled;
-	size_t len = sizeof(struct fc_shm_policy);
+	size_t len = sizeof(struct fc_shm_policy), vl;
 	struct fc_shm_policy *it;
 	struct fc_policy k;
 	__u8 *d;
-	int i, ndims = p->ndims + (p->kind == FC_MATCH_PREFIX);
+	bool ip = p->kind == FC_MATCH_PREFIX || p->kind == FC_MATCH_STAR;
+	int i, ndims = p->ndims + ip;
 
 	for (i = 0; i < p->ndims; i++)
 		len += (sizeof(struct fc_shm_dim) + strlen(p->dims[i].name) + strlen(p->dims[i].value) + 3) & ~3u;
-	if (p->kind == FC_MATCH_PREFIX)
+	if (ip)
 		len += sizeof(struct fc_shm_dim) + 2 + 16;
 	it = fc_blk_item(b, len, FC_SHM_POLICY, err);
 	if (!it)
@@ -158,9 +178,17 @@ static int fc_blk_policy(struct fc_blk *b, const struct fc_policy_row *r, double
 	it->ntiers = (__u8)p->ntiers;
 	it->delay_burst = p->delay_burst;
 	it->flags = k.flags | (p->escalate.n ? FC_SHM_POLICY_ESCALATE : 0);
+	it->max_keys = 0; /* the table's */
+	it->new_keys = FC_NEW_KEYS_DEFAULT;
 	memcpy(it->tier, k.tier, sizeof(it->tier));
 	d = (__u8 *)(it + 1);
-	if (p->kind == FC_MATCH_PREFIX) {
+	if (p->kind == FC_MATCH_STAR) { /* ip=* beside other dimensions: a bucket per client address */
+		struct fc_shm_dim *dim = (struct fc_shm_dim *)d;
+
+		dim->kind = FC_DIM_IP;
+		dim->flags = FC_SHM_DIM_ANY;
+		d += sizeof(*dim);
+	} else if (p->kind == FC_MATCH_PREFIX) {
 		struct fc_shm_dim *dim = (struct fc_shm_dim *)d;
 		size_t alen = p->ip.family == 4 ? 4 : 16;
 
@@ -173,9 +201,10 @@ static int fc_blk_policy(struct fc_blk *b, const struct fc_policy_row *r, double
 	}
 	for (i = 0; i < p->ndims; i++) {
 		struct fc_shm_dim *dim = (struct fc_shm_dim *)d;
-		size_t nl = strlen(p->dims[i].name), vl = strlen(p->dims[i].value);
+		size_t nl = strlen(p->dims[i].name);
 
 		dim->kind = (__u8)p->dims[i].kind;
+		dim->flags = fc_dim_flags(&p->dims[i], &vl);
 		dim->name_len = (__u8)nl;
 		dim->value_len = (__u8)vl;
 		memcpy(d + sizeof(*dim), p->dims[i].name, nl);
@@ -280,7 +309,7 @@ static int fc_bans_publish(struct fc_shm_header *h, void *base, const struct fc_
  * first: workers skip a slot whose owner is not their policy's. */
 static int fc_slot_claim(int state_fd, const struct fc_policy_row *r, struct fc_err *err)
 {
-	__u64 owner = FC_SHM_OWNER(r->spec.id, r->epoch), have = 0, zero[8] = { 0 };
+	__u64 owner = FC_SHM_OWNER(r->spec.id, r->epoch), have = 0, zero[sizeof(struct fc_shm_slot) / 8] = { 0 };
 	off_t off;
 
 	if (r->slot < 1 || r->slot > FC_MAX_POLICIES)

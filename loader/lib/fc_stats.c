@@ -75,6 +75,12 @@ static void fc_stats_prometheus(FILE *f, const struct fc_stats *s, const struct 
 			fprintf(f, "freqctl_policy_total{policy=\"%u\",match=\"%s\",layer=\"%s\",outcome=\"delayed\"} "
 			       "%llu\n",
 			       p->id, esc, layer, (unsigned long long)ps[i].delayed);
+		if (fc_policy_is_keyed(p)) {
+			fprintf(f, "freqctl_policy_keys{policy=\"%u\",match=\"%s\"} %llu\n", p->id, esc,
+				(unsigned long long)ps[i].keys);
+			fprintf(f, "freqctl_policy_overflow_total{policy=\"%u\",match=\"%s\"} %llu\n", p->id, esc,
+				(unsigned long long)ps[i].overflowed);
+		}
 	}
 }
 
@@ -129,6 +135,9 @@ int fc_stats_gather(const struct fc_ctx *ctx, struct fc_stats_all *a, struct fc_
 			a->ps[i].ps.passed.packets = slots[r->slot].passed;
 			a->ps[i].ps.dropped.packets = slots[r->slot].denied;
 			a->ps[i].delayed = slots[r->slot].delayed;
+			/* The workers' counts: a forged one is bounded by the table. */
+			a->ps[i].keys = slots[r->slot].keys < FC_SHM_KEYS ? slots[r->slot].keys : FC_SHM_KEYS;
+			a->ps[i].overflowed = slots[r->slot].overflowed;
 		}
 	}
 	rc = 0;

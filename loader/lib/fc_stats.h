@@ -18,6 +18,8 @@ struct fc_policy_stats {
 	const struct fc_policy_row *row;
 	struct fc_pstats ps; /* packets at XDP/TC; requests in nginx (no bytes) */
 	uint64_t delayed;    /* nginx, action delay */
+	uint64_t keys;       /* nginx, per-key policies: keys it holds (the workers' count) */
+	uint64_t overflowed; /* ... requests decided by its overflow bucket */
 };
 
 struct fc_stats_all {

@@ -10,7 +10,8 @@
  *
  * An input is chunks of [u8 what][u32 offset][u16 len][len bytes]: what 0
  * writes the file at offset, 1 truncates it to offset, 2 lets the agent
- * read the ring (offset: the seconds since the start, and room).
+ * read the ring (offset: the seconds since the start, and room), 3 writes
+ * the ring at offset from its start (seeds outlive a change of layout).
  */
 #include <fcntl.h>
 #include <stdio.h>
@@ -87,10 +88,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 		if (len > in.n)
 			len = in.n;
-		if (what % 3 == 0) {
-			if (pwrite(wfd, in.p, len, off % (FC_STATE_SIZE + 4096)) < 0)
+		if (what % 4 == 0 || what % 4 == 3) {
+			uint64_t at = what % 4 == 3 ? FC_STATE_RING_OFF + off % sizeof(struct fc_shm_ring) :
+						      off % (FC_STATE_SIZE + 4096);
+
+			if (pwrite(wfd, in.p, len, (off_t)at) < 0)
 				abort();
-		} else if (what % 3 == 1) {
+		} else if (what % 4 == 1) {
 			if (ftruncate(wfd, off % (FC_STATE_SIZE + 4096)))
 				abort();
 		} else {

@@ -170,9 +170,9 @@ static const struct {
 	  "Try 'freqctl policy add --help'.\n" },
 	{ { "policy", "set", "7", "--match", "uid=1,uid=2", "--rate", "10/s" },
 	  "freqctl: policy 7: match \"uid=1,uid=2\": uid given twice\nTry 'freqctl policy set --help'.\n" },
-	{ { "policy", "add", "7", "--match", "ip=*,uid=2", "--rate", "10/s" },
-	  "freqctl: policy 7: match \"ip=*,uid=2\": ip=* (a bucket per source) stands alone; combine ip= with an "
-	  "address or prefix\nTry 'freqctl policy add --help'.\n" },
+	{ { "policy", "add", "7", "--match", "ip=*,uid=*", "--rate", "10/s", "--new-sources", "100" },
+	  "freqctl: policy 7: --new-sources applies to the ip=* policy at XDP/TC only; a per-key policy in nginx "
+	  "caps its new keys itself\nTry 'freqctl policy add --help'.\n" },
 	{ { "policy", "add", "7", "--match", "ip=1.2.3.4", "--rate", "10/s", "--action", "delay" },
 	  "freqctl: policy 7: action \"delay\" shapes HTTP requests in nginx (L7); an ip= policy runs at XDP/TC, "
 	  "where the actions are drop and log\nTry 'freqctl policy add --help'.\n" },

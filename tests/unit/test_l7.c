@@ -747,6 +747,156 @@ static void test_matching_vs_naive(void **state)
 	free(specs);
 }
 
+/* ---- per-key policies ---- */
+
+/* Each of 8 forked processes asks for the same 200 new keys, 5 times each,
+ * in its own order: every key admits exactly its 3, one bucket per key. */
+static void test_keys_race(void **state)
+{
+	struct fc_t *t = *state;
+	int i, status, total = 0, fds[8][2];
+	pid_t pids[8];
+
+	fc_policy(t, 1, "uid=*", "3/h", "drop", 0, 0);
+	fc_publish(t);
+	assert_int_equal(fc_build(t, t->base, t->size), 0);
+	for (i = 0; i < 8; i++) {
+		assert_int_equal(pipe(fds[i]), 0);
+		pids[i] = fork();
+		assert_true(pids[i] >= 0);
+		if (pids[i] == 0) {
+			char req[32];
+			int ok = 0, k, r;
+
+			for (r = 0; r < 5; r++)
+				for (k = 0; k < 200; k++) {
+					snprintf(req, sizeof(req), "uid=k%d", (k * 7 + i * 31 + r) % 200);
+					ok += fc_decide(t, req, T0, NULL) == FC_L7_PASS;
+				}
+			(void)!write(fds[i][1], &ok, sizeof(ok));
+			_exit(0);
+		}
+		close(fds[i][1]);
+	}
+	for (i = 0; i < 8; i++) {
+		int ok = 0;
+
+		assert_int_equal(read(fds[i][0], &ok, sizeof(ok)), sizeof(ok));
+		close(fds[i][0]);
+		assert_int_equal(waitpid(pids[i], &status, 0), pids[i]);
+		total += ok;
+	}
+	assert_int_equal(total, 600);
+	assert_int_equal(t->ix.slots[1].passed, 600);
+	assert_int_equal(t->ix.slots[1].keys, 200);
+	assert_int_equal(t->ix.slots[1].overflowed, 0);
+}
+
+/* Keys of their own; a request without the dimension is not matched; the
+ * deciding key is named; a changed limit keeps the keys, a deleted policy's
+ * keys are taken back by others. */
+static void test_keys_basics(void **state)
+{
+	struct fc_t *t = *state;
+	struct fc_l7_result res;
+	struct fc_l7_req rq;
+	char key[64];
+
+	fc_policy(t, 1, "uid=*,arg:api=login", "2/m", "drop", 0, 0);
+	fc_policy(t, 2, "ip=*,header:x-k=*", "1/m", "drop", 0, 0);
+	fc_publish(t);
+	assert_int_equal(fc_build(t, t->base, t->size), 0);
+	assert_int_equal(fc_passes(t, "uid=a arg:api=login", T0, 5), 2);
+	assert_int_equal(fc_passes(t, "uid=b arg:api=login", T0, 5), 2);
+	assert_int_equal(fc_passes(t, "uid=a arg:api=other", T0, 5), 5);
+	assert_int_equal(fc_passes(t, "arg:api=login", T0, 5), 5); /* no uid */
+	fc_req(&t->ix, &rq, "uid=a arg:api=login");
+	rq.keybuf = key;
+	rq.keycap = sizeof(key);
+	fc_l7_decide(&t->ix, &rq, T0, &res);
+	assert_int_equal(res.verdict, FC_L7_REJECTED);
+	assert_int_equal(res.key_len, 1);
+	assert_memory_equal(key, "a", 1);
+	/* Per address and header value; both occurrences of a header make the key. */
+	assert_int_equal(fc_passes(t, "ip=198.18.0.1 header:x-k=v", T0, 3), 1);
+	assert_int_equal(fc_passes(t, "ip=198.18.0.2 header:x-k=v", T0, 3), 1);
+	assert_int_equal(fc_passes(t, "ip=198.18.0.1 header:x-k=v header:x-k=w", T0, 3), 1);
+	fc_req(&t->ix, &rq, "ip=2001:db8::7 header:x-k=v");
+	rq.keybuf = key;
+	rq.keycap = sizeof(key);
+	fc_l7_decide(&t->ix, &rq, T0, &res);
+	fc_l7_decide(&t->ix, &rq, T0, &res);
+	assert_int_equal(res.verdict, FC_L7_REJECTED);
+	assert_int_equal(res.key_len, strlen("2001:db8::7,v"));
+	assert_memory_equal(key, "2001:db8::7,v", res.key_len);
+	/* A changed limit keeps every key; a wider one admits what it adds. */
+	fc_policy(t, 1, "uid=*,arg:api=login", "3/m", "drop", 0, 0);
+	fc_publish(t);
+	assert_int_equal(fc_build(t, t->base, t->size), 0);
+	assert_int_equal(fc_passes(t, "uid=a arg:api=login", T0 + 21 * SEC, 5), 1);
+}
+
+/* A window of live keys of another policy: the request shares the
+ * overflow bucket; once they are idle, it gets a key of its own. */
+static void test_keys_full_and_idle(void **state)
+{
+	struct fc_t *t = *state;
+	struct fc_l7_result res;
+	struct fc_shm_key *keys;
+	int i;
+
+	fc_policy(t, 1, "uid=*", "2/m", "drop", 0, 0);
+	fc_publish(t);
+	assert_int_equal(fc_build(t, t->base, t->size), 0);
+	keys = t->ix.keys;
+	/* Every entry taken by a key of policy 1 that holds state for an hour. */
+	for (i = 0; i < (int)FC_SHM_KEYS; i++) {
+		keys[i].tag = 1000 + (uint64_t)i;
+		keys[i].slot = t->ix.pol[0].slot;
+		keys[i].epoch = t->ix.pol[0].epoch;
+		keys[i].idle_ns = T0 + 3600 * SEC;
+	}
+	assert_int_equal(fc_passes(t, "uid=x", T0, 5), 2); /* the overflow bucket: 2/m for all */
+	assert_int_equal(fc_passes(t, "uid=y", T0, 5), 0);
+	assert_true(t->ix.slots[1].overflowed >= 10);
+	fc_decide(t, "uid=y", T0, &res);
+	assert_true(res.overflow);
+	/* An hour later they carry nothing: keys of their own again. */
+	assert_int_equal(fc_passes(t, "uid=x", T0 + 3601 * SEC, 5), 2);
+	assert_int_equal(fc_passes(t, "uid=y", T0 + 3601 * SEC, 5), 2);
+	fc_decide(t, "uid=y", T0 + 3601 * SEC, &res);
+	assert_false(res.overflow);
+}
+
+/* The key table is the workers' to write, so anything may be in it:
+ * garbage everywhere, entries stuck mid-setup. Decisions neither crash nor
+ * read out of bounds (ASan), and a key still admits no more than its limit. */
+static void test_keys_corrupt(void **state)
+{
+	struct fc_t *t = *state;
+	uint64_t x = 88172645463325252ULL;
+	uint8_t *b;
+	size_t i, n;
+
+	fc_policy(t, 1, "uid=*", "2/m", "drop", 0, 0);
+	fc_publish(t);
+	assert_int_equal(fc_build(t, t->base, t->size), 0);
+	b = (uint8_t *)t->ix.keys;
+	n = 4u << 20; /* the first 4 MiB of the table */
+	for (i = 0; i < n; i++) {
+		x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+		b[i] = (uint8_t)x;
+	}
+	for (i = 0; i < 64; i++) /* some entries left "being set up" */
+		t->ix.keys[(x >> 8) % 65536 + i].tag = FC_SHM_KEY_BUSY;
+	for (i = 0; i < 2000; i++) {
+		char req[32];
+
+		snprintf(req, sizeof(req), "uid=g%zu", i);
+		assert_true(fc_passes(t, req, T0, 3) <= 2);
+	}
+}
+
 int main(void)
 {
 #define T(f) cmocka_unit_test_setup_teardown(f, fc_setup, fc_teardown)
@@ -757,6 +907,10 @@ int main(void)
 		T(test_corruption),
 		T(test_truncation),
 		T(test_exact_across_processes),
+		T(test_keys_race),
+		T(test_keys_basics),
+		T(test_keys_full_and_idle),
+		T(test_keys_corrupt),
 		T(test_exact_across_processes_window),
 		T(test_tiers_and_policies_all_or_nothing),
 		T(test_delay),

@@ -117,8 +117,6 @@ static const struct {
 	{ "uid=1,,uri=/", "match \"uid=1,,uri=/\": empty dimension" },
 	{ "ip=1.2.3.4,ip=5.6.7.8", "match \"ip=1.2.3.4,ip=5.6.7.8\": ip given twice" },
 	{ "arg:a=1,arg:a=2", "match \"arg:a=1,arg:a=2\": arg:a given twice" },
-	{ "ip=*,uid=1", "match \"ip=*,uid=1\": ip=* (a bucket per source) stands alone; combine ip= with an address "
-			"or prefix" },
 	{ "uid=1,uid=2,uid=3", "match \"uid=1,uid=2,uid=3\": uid given twice" },
 };
 
@@ -152,6 +150,16 @@ static void test_matches(void **state)
 	assert_int_equal(fc_match_parse(buf, &p, &err), 0);
 	fc_match_format(&p, buf);
 	assert_string_equal(buf, "ip=198.18.0.0/24,uid=u1024,arg:a=1,arg:b=2,header:x-api-key=k1,uri=/login");
+	/* Per key: a wildcard value, ip=* beside other dimensions (in nginx), a uri prefix. */
+	assert_int_equal(fc_match_parse("uri=/api/*,ip=*,header:X-Api-Key=*", &p, &err), 0);
+	assert_true(fc_policy_is_l7(&p));
+	assert_true(fc_policy_is_keyed(&p));
+	fc_match_format(&p, buf);
+	assert_string_equal(buf, "ip=*,header:x-api-key=*,uri=/api/*");
+	assert_int_equal(fc_match_parse("uid=u1,uri=/api/*", &p, &err), 0);
+	assert_false(fc_policy_is_keyed(&p)); /* a prefix alone keeps one bucket */
+	assert_int_equal(fc_match_parse("ip=*", &p, &err), 0);
+	assert_false(fc_policy_is_keyed(&p)); /* XDP's: its buckets are the kernel's */
 	for (i = 0; i < sizeof(fc_bad_matches) / sizeof(fc_bad_matches[0]); i++) {
 		memset(&err, 0, sizeof(err));
 		if (fc_match_parse(fc_bad_matches[i].in, &p, &err) == 0)
