@@ -143,6 +143,7 @@ struct fc_shm_dim {
 
 /* fc_shm_policy.flags, beside FC_POLICY_PRECISE */
 #define FC_SHM_POLICY_ESCALATE 0x100
+#define FC_SHM_POLICY_HTTP     0x200 /* ip= alone, but for nginx (--layer http) */
 
 struct fc_shm_policy {
 	struct fc_shm_item item;

@@ -184,7 +184,7 @@ static bool fc_policy_read(struct fc_l7_index *ix, const uint8_t *it, size_t len
 	}
 	if (pol->keyed && (!pol->new_keys || pol->new_keys > FC_NS_PER_SEC))
 		return false;
-	return l7; /* an ip-only policy belongs to XDP/TC */
+	return l7 || (sp.flags & FC_SHM_POLICY_HTTP); /* else an ip-only policy: XDP/TC's */
 }
 
 static void fc_file_policy(struct fc_l7_index *ix, uint32_t i)

@@ -12,6 +12,8 @@ const char *const fc_action_names[] = { [FC_ACTION_DROP] = "drop", [FC_ACTION_LO
 					[FC_ACTION_DELAY] = "delay", NULL };
 const char *const fc_count_names[] = { [FC_COUNT_PACKETS] = "packets", [FC_COUNT_BYTES] = "bytes",
 				       [FC_COUNT_SYN] = "syn", NULL };
+const char *const fc_layer_names[] = { [FC_LAYER_AUTO] = "auto", [FC_LAYER_XDP] = "xdp", [FC_LAYER_HTTP] = "http",
+				       NULL };
 
 static const struct {
 	char unit;
@@ -223,7 +225,7 @@ bool fc_policy_is_keyed(const struct fc_policy_spec *p)
 {
 	int i;
 
-	if (p->kind == FC_MATCH_STAR && p->ndims)
+	if (p->kind == FC_MATCH_STAR && fc_policy_is_l7(p))
 		return true;
 	for (i = 0; i < p->ndims; i++)
 		if (!strcmp(p->dims[i].value, "*"))
@@ -240,6 +242,9 @@ static char fc_unit_char(uint64_t secs)
 			return fc_rate_units[i].unit;
 	return '?';
 }
+
+static const char *const fc_dim_names[] = { [FC_DIM_UID] = "uid", [FC_DIM_ARG] = "arg:", [FC_DIM_HEADER] = "header:",
+					    [FC_DIM_URI] = "uri" };
 
 int fc_policy_validate(const struct fc_policy_spec *p, struct fc_err *err)
 {
@@ -266,6 +271,13 @@ int fc_policy_validate(const struct fc_policy_spec *p, struct fc_err *err)
 		return fc_err_set(err, "--burst applies to --algo gcra; a fixed window admits N per window");
 	if (p->new_sources && p->kind != FC_MATCH_STAR)
 		return fc_err_set(err, "--new-sources applies to the ip=* policy only");
+	if (p->layer == FC_LAYER_XDP && p->ndims)
+		return fc_err_set(err, "--layer xdp: the match has %s%s, which only nginx sees; leave out --layer",
+				  fc_dim_names[p->dims[0].kind], p->dims[0].kind == FC_DIM_ARG ||
+				  p->dims[0].kind == FC_DIM_HEADER ? p->dims[0].name : "");
+	if ((p->max_keys || p->new_keys) && !fc_policy_is_keyed(p))
+		return fc_err_set(err, "--max-keys and --new-keys apply to per-key policies (a DIM=*, or ip=* "
+				       "with --layer http)");
 	if (p->new_sources && fc_policy_is_l7(p))
 		return fc_err_set(err, "--new-sources applies to the ip=* policy at XDP/TC only; a per-key policy in "
 				       "nginx caps its new keys itself");
@@ -291,8 +303,6 @@ int fc_policy_validate(const struct fc_policy_spec *p, struct fc_err *err)
 	return 0;
 }
 
-static const char *const fc_dim_names[] = { [FC_DIM_UID] = "uid", [FC_DIM_ARG] = "arg:", [FC_DIM_HEADER] = "header:",
-					    [FC_DIM_URI] = "uri" };
 
 void fc_match_format(const struct fc_policy_spec *p, char buf[FC_MATCH_LEN])
 {
@@ -487,5 +497,11 @@ const struct fc_opt fc_policy_opts[] = {
 		      .help = "packets (default), bytes, or syn (TCP SYN without ACK)"),
 	FC_POLICY_OPT("new-sources", 0, FC_OPT_UINT, new_sources, .min = 1, .max = 100000000, .json = "new_sources",
 		      .arg = "N", .help = "ip=* only: new source buckets per second (default 20000)"),
+	FC_POLICY_OPT("layer", 0, FC_OPT_ENUM, layer, .names = fc_layer_names, .json = "layer", .arg = "LAYER",
+		      .help = "an ip=-only policy: xdp (default: packets, at XDP/TC) or http (requests, in nginx)"),
+	FC_POLICY_OPT("max-keys", 0, FC_OPT_U32, max_keys, .min = 1, .max = FC_SHM_KEYS, .json = "max_keys",
+		      .arg = "N", .help = "per-key policies: keys at most; past it, the overflow bucket (default: the table's)"),
+	FC_POLICY_OPT("new-keys", 0, FC_OPT_U32, new_keys, .min = 1, .max = 1000000000, .json = "new_keys", .arg = "N",
+		      .help = "per-key policies: new keys a second; past it, the overflow bucket (default 10000)"),
 	FC_OPT_END,
 };

@@ -19,6 +19,14 @@
 #define FC_POLICY_ID_MAX 4294967295ULL
 #define FC_TEXT_LEN      256
 
+/* Where an ip=-only policy runs: XDP/TC unless told otherwise. A policy
+ * with any other dimension runs in nginx. */
+enum fc_layer {
+	FC_LAYER_AUTO,
+	FC_LAYER_XDP,
+	FC_LAYER_HTTP,
+};
+
 enum fc_match_kind {
 	FC_MATCH_NONE,   /* no --match given yet */
 	FC_MATCH_PREFIX, /* ip=ADDR or ip=PREFIX: one bucket for all of it */
@@ -57,11 +65,16 @@ struct fc_policy_spec {
 	 * banned at XDP/TC for ban_ttl seconds (by the agent). */
 	struct fc_rate escalate;
 	int64_t ban_ttl;
+	enum fc_layer layer;
+	/* Per-key policies: keys at most (0: as the table holds), and new keys
+	 * a second (0: FC_NEW_KEYS_DEFAULT). */
+	uint32_t max_keys;
+	uint32_t new_keys;
 };
 
 static inline bool fc_policy_is_l7(const struct fc_policy_spec *p)
 {
-	return p->ndims > 0;
+	return p->ndims > 0 || p->layer == FC_LAYER_HTTP;
 }
 
 #define FC_NEW_SOURCES_DEFAULT 20000
@@ -81,7 +94,8 @@ int fc_rate_parse(const char *s, struct fc_rate *r, struct fc_err *err);
 extern const struct fc_opt fc_policy_opts[];
 
 /* The names of each enum, by value, NULL-terminated. */
-extern const char *const fc_algo_names[], *const fc_action_names[], *const fc_count_names[];
+extern const char *const fc_algo_names[], *const fc_action_names[], *const fc_count_names[],
+	*const fc_layer_names[];
 
 int fc_algo_parse(const char *s, enum fc_algo *a, struct fc_err *err);
 int fc_action_parse(const char *s, enum fc_action *a, struct fc_err *err);

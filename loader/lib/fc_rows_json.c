@@ -18,14 +18,17 @@ json_t *fc_policy_to_json(const struct fc_policy_spec *p)
 		json_array_append_new(rates, json_string(rate));
 	}
 	fc_rate_format(&p->escalate, esc);
-	return json_pack("{s:I, s:s, s:o, s:o, s:s, s:s, s:s, s:o, s:o, s:o, s:o}", "id", (json_int_t)p->id, "match",
-			 match, "rates", rates, "burst", p->burst ? json_integer((json_int_t)p->burst) : json_null(),
-			 "algo", fc_algo_name(p->algo), "action", fc_action_name(p->action), "count",
-			 fc_count_name(p->count), "delay_burst",
+	return json_pack("{s:I, s:s, s:o, s:o, s:s, s:s, s:s, s:o, s:o, s:o, s:o, s:o, s:o, s:o}", "id",
+			 (json_int_t)p->id, "match", match, "rates", rates, "burst",
+			 p->burst ? json_integer((json_int_t)p->burst) : json_null(), "algo", fc_algo_name(p->algo),
+			 "action", fc_action_name(p->action), "count", fc_count_name(p->count), "delay_burst",
 			 p->delay_burst ? json_integer(p->delay_burst) : json_null(), "new_sources",
 			 p->new_sources ? json_integer((json_int_t)p->new_sources) : json_null(), "escalate",
 			 p->escalate.n ? json_string(esc) : json_null(), "ban_ttl",
-			 p->ban_ttl ? json_integer(p->ban_ttl) : json_null());
+			 p->ban_ttl ? json_integer(p->ban_ttl) : json_null(), "layer",
+			 p->layer != FC_LAYER_AUTO ? json_string(fc_layer_names[p->layer]) : json_null(), "max_keys",
+			 p->max_keys ? json_integer(p->max_keys) : json_null(), "new_keys",
+			 p->new_keys ? json_integer(p->new_keys) : json_null());
 }
 
 int fc_json_uint(json_t *v, uint64_t max, uint64_t *out)

@@ -73,6 +73,17 @@ check "ip=*,uri=/login 3/m in nginx: per client address, requests on one connect
 check "... \$freqctl_key is the address" grep -q '^429 5 127.0.0.1$' "$d/logs/access.log"
 fcq policy del 5
 
+fcq policy add 7 --match 'ip=*' --layer http --rate 2/m
+got=$(curl -s -o /dev/null -o /dev/null -o /dev/null -w '%{http_code} ' "$ngx_url/" "$ngx_url/" "$ngx_url/")
+check "--layer http, ip=* 2/m: requests per client address in nginx, on one connection ($got)" \
+	[ "$got" = "200 200 429 " ]
+check "... and not at XDP: the kernel's ip=* slot stays empty" \
+	jq_true '.policies[] | select(.id == 7) | .layer == "nginx" and .passed.packets == 2' <<<"$(fc stats --json)"
+check "--layer xdp with an nginx dimension: a usage error naming it" \
+	sh -c "'$FC_BIN' --db '$db' --pin-dir '$pin' --shm '$shm' policy add 8 --match 'uid=*' --layer xdp --rate 1/s 2>&1 >/dev/null |
+		grep -q 'layer xdp: the match has uid, which only nginx sees'"
+fcq policy del 7
+
 # A flood of new keys does not take a steady key's bucket.
 fcq policy add 6 --match 'uid=*' --rate 5/h
 check "a steady uid, 2 of its 5" [ "$(codes 2 '/?uid=steady')" = "200 200" ]

@@ -14,7 +14,7 @@
 
 #define FC_PG_LOCK    "SELECT pg_advisory_xact_lock(7382915460172)" /* any constant, freqctl's own */
 #define FC_PG_CHANNEL "freqctl"
-#define FC_PG_ARGS    16
+#define FC_PG_ARGS    20
 
 /* Schema versions; version i + 1 is reached by fc_pg_schema[i]. */
 static const char fc_pg_schema_v1[] =
@@ -62,7 +62,13 @@ static const char fc_pg_schema_v1[] =
 	FC_PG_TRIGGER("bans") FC_PG_TRIGGER("policies") FC_PG_TRIGGER("uid_bans") FC_PG_TRIGGER("nodes")
 	"INSERT INTO meta VALUES ('schema', 0);";
 
-static const char *const fc_pg_schema[] = { fc_pg_schema_v1 };
+/* Per-key policies; ip=-only policies in nginx. */
+static const char fc_pg_schema_v2[] =
+	"ALTER TABLE policies ADD COLUMN layer text CHECK (layer IN ('auto', 'xdp', 'http'));"
+	"ALTER TABLE policies ADD COLUMN max_keys bigint;"
+	"ALTER TABLE policies ADD COLUMN new_keys bigint;";
+
+static const char *const fc_pg_schema[] = { fc_pg_schema_v1, fc_pg_schema_v2 };
 #define FC_PG_SCHEMA_VERSION ((int64_t)(sizeof(fc_pg_schema) / sizeof(fc_pg_schema[0])))
 
 struct fc_db_pg {

@@ -82,7 +82,14 @@ static const char fc_schema_v5[] =
 	"ALTER TABLE policies ADD COLUMN ban_ttl INTEGER;"
 	"ALTER TABLE bans ADD COLUMN by_policy INTEGER;"; /* NULL: by hand */
 
-static const char *const fc_schema[] = { fc_schema_v1, fc_schema_v2, fc_schema_v3, fc_schema_v4, fc_schema_v5 };
+/* Per-key policies; ip=-only policies in nginx. */
+static const char fc_schema_v6[] =
+	"ALTER TABLE policies ADD COLUMN layer TEXT CHECK (layer IN ('auto', 'xdp', 'http'));" /* NULL: auto */
+	"ALTER TABLE policies ADD COLUMN max_keys INTEGER;"
+	"ALTER TABLE policies ADD COLUMN new_keys INTEGER;";
+
+static const char *const fc_schema[] = { fc_schema_v1, fc_schema_v2, fc_schema_v3, fc_schema_v4, fc_schema_v5,
+					 fc_schema_v6 };
 #define FC_SCHEMA_VERSION ((int)(sizeof(fc_schema) / sizeof(fc_schema[0])))
 
 struct fc_db_sqlite {

@@ -58,15 +58,16 @@ static const char *const fc_sql[FC_SQL_MAX] = {
 			     "FROM bans WHERE expires IS NULL OR expires > ?1",
 #define FC_POL_COLS                                                                                          \
 	"id, match, rates, burst, algo, action, count, new_sources, slot, epoch, created, updated, delay_burst, " \
-	"escalate, ban_ttl"
+	"escalate, ban_ttl, layer, max_keys, new_keys"
 	[FC_SQL_POL_GET] = "SELECT " FC_POL_COLS " FROM policies WHERE id = ?1",
 	[FC_SQL_POL_SLOT] = "SELECT slot FROM policies WHERE id = ?1",
 	[FC_SQL_POL_LIST] = "SELECT " FC_POL_COLS " FROM policies ORDER BY id",
 	[FC_SQL_POL_PUT] = "INSERT INTO policies (" FC_POL_COLS ") "
-			   "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15) "
+			   "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18) "
 			   "ON CONFLICT (id) DO UPDATE SET match = ?2, rates = ?3, burst = ?4, algo = ?5, "
 			   "action = ?6, count = ?7, new_sources = ?8, slot = ?9, epoch = ?10, created = ?11, "
-			   "updated = ?12, delay_burst = ?13, escalate = ?14, ban_ttl = ?15",
+			   "updated = ?12, delay_burst = ?13, escalate = ?14, ban_ttl = ?15, layer = ?16, "
+			   "max_keys = ?17, new_keys = ?18",
 	[FC_SQL_POL_DEL] = "DELETE FROM policies WHERE id = ?1",
 	[FC_SQL_POL_CONFLICT] = "SELECT id FROM policies WHERE match = ?1 AND id != ?2",
 	/* A freed slot if any (lowest first), else the next never used. */
@@ -368,9 +369,9 @@ static int fc_policy_row_read(struct fc_store *st, int id, void *out, struct fc_
 	struct fc_policy_row *row = out;
 	struct fc_policy_spec *p = &row->spec;
 	static const int text_cols[5] = { 1, 2, 4, 5, 6 }; /* match, rates, algo, action, count */
-	const char *txt[5], *esc;
+	const char *txt[5], *esc, *layer;
 	struct fc_err why;
-	int i, rc = 0;
+	int i, rc = 0, lv = FC_LAYER_AUTO;
 
 	memset(row, 0, sizeof(*row));
 	for (i = 0; i < 5; i++)
@@ -385,11 +386,16 @@ static int fc_policy_row_read(struct fc_store *st, int id, void *out, struct fc_
 	p->delay_burst = (uint32_t)o->col_int(st->db, id, 12);
 	esc = o->col_text(st->db, id, 13);
 	p->ban_ttl = o->col_int(st->db, id, 14);
+	layer = o->col_text(st->db, id, 15);
+	p->max_keys = (uint32_t)o->col_int(st->db, id, 16);
+	p->new_keys = (uint32_t)o->col_int(st->db, id, 17);
 	for (i = 0; i < 5; i++)
 		if (!txt[i])
 			return fc_err_set(err, "store %s: policy %u: a required column is NULL", st->db->name, p->id),
 			       FC_ROW_BAD;
-	if ((esc && fc_rate_parse(esc, &p->escalate, &why) < 0) || fc_match_parse(txt[0], p, &why) < 0 ||
+	if ((esc && fc_rate_parse(esc, &p->escalate, &why) < 0) ||
+	    (layer && fc_enum_parse("layer", layer, fc_layer_names, &lv, &why) < 0) ||
+	    (p->layer = (enum fc_layer)lv, fc_match_parse(txt[0], p, &why) < 0) ||
 	    fc_rates_parse(txt[1], p, &why) < 0 || fc_algo_parse(txt[2], &p->algo, &why) < 0 ||
 	    fc_action_parse(txt[3], &p->action, &why) < 0 || fc_count_parse(txt[4], &p->count, &why) < 0 ||
 	    fc_policy_validate(p, &why) < 0)
@@ -495,7 +501,10 @@ int fc_store_policy_put(struct fc_store *st, const struct fc_policy_spec *p, int
 			       FC_INT(out->epoch), FC_INT(out->created), FC_INT(out->updated),
 			       FC_INT_OR_NULL(p->delay_burst),
 			       p->escalate.n ? FC_TEXT(esc) : (struct fc_val){ .type = FC_VAL_NULL },
-			       p->escalate.n ? FC_INT(p->ban_ttl) : (struct fc_val){ .type = FC_VAL_NULL }),
+			       p->escalate.n ? FC_INT(p->ban_ttl) : (struct fc_val){ .type = FC_VAL_NULL },
+			       p->layer != FC_LAYER_AUTO ? FC_TEXT(fc_layer_names[p->layer]) :
+							  (struct fc_val){ .type = FC_VAL_NULL },
+			       FC_INT_OR_NULL(p->max_keys), FC_INT_OR_NULL(p->new_keys)),
 		       NULL, "writing policy", err);
 }
 
