@@ -9,9 +9,13 @@
 #include "fc_change.h"
 
 static const char fc_policy_details[] =
-	"A policy whose only dimension is ip= runs at XDP/TC, on packets; any other dimension\n"
-	"(uid, arg:NAME, header:NAME, uri, combined with each other and with an ip= address or\n"
-	"prefix) makes it a policy for nginx, on requests, published through the shm.\n"
+	"A policy whose only dimension is ip= runs at XDP/TC, on packets (--layer http: in\n"
+	"nginx, on requests); any other dimension (uid, arg:NAME, header:NAME, uri, combined\n"
+	"with each other and with ip=) makes it a policy for nginx, published through the shm.\n"
+	"A value * gives every distinct value its own bucket (uid=*: per user; ip=*,uri=/login:\n"
+	"per client address); a request without that dimension does not match. uri=/api/* is\n"
+	"a prefix. New keys are capped (--new-keys, --max-keys); past the caps requests share\n"
+	"the policy's overflow bucket. $freqctl_key in nginx is the deciding key.\n"
 	"Semantics: a rate N/UNIT has emission interval T = UNIT/N. GCRA admits exactly B back\n"
 	"to back from idle, then one per T (nginx's burst=B and redis-cell's max_burst=B admit\n"
 	"B+1: use B+1 here for the same). A fixed window admits at most N per aligned UNIT.\n"

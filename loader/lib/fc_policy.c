@@ -478,7 +478,8 @@ static int fc_opt_escalate(const char *text, void *rate, struct fc_err *err)
 
 const struct fc_opt fc_policy_opts[] = {
 	{ .name = "match", .short_name = 'm', .type = FC_OPT_PARSE, .parse = fc_opt_match, .json = "match",
-	  .arg = "EXPR", .help = "DIM=VALUE[,...]: ip=ADDR|PREFIX|*, uid=V, arg:NAME=V, header:NAME=V, uri=PATH" },
+	  .arg = "EXPR", .help = "DIM=VALUE[,...]: ip=ADDR|PREFIX|*, uid=V, arg:NAME=V, header:NAME=V, uri=PATH; "
+		  "V * is a bucket per value, uri=/P/* a prefix" },
 	{ .name = "rate", .short_name = 'r', .type = FC_OPT_PARSE, .parse = fc_opt_rate, .repeat = true,
 	  .json = "rates", .arg = "N/UNIT", .help = "N per UNIT (s, m, h, d); repeat for tiers (at most 4)" },
 	FC_POLICY_OPT("burst", 'b', FC_OPT_UINT, burst, .min = 1, .max = FC_RATE_MAX, .json = "burst", .arg = "B",
