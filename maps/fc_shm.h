@@ -93,9 +93,12 @@ struct fc_shm_header {
 	__u32 ban_stamp;   /* the last stamp written, published or not: never reused */
 	__u32 pad;
 	__u64 ban_digest;  /* of the live ban set: an unchanged set is not rewritten */
-	__u64 ban_plens[4]; /* prefix lengths with an IP ban: IPv4 p at bit p, IPv6 p at bit 64 + p */
+	__u64 ban_plens[4]; /* prefix lengths with an IP ban: IPv4 p at bit p, IPv6 p at bit 64 + p;
+			     * bit 255 (FC_SHM_BAN_UIDS in word 3): some uid is banned */
 	__u64 key_secret[2]; /* SipHash key of the key table (fc_shm_key): random, made with the file */
 };
+
+#define FC_SHM_BAN_UIDS (1ULL << 63)
 
 /* The live ban table and its slots' stamp, in one word read at once. */
 #define FC_SHM_BAN_LIVE(stamp, table) (((__u64)(stamp) << 32) | (table))
@@ -223,14 +226,16 @@ struct fc_shm_slot {
  * A key is its 64-bit SipHash tag (policy slot, epoch and the key's bytes,
  * keyed by the header's key_secret, so clients can not aim at collisions).
  * Open addressing in a window of FC_SHM_KEY_PROBE entries; an entry is
- * taken by CAS of its tag from 0 or from an idle key's tag to
- * FC_SHM_KEY_BUSY, set up, then tagged (release): two workers meeting a new
- * key make one bucket. An entry is idle when idle_ns (no later than which
- * its state stops mattering) has passed, or its policy (slot, epoch) is
- * gone: taking it back changes no decision.
+ * taken by CAS of its tag from 0 or from an idle key's tag to a busy word
+ * (the UTC second it was taken, below FC_SHM_KEY_TAG_MIN), set up, then
+ * tagged (release): two workers meeting a new key make one bucket, and a
+ * busy word a killed worker left is taken over once it is stale. An entry
+ * is idle when idle_ns (no later than which its state stops mattering) has
+ * passed, or its policy (slot, epoch) is gone: taking it back changes no
+ * decision.
  */
 struct fc_shm_key {
-	__u64 tag;      /* 0: never used; FC_SHM_KEY_BUSY: being set up */
+	__u64 tag;      /* 0: never used; below FC_SHM_KEY_TAG_MIN: being set up since that second */
 	__u64 idle_ns;  /* UTC ns after which the state carries no information */
 	__u64 state[FC_MAX_TIERS];
 	__u32 slot;
@@ -240,8 +245,9 @@ struct fc_shm_key {
 };
 
 #define FC_SHM_KEYS      1048576u /* entries: 64 MiB of state file, used as touched */
-#define FC_SHM_KEY_PROBE 16
-#define FC_SHM_KEY_BUSY  1ULL
+#define FC_SHM_KEY_PROBE 64
+#define FC_SHM_KEY_TAG_MIN (1ULL << 32) /* tags are at least this; busy words below */
+#define FC_SHM_KEY_STALE   2             /* seconds after which a busy word is a dead worker's */
 
 #define FC_SHM_OWNER(id, epoch) (((__u64)(id) << 32) | (epoch))
 

@@ -393,7 +393,9 @@ static bool fc_banned_in(const struct fc_l7_index *ix, __u64 live, const struct 
 	int len;
 
 	*uid = true;
-	if (rq->uid.len && fc_ban_holds(tab, stamp, 0, 0, rq->uid.data, (uint32_t)rq->uid.len, now))
+	/* No uid banned, no lookup: a miss in a 80 MB table costs more than the rest. */
+	if (rq->uid.len && __atomic_load_n(&ix->hdr->ban_plens[3], __ATOMIC_ACQUIRE) & FC_SHM_BAN_UIDS &&
+	    fc_ban_holds(tab, stamp, 0, 0, rq->uid.data, (uint32_t)rq->uid.len, now))
 		return true;
 	*uid = false;
 	if (!rq->family)
@@ -573,9 +575,15 @@ static void fc_sip_init(struct fc_sip *h, const uint64_t k[2])
 static void fc_sip_update(struct fc_sip *h, const void *data, size_t n)
 {
 	const uint8_t *p = data;
-	size_t i;
+	uint64_t m;
+	size_t i = 0;
 
-	for (i = 0; i < n; i++) {
+	if (!(h->len & 7)) /* word-aligned: whole words at once */
+		for (; i + 8 <= n; i += 8, h->len += 8) {
+			memcpy(&m, p + i, 8);
+			fc_sip_word(h, le64toh(m));
+		}
+	for (; i < n; i++) {
 		h->tail |= (uint64_t)p[i] << (8 * (h->len & 7));
 		if ((++h->len & 7) == 0) {
 			fc_sip_word(h, h->tail);
@@ -606,7 +614,7 @@ static void fc_sip_part(struct fc_sip *h, const void *data, size_t n)
 
 /* The tag of rq's key for p: the policy, then each wildcard dimension's
  * value in order (an argument or header given more than once: every value,
- * in order). Never 0 or FC_SHM_KEY_BUSY. */
+ * in order). Never below FC_SHM_KEY_TAG_MIN. */
 static __u64 fc_key_tag(const struct fc_l7_index *ix, const struct fc_l7_policy *p, const struct fc_l7_req *rq)
 {
 	uint32_t who[2] = { p->slot, p->epoch };
@@ -634,7 +642,7 @@ static __u64 fc_key_tag(const struct fc_l7_index *ix, const struct fc_l7_policy 
 					fc_sip_part(&h, rq->vals[i].v.data, rq->vals[i].v.len);
 	}
 	t = fc_sip_final(&h);
-	return t > FC_SHM_KEY_BUSY ? t : t + 2;
+	return t | FC_SHM_KEY_TAG_MIN;
 }
 
 /* Writes rq's key for p as text into rq->keybuf (for $freqctl_key): the
@@ -679,37 +687,45 @@ static size_t fc_key_text(const struct fc_l7_policy *p, const struct fc_l7_req *
 
 /* Whether entry e carries nothing a decision needs: its policy is gone, or
  * every bucket of it has run empty. */
+static bool fc_key_owned(const struct fc_l7_index *ix, uint32_t slot, uint32_t epoch);
+
 static bool fc_key_idle(const struct fc_l7_index *ix, const struct fc_shm_key *e, uint64_t now)
 {
-	uint32_t slot = __atomic_load_n(&e->slot, __ATOMIC_RELAXED);
-
-	if (!slot || slot >= ix->nslots ||
-	    (uint32_t)__atomic_load_n(&ix->slots[slot].owner, __ATOMIC_ACQUIRE) != __atomic_load_n(&e->epoch,
-												    __ATOMIC_RELAXED))
+	if (!fc_key_owned(ix, __atomic_load_n(&e->slot, __ATOMIC_RELAXED), __atomic_load_n(&e->epoch, __ATOMIC_RELAXED)))
 		return true;
 	return __atomic_load_n(&e->idle_ns, __ATOMIC_RELAXED) < now;
 }
 
 /* When state stops mattering after a charge at now: the latest a bucket of
  * p can still hold anything (GCRA: TAT within tolerance, the queue and one
- * interval; window: the window's end). */
+ * interval; window: the window's end). Saturating: a far horizon only keeps
+ * a key longer. */
 static uint64_t fc_key_horizon(const struct fc_l7_policy *p, uint64_t now)
 {
-	uint64_t h = 0, t;
+	uint64_t h = 0, t, q;
 	int i;
 
 	for (i = 0; i < p->ntiers; i++) {
-		t = p->tier[i].unit_ns + p->tier[i].tolerance_ns +
-		    p->tier[i].interval_ns * (1 + (p->action == FC_ACTION_DELAY ? p->delay_burst : 0));
+		q = 1 + (p->action == FC_ACTION_DELAY ? p->delay_burst : 0);
+		if (__builtin_mul_overflow(p->tier[i].interval_ns, q, &t) ||
+		    __builtin_add_overflow(t, p->tier[i].unit_ns + p->tier[i].tolerance_ns, &t))
+			t = UINT64_MAX / 2;
 		if (t > h)
 			h = t;
 	}
-	return now + h;
+	return now + h < now ? UINT64_MAX : now + h;
 }
 
 /* Lookups wait this many reads at most for an entry being set up; past it
- * (its maker died mid-way) the entry is skipped. */
-#define FC_KEY_SPIN 4096
+ * the request takes the overflow bucket (never a second bucket of its own). */
+#define FC_KEY_SPIN 256
+
+/* Whether a policy in slot still owns an entry made with epoch. */
+static bool fc_key_owned(const struct fc_l7_index *ix, uint32_t slot, uint32_t epoch)
+{
+	return slot && slot < ix->nslots &&
+	       (uint32_t)__atomic_load_n(&ix->slots[slot].owner, __ATOMIC_ACQUIRE) == epoch;
+}
 
 /* rq's bucket of p: found, or made in a free or idle entry within the
  * probe window if p may make a key now. NULL: the overflow bucket. */
@@ -717,10 +733,10 @@ static struct fc_shm_key *fc_key_get(const struct fc_l7_index *ix, const struct 
 				     __u64 tag, __u64 now)
 {
 	struct fc_shm_key *e, *take;
-	__u64 t, seen;
+	__u64 t, seen, secs = now / FC_NS_PER_SEC, prev, next;
+	uint32_t os, oe, max_keys = p->max_keys ? p->max_keys : FC_SHM_KEYS / 2;
 	unsigned spin, tries;
 	size_t j;
-	__u64 prev, next;
 
 	for (tries = 0; tries < 4; tries++) {
 		take = NULL;
@@ -728,12 +744,19 @@ static struct fc_shm_key *fc_key_get(const struct fc_l7_index *ix, const struct 
 		for (j = 0; j < FC_SHM_KEY_PROBE; j++) {
 			e = &ix->keys[(tag + j) & (FC_SHM_KEYS - 1)];
 			t = __atomic_load_n(&e->tag, __ATOMIC_ACQUIRE);
-			for (spin = 0; t == FC_SHM_KEY_BUSY && spin < FC_KEY_SPIN; spin++)
+			for (spin = 0; t && t < FC_SHM_KEY_TAG_MIN && spin < FC_KEY_SPIN; spin++)
 				t = __atomic_load_n(&e->tag, __ATOMIC_ACQUIRE);
 			if (t == tag)
 				return e;
-			if (t == FC_SHM_KEY_BUSY)
+			if (t && t < FC_SHM_KEY_TAG_MIN) {
+				/* Still being set up, maybe for this very key: a dead
+				 * worker's once stale, else the overflow bucket. */
+				if (t + FC_SHM_KEY_STALE > secs)
+					return NULL;
+				if (!take)
+					take = e, seen = t;
 				continue;
+			}
 			if (!t) { /* the end of the chain: the key is not there */
 				if (!take)
 					take = e, seen = 0;
@@ -744,25 +767,33 @@ static struct fc_shm_key *fc_key_get(const struct fc_l7_index *ix, const struct 
 		}
 		if (!take)
 			return NULL; /* the window is full of live keys */
-		if (p->max_keys && __atomic_load_n(&s->keys, __ATOMIC_RELAXED) >= p->max_keys)
-			return NULL;
-		if (!tries && !fc_gcra_try(&s->new_keys, &(struct fc_tier){ .interval_ns = FC_NS_PER_SEC / p->new_keys,
-								     .tolerance_ns = FC_NS_PER_SEC,
-								     .unit_ns = FC_NS_PER_SEC, .limit = p->new_keys },
-					   now, 1, &prev, &next))
-			return NULL;
-		if (!__atomic_compare_exchange_n(&take->tag, &seen, FC_SHM_KEY_BUSY, false, __ATOMIC_ACQUIRE,
-						 __ATOMIC_RELAXED))
+		os = __atomic_load_n(&take->slot, __ATOMIC_RELAXED);
+		oe = __atomic_load_n(&take->epoch, __ATOMIC_RELAXED);
+		/* Taking back one of its own keys is not a new key. */
+		if (!(seen >= FC_SHM_KEY_TAG_MIN && os == p->slot && oe == p->epoch)) {
+			if (__atomic_load_n(&s->keys, __ATOMIC_RELAXED) >= max_keys)
+				return NULL;
+			if (!tries &&
+			    !fc_gcra_try(&s->new_keys, &(struct fc_tier){ .interval_ns = FC_NS_PER_SEC / p->new_keys,
+									  .tolerance_ns = FC_NS_PER_SEC,
+									  .unit_ns = FC_NS_PER_SEC, .limit = p->new_keys },
+					 now, 1, &prev, &next))
+				return NULL;
+		}
+		if (!__atomic_compare_exchange_n(&take->tag, &seen, secs | 1, false, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
 			continue; /* taken meanwhile, maybe for this very key: look again */
-		if (seen) { /* an idle key taken back from its policy */
-			uint32_t os = take->slot;
+		/* The count of the policy it belonged to, if that still owns it. */
+		if (seen >= FC_SHM_KEY_TAG_MIN && fc_key_owned(ix, os, oe)) {
+			__u64 k = __atomic_load_n(&ix->slots[os].keys, __ATOMIC_RELAXED);
 
-			if (os && os < ix->nslots)
-				__atomic_fetch_sub(&ix->slots[os].keys, 1, __ATOMIC_RELAXED);
+			while (k && !__atomic_compare_exchange_n(&ix->slots[os].keys, &k, k - 1, true, __ATOMIC_RELAXED,
+								 __ATOMIC_RELAXED))
+				;
 		}
 		take->slot = p->slot;
 		take->epoch = p->epoch;
-		take->idle_ns = 0;
+		/* Held from the start: an entry not charged yet is not idle. */
+		take->idle_ns = fc_key_horizon(p, now);
 		memset(take->state, 0, sizeof(take->state));
 		take->passed = take->denied = 0;
 		__atomic_fetch_add(&s->keys, 1, __ATOMIC_RELAXED);
@@ -772,13 +803,16 @@ static struct fc_shm_key *fc_key_get(const struct fc_l7_index *ix, const struct 
 	return NULL;
 }
 
-/* Moves e's idle time up to at least t; never down (two workers race). */
+/* Moves e's idle time up to at least t; never down (two workers race), and
+ * a bounded number of tries (a hostile writer could keep changing it). */
 static void fc_key_hold(struct fc_shm_key *e, __u64 t)
 {
 	__u64 cur = __atomic_load_n(&e->idle_ns, __ATOMIC_RELAXED);
+	int i;
 
-	while (cur < t && !__atomic_compare_exchange_n(&e->idle_ns, &cur, t, true, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
-		;
+	for (i = 0; i < 64 && cur < t; i++)
+		if (__atomic_compare_exchange_n(&e->idle_ns, &cur, t, true, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+			break;
 }
 
 /* One policy's charge: every tier or none; for delay, the wait. */
@@ -939,19 +973,68 @@ int fc_l7_header_idx(const struct fc_l7_index *ix, const char *lowname, size_t l
 	return fc_name_find(ix->headers, ix->nheaders, lowname, len);
 }
 
-/* The bucket p charges for rq: its key's, the overflow bucket (NULL key),
- * or, for a policy without keys, its slot's. */
+/* Whether an argument or header p keys on is given more than once: a
+ * client could key on junk copies beside the one the backend reads. */
+static bool fc_key_repeated(const struct fc_l7_policy *p, const struct fc_l7_req *rq)
+{
+	size_t i, n;
+	int d;
+
+	for (d = 0; d < p->ndims; d++) {
+		const struct fc_l7_dim *dm = &p->dims[d];
+
+		if (!(dm->flags & FC_SHM_DIM_ANY) || (dm->kind != FC_DIM_ARG && dm->kind != FC_DIM_HEADER))
+			continue;
+		for (i = n = 0; i < rq->nvals; i++)
+			n += rq->vals[i].kind == dm->kind && rq->vals[i].idx == dm->name_idx;
+		if (n > 1)
+			return true;
+	}
+	return false;
+}
+
+/* The bucket p charges for rq: its key's, the overflow bucket (NULL key:
+ * past the caps, a full window, or a repeated key argument), or, for a
+ * policy without keys, its slot's. *tag: the key's. */
 static __u64 *fc_bucket(const struct fc_l7_index *ix, const struct fc_l7_policy *p, struct fc_shm_slot *s,
-			const struct fc_l7_req *rq, __u64 now, struct fc_shm_key **key)
+			const struct fc_l7_req *rq, __u64 now, struct fc_shm_key **key, __u64 *tag)
 {
 	*key = NULL;
 	if (!p->keyed)
 		return s->state;
-	*key = fc_key_get(ix, p, s, fc_key_tag(ix, p, rq), now);
+	*tag = fc_key_tag(ix, p, rq);
+	if (!fc_key_repeated(p, rq))
+		*key = fc_key_get(ix, p, s, *tag, now);
 	if (*key)
 		return (*key)->state;
 	__atomic_fetch_add(&s->overflowed, 1, __ATOMIC_RELAXED);
 	return s->state;
+}
+
+/* Charges p for rq in its bucket. A key's entry taken back by another
+ * worker during the charge (it looked idle) is not this key's any more:
+ * the charge is undone and made again in the key's new bucket. */
+static bool fc_charge_bucket(const struct fc_l7_index *ix, const struct fc_l7_policy *p, struct fc_shm_slot *s,
+			     const struct fc_l7_req *rq, __u64 now, __u64 **st, struct fc_shm_key **key,
+			     struct fc_charge *ch, __u64 *wait)
+{
+	__u64 t = fc_clock(p, now), tag = 0;
+	int tries;
+
+	for (tries = 0; tries < 3; tries++) {
+		*st = fc_bucket(ix, p, s, rq, t, key, &tag);
+		if (!fc_charge(p, *st, now, ch, wait))
+			return false;
+		if (!*key || __atomic_load_n(&(*key)->tag, __ATOMIC_ACQUIRE) == tag) {
+			if (*key)
+				fc_key_hold(*key, fc_key_horizon(p, t));
+			return true;
+		}
+		fc_limit_refund(p->algo, p->ntiers, *st, 1, ch);
+	}
+	*st = NULL; /* charged nowhere: pass, as a policy gone meanwhile would */
+	*key = NULL;
+	return true;
 }
 
 /* The deciding policy's bucket, in the result. */
@@ -1009,10 +1092,7 @@ void fc_l7_decide(const struct fc_l7_index *ix, const struct fc_l7_req *rq, uint
 		    __atomic_load_n(&s->owner, __ATOMIC_ACQUIRE) != FC_SHM_OWNER(p->id, p->epoch))
 			continue;
 		t = fc_clock(p, now);
-		st[i] = fc_bucket(ix, p, s, rq, t, &k[i]);
-		if (fc_charge(p, st[i], now, &ch[i], &wait)) {
-			if (k[i])
-				fc_key_hold(k[i], fc_key_horizon(p, t));
+		if (fc_charge_bucket(ix, p, s, rq, now, &st[i], &k[i], &ch[i], &wait)) {
 			if (wait > longest) {
 				longest = wait;
 				longest_at = i;
@@ -1048,13 +1128,10 @@ void fc_l7_decide(const struct fc_l7_index *ix, const struct fc_l7_req *rq, uint
 				fc_result_key(p, k[i], rq, res);
 			continue;
 		}
-		lst = fc_bucket(ix, p, s, rq, fc_clock(p, now), &lk);
-		if (fc_limit_try(p->algo, p->ntiers, p->tier, lst, fc_clock(p, now), 1, &ch[i])) {
+		if (fc_charge_bucket(ix, p, s, rq, now, &lst, &lk, &ch[i], &wait)) {
 			__atomic_fetch_add(&s->passed, 1, __ATOMIC_RELAXED);
-			if (lk) {
-				fc_key_hold(lk, fc_key_horizon(p, fc_clock(p, now)));
+			if (lk)
 				__atomic_fetch_add(&lk->passed, 1, __ATOMIC_RELAXED);
-			}
 		} else {
 			__atomic_fetch_add(&s->denied, 1, __ATOMIC_RELAXED);
 			if (lk)

@@ -42,6 +42,7 @@
 #include "fc_publish.h"
 #include "fc_shm_state.h"
 
+#define FC_AGENT_RECOUNT_S 10 /* live keys counted again this often */
 #define FC_AGENT_FALLBACK_MS 5000   /* data_version check without an event */
 /* A writer's WAL frames raise inotify events before its commit shows in
  * data_version (the WAL index is updated through mmap, which raises none):
@@ -150,6 +151,8 @@ struct fc_agent {
 	int rechecks;                /* quick looks left after an inotify event */
 	struct fc_escalation esc;
 	int state_fd;                /* the workers' state file esc reads the ring from, or -1 */
+	bool keyed;                  /* some policy keeps a bucket per key */
+	int64_t recounted;           /* when keys were last recounted (unix seconds) */
 	struct fc_ring_src ring;
 	size_t nbans;                /* address bans in the store at the last publish */
 	struct fc_agent_counters cnt;
@@ -267,6 +270,12 @@ static void fc_agent_esc_reload(struct fc_agent *a)
 		fc_store_close(st);
 	if (rc == 0 && fc_esc_set_policies(&a->esc, rows, n) < 0)
 		fc_agent_log("escalation: out of memory, keeping the last policies");
+	if (rc == 0) {
+		size_t i;
+
+		for (a->keyed = false, i = 0; i < n; i++)
+			a->keyed |= fc_policy_is_keyed(&rows[i].spec);
+	}
 	free(rows);
 	if (!a->esc.npol)
 		return;
@@ -443,6 +452,20 @@ static void fc_agent_try_publish(struct fc_agent *a, const char *why)
 	fc_agent_esc_reload(a);
 }
 
+/* Per-key policies: every FC_AGENT_RECOUNT_S, each policy's live keys are
+ * counted again, so --max-keys holds against keys still counting. */
+static void fc_agent_recount(struct fc_agent *a)
+{
+	int64_t now = (int64_t)time(NULL);
+	struct fc_err err;
+
+	if (!a->keyed || now - a->recounted < FC_AGENT_RECOUNT_S)
+		return;
+	a->recounted = now;
+	if (fc_state_keys_recount(a->ctx.shm_path, (uint64_t)now * FC_NS_PER_SEC, &err) < 0)
+		fc_agent_log("keys: %s", err.msg);
+}
+
 /* How long to wait for the store before looking anyway. */
 static int fc_agent_timeout(const struct fc_agent *a)
 {
@@ -477,6 +500,7 @@ static int fc_agent_step(struct fc_agent *a)
 	if (fc_agent_stop)
 		return 0;
 	fc_agent_escalate(a);
+	fc_agent_recount(a);
 	if (fc_agent_hup) {
 		fc_agent_hup = 0;
 		why = "SIGHUP";

@@ -255,7 +255,7 @@ int fc_policy_validate(const struct fc_policy_spec *p, struct fc_err *err)
 	if (!p->ntiers)
 		return fc_err_set(err, "missing --rate N/UNIT");
 	if (fc_policy_is_l7(p) && p->count != FC_COUNT_PACKETS)
-		return fc_err_set(err, "--count %s is for L4 (ip=) policies; an L7 policy counts requests",
+		return fc_err_set(err, "--count %s is for policies at XDP/TC; a policy in nginx counts requests",
 				  fc_count_name(p->count));
 	if (!fc_policy_is_l7(p) && p->action == FC_ACTION_DELAY)
 		return fc_err_set(err, "action \"delay\" shapes HTTP requests in nginx (L7); an ip= policy runs at "

@@ -30,4 +30,12 @@ uint64_t fc_state_ring_head(int fd);
  * does not hold reads as zeros, i.e. as entries not written yet. */
 void fc_state_ring_read(int fd, uint64_t from, size_t n, struct fc_shm_ring_entry *out);
 
+/* Counts each policy's live keys in the key table (an entry its policy
+ * still owns, not idle at now, UTC ns) and writes the counts into the
+ * slots' keys words, which workers hold --max-keys against: a key that
+ * went idle frees room for a new one. The counts race the workers'
+ * increments, so they are approximate. -1 with err if the state file can
+ * not be opened for writing. */
+int fc_state_keys_recount(const char *shm_path, uint64_t now, struct fc_err *err);
+
 #endif /* FC_SHM_STATE_H */

@@ -293,6 +293,8 @@ static int fc_bans_publish(struct fc_shm_header *h, void *base, const struct fc_
 		if (fc_ban_put(tab, stamp, &b) < 0)
 			return fc_err_set(err, "shm: the ban table is full (%u slots)", FC_SHM_BAN_SLOTS);
 	}
+	if (nub)
+		plens[3] |= FC_SHM_BAN_UIDS;
 	/* Readers probe the lengths of both sets while the switch happens. */
 	for (i = 0; i < 4; i++)
 		__atomic_store_n(&h->ban_plens[i], h->ban_plens[i] | plens[i], __ATOMIC_RELEASE);

@@ -21,6 +21,7 @@
 #include <cmocka.h>
 
 #include "fc_l7.h"
+#include "fc_shm_state.h"
 #include "fc_shm_write.h"
 #include "fc_store.h"
 
@@ -851,7 +852,7 @@ static void test_keys_full_and_idle(void **state)
 	keys = t->ix.keys;
 	/* Every entry taken by a key of policy 1 that holds state for an hour. */
 	for (i = 0; i < (int)FC_SHM_KEYS; i++) {
-		keys[i].tag = 1000 + (uint64_t)i;
+		keys[i].tag = FC_SHM_KEY_TAG_MIN + (uint64_t)i;
 		keys[i].slot = t->ix.pol[0].slot;
 		keys[i].epoch = t->ix.pol[0].epoch;
 		keys[i].idle_ns = T0 + 3600 * SEC;
@@ -866,6 +867,58 @@ static void test_keys_full_and_idle(void **state)
 	assert_int_equal(fc_passes(t, "uid=y", T0 + 3601 * SEC, 5), 2);
 	fc_decide(t, "uid=y", T0 + 3601 * SEC, &res);
 	assert_false(res.overflow);
+}
+
+/* A key argument given twice keys nothing: junk copies beside the value
+ * the backend reads would make fresh buckets. It takes the overflow bucket. */
+static void test_keys_repeated(void **state)
+{
+	struct fc_t *t = *state;
+	char req[64];
+	int i, passed = 0;
+
+	fc_policy(t, 1, "header:x-k=*", "2/m", "drop", 0, 0);
+	fc_publish(t);
+	assert_int_equal(fc_build(t, t->base, t->size), 0);
+	for (i = 0; i < 50; i++) {
+		snprintf(req, sizeof(req), "header:x-k=victim header:x-k=junk%d", i);
+		passed += fc_passes(t, req, T0, 1);
+	}
+	assert_int_equal(passed, 2); /* the overflow bucket's 2/m, not 2 per junk copy */
+	assert_int_equal(t->ix.slots[1].keys, 0);
+}
+
+/* --max-keys counts live keys: a policy at its cap takes back its own idle
+ * keys for new ones. */
+static void test_keys_max(void **state)
+{
+	struct fc_policy_spec p = { .id = 1, .max_keys = 2 };
+	struct fc_t *t = *state;
+	struct fc_policy_row row;
+	struct fc_l7_result res;
+	struct fc_err err;
+	char req[32];
+	int i;
+
+	assert_int_equal(fc_match_parse("uid=*", &p, &err), 0);
+	assert_int_equal(fc_rates_parse("2/m", &p, &err), 0);
+	assert_int_equal(fc_store_policy_put(t->st, &p, 1, &row, &err), 0);
+	fc_publish(t);
+	assert_int_equal(fc_build(t, t->base, t->size), 0);
+	assert_int_equal(fc_passes(t, "uid=a", T0, 1), 1);
+	assert_int_equal(fc_passes(t, "uid=b", T0, 1), 1);
+	fc_decide(t, "uid=c", T0, &res);
+	assert_true(res.overflow); /* the third key, at the cap */
+	/* An hour on, a and b are idle; the agent's recount frees their room. */
+	assert_int_equal(fc_state_keys_recount(t->shm, T0 + 3600 * SEC, &err), 0);
+	assert_int_equal(t->ix.slots[1].keys, 0);
+	for (i = 0; i < 10; i++) { /* new keys, each idle before the next: all get buckets */
+		snprintf(req, sizeof(req), "uid=n%d", i);
+		fc_decide(t, req, T0 + 3600 * SEC + (uint64_t)i * 200 * SEC, &res);
+		assert_false(res.overflow);
+		assert_int_equal(fc_state_keys_recount(t->shm, T0 + 3600 * SEC + (uint64_t)i * 200 * SEC + 100 * SEC,
+						       &err), 0);
+	}
 }
 
 /* The key table is the workers' to write, so anything may be in it:
@@ -887,8 +940,8 @@ static void test_keys_corrupt(void **state)
 		x ^= x << 13, x ^= x >> 7, x ^= x << 17;
 		b[i] = (uint8_t)x;
 	}
-	for (i = 0; i < 64; i++) /* some entries left "being set up" */
-		t->ix.keys[(x >> 8) % 65536 + i].tag = FC_SHM_KEY_BUSY;
+	for (i = 0; i < 64; i++) /* entries left "being set up": just now, and by a worker long dead */
+		t->ix.keys[(x >> 8) % 65536 + i].tag = i % 2 ? T0 / SEC : 5;
 	for (i = 0; i < 2000; i++) {
 		char req[32];
 
@@ -911,6 +964,8 @@ int main(void)
 		T(test_keys_basics),
 		T(test_keys_full_and_idle),
 		T(test_keys_corrupt),
+		T(test_keys_repeated),
+		T(test_keys_max),
 		T(test_exact_across_processes_window),
 		T(test_tiers_and_policies_all_or_nothing),
 		T(test_delay),

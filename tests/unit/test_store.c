@@ -270,7 +270,7 @@ static void test_newer_schema_refused(void **state)
 	fc_raw_sql(t, "PRAGMA user_version = 99", "UPDATE meta SET value = 99 WHERE key = 'schema'");
 	assert_int_equal(fc_store_open(t->path, &st, &err), -1);
 	snprintf(want, sizeof(want), "store %s: schema version 99 is newer than this freqctl knows (%d)", t->path,
-		 t->pg ? 1 : 5);
+		 t->pg ? 2 : 6);
 	assert_string_equal(err.msg, want);
 }
 
@@ -344,7 +344,8 @@ static void test_policies(void **state)
 	/* One policy per match. */
 	b.id = 10;
 	assert_int_equal(fc_store_policy_put(t->st, &b, 100, &rc, &err), FC_STORE_REFUSED);
-	assert_string_equal(err.msg, "ip=* is already limited by policy 9 (one L4 policy per address, prefix or ip=*)");
+	assert_string_equal(err.msg, "ip=* is already limited by policy 9 (one policy per match; an ip=* is either "
+				    "at XDP/TC or in nginx)");
 
 	/* A freed slot is the next one given. */
 	assert_int_equal(fc_store_policy_del(t->st, 7, &found, &err), 0);

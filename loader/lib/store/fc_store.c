@@ -462,7 +462,8 @@ int fc_store_policy_put(struct fc_store *st, const struct fc_policy_spec *p, int
 			 "checking policy matches", err) < 0)
 		return -1;
 	if (found) {
-		fc_err_set(err, "%s is already limited by policy %lld (one L4 policy per address, prefix or ip=*)",
+		fc_err_set(err, "%s is already limited by policy %lld (one policy per match; an ip=* is either "
+				"at XDP/TC or in nginx)",
 			   match, (long long)v);
 		return FC_STORE_REFUSED;
 	}
@@ -479,8 +480,9 @@ int fc_store_policy_put(struct fc_store *st, const struct fc_policy_spec *p, int
 		out->slot = old.slot;
 		out->epoch = old.epoch;
 		fc_match_format(&old.spec, old_match);
-		if (strcmp(old_match, match))
-			out->epoch = 0; /* a new key: its bucket starts afresh */
+		/* A new key, or packets turned requests: its buckets start afresh. */
+		if (strcmp(old_match, match) || fc_policy_is_l7(&old.spec) != fc_policy_is_l7(p))
+			out->epoch = 0;
 	} else {
 		int rc = fc_slot_alloc(st, &out->slot, err);
 
