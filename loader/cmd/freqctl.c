@@ -19,7 +19,7 @@
 static const struct fc_cmd *const fc_cmds[] = {
 	&fc_cmd_attach, &fc_cmd_detach, &fc_cmd_status, &fc_cmd_ban_add, &fc_cmd_ban_del,
 	&fc_cmd_ban_import, &fc_cmd_ban_list, &fc_cmd_policy_add, &fc_cmd_policy_set, &fc_cmd_policy_del,
-	&fc_cmd_policy_list, &fc_cmd_sync, &fc_cmd_stats, &fc_cmd_top, &fc_cmd_export, &fc_cmd_import, &fc_cmd_agent,
+	&fc_cmd_policy_list, &fc_cmd_keys, &fc_cmd_sync, &fc_cmd_stats, &fc_cmd_top, &fc_cmd_export, &fc_cmd_import, &fc_cmd_agent,
 	&fc_cmd_node_set, &fc_cmd_node_list, &fc_cmd_console_token,
 };
 

@@ -123,3 +123,46 @@ out:
 	free(live);
 	return rc;
 }
+
+int fc_state_keys_of(const char *shm_path, uint32_t slot, uint32_t epoch, struct fc_shm_key **out, size_t *n,
+		     struct fc_err *err)
+{
+	enum { CHUNK = 16384 };
+	struct fc_shm_key *buf, *v = NULL, *nv;
+	size_t i, j, cap = 0;
+	int fd;
+
+	*out = NULL;
+	*n = 0;
+	fd = fc_state_open(shm_path, err);
+	if (fd < 0)
+		return -1;
+	buf = malloc(CHUNK * sizeof(*buf));
+	if (!buf)
+		goto oom;
+	for (i = 0; i < FC_SHM_KEYS; i += CHUNK) {
+		fc_state_pread(fd, buf, CHUNK * sizeof(*buf), FC_STATE_KEYS_OFF + i * sizeof(*buf));
+		for (j = 0; j < CHUNK; j++) {
+			if (buf[j].tag < FC_SHM_KEY_TAG_MIN || buf[j].slot != slot || buf[j].epoch != epoch)
+				continue;
+			if (*n == cap) {
+				cap = cap ? cap * 2 : 1024;
+				nv = realloc(v, cap * sizeof(*v));
+				if (!nv)
+					goto oom;
+				v = nv;
+			}
+			v[(*n)++] = buf[j];
+		}
+	}
+	free(buf);
+	close(fd);
+	*out = v;
+	return 0;
+oom:
+	free(buf);
+	free(v);
+	close(fd);
+	*n = 0;
+	return fc_err_set(err, "out of memory reading the key table");
+}

@@ -30,6 +30,12 @@ uint64_t fc_state_ring_head(int fd);
  * does not hold reads as zeros, i.e. as entries not written yet. */
 void fc_state_ring_read(int fd, uint64_t from, size_t n, struct fc_shm_ring_entry *out);
 
+/* The keys of the policy in slot with epoch, read from the key table into
+ * *out (malloc'd; every field the workers' say-so). A key's value is not
+ * kept, only its keyed hash (tag). */
+int fc_state_keys_of(const char *shm_path, uint32_t slot, uint32_t epoch, struct fc_shm_key **out, size_t *n,
+		     struct fc_err *err);
+
 /* Counts each policy's live keys in the key table (an entry its policy
  * still owns, not idle at now, UTC ns) and writes the counts into the
  * slots' keys words, which workers hold --max-keys against: a key that

@@ -46,6 +46,9 @@ check "stats: the policy's passed and denied add up (3 + 3 + 3,000 + 4; 1 + 1 + 
 	jq_true '.policies[] | select(.id == 1) | .passed.packets == 3010 and .dropped.packets == 2008' <<<"$stats"
 check "... its keys: u1, u2, u3 and the 1,000; none overflowed" \
 	jq_true '.policies[] | select(.id == 1) | .keys == 1003 and .overflowed == 0' <<<"$stats"
+check "freqctl keys 1: 1,003 keys, u1 the busiest (3 passed, 3 denied)" \
+	sh -c "'$FC_BIN' --db '$db' --pin-dir '$pin' --shm '$shm' keys 1 -n 1 | grep -q '^policy 1: 1003 keys' &&
+		'$FC_BIN' --db '$db' --pin-dir '$pin' --shm '$shm' keys 1 -n 1 --json | jq -e '.[0].passed == 3 and .[0].denied == 3' >/dev/null"
 fcq policy del 1
 
 fcq policy add 2 --match 'uid=*,arg:api=login' --rate 2/m

@@ -1,0 +1,112 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/* freqctl keys ID: a per-key policy's buckets in nginx, busiest first. */
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <jansson.h>
+
+#include "fc_cli.h"
+#include "fc_shm_state.h"
+#include "fc_store.h"
+
+struct fc_keys_opt {
+	uint64_t rows;
+	bool json;
+};
+
+static const struct fc_opt fc_keys_opts[] = {
+	FC_OPTION("rows", 'n', FC_OPT_UINT, struct fc_keys_opt, rows, .min = 1, .max = FC_SHM_KEYS, .arg = "N",
+		  .help = "the N busiest keys (default 20)"),
+	FC_OPTION("json", 0, FC_OPT_FLAG, struct fc_keys_opt, json, .help = "print them as a JSON array"),
+	FC_OPT_END,
+};
+
+static int fc_key_busier(const void *a, const void *b)
+{
+	const struct fc_shm_key *x = a, *y = b;
+	uint64_t nx = (uint64_t)x->passed + x->denied, ny = (uint64_t)y->passed + y->denied;
+
+	return nx < ny ? 1 : nx > ny ? -1 : 0;
+}
+
+static int fc_keys_run(const struct fc_ctx *ctx, const struct fc_cmd *cmd, int argc, char **argv)
+{
+	struct fc_keys_opt opt = { .rows = 20 };
+	struct fc_store *st = NULL;
+	struct fc_shm_key *keys = NULL;
+	struct fc_policy_row row;
+	struct fc_policy k;
+	struct fc_err err;
+	uint64_t now, queue, remaining, retry, idle;
+	size_t n = 0, i, live = 0;
+	json_t *arr = NULL;
+	uint32_t id;
+	bool found;
+
+	fc_cmd_parse(cmd, argc, argv, &opt, NULL);
+	if (fc_policy_id_parse(argv[optind], &id, &err) < 0)
+		fc_usage_error(cmd, "%s", err.msg);
+	if (fc_store_open_ex(ctx->db_path, false, &st, &err) < 0 || fc_store_policy_get(st, id, &row, &found, &err) < 0)
+		goto fail;
+	fc_store_close(st);
+	st = NULL;
+	if (!found) {
+		fc_warn("keys: policy %u: no such policy", id);
+		return FC_EXIT_FAILURE;
+	}
+	if (!fc_policy_is_keyed(&row.spec)) {
+		fc_warn("keys: policy %u: not a per-key policy (a DIM=* in its match)", id);
+		return FC_EXIT_FAILURE;
+	}
+	if (fc_state_keys_of(ctx->shm_path, row.slot, row.epoch, &keys, &n, &err) < 0)
+		goto fail;
+	fc_policy_compile(&row.spec, row.epoch, &k);
+	qsort(keys, n, sizeof(*keys), fc_key_busier);
+	now = (uint64_t)time(NULL) * FC_NS_PER_SEC;
+	queue = row.spec.action == FC_ACTION_DELAY ? row.spec.delay_burst : 0;
+	for (i = 0; i < n; i++)
+		live += keys[i].idle_ns >= now;
+	if (opt.json)
+		arr = json_array();
+	else
+		printf("policy %u: %zu keys, %zu live (a key is kept as a keyed hash, not its value: "
+		       "$freqctl_key logs values)\n%-18s %10s %10s %10s %10s %10s\n",
+		       id, n, live, "KEY", "PASSED", "DENIED", "REMAINING", "NEXT-S", "IDLE-IN-S");
+	for (i = 0; i < n && i < opt.rows; i++) {
+		const struct fc_shm_key *e = &keys[i];
+		char tag[24];
+
+		remaining = fc_tier_remaining(k.algo, &k.tier[0], e->state[0], now, queue);
+		retry = fc_tier_retry_after(k.algo, &k.tier[0], e->state[0], now, 1, queue);
+		idle = e->idle_ns > now ? (e->idle_ns - now) / FC_NS_PER_SEC : 0;
+		snprintf(tag, sizeof(tag), "%016llx", (unsigned long long)e->tag);
+		if (arr)
+			json_array_append_new(arr, json_pack("{s:s, s:I, s:I, s:I, s:f, s:I}", "key", tag, "passed",
+							      (json_int_t)e->passed, "denied", (json_int_t)e->denied,
+							      "remaining", (json_int_t)remaining, "next_s",
+							      (double)retry / FC_NS_PER_SEC, "idle_in_s", (json_int_t)idle));
+		else
+			printf("%-18s %10u %10u %10llu %10.1f %10llu\n", tag, e->passed, e->denied,
+			       (unsigned long long)remaining, (double)retry / FC_NS_PER_SEC, (unsigned long long)idle);
+	}
+	free(keys);
+	return arr ? fc_json_print(arr) : FC_EXIT_OK;
+fail:
+	fc_store_close(st);
+	fc_warn("keys: %s", err.msg);
+	return FC_EXIT_FAILURE;
+}
+
+const struct fc_cmd fc_cmd_keys = {
+	.name = "keys",
+	.args = "ID",
+	.min_args = 1,
+	.max_args = 1,
+	.summary = "List a per-key policy's keys in nginx, busiest first.",
+	.details = "For each key: requests passed and denied, what its first rate has left now, the seconds\n"
+		   "until the next request could pass, and until its bucket is empty (then its entry may be\n"
+		   "taken back). The key table keeps a keyed hash of each key, not its value: nginx's\n"
+		   "$freqctl_key names the deciding key in the access log.",
+	.opts = fc_keys_opts,
+	.run = fc_keys_run,
+};
