@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: BSD-2-Clause
 /* freqctl: the command line. Global options, then a command. */
 #include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -52,6 +54,29 @@ static const struct fc_opt fc_global_opts[] = {
 
 #define FC_NGLOBAL (sizeof(fc_global_opts) / sizeof(fc_global_opts[0]) - 1)
 
+/* Global options from the environment (a unit's EnvironmentFile, a shell
+ * profile); an option on the command line wins. */
+static const struct {
+	const char *name;
+	size_t off;
+} fc_global_env[] = {
+	{ "FREQCTL_DB", offsetof(struct fc_global_opt, db) },
+	{ "FREQCTL_PIN_DIR", offsetof(struct fc_global_opt, pin_dir) },
+	{ "FREQCTL_SHM", offsetof(struct fc_global_opt, shm) },
+	{ "FREQCTL_SHM_GROUP", offsetof(struct fc_global_opt, shm_group) },
+	{ "FREQCTL_NODE", offsetof(struct fc_global_opt, node) },
+};
+
+static void fc_global_from_env(struct fc_global_opt *g)
+{
+	const char *v;
+	size_t i;
+
+	for (i = 0; i < sizeof(fc_global_env) / sizeof(fc_global_env[0]); i++)
+		if ((v = getenv(fc_global_env[i].name)) && *v)
+			*(const char **)((char *)g + fc_global_env[i].off) = v;
+}
+
 static void fc_main_usage(FILE *f)
 {
 	const struct fc_opt *o;
@@ -74,6 +99,8 @@ static void fc_main_usage(FILE *f)
 	fputs("\nGlobal options:\n", f);
 	for (o = fc_global_opts; o->name; o++)
 		fc_opt_print(o, f);
+	fputs("\nEnvironment: FREQCTL_DB, FREQCTL_PIN_DIR, FREQCTL_SHM, FREQCTL_SHM_GROUP and FREQCTL_NODE\n"
+	      "set the global options of the same names; an option given wins.\n", f);
 	fputs("\nExit status: 0 done, 1 runtime error, 2 usage error.\n"
 	      "Run 'freqctl COMMAND --help' for a command's options.\n",
 	      f);
@@ -126,6 +153,7 @@ int main(int argc, char **argv)
 	char host[256];
 	int c, words;
 
+	fc_global_from_env(&g);
 	/* '+': stop at the command, whose options are its own; ':' reports a
 	 * missing argument as ':'. */
 	fc_getopt_build(fc_global_opts, FC_NGLOBAL, "+:", longopts, shortopts);

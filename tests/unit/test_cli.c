@@ -89,6 +89,25 @@ static int fc_teardown(void **state)
 	return system(cmd);
 }
 
+/* Global options from the environment; the command line wins. */
+static void test_environment(void **state)
+{
+	const char *bin = getenv("FC_BIN") ? getenv("FC_BIN") : "build/freqctl";
+	char cmd[1024];
+
+	(void)state;
+	/* The store and node from the environment alone. */
+	snprintf(cmd, sizeof(cmd),
+		 "FREQCTL_DB=%s/env.db FREQCTL_NODE=env-node %s node set env-node 0.5 | grep -q 'this node' && "
+		 "FREQCTL_DB=%s/env.db %s node list --json | grep -q env-node",
+		 fc_dir, bin, fc_dir, bin);
+	assert_int_equal(system(cmd), 0);
+	/* --db wins over FREQCTL_DB: the other store has no such node. */
+	snprintf(cmd, sizeof(cmd), "FREQCTL_DB=%s/env.db %s --db %s/other.db node list --json | grep -qx '\\[\\]'",
+		 fc_dir, bin, fc_dir);
+	assert_int_equal(system(cmd), 0);
+}
+
 /* Every command has --help: stdout, exit 0, a synopsis naming it. */
 static void test_help(void **state)
 {
@@ -324,6 +343,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_help),
+		cmocka_unit_test(test_environment),
 		cmocka_unit_test(test_usage_errors),
 		cmocka_unit_test(test_runtime_errors),
 	};
