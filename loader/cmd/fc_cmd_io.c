@@ -13,6 +13,7 @@
  * policies, bans and nodes become the file's (a policy whose id and match stay keeps
  * its bucket state and counters).
  */
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -34,51 +35,77 @@ static json_t *fc_export_ban(const char *text, int64_t created, int64_t expires,
 			 by_policy ? json_integer(by_policy) : json_null());
 }
 
+/* Everything the store holds: what export writes and import --dry-run
+ * compares with a file. */
+struct fc_store_all {
+	struct fc_policy_row *pols;
+	size_t np;
+	struct fc_ban_row *bans;
+	size_t nb;
+	struct fc_uid_ban *ub;
+	size_t nu;
+	struct fc_node *nodes;
+	size_t nn;
+};
+
+static void fc_store_all_free(struct fc_store_all *a)
+{
+	free(a->pols);
+	free(a->bans);
+	free(a->ub);
+	free(a->nodes);
+	memset(a, 0, sizeof(*a));
+}
+
+/* Reads it all at now; create: a missing store is made (empty). */
+static int fc_store_all_read(const char *db, bool create, int64_t now, struct fc_store_all *a, struct fc_err *err)
+{
+	struct fc_store *st = NULL;
+	int rc = 0;
+
+	memset(a, 0, sizeof(*a));
+	if (fc_store_open_ex(db, create, &st, err) < 0 || fc_store_policy_list(st, &a->pols, &a->np, err) < 0 ||
+	    fc_store_ban_list(st, now, &a->bans, &a->nb, err) < 0 || fc_store_uid_ban_list(st, now, &a->ub, &a->nu, err) < 0 ||
+	    fc_store_node_list(st, &a->nodes, &a->nn, err) < 0) {
+		fc_store_all_free(a);
+		rc = -1;
+	}
+	fc_store_close(st);
+	return rc;
+}
+
 static int fc_export(const struct fc_ctx *ctx, const struct fc_cmd *cmd, int argc, char **argv)
 {
-	struct fc_policy_row *pols = NULL;
-	struct fc_ban_row *bans = NULL;
-	struct fc_uid_ban *ub = NULL;
-	struct fc_node *nodes = NULL;
-	size_t np = 0, nb = 0, nu = 0, nn = 0, i;
-	int64_t now = (int64_t)time(NULL);
 	char text[FC_PREFIX_STRLEN + FC_SHM_MAX_VALUE + 8];
-	struct fc_store *st = NULL;
+	struct fc_store_all all;
 	json_t *doc, *jp, *jb, *jn;
 	struct fc_err err;
-	int rc = FC_EXIT_FAILURE;
+	size_t i;
 
 	fc_cmd_parse(cmd, argc, argv, NULL, NULL);
-	if (fc_store_open(ctx->db_path, &st, &err) < 0 || fc_store_policy_list(st, &pols, &np, &err) < 0 ||
-	    fc_store_ban_list(st, now, &bans, &nb, &err) < 0 || fc_store_uid_ban_list(st, now, &ub, &nu, &err) < 0 ||
-	    fc_store_node_list(st, &nodes, &nn, &err) < 0) {
+	if (fc_store_all_read(ctx->db_path, true, (int64_t)time(NULL), &all, &err) < 0) {
 		fc_warn("export: %s", err.msg);
-		goto out;
+		return FC_EXIT_FAILURE;
 	}
 	jp = json_array();
 	jb = json_array();
-	for (i = 0; jp && i < np; i++)
-		json_array_append_new(jp, fc_policy_to_json(&pols[i].spec));
-	for (i = 0; jb && i < nb; i++) {
-		fc_prefix_format(&bans[i].p, text);
-		json_array_append_new(jb, fc_export_ban(text, bans[i].created, bans[i].expires, bans[i].by_policy));
+	for (i = 0; jp && i < all.np; i++)
+		json_array_append_new(jp, fc_policy_to_json(&all.pols[i].spec));
+	for (i = 0; jb && i < all.nb; i++) {
+		fc_prefix_format(&all.bans[i].p, text);
+		json_array_append_new(jb, fc_export_ban(text, all.bans[i].created, all.bans[i].expires,
+							 all.bans[i].by_policy));
 	}
-	for (i = 0; jb && i < nu; i++) {
-		snprintf(text, sizeof(text), "uid=%s", ub[i].uid);
-		json_array_append_new(jb, fc_export_ban(text, ub[i].created, ub[i].expires, 0));
+	for (i = 0; jb && i < all.nu; i++) {
+		snprintf(text, sizeof(text), "uid=%s", all.ub[i].uid);
+		json_array_append_new(jb, fc_export_ban(text, all.ub[i].created, all.ub[i].expires, 0));
 	}
 	jn = json_array();
-	for (i = 0; jn && i < nn; i++)
-		json_array_append_new(jn, json_pack("{s:s, s:f}", "name", nodes[i].name, "weight", nodes[i].weight));
+	for (i = 0; jn && i < all.nn; i++)
+		json_array_append_new(jn, json_pack("{s:s, s:f}", "name", all.nodes[i].name, "weight", all.nodes[i].weight));
 	doc = json_pack("{s:i, s:o, s:o, s:o}", "freqctl", FC_IO_VERSION, "policies", jp, "bans", jb, "nodes", jn);
-	rc = fc_json_print(doc);
-out:
-	fc_store_close(st);
-	free(pols);
-	free(bans);
-	free(ub);
-	free(nodes);
-	return rc;
+	fc_store_all_free(&all);
+	return fc_json_print(doc);
 }
 
 /* What a file holds, validated. */
@@ -295,16 +322,203 @@ out:
 	return rc;
 }
 
+struct fc_import_opt {
+	bool dry_run;
+	bool json;
+};
+
+static const struct fc_opt fc_import_opts[] = {
+	FC_OPTION("dry-run", 'n', FC_OPT_FLAG, struct fc_import_opt, dry_run,
+		  .help = "print what would change (added, changed, removed) and change nothing"),
+	FC_OPTION("json", 0, FC_OPT_FLAG, struct fc_import_opt, json, .help = "with --dry-run: the changes as JSON"),
+	FC_OPT_END,
+};
+
+/* One kind of thing's changes, for --dry-run: names added, changed, removed. */
+struct fc_diff {
+	const char *kind;
+	json_t *added, *changed, *removed;
+};
+
+static void fc_diff_init(struct fc_diff *d, const char *kind)
+{
+	d->kind = kind;
+	d->added = json_array();
+	d->changed = json_array();
+	d->removed = json_array();
+}
+
+static void fc_diff_print(const struct fc_diff *d)
+{
+	static const char *const sign[] = { "+", "~", "-" };
+	const json_t *sets[] = { d->added, d->changed, d->removed };
+	size_t i, j;
+
+	for (i = 0; i < 3; i++)
+		for (j = 0; j < json_array_size(sets[i]); j++)
+			printf("%s %s %s\n", sign[i], d->kind, json_string_value(json_array_get(sets[i], j)));
+}
+
+/* How one kind of thing is compared: its key (key_len bytes at key_off, or
+ * a string there when key_len is 0), whether it changed (val_len bytes at
+ * val_off, unless a function says), and its name (the string key, unless
+ * a function makes one). */
+struct fc_diff_kind {
+	size_t size, key_off, key_len, val_off, val_len;
+	bool (*changed)(const void *a, const void *b);
+	void (*name)(const void *a, char *buf, size_t len);
+};
+
+static bool fc_diff_same(const struct fc_diff_kind *k, const char *a, const char *b)
+{
+	return k->key_len ? !memcmp(a + k->key_off, b + k->key_off, k->key_len) : !strcmp(a + k->key_off, b + k->key_off);
+}
+
+static bool fc_diff_changed(const struct fc_diff_kind *k, const char *a, const char *b)
+{
+	return k->changed ? k->changed(a, b) : memcmp(a + k->val_off, b + k->val_off, k->val_len) != 0;
+}
+
+static void fc_diff_name(const struct fc_diff_kind *k, const char *a, char *buf, size_t len)
+{
+	if (k->name)
+		k->name(a, buf, len);
+	else
+		snprintf(buf, len, "%s", a + k->key_off);
+}
+
+static void fc_diff_run(struct fc_diff *d, const struct fc_diff_kind *k, const void *old, size_t nold, const void *now,
+			size_t nnow)
+{
+	const char *o = old, *w = now;
+	char name[FC_MATCH_LEN + 32];
+	size_t i, j;
+
+	for (i = 0; i < nnow; i++) {
+		for (j = 0; j < nold && !fc_diff_same(k, o + j * k->size, w + i * k->size); j++)
+			;
+		fc_diff_name(k, w + i * k->size, name, sizeof(name));
+		if (j == nold)
+			json_array_append_new(d->added, json_string(name));
+		else if (fc_diff_changed(k, o + j * k->size, w + i * k->size))
+			json_array_append_new(d->changed, json_string(name));
+	}
+	for (j = 0; j < nold; j++) {
+		for (i = 0; i < nnow && !fc_diff_same(k, o + j * k->size, w + i * k->size); i++)
+			;
+		fc_diff_name(k, o + j * k->size, name, sizeof(name));
+		if (i == nnow)
+			json_array_append_new(d->removed, json_string(name));
+	}
+}
+
+/* A policy changed when its export object differs. */
+static bool fc_pol_changed(const void *a, const void *b)
+{
+	json_t *x = fc_policy_to_json(a), *y = fc_policy_to_json(b);
+	bool diff = !json_equal(x, y);
+
+	json_decref(x);
+	json_decref(y);
+	return diff;
+}
+
+static void fc_pol_name(const void *a, char *buf, size_t len)
+{
+	char match[FC_MATCH_LEN];
+
+	fc_match_format(a, match);
+	snprintf(buf, len, "%u %s", ((const struct fc_policy_spec *)a)->id, match);
+}
+
+static void fc_ban_name(const void *a, char *buf, size_t len)
+{
+	char text[FC_PREFIX_STRLEN];
+
+	fc_prefix_format(&((const struct fc_ban_row *)a)->p, text);
+	snprintf(buf, len, "%s", text);
+}
+
+/* What import would change, read from the store, which it leaves alone. */
+static int fc_import_dry_run(const struct fc_ctx *ctx, const struct fc_import_set *s, bool json, struct fc_err *err)
+{
+#define FC_KEY(t, f) .size = sizeof(t), .key_off = offsetof(t, f)
+#define FC_VAL(t, f) .val_off = offsetof(t, f), .val_len = sizeof(((t *)0)->f)
+	static const struct fc_diff_kind fc_diff_policy = { FC_KEY(struct fc_policy_spec, id), .key_len = 4,
+							     .changed = fc_pol_changed, .name = fc_pol_name },
+					  fc_diff_ban = { FC_KEY(struct fc_ban_row, p), .key_len = sizeof(struct fc_prefix),
+							  FC_VAL(struct fc_ban_row, expires), .name = fc_ban_name },
+					  fc_diff_uban = { FC_KEY(struct fc_uid_ban, uid), FC_VAL(struct fc_uid_ban, expires) },
+					  fc_diff_node = { FC_KEY(struct fc_node, name), FC_VAL(struct fc_node, weight) };
+#undef FC_KEY
+#undef FC_VAL
+	struct fc_policy_spec *specs = NULL;
+	struct fc_store_all all;
+	struct fc_diff d[4];
+	json_t *doc;
+	size_t i;
+	int rc = -1;
+
+	if (fc_store_all_read(ctx->db_path, false, (int64_t)time(NULL), &all, err) < 0)
+		return -1;
+	fc_diff_init(&d[0], "policy");
+	fc_diff_init(&d[1], "ban");
+	fc_diff_init(&d[2], "uid-ban");
+	fc_diff_init(&d[3], "node");
+	/* The store's policies as specs, to compare with the file's. */
+	specs = calloc(all.np ? all.np : 1, sizeof(*specs));
+	if (!specs) {
+		fc_err_set(err, "out of memory");
+		goto out;
+	}
+	for (i = 0; i < all.np; i++)
+		specs[i] = all.pols[i].spec;
+	fc_diff_run(&d[0], &fc_diff_policy, specs, all.np, s->pols, s->np);
+	fc_diff_run(&d[1], &fc_diff_ban, all.bans, all.nb, s->bans, s->nb);
+	fc_diff_run(&d[2], &fc_diff_uban, all.ub, all.nu, s->ubans, s->nu);
+	fc_diff_run(&d[3], &fc_diff_node, all.nodes, all.nn, s->nodes, s->nn);
+	doc = json_object();
+	for (i = 0; i < 4; i++) {
+		if (!json)
+			fc_diff_print(&d[i]);
+		json_object_set_new(doc, d[i].kind, json_pack("{s:o, s:o, s:o}", "added", d[i].added, "changed",
+							      d[i].changed, "removed", d[i].removed));
+	}
+	if (json) {
+		fc_json_print(doc);
+	} else {
+		for (i = 0; i < 4; i++)
+			printf("%s%s: %zu added, %zu changed, %zu removed", i ? "; " : "", d[i].kind,
+			       json_array_size(d[i].added), json_array_size(d[i].changed), json_array_size(d[i].removed));
+		printf(" (dry run: nothing changed)\n");
+		json_decref(doc);
+	}
+	rc = 0;
+out:
+	free(specs);
+	fc_store_all_free(&all);
+	return rc;
+}
+
 static int fc_import(const struct fc_ctx *ctx, const struct fc_cmd *cmd, int argc, char **argv)
 {
+	struct fc_import_opt opt = { 0 };
 	struct fc_import_set set;
 	struct fc_publish pub;
 	struct fc_err err;
 	int rc = FC_EXIT_FAILURE;
 
-	fc_cmd_parse(cmd, argc, argv, NULL, NULL);
+	fc_cmd_parse(cmd, argc, argv, &opt, NULL);
+	if (opt.json && !opt.dry_run)
+		fc_usage_error(cmd, "--json goes with --dry-run");
 	if (fc_import_read(argv[optind], &set) < 0)
 		goto out;
+	if (opt.dry_run) {
+		if (fc_import_dry_run(ctx, &set, opt.json, &err) < 0)
+			goto fail;
+		rc = FC_EXIT_OK;
+		goto out;
+	}
 	if (fc_publish_begin(&pub, ctx, &err) < 0)
 		goto fail;
 	if (fc_import_apply(&pub, &set, &err) < 0) {
@@ -333,8 +547,9 @@ const struct fc_cmd fc_cmd_export = {
 	.max_args = 0,
 	.summary = "Print the store's policies, live bans and nodes as JSON (what 'freqctl import' reads).",
 	.details = "{\"freqctl\": 1, \"policies\": [{\"id\", \"match\", \"rates\", \"burst\", \"algo\", \"action\",\n"
-		   "\"count\", \"delay_burst\", \"new_sources\"}], \"bans\": [{\"ban\", \"created\", \"expires\"}],\n"
-		   "\"nodes\": [{\"name\", \"weight\"}]}; times in unix seconds, defaults as null.",
+		   "\"count\", \"delay_burst\", \"new_sources\", \"escalate\", \"ban_ttl\", \"layer\", \"max_keys\",\n"
+		   "\"new_keys\"}], \"bans\": [{\"ban\", \"created\", \"expires\"}], \"nodes\": [{\"name\", \"weight\"}]};\n"
+		   "times in unix seconds, defaults as null.",
 	.opts = fc_opts_none,
 	.run = fc_export,
 };
@@ -347,7 +562,9 @@ const struct fc_cmd fc_cmd_import = {
 	.summary = "Make the store's policies, bans and nodes those of FILE (from 'freqctl export'), all or nothing.",
 	.details = "The whole file is validated first, with the same checks as the commands; any error is\n"
 		   "reported with where it is and nothing changes. A policy whose id and match are unchanged\n"
-		   "keeps its bucket state and counters. Published to XDP/TC and nginx like any change.",
-	.opts = fc_opts_none,
+		   "keeps its bucket state and counters. Published to XDP/TC and nginx like any change.\n"
+		   "--dry-run prints each change (+ added, ~ changed, - removed) and a summary, and changes\n"
+		   "nothing: a store kept in git can be reviewed before it is applied.",
+	.opts = fc_import_opts,
 	.run = fc_import,
 };

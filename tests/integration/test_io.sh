@@ -36,4 +36,16 @@ check "a bad file is refused (exit 1)" sh -c "! '$FC_BIN' --db '$dir/b.db' --pin
 check "the refusal says where and what" grep -q 'policies\[1\] (id 8): rate "5/x": unit must be one of s, m, h, d' "$dir/err"
 b export >"$dir/b2.json"
 check "nothing changed" cmp -s "$dir/b.json" "$dir/b2.json"
+
+# import --dry-run: what would change, and nothing changes.
+jq '.policies[0].rates = ["4/m"] | .policies += [{"id": 11, "match": "uid=*", "rates": ["100/m"]}]
+	| del(.bans[0]) | .nodes[0].weight = 0.5' "$dir/a.json" >"$dir/next.json"
+b import --dry-run "$dir/next.json" >"$dir/dry"
+out=$(cat "$dir/dry")
+check "--dry-run: a policy added, one changed" sh -c "grep -qxF '+ policy 11 uid=*' '$dir/dry' && grep -qx '~ policy 7 uid=u1024,arg:api=login' '$dir/dry'"
+check "... a ban removed, a node changed" sh -c "grep -qx -- '- ban 198.18.0.0/15' '$dir/dry' && grep -qx '~ node edge-1' '$dir/dry'"
+check "... and the summary" grep -q '^policy: 1 added, 1 changed, 0 removed; ban: 0 added, 0 changed, 1 removed; uid-ban: 0 added, 0 changed, 0 removed; node: 0 added, 1 changed, 0 removed (dry run: nothing changed)$' <<<"$out"
+check "... as JSON" jq_true '.policy.added == ["11 uid=*"] and .ban.removed == ["198.18.0.0/15"]' <<<"$(b import --dry-run --json "$dir/next.json")"
+b export >"$dir/b3.json"
+check "... and the store is as it was" cmp -s "$dir/b.json" "$dir/b3.json"
 exit 0
