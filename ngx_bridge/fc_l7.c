@@ -785,10 +785,13 @@ static struct fc_shm_key *fc_key_get(const struct fc_l7_index *ix, const struct 
 		/* The count of the policy it belonged to, if that still owns it. */
 		if (seen >= FC_SHM_KEY_TAG_MIN && fc_key_owned(ix, os, oe)) {
 			__u64 k = __atomic_load_n(&ix->slots[os].keys, __ATOMIC_RELAXED);
+			int i;
 
-			while (k && !__atomic_compare_exchange_n(&ix->slots[os].keys, &k, k - 1, true, __ATOMIC_RELAXED,
-								 __ATOMIC_RELAXED))
-				;
+			/* Never below zero; bounded, as the word is the workers' to write. */
+			for (i = 0; i < 64 && k; i++)
+				if (__atomic_compare_exchange_n(&ix->slots[os].keys, &k, k - 1, true, __ATOMIC_RELAXED,
+								__ATOMIC_RELAXED))
+					break;
 		}
 		take->slot = p->slot;
 		take->epoch = p->epoch;

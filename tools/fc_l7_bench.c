@@ -56,8 +56,9 @@ static int fc_seed(const char *db, const char *shm, long n, bool keys)
 		memset(&p, 0, sizeof(p));
 		p.id = (uint32_t)i;
 		snprintf(match, sizeof(match), keys ? "uid=*" : "uid=u%ld,ip=127.0.0.1", i);
-		/* New keys as fast as the benchmark makes them. */
+		/* New keys as fast as the benchmark makes them, as many as the table holds. */
 		p.new_keys = keys ? 1000000000 : 0;
+		p.max_keys = keys ? FC_SHM_KEYS : 0;
 		/* Per key: 1e9 an hour, so every key stays live (never idle) through the run. */
 		if (fc_match_parse(match, &p, &err) < 0 || fc_rates_parse(keys ? "1000000000/h" : "1000000000/s", &p, &err) < 0 ||
 		    fc_store_policy_put(st, &p, (int64_t)time(NULL), &row, &err) < 0)
