@@ -9,7 +9,7 @@
 #    program) and nginx still refuses a banned uid and a spent limit; never
 #    a decision on a half-written config. After it all, an agent restarted
 #    publishes once and `sync` then has nothing to do.
-# 2. nginx workers SIGKILLed while clients hammer one limited uid: the
+# 2. nginx workers SIGKILLed while clients hammer one uid of a per-key policy: the
 #    master restarts them, nothing wedges, and admissions stay within the
 #    limit.
 # 3. The store on a full filesystem: changes are refused with a message and
@@ -105,7 +105,7 @@ nothing_to_do() {
 check "... and sync then has nothing to do" nothing_to_do
 
 # ---- 2. nginx workers killed under load ----
-fcq policy add 2 --match uid=load --rate 20/h --burst 20
+fcq policy add 2 --match 'uid=*' --rate 20/h --burst 20 # per key: uid=load's own bucket
 master=$(cat "$d/nginx.pid")
 : >"$d/codes"
 load() { # 4 clients, 150 requests each, bounded by curl's timeout
