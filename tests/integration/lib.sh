@@ -87,6 +87,11 @@ fcq() { quiet fc "$@"; }
 # jq_true FILTER [FILE]: the JSON (FILE or stdin) satisfies FILTER.
 jq_true() { jq -e "$@" >/dev/null; }
 
+# A port for the test to listen on: below the ephemeral range (32768-), so
+# the local ports of the many client connections the tests make never hold
+# it. fc_port N gives the test's Nth (0-3).
+fc_port() { echo $((20000 + (tag * 4 + ${1:-0}) % 12000)); }
+
 # Debian's nginx with the built module, reading $shm, the user id from
 # ?uid=, its files under /tmp/fc-it-$tag; FC_NGX_WORKERS sets the worker
 # count (1), FC_NGX_HTTP and FC_NGX_SERVER add directives to its http and

@@ -8,8 +8,8 @@
 # build/test-output/. The agent and nginx are stopped by their pids.
 . "$(dirname "$0")/lib.sh"
 d=/tmp/fc-it-$tag
-port=$((26000 + tag % 6000)) # the console, below the ephemeral ports (32768-)
-web=$((port - 6000))          # nginx
+port=$(fc_port 0) # the console (its TLS twin: fc_port 1)
+web=$(fc_port 2)  # nginx
 apid=
 tpid=
 stop_ours() {
@@ -201,7 +201,7 @@ t=$d/tls
 mkdir -p "$t"
 openssl req -x509 -newkey rsa:2048 -nodes -keyout "$t/key.pem" -out "$t/cert.pem" -days 1 -subj /CN=127.0.0.1 \
 	-addext subjectAltName=IP:127.0.0.1 >/dev/null 2>&1
-tport=$((port + 1))
+tport=$(fc_port 1)
 # Not through a function: $! must be the agent's own pid.
 "$FC_BIN" --db "$t/store.db" --pin-dir "$pin-tls" --shm "$t/shm" agent --http "127.0.0.1:$tport" --token-file "$t/token" --http-cert "$t/cert.pem" --http-key "$t/key.pem" \
 	>"$t/agent.log" 2>&1 &

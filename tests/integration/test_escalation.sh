@@ -6,7 +6,7 @@
 # (counted in freqctl stats); the ban lapses after its TTL. The nginx and the
 # agent started here are stopped by their pids on exit.
 . "$(dirname "$0")/lib.sh"
-port=$((21000 + tag % 20000))
+port=$(fc_port)
 apid=
 why=$(fc_nginx_missing)
 [ -z "$why" ] || skip_all "$why"

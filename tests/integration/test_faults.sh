@@ -16,7 +16,7 @@
 #    nothing that was there is lost, in the store or in the kernel.
 . "$(dirname "$0")/lib.sh"
 d=/tmp/fc-it-$tag
-web=$((20000 + tag % 20000))
+web=$(fc_port)
 apid= cpid= mnt=
 stop_ours() {
 	[ -n "$apid" ] && kill -KILL "$apid" 2>/dev/null && wait "$apid" 2>/dev/null

@@ -56,7 +56,7 @@ for mode in xdp tc; do
 		id=$((id + 1))
 		check "$mode: policy $id counts bytes, far above what is sent" \
 			fc policy add $id --match ip=198.18.0.2 --rate 1000000000000/s --count bytes
-		port=$((30000 + tag % 20000))
+		port=$(fc_port)
 		timeout 10 nc -l 198.18.0.1 "$port" >/dev/null &
 		listener=$!
 		sleep 0.3

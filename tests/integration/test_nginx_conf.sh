@@ -12,7 +12,7 @@
 why=$(fc_nginx_missing)
 [ -z "$why" ] || skip_all "$why"
 trap 'fc_nginx_stop; fc_finish' EXIT
-port=$((25000 + tag % 20000))
+port=$(fc_port)
 d=/tmp/fc-it-$tag
 mkdir -p "$d/logs"
 

@@ -9,7 +9,7 @@
 why=$(fc_nginx_missing)
 [ -z "$why" ] || skip_all "$why"
 trap 'fc_nginx_stop; fc_finish' EXIT
-port=$((24000 + tag % 20000))
+port=$(fc_port)
 
 get() { curl -s -o /dev/null -w '%{http_code}' "$@"; }
 u="http://127.0.0.1:$port/"

@@ -18,7 +18,7 @@ echo ok >"$d/html/login"
 
 fcq policy add 1 --match 'uid=*' --rate 3/h
 FC_NGX_WORKERS=2 FC_NGX_ACCESS_LOG="log_format fc '\$status \$freqctl_policy \$freqctl_key'; access_log $d/logs/access.log fc;" \
-	fc_nginx_start "127.0.0.1:$((20000 + tag % 6000))" || skip_all "nginx did not start"
+	fc_nginx_start "127.0.0.1:$(fc_port)" || skip_all "nginx did not start"
 : >"$d/html/index.html" # empty: curl with many URLs prints their statuses alone
 
 check "uid=* 3/h: u1 three, then refused" [ "$(codes 4 '/?uid=u1')" = "200 200 200 429" ]

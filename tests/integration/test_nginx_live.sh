@@ -14,7 +14,7 @@ d=/tmp/fc-it-$tag
 
 fc policy add 1 --match 'uid=u1' --rate 3/m >/dev/null
 fc ban add uid=evil >/dev/null
-FC_NGX_WORKERS=2 fc_nginx_start "127.0.0.1:$((28000 + tag % 20000))" || skip_all "nginx did not start"
+FC_NGX_WORKERS=2 fc_nginx_start "127.0.0.1:$(fc_port)" || skip_all "nginx did not start"
 
 check "uid=u1 3/m: 3 then refused" [ "$(codes 4 '/?uid=u1')" = "200 200 200 429" ]
 fc policy add 5 --match 'uid=u5' --rate 1/m >/dev/null

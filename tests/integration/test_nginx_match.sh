@@ -20,7 +20,7 @@ fc policy add 3 --match 'header:X-Key=k3' --rate 1/m --rate 100/d >/dev/null
 fc policy add 15 --match 'uid=team-red' --rate 2/m >/dev/null
 FC_NGX_WORKERS=2 FC_NGX_ACCESS_LOG="log_format fc '\$status \$freqctl_status \$freqctl_policy'; access_log $d/logs/access.log fc;" \
 	FC_NGX_SERVER="location /cx/ { freqctl_uid \"team-\$arg_team\"; }" \
-	fc_nginx_start "127.0.0.1:$((26000 + tag % 20000))" || skip_all "nginx did not start"
+	fc_nginx_start "127.0.0.1:$(fc_port)" || skip_all "nginx did not start"
 
 got=$(codes 3 "/cx/?team=red")
 check "freqctl_uid as a complex value (\"team-\$arg_team\"): 2/m on team-red ($got)" [ "$got" = "200 200 429" ]

@@ -17,7 +17,7 @@ fc policy add 4 --match 'uri=/dry/,uid=u4' --rate 1/m >/dev/null
 fc ban add uid=evil >/dev/null
 FC_NGX_ACCESS_LOG="log_format fc '\$status \$freqctl_status \$freqctl_policy'; access_log $d/logs/access.log fc;" \
 	FC_NGX_SERVER="location /dry/ { freqctl_dry_run on; } location /off/ { freqctl off; }" \
-	fc_nginx_start "127.0.0.1:$((27000 + tag % 20000))" || skip_all "nginx did not start"
+	fc_nginx_start "127.0.0.1:$(fc_port)" || skip_all "nginx did not start"
 
 check "uid ban: 403" [ "$(codes 1 '/?uid=evil')" = "403" ]
 check "access log: BANNED" grep -q '^403 BANNED -$' "$d/logs/access.log"
