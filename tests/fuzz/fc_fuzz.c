@@ -102,6 +102,21 @@ uint8_t fc_fuzz_byte(struct fc_fuzz_in *in)
 	return *in->p++;
 }
 
+bool fc_fuzz_next_chunk(struct fc_fuzz_in *in, struct fc_fuzz_chunk *c)
+{
+	if (in->n < 7)
+		return false;
+	c->what = fc_fuzz_byte(in);
+	c->off = fc_fuzz_byte(in) | fc_fuzz_byte(in) << 8 | fc_fuzz_byte(in) << 16 | (uint32_t)fc_fuzz_byte(in) << 24;
+	c->len = fc_fuzz_byte(in) | fc_fuzz_byte(in) << 8;
+	if (c->len > in->n)
+		c->len = in->n;
+	c->p = in->p;
+	in->p += c->len;
+	in->n -= c->len;
+	return true;
+}
+
 size_t fc_fuzz_str(struct fc_fuzz_in *in, char *out, size_t max)
 {
 	size_t n = in->n < max ? in->n : max;

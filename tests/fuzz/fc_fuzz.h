@@ -8,6 +8,7 @@
 #ifndef FC_FUZZ_H
 #define FC_FUZZ_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -38,6 +39,18 @@ struct fc_fuzz_in {
 };
 
 uint8_t fc_fuzz_byte(struct fc_fuzz_in *in);
+/* The inputs of fuzz_l7 and fuzz_state are chunks: [u8 what][u32 offset]
+ * [u16 len][len bytes], little-endian. Takes the next one (its bytes cut to
+ * what is left); false when no whole header is left. */
+struct fc_fuzz_chunk {
+	uint8_t what;
+	uint32_t off;
+	const uint8_t *p;
+	size_t len;
+};
+
+bool fc_fuzz_next_chunk(struct fc_fuzz_in *in, struct fc_fuzz_chunk *c);
+
 /* Up to max bytes (fewer at the end) as a NUL-terminated string in out. */
 size_t fc_fuzz_str(struct fc_fuzz_in *in, char *out, size_t max);
 

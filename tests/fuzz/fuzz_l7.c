@@ -118,6 +118,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	static const uint8_t v4[4] = { 198, 18, 0, 9 }, v6[16] = { 0x20, 0x01, 0x0d, 0xb8, [15] = 7 };
 	struct fc_fuzz_in in = { data, size };
+	struct fc_fuzz_chunk c;
 	char query[1024] = "", uid[256] = "u1";
 	size_t qlen = 0, i;
 	struct fc_block *blocks = NULL;
@@ -127,24 +128,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	int rc;
 
 	nregions = 0;
-	while (in.n >= 7) {
-		uint8_t what = fc_fuzz_byte(&in);
-		uint32_t off = fc_fuzz_byte(&in) | fc_fuzz_byte(&in) << 8 | fc_fuzz_byte(&in) << 16 |
-			       (uint32_t)fc_fuzz_byte(&in) << 24;
-		size_t len = fc_fuzz_byte(&in) | fc_fuzz_byte(&in) << 8;
-
-		if (len > in.n)
-			len = in.n;
-		if (what % 4 == 0)
-			fc_chunk(cfg, FC_SHM_SIZE, off, in.p, len);
-		else if (what % 4 == 1)
-			fc_chunk(st, FC_STATE_SIZE, off, in.p, len);
-		else if (what % 4 == 2)
-			memcpy(query, in.p, qlen = len < sizeof(query) ? len : sizeof(query));
+	while (fc_fuzz_next_chunk(&in, &c)) {
+		if (c.what % 4 == 0)
+			fc_chunk(cfg, FC_SHM_SIZE, c.off, c.p, c.len);
+		else if (c.what % 4 == 1)
+			fc_chunk(st, FC_STATE_SIZE, c.off, c.p, c.len);
+		else if (c.what % 4 == 2)
+			memcpy(query, c.p, qlen = c.len < sizeof(query) ? c.len : sizeof(query));
 		else
-			fc_fuzz_str(&(struct fc_fuzz_in){ in.p, len }, uid, sizeof(uid) - 1);
-		in.p += len;
-		in.n -= len;
+			fc_fuzz_str(&(struct fc_fuzz_in){ c.p, c.len }, uid, sizeof(uid) - 1);
 	}
 
 	atomic_store(&scribbling, true);

@@ -63,6 +63,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct fc_escalation e = { .cap = FC_FUZZ_CAP, .v6_aggregate = 4 };
 	struct fc_shm_state_header h = { .magic = FC_SHM_STATE_MAGIC, .version = FC_SHM_VERSION };
 	struct fc_fuzz_in in = { data, size };
+	struct fc_fuzz_chunk c;
 	struct fc_ban_row bans[16];
 	struct fc_esc_stats est;
 	struct fc_shm_ring_entry ent[8];
@@ -80,28 +81,21 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (fc_esc_set_policies(&e, rows, 2) < 0)
 		abort();
 	fc_esc_attach(&e, &src);
-	while (in.n >= 7) {
-		uint8_t what = fc_fuzz_byte(&in);
-		uint32_t off = fc_fuzz_byte(&in) | fc_fuzz_byte(&in) << 8 | fc_fuzz_byte(&in) << 16 |
-			       (uint32_t)fc_fuzz_byte(&in) << 24;
-		size_t len = fc_fuzz_byte(&in) | fc_fuzz_byte(&in) << 8;
+	while (fc_fuzz_next_chunk(&in, &c)) {
+		if (c.what % 4 == 0 || c.what % 4 == 3) {
+			uint64_t at = c.what % 4 == 3 ? FC_STATE_RING_OFF + c.off % sizeof(struct fc_shm_ring) :
+						      c.off % (FC_STATE_SIZE + 4096);
 
-		if (len > in.n)
-			len = in.n;
-		if (what % 4 == 0 || what % 4 == 3) {
-			uint64_t at = what % 4 == 3 ? FC_STATE_RING_OFF + off % sizeof(struct fc_shm_ring) :
-						      off % (FC_STATE_SIZE + 4096);
-
-			if (pwrite(wfd, in.p, len, (off_t)at) < 0)
+			if (pwrite(wfd, c.p, c.len, (off_t)at) < 0)
 				abort();
-		} else if (what % 4 == 1) {
-			if (ftruncate(wfd, off % (FC_STATE_SIZE + 4096)))
+		} else if (c.what % 4 == 1) {
+			if (ftruncate(wfd, c.off % (FC_STATE_SIZE + 4096)))
 				abort();
 		} else {
 			/* All in one minute: the cap holds across reads. */
-			size_t room = off >> 8 & 31;
+			size_t room = c.off >> 8 & 31;
 
-			n = fc_esc_drain(&e, 1800000000 + (off & 31), room, bans, 16, &est);
+			n = fc_esc_drain(&e, 1800000000 + (c.off & 31), room, bans, 16, &est);
 			if (n > room || n > 16)
 				fc_fuzz_fail("%zu bans made with room for %zu", n, room);
 			fc_check_bans(bans, n);
@@ -109,8 +103,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			if (made > FC_FUZZ_CAP)
 				fc_fuzz_fail("%zu bans made in a minute, past the cap of %d", made, FC_FUZZ_CAP);
 		}
-		in.p += len;
-		in.n -= len;
 	}
 	/* Root's other readers of the file, on what it holds now. */
 	fc_state_slots(fd, slots, FC_SHM_SLOTS);

@@ -467,8 +467,9 @@ static void test_truncation(void **state)
 	assert_string_equal(t->ix.why, "not a freqctl shm of this version");
 }
 
-/* 8 forked processes on one slot admit exactly the limit. */
-static void fc_race(struct fc_t *t, const char *algo_rates, int per_child)
+/* Runs work(t, i) in 8 forked processes at once; returns the sum of what
+ * they return (requests passed). */
+static int fc_forked(struct fc_t *t, int (*work)(struct fc_t *t, int i))
 {
 	int i, status, total = 0, fds[8][2];
 	pid_t pids[8];
@@ -478,7 +479,7 @@ static void fc_race(struct fc_t *t, const char *algo_rates, int per_child)
 		pids[i] = fork();
 		assert_true(pids[i] >= 0);
 		if (pids[i] == 0) {
-			int ok = fc_passes(t, "uid=racer", T0 + 5 * SEC, per_child);
+			int ok = work(t, i);
 
 			(void)!write(fds[i][1], &ok, sizeof(ok));
 			_exit(0);
@@ -493,8 +494,19 @@ static void fc_race(struct fc_t *t, const char *algo_rates, int per_child)
 		assert_int_equal(waitpid(pids[i], &status, 0), pids[i]);
 		total += ok;
 	}
-	(void)algo_rates;
-	assert_int_equal(total, 10000);
+	return total;
+}
+
+static int fc_racer(struct fc_t *t, int i)
+{
+	(void)i;
+	return fc_passes(t, "uid=racer", T0 + 5 * SEC, 5000);
+}
+
+/* 8 forked processes on one slot admit exactly the limit. */
+static void fc_race(struct fc_t *t)
+{
+	assert_int_equal(fc_forked(t, fc_racer), 10000);
 	assert_int_equal(t->ix.slots[1].passed, 10000);
 }
 
@@ -505,7 +517,7 @@ static void test_exact_across_processes(void **state)
 	fc_policy(t, 1, "uid=racer", "10000/h", "drop", 0, 0);
 	fc_publish(t);
 	assert_int_equal(fc_build(t, t->base, t->size), 0);
-	fc_race(t, "gcra", 5000);
+	fc_race(t);
 }
 
 static void test_exact_across_processes_window(void **state)
@@ -520,7 +532,7 @@ static void test_exact_across_processes_window(void **state)
 	assert_int_equal(fc_store_policy_put(t->st, &p, 1, &row, &err), 0);
 	fc_publish(t);
 	assert_int_equal(fc_build(t, t->base, t->size), 0);
-	fc_race(t, "window", 5000);
+	fc_race(t);
 }
 
 /* Tiers charge nothing on denial; across policies too. */
@@ -750,44 +762,30 @@ static void test_matching_vs_naive(void **state)
 
 /* ---- per-key policies ---- */
 
+/* 200 keys, 5 requests each, in an order of child i's own. */
+static int fc_key_racer(struct fc_t *t, int i)
+{
+	char req[32];
+	int ok = 0, k, r;
+
+	for (r = 0; r < 5; r++)
+		for (k = 0; k < 200; k++) {
+			snprintf(req, sizeof(req), "uid=k%d", (k * 7 + i * 31 + r) % 200);
+			ok += fc_decide(t, req, T0, NULL) == FC_L7_PASS;
+		}
+	return ok;
+}
+
 /* Each of 8 forked processes asks for the same 200 new keys, 5 times each,
  * in its own order: every key admits exactly its 3, one bucket per key. */
 static void test_keys_race(void **state)
 {
 	struct fc_t *t = *state;
-	int i, status, total = 0, fds[8][2];
-	pid_t pids[8];
 
 	fc_policy(t, 1, "uid=*", "3/h", "drop", 0, 0);
 	fc_publish(t);
 	assert_int_equal(fc_build(t, t->base, t->size), 0);
-	for (i = 0; i < 8; i++) {
-		assert_int_equal(pipe(fds[i]), 0);
-		pids[i] = fork();
-		assert_true(pids[i] >= 0);
-		if (pids[i] == 0) {
-			char req[32];
-			int ok = 0, k, r;
-
-			for (r = 0; r < 5; r++)
-				for (k = 0; k < 200; k++) {
-					snprintf(req, sizeof(req), "uid=k%d", (k * 7 + i * 31 + r) % 200);
-					ok += fc_decide(t, req, T0, NULL) == FC_L7_PASS;
-				}
-			(void)!write(fds[i][1], &ok, sizeof(ok));
-			_exit(0);
-		}
-		close(fds[i][1]);
-	}
-	for (i = 0; i < 8; i++) {
-		int ok = 0;
-
-		assert_int_equal(read(fds[i][0], &ok, sizeof(ok)), sizeof(ok));
-		close(fds[i][0]);
-		assert_int_equal(waitpid(pids[i], &status, 0), pids[i]);
-		total += ok;
-	}
-	assert_int_equal(total, 600);
+	assert_int_equal(fc_forked(t, fc_key_racer), 600);
 	assert_int_equal(t->ix.slots[1].passed, 600);
 	assert_int_equal(t->ix.slots[1].keys, 200);
 	assert_int_equal(t->ix.slots[1].overflowed, 0);
