@@ -19,6 +19,9 @@
 .SECONDARY:
 
 B        := build
+# The one place the version is written: the binary, /metrics, the console and
+# the packages (debian/changelog must agree; tests/integration/test_install.sh checks).
+FC_VERSION := $(shell cat VERSION)
 CC       ?= gcc
 CLANG    ?= clang
 BPFTOOL  ?= bpftool
@@ -55,7 +58,8 @@ FRONT_SRCS  := $(wildcard loader/cmd/*.c loader/agent/*.c)
 LIB_A       := $(B)/libfreqctl.a
 HTTP_A      := $(B)/libfreqctl_http.a
 L7_OBJ      := $(B)/ngx_bridge/fc_l7.o
-SKELS       := $(B)/freqctl.skel.h $(B)/bench_empty.skel.h
+# Generated headers: the skeletons and the version.
+GEN_HDRS    := $(B)/freqctl.skel.h $(B)/bench_empty.skel.h $(B)/fc_version.h
 
 UNIT_TESTS  := $(patsubst tests/unit/%.c,$(B)/tests/%,$(wildcard tests/unit/test_*.c))
 BPF_TESTS   := $(patsubst tests/bpf/%.c,$(B)/tests/%,$(wildcard tests/bpf/test_*.c))
@@ -89,8 +93,12 @@ $(B)/bench_empty.bpf.o: tools/bench_empty.bpf.c | $(B)
 $(B)/%.skel.h: $(B)/%.bpf.o
 	$(BPFTOOL) gen skeleton $< name $* > $@
 
+# Generated, so that only what includes it is rebuilt when VERSION changes.
+$(B)/fc_version.h: VERSION | $(B)
+	printf '#define FC_VERSION "%s"\n' '$(FC_VERSION)' > $@
+
 # Userspace objects, each layer with its own include path; those including a
-# skeleton wait for it.
+# generated header wait for it.
 $(B)/loader/lib/%.o $(B)/asan/loader/lib/%.o $(B)/fuzz/loader/lib/%.o: INC = $(LIB_INC)
 $(B)/loader/http/%.o $(B)/fuzz/loader/http/%.o: INC = $(HTTP_INC)
 $(B)/loader/cmd/%.o $(B)/loader/agent/%.o $(B)/fuzz/loader/agent/%.o: INC = $(CMD_INC)
@@ -98,15 +106,15 @@ $(B)/ngx_bridge/%.o $(B)/asan/ngx_bridge/%.o $(B)/fuzz/ngx_bridge/%.o: INC = $(L
 $(B)/tests/%.o $(B)/asan/tests/%.o $(B)/tools/%.o: INC = $(TEST_INC)
 $(B)/fuzz/tests/%.o: INC = $(TEST_INC) -Itests/fuzz
 
-$(B)/%.o: %.c | $(SKELS)
+$(B)/%.o: %.c | $(GEN_HDRS)
 	@mkdir -p $(@D)
 	$(CC) $(FC_CFLAGS) -c $< -o $@
 
-$(B)/asan/%.o: %.c | $(SKELS)
+$(B)/asan/%.o: %.c | $(GEN_HDRS)
 	@mkdir -p $(@D)
 	$(CC) $(FC_CFLAGS) $(ASAN) -c $< -o $@
 
-$(B)/fuzz/%.o: %.c | $(SKELS)
+$(B)/fuzz/%.o: %.c | $(GEN_HDRS)
 	@mkdir -p $(@D)
 	$(FUZZ_CC) $(FC_CFLAGS) $(FUZZ_FLAGS) -fsanitize=fuzzer-no-link -c $< -o $@
 

@@ -32,6 +32,7 @@
 #include "fc_http.h"
 #include "fc_rows_json.h"
 #include "fc_stats.h"
+#include "fc_version.h"
 
 #define FC_CONSOLE_BODY_MAX  (64 * 1024) /* a policy or a ban is well under 1 KiB */
 #define FC_CONSOLE_SAMPLE_S  10          /* counters kept every 10 s ... */
@@ -512,8 +513,8 @@ static int fc_api_stats(struct fc_console *c, struct fc_reply *r)
 	}
 	pthread_mutex_unlock(&c->lock);
 	fc_time_format((int64_t)time(NULL), stamp);
-	doc = json_pack("{s:s, s:s, s:{s:I, s:I, s:I, s:I}, s:{s:I, s:I, s:I}, s:o}", "time", stamp, "node",
-			c->ctx.node, "xdp", "passed", (json_int_t)a.s.passed.packets, "dropped_exact",
+	doc = json_pack("{s:s, s:s, s:s, s:{s:I, s:I, s:I, s:I}, s:{s:I, s:I, s:I}, s:o}", "time", stamp,
+			"version", FC_VERSION, "node", c->ctx.node, "xdp", "passed", (json_int_t)a.s.passed.packets, "dropped_exact",
 			(json_int_t)a.s.drop_exact.packets, "dropped_prefix", (json_int_t)a.s.drop_prefix.packets,
 			"dropped_limit", (json_int_t)a.s.drop_limit.packets, "bans", "addresses",
 			(json_int_t)a.bans.addresses, "escalated", (json_int_t)a.bans.escalated, "uids",

@@ -6,6 +6,7 @@
 
 #include "fc_shm_state.h"
 #include "fc_stats.h"
+#include "fc_version.h"
 
 /* The counters of struct fc_stats, in display order. */
 const struct fc_stat_row fc_stat_rows[] = {
@@ -154,6 +155,10 @@ int fc_stats_write_prometheus(const struct fc_ctx *ctx, FILE *f, struct fc_err *
 {
 	struct fc_stats_all a;
 
+	/* First, so a scrape says which build answered even when the maps are missing. */
+	fprintf(f, "# HELP freqctl_build_info The freqctl build that answered.\n# TYPE freqctl_build_info gauge\n"
+		   "freqctl_build_info{version=\"%s\"} 1\n",
+		FC_VERSION);
 	if (fc_stats_gather(ctx, &a, err) < 0)
 		return -1;
 	fc_stats_prometheus(f, &a.s, a.ps, a.n);

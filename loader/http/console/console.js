@@ -247,7 +247,7 @@ async function savePolicy(ev) {
 
 async function tick() {
   const s = await api('GET', '/api/stats');
-  $('node').textContent = 'node ' + s.node;
+  $('node').textContent = 'node ' + s.node + ' \u00b7 ' + s.version;
   const now = Date.now() / 1000;
   const prev = state.prev;
   const ids = new Set();
