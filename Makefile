@@ -6,6 +6,9 @@
 #   make demo       the self-contained demo (namespace, attach, ban, traffic)
 #   make fuzz       each fuzz target for FUZZ_SECONDS (default 60); make test replays their corpora
 #   make deps       install the Debian packages freqctl needs
+#   make install    the binary, the nginx module, the unit, man pages, completion
+#                   (PREFIX=/usr/local, DESTDIR; make uninstall removes them)
+#   make deb        the Debian packages freqctl and libnginx-mod-http-freqctl, in build/deb
 #
 # The loader is layered, and the include paths enforce it: loader/lib (and
 # lib/store) is a static library that knows no front end; loader/cmd (the
@@ -36,7 +39,7 @@ HTTP_PKGS := libmicrohttpd
 
 CFLAGS   ?= -O2 -g
 WARN     := -std=gnu11 -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wno-missing-field-initializers
-FC_CFLAGS = $(CFLAGS) $(WARN) -D_GNU_SOURCE -MMD -MP $(INC) $(call pc_cflags,$(LIB_PKGS))
+FC_CFLAGS = $(CPPFLAGS) $(CFLAGS) $(WARN) -D_GNU_SOURCE -MMD -MP $(INC) $(call pc_cflags,$(LIB_PKGS))
 
 LIB_LIBS  := $(call pc_libs,$(LIB_PKGS)) -lpthread
 HTTP_LIBS := $(call pc_libs,$(HTTP_PKGS))
@@ -68,6 +71,9 @@ ASAN        := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitiz
 ASAN_OBJS   := $(patsubst %.c,$(B)/asan/%.o,tests/unit/test_l7.c ngx_bridge/fc_l7.c $(LIB_SRCS))
 NGX_MODULE  := $(B)/ngx_http_freqctl_module.so
 NGX_SRCS    := $(wildcard ngx_bridge/*.c ngx_bridge/*.h) ngx_bridge/config $(wildcard maps/*.h)
+# Man pages from their scdoc sources, and the bash completion.
+MAN_PAGES   := $(patsubst doc/%.scd,$(B)/man/%,$(wildcard doc/*.scd))
+COMPLETION  := tools/freqctl.bash-completion
 TOOLS       := $(B)/fc_bench $(B)/fc_l7_bench $(B)/fc_agent_bench
 
 # Fuzz targets (tests/fuzz/): clang's libFuzzer with ASan and UBSan, over
@@ -79,7 +85,7 @@ FUZZ         := $(patsubst tests/fuzz/%.c,$(B)/fuzz/%,$(wildcard tests/fuzz/fuzz
 FUZZ_LIB     := $(B)/fuzz/libfreqctl.a
 FUZZ_COMMON  := $(B)/fuzz/tests/fuzz/fc_fuzz.o
 
-.PHONY: all test bench demo deps clean fuzz
+.PHONY: all test bench demo deps clean fuzz install uninstall deb programs
 all: $(B)/freqctl $(UNIT_TESTS) $(BPF_TESTS) $(TOOLS) $(NGX_MODULE) $(FUZZ)
 
 # BPF objects and their generated skeletons: the programs, and the empty
@@ -129,30 +135,30 @@ $(HTTP_A): $(HTTP_SRCS:%.c=$(B)/%.o)
 	$(AR) rcs $@ $^
 
 $(B)/freqctl: $(FRONT_SRCS:%.c=$(B)/%.o) $(HTTP_A) $(LIB_A)
-	$(CC) $(CFLAGS) $^ -o $@ $(HTTP_LIBS) $(LIB_LIBS)
+	$(CC) $(CFLAGS) $(LDFLAGS) $^ -o $@ $(HTTP_LIBS) $(LIB_LIBS)
 
 # Unit tests link the library; only the HTTP test needs libmicrohttpd.
 $(B)/tests/%: $(B)/tests/unit/%.o $(LIB_A)
-	$(CC) $(CFLAGS) $^ -o $@ $(LIB_LIBS) $(TEST_LIBS)
+	$(CC) $(CFLAGS) $(LDFLAGS) $^ -o $@ $(LIB_LIBS) $(TEST_LIBS)
 
 # The agent's escalation is tested apart from the agent's loop.
 $(B)/tests/test_escalate: $(B)/tests/unit/test_escalate.o $(B)/loader/agent/fc_escalate.o $(LIB_A)
-	$(CC) $(CFLAGS) $^ -o $@ $(LIB_LIBS) $(TEST_LIBS)
+	$(CC) $(CFLAGS) $(LDFLAGS) $^ -o $@ $(LIB_LIBS) $(TEST_LIBS)
 
 $(B)/tests/test_http: $(B)/tests/unit/test_http.o $(HTTP_A) $(LIB_A)
-	$(CC) $(CFLAGS) $^ -o $@ $(HTTP_LIBS) $(LIB_LIBS) $(TEST_LIBS)
+	$(CC) $(CFLAGS) $(LDFLAGS) $^ -o $@ $(HTTP_LIBS) $(LIB_LIBS) $(TEST_LIBS)
 
 $(B)/tests/test_l7: $(ASAN_OBJS)
-	$(CC) $(CFLAGS) $(ASAN) $^ -o $@ $(LIB_LIBS) $(TEST_LIBS)
+	$(CC) $(CFLAGS) $(LDFLAGS) $(ASAN) $^ -o $@ $(LIB_LIBS) $(TEST_LIBS)
 
 $(B)/tests/%: $(B)/tests/bpf/%.o $(B)/tests/bpf/fc_frames.o $(B)/tests/bpf/fc_test_bpf.o $(LIB_A)
-	$(CC) $(CFLAGS) $^ -o $@ $(LIB_LIBS) $(TEST_LIBS)
+	$(CC) $(CFLAGS) $(LDFLAGS) $^ -o $@ $(LIB_LIBS) $(TEST_LIBS)
 
 $(B)/fc_bench: $(B)/tools/fc_bench.o $(B)/tests/bpf/fc_frames.o $(LIB_A)
-	$(CC) $(CFLAGS) $^ -o $@ $(LIB_LIBS)
+	$(CC) $(CFLAGS) $(LDFLAGS) $^ -o $@ $(LIB_LIBS)
 
 $(B)/fc_agent_bench $(B)/fc_l7_bench: $(B)/%: $(B)/tools/%.o $(B)/tools/fc_worker_map.o $(L7_OBJ) $(LIB_A)
-	$(CC) $(CFLAGS) $^ -o $@ $(LIB_LIBS)
+	$(CC) $(CFLAGS) $(LDFLAGS) $^ -o $@ $(LIB_LIBS)
 
 $(FUZZ_LIB): $(LIB_SRCS:%.c=$(B)/fuzz/%.o)
 	$(AR) rcs $@ $^
@@ -204,5 +210,51 @@ demo: $(DEPS_STAMP)
 
 clean:
 	rm -rf $(B)
+
+# ---- install and packages ----
+# PREFIX places freqctl's own files; the module and its load file go where
+# Debian's nginx looks for them (modules-available is enabled by a symlink in
+# /etc/nginx/modules-enabled, as Debian's module packages do).
+PREFIX      ?= /usr/local
+SBINDIR     ?= $(PREFIX)/sbin
+MANDIR      ?= $(PREFIX)/share/man
+UNITDIR     ?= $(PREFIX)/lib/systemd/system
+BASHCOMPDIR ?= $(PREFIX)/share/bash-completion/completions
+NGX_MODDIR  ?= /usr/lib/nginx/modules
+NGX_CONFDIR ?= /usr/share/nginx/modules-available
+INSTALL     ?= install
+
+$(B)/freqctl-agent.service: tools/freqctl-agent.service.in | $(B)
+	sed 's|@SBINDIR@|$(SBINDIR)|g' $< > $@
+
+$(B)/mod-http-freqctl.conf: | $(B)
+	echo 'load_module $(NGX_MODDIR)/ngx_http_freqctl_module.so;' > $@
+
+# Rebuilt each time: the paths inside depend on the make command line.
+.PHONY: $(B)/freqctl-agent.service $(B)/mod-http-freqctl.conf
+
+# What install installs, built alone (debian/rules builds only this).
+programs: $(B)/freqctl $(NGX_MODULE) $(MAN_PAGES)
+
+install: programs $(B)/freqctl-agent.service $(B)/mod-http-freqctl.conf
+	$(INSTALL) -D -m 0755 $(B)/freqctl $(DESTDIR)$(SBINDIR)/freqctl
+	$(INSTALL) -D -m 0644 $(NGX_MODULE) $(DESTDIR)$(NGX_MODDIR)/ngx_http_freqctl_module.so
+	$(INSTALL) -D -m 0644 $(B)/mod-http-freqctl.conf $(DESTDIR)$(NGX_CONFDIR)/mod-http-freqctl.conf
+	$(INSTALL) -D -m 0644 $(B)/freqctl-agent.service $(DESTDIR)$(UNITDIR)/freqctl-agent.service
+	$(INSTALL) -D -m 0644 $(COMPLETION) $(DESTDIR)$(BASHCOMPDIR)/freqctl
+	for m in $(MAN_PAGES); do $(INSTALL) -D -m 0644 $$m $(DESTDIR)$(MANDIR)/man$${m##*.}/$${m##*/} || exit; done
+	@echo "freqctl: installed; enable the module with: ln -s $(NGX_CONFDIR)/mod-http-freqctl.conf" \
+		"/etc/nginx/modules-enabled/50-mod-http-freqctl.conf"
+
+uninstall:
+	rm -f $(DESTDIR)$(SBINDIR)/freqctl $(DESTDIR)$(NGX_MODDIR)/ngx_http_freqctl_module.so \
+		$(DESTDIR)$(NGX_CONFDIR)/mod-http-freqctl.conf $(DESTDIR)$(UNITDIR)/freqctl-agent.service \
+		$(DESTDIR)$(BASHCOMPDIR)/freqctl
+	for m in $(MAN_PAGES); do rm -f $(DESTDIR)$(MANDIR)/man$${m##*.}/$${m##*/}; done
+
+# Debian's own tooling (debian/), in a copy of the tree so the packages and
+# dpkg-buildpackage's by-products land in $(B)/deb, not beside the checkout.
+deb: $(DEPS_STAMP)
+	@tools/build-deb.sh $(B)/deb
 
 -include $(shell find $(B) -name '*.d' 2>/dev/null)
