@@ -37,6 +37,7 @@
 #define FC_CONSOLE_BODY_MAX  (64 * 1024) /* a policy or a ban is well under 1 KiB */
 #define FC_CONSOLE_SAMPLE_S  10          /* counters kept every 10 s ... */
 #define FC_CONSOLE_SAMPLES   8           /* ... for 70 s: rates over the last minute */
+#define FC_CONSOLE_KEYS      10          /* busiest keys of per-key policies shown */
 
 /* A policy's counters at one time. */
 struct fc_sample_row {
@@ -481,15 +482,19 @@ static int fc_api_stats(struct fc_console *c, struct fc_reply *r)
 {
 	char stamp[FC_TIME_STRLEN], match[FC_MATCH_LEN];
 	const struct fc_sample *old;
+	struct fc_key_use keys[FC_CONSOLE_KEYS];
 	struct fc_stats_all a;
 	struct fc_sample cur;
 	struct fc_err err;
 	json_t *pols, *doc;
+	size_t i, nkeys;
 	double dt;
-	size_t i;
 
 	if (fc_sample_take(&c->ctx, &cur, &a, &err) < 0)
 		return fc_reply_error(r, MHD_HTTP_SERVICE_UNAVAILABLE, NULL, "%s", err.msg);
+	if (fc_stats_busiest_keys(&c->ctx, &a, fc_utc_ns(), keys,
+				  FC_CONSOLE_KEYS, &nkeys, &err) < 0)
+		nkeys = 0; /* out of memory: the counters are still worth showing */
 	pols = json_array();
 	pthread_mutex_lock(&c->lock);
 	old = fc_sample_minute_ago(c, cur.t);
@@ -513,12 +518,12 @@ static int fc_api_stats(struct fc_console *c, struct fc_reply *r)
 	}
 	pthread_mutex_unlock(&c->lock);
 	fc_time_format((int64_t)time(NULL), stamp);
-	doc = json_pack("{s:s, s:s, s:s, s:{s:I, s:I, s:I, s:I}, s:{s:I, s:I, s:I}, s:o}", "time", stamp,
+	doc = json_pack("{s:s, s:s, s:s, s:{s:I, s:I, s:I, s:I}, s:{s:I, s:I, s:I}, s:o, s:o}", "time", stamp,
 			"version", FC_VERSION, "node", c->ctx.node, "xdp", "passed", (json_int_t)a.s.passed.packets, "dropped_exact",
 			(json_int_t)a.s.drop_exact.packets, "dropped_prefix", (json_int_t)a.s.drop_prefix.packets,
 			"dropped_limit", (json_int_t)a.s.drop_limit.packets, "bans", "addresses",
 			(json_int_t)a.bans.addresses, "escalated", (json_int_t)a.bans.escalated, "uids",
-			(json_int_t)a.bans.uids, "policies", pols);
+			(json_int_t)a.bans.uids, "policies", pols, "keys", fc_key_uses_to_json(keys, nkeys));
 	free(cur.rows);
 	fc_stats_free(&a);
 	return fc_reply_json(r, MHD_HTTP_OK, doc);

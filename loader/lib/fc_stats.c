@@ -151,6 +151,94 @@ out:
 	return rc;
 }
 
+double fc_bucket_use(const struct fc_policy *pol, const __u64 *state, uint64_t now)
+{
+	double use = 0, u;
+	int i;
+
+	for (i = 0; i < pol->ntiers && i < FC_MAX_TIERS; i++) {
+		const struct fc_tier *t = &pol->tier[i];
+		uint64_t st = state[i];
+
+		if (pol->algo == FC_ALGO_WINDOW)
+			u = t->limit && (st >> FC_WIN_COUNT_BITS) == fc_window_index(t, now) ?
+				    (double)(st & FC_WIN_COUNT_MASK) / (double)t->limit :
+				    0;
+		else /* GCRA: the TAT's lead over now, of the most an admission may leave (a delay
+		      * queue may lead further: counted as full) */
+			u = st > now && t->tolerance_ns ? (double)(st - now) / (double)t->tolerance_ns : 0;
+		if (u > use)
+			use = u;
+	}
+	return use > 1 ? 1 : use;
+}
+
+struct fc_busiest {
+	const struct fc_policy *pol; /* compiled, by slot: FC_SHM_SLOTS entries */
+	uint64_t now;
+	struct fc_key_use *out;
+	size_t max, n;
+};
+
+/* Keeps the key if it is among the max busiest seen so far (max is small). */
+static void fc_busiest_one(const struct fc_shm_key *e, void *arg)
+{
+	struct fc_busiest *b = arg;
+	const struct fc_policy *pol;
+	struct fc_key_use k;
+	size_t i;
+
+	/* Every field is the workers' say-so: bounded before use. */
+	if (!e->slot || e->slot >= FC_SHM_SLOTS)
+		return;
+	pol = &b->pol[e->slot];
+	if (!pol->id || pol->epoch != e->epoch)
+		return;
+	k = (struct fc_key_use){ pol->id, e->tag, e->passed, e->denied, fc_bucket_use(pol, e->state, b->now) };
+	if (!k.use || (b->n == b->max && k.use <= b->out[b->n - 1].use))
+		return;
+	i = b->n < b->max ? b->n++ : b->n - 1;
+	for (; i && b->out[i - 1].use < k.use; i--)
+		b->out[i] = b->out[i - 1];
+	b->out[i] = k;
+}
+
+int fc_stats_busiest_keys(const struct fc_ctx *ctx, const struct fc_stats_all *a, uint64_t now,
+			  struct fc_key_use *out, size_t max, size_t *n, struct fc_err *err)
+{
+	struct fc_busiest b = { .now = now, .out = out, .max = max };
+	struct fc_policy *pol = NULL;
+	struct fc_err none;
+	bool keyed = false;
+	size_t i;
+	int fd = -1, rc = -1;
+
+	*n = 0;
+	for (i = 0; i < a->n; i++)
+		keyed = keyed || fc_policy_is_keyed(&a->ps[i].row->spec);
+	if (!keyed || !max || (fd = fc_state_open(ctx->shm_path, &none)) < 0)
+		return 0; /* no per-key policy, or nginx has no state yet */
+	b.pol = pol = calloc(FC_SHM_SLOTS, sizeof(*pol));
+	if (!pol) {
+		fc_err_set(err, "out of memory");
+		goto out;
+	}
+	for (i = 0; i < a->n; i++) {
+		const struct fc_policy_row *r = a->ps[i].row;
+
+		if (fc_policy_is_keyed(&r->spec) && r->slot && r->slot < FC_SHM_SLOTS)
+			fc_policy_compile(&r->spec, r->epoch, &pol[r->slot]);
+	}
+	if (fc_state_keys_each(fd, fc_busiest_one, &b, err) < 0)
+		goto out;
+	*n = b.n;
+	rc = 0;
+out:
+	close(fd);
+	free(pol);
+	return rc;
+}
+
 int fc_stats_write_prometheus(const struct fc_ctx *ctx, FILE *f, struct fc_err *err)
 {
 	struct fc_stats_all a;

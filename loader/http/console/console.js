@@ -276,9 +276,21 @@ async function tick() {
   } else {
     drawCounters();
   }
+  renderKeys(s.keys);
   if (Math.floor(now) % 5 === 0) await loadBans();
   else renderBanTimes();
   status('Connected · updated ' + new Date().toLocaleTimeString());
+}
+
+function renderKeys(keys) {
+  const body = $('keys').tBodies[0];
+  body.replaceChildren(...keys.map((k) => {
+    const tr = document.createElement('tr');
+    tr.append(el('td', k.key, 'mono'), el('td', k.policy), el('td', Math.round(k.used * 100) + '%', 'num'),
+      el('td', k.passed, 'num'), el('td', k.denied, 'num'));
+    return tr;
+  }));
+  $('no-keys').hidden = keys.length > 0;
 }
 
 function drawCounters() {
