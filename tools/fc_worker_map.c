@@ -3,7 +3,6 @@
 #include <limits.h>
 #include <stdbool.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <unistd.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -23,8 +22,6 @@ static void *fc_map(const char *path, size_t size, bool writable)
 		return NULL;
 	}
 	base = mmap(NULL, size, PROT_READ | (writable ? PROT_WRITE : 0), MAP_SHARED, fd, 0);
-	if (base != MAP_FAILED && getenv("FC_HUGE"))
-		madvise(base, size, MADV_HUGEPAGE);
 	close(fd);
 	return base == MAP_FAILED ? NULL : base;
 }
