@@ -13,7 +13,7 @@ pkgs=(
 	sqlite3 postgresql postgresql-client
 	iproute2 iputils-ping jq xdp-tools netcat-openbsd
 	nginx nginx-dev curl
-	debhelper dpkg-dev lintian man-db
+	debhelper dpkg-dev lintian man-db strace
 	chromium
 )
 # Node.js: Debian's, unless one is there already (playwright-core needs 18+).

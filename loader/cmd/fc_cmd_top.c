@@ -24,6 +24,7 @@
 #include "fc_rows_json.h"
 #include "fc_shm_state.h"
 #include "fc_stats.h"
+#include "fc_store_keep.h"
 
 #define FC_TOP_BATCH 4096
 
@@ -381,9 +382,11 @@ static void fc_top_sleep(double delay)
 		;
 }
 
-static int fc_top_run(const struct fc_ctx *ctx, const struct fc_cmd *cmd, int argc, char **argv)
+static int fc_top_run(const struct fc_ctx *ctx0, const struct fc_cmd *cmd, int argc, char **argv)
 {
-	struct fc_top top = { .ctx = ctx, .delay = 1.0, .tty = isatty(STDOUT_FILENO) };
+	struct fc_store_keep keep;
+	struct fc_ctx kctx = *ctx0, *ctx = &kctx; /* one store connection for every refresh */
+	struct fc_top top = { .ctx = ctx, .delay = 1.0, .tty = isatty(STDOUT_FILENO), .state_fd = -1 };
 	struct sigaction sa = { .sa_handler = fc_top_signal };
 	struct fc_top_sample prev, cur;
 	struct fc_top_opt opt = { .delay = 1.0 };
@@ -392,6 +395,8 @@ static int fc_top_run(const struct fc_ctx *ctx, const struct fc_cmd *cmd, int ar
 	int rc = FC_EXIT_FAILURE;
 
 	fc_cmd_parse(cmd, argc, argv, &opt, NULL);
+	fc_store_keep_init(&keep, ctx->db_path);
+	kctx.keep = &keep;
 	top.delay = opt.delay;
 	top.json = opt.json;
 	top.tty = top.tty && !top.json;
@@ -405,7 +410,7 @@ static int fc_top_run(const struct fc_ctx *ctx, const struct fc_cmd *cmd, int ar
 	top.keys = calloc(top.rows, sizeof(*top.keys));
 	if (!top.src || !top.keys) {
 		fc_warn("top: out of memory");
-		return FC_EXIT_FAILURE;
+		goto out;
 	}
 	/* No shm (no L7 policy yet): no refusals to show. */
 	top.state_fd = fc_state_open(ctx->shm_path, &err);
@@ -453,6 +458,7 @@ out:
 		close(top.state_fd);
 	free(top.src);
 	free(top.keys);
+	fc_store_keep_fini(&keep);
 	return rc;
 }
 

@@ -32,6 +32,7 @@
 #include "fc_http.h"
 #include "fc_rows_json.h"
 #include "fc_stats.h"
+#include "fc_store_keep.h"
 #include "fc_version.h"
 
 #define FC_CONSOLE_BODY_MAX  (64 * 1024) /* a policy or a ban is well under 1 KiB */
@@ -62,6 +63,7 @@ struct fc_console {
 	bool stop;
 	struct fc_sample samples[FC_CONSOLE_SAMPLES];
 	size_t next;
+	struct fc_store_keep keep; /* one store connection for every request (ctx.keep) */
 };
 
 /* One request as it arrives: its body, and who sent it, for the log. */
@@ -191,16 +193,18 @@ static json_t *fc_api_policy(const struct fc_policy_row *r)
 static int fc_api_policy_list(struct fc_console *c, struct fc_reply *r)
 {
 	struct fc_policy_row *rows = NULL;
-	struct fc_store *st = NULL;
+	struct fc_store *st;
 	struct fc_err err;
 	json_t *a;
 	size_t n = 0, i;
+	int rc;
 
-	if (fc_store_open_ex(c->ctx.db_path, false, &st, &err) < 0 || fc_store_policy_list(st, &rows, &n, &err) < 0) {
-		fc_store_close(st);
+	if (!(st = fc_store_keep_get(&c->keep, &err)))
 		return fc_reply_error(r, MHD_HTTP_SERVICE_UNAVAILABLE, NULL, "%s", err.msg);
-	}
-	fc_store_close(st);
+	rc = fc_store_policy_list(st, &rows, &n, &err);
+	fc_store_keep_put(&c->keep, rc < 0);
+	if (rc < 0)
+		return fc_reply_error(r, MHD_HTTP_SERVICE_UNAVAILABLE, NULL, "%s", err.msg);
 	a = json_array();
 	for (i = 0; a && i < n; i++)
 		json_array_append_new(a, fc_api_policy(&rows[i]));
@@ -210,17 +214,18 @@ static int fc_api_policy_list(struct fc_console *c, struct fc_reply *r)
 
 static int fc_api_policy_get(struct fc_console *c, struct fc_reply *r, uint32_t id)
 {
-	struct fc_store *st = NULL;
 	struct fc_policy_row row;
+	struct fc_store *st;
 	struct fc_err err;
 	bool found = false;
+	int rc;
 
-	if (fc_store_open_ex(c->ctx.db_path, false, &st, &err) < 0 ||
-	    fc_store_policy_get(st, id, &row, &found, &err) < 0) {
-		fc_store_close(st);
+	if (!(st = fc_store_keep_get(&c->keep, &err)))
 		return fc_reply_error(r, MHD_HTTP_SERVICE_UNAVAILABLE, NULL, "%s", err.msg);
-	}
-	fc_store_close(st);
+	rc = fc_store_policy_get(st, id, &row, &found, &err);
+	fc_store_keep_put(&c->keep, rc < 0);
+	if (rc < 0)
+		return fc_reply_error(r, MHD_HTTP_SERVICE_UNAVAILABLE, NULL, "%s", err.msg);
 	if (!found)
 		return fc_reply_error(r, MHD_HTTP_NOT_FOUND, NULL, "policy %u: no such policy", id);
 	return fc_reply_json(r, MHD_HTTP_OK, fc_api_policy(&row));
@@ -299,19 +304,21 @@ static int fc_api_ban_list(struct fc_console *c, struct fc_reply *r)
 {
 	struct fc_ban_row *rows = NULL;
 	struct fc_uid_ban *ub = NULL;
-	struct fc_store *st = NULL;
 	int64_t now = (int64_t)time(NULL);
 	size_t n = 0, nu = 0, i;
+	struct fc_store *st;
 	struct fc_err err;
 	json_t *a;
+	int rc;
 
-	if (fc_store_open_ex(c->ctx.db_path, false, &st, &err) < 0 || fc_store_ban_list(st, now, &rows, &n, &err) < 0 ||
-	    fc_store_uid_ban_list(st, now, &ub, &nu, &err) < 0) {
-		fc_store_close(st);
+	if (!(st = fc_store_keep_get(&c->keep, &err)))
+		return fc_reply_error(r, MHD_HTTP_SERVICE_UNAVAILABLE, NULL, "%s", err.msg);
+	rc = fc_store_ban_list(st, now, &rows, &n, &err) < 0 || fc_store_uid_ban_list(st, now, &ub, &nu, &err) < 0 ? -1 : 0;
+	fc_store_keep_put(&c->keep, rc < 0);
+	if (rc < 0) {
 		free(rows);
 		return fc_reply_error(r, MHD_HTTP_SERVICE_UNAVAILABLE, NULL, "%s", err.msg);
 	}
-	fc_store_close(st);
 	a = json_array();
 	for (i = 0; a && i < n; i++)
 		json_array_append_new(a, fc_ban_to_json(&rows[i], now));
@@ -706,6 +713,8 @@ struct fc_console *fc_console_new(const struct fc_ctx *ctx, const struct fc_agen
 	}
 	c->ctx = *ctx;
 	c->ctx.store_must_exist = true; /* a console never makes a store */
+	fc_store_keep_init(&c->keep, c->ctx.db_path);
+	c->ctx.keep = &c->keep;
 	c->counters = counters;
 	pthread_mutex_init(&c->lock, NULL);
 	pthread_cond_init(&c->wake, NULL);
@@ -751,5 +760,6 @@ void fc_console_stop(struct fc_console *c)
 		free(c->samples[i].rows);
 	pthread_cond_destroy(&c->wake);
 	pthread_mutex_destroy(&c->lock);
+	fc_store_keep_fini(&c->keep);
 	free(c);
 }

@@ -6,6 +6,7 @@
 
 #include "fc_shm_state.h"
 #include "fc_stats.h"
+#include "fc_store_keep.h"
 #include "fc_version.h"
 
 /* The counters of struct fc_stats, in display order. */
@@ -106,9 +107,12 @@ int fc_stats_gather(const struct fc_ctx *ctx, struct fc_stats_all *a, struct fc_
 	 * empty one would have the agent publish it. */
 	/* A reader: it never creates a map (nothing published yet: zeros). */
 	maps = fc_maps_open_existing(ctx->pin_dir, &m, err);
-	if (maps < 0 || (maps == 0 && fc_stats_read(&m, &a->s, err) < 0) ||
-	    fc_store_open_ex(ctx->db_path, !ctx->store_must_exist, &st, err) < 0 ||
-	    fc_store_policy_list(st, &a->rows, &a->n, err) < 0 ||
+	if (maps < 0 || (maps == 0 && fc_stats_read(&m, &a->s, err) < 0))
+		goto out;
+	if (ctx->keep ? !(st = fc_store_keep_get(ctx->keep, err)) :
+			fc_store_open_ex(ctx->db_path, !ctx->store_must_exist, &st, err) < 0)
+		goto out;
+	if (fc_store_policy_list(st, &a->rows, &a->n, err) < 0 ||
 	    fc_store_ban_count(st, (int64_t)time(NULL), &a->bans, err) < 0)
 		goto out;
 	a->ps = calloc(a->n ? a->n : 1, sizeof(*a->ps));
@@ -145,7 +149,10 @@ int fc_stats_gather(const struct fc_ctx *ctx, struct fc_stats_all *a, struct fc_
 out:
 	free(slots);
 	fc_maps_close(&m);
-	fc_store_close(st);
+	if (!ctx->keep)
+		fc_store_close(st);
+	else if (st)
+		fc_store_keep_put(ctx->keep, rc != 0);
 	if (rc)
 		fc_stats_free(a);
 	return rc;
