@@ -312,3 +312,69 @@ else
 	check "completion: keys 3 -> 31" offers 31 --db "$db" --pin-dir "$pin" --shm "$shm" keys 3
 	FREQCTL_DB=$db check "completion: FREQCTL_DB names the store too" offers "7 31" policy set ""
 fi
+
+# --- the pages' examples ---------------------------------------------------
+
+# The commands of an scd page's code blocks that start with "freqctl ARGS",
+# continuation lines joined; one a line.
+examples() { # examples FILE
+	awk '/^```/ { c = !c; next } c' "$1" | sed -e ':a' -e '/\\\\$/N; s/\\\\\n *//; ta' | sed -n 's/^freqctl //p'
+}
+
+# Every ban and policy command of each page, run in a store of its own (root:
+# they publish to a pin dir).
+check_examples() {
+	local f line out n=0
+	for f in doc/*.scd; do
+		rm -f "$db"
+		while read -r line; do
+			case $line in ban\ * | policy\ *) ;; *) continue ;; esac
+			n=$((n + 1))
+			eval "set -- $line"
+			out=$(fc "$@" 2>&1 >/dev/null) || note "$f: 'freqctl $line' fails: $out"
+		done < <(examples "$f")
+	done
+	[ "$n" -ge 10 ] || note "only $n example commands found"
+	report
+}
+
+# The module page's example configuration, its paths made scratch ones.
+check_ngx_example() {
+	local d=/tmp/fc-it-$tag/ngx-example
+	mkdir -p "$d/logs"
+	section "$NGX8" EXAMPLES | awk '/^```/ { if (c) exit; c = 1; next } c' |
+		sed -e "s|modules/ngx_http_freqctl_module.so|$MODULE|" -e "s|/var/log/nginx|$d/logs|" \
+		    -e "s|/dev/shm/freqctl|$shm|" -e 's|\\\\n|\\n|' >"$d/nginx.conf"
+	grep -q freqctl_uid "$d/nginx.conf" || { note "no example configuration found"; report; return; }
+	nginx -t -q -p "$d" -c "$d/nginx.conf" -e "$d/logs/error.log" -g "pid $d/nginx.pid;" 2>&1 ||
+		note "nginx -t refuses the example"
+	report
+}
+
+# The NOTES' caveat, live: a location that only returns is not limited, a
+# location that serves a file is.
+check_return_caveat() {
+	local got
+	fcq policy set 41 --match uri=/r --rate 1/m
+	fcq policy set 42 --match uri=/index.html --rate 1/m
+	FC_NGX_SERVER='location = /r { return 200 "r\n"; }' fc_nginx_start "127.0.0.1:$(fc_port)" ||
+		{ note "nginx did not start"; report; return; }
+	got="$(codes 3 /r) / $(codes 3 /index.html)"
+	fc_nginx_stop
+	[ "$got" = "200 200 200 / 200 429 429" ] || note "got '$got' for /r (return) / a file"
+	report
+}
+
+if [ "$(id -u)" -ne 0 ]; then
+	skip_one "examples: freqctl publishes to a pin dir, which needs root"
+else
+	check "every ban and policy command in the pages' examples is accepted" check_examples
+	why=$(fc_nginx_missing)
+	if [ -n "$why" ]; then
+		skip_one "nginx: $why"
+	else
+		trap 'fc_nginx_stop; fc_finish' EXIT
+		check "module(8): the example configuration passes nginx -t" check_ngx_example
+		check "module(8): a location that only returns is not limited, one that serves files is" check_return_caveat
+	fi
+fi
