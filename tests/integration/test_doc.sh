@@ -233,11 +233,13 @@ complete_words() { # complete_words WORD... (the binary is $FC_BIN)
 		printf "%s\n" "${COMPREPLY[@]}"' complete "$BC" "$COMPLETION" "$FC_BIN" "$@" 2>&1 | sort
 }
 
+joined() { paste -sd " " -; } # lines as one (xargs would run echo, which takes --help)
+
 offers() { # offers "EXPECTED" WORD...: exactly EXPECTED (words, any order)
 	local want=$1 got
 	shift
-	got=$(complete_words "$@" | xargs)
-	want=$(tr ' ' '\n' <<<"$want" | sort | xargs)
+	got=$(complete_words "$@" | joined)
+	want=$(tr ' ' '\n' <<<"$want" | sort | joined)
 	[ "$got" = "$want" ] || { echo "# completing '$*': got '$got', expected '$want'"; return 1; }
 }
 
@@ -262,7 +264,7 @@ check "completion: a store that does not exist: no ids, and no store made" check
 
 check_complete_commands() {
 	local want
-	want=$(printf '%s\n' "${cmds[@]}" | cut -d' ' -f1 | sort -u | xargs)
+	want=$(printf '%s\n' "${cmds[@]}" | cut -d' ' -f1 | sort -u | joined)
 	offers "$want help" ""
 }
 check "completion: every command, from freqctl --help" check_complete_commands
@@ -270,12 +272,12 @@ check "completion: every command, from freqctl --help" check_complete_commands
 check_complete_options() {
 	local c want got
 	for c in "${cmds[@]}"; do
-		want=$("$FC_BIN" $c --help | options | awk '{ print "--" $2 }' | sort | xargs)
-		got=$(complete_words $c -- | xargs)
+		want=$("$FC_BIN" $c --help | options | awk '{ print "--" $2 }' | sort | joined)
+		got=$(complete_words $c -- | joined)
 		[ "$got" = "$want" ] || note "$c --: got '$got', expected '$want'"
 	done
-	want=$("$FC_BIN" --help | options | awk '{ print "--" $2 }' | sort | xargs)
-	got=$(complete_words -- | xargs)
+	want=$("$FC_BIN" --help | options | awk '{ print "--" $2 }' | sort | joined)
+	got=$(complete_words -- | joined)
 	[ "$got" = "$want" ] || note "global --: got '$got', expected '$want'"
 	report
 }
