@@ -11,12 +11,16 @@
 #   no other;
 # - the pages are built (make all) and groff reads them without a warning;
 # - the bash completion offers the commands, every option of every command,
-#   only enum values the option's help names, interfaces, files and, with a
-#   scratch store (root: policy add publishes), the policy ids.
+#   only enum values the option's help names, interfaces, files and the
+#   policy ids of a store;
+# - as root (freqctl publishes to a scratch pin dir): the pages' ban and
+#   policy examples are accepted, the module's example configuration passes
+#   nginx -t, and its caveat holds in a real nginx (a location that only
+#   returns is not limited).
 # The pages are checked in their scdoc source, where the markup says what is
 # a definition; the build turns the same text into the pages.
+# shellcheck disable=SC2086 # $c unquoted: a command of two words is two arguments
 . "$(dirname "$0")/lib.sh"
-# Nothing here needs the namespace; only the policy ids need root.
 command -v scdoc >/dev/null || skip_all "scdoc missing (make deps)"
 [ -x "$FC_BIN" ] || skip_all "$FC_BIN not built (make all)"
 BC=/usr/share/bash-completion/bash_completion
@@ -113,11 +117,11 @@ check_commands() {
 check "freqctl(8) has an entry for every command, with its arguments" check_commands
 
 check_command_options() {
-	local c s l a text opts
+	local c s l text opts
 	for c in "${cmds[@]}"; do
 		text=$(entry "$MAN8" "*$c*")
 		opts=$("$FC_BIN" $c --help | options)
-		while read -r s l a; do
+		while read -r s l _; do
 			[ "$l" = help ] && continue # every command's; the page says so once
 			documents "$text" "$s" "$l" || note "freqctl(8) $c: $(opt_name "$s" "$l") missing"
 		done <<<"$opts"
@@ -130,10 +134,10 @@ check_command_options() {
 check "freqctl(8) documents every option of every command, and no other" check_command_options
 
 check_global_options() {
-	local s l a text opts
+	local s l text opts
 	text=$(section "$MAN8" "GLOBAL OPTIONS")
 	opts=$("$FC_BIN" --help | options)
-	while read -r s l a; do
+	while read -r s l _; do
 		documents "$text" "$s" "$l" || note "freqctl(8) GLOBAL OPTIONS: $(opt_name "$s" "$l") missing"
 	done <<<"$opts"
 	for l in $(defined_options <<<"$text"); do
@@ -289,7 +293,7 @@ check_complete_values() {
 	for c in attach "policy add"; do
 		for o in $("$FC_BIN" $c --help | options | awk '$3 != "-" { print $2 }'); do
 			line=$("$FC_BIN" $c --help | grep -- "--$o ")
-			line=${line#*--$o }
+			line=${line#*--"$o" }
 			for v in $(complete_words $c --$o ""); do
 				# A value ending in = or : (--match's dimensions) is followed by more.
 				case $v in
