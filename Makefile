@@ -172,6 +172,15 @@ $(FUZZ): $(B)/fuzz/%: $(B)/fuzz/tests/fuzz/%.o $(FUZZ_COMMON) $(FUZZ_LIB)
 	$(FUZZ_CC) $(CFLAGS) $(FUZZ_FLAGS) -fsanitize=fuzzer $(filter-out $(FUZZ_LIB),$^) $(FUZZ_LIB) -o $@ \
 		$(FUZZ_LIBS) $(LIB_LIBS)
 
+# Man pages (MAN_PAGES, above): doc/NAME.N.scd, in scdoc(5), built into
+# build/man/NAME.N (man -l build/man/freqctl.8 reads one in place);
+# tests/integration/test_doc.sh checks them against --help and the module.
+SCDOC    ?= scdoc
+all: $(MAN_PAGES)
+$(B)/man/%: doc/%.scd
+	@mkdir -p $(@D)
+	$(SCDOC) < $< > $@
+
 # The nginx module, built against Debian's nginx-dev (see the script).
 $(NGX_MODULE): $(NGX_SRCS) tools/build-ngx-module.sh | $(B)
 	tools/build-ngx-module.sh $(B)

@@ -14,6 +14,7 @@ pkgs=(
 	iproute2 iputils-ping jq xdp-tools netcat-openbsd
 	nginx nginx-dev curl
 	debhelper dpkg-dev lintian man-db strace
+	scdoc bash-completion
 	chromium
 )
 # Node.js: Debian's, unless one is there already (playwright-core needs 18+).
