@@ -2,7 +2,8 @@
 #
 #   make            build everything into build/
 #   make test       install what the tests need, build, run every test suite
-#   make bench      XDP cost against xdp-filter; nginx req/s against limit_req; L7 against Redis
+#   make bench      XDP cost against xdp-filter and through libxdp's dispatcher; nginx req/s
+#                   against limit_req; L7 against Redis
 #   make demo       the self-contained demo (namespace, attach, ban, traffic)
 #   make fuzz       each fuzz target for FUZZ_SECONDS (default 60); make test replays their corpora
 #   make deps       install the Debian packages freqctl needs
