@@ -312,7 +312,7 @@ static int fc_dispatcher_remove(int ifindex, enum fc_mode mode, uint32_t id)
  * dir as by any load. Where the kernel cannot run a dispatcher, libxdp
  * attaches the program directly itself, when the hook is free. */
 static int fc_attach_dispatched(struct freqctl *skel, int ifindex, enum fc_mode mode, uint32_t prio,
-				const struct fc_hook_prog *cur, struct fc_err *err)
+				const struct fc_hook_prog *cur, const char *ifname, struct fc_err *err)
 {
 	DECLARE_LIBXDP_OPTS(xdp_program_opts, xo, .obj = skel->obj, .prog_name = FC_PROG_XDP);
 	libbpf_print_fn_t print;
@@ -322,7 +322,7 @@ static int fc_attach_dispatched(struct freqctl *skel, int ifindex, enum fc_mode 
 	libxdp_set_print(fc_libxdp_print);
 	p = xdp_program__create(&xo);
 	if (!p)
-		return fc_err_set(err, "libxdp: cannot take %s from the BPF object: %s", FC_PROG_XDP, strerror(errno));
+		return fc_err_set(err, "libxdp cannot take %s from the BPF object: %s", FC_PROG_XDP, strerror(errno));
 	/* The dispatcher runs the next program only after the actions listed:
 	 * what freqctl lets through goes on to the others. */
 	xdp_program__set_chain_call_enabled(p, XDP_PASS, true);
@@ -331,18 +331,16 @@ static int fc_attach_dispatched(struct freqctl *skel, int ifindex, enum fc_mode 
 	rc = xdp_program__attach(p, ifindex, fc_xdp_mode(mode), 0);
 	libbpf_set_print(print);
 	xdp_program__close(p);
-	if (rc) {
-		fc_err_set(err, "libxdp: %s", strerror(-rc));
-		return -1;
-	}
+	if (rc)
+		return fc_err_set(err, "interface %s: libxdp's dispatcher: %s", ifname, strerror(-rc));
 	/* The old freqctl goes only now: for the moment both ran, nothing went
-	 * unfiltered (a packet passing both was counted twice). */
+	 * unfiltered (a packet passing both was counted, and charged, twice). */
 	if (cur->ours) {
 		rc = fc_dispatcher_remove(ifindex, mode, cur->id);
 		if (rc)
-			return fc_err_set(err, "libxdp: the new program is attached, but the old one (id %u) could not be "
-					       "removed: %s",
-					  cur->id, strerror(-rc));
+			return fc_err_set(err, "interface %s: the new program is in libxdp's dispatcher, but the old "
+					       "one (id %u) could not be removed: %s",
+					  ifname, cur->id, strerror(-rc));
 	}
 	return 0;
 }
@@ -360,13 +358,12 @@ static int fc_attach_prog(const char *pin_dir, struct freqctl **skel, int ifinde
 	int rc;
 
 	if (mode != FC_MODE_TC && (!cur->id || cur->dispatcher)) {
-		rc = fc_attach_dispatched(*skel, ifindex, mode, prio, cur, err);
+		rc = fc_attach_dispatched(*skel, ifindex, mode, prio, cur, ifname, err);
 		/* Into a dispatcher running others, or not at all: a direct
 		 * attach could not share the hook with them. */
 		if (!rc || cur->dispatcher)
 			return rc;
-		fc_debug("interface %s: %s; attaching directly instead of through libxdp's dispatcher", ifname,
-			 err->msg);
+		fc_debug("%s; attaching directly instead", err->msg);
 		freqctl__destroy(*skel);
 		*skel = fc_skel_open(pin_dir, mode, err);
 		if (!*skel)

@@ -185,6 +185,11 @@ counter() {
 	fi
 }
 
+# The program on $host's XDP hook, to test-run for freqctl's verdict: freqctl's
+# own, or libxdp's dispatcher running it as the interface does (in there
+# freqctl is a program extension, not an XDP program of its own).
+xdp_hook_prog() { ip -d -j link show dev "$host" | jq -r '.[0].xdp.prog.id'; }
+
 # Waits until at least N seconds remain in this UTC minute: fixed windows
 # are aligned to UTC, and a test must not straddle one.
 away_from_minute_edge() {

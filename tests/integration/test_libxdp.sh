@@ -70,7 +70,12 @@ if [ "$(dispatcher)" = null ]; then
 	check "xdp-filter still drops after freqctl's attempt" replies "$filtered" 0
 	check "xdp-filter unload" quiet xdp-filter unload "$host"
 	filter_loaded=
-	skip_one "freqctl beside xdp-filter: libxdp's dispatcher cannot load on this kernel (${why:-see freqctl -v attach})"
+	if [ -n "$why" ]; then
+		why="libxdp's dispatcher cannot load on this kernel: $why"
+	else
+		why="built without libxdp (or see freqctl -v attach)"
+	fi
+	skip_one "freqctl beside xdp-filter: freqctl attached directly, $why"
 else
 	check "freqctl alone: priority 5, no other program" [ "$(dispatcher)" = '{"priority":5,"others":[]}' ]
 	filter_loaded=1
