@@ -19,8 +19,6 @@ pings_from() { # pings_from SRC COUNT
 replies() { # replies SRC WANT: 5 pings from SRC, WANT replies
 	[ "$(pings_from "$1" 5)" = "$2" ]
 }
-# What libxdp's dispatcher runs on $host, as freqctl's status sees it.
-dispatcher() { fc status --json | jq -c '.attached[0].dispatcher'; }
 # fc status --json satisfies FILTER.
 status_is() { fc status --json | jq_true "$1"; }
 status_says() { fc status | grep -q "$1"; }
@@ -55,7 +53,7 @@ check "attach xdp-generic" quiet fc -v attach "$host" --mode xdp-generic 2>"/tmp
 check "ban add 198.18.0.2" fcq ban add 198.18.0.2
 check "freqctl drops the banned source" replies 198.18.0.2 0
 
-if [ "$(dispatcher)" = null ]; then
+if status_is '.attached[0].dispatcher == null'; then
 	why=$(sed -n 's/.*\(Compatibility check for dispatcher program failed: .*\)/\1/p' "/tmp/fc-it-$tag/attach.err" | head -1)
 	check "without the dispatcher, -v says freqctl runs alone" verbose_attach_says 'alone on the XDP hook'
 	check "direct attach: re-attach keeps dropping" replies 198.18.0.2 0
@@ -77,7 +75,7 @@ if [ "$(dispatcher)" = null ]; then
 	fi
 	skip_one "freqctl beside xdp-filter: freqctl attached directly, $why"
 else
-	check "freqctl alone: priority 5, no other program" [ "$(dispatcher)" = '{"priority":5,"others":[]}' ]
+	check "freqctl alone: priority 5, no other program" status_is '.attached[0].dispatcher == {"priority": 5, "others": []}'
 	filter_loaded=1
 	check "xdp-filter load beside freqctl" quiet xdp-filter load -m skb "$host"
 	check "xdp-filter ip $filtered --mode src" quiet xdp-filter ip -m src "$filtered"
@@ -107,7 +105,7 @@ else
 	check "attach freqctl again, beside xdp-filter" fcq attach "$host" --mode xdp-generic
 	check "xdp-filter unload" quiet xdp-filter unload "$host"
 	filter_loaded=
-	check "xdp-filter gone: freqctl alone in the dispatcher" [ "$(dispatcher)" = '{"priority":5,"others":[]}' ]
+	check "xdp-filter gone: freqctl alone in the dispatcher" status_is '.attached[0].dispatcher == {"priority": 5, "others": []}'
 	check "xdp-filter gone: freqctl still drops" replies 198.18.0.2 0
 	check "xdp-filter gone: its source passes" replies "$filtered" 5
 	check "detach freqctl, the last program" fcq detach "$host"
