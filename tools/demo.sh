@@ -2,7 +2,7 @@
 # The demo behind `make demo`: a throwaway network namespace and veth pair,
 # freqctl attached at XDP on the root side, traffic from the namespace before
 # and after a ban, the counters that show what was dropped. Everything it
-# makes (namespace, veth, pin dir, store) is removed at the end.
+# makes (namespace, veth, pin dir, libxdp's state, store) is removed at the end.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -11,12 +11,16 @@ cd "$(dirname "$0")/.."
 tag=$$
 ns=fc-demo-$tag host=fcdemo$tag peer=fcdp$tag
 pin=/sys/fs/bpf/fc-demo-$tag db=/tmp/fc-demo-$tag/store.db
+# libxdp's state for the dispatcher attach makes (its pins, its lock), here
+# rather than in the machine's /sys/fs/bpf/xdp.
+export LIBXDP_BPFFS=/sys/fs/bpf/fc-demo-$tag-xdp
 cleanup() {
 	ip netns del "$ns" 2>/dev/null || true
 	ip link del "$host" 2>/dev/null || true
-	rm -rf "$pin" "/tmp/fc-demo-$tag"
+	rm -rf "$pin" "$LIBXDP_BPFFS" "/tmp/fc-demo-$tag"
 }
 trap cleanup EXIT
+mkdir -p "$LIBXDP_BPFFS"
 
 fc() {
 	echo "\$ freqctl $*"
