@@ -192,8 +192,11 @@ static int fc_xdp_filter(bool have_ns, const char **why)
 		return -1;
 	}
 	/* `ip netns exec` gives a fresh /sys: a private bpffs for xdp-filter's pins,
-	 * gone with this shell; the program stays attached until the veth goes. */
-	if (fc_sh("ip netns exec %s sh -c 'mount -t bpf bpf /sys/fs/bpf && xdp-filter load fcb0 && "
+	 * gone with this shell; the program stays attached until the veth goes.
+	 * Without libxdp's dispatcher, so that the row is xdp-filter alone, as
+	 * freqctl's is freqctl alone; the dispatcher has a row of its own. */
+	if (fc_sh("ip netns exec %s sh -c 'mount -t bpf bpf /sys/fs/bpf && "
+		  "LIBXDP_SKIP_DISPATCHER=1 xdp-filter load fcb0 && "
 		  "xdp-filter ip --mode src 198.18.0.99' >/dev/null",
 		  fc_b.ns)) {
 		*why = "xdp-filter load or ip failed";
