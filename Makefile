@@ -2,7 +2,8 @@
 #
 #   make            build everything into build/
 #   make test       install what the tests need, build, run every test suite
-#   make bench      XDP cost against xdp-filter; nginx req/s against limit_req; L7 against Redis
+#   make bench      XDP cost against xdp-filter and through libxdp's dispatcher; nginx req/s
+#                   against limit_req; L7 against Redis
 #   make demo       the self-contained demo (namespace, attach, ban, traffic)
 #   make fuzz       each fuzz target for FUZZ_SECONDS (default 60); make test replays their corpora
 #   make deps       install the Debian packages freqctl needs
@@ -34,12 +35,16 @@ MULTIARCH := $(shell $(CC) -print-multiarch 2>/dev/null)
 pc_cflags = $(shell $(PKG_CONFIG) --cflags $(1) 2>/dev/null)
 pc_libs   = $(shell $(PKG_CONFIG) --libs $(1) 2>/dev/null)
 
-LIB_PKGS  := libbpf libelf zlib sqlite3 libpq jansson
+# libxdp (Debian libxdp-dev) lets freqctl share the XDP hook through its
+# dispatcher; without it, attach takes the hook directly, as it always did.
+LIBXDP    := $(shell $(PKG_CONFIG) --exists libxdp 2>/dev/null && echo libxdp)
+LIB_PKGS  := libbpf libelf zlib sqlite3 libpq jansson $(LIBXDP)
 HTTP_PKGS := libmicrohttpd
 
 CFLAGS   ?= -O2 -g
 WARN     := -std=gnu11 -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wno-missing-field-initializers
-FC_CFLAGS = $(CPPFLAGS) $(CFLAGS) $(WARN) -D_GNU_SOURCE -MMD -MP $(INC) $(call pc_cflags,$(LIB_PKGS))
+FC_CFLAGS = $(CPPFLAGS) $(CFLAGS) $(WARN) -D_GNU_SOURCE -MMD -MP $(INC) $(call pc_cflags,$(LIB_PKGS)) \
+	    $(if $(LIBXDP),-DFC_HAVE_LIBXDP)
 
 LIB_LIBS  := $(call pc_libs,$(LIB_PKGS)) -lpthread
 HTTP_LIBS := $(call pc_libs,$(HTTP_PKGS))

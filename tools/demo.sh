@@ -3,8 +3,8 @@
 # freqctl attached at XDP on the root side; traffic from the namespace before
 # and after a ban, then under a rate limit at XDP, then HTTP requests to a
 # real nginx under a per-user limit; the counters that show what was dropped
-# or refused. Everything it makes (namespace, veth, pin dir, store, nginx) is
-# removed at the end.
+# or refused. Everything it makes (namespace, veth, pin dir, libxdp's state,
+# store, nginx) is removed at the end.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -14,14 +14,18 @@ tag=$$
 ns=fc-demo-$tag host=fcdemo$tag peer=fcdp$tag
 dir=/tmp/fc-demo-$tag
 pin=/sys/fs/bpf/fc-demo-$tag db=$dir/store.db shm=$dir/shm
+# libxdp's state for the dispatcher attach makes (its pins, its lock), here
+# rather than in the machine's /sys/fs/bpf/xdp.
+export LIBXDP_BPFFS=/sys/fs/bpf/fc-demo-$tag-xdp
 cleanup() {
 	[ -f "$dir/nginx.pid" ] && kill -QUIT "$(cat "$dir/nginx.pid")" 2>/dev/null
 	for _ in $(seq 50); do [ -f "$dir/nginx.pid" ] || break; sleep 0.1; done
 	ip netns del "$ns" 2>/dev/null || true
 	ip link del "$host" 2>/dev/null || true
-	rm -rf "$pin" "$dir"
+	rm -rf "$pin" "$LIBXDP_BPFFS" "$dir"
 }
 trap cleanup EXIT
+mkdir -p "$LIBXDP_BPFFS"
 
 fc() {
 	echo "\$ freqctl $*"

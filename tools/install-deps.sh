@@ -8,7 +8,7 @@ set -euo pipefail
 
 pkgs=(
 	make gcc clang llvm pkg-config libclang-rt-dev
-	libbpf-dev bpftool libelf-dev zlib1g-dev
+	libbpf-dev libxdp-dev bpftool libelf-dev zlib1g-dev
 	libsqlite3-dev libpq-dev libjansson-dev libcmocka-dev libmicrohttpd-dev
 	sqlite3 postgresql postgresql-client
 	iproute2 iputils-ping jq xdp-tools netcat-openbsd

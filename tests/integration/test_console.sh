@@ -23,7 +23,7 @@ why=$(fc_nginx_missing)
 [ -z "$why" ] || skip_all "$why"
 fc_setup
 check "attach xdp" fcq attach "$host" --mode xdp
-prog=$(fc status --json | jq -r '.attached[0].prog_id')
+prog=$(xdp_hook_prog)
 fc_nginx_start "127.0.0.1:$web" || skip_all "nginx did not start"
 # Not through fc(): $! must be the agent's own pid.
 "$FC_BIN" --db "$db" --pin-dir "$pin" --shm "$shm" agent --http "127.0.0.1:$port" --token-file "$d/token" \
