@@ -244,7 +244,12 @@ struct fc_shm_key {
 	__u32 denied;
 };
 
-#define FC_SHM_KEYS      1048576u /* entries: 64 MiB of state file, used as touched */
+/* Entries in the key table: a power of two, chosen when the state file is
+ * made (freqctl --shm-keys); the file's size says which. 64 bytes each,
+ * used as touched: the default takes 64 MiB of address space. */
+#define FC_SHM_KEYS      1048576u /* the default */
+#define FC_SHM_KEYS_MIN  1024u
+#define FC_SHM_KEYS_MAX  16777216u /* 1 GiB */
 #define FC_SHM_KEY_PROBE 64
 #define FC_SHM_KEY_TAG_MIN (1ULL << 32) /* tags are at least this; busy words below */
 #define FC_SHM_KEY_STALE   2             /* seconds after which a busy word is a dead worker's */
@@ -261,7 +266,21 @@ struct fc_shm_state_header {
 #define FC_STATE_SLOTS_OFF 4096ULL
 #define FC_STATE_RING_OFF  (FC_STATE_SLOTS_OFF + (__u64)FC_SHM_SLOTS * sizeof(struct fc_shm_slot))
 #define FC_STATE_KEYS_OFF  (FC_STATE_RING_OFF + sizeof(struct fc_shm_ring))
-#define FC_STATE_SIZE      (FC_STATE_KEYS_OFF + (__u64)FC_SHM_KEYS * sizeof(struct fc_shm_key))
+#define FC_STATE_SIZE_FOR(keys) (FC_STATE_KEYS_OFF + (__u64)(keys) * sizeof(struct fc_shm_key))
+#define FC_STATE_SIZE      FC_STATE_SIZE_FOR(FC_SHM_KEYS)
+
+/* The key table's entries in a state file of size bytes, or 0 if no valid
+ * table has that size (a reader never trusts more than the size it saw). */
+static inline __u32 fc_state_nkeys(__u64 size)
+{
+	__u64 n;
+
+	if (size < FC_STATE_SIZE_FOR(FC_SHM_KEYS_MIN) || size > FC_STATE_SIZE_FOR(FC_SHM_KEYS_MAX) ||
+	    (size - FC_STATE_KEYS_OFF) % sizeof(struct fc_shm_key))
+		return 0;
+	n = (size - FC_STATE_KEYS_OFF) / sizeof(struct fc_shm_key);
+	return n & (n - 1) ? 0 : (__u32)n;
+}
 
 /* FNV-1a over a ban's key: the family, the length, then the uid or the
  * masked address bytes. */
@@ -330,5 +349,8 @@ _Static_assert(sizeof(struct fc_shm_header) <= FC_SHM_BLOCK_OFF(0), "the header 
 _Static_assert(sizeof(struct fc_shm_state_header) <= FC_STATE_SLOTS_OFF, "the state header must fit");
 _Static_assert((FC_SHM_RING_SIZE & (FC_SHM_RING_SIZE - 1)) == 0, "the ring size must be a power of two");
 _Static_assert((FC_SHM_KEYS & (FC_SHM_KEYS - 1)) == 0, "the key table's size must be a power of two");
+_Static_assert((FC_SHM_KEYS_MIN & (FC_SHM_KEYS_MIN - 1)) == 0 && (FC_SHM_KEYS_MAX & (FC_SHM_KEYS_MAX - 1)) == 0,
+	       "the key table's bounds must be powers of two");
+_Static_assert(FC_SHM_KEYS_MIN >= FC_SHM_KEY_PROBE, "a probe window fits in the smallest table");
 
 #endif /* FC_SHM_H */

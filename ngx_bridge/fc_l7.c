@@ -258,7 +258,7 @@ int fc_l7_build(const void *base, size_t size, void *state, size_t state_size, s
 	memset(ix, 0, sizeof(*ix));
 	if (size != FC_SHM_SIZE || h->magic != FC_SHM_MAGIC || h->version != FC_SHM_VERSION)
 		return fc_fail(ix, "not a freqctl shm of this version");
-	if (state_size != FC_STATE_SIZE || sh->magic != FC_SHM_STATE_MAGIC || sh->version != FC_SHM_VERSION)
+	if (!fc_state_nkeys(state_size) || sh->magic != FC_SHM_STATE_MAGIC || sh->version != FC_SHM_VERSION)
 		return fc_fail(ix, "its state file is not one of this version");
 	seq = __atomic_load_n(&h->seq, __ATOMIC_ACQUIRE);
 	active = __atomic_load_n(&h->active, __ATOMIC_ACQUIRE);
@@ -274,6 +274,7 @@ int fc_l7_build(const void *base, size_t size, void *state, size_t state_size, s
 	ix->nslots = FC_SHM_SLOTS;
 	ix->ring = (struct fc_shm_ring *)((char *)state + FC_STATE_RING_OFF);
 	ix->keys = (struct fc_shm_key *)((char *)state + FC_STATE_KEYS_OFF);
+	ix->nkeys = fc_state_nkeys(state_size);
 	memcpy(ix->key_secret, h->key_secret, sizeof(ix->key_secret));
 	blk = (const struct fc_shm_block *)((const char *)base + FC_SHM_BLOCK_OFF(active));
 	used = blk->used;
@@ -734,7 +735,7 @@ static struct fc_shm_key *fc_key_get(const struct fc_l7_index *ix, const struct 
 {
 	struct fc_shm_key *e, *take;
 	__u64 t, seen, secs = now / FC_NS_PER_SEC, prev, next;
-	uint32_t os, oe, max_keys = p->max_keys ? p->max_keys : FC_SHM_KEYS / 2;
+	uint32_t os, oe, max_keys = p->max_keys ? p->max_keys : ix->nkeys / 2;
 	unsigned spin, tries;
 	size_t j;
 
@@ -742,7 +743,7 @@ static struct fc_shm_key *fc_key_get(const struct fc_l7_index *ix, const struct 
 		take = NULL;
 		seen = 0;
 		for (j = 0; j < FC_SHM_KEY_PROBE; j++) {
-			e = &ix->keys[(tag + j) & (FC_SHM_KEYS - 1)];
+			e = &ix->keys[(tag + j) & (ix->nkeys - 1)];
 			t = __atomic_load_n(&e->tag, __ATOMIC_ACQUIRE);
 			for (spin = 0; t && t < FC_SHM_KEY_TAG_MIN && spin < FC_KEY_SPIN; spin++)
 				t = __atomic_load_n(&e->tag, __ATOMIC_ACQUIRE);

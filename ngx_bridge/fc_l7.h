@@ -96,6 +96,7 @@ struct fc_l7_index {
 	size_t nloose;
 	/* The key table of per-key policies, in the state file. */
 	struct fc_shm_key *keys;
+	uint32_t nkeys; /* a power of two, from the state file's size */
 	uint64_t key_secret[2];
 	/* Per policy, the last match that collected it: a policy is matched
 	 * once however often its anchor value occurs. The index's own memory. */

@@ -47,7 +47,7 @@ get() { # get UID COUNT: COUNT requests as that user, from the namespace
 nginx_start() {
 	mkdir -p "$dir/html" "$dir/logs"
 	echo hello >"$dir/html/index.html"
-	chmod -R a+rX "$dir"
+	chmod a+x "$dir" && chmod -R a+rX "$dir/html" # the workers read the page, not the store
 	cat >"$dir/nginx.conf" <<CONF
 load_module $PWD/build/ngx_http_freqctl_module.so;
 user www-data www-data;

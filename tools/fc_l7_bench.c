@@ -64,7 +64,7 @@ static int fc_seed(const char *db, const char *shm, long n, bool keys)
 		    fc_store_policy_put(st, &p, (int64_t)time(NULL), &row, &err) < 0)
 			goto fail;
 	}
-	if (fc_shm_publish(shm, NULL, st, (int64_t)time(NULL), 1, &res, &err) < 0 || fc_store_commit(st, &err) < 0)
+	if (fc_shm_publish(shm, NULL, 0, st, (int64_t)time(NULL), 1, &res, &err) < 0 || fc_store_commit(st, &err) < 0)
 		goto fail;
 	fc_store_close(st);
 	return 0;

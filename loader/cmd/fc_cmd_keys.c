@@ -15,7 +15,7 @@ struct fc_keys_opt {
 };
 
 static const struct fc_opt fc_keys_opts[] = {
-	FC_OPTION("rows", 'n', FC_OPT_UINT, struct fc_keys_opt, rows, .min = 1, .max = FC_SHM_KEYS, .arg = "N",
+	FC_OPTION("rows", 'n', FC_OPT_UINT, struct fc_keys_opt, rows, .min = 1, .max = FC_SHM_KEYS_MAX, .arg = "N",
 		  .help = "the N busiest keys (default 20)"),
 	FC_OPTION("json", 0, FC_OPT_FLAG, struct fc_keys_opt, json, .help = "print them as a JSON array"),
 	FC_OPT_END,

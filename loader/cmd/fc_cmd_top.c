@@ -395,14 +395,14 @@ static int fc_top_run(const struct fc_ctx *ctx0, const struct fc_cmd *cmd, int a
 	int rc = FC_EXIT_FAILURE;
 
 	fc_cmd_parse(cmd, argc, argv, &opt, NULL);
-	fc_store_keep_init(&keep, ctx->db_path);
+	fc_store_keep_init(&keep, ctx->db_path, !ctx->store_must_exist);
 	kctx.keep = &keep;
 	top.delay = opt.delay;
 	top.json = opt.json;
 	top.tty = top.tty && !top.json;
 	if (opt.rows)
 		top.rows = (size_t)opt.rows;
-	else if (top.tty && !ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) && ws.ws_row > 16)
+	else if (top.tty && !ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) && ws.ws_row >= 19)
 		top.rows = (size_t)(ws.ws_row - 15) / 4; /* four tables and their headings */
 	else
 		top.rows = 10;
@@ -473,6 +473,7 @@ const struct fc_cmd fc_cmd_top = {
 		   "limit), and the clients nginx refused for an escalating policy in the last interval.\n"
 		   "Keys: those of per-key nginx policies (DIM=*), ranked the same way; the key table\n"
 		   "holds a keyed hash of each key, not its value ('freqctl keys ID' lists one policy's).\n"
+		   "Keys and refusals are the nginx workers' account, read from a file they write.\n"
 		   "On a terminal the screen is redrawn; in a pipe each refresh is printed after the last;\n"
 		   "--json prints one object per refresh and line. Ctrl-C quits.",
 	.opts = fc_top_opts,

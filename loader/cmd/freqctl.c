@@ -26,8 +26,23 @@ static const struct fc_cmd *const fc_cmds[] = {
 
 struct fc_global_opt {
 	const char *db, *pin_dir, *shm, *shm_group, *node;
+	uint32_t shm_keys;
 	bool verbose, version, help;
 };
+
+/* A key table size: rounded up to a power of two, within the layout's bounds. */
+static int fc_shm_keys_parse(const char *text, void *dest, struct fc_err *err)
+{
+	uint64_t n, p = FC_SHM_KEYS_MIN;
+
+	if (fc_decimal(text, FC_SHM_KEYS_MAX, &n) < 0 || n < FC_SHM_KEYS_MIN)
+		return fc_err_set(err, "\"%s\": expected a number of keys from %u to %u", text, FC_SHM_KEYS_MIN,
+				  FC_SHM_KEYS_MAX);
+	while (p < n)
+		p *= 2;
+	*(uint32_t *)dest = (uint32_t)p;
+	return 0;
+}
 
 #define FC_GLOBAL(name, short_, type, field, ...) \
 	FC_OPTION(name, short_, type, struct fc_global_opt, field, __VA_ARGS__)
@@ -41,6 +56,9 @@ static const struct fc_opt fc_global_opts[] = {
 		  .help = "the L7 shared memory nginx reads (default " FC_SHM_DEFAULT ")"),
 	FC_GLOBAL("shm-group", 0, FC_OPT_STR, shm_group, .arg = "GROUP",
 		  .help = "group of the shm file: nginx's workers (default " FC_SHM_GROUP_DEFAULT ", if it exists)"),
+	FC_GLOBAL("shm-keys", 0, FC_OPT_PARSE, shm_keys, .parse = fc_shm_keys_parse, .arg = "N",
+		  .help = "nginx's key table: N entries of 64 bytes, a power of two from 1024 to 16777216 (default "
+			  "1048576 for a new table; another size remakes it: keys and counters start afresh)"),
 	FC_GLOBAL("node", 0, FC_OPT_STR, node, .arg = "NAME",
 		  .help = "this machine in the nodes table (default: host name)"),
 	FC_GLOBAL("verbose", 'v', FC_OPT_FLAG, verbose, .help = "explain more, including libbpf's log"),
@@ -52,27 +70,17 @@ static const struct fc_opt fc_global_opts[] = {
 #define FC_NGLOBAL (sizeof(fc_global_opts) / sizeof(fc_global_opts[0]) - 1)
 
 /* Global options from the environment (a unit's EnvironmentFile, a shell
- * profile); an option on the command line wins. */
+ * profile), parsed as the options are; an option on the command line wins. */
 static const struct {
-	const char *name;
-	size_t off;
+	const char *var, *opt;
 } fc_global_env[] = {
-	{ "FREQCTL_DB", offsetof(struct fc_global_opt, db) },
-	{ "FREQCTL_PIN_DIR", offsetof(struct fc_global_opt, pin_dir) },
-	{ "FREQCTL_SHM", offsetof(struct fc_global_opt, shm) },
-	{ "FREQCTL_SHM_GROUP", offsetof(struct fc_global_opt, shm_group) },
-	{ "FREQCTL_NODE", offsetof(struct fc_global_opt, node) },
+	{ "FREQCTL_DB", "db" },
+	{ "FREQCTL_PIN_DIR", "pin-dir" },
+	{ "FREQCTL_SHM", "shm" },
+	{ "FREQCTL_SHM_GROUP", "shm-group" },
+	{ "FREQCTL_SHM_KEYS", "shm-keys" },
+	{ "FREQCTL_NODE", "node" },
 };
-
-static void fc_global_from_env(struct fc_global_opt *g)
-{
-	const char *v;
-	size_t i;
-
-	for (i = 0; i < sizeof(fc_global_env) / sizeof(fc_global_env[0]); i++)
-		if ((v = getenv(fc_global_env[i].name)) && *v)
-			*(const char **)((char *)g + fc_global_env[i].off) = v;
-}
 
 static void fc_main_usage(FILE *f)
 {
@@ -96,8 +104,8 @@ static void fc_main_usage(FILE *f)
 	fputs("\nGlobal options:\n", f);
 	for (o = fc_global_opts; o->name; o++)
 		fc_opt_print(o, f);
-	fputs("\nEnvironment: FREQCTL_DB, FREQCTL_PIN_DIR, FREQCTL_SHM, FREQCTL_SHM_GROUP and FREQCTL_NODE\n"
-	      "set the global options of the same names; an option given wins.\n", f);
+	fputs("\nEnvironment: FREQCTL_DB, FREQCTL_PIN_DIR, FREQCTL_SHM, FREQCTL_SHM_GROUP, FREQCTL_SHM_KEYS and\n"
+	      "FREQCTL_NODE set the global options of the same names; an option given wins.\n", f);
 	fputs("\nExit status: 0 done, 1 runtime error, 2 usage error.\n"
 	      "Run 'freqctl COMMAND --help' for a command's options.\n",
 	      f);
@@ -113,6 +121,23 @@ static __attribute__((noreturn, format(printf, 1, 2))) void fc_main_usage_error(
 	va_end(ap);
 	fputs("\nTry 'freqctl --help'.\n", stderr);
 	exit(FC_EXIT_USAGE);
+}
+
+static void fc_global_from_env(struct fc_global_opt *g)
+{
+	const struct fc_opt *o;
+	struct fc_err err;
+	const char *v;
+	size_t i;
+
+	for (i = 0; i < sizeof(fc_global_env) / sizeof(fc_global_env[0]); i++) {
+		if (!(v = getenv(fc_global_env[i].var)) || !*v)
+			continue;
+		for (o = fc_global_opts; strcmp(o->name, fc_global_env[i].opt); o++)
+			;
+		if (fc_opt_set(o, g, v, fc_global_env[i].var, &err) < 0)
+			fc_main_usage_error("%s: %s", fc_global_env[i].var, err.msg);
+	}
 }
 
 /* Finds the command named by argv[0] (and argv[1] for two-word commands). */
@@ -182,7 +207,7 @@ int main(int argc, char **argv)
 	if (!*g.db || !*g.pin_dir || !*g.shm || !*g.node)
 		fc_main_usage_error("--db, --pin-dir and --shm need a non-empty path");
 	ctx = (struct fc_ctx){ .db_path = g.db, .pin_dir = g.pin_dir, .shm_path = g.shm, .shm_group = g.shm_group,
-			       .node = g.node };
+			       .shm_keys = g.shm_keys, .node = g.node };
 	argc -= optind;
 	argv += optind;
 	if (!strcmp(argv[0], "help")) {

@@ -713,7 +713,7 @@ struct fc_console *fc_console_new(const struct fc_ctx *ctx, const struct fc_agen
 	}
 	c->ctx = *ctx;
 	c->ctx.store_must_exist = true; /* a console never makes a store */
-	fc_store_keep_init(&c->keep, c->ctx.db_path);
+	fc_store_keep_init(&c->keep, c->ctx.db_path, false);
 	c->ctx.keep = &c->keep;
 	c->counters = counters;
 	pthread_mutex_init(&c->lock, NULL);

@@ -8,6 +8,7 @@
 #define FC_CTX_H
 
 #include <stdbool.h>
+#include <stdint.h>
 
 struct fc_store_keep;
 
@@ -17,6 +18,7 @@ struct fc_ctx {
 	const char *shm_path;
 	const char *shm_group; /* NULL: the default, if it exists */
 	const char *node;      /* this machine's name in the nodes table */
+	uint32_t shm_keys;     /* --shm-keys: the key table's entries; 0: keep what there is */
 	bool store_must_exist; /* the agent: a vanished store is an outage, not an empty one */
 	/* A store connection the caller keeps (the console, top), used by
 	 * publishes and stats; NULL: each opens its own. */

@@ -80,14 +80,14 @@ int fc_publish_commit(struct fc_publish *pub, struct fc_err *err)
 	}
 	if (fc_store_node_weight(pub->st, pub->ctx->node, &pub->weight, err) < 0 ||
 	    fc_sync(pub->st, &pub->maps, pin_dir, pub->now, pub->weight, &pub->res, err) < 0 ||
-	    fc_shm_publish(pub->ctx->shm_path, pub->ctx->shm_group, pub->st, pub->now, pub->weight, &pub->shm,
-			   err) < 0 ||
+	    fc_shm_publish(pub->ctx->shm_path, pub->ctx->shm_group, pub->ctx->shm_keys, pub->st, pub->now,
+			   pub->weight, &pub->shm, err) < 0 ||
 	    fc_store_commit(pub->st, err) < 0) {
 		fc_store_rollback(pub->st);
 		/* Best effort: the maps and the shm may hold part of the change. */
 		fc_sync(pub->st, &pub->maps, pin_dir, pub->now, pub->weight, &undo, &ignored);
-		fc_shm_publish(pub->ctx->shm_path, pub->ctx->shm_group, pub->st, pub->now, pub->weight, &undo_shm,
-			       &ignored);
+		fc_shm_publish(pub->ctx->shm_path, pub->ctx->shm_group, pub->ctx->shm_keys, pub->st, pub->now,
+			       pub->weight, &undo_shm, &ignored);
 		pub->failed = true;
 		fc_publish_close(pub);
 		return -1;

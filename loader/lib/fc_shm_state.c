@@ -69,13 +69,18 @@ void fc_state_ring_read(int fd, uint64_t from, size_t n, struct fc_shm_ring_entr
 
 int fc_state_keys_each(int fd, void (*each)(const struct fc_shm_key *k, void *arg), void *arg, struct fc_err *err)
 {
-	enum { CHUNK = 16384 };
-	struct fc_shm_key *buf = malloc(CHUNK * sizeof(*buf));
-	size_t i, j;
+	enum { CHUNK = FC_SHM_KEYS_MIN }; /* a table is whole chunks */
+	struct fc_shm_key *buf;
+	struct stat sb;
+	size_t i, j, n;
 
+	/* As many entries as the file's size says now; what it no longer holds
+	 * when read (a worker may truncate it) reads as zeros. */
+	n = fstat(fd, &sb) == 0 ? fc_state_nkeys((uint64_t)sb.st_size) : 0;
+	buf = malloc(CHUNK * sizeof(*buf));
 	if (!buf)
 		return fc_err_set(err, "out of memory reading the key table");
-	for (i = 0; i < FC_SHM_KEYS; i += CHUNK) {
+	for (i = 0; i < n; i += CHUNK) {
 		fc_state_pread(fd, buf, CHUNK * sizeof(*buf), FC_STATE_KEYS_OFF + i * sizeof(*buf));
 		for (j = 0; j < CHUNK; j++)
 			if (buf[j].tag >= FC_SHM_KEY_TAG_MIN)

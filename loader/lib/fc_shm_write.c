@@ -33,8 +33,9 @@ static int fc_shm_gid(const char *path, const char *group, gid_t *gid, struct fc
 }
 
 /* Whether fd is a file of ours to keep: regular, owned by us, writable by
- * nobody else (but the group, for the state file), of this layout's size,
- * and starting with its magic and version. */
+ * nobody else (but the group, for the state file), of this layout's size
+ * (size 0: a state file of any key table size), and starting with its magic
+ * and version. */
 static bool fc_shm_ours(int fd, uint64_t size, __u32 magic, bool group_write, gid_t gid)
 {
 	mode_t bad = group_write ? S_IWOTH : (S_IWGRP | S_IWOTH);
@@ -42,7 +43,8 @@ static bool fc_shm_ours(int fd, uint64_t size, __u32 magic, bool group_write, gi
 	struct stat sb;
 
 	return fstat(fd, &sb) == 0 && S_ISREG(sb.st_mode) && sb.st_uid == geteuid() && !(sb.st_mode & bad) &&
-	       (uint64_t)sb.st_size == size && (gid == (gid_t)-1 || sb.st_gid == gid) &&
+	       (size ? (uint64_t)sb.st_size == size : fc_state_nkeys((uint64_t)sb.st_size) != 0) &&
+	       (gid == (gid_t)-1 || sb.st_gid == gid) &&
 	       pread(fd, head, sizeof(head), 0) == sizeof(head) && head[0] == magic && head[1] == FC_SHM_VERSION;
 }
 
@@ -70,7 +72,7 @@ static int fc_shm_file(const char *path, uint64_t size, __u32 magic, mode_t mode
 	if (fd < 0)
 		return fc_err_set(err, "shm %s: cannot create %s: %s", path, tmp, strerror(errno));
 	if ((gid != (gid_t)-1 && fchown(fd, (uid_t)-1, gid) < 0) || fchmod(fd, mode) < 0 ||
-	    ftruncate(fd, (off_t)size) < 0) {
+	    ftruncate(fd, (off_t)(size ? size : FC_STATE_SIZE)) < 0) {
 		fc_err_set(err, "shm %s: %s", tmp, strerror(errno));
 		goto fail;
 	}
@@ -327,8 +329,8 @@ static int fc_slot_claim(int state_fd, const struct fc_policy_row *r, struct fc_
 	return 0;
 }
 
-int fc_shm_publish(const char *path, const char *group, struct fc_store *st, int64_t now, double weight,
-		   struct fc_shm_result *res, struct fc_err *err)
+int fc_shm_publish(const char *path, const char *group, uint32_t keys, struct fc_store *st, int64_t now,
+		   double weight, struct fc_shm_result *res, struct fc_err *err)
 {
 	size_t npols = 0, nbans = 0, nub = 0, i;
 	struct fc_policy_row *pols = NULL;
@@ -351,7 +353,8 @@ int fc_shm_publish(const char *path, const char *group, struct fc_store *st, int
 	fd = fc_shm_file(path, FC_SHM_SIZE, FC_SHM_MAGIC, 0640, gid, fc_shm_init_config, err);
 	if (fd < 0)
 		goto out;
-	state_fd = fc_shm_file(state_path, FC_STATE_SIZE, FC_SHM_STATE_MAGIC, 0660, gid, fc_shm_init_state, err);
+	state_fd = fc_shm_file(state_path, keys ? FC_STATE_SIZE_FOR(keys) : 0, FC_SHM_STATE_MAGIC, 0660, gid,
+			       fc_shm_init_state, err);
 	if (state_fd < 0)
 		goto out;
 	base = mmap(NULL, FC_SHM_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);

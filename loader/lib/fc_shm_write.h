@@ -36,10 +36,14 @@ struct fc_shm_result {
 };
 
 /* group: the files' group (the nginx workers'); NULL for the default, which
- * is skipped if it does not exist. now: unix seconds (expired bans skipped).
- * weight: this node's share of every policy's rate. */
-int fc_shm_publish(const char *path, const char *group, struct fc_store *st, int64_t now, double weight,
-		   struct fc_shm_result *res, struct fc_err *err);
+ * is skipped if it does not exist. keys: the key table's entries (a power of
+ * two from FC_SHM_KEYS_MIN to FC_SHM_KEYS_MAX) for the state file, made
+ * anew if it has another size (the workers' keys and counters start afresh);
+ * 0: any state file there is kept, a new one has FC_SHM_KEYS. now: unix
+ * seconds (expired bans skipped). weight: this node's share of every
+ * policy's rate. */
+int fc_shm_publish(const char *path, const char *group, uint32_t keys, struct fc_store *st, int64_t now,
+		   double weight, struct fc_shm_result *res, struct fc_err *err);
 
 /* The workers' state file of the config file at path: path + ".state". */
 int fc_shm_state_path(const char *path, char out[PATH_MAX], struct fc_err *err);

@@ -141,7 +141,7 @@ int fc_stats_gather(const struct fc_ctx *ctx, struct fc_stats_all *a, struct fc_
 			a->ps[i].ps.dropped.packets = slots[r->slot].denied;
 			a->ps[i].delayed = slots[r->slot].delayed;
 			/* The workers' counts: a forged one is bounded by the table. */
-			a->ps[i].keys = slots[r->slot].keys < FC_SHM_KEYS ? slots[r->slot].keys : FC_SHM_KEYS;
+			a->ps[i].keys = slots[r->slot].keys < FC_SHM_KEYS_MAX ? slots[r->slot].keys : FC_SHM_KEYS_MAX;
 			a->ps[i].overflowed = slots[r->slot].overflowed;
 		}
 	}

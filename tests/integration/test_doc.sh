@@ -252,9 +252,18 @@ check "completion: freqctl policy a -> add" offers add policy a
 check "completion: freqctl policy add --ra -> --rate" offers --rate policy add --ra
 check "completion: freqctl ban -> add del import list" offers "add del import list" ban ""
 check "completion: freqctl --db X policy l -> list" offers list --db /nonexistent policy l
-check "completion: freqctl --s -> --shm --shm-group" offers "--shm --shm-group" --s
+check "completion: freqctl --s -> --shm --shm-group --shm-keys" offers "--shm --shm-group --shm-keys" --s
 check "completion: freqctl attach --mode xdp -> xdp xdp-generic" offers "xdp xdp-generic" attach --mode xdp
 check "completion: freqctl policy add -a '' -> gcra window" offers "gcra window" policy add -a ""
+# What was typed is never a pattern or a program: a word made to be both
+# (sed's e flag) offers nothing and runs nothing.
+check_no_injection() {
+	local mark=/tmp/fc-it-$tag/injected
+	mkdir -p "/tmp/fc-it-$tag"
+	offers "" "\\|policy.*\\|/touch\${IFS}${mark//\//\\/}/e#" "" &&
+		offers "" ".*" "" && offers "" "policy.*" "" && [ ! -e "$mark" ]
+}
+check "completion: a command word that is a regex or sed program offers and runs nothing" check_no_injection
 offers_lo() { complete_words detach l | grep -qx lo; } # and whatever else starts with l here
 check "completion: freqctl detach l -> lo, among the interfaces" offers_lo
 check "completion: freqctl import FILE completes files" offers tests/integration/lib.sh import tests/integration/lib.

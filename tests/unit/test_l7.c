@@ -66,6 +66,7 @@ struct fc_t {
 	size_t size;
 	void *state;  /* the workers' state file */
 	size_t state_size;
+	uint32_t keys; /* the key table's size for a publish (0: keep the file's) */
 	struct fc_arena arena;
 	struct fc_l7_index ix;
 };
@@ -145,7 +146,7 @@ static void fc_publish(struct fc_t *t)
 	struct fc_err err;
 
 	fc_unmap(t);
-	if (fc_shm_publish(t->shm, NULL, t->st, 1, 1, &res, &err) < 0)
+	if (fc_shm_publish(t->shm, NULL, t->keys, t->st, 1, 1, &res, &err) < 0)
 		fail_msg("%s", err.msg);
 	fc_map(t->shm, &t->base, &t->size);
 	fc_map(t->state_path, &t->state, &t->state_size);
@@ -316,7 +317,7 @@ static void test_ban_table(void **state)
 	{
 		struct fc_shm_result r;
 
-		assert_int_equal(fc_shm_publish(t->shm, NULL, t->st, 1, 1, &r, &err), 0);
+		assert_int_equal(fc_shm_publish(t->shm, NULL, 0, t->st, 1, 1, &r, &err), 0);
 		assert_false(r.published); /* no new block: workers keep their index */
 	}
 	assert_int_equal(((const struct fc_shm_header *)t->base)->seq, seq);
@@ -335,7 +336,7 @@ static void test_ban_table(void **state)
 	{
 		struct fc_shm_result r;
 
-		assert_int_equal(fc_shm_publish(t->shm, NULL, t->st, 1, 1, &r, &err), 0);
+		assert_int_equal(fc_shm_publish(t->shm, NULL, 0, t->st, 1, 1, &r, &err), 0);
 	}
 	assert_int_equal(fc_decide(t, "ip=2001:db8::7", T0, NULL), FC_L7_BANNED);
 	assert_int_equal(fc_decide(t, "ip=2001:db8::8", T0, NULL), FC_L7_PASS);
@@ -368,7 +369,7 @@ static void test_republish(void **state)
 	assert_int_equal(fc_build(t, t->base, t->size), 0);
 	assert_int_equal(fc_passes(t, "uid=u2", T0, 5), 4);
 	seq = t->ix.seq;
-	assert_int_equal(fc_shm_publish(t->shm, NULL, t->st, 1, 1, &res, &err), 0);
+	assert_int_equal(fc_shm_publish(t->shm, NULL, 0, t->st, 1, 1, &res, &err), 0);
 	assert_false(res.published);
 	assert_int_equal(res.seq, seq);
 }
@@ -948,6 +949,55 @@ static void test_keys_corrupt(void **state)
 	}
 }
 
+/* --shm-keys: the table's size is the state file's; a publish keeps it
+ * unless told another, which starts it afresh; a size that is no table is
+ * refused (requests pass). */
+static void test_keys_table_size(void **state)
+{
+	struct fc_t *t = *state;
+	char req[32];
+	int i, passed = 0;
+
+	t->keys = FC_SHM_KEYS_MIN;
+	fc_policy(t, 1, "uid=*", "1/m", "drop", 0, 0);
+	fc_publish(t);
+	assert_int_equal(t->state_size, FC_STATE_SIZE_FOR(FC_SHM_KEYS_MIN));
+	assert_int_equal(fc_build(t, t->base, t->size), 0);
+	assert_int_equal(t->ix.nkeys, FC_SHM_KEYS_MIN);
+	/* 600 uids: half the table (the default --max-keys) get a bucket,
+	 * the rest share the overflow bucket (1/m for all of them). */
+	for (i = 0; i < 600; i++) {
+		snprintf(req, sizeof(req), "uid=u%d", i);
+		passed += fc_passes(t, req, T0, 1);
+	}
+	assert_int_equal(t->ix.slots[t->ix.pol[0].slot].keys, FC_SHM_KEYS_MIN / 2);
+	assert_int_equal(passed, FC_SHM_KEYS_MIN / 2 + 1);
+	assert_int_equal(fc_passes(t, "uid=u0", T0, 1), 0); /* spent */
+
+	t->keys = 0; /* kept, with its keys */
+	fc_publish(t);
+	assert_int_equal(t->state_size, FC_STATE_SIZE_FOR(FC_SHM_KEYS_MIN));
+	assert_int_equal(fc_build(t, t->base, t->size), 0);
+	assert_int_equal(fc_passes(t, "uid=u0", T0, 1), 0);
+
+	t->keys = 2 * FC_SHM_KEYS_MIN; /* another size: made anew */
+	fc_publish(t);
+	assert_int_equal(t->state_size, FC_STATE_SIZE_FOR(2 * FC_SHM_KEYS_MIN));
+	assert_int_equal(fc_build(t, t->base, t->size), 0);
+	assert_int_equal(t->ix.nkeys, 2 * FC_SHM_KEYS_MIN);
+	assert_int_equal(fc_passes(t, "uid=u0", T0, 1), 1);
+
+	/* Sizes that are no table: not a power of two, too small, ragged. */
+	assert_int_not_equal(fc_l7_build(t->base, t->size, t->state, FC_STATE_SIZE_FOR(3 * FC_SHM_KEYS_MIN / 2), &t->ix,
+					 &(struct fc_l7_alloc){ fc_arena_alloc, &t->arena }), 0);
+	assert_int_not_equal(fc_l7_build(t->base, t->size, t->state, FC_STATE_SIZE_FOR(FC_SHM_KEYS_MIN / 2), &t->ix,
+					 &(struct fc_l7_alloc){ fc_arena_alloc, &t->arena }), 0);
+	assert_int_not_equal(fc_l7_build(t->base, t->size, t->state, FC_STATE_SIZE_FOR(FC_SHM_KEYS_MIN) + 8, &t->ix,
+					 &(struct fc_l7_alloc){ fc_arena_alloc, &t->arena }), 0);
+	assert_int_equal(fc_state_nkeys(FC_STATE_SIZE_FOR(FC_SHM_KEYS_MAX)), FC_SHM_KEYS_MAX);
+	assert_int_equal(fc_state_nkeys(FC_STATE_SIZE_FOR(2ULL * FC_SHM_KEYS_MAX)), 0);
+}
+
 int main(void)
 {
 #define T(f) cmocka_unit_test_setup_teardown(f, fc_setup, fc_teardown)
@@ -964,6 +1014,7 @@ int main(void)
 		T(test_keys_corrupt),
 		T(test_keys_repeated),
 		T(test_keys_max),
+		T(test_keys_table_size),
 		T(test_exact_across_processes_window),
 		T(test_tiers_and_policies_all_or_nothing),
 		T(test_delay),

@@ -520,7 +520,7 @@ static void test_keep(void **state)
 	fc_put(t->st, "192.0.2.1", 100, 0);
 	fc_store_close(t->st);
 	t->st = NULL;
-	fc_store_keep_init(&k, t->path);
+	fc_store_keep_init(&k, t->path, false);
 	first = fc_store_keep_get(&k, &err);
 	assert_non_null(first);
 	assert_int_equal(live_bans(first, 100), 1);

@@ -3,10 +3,11 @@
 
 #include "fc_store_keep.h"
 
-void fc_store_keep_init(struct fc_store_keep *k, const char *dsn)
+void fc_store_keep_init(struct fc_store_keep *k, const char *dsn, bool create)
 {
 	pthread_mutex_init(&k->lock, NULL);
 	k->dsn = dsn;
+	k->create = create;
 	k->st = NULL;
 }
 
@@ -28,15 +29,19 @@ struct fc_store *fc_store_keep_get(struct fc_store_keep *k, struct fc_err *err)
 		k->st = NULL;
 	}
 	if (!k->st) {
-		if (fc_store_open_ex(k->dsn, false, &k->st, err) < 0) {
+		/* The file's identity before it is opened: one swapped in between
+		 * differs from it, and is opened again on the next use. */
+		sb.st_dev = 0;
+		sb.st_ino = 0;
+		if (!fc_store_is_postgres(k->dsn))
+			stat(k->dsn, &sb);
+		if (fc_store_open_ex(k->dsn, k->create, &k->st, err) < 0) {
 			k->st = NULL;
 			pthread_mutex_unlock(&k->lock);
 			return NULL;
 		}
-		if (!fc_store_is_postgres(k->dsn) && stat(k->dsn, &sb) == 0) {
-			k->dev = sb.st_dev;
-			k->ino = sb.st_ino;
-		}
+		k->dev = sb.st_dev;
+		k->ino = sb.st_ino;
 	}
 	return k->st;
 }

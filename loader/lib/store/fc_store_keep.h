@@ -18,12 +18,13 @@
 struct fc_store_keep {
 	pthread_mutex_t lock;
 	const char *dsn;
+	bool create; /* a missing store is made (as a fresh open by that reader would) */
 	struct fc_store *st;
 	dev_t dev; /* the SQLite file it was opened on */
 	ino_t ino;
 };
 
-void fc_store_keep_init(struct fc_store_keep *k, const char *dsn);
+void fc_store_keep_init(struct fc_store_keep *k, const char *dsn, bool create);
 /* The connection, with the lock held until fc_store_keep_put; NULL with
  * err (and the lock released) if the store can not be opened. */
 struct fc_store *fc_store_keep_get(struct fc_store_keep *k, struct fc_err *err);
