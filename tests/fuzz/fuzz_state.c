@@ -4,9 +4,12 @@
  * write: the readers of loader/lib/fc_shm_state.c (slots, the ring's head
  * and entries) on whatever the file holds, however long it is, and the
  * agent's escalation (loader/agent/fc_escalate.c) turning its ring into
- * bans. Properties: nothing crashes; escalation makes no more bans than it
- * was given room for, never more than its cap in a minute, and only bans of
- * a whole address or an IPv6 /64.
+ * bans, and the key table as keys, top and the console read it.
+ * Properties: nothing crashes; escalation makes no more bans than it was
+ * given room for, never more than its cap in a minute, and only bans of a
+ * whole address or an IPv6 /64; the key readers give only keys of the
+ * policy asked for, the busiest at most as many as asked, most used first,
+ * each used 0 to 1.
  *
  * An input is chunks of [u8 what][u32 offset][u16 len][len bytes]: what 0
  * writes the file at offset, 1 truncates it to offset, 2 lets the agent
@@ -23,11 +26,15 @@
 #include "fc_fuzz.h"
 #include "fc_policy.h"
 #include "fc_shm_state.h"
+#include "fc_stats.h"
 
 #define FC_FUZZ_CAP 5
+/* The smallest key table, so that a whole scan is cheap; the file may be
+ * cut or grown to any size around it. */
+#define FC_FUZZ_STATE FC_STATE_SIZE_FOR(FC_SHM_KEYS_MIN)
 
 static char state_path[600];
-static struct fc_policy_row rows[2];
+static struct fc_policy_row rows[2], krows[2];
 static int state_fd = -1;
 
 static uint64_t fc_head(void *ctx)
@@ -57,6 +64,34 @@ static void fc_check_bans(const struct fc_ban_row *b, size_t n)
 	}
 }
 
+static void fc_check_keys(void)
+{
+	struct fc_policy_stats ps[2] = { { .row = &krows[0] }, { .row = &krows[1] } };
+	struct fc_stats_all a = { .ps = ps, .n = 2 };
+	struct fc_key_use top[4];
+	struct fc_shm_key *keys;
+	struct fc_err err;
+	size_t n, i;
+
+	if (fc_stats_busiest_keys(fc_fuzz_ctx(), &a, 1800000000ULL * FC_NS_PER_SEC, top, 4, &n, &err) == 0) {
+		if (n > 4)
+			fc_fuzz_fail("%zu busiest keys, asked for 4", n);
+		for (i = 0; i < n; i++) {
+			if (!(top[i].use > 0 && top[i].use <= 1) || (i && top[i].use > top[i - 1].use))
+				fc_fuzz_fail("busiest key %zu used %g, after %g", i, top[i].use, i ? top[i - 1].use : 1.0);
+			if (top[i].policy != krows[0].spec.id && top[i].policy != krows[1].spec.id)
+				fc_fuzz_fail("a busiest key of policy %u, which is not per-key", top[i].policy);
+		}
+	}
+	if (fc_state_keys_of(fc_fuzz_ctx()->shm_path, krows[0].slot, krows[0].epoch, &keys, &n, &err) == 0) {
+		for (i = 0; i < n; i++)
+			if (keys[i].slot != krows[0].slot || keys[i].epoch != krows[0].epoch)
+				fc_fuzz_fail("a key of slot %u epoch %u listed for slot %u", keys[i].slot, keys[i].epoch,
+					     krows[0].slot);
+		free(keys);
+	}
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	static struct fc_shm_slot slots[FC_SHM_SLOTS];
@@ -72,7 +107,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct fc_err err;
 
 	wfd = open(state_path, O_RDWR | O_CREAT | O_TRUNC, 0600);
-	if (wfd < 0 || ftruncate(wfd, FC_STATE_SIZE) || pwrite(wfd, &h, sizeof(h), 0) != sizeof(h))
+	if (wfd < 0 || ftruncate(wfd, FC_FUZZ_STATE) || pwrite(wfd, &h, sizeof(h), 0) != sizeof(h))
 		abort();
 	fd = fc_state_open(fc_fuzz_ctx()->shm_path, &err);
 	if (fd < 0)
@@ -84,12 +119,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	while (fc_fuzz_next_chunk(&in, &c)) {
 		if (c.what % 4 == 0 || c.what % 4 == 3) {
 			uint64_t at = c.what % 4 == 3 ? FC_STATE_RING_OFF + c.off % sizeof(struct fc_shm_ring) :
-						      c.off % (FC_STATE_SIZE + 4096);
+						      c.off % (FC_FUZZ_STATE + 4096);
 
 			if (pwrite(wfd, c.p, c.len, (off_t)at) < 0)
 				abort();
 		} else if (c.what % 4 == 1) {
-			if (ftruncate(wfd, c.off % (FC_STATE_SIZE + 4096)))
+			if (ftruncate(wfd, c.off % (FC_FUZZ_STATE + 4096)))
 				abort();
 		} else {
 			/* All in one minute: the cap holds across reads. */
@@ -107,6 +142,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	/* Root's other readers of the file, on what it holds now. */
 	fc_state_slots(fd, slots, FC_SHM_SLOTS);
 	fc_state_ring_read(fd, fc_state_ring_head(fd) - 8, 8, ent);
+	fc_check_keys();
 	fc_esc_free(&e);
 	close(fd);
 	close(wfd);
@@ -124,6 +160,12 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	snprintf(state_path, sizeof(state_path), "%s%s", shm, FC_SHM_STATE_SUFFIX);
 	fc_fuzz_policy_spec(1, "uid=u1", "3/s", "escalate=2/m ban_ttl=1h", &rows[0].spec);
 	fc_fuzz_policy_spec(2, "arg:api=login", "1/s", "escalate=1/s ban_ttl=10m", &rows[1].spec);
+	/* Per-key policies in slots 1 and 2, as the key table names them. */
+	fc_fuzz_policy_spec(3, "uid=*", "3/s", "", &krows[0].spec);
+	fc_fuzz_policy_spec(4, "header:X-Key=*", "1/m", "algo=window", &krows[1].spec);
+	krows[0].slot = krows[0].epoch = 1;
+	krows[1].slot = 2;
+	krows[1].epoch = 7;
 	fd = open(shm, O_RDWR | O_CREAT, 0600);
 	if (fd >= 0)
 		close(fd);
