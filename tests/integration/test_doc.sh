@@ -258,10 +258,13 @@ check "completion: freqctl policy add -a '' -> gcra window" offers "gcra window"
 # What was typed is never a pattern or a program: a word made to be both
 # (sed's e flag) offers nothing and runs nothing.
 check_no_injection() {
-	local mark=/tmp/fc-it-$tag/injected
-	mkdir -p "/tmp/fc-it-$tag"
-	offers "" "\\|policy.*\\|/touch\${IFS}${mark//\//\\/}/e#" "" &&
-		offers "" ".*" "" && offers "" "policy.*" "" && [ ! -e "$mark" ]
+	local dir=/tmp/fc-it-$tag/inject top=$PWD ok=0
+	mkdir -p "$dir"
+	# In a directory of its own, where anything a sed 'e' ran would land.
+	(cd "$dir" && COMPLETION=$top/$COMPLETION FC_BIN=$top/$FC_BIN &&
+		offers "" '\|policy.*\|/touch${IFS}injected/e#' "" && offers "" ".*" "" &&
+		offers "" "policy.*" "") || ok=1
+	[ "$ok" = 0 ] && [ -z "$(ls -A "$dir")" ]
 }
 check "completion: a command word that is a regex or sed program offers and runs nothing" check_no_injection
 offers_lo() { complete_words detach l | grep -qx lo; } # and whatever else starts with l here
