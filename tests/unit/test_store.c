@@ -307,7 +307,8 @@ static void fc_policy_put_ok(struct fc_store *st, const struct fc_policy_spec *p
 static void test_policies(void **state)
 {
 	struct fc_t *t = *state;
-	struct fc_policy_spec a = fc_spec(7, "ip=198.18.0.0/15", "10/s,100/d"), b = fc_spec(9, "ip=*", "5/m");
+	/* --burst for the first tier, :B for the second: both kept as given. */
+	struct fc_policy_spec a = fc_spec(7, "ip=198.18.0.0/15", "10/s,100/d:40"), b = fc_spec(9, "ip=*", "5/m");
 	struct fc_policy_row ra, rb, rc, got, *rows;
 	struct fc_err err;
 	size_t n;

@@ -393,7 +393,7 @@ static int fc_policy_row_read(struct fc_store *st, int id, void *out, struct fc_
 		if (!txt[i])
 			return fc_err_set(err, "store %s: policy %u: a required column is NULL", st->db->name, p->id),
 			       FC_ROW_BAD;
-	if ((esc && fc_rate_parse(esc, &p->escalate, &why) < 0) ||
+	if ((esc && fc_rate_parse(esc, &p->escalate, false, &why) < 0) ||
 	    (layer && fc_enum_parse("layer", layer, fc_layer_names, &lv, &why) < 0) ||
 	    (p->layer = (enum fc_layer)lv, fc_match_parse(txt[0], p, &why) < 0) ||
 	    fc_rates_parse(txt[1], p, &why) < 0 || fc_algo_parse(txt[2], &p->algo, &why) < 0 ||
