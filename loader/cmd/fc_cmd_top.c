@@ -164,7 +164,9 @@ static double fc_bucket_use(const struct fc_policy *pol, const struct fc_src_buc
 		const struct fc_tier *t = &pol->tier[i];
 		uint64_t st = b->state[i];
 
-		if (pol->algo == FC_ALGO_WINDOW)
+		if (pol->algo == FC_ALGO_SLIDING)
+			u = t->limit ? 1 - (double)fc_tier_remaining(pol->algo, t, st, now, 0) / (double)t->limit : 0;
+		else if (pol->algo == FC_ALGO_WINDOW)
 			u = t->limit && (st >> FC_WIN_COUNT_BITS) == fc_window_index(t, now) ?
 				    (double)(st & FC_WIN_COUNT_MASK) / (double)t->limit :
 				    0;

@@ -7,7 +7,8 @@
 #include "fc_opt.h"
 #include "fc_policy.h"
 
-const char *const fc_algo_names[] = { [FC_ALGO_GCRA] = "gcra", [FC_ALGO_WINDOW] = "window", NULL };
+const char *const fc_algo_names[] = { [FC_ALGO_GCRA] = "gcra", [FC_ALGO_WINDOW] = "window",
+				      [FC_ALGO_SLIDING] = "sliding", NULL };
 const char *const fc_action_names[] = { [FC_ACTION_DROP] = "drop", [FC_ACTION_LOG] = "log",
 					[FC_ACTION_DELAY] = "delay", NULL };
 const char *const fc_count_names[] = { [FC_COUNT_PACKETS] = "packets", [FC_COUNT_BYTES] = "bytes",
@@ -320,6 +321,11 @@ int fc_policy_validate(const struct fc_policy_spec *p, struct fc_err *err)
 		if (p->count != FC_COUNT_BYTES && r->n > r->unit_secs * FC_NS_PER_SEC)
 			return fc_err_set(err, "rate \"%s\": more than one %s per nanosecond", one,
 					  p->count == FC_COUNT_SYN ? "SYN" : "packet");
+		/* A sliding window's counts are 24 bits of its word. */
+		if (p->algo == FC_ALGO_SLIDING && r->n > FC_SLIDE_COUNT_MAX)
+			return fc_err_set(err, "rate \"%s\": --algo sliding counts at most %llu per window (24 bits "
+					       "of a 64-bit word); use gcra or window for more", one,
+					  (unsigned long long)FC_SLIDE_COUNT_MAX);
 		/* B*T must stay below 2^62 ns (146 years). */
 		if ((unsigned __int128)fc_tier_burst(p, i) * r->unit_secs * FC_NS_PER_SEC / r->n > (1ULL << 62))
 			return fc_err_set(err, "rate \"%s\": burst %llu at that rate is more than a century of credit",
@@ -516,7 +522,7 @@ const struct fc_opt fc_policy_opts[] = {
 	FC_POLICY_OPT("burst", 'b', FC_OPT_UINT, burst, .min = 1, .max = FC_RATE_MAX, .json = "burst", .arg = "B",
 		      .help = "GCRA: B pass back to back from idle (the first rate's; same as --rate N/UNIT:B)"),
 	FC_POLICY_OPT("algo", 'a', FC_OPT_ENUM, algo, .names = fc_algo_names, .json = "algo", .arg = "ALGO",
-		      .help = "gcra (default) or window (fixed, aligned to UTC)"),
+		      .help = "gcra (default), window (fixed, aligned to UTC) or sliding (window weighted with the last)"),
 	FC_POLICY_OPT("action", 0, FC_OPT_ENUM, action, .names = fc_action_names, .json = "action",
 		      .arg = "ACTION", .help = "drop (default), log (count, drop nothing), delay (L7: wait to the rate)"),
 	FC_POLICY_OPT("delay-burst", 0, FC_OPT_U32, delay_burst, .min = 1, .max = 1000000, .json = "delay_burst",

@@ -205,7 +205,7 @@ static void test_enums(void **state)
 	assert_int_equal(fc_algo_parse("window", &a, &err), 0);
 	assert_int_equal(a, FC_ALGO_WINDOW);
 	assert_int_equal(fc_algo_parse("leaky", &a, &err), -1);
-	assert_string_equal(err.msg, "algo \"leaky\": expected one of gcra, window");
+	assert_string_equal(err.msg, "algo \"leaky\": expected one of gcra, window, sliding");
 	assert_int_equal(fc_action_parse("log", &ac, &err), 0);
 	assert_int_equal(ac, FC_ACTION_LOG);
 	assert_int_equal(fc_action_parse("reject", &ac, &err), -1);
@@ -355,7 +355,7 @@ static void test_options_table(void **state)
 		{ "{\"id\": 1, \"match\": \"uid=a\", \"rates\": [\"1/s\"], \"burst\": 0}", "burst",
 		  "burst \"0\": expected a whole number from 1 to 1000000000000" },
 		{ "{\"id\": 1, \"match\": \"uid=a\", \"rates\": [\"1/s\"], \"algo\": \"leaky\"}", "algo",
-		  "algo \"leaky\": expected one of gcra, window" },
+		  "algo \"leaky\": expected one of gcra, window, sliding" },
 		{ "{\"id\": 1, \"match\": \"ip=*\", \"rates\": [\"1/s\"], \"new_sources\": \"5\"}", "new_sources",
 		  "new_sources: expected null or a whole number" },
 		{ "{\"id\": 1, \"match\": \"uid=a\", \"rates\": [\"1/s\", \"2/x\"]}", "rates[1]",
