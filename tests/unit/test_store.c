@@ -270,7 +270,7 @@ static void test_newer_schema_refused(void **state)
 	fc_raw_sql(t, "PRAGMA user_version = 99", "UPDATE meta SET value = 99 WHERE key = 'schema'");
 	assert_int_equal(fc_store_open(t->path, &st, &err), -1);
 	snprintf(want, sizeof(want), "store %s: schema version 99 is newer than this freqctl knows (%d)", t->path,
-		 t->pg ? 2 : 6);
+		 t->pg ? 3 : 7);
 	assert_string_equal(err.msg, want);
 }
 
@@ -367,6 +367,14 @@ static void test_policies(void **state)
 	assert_int_equal(rows[2].spec.id, 12);
 	assert_int_equal(rows[0].spec.new_sources, 500);
 	free(rows);
+
+	/* --algo sliding is a value the schema takes (v7 rebuilt the CHECK). */
+	b = fc_spec(13, "uid=s", "10/m");
+	b.algo = FC_ALGO_SLIDING;
+	fc_policy_put_ok(t->st, &b, &rc);
+	assert_int_equal(fc_store_policy_get(t->st, 13, &got, &found, &err), 0);
+	assert_true(found);
+	assert_memory_equal(&got.spec, &b, sizeof(b));
 }
 
 /* A policy row edited by hand into nonsense is reported, not published. */
