@@ -64,8 +64,11 @@
 #ifndef FC_INLINE
 #ifdef __bpf__
 #define FC_INLINE static __always_inline
+/* A BPF subprogram of its own (at most 5 arguments). */
+#define FC_SLOWPATH static __noinline
 #else
 #define FC_INLINE static inline
+#define FC_SLOWPATH static inline
 #endif
 #endif
 
@@ -215,59 +218,57 @@ FC_INLINE void fc_window_refund(__u64 *state, __u64 cost, __u64 prev, __u64 next
  * never under-counted, so the rounding (under 1 us of U) only ever denies.
  * A window more than one behind counts 0; a cost over N is always denied.
  */
-struct fc_slide {
-	__u64 idx, prev, cur;
-};
-
 FC_INLINE __u64 fc_slide_index(const struct fc_tier *t, __u64 now)
 {
 	return (now / t->unit_ns) & FC_SLIDE_IDX_MASK;
 }
 
-/* The counts of word as seen in window idx. */
-FC_INLINE struct fc_slide fc_slide_read(__u64 word, __u64 idx)
+/* The counts of word as seen in window idx: this window's, the last one's. */
+FC_INLINE void fc_slide_counts(__u64 word, __u64 idx, __u64 *prev, __u64 *cur)
 {
-	__u64 widx = word >> FC_SLIDE_IDX_SHIFT, cur = (word >> FC_SLIDE_COUNT_BITS) & FC_SLIDE_COUNT_MAX;
-	struct fc_slide s = { .idx = idx };
+	__u64 widx = word >> FC_SLIDE_IDX_SHIFT, c = (word >> FC_SLIDE_COUNT_BITS) & FC_SLIDE_COUNT_MAX;
 
-	if (widx == idx) {
-		s.cur = cur;
-		s.prev = word & FC_SLIDE_COUNT_MAX;
-	} else if (widx == ((idx - 1) & FC_SLIDE_IDX_MASK)) {
-		s.prev = cur;
-	}
-	return s;
+	*cur = widx == idx ? c : 0;
+	*prev = widx == idx ? word & FC_SLIDE_COUNT_MAX : widx == ((idx - 1) & FC_SLIDE_IDX_MASK) ? c : 0;
 }
 
-/* Room left in the rule's units: N*U - c_prev*(U-e) - c_cur*U, or 0. */
-FC_INLINE __u64 fc_slide_room(const struct fc_tier *t, const struct fc_slide *s, __u64 now)
+/* The rule's left side before the new cost, c_prev*(U-e) + c_cur*U, and
+ * its bound N*U, in microseconds. */
+FC_INLINE __u64 fc_slide_used(const struct fc_tier *t, __u64 now, __u64 prev, __u64 cur)
 {
-	__u64 u = t->unit_ns / FC_SLIDE_NS, e = now % t->unit_ns / FC_SLIDE_NS;
-	__u64 used = s->prev * (u - e) + s->cur * u;
+	__u64 u = t->unit_ns / FC_SLIDE_NS;
 
-	return t->limit * u > used ? t->limit * u - used : 0;
+	return prev * (u - now % t->unit_ns / FC_SLIDE_NS) + cur * u;
 }
 
-FC_INLINE int fc_sliding_try(__u64 *state, const struct fc_tier *t, __u64 now, __u64 cost, __u64 *prev, __u64 *next)
+/* Returns the word after charging cost (never 0: the count is at least
+ * cost), with *prev the word before; 0 if the rule denies (nothing charged).
+ * Out of line in BPF: inlined in every tier of every caller beside GCRA and
+ * the fixed window, it spilled past the 512-byte stack. */
+FC_SLOWPATH __u64 fc_sliding_charge(__u64 *state, const struct fc_tier *t, __u64 now, __u64 cost, __u64 *prev)
 {
-	__u64 idx = fc_slide_index(t, now), old, word;
-	struct fc_slide s;
+	__u64 idx = fc_slide_index(t, now), u = t->unit_ns / FC_SLIDE_NS, old, word, p, c;
 	int i;
 
 	for (i = 0; i < FC_CAS_TRIES; i++) {
 		old = *(volatile __u64 *)state;
-		s = fc_slide_read(old, idx);
-		/* cost * U <= room; cost <= FC_COST_MAX keeps the product small. */
-		if (cost * (t->unit_ns / FC_SLIDE_NS) > fc_slide_room(t, &s, now))
+		fc_slide_counts(old, idx, &p, &c);
+		/* cost <= FC_COST_MAX keeps (c + cost) * U small. */
+		if (fc_slide_used(t, now, p, c + cost) > t->limit * u)
 			return 0;
-		word = idx << FC_SLIDE_IDX_SHIFT | (s.cur + cost) << FC_SLIDE_COUNT_BITS | s.prev;
+		word = idx << FC_SLIDE_IDX_SHIFT | (c + cost) << FC_SLIDE_COUNT_BITS | p;
 		if (__sync_val_compare_and_swap(state, old, word) == old) {
 			*prev = old;
-			*next = word;
-			return 1;
+			return word;
 		}
 	}
 	return 0;
+}
+
+FC_INLINE int fc_sliding_try(__u64 *state, const struct fc_tier *t, __u64 now, __u64 cost, __u64 *prev, __u64 *next)
+{
+	*next = fc_sliding_charge(state, t, now, cost, prev);
+	return *next != 0;
 }
 
 /* Undoes an admission of cost that moved the word from prev to next: as the
@@ -370,16 +371,16 @@ static inline __u64 fc_sliding_at(__u64 u, __u64 n, __u64 prev, __u64 cur, __u64
 
 static inline __u64 fc_sliding_retry_after(const struct fc_tier *t, __u64 state, __u64 now, __u64 cost)
 {
-	__u64 u = t->unit_ns / FC_SLIDE_NS, e_ns = now % t->unit_ns, at;
-	struct fc_slide s = fc_slide_read(state, fc_slide_index(t, now));
+	__u64 u = t->unit_ns / FC_SLIDE_NS, e_ns = now % t->unit_ns, at, p, c;
 
+	fc_slide_counts(state, fc_slide_index(t, now), &p, &c);
 	if (cost > t->limit)
 		return 2 * t->unit_ns - e_ns;
-	if (s.cur + cost <= t->limit) {
-		at = fc_sliding_at(u, t->limit, s.prev, s.cur, cost) * FC_SLIDE_NS;
+	if (c + cost <= t->limit) {
+		at = fc_sliding_at(u, t->limit, p, c, cost) * FC_SLIDE_NS;
 		return at > e_ns ? at - e_ns : 0;
 	}
-	return t->unit_ns - e_ns + fc_sliding_at(u, t->limit, s.cur, 0, cost) * FC_SLIDE_NS;
+	return t->unit_ns - e_ns + fc_sliding_at(u, t->limit, c, 0, cost) * FC_SLIDE_NS;
 }
 
 /* How long until a request of cost would conform to this tier (0 = now);
@@ -411,9 +412,11 @@ static inline __u64 fc_tier_remaining(__u8 algo, const struct fc_tier *t, __u64 
 		return used >= t->tolerance_ns ? 0 : (t->tolerance_ns - used) / t->interval_ns;
 	}
 	if (algo == FC_ALGO_SLIDING) {
-		struct fc_slide s = fc_slide_read(state, fc_slide_index(t, now));
+		__u64 bound = t->limit * (t->unit_ns / FC_SLIDE_NS), p, c;
 
-		return fc_slide_room(t, &s, now) / (t->unit_ns / FC_SLIDE_NS);
+		fc_slide_counts(state, fc_slide_index(t, now), &p, &c);
+		used = fc_slide_used(t, now, p, c);
+		return used >= bound ? 0 : (bound - used) / (t->unit_ns / FC_SLIDE_NS);
 	}
 	count = (state >> FC_WIN_COUNT_BITS) == fc_window_index(t, now) ? state & FC_WIN_COUNT_MASK : 0;
 	return count >= t->limit ? 0 : t->limit - count;
