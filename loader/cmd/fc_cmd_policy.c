@@ -19,7 +19,9 @@ static const char fc_policy_details[] =
 	"Semantics: a rate N/UNIT has emission interval T = UNIT/N. GCRA admits exactly B back\n"
 	"to back from idle, then one per T (nginx's burst=B and redis-cell's max_burst=B admit\n"
 	"B+1: use B+1 here for the same); --rate N/UNIT:B gives a tier its own B, --burst B is\n"
-	"the first tier's. A fixed window admits at most N per aligned UNIT.\n"
+	"the first tier's. A fixed window admits at most N per aligned UNIT. A sliding window\n"
+	"admits cost c iff c_prev*(U-e) + (c_cur+c)*U <= N*U (c_prev: the last aligned window's\n"
+	"count, c_cur this one's, e the time into it; N at most 16777215).\n"
 	"Several --rate are tiers: a packet passes only if every tier admits it, and a packet\n"
 	"denied by any tier is charged to none. A packet meets the policy of its exact address,\n"
 	"of its longest matching prefix and ip=*, where they exist: all must admit it, and a\n"
@@ -29,7 +31,7 @@ static const char fc_policy_details[] =
 	"(a TCP fragment, a cut TCP header, an L4 protocol past 8 extension headers) is charged\n"
 	"as one. A packet is charged once its source is read, however malformed the rest of it.\n"
 	"One policy per address, prefix, and one ip=*.\n"
-	"Changing a policy's limits keeps its bucket state; changing its match resets it.\n"
+	"Changing a policy's limits keeps its bucket state; changing its match or --algo resets it.\n"
 	"--action delay (L7) waits a request to the rate, as nginx limit_req without nodelay:\n"
 	"up to --delay-burst requests wait, the next are denied.";
 

@@ -370,11 +370,15 @@ static void test_policies(void **state)
 
 	/* --algo sliding is a value the schema takes (v7 rebuilt the CHECK). */
 	b = fc_spec(13, "uid=s", "10/m");
+	fc_policy_put_ok(t->st, &b, &ra);
 	b.algo = FC_ALGO_SLIDING;
 	fc_policy_put_ok(t->st, &b, &rc);
 	assert_int_equal(fc_store_policy_get(t->st, 13, &got, &found, &err), 0);
 	assert_true(found);
 	assert_memory_equal(&got.spec, &b, sizeof(b));
+	/* Another algorithm reads the bucket words otherwise: a new epoch. */
+	assert_int_equal(rc.slot, ra.slot);
+	assert_int_not_equal(rc.epoch, ra.epoch);
 }
 
 /* A policy row edited by hand into nonsense is reported, not published. */

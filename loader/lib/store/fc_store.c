@@ -480,8 +480,10 @@ int fc_store_policy_put(struct fc_store *st, const struct fc_policy_spec *p, int
 		out->slot = old.slot;
 		out->epoch = old.epoch;
 		fc_match_format(&old.spec, old_match);
-		/* A new key, or packets turned requests: its buckets start afresh. */
-		if (strcmp(old_match, match) || fc_policy_is_l7(&old.spec) != fc_policy_is_l7(p))
+		/* A new key, packets turned requests, or another algorithm (whose
+		 * word means something else): its buckets start afresh. */
+		if (strcmp(old_match, match) || fc_policy_is_l7(&old.spec) != fc_policy_is_l7(p) ||
+		    old.spec.algo != p->algo)
 			out->epoch = 0;
 	} else {
 		int rc = fc_slot_alloc(st, &out->slot, err);
