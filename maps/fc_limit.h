@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
 /*
- * The limit algorithms, GCRA, fixed window and sliding window, as header-only C that compiles
- * both for clang -target bpf (the XDP/TC programs) and for userspace (the
- * nginx module and the tests), so the code the kernel runs is the code the
- * unit tests drive with an injected clock.
+ * The limit algorithms, GCRA, fixed and sliding window, as header-only C
+ * that compiles both for clang -target bpf (the XDP/TC programs) and for
+ * userspace (the nginx module and the tests), so the code the kernel runs is
+ * the code the unit tests drive with an injected clock.
  *
  * Every bucket tier is one 64-bit word changed only by compare-and-exchange
  * (BPF_CMPXCHG, -mcpu=v3), so no number of CPUs racing on one bucket can
@@ -88,7 +88,7 @@ enum fc_algo {
  *   GCRA: T = interval_ns = ceil(unit/N); a cost c advances the TAT by c*T
  *   (for c > 1, ceil(c*unit/N)); admit iff new_tat - now <= tolerance_ns = B*T.
  *   Window: at most limit per aligned window of unit_ns.
- *   Sliding: see fc_sliding_try.
+ *   Sliding: see fc_sliding_charge's rule below.
  */
 struct fc_tier {
 	__u64 interval_ns;
@@ -232,8 +232,8 @@ FC_INLINE void fc_slide_counts(__u64 word, __u64 idx, __u64 *prev, __u64 *cur)
 	*prev = widx == idx ? word & FC_SLIDE_COUNT_MAX : widx == ((idx - 1) & FC_SLIDE_IDX_MASK) ? c : 0;
 }
 
-/* The rule's left side before the new cost, c_prev*(U-e) + c_cur*U, and
- * its bound N*U, in microseconds. */
+/* The rule's left side, c_prev*(U-e) + c_cur*U, in microseconds (to
+ * compare with N*U). */
 FC_INLINE __u64 fc_slide_used(const struct fc_tier *t, __u64 now, __u64 prev, __u64 cur)
 {
 	__u64 u = t->unit_ns / FC_SLIDE_NS;
