@@ -2,10 +2,14 @@
 #
 #   make            build everything into build/
 #   make test       install what the tests need, build, run every test suite
-#   make bench      XDP cost against xdp-filter; nginx req/s against limit_req; L7 against Redis
+#   make bench      XDP cost against xdp-filter and through libxdp's dispatcher; nginx req/s
+#                   against limit_req; L7 against Redis
 #   make demo       the self-contained demo (namespace, attach, ban, traffic)
 #   make fuzz       each fuzz target for FUZZ_SECONDS (default 60); make test replays their corpora
 #   make deps       install the Debian packages freqctl needs
+#   make install    the binary, the nginx module, the unit, man pages, completion
+#                   (PREFIX=/usr/local, DESTDIR; make uninstall removes them)
+#   make deb        the Debian packages freqctl and libnginx-mod-http-freqctl, in build/deb
 #
 # The loader is layered, and the include paths enforce it: loader/lib (and
 # lib/store) is a static library that knows no front end; loader/cmd (the
@@ -19,6 +23,9 @@
 .SECONDARY:
 
 B        := build
+# The one place the version is written: the binary, /metrics, the console and
+# the packages (debian/changelog must agree; tests/integration/test_install.sh checks).
+FC_VERSION := $(shell cat VERSION)
 CC       ?= gcc
 CLANG    ?= clang
 BPFTOOL  ?= bpftool
@@ -28,12 +35,16 @@ MULTIARCH := $(shell $(CC) -print-multiarch 2>/dev/null)
 pc_cflags = $(shell $(PKG_CONFIG) --cflags $(1) 2>/dev/null)
 pc_libs   = $(shell $(PKG_CONFIG) --libs $(1) 2>/dev/null)
 
-LIB_PKGS  := libbpf libelf zlib sqlite3 libpq jansson
+# libxdp (Debian libxdp-dev) lets freqctl share the XDP hook through its
+# dispatcher; without it, attach takes the hook directly, as it always did.
+LIBXDP    := $(shell $(PKG_CONFIG) --exists libxdp 2>/dev/null && echo libxdp)
+LIB_PKGS  := libbpf libelf zlib sqlite3 libpq jansson $(LIBXDP)
 HTTP_PKGS := libmicrohttpd
 
 CFLAGS   ?= -O2 -g
 WARN     := -std=gnu11 -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wno-missing-field-initializers
-FC_CFLAGS = $(CFLAGS) $(WARN) -D_GNU_SOURCE -MMD -MP $(INC) $(call pc_cflags,$(LIB_PKGS))
+FC_CFLAGS = $(CPPFLAGS) $(CFLAGS) $(WARN) -D_GNU_SOURCE -MMD -MP $(INC) $(call pc_cflags,$(LIB_PKGS)) \
+	    $(if $(LIBXDP),-DFC_HAVE_LIBXDP)
 
 LIB_LIBS  := $(call pc_libs,$(LIB_PKGS)) -lpthread
 HTTP_LIBS := $(call pc_libs,$(HTTP_PKGS))
@@ -55,7 +66,8 @@ FRONT_SRCS  := $(wildcard loader/cmd/*.c loader/agent/*.c)
 LIB_A       := $(B)/libfreqctl.a
 HTTP_A      := $(B)/libfreqctl_http.a
 L7_OBJ      := $(B)/ngx_bridge/fc_l7.o
-SKELS       := $(B)/freqctl.skel.h $(B)/bench_empty.skel.h
+# Generated headers: the skeletons and the version.
+GEN_HDRS    := $(B)/freqctl.skel.h $(B)/bench_empty.skel.h $(B)/fc_version.h
 
 UNIT_TESTS  := $(patsubst tests/unit/%.c,$(B)/tests/%,$(wildcard tests/unit/test_*.c))
 BPF_TESTS   := $(patsubst tests/bpf/%.c,$(B)/tests/%,$(wildcard tests/bpf/test_*.c))
@@ -64,6 +76,9 @@ ASAN        := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitiz
 ASAN_OBJS   := $(patsubst %.c,$(B)/asan/%.o,tests/unit/test_l7.c ngx_bridge/fc_l7.c $(LIB_SRCS))
 NGX_MODULE  := $(B)/ngx_http_freqctl_module.so
 NGX_SRCS    := $(wildcard ngx_bridge/*.c ngx_bridge/*.h) ngx_bridge/config $(wildcard maps/*.h)
+# Man pages from their scdoc sources, and the bash completion.
+MAN_PAGES   := $(patsubst doc/%.scd,$(B)/man/%,$(wildcard doc/*.scd))
+COMPLETION  := tools/freqctl.bash-completion
 TOOLS       := $(B)/fc_bench $(B)/fc_l7_bench $(B)/fc_agent_bench
 
 # Fuzz targets (tests/fuzz/): clang's libFuzzer with ASan and UBSan, over
@@ -75,7 +90,7 @@ FUZZ         := $(patsubst tests/fuzz/%.c,$(B)/fuzz/%,$(wildcard tests/fuzz/fuzz
 FUZZ_LIB     := $(B)/fuzz/libfreqctl.a
 FUZZ_COMMON  := $(B)/fuzz/tests/fuzz/fc_fuzz.o
 
-.PHONY: all test bench demo deps clean fuzz
+.PHONY: all test bench demo deps clean fuzz install uninstall deb programs
 all: $(B)/freqctl $(UNIT_TESTS) $(BPF_TESTS) $(TOOLS) $(NGX_MODULE) $(FUZZ)
 
 # BPF objects and their generated skeletons: the programs, and the empty
@@ -89,8 +104,12 @@ $(B)/bench_empty.bpf.o: tools/bench_empty.bpf.c | $(B)
 $(B)/%.skel.h: $(B)/%.bpf.o
 	$(BPFTOOL) gen skeleton $< name $* > $@
 
+# Generated, so that only what includes it is rebuilt when VERSION changes.
+$(B)/fc_version.h: VERSION | $(B)
+	printf '#define FC_VERSION "%s"\n' '$(FC_VERSION)' > $@
+
 # Userspace objects, each layer with its own include path; those including a
-# skeleton wait for it.
+# generated header wait for it.
 $(B)/loader/lib/%.o $(B)/asan/loader/lib/%.o $(B)/fuzz/loader/lib/%.o: INC = $(LIB_INC)
 $(B)/loader/http/%.o $(B)/fuzz/loader/http/%.o: INC = $(HTTP_INC)
 $(B)/loader/cmd/%.o $(B)/loader/agent/%.o $(B)/fuzz/loader/agent/%.o: INC = $(CMD_INC)
@@ -98,15 +117,15 @@ $(B)/ngx_bridge/%.o $(B)/asan/ngx_bridge/%.o $(B)/fuzz/ngx_bridge/%.o: INC = $(L
 $(B)/tests/%.o $(B)/asan/tests/%.o $(B)/tools/%.o: INC = $(TEST_INC)
 $(B)/fuzz/tests/%.o: INC = $(TEST_INC) -Itests/fuzz
 
-$(B)/%.o: %.c | $(SKELS)
+$(B)/%.o: %.c | $(GEN_HDRS)
 	@mkdir -p $(@D)
 	$(CC) $(FC_CFLAGS) -c $< -o $@
 
-$(B)/asan/%.o: %.c | $(SKELS)
+$(B)/asan/%.o: %.c | $(GEN_HDRS)
 	@mkdir -p $(@D)
 	$(CC) $(FC_CFLAGS) $(ASAN) -c $< -o $@
 
-$(B)/fuzz/%.o: %.c | $(SKELS)
+$(B)/fuzz/%.o: %.c | $(GEN_HDRS)
 	@mkdir -p $(@D)
 	$(FUZZ_CC) $(FC_CFLAGS) $(FUZZ_FLAGS) -fsanitize=fuzzer-no-link -c $< -o $@
 
@@ -121,30 +140,30 @@ $(HTTP_A): $(HTTP_SRCS:%.c=$(B)/%.o)
 	$(AR) rcs $@ $^
 
 $(B)/freqctl: $(FRONT_SRCS:%.c=$(B)/%.o) $(HTTP_A) $(LIB_A)
-	$(CC) $(CFLAGS) $^ -o $@ $(HTTP_LIBS) $(LIB_LIBS)
+	$(CC) $(CFLAGS) $(LDFLAGS) $^ -o $@ $(HTTP_LIBS) $(LIB_LIBS)
 
 # Unit tests link the library; only the HTTP test needs libmicrohttpd.
 $(B)/tests/%: $(B)/tests/unit/%.o $(LIB_A)
-	$(CC) $(CFLAGS) $^ -o $@ $(LIB_LIBS) $(TEST_LIBS)
+	$(CC) $(CFLAGS) $(LDFLAGS) $^ -o $@ $(LIB_LIBS) $(TEST_LIBS)
 
 # The agent's escalation is tested apart from the agent's loop.
 $(B)/tests/test_escalate: $(B)/tests/unit/test_escalate.o $(B)/loader/agent/fc_escalate.o $(LIB_A)
-	$(CC) $(CFLAGS) $^ -o $@ $(LIB_LIBS) $(TEST_LIBS)
+	$(CC) $(CFLAGS) $(LDFLAGS) $^ -o $@ $(LIB_LIBS) $(TEST_LIBS)
 
 $(B)/tests/test_http: $(B)/tests/unit/test_http.o $(HTTP_A) $(LIB_A)
-	$(CC) $(CFLAGS) $^ -o $@ $(HTTP_LIBS) $(LIB_LIBS) $(TEST_LIBS)
+	$(CC) $(CFLAGS) $(LDFLAGS) $^ -o $@ $(HTTP_LIBS) $(LIB_LIBS) $(TEST_LIBS)
 
 $(B)/tests/test_l7: $(ASAN_OBJS)
-	$(CC) $(CFLAGS) $(ASAN) $^ -o $@ $(LIB_LIBS) $(TEST_LIBS)
+	$(CC) $(CFLAGS) $(LDFLAGS) $(ASAN) $^ -o $@ $(LIB_LIBS) $(TEST_LIBS)
 
 $(B)/tests/%: $(B)/tests/bpf/%.o $(B)/tests/bpf/fc_frames.o $(B)/tests/bpf/fc_test_bpf.o $(LIB_A)
-	$(CC) $(CFLAGS) $^ -o $@ $(LIB_LIBS) $(TEST_LIBS)
+	$(CC) $(CFLAGS) $(LDFLAGS) $^ -o $@ $(LIB_LIBS) $(TEST_LIBS)
 
 $(B)/fc_bench: $(B)/tools/fc_bench.o $(B)/tests/bpf/fc_frames.o $(LIB_A)
-	$(CC) $(CFLAGS) $^ -o $@ $(LIB_LIBS)
+	$(CC) $(CFLAGS) $(LDFLAGS) $^ -o $@ $(LIB_LIBS)
 
 $(B)/fc_agent_bench $(B)/fc_l7_bench: $(B)/%: $(B)/tools/%.o $(B)/tools/fc_worker_map.o $(L7_OBJ) $(LIB_A)
-	$(CC) $(CFLAGS) $^ -o $@ $(LIB_LIBS)
+	$(CC) $(CFLAGS) $(LDFLAGS) $^ -o $@ $(LIB_LIBS)
 
 $(FUZZ_LIB): $(LIB_SRCS:%.c=$(B)/fuzz/%.o)
 	$(AR) rcs $@ $^
@@ -157,6 +176,15 @@ $(B)/fuzz/fuzz_api: FUZZ_LIBS = $(HTTP_LIBS)
 $(FUZZ): $(B)/fuzz/%: $(B)/fuzz/tests/fuzz/%.o $(FUZZ_COMMON) $(FUZZ_LIB)
 	$(FUZZ_CC) $(CFLAGS) $(FUZZ_FLAGS) -fsanitize=fuzzer $(filter-out $(FUZZ_LIB),$^) $(FUZZ_LIB) -o $@ \
 		$(FUZZ_LIBS) $(LIB_LIBS)
+
+# Man pages (MAN_PAGES, above): doc/NAME.N.scd, in scdoc(5), built into
+# build/man/NAME.N (man -l build/man/freqctl.8 reads one in place);
+# tests/integration/test_doc.sh checks them against --help and the module.
+SCDOC    ?= scdoc
+all: $(MAN_PAGES)
+$(B)/man/%: doc/%.scd
+	@mkdir -p $(@D)
+	$(SCDOC) < $< > $@
 
 # The nginx module, built against Debian's nginx-dev (see the script).
 $(NGX_MODULE): $(NGX_SRCS) tools/build-ngx-module.sh | $(B)
@@ -196,5 +224,51 @@ demo: $(DEPS_STAMP)
 
 clean:
 	rm -rf $(B)
+
+# ---- install and packages ----
+# PREFIX places freqctl's own files; the module and its load file go where
+# Debian's nginx looks for them (modules-available is enabled by a symlink in
+# /etc/nginx/modules-enabled, as Debian's module packages do).
+PREFIX      ?= /usr/local
+SBINDIR     ?= $(PREFIX)/sbin
+MANDIR      ?= $(PREFIX)/share/man
+UNITDIR     ?= $(PREFIX)/lib/systemd/system
+BASHCOMPDIR ?= $(PREFIX)/share/bash-completion/completions
+NGX_MODDIR  ?= /usr/lib/nginx/modules
+NGX_CONFDIR ?= /usr/share/nginx/modules-available
+INSTALL     ?= install
+
+$(B)/freqctl-agent.service: tools/freqctl-agent.service.in | $(B)
+	sed 's|@SBINDIR@|$(SBINDIR)|g' $< > $@
+
+$(B)/mod-http-freqctl.conf: | $(B)
+	echo 'load_module $(NGX_MODDIR)/ngx_http_freqctl_module.so;' > $@
+
+# Rebuilt each time: the paths inside depend on the make command line.
+.PHONY: $(B)/freqctl-agent.service $(B)/mod-http-freqctl.conf
+
+# What install installs, built alone (debian/rules builds only this).
+programs: $(B)/freqctl $(NGX_MODULE) $(MAN_PAGES)
+
+install: programs $(B)/freqctl-agent.service $(B)/mod-http-freqctl.conf
+	$(INSTALL) -D -m 0755 $(B)/freqctl $(DESTDIR)$(SBINDIR)/freqctl
+	$(INSTALL) -D -m 0644 $(NGX_MODULE) $(DESTDIR)$(NGX_MODDIR)/ngx_http_freqctl_module.so
+	$(INSTALL) -D -m 0644 $(B)/mod-http-freqctl.conf $(DESTDIR)$(NGX_CONFDIR)/mod-http-freqctl.conf
+	$(INSTALL) -D -m 0644 $(B)/freqctl-agent.service $(DESTDIR)$(UNITDIR)/freqctl-agent.service
+	$(INSTALL) -D -m 0644 $(COMPLETION) $(DESTDIR)$(BASHCOMPDIR)/freqctl
+	for m in $(MAN_PAGES); do $(INSTALL) -D -m 0644 $$m $(DESTDIR)$(MANDIR)/man$${m##*.}/$${m##*/} || exit; done
+	@echo "freqctl: installed; enable the module with: ln -s $(NGX_CONFDIR)/mod-http-freqctl.conf" \
+		"/etc/nginx/modules-enabled/50-mod-http-freqctl.conf"
+
+uninstall:
+	rm -f $(DESTDIR)$(SBINDIR)/freqctl $(DESTDIR)$(NGX_MODDIR)/ngx_http_freqctl_module.so \
+		$(DESTDIR)$(NGX_CONFDIR)/mod-http-freqctl.conf $(DESTDIR)$(UNITDIR)/freqctl-agent.service \
+		$(DESTDIR)$(BASHCOMPDIR)/freqctl
+	for m in $(MAN_PAGES); do rm -f $(DESTDIR)$(MANDIR)/man$${m##*.}/$${m##*/}; done
+
+# Debian's own tooling (debian/), in a copy of the tree so the packages and
+# dpkg-buildpackage's by-products land in $(B)/deb, not beside the checkout.
+deb: $(DEPS_STAMP)
+	@tools/build-deb.sh $(B)/deb
 
 -include $(shell find $(B) -name '*.d' 2>/dev/null)

@@ -4,8 +4,10 @@
  * bans and ten thousand policies, against an empty XDP program and
  * xdp-filter (Debian xdp-tools) with one IP rule, all run through
  * BPF_PROG_TEST_RUN on the same frames in one run, rounds interleaved,
- * medians reported as ns/packet and as ratios. Also times `freqctl ban
- * import` of the million bans (target: < 10 s).
+ * medians reported as ns/packet and as ratios. Also freqctl run through
+ * libxdp's dispatcher (as `freqctl attach` shares the XDP hook), against
+ * freqctl alone, and times `freqctl ban import` of the million bans
+ * (target: < 10 s).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -27,6 +29,7 @@
 #include <jansson.h>
 
 #include "bench_empty.skel.h"
+#include "fc_attach.h"
 #include "fc_frames.h"
 #include "fc_kern.h"
 #include "fc_store.h"
@@ -60,10 +63,10 @@ static const struct fc_case fc_pfx_cases[] = {
 
 #define FC_NCASES (sizeof(fc_cases) / sizeof(fc_cases[0]))
 
-enum { FC_P_EMPTY, FC_P_XDP_FILTER, FC_P_FREQCTL, FC_NPROGS };
+enum { FC_P_EMPTY, FC_P_XDP_FILTER, FC_P_FREQCTL, FC_P_DISPATCHED, FC_NPROGS };
 
-static const char *const fc_prog_names[FC_NPROGS] = { "empty XDP program", "xdp-filter, 1 IP rule",
-						       "freqctl" };
+static const char *const fc_prog_names[FC_NPROGS] = { "empty XDP program", "xdp-filter, 1 IP rule", "freqctl",
+						       "freqctl in dispatcher" };
 
 /* One program on one frame: its timings and their median. */
 struct fc_subject {
@@ -84,6 +87,7 @@ static struct {
 	char tag[32];
 	char ns[48];
 	char pin[96];
+	char xdpfs[112];
 	char dir[96];
 	char db[128];
 } fc_b = { 1000000, 1000, 2000000, 9, false, "build/freqctl" };
@@ -126,7 +130,7 @@ static void fc_cleanup(void)
 	if (fc_b.ns[0])
 		fc_sh("ip netns del %s 2>/dev/null", fc_b.ns);
 	if (fc_b.pin[0])
-		fc_sh("rm -rf '%s' '%s'", fc_b.pin, fc_b.dir);
+		fc_sh("rm -rf '%s' '%s' '%s'", fc_b.pin, fc_b.xdpfs, fc_b.dir);
 }
 
 static void fc_subject_init(struct fc_subject *s, int prog_fd, const struct fc_frame_spec *spec)
@@ -136,51 +140,98 @@ static void fc_subject_init(struct fc_subject *s, int prog_fd, const struct fc_f
 	s->len = fc_frame_build(spec, s->frame);
 }
 
-/* The XDP program attached to ifname inside the bench's namespace. */
-static int fc_xdp_prog_in_ns(const char *ifname)
+/* Runs fn(arg) inside the bench's namespace; -1 if it cannot get there. */
+static int fc_in_ns(int (*fn)(void *), void *arg)
 {
-	LIBBPF_OPTS(bpf_xdp_query_opts, q);
 	char path[128];
-	int self, target, fd = -1;
+	int self, target, rc = -1;
 
 	snprintf(path, sizeof(path), "/var/run/netns/%s", fc_b.ns);
 	self = open("/proc/self/ns/net", O_RDONLY);
 	target = open(path, O_RDONLY);
 	if (self < 0 || target < 0 || setns(target, CLONE_NEWNET) < 0)
 		goto out;
-	if (!bpf_xdp_query((int)if_nametoindex(ifname), 0, &q) && q.prog_id)
-		fd = bpf_prog_get_fd_by_id(q.prog_id);
+	rc = fn(arg);
 	setns(self, CLONE_NEWNET);
 out:
 	if (self >= 0)
 		close(self);
 	if (target >= 0)
 		close(target);
-	return fd;
+	return rc;
+}
+
+/* The XDP program attached to ifname (in either mode), as an fd. */
+static int fc_hook_fd(void *ifname)
+{
+	LIBBPF_OPTS(bpf_xdp_query_opts, q);
+
+	if (bpf_xdp_query((int)if_nametoindex(ifname), 0, &q) || !q.prog_id)
+		return -1;
+	return bpf_prog_get_fd_by_id(q.prog_id);
+}
+
+/* The bench's namespace: a veth pair, fcb0 for xdp-filter, fcb1 for freqctl
+ * in libxdp's dispatcher. */
+static int fc_bench_ns(void)
+{
+	return fc_sh("ip netns add %s && ip -n %s link add fcb0 type veth peer name fcb1 && "
+		     "ip -n %s link set fcb0 up && ip -n %s link set fcb1 up",
+		     fc_b.ns, fc_b.ns, fc_b.ns, fc_b.ns);
 }
 
 /* xdp-filter as its users run it: loaded on an interface, one IP rule. */
-static int fc_xdp_filter(const char **why)
+static int fc_xdp_filter(bool have_ns, const char **why)
 {
 	if (system("command -v xdp-filter >/dev/null")) {
 		*why = "xdp-filter not installed (Debian xdp-tools)";
 		return -1;
 	}
-	if (fc_sh("ip netns add %s && ip -n %s link add fcb0 type veth peer name fcb1 && "
-		  "ip -n %s link set fcb0 up && ip -n %s link set fcb1 up",
-		  fc_b.ns, fc_b.ns, fc_b.ns, fc_b.ns)) {
+	if (!have_ns) {
 		*why = "cannot create the bench namespace";
 		return -1;
 	}
 	/* `ip netns exec` gives a fresh /sys: a private bpffs for xdp-filter's pins,
-	 * gone with this shell; the program stays attached until the veth goes. */
-	if (fc_sh("ip netns exec %s sh -c 'mount -t bpf bpf /sys/fs/bpf && xdp-filter load fcb0 && "
+	 * gone with this shell; the program stays attached until the veth goes.
+	 * Without libxdp's dispatcher, so that the row is xdp-filter alone, as
+	 * freqctl's is freqctl alone; the dispatcher has a row of its own. */
+	if (fc_sh("ip netns exec %s sh -c 'mount -t bpf bpf /sys/fs/bpf && "
+		  "LIBXDP_SKIP_DISPATCHER=1 xdp-filter load fcb0 && "
 		  "xdp-filter ip --mode src 198.18.0.99' >/dev/null",
 		  fc_b.ns)) {
 		*why = "xdp-filter load or ip failed";
 		return -1;
 	}
-	return fc_xdp_prog_in_ns("fcb0");
+	return fc_in_ns(fc_hook_fd, "fcb0");
+}
+
+/* Attaches freqctl, on the bench's pin dir, to fcb1 the way `freqctl attach`
+ * does, and returns the dispatcher libxdp put on the hook. */
+static int fc_dispatched(void *why)
+{
+	struct fc_attachment a;
+	struct fc_maps m = { .dirfd = -1 };
+	struct fc_err err;
+	int rc;
+
+	rc = fc_maps_open(fc_b.pin, &m, &err);
+	if (!rc)
+		rc = fc_attach(fc_b.pin, &m, "fcb1", FC_MODE_XDP_GENERIC, FC_XDP_PRIO_DEFAULT, &a, &err);
+	fc_maps_close(&m);
+	if (rc < 0) {
+		fprintf(stderr, "fc_bench: freqctl attach: %s\n", err.msg);
+		*(const char **)why = "freqctl attach failed";
+		return -1;
+	}
+	if (!a.dispatched) {
+#ifdef FC_HAVE_LIBXDP
+		*(const char **)why = "libxdp's dispatcher cannot load on this kernel (freqctl -v attach says why)";
+#else
+		*(const char **)why = "built without libxdp (Debian libxdp-dev)";
+#endif
+		return -1;
+	}
+	return fc_hook_fd("fcb1");
 }
 
 /* Writes bans.txt: fc_b.bans exact IPv4 addresses (10.0.0.0 upwards, with
@@ -296,8 +347,9 @@ static void fc_usage(FILE *f)
 {
 	fprintf(f, "Usage: fc_bench [--bans N] [--prefixes N] [--repeat N] [--rounds N] [--freqctl PATH] [--json]\n\n"
 		   "Per-packet cost of freqctl_xdp with N exact bans (default 1000000), against an empty\n"
-		   "XDP program and xdp-filter with one IP rule, via BPF_PROG_TEST_RUN; medians of\n"
-		   "interleaved rounds. Needs root. Creates and removes its own namespace and pin dir.\n");
+		   "XDP program and xdp-filter with one IP rule, and run through libxdp's dispatcher\n"
+		   "against alone, via BPF_PROG_TEST_RUN; medians of interleaved rounds. Needs root.\n"
+		   "Creates and removes its own namespace, pin dir and libxdp state.\n");
 }
 
 static json_t *fc_row_json(const char *prog, const char *frame, double ns, double empty, double xf)
@@ -326,11 +378,12 @@ int main(int argc, char **argv)
 	struct fc_subject v[FC_NCASES][FC_NPROGS], pv[2];
 	struct bench_empty *empty = NULL;
 	struct freqctl *fq = NULL;
-	const char *why = NULL;
+	const char *why = NULL, *dwhy = "cannot create the bench namespace";
 	double import_s = 0, import_pfx_s = 0, pol_s = 0;
-	int c, xf_fd, fq_fd, rc = 1;
+	int c, xf_fd, fq_fd, dp_fd, rc = 1;
+	bool have_ns;
 	size_t f, p;
-	json_t *doc, *rows;
+	json_t *doc, *rows, *ratios;
 	char file[160];
 
 	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
@@ -375,10 +428,12 @@ int main(int argc, char **argv)
 	snprintf(fc_b.tag, sizeof(fc_b.tag), "%d", (int)getpid());
 	snprintf(fc_b.ns, sizeof(fc_b.ns), "fc-bench-%s", fc_b.tag);
 	snprintf(fc_b.pin, sizeof(fc_b.pin), "/sys/fs/bpf/fc-bench-%s", fc_b.tag);
+	snprintf(fc_b.xdpfs, sizeof(fc_b.xdpfs), "%s-xdp", fc_b.pin);
 	snprintf(fc_b.dir, sizeof(fc_b.dir), "/tmp/fc-bench-%s", fc_b.tag);
 	snprintf(fc_b.db, sizeof(fc_b.db), "%s/store.db", fc_b.dir);
 	atexit(fc_cleanup);
 	mkdir(fc_b.dir, 0700);
+	mkdir(fc_b.xdpfs, 0700);
 
 	fc_progress("writing %ld bans", fc_b.bans);
 	snprintf(file, sizeof(file), "%s/bans.txt", fc_b.dir);
@@ -405,11 +460,17 @@ int main(int argc, char **argv)
 		goto out;
 	}
 	fq_fd = bpf_program__fd(fq->progs.freqctl_xdp);
-	xf_fd = fc_xdp_filter(&why);
+	have_ns = !fc_bench_ns();
+	xf_fd = fc_xdp_filter(have_ns, &why);
+	/* libxdp's state for the dispatcher made here, removed with the rest
+	 * (xdp-filter, above, kept its own in its private bpffs). */
+	setenv("LIBXDP_BPFFS", fc_b.xdpfs, 1);
+	dp_fd = have_ns ? fc_in_ns(fc_dispatched, &dwhy) : -1;
 	for (f = 0; f < FC_NCASES; f++) {
 		fc_subject_init(&v[f][FC_P_EMPTY], bpf_program__fd(empty->progs.fc_bench_empty), &fc_cases[f].spec);
 		fc_subject_init(&v[f][FC_P_XDP_FILTER], xf_fd, &fc_cases[f].spec);
 		fc_subject_init(&v[f][FC_P_FREQCTL], fq_fd, &fc_cases[f].spec);
+		fc_subject_init(&v[f][FC_P_DISPATCHED], dp_fd, &fc_cases[f].spec);
 	}
 	fc_measure(&v[0][0], (int)(FC_NCASES * FC_NPROGS));
 
@@ -434,10 +495,17 @@ int main(int argc, char **argv)
 			json_array_append_new(rows, fc_row_json("freqctl, + prefixes", fc_pfx_cases[f].name,
 								 pv[f].median, v[1][FC_P_EMPTY].median,
 								 v[1][FC_P_XDP_FILTER].median));
-		doc = json_pack("{s:I, s:I, s:I, s:I, s:i, s:f, s:f, s:s?, s:o}", "bans", (json_int_t)fc_b.bans,
-				"policies", (json_int_t)FC_POLICIES, "prefixes", (json_int_t)fc_b.prefixes, "repeat",
-				(json_int_t)fc_b.repeat, "rounds", fc_b.rounds, "import_seconds", import_s,
-				"policies_publish_seconds", pol_s, "xdp_filter_skipped", why, "results", rows);
+		/* The dispatcher's price: freqctl through it over freqctl alone. */
+		ratios = dp_fd >= 0 ? json_object() : json_null();
+		for (f = 0; dp_fd >= 0 && f < FC_NCASES; f++)
+			json_object_set_new(ratios, fc_cases[f].name,
+					    json_real(v[f][FC_P_DISPATCHED].median / v[f][FC_P_FREQCTL].median));
+		doc = json_pack("{s:I, s:I, s:I, s:I, s:i, s:f, s:f, s:s?, s:s?, s:o, s:o}", "bans",
+				(json_int_t)fc_b.bans, "policies", (json_int_t)FC_POLICIES, "prefixes",
+				(json_int_t)fc_b.prefixes, "repeat", (json_int_t)fc_b.repeat, "rounds", fc_b.rounds,
+				"import_seconds", import_s, "policies_publish_seconds", pol_s, "xdp_filter_skipped", why,
+				"dispatcher_skipped", dp_fd >= 0 ? NULL : dwhy, "results", rows,
+				"dispatcher_x_direct", ratios);
 		json_dumpf(doc, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
 		putchar('\n');
 		json_decref(doc);
@@ -457,6 +525,13 @@ int main(int argc, char **argv)
 				     xf_fd >= 0 ? v[1][FC_P_XDP_FILTER].median : 0, false);
 		if (why)
 			printf("xdp-filter: SKIPPED: %s\n", why);
+		if (dp_fd < 0)
+			printf("freqctl in libxdp's dispatcher: SKIPPED: %s\n", dwhy);
+		else
+			printf("\nfreqctl through libxdp's dispatcher (alone in it, as attach puts it) / freqctl alone:\n");
+		for (f = 0; dp_fd >= 0 && f < FC_NCASES; f++)
+			printf("  %-40s %5.2f\n", fc_cases[f].name,
+			       v[f][FC_P_DISPATCHED].median / v[f][FC_P_FREQCTL].median);
 		printf("\nfreqctl ban import of %ld bans: %.2f s (target < 10 s: %s)\n", fc_b.bans, import_s,
 		       import_s < 10 ? "met" : "MISSED");
 		printf("%d policies stored and published in one transaction: %.2f s\n", FC_POLICIES, pol_s);

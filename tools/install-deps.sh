@@ -8,11 +8,13 @@ set -euo pipefail
 
 pkgs=(
 	make gcc clang llvm pkg-config libclang-rt-dev
-	libbpf-dev bpftool libelf-dev zlib1g-dev
+	libbpf-dev libxdp-dev bpftool libelf-dev zlib1g-dev
 	libsqlite3-dev libpq-dev libjansson-dev libcmocka-dev libmicrohttpd-dev
 	sqlite3 postgresql postgresql-client
 	iproute2 iputils-ping jq xdp-tools netcat-openbsd
 	nginx nginx-dev curl
+	debhelper dpkg-dev lintian man-db strace
+	scdoc bash-completion
 	chromium
 )
 # Node.js: Debian's, unless one is there already (playwright-core needs 18+).

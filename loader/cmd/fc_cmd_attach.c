@@ -9,35 +9,52 @@
 
 struct fc_attach_opt {
 	int mode; /* enum fc_mode */
+	uint32_t priority;
 };
+
+/* Above the option's range: --priority was not given. */
+#define FC_PRIO_UNSET UINT32_MAX
+#define FC_STR_(x)    #x
+#define FC_STR(x)     FC_STR_(x)
 
 static const struct fc_opt fc_attach_opts[] = {
 	FC_OPTION("mode", 'm', FC_OPT_ENUM, struct fc_attach_opt, mode, .names = fc_mode_names, .arg = "MODE",
 		  .help = "xdp (native, the default), xdp-generic, or tc (TC ingress)"),
+	FC_OPTION("priority", 'p', FC_OPT_U32, struct fc_attach_opt, priority, .max = FC_PRIO_UNSET - 1, .arg = "N",
+		  .help = "run priority in libxdp's dispatcher, lower runs first (xdp modes; default "
+			  FC_STR(FC_XDP_PRIO_DEFAULT) ", before xdp-filter's 10 and libxdp's default 50)"),
 	FC_OPT_END,
 };
 
 static int fc_cmd_attach_run(const struct fc_ctx *ctx, const struct fc_cmd *cmd, int argc, char **argv)
 {
-	struct fc_attach_opt opt = { .mode = FC_MODE_XDP };
+	struct fc_attach_opt opt = { .mode = FC_MODE_XDP, .priority = FC_PRIO_UNSET };
 	struct fc_attachment a;
 	struct fc_maps m;
 	struct fc_err err;
 	int rc;
 
 	fc_cmd_parse(cmd, argc, argv, &opt, NULL);
+	if (opt.mode == FC_MODE_TC && opt.priority != FC_PRIO_UNSET)
+		fc_usage_error(cmd, "--priority orders programs in libxdp's XDP dispatcher; --mode tc has none");
+	if (opt.priority == FC_PRIO_UNSET)
+		opt.priority = FC_XDP_PRIO_DEFAULT;
 	if (fc_maps_open(ctx->pin_dir, &m, &err) < 0) {
 		fc_warn("attach %s: %s", argv[optind], err.msg);
 		return FC_EXIT_FAILURE;
 	}
-	rc = fc_attach(ctx->pin_dir, &m, argv[optind], (enum fc_mode)opt.mode, &a, &err);
+	rc = fc_attach(ctx->pin_dir, &m, argv[optind], (enum fc_mode)opt.mode, opt.priority, &a, &err);
 	fc_maps_close(&m);
 	if (rc < 0) {
 		fc_warn("attach: %s", err.msg);
 		return FC_EXIT_FAILURE;
 	}
-	printf("attached %s to %s (%s mode, prog id %u)\n", a.mode == FC_MODE_TC ? FC_PROG_TC : FC_PROG_XDP,
-	       a.ifname, fc_mode_name(a.mode), a.prog_id);
+	printf("attached %s to %s (%s mode, prog id %u", a.mode == FC_MODE_TC ? FC_PROG_TC : FC_PROG_XDP, a.ifname,
+	       fc_mode_name(a.mode), a.prog_id);
+	if (a.dispatched)
+		printf(", priority %u in libxdp's dispatcher beside %zu other program%s", a.prio, a.n_peers,
+		       a.n_peers == 1 ? "" : "s");
+	printf(")\n");
 	return FC_EXIT_OK;
 }
 
@@ -63,6 +80,22 @@ static int fc_cmd_detach_run(const struct fc_ctx *ctx, const struct fc_cmd *cmd,
 	return FC_EXIT_OK;
 }
 
+/* libxdp's dispatcher as freqctl shares it, or null when attached directly. */
+static json_t *fc_dispatcher_json(const struct fc_attachment *a)
+{
+	json_t *others;
+	size_t i;
+
+	if (!a->dispatched)
+		return json_null();
+	others = json_array();
+	for (i = 0; others && i < a->n_peers; i++)
+		json_array_append_new(others, json_pack("{s:s, s:I, s:I}", "name", a->peers[i].name, "prog_id",
+							(json_int_t)a->peers[i].id, "priority",
+							(json_int_t)a->peers[i].prio));
+	return json_pack("{s:I, s:o}", "priority", (json_int_t)a->prio, "others", others);
+}
+
 static json_t *fc_status_json(const char *pin_dir, const struct fc_attachment *v, size_t n,
 			      const struct fc_config *cfg)
 {
@@ -70,9 +103,10 @@ static json_t *fc_status_json(const char *pin_dir, const struct fc_attachment *v
 	size_t i;
 
 	for (i = 0; ifs && i < n; i++)
-		json_array_append_new(ifs, json_pack("{s:s, s:i, s:s, s:i}", "interface", v[i].ifname, "ifindex",
+		json_array_append_new(ifs, json_pack("{s:s, s:i, s:s, s:I, s:o}", "interface", v[i].ifname, "ifindex",
 						      v[i].ifindex, "mode", fc_mode_name(v[i].mode), "prog_id",
-						      (json_int_t)v[i].prog_id));
+						      (json_int_t)v[i].prog_id, "dispatcher",
+						      fc_dispatcher_json(&v[i])));
 	return json_pack("{s:s, s:o, s:{s:{s:i,s:i}, s:{s:i,s:i}, s:{s:i,s:i}, s:{s:i,s:i}, s:{s:i,s:i}}}",
 			 "pin_dir", pin_dir, "attached", ifs, "maps", FC_MAP_NAME(exact4), "entries",
 			 (json_int_t)cfg->n_exact4, "max_entries", FC_MAX_RULES, FC_MAP_NAME(exact6), "entries",
@@ -89,7 +123,7 @@ static int fc_cmd_status_run(const struct fc_ctx *ctx, const struct fc_cmd *cmd,
 	struct fc_maps m;
 	struct fc_err err;
 	struct fc_json_opt opt = { 0 };
-	size_t n = 0, i;
+	size_t n = 0, i, j;
 	int c;
 
 	fc_cmd_parse(cmd, argc, argv, &opt, NULL);
@@ -109,9 +143,16 @@ static int fc_cmd_status_run(const struct fc_ctx *ctx, const struct fc_cmd *cmd,
 	printf("pin dir: %s\n", ctx->pin_dir);
 	if (!n)
 		printf("attached: none (in this network namespace)\n");
-	for (i = 0; i < n; i++)
-		printf("attached: %-16s ifindex %-4d %-12s prog id %u\n", v[i].ifname, v[i].ifindex,
+	for (i = 0; i < n; i++) {
+		printf("attached: %-16s ifindex %-4d %-12s prog id %u", v[i].ifname, v[i].ifindex,
 		       fc_mode_name(v[i].mode), v[i].prog_id);
+		if (v[i].dispatched)
+			printf(" priority %u (libxdp dispatcher)", v[i].prio);
+		printf("\n");
+		for (j = 0; j < v[i].n_peers; j++)
+			printf("  beside: %-16s prog id %-6u priority %u\n", v[i].peers[j].name, v[i].peers[j].id,
+			       v[i].peers[j].prio);
+	}
 	printf("published: %u IPv4 and %u IPv6 exact-address entries, %u IPv4 and %u IPv6 prefix entries "
 	       "(up to %d per map); %u policies (up to %d)\n",
 	       cfg.n_exact4, cfg.n_exact6, cfg.n_pfx4, cfg.n_pfx6, FC_MAX_RULES, cfg.n_policies, FC_MAX_POLICIES);
@@ -129,6 +170,12 @@ const struct fc_cmd fc_cmd_attach = {
 		   "xdp-generic runs the same program later, on any interface; tc attaches to a clsact\n"
 		   "ingress qdisc (filter handle 0xfc, priority 1). Attaching again in the same mode\n"
 		   "atomically replaces freqctl's program; another program on the hook is never replaced.\n"
+		   "In the xdp modes freqctl goes through libxdp's dispatcher (as xdp-loader and\n"
+		   "xdp-filter do), so it shares the hook with other libxdp programs; it runs before\n"
+		   "those with a higher --priority, and passes on what it lets through. Attaching again\n"
+		   "adds the new program before removing the old, so nothing goes unfiltered. Where the\n"
+		   "dispatcher cannot load (a driver, a kernel without program extensions; -v says why)\n"
+		   "and the hook is free, freqctl takes the hook for itself, alone.\n"
 		   "The bans and counters live in the pinned maps, so they outlast detach and attach.",
 	.opts = fc_attach_opts,
 	.run = fc_cmd_attach_run,
@@ -141,7 +188,8 @@ const struct fc_cmd fc_cmd_detach = {
 	.max_args = 1,
 	.summary = "Detach freqctl from IFACE, in whichever mode it is attached.",
 	.details = "The bans stay in the store and the pinned maps, the counters in theirs. In tc mode only\n"
-		   "freqctl's filter is removed; the clsact qdisc stays, as other filters may use it.",
+		   "freqctl's filter is removed; the clsact qdisc stays, as other filters may use it. In\n"
+		   "libxdp's dispatcher only freqctl's program leaves; the others keep running.",
 	.opts = fc_opts_none,
 	.run = fc_cmd_detach_run,
 };
@@ -152,7 +200,8 @@ const struct fc_cmd fc_cmd_status = {
 	.max_args = 0,
 	.summary = "Show where freqctl is attached and how full its maps are.",
 	.details = "Lists the interfaces of this network namespace that run this pin dir's programs, with\n"
-		   "mode and program id, then the entries published per map.",
+		   "mode and program id (and, in libxdp's dispatcher, freqctl's priority and the other\n"
+		   "programs it runs there: name, id, priority), then the entries published per map.",
 	.opts = fc_opts_json,
 	.run = fc_cmd_status_run,
 };

@@ -2,10 +2,10 @@
 /* freqctl keys ID: a per-key policy's buckets in nginx, busiest first. */
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <jansson.h>
 
 #include "fc_cli.h"
+#include "fc_duration.h"
 #include "fc_shm_state.h"
 #include "fc_store.h"
 
@@ -62,7 +62,7 @@ static int fc_keys_run(const struct fc_ctx *ctx, const struct fc_cmd *cmd, int a
 		goto fail;
 	fc_policy_compile(&row.spec, row.epoch, &k);
 	qsort(keys, n, sizeof(*keys), fc_key_busier);
-	now = (uint64_t)time(NULL) * FC_NS_PER_SEC;
+	now = fc_utc_ns();
 	queue = row.spec.action == FC_ACTION_DELAY ? row.spec.delay_burst : 0;
 	for (i = 0; i < n; i++)
 		live += keys[i].idle_ns >= now;

@@ -4,8 +4,9 @@
  * second, like top(1). Rates are the differences of the counters between two
  * reads over the time between them. Sources are the ip=* policy's per-source
  * buckets at XDP/TC, ranked by how much of their fullest tier they use now,
- * and the clients nginx refused for an escalating policy during the last
- * interval (read from the shm's offender ring, which top never writes).
+ * the clients nginx refused for an escalating policy during the last
+ * interval (read from the shm's offender ring, which top never writes), and
+ * the keys of per-key nginx policies ranked as the sources are.
  */
 #include <errno.h>
 #include <jansson.h>
@@ -20,8 +21,10 @@
 
 #include "fc_cli.h"
 #include "fc_duration.h"
+#include "fc_rows_json.h"
 #include "fc_shm_state.h"
 #include "fc_stats.h"
+#include "fc_store_keep.h"
 
 #define FC_TOP_BATCH 4096
 
@@ -78,6 +81,8 @@ struct fc_top {
 	double delay;
 	int state_fd; /* the workers' state file, for the offender ring; -1: none */
 	struct fc_top_source *src; /* scratch, FC_MAX_SOURCES entries */
+	struct fc_key_use *keys;   /* scratch, rows entries */
+	size_t nkeys;
 };
 
 static double fc_mono(void)
@@ -154,30 +159,6 @@ static struct fc_top_policy *fc_top_policies(const struct fc_top_sample *prev, c
 	return v;
 }
 
-/* How much of its fullest tier an ip=* bucket uses at now (UTC ns), 0..1. */
-static double fc_bucket_use(const struct fc_policy *pol, const struct fc_src_bucket *b, uint64_t now)
-{
-	double use = 0, u;
-	int i;
-
-	for (i = 0; i < pol->ntiers && i < FC_MAX_TIERS; i++) {
-		const struct fc_tier *t = &pol->tier[i];
-		uint64_t st = b->state[i];
-
-		if (pol->algo == FC_ALGO_SLIDING)
-			u = t->limit ? 1 - (double)fc_tier_remaining(pol->algo, t, st, now, 0) / (double)t->limit : 0;
-		else if (pol->algo == FC_ALGO_WINDOW)
-			u = t->limit && (st >> FC_WIN_COUNT_BITS) == fc_window_index(t, now) ?
-				    (double)(st & FC_WIN_COUNT_MASK) / (double)t->limit :
-				    0;
-		else /* GCRA: the TAT's lead over now, of the most it may lead */
-			u = st > now ? (double)(st - now) / (double)(t->tolerance_ns + t->interval_ns) : 0;
-		if (u > use)
-			use = u;
-	}
-	return use > 1 ? 1 : use;
-}
-
 /* The ip=* policy's live buckets of one family that use anything now. */
 static size_t fc_top_scan(int fd, uint8_t family, const struct fc_policy *pol, uint32_t gen, uint64_t now,
 			  struct fc_top_source *out, size_t n, size_t max)
@@ -201,7 +182,7 @@ static size_t fc_top_scan(int fd, uint8_t family, const struct fc_policy *pol, u
 		for (i = 0; i < cnt && n < max; i++) {
 			double use;
 
-			if (vals[i].gen != gen || !(use = fc_bucket_use(pol, &vals[i], now)))
+			if (vals[i].gen != gen || !(use = fc_bucket_use(pol, vals[i].state, now)))
 				continue;
 			memset(&out[n], 0, sizeof(out[n]));
 			out[n].family = family;
@@ -219,7 +200,6 @@ static size_t fc_top_sources(struct fc_top *top, struct fc_err *err)
 	struct fc_config cfg;
 	struct fc_policy pol;
 	struct fc_maps m;
-	struct timespec ts;
 	uint64_t now;
 	size_t n = 0;
 
@@ -227,8 +207,7 @@ static size_t fc_top_sources(struct fc_top *top, struct fc_err *err)
 		return 0; /* nothing published yet (top creates nothing), or unreadable */
 	if (fc_config_read(&m, &cfg, err) == 0 && cfg.star_slot &&
 	    !bpf_map_lookup_elem(m.policies, &cfg.star_slot, &pol)) {
-		clock_gettime(CLOCK_REALTIME, &ts);
-		now = (uint64_t)ts.tv_sec * FC_NS_PER_SEC + (uint64_t)ts.tv_nsec;
+		now = fc_utc_ns();
 		n = fc_top_scan(m.src4, 4, &pol, cfg.star_gen, now, top->src, 0, FC_MAX_SOURCES);
 		n = fc_top_scan(m.src6, 6, &pol, cfg.star_gen, now, top->src, n, FC_MAX_SOURCES);
 	}
@@ -328,7 +307,7 @@ static void fc_top_print_json(const struct fc_top *top, const struct fc_top_samp
 						      "action", fc_action_name(p->action), "passed_per_s", pol[i].passed,
 						      "denied_per_s", pol[i].denied, "delayed_per_s", pol[i].delayed));
 	}
-	doc = json_pack("{s:s, s:f, s:{s:f, s:f, s:f, s:f}, s:{s:I, s:I, s:I}, s:o, s:o, s:o}", "time", stamp,
+	doc = json_pack("{s:s, s:f, s:{s:f, s:f, s:f, s:f}, s:{s:I, s:I, s:I}, s:o, s:o, s:o, s:o}", "time", stamp,
 			"interval", dt, "xdp", "passed_per_s",
 			fc_rate(cur->a.s.passed.packets, prev->a.s.passed.packets, dt), "dropped_exact_per_s",
 			fc_rate(cur->a.s.drop_exact.packets, prev->a.s.drop_exact.packets, dt),
@@ -337,7 +316,7 @@ static void fc_top_print_json(const struct fc_top *top, const struct fc_top_samp
 			"bans", "addresses", (json_int_t)cur->a.bans.addresses, "escalated",
 			(json_int_t)cur->a.bans.escalated, "uids", (json_int_t)cur->a.bans.uids, "policies", pols,
 			"sources", fc_top_sources_json(src, ns < top->rows ? ns : top->rows, "used"), "refused",
-			fc_top_sources_json(ref, nr < top->rows ? nr : top->rows, "per_s"));
+			fc_top_sources_json(ref, nr < top->rows ? nr : top->rows, "per_s"), "keys", fc_key_uses_to_json(top->keys, top->nkeys));
 	if (doc) {
 		json_dumpf(doc, stdout, JSON_COMPACT);
 		json_decref(doc);
@@ -385,6 +364,11 @@ static void fc_top_print_text(const struct fc_top *top, const struct fc_top_samp
 		fc_addr_format(&ref[i], addr, sizeof(addr));
 		printf("%-40s %-10u %10.1f\n", addr, ref[i].policy, ref[i].value);
 	}
+	printf("\n%-40s %-10s %10s %10s %10s\n", "KEY (per-key nginx policies; keyed hash)", "POLICY", "USED", "PASSED",
+	       "DENIED");
+	for (i = 0; i < top->nkeys; i++)
+		printf("%016llx%24s %-10u %9.0f%% %10u %10u\n", (unsigned long long)top->keys[i].tag, "",
+		       top->keys[i].policy, top->keys[i].use * 100, top->keys[i].passed, top->keys[i].denied);
 	if (!top->tty)
 		putchar('\n');
 }
@@ -398,9 +382,11 @@ static void fc_top_sleep(double delay)
 		;
 }
 
-static int fc_top_run(const struct fc_ctx *ctx, const struct fc_cmd *cmd, int argc, char **argv)
+static int fc_top_run(const struct fc_ctx *ctx0, const struct fc_cmd *cmd, int argc, char **argv)
 {
-	struct fc_top top = { .ctx = ctx, .delay = 1.0, .tty = isatty(STDOUT_FILENO) };
+	struct fc_store_keep keep;
+	struct fc_ctx kctx = *ctx0, *ctx = &kctx; /* one store connection for every refresh */
+	struct fc_top top = { .ctx = ctx, .delay = 1.0, .tty = isatty(STDOUT_FILENO), .state_fd = -1 };
 	struct sigaction sa = { .sa_handler = fc_top_signal };
 	struct fc_top_sample prev, cur;
 	struct fc_top_opt opt = { .delay = 1.0 };
@@ -409,19 +395,22 @@ static int fc_top_run(const struct fc_ctx *ctx, const struct fc_cmd *cmd, int ar
 	int rc = FC_EXIT_FAILURE;
 
 	fc_cmd_parse(cmd, argc, argv, &opt, NULL);
+	fc_store_keep_init(&keep, ctx->db_path);
+	kctx.keep = &keep;
 	top.delay = opt.delay;
 	top.json = opt.json;
 	top.tty = top.tty && !top.json;
 	if (opt.rows)
 		top.rows = (size_t)opt.rows;
 	else if (top.tty && !ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) && ws.ws_row > 16)
-		top.rows = (size_t)(ws.ws_row - 13) / 3; /* three tables and their headings */
+		top.rows = (size_t)(ws.ws_row - 15) / 4; /* four tables and their headings */
 	else
 		top.rows = 10;
 	top.src = calloc(FC_MAX_SOURCES, sizeof(*top.src));
-	if (!top.src) {
+	top.keys = calloc(top.rows, sizeof(*top.keys));
+	if (!top.src || !top.keys) {
 		fc_warn("top: out of memory");
-		return FC_EXIT_FAILURE;
+		goto out;
 	}
 	/* No shm (no L7 policy yet): no refusals to show. */
 	top.state_fd = fc_state_open(ctx->shm_path, &err);
@@ -448,6 +437,8 @@ static int fc_top_run(const struct fc_ctx *ctx, const struct fc_cmd *cmd, int ar
 		pol = fc_top_policies(&prev, &cur, &np);
 		ns = fc_top_sources(&top, &err);
 		ref = fc_top_refused(&top, prev.ring_head, cur.ring_head, cur.t - prev.t, &nr);
+		if (fc_stats_busiest_keys(ctx, &cur.a, fc_utc_ns(), top.keys, top.rows, &top.nkeys, &err) < 0)
+			fc_warn("top: %s", err.msg); /* the rest is still worth showing */
 		if (top.json)
 			fc_top_print_json(&top, &prev, &cur, pol, np, top.src, ns, ref, nr);
 		else
@@ -466,6 +457,8 @@ out:
 	if (top.state_fd >= 0)
 		close(top.state_fd);
 	free(top.src);
+	free(top.keys);
+	fc_store_keep_fini(&keep);
 	return rc;
 }
 
@@ -478,6 +471,8 @@ const struct fc_cmd fc_cmd_top = {
 		   "refresh (packets at XDP/TC, requests in nginx). Sources: the ip=* policy's per-source\n"
 		   "buckets at XDP/TC ranked by how much of their fullest tier they use now (100% = at the\n"
 		   "limit), and the clients nginx refused for an escalating policy in the last interval.\n"
+		   "Keys: those of per-key nginx policies (DIM=*), ranked the same way; the key table\n"
+		   "holds a keyed hash of each key, not its value ('freqctl keys ID' lists one policy's).\n"
 		   "On a terminal the screen is redrawn; in a pipe each refresh is printed after the last;\n"
 		   "--json prints one object per refresh and line. Ctrl-C quits.",
 	.opts = fc_top_opts,

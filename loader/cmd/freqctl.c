@@ -13,10 +13,7 @@
 #include "fc_kern.h"
 #include "fc_shm_write.h"
 #include "fc_store.h"
-
-#ifndef FC_VERSION
-#define FC_VERSION "0.1.0"
-#endif
+#include "fc_version.h"
 
 static const struct fc_cmd *const fc_cmds[] = {
 	&fc_cmd_attach, &fc_cmd_detach, &fc_cmd_status, &fc_cmd_ban_add, &fc_cmd_ban_del,

@@ -32,10 +32,13 @@
 #include "fc_http.h"
 #include "fc_rows_json.h"
 #include "fc_stats.h"
+#include "fc_store_keep.h"
+#include "fc_version.h"
 
 #define FC_CONSOLE_BODY_MAX  (64 * 1024) /* a policy or a ban is well under 1 KiB */
 #define FC_CONSOLE_SAMPLE_S  10          /* counters kept every 10 s ... */
 #define FC_CONSOLE_SAMPLES   8           /* ... for 70 s: rates over the last minute */
+#define FC_CONSOLE_KEYS      10          /* busiest keys of per-key policies shown */
 
 /* A policy's counters at one time. */
 struct fc_sample_row {
@@ -60,6 +63,7 @@ struct fc_console {
 	bool stop;
 	struct fc_sample samples[FC_CONSOLE_SAMPLES];
 	size_t next;
+	struct fc_store_keep keep; /* one store connection for every request (ctx.keep) */
 };
 
 /* One request as it arrives: its body, and who sent it, for the log. */
@@ -189,16 +193,18 @@ static json_t *fc_api_policy(const struct fc_policy_row *r)
 static int fc_api_policy_list(struct fc_console *c, struct fc_reply *r)
 {
 	struct fc_policy_row *rows = NULL;
-	struct fc_store *st = NULL;
+	struct fc_store *st;
 	struct fc_err err;
 	json_t *a;
 	size_t n = 0, i;
+	int rc;
 
-	if (fc_store_open_ex(c->ctx.db_path, false, &st, &err) < 0 || fc_store_policy_list(st, &rows, &n, &err) < 0) {
-		fc_store_close(st);
+	if (!(st = fc_store_keep_get(&c->keep, &err)))
 		return fc_reply_error(r, MHD_HTTP_SERVICE_UNAVAILABLE, NULL, "%s", err.msg);
-	}
-	fc_store_close(st);
+	rc = fc_store_policy_list(st, &rows, &n, &err);
+	fc_store_keep_put(&c->keep, rc < 0);
+	if (rc < 0)
+		return fc_reply_error(r, MHD_HTTP_SERVICE_UNAVAILABLE, NULL, "%s", err.msg);
 	a = json_array();
 	for (i = 0; a && i < n; i++)
 		json_array_append_new(a, fc_api_policy(&rows[i]));
@@ -208,17 +214,18 @@ static int fc_api_policy_list(struct fc_console *c, struct fc_reply *r)
 
 static int fc_api_policy_get(struct fc_console *c, struct fc_reply *r, uint32_t id)
 {
-	struct fc_store *st = NULL;
 	struct fc_policy_row row;
+	struct fc_store *st;
 	struct fc_err err;
 	bool found = false;
+	int rc;
 
-	if (fc_store_open_ex(c->ctx.db_path, false, &st, &err) < 0 ||
-	    fc_store_policy_get(st, id, &row, &found, &err) < 0) {
-		fc_store_close(st);
+	if (!(st = fc_store_keep_get(&c->keep, &err)))
 		return fc_reply_error(r, MHD_HTTP_SERVICE_UNAVAILABLE, NULL, "%s", err.msg);
-	}
-	fc_store_close(st);
+	rc = fc_store_policy_get(st, id, &row, &found, &err);
+	fc_store_keep_put(&c->keep, rc < 0);
+	if (rc < 0)
+		return fc_reply_error(r, MHD_HTTP_SERVICE_UNAVAILABLE, NULL, "%s", err.msg);
 	if (!found)
 		return fc_reply_error(r, MHD_HTTP_NOT_FOUND, NULL, "policy %u: no such policy", id);
 	return fc_reply_json(r, MHD_HTTP_OK, fc_api_policy(&row));
@@ -297,19 +304,21 @@ static int fc_api_ban_list(struct fc_console *c, struct fc_reply *r)
 {
 	struct fc_ban_row *rows = NULL;
 	struct fc_uid_ban *ub = NULL;
-	struct fc_store *st = NULL;
 	int64_t now = (int64_t)time(NULL);
 	size_t n = 0, nu = 0, i;
+	struct fc_store *st;
 	struct fc_err err;
 	json_t *a;
+	int rc;
 
-	if (fc_store_open_ex(c->ctx.db_path, false, &st, &err) < 0 || fc_store_ban_list(st, now, &rows, &n, &err) < 0 ||
-	    fc_store_uid_ban_list(st, now, &ub, &nu, &err) < 0) {
-		fc_store_close(st);
+	if (!(st = fc_store_keep_get(&c->keep, &err)))
+		return fc_reply_error(r, MHD_HTTP_SERVICE_UNAVAILABLE, NULL, "%s", err.msg);
+	rc = fc_store_ban_list(st, now, &rows, &n, &err) < 0 || fc_store_uid_ban_list(st, now, &ub, &nu, &err) < 0 ? -1 : 0;
+	fc_store_keep_put(&c->keep, rc < 0);
+	if (rc < 0) {
 		free(rows);
 		return fc_reply_error(r, MHD_HTTP_SERVICE_UNAVAILABLE, NULL, "%s", err.msg);
 	}
-	fc_store_close(st);
 	a = json_array();
 	for (i = 0; a && i < n; i++)
 		json_array_append_new(a, fc_ban_to_json(&rows[i], now));
@@ -480,15 +489,19 @@ static int fc_api_stats(struct fc_console *c, struct fc_reply *r)
 {
 	char stamp[FC_TIME_STRLEN], match[FC_MATCH_LEN];
 	const struct fc_sample *old;
+	struct fc_key_use keys[FC_CONSOLE_KEYS];
 	struct fc_stats_all a;
 	struct fc_sample cur;
 	struct fc_err err;
 	json_t *pols, *doc;
+	size_t i, nkeys;
 	double dt;
-	size_t i;
 
 	if (fc_sample_take(&c->ctx, &cur, &a, &err) < 0)
 		return fc_reply_error(r, MHD_HTTP_SERVICE_UNAVAILABLE, NULL, "%s", err.msg);
+	if (fc_stats_busiest_keys(&c->ctx, &a, fc_utc_ns(), keys,
+				  FC_CONSOLE_KEYS, &nkeys, &err) < 0)
+		nkeys = 0; /* out of memory: the counters are still worth showing */
 	pols = json_array();
 	pthread_mutex_lock(&c->lock);
 	old = fc_sample_minute_ago(c, cur.t);
@@ -512,12 +525,12 @@ static int fc_api_stats(struct fc_console *c, struct fc_reply *r)
 	}
 	pthread_mutex_unlock(&c->lock);
 	fc_time_format((int64_t)time(NULL), stamp);
-	doc = json_pack("{s:s, s:s, s:{s:I, s:I, s:I, s:I}, s:{s:I, s:I, s:I}, s:o}", "time", stamp, "node",
-			c->ctx.node, "xdp", "passed", (json_int_t)a.s.passed.packets, "dropped_exact",
+	doc = json_pack("{s:s, s:s, s:s, s:{s:I, s:I, s:I, s:I}, s:{s:I, s:I, s:I}, s:o, s:o}", "time", stamp,
+			"version", FC_VERSION, "node", c->ctx.node, "xdp", "passed", (json_int_t)a.s.passed.packets, "dropped_exact",
 			(json_int_t)a.s.drop_exact.packets, "dropped_prefix", (json_int_t)a.s.drop_prefix.packets,
 			"dropped_limit", (json_int_t)a.s.drop_limit.packets, "bans", "addresses",
 			(json_int_t)a.bans.addresses, "escalated", (json_int_t)a.bans.escalated, "uids",
-			(json_int_t)a.bans.uids, "policies", pols);
+			(json_int_t)a.bans.uids, "policies", pols, "keys", fc_key_uses_to_json(keys, nkeys));
 	free(cur.rows);
 	fc_stats_free(&a);
 	return fc_reply_json(r, MHD_HTTP_OK, doc);
@@ -700,6 +713,8 @@ struct fc_console *fc_console_new(const struct fc_ctx *ctx, const struct fc_agen
 	}
 	c->ctx = *ctx;
 	c->ctx.store_must_exist = true; /* a console never makes a store */
+	fc_store_keep_init(&c->keep, c->ctx.db_path);
+	c->ctx.keep = &c->keep;
 	c->counters = counters;
 	pthread_mutex_init(&c->lock, NULL);
 	pthread_cond_init(&c->wake, NULL);
@@ -745,5 +760,6 @@ void fc_console_stop(struct fc_console *c)
 		free(c->samples[i].rows);
 	pthread_cond_destroy(&c->wake);
 	pthread_mutex_destroy(&c->lock);
+	fc_store_keep_fini(&c->keep);
 	free(c);
 }

@@ -8,6 +8,9 @@
 #include <linux/if_link.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
+#ifdef FC_HAVE_LIBXDP
+#include <xdp/libxdp.h>
+#endif
 
 #include "fc_attach.h"
 #include "freqctl.skel.h"
@@ -27,9 +30,13 @@ const char *fc_mode_name(enum fc_mode mode)
 
 /* What runs on one hook of an interface. */
 struct fc_hook_prog {
-	uint32_t id;
-	bool ours; /* a freqctl program using this pin dir's maps */
+	uint32_t id; /* on the hook; freqctl's own when a dispatcher runs it */
+	bool ours;   /* a freqctl program using this pin dir's maps */
 	char name[BPF_OBJ_NAME_LEN];
+	bool dispatcher; /* the hook holds libxdp's dispatcher */
+	uint32_t prio;   /* freqctl's run priority there */
+	size_t n_peers;  /* and the programs it runs besides freqctl */
+	struct fc_xdp_peer peers[FC_XDP_MAX_PROGS];
 };
 
 /* Ours = it uses this pin dir's config map, so another pin dir's freqctl
@@ -63,6 +70,67 @@ static uint32_t fc_xdp_flags(enum fc_mode mode)
 	return mode == FC_MODE_XDP ? XDP_FLAGS_DRV_MODE : XDP_FLAGS_SKB_MODE;
 }
 
+#ifdef FC_HAVE_LIBXDP
+static enum xdp_attach_mode fc_xdp_mode(enum fc_mode mode)
+{
+	return mode == FC_MODE_XDP ? XDP_MODE_NATIVE : XDP_MODE_SKB;
+}
+
+/* libxdp's warnings always, its account of what it tried with -v. */
+static int fc_libxdp_print(enum libxdp_print_level level, const char *fmt, va_list ap)
+{
+	if (level != LIBXDP_WARN && !fc_verbose)
+		return 0;
+	return vfprintf(stderr, fmt, ap);
+}
+
+/* libbpf while libxdp works: a failed probe of the kernel is how libxdp
+ * finds it cannot run its dispatcher, not an error to show unasked. */
+static int fc_libbpf_verbose_only(enum libbpf_print_level level, const char *fmt, va_list ap)
+{
+	(void)level;
+	if (!fc_verbose)
+		return 0;
+	return vfprintf(stderr, fmt, ap);
+}
+
+/* hp is the program on the hook: if it is libxdp's dispatcher in this mode,
+ * finds freqctl among the programs it runs and lists the others. */
+static void fc_dispatcher_query(const struct fc_maps *m, int ifindex, enum fc_mode mode, struct fc_hook_prog *hp)
+{
+	struct xdp_program *p = NULL;
+	struct xdp_multiprog *mp;
+	struct fc_xdp_peer *peer;
+	struct fc_hook_prog cp;
+
+	libxdp_set_print(fc_libxdp_print);
+	mp = xdp_multiprog__get_from_ifindex(ifindex);
+	if (!mp || libxdp_get_error(mp))
+		return;
+	if (xdp_multiprog__is_legacy(mp) || xdp_multiprog__attach_mode(mp) != fc_xdp_mode(mode) ||
+	    xdp_program__id(xdp_multiprog__main_prog(mp)) != hp->id)
+		goto out;
+	hp->dispatcher = true;
+	while ((p = xdp_multiprog__next_prog(p, mp))) {
+		fc_hook_prog_inspect(m, xdp_program__id(p), &cp);
+		if (cp.ours && !hp->ours) {
+			hp->ours = true;
+			hp->id = cp.id;
+			hp->prio = xdp_program__run_prio(p);
+			continue;
+		}
+		if (hp->n_peers == FC_XDP_MAX_PROGS)
+			break;
+		peer = &hp->peers[hp->n_peers++];
+		peer->id = xdp_program__id(p);
+		peer->prio = xdp_program__run_prio(p);
+		snprintf(peer->name, sizeof(peer->name), "%s", xdp_program__name(p));
+	}
+out:
+	xdp_multiprog__close(mp);
+}
+#endif
+
 static void fc_xdp_query(const struct fc_maps *m, int ifindex, enum fc_mode mode, struct fc_hook_prog *hp)
 {
 	LIBBPF_OPTS(bpf_xdp_query_opts, q);
@@ -70,6 +138,10 @@ static void fc_xdp_query(const struct fc_maps *m, int ifindex, enum fc_mode mode
 	if (bpf_xdp_query(ifindex, 0, &q))
 		q.drv_prog_id = q.skb_prog_id = 0;
 	fc_hook_prog_inspect(m, mode == FC_MODE_XDP ? q.drv_prog_id : q.skb_prog_id, hp);
+#ifdef FC_HAVE_LIBXDP
+	if (hp->id && !hp->ours)
+		fc_dispatcher_query(m, ifindex, mode, hp);
+#endif
 }
 
 static void fc_tc_query(const struct fc_maps *m, int ifindex, struct fc_hook_prog *hp)
@@ -113,12 +185,16 @@ static bool fc_find_ours(const struct fc_maps *m, int ifindex, enum fc_mode *mod
 }
 
 static void fc_attachment_set(struct fc_attachment *a, const char *ifname, int ifindex, enum fc_mode mode,
-			      uint32_t prog_id)
+			      const struct fc_hook_prog *hp)
 {
 	snprintf(a->ifname, sizeof(a->ifname), "%s", ifname);
 	a->ifindex = ifindex;
 	a->mode = mode;
-	a->prog_id = prog_id;
+	a->prog_id = hp->id;
+	a->dispatched = hp->dispatcher;
+	a->prio = hp->prio;
+	a->n_peers = hp->n_peers;
+	memcpy(a->peers, hp->peers, sizeof(a->peers));
 }
 
 static int fc_ifindex(const char *ifname, struct fc_err *err)
@@ -185,15 +261,128 @@ static int fc_attach_tc(int ifindex, int prog_fd, const struct fc_hook_prog *cur
 	return 0;
 }
 
-int fc_attach(const char *pin_dir, const struct fc_maps *m, const char *ifname, enum fc_mode mode,
-	      struct fc_attachment *out, struct fc_err *err)
+/* The skeleton opened on pin_dir's maps, with only mode's program to load. */
+static struct freqctl *fc_skel_open(const char *pin_dir, enum fc_mode mode, struct fc_err *err)
 {
 	LIBBPF_OPTS(bpf_object_open_opts, opts, .pin_root_path = pin_dir);
-	struct fc_hook_prog cur;
-	struct bpf_program *prog;
+	struct freqctl *skel;
+
+	skel = freqctl__open_opts(&opts);
+	if (!skel) {
+		fc_err_set(err, "cannot open the BPF object: %s", strerror(errno));
+		return NULL;
+	}
+	bpf_program__set_autoload(mode == FC_MODE_TC ? skel->progs.freqctl_xdp : skel->progs.freqctl_tc, false);
+	return skel;
+}
+
+static int fc_attach_direct(struct freqctl *skel, int ifindex, enum fc_mode mode, const struct fc_hook_prog *cur,
+			    const char *ifname, struct fc_err *err)
+{
+	struct bpf_program *prog = mode == FC_MODE_TC ? skel->progs.freqctl_tc : skel->progs.freqctl_xdp;
+
+	if (freqctl__load(skel))
+		return fc_err_set(err, "cannot load %s: %s (run with -v for the verifier log)", bpf_program__name(prog),
+				  strerror(errno));
+	if (mode == FC_MODE_TC)
+		return fc_attach_tc(ifindex, bpf_program__fd(prog), cur, ifname, err);
+	return fc_attach_xdp(ifindex, bpf_program__fd(prog), mode, cur, ifname, err);
+}
+
+#ifdef FC_HAVE_LIBXDP
+/* Removes the program id from the dispatcher on ifindex; libxdp swaps in a
+ * dispatcher without it, or removes the dispatcher with the last program. */
+static int fc_dispatcher_remove(int ifindex, enum fc_mode mode, uint32_t id)
+{
+	struct xdp_program *p;
+	int rc;
+
+	p = xdp_program__from_id(id);
+	if (!p || libxdp_get_error(p))
+		return -ENOENT;
+	rc = xdp_program__detach(p, ifindex, fc_xdp_mode(mode), 0);
+	xdp_program__close(p);
+	return rc;
+}
+
+/* Adds freqctl to libxdp's dispatcher on ifindex, which libxdp creates when
+ * the hook is free and otherwise rebuilds with the programs it ran, then
+ * swaps atomically. The skeleton is opened, not loaded: libxdp loads the
+ * object as an extension of the dispatcher, its maps reused from the pin
+ * dir as by any load. Where the kernel cannot run a dispatcher, libxdp
+ * attaches the program directly itself, when the hook is free. */
+static int fc_attach_dispatched(struct freqctl *skel, int ifindex, enum fc_mode mode, uint32_t prio,
+				const struct fc_hook_prog *cur, const char *ifname, struct fc_err *err)
+{
+	DECLARE_LIBXDP_OPTS(xdp_program_opts, xo, .obj = skel->obj, .prog_name = FC_PROG_XDP);
+	libbpf_print_fn_t print;
+	struct xdp_program *p;
+	int rc;
+
+	libxdp_set_print(fc_libxdp_print);
+	p = xdp_program__create(&xo);
+	if (!p)
+		return fc_err_set(err, "libxdp cannot take %s from the BPF object: %s", FC_PROG_XDP, strerror(errno));
+	/* The dispatcher runs the next program only after the actions listed:
+	 * what freqctl lets through goes on to the others. */
+	xdp_program__set_chain_call_enabled(p, XDP_PASS, true);
+	xdp_program__set_run_prio(p, prio);
+	print = libbpf_set_print(fc_libbpf_verbose_only);
+	rc = xdp_program__attach(p, ifindex, fc_xdp_mode(mode), 0);
+	libbpf_set_print(print);
+	xdp_program__close(p);
+	if (rc)
+		return fc_err_set(err, "interface %s: libxdp's dispatcher: %s", ifname, strerror(-rc));
+	/* The old freqctl goes only now: for the moment both ran, nothing went
+	 * unfiltered (a packet passing both was counted, and charged, twice). */
+	if (cur->ours) {
+		rc = fc_dispatcher_remove(ifindex, mode, cur->id);
+		if (rc)
+			return fc_err_set(err, "interface %s: the new program is in libxdp's dispatcher, but the old "
+					       "one (id %u) could not be removed: %s",
+					  ifname, cur->id, strerror(-rc));
+	}
+	return 0;
+}
+#endif
+
+/* In the XDP modes, through libxdp's dispatcher when the hook is free or
+ * runs one; a program attached directly (freqctl's own included) is dealt
+ * with as without libxdp. When the hook was free and the dispatcher fails
+ * (a driver, a kernel without program extensions), directly after all, on a
+ * fresh skeleton: libxdp has loaded, or failed to load, the first. */
+static int fc_attach_prog(const char *pin_dir, struct freqctl **skel, int ifindex, enum fc_mode mode, uint32_t prio,
+			  const struct fc_hook_prog *cur, const char *ifname, struct fc_err *err)
+{
+#ifdef FC_HAVE_LIBXDP
+	int rc;
+
+	if (mode != FC_MODE_TC && (!cur->id || cur->dispatcher)) {
+		rc = fc_attach_dispatched(*skel, ifindex, mode, prio, cur, ifname, err);
+		/* Into a dispatcher running others, or not at all: a direct
+		 * attach could not share the hook with them. */
+		if (!rc || cur->dispatcher)
+			return rc;
+		fc_debug("%s; attaching directly instead", err->msg);
+		freqctl__destroy(*skel);
+		*skel = fc_skel_open(pin_dir, mode, err);
+		if (!*skel)
+			return -1;
+	}
+#else
+	(void)pin_dir;
+	(void)prio;
+#endif
+	return fc_attach_direct(*skel, ifindex, mode, cur, ifname, err);
+}
+
+int fc_attach(const char *pin_dir, const struct fc_maps *m, const char *ifname, enum fc_mode mode, uint32_t prio,
+	      struct fc_attachment *out, struct fc_err *err)
+{
+	struct fc_hook_prog cur, now;
 	struct freqctl *skel;
 	enum fc_mode other;
-	int ifindex, rc = -1;
+	int ifindex, rc;
 
 	ifindex = fc_ifindex(ifname, err);
 	if (ifindex < 0)
@@ -202,24 +391,20 @@ int fc_attach(const char *pin_dir, const struct fc_maps *m, const char *ifname, 
 		return fc_err_set(err, "interface %s: freqctl is already attached in %s mode; detach it first", ifname,
 				  fc_mode_name(other));
 	fc_hook_query(m, ifindex, mode, &cur);
-
-	skel = freqctl__open_opts(&opts);
+	skel = fc_skel_open(pin_dir, mode, err);
 	if (!skel)
-		return fc_err_set(err, "cannot open the BPF object: %s", strerror(errno));
-	prog = mode == FC_MODE_TC ? skel->progs.freqctl_tc : skel->progs.freqctl_xdp;
-	bpf_program__set_autoload(mode == FC_MODE_TC ? skel->progs.freqctl_xdp : skel->progs.freqctl_tc, false);
-	if (freqctl__load(skel)) {
-		fc_err_set(err, "cannot load %s: %s (run with -v for the verifier log)", bpf_program__name(prog),
-			   strerror(errno));
-		goto out;
-	}
-	if (mode == FC_MODE_TC)
-		rc = fc_attach_tc(ifindex, bpf_program__fd(prog), &cur, ifname, err);
-	else
-		rc = fc_attach_xdp(ifindex, bpf_program__fd(prog), mode, &cur, ifname, err);
+		return -1;
+	rc = fc_attach_prog(pin_dir, &skel, ifindex, mode, prio, &cur, ifname, err);
 	if (rc)
 		goto out;
-	fc_attachment_set(out, ifname, ifindex, mode, fc_obj_id(bpf_program__fd(prog)));
+	fc_hook_query(m, ifindex, mode, &now);
+	if (!now.ours) {
+		rc = fc_err_set(err, "interface %s: attached, but freqctl's program is not on the hook any more", ifname);
+		goto out;
+	}
+	if (mode != FC_MODE_TC && !now.dispatcher)
+		fc_debug("interface %s: freqctl runs alone on the XDP hook, not through libxdp's dispatcher", ifname);
+	fc_attachment_set(out, ifname, ifindex, mode, &now);
 out:
 	/* The interface holds the program now; our references can go. */
 	freqctl__destroy(skel);
@@ -242,6 +427,11 @@ int fc_detach(const struct fc_maps *m, const char *ifname, struct fc_attachment 
 		LIBBPF_OPTS(bpf_tc_opts, opts, .handle = FC_TC_HANDLE, .priority = FC_TC_PRIORITY);
 
 		rc = bpf_tc_detach(&hook, &opts);
+#ifdef FC_HAVE_LIBXDP
+	} else if (cur.dispatcher) {
+		/* Only freqctl leaves; the others keep running. */
+		rc = fc_dispatcher_remove(ifindex, mode, cur.id);
+#endif
 	} else {
 		LIBBPF_OPTS(bpf_xdp_attach_opts, opts);
 		int old_fd = bpf_prog_get_fd_by_id(cur.id);
@@ -254,7 +444,7 @@ int fc_detach(const struct fc_maps *m, const char *ifname, struct fc_attachment 
 	}
 	if (rc)
 		return fc_err_set(err, "interface %s: detach failed: %s", ifname, strerror(-rc));
-	fc_attachment_set(out, ifname, ifindex, mode, cur.id);
+	fc_attachment_set(out, ifname, ifindex, mode, &cur);
 	return 0;
 }
 
@@ -279,7 +469,7 @@ int fc_attachments(const struct fc_maps *m, struct fc_attachment **v, size_t *n,
 	for (i = ifs; i->if_index; i++) {
 		if (!fc_find_ours(m, (int)i->if_index, &mode, &hp))
 			continue;
-		fc_attachment_set(&res[cnt++], i->if_name, (int)i->if_index, mode, hp.id);
+		fc_attachment_set(&res[cnt++], i->if_name, (int)i->if_index, mode, &hp);
 	}
 	if_freenameindex(ifs);
 	*v = res;

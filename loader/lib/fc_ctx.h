@@ -9,6 +9,8 @@
 
 #include <stdbool.h>
 
+struct fc_store_keep;
+
 struct fc_ctx {
 	const char *db_path;
 	const char *pin_dir;
@@ -16,6 +18,9 @@ struct fc_ctx {
 	const char *shm_group; /* NULL: the default, if it exists */
 	const char *node;      /* this machine's name in the nodes table */
 	bool store_must_exist; /* the agent: a vanished store is an outage, not an empty one */
+	/* A store connection the caller keeps (the console, top), used by
+	 * publishes and stats; NULL: each opens its own. */
+	struct fc_store_keep *keep;
 };
 
 #endif /* FC_CTX_H */

@@ -97,3 +97,11 @@ void fc_time_format(int64_t t, char buf[FC_TIME_STRLEN])
 	gmtime_r(&tt, &tm);
 	strftime(buf, FC_TIME_STRLEN, "%Y-%m-%dT%H:%M:%SZ", &tm);
 }
+
+uint64_t fc_utc_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}

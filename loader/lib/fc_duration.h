@@ -35,4 +35,8 @@ int64_t fc_expires_after(int64_t ttl);
 #define FC_TIME_STRLEN 32
 void fc_time_format(int64_t t, char buf[FC_TIME_STRLEN]);
 
+/* Now, UTC, in nanoseconds: the clock the packet path and nginx charge by
+ * (a whole second read instead would misstate a bucket by up to a second). */
+uint64_t fc_utc_ns(void);
+
 #endif /* FC_DURATION_H */

@@ -3,11 +3,23 @@
 #include <time.h>
 
 #include "fc_publish.h"
+#include "fc_store_keep.h"
 
 int fc_publish_begin(struct fc_publish *pub, const struct fc_ctx *ctx, struct fc_err *err)
 {
 	struct fc_store *st;
 
+	if (ctx->keep) {
+		st = fc_store_keep_get(ctx->keep, err);
+		if (!st)
+			return -1;
+		if (fc_publish_begin_on(pub, ctx, st, err) < 0) {
+			fc_store_keep_put(ctx->keep, true);
+			return -1;
+		}
+		pub->keep = ctx->keep;
+		return 0;
+	}
 	if (fc_store_open_ex(ctx->db_path, !ctx->store_must_exist, &st, err) < 0)
 		return -1;
 	if (fc_publish_begin_on(pub, ctx, st, err) < 0) {
@@ -40,9 +52,12 @@ static void fc_publish_close(struct fc_publish *pub)
 {
 	if (pub->maps.dirfd >= 0)
 		fc_maps_close(&pub->maps);
-	if (pub->own_st)
+	if (pub->keep)
+		fc_store_keep_put(pub->keep, pub->failed);
+	else if (pub->own_st)
 		fc_store_close(pub->st);
 	pub->st = NULL;
+	pub->keep = NULL;
 }
 
 void fc_publish_abort(struct fc_publish *pub)
@@ -73,6 +88,7 @@ int fc_publish_commit(struct fc_publish *pub, struct fc_err *err)
 		fc_sync(pub->st, &pub->maps, pin_dir, pub->now, pub->weight, &undo, &ignored);
 		fc_shm_publish(pub->ctx->shm_path, pub->ctx->shm_group, pub->st, pub->now, pub->weight, &undo_shm,
 			       &ignored);
+		pub->failed = true;
 		fc_publish_close(pub);
 		return -1;
 	}

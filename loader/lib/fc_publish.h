@@ -26,9 +26,12 @@ struct fc_publish {
 	struct fc_shm_result shm;
 	size_t bad_policies; /* rows not valid as written: reported, not published */
 	bool own_st; /* st was opened here, and is closed here */
+	struct fc_store_keep *keep; /* st is ctx->keep's, given back at the end */
+	bool failed; /* the store or a publish failed: a kept connection is dropped */
 };
 
-/* Opens the store and starts the transaction (expired bans are purged in it). */
+/* Opens the store (or takes ctx->keep's) and starts the transaction
+ * (expired bans are purged in it). */
 int fc_publish_begin(struct fc_publish *pub, const struct fc_ctx *ctx, struct fc_err *err);
 /* The same on a store the caller keeps open (the agent's one connection to a
  * fleet's PostgreSQL, instead of connecting for every change). */

@@ -5,6 +5,7 @@
 
 #include "fc_duration.h"
 #include "fc_rows_json.h"
+#include "fc_stats.h"
 
 json_t *fc_policy_to_json(const struct fc_policy_spec *p)
 {
@@ -160,4 +161,20 @@ json_t *fc_uid_ban_to_json(const struct fc_uid_ban *b, int64_t now)
 	return json_pack("{s:s, s:s, s:s, s:s?, s:o}", "ban", text, "kind", "uid", "created", created, "expires",
 			 b->expires ? expires : NULL, "ttl_remaining",
 			 b->expires ? json_integer(b->expires - now) : json_null());
+}
+
+json_t *fc_key_uses_to_json(const struct fc_key_use *k, size_t n)
+{
+	json_t *a = json_array();
+	char tag[24];
+	size_t i;
+
+	for (i = 0; a && i < n; i++) {
+		snprintf(tag, sizeof(tag), "%016llx", (unsigned long long)k[i].tag);
+		json_array_append_new(a, json_pack("{s:s, s:I, s:f, s:I, s:I}", "key", tag, "policy",
+						   (json_int_t)k[i].policy, "used",
+						   (double)(int64_t)(k[i].use * 1000 + 0.5) / 1000, "passed",
+						   (json_int_t)k[i].passed, "denied", (json_int_t)k[i].denied));
+	}
+	return a;
 }

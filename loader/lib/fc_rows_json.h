@@ -25,6 +25,11 @@ int fc_policy_from_json(json_t *o, struct fc_policy_spec *p, char field[FC_JSON_
 json_t *fc_ban_to_json(const struct fc_ban_row *r, int64_t now);
 json_t *fc_uid_ban_to_json(const struct fc_uid_ban *b, int64_t now);
 
+/* [{"key": "HASH", "policy", "used", "passed", "denied"}, ...], as top
+ * --json and the console's /api/stats show the busiest keys. */
+struct fc_key_use;
+json_t *fc_key_uses_to_json(const struct fc_key_use *k, size_t n);
+
 /* An optional whole number: null or absent (0), or 1..max. */
 int fc_json_uint(json_t *v, uint64_t max, uint64_t *out);
 

@@ -67,15 +67,45 @@ void fc_state_ring_read(int fd, uint64_t from, size_t n, struct fc_shm_ring_entr
 	fc_state_pread(fd, out + first, (n - first) * sizeof(*out), FC_STATE_RING_OFF + offsetof(struct fc_shm_ring, e));
 }
 
-int fc_state_keys_recount(const char *shm_path, uint64_t now, struct fc_err *err)
+int fc_state_keys_each(int fd, void (*each)(const struct fc_shm_key *k, void *arg), void *arg, struct fc_err *err)
 {
 	enum { CHUNK = 16384 };
-	struct fc_shm_key *buf = NULL;
+	struct fc_shm_key *buf = malloc(CHUNK * sizeof(*buf));
+	size_t i, j;
+
+	if (!buf)
+		return fc_err_set(err, "out of memory reading the key table");
+	for (i = 0; i < FC_SHM_KEYS; i += CHUNK) {
+		fc_state_pread(fd, buf, CHUNK * sizeof(*buf), FC_STATE_KEYS_OFF + i * sizeof(*buf));
+		for (j = 0; j < CHUNK; j++)
+			if (buf[j].tag >= FC_SHM_KEY_TAG_MIN)
+				each(&buf[j], arg);
+	}
+	free(buf);
+	return 0;
+}
+
+struct fc_recount {
+	const struct fc_shm_slot *slots;
+	uint64_t *live, now;
+};
+
+static void fc_recount_one(const struct fc_shm_key *e, void *arg)
+{
+	struct fc_recount *rc = arg;
+
+	/* Every field is the workers' say-so: bounded before use. */
+	if (e->slot && e->slot < FC_SHM_SLOTS && (uint32_t)rc->slots[e->slot].owner == e->epoch && e->idle_ns >= rc->now)
+		rc->live[e->slot]++;
+}
+
+int fc_state_keys_recount(const char *shm_path, uint64_t now, struct fc_err *err)
+{
 	struct fc_shm_slot *slots = NULL;
 	uint64_t *live = NULL;
 	char path[PATH_MAX];
 	struct stat sb;
-	size_t i, j;
+	size_t i;
 	int fd = -1, rc = -1;
 
 	if (fc_shm_state_path(shm_path, path, err) < 0)
@@ -85,25 +115,15 @@ int fc_state_keys_recount(const char *shm_path, uint64_t now, struct fc_err *err
 		fc_err_set(err, "shm state %s: %s", path, fd < 0 ? strerror(errno) : "not a regular file");
 		goto out;
 	}
-	buf = malloc(CHUNK * sizeof(*buf));
 	slots = malloc(FC_SHM_SLOTS * sizeof(*slots));
 	live = calloc(FC_SHM_SLOTS, sizeof(*live));
-	if (!buf || !slots || !live) {
+	if (!slots || !live) {
 		fc_err_set(err, "out of memory");
 		goto out;
 	}
 	fc_state_slots(fd, slots, FC_SHM_SLOTS);
-	for (i = 0; i < FC_SHM_KEYS; i += CHUNK) {
-		fc_state_pread(fd, buf, CHUNK * sizeof(*buf), FC_STATE_KEYS_OFF + i * sizeof(*buf));
-		for (j = 0; j < CHUNK; j++) {
-			const struct fc_shm_key *e = &buf[j];
-
-			/* Every field is the workers' say-so: bounded before use. */
-			if (e->tag >= FC_SHM_KEY_TAG_MIN && e->slot && e->slot < FC_SHM_SLOTS &&
-			    (uint32_t)slots[e->slot].owner == e->epoch && e->idle_ns >= now)
-				live[e->slot]++;
-		}
-	}
+	if (fc_state_keys_each(fd, fc_recount_one, &(struct fc_recount){ slots, live, now }, err) < 0)
+		goto out;
 	for (i = 1; i < FC_SHM_SLOTS; i++) {
 		if (!slots[i].owner || slots[i].keys == live[i])
 			continue;
@@ -118,51 +138,57 @@ int fc_state_keys_recount(const char *shm_path, uint64_t now, struct fc_err *err
 out:
 	if (fd >= 0)
 		close(fd);
-	free(buf);
 	free(slots);
 	free(live);
 	return rc;
 }
 
+struct fc_keys_collect {
+	uint32_t slot, epoch;
+	struct fc_shm_key *v;
+	size_t n, cap;
+	bool oom;
+};
+
+static void fc_keys_collect_one(const struct fc_shm_key *e, void *arg)
+{
+	struct fc_keys_collect *c = arg;
+	struct fc_shm_key *nv;
+
+	if (e->slot != c->slot || e->epoch != c->epoch || c->oom)
+		return;
+	if (c->n == c->cap) {
+		nv = realloc(c->v, (c->cap ? c->cap * 2 : 1024) * sizeof(*nv));
+		if (!nv) {
+			c->oom = true;
+			return;
+		}
+		c->v = nv;
+		c->cap = c->cap ? c->cap * 2 : 1024;
+	}
+	c->v[c->n++] = *e;
+}
+
 int fc_state_keys_of(const char *shm_path, uint32_t slot, uint32_t epoch, struct fc_shm_key **out, size_t *n,
 		     struct fc_err *err)
 {
-	enum { CHUNK = 16384 };
-	struct fc_shm_key *buf, *v = NULL, *nv;
-	size_t i, j, cap = 0;
-	int fd;
+	struct fc_keys_collect c = { .slot = slot, .epoch = epoch };
+	int fd, rc;
 
 	*out = NULL;
 	*n = 0;
 	fd = fc_state_open(shm_path, err);
 	if (fd < 0)
 		return -1;
-	buf = malloc(CHUNK * sizeof(*buf));
-	if (!buf)
-		goto oom;
-	for (i = 0; i < FC_SHM_KEYS; i += CHUNK) {
-		fc_state_pread(fd, buf, CHUNK * sizeof(*buf), FC_STATE_KEYS_OFF + i * sizeof(*buf));
-		for (j = 0; j < CHUNK; j++) {
-			if (buf[j].tag < FC_SHM_KEY_TAG_MIN || buf[j].slot != slot || buf[j].epoch != epoch)
-				continue;
-			if (*n == cap) {
-				cap = cap ? cap * 2 : 1024;
-				nv = realloc(v, cap * sizeof(*v));
-				if (!nv)
-					goto oom;
-				v = nv;
-			}
-			v[(*n)++] = buf[j];
-		}
+	rc = fc_state_keys_each(fd, fc_keys_collect_one, &c, err);
+	close(fd);
+	if (rc == 0 && c.oom)
+		rc = fc_err_set(err, "out of memory reading the key table");
+	if (rc < 0) {
+		free(c.v);
+		return -1;
 	}
-	free(buf);
-	close(fd);
-	*out = v;
+	*out = c.v;
+	*n = c.n;
 	return 0;
-oom:
-	free(buf);
-	free(v);
-	close(fd);
-	*n = 0;
-	return fc_err_set(err, "out of memory reading the key table");
 }

@@ -6,6 +6,8 @@
 
 #include "fc_shm_state.h"
 #include "fc_stats.h"
+#include "fc_store_keep.h"
+#include "fc_version.h"
 
 /* The counters of struct fc_stats, in display order. */
 const struct fc_stat_row fc_stat_rows[] = {
@@ -105,9 +107,12 @@ int fc_stats_gather(const struct fc_ctx *ctx, struct fc_stats_all *a, struct fc_
 	 * empty one would have the agent publish it. */
 	/* A reader: it never creates a map (nothing published yet: zeros). */
 	maps = fc_maps_open_existing(ctx->pin_dir, &m, err);
-	if (maps < 0 || (maps == 0 && fc_stats_read(&m, &a->s, err) < 0) ||
-	    fc_store_open_ex(ctx->db_path, !ctx->store_must_exist, &st, err) < 0 ||
-	    fc_store_policy_list(st, &a->rows, &a->n, err) < 0 ||
+	if (maps < 0 || (maps == 0 && fc_stats_read(&m, &a->s, err) < 0))
+		goto out;
+	if (ctx->keep ? !(st = fc_store_keep_get(ctx->keep, err)) :
+			fc_store_open_ex(ctx->db_path, !ctx->store_must_exist, &st, err) < 0)
+		goto out;
+	if (fc_store_policy_list(st, &a->rows, &a->n, err) < 0 ||
 	    fc_store_ban_count(st, (int64_t)time(NULL), &a->bans, err) < 0)
 		goto out;
 	a->ps = calloc(a->n ? a->n : 1, sizeof(*a->ps));
@@ -144,9 +149,102 @@ int fc_stats_gather(const struct fc_ctx *ctx, struct fc_stats_all *a, struct fc_
 out:
 	free(slots);
 	fc_maps_close(&m);
-	fc_store_close(st);
+	if (!ctx->keep)
+		fc_store_close(st);
+	else if (st)
+		fc_store_keep_put(ctx->keep, rc != 0);
 	if (rc)
 		fc_stats_free(a);
+	return rc;
+}
+
+double fc_bucket_use(const struct fc_policy *pol, const __u64 *state, uint64_t now)
+{
+	double use = 0, u;
+	int i;
+
+	for (i = 0; i < pol->ntiers && i < FC_MAX_TIERS; i++) {
+		const struct fc_tier *t = &pol->tier[i];
+		uint64_t st = state[i];
+
+		if (pol->algo == FC_ALGO_SLIDING) /* the rule's left side, of N*U */
+			u = t->limit ? 1 - (double)fc_tier_remaining(pol->algo, t, st, now, 0) / (double)t->limit : 0;
+		else if (pol->algo == FC_ALGO_WINDOW)
+			u = t->limit && (st >> FC_WIN_COUNT_BITS) == fc_window_index(t, now) ?
+				    (double)(st & FC_WIN_COUNT_MASK) / (double)t->limit :
+				    0;
+		else /* GCRA: the TAT's lead over now, of the most an admission may leave (a delay
+		      * queue may lead further: counted as full) */
+			u = st > now && t->tolerance_ns ? (double)(st - now) / (double)t->tolerance_ns : 0;
+		if (u > use)
+			use = u;
+	}
+	return use > 1 ? 1 : use;
+}
+
+struct fc_busiest {
+	const struct fc_policy *pol; /* compiled, by slot: FC_SHM_SLOTS entries */
+	uint64_t now;
+	struct fc_key_use *out;
+	size_t max, n;
+};
+
+/* Keeps the key if it is among the max busiest seen so far (max is small). */
+static void fc_busiest_one(const struct fc_shm_key *e, void *arg)
+{
+	struct fc_busiest *b = arg;
+	const struct fc_policy *pol;
+	struct fc_key_use k;
+	size_t i;
+
+	/* Every field is the workers' say-so: bounded before use. */
+	if (!e->slot || e->slot >= FC_SHM_SLOTS)
+		return;
+	pol = &b->pol[e->slot];
+	if (!pol->id || pol->epoch != e->epoch)
+		return;
+	k = (struct fc_key_use){ pol->id, e->tag, e->passed, e->denied, fc_bucket_use(pol, e->state, b->now) };
+	if (!k.use || (b->n == b->max && k.use <= b->out[b->n - 1].use))
+		return;
+	i = b->n < b->max ? b->n++ : b->n - 1;
+	for (; i && b->out[i - 1].use < k.use; i--)
+		b->out[i] = b->out[i - 1];
+	b->out[i] = k;
+}
+
+int fc_stats_busiest_keys(const struct fc_ctx *ctx, const struct fc_stats_all *a, uint64_t now,
+			  struct fc_key_use *out, size_t max, size_t *n, struct fc_err *err)
+{
+	struct fc_busiest b = { .now = now, .out = out, .max = max };
+	struct fc_policy *pol = NULL;
+	struct fc_err none;
+	bool keyed = false;
+	size_t i;
+	int fd = -1, rc = -1;
+
+	*n = 0;
+	for (i = 0; i < a->n; i++)
+		keyed = keyed || fc_policy_is_keyed(&a->ps[i].row->spec);
+	if (!keyed || !max || (fd = fc_state_open(ctx->shm_path, &none)) < 0)
+		return 0; /* no per-key policy, or nginx has no state yet */
+	b.pol = pol = calloc(FC_SHM_SLOTS, sizeof(*pol));
+	if (!pol) {
+		fc_err_set(err, "out of memory");
+		goto out;
+	}
+	for (i = 0; i < a->n; i++) {
+		const struct fc_policy_row *r = a->ps[i].row;
+
+		if (fc_policy_is_keyed(&r->spec) && r->slot && r->slot < FC_SHM_SLOTS)
+			fc_policy_compile(&r->spec, r->epoch, &pol[r->slot]);
+	}
+	if (fc_state_keys_each(fd, fc_busiest_one, &b, err) < 0)
+		goto out;
+	*n = b.n;
+	rc = 0;
+out:
+	close(fd);
+	free(pol);
 	return rc;
 }
 
@@ -154,6 +252,10 @@ int fc_stats_write_prometheus(const struct fc_ctx *ctx, FILE *f, struct fc_err *
 {
 	struct fc_stats_all a;
 
+	/* First, so a scrape says which build answered even when the maps are missing. */
+	fprintf(f, "# HELP freqctl_build_info The freqctl build that answered.\n# TYPE freqctl_build_info gauge\n"
+		   "freqctl_build_info{version=\"%s\"} 1\n",
+		FC_VERSION);
 	if (fc_stats_gather(ctx, &a, err) < 0)
 		return -1;
 	fc_stats_prometheus(f, &a.s, a.ps, a.n);

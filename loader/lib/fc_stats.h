@@ -45,6 +45,23 @@ const struct fc_counter *fc_stat_at(const struct fc_stats *s, size_t row);
 int fc_stats_gather(const struct fc_ctx *ctx, struct fc_stats_all *a, struct fc_err *err);
 void fc_stats_free(struct fc_stats_all *a);
 
+/* How much of its fullest tier a bucket (its tiers' states) uses at now,
+ * UTC ns: 0 (empty) to 1 (at the limit). */
+double fc_bucket_use(const struct fc_policy *pol, const __u64 *state, uint64_t now);
+
+/* A key of a per-key nginx policy, as top and the console show it. */
+struct fc_key_use {
+	uint32_t policy;
+	uint64_t tag; /* the key's keyed hash: the key table holds no value */
+	uint32_t passed, denied;
+	double use;   /* of its fullest tier, now */
+};
+
+/* The keys of a's per-key policies using the most of their fullest tier at
+ * now (UTC ns), at most max, most first; *n how many. None without a shm. */
+int fc_stats_busiest_keys(const struct fc_ctx *ctx, const struct fc_stats_all *a, uint64_t now,
+			  struct fc_key_use *out, size_t max, size_t *n, struct fc_err *err);
+
 /* Every counter in the Prometheus text format (stats --prometheus, agent --metrics). */
 int fc_stats_write_prometheus(const struct fc_ctx *ctx, FILE *f, struct fc_err *err);
 

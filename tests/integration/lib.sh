@@ -19,16 +19,22 @@ peer=fcip$tag # namespace side, the sender
 pin=/sys/fs/bpf/fc-it-$tag
 db=/tmp/fc-it-$tag/store.db
 shm=/tmp/fc-it-$tag/shm # never the default: a real freqctl may be using it
+# libxdp keeps its dispatchers' state (pinned links, its lock) under
+# $LIBXDP_BPFFS/xdp, /sys/fs/bpf/xdp by default: a scratch bpffs directory
+# instead, for every libxdp user the test starts (freqctl, xdp-filter).
+export LIBXDP_BPFFS=/sys/fs/bpf/fc-it-$tag-xdp
 tap_n=0 tap_failed=0 tap_planned=
 
 fc_finish() {
 	ip netns del "$ns" 2>/dev/null
 	ip link del "$host" 2>/dev/null
-	rm -rf "$pin" "/tmp/fc-it-$tag"
+	rm -rf "$pin" "$LIBXDP_BPFFS" "/tmp/fc-it-$tag"
 	[ -n "$tap_planned" ] || echo "1..$tap_n"
 }
 trap fc_finish EXIT
 trap 'exit 1' INT TERM
+# libxdp wants it to exist (where /sys/fs/bpf is a bpffs, as freqctl needs).
+mkdir -p "$LIBXDP_BPFFS" 2>/dev/null
 
 # Skips what is left of the suite, saying why: the whole suite if nothing
 # ran yet, else one skipped check.
@@ -178,6 +184,11 @@ counter() {
 		fc stats --json | jq ".$1.packets"
 	fi
 }
+
+# The program on $host's XDP hook, to test-run for freqctl's verdict: freqctl's
+# own, or libxdp's dispatcher running it as the interface does (in there
+# freqctl is a program extension, not an XDP program of its own).
+xdp_hook_prog() { ip -d -j link show dev "$host" | jq -r '.[0].xdp.prog.id'; }
 
 # Waits until at least N seconds remain in this UTC minute: fixed windows
 # are aligned to UTC, and a test must not straddle one.

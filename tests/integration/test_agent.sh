@@ -23,7 +23,7 @@ within_100ms() {
 	return 1
 }
 logged() { grep -q "$1" "$dir/agent.log"; }
-port=$((20000 + $$ % 20000)) # loopback only
+port=$(fc_port 0) # loopback only
 # /metrics needs the bearer token, as the console does.
 metric() { curl -s --max-time 2 -H "Authorization: Bearer $(cat "$dir/token")" "http://127.0.0.1:$port/metrics" |
 	awk -v k="$1" '$1 == k { print $2 }'; }
@@ -45,6 +45,7 @@ check "a second agent on another store but the same pin dir is refused, saying w
 elsewhere ban add 198.18.0.7
 check "a ban written elsewhere reaches the agent's maps within 100 ms" within_100ms in_map 0 7
 check "GET /metrics counts the ban" [ "$(metric 'freqctl_bans{kind="address",reason="by_hand"}')" = 1 ]
+check "GET /metrics names the build" [ "$(metric "freqctl_build_info{version=\"$(cat VERSION)\"}")" = 1 ]
 check "/metrics without the token: 401" [ "$(scrape)" = 401 ]
 check "/metrics with a Host naming another server: 403 (DNS rebinding)" \
 	[ "$(scrape -H "Authorization: Bearer $(cat "$dir/token")" -H 'Host: evil.example:'"$port")" = 403 ]

@@ -23,7 +23,7 @@ why=$(fc_nginx_missing)
 [ -z "$why" ] || skip_all "$why"
 fc_setup
 check "attach xdp" fcq attach "$host" --mode xdp
-prog=$(fc status --json | jq -r '.attached[0].prog_id')
+prog=$(xdp_hook_prog)
 fc_nginx_start "127.0.0.1:$web" || skip_all "nginx did not start"
 # Not through fc(): $! must be the agent's own pid.
 "$FC_BIN" --db "$db" --pin-dir "$pin" --shm "$shm" agent --http "127.0.0.1:$port" --token-file "$d/token" \
@@ -165,9 +165,34 @@ check "DELETE a ban that is not there: 404" status_is "$r" 404
 
 # Counters.
 r=$(api GET /api/stats)
-check "GET /api/stats: per policy and layer, counted" body_has "$r" '.node != null and ([.policies[] | select(.id == 7) | .layer == "xdp" and .passed >= 3 and .denied >= 1] == [true])'
+check "GET /api/stats: per policy and layer, counted" body_has "$r" '.node != null and .version != null and (.keys | type) == "array" and ([.policies[] | select(.id == 7) | .layer == "xdp" and .passed >= 3 and .denied >= 1] == [true])'
 r=$(curl -s -H "Authorization: Bearer $token" "$U/metrics")
 check "GET /metrics: the Prometheus text" grep -q '^freqctl_agent_publishes_total ' <<<"$r"
+
+# One store connection for every request: the console's threads open the
+# store's files (the database and its WAL) at most once here. SQLite may
+# reuse a process's descriptor for the database file, never for the WAL,
+# so both are counted. The agent's own publishes, on its main thread, open
+# the store afresh by design and are not counted.
+if command -v strace >/dev/null; then
+	strace -f -qq -e trace=openat -o "$d/strace" -p "$apid" 2>/dev/null &
+	spid=$!
+	for _ in $(seq 50); do grep -q 'TracerPid:[[:space:]]*[1-9]' "/proc/$apid/status" && break; sleep 0.1; done
+	for i in 1 2 3 4 5; do
+		api GET /api/stats >/dev/null
+		api GET /api/policies >/dev/null
+		api GET /api/bans >/dev/null
+		api POST /api/bans "{\"ban\": \"198.18.7.$i\"}" >/dev/null
+		api DELETE "/api/bans/198.18.7.$i" >/dev/null
+	done
+	kill -INT "$spid"
+	wait "$spid" 2>/dev/null
+	opens=$(grep -v "^$apid " "$d/strace" | grep -cE "\"$db(-wal)?\"")
+	check "25 requests, reads and writes: the console opened the store's files $opens times (kept: at most 2)" \
+		[ "$opens" -le 2 ]
+else
+	skip_one "the console's kept store connection: strace not installed"
+fi
 
 # Abuse: none of it disturbs enforcement.
 r=$(head -c 70000 /dev/zero | curl -s -o /dev/null -w '%{http_code}' -X POST -H "Authorization: Bearer $token" --data-binary @- "$U/api/policies")

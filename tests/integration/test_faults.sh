@@ -30,7 +30,7 @@ why=$(fc_nginx_missing)
 command -v bpftool >/dev/null || skip_all "bpftool not installed"
 fc_setup
 check "attach xdp" fcq attach "$host" --mode xdp
-prog=$(fc status --json | jq -r '.attached[0].prog_id')
+prog=$(xdp_hook_prog)
 mkdir -p "$d"
 
 # The verdict of the attached program on one ICMP echo from 198.18.0.SRC:

@@ -49,6 +49,9 @@ check "... its keys: u1, u2, u3 and the 1,000; none overflowed" \
 check "freqctl keys 1: 1,003 keys, u1 the busiest (3 passed, 3 denied)" \
 	sh -c "'$FC_BIN' --db '$db' --pin-dir '$pin' --shm '$shm' keys 1 -n 1 | grep -q '^policy 1: 1003 keys' &&
 		'$FC_BIN' --db '$db' --pin-dir '$pin' --shm '$shm' keys 1 -n 1 --json | jq -e '.[0].passed == 3 and .[0].denied == 3' >/dev/null"
+top=$(timeout 20 "$FC_BIN" --db "$db" --pin-dir "$pin" --shm "$shm" top -n 1 -d 0.1 --json)
+check "freqctl top: the busiest keys, each at its limit, of policy 1" \
+	jq_true '.keys | length == 10 and all(.policy == 1 and .used >= 0.99 and (.key | test("^[0-9a-f]{16}$")))' <<<"$top"
 fcq policy del 1
 
 fcq policy add 2 --match 'uid=*,arg:api=login' --rate 2/m

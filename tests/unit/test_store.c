@@ -15,6 +15,7 @@
 #include <stdint.h>
 
 #include "fc_store.h"
+#include "fc_store_keep.h"
 
 struct fc_t {
 	char dir[64];
@@ -518,6 +519,45 @@ static void test_version(void **state)
 	cmocka_unit_test_setup_teardown(test_nodes, setup, fc_teardown),               \
 	cmocka_unit_test_setup_teardown(test_version, setup, fc_teardown)
 
+/* A kept connection serves one use after another; a SQLite file moved away
+ * is reported gone (nothing made in its place), and another file put there
+ * is opened, as a fresh open would. */
+static void test_keep(void **state)
+{
+	struct fc_t *t = *state;
+	struct fc_store_keep k;
+	struct fc_store *st, *first;
+	struct fc_err err;
+	char moved[600];
+
+	fc_put(t->st, "192.0.2.1", 100, 0);
+	fc_store_close(t->st);
+	t->st = NULL;
+	fc_store_keep_init(&k, t->path);
+	first = fc_store_keep_get(&k, &err);
+	assert_non_null(first);
+	assert_int_equal(live_bans(first, 100), 1);
+	fc_store_keep_put(&k, false);
+	st = fc_store_keep_get(&k, &err);
+	assert_ptr_equal(st, first); /* kept, not opened again */
+	fc_store_keep_put(&k, false);
+
+	snprintf(moved, sizeof(moved), "%s.old", t->path);
+	assert_int_equal(rename(t->path, moved), 0);
+	assert_null(fc_store_keep_get(&k, &err));
+	assert_non_null(strstr(err.msg, "store.db"));
+	assert_int_equal(access(t->path, F_OK), -1);
+
+	/* Another store where it was: that one is read. */
+	assert_int_equal(fc_store_open(t->path, &t->st, &err), 0);
+	st = fc_store_keep_get(&k, &err);
+	assert_non_null(st);
+	assert_int_equal(live_bans(st, 100), 0);
+	fc_store_keep_put(&k, true); /* a failed use drops it */
+	assert_null(k.st);
+	fc_store_keep_fini(&k);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -525,6 +565,7 @@ int main(void)
 		/* SQLite's own: where the store file goes, and its migrations. */
 		cmocka_unit_test(test_open_errors),
 		cmocka_unit_test_setup_teardown(test_migrate_v1, fc_setup, fc_teardown),
+		cmocka_unit_test_setup_teardown(test_keep, fc_setup, fc_teardown),
 	};
 	const struct CMUnitTest pg_tests[] = {
 		FC_STORE_CASES(fc_setup_pg),

@@ -247,7 +247,7 @@ async function savePolicy(ev) {
 
 async function tick() {
   const s = await api('GET', '/api/stats');
-  $('node').textContent = 'node ' + s.node;
+  $('node').textContent = 'node ' + s.node + ' \u00b7 ' + s.version;
   const now = Date.now() / 1000;
   const prev = state.prev;
   const ids = new Set();
@@ -276,9 +276,21 @@ async function tick() {
   } else {
     drawCounters();
   }
+  renderKeys(s.keys);
   if (Math.floor(now) % 5 === 0) await loadBans();
   else renderBanTimes();
   status('Connected · updated ' + new Date().toLocaleTimeString());
+}
+
+function renderKeys(keys) {
+  const body = $('keys').tBodies[0];
+  body.replaceChildren(...keys.map((k) => {
+    const tr = document.createElement('tr');
+    tr.append(el('td', k.key, 'mono'), el('td', k.policy), el('td', Math.round(k.used * 100) + '%', 'num'),
+      el('td', k.passed, 'num'), el('td', k.denied, 'num'));
+    return tr;
+  }));
+  $('no-keys').hidden = keys.length > 0;
 }
 
 function drawCounters() {

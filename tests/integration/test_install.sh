@@ -1,0 +1,89 @@
+#!/usr/bin/env bash
+# make install / make uninstall into a DESTDIR, then the Debian packages for
+# real: built by make deb (lintian clean), installed on this machine,
+# checked (files, --version, man -w, the module enabled the Debian way and
+# loaded by nginx -t, the unit verified), purged, and nothing left.
+. "$(dirname "$0")/lib.sh"
+
+[ "$(id -u)" -eq 0 ] || skip_all "needs root (dpkg -i)"
+for t in dpkg-buildpackage dh lintian scdoc nginx; do
+	command -v "$t" >/dev/null || skip_all "$t not installed (make deps installs it)"
+done
+
+dir=/tmp/fc-it-$tag
+dest=$dir/dest
+mkdir -p "$dest"
+version=$(cat VERSION)
+pkgs=(freqctl libnginx-mod-http-freqctl)
+installed() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q 'install ok installed'; }
+ours= # set once this test installed the packages: only then does cleanup purge them
+
+cleanup() {
+	[ -n "$ours" ] && dpkg --purge "${pkgs[@]}" >/dev/null 2>&1
+	fc_finish
+}
+trap cleanup EXIT
+
+# ---- make install / uninstall ----
+make -s install DESTDIR="$dest" PREFIX=/usr/local >"$dir/install.log" 2>&1
+check "make install DESTDIR= PREFIX=/usr/local" [ $? = 0 ]
+check "... the binary, in PREFIX/sbin" [ -x "$dest/usr/local/sbin/freqctl" ]
+check "... the module, in nginx's module directory" [ -f "$dest/usr/lib/nginx/modules/ngx_http_freqctl_module.so" ]
+check "... its load file, in modules-available" \
+	grep -qx 'load_module /usr/lib/nginx/modules/ngx_http_freqctl_module.so;' \
+	"$dest/usr/share/nginx/modules-available/mod-http-freqctl.conf"
+check "... the unit, starting the installed binary" \
+	grep -qx 'ExecStart=/usr/local/sbin/freqctl agent --quiet' "$dest/usr/local/lib/systemd/system/freqctl-agent.service"
+check "... the man pages" [ -f "$dest/usr/local/share/man/man8/freqctl.8" ]
+check "... the bash completion" [ -f "$dest/usr/local/share/bash-completion/completions/freqctl" ]
+make -s uninstall DESTDIR="$dest" PREFIX=/usr/local >>"$dir/install.log" 2>&1
+check "make uninstall removes every file it installed" [ -z "$(find "$dest" -type f)" ]
+
+# ---- the packages ----
+for p in "${pkgs[@]}"; do
+	installed "$p" && skip_all "package $p is installed on this machine: not replacing it"
+done
+debs=$(tools/build-deb.sh "$dir/deb" 2>"$dir/deb.log")
+arch=$(dpkg --print-architecture)
+check "make deb builds both packages, lintian finds no errors" \
+	test -f "$dir/deb/freqctl_${version}_$arch.deb" -a -f "$dir/deb/libnginx-mod-http-freqctl_${version}_$arch.deb"
+check "the module's package depends on the nginx ABI it was built against" \
+	sh -c "dpkg-deb -f '$dir/deb/libnginx-mod-http-freqctl_${version}_'*.deb Depends | grep -q 'nginx-abi-'"
+
+ours=1
+# shellcheck disable=SC2086
+dpkg -i $(grep -v dbgsym <<<"$debs") >"$dir/dpkg.log" 2>&1
+check "dpkg -i installs both" sh -c "dpkg-query -W -f='\${Status}\n' ${pkgs[*]} | grep -c 'install ok installed' | grep -qx 2"
+files=$(dpkg -L "${pkgs[@]}" | sort -u)
+check "freqctl --version says $version" [ "$(/usr/sbin/freqctl --version)" = "freqctl $version" ]
+check "man -w freqctl" [ "$(man -w freqctl 2>/dev/null)" = /usr/share/man/man8/freqctl.8.gz ]
+check "bash completion in place" [ -f /usr/share/bash-completion/completions/freqctl ]
+check "the module is enabled the Debian way" \
+	[ "$(readlink /etc/nginx/modules-enabled/50-mod-http-freqctl.conf)" = /usr/share/nginx/modules-available/mod-http-freqctl.conf ]
+# nginx -t on a configuration that loads what modules-enabled lists and uses
+# a directive only the module knows.
+cat >"$dir/nginx.conf" <<CONF
+include /etc/nginx/modules-enabled/*.conf;
+pid $dir/nginx.pid;
+error_log $dir/error.log;
+events {}
+http { freqctl_shm $dir/shm; server { listen 127.0.0.1:$(fc_port 0); location / { freqctl on; } } }
+CONF
+# nginx's own prefix, where Debian's "modules/" leads to the module directory.
+check "nginx -t loads the module and takes its directives" nginx -t -q -c "$dir/nginx.conf" -e "$dir/error.log"
+if command -v systemd-analyze >/dev/null; then
+	check "systemd-analyze verify the unit" systemd-analyze verify /lib/systemd/system/freqctl-agent.service
+else
+	skip_one "systemd-analyze verify: systemd not installed here"
+fi
+
+dpkg --purge "${pkgs[@]}" >>"$dir/dpkg.log" 2>&1
+ours=
+check "dpkg --purge removes both" sh -c "! dpkg-query -W -f='\${Status}\n' ${pkgs[*]} 2>/dev/null | grep -q installed"
+left=
+for f in $files; do
+	if [ ! -d "$f" ] && { [ -e "$f" ] || [ -L "$f" ]; }; then left="$left $f"; fi
+done
+check "nothing the packages installed is left${left:+:$left}" [ -z "$left" ]
+check "the module's modules-enabled link is gone" \
+	test ! -e /etc/nginx/modules-enabled/50-mod-http-freqctl.conf -a ! -L /etc/nginx/modules-enabled/50-mod-http-freqctl.conf
