@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
 /*
- * The limit algorithms, GCRA and fixed window, as header-only C that compiles
- * both for clang -target bpf (the XDP/TC programs) and for userspace (the
- * nginx module and the tests), so the code the kernel runs is the code the
- * unit tests drive with an injected clock.
+ * The limit algorithms, GCRA, fixed and sliding window, as header-only C
+ * that compiles both for clang -target bpf (the XDP/TC programs) and for
+ * userspace (the nginx module and the tests), so the code the kernel runs is
+ * the code the unit tests drive with an injected clock.
  *
  * Every bucket tier is one 64-bit word changed only by compare-and-exchange
  * (BPF_CMPXCHG, -mcpu=v3), so no number of CPUs racing on one bucket can
@@ -40,6 +40,22 @@
 #define FC_WIN_COUNT_MASK ((1ULL << FC_WIN_COUNT_BITS) - 1)
 #define FC_WIN_IDX_MASK   ((1ULL << (64 - FC_WIN_COUNT_BITS)) - 1)
 
+/*
+ * Sliding window state: window number (high 16 bits) | this window's count
+ * (24 bits) | the previous window's count (low 24 bits). A count is at most
+ * N, so N <= FC_SLIDE_COUNT_MAX (16,777,215 per window; the loader refuses
+ * more). The window number wraps after 65,536 windows (18 h at /s, 45 days
+ * at /m): a word left untouched for exactly a multiple of that reads as
+ * current, which can only deny, for at most two windows.
+ */
+#define FC_SLIDE_COUNT_BITS 24
+#define FC_SLIDE_COUNT_MAX  ((1ULL << FC_SLIDE_COUNT_BITS) - 1)
+#define FC_SLIDE_IDX_SHIFT  (2 * FC_SLIDE_COUNT_BITS)
+#define FC_SLIDE_IDX_MASK   ((1ULL << (64 - FC_SLIDE_IDX_SHIFT)) - 1)
+/* The sliding rule's time unit: products of a count (< 2^24 + cost) and a
+ * window in microseconds (<= 86,400 s < 2^37) stay below 2^62. */
+#define FC_SLIDE_NS 1000ULL
+
 /* Bounds the loader enforces, which keep every product below 2^64. */
 #define FC_RATE_MAX   1000000000000ULL /* N: 10^12 per unit (bytes) */
 #define FC_COST_MAX   65535ULL         /* a frame's length */
@@ -48,8 +64,11 @@
 #ifndef FC_INLINE
 #ifdef __bpf__
 #define FC_INLINE static __always_inline
+/* A BPF subprogram of its own (at most 5 arguments). */
+#define FC_SLOWPATH static __noinline
 #else
 #define FC_INLINE static inline
+#define FC_SLOWPATH static inline
 #endif
 #endif
 
@@ -61,6 +80,7 @@
 enum fc_algo {
 	FC_ALGO_GCRA,
 	FC_ALGO_WINDOW,
+	FC_ALGO_SLIDING,
 };
 
 /*
@@ -68,6 +88,7 @@ enum fc_algo {
  *   GCRA: T = interval_ns = ceil(unit/N); a cost c advances the TAT by c*T
  *   (for c > 1, ceil(c*unit/N)); admit iff new_tat - now <= tolerance_ns = B*T.
  *   Window: at most limit per aligned window of unit_ns.
+ *   Sliding: see fc_sliding_charge's rule below.
  */
 struct fc_tier {
 	__u64 interval_ns;
@@ -186,6 +207,89 @@ FC_INLINE void fc_window_refund(__u64 *state, __u64 cost, __u64 prev, __u64 next
 	}
 }
 
+/*
+ * Sliding window (the counter approximation): with c_prev the count of the
+ * previous aligned window, c_cur the current one's and e the time elapsed in
+ * the current window of length U, a cost c is admitted iff
+ *
+ *	c_prev * (U - e) + (c_cur + c) * U <= N * U
+ *
+ * U and e in microseconds, e rounded down: the previous window's weight is
+ * never under-counted, so the rounding (under 1 us of U) only ever denies.
+ * A window more than one behind counts 0; a cost over N is always denied.
+ */
+FC_INLINE __u64 fc_slide_index(const struct fc_tier *t, __u64 now)
+{
+	return (now / t->unit_ns) & FC_SLIDE_IDX_MASK;
+}
+
+/* The counts of word as seen in window idx: this window's, the last one's. */
+FC_INLINE void fc_slide_counts(__u64 word, __u64 idx, __u64 *prev, __u64 *cur)
+{
+	__u64 widx = word >> FC_SLIDE_IDX_SHIFT, c = (word >> FC_SLIDE_COUNT_BITS) & FC_SLIDE_COUNT_MAX;
+
+	*cur = widx == idx ? c : 0;
+	*prev = widx == idx ? word & FC_SLIDE_COUNT_MAX : widx == ((idx - 1) & FC_SLIDE_IDX_MASK) ? c : 0;
+}
+
+/* The rule's left side, c_prev*(U-e) + c_cur*U, in microseconds (to
+ * compare with N*U). */
+FC_INLINE __u64 fc_slide_used(const struct fc_tier *t, __u64 now, __u64 prev, __u64 cur)
+{
+	__u64 u = t->unit_ns / FC_SLIDE_NS;
+
+	return prev * (u - now % t->unit_ns / FC_SLIDE_NS) + cur * u;
+}
+
+/* Returns the word after charging cost (never 0: the count is at least
+ * cost), with *prev the word before; 0 if the rule denies (nothing charged).
+ * Out of line in BPF: inlined in every tier of every caller beside GCRA and
+ * the fixed window, it spilled past the 512-byte stack. */
+FC_SLOWPATH __u64 fc_sliding_charge(__u64 *state, const struct fc_tier *t, __u64 now, __u64 cost, __u64 *prev)
+{
+	__u64 idx = fc_slide_index(t, now), u = t->unit_ns / FC_SLIDE_NS, old, word, p, c;
+	int i;
+
+	for (i = 0; i < FC_CAS_TRIES; i++) {
+		old = *(volatile __u64 *)state;
+		fc_slide_counts(old, idx, &p, &c);
+		/* cost <= FC_COST_MAX keeps (c + cost) * U small. */
+		if (fc_slide_used(t, now, p, c + cost) > t->limit * u)
+			return 0;
+		word = idx << FC_SLIDE_IDX_SHIFT | (c + cost) << FC_SLIDE_COUNT_BITS | p;
+		if (__sync_val_compare_and_swap(state, old, word) == old) {
+			*prev = old;
+			return word;
+		}
+	}
+	return 0;
+}
+
+FC_INLINE int fc_sliding_try(__u64 *state, const struct fc_tier *t, __u64 now, __u64 cost, __u64 *prev, __u64 *next)
+{
+	*next = fc_sliding_charge(state, t, now, cost, prev);
+	return *next != 0;
+}
+
+/* Undoes an admission of cost that moved the word from prev to next: as the
+ * fixed window's, within the window of next the cost comes off this window's
+ * count; once the window has moved on, the charge stays. */
+FC_INLINE void fc_sliding_refund(__u64 *state, __u64 cost, __u64 prev, __u64 next)
+{
+	__u64 idx = next >> FC_SLIDE_IDX_SHIFT, old;
+	int i;
+
+	if (__sync_val_compare_and_swap(state, next, prev) == next)
+		return;
+	for (i = 0; i < FC_CAS_TRIES; i++) {
+		old = *(volatile __u64 *)state;
+		if ((old >> FC_SLIDE_IDX_SHIFT) != idx || ((old >> FC_SLIDE_COUNT_BITS) & FC_SLIDE_COUNT_MAX) < cost)
+			return;
+		if (__sync_val_compare_and_swap(state, old, old - (cost << FC_SLIDE_COUNT_BITS)) == old)
+			return;
+	}
+}
+
 /* What one policy's charge did to each tier's word, so that a later denial
  * can roll it back: no clock is read again, nothing is recomputed. */
 struct fc_charge {
@@ -202,6 +306,8 @@ FC_INLINE void fc_limit_refund(__u8 algo, __u8 ntiers, __u64 *state, __u64 cost,
 			break;
 		if (algo == FC_ALGO_GCRA)
 			fc_gcra_refund(&state[i], ch->prev[i], ch->next[i]);
+		else if (algo == FC_ALGO_SLIDING)
+			fc_sliding_refund(&state[i], cost, ch->prev[i], ch->next[i]);
 		else
 			fc_window_refund(&state[i], cost, ch->prev[i], ch->next[i]);
 	}
@@ -218,6 +324,8 @@ FC_INLINE int fc_limit_try(__u8 algo, __u8 ntiers, const struct fc_tier *tiers, 
 			break;
 		if (algo == FC_ALGO_GCRA)
 			ok = fc_gcra_try(&state[i], &tiers[i], now, cost, &ch->prev[i], &ch->next[i]);
+		else if (algo == FC_ALGO_SLIDING)
+			ok = fc_sliding_try(&state[i], &tiers[i], now, cost, &ch->prev[i], &ch->next[i]);
 		else
 			ok = fc_window_try(&state[i], &tiers[i], now, cost, &ch->prev[i], &ch->next[i]);
 		if (!ok) {
@@ -243,6 +351,38 @@ static inline int fc_gcra_try_delay(__u64 *state, const struct fc_tier *t, __u64
 	return 1;
 }
 
+/*
+ * Sliding window: how long until cost conforms. Within a window, with
+ * c_cur + c <= N, the rule holds from e >= U - (N - c_cur - c) * U / c_prev
+ * (the quotient rounded down, in microseconds); otherwise from the next
+ * window, where this window's count becomes c_prev and c_cur is 0. A cost
+ * over N never conforms: the answer is then the end of the next window,
+ * when both counts have gone.
+ */
+static inline __u64 fc_sliding_at(__u64 u, __u64 n, __u64 prev, __u64 cur, __u64 cost)
+{
+	__u64 q;
+
+	if (!prev)
+		return 0;
+	q = (n - cur - cost) * u / prev;
+	return q >= u ? 0 : u - q;
+}
+
+static inline __u64 fc_sliding_retry_after(const struct fc_tier *t, __u64 state, __u64 now, __u64 cost)
+{
+	__u64 u = t->unit_ns / FC_SLIDE_NS, e_ns = now % t->unit_ns, at, p, c;
+
+	fc_slide_counts(state, fc_slide_index(t, now), &p, &c);
+	if (cost > t->limit)
+		return 2 * t->unit_ns - e_ns;
+	if (c + cost <= t->limit) {
+		at = fc_sliding_at(u, t->limit, p, c, cost) * FC_SLIDE_NS;
+		return at > e_ns ? at - e_ns : 0;
+	}
+	return t->unit_ns - e_ns + fc_sliding_at(u, t->limit, c, 0, cost) * FC_SLIDE_NS;
+}
+
 /* How long until a request of cost would conform to this tier (0 = now);
  * queue: the policy's delay queue, whose TATs run that far ahead. */
 static inline __u64 fc_tier_retry_after(__u8 algo, const struct fc_tier *t, __u64 state, __u64 now, __u64 cost,
@@ -254,6 +394,8 @@ static inline __u64 fc_tier_retry_after(__u8 algo, const struct fc_tier *t, __u6
 		new_tat = fc_gcra_base(state, fc_gcra_room(t, queue), now) + fc_gcra_increment(t, cost);
 		return new_tat - now > t->tolerance_ns ? new_tat - now - t->tolerance_ns : 0;
 	}
+	if (algo == FC_ALGO_SLIDING)
+		return fc_sliding_retry_after(t, state, now, cost);
 	idx = fc_window_index(t, now);
 	if ((state >> FC_WIN_COUNT_BITS) != idx || (state & FC_WIN_COUNT_MASK) + cost <= t->limit)
 		return 0;
@@ -268,6 +410,13 @@ static inline __u64 fc_tier_remaining(__u8 algo, const struct fc_tier *t, __u64 
 	if (algo == FC_ALGO_GCRA) {
 		used = fc_gcra_base(state, fc_gcra_room(t, queue), now) - now;
 		return used >= t->tolerance_ns ? 0 : (t->tolerance_ns - used) / t->interval_ns;
+	}
+	if (algo == FC_ALGO_SLIDING) {
+		__u64 bound = t->limit * (t->unit_ns / FC_SLIDE_NS), p, c;
+
+		fc_slide_counts(state, fc_slide_index(t, now), &p, &c);
+		used = fc_slide_used(t, now, p, c);
+		return used >= bound ? 0 : (bound - used) / (t->unit_ns / FC_SLIDE_NS);
 	}
 	count = (state >> FC_WIN_COUNT_BITS) == fc_window_index(t, now) ? state & FC_WIN_COUNT_MASK : 0;
 	return count >= t->limit ? 0 : t->limit - count;

@@ -63,6 +63,8 @@ static bool fc_tier_ok(uint8_t algo, const struct fc_tier *t)
 	if (!t->unit_ns || t->unit_ns > FC_UNIT_MAX || !t->limit || t->limit > FC_RATE_MAX || !t->interval_ns ||
 	    t->interval_ns > FC_UNIT_MAX || t->tolerance_ns > (1ULL << 62))
 		return false;
+	if (algo == FC_ALGO_SLIDING)
+		return t->limit <= FC_SLIDE_COUNT_MAX && t->unit_ns >= FC_SLIDE_NS;
 	return algo == FC_ALGO_GCRA || algo == FC_ALGO_WINDOW;
 }
 
@@ -152,7 +154,7 @@ static bool fc_policy_read(struct fc_l7_index *ix, const uint8_t *it, size_t len
 		return false;
 	memcpy(&sp, it, sizeof(sp));
 	if (!sp.slot || sp.slot >= ix->nslots || !sp.ntiers || sp.ntiers > FC_MAX_TIERS || !sp.ndims ||
-	    sp.ndims > FC_SHM_MAX_DIMS || sp.algo > FC_ALGO_WINDOW || sp.action > FC_ACTION_DELAY)
+	    sp.ndims > FC_SHM_MAX_DIMS || sp.algo > FC_ALGO_SLIDING || sp.action > FC_ACTION_DELAY)
 		return false;
 	memset(pol, 0, sizeof(*pol));
 	pol->id = sp.id;
@@ -699,7 +701,8 @@ static bool fc_key_idle(const struct fc_l7_index *ix, const struct fc_shm_key *e
 
 /* When state stops mattering after a charge at now: the latest a bucket of
  * p can still hold anything (GCRA: TAT within tolerance, the queue and one
- * interval; window: the window's end). Saturating: a far horizon only keeps
+ * interval; window: the window's end; sliding: the next window's end, which
+ * the tolerance of N intervals covers). Saturating: a far horizon only keeps
  * a key longer. */
 static uint64_t fc_key_horizon(const struct fc_l7_policy *p, uint64_t now)
 {

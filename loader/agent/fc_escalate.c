@@ -108,7 +108,9 @@ static bool fc_esc_ban(struct fc_escalation *e, const struct fc_shm_ring_entry *
 		st->aggregated += net->due - 1;
 	}
 	b->created = now;
-	b->expires = now + p->ttl;
+	/* now is a whole second (time()): the refusal may be up to 1 s past it,
+	 * and the ban lasts at least its TTL from there. */
+	b->expires = now + 1 + p->ttl;
 	b->by_policy = p->id;
 	e->made++;
 	return true;

@@ -108,6 +108,41 @@ const struct fc_opt *fc_opt_find(const struct fc_opt *opts, size_t n, int val)
 	return NULL;
 }
 
+/* An option the command does not know, argv[at] (or the short option c),
+ * that is a global option: says where it goes ("freqctl --node n1 agent"),
+ * taking its value from "--node=n1" or the next argument. Returns if it is
+ * not a global option. */
+static void fc_global_misplaced(const struct fc_cmd *cmd, int argc, char **argv, int at, int c)
+{
+	const char *arg = argv[at], *eq = NULL, *val = NULL, *more;
+	const struct fc_opt *o;
+	size_t len;
+	int used;
+
+	for (o = fc_global_opts; o->name; o++) {
+		if (c) {
+			if (o->short_name == c)
+				break;
+			continue;
+		}
+		eq = strchr(arg, '=');
+		len = eq ? (size_t)(eq - arg - 2) : strlen(arg + 2);
+		if (!strncmp(arg, "--", 2) && strlen(o->name) == len && !strncmp(arg + 2, o->name, len)) {
+			val = eq ? eq + 1 : at + 1 < argc ? argv[at + 1] : NULL;
+			break;
+		}
+	}
+	if (!o->name)
+		return;
+	/* The command's own arguments, besides this option (and its value). */
+	used = 2 + (o->type != FC_OPT_FLAG && !eq && val);
+	more = argc > used ? " ..." : "";
+	if (o->type == FC_OPT_FLAG)
+		fc_usage_error(cmd, "--%s is a global option: freqctl --%s %s%s", o->name, o->name, cmd->name, more);
+	fc_usage_error(cmd, "--%s is a global option: freqctl --%s %s %s%s", o->name, o->name, val ? val : o->arg,
+		       cmd->name, more);
+}
+
 int fc_cmd_parse(const struct fc_cmd *cmd, int argc, char **argv, void *opts, struct fc_err *first)
 {
 	size_t n = fc_opts_count(cmd->opts);
@@ -132,6 +167,7 @@ int fc_cmd_parse(const struct fc_cmd *cmd, int argc, char **argv, void *opts, st
 			fc_cmd_usage(cmd, stdout);
 			exit(FC_EXIT_OK);
 		case '?':
+			fc_global_misplaced(cmd, argc, argv, optind - 1, optopt < 256 ? optopt : 0);
 			if (optopt && optopt < 256)
 				fc_usage_error(cmd, "unknown option '-%c'", optopt);
 			fc_usage_error(cmd, "unknown option '%s'", argv[optind - 1]);

@@ -52,6 +52,10 @@ void fc_getopt_build(const struct fc_opt *opts, size_t n, const char *prefix, st
 /* The entry getopt_long answered val for, or NULL. */
 const struct fc_opt *fc_opt_find(const struct fc_opt *opts, size_t n, int val);
 
+/* The global options (freqctl.c), given before the command: one given after
+ * it gets a usage error that shows where it goes. */
+extern const struct fc_opt fc_global_opts[];
+
 /* Options of commands that have none, or only --json. */
 struct fc_json_opt {
 	bool json;

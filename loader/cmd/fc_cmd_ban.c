@@ -164,7 +164,7 @@ static int fc_ban_import(const struct fc_ctx *ctx, const struct fc_cmd *cmd, int
 	if (fc_publish_begin(&pub, ctx, &err) < 0)
 		goto fail;
 	row.created = pub.now;
-	row.expires = opt.ttl ? pub.now + opt.ttl : 0;
+	row.expires = opt.ttl ? fc_expires_after(opt.ttl) : 0;
 	if (fc_store_ban_count(pub.st, pub.now, &before, &err) < 0)
 		goto abort;
 	for (i = 0; i < imp.n; i++) {

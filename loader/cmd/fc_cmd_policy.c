@@ -18,7 +18,10 @@ static const char fc_policy_details[] =
 	"the policy's overflow bucket. $freqctl_key in nginx is the deciding key.\n"
 	"Semantics: a rate N/UNIT has emission interval T = UNIT/N. GCRA admits exactly B back\n"
 	"to back from idle, then one per T (nginx's burst=B and redis-cell's max_burst=B admit\n"
-	"B+1: use B+1 here for the same). A fixed window admits at most N per aligned UNIT.\n"
+	"B+1: use B+1 here for the same); --rate N/UNIT:B gives a tier its own B, --burst B is\n"
+	"the first tier's. A fixed window admits at most N per aligned UNIT. A sliding window\n"
+	"admits cost c iff c_prev*(U-e) + (c_cur+c)*U <= N*U (c_prev: the last aligned window's\n"
+	"count, c_cur this one's, e the time into it; N at most 16777215).\n"
 	"Several --rate are tiers: a packet passes only if every tier admits it, and a packet\n"
 	"denied by any tier is charged to none. A packet meets the policy of its exact address,\n"
 	"of its longest matching prefix and ip=*, where they exist: all must admit it, and a\n"
@@ -28,7 +31,7 @@ static const char fc_policy_details[] =
 	"(a TCP fragment, a cut TCP header, an L4 protocol past 8 extension headers) is charged\n"
 	"as one. A packet is charged once its source is read, however malformed the rest of it.\n"
 	"One policy per address, prefix, and one ip=*.\n"
-	"Changing a policy's limits keeps its bucket state; changing its match resets it.\n"
+	"Changing a policy's limits keeps its bucket state; changing its match or --algo resets it.\n"
 	"--action delay (L7) waits a request to the rate, as nginx limit_req without nodelay:\n"
 	"up to --delay-burst requests wait, the next are denied.";
 
@@ -52,16 +55,28 @@ static void fc_policy_args(const struct fc_cmd *cmd, int argc, char **argv, stru
 	exit(FC_EXIT_USAGE);
 }
 
+/* Every tier's GCRA burst, as it applies: "20,1000". */
+static void fc_bursts_format(const struct fc_policy_spec *p, char *buf, size_t len)
+{
+	size_t off = 0;
+	int i;
+
+	buf[0] = '\0';
+	for (i = 0; i < p->ntiers && off < len; i++)
+		off += (size_t)snprintf(buf + off, len - off, "%s%llu", i ? "," : "",
+					(unsigned long long)fc_tier_burst(p, i));
+}
+
 static void fc_policy_describe(const struct fc_policy_spec *p, char *buf, size_t len)
 {
-	char match[FC_MATCH_LEN], rates[FC_TEXT_LEN];
+	char match[FC_MATCH_LEN], rates[FC_TEXT_LEN], bursts[FC_TEXT_LEN];
 
 	fc_match_format(p, match);
 	fc_rates_format(p, rates);
+	fc_bursts_format(p, bursts, sizeof(bursts));
 	snprintf(buf, len, "%s %s (%s", match, rates, fc_algo_name(p->algo));
 	if (p->algo == FC_ALGO_GCRA)
-		snprintf(buf + strlen(buf), len - strlen(buf), ", burst %llu",
-			 (unsigned long long)(p->burst ? p->burst : p->rate[0].n));
+		snprintf(buf + strlen(buf), len - strlen(buf), ", burst %s", bursts);
 	if (p->action == FC_ACTION_DELAY)
 		snprintf(buf + strlen(buf), len - strlen(buf), ", delay up to %u", p->delay_burst);
 	else
@@ -72,7 +87,7 @@ static void fc_policy_describe(const struct fc_policy_spec *p, char *buf, size_t
 
 static int fc_policy_put(const struct fc_ctx *ctx, const struct fc_cmd *cmd, int argc, char **argv, bool replace)
 {
-	char desc[FC_MATCH_LEN + FC_TEXT_LEN + 64];
+	char desc[FC_MATCH_LEN + 2 * FC_TEXT_LEN + 64];
 	struct fc_policy_spec p;
 	struct fc_policy_row row;
 	struct fc_err err;
@@ -118,7 +133,7 @@ static json_t *fc_policy_json(const struct fc_policy_row *r)
 {
 	const struct fc_policy_spec *p = &r->spec;
 	char match[FC_MATCH_LEN], created[FC_TIME_STRLEN], updated[FC_TIME_STRLEN];
-	json_t *rates = json_array();
+	json_t *rates = json_array(), *bursts = p->algo == FC_ALGO_GCRA ? json_array() : json_null();
 	int i;
 
 	fc_match_format(p, match);
@@ -127,13 +142,16 @@ static json_t *fc_policy_json(const struct fc_policy_row *r)
 
 		fc_rate_format(&p->rate[i], one);
 		json_array_append_new(rates, json_string(one));
+		if (json_is_array(bursts))
+			json_array_append_new(bursts, json_integer((json_int_t)fc_tier_burst(p, i)));
 	}
 	fc_time_format(r->created, created);
 	fc_time_format(r->updated, updated);
-	return json_pack("{s:I, s:s, s:o, s:o, s:s, s:s, s:s, s:o, s:s, s:s}", "id", (json_int_t)p->id, "match",
-			 match, "rates", rates, "burst",
-			 p->algo == FC_ALGO_GCRA ? json_integer((json_int_t)(p->burst ? p->burst : p->rate[0].n)) :
-						   json_null(),
+	/* burst: the first tier's (as --burst); bursts: every tier's. */
+	return json_pack("{s:I, s:s, s:o, s:o, s:o, s:s, s:s, s:s, s:o, s:s, s:s}", "id", (json_int_t)p->id,
+			 "match", match, "rates", rates, "burst",
+			 p->algo == FC_ALGO_GCRA ? json_integer((json_int_t)fc_tier_burst(p, 0)) : json_null(), "bursts",
+			 bursts,
 			 "algo", fc_algo_name(p->algo), "action", fc_action_name(p->action), "count",
 			 fc_policy_is_l7(p) ? "requests" : fc_count_name(p->count), "new_sources",
 			 p->kind == FC_MATCH_STAR ?
@@ -144,7 +162,7 @@ static json_t *fc_policy_json(const struct fc_policy_row *r)
 
 static int fc_policy_list(const struct fc_ctx *ctx, const struct fc_cmd *cmd, int argc, char **argv)
 {
-	char match[FC_MATCH_LEN], rates[FC_TEXT_LEN], burst[24];
+	char match[FC_MATCH_LEN], rates[FC_TEXT_LEN], bursts[FC_TEXT_LEN];
 	struct fc_policy_row *rows = NULL;
 	struct fc_store *st = NULL;
 	struct fc_json_opt opt = { 0 };
@@ -174,9 +192,9 @@ static int fc_policy_list(const struct fc_ctx *ctx, const struct fc_cmd *cmd, in
 
 		fc_match_format(p, match);
 		fc_rates_format(p, rates);
-		snprintf(burst, sizeof(burst), "%llu", (unsigned long long)(p->burst ? p->burst : p->rate[0].n));
+		fc_bursts_format(p, bursts, sizeof(bursts));
 		printf("%-10u %-30s %-24s %-8s %-7s %-7s %s\n", p->id, match, rates,
-		       p->algo == FC_ALGO_GCRA ? burst : "-", fc_algo_name(p->algo), fc_action_name(p->action),
+		       p->algo == FC_ALGO_GCRA ? bursts : "-", fc_algo_name(p->algo), fc_action_name(p->action),
 		       fc_policy_is_l7(p) ? "requests" : fc_count_name(p->count));
 	}
 	free(rows);

@@ -47,7 +47,7 @@ static int fc_shm_keys_parse(const char *text, void *dest, struct fc_err *err)
 #define FC_GLOBAL(name, short_, type, field, ...) \
 	FC_OPTION(name, short_, type, struct fc_global_opt, field, __VA_ARGS__)
 
-static const struct fc_opt fc_global_opts[] = {
+const struct fc_opt fc_global_opts[] = {
 	FC_GLOBAL("db", 0, FC_OPT_STR, db, .arg = "DSN",
 		  .help = "the store: a SQLite file (default " FC_STORE_DEFAULT ") or postgresql://..."),
 	FC_GLOBAL("pin-dir", 0, FC_OPT_STR, pin_dir, .arg = "DIR",

@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "fc_change.h"
+#include "fc_duration.h"
 #include "fc_publish.h"
 
 int fc_uid_check(const char *uid, struct fc_err *err)
@@ -95,7 +96,7 @@ int fc_change_ban_put(const struct fc_ctx *ctx, const char *text, int64_t ttl, c
 	if (fc_publish_begin(&pub, ctx, err) < 0)
 		return FC_CHANGE_RUNTIME;
 	row.created = ub.created = pub.now;
-	row.expires = ub.expires = ttl ? pub.now + ttl : 0;
+	row.expires = ub.expires = ttl ? fc_expires_after(ttl) : 0;
 	if (uid) {
 		snprintf(ub.uid, sizeof(ub.uid), "%s", uid);
 		rc = fc_store_uid_ban_put(pub.st, &ub, existed, pub.now, err);

@@ -76,6 +76,19 @@ void fc_duration_format(int64_t secs, char buf[FC_DURATION_STRLEN])
 	}
 }
 
+int64_t fc_expires_at(const struct timespec *now, int64_t ttl)
+{
+	return (int64_t)now->tv_sec + (now->tv_nsec > 0) + ttl;
+}
+
+int64_t fc_expires_after(int64_t ttl)
+{
+	struct timespec now;
+
+	clock_gettime(CLOCK_REALTIME, &now);
+	return fc_expires_at(&now, ttl);
+}
+
 void fc_time_format(int64_t t, char buf[FC_TIME_STRLEN])
 {
 	time_t tt = (time_t)t;

@@ -4,6 +4,7 @@
 #define FC_DURATION_H
 
 #include <stdint.h>
+#include <time.h>
 
 #include "fc_error.h"
 
@@ -22,6 +23,13 @@ int fc_duration_parse(const char *s, int64_t *secs, struct fc_err *err);
 
 /* The shortest text that parses back to secs: 5400 -> "1h30m". */
 void fc_duration_format(int64_t secs, char buf[FC_DURATION_STRLEN]);
+
+/* The unix second at which a TTL of ttl seconds begun at now has run out,
+ * rounded up: the store keeps whole seconds, and a ban made at x.999 s with
+ * --ttl 1s must hold until x+2, not lapse 1 ms later at x+1. */
+int64_t fc_expires_at(const struct timespec *now, int64_t ttl);
+/* The same from the real-time clock. */
+int64_t fc_expires_after(int64_t ttl);
 
 /* A unix time as ISO 8601 UTC: "2026-11-22T04:40:00Z". */
 #define FC_TIME_STRLEN 32

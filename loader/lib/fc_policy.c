@@ -7,7 +7,8 @@
 #include "fc_opt.h"
 #include "fc_policy.h"
 
-const char *const fc_algo_names[] = { [FC_ALGO_GCRA] = "gcra", [FC_ALGO_WINDOW] = "window", NULL };
+const char *const fc_algo_names[] = { [FC_ALGO_GCRA] = "gcra", [FC_ALGO_WINDOW] = "window",
+				      [FC_ALGO_SLIDING] = "sliding", NULL };
 const char *const fc_action_names[] = { [FC_ACTION_DROP] = "drop", [FC_ACTION_LOG] = "log",
 					[FC_ACTION_DELAY] = "delay", NULL };
 const char *const fc_count_names[] = { [FC_COUNT_PACKETS] = "packets", [FC_COUNT_BYTES] = "bytes",
@@ -68,15 +69,15 @@ int fc_policy_id_parse(const char *s, uint32_t *id, struct fc_err *err)
 	return 0;
 }
 
-int fc_rate_parse(const char *s, struct fc_rate *r, struct fc_err *err)
+int fc_rate_parse(const char *s, struct fc_rate *r, bool burst_ok, struct fc_err *err)
 {
-	const char *slash = strchr(s, '/');
+	const char *slash = strchr(s, '/'), *colon;
 	char num[32];
 	size_t i, len;
 	int rc;
 
 	if (!slash)
-		return fc_err_set(err, "rate \"%s\": expected N/UNIT, e.g. 100/s or 5000/h", s);
+		return fc_err_set(err, "rate \"%s\": expected N/UNIT%s, e.g. 100/s or 5000/h", s, burst_ok ? "[:B]" : "");
 	len = (size_t)(slash - s);
 	if (len >= sizeof(num))
 		return fc_err_set(err, "rate \"%s\": N must be at most %llu", s, (unsigned long long)FC_RATE_MAX);
@@ -89,13 +90,28 @@ int fc_rate_parse(const char *s, struct fc_rate *r, struct fc_err *err)
 		return fc_err_set(err, "rate \"%s\": N must be a whole number", s);
 	if (r->n == 0)
 		return fc_err_set(err, "rate \"%s\": N must be at least 1", s);
+	r->burst = 0;
+	colon = strchr(slash, ':');
+	if (colon && !burst_ok)
+		return fc_err_set(err, "rate \"%s\": expected N/UNIT (no :B burst here)", s);
+	if (colon && (fc_decimal(colon + 1, FC_RATE_MAX, &r->burst) < 0 || r->burst == 0))
+		return fc_err_set(err, "rate \"%s\": burst B must be a whole number from 1 to %llu", s,
+				  (unsigned long long)FC_RATE_MAX);
+	len = colon ? (size_t)(colon - slash) : strlen(slash);
 	for (i = 0; i < sizeof(fc_rate_units) / sizeof(fc_rate_units[0]); i++) {
-		if (slash[1] == fc_rate_units[i].unit && !slash[2]) {
+		if (len == 2 && slash[1] == fc_rate_units[i].unit) {
 			r->unit_secs = fc_rate_units[i].secs;
 			return 0;
 		}
 	}
 	return fc_err_set(err, "rate \"%s\": unit must be one of s, m, h, d", s);
+}
+
+uint64_t fc_tier_burst(const struct fc_policy_spec *p, int i)
+{
+	if (p->rate[i].burst)
+		return p->rate[i].burst;
+	return i == 0 && p->burst ? p->burst : p->rate[i].n;
 }
 
 /* The canonical order of dimensions; names sort within a kind. */
@@ -243,6 +259,16 @@ static char fc_unit_char(uint64_t secs)
 	return '?';
 }
 
+static bool fc_policy_has_tier_burst(const struct fc_policy_spec *p)
+{
+	int i;
+
+	for (i = 0; i < p->ntiers; i++)
+		if (p->rate[i].burst)
+			return true;
+	return false;
+}
+
 static const char *const fc_dim_names[] = { [FC_DIM_UID] = "uid", [FC_DIM_ARG] = "arg:", [FC_DIM_HEADER] = "header:",
 					    [FC_DIM_URI] = "uri" };
 
@@ -267,8 +293,13 @@ int fc_policy_validate(const struct fc_policy_spec *p, struct fc_err *err)
 	if (p->escalate.n && !fc_policy_is_l7(p))
 		return fc_err_set(err, "--escalate turns refusals in nginx into bans at XDP/TC; an ip= policy already "
 				       "runs there");
-	if (p->burst && p->algo == FC_ALGO_WINDOW)
-		return fc_err_set(err, "--burst applies to --algo gcra; a fixed window admits N per window");
+	if (p->burst && p->rate[0].burst)
+		return fc_err_set(err, "the first rate's burst given twice: --burst %llu and --rate %llu/%c:%llu (use "
+				       "one)", (unsigned long long)p->burst, (unsigned long long)p->rate[0].n,
+				  fc_unit_char(p->rate[0].unit_secs), (unsigned long long)p->rate[0].burst);
+	if (p->algo != FC_ALGO_GCRA && (p->burst || fc_policy_has_tier_burst(p)))
+		return fc_err_set(err, "a burst (--burst, N/UNIT:B) applies to --algo gcra; --algo %s admits N per "
+				       "window", fc_algo_name(p->algo));
 	if (p->new_sources && p->kind != FC_MATCH_STAR)
 		return fc_err_set(err, "--new-sources applies to the ip=* policy only");
 	if (p->layer == FC_LAYER_XDP && p->ndims)
@@ -283,23 +314,23 @@ int fc_policy_validate(const struct fc_policy_spec *p, struct fc_err *err)
 				       "nginx caps its new keys itself");
 	for (i = 0; i < p->ntiers; i++) {
 		const struct fc_rate *r = &p->rate[i];
+		char one[FC_RATE_STRLEN];
 
+		fc_rate_format(r, one);
 		/* A packet costs at least one nanosecond of emission interval. */
 		if (p->count != FC_COUNT_BYTES && r->n > r->unit_secs * FC_NS_PER_SEC)
-		{
-			char one[FC_RATE_STRLEN];
-
-			fc_rate_format(r, one);
 			return fc_err_set(err, "rate \"%s\": more than one %s per nanosecond", one,
 					  p->count == FC_COUNT_SYN ? "SYN" : "packet");
-		}
+		/* A sliding window's counts are 24 bits of its word. */
+		if (p->algo == FC_ALGO_SLIDING && r->n > FC_SLIDE_COUNT_MAX)
+			return fc_err_set(err, "rate \"%s\": --algo sliding counts at most %llu per window (24 bits "
+					       "of a 64-bit word); use gcra or window for more", one,
+					  (unsigned long long)FC_SLIDE_COUNT_MAX);
+		/* B*T must stay below 2^62 ns (146 years). */
+		if ((unsigned __int128)fc_tier_burst(p, i) * r->unit_secs * FC_NS_PER_SEC / r->n > (1ULL << 62))
+			return fc_err_set(err, "rate \"%s\": burst %llu at that rate is more than a century of credit",
+					  one, (unsigned long long)fc_tier_burst(p, i));
 	}
-	/* B*T must stay below 2^62 ns (146 years). */
-	if (p->burst && (unsigned __int128)p->burst * p->rate[0].unit_secs * FC_NS_PER_SEC / p->rate[0].n >
-				(1ULL << 62))
-		return fc_err_set(err, "--burst %llu: at %llu per %llus that is more than a century of credit",
-				  (unsigned long long)p->burst, (unsigned long long)p->rate[0].n,
-				  (unsigned long long)p->rate[0].unit_secs);
 	return 0;
 }
 
@@ -324,7 +355,10 @@ void fc_match_format(const struct fc_policy_spec *p, char buf[FC_MATCH_LEN])
 
 void fc_rate_format(const struct fc_rate *r, char buf[FC_RATE_STRLEN])
 {
-	snprintf(buf, FC_RATE_STRLEN, "%llu/%c", (unsigned long long)r->n, fc_unit_char(r->unit_secs));
+	int n = snprintf(buf, FC_RATE_STRLEN, "%llu/%c", (unsigned long long)r->n, fc_unit_char(r->unit_secs));
+
+	if (r->burst)
+		snprintf(buf + n, FC_RATE_STRLEN - (size_t)n, ":%llu", (unsigned long long)r->burst);
 }
 
 void fc_rates_format(const struct fc_policy_spec *p, char buf[FC_TEXT_LEN])
@@ -352,7 +386,7 @@ int fc_rates_parse(const char *s, struct fc_policy_spec *p, struct fc_err *err)
 	for (tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
 		if (p->ntiers == FC_MAX_TIERS)
 			return fc_err_set(err, "rates \"%s\": at most %d", s, FC_MAX_TIERS);
-		if (fc_rate_parse(tok, &p->rate[p->ntiers++], err) < 0)
+		if (fc_rate_parse(tok, &p->rate[p->ntiers++], true, err) < 0)
 			return -1;
 	}
 	return 0;
@@ -391,7 +425,7 @@ void fc_policy_compile(const struct fc_policy_spec *p, uint32_t epoch, struct fc
 	k->ntiers = (__u8)p->ntiers;
 	for (i = 0; i < p->ntiers; i++) {
 		struct fc_tier *t = &k->tier[i];
-		uint64_t burst = i == 0 && p->burst ? p->burst : p->rate[i].n;
+		uint64_t burst = fc_tier_burst(p, i);
 
 		t->unit_ns = p->rate[i].unit_secs * FC_NS_PER_SEC;
 		t->limit = p->rate[i].n;
@@ -433,8 +467,11 @@ void fc_policy_scale(const struct fc_policy_spec *p, double weight, struct fc_po
 	*out = *p;
 	if (weight >= 1)
 		return;
-	for (i = 0; i < out->ntiers; i++)
+	for (i = 0; i < out->ntiers; i++) {
 		out->rate[i].n = fc_scaled(p->rate[i].n, weight);
+		if (out->rate[i].burst)
+			out->rate[i].burst = fc_scaled(p->rate[i].burst, weight);
+	}
 	if (out->burst)
 		out->burst = fc_scaled(p->burst, weight);
 }
@@ -462,7 +499,7 @@ static int fc_opt_rate(const char *text, void *spec, struct fc_err *err)
 
 	if (p->ntiers == FC_MAX_TIERS)
 		return fc_err_set(err, "at most %d rate tiers", FC_MAX_TIERS);
-	if (fc_rate_parse(text, &p->rate[p->ntiers], err) < 0)
+	if (fc_rate_parse(text, &p->rate[p->ntiers], true, err) < 0)
 		return -1;
 	p->ntiers++;
 	return 0;
@@ -470,7 +507,7 @@ static int fc_opt_rate(const char *text, void *spec, struct fc_err *err)
 
 static int fc_opt_escalate(const char *text, void *rate, struct fc_err *err)
 {
-	return fc_rate_parse(text, rate, err);
+	return fc_rate_parse(text, rate, false, err);
 }
 
 #define FC_POLICY_OPT(name, short_, type, field, ...) \
@@ -481,11 +518,11 @@ const struct fc_opt fc_policy_opts[] = {
 	  .arg = "EXPR", .help = "DIM=VALUE[,...]: ip=ADDR|PREFIX|*, uid=V, arg:NAME=V, header:NAME=V, uri=PATH; "
 		  "V * is a bucket per value, uri=/P/* a prefix" },
 	{ .name = "rate", .short_name = 'r', .type = FC_OPT_PARSE, .parse = fc_opt_rate, .repeat = true,
-	  .json = "rates", .arg = "N/UNIT", .help = "N per UNIT (s, m, h, d); repeat for tiers (at most 4)" },
+	  .json = "rates", .arg = "N/UNIT[:B]", .help = "N per UNIT (s, m, h, d), GCRA burst B (default N); repeat for tiers (at most 4)" },
 	FC_POLICY_OPT("burst", 'b', FC_OPT_UINT, burst, .min = 1, .max = FC_RATE_MAX, .json = "burst", .arg = "B",
-		      .help = "GCRA: B pass back to back from idle (first rate; default its N)"),
+		      .help = "GCRA: B pass back to back from idle (the first rate's; same as --rate N/UNIT:B)"),
 	FC_POLICY_OPT("algo", 'a', FC_OPT_ENUM, algo, .names = fc_algo_names, .json = "algo", .arg = "ALGO",
-		      .help = "gcra (default) or window (fixed, aligned to UTC)"),
+		      .help = "gcra (default), window (fixed, aligned to UTC) or sliding (window weighted with the last)"),
 	FC_POLICY_OPT("action", 0, FC_OPT_ENUM, action, .names = fc_action_names, .json = "action",
 		      .arg = "ACTION", .help = "drop (default), log (count, drop nothing), delay (L7: wait to the rate)"),
 	FC_POLICY_OPT("delay-burst", 0, FC_OPT_U32, delay_burst, .min = 1, .max = 1000000, .json = "delay_burst",

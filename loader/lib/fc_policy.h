@@ -44,6 +44,7 @@ struct fc_dim {
 struct fc_rate {
 	uint64_t n;         /* per unit */
 	uint64_t unit_secs; /* 1, 60, 3600 or 86400 */
+	uint64_t burst;     /* GCRA: N/UNIT:B; 0 = not given */
 };
 
 struct fc_policy_spec {
@@ -52,7 +53,7 @@ struct fc_policy_spec {
 	struct fc_prefix ip; /* FC_MATCH_PREFIX */
 	struct fc_rate rate[FC_MAX_TIERS];
 	int ntiers;
-	uint64_t burst; /* GCRA burst of the first rate; 0 = its N */
+	uint64_t burst; /* --burst: the first rate's, as rate[0].burst; 0 = not given */
 	enum fc_algo algo;
 	enum fc_action action;
 	enum fc_count count;
@@ -88,7 +89,10 @@ bool fc_policy_is_keyed(const struct fc_policy_spec *p);
 
 int fc_policy_id_parse(const char *s, uint32_t *id, struct fc_err *err);
 int fc_match_parse(const char *s, struct fc_policy_spec *p, struct fc_err *err);
-int fc_rate_parse(const char *s, struct fc_rate *r, struct fc_err *err);
+/* N/UNIT, or N/UNIT:B where bursts are allowed (a policy's --rate). */
+int fc_rate_parse(const char *s, struct fc_rate *r, bool burst_ok, struct fc_err *err);
+/* Tier i's GCRA burst: its :B, or --burst for the first, or its N. */
+uint64_t fc_tier_burst(const struct fc_policy_spec *p, int i);
 /* The options of policy add and set, and the keys of a policy in JSON
  * (export, import, the console): one table, one set of bounds. */
 extern const struct fc_opt fc_policy_opts[];
@@ -109,12 +113,12 @@ int fc_policy_validate(const struct fc_policy_spec *p, struct fc_err *err);
 const char *fc_algo_name(enum fc_algo a);
 const char *fc_action_name(enum fc_action a);
 const char *fc_count_name(enum fc_count c);
-/* Canonical texts: "ip=198.18.0.0/15" or "ip=*"; "10/s,1000/d". */
+/* Canonical texts: "ip=198.18.0.0/15" or "ip=*"; "10/s:20,1000/d". */
 /* Room for ip= plus every dimension at its longest. */
 #define FC_MATCH_LEN (64 + FC_SHM_MAX_DIMS * (FC_SHM_MAX_NAME + FC_SHM_MAX_VALUE + 10))
 void fc_match_format(const struct fc_policy_spec *p, char buf[FC_MATCH_LEN]);
 void fc_rates_format(const struct fc_policy_spec *p, char buf[FC_TEXT_LEN]);
-#define FC_RATE_STRLEN 32
+#define FC_RATE_STRLEN 48
 void fc_rate_format(const struct fc_rate *r, char buf[FC_RATE_STRLEN]);
 /* Parses fc_rates_format's text back. */
 int fc_rates_parse(const char *s, struct fc_policy_spec *p, struct fc_err *err);

@@ -167,7 +167,9 @@ double fc_bucket_use(const struct fc_policy *pol, const __u64 *state, uint64_t n
 		const struct fc_tier *t = &pol->tier[i];
 		uint64_t st = state[i];
 
-		if (pol->algo == FC_ALGO_WINDOW)
+		if (pol->algo == FC_ALGO_SLIDING) /* the rule's left side, of N*U */
+			u = t->limit ? 1 - (double)fc_tier_remaining(pol->algo, t, st, now, 0) / (double)t->limit : 0;
+		else if (pol->algo == FC_ALGO_WINDOW)
 			u = t->limit && (st >> FC_WIN_COUNT_BITS) == fc_window_index(t, now) ?
 				    (double)(st & FC_WIN_COUNT_MASK) / (double)t->limit :
 				    0;

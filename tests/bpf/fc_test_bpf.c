@@ -11,6 +11,7 @@
 #include <cmocka.h>
 #include <bpf/bpf.h>
 
+#include "fc_duration.h"
 #include "fc_sync.h"
 #include "fc_test_bpf.h"
 
@@ -131,7 +132,7 @@ void fc_env_ban(struct fc_env *env, const char *text, int64_t ttl)
 	struct fc_err err;
 
 	fc_env_prefix(text, &row.p);
-	row.expires = ttl ? row.created + ttl : 0;
+	row.expires = ttl ? fc_expires_after(ttl) : 0;
 	if (fc_store_ban_put(env->st, &row, &err) < 0)
 		fail_msg("%s", err.msg);
 	fc_env_publish(env);
@@ -206,6 +207,22 @@ void fc_env_policy_del(struct fc_env *env, uint32_t id)
 	if (fc_store_policy_del(env->st, id, &found, &err) < 0 || !found)
 		fail_msg("policy del %u: %s", id, found ? err.msg : "not found");
 	fc_env_publish(env);
+}
+
+void fc_env_clock(struct fc_env *env, uint64_t utc_ns)
+{
+	struct fc_config cfg;
+	struct timespec ts;
+	struct fc_err err;
+
+	if (fc_config_read(&env->maps, &cfg, &err) < 0)
+		fail_msg("%s", err.msg);
+	/* The packet path reads CLOCK_MONOTONIC_COARSE (bpf_ktime_get_coarse_ns)
+	 * plus this offset. */
+	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+	cfg.utc_offset_ns = utc_ns - ((uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec);
+	if (fc_config_write(&env->maps, &cfg, &err) < 0)
+		fail_msg("%s", err.msg);
 }
 
 struct fc_pstats fc_env_pstats(struct fc_env *env, uint32_t id)

@@ -53,6 +53,9 @@ void fc_env_unban(struct fc_env *env, const char *text);
  * action=log count=syn new_sources=10" (any subset, or ""). */
 void fc_env_policy(struct fc_env *env, uint32_t id, const char *match, const char *rates, const char *opts);
 void fc_env_policy_del(struct fc_env *env, uint32_t id);
+/* Sets the packet path's clock (UTC ns) to utc_ns: it runs on from there, a
+ * tick at a time (the coarse clock), until a publish sets it back to UTC. */
+void fc_env_clock(struct fc_env *env, uint64_t utc_ns);
 /* A policy's counters. */
 struct fc_pstats fc_env_pstats(struct fc_env *env, uint32_t id);
 /* Like fc_env_setup, with the ip=* LRU made this small. */

@@ -24,6 +24,11 @@
 #include <bpf/bpf.h>
 
 #include "fc_test_bpf.h"
+#include "fc_vectors.h"
+
+/* A time aligned to every window the vectors use (03:00 UTC, 2026-11-22). */
+#define FC_VEC_BASE (1795316400ULL * 1000000000ULL)
+#define FC_MS       1000000ULL
 
 /* Sends n copies of a frame from src (UDP unless told); returns how many passed. */
 static int fc_send(struct fc_env *env, bool tc, const struct fc_frame_spec *spec, int n)
@@ -109,6 +114,64 @@ static void fc_window_body(struct fc_env *env, bool tc, uint32_t id)
 static void test_window_and_v6_cidr(void **state)
 {
 	fc_both(state, fc_window_body);
+}
+
+/* The shared sliding-window vectors (fc_vectors.h) on the real programs,
+ * with the packet path's clock set to each step's time: the same counts as
+ * the algorithm's and the nginx engine's tests. */
+static void fc_sliding_body(struct fc_env *env, bool tc, uint32_t id)
+{
+	const struct fc_vector *v;
+	const struct fc_vec_step *s;
+	char match[32], src[32];
+	size_t i, j;
+	int got;
+
+	for (i = 0; i < FC_NVECTORS; i++) {
+		snprintf(match, sizeof(match), "ip=198.18.%u.%zu", tc ? 21 : 20, i + 1);
+		fc_env_policy(env, id * 100 + (uint32_t)i, match, fc_sliding_vectors[i].rates, "algo=sliding");
+	}
+	for (i = 0; i < FC_NVECTORS; i++) {
+		v = &fc_sliding_vectors[i];
+		snprintf(src, sizeof(src), "198.18.%u.%zu", tc ? 21 : 20, i + 1);
+		for (j = 0; j < FC_VEC_STEPS && v->step[j].tries; j++) {
+			s = &v->step[j];
+			fc_env_clock(env, FC_VEC_BASE + s->at_ms * FC_MS);
+			got = fc_udp(env, tc, src, (int)s->tries);
+			if (got != (int)s->admitted)
+				fail_msg("%s (%s): step %zu (%u ms): %d passed, expected %u", v->name, tc ? "TC" : "XDP",
+					 j, s->at_ms, got, s->admitted);
+		}
+	}
+}
+
+static void test_sliding_vectors(void **state)
+{
+	fc_both(state, fc_sliding_body);
+}
+
+/* Sliding by bytes: a frame longer than N never passes; the rest fit. */
+static void fc_sliding_bytes_body(struct fc_env *env, bool tc, uint32_t id)
+{
+	struct fc_frame_spec big = { tc ? "198.18.22.2" : "198.18.22.1", IPPROTO_UDP, .payload = 58 }; /* 100 bytes */
+	struct fc_frame_spec huge = { tc ? "198.18.22.4" : "198.18.22.3", IPPROTO_UDP, .payload = 58 };
+
+	fc_env_policy(env, id * 10, tc ? "ip=198.18.22.2" : "ip=198.18.22.1", "250/m", "algo=sliding count=bytes");
+	fc_env_policy(env, id * 10 + 1, tc ? "ip=198.18.22.4" : "ip=198.18.22.3", "99/m",
+		      "algo=sliding count=bytes");
+	fc_env_clock(env, FC_VEC_BASE + 1000 * FC_MS);
+	assert_int_equal(fc_send(env, tc, &big, 5), 2);
+	assert_int_equal(fc_send(env, tc, &huge, 3), 0);
+	/* 30 s into the next minute: 200*30 + (0+100k)*60 <= 250*60, k = 1. */
+	fc_env_clock(env, FC_VEC_BASE + 90000 * FC_MS);
+	assert_int_equal(fc_send(env, tc, &big, 5), 1);
+	fc_env_clock(env, FC_VEC_BASE + 300000 * FC_MS); /* idle for minutes: still never */
+	assert_int_equal(fc_send(env, tc, &huge, 3), 0);
+}
+
+static void test_sliding_bytes(void **state)
+{
+	fc_both(state, fc_sliding_bytes_body);
 }
 
 /* A CIDR policy is one bucket for every address in it. */
@@ -476,6 +539,8 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		T(test_gcra),
 		T(test_window_and_v6_cidr),
+		T(test_sliding_vectors),
+		T(test_sliding_bytes),
 		T(test_cidr_one_bucket),
 		T(test_star_per_source),
 		T(test_syn),

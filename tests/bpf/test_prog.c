@@ -181,23 +181,28 @@ static void test_ttl_in_kernel(void **state)
 	l1 = fc_frame_build(&exact, f1);
 	l2 = fc_frame_build(&inpfx, f2);
 
-	/* Through the store: a 1 s TTL holds, then lapses in the kernel. Bans
-	 * expire on whole seconds: start just after one, or a ban made at x.999 s
-	 * would lapse a millisecond later. */
+	/* Through the store: a 1 s TTL holds, then lapses in the kernel. Made at
+	 * x.990 s it lasts at least its second: the store's whole-second expiry
+	 * rounds up (x+2), so 20 ms later, past x+1, it still holds. */
 	{
 		struct timespec now, wait = { 0 };
 
 		clock_gettime(CLOCK_REALTIME, &now);
-		wait.tv_nsec = 1000000000L - now.tv_nsec + 10000000L;
-		if (wait.tv_nsec >= 1000000000L)
-			wait.tv_nsec -= 1000000000L;
+		wait.tv_nsec = 990000000L - now.tv_nsec;
+		if (wait.tv_nsec < 0)
+			wait.tv_nsec += 1000000000L;
 		nanosleep(&wait, NULL);
 	}
 	fc_env_ban(env, "198.18.0.7", 1);
 	fc_env_ban(env, "2001:2:0:1::/64", 1);
+	{
+		struct timespec wait = { 0, 20000000L };
+
+		nanosleep(&wait, NULL);
+	}
 	assert_int_equal(fc_env_run(env, false, f1, l1), XDP_DROP);
 	assert_int_equal(fc_env_run(env, true, f2, l2), TC_ACT_SHOT);
-	sleep(2); /* the expiry is a whole second after the ban; 2 s covers any rounding */
+	usleep(2500000); /* past x+2 (x+3 if the second ban came after x+1), and a tick */
 	assert_int_equal(fc_env_run(env, false, f1, l1), XDP_PASS);
 	assert_int_equal(fc_env_run(env, true, f1, l1), TC_ACT_OK);
 	assert_int_equal(fc_env_run(env, false, f2, l2), XDP_PASS);

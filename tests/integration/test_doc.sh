@@ -254,7 +254,7 @@ check "completion: freqctl ban -> add del import list" offers "add del import li
 check "completion: freqctl --db X policy l -> list" offers list --db /nonexistent policy l
 check "completion: freqctl --s -> --shm --shm-group --shm-keys" offers "--shm --shm-group --shm-keys" --s
 check "completion: freqctl attach --mode xdp -> xdp xdp-generic" offers "xdp xdp-generic" attach --mode xdp
-check "completion: freqctl policy add -a '' -> gcra window" offers "gcra window" policy add -a ""
+check "completion: freqctl policy add -a '' -> gcra sliding window" offers "gcra sliding window" policy add -a ""
 # What was typed is never a pattern or a program: a word made to be both
 # (sed's e flag) offers nothing and runs nothing.
 check_no_injection() {

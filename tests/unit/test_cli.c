@@ -207,6 +207,22 @@ static const struct {
 	{ { "ban", "add", "uid=" },
 	  "freqctl ban add: \"uid=\": expected 1 to 255 characters\nTry 'freqctl ban add --help'.\n" },
 	{ { "policy", "del" }, "freqctl policy del: missing argument: expected ID\nTry 'freqctl policy del --help'.\n" },
+	/* A global option after the command: where it goes, with its value. */
+	{ { "agent", "--node", "n1" },
+	  "freqctl agent: --node is a global option: freqctl --node n1 agent\nTry 'freqctl agent --help'.\n" },
+	{ { "agent", "--node=n1", "--http", "127.0.0.1:1" },
+	  "freqctl agent: --node is a global option: freqctl --node n1 agent ...\nTry 'freqctl agent --help'.\n" },
+	{ { "policy", "add", "7", "--db", "/tmp/x.db", "--match", "uid=a", "--rate", "1/s" },
+	  "freqctl policy add: --db is a global option: freqctl --db /tmp/x.db policy add ...\n"
+	  "Try 'freqctl policy add --help'.\n" },
+	{ { "ban", "list", "--pin-dir" },
+	  "freqctl ban list: --pin-dir is a global option: freqctl --pin-dir DIR ban list\n"
+	  "Try 'freqctl ban list --help'.\n" },
+	{ { "stats", "-v" }, "freqctl stats: --verbose is a global option: freqctl --verbose stats\n"
+			       "Try 'freqctl stats --help'.\n" },
+	{ { "policy", "add", "7", "--match", "ip=*", "--rate", "10/s:5", "--burst", "5" },
+	  "freqctl: policy 7: the first rate's burst given twice: --burst 5 and --rate 10/s:5 (use one)\n"
+	  "Try 'freqctl policy add --help'.\n" },
 };
 
 static void test_usage_errors(void **state)

@@ -100,7 +100,7 @@ static void test_threshold(void **state)
 	assert_int_equal(bans[0].p.family, 4);
 	assert_int_equal(bans[0].p.len, 32);
 	assert_memory_equal(bans[0].p.a, "\xc6\x12\x00\x07", 4);
-	assert_int_equal(bans[0].expires, T0 + 1 + 600);
+	assert_int_equal(bans[0].expires, T0 + 1 + 1 + 600); /* rounded up: at least the TTL */
 	assert_int_equal(bans[0].by_policy, 7);
 	/* Past the threshold, once: no second ban for the same window. */
 	fc_report(env->ring, 7, 4, "\xc6\x12\x00\x07");

@@ -24,8 +24,10 @@
 #include "fc_shm_state.h"
 #include "fc_shm_write.h"
 #include "fc_store.h"
+#include "fc_vectors.h"
 
 #define SEC FC_NS_PER_SEC
+#define MS  (SEC / 1000)
 #define T0 (1795316400ULL * SEC)
 
 /* Allocations of one index build, freed together. */
@@ -125,17 +127,26 @@ static int fc_teardown(void **state)
 	return 0;
 }
 
+/* Stores p (its id and options set) with match and rates. */
+static void fc_policy_put(struct fc_t *t, struct fc_policy_spec *p, const char *match, const char *rates)
+{
+	struct fc_policy_row row;
+	struct fc_err err;
+
+	if (fc_match_parse(match, p, &err) < 0 || fc_rates_parse(rates, p, &err) < 0 ||
+	    fc_policy_validate(p, &err) < 0 || fc_store_policy_put(t->st, p, 1, &row, &err) < 0)
+		fail_msg("policy %u: %s", p->id, err.msg);
+}
+
 static void fc_policy(struct fc_t *t, uint32_t id, const char *match, const char *rates, const char *action,
 		      uint64_t burst, uint32_t delay_burst)
 {
 	struct fc_policy_spec p = { .id = id, .burst = burst, .delay_burst = delay_burst };
-	struct fc_policy_row row;
 	struct fc_err err;
 
-	if (fc_match_parse(match, &p, &err) < 0 || fc_rates_parse(rates, &p, &err) < 0 ||
-	    fc_action_parse(action, &p.action, &err) < 0 || fc_policy_validate(&p, &err) < 0 ||
-	    fc_store_policy_put(t->st, &p, 1, &row, &err) < 0)
+	if (fc_action_parse(action, &p.action, &err) < 0)
 		fail_msg("policy %u: %s", id, err.msg);
+	fc_policy_put(t, &p, match, rates);
 }
 
 /* Publishes the store and maps both files (the config file read-write
@@ -551,6 +562,69 @@ static void test_tiers_and_policies_all_or_nothing(void **state)
 	assert_int_equal(fc_passes(t, "uid=u1 arg:a=1", T0, 3), 0);
 	assert_memory_equal(before.state, t->ix.slots[1].state, sizeof(before.state)); /* policy 1 uncharged */
 	assert_int_equal(fc_passes(t, "uid=u1", T0, 5), 2); /* 3 - 1 */
+}
+
+/* The shared sliding-window vectors (tests/bpf/fc_vectors.h) through the
+ * engine: on an aggregate policy (uid=aI) and on a per-key one (a key of
+ * uid=*,arg:v=I), the same counts as the algorithm and the packet path. */
+static void test_sliding_vectors(void **state)
+{
+	struct fc_t *t = *state;
+	const struct fc_vector *v;
+	const struct fc_vec_step *s;
+	char match[64], req[64];
+	size_t i, j, keyed;
+	int got;
+
+	for (i = 0; i < FC_NVECTORS; i++) {
+		struct fc_policy_spec agg = { .id = (uint32_t)(1 + i), .algo = FC_ALGO_SLIDING };
+		struct fc_policy_spec key = { .id = (uint32_t)(101 + i), .algo = FC_ALGO_SLIDING };
+
+		snprintf(match, sizeof(match), "uid=a%zu", i);
+		fc_policy_put(t, &agg, match, fc_sliding_vectors[i].rates);
+		snprintf(match, sizeof(match), "uid=*,arg:v=%zu", i);
+		fc_policy_put(t, &key, match, fc_sliding_vectors[i].rates);
+	}
+	fc_publish(t);
+	assert_int_equal(fc_build(t, t->base, t->size), 0);
+	for (keyed = 0; keyed < 2; keyed++) {
+		for (i = 0; i < FC_NVECTORS; i++) {
+			v = &fc_sliding_vectors[i];
+			if (keyed)
+				snprintf(req, sizeof(req), "uid=k%zu arg:v=%zu", i, i);
+			else
+				snprintf(req, sizeof(req), "uid=a%zu", i);
+			for (j = 0; j < FC_VEC_STEPS && v->step[j].tries; j++) {
+				s = &v->step[j];
+				got = fc_passes(t, req, T0 + s->at_ms * MS, (int)s->tries);
+				if (got != (int)s->admitted)
+					fail_msg("%s (%s): step %zu (%u ms): %d admitted, expected %u", v->name,
+						 keyed ? "per key" : "aggregate", j, s->at_ms, got, s->admitted);
+			}
+		}
+	}
+}
+
+/* A sliding refusal's headers: Retry-After when the rule next holds,
+ * RateLimit's remaining and window. */
+static void test_sliding_headers(void **state)
+{
+	struct fc_policy_spec p = { .id = 1, .algo = FC_ALGO_SLIDING };
+	struct fc_t *t = *state;
+	struct fc_l7_result res;
+
+	fc_policy_put(t, &p, "uid=h", "10/m");
+	fc_publish(t);
+	assert_int_equal(fc_build(t, t->base, t->size), 0);
+	assert_int_equal(fc_passes(t, "uid=h", T0 + 50 * SEC, 10), 10);
+	assert_int_equal(fc_passes(t, "uid=h", T0 + 90 * SEC, 5), 5);
+	assert_int_equal(fc_decide(t, "uid=h", T0 + 90 * SEC, &res), FC_L7_REJECTED);
+	assert_int_equal(res.policy, 1);
+	assert_int_equal(res.retry_ns, 6 * SEC); /* 10*(60-36) + 6*60 <= 600 */
+	assert_int_equal(res.remaining, 0);
+	assert_int_equal(res.limit, 10);
+	assert_int_equal(res.window_s, 60);
+	assert_int_equal(fc_decide(t, "uid=h", T0 + 96 * SEC, &res), FC_L7_PASS);
 }
 
 /* delay: 10/s, burst 1, up to 3 waiting: 1 now, then 100, 200, 300 ms, then no. */
@@ -1017,7 +1091,7 @@ int main(void)
 		T(test_keys_table_size),
 		T(test_exact_across_processes_window),
 		T(test_tiers_and_policies_all_or_nothing),
-		T(test_delay),
+		T(test_delay), T(test_sliding_vectors), T(test_sliding_headers),
 		T(test_matching_vs_naive),
 		T(test_decode),
 		T(test_spelling),

@@ -13,6 +13,7 @@
 #include <cmocka.h>
 
 #include "fc_policy.h"
+#include "fc_vectors.h"
 
 #define MS (1000000ULL)
 #define SEC FC_NS_PER_SEC
@@ -337,9 +338,137 @@ static void *fc_racer(void *arg)
 	return NULL;
 }
 
+/* The shared sliding-window vectors (tests/bpf/fc_vectors.h), each on a
+ * fresh bucket; T0 is aligned to the minute. */
+static void test_sliding_vectors(void **state)
+{
+	const struct fc_vector *v;
+	const struct fc_vec_step *s;
+	__u64 st[FC_MAX_TIERS];
+	struct fc_policy k;
+	size_t i, j;
+	int got;
+
+	(void)state;
+	for (i = 0; i < FC_NVECTORS; i++) {
+		v = &fc_sliding_vectors[i];
+		k = fc_compile(v->rates, 0, FC_ALGO_SLIDING, FC_COUNT_PACKETS);
+		memset(st, 0, sizeof(st));
+		for (j = 0; j < FC_VEC_STEPS && v->step[j].tries; j++) {
+			s = &v->step[j];
+			got = fc_try_n(&k, st, T0 + s->at_ms * MS, (int)s->tries);
+			if (got != (int)s->admitted)
+				fail_msg("%s: step %zu (%u ms): %d admitted, expected %u", v->name, j, s->at_ms, got,
+					 s->admitted);
+		}
+	}
+}
+
+/* The rule at its edges, in microseconds: the boundary itself admits, a
+ * microsecond before does not; a cost over N never passes, a cost of N
+ * does on an empty window; a denial leaves the word as it was. */
+static void test_sliding_edges(void **state)
+{
+	struct fc_policy k = fc_compile("3/s", 0, FC_ALGO_SLIDING, FC_COUNT_PACKETS);
+	__u64 st[FC_MAX_TIERS] = { 0 }, before;
+
+	(void)state;
+	assert_int_equal(fc_try_n(&k, st, T0, 3), 3);
+	/* Next window: 3*(1 - e) + 1 <= 3 from e = 1/3 s, i.e. 333,334 us
+	 * (e rounds down to whole us, so 333,333.999 us is not yet). */
+	assert_int_equal(fc_try(&k, st, T0 + SEC, 1), 0);
+	assert_int_equal(fc_try(&k, st, T0 + SEC + 333333999, 1), 0);
+	assert_int_equal(fc_try(&k, st, T0 + SEC + 333334000, 1), 1);
+	assert_int_equal(fc_try(&k, st, T0 + SEC + 333334000, 1), 0);
+	before = st[0];
+	assert_int_equal(fc_try(&k, st, T0 + SEC + 400 * MS, 1), 0);
+	assert_int_equal(st[0], before); /* denied: nothing charged */
+	/* Cost: over N never, N on an idle bucket. */
+	k = fc_compile("10/m", 0, FC_ALGO_SLIDING, FC_COUNT_BYTES);
+	memset(st, 0, sizeof(st));
+	assert_int_equal(fc_try(&k, st, T0, 11), 0);
+	assert_int_equal(st[0], 0);
+	assert_int_equal(fc_try(&k, st, T0 + 30 * SEC, 10), 1);
+	assert_int_equal(fc_try(&k, st, T0 + 200 * SEC, 11), 0);
+	assert_int_equal(fc_try(&k, st, T0 + 200 * SEC, 10), 1); /* two windows on: all clear */
+	/* A day window: U = 86,400 s in us, products of counts near the
+	 * bound stay exact. */
+	k = fc_compile("16777215/d", 0, FC_ALGO_SLIDING, FC_COUNT_PACKETS);
+	memset(st, 0, sizeof(st));
+	assert_int_equal(fc_try(&k, st, T0, 65535), 1);
+	assert_int_equal(fc_tier_remaining(k.algo, &k.tier[0], st[0], T0, 0), 16777215 - 65535);
+	/* T0 is 03:00 UTC: noon the next day is half a day in. */
+	assert_int_equal(fc_try(&k, st, T0 + (21 + 12) * 3600 * SEC, 65535), 1);
+	/* Half of the last day's 65535 still counts, rounded up. */
+	assert_int_equal(fc_tier_remaining(k.algo, &k.tier[0], st[0], T0 + (21 + 12) * 3600 * SEC, 0),
+			 16777215 - 65535 - 32768);
+}
+
+/* A rollback takes its cost off this window's count, or nothing once the
+ * window has moved on. */
+static void test_sliding_refund(void **state)
+{
+	struct fc_policy k = fc_compile("10/m", 0, FC_ALGO_SLIDING, FC_COUNT_PACKETS);
+	__u64 st[FC_MAX_TIERS] = { 0 }, mid;
+	struct fc_charge a, b;
+
+	(void)state;
+	assert_true(fc_limit_try(k.algo, k.ntiers, k.tier, st, T0, 1, &a));
+	assert_true(fc_limit_try(k.algo, k.ntiers, k.tier, st, T0, 1, &b));
+	fc_limit_refund(k.algo, k.ntiers, st, 1, &a); /* not the last: comes off the count */
+	assert_int_equal(fc_tier_remaining(k.algo, &k.tier[0], st[0], T0, 0), 9);
+	mid = st[0];
+	assert_true(fc_limit_try(k.algo, k.ntiers, k.tier, st, T0 + 61 * SEC, 1, &a));
+	fc_limit_refund(k.algo, k.ntiers, st, 1, &b); /* its window is over */
+	assert_int_equal(st[0], ((mid >> FC_SLIDE_IDX_SHIFT) + 1) << FC_SLIDE_IDX_SHIFT | 1ULL << FC_SLIDE_COUNT_BITS | 1);
+}
+
+/* Remaining and Retry-After read the same rule. */
+static void test_sliding_headers(void **state)
+{
+	struct fc_policy k = fc_compile("10/m", 0, FC_ALGO_SLIDING, FC_COUNT_PACKETS);
+	const struct fc_tier *t = &k.tier[0];
+	__u64 st[FC_MAX_TIERS] = { 0 }, w;
+
+	(void)state;
+	assert_int_equal(fc_tier_remaining(k.algo, t, st[0], T0, 0), 10);
+	assert_int_equal(fc_tier_retry_after(k.algo, t, st[0], T0, 1, 0), 0);
+	assert_int_equal(fc_try_n(&k, st, T0 + 50 * SEC, 10), 10);
+	/* Full this window: the next, where 10*(60-e) + 60 <= 600 from 6 s. */
+	assert_int_equal(fc_tier_remaining(k.algo, t, st[0], T0 + 50 * SEC, 0), 0);
+	assert_int_equal(fc_tier_retry_after(k.algo, t, st[0], T0 + 50 * SEC, 1, 0), 16 * SEC);
+	assert_int_equal(fc_tier_retry_after(k.algo, t, st[0], T0 + 50 * SEC, 10, 0), 70 * SEC); /* all 10: 60 s on */
+	assert_int_equal(fc_tier_retry_after(k.algo, t, st[0], T0 + 50 * SEC, 11, 0), 70 * SEC); /* never: both gone */
+	/* 30 s into the next: 5 left, as the vectors say. */
+	assert_int_equal(fc_tier_remaining(k.algo, t, st[0], T0 + 90 * SEC, 0), 5);
+	assert_int_equal(fc_try_n(&k, st, T0 + 90 * SEC, 20), 5);
+	/* 10*(60-e) + 6*60 <= 600 from e = 36 s: 6 s on. */
+	w = fc_tier_retry_after(k.algo, t, st[0], T0 + 90 * SEC, 1, 0);
+	assert_int_equal(w, 6 * SEC);
+	assert_int_equal(fc_try(&k, st, T0 + 90 * SEC + w - 1000, 1), 0);
+	assert_int_equal(fc_try(&k, st, T0 + 90 * SEC + w, 1), 1);
+}
+
+/* Counts are 24 bits of the word: the loader refuses rates beyond them. */
+static void test_sliding_bounds(void **state)
+{
+	struct fc_policy_spec p = { .id = 1, .algo = FC_ALGO_SLIDING, .kind = FC_MATCH_STAR };
+	struct fc_err err;
+
+	(void)state;
+	assert_int_equal(fc_rates_parse("16777215/s,16777215/d", &p, &err), 0);
+	assert_int_equal(fc_policy_validate(&p, &err), 0);
+	assert_int_equal(fc_rates_parse("10/s,16777216/d", &p, &err), 0);
+	assert_int_equal(fc_policy_validate(&p, &err), -1);
+	assert_string_equal(err.msg, "rate \"16777216/d\": --algo sliding counts at most 16777215 per window (24 "
+				     "bits of a 64-bit word); use gcra or window for more");
+	p.algo = FC_ALGO_WINDOW;
+	assert_int_equal(fc_policy_validate(&p, &err), 0);
+}
+
 static void test_race_exact(void **state)
 {
-	static const enum fc_algo algos[] = { FC_ALGO_WINDOW, FC_ALGO_GCRA };
+	static const enum fc_algo algos[] = { FC_ALGO_WINDOW, FC_ALGO_GCRA, FC_ALGO_SLIDING };
 	struct fc_race r[4];
 	pthread_t th[4];
 	__u64 st[FC_MAX_TIERS];
@@ -347,7 +476,7 @@ static void test_race_exact(void **state)
 	int i, total;
 
 	(void)state;
-	for (a = 0; a < 2; a++) {
+	for (a = 0; a < sizeof(algos) / sizeof(algos[0]); a++) {
 		struct fc_policy k = fc_compile("100000/m,50000/h", 0, algos[a], FC_COUNT_PACKETS);
 
 		memset(st, 0, sizeof(st));
@@ -379,6 +508,11 @@ int main(void)
 		cmocka_unit_test(test_rounding),
 		cmocka_unit_test(test_clock_backwards),
 		cmocka_unit_test(test_race_exact),
+		cmocka_unit_test(test_sliding_vectors),
+		cmocka_unit_test(test_sliding_edges),
+		cmocka_unit_test(test_sliding_refund),
+		cmocka_unit_test(test_sliding_headers),
+		cmocka_unit_test(test_sliding_bounds),
 	};
 
 	return cmocka_run_group_tests_name("limit algorithms (maps/fc_limit.h)", tests, NULL, NULL);

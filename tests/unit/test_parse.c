@@ -210,12 +210,29 @@ static void test_time_format(void **state)
 	assert_string_equal(buf, "2026-11-22T03:00:00Z");
 }
 
+/* A TTL lasts at least its duration: the expiry (whole seconds) rounds up. */
+static void test_expires(void **state)
+{
+	struct timespec t = { .tv_sec = 1000, .tv_nsec = 999000000 };
+	int64_t before, got;
+
+	(void)state;
+	assert_int_equal(fc_expires_at(&t, 1), 1002); /* not 1001, 1 ms later */
+	t.tv_nsec = 1;
+	assert_int_equal(fc_expires_at(&t, 1), 1002);
+	t.tv_nsec = 0; /* on the second: exactly ttl */
+	assert_int_equal(fc_expires_at(&t, 1), 1001);
+	before = (int64_t)time(NULL);
+	got = fc_expires_after(60);
+	assert_true(got >= before + 60 && got <= before + 62);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_prefix_good),   cmocka_unit_test(test_prefix_bad),
 		cmocka_unit_test(test_prefix_keys),   cmocka_unit_test(test_duration_good),
-		cmocka_unit_test(test_duration_bad),  cmocka_unit_test(test_time_format),
+		cmocka_unit_test(test_duration_bad),  cmocka_unit_test(test_time_format), cmocka_unit_test(test_expires),
 	};
 
 	return cmocka_run_group_tests_name("parsing (addresses, prefixes, durations)", tests, NULL, NULL);

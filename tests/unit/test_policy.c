@@ -6,6 +6,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
 
@@ -37,8 +38,8 @@ static const struct {
 	const char *in;
 	const char *msg;
 } fc_bad_rates[] = {
-	{ "10", "rate \"10\": expected N/UNIT, e.g. 100/s or 5000/h" },
-	{ "", "rate \"\": expected N/UNIT, e.g. 100/s or 5000/h" },
+	{ "10", "rate \"10\": expected N/UNIT[:B], e.g. 100/s or 5000/h" },
+	{ "", "rate \"\": expected N/UNIT[:B], e.g. 100/s or 5000/h" },
 	{ "10/x", "rate \"10/x\": unit must be one of s, m, h, d" },
 	{ "10/", "rate \"10/\": unit must be one of s, m, h, d" },
 	{ "10/sec", "rate \"10/sec\": unit must be one of s, m, h, d" },
@@ -52,6 +53,13 @@ static const struct {
 	{ "1000000000001/s", "rate \"1000000000001/s\": N must be at most 1000000000000" },
 	{ "99999999999999999999999999999999/s",
 	  "rate \"99999999999999999999999999999999/s\": N must be at most 1000000000000" },
+	{ "10/s:", "rate \"10/s:\": burst B must be a whole number from 1 to 1000000000000" },
+	{ "10/s:0", "rate \"10/s:0\": burst B must be a whole number from 1 to 1000000000000" },
+	{ "10/s:x", "rate \"10/s:x\": burst B must be a whole number from 1 to 1000000000000" },
+	{ "10/s:5:6", "rate \"10/s:5:6\": burst B must be a whole number from 1 to 1000000000000" },
+	{ "10/s:1000000000001", "rate \"10/s:1000000000001\": burst B must be a whole number from 1 to 1000000000000" },
+	{ "10/sx:5", "rate \"10/sx:5\": unit must be one of s, m, h, d" },
+	{ "10/:5", "rate \"10/:5\": unit must be one of s, m, h, d" },
 };
 
 static void test_rates(void **state)
@@ -63,15 +71,25 @@ static void test_rates(void **state)
 	size_t i;
 
 	(void)state;
-	assert_int_equal(fc_rate_parse("100/s", &r, &err), 0);
+	assert_int_equal(fc_rate_parse("100/s", &r, true, &err), 0);
 	assert_int_equal(r.n, 100);
 	assert_int_equal(r.unit_secs, 1);
-	assert_int_equal(fc_rate_parse("1/d", &r, &err), 0);
+	assert_int_equal(r.burst, 0);
+	assert_int_equal(fc_rate_parse("1/d", &r, true, &err), 0);
 	assert_int_equal(r.unit_secs, 86400);
-	assert_int_equal(fc_rate_parse("1000000000000/h", &r, &err), 0);
+	assert_int_equal(fc_rate_parse("1000000000000/h", &r, true, &err), 0);
+	assert_int_equal(fc_rate_parse("10/m:3", &r, true, &err), 0);
+	assert_int_equal(r.n, 10);
+	assert_int_equal(r.unit_secs, 60);
+	assert_int_equal(r.burst, 3);
+	/* --escalate's rate has no burst. */
+	assert_int_equal(fc_rate_parse("10/m:3", &r, false, &err), -1);
+	assert_string_equal(err.msg, "rate \"10/m:3\": expected N/UNIT (no :B burst here)");
+	assert_int_equal(fc_rate_parse("10", &r, false, &err), -1);
+	assert_string_equal(err.msg, "rate \"10\": expected N/UNIT, e.g. 100/s or 5000/h");
 	for (i = 0; i < sizeof(fc_bad_rates) / sizeof(fc_bad_rates[0]); i++) {
 		memset(&err, 0, sizeof(err));
-		if (fc_rate_parse(fc_bad_rates[i].in, &r, &err) == 0)
+		if (fc_rate_parse(fc_bad_rates[i].in, &r, true, &err) == 0)
 			fail_msg("accepted \"%s\"", fc_bad_rates[i].in);
 		assert_string_equal(err.msg, fc_bad_rates[i].msg);
 	}
@@ -79,6 +97,14 @@ static void test_rates(void **state)
 	assert_int_equal(p.ntiers, 4);
 	fc_rates_format(&p, buf);
 	assert_string_equal(buf, "10/s,600/m,5000/h,100000/d");
+	/* Per-tier bursts round-trip through the canonical text (the store's
+	 * rates column, export/import, list). */
+	assert_int_equal(fc_rates_parse("10/s:20,600/m,5000/h:1,100000/d:100000", &p, &err), 0);
+	assert_int_equal(p.rate[0].burst, 20);
+	assert_int_equal(p.rate[1].burst, 0);
+	assert_int_equal(p.rate[2].burst, 1);
+	fc_rates_format(&p, buf);
+	assert_string_equal(buf, "10/s:20,600/m,5000/h:1,100000/d:100000");
 	assert_int_equal(fc_rates_parse("1/s,1/s,1/s,1/s,1/s", &p, &err), -1);
 	assert_string_equal(err.msg, "rates \"1/s,1/s,1/s,1/s,1/s\": at most 4");
 	/* A stored list too long to read whole is refused, not cut. */
@@ -179,7 +205,7 @@ static void test_enums(void **state)
 	assert_int_equal(fc_algo_parse("window", &a, &err), 0);
 	assert_int_equal(a, FC_ALGO_WINDOW);
 	assert_int_equal(fc_algo_parse("leaky", &a, &err), -1);
-	assert_string_equal(err.msg, "algo \"leaky\": expected one of gcra, window");
+	assert_string_equal(err.msg, "algo \"leaky\": expected one of gcra, window, sliding");
 	assert_int_equal(fc_action_parse("log", &ac, &err), 0);
 	assert_int_equal(ac, FC_ACTION_LOG);
 	assert_int_equal(fc_action_parse("reject", &ac, &err), -1);
@@ -211,8 +237,31 @@ static void test_validate(void **state)
 	p.algo = FC_ALGO_WINDOW;
 	p.burst = 5;
 	assert_int_equal(fc_policy_validate(&p, &err), -1);
-	assert_string_equal(err.msg, "--burst applies to --algo gcra; a fixed window admits N per window");
+	assert_string_equal(err.msg, "a burst (--burst, N/UNIT:B) applies to --algo gcra; --algo window admits N "
+				     "per window");
+	p.burst = 0;
+	assert_int_equal(fc_rates_parse("10/s,100/m:5", &p, &err), 0);
+	assert_int_equal(fc_policy_validate(&p, &err), -1);
+	assert_string_equal(err.msg, "a burst (--burst, N/UNIT:B) applies to --algo gcra; --algo window admits N "
+				     "per window");
 	p.algo = FC_ALGO_GCRA;
+	assert_int_equal(fc_policy_validate(&p, &err), 0);
+	/* --burst is the first tier's shorthand: both for it is an error. */
+	assert_int_equal(fc_rates_parse("10/s:20,100/m", &p, &err), 0);
+	p.burst = 5;
+	assert_int_equal(fc_policy_validate(&p, &err), -1);
+	assert_string_equal(err.msg, "the first rate's burst given twice: --burst 5 and --rate 10/s:20 (use one)");
+	assert_int_equal(fc_rates_parse("10/s,100/m:20", &p, &err), 0);
+	assert_int_equal(fc_policy_validate(&p, &err), 0); /* --burst for the first, :20 the second */
+	assert_int_equal(fc_tier_burst(&p, 0), 5);
+	assert_int_equal(fc_tier_burst(&p, 1), 20);
+	p.burst = 0;
+	assert_int_equal(fc_tier_burst(&p, 0), 10);
+	assert_int_equal(fc_rates_parse("10/s,1/d:1000000000000", &p, &err), 0);
+	assert_int_equal(fc_policy_validate(&p, &err), -1);
+	assert_string_equal(err.msg, "rate \"1/d:1000000000000\": burst 1000000000000 at that rate is more than a "
+				     "century of credit");
+	assert_int_equal(fc_rates_parse("10/s", &p, &err), 0);
 	p.new_sources = 100;
 	assert_int_equal(fc_policy_validate(&p, &err), -1);
 	assert_string_equal(err.msg, "--new-sources applies to the ip=* policy only");
@@ -220,7 +269,8 @@ static void test_validate(void **state)
 	assert_int_equal(fc_rates_parse("1/d", &p, &err), 0);
 	p.burst = 1000000000000ULL;
 	assert_int_equal(fc_policy_validate(&p, &err), -1);
-	assert_string_equal(err.msg, "--burst 1000000000000: at 1 per 86400s that is more than a century of credit");
+	assert_string_equal(err.msg, "rate \"1/d\": burst 1000000000000 at that rate is more than a century of "
+				     "credit");
 }
 
 static void test_compile(void **state)
@@ -249,6 +299,13 @@ static void test_compile(void **state)
 	p.burst = 10; /* 100 us of tolerance: under a tick */
 	fc_policy_compile(&p, 9, &k);
 	assert_int_equal(k.flags, FC_POLICY_PRECISE);
+	/* Each tier its own burst. */
+	p.burst = 0;
+	assert_int_equal(fc_rates_parse("10/s:2,3/m:1", &p, &err), 0);
+	fc_policy_compile(&p, 9, &k);
+	assert_int_equal(k.tier[0].tolerance_ns, 200000000);
+	assert_int_equal(k.tier[1].tolerance_ns, 20000000000ULL);
+	assert_int_equal(fc_rates_parse("100000/s", &p, &err), 0);
 	p.algo = FC_ALGO_WINDOW;
 	p.burst = 0;
 	fc_policy_compile(&p, 9, &k);
@@ -273,8 +330,10 @@ static void test_scale(void **state)
 	struct fc_err err;
 
 	(void)state;
-	assert_int_equal(fc_rates_parse("10/s,1/d,1000/h", &p, &err), 0);
+	assert_int_equal(fc_rates_parse("10/s,1/d,1000/h:400", &p, &err), 0);
 	fc_policy_scale(&p, 0.25, &s);
+	assert_int_equal(s.rate[2].burst, 100);
+	assert_int_equal(s.rate[0].burst, 0);
 	assert_int_equal(s.rate[0].n, 2);
 	assert_int_equal(s.rate[1].n, 1); /* at least one per period */
 	assert_int_equal(s.rate[2].n, 250);
@@ -296,11 +355,15 @@ static void test_options_table(void **state)
 		{ "{\"id\": 1, \"match\": \"uid=a\", \"rates\": [\"1/s\"], \"burst\": 0}", "burst",
 		  "burst \"0\": expected a whole number from 1 to 1000000000000" },
 		{ "{\"id\": 1, \"match\": \"uid=a\", \"rates\": [\"1/s\"], \"algo\": \"leaky\"}", "algo",
-		  "algo \"leaky\": expected one of gcra, window" },
+		  "algo \"leaky\": expected one of gcra, window, sliding" },
 		{ "{\"id\": 1, \"match\": \"ip=*\", \"rates\": [\"1/s\"], \"new_sources\": \"5\"}", "new_sources",
 		  "new_sources: expected null or a whole number" },
 		{ "{\"id\": 1, \"match\": \"uid=a\", \"rates\": [\"1/s\", \"2/x\"]}", "rates[1]",
 		  "rate \"2/x\": unit must be one of s, m, h, d" },
+		{ "{\"id\": 1, \"match\": \"uid=a\", \"rates\": [\"1/s:3\"], \"burst\": 2}", "",
+		  "the first rate's burst given twice: --burst 2 and --rate 1/s:3 (use one)" },
+		{ "{\"id\": 1, \"match\": \"uid=a\", \"rates\": [\"1/s\"], \"escalate\": \"5/m:2\", \"ban_ttl\": 9}",
+		  "escalate", "rate \"5/m:2\": expected N/UNIT (no :B burst here)" },
 		{ "{\"id\": 1, \"match\": \"uid=a\", \"rates\": [\"1/s\"], \"escalate\": \"5/m\", \"ban_ttl\": -1}",
 		  "ban_ttl", "duration \"-1s\": expected a number at \"-1s\"" },
 		{ "{\"id\": 1, \"match\": \"uid=a\", \"rates\": [\"1/s\"], \"colour\": 1}", "colour",
@@ -333,6 +396,23 @@ static void test_options_table(void **state)
 	assert_int_equal(p.delay_burst, 4);
 	assert_int_equal(p.escalate.n, 5);
 	assert_int_equal(p.ban_ttl, 3600);
+	json_decref(j);
+	/* Export writes the per-tier bursts in the rates; import reads them back. */
+	assert_int_equal(fc_rates_parse("10/s:3,100/d:50", &p, &err), 0);
+	p.action = FC_ACTION_DROP;
+	p.escalate.n = 0;
+	p.ban_ttl = 0;
+	p.delay_burst = 0;
+	j = fc_policy_to_json(&p);
+	{
+		struct fc_policy_spec q;
+		char *text = json_dumps(json_object_get(j, "rates"), JSON_COMPACT);
+
+		assert_string_equal(text, "[\"10/s:3\",\"100/d:50\"]");
+		free(text);
+		assert_int_equal(fc_policy_from_json(j, &q, field, &err), 0);
+		assert_memory_equal(q.rate, p.rate, sizeof(p.rate));
+	}
 	json_decref(j);
 }
 

@@ -271,7 +271,7 @@ static void test_newer_schema_refused(void **state)
 	fc_raw_sql(t, "PRAGMA user_version = 99", "UPDATE meta SET value = 99 WHERE key = 'schema'");
 	assert_int_equal(fc_store_open(t->path, &st, &err), -1);
 	snprintf(want, sizeof(want), "store %s: schema version 99 is newer than this freqctl knows (%d)", t->path,
-		 t->pg ? 2 : 6);
+		 t->pg ? 3 : 7);
 	assert_string_equal(err.msg, want);
 }
 
@@ -308,7 +308,8 @@ static void fc_policy_put_ok(struct fc_store *st, const struct fc_policy_spec *p
 static void test_policies(void **state)
 {
 	struct fc_t *t = *state;
-	struct fc_policy_spec a = fc_spec(7, "ip=198.18.0.0/15", "10/s,100/d"), b = fc_spec(9, "ip=*", "5/m");
+	/* --burst for the first tier, :B for the second: both kept as given. */
+	struct fc_policy_spec a = fc_spec(7, "ip=198.18.0.0/15", "10/s,100/d:40"), b = fc_spec(9, "ip=*", "5/m");
 	struct fc_policy_row ra, rb, rc, got, *rows;
 	struct fc_err err;
 	size_t n;
@@ -367,6 +368,18 @@ static void test_policies(void **state)
 	assert_int_equal(rows[2].spec.id, 12);
 	assert_int_equal(rows[0].spec.new_sources, 500);
 	free(rows);
+
+	/* --algo sliding is a value the schema takes (v7 rebuilt the CHECK). */
+	b = fc_spec(13, "uid=s", "10/m");
+	fc_policy_put_ok(t->st, &b, &ra);
+	b.algo = FC_ALGO_SLIDING;
+	fc_policy_put_ok(t->st, &b, &rc);
+	assert_int_equal(fc_store_policy_get(t->st, 13, &got, &found, &err), 0);
+	assert_true(found);
+	assert_memory_equal(&got.spec, &b, sizeof(b));
+	/* Another algorithm reads the bucket words otherwise: a new epoch. */
+	assert_int_equal(rc.slot, ra.slot);
+	assert_int_not_equal(rc.epoch, ra.epoch);
 }
 
 /* A policy row edited by hand into nonsense is reported, not published. */

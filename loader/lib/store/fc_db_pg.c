@@ -68,7 +68,12 @@ static const char fc_pg_schema_v2[] =
 	"ALTER TABLE policies ADD COLUMN max_keys bigint;"
 	"ALTER TABLE policies ADD COLUMN new_keys bigint;";
 
-static const char *const fc_pg_schema[] = { fc_pg_schema_v1, fc_pg_schema_v2 };
+/* --algo sliding. */
+static const char fc_pg_schema_v3[] =
+	"ALTER TABLE policies DROP CONSTRAINT policies_algo_check;"
+	"ALTER TABLE policies ADD CONSTRAINT policies_algo_check CHECK (algo IN ('gcra', 'window', 'sliding'));";
+
+static const char *const fc_pg_schema[] = { fc_pg_schema_v1, fc_pg_schema_v2, fc_pg_schema_v3 };
 #define FC_PG_SCHEMA_VERSION ((int64_t)(sizeof(fc_pg_schema) / sizeof(fc_pg_schema[0])))
 
 struct fc_db_pg {

@@ -88,8 +88,34 @@ static const char fc_schema_v6[] =
 	"ALTER TABLE policies ADD COLUMN max_keys INTEGER;"
 	"ALTER TABLE policies ADD COLUMN new_keys INTEGER;";
 
+/* --algo sliding (a CHECK again: rebuild the table, columns as they are). */
+static const char fc_schema_v7[] =
+	"CREATE TABLE policies_v7 ("
+	"  id      INTEGER PRIMARY KEY CHECK (id BETWEEN 1 AND 4294967295),"
+	"  match   TEXT    NOT NULL UNIQUE,"
+	"  rates   TEXT    NOT NULL,"        /* canonical: 10/s:20,1000/d (N/UNIT[:B]) */
+	"  burst   INTEGER,"                 /* --burst, the first rate's; NULL = its :B or N */
+	"  algo    TEXT    NOT NULL CHECK (algo IN ('gcra', 'window', 'sliding')),"
+	"  action  TEXT    NOT NULL CHECK (action IN ('drop', 'log', 'delay')),"
+	"  count   TEXT    NOT NULL CHECK (count IN ('packets', 'bytes', 'syn')),"
+	"  new_sources INTEGER,"
+	"  slot    INTEGER NOT NULL UNIQUE " FC_SQL_SLOT_CHECK ","
+	"  epoch   INTEGER NOT NULL,"
+	"  created INTEGER NOT NULL,"
+	"  updated INTEGER NOT NULL,"
+	"  delay_burst INTEGER,"
+	"  escalate TEXT,"
+	"  ban_ttl INTEGER,"
+	"  layer   TEXT CHECK (layer IN ('auto', 'xdp', 'http')),"
+	"  max_keys INTEGER,"
+	"  new_keys INTEGER"
+	");"
+	"INSERT INTO policies_v7 SELECT * FROM policies;"
+	"DROP TABLE policies;"
+	"ALTER TABLE policies_v7 RENAME TO policies;";
+
 static const char *const fc_schema[] = { fc_schema_v1, fc_schema_v2, fc_schema_v3, fc_schema_v4, fc_schema_v5,
-					 fc_schema_v6 };
+					 fc_schema_v6, fc_schema_v7 };
 #define FC_SCHEMA_VERSION ((int)(sizeof(fc_schema) / sizeof(fc_schema[0])))
 
 struct fc_db_sqlite {

@@ -393,7 +393,7 @@ static int fc_policy_row_read(struct fc_store *st, int id, void *out, struct fc_
 		if (!txt[i])
 			return fc_err_set(err, "store %s: policy %u: a required column is NULL", st->db->name, p->id),
 			       FC_ROW_BAD;
-	if ((esc && fc_rate_parse(esc, &p->escalate, &why) < 0) ||
+	if ((esc && fc_rate_parse(esc, &p->escalate, false, &why) < 0) ||
 	    (layer && fc_enum_parse("layer", layer, fc_layer_names, &lv, &why) < 0) ||
 	    (p->layer = (enum fc_layer)lv, fc_match_parse(txt[0], p, &why) < 0) ||
 	    fc_rates_parse(txt[1], p, &why) < 0 || fc_algo_parse(txt[2], &p->algo, &why) < 0 ||
@@ -480,8 +480,10 @@ int fc_store_policy_put(struct fc_store *st, const struct fc_policy_spec *p, int
 		out->slot = old.slot;
 		out->epoch = old.epoch;
 		fc_match_format(&old.spec, old_match);
-		/* A new key, or packets turned requests: its buckets start afresh. */
-		if (strcmp(old_match, match) || fc_policy_is_l7(&old.spec) != fc_policy_is_l7(p))
+		/* A new key, packets turned requests, or another algorithm (whose
+		 * word means something else): its buckets start afresh. */
+		if (strcmp(old_match, match) || fc_policy_is_l7(&old.spec) != fc_policy_is_l7(p) ||
+		    old.spec.algo != p->algo)
 			out->epoch = 0;
 	} else {
 		int rc = fc_slot_alloc(st, &out->slot, err);

@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# nginx's `return` ends a request in the rewrite phase, before PREACCESS, so
+# a location that only returns is never limited (as with limit_req); the
+# README's snippet, try_files to a named location that returns, is. Real
+# nginx; stopped by its pid on exit.
+. "$(dirname "$0")/lib.sh"
+[ "$(id -u)" -eq 0 ] || skip_all "needs root (bpffs for the pin dir, nginx workers as www-data)"
+why=$(fc_nginx_missing)
+[ -z "$why" ] || skip_all "$why"
+getent group www-data >/dev/null || skip_all "no www-data group for the workers"
+trap 'fc_nginx_stop; fc_finish' EXIT
+
+fc policy add 5 --match 'uid=u5' --rate 2/m >/dev/null
+FC_NGX_SERVER="location = /bare { return 200 'pong'; }
+	location = /ping { try_files /.freqctl-none @pong; }
+	location @pong { return 200 'pong'; }" \
+	fc_nginx_start "127.0.0.1:$(fc_port)" || skip_all "nginx did not start"
+
+got=$(codes 4 '/bare?uid=u5')
+check "a location that only returns is not limited ($got)" [ "$got" = "200 200 200 200" ]
+got=$(codes 4 '/ping?uid=u5')
+check "try_files to a location that returns is ($got)" [ "$got" = "200 200 429 429" ]
+exit 0
