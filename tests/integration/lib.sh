@@ -158,6 +158,16 @@ status_within_100ms() { # status_within_100ms STATUS PATH [curl args]
 	done
 	return 1
 }
+# The start of a suite that runs nginx: skipped without root, nginx or the
+# workers' group; nginx stopped (by its pid) and everything removed on exit.
+fc_nginx_suite() {
+	local why
+	[ "$(id -u)" -eq 0 ] || skip_all "needs root (bpffs for the pin dir, nginx workers as www-data)"
+	why=$(fc_nginx_missing)
+	[ -z "$why" ] || skip_all "$why"
+	getent group www-data >/dev/null || skip_all "no www-data group for the workers"
+	trap 'fc_nginx_stop; fc_finish' EXIT
+}
 fc_nginx_stop() {
 	local pid f=/tmp/fc-it-$tag/nginx.pid
 	[ -f "$f" ] || return 0

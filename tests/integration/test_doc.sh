@@ -169,37 +169,29 @@ registered() { # registered TABLE-NAME END-MARK
 		sed -n 's/.*ngx_string("\([^"]*\)").*/\1/p'
 }
 
-check_directives() {
-	local d text defined
-	mapfile -t dirs < <(registered ngx_http_freqctl_commands ngx_null_command)
-	[ "${#dirs[@]}" -ge 8 ] || note "found only ${#dirs[@]} directives in $MODULE_SRC"
-	text=$(section "$NGX8" DIRECTIVES)
-	for d in "${dirs[@]}"; do
-		grep -q "^\*$d\* " <<<"$text" || note "module(8): directive $d missing"
+# check_registered WHAT TABLE END SECTION SIGIL: every name in the module's
+# TABLE (up to END) is defined at the start of a line of module(8)'s SECTION
+# as *SIGILname*, and nothing else is defined there.
+check_registered() {
+	local what=$1 sigil=$5 re n text defined
+	local -a names
+	re=${sigil:+\\$sigil} # a regex for the sigil: $ is \$
+	mapfile -t names < <(registered "$2" "$3")
+	[ "${#names[@]}" -ge 3 ] || note "found only ${#names[@]} ${what}s in $MODULE_SRC"
+	text=$(section "$NGX8" "$4")
+	for n in "${names[@]}"; do
+		grep -q "^\*$re$n\*" <<<"$text" || note "module(8): $what $sigil$n missing"
 	done
-	defined=$(sed -n 's/^\*\([a-z_]*\)\* .*/\1/p' <<<"$text")
-	for d in $defined; do
-		printf '%s\n' "${dirs[@]}" | grep -qx "$d" || note "module(8): $d is not a directive of the module"
-	done
-	report
-}
-check "module(8) documents every directive the module registers, and no other" check_directives
-
-check_variables() {
-	local v text defined
-	mapfile -t vars < <(registered ngx_http_freqctl_vars ngx_http_null_variable)
-	[ "${#vars[@]}" -ge 3 ] || note "found only ${#vars[@]} variables in $MODULE_SRC"
-	text=$(section "$NGX8" VARIABLES)
-	for v in "${vars[@]}"; do
-		grep -qF "*\$$v*" <<<"$text" || note "module(8): variable \$$v missing"
-	done
-	defined=$(sed -n 's/^\*\$\([a-z_]*\)\*.*/\1/p' <<<"$text")
-	for v in $defined; do
-		printf '%s\n' "${vars[@]}" | grep -qx "$v" || note "module(8): \$$v is not a variable of the module"
+	defined=$(sed -n "s/^\*$re\([a-z_]*\)\*.*/\1/p" <<<"$text")
+	for n in $defined; do
+		printf '%s\n' "${names[@]}" | grep -qx "$n" || note "module(8): $sigil$n is not a $what of the module"
 	done
 	report
 }
-check "module(8) documents every variable the module registers, and no other" check_variables
+check "module(8) documents every directive the module registers, and no other" \
+	check_registered directive ngx_http_freqctl_commands ngx_null_command DIRECTIVES ""
+check "module(8) documents every variable the module registers, and no other" \
+	check_registered variable ngx_http_freqctl_vars ngx_http_null_variable VARIABLES '$'
 
 # --- the built pages -------------------------------------------------------
 

@@ -5,11 +5,7 @@
 # requests pass (logged once), and enforcement resumes when it is back. Real
 # nginx serving files; stopped by its pid on exit.
 . "$(dirname "$0")/lib.sh"
-[ "$(id -u)" -eq 0 ] || skip_all "needs root (bpffs for the pin dir, nginx workers as www-data)"
-why=$(fc_nginx_missing)
-[ -z "$why" ] || skip_all "$why"
-getent group www-data >/dev/null || skip_all "no www-data group for the workers"
-trap 'fc_nginx_stop; fc_finish' EXIT
+fc_nginx_suite
 d=/tmp/fc-it-$tag
 
 fc policy add 1 --match 'uid=u1' --rate 3/m >/dev/null

@@ -4,11 +4,7 @@
 # README's snippet, try_files to a named location that returns, is. Real
 # nginx; stopped by its pid on exit.
 . "$(dirname "$0")/lib.sh"
-[ "$(id -u)" -eq 0 ] || skip_all "needs root (bpffs for the pin dir, nginx workers as www-data)"
-why=$(fc_nginx_missing)
-[ -z "$why" ] || skip_all "$why"
-getent group www-data >/dev/null || skip_all "no www-data group for the workers"
-trap 'fc_nginx_stop; fc_finish' EXIT
+fc_nginx_suite
 
 fc policy add 5 --match 'uid=u5' --rate 2/m >/dev/null
 FC_NGX_SERVER="location = /bare { return 200 'pong'; }

@@ -3,11 +3,7 @@
 # refused with Retry-After and the RateLimit headers. Real nginx; stopped by
 # its pid on exit.
 . "$(dirname "$0")/lib.sh"
-[ "$(id -u)" -eq 0 ] || skip_all "needs root (bpffs for the pin dir, nginx workers as www-data)"
-why=$(fc_nginx_missing)
-[ -z "$why" ] || skip_all "$why"
-getent group www-data >/dev/null || skip_all "no www-data group for the workers"
-trap 'fc_nginx_stop; fc_finish' EXIT
+fc_nginx_suite
 
 # A minute window: stay clear of its end, where c_prev would start to count.
 while [ $((60 - $(date +%s) % 60)) -lt 5 ]; do sleep 0.2; done
