@@ -50,6 +50,7 @@ static const struct fc_case fc_cases[] = {
 	{ "banned (exact ban)", { "10.0.0.7", IPPROTO_UDP, .payload = 18 }, true },
 	{ "unmatched", { "198.18.0.8", IPPROTO_UDP, .payload = 18 }, true },
 	{ "exact-address GCRA policy", { "10.200.0.7", IPPROTO_UDP, .payload = 18 }, true },
+	{ "exact-address sliding-window policy", { "10.200.0.8", IPPROTO_UDP, .payload = 18 }, true },
 	{ "ip=* GCRA policy (TCP SYN)", { "198.18.0.8", IPPROTO_TCP, 0x02, .payload = 6 }, true },
 	/* The usual setup: a general ip=* limit and specific ones, both charged. */
 	{ "exact-address + ip=* policies (TCP SYN)", { "10.200.0.7", IPPROTO_TCP, 0x02, .payload = 6 }, true },
@@ -263,7 +264,9 @@ static int fc_import(const char *file, double *secs)
 
 /* FC_POLICIES policies through the real store and publish path, in one
  * transaction: exact-address GCRA policies on 10.200.0.0/16 at a rate the
- * benchmark never exhausts, and one ip=* GCRA policy charging TCP SYNs. */
+ * benchmark never exhausts, one of them (10.200.0.8) a sliding window at
+ * the most it counts (16,000,000/s, so part of a round may be refused), and
+ * one ip=* GCRA policy charging TCP SYNs. */
 static int fc_add_policies(double *secs)
 {
 	struct fc_policy_spec p = { .algo = FC_ALGO_GCRA };
@@ -285,7 +288,9 @@ static int fc_add_policies(double *secs)
 		else
 			snprintf(match, sizeof(match), "ip=*");
 		p.count = i < FC_POLICIES ? FC_COUNT_PACKETS : FC_COUNT_SYN;
-		if (fc_match_parse(match, &p, &err) < 0 || fc_rates_parse("1000000000/s", &p, &err) < 0 ||
+		p.algo = i == 8 ? FC_ALGO_SLIDING : FC_ALGO_GCRA;
+		if (fc_match_parse(match, &p, &err) < 0 ||
+		    fc_rates_parse(i == 8 ? "16000000/s" : "1000000000/s", &p, &err) < 0 ||
 		    fc_store_policy_put(st, &p, (int64_t)time(NULL), &row, &err) < 0)
 			goto out;
 	}
