@@ -2,10 +2,12 @@
 # make bench, nginx side: req/s of Debian's nginx on loopback serving a small
 # static file, plain, with freqctl's module (1,000 and 65,536 policies "uid=uK,
 # ip=127.0.0.1", the request matching one), and with limit_req (two zones:
-# address and uid) doing the equivalent; rounds interleaved, medians, ratios
-# against plain nginx from the same run. Then decisions/s of the L7 engine in
-# a tight loop against a GCRA Lua script in Redis via redis-benchmark
-# (EVALSHA, unpipelined). Everything started here is stopped by its pid.
+# address and uid) doing the equivalent; then per key: freqctl's "uid=*"
+# against "limit_req_zone $arg_uid", both holding 100,000 uids that the
+# requests cycle through. Rounds interleaved, medians, ratios from the same
+# run. Then decisions/s of the L7 engine in a tight loop against a GCRA Lua
+# script in Redis via redis-benchmark (EVALSHA, unpipelined, a key per user).
+# Everything started here is stopped by its pid.
 #
 # req/s on a shared 2-core machine moves by several per cent between runs, so
 # where perf can read the CPU's counters each wrk run is also measured as the
@@ -84,27 +86,45 @@ module=$PWD/build/ngx_http_freqctl_module.so
 for n in 1000 65536; do
 	build/fc_l7_bench seed "$dir/store-$n.db" "$dir/shm-$n" "$n"
 done
+build/fc_l7_bench seed-keys "$dir/store-keys.db" "$dir/shm-keys"
+# The per-key variants' requests: uids u0..u99999, cycling.
+KEYS=100000
+cat >"$dir/keys.lua" <<LUA
+local i = 0
+request = function()
+  i = (i + 1) % $KEYS
+  return wrk.format(nil, "/?uid=u" .. i)
+end
+LUA
 start plain "$port" "" "" ""
 start fc1k $((port + 2)) "load_module $module;" "freqctl_shm $dir/shm-1000; freqctl on; freqctl_uid \$arg_uid;" ""
 start fc64k $((port + 3)) "load_module $module;" "freqctl_shm $dir/shm-65536; freqctl on; freqctl_uid \$arg_uid;" ""
 start limitreq $((port + 4)) "" \
 	"limit_req_zone \$binary_remote_addr zone=addr:10m rate=10000000r/s; limit_req_zone \$arg_uid zone=uid:10m rate=10000000r/s;" \
 	"limit_req zone=addr burst=10000000 nodelay; limit_req zone=uid burst=10000000 nodelay;"
+start fckeys $((port + 5)) "load_module $module;" "freqctl_shm $dir/shm-keys; freqctl on; freqctl_uid \$arg_uid;" ""
+# 64 MB: room for the 100,000 keys (limit_req's nodes are about 128 bytes).
+start limitreqkeys $((port + 6)) "" "limit_req_zone \$arg_uid zone=uid:64m rate=10000000r/s;" \
+	"limit_req zone=uid burst=10000000 nodelay;"
 
-names=(plain fc1k fc64k limitreq)
-labels=("plain nginx" "freqctl, 1,000 policies" "freqctl, 65,536 policies" "limit_req, two zones")
+names=(plain fc1k fc64k limitreq fckeys limitreqkeys)
+labels=("plain nginx" "freqctl, 1,000 policies" "freqctl, 65,536 policies" "limit_req, two zones"
+	"freqctl, uid=*, 100k keys" "limit_req \$arg_uid, 100k keys")
+nv=${#names[@]}
 declare -A res cyc ins
 for r in $(seq "$ROUNDS"); do
-	for k in 0 1 2 3; do
-		i=$(((k + r) % 4)) # each round starts with another variant: no place in the order is favoured
+	for k in $(seq 0 $((nv - 1))); do
+		i=$(((k + r) % nv)) # each round starts with another variant: no place in the order is favoured
 		progress "round $r/$ROUNDS: ${labels[$i]}"
 		p=$((port + (i == 0 ? 0 : i + 1)))
 		worker=$(cat "$dir/${names[$i]}/worker")
+		wrkargs=(-t1 -c32 -d"${SECS}s")
+		[ "$i" -ge 4 ] && wrkargs+=(-s "$dir/keys.lua")
 		if $counters; then
 			out=$(perf stat -e cycles,instructions -x, -o "$dir/perf" -p "$worker" -- \
-				taskset -c 0 wrk -t1 -c32 -d"${SECS}s" "http://127.0.0.1:$p/?uid=u1")
+				taskset -c 0 wrk "${wrkargs[@]}" "http://127.0.0.1:$p/?uid=u1")
 		else
-			out=$(taskset -c 0 wrk -t1 -c32 -d"${SECS}s" "http://127.0.0.1:$p/?uid=u1")
+			out=$(taskset -c 0 wrk "${wrkargs[@]}" "http://127.0.0.1:$p/?uid=u1")
 		fi
 		if grep -q "Non-2xx" <<<"$out"; then
 			echo "bench_nginx: ${labels[$i]} answered non-2xx: the comparison would be void" >&2
@@ -122,9 +142,10 @@ done
 progress ""
 median() { tr ' ' '\n' | grep . | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 base=$(echo "${res[0]}" | median)
-echo "nginx req/s (wrk -t1 -c32, ${SECS}s x $ROUNDS interleaved rounds, median; one worker on CPU 1, wrk on CPU 0; GET /?uid=u1, 3-byte file):"
+echo "nginx req/s (wrk -t1 -c32, ${SECS}s x $ROUNDS interleaved rounds, median; one worker on CPU 1, wrk on CPU 0; GET /?uid=u1"
+echo "(per key: u0..u99999 cycling), 3-byte file):"
 printf '%-28s %12s %10s\n' "variant" "req/s" "x plain"
-for i in 0 1 2 3; do
+for i in $(seq 0 $((nv - 1))); do
 	m=$(echo "${res[$i]}" | median)
 	printf '%-28s %12.0f %10.3f\n' "${labels[$i]}" "$m" "$(echo "$m / $base" | bc -l)"
 done
@@ -134,6 +155,8 @@ for i in 1 2; do
 	printf '%-28s x limit_req %.3f (target >= 1.0), x plain %.3f (target >= 0.97)\n' "${labels[$i]}" \
 		"$(echo "$m / $lr" | bc -l)" "$(echo "$m / $base" | bc -l)"
 done
+m=$(echo "${res[4]}" | median)
+printf '%-28s x limit_req $arg_uid %.3f (target >= 1.0)\n' "${labels[4]}" "$(echo "$m / $(echo "${res[5]}" | median)" | bc -l)"
 # A ratio taken within each round, where the variants ran seconds apart:
 # drift between rounds (another tenant starting) cancels out. paired NAME
 # REF VARIANT DIR: median (quartiles) of REF/VARIANT (DIR=1) or VARIANT/REF.
@@ -150,7 +173,7 @@ if $counters; then
 	printf '%-28s %12s %12s %10s %12s\n' "variant" "cycles/req" "instr/req" "x plain" "x limit_req"
 	cbase=$(echo "${cyc[0]}" | median)
 	clr=$(echo "${cyc[3]}" | median)
-	for i in 0 1 2 3; do
+	for i in $(seq 0 $((nv - 1))); do
 		c=$(echo "${cyc[$i]}" | median)
 		printf '%-28s %12.0f %12.0f %10.3f %12.3f\n' "${labels[$i]}" "$c" "$(echo "${ins[$i]}" | median)" \
 			"$(echo "$cbase / $c" | bc -l)" "$(echo "$clr / $c" | bc -l)"
@@ -161,6 +184,7 @@ if $counters; then
 		printf '%-28s x plain %s (target >= 0.97), x limit_req %s (target >= 1.0)\n' "${labels[$i]}" \
 			"$(paired cyc 0 "$i" 1)" "$(paired cyc 3 "$i" 1)"
 	done
+	printf '%-28s x limit_req $arg_uid %s (target >= 1.0)\n' "${labels[4]}" "$(paired cyc 5 4 1)"
 else
 	echo
 	echo "(perf can not read the CPU's counters here: no cycles per request. The ratios below are"
@@ -170,6 +194,7 @@ else
 		printf '%-28s x plain %s (target >= 0.97), x limit_req %s (target >= 1.0)\n' "${labels[$i]}" \
 			"$(paired res 0 "$i" 0)" "$(paired res 3 "$i" 0)"
 	done
+	printf '%-28s x limit_req $arg_uid %s (target >= 1.0)\n' "${labels[4]}" "$(paired res 5 4 0)"
 fi
 
 # Decisions per second: the engine against a GCRA Lua script in Redis.
@@ -187,7 +212,7 @@ if new - t > B * T then return 0 end
 redis.call('SET', KEYS[1], new, 'PX', B * T + 1000)
 return 1")
 progress "redis-benchmark EVALSHA"
-redis_rps=$(redis-benchmark -p "$rport" -c 1 -n 100000 -q EVALSHA "$sha" 1 gcra:u1 1 1000000000 2>/dev/null |
+redis_rps=$(redis-benchmark -p "$rport" -c 1 -n 100000 -r 100000 -q EVALSHA "$sha" 1 gcra:u__rand_int__ 1 1000000000 2>/dev/null |
 	tr '\r' '\n' | sed -n 's/.*: \([0-9.]*\) requests per second.*/\1/p' | tail -1)
 progress "freqctl L7 engine"
 fc10=$(rm -rf "$dir/d10" && mkdir -p "$dir/d10" && build/fc_l7_bench seed "$dir/d10/db" "$dir/d10/shm" 10 &&
@@ -201,7 +226,7 @@ fck=$(rm -rf "$dir/dk" && mkdir -p "$dir/dk" && build/fc_l7_bench seed-keys "$di
 progress ""
 echo
 echo "L7 decisions/s, one core:"
-printf '%-36s %14.0f\n' "Redis GCRA Lua (EVALSHA, unpipelined)" "$redis_rps"
+printf '%-36s %14.0f\n' "Redis GCRA Lua (EVALSHA, unpipelined, 100k user keys)" "$redis_rps"
 printf '%-36s %14.0f  x Redis %.0f (target >= 100)\n' "freqctl engine, 10 policies" "$fc10" "$(echo "$fc10 / $redis_rps" | bc -l)"
 printf '%-36s %14.0f  x Redis %.0f; x 10 policies %.2f (target: >= 0.5)\n' "freqctl engine, 65,536 policies" "$fc64" \
 	"$(echo "$fc64 / $redis_rps" | bc -l)" "$(echo "$fc64 / $fc10" | bc -l)"
