@@ -188,23 +188,31 @@ FC_INLINE int fc_window_try(__u64 *state, const struct fc_tier *t, __u64 now, __
 	return 0;
 }
 
-/* Undoes an admission of cost that moved the word from prev to next: counts
- * add up, so within the window of next the cost comes off whatever others
- * added since; a charge to a window that has since ended is not given back. */
-FC_INLINE void fc_window_refund(__u64 *state, __u64 cost, __u64 prev, __u64 next)
+/* Undoes an admission of cost that moved a counting word from prev to next
+ * (the window's index above idx_shift, the count of this window cnt_shift
+ * up under cnt_mask): counts add up, so within the window of next the cost
+ * comes off whatever others added since; a charge to a window that has since
+ * ended is not given back. */
+FC_INLINE void fc_count_refund(__u64 *state, __u64 cost, __u64 prev, __u64 next, int idx_shift, int cnt_shift,
+			       __u64 cnt_mask)
 {
-	__u64 idx = next >> FC_WIN_COUNT_BITS, old;
+	__u64 idx = next >> idx_shift, old;
 	int i;
 
 	if (__sync_val_compare_and_swap(state, next, prev) == next)
 		return;
 	for (i = 0; i < FC_CAS_TRIES; i++) {
 		old = *(volatile __u64 *)state;
-		if ((old >> FC_WIN_COUNT_BITS) != idx || (old & FC_WIN_COUNT_MASK) < cost)
+		if ((old >> idx_shift) != idx || ((old >> cnt_shift) & cnt_mask) < cost)
 			return;
-		if (__sync_val_compare_and_swap(state, old, old - cost) == old)
+		if (__sync_val_compare_and_swap(state, old, old - (cost << cnt_shift)) == old)
 			return;
 	}
+}
+
+FC_INLINE void fc_window_refund(__u64 *state, __u64 cost, __u64 prev, __u64 next)
+{
+	fc_count_refund(state, cost, prev, next, FC_WIN_COUNT_BITS, 0, FC_WIN_COUNT_MASK);
 }
 
 /*
@@ -281,23 +289,12 @@ FC_INLINE int fc_sliding_try(__u64 *state, const struct fc_tier *t, __u64 now, _
 	return *next != 0;
 }
 
-/* Undoes an admission of cost that moved the word from prev to next: as the
- * fixed window's, within the window of next the cost comes off this window's
- * count; once the window has moved on, the charge stays. */
+/* The same for the sliding window's word: within the window of next the
+ * cost comes off this window's count; once the window has moved on, the
+ * charge stays. */
 FC_INLINE void fc_sliding_refund(__u64 *state, __u64 cost, __u64 prev, __u64 next)
 {
-	__u64 idx = next >> FC_SLIDE_IDX_SHIFT, old;
-	int i;
-
-	if (__sync_val_compare_and_swap(state, next, prev) == next)
-		return;
-	for (i = 0; i < FC_CAS_TRIES; i++) {
-		old = *(volatile __u64 *)state;
-		if ((old >> FC_SLIDE_IDX_SHIFT) != idx || ((old >> FC_SLIDE_COUNT_BITS) & FC_SLIDE_COUNT_MAX) < cost)
-			return;
-		if (__sync_val_compare_and_swap(state, old, old - (cost << FC_SLIDE_COUNT_BITS)) == old)
-			return;
-	}
+	fc_count_refund(state, cost, prev, next, FC_SLIDE_IDX_SHIFT, FC_SLIDE_COUNT_BITS, FC_SLIDE_COUNT_MAX);
 }
 
 /* What one policy's charge did to each tier's word, so that a later denial
