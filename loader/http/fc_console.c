@@ -64,6 +64,11 @@ struct fc_console {
 	struct fc_sample samples[FC_CONSOLE_SAMPLES];
 	size_t next;
 	struct fc_store_keep keep; /* one store connection for every request (ctx.keep) */
+	/* The busiest keys, from one scan of the key table a second however many
+	 * pages poll (under lock). */
+	struct fc_key_use keys[FC_CONSOLE_KEYS];
+	size_t nkeys;
+	double keys_t; /* fc_mono() of that scan; 0: none yet */
 };
 
 /* One request as it arrives: its body, and who sent it, for the log. */
@@ -499,9 +504,15 @@ static int fc_api_stats(struct fc_console *c, struct fc_reply *r)
 
 	if (fc_sample_take(&c->ctx, &cur, &a, &err) < 0)
 		return fc_reply_error(r, MHD_HTTP_SERVICE_UNAVAILABLE, NULL, "%s", err.msg);
-	if (fc_stats_busiest_keys(&c->ctx, &a, fc_utc_ns(), keys,
-				  FC_CONSOLE_KEYS, &nkeys, &err) < 0)
-		nkeys = 0; /* out of memory: the counters are still worth showing */
+	pthread_mutex_lock(&c->lock);
+	if (!c->keys_t || cur.t - c->keys_t >= 1.0) {
+		if (fc_stats_busiest_keys(&c->ctx, &a, fc_utc_ns(), c->keys, FC_CONSOLE_KEYS, &c->nkeys, &err) < 0)
+			c->nkeys = 0; /* out of memory: the counters are still worth showing */
+		c->keys_t = cur.t;
+	}
+	nkeys = c->nkeys;
+	memcpy(keys, c->keys, nkeys * sizeof(*keys));
+	pthread_mutex_unlock(&c->lock);
 	pols = json_array();
 	pthread_mutex_lock(&c->lock);
 	old = fc_sample_minute_ago(c, cur.t);
