@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
 /*
  * The verdict shared by the XDP and the TC program: parse up to the source
- * address; look it up once in the exact hash and once in its family's trie,
- * each answering both "banned?" and "which policy?"; then charge the
+ * address; look it up once in the exact hash and once in its family's prefix
+ * maps, each answering both "banned?" and "which policy?"; then charge the
  * policies of the exact address, of the longest prefix and ip=*, all or
  * none. What follows the IP header only ever sets a policy's cost: a frame
  * that is malformed past its source is banned and limited like any other.
@@ -12,6 +12,7 @@
 #define FC_DECIDE_BPF_H
 
 #include "fc_parse.bpf.h"
+#include "fc_prefix.bpf.h"
 #include "fc_state.bpf.h"
 
 #define FC_TCP_SYN 0x02
@@ -44,16 +45,6 @@ static __always_inline bool fc_banned(const struct fc_rule *r, struct fc_eval *e
 	return ev->now < r->ban_expires_ns;
 }
 
-/*
- * Ends the IPv4 or the IPv6 branch of a map lookup with an instruction of its
- * own. clang would otherwise merge the two branches' lookups into one call on
- * either map, and the verifier inlines a map lookup only where the call
- * always sees the same map: merged, every lookup became an indirect call,
- * 7 ns dearer here. The two no-op moves differ so they can not be merged.
- */
-#define FC_KEEP_CALL4(p) asm volatile("%0 = %0" : "+r"(p))
-#define FC_KEEP_CALL6(p) asm volatile("%0 = %0\n%0 = %0" : "+r"(p))
-
 static __always_inline struct fc_rule *fc_exact_lookup(struct fc_eval *ev)
 {
 	struct fc_rule *r = NULL;
@@ -70,29 +61,18 @@ static __always_inline struct fc_rule *fc_exact_lookup(struct fc_eval *ev)
 	return r;
 }
 
-static __always_inline struct fc_rule *fc_prefix_lookup(struct fc_eval *ev)
+/* The longest prefix covering the source, copied into *r, if it bans or
+ * limits it: a marker's rule or a /16's with nothing over it is no match. */
+static __always_inline const struct fc_rule *fc_prefix_lookup(struct fc_eval *ev, struct fc_rule *r)
 {
-	struct fc_pfx4_key k4;
-	struct fc_pfx6_key k6;
-
-	struct fc_rule *r = NULL;
-
 	if (ev->pkt.family == 4) {
-		if (ev->cfg->n_pfx4) {
-			k4.prefixlen = 32;
-			__builtin_memcpy(k4.a, ev->pkt.saddr.a, 4);
-			r = bpf_map_lookup_elem(&fc_pfx4, &k4);
-		}
-		FC_KEEP_CALL4(r);
+		if (ev->cfg->n_top4)
+			fc_prefix4_lookup(&ev->pkt, r);
 	} else {
-		if (ev->cfg->n_pfx6) {
-			k6.prefixlen = 128;
-			__builtin_memcpy(k6.a, ev->pkt.saddr.a, 16);
-			r = bpf_map_lookup_elem(&fc_pfx6, &k6);
-		}
-		FC_KEEP_CALL6(r);
+		if (ev->cfg->n_pfx6)
+			fc_prefix6_lookup(&ev->pkt, ev->cfg, r);
 	}
-	return r;
+	return (r->flags & FC_RULE_BANNED) || r->policy ? r : NULL;
 }
 
 static __always_inline void fc_count(struct fc_counter *c, __u64 bytes)
@@ -103,12 +83,13 @@ static __always_inline void fc_count(struct fc_counter *c, __u64 bytes)
 
 /*
  * The policies. A packet meets up to three (exact address, longest prefix,
- * ip=*), each checked by fc_policy_check. They are global functions: the
- * verifier checks each once, not at every call site and path, which keeps
- * the program small and well inside the verifier's limits. Their arguments
- * are plain memory and scalars (a global function can not be handed map
- * pointers), and what a charge found is kept per CPU in fc_scratch, so that a
- * later denial can roll it back.
+ * ip=*), and must be admitted by all or charged by none. The limit
+ * algorithms run in global functions (fc_charge, fc_refund): the verifier
+ * checks a global function once, not at every call site and on every path
+ * into it, and the algorithms' tiers and retries are the bulk of what it
+ * checks. Their arguments are plain memory and scalars (a global function can
+ * not be handed a map), and what a charge found is kept per CPU in
+ * fc_scratch, so that a later denial can roll it back.
  */
 enum fc_check {
 	FC_CHECK_NONE,  /* no such policy, or it does not apply (syn) */
@@ -117,6 +98,7 @@ enum fc_check {
 	FC_CHECK_LOG,   /* a log policy: check it once the packet is known to pass */
 };
 
+/* The policies a packet meets, in the order they are charged. */
 enum fc_hit_idx {
 	FC_HIT_EXACT,
 	FC_HIT_PREFIX,
@@ -124,7 +106,8 @@ enum fc_hit_idx {
 	FC_HITS,
 };
 
-/* What each hit's charge found, per CPU, keyed by hit index. */
+/* What the charge of each policy met found, per CPU, by its place in the
+ * order (fc_hit_idx, or first and second on the fast paths). */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, FC_HITS);
@@ -215,9 +198,29 @@ static __always_inline __u64 fc_policy_cost(const struct fc_policy *pol, const s
 	return 1;
 }
 
+/* Charges cost to the policy pol against bucket b at now, all tiers or
+ * none (fc_limit_try), keeping what it did in fc_scratch[idx]. */
+__noinline int fc_charge(const struct fc_policy *pol, struct fc_bucket *b, __u64 now, __u64 cost, __u32 idx)
+{
+	struct fc_charge *ch = bpf_map_lookup_elem(&fc_scratch, &idx);
+
+	if (!pol || !b || !ch)
+		return 0;
+	return fc_limit_try(pol->algo, pol->ntiers, pol->tier, b->state, now, cost, ch);
+}
+
+/* Rolls back what fc_charge did as idx. */
+__noinline int fc_refund(const struct fc_policy *pol, struct fc_bucket *b, __u64 cost, __u32 idx)
+{
+	struct fc_charge *ch = bpf_map_lookup_elem(&fc_scratch, &idx);
+
+	if (pol && b && ch)
+		fc_limit_refund(pol->algo, pol->ntiers, b->state, cost, ch);
+	return 0;
+}
+
 /* fc_policy_check's flags. */
 #define FC_CHECK_LOG_PASS 0x1 /* check a log policy: count passed or would-drop */
-#define FC_CHECK_KEEP     0x2 /* a later policy may deny: keep the charge for a refund */
 
 /* Checks the policy in slot against pkt, as hit idx. Without
  * FC_CHECK_LOG_PASS it leaves log policies for later and counts a denial. */
@@ -225,7 +228,6 @@ __noinline int fc_policy_check(const struct fc_pkt *pkt, __u32 slot, __u32 idx, 
 {
 	bool log = flags & FC_CHECK_LOG_PASS;
 	const struct fc_config *cfg;
-	struct fc_charge *ch, mine;
 	struct fc_policy *pol;
 	struct fc_bucket *b;
 	__u32 zero = 0;
@@ -234,8 +236,7 @@ __noinline int fc_policy_check(const struct fc_pkt *pkt, __u32 slot, __u32 idx, 
 
 	pol = bpf_map_lookup_elem(&fc_policies, &slot);
 	cfg = bpf_map_lookup_elem(&fc_config, &zero);
-	ch = flags & FC_CHECK_KEEP ? bpf_map_lookup_elem(&fc_scratch, &idx) : &mine;
-	if (!pkt || !pol || !cfg || !ch || !pol->ntiers)
+	if (!pkt || !pol || !cfg || !pol->ntiers)
 		return FC_CHECK_NONE;
 	if ((pol->action == FC_ACTION_LOG) != !!log)
 		return log ? FC_CHECK_NONE : FC_CHECK_LOG;
@@ -245,8 +246,7 @@ __noinline int fc_policy_check(const struct fc_pkt *pkt, __u32 slot, __u32 idx, 
 	b = idx == FC_HIT_STAR ? fc_src_bucket(pkt, cfg, slot) : bpf_map_lookup_elem(&fc_buckets, &slot);
 	if (!b)
 		return FC_CHECK_NONE;
-	ok = fc_limit_try(pol->algo, pol->ntiers, pol->tier, b->state, fc_clock(cfg, pol->flags & FC_POLICY_PRECISE),
-			  cost, ch);
+	ok = fc_charge(pol, b, fc_clock(cfg, pol->flags & FC_POLICY_PRECISE), cost, idx);
 	if (log)
 		fc_policy_count(slot, pkt->len, ok);
 	else if (!ok)
@@ -258,25 +258,24 @@ __noinline int fc_policy_check(const struct fc_pkt *pkt, __u32 slot, __u32 idx, 
 __noinline int fc_policy_refund(const struct fc_pkt *pkt, __u32 slot, __u32 idx)
 {
 	struct fc_policy *pol;
-	struct fc_charge *ch;
 	struct fc_bucket *b;
 
 	pol = bpf_map_lookup_elem(&fc_policies, &slot);
-	ch = bpf_map_lookup_elem(&fc_scratch, &idx);
-	if (!pkt || !pol || !ch)
+	if (!pkt || !pol)
 		return 0;
 	/* An ip=* charge may have gone to the overflow bucket: a refund to the
 	 * wrong word finds it moved and gives nothing back. */
 	b = idx == FC_HIT_STAR ? (struct fc_bucket *)fc_src_lookup(pkt) : bpf_map_lookup_elem(&fc_buckets, &slot);
 	if (b)
-		fc_limit_refund(pol->algo, pol->ntiers, b->state, fc_policy_cost(pol, pkt), ch);
+		fc_refund(pol, b, fc_policy_cost(pol, pkt), idx);
 	return 0;
 }
 
 /*
- * Drop policies are one conjunction: the packet passes only if every one
- * admits it, and a denial rolls back the charges already made. Log policies
- * are then checked on their own, as if enforcing, and never drop.
+ * The general path. Drop policies are one conjunction: the packet passes
+ * only if every one admits it, and a denial rolls back the charges already
+ * made. Log policies are then checked on their own, as if enforcing, and
+ * never drop.
  */
 static __always_inline bool fc_policies_deny(struct fc_eval *ev, __u32 exact_slot, __u32 prefix_slot,
 					     __u32 star_slot)
@@ -287,10 +286,7 @@ static __always_inline bool fc_policies_deny(struct fc_eval *ev, __u32 exact_slo
 
 #pragma unroll
 	for (i = 0; i < FC_HITS; i++) {
-		/* Only a charge that a later policy may undo is kept. */
-		__u32 keep = (i < FC_HIT_PREFIX && slots[FC_HIT_PREFIX]) || (i < FC_HIT_STAR && slots[FC_HIT_STAR]);
-
-		r[i] = slots[i] ? fc_policy_check(&ev->pkt, slots[i], i, keep ? FC_CHECK_KEEP : 0) : FC_CHECK_NONE;
+		r[i] = slots[i] ? fc_policy_check(&ev->pkt, slots[i], i, 0) : FC_CHECK_NONE;
 		if (r[i] != FC_CHECK_DENY)
 			continue;
 #pragma unroll
@@ -310,32 +306,75 @@ static __always_inline bool fc_policies_deny(struct fc_eval *ev, __u32 exact_slo
 }
 
 /*
- * The fast path of a packet that meets one policy only, whose bucket the
- * caller has in hand: nothing to roll back, nothing to keep. Used for a
- * source that only ip=* applies to (its bucket says no exact or prefix entry
- * matched it under the current rules: one lookup instead of three) and for
- * an address whose exact policy is all there is.
+ * The fast paths, for the policies met with their buckets in hand (the
+ * ip=* bucket of a source that has one): no lookup made twice, one clock
+ * read. One policy: nothing to roll back. Two (an exact address or a prefix
+ * with ip=*, an exact address inside a limited prefix): both charged or
+ * neither. Log policies, three policies and a source still without an ip=*
+ * bucket take the general path.
  */
-static __always_inline bool fc_single_deny(struct fc_eval *ev, __u64 *state, __u32 slot, __u32 idx)
+enum fc_fast {
+	FC_FAST_PASS,
+	FC_FAST_DROP,
+	FC_FAST_GENERAL, /* for the general path: nothing was charged */
+};
+
+static __always_inline int fc_single_deny(struct fc_eval *ev, __u32 slot, struct fc_bucket *b, __u32 idx)
 {
 	struct fc_policy *pol = bpf_map_lookup_elem(&fc_policies, &slot);
-	struct fc_charge mine;
 	__u64 cost;
 	int ok;
 
-	if (!pol || !pol->ntiers)
-		return false;
+	if (!pol)
+		return FC_FAST_PASS;
 	if (pol->action == FC_ACTION_LOG) {
 		fc_policy_check(&ev->pkt, slot, idx, FC_CHECK_LOG_PASS);
-		return false;
+		return FC_FAST_PASS;
 	}
 	cost = fc_policy_cost(pol, &ev->pkt);
 	if (!cost)
-		return false;
-	ok = fc_limit_try(pol->algo, pol->ntiers, pol->tier, state, fc_clock(ev->cfg, pol->flags & FC_POLICY_PRECISE),
-			  cost, &mine);
+		return FC_FAST_PASS;
+	ok = fc_charge(pol, b, fc_clock(ev->cfg, pol->flags & FC_POLICY_PRECISE), cost, 0);
 	fc_policy_count(slot, ev->pkt.len, ok);
-	return !ok;
+	return ok ? FC_FAST_PASS : FC_FAST_DROP;
+}
+
+static __always_inline int fc_pair_deny(struct fc_eval *ev, __u32 sa, struct fc_bucket *a, __u32 sb,
+					struct fc_bucket *b)
+{
+	struct fc_policy *pa = bpf_map_lookup_elem(&fc_policies, &sa);
+	struct fc_policy *pb = bpf_map_lookup_elem(&fc_policies, &sb);
+	__u64 ca, cb, now;
+
+	if (!pa || !pb || pa->action == FC_ACTION_LOG || pb->action == FC_ACTION_LOG)
+		return FC_FAST_GENERAL;
+	ca = fc_policy_cost(pa, &ev->pkt);
+	cb = fc_policy_cost(pb, &ev->pkt);
+	now = fc_clock(ev->cfg, (pa->flags | pb->flags) & FC_POLICY_PRECISE);
+	if (ca && !fc_charge(pa, a, now, ca, 0)) {
+		fc_policy_count(sa, ev->pkt.len, false);
+		return FC_FAST_DROP;
+	}
+	if (cb && !fc_charge(pb, b, now, cb, 1)) {
+		if (ca)
+			fc_refund(pa, a, ca, 0);
+		fc_policy_count(sb, ev->pkt.len, false);
+		return FC_FAST_DROP;
+	}
+	if (ca)
+		fc_policy_count(sa, ev->pkt.len, true);
+	if (cb)
+		fc_policy_count(sb, ev->pkt.len, true);
+	return FC_FAST_PASS;
+}
+
+/* The bucket of slot: the source's own under ip=* (star), the policy's
+ * otherwise. */
+static __always_inline struct fc_bucket *fc_bucket_of(__u32 slot, __u32 star, struct fc_src_bucket *src)
+{
+	if (slot == star)
+		return (struct fc_bucket *)src;
+	return bpf_map_lookup_elem(&fc_buckets, &slot);
 }
 
 /* len: the packet's whole length (at TC, beyond what is linear in data). */
@@ -344,11 +383,12 @@ static __always_inline bool fc_decide(void *data, void *data_end, __u32 len)
 	struct fc_cursor c = { .pos = data, .end = data_end };
 	struct fc_eval ev = { .pkt.len = len };
 	struct fc_src_bucket *src = NULL;
-	struct fc_rule *exact, *prefix;
-	struct fc_bucket *bucket;
+	const struct fc_rule *exact, *prefix;
+	struct fc_rule pfx = { 0 };
+	struct fc_bucket *ba, *bb;
+	__u32 star, e = 0, p = 0, sa, sb, zero = 0;
 	enum fc_parse_rc rc;
-	__u32 star;
-	__u32 zero = 0;
+	int v;
 
 	ev.st = bpf_map_lookup_elem(&fc_stats, &zero);
 	ev.cfg = bpf_map_lookup_elem(&fc_config, &zero);
@@ -372,10 +412,12 @@ static __always_inline bool fc_decide(void *data, void *data_end, __u32 len)
 		star = 0;
 	if (star) {
 		src = fc_src_lookup(&ev.pkt);
-		if (src && src->gen == ev.cfg->star_gen && src->rules_gen == ev.cfg->rules_gen) {
-			if (fc_single_deny(&ev, src->state, star, FC_HIT_STAR))
-				goto limited;
-			goto passed;
+		if (src && src->gen != ev.cfg->star_gen)
+			src = NULL; /* an earlier ip=* policy's */
+		if (src && src->rules_gen == ev.cfg->rules_gen) {
+			/* Only ip=* applies here: one lookup instead of three. */
+			sa = star;
+			goto single;
 		}
 	}
 	exact = fc_exact_lookup(&ev);
@@ -383,27 +425,45 @@ static __always_inline bool fc_decide(void *data, void *data_end, __u32 len)
 		fc_count(&ev.st->drop_exact, ev.pkt.len);
 		return true;
 	}
-	prefix = fc_prefix_lookup(&ev);
+	prefix = fc_prefix_lookup(&ev, &pfx);
 	if (fc_banned(prefix, &ev)) {
 		fc_count(&ev.st->drop_prefix, ev.pkt.len);
 		return true;
 	}
-	if (src && !exact && !prefix && src->gen == ev.cfg->star_gen)
+	if (src && !exact && !prefix)
 		src->rules_gen = ev.cfg->rules_gen; /* only ip=* applies here, until the rules change */
-	if (exact && exact->policy && !(prefix && prefix->policy) && !star) {
-		bucket = bpf_map_lookup_elem(&fc_buckets, &exact->policy);
-		if (bucket && fc_single_deny(&ev, bucket->state, exact->policy, FC_HIT_EXACT))
-			goto limited;
-	} else if ((exact && exact->policy) || (prefix && prefix->policy) || star) {
-		if (fc_policies_deny(&ev, exact ? exact->policy : 0, prefix ? prefix->policy : 0, star))
-			goto limited;
+	e = exact ? exact->policy : 0;
+	p = prefix ? prefix->policy : 0;
+	/* The policies met, first and second, in the order exact, prefix, ip=*. */
+	sa = e ? e : p ? p : star;
+	sb = e && p ? p : sa != star ? star : 0;
+	if (!sa)
+		goto passed;
+	if ((star && !src) || (e && p && star))
+		goto general;
+	if (sb) {
+		ba = fc_bucket_of(sa, star, src);
+		bb = fc_bucket_of(sb, star, src);
+		v = ba && bb ? fc_pair_deny(&ev, sa, ba, sb, bb) : FC_FAST_GENERAL;
+		if (v == FC_FAST_GENERAL)
+			goto general;
+		goto verdict;
+	}
+single:
+	/* (The hit index only tells fc_policy_check where a log policy's bucket is.) */
+	ba = fc_bucket_of(sa, star, src);
+	v = ba ? fc_single_deny(&ev, sa, ba, sa == star ? FC_HIT_STAR : FC_HIT_EXACT) : FC_FAST_PASS;
+	goto verdict;
+general:
+	v = fc_policies_deny(&ev, e, p, star) ? FC_FAST_DROP : FC_FAST_PASS;
+verdict:
+	if (v == FC_FAST_DROP) {
+		fc_count(&ev.st->drop_limit, ev.pkt.len);
+		return true;
 	}
 passed:
 	fc_count(ev.pkt.flags & FC_PKT_MALFORMED ? &ev.st->malformed : &ev.st->passed, ev.pkt.len);
 	return false;
-limited:
-	fc_count(&ev.st->drop_limit, ev.pkt.len);
-	return true;
 }
 
 #endif /* FC_DECIDE_BPF_H */

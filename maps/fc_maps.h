@@ -26,8 +26,8 @@ struct fc_counter {
  * not exactly these (tests/bpf checks the skeleton against it too).
  */
 #define FC_MAPS(X)                                                                                        \
-	X(exact4) X(exact6) X(pfx4) X(pfx6) X(stats) X(config) X(policies) X(buckets) X(src4) X(src6) \
-	X(pstats) X(flood)
+	X(exact4) X(exact6) X(top4) X(pfx4) X(pfx6) X(stats) X(config) X(policies) X(buckets) X(src4) \
+	X(src6) X(pstats) X(flood)
 
 /* A map's pinned name, e.g. FC_MAP_NAME(exact4) is "fc_exact4". */
 #define FC_MAP_NAME(name) "fc_" #name
@@ -45,7 +45,8 @@ struct fc_counter {
 #define FC_MAX_POLICIES    65536
 #define FC_POLICY_SLOTS    (FC_MAX_POLICIES + 1)
 
-/* Each exact hash and each trie holds bans and policy keys. */
+/* Each exact hash and each prefix hash holds bans and policy keys (a prefix
+ * hash its search markers too). */
 #define FC_MAX_RULES       (FC_MAX_BANS + FC_MAX_POLICIES)
 
 /* Per-source buckets of the ip=* policy, per family (LRUs: preallocated). */
@@ -66,11 +67,43 @@ struct fc_addr6 {
 	__u8 a[16];
 };
 
-/* LPM trie keys. Prefixes get one trie per family so that an IPv6 prefix such
- * as ::/0 can never cover IPv4 traffic. */
+/*
+ * Prefixes (ip=PREFIX bans and policies), one set of maps per family so that
+ * an IPv6 prefix can never cover IPv4 traffic:
+ *
+ * - IPv4 /1 to /16: fc_top4, an array with one entry per /16 (the top 16 bits
+ *   of a source index it). An entry holds what the prefixes of /1 to /16
+ *   covering that /16 say, and a bitmap of the longer lengths (/17 to /31)
+ *   that occur inside it, so a source whose /16 holds none costs one array
+ *   access.
+ * - IPv4 /17 to /31 and IPv6 /1 to /127: fc_pfx4 and fc_pfx6, hashes keyed by
+ *   length and masked address, searched by binary search on the lengths
+ *   (Waldvogel et al.): a perfect binary tree over the lengths FC_PFX4_MIN to
+ *   FC_PFX4_MAX (IPv4) and 1 to 127 (IPv6), walked from its root. A hit goes
+ *   on to longer lengths, a miss to shorter ones. So that a miss is right to
+ *   turn back, every prefix leaves a marker (FC_RULE_MARKER) at each length
+ *   on its path where the search must turn longer to reach it. Lengths that
+ *   occur nowhere under a node are skipped without a lookup: per /16 for
+ *   IPv4 (fc_top4.longer), globally for IPv6 (fc_config.lens6). At most 4
+ *   lookups for IPv4, 7 for IPv6; one where a single length is in use.
+ * - /32 and /128 are exact addresses (fc_exact4, fc_exact6).
+ *
+ * Every entry, marker or prefix, carries what all the prefixes covering it
+ * say (the loader folds them in, see struct fc_rule), so the last hit of a
+ * search is the whole answer.
+ */
+#define FC_TOP4_SHIFT  16 /* fc_top4 is indexed by the source's top 16 bits */
+#define FC_TOP4_SLOTS  (1 << 16)
+#define FC_PFX4_MIN    17 /* the lengths in fc_pfx4: a tree of 4 levels */
+#define FC_PFX4_MAX    31
+#define FC_PFX4_LEVELS 4
+#define FC_PFX6_MIN    1 /* the lengths in fc_pfx6: a tree of 7 levels */
+#define FC_PFX6_MAX    127
+#define FC_PFX6_LEVELS 7
+
 struct fc_pfx4_key {
 	__u32 prefixlen;
-	__u8 a[4];
+	__u8 a[4]; /* host bits zero */
 };
 
 struct fc_pfx6_key {
@@ -79,21 +112,31 @@ struct fc_pfx6_key {
 };
 
 /*
- * What the exact-address hashes and the prefix tries map an address to: a ban,
- * a policy, or both, so that one lookup answers both questions.
+ * What the exact-address hashes and the prefix maps map an address to: a
+ * ban, a policy, or both, so that one lookup answers both questions.
  *
  * ban_expires_ns is UTC in nanoseconds, on the packet path's clock (see
  * fc_config.utc_offset_ns); 0 with FC_RULE_BANNED means the ban never expires.
- * In a trie, an entry also carries the ban and the policy it inherits from
- * the prefixes that cover it (the loader computes this), because an LPM
- * lookup returns the longest match only.
+ * A prefix entry also carries the bans of the prefixes covering it (the
+ * longest-lasting) and, without a policy of its own, the policy of the
+ * nearest covering prefix that has one: the loader computes this, because a
+ * search stops at the longest match.
  */
 #define FC_RULE_BANNED 0x1
+#define FC_RULE_LONGER 0x2 /* prefix maps: the search goes on to longer lengths from here */
+#define FC_RULE_MARKER 0x4 /* prefix maps: no prefix of its own, only what covers it (a search marker) */
 
 struct fc_rule {
 	__u64 ban_expires_ns;
 	__u32 flags;
 	__u32 policy; /* slot in fc_policies, 0 = none */
+};
+
+/* One /16 of IPv4 (fc_top4[top 16 bits of the address]). */
+struct fc_top4 {
+	struct fc_rule rule; /* the prefixes of /1 to /16 covering it, folded as above */
+	__u32 longer;        /* bit L: a prefix of length L (17 to 31) lies inside it */
+	__u32 pad;
 };
 
 /* A policy as the packet path reads it (fc_policies[slot]). */
@@ -164,13 +207,12 @@ struct fc_stats {
 
 /*
  * Published by the loader, read once per packet by the program: lets it skip
- * a lookup into a map that holds nothing (an empty LPM trie is not free to
- * search) and an absent ip=* policy.
+ * a lookup into a map that holds nothing and an absent ip=* policy.
  */
 struct fc_config {
 	__u32 n_exact4;   /* entries in fc_exact4 */
 	__u32 n_exact6;
-	__u32 n_pfx4;
+	__u32 n_pfx4;     /* entries in fc_pfx4, markers included */
 	__u32 n_pfx6;
 	__u32 star_slot;  /* slot of the ip=* policy, 0 = none */
 	__u32 star_gen;   /* its epoch: fc_src4/6 buckets of another gen are stale */
@@ -178,7 +220,7 @@ struct fc_config {
 	__u8 pad[3];
 	__u32 n_policies; /* for status; the packet path does not read it */
 	__u32 rules_gen;  /* bumped whenever an exact or prefix map changes */
-	__u32 pad2;
+	__u32 n_top4;     /* fc_top4 entries in use: 0 = no IPv4 prefix at all */
 	/* UTC - CLOCK_MONOTONIC. The packet path's clock is the coarse (tick)
 	 * monotonic clock plus this: reading it costs a few ns where the
 	 * precise clock costs ~20 here. It lags UTC by at most a tick, which
@@ -195,6 +237,10 @@ struct fc_config {
 	 * process that wrote it may diff its next publish against what it
 	 * wrote, without walking the rule maps (a walk costs their capacity). */
 	__u64 publish_gen;
+	/* Bit L % 64 of lens6[L / 64]: fc_pfx6 holds IPv6 prefixes of length L. */
+	__u64 lens6[2];
+	__u32 n_marks4;   /* search markers among the entries of fc_pfx4 */
+	__u32 n_marks6;
 };
 
 /*
@@ -216,6 +262,8 @@ FC_ABI_OFF(struct fc_pfx6_key, a, 4);
 FC_ABI_SIZE(struct fc_rule, 16);
 FC_ABI_OFF(struct fc_rule, flags, 8);
 FC_ABI_OFF(struct fc_rule, policy, 12);
+FC_ABI_SIZE(struct fc_top4, 24);
+FC_ABI_OFF(struct fc_top4, longer, 16);
 FC_ABI_SIZE(struct fc_tier, 32);
 FC_ABI_SIZE(struct fc_policy, 16 + FC_MAX_TIERS * 32);
 FC_ABI_OFF(struct fc_policy, algo, 8);
@@ -228,10 +276,12 @@ FC_ABI_SIZE(struct fc_pstats, 32);
 FC_ABI_SIZE(struct fc_flood, 8);
 FC_ABI_SIZE(struct fc_stats, 7 * 16);
 FC_ABI_OFF(struct fc_stats, malformed, 6 * 16);
-FC_ABI_SIZE(struct fc_config, 48 + 32 + 16);
+FC_ABI_SIZE(struct fc_config, 48 + 32 + 16 + 24);
 FC_ABI_OFF(struct fc_config, n_policies, 28);
 FC_ABI_OFF(struct fc_config, rules_gen, 32);
+FC_ABI_OFF(struct fc_config, n_top4, 36);
 FC_ABI_OFF(struct fc_config, utc_offset_ns, 40);
 FC_ABI_OFF(struct fc_config, new_src, 48);
+FC_ABI_OFF(struct fc_config, lens6, 96);
 
 #endif /* FC_MAPS_H */

@@ -33,13 +33,21 @@ struct fc_map_sync {
 	int fd;
 	size_t keysz;
 	int family; /* 4 or 6 */
-	bool trie;
+	bool prefixes; /* a prefix hash: fc_want_prefixes makes its entries */
 	size_t max_entries;
 	struct fc_kvs want, have;
 	bool have_known; /* have is this process's last publish: no walk */
+	size_t marks;    /* prefix hash: search markers among want */
+	__u64 lens[2];   /* prefix hash: bit L of lens[L / 64], the lengths of its prefixes */
 };
 
 enum { FC_MS_EXACT4, FC_MS_EXACT6, FC_MS_PFX4, FC_MS_PFX6, FC_MS_COUNT };
+
+/* What fc_top4 should hold and holds, all FC_TOP4_SLOTS entries of it. */
+struct fc_top4_sync {
+	struct fc_top4 *want, *have;
+	size_t used; /* entries of want that are not empty */
+};
 
 /* What this process last wrote to the rule maps, sorted as fc_kv_cmp sorts:
  * valid while fc_config.publish_gen is gen, i.e. no other publish came
@@ -51,11 +59,13 @@ static struct {
 	pthread_mutex_t lock;
 	__u64 gen;
 	struct fc_kvs have[FC_MS_COUNT];
+	struct fc_top4 *top4;
 } fc_shadow = { .lock = PTHREAD_MUTEX_INITIALIZER };
 
 /* Scratch for one batch of keys and values, used under fc_shadow.lock. */
 static uint8_t fc_batch_keys[FC_BATCH * sizeof(struct fc_pfx6_key)];
 static struct fc_rule fc_batch_vals[FC_BATCH];
+static struct fc_top4 fc_batch_tops[FC_BATCH];
 
 uint64_t fc_expiry_ns(int64_t expires)
 {
@@ -112,32 +122,27 @@ static bool fc_batch_unsupported(void)
 	return errno == EINVAL || errno == FC_ENOTSUPP || errno == EOPNOTSUPP;
 }
 
-/* Reads a whole rule map; batched where the map type supports it. */
+/* Reads a whole rule map, a batch at a time: linear in the map's capacity,
+ * and never more entries than it can hold. */
 static int fc_map_dump(struct fc_map_sync *ms, struct fc_err *err)
 {
 	LIBBPF_OPTS(bpf_map_batch_opts, opts);
-	uint8_t cur[sizeof(struct fc_pfx6_key)];
-	/* The batch token: a bucket number for a hash map, but a whole key for
-	 * the kernel's generic batch walk (LPM tries, since 6.x): room for
-	 * either. Eight bytes here once let the kernel write a 20-byte key past
-	 * them, and the walk never ended. */
-	union {
-		__u64 bucket;
-		uint8_t key[sizeof(struct fc_pfx6_key)];
-	} in = { 0 }, outb = { 0 };
-	size_t seen = 0, bound;
+	__u64 in = 0, out = 0; /* a hash map's batch token: a bucket number */
+	size_t seen = 0;
 	void *inp = NULL;
 	struct fc_kv *kv;
 	__u32 cnt, i;
 	int rc;
 
-	/* Whatever the kernel does, never read more than the map can hold. */
-	bound = ms->max_entries ? ms->max_entries : SIZE_MAX;
 	for (;;) {
 		cnt = FC_BATCH;
-		rc = bpf_map_lookup_batch(ms->fd, inp, &outb, fc_batch_keys, fc_batch_vals, &cnt, &opts);
+		rc = bpf_map_lookup_batch(ms->fd, inp, &out, fc_batch_keys, fc_batch_vals, &cnt, &opts);
 		if (rc && errno != ENOENT)
-			break;
+			return fc_err_set(err, "map %s: batch lookup: %s", ms->name, strerror(errno));
+		seen += cnt;
+		if (seen > ms->max_entries)
+			return fc_err_set(err, "map %s: reading past its %zu entries: the walk does not end", ms->name,
+					  ms->max_entries);
 		for (i = 0; i < cnt; i++) {
 			if (!(kv = fc_kvs_push(&ms->have)))
 				return fc_err_set(err, "out of memory reading map %s", ms->name);
@@ -146,31 +151,9 @@ static int fc_map_dump(struct fc_map_sync *ms, struct fc_err *err)
 		}
 		if (rc)
 			return 0; /* ENOENT: that was the last batch */
-		seen += cnt;
-		if (seen > bound)
-			return fc_err_set(err, "map %s: reading past its %zu entries: the walk does not end", ms->name,
-					  bound);
-		in = outb;
+		in = out;
 		inp = &in;
 	}
-	if (!fc_batch_unsupported())
-		return fc_err_set(err, "map %s: batch lookup: %s", ms->name, strerror(errno));
-
-	/* LPM tries have no batch lookup: walk the keys. */
-	ms->have.n = 0;
-	for (rc = bpf_map_get_next_key(ms->fd, NULL, cur); !rc; rc = bpf_map_get_next_key(ms->fd, cur, cur)) {
-		if (ms->have.n >= bound)
-			return fc_err_set(err, "map %s: reading past its %zu entries: the walk does not end", ms->name,
-					  bound);
-		if (!(kv = fc_kvs_push(&ms->have)))
-			return fc_err_set(err, "out of memory reading map %s", ms->name);
-		memcpy(kv->key, cur, ms->keysz);
-		if (bpf_map_lookup_elem(ms->fd, cur, &kv->val))
-			ms->have.n--; /* deleted under us; nothing to diff */
-	}
-	if (errno != ENOENT)
-		return fc_err_set(err, "map %s: walking keys: %s", ms->name, strerror(errno));
-	return 0;
 }
 
 /* Writes (update) or deletes n entries. */
@@ -201,7 +184,7 @@ static int fc_map_apply(struct fc_map_sync *ms, const struct fc_kv *kvs, size_t 
 			if (!fc_batch_unsupported())
 				return fc_err_set(err, "map %s: batch %s: %s", ms->name, update ? "update" : "delete",
 						  strerror(errno));
-			batch = false; /* LPM tries: one at a time */
+			batch = false; /* a kernel without batches: one at a time */
 		}
 		for (i = 0; i < cnt; i++) {
 			rc = update ? bpf_map_update_elem(ms->fd, keys + i * ms->keysz, &vals[i], BPF_ANY) :
@@ -263,7 +246,7 @@ out:
 	return rc;
 }
 
-/* The address bytes and length of a trie key. */
+/* The address bytes and length of a prefix key. */
 static const uint8_t *fc_kv_addr(const struct fc_kv *kv, uint32_t *len)
 {
 	memcpy(len, kv->key, sizeof(*len));
@@ -300,7 +283,20 @@ static void fc_rule_add_ban(struct fc_rule *r, uint64_t expires_ns)
 	}
 }
 
-/* Folds entries with the same key (a ban and a policy on one prefix) into one. */
+/* Folds r into the entry with the same key: a ban and a policy on one
+ * prefix, a marker where a prefix is (which is then no marker). */
+static void fc_rule_merge(struct fc_rule *into, const struct fc_rule *r)
+{
+	if (r->flags & FC_RULE_BANNED)
+		fc_rule_add_ban(into, r->ban_expires_ns);
+	if (r->policy)
+		into->policy = r->policy;
+	into->flags |= r->flags & FC_RULE_LONGER;
+	if (!(r->flags & FC_RULE_MARKER))
+		into->flags &= ~FC_RULE_MARKER;
+}
+
+/* Folds entries with the same key into one. */
 static void fc_want_merge(struct fc_map_sync *ms)
 {
 	struct fc_kv *v = ms->want.v;
@@ -309,10 +305,7 @@ static void fc_want_merge(struct fc_map_sync *ms)
 	fc_kvs_sort(&ms->want, fc_kv_cmp, &ms->keysz);
 	for (i = 0; i < ms->want.n; i++) {
 		if (o && !memcmp(v[o - 1].key, v[i].key, ms->keysz)) {
-			if (v[i].val.flags & FC_RULE_BANNED)
-				fc_rule_add_ban(&v[o - 1].val, v[i].val.ban_expires_ns);
-			if (v[i].val.policy)
-				v[o - 1].val.policy = v[i].val.policy;
+			fc_rule_merge(&v[o - 1].val, &v[i].val);
 			continue;
 		}
 		v[o++] = v[i];
@@ -321,10 +314,10 @@ static void fc_want_merge(struct fc_map_sync *ms)
 }
 
 /*
- * An LPM lookup returns the longest matching prefix only, so each trie entry
- * carries the bans of the prefixes covering it (the longest-lasting one) and,
- * when it has no policy of its own, the policy of the nearest covering prefix
- * that has one.
+ * A search stops at the longest match, so each entry carries the bans of the
+ * prefixes covering it (the longest-lasting one) and, when it has no policy
+ * of its own, the policy of the nearest covering prefix that has one. Leaves
+ * want in address order.
  */
 static int fc_want_inherit(struct fc_map_sync *ms, struct fc_err *err)
 {
@@ -359,8 +352,151 @@ static int fc_want_inherit(struct fc_map_sync *ms, struct fc_err *err)
 		stack[depth++] = i;
 	}
 	free(stack);
+	return 0;
+}
+
+/* Adds the search markers of want.v[i], a prefix (maps/fc_maps.h): one at
+ * each length on its path through the tree of lengths where the search must
+ * turn longer to reach it. */
+static int fc_want_markers(struct fc_map_sync *ms, size_t i, struct fc_err *err)
+{
+	uint32_t lo = ms->family == 4 ? FC_PFX4_MIN : FC_PFX6_MIN, hi = ms->family == 4 ? FC_PFX4_MAX : FC_PFX6_MAX;
+	uint32_t len, mid;
+	struct fc_kv *kv;
+
+	fc_kv_addr(&ms->want.v[i], &len);
+	while (len >= lo && lo <= hi) {
+		mid = (lo + hi) / 2;
+		if (len == mid)
+			break;
+		if (len < mid) {
+			hi = mid - 1;
+			continue;
+		}
+		if (!(kv = fc_kvs_push(&ms->want)))
+			return fc_err_set(err, "out of memory publishing map %s", ms->name);
+		memcpy(kv->key, ms->want.v[i].key, ms->keysz);
+		memcpy(kv->key, &mid, sizeof(mid));
+		fc_prefix_mask(kv->key + sizeof(mid), ms->keysz - sizeof(mid), mid);
+		kv->val.flags = FC_RULE_MARKER | FC_RULE_LONGER;
+		lo = mid + 1;
+	}
+	return 0;
+}
+
+static bool fc_top4_empty(const struct fc_top4 *t)
+{
+	return !t->rule.flags && !t->rule.policy && !t->longer;
+}
+
+/* An IPv4 prefix of /1 to /16 into the fc_top4 entries of the /16s it
+ * covers; those of longer prefixes inside it are written after it, address
+ * order putting a prefix before those it covers. */
+static void fc_top4_spread(struct fc_top4 *top, const uint8_t *a, uint32_t len, const struct fc_rule *r)
+{
+	uint32_t first = (uint32_t)a[0] << 8 | a[1], i;
+
+	for (i = 0; i < 1u << (FC_TOP4_SHIFT - len); i++)
+		top[first + i].rule = *r;
+}
+
+/*
+ * The entries of a prefix map from the prefixes in ms->want (merged): their
+ * search markers, what the prefixes covering each entry say folded into it,
+ * and, for IPv4, the prefixes of /1 to /16 moved out to fc_top4, where each
+ * /16 also notes the lengths of the longer prefixes inside it. Leaves want
+ * sorted by key, its markers counted and the lengths of its prefixes noted.
+ */
+static int fc_want_prefixes(struct fc_map_sync *ms, struct fc_top4_sync *top4, struct fc_err *err)
+{
+	size_t n = ms->want.n, i, o = 0;
+	const uint8_t *a;
+	struct fc_kv *v;
+	uint32_t len;
+
+	if (ms->family == 4 && !(top4->want = calloc(FC_TOP4_SLOTS, sizeof(*top4->want))))
+		return fc_err_set(err, "out of memory publishing map %s", FC_MAP_NAME(top4));
+	for (i = 0; i < n; i++)
+		if (fc_want_markers(ms, i, err) < 0)
+			return -1;
+	fc_want_merge(ms);
+	if (fc_want_inherit(ms, err) < 0)
+		return -1;
+	for (i = 0, v = ms->want.v; i < ms->want.n; i++) {
+		a = fc_kv_addr(&v[i], &len);
+		if (ms->family == 4 && len <= FC_TOP4_SHIFT) {
+			fc_top4_spread(top4->want, a, len, &v[i].val);
+			continue;
+		}
+		if (v[i].val.flags & FC_RULE_MARKER) {
+			ms->marks++;
+		} else {
+			ms->lens[len / 64] |= 1ULL << (len % 64);
+			if (ms->family == 4)
+				top4->want[(uint32_t)a[0] << 8 | a[1]].longer |= 1u << len;
+		}
+		v[o++] = v[i];
+	}
+	ms->want.n = o;
+	for (i = 0; ms->family == 4 && i < FC_TOP4_SLOTS; i++)
+		top4->used += !fc_top4_empty(&top4->want[i]);
 	fc_kvs_sort(&ms->want, fc_kv_cmp, &ms->keysz);
 	return 0;
+}
+
+/* Reads all of fc_top4 (FC_TOP4_SLOTS entries, one batch). */
+static int fc_top4_read(const struct fc_maps *m, struct fc_top4 *have, struct fc_err *err)
+{
+	LIBBPF_OPTS(bpf_map_batch_opts, opts);
+	static __u32 keys[FC_TOP4_SLOTS];
+	__u32 out = 0, cnt = FC_TOP4_SLOTS;
+
+	if (bpf_map_lookup_batch(m->top4, NULL, &out, keys, have, &cnt, &opts) && errno != ENOENT)
+		return fc_err_set(err, "map %s: batch lookup: %s", FC_MAP_NAME(top4), strerror(errno));
+	if (cnt != FC_TOP4_SLOTS)
+		return fc_err_set(err, "map %s: read %u of its %d entries", FC_MAP_NAME(top4), cnt, FC_TOP4_SLOTS);
+	return 0;
+}
+
+/* Writes the batch of fc_top4 entries gathered in fc_batch_keys and
+ * fc_batch_tops, and empties it. */
+static int fc_top4_write(const struct fc_maps *m, __u32 *cnt, struct fc_err *err)
+{
+	LIBBPF_OPTS(bpf_map_batch_opts, opts);
+
+	if (bpf_map_update_batch(m->top4, fc_batch_keys, fc_batch_tops, cnt, &opts))
+		return fc_err_set(err, "map %s: batch update: %s", FC_MAP_NAME(top4), strerror(errno));
+	*cnt = 0;
+	return 0;
+}
+
+/* Writes the fc_top4 entries that differ. An array's entry is never
+ * deleted: one that empties is counted as removed. */
+static int fc_top4_apply(const struct fc_maps *m, struct fc_top4_sync *top4, struct fc_sync_result *res,
+			 struct fc_err *err)
+{
+	__u32 i, cnt = 0;
+
+	if (!top4->have) {
+		if (!(top4->have = malloc(FC_TOP4_SLOTS * sizeof(*top4->have))))
+			return fc_err_set(err, "out of memory reading map %s", FC_MAP_NAME(top4));
+		if (fc_top4_read(m, top4->have, err) < 0)
+			return -1;
+	}
+	for (i = 0; i < FC_TOP4_SLOTS; i++) {
+		const struct fc_top4 *w = &top4->want[i], *h = &top4->have[i];
+
+		if (!memcmp(w, h, sizeof(*w)))
+			continue;
+		res->added += fc_top4_empty(h);
+		res->removed += fc_top4_empty(w);
+		res->changed += !fc_top4_empty(h) && !fc_top4_empty(w);
+		memcpy(fc_batch_keys + cnt * sizeof(i), &i, sizeof(i));
+		fc_batch_tops[cnt++] = *w;
+		if (cnt == FC_BATCH && fc_top4_write(m, &cnt, err) < 0)
+			return -1;
+	}
+	return cnt ? fc_top4_write(m, &cnt, err) : 0;
 }
 
 /* Adds a ban or policy (slot) on p to the map that holds its kind. */
@@ -373,7 +509,7 @@ static int fc_want_add(struct fc_map_sync *ms, const struct fc_prefix *p, bool b
 
 	if (!kv)
 		return fc_err_set(err, "out of memory publishing map %s", dst->name);
-	if (!dst->trie)
+	if (!dst->prefixes)
 		memcpy(kv->key, p->a, dst->keysz);
 	else if (p->family == 4)
 		fc_prefix_to_pfx4(p, (struct fc_pfx4_key *)kv->key);
@@ -476,6 +612,7 @@ int fc_sync(struct fc_store *st, const struct fc_maps *m, const char *pin_dir, i
 	};
 	const size_t nms = FC_MS_COUNT;
 	struct fc_policy_sync ps = { .ncpus = libbpf_num_possible_cpus() };
+	struct fc_top4_sync top4 = { 0 };
 	struct fc_policy_row *pols = NULL;
 	struct fc_ban_row *bans = NULL;
 	struct fc_config old;
@@ -513,11 +650,11 @@ int fc_sync(struct fc_store *st, const struct fc_maps *m, const char *pin_dir, i
 	}
 	for (i = 0; i < nms; i++) {
 		fc_want_merge(&ms[i]);
-		if (ms[i].trie && fc_want_inherit(&ms[i], err) < 0)
+		if (ms[i].prefixes && fc_want_prefixes(&ms[i], &top4, err) < 0)
 			goto out;
 		if (ms[i].want.n > FC_MAX_RULES) {
-			fc_err_set(err, "map %s: %zu entries exceed its capacity of %d", ms[i].name, ms[i].want.n,
-				   FC_MAX_RULES);
+			fc_err_set(err, "map %s: %zu entries%s exceed its capacity of %d", ms[i].name, ms[i].want.n,
+				   ms[i].prefixes ? " (prefixes and their search markers)" : "", FC_MAX_RULES);
 			goto out;
 		}
 	}
@@ -547,6 +684,10 @@ int fc_sync(struct fc_store *st, const struct fc_maps *m, const char *pin_dir, i
 		ms[i].have_known = true;
 		fc_shadow.have[i] = (struct fc_kvs){ 0 };
 	}
+	if (shadow) {
+		top4.have = fc_shadow.top4;
+		fc_shadow.top4 = NULL;
+	}
 	if (!skip && !(ps.have = calloc(FC_POLICY_SLOTS, sizeof(*ps.have)))) {
 		fc_err_set(err, "out of memory");
 		goto out;
@@ -556,12 +697,19 @@ int fc_sync(struct fc_store *st, const struct fc_maps *m, const char *pin_dir, i
 	for (i = 0; i < nms; i++)
 		if (fc_map_sync(&ms[i], res, err) < 0)
 			goto out;
+	/* After fc_pfx4: a /16 points the search at entries already there. */
+	if (fc_top4_apply(m, &top4, res, err) < 0)
+		goto out;
 	if (!skip && fc_policies_apply(m, &ps, false, err) < 0)
 		goto out;
 	res->cfg.n_exact4 = (__u32)ms[FC_MS_EXACT4].want.n;
 	res->cfg.n_exact6 = (__u32)ms[FC_MS_EXACT6].want.n;
 	res->cfg.n_pfx4 = (__u32)ms[FC_MS_PFX4].want.n;
 	res->cfg.n_pfx6 = (__u32)ms[FC_MS_PFX6].want.n;
+	res->cfg.n_top4 = (__u32)top4.used;
+	res->cfg.n_marks4 = (__u32)ms[FC_MS_PFX4].marks;
+	res->cfg.n_marks6 = (__u32)ms[FC_MS_PFX6].marks;
+	memcpy(res->cfg.lens6, ms[FC_MS_PFX6].lens, sizeof(res->cfg.lens6));
 	for (i = 0; i < npols; i++)
 		res->cfg.n_policies += !fc_policy_is_l7(&pols[i].spec);
 	/* Sources cached as matching no exact or prefix entry must look again. */
@@ -577,14 +725,19 @@ int fc_sync(struct fc_store *st, const struct fc_maps *m, const char *pin_dir, i
 			fc_shadow.have[i] = ms[i].want;
 			ms[i].want = (struct fc_kvs){ 0 };
 		}
+		fc_shadow.top4 = top4.want;
+		top4.want = NULL;
 	}
 out:
 	if (locked) {
-		if (!fc_shadow.gen)
+		if (!fc_shadow.gen) {
 			for (i = 0; i < nms; i++) {
 				free(fc_shadow.have[i].v);
 				fc_shadow.have[i] = (struct fc_kvs){ 0 };
 			}
+			free(fc_shadow.top4);
+			fc_shadow.top4 = NULL;
+		}
 		pthread_mutex_unlock(&fc_shadow.lock);
 		fc_maps_unlock(m);
 	}
@@ -592,6 +745,8 @@ out:
 		free(ms[i].want.v);
 		free(ms[i].have.v);
 	}
+	free(top4.want);
+	free(top4.have);
 	free(ps.want);
 	free(ps.have);
 	free(bans);
