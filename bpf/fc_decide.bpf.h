@@ -83,13 +83,12 @@ static __always_inline void fc_count(struct fc_counter *c, __u64 bytes)
 
 /*
  * The policies. A packet meets up to three (exact address, longest prefix,
- * ip=*), and must be admitted by all or charged by none. The limit
- * algorithms run in global functions (fc_charge, fc_refund): the verifier
- * checks a global function once, not at every call site and on every path
- * into it, and the algorithms' tiers and retries are the bulk of what it
- * checks. Their arguments are plain memory and scalars (a global function can
- * not be handed a map), and what a charge found is kept per CPU in
- * fc_scratch, so that a later denial can roll it back.
+ * ip=*), each checked by fc_policy_check. They are global functions: the
+ * verifier checks each once, not at every call site and path, which keeps
+ * the program small and well inside the verifier's limits. Their arguments
+ * are plain memory and scalars (a global function can not be handed map
+ * pointers), and what a charge found is kept per CPU in fc_scratch, so that a
+ * later denial can roll it back.
  */
 enum fc_check {
 	FC_CHECK_NONE,  /* no such policy, or it does not apply (syn) */
@@ -98,7 +97,6 @@ enum fc_check {
 	FC_CHECK_LOG,   /* a log policy: check it once the packet is known to pass */
 };
 
-/* The policies a packet meets, in the order they are charged. */
 enum fc_hit_idx {
 	FC_HIT_EXACT,
 	FC_HIT_PREFIX,
@@ -106,8 +104,7 @@ enum fc_hit_idx {
 	FC_HITS,
 };
 
-/* What the charge of each policy met found, per CPU, by its place in the
- * order (fc_hit_idx, or first and second on the fast paths). */
+/* What each hit's charge found, per CPU, keyed by hit index. */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, FC_HITS);
@@ -143,27 +140,44 @@ static __always_inline struct fc_src_bucket *fc_src_lookup(const struct fc_pkt *
  * policy's overflow bucket (fc_buckets[slot]), so a flood of spoofed sources
  * neither evicts steady sources wholesale nor escapes the limit.
  */
-static __always_inline struct fc_bucket *fc_src_bucket(const struct fc_pkt *pkt, const struct fc_config *cfg,
-							__u32 slot)
+/* Makes (or, exists, remakes) the source's bucket, if the per-CPU cap on
+ * new buckets allows; returns whether it tried. Its own function: a new
+ * source is rare, and its bucket's image on the stack is not. */
+__noinline int fc_src_make(const struct fc_pkt *pkt, __u32 exists)
 {
-	/* A new bucket knows nothing yet about the exact and prefix rules. */
-	struct fc_src_bucket *b, fresh = { .gen = cfg->star_gen, .rules_gen = cfg->rules_gen + 1 };
-	struct fc_stats *st;
+	struct fc_src_bucket fresh = {};
+	struct fc_config *cfg;
 	struct fc_flood *fl;
 	__u32 zero = 0;
 	__u64 prev, next;
 
+	cfg = bpf_map_lookup_elem(&fc_config, &zero);
+	fl = bpf_map_lookup_elem(&fc_flood, &zero);
+	if (!pkt || !cfg || !fl ||
+	    (cfg->new_src.interval_ns && !fc_gcra_try(&fl->state, &cfg->new_src, fc_clock(cfg, false), 1, &prev, &next)))
+		return 0;
+	/* A new bucket knows nothing yet about the exact and prefix rules. */
+	fresh.gen = cfg->star_gen;
+	fresh.rules_gen = cfg->rules_gen + 1;
+	/* NOEXIST: of two CPUs making the same bucket, one wins, none resets it. */
+	if (pkt->family == 4)
+		bpf_map_update_elem(&fc_src4, pkt->saddr.a, &fresh, exists ? BPF_EXIST : BPF_NOEXIST);
+	else
+		bpf_map_update_elem(&fc_src6, pkt->saddr.a, &fresh, exists ? BPF_EXIST : BPF_NOEXIST);
+	return 1;
+}
+
+static __always_inline struct fc_bucket *fc_src_bucket(const struct fc_pkt *pkt, const struct fc_config *cfg,
+							__u32 slot)
+{
+	struct fc_src_bucket *b;
+	struct fc_stats *st;
+	__u32 zero = 0;
+
 	b = fc_src_lookup(pkt);
 	if (b && b->gen == cfg->star_gen)
 		return (struct fc_bucket *)b;
-	fl = bpf_map_lookup_elem(&fc_flood, &zero);
-	if (fl && (!cfg->new_src.interval_ns ||
-		   fc_gcra_try(&fl->state, &cfg->new_src, fc_clock(cfg, false), 1, &prev, &next))) {
-		/* NOEXIST: of two CPUs making the same bucket, one wins, none resets it. */
-		if (pkt->family == 4)
-			bpf_map_update_elem(&fc_src4, pkt->saddr.a, &fresh, b ? BPF_EXIST : BPF_NOEXIST);
-		else
-			bpf_map_update_elem(&fc_src6, pkt->saddr.a, &fresh, b ? BPF_EXIST : BPF_NOEXIST);
+	if (fc_src_make(pkt, b != NULL)) {
 		b = fc_src_lookup(pkt);
 		if (b && b->gen == cfg->star_gen)
 			return (struct fc_bucket *)b;
@@ -198,29 +212,9 @@ static __always_inline __u64 fc_policy_cost(const struct fc_policy *pol, const s
 	return 1;
 }
 
-/* Charges cost to the policy pol against bucket b at now, all tiers or
- * none (fc_limit_try), keeping what it did in fc_scratch[idx]. */
-__noinline int fc_charge(const struct fc_policy *pol, struct fc_bucket *b, __u64 now, __u64 cost, __u32 idx)
-{
-	struct fc_charge *ch = bpf_map_lookup_elem(&fc_scratch, &idx);
-
-	if (!pol || !b || !ch)
-		return 0;
-	return fc_limit_try(pol->algo, pol->ntiers, pol->tier, b->state, now, cost, ch);
-}
-
-/* Rolls back what fc_charge did as idx. */
-__noinline int fc_refund(const struct fc_policy *pol, struct fc_bucket *b, __u64 cost, __u32 idx)
-{
-	struct fc_charge *ch = bpf_map_lookup_elem(&fc_scratch, &idx);
-
-	if (pol && b && ch)
-		fc_limit_refund(pol->algo, pol->ntiers, b->state, cost, ch);
-	return 0;
-}
-
 /* fc_policy_check's flags. */
 #define FC_CHECK_LOG_PASS 0x1 /* check a log policy: count passed or would-drop */
+#define FC_CHECK_KEEP     0x2 /* a later policy may deny: keep the charge for a refund */
 
 /* Checks the policy in slot against pkt, as hit idx. Without
  * FC_CHECK_LOG_PASS it leaves log policies for later and counts a denial. */
@@ -228,6 +222,7 @@ __noinline int fc_policy_check(const struct fc_pkt *pkt, __u32 slot, __u32 idx, 
 {
 	bool log = flags & FC_CHECK_LOG_PASS;
 	const struct fc_config *cfg;
+	struct fc_charge *ch, mine;
 	struct fc_policy *pol;
 	struct fc_bucket *b;
 	__u32 zero = 0;
@@ -236,7 +231,8 @@ __noinline int fc_policy_check(const struct fc_pkt *pkt, __u32 slot, __u32 idx, 
 
 	pol = bpf_map_lookup_elem(&fc_policies, &slot);
 	cfg = bpf_map_lookup_elem(&fc_config, &zero);
-	if (!pkt || !pol || !cfg || !pol->ntiers)
+	ch = flags & FC_CHECK_KEEP ? bpf_map_lookup_elem(&fc_scratch, &idx) : &mine;
+	if (!pkt || !pol || !cfg || !ch || !pol->ntiers)
 		return FC_CHECK_NONE;
 	if ((pol->action == FC_ACTION_LOG) != !!log)
 		return log ? FC_CHECK_NONE : FC_CHECK_LOG;
@@ -246,7 +242,8 @@ __noinline int fc_policy_check(const struct fc_pkt *pkt, __u32 slot, __u32 idx, 
 	b = idx == FC_HIT_STAR ? fc_src_bucket(pkt, cfg, slot) : bpf_map_lookup_elem(&fc_buckets, &slot);
 	if (!b)
 		return FC_CHECK_NONE;
-	ok = fc_charge(pol, b, fc_clock(cfg, pol->flags & FC_POLICY_PRECISE), cost, idx);
+	ok = fc_limit_try(pol->algo, pol->ntiers, pol->tier, b->state, fc_clock(cfg, pol->flags & FC_POLICY_PRECISE),
+			  cost, ch);
 	if (log)
 		fc_policy_count(slot, pkt->len, ok);
 	else if (!ok)
@@ -258,24 +255,25 @@ __noinline int fc_policy_check(const struct fc_pkt *pkt, __u32 slot, __u32 idx, 
 __noinline int fc_policy_refund(const struct fc_pkt *pkt, __u32 slot, __u32 idx)
 {
 	struct fc_policy *pol;
+	struct fc_charge *ch;
 	struct fc_bucket *b;
 
 	pol = bpf_map_lookup_elem(&fc_policies, &slot);
-	if (!pkt || !pol)
+	ch = bpf_map_lookup_elem(&fc_scratch, &idx);
+	if (!pkt || !pol || !ch)
 		return 0;
 	/* An ip=* charge may have gone to the overflow bucket: a refund to the
 	 * wrong word finds it moved and gives nothing back. */
 	b = idx == FC_HIT_STAR ? (struct fc_bucket *)fc_src_lookup(pkt) : bpf_map_lookup_elem(&fc_buckets, &slot);
 	if (b)
-		fc_refund(pol, b, fc_policy_cost(pol, pkt), idx);
+		fc_limit_refund(pol->algo, pol->ntiers, b->state, fc_policy_cost(pol, pkt), ch);
 	return 0;
 }
 
 /*
- * The general path. Drop policies are one conjunction: the packet passes
- * only if every one admits it, and a denial rolls back the charges already
- * made. Log policies are then checked on their own, as if enforcing, and
- * never drop.
+ * Drop policies are one conjunction: the packet passes only if every one
+ * admits it, and a denial rolls back the charges already made. Log policies
+ * are then checked on their own, as if enforcing, and never drop.
  */
 static __always_inline bool fc_policies_deny(struct fc_eval *ev, __u32 exact_slot, __u32 prefix_slot,
 					     __u32 star_slot)
@@ -286,7 +284,10 @@ static __always_inline bool fc_policies_deny(struct fc_eval *ev, __u32 exact_slo
 
 #pragma unroll
 	for (i = 0; i < FC_HITS; i++) {
-		r[i] = slots[i] ? fc_policy_check(&ev->pkt, slots[i], i, 0) : FC_CHECK_NONE;
+		/* Only a charge that a later policy may undo is kept. */
+		__u32 keep = (i < FC_HIT_PREFIX && slots[FC_HIT_PREFIX]) || (i < FC_HIT_STAR && slots[FC_HIT_STAR]);
+
+		r[i] = slots[i] ? fc_policy_check(&ev->pkt, slots[i], i, keep ? FC_CHECK_KEEP : 0) : FC_CHECK_NONE;
 		if (r[i] != FC_CHECK_DENY)
 			continue;
 #pragma unroll
@@ -306,12 +307,12 @@ static __always_inline bool fc_policies_deny(struct fc_eval *ev, __u32 exact_slo
 }
 
 /*
- * The fast paths, for the policies met with their buckets in hand (the
- * ip=* bucket of a source that has one): no lookup made twice, one clock
- * read. One policy: nothing to roll back. Two (an exact address or a prefix
- * with ip=*, an exact address inside a limited prefix): both charged or
+ * The fast path, for the one or two policies met with their buckets in hand
+ * (the ip=* bucket of a source that has one): one global call, one clock
+ * read, no lookup made twice, no scratch. Two (an exact address or a prefix
+ * with ip=*, an exact address inside a limited prefix) are both charged or
  * neither. Log policies, three policies and a source still without an ip=*
- * bucket take the general path.
+ * bucket take the general path, fc_policies_deny.
  */
 enum fc_fast {
 	FC_FAST_PASS,
@@ -319,52 +320,40 @@ enum fc_fast {
 	FC_FAST_GENERAL, /* for the general path: nothing was charged */
 };
 
-static __always_inline int fc_single_deny(struct fc_eval *ev, __u32 slot, struct fc_bucket *b, __u32 idx)
-{
-	struct fc_policy *pol = bpf_map_lookup_elem(&fc_policies, &slot);
-	__u64 cost;
-	int ok;
-
-	if (!pol)
-		return FC_FAST_PASS;
-	if (pol->action == FC_ACTION_LOG) {
-		fc_policy_check(&ev->pkt, slot, idx, FC_CHECK_LOG_PASS);
-		return FC_FAST_PASS;
-	}
-	cost = fc_policy_cost(pol, &ev->pkt);
-	if (!cost)
-		return FC_FAST_PASS;
-	ok = fc_charge(pol, b, fc_clock(ev->cfg, pol->flags & FC_POLICY_PRECISE), cost, 0);
-	fc_policy_count(slot, ev->pkt.len, ok);
-	return ok ? FC_FAST_PASS : FC_FAST_DROP;
-}
-
-static __always_inline int fc_pair_deny(struct fc_eval *ev, __u32 sa, struct fc_bucket *a, __u32 sb,
-					struct fc_bucket *b)
+/* The policies in slots sa and sb (0: only sa) against buckets a and b. */
+__noinline int fc_enforce(const struct fc_pkt *pkt, __u32 sa, struct fc_bucket *a, __u32 sb, struct fc_bucket *b)
 {
 	struct fc_policy *pa = bpf_map_lookup_elem(&fc_policies, &sa);
 	struct fc_policy *pb = bpf_map_lookup_elem(&fc_policies, &sb);
-	__u64 ca, cb, now;
+	struct fc_charge cha, chb;
+	struct fc_config *cfg;
+	__u32 zero = 0;
+	__u64 ca, cb = 0, now;
 
-	if (!pa || !pb || pa->action == FC_ACTION_LOG || pb->action == FC_ACTION_LOG)
+	cfg = bpf_map_lookup_elem(&fc_config, &zero);
+	if (!pkt || !a || !b || !pa || !pb || !cfg || pa->action == FC_ACTION_LOG ||
+	    (sb && pb->action == FC_ACTION_LOG))
 		return FC_FAST_GENERAL;
-	ca = fc_policy_cost(pa, &ev->pkt);
-	cb = fc_policy_cost(pb, &ev->pkt);
-	now = fc_clock(ev->cfg, (pa->flags | pb->flags) & FC_POLICY_PRECISE);
-	if (ca && !fc_charge(pa, a, now, ca, 0)) {
-		fc_policy_count(sa, ev->pkt.len, false);
+	ca = pa->ntiers ? fc_policy_cost(pa, pkt) : 0;
+	if (sb && pb->ntiers)
+		cb = fc_policy_cost(pb, pkt);
+	if (!ca && !cb)
+		return FC_FAST_PASS;
+	now = fc_clock(cfg, (pa->flags | (sb ? pb->flags : 0)) & FC_POLICY_PRECISE);
+	if (ca && !fc_limit_try(pa->algo, pa->ntiers, pa->tier, a->state, now, ca, &cha)) {
+		fc_policy_count(sa, pkt->len, false);
 		return FC_FAST_DROP;
 	}
-	if (cb && !fc_charge(pb, b, now, cb, 1)) {
+	if (cb && !fc_limit_try(pb->algo, pb->ntiers, pb->tier, b->state, now, cb, &chb)) {
 		if (ca)
-			fc_refund(pa, a, ca, 0);
-		fc_policy_count(sb, ev->pkt.len, false);
+			fc_limit_refund(pa->algo, pa->ntiers, a->state, ca, &cha);
+		fc_policy_count(sb, pkt->len, false);
 		return FC_FAST_DROP;
 	}
 	if (ca)
-		fc_policy_count(sa, ev->pkt.len, true);
+		fc_policy_count(sa, pkt->len, true);
 	if (cb)
-		fc_policy_count(sb, ev->pkt.len, true);
+		fc_policy_count(sb, pkt->len, true);
 	return FC_FAST_PASS;
 }
 
@@ -386,7 +375,7 @@ static __always_inline bool fc_decide(void *data, void *data_end, __u32 len)
 	const struct fc_rule *exact, *prefix;
 	struct fc_rule pfx = { 0 };
 	struct fc_bucket *ba, *bb;
-	__u32 star, e = 0, p = 0, sa, sb, zero = 0;
+	__u32 star, e, p, sa, sb, zero = 0;
 	enum fc_parse_rc rc;
 	int v;
 
@@ -415,9 +404,11 @@ static __always_inline bool fc_decide(void *data, void *data_end, __u32 len)
 		if (src && src->gen != ev.cfg->star_gen)
 			src = NULL; /* an earlier ip=* policy's */
 		if (src && src->rules_gen == ev.cfg->rules_gen) {
-			/* Only ip=* applies here: one lookup instead of three. */
-			sa = star;
-			goto single;
+			/* What the rules say of this source, as its bucket noted it:
+			 * one lookup instead of three. */
+			e = src->exact_policy;
+			p = src->prefix_policy;
+			goto policies;
 		}
 	}
 	exact = fc_exact_lookup(&ev);
@@ -430,10 +421,16 @@ static __always_inline bool fc_decide(void *data, void *data_end, __u32 len)
 		fc_count(&ev.st->drop_prefix, ev.pkt.len);
 		return true;
 	}
-	if (src && !exact && !prefix)
-		src->rules_gen = ev.cfg->rules_gen; /* only ip=* applies here, until the rules change */
 	e = exact ? exact->policy : 0;
 	p = prefix ? prefix->policy : 0;
+	/* Noted until the rules change, where no ban (even a lapsed one) could
+	 * come back into force without a change: the slots first. */
+	if (src && !(exact && (exact->flags & FC_RULE_BANNED)) && !(prefix && (prefix->flags & FC_RULE_BANNED))) {
+		src->exact_policy = e;
+		src->prefix_policy = p;
+		src->rules_gen = ev.cfg->rules_gen;
+	}
+policies:
 	/* The policies met, first and second, in the order exact, prefix, ip=*. */
 	sa = e ? e : p ? p : star;
 	sb = e && p ? p : sa != star ? star : 0;
@@ -441,19 +438,11 @@ static __always_inline bool fc_decide(void *data, void *data_end, __u32 len)
 		goto passed;
 	if ((star && !src) || (e && p && star))
 		goto general;
-	if (sb) {
-		ba = fc_bucket_of(sa, star, src);
-		bb = fc_bucket_of(sb, star, src);
-		v = ba && bb ? fc_pair_deny(&ev, sa, ba, sb, bb) : FC_FAST_GENERAL;
-		if (v == FC_FAST_GENERAL)
-			goto general;
-		goto verdict;
-	}
-single:
-	/* (The hit index only tells fc_policy_check where a log policy's bucket is.) */
 	ba = fc_bucket_of(sa, star, src);
-	v = ba ? fc_single_deny(&ev, sa, ba, sa == star ? FC_HIT_STAR : FC_HIT_EXACT) : FC_FAST_PASS;
-	goto verdict;
+	bb = sb ? fc_bucket_of(sb, star, src) : ba;
+	v = ba && bb ? fc_enforce(&ev.pkt, sa, ba, sb, bb) : FC_FAST_GENERAL;
+	if (v != FC_FAST_GENERAL)
+		goto verdict;
 general:
 	v = fc_policies_deny(&ev, e, p, star) ? FC_FAST_DROP : FC_FAST_PASS;
 verdict:

@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
 /*
  * The longest prefix covering a source, on the prefix maps laid out in
- * maps/fc_maps.h: for IPv4 one array access, then, only where the source's
- * /16 holds longer prefixes, a binary search on the lengths in use there; for
- * IPv6 the same search on the lengths in use at all. The rule found carries
- * what every prefix covering it says, and is copied out.
+ * maps/fc_maps.h: for IPv4 one array access, then a hash lookup only where
+ * a prefix longer than /16 covers the source's /24 or lies inside it; for
+ * IPv6 a binary search on the lengths in use. The rule found carries what
+ * every prefix covering it says, and is copied out.
  */
 #ifndef FC_PREFIX_BPF_H
 #define FC_PREFIX_BPF_H
@@ -24,8 +24,44 @@
 #define FC_KEEP_CALL4(p) asm volatile("%0 = %0" : "+r"(p))
 #define FC_KEEP_CALL6(p) asm volatile("%0 = %0\n%0 = %0" : "+r"(p))
 
-/* Sets of prefix lengths are two words, bit L of word L / 64; IPv4's fit in
- * the first. The lengths up to m (0 to 127), word by word: */
+/* The fc_pfx4 entry of the IPv4 address a (host order) cut to len bits. */
+static __always_inline struct fc_rule *fc_pfx4_probe(__u32 a, __u32 len)
+{
+	struct fc_pfx4_key k = { .prefixlen = len };
+
+	*(__u32 *)k.a = bpf_htonl(a & (~0U << (32 - len)));
+	return bpf_map_lookup_elem(&fc_pfx4, &k);
+}
+
+/* What the longest prefix covering an IPv4 source says, into *out: the
+ * prefixes of /25 to /31 inside its /24 longest first, then the one of /17
+ * to /24 covering the /24, then the /16's own. */
+static __always_inline void fc_prefix4_lookup(const struct fc_pkt *pkt, struct fc_rule *out)
+{
+	const struct fc_rule *r = NULL;
+	struct fc_top4 *top;
+	__u32 a, idx, in24;
+	int l;
+
+	__builtin_memcpy(&a, pkt->saddr.a, 4);
+	a = bpf_ntohl(a);
+	idx = a >> FC_TOP4_SHIFT;
+	top = bpf_map_lookup_elem(&fc_top4, &idx);
+	FC_KEEP_CALL4(top);
+	if (!top)
+		return;
+	in24 = top->in24[(a >> 8) & 0xff];
+#pragma unroll
+	for (l = 31; l >= 25 && in24 >> FC_IN24_LONGER; l--)
+		if (in24 & (1U << (FC_IN24_LONGER + l - 25)) && (r = fc_pfx4_probe(a, l)))
+			break;
+	if (!r && (in24 & FC_IN24_LEN))
+		r = fc_pfx4_probe(a, in24 & FC_IN24_LEN);
+	*out = r ? *r : top->rule;
+}
+
+/* Sets of prefix lengths are two words, bit L of word L / 64. The lengths
+ * up to m (0 to 127), word by word: */
 static __always_inline __u64 fc_upto0(__u32 m)
 {
 	return m < 64 ? (2ULL << m) - 1 : ~0ULL;
@@ -36,42 +72,39 @@ static __always_inline __u64 fc_upto1(__u32 m)
 	return m < 64 ? 0 : (2ULL << (m - 64)) - 1;
 }
 
-/* The entry for the address a0:a1 (host order, IPv4 in the top half of a0)
- * cut to len bits, or NULL. */
-static __always_inline struct fc_rule *fc_pfx_probe(__u64 a0, __u64 a1, __u32 len, bool v6)
+/* The fc_pfx6 entry of the address a0:a1 (host order) cut to len bits. */
+static __always_inline struct fc_rule *fc_pfx6_probe(__u64 a0, __u64 a1, __u32 len)
 {
-	struct fc_pfx4_key k4 = { .prefixlen = len };
-	struct fc_pfx6_key k6 = { .prefixlen = len };
+	struct fc_pfx6_key k = { .prefixlen = len };
 	__u64 w;
 
-	if (!v6) {
-		*(__u32 *)k4.a = bpf_htonl((__u32)((a0 & (~0ULL << (64 - len))) >> 32));
-		return bpf_map_lookup_elem(&fc_pfx4, &k4);
-	}
 	w = bpf_cpu_to_be64(len < 64 ? a0 & (~0ULL << (64 - len)) : a0);
-	__builtin_memcpy(k6.a, &w, 8);
+	__builtin_memcpy(k.a, &w, 8);
 	w = bpf_cpu_to_be64(len <= 64 ? 0 : a1 & (~0ULL << (128 - len)));
-	__builtin_memcpy(k6.a + 8, &w, 8);
-	return bpf_map_lookup_elem(&fc_pfx6, &k6);
+	__builtin_memcpy(k.a + 8, &w, 8);
+	return bpf_map_lookup_elem(&fc_pfx6, &k);
 }
 
 /*
- * The binary search on the lengths lens0:lens1 that occur (the tree of
+ * The binary search on the lengths lens0:lens1 in use (the tree of
  * maps/fc_maps.h, from its root), leaving in *best the rule of the last hit
- * (which covers what comes before it). A node under which no length occurs
- * at or beyond it sends the search shorter, one where none occurs at or
+ * (which covers what came before it). A node under which no length is in
+ * use at or beyond it sends the search shorter, one where none is at or
  * before it longer, both without a lookup; otherwise a hit goes longer (or
  * ends, when nothing longer lies inside it) and a miss shorter.
+ *
+ * A global function: the verifier checks it once, while inlined it would
+ * walk the tree again for each of the many states the parser leaves (the
+ * tree's nodes are known constants on each path).
  */
-static __always_inline void fc_pfx_search(struct fc_rule *best, __u64 lens0, __u64 lens1, __u64 a0, __u64 a1,
-					  bool v6)
+__noinline int fc_pfx6_search(struct fc_rule *best, __u64 lens0, __u64 lens1, __u64 a0, __u64 a1)
 {
-	__u32 lo = v6 ? FC_PFX6_MIN : FC_PFX4_MIN, hi = v6 ? FC_PFX6_MAX : FC_PFX4_MAX, mid;
+	__u32 lo = FC_PFX6_MIN, hi = FC_PFX6_MAX, mid;
 	struct fc_rule *r;
 	__u64 ge, le;
 	int i;
 
-	for (i = 0; i < (v6 ? FC_PFX6_LEVELS : FC_PFX4_LEVELS); i++) {
+	for (i = 0; best && i < FC_PFX6_LEVELS; i++) {
 		if (!(lens0 | lens1))
 			break;
 		mid = (lo + hi) / 2;
@@ -85,7 +118,7 @@ static __always_inline void fc_pfx_search(struct fc_rule *best, __u64 lens0, __u
 			lo = mid + 1;
 			continue;
 		}
-		r = fc_pfx_probe(a0, a1, mid, v6);
+		r = fc_pfx6_probe(a0, a1, mid);
 		if (r) {
 			*best = *r;
 			if (!(r->flags & FC_RULE_LONGER))
@@ -99,43 +132,7 @@ static __always_inline void fc_pfx_search(struct fc_rule *best, __u64 lens0, __u
 			lens1 &= fc_upto1(mid - 1);
 		}
 	}
-}
-
-/*
- * The searches are global functions: the verifier checks one once, while
- * inlined it would walk the tree again for each of the many states the
- * parser leaves (the tree's nodes are known constants on each path).
- */
-__noinline int fc_pfx4_search(struct fc_rule *best, __u64 lens, __u64 a)
-{
-	if (best)
-		fc_pfx_search(best, lens, 0, a, 0, false);
 	return 0;
-}
-
-__noinline int fc_pfx6_search(struct fc_rule *best, __u64 lens0, __u64 lens1, __u64 a0, __u64 a1)
-{
-	if (best)
-		fc_pfx_search(best, lens0, lens1, a0, a1, true);
-	return 0;
-}
-
-/* What the longest prefix covering an IPv4 source says, into *out. */
-static __always_inline void fc_prefix4_lookup(const struct fc_pkt *pkt, struct fc_rule *out)
-{
-	struct fc_top4 *top;
-	__u32 a, idx;
-
-	__builtin_memcpy(&a, pkt->saddr.a, 4);
-	a = bpf_ntohl(a);
-	idx = a >> FC_TOP4_SHIFT;
-	top = bpf_map_lookup_elem(&fc_top4, &idx);
-	FC_KEEP_CALL4(top);
-	if (!top)
-		return;
-	*out = top->rule;
-	if (top->longer)
-		fc_pfx4_search(out, top->longer, (__u64)a << 32);
 }
 
 /* The same for an IPv6 source, with the lengths in use (fc_config.lens6).

@@ -71,33 +71,32 @@ struct fc_addr6 {
  * Prefixes (ip=PREFIX bans and policies), one set of maps per family so that
  * an IPv6 prefix can never cover IPv4 traffic:
  *
- * - IPv4 /1 to /16: fc_top4, an array with one entry per /16 (the top 16 bits
- *   of a source index it). An entry holds what the prefixes of /1 to /16
- *   covering that /16 say, and a bitmap of the longer lengths (/17 to /31)
- *   that occur inside it, so a source whose /16 holds none costs one array
- *   access.
- * - IPv4 /17 to /31 and IPv6 /1 to /127: fc_pfx4 and fc_pfx6, hashes keyed by
- *   length and masked address, searched by binary search on the lengths
- *   (Waldvogel et al.): a perfect binary tree over the lengths FC_PFX4_MIN to
- *   FC_PFX4_MAX (IPv4) and 1 to 127 (IPv6), walked from its root. A hit goes
- *   on to longer lengths, a miss to shorter ones. So that a miss is right to
- *   turn back, every prefix leaves a marker (FC_RULE_MARKER) at each length
- *   on its path where the search must turn longer to reach it. Lengths that
- *   occur nowhere under a node are skipped without a lookup: per /16 for
- *   IPv4 (fc_top4.longer), globally for IPv6 (fc_config.lens6). At most 4
- *   lookups for IPv4, 7 for IPv6; one where a single length is in use.
+ * - IPv4: fc_top4, an array with one entry per /16 (the top 16 bits of a
+ *   source index it). An entry holds what the prefixes of /1 to /16 covering
+ *   that /16 say and, for each of its 256 /24s, the length of the longest
+ *   prefix of /17 to /24 covering that /24 and which lengths of /25 to /31
+ *   occur inside it. The prefixes of /17 to /31 are in fc_pfx4, a hash keyed
+ *   by length and masked address: a source costs one array access when no
+ *   prefix longer than /16 covers its /24, one hash lookup when one of /17
+ *   to /24 does, and one more per length of /25 to /31 inside its /24
+ *   (longest first, stopping at the first hit).
+ * - IPv6 /1 to /127 (and ::/0 for a policy): fc_pfx6, a hash keyed the same
+ *   way, searched by binary search on the lengths (Waldvogel et al.): a
+ *   perfect binary tree over the lengths 1 to 127, walked from its root (64);
+ *   a hit goes on to longer lengths, a miss to shorter ones. So that a miss is
+ *   right to turn back, every prefix leaves a marker (FC_RULE_MARKER) at each
+ *   length on its path where the search must turn longer to reach it.
+ *   Lengths in use nowhere under a node (fc_config.lens6) are skipped
+ *   without a lookup: one lookup where one length is in use, at most 7.
  * - /32 and /128 are exact addresses (fc_exact4, fc_exact6).
  *
- * Every entry, marker or prefix, carries what all the prefixes covering it
- * say (the loader folds them in, see struct fc_rule), so the last hit of a
- * search is the whole answer.
+ * Every prefix entry (and marker) carries what all the prefixes covering it
+ * say (the loader folds them in, see struct fc_rule), so the longest match
+ * is the whole answer.
  */
 #define FC_TOP4_SHIFT  16 /* fc_top4 is indexed by the source's top 16 bits */
 #define FC_TOP4_SLOTS  (1 << 16)
-#define FC_PFX4_MIN    17 /* the lengths in fc_pfx4: a tree of 4 levels */
-#define FC_PFX4_MAX    31
-#define FC_PFX4_LEVELS 4
-#define FC_PFX6_MIN    1 /* the lengths in fc_pfx6: a tree of 7 levels */
+#define FC_PFX6_MIN    1 /* the lengths of fc_pfx6's tree: 7 levels */
 #define FC_PFX6_MAX    127
 #define FC_PFX6_LEVELS 7
 
@@ -123,8 +122,8 @@ struct fc_pfx6_key {
  * search stops at the longest match.
  */
 #define FC_RULE_BANNED 0x1
-#define FC_RULE_LONGER 0x2 /* prefix maps: the search goes on to longer lengths from here */
-#define FC_RULE_MARKER 0x4 /* prefix maps: no prefix of its own, only what covers it (a search marker) */
+#define FC_RULE_LONGER 0x2 /* fc_pfx6: the search goes on to longer lengths from here */
+#define FC_RULE_MARKER 0x4 /* fc_pfx6: no prefix of its own, only what covers it (a search marker) */
 
 struct fc_rule {
 	__u64 ban_expires_ns;
@@ -132,11 +131,16 @@ struct fc_rule {
 	__u32 policy; /* slot in fc_policies, 0 = none */
 };
 
-/* One /16 of IPv4 (fc_top4[top 16 bits of the address]). */
+/* One /16 of IPv4 (fc_top4[top 16 bits of the address]). in24[i] is about
+ * its i-th /24: the length of the longest prefix of /17 to /24 covering it
+ * (FC_IN24_LEN, 0 = none) and, bit FC_IN24_LONGER + L - 25, whether a
+ * prefix of length L (25 to 31) lies inside it. */
+#define FC_IN24_LEN    0x1f
+#define FC_IN24_LONGER 5
+
 struct fc_top4 {
 	struct fc_rule rule; /* the prefixes of /1 to /16 covering it, folded as above */
-	__u32 longer;        /* bit L: a prefix of length L (17 to 31) lies inside it */
-	__u32 pad;
+	__u16 in24[256];
 };
 
 /* A policy as the packet path reads it (fc_policies[slot]). */
@@ -172,13 +176,16 @@ struct fc_bucket {
 
 /* One source's bucket under the ip=* policy. gen is the policy's epoch when
  * the bucket was made: a bucket from an earlier ip=* policy is stale.
- * rules_gen, when equal to fc_config.rules_gen, records that no exact or
- * prefix entry (ban or policy) matches this source, so its packets skip
- * those lookups until the rules change. */
+ * While rules_gen equals fc_config.rules_gen, exact_policy and
+ * prefix_policy are the policies of the exact and of the prefix entry that
+ * match this source (0 = none), and no ban does: its packets skip those
+ * lookups until the rules change. */
 struct fc_src_bucket {
 	__u64 state[FC_MAX_TIERS];
 	__u32 gen;
 	__u32 rules_gen;
+	__u32 exact_policy;
+	__u32 prefix_policy;
 };
 
 /* Per-policy counters, per CPU (fc_pstats[slot]). For a log policy,
@@ -212,7 +219,7 @@ struct fc_stats {
 struct fc_config {
 	__u32 n_exact4;   /* entries in fc_exact4 */
 	__u32 n_exact6;
-	__u32 n_pfx4;     /* entries in fc_pfx4, markers included */
+	__u32 n_pfx4;     /* entries in fc_pfx4 */
 	__u32 n_pfx6;
 	__u32 star_slot;  /* slot of the ip=* policy, 0 = none */
 	__u32 star_gen;   /* its epoch: fc_src4/6 buckets of another gen are stale */
@@ -220,7 +227,7 @@ struct fc_config {
 	__u8 pad[3];
 	__u32 n_policies; /* for status; the packet path does not read it */
 	__u32 rules_gen;  /* bumped whenever an exact or prefix map changes */
-	__u32 n_top4;     /* fc_top4 entries in use: 0 = no IPv4 prefix at all */
+	__u32 n_top4;     /* fc_top4 entries (/16s) in use: 0 = no IPv4 prefix at all */
 	/* UTC - CLOCK_MONOTONIC. The packet path's clock is the coarse (tick)
 	 * monotonic clock plus this: reading it costs a few ns where the
 	 * precise clock costs ~20 here. It lags UTC by at most a tick, which
@@ -239,8 +246,8 @@ struct fc_config {
 	__u64 publish_gen;
 	/* Bit L % 64 of lens6[L / 64]: fc_pfx6 holds IPv6 prefixes of length L. */
 	__u64 lens6[2];
-	__u32 n_marks4;   /* search markers among the entries of fc_pfx4 */
-	__u32 n_marks6;
+	__u32 n_marks6;   /* search markers among the entries of fc_pfx6 */
+	__u32 pad3;
 };
 
 /*
@@ -262,15 +269,15 @@ FC_ABI_OFF(struct fc_pfx6_key, a, 4);
 FC_ABI_SIZE(struct fc_rule, 16);
 FC_ABI_OFF(struct fc_rule, flags, 8);
 FC_ABI_OFF(struct fc_rule, policy, 12);
-FC_ABI_SIZE(struct fc_top4, 24);
-FC_ABI_OFF(struct fc_top4, longer, 16);
+FC_ABI_SIZE(struct fc_top4, 16 + 512);
+FC_ABI_OFF(struct fc_top4, in24, 16);
 FC_ABI_SIZE(struct fc_tier, 32);
 FC_ABI_SIZE(struct fc_policy, 16 + FC_MAX_TIERS * 32);
 FC_ABI_OFF(struct fc_policy, algo, 8);
 FC_ABI_OFF(struct fc_policy, flags, 12);
 FC_ABI_OFF(struct fc_policy, tier, 16);
 FC_ABI_SIZE(struct fc_bucket, FC_MAX_TIERS * 8);
-FC_ABI_SIZE(struct fc_src_bucket, FC_MAX_TIERS * 8 + 8);
+FC_ABI_SIZE(struct fc_src_bucket, FC_MAX_TIERS * 8 + 16);
 FC_ABI_OFF(struct fc_src_bucket, gen, FC_MAX_TIERS * 8);
 FC_ABI_SIZE(struct fc_pstats, 32);
 FC_ABI_SIZE(struct fc_flood, 8);

@@ -37,8 +37,8 @@ struct fc_map_sync {
 	size_t max_entries;
 	struct fc_kvs want, have;
 	bool have_known; /* have is this process's last publish: no walk */
-	size_t marks;    /* prefix hash: search markers among want */
-	__u64 lens[2];   /* prefix hash: bit L of lens[L / 64], the lengths of its prefixes */
+	size_t marks;    /* fc_pfx6: search markers among want */
+	__u64 lens[2];   /* fc_pfx6: bit L of lens[L / 64], the lengths of its prefixes */
 };
 
 enum { FC_MS_EXACT4, FC_MS_EXACT6, FC_MS_PFX4, FC_MS_PFX6, FC_MS_COUNT };
@@ -65,7 +65,8 @@ static struct {
 /* Scratch for one batch of keys and values, used under fc_shadow.lock. */
 static uint8_t fc_batch_keys[FC_BATCH * sizeof(struct fc_pfx6_key)];
 static struct fc_rule fc_batch_vals[FC_BATCH];
-static struct fc_top4 fc_batch_tops[FC_BATCH];
+#define FC_TOP4_BATCH 512
+static struct fc_top4 fc_batch_tops[FC_TOP4_BATCH];
 
 uint64_t fc_expiry_ns(int64_t expires)
 {
@@ -355,13 +356,12 @@ static int fc_want_inherit(struct fc_map_sync *ms, struct fc_err *err)
 	return 0;
 }
 
-/* Adds the search markers of want.v[i], a prefix (maps/fc_maps.h): one at
- * each length on its path through the tree of lengths where the search must
- * turn longer to reach it. */
+/* Adds the search markers of want.v[i], an IPv6 prefix (maps/fc_maps.h):
+ * one at each length on its path through the tree of lengths where the
+ * search must turn longer to reach it. */
 static int fc_want_markers(struct fc_map_sync *ms, size_t i, struct fc_err *err)
 {
-	uint32_t lo = ms->family == 4 ? FC_PFX4_MIN : FC_PFX6_MIN, hi = ms->family == 4 ? FC_PFX4_MAX : FC_PFX6_MAX;
-	uint32_t len, mid;
+	uint32_t lo = FC_PFX6_MIN, hi = FC_PFX6_MAX, len, mid;
 	struct fc_kv *kv;
 
 	fc_kv_addr(&ms->want.v[i], &len);
@@ -386,26 +386,39 @@ static int fc_want_markers(struct fc_map_sync *ms, size_t i, struct fc_err *err)
 
 static bool fc_top4_empty(const struct fc_top4 *t)
 {
-	return !t->rule.flags && !t->rule.policy && !t->longer;
-}
+	static const __u16 none[256];
 
-/* An IPv4 prefix of /1 to /16 into the fc_top4 entries of the /16s it
- * covers; those of longer prefixes inside it are written after it, address
- * order putting a prefix before those it covers. */
-static void fc_top4_spread(struct fc_top4 *top, const uint8_t *a, uint32_t len, const struct fc_rule *r)
-{
-	uint32_t first = (uint32_t)a[0] << 8 | a[1], i;
-
-	for (i = 0; i < 1u << (FC_TOP4_SHIFT - len); i++)
-		top[first + i].rule = *r;
+	return !t->rule.flags && !t->rule.policy && !memcmp(t->in24, none, sizeof(none));
 }
 
 /*
- * The entries of a prefix map from the prefixes in ms->want (merged): their
- * search markers, what the prefixes covering each entry say folded into it,
- * and, for IPv4, the prefixes of /1 to /16 moved out to fc_top4, where each
- * /16 also notes the lengths of the longer prefixes inside it. Leaves want
- * sorted by key, its markers counted and the lengths of its prefixes noted.
+ * An IPv4 prefix into fc_top4: one of /1 to /16 over the entries of the /16s
+ * it covers, one of /17 to /24 as the length covering each /24 it covers,
+ * one of /25 to /31 as a length inside its /24. Called in address order,
+ * which puts a prefix before those it covers, so the longest is written last.
+ */
+static void fc_top4_note(struct fc_top4 *top, const uint8_t *a, uint32_t len, const struct fc_rule *r)
+{
+	struct fc_top4 *t = &top[(uint32_t)a[0] << 8 | a[1]];
+	uint32_t i;
+
+	if (len <= FC_TOP4_SHIFT) {
+		for (i = 0; i < 1u << (FC_TOP4_SHIFT - len); i++)
+			t[i].rule = *r;
+	} else if (len <= 24) {
+		for (i = 0; i < 1u << (24 - len); i++)
+			t->in24[a[2] + i] = (__u16)((t->in24[a[2] + i] & ~FC_IN24_LEN) | len);
+	} else {
+		t->in24[a[2]] |= (__u16)(1u << (FC_IN24_LONGER + len - 25));
+	}
+}
+
+/*
+ * The entries of a prefix map from the prefixes in ms->want (merged): what
+ * the prefixes covering each entry say folded into it; for IPv6 their
+ * search markers; for IPv4 their fc_top4 entries, the prefixes of /1 to /16
+ * living there alone. Leaves want sorted by key, its markers counted and,
+ * for IPv6, the lengths of its prefixes noted.
  */
 static int fc_want_prefixes(struct fc_map_sync *ms, struct fc_top4_sync *top4, struct fc_err *err)
 {
@@ -416,7 +429,7 @@ static int fc_want_prefixes(struct fc_map_sync *ms, struct fc_top4_sync *top4, s
 
 	if (ms->family == 4 && !(top4->want = calloc(FC_TOP4_SLOTS, sizeof(*top4->want))))
 		return fc_err_set(err, "out of memory publishing map %s", FC_MAP_NAME(top4));
-	for (i = 0; i < n; i++)
+	for (i = 0; ms->family == 6 && i < n; i++)
 		if (fc_want_markers(ms, i, err) < 0)
 			return -1;
 	fc_want_merge(ms);
@@ -424,18 +437,14 @@ static int fc_want_prefixes(struct fc_map_sync *ms, struct fc_top4_sync *top4, s
 		return -1;
 	for (i = 0, v = ms->want.v; i < ms->want.n; i++) {
 		a = fc_kv_addr(&v[i], &len);
-		if (ms->family == 4 && len <= FC_TOP4_SHIFT) {
-			fc_top4_spread(top4->want, a, len, &v[i].val);
-			continue;
-		}
-		if (v[i].val.flags & FC_RULE_MARKER) {
+		if (ms->family == 4)
+			fc_top4_note(top4->want, a, len, &v[i].val);
+		else if (v[i].val.flags & FC_RULE_MARKER)
 			ms->marks++;
-		} else {
+		else
 			ms->lens[len / 64] |= 1ULL << (len % 64);
-			if (ms->family == 4)
-				top4->want[(uint32_t)a[0] << 8 | a[1]].longer |= 1u << len;
-		}
-		v[o++] = v[i];
+		if (ms->family == 6 || len > FC_TOP4_SHIFT)
+			v[o++] = v[i];
 	}
 	ms->want.n = o;
 	for (i = 0; ms->family == 4 && i < FC_TOP4_SLOTS; i++)
@@ -493,7 +502,7 @@ static int fc_top4_apply(const struct fc_maps *m, struct fc_top4_sync *top4, str
 		res->changed += !fc_top4_empty(h) && !fc_top4_empty(w);
 		memcpy(fc_batch_keys + cnt * sizeof(i), &i, sizeof(i));
 		fc_batch_tops[cnt++] = *w;
-		if (cnt == FC_BATCH && fc_top4_write(m, &cnt, err) < 0)
+		if (cnt == FC_TOP4_BATCH && fc_top4_write(m, &cnt, err) < 0)
 			return -1;
 	}
 	return cnt ? fc_top4_write(m, &cnt, err) : 0;
@@ -654,7 +663,7 @@ int fc_sync(struct fc_store *st, const struct fc_maps *m, const char *pin_dir, i
 			goto out;
 		if (ms[i].want.n > FC_MAX_RULES) {
 			fc_err_set(err, "map %s: %zu entries%s exceed its capacity of %d", ms[i].name, ms[i].want.n,
-				   ms[i].prefixes ? " (prefixes and their search markers)" : "", FC_MAX_RULES);
+				   ms[i].marks ? " (prefixes and their search markers)" : "", FC_MAX_RULES);
 			goto out;
 		}
 	}
@@ -707,7 +716,6 @@ int fc_sync(struct fc_store *st, const struct fc_maps *m, const char *pin_dir, i
 	res->cfg.n_pfx4 = (__u32)ms[FC_MS_PFX4].want.n;
 	res->cfg.n_pfx6 = (__u32)ms[FC_MS_PFX6].want.n;
 	res->cfg.n_top4 = (__u32)top4.used;
-	res->cfg.n_marks4 = (__u32)ms[FC_MS_PFX4].marks;
 	res->cfg.n_marks6 = (__u32)ms[FC_MS_PFX6].marks;
 	memcpy(res->cfg.lens6, ms[FC_MS_PFX6].lens, sizeof(res->cfg.lens6));
 	for (i = 0; i < npols; i++)
