@@ -308,11 +308,11 @@ static __always_inline bool fc_policies_deny(struct fc_eval *ev, __u32 exact_slo
 
 /*
  * The fast path, for the one or two policies met with their buckets in hand
- * (the ip=* bucket of a source that has one): one global call, one clock
- * read, no lookup made twice, no scratch. Two (an exact address or a prefix
- * with ip=*, an exact address inside a limited prefix) are both charged or
- * neither. Log policies, three policies and a source still without an ip=*
- * bucket take the general path, fc_policies_deny.
+ * (the ip=* bucket of a source that has one): one clock read, no lookup
+ * made twice, and the two (an exact address or a prefix with ip=*, an exact
+ * address inside a limited prefix) both charged or neither. Log policies,
+ * three policies and a source still without an ip=* bucket take the general
+ * path, fc_policies_deny.
  */
 enum fc_fast {
 	FC_FAST_PASS,
@@ -320,33 +320,34 @@ enum fc_fast {
 	FC_FAST_GENERAL, /* for the general path: nothing was charged */
 };
 
-/* The policies in slots sa and sb (0: only sa) against buckets a and b. */
-__noinline int fc_enforce(const struct fc_pkt *pkt, __u32 sa, struct fc_bucket *a, __u32 sb, struct fc_bucket *b)
+/*
+ * Charges pa (slot sa, bucket a) and, if sb, pb (sb, b). gcra1: both are
+ * single-tier GCRA policies, and the limit code folds to one
+ * compare-and-exchange each, small enough to inline in the main program
+ * (and to verify on each path into it); otherwise fc_enforce runs it.
+ */
+static __always_inline int fc_charge2(const struct fc_pkt *pkt, const struct fc_config *cfg, __u32 sa,
+				      const struct fc_policy *pa, struct fc_bucket *a, __u32 sb,
+				      const struct fc_policy *pb, struct fc_bucket *b, struct fc_charge *cha,
+				      struct fc_charge *chb, bool gcra1)
 {
-	struct fc_policy *pa = bpf_map_lookup_elem(&fc_policies, &sa);
-	struct fc_policy *pb = bpf_map_lookup_elem(&fc_policies, &sb);
-	struct fc_charge cha, chb;
-	struct fc_config *cfg;
-	__u32 zero = 0;
+	__u8 algo_a = gcra1 ? FC_ALGO_GCRA : pa->algo, algo_b = gcra1 ? FC_ALGO_GCRA : pb->algo;
+	__u8 tiers_a = gcra1 ? 1 : pa->ntiers, tiers_b = gcra1 ? 1 : pb->ntiers;
 	__u64 ca, cb = 0, now;
 
-	cfg = bpf_map_lookup_elem(&fc_config, &zero);
-	if (!pkt || !a || !b || !pa || !pb || !cfg || pa->action == FC_ACTION_LOG ||
-	    (sb && pb->action == FC_ACTION_LOG))
-		return FC_FAST_GENERAL;
-	ca = pa->ntiers ? fc_policy_cost(pa, pkt) : 0;
-	if (sb && pb->ntiers)
+	ca = tiers_a ? fc_policy_cost(pa, pkt) : 0;
+	if (sb && tiers_b)
 		cb = fc_policy_cost(pb, pkt);
 	if (!ca && !cb)
 		return FC_FAST_PASS;
 	now = fc_clock(cfg, (pa->flags | (sb ? pb->flags : 0)) & FC_POLICY_PRECISE);
-	if (ca && !fc_limit_try(pa->algo, pa->ntiers, pa->tier, a->state, now, ca, &cha)) {
+	if (ca && !fc_limit_try(algo_a, tiers_a, pa->tier, a->state, now, ca, cha)) {
 		fc_policy_count(sa, pkt->len, false);
 		return FC_FAST_DROP;
 	}
-	if (cb && !fc_limit_try(pb->algo, pb->ntiers, pb->tier, b->state, now, cb, &chb)) {
+	if (cb && !fc_limit_try(algo_b, tiers_b, pb->tier, b->state, now, cb, chb)) {
 		if (ca)
-			fc_limit_refund(pa->algo, pa->ntiers, a->state, ca, &cha);
+			fc_limit_refund(algo_a, tiers_a, a->state, ca, cha);
 		fc_policy_count(sb, pkt->len, false);
 		return FC_FAST_DROP;
 	}
@@ -355,6 +356,48 @@ __noinline int fc_enforce(const struct fc_pkt *pkt, __u32 sa, struct fc_bucket *
 	if (cb)
 		fc_policy_count(sb, pkt->len, true);
 	return FC_FAST_PASS;
+}
+
+/* The same for any policies but log ones, as a global function: verified
+ * once, whatever the paths into it. */
+__noinline int fc_enforce(const struct fc_pkt *pkt, __u32 sa, struct fc_bucket *a, __u32 sb, struct fc_bucket *b)
+{
+	struct fc_policy *pa = bpf_map_lookup_elem(&fc_policies, &sa);
+	struct fc_policy *pb = bpf_map_lookup_elem(&fc_policies, &sb);
+	struct fc_charge *cha, *chb;
+	struct fc_config *cfg;
+	__u32 zero = 0, one = 1;
+
+	cfg = bpf_map_lookup_elem(&fc_config, &zero);
+	cha = bpf_map_lookup_elem(&fc_scratch, &zero);
+	chb = bpf_map_lookup_elem(&fc_scratch, &one);
+	if (!pkt || !a || !b || !pa || !pb || !cfg || !cha || !chb || pa->action == FC_ACTION_LOG ||
+	    (sb && pb->action == FC_ACTION_LOG))
+		return FC_FAST_GENERAL;
+	return fc_charge2(pkt, cfg, sa, pa, a, sb, pb, b, cha, chb, false);
+}
+
+/* A policy the inline fast path takes. */
+static __always_inline bool fc_gcra1(const struct fc_policy *pol)
+{
+	return pol->algo == FC_ALGO_GCRA && pol->ntiers == 1 && pol->action != FC_ACTION_LOG;
+}
+
+static __always_inline int fc_fast(struct fc_eval *ev, __u32 sa, struct fc_bucket *a, __u32 sb,
+				   struct fc_bucket *b)
+{
+	struct fc_policy *pa = bpf_map_lookup_elem(&fc_policies, &sa);
+	struct fc_policy *pb = bpf_map_lookup_elem(&fc_policies, &sb);
+	struct fc_charge *cha, *chb;
+	__u32 zero = 0, one = 1;
+
+	cha = bpf_map_lookup_elem(&fc_scratch, &zero);
+	chb = bpf_map_lookup_elem(&fc_scratch, &one);
+	if (!a || !b || !pa || !pb || !cha || !chb)
+		return FC_FAST_GENERAL;
+	if (!fc_gcra1(pa) || (sb && !fc_gcra1(pb)))
+		return fc_enforce(&ev->pkt, sa, a, sb, b);
+	return fc_charge2(&ev->pkt, ev->cfg, sa, pa, a, sb, pb, b, cha, chb, true);
 }
 
 /* The bucket of slot: the source's own under ip=* (star), the policy's
@@ -440,7 +483,7 @@ policies:
 		goto general;
 	ba = fc_bucket_of(sa, star, src);
 	bb = sb ? fc_bucket_of(sb, star, src) : ba;
-	v = ba && bb ? fc_enforce(&ev.pkt, sa, ba, sb, bb) : FC_FAST_GENERAL;
+	v = fc_fast(&ev, sa, ba, sb, bb);
 	if (v != FC_FAST_GENERAL)
 		goto verdict;
 general:

@@ -51,12 +51,14 @@ static __always_inline void fc_prefix4_lookup(const struct fc_pkt *pkt, struct f
 	if (!top)
 		return;
 	in24 = top->in24[(a >> 8) & 0xff];
+	if (in24 & FC_IN24_LONGER) {
 #pragma unroll
-	for (l = 31; l >= 25 && in24 >> FC_IN24_LONGER; l--)
-		if (in24 & (1U << (FC_IN24_LONGER + l - 25)) && (r = fc_pfx4_probe(a, l)))
-			break;
+		for (l = 31; l >= 25; l--)
+			if ((top->longer & (1U << (l - 25))) && (r = fc_pfx4_probe(a, l)))
+				break;
+	}
 	if (!r && (in24 & FC_IN24_LEN))
-		r = fc_pfx4_probe(a, in24 & FC_IN24_LEN);
+		r = fc_pfx4_probe(a, 16 + (in24 & FC_IN24_LEN));
 	*out = r ? *r : top->rule;
 }
 

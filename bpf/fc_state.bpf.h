@@ -37,6 +37,7 @@ struct {
  * longer IPv4 and all IPv6 prefixes in hashes keyed by length and address. */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(map_flags, BPF_F_MMAPABLE);
 	__uint(max_entries, FC_TOP4_SLOTS);
 	__type(key, __u32);
 	__type(value, struct fc_top4);

@@ -74,12 +74,13 @@ struct fc_addr6 {
  * - IPv4: fc_top4, an array with one entry per /16 (the top 16 bits of a
  *   source index it). An entry holds what the prefixes of /1 to /16 covering
  *   that /16 say and, for each of its 256 /24s, the length of the longest
- *   prefix of /17 to /24 covering that /24 and which lengths of /25 to /31
- *   occur inside it. The prefixes of /17 to /31 are in fc_pfx4, a hash keyed
+ *   prefix of /17 to /24 covering that /24 and whether prefixes of /25 to /31
+ *   lie inside it. The prefixes of /17 to /31 are in fc_pfx4, a hash keyed
  *   by length and masked address: a source costs one array access when no
  *   prefix longer than /16 covers its /24, one hash lookup when one of /17
- *   to /24 does, and one more per length of /25 to /31 inside its /24
- *   (longest first, stopping at the first hit).
+ *   to /24 does, and, where /25 to /31 lie inside its /24, one more per
+ *   such length in use in its /16 (longest first, to the first hit). The
+ *   loader writes fc_top4 in place through a mapping (BPF_F_MMAPABLE).
  * - IPv6 /1 to /127 (and ::/0 for a policy): fc_pfx6, a hash keyed the same
  *   way, searched by binary search on the lengths (Waldvogel et al.): a
  *   perfect binary tree over the lengths 1 to 127, walked from its root (64);
@@ -133,14 +134,16 @@ struct fc_rule {
 
 /* One /16 of IPv4 (fc_top4[top 16 bits of the address]). in24[i] is about
  * its i-th /24: the length of the longest prefix of /17 to /24 covering it
- * (FC_IN24_LEN, 0 = none) and, bit FC_IN24_LONGER + L - 25, whether a
- * prefix of length L (25 to 31) lies inside it. */
-#define FC_IN24_LEN    0x1f
-#define FC_IN24_LONGER 5
+ * (16 + in24[i] & FC_IN24_LEN; 0 = none) and whether a prefix of /25 to
+ * /31 lies inside it (FC_IN24_LONGER), one of the lengths in longer. */
+#define FC_IN24_LEN    0x0f
+#define FC_IN24_LONGER 0x10
 
 struct fc_top4 {
 	struct fc_rule rule; /* the prefixes of /1 to /16 covering it, folded as above */
-	__u16 in24[256];
+	__u8 longer;         /* bit L - 25: a prefix of length L (25 to 31) lies inside it */
+	__u8 pad[7];
+	__u8 in24[256];
 };
 
 /* A policy as the packet path reads it (fc_policies[slot]). */
@@ -269,8 +272,9 @@ FC_ABI_OFF(struct fc_pfx6_key, a, 4);
 FC_ABI_SIZE(struct fc_rule, 16);
 FC_ABI_OFF(struct fc_rule, flags, 8);
 FC_ABI_OFF(struct fc_rule, policy, 12);
-FC_ABI_SIZE(struct fc_top4, 16 + 512);
-FC_ABI_OFF(struct fc_top4, in24, 16);
+FC_ABI_SIZE(struct fc_top4, 16 + 8 + 256);
+FC_ABI_OFF(struct fc_top4, longer, 16);
+FC_ABI_OFF(struct fc_top4, in24, 24);
 FC_ABI_SIZE(struct fc_tier, 32);
 FC_ABI_SIZE(struct fc_policy, 16 + FC_MAX_TIERS * 32);
 FC_ABI_OFF(struct fc_policy, algo, 8);

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/mman.h>
 #include <sys/random.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
@@ -43,10 +44,10 @@ struct fc_map_sync {
 
 enum { FC_MS_EXACT4, FC_MS_EXACT6, FC_MS_PFX4, FC_MS_PFX6, FC_MS_COUNT };
 
-/* What fc_top4 should hold and holds, all FC_TOP4_SLOTS entries of it. */
+/* The IPv4 prefixes, folded, in address order: what fc_top4 is made of. */
 struct fc_top4_sync {
-	struct fc_top4 *want, *have;
-	size_t used; /* entries of want that are not empty */
+	struct fc_kvs pfx;
+	size_t used; /* fc_top4 entries written that are not empty */
 };
 
 /* What this process last wrote to the rule maps, sorted as fc_kv_cmp sorts:
@@ -59,14 +60,11 @@ static struct {
 	pthread_mutex_t lock;
 	__u64 gen;
 	struct fc_kvs have[FC_MS_COUNT];
-	struct fc_top4 *top4;
 } fc_shadow = { .lock = PTHREAD_MUTEX_INITIALIZER };
 
 /* Scratch for one batch of keys and values, used under fc_shadow.lock. */
 static uint8_t fc_batch_keys[FC_BATCH * sizeof(struct fc_pfx6_key)];
 static struct fc_rule fc_batch_vals[FC_BATCH];
-#define FC_TOP4_BATCH 512
-static struct fc_top4 fc_batch_tops[FC_TOP4_BATCH];
 
 uint64_t fc_expiry_ns(int64_t expires)
 {
@@ -384,128 +382,130 @@ static int fc_want_markers(struct fc_map_sync *ms, size_t i, struct fc_err *err)
 	return 0;
 }
 
-static bool fc_top4_empty(const struct fc_top4 *t)
-{
-	static const __u16 none[256];
-
-	return !t->rule.flags && !t->rule.policy && !memcmp(t->in24, none, sizeof(none));
-}
-
-/*
- * An IPv4 prefix into fc_top4: one of /1 to /16 over the entries of the /16s
- * it covers, one of /17 to /24 as the length covering each /24 it covers,
- * one of /25 to /31 as a length inside its /24. Called in address order,
- * which puts a prefix before those it covers, so the longest is written last.
- */
-static void fc_top4_note(struct fc_top4 *top, const uint8_t *a, uint32_t len, const struct fc_rule *r)
-{
-	struct fc_top4 *t = &top[(uint32_t)a[0] << 8 | a[1]];
-	uint32_t i;
-
-	if (len <= FC_TOP4_SHIFT) {
-		for (i = 0; i < 1u << (FC_TOP4_SHIFT - len); i++)
-			t[i].rule = *r;
-	} else if (len <= 24) {
-		for (i = 0; i < 1u << (24 - len); i++)
-			t->in24[a[2] + i] = (__u16)((t->in24[a[2] + i] & ~FC_IN24_LEN) | len);
-	} else {
-		t->in24[a[2]] |= (__u16)(1u << (FC_IN24_LONGER + len - 25));
-	}
-}
-
 /*
  * The entries of a prefix map from the prefixes in ms->want (merged): what
  * the prefixes covering each entry say folded into it; for IPv6 their
- * search markers; for IPv4 their fc_top4 entries, the prefixes of /1 to /16
- * living there alone. Leaves want sorted by key, its markers counted and,
- * for IPv6, the lengths of its prefixes noted.
+ * search markers; for IPv4 a copy in address order for fc_top4, the
+ * prefixes of /1 to /16 living there alone. Leaves want sorted by key, its
+ * markers counted and, for IPv6, the lengths of its prefixes noted.
  */
 static int fc_want_prefixes(struct fc_map_sync *ms, struct fc_top4_sync *top4, struct fc_err *err)
 {
 	size_t n = ms->want.n, i, o = 0;
-	const uint8_t *a;
 	struct fc_kv *v;
 	uint32_t len;
 
-	if (ms->family == 4 && !(top4->want = calloc(FC_TOP4_SLOTS, sizeof(*top4->want))))
-		return fc_err_set(err, "out of memory publishing map %s", FC_MAP_NAME(top4));
 	for (i = 0; ms->family == 6 && i < n; i++)
 		if (fc_want_markers(ms, i, err) < 0)
 			return -1;
 	fc_want_merge(ms);
 	if (fc_want_inherit(ms, err) < 0)
 		return -1;
-	for (i = 0, v = ms->want.v; i < ms->want.n; i++) {
-		a = fc_kv_addr(&v[i], &len);
-		if (ms->family == 4)
-			fc_top4_note(top4->want, a, len, &v[i].val);
-		else if (v[i].val.flags & FC_RULE_MARKER)
+	v = ms->want.v;
+	if (ms->family == 4 && ms->want.n) {
+		if (!(top4->pfx.v = malloc(ms->want.n * sizeof(*v))))
+			return fc_err_set(err, "out of memory publishing map %s", FC_MAP_NAME(top4));
+		memcpy(top4->pfx.v, v, ms->want.n * sizeof(*v));
+		top4->pfx.n = ms->want.n;
+	}
+	for (i = 0; i < ms->want.n; i++) {
+		fc_kv_addr(&v[i], &len);
+		if (ms->family == 4 && len <= FC_TOP4_SHIFT)
+			continue;
+		if (v[i].val.flags & FC_RULE_MARKER)
 			ms->marks++;
 		else
 			ms->lens[len / 64] |= 1ULL << (len % 64);
-		if (ms->family == 6 || len > FC_TOP4_SHIFT)
-			v[o++] = v[i];
+		v[o++] = v[i];
 	}
 	ms->want.n = o;
-	for (i = 0; ms->family == 4 && i < FC_TOP4_SLOTS; i++)
-		top4->used += !fc_top4_empty(&top4->want[i]);
 	fc_kvs_sort(&ms->want, fc_kv_cmp, &ms->keysz);
 	return 0;
 }
 
-/* Reads all of fc_top4 (FC_TOP4_SLOTS entries, one batch). */
-static int fc_top4_read(const struct fc_maps *m, struct fc_top4 *have, struct fc_err *err)
+/* The /16 (fc_top4 index) of an IPv4 prefix key. */
+static uint32_t fc_kv_top4(const struct fc_kv *kv)
 {
-	LIBBPF_OPTS(bpf_map_batch_opts, opts);
-	static __u32 keys[FC_TOP4_SLOTS];
-	__u32 out = 0, cnt = FC_TOP4_SLOTS;
+	uint32_t len;
+	const uint8_t *a = fc_kv_addr(kv, &len);
 
-	if (bpf_map_lookup_batch(m->top4, NULL, &out, keys, have, &cnt, &opts) && errno != ENOENT)
-		return fc_err_set(err, "map %s: batch lookup: %s", FC_MAP_NAME(top4), strerror(errno));
-	if (cnt != FC_TOP4_SLOTS)
-		return fc_err_set(err, "map %s: read %u of its %d entries", FC_MAP_NAME(top4), cnt, FC_TOP4_SLOTS);
-	return 0;
+	return (uint32_t)a[0] << 8 | a[1];
 }
 
-/* Writes the batch of fc_top4 entries gathered in fc_batch_keys and
- * fc_batch_tops, and empties it. */
-static int fc_top4_write(const struct fc_maps *m, __u32 *cnt, struct fc_err *err)
+static bool fc_top4_empty(const struct fc_top4 *t)
 {
-	LIBBPF_OPTS(bpf_map_batch_opts, opts);
+	static const struct fc_top4 none;
 
-	if (bpf_map_update_batch(m->top4, fc_batch_keys, fc_batch_tops, cnt, &opts))
-		return fc_err_set(err, "map %s: batch update: %s", FC_MAP_NAME(top4), strerror(errno));
-	*cnt = 0;
-	return 0;
+	return !memcmp(t, &none, sizeof(none));
 }
 
-/* Writes the fc_top4 entries that differ. An array's entry is never
- * deleted: one that empties is counted as removed. */
-static int fc_top4_apply(const struct fc_maps *m, struct fc_top4_sync *top4, struct fc_sync_result *res,
-			 struct fc_err *err)
+/* A prefix of /17 to /31 into the fc_top4 entry of its /16: the length
+ * covering each /24 it covers, or a length inside its /24. Called in address
+ * order, which puts a prefix before those it covers: the longest is noted
+ * last. */
+static void fc_top4_note(struct fc_top4 *t, const struct fc_kv *kv)
 {
-	__u32 i, cnt = 0;
+	uint32_t len, i;
+	const uint8_t *a = fc_kv_addr(kv, &len);
 
-	if (!top4->have) {
-		if (!(top4->have = malloc(FC_TOP4_SLOTS * sizeof(*top4->have))))
-			return fc_err_set(err, "out of memory reading map %s", FC_MAP_NAME(top4));
-		if (fc_top4_read(m, top4->have, err) < 0)
-			return -1;
+	if (len > 24) {
+		t->longer |= (__u8)(1u << (len - 25));
+		t->in24[a[2]] |= FC_IN24_LONGER;
+		return;
 	}
-	for (i = 0; i < FC_TOP4_SLOTS; i++) {
-		const struct fc_top4 *w = &top4->want[i], *h = &top4->have[i];
+	for (i = a[2]; i < a[2] + (1u << (24 - len)); i++)
+		t->in24[i] = (__u8)((t->in24[i] & ~FC_IN24_LEN) | (len - FC_TOP4_SHIFT));
+}
 
-		if (!memcmp(w, h, sizeof(*w)))
+/*
+ * Makes fc_top4 what the IPv4 prefixes say, /16 by /16, through a mapping
+ * of the array: what differs is written in place, nothing is read but the
+ * array itself, and nothing the size of the array is allocated. An emptied
+ * entry is counted as removed.
+ */
+static int fc_top4_sync(const struct fc_maps *m, struct fc_top4_sync *top4, struct fc_sync_result *res,
+			struct fc_err *err)
+{
+	const size_t size = (size_t)FC_TOP4_SLOTS * sizeof(struct fc_top4);
+	const struct fc_kv *p = top4->pfx.v;
+	uint32_t *cover, len, idx, end, i, j = 0;
+	struct fc_top4 *map, e;
+
+	/* For each /16, the longest prefix of /1 to /16 covering it (index + 1). */
+	if (!(cover = calloc(FC_TOP4_SLOTS, sizeof(*cover))))
+		return fc_err_set(err, "out of memory publishing map %s", FC_MAP_NAME(top4));
+	for (i = 0; i < top4->pfx.n; i++) {
+		fc_kv_addr(&p[i], &len);
+		if (len > FC_TOP4_SHIFT)
 			continue;
-		res->added += fc_top4_empty(h);
-		res->removed += fc_top4_empty(w);
-		res->changed += !fc_top4_empty(h) && !fc_top4_empty(w);
-		memcpy(fc_batch_keys + cnt * sizeof(i), &i, sizeof(i));
-		fc_batch_tops[cnt++] = *w;
-		if (cnt == FC_TOP4_BATCH && fc_top4_write(m, &cnt, err) < 0)
-			return -1;
+		for (idx = fc_kv_top4(&p[i]), end = idx + (1u << (FC_TOP4_SHIFT - len)); idx < end; idx++)
+			cover[idx] = i + 1;
 	}
-	return cnt ? fc_top4_write(m, &cnt, err) : 0;
+	map = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, m->top4, 0);
+	if (map == MAP_FAILED) {
+		free(cover);
+		return fc_err_set(err, "map %s: mmap: %s", FC_MAP_NAME(top4), strerror(errno));
+	}
+	for (idx = 0; idx < FC_TOP4_SLOTS; idx++) {
+		memset(&e, 0, sizeof(e));
+		if (cover[idx])
+			e.rule = p[cover[idx] - 1].val;
+		for (; j < top4->pfx.n && fc_kv_top4(&p[j]) == idx; j++) {
+			fc_kv_addr(&p[j], &len);
+			if (len > FC_TOP4_SHIFT)
+				fc_top4_note(&e, &p[j]);
+		}
+		top4->used += !fc_top4_empty(&e);
+		if (!memcmp(&map[idx], &e, sizeof(e)))
+			continue;
+		res->added += fc_top4_empty(&map[idx]);
+		res->removed += fc_top4_empty(&e);
+		res->changed += !fc_top4_empty(&map[idx]) && !fc_top4_empty(&e);
+		memcpy(&map[idx], &e, sizeof(e));
+	}
+	munmap(map, size);
+	free(cover);
+	return 0;
 }
 
 /* Adds a ban or policy (slot) on p to the map that holds its kind. */
@@ -693,10 +693,6 @@ int fc_sync(struct fc_store *st, const struct fc_maps *m, const char *pin_dir, i
 		ms[i].have_known = true;
 		fc_shadow.have[i] = (struct fc_kvs){ 0 };
 	}
-	if (shadow) {
-		top4.have = fc_shadow.top4;
-		fc_shadow.top4 = NULL;
-	}
 	if (!skip && !(ps.have = calloc(FC_POLICY_SLOTS, sizeof(*ps.have)))) {
 		fc_err_set(err, "out of memory");
 		goto out;
@@ -707,7 +703,7 @@ int fc_sync(struct fc_store *st, const struct fc_maps *m, const char *pin_dir, i
 		if (fc_map_sync(&ms[i], res, err) < 0)
 			goto out;
 	/* After fc_pfx4: a /16 points the search at entries already there. */
-	if (fc_top4_apply(m, &top4, res, err) < 0)
+	if (fc_top4_sync(m, &top4, res, err) < 0)
 		goto out;
 	if (!skip && fc_policies_apply(m, &ps, false, err) < 0)
 		goto out;
@@ -733,8 +729,6 @@ int fc_sync(struct fc_store *st, const struct fc_maps *m, const char *pin_dir, i
 			fc_shadow.have[i] = ms[i].want;
 			ms[i].want = (struct fc_kvs){ 0 };
 		}
-		fc_shadow.top4 = top4.want;
-		top4.want = NULL;
 	}
 out:
 	if (locked) {
@@ -743,8 +737,6 @@ out:
 				free(fc_shadow.have[i].v);
 				fc_shadow.have[i] = (struct fc_kvs){ 0 };
 			}
-			free(fc_shadow.top4);
-			fc_shadow.top4 = NULL;
 		}
 		pthread_mutex_unlock(&fc_shadow.lock);
 		fc_maps_unlock(m);
@@ -753,8 +745,7 @@ out:
 		free(ms[i].want.v);
 		free(ms[i].have.v);
 	}
-	free(top4.want);
-	free(top4.have);
+	free(top4.pfx.v);
 	free(ps.want);
 	free(ps.have);
 	free(bans);
