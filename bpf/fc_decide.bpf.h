@@ -386,18 +386,18 @@ static __always_inline bool fc_gcra1(const struct fc_policy *pol)
 static __always_inline int fc_fast(struct fc_eval *ev, __u32 sa, struct fc_bucket *a, __u32 sb,
 				   struct fc_bucket *b)
 {
-	struct fc_policy *pa = bpf_map_lookup_elem(&fc_policies, &sa);
-	struct fc_policy *pb = bpf_map_lookup_elem(&fc_policies, &sb);
-	struct fc_charge *cha, *chb;
-	__u32 zero = 0, one = 1;
+	struct fc_policy *pa = bpf_map_lookup_elem(&fc_policies, &sa), *pb = pa;
+	struct fc_charge ch;
 
-	cha = bpf_map_lookup_elem(&fc_scratch, &zero);
-	chb = bpf_map_lookup_elem(&fc_scratch, &one);
-	if (!a || !b || !pa || !pb || !cha || !chb)
+	if (sb)
+		pb = bpf_map_lookup_elem(&fc_policies, &sb);
+	if (!a || !b || !pa || !pb)
 		return FC_FAST_GENERAL;
 	if (!fc_gcra1(pa) || (sb && !fc_gcra1(pb)))
 		return fc_enforce(&ev->pkt, sa, a, sb, b);
-	return fc_charge2(&ev->pkt, ev->cfg, sa, pa, a, sb, pb, b, cha, chb, true);
+	/* One charge kept for both: a single tier's is written only when it
+	 * admits, so pb's never overwrites the one pa's refund needs. */
+	return fc_charge2(&ev->pkt, ev->cfg, sa, pa, a, sb, pb, b, &ch, &ch, true);
 }
 
 /* The bucket of slot: the source's own under ip=* (star), the policy's

@@ -481,7 +481,7 @@ static int fc_top4_sync(const struct fc_maps *m, struct fc_top4_sync *top4, stru
 		for (idx = fc_kv_top4(&p[i]), end = idx + (1u << (FC_TOP4_SHIFT - len)); idx < end; idx++)
 			cover[idx] = i + 1;
 	}
-	map = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, m->top4, 0);
+	map = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, m->top4, 0);
 	if (map == MAP_FAILED) {
 		free(cover);
 		return fc_err_set(err, "map %s: mmap: %s", FC_MAP_NAME(top4), strerror(errno));
