@@ -418,7 +418,7 @@ static __always_inline bool fc_decide(void *data, void *data_end, __u32 len)
 	const struct fc_rule *exact, *prefix;
 	struct fc_rule pfx = { 0 };
 	struct fc_bucket *ba, *bb;
-	__u32 star, e, p, sa, sb, zero = 0;
+	__u32 star, gen, e, p, sa, sb, zero = 0;
 	enum fc_parse_rc rc;
 	int v;
 
@@ -442,11 +442,14 @@ static __always_inline bool fc_decide(void *data, void *data_end, __u32 len)
 	star = ev.cfg->star_slot;
 	if (ev.cfg->star_syn && !fc_is_syn(&ev.pkt))
 		star = 0;
+	/* Read before the lookups: a publish that lands between them and the
+	 * note below leaves a note of the rules before it, which it voids. */
+	gen = *(volatile __u32 *)&ev.cfg->rules_gen;
 	if (star) {
 		src = fc_src_lookup(&ev.pkt);
 		if (src && src->gen != ev.cfg->star_gen)
 			src = NULL; /* an earlier ip=* policy's */
-		if (src && src->rules_gen == ev.cfg->rules_gen) {
+		if (src && src->rules_gen == gen) {
 			/* What the rules say of this source, as its bucket noted it:
 			 * one lookup instead of three. */
 			e = src->exact_policy;
@@ -466,12 +469,15 @@ static __always_inline bool fc_decide(void *data, void *data_end, __u32 len)
 	}
 	e = exact ? exact->policy : 0;
 	p = prefix ? prefix->policy : 0;
-	/* Noted until the rules change, where no ban (even a lapsed one) could
-	 * come back into force without a change: the slots first. */
+	/* Noted in the source's bucket where no ban applies, not even a lapsed
+	 * one (a ban starts only with a publish, which moves rules_gen): the
+	 * slots, then (in that order for a reader on another CPU) the rules'
+	 * generation they hold for. */
 	if (src && !(exact && (exact->flags & FC_RULE_BANNED)) && !(prefix && (prefix->flags & FC_RULE_BANNED))) {
 		src->exact_policy = e;
 		src->prefix_policy = p;
-		src->rules_gen = ev.cfg->rules_gen;
+		asm volatile("" ::: "memory");
+		src->rules_gen = gen;
 	}
 policies:
 	/* The policies met, first and second, in the order exact, prefix, ip=*. */
