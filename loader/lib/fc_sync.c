@@ -716,7 +716,7 @@ int fc_sync(struct fc_store *st, const struct fc_maps *m, const char *pin_dir, i
 	memcpy(res->cfg.lens6, ms[FC_MS_PFX6].lens, sizeof(res->cfg.lens6));
 	for (i = 0; i < npols; i++)
 		res->cfg.n_policies += !fc_policy_is_l7(&pols[i].spec);
-	/* Sources cached as matching no exact or prefix entry must look again. */
+	/* What the ip=* buckets noted of the rules (struct fc_src_bucket) is void. */
 	res->cfg.rules_gen = old.rules_gen + (res->added || res->changed || res->removed);
 	res->policies_changed = ps.changed;
 	if (getrandom(&res->cfg.publish_gen, sizeof(res->cfg.publish_gen), 0) != sizeof(res->cfg.publish_gen))
@@ -732,12 +732,11 @@ int fc_sync(struct fc_store *st, const struct fc_maps *m, const char *pin_dir, i
 	}
 out:
 	if (locked) {
-		if (!fc_shadow.gen) {
+		if (!fc_shadow.gen)
 			for (i = 0; i < nms; i++) {
 				free(fc_shadow.have[i].v);
 				fc_shadow.have[i] = (struct fc_kvs){ 0 };
 			}
-		}
 		pthread_mutex_unlock(&fc_shadow.lock);
 		fc_maps_unlock(m);
 	}
