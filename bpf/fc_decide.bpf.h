@@ -321,18 +321,25 @@ enum fc_fast {
 };
 
 /*
- * Charges pa (slot sa, bucket a) and, if sb, pb (sb, b). gcra1: both are
- * single-tier GCRA policies, and the limit code folds to one
- * compare-and-exchange each, small enough to inline in the main program
- * (and to verify on each path into it); otherwise fc_enforce runs it.
+ * What fc_charge2 may take for known, so that the limit code folds to a few
+ * compare-and-exchanges, small enough to inline in the main program (and to
+ * verify on each path into it); fc_enforce runs the general case.
  */
+enum fc_inline {
+	FC_INLINE_NONE,  /* any policies */
+	FC_INLINE_GCRA1, /* single-tier GCRA policies */
+	FC_INLINE_TIER1, /* one single-tier policy, of any algorithm */
+};
+
+/* Charges pa (slot sa, bucket a) and, if sb, pb (sb, b). */
 static __always_inline int fc_charge2(const struct fc_pkt *pkt, const struct fc_config *cfg, __u32 sa,
 				      const struct fc_policy *pa, struct fc_bucket *a, __u32 sb,
 				      const struct fc_policy *pb, struct fc_bucket *b, struct fc_charge *cha,
-				      struct fc_charge *chb, bool gcra1)
+				      struct fc_charge *chb, enum fc_inline known)
 {
-	__u8 algo_a = gcra1 ? FC_ALGO_GCRA : pa->algo, algo_b = gcra1 ? FC_ALGO_GCRA : pb->algo;
-	__u8 tiers_a = gcra1 ? 1 : pa->ntiers, tiers_b = gcra1 ? 1 : pb->ntiers;
+	__u8 algo_a = known == FC_INLINE_GCRA1 ? FC_ALGO_GCRA : pa->algo;
+	__u8 algo_b = known == FC_INLINE_GCRA1 ? FC_ALGO_GCRA : pb->algo;
+	__u8 tiers_a = known ? 1 : pa->ntiers, tiers_b = known ? 1 : pb->ntiers;
 	__u64 ca, cb = 0, now;
 
 	ca = tiers_a ? fc_policy_cost(pa, pkt) : 0;
@@ -374,7 +381,7 @@ __noinline int fc_enforce(const struct fc_pkt *pkt, __u32 sa, struct fc_bucket *
 	if (!pkt || !a || !b || !pa || !pb || !cfg || !cha || !chb || pa->action == FC_ACTION_LOG ||
 	    (sb && pb->action == FC_ACTION_LOG))
 		return FC_FAST_GENERAL;
-	return fc_charge2(pkt, cfg, sa, pa, a, sb, pb, b, cha, chb, false);
+	return fc_charge2(pkt, cfg, sa, pa, a, sb, pb, b, cha, chb, FC_INLINE_NONE);
 }
 
 /* A policy the inline fast path takes. */
@@ -393,11 +400,13 @@ static __always_inline int fc_fast(struct fc_eval *ev, __u32 sa, struct fc_bucke
 		pb = bpf_map_lookup_elem(&fc_policies, &sb);
 	if (!a || !b || !pa || !pb)
 		return FC_FAST_GENERAL;
-	if (!fc_gcra1(pa) || (sb && !fc_gcra1(pb)))
-		return fc_enforce(&ev->pkt, sa, a, sb, b);
 	/* One charge kept for both: a single tier's is written only when it
 	 * admits, so pb's never overwrites the one pa's refund needs. */
-	return fc_charge2(&ev->pkt, ev->cfg, sa, pa, a, sb, pb, b, &ch, &ch, true);
+	if (fc_gcra1(pa) && (!sb || fc_gcra1(pb)))
+		return fc_charge2(&ev->pkt, ev->cfg, sa, pa, a, sb, pb, b, &ch, &ch, FC_INLINE_GCRA1);
+	if (!sb && pa->ntiers == 1 && pa->action != FC_ACTION_LOG)
+		return fc_charge2(&ev->pkt, ev->cfg, sa, pa, a, 0, pa, a, &ch, &ch, FC_INLINE_TIER1);
+	return fc_enforce(&ev->pkt, sa, a, sb, b);
 }
 
 /* The bucket of slot: the source's own under ip=* (star), the policy's

@@ -309,6 +309,46 @@ static void test_all_or_nothing(void **state)
 	assert_int_equal(fc_env_pstats(env, 4).passed.packets + fc_env_pstats(env, 4).dropped.packets, 3);
 }
 
+/*
+ * Two policies, charged both or neither, on each way the program takes them:
+ * inline for single-tier GCRA ones, in a global function otherwise (tiers,
+ * another algorithm). The second denies after its burst; the first, charged
+ * only with the second, then has exactly its burst minus that left.
+ */
+static void fc_pair_body(struct fc_env *env, const char *first, const char *rates, const char *opts,
+			 const char *second, const char *src)
+{
+	char match[48];
+
+	snprintf(match, sizeof(match), "ip=%s", first);
+	fc_env_policy(env, 1, match, rates, opts);
+	if (strcmp(second, "*")) {
+		snprintf(match, sizeof(match), "ip=%s", second);
+		fc_env_policy(env, 2, match, "1/m", "burst=2");
+	} else {
+		fc_env_policy(env, 2, "ip=*", "1/m", "burst=2");
+	}
+	assert_int_equal(fc_udp(env, false, src, 3) + fc_udp(env, true, src, 3), 2);
+	assert_int_equal(fc_env_pstats(env, 1).passed.packets, 2);
+	assert_int_equal(fc_env_pstats(env, 2).dropped.packets, 4);
+	fc_env_policy_del(env, 2);
+	assert_int_equal(fc_udp(env, true, src, 10), 3); /* burst 5, charged 2 */
+	fc_env_policy_del(env, 1);
+}
+
+static void test_pairs(void **state)
+{
+	struct fc_env *env = *state;
+
+	FC_REQUIRE_BPF();
+	fc_pair_body(env, "198.18.0.40", "1/m", "burst=5", "*", "198.18.0.40");
+	fc_pair_body(env, "198.18.0.0/24", "1/m", "burst=5", "*", "198.18.0.41");
+	fc_pair_body(env, "198.18.0.42", "1/m:5,100/h", "", "198.18.0.0/26", "198.18.0.42");
+	fc_away_from_minute_edge(5);
+	fc_pair_body(env, "198.18.0.43", "5/m", "algo=window", "*", "198.18.0.43");
+	fc_pair_body(env, "2001:2::44", "1/m", "burst=5", "2001:2::/64", "2001:2::44");
+}
+
 /* A prefix ban covers a longer prefix with only a policy; a policy covers a
  * longer banned prefix once that ban is lifted. */
 static void test_inheritance(void **state)
@@ -548,6 +588,7 @@ int main(void)
 		T(test_log),
 		T(test_edits),
 		T(test_all_or_nothing),
+		T(test_pairs),
 		T(test_inheritance),
 		T(test_star_fast_path_follows_rule_changes),
 		T(test_flood_of_sources),
