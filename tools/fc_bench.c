@@ -73,9 +73,10 @@ struct fc_row {
 
 /* The exact bans are 10.0.0.0 upwards (10.0.0.7 the banned frame's), the
  * exact-address policies 10.200.0.0/16 (10.200.0.8 a sliding window, the
- * rest GCRA), the prefix policies inside 100.64.0.0/10, the prefix bans
- * elsewhere in unicast space (never 10/8, 100/8 or 198.18/15). The ip=*
- * policy counts TCP SYNs, so that UDP frames meet only the others. */
+ * rest GCRA), the prefix bans and policies anywhere else in unicast space
+ * (never 10/8, 100/8 or 198.18/15; a source drawn from a policy is one no
+ * ban covers). The ip=* policy counts TCP SYNs, so that UDP frames meet only
+ * the others. */
 static const struct fc_row fc_rows[] = {
 	{ "clean (no rule matches)", { "198.18.0.8", IPPROTO_UDP, .payload = 18 }, FC_DRAW_NONE, true },
 	{ "exact ban", { "10.0.0.7", IPPROTO_UDP, .payload = 18 }, FC_DRAW_NONE, true },
@@ -268,18 +269,7 @@ static const unsigned fc_w4[33] = {
 /* IPv6 bans: allocations and end sites. */
 static const unsigned fc_w6[129] = { [32] = 10000, [40] = 5000, [44] = 5000, [48] = 40000, [56] = 15000 };
 
-/* Prefix policies, /16 to /28 inside 100.64.0.0/10. */
-static void fc_rand_pol4(struct fc_prefix *p, unsigned len)
-{
-	uint32_t a = htonl((100u << 24 | 64u << 16) + ((uint32_t)fc_rand() & 0x3fffff));
-
-	memset(p, 0, sizeof(*p));
-	p->family = 4;
-	p->len = (uint8_t)len;
-	memcpy(p->a, &a, 4);
-	fc_prefix_mask(p->a, 4, len);
-}
-
+/* Prefix policies: /16 to /26, placed as the bans are. */
 static const unsigned fc_wpol[29] = { [16] = 2000, [20] = 18000, [22] = 20000, [24] = 30000, [26] = 15000 };
 
 /* Writes bans.txt: fc_b.bans exact IPv4 addresses (10.0.0.0 upwards), then
@@ -515,16 +505,35 @@ static int fc_dispatched(void *why)
 	return fc_hook_fd("fcb1");
 }
 
-/* A host inside a random prefix of l (its address + 7, or the prefix's
- * only address), as text. */
-static void fc_draw_host(const struct fc_pfx_list *l, char *out)
+/* Whether a prefix of l covers the address p. */
+static bool fc_covered(const struct fc_pfx_list *l, const struct fc_prefix *p)
 {
-	struct fc_prefix p = l->v[fc_rand() % l->n];
-	unsigned bytes = p.family == 4 ? 4 : 16;
+	struct fc_prefix q;
+	size_t i;
 
-	if (p.len < (p.family == 4 ? 29 : 125))
-		p.a[bytes - 1] |= 7;
-	p.len = (uint8_t)(bytes * 8);
+	for (i = 0; i < l->n; i++) {
+		q = *p;
+		fc_prefix_mask(q.a, 16, l->v[i].len);
+		if (l->v[i].family == p->family && !memcmp(q.a, l->v[i].a, 16))
+			return true;
+	}
+	return false;
+}
+
+/* A host inside a random prefix of l (its address + 7, or the prefix's
+ * only address), as text; for a policy, one no ban covers. */
+static void fc_draw_host(const struct fc_pfx_list *l, bool unbanned, char *out)
+{
+	struct fc_prefix p;
+	unsigned bytes, tries = 0;
+
+	do {
+		p = l->v[fc_rand() % l->n];
+		bytes = p.family == 4 ? 4 : 16;
+		if (p.len < (p.family == 4 ? 29 : 125))
+			p.a[bytes - 1] |= 7;
+		p.len = (uint8_t)(bytes * 8);
+	} while (unbanned && fc_covered(&fc_b.ban4, &p) && ++tries < 1000);
 	fc_prefix_format(&p, out);
 }
 
@@ -540,7 +549,7 @@ static void fc_row_init(struct fc_row_run *rr, const struct fc_row *row, const i
 	rr->nframes = from ? (from->n ? fc_b.samples : 0) : 1;
 	for (i = 0; i < rr->nframes; i++) {
 		if (from)
-			fc_draw_host(from, rr->src[i]);
+			fc_draw_host(from, row->draw == FC_DRAW_POL4, rr->src[i]);
 		else
 			snprintf(rr->src[i], sizeof(rr->src[i]), "%s", row->spec.src);
 		spec.src = rr->src[i];
@@ -749,7 +758,7 @@ int main(int argc, char **argv)
 	fc_b.rng = 13;
 	if (fc_make_prefixes(&fc_b.ban4, (size_t)fc_b.prefixes4, fc_w4, 32, 24, fc_rand_pfx4) < 0 ||
 	    fc_make_prefixes(&fc_b.ban6, (size_t)fc_b.prefixes6, fc_w6, 128, 64, fc_rand_pfx6) < 0 ||
-	    fc_make_prefixes(&fc_b.pol4, (size_t)fc_b.policies / 32, fc_wpol, 28, 24, fc_rand_pol4) < 0)
+	    fc_make_prefixes(&fc_b.pol4, (size_t)fc_b.policies / 32, fc_wpol, 28, 24, fc_rand_pfx4) < 0)
 		goto out;
 	fc_progress("writing %ld bans", fc_b.bans + fc_b.prefixes4 + fc_b.prefixes6);
 	snprintf(file, sizeof(file), "%s/bans.txt", fc_b.dir);
