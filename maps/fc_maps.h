@@ -75,8 +75,9 @@ struct fc_addr6 {
  *   source index it). An entry holds what the prefixes of /1 to /16 covering
  *   that /16 say and, for each of its 256 /24s, the length of the longest
  *   prefix of /17 to /24 covering that /24 and whether prefixes of /25 to /31
- *   lie inside it. The prefixes of /17 to /31 are in fc_pfx4, a hash keyed
- *   by length and masked address: a source costs one array access when no
+ *   lie inside it. The prefixes are in fc_pfx4, a hash keyed by length and
+ *   masked address (those of /1 to /16 only for the loader, to know what
+ *   fc_top4 was made of): a source costs one array access when no
  *   prefix longer than /16 covers its /24, one hash lookup when one of /17
  *   to /24 does, and, where /25 to /31 lie inside its /24, one more per
  *   such length in use in its /16 (longest first, to the first hit). The

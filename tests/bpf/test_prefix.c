@@ -294,6 +294,35 @@ static void test_v4_mapped(void **state)
 }
 
 /*
+ * A publish rewrites only the /16s whose prefixes changed, trusting fc_top4
+ * to be what it last wrote; after another publisher (or one cut short), it
+ * looks at every /16 again and repairs what it finds.
+ */
+static void test_top4_repaired(void **state)
+{
+	struct fc_env *env = *state;
+	struct fc_top4 bad = { .rule = { .flags = FC_RULE_BANNED } }, got;
+	struct fc_config cfg;
+	struct fc_err err;
+	__u32 idx = 203 << 8 | 0; /* 203.0.0.0/16 */
+
+	FC_REQUIRE_BPF();
+	fc_env_ban(env, "198.18.0.0/20", 0);
+	assert_int_equal(bpf_map_update_elem(env->maps.top4, &idx, &bad, BPF_ANY), 0);
+	assert_int_equal(fc_send(env, false, "203.0.113.1"), FC_V_DROP_PREFIX);
+	fc_env_ban(env, "198.18.64.0/20", 0); /* changes 198.18.0.0/16 only */
+	assert_int_equal(fc_send(env, false, "203.0.113.1"), FC_V_DROP_PREFIX);
+	assert_int_equal(fc_config_read(&env->maps, &cfg, &err), 0);
+	cfg.publish_gen = 0;
+	assert_int_equal(fc_config_write(&env->maps, &cfg, &err), 0);
+	fc_env_publish(env);
+	assert_int_equal(bpf_map_lookup_elem(env->maps.top4, &idx, &got), 0);
+	assert_int_equal(got.rule.flags, 0);
+	assert_int_equal(fc_send(env, true, "203.0.113.1"), FC_V_PASS);
+	assert_int_equal(fc_send(env, true, "198.18.64.1"), FC_V_DROP_PREFIX);
+}
+
+/*
  * Random sets: prefixes of every length around a few anchors (so that they
  * nest and neighbour), each a ban, a policy or both, with an ip=* policy
  * over all; sources inside them and around. The kernel's verdict and the
@@ -532,7 +561,7 @@ int main(void)
 #define T(f) cmocka_unit_test_setup_teardown(f, fc_env_setup, fc_env_teardown)
 	const struct CMUnitTest tests[] = {
 		T(test_v4_every_length), T(test_v6_every_length), T(test_v4_inheritance), T(test_v6_inheritance),
-		T(test_zero_and_exact),  T(test_v4_mapped),       T(test_random_sets),
+		T(test_zero_and_exact),  T(test_v4_mapped),       T(test_top4_repaired),   T(test_random_sets),
 	};
 
 	return cmocka_run_group_tests_name("prefixes in the bpf programs (BPF_PROG_TEST_RUN)", tests, NULL, NULL);
