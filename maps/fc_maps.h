@@ -118,11 +118,18 @@ struct fc_policy {
 	__u8 ntiers;
 	__u8 flags;  /* FC_POLICY_* */
 	__u8 pad[3];
-	struct fc_tier tier[FC_MAX_TIERS];
+	union { /* the tiers and warm-up, by name or as the limit code takes them */
+		struct {
+			struct fc_tier tier[FC_MAX_TIERS];
+			__u64 warmup_ns; /* GCRA --warmup: the first tier ramps over this (fc_limit.h); 0 = none */
+		};
+		struct fc_tiers lim;
+	};
 };
 
 /* The bucket of an ip=ADDR or ip=PREFIX policy, or the shared overflow
- * bucket of the ip=* policy (fc_buckets[slot]). */
+ * bucket of the ip=* policy (fc_buckets[slot]). A word per tier, then a
+ * warm-up policy's ramp start (state[ntiers]). */
 struct fc_bucket {
 	__u64 state[FC_MAX_TIERS];
 };
@@ -217,7 +224,9 @@ FC_ABI_SIZE(struct fc_rule, 16);
 FC_ABI_OFF(struct fc_rule, flags, 8);
 FC_ABI_OFF(struct fc_rule, policy, 12);
 FC_ABI_SIZE(struct fc_tier, 32);
-FC_ABI_SIZE(struct fc_policy, 16 + FC_MAX_TIERS * 32);
+FC_ABI_SIZE(struct fc_policy, 16 + FC_MAX_TIERS * 32 + 8);
+FC_ABI_OFF(struct fc_policy, warmup_ns, 16 + FC_MAX_TIERS * 32);
+FC_ABI_OFF(struct fc_policy, lim, 16);
 FC_ABI_OFF(struct fc_policy, algo, 8);
 FC_ABI_OFF(struct fc_policy, flags, 12);
 FC_ABI_OFF(struct fc_policy, tier, 16);

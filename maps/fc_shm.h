@@ -28,9 +28,10 @@
  * and starts over if it moved. Readers treat every byte as untrusted: magic,
  * lengths and bounds on every item; a bad item is skipped, never followed.
  *
- * Stat slots hold the bucket state (one 64-bit word per tier, changed only
- * by compare-and-exchange: exact across workers, no lock that a killed worker
- * could leave held) and counters; a policy keeps its slot across publishes.
+ * Stat slots hold the bucket state (one 64-bit word per tier, and a warm-up
+ * policy's ramp start after them, each changed only by compare-and-exchange:
+ * exact across workers, no lock that a killed worker could leave held) and
+ * counters; a policy keeps its slot across publishes.
  *
  * Bans (uids and IP addresses or prefixes) live in a multi-level hash that
  * workers read in place, so a change of bans costs no worker a rebuild: a
@@ -53,7 +54,7 @@
 
 #define FC_SHM_MAGIC       0x38474346 /* "FCG8" */
 #define FC_SHM_STATE_MAGIC 0x54534346 /* "FCST" */
-#define FC_SHM_VERSION     3
+#define FC_SHM_VERSION     4
 #define FC_SHM_DEFAULT     "/dev/shm/freqctl"
 #define FC_SHM_STATE_SUFFIX ".state"
 
@@ -165,6 +166,7 @@ struct fc_shm_policy {
 	__u32 max_keys;
 	__u32 new_keys;
 	struct fc_tier tier[FC_MAX_TIERS];
+	__u64 warmup_ns; /* GCRA --warmup (fc_limit.h); 0 = none */
 	/* ndims struct fc_shm_dim follow */
 };
 
@@ -210,7 +212,7 @@ struct fc_shm_ring {
 /* One policy's bucket and counters: two cache lines. A per-key policy's
  * state is its overflow bucket, shared by requests past its key caps. */
 struct fc_shm_slot {
-	__u64 state[FC_MAX_TIERS];
+	__u64 state[FC_MAX_TIERS]; /* per tier, then --warmup's ramp start (state[ntiers]) */
 	__u64 owner; /* (id << 32) | epoch of the policy the state belongs to; root writes it */
 	__u64 passed;
 	__u64 denied;
@@ -237,7 +239,7 @@ struct fc_shm_slot {
 struct fc_shm_key {
 	__u64 tag;      /* 0: never used; below FC_SHM_KEY_TAG_MIN: being set up since that second */
 	__u64 idle_ns;  /* UTC ns after which the state carries no information */
-	__u64 state[FC_MAX_TIERS];
+	__u64 state[FC_MAX_TIERS]; /* as a slot's */
 	__u32 slot;
 	__u32 epoch;
 	__u32 passed;
@@ -333,7 +335,8 @@ FC_ABI_OFF(struct fc_shm_header, ban_digest, 40);
 FC_ABI_SIZE(struct fc_shm_block, 24);
 FC_ABI_SIZE(struct fc_shm_item, 8);
 FC_ABI_SIZE(struct fc_shm_dim, 4);
-FC_ABI_SIZE(struct fc_shm_policy, 40 + FC_MAX_TIERS * 32);
+FC_ABI_SIZE(struct fc_shm_policy, 40 + FC_MAX_TIERS * 32 + 8);
+FC_ABI_OFF(struct fc_shm_policy, warmup_ns, 40 + FC_MAX_TIERS * 32);
 FC_ABI_OFF(struct fc_shm_policy, algo, 20);
 FC_ABI_OFF(struct fc_shm_policy, max_keys, 32);
 FC_ABI_OFF(struct fc_shm_policy, tier, 40);

@@ -175,6 +175,11 @@ static bool fc_policy_read(struct fc_l7_index *ix, const uint8_t *it, size_t len
 		if (!fc_tier_ok(sp.algo, &pol->tier[i]))
 			return false;
 	}
+	/* A ramp on the first GCRA tier, its word after the tiers'. */
+	pol->warmup_ns = sp.warmup_ns;
+	if (sp.warmup_ns && (sp.algo != FC_ALGO_GCRA || sp.ntiers >= FC_MAX_TIERS || sp.warmup_ns < FC_WARMUP_MIN_NS ||
+			     sp.warmup_ns > FC_WARMUP_MAX_NS || sp.tier[0].tolerance_ns > FC_WARM_TOL_MAX))
+		return false;
 	for (i = 0; i < sp.ndims; i++) {
 		if (!fc_dim_read(ix, &p, end, &pol->dims[i], a))
 			return false;
@@ -702,17 +707,20 @@ static bool fc_key_idle(const struct fc_l7_index *ix, const struct fc_shm_key *e
 /* When state stops mattering after a charge at now: the latest a bucket of
  * p can still hold anything (GCRA: TAT within tolerance, the queue and one
  * interval; window: the window's end; sliding: the next window's end, which
- * the tolerance of N intervals covers). Saturating: a far horizon only keeps
- * a key longer. */
+ * the tolerance of N intervals covers). A warming tier's TAT may lead by up
+ * to 3 intervals more, and it stays warm for D after: its horizon is that
+ * much later (a key idle past it is cold, as a new one). Saturating: a far
+ * horizon only keeps a key longer. */
 static uint64_t fc_key_horizon(const struct fc_l7_policy *p, uint64_t now)
 {
 	uint64_t h = 0, t, q;
 	int i;
 
 	for (i = 0; i < p->ntiers; i++) {
-		q = 1 + (p->action == FC_ACTION_DELAY ? p->delay_burst : 0);
+		q = 1 + (p->action == FC_ACTION_DELAY ? p->delay_burst : 0) + (!i && p->warmup_ns ? 2 : 0);
 		if (__builtin_mul_overflow(p->tier[i].interval_ns, q, &t) ||
-		    __builtin_add_overflow(t, p->tier[i].unit_ns + p->tier[i].tolerance_ns, &t))
+		    __builtin_add_overflow(t, p->tier[i].unit_ns + p->tier[i].tolerance_ns, &t) ||
+		    __builtin_add_overflow(t, !i ? p->warmup_ns : 0, &t))
 			t = UINT64_MAX / 2;
 		if (t > h)
 			h = t;
@@ -825,16 +833,26 @@ static void fc_key_hold(struct fc_shm_key *e, __u64 t)
 /* One policy's charge: every tier or none; for delay, the wait. */
 static bool fc_charge(const struct fc_l7_policy *p, __u64 *state, __u64 now, struct fc_charge *ch, __u64 *wait)
 {
-	__u64 w = 0;
+	__u64 w = 0, tol;
+	bool ok;
 	int i;
 
 	now = fc_clock(p, now);
 	*wait = 0;
 	if (p->action != FC_ACTION_DELAY || p->algo != FC_ALGO_GCRA)
-		return fc_limit_try(p->algo, p->ntiers, p->tier, state, now, 1, ch);
+		return fc_limit_try(p->algo, p->ntiers, &p->lim, state, now, 1, ch);
 	for (i = 0; i < p->ntiers; i++) {
-		if (!fc_gcra_try_delay(&state[i], &p->tier[i], now, 1, p->delay_burst, &ch->prev[i], &ch->next[i],
-				       &w)) {
+		if (!i && p->warmup_ns) {
+			/* fc_policy_read saw the ramp's word within the bucket. */
+			ch->next[0] = fc_warm_charge(&state[0], &state[p->ntiers], &p->tier[0], p->warmup_ns, now, 1,
+						     p->delay_burst, &ch->prev[0], &tol);
+			ok = ch->next[0] != 0;
+			w = ok && ch->next[0] - now > tol ? ch->next[0] - now - tol : 0;
+		} else {
+			ok = fc_gcra_try_delay(&state[i], &p->tier[i], now, 1, p->delay_burst, &ch->prev[i], &ch->next[i],
+					       &w);
+		}
+		if (!ok) {
 			fc_limit_refund(p->algo, (uint8_t)i, state, 1, ch);
 			return false;
 		}
@@ -853,19 +871,14 @@ static __u64 fc_l7_queue(const struct fc_l7_policy *p)
 static void fc_result_limits(const struct fc_l7_policy *p, const __u64 *state, uint64_t now,
 			     struct fc_l7_result *res)
 {
-	uint64_t r;
-	int i;
+	struct fc_limit_view v;
 
+	fc_limit_view(p->algo, p->ntiers, &p->lim, state, now, fc_l7_queue(p), &v);
 	res->policy = p->id;
-	res->limit = p->tier[0].limit;
+	res->limit = v.limit;
 	res->window_s = p->tier[0].unit_ns / FC_NS_PER_SEC;
-	res->remaining = fc_tier_remaining(p->algo, &p->tier[0], state[0], now, fc_l7_queue(p));
-	res->retry_ns = 0;
-	for (i = 0; i < p->ntiers; i++) {
-		r = fc_tier_retry_after(p->algo, &p->tier[i], state[i], now, 1, fc_l7_queue(p));
-		if (r > res->retry_ns)
-			res->retry_ns = r;
-	}
+	res->remaining = v.remaining;
+	res->retry_ns = v.retry_ns;
 }
 
 size_t fc_l7_match(const struct fc_l7_index *ix, const struct fc_l7_req *rq, uint32_t *out, size_t cap)

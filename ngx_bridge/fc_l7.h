@@ -59,7 +59,13 @@ struct fc_l7_policy {
 	bool escalate;  /* report refused clients in the offender ring */
 	bool keyed;     /* a bucket per key (a DIM=*): in the key table */
 	uint32_t max_keys, new_keys;
-	struct fc_tier tier[FC_MAX_TIERS];
+	union { /* as in struct fc_policy */
+		struct {
+			struct fc_tier tier[FC_MAX_TIERS];
+			uint64_t warmup_ns; /* GCRA --warmup; 0 = none */
+		};
+		struct fc_tiers lim;
+	};
 	struct fc_l7_dim dims[FC_SHM_MAX_DIMS];
 };
 
@@ -153,7 +159,7 @@ struct fc_l7_result {
 	bool uid_ban;      /* BANNED: on the uid, else on the address */
 	uint64_t delay_ns; /* DELAYED: the longest wait */
 	uint64_t retry_ns; /* REJECTED: until a retry could pass */
-	uint64_t limit;    /* the deciding policy's first tier: N per window_s */
+	uint64_t limit;    /* the deciding policy's first tier: N per window_s (while it warms up, the ramped N) */
 	uint64_t window_s;
 	uint64_t remaining;
 	unsigned matched;     /* policies the request matched */

@@ -35,6 +35,7 @@ static int fc_keys_run(const struct fc_ctx *ctx, const struct fc_cmd *cmd, int a
 	struct fc_store *st = NULL;
 	struct fc_shm_key *keys = NULL;
 	struct fc_policy_row row;
+	struct fc_limit_view v;
 	struct fc_policy k;
 	struct fc_err err;
 	uint64_t now, queue, remaining, retry, idle;
@@ -76,8 +77,9 @@ static int fc_keys_run(const struct fc_ctx *ctx, const struct fc_cmd *cmd, int a
 		const struct fc_shm_key *e = &keys[i];
 		char tag[24];
 
-		remaining = fc_tier_remaining(k.algo, &k.tier[0], e->state[0], now, queue);
-		retry = fc_tier_retry_after(k.algo, &k.tier[0], e->state[0], now, 1, queue);
+		fc_limit_view(k.algo, k.ntiers, &k.lim, e->state, now, queue, &v);
+		remaining = v.remaining;
+		retry = v.retry_ns;
 		idle = e->idle_ns > now ? (e->idle_ns - now) / FC_NS_PER_SEC : 0;
 		snprintf(tag, sizeof(tag), "%016llx", (unsigned long long)e->tag);
 		if (arr)

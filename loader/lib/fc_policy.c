@@ -4,6 +4,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "fc_duration.h"
 #include "fc_opt.h"
 #include "fc_policy.h"
 
@@ -269,6 +270,44 @@ static bool fc_policy_has_tier_burst(const struct fc_policy_spec *p)
 	return false;
 }
 
+int fc_policy_words(const struct fc_policy_spec *p)
+{
+	return p->ntiers + (p->warmup ? 1 : 0);
+}
+
+/* --warmup: a GCRA ramp on the first rate, which is the fastest, in a word
+ * of the bucket beside the rates'. */
+static int fc_warmup_validate(const struct fc_policy_spec *p, struct fc_err *err)
+{
+	char d[FC_DURATION_STRLEN], one[FC_RATE_STRLEN], other[FC_RATE_STRLEN];
+	int i;
+
+	if (!p->warmup)
+		return 0;
+	fc_duration_format(p->warmup, d);
+	if (p->algo != FC_ALGO_GCRA)
+		return fc_err_set(err, "--warmup ramps a GCRA rate from N/3 to N; --algo %s admits N per window, with "
+				       "no rate to ramp", fc_algo_name(p->algo));
+	if ((uint64_t)p->warmup * FC_NS_PER_SEC > FC_WARMUP_MAX_NS)
+		return fc_err_set(err, "--warmup %s: expected 1s to 1d", d);
+	if (fc_policy_words(p) > FC_MAX_TIERS)
+		return fc_err_set(err, "%d rates and --warmup need %d words in each bucket, which has %d (one per rate, "
+				       "one for the ramp): at most %d rates with --warmup",
+				  p->ntiers, fc_policy_words(p), FC_MAX_TIERS, FC_MAX_TIERS - 1);
+	fc_rate_format(&p->rate[0], one);
+	for (i = 1; i < p->ntiers; i++) {
+		fc_rate_format(&p->rate[i], other);
+		if (p->rate[i].unit_secs < p->rate[0].unit_secs)
+			return fc_err_set(err, "--warmup ramps the first rate, %s: give the rate of the shortest unit first "
+					       "(%s)", one, other);
+	}
+	if ((unsigned __int128)fc_tier_burst(p, 0) * p->rate[0].unit_secs * FC_NS_PER_SEC / p->rate[0].n >
+	    FC_WARM_TOL_MAX)
+		return fc_err_set(err, "rate \"%s\": burst %llu at that rate is more than 36 years of credit, the most "
+				       "--warmup ramps", one, (unsigned long long)fc_tier_burst(p, 0));
+	return 0;
+}
+
 static const char *const fc_dim_names[] = { [FC_DIM_UID] = "uid", [FC_DIM_ARG] = "arg:", [FC_DIM_HEADER] = "header:",
 					    [FC_DIM_URI] = "uri" };
 
@@ -331,7 +370,7 @@ int fc_policy_validate(const struct fc_policy_spec *p, struct fc_err *err)
 			return fc_err_set(err, "rate \"%s\": burst %llu at that rate is more than a century of credit",
 					  one, (unsigned long long)fc_tier_burst(p, i));
 	}
-	return 0;
+	return fc_warmup_validate(p, err);
 }
 
 
@@ -423,6 +462,7 @@ void fc_policy_compile(const struct fc_policy_spec *p, uint32_t epoch, struct fc
 	k->action = (__u8)p->action;
 	k->count = (__u8)p->count;
 	k->ntiers = (__u8)p->ntiers;
+	k->warmup_ns = (uint64_t)p->warmup * FC_NS_PER_SEC;
 	for (i = 0; i < p->ntiers; i++) {
 		struct fc_tier *t = &k->tier[i];
 		uint64_t burst = fc_tier_burst(p, i);
@@ -541,5 +581,8 @@ const struct fc_opt fc_policy_opts[] = {
 		      .arg = "N", .help = "per-key policies: keys at most; past it, the overflow bucket (default: half the table)"),
 	FC_POLICY_OPT("new-keys", 0, FC_OPT_U32, new_keys, .min = 1, .max = 1000000000, .json = "new_keys", .arg = "N",
 		      .help = "per-key policies: new keys a second; past it, the overflow bucket (default 10000)"),
+	FC_POLICY_OPT("warmup", 0, FC_OPT_DURATION, warmup, .json = "warmup", .arg = "DURATION",
+		      .help = "GCRA: after DURATION idle (1s to 1d), the first rate starts at N/3, without a burst, "
+			      "and rises to N over DURATION"),
 	FC_OPT_END,
 };

@@ -158,6 +158,20 @@ out:
 	return rc;
 }
 
+/* A warming tier: as plain GCRA's, from the TAT as the ramp counts it (no
+ * more than one request of credit until the ramp ends), of the ramped
+ * tolerance; an idle (cold) bucket uses nothing. */
+static double fc_warm_use(const struct fc_tier *t, uint64_t warmup_ns, uint64_t tat, uint64_t ws, uint64_t now)
+{
+	struct fc_ramp r;
+	uint64_t base;
+
+	if (fc_warm_cold(tat, ws, warmup_ns, now))
+		return 0;
+	base = fc_warm_view(t, warmup_ns, tat, ws, now, 1, 0, &r);
+	return (double)(base - now) / (double)r.tol;
+}
+
 double fc_bucket_use(const struct fc_policy *pol, const __u64 *state, uint64_t now)
 {
 	double use = 0, u;
@@ -173,6 +187,8 @@ double fc_bucket_use(const struct fc_policy *pol, const __u64 *state, uint64_t n
 			u = t->limit && (st >> FC_WIN_COUNT_BITS) == fc_window_index(t, now) ?
 				    (double)(st & FC_WIN_COUNT_MASK) / (double)t->limit :
 				    0;
+		else if (!i && pol->warmup_ns && pol->ntiers < FC_MAX_TIERS)
+			u = fc_warm_use(t, pol->warmup_ns, st, state[pol->ntiers], now);
 		else /* GCRA: the TAT's lead over now, of the most an admission may leave (a delay
 		      * queue may lead further: counted as full) */
 			u = st > now && t->tolerance_ns ? (double)(st - now) / (double)t->tolerance_ns : 0;
