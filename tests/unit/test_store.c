@@ -271,7 +271,7 @@ static void test_newer_schema_refused(void **state)
 	fc_raw_sql(t, "PRAGMA user_version = 99", "UPDATE meta SET value = 99 WHERE key = 'schema'");
 	assert_int_equal(fc_store_open(t->path, &st, &err), -1);
 	snprintf(want, sizeof(want), "store %s: schema version 99 is newer than this freqctl knows (%d)", t->path,
-		 t->pg ? 3 : 7);
+		 t->pg ? 4 : 8);
 	assert_string_equal(err.msg, want);
 }
 
@@ -380,6 +380,32 @@ static void test_policies(void **state)
 	/* Another algorithm reads the bucket words otherwise: a new epoch. */
 	assert_int_equal(rc.slot, ra.slot);
 	assert_int_not_equal(rc.epoch, ra.epoch);
+
+	/* --warmup round-trips (v8 / PostgreSQL v4). New limits keep the
+	 * buckets; another warm-up, or another number of rates (the ramp's
+	 * word sits after the rates'), starts them afresh. */
+	b = fc_spec(14, "uid=w", "30/s");
+	b.warmup = 10;
+	fc_policy_put_ok(t->st, &b, &ra);
+	assert_int_equal(fc_store_policy_get(t->st, 14, &got, &found, &err), 0);
+	assert_true(found);
+	assert_memory_equal(&got.spec, &b, sizeof(b));
+	b.rate[0].n = 40;
+	fc_policy_put_ok(t->st, &b, &rc);
+	assert_int_equal(rc.epoch, ra.epoch);
+	b.warmup = 20;
+	fc_policy_put_ok(t->st, &b, &rc);
+	assert_int_not_equal(rc.epoch, ra.epoch);
+	ra = rc;
+	b = fc_spec(14, "uid=w", "40/s,1000/h");
+	b.warmup = 20;
+	fc_policy_put_ok(t->st, &b, &rc);
+	assert_int_not_equal(rc.epoch, ra.epoch);
+	ra = rc;
+	b.warmup = 0;
+	fc_policy_put_ok(t->st, &b, &rc);
+	assert_int_not_equal(rc.epoch, ra.epoch);
+	assert_int_equal(rc.slot, ra.slot);
 }
 
 /* A policy row edited by hand into nonsense is reported, not published. */
