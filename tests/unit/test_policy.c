@@ -416,12 +416,83 @@ static void test_options_table(void **state)
 	json_decref(j);
 }
 
+/* --warmup: GCRA only, 1 s to 1 d, a word beside the rates' (at most 3
+ * rates), the first rate the fastest, a burst within the ramp's bounds;
+ * compiled to ns, kept by a node's scaling, through JSON as seconds. */
+static void test_warmup(void **state)
+{
+	static const struct {
+		const char *rates;
+		enum fc_algo algo;
+		int64_t warmup;
+		const char *msg;
+	} bad[] = {
+		{ "10/s", FC_ALGO_WINDOW, 10, "--warmup ramps a GCRA rate from N/3 to N; --algo window admits N per "
+					       "window, with no rate to ramp" },
+		{ "10/s", FC_ALGO_SLIDING, 10, "--warmup ramps a GCRA rate from N/3 to N; --algo sliding admits N per "
+						"window, with no rate to ramp" },
+		{ "10/s", FC_ALGO_GCRA, 86401, "--warmup 1d1s: expected 1s to 1d" },
+		{ "10/s,1/m,1/h,1/d", FC_ALGO_GCRA, 10, "4 rates and --warmup need 5 words in each bucket, which has 4 "
+						       "(one per rate, one for the ramp): at most 3 rates with --warmup" },
+		{ "100/m,5/s", FC_ALGO_GCRA, 10, "--warmup ramps the first rate, 100/m: give the rate of the shortest "
+						 "unit first (5/s)" },
+		{ "1/d:20000", FC_ALGO_GCRA, 10, "rate \"1/d:20000\": burst 20000 at that rate is more than 36 years of "
+						 "credit, the most --warmup ramps" },
+	};
+	char field[FC_JSON_FIELD_LEN];
+	struct fc_policy_spec p, s;
+	struct fc_policy k;
+	struct fc_err err;
+	json_t *j;
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		p = (struct fc_policy_spec){ .id = 1, .algo = bad[i].algo, .warmup = bad[i].warmup };
+		assert_int_equal(fc_match_parse("ip=198.18.0.7", &p, &err), 0);
+		assert_int_equal(fc_rates_parse(bad[i].rates, &p, &err), 0);
+		assert_int_equal(fc_policy_validate(&p, &err), -1);
+		assert_string_equal(err.msg, bad[i].msg);
+	}
+	p = (struct fc_policy_spec){ .id = 1, .warmup = 86400, .action = FC_ACTION_DELAY };
+	assert_int_equal(fc_match_parse("uid=u", &p, &err), 0);
+	assert_int_equal(fc_rates_parse("30/s,1/m,1000/d", &p, &err), 0);
+	assert_int_equal(fc_policy_validate(&p, &err), 0); /* 3 rates, a day, delay: all fine */
+	assert_int_equal(fc_policy_words(&p), 4);
+	fc_policy_compile(&p, 9, &k);
+	assert_int_equal(k.warmup_ns, 86400 * FC_NS_PER_SEC);
+	/* While it warms the credit is at least 10 ms of the rate, a tick of the
+	 * coarsest clock: the coarse clock does (its burst decides, as ever). */
+	assert_int_equal(k.flags & FC_POLICY_PRECISE, 0);
+	assert_ptr_equal(&k.lim.tier[1], &k.tier[1]);
+	assert_int_equal(k.lim.warmup_ns, k.warmup_ns);
+	fc_policy_scale(&p, 0.5, &s);
+	assert_int_equal(s.warmup, 86400); /* a node's share of the rate, the same ramp */
+	assert_int_equal(s.rate[0].n, 15);
+	j = fc_policy_to_json(&p);
+	assert_int_equal(json_integer_value(json_object_get(j, "warmup")), 86400);
+	assert_int_equal(fc_policy_from_json(j, &s, field, &err), 0);
+	assert_int_equal(s.warmup, 86400);
+	json_decref(j);
+	j = json_loads("{\"id\": 1, \"match\": \"uid=a\", \"rates\": [\"1/s\"], \"warmup\": \"10s\"}", 0, NULL);
+	assert_int_equal(fc_policy_from_json(j, &s, field, &err), -1);
+	assert_string_equal(field, "warmup");
+	assert_string_equal(err.msg, "warmup: expected null or a whole number of seconds");
+	json_decref(j);
+	j = json_loads("{\"id\": 1, \"match\": \"uid=a\", \"rates\": [\"1/s\"], \"algo\": \"window\", \"warmup\": 5}", 0,
+		       NULL);
+	assert_int_equal(fc_policy_from_json(j, &s, field, &err), -1);
+	assert_string_equal(err.msg, "--warmup ramps a GCRA rate from N/3 to N; --algo window admits N per window, "
+				     "with no rate to ramp");
+	json_decref(j);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_ids),     cmocka_unit_test(test_rates),    cmocka_unit_test(test_matches),
 		cmocka_unit_test(test_enums),   cmocka_unit_test(test_validate), cmocka_unit_test(test_compile),
-		cmocka_unit_test(test_scale),   cmocka_unit_test(test_options_table),
+		cmocka_unit_test(test_scale),   cmocka_unit_test(test_options_table), cmocka_unit_test(test_warmup),
 	};
 
 	return cmocka_run_group_tests_name("policies (parsing, validation, compiling)", tests, NULL, NULL);

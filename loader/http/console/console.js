@@ -108,7 +108,7 @@ function renderPolicies() {
     const tr = document.createElement('tr');
     tr.dataset.id = p.id;
     if (state.editing === p.id) tr.className = 'editing';
-    tr.append(el('td', p.id, 'num'), el('td', p.match, 'match'), el('td', p.rates.join(', ')),
+    tr.append(el('td', p.id, 'num'), el('td', p.match, 'match'), el('td', p.rates.join(', ') + (p.warmup ? ', warm-up ' + p.warmup + ' s' : '')),
       el('td', p.action), el('td', p.layer), el('td', '–', 'num passed'), el('td', '–', 'num denied'),
       el('td', '–', 'num delayed'));
     const chart = el('td');
@@ -157,7 +157,8 @@ async function deletePolicy(id) {
   }
 }
 
-const POLICY_FIELDS = ['id', 'match', 'rates', 'burst', 'algo', 'action', 'count', 'delay_burst', 'escalate', 'ban_ttl'];
+const POLICY_FIELDS = ['id', 'match', 'rates', 'burst', 'algo', 'action', 'count', 'delay_burst', 'escalate', 'ban_ttl',
+  'warmup'];
 
 function clearErrors(form, ids) {
   for (const id of ids) {
@@ -199,6 +200,7 @@ function policyFromForm() {
     delay_burst: numberOrText(f('delay_burst')),
     escalate: f('escalate').trim() || null,
     ban_ttl: numberOrText(f('ban_ttl')),
+    warmup: numberOrText(f('warmup')),
   };
 }
 
