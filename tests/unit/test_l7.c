@@ -564,36 +564,50 @@ static void test_tiers_and_policies_all_or_nothing(void **state)
 	assert_int_equal(fc_passes(t, "uid=u1", T0, 5), 2); /* 3 - 1 */
 }
 
+/* Vector i's two policies, like p: an aggregate one (uid=aI) as policy
+ * 1 + i, and a per-key one (uid=*,arg:a=I) as policy 101 + i, a the letter
+ * of the vectors' kind; and the request text each is tried with. */
+static void fc_vector_policies(struct fc_t *t, size_t i, char a, struct fc_policy_spec p, const char *rates)
+{
+	char match[64];
+
+	p.id = (uint32_t)(1 + i);
+	snprintf(match, sizeof(match), "uid=%c%zu", a, i);
+	fc_policy_put(t, &p, match, rates);
+	p.id = (uint32_t)(101 + i);
+	snprintf(match, sizeof(match), "uid=*,arg:%c=%zu", a, i);
+	fc_policy_put(t, &p, match, rates);
+}
+
+static void fc_vector_req(char *req, size_t len, bool keyed, char a, size_t i)
+{
+	if (keyed)
+		snprintf(req, len, "uid=k%zu arg:%c=%zu", i, a, i);
+	else
+		snprintf(req, len, "uid=%c%zu", a, i);
+}
+
 /* The shared sliding-window vectors (tests/bpf/fc_vectors.h) through the
- * engine: on an aggregate policy (uid=aI) and on a per-key one (a key of
- * uid=*,arg:v=I), the same counts as the algorithm and the packet path. */
+ * engine, on an aggregate and a per-key policy each: the same counts as
+ * the algorithm and the packet path. */
 static void test_sliding_vectors(void **state)
 {
 	struct fc_t *t = *state;
 	const struct fc_vector *v;
 	const struct fc_vec_step *s;
-	char match[64], req[64];
+	char req[64];
 	size_t i, j, keyed;
 	int got;
 
-	for (i = 0; i < FC_NVECTORS; i++) {
-		struct fc_policy_spec agg = { .id = (uint32_t)(1 + i), .algo = FC_ALGO_SLIDING };
-		struct fc_policy_spec key = { .id = (uint32_t)(101 + i), .algo = FC_ALGO_SLIDING };
-
-		snprintf(match, sizeof(match), "uid=a%zu", i);
-		fc_policy_put(t, &agg, match, fc_sliding_vectors[i].rates);
-		snprintf(match, sizeof(match), "uid=*,arg:v=%zu", i);
-		fc_policy_put(t, &key, match, fc_sliding_vectors[i].rates);
-	}
+	for (i = 0; i < FC_NVECTORS; i++)
+		fc_vector_policies(t, i, 'v', (struct fc_policy_spec){ .algo = FC_ALGO_SLIDING },
+				   fc_sliding_vectors[i].rates);
 	fc_publish(t);
 	assert_int_equal(fc_build(t, t->base, t->size), 0);
 	for (keyed = 0; keyed < 2; keyed++) {
 		for (i = 0; i < FC_NVECTORS; i++) {
 			v = &fc_sliding_vectors[i];
-			if (keyed)
-				snprintf(req, sizeof(req), "uid=k%zu arg:v=%zu", i, i);
-			else
-				snprintf(req, sizeof(req), "uid=a%zu", i);
+			fc_vector_req(req, sizeof(req), keyed, 'v', i);
 			for (j = 0; j < FC_VEC_STEPS && v->step[j].tries; j++) {
 				s = &v->step[j];
 				got = fc_passes(t, req, T0 + s->at_ms * MS, (int)s->tries);
@@ -625,6 +639,158 @@ static void test_sliding_headers(void **state)
 	assert_int_equal(res.limit, 10);
 	assert_int_equal(res.window_s, 60);
 	assert_int_equal(fc_decide(t, "uid=h", T0 + 96 * SEC, &res), FC_L7_PASS);
+}
+
+/* The shared warm-up vectors (tests/bpf/fc_vectors.h) through the engine,
+ * on an aggregate and a per-key policy each: the same counts as the
+ * algorithm and the packet path. The engine charges 1 a request: the bytes
+ * vector is the packet path's. */
+struct fc_warm_l7 {
+	struct fc_t *t;
+	char req[64];
+};
+
+static uint32_t fc_warm_l7_step(void *arg, uint32_t at_ms, uint32_t tries)
+{
+	struct fc_warm_l7 *w = arg;
+
+	return (uint32_t)fc_passes(w->t, w->req, T0 + at_ms * MS, (int)tries);
+}
+
+static void test_warm_vectors(void **state)
+{
+	struct fc_t *t = *state;
+	struct fc_warm_l7 w = { .t = t };
+	const struct fc_warm_vector *v;
+	uint32_t got[FC_WARM_BINS];
+	size_t i, keyed;
+	int bad;
+
+	for (i = 0; i < FC_NWARM; i++)
+		fc_vector_policies(t, i, 'w', (struct fc_policy_spec){ .warmup = fc_warm_vectors[i].warmup_s },
+				   fc_warm_vectors[i].rates);
+	fc_publish(t);
+	assert_int_equal(fc_build(t, t->base, t->size), 0);
+	for (keyed = 0; keyed < 2; keyed++) {
+		for (i = 0; i < FC_NWARM; i++) {
+			v = &fc_warm_vectors[i];
+			if (v->cost > 1)
+				continue;
+			fc_vector_req(w.req, sizeof(w.req), keyed, 'w', i);
+			bad = fc_warm_run(v, fc_warm_l7_step, &w, got);
+			if (bad >= 0)
+				fail_msg("%s (%s): bin %d: %u admitted, expected %u", v->name,
+					 keyed ? "per key" : "aggregate", bad, got[bad], v->admitted[bad]);
+		}
+	}
+}
+
+/* A warming policy's refusal: RateLimit-Policy's quota and the retry at the
+ * ramped rate; a key holds its entry while its bucket is warm (D past its
+ * TAT), not only while the TAT leads; delay waits to the ramped rate with a
+ * queue of the warm rate's intervals. */
+static void test_warm_headers(void **state)
+{
+	struct fc_policy_spec p = { .id = 1, .warmup = 10 }, k = { .id = 2, .warmup = 10 };
+	struct fc_policy_spec d = { .id = 3, .warmup = 10, .burst = 1, .action = FC_ACTION_DELAY, .delay_burst = 3 };
+	struct fc_t *t = *state;
+	struct fc_l7_result res;
+	uint32_t i, n = 0;
+
+	fc_policy_put(t, &p, "uid=h", "30/s");
+	fc_policy_put(t, &k, "uid=*,arg:hk=1", "30/s");
+	fc_policy_put(t, &d, "uid=d", "10/s");
+	fc_publish(t);
+	assert_int_equal(fc_build(t, t->base, t->size), 0);
+	assert_int_equal(fc_passes(t, "uid=h", T0, 1), 1);
+	assert_int_equal(fc_decide(t, "uid=h", T0, &res), FC_L7_REJECTED);
+	assert_int_equal(res.limit, 10); /* N/3 */
+	assert_int_equal(res.window_s, 1);
+	assert_int_equal(res.remaining, 0);
+	assert_int_equal(res.retry_ns, 3 * 33333334); /* 3T */
+	assert_int_equal(fc_passes(t, "uid=h", T0 + 5 * SEC, 1), 1);
+	assert_int_equal(fc_decide(t, "uid=h", T0 + 5 * SEC, &res), FC_L7_REJECTED);
+	assert_int_equal(res.limit, 20); /* half way */
+	/* 3TD/(D+2e), rounded up in fixed point: never shorter, within 2^-19 */
+	assert_true(res.retry_ns >= 50000001 && res.retry_ns <= 50000001 + 50000001 / (1 << 19));
+
+	assert_int_equal(fc_passes(t, "uid=x arg:hk=1", T0, 1), 1);
+	for (i = 0; i < t->ix.nkeys; i++) {
+		if (t->ix.keys[i].slot != t->ix.pol[1].slot || t->ix.keys[i].tag < FC_SHM_KEY_TAG_MIN)
+			continue;
+		n++;
+		/* TAT T0 + 1 s (one request of credit), warm for 10 s after. */
+		assert_true(t->ix.keys[i].idle_ns >= T0 + 11 * SEC);
+	}
+	assert_int_equal(n, 1);
+
+	assert_int_equal(fc_decide(t, "uid=d", T0, &res), FC_L7_PASS);
+	assert_int_equal(fc_decide(t, "uid=d", T0, &res), FC_L7_DELAYED);
+	assert_int_equal(res.delay_ns, 3 * SEC / 10); /* cold: 3T = 300 ms apart */
+	assert_int_equal(fc_decide(t, "uid=d", T0, &res), FC_L7_REJECTED); /* 3 x 100 ms of queue hold one */
+}
+
+/* A warm-up the packet path or a worker could not run is refused with its
+ * item: beside an algorithm without a rate, with no word left after the
+ * tiers, outside 1 s .. 1 d, or on a burst beyond the ramp's arithmetic. */
+static void test_warm_item_checked(void **state)
+{
+	struct fc_policy_spec p = { .id = 1, .warmup = 10 };
+	struct fc_t *t = *state;
+	struct fc_shm_policy *it;
+	const struct fc_shm_header *h;
+	size_t i, j;
+	static const struct {
+		uint64_t warmup_ns;
+		uint8_t algo, ntiers;
+		uint64_t tolerance_ns;
+	} bad[] = {
+		{ 10 * SEC, FC_ALGO_WINDOW, 1, SEC },  { 10 * SEC, FC_ALGO_GCRA, 4, SEC },
+		{ SEC - 1, FC_ALGO_GCRA, 1, SEC },      { 86401 * SEC, FC_ALGO_GCRA, 1, SEC },
+		{ 10 * SEC, FC_ALGO_GCRA, 1, FC_WARM_TOL_MAX + 1 },
+	};
+
+	fc_policy_put(t, &p, "uid=item", "30/s");
+	fc_publish(t);
+	h = t->base;
+	it = (struct fc_shm_policy *)((uint8_t *)t->base + FC_SHM_BLOCK_OFF(h->active) + sizeof(struct fc_shm_block));
+	assert_int_equal(it->warmup_ns, 10 * SEC);
+	assert_int_equal(fc_build(t, t->base, t->size), 0);
+	assert_int_equal(t->ix.npolicies, 1);
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		struct fc_shm_policy keep = *it;
+
+		it->warmup_ns = bad[i].warmup_ns;
+		it->algo = bad[i].algo;
+		it->ntiers = bad[i].ntiers;
+		it->tier[0].tolerance_ns = bad[i].tolerance_ns;
+		for (j = 1; j < bad[i].ntiers; j++)
+			it->tier[j] = it->tier[0];
+		assert_int_equal(fc_build(t, t->base, t->size), 0);
+		assert_int_equal(t->ix.npolicies, 0);
+		assert_int_equal(t->ix.skipped, 1);
+		*it = keep;
+	}
+}
+
+static int fc_warm_racer(struct fc_t *t, int i)
+{
+	(void)i;
+	return fc_passes(t, "uid=wracer", T0 + 5 * SEC, 5000);
+}
+
+/* 8 forked processes on a cold warming slot: exactly one passes (the
+ * ramp's first interval, 3 x 86.4 s, is far longer than the race). */
+static void test_warm_across_processes(void **state)
+{
+	struct fc_policy_spec p = { .id = 1, .warmup = 3600 };
+	struct fc_t *t = *state;
+
+	fc_policy_put(t, &p, "uid=wracer", "1000/d");
+	fc_publish(t);
+	assert_int_equal(fc_build(t, t->base, t->size), 0);
+	assert_int_equal(fc_forked(t, fc_warm_racer), 1);
+	assert_int_equal(t->ix.slots[1].passed, 1);
 }
 
 /* delay: 10/s, burst 1, up to 3 waiting: 1 now, then 100, 200, 300 ms, then no. */
@@ -1091,7 +1257,8 @@ int main(void)
 		T(test_keys_table_size),
 		T(test_exact_across_processes_window),
 		T(test_tiers_and_policies_all_or_nothing),
-		T(test_delay), T(test_sliding_vectors), T(test_sliding_headers),
+		T(test_delay), T(test_sliding_vectors), T(test_sliding_headers), T(test_warm_vectors),
+		T(test_warm_headers), T(test_warm_item_checked), T(test_warm_across_processes),
 		T(test_matching_vs_naive),
 		T(test_decode),
 		T(test_spelling),
