@@ -30,6 +30,7 @@
 
 #include "bench_empty.skel.h"
 #include "fc_attach.h"
+#include "fc_duration.h"
 #include "fc_frames.h"
 #include "fc_kern.h"
 #include "fc_store.h"
@@ -51,6 +52,8 @@ static const struct fc_case fc_cases[] = {
 	{ "unmatched", { "198.18.0.8", IPPROTO_UDP, .payload = 18 }, true },
 	{ "exact-address GCRA policy", { "10.200.0.7", IPPROTO_UDP, .payload = 18 }, true },
 	{ "exact-address sliding-window policy", { "10.200.0.8", IPPROTO_UDP, .payload = 18 }, true },
+	{ "exact-address GCRA policy, warming up", { "10.200.0.9", IPPROTO_UDP, .payload = 18 }, true },
+	{ "exact-address GCRA policy, warmed up", { "10.200.0.10", IPPROTO_UDP, .payload = 18 }, true },
 	{ "ip=* GCRA policy (TCP SYN)", { "198.18.0.8", IPPROTO_TCP, 0x02, .payload = 6 }, true },
 	/* The usual setup: a general ip=* limit and specific ones, both charged. */
 	{ "exact-address + ip=* policies (TCP SYN)", { "10.200.0.7", IPPROTO_TCP, 0x02, .payload = 6 }, true },
@@ -266,12 +269,16 @@ static int fc_import(const char *file, double *secs)
 /* FC_POLICIES policies through the real store and publish path, in one
  * transaction: exact-address GCRA policies on 10.200.0.0/16 at a rate the
  * benchmark never exhausts, one of them (10.200.0.8) a sliding window at
- * the most it counts (16,000,000/s, so part of a round may be refused), and
- * one ip=* GCRA policy charging TCP SYNs. */
+ * the most it counts (16,000,000/s, so part of a round may be refused), one
+ * (10.200.0.9) warming up over a day (the ramp's arithmetic on every
+ * packet), one (10.200.0.10) with a warm-up whose ramp ended an hour ago
+ * (its bucket set so), and one ip=* GCRA policy charging TCP SYNs. */
 static int fc_add_policies(double *secs)
 {
 	struct fc_policy_spec p = { .algo = FC_ALGO_GCRA };
+	struct fc_bucket warm = { 0 };
 	struct fc_sync_result res;
+	__u32 warm_slot = 0;
 	struct fc_policy_row row;
 	struct fc_store *st = NULL;
 	struct fc_maps m = { .dirfd = -1 };
@@ -290,14 +297,25 @@ static int fc_add_policies(double *secs)
 			snprintf(match, sizeof(match), "ip=*");
 		p.count = i < FC_POLICIES ? FC_COUNT_PACKETS : FC_COUNT_SYN;
 		p.algo = i == 8 ? FC_ALGO_SLIDING : FC_ALGO_GCRA;
+		p.warmup = i == 9 ? 86400 : i == 10 ? 3600 : 0;
 		if (fc_match_parse(match, &p, &err) < 0 ||
 		    fc_rates_parse(i == 8 ? "16000000/s" : "1000000000/s", &p, &err) < 0 ||
 		    fc_store_policy_put(st, &p, (int64_t)time(NULL), &row, &err) < 0)
 			goto out;
+		if (i == 10)
+			warm_slot = row.slot;
 	}
 	if (fc_maps_open(fc_b.pin, &m, &err) < 0 || fc_sync(st, &m, fc_b.pin, (int64_t)time(NULL), 1, &res, &err) < 0 ||
 	    fc_store_commit(st, &err) < 0)
 		goto out;
+	/* Its TAT now, its ramp begun two hours ago: warm for as long as the
+	 * rounds come within the hour. */
+	warm.state[0] = fc_utc_ns();
+	warm.state[1] = warm.state[0] - 7200 * FC_NS_PER_SEC;
+	if (bpf_map_update_elem(m.buckets, &warm_slot, &warm, BPF_ANY)) {
+		fc_err_set(&err, "the warm bucket: %s", strerror(errno));
+		goto out;
+	}
 	rc = 0;
 out:
 	if (rc)
