@@ -245,7 +245,7 @@ __noinline int fc_policy_check(const struct fc_pkt *pkt, __u32 slot, __u32 idx, 
 	b = idx == FC_HIT_STAR ? fc_src_bucket(pkt, cfg, slot) : bpf_map_lookup_elem(&fc_buckets, &slot);
 	if (!b)
 		return FC_CHECK_NONE;
-	ok = fc_limit_try(pol->algo, pol->ntiers, &pol->lim, b->state,
+	ok = fc_limit_try(pol->algo, pol->ntiers, pol->tier, pol->warmup_ms, b->state,
 			  fc_clock(cfg, pol->flags & FC_POLICY_PRECISE), cost, ch);
 	if (log)
 		fc_policy_count(slot, pkt->len, ok);
@@ -332,7 +332,7 @@ static __always_inline bool fc_single_deny(struct fc_eval *ev, __u64 *state, __u
 	cost = fc_policy_cost(pol, &ev->pkt);
 	if (!cost)
 		return false;
-	ok = fc_limit_try(pol->algo, pol->ntiers, &pol->lim, state,
+	ok = fc_limit_try(pol->algo, pol->ntiers, pol->tier, pol->warmup_ms, state,
 			  fc_clock(ev->cfg, pol->flags & FC_POLICY_PRECISE), cost, &mine);
 	fc_policy_count(slot, ev->pkt.len, ok);
 	return !ok;

@@ -103,18 +103,6 @@ struct fc_tier {
 	__u64 limit;
 };
 
-/* A policy's tiers and warm-up, as the charge reads them (struct
- * fc_policy and the nginx engine's policy hold one). */
-struct fc_tiers {
-	struct fc_tier tier[FC_MAX_TIERS];
-	__u64 warmup_ns; /* GCRA --warmup: the first tier ramps (see below); 0 = none */
-};
-
-/* A bucket's words: one per tier, then a warm-up's ramp start. */
-struct fc_words {
-	__u64 w[FC_MAX_TIERS];
-};
-
 FC_INLINE __u64 fc_gcra_increment(const struct fc_tier *t, __u64 cost)
 {
 	if (cost == 1)
@@ -255,8 +243,12 @@ FC_INLINE void fc_gcra_refund(__u64 *state, __u64 prev, __u64 next)
  * more than the rule admits. A refund gives back the TAT only: ws is not
  * quota.
  */
-#define FC_WARMUP_MIN_NS (1ULL * FC_NS_PER_SEC)
-#define FC_WARMUP_MAX_NS (86400ULL * FC_NS_PER_SEC)
+/* D, as the policies carry it: milliseconds, 1 s to 1 day. */
+#define FC_WARMUP_MIN_MS 1000U
+#define FC_WARMUP_MAX_MS 86400000U
+#define FC_MS_NS         1000000ULL
+#define FC_WARMUP_MIN_NS (FC_WARMUP_MIN_MS * FC_MS_NS)
+#define FC_WARMUP_MAX_NS (FC_WARMUP_MAX_MS * FC_MS_NS)
 #define FC_WARM_TOL_MAX  (1ULL << 60) /* B*T of a warming tier: 36 years */
 #define FC_WARM_SHIFT    10           /* e and D in 1.024 us */
 #define FC_WARM_ONE      (1ULL << 20) /* the factor's fixed point */
@@ -316,7 +308,8 @@ FC_INLINE void fc_warm_ramp(const struct fc_tier *t, __u64 d, __u64 ws, __u64 no
 
 /* Charges the warming tier t whose TAT is *state and ramp start *wsw, for
  * cost at now (queue: a delaying policy's): returns the new TAT (never 0),
- * with *prev the TAT before and *tol the tolerance it was admitted under;
+ * with *prev the TAT before and *tol (if not NULL) the tolerance it was
+ * admitted under;
  * 0 if the rule denies (nothing charged; a ramp may have started). The
  * ramp is read once; a TAT that moves under the CAS is charged again from
  * where it went, unless that leaves the bucket cold (a refund took the
@@ -324,7 +317,7 @@ FC_INLINE void fc_warm_ramp(const struct fc_tier *t, __u64 d, __u64 ws, __u64 no
 FC_INLINE __u64 fc_warm_charge(__u64 *state, __u64 *wsw, const struct fc_tier *t, __u64 warmup_ns, __u64 now,
 			       __u64 cost, __u64 queue, __u64 *prev, __u64 *tol)
 {
-	__u64 inc = fc_gcra_increment(t, cost), tat, ws, base, next, old;
+	__u64 inc = fc_gcra_increment(t, cost), tat, ws, base, next, old, edge;
 	struct fc_ramp r;
 	int i;
 
@@ -342,6 +335,9 @@ FC_INLINE __u64 fc_warm_charge(__u64 *state, __u64 *wsw, const struct fc_tier *t
 		ws = now;
 	}
 	fc_warm_ramp(t, warmup_ns, ws, now, inc, queue, &r);
+	/* With ws as it is, the bucket is cold again once its TAT is below
+	 * edge (0: never, ws being too recent). */
+	edge = ws + warmup_ns <= now ? now - warmup_ns + 1 : 0;
 	for (i = 0; i < FC_CAS_TRIES; i++) {
 		base = fc_gcra_base(tat, r.room, now);
 		next = (base > r.floor ? base : r.floor) + r.inc;
@@ -351,7 +347,7 @@ FC_INLINE __u64 fc_warm_charge(__u64 *state, __u64 *wsw, const struct fc_tier *t
 		if (old == tat)
 			break;
 		tat = old;
-		if (fc_warm_cold(tat, ws, warmup_ns, now))
+		if (tat < edge)
 			return 0;
 	}
 	if (i == FC_CAS_TRIES)
@@ -362,7 +358,8 @@ FC_INLINE __u64 fc_warm_charge(__u64 *state, __u64 *wsw, const struct fc_tier *t
 		return 0;
 	}
 	*prev = tat;
-	*tol = r.tol;
+	if (tol)
+		*tol = r.tol;
 	return next;
 }
 
@@ -375,32 +372,37 @@ struct fc_charge {
 
 FC_INLINE void fc_limit_refund(__u8 algo, __u8 ntiers, __u64 *state, __u64 cost, const struct fc_charge *ch);
 
-/* A warm-up policy's charge, every tier or none (arg: cost | ntiers << 32):
- * its first tier ramps, the others are plain GCRA. In BPF a global function,
- * called last: checked once, and nothing of its callers' lives across it. */
-FC_GLOBAL_FN int fc_warm_limit(struct fc_words *st, const struct fc_tiers *lim, struct fc_charge *ch, __u64 now,
-			       __u64 arg)
+/* fc_warm_limit's fifth argument: the cost, D in ms and the tiers, packed
+ * (a BPF global function takes five). */
+#define FC_WARM_COST_BITS 24
+#define FC_WARM_COST_MAX  ((1ULL << FC_WARM_COST_BITS) - 1)
+#define FC_WARM_ARG(cost, warmup_ms, ntiers) \
+	((cost) | (__u64)(warmup_ms) << FC_WARM_COST_BITS | (__u64)(ntiers) << 56)
+
+/* A warm-up policy's charge, every tier or none (arg: FC_WARM_ARG): its
+ * first tier ramps, the others are plain GCRA. In BPF a global function,
+ * called last: checked once, and nothing of its callers' lives across it.
+ * The arrays are the bucket's words and the policy's tiers. */
+FC_GLOBAL_FN int fc_warm_limit(__u64 (*st)[FC_MAX_TIERS], const struct fc_tier (*tiers)[FC_MAX_TIERS],
+			       struct fc_charge *ch, __u64 now, __u64 arg)
 {
 	/* ntiers is at most FC_MAX_TIERS, and the ramp's word needs one more:
 	 * 4 masks to 0 (refused), and the mask is a bound the verifier sees. */
-	__u64 ntiers = (arg >> 32) & (FC_MAX_TIERS - 1), cost = arg & 0xffffffff, tol, i;
+	__u64 ntiers = (arg >> 56) & (FC_MAX_TIERS - 1), cost = arg & FC_WARM_COST_MAX, i;
 
-	if (!st || !lim || !ch || !ntiers)
+	if (!st || !tiers || !ch || !ntiers)
 		return 0;
 	/* The plain tiers first: the ramp's many values then live alone. */
-	for (i = 1; i < FC_MAX_TIERS - 1; i++) {
-		if (i >= ntiers)
-			break;
-		if (!fc_gcra_try(&st->w[i], &lim->tier[i], now, cost, &ch->prev[i], &ch->next[i]))
+	for (i = 1; i < ntiers; i++)
+		if (!fc_gcra_try(&(*st)[i], &(*tiers)[i], now, cost, &ch->prev[i], &ch->next[i]))
 			goto deny;
-	}
-	ch->next[0] = fc_warm_charge(&st->w[0], &st->w[ntiers], &lim->tier[0], lim->warmup_ns, now, cost, 0,
-				     &ch->prev[0], &tol);
+	ch->next[0] = fc_warm_charge(&(*st)[0], &(*st)[ntiers], &(*tiers)[0],
+				     ((arg >> FC_WARM_COST_BITS) & 0xffffffff) * FC_MS_NS, now, cost, 0, &ch->prev[0], NULL);
 	if (ch->next[0])
 		return 1;
 deny:
 	for (i--; i > 0; i--)
-		fc_gcra_refund(&st->w[i], ch->prev[i], ch->next[i]);
+		fc_gcra_refund(&(*st)[i], ch->prev[i], ch->next[i]);
 	return 0;
 }
 
@@ -554,16 +556,19 @@ FC_INLINE void fc_limit_refund(__u8 algo, __u8 ntiers, __u64 *state, __u64 cost,
 	}
 }
 
-/* Charges cost to every tier of lim, or to none: returns 1 if all admit.
- * A warm-up policy's first tier ramps; its word follows the tiers'. */
-FC_INLINE int fc_limit_try(__u8 algo, __u8 ntiers, const struct fc_tiers *lim, __u64 *state, __u64 now, __u64 cost,
-			   struct fc_charge *ch)
+/* Charges cost to every one of ntiers tiers (an array of FC_MAX_TIERS), or
+ * to none: returns 1 if all admit. warmup_ms: a GCRA policy's --warmup (0:
+ * none), whose ramp is the first tier's and whose word follows the tiers'
+ * in state (FC_MAX_TIERS words too). */
+FC_INLINE int fc_limit_try(__u8 algo, __u8 ntiers, const struct fc_tier *tiers, __u32 warmup_ms, __u64 *state,
+			   __u64 now, __u64 cost, struct fc_charge *ch)
 {
-	const struct fc_tier *tiers = lim->tier;
 	int i, ok;
 
-	if (algo == FC_ALGO_GCRA && lim->warmup_ns)
-		return fc_warm_limit((struct fc_words *)state, lim, ch, now, cost | (__u64)ntiers << 32);
+	if (algo == FC_ALGO_GCRA && warmup_ms)
+		return cost <= FC_WARM_COST_MAX &&
+		       fc_warm_limit((__u64(*)[FC_MAX_TIERS])state, (const struct fc_tier(*)[FC_MAX_TIERS])tiers, ch, now,
+				     FC_WARM_ARG(cost, warmup_ms, ntiers));
 	for (i = 0; i < FC_MAX_TIERS; i++) {
 		if (i >= ntiers)
 			break;
@@ -690,11 +695,10 @@ struct fc_limit_view {
 	__u64 retry_ns;  /* until a request of cost 1 conforms to every tier (0: now) */
 };
 
-static inline void fc_limit_view(__u8 algo, __u8 ntiers, const struct fc_tiers *lim, const __u64 *state, __u64 now,
-				 __u64 queue, struct fc_limit_view *v)
+static inline void fc_limit_view(__u8 algo, __u8 ntiers, const struct fc_tier *tiers, __u32 warmup_ms,
+				 const __u64 *state, __u64 now, __u64 queue, struct fc_limit_view *v)
 {
-	const struct fc_tier *tiers = lim->tier;
-	__u64 warmup_ns = lim->warmup_ns, base, retry;
+	__u64 warmup_ns = warmup_ms * FC_MS_NS, base, retry;
 	struct fc_ramp r;
 	int i;
 

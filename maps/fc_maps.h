@@ -118,13 +118,9 @@ struct fc_policy {
 	__u8 ntiers;
 	__u8 flags;  /* FC_POLICY_* */
 	__u8 pad[3];
-	union { /* the tiers and warm-up, by name or as the limit code takes them */
-		struct {
-			struct fc_tier tier[FC_MAX_TIERS];
-			__u64 warmup_ns; /* GCRA --warmup: the first tier ramps over this (fc_limit.h); 0 = none */
-		};
-		struct fc_tiers lim;
-	};
+	struct fc_tier tier[FC_MAX_TIERS];
+	__u32 warmup_ms; /* GCRA --warmup: the first tier ramps over this (fc_limit.h); 0 = none */
+	__u32 pad2;
 };
 
 /* The bucket of an ip=ADDR or ip=PREFIX policy, or the shared overflow
@@ -225,8 +221,7 @@ FC_ABI_OFF(struct fc_rule, flags, 8);
 FC_ABI_OFF(struct fc_rule, policy, 12);
 FC_ABI_SIZE(struct fc_tier, 32);
 FC_ABI_SIZE(struct fc_policy, 16 + FC_MAX_TIERS * 32 + 8);
-FC_ABI_OFF(struct fc_policy, warmup_ns, 16 + FC_MAX_TIERS * 32);
-FC_ABI_OFF(struct fc_policy, lim, 16);
+FC_ABI_OFF(struct fc_policy, warmup_ms, 16 + FC_MAX_TIERS * 32);
 FC_ABI_OFF(struct fc_policy, algo, 8);
 FC_ABI_OFF(struct fc_policy, flags, 12);
 FC_ABI_OFF(struct fc_policy, tier, 16);

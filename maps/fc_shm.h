@@ -166,7 +166,8 @@ struct fc_shm_policy {
 	__u32 max_keys;
 	__u32 new_keys;
 	struct fc_tier tier[FC_MAX_TIERS];
-	__u64 warmup_ns; /* GCRA --warmup (fc_limit.h); 0 = none */
+	__u32 warmup_ms; /* GCRA --warmup (fc_limit.h); 0 = none */
+	__u32 pad;
 	/* ndims struct fc_shm_dim follow */
 };
 
@@ -336,7 +337,7 @@ FC_ABI_SIZE(struct fc_shm_block, 24);
 FC_ABI_SIZE(struct fc_shm_item, 8);
 FC_ABI_SIZE(struct fc_shm_dim, 4);
 FC_ABI_SIZE(struct fc_shm_policy, 40 + FC_MAX_TIERS * 32 + 8);
-FC_ABI_OFF(struct fc_shm_policy, warmup_ns, 40 + FC_MAX_TIERS * 32);
+FC_ABI_OFF(struct fc_shm_policy, warmup_ms, 40 + FC_MAX_TIERS * 32);
 FC_ABI_OFF(struct fc_shm_policy, algo, 20);
 FC_ABI_OFF(struct fc_shm_policy, max_keys, 32);
 FC_ABI_OFF(struct fc_shm_policy, tier, 40);

@@ -176,9 +176,9 @@ static bool fc_policy_read(struct fc_l7_index *ix, const uint8_t *it, size_t len
 			return false;
 	}
 	/* A ramp on the first GCRA tier, its word after the tiers'. */
-	pol->warmup_ns = sp.warmup_ns;
-	if (sp.warmup_ns && (sp.algo != FC_ALGO_GCRA || sp.ntiers >= FC_MAX_TIERS || sp.warmup_ns < FC_WARMUP_MIN_NS ||
-			     sp.warmup_ns > FC_WARMUP_MAX_NS || sp.tier[0].tolerance_ns > FC_WARM_TOL_MAX))
+	pol->warmup_ms = sp.warmup_ms;
+	if (sp.warmup_ms && (sp.algo != FC_ALGO_GCRA || sp.ntiers >= FC_MAX_TIERS || sp.warmup_ms < FC_WARMUP_MIN_MS ||
+			     sp.warmup_ms > FC_WARMUP_MAX_MS || sp.tier[0].tolerance_ns > FC_WARM_TOL_MAX))
 		return false;
 	for (i = 0; i < sp.ndims; i++) {
 		if (!fc_dim_read(ix, &p, end, &pol->dims[i], a))
@@ -717,10 +717,10 @@ static uint64_t fc_key_horizon(const struct fc_l7_policy *p, uint64_t now)
 	int i;
 
 	for (i = 0; i < p->ntiers; i++) {
-		q = 1 + (p->action == FC_ACTION_DELAY ? p->delay_burst : 0) + (!i && p->warmup_ns ? 2 : 0);
+		q = 1 + (p->action == FC_ACTION_DELAY ? p->delay_burst : 0) + (!i && p->warmup_ms ? 2 : 0);
 		if (__builtin_mul_overflow(p->tier[i].interval_ns, q, &t) ||
 		    __builtin_add_overflow(t, p->tier[i].unit_ns + p->tier[i].tolerance_ns, &t) ||
-		    __builtin_add_overflow(t, !i ? p->warmup_ns : 0, &t))
+		    __builtin_add_overflow(t, !i ? p->warmup_ms * FC_MS_NS : 0, &t))
 			t = UINT64_MAX / 2;
 		if (t > h)
 			h = t;
@@ -840,12 +840,12 @@ static bool fc_charge(const struct fc_l7_policy *p, __u64 *state, __u64 now, str
 	now = fc_clock(p, now);
 	*wait = 0;
 	if (p->action != FC_ACTION_DELAY || p->algo != FC_ALGO_GCRA)
-		return fc_limit_try(p->algo, p->ntiers, &p->lim, state, now, 1, ch);
+		return fc_limit_try(p->algo, p->ntiers, p->tier, p->warmup_ms, state, now, 1, ch);
 	for (i = 0; i < p->ntiers; i++) {
-		if (!i && p->warmup_ns) {
+		if (!i && p->warmup_ms) {
 			/* fc_policy_read saw the ramp's word within the bucket. */
-			ch->next[0] = fc_warm_charge(&state[0], &state[p->ntiers], &p->tier[0], p->warmup_ns, now, 1,
-						     p->delay_burst, &ch->prev[0], &tol);
+			ch->next[0] = fc_warm_charge(&state[0], &state[p->ntiers], &p->tier[0], p->warmup_ms * FC_MS_NS,
+						     now, 1, p->delay_burst, &ch->prev[0], &tol);
 			ok = ch->next[0] != 0;
 			w = ok && ch->next[0] - now > tol ? ch->next[0] - now - tol : 0;
 		} else {
@@ -873,7 +873,7 @@ static void fc_result_limits(const struct fc_l7_policy *p, const __u64 *state, u
 {
 	struct fc_limit_view v;
 
-	fc_limit_view(p->algo, p->ntiers, &p->lim, state, now, fc_l7_queue(p), &v);
+	fc_limit_view(p->algo, p->ntiers, p->tier, p->warmup_ms, state, now, fc_l7_queue(p), &v);
 	res->policy = p->id;
 	res->limit = v.limit;
 	res->window_s = p->tier[0].unit_ns / FC_NS_PER_SEC;

@@ -59,13 +59,8 @@ struct fc_l7_policy {
 	bool escalate;  /* report refused clients in the offender ring */
 	bool keyed;     /* a bucket per key (a DIM=*): in the key table */
 	uint32_t max_keys, new_keys;
-	union { /* as in struct fc_policy */
-		struct {
-			struct fc_tier tier[FC_MAX_TIERS];
-			uint64_t warmup_ns; /* GCRA --warmup; 0 = none */
-		};
-		struct fc_tiers lim;
-	};
+	struct fc_tier tier[FC_MAX_TIERS];
+	uint32_t warmup_ms; /* GCRA --warmup; 0 = none */
 	struct fc_l7_dim dims[FC_SHM_MAX_DIMS];
 };
 

@@ -77,7 +77,7 @@ static int fc_keys_run(const struct fc_ctx *ctx, const struct fc_cmd *cmd, int a
 		const struct fc_shm_key *e = &keys[i];
 		char tag[24];
 
-		fc_limit_view(k.algo, k.ntiers, &k.lim, e->state, now, queue, &v);
+		fc_limit_view(k.algo, k.ntiers, k.tier, k.warmup_ms, e->state, now, queue, &v);
 		remaining = v.remaining;
 		retry = v.retry_ns;
 		idle = e->idle_ns > now ? (e->idle_ns - now) / FC_NS_PER_SEC : 0;

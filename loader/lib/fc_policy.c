@@ -462,7 +462,7 @@ void fc_policy_compile(const struct fc_policy_spec *p, uint32_t epoch, struct fc
 	k->action = (__u8)p->action;
 	k->count = (__u8)p->count;
 	k->ntiers = (__u8)p->ntiers;
-	k->warmup_ns = (uint64_t)p->warmup * FC_NS_PER_SEC;
+	k->warmup_ms = (__u32)(p->warmup * 1000); /* validated: at most a day */
 	for (i = 0; i < p->ntiers; i++) {
 		struct fc_tier *t = &k->tier[i];
 		uint64_t burst = fc_tier_burst(p, i);

@@ -183,7 +183,7 @@ static int fc_blk_policy(struct fc_blk *b, const struct fc_policy_row *r, double
 	it->max_keys = p->max_keys; /* 0: as the table holds */
 	it->new_keys = p->new_keys ? p->new_keys : FC_NEW_KEYS_DEFAULT;
 	memcpy(it->tier, k.tier, sizeof(it->tier));
-	it->warmup_ns = k.warmup_ns;
+	it->warmup_ms = k.warmup_ms;
 	d = (__u8 *)(it + 1);
 	if (p->kind == FC_MATCH_STAR) { /* ip=* in nginx: a bucket per client address */
 		struct fc_shm_dim *dim = (struct fc_shm_dim *)d;

@@ -187,8 +187,8 @@ double fc_bucket_use(const struct fc_policy *pol, const __u64 *state, uint64_t n
 			u = t->limit && (st >> FC_WIN_COUNT_BITS) == fc_window_index(t, now) ?
 				    (double)(st & FC_WIN_COUNT_MASK) / (double)t->limit :
 				    0;
-		else if (!i && pol->warmup_ns && pol->ntiers < FC_MAX_TIERS)
-			u = fc_warm_use(t, pol->warmup_ns, st, state[pol->ntiers], now);
+		else if (!i && pol->warmup_ms && pol->ntiers < FC_MAX_TIERS)
+			u = fc_warm_use(t, pol->warmup_ms * FC_MS_NS, st, state[pol->ntiers], now);
 		else /* GCRA: the TAT's lead over now, of the most an admission may leave (a delay
 		      * queue may lead further: counted as full) */
 			u = st > now && t->tolerance_ns ? (double)(st - now) / (double)t->tolerance_ns : 0;

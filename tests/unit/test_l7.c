@@ -741,26 +741,25 @@ static void test_warm_item_checked(void **state)
 	const struct fc_shm_header *h;
 	size_t i, j;
 	static const struct {
-		uint64_t warmup_ns;
+		uint32_t warmup_ms;
 		uint8_t algo, ntiers;
 		uint64_t tolerance_ns;
 	} bad[] = {
-		{ 10 * SEC, FC_ALGO_WINDOW, 1, SEC },  { 10 * SEC, FC_ALGO_GCRA, 4, SEC },
-		{ SEC - 1, FC_ALGO_GCRA, 1, SEC },      { 86401 * SEC, FC_ALGO_GCRA, 1, SEC },
-		{ 10 * SEC, FC_ALGO_GCRA, 1, FC_WARM_TOL_MAX + 1 },
+		{ 10000, FC_ALGO_WINDOW, 1, SEC }, { 10000, FC_ALGO_GCRA, 4, SEC }, { 999, FC_ALGO_GCRA, 1, SEC },
+		{ 86400001, FC_ALGO_GCRA, 1, SEC }, { 10000, FC_ALGO_GCRA, 1, FC_WARM_TOL_MAX + 1 },
 	};
 
 	fc_policy_put(t, &p, "uid=item", "30/s");
 	fc_publish(t);
 	h = t->base;
 	it = (struct fc_shm_policy *)((uint8_t *)t->base + FC_SHM_BLOCK_OFF(h->active) + sizeof(struct fc_shm_block));
-	assert_int_equal(it->warmup_ns, 10 * SEC);
+	assert_int_equal(it->warmup_ms, 10000);
 	assert_int_equal(fc_build(t, t->base, t->size), 0);
 	assert_int_equal(t->ix.npolicies, 1);
 	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		struct fc_shm_policy keep = *it;
 
-		it->warmup_ns = bad[i].warmup_ns;
+		it->warmup_ms = bad[i].warmup_ms;
 		it->algo = bad[i].algo;
 		it->ntiers = bad[i].ntiers;
 		it->tier[0].tolerance_ns = bad[i].tolerance_ns;

@@ -46,7 +46,7 @@ static int fc_try(const struct fc_policy *k, __u64 *state, __u64 now, __u64 cost
 {
 	struct fc_charge ch;
 
-	return fc_limit_try(k->algo, k->ntiers, &k->lim, state, now, cost, &ch);
+	return fc_limit_try(k->algo, k->ntiers, k->tier, k->warmup_ms, state, now, cost, &ch);
 }
 
 static int fc_try_n(const struct fc_policy *k, __u64 *state, __u64 now, int n)
@@ -141,22 +141,22 @@ static void test_refund(void **state)
 	struct fc_charge gc, wc;
 
 	(void)state;
-	assert_true(fc_limit_try(g.algo, g.ntiers, &g.lim, gs, T0, 1, &gc));
-	assert_true(fc_limit_try(w.algo, w.ntiers, &w.lim, ws, T0, 1, &wc));
+	assert_true(fc_limit_try(g.algo, g.ntiers, g.tier, g.warmup_ms, gs, T0, 1, &gc));
+	assert_true(fc_limit_try(w.algo, w.ntiers, w.tier, w.warmup_ms, ws, T0, 1, &wc));
 	memcpy(before, gs, sizeof(gs));
-	assert_true(fc_limit_try(g.algo, g.ntiers, &g.lim, gs, T0, 1, &gc));
+	assert_true(fc_limit_try(g.algo, g.ntiers, g.tier, g.warmup_ms, gs, T0, 1, &gc));
 	fc_limit_refund(g.algo, g.ntiers, gs, 1, &gc);
 	assert_memory_equal(gs, before, sizeof(gs));
 	memcpy(before, ws, sizeof(ws));
-	assert_true(fc_limit_try(w.algo, w.ntiers, &w.lim, ws, T0, 1, &wc));
+	assert_true(fc_limit_try(w.algo, w.ntiers, w.tier, w.warmup_ms, ws, T0, 1, &wc));
 	fc_limit_refund(w.algo, w.ntiers, ws, 1, &wc);
 	assert_memory_equal(ws, before, sizeof(ws));
 	/* A refund from an older window gives nothing back into the new one. */
-	assert_true(fc_limit_try(w.algo, w.ntiers, &w.lim, ws, T0, 1, &wc));
+	assert_true(fc_limit_try(w.algo, w.ntiers, w.tier, w.warmup_ms, ws, T0, 1, &wc));
 	{
 		struct fc_charge later;
 
-		assert_true(fc_limit_try(w.algo, w.ntiers, &w.lim, ws, T0 + SEC, 1, &later));
+		assert_true(fc_limit_try(w.algo, w.ntiers, w.tier, w.warmup_ms, ws, T0 + SEC, 1, &later));
 	}
 	memcpy(before, ws, sizeof(ws));
 	fc_limit_refund(w.algo, w.ntiers, ws, 1, &wc);
@@ -176,8 +176,8 @@ static void test_refund_only_its_own(void **state)
 	struct fc_charge a, b;
 
 	(void)state;
-	assert_true(fc_limit_try(g.algo, g.ntiers, &g.lim, st, T0, 1, &a));
-	assert_true(fc_limit_try(g.algo, g.ntiers, &g.lim, st, T0 + 5 * SEC, 1, &b)); /* from the clock */
+	assert_true(fc_limit_try(g.algo, g.ntiers, g.tier, g.warmup_ms, st, T0, 1, &a));
+	assert_true(fc_limit_try(g.algo, g.ntiers, g.tier, g.warmup_ms, st, T0 + 5 * SEC, 1, &b)); /* from the clock */
 	after = st[0];
 	assert_int_equal(after, T0 + 5 * SEC + 100 * MS);
 	fc_limit_refund(g.algo, g.ntiers, st, 1, &a);
@@ -421,12 +421,12 @@ static void test_sliding_refund(void **state)
 	struct fc_charge a, b;
 
 	(void)state;
-	assert_true(fc_limit_try(k.algo, k.ntiers, &k.lim, st, T0, 1, &a));
-	assert_true(fc_limit_try(k.algo, k.ntiers, &k.lim, st, T0, 1, &b));
+	assert_true(fc_limit_try(k.algo, k.ntiers, k.tier, k.warmup_ms, st, T0, 1, &a));
+	assert_true(fc_limit_try(k.algo, k.ntiers, k.tier, k.warmup_ms, st, T0, 1, &b));
 	fc_limit_refund(k.algo, k.ntiers, st, 1, &a); /* not the last: comes off the count */
 	assert_int_equal(fc_tier_remaining(k.algo, &k.tier[0], st[0], T0, 0), 9);
 	mid = st[0];
-	assert_true(fc_limit_try(k.algo, k.ntiers, &k.lim, st, T0 + 61 * SEC, 1, &a));
+	assert_true(fc_limit_try(k.algo, k.ntiers, k.tier, k.warmup_ms, st, T0 + 61 * SEC, 1, &a));
 	fc_limit_refund(k.algo, k.ntiers, st, 1, &b); /* its window is over */
 	assert_int_equal(st[0], ((mid >> FC_SLIDE_IDX_SHIFT) + 1) << FC_SLIDE_IDX_SHIFT | 1ULL << FC_SLIDE_COUNT_BITS | 1);
 }
@@ -613,24 +613,24 @@ static void test_warm_view_refund(void **state)
 	__u64 st[FC_MAX_TIERS] = { 0 }, tat;
 
 	(void)state;
-	fc_limit_view(k.algo, k.ntiers, &k.lim, st, T0, 0, &v);
+	fc_limit_view(k.algo, k.ntiers, k.tier, k.warmup_ms, st, T0, 0, &v);
 	assert_int_equal(v.limit, 10); /* cold: N/3 */
 	assert_int_equal(v.remaining, 1);
 	assert_int_equal(v.retry_ns, 0);
 	assert_true(fc_try(&k, st, T0, 1));
 	assert_int_equal(st[2], T0); /* the ramp's start, after the two tiers */
-	fc_limit_view(k.algo, k.ntiers, &k.lim, st, T0, 0, &v);
+	fc_limit_view(k.algo, k.ntiers, k.tier, k.warmup_ms, st, T0, 0, &v);
 	assert_int_equal(v.remaining, 0);
 	assert_int_equal(v.retry_ns, 3 * k.tier[0].interval_ns); /* 3T: 100 ms */
 	/* Half way: 20/s. */
-	fc_limit_view(k.algo, k.ntiers, &k.lim, st, T0 + 5 * SEC, 0, &v);
+	fc_limit_view(k.algo, k.ntiers, k.tier, k.warmup_ms, st, T0 + 5 * SEC, 0, &v);
 	assert_int_equal(v.limit, 20);
 	assert_int_equal(v.remaining, 1);
 	/* The other tiers are charged first: one that denies leaves the ramp
 	 * unstarted, and a ramp that denies takes their charge back. */
 	memset(st, 0, sizeof(st));
 	st[1] = T0 + 60 * SEC; /* the minute tier full */
-	assert_false(fc_limit_try(k.algo, k.ntiers, &k.lim, st, T0, 1, &ch));
+	assert_false(fc_limit_try(k.algo, k.ntiers, k.tier, k.warmup_ms, st, T0, 1, &ch));
 	assert_int_equal(st[0], 0);
 	assert_int_equal(st[2], 0);
 	st[1] = 0;
