@@ -14,6 +14,7 @@
 #include <cmocka.h>
 
 #include "fc_policy.h"
+#include "fc_stats.h"
 #include "fc_vectors.h"
 
 #define MS (1000000ULL)
@@ -613,6 +614,7 @@ static void test_warm_view_refund(void **state)
 	__u64 st[FC_MAX_TIERS] = { 0 }, tat;
 
 	(void)state;
+	assert_true(fc_bucket_use(&k, st, T0) == 0); /* top: a cold bucket uses nothing */
 	fc_limit_view(k.algo, k.ntiers, k.tier, k.warmup_ms, st, T0, 0, &v);
 	assert_int_equal(v.limit, 10); /* cold: N/3 */
 	assert_int_equal(v.remaining, 1);
@@ -621,6 +623,7 @@ static void test_warm_view_refund(void **state)
 	assert_int_equal(st[2], T0); /* the ramp's start, after the two tiers */
 	fc_limit_view(k.algo, k.ntiers, k.tier, k.warmup_ms, st, T0, 0, &v);
 	assert_int_equal(v.remaining, 0);
+	assert_true(fc_bucket_use(&k, st, T0) == 1); /* its one request of credit spent */
 	assert_int_equal(v.retry_ns, 3 * k.tier[0].interval_ns); /* 3T: 100 ms */
 	/* Half way: 20/s. */
 	fc_limit_view(k.algo, k.ntiers, k.tier, k.warmup_ms, st, T0 + 5 * SEC, 0, &v);
