@@ -225,6 +225,8 @@ static void fc_make_seed(const char *path)
 	fc_fuzz_policy(5, "uri=/login,ip=2001:db8::/32", "5/s", "action=log");
 	fc_fuzz_policy(6, "uid=*,uri=/api/*", "3/m", "");
 	fc_fuzz_policy(7, "ip=*,header:x-key=*", "2/s,10/m", "action=delay delay_burst=2");
+	fc_fuzz_policy(8, "uid=w1", "30/s", "warmup=10s");
+	fc_fuzz_policy(9, "arg:wk=*", "30/s,1000/h", "warmup=1m action=delay delay_burst=3");
 	fc_fuzz_ban("uid=bob");
 	fc_fuzz_ban("198.18.0.9");
 	fc_fuzz_ban("2001:db8::/48");

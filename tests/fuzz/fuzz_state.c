@@ -160,8 +160,9 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	snprintf(state_path, sizeof(state_path), "%s%s", shm, FC_SHM_STATE_SUFFIX);
 	fc_fuzz_policy_spec(1, "uid=u1", "3/s", "escalate=2/m ban_ttl=1h", &rows[0].spec);
 	fc_fuzz_policy_spec(2, "arg:api=login", "1/s", "escalate=1/s ban_ttl=10m", &rows[1].spec);
-	/* Per-key policies in slots 1 and 2, as the key table names them. */
-	fc_fuzz_policy_spec(3, "uid=*", "3/s", "", &krows[0].spec);
+	/* Per-key policies in slots 1 and 2, as the key table names them (the
+	 * first warming up: its ramp's word read from whatever the file holds). */
+	fc_fuzz_policy_spec(3, "uid=*", "3/s,100/m", "warmup=10s", &krows[0].spec);
 	fc_fuzz_policy_spec(4, "header:X-Key=*", "1/m", "algo=window", &krows[1].spec);
 	krows[0].slot = krows[0].epoch = 1;
 	krows[1].slot = 2;
