@@ -207,10 +207,9 @@ FC_INLINE void fc_gcra_refund(__u64 *state, __u64 prev, __u64 next)
  * where the ramp left it, so the burst comes back at the rate N over B*T,
  * as after any busy spell, and not all at once at the end of the ramp:
  * under sustained traffic the TAT leads by tol throughout and admissions
- * follow r, then N. A cost
- * whose plain increment exceeds B*T (a cost over B) is refused, as without
- * warm-up. The policy's other tiers are charged first: a request they
- * refuse does not reach the ramp, nor start it.
+ * follow r, then N. A cost whose plain increment exceeds B*T (a cost over
+ * B) is refused, as without warm-up. The policy's other tiers are charged
+ * first: a request they refuse does not reach the ramp, nor start it.
  *
  * A pause shorter than D (counted from the TAT, when the bucket drained)
  * does not restart the ramp, and the ramp's clock runs through it: the ramp
@@ -309,11 +308,11 @@ FC_INLINE void fc_warm_ramp(const struct fc_tier *t, __u64 d, __u64 ws, __u64 no
 /* Charges the warming tier t whose TAT is *state and ramp start *wsw, for
  * cost at now (queue: a delaying policy's): returns the new TAT (never 0),
  * with *prev the TAT before and *tol (if not NULL) the tolerance it was
- * admitted under;
- * 0 if the rule denies (nothing charged; a ramp may have started). The
- * ramp is read once; a TAT that moves under the CAS is charged again from
- * where it went, unless that leaves the bucket cold (a refund took the
- * last charge back): then deny, the next request starts the ramp. */
+ * admitted under; 0 if the rule denies (nothing charged; a ramp may have
+ * started). The ramp is read once; a TAT that moves under the CAS is
+ * charged again from where it went, unless that leaves the bucket cold (a
+ * refund took the last charge back): then deny, the next request starts
+ * the ramp. */
 FC_INLINE __u64 fc_warm_charge(__u64 *state, __u64 *wsw, const struct fc_tier *t, __u64 warmup_ns, __u64 now,
 			       __u64 cost, __u64 queue, __u64 *prev, __u64 *tol)
 {
@@ -370,10 +369,9 @@ struct fc_charge {
 	__u64 next[FC_MAX_TIERS];
 };
 
-FC_INLINE void fc_limit_refund(__u8 algo, __u8 ntiers, __u64 *state, __u64 cost, const struct fc_charge *ch);
-
 /* fc_warm_limit's fifth argument: the cost, D in ms and the tiers, packed
- * (a BPF global function takes five). */
+ * (a BPF global function takes five). A cost past FC_WARM_COST_MAX (16 MB:
+ * no frame is) is refused. */
 #define FC_WARM_COST_BITS 24
 #define FC_WARM_COST_MAX  ((1ULL << FC_WARM_COST_BITS) - 1)
 #define FC_WARM_ARG(cost, warmup_ms, ntiers) \
