@@ -347,6 +347,24 @@ static void *fc_racer(void *arg)
 	return NULL;
 }
 
+/* Four racers on state: what they admitted together. */
+static int fc_race4(const struct fc_policy *k, __u64 *state)
+{
+	struct fc_race r[4];
+	pthread_t th[4];
+	int i, total = 0;
+
+	for (i = 0; i < 4; i++) {
+		r[i] = (struct fc_race){ .k = k, .state = state };
+		assert_int_equal(pthread_create(&th[i], NULL, fc_racer, &r[i]), 0);
+	}
+	for (i = 0; i < 4; i++) {
+		pthread_join(th[i], NULL);
+		total += r[i].admitted;
+	}
+	return total;
+}
+
 /* The shared sliding-window vectors (tests/bpf/fc_vectors.h), each on a
  * fresh bucket; T0 is aligned to the minute. */
 static void test_sliding_vectors(void **state)
@@ -478,26 +496,15 @@ static void test_sliding_bounds(void **state)
 static void test_race_exact(void **state)
 {
 	static const enum fc_algo algos[] = { FC_ALGO_WINDOW, FC_ALGO_GCRA, FC_ALGO_SLIDING };
-	struct fc_race r[4];
-	pthread_t th[4];
 	__u64 st[FC_MAX_TIERS];
 	size_t a;
-	int i, total;
 
 	(void)state;
 	for (a = 0; a < sizeof(algos) / sizeof(algos[0]); a++) {
 		struct fc_policy k = fc_compile("100000/m,50000/h", 0, algos[a], FC_COUNT_PACKETS);
 
 		memset(st, 0, sizeof(st));
-		for (i = 0; i < 4; i++) {
-			r[i] = (struct fc_race){ .k = &k, .state = st };
-			assert_int_equal(pthread_create(&th[i], NULL, fc_racer, &r[i]), 0);
-		}
-		for (i = 0, total = 0; i < 4; i++) {
-			pthread_join(th[i], NULL);
-			total += r[i].admitted;
-		}
-		assert_int_equal(total, 50000);
+		assert_int_equal(fc_race4(&k, st), 50000);
 	}
 }
 
@@ -744,9 +751,7 @@ static void test_warm_race(void **state)
 	__u64 st[FC_MAX_TIERS] = { 0 }, seq[FC_MAX_TIERS] = { 0 };
 	pthread_t th[FC_WRACE_THREADS];
 	long rule = 0, raced = 0;
-	struct fc_race b[4];
-	pthread_t bt[4];
-	int i, s, gate = 0, total;
+	int i, s, gate = 0;
 
 	(void)state;
 	for (i = 0; i < FC_WRACE_THREADS; i++) {
@@ -773,15 +778,7 @@ static void test_warm_race(void **state)
 	memset(st, 0, sizeof(st));
 	st[0] = T0 + 10 * MS - SEC;
 	st[1] = T0 - 2 * 3600 * SEC;
-	for (i = 0; i < 4; i++) {
-		b[i] = (struct fc_race){ .k = &k, .state = st };
-		assert_int_equal(pthread_create(&bt[i], NULL, fc_racer, &b[i]), 0);
-	}
-	for (i = 0, total = 0; i < 4; i++) {
-		pthread_join(bt[i], NULL);
-		total += b[i].admitted;
-	}
-	assert_int_equal(total, 100000);
+	assert_int_equal(fc_race4(&k, st), 100000);
 }
 
 int main(void)
