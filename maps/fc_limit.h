@@ -187,7 +187,8 @@ FC_INLINE void fc_gcra_refund(__u64 *state, __u64 prev, __u64 next)
  *   cold     iff now - max(TAT, ws) >= D: idle for D (the TAT is when the
  *            bucket drained, ws when the last ramp began; a fresh bucket,
  *            all zero, is cold). A request that finds it cold sets ws = now
- *            and passes: a cold bucket admits one request (of cost <= B).
+ *            and passes: a cold bucket admits one request (of cost <= B)
+ *            at once, or 10 ms of the rate N/3 if that is more (below).
  *   e        = min(D, now - ws): the ramp's progress.
  *   r        = N/3 + (2N/3) * e/D: the rate, hence the interval
  *   I        = 3 T D / (D + 2e): 3T cold, T warm; the cost's increment

@@ -57,9 +57,10 @@ static const struct fc_vector fc_sliding_vectors[] = {
  * of bin_ms from 0. Exact times: the packet path's clock is set to each
  * step's time while the coarse clock stands still (test_limits.c).
  * With rate r = N/3 + (2N/3) * e/D and one request of credit until the ramp
- * ends, a second from s admits about r(s + 1/2), less a little: a try every
- * ms comes up to 1 ms after the interval ends, and the late part is lost
- * (the floor: no credit while warming).
+ * ends (these rates' intervals are all over 10 ms), a second from s admits
+ * about r(s + 1/2), less a little: a try every ms comes up to 1 ms after the
+ * interval ends, and the late part is lost (the floor: no credit while
+ * warming).
  */
 struct fc_warm_phase {
 	uint32_t from_ms, to_ms, every_ms, tries;
