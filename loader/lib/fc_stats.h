@@ -20,6 +20,8 @@ struct fc_policy_stats {
 	uint64_t delayed;    /* nginx, action delay */
 	uint64_t keys;       /* nginx, per-key policies: keys it holds (the workers' count) */
 	uint64_t overflowed; /* ... requests decided by its overflow bucket */
+	uint64_t inflight;    /* nginx, --concurrency: places held now (every key's) */
+	uint64_t conc_denied; /* ... requests refused by the cap (also counted as dropped) */
 };
 
 struct fc_stats_all {
