@@ -8,6 +8,7 @@
 #include "fc_cli.h"
 #include "fc_duration.h"
 #include "fc_shm_state.h"
+#include "fc_stats.h"
 #include "fc_store.h"
 
 struct fc_keys_opt {
@@ -47,7 +48,8 @@ static int fc_keys_run(const struct fc_ctx *ctx, const struct fc_cmd *cmd, int a
 	struct fc_policy_row row;
 	struct fc_policy k;
 	struct fc_err err;
-	uint64_t now, queue, remaining = 0, retry = 0, idle, inflight;
+	struct fc_key_view v;
+	uint64_t now;
 	size_t n = 0, i, live = 0;
 	json_t *arr = NULL;
 	uint32_t id;
@@ -73,7 +75,6 @@ static int fc_keys_run(const struct fc_ctx *ctx, const struct fc_cmd *cmd, int a
 	fc_policy_compile(&row.spec, row.epoch, &k);
 	qsort(keys, n, sizeof(*keys), fc_key_busier);
 	now = fc_utc_ns();
-	queue = row.spec.action == FC_ACTION_DELAY ? row.spec.delay_burst : 0;
 	for (i = 0; i < n; i++)
 		live += keys[i].idle_ns >= now;
 	if (opt.json)
@@ -86,28 +87,20 @@ static int fc_keys_run(const struct fc_ctx *ctx, const struct fc_cmd *cmd, int a
 		const struct fc_shm_key *e = &keys[i];
 		char tag[24], nb[2][24];
 
-		if (k.ntiers) {
-			remaining = fc_tier_remaining(k.algo, &k.tier[0], e->state[0], now, queue);
-			retry = fc_tier_retry_after(k.algo, &k.tier[0], e->state[0], now, 1, queue);
-		}
-		/* While it holds places a key is never idle: its idle time waits under the held bit. */
-		idle = (e->idle_ns & ~FC_SHM_KEY_HELD) > now ? ((e->idle_ns & ~FC_SHM_KEY_HELD) - now) / FC_NS_PER_SEC : 0;
-		/* Its count of places is the word past its tiers (the workers' say-so). */
-		inflight = row.spec.concurrency && k.ntiers < FC_MAX_TIERS ? e->state[k.ntiers] : 0;
+		fc_key_view(&row, &k, e, now, &v);
 		snprintf(tag, sizeof(tag), "%016llx", (unsigned long long)e->tag);
 		if (arr)
 			json_array_append_new(arr, json_pack("{s:s, s:I, s:I, s:I, s:f, s:I, s:b, s:o}", "key", tag, "passed",
 							      (json_int_t)e->passed, "denied", (json_int_t)e->denied,
-							      "remaining", (json_int_t)remaining, "next_s",
-							      (double)retry / FC_NS_PER_SEC, "idle_in_s", (json_int_t)idle,
-							      "held", (e->idle_ns & FC_SHM_KEY_HELD) != 0, "inflight",
-							      row.spec.concurrency ? json_integer((json_int_t)inflight) :
-										      json_null()));
+							      "remaining", (json_int_t)v.remaining, "next_s",
+							      (double)v.retry_ns / FC_NS_PER_SEC, "idle_in_s",
+							      (json_int_t)v.idle_s, "held", v.held, "inflight",
+							      v.capped ? json_integer((json_int_t)v.inflight) : json_null()));
 		else
 			printf("%-18s %10u %10u %10llu %10.1f %10s %10s\n", tag, e->passed, e->denied,
-			       (unsigned long long)remaining, (double)retry / FC_NS_PER_SEC,
-			       fc_keys_num(e->idle_ns & FC_SHM_KEY_HELD ? UINT64_MAX : idle, "held", nb[0]),
-			       fc_keys_num(row.spec.concurrency ? inflight : UINT64_MAX, "-", nb[1]));
+			       (unsigned long long)v.remaining, (double)v.retry_ns / FC_NS_PER_SEC,
+			       fc_keys_num(v.held ? UINT64_MAX : v.idle_s, "held", nb[0]),
+			       fc_keys_num(v.capped ? v.inflight : UINT64_MAX, "-", nb[1]));
 	}
 	free(keys);
 	return arr ? fc_json_print(arr) : FC_EXIT_OK;

@@ -228,6 +228,25 @@ double fc_bucket_use(const struct fc_policy *pol, const __u64 *state, uint64_t n
 	return use > 1 ? 1 : use;
 }
 
+void fc_key_view(const struct fc_policy_row *row, const struct fc_policy *k, const struct fc_shm_key *e, uint64_t now,
+		 struct fc_key_view *v)
+{
+	uint64_t queue = row->spec.action == FC_ACTION_DELAY ? row->spec.delay_burst : 0,
+		 idle = e->idle_ns & ~FC_SHM_KEY_HELD;
+
+	memset(v, 0, sizeof(*v));
+	if (k->ntiers) {
+		v->remaining = fc_tier_remaining(k->algo, &k->tier[0], e->state[0], now, queue);
+		v->retry_ns = fc_tier_retry_after(k->algo, &k->tier[0], e->state[0], now, 1, queue);
+	}
+	/* While it holds places a key is never idle: its idle time waits under the held bit. */
+	v->held = e->idle_ns & FC_SHM_KEY_HELD;
+	v->idle_s = idle > now ? (idle - now) / FC_NS_PER_SEC : 0;
+	/* Its count of places is the word past its tiers. */
+	v->capped = row->spec.concurrency && k->ntiers < FC_MAX_TIERS;
+	v->inflight = v->capped ? e->state[k->ntiers] : 0;
+}
+
 struct fc_busiest {
 	const struct fc_policy *pol; /* compiled, by slot: FC_SHM_SLOTS entries */
 	uint64_t now;

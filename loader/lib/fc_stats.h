@@ -59,6 +59,20 @@ struct fc_key_use {
 	double use;   /* of its fullest tier, now */
 };
 
+/* A key of a per-key nginx policy as freqctl keys shows it, read from its
+ * entry e (every field the workers' say-so); k is the row compiled. */
+struct fc_key_view {
+	uint64_t remaining; /* what its first rate admits now (0 without a rate) */
+	uint64_t retry_ns;  /* until a request could pass its first rate */
+	uint64_t idle_s;    /* until its buckets are empty and its entry may be taken back */
+	bool held;          /* requests of it are in flight: never taken back meanwhile */
+	bool capped;        /* the policy has --concurrency: inflight counts its requests in flight */
+	uint64_t inflight;
+};
+
+void fc_key_view(const struct fc_policy_row *row, const struct fc_policy *k, const struct fc_shm_key *e, uint64_t now,
+		 struct fc_key_view *v);
+
 /* The keys of a's per-key policies using the most of their fullest tier at
  * now (UTC ns), at most max, most first; *n how many. None without a shm. */
 int fc_stats_busiest_keys(const struct fc_ctx *ctx, const struct fc_stats_all *a, uint64_t now,
