@@ -147,6 +147,12 @@ static bool fc_dim_read(struct fc_l7_index *ix, const uint8_t **p, const uint8_t
 	return true;
 }
 
+/* The state word of a key that counts its places: the one past its tiers. */
+static inline uint8_t fc_conc_word(const struct fc_l7_policy *p)
+{
+	return p->ntiers;
+}
+
 /* Reads a policy item of len bytes at it; its fixed part is copied first. */
 static bool fc_policy_read(struct fc_l7_index *ix, const uint8_t *it, size_t len, struct fc_l7_policy *pol,
 			   const struct fc_l7_alloc *a)
@@ -177,8 +183,6 @@ static bool fc_policy_read(struct fc_l7_index *ix, const uint8_t *it, size_t len
 	pol->max_keys = sp.max_keys;
 	pol->new_keys = sp.new_keys;
 	pol->concurrency = sp.concurrency;
-	/* A key counts its places in the word past its tiers. */
-	pol->conc_word = sp.ntiers;
 	for (i = 0; i < sp.ntiers; i++) {
 		pol->tier[i] = sp.tier[i];
 		if (!fc_tier_ok(sp.algo, &pol->tier[i]))
@@ -195,7 +199,7 @@ static bool fc_policy_read(struct fc_l7_index *ix, const uint8_t *it, size_t len
 	}
 	if (pol->keyed && (!pol->new_keys || pol->new_keys > FC_NS_PER_SEC))
 		return false;
-	if (pol->keyed && pol->concurrency && pol->conc_word >= FC_MAX_TIERS)
+	if (pol->keyed && pol->concurrency && fc_conc_word(pol) >= FC_MAX_TIERS)
 		return false;
 	return l7 || (sp.flags & FC_SHM_POLICY_HTTP); /* else an ip-only policy: XDP/TC's */
 }
@@ -992,11 +996,11 @@ static void fc_hold_free(struct fc_l7_holder *h, uint32_t i)
 static bool fc_place_take(const struct fc_l7_policy *p, struct fc_shm_slot *s, struct fc_shm_key *e, uint32_t eidx,
 			  __u64 tag, struct fc_l7_holder *h, struct fc_l7_place *pl)
 {
-	__u64 *count = e ? &e->state[p->conc_word] : p->keyed ? &s->overflow_inflight : &s->inflight;
+	__u64 *count = e ? &e->state[fc_conc_word(p)] : p->keyed ? &s->overflow_inflight : &s->inflight;
 
 	pl->slot = p->slot;
 	pl->who = e ? tag : FC_SHM_OWNER(p->id, p->epoch);
-	pl->where = e ? FC_HOLD_AT(eidx, p->conc_word) : p->keyed ? FC_HOLD_OVERFLOW : FC_HOLD_SLOT;
+	pl->where = e ? FC_HOLD_AT(eidx, fc_conc_word(p)) : p->keyed ? FC_HOLD_OVERFLOW : FC_HOLD_SLOT;
 	pl->hold = fc_hold_record(h, pl);
 	if (!fc_count_take(count, p->concurrency)) {
 		fc_hold_free(h, pl->hold);
@@ -1016,7 +1020,7 @@ static bool fc_place_take(const struct fc_l7_policy *p, struct fc_shm_slot *s, s
 static void fc_place_undo(const struct fc_l7_policy *p, struct fc_shm_slot *s, struct fc_shm_key *e,
 			  struct fc_l7_holder *h, struct fc_l7_place *pl, __u64 now)
 {
-	__u64 *count = &e->state[p->conc_word];
+	__u64 *count = &e->state[fc_conc_word(p)];
 
 	if (!fc_count_dec(count))
 		fc_key_unheld(e, count, now);
@@ -1024,14 +1028,6 @@ static void fc_place_undo(const struct fc_l7_policy *p, struct fc_shm_slot *s, s
 		fc_count_dec(&s->inflight);
 	fc_hold_free(h, pl->hold);
 	pl->where = 0;
-}
-
-static void fc_ix_view(const struct fc_l7_index *ix, struct fc_view *v)
-{
-	memset(v, 0, sizeof(*v));
-	v->slots = ix->slots;
-	v->keys = ix->keys;
-	v->nkeys = ix->nkeys;
 }
 
 static void fc_places_give(const struct fc_view *v, struct fc_l7_holder *h, const struct fc_l7_place *pl, size_t n,
@@ -1043,6 +1039,16 @@ static void fc_places_give(const struct fc_view *v, struct fc_l7_holder *h, cons
 		fc_place_give(v, pl[i].who, pl[i].slot, pl[i].where, now);
 		fc_hold_free(h, pl[i].hold);
 	}
+}
+
+/* Gives back the places a decision took, in the index's state file. */
+static void fc_ix_places_give(const struct fc_l7_index *ix, struct fc_l7_holder *h, const struct fc_l7_place *pl,
+			      size_t n, uint64_t now)
+{
+	struct fc_view v = { .slots = ix->slots, .keys = ix->keys, .nkeys = ix->nkeys };
+
+	if (n)
+		fc_places_give(&v, h, pl, n, now);
 }
 
 void fc_l7_give_back(void *state, size_t state_size, struct fc_l7_holder *h, const struct fc_l7_place *pl, size_t n,
@@ -1440,8 +1446,6 @@ static void fc_result_conc(const struct fc_l7_policy *p, struct fc_l7_result *re
 static bool fc_result_places(const struct fc_l7_req *rq, const struct fc_l7_place *pl, size_t np,
 			     struct fc_l7_result *res)
 {
-	if (!np)
-		return true;
 	res->places = np <= rq->places_cap ? rq->places :
 		      rq->alloc ? rq->alloc->alloc(rq->alloc->ctx, np * sizeof(*pl)) : NULL;
 	if (!res->places)
@@ -1461,7 +1465,6 @@ void fc_l7_decide(const struct fc_l7_index *ix, const struct fc_l7_req *rq, uint
 	__u64 wait, longest = 0;
 	size_t n, i, j, longest_at = 0, np = 0;
 	enum fc_admit r;
-	struct fc_view v;
 	bool uid;
 
 	memset(res, 0, sizeof(*res));
@@ -1487,8 +1490,6 @@ void fc_l7_decide(const struct fc_l7_index *ix, const struct fc_l7_req *rq, uint
 			return;
 		}
 	}
-	fc_ix_view(ix, &v);
-
 	/* Enforcing policies: all admit, or none is charged and no place is kept. */
 	for (i = 0; i < n; i++) {
 		const struct fc_l7_policy *p = &ix->pol[m[i]];
@@ -1513,7 +1514,7 @@ void fc_l7_decide(const struct fc_l7_index *ix, const struct fc_l7_req *rq, uint
 		for (j = 0; j < i; j++)
 			if (st[j])
 				fc_limit_refund(ix->pol[m[j]].algo, ix->pol[m[j]].ntiers, st[j], 1, &ch[j]);
-		fc_places_give(&v, rq->holder, pl, np, t);
+		fc_ix_places_give(ix, rq->holder, pl, np, t);
 		__atomic_fetch_add(&s->denied, 1, __ATOMIC_RELAXED);
 		if (r == FC_DENY_CONC)
 			__atomic_fetch_add(&s->conc_denied, 1, __ATOMIC_RELAXED);
@@ -1562,8 +1563,8 @@ void fc_l7_decide(const struct fc_l7_index *ix, const struct fc_l7_req *rq, uint
 			res->would_deny++;
 		}
 	}
-	if (!fc_result_places(rq, pl, np, res)) {
-		fc_places_give(&v, rq->holder, pl, np, now);
+	if (np && !fc_result_places(rq, pl, np, res)) {
+		fc_ix_places_give(ix, rq->holder, pl, np, now);
 		res->verdict = FC_L7_ERROR;
 		return;
 	}

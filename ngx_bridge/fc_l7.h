@@ -58,9 +58,8 @@ struct fc_l7_policy {
 	uint8_t flags;  /* FC_POLICY_PRECISE */
 	bool escalate;  /* report refused clients in the offender ring */
 	bool keyed;     /* a bucket per key (a DIM=*): in the key table */
-	uint8_t conc_word; /* a key's state word counting its places: the one past its tiers */
 	uint32_t max_keys, new_keys;
-	uint32_t concurrency; /* places at most; 0: no cap */
+	uint32_t concurrency; /* places at most; 0: no cap (in what was padding before the tiers) */
 	struct fc_tier tier[FC_MAX_TIERS];
 	struct fc_l7_dim dims[FC_SHM_MAX_DIMS];
 };
