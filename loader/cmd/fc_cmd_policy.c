@@ -82,7 +82,11 @@ static void fc_policy_describe(const struct fc_policy_spec *p, char *buf, size_t
 	fc_match_format(p, match);
 	fc_rates_format(p, rates);
 	fc_bursts_format(p, bursts, sizeof(bursts));
-	snprintf(buf, len, "%s %s (%s", match, p->ntiers ? rates : "no rate", fc_algo_name(p->algo));
+	/* A cap alone: no rate, no algorithm to speak of. */
+	if (p->ntiers)
+		snprintf(buf, len, "%s %s (%s", match, rates, fc_algo_name(p->algo));
+	else
+		snprintf(buf, len, "%s (no rate", match);
 	if (p->algo == FC_ALGO_GCRA && p->ntiers)
 		snprintf(buf + strlen(buf), len - strlen(buf), ", burst %s", bursts);
 	if (p->concurrency)
