@@ -31,9 +31,17 @@ static const char fc_policy_details[] =
 	"(a TCP fragment, a cut TCP header, an L4 protocol past 8 extension headers) is charged\n"
 	"as one. A packet is charged once its source is read, however malformed the rest of it.\n"
 	"One policy per address, prefix, and one ip=*.\n"
-	"Changing a policy's limits keeps its bucket state; changing its match or --algo resets it.\n"
+	"Changing a policy's limits keeps its bucket state; changing its match or --algo resets it,\n"
+	"as do adding or removing --concurrency and, with it, changing how many rates it has.\n"
 	"--action delay (L7) waits a request to the rate, as nginx limit_req without nodelay:\n"
-	"up to --delay-burst requests wait, the next are denied.";
+	"up to --delay-burst requests wait, the next are denied.\n"
+	"--concurrency N (L7) lets at most N requests of the policy (of each key, for a per-key\n"
+	"policy) be in flight at once, from the decision in PREACCESS to the request's end,\n"
+	"however it ends; subrequests and internal redirects take no place of their own. A\n"
+	"request past the cap is refused like one past a rate; with --rate too, both must\n"
+	"admit, and one refused by either is charged by neither. A per-key policy with it has\n"
+	"at most 3 rates. The places of an nginx worker that is killed come back within a\n"
+	"second of its replacement's start.";
 
 /* Parses policy add/set's options and ID; exits 2 on bad input, naming the
  * policy by the ID given (which may come after the options). */
@@ -74,9 +82,15 @@ static void fc_policy_describe(const struct fc_policy_spec *p, char *buf, size_t
 	fc_match_format(p, match);
 	fc_rates_format(p, rates);
 	fc_bursts_format(p, bursts, sizeof(bursts));
-	snprintf(buf, len, "%s %s (%s", match, rates, fc_algo_name(p->algo));
-	if (p->algo == FC_ALGO_GCRA)
+	/* A cap alone: no rate, no algorithm to speak of. */
+	if (p->ntiers)
+		snprintf(buf, len, "%s %s (%s", match, rates, fc_algo_name(p->algo));
+	else
+		snprintf(buf, len, "%s (no rate", match);
+	if (p->algo == FC_ALGO_GCRA && p->ntiers)
 		snprintf(buf + strlen(buf), len - strlen(buf), ", burst %s", bursts);
+	if (p->concurrency)
+		snprintf(buf + strlen(buf), len - strlen(buf), ", at most %u in flight", p->concurrency);
 	if (p->action == FC_ACTION_DELAY)
 		snprintf(buf + strlen(buf), len - strlen(buf), ", delay up to %u", p->delay_burst);
 	else
@@ -133,7 +147,7 @@ static json_t *fc_policy_json(const struct fc_policy_row *r)
 {
 	const struct fc_policy_spec *p = &r->spec;
 	char match[FC_MATCH_LEN], created[FC_TIME_STRLEN], updated[FC_TIME_STRLEN];
-	json_t *rates = json_array(), *bursts = p->algo == FC_ALGO_GCRA ? json_array() : json_null();
+	json_t *rates = json_array(), *bursts = p->algo == FC_ALGO_GCRA && p->ntiers ? json_array() : json_null();
 	int i;
 
 	fc_match_format(p, match);
@@ -148,16 +162,18 @@ static json_t *fc_policy_json(const struct fc_policy_row *r)
 	fc_time_format(r->created, created);
 	fc_time_format(r->updated, updated);
 	/* burst: the first tier's (as --burst); bursts: every tier's. */
-	return json_pack("{s:I, s:s, s:o, s:o, s:o, s:s, s:s, s:s, s:o, s:s, s:s}", "id", (json_int_t)p->id,
+	return json_pack("{s:I, s:s, s:o, s:o, s:o, s:s, s:s, s:s, s:o, s:o, s:s, s:s}", "id", (json_int_t)p->id,
 			 "match", match, "rates", rates, "burst",
-			 p->algo == FC_ALGO_GCRA ? json_integer((json_int_t)fc_tier_burst(p, 0)) : json_null(), "bursts",
+			 p->algo == FC_ALGO_GCRA && p->ntiers ? json_integer((json_int_t)fc_tier_burst(p, 0)) : json_null(),
+			 "bursts",
 			 bursts,
 			 "algo", fc_algo_name(p->algo), "action", fc_action_name(p->action), "count",
 			 fc_policy_is_l7(p) ? "requests" : fc_count_name(p->count), "new_sources",
 			 p->kind == FC_MATCH_STAR ?
 				 json_integer((json_int_t)(p->new_sources ? p->new_sources : FC_NEW_SOURCES_DEFAULT)) :
 				 json_null(),
-			 "created", created, "updated", updated);
+			 "concurrency", p->concurrency ? json_integer(p->concurrency) : json_null(), "created", created,
+			 "updated", updated);
 }
 
 static int fc_policy_list(const struct fc_ctx *ctx, const struct fc_cmd *cmd, int argc, char **argv)
@@ -185,17 +201,20 @@ static int fc_policy_list(const struct fc_ctx *ctx, const struct fc_cmd *cmd, in
 		return fc_json_print(arr);
 	}
 	if (n)
-		printf("%-10s %-30s %-24s %-8s %-7s %-7s %s\n", "ID", "MATCH", "RATES", "BURST", "ALGO", "ACTION",
-		       "COUNT");
+		printf("%-10s %-30s %-24s %-8s %-7s %-7s %-8s %s\n", "ID", "MATCH", "RATES", "BURST", "ALGO", "ACTION",
+		       "COUNT", "CONCURRENCY");
 	for (i = 0; i < n; i++) {
 		const struct fc_policy_spec *p = &rows[i].spec;
+		char conc[16] = "-";
 
 		fc_match_format(p, match);
 		fc_rates_format(p, rates);
 		fc_bursts_format(p, bursts, sizeof(bursts));
-		printf("%-10u %-30s %-24s %-8s %-7s %-7s %s\n", p->id, match, rates,
-		       p->algo == FC_ALGO_GCRA ? bursts : "-", fc_algo_name(p->algo), fc_action_name(p->action),
-		       fc_policy_is_l7(p) ? "requests" : fc_count_name(p->count));
+		if (p->concurrency)
+			snprintf(conc, sizeof(conc), "%u", p->concurrency);
+		printf("%-10u %-30s %-24s %-8s %-7s %-7s %-8s %s\n", p->id, match, p->ntiers ? rates : "-",
+		       p->algo == FC_ALGO_GCRA && p->ntiers ? bursts : "-", fc_algo_name(p->algo),
+		       fc_action_name(p->action), fc_policy_is_l7(p) ? "requests" : fc_count_name(p->count), conc);
 	}
 	free(rows);
 	return FC_EXIT_OK;

@@ -278,8 +278,20 @@ int fc_policy_validate(const struct fc_policy_spec *p, struct fc_err *err)
 
 	if (p->kind == FC_MATCH_NONE)
 		return fc_err_set(err, "missing --match (e.g. ip=198.18.0.0/15, ip=*, uid=u1024,arg:api=login)");
-	if (!p->ntiers)
-		return fc_err_set(err, "missing --rate N/UNIT");
+	if (!p->ntiers && !p->concurrency)
+		return fc_err_set(err, "missing --rate N/UNIT (or --concurrency N in nginx)");
+	if (p->concurrency && !fc_policy_is_l7(p))
+		return fc_err_set(err, "--concurrency counts requests in flight in nginx; an ip=-only policy runs at "
+				       "XDP/TC, on packets (add --layer http to put it in nginx)");
+	if (!p->ntiers && p->burst)
+		return fc_err_set(err, "--burst applies to a --rate, and the policy has none");
+	if (!p->ntiers && p->action == FC_ACTION_DELAY)
+		return fc_err_set(err, "action \"delay\" waits a request to a --rate, and the policy has none");
+	/* A key keeps its tiers and its count of places in its FC_MAX_TIERS state words. */
+	if (p->concurrency && fc_policy_is_keyed(p) && p->ntiers + 1 > FC_MAX_TIERS)
+		return fc_err_set(err, "a per-key policy with --concurrency has at most %d rates: a key's count of "
+				       "places takes the place of a fourth",
+				  FC_MAX_TIERS - 1);
 	if (fc_policy_is_l7(p) && p->count != FC_COUNT_PACKETS)
 		return fc_err_set(err, "--count %s is for policies at XDP/TC; a policy in nginx counts requests",
 				  fc_count_name(p->count));
@@ -474,6 +486,8 @@ void fc_policy_scale(const struct fc_policy_spec *p, double weight, struct fc_po
 	}
 	if (out->burst)
 		out->burst = fc_scaled(p->burst, weight);
+	if (out->concurrency)
+		out->concurrency = (uint32_t)fc_scaled(p->concurrency, weight);
 }
 
 int fc_weight_parse(const char *s, double *w, struct fc_err *err)
@@ -541,5 +555,8 @@ const struct fc_opt fc_policy_opts[] = {
 		      .arg = "N", .help = "per-key policies: keys at most; past it, the overflow bucket (default: half the table)"),
 	FC_POLICY_OPT("new-keys", 0, FC_OPT_U32, new_keys, .min = 1, .max = 1000000000, .json = "new_keys", .arg = "N",
 		      .help = "per-key policies: new keys a second; past it, the overflow bucket (default 10000)"),
+	FC_POLICY_OPT("concurrency", 0, FC_OPT_U32, concurrency, .min = 1, .max = FC_CONCURRENCY_MAX,
+		      .json = "concurrency", .arg = "N",
+		      .help = "L7: at most N requests in flight at once (per key for a DIM=* policy); --rate optional"),
 	FC_OPT_END,
 };

@@ -71,6 +71,9 @@ struct fc_policy_spec {
 	 * a second (0: FC_NEW_KEYS_DEFAULT). */
 	uint32_t max_keys;
 	uint32_t new_keys;
+	/* L7: requests in flight at once, per key for a per-key policy (0: no
+	 * cap). A policy may have it and no rate. */
+	uint32_t concurrency;
 };
 
 static inline bool fc_policy_is_l7(const struct fc_policy_spec *p)
@@ -82,6 +85,8 @@ static inline bool fc_policy_is_l7(const struct fc_policy_spec *p)
 /* A per-key (DIM=*) policy's new keys a second, past which requests share
  * its overflow bucket. */
 #define FC_NEW_KEYS_DEFAULT 10000
+/* --concurrency at most: far past any worker_connections. */
+#define FC_CONCURRENCY_MAX 100000000
 
 /* Whether p keeps a bucket per value of some dimension (DIM=*, or ip=*
  * beside other dimensions). */

@@ -226,7 +226,7 @@ static void test_validate(void **state)
 	(void)state;
 	assert_int_equal(fc_match_parse("ip=198.18.0.7", &p, &err), 0);
 	assert_int_equal(fc_policy_validate(&p, &err), -1);
-	assert_string_equal(err.msg, "missing --rate N/UNIT");
+	assert_string_equal(err.msg, "missing --rate N/UNIT (or --concurrency N in nginx)");
 	assert_int_equal(fc_rates_parse("2000000000/s", &p, &err), 0);
 	assert_int_equal(fc_policy_validate(&p, &err), -1);
 	assert_string_equal(err.msg, "rate \"2000000000/s\": more than one packet per nanosecond");
@@ -343,6 +343,64 @@ static void test_scale(void **state)
 	assert_memory_equal(&s, &p, sizeof(p));
 }
 
+/* --concurrency: in nginx only, a rate optional, a key's count in a word of its own. */
+static void test_validate_concurrency(void **state)
+{
+	static const struct {
+		const char *match, *rates;
+		uint64_t burst;
+		enum fc_action action;
+		enum fc_layer layer;
+		const char *msg; /* NULL: valid */
+	} cases[] = {
+		{ "uid=a", "", 0, FC_ACTION_DROP, FC_LAYER_AUTO, NULL },
+		{ "uid=*", "1/s,1/m,1/h", 0, FC_ACTION_DROP, FC_LAYER_AUTO, NULL },
+		{ "uid=a", "1/s,1/m,1/h,1/d", 0, FC_ACTION_DROP, FC_LAYER_AUTO, NULL }, /* no key: the slot counts */
+		{ "ip=*", "", 0, FC_ACTION_LOG, FC_LAYER_HTTP, NULL },
+		{ "ip=198.18.0.7", "1/s", 0, FC_ACTION_DROP, FC_LAYER_AUTO,
+		  "--concurrency counts requests in flight in nginx; an ip=-only policy runs at XDP/TC, on packets "
+		  "(add --layer http to put it in nginx)" },
+		{ "ip=198.18.0.0/15", "1/s", 0, FC_ACTION_DROP, FC_LAYER_XDP,
+		  "--concurrency counts requests in flight in nginx; an ip=-only policy runs at XDP/TC, on packets "
+		  "(add --layer http to put it in nginx)" },
+		{ "uid=*", "1/s,1/m,1/h,1/d", 0, FC_ACTION_DROP, FC_LAYER_AUTO,
+		  "a per-key policy with --concurrency has at most 3 rates: a key's count of places takes the place of "
+		  "a fourth" },
+		{ "uid=a", "", 5, FC_ACTION_DROP, FC_LAYER_AUTO, "--burst applies to a --rate, and the policy has none" },
+		{ "uid=a", "", 0, FC_ACTION_DELAY, FC_LAYER_AUTO,
+		  "action \"delay\" waits a request to a --rate, and the policy has none" },
+	};
+	struct fc_policy_spec p, s;
+	struct fc_err err;
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		memset(&p, 0, sizeof(p));
+		p.id = 1;
+		p.concurrency = 2;
+		p.burst = cases[i].burst;
+		p.action = cases[i].action;
+		p.layer = cases[i].layer;
+		assert_int_equal(fc_match_parse(cases[i].match, &p, &err), 0);
+		assert_int_equal(fc_rates_parse(cases[i].rates, &p, &err), 0);
+		if (!cases[i].msg) {
+			if (fc_policy_validate(&p, &err) < 0)
+				fail_msg("%s %s: %s", cases[i].match, cases[i].rates, err.msg);
+			continue;
+		}
+		assert_int_equal(fc_policy_validate(&p, &err), -1);
+		assert_string_equal(err.msg, cases[i].msg);
+	}
+	/* A node's share: N times its weight, at least one. */
+	memset(&p, 0, sizeof(p));
+	p.concurrency = 10;
+	fc_policy_scale(&p, 0.25, &s);
+	assert_int_equal(s.concurrency, 2);
+	fc_policy_scale(&p, 0.01, &s);
+	assert_int_equal(s.concurrency, 1);
+}
+
 /* One table for the command line and for JSON: the same bounds, the same
  * parsers, each key named in the message. */
 static void test_options_table(void **state)
@@ -368,6 +426,10 @@ static void test_options_table(void **state)
 		  "ban_ttl", "duration \"-1s\": expected a number at \"-1s\"" },
 		{ "{\"id\": 1, \"match\": \"uid=a\", \"rates\": [\"1/s\"], \"colour\": 1}", "colour",
 		  "unknown key \"colour\"" },
+		{ "{\"id\": 1, \"match\": \"uid=a\", \"rates\": [], \"concurrency\": 0}", "concurrency",
+		  "concurrency \"0\": expected a whole number from 1 to 100000000" },
+		{ "{\"id\": 1, \"match\": \"uid=a\", \"rates\": []}", "", "missing --rate N/UNIT (or --concurrency N in nginx)" },
+		{ "{\"id\": 1, \"match\": \"uid=a\", \"rates\": \"1/s\"}", "rates", "rates: expected an array of 0 to 4 \"N/UNIT\"" },
 	};
 	char field[FC_JSON_FIELD_LEN];
 	struct fc_policy_spec p;
@@ -414,13 +476,31 @@ static void test_options_table(void **state)
 		assert_memory_equal(q.rate, p.rate, sizeof(p.rate));
 	}
 	json_decref(j);
+	/* A cap alone: no rates, and back. */
+	memset(&p, 0, sizeof(p));
+	p.id = 3;
+	p.concurrency = 7;
+	assert_int_equal(fc_match_parse("uid=*", &p, &err), 0);
+	j = fc_policy_to_json(&p);
+	{
+		struct fc_policy_spec q;
+		char *text = json_dumps(j, JSON_COMPACT | JSON_SORT_KEYS);
+
+		assert_non_null(strstr(text, "\"concurrency\":7"));
+		assert_non_null(strstr(text, "\"rates\":[]"));
+		free(text);
+		assert_int_equal(fc_policy_from_json(j, &q, field, &err), 0);
+		assert_memory_equal(&q, &p, sizeof(p));
+	}
+	json_decref(j);
 }
 
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_ids),     cmocka_unit_test(test_rates),    cmocka_unit_test(test_matches),
-		cmocka_unit_test(test_enums),   cmocka_unit_test(test_validate), cmocka_unit_test(test_compile),
+		cmocka_unit_test(test_enums),   cmocka_unit_test(test_validate),
+		cmocka_unit_test(test_validate_concurrency), cmocka_unit_test(test_compile),
 		cmocka_unit_test(test_scale),   cmocka_unit_test(test_options_table),
 	};
 

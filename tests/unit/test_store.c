@@ -271,7 +271,7 @@ static void test_newer_schema_refused(void **state)
 	fc_raw_sql(t, "PRAGMA user_version = 99", "UPDATE meta SET value = 99 WHERE key = 'schema'");
 	assert_int_equal(fc_store_open(t->path, &st, &err), -1);
 	snprintf(want, sizeof(want), "store %s: schema version 99 is newer than this freqctl knows (%d)", t->path,
-		 t->pg ? 3 : 7);
+		 t->pg ? 4 : 8);
 	assert_string_equal(err.msg, want);
 }
 
@@ -380,6 +380,35 @@ static void test_policies(void **state)
 	/* Another algorithm reads the bucket words otherwise: a new epoch. */
 	assert_int_equal(rc.slot, ra.slot);
 	assert_int_not_equal(rc.epoch, ra.epoch);
+
+	/* --concurrency, with no rate: kept; adding or removing it, or another
+	 * count of rates beside it, moves a key's words: a new epoch each time;
+	 * another N does not. */
+	b = fc_spec(14, "uid=*", "");
+	b.concurrency = 3;
+	fc_policy_put_ok(t->st, &b, &ra);
+	assert_int_equal(fc_store_policy_get(t->st, 14, &got, &found, &err), 0);
+	assert_true(found);
+	assert_memory_equal(&got.spec, &b, sizeof(b));
+	assert_int_equal(got.spec.ntiers, 0);
+	b.concurrency = 5;
+	fc_policy_put_ok(t->st, &b, &rc);
+	assert_int_equal(rc.epoch, ra.epoch);
+	b = fc_spec(14, "uid=*", "10/s");
+	b.concurrency = 5;
+	fc_policy_put_ok(t->st, &b, &rc);
+	assert_int_not_equal(rc.epoch, ra.epoch);
+	ra = rc;
+	b.rate[0].n = 20;
+	fc_policy_put_ok(t->st, &b, &rc);
+	assert_int_equal(rc.epoch, ra.epoch);
+	b.concurrency = 0;
+	fc_policy_put_ok(t->st, &b, &rc);
+	assert_int_not_equal(rc.epoch, ra.epoch);
+	ra = rc;
+	b = fc_spec(14, "uid=*", "20/s,100/m"); /* no cap: another count of rates keeps the words */
+	fc_policy_put_ok(t->st, &b, &rc);
+	assert_int_equal(rc.epoch, ra.epoch);
 }
 
 /* A policy row edited by hand into nonsense is reported, not published. */
