@@ -1591,6 +1591,161 @@ static void test_conc_threads_key(void **state)
 		}
 }
 
+/* --warmup and --concurrency on one per-key policy: a key's bucket holds the
+ * rate's TAT (word 0), the ramp's start (word 1) and the count of places
+ * (word 2). The ramp admits what it admits without the cap (a twin policy
+ * without one, fed the same requests), the cap refuses past N where the ramp
+ * would admit, neither word is written by the other's work, and a key
+ * holding places is not taken back however long its bucket has been idle. */
+static void test_conc_warmup(void **state)
+{
+	struct fc_policy_spec c = { .id = 1, .warmup = 10, .concurrency = 2 }, w = { .id = 2, .warmup = 10 };
+	struct fc_t *t = *state;
+	struct fc_l7_place pl[3][4], p2[4];
+	struct fc_l7_holder h;
+	struct fc_l7_result res;
+	struct fc_shm_key *e, *v;
+	enum fc_l7_verdict vc, vw;
+	uint64_t now, tag, tat;
+	size_t np[3], n2, i;
+	int passed = 0;
+
+	t->keys = FC_SHM_KEYS_MIN; /* new keys probe u's entry's window often */
+	fc_policy_put(t, &c, "uid=*,arg:c=1", "30/s");
+	fc_policy_put(t, &w, "uid=*,arg:w=1", "30/s");
+	fc_conc_start(t, &h);
+	assert_int_equal(t->ix.pol[0].warmup_ms, 10000);
+	assert_int_equal(t->ix.pol[0].concurrency, 2);
+
+	/* Cold: one request passes and starts the ramp (word 1); its place is
+	 * counted in word 2. */
+	assert_int_equal(fc_take(t, &h, "uid=u arg:c=1", T0, pl[0], &np[0], NULL), FC_L7_PASS);
+	assert_int_equal(np[0], 1);
+	assert_int_equal(FC_HOLD_KIND(pl[0][0].where), FC_HOLD_KEY);
+	assert_int_equal(FC_HOLD_WORD(pl[0][0].where), 2);
+	e = &t->ix.keys[FC_HOLD_INDEX(pl[0][0].where)];
+	tag = e->tag;
+	assert_true(e->state[0] > T0);
+	assert_int_equal(e->state[1], T0);
+	assert_int_equal(e->state[2], 1);
+	assert_int_equal(e->state[3], 0);
+	assert_true(e->idle_ns & FC_SHM_KEY_HELD);
+	/* No burst while cold: the ramp refuses the next at once, and it takes
+	 * no place. */
+	assert_int_equal(fc_take(t, &h, "uid=u arg:c=1", T0, pl[1], &np[1], &res), FC_L7_REJECTED);
+	assert_false(res.concurrency);
+	assert_int_equal(res.limit, 10); /* N/3 */
+	assert_int_equal(e->state[1], T0);
+	assert_int_equal(e->state[2], 1);
+	/* The second place once the ramp admits one more: 3T = 100 ms apart. */
+	for (now = T0 + MS; now < T0 + SEC; now += MS)
+		if (fc_take(t, &h, "uid=u arg:c=1", now, pl[1], &np[1], NULL) == FC_L7_PASS)
+			break;
+	assert_true(now >= T0 + 90 * MS && now <= T0 + 110 * MS);
+	assert_int_equal(e->state[1], T0);
+	assert_int_equal(e->state[2], 2);
+	/* Two in flight: a second on, the ramp would admit, the cap refuses;
+	 * the charge is taken back (word 0 as it was), the ramp goes on. */
+	tat = e->state[0];
+	for (i = 0; i < 5; i++) {
+		assert_int_equal(fc_take(t, &h, "uid=u arg:c=1", T0 + SEC + i * 100 * MS, pl[2], &np[2], &res),
+				 FC_L7_REJECTED);
+		assert_true(res.concurrency);
+		assert_int_equal(res.limit, 2);
+		assert_int_equal(e->state[0], tat);
+		assert_int_equal(e->state[1], T0);
+		assert_int_equal(e->state[2], 2);
+	}
+	assert_int_equal(t->ix.slots[1].conc_denied, 5);
+
+	/* A day on, with both places still held: 300 new keys probe the table,
+	 * and u's entry stays u's. The bucket is cold: a request that passes the
+	 * ramp is still refused by the cap (a refused request may start the
+	 * ramp, as one refused by another policy does, but counts no place). */
+	now = T0 + 86400 * SEC;
+	for (i = 0; i < 300; i++) {
+		char req[48];
+
+		snprintf(req, sizeof(req), "uid=n%zu arg:c=1", i);
+		assert_int_equal(fc_take(t, &h, req, now, p2, &n2, NULL), FC_L7_PASS);
+		fc_l7_give_back(t->state, t->state_size, &h, p2, n2, now);
+	}
+	assert_int_equal(e->tag, tag);
+	assert_true(e->idle_ns & FC_SHM_KEY_HELD);
+	assert_int_equal(e->state[2], 2);
+	tat = e->state[0];
+	assert_int_equal(fc_take(t, &h, "uid=u arg:c=1", now, pl[2], &np[2], &res), FC_L7_REJECTED);
+	assert_true(res.concurrency);
+	assert_int_equal(e->state[0], tat);
+	assert_int_equal(e->state[2], 2);
+	assert_true(e->state[1] == T0 || e->state[1] == now);
+	/* Given back: the count drops, the ramp's word stays, the key is no
+	 * longer held and passes again. */
+	fc_l7_give_back(t->state, t->state_size, &h, pl[0], np[0], now);
+	fc_l7_give_back(t->state, t->state_size, &h, pl[1], np[1], now);
+	assert_int_equal(e->state[2], 0);
+	assert_false(e->idle_ns & FC_SHM_KEY_HELD);
+	assert_true(e->state[1] == T0 || e->state[1] == now);
+	assert_int_equal(fc_take(t, &h, "uid=u arg:c=1", now + SEC, pl[0], &np[0], NULL), FC_L7_PASS);
+	assert_int_equal(e->state[2], 1);
+	fc_l7_give_back(t->state, t->state_size, &h, pl[0], np[0], now + SEC);
+	assert_int_equal(fc_live_holds(&h), 0);
+
+	/* The ramp as without the cap: a fresh key of each policy, cold, fed a
+	 * request every 5 ms for 12 s (each place given back at once), decides
+	 * alike each time; its ramp starts once, at the first request. */
+	now = T0 + 2 * 86400 * SEC;
+	for (i = 0; i < 2400; i++, now += 5 * MS) {
+		vc = fc_take(t, &h, "uid=v arg:c=1", now, pl[0], &np[0], NULL);
+		vw = fc_take(t, &h, "uid=v arg:w=1", now, p2, &n2, NULL);
+		if (vc != vw)
+			fail_msg("at %zu ms: %d with the cap, %d without", i * 5, vc, vw);
+		passed += vc == FC_L7_PASS;
+		if (vc == FC_L7_PASS) {
+			assert_int_equal(np[0], 1);
+			v = &t->ix.keys[FC_HOLD_INDEX(pl[0][0].where)];
+			assert_int_equal(v->state[2], 1);
+			assert_int_equal(v->state[1], T0 + 2 * 86400 * SEC);
+			fc_l7_give_back(t->state, t->state_size, &h, pl[0], np[0], now);
+			assert_int_equal(v->state[2], 0);
+			assert_int_equal(v->state[1], T0 + 2 * 86400 * SEC);
+		}
+	}
+	/* 10/s rising to 30/s over 10 s, then 30/s: about 200 + 60. */
+	assert_true(passed > 240 && passed < 280);
+	assert_int_equal(t->ix.slots[1].inflight, 0);
+	fc_l7_holder_close(t->state, t->state_size, &h, now);
+}
+
+/* A per-key item whose count word would fall past the bucket (its rates,
+ * the ramp's word and the count's more than FC_MAX_TIERS) is refused with
+ * its item, as the loader never writes one. */
+static void test_conc_warmup_item(void **state)
+{
+	struct fc_policy_spec c = { .id = 1, .warmup = 10, .concurrency = 2 };
+	struct fc_t *t = *state;
+	struct fc_shm_policy *it;
+	const struct fc_shm_header *h;
+
+	fc_policy_put(t, &c, "uid=*", "30/s,1000/h");
+	fc_publish(t);
+	h = t->base;
+	it = (struct fc_shm_policy *)((uint8_t *)t->base + FC_SHM_BLOCK_OFF(h->active) + sizeof(struct fc_shm_block));
+	assert_int_equal(it->warmup_ms, 10000);
+	assert_int_equal(it->concurrency, 2);
+	assert_int_equal(it->ntiers, 2);
+	assert_int_equal(fc_build(t, t->base, t->size), 0);
+	assert_int_equal(t->ix.npolicies, 1);
+	it->ntiers = 3;
+	it->tier[2] = it->tier[1];
+	assert_int_equal(fc_build(t, t->base, t->size), 0);
+	assert_int_equal(t->ix.npolicies, 0);
+	assert_int_equal(t->ix.skipped, 1);
+	it->warmup_ms = 0; /* without the ramp, 3 rates and the count fit */
+	assert_int_equal(fc_build(t, t->base, t->size), 0);
+	assert_int_equal(t->ix.npolicies, 1);
+}
+
 static bool fc_none_alive(uint64_t id)
 {
 	(void)id;
@@ -1759,6 +1914,8 @@ int main(void)
 		T(test_conc_threads_key),
 		T(test_conc_recover),
 		T(test_conc_corrupt),
+		T(test_conc_warmup),
+		T(test_conc_warmup_item),
 	};
 
 	return cmocka_run_group_tests_name("L7 engine (shm reader, matching, decisions)", tests, NULL, NULL);
