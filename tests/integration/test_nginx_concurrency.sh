@@ -3,7 +3,8 @@
 # on a 64 KB file: about 3 s each): N=2 and five at once, two pass and three
 # are refused; places come back when requests end, when the client goes away,
 # on upstream errors and timeouts; subrequests and internal redirects take no
-# place of their own; per key; with a rate; a worker SIGKILLed holding places
+# place of their own; per key; with a rate; per key with a rate warming up
+# (--warmup: the ramp and the cap both hold); a worker SIGKILLed holding places
 # (its replacement gives them back: measured); escalation counts refusals by
 # the cap. nginx, the agent and the hanging upstream started here are
 # stopped by their pids on exit.
@@ -20,9 +21,10 @@ stop_ours() {
 	fc_nginx_stop
 }
 trap 'stop_ours; fc_finish' EXIT
-mkdir -p "$d/html/slow" "$d/html/fast" "$d/html/ssi" "$d/html/inc" "$d/html/ar" "$d/html/mi"
+mkdir -p "$d/html/slow" "$d/html/slower" "$d/html/fast" "$d/html/ssi" "$d/html/inc" "$d/html/ar" "$d/html/mi"
 head -c 65536 /dev/zero | tr '\0' s >"$d/html/slow/f"
 cp "$d/html/slow/f" "$d/html/fast/f"
+cp "$d/html/slow/f" "$d/html/slower/f"
 printf INCLUDED >"$d/html/inc/small"
 printf 'before <!--# include virtual="/inc/small" --> after\n' >"$d/html/ssi/page.html"
 echo ok >"$d/html/ar/page"
@@ -41,6 +43,7 @@ FC_NGX_WORKERS=2 \
 FC_NGX_ACCESS_LOG="log_format fc '\$status \$freqctl_status \$freqctl_policy \$arg_uid \$uri'; access_log $d/logs/access.log fc;" \
 FC_NGX_SERVER="
 	location /slow/ { limit_rate 16k; }
+	location /slower/ { limit_rate 8k; }
 	location /ssi/ { ssi on; }
 	location /ar/ { auth_request /auth_ok; }
 	location /mi/ { mirror /fast/f; }
@@ -183,6 +186,36 @@ check "... which cost nothing of the rate: one more passes, then the rate refuse
 	[ "$(codes 2 '/?uid=r')" = "200 429" ]
 check "... a refusal by the rate took no place: none in flight" [ "$(inflight 3)" = 0 ]
 fcq policy del 3
+
+# --warmup and --concurrency per key: a key's bucket holds the rate's word,
+# the ramp's and its count of places. Cold, the ramp (3/s starting at 1/s:
+# one a second) passes one of four at once though the cap has room for two;
+# warmer, it admits a second; a third it would admit is refused by the cap.
+# Responses of /slower/ take about 7 s.
+fcq policy add 7 --match 'uid=*' --rate 3/s --warmup 10s --concurrency 2
+check "policy list: WARMUP 10s, CONCURRENCY 2" grep -qE '^7 .* 10s +2$' <<<"$(fc policy list)"
+at_once 4 '/slower/f?uid=w' "$d/w1"
+sleep 1.5
+check "--rate 3/s --warmup 10s --concurrency 2, cold, four slow requests at once: the ramp passes one" \
+	[ "$(inflight 7)" = 1 ]
+at_once 1 '/slower/f?uid=w' "$d/w2"
+sleep 1.2
+check "... 1.5 s into the ramp it admits another: two in flight" [ "$(inflight 7)" = 2 ]
+hdrs=$(curl -s -D - -o /dev/null --max-time 20 "$ngx_url/slower/f?uid=w" | tr -d '\r')
+check "... a third, which the ramp would admit now, is refused by the cap" \
+	has_lines "$hdrs" 'RateLimit-Policy: "p7";q=2;qu="concurrent-requests"'
+check "... freqctl keys: the key holds its 2 places (the count's word past the rate's and the ramp's)" \
+	jq_true 'length == 1 and .[0].inflight == 2 and .[0].held' <<<"$(fc keys 7 --json)"
+ended
+check "... the four at once: one passed, three refused ($(statuses "$d/w1")); the next passed ($(statuses "$d/w2"))" \
+	[ "$(statuses "$d/w1")/$(statuses "$d/w2")" = "200 429 429 429/200" ]
+check "... the places came back at their end; the key is no longer held" \
+	sh -c "'$FC_BIN' --db '$db' --pin-dir '$pin' --shm '$shm' keys 7 --json | jq -e 'length == 1 and all(.inflight == 0 and (.held | not))' >/dev/null"
+hdrs=$(curl -s -D - -o /dev/null "$ngx_url/?uid=w" -o /dev/null "$ngx_url/?uid=w" -o /dev/null "$ngx_url/?uid=w" \
+	-o /dev/null "$ngx_url/?uid=w" -o /dev/null "$ngx_url/?uid=w" | tr -d '\r')
+check "... five at once, none in flight: a refusal by the rate, its quota (ramped: 1 to 3 a second)" \
+	grep -qE '^RateLimit-Policy: "p7";q=[123];w=1$' <<<"$hdrs"
+fcq policy del 7
 
 # A worker killed with SIGKILL while it holds places.
 fcq policy add 4 --match uid=k --concurrency 2
