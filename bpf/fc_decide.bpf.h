@@ -242,8 +242,8 @@ __noinline int fc_policy_check(const struct fc_pkt *pkt, __u32 slot, __u32 idx, 
 	b = idx == FC_HIT_STAR ? fc_src_bucket(pkt, cfg, slot) : bpf_map_lookup_elem(&fc_buckets, &slot);
 	if (!b)
 		return FC_CHECK_NONE;
-	ok = fc_limit_try(pol->algo, pol->ntiers, pol->tier, b->state, fc_clock(cfg, pol->flags & FC_POLICY_PRECISE),
-			  cost, ch);
+	ok = fc_limit_try(pol->algo, pol->ntiers, pol->tier, pol->warmup_ms, b->state,
+			  fc_clock(cfg, pol->flags & FC_POLICY_PRECISE), cost, ch);
 	if (log)
 		fc_policy_count(slot, pkt->len, ok);
 	else if (!ok)
@@ -323,12 +323,13 @@ enum fc_fast {
 /*
  * What fc_charge2 may take for known, so that the limit code folds to a few
  * compare-and-exchanges, small enough to inline in the main program (and to
- * verify on each path into it); fc_enforce runs the general case.
+ * verify on each path into it); fc_enforce runs the general case, a warm-up
+ * (its ramp a global function of its own) included.
  */
 enum fc_inline {
 	FC_INLINE_NONE,  /* any policies */
-	FC_INLINE_GCRA1, /* single-tier GCRA policies */
-	FC_INLINE_TIER1, /* one single-tier policy, of any algorithm */
+	FC_INLINE_GCRA1, /* single-tier GCRA policies without a warm-up */
+	FC_INLINE_TIER1, /* one single-tier policy without a warm-up, of any algorithm */
 };
 
 /* Charges pa (slot sa, bucket a) and, if sb, pb (sb, b). */
@@ -340,6 +341,8 @@ static __always_inline int fc_charge2(const struct fc_pkt *pkt, const struct fc_
 	__u8 algo_a = known == FC_INLINE_GCRA1 ? FC_ALGO_GCRA : pa->algo;
 	__u8 algo_b = known == FC_INLINE_GCRA1 ? FC_ALGO_GCRA : pb->algo;
 	__u8 tiers_a = known ? 1 : pa->ntiers, tiers_b = known ? 1 : pb->ntiers;
+	/* Known ones have no ramp (fc_tier1): none compiled in. */
+	__u32 warm_a = known ? 0 : pa->warmup_ms, warm_b = known ? 0 : pb->warmup_ms;
 	__u64 ca, cb = 0, now;
 
 	ca = tiers_a ? fc_policy_cost(pa, pkt) : 0;
@@ -348,11 +351,11 @@ static __always_inline int fc_charge2(const struct fc_pkt *pkt, const struct fc_
 	if (!ca && !cb)
 		return FC_FAST_PASS;
 	now = fc_clock(cfg, (pa->flags | (sb ? pb->flags : 0)) & FC_POLICY_PRECISE);
-	if (ca && !fc_limit_try(algo_a, tiers_a, pa->tier, a->state, now, ca, cha)) {
+	if (ca && !fc_limit_try(algo_a, tiers_a, pa->tier, warm_a, a->state, now, ca, cha)) {
 		fc_policy_count(sa, pkt->len, false);
 		return FC_FAST_DROP;
 	}
-	if (cb && !fc_limit_try(algo_b, tiers_b, pb->tier, b->state, now, cb, chb)) {
+	if (cb && !fc_limit_try(algo_b, tiers_b, pb->tier, warm_b, b->state, now, cb, chb)) {
 		if (ca)
 			fc_limit_refund(algo_a, tiers_a, a->state, ca, cha);
 		fc_policy_count(sb, pkt->len, false);
@@ -384,10 +387,18 @@ __noinline int fc_enforce(const struct fc_pkt *pkt, __u32 sa, struct fc_bucket *
 	return fc_charge2(pkt, cfg, sa, pa, a, sb, pb, b, cha, chb, FC_INLINE_NONE);
 }
 
-/* A policy the inline fast path takes. */
+/* A policy the inline fast path takes: one tier, no ramp. A warm-up goes
+ * through fc_enforce: its call to the ramp's function from main would be
+ * verified on every path into it, and its charge is not only written when
+ * it admits (fc_fast keeps one for two policies). */
+static __always_inline bool fc_tier1(const struct fc_policy *pol)
+{
+	return pol->ntiers == 1 && pol->action != FC_ACTION_LOG && !pol->warmup_ms;
+}
+
 static __always_inline bool fc_gcra1(const struct fc_policy *pol)
 {
-	return pol->algo == FC_ALGO_GCRA && pol->ntiers == 1 && pol->action != FC_ACTION_LOG;
+	return pol->algo == FC_ALGO_GCRA && fc_tier1(pol);
 }
 
 static __always_inline int fc_fast(struct fc_eval *ev, __u32 sa, struct fc_bucket *a, __u32 sb,
@@ -404,7 +415,7 @@ static __always_inline int fc_fast(struct fc_eval *ev, __u32 sa, struct fc_bucke
 	 * admits, so pb's never overwrites the one pa's refund needs. */
 	if (fc_gcra1(pa) && (!sb || fc_gcra1(pb)))
 		return fc_charge2(&ev->pkt, ev->cfg, sa, pa, a, sb, pb, b, &ch, &ch, FC_INLINE_GCRA1);
-	if (!sb && pa->ntiers == 1 && pa->action != FC_ACTION_LOG)
+	if (!sb && fc_tier1(pa))
 		return fc_charge2(&ev->pkt, ev->cfg, sa, pa, a, 0, pa, a, &ch, &ch, FC_INLINE_TIER1);
 	return fc_enforce(&ev->pkt, sa, a, sb, b);
 }

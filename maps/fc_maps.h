@@ -170,10 +170,13 @@ struct fc_policy {
 	__u8 flags;  /* FC_POLICY_* */
 	__u8 pad[3];
 	struct fc_tier tier[FC_MAX_TIERS];
+	__u32 warmup_ms; /* GCRA --warmup: the first tier ramps over this (fc_limit.h); 0 = none */
+	__u32 pad2;
 };
 
 /* The bucket of an ip=ADDR or ip=PREFIX policy, or the shared overflow
- * bucket of the ip=* policy (fc_buckets[slot]). */
+ * bucket of the ip=* policy (fc_buckets[slot]). A word per tier, then a
+ * warm-up policy's ramp start (state[ntiers]). */
 struct fc_bucket {
 	__u64 state[FC_MAX_TIERS];
 };
@@ -277,7 +280,8 @@ FC_ABI_SIZE(struct fc_top4, 16 + 8 + 256);
 FC_ABI_OFF(struct fc_top4, longer, 16);
 FC_ABI_OFF(struct fc_top4, in24, 24);
 FC_ABI_SIZE(struct fc_tier, 32);
-FC_ABI_SIZE(struct fc_policy, 16 + FC_MAX_TIERS * 32);
+FC_ABI_SIZE(struct fc_policy, 16 + FC_MAX_TIERS * 32 + 8);
+FC_ABI_OFF(struct fc_policy, warmup_ms, 16 + FC_MAX_TIERS * 32);
 FC_ABI_OFF(struct fc_policy, algo, 8);
 FC_ABI_OFF(struct fc_policy, flags, 12);
 FC_ABI_OFF(struct fc_policy, tier, 16);

@@ -38,6 +38,7 @@
 
 #include "bench_empty.skel.h"
 #include "fc_attach.h"
+#include "fc_duration.h"
 #include "fc_frames.h"
 #include "fc_kern.h"
 #include "fc_prefix.h"
@@ -72,8 +73,9 @@ struct fc_row {
 };
 
 /* The exact bans are 10.0.0.0 upwards (10.0.0.7 the banned frame's), the
- * exact-address policies 10.200.0.0/16 (10.200.0.8 a sliding window, the
- * rest GCRA), the prefix bans and policies anywhere else in unicast space
+ * exact-address policies 10.200.0.0/16 (10.200.0.8 a sliding window,
+ * 10.200.0.9 and .10 GCRA with a warm-up, in its ramp and past it, the rest
+ * GCRA), the prefix bans and policies anywhere else in unicast space
  * (never 10/8, 100/8 or 198.18/15; a source drawn from a policy is one no
  * ban covers). The ip=* policy counts TCP SYNs, so that UDP frames meet only
  * the others. */
@@ -83,6 +85,10 @@ static const struct fc_row fc_rows[] = {
 	{ "prefix ban", { NULL, IPPROTO_UDP, .payload = 18 }, FC_DRAW_BAN4, true },
 	{ "exact-address policy (GCRA)", { "10.200.0.7", IPPROTO_UDP, .payload = 18 }, FC_DRAW_NONE, true },
 	{ "exact-address policy (sliding window)", { "10.200.0.8", IPPROTO_UDP, .payload = 18 }, FC_DRAW_NONE, true },
+	{ "exact-address policy (GCRA, warming up)", { "10.200.0.9", IPPROTO_UDP, .payload = 18 }, FC_DRAW_NONE,
+	  true },
+	{ "exact-address policy (GCRA, warmed up)", { "10.200.0.10", IPPROTO_UDP, .payload = 18 }, FC_DRAW_NONE,
+	  true },
 	{ "prefix policy (GCRA)", { NULL, IPPROTO_UDP, .payload = 18 }, FC_DRAW_POL4, true },
 	{ "exact-address + ip=* policies (TCP SYN)", { "10.200.0.7", IPPROTO_TCP, 0x02, .payload = 6 }, FC_DRAW_NONE,
 	  true },
@@ -338,11 +344,15 @@ static void fc_policy_match(long id, char *match, size_t size)
 /* All policies but the last, through the real store and publish path, in one
  * transaction, at rates the benchmark never exhausts: GCRA, except
  * 10.200.0.8, a sliding window at the most it counts (16,000,000/s, so part
- * of a round may be refused), and ip=*, which counts TCP SYNs. */
+ * of a round may be refused), and ip=*, which counts TCP SYNs. 10.200.0.9
+ * warms up over a day (the ramp's arithmetic on every packet), 10.200.0.10
+ * over an hour that ended (its bucket set so). */
 static int fc_add_policies(double *secs)
 {
 	struct fc_policy_spec p = { .algo = FC_ALGO_GCRA };
+	struct fc_bucket warm = { 0 };
 	struct fc_sync_result res;
+	__u32 warm_slot = 0;
 	struct fc_policy_row row;
 	struct fc_store *st = NULL;
 	struct fc_maps m = { .dirfd = -1 };
@@ -359,14 +369,25 @@ static int fc_add_policies(double *secs)
 		fc_policy_match(i, match, sizeof(match));
 		p.count = i == fc_b.policies - 1 ? FC_COUNT_SYN : FC_COUNT_PACKETS;
 		p.algo = i == 8 ? FC_ALGO_SLIDING : FC_ALGO_GCRA;
+		p.warmup = i == 9 ? 86400 : i == 10 ? 3600 : 0;
 		if (fc_match_parse(match, &p, &err) < 0 ||
 		    fc_rates_parse(i == 8 ? "16000000/s" : "1000000000/s", &p, &err) < 0 ||
 		    fc_store_policy_put(st, &p, (int64_t)time(NULL), &row, &err) < 0)
 			goto out;
+		if (i == 10)
+			warm_slot = row.slot;
 	}
 	if (fc_maps_open(fc_b.pin, &m, &err) < 0 || fc_sync(st, &m, fc_b.pin, (int64_t)time(NULL), 1, &res, &err) < 0 ||
 	    fc_store_commit(st, &err) < 0)
 		goto out;
+	/* Its TAT now, its ramp begun two hours ago: warm for as long as the
+	 * rounds come within the hour. */
+	warm.state[0] = fc_utc_ns();
+	warm.state[1] = warm.state[0] - 7200 * FC_NS_PER_SEC;
+	if (bpf_map_update_elem(m.buckets, &warm_slot, &warm, BPF_ANY)) {
+		fc_err_set(&err, "the warm bucket: %s", strerror(errno));
+		goto out;
+	}
 	rc = 0;
 out:
 	if (rc)

@@ -73,7 +73,14 @@ static const char fc_pg_schema_v3[] =
 	"ALTER TABLE policies DROP CONSTRAINT policies_algo_check;"
 	"ALTER TABLE policies ADD CONSTRAINT policies_algo_check CHECK (algo IN ('gcra', 'window', 'sliding'));";
 
-static const char *const fc_pg_schema[] = { fc_pg_schema_v1, fc_pg_schema_v2, fc_pg_schema_v3 };
+/* --concurrency: requests in flight at once (NULL: no cap). */
+static const char fc_pg_schema_v4[] = "ALTER TABLE policies ADD COLUMN concurrency bigint;";
+
+/* --warmup: seconds; NULL = none. */
+static const char fc_pg_schema_v5[] = "ALTER TABLE policies ADD COLUMN warmup bigint;";
+
+static const char *const fc_pg_schema[] = { fc_pg_schema_v1, fc_pg_schema_v2, fc_pg_schema_v3, fc_pg_schema_v4,
+					    fc_pg_schema_v5 };
 #define FC_PG_SCHEMA_VERSION ((int64_t)(sizeof(fc_pg_schema) / sizeof(fc_pg_schema[0])))
 
 struct fc_db_pg {

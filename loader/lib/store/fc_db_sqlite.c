@@ -114,8 +114,14 @@ static const char fc_schema_v7[] =
 	"DROP TABLE policies;"
 	"ALTER TABLE policies_v7 RENAME TO policies;";
 
+/* --concurrency: requests in flight at once (NULL: no cap). */
+static const char fc_schema_v8[] = "ALTER TABLE policies ADD COLUMN concurrency INTEGER;";
+
+/* --warmup: seconds; NULL = none. */
+static const char fc_schema_v9[] = "ALTER TABLE policies ADD COLUMN warmup INTEGER;";
+
 static const char *const fc_schema[] = { fc_schema_v1, fc_schema_v2, fc_schema_v3, fc_schema_v4, fc_schema_v5,
-					 fc_schema_v6, fc_schema_v7 };
+					 fc_schema_v6, fc_schema_v7, fc_schema_v8, fc_schema_v9 };
 #define FC_SCHEMA_VERSION ((int)(sizeof(fc_schema) / sizeof(fc_schema[0])))
 
 struct fc_db_sqlite {
