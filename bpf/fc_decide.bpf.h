@@ -323,13 +323,13 @@ enum fc_fast {
 /*
  * What fc_charge2 may take for known, so that the limit code folds to a few
  * compare-and-exchanges, small enough to inline in the main program (and to
- * verify on each path into it); fc_enforce runs the general case, a warm-up
- * (its ramp a global function of its own) included.
+ * verify on each path into it); fc_enforce runs the general case. A warm-up's
+ * ramp is a global function of its own, called from either.
  */
 enum fc_inline {
 	FC_INLINE_NONE,  /* any policies */
-	FC_INLINE_GCRA1, /* single-tier GCRA policies without a warm-up */
-	FC_INLINE_TIER1, /* one single-tier policy without a warm-up, of any algorithm */
+	FC_INLINE_GCRA1, /* single-tier GCRA policies */
+	FC_INLINE_TIER1, /* one single-tier policy, of any algorithm */
 };
 
 /* Charges pa (slot sa, bucket a) and, if sb, pb (sb, b). */
@@ -341,8 +341,6 @@ static __always_inline int fc_charge2(const struct fc_pkt *pkt, const struct fc_
 	__u8 algo_a = known == FC_INLINE_GCRA1 ? FC_ALGO_GCRA : pa->algo;
 	__u8 algo_b = known == FC_INLINE_GCRA1 ? FC_ALGO_GCRA : pb->algo;
 	__u8 tiers_a = known ? 1 : pa->ntiers, tiers_b = known ? 1 : pb->ntiers;
-	/* Known ones have no ramp (fc_tier1): none compiled in. */
-	__u32 warm_a = known ? 0 : pa->warmup_ms, warm_b = known ? 0 : pb->warmup_ms;
 	__u64 ca, cb = 0, now;
 
 	ca = tiers_a ? fc_policy_cost(pa, pkt) : 0;
@@ -351,11 +349,11 @@ static __always_inline int fc_charge2(const struct fc_pkt *pkt, const struct fc_
 	if (!ca && !cb)
 		return FC_FAST_PASS;
 	now = fc_clock(cfg, (pa->flags | (sb ? pb->flags : 0)) & FC_POLICY_PRECISE);
-	if (ca && !fc_limit_try(algo_a, tiers_a, pa->tier, warm_a, a->state, now, ca, cha)) {
+	if (ca && !fc_limit_try(algo_a, tiers_a, pa->tier, pa->warmup_ms, a->state, now, ca, cha)) {
 		fc_policy_count(sa, pkt->len, false);
 		return FC_FAST_DROP;
 	}
-	if (cb && !fc_limit_try(algo_b, tiers_b, pb->tier, warm_b, b->state, now, cb, chb)) {
+	if (cb && !fc_limit_try(algo_b, tiers_b, pb->tier, pb->warmup_ms, b->state, now, cb, chb)) {
 		if (ca)
 			fc_limit_refund(algo_a, tiers_a, a->state, ca, cha);
 		fc_policy_count(sb, pkt->len, false);
@@ -387,13 +385,11 @@ __noinline int fc_enforce(const struct fc_pkt *pkt, __u32 sa, struct fc_bucket *
 	return fc_charge2(pkt, cfg, sa, pa, a, sb, pb, b, cha, chb, FC_INLINE_NONE);
 }
 
-/* A policy the inline fast path takes: one tier, no ramp. A warm-up goes
- * through fc_enforce: its call to the ramp's function from main would be
- * verified on every path into it, and its charge is not only written when
- * it admits (fc_fast keeps one for two policies). */
+/* A policy the inline fast path takes: one tier (with its ramp, if it
+ * warms up). */
 static __always_inline bool fc_tier1(const struct fc_policy *pol)
 {
-	return pol->ntiers == 1 && pol->action != FC_ACTION_LOG && !pol->warmup_ms;
+	return pol->ntiers == 1 && pol->action != FC_ACTION_LOG;
 }
 
 static __always_inline bool fc_gcra1(const struct fc_policy *pol)
