@@ -145,7 +145,7 @@ struct fc_shm_dim {
 #define FC_SHM_DIM_ANY    0x1 /* DIM=*: any value, each its own bucket (no value bytes) */
 #define FC_SHM_DIM_PREFIX 0x2 /* uri ending in a slash and a star: the value is a prefix of the path */
 
-/* fc_shm_policy.flags, beside FC_POLICY_PRECISE */
+/* fc_shm_policy.flags, beside FC_POLICY_PRECISE and FC_POLICY_OVERRIDE */
 #define FC_SHM_POLICY_ESCALATE 0x100
 #define FC_SHM_POLICY_HTTP     0x200 /* ip= alone, but for nginx (--layer http) */
 
@@ -159,7 +159,7 @@ struct fc_shm_policy {
 	__u8 ndims;
 	__u8 ntiers;
 	__u32 delay_burst;
-	__u32 flags; /* FC_POLICY_PRECISE, FC_SHM_POLICY_ESCALATE */
+	__u32 flags; /* FC_POLICY_PRECISE, FC_POLICY_OVERRIDE, FC_SHM_POLICY_* */
 	/* Per-key policies (a DIM=*): keys it may hold at most, and new keys a
 	 * second it may make; past either, requests share its overflow
 	 * bucket (the slot's state). */

@@ -548,8 +548,9 @@ const struct fc_cmd fc_cmd_export = {
 	.summary = "Print the store's policies, live bans and nodes as JSON (what 'freqctl import' reads).",
 	.details = "{\"freqctl\": 1, \"policies\": [{\"id\", \"match\", \"rates\", \"burst\", \"algo\", \"action\",\n"
 		   "\"count\", \"delay_burst\", \"new_sources\", \"escalate\", \"ban_ttl\", \"layer\", \"max_keys\",\n"
-		   "\"new_keys\", \"concurrency\", \"warmup\"}], \"bans\": [{\"ban\", \"created\", \"expires\"}],\n"
-		   "\"nodes\": [{\"name\", \"weight\"}]}; times in unix seconds, defaults as null.",
+		   "\"new_keys\", \"concurrency\", \"warmup\", \"override\"}], \"bans\": [{\"ban\", \"created\",\n"
+		   "\"expires\"}], \"nodes\": [{\"name\", \"weight\"}]}; times in unix seconds, defaults as null\n"
+		   "(override: true or false).",
 	.opts = fc_opts_none,
 	.run = fc_export,
 };

@@ -19,7 +19,7 @@ json_t *fc_policy_to_json(const struct fc_policy_spec *p)
 		json_array_append_new(rates, json_string(rate));
 	}
 	fc_rate_format(&p->escalate, esc);
-	return json_pack("{s:I, s:s, s:o, s:o, s:s, s:s, s:s, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o}", "id",
+	return json_pack("{s:I, s:s, s:o, s:o, s:s, s:s, s:s, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:b}", "id",
 			 (json_int_t)p->id, "match", match, "rates", rates, "burst",
 			 p->burst ? json_integer((json_int_t)p->burst) : json_null(), "algo", fc_algo_name(p->algo),
 			 "action", fc_action_name(p->action), "count", fc_count_name(p->count), "delay_burst",
@@ -31,7 +31,7 @@ json_t *fc_policy_to_json(const struct fc_policy_spec *p)
 			 p->max_keys ? json_integer(p->max_keys) : json_null(), "new_keys",
 			 p->new_keys ? json_integer(p->new_keys) : json_null(), "concurrency",
 			 p->concurrency ? json_integer(p->concurrency) : json_null(), "warmup",
-			 p->warmup ? json_integer(p->warmup) : json_null());
+			 p->warmup ? json_integer(p->warmup) : json_null(), "override", p->override);
 }
 
 int fc_json_uint(json_t *v, uint64_t max, uint64_t *out)
@@ -75,7 +75,13 @@ static int fc_json_opt_set(const struct fc_opt *o, json_t *v, struct fc_policy_s
 	struct fc_err why;
 	const char *text;
 
-	if (fc_json_numeric(o)) {
+	if (o->type == FC_OPT_FLAG) {
+		if (!json_is_boolean(v))
+			return FC_FAIL(key, "%s: expected true or false", key);
+		if (json_is_false(v))
+			return 0;
+		text = "";
+	} else if (fc_json_numeric(o)) {
 		if (!json_is_integer(v))
 			return FC_FAIL(key, "%s: expected null or a whole number%s", key,
 				       o->type == FC_OPT_DURATION ? " of seconds" : "");

@@ -271,7 +271,7 @@ static void test_newer_schema_refused(void **state)
 	fc_raw_sql(t, "PRAGMA user_version = 99", "UPDATE meta SET value = 99 WHERE key = 'schema'");
 	assert_int_equal(fc_store_open(t->path, &st, &err), -1);
 	snprintf(want, sizeof(want), "store %s: schema version 99 is newer than this freqctl knows (%d)", t->path,
-		 t->pg ? 5 : 9);
+		 t->pg ? 6 : 10);
 	assert_string_equal(err.msg, want);
 }
 
@@ -441,6 +441,15 @@ static void test_policies(void **state)
 	assert_true(fc_policy_put_fresh(t->st, &b, &ra));
 	b.warmup = 0;
 	assert_true(fc_policy_put_fresh(t->st, &b, &ra));
+
+	/* --override round-trips (v10 / PostgreSQL v6) and keeps the buckets:
+	 * it changes which policies apply, not how one counts. */
+	b = fc_spec(17, "ip=198.18.0.0/24", "30/s");
+	b.override = true;
+	fc_policy_round_trip(t->st, &b, &ra);
+	b.override = false;
+	assert_false(fc_policy_put_fresh(t->st, &b, &ra));
+	fc_policy_round_trip(t->st, &b, &ra);
 
 	/* Both: the ramp's word, then a key's count. Another N of either keeps
 	 * the buckets; another number of rates, or either added or removed,

@@ -79,8 +79,11 @@ static const char fc_pg_schema_v4[] = "ALTER TABLE policies ADD COLUMN concurren
 /* --warmup: seconds; NULL = none. */
 static const char fc_pg_schema_v5[] = "ALTER TABLE policies ADD COLUMN warmup bigint;";
 
+/* --override: 1; NULL = not. (Its own step, last: see fc_db_sqlite.c.) */
+static const char fc_pg_schema_v6[] = "ALTER TABLE policies ADD COLUMN override smallint CHECK (override = 1);";
+
 static const char *const fc_pg_schema[] = { fc_pg_schema_v1, fc_pg_schema_v2, fc_pg_schema_v3, fc_pg_schema_v4,
-					    fc_pg_schema_v5 };
+					    fc_pg_schema_v5, fc_pg_schema_v6 };
 #define FC_PG_SCHEMA_VERSION ((int64_t)(sizeof(fc_pg_schema) / sizeof(fc_pg_schema[0])))
 
 struct fc_db_pg {

@@ -120,8 +120,12 @@ static const char fc_schema_v8[] = "ALTER TABLE policies ADD COLUMN concurrency 
 /* --warmup: seconds; NULL = none. */
 static const char fc_schema_v9[] = "ALTER TABLE policies ADD COLUMN warmup INTEGER;";
 
+/* --override: 1; NULL = not. (Its own step, last: a step added beside it
+ * elsewhere renumbers it by its place in the list.) */
+static const char fc_schema_v10[] = "ALTER TABLE policies ADD COLUMN override INTEGER CHECK (override = 1);";
+
 static const char *const fc_schema[] = { fc_schema_v1, fc_schema_v2, fc_schema_v3, fc_schema_v4, fc_schema_v5,
-					 fc_schema_v6, fc_schema_v7, fc_schema_v8, fc_schema_v9 };
+					 fc_schema_v6, fc_schema_v7, fc_schema_v8, fc_schema_v9, fc_schema_v10 };
 #define FC_SCHEMA_VERSION ((int)(sizeof(fc_schema) / sizeof(fc_schema[0])))
 
 struct fc_db_sqlite {

@@ -58,16 +58,16 @@ static const char *const fc_sql[FC_SQL_MAX] = {
 			     "FROM bans WHERE expires IS NULL OR expires > ?1",
 #define FC_POL_COLS                                                                                          \
 	"id, match, rates, burst, algo, action, count, new_sources, slot, epoch, created, updated, delay_burst, " \
-	"escalate, ban_ttl, layer, max_keys, new_keys, concurrency, warmup"
+	"escalate, ban_ttl, layer, max_keys, new_keys, concurrency, warmup, override"
 	[FC_SQL_POL_GET] = "SELECT " FC_POL_COLS " FROM policies WHERE id = ?1",
 	[FC_SQL_POL_SLOT] = "SELECT slot FROM policies WHERE id = ?1",
 	[FC_SQL_POL_LIST] = "SELECT " FC_POL_COLS " FROM policies ORDER BY id",
 	[FC_SQL_POL_PUT] = "INSERT INTO policies (" FC_POL_COLS ") "
-			   "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20) "
+			   "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21) "
 			   "ON CONFLICT (id) DO UPDATE SET match = ?2, rates = ?3, burst = ?4, algo = ?5, "
 			   "action = ?6, count = ?7, new_sources = ?8, slot = ?9, epoch = ?10, created = ?11, "
 			   "updated = ?12, delay_burst = ?13, escalate = ?14, ban_ttl = ?15, layer = ?16, "
-			   "max_keys = ?17, new_keys = ?18, concurrency = ?19, warmup = ?20",
+			   "max_keys = ?17, new_keys = ?18, concurrency = ?19, warmup = ?20, override = ?21",
 	[FC_SQL_POL_DEL] = "DELETE FROM policies WHERE id = ?1",
 	[FC_SQL_POL_CONFLICT] = "SELECT id FROM policies WHERE match = ?1 AND id != ?2",
 	/* A freed slot if any (lowest first), else the next never used. */
@@ -391,6 +391,7 @@ static int fc_policy_row_read(struct fc_store *st, int id, void *out, struct fc_
 	p->new_keys = (uint32_t)o->col_int(st->db, id, 17);
 	p->concurrency = (uint32_t)o->col_int(st->db, id, 18);
 	p->warmup = o->col_int(st->db, id, 19);
+	p->override = o->col_int(st->db, id, 20) != 0;
 	for (i = 0; i < 5; i++)
 		if (!txt[i])
 			return fc_err_set(err, "store %s: policy %u: a required column is NULL", st->db->name, p->id),
@@ -515,7 +516,7 @@ int fc_store_policy_put(struct fc_store *st, const struct fc_policy_spec *p, int
 			       p->layer != FC_LAYER_AUTO ? FC_TEXT(fc_layer_names[p->layer]) :
 							  (struct fc_val){ .type = FC_VAL_NULL },
 			       FC_INT_OR_NULL(p->max_keys), FC_INT_OR_NULL(p->new_keys), FC_INT_OR_NULL(p->concurrency),
-			       FC_INT_OR_NULL(p->warmup)),
+			       FC_INT_OR_NULL(p->warmup), FC_INT_OR_NULL(p->override)),
 		       NULL, "writing policy", err);
 }
 
