@@ -403,9 +403,15 @@ static __always_inline int fc_fast(struct fc_eval *ev, __u32 sa, struct fc_bucke
 	struct fc_policy *pa = bpf_map_lookup_elem(&fc_policies, &sa), *pb = pa;
 	struct fc_charge ch;
 
+	if (!a || !b || !pa)
+		return FC_FAST_GENERAL;
+	/* sb is met after sa (ip=* after either, a prefix after the exact
+	 * address inside it): more general, so an override sa switches it off. */
+	if (pa->flags & FC_POLICY_OVERRIDE)
+		sb = 0;
 	if (sb)
 		pb = bpf_map_lookup_elem(&fc_policies, &sb);
-	if (!a || !b || !pa || !pb)
+	if (!pb)
 		return FC_FAST_GENERAL;
 	/* One charge kept for both: a single tier's is written only when it
 	 * admits, so pb's never overwrites the one pa's refund needs. */
@@ -425,6 +431,24 @@ static __always_inline struct fc_bucket *fc_bucket_of(__u32 slot, __u32 star, st
 	return bpf_map_lookup_elem(&fc_buckets, &slot);
 }
 
+/* Whether the policy in slot is an override (slot 0: none). */
+static __always_inline bool fc_overrides(__u32 slot)
+{
+	struct fc_policy *pol = bpf_map_lookup_elem(&fc_policies, &slot);
+
+	return slot && pol && (pol->flags & FC_POLICY_OVERRIDE);
+}
+
+/* Makes the source's ip=* bucket, or remakes one of an earlier ip=*
+ * policy, if the per-CPU cap on new buckets allows. */
+static __always_inline void fc_src_keep(const struct fc_pkt *pkt, const struct fc_config *cfg)
+{
+	struct fc_src_bucket *b = fc_src_lookup(pkt);
+
+	if (!b || b->gen != cfg->star_gen)
+		fc_src_make(pkt, b != NULL);
+}
+
 /* len: the packet's whole length (at TC, beyond what is linear in data). */
 static __always_inline bool fc_decide(void *data, void *data_end, __u32 len)
 {
@@ -436,6 +460,7 @@ static __always_inline bool fc_decide(void *data, void *data_end, __u32 len)
 	struct fc_bucket *ba, *bb;
 	__u32 star, gen, e, p, sa, sb, zero = 0;
 	enum fc_parse_rc rc;
+	bool over;
 	int v;
 
 	ev.st = bpf_map_lookup_elem(&fc_stats, &zero);
@@ -509,6 +534,18 @@ policies:
 	if (v != FC_FAST_GENERAL)
 		goto verdict;
 general:
+	/* Overrides: the exact address's switches off the prefix's and ip=*,
+	 * the prefix's ip=*. A source that ip=* no longer applies to still
+	 * gets a bucket, to hold its note of the rules: its next packets take
+	 * the fast path. */
+	over = fc_overrides(e);
+	if (star && (over || fc_overrides(p))) {
+		if (!src)
+			fc_src_keep(&ev.pkt, ev.cfg);
+		star = 0;
+	}
+	if (over)
+		p = 0;
 	v = fc_policies_deny(&ev, e, p, star) ? FC_FAST_DROP : FC_FAST_PASS;
 verdict:
 	if (v == FC_FAST_DROP) {

@@ -485,6 +485,78 @@ static void test_pairs_warming(void **state)
 	fc_pair_warm_body(env, "2001:2::53", "2001:2::/64", "2001:2::53");
 }
 
+/*
+ * --override at XDP/TC: an exact address's policy switches off its prefix's
+ * and ip=*, a prefix's ip=*; the exact address's still applies under a
+ * prefix override. What is switched off is not charged: its bucket is as
+ * the other sources left it. Each step on both programs (3 frames by XDP,
+ * then by TC), on every path: a pair inline, three through the general path.
+ */
+static int fc_udp_both(struct fc_env *env, const char *src, int n)
+{
+	return fc_udp(env, false, src, n) + fc_udp(env, true, src, n);
+}
+
+static void test_override(void **state)
+{
+	struct fc_env *env = *state;
+
+	FC_REQUIRE_BPF();
+	/* Exact over ip=*: the partner gets its 5, not ip=*'s 2. */
+	fc_env_policy(env, 1, "ip=*", "1/m", "burst=2");
+	fc_env_policy(env, 2, "ip=198.18.1.5", "1/m", "burst=5 override=1");
+	assert_int_equal(fc_udp_both(env, "198.18.1.5", 5), 5);
+	assert_int_equal(fc_udp_both(env, "198.18.1.6", 5), 2);
+	assert_int_equal(fc_env_pstats(env, 1).passed.packets, 2);
+	assert_int_equal(fc_env_pstats(env, 2).passed.packets, 5);
+	/* No override: both must admit again, and ip=* finds the partner's
+	 * bucket untouched (burst 2), however much the partner sent. */
+	fc_env_policy(env, 2, "ip=198.18.1.5", "1/m", "burst=20");
+	assert_int_equal(fc_udp_both(env, "198.18.1.5", 5), 2);
+	fc_env_policy_del(env, 2);
+
+	/* Exact over its prefix: the /24's aggregate is not charged for it. */
+	fc_env_policy(env, 3, "ip=198.18.2.0/24", "1/m", "burst=2");
+	fc_env_policy(env, 4, "ip=198.18.2.5", "1/m", "burst=5 override=1");
+	assert_int_equal(fc_udp_both(env, "198.18.2.5", 5), 5);
+	assert_int_equal(fc_udp_both(env, "198.18.2.6", 5), 2); /* the /24's 2, and ip=*'s 2 */
+	/* Exact over prefix and ip=* at once (three policies: the general path). */
+	fc_env_policy(env, 5, "ip=198.18.2.7", "1/m", "burst=4 override=1");
+	assert_int_equal(fc_udp_both(env, "198.18.2.7", 5), 4);
+	assert_int_equal(fc_env_pstats(env, 3).passed.packets, 2);
+	assert_int_equal(fc_env_pstats(env, 3).dropped.packets, 8);
+	fc_env_policy_del(env, 3);
+	fc_env_policy_del(env, 4);
+	fc_env_policy_del(env, 5);
+
+	/* Prefix over ip=*: the /24 as one bucket of 4 for all of it, ip=*
+	 * not charged (198.18.3.8 has its 2 of ip=* afterwards)... */
+	fc_env_policy(env, 6, "ip=198.18.3.0/24", "1/m", "burst=4 override=1");
+	assert_int_equal(fc_udp_both(env, "198.18.3.7", 2), 4);
+	assert_int_equal(fc_udp_both(env, "198.18.3.8", 2), 0);
+	fc_env_policy(env, 6, "ip=198.18.3.0/24", "1/m", "burst=6");
+	assert_int_equal(fc_udp_both(env, "198.18.3.8", 5), 2);
+	/* ... and an exact policy inside it still applies: it is not more
+	 * general than the prefix. 198.18.4.9: its 1, within the /24's 6. */
+	fc_env_policy(env, 7, "ip=198.18.4.0/24", "1/m", "burst=6 override=1");
+	fc_env_policy(env, 8, "ip=198.18.4.9", "1/m", "burst=1");
+	assert_int_equal(fc_udp_both(env, "198.18.4.9", 5), 1);
+	assert_int_equal(fc_env_pstats(env, 8).dropped.packets, 9);
+	assert_int_equal(fc_udp_both(env, "198.18.4.10", 5), 5); /* 1 + 5 of the /24's 6 */
+	fc_env_policy_del(env, 7);
+	fc_env_policy_del(env, 8);
+
+	/* IPv6: an exact override over its /64 and ip=*. */
+	fc_env_policy(env, 9, "ip=2001:2::/64", "1/m", "burst=1");
+	fc_env_policy(env, 10, "ip=2001:2::5", "1/m", "burst=3 override=1");
+	assert_int_equal(fc_udp_both(env, "2001:2::5", 5), 3);
+	assert_int_equal(fc_udp_both(env, "2001:2::6", 5), 1);
+	/* ip=* was charged by 198.18.1.5 once no override (2), 198.18.1.6,
+	 * 198.18.2.6, 198.18.3.8 once no override (2 each) and 2001:2::6 (1):
+	 * never by a source an override covered. */
+	assert_int_equal(fc_env_pstats(env, 1).passed.packets, 2 + 2 + 2 + 2 + 1);
+}
+
 /* A prefix ban covers a longer prefix with only a policy; a policy covers a
  * longer banned prefix once that ban is lifted. */
 static void test_inheritance(void **state)
@@ -729,6 +801,7 @@ int main(void)
 		T(test_log),
 		T(test_edits),
 		T(test_all_or_nothing),
+		T(test_override),
 		T(test_pairs),
 		T(test_pairs_warming),
 		T(test_inheritance),
