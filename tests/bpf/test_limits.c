@@ -513,6 +513,9 @@ static void test_override(void **state)
 	 * bucket untouched (burst 2), however much the partner sent. */
 	fc_env_policy(env, 2, "ip=198.18.1.5", "1/m", "burst=20");
 	assert_int_equal(fc_udp_both(env, "198.18.1.5", 5), 2);
+	/* And an override again: the exact policy's 20 less the 7 it passed. */
+	fc_env_policy(env, 2, "ip=198.18.1.5", "1/m", "burst=20 override=1");
+	assert_int_equal(fc_udp_both(env, "198.18.1.5", 10), 13);
 	fc_env_policy_del(env, 2);
 
 	/* Exact over its prefix: the /24's aggregate is not charged for it. */
