@@ -124,6 +124,14 @@ check "POST an existing id: 409, saying PUT replaces it" body_has "$r" '.error =
 check "none of the refused writes changed the store" no_store_change '[7,8]'
 r=$(api GET /api/policies/8)
 check "GET /api/policies/8: the policy" body_has "$r" '.id == 8 and .match == "uid=u8" and .layer == "nginx"'
+check "... override: false" body_has "$r" '.override == false'
+r=$(api PUT /api/policies/8 '{"match": "uid=u8", "rates": ["2/m"], "override": true}')
+check "PUT with \"override\": true: 200, and GET says so" \
+	sh -c "[ \"\$(curl -s -H 'Authorization: Bearer $token' '$U/api/policies/8' | jq .override)\" = true ]"
+r=$(api PUT /api/policies/8 '{"match": "uid=u8", "rates": ["2/m"], "override": "yes"}')
+check "\"override\": \"yes\": 400 naming the key" body_has "$r" '.field == "override" and .error == "policy 8: override: expected true or false"'
+r=$(api PUT /api/policies/8 '{"match": "uid=u8", "rates": ["2/m"], "override": true, "action": "log"}')
+check "override with action log: 400 saying why" body_has "$r" '.error | contains("a dry run")'
 r=$(api GET /api/policies/99)
 check "GET an unknown id: 404" status_is "$r" 404
 r=$(api GET /api/policies/x7)

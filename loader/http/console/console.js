@@ -109,7 +109,8 @@ function renderPolicies() {
     tr.dataset.id = p.id;
     if (state.editing === p.id) tr.className = 'editing';
     const limits = p.rates.concat(p.warmup ? ['warm-up ' + p.warmup + ' s'] : [],
-      p.concurrency ? ['at most ' + p.concurrency + ' in flight'] : []);
+      p.concurrency ? ['at most ' + p.concurrency + ' in flight'] : [],
+      p.override ? ['overrides what is more general'] : []);
     tr.append(el('td', p.id, 'num'), el('td', p.match, 'match'), el('td', limits.join(', ')),
       el('td', p.action), el('td', p.layer), el('td', '–', 'num passed'), el('td', '–', 'num denied'),
       el('td', '–', 'num delayed'), el('td', '–', 'num inflight'));
@@ -204,6 +205,7 @@ function policyFromForm() {
     escalate: f('escalate').trim() || null,
     ban_ttl: numberOrText(f('ban_ttl')),
     warmup: numberOrText(f('warmup')),
+    override: $('p-override').checked,
   };
 }
 
@@ -213,6 +215,7 @@ function startEdit(p) {
     const v = name === 'rates' ? p.rates.join(', ') : p[name];
     $('p-' + name).value = v === null || v === undefined ? (name === 'count' ? 'packets' : '') : v;
   }
+  $('p-override').checked = p.override === true;
   $('p-id').readOnly = true;
   $('policy-legend').textContent = 'Edit policy ' + p.id;
   $('policy-save').textContent = 'Save policy ' + p.id;
