@@ -566,12 +566,43 @@ static void test_tiers_and_policies_all_or_nothing(void **state)
 	assert_int_equal(fc_passes(t, "uid=u1", T0, 5), 2); /* 3 - 1 */
 }
 
-/* --override: a policy with these options. */
-static void fc_policy_over(struct fc_t *t, uint32_t id, const char *match, const char *rates, bool over, bool http)
-{
-	struct fc_policy_spec p = { .id = id, .override = over, .layer = http ? FC_LAYER_HTTP : FC_LAYER_AUTO };
+/* A policy of an override test: http puts an ip=-only one in nginx. */
+struct fc_over_def {
+	const char *match, *rates;
+	bool over, http;
+};
 
-	fc_policy_put(t, &p, match, rates);
+/* Policies 1..n as defs says, published and read. */
+static void fc_overs(struct fc_t *t, const struct fc_over_def *defs, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		struct fc_policy_spec p = { .id = (uint32_t)(i + 1), .override = defs[i].over,
+					    .layer = defs[i].http ? FC_LAYER_HTTP : FC_LAYER_AUTO };
+
+		fc_policy_put(t, &p, defs[i].match, defs[i].rates);
+	}
+	fc_publish(t);
+	assert_int_equal(fc_build(t, t->base, t->size), 0);
+}
+
+#define FC_OVERS(t, ...)                                                           \
+	do {                                                                       \
+		static const struct fc_over_def defs_[] = { __VA_ARGS__ };         \
+		fc_overs(t, defs_, sizeof(defs_) / sizeof(defs_[0]));              \
+	} while (0)
+
+/* req is refused by policy, having matched that many policies of which
+ * overrides switched off overridden. */
+static void fc_refused_by(struct fc_t *t, const char *req, uint32_t policy, unsigned matched, unsigned overridden)
+{
+	struct fc_l7_result res;
+
+	assert_int_equal(fc_decide(t, req, T0, &res), FC_L7_REJECTED);
+	assert_int_equal(res.policy, policy);
+	assert_int_equal(res.matched, matched);
+	assert_int_equal(res.overridden, overridden);
 }
 
 /* The index's policy of id. */
@@ -593,21 +624,13 @@ static const struct fc_l7_policy *fc_ix_policy(const struct fc_t *t, uint32_t id
 static void test_override_partner(void **state)
 {
 	struct fc_t *t = *state;
-	struct fc_l7_result res;
 
-	fc_policy_over(t, 1, "ip=*", "5/m", false, true);
-	fc_policy_over(t, 2, "ip=198.18.0.7", "10/m", true, true);
-	fc_policy_over(t, 3, "ip=198.18.1.0/24", "4/m", true, true);
-	fc_policy_over(t, 4, "ip=198.18.1.9", "1/m", false, true);
-	fc_policy_over(t, 5, "ip=198.18.1.10", "7/m", true, true);
-	fc_publish(t);
-	assert_int_equal(fc_build(t, t->base, t->size), 0);
+	FC_OVERS(t, { "ip=*", "5/m", false, true }, { "ip=198.18.0.7", "10/m", true, true },
+		 { "ip=198.18.1.0/24", "4/m", true, true }, { "ip=198.18.1.9", "1/m", false, true },
+		 { "ip=198.18.1.10", "7/m", true, true });
 	assert_true(t->ix.has_override);
 	assert_int_equal(fc_passes(t, "ip=198.18.0.7", T0, 20), 10);
-	assert_int_equal(fc_decide(t, "ip=198.18.0.7", T0, &res), FC_L7_REJECTED);
-	assert_int_equal(res.policy, 2);
-	assert_int_equal(res.matched, 2);
-	assert_int_equal(res.overridden, 1);
+	fc_refused_by(t, "ip=198.18.0.7", 2, 2, 1);
 	assert_int_equal(fc_passes(t, "ip=198.18.0.8", T0, 20), 5);
 	assert_int_equal(t->ix.slots[fc_ix_policy(t, 1)->slot].passed, 5); /* never the partner's */
 	/* The /24 as one bucket of 4, ip=* off; .9's own 1 within it. */
@@ -624,12 +647,8 @@ static void test_override_uid(void **state)
 {
 	struct fc_t *t = *state;
 
-	fc_policy_over(t, 1, "uid=*", "2/m", false, false);
-	fc_policy_over(t, 2, "uid=partner", "6/m", true, false);
-	fc_policy_over(t, 3, "uid=partner,uri=/x", "1/m", false, false);
-	fc_policy_over(t, 4, "uri=/login", "1/m", false, false);
-	fc_publish(t);
-	assert_int_equal(fc_build(t, t->base, t->size), 0);
+	FC_OVERS(t, { "uid=*", "2/m", false, false }, { "uid=partner", "6/m", true, false },
+		 { "uid=partner,uri=/x", "1/m", false, false }, { "uri=/login", "1/m", false, false });
 	assert_int_equal(fc_passes(t, "uid=partner uri=/x", T0, 3), 1);     /* 2 and 3 */
 	assert_int_equal(fc_passes(t, "uid=partner uri=/login", T0, 3), 1); /* 2 and 4 */
 	assert_int_equal(fc_passes(t, "uid=partner uri=/y", T0, 10), 4);    /* 2's 6 less 2 */
@@ -648,20 +667,12 @@ static void test_override_several(void **state)
 	struct fc_t *t = *state;
 	struct fc_l7_result res;
 
-	fc_policy_over(t, 1, "uri=/api/*", "100/m", false, false);
-	fc_policy_over(t, 2, "uri=/api/v1/*", "3/m", true, false);
-	fc_policy_over(t, 3, "uid=alice", "4/m", true, false);
-	fc_policy_over(t, 4, "uid=alice,uri=/api/v1/*", "2/m", true, false);
-	fc_policy_over(t, 5, "uid=*", "1/m", false, false);
-	fc_policy_over(t, 6, "uid=dave,arg:k=*", "3/m", true, false);
-	fc_policy_over(t, 7, "uid=dave,header:h=*", "2/m", true, false);
-	fc_publish(t);
-	assert_int_equal(fc_build(t, t->base, t->size), 0);
+	FC_OVERS(t, { "uri=/api/*", "100/m", false, false }, { "uri=/api/v1/*", "3/m", true, false },
+		 { "uid=alice", "4/m", true, false }, { "uid=alice,uri=/api/v1/*", "2/m", true, false },
+		 { "uid=*", "1/m", false, false }, { "uid=dave,arg:k=*", "3/m", true, false },
+		 { "uid=dave,header:h=*", "2/m", true, false });
 	assert_int_equal(fc_passes(t, "uid=alice uri=/api/v1/x", T0, 10), 2);
-	assert_int_equal(fc_decide(t, "uid=alice uri=/api/v1/x", T0, &res), FC_L7_REJECTED);
-	assert_int_equal(res.policy, 4);
-	assert_int_equal(res.matched, 5);
-	assert_int_equal(res.overridden, 4);
+	fc_refused_by(t, "uid=alice uri=/api/v1/x", 4, 5, 4);
 	/* uid=* counts as * (a per-key policy): more general than policy 2. */
 	assert_int_equal(fc_passes(t, "uid=bob uri=/api/v1/y", T0, 10), 3);
 	assert_int_equal(fc_passes(t, "uid=alice uri=/other", T0, 10), 4);
@@ -700,20 +711,16 @@ static void test_more_general(void **state)
 		{ "header:h=v", "header:g=v", false },
 	};
 	struct fc_t *t = *state;
-	char q[64];
 	size_t i;
 
 	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-		fc_policy_over(t, (uint32_t)(1 + 2 * i), cases[i].q, "1/s", false, true);
-		snprintf(q, sizeof(q), "%s", cases[i].p);
-		fc_policy_over(t, (uint32_t)(2 + 2 * i), q, "1/s", false, true);
-		fc_publish(t);
-		assert_int_equal(fc_build(t, t->base, t->size), 0);
-		if (fc_l7_more_general(fc_ix_policy(t, (uint32_t)(1 + 2 * i)), fc_ix_policy(t, (uint32_t)(2 + 2 * i))) !=
-		    cases[i].more)
+		struct fc_over_def pair[2] = { { cases[i].q, "1/s", false, true }, { cases[i].p, "1/s", false, true } };
+
+		fc_overs(t, pair, 2);
+		if (fc_l7_more_general(fc_ix_policy(t, 1), fc_ix_policy(t, 2)) != cases[i].more)
 			fail_msg("%s more general than %s: expected %s", cases[i].q, cases[i].p, cases[i].more ? "yes" : "no");
-		assert_int_equal(fc_store_policy_del(t->st, (uint32_t)(1 + 2 * i), &(bool){ 0 }, &(struct fc_err){ 0 }), 0);
-		assert_int_equal(fc_store_policy_del(t->st, (uint32_t)(2 + 2 * i), &(bool){ 0 }, &(struct fc_err){ 0 }), 0);
+		assert_int_equal(fc_store_policy_del(t->st, 1, &(bool){ 0 }, &(struct fc_err){ 0 }), 0);
+		assert_int_equal(fc_store_policy_del(t->st, 2, &(bool){ 0 }, &(struct fc_err){ 0 }), 0);
 	}
 }
 
