@@ -14,7 +14,7 @@
 
 #define FC_PG_LOCK    "SELECT pg_advisory_xact_lock(7382915460172)" /* any constant, freqctl's own */
 #define FC_PG_CHANNEL "freqctl"
-#define FC_PG_ARGS    20
+#define FC_PG_ARGS    21 /* the most a statement binds: a policy row's columns */
 
 /* Schema versions; version i + 1 is reached by fc_pg_schema[i]. */
 static const char fc_pg_schema_v1[] =
