@@ -228,6 +228,9 @@ static const struct {
 	{ { "policy", "add", "7", "--match", "ip=*", "--rate", "10/s:5", "--burst", "5" },
 	  "freqctl: policy 7: the first rate's burst given twice: --burst 5 and --rate 10/s:5 (use one)\n"
 	  "Try 'freqctl policy add --help'.\n" },
+	{ { "policy", "add", "7", "--match", "ip=1.2.3.4", "--rate", "10/s", "--override", "--action", "log" },
+	  "freqctl: policy 7: --override switches off the policies more general than this one; a dry run (--action "
+	  "log) must not change what they enforce\nTry 'freqctl policy add --help'.\n" },
 };
 
 static void test_usage_errors(void **state)
