@@ -307,6 +307,10 @@ static void fc_make_seed(const char *path)
 	/* Both in a key's bucket: the ramp's word, then the count's (the killed
 	 * worker below holds places in it). */
 	fc_fuzz_policy(12, "uid=*", "30/s", "warmup=10s concurrency=2");
+	/* Overrides: of uid=* (12), and of the /16 over an address in it. */
+	fc_fuzz_policy(13, "uid=u1,arg:api=login", "10/s", "override=1");
+	fc_fuzz_policy(14, "ip=198.18.0.0/16", "5/s", "layer=http");
+	fc_fuzz_policy(15, "ip=198.18.0.9", "50/s", "layer=http override=1");
 	fc_fuzz_ban("uid=bob");
 	fc_fuzz_ban("198.18.0.9");
 	fc_fuzz_ban("2001:db8::/48");
