@@ -58,6 +58,7 @@ static const char fc_policy_details[] =
 	"with --layer http included. One at XDP/TC lifts no limit in nginx, nor the reverse.\n"
 	"E.g. ip=* 5/s and ip=203.0.113.7 10000/s --override: that partner gets 10000/s, every\n"
 	"other address 5/s. Not with --action log: a dry run does not change what others do.\n"
+	"An override lifts no ban: bans come first.\n"
 	"Changing a policy's limits keeps its bucket state; changing its match, --algo or --warmup\n"
 	"resets it, as do adding or removing --concurrency and, with either, changing its number\n"
 	"of rates.\n"

@@ -513,8 +513,12 @@ static void test_override(void **state)
 	 * bucket untouched (burst 2), however much the partner sent. */
 	fc_env_policy(env, 2, "ip=198.18.1.5", "1/m", "burst=20");
 	assert_int_equal(fc_udp_both(env, "198.18.1.5", 5), 2);
-	/* And an override again: the exact policy's 20 less the 7 it passed. */
+	/* And an override again: the exact policy's 20 less the 7 it passed;
+	 * a ban still comes first. */
 	fc_env_policy(env, 2, "ip=198.18.1.5", "1/m", "burst=20 override=1");
+	fc_env_ban(env, "198.18.1.5", 0);
+	assert_int_equal(fc_udp_both(env, "198.18.1.5", 3), 0);
+	fc_env_unban(env, "198.18.1.5");
 	assert_int_equal(fc_udp_both(env, "198.18.1.5", 10), 13);
 	fc_env_policy_del(env, 2);
 
