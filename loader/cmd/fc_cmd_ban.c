@@ -7,6 +7,7 @@
 #include <unistd.h>
 #include <jansson.h>
 
+#include "fc_allow.h"
 #include "fc_cli.h"
 #include "fc_duration.h"
 #include "fc_change.h"
@@ -192,36 +193,49 @@ fail:
 	return FC_EXIT_FAILURE;
 }
 
+/* The allow entry that overrides ban i of rows (n address bans), then ub. */
+static const struct fc_allow_row *fc_ban_allowed_by(const struct fc_ban_row *rows, size_t n,
+						    const struct fc_uid_ban *ub, size_t i,
+						    const struct fc_allow_row *allows, size_t na)
+{
+	return i < n ? fc_allow_covering(allows, na, &rows[i].p, 0) : fc_allow_uid(allows, na, ub[i - n].uid);
+}
+
 static int fc_ban_list(const struct fc_ctx *ctx, const struct fc_cmd *cmd, int argc, char **argv)
 {
 	char text[FC_PREFIX_STRLEN], expires[FC_TIME_STRLEN], left[FC_DURATION_STRLEN], reason[48];
+	char by[FC_BAN_TEXT_LEN];
+	const struct fc_allow_row *a;
+	struct fc_allow_row *allows = NULL;
 	struct fc_ban_row *rows = NULL;
 	struct fc_uid_ban *ub = NULL;
 	struct fc_store *st = NULL;
 	int64_t now = (int64_t)time(NULL);
 	struct fc_json_opt opt = { 0 };
 	struct fc_err err;
-	size_t n = 0, nu = 0, i;
-	json_t *arr;
+	size_t n = 0, nu = 0, na = 0, i;
+	json_t *arr, *o;
+	int rc = FC_EXIT_OK;
 
 	fc_cmd_parse(cmd, argc, argv, &opt, NULL);
 	if (fc_store_open(ctx->db_path, &st, &err) < 0 || fc_store_ban_list(st, now, &rows, &n, &err) < 0 ||
-	    fc_store_uid_ban_list(st, now, &ub, &nu, &err) < 0) {
+	    fc_store_uid_ban_list(st, now, &ub, &nu, &err) < 0 || fc_store_allow_list(st, now, &allows, &na, &err) < 0) {
 		fc_warn("ban list: %s", err.msg);
-		fc_store_close(st);
-		free(rows);
-		return FC_EXIT_FAILURE;
+		rc = FC_EXIT_FAILURE;
+		goto out;
 	}
-	fc_store_close(st);
 	if (opt.json) {
 		arr = json_array();
-		for (i = 0; arr && i < n; i++)
-			json_array_append_new(arr, fc_ban_to_json(&rows[i], now));
-		for (i = 0; arr && i < nu; i++)
-			json_array_append_new(arr, fc_uid_ban_to_json(&ub[i], now));
-		free(rows);
-		free(ub);
-		return fc_json_print(arr);
+		for (i = 0; arr && i < n + nu; i++) {
+			o = i < n ? fc_ban_to_json(&rows[i], now) : fc_uid_ban_to_json(&ub[i - n], now);
+			a = fc_ban_allowed_by(rows, n, ub, i, allows, na);
+			if (a)
+				fc_allow_format(a, by);
+			json_object_set_new(o, "allowed_by", a ? json_string(by) : json_null());
+			json_array_append_new(arr, o);
+		}
+		rc = fc_json_print(arr);
+		goto out;
 	}
 	if (n + nu)
 		printf("%-44s %-6s %-20s %-10s %s\n", "BAN", "KIND", "EXPIRES", "REMAINING", "REASON");
@@ -235,13 +249,20 @@ static int fc_ban_list(const struct fc_ctx *ctx, const struct fc_cmd *cmd, int a
 		fc_time_format(exp, expires);
 		fc_duration_format(exp - now, left);
 		snprintf(reason, sizeof(reason), "escalated by policy %u", i < n ? rows[i].by_policy : 0);
-		printf("%-44s %-6s %-20s %-10s %s\n", text,
+		a = fc_ban_allowed_by(rows, n, ub, i, allows, na);
+		if (a)
+			fc_allow_format(a, by);
+		printf("%-44s %-6s %-20s %-10s %s%s%s\n", text,
 		       i >= n ? "uid" : fc_prefix_is_exact(&rows[i].p) ? "exact" : "prefix", exp ? expires : "never",
-		       exp ? left : "-", i < n && rows[i].by_policy ? reason : "by hand");
+		       exp ? left : "-", i < n && rows[i].by_policy ? reason : "by hand",
+		       a ? "; overridden by allow " : "", a ? by : "");
 	}
+out:
+	fc_store_close(st);
 	free(rows);
 	free(ub);
-	return FC_EXIT_OK;
+	free(allows);
+	return rc;
 }
 
 const struct fc_cmd fc_cmd_ban_add = {
@@ -294,9 +315,10 @@ const struct fc_cmd fc_cmd_ban_list = {
 	.max_args = 0,
 	.summary = "List the bans in the store that have not expired.",
 	.details = "Columns: BAN, KIND (exact, prefix or uid), EXPIRES (UTC, or never), REMAINING, REASON.\n"
-		   "REASON says who banned: by hand, or escalated by an L7 policy's --escalate.\n"
+		   "REASON says who banned: by hand, or escalated by an L7 policy's --escalate, and\n"
+		   "names the allow entry that overrides the ban, if one covers it (see allow add).\n"
 		   "--json prints an array of {ban, family, kind, created, expires, ttl_remaining,\n"
-		   "escalated_by_policy}.",
+		   "escalated_by_policy, allowed_by}.",
 	.opts = fc_opts_json,
 	.run = fc_ban_list,
 };

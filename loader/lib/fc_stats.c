@@ -18,6 +18,7 @@ const struct fc_stat_row fc_stat_rows[] = {
 	{ "source_overflow", "ip=* overflow bucket", offsetof(struct fc_stats, src_overflow) },
 	{ "passed_non_ip", "passed: not IP", offsetof(struct fc_stats, non_ip) },
 	{ "passed_malformed", "passed: malformed", offsetof(struct fc_stats, malformed) },
+	{ "passed_allowed", "passed: allowed", offsetof(struct fc_stats, allowed) },
 };
 
 const size_t fc_nstat_rows = sizeof(fc_stat_rows) / sizeof(fc_stat_rows[0]);

@@ -79,8 +79,22 @@ static const char fc_pg_schema_v4[] = "ALTER TABLE policies ADD COLUMN concurren
 /* --warmup: seconds; NULL = none. */
 static const char fc_pg_schema_v5[] = "ALTER TABLE policies ADD COLUMN warmup bigint;";
 
+/* Allow lists (as SQLite's fc_schema_allows; its version is its place in
+ * fc_pg_schema). */
+static const char fc_pg_schema_allows[] =
+	"CREATE TABLE allows ("
+	"  family  smallint NOT NULL CHECK (family IN (0, 4, 6)),"
+	"  addr    bytea    NOT NULL,"
+	"  len     smallint NOT NULL,"
+	"  uid     text     NOT NULL,"
+	"  created bigint   NOT NULL,"
+	"  expires bigint,"
+	"  note    text,"
+	"  PRIMARY KEY (family, addr, len, uid));"
+	FC_PG_TRIGGER("allows");
+
 static const char *const fc_pg_schema[] = { fc_pg_schema_v1, fc_pg_schema_v2, fc_pg_schema_v3, fc_pg_schema_v4,
-					    fc_pg_schema_v5 };
+					    fc_pg_schema_v5, fc_pg_schema_allows };
 #define FC_PG_SCHEMA_VERSION ((int64_t)(sizeof(fc_pg_schema) / sizeof(fc_pg_schema[0])))
 
 struct fc_db_pg {
