@@ -138,6 +138,31 @@ void fc_env_ban(struct fc_env *env, const char *text, int64_t ttl)
 	fc_env_publish(env);
 }
 
+void fc_env_allow(struct fc_env *env, const char *text, int64_t ttl)
+{
+	struct fc_allow_row row = { .created = (int64_t)time(NULL) };
+	struct fc_err err;
+	bool existed;
+
+	fc_env_prefix(text, &row.p);
+	row.expires = ttl ? fc_expires_after(ttl) : 0;
+	if (fc_store_allow_put(env->st, &row, row.created, &existed, &err) < 0)
+		fail_msg("%s", err.msg);
+	fc_env_publish(env);
+}
+
+void fc_env_unallow(struct fc_env *env, const char *text)
+{
+	struct fc_allow_row key = { 0 };
+	struct fc_err err;
+	bool found;
+
+	fc_env_prefix(text, &key.p);
+	if (fc_store_allow_del(env->st, &key, &found, &err) < 0 || !found)
+		fail_msg("unallow %s: %s", text, found ? err.msg : "not found");
+	fc_env_publish(env);
+}
+
 void fc_env_unban(struct fc_env *env, const char *text)
 {
 	struct fc_prefix p;

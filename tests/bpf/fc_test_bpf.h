@@ -47,6 +47,9 @@ void fc_env_publish(struct fc_env *env);
 /* Bans text (ADDR[/LEN]) for ttl seconds (0 = no expiry) through store + sync. */
 void fc_env_ban(struct fc_env *env, const char *text, int64_t ttl);
 void fc_env_unban(struct fc_env *env, const char *text);
+/* Allows text (ADDR[/LEN]) for ttl seconds (0 = no expiry) through store + sync. */
+void fc_env_allow(struct fc_env *env, const char *text, int64_t ttl);
+void fc_env_unallow(struct fc_env *env, const char *text);
 
 /* Creates or replaces a policy through store + sync. opts is what follows
  * --match/--rate on the command line, in this form: "burst=5 algo=window
