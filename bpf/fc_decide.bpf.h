@@ -34,15 +34,22 @@ static __always_inline __u64 fc_clock(const struct fc_config *cfg, bool precise)
 	return (precise ? bpf_ktime_get_ns() : bpf_ktime_get_coarse_ns()) + cfg->utc_offset_ns;
 }
 
-static __always_inline bool fc_banned(const struct fc_rule *r, struct fc_eval *ev)
+/* Whether a ban or an allow entry that is set and lapses at expires_ns (0:
+ * never) holds now. The clock is read only for one that lapses. */
+static __always_inline bool fc_holds(bool set, __u64 expires_ns, struct fc_eval *ev)
 {
-	if (!r || !(r->flags & FC_RULE_BANNED))
+	if (!set)
 		return false;
-	if (!r->ban_expires_ns)
+	if (!expires_ns)
 		return true;
 	if (!ev->now)
 		ev->now = fc_clock(ev->cfg, false);
-	return ev->now < r->ban_expires_ns;
+	return ev->now < expires_ns;
+}
+
+static __always_inline bool fc_banned(const struct fc_rule *r, struct fc_eval *ev)
+{
+	return r && fc_holds(r->flags & FC_RULE_BANNED, r->ban_expires_ns, ev);
 }
 
 /* Whether an allow entry covers the source: its bans and policies do not
@@ -50,13 +57,7 @@ static __always_inline bool fc_banned(const struct fc_rule *r, struct fc_eval *e
  * nothing for it. */
 static __always_inline bool fc_allowed(const struct fc_rule *r, struct fc_eval *ev)
 {
-	if (!r || !(r->flags & FC_RULE_ALLOWED))
-		return false;
-	if (!r->allow_expires_ns)
-		return true;
-	if (!ev->now)
-		ev->now = fc_clock(ev->cfg, false);
-	return ev->now < r->allow_expires_ns;
+	return r && fc_holds(r->flags & FC_RULE_ALLOWED, r->allow_expires_ns, ev);
 }
 
 static __always_inline struct fc_rule *fc_exact_lookup(struct fc_eval *ev)

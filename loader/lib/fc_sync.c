@@ -264,24 +264,26 @@ static int fc_kv_addr_cmp(const void *a, const void *b, void *ms)
 	return c ? c : (la > lb) - (la < lb);
 }
 
+/* Sets flag (a ban, an allow entry) on r, lapsing at *at: the later of
+ * what it was and expires_ns (0: never). */
+static void fc_rule_add(struct fc_rule *r, __u32 flag, __u64 *at, uint64_t expires_ns)
+{
+	if (!(r->flags & flag)) {
+		r->flags |= flag;
+		*at = expires_ns;
+	} else if (*at && (!expires_ns || expires_ns > *at)) {
+		*at = expires_ns; /* the longer one holds */
+	}
+}
+
 static void fc_rule_add_ban(struct fc_rule *r, uint64_t expires_ns)
 {
-	if (!(r->flags & FC_RULE_BANNED)) {
-		r->flags |= FC_RULE_BANNED;
-		r->ban_expires_ns = expires_ns;
-	} else if (r->ban_expires_ns && (!expires_ns || expires_ns > r->ban_expires_ns)) {
-		r->ban_expires_ns = expires_ns; /* the longer ban holds */
-	}
+	fc_rule_add(r, FC_RULE_BANNED, &r->ban_expires_ns, expires_ns);
 }
 
 static void fc_rule_add_allow(struct fc_rule *r, uint64_t expires_ns)
 {
-	if (!(r->flags & FC_RULE_ALLOWED)) {
-		r->flags |= FC_RULE_ALLOWED;
-		r->allow_expires_ns = expires_ns;
-	} else if (r->allow_expires_ns && (!expires_ns || expires_ns > r->allow_expires_ns)) {
-		r->allow_expires_ns = expires_ns; /* the longer allow holds */
-	}
+	fc_rule_add(r, FC_RULE_ALLOWED, &r->allow_expires_ns, expires_ns);
 }
 
 /* Folds r into the entry with the same key: a ban, an allow entry and a

@@ -70,6 +70,11 @@ struct fc_pstats fc_env_pstats(struct fc_env *env, uint32_t id);
 /* Like fc_env_setup, with the ip=* LRU made this small. */
 int fc_env_setup_small_lru(void **state);
 
+/* Sends n copies of the frame spec describes through XDP (tc=false) or TC;
+ * returns how many passed (fails the test on a verdict other than pass or
+ * drop). */
+int fc_env_send(struct fc_env *env, bool tc, const struct fc_frame_spec *spec, int n);
+
 /* Runs frame through the XDP (tc=false) or TC program once; returns its verdict. */
 int fc_env_run(struct fc_env *env, bool tc, const void *frame, size_t len);
 /* The same, but returns -errno when the kernel refuses the frame. */

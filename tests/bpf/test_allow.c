@@ -23,19 +23,8 @@
 static int fc_udp(struct fc_env *env, bool tc, const char *src, int n)
 {
 	struct fc_frame_spec spec = { .src = src, .l4proto = IPPROTO_UDP };
-	uint8_t frame[FC_FRAME_MAX];
-	size_t len = fc_frame_build(&spec, frame);
-	int i, passed = 0, rc;
 
-	assert_true(len > 0);
-	for (i = 0; i < n; i++) {
-		rc = fc_env_run(env, tc, frame, len);
-		if (rc == (tc ? TC_ACT_OK : XDP_PASS))
-			passed++;
-		else if (rc != (tc ? TC_ACT_SHOT : XDP_DROP))
-			fail_msg("verdict %d", rc);
-	}
-	return passed;
+	return fc_env_send(env, tc, &spec, n);
 }
 
 static uint64_t fc_allowed_count(struct fc_env *env)
