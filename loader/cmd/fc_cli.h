@@ -44,6 +44,12 @@ void fc_opt_print(const struct fc_opt *o, FILE *f);
 __attribute__((noreturn, format(printf, 2, 3)))
 void fc_usage_error(const struct fc_cmd *cmd, const char *fmt, ...);
 
+/* What a command that changed one object (fc_change.h's rc, text its
+ * canonical spelling) returns: a usage error exits 2; another failure is
+ * reported as "CMD TEXT: why" and gives FC_EXIT_FAILURE; success gives
+ * FC_EXIT_OK, for the command to say what it did. */
+int fc_cmd_changed(const struct fc_cmd *cmd, int rc, const char *text, const struct fc_err *err);
+
 /* The getopt_long tables of opts[0..n): shortopts starts with prefix;
  * longopts needs n + 1 entries, shortopts 2n + strlen(prefix) + 1 chars. */
 size_t fc_opts_count(const struct fc_opt *opts);

@@ -33,12 +33,8 @@ static int fc_allow_add(const struct fc_ctx *ctx, const struct fc_cmd *cmd, int 
 
 	fc_cmd_parse(cmd, argc, argv, &opt, NULL);
 	rc = fc_change_allow_put(ctx, argv[optind], opt.ttl, opt.note ? opt.note : "", text, &existed, &err);
-	if (rc == FC_CHANGE_INVALID)
-		fc_usage_error(cmd, "%s", err.msg);
-	if (rc) {
-		fc_warn("allow add %s: %s", text, err.msg);
-		return FC_EXIT_FAILURE;
-	}
+	if ((rc = fc_cmd_changed(cmd, rc, text, &err)))
+		return rc;
 	fc_duration_format(opt.ttl, dur);
 	printf("%s %s%s%s\n", existed ? "re-allowed" : "allowed", text, opt.ttl ? " for " : " (no expiry)",
 	       opt.ttl ? dur : "");
@@ -53,12 +49,8 @@ static int fc_allow_del(const struct fc_ctx *ctx, const struct fc_cmd *cmd, int 
 
 	fc_cmd_parse(cmd, argc, argv, NULL, NULL);
 	rc = fc_change_allow_del(ctx, argv[optind], text, &err);
-	if (rc == FC_CHANGE_INVALID)
-		fc_usage_error(cmd, "%s", err.msg);
-	if (rc) {
-		fc_warn("allow del %s: %s", text, err.msg);
-		return FC_EXIT_FAILURE;
-	}
+	if ((rc = fc_cmd_changed(cmd, rc, text, &err)))
+		return rc;
 	printf("no longer allowed: %s\n", text);
 	return FC_EXIT_OK;
 }

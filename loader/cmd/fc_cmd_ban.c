@@ -36,12 +36,8 @@ static int fc_ban_add(const struct fc_ctx *ctx, const struct fc_cmd *cmd, int ar
 
 	fc_cmd_parse(cmd, argc, argv, &opt, NULL);
 	rc = fc_change_ban_put(ctx, argv[optind], opt.ttl, text, &existed, &err);
-	if (rc == FC_CHANGE_INVALID)
-		fc_usage_error(cmd, "%s", err.msg);
-	if (rc) {
-		fc_warn("ban add %s: %s", text, err.msg);
-		return FC_EXIT_FAILURE;
-	}
+	if ((rc = fc_cmd_changed(cmd, rc, text, &err)))
+		return rc;
 	fc_duration_format(opt.ttl, dur);
 	printf("%s %s%s%s\n", existed ? "re-banned" : "banned", text, opt.ttl ? " for " : " (no expiry)",
 	       opt.ttl ? dur : "");
@@ -56,12 +52,8 @@ static int fc_ban_del(const struct fc_ctx *ctx, const struct fc_cmd *cmd, int ar
 
 	fc_cmd_parse(cmd, argc, argv, NULL, NULL);
 	rc = fc_change_ban_del(ctx, argv[optind], text, &err);
-	if (rc == FC_CHANGE_INVALID)
-		fc_usage_error(cmd, "%s", err.msg);
-	if (rc) {
-		fc_warn("ban del %s: %s", text, err.msg);
-		return FC_EXIT_FAILURE;
-	}
+	if ((rc = fc_cmd_changed(cmd, rc, text, &err)))
+		return rc;
 	printf("unbanned %s\n", text);
 	return FC_EXIT_OK;
 }
