@@ -185,14 +185,6 @@ fail:
 	return FC_EXIT_FAILURE;
 }
 
-/* The allow entry that overrides ban i of rows (n address bans), then ub. */
-static const struct fc_allow_row *fc_ban_allowed_by(const struct fc_ban_row *rows, size_t n,
-						    const struct fc_uid_ban *ub, size_t i,
-						    const struct fc_allow_row *allows, size_t na)
-{
-	return i < n ? fc_allow_covering(allows, na, &rows[i].p, 0) : fc_allow_uid(allows, na, ub[i - n].uid);
-}
-
 static int fc_ban_list(const struct fc_ctx *ctx, const struct fc_cmd *cmd, int argc, char **argv)
 {
 	char text[FC_PREFIX_STRLEN], expires[FC_TIME_STRLEN], left[FC_DURATION_STRLEN], reason[48];
@@ -206,7 +198,6 @@ static int fc_ban_list(const struct fc_ctx *ctx, const struct fc_cmd *cmd, int a
 	struct fc_json_opt opt = { 0 };
 	struct fc_err err;
 	size_t n = 0, nu = 0, na = 0, i;
-	json_t *arr, *o;
 	int rc = FC_EXIT_OK;
 
 	fc_cmd_parse(cmd, argc, argv, &opt, NULL);
@@ -217,16 +208,7 @@ static int fc_ban_list(const struct fc_ctx *ctx, const struct fc_cmd *cmd, int a
 		goto out;
 	}
 	if (opt.json) {
-		arr = json_array();
-		for (i = 0; arr && i < n + nu; i++) {
-			o = i < n ? fc_ban_to_json(&rows[i], now) : fc_uid_ban_to_json(&ub[i - n], now);
-			a = fc_ban_allowed_by(rows, n, ub, i, allows, na);
-			if (a)
-				fc_allow_format(a, by);
-			json_object_set_new(o, "allowed_by", a ? json_string(by) : json_null());
-			json_array_append_new(arr, o);
-		}
-		rc = fc_json_print(arr);
+		rc = fc_json_print(fc_bans_to_json(rows, n, ub, nu, allows, na, now));
 		goto out;
 	}
 	if (n + nu)
@@ -241,7 +223,7 @@ static int fc_ban_list(const struct fc_ctx *ctx, const struct fc_cmd *cmd, int a
 		fc_time_format(exp, expires);
 		fc_duration_format(exp - now, left);
 		snprintf(reason, sizeof(reason), "escalated by policy %u", i < n ? rows[i].by_policy : 0);
-		a = fc_ban_allowed_by(rows, n, ub, i, allows, na);
+		a = fc_allow_over_ban(allows, na, i < n ? &rows[i] : NULL, i < n ? NULL : &ub[i - n]);
 		if (a)
 			fc_allow_format(a, by);
 		printf("%-44s %-6s %-20s %-10s %s%s%s\n", text,

@@ -309,30 +309,28 @@ static int fc_api_policy_del(struct fc_console *c, struct fc_reply *r, uint32_t 
 
 static int fc_api_ban_list(struct fc_console *c, struct fc_reply *r)
 {
+	struct fc_allow_row *allows = NULL;
 	struct fc_ban_row *rows = NULL;
 	struct fc_uid_ban *ub = NULL;
 	int64_t now = (int64_t)time(NULL);
-	size_t n = 0, nu = 0, i;
+	size_t n = 0, nu = 0, na = 0;
 	struct fc_store *st;
 	struct fc_err err;
-	json_t *a;
+	json_t *a = NULL;
 	int rc;
 
 	if (!(st = fc_store_keep_get(&c->keep, &err)))
 		return fc_reply_error(r, MHD_HTTP_SERVICE_UNAVAILABLE, NULL, "%s", err.msg);
-	rc = fc_store_ban_list(st, now, &rows, &n, &err) < 0 || fc_store_uid_ban_list(st, now, &ub, &nu, &err) < 0 ? -1 : 0;
+	rc = fc_store_ban_list(st, now, &rows, &n, &err) < 0 || fc_store_uid_ban_list(st, now, &ub, &nu, &err) < 0 ||
+	     fc_store_allow_list(st, now, &allows, &na, &err) < 0 ? -1 : 0;
 	fc_store_keep_put(&c->keep, rc < 0);
-	if (rc < 0) {
-		free(rows);
-		return fc_reply_error(r, MHD_HTTP_SERVICE_UNAVAILABLE, NULL, "%s", err.msg);
-	}
-	a = json_array();
-	for (i = 0; a && i < n; i++)
-		json_array_append_new(a, fc_ban_to_json(&rows[i], now));
-	for (i = 0; a && i < nu; i++)
-		json_array_append_new(a, fc_uid_ban_to_json(&ub[i], now));
+	if (rc == 0)
+		a = fc_bans_to_json(rows, n, ub, nu, allows, na, now);
 	free(rows);
 	free(ub);
+	free(allows);
+	if (rc < 0)
+		return fc_reply_error(r, MHD_HTTP_SERVICE_UNAVAILABLE, NULL, "%s", err.msg);
 	return fc_reply_json(r, MHD_HTTP_OK, json_pack("{s:o}", "bans", a));
 }
 

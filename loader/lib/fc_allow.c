@@ -62,3 +62,9 @@ const struct fc_allow_row *fc_allow_uid(const struct fc_allow_row *rows, size_t 
 			return &rows[i];
 	return NULL;
 }
+
+const struct fc_allow_row *fc_allow_over_ban(const struct fc_allow_row *rows, size_t n, const struct fc_ban_row *ip,
+					     const struct fc_uid_ban *uid)
+{
+	return ip ? fc_allow_covering(rows, n, &ip->p, 0) : fc_allow_uid(rows, n, uid->uid);
+}

@@ -25,5 +25,9 @@ const struct fc_allow_row *fc_allow_covering(const struct fc_allow_row *rows, si
 					     int64_t now);
 /* The same for a user id: its entry, or NULL. */
 const struct fc_allow_row *fc_allow_uid(const struct fc_allow_row *rows, size_t n, const char *uid);
+/* The entry of rows[0..n) that overrides a ban: an address ban's (ip), or a
+ * uid ban's (uid); NULL when none does. */
+const struct fc_allow_row *fc_allow_over_ban(const struct fc_allow_row *rows, size_t n, const struct fc_ban_row *ip,
+					     const struct fc_uid_ban *uid);
 
 #endif /* FC_ALLOW_H */

@@ -167,6 +167,25 @@ json_t *fc_uid_ban_to_json(const struct fc_uid_ban *b, int64_t now)
 			 b->expires ? json_integer(b->expires - now) : json_null());
 }
 
+json_t *fc_bans_to_json(const struct fc_ban_row *bans, size_t n, const struct fc_uid_ban *ub, size_t nu,
+			const struct fc_allow_row *allows, size_t na, int64_t now)
+{
+	const struct fc_allow_row *a;
+	char by[FC_BAN_TEXT_LEN];
+	json_t *arr = json_array(), *o;
+	size_t i;
+
+	for (i = 0; arr && i < n + nu; i++) {
+		o = i < n ? fc_ban_to_json(&bans[i], now) : fc_uid_ban_to_json(&ub[i - n], now);
+		a = fc_allow_over_ban(allows, na, i < n ? &bans[i] : NULL, i < n ? NULL : &ub[i - n]);
+		if (a)
+			fc_allow_format(a, by);
+		json_object_set_new(o, "allowed_by", a ? json_string(by) : json_null());
+		json_array_append_new(arr, o);
+	}
+	return arr;
+}
+
 json_t *fc_allow_to_json(const struct fc_allow_row *r, int64_t now)
 {
 	char text[FC_BAN_TEXT_LEN], created[FC_TIME_STRLEN], expires[FC_TIME_STRLEN];

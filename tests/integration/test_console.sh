@@ -162,6 +162,8 @@ r=$(api POST /api/allows '{"allow": "198.18.0.77/8"}')
 check "a bad allow entry: 400 naming allow" body_has "$r" '.field == "allow"'
 r=$(api POST /api/allows '{"allow": "198.18.0.75", "ban": "x"}')
 check "an unknown key: 400 naming it" body_has "$r" '.field == "ban"'
+r=$(api GET /api/bans)
+check "GET /api/bans: the ban names the entry that overrides it" body_has "$r" '[.bans[] | select(.ban == "198.18.0.77") | .allowed_by] == ["198.18.0.77"]'
 r=$(api GET /api/allows)
 check "GET /api/allows: with its TTL and note" body_has "$r" '[.allows[] | [.allow, .note]] == [["198.18.0.77", "partner"]] and .allows[0].ttl_remaining > 3500'
 r=$(api DELETE /api/allows/198.18.0.77)

@@ -359,7 +359,8 @@ const LISTS = {
     path: '/api/bans', key: 'ban', prefix: 'b-', fields: ['ban', 'ttl'], empty: 'no-bans',
     form: 'ban-form', general: 'banform', del: 'Lift', delLabel: 'Lift the ban on ',
     added: 'Banned ', deleted: 'Lifted the ban on ',
-    last: (b) => b.escalated_by_policy ? 'escalated by policy ' + b.escalated_by_policy : 'manual',
+    last: (b) => (b.escalated_by_policy ? 'escalated by policy ' + b.escalated_by_policy : 'manual') +
+      (b.allowed_by ? '; overridden by allow ' + b.allowed_by : ''),
   },
   allows: {
     path: '/api/allows', key: 'allow', prefix: 'a-', fields: ['allow', 'a-ttl', 'note'], empty: 'no-allows',
