@@ -34,15 +34,30 @@ static __always_inline __u64 fc_clock(const struct fc_config *cfg, bool precise)
 	return (precise ? bpf_ktime_get_ns() : bpf_ktime_get_coarse_ns()) + cfg->utc_offset_ns;
 }
 
-static __always_inline bool fc_banned(const struct fc_rule *r, struct fc_eval *ev)
+/* Whether a ban or an allow entry that is set and lapses at expires_ns (0:
+ * never) holds now. The clock is read only for one that lapses. */
+static __always_inline bool fc_holds(bool set, __u64 expires_ns, struct fc_eval *ev)
 {
-	if (!r || !(r->flags & FC_RULE_BANNED))
+	if (!set)
 		return false;
-	if (!r->ban_expires_ns)
+	if (!expires_ns)
 		return true;
 	if (!ev->now)
 		ev->now = fc_clock(ev->cfg, false);
-	return ev->now < r->ban_expires_ns;
+	return ev->now < expires_ns;
+}
+
+static __always_inline bool fc_banned(const struct fc_rule *r, struct fc_eval *ev)
+{
+	return r && fc_holds(r->flags & FC_RULE_BANNED, r->ban_expires_ns, ev);
+}
+
+/* Whether an allow entry covers the source: its bans and policies do not
+ * apply. Tested only on a rule found, so a source no rule names pays
+ * nothing for it. */
+static __always_inline bool fc_allowed(const struct fc_rule *r, struct fc_eval *ev)
+{
+	return r && fc_holds(r->flags & FC_RULE_ALLOWED, r->allow_expires_ns, ev);
 }
 
 static __always_inline struct fc_rule *fc_exact_lookup(struct fc_eval *ev)
@@ -61,8 +76,9 @@ static __always_inline struct fc_rule *fc_exact_lookup(struct fc_eval *ev)
 	return r;
 }
 
-/* The longest prefix covering the source, copied into *r, if it bans or
- * limits it: a marker's rule or a /16's with nothing over it is no match. */
+/* The longest prefix covering the source, copied into *r, if it bans,
+ * limits or allows it: a marker's rule or a /16's with nothing over it is no
+ * match. */
 static __always_inline const struct fc_rule *fc_prefix_lookup(struct fc_eval *ev, struct fc_rule *r)
 {
 	if (ev->pkt.family == 4) {
@@ -72,7 +88,7 @@ static __always_inline const struct fc_rule *fc_prefix_lookup(struct fc_eval *ev
 		if (ev->cfg->n_pfx6)
 			fc_prefix6_lookup(&ev->pkt, ev->cfg, r);
 	}
-	return (r->flags & FC_RULE_BANNED) || r->policy ? r : NULL;
+	return (r->flags & (FC_RULE_BANNED | FC_RULE_ALLOWED)) || r->policy ? r : NULL;
 }
 
 static __always_inline void fc_count(struct fc_counter *c, __u64 bytes)
@@ -498,12 +514,18 @@ static __always_inline bool fc_decide(void *data, void *data_end, __u32 len)
 			goto policies;
 		}
 	}
+	/* An allowed source is never noted in its ip=* bucket (below): the
+	 * lookups that find it allowed run for each of its packets. */
 	exact = fc_exact_lookup(&ev);
+	if (fc_allowed(exact, &ev))
+		goto allowed;
 	if (fc_banned(exact, &ev)) {
 		fc_count(&ev.st->drop_exact, ev.pkt.len);
 		return true;
 	}
 	prefix = fc_prefix_lookup(&ev, &pfx);
+	if (fc_allowed(prefix, &ev))
+		goto allowed;
 	if (fc_banned(prefix, &ev)) {
 		fc_count(&ev.st->drop_prefix, ev.pkt.len);
 		return true;
@@ -554,6 +576,9 @@ verdict:
 	}
 passed:
 	fc_count(ev.pkt.flags & FC_PKT_MALFORMED ? &ev.st->malformed : &ev.st->passed, ev.pkt.len);
+	return false;
+allowed:
+	fc_count(&ev.st->allowed, ev.pkt.len);
 	return false;
 }
 

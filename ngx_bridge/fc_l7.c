@@ -417,6 +417,7 @@ int fc_l7_build(const void *base, size_t size, void *state, size_t state_size, s
 	ix->slots = (struct fc_shm_slot *)((char *)state + FC_STATE_SLOTS_OFF);
 	ix->nslots = FC_SHM_SLOTS;
 	ix->ring = (struct fc_shm_ring *)((char *)state + FC_STATE_RING_OFF);
+	ix->state_hdr = state;
 	ix->keys = (struct fc_shm_key *)((char *)state + FC_STATE_KEYS_OFF);
 	ix->nkeys = fc_state_nkeys(state_size);
 	memcpy(ix->key_secret, h->key_secret, sizeof(ix->key_secret));
@@ -480,9 +481,10 @@ int fc_l7_build(const void *base, size_t size, void *state, size_t state_size, s
 	return 0;
 }
 
-/* Whether a live ban on (family, plen, key) is in the ban table tab whose
- * slots carry stamp, at now. The first slot of the probe sequence without the
- * stamp ends the search: the writer took the first one free (maps/fc_shm.h). */
+/* Whether a live ban (or allow entry: family | FC_SHM_BAN_ALLOW) on
+ * (family, plen, key) is in the ban table tab whose slots carry stamp, at
+ * now. The first slot of the probe sequence without the stamp ends the
+ * search: the writer took the first one free (maps/fc_shm.h). */
 static bool fc_ban_holds(const struct fc_shm_ban_slot *tab, __u32 stamp, uint8_t family, uint8_t plen, const void *key,
 			 uint32_t len, uint64_t now)
 {
@@ -497,7 +499,7 @@ static bool fc_ban_holds(const struct fc_shm_ban_slot *tab, __u32 stamp, uint8_t
 			return false;
 		memcpy(&c, s, sizeof(c));
 		if (c.hash != h || c.family != family || c.plen != plen ||
-		    (family && memcmp(c.addr, key, family == 4 ? 4 : 16)))
+		    ((family & ~FC_SHM_BAN_ALLOW) && memcmp(c.addr, key, len)))
 			continue;
 		exp = c.expires_ns;
 		/* Rewritten while read: take it as absent rather than half of it. */
@@ -509,14 +511,15 @@ static bool fc_ban_holds(const struct fc_shm_ban_slot *tab, __u32 stamp, uint8_t
 	return false;
 }
 
-/* The prefix lengths with an IP ban, of a family, longest first: the bits of
- * the header's bitmap (IPv4 lengths at bits 0-32, IPv6 at 64-192). */
-static bool fc_next_plen(const struct fc_l7_index *ix, uint8_t family, int *len)
+/* The prefix lengths with an IP ban (allow entry), of a family, longest
+ * first: the bits of the header's bitmap plens (IPv4 lengths at bits 0-32,
+ * IPv6 at 64-192). */
+static bool fc_next_plen(const __u64 *plens, uint8_t family, int *len)
 {
 	int bit;
 
 	for (bit = (family == 6 ? 64 : 0) + *len - 1; bit >= (family == 6 ? 64 : 0); bit--) {
-		__u64 w = __atomic_load_n(&ix->hdr->ban_plens[bit / 64], __ATOMIC_ACQUIRE);
+		__u64 w = __atomic_load_n(&plens[bit / 64], __ATOMIC_ACQUIRE);
 
 		/* Skip whole empty words at once. */
 		w &= bit % 64 == 63 ? ~0ULL : (2ULL << (bit % 64)) - 1;
@@ -531,25 +534,29 @@ static bool fc_next_plen(const struct fc_l7_index *ix, uint8_t family, int *len)
 	return false;
 }
 
-/* One lookup of every ban that could hold rq, in the live table. */
-static bool fc_banned_in(const struct fc_l7_index *ix, __u64 live, const struct fc_l7_req *rq, uint64_t now, bool *uid)
+/* One lookup of every ban (allow: allow entry) that could hold rq, in the
+ * live table. */
+static bool fc_listed_in(const struct fc_l7_index *ix, __u64 live, const struct fc_l7_req *rq, uint64_t now, bool allow,
+			 bool *uid)
 {
 	const struct fc_shm_ban_slot *tab = ix->bans + (size_t)FC_SHM_BAN_TABLE(live) * FC_SHM_BAN_SLOTS;
+	const __u64 *plens = allow ? ix->hdr->allow_plens : ix->hdr->ban_plens;
+	uint8_t kind = allow ? FC_SHM_BAN_ALLOW : 0;
 	__u32 stamp = FC_SHM_BAN_STAMP(live);
 	uint8_t masked[16];
 	int len;
 
 	*uid = true;
 	/* No uid banned, no lookup: a miss in a 80 MB table costs more than the rest. */
-	if (rq->uid.len && __atomic_load_n(&ix->hdr->ban_plens[3], __ATOMIC_ACQUIRE) & FC_SHM_BAN_UIDS &&
-	    fc_ban_holds(tab, stamp, 0, 0, rq->uid.data, (uint32_t)rq->uid.len, now))
+	if (rq->uid.len && __atomic_load_n(&plens[3], __ATOMIC_ACQUIRE) & FC_SHM_BAN_UIDS &&
+	    fc_ban_holds(tab, stamp, kind, 0, rq->uid.data, (uint32_t)rq->uid.len, now))
 		return true;
 	*uid = false;
 	if (!rq->family)
 		return false;
-	for (len = rq->family == 4 ? 33 : 129; fc_next_plen(ix, rq->family, &len);) {
+	for (len = rq->family == 4 ? 33 : 129; fc_next_plen(plens, rq->family, &len);) {
 		fc_mask(masked, rq->addr, rq->family, (uint8_t)len);
-		if (fc_ban_holds(tab, stamp, rq->family, (uint8_t)len, masked, rq->family == 4 ? 4 : 16, now))
+		if (fc_ban_holds(tab, stamp, kind | rq->family, (uint8_t)len, masked, rq->family == 4 ? 4 : 16, now))
 			return true;
 	}
 	return false;
@@ -557,14 +564,14 @@ static bool fc_banned_in(const struct fc_l7_index *ix, __u64 live, const struct 
 
 /* A table is rewritten two publishes after it was live: a lookup that saw
  * the live table change under it looks again, in the new one. */
-static bool fc_banned(const struct fc_l7_index *ix, const struct fc_l7_req *rq, uint64_t now, bool *uid)
+static bool fc_listed(const struct fc_l7_index *ix, const struct fc_l7_req *rq, uint64_t now, bool allow, bool *uid)
 {
 	__u64 live = __atomic_load_n(&ix->hdr->ban_live, __ATOMIC_ACQUIRE), again;
 	bool banned = false;
 	int tries;
 
 	for (tries = 0; live && tries < 3; tries++, live = again) {
-		banned = fc_banned_in(ix, live, rq, now, uid);
+		banned = fc_listed_in(ix, live, rq, now, allow, uid);
 		__atomic_thread_fence(__ATOMIC_ACQUIRE);
 		again = __atomic_load_n(&ix->hdr->ban_live, __ATOMIC_RELAXED);
 		if (banned || again == live)
@@ -1635,7 +1642,13 @@ void fc_l7_decide(const struct fc_l7_index *ix, const struct fc_l7_req *rq, uint
 	bool uid;
 
 	memset(res, 0, sizeof(*res));
-	if (fc_banned(ix, rq, now, &uid)) {
+	if (fc_listed(ix, rq, now, true, &uid)) {
+		res->verdict = FC_L7_ALLOWED;
+		res->uid_ban = uid;
+		__atomic_fetch_add(&ix->state_hdr->allowed, 1, __ATOMIC_RELAXED);
+		return;
+	}
+	if (fc_listed(ix, rq, now, false, &uid)) {
 		res->verdict = FC_L7_BANNED;
 		res->uid_ban = uid;
 		return;

@@ -95,6 +95,8 @@ struct fc_l7_index {
 	const struct fc_shm_header *hdr;
 	const struct fc_shm_ban_slot *bans;
 	struct fc_shm_ring *ring;
+	/* The state file's header: its count of allowed requests. */
+	struct fc_shm_state_header *state_hdr;
 	/* What was refused, for the log. */
 	size_t skipped;
 	char why[128];
@@ -189,12 +191,13 @@ enum fc_l7_verdict {
 	FC_L7_REJECTED,
 	FC_L7_BANNED,
 	FC_L7_ERROR, /* out of memory for the matches: nothing decided, nothing charged */
+	FC_L7_ALLOWED, /* an allow entry covers the address or the uid: no ban, policy or cap applies */
 };
 
 struct fc_l7_result {
 	enum fc_l7_verdict verdict;
 	uint32_t policy;   /* the deciding policy (REJECTED, DELAYED), 0 otherwise */
-	bool uid_ban;      /* BANNED: on the uid, else on the address */
+	bool uid_ban;      /* BANNED, ALLOWED: on the uid, else on the address */
 	uint64_t delay_ns; /* DELAYED: the longest wait */
 	uint64_t retry_ns; /* REJECTED: until a retry could pass */
 	uint64_t limit;    /* the deciding policy's first tier: N per window_s (while it warms up, the ramped N) */
@@ -240,8 +243,9 @@ bool fc_l7_more_general(const struct fc_l7_policy *q, const struct fc_l7_policy 
 
 /* Decides for rq at now (UTC ns, a clock that may lag by a few ms: the
  * module passes nginx's cached time; a policy marked FC_POLICY_PRECISE reads
- * CLOCK_REALTIME itself): bans, then every matching policy, all or nothing;
- * charges the stat slots. */
+ * CLOCK_REALTIME itself): allow entries (an allowed request is counted and
+ * decided), bans, then every matching policy, all or nothing; charges the
+ * stat slots. */
 void fc_l7_decide(const struct fc_l7_index *ix, const struct fc_l7_req *rq, uint64_t now, struct fc_l7_result *res);
 
 /* Gives back the places pl[0..n) in the state file mapped at state

@@ -78,7 +78,8 @@ struct fc_row {
  * override, the rest GCRA), the prefix bans and policies anywhere else in unicast space
  * (never 10/8, 100/8 or 198.18/15; a source drawn from a policy is one no
  * ban covers). The ip=* policy counts TCP SYNs, so that UDP frames meet only
- * the others. */
+ * the others. 10.0.0.9 (banned) is allowed, and so is 10.0.1.0/24 (its
+ * exact bans allowed through the prefix). */
 static const struct fc_row fc_rows[] = {
 	{ "clean (no rule matches)", { "198.18.0.8", IPPROTO_UDP, .payload = 18 }, FC_DRAW_NONE, true },
 	{ "exact ban", { "10.0.0.7", IPPROTO_UDP, .payload = 18 }, FC_DRAW_NONE, true },
@@ -95,6 +96,9 @@ static const struct fc_row fc_rows[] = {
 	{ "exact override over ip=* (TCP SYN)", { "10.200.0.11", IPPROTO_TCP, 0x02, .payload = 6 }, FC_DRAW_NONE,
 	  true },
 	{ "ip=* policy alone (TCP SYN)", { "198.18.0.8", IPPROTO_TCP, 0x02, .payload = 6 }, FC_DRAW_NONE, true },
+	{ "allowed (an exact ban, allowed)", { "10.0.0.9", IPPROTO_UDP, .payload = 18 }, FC_DRAW_NONE, true },
+	{ "allowed by a prefix (exact ban + ip=*, TCP SYN)", { "10.0.1.5", IPPROTO_TCP, 0x02, .payload = 6 },
+	  FC_DRAW_NONE, true },
 	{ "IPv6 clean", { "fd00::8", IPPROTO_UDP, .payload = 18 }, FC_DRAW_NONE, false },
 	{ "IPv6 prefix ban", { NULL, IPPROTO_UDP, .payload = 18 }, FC_DRAW_BAN6, false },
 };
@@ -343,6 +347,20 @@ static void fc_policy_match(long id, char *match, size_t size)
 	}
 }
 
+/* The allow entries of the allowed rows, on banned sources. */
+static int fc_add_allows(struct fc_store *st, struct fc_err *err)
+{
+	static const char *const allows[] = { "10.0.0.9", "10.0.1.0/24" };
+	struct fc_allow_row a = { .created = (int64_t)time(NULL) };
+	size_t i;
+	bool existed;
+
+	for (i = 0; i < sizeof(allows) / sizeof(allows[0]); i++)
+		if (fc_prefix_parse(allows[i], &a.p, err) < 0 || fc_store_allow_put(st, &a, a.created, &existed, err) < 0)
+			return -1;
+	return 0;
+}
+
 /* All policies but the last, through the real store and publish path, in one
  * transaction, at rates the benchmark never exhausts: GCRA, except
  * 10.200.0.8, a sliding window at the most it counts (16,000,000/s, so part
@@ -381,6 +399,8 @@ static int fc_add_policies(double *secs)
 		if (i == 10)
 			warm_slot = row.slot;
 	}
+	if (fc_add_allows(st, &err) < 0)
+		goto out;
 	if (fc_maps_open(fc_b.pin, &m, &err) < 0 || fc_sync(st, &m, fc_b.pin, (int64_t)time(NULL), 1, &res, &err) < 0 ||
 	    fc_store_commit(st, &err) < 0)
 		goto out;

@@ -31,29 +31,11 @@
 #define FC_VEC_BASE (1795316400ULL * 1000000000ULL)
 #define FC_MS       1000000ULL
 
-/* Sends n copies of a frame from src (UDP unless told); returns how many passed. */
-static int fc_send(struct fc_env *env, bool tc, const struct fc_frame_spec *spec, int n)
-{
-	uint8_t frame[FC_FRAME_MAX];
-	size_t len = fc_frame_build(spec, frame);
-	int i, passed = 0, rc;
-
-	assert_true(len > 0);
-	for (i = 0; i < n; i++) {
-		rc = fc_env_run(env, tc, frame, len);
-		if (rc == (tc ? TC_ACT_OK : XDP_PASS))
-			passed++;
-		else if (rc != (tc ? TC_ACT_SHOT : XDP_DROP))
-			fail_msg("verdict %d", rc);
-	}
-	return passed;
-}
-
 static int fc_udp(struct fc_env *env, bool tc, const char *src, int n)
 {
 	struct fc_frame_spec spec = { .src = src, .l4proto = IPPROTO_UDP };
 
-	return fc_send(env, tc, &spec, n);
+	return fc_env_send(env, tc, &spec, n);
 }
 
 static struct fc_stats fc_stats_now(struct fc_env *env)
@@ -175,7 +157,7 @@ static uint32_t fc_warm_bpf_step(void *arg, uint32_t at_ms, uint32_t tries)
 	for (i = 0; i < 20; i++) {
 		had = !bpf_map_lookup_elem(w->map, w->key, &before);
 		tick = fc_env_clock_exact(w->env, FC_VEC_BASE + at_ms * FC_MS);
-		passed = fc_send(w->env, w->tc, &w->spec, (int)tries);
+		passed = fc_env_send(w->env, w->tc, &w->spec, (int)tries);
 		if (fc_env_clock_held(tick))
 			return (uint32_t)passed;
 		w->redone++;
@@ -257,13 +239,13 @@ static void fc_sliding_bytes_body(struct fc_env *env, bool tc, uint32_t id)
 	fc_env_policy(env, id * 10 + 1, tc ? "ip=198.18.22.4" : "ip=198.18.22.3", "99/m",
 		      "algo=sliding count=bytes");
 	fc_env_clock(env, FC_VEC_BASE + 1000 * FC_MS);
-	assert_int_equal(fc_send(env, tc, &big, 5), 2);
-	assert_int_equal(fc_send(env, tc, &huge, 3), 0);
+	assert_int_equal(fc_env_send(env, tc, &big, 5), 2);
+	assert_int_equal(fc_env_send(env, tc, &huge, 3), 0);
 	/* 30 s into the next minute: 200*30 + (0+100k)*60 <= 250*60, k = 1. */
 	fc_env_clock(env, FC_VEC_BASE + 90000 * FC_MS);
-	assert_int_equal(fc_send(env, tc, &big, 5), 1);
+	assert_int_equal(fc_env_send(env, tc, &big, 5), 1);
 	fc_env_clock(env, FC_VEC_BASE + 300000 * FC_MS); /* idle for minutes: still never */
-	assert_int_equal(fc_send(env, tc, &huge, 3), 0);
+	assert_int_equal(fc_env_send(env, tc, &huge, 3), 0);
 }
 
 static void test_sliding_bytes(void **state)
@@ -311,11 +293,11 @@ static void test_syn(void **state)
 
 	FC_REQUIRE_BPF();
 	fc_env_policy(env, 1, "ip=*", "1/m", "burst=2 count=syn");
-	assert_int_equal(fc_send(env, false, &syn, 5), 2);
-	assert_int_equal(fc_send(env, true, &syn, 5), 0);
-	assert_int_equal(fc_send(env, false, &ack, 10), 10);
-	assert_int_equal(fc_send(env, true, &synack, 10), 10);
-	assert_int_equal(fc_send(env, false, &udp, 10), 10);
+	assert_int_equal(fc_env_send(env, false, &syn, 5), 2);
+	assert_int_equal(fc_env_send(env, true, &syn, 5), 0);
+	assert_int_equal(fc_env_send(env, false, &ack, 10), 10);
+	assert_int_equal(fc_env_send(env, true, &synack, 10), 10);
+	assert_int_equal(fc_env_send(env, false, &udp, 10), 10);
 	ps = fc_env_pstats(env, 1);
 	assert_int_equal(ps.passed.packets, 2);
 	assert_int_equal(ps.dropped.packets, 8);
@@ -329,7 +311,7 @@ static void test_bytes(void **state)
 
 	FC_REQUIRE_BPF();
 	fc_env_policy(env, 1, "ip=198.18.0.6", "1000/m", "burst=450 count=bytes");
-	assert_int_equal(fc_send(env, false, &big, 10), 4);
+	assert_int_equal(fc_env_send(env, false, &big, 10), 4);
 	assert_int_equal(fc_env_pstats(env, 1).passed.bytes, 400);
 }
 

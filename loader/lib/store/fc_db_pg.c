@@ -79,11 +79,25 @@ static const char fc_pg_schema_v4[] = "ALTER TABLE policies ADD COLUMN concurren
 /* --warmup: seconds; NULL = none. */
 static const char fc_pg_schema_v5[] = "ALTER TABLE policies ADD COLUMN warmup bigint;";
 
-/* --override: 1; NULL = not. (Its own step, last: see fc_db_sqlite.c.) */
-static const char fc_pg_schema_v6[] = "ALTER TABLE policies ADD COLUMN override smallint CHECK (override = 1);";
+/* Allow lists (as SQLite's fc_schema_allows; its version is its place in
+ * fc_pg_schema). */
+static const char fc_pg_schema_allows[] =
+	"CREATE TABLE allows ("
+	"  family  smallint NOT NULL CHECK (family IN (0, 4, 6)),"
+	"  addr    bytea    NOT NULL,"
+	"  len     smallint NOT NULL,"
+	"  uid     text     NOT NULL,"
+	"  created bigint   NOT NULL,"
+	"  expires bigint,"
+	"  note    text,"
+	"  PRIMARY KEY (family, addr, len, uid));"
+	FC_PG_TRIGGER("allows");
+
+/* --override: 1; NULL = not (as SQLite's fc_schema_override). */
+static const char fc_pg_schema_override[] = "ALTER TABLE policies ADD COLUMN override smallint CHECK (override = 1);";
 
 static const char *const fc_pg_schema[] = { fc_pg_schema_v1, fc_pg_schema_v2, fc_pg_schema_v3, fc_pg_schema_v4,
-					    fc_pg_schema_v5, fc_pg_schema_v6 };
+					    fc_pg_schema_v5, fc_pg_schema_allows, fc_pg_schema_override };
 #define FC_PG_SCHEMA_VERSION ((int64_t)(sizeof(fc_pg_schema) / sizeof(fc_pg_schema[0])))
 
 struct fc_db_pg {
