@@ -264,19 +264,21 @@ static int fc_fail(struct fc_l7_index *ix, const char *why)
 	return -1;
 }
 
-/* Whether dimension q (of a policy Q) covers p's value on it. */
-static bool fc_dim_covers(const struct fc_l7_dim *q, const struct fc_l7_policy *p)
+/* Whether dimension q (of a policy Q) covers p's value on it: q is *, or
+ * p has the dimension with a value q's equals or q's prefix holds. Where p
+ * lacks the dimension, absent says. */
+static bool fc_dim_covers(const struct fc_l7_dim *q, const struct fc_l7_policy *p, bool absent)
 {
 	uint8_t masked[16];
 	int i;
 
-	if (q->flags & FC_SHM_DIM_ANY)
-		return true;
 	for (i = 0; i < p->ndims; i++) {
 		const struct fc_l7_dim *d = &p->dims[i];
 
 		if (d->kind != q->kind || d->name_idx != q->name_idx)
 			continue;
+		if (q->flags & FC_SHM_DIM_ANY)
+			return true;
 		if (d->flags & FC_SHM_DIM_ANY)
 			return false;
 		if (q->kind == FC_DIM_IP) {
@@ -289,24 +291,37 @@ static bool fc_dim_covers(const struct fc_l7_dim *q, const struct fc_l7_policy *
 			return d->value.len >= q->value.len && !memcmp(d->value.data, q->value.data, q->value.len);
 		return !(d->flags & FC_SHM_DIM_PREFIX) && fc_str_eq(q->value, d->value.data, d->value.len);
 	}
-	return false;
+	return absent;
 }
 
-bool fc_l7_more_general(const struct fc_l7_policy *q, const struct fc_l7_policy *p)
+/* Whether every dimension of a covers b's value there (absent: where b
+ * lacks it). */
+static bool fc_covers_all(const struct fc_l7_policy *a, const struct fc_l7_policy *b, bool absent)
 {
 	int i;
 
-	for (i = 0; i < q->ndims; i++)
-		if (!fc_dim_covers(&q->dims[i], p))
+	for (i = 0; i < a->ndims; i++)
+		if (!fc_dim_covers(&a->dims[i], b, absent))
 			return false;
 	return true;
 }
 
-/* Whether override p switches q off: q is more general than p, and not the
- * other way too (matches that differ only in * dimensions: neither). */
+/*
+ * Q is more general than P when each of Q's dimensions is absent from P's
+ * match, *, or covers P's value there (the same value, a prefix holding
+ * it) -- unless Q is more specific: P's every dimension is in Q and covers
+ * Q's value (uid=alice,uri=/x is not more general than uid=alice).
+ */
+bool fc_l7_more_general(const struct fc_l7_policy *q, const struct fc_l7_policy *p)
+{
+	return fc_covers_all(q, p, true) && !fc_covers_all(p, q, false);
+}
+
+/* Whether override p switches q off: q is more general than p, unless q is
+ * an override more general than p too (such overrides both apply). */
 static bool fc_switches_off(const struct fc_l7_policy *p, const struct fc_l7_policy *q)
 {
-	return p != q && fc_l7_more_general(q, p) && !fc_l7_more_general(p, q);
+	return p != q && fc_l7_more_general(q, p) && !(q->flags & FC_POLICY_OVERRIDE && fc_l7_more_general(p, q));
 }
 
 /* Notes q in p's list (out: room for it, or NULL to count), *n one more. */
@@ -320,37 +335,16 @@ static void fc_off_note(const struct fc_l7_index *ix, const struct fc_l7_policy 
 	(*n)++;
 }
 
-/* What override p switches off, into out (NULL: counted only). A policy
- * filed under a value can be more general than p only if p has that value
- * (a fixed value covers only itself): the chains of p's own values and the
- * policies filed nowhere are all there is to look at. */
+/* What override p switches off, into out (NULL: counted only). Any policy
+ * may be: one filed under a value p's match lacks is more general (its
+ * dimension is absent from p's), so all are looked at, once per publish. */
 static size_t fc_off_walk(const struct fc_l7_index *ix, const struct fc_l7_policy *p, uint32_t *out)
 {
-	size_t n = 0, i, b;
+	size_t n = 0;
 	uint32_t q;
-	uint64_t h;
-	int d;
 
-	for (i = 0; i < ix->nloose; i++)
-		fc_off_note(ix, p, ix->loose[i], out, &n);
-	for (d = 0; d < p->ndims; d++) {
-		const struct fc_l7_dim *pd = &p->dims[d];
-
-		if (pd->kind == FC_DIM_IP || pd->flags)
-			continue;
-		h = fc_l7_hash(pd->kind, pd->name_idx, pd->value.data, pd->value.len);
-		for (b = h & (ix->cap - 1); ix->tab[b].head != FC_NONE; b = (b + 1) & (ix->cap - 1)) {
-			const struct fc_l7_policy *hp = &ix->pol[ix->tab[b].head];
-			const struct fc_l7_dim *hd = &hp->dims[hp->anchor];
-
-			if (ix->tab[b].hash != h || hd->kind != pd->kind || hd->name_idx != pd->name_idx ||
-			    !fc_str_eq(hd->value, pd->value.data, pd->value.len))
-				continue;
-			for (q = ix->tab[b].head; q != FC_NONE; q = ix->pol[q].next)
-				fc_off_note(ix, p, q, out, &n);
-			break;
-		}
-	}
+	for (q = 0; q < ix->npolicies; q++)
+		fc_off_note(ix, p, q, out, &n);
 	return n;
 }
 

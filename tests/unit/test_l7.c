@@ -641,8 +641,9 @@ static void test_override_partner(void **state)
 	assert_int_equal(t->ix.slots[fc_ix_policy(t, 1)->slot].passed, 5);
 }
 
-/* uid=partner over uid=*; a more specific policy that is no override
- * still applies beside it; an incomparable one (uri=/login) too. */
+/* uid=partner over uid=*, and over uri=/login (its dimension absent from
+ * the override's match); a more specific policy that is no override still
+ * applies beside it. */
 static void test_override_uid(void **state)
 {
 	struct fc_t *t = *state;
@@ -650,10 +651,12 @@ static void test_override_uid(void **state)
 	FC_OVERS(t, { "uid=*", "2/m", false, false }, { "uid=partner", "6/m", true, false },
 		 { "uid=partner,uri=/x", "1/m", false, false }, { "uri=/login", "1/m", false, false });
 	assert_int_equal(fc_passes(t, "uid=partner uri=/x", T0, 3), 1);     /* 2 and 3 */
-	assert_int_equal(fc_passes(t, "uid=partner uri=/login", T0, 3), 1); /* 2 and 4 */
-	assert_int_equal(fc_passes(t, "uid=partner uri=/y", T0, 10), 4);    /* 2's 6 less 2 */
-	assert_int_equal(fc_passes(t, "uid=bob uri=/y", T0, 5), 2);
+	assert_int_equal(fc_passes(t, "uid=partner uri=/login", T0, 6), 5); /* 2 alone: 6 less 1 */
+	assert_int_equal(fc_passes(t, "uid=partner uri=/y", T0, 10), 0);    /* 2's 6 all used */
+	assert_int_equal(fc_passes(t, "uid=bob uri=/login", T0, 3), 1);     /* 1 and 4 */
+	assert_int_equal(fc_passes(t, "uid=bob uri=/y", T0, 5), 1);
 	assert_int_equal(t->ix.slots[fc_ix_policy(t, 1)->slot].passed, 2);
+	assert_int_equal(t->ix.slots[fc_ix_policy(t, 4)->slot].passed, 1);
 }
 
 /*
@@ -701,14 +704,20 @@ static void test_more_general(void **state)
 		{ "uid=a", "uid=*,arg:x=1", false },
 		{ "uid=a", "uid=b,uri=/c", false },
 		{ "uid=a", "uid=a,uri=/c", true },
-		{ "uri=/c", "uid=a", false },
+		{ "uid=a,uri=/c", "uid=a", false }, /* more specific */
+		{ "uri=/c", "uid=a", true },        /* uri absent from p's match */
+		{ "uri=/c", "uid=a,uri=/c", true },
+		{ "uri=/c", "uri=/api/*", false },
+		{ "uid=*,uri=/c", "uid=a", true },
+		{ "ip=*", "uid=*", true },
 		{ "uri=/api/*", "uri=/api/v1", true },
 		{ "uri=/api/*", "uri=/api/v1/*", true },
 		{ "uri=/api/v1/*", "uri=/api/*", false },
 		{ "uri=/api/v1", "uri=/api/v1/*", false },
 		{ "arg:k=*", "uid=a", true },
 		{ "header:h=v", "header:h=v,uid=*", true },
-		{ "header:h=v", "header:g=v", false },
+		{ "header:h=v", "header:g=v", true },
+		{ "header:h=v", "header:h=w", false },
 	};
 	struct fc_t *t = *state;
 	size_t i;
