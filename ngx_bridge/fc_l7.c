@@ -14,6 +14,8 @@
 
 #define FC_NONE UINT32_MAX
 
+_Static_assert(sizeof(struct fc_l7_result) <= 80, "a decision's result is zeroed by vector stores up to 80 bytes");
+
 uint64_t fc_l7_hash(uint8_t kind, uint8_t name_idx, const char *data, size_t len)
 {
 	uint64_t h = 0xcbf29ce484222325ULL ^ ((uint64_t)kind << 8 | name_idx); /* FNV-1a */
@@ -1465,7 +1467,7 @@ static bool fc_result_places(const struct fc_l7_req *rq, const struct fc_l7_plac
 	if (!res->places)
 		return false;
 	memcpy(res->places, pl, np * sizeof(*pl));
-	res->nplaces = np;
+	res->nplaces = (uint32_t)np;
 	return true;
 }
 
