@@ -6,15 +6,20 @@
  *                                  (1e9/s: never denying) and publish them
  *   fc_l7_bench seed-conc DB SHM N the same with --concurrency 100000000: each
  *                                  decision takes a place, given back after
- *   fc_l7_bench decide SHM SECONDS decisions per second of the L7 engine
+ *   fc_l7_bench decide SHM SECONDS [NUSERS]
+ *                                  decisions per second of the L7 engine
  *                                  on "uid=u1 from 127.0.0.1", one thread,
- *                                  as a worker with its record of places
+ *                                  as a worker with its record of places;
+ *                                  with NUSERS, uids u1..uNUSERS cycling
+ *                                  (after seed N >= NUSERS: a policy each)
  *   fc_l7_bench seed-keys DB SHM   store the per-key policy "uid=*" (never
  *                                  denying, every key live for an hour) and
  *                                  publish it
  *   fc_l7_bench decide-keys SHM SECONDS N
  *                                  the same with N distinct uids cycling: all
  *                                  N keys made first, then decisions timed
+ *
+ * Cycling uids come in one fixed shuffled order (fc_uids).
  *
  * The policies go through the real store and publisher in one transaction
  * (freqctl has no bulk policy import yet).
@@ -83,9 +88,34 @@ static void *fc_alloc(void *ctx, size_t size)
 	return calloc(1, size);
 }
 
-/* nkeys: 0, the one uid u1; else uids u0000000.. cycling, each made once
- * before the clock starts. */
-static int fc_decide_rate(const char *shm, double secs, long nkeys)
+/* The uids a run cycles through, each 8 bytes at u[8 * i], in an order
+ * shuffled once (fixed seed): neither the policies' nor the keys' places in
+ * memory follow it, so no run is helped by the hardware prefetcher. */
+static char *fc_uids(long n, bool keyed)
+{
+	char *u = malloc((size_t)n * 8), t[16];
+	uint64_t x = 88172645463325252ULL;
+	long i, j;
+
+	if (!u)
+		return NULL;
+	/* Fixed-value policies are uid=u1..uN (fc_seed), keys u0000000.. */
+	for (i = 0; i < n; i++) {
+		snprintf(t, sizeof(t), keyed ? "u%07ld" : "u%ld", keyed ? i % 10000000 : i + 1);
+		memset(u + i * 8, 0, 8);
+		memcpy(u + i * 8, t, strnlen(t, 8));
+	}
+	for (i = n - 1; i > 0; i--) {
+		x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+		j = (long)(x % (uint64_t)(i + 1));
+		memcpy(t, u + i * 8, 8), memcpy(u + i * 8, u + j * 8, 8), memcpy(u + j * 8, t, 8);
+	}
+	return u;
+}
+
+/* n: 0, the one uid u1; else n uids cycling (keyed: each key made once
+ * before the clock starts). */
+static int fc_decide_rate(const char *shm, double secs, long n, bool keyed)
 {
 	static uint32_t free_holds[FC_SHM_HOLDS];
 	struct fc_l7_alloc a = { fc_alloc, NULL };
@@ -97,8 +127,9 @@ static int fc_decide_rate(const char *shm, double secs, long nkeys)
 	char *uids = NULL;
 	void *state;
 	size_t state_size;
+	uint64_t over0 = 0;
 	double t0, t;
-	long n = 0, i, k = 0;
+	long done = 0, i, k = 0;
 
 	if (fc_worker_map(shm, &ix, &a) < 0)
 		return 1;
@@ -112,33 +143,26 @@ static int fc_decide_rate(const char *shm, double secs, long nkeys)
 	rq.holder = &h;
 	rq.places = pl;
 	rq.places_cap = 2;
-	if (nkeys) {
-		uids = malloc((size_t)nkeys * 8);
-		if (!uids)
-			return 1;
-		for (i = 0; i < nkeys; i++) {
-			char u[9];
-
-			snprintf(u, sizeof(u), "u%07ld", i % 10000000);
-			memcpy(uids + i * 8, u, 8);
-		}
-	}
+	if (n && !(uids = fc_uids(n, keyed)))
+		return 1;
 	rq.uid = (struct fc_l7_str){ "u1", 2 };
 	rq.uri = (struct fc_l7_str){ "/", 1 };
 	rq.family = 4;
 	memcpy(rq.addr, (uint8_t[]){ 127, 0, 0, 1 }, 4);
-	for (i = 0; i < nkeys; i++) { /* every key made, untimed */
-		rq.uid = (struct fc_l7_str){ uids + i * 8, 8 };
+	for (i = 0; keyed && i < n; i++) { /* every key made, untimed */
+		rq.uid = (struct fc_l7_str){ uids + i * 8, strnlen(uids + i * 8, 8) };
 		fc_l7_decide(&ix, &rq, (uint64_t)time(NULL) * FC_NS_PER_SEC, &res);
 	}
+	if (keyed)
+		over0 = ix.slots[1].overflowed;
 	t0 = fc_now();
 	do {
 		for (i = 0; i < 10000; i++) {
 			struct timespec ts;
 
-			if (nkeys) {
-				rq.uid = (struct fc_l7_str){ uids + k * 8, 8 };
-				k = k + 1 == nkeys ? 0 : k + 1;
+			if (n) {
+				rq.uid = (struct fc_l7_str){ uids + k * 8, strnlen(uids + k * 8, 8) };
+				k = k + 1 == n ? 0 : k + 1;
 			}
 			clock_gettime(CLOCK_REALTIME, &ts); /* as the module reads it, per request */
 			fc_l7_decide(&ix, &rq, (uint64_t)ts.tv_sec * FC_NS_PER_SEC + (uint64_t)ts.tv_nsec, &res);
@@ -152,13 +176,13 @@ static int fc_decide_rate(const char *shm, double secs, long nkeys)
 				fc_l7_give_back(state, state_size, &h, res.places, res.nplaces,
 						(uint64_t)ts.tv_sec * FC_NS_PER_SEC + (uint64_t)ts.tv_nsec);
 		}
-		n += 10000;
+		done += 10000;
 		t = fc_now() - t0;
 	} while (t < secs);
-	printf("%.0f\n", (double)n / t);
-	if (nkeys) /* a key past a full probe window shares the overflow bucket */
-		fprintf(stderr, "fc_l7_bench: %llu of %ld keys made, %llu decisions by the overflow bucket\n",
-			(unsigned long long)ix.slots[1].keys, nkeys, (unsigned long long)ix.slots[1].overflowed);
+	printf("%.0f\n", (double)done / t);
+	if (keyed) /* a key past a full probe window shares the overflow bucket */
+		fprintf(stderr, "fc_l7_bench: %llu of %ld keys made, %llu of %ld timed decisions by the overflow bucket\n",
+			(unsigned long long)ix.slots[1].keys, n, (unsigned long long)(ix.slots[1].overflowed - over0), done);
 	fc_l7_holder_close(state, state_size, &h, 0);
 	free(uids);
 	return 0;
@@ -172,11 +196,11 @@ int main(int argc, char **argv)
 		return fc_seed(argv[2], argv[3], atol(argv[4]), false, true);
 	if (argc == 4 && !strcmp(argv[1], "seed-keys"))
 		return fc_seed(argv[2], argv[3], 1, true, false);
-	if (argc == 4 && !strcmp(argv[1], "decide"))
-		return fc_decide_rate(argv[2], atof(argv[3]), 0);
+	if ((argc == 4 || (argc == 5 && atol(argv[4]) > 0)) && !strcmp(argv[1], "decide"))
+		return fc_decide_rate(argv[2], atof(argv[3]), argc == 5 ? atol(argv[4]) : 0, false);
 	if (argc == 5 && !strcmp(argv[1], "decide-keys") && atol(argv[4]) > 0)
-		return fc_decide_rate(argv[2], atof(argv[3]), atol(argv[4]));
+		return fc_decide_rate(argv[2], atof(argv[3]), atol(argv[4]), true);
 	fprintf(stderr, "usage: fc_l7_bench seed DB SHM N | seed-conc DB SHM N | seed-keys DB SHM | "
-			"decide SHM SECONDS | decide-keys SHM SECONDS NKEYS\n");
+			"decide SHM SECONDS [NUSERS] | decide-keys SHM SECONDS NKEYS\n");
 	return 2;
 }
