@@ -58,10 +58,14 @@ struct fc_l7_policy {
 	uint8_t flags;  /* FC_POLICY_PRECISE */
 	bool escalate;  /* report refused clients in the offender ring */
 	bool keyed;     /* a bucket per key (a DIM=*): in the key table */
-	uint32_t max_keys, new_keys;
-	uint32_t concurrency; /* places at most; 0: no cap (in what was padding before the tiers) */
+	uint32_t concurrency; /* places at most; 0: no cap */
 	struct fc_tier tier[FC_MAX_TIERS];
+	/* Per key: how long a key's state matters after a charge (see
+	 * fc_key_lead), and whether an arg or header is a key part. */
+	uint64_t key_lead_ns;
+	uint32_t max_keys, new_keys;
 	uint32_t warmup_ms; /* GCRA --warmup; 0 = none */
+	bool key_vals;
 	struct fc_l7_dim dims[FC_SHM_MAX_DIMS];
 };
 

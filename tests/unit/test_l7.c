@@ -1033,6 +1033,112 @@ static void test_keys_race(void **state)
 	assert_int_equal(t->ix.slots[1].overflowed, 0);
 }
 
+static int fc_u64_cmp(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* No key has two entries: every tag in the table is there once. */
+static void fc_keys_unique(struct fc_t *t)
+{
+	uint64_t *tags = calloc(t->ix.nkeys, sizeof(*tags));
+	size_t i, n = 0;
+
+	assert_non_null(tags);
+	for (i = 0; i < t->ix.nkeys; i++)
+		if (t->ix.keys[i].tag >= FC_SHM_KEY_TAG_MIN)
+			tags[n++] = t->ix.keys[i].tag;
+	qsort(tags, n, sizeof(*tags), fc_u64_cmp);
+	for (i = 1; i < n; i++)
+		assert_int_not_equal(tags[i], tags[i - 1]);
+	free(tags);
+}
+
+/* A uid=* policy at 3/h that may hold the whole table (the cap is its
+ * size) and make keys as fast as they come. */
+static void fc_keys_dense_policy(struct fc_t *t, uint32_t keys)
+{
+	struct fc_policy_spec p = { .id = 1, .max_keys = keys, .new_keys = 1000000000 };
+
+	t->keys = keys;
+	fc_policy_put(t, &p, "uid=*", "3/h");
+	fc_publish(t);
+	assert_int_equal(fc_build(t, t->base, t->size), 0);
+	assert_int_equal(t->ix.nkeys, keys);
+}
+
+/* 950 keys in an 1,024-entry table, each asked for 5 times by each of 8
+ * forked processes at once, in orders of their own: keys land in crowded
+ * windows, several workers meet each new key, and still no key has two
+ * buckets, and none admits more than its 3. */
+static int fc_dense_racer(struct fc_t *t, int i)
+{
+	char req[32];
+	int ok = 0, k, r;
+
+	for (r = 0; r < 5; r++)
+		for (k = 0; k < 950; k++) {
+			snprintf(req, sizeof(req), "uid=d%d", (k * 7 + i * 131 + r * 17) % 950);
+			ok += fc_decide(t, req, T0, NULL) == FC_L7_PASS;
+		}
+	return ok;
+}
+
+static void test_keys_race_dense(void **state)
+{
+	struct fc_t *t = *state;
+	uint64_t in_keys = 0;
+	size_t i, passed;
+
+	fc_keys_dense_policy(t, FC_SHM_KEYS_MIN);
+	passed = (size_t)fc_forked(t, fc_dense_racer);
+	fc_keys_unique(t);
+	for (i = 0; i < t->ix.nkeys; i++) {
+		const struct fc_shm_key *e = &t->ix.keys[i];
+
+		if (e->tag < FC_SHM_KEY_TAG_MIN)
+			continue;
+		assert_true(e->passed <= 3);
+		in_keys += e->passed;
+	}
+	/* What the keys did not admit, the overflow bucket did: its 3 at most. */
+	assert_true(passed >= in_keys && passed - in_keys <= 3);
+	assert_int_equal(t->ix.slots[1].passed, passed);
+	assert_true(t->ix.slots[1].keys >= 900);
+}
+
+/* Two choices fill the table: 95% of it (62,259 keys in 65,536 entries)
+ * with next to none left to the overflow bucket, each key found again in
+ * its own entry. */
+static void test_keys_dense(void **state)
+{
+	struct fc_t *t = *state;
+	struct fc_l7_result res;
+	char req[32];
+	uint32_t k, n = 62259, over = 0;
+
+	fc_keys_dense_policy(t, 65536);
+	for (k = 0; k < n; k++) {
+		snprintf(req, sizeof(req), "uid=n%u", k);
+		fc_decide(t, req, T0, &res);
+		over += res.overflow;
+	}
+	/* ~0.04% (14-42 keys in 20 simulated runs; a single window of 64: ~2%) */
+	assert_true(over <= n / 250);
+	assert_int_equal(t->ix.slots[1].keys, n - over);
+	fc_keys_unique(t);
+	for (k = 0; k < n; k++) { /* each key its own again (the overflow bucket's 3 are spent) */
+		snprintf(req, sizeof(req), "uid=n%u", k);
+		fc_decide(t, req, T0, &res);
+		assert_true(res.overflow || res.verdict == FC_L7_PASS);
+		over -= res.overflow;
+	}
+	assert_int_equal(over, 0);
+	assert_int_equal(t->ix.slots[1].keys, n - t->ix.slots[1].overflowed / 2);
+}
+
 /* Keys of their own; a request without the dimension is not matched; the
  * deciding key is named; a changed limit keeps the keys, a deleted policy's
  * keys are taken back by others. */
@@ -1891,6 +1997,8 @@ int main(void)
 		T(test_truncation),
 		T(test_exact_across_processes),
 		T(test_keys_race),
+		T(test_keys_race_dense),
+		T(test_keys_dense),
 		T(test_keys_basics),
 		T(test_keys_full_and_idle),
 		T(test_keys_corrupt),
