@@ -387,7 +387,7 @@ FC_GLOBAL_FN int fc_warm_limit(__u64 (*st)[FC_MAX_TIERS], const struct fc_tier (
 {
 	/* ntiers is at most FC_MAX_TIERS, and the ramp's word needs one more:
 	 * 4 masks to 0 (refused), and the mask is a bound the verifier sees. */
-	__u64 ntiers = (arg >> 56) & (FC_MAX_TIERS - 1), cost = arg & FC_WARM_COST_MAX, i;
+	__u64 ntiers = (arg >> 56) & (FC_MAX_TIERS - 1), cost = arg & FC_WARM_COST_MAX, i, next;
 
 	if (!st || !tiers || !ch || !ntiers)
 		return 0;
@@ -395,10 +395,14 @@ FC_GLOBAL_FN int fc_warm_limit(__u64 (*st)[FC_MAX_TIERS], const struct fc_tier (
 	for (i = 1; i < ntiers; i++)
 		if (!fc_gcra_try(&(*st)[i], &(*tiers)[i], now, cost, &ch->prev[i], &ch->next[i]))
 			goto deny;
-	ch->next[0] = fc_warm_charge(&(*st)[0], &(*st)[ntiers], &(*tiers)[0],
-				     ((arg >> FC_WARM_COST_BITS) & 0xffffffff) * FC_MS_NS, now, cost, 0, &ch->prev[0], NULL);
-	if (ch->next[0])
+	/* Written only when it admits, as a plain tier's: the packet path
+	 * keeps one charge for two single-tier policies. */
+	next = fc_warm_charge(&(*st)[0], &(*st)[ntiers], &(*tiers)[0],
+			      ((arg >> FC_WARM_COST_BITS) & 0xffffffff) * FC_MS_NS, now, cost, 0, &ch->prev[0], NULL);
+	if (next) {
+		ch->next[0] = next;
 		return 1;
+	}
 deny:
 	for (i--; i > 0; i--)
 		fc_gcra_refund(&(*st)[i], ch->prev[i], ch->next[i]);

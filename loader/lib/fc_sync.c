@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/mman.h>
 #include <sys/random.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
@@ -33,13 +34,22 @@ struct fc_map_sync {
 	int fd;
 	size_t keysz;
 	int family; /* 4 or 6 */
-	bool trie;
+	bool prefixes; /* a prefix hash: fc_want_prefixes makes its entries */
 	size_t max_entries;
 	struct fc_kvs want, have;
 	bool have_known; /* have is this process's last publish: no walk */
+	size_t marks;    /* fc_pfx6: search markers among want */
+	__u64 lens[2];   /* fc_pfx6: bit L of lens[L / 64], the lengths of its prefixes */
 };
 
 enum { FC_MS_EXACT4, FC_MS_EXACT6, FC_MS_PFX4, FC_MS_PFX6, FC_MS_COUNT };
+
+/* The IPv4 prefixes, folded, in address order: what fc_top4 is made of. */
+struct fc_top4_sync {
+	struct fc_kvs pfx;
+	bool whole;    /* look at every /16, not only where fc_pfx4 changed */
+	__u32 used;    /* fc_top4 entries that are not empty (in: before, out: after) */
+};
 
 /* What this process last wrote to the rule maps, sorted as fc_kv_cmp sorts:
  * valid while fc_config.publish_gen is gen, i.e. no other publish came
@@ -112,32 +122,27 @@ static bool fc_batch_unsupported(void)
 	return errno == EINVAL || errno == FC_ENOTSUPP || errno == EOPNOTSUPP;
 }
 
-/* Reads a whole rule map; batched where the map type supports it. */
+/* Reads a whole rule map, a batch at a time: linear in the map's capacity,
+ * and never more entries than it can hold. */
 static int fc_map_dump(struct fc_map_sync *ms, struct fc_err *err)
 {
 	LIBBPF_OPTS(bpf_map_batch_opts, opts);
-	uint8_t cur[sizeof(struct fc_pfx6_key)];
-	/* The batch token: a bucket number for a hash map, but a whole key for
-	 * the kernel's generic batch walk (LPM tries, since 6.x): room for
-	 * either. Eight bytes here once let the kernel write a 20-byte key past
-	 * them, and the walk never ended. */
-	union {
-		__u64 bucket;
-		uint8_t key[sizeof(struct fc_pfx6_key)];
-	} in = { 0 }, outb = { 0 };
-	size_t seen = 0, bound;
+	__u64 in = 0, out = 0; /* a hash map's batch token: a bucket number */
+	size_t seen = 0;
 	void *inp = NULL;
 	struct fc_kv *kv;
 	__u32 cnt, i;
 	int rc;
 
-	/* Whatever the kernel does, never read more than the map can hold. */
-	bound = ms->max_entries ? ms->max_entries : SIZE_MAX;
 	for (;;) {
 		cnt = FC_BATCH;
-		rc = bpf_map_lookup_batch(ms->fd, inp, &outb, fc_batch_keys, fc_batch_vals, &cnt, &opts);
+		rc = bpf_map_lookup_batch(ms->fd, inp, &out, fc_batch_keys, fc_batch_vals, &cnt, &opts);
 		if (rc && errno != ENOENT)
-			break;
+			return fc_err_set(err, "map %s: batch lookup: %s", ms->name, strerror(errno));
+		seen += cnt;
+		if (seen > ms->max_entries)
+			return fc_err_set(err, "map %s: reading past its %zu entries: the walk does not end", ms->name,
+					  ms->max_entries);
 		for (i = 0; i < cnt; i++) {
 			if (!(kv = fc_kvs_push(&ms->have)))
 				return fc_err_set(err, "out of memory reading map %s", ms->name);
@@ -146,31 +151,9 @@ static int fc_map_dump(struct fc_map_sync *ms, struct fc_err *err)
 		}
 		if (rc)
 			return 0; /* ENOENT: that was the last batch */
-		seen += cnt;
-		if (seen > bound)
-			return fc_err_set(err, "map %s: reading past its %zu entries: the walk does not end", ms->name,
-					  bound);
-		in = outb;
+		in = out;
 		inp = &in;
 	}
-	if (!fc_batch_unsupported())
-		return fc_err_set(err, "map %s: batch lookup: %s", ms->name, strerror(errno));
-
-	/* LPM tries have no batch lookup: walk the keys. */
-	ms->have.n = 0;
-	for (rc = bpf_map_get_next_key(ms->fd, NULL, cur); !rc; rc = bpf_map_get_next_key(ms->fd, cur, cur)) {
-		if (ms->have.n >= bound)
-			return fc_err_set(err, "map %s: reading past its %zu entries: the walk does not end", ms->name,
-					  bound);
-		if (!(kv = fc_kvs_push(&ms->have)))
-			return fc_err_set(err, "out of memory reading map %s", ms->name);
-		memcpy(kv->key, cur, ms->keysz);
-		if (bpf_map_lookup_elem(ms->fd, cur, &kv->val))
-			ms->have.n--; /* deleted under us; nothing to diff */
-	}
-	if (errno != ENOENT)
-		return fc_err_set(err, "map %s: walking keys: %s", ms->name, strerror(errno));
-	return 0;
 }
 
 /* Writes (update) or deletes n entries. */
@@ -201,7 +184,7 @@ static int fc_map_apply(struct fc_map_sync *ms, const struct fc_kv *kvs, size_t 
 			if (!fc_batch_unsupported())
 				return fc_err_set(err, "map %s: batch %s: %s", ms->name, update ? "update" : "delete",
 						  strerror(errno));
-			batch = false; /* LPM tries: one at a time */
+			batch = false; /* a kernel without batches: one at a time */
 		}
 		for (i = 0; i < cnt; i++) {
 			rc = update ? bpf_map_update_elem(ms->fd, keys + i * ms->keysz, &vals[i], BPF_ANY) :
@@ -263,7 +246,7 @@ out:
 	return rc;
 }
 
-/* The address bytes and length of a trie key. */
+/* The address bytes and length of a prefix key. */
 static const uint8_t *fc_kv_addr(const struct fc_kv *kv, uint32_t *len)
 {
 	memcpy(len, kv->key, sizeof(*len));
@@ -300,7 +283,20 @@ static void fc_rule_add_ban(struct fc_rule *r, uint64_t expires_ns)
 	}
 }
 
-/* Folds entries with the same key (a ban and a policy on one prefix) into one. */
+/* Folds r into the entry with the same key: a ban and a policy on one
+ * prefix, a marker where a prefix is (which is then no marker). */
+static void fc_rule_merge(struct fc_rule *into, const struct fc_rule *r)
+{
+	if (r->flags & FC_RULE_BANNED)
+		fc_rule_add_ban(into, r->ban_expires_ns);
+	if (r->policy)
+		into->policy = r->policy;
+	into->flags |= r->flags & FC_RULE_LONGER;
+	if (!(r->flags & FC_RULE_MARKER))
+		into->flags &= ~FC_RULE_MARKER;
+}
+
+/* Folds entries with the same key into one. */
 static void fc_want_merge(struct fc_map_sync *ms)
 {
 	struct fc_kv *v = ms->want.v;
@@ -309,10 +305,7 @@ static void fc_want_merge(struct fc_map_sync *ms)
 	fc_kvs_sort(&ms->want, fc_kv_cmp, &ms->keysz);
 	for (i = 0; i < ms->want.n; i++) {
 		if (o && !memcmp(v[o - 1].key, v[i].key, ms->keysz)) {
-			if (v[i].val.flags & FC_RULE_BANNED)
-				fc_rule_add_ban(&v[o - 1].val, v[i].val.ban_expires_ns);
-			if (v[i].val.policy)
-				v[o - 1].val.policy = v[i].val.policy;
+			fc_rule_merge(&v[o - 1].val, &v[i].val);
 			continue;
 		}
 		v[o++] = v[i];
@@ -321,10 +314,10 @@ static void fc_want_merge(struct fc_map_sync *ms)
 }
 
 /*
- * An LPM lookup returns the longest matching prefix only, so each trie entry
- * carries the bans of the prefixes covering it (the longest-lasting one) and,
- * when it has no policy of its own, the policy of the nearest covering prefix
- * that has one.
+ * A search stops at the longest match, so each entry carries the bans of the
+ * prefixes covering it (the longest-lasting one) and, when it has no policy
+ * of its own, the policy of the nearest covering prefix that has one. Leaves
+ * want in address order.
  */
 static int fc_want_inherit(struct fc_map_sync *ms, struct fc_err *err)
 {
@@ -359,8 +352,226 @@ static int fc_want_inherit(struct fc_map_sync *ms, struct fc_err *err)
 		stack[depth++] = i;
 	}
 	free(stack);
+	return 0;
+}
+
+/* Adds the search markers of want.v[i], an IPv6 prefix (maps/fc_maps.h):
+ * one at each length on its path through the tree of lengths where the
+ * search must turn longer to reach it. */
+static int fc_want_markers(struct fc_map_sync *ms, size_t i, struct fc_err *err)
+{
+	uint32_t lo = FC_PFX6_MIN, hi = FC_PFX6_MAX, len, mid;
+	struct fc_kv *kv;
+
+	fc_kv_addr(&ms->want.v[i], &len);
+	while (len >= lo && lo <= hi) {
+		mid = (lo + hi) / 2;
+		if (len == mid)
+			break;
+		if (len < mid) {
+			hi = mid - 1;
+			continue;
+		}
+		if (!(kv = fc_kvs_push(&ms->want)))
+			return fc_err_set(err, "out of memory publishing map %s", ms->name);
+		memcpy(kv->key, ms->want.v[i].key, ms->keysz);
+		memcpy(kv->key, &mid, sizeof(mid));
+		fc_prefix_mask(kv->key + sizeof(mid), ms->keysz - sizeof(mid), mid);
+		kv->val.flags = FC_RULE_MARKER | FC_RULE_LONGER;
+		lo = mid + 1;
+	}
+	return 0;
+}
+
+/*
+ * The entries of a prefix map from the prefixes in ms->want (merged): what
+ * the prefixes covering each entry say folded into it; for IPv6 their
+ * search markers; for IPv4 a copy in address order for fc_top4. (The
+ * prefixes of /1 to /16 stay in fc_pfx4 too, never looked up there: what
+ * it holds says what fc_top4 was made of.) Leaves want sorted by key, its
+ * markers counted and, for IPv6, the lengths of its prefixes noted.
+ */
+static int fc_want_prefixes(struct fc_map_sync *ms, struct fc_top4_sync *top4, struct fc_err *err)
+{
+	size_t n = ms->want.n, i;
+	struct fc_kv *v;
+	uint32_t len;
+
+	for (i = 0; ms->family == 6 && i < n; i++)
+		if (fc_want_markers(ms, i, err) < 0)
+			return -1;
+	fc_want_merge(ms);
+	if (fc_want_inherit(ms, err) < 0)
+		return -1;
+	v = ms->want.v;
+	if (ms->family == 4 && ms->want.n) {
+		if (!(top4->pfx.v = malloc(ms->want.n * sizeof(*v))))
+			return fc_err_set(err, "out of memory publishing map %s", FC_MAP_NAME(top4));
+		memcpy(top4->pfx.v, v, ms->want.n * sizeof(*v));
+		top4->pfx.n = ms->want.n;
+	}
+	for (i = 0; ms->family == 6 && i < ms->want.n; i++) {
+		fc_kv_addr(&v[i], &len);
+		if (v[i].val.flags & FC_RULE_MARKER)
+			ms->marks++;
+		else
+			ms->lens[len / 64] |= 1ULL << (len % 64);
+	}
 	fc_kvs_sort(&ms->want, fc_kv_cmp, &ms->keysz);
 	return 0;
+}
+
+/* The /16 (fc_top4 index) of an IPv4 prefix key. */
+static uint32_t fc_kv_top4(const struct fc_kv *kv)
+{
+	uint32_t len;
+	const uint8_t *a = fc_kv_addr(kv, &len);
+
+	return (uint32_t)a[0] << 8 | a[1];
+}
+
+static bool fc_top4_empty(const struct fc_top4 *t)
+{
+	static const struct fc_top4 none;
+
+	return !memcmp(t, &none, sizeof(none));
+}
+
+/* A prefix of /17 to /31 into the fc_top4 entry of its /16: the length
+ * covering each /24 it covers, or a length inside its /24. Called in address
+ * order, which puts a prefix before those it covers: the longest is noted
+ * last. */
+static void fc_top4_note(struct fc_top4 *t, const struct fc_kv *kv)
+{
+	uint32_t len, i;
+	const uint8_t *a = fc_kv_addr(kv, &len);
+
+	if (len > 24) {
+		t->longer |= (__u8)(1u << (len - 25));
+		t->in24[a[2]] |= FC_IN24_LONGER;
+		return;
+	}
+	for (i = a[2]; i < a[2] + (1u << (24 - len)); i++)
+		t->in24[i] = (__u8)((t->in24[i] & ~FC_IN24_LEN) | (len - FC_TOP4_SHIFT));
+}
+
+/* Marks (bit idx of mark) the /16s the prefix key covers or lies in. */
+static void fc_top4_mark(uint64_t *mark, const struct fc_kv *kv)
+{
+	uint32_t len, idx = fc_kv_top4(kv), end;
+
+	fc_kv_addr(kv, &len);
+	for (end = idx + (len < FC_TOP4_SHIFT ? 1u << (FC_TOP4_SHIFT - len) : 1); idx < end; idx++)
+		mark[idx / 64] |= 1ULL << (idx % 64);
+}
+
+/* Marks the /16s of the fc_pfx4 entries added, changed or removed: have
+ * and want are both sorted by key. */
+static void fc_top4_changed(const struct fc_map_sync *ms, uint64_t *mark)
+{
+	size_t i = 0, j = 0;
+	int c;
+
+	while (i < ms->want.n || j < ms->have.n) {
+		c = i == ms->want.n ? 1 : j == ms->have.n ? -1 : memcmp(ms->want.v[i].key, ms->have.v[j].key, ms->keysz);
+		if (c < 0 || (c == 0 && memcmp(&ms->want.v[i].val, &ms->have.v[j].val, sizeof(struct fc_rule))))
+			fc_top4_mark(mark, &ms->want.v[i]);
+		if (c > 0)
+			fc_top4_mark(mark, &ms->have.v[j]);
+		i += c <= 0;
+		j += c >= 0;
+	}
+}
+
+/* The first prefix of the address-ordered list p (n long) at or past the
+ * /16 idx. */
+static size_t fc_top4_seek(const struct fc_kv *p, size_t n, uint32_t idx)
+{
+	size_t lo = 0, hi = n, mid;
+
+	while (lo < hi) {
+		mid = lo + (hi - lo) / 2;
+		if (fc_kv_top4(&p[mid]) < idx)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+/*
+ * Makes fc_top4 what the IPv4 prefixes say, through a mapping of the array,
+ * at the /16s whose prefixes changed (fc_pfx4's entries, ms->have against
+ * ms->want) or, whole, at every /16 (10 ms here). What differs is written
+ * in place; nothing the size of the array is allocated or read through a
+ * syscall (a batch read of it took 150 ms), and a publish that is not whole
+ * and changes no IPv4 prefix touches none of it.
+ */
+static int fc_top4_sync(const struct fc_maps *m, struct fc_top4_sync *top4, const struct fc_map_sync *ms,
+			struct fc_sync_result *res, struct fc_err *err)
+{
+	const size_t size = (size_t)FC_TOP4_SLOTS * sizeof(struct fc_top4);
+	const struct fc_kv *p = top4->pfx.v;
+	uint64_t mark[FC_TOP4_SLOTS / 64] = { 0 };
+	uint32_t *cover = NULL, len, idx, end, i;
+	struct fc_top4 *map, e;
+	size_t j;
+	int rc = -1;
+
+	if (top4->whole)
+		memset(mark, 0xff, sizeof(mark));
+	else
+		fc_top4_changed(ms, mark);
+	for (idx = 0; idx < FC_TOP4_SLOTS / 64 && !mark[idx]; idx++)
+		;
+	if (idx == FC_TOP4_SLOTS / 64)
+		return 0;
+	/* For each /16, the longest prefix of /1 to /16 covering it (index + 1). */
+	if (!(cover = calloc(FC_TOP4_SLOTS, sizeof(*cover))))
+		return fc_err_set(err, "out of memory publishing map %s", FC_MAP_NAME(top4));
+	for (i = 0; i < top4->pfx.n; i++) {
+		fc_kv_addr(&p[i], &len);
+		if (len > FC_TOP4_SHIFT)
+			continue;
+		for (idx = fc_kv_top4(&p[i]), end = idx + (1u << (FC_TOP4_SHIFT - len)); idx < end; idx++)
+			cover[idx] = i + 1;
+	}
+	map = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED | (top4->whole ? MAP_POPULATE : 0), m->top4, 0);
+	if (map == MAP_FAILED) {
+		fc_err_set(err, "map %s: mmap: %s", FC_MAP_NAME(top4), strerror(errno));
+		goto out;
+	}
+	if (top4->whole)
+		top4->used = 0;
+	for (idx = 0; idx < FC_TOP4_SLOTS; idx++) {
+		if (!(mark[idx / 64] & (1ULL << (idx % 64))))
+			continue;
+		memset(&e, 0, sizeof(e));
+		if (cover[idx])
+			e.rule = p[cover[idx] - 1].val;
+		for (j = fc_top4_seek(p, top4->pfx.n, idx); j < top4->pfx.n && fc_kv_top4(&p[j]) == idx; j++) {
+			fc_kv_addr(&p[j], &len);
+			if (len > FC_TOP4_SHIFT)
+				fc_top4_note(&e, &p[j]);
+		}
+		if (top4->whole) {
+			top4->used += !fc_top4_empty(&e);
+		} else if (fc_top4_empty(&map[idx]) != fc_top4_empty(&e)) {
+			top4->used += fc_top4_empty(&map[idx]);
+			top4->used -= fc_top4_empty(&e);
+		}
+		if (!memcmp(&map[idx], &e, sizeof(e)))
+			continue;
+		res->added += fc_top4_empty(&map[idx]);
+		res->removed += fc_top4_empty(&e);
+		res->changed += !fc_top4_empty(&map[idx]) && !fc_top4_empty(&e);
+		memcpy(&map[idx], &e, sizeof(e));
+	}
+	munmap(map, size);
+	rc = 0;
+out:
+	free(cover);
+	return rc;
 }
 
 /* Adds a ban or policy (slot) on p to the map that holds its kind. */
@@ -373,7 +584,7 @@ static int fc_want_add(struct fc_map_sync *ms, const struct fc_prefix *p, bool b
 
 	if (!kv)
 		return fc_err_set(err, "out of memory publishing map %s", dst->name);
-	if (!dst->trie)
+	if (!dst->prefixes)
 		memcpy(kv->key, p->a, dst->keysz);
 	else if (p->family == 4)
 		fc_prefix_to_pfx4(p, (struct fc_pfx4_key *)kv->key);
@@ -476,6 +687,7 @@ int fc_sync(struct fc_store *st, const struct fc_maps *m, const char *pin_dir, i
 	};
 	const size_t nms = FC_MS_COUNT;
 	struct fc_policy_sync ps = { .ncpus = libbpf_num_possible_cpus() };
+	struct fc_top4_sync top4 = { 0 };
 	struct fc_policy_row *pols = NULL;
 	struct fc_ban_row *bans = NULL;
 	struct fc_config old;
@@ -513,11 +725,11 @@ int fc_sync(struct fc_store *st, const struct fc_maps *m, const char *pin_dir, i
 	}
 	for (i = 0; i < nms; i++) {
 		fc_want_merge(&ms[i]);
-		if (ms[i].trie && fc_want_inherit(&ms[i], err) < 0)
+		if (ms[i].prefixes && fc_want_prefixes(&ms[i], &top4, err) < 0)
 			goto out;
 		if (ms[i].want.n > FC_MAX_RULES) {
-			fc_err_set(err, "map %s: %zu entries exceed its capacity of %d", ms[i].name, ms[i].want.n,
-				   FC_MAX_RULES);
+			fc_err_set(err, "map %s: %zu entries%s exceed its capacity of %d", ms[i].name, ms[i].want.n,
+				   ms[i].marks ? " (prefixes and their search markers)" : "", FC_MAX_RULES);
 			goto out;
 		}
 	}
@@ -535,6 +747,10 @@ int fc_sync(struct fc_store *st, const struct fc_maps *m, const char *pin_dir, i
 	res->cfg.policies_digest = fc_policies_digest(ps.want, pols, npols);
 	skip = old.policies_digest && old.policies_digest == res->cfg.policies_digest;
 	shadow = fc_shadow.gen && old.publish_gen == fc_shadow.gen;
+	/* fc_top4 is taken for what fc_pfx4 says, and fc_pfx4 for what this
+	 * process wrote, only where the rule maps' walk is spared too. */
+	top4.whole = !shadow;
+	top4.used = old.n_top4;
 	fc_shadow.gen = 0;
 	if ((!skip && old.policies_digest) || old.publish_gen) {
 		old.policies_digest = skip ? old.policies_digest : 0;
@@ -556,15 +772,21 @@ int fc_sync(struct fc_store *st, const struct fc_maps *m, const char *pin_dir, i
 	for (i = 0; i < nms; i++)
 		if (fc_map_sync(&ms[i], res, err) < 0)
 			goto out;
+	/* After fc_pfx4: a /16 points the search at entries already there. */
+	if (fc_top4_sync(m, &top4, &ms[FC_MS_PFX4], res, err) < 0)
+		goto out;
 	if (!skip && fc_policies_apply(m, &ps, false, err) < 0)
 		goto out;
 	res->cfg.n_exact4 = (__u32)ms[FC_MS_EXACT4].want.n;
 	res->cfg.n_exact6 = (__u32)ms[FC_MS_EXACT6].want.n;
 	res->cfg.n_pfx4 = (__u32)ms[FC_MS_PFX4].want.n;
 	res->cfg.n_pfx6 = (__u32)ms[FC_MS_PFX6].want.n;
+	res->cfg.n_top4 = top4.used;
+	res->cfg.n_marks6 = (__u32)ms[FC_MS_PFX6].marks;
+	memcpy(res->cfg.lens6, ms[FC_MS_PFX6].lens, sizeof(res->cfg.lens6));
 	for (i = 0; i < npols; i++)
 		res->cfg.n_policies += !fc_policy_is_l7(&pols[i].spec);
-	/* Sources cached as matching no exact or prefix entry must look again. */
+	/* What the ip=* buckets noted of the rules (struct fc_src_bucket) is void. */
 	res->cfg.rules_gen = old.rules_gen + (res->added || res->changed || res->removed);
 	res->policies_changed = ps.changed;
 	if (getrandom(&res->cfg.publish_gen, sizeof(res->cfg.publish_gen), 0) != sizeof(res->cfg.publish_gen))
@@ -592,6 +814,7 @@ out:
 		free(ms[i].want.v);
 		free(ms[i].have.v);
 	}
+	free(top4.pfx.v);
 	free(ps.want);
 	free(ps.have);
 	free(bans);

@@ -406,6 +406,85 @@ static void test_all_or_nothing(void **state)
 	assert_int_equal(fc_env_pstats(env, 4).passed.packets + fc_env_pstats(env, 4).dropped.packets, 3);
 }
 
+/*
+ * Two policies, charged both or neither, on each way the program takes them:
+ * inline for single-tier GCRA ones, in a global function otherwise (tiers,
+ * another algorithm). The second denies after its burst; the first, charged
+ * only with the second, then has exactly its burst minus that left.
+ */
+static void fc_pair_body(struct fc_env *env, const char *first, const char *rates, const char *opts,
+			 const char *second, const char *src)
+{
+	char match[48];
+
+	snprintf(match, sizeof(match), "ip=%s", first);
+	fc_env_policy(env, 1, match, rates, opts);
+	if (strcmp(second, "*")) {
+		snprintf(match, sizeof(match), "ip=%s", second);
+		fc_env_policy(env, 2, match, "1/m", "burst=2");
+	} else {
+		fc_env_policy(env, 2, "ip=*", "1/m", "burst=2");
+	}
+	assert_int_equal(fc_udp(env, false, src, 3) + fc_udp(env, true, src, 3), 2);
+	assert_int_equal(fc_env_pstats(env, 1).passed.packets, 2);
+	assert_int_equal(fc_env_pstats(env, 2).dropped.packets, 4);
+	fc_env_policy_del(env, 2);
+	assert_int_equal(fc_udp(env, true, src, 10), 3); /* burst 5, charged 2 */
+	fc_env_policy_del(env, 1);
+}
+
+static void test_pairs(void **state)
+{
+	struct fc_env *env = *state;
+
+	FC_REQUIRE_BPF();
+	fc_pair_body(env, "198.18.0.40", "1/m", "burst=5", "*", "198.18.0.40");
+	fc_pair_body(env, "198.18.0.0/24", "1/m", "burst=5", "*", "198.18.0.41");
+	fc_pair_body(env, "198.18.0.42", "1/m:5,100/h", "", "198.18.0.0/26", "198.18.0.42");
+	fc_away_from_minute_edge(5);
+	fc_pair_body(env, "198.18.0.43", "5/m", "algo=window", "*", "198.18.0.43");
+	fc_pair_body(env, "2001:2::44", "1/m", "burst=5", "2001:2::/64", "2001:2::44");
+}
+
+/*
+ * A warm-up policy on each pair's path (never inline: its ramp would be
+ * skipped). Second after a plain single-tier GCRA policy, it admits one
+ * frame cold and refuses the rest, and the first is charged for that one
+ * alone: its burst of 5 then admits 4. Alone under ip=*, one passes too.
+ */
+static void fc_pair_warm_body(struct fc_env *env, const char *first, const char *second, const char *src)
+{
+	char match[48];
+
+	if (first) {
+		snprintf(match, sizeof(match), "ip=%s", first);
+		fc_env_policy(env, 1, match, "1/m", "burst=5");
+	}
+	snprintf(match, sizeof(match), "ip=%s", second);
+	fc_env_policy(env, 2, match, "1/m", "burst=5 warmup=1h");
+	assert_int_equal(fc_udp(env, false, src, 3) + fc_udp(env, true, src, 3), 1);
+	assert_int_equal(fc_env_pstats(env, 2).passed.packets, 1);
+	assert_int_equal(fc_env_pstats(env, 2).dropped.packets, 5);
+	fc_env_policy_del(env, 2);
+	if (first) {
+		assert_int_equal(fc_env_pstats(env, 1).passed.packets, 1);
+		assert_int_equal(fc_udp(env, true, src, 10), 4);
+		fc_env_policy_del(env, 1);
+	}
+}
+
+static void test_pairs_warming(void **state)
+{
+	struct fc_env *env = *state;
+
+	FC_REQUIRE_BPF();
+	fc_pair_warm_body(env, "198.18.0.50", "*", "198.18.0.50");
+	fc_pair_warm_body(env, NULL, "*", "198.18.0.51");
+	fc_pair_warm_body(env, "198.18.0.52", "198.18.0.0/26", "198.18.0.52");
+	fc_pair_warm_body(env, NULL, "198.18.0.64/26", "198.18.0.65");
+	fc_pair_warm_body(env, "2001:2::53", "2001:2::/64", "2001:2::53");
+}
+
 /* A prefix ban covers a longer prefix with only a policy; a policy covers a
  * longer banned prefix once that ban is lifted. */
 static void test_inheritance(void **state)
@@ -650,6 +729,8 @@ int main(void)
 		T(test_log),
 		T(test_edits),
 		T(test_all_or_nothing),
+		T(test_pairs),
+		T(test_pairs_warming),
 		T(test_inheritance),
 		T(test_star_fast_path_follows_rule_changes),
 		T(test_flood_of_sources),

@@ -168,6 +168,11 @@ static const struct {
 	  "Try 'freqctl ban add --help'.\n" },
 	{ { "ban", "add", "10.0.0.5/8" },
 	  "freqctl ban add: \"10.0.0.5/8\": host bits set; did you mean 10.0.0.0/8?\nTry 'freqctl ban add --help'.\n" },
+	{ { "ban", "add", "0.0.0.0/0" },
+	  "freqctl ban add: \"0.0.0.0/0\": a /0 prefix would ban every IPv4 source; refused\n"
+	  "Try 'freqctl ban add --help'.\n" },
+	{ { "ban", "add", "::/0" },
+	  "freqctl ban add: \"::/0\": a /0 prefix would ban every IPv6 source; refused\nTry 'freqctl ban add --help'.\n" },
 	{ { "ban", "add", "1.2.3.4", "--ttl", "10" },
 	  "freqctl ban add: --ttl: duration \"10\": missing unit after 10 (one of s, m, h, d)\n"
 	  "Try 'freqctl ban add --help'.\n" },
