@@ -6,6 +6,8 @@
  *                                  (1e9/s: never denying) and publish them
  *   fc_l7_bench seed-conc DB SHM N the same with --concurrency 100000000: each
  *                                  decision takes a place, given back after
+ *   fc_l7_bench seed-uids DB SHM N the same as seed with "uid=uK" alone: the
+ *                                  fixed-value twin of seed-keys' "uid=*"
  *   fc_l7_bench decide SHM SECONDS [NUSERS]
  *                                  decisions per second of the L7 engine
  *                                  on "uid=u1 from 127.0.0.1", one thread,
@@ -48,8 +50,15 @@ static double fc_now(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-static int fc_seed(const char *db, const char *shm, long n, bool keys, bool conc)
+enum fc_seed_kind {
+	FC_SEED_FIXED, /* uid=uK,ip=127.0.0.1 */
+	FC_SEED_UIDS,  /* uid=uK */
+	FC_SEED_KEYS,  /* uid=* */
+};
+
+static int fc_seed(const char *db, const char *shm, long n, enum fc_seed_kind kind, bool conc)
 {
+	bool keys = kind == FC_SEED_KEYS;
 	struct fc_policy_spec p = { 0 };
 	struct fc_shm_result res;
 	struct fc_policy_row row;
@@ -63,7 +72,8 @@ static int fc_seed(const char *db, const char *shm, long n, bool keys, bool conc
 	for (i = 1; i <= n; i++) {
 		memset(&p, 0, sizeof(p));
 		p.id = (uint32_t)i;
-		snprintf(match, sizeof(match), keys ? "uid=*" : "uid=u%ld,ip=127.0.0.1", i);
+		snprintf(match, sizeof(match), keys ? "uid=*" : kind == FC_SEED_UIDS ? "uid=u%ld" : "uid=u%ld,ip=127.0.0.1",
+			 i);
 		/* New keys as fast as the benchmark makes them, as many as the table holds. */
 		p.new_keys = keys ? 1000000000 : 0;
 		p.max_keys = keys ? FC_SHM_KEYS : 0;
@@ -191,16 +201,18 @@ static int fc_decide_rate(const char *shm, double secs, long n, bool keyed)
 int main(int argc, char **argv)
 {
 	if (argc == 5 && !strcmp(argv[1], "seed"))
-		return fc_seed(argv[2], argv[3], atol(argv[4]), false, false);
+		return fc_seed(argv[2], argv[3], atol(argv[4]), FC_SEED_FIXED, false);
 	if (argc == 5 && !strcmp(argv[1], "seed-conc"))
-		return fc_seed(argv[2], argv[3], atol(argv[4]), false, true);
+		return fc_seed(argv[2], argv[3], atol(argv[4]), FC_SEED_FIXED, true);
+	if (argc == 5 && !strcmp(argv[1], "seed-uids"))
+		return fc_seed(argv[2], argv[3], atol(argv[4]), FC_SEED_UIDS, false);
 	if (argc == 4 && !strcmp(argv[1], "seed-keys"))
-		return fc_seed(argv[2], argv[3], 1, true, false);
+		return fc_seed(argv[2], argv[3], 1, FC_SEED_KEYS, false);
 	if ((argc == 4 || (argc == 5 && atol(argv[4]) > 0)) && !strcmp(argv[1], "decide"))
 		return fc_decide_rate(argv[2], atof(argv[3]), argc == 5 ? atol(argv[4]) : 0, false);
 	if (argc == 5 && !strcmp(argv[1], "decide-keys") && atol(argv[4]) > 0)
 		return fc_decide_rate(argv[2], atof(argv[3]), atol(argv[4]), true);
-	fprintf(stderr, "usage: fc_l7_bench seed DB SHM N | seed-conc DB SHM N | seed-keys DB SHM | "
+	fprintf(stderr, "usage: fc_l7_bench seed DB SHM N | seed-conc DB SHM N | seed-uids DB SHM N | seed-keys DB SHM | "
 			"decide SHM SECONDS [NUSERS] | decide-keys SHM SECONDS NKEYS\n");
 	return 2;
 }
