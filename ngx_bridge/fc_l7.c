@@ -468,9 +468,15 @@ static bool fc_banned_in(const struct fc_l7_index *ix, __u64 live, const struct 
 static bool fc_banned(const struct fc_l7_index *ix, const struct fc_l7_req *rq, uint64_t now, bool *uid)
 {
 	__u64 live = __atomic_load_n(&ix->hdr->ban_live, __ATOMIC_ACQUIRE), again;
+	const __u64 *pl = ix->hdr->ban_plens;
 	bool banned = false;
 	int tries;
 
+	/* No ban at all (no prefix length, no uid flag): fc_banned_in would
+	 * find none, having read the same words. */
+	if (!(__atomic_load_n(&pl[0], __ATOMIC_ACQUIRE) | __atomic_load_n(&pl[1], __ATOMIC_ACQUIRE) |
+	      __atomic_load_n(&pl[2], __ATOMIC_ACQUIRE) | __atomic_load_n(&pl[3], __ATOMIC_ACQUIRE)))
+		return false;
 	for (tries = 0; live && tries < 3; tries++, live = again) {
 		banned = fc_banned_in(ix, live, rq, now, uid);
 		__atomic_thread_fence(__ATOMIC_ACQUIRE);
@@ -592,11 +598,10 @@ static void fc_report(const struct fc_l7_index *ix, const struct fc_l7_policy *p
 
 /* ---- per-key buckets ---- */
 
-/* SipHash-2-4 over whole words: a key's parts are hashed where they lie,
- * each as its length in a word of its own, then its bytes in words, the
- * last one zero-filled. Every part starting on a word keeps the bytes out
- * of a byte-at-a-time path; the lengths keep "a" + "bc" and "ab" + "c"
- * apart. */
+/* SipHash-1-3 (a round a word, three to finish: the variant CPython's and
+ * Rust's hash tables take against hash flooding) over whole words: a key's
+ * parts are hashed where they lie, each part starting on a word of its own
+ * (fc_sip_part), so no byte goes through a byte-at-a-time path. */
 struct fc_sip {
 	uint64_t v[4];
 	uint64_t len; /* bytes fed, a multiple of 8 */
@@ -616,7 +621,6 @@ static inline void fc_sip_word(struct fc_sip *h, uint64_t m)
 {
 	h->v[3] ^= m;
 	fc_sip_round(h->v);
-	fc_sip_round(h->v);
 	h->v[0] ^= m;
 	h->len += 8;
 }
@@ -630,28 +634,53 @@ static inline void fc_sip_init(struct fc_sip *h, const uint64_t k[2])
 	h->len = 0;
 }
 
-/* One part of a key: its length, then its n bytes. */
+/* The n (below 8) bytes at p as a little-endian word, read in three loads
+ * at most, none past p + n. */
+static inline uint64_t fc_sip_short(const uint8_t *p, size_t n)
+{
+	uint64_t m = 0;
+	uint32_t w;
+	uint16_t hw;
+	size_t o = 0;
+
+	if (n & 4) {
+		memcpy(&w, p, 4);
+		m = le32toh(w);
+		o = 4;
+	}
+	if (n & 2) {
+		memcpy(&hw, p + o, 2);
+		m |= (uint64_t)le16toh(hw) << (8 * o);
+		o += 2;
+	}
+	if (n & 1)
+		m |= (uint64_t)p[o] << (8 * o);
+	return m;
+}
+
+/* One part of a key, so that parts never run together ("a" + "bc" against
+ * "ab" + "c"): under 8 bytes, one word, its length in the top byte (0-7);
+ * else a word of its length, top byte 0xff, then its bytes in words, the
+ * last one zero-filled. */
 static void fc_sip_part(struct fc_sip *h, const void *data, size_t n)
 {
 	const uint8_t *p = data;
 	uint64_t m;
 	size_t i, r = n & 7;
 
-	fc_sip_word(h, n);
+	if (n < 8) {
+		fc_sip_word(h, fc_sip_short(p, n) | (uint64_t)n << 56);
+		return;
+	}
+	fc_sip_word(h, (uint64_t)n | 0xffULL << 56); /* a value is far below 2^56 bytes */
 	for (i = 0; i + 8 <= n; i += 8) {
 		memcpy(&m, p + i, 8);
 		fc_sip_word(h, le64toh(m));
 	}
-	if (!r)
-		return;
-	if (n >= 8) { /* the last 8 bytes, those already hashed shifted out */
+	if (r) { /* the last 8 bytes, those already hashed shifted out */
 		memcpy(&m, p + n - 8, 8);
-		m = le64toh(m) >> (8 * (8 - r));
-	} else {
-		for (m = 0, i = 0; i < r; i++)
-			m |= (uint64_t)p[i] << (8 * i);
+		fc_sip_word(h, le64toh(m) >> (8 * (8 - r)));
 	}
-	fc_sip_word(h, m);
 }
 
 static inline uint64_t fc_sip_final(struct fc_sip *h)
@@ -660,10 +689,8 @@ static inline uint64_t fc_sip_final(struct fc_sip *h)
 
 	h->v[3] ^= b;
 	fc_sip_round(h->v);
-	fc_sip_round(h->v);
 	h->v[0] ^= b;
 	h->v[2] ^= 0xff;
-	fc_sip_round(h->v);
 	fc_sip_round(h->v);
 	fc_sip_round(h->v);
 	fc_sip_round(h->v);
@@ -893,7 +920,15 @@ static struct fc_shm_key *fc_key_get(const struct fc_l7_index *ix, const struct 
 	__u64 seen, t, busy = (now / FC_NS_PER_SEC) | 1, prev, next;
 	uint32_t os, oe, max_keys = p->max_keys ? p->max_keys : ix->nkeys / 2;
 	unsigned tries;
+	int c;
 
+	/* Most keys sit first in one of their windows: found without a walk.
+	 * A key has one entry at most, so where it is found does not matter. */
+	for (c = 0; c < 2; c++) {
+		e = &ix->keys[fc_shm_key_place(tag, c, ix->nkeys)];
+		if (__atomic_load_n(&e->tag, __ATOMIC_ACQUIRE) == tag)
+			return e;
+	}
 	for (tries = 0; tries < 4; tries++) {
 		switch (fc_key_find(ix, tag, now, NULL, 0, &e, &take, &seen)) {
 		case FC_FOUND:
