@@ -69,11 +69,11 @@ events { worker_connections 64; }" "keepalive_requests 100000000; keepalive_time
 	done
 	progress "$1: making $KEYS keys"
 	curl -sf -o /dev/null "$urls" || { echo "bench_nginx_cost: $1 refused a request" >&2; exit 1; }
-	callgrind_control -i on "$vg" >/dev/null
-	callgrind_control -z "$vg" >/dev/null
+	callgrind_control -i on "$vg" >/dev/null 2>&1
+	callgrind_control -z "$vg" >/dev/null 2>&1
 	progress "$1: $KEYS requests counted"
 	curl -sf -o /dev/null "$urls" || { echo "bench_nginx_cost: $1 refused a request" >&2; exit 1; }
-	callgrind_control -d "$vg" >/dev/null
+	callgrind_control -d "$vg" >/dev/null 2>&1
 	for i in $(seq 100); do [ -s "$d/cg.out.1" ] && break; sleep 0.1; done
 	kill -QUIT "$vg"
 	wait "$vg" 2>/dev/null || true

@@ -1028,17 +1028,8 @@ static int fc_uid_racer(struct fc_t *t, int i)
 	return ok;
 }
 
-/* Every key admitted exactly its 3, one bucket per key. */
-static void fc_sparse_check(struct fc_t *t, int passed)
-{
-	assert_int_equal(t->ix.slots[1].overflowed, 0);
-	assert_int_equal(t->ix.slots[1].keys, 200);
-	assert_int_equal(passed, 600);
-	assert_int_equal(t->ix.slots[1].passed, 600);
-}
-
 /* Each of 8 forked processes asks for the same 200 new keys, 5 times each,
- * in its own order. */
+ * in its own order: every key admits exactly its 3, one bucket per key. */
 static void test_keys_race(void **state)
 {
 	struct fc_t *t = *state;
@@ -1048,7 +1039,10 @@ static void test_keys_race(void **state)
 	assert_int_equal(fc_build(t, t->base, t->size), 0);
 	fc_race_uid = fc_sparse_uid;
 	fc_race_n = 5 * 200;
-	fc_sparse_check(t, fc_forked(t, fc_uid_racer));
+	assert_int_equal(fc_forked(t, fc_uid_racer), 600);
+	assert_int_equal(t->ix.slots[1].passed, 600);
+	assert_int_equal(t->ix.slots[1].keys, 200);
+	assert_int_equal(t->ix.slots[1].overflowed, 0);
 }
 
 static int fc_u64_cmp(const void *a, const void *b)
@@ -1097,8 +1091,9 @@ static void fc_dense_uid(char *uid, size_t cap, int i, int n)
 	snprintf(uid, cap, "d%d", (n % 950 * 7 + i * 131 + n / 950 * 17) % 950);
 }
 
-/* What the racers admitted, against the table they left. */
-static void fc_dense_check(struct fc_t *t, size_t passed)
+/* What the racers admitted, against the table they left, where at least
+ * keys keys were made. */
+static void fc_race_check(struct fc_t *t, size_t passed, uint32_t keys)
 {
 	uint64_t in_keys = 0;
 	size_t i;
@@ -1115,7 +1110,7 @@ static void fc_dense_check(struct fc_t *t, size_t passed)
 	/* What the keys did not admit, the overflow bucket did: its 3 at most. */
 	assert_true(passed >= in_keys && passed - in_keys <= 3);
 	assert_int_equal(t->ix.slots[1].passed, passed);
-	assert_true(t->ix.slots[1].keys >= 900);
+	assert_true(t->ix.slots[1].keys >= keys);
 }
 
 static void test_keys_race_dense(void **state)
@@ -1125,7 +1120,7 @@ static void test_keys_race_dense(void **state)
 	fc_keys_dense_policy(t, FC_SHM_KEYS_MIN);
 	fc_race_uid = fc_dense_uid;
 	fc_race_n = 5 * 950;
-	fc_dense_check(t, (size_t)fc_forked(t, fc_uid_racer));
+	fc_race_check(t, (size_t)fc_forked(t, fc_uid_racer), 900);
 }
 
 /* The same races between 8 threads of one process, each a worker with an
@@ -1191,7 +1186,11 @@ static void test_keys_race_threads(void **state)
 	fc_policy(t, 1, "uid=*", "3/h", "drop", 0, 0);
 	fc_publish(t);
 	assert_int_equal(fc_build(t, t->base, t->size), 0);
-	fc_sparse_check(t, fc_threaded(t, fc_sparse_uid, 5 * 200));
+	/* 8 threads on a machine of fewer cores: one may be preempted while it
+	 * sets a key up, and a request of that key that finds the entry still
+	 * busy takes the overflow bucket (never a second bucket). */
+	fc_race_check(t, (size_t)fc_threaded(t, fc_sparse_uid, 5 * 200), 200);
+	assert_int_equal(t->ix.slots[1].keys, 200);
 }
 
 static void test_keys_race_dense_threads(void **state)
@@ -1199,7 +1198,7 @@ static void test_keys_race_dense_threads(void **state)
 	struct fc_t *t = *state;
 
 	fc_keys_dense_policy(t, FC_SHM_KEYS_MIN);
-	fc_dense_check(t, (size_t)fc_threaded(t, fc_dense_uid, 5 * 950));
+	fc_race_check(t, (size_t)fc_threaded(t, fc_dense_uid, 5 * 950), 900);
 }
 
 /* Two choices, as the walk makes them: a key whose first window is full of
