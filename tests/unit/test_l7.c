@@ -1028,15 +1028,21 @@ static int fc_uid_racer(struct fc_t *t, int i)
 	return ok;
 }
 
+/* The races' policy: uid=* at 3/h, published, the index built. */
+static void fc_keys_race_policy(struct fc_t *t)
+{
+	fc_policy(t, 1, "uid=*", "3/h", "drop", 0, 0);
+	fc_publish(t);
+	assert_int_equal(fc_build(t, t->base, t->size), 0);
+}
+
 /* Each of 8 forked processes asks for the same 200 new keys, 5 times each,
  * in its own order: every key admits exactly its 3, one bucket per key. */
 static void test_keys_race(void **state)
 {
 	struct fc_t *t = *state;
 
-	fc_policy(t, 1, "uid=*", "3/h", "drop", 0, 0);
-	fc_publish(t);
-	assert_int_equal(fc_build(t, t->base, t->size), 0);
+	fc_keys_race_policy(t);
 	fc_race_uid = fc_sparse_uid;
 	fc_race_n = 5 * 200;
 	assert_int_equal(fc_forked(t, fc_uid_racer), 600);
@@ -1183,9 +1189,7 @@ static void test_keys_race_threads(void **state)
 {
 	struct fc_t *t = *state;
 
-	fc_policy(t, 1, "uid=*", "3/h", "drop", 0, 0);
-	fc_publish(t);
-	assert_int_equal(fc_build(t, t->base, t->size), 0);
+	fc_keys_race_policy(t);
 	/* 8 threads on a machine of fewer cores: one may be preempted while it
 	 * sets a key up, and a request of that key that finds the entry still
 	 * busy takes the overflow bucket (never a second bucket). */
