@@ -7,6 +7,7 @@
 #include <unistd.h>
 #include <jansson.h>
 
+#include "fc_allow.h"
 #include "fc_cli.h"
 #include "fc_duration.h"
 #include "fc_change.h"
@@ -35,12 +36,8 @@ static int fc_ban_add(const struct fc_ctx *ctx, const struct fc_cmd *cmd, int ar
 
 	fc_cmd_parse(cmd, argc, argv, &opt, NULL);
 	rc = fc_change_ban_put(ctx, argv[optind], opt.ttl, text, &existed, &err);
-	if (rc == FC_CHANGE_INVALID)
-		fc_usage_error(cmd, "%s", err.msg);
-	if (rc) {
-		fc_warn("ban add %s: %s", text, err.msg);
-		return FC_EXIT_FAILURE;
-	}
+	if ((rc = fc_cmd_changed(cmd, rc, text, &err)))
+		return rc;
 	fc_duration_format(opt.ttl, dur);
 	printf("%s %s%s%s\n", existed ? "re-banned" : "banned", text, opt.ttl ? " for " : " (no expiry)",
 	       opt.ttl ? dur : "");
@@ -55,12 +52,8 @@ static int fc_ban_del(const struct fc_ctx *ctx, const struct fc_cmd *cmd, int ar
 
 	fc_cmd_parse(cmd, argc, argv, NULL, NULL);
 	rc = fc_change_ban_del(ctx, argv[optind], text, &err);
-	if (rc == FC_CHANGE_INVALID)
-		fc_usage_error(cmd, "%s", err.msg);
-	if (rc) {
-		fc_warn("ban del %s: %s", text, err.msg);
-		return FC_EXIT_FAILURE;
-	}
+	if ((rc = fc_cmd_changed(cmd, rc, text, &err)))
+		return rc;
 	printf("unbanned %s\n", text);
 	return FC_EXIT_OK;
 }
@@ -195,33 +188,28 @@ fail:
 static int fc_ban_list(const struct fc_ctx *ctx, const struct fc_cmd *cmd, int argc, char **argv)
 {
 	char text[FC_PREFIX_STRLEN], expires[FC_TIME_STRLEN], left[FC_DURATION_STRLEN], reason[48];
+	char by[FC_BAN_TEXT_LEN];
+	const struct fc_allow_row *a;
+	struct fc_allow_row *allows = NULL;
 	struct fc_ban_row *rows = NULL;
 	struct fc_uid_ban *ub = NULL;
 	struct fc_store *st = NULL;
 	int64_t now = (int64_t)time(NULL);
 	struct fc_json_opt opt = { 0 };
 	struct fc_err err;
-	size_t n = 0, nu = 0, i;
-	json_t *arr;
+	size_t n = 0, nu = 0, na = 0, i;
+	int rc = FC_EXIT_OK;
 
 	fc_cmd_parse(cmd, argc, argv, &opt, NULL);
 	if (fc_store_open(ctx->db_path, &st, &err) < 0 || fc_store_ban_list(st, now, &rows, &n, &err) < 0 ||
-	    fc_store_uid_ban_list(st, now, &ub, &nu, &err) < 0) {
+	    fc_store_uid_ban_list(st, now, &ub, &nu, &err) < 0 || fc_store_allow_list(st, now, &allows, &na, &err) < 0) {
 		fc_warn("ban list: %s", err.msg);
-		fc_store_close(st);
-		free(rows);
-		return FC_EXIT_FAILURE;
+		rc = FC_EXIT_FAILURE;
+		goto out;
 	}
-	fc_store_close(st);
 	if (opt.json) {
-		arr = json_array();
-		for (i = 0; arr && i < n; i++)
-			json_array_append_new(arr, fc_ban_to_json(&rows[i], now));
-		for (i = 0; arr && i < nu; i++)
-			json_array_append_new(arr, fc_uid_ban_to_json(&ub[i], now));
-		free(rows);
-		free(ub);
-		return fc_json_print(arr);
+		rc = fc_json_print(fc_bans_to_json(rows, n, ub, nu, allows, na, now));
+		goto out;
 	}
 	if (n + nu)
 		printf("%-44s %-6s %-20s %-10s %s\n", "BAN", "KIND", "EXPIRES", "REMAINING", "REASON");
@@ -235,13 +223,20 @@ static int fc_ban_list(const struct fc_ctx *ctx, const struct fc_cmd *cmd, int a
 		fc_time_format(exp, expires);
 		fc_duration_format(exp - now, left);
 		snprintf(reason, sizeof(reason), "escalated by policy %u", i < n ? rows[i].by_policy : 0);
-		printf("%-44s %-6s %-20s %-10s %s\n", text,
+		a = fc_allow_over_ban(allows, na, i < n ? &rows[i] : NULL, i < n ? NULL : &ub[i - n]);
+		if (a)
+			fc_allow_format(a, by);
+		printf("%-44s %-6s %-20s %-10s %s%s%s\n", text,
 		       i >= n ? "uid" : fc_prefix_is_exact(&rows[i].p) ? "exact" : "prefix", exp ? expires : "never",
-		       exp ? left : "-", i < n && rows[i].by_policy ? reason : "by hand");
+		       exp ? left : "-", i < n && rows[i].by_policy ? reason : "by hand",
+		       a ? "; overridden by allow " : "", a ? by : "");
 	}
+out:
+	fc_store_close(st);
 	free(rows);
 	free(ub);
-	return FC_EXIT_OK;
+	free(allows);
+	return rc;
 }
 
 const struct fc_cmd fc_cmd_ban_add = {
@@ -294,9 +289,10 @@ const struct fc_cmd fc_cmd_ban_list = {
 	.max_args = 0,
 	.summary = "List the bans in the store that have not expired.",
 	.details = "Columns: BAN, KIND (exact, prefix or uid), EXPIRES (UTC, or never), REMAINING, REASON.\n"
-		   "REASON says who banned: by hand, or escalated by an L7 policy's --escalate.\n"
+		   "REASON says who banned: by hand, or escalated by an L7 policy's --escalate, and\n"
+		   "names the allow entry that overrides the ban, if one covers it (see allow add).\n"
 		   "--json prints an array of {ban, family, kind, created, expires, ttl_remaining,\n"
-		   "escalated_by_policy}.",
+		   "escalated_by_policy, allowed_by}.",
 	.opts = fc_opts_json,
 	.run = fc_ban_list,
 };

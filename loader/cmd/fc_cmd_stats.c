@@ -26,7 +26,7 @@ static const struct fc_opt fc_stats_opts[] = {
 };
 
 static int fc_stats_print(const struct fc_stats *s, const struct fc_policy_stats *ps, size_t n,
-			  enum fc_stats_format fmt)
+			  uint64_t nginx_allowed, enum fc_stats_format fmt)
 {
 	bool json = fmt == FC_STATS_JSON;
 	char match[FC_MATCH_LEN];
@@ -39,6 +39,8 @@ static int fc_stats_print(const struct fc_stats *s, const struct fc_policy_stats
 		pols = json_array();
 		for (i = 0; doc && i < fc_nstat_rows; i++)
 			json_object_set_new(doc, fc_stat_rows[i].key, fc_counter_json(fc_stat_at(s, i)));
+		if (doc)
+			json_object_set_new(doc, "nginx_allowed", json_integer((json_int_t)nginx_allowed));
 		for (i = 0; pols && i < n; i++) {
 			const struct fc_policy_spec *p = &ps[i].row->spec;
 			json_t *o;
@@ -69,6 +71,7 @@ static int fc_stats_print(const struct fc_stats *s, const struct fc_policy_stats
 		printf("%-22s %16llu %18llu\n", fc_stat_rows[i].label, (unsigned long long)cnt->packets,
 		       (unsigned long long)cnt->bytes);
 	}
+	printf("%-22s %16llu %18s\n", "nginx: allowed", (unsigned long long)nginx_allowed, "(requests)");
 	if (n)
 		printf("\n%-10s %-30s %-6s %-7s %14s %14s %14s %10s %12s %12s\n", "POLICY", "MATCH", "LAYER", "ACTION",
 		       "PASSED", "DROPPED", "WOULD-DROP", "DELAYED", "IN-FLIGHT", "BY-CAP");
@@ -112,7 +115,7 @@ static int fc_cmd_stats_run(const struct fc_ctx *ctx, const struct fc_cmd *cmd, 
 		fc_warn("stats: %s", err.msg);
 		return FC_EXIT_FAILURE;
 	}
-	rc = fc_stats_print(&a.s, a.ps, a.n, opt.json ? FC_STATS_JSON : FC_STATS_TEXT);
+	rc = fc_stats_print(&a.s, a.ps, a.n, a.nginx_allowed, opt.json ? FC_STATS_JSON : FC_STATS_TEXT);
 	fc_stats_free(&a);
 	return rc;
 }

@@ -24,6 +24,13 @@ int fc_policy_from_json(json_t *o, struct fc_policy_spec *p, char field[FC_JSON_
 /* As `ban list --json` prints them. */
 json_t *fc_ban_to_json(const struct fc_ban_row *r, int64_t now);
 json_t *fc_uid_ban_to_json(const struct fc_uid_ban *b, int64_t now);
+/* The address bans then the uid bans, each with "allowed_by": the allow
+ * entry (of allows[0..na)) that overrides it, or null. */
+json_t *fc_bans_to_json(const struct fc_ban_row *bans, size_t n, const struct fc_uid_ban *ub, size_t nu,
+			const struct fc_allow_row *allows, size_t na, int64_t now);
+/* As `allow list --json` prints them: {"allow", "kind", "family" (an
+ * address's), "created", "expires", "ttl_remaining", "note"}. */
+json_t *fc_allow_to_json(const struct fc_allow_row *r, int64_t now);
 
 /* [{"key": "HASH", "policy", "used", "passed", "denied"}, ...], as top
  * --json and the console's /api/stats show the busiest keys. */

@@ -240,46 +240,89 @@ static int fc_ban_put(struct fc_shm_ban_slot *tab, __u32 stamp, const struct fc_
 	return -1;
 }
 
-/* A ban as a table slot (its stamp aside). */
-static void fc_ban_slot(struct fc_shm_ban_slot *b, const struct fc_ban_row *ip, const struct fc_uid_ban *uid)
+/* What the ban table holds: address bans, uid bans, then allow entries. */
+struct fc_ban_set {
+	const struct fc_ban_row *bans;
+	size_t nbans;
+	const struct fc_uid_ban *ubans;
+	size_t nub;
+	const struct fc_allow_row *allows;
+	size_t nallows;
+};
+
+/* Entry i of the set as a table slot (its stamp aside). */
+static void fc_ban_slot(struct fc_shm_ban_slot *b, const struct fc_ban_set *set, size_t i)
 {
+	const struct fc_allow_row *a = NULL;
+	const struct fc_prefix *p = NULL;
+	const char *uid = NULL;
+	int64_t expires;
+
 	memset(b, 0, sizeof(*b));
-	if (ip) {
-		b->family = ip->p.family;
-		b->plen = ip->p.len;
-		memcpy(b->addr, ip->p.a, 16);
-		b->hash = fc_shm_ban_hash(b->family, b->plen, b->addr, ip->p.family == 4 ? 4 : 16);
-		b->expires_ns = fc_expiry_ns(ip->expires);
+	if (i < set->nbans) {
+		p = &set->bans[i].p;
+		expires = set->bans[i].expires;
+	} else if (i < set->nbans + set->nub) {
+		uid = set->ubans[i - set->nbans].uid;
+		expires = set->ubans[i - set->nbans].expires;
 	} else {
-		b->hash = fc_shm_ban_hash(0, 0, uid->uid, (__u32)strlen(uid->uid));
-		b->expires_ns = fc_expiry_ns(uid->expires);
+		a = &set->allows[i - set->nbans - set->nub];
+		p = a->p.family ? &a->p : NULL;
+		uid = a->p.family ? NULL : a->uid;
+		expires = a->expires;
+		b->family = FC_SHM_BAN_ALLOW;
 	}
+	if (p) {
+		b->family |= p->family;
+		b->plen = p->len;
+		memcpy(b->addr, p->a, 16);
+		b->hash = fc_shm_ban_hash(b->family, b->plen, b->addr, p->family == 4 ? 4 : 16);
+	} else {
+		b->hash = fc_shm_ban_hash(b->family, 0, uid, (__u32)strlen(uid));
+	}
+	b->expires_ns = fc_expiry_ns(expires);
+}
+
+static size_t fc_ban_set_size(const struct fc_ban_set *set)
+{
+	return set->nbans + set->nub + set->nallows;
 }
 
 /* Of the whole ban set, whatever its order: a set that did not change is
  * not rewritten (a publish is mostly about something else). */
-static __u64 fc_bans_digest(const struct fc_ban_row *bans, size_t nbans, const struct fc_uid_ban *ubans, size_t nub)
+static __u64 fc_bans_digest(const struct fc_ban_set *set)
 {
 	struct fc_shm_ban_slot b;
-	__u64 d = nbans * 0x9e3779b97f4a7c15ULL ^ nub, x;
+	__u64 d = set->nbans * 0x9e3779b97f4a7c15ULL ^ set->nub ^ (__u64)set->nallows << 32, x;
 	size_t i;
 
-	for (i = 0; i < nbans + nub; i++) {
-		fc_ban_slot(&b, i < nbans ? &bans[i] : NULL, i < nbans ? NULL : &ubans[i - nbans]);
+	for (i = 0; i < fc_ban_set_size(set); i++) {
+		fc_ban_slot(&b, set, i);
 		x = (b.hash ^ b.expires_ns * 0xbf58476d1ce4e5b9ULL) * 0x94d049bb133111ebULL;
 		d += x ^ (x >> 31);
 	}
 	return d | 1; /* 0 is "never written" */
 }
 
-/* Writes every live ban into the inactive table, then makes it live. */
-static int fc_bans_publish(struct fc_shm_header *h, void *base, const struct fc_ban_row *bans, size_t nbans,
-			   const struct fc_uid_ban *ubans, size_t nub, bool *written, struct fc_err *err)
+/* Publishes plens into the header's words, the lengths of both sets while
+ * the switch to the table live happens. */
+static void fc_plens_store(__u64 *words, const __u64 *plens, bool both)
 {
-	__u64 live = __atomic_load_n(&h->ban_live, __ATOMIC_ACQUIRE), digest = fc_bans_digest(bans, nbans, ubans, nub);
+	int i;
+
+	for (i = 0; i < 4; i++)
+		__atomic_store_n(&words[i], (both ? words[i] : 0) | plens[i], __ATOMIC_RELEASE);
+}
+
+/* Writes every live ban and allow entry into the inactive table, then makes it live. */
+static int fc_bans_publish(struct fc_shm_header *h, void *base, const struct fc_ban_set *set, bool *written,
+			   struct fc_err *err)
+{
+	__u64 live = __atomic_load_n(&h->ban_live, __ATOMIC_ACQUIRE), digest = fc_bans_digest(set);
 	__u32 table = live ? !FC_SHM_BAN_TABLE(live) : 0, stamp = h->ban_stamp + 1 ? h->ban_stamp + 1 : 1;
 	struct fc_shm_ban_slot *tab = (struct fc_shm_ban_slot *)((char *)base + FC_SHM_BANS_OFF(table)), b;
-	__u64 plens[4] = { 0 };
+	__u64 plens[4] = { 0 }, aplens[4] = { 0 }, *pl;
+	__u8 family;
 	size_t i;
 	int bit;
 
@@ -288,24 +331,25 @@ static int fc_bans_publish(struct fc_shm_header *h, void *base, const struct fc_
 		return 0;
 	/* Taken before any slot carries it: a failed write is never resumed. */
 	h->ban_stamp = stamp;
-	for (i = 0; i < nbans + nub; i++) {
-		fc_ban_slot(&b, i < nbans ? &bans[i] : NULL, i < nbans ? NULL : &ubans[i - nbans]);
-		if (i < nbans) {
-			bit = bans[i].p.family == 6 ? 64 + bans[i].p.len : bans[i].p.len;
-			plens[bit / 64] |= 1ULL << (bit % 64);
-		}
+	for (i = 0; i < fc_ban_set_size(set); i++) {
+		fc_ban_slot(&b, set, i);
+		pl = b.family & FC_SHM_BAN_ALLOW ? aplens : plens;
+		family = b.family & ~FC_SHM_BAN_ALLOW;
+		bit = family == 6 ? 64 + b.plen : b.plen;
+		if (family)
+			pl[bit / 64] |= 1ULL << (bit % 64);
+		else
+			pl[3] |= FC_SHM_BAN_UIDS;
 		if (fc_ban_put(tab, stamp, &b) < 0)
 			return fc_err_set(err, "shm: the ban table is full (%u slots)", FC_SHM_BAN_SLOTS);
 	}
-	if (nub)
-		plens[3] |= FC_SHM_BAN_UIDS;
 	/* Readers probe the lengths of both sets while the switch happens. */
-	for (i = 0; i < 4; i++)
-		__atomic_store_n(&h->ban_plens[i], h->ban_plens[i] | plens[i], __ATOMIC_RELEASE);
+	fc_plens_store(h->ban_plens, plens, true);
+	fc_plens_store(h->allow_plens, aplens, true);
 	h->ban_digest = digest;
 	__atomic_store_n(&h->ban_live, FC_SHM_BAN_LIVE(stamp, table), __ATOMIC_RELEASE);
-	for (i = 0; i < 4; i++)
-		__atomic_store_n(&h->ban_plens[i], plens[i], __ATOMIC_RELEASE);
+	fc_plens_store(h->ban_plens, plens, false);
+	fc_plens_store(h->allow_plens, aplens, false);
 	*written = true;
 	return 0;
 }
@@ -334,7 +378,9 @@ static int fc_slot_claim(int state_fd, const struct fc_policy_row *r, struct fc_
 int fc_shm_publish(const char *path, const char *group, uint32_t keys, struct fc_store *st, int64_t now,
 		   double weight, struct fc_shm_result *res, struct fc_err *err)
 {
-	size_t npols = 0, nbans = 0, nub = 0, i;
+	size_t npols = 0, nbans = 0, nub = 0, nallows = 0, i;
+	struct fc_allow_row *allows = NULL;
+	struct fc_ban_set set;
 	struct fc_policy_row *pols = NULL;
 	struct fc_ban_row *bans = NULL;
 	struct fc_uid_ban *ubans = NULL;
@@ -349,7 +395,8 @@ int fc_shm_publish(const char *path, const char *group, uint32_t keys, struct fc
 
 	memset(res, 0, sizeof(*res));
 	if (fc_store_policy_list(st, &pols, &npols, err) < 0 || fc_store_ban_list(st, now, &bans, &nbans, err) < 0 ||
-	    fc_store_uid_ban_list(st, now, &ubans, &nub, err) < 0 || fc_shm_gid(path, group, &gid, err) < 0 ||
+	    fc_store_uid_ban_list(st, now, &ubans, &nub, err) < 0 ||
+	    fc_store_allow_list(st, now, &allows, &nallows, err) < 0 || fc_shm_gid(path, group, &gid, err) < 0 ||
 	    fc_shm_state_path(path, state_path, err) < 0)
 		goto out;
 	fd = fc_shm_file(path, FC_SHM_SIZE, FC_SHM_MAGIC, 0640, gid, fc_shm_init_config, err);
@@ -382,7 +429,8 @@ int fc_shm_publish(const char *path, const char *group, uint32_t keys, struct fc
 			goto out;
 		res->policies++;
 	}
-	if (fc_bans_publish(h, base, bans, nbans, ubans, nub, &res->bans_written, err) < 0)
+	set = (struct fc_ban_set){ bans, nbans, ubans, nub, allows, nallows };
+	if (fc_bans_publish(h, base, &set, &res->bans_written, err) < 0)
 		goto out;
 	res->ip_bans = nbans;
 	res->uid_bans = nub;
@@ -415,5 +463,6 @@ out:
 	free(pols);
 	free(bans);
 	free(ubans);
+	free(allows);
 	return rc;
 }

@@ -30,6 +30,7 @@ struct fc_stats_all {
 	struct fc_policy_stats *ps; /* one per row, in id order */
 	size_t n;
 	struct fc_ban_counts bans;
+	uint64_t nginx_allowed; /* requests nginx let through by an allow entry (the workers' count) */
 };
 
 /* The rows of struct fc_stats, in display order: key for JSON and

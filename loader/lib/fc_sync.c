@@ -264,31 +264,37 @@ static int fc_kv_addr_cmp(const void *a, const void *b, void *ms)
 	return c ? c : (la > lb) - (la < lb);
 }
 
-static bool fc_covers(const uint8_t *a, uint32_t alen, const uint8_t *b, uint32_t blen)
+/* Sets flag (a ban, an allow entry) on r, lapsing at *at: the later of
+ * what it was and expires_ns (0: never). */
+static void fc_rule_add(struct fc_rule *r, __u32 flag, __u64 *at, uint64_t expires_ns)
 {
-	uint32_t full = alen / 8, rest = alen % 8;
-
-	if (alen > blen || memcmp(a, b, full))
-		return false;
-	return !rest || ((a[full] ^ b[full]) & (uint8_t)(0xff << (8 - rest))) == 0;
+	if (!(r->flags & flag)) {
+		r->flags |= flag;
+		*at = expires_ns;
+	} else if (*at && (!expires_ns || expires_ns > *at)) {
+		*at = expires_ns; /* the longer one holds */
+	}
 }
 
 static void fc_rule_add_ban(struct fc_rule *r, uint64_t expires_ns)
 {
-	if (!(r->flags & FC_RULE_BANNED)) {
-		r->flags |= FC_RULE_BANNED;
-		r->ban_expires_ns = expires_ns;
-	} else if (r->ban_expires_ns && (!expires_ns || expires_ns > r->ban_expires_ns)) {
-		r->ban_expires_ns = expires_ns; /* the longer ban holds */
-	}
+	fc_rule_add(r, FC_RULE_BANNED, &r->ban_expires_ns, expires_ns);
 }
 
-/* Folds r into the entry with the same key: a ban and a policy on one
- * prefix, a marker where a prefix is (which is then no marker). */
+static void fc_rule_add_allow(struct fc_rule *r, uint64_t expires_ns)
+{
+	fc_rule_add(r, FC_RULE_ALLOWED, &r->allow_expires_ns, expires_ns);
+}
+
+/* Folds r into the entry with the same key: a ban, an allow entry and a
+ * policy on one prefix, a marker where a prefix is (which is then no
+ * marker). */
 static void fc_rule_merge(struct fc_rule *into, const struct fc_rule *r)
 {
 	if (r->flags & FC_RULE_BANNED)
 		fc_rule_add_ban(into, r->ban_expires_ns);
+	if (r->flags & FC_RULE_ALLOWED)
+		fc_rule_add_allow(into, r->allow_expires_ns);
 	if (r->policy)
 		into->policy = r->policy;
 	into->flags |= r->flags & FC_RULE_LONGER;
@@ -314,10 +320,10 @@ static void fc_want_merge(struct fc_map_sync *ms)
 }
 
 /*
- * A search stops at the longest match, so each entry carries the bans of the
- * prefixes covering it (the longest-lasting one) and, when it has no policy
- * of its own, the policy of the nearest covering prefix that has one. Leaves
- * want in address order.
+ * A search stops at the longest match, so each entry carries the bans and
+ * the allow entries of the prefixes covering it (the longest-lasting of
+ * each) and, when it has no policy of its own, the policy of the nearest
+ * covering prefix that has one. Leaves want in address order.
  */
 static int fc_want_inherit(struct fc_map_sync *ms, struct fc_err *err)
 {
@@ -337,7 +343,7 @@ static int fc_want_inherit(struct fc_map_sync *ms, struct fc_err *err)
 		while (depth) {
 			const uint8_t *t = fc_kv_addr(&v[stack[depth - 1]], &lt);
 
-			if (fc_covers(t, lt, a, le))
+			if (fc_prefix_covers_bits(t, lt, a, le))
 				break;
 			depth--;
 		}
@@ -346,6 +352,8 @@ static int fc_want_inherit(struct fc_map_sync *ms, struct fc_err *err)
 
 			if (up->flags & FC_RULE_BANNED)
 				fc_rule_add_ban(&v[i].val, up->ban_expires_ns);
+			if (up->flags & FC_RULE_ALLOWED)
+				fc_rule_add_allow(&v[i].val, up->allow_expires_ns);
 			if (!v[i].val.policy)
 				v[i].val.policy = up->policy;
 		}
@@ -574,9 +582,10 @@ out:
 	return rc;
 }
 
-/* Adds a ban or policy (slot) on p to the map that holds its kind. */
-static int fc_want_add(struct fc_map_sync *ms, const struct fc_prefix *p, bool ban, uint64_t expires_ns,
-		       uint32_t slot, struct fc_err *err)
+/* Adds a ban, an allow entry or a policy (what r says) on p to the map that
+ * holds its kind. */
+static int fc_want_add(struct fc_map_sync *ms, const struct fc_prefix *p, const struct fc_rule *r,
+		       struct fc_err *err)
 {
 	int which = (fc_prefix_is_exact(p) ? FC_MS_EXACT4 : FC_MS_PFX4) + (p->family == 6);
 	struct fc_map_sync *dst = &ms[which];
@@ -590,9 +599,73 @@ static int fc_want_add(struct fc_map_sync *ms, const struct fc_prefix *p, bool b
 		fc_prefix_to_pfx4(p, (struct fc_pfx4_key *)kv->key);
 	else
 		fc_prefix_to_pfx6(p, (struct fc_pfx6_key *)kv->key);
-	if (ban)
-		fc_rule_add_ban(&kv->val, expires_ns);
-	kv->val.policy = slot;
+	kv->val = *r;
+	return 0;
+}
+
+/* An allow prefix (not an exact address) of one family, for the exact
+ * entries it covers. */
+struct fc_allow_pfx {
+	uint8_t a[16]; /* masked */
+	uint32_t len;
+	uint64_t expires_ns;
+};
+
+static int fc_allow_pfx_cmp(const void *x, const void *y)
+{
+	const struct fc_allow_pfx *a = x, *b = y;
+
+	if (a->len != b->len)
+		return (a->len > b->len) - (a->len < b->len);
+	return memcmp(a->a, b->a, sizeof(a->a));
+}
+
+/*
+ * An exact entry (a ban, a policy) inside an allowed prefix is allowed too:
+ * the exact lookup's answer is the whole answer for a source it finds. For
+ * each exact entry, each length of allow prefix in use is one binary search;
+ * none when no prefix is allowed.
+ */
+static int fc_want_allow_exact(struct fc_map_sync *ms, const struct fc_allow_row *allows, size_t nallows,
+			       struct fc_err *err)
+{
+	struct fc_allow_pfx *ap, key, *hit;
+	uint32_t lens[128], nlens = 0, l;
+	bool used[128] = { false };
+	size_t n = 0, i;
+
+	ap = malloc((nallows ? nallows : 1) * sizeof(*ap));
+	if (!ap)
+		return fc_err_set(err, "out of memory publishing map %s", ms->name);
+	for (i = 0; i < nallows; i++) {
+		const struct fc_prefix *p = &allows[i].p;
+
+		if (p->family != ms->family || fc_prefix_is_exact(p))
+			continue;
+		memset(&ap[n], 0, sizeof(ap[n]));
+		memcpy(ap[n].a, p->a, sizeof(p->a));
+		ap[n].len = p->len;
+		ap[n].expires_ns = fc_expiry_ns(allows[i].expires);
+		if (!used[p->len]) {
+			used[p->len] = true;
+			lens[nlens++] = p->len;
+		}
+		n++;
+	}
+	if (n)
+		qsort(ap, n, sizeof(*ap), fc_allow_pfx_cmp);
+	for (i = 0; n && i < ms->want.n; i++) {
+		for (l = 0; l < nlens; l++) {
+			memset(&key, 0, sizeof(key));
+			memcpy(key.a, ms->want.v[i].key, ms->keysz);
+			fc_prefix_mask(key.a, ms->keysz, lens[l]);
+			key.len = lens[l];
+			hit = bsearch(&key, ap, n, sizeof(*ap), fc_allow_pfx_cmp);
+			if (hit)
+				fc_rule_add_allow(&ms->want.v[i].val, hit->expires_ns);
+		}
+	}
+	free(ap);
 	return 0;
 }
 
@@ -689,9 +762,11 @@ int fc_sync(struct fc_store *st, const struct fc_maps *m, const char *pin_dir, i
 	struct fc_policy_sync ps = { .ncpus = libbpf_num_possible_cpus() };
 	struct fc_top4_sync top4 = { 0 };
 	struct fc_policy_row *pols = NULL;
+	struct fc_allow_row *allows = NULL;
 	struct fc_ban_row *bans = NULL;
 	struct fc_config old;
-	size_t nbans = 0, npols = 0, i;
+	size_t nbans = 0, npols = 0, nallows = 0, i;
+	struct fc_rule rule;
 	bool locked = false, skip, shadow;
 	int rc = -1;
 
@@ -701,11 +776,20 @@ int fc_sync(struct fc_store *st, const struct fc_maps *m, const char *pin_dir, i
 		fc_err_set(err, "out of memory");
 		goto out;
 	}
-	if (fc_store_ban_list(st, now, &bans, &nbans, err) < 0 || fc_store_policy_list(st, &pols, &npols, err) < 0)
+	if (fc_store_ban_list(st, now, &bans, &nbans, err) < 0 || fc_store_policy_list(st, &pols, &npols, err) < 0 ||
+	    fc_store_allow_list(st, now, &allows, &nallows, err) < 0)
 		goto out;
-	for (i = 0; i < nbans; i++)
-		if (fc_want_add(ms, &bans[i].p, true, fc_expiry_ns(bans[i].expires), 0, err) < 0)
+	for (i = 0; i < nbans; i++) {
+		rule = (struct fc_rule){ .flags = FC_RULE_BANNED, .ban_expires_ns = fc_expiry_ns(bans[i].expires) };
+		if (fc_want_add(ms, &bans[i].p, &rule, err) < 0)
 			goto out;
+	}
+	/* Allow entries on uids are nginx's alone. */
+	for (i = 0; i < nallows; i++) {
+		rule = (struct fc_rule){ .flags = FC_RULE_ALLOWED, .allow_expires_ns = fc_expiry_ns(allows[i].expires) };
+		if (allows[i].p.family && fc_want_add(ms, &allows[i].p, &rule, err) < 0)
+			goto out;
+	}
 	res->cfg.utc_offset_ns = fc_utc_offset_ns();
 	for (i = 0; i < npols; i++) {
 		const struct fc_policy_row *r = &pols[i];
@@ -719,13 +803,15 @@ int fc_sync(struct fc_store *st, const struct fc_maps *m, const char *pin_dir, i
 			res->cfg.star_gen = r->epoch;
 			res->cfg.star_syn = r->spec.count == FC_COUNT_SYN;
 			fc_policy_new_src_tier(&r->spec, ps.ncpus, &res->cfg.new_src);
-		} else if (fc_want_add(ms, &r->spec.ip, false, 0, r->slot, err) < 0) {
+		} else if (fc_want_add(ms, &r->spec.ip, &(struct fc_rule){ .policy = r->slot }, err) < 0) {
 			goto out;
 		}
 	}
 	for (i = 0; i < nms; i++) {
 		fc_want_merge(&ms[i]);
 		if (ms[i].prefixes && fc_want_prefixes(&ms[i], &top4, err) < 0)
+			goto out;
+		if (!ms[i].prefixes && fc_want_allow_exact(&ms[i], allows, nallows, err) < 0)
 			goto out;
 		if (ms[i].want.n > FC_MAX_RULES) {
 			fc_err_set(err, "map %s: %zu entries%s exceed its capacity of %d", ms[i].name, ms[i].want.n,
@@ -819,5 +905,6 @@ out:
 	free(ps.have);
 	free(bans);
 	free(pols);
+	free(allows);
 	return rc;
 }

@@ -27,6 +27,8 @@ struct fc_policy_spec;
 void fc_fuzz_policy_spec(uint32_t id, const char *match, const char *rates, const char *opts,
 			 struct fc_policy_spec *p);
 void fc_fuzz_ban(const char *text);
+/* An allow entry, as allow add takes it. */
+void fc_fuzz_allow(const char *text);
 
 /* A property does not hold: says which, then aborts (a crash to libFuzzer). */
 __attribute__((noreturn, format(printf, 1, 2)))

@@ -14,7 +14,7 @@
 
 #define FC_PG_LOCK    "SELECT pg_advisory_xact_lock(7382915460172)" /* any constant, freqctl's own */
 #define FC_PG_CHANNEL "freqctl"
-#define FC_PG_ARGS    20
+#define FC_PG_ARGS    21 /* the most a statement binds: a policy row's columns */
 
 /* Schema versions; version i + 1 is reached by fc_pg_schema[i]. */
 static const char fc_pg_schema_v1[] =
@@ -79,8 +79,25 @@ static const char fc_pg_schema_v4[] = "ALTER TABLE policies ADD COLUMN concurren
 /* --warmup: seconds; NULL = none. */
 static const char fc_pg_schema_v5[] = "ALTER TABLE policies ADD COLUMN warmup bigint;";
 
+/* Allow lists (as SQLite's fc_schema_allows; its version is its place in
+ * fc_pg_schema). */
+static const char fc_pg_schema_allows[] =
+	"CREATE TABLE allows ("
+	"  family  smallint NOT NULL CHECK (family IN (0, 4, 6)),"
+	"  addr    bytea    NOT NULL,"
+	"  len     smallint NOT NULL,"
+	"  uid     text     NOT NULL,"
+	"  created bigint   NOT NULL,"
+	"  expires bigint,"
+	"  note    text,"
+	"  PRIMARY KEY (family, addr, len, uid));"
+	FC_PG_TRIGGER("allows");
+
+/* --override: 1; NULL = not (as SQLite's fc_schema_override). */
+static const char fc_pg_schema_override[] = "ALTER TABLE policies ADD COLUMN override smallint CHECK (override = 1);";
+
 static const char *const fc_pg_schema[] = { fc_pg_schema_v1, fc_pg_schema_v2, fc_pg_schema_v3, fc_pg_schema_v4,
-					    fc_pg_schema_v5 };
+					    fc_pg_schema_v5, fc_pg_schema_allows, fc_pg_schema_override };
 #define FC_PG_SCHEMA_VERSION ((int64_t)(sizeof(fc_pg_schema) / sizeof(fc_pg_schema[0])))
 
 struct fc_db_pg {

@@ -120,8 +120,28 @@ static const char fc_schema_v8[] = "ALTER TABLE policies ADD COLUMN concurrency 
 /* --warmup: seconds; NULL = none. */
 static const char fc_schema_v9[] = "ALTER TABLE policies ADD COLUMN warmup INTEGER;";
 
+/* Allow lists: addresses, prefixes and uids never banned, limited or
+ * escalated. (A step named for what it adds: its version is its place in
+ * fc_schema.) */
+static const char fc_schema_allows[] =
+	"CREATE TABLE allows ("
+	"  family  INTEGER NOT NULL CHECK (family IN (0, 4, 6)),"  /* 0: a uid */
+	"  addr    BLOB    NOT NULL,"  /* 4 or 16 bytes, host bits zero; empty for a uid */
+	"  len     INTEGER NOT NULL,"  /* prefix length; 0 for a uid */
+	"  uid     TEXT    NOT NULL,"  /* '' for an address */
+	"  created INTEGER NOT NULL,"  /* unix seconds */
+	"  expires INTEGER,"           /* unix seconds; NULL = never */
+	"  note    TEXT,"
+	"  PRIMARY KEY (family, addr, len, uid)"
+	") WITHOUT ROWID;";
+
+/* --override: 1; NULL = not. (Named for what it adds, as the step before
+ * it: its version is its place in fc_schema.) */
+static const char fc_schema_override[] = "ALTER TABLE policies ADD COLUMN override INTEGER CHECK (override = 1);";
+
 static const char *const fc_schema[] = { fc_schema_v1, fc_schema_v2, fc_schema_v3, fc_schema_v4, fc_schema_v5,
-					 fc_schema_v6, fc_schema_v7, fc_schema_v8, fc_schema_v9 };
+					 fc_schema_v6, fc_schema_v7, fc_schema_v8, fc_schema_v9, fc_schema_allows,
+					 fc_schema_override };
 #define FC_SCHEMA_VERSION ((int)(sizeof(fc_schema) / sizeof(fc_schema[0])))
 
 struct fc_db_sqlite {

@@ -119,4 +119,29 @@ int fc_store_watch_fd(struct fc_store *st);
 /* Deletes every ban, address and uid (freqctl import replaces them). */
 int fc_store_bans_clear(struct fc_store *st, struct fc_err *err);
 
+/* An allow entry: an address or prefix (p), or a user id (p.family 0, uid).
+ * What it covers is never banned, limited or escalated, at either layer. */
+#define FC_ALLOW_NOTE_MAX 200
+
+struct fc_allow_row {
+	struct fc_prefix p; /* family 0: the entry is uid */
+	char uid[FC_SHM_MAX_VALUE + 1];
+	int64_t created;
+	int64_t expires; /* unix seconds; 0 = never */
+	char note[FC_ALLOW_NOTE_MAX + 1];
+};
+
+/* Inserts or replaces the entry with row's key; *existed: a live one was there. */
+int fc_store_allow_put(struct fc_store *st, const struct fc_allow_row *row, int64_t now, bool *existed,
+		       struct fc_err *err);
+/* Deletes the entry with key's key (p, or uid); *found is false when there was none. */
+int fc_store_allow_del(struct fc_store *st, const struct fc_allow_row *key, bool *found, struct fc_err *err);
+/* Removes entries that expired at or before now; *n how many. */
+int fc_store_allow_purge(struct fc_store *st, int64_t now, size_t *n, struct fc_err *err);
+/* Live entries: addresses in address order, then uids. The caller frees *rows. */
+int fc_store_allow_list(struct fc_store *st, int64_t now, struct fc_allow_row **rows, size_t *n,
+			struct fc_err *err);
+/* Deletes every allow entry (freqctl import replaces them). */
+int fc_store_allows_clear(struct fc_store *st, struct fc_err *err);
+
 #endif /* FC_STORE_H */
