@@ -1501,11 +1501,13 @@ static void test_keys_basics(void **state)
 }
 
 /* Every dimension keys (an argument, the uri, a uid under a uri prefix),
- * and what a policy does, it does per key: a delay queues behind the
- * key's own requests, a log policy counts what the key's bucket would
- * deny, and a refusal's RateLimit figures and Retry-After are its key's. */
+ * and what a policy does, it does per key: a fixed window counts the key's
+ * requests, a delay queues behind the key's own requests, a log policy
+ * counts what the key's bucket would deny, and a refusal's RateLimit
+ * figures and Retry-After are its key's. */
 static void test_keys_kinds(void **state)
 {
+	struct fc_policy_spec w = { .id = 7, .algo = FC_ALGO_WINDOW };
 	struct fc_t *t = *state;
 	struct fc_l7_result res;
 
@@ -1515,6 +1517,7 @@ static void test_keys_kinds(void **state)
 	fc_policy(t, 4, "uid=*,arg:d=1", "10/s", "delay", 1, 3);
 	fc_policy(t, 5, "uid=*,arg:l=1", "1/m", "log", 0, 0);
 	fc_policy(t, 6, "uid=*,arg:r=1", "3/m", "drop", 0, 0);
+	fc_policy_put(t, &w, "uid=*,arg:w=1", "2/m");
 	fc_publish(t);
 	assert_int_equal(fc_build(t, t->base, t->size), 0);
 	assert_int_equal(fc_passes(t, "arg:key=a", T0, 5), 2);
@@ -1547,6 +1550,10 @@ static void test_keys_kinds(void **state)
 	assert_int_equal(res.remaining, 0);
 	assert_int_equal(res.retry_ns, 15 * SEC);
 	assert_int_equal(fc_passes(t, "uid=b arg:r=1", T0 + 5 * SEC, 4), 3);
+
+	assert_int_equal(fc_passes(t, "uid=a arg:w=1", T0 + 59 * SEC, 4), 2); /* T0 starts a minute */
+	assert_int_equal(fc_passes(t, "uid=b arg:w=1", T0 + 59 * SEC, 4), 2);
+	assert_int_equal(fc_passes(t, "uid=a arg:w=1", T0 + 60 * SEC, 4), 2); /* the next window */
 }
 
 /* A window of live keys of another policy: the request shares the
