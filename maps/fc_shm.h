@@ -55,7 +55,7 @@
 
 #define FC_SHM_MAGIC       0x38474346 /* "FCG8" */
 #define FC_SHM_STATE_MAGIC 0x54534346 /* "FCST" */
-#define FC_SHM_VERSION     5
+#define FC_SHM_VERSION     6
 #define FC_SHM_DEFAULT     "/dev/shm/freqctl"
 #define FC_SHM_STATE_SUFFIX ".state"
 
@@ -242,14 +242,26 @@ struct fc_shm_slot {
  * The key table: one bucket per key of a per-key policy, in the state file.
  * A key is its 64-bit SipHash tag (policy slot, epoch and the key's bytes,
  * keyed by the header's key_secret, so clients can not aim at collisions).
- * Open addressing in a window of FC_SHM_KEY_PROBE entries; an entry is
- * taken by CAS of its tag from 0 or from an idle key's tag to a busy word
- * (the UTC second it was taken, below FC_SHM_KEY_TAG_MIN), set up, then
- * tagged (release): two workers meeting a new key make one bucket, and a
- * busy word a killed worker left is taken over once it is stale. An entry
- * is idle when idle_ns (no later than which its state stops mattering) has
- * passed, or its policy (slot, epoch) is gone: taking it back changes no
- * decision.
+ * Open addressing with two choices: a key has two places in the table
+ * (fc_shm_key_place), each the start of a window of FC_SHM_KEY_PROBE
+ * entries; lookups walk both windows at once, a window ending at its first
+ * entry never used, and a new key takes the first entry it could take in
+ * that walk, so it lands near whichever of its places has room. With two
+ * choices 1,000,000 keys fit in 1,048,576 entries (a window of one choice
+ * overflows for ~2% of them), and most keys sit in the first entry of one
+ * of their windows: a lookup reads two cache lines at once.
+ *
+ * An entry is taken by CAS of its tag from 0 or from an idle key's tag to a
+ * busy word (the UTC second it was taken, below FC_SHM_KEY_TAG_MIN); the
+ * taker then walks the key's windows again, and if the key is there
+ * already, or another entry on the way is busy (another worker may be
+ * making this key), it puts the entry back as it was: of two workers
+ * meeting a new key at once, each CAS comes before the other's walk, so one
+ * of them sees the other, and they make one bucket at most. Otherwise it
+ * sets the entry up, then tags it (release). A busy word a killed worker
+ * left is taken over once it is stale. An entry is idle when idle_ns (no
+ * later than which its state stops mattering) has passed, or its policy
+ * (slot, epoch) is gone: taking it back changes no decision.
  */
 struct fc_shm_key {
 	__u64 tag;      /* 0: never used; below FC_SHM_KEY_TAG_MIN: being set up since that second */
@@ -267,7 +279,7 @@ struct fc_shm_key {
 #define FC_SHM_KEYS      1048576u /* the default */
 #define FC_SHM_KEYS_MIN  1024u
 #define FC_SHM_KEYS_MAX  16777216u /* 1 GiB */
-#define FC_SHM_KEY_PROBE 64
+#define FC_SHM_KEY_PROBE 64 /* entries in each of a key's two windows */
 #define FC_SHM_KEY_TAG_MIN (1ULL << 32) /* tags are at least this; busy words below */
 #define FC_SHM_KEY_STALE   2             /* seconds after which a busy word is a dead worker's */
 /* In idle_ns: the key holds concurrency places (its count is the state word
@@ -365,6 +377,14 @@ static inline __u32 fc_state_nkeys(__u64 size)
 	return n & (n - 1) ? 0 : (__u32)n;
 }
 
+/* The first entry of a key's window choice (0 or 1) in a table of nkeys
+ * entries (a power of two): two independent bit ranges of its tag, the
+ * second above bit 32, which every tag has set (FC_SHM_KEY_TAG_MIN). */
+static inline __u32 fc_shm_key_place(__u64 tag, int choice, __u32 nkeys)
+{
+	return (__u32)(choice ? tag >> 33 : tag) & (nkeys - 1);
+}
+
 /* FNV-1a over a ban's key: the family, the length, then the uid or the
  * masked address bytes. */
 static inline __u64 fc_shm_ban_hash(__u8 family, __u8 plen, const void *key, __u32 len)
@@ -442,6 +462,7 @@ _Static_assert((FC_SHM_KEYS_MIN & (FC_SHM_KEYS_MIN - 1)) == 0 && (FC_SHM_KEYS_MA
 	       "the key table's bounds must be powers of two");
 _Static_assert(FC_SHM_KEYS_MIN >= FC_SHM_KEY_PROBE, "a probe window fits in the smallest table");
 _Static_assert(FC_SHM_KEYS_MAX <= (1U << 24) && FC_MAX_TIERS <= 4, "a hold's where names any key entry and word");
+_Static_assert(FC_SHM_KEYS_MAX <= (1U << 31), "a key's second place takes 31 bits of its tag");
 _Static_assert(FC_STATE_KEYS_OFF % 64 == 0, "key entries are cache lines");
 
 #endif /* FC_SHM_H */

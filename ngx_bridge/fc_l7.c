@@ -14,6 +14,8 @@
 
 #define FC_NONE UINT32_MAX
 
+_Static_assert(sizeof(struct fc_l7_result) <= 80, "a decision's result is zeroed by vector stores up to 80 bytes");
+
 uint64_t fc_l7_hash(uint8_t kind, uint8_t name_idx, const char *data, size_t len)
 {
 	uint64_t h = 0xcbf29ce484222325ULL ^ ((uint64_t)kind << 8 | name_idx); /* FNV-1a */
@@ -154,6 +156,32 @@ static inline uint8_t fc_conc_word(const struct fc_l7_policy *p)
 	return fc_shm_conc_word(p->ntiers, p->warmup_ms);
 }
 
+/* How long state stops mattering after a charge: the latest a bucket of
+ * p can still hold anything (GCRA: TAT within tolerance, the queue and one
+ * interval; window: the window's end; sliding: the next window's end, which
+ * the tolerance of N intervals covers). A warming tier's TAT may lead by up
+ * to 3 intervals more, and it stays warm for D after: its horizon is that
+ * much later (a key idle past it is cold, as a new one). For a policy with a
+ * concurrency cap at least a second, so a key made for a place is not idle
+ * before it is taken. Saturating: a far horizon only keeps a key longer.
+ * Once per policy, when the index is built. */
+static uint64_t fc_key_lead(const struct fc_l7_policy *p)
+{
+	uint64_t h = p->concurrency ? FC_NS_PER_SEC : 0, t, q;
+	int i;
+
+	for (i = 0; i < p->ntiers; i++) {
+		q = 1 + (p->action == FC_ACTION_DELAY ? p->delay_burst : 0) + (!i && p->warmup_ms ? 2 : 0);
+		if (__builtin_mul_overflow(p->tier[i].interval_ns, q, &t) ||
+		    __builtin_add_overflow(t, p->tier[i].unit_ns + p->tier[i].tolerance_ns, &t) ||
+		    __builtin_add_overflow(t, !i ? p->warmup_ms * FC_MS_NS : 0, &t))
+			t = UINT64_MAX / 2;
+		if (t > h)
+			h = t;
+	}
+	return h;
+}
+
 /* Reads a policy item of len bytes at it; its fixed part is copied first. */
 static bool fc_policy_read(struct fc_l7_index *ix, const uint8_t *it, size_t len, struct fc_l7_policy *pol,
 			   const struct fc_l7_alloc *a)
@@ -200,6 +228,8 @@ static bool fc_policy_read(struct fc_l7_index *ix, const uint8_t *it, size_t len
 			return false;
 		l7 |= pol->dims[i].kind != FC_DIM_IP;
 		pol->keyed |= pol->dims[i].flags & FC_SHM_DIM_ANY;
+		pol->key_vals |= pol->dims[i].flags & FC_SHM_DIM_ANY &&
+				 (pol->dims[i].kind == FC_DIM_ARG || pol->dims[i].kind == FC_DIM_HEADER);
 		/* Filed under its first fixed value; a wildcard or prefix can not be looked up. */
 		if (pol->dims[i].kind != FC_DIM_IP && !pol->dims[i].flags && pol->anchor == UINT8_MAX)
 			pol->anchor = (uint8_t)i;
@@ -208,6 +238,7 @@ static bool fc_policy_read(struct fc_l7_index *ix, const uint8_t *it, size_t len
 		return false;
 	if (pol->keyed && pol->concurrency && fc_conc_word(pol) >= FC_MAX_TIERS)
 		return false;
+	pol->key_lead_ns = fc_key_lead(pol);
 	return l7 || (sp.flags & FC_SHM_POLICY_HTTP); /* else an ip-only policy: XDP/TC's */
 }
 
@@ -561,9 +592,15 @@ static bool fc_listed_in(const struct fc_l7_index *ix, __u64 live, const struct 
 static bool fc_listed(const struct fc_l7_index *ix, const struct fc_l7_req *rq, uint64_t now, bool allow, bool *uid)
 {
 	__u64 live = __atomic_load_n(&ix->hdr->ban_live, __ATOMIC_ACQUIRE), again;
+	const __u64 *pl = ix->hdr->ban_plens;
 	bool banned = false;
 	int tries;
 
+	/* No ban at all (no prefix length, no uid flag): fc_banned_in would
+	 * find none, having read the same words. */
+	if (!(__atomic_load_n(&pl[0], __ATOMIC_ACQUIRE) | __atomic_load_n(&pl[1], __ATOMIC_ACQUIRE) |
+	      __atomic_load_n(&pl[2], __ATOMIC_ACQUIRE) | __atomic_load_n(&pl[3], __ATOMIC_ACQUIRE)))
+		return false;
 	for (tries = 0; live && tries < 3; tries++, live = again) {
 		banned = fc_listed_in(ix, live, rq, now, allow, uid);
 		__atomic_thread_fence(__ATOMIC_ACQUIRE);
@@ -685,16 +722,18 @@ static void fc_report(const struct fc_l7_index *ix, const struct fc_l7_policy *p
 
 /* ---- per-key buckets ---- */
 
-/* SipHash-2-4, fed in pieces: a key's parts are hashed where they lie. */
+/* SipHash-1-3 (a round a word, three to finish: the variant CPython's and
+ * Rust's hash tables take against hash flooding) over whole words: a key's
+ * parts are hashed where they lie, each part starting on a word of its own
+ * (fc_sip_part), so no byte goes through a byte-at-a-time path. */
 struct fc_sip {
 	uint64_t v[4];
-	uint64_t tail; /* the bytes of an unfinished word */
-	uint64_t len;
+	uint64_t len; /* bytes fed, a multiple of 8 */
 };
 
 #define FC_ROTL(x, b) (((x) << (b)) | ((x) >> (64 - (b))))
 
-static void fc_sip_round(uint64_t *v)
+static inline void fc_sip_round(uint64_t *v)
 {
 	v[0] += v[1], v[1] = FC_ROTL(v[1], 13), v[1] ^= v[0], v[0] = FC_ROTL(v[0], 32);
 	v[2] += v[3], v[3] = FC_ROTL(v[3], 16), v[3] ^= v[2];
@@ -702,77 +741,97 @@ static void fc_sip_round(uint64_t *v)
 	v[2] += v[1], v[1] = FC_ROTL(v[1], 17), v[1] ^= v[2], v[2] = FC_ROTL(v[2], 32);
 }
 
-static void fc_sip_word(struct fc_sip *h, uint64_t m)
+static inline void fc_sip_word(struct fc_sip *h, uint64_t m)
 {
 	h->v[3] ^= m;
 	fc_sip_round(h->v);
-	fc_sip_round(h->v);
 	h->v[0] ^= m;
+	h->len += 8;
 }
 
-static void fc_sip_init(struct fc_sip *h, const uint64_t k[2])
+static inline void fc_sip_init(struct fc_sip *h, const uint64_t k[2])
 {
 	h->v[0] = k[0] ^ 0x736f6d6570736575ULL;
 	h->v[1] = k[1] ^ 0x646f72616e646f6dULL;
 	h->v[2] = k[0] ^ 0x6c7967656e657261ULL;
 	h->v[3] = k[1] ^ 0x7465646279746573ULL;
-	h->tail = 0;
 	h->len = 0;
 }
 
-static void fc_sip_update(struct fc_sip *h, const void *data, size_t n)
+/* The n (below 8) bytes at p as a little-endian word, read in three loads
+ * at most, none past p + n. */
+static inline uint64_t fc_sip_short(const uint8_t *p, size_t n)
+{
+	uint64_t m = 0;
+	uint32_t w;
+	uint16_t hw;
+	size_t o = 0;
+
+	if (n & 4) {
+		memcpy(&w, p, 4);
+		m = le32toh(w);
+		o = 4;
+	}
+	if (n & 2) {
+		memcpy(&hw, p + o, 2);
+		m |= (uint64_t)le16toh(hw) << (8 * o);
+		o += 2;
+	}
+	if (n & 1)
+		m |= (uint64_t)p[o] << (8 * o);
+	return m;
+}
+
+/* One part of a key, so that parts never run together ("a" + "bc" against
+ * "ab" + "c"): under 8 bytes, one word, its length in the top byte (0-7);
+ * else a word of its length, top byte 0xff, then its bytes in words, the
+ * last one zero-filled. */
+static void fc_sip_part(struct fc_sip *h, const void *data, size_t n)
 {
 	const uint8_t *p = data;
 	uint64_t m;
-	size_t i = 0;
+	size_t i, r = n & 7;
 
-	if (!(h->len & 7)) /* word-aligned: whole words at once */
-		for (; i + 8 <= n; i += 8, h->len += 8) {
-			memcpy(&m, p + i, 8);
-			fc_sip_word(h, le64toh(m));
-		}
-	for (; i < n; i++) {
-		h->tail |= (uint64_t)p[i] << (8 * (h->len & 7));
-		if ((++h->len & 7) == 0) {
-			fc_sip_word(h, h->tail);
-			h->tail = 0;
-		}
+	if (n < 8) {
+		fc_sip_word(h, fc_sip_short(p, n) | (uint64_t)n << 56);
+		return;
+	}
+	fc_sip_word(h, (uint64_t)n | 0xffULL << 56); /* a value is far below 2^56 bytes */
+	for (i = 0; i + 8 <= n; i += 8) {
+		memcpy(&m, p + i, 8);
+		fc_sip_word(h, le64toh(m));
+	}
+	if (r) { /* the last 8 bytes, those already hashed shifted out */
+		memcpy(&m, p + n - 8, 8);
+		fc_sip_word(h, le64toh(m) >> (8 * (8 - r)));
 	}
 }
 
-static uint64_t fc_sip_final(struct fc_sip *h)
+static inline uint64_t fc_sip_final(struct fc_sip *h)
 {
-	fc_sip_word(h, h->tail | h->len << 56);
-	h->v[2] ^= 0xff;
+	uint64_t b = h->len << 56;
+
+	h->v[3] ^= b;
 	fc_sip_round(h->v);
+	h->v[0] ^= b;
+	h->v[2] ^= 0xff;
 	fc_sip_round(h->v);
 	fc_sip_round(h->v);
 	fc_sip_round(h->v);
 	return h->v[0] ^ h->v[1] ^ h->v[2] ^ h->v[3];
 }
 
-/* One part of a key, with its length first: "a" + "bc" and "ab" + "c" differ. */
-static void fc_sip_part(struct fc_sip *h, const void *data, size_t n)
-{
-	uint32_t len = (uint32_t)n;
-
-	fc_sip_update(h, &len, sizeof(len));
-	fc_sip_update(h, data, n);
-}
-
-/* The tag of rq's key for p: the policy, then each wildcard dimension's
- * value in order (an argument or header given more than once: every value,
- * in order). Never below FC_SHM_KEY_TAG_MIN. */
+/* The tag of rq's key for p: the policy (slot, epoch) in a word, then each
+ * wildcard dimension's value in order (an argument or header given more
+ * than once: every value, in order). Never below FC_SHM_KEY_TAG_MIN. */
 static __u64 fc_key_tag(const struct fc_l7_index *ix, const struct fc_l7_policy *p, const struct fc_l7_req *rq)
 {
-	uint32_t who[2] = { p->slot, p->epoch };
 	struct fc_sip h;
-	uint64_t t;
 	size_t i;
 	int d;
 
 	fc_sip_init(&h, ix->key_secret);
-	fc_sip_update(&h, who, sizeof(who));
+	fc_sip_word(&h, (uint64_t)p->epoch << 32 | p->slot);
 	for (d = 0; d < p->ndims; d++) {
 		const struct fc_l7_dim *dm = &p->dims[d];
 
@@ -789,8 +848,7 @@ static __u64 fc_key_tag(const struct fc_l7_index *ix, const struct fc_l7_policy 
 				if (rq->vals[i].kind == dm->kind && rq->vals[i].idx == dm->name_idx)
 					fc_sip_part(&h, rq->vals[i].v.data, rq->vals[i].v.len);
 	}
-	t = fc_sip_final(&h);
-	return t | FC_SHM_KEY_TAG_MIN;
+	return fc_sip_final(&h) | FC_SHM_KEY_TAG_MIN;
 }
 
 /* Writes rq's key for p as text into rq->keybuf (for $freqctl_key): the
@@ -848,30 +906,16 @@ static bool fc_key_idle(const struct fc_l7_index *ix, const struct fc_shm_key *e
 	return !(idle & FC_SHM_KEY_HELD) && idle < now;
 }
 
-/* When state stops mattering after a charge at now: the latest a bucket of
- * p can still hold anything (GCRA: TAT within tolerance, the queue and one
- * interval; window: the window's end; sliding: the next window's end, which
- * the tolerance of N intervals covers). A warming tier's TAT may lead by up
- * to 3 intervals more, and it stays warm for D after: its horizon is that
- * much later (a key idle past it is cold, as a new one). For a policy with a
- * concurrency cap at least a second, so a key made for a place is not idle
- * before it is taken. Saturating below the held bit: a far horizon only
- * keeps a key longer. */
+/* now + d, saturating below the held bit. */
+static uint64_t fc_key_after(uint64_t now, uint64_t d)
+{
+	return now + d < now || now + d >= FC_SHM_KEY_HELD ? FC_SHM_KEY_HELD - 1 : now + d;
+}
+
+/* When state stops mattering after a charge of p at now. */
 static uint64_t fc_key_horizon(const struct fc_l7_policy *p, uint64_t now)
 {
-	uint64_t h = p->concurrency ? FC_NS_PER_SEC : 0, t, q;
-	int i;
-
-	for (i = 0; i < p->ntiers; i++) {
-		q = 1 + (p->action == FC_ACTION_DELAY ? p->delay_burst : 0) + (!i && p->warmup_ms ? 2 : 0);
-		if (__builtin_mul_overflow(p->tier[i].interval_ns, q, &t) ||
-		    __builtin_add_overflow(t, p->tier[i].unit_ns + p->tier[i].tolerance_ns, &t) ||
-		    __builtin_add_overflow(t, !i ? p->warmup_ms * FC_MS_NS : 0, &t))
-			t = UINT64_MAX / 2;
-		if (t > h)
-			h = t;
-	}
-	return now + h < now || now + h >= FC_SHM_KEY_HELD ? FC_SHM_KEY_HELD - 1 : now + h;
+	return fc_key_after(now, p->key_lead_ns);
 }
 
 /* Takes one off a count the workers share: never below zero, and a bounded
@@ -898,46 +942,128 @@ static bool fc_key_owned(const struct fc_l7_index *ix, uint32_t slot, uint32_t e
 	       (uint32_t)__atomic_load_n(&ix->slots[slot].owner, __ATOMIC_ACQUIRE) == epoch;
 }
 
-/* rq's bucket of p: found, or made in a free or idle entry within the
- * probe window if p may make a key now. NULL: the overflow bucket. */
+/* The entries of a key's probe walk: its two windows, interleaved (each
+ * window's j-th entry, the first choice's first), a window ending at its
+ * first entry never used. An entry this worker holds busy (skip) is read as
+ * the tag it had before (skip_t), without waiting for it. */
+struct fc_walk {
+	struct fc_shm_key *keys;
+	const struct fc_shm_key *skip;
+	__u64 skip_t;
+	uint32_t mask, at[2], left[2];
+	int w;
+};
+
+static void fc_walk_start(const struct fc_l7_index *ix, __u64 tag, const struct fc_shm_key *skip, __u64 skip_t,
+			  struct fc_walk *k)
+{
+	k->keys = ix->keys;
+	k->skip = skip;
+	k->skip_t = skip_t;
+	k->mask = ix->nkeys - 1;
+	k->at[0] = fc_shm_key_place(tag, 0, ix->nkeys);
+	k->at[1] = fc_shm_key_place(tag, 1, ix->nkeys);
+	k->left[0] = k->left[1] = FC_SHM_KEY_PROBE;
+	k->w = 1;
+}
+
+/* The next entry of the walk and its tag (waited for a while if it is
+ * being set up), or NULL at its end. */
+static struct fc_shm_key *fc_walk_next(struct fc_walk *k, __u64 *t)
+{
+	struct fc_shm_key *e;
+	unsigned spin;
+
+	if (!k->left[k->w ^ 1] && !k->left[k->w])
+		return NULL;
+	if (k->left[k->w ^ 1])
+		k->w ^= 1;
+	e = &k->keys[k->at[k->w]];
+	k->at[k->w] = (k->at[k->w] + 1) & k->mask;
+	k->left[k->w]--;
+	*t = e == k->skip ? k->skip_t : __atomic_load_n(&e->tag, __ATOMIC_ACQUIRE);
+	for (spin = 0; e != k->skip && *t && *t < FC_SHM_KEY_TAG_MIN && spin < FC_KEY_SPIN; spin++)
+		*t = __atomic_load_n(&e->tag, __ATOMIC_ACQUIRE);
+	if (!*t)
+		k->left[k->w] = 0; /* the end of this window's chain */
+	return e;
+}
+
+/* Whether a busy word is still a live worker's (else it is a killed one's). */
+static bool fc_busy_fresh(__u64 t, __u64 secs)
+{
+	return t && t < FC_SHM_KEY_TAG_MIN && t + FC_SHM_KEY_STALE > secs;
+}
+
+enum fc_find {
+	FC_FOUND,
+	FC_ABSENT,
+	FC_BUSY, /* absent, but an entry on the way is being set up: maybe for this key */
+};
+
+/* Walks tag's windows for its entry (*e); skip is an entry this worker
+ * holds busy, which had tag skip_t. For FC_ABSENT and FC_BUSY, *take is the
+ * first entry that could be taken (never used, idle, or left busy by a
+ * killed worker; NULL: none) and *seen its tag. */
+static enum fc_find fc_key_find(const struct fc_l7_index *ix, __u64 tag, __u64 now, const struct fc_shm_key *skip,
+				__u64 skip_t, struct fc_shm_key **e, struct fc_shm_key **take, __u64 *seen)
+{
+	__u64 t, secs = now / FC_NS_PER_SEC;
+	struct fc_walk k;
+	bool busy = false;
+
+	*take = NULL;
+	*seen = 0;
+	fc_walk_start(ix, tag, skip, skip_t, &k);
+	while ((*e = fc_walk_next(&k, &t))) {
+		if (*e == skip)
+			continue;
+		if (t == tag)
+			return FC_FOUND;
+		if (fc_busy_fresh(t, secs))
+			busy = true;
+		else if (!*take && (t < FC_SHM_KEY_TAG_MIN || fc_key_idle(ix, *e, now)))
+			*take = *e, *seen = t;
+	}
+	return busy ? FC_BUSY : FC_ABSENT;
+}
+
+/* Puts back an entry taken for a key that another worker made meanwhile
+ * (unless a worker took it over as a killed one's). */
+static void fc_key_untake(struct fc_shm_key *e, __u64 busy, __u64 seen)
+{
+	__atomic_compare_exchange_n(&e->tag, &busy, seen, false, __ATOMIC_RELEASE, __ATOMIC_RELAXED);
+}
+
+/* rq's bucket of p: found, or made in the first free or idle entry of its
+ * walk if p may make a key now. NULL: the overflow bucket. */
 static struct fc_shm_key *fc_key_get(const struct fc_l7_index *ix, const struct fc_l7_policy *p, struct fc_shm_slot *s,
 				     __u64 tag, __u64 now)
 {
-	struct fc_shm_key *e, *take;
-	__u64 t, seen, secs = now / FC_NS_PER_SEC, prev, next;
+	struct fc_shm_key *e, *take, *other, *dummy;
+	__u64 seen, t, busy = (now / FC_NS_PER_SEC) | 1, prev, next;
 	uint32_t os, oe, max_keys = p->max_keys ? p->max_keys : ix->nkeys / 2;
-	unsigned spin, tries;
-	size_t j;
+	unsigned tries;
+	int c;
 
+	/* Most keys sit first in one of their windows: found without a walk.
+	 * A key has one entry at most, so where it is found does not matter. */
+	for (c = 0; c < 2; c++) {
+		e = &ix->keys[fc_shm_key_place(tag, c, ix->nkeys)];
+		if (__atomic_load_n(&e->tag, __ATOMIC_ACQUIRE) == tag)
+			return e;
+	}
 	for (tries = 0; tries < 4; tries++) {
-		take = NULL;
-		seen = 0;
-		for (j = 0; j < FC_SHM_KEY_PROBE; j++) {
-			e = &ix->keys[(tag + j) & (ix->nkeys - 1)];
-			t = __atomic_load_n(&e->tag, __ATOMIC_ACQUIRE);
-			for (spin = 0; t && t < FC_SHM_KEY_TAG_MIN && spin < FC_KEY_SPIN; spin++)
-				t = __atomic_load_n(&e->tag, __ATOMIC_ACQUIRE);
-			if (t == tag)
-				return e;
-			if (t && t < FC_SHM_KEY_TAG_MIN) {
-				/* Still being set up, maybe for this very key: a dead
-				 * worker's once stale, else the overflow bucket. */
-				if (t + FC_SHM_KEY_STALE > secs)
-					return NULL;
-				if (!take)
-					take = e, seen = t;
-				continue;
-			}
-			if (!t) { /* the end of the chain: the key is not there */
-				if (!take)
-					take = e, seen = 0;
-				break;
-			}
-			if (!take && fc_key_idle(ix, e, now))
-				take = e, seen = t;
+		switch (fc_key_find(ix, tag, now, NULL, 0, &e, &take, &seen)) {
+		case FC_FOUND:
+			return e;
+		case FC_BUSY: /* maybe this very key, being made: never a second bucket */
+			return NULL;
+		case FC_ABSENT:
+			break;
 		}
 		if (!take)
-			return NULL; /* the window is full of live keys */
+			return NULL; /* both windows are full of live keys */
 		os = __atomic_load_n(&take->slot, __ATOMIC_RELAXED);
 		oe = __atomic_load_n(&take->epoch, __ATOMIC_RELAXED);
 		/* Taking back one of its own keys is not a new key. */
@@ -951,13 +1077,28 @@ static struct fc_shm_key *fc_key_get(const struct fc_l7_index *ix, const struct 
 					 now, 1, &prev, &next))
 				return NULL;
 		}
-		if (!__atomic_compare_exchange_n(&take->tag, &seen, secs | 1, false, __ATOMIC_SEQ_CST, __ATOMIC_RELAXED))
+		t = seen;
+		if (!__atomic_compare_exchange_n(&take->tag, &t, busy, false, __ATOMIC_SEQ_CST, __ATOMIC_RELAXED))
 			continue; /* taken meanwhile, maybe for this very key: look again */
 		if (seen >= FC_SHM_KEY_TAG_MIN && !fc_key_idle(ix, take, now)) {
 			/* Its key took a place or was charged since it looked idle
 			 * (see fc_place_take): it stays that key's. */
-			__atomic_store_n(&take->tag, seen, __ATOMIC_RELEASE);
+			fc_key_untake(take, busy, seen);
 			continue;
+		}
+		/* Another worker making this key too: one of the two sees the
+		 * other's entry (each CAS comes before its own walk: the fence
+		 * keeps the walk's reads after it), and backs off. */
+		__atomic_thread_fence(__ATOMIC_SEQ_CST);
+		switch (fc_key_find(ix, tag, now, take, seen, &other, &dummy, &t)) {
+		case FC_FOUND:
+			fc_key_untake(take, busy, seen);
+			return other;
+		case FC_BUSY:
+			fc_key_untake(take, busy, seen);
+			return NULL;
+		case FC_ABSENT:
+			break;
 		}
 		/* The count of the policy it belonged to, if that still owns it. */
 		if (seen >= FC_SHM_KEY_TAG_MIN && fc_key_owned(ix, os, oe))
@@ -975,16 +1116,19 @@ static struct fc_shm_key *fc_key_get(const struct fc_l7_index *ix, const struct 
 	return NULL;
 }
 
-/* Moves e's idle time up to at least t; never down (two workers race), and
- * a bounded number of tries (a hostile writer could keep changing it). The
- * held bit stays as it is. */
-static void fc_key_hold(struct fc_shm_key *e, __u64 t)
+/* Moves e's idle time up to at least p's horizon at now; never down (two
+ * workers race), and a bounded number of tries (a hostile writer could
+ * keep changing it). The held bit stays as it is. It moves an eighth of
+ * p's lead further than needed, so a busy key's line is written once in
+ * that while, not on every request: the key is only kept a little longer. */
+static void fc_key_hold(struct fc_shm_key *e, const struct fc_l7_policy *p, __u64 now)
 {
-	__u64 cur = __atomic_load_n(&e->idle_ns, __ATOMIC_RELAXED);
+	__u64 cur = __atomic_load_n(&e->idle_ns, __ATOMIC_RELAXED), t = fc_key_horizon(p, now),
+	      to = fc_key_after(t, p->key_lead_ns / 8);
 	int i;
 
 	for (i = 0; i < 64 && (cur & ~FC_SHM_KEY_HELD) < t; i++)
-		if (__atomic_compare_exchange_n(&e->idle_ns, &cur, t | (cur & FC_SHM_KEY_HELD), true, __ATOMIC_RELAXED,
+		if (__atomic_compare_exchange_n(&e->idle_ns, &cur, to | (cur & FC_SHM_KEY_HELD), true, __ATOMIC_RELAXED,
 						__ATOMIC_RELAXED))
 			break;
 }
@@ -1501,18 +1645,33 @@ static bool fc_key_repeated(const struct fc_l7_policy *p, const struct fc_l7_req
 	return false;
 }
 
-/* The bucket p charges for rq: its key's, the overflow bucket (NULL key:
- * past the caps, a full window, or a repeated key argument), or, for a
- * policy without keys, its slot's. *tag: the key's. */
+/* The tag of rq's key for a per-key policy p, 0 for the overflow bucket
+ * (a key argument or header given more than once); and the first entry of
+ * each of its windows asked for ahead, while the rest of the decision goes
+ * on: two misses at once, not one after the other. */
+static __u64 fc_key_prepare(const struct fc_l7_index *ix, const struct fc_l7_policy *p, const struct fc_l7_req *rq)
+{
+	__u64 tag;
+
+	if (p->key_vals && fc_key_repeated(p, rq))
+		return 0;
+	tag = fc_key_tag(ix, p, rq);
+	__builtin_prefetch(&ix->keys[fc_shm_key_place(tag, 0, ix->nkeys)], 1);
+	__builtin_prefetch(&ix->keys[fc_shm_key_place(tag, 1, ix->nkeys)], 1);
+	return tag;
+}
+
+/* The bucket p charges for rq: its key's (tag, from fc_key_prepare), the
+ * overflow bucket (NULL key: past the caps, full windows, or tag 0), or,
+ * for a policy without keys, its slot's. */
 static __u64 *fc_bucket(const struct fc_l7_index *ix, const struct fc_l7_policy *p, struct fc_shm_slot *s,
-			const struct fc_l7_req *rq, __u64 now, struct fc_shm_key **key, __u64 *tag)
+			__u64 tag, __u64 now, struct fc_shm_key **key)
 {
 	*key = NULL;
 	if (!p->keyed)
 		return s->state;
-	*tag = fc_key_tag(ix, p, rq);
-	if (!fc_key_repeated(p, rq))
-		*key = fc_key_get(ix, p, s, *tag, now);
+	if (tag)
+		*key = fc_key_get(ix, p, s, tag, now);
 	if (*key)
 		return (*key)->state;
 	__atomic_fetch_add(&s->overflowed, 1, __ATOMIC_RELAXED);
@@ -1531,15 +1690,16 @@ enum fc_admit {
  * any more: the charge and the place are undone and made again in the key's
  * new bucket. */
 static enum fc_admit fc_charge_bucket(const struct fc_l7_index *ix, const struct fc_l7_policy *p,
-				      struct fc_shm_slot *s, const struct fc_l7_req *rq, __u64 now, __u64 **st,
-				      struct fc_shm_key **key, struct fc_charge *ch, __u64 *wait, struct fc_l7_place *pl)
+				      struct fc_shm_slot *s, const struct fc_l7_req *rq, __u64 tag, __u64 now,
+				      __u64 **st, struct fc_shm_key **key, struct fc_charge *ch, __u64 *wait,
+				      struct fc_l7_place *pl)
 {
-	__u64 t = fc_clock(p, now), tag = 0;
+	__u64 t = fc_clock(p, now);
 	int tries;
 
 	pl->where = 0;
 	for (tries = 0; tries < 3; tries++) {
-		*st = fc_bucket(ix, p, s, rq, t, key, &tag);
+		*st = fc_bucket(ix, p, s, tag, t, key);
 		if (!fc_charge(p, *st, now, ch, wait))
 			return FC_DENY_RATE;
 		if (p->concurrency &&
@@ -1549,7 +1709,7 @@ static enum fc_admit fc_charge_bucket(const struct fc_l7_index *ix, const struct
 		}
 		if (!*key || __atomic_load_n(&(*key)->tag, __ATOMIC_SEQ_CST) == tag) {
 			if (*key)
-				fc_key_hold(*key, fc_key_horizon(p, t));
+				fc_key_hold(*key, p, t);
 			return FC_ADMIT;
 		}
 		if (pl->where)
@@ -1568,7 +1728,7 @@ static void fc_result_key(const struct fc_l7_policy *p, const struct fc_shm_key 
 	if (!p->keyed)
 		return;
 	res->overflow = !key;
-	res->key_len = fc_key_text(p, rq);
+	res->key_len = (uint32_t)fc_key_text(p, rq); /* at most keycap: the module's 256 */
 }
 
 /* The deciding policy's cap, in the result: no rate, no time to wait for. */
@@ -1591,7 +1751,7 @@ static bool fc_result_places(const struct fc_l7_req *rq, const struct fc_l7_plac
 	if (!res->places)
 		return false;
 	memcpy(res->places, pl, np * sizeof(*pl));
-	res->nplaces = np;
+	res->nplaces = (uint32_t)np;
 	return true;
 }
 
@@ -1629,6 +1789,7 @@ void fc_l7_decide(const struct fc_l7_index *ix, const struct fc_l7_req *rq, uint
 	struct fc_shm_key *k_stack[FC_L7_MATCHES], **k = k_stack;
 	__u64 *st_stack[FC_L7_MATCHES], **st = st_stack;
 	struct fc_l7_place pl_stack[FC_L7_MATCHES], *pl = pl_stack;
+	__u64 tg_stack[FC_L7_MATCHES], *tg = tg_stack;
 	__u64 wait, longest = 0;
 	size_t n, i, j, longest_at = 0, np = 0;
 	enum fc_admit r;
@@ -1659,7 +1820,8 @@ void fc_l7_decide(const struct fc_l7_index *ix, const struct fc_l7_req *rq, uint
 		k = rq->alloc ? rq->alloc->alloc(rq->alloc->ctx, n * sizeof(*k)) : NULL;
 		st = rq->alloc ? rq->alloc->alloc(rq->alloc->ctx, n * sizeof(*st)) : NULL;
 		pl = rq->alloc ? rq->alloc->alloc(rq->alloc->ctx, n * sizeof(*pl)) : NULL;
-		if (!m || !ch || !k || !st || !pl || fc_l7_match(ix, rq, m, n) != n) {
+		tg = rq->alloc ? rq->alloc->alloc(rq->alloc->ctx, n * sizeof(*tg)) : NULL;
+		if (!m || !ch || !k || !st || !pl || !tg || fc_l7_match(ix, rq, m, n) != n) {
 			res->verdict = FC_L7_ERROR;
 			return;
 		}
@@ -1668,6 +1830,9 @@ void fc_l7_decide(const struct fc_l7_index *ix, const struct fc_l7_req *rq, uint
 	gen = *ix->gen;
 	if (ix->has_override)
 		res->overridden = fc_overrides(ix, m, n, gen);
+	/* Every key's entries asked for at once, before any is needed. */
+	for (i = 0; ix->has_keys && i < n; i++)
+		tg[i] = ix->pol[m[i]].keyed ? fc_key_prepare(ix, &ix->pol[m[i]], rq) : 0;
 	/* Enforcing policies: all admit, or none is charged and no place is kept. */
 	for (i = 0; i < n; i++) {
 		const struct fc_l7_policy *p = &ix->pol[m[i]];
@@ -1680,7 +1845,7 @@ void fc_l7_decide(const struct fc_l7_index *ix, const struct fc_l7_req *rq, uint
 		    __atomic_load_n(&s->owner, __ATOMIC_ACQUIRE) != FC_SHM_OWNER(p->id, p->epoch))
 			continue;
 		t = fc_clock(p, now);
-		r = fc_charge_bucket(ix, p, s, rq, now, &st[i], &k[i], &ch[i], &wait, &pl[np]);
+		r = fc_charge_bucket(ix, p, s, rq, p->keyed ? tg[i] : 0, now, &st[i], &k[i], &ch[i], &wait, &pl[np]);
 		if (r == FC_ADMIT) {
 			np += pl[np].where != 0;
 			if (wait > longest) {
@@ -1727,7 +1892,7 @@ void fc_l7_decide(const struct fc_l7_index *ix, const struct fc_l7_req *rq, uint
 		}
 		/* A log policy counts what it would do: a place it would give is
 		 * held (and counted) like any other. */
-		r = fc_charge_bucket(ix, p, s, rq, now, &lst, &lk, &ch[i], &wait, &pl[np]);
+		r = fc_charge_bucket(ix, p, s, rq, p->keyed ? tg[i] : 0, now, &lst, &lk, &ch[i], &wait, &pl[np]);
 		if (r == FC_ADMIT) {
 			np += pl[np].where != 0;
 			__atomic_fetch_add(&s->passed, 1, __ATOMIC_RELAXED);

@@ -27,6 +27,7 @@
 typedef struct {
     ngx_str_t                  shm_path;    /* the config file, root's */
     ngx_str_t                  state_path;  /* the workers' state file beside it */
+    ngx_flag_t                 key_used;    /* $freqctl_key is in the configuration */
 } ngx_http_freqctl_main_conf_t;
 
 typedef struct {
@@ -507,8 +508,9 @@ ngx_http_freqctl_uid_value(ngx_http_request_t *r, ngx_str_t *v, struct fc_l7_req
     rq->uid.data = (const char *) v->data;
     rq->uid.len = v->len;
 
-    if (ngx_strlchr(v->data, v->data + v->len, '%') == NULL
-        && ngx_strlchr(v->data, v->data + v->len, '+') == NULL)
+    if (v->len == 0
+        || (memchr(v->data, '%', v->len) == NULL
+            && memchr(v->data, '+', v->len) == NULL))
     {
         return NGX_OK;
     }
@@ -847,7 +849,7 @@ ngx_http_freqctl_handler(ngx_http_request_t *r)
     alloc.ctx = r->pool;
     rq.alloc = &alloc;
 
-    if (ix->has_keys) {
+    if (ix->has_keys && mcf->key_used) {
         rq.keybuf = ngx_pnalloc(r->pool, NGX_HTTP_FREQCTL_KEY_MAX);
         if (rq.keybuf == NULL) {
             return NGX_HTTP_INTERNAL_SERVER_ERROR;
@@ -1248,8 +1250,11 @@ ngx_http_freqctl_merge_loc_conf(ngx_conf_t *cf, void *parent, void *child)
 static ngx_int_t
 ngx_http_freqctl_init(ngx_conf_t *cf)
 {
-    ngx_http_handler_pt        *h;
-    ngx_http_core_main_conf_t  *cmcf;
+    ngx_uint_t                     i;
+    ngx_http_variable_t           *v;
+    ngx_http_handler_pt           *h;
+    ngx_http_core_main_conf_t     *cmcf;
+    ngx_http_freqctl_main_conf_t  *mcf;
 
     cmcf = ngx_http_conf_get_module_main_conf(cf, ngx_http_core_module);
 
@@ -1259,6 +1264,19 @@ ngx_http_freqctl_init(ngx_conf_t *cf)
     }
 
     *h = ngx_http_freqctl_handler;
+
+    /* The deciding key is written out for $freqctl_key only where the
+     * configuration names it (log_format, add_header, map, ...): every use
+     * there indexes the variable by now. */
+    mcf = ngx_http_conf_get_module_main_conf(cf, ngx_http_freqctl_module);
+    v = cmcf->variables.elts;
+    for (i = 0; i < cmcf->variables.nelts; i++) {
+        if (v[i].name.len == sizeof("freqctl_key") - 1
+            && ngx_strncmp(v[i].name.data, "freqctl_key", v[i].name.len) == 0)
+        {
+            mcf->key_used = 1;
+        }
+    }
 
     return NGX_OK;
 }

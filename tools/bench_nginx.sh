@@ -5,24 +5,32 @@
 # address and uid) doing the equivalent; then per key: freqctl's "uid=*"
 # against "limit_req_zone $arg_uid", both holding 100,000 uids that the
 # requests cycle through. Rounds interleaved, medians, ratios from the same
-# run. Then decisions/s of the L7 engine in a tight loop against a GCRA Lua
-# script in Redis via redis-benchmark (EVALSHA, unpipelined, a key per user).
+# run. Then decisions/s of the L7 engine in a tight loop: per key with
+# 1,000,000 live keys against 65,536 fixed-value policies, and against a
+# GCRA Lua script in Redis via redis-benchmark (EVALSHA, a key per user;
+# unpipelined, and pipelined, each said).
 # Everything started here is stopped by its pid.
 #
 # req/s on a shared 2-core machine moves by several per cent between runs, so
-# where perf can read the CPU's counters each wrk run is also measured as the
-# nginx worker's own cycles and instructions per request (perf stat on its
-# pid): what the worker spends, whatever else runs beside it. With one worker
-# saturated, plain's cycles/req over a variant's is that variant's req/s
-# ratio without the noise of the other core; instructions/req do not move at
-# all between runs.
+# each wrk run is also measured as the nginx worker's own CPU time per
+# request (utime + stime from /proc/PID/stat, over the run): what the worker
+# spends, whatever else runs beside it; and where perf can read the CPU's
+# counters, as its cycles and instructions per request (perf stat on its
+# pid). With one worker saturated, plain's cost/req over a variant's is that
+# variant's req/s ratio without the noise of the other core. The per-key
+# variants have every one of their 100,000 keys made before the first round.
+# Instructions per request without CPU counters: tools/bench_nginx_cost.sh.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. tools/bench_nginx_conf.sh
 ROUNDS=${ROUNDS:-5}
 SECS=${SECS:-3}
 
 tag=$$
-dir=/tmp/fc-nbench-$tag
+# In tmpfs, where freqctl keeps its shm by default (/dev/shm/freqctl): a
+# state file on a disk filesystem has its pages written back and faulted
+# writable again while the workers write it, which measures the filesystem.
+dir=/dev/shm/fc-nbench-$tag
 port=$((30000 + tag % 20000))
 rport=$((port + 1))
 pids=()
@@ -50,24 +58,11 @@ chmod -R a+rX "$dir"
 start() { # start NAME PORT EXTRA_MAIN EXTRA_HTTP EXTRA_SERVER
 	local d=$dir/$1
 	mkdir -p "$d/logs"
-	cat >"$d/nginx.conf" <<CONF
-$3
+	bench_nginx_conf "$d/nginx.conf" "$d" "$2" "$dir/html" "$3
 user www-data www-data;
 worker_processes 1;
 worker_cpu_affinity 10;
-pid $d/nginx.pid;
-error_log $d/logs/error.log warn;
-events { worker_connections 1024; }
-http {
-    access_log off;
-    $4
-    server {
-        listen 127.0.0.1:$2;
-        root $dir/html;
-        $5
-    }
-}
-CONF
+events { worker_connections 1024; }" "$4" "$5"
 	nginx -p "$d" -c "$d/nginx.conf" -e "$d/logs/error.log"
 	for _ in $(seq 50); do [ -f "$d/nginx.pid" ] && break; sleep 0.1; done
 	pids+=("$(cat "$d/nginx.pid")")
@@ -93,7 +88,7 @@ cat >"$dir/keys.lua" <<LUA
 local i = 0
 request = function()
   i = (i + 1) % $KEYS
-  return wrk.format(nil, "/?uid=u" .. i)
+  return wrk.format(nil, "/index.html?uid=u" .. i)
 end
 LUA
 start plain "$port" "" "" ""
@@ -111,7 +106,16 @@ names=(plain fc1k fc64k limitreq fckeys limitreqkeys)
 labels=("plain nginx" "freqctl, 1,000 policies" "freqctl, 65,536 policies" "limit_req, two zones"
 	"freqctl, uid=*, 100k keys" "limit_req \$arg_uid, 100k keys")
 nv=${#names[@]}
-declare -A res cyc ins
+# Both per-key variants hold all their keys before the first round: the
+# rounds compare lookups of keys made, not the making of them.
+for i in 4 5; do
+	progress "${labels[$i]}: making the keys"
+	curl -sf -o /dev/null "http://127.0.0.1:$((port + i + 1))/index.html?uid=u[0-$((KEYS - 1))]" ||
+		{ echo "bench_nginx: ${labels[$i]} refused a request while its keys were made" >&2; exit 1; }
+done
+hz=$(getconf CLK_TCK)
+cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; } # utime + stime
+declare -A res cyc ins cpu
 for r in $(seq "$ROUNDS"); do
 	for k in $(seq 0 $((nv - 1))); do
 		i=$(((k + r) % nv)) # each round starts with another variant: no place in the order is favoured
@@ -120,20 +124,23 @@ for r in $(seq "$ROUNDS"); do
 		worker=$(cat "$dir/${names[$i]}/worker")
 		wrkargs=(-t1 -c32 -d"${SECS}s")
 		[ "$i" -ge 4 ] && wrkargs+=(-s "$dir/keys.lua")
+		c0=$(cpu_ticks "$worker")
 		if $counters; then
 			out=$(perf stat -e cycles,instructions -x, -o "$dir/perf" -p "$worker" -- \
-				taskset -c 0 wrk "${wrkargs[@]}" "http://127.0.0.1:$p/?uid=u1")
+				taskset -c 0 wrk "${wrkargs[@]}" "http://127.0.0.1:$p/index.html?uid=u1")
 		else
-			out=$(taskset -c 0 wrk "${wrkargs[@]}" "http://127.0.0.1:$p/?uid=u1")
+			out=$(taskset -c 0 wrk "${wrkargs[@]}" "http://127.0.0.1:$p/index.html?uid=u1")
 		fi
+		c1=$(cpu_ticks "$worker")
 		if grep -q "Non-2xx" <<<"$out"; then
 			echo "bench_nginx: ${labels[$i]} answered non-2xx: the comparison would be void" >&2
 			exit 1
 		fi
 		rps=$(sed -n 's/^Requests\/sec: *\([0-9.]*\).*/\1/p' <<<"$out")
 		res[$i]="${res[$i]:-} $rps"
+		n=$(sed -n 's/^ *\([0-9]*\) requests in.*/\1/p' <<<"$out")
+		cpu[$i]="${cpu[$i]:-} $(((c1 - c0) * 1000000000 / hz / n))" # ns per request
 		if $counters; then
-			n=$(sed -n 's/^ *\([0-9]*\) requests in.*/\1/p' <<<"$out")
 			cyc[$i]="${cyc[$i]:-} $(($(grep ',cycles' "$dir/perf" | cut -d, -f1) / n))"
 			ins[$i]="${ins[$i]:-} $(($(grep ',instructions' "$dir/perf" | cut -d, -f1) / n))"
 		fi
@@ -142,8 +149,8 @@ done
 progress ""
 median() { tr ' ' '\n' | grep . | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 base=$(echo "${res[0]}" | median)
-echo "nginx req/s (wrk -t1 -c32, ${SECS}s x $ROUNDS interleaved rounds, median; one worker on CPU 1, wrk on CPU 0; GET /?uid=u1"
-echo "(per key: u0..u99999 cycling), 3-byte file):"
+echo "nginx req/s (wrk -t1 -c32, ${SECS}s x $ROUNDS interleaved rounds, median; one worker on CPU 1, wrk on CPU 0;"
+echo "GET /index.html?uid=u1 (per key: u0..u99999 cycling, every key made before), a 3-byte file):"
 printf '%-28s %12s %10s\n' "variant" "req/s" "x plain"
 for i in $(seq 0 $((nv - 1))); do
 	m=$(echo "${res[$i]}" | median)
@@ -166,6 +173,23 @@ paired() {
 		awk -v dir="$4" '{ print dir == 1 ? $1 / $2 : $2 / $1 }' | sort -n |
 		awk '{ a[NR] = $1 } END { printf "%.3f (%.3f-%.3f)", a[int((NR + 1) / 2)], a[int((NR + 3) / 4)], a[int((3 * NR + 3) / 4)] }'
 }
+echo
+echo "the nginx worker's CPU time per request (utime + stime from /proc/PID/stat over each run, in"
+echo "$(getconf CLK_TCK) Hz ticks; median over the rounds; x plain = plain's over the variant's, the req/s ratio of"
+echo "a saturated worker):"
+printf '%-28s %12s %10s %12s\n' "variant" "CPU ns/req" "x plain" "x limit_req"
+cbase=$(echo "${cpu[0]}" | median)
+clr=$(echo "${cpu[3]}" | median)
+for i in $(seq 0 $((nv - 1))); do
+	c=$(echo "${cpu[$i]}" | median)
+	printf '%-28s %12.0f %10.3f %12.3f\n' "${labels[$i]}" "$c" "$(echo "$cbase / $c" | bc -l)" "$(echo "$clr / $c" | bc -l)"
+done
+echo "the same as the median (and quartiles) of the ratios within each round:"
+for i in 1 2; do
+	printf '%-28s x plain %s (target >= 0.97), x limit_req %s (target >= 1.0)\n' "${labels[$i]}" \
+		"$(paired cpu 0 "$i" 1)" "$(paired cpu 3 "$i" 1)"
+done
+printf '%-28s CPU/req over limit_req $arg_uid'"'"'s %s (target <= 1.0)\n' "${labels[4]}" "$(paired cpu 5 4 0)"
 if $counters; then
 	echo
 	echo "the nginx worker's own cost per request (perf stat on its pid, median over the rounds; x plain ="
@@ -211,9 +235,13 @@ local new = math.max(tat, t) + T
 if new - t > B * T then return 0 end
 redis.call('SET', KEYS[1], new, 'PX', B * T + 1000)
 return 1")
-progress "redis-benchmark EVALSHA"
-redis_rps=$(redis-benchmark -p "$rport" -c 1 -n 100000 -r 100000 -q EVALSHA "$sha" 1 gcra:u__rand_int__ 1 1000000000 2>/dev/null |
-	tr '\r' '\n' | sed -n 's/.*: \([0-9.]*\) requests per second.*/\1/p' | tail -1)
+# redis ARGS: EVALSHA/s on a million user keys picked at random.
+redis() {
+	redis-benchmark -p "$rport" "$@" -r 1000000 -q EVALSHA "$sha" 1 gcra:u__rand_int__ 1 1000000000 2>/dev/null |
+		tr '\r' '\n' | sed -n 's/.*: \([0-9.]*\) requests per second.*/\1/p' | tail -1
+}
+progress "redis-benchmark EVALSHA, pipelined"
+redis_best=$(redis -n 200000 -c 4 -P 32)
 progress "freqctl L7 engine"
 fc10=$(rm -rf "$dir/d10" && mkdir -p "$dir/d10" && build/fc_l7_bench seed "$dir/d10/db" "$dir/d10/shm" 10 &&
 	build/fc_l7_bench decide "$dir/d10/shm" 2)
@@ -221,20 +249,43 @@ fc64=$(build/fc_l7_bench decide "$dir/shm-65536" 2)
 # The same 10 policies with --concurrency: each decision takes a place, given back after.
 fcc=$(rm -rf "$dir/dc" && mkdir -p "$dir/dc" && build/fc_l7_bench seed-conc "$dir/dc/db" "$dir/dc/shm" 10 &&
 	build/fc_l7_bench decide "$dir/dc/shm" 2)
-# Per key: 700,000 live keys, two thirds of the default table (past that,
-# keys whose probe window is full share the overflow bucket), cycling.
-progress "freqctl L7 engine, per key"
-fck=$(rm -rf "$dir/dk" && mkdir -p "$dir/dk" && build/fc_l7_bench seed-keys "$dir/dk/db" "$dir/dk/shm" &&
-	build/fc_l7_bench decide-keys "$dir/dk/shm" 2 700000 2>"$dir/dk/log")
+# Per key: 1,000,000 live keys of "uid=*" in the default table of 1,048,576
+# entries, cycling in a shuffled order, against its fixed-value twin: 65,536
+# policies "uid=uK" (the most a store holds) with their 65,536 uids cycling
+# in a shuffled order. Like for like: the same request (a uid alone), one
+# policy matched, one bucket charged, another bucket each time, none near
+# the last in memory; what differs is how the bucket is found. Rounds
+# interleaved with Redis unpipelined, the ratios taken within each round.
+rm -rf "$dir/dk" "$dir/du" && mkdir -p "$dir/dk" "$dir/du"
+build/fc_l7_bench seed-keys "$dir/dk/db" "$dir/dk/shm"
+build/fc_l7_bench seed-uids "$dir/du/db" "$dir/du/shm" 65536
+declare -A eng
+for r in $(seq 3); do
+	progress "freqctl L7 engine, per key against fixed values: round $r/3"
+	eng[0]="${eng[0]:-} $(build/fc_l7_bench decide "$dir/du/shm" 2 65536)"
+	eng[1]="${eng[1]:-} $(build/fc_l7_bench decide-keys "$dir/dk/shm" 2 1000000 2>"$dir/dk/log")"
+	eng[2]="${eng[2]:-} $(redis -n 50000 -c 1)"
+done
+fcu=$(echo "${eng[0]}" | median)
+fck=$(echo "${eng[1]}" | median)
+redis_rps=$(echo "${eng[2]}" | median)
 progress ""
 echo
-echo "L7 decisions/s, one core:"
-printf '%-36s %14.0f\n' "Redis GCRA Lua (EVALSHA, unpipelined, 100k user keys)" "$redis_rps"
-printf '%-36s %14.0f  x Redis %.0f (target >= 100)\n' "freqctl engine, 10 policies" "$fc10" "$(echo "$fc10 / $redis_rps" | bc -l)"
-printf '%-36s %14.0f  x Redis %.0f; x 10 policies %.2f (target: >= 0.5)\n' "freqctl engine, 65,536 policies" "$fc64" \
-	"$(echo "$fc64 / $redis_rps" | bc -l)" "$(echo "$fc64 / $fc10" | bc -l)"
-printf '%-36s %14.0f  x 10 policies %.2f (a place taken and given back each)\n' "freqctl engine, 10 with --concurrency" \
-	"$fcc" "$(echo "$fcc / $fc10" | bc -l)"
-printf '%-36s %14.0f  x Redis %.0f (target >= 100); x 10 policies %.2f (target >= 0.7)\n' \
-	"freqctl engine, uid=*, 700,000 keys" "$fck" "$(echo "$fck / $redis_rps" | bc -l)" "$(echo "$fck / $fc10" | bc -l)"
-sed 's/^fc_l7_bench: /  (/; s/$/)/' "$dir/dk/log"
+echo "L7 decisions/s, one core (the engine in a loop; Redis via redis-benchmark, 1,000,000 user keys at random):"
+printf '%-46s %12.0f\n' "Redis GCRA Lua (EVALSHA, unpipelined, 1 client)" "$redis_rps"
+echo "  (the median of 3 rounds, taken between the per-key rounds below)"
+printf '%-46s %12.0f\n' "Redis GCRA Lua (EVALSHA, 4 clients x 32 pipelined)" "$redis_best"
+printf '%-46s %12.0f  x Redis %.0f (target >= 100)\n' "freqctl engine, 10 policies, uid u1" "$fc10" \
+	"$(echo "$fc10 / $redis_rps" | bc -l)"
+printf '%-46s %12.0f  x Redis %.0f; x 10 policies %.2f (target: >= 0.5)\n' "freqctl engine, 65,536 policies, uid u1" \
+	"$fc64" "$(echo "$fc64 / $redis_rps" | bc -l)" "$(echo "$fc64 / $fc10" | bc -l)"
+printf '%-46s %12.0f  x 10 policies %.2f (a place taken and given back each)\n' \
+	"freqctl engine, 10 with --concurrency" "$fcc" "$(echo "$fcc / $fc10" | bc -l)"
+echo "per key (median of 3 rounds of 2 s, interleaved with Redis unpipelined; ratios within each round):"
+printf '%-46s %12.0f\n' "freqctl, 65,536 x uid=uK, all cycling" "$fcu"
+printf '%-46s %12.0f  x fixed values %s (target >= 0.7)\n' "freqctl, uid=*, 1,000,000 keys cycling" "$fck" \
+	"$(paired eng 0 1 0)"
+printf '%-46s %12s  x Redis unpipelined %s (target >= 100)\n' "" "" "$(paired eng 2 1 0)"
+printf '%-46s %12s  x Redis pipelined %.0f; x uid u1 alone %.2f\n' "" "" \
+	"$(echo "$fck / $redis_best" | bc -l)" "$(echo "$fck / $fc10" | bc -l)"
+sed 's/^fc_l7_bench: /  (last round: /; s/$/)/' "$dir/dk/log"

@@ -20,7 +20,7 @@ pkgs=(
 # Node.js: Debian's, unless one is there already (playwright-core needs 18+).
 command -v node >/dev/null || pkgs+=(nodejs npm)
 
-[ "${1:-}" = bench ] && pkgs=(wrk redis-server redis-tools bc)
+[ "${1:-}" = bench ] && pkgs=(wrk redis-server redis-tools bc valgrind)
 
 missing=()
 for p in "${pkgs[@]}"; do

@@ -134,7 +134,7 @@ static void fc_decide_one(const struct fc_l7_index *ix, struct fc_l7_req *rq, co
 	if (res.verdict > FC_L7_ALLOWED)
 		fc_fuzz_fail("verdict %d", (int)res.verdict);
 	if (res.nplaces > res.matched || (res.nplaces && res.verdict != FC_L7_PASS && res.verdict != FC_L7_DELAYED))
-		fc_fuzz_fail("%zu places kept of %u policies, verdict %d", res.nplaces, res.matched, (int)res.verdict);
+		fc_fuzz_fail("%u places kept of %u policies, verdict %d", res.nplaces, res.matched, (int)res.verdict);
 	/* The request's end. */
 	fc_l7_give_back(st, FC_STATE_SIZE, rq->holder, res.places, res.nplaces, FC_FUZZ_NOW);
 }

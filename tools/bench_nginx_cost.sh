@@ -1,0 +1,113 @@
+#!/usr/bin/env bash
+# make bench, nginx per key: what one request costs the nginx worker, counted
+# rather than timed (perf can not read the CPU's counters on every machine,
+# and req/s moves with the other tenants' load). Debian's nginx runs as one
+# process (master_process off: it is the worker) under valgrind's callgrind,
+# three ways over the same static file: plain, limit_req keyed on $arg_uid,
+# and freqctl with the policy uid=*. Each gets the same requests over one
+# keep-alive connection: GET /index.html?uid=u0 .. u$((KEYS-1)), making every
+# key (uninstrumented, so fast), then the same KEYS requests again, counted:
+# every one a key made before, both tables holding all KEYS keys. Reported:
+# instructions and simulated cache misses per request, and freqctl's over
+# limit_req's. The worker's CPU time per request on a real run is in
+# tools/bench_nginx.sh. Everything started here is stopped by its pid.
+#
+#   KEYS    distinct uids (default 100000)
+#   LL      simulated last-level cache, valgrind's --LL (default 8388608,16,64:
+#           8 MiB, a worker's share of a server's L3)
+#   CG_KEEP a directory to copy the callgrind outputs to (callgrind_annotate)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+. tools/bench_nginx_conf.sh
+KEYS=${KEYS:-100000}
+LL=${LL:-8388608,16,64}
+
+tag=$$
+dir=/dev/shm/fc-ncost-$tag # tmpfs, as freqctl's default shm (see tools/bench_nginx.sh)
+port=$((30000 + (tag + 7) % 20000))
+vg=
+cleanup() {
+	if [ -n "$vg" ]; then
+		kill -QUIT "$vg" 2>/dev/null || true
+		for _ in $(seq 50); do kill -0 "$vg" 2>/dev/null || break; sleep 0.2; done
+		kill -KILL "$vg" 2>/dev/null || true
+	fi
+	rm -rf "$dir"
+}
+trap cleanup EXIT
+
+tty=false; [ -t 2 ] && tty=true
+progress() { $tty && printf '\r\033[K%s' "$*" >&2 || true; }
+
+for bin in nginx valgrind callgrind_control curl bc; do
+	command -v "$bin" >/dev/null || { echo "bench_nginx_cost: $bin missing (make bench installs it)" >&2; exit 1; }
+done
+[ "$KEYS" -gt 0 ] 2>/dev/null || { echo "bench_nginx_cost: KEYS \"$KEYS\": expected a count above 0" >&2; exit 2; }
+mkdir -p "$dir/html"
+echo ok >"$dir/html/index.html"
+build/fc_l7_bench seed-keys "$dir/store.db" "$dir/shm"
+urls="http://127.0.0.1:$port/index.html?uid=u[0-$((KEYS - 1))]"
+
+# run NAME EXTRA_MAIN EXTRA_HTTP EXTRA_SERVER: prints "Ir LLmisses D1misses"
+# per counted request.
+run() {
+	local d=$dir/$1 i
+	mkdir -p "$d/logs"
+	bench_nginx_conf "$d/nginx.conf" "$d" "$port" "$dir/html" "$2
+master_process off;
+daemon off;
+worker_processes 1;
+events { worker_connections 64; }" "keepalive_requests 100000000; keepalive_timeout 600s; $3" "$4"
+	valgrind --tool=callgrind --instr-atstart=no --cache-sim=yes --I1=32768,8,64 --D1=49152,12,64 \
+		--LL="$LL" --callgrind-out-file="$d/cg.out" nginx -p "$d" -c "$d/nginx.conf" -e "$d/logs/error.log" \
+		>"$d/valgrind.log" 2>&1 &
+	vg=$!
+	for i in $(seq 300); do
+		curl -s -o /dev/null "http://127.0.0.1:$port/index.html" && break
+		kill -0 "$vg" 2>/dev/null || { cat "$d/valgrind.log" "$d/logs/error.log" >&2; exit 1; }
+		sleep 0.2
+	done
+	progress "$1: making $KEYS keys"
+	curl -sf -o /dev/null "$urls" || { echo "bench_nginx_cost: $1 refused a request" >&2; exit 1; }
+	callgrind_control -i on "$vg" >/dev/null 2>&1
+	callgrind_control -z "$vg" >/dev/null 2>&1
+	progress "$1: $KEYS requests counted"
+	curl -sf -o /dev/null "$urls" || { echo "bench_nginx_cost: $1 refused a request" >&2; exit 1; }
+	callgrind_control -d "$vg" >/dev/null 2>&1
+	for i in $(seq 100); do [ -s "$d/cg.out.1" ] && break; sleep 0.1; done
+	kill -QUIT "$vg"
+	wait "$vg" 2>/dev/null || true
+	vg=
+	[ -z "${CG_KEEP:-}" ] || { mkdir -p "$CG_KEEP" && cp "$d/cg.out.1" "$CG_KEEP/$1.cg"; }
+	# events: Ir Dr Dw I1mr D1mr D1mw ILmr DLmr DLmw
+	awk -v n="$KEYS" '/^summary:/ { printf "%.0f %.2f %.2f\n", $2 / n, ($8 + $9 + $10) / n, ($6 + $7) / n }' \
+		"$d/cg.out.1"
+}
+
+module=$PWD/build/ngx_http_freqctl_module.so
+plain=$(run plain "" "" "")
+# 64 MB: room for the 100,000 keys (limit_req's nodes are about 128 bytes).
+lr=$(run limitreq "" "limit_req_zone \$arg_uid zone=uid:64m rate=10000000r/s;" \
+	"limit_req zone=uid burst=10000000 nodelay;")
+fc=$(run freqctl "load_module $module;" "freqctl_shm $dir/shm; freqctl on; freqctl_uid \$arg_uid;" "")
+progress ""
+
+echo "nginx per key, the worker's cost per request under callgrind (one process, the worker; $KEYS uids"
+echo "u0..u$((KEYS - 1)) each made first, then the same $KEYS requests counted; GET /index.html?uid=...,"
+echo "a 3-byte file, one keep-alive connection; simulated L1d 48 KiB, LL ${LL%%,*} bytes):"
+printf '%-34s %12s %14s %14s\n' "variant" "instr/req" "LL misses/req" "D1 misses/req"
+line() { printf '%-34s %12s %14s %14s\n' "$1" $2; }
+line "plain nginx" "$plain"
+line "limit_req \$arg_uid, $KEYS keys" "$lr"
+line "freqctl uid=*, $KEYS keys" "$fc"
+read -r pi pm _ <<<"$plain"
+read -r li lm _ <<<"$lr"
+read -r fi fm _ <<<"$fc"
+printf 'freqctl x limit_req: instructions/req %.3f (target <= 1.0)' "$(echo "$fi / $li" | bc -l)"
+if [ "$(echo "$lm > 0" | bc)" = 1 ]; then
+	printf ', LL misses/req %.3f\n' "$(echo "$fm / $lm" | bc -l)"
+else
+	echo ", LL misses/req n/a (limit_req none)"
+fi
+printf 'over plain nginx: freqctl %+.0f instructions %+.2f LL misses, limit_req %+.0f instructions %+.2f LL misses\n' \
+	"$(echo "$fi - $pi" | bc -l)" "$(echo "$fm - $pm" | bc -l)" "$(echo "$li - $pi" | bc -l)" "$(echo "$lm - $pm" | bc -l)"
