@@ -271,9 +271,9 @@ static void test_zero_and_exact(void **state)
 
 	FC_REQUIRE_BPF();
 	assert_int_equal(fc_prefix_parse("0.0.0.0/0", &p, &err), -1);
-	assert_non_null(strstr(err.msg, "a /0 prefix would ban every IPv4 source; refused"));
+	assert_non_null(strstr(err.msg, "a /0 prefix would cover every IPv4 source; refused"));
 	assert_int_equal(fc_prefix_parse("::/0", &p, &err), -1);
-	assert_non_null(strstr(err.msg, "a /0 prefix would ban every IPv6 source; refused"));
+	assert_non_null(strstr(err.msg, "a /0 prefix would cover every IPv6 source; refused"));
 	fc_env_policy(env, 1, "ip=0.0.0.0/0", "2/m", "burst=2");
 	fc_env_policy(env, 2, "ip=::/0", "3/m", "burst=3");
 	assert_int_equal(fc_send(env, false, "198.18.0.1"), FC_V_PASS);
