@@ -362,10 +362,12 @@ int fc_l7_build(const void *base, size_t size, void *state, size_t state_size, s
  * (family, plen, key) is in the ban table tab whose slots carry stamp, at
  * now. The first slot of the probe sequence without the stamp ends the
  * search: the writer took the first one free (maps/fc_shm.h). */
-static bool fc_ban_holds(const struct fc_shm_ban_slot *tab, __u32 stamp, uint8_t family, uint8_t plen, const void *key,
-			 uint32_t len, uint64_t now)
+static bool fc_ban_holds(const struct fc_l7_index *ix, const struct fc_shm_ban_slot *tab, __u32 stamp, uint8_t family,
+			 uint8_t plen, const void *key, uint32_t len, uint64_t now)
 {
-	__u64 h = fc_shm_ban_hash(family, plen, key, len), exp;
+	__u64 h = family & ~FC_SHM_BAN_ALLOW ? fc_shm_ban_hash(family, plen, key, len) :
+					       fc_shm_uid_hash(ix->key_secret, family, key, len),
+	      exp;
 	struct fc_shm_ban_slot c;
 	__u32 step;
 
@@ -426,14 +428,14 @@ static bool fc_listed_in(const struct fc_l7_index *ix, __u64 live, const struct 
 	*uid = true;
 	/* No uid banned, no lookup: a miss in a 80 MB table costs more than the rest. */
 	if (rq->uid.len && __atomic_load_n(&plens[3], __ATOMIC_ACQUIRE) & FC_SHM_BAN_UIDS &&
-	    fc_ban_holds(tab, stamp, kind, 0, rq->uid.data, (uint32_t)rq->uid.len, now))
+	    fc_ban_holds(ix, tab, stamp, kind, 0, rq->uid.data, (uint32_t)rq->uid.len, now))
 		return true;
 	*uid = false;
 	if (!rq->family)
 		return false;
 	for (len = rq->family == 4 ? 33 : 129; fc_next_plen(plens, rq->family, &len);) {
 		fc_mask(masked, rq->addr, rq->family, (uint8_t)len);
-		if (fc_ban_holds(tab, stamp, kind | rq->family, (uint8_t)len, masked, rq->family == 4 ? 4 : 16, now))
+		if (fc_ban_holds(ix, tab, stamp, kind | rq->family, (uint8_t)len, masked, rq->family == 4 ? 4 : 16, now))
 			return true;
 	}
 	return false;
@@ -567,72 +569,6 @@ static void fc_report(const struct fc_l7_index *ix, const struct fc_l7_policy *p
 }
 
 /* ---- per-key buckets ---- */
-
-/* SipHash-2-4, fed in pieces: a key's parts are hashed where they lie. */
-struct fc_sip {
-	uint64_t v[4];
-	uint64_t tail; /* the bytes of an unfinished word */
-	uint64_t len;
-};
-
-#define FC_ROTL(x, b) (((x) << (b)) | ((x) >> (64 - (b))))
-
-static void fc_sip_round(uint64_t *v)
-{
-	v[0] += v[1], v[1] = FC_ROTL(v[1], 13), v[1] ^= v[0], v[0] = FC_ROTL(v[0], 32);
-	v[2] += v[3], v[3] = FC_ROTL(v[3], 16), v[3] ^= v[2];
-	v[0] += v[3], v[3] = FC_ROTL(v[3], 21), v[3] ^= v[0];
-	v[2] += v[1], v[1] = FC_ROTL(v[1], 17), v[1] ^= v[2], v[2] = FC_ROTL(v[2], 32);
-}
-
-static void fc_sip_word(struct fc_sip *h, uint64_t m)
-{
-	h->v[3] ^= m;
-	fc_sip_round(h->v);
-	fc_sip_round(h->v);
-	h->v[0] ^= m;
-}
-
-static void fc_sip_init(struct fc_sip *h, const uint64_t k[2])
-{
-	h->v[0] = k[0] ^ 0x736f6d6570736575ULL;
-	h->v[1] = k[1] ^ 0x646f72616e646f6dULL;
-	h->v[2] = k[0] ^ 0x6c7967656e657261ULL;
-	h->v[3] = k[1] ^ 0x7465646279746573ULL;
-	h->tail = 0;
-	h->len = 0;
-}
-
-static void fc_sip_update(struct fc_sip *h, const void *data, size_t n)
-{
-	const uint8_t *p = data;
-	uint64_t m;
-	size_t i = 0;
-
-	if (!(h->len & 7)) /* word-aligned: whole words at once */
-		for (; i + 8 <= n; i += 8, h->len += 8) {
-			memcpy(&m, p + i, 8);
-			fc_sip_word(h, le64toh(m));
-		}
-	for (; i < n; i++) {
-		h->tail |= (uint64_t)p[i] << (8 * (h->len & 7));
-		if ((++h->len & 7) == 0) {
-			fc_sip_word(h, h->tail);
-			h->tail = 0;
-		}
-	}
-}
-
-static uint64_t fc_sip_final(struct fc_sip *h)
-{
-	fc_sip_word(h, h->tail | h->len << 56);
-	h->v[2] ^= 0xff;
-	fc_sip_round(h->v);
-	fc_sip_round(h->v);
-	fc_sip_round(h->v);
-	fc_sip_round(h->v);
-	return h->v[0] ^ h->v[1] ^ h->v[2] ^ h->v[3];
-}
 
 /* One part of a key, with its length first: "a" + "bc" and "ab" + "c" differ. */
 static void fc_sip_part(struct fc_sip *h, const void *data, size_t n)
