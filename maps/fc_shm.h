@@ -52,6 +52,7 @@
 
 #include "fc_limit.h"
 #include "fc_maps.h"
+#include "fc_siphash.h"
 
 #define FC_SHM_MAGIC       0x38474346 /* "FCG8" */
 #define FC_SHM_STATE_MAGIC 0x54534346 /* "FCST" */
@@ -179,8 +180,8 @@ struct fc_shm_policy {
 	/* ndims struct fc_shm_dim follow */
 };
 
-/* A ban table slot. A uid is kept as its 64-bit hash (fc_shm_ban_hash), as
- * the source design does; an address as its masked bytes. */
+/* A ban table slot. A uid is kept as its 64-bit keyed tag (fc_shm_uid_hash),
+ * as the source design keeps a hash; an address as its masked bytes. */
 struct fc_shm_ban_slot {
 	__u32 seq;        /* valid while equal to its table's live stamp; written last */
 	__u8 family;      /* 0: uid; 4 or 6: address; | FC_SHM_BAN_ALLOW: an allow entry */
@@ -385,8 +386,8 @@ static inline __u32 fc_shm_key_place(__u64 tag, int choice, __u32 nkeys)
 	return (__u32)(choice ? tag >> 33 : tag) & (nkeys - 1);
 }
 
-/* FNV-1a over a ban's key: the family, the length, then the uid or the
- * masked address bytes. */
+/* FNV-1a over an address ban's key: the family, the length, then the
+ * masked address bytes (which the slot keeps and a reader compares). */
 static inline __u64 fc_shm_ban_hash(__u8 family, __u8 plen, const void *key, __u32 len)
 {
 	const __u8 *p = key;
@@ -398,6 +399,22 @@ static inline __u64 fc_shm_ban_hash(__u8 family, __u8 plen, const void *key, __u
 		h *= 0x100000001b3ULL;
 	}
 	return h ^ (h >> 31);
+}
+
+/* A uid's tag in the ban table: SipHash keyed by the file's key_secret over
+ * the slot's family (0, or FC_SHM_BAN_ALLOW) and the uid. The slot keeps the
+ * tag alone, so an unkeyed hash would let a client pick a uid that collides
+ * with an allowed one (FNV-1a is inverted a byte at a time). */
+static inline __u64 fc_shm_uid_hash(const void *secret, __u8 family, const void *uid, __u32 len)
+{
+	struct fc_sip h;
+	uint64_t k[2];
+
+	memcpy(k, secret, sizeof(k));
+	fc_sip_init(&h, k);
+	fc_sip_word(&h, family);
+	fc_sip_part(&h, uid, len);
+	return fc_sip_final(&h);
 }
 
 /* The slot of a key's hash in level l, as an index into a whole table. */

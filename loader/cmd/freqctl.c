@@ -82,25 +82,38 @@ static const struct {
 	{ "FREQCTL_NODE", "node" },
 };
 
+/* The commands, one line each, or those of group ("ban" for ban add, ban
+ * del, ...) alone; returns how many (f NULL: only counts them). */
+static size_t fc_cmds_print(FILE *f, const char *group)
+{
+	size_t i, n = 0, glen = group ? strlen(group) : 0;
+
+	for (i = 0; i < FC_NCMDS; i++) {
+		const char *nl = strchr(fc_cmds[i]->summary, '\n');
+		char head[48];
+
+		if (group && (strncmp(fc_cmds[i]->name, group, glen) || fc_cmds[i]->name[glen] != ' '))
+			continue;
+		snprintf(head, sizeof(head), "%s %s", fc_cmds[i]->name, fc_cmds[i]->args ? fc_cmds[i]->args : "");
+		/* First line of the summary only; 'COMMAND --help' has the rest. */
+		if (f)
+			fprintf(f, "  %-24s %.*s\n", head, nl ? (int)(nl - fc_cmds[i]->summary) : (int)strlen(fc_cmds[i]->summary),
+				fc_cmds[i]->summary);
+		n++;
+	}
+	return n;
+}
+
 static void fc_main_usage(FILE *f)
 {
 	const struct fc_opt *o;
-	size_t i;
 
 	fputs("Usage: freqctl [GLOBAL OPTIONS] COMMAND [OPTIONS] [ARGS]\n\n"
 	      "Frequency control for Linux edge servers: bans and rate limits at XDP/TC and in nginx,\n"
 	      "published from a policy store.\n\n"
 	      "Commands:\n",
 	      f);
-	for (i = 0; i < FC_NCMDS; i++) {
-		const char *nl = strchr(fc_cmds[i]->summary, '\n');
-		char head[48];
-
-		snprintf(head, sizeof(head), "%s %s", fc_cmds[i]->name, fc_cmds[i]->args ? fc_cmds[i]->args : "");
-		/* First line of the summary only; 'COMMAND --help' has the rest. */
-		fprintf(f, "  %-24s %.*s\n", head, nl ? (int)(nl - fc_cmds[i]->summary) : (int)strlen(fc_cmds[i]->summary),
-			fc_cmds[i]->summary);
-	}
+	fc_cmds_print(f, NULL);
 	fputs("\nGlobal options:\n", f);
 	for (o = fc_global_opts; o->name; o++)
 		fc_opt_print(o, f);
@@ -215,6 +228,13 @@ int main(int argc, char **argv)
 		return FC_EXIT_OK;
 	}
 	cmd = fc_cmd_find(argc, argv, &words);
+	/* 'freqctl ban --help': the group's commands, as --help is everywhere. */
+	if (!cmd && argc == 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) && fc_cmds_print(NULL, argv[0])) {
+		printf("Usage: freqctl [GLOBAL OPTIONS] %s SUBCOMMAND [OPTIONS] [ARGS]\n\nCommands:\n", argv[0]);
+		fc_cmds_print(stdout, argv[0]);
+		printf("\nRun 'freqctl %s SUBCOMMAND --help' for a command's options.\n", argv[0]);
+		return FC_EXIT_OK;
+	}
 	if (!cmd) {
 		if (!strcmp(argv[0], "ban"))
 			fc_main_usage_error("ban: expected add, del, import or list");

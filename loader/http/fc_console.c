@@ -28,6 +28,7 @@
 #include <sys/random.h>
 #include <sys/stat.h>
 
+#include "fc_allow.h"
 #include "fc_change.h"
 #include "fc_console.h"
 #include "fc_duration.h"
@@ -380,6 +381,10 @@ static int fc_api_entry_add(struct fc_console *c, struct fc_reply *r, struct fc_
 	}
 	if (json_is_string(v))
 		note = json_string_value(v);
+	if (k->allow && fc_allow_note_check(note, &err) < 0) {
+		ret = fc_reply_error(r, MHD_HTTP_BAD_REQUEST, "note", "%s", err.msg);
+		goto out;
+	}
 	if (json_is_string(ttl) && fc_duration_parse(json_string_value(ttl), &secs, &err) < 0) {
 		ret = fc_reply_error(r, MHD_HTTP_BAD_REQUEST, "ttl", "ttl: %s", err.msg);
 		goto out;

@@ -71,7 +71,7 @@ int fc_prefix_parse_ex(const char *s, struct fc_prefix *p, bool allow_zero, stru
 	addr[alen] = '\0';
 
 	if (strchr(addr, '%'))
-		return fc_err_set(err, "\"%s\": zone index not allowed in a ban", s);
+		return fc_err_set(err, "\"%s\": zone index not allowed in an address", s);
 	if (strchr(addr, ':')) {
 		if (inet_pton(AF_INET6, addr, p->a) != 1)
 			return fc_err_set(err, "\"%s\": not a valid IPv6 address", addr);
@@ -93,7 +93,7 @@ int fc_prefix_parse_ex(const char *s, struct fc_prefix *p, bool allow_zero, stru
 		return fc_err_set(err, "\"%s\": prefix length \"%s\": expected a number from %d to %u", s,
 				  slash + 1, allow_zero ? 0 : 1, max);
 	if (len == 0 && !allow_zero)
-		return fc_err_set(err, "\"%s\": a /0 prefix would ban every IPv%u source; refused", s, p->family);
+		return fc_err_set(err, "\"%s\": a /0 prefix would cover every IPv%u source; refused", s, p->family);
 	p->len = (uint8_t)len;
 	fixed = *p;
 	fc_prefix_mask(fixed.a, max / 8, len);

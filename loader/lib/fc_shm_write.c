@@ -248,6 +248,7 @@ struct fc_ban_set {
 	size_t nub;
 	const struct fc_allow_row *allows;
 	size_t nallows;
+	const __u64 *secret; /* the header's key_secret, for uids' tags */
 };
 
 /* Entry i of the set as a table slot (its stamp aside). */
@@ -278,7 +279,7 @@ static void fc_ban_slot(struct fc_shm_ban_slot *b, const struct fc_ban_set *set,
 		memcpy(b->addr, p->a, 16);
 		b->hash = fc_shm_ban_hash(b->family, b->plen, b->addr, p->family == 4 ? 4 : 16);
 	} else {
-		b->hash = fc_shm_ban_hash(b->family, 0, uid, (__u32)strlen(uid));
+		b->hash = fc_shm_uid_hash(set->secret, b->family, uid, (__u32)strlen(uid));
 	}
 	b->expires_ns = fc_expiry_ns(expires);
 }
@@ -429,7 +430,7 @@ int fc_shm_publish(const char *path, const char *group, uint32_t keys, struct fc
 			goto out;
 		res->policies++;
 	}
-	set = (struct fc_ban_set){ bans, nbans, ubans, nub, allows, nallows };
+	set = (struct fc_ban_set){ bans, nbans, ubans, nub, allows, nallows, h->key_secret };
 	if (fc_bans_publish(h, base, &set, &res->bans_written, err) < 0)
 		goto out;
 	res->ip_bans = nbans;

@@ -5,7 +5,8 @@
  * charged; a covering ban dropping whatever longer entry matches; bans and
  * policies inherited from covering prefixes, and updated when a covering
  * prefix comes and goes; /0 refused for a ban; v4-mapped sources as IPv4;
- * and random sets of prefixes of every length, changed and republished,
+ * and random sets of prefixes of every length (bans, policies, allow
+ * entries), changed and republished,
  * against a reference computed here, through XDP and TC.
  */
 #include <arpa/inet.h>
@@ -29,7 +30,7 @@
 /* A rate no test exhausts: every charge is counted as passed. */
 #define FC_T_RATE "1000000/s"
 
-enum fc_verdict { FC_V_PASS, FC_V_DROP_EXACT, FC_V_DROP_PREFIX, FC_V_DROP_LIMIT };
+enum fc_verdict { FC_V_PASS, FC_V_DROP_EXACT, FC_V_DROP_PREFIX, FC_V_DROP_LIMIT, FC_V_ALLOWED };
 
 /* Sends one UDP frame from src through XDP or TC; returns what happened,
  * by the counter it landed in. */
@@ -49,6 +50,8 @@ static enum fc_verdict fc_send(struct fc_env *env, bool tc, const char *src)
 	if (fc_stats_read(&env->maps, &b, &err) < 0)
 		fail_msg("%s", err.msg);
 	if (rc == (tc ? TC_ACT_OK : XDP_PASS)) {
+		if (b.allowed.packets > a.allowed.packets)
+			return FC_V_ALLOWED;
 		assert_int_equal(b.passed.packets, a.passed.packets + 1);
 		return FC_V_PASS;
 	}
@@ -82,6 +85,16 @@ static void fc_put_ban(struct fc_env *env, const struct fc_prefix *p)
 	struct fc_err err;
 
 	if (fc_store_ban_put(env->st, &row, &err) < 0)
+		fail_msg("%s", err.msg);
+}
+
+static void fc_put_allow(struct fc_env *env, const struct fc_prefix *p)
+{
+	struct fc_allow_row row = { .p = *p, .created = (int64_t)time(NULL) };
+	struct fc_err err;
+	bool existed;
+
+	if (fc_store_allow_put(env->st, &row, row.created, &existed, &err) < 0)
 		fail_msg("%s", err.msg);
 }
 
@@ -258,9 +271,9 @@ static void test_zero_and_exact(void **state)
 
 	FC_REQUIRE_BPF();
 	assert_int_equal(fc_prefix_parse("0.0.0.0/0", &p, &err), -1);
-	assert_non_null(strstr(err.msg, "a /0 prefix would ban every IPv4 source; refused"));
+	assert_non_null(strstr(err.msg, "a /0 prefix would cover every IPv4 source; refused"));
 	assert_int_equal(fc_prefix_parse("::/0", &p, &err), -1);
-	assert_non_null(strstr(err.msg, "a /0 prefix would ban every IPv6 source; refused"));
+	assert_non_null(strstr(err.msg, "a /0 prefix would cover every IPv6 source; refused"));
 	fc_env_policy(env, 1, "ip=0.0.0.0/0", "2/m", "burst=2");
 	fc_env_policy(env, 2, "ip=::/0", "3/m", "burst=3");
 	assert_int_equal(fc_send(env, false, "198.18.0.1"), FC_V_PASS);
@@ -337,6 +350,7 @@ struct fc_rpfx {
 	struct fc_prefix p;
 	bool ban;
 	uint32_t pol; /* policy id, 0 = none */
+	bool allow;
 	bool live;
 };
 
@@ -383,6 +397,11 @@ static void fc_r_make(struct fc_rpfx *r)
 	pick = rand_r(&fc_r.seed) % 20;
 	r->ban = pick < 5 || pick >= 18;
 	r->pol = pick >= 5 ? fc_r.next_id++ : 0;
+	/* One in eight an allow entry too, one in sixteen an allow entry alone. */
+	pick = rand_r(&fc_r.seed) % 16;
+	r->allow = pick < 2;
+	if (pick == 0)
+		r->ban = false, r->pol = 0;
 	r->live = true;
 }
 
@@ -408,6 +427,8 @@ static void fc_r_add(struct fc_env *env)
 		fc_put_ban(env, &r.p);
 	if (r.pol)
 		fc_put_policy(env, r.pol, &r.p);
+	if (r.allow)
+		fc_put_allow(env, &r.p);
 }
 
 /* The reference: what should happen to a packet from a, and the policies
@@ -416,7 +437,7 @@ static enum fc_verdict fc_r_expect(const uint8_t *a, uint8_t family, uint32_t *p
 {
 	unsigned max = family == 4 ? 32 : 128;
 	int best_pol_len = -1;
-	bool exact_ban = false, pfx_ban = false;
+	bool exact_ban = false, pfx_ban = false, allowed = false;
 	size_t i;
 
 	*pfx_pol = *exact_pol = 0;
@@ -425,6 +446,7 @@ static enum fc_verdict fc_r_expect(const uint8_t *a, uint8_t family, uint32_t *p
 
 		if (!r->live || !fc_covers(&r->p, a, family))
 			continue;
+		allowed |= r->allow;
 		if (r->p.len == max) {
 			exact_ban |= r->ban;
 			*exact_pol = r->pol;
@@ -435,6 +457,10 @@ static enum fc_verdict fc_r_expect(const uint8_t *a, uint8_t family, uint32_t *p
 			best_pol_len = r->p.len;
 			*pfx_pol = r->pol;
 		}
+	}
+	if (allowed) {
+		*pfx_pol = *exact_pol = 0; /* nothing charged */
+		return FC_V_ALLOWED;
 	}
 	return exact_ban ? FC_V_DROP_EXACT : pfx_ban ? FC_V_DROP_PREFIX : FC_V_PASS;
 }
@@ -468,7 +494,7 @@ static void fc_r_round(struct fc_env *env, int round)
 	enum fc_verdict v, got;
 	uint8_t a[16], family;
 	char src[FC_PREFIX_STRLEN + 8];
-	size_t i;
+	size_t i, nallowed = 0;
 	int k;
 
 	/* Counters run on across rounds: the round's are the differences. The
@@ -490,6 +516,7 @@ static void fc_r_round(struct fc_env *env, int round)
 			got = fc_send(env, (i + (size_t)k) % 2, src);
 			if (got != v)
 				fail_msg("round %d: %s (send %d): verdict %d, the reference says %d", round, src, k, got, v);
+			nallowed += v == FC_V_ALLOWED;
 			if (v != FC_V_PASS)
 				continue;
 			want[0]++;
@@ -512,6 +539,8 @@ static void fc_r_round(struct fc_env *env, int round)
 				 (unsigned long long)(fc_passed(env, id) - base[id]), (unsigned long long)want[id]);
 	}
 	assert_int_equal(fc_passed(env, FC_R_STAR) - base[0], want[0]);
+	/* Allowed sources, and not only those. */
+	assert_true(nallowed > 0 && nallowed < 2 * FC_R_SRC);
 }
 
 /* Lifts about a third of the prefixes, adds as many new ones (which cover,
@@ -531,7 +560,9 @@ static void fc_r_churn(struct fc_env *env)
 		r->live = false;
 		fc_prefix_format(&r->p, buf);
 		if ((r->pol && (fc_store_policy_del(env->st, r->pol, &found, &err) < 0 || !found)) ||
-		    (r->ban && (fc_store_ban_del(env->st, &r->p, &found, &err) < 0 || !found)))
+		    (r->ban && (fc_store_ban_del(env->st, &r->p, &found, &err) < 0 || !found)) ||
+		    (r->allow && (fc_store_allow_del(env->st, &(struct fc_allow_row){ .p = r->p }, &found, &err) < 0 ||
+				  !found)))
 			fail_msg("lifting %s: %s", buf, found ? err.msg : "not found");
 		fc_r_add(env);
 	}

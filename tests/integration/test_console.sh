@@ -168,6 +168,8 @@ check "POST an allow entry: 201" body_has "$r" '.allow == "198.18.0.77" and .ttl
 check "... the banned address passes at XDP within 100 ms" within_100ms verdict_is 77 2
 r=$(api POST /api/allows '{"allow": "198.18.0.77/8"}')
 check "a bad allow entry: 400 naming allow" body_has "$r" '.field == "allow"'
+r=$(api POST /api/allows '{"allow": "198.18.0.75", "note": "a\tb"}')
+check "a bad note: 400 naming note" body_has "$r" '.field == "note" and (.error | contains("control characters"))'
 r=$(api POST /api/allows '{"allow": "198.18.0.75", "ban": "x"}')
 check "an unknown key: 400 naming it" body_has "$r" '.field == "ban"'
 r=$(api GET /api/bans)

@@ -147,6 +147,20 @@ static void test_help(void **state)
 			fail_msg("%s %s --help printed:\n%s", cmds[i][0], cmds[i][1] ? cmds[i][1] : "", r.out);
 		assert_string_equal(r.err, "");
 	}
+	/* A group's --help lists its commands: stdout, exit 0. */
+	for (i = 0; i < 4; i++) {
+		static const char *const groups[] = { "ban", "allow", "policy", "node" };
+
+		fc_cli(&r, groups[i], "--help", NULL);
+		assert_int_equal(r.status, 0);
+		snprintf(want, sizeof(want), "  %s list ", groups[i]);
+		if (!strstr(r.out, want))
+			fail_msg("%s --help printed:\n%s", groups[i], r.out);
+		assert_string_equal(r.err, "");
+	}
+	fc_cli(&r, "frobnicate", "--help", NULL);
+	assert_int_equal(r.status, 2);
+	assert_string_equal(r.out, "");
 	fc_cli(&r, "--version", NULL);
 	assert_int_equal(r.status, 0);
 	assert_memory_equal(r.out, "freqctl ", 8);
@@ -170,10 +184,10 @@ static const struct {
 	{ { "ban", "add", "10.0.0.5/8" },
 	  "freqctl ban add: \"10.0.0.5/8\": host bits set; did you mean 10.0.0.0/8?\nTry 'freqctl ban add --help'.\n" },
 	{ { "ban", "add", "0.0.0.0/0" },
-	  "freqctl ban add: \"0.0.0.0/0\": a /0 prefix would ban every IPv4 source; refused\n"
+	  "freqctl ban add: \"0.0.0.0/0\": a /0 prefix would cover every IPv4 source; refused\n"
 	  "Try 'freqctl ban add --help'.\n" },
 	{ { "ban", "add", "::/0" },
-	  "freqctl ban add: \"::/0\": a /0 prefix would ban every IPv6 source; refused\nTry 'freqctl ban add --help'.\n" },
+	  "freqctl ban add: \"::/0\": a /0 prefix would cover every IPv6 source; refused\nTry 'freqctl ban add --help'.\n" },
 	{ { "ban", "add", "1.2.3.4", "--ttl", "10" },
 	  "freqctl ban add: --ttl: duration \"10\": missing unit after 10 (one of s, m, h, d)\n"
 	  "Try 'freqctl ban add --help'.\n" },
@@ -225,6 +239,11 @@ static const struct {
 	{ { "allow", "add", "1.2.3.4", "--ttl", "5x" },
 	  "freqctl allow add: --ttl: duration \"5x\": unit 'x' must be one of s, m, h, d\n"
 	  "Try 'freqctl allow add --help'.\n" },
+	{ { "allow", "add", "0.0.0.0/0" },
+	  "freqctl allow add: \"0.0.0.0/0\": a /0 prefix would cover every IPv4 source; refused\n"
+	  "Try 'freqctl allow add --help'.\n" },
+	{ { "allow", "add", "fe80::1%eth0" },
+	  "freqctl allow add: \"fe80::1%eth0\": zone index not allowed in an address\nTry 'freqctl allow add --help'.\n" },
 	{ { "allow", "del", "nonsense" },
 	  "freqctl allow del: \"nonsense\": not a valid IPv4 address (expected dotted decimal a.b.c.d)\n"
 	  "Try 'freqctl allow del --help'.\n" },

@@ -22,6 +22,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 
+#include "fc_allow.h"
 #include "fc_l7.h"
 #include "fc_shm_state.h"
 #include "fc_shm_write.h"
@@ -356,6 +357,75 @@ static void test_ban_table(void **state)
 	assert_int_equal(fc_decide(t, "ip=2001:db9:1::1", T0, NULL), FC_L7_BANNED);
 	assert_int_equal(fc_decide(t, "ip=9000::1", T0, NULL), FC_L7_BANNED);
 	assert_int_equal(fc_decide(t, "ip=7000::1", T0, NULL), FC_L7_PASS);
+}
+
+static void fc_allow_put(struct fc_t *t, const char *text, int64_t expires)
+{
+	struct fc_allow_row row;
+	char canon[FC_BAN_TEXT_LEN];
+	struct fc_err err;
+	bool existed;
+
+	assert_int_equal(fc_allow_text(text, &row, canon, &err), 0);
+	row.created = 1;
+	row.expires = expires;
+	assert_int_equal(fc_store_allow_put(t->st, &row, 1, &existed, &err), 0);
+}
+
+/*
+ * Allow entries in the ban table: a uid or an address allowed is decided
+ * ALLOWED (and counted) over a ban on the same key, over a ban on a prefix
+ * around it and over a policy; its neighbours stay banned; an entry's TTL
+ * ends it and the ban holds again. A uid's tag is keyed by the file's
+ * secret: with an unkeyed FNV-1a tag (which is inverted a byte at a time) a
+ * client could pick a uid with an allowed uid's tag and pass every ban and
+ * limit.
+ */
+static void test_allow_entries(void **state)
+{
+	struct fc_t *t = *state;
+	struct fc_uid_ban ub = { .uid = "evil", .created = 1 };
+	struct fc_ban_row br = { .created = 1 };
+	const struct fc_shm_header *h;
+	const struct fc_shm_ban_slot *tab;
+	struct fc_l7_result res;
+	struct fc_err err;
+	uint64_t fnv_vip, fnv_evil, allowed;
+	bool existed;
+	size_t i;
+
+	fc_policy(t, 1, "uid=vip", "1/m", "drop", 0, 0);
+	assert_int_equal(fc_store_uid_ban_put(t->st, &ub, &existed, 1, &err), 0);
+	assert_int_equal(fc_prefix_parse("203.0.113.0/24", &br.p, &err), 0);
+	assert_int_equal(fc_store_ban_put(t->st, &br, &err), 0);
+	assert_int_equal(fc_prefix_parse("198.51.100.9", &br.p, &err), 0);
+	assert_int_equal(fc_store_ban_put(t->st, &br, &err), 0);
+	fc_allow_put(t, "uid=vip", 0);
+	fc_allow_put(t, "uid=evil", 0);
+	fc_allow_put(t, "203.0.113.7", 0);
+	fc_allow_put(t, "198.51.100.0/24", (int64_t)(T0 / SEC) + 60);
+	fc_publish(t);
+	assert_int_equal(fc_build(t, t->base, t->size), 0);
+	allowed = t->ix.state_hdr->allowed;
+
+	for (i = 0; i < 3; i++)
+		assert_int_equal(fc_decide(t, "uid=vip", T0, NULL), FC_L7_ALLOWED); /* over its 1/m */
+	assert_int_equal(fc_decide(t, "uid=evil ip=203.0.113.9", T0, &res), FC_L7_ALLOWED);
+	assert_true(res.uid_ban);
+	assert_int_equal(fc_decide(t, "uid=evi ip=203.0.113.7", T0, &res), FC_L7_ALLOWED);
+	assert_false(res.uid_ban);
+	assert_int_equal(fc_decide(t, "ip=203.0.113.8", T0, NULL), FC_L7_BANNED);
+	assert_int_equal(fc_decide(t, "ip=198.51.100.9", T0, NULL), FC_L7_ALLOWED);
+	assert_int_equal(fc_decide(t, "ip=198.51.100.9", T0 + 61 * SEC, NULL), FC_L7_BANNED);
+	assert_int_equal(t->ix.state_hdr->allowed, allowed + 6);
+
+	h = t->base;
+	tab = (const struct fc_shm_ban_slot *)((const char *)t->base + FC_SHM_BANS_OFF(FC_SHM_BAN_TABLE(h->ban_live)));
+	fnv_vip = fc_shm_ban_hash(FC_SHM_BAN_ALLOW, 0, "vip", 3);
+	fnv_evil = fc_shm_ban_hash(FC_SHM_BAN_ALLOW, 0, "evil", 4);
+	for (i = 0; i < FC_SHM_BAN_SLOTS; i++)
+		if (tab[i].seq == FC_SHM_BAN_STAMP(h->ban_live) && (tab[i].hash == fnv_vip || tab[i].hash == fnv_evil))
+			fail_msg("ban table slot %zu: a uid's tag is its unkeyed FNV-1a hash", i);
 }
 
 /* Editing limits keeps a slot's state; a new match starts afresh; a
@@ -2375,6 +2445,7 @@ int main(void)
 		T(test_round_trip),
 		T(test_republish),
 		T(test_ban_table),
+		T(test_allow_entries),
 		T(test_corruption),
 		T(test_truncation),
 		T(test_exact_across_processes),
