@@ -160,24 +160,12 @@ static void fc_import_policy(struct fc_import_set *s, size_t idx, json_t *o)
 	struct fc_policy_spec *p = &s->pols[s->np];
 	char where[64], field[32];
 	struct fc_err err;
-	size_t i;
 
 	snprintf(where, sizeof(where), "policies[%zu]", idx);
 	if (fc_policy_from_json(o, p, field, &err) < 0) {
 		if (p->id)
 			snprintf(where, sizeof(where), "policies[%zu] (id %u)", idx, p->id);
 		return fc_import_error(s, where, "%s", err.msg);
-	}
-	snprintf(where, sizeof(where), "policies[%zu] (id %u)", idx, p->id);
-	for (i = 0; i < s->np; i++) {
-		char m1[FC_MATCH_LEN], m2[FC_MATCH_LEN];
-
-		fc_match_format(&s->pols[i], m1);
-		fc_match_format(p, m2);
-		if (s->pols[i].id == p->id)
-			return fc_import_error(s, where, "id %u given twice", p->id);
-		if (!strcmp(m1, m2))
-			return fc_import_error(s, where, "%s is policy %u's match too", m2, s->pols[i].id);
 	}
 	s->np++;
 }
@@ -316,6 +304,65 @@ static void fc_import_allow_twice(struct fc_import_set *s)
 	free(at);
 }
 
+/* Policies by id, then by place in the file. */
+static int fc_pol_id_cmp(const void *x, const void *y, void *pols)
+{
+	const struct fc_policy_spec *p = pols, *a = &p[*(const size_t *)x], *b = &p[*(const size_t *)y];
+
+	if (a->id != b->id)
+		return a->id < b->id ? -1 : 1;
+	return (a > b) - (a < b);
+}
+
+/* Policies by match, then by place in the file. */
+static int fc_pol_match_cmp(const void *x, const void *y, void *pols)
+{
+	const struct fc_policy_spec *p = pols, *a = &p[*(const size_t *)x], *b = &p[*(const size_t *)y];
+	char m1[FC_MATCH_LEN], m2[FC_MATCH_LEN];
+	int c;
+
+	fc_match_format(a, m1);
+	fc_match_format(b, m2);
+	c = strcmp(m1, m2);
+	return c ? c : (a > b) - (a < b);
+}
+
+/* An id or a match given twice is an error at its second place, found by
+ * sorting (65,536 policies compared pair by pair took many minutes of
+ * root's CPU). With no error before it, a policy's place in s->pols is its
+ * place in the file. */
+static void fc_import_policy_twice(struct fc_import_set *s)
+{
+	char where[64], m[FC_MATCH_LEN], prev[FC_MATCH_LEN];
+	size_t *at, i;
+
+	if (s->errors || s->np < 2)
+		return;
+	if (!(at = malloc(s->np * sizeof(*at)))) {
+		fc_import_error(s, "policies", "out of memory");
+		return;
+	}
+	for (i = 0; i < s->np; i++)
+		at[i] = i;
+	qsort_r(at, s->np, sizeof(*at), fc_pol_id_cmp, s->pols);
+	for (i = 1; i < s->np; i++) {
+		if (s->pols[at[i]].id != s->pols[at[i - 1]].id)
+			continue;
+		snprintf(where, sizeof(where), "policies[%zu] (id %u)", at[i], s->pols[at[i]].id);
+		fc_import_error(s, where, "id %u given twice", s->pols[at[i]].id);
+	}
+	qsort_r(at, s->np, sizeof(*at), fc_pol_match_cmp, s->pols);
+	for (i = 1; i < s->np; i++) {
+		fc_match_format(&s->pols[at[i]], m);
+		fc_match_format(&s->pols[at[i - 1]], prev);
+		if (strcmp(m, prev))
+			continue;
+		snprintf(where, sizeof(where), "policies[%zu] (id %u)", at[i], s->pols[at[i]].id);
+		fc_import_error(s, where, "%s is policy %u's match too", m, s->pols[at[i - 1]].id);
+	}
+	free(at);
+}
+
 /* Reads and validates the whole file. */
 static int fc_import_read(const char *path, struct fc_import_set *s)
 {
@@ -362,6 +409,7 @@ static int fc_import_read(const char *path, struct fc_import_set *s)
 		fc_import_node(s, i, json_array_get(nodes, i));
 	for (i = 0; i < json_array_size(allows); i++)
 		fc_import_allow(s, i, json_array_get(allows, i));
+	fc_import_policy_twice(s);
 	fc_import_allow_twice(s);
 	json_decref(doc);
 	if (s->errors > FC_IO_MAX_ERRORS)
@@ -371,11 +419,27 @@ static int fc_import_read(const char *path, struct fc_import_set *s)
 	return s->errors ? -1 : 0;
 }
 
+/* The place in s->pols of policy id (s->np: none), by_id its places sorted
+ * by id. */
+static size_t fc_pol_by_id(const struct fc_import_set *s, const size_t *by_id, uint32_t id)
+{
+	size_t lo = 0, hi = s->np, mid;
+
+	while (lo < hi) {
+		mid = lo + (hi - lo) / 2;
+		if (s->pols[by_id[mid]].id < id)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < s->np && s->pols[by_id[lo]].id == id ? by_id[lo] : s->np;
+}
+
 /* Makes the store's policies and bans the set's, in the open transaction. */
 static int fc_import_apply(struct fc_publish *pub, const struct fc_import_set *s, struct fc_err *err)
 {
 	struct fc_policy_row *old = NULL, row;
-	size_t nold = 0, i, j;
+	size_t nold = 0, i, j, *by_id = NULL;
 	bool found, existed;
 	int rc = -1;
 
@@ -384,11 +448,17 @@ static int fc_import_apply(struct fc_publish *pub, const struct fc_import_set *s
 	/* Policies gone from the file, or whose match changes (which resets
 	 * their state anyway), are deleted first: a match may move to another
 	 * id. The others are replaced in place and keep slot, state, counters. */
+	if (!(by_id = malloc((s->np + 1) * sizeof(*by_id)))) {
+		fc_err_set(err, "out of memory");
+		goto out;
+	}
+	for (i = 0; i < s->np; i++)
+		by_id[i] = i;
+	qsort_r(by_id, s->np, sizeof(*by_id), fc_pol_id_cmp, s->pols);
 	for (i = 0; i < nold; i++) {
 		char m1[FC_MATCH_LEN], m2[FC_MATCH_LEN];
 
-		for (j = 0; j < s->np && s->pols[j].id != old[i].spec.id; j++)
-			;
+		j = fc_pol_by_id(s, by_id, old[i].spec.id);
 		if (j < s->np) {
 			fc_match_format(&old[i].spec, m1);
 			fc_match_format(&s->pols[j], m2);
@@ -421,6 +491,7 @@ static int fc_import_apply(struct fc_publish *pub, const struct fc_import_set *s
 			goto out;
 	rc = 0;
 out:
+	free(by_id);
 	free(old);
 	return rc;
 }
@@ -472,9 +543,14 @@ struct fc_diff_kind {
 	void (*name)(const void *a, char *buf, size_t len);
 };
 
+static int fc_diff_cmp_keys(const struct fc_diff_kind *k, const char *a, const char *b)
+{
+	return k->key_len ? memcmp(a + k->key_off, b + k->key_off, k->key_len) : strcmp(a + k->key_off, b + k->key_off);
+}
+
 static bool fc_diff_same(const struct fc_diff_kind *k, const char *a, const char *b)
 {
-	return k->key_len ? !memcmp(a + k->key_off, b + k->key_off, k->key_len) : !strcmp(a + k->key_off, b + k->key_off);
+	return !fc_diff_cmp_keys(k, a, b);
 }
 
 static bool fc_diff_changed(const struct fc_diff_kind *k, const char *a, const char *b)
@@ -490,29 +566,83 @@ static void fc_diff_name(const struct fc_diff_kind *k, const char *a, char *buf,
 		snprintf(buf, len, "%s", a + k->key_off);
 }
 
-static void fc_diff_run(struct fc_diff *d, const struct fc_diff_kind *k, const void *old, size_t nold, const void *now,
-			size_t nnow)
+/* Items of one kind by key, then by place. */
+struct fc_diff_side {
+	const struct fc_diff_kind *k;
+	const char *base;
+};
+
+static int fc_diff_cmp(const void *x, const void *y, void *ctx)
+{
+	const struct fc_diff_side *sd = ctx;
+	size_t i = *(const size_t *)x, j = *(const size_t *)y;
+	const char *a = sd->base + i * sd->k->size + sd->k->key_off, *b = sd->base + j * sd->k->size + sd->k->key_off;
+	int c = sd->k->key_len ? memcmp(a, b, sd->k->key_len) : strcmp(a, b);
+
+	return c ? c : (i > j) - (i < j);
+}
+
+/* Indexes 0..n-1 of base's items sorted by key (NULL: out of memory). */
+static size_t *fc_diff_sorted(const struct fc_diff_kind *k, const char *base, size_t n)
+{
+	struct fc_diff_side sd = { k, base };
+	size_t *at = malloc((n + 1) * sizeof(*at)), i;
+
+	if (!at)
+		return NULL;
+	for (i = 0; i < n; i++)
+		at[i] = i;
+	qsort_r(at, n, sizeof(*at), fc_diff_cmp, &sd);
+	return at;
+}
+
+/* Each item of now is added, changed or the same against the first of old
+ * with its key; an item of old no key of now has is removed. Keys are
+ * matched by sorting both sides (a million bans pair by pair would take
+ * days); the names come out in the sides' own order. */
+static int fc_diff_run(struct fc_diff *d, const struct fc_diff_kind *k, const void *old, size_t nold, const void *now,
+		       size_t nnow)
 {
 	const char *o = old, *w = now;
 	char name[FC_MATCH_LEN + 32];
-	size_t i, j;
+	size_t *so = fc_diff_sorted(k, o, nold), *sw = fc_diff_sorted(k, w, nnow), i, j, r, e;
+	size_t *match = calloc(nnow + 1, sizeof(*match));
+	bool *kept = calloc(nold + 1, sizeof(*kept));
+	int rc = -1;
 
-	for (i = 0; i < nnow; i++) {
-		for (j = 0; j < nold && !fc_diff_same(k, o + j * k->size, w + i * k->size); j++)
+	if (!so || !sw || !match || !kept)
+		goto out;
+	for (i = 0, j = 0; i < nnow; i = e) {
+		const char *key = w + sw[i] * k->size;
+
+		for (e = i + 1; e < nnow && fc_diff_same(k, key, w + sw[e] * k->size); e++)
 			;
+		while (j < nold && fc_diff_cmp_keys(k, o + so[j] * k->size, key) < 0)
+			j++;
+		for (r = i; r < e; r++)
+			match[sw[r]] = j < nold && fc_diff_same(k, o + so[j] * k->size, key) ? so[j] + 1 : 0;
+		for (; j < nold && fc_diff_same(k, o + so[j] * k->size, key); j++)
+			kept[so[j]] = true;
+	}
+	for (i = 0; i < nnow; i++) {
 		fc_diff_name(k, w + i * k->size, name, sizeof(name));
-		if (j == nold)
+		if (!match[i])
 			json_array_append_new(d->added, json_string(name));
-		else if (fc_diff_changed(k, o + j * k->size, w + i * k->size))
+		else if (fc_diff_changed(k, o + (match[i] - 1) * k->size, w + i * k->size))
 			json_array_append_new(d->changed, json_string(name));
 	}
 	for (j = 0; j < nold; j++) {
-		for (i = 0; i < nnow && !fc_diff_same(k, o + j * k->size, w + i * k->size); i++)
-			;
 		fc_diff_name(k, o + j * k->size, name, sizeof(name));
-		if (i == nnow)
+		if (!kept[j])
 			json_array_append_new(d->removed, json_string(name));
 	}
+	rc = 0;
+out:
+	free(so);
+	free(sw);
+	free(match);
+	free(kept);
+	return rc;
 }
 
 /* A policy changed when its export object differs. */
@@ -596,11 +726,14 @@ static int fc_import_dry_run(const struct fc_ctx *ctx, const struct fc_import_se
 	}
 	for (i = 0; i < all.np; i++)
 		specs[i] = all.pols[i].spec;
-	fc_diff_run(&d[0], &fc_diff_policy, specs, all.np, s->pols, s->np);
-	fc_diff_run(&d[1], &fc_diff_ban, all.bans, all.nb, s->bans, s->nb);
-	fc_diff_run(&d[2], &fc_diff_uban, all.ub, all.nu, s->ubans, s->nu);
-	fc_diff_run(&d[3], &fc_diff_node, all.nodes, all.nn, s->nodes, s->nn);
-	fc_diff_run(&d[4], &fc_diff_allow, all.allows, all.na, s->allows, s->na);
+	if (fc_diff_run(&d[0], &fc_diff_policy, specs, all.np, s->pols, s->np) < 0 ||
+	    fc_diff_run(&d[1], &fc_diff_ban, all.bans, all.nb, s->bans, s->nb) < 0 ||
+	    fc_diff_run(&d[2], &fc_diff_uban, all.ub, all.nu, s->ubans, s->nu) < 0 ||
+	    fc_diff_run(&d[3], &fc_diff_node, all.nodes, all.nn, s->nodes, s->nn) < 0 ||
+	    fc_diff_run(&d[4], &fc_diff_allow, all.allows, all.na, s->allows, s->na) < 0) {
+		fc_err_set(err, "out of memory");
+		goto out;
+	}
 	doc = json_object();
 	for (i = 0; i < nd; i++) {
 		if (!json)
@@ -619,6 +752,11 @@ static int fc_import_dry_run(const struct fc_ctx *ctx, const struct fc_import_se
 	}
 	rc = 0;
 out:
+	for (i = 0; rc < 0 && i < 5; i++) { /* json_pack took them otherwise */
+		json_decref(d[i].added);
+		json_decref(d[i].changed);
+		json_decref(d[i].removed);
+	}
 	free(specs);
 	fc_store_all_free(&all);
 	return rc;
