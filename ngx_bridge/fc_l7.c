@@ -366,16 +366,71 @@ static void fc_off_note(const struct fc_l7_index *ix, const struct fc_l7_policy 
 	(*n)++;
 }
 
-/* What override p switches off, into out (NULL: counted only). Any policy
- * may be: one filed under a value p's match lacks is more general (its
- * dimension is absent from p's), so all are looked at, once per publish. */
-static size_t fc_off_walk(const struct fc_l7_index *ix, const struct fc_l7_policy *p, uint32_t *out)
-{
-	size_t n = 0;
-	uint32_t q;
+/* Anchored policies grouped by their anchor's dimension: each entry its
+ * kind and name above bit 32, the policy below. */
+struct fc_anchors {
+	uint64_t *pol;
+	size_t n;
+};
 
-	for (q = 0; q < ix->npolicies; q++)
-		fc_off_note(ix, p, q, out, &n);
+static int fc_u64_cmp(const void *x, const void *y)
+{
+	uint64_t a = *(const uint64_t *)x, b = *(const uint64_t *)y;
+
+	return (a > b) - (a < b);
+}
+
+/* p's dimension of that kind and name, or NULL. */
+static const struct fc_l7_dim *fc_dim_of(const struct fc_l7_policy *p, uint8_t kind, uint8_t name_idx)
+{
+	int i;
+
+	for (i = 0; i < p->ndims; i++)
+		if (p->dims[i].kind == kind && p->dims[i].name_idx == name_idx)
+			return &p->dims[i];
+	return NULL;
+}
+
+/* What override p switches off, into out (NULL: counted only). A policy
+ * filed under a fixed value can be more general than p only if p has that
+ * value (a fixed value covers only itself) or lacks that dimension: the
+ * chains of p's own values, the groups of dimensions p lacks and the
+ * policies filed nowhere are all there is to look at. */
+static size_t fc_off_walk(const struct fc_l7_index *ix, const struct fc_anchors *an, const struct fc_l7_policy *p,
+			  uint32_t *out)
+{
+	size_t n = 0, i, b, e;
+	uint32_t q;
+	uint64_t h;
+	int d;
+
+	for (i = 0; i < ix->nloose; i++)
+		fc_off_note(ix, p, ix->loose[i], out, &n);
+	for (i = 0; i < an->n; i = e) {
+		bool lacks = !fc_dim_of(p, (uint8_t)(an->pol[i] >> 40), (uint8_t)(an->pol[i] >> 32));
+
+		for (e = i; e < an->n && an->pol[e] >> 32 == an->pol[i] >> 32; e++)
+			if (lacks)
+				fc_off_note(ix, p, (uint32_t)an->pol[e], out, &n);
+	}
+	for (d = 0; d < p->ndims; d++) {
+		const struct fc_l7_dim *pd = &p->dims[d];
+
+		if (pd->kind == FC_DIM_IP || pd->flags)
+			continue;
+		h = fc_l7_hash(pd->kind, pd->name_idx, pd->value.data, pd->value.len);
+		for (b = h & (ix->cap - 1); ix->tab[b].head != FC_NONE; b = (b + 1) & (ix->cap - 1)) {
+			const struct fc_l7_policy *hp = &ix->pol[ix->tab[b].head];
+			const struct fc_l7_dim *hd = &hp->dims[hp->anchor];
+
+			if (ix->tab[b].hash != h || hd->kind != pd->kind || hd->name_idx != pd->name_idx ||
+			    !fc_str_eq(hd->value, pd->value.data, pd->value.len))
+				continue;
+			for (q = ix->tab[b].head; q != FC_NONE; q = ix->pol[q].next)
+				fc_off_note(ix, p, q, out, &n);
+			break;
+		}
+	}
 	return n;
 }
 
@@ -384,28 +439,39 @@ static size_t fc_off_walk(const struct fc_l7_index *ix, const struct fc_l7_polic
  * would pass FC_L7_MAX_OFFS in all is checked against the request's matches. */
 static int fc_offs_build(struct fc_l7_index *ix, const struct fc_l7_alloc *a)
 {
+	struct fc_anchors an = { 0 };
 	size_t total = 0, n, i;
 
+	for (i = 0; i < ix->npolicies && !ix->has_override; i++)
+		ix->has_override = ix->pol[i].flags & FC_POLICY_OVERRIDE;
+	if (!ix->has_override)
+		return 0;
+	if (!(an.pol = a->alloc(a->ctx, (ix->npolicies + 1) * sizeof(*an.pol))))
+		return fc_fail(ix, "out of memory");
+	for (i = 0; i < ix->npolicies; i++) {
+		const struct fc_l7_dim *g = &ix->pol[i].dims[ix->pol[i].anchor];
+
+		if (ix->pol[i].anchor != UINT8_MAX)
+			an.pol[an.n++] = (uint64_t)g->kind << 40 | (uint64_t)g->name_idx << 32 | i;
+	}
+	qsort(an.pol, an.n, sizeof(*an.pol), fc_u64_cmp);
 	for (i = 0; i < ix->npolicies; i++) {
 		struct fc_l7_policy *p = &ix->pol[i];
 
 		if (!(p->flags & FC_POLICY_OVERRIDE))
 			continue;
-		ix->has_override = true;
-		n = fc_off_walk(ix, p, NULL);
+		n = fc_off_walk(ix, &an, p, NULL);
 		p->off_at = (uint32_t)total;
 		p->noff = total + n > FC_L7_MAX_OFFS ? FC_L7_OFF_LATE : (uint32_t)n;
 		total += p->noff == FC_L7_OFF_LATE ? 0 : n;
 	}
-	if (!ix->has_override)
-		return 0;
 	ix->offs = a->alloc(a->ctx, (total + 1) * sizeof(*ix->offs));
 	ix->off_mark = a->alloc(a->ctx, (ix->npolicies + 1) * sizeof(*ix->off_mark));
 	if (!ix->offs || !ix->off_mark)
 		return fc_fail(ix, "out of memory");
 	for (i = 0; i < ix->npolicies; i++)
 		if (ix->pol[i].flags & FC_POLICY_OVERRIDE && ix->pol[i].noff != FC_L7_OFF_LATE)
-			fc_off_walk(ix, &ix->pol[i], ix->offs + ix->pol[i].off_at);
+			fc_off_walk(ix, &an, &ix->pol[i], ix->offs + ix->pol[i].off_at);
 	return 0;
 }
 
