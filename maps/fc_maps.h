@@ -27,7 +27,7 @@ struct fc_counter {
  */
 #define FC_MAPS(X)                                                                                        \
 	X(exact4) X(exact6) X(pfx4) X(pfx6) X(stats) X(config) X(policies) X(buckets) X(src4) X(src6) \
-	X(pstats) X(flood)
+	X(pstats) X(flood) X(setstats)
 
 /* A map's pinned name, e.g. FC_MAP_NAME(exact4) is "fc_exact4". */
 #define FC_MAP_NAME(name) "fc_" #name
@@ -44,6 +44,10 @@ struct fc_counter {
  * from this number: keep it a plain literal); slot 0 means "no policy". */
 #define FC_MAX_POLICIES    65536
 #define FC_POLICY_SLOTS    (FC_MAX_POLICIES + 1)
+
+/* Named ban sets (freqctl ban import --set): ids 1..FC_MAX_SETS (the store's
+ * CHECK is made from this number: keep it a plain literal), 0 = by hand. */
+#define FC_MAX_SETS        1023
 
 /* Each exact hash and each trie holds bans and policy keys. */
 #define FC_MAX_RULES       (FC_MAX_BANS + FC_MAX_POLICIES)
@@ -89,6 +93,11 @@ struct fc_pfx6_key {
  * lookup returns the longest match only.
  */
 #define FC_RULE_BANNED 0x1
+/* The upper bits of flags: the set whose ban this is (fc_setstats counts its
+ * drops there); 0: by hand or escalated. A ban held by several sources
+ * counts under the lowest: by hand first, then the set with the lowest id. */
+#define FC_RULE_SET_SHIFT 16
+#define FC_RULE_SET(flags) ((flags) >> FC_RULE_SET_SHIFT)
 
 struct fc_rule {
 	__u64 ban_expires_ns;
@@ -191,10 +200,12 @@ struct fc_config {
 	 * the last publish left it whole, 0 while one is rewriting it. A
 	 * publish whose policies hash the same skips reading the array. */
 	__u64 policies_digest;
-	/* The loader's: a random tag of the last publish that completed. The
-	 * process that wrote it may diff its next publish against what it
-	 * wrote, without walking the rule maps (a walk costs their capacity). */
-	__u64 publish_gen;
+	/* The loader's: the store (its random id) and the last change (its
+	 * seq in the store's change log) the maps hold, set once that change
+	 * is committed; 0 while a publish writes. A publish applies only the
+	 * changes after store_seq to maps marked with its store's id. */
+	__u64 store_id;
+	__u64 store_seq;
 };
 
 /*
@@ -228,10 +239,12 @@ FC_ABI_SIZE(struct fc_pstats, 32);
 FC_ABI_SIZE(struct fc_flood, 8);
 FC_ABI_SIZE(struct fc_stats, 7 * 16);
 FC_ABI_OFF(struct fc_stats, malformed, 6 * 16);
-FC_ABI_SIZE(struct fc_config, 48 + 32 + 16);
+FC_ABI_SIZE(struct fc_config, 48 + 32 + 24);
 FC_ABI_OFF(struct fc_config, n_policies, 28);
 FC_ABI_OFF(struct fc_config, rules_gen, 32);
 FC_ABI_OFF(struct fc_config, utc_offset_ns, 40);
 FC_ABI_OFF(struct fc_config, new_src, 48);
+FC_ABI_OFF(struct fc_config, store_seq, 96);
+_Static_assert(FC_MAX_SETS <= 0xffffffffu >> FC_RULE_SET_SHIFT, "a set id must fit in fc_rule.flags");
 
 #endif /* FC_MAPS_H */

@@ -154,7 +154,7 @@ struct fc_agent {
 	bool keyed;                  /* some policy keeps a bucket per key */
 	int64_t recounted;           /* when keys were last recounted (unix seconds) */
 	struct fc_ring_src ring;
-	size_t nbans;                /* address bans in the store at the last publish */
+	size_t nbans;                /* rule map entries at the last publish */
 	struct fc_agent_counters cnt;
 	struct fc_http_conf serve;   /* the servers' config, with the agent's log */
 	struct fc_metrics *metrics;
@@ -378,47 +378,37 @@ static void fc_agent_drain(int fd)
 }
 
 /* Publishes the store; returns the unix time of the next ban expiry (0: none)
- * or -1 on failure. */
-static int64_t fc_agent_publish(struct fc_agent *a, const char *why, struct fc_err *err)
+ * or -1 on failure. *policies: the policies may have changed. */
+static int64_t fc_agent_publish(struct fc_agent *a, const char *why, bool *policies, struct fc_err *err)
 {
-	struct fc_ban_row *bans = NULL;
-	struct fc_uid_ban *ub = NULL;
 	struct timespec t0, t1;
 	struct fc_publish pub;
 	int64_t next = 0;
 	uint64_t us;
-	size_t nb = 0, nu = 0, i;
 
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	if (fc_agent_begin(&pub, &a->ctx, &a->keep, err) < 0)
 		goto fail;
-	if (fc_store_ban_list(pub.st, pub.now, &bans, &nb, err) < 0 ||
-	    fc_store_uid_ban_list(pub.st, pub.now, &ub, &nu, err) < 0) {
+	if (fc_store_next_expiry(pub.st, pub.now, &next, err) < 0) {
 		fc_publish_abort(&pub);
-		free(bans);
 		goto fail;
 	}
-	for (i = 0; i < nb + nu; i++) {
-		int64_t e = i < nb ? bans[i].expires : ub[i - nb].expires;
-
-		if (e && (!next || e < next))
-			next = e;
-	}
-	free(bans);
-	free(ub);
 	if (fc_agent_commit(&pub, &a->keep, err) < 0)
 		goto fail;
-	a->nbans = nb;
+	/* Room for escalations: the rule maps' entries (policy keys too). */
+	a->nbans = (size_t)pub.res.cfg.n_exact4 + pub.res.cfg.n_exact6 + pub.res.cfg.n_pfx4 + pub.res.cfg.n_pfx6;
+	*policies = pub.policies;
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	us = (uint64_t)((t1.tv_sec - t0.tv_sec) * 1000000 + (t1.tv_nsec - t0.tv_nsec) / 1000);
 	__atomic_add_fetch(&a->cnt.publishes, 1, __ATOMIC_RELAXED);
 	__atomic_store_n(&a->cnt.last_publish, (int64_t)time(NULL), __ATOMIC_RELAXED);
 	__atomic_store_n(&a->cnt.last_publish_us, us, __ATOMIC_RELAXED);
-	if (!a->cfg->quiet || pub.purged)
-		fc_agent_log("published (%s) in %.1f ms: XDP/TC %zu added, %zu changed, %zu removed; nginx seq %llu%s; "
-			     "%zu expired bans purged",
-			     why, (double)us / 1e3, pub.res.added, pub.res.changed, pub.res.removed,
-			     (unsigned long long)pub.shm.seq, pub.shm.published ? " (new)" : "", pub.purged);
+	if (!a->cfg->quiet || pub.purged || pub.lapsed)
+		fc_agent_log("published (%s%s) in %.1f ms: XDP/TC %zu added, %zu changed, %zu removed; nginx seq %llu%s; "
+			     "%zu expired bans purged, %zu lapsed sets",
+			     why, pub.delta ? ", what changed" : ", everything", (double)us / 1e3, pub.res.added,
+			     pub.res.changed, pub.res.removed, (unsigned long long)pub.shm.seq,
+			     pub.shm.published ? " (new)" : "", pub.purged, pub.lapsed);
 	return next;
 fail:
 	__atomic_add_fetch(&a->cnt.publish_errors, 1, __ATOMIC_RELAXED);
@@ -428,12 +418,13 @@ fail:
 /* Publishes for why, or notes the failure and schedules a retry. */
 static void fc_agent_try_publish(struct fc_agent *a, const char *why)
 {
+	bool policies = true;
 	struct fc_err err;
 	int64_t next;
 
 	if ((!a->prepared && !(a->prepared = fc_agent_prepare(&a->ctx, a->cfg->weight, &err) == 0)) ||
 	    (!a->watch && fc_agent_rewatch(&a->ctx, &a->watch, &a->version, &err) < 0) ||
-	    (next = fc_agent_publish(a, why, &err)) < 0) {
+	    (next = fc_agent_publish(a, why, &policies, &err)) < 0) {
 		if (!a->failing)
 			fc_agent_log("cannot publish, keeping what is enforced: %s (retrying)", err.msg);
 		a->failing = true;
@@ -449,7 +440,8 @@ static void fc_agent_try_publish(struct fc_agent *a, const char *why)
 	/* data_version is not re-read here: a commit that raced this publish
 	 * must still be seen. A publish that wrote (purged, escalated) costs
 	 * one more, idempotent, publish. */
-	fc_agent_esc_reload(a);
+	if (policies)
+		fc_agent_esc_reload(a);
 }
 
 /* Per-key policies: every FC_AGENT_RECOUNT_S, each policy's live keys are
@@ -534,6 +526,7 @@ static int fc_agent_setup(struct fc_agent *a, struct fc_err *err)
 {
 	const struct fc_agent_config *cfg = a->cfg;
 	struct sigaction sa = { .sa_handler = fc_agent_signal };
+	bool policies;
 	struct fc_err why;
 
 	a->prepared = fc_agent_prepare(&a->ctx, cfg->weight, err) == 0;
@@ -566,7 +559,7 @@ static int fc_agent_setup(struct fc_agent *a, struct fc_err *err)
 	}
 	/* Watch first, publish second: a change committed in between is seen. */
 	if (!a->prepared || fc_agent_rewatch(&a->ctx, &a->watch, &a->version, err) < 0 ||
-	    (a->next_expiry = fc_agent_publish(a, "start", err)) < 0) {
+	    (a->next_expiry = fc_agent_publish(a, "start", &policies, err)) < 0) {
 		if (!a->pg)
 			return -1;
 		fc_agent_log("cannot reach the store, keeping what is enforced: %s (retrying)", err->msg);

@@ -36,24 +36,14 @@ struct fc_map_sync {
 	bool trie;
 	size_t max_entries;
 	struct fc_kvs want, have;
-	bool have_known; /* have is this process's last publish: no walk */
+	long count; /* entries added less entries deleted (publishing what changed) */
 };
 
 enum { FC_MS_EXACT4, FC_MS_EXACT6, FC_MS_PFX4, FC_MS_PFX6, FC_MS_COUNT };
 
-/* What this process last wrote to the rule maps, sorted as fc_kv_cmp sorts:
- * valid while fc_config.publish_gen is gen, i.e. no other publish came
- * since (the maps are freqctl's alone to write). gen is 0 while a publish
- * runs, so one cut short is never trusted. A long-running publisher (the
- * agent, its console) then diffs each change against this instead of
- * walking maps of a million buckets. */
-static struct {
-	pthread_mutex_t lock;
-	__u64 gen;
-	struct fc_kvs have[FC_MS_COUNT];
-} fc_shadow = { .lock = PTHREAD_MUTEX_INITIALIZER };
-
-/* Scratch for one batch of keys and values, used under fc_shadow.lock. */
+/* Scratch for one batch of keys and values (fc_batch_*), and so one publish
+ * at a time in this process (the pin dir's flock serialises processes). */
+static pthread_mutex_t fc_sync_lock = PTHREAD_MUTEX_INITIALIZER;
 static uint8_t fc_batch_keys[FC_BATCH * sizeof(struct fc_pfx6_key)];
 static struct fc_rule fc_batch_vals[FC_BATCH];
 
@@ -222,11 +212,9 @@ static int fc_map_sync(struct fc_map_sync *ms, struct fc_sync_result *res, struc
 	struct fc_kv *kv;
 	int rc = -1, c;
 
-	if (!ms->have_known) {
-		if (fc_map_dump(ms, err) < 0)
-			return -1;
-		fc_kvs_sort(&ms->have, fc_kv_cmp, &ms->keysz);
-	}
+	if (fc_map_dump(ms, err) < 0)
+		return -1;
+	fc_kvs_sort(&ms->have, fc_kv_cmp, &ms->keysz);
 
 	while (i < ms->want.n || j < ms->have.n) {
 		if (i == ms->want.n)
@@ -290,14 +278,29 @@ static bool fc_covers(const uint8_t *a, uint32_t alen, const uint8_t *b, uint32_
 	return !rest || ((a[full] ^ b[full]) & (uint8_t)(0xff << (8 - rest))) == 0;
 }
 
-static void fc_rule_add_ban(struct fc_rule *r, uint64_t expires_ns)
+/* Adds a ban of source set (0: by hand) to r: the longer ban holds, and
+ * its drops count under the lowest source. */
+static void fc_rule_add_ban(struct fc_rule *r, uint64_t expires_ns, uint32_t set)
 {
 	if (!(r->flags & FC_RULE_BANNED)) {
-		r->flags |= FC_RULE_BANNED;
+		r->flags = FC_RULE_BANNED | set << FC_RULE_SET_SHIFT;
 		r->ban_expires_ns = expires_ns;
-	} else if (r->ban_expires_ns && (!expires_ns || expires_ns > r->ban_expires_ns)) {
-		r->ban_expires_ns = expires_ns; /* the longer ban holds */
+		return;
 	}
+	if (r->ban_expires_ns && (!expires_ns || expires_ns > r->ban_expires_ns))
+		r->ban_expires_ns = expires_ns;
+	if (set < FC_RULE_SET(r->flags))
+		r->flags = FC_RULE_BANNED | set << FC_RULE_SET_SHIFT;
+}
+
+/* The kernel's ban for a store's ban row (a set's member: no expiry, the
+ * set lapses whole). */
+static struct fc_rule fc_rule_of_ban(const struct fc_ban_row *b)
+{
+	struct fc_rule r = { 0 };
+
+	fc_rule_add_ban(&r, b->set ? 0 : fc_expiry_ns(b->expires), b->set);
+	return r;
 }
 
 /* Folds entries with the same key (a ban and a policy on one prefix) into one. */
@@ -310,7 +313,7 @@ static void fc_want_merge(struct fc_map_sync *ms)
 	for (i = 0; i < ms->want.n; i++) {
 		if (o && !memcmp(v[o - 1].key, v[i].key, ms->keysz)) {
 			if (v[i].val.flags & FC_RULE_BANNED)
-				fc_rule_add_ban(&v[o - 1].val, v[i].val.ban_expires_ns);
+				fc_rule_add_ban(&v[o - 1].val, v[i].val.ban_expires_ns, FC_RULE_SET(v[i].val.flags));
 			if (v[i].val.policy)
 				v[o - 1].val.policy = v[i].val.policy;
 			continue;
@@ -352,7 +355,7 @@ static int fc_want_inherit(struct fc_map_sync *ms, struct fc_err *err)
 			const struct fc_rule *up = &v[stack[depth - 1]].val;
 
 			if (up->flags & FC_RULE_BANNED)
-				fc_rule_add_ban(&v[i].val, up->ban_expires_ns);
+				fc_rule_add_ban(&v[i].val, up->ban_expires_ns, FC_RULE_SET(up->flags));
 			if (!v[i].val.policy)
 				v[i].val.policy = up->policy;
 		}
@@ -363,25 +366,33 @@ static int fc_want_inherit(struct fc_map_sync *ms, struct fc_err *err)
 	return 0;
 }
 
-/* Adds a ban or policy (slot) on p to the map that holds its kind. */
-static int fc_want_add(struct fc_map_sync *ms, const struct fc_prefix *p, bool ban, uint64_t expires_ns,
-		       uint32_t slot, struct fc_err *err)
+/* The map (of ms[FC_MS_COUNT]) that holds p's kind. */
+static struct fc_map_sync *fc_map_of(struct fc_map_sync *ms, const struct fc_prefix *p)
 {
-	int which = (fc_prefix_is_exact(p) ? FC_MS_EXACT4 : FC_MS_PFX4) + (p->family == 6);
-	struct fc_map_sync *dst = &ms[which];
-	struct fc_kv *kv = fc_kvs_push(&dst->want);
+	return &ms[(fc_prefix_is_exact(p) ? FC_MS_EXACT4 : FC_MS_PFX4) + (p->family == 6)];
+}
 
-	if (!kv)
-		return fc_err_set(err, "out of memory publishing map %s", dst->name);
-	if (!dst->trie)
-		memcpy(kv->key, p->a, dst->keysz);
+/* p's key in its map. */
+static void fc_kv_key(const struct fc_map_sync *ms, const struct fc_prefix *p, struct fc_kv *kv)
+{
+	if (!ms->trie)
+		memcpy(kv->key, p->a, ms->keysz);
 	else if (p->family == 4)
 		fc_prefix_to_pfx4(p, (struct fc_pfx4_key *)kv->key);
 	else
 		fc_prefix_to_pfx6(p, (struct fc_pfx6_key *)kv->key);
-	if (ban)
-		fc_rule_add_ban(&kv->val, expires_ns);
-	kv->val.policy = slot;
+}
+
+/* Adds a ban or a policy (r) on p to the map that holds its kind. */
+static int fc_want_add(struct fc_map_sync *ms, const struct fc_prefix *p, struct fc_rule r, struct fc_err *err)
+{
+	struct fc_map_sync *dst = fc_map_of(ms, p);
+	struct fc_kv *kv = fc_kvs_push(&dst->want);
+
+	if (!kv)
+		return fc_err_set(err, "out of memory publishing map %s", dst->name);
+	fc_kv_key(dst, p, kv);
+	kv->val = r;
 	return 0;
 }
 
@@ -443,47 +454,129 @@ static int fc_slot_reset(const struct fc_maps *m, struct fc_policy_sync *ps, __u
 	return 0;
 }
 
+/* Writes slot's policy w over h if they differ: a new policy (or a new
+ * epoch) starts with a fresh bucket, a new id with fresh counters too.
+ * Returns 1 if it wrote, 0 if not, -1 on failure. */
+static int fc_slot_write(const struct fc_maps *m, struct fc_policy_sync *ps, __u32 slot, const struct fc_policy *w,
+			 const struct fc_policy *h, struct fc_err *err)
+{
+	if (!memcmp(w, h, sizeof(*w)))
+		return 0;
+	if (w->id && (w->id != h->id || w->epoch != h->epoch) && fc_slot_reset(m, ps, slot, w->id != h->id, err) < 0)
+		return -1;
+	if (bpf_map_update_elem(m->policies, &slot, w, BPF_ANY))
+		return fc_err_set(err, "map %s: slot %u: %s", FC_MAP_NAME(policies), slot, strerror(errno));
+	ps->changed++;
+	return 1;
+}
+
 /* Writes the slots that differ: occupied ones (live) before the rules point
  * at them, freed ones after the rules stopped pointing at them. */
 static int fc_policies_apply(const struct fc_maps *m, struct fc_policy_sync *ps, bool live, struct fc_err *err)
 {
 	__u32 slot;
 
-	for (slot = 1; slot < FC_POLICY_SLOTS; slot++) {
-		struct fc_policy *w = &ps->want[slot], *h = &ps->have[slot];
-
-		if ((w->id != 0) != live || !memcmp(w, h, sizeof(*w)))
-			continue;
-		if (live && (w->id != h->id || w->epoch != h->epoch) &&
-		    fc_slot_reset(m, ps, slot, w->id != h->id, err) < 0)
+	for (slot = 1; slot < FC_POLICY_SLOTS; slot++)
+		if ((ps->want[slot].id != 0) == live && fc_slot_write(m, ps, slot, &ps->want[slot], &ps->have[slot], err) < 0)
 			return -1;
-		if (bpf_map_update_elem(m->policies, &slot, w, BPF_ANY))
-			return fc_err_set(err, "map %s: slot %u: %s", FC_MAP_NAME(policies), slot, strerror(errno));
-		ps->changed++;
-	}
 	return 0;
 }
 
-int fc_sync(struct fc_store *st, const struct fc_maps *m, const char *pin_dir, int64_t now, double weight,
-	    struct fc_sync_result *res, struct fc_err *err)
+/* The rule maps, to diff or to change. */
+static void fc_rule_maps(struct fc_map_sync ms[FC_MS_COUNT], const struct fc_maps *m)
 {
-	struct fc_policy_spec scaled;
-	struct fc_map_sync ms[FC_MS_COUNT] = {
+	const struct fc_map_sync init[FC_MS_COUNT] = {
 		[FC_MS_EXACT4] = { FC_MAP_NAME(exact4), m->exact4, sizeof(struct fc_addr4), 4, false, FC_MAX_RULES },
 		[FC_MS_EXACT6] = { FC_MAP_NAME(exact6), m->exact6, sizeof(struct fc_addr6), 6, false, FC_MAX_RULES },
 		[FC_MS_PFX4] = { FC_MAP_NAME(pfx4), m->pfx4, sizeof(struct fc_pfx4_key), 4, true, FC_MAX_RULES },
 		[FC_MS_PFX6] = { FC_MAP_NAME(pfx6), m->pfx6, sizeof(struct fc_pfx6_key), 6, true, FC_MAX_RULES },
 	};
+
+	memcpy(ms, init, sizeof(init));
+}
+
+static void fc_rule_maps_free(struct fc_map_sync ms[FC_MS_COUNT])
+{
+	size_t i;
+
+	for (i = 0; i < FC_MS_COUNT; i++) {
+		free(ms[i].want.v);
+		free(ms[i].have.v);
+	}
+}
+
+/* Zeroes the drop counters of set id (0: by hand). */
+static int fc_setstats_zero(const struct fc_maps *m, __u32 id, int ncpus, struct fc_err *err)
+{
+	struct fc_counter *zero = calloc((size_t)ncpus, sizeof(*zero));
+	int rc = 0;
+
+	if (!zero)
+		return fc_err_set(err, "out of memory");
+	if (bpf_map_update_elem(m->setstats, &id, zero, BPF_ANY))
+		rc = fc_err_set(err, "map %s: set %u: %s", FC_MAP_NAME(setstats), id, strerror(errno));
+	free(zero);
+	return rc;
+}
+
+/* The counters of sets that are no more start afresh, should their id be
+ * given again (a publish that saw the set go does so at once). */
+static int fc_setstats_sweep(struct fc_store *st, const struct fc_maps *m, int64_t now, int ncpus, struct fc_err *err)
+{
+	LIBBPF_OPTS(bpf_map_batch_opts, opts);
+	static __u32 keys[FC_MAX_SETS + 1];
+	bool live[FC_MAX_SETS + 1] = { true };
+	__u32 out = 0, cnt = FC_MAX_SETS + 1, id;
+	struct fc_counter *vals = NULL;
+	struct fc_ban_set *sets = NULL;
+	size_t nsets = 0, i;
+	int rc = -1, c;
+
+	if (fc_store_set_list(st, now, &sets, &nsets, err) < 0)
+		return -1;
+	for (i = 0; i < nsets; i++)
+		live[sets[i].id] = true;
+	vals = calloc((size_t)(FC_MAX_SETS + 1) * (size_t)ncpus, sizeof(*vals));
+	if (!vals) {
+		fc_err_set(err, "out of memory");
+		goto out;
+	}
+	if (bpf_map_lookup_batch(m->setstats, NULL, &out, keys, vals, &cnt, &opts) && errno != ENOENT) {
+		fc_err_set(err, "map %s: batch lookup: %s", FC_MAP_NAME(setstats), strerror(errno));
+		goto out;
+	}
+	for (i = 0; i < cnt; i++) {
+		id = keys[i];
+		if (id > FC_MAX_SETS || live[id])
+			continue;
+		for (c = 0; c < ncpus && !vals[i * (size_t)ncpus + (size_t)c].packets; c++)
+			;
+		if (c < ncpus && fc_setstats_zero(m, id, ncpus, err) < 0)
+			goto out;
+	}
+	rc = 0;
+out:
+	free(vals);
+	free(sets);
+	return rc;
+}
+
+int fc_sync_full(struct fc_store *st, const struct fc_maps *m, int64_t now, double weight,
+		 struct fc_sync_result *res, struct fc_err *err)
+{
+	struct fc_policy_spec scaled;
+	struct fc_map_sync ms[FC_MS_COUNT];
 	const size_t nms = FC_MS_COUNT;
 	struct fc_policy_sync ps = { .ncpus = libbpf_num_possible_cpus() };
 	struct fc_policy_row *pols = NULL;
 	struct fc_ban_row *bans = NULL;
 	struct fc_config old;
 	size_t nbans = 0, npols = 0, i;
-	bool locked = false, skip, shadow;
+	bool locked = false, skip;
 	int rc = -1;
 
 	memset(res, 0, sizeof(*res));
+	fc_rule_maps(ms, m);
 	ps.want = calloc(FC_POLICY_SLOTS, sizeof(*ps.want));
 	if (!ps.want || ps.ncpus <= 0) {
 		fc_err_set(err, "out of memory");
@@ -492,7 +585,7 @@ int fc_sync(struct fc_store *st, const struct fc_maps *m, const char *pin_dir, i
 	if (fc_store_ban_list(st, now, &bans, &nbans, err) < 0 || fc_store_policy_list(st, &pols, &npols, err) < 0)
 		goto out;
 	for (i = 0; i < nbans; i++)
-		if (fc_want_add(ms, &bans[i].p, true, fc_expiry_ns(bans[i].expires), 0, err) < 0)
+		if (fc_want_add(ms, &bans[i].p, fc_rule_of_ban(&bans[i]), err) < 0)
 			goto out;
 	res->cfg.utc_offset_ns = fc_utc_offset_ns();
 	for (i = 0; i < npols; i++) {
@@ -507,7 +600,7 @@ int fc_sync(struct fc_store *st, const struct fc_maps *m, const char *pin_dir, i
 			res->cfg.star_gen = r->epoch;
 			res->cfg.star_syn = r->spec.count == FC_COUNT_SYN;
 			fc_policy_new_src_tier(&r->spec, ps.ncpus, &res->cfg.new_src);
-		} else if (fc_want_add(ms, &r->spec.ip, false, 0, r->slot, err) < 0) {
+		} else if (fc_want_add(ms, &r->spec.ip, (struct fc_rule){ .policy = r->slot }, err) < 0) {
 			goto out;
 		}
 	}
@@ -522,30 +615,20 @@ int fc_sync(struct fc_store *st, const struct fc_maps *m, const char *pin_dir, i
 		}
 	}
 
-	if (fc_maps_lock(m, pin_dir, err) < 0)
-		goto out;
+	pthread_mutex_lock(&fc_sync_lock);
 	locked = true;
-	pthread_mutex_lock(&fc_shadow.lock);
 	if (fc_config_read(m, &old, err) < 0)
 		goto out;
-	/* The array of 65,536 policies is read only when they changed, and the
-	 * rule maps walked only when this process did not write them last.
-	 * Both marks are cleared before anything is written, so what a
-	 * publish cut short left is never trusted. */
+	/* The array of 65,536 policies is read only when they changed. The
+	 * marks (the digest, the change published) are cleared before anything
+	 * is written, so what a publish cut short left is never trusted. */
 	res->cfg.policies_digest = fc_policies_digest(ps.want, pols, npols);
 	skip = old.policies_digest && old.policies_digest == res->cfg.policies_digest;
-	shadow = fc_shadow.gen && old.publish_gen == fc_shadow.gen;
-	fc_shadow.gen = 0;
-	if ((!skip && old.policies_digest) || old.publish_gen) {
+	if ((!skip && old.policies_digest) || old.store_seq || old.store_id) {
 		old.policies_digest = skip ? old.policies_digest : 0;
-		old.publish_gen = 0;
+		old.store_id = old.store_seq = 0;
 		if (fc_config_write(m, &old, err) < 0)
 			goto out;
-	}
-	for (i = 0; shadow && i < nms; i++) {
-		ms[i].have = fc_shadow.have[i];
-		ms[i].have_known = true;
-		fc_shadow.have[i] = (struct fc_kvs){ 0 };
 	}
 	if (!skip && !(ps.have = calloc(FC_POLICY_SLOTS, sizeof(*ps.have)))) {
 		fc_err_set(err, "out of memory");
@@ -556,7 +639,7 @@ int fc_sync(struct fc_store *st, const struct fc_maps *m, const char *pin_dir, i
 	for (i = 0; i < nms; i++)
 		if (fc_map_sync(&ms[i], res, err) < 0)
 			goto out;
-	if (!skip && fc_policies_apply(m, &ps, false, err) < 0)
+	if ((!skip && fc_policies_apply(m, &ps, false, err) < 0) || fc_setstats_sweep(st, m, now, ps.ncpus, err) < 0)
 		goto out;
 	res->cfg.n_exact4 = (__u32)ms[FC_MS_EXACT4].want.n;
 	res->cfg.n_exact6 = (__u32)ms[FC_MS_EXACT6].want.n;
@@ -567,34 +650,281 @@ int fc_sync(struct fc_store *st, const struct fc_maps *m, const char *pin_dir, i
 	/* Sources cached as matching no exact or prefix entry must look again. */
 	res->cfg.rules_gen = old.rules_gen + (res->added || res->changed || res->removed);
 	res->policies_changed = ps.changed;
-	if (getrandom(&res->cfg.publish_gen, sizeof(res->cfg.publish_gen), 0) != sizeof(res->cfg.publish_gen))
-		res->cfg.publish_gen = 0; /* unknown: the next publish walks the maps */
 	rc = fc_config_write(m, &res->cfg, err);
-	if (rc == 0 && res->cfg.publish_gen) {
-		/* What the maps now hold is what was wanted: keep it. */
-		fc_shadow.gen = res->cfg.publish_gen;
-		for (i = 0; i < nms; i++) {
-			fc_shadow.have[i] = ms[i].want;
-			ms[i].want = (struct fc_kvs){ 0 };
-		}
-	}
 out:
-	if (locked) {
-		if (!fc_shadow.gen)
-			for (i = 0; i < nms; i++) {
-				free(fc_shadow.have[i].v);
-				fc_shadow.have[i] = (struct fc_kvs){ 0 };
-			}
-		pthread_mutex_unlock(&fc_shadow.lock);
-		fc_maps_unlock(m);
-	}
-	for (i = 0; i < nms; i++) {
-		free(ms[i].want.v);
-		free(ms[i].have.v);
-	}
+	if (locked)
+		pthread_mutex_unlock(&fc_sync_lock);
+	fc_rule_maps_free(ms);
 	free(ps.want);
 	free(ps.have);
 	free(bans);
 	free(pols);
+	return rc;
+}
+
+int fc_sync(struct fc_store *st, const struct fc_maps *m, const char *pin_dir, int64_t now, double weight,
+	    struct fc_sync_result *res, struct fc_err *err)
+{
+	int rc;
+
+	if (fc_maps_lock(m, pin_dir, err) < 0)
+		return -1;
+	rc = fc_sync_full(st, m, now, weight, res, err);
+	fc_maps_unlock(m);
+	return rc;
+}
+
+int fc_sync_mark(const struct fc_maps *m, uint64_t store_id, uint64_t seq, struct fc_err *err)
+{
+	struct fc_config cfg;
+
+	if (fc_config_read(m, &cfg, err) < 0)
+		return -1;
+	cfg.store_id = store_id;
+	cfg.store_seq = seq;
+	return fc_config_write(m, &cfg, err);
+}
+
+/* ---- publishing only what changed ---- */
+
+/* Folds one of a key's rules into its entry (a policy of nginx's adds nothing). */
+static void fc_rule_fold(struct fc_rule *r, const struct fc_key_rule *k)
+{
+	if (k->src >= 0)
+		fc_rule_add_ban(r, k->src ? 0 : fc_expiry_ns(k->expires), (uint32_t)k->src);
+	else if (k->src == FC_SRC_POLICY && !k->http)
+		r->policy = k->slot;
+}
+
+/* Makes exact-address entry kv (want: what it should hold; else none) so. */
+static int fc_exact_put(struct fc_map_sync *ms, const struct fc_kv *kv, bool want, struct fc_sync_result *res,
+			struct fc_err *err)
+{
+	struct fc_rule have;
+	bool had = !bpf_map_lookup_elem(ms->fd, kv->key, &have);
+
+	if (want && had && !memcmp(&have, &kv->val, sizeof(have)))
+		return 0;
+	if (want ? bpf_map_update_elem(ms->fd, kv->key, &kv->val, BPF_ANY) :
+		   had && bpf_map_delete_elem(ms->fd, kv->key) && errno != ENOENT)
+		return fc_err_set(err, "map %s: %s: %s", ms->name, want ? "update" : "delete",
+				  errno == E2BIG ? "map full" : strerror(errno));
+	if (want && had)
+		res->changed++;
+	else if (want || had)
+		ms->count += want ? 1 : -1;
+	res->added += want && !had;
+	res->removed += !want && had;
+	return 0;
+}
+
+/* The same for a prefix entry. An LPM lookup answers the longest match,
+ * not the key asked: an entry is written, not compared, and its presence
+ * told by the update's and the delete's answers. */
+static int fc_trie_put(struct fc_map_sync *ms, const struct fc_kv *kv, bool want, struct fc_sync_result *res,
+		       struct fc_err *err)
+{
+	int rc;
+
+	if (!want) {
+		rc = bpf_map_delete_elem(ms->fd, kv->key);
+		if (rc && errno != ENOENT)
+			return fc_err_set(err, "map %s: delete: %s", ms->name, strerror(errno));
+		res->removed += !rc;
+		ms->count -= !rc;
+		return 0;
+	}
+	rc = bpf_map_update_elem(ms->fd, kv->key, &kv->val, BPF_NOEXIST);
+	if (!rc) {
+		res->added++;
+		ms->count++;
+		return 0;
+	}
+	if (errno != EEXIST || bpf_map_update_elem(ms->fd, kv->key, &kv->val, BPF_EXIST))
+		return fc_err_set(err, "map %s: update: %s", ms->name, errno == E2BIG ? "map full" : strerror(errno));
+	res->changed++;
+	return 0;
+}
+
+/*
+ * Recomputes, from the store, the entries a changed prefix p affects: its
+ * own (deleted when no rule is left on p) and those of the prefixes it
+ * covers, each with what it inherits from the prefixes covering it
+ * (fc_want_inherit), which are read to inherit from. The one place that
+ * knows how prefix entries are kept: a change of representation changes it.
+ */
+static int fc_sync_prefix(struct fc_store *st, struct fc_map_sync *all, const struct fc_prefix *p, int64_t now,
+			  struct fc_sync_result *res, struct fc_err *err)
+{
+	struct fc_map_sync *ms = fc_map_of(all, p);
+	struct fc_key_rule *rows = NULL;
+	struct fc_kv own = { 0 };
+	struct fc_rule r;
+	size_t n = 0, i;
+	uint32_t len;
+	bool found = false;
+	int rc = -1;
+
+	ms->want.n = 0;
+	if (fc_store_prefix_rules(st, p, now, &rows, &n, err) < 0)
+		return -1;
+	for (i = 0; i < n; i++) {
+		const struct fc_prefix *q = &rows[i].p;
+
+		memset(&r, 0, sizeof(r));
+		fc_rule_fold(&r, &rows[i]);
+		if ((r.flags || r.policy) && (fc_covers(q->a, q->len, p->a, p->len) || fc_covers(p->a, p->len, q->a, q->len)) &&
+		    fc_want_add(all, q, r, err) < 0)
+			goto out;
+	}
+	fc_want_merge(ms);
+	if (fc_want_inherit(ms, err) < 0)
+		goto out;
+	fc_kv_key(ms, p, &own);
+	for (i = 0; i < ms->want.n; i++) {
+		const uint8_t *a = fc_kv_addr(&ms->want.v[i], &len);
+
+		if (!fc_covers(p->a, p->len, a, len))
+			continue; /* covers p: unchanged */
+		found |= !memcmp(ms->want.v[i].key, own.key, ms->keysz);
+		if (fc_trie_put(ms, &ms->want.v[i], true, res, err) < 0)
+			goto out;
+	}
+	rc = found ? 0 : fc_trie_put(ms, &own, false, res, err);
+out:
+	ms->want.n = 0;
+	free(rows);
+	return rc;
+}
+
+/* The rule entries of the changed keys: an exact address's from its rows, a
+ * prefix's (and what it covers) by fc_sync_prefix. */
+static int fc_sync_keys(struct fc_store *st, struct fc_map_sync *ms, const struct fc_delta *d, int64_t now,
+			struct fc_sync_result *res, struct fc_err *err)
+{
+	struct fc_kv kv;
+	size_t i, j;
+
+	for (i = 0; i < d->nkeys; i = j) {
+		const struct fc_prefix *p = &d->keys[i].p;
+
+		memset(&kv, 0, sizeof(kv));
+		for (j = i; j < d->nkeys && !memcmp(&d->keys[j].p, p, sizeof(*p)); j++)
+			fc_rule_fold(&kv.val, &d->keys[j]);
+		if (!fc_prefix_is_exact(p)) {
+			if (fc_sync_prefix(st, ms, p, now, res, err) < 0)
+				return -1;
+			continue;
+		}
+		fc_kv_key(fc_map_of(ms, p), p, &kv);
+		if (fc_exact_put(fc_map_of(ms, p), &kv, kv.val.flags || kv.val.policy, res, err) < 0)
+			return -1;
+	}
+	return 0;
+}
+
+/* A changed slot's policy, as the maps should hold it (zero: none). */
+static void fc_slot_want(const struct fc_policy_change *c, double weight, struct fc_policy *w)
+{
+	struct fc_policy_spec scaled;
+
+	memset(w, 0, sizeof(*w));
+	if (!c->found || fc_policy_is_l7(&c->row.spec))
+		return;
+	fc_policy_scale(&c->row.spec, weight, &scaled);
+	fc_policy_compile(&scaled, c->row.epoch, w);
+}
+
+/* Writes the changed slots that are (live) or are no more occupied. */
+static int fc_slots_apply(const struct fc_maps *m, struct fc_policy_sync *ps, const struct fc_delta *d, double weight,
+			  bool live, struct fc_config *cfg, struct fc_err *err)
+{
+	struct fc_policy w, h;
+	size_t i;
+	int rc;
+
+	for (i = 0; i < d->npols; i++) {
+		__u32 slot = d->pols[i].slot;
+
+		if (slot < 1 || slot > FC_MAX_POLICIES)
+			continue;
+		fc_slot_want(&d->pols[i], weight, &w);
+		if ((w.id != 0) != live)
+			continue;
+		if (bpf_map_lookup_elem(m->policies, &slot, &h))
+			return fc_err_set(err, "map %s: slot %u: %s", FC_MAP_NAME(policies), slot, strerror(errno));
+		rc = fc_slot_write(m, ps, slot, &w, &h, err);
+		if (rc < 0)
+			return -1;
+		cfg->n_policies += rc ? (w.id != 0) - (h.id != 0) : 0;
+	}
+	return 0;
+}
+
+/* The ip=* policy's fields of cfg, from the store. */
+static int fc_star_config(struct fc_store *st, int ncpus, struct fc_config *cfg, struct fc_err *err)
+{
+	struct fc_policy_row row;
+	bool found;
+
+	if (fc_store_policy_star(st, &row, &found, err) < 0)
+		return -1;
+	found = found && !fc_policy_is_l7(&row.spec);
+	cfg->star_slot = found ? row.slot : 0;
+	cfg->star_gen = found ? row.epoch : 0;
+	cfg->star_syn = found && row.spec.count == FC_COUNT_SYN;
+	memset(&cfg->new_src, 0, sizeof(cfg->new_src));
+	if (found)
+		fc_policy_new_src_tier(&row.spec, ncpus, &cfg->new_src);
+	return 0;
+}
+
+int fc_sync_delta(struct fc_store *st, const struct fc_maps *m, const struct fc_delta *d, int64_t now, double weight,
+		  struct fc_sync_result *res, struct fc_err *err)
+{
+	struct fc_policy_sync ps = { .ncpus = libbpf_num_possible_cpus() };
+	struct fc_map_sync ms[FC_MS_COUNT];
+	struct fc_config old;
+	bool star = false;
+	size_t i;
+	int rc = -1;
+
+	memset(res, 0, sizeof(*res));
+	fc_rule_maps(ms, m);
+	pthread_mutex_lock(&fc_sync_lock);
+	if (ps.ncpus <= 0) {
+		fc_err_set(err, "cannot count possible CPUs");
+		goto out;
+	}
+	if (fc_config_read(m, &old, err) < 0)
+		goto out;
+	/* The marks first: a publish cut short is redone whole. */
+	res->cfg = old;
+	res->cfg.store_id = res->cfg.store_seq = 0;
+	if (d->npols)
+		res->cfg.policies_digest = 0;
+	if (memcmp(&res->cfg, &old, sizeof(old)) && fc_config_write(m, &res->cfg, err) < 0)
+		goto out;
+	res->cfg.utc_offset_ns = fc_utc_offset_ns();
+	if (fc_slots_apply(m, &ps, d, weight, true, &res->cfg, err) < 0 || fc_sync_keys(st, ms, d, now, res, err) < 0 ||
+	    fc_slots_apply(m, &ps, d, weight, false, &res->cfg, err) < 0)
+		goto out;
+	for (i = 0; i < d->npols; i++)
+		star |= d->pols[i].star;
+	if (star && fc_star_config(st, ps.ncpus, &res->cfg, err) < 0)
+		goto out;
+	for (i = 0; i < d->nsets; i++)
+		if (d->sets[i] <= FC_MAX_SETS && fc_setstats_zero(m, d->sets[i], ps.ncpus, err) < 0)
+			goto out;
+	res->cfg.n_exact4 += (__u32)ms[FC_MS_EXACT4].count;
+	res->cfg.n_exact6 += (__u32)ms[FC_MS_EXACT6].count;
+	res->cfg.n_pfx4 += (__u32)ms[FC_MS_PFX4].count;
+	res->cfg.n_pfx6 += (__u32)ms[FC_MS_PFX6].count;
+	res->cfg.rules_gen = old.rules_gen + (res->added || res->changed || res->removed);
+	res->policies_changed = ps.changed;
+	rc = fc_config_write(m, &res->cfg, err);
+out:
+	pthread_mutex_unlock(&fc_sync_lock);
+	fc_rule_maps_free(ms);
 	return rc;
 }

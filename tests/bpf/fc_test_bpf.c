@@ -12,7 +12,7 @@
 #include <bpf/bpf.h>
 
 #include "fc_duration.h"
-#include "fc_sync.h"
+#include "fc_publish.h"
 #include "fc_test_bpf.h"
 
 const char *fc_bpf_unavailable(void)
@@ -39,6 +39,7 @@ static int fc_env_setup_lru(void **state, __u32 lru_entries)
 		return 0; /* each test skips with the reason */
 	snprintf(env->pin_dir, sizeof(env->pin_dir), "/sys/fs/bpf/fc-test-%d", (int)getpid());
 	snprintf(env->db, sizeof(env->db), "/tmp/fc-test-%d/store.db", (int)getpid());
+	snprintf(env->shm, sizeof(env->shm), "/tmp/fc-test-%d/shm", (int)getpid());
 	if (fc_pin_dir_prepare(env->pin_dir, &err) < 0)
 		fail_msg("%s", err.msg);
 	opts.pin_root_path = env->pin_dir;
@@ -97,6 +98,8 @@ static void fc_env_cleanup(struct fc_env *env)
 		fc_rm(dir, "store.db");
 		fc_rm(dir, "store.db-wal");
 		fc_rm(dir, "store.db-shm");
+		fc_rm(dir, "shm");
+		fc_rm(dir, "shm" FC_SHM_STATE_SUFFIX);
 		rmdir(dir);
 		env->pin_dir[0] = '\0';
 	}
@@ -109,13 +112,44 @@ int fc_env_teardown(void **state)
 	return 0;
 }
 
-void fc_env_publish(struct fc_env *env)
+/* Publishes the store as a command does (full: as freqctl sync does). */
+static void fc_env_commit(struct fc_env *env, bool full, struct fc_publish *pub)
 {
-	struct fc_sync_result res;
+	const struct fc_ctx ctx = { .db_path = env->db, .pin_dir = env->pin_dir, .shm_path = env->shm, .node = "test" };
 	struct fc_err err;
 
-	if (fc_sync(env->st, &env->maps, env->pin_dir, (int64_t)time(NULL), 1, &res, &err) < 0)
-		fail_msg("sync: %s", err.msg);
+	if (fc_publish_begin_on(pub, &ctx, env->st, &err) < 0 || (pub->full = full, fc_publish_commit(pub, &err) < 0))
+		fail_msg("publish: %s", err.msg);
+}
+
+void fc_env_sync(struct fc_env *env)
+{
+	struct fc_publish pub;
+
+	fc_env_commit(env, true, &pub);
+}
+
+bool fc_env_publish_changes(struct fc_env *env)
+{
+	struct fc_publish pub;
+
+	fc_env_commit(env, false, &pub);
+	return pub.delta;
+}
+
+void fc_env_publish(struct fc_env *env)
+{
+	struct fc_publish pub, full;
+
+	fc_env_commit(env, false, &pub);
+	fc_env_commit(env, true, &full);
+	if (full.res.added || full.res.changed || full.res.removed || full.res.policies_changed || full.shm.published ||
+	    full.shm.bans_written)
+		fail_msg("publishing everything after what changed (%s) wrote: maps %zu added, %zu changed, %zu removed, "
+			 "%zu policy slots; shm block %s, bans %s",
+			 pub.delta ? "only that" : "everything", full.res.added, full.res.changed, full.res.removed,
+			 full.res.policies_changed, full.shm.published ? "new" : "same",
+			 full.shm.bans_written ? "rewritten" : "same");
 }
 
 static void fc_env_prefix(const char *text, struct fc_prefix *p)

@@ -42,8 +42,9 @@ struct fc_val {
 #define FC_REAL(v) ((struct fc_val){ .type = FC_VAL_REAL, .r = (v) })
 #define FC_TEXT(v) ((struct fc_val){ .type = FC_VAL_TEXT, .p = (v) })
 #define FC_BLOB(v, n) ((struct fc_val){ .type = FC_VAL_BLOB, .p = (v), .len = (n) })
+#define FC_NULL    ((struct fc_val){ .type = FC_VAL_NULL })
 /* v if nonzero, else SQL NULL. */
-#define FC_INT_OR_NULL(v) ((v) ? FC_INT(v) : (struct fc_val){ .type = FC_VAL_NULL })
+#define FC_INT_OR_NULL(v) ((v) ? FC_INT(v) : FC_NULL)
 
 struct fc_db;
 

@@ -12,9 +12,10 @@
 
 #include "fc_db.h"
 
-#define FC_PG_LOCK    "SELECT pg_advisory_xact_lock(7382915460172)" /* any constant, freqctl's own */
+#define FC_PG_LOCK_FN "pg_advisory_xact_lock(7382915460172)" /* any constant, freqctl's own */
+#define FC_PG_LOCK    "SELECT " FC_PG_LOCK_FN
 #define FC_PG_CHANNEL "freqctl"
-#define FC_PG_ARGS    20
+#define FC_PG_ARGS    160 /* the most a statement takes: an IPv6 prefix's ancestors */
 
 /* Schema versions; version i + 1 is reached by fc_pg_schema[i]. */
 static const char fc_pg_schema_v1[] =
@@ -73,7 +74,76 @@ static const char fc_pg_schema_v3[] =
 	"ALTER TABLE policies DROP CONSTRAINT policies_algo_check;"
 	"ALTER TABLE policies ADD CONSTRAINT policies_algo_check CHECK (algo IN ('gcra', 'window', 'sliding'));";
 
-static const char *const fc_pg_schema[] = { fc_pg_schema_v1, fc_pg_schema_v2, fc_pg_schema_v3 };
+/* The change log and ban sets (see the SQLite schema v8). Every statement
+ * that changes a logged table first takes the writers' lock, so changes are
+ * numbered in commit order whoever writes them (nextval is not ordered by
+ * commit otherwise); a TRUNCATE logs a reset: publishers start over. */
+static const char fc_pg_schema_v4[] =
+	"CREATE TABLE changes ("
+	"  seq    bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,"
+	"  kind   text NOT NULL,"
+	"  family smallint, addr bytea, len smallint,"
+	"  txt    text,"
+	"  id     bigint,"
+	"  slot   bigint);"
+	"INSERT INTO meta VALUES ('store_id', floor(random() * 9007199254740991)::bigint | 1),"
+	"  ('log_pruned', 0), ('policy_ip', 0);"
+	"ALTER TABLE policies ADD COLUMN ip_family smallint, ADD COLUMN ip_addr bytea, ADD COLUMN ip_len smallint;"
+	"CREATE INDEX policies_ip ON policies (ip_family, ip_addr, ip_len) WHERE ip_family IS NOT NULL;"
+	"CREATE INDEX policies_pfx4 ON policies (ip_addr, ip_len) WHERE ip_family = 4 AND ip_len < 32;"
+	"CREATE INDEX policies_pfx6 ON policies (ip_addr, ip_len) WHERE ip_family = 6 AND ip_len < 128;"
+	"CREATE INDEX bans_pfx4 ON bans (addr, len) WHERE family = 4 AND len < 32;"
+	"CREATE INDEX bans_pfx6 ON bans (addr, len) WHERE family = 6 AND len < 128;"
+	"CREATE INDEX uid_bans_expires ON uid_bans (expires) WHERE expires IS NOT NULL;"
+	"CREATE TABLE ban_sets ("
+	"  id      bigint PRIMARY KEY CHECK (id BETWEEN 1 AND " FC_SQL_STR(FC_MAX_SETS) "),"
+	"  name    text   NOT NULL UNIQUE,"
+	"  created bigint NOT NULL,"
+	"  updated bigint NOT NULL,"
+	"  expires bigint,"
+	"  size    bigint NOT NULL DEFAULT 0);"
+	"CREATE TABLE set_bans ("
+	"  family  smallint NOT NULL CHECK (family IN (4, 6)),"
+	"  addr    bytea    NOT NULL,"
+	"  len     smallint NOT NULL,"
+	"  set_id  bigint   NOT NULL,"
+	"  created bigint   NOT NULL,"
+	"  PRIMARY KEY (family, addr, len, set_id));"
+	"CREATE INDEX set_bans_set ON set_bans (set_id, family, addr, len);"
+	"CREATE INDEX set_bans_pfx4 ON set_bans (addr, len) WHERE family = 4 AND len < 32;"
+	"CREATE INDEX set_bans_pfx6 ON set_bans (addr, len) WHERE family = 6 AND len < 128;"
+	"CREATE FUNCTION freqctl_lock() RETURNS trigger LANGUAGE plpgsql AS"
+	"  $$BEGIN PERFORM " FC_PG_LOCK_FN "; RETURN NULL; END$$;"
+	"CREATE FUNCTION freqctl_log_reset() RETURNS trigger LANGUAGE plpgsql AS"
+	"  $$BEGIN INSERT INTO changes (kind) VALUES ('reset'); RETURN NULL; END$$;"
+/* A row function: logs OLD (update, delete) and NEW (insert, update) as vals. */
+#define FC_PG_LOG_FN(name, cols, old, new)                                                                 \
+	"CREATE FUNCTION freqctl_log_" name "() RETURNS trigger LANGUAGE plpgsql AS $$BEGIN"                \
+	"  IF TG_OP <> 'INSERT' THEN INSERT INTO changes " cols " VALUES " old "; END IF;"                 \
+	"  IF TG_OP <> 'DELETE' THEN INSERT INTO changes " cols " VALUES " new "; END IF;"                 \
+	"  RETURN NULL; END$$;"
+	FC_PG_LOG_FN("key", "(kind, family, addr, len)", "('ban', OLD.family, OLD.addr, OLD.len)",
+		     "('ban', NEW.family, NEW.addr, NEW.len)")
+	FC_PG_LOG_FN("uid", "(kind, txt)", "('uid', OLD.uid)", "('uid', NEW.uid)")
+	FC_PG_LOG_FN("policy", "(kind, family, addr, len, txt, id, slot)",
+		     "('policy', OLD.ip_family, OLD.ip_addr, OLD.ip_len, OLD.match, OLD.id, OLD.slot)",
+		     "('policy', NEW.ip_family, NEW.ip_addr, NEW.ip_len, NEW.match, NEW.id, NEW.slot)")
+	FC_PG_LOG_FN("node", "(kind, txt)", "('node', OLD.name)", "('node', NEW.name)")
+	"CREATE FUNCTION freqctl_log_set() RETURNS trigger LANGUAGE plpgsql AS $$BEGIN"
+	"  INSERT INTO changes (kind, txt, id) VALUES ('set', CASE TG_OP WHEN 'INSERT' THEN 'new' WHEN 'UPDATE'"
+	"    THEN 'upd' ELSE 'del' END, CASE TG_OP WHEN 'DELETE' THEN OLD.id ELSE NEW.id END);"
+	"  RETURN NULL; END$$;"
+#define FC_PG_LOG(t, fn)                                                                                  \
+	"CREATE TRIGGER " t "_lock BEFORE INSERT OR UPDATE OR DELETE OR TRUNCATE ON " t " "                 \
+	"FOR EACH STATEMENT EXECUTE FUNCTION freqctl_lock();"                                              \
+	"CREATE TRIGGER " t "_log AFTER INSERT OR UPDATE OR DELETE ON " t " "                              \
+	"FOR EACH ROW EXECUTE FUNCTION freqctl_log_" fn "();"                                             \
+	"CREATE TRIGGER " t "_reset AFTER TRUNCATE ON " t " FOR EACH STATEMENT EXECUTE FUNCTION freqctl_log_reset();"
+	FC_PG_LOG("bans", "key") FC_PG_LOG("set_bans", "key") FC_PG_LOG("uid_bans", "uid")
+	FC_PG_LOG("policies", "policy") FC_PG_LOG("nodes", "node") FC_PG_LOG("ban_sets", "set")
+	FC_PG_TRIGGER("set_bans") FC_PG_TRIGGER("ban_sets");
+
+static const char *const fc_pg_schema[] = { fc_pg_schema_v1, fc_pg_schema_v2, fc_pg_schema_v3, fc_pg_schema_v4 };
 #define FC_PG_SCHEMA_VERSION ((int64_t)(sizeof(fc_pg_schema) / sizeof(fc_pg_schema[0])))
 
 struct fc_db_pg {
@@ -213,13 +283,19 @@ fail:
 	return -1;
 }
 
-/* The queries are written with SQLite's ?N; PostgreSQL spells them $N. */
+/* The queries are written with SQLite's ?N; PostgreSQL spells them $N and
+ * has no INDEXED BY (its planner knows how small a partial index is). */
 static char *fc_pg_dialect(const char *sql)
 {
-	char *out = strdup(sql), *p;
+	char *out = strdup(sql), *p, *end;
 
 	for (p = out; p && (p = strchr(p, '?')); p++)
 		*p = '$';
+	while (out && (p = strstr(out, " INDEXED BY "))) {
+		end = p + strlen(" INDEXED BY ");
+		end += strcspn(end, " ");
+		memmove(p, end, strlen(end) + 1);
+	}
 	return out;
 }
 

@@ -114,8 +114,85 @@ static const char fc_schema_v7[] =
 	"DROP TABLE policies;"
 	"ALTER TABLE policies_v7 RENAME TO policies;";
 
+/* A row of the change log for each row a statement inserts, updates (the
+ * old and the new) or deletes; cols: the change's columns, old and new the
+ * row's values for them. */
+#define FC_SQ_LOG(t, cols, old, new)                                                                     \
+	"CREATE TRIGGER " t "_log_ins AFTER INSERT ON " t " BEGIN INSERT INTO changes " cols " VALUES " new \
+	"; END;"                                                                                          \
+	"CREATE TRIGGER " t "_log_upd AFTER UPDATE ON " t " BEGIN INSERT INTO changes " cols " VALUES " old \
+	", " new "; END;"                                                                                 \
+	"CREATE TRIGGER " t "_log_del AFTER DELETE ON " t " BEGIN INSERT INTO changes " cols " VALUES " old "; END;"
+#define FC_SQ_LOG_KEY(t)                                                                        \
+	FC_SQ_LOG(t, "(kind, family, addr, len)", "('ban', OLD.family, OLD.addr, OLD.len)", \
+		  "('ban', NEW.family, NEW.addr, NEW.len)")
+
+/*
+ * Incremental publishing and ban sets. The change log: every write records
+ * what it changed (triggers, so a script's SQL is recorded too), numbered in
+ * commit order (one writer at a time), in the writer's transaction; a
+ * publisher applies the changes since the seq it published. store_id tells
+ * stores apart; changes up to log_pruned are gone. A policy whose match is
+ * one ip=ADDR[/LEN] has it in ip_* too, so that a prefix finds the policies
+ * it covers by index (policy_ip 0: rows written before are filled on open).
+ * Sets: named lists of bans (freqctl ban import --set), each member a row of
+ * its own; a set lapses as a whole at expires.
+ */
+static const char fc_schema_v8[] =
+	"CREATE TABLE changes ("
+	"  seq    INTEGER PRIMARY KEY AUTOINCREMENT,"
+	"  kind   TEXT NOT NULL," /* ban (its key: family, addr, len), uid, policy, node, set */
+	"  family INTEGER, addr BLOB, len INTEGER,"
+	"  txt    TEXT,"          /* uid; policy: its match; node: its name; set: new, upd or del */
+	"  id     INTEGER,"       /* policy, set */
+	"  slot   INTEGER"        /* policy */
+	");"
+	"INSERT INTO meta VALUES ('store_id', (random() & 9223372036854775807) | 1);"
+	"INSERT INTO meta VALUES ('log_pruned', 0);"
+	"INSERT INTO meta VALUES ('policy_ip', 0);"
+	"ALTER TABLE policies ADD COLUMN ip_family INTEGER;"
+	"ALTER TABLE policies ADD COLUMN ip_addr BLOB;"
+	"ALTER TABLE policies ADD COLUMN ip_len INTEGER;"
+	"CREATE INDEX policies_ip ON policies (ip_family, ip_addr, ip_len) WHERE ip_family IS NOT NULL;"
+	"CREATE INDEX policies_pfx4 ON policies (ip_addr, ip_len) WHERE ip_family = 4 AND ip_len < 32;"
+	"CREATE INDEX policies_pfx6 ON policies (ip_addr, ip_len) WHERE ip_family = 6 AND ip_len < 128;"
+	"CREATE INDEX bans_pfx4 ON bans (addr, len) WHERE family = 4 AND len < 32;"
+	"CREATE INDEX bans_pfx6 ON bans (addr, len) WHERE family = 6 AND len < 128;"
+	"CREATE INDEX uid_bans_expires ON uid_bans (expires) WHERE expires IS NOT NULL;"
+	"CREATE TABLE ban_sets ("
+	"  id      INTEGER PRIMARY KEY CHECK (id BETWEEN 1 AND " FC_SQL_STR(FC_MAX_SETS) "),"
+	"  name    TEXT    NOT NULL UNIQUE,"
+	"  created INTEGER NOT NULL,"
+	"  updated INTEGER NOT NULL," /* the last import */
+	"  expires INTEGER,"          /* the whole set lapses then; NULL = never */
+	"  size    INTEGER NOT NULL DEFAULT 0"
+	");"
+	"CREATE TABLE set_bans ("
+	"  family  INTEGER NOT NULL CHECK (family IN (4, 6)),"
+	"  addr    BLOB    NOT NULL,"
+	"  len     INTEGER NOT NULL,"
+	"  set_id  INTEGER NOT NULL,"
+	"  created INTEGER NOT NULL,"
+	"  PRIMARY KEY (family, addr, len, set_id)"
+	") WITHOUT ROWID;"
+	"CREATE INDEX set_bans_set ON set_bans (set_id);"
+	"CREATE INDEX set_bans_pfx4 ON set_bans (addr, len) WHERE family = 4 AND len < 32;"
+	"CREATE INDEX set_bans_pfx6 ON set_bans (addr, len) WHERE family = 6 AND len < 128;"
+	FC_SQ_LOG_KEY("bans") FC_SQ_LOG_KEY("set_bans")
+	FC_SQ_LOG("uid_bans", "(kind, txt)", "('uid', OLD.uid)", "('uid', NEW.uid)")
+	FC_SQ_LOG("policies", "(kind, family, addr, len, txt, id, slot)",
+		  "('policy', OLD.ip_family, OLD.ip_addr, OLD.ip_len, OLD.match, OLD.id, OLD.slot)",
+		  "('policy', NEW.ip_family, NEW.ip_addr, NEW.ip_len, NEW.match, NEW.id, NEW.slot)")
+	FC_SQ_LOG("nodes", "(kind, txt)", "('node', OLD.name)", "('node', NEW.name)")
+	"CREATE TRIGGER ban_sets_log_ins AFTER INSERT ON ban_sets BEGIN "
+	"  INSERT INTO changes (kind, txt, id) VALUES ('set', 'new', NEW.id); END;"
+	"CREATE TRIGGER ban_sets_log_upd AFTER UPDATE ON ban_sets BEGIN "
+	"  INSERT INTO changes (kind, txt, id) VALUES ('set', 'upd', NEW.id); END;"
+	"CREATE TRIGGER ban_sets_log_del AFTER DELETE ON ban_sets BEGIN "
+	"  INSERT INTO changes (kind, txt, id) VALUES ('set', 'del', OLD.id); END;";
+
 static const char *const fc_schema[] = { fc_schema_v1, fc_schema_v2, fc_schema_v3, fc_schema_v4, fc_schema_v5,
-					 fc_schema_v6, fc_schema_v7 };
+					 fc_schema_v6, fc_schema_v7, fc_schema_v8 };
 #define FC_SCHEMA_VERSION ((int)(sizeof(fc_schema) / sizeof(fc_schema[0])))
 
 struct fc_db_sqlite {
