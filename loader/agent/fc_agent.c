@@ -12,7 +12,9 @@
  * the ban from the store; the kernel and nginx already stopped enforcing it)
  * and every few seconds as a fallback. If the store can not be read or
  * reached, what was published stays enforced; the agent says so once and
- * retries with backoff. SIGHUP republishes everything; SIGTERM exits and
+ * retries with backoff. Each publish writes what changed since the last (the
+ * store's change log), everything when that can not be known. SIGHUP
+ * republishes everything (as freqctl sync); SIGTERM exits and
  * leaves the kernel and the shm as they are. One agent per store (SQLite) or
  * per shm (PostgreSQL, where the store is the fleet's).
  */
@@ -393,6 +395,7 @@ static int64_t fc_agent_publish(struct fc_agent *a, const char *why, bool *polic
 		fc_publish_abort(&pub);
 		goto fail;
 	}
+	pub.full = !strcmp(why, "SIGHUP"); /* SIGHUP: everything, as freqctl sync */
 	if (fc_agent_commit(&pub, &a->keep, err) < 0)
 		goto fail;
 	/* Room for escalations: the rule maps' entries (policy keys too). */
@@ -404,9 +407,9 @@ static int64_t fc_agent_publish(struct fc_agent *a, const char *why, bool *polic
 	__atomic_store_n(&a->cnt.last_publish, (int64_t)time(NULL), __ATOMIC_RELAXED);
 	__atomic_store_n(&a->cnt.last_publish_us, us, __ATOMIC_RELAXED);
 	if (!a->cfg->quiet || pub.purged || pub.lapsed)
-		fc_agent_log("published (%s%s) in %.1f ms: XDP/TC %zu added, %zu changed, %zu removed; nginx seq %llu%s; "
+		fc_agent_log("published (%s) in %.1f ms, %s: XDP/TC %zu added, %zu changed, %zu removed; nginx seq %llu%s; "
 			     "%zu expired bans purged, %zu lapsed sets",
-			     why, pub.delta ? ", what changed" : ", everything", (double)us / 1e3, pub.res.added,
+			     why, (double)us / 1e3, pub.delta ? "what changed" : "everything", pub.res.added,
 			     pub.res.changed, pub.res.removed, (unsigned long long)pub.shm.seq,
 			     pub.shm.published ? " (new)" : "", pub.purged, pub.lapsed);
 	return next;

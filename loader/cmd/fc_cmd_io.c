@@ -2,16 +2,19 @@
 /*
  * freqctl export | import: the store as one JSON document, and back.
  *
- *   {"freqctl": 1,
+ *   {"freqctl": 2,
  *    "policies": [{"id", "match", "rates", "burst", "algo", "action", "count",
  *                  "delay_burst", "new_sources"}, ...],
  *    "bans": [{"ban": "ADDR[/LEN]" | "uid=VALUE", "created", "expires"}, ...],
+ *    "sets": [{"name", "expires", "bans": ["ADDR[/LEN]", ...]}, ...],
  *    "nodes": [{"name", "weight"}, ...]}
  *
- * Times are unix seconds; a default is null. Import validates the whole file
+ * Times are unix seconds; a default is null. "bans" are those by hand (or
+ * escalated); a ban set carries its own. Import validates the whole file
  * with the CLI's own parsers and applies all of it or nothing: the store's
- * policies, bans and nodes become the file's (a policy whose id and match stay keeps
- * its bucket state and counters).
+ * policies, bans, sets and nodes become the file's (a policy whose id and
+ * match stay keeps its bucket state and counters; a set that stays changes
+ * by the difference). A file of version 1 (no sets) is read too.
  */
 #include <stddef.h>
 #include <stdlib.h>
@@ -22,10 +25,11 @@
 #include "fc_cli.h"
 #include "fc_duration.h"
 #include "fc_change.h"
+#include "fc_feed.h"
 #include "fc_publish.h"
 #include "fc_rows_json.h"
 
-#define FC_IO_VERSION    1
+#define FC_IO_VERSION    2
 #define FC_IO_MAX_ERRORS 20
 
 static json_t *fc_export_ban(const char *text, int64_t created, int64_t expires, uint32_t by_policy)
@@ -35,15 +39,34 @@ static json_t *fc_export_ban(const char *text, int64_t created, int64_t expires,
 			 by_policy ? json_integer(by_policy) : json_null());
 }
 
+/* A ban set and its bans, in address order. */
+struct fc_io_set {
+	char name[FC_SET_NAME_MAX + 1];
+	int64_t expires;
+	struct fc_prefix *keys;
+	size_t n;
+};
+
+static void fc_io_sets_free(struct fc_io_set *sets, size_t n)
+{
+	size_t i;
+
+	for (i = 0; sets && i < n; i++)
+		free(sets[i].keys);
+	free(sets);
+}
+
 /* Everything the store holds: what export writes and import --dry-run
  * compares with a file. */
 struct fc_store_all {
 	struct fc_policy_row *pols;
 	size_t np;
-	struct fc_ban_row *bans;
+	struct fc_ban_row *bans; /* by hand (escalated too) */
 	size_t nb;
 	struct fc_uid_ban *ub;
 	size_t nu;
+	struct fc_io_set *sets;
+	size_t ns;
 	struct fc_node *nodes;
 	size_t nn;
 };
@@ -53,23 +76,57 @@ static void fc_store_all_free(struct fc_store_all *a)
 	free(a->pols);
 	free(a->bans);
 	free(a->ub);
+	fc_io_sets_free(a->sets, a->ns);
 	free(a->nodes);
 	memset(a, 0, sizeof(*a));
+}
+
+/* The store's ban sets, each with its bans. */
+static int fc_store_sets_read(struct fc_store *st, int64_t now, struct fc_store_all *a, struct fc_err *err)
+{
+	struct fc_ban_set *sets = NULL;
+	size_t n = 0;
+	int rc = -1;
+
+	if (fc_store_set_list(st, now, &sets, &n, err) < 0)
+		return -1;
+	a->sets = calloc(n + 1, sizeof(*a->sets));
+	if (!a->sets) {
+		fc_err_set(err, "out of memory");
+		goto out;
+	}
+	for (a->ns = 0; a->ns < n; a->ns++) {
+		struct fc_io_set *s = &a->sets[a->ns];
+
+		snprintf(s->name, sizeof(s->name), "%s", sets[a->ns].name);
+		s->expires = sets[a->ns].expires;
+		if (fc_store_set_keys(st, sets[a->ns].id, &s->keys, &s->n, err) < 0)
+			goto out;
+	}
+	rc = 0;
+out:
+	free(sets);
+	return rc;
 }
 
 /* Reads it all at now; create: a missing store is made (empty). */
 static int fc_store_all_read(const char *db, bool create, int64_t now, struct fc_store_all *a, struct fc_err *err)
 {
 	struct fc_store *st = NULL;
+	size_t i, o;
 	int rc = 0;
 
 	memset(a, 0, sizeof(*a));
 	if (fc_store_open_ex(db, create, &st, err) < 0 || fc_store_policy_list(st, &a->pols, &a->np, err) < 0 ||
 	    fc_store_ban_list(st, now, &a->bans, &a->nb, err) < 0 || fc_store_uid_ban_list(st, now, &a->ub, &a->nu, err) < 0 ||
-	    fc_store_node_list(st, &a->nodes, &a->nn, err) < 0) {
+	    fc_store_sets_read(st, now, a, err) < 0 || fc_store_node_list(st, &a->nodes, &a->nn, err) < 0) {
 		fc_store_all_free(a);
 		rc = -1;
 	}
+	for (i = 0, o = 0; rc == 0 && i < a->nb; i++) /* a set's bans go with the set */
+		if (!a->bans[i].set)
+			a->bans[o++] = a->bans[i];
+	a->nb = rc == 0 ? o : 0;
 	fc_store_close(st);
 	return rc;
 }
@@ -78,9 +135,9 @@ static int fc_export(const struct fc_ctx *ctx, const struct fc_cmd *cmd, int arg
 {
 	char text[FC_PREFIX_STRLEN + FC_SHM_MAX_VALUE + 8];
 	struct fc_store_all all;
-	json_t *doc, *jp, *jb, *jn;
+	json_t *doc, *jp, *jb, *js, *jn;
 	struct fc_err err;
-	size_t i;
+	size_t i, j;
 
 	fc_cmd_parse(cmd, argc, argv, NULL, NULL);
 	if (fc_store_all_read(ctx->db_path, true, (int64_t)time(NULL), &all, &err) < 0) {
@@ -100,10 +157,23 @@ static int fc_export(const struct fc_ctx *ctx, const struct fc_cmd *cmd, int arg
 		snprintf(text, sizeof(text), "uid=%s", all.ub[i].uid);
 		json_array_append_new(jb, fc_export_ban(text, all.ub[i].created, all.ub[i].expires, 0));
 	}
+	js = json_array();
+	for (i = 0; js && i < all.ns; i++) {
+		json_t *keys = json_array();
+
+		for (j = 0; keys && j < all.sets[i].n; j++) {
+			fc_prefix_format(&all.sets[i].keys[j], text);
+			json_array_append_new(keys, json_string(text));
+		}
+		json_array_append_new(js, json_pack("{s:s, s:o, s:o}", "name", all.sets[i].name, "expires",
+						    all.sets[i].expires ? json_integer(all.sets[i].expires) : json_null(),
+						    "bans", keys));
+	}
 	jn = json_array();
 	for (i = 0; jn && i < all.nn; i++)
 		json_array_append_new(jn, json_pack("{s:s, s:f}", "name", all.nodes[i].name, "weight", all.nodes[i].weight));
-	doc = json_pack("{s:i, s:o, s:o, s:o}", "freqctl", FC_IO_VERSION, "policies", jp, "bans", jb, "nodes", jn);
+	doc = json_pack("{s:i, s:o, s:o, s:o, s:o}", "freqctl", FC_IO_VERSION, "policies", jp, "bans", jb, "sets", js,
+			"nodes", jn);
 	fc_store_all_free(&all);
 	return fc_json_print(doc);
 }
@@ -116,6 +186,8 @@ struct fc_import_set {
 	size_t nb;
 	struct fc_uid_ban *ubans;
 	size_t nu;
+	struct fc_io_set *sets;
+	size_t ns;
 	struct fc_node *nodes;
 	size_t nn;
 	size_t errors;
@@ -204,6 +276,49 @@ static void fc_import_ban(struct fc_import_set *s, size_t idx, json_t *o)
 	s->nb++;
 }
 
+static void fc_import_ban_set(struct fc_import_set *s, size_t idx, json_t *o)
+{
+	const char *name = json_string_value(json_object_get(o, "name")), *key;
+	json_t *bans = json_object_get(o, "bans"), *val;
+	struct fc_io_set *set = &s->sets[s->ns];
+	struct fc_feed keys = { 0 };
+	uint64_t expires;
+	struct fc_err err;
+	char where[96];
+	size_t i;
+
+	snprintf(where, sizeof(where), "sets[%zu]", idx);
+	if (!json_is_object(o) || !name || !json_is_array(bans))
+		return fc_import_error(s, where, "expected {\"name\", \"expires\", \"bans\": [\"ADDR[/LEN]\", ...]}");
+	json_object_foreach(o, key, val) {
+		if (strcmp(key, "name") && strcmp(key, "expires") && strcmp(key, "bans"))
+			return fc_import_error(s, where, "unknown key \"%s\"", key);
+	}
+	if (fc_set_name_check(name, &err) < 0)
+		return fc_import_error(s, where, "%s", err.msg);
+	snprintf(where, sizeof(where), "sets[%zu] (%s)", idx, name);
+	for (i = 0; i < s->ns; i++)
+		if (!strcmp(s->sets[i].name, name))
+			return fc_import_error(s, where, "set %s given twice", name);
+	if (fc_json_uint(json_object_get(o, "expires"), FC_TIME_MAX, &expires) < 0)
+		return fc_import_error(s, where, "expires: expected null or unix seconds up to %lld", (long long)FC_TIME_MAX);
+	for (i = 0; i < json_array_size(bans); i++) {
+		const char *text = json_string_value(json_array_get(bans, i));
+		struct fc_prefix p;
+
+		if (!text || fc_prefix_parse(text, &p, &err) < 0 || fc_feed_add(&keys, &p, &err) < 0) {
+			fc_feed_free(&keys);
+			return fc_import_error(s, where, "bans[%zu]: %s", i, text ? err.msg : "expected \"ADDR[/LEN]\"");
+		}
+	}
+	fc_feed_sort(&keys);
+	snprintf(set->name, sizeof(set->name), "%s", name);
+	set->expires = (int64_t)expires;
+	set->keys = keys.v;
+	set->n = keys.n;
+	s->ns++;
+}
+
 static void fc_import_node(struct fc_import_set *s, size_t idx, json_t *o)
 {
 	const char *name = json_string_value(json_object_get(o, "name"));
@@ -228,8 +343,9 @@ static void fc_import_node(struct fc_import_set *s, size_t idx, json_t *o)
 /* Reads and validates the whole file. */
 static int fc_import_read(const char *path, struct fc_import_set *s)
 {
-	json_t *doc, *pols, *bans, *nodes;
+	json_t *doc, *pols, *bans, *sets, *nodes;
 	json_error_t jerr;
+	json_int_t version;
 	size_t i;
 
 	memset(s, 0, sizeof(*s));
@@ -241,11 +357,15 @@ static int fc_import_read(const char *path, struct fc_import_set *s)
 	}
 	pols = json_object_get(doc, "policies");
 	bans = json_object_get(doc, "bans");
+	sets = json_object_get(doc, "sets");
 	nodes = json_object_get(doc, "nodes");
-	if (!json_is_object(doc) || json_integer_value(json_object_get(doc, "freqctl")) != FC_IO_VERSION ||
-	    !json_is_array(pols) || !json_is_array(bans) || !json_is_array(nodes) || json_object_size(doc) != 4) {
-		fc_warn("%s: expected {\"freqctl\": %d, \"policies\": [...], \"bans\": [...], \"nodes\": [...]} (see "
-			"freqctl export)",
+	version = json_integer_value(json_object_get(doc, "freqctl"));
+	/* Version 1 had no sets. */
+	if (!json_is_object(doc) || (version != FC_IO_VERSION && version != 1) || !json_is_array(pols) ||
+	    !json_is_array(bans) || !json_is_array(nodes) || (version > 1 && !json_is_array(sets)) ||
+	    json_object_size(doc) != (version > 1 ? 5u : 4u)) {
+		fc_warn("%s: expected {\"freqctl\": %d, \"policies\": [...], \"bans\": [...], \"sets\": [...], "
+			"\"nodes\": [...]} (see freqctl export)",
 			path, FC_IO_VERSION);
 		json_decref(doc);
 		return -1;
@@ -253,8 +373,9 @@ static int fc_import_read(const char *path, struct fc_import_set *s)
 	s->pols = calloc(json_array_size(pols) + 1, sizeof(*s->pols));
 	s->bans = calloc(json_array_size(bans) + 1, sizeof(*s->bans));
 	s->ubans = calloc(json_array_size(bans) + 1, sizeof(*s->ubans));
+	s->sets = calloc(json_array_size(sets) + 1, sizeof(*s->sets));
 	s->nodes = calloc(json_array_size(nodes) + 1, sizeof(*s->nodes));
-	if (!s->pols || !s->bans || !s->ubans || !s->nodes) {
+	if (!s->pols || !s->bans || !s->ubans || !s->sets || !s->nodes) {
 		fc_warn("%s: out of memory", path);
 		json_decref(doc);
 		return -1;
@@ -263,6 +384,8 @@ static int fc_import_read(const char *path, struct fc_import_set *s)
 		fc_import_policy(s, i, json_array_get(pols, i));
 	for (i = 0; i < json_array_size(bans); i++)
 		fc_import_ban(s, i, json_array_get(bans, i));
+	for (i = 0; i < json_array_size(sets); i++)
+		fc_import_ban_set(s, i, json_array_get(sets, i));
 	for (i = 0; i < json_array_size(nodes); i++)
 		fc_import_node(s, i, json_array_get(nodes, i));
 	json_decref(doc);
@@ -271,6 +394,33 @@ static int fc_import_read(const char *path, struct fc_import_set *s)
 	if (s->errors)
 		fc_warn("import %s: %zu error%s; nothing imported", path, s->errors, s->errors == 1 ? "" : "s");
 	return s->errors ? -1 : 0;
+}
+
+/* Makes the store's ban sets the file's: each one's bans by the
+ * difference, those not in the file deleted. */
+static int fc_import_sets(struct fc_publish *pub, const struct fc_import_set *s, struct fc_err *err)
+{
+	struct fc_ban_set *have = NULL;
+	struct fc_set_result res;
+	size_t nhave = 0, i, j;
+	int rc = -1;
+
+	if (fc_store_set_list(pub->st, pub->now, &have, &nhave, err) < 0)
+		return -1;
+	for (i = 0; i < nhave; i++) {
+		for (j = 0; j < s->ns && strcmp(s->sets[j].name, have[i].name); j++)
+			;
+		if (j == s->ns && fc_store_set_del(pub->st, have[i].id, err) < 0)
+			goto out;
+	}
+	for (i = 0; i < s->ns; i++)
+		if (fc_set_replace(pub, s->sets[i].name, s->sets[i].keys, s->sets[i].n, s->sets[i].expires, NULL, NULL,
+				   &res, err) < 0)
+			goto out;
+	rc = 0;
+out:
+	free(have);
+	return rc;
 }
 
 /* Makes the store's policies and bans the set's, in the open transaction. */
@@ -311,7 +461,7 @@ static int fc_import_apply(struct fc_publish *pub, const struct fc_import_set *s
 	for (i = 0; i < s->nu; i++)
 		if (fc_store_uid_ban_put(pub->st, &s->ubans[i], &existed, pub->now, err) < 0)
 			goto out;
-	if (fc_store_nodes_clear(pub->st, err) < 0)
+	if (fc_import_sets(pub, s, err) < 0 || fc_store_nodes_clear(pub->st, err) < 0)
 		goto out;
 	for (i = 0; i < s->nn; i++)
 		if (fc_store_node_put(pub->st, &s->nodes[i], err) < 0)
@@ -431,6 +581,14 @@ static void fc_pol_name(const void *a, char *buf, size_t len)
 	snprintf(buf, len, "%u %s", ((const struct fc_policy_spec *)a)->id, match);
 }
 
+/* A set changed when its lapse time or any of its bans did. */
+static bool fc_set_changed(const void *a, const void *b)
+{
+	const struct fc_io_set *x = a, *y = b;
+
+	return x->expires != y->expires || x->n != y->n || (x->n && memcmp(x->keys, y->keys, x->n * sizeof(*x->keys)));
+}
+
 static void fc_ban_name(const void *a, char *buf, size_t len)
 {
 	char text[FC_PREFIX_STRLEN];
@@ -449,12 +607,13 @@ static int fc_import_dry_run(const struct fc_ctx *ctx, const struct fc_import_se
 					  fc_diff_ban = { FC_KEY(struct fc_ban_row, p), .key_len = sizeof(struct fc_prefix),
 							  FC_VAL(struct fc_ban_row, expires), .name = fc_ban_name },
 					  fc_diff_uban = { FC_KEY(struct fc_uid_ban, uid), FC_VAL(struct fc_uid_ban, expires) },
+					  fc_diff_set = { FC_KEY(struct fc_io_set, name), .changed = fc_set_changed },
 					  fc_diff_node = { FC_KEY(struct fc_node, name), FC_VAL(struct fc_node, weight) };
 #undef FC_KEY
 #undef FC_VAL
 	struct fc_policy_spec *specs = NULL;
 	struct fc_store_all all;
-	struct fc_diff d[4];
+	struct fc_diff d[5];
 	json_t *doc;
 	size_t i;
 	int rc = -1;
@@ -464,7 +623,8 @@ static int fc_import_dry_run(const struct fc_ctx *ctx, const struct fc_import_se
 	fc_diff_init(&d[0], "policy");
 	fc_diff_init(&d[1], "ban");
 	fc_diff_init(&d[2], "uid-ban");
-	fc_diff_init(&d[3], "node");
+	fc_diff_init(&d[3], "set");
+	fc_diff_init(&d[4], "node");
 	/* The store's policies as specs, to compare with the file's. */
 	specs = calloc(all.np ? all.np : 1, sizeof(*specs));
 	if (!specs) {
@@ -476,9 +636,10 @@ static int fc_import_dry_run(const struct fc_ctx *ctx, const struct fc_import_se
 	fc_diff_run(&d[0], &fc_diff_policy, specs, all.np, s->pols, s->np);
 	fc_diff_run(&d[1], &fc_diff_ban, all.bans, all.nb, s->bans, s->nb);
 	fc_diff_run(&d[2], &fc_diff_uban, all.ub, all.nu, s->ubans, s->nu);
-	fc_diff_run(&d[3], &fc_diff_node, all.nodes, all.nn, s->nodes, s->nn);
+	fc_diff_run(&d[3], &fc_diff_set, all.sets, all.ns, s->sets, s->ns);
+	fc_diff_run(&d[4], &fc_diff_node, all.nodes, all.nn, s->nodes, s->nn);
 	doc = json_object();
-	for (i = 0; i < 4; i++) {
+	for (i = 0; i < 5; i++) {
 		if (!json)
 			fc_diff_print(&d[i]);
 		json_object_set_new(doc, d[i].kind, json_pack("{s:o, s:o, s:o}", "added", d[i].added, "changed",
@@ -487,7 +648,7 @@ static int fc_import_dry_run(const struct fc_ctx *ctx, const struct fc_import_se
 	if (json) {
 		fc_json_print(doc);
 	} else {
-		for (i = 0; i < 4; i++)
+		for (i = 0; i < 5; i++)
 			printf("%s%s: %zu added, %zu changed, %zu removed", i ? "; " : "", d[i].kind,
 			       json_array_size(d[i].added), json_array_size(d[i].changed), json_array_size(d[i].removed));
 		printf(" (dry run: nothing changed)\n");
@@ -527,8 +688,8 @@ static int fc_import(const struct fc_ctx *ctx, const struct fc_cmd *cmd, int arg
 	}
 	if (fc_publish_commit(&pub, &err) < 0)
 		goto fail;
-	printf("imported %zu policies, %zu address bans, %zu uid bans and %zu nodes from %s\n", set.np, set.nb, set.nu,
-	       set.nn, argv[optind]);
+	printf("imported %zu policies, %zu address bans, %zu uid bans, %zu ban sets and %zu nodes from %s\n", set.np,
+	       set.nb, set.nu, set.ns, set.nn, argv[optind]);
 	rc = FC_EXIT_OK;
 	goto out;
 fail:
@@ -537,6 +698,7 @@ out:
 	free(set.pols);
 	free(set.bans);
 	free(set.ubans);
+	fc_io_sets_free(set.sets, set.ns);
 	free(set.nodes);
 	return rc;
 }
@@ -545,11 +707,12 @@ const struct fc_cmd fc_cmd_export = {
 	.name = "export",
 	.min_args = 0,
 	.max_args = 0,
-	.summary = "Print the store's policies, live bans and nodes as JSON (what 'freqctl import' reads).",
-	.details = "{\"freqctl\": 1, \"policies\": [{\"id\", \"match\", \"rates\", \"burst\", \"algo\", \"action\",\n"
+	.summary = "Print the store's policies, live bans, ban sets and nodes as JSON (what 'freqctl import' reads).",
+	.details = "{\"freqctl\": 2, \"policies\": [{\"id\", \"match\", \"rates\", \"burst\", \"algo\", \"action\",\n"
 		   "\"count\", \"delay_burst\", \"new_sources\", \"escalate\", \"ban_ttl\", \"layer\", \"max_keys\",\n"
-		   "\"new_keys\"}], \"bans\": [{\"ban\", \"created\", \"expires\"}], \"nodes\": [{\"name\", \"weight\"}]};\n"
-		   "times in unix seconds, defaults as null.",
+		   "\"new_keys\"}], \"bans\": [{\"ban\", \"created\", \"expires\", \"escalated_by_policy\"}], \"sets\":\n"
+		   "[{\"name\", \"expires\", \"bans\": [\"ADDR[/LEN]\"]}], \"nodes\": [{\"name\", \"weight\"}]}; times in\n"
+		   "unix seconds, defaults as null. \"bans\" are those by hand or escalated; a set carries its own.",
 	.opts = fc_opts_none,
 	.run = fc_export,
 };
@@ -559,7 +722,8 @@ const struct fc_cmd fc_cmd_import = {
 	.args = "FILE",
 	.min_args = 1,
 	.max_args = 1,
-	.summary = "Make the store's policies, bans and nodes those of FILE (from 'freqctl export'), all or nothing.",
+	.summary = "Make the store's policies, bans, ban sets and nodes those of FILE (from 'freqctl export'), all or "
+		   "nothing.",
 	.details = "The whole file is validated first, with the same checks as the commands; any error is\n"
 		   "reported with where it is and nothing changes. A policy whose id and match are unchanged\n"
 		   "keeps its bucket state and counters. Published to XDP/TC and nginx like any change.\n"

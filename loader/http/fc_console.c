@@ -309,8 +309,9 @@ static int fc_api_ban_list(struct fc_console *c, struct fc_reply *r)
 {
 	struct fc_ban_row *rows = NULL;
 	struct fc_uid_ban *ub = NULL;
+	struct fc_ban_set *sets = NULL;
 	int64_t now = (int64_t)time(NULL);
-	size_t n = 0, nu = 0, i;
+	size_t n = 0, nu = 0, nsets = 0;
 	struct fc_store *st;
 	struct fc_err err;
 	json_t *a;
@@ -318,19 +319,17 @@ static int fc_api_ban_list(struct fc_console *c, struct fc_reply *r)
 
 	if (!(st = fc_store_keep_get(&c->keep, &err)))
 		return fc_reply_error(r, MHD_HTTP_SERVICE_UNAVAILABLE, NULL, "%s", err.msg);
-	rc = fc_store_ban_list(st, now, &rows, &n, &err) < 0 || fc_store_uid_ban_list(st, now, &ub, &nu, &err) < 0 ? -1 : 0;
+	rc = fc_store_set_list(st, now, &sets, &nsets, &err) < 0 || fc_store_ban_list(st, now, &rows, &n, &err) < 0 ||
+			     fc_store_uid_ban_list(st, now, &ub, &nu, &err) < 0 ?
+		     -1 :
+		     0;
 	fc_store_keep_put(&c->keep, rc < 0);
-	if (rc < 0) {
-		free(rows);
-		return fc_reply_error(r, MHD_HTTP_SERVICE_UNAVAILABLE, NULL, "%s", err.msg);
-	}
-	a = json_array();
-	for (i = 0; a && i < n; i++)
-		json_array_append_new(a, fc_ban_to_json(&rows[i], now));
-	for (i = 0; a && i < nu; i++)
-		json_array_append_new(a, fc_uid_ban_to_json(&ub[i], now));
+	a = rc < 0 ? NULL : fc_bans_to_json(rows, n, ub, nu, sets, nsets, now);
 	free(rows);
 	free(ub);
+	free(sets);
+	if (rc < 0)
+		return fc_reply_error(r, MHD_HTTP_SERVICE_UNAVAILABLE, NULL, "%s", err.msg);
 	return fc_reply_json(r, MHD_HTTP_OK, json_pack("{s:o}", "bans", a));
 }
 
@@ -387,14 +386,14 @@ out:
 
 static int fc_api_ban_del(struct fc_console *c, struct fc_reply *r, const char *text)
 {
-	char canon[FC_BAN_TEXT_LEN];
+	char canon[FC_BAN_TEXT_LEN], held[FC_SETS_TEXT_LEN];
 	struct fc_err err;
-	int rc = fc_change_ban_del(&c->ctx, text, canon, &err);
+	int rc = fc_change_ban_del(&c->ctx, text, canon, held, &err);
 
 	if (rc == FC_CHANGE_INVALID)
 		return fc_reply_error(r, MHD_HTTP_BAD_REQUEST, "ban", "%s", err.msg);
 	if (rc == FC_CHANGE_CONFLICT)
-		return fc_reply_error(r, MHD_HTTP_NOT_FOUND, NULL, "ban del %s: not banned", canon);
+		return fc_reply_error(r, MHD_HTTP_NOT_FOUND, NULL, "ban del %s: %s", canon, err.msg);
 	if (rc)
 		return fc_reply_error(r, MHD_HTTP_SERVICE_UNAVAILABLE, NULL, "ban del %s: %s", canon, err.msg);
 	return fc_reply_set(r, MHD_HTTP_NO_CONTENT, strdup(""), 0, "text/plain");
@@ -536,12 +535,13 @@ static int fc_api_stats(struct fc_console *c, struct fc_reply *r)
 	}
 	pthread_mutex_unlock(&c->lock);
 	fc_time_format((int64_t)time(NULL), stamp);
-	doc = json_pack("{s:s, s:s, s:s, s:{s:I, s:I, s:I, s:I}, s:{s:I, s:I, s:I}, s:o, s:o}", "time", stamp,
+	doc = json_pack("{s:s, s:s, s:s, s:{s:I, s:I, s:I, s:I}, s:{s:I, s:I, s:I, s:I}, s:o, s:o, s:o}", "time", stamp,
 			"version", FC_VERSION, "node", c->ctx.node, "xdp", "passed", (json_int_t)a.s.passed.packets, "dropped_exact",
 			(json_int_t)a.s.drop_exact.packets, "dropped_prefix", (json_int_t)a.s.drop_prefix.packets,
 			"dropped_limit", (json_int_t)a.s.drop_limit.packets, "bans", "addresses",
 			(json_int_t)a.bans.addresses, "escalated", (json_int_t)a.bans.escalated, "uids",
-			(json_int_t)a.bans.uids, "policies", pols, "keys", fc_key_uses_to_json(keys, nkeys));
+			(json_int_t)a.bans.uids, "in_sets", (json_int_t)a.bans.in_sets, "policies", pols, "keys",
+			fc_key_uses_to_json(keys, nkeys), "ban_sources", fc_ban_sources_to_json(&a));
 	free(cur.rows);
 	fc_stats_free(&a);
 	return fc_reply_json(r, MHD_HTTP_OK, doc);

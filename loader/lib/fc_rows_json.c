@@ -150,6 +150,43 @@ json_t *fc_ban_to_json(const struct fc_ban_row *r, int64_t now)
 			 r->by_policy ? json_integer(r->by_policy) : json_null());
 }
 
+const char *fc_set_name_of(const struct fc_ban_set *sets, size_t n, uint32_t id)
+{
+	size_t i;
+
+	for (i = 0; i < n && sets[i].id != id; i++)
+		;
+	return i < n ? sets[i].name : "?";
+}
+
+json_t *fc_bans_to_json(const struct fc_ban_row *rows, size_t n, const struct fc_uid_ban *ub, size_t nu,
+			const struct fc_ban_set *sets, size_t nsets, int64_t now)
+{
+	json_t *a = json_array(), *o;
+	size_t i;
+
+	for (i = 0; a && i < n; i++) {
+		o = fc_ban_to_json(&rows[i], now);
+		json_object_set_new(o, "set", rows[i].set ? json_string(fc_set_name_of(sets, nsets, rows[i].set)) :
+							    json_null());
+		json_array_append_new(a, o);
+	}
+	for (i = 0; a && i < nu; i++)
+		json_array_append_new(a, fc_uid_ban_to_json(&ub[i], now));
+	return a;
+}
+
+json_t *fc_ban_set_to_json(const struct fc_ban_set *set)
+{
+	char created[FC_TIME_STRLEN], updated[FC_TIME_STRLEN], expires[FC_TIME_STRLEN];
+
+	fc_time_format(set->created, created);
+	fc_time_format(set->updated, updated);
+	fc_time_format(set->expires, expires);
+	return json_pack("{s:s, s:I, s:s, s:s, s:s?}", "set", set->name, "bans", (json_int_t)set->size, "created",
+			 created, "updated", updated, "expires", set->expires ? expires : NULL);
+}
+
 json_t *fc_uid_ban_to_json(const struct fc_uid_ban *b, int64_t now)
 {
 	char created[FC_TIME_STRLEN], expires[FC_TIME_STRLEN], text[4 + sizeof(b->uid)];

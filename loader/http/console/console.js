@@ -357,16 +357,20 @@ function renderBans() {
   body.replaceChildren();
   for (const b of state.bans) {
     const tr = document.createElement('tr');
-    const reason = b.escalated_by_policy ? 'escalated by policy ' + b.escalated_by_policy : 'manual';
-    const del = el('button', 'Lift', 'secondary danger');
-    del.type = 'button';
-    del.setAttribute('aria-label', 'Lift the ban on ' + b.ban);
-    del.addEventListener('click', () => confirmThen(del, () => liftBan(b.ban)));
+    const source = b.set ? 'set ' + b.set : b.escalated_by_policy ? 'escalated by policy ' + b.escalated_by_policy : 'by hand';
     const actions = el('td');
-    actions.append(del);
+    /* A set's bans are lifted with their set (freqctl ban del --set NAME). */
+    if (!b.set) {
+      const del = el('button', 'Lift', 'secondary danger');
+      del.type = 'button';
+      del.setAttribute('aria-label', 'Lift the ban on ' + b.ban);
+      del.addEventListener('click', () => confirmThen(del, () => liftBan(b.ban)));
+      actions.append(del);
+    }
     tr.append(el('td', b.ban, 'match'), el('td', b.kind), el('td', b.expires || 'never'),
-      el('td', '', 'remaining'), el('td', reason), actions);
+      el('td', '', 'remaining'), el('td', source), actions);
     tr.dataset.ban = b.ban;
+    if (b.set) tr.dataset.set = b.set;
     body.append(tr);
   }
   $('no-bans').hidden = state.bans.length > 0;
