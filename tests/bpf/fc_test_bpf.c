@@ -11,7 +11,9 @@
 #include <cmocka.h>
 #include <bpf/bpf.h>
 
+#include "fc_change.h"
 #include "fc_duration.h"
+#include "fc_feed.h"
 #include "fc_publish.h"
 #include "fc_test_bpf.h"
 
@@ -112,14 +114,40 @@ int fc_env_teardown(void **state)
 	return 0;
 }
 
+struct fc_ctx fc_env_ctx(const struct fc_env *env)
+{
+	return (struct fc_ctx){ .db_path = env->db, .pin_dir = env->pin_dir, .shm_path = env->shm, .node = "test" };
+}
+
 /* Publishes the store as a command does (full: as freqctl sync does). */
 static void fc_env_commit(struct fc_env *env, bool full, struct fc_publish *pub)
 {
-	const struct fc_ctx ctx = { .db_path = env->db, .pin_dir = env->pin_dir, .shm_path = env->shm, .node = "test" };
+	const struct fc_ctx ctx = fc_env_ctx(env);
 	struct fc_err err;
 
 	if (fc_publish_begin_on(pub, &ctx, env->st, &err) < 0 || (pub->full = full, fc_publish_commit(pub, &err) < 0))
 		fail_msg("publish: %s", err.msg);
+}
+
+void fc_env_set(struct fc_env *env, const char *name, const char *const *bans, size_t n, int64_t ttl)
+{
+	const struct fc_ctx ctx = fc_env_ctx(env);
+	struct fc_set_result res;
+	struct fc_feed feed = { 0 };
+	struct fc_publish pub;
+	struct fc_err err;
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (fc_feed_line(bans[i], &feed, &err) < 0)
+			fail_msg("%s: %s", bans[i], err.msg);
+	fc_feed_sort(&feed);
+	if (fc_publish_begin_on(&pub, &ctx, env->st, &err) < 0 ||
+	    fc_set_replace(&pub, name, feed.v, feed.n, ttl ? fc_expires_after(ttl) : 0, NULL, NULL, &res, &err) < 0 ||
+	    fc_publish_commit(&pub, &err) < 0)
+		fail_msg("set %s: %s", name, err.msg);
+	fc_feed_free(&feed);
+	fc_env_publish(env);
 }
 
 void fc_env_sync(struct fc_env *env)

@@ -10,6 +10,7 @@
 #include <limits.h>
 #include <stdbool.h>
 
+#include "fc_ctx.h"
 #include "fc_frames.h"
 #include "fc_kern.h"
 #include "fc_store.h"
@@ -52,6 +53,11 @@ void fc_env_sync(struct fc_env *env);
 /* Publishes as a command does, nothing checked; true if only what changed
  * was published. */
 bool fc_env_publish_changes(struct fc_env *env);
+/* Makes ban set name exactly bans (feed lines), lapsing in ttl seconds (0:
+ * never), as ban import --set does; then as fc_env_publish. */
+void fc_env_set(struct fc_env *env, const char *name, const char *const *bans, size_t n, int64_t ttl);
+/* The env's store, pin dir and shm as a command's context (node "test"). */
+struct fc_ctx fc_env_ctx(const struct fc_env *env);
 
 /* Bans text (ADDR[/LEN]) for ttl seconds (0 = no expiry) through store + sync. */
 void fc_env_ban(struct fc_env *env, const char *text, int64_t ttl);

@@ -148,7 +148,7 @@ static const char *fc_sql[FC_SQL_MAX] = {
 		"WHERE p.ip_family = k.family AND p.ip_addr = k.addr AND p.ip_len = k.len "
 		"UNION ALL SELECT family, addr, len, -2, NULL, 0, NULL FROM k ORDER BY 1, 2, 3, 4",
 	[FC_SQL_DELTA_UIDS] = "WITH u AS (SELECT DISTINCT txt " FC_CHANGED " AND kind = 'uid') "
-			      "SELECT u.txt, b.expires, b.uid IS NOT NULL FROM u LEFT JOIN uid_bans b "
+			      "SELECT u.txt, b.expires, CASE WHEN b.uid IS NULL THEN 0 ELSE 1 END FROM u LEFT JOIN uid_bans b "
 			      "ON b.uid = u.txt AND (b.expires IS NULL OR b.expires > ?3)",
 	/* Each (policy id, slot) changed, the row in that slot now, and
 	 * whether the change was on the ip=* policy. */
