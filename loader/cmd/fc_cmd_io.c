@@ -181,6 +181,7 @@ static int fc_export(const struct fc_ctx *ctx, const struct fc_cmd *cmd, int arg
 /* What a file holds, validated. */
 struct fc_import_set {
 	struct fc_policy_spec *pols;
+	size_t *pidx; /* where each is in the file */
 	size_t np;
 	struct fc_ban_row *bans;
 	size_t nb;
@@ -213,7 +214,6 @@ static void fc_import_policy(struct fc_import_set *s, size_t idx, json_t *o)
 	struct fc_policy_spec *p = &s->pols[s->np];
 	char where[64], field[32];
 	struct fc_err err;
-	size_t i;
 
 	snprintf(where, sizeof(where), "policies[%zu]", idx);
 	if (fc_policy_from_json(o, p, field, &err) < 0) {
@@ -221,18 +221,61 @@ static void fc_import_policy(struct fc_import_set *s, size_t idx, json_t *o)
 			snprintf(where, sizeof(where), "policies[%zu] (id %u)", idx, p->id);
 		return fc_import_error(s, where, "%s", err.msg);
 	}
-	snprintf(where, sizeof(where), "policies[%zu] (id %u)", idx, p->id);
-	for (i = 0; i < s->np; i++) {
-		char m1[FC_MATCH_LEN], m2[FC_MATCH_LEN];
+	s->pidx[s->np++] = idx;
+}
 
-		fc_match_format(&s->pols[i], m1);
-		fc_match_format(p, m2);
-		if (s->pols[i].id == p->id)
-			return fc_import_error(s, where, "id %u given twice", p->id);
-		if (!strcmp(m1, m2))
-			return fc_import_error(s, where, "%s is policy %u's match too", m2, s->pols[i].id);
+/* A policy's id, match and place in the file, to find repeats by sorting. */
+struct fc_pol_key {
+	uint32_t id;
+	size_t idx;
+	char match[FC_MATCH_LEN];
+};
+
+static int fc_pol_key_by_id(const void *a, const void *b)
+{
+	const struct fc_pol_key *x = a, *y = b;
+
+	return x->id != y->id ? (x->id > y->id) - (x->id < y->id) : (x->idx > y->idx) - (x->idx < y->idx);
+}
+
+static int fc_pol_key_by_match(const void *a, const void *b)
+{
+	const struct fc_pol_key *x = a, *y = b;
+	int c = strcmp(x->match, y->match);
+
+	return c ? c : (x->idx > y->idx) - (x->idx < y->idx);
+}
+
+/* Two policies with one id, or one match: the later is an error. */
+static void fc_import_repeats(struct fc_import_set *s)
+{
+	struct fc_pol_key *k = calloc(s->np + 1, sizeof(*k));
+	char where[64];
+	size_t i;
+
+	if (!k) {
+		s->errors++;
+		fc_warn("%s: out of memory", s->path);
+		return;
 	}
-	s->np++;
+	for (i = 0; i < s->np; i++) {
+		k[i].id = s->pols[i].id;
+		k[i].idx = s->pidx[i];
+		fc_match_format(&s->pols[i], k[i].match);
+	}
+	qsort(k, s->np, sizeof(*k), fc_pol_key_by_id);
+	for (i = 1; i < s->np; i++) {
+		snprintf(where, sizeof(where), "policies[%zu] (id %u)", k[i].idx, k[i].id);
+		if (k[i].id == k[i - 1].id)
+			fc_import_error(s, where, "id %u given twice", k[i].id);
+	}
+	qsort(k, s->np, sizeof(*k), fc_pol_key_by_match);
+	for (i = 1; i < s->np; i++) {
+		snprintf(where, sizeof(where), "policies[%zu] (id %u)", k[i].idx, k[i].id);
+		if (!strcmp(k[i].match, k[i - 1].match) && k[i].id != k[i - 1].id)
+			fc_import_error(s, where, "%s is policy %u's match too", k[i].match, k[i - 1].id);
+	}
+	free(k);
 }
 
 static void fc_import_ban(struct fc_import_set *s, size_t idx, json_t *o)
@@ -371,17 +414,19 @@ static int fc_import_read(const char *path, struct fc_import_set *s)
 		return -1;
 	}
 	s->pols = calloc(json_array_size(pols) + 1, sizeof(*s->pols));
+	s->pidx = calloc(json_array_size(pols) + 1, sizeof(*s->pidx));
 	s->bans = calloc(json_array_size(bans) + 1, sizeof(*s->bans));
 	s->ubans = calloc(json_array_size(bans) + 1, sizeof(*s->ubans));
 	s->sets = calloc(json_array_size(sets) + 1, sizeof(*s->sets));
 	s->nodes = calloc(json_array_size(nodes) + 1, sizeof(*s->nodes));
-	if (!s->pols || !s->bans || !s->ubans || !s->sets || !s->nodes) {
+	if (!s->pols || !s->pidx || !s->bans || !s->ubans || !s->sets || !s->nodes) {
 		fc_warn("%s: out of memory", path);
 		json_decref(doc);
 		return -1;
 	}
 	for (i = 0; i < json_array_size(pols); i++)
 		fc_import_policy(s, i, json_array_get(pols, i));
+	fc_import_repeats(s);
 	for (i = 0; i < json_array_size(bans); i++)
 		fc_import_ban(s, i, json_array_get(bans, i));
 	for (i = 0; i < json_array_size(sets); i++)
@@ -394,6 +439,13 @@ static int fc_import_read(const char *path, struct fc_import_set *s)
 	if (s->errors)
 		fc_warn("import %s: %zu error%s; nothing imported", path, s->errors, s->errors == 1 ? "" : "s");
 	return s->errors ? -1 : 0;
+}
+
+static int fc_spec_id_cmp(const void *a, const void *b)
+{
+	uint32_t x = ((const struct fc_policy_spec *)a)->id, y = ((const struct fc_policy_spec *)b)->id;
+
+	return (x > y) - (x < y);
 }
 
 /* Makes the store's ban sets the file's: each one's bans by the
@@ -427,23 +479,30 @@ out:
 static int fc_import_apply(struct fc_publish *pub, const struct fc_import_set *s, struct fc_err *err)
 {
 	struct fc_policy_row *old = NULL, row;
-	size_t nold = 0, i, j;
+	struct fc_policy_spec *byid = NULL;
+	size_t nold = 0, i;
 	bool found, existed;
 	int rc = -1;
 
 	if (fc_store_policy_list(pub->st, &old, &nold, err) < 0)
 		return -1;
+	byid = malloc((s->np + 1) * sizeof(*byid));
+	if (!byid) {
+		fc_err_set(err, "out of memory");
+		goto out;
+	}
+	memcpy(byid, s->pols, s->np * sizeof(*byid));
+	qsort(byid, s->np, sizeof(*byid), fc_spec_id_cmp);
 	/* Policies gone from the file, or whose match changes (which resets
 	 * their state anyway), are deleted first: a match may move to another
 	 * id. The others are replaced in place and keep slot, state, counters. */
 	for (i = 0; i < nold; i++) {
 		char m1[FC_MATCH_LEN], m2[FC_MATCH_LEN];
+		const struct fc_policy_spec *f = bsearch(&old[i].spec, byid, s->np, sizeof(*byid), fc_spec_id_cmp);
 
-		for (j = 0; j < s->np && s->pols[j].id != old[i].spec.id; j++)
-			;
-		if (j < s->np) {
+		if (f) {
 			fc_match_format(&old[i].spec, m1);
-			fc_match_format(&s->pols[j], m2);
+			fc_match_format(f, m2);
 			if (!strcmp(m1, m2))
 				continue;
 		}
@@ -468,6 +527,7 @@ static int fc_import_apply(struct fc_publish *pub, const struct fc_import_set *s
 			goto out;
 	rc = 0;
 out:
+	free(byid);
 	free(old);
 	return rc;
 }
@@ -519,9 +579,10 @@ struct fc_diff_kind {
 	void (*name)(const void *a, char *buf, size_t len);
 };
 
-static bool fc_diff_same(const struct fc_diff_kind *k, const char *a, const char *b)
+/* Key order: bytes, or a string. */
+static int fc_diff_key_cmp(const struct fc_diff_kind *k, const char *a, const char *b)
 {
-	return k->key_len ? !memcmp(a + k->key_off, b + k->key_off, k->key_len) : !strcmp(a + k->key_off, b + k->key_off);
+	return k->key_len ? memcmp(a + k->key_off, b + k->key_off, k->key_len) : strcmp(a + k->key_off, b + k->key_off);
 }
 
 static bool fc_diff_changed(const struct fc_diff_kind *k, const char *a, const char *b)
@@ -537,29 +598,47 @@ static void fc_diff_name(const struct fc_diff_kind *k, const char *a, char *buf,
 		snprintf(buf, len, "%s", a + k->key_off);
 }
 
+static int fc_diff_ptr_cmp(const void *a, const void *b, void *k)
+{
+	return fc_diff_key_cmp(k, *(const char *const *)a, *(const char *const *)b);
+}
+
+/* Pointers to the n items at v, in key order. */
+static const char **fc_diff_sorted(const struct fc_diff_kind *k, const void *v, size_t n)
+{
+	const char **p = malloc((n + 1) * sizeof(*p));
+	size_t i;
+
+	for (i = 0; p && i < n; i++)
+		p[i] = (const char *)v + i * k->size;
+	if (p && n)
+		qsort_r(p, n, sizeof(*p), fc_diff_ptr_cmp, (void *)k);
+	return p;
+}
+
+/* One pass over both, in key order. */
 static void fc_diff_run(struct fc_diff *d, const struct fc_diff_kind *k, const void *old, size_t nold, const void *now,
 			size_t nnow)
 {
-	const char *o = old, *w = now;
+	const char **o = fc_diff_sorted(k, old, nold), **w = fc_diff_sorted(k, now, nnow);
 	char name[FC_MATCH_LEN + 32];
-	size_t i, j;
+	size_t i = 0, j = 0;
+	int c;
 
-	for (i = 0; i < nnow; i++) {
-		for (j = 0; j < nold && !fc_diff_same(k, o + j * k->size, w + i * k->size); j++)
-			;
-		fc_diff_name(k, w + i * k->size, name, sizeof(name));
-		if (j == nold)
+	while (o && w && (i < nnow || j < nold)) {
+		c = i == nnow ? 1 : j == nold ? -1 : fc_diff_key_cmp(k, w[i], o[j]);
+		fc_diff_name(k, c <= 0 ? w[i] : o[j], name, sizeof(name));
+		if (c < 0)
 			json_array_append_new(d->added, json_string(name));
-		else if (fc_diff_changed(k, o + j * k->size, w + i * k->size))
-			json_array_append_new(d->changed, json_string(name));
-	}
-	for (j = 0; j < nold; j++) {
-		for (i = 0; i < nnow && !fc_diff_same(k, o + j * k->size, w + i * k->size); i++)
-			;
-		fc_diff_name(k, o + j * k->size, name, sizeof(name));
-		if (i == nnow)
+		else if (c > 0)
 			json_array_append_new(d->removed, json_string(name));
+		else if (fc_diff_changed(k, o[j], w[i]))
+			json_array_append_new(d->changed, json_string(name));
+		i += c <= 0;
+		j += c >= 0;
 	}
+	free(o);
+	free(w);
 }
 
 /* A policy changed when its export object differs. */
@@ -696,6 +775,7 @@ fail:
 	fc_warn("import %s: %s", argv[optind], err.msg);
 out:
 	free(set.pols);
+	free(set.pidx);
 	free(set.bans);
 	free(set.ubans);
 	fc_io_sets_free(set.sets, set.ns);

@@ -369,6 +369,7 @@ static void fc_ban_rewrite(struct fc_shm_ban_slot *s, const struct fc_shm_ban_sl
 }
 
 #define FC_BAN_NONE UINT32_MAX
+#define FC_SHM_BLOCK_CHUNK (256u << 10) /* bytes of a config block read at a time */
 
 /* Where ban b's key is in the live table (*found), else the slot a new ban
  * of it takes: the first tombstone of its probe sequence, else its first
@@ -568,6 +569,19 @@ static const struct fc_shm_block *fc_blk_live(const struct fc_shm_map *sm)
 	return (const struct fc_shm_block *)((const char *)sm->base + FC_SHM_BLOCK_OFF(sm->h->active));
 }
 
+/* Makes the inactive block (its header says seq + 1) live. Release: a
+ * reader that sees the new seq sees the block behind it. */
+static void fc_blk_switch(const struct fc_shm_map *sm, struct fc_shm_result *res)
+{
+	struct fc_shm_header *h = sm->h;
+
+	__atomic_store_n(&h->active, h->init ? !h->active : 0, __ATOMIC_RELEASE);
+	__atomic_store_n(&h->seq, h->seq + 1, __ATOMIC_RELEASE);
+	__atomic_store_n(&h->init, 1, __ATOMIC_RELEASE);
+	res->published = true;
+	res->seq = h->seq;
+}
+
 /* Makes the filled block live, unless it says what the live one does. */
 static void fc_blk_flip(const struct fc_shm_map *sm, struct fc_blk *b, struct fc_shm_result *res)
 {
@@ -582,12 +596,7 @@ static void fc_blk_flip(const struct fc_shm_map *sm, struct fc_blk *b, struct fc
 	    live->nitems == b->hdr->nitems && !memcmp(live + 1, b->hdr + 1, b->hdr->used))
 		return; /* nothing new to say */
 	b->hdr->seq = h->seq + 1;
-	/* Release: a reader that sees the new seq sees the block behind it. */
-	__atomic_store_n(&h->active, b->hdr == live ? h->active : !h->active, __ATOMIC_RELEASE);
-	__atomic_store_n(&h->seq, h->seq + 1, __ATOMIC_RELEASE);
-	__atomic_store_n(&h->init, 1, __ATOMIC_RELEASE);
-	res->published = true;
-	res->seq = h->seq;
+	fc_blk_switch(sm, res);
 }
 
 /* Clears the shm's mark before anything is written. */
@@ -667,50 +676,140 @@ static int fc_row_id_cmp(const void *a, const void *b)
 	return fc_id_cmp(&((const struct fc_policy_row *)a)->spec.id, &((const struct fc_policy_row *)b)->spec.id);
 }
 
+/* A block written through the file, not the map: each page a process maps
+ * costs it a fault (a dear one under a hypervisor), and a block of 65,536
+ * policies is megabytes. Unchanged items are copied by the kernel. */
+struct fc_blk_file {
+	int fd;
+	off_t at;      /* the block's offset in the file */
+	__u64 used;    /* bytes of items written */
+	__u32 nitems;
+	__u8 buf[FC_SHM_BLOCK_CHUNK]; /* the live block, read a chunk at a time */
+};
+
+/* Copies len bytes of the file from off to the end of b. */
+static int fc_blk_copy(struct fc_blk_file *b, off_t off, size_t len, struct fc_err *err)
+{
+	loff_t in = off, out = b->at + (off_t)sizeof(struct fc_shm_block) + (off_t)b->used;
+	__u8 tmp[4096];
+	ssize_t n;
+
+	if (b->used + len > FC_SHM_BLOCK_SIZE - sizeof(struct fc_shm_block))
+		return fc_err_set(err, "shm: the config block (%u MiB) is full", FC_SHM_BLOCK_SIZE >> 20);
+	b->used += len;
+	while (len) {
+		n = copy_file_range(b->fd, &in, b->fd, &out, len, 0);
+		if (n <= 0) { /* no kernel copy here: through a buffer */
+			n = pread(b->fd, tmp, len < sizeof(tmp) ? len : sizeof(tmp), in);
+			if (n <= 0 || pwrite(b->fd, tmp, (size_t)n, out) != n)
+				return fc_err_set(err, "shm: writing the config block: %s", n < 0 ? strerror(errno) : "short");
+			in += n;
+			out += n;
+		}
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+/* Writes a new item for row r at the end of b. */
+static int fc_blk_write_policy(struct fc_blk_file *b, int state_fd, const struct fc_policy_row *r, double weight,
+			       struct fc_err *err)
+{
+	__u8 item[0x10000];
+	struct fc_blk one = { .hdr = NULL, .pos = item, .end = item + sizeof(item) };
+	size_t len;
+
+	if (fc_slot_claim(state_fd, r, err) < 0 || fc_blk_policy(&one, r, weight, err) < 0)
+		return -1;
+	len = (size_t)(one.pos - item);
+	if (b->used + len > FC_SHM_BLOCK_SIZE - sizeof(struct fc_shm_block))
+		return fc_err_set(err, "shm: the config block (%u MiB) is full", FC_SHM_BLOCK_SIZE >> 20);
+	if (pwrite(b->fd, item, len, b->at + (off_t)sizeof(struct fc_shm_block) + (off_t)b->used) != (ssize_t)len)
+		return fc_err_set(err, "shm: writing the config block: %s", strerror(errno));
+	b->used += len;
+	b->nitems++;
+	return 0;
+}
+
 /*
  * The live block's items, but those of the changed policies (ids, sorted),
  * with items for the rows of nginx's changed policies (rows, sorted by id)
  * spliced in at their places: the block a full publish would write, as
- * items go in policy id order. 1: the live block is not one to build on.
+ * items go in policy id order. Written into the inactive block, then made
+ * live. 1: the live block is not one to build on.
  */
-static int fc_blk_splice(const struct fc_shm_map *sm, struct fc_blk *b, const uint32_t *ids, size_t nids,
+static int fc_blk_splice(const struct fc_shm_map *sm, const uint32_t *ids, size_t nids,
 			 const struct fc_policy_row *rows, size_t nrows, double weight, struct fc_shm_result *res,
 			 struct fc_err *err)
 {
 	const struct fc_shm_block *live = fc_blk_live(sm);
-	const __u8 *p = (const __u8 *)(live + 1), *end;
-	size_t r = 0, n;
+	struct fc_blk_file *b = malloc(sizeof(*b));
+	off_t from = (off_t)FC_SHM_BLOCK_OFF(sm->h->active) + (off_t)sizeof(*live), chunk = 0, run = -1;
+	__u64 used = live->used, off = 0;
+	__u32 nitems = live->nitems, n;
 	struct fc_shm_policy it;
+	struct fc_shm_block hdr;
+	size_t r = 0, have = 0;
+	bool more;
+	int rc = -1;
 
-	if (live->magic != FC_SHM_BLOCK_MAGIC || live->used > FC_SHM_BLOCK_SIZE - sizeof(*live))
-		return 1;
-	end = p + live->used;
-	for (n = 0;; n++) {
-		bool more = n < live->nitems && (size_t)(end - p) >= sizeof(it);
-
-		if (more) {
-			memcpy(&it, p, sizeof(it));
-			if (it.item.magic != FC_SHM_ITEM_MAGIC || it.item.kind != FC_SHM_POLICY || it.item.len < sizeof(it) ||
-			    it.item.len > (size_t)(end - p))
-				return 1;
-		}
-		for (; r < nrows && (!more || rows[r].spec.id < it.id); r++) {
-			if (fc_slot_claim(sm->state_fd, &rows[r], err) < 0 || fc_blk_policy(b, &rows[r], weight, err) < 0)
-				return -1;
-			res->policies++;
-		}
-		if (!more)
-			return 0;
-		if (!bsearch(&it.id, ids, nids, sizeof(*ids), fc_id_cmp)) {
-			if ((size_t)(b->end - b->pos) < it.item.len)
-				return fc_err_set(err, "shm: the config block (%u MiB) is full", FC_SHM_BLOCK_SIZE >> 20);
-			memcpy(b->pos, p, it.item.len);
-			b->pos += it.item.len;
-			b->nitems++;
-			res->policies++;
-		}
-		p += it.item.len;
+	if (!b)
+		return fc_err_set(err, "shm: out of memory");
+	b->fd = sm->fd;
+	b->at = (off_t)FC_SHM_BLOCK_OFF(sm->h->init ? !sm->h->active : 0);
+	b->used = 0;
+	b->nitems = 0;
+	if (live->magic != FC_SHM_BLOCK_MAGIC || used > FC_SHM_BLOCK_SIZE - sizeof(*live)) {
+		rc = 1;
+		goto out;
 	}
+	for (n = 0;; n++) {
+		more = n < nitems && used - off >= sizeof(it);
+		if (more) {
+			if (off < (__u64)chunk || off + sizeof(it) > (__u64)chunk + have) { /* the next chunk */
+				chunk = (off_t)off;
+				have = (size_t)(used - off < sizeof(b->buf) ? used - off : sizeof(b->buf));
+				if (pread(b->fd, b->buf, have, from + chunk) != (ssize_t)have) {
+					fc_err_set(err, "shm: reading the config block: %s", strerror(errno));
+					goto out;
+				}
+			}
+			memcpy(&it, b->buf + (off - (__u64)chunk), sizeof(it));
+			if (it.item.magic != FC_SHM_ITEM_MAGIC || it.item.kind != FC_SHM_POLICY || it.item.len < sizeof(it) ||
+			    it.item.len > used - off) {
+				rc = 1;
+				goto out;
+			}
+		}
+		/* A run of unchanged items is copied whole, before anything new. */
+		if (run >= 0 && (!more || bsearch(&it.id, ids, nids, sizeof(*ids), fc_id_cmp) ||
+				 (r < nrows && rows[r].spec.id < it.id))) {
+			if (fc_blk_copy(b, from + run, (size_t)((off_t)off - run), err) < 0)
+				goto out;
+			run = -1;
+		}
+		for (; r < nrows && (!more || rows[r].spec.id < it.id); r++)
+			if (fc_blk_write_policy(b, sm->state_fd, &rows[r], weight, err) < 0)
+				goto out;
+		if (!more)
+			break;
+		if (!bsearch(&it.id, ids, nids, sizeof(*ids), fc_id_cmp)) {
+			run = run >= 0 ? run : (off_t)off;
+			b->nitems++;
+		}
+		off += it.item.len;
+	}
+	hdr = (struct fc_shm_block){ .magic = FC_SHM_BLOCK_MAGIC, .nitems = b->nitems, .seq = sm->h->seq + 1,
+				     .used = b->used };
+	if (pwrite(b->fd, &hdr, sizeof(hdr), b->at) != (ssize_t)sizeof(hdr)) {
+		fc_err_set(err, "shm: writing the config block: %s", strerror(errno));
+		goto out;
+	}
+	res->policies = b->nitems;
+	rc = 0;
+out:
+	free(b);
+	return rc;
 }
 
 /* nginx's policies among the changed ones: the changed ids, and the rows
@@ -741,6 +840,17 @@ static int fc_blk_changes(const struct fc_delta *d, uint32_t **ids, size_t *nids
 	return 0;
 }
 
+/* Whether a change was, or is, of one of nginx's policies. */
+static bool fc_blk_touched(const struct fc_delta *d)
+{
+	size_t i;
+
+	for (i = 0; i < d->npols; i++)
+		if (d->pols[i].l7 || (d->pols[i].found && fc_policy_is_l7(&d->pols[i].row.spec)))
+			return true;
+	return false;
+}
+
 int fc_shm_publish_delta(const char *path, const char *group, uint32_t keys, struct fc_store *st,
 			 const struct fc_delta *d, int64_t now, double weight, uint64_t store_id, uint64_t from,
 			 struct fc_shm_result *res, struct fc_err *err)
@@ -749,7 +859,6 @@ int fc_shm_publish_delta(const char *path, const char *group, uint32_t keys, str
 	uint32_t *ids = NULL;
 	size_t nids = 0, nrows = 0;
 	struct fc_shm_map sm;
-	struct fc_blk b;
 	int rc = -1;
 
 	memset(res, 0, sizeof(*res));
@@ -762,14 +871,13 @@ int fc_shm_publish_delta(const char *path, const char *group, uint32_t keys, str
 		goto out;
 	}
 	fc_shm_unmark(sm.h);
-	if (d->npols) {
+	if (fc_blk_touched(d)) {
 		if (fc_blk_changes(d, &ids, &nids, &rows, &nrows, err) < 0)
 			goto out;
-		fc_blk_start(&sm, &b);
-		rc = fc_blk_splice(&sm, &b, ids, nids, rows, nrows, weight, res, err);
+		rc = fc_blk_splice(&sm, ids, nids, rows, nrows, weight, res, err);
 		if (rc)
 			goto out;
-		fc_blk_flip(&sm, &b, res);
+		fc_blk_switch(&sm, res);
 		rc = -1;
 	}
 	if ((d->nkeys || d->nuids) && fc_bans_change(sm.h, sm.base, d) &&

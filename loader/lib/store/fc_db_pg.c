@@ -85,7 +85,8 @@ static const char fc_pg_schema_v4[] =
 	"  family smallint, addr bytea, len smallint,"
 	"  txt    text,"
 	"  id     bigint,"
-	"  slot   bigint);"
+	"  slot   bigint,"
+	"  layer  text);"
 	"INSERT INTO meta VALUES ('store_id', floor(random() * 9007199254740991)::bigint | 1),"
 	"  ('log_pruned', 0), ('policy_ip', 0);"
 	"ALTER TABLE policies ADD COLUMN ip_family smallint, ADD COLUMN ip_addr bytea, ADD COLUMN ip_len smallint;"
@@ -125,9 +126,9 @@ static const char fc_pg_schema_v4[] =
 	FC_PG_LOG_FN("key", "(kind, family, addr, len)", "('ban', OLD.family, OLD.addr, OLD.len)",
 		     "('ban', NEW.family, NEW.addr, NEW.len)")
 	FC_PG_LOG_FN("uid", "(kind, txt)", "('uid', OLD.uid)", "('uid', NEW.uid)")
-	FC_PG_LOG_FN("policy", "(kind, family, addr, len, txt, id, slot)",
-		     "('policy', OLD.ip_family, OLD.ip_addr, OLD.ip_len, OLD.match, OLD.id, OLD.slot)",
-		     "('policy', NEW.ip_family, NEW.ip_addr, NEW.ip_len, NEW.match, NEW.id, NEW.slot)")
+	FC_PG_LOG_FN("policy", "(kind, family, addr, len, txt, id, slot, layer)",
+		     "('policy', OLD.ip_family, OLD.ip_addr, OLD.ip_len, OLD.match, OLD.id, OLD.slot, OLD.layer)",
+		     "('policy', NEW.ip_family, NEW.ip_addr, NEW.ip_len, NEW.match, NEW.id, NEW.slot, NEW.layer)")
 	FC_PG_LOG_FN("node", "(kind, txt)", "('node', OLD.name)", "('node', NEW.name)")
 	"CREATE FUNCTION freqctl_log_set() RETURNS trigger LANGUAGE plpgsql AS $$BEGIN"
 	"  INSERT INTO changes (kind, txt, id) VALUES ('set', CASE TG_OP WHEN 'INSERT' THEN 'new' WHEN 'UPDATE'"

@@ -145,7 +145,8 @@ static const char fc_schema_v8[] =
 	"  family INTEGER, addr BLOB, len INTEGER,"
 	"  txt    TEXT,"          /* uid; policy: its match; node: its name; set: new, upd or del */
 	"  id     INTEGER,"       /* policy, set */
-	"  slot   INTEGER"        /* policy */
+	"  slot   INTEGER,"       /* policy */
+	"  layer  TEXT"           /* policy */
 	");"
 	"INSERT INTO meta VALUES ('store_id', (random() & 9223372036854775807) | 1);"
 	"INSERT INTO meta VALUES ('log_pruned', 0);"
@@ -180,9 +181,9 @@ static const char fc_schema_v8[] =
 	"CREATE INDEX set_bans_pfx6 ON set_bans (addr, len) WHERE family = 6 AND len < 128;"
 	FC_SQ_LOG_KEY("bans") FC_SQ_LOG_KEY("set_bans")
 	FC_SQ_LOG("uid_bans", "(kind, txt)", "('uid', OLD.uid)", "('uid', NEW.uid)")
-	FC_SQ_LOG("policies", "(kind, family, addr, len, txt, id, slot)",
-		  "('policy', OLD.ip_family, OLD.ip_addr, OLD.ip_len, OLD.match, OLD.id, OLD.slot)",
-		  "('policy', NEW.ip_family, NEW.ip_addr, NEW.ip_len, NEW.match, NEW.id, NEW.slot)")
+	FC_SQ_LOG("policies", "(kind, family, addr, len, txt, id, slot, layer)",
+		  "('policy', OLD.ip_family, OLD.ip_addr, OLD.ip_len, OLD.match, OLD.id, OLD.slot, OLD.layer)",
+		  "('policy', NEW.ip_family, NEW.ip_addr, NEW.ip_len, NEW.match, NEW.id, NEW.slot, NEW.layer)")
 	FC_SQ_LOG("nodes", "(kind, txt)", "('node', OLD.name)", "('node', NEW.name)")
 	"CREATE TRIGGER ban_sets_log_ins AFTER INSERT ON ban_sets BEGIN "
 	"  INSERT INTO changes (kind, txt, id) VALUES ('set', 'new', NEW.id); END;"
@@ -198,7 +199,8 @@ static const char *const fc_schema[] = { fc_schema_v1, fc_schema_v2, fc_schema_v
 struct fc_db_sqlite {
 	struct fc_db db;
 	sqlite3 *h;
-	sqlite3_stmt **stmt;
+	const char *const *sql;
+	sqlite3_stmt **stmt; /* prepared on first use: a command runs a few of them */
 	int nstmt;
 };
 
@@ -310,7 +312,6 @@ static int fc_sq_open(const char *dsn, const char *name, bool create, const char
 		      struct fc_db **out, struct fc_err *err)
 {
 	struct fc_db_sqlite *d;
-	int i;
 
 	if (!create && access(dsn, F_OK) < 0)
 		return fc_err_set(err, "store %s: %s", name, strerror(errno));
@@ -324,6 +325,7 @@ static int fc_sq_open(const char *dsn, const char *name, bool create, const char
 		return fc_err_set(err, "store %s: out of memory", name);
 	}
 	d->db.ops = &fc_db_sqlite;
+	d->sql = sql;
 	d->nstmt = n;
 	if (sqlite3_open_v2(dsn, &d->h, SQLITE_OPEN_READWRITE | (create ? SQLITE_OPEN_CREATE : 0), NULL) !=
 	    SQLITE_OK) {
@@ -335,12 +337,6 @@ static int fc_sq_open(const char *dsn, const char *name, bool create, const char
 	if (fc_sq_exec(d, "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL", err) < 0 ||
 	    fc_sq_migrate(d, err) < 0)
 		goto fail;
-	for (i = 0; i < n; i++) {
-		if (sqlite3_prepare_v3(d->h, sql[i], -1, SQLITE_PREPARE_PERSISTENT, &d->stmt[i], NULL) != SQLITE_OK) {
-			fc_sq_fail(d, err, "preparing statements");
-			goto fail;
-		}
-	}
 	*out = &d->db;
 	return 0;
 fail:
@@ -356,9 +352,14 @@ static int fc_sq_begin(struct fc_db *db, struct fc_err *err)
 static int fc_sq_run(struct fc_db *db, int id, const struct fc_val *args, int nargs, const char *what,
 		     struct fc_err *err)
 {
-	sqlite3_stmt *s = FC_SQ(db)->stmt[id];
+	struct fc_db_sqlite *d = FC_SQ(db);
+	sqlite3_stmt *s;
 	int i, rc = SQLITE_OK;
 
+	if (!d->stmt[id] &&
+	    sqlite3_prepare_v3(d->h, d->sql[id], -1, SQLITE_PREPARE_PERSISTENT, &d->stmt[id], NULL) != SQLITE_OK)
+		return fc_sq_fail(d, err, "preparing a statement");
+	s = d->stmt[id];
 	sqlite3_reset(s);
 	sqlite3_clear_bindings(s);
 	for (i = 0; i < nargs && rc == SQLITE_OK; i++) {

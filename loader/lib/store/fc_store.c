@@ -152,9 +152,10 @@ static const char *fc_sql[FC_SQL_MAX] = {
 			      "ON b.uid = u.txt AND (b.expires IS NULL OR b.expires > ?3)",
 	/* Each (policy id, slot) changed, the row in that slot now, and
 	 * whether the change was on the ip=* policy. */
-	[FC_SQL_DELTA_POLICIES] = "SELECT " FC_POL_COLS ", c.cid, c.cslot, c.cstar FROM (SELECT DISTINCT id AS cid, "
-				  "slot AS cslot, CASE WHEN txt = 'ip=*' THEN 1 ELSE 0 END AS cstar " FC_CHANGED
-				  " AND kind = 'policy') c LEFT JOIN policies ON policies.slot = c.cslot",
+	[FC_SQL_DELTA_POLICIES] = "SELECT " FC_POL_COLS ", c.cid, c.cslot, c.cstar, c.cl7 FROM (SELECT DISTINCT id AS cid, "
+				  "slot AS cslot, CASE WHEN txt = 'ip=*' THEN 1 ELSE 0 END AS cstar, "
+				  "CASE WHEN txt NOT LIKE 'ip=%' OR txt LIKE '%,%' OR layer = 'http' THEN 1 ELSE 0 END "
+				  "AS cl7 " FC_CHANGED " AND kind = 'policy') c LEFT JOIN policies ON policies.slot = c.cslot",
 	[FC_SQL_DELTA_OTHER] = "SELECT DISTINCT kind, txt, id " FC_CHANGED " AND kind IN ('node', 'set', 'reset')",
 #undef FC_CHANGED
 	[FC_SQL_POL_STAR] = "SELECT " FC_POL_COLS " FROM policies WHERE match = 'ip=*'",
@@ -1065,6 +1066,7 @@ static int fc_policy_change_read(struct fc_store *st, int id, void *row, struct 
 	c->id = (uint32_t)o->col_int(st->db, id, 18);
 	c->slot = (uint32_t)o->col_int(st->db, id, 19);
 	c->star = o->col_int(st->db, id, 20) != 0;
+	c->l7 = o->col_int(st->db, id, 21) != 0;
 	if (o->col_null(st->db, id, 0))
 		return 0;
 	if (fc_policy_row_read(st, id, &c->row, &why) == FC_ROW_BAD) {

@@ -210,6 +210,7 @@ struct fc_uid_change {
 struct fc_policy_change {
 	uint32_t id, slot;
 	bool star;  /* the change was on match ip=* */
+	bool l7;    /* the policy, before or after the change, was nginx's */
 	bool found; /* a valid policy holds the slot: row */
 	struct fc_policy_row row;
 };
