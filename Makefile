@@ -3,7 +3,8 @@
 #   make            build everything into build/
 #   make test       install what the tests need, build, run every test suite
 #   make bench      XDP cost against xdp-filter and through libxdp's dispatcher; nginx req/s
-#                   against limit_req; L7 against Redis
+#                   against limit_req; L7 against Redis; one change published with 1M bans
+#                   stored; the agent's store-to-enforced time
 #   make demo       the self-contained demo (namespace, attach, ban, traffic)
 #   make fuzz       each fuzz target for FUZZ_SECONDS (default 60); make test replays their corpora
 #   make deps       install the Debian packages freqctl needs
@@ -211,6 +212,8 @@ bench: $(DEPS_STAMP)
 	@$(B)/fc_bench
 	@echo
 	@tools/bench_nginx.sh
+	@echo
+	@tools/bench_publish.sh
 	@echo
 	@tools/bench_agent.sh
 

@@ -267,7 +267,7 @@ static void fc_agent_esc_reload(struct fc_agent *a)
 	int rc, fd;
 
 	rc = !st && fc_store_open_ex(a->ctx.db_path, false, &st, &err) < 0 ? -1 :
-									     fc_store_policy_list(st, &rows, &n, &err);
+									     fc_store_policy_list_agent(st, &rows, &n, &err);
 	if (st != a->keep)
 		fc_store_close(st);
 	if (rc == 0 && fc_esc_set_policies(&a->esc, rows, n) < 0)

@@ -212,6 +212,36 @@ static void fc_seed_file(FILE *out, uint8_t what, const char *path, size_t size)
 	fclose(f);
 }
 
+/* Leaves the live ban table's slot of 198.18.0.last as a writer killed
+ * half-way would: its seqlock odd. */
+static void fc_seed_half_written(const char *shm, uint8_t last)
+{
+	const uint8_t addr[16] = { 198, 18, 0, last };
+	struct fc_shm_ban_slot *tab;
+	struct fc_shm_header *h;
+	__u64 hash = fc_shm_ban_hash(4, 32, addr, 4);
+	__u32 step, i;
+	void *base;
+	FILE *f = fopen(shm, "r+b");
+
+	base = f ? mmap(NULL, FC_SHM_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, fileno(f), 0) : MAP_FAILED;
+	if (base == MAP_FAILED) {
+		perror(shm);
+		exit(1);
+	}
+	h = base;
+	tab = (struct fc_shm_ban_slot *)((char *)base + FC_SHM_BANS_OFF(FC_SHM_BAN_TABLE(h->ban_live)));
+	for (step = 0; step < FC_SHM_BAN_LEVELS + FC_SHM_BAN_PROBE; step++) {
+		i = fc_shm_ban_probe(hash, step);
+		if (tab[i].hash == hash && tab[i].family == 4) {
+			tab[i].ver |= 1;
+			break;
+		}
+	}
+	munmap(base, FC_SHM_SIZE);
+	fclose(f);
+}
+
 static void fc_make_seed(const char *path)
 {
 	const struct fc_ctx *ctx = fc_fuzz_ctx();
@@ -228,6 +258,11 @@ static void fc_make_seed(const char *path)
 	fc_fuzz_ban("uid=bob");
 	fc_fuzz_ban("198.18.0.9");
 	fc_fuzz_ban("2001:db8::/48");
+	/* Changed in place: a tombstone, and a slot left half written. */
+	fc_fuzz_ban("198.18.0.10");
+	fc_fuzz_ban("198.18.0.11");
+	fc_fuzz_unban("198.18.0.10");
+	fc_seed_half_written(ctx->shm_path, 11);
 	snprintf(state, sizeof(state), "%s%s", ctx->shm_path, FC_SHM_STATE_SUFFIX);
 	out = fopen(path, "wb");
 	if (!out) {

@@ -321,6 +321,9 @@ else
 		offers "7 31" --db "$db" --pin-dir "$pin" --shm "$shm" policy del ""
 	check "completion: keys 3 -> 31" offers 31 --db "$db" --pin-dir "$pin" --shm "$shm" keys 3
 	FREQCTL_DB=$db check "completion: FREQCTL_DB names the store too" offers "7 31" policy set ""
+	printf '198.18.0.1\n' | fcq ban import --set feed-a -
+	check "completion: ban list --set -> the store's ban sets" \
+		offers "feed-a" --db "$db" --pin-dir "$pin" --shm "$shm" ban list --set ""
 fi
 
 # --- the pages' examples ---------------------------------------------------
