@@ -43,6 +43,7 @@
 #include "fc_metrics.h"
 #include "fc_publish.h"
 #include "fc_shm_state.h"
+#include "fc_store_keep.h"
 
 #define FC_AGENT_RECOUNT_S 10 /* live keys counted again this often */
 #define FC_AGENT_FALLBACK_MS 5000   /* data_version check without an event */
@@ -144,7 +145,8 @@ struct fc_agent {
 	struct fc_agent_locks lock;
 	int ino;                     /* inotify on a SQLite store's directory, or -1 */
 	struct fc_store *watch;      /* the connection that only watches for changes */
-	struct fc_store *keep;       /* PostgreSQL: the connection publishes use */
+	struct fc_store_keep store;  /* the connection publishes use, kept */
+	struct fc_ctx pubctx;        /* ctx, publishing on store */
 	bool prepared;               /* the store exists and holds this node's weight */
 	int64_t version;             /* the store's data_version last published */
 	int64_t next_expiry;         /* unix time of the next ban expiry, 0: none */
@@ -220,30 +222,12 @@ static int fc_agent_watch(const char *db, struct fc_err *err)
 	return fd;
 }
 
-/* Starts a change. A fleet's PostgreSQL is kept connected between changes
- * (*keep; dropped on any failure, to reconnect next time); a SQLite file is
- * opened afresh each time, so a store moved away is seen as gone. */
-static int fc_agent_begin(struct fc_publish *pub, const struct fc_ctx *ctx, struct fc_store **keep, struct fc_err *err)
+/* Starts a change, on the store connection the agent keeps (fc_store_keep:
+ * dropped on any failure, opened again next time; a SQLite file moved away
+ * is seen as gone, as a fresh open would see it). */
+static int fc_agent_begin(struct fc_publish *pub, struct fc_agent *a, struct fc_err *err)
 {
-	if (!fc_store_is_postgres(ctx->db_path))
-		return fc_publish_begin(pub, ctx, err);
-	if (!*keep && fc_store_open_ex(ctx->db_path, false, keep, err) < 0)
-		return -1;
-	if (fc_publish_begin_on(pub, ctx, *keep, err) == 0)
-		return 0;
-	fc_store_close(*keep);
-	*keep = NULL;
-	return -1;
-}
-
-/* Ends it: on failure a kept connection is dropped as well. */
-static int fc_agent_commit(struct fc_publish *pub, struct fc_store **keep, struct fc_err *err)
-{
-	if (fc_publish_commit(pub, err) == 0)
-		return 0;
-	fc_store_close(*keep);
-	*keep = NULL;
-	return -1;
+	return fc_publish_begin(pub, &a->pubctx, err);
 }
 
 static uint64_t fc_agent_ring_head(void *ctx)
@@ -256,20 +240,20 @@ static void fc_agent_ring_read(void *ctx, uint64_t from, size_t n, struct fc_shm
 	fc_state_ring_read(*(int *)ctx, from, n, out);
 }
 
-/* The escalating policies, after each publish (on its connection, when
- * kept); the state file is opened afresh, as a publish may have replaced it. */
+/* The escalating policies, after a publish that may have changed policies
+ * (on the kept connection); the state file is opened afresh, as a publish
+ * may have replaced it. */
 static void fc_agent_esc_reload(struct fc_agent *a)
 {
 	struct fc_policy_row *rows = NULL;
-	struct fc_store *st = a->keep; /* the kept connection, if there is one */
 	struct fc_err err;
+	struct fc_store *st = fc_store_keep_get(&a->store, &err);
 	size_t n = 0;
 	int rc, fd;
 
-	rc = !st && fc_store_open_ex(a->ctx.db_path, false, &st, &err) < 0 ? -1 :
-									     fc_store_policy_list_agent(st, &rows, &n, &err);
-	if (st != a->keep)
-		fc_store_close(st);
+	rc = st ? fc_store_policy_list_agent(st, &rows, &n, &err) : -1;
+	if (st)
+		fc_store_keep_put(&a->store, rc < 0);
 	if (rc == 0 && fc_esc_set_policies(&a->esc, rows, n) < 0)
 		fc_agent_log("escalation: out of memory, keeping the last policies");
 	if (rc == 0) {
@@ -319,7 +303,7 @@ static void fc_agent_escalate(struct fc_agent *a)
 		fc_agent_log("escalation: %llu IPv6 clients banned by their /64", (unsigned long long)st.aggregated);
 	if (!nb)
 		return;
-	if (fc_agent_begin(&pub, &a->ctx, &a->keep, &err) < 0)
+	if (fc_agent_begin(&pub, a, &err) < 0)
 		goto fail;
 	for (i = 0; i < nb; i++) {
 		if (fc_store_ban_put(pub.st, &bans[i], &err) < 0) {
@@ -327,7 +311,7 @@ static void fc_agent_escalate(struct fc_agent *a)
 			goto fail;
 		}
 	}
-	if (fc_agent_commit(&pub, &a->keep, &err) < 0)
+	if (fc_publish_commit(&pub, &err) < 0)
 		goto fail;
 	a->nbans += nb;
 	__atomic_add_fetch(&a->cnt.escalations, nb, __ATOMIC_RELAXED);
@@ -389,14 +373,14 @@ static int64_t fc_agent_publish(struct fc_agent *a, const char *why, bool *polic
 	uint64_t us;
 
 	clock_gettime(CLOCK_MONOTONIC, &t0);
-	if (fc_agent_begin(&pub, &a->ctx, &a->keep, err) < 0)
+	if (fc_agent_begin(&pub, a, err) < 0)
 		goto fail;
 	if (fc_store_next_expiry(pub.st, pub.now, &next, err) < 0) {
 		fc_publish_abort(&pub);
 		goto fail;
 	}
 	pub.full = !strcmp(why, "SIGHUP"); /* SIGHUP: everything, as freqctl sync */
-	if (fc_agent_commit(&pub, &a->keep, err) < 0)
+	if (fc_publish_commit(&pub, err) < 0)
 		goto fail;
 	/* Room for escalations: the rule maps' entries (policy keys too). */
 	a->nbans = (size_t)pub.res.cfg.n_exact4 + pub.res.cfg.n_exact6 + pub.res.cfg.n_pfx4 + pub.res.cfg.n_pfx6;
@@ -544,6 +528,8 @@ static int fc_agent_setup(struct fc_agent *a, struct fc_err *err)
 	if (!a->pg && (a->ino = fc_agent_watch(a->ctx.db_path, err)) < 0)
 		fc_agent_log("%s", err->msg);
 	a->ctx.store_must_exist = true;
+	a->pubctx = a->ctx;
+	a->pubctx.keep = &a->store;
 	a->serve = cfg->serve;
 	a->serve.log = fc_agent_log;
 	if (cfg->metrics.at) {
@@ -580,7 +566,7 @@ static void fc_agent_teardown(struct fc_agent *a)
 	fc_console_stop(a->console);
 	fc_metrics_stop(a->metrics);
 	fc_store_close(a->watch);
-	fc_store_close(a->keep);
+	fc_store_keep_fini(&a->store);
 	if (a->state_fd >= 0)
 		close(a->state_fd);
 	fc_esc_free(&a->esc);
@@ -598,6 +584,7 @@ int fc_agent_run(const struct fc_ctx *ctx, const struct fc_agent_config *cfg)
 	struct fc_err err;
 	int rc = 1;
 
+	fc_store_keep_init(&a.store, a.ctx.db_path, false);
 	if (fc_agent_setup(&a, &err) < 0) {
 		fc_warn("agent: %s", err.msg);
 		goto out;

@@ -413,7 +413,7 @@ const struct fc_cmd fc_cmd_ban_add = {
 
 const struct fc_cmd fc_cmd_ban_del = {
 	.name = "ban del",
-	.args = "ADDR[/LEN]|uid=VALUE",
+	.args = "[ADDR[/LEN]|uid=VALUE]",
 	.min_args = 0,
 	.max_args = 1,
 	.summary = "Lift a ban by hand, or delete a ban set (--set NAME).",

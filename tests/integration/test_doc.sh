@@ -242,7 +242,7 @@ offers() { # offers "EXPECTED" WORD...: exactly EXPECTED (words, any order)
 check "completion: freqctl pol -> policy" offers policy pol
 check "completion: freqctl policy a -> add" offers add policy a
 check "completion: freqctl policy add --ra -> --rate" offers --rate policy add --ra
-check "completion: freqctl ban -> add del import list" offers "add del import list" ban ""
+check "completion: freqctl ban -> add del import list sets" offers "add del import list sets" ban ""
 check "completion: freqctl --db X policy l -> list" offers list --db /nonexistent policy l
 check "completion: freqctl --s -> --shm --shm-group --shm-keys" offers "--shm --shm-group --shm-keys" --s
 check "completion: freqctl attach --mode xdp -> xdp xdp-generic" offers "xdp xdp-generic" attach --mode xdp

@@ -90,12 +90,7 @@ static const char fc_pg_schema_v4[] =
 	"INSERT INTO meta VALUES ('store_id', floor(random() * 9007199254740991)::bigint | 1),"
 	"  ('log_pruned', 0), ('policy_ip', 0);"
 	"ALTER TABLE policies ADD COLUMN ip_family smallint, ADD COLUMN ip_addr bytea, ADD COLUMN ip_len smallint;"
-	"CREATE INDEX policies_ip ON policies (ip_family, ip_addr, ip_len) WHERE ip_family IS NOT NULL;"
-	"CREATE INDEX policies_pfx4 ON policies (ip_addr, ip_len) WHERE ip_family = 4 AND ip_len < 32;"
-	"CREATE INDEX policies_pfx6 ON policies (ip_addr, ip_len) WHERE ip_family = 6 AND ip_len < 128;"
-	"CREATE INDEX bans_pfx4 ON bans (addr, len) WHERE family = 4 AND len < 32;"
-	"CREATE INDEX bans_pfx6 ON bans (addr, len) WHERE family = 6 AND len < 128;"
-	"CREATE INDEX uid_bans_expires ON uid_bans (expires) WHERE expires IS NOT NULL;"
+	FC_SQL_RULE_INDEXES
 	"CREATE TABLE ban_sets ("
 	"  id      bigint PRIMARY KEY CHECK (id BETWEEN 1 AND " FC_SQL_STR(FC_MAX_SETS) "),"
 	"  name    text   NOT NULL UNIQUE,"
@@ -111,8 +106,7 @@ static const char fc_pg_schema_v4[] =
 	"  created bigint   NOT NULL,"
 	"  PRIMARY KEY (family, addr, len, set_id));"
 	"CREATE INDEX set_bans_set ON set_bans (set_id, family, addr, len);"
-	"CREATE INDEX set_bans_pfx4 ON set_bans (addr, len) WHERE family = 4 AND len < 32;"
-	"CREATE INDEX set_bans_pfx6 ON set_bans (addr, len) WHERE family = 6 AND len < 128;"
+	FC_SQL_SET_INDEXES
 	"CREATE FUNCTION freqctl_lock() RETURNS trigger LANGUAGE plpgsql AS"
 	"  $$BEGIN PERFORM " FC_PG_LOCK_FN "; RETURN NULL; END$$;"
 	"CREATE FUNCTION freqctl_log_reset() RETURNS trigger LANGUAGE plpgsql AS"
@@ -123,13 +117,9 @@ static const char fc_pg_schema_v4[] =
 	"  IF TG_OP <> 'INSERT' THEN INSERT INTO changes " cols " VALUES " old "; END IF;"                 \
 	"  IF TG_OP <> 'DELETE' THEN INSERT INTO changes " cols " VALUES " new "; END IF;"                 \
 	"  RETURN NULL; END$$;"
-	FC_PG_LOG_FN("key", "(kind, family, addr, len)", "('ban', OLD.family, OLD.addr, OLD.len)",
-		     "('ban', NEW.family, NEW.addr, NEW.len)")
-	FC_PG_LOG_FN("uid", "(kind, txt)", "('uid', OLD.uid)", "('uid', NEW.uid)")
-	FC_PG_LOG_FN("policy", "(kind, family, addr, len, txt, id, slot, layer)",
-		     "('policy', OLD.ip_family, OLD.ip_addr, OLD.ip_len, OLD.match, OLD.id, OLD.slot, OLD.layer)",
-		     "('policy', NEW.ip_family, NEW.ip_addr, NEW.ip_len, NEW.match, NEW.id, NEW.slot, NEW.layer)")
-	FC_PG_LOG_FN("node", "(kind, txt)", "('node', OLD.name)", "('node', NEW.name)")
+#define FC_PG_LOG_FN_OF(name, what) FC_PG_LOG_FN(name, FC_LOG_COLS_##what, FC_LOG_ROW_##what("OLD"), FC_LOG_ROW_##what("NEW"))
+	FC_PG_LOG_FN_OF("key", KEY) FC_PG_LOG_FN_OF("uid", UID) FC_PG_LOG_FN_OF("policy", POLICY)
+	FC_PG_LOG_FN_OF("node", NODE)
 	"CREATE FUNCTION freqctl_log_set() RETURNS trigger LANGUAGE plpgsql AS $$BEGIN"
 	"  INSERT INTO changes (kind, txt, id) VALUES ('set', CASE TG_OP WHEN 'INSERT' THEN 'new' WHEN 'UPDATE'"
 	"    THEN 'upd' ELSE 'del' END, CASE TG_OP WHEN 'DELETE' THEN OLD.id ELSE NEW.id END);"

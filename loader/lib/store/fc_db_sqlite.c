@@ -123,9 +123,7 @@ static const char fc_schema_v7[] =
 	"CREATE TRIGGER " t "_log_upd AFTER UPDATE ON " t " BEGIN INSERT INTO changes " cols " VALUES " old \
 	", " new "; END;"                                                                                 \
 	"CREATE TRIGGER " t "_log_del AFTER DELETE ON " t " BEGIN INSERT INTO changes " cols " VALUES " old "; END;"
-#define FC_SQ_LOG_KEY(t)                                                                        \
-	FC_SQ_LOG(t, "(kind, family, addr, len)", "('ban', OLD.family, OLD.addr, OLD.len)", \
-		  "('ban', NEW.family, NEW.addr, NEW.len)")
+#define FC_SQ_LOG_OF(t, what) FC_SQ_LOG(t, FC_LOG_COLS_##what, FC_LOG_ROW_##what("OLD"), FC_LOG_ROW_##what("NEW"))
 
 /*
  * Incremental publishing and ban sets. The change log: every write records
@@ -154,12 +152,7 @@ static const char fc_schema_v8[] =
 	"ALTER TABLE policies ADD COLUMN ip_family INTEGER;"
 	"ALTER TABLE policies ADD COLUMN ip_addr BLOB;"
 	"ALTER TABLE policies ADD COLUMN ip_len INTEGER;"
-	"CREATE INDEX policies_ip ON policies (ip_family, ip_addr, ip_len) WHERE ip_family IS NOT NULL;"
-	"CREATE INDEX policies_pfx4 ON policies (ip_addr, ip_len) WHERE ip_family = 4 AND ip_len < 32;"
-	"CREATE INDEX policies_pfx6 ON policies (ip_addr, ip_len) WHERE ip_family = 6 AND ip_len < 128;"
-	"CREATE INDEX bans_pfx4 ON bans (addr, len) WHERE family = 4 AND len < 32;"
-	"CREATE INDEX bans_pfx6 ON bans (addr, len) WHERE family = 6 AND len < 128;"
-	"CREATE INDEX uid_bans_expires ON uid_bans (expires) WHERE expires IS NOT NULL;"
+	FC_SQL_RULE_INDEXES
 	"CREATE TABLE ban_sets ("
 	"  id      INTEGER PRIMARY KEY CHECK (id BETWEEN 1 AND " FC_SQL_STR(FC_MAX_SETS) "),"
 	"  name    TEXT    NOT NULL UNIQUE,"
@@ -177,14 +170,9 @@ static const char fc_schema_v8[] =
 	"  PRIMARY KEY (family, addr, len, set_id)"
 	") WITHOUT ROWID;"
 	"CREATE INDEX set_bans_set ON set_bans (set_id);"
-	"CREATE INDEX set_bans_pfx4 ON set_bans (addr, len) WHERE family = 4 AND len < 32;"
-	"CREATE INDEX set_bans_pfx6 ON set_bans (addr, len) WHERE family = 6 AND len < 128;"
-	FC_SQ_LOG_KEY("bans") FC_SQ_LOG_KEY("set_bans")
-	FC_SQ_LOG("uid_bans", "(kind, txt)", "('uid', OLD.uid)", "('uid', NEW.uid)")
-	FC_SQ_LOG("policies", "(kind, family, addr, len, txt, id, slot, layer)",
-		  "('policy', OLD.ip_family, OLD.ip_addr, OLD.ip_len, OLD.match, OLD.id, OLD.slot, OLD.layer)",
-		  "('policy', NEW.ip_family, NEW.ip_addr, NEW.ip_len, NEW.match, NEW.id, NEW.slot, NEW.layer)")
-	FC_SQ_LOG("nodes", "(kind, txt)", "('node', OLD.name)", "('node', NEW.name)")
+	FC_SQL_SET_INDEXES
+	FC_SQ_LOG_OF("bans", KEY) FC_SQ_LOG_OF("set_bans", KEY) FC_SQ_LOG_OF("uid_bans", UID)
+	FC_SQ_LOG_OF("policies", POLICY) FC_SQ_LOG_OF("nodes", NODE)
 	"CREATE TRIGGER ban_sets_log_ins AFTER INSERT ON ban_sets BEGIN "
 	"  INSERT INTO changes (kind, txt, id) VALUES ('set', 'new', NEW.id); END;"
 	"CREATE TRIGGER ban_sets_log_upd AFTER UPDATE ON ban_sets BEGIN "
