@@ -91,7 +91,8 @@ int main(int argc, char **argv)
 		}
 		do {
 			t = fc_now_ms();
-			if (!in_map && !bpf_map_lookup_elem(mfd, rq.addr, &val)) {
+			/* Banned, not merely there: a policy may have the address. */
+			if (!in_map && !bpf_map_lookup_elem(mfd, rq.addr, &val) && (val.f & FC_RULE_BANNED)) {
 				in_map = true;
 				xdp[i] = t - t0;
 			}
