@@ -36,7 +36,7 @@ us() { # us COMMAND...: its wall-clock time in microseconds, its output dropped
 # the times builtin (run in this shell: a subshell has no such children).
 cpu_now() { # cpu_now FILE
 	times >"$1"
-	awk 'NR == 2 { for (i = 1; i <= 2; i++) { split($i, t, /[ms]/); c += t[1] * 60 + t[2] } } END { printf "%d", c * 1e6 }' "$1"
+	awk 'NR == 2 { for (i = 1; i <= 2; i++) { split($i, t, /[ms]/); c += t[1] * 60 + t[2] } } END { printf "%d\n", c * 1e6 }' "$1"
 }
 both() { # both OUT COMMAND...: appends "wall-clock us, CPU us" of it to OUT
 	local out=$1 t0 c0 c1

@@ -79,15 +79,24 @@ static uint64_t fc_publish_from(const struct fc_publish *pub, const struct fc_st
 	return seq;
 }
 
-/* What changed since from, unless only publishing everything can tell. */
+/* What changed since from; 1: only publishing everything can tell (a
+ * table truncated, the node's weight, a change log not as freqctl writes
+ * it, a policy row whose address columns a script left wrong: they are
+ * put right first). */
 static int fc_publish_delta(struct fc_publish *pub, const struct fc_store_log *log, uint64_t from, struct fc_delta *d,
 			    struct fc_err *err)
 {
-	if (fc_store_delta(pub->st, from, log->head, pub->now, pub->ctx->node, d, err) < 0)
-		return -1;
-	if (d->reset || d->weight)
+	struct fc_err why;
+	size_t i;
+
+	if (fc_store_delta(pub->st, from, log->head, pub->now, pub->ctx->node, d, &why) < 0) {
+		fc_warn("publish: %s (publishing everything)", why.msg);
 		return 1;
-	return 0;
+	}
+	for (i = 0; d->ip_stale && i < d->npols; i++)
+		if (d->pols[i].ip_stale && fc_store_policy_ip_fix(pub->st, &d->pols[i].row.spec, err) < 0)
+			return -1;
+	return d->reset || d->weight || d->ip_stale;
 }
 
 /* Publishes to the maps and the shm, each what changed since its mark when

@@ -6,7 +6,8 @@
  * IPv4 and IPv6, some with TTLs that run out meanwhile), uid bans, policies
  * added, replaced and deleted (at XDP/TC and in nginx, ip=*, nested
  * prefixes), ban sets replaced and deleted (some lapsing), the node's
- * weight, now and then a sync. Each change is published as a command does,
+ * weight, now and then a sync, a policy row a script left without its
+ * address columns, a publish cut short. Each change is published as a command does,
  * to pin dir and shm A (only what changed, when the change log can say).
  * Every so often the same store is published whole to pin dir and shm B,
  * and A and B are compared: every rule map entry, the policy slots, the
@@ -245,6 +246,12 @@ static int fc_churn_change(struct fc_churn *c, struct fc_publish *pub, struct fc
 	if (op < 95) {
 		pub->full = true; /* freqctl sync */
 		return 0;
+	}
+	if (op < 97) { /* a script rewrote a policy's row without its address columns */
+		if (fc_store_policy_get(pub->st, 1 + fc_rnd(c, 150), &pr, &found, err) < 0)
+			return -1;
+		pr.spec.kind = FC_MATCH_STAR; /* as written: the columns emptied */
+		return found ? fc_store_policy_ip_fix(pub->st, &pr.spec, err) : 0;
 	}
 	/* A change that a publish cut short left half done: only the mark
 	 * cleared (what it wrote is the store's anyway). */

@@ -156,7 +156,8 @@ static const char *fc_sql[FC_SQL_MAX] = {
 			      "ON b.uid = u.txt AND (b.expires IS NULL OR b.expires > ?3)",
 	/* Each (policy id, slot) changed, the row in that slot now, and
 	 * whether the change was on the ip=* policy. */
-	[FC_SQL_DELTA_POLICIES] = "SELECT " FC_POL_COLS ", c.cid, c.cslot, c.cstar, c.cl7 FROM (SELECT DISTINCT id AS cid, "
+	[FC_SQL_DELTA_POLICIES] = "SELECT " FC_POL_COLS ", c.cid, c.cslot, c.cstar, c.cl7, ip_family, ip_addr, ip_len "
+				  "FROM (SELECT DISTINCT id AS cid, "
 				  "slot AS cslot, CASE WHEN txt = 'ip=*' THEN 1 ELSE 0 END AS cstar, "
 				  "CASE WHEN txt NOT LIKE 'ip=%' OR txt LIKE '%,%' OR layer = 'http' THEN 1 ELSE 0 END "
 				  "AS cl7 " FC_CHANGED " AND kind = 'policy') c LEFT JOIN policies ON policies.slot = c.cslot",
@@ -1064,6 +1065,22 @@ static int fc_uid_change_read(struct fc_store *st, int id, void *row, struct fc_
 	return 0;
 }
 
+/* Whether the ip_* columns (from col) of policy p's row say what its match
+ * does: written by freqctl they do, by a script maybe not. */
+static bool fc_policy_ip_agrees(struct fc_store *st, int id, int col, const struct fc_policy_spec *p)
+{
+	const struct fc_db_ops *o = st->db->ops;
+	bool ip = p->kind == FC_MATCH_PREFIX && !p->ndims;
+	const void *addr;
+	size_t len;
+
+	if (!ip)
+		return o->col_null(st->db, id, col);
+	addr = o->col_blob(st->db, id, col + 1, &len);
+	return o->col_int(st->db, id, col) == p->ip.family && o->col_int(st->db, id, col + 2) == p->ip.len && addr &&
+	       len == (p->ip.family == 4 ? 4u : 16u) && !memcmp(addr, p->ip.a, len);
+}
+
 /* A changed (policy, slot) and the row in the slot (FC_POL_COLS first). A
  * row not valid as written holds nothing: it is reported, not published. */
 static int fc_policy_change_read(struct fc_store *st, int id, void *row, struct fc_err *err)
@@ -1086,6 +1103,7 @@ static int fc_policy_change_read(struct fc_store *st, int id, void *row, struct 
 		return 0;
 	}
 	c->found = true;
+	c->ip_stale = !fc_policy_ip_agrees(st, id, 22, &c->row.spec);
 	return 0;
 }
 
@@ -1141,6 +1159,8 @@ int fc_store_delta(struct fc_store *st, uint64_t from, uint64_t to, int64_t now,
 		fc_err_set(err, "store %s: out of memory reading the change log", st->db->name);
 		goto out;
 	}
+	for (i = 0; i < d->npols; i++)
+		d->ip_stale |= d->pols[i].ip_stale;
 	for (i = 0; i < nother; i++) {
 		if (!strcmp(other[i].kind, "reset"))
 			d->reset = true;
@@ -1181,6 +1201,16 @@ int fc_store_prefix_rules(struct fc_store *st, const struct fc_prefix *p, int64_
 	}
 	return fc_collect(st, p->family == 4 ? FC_SQL_PFX4 : FC_SQL_PFX6, args, 2 + full, sizeof(**rows),
 			  fc_key_rule_read, "reading prefix rules", (void **)rows, n, err);
+}
+
+int fc_store_policy_ip_fix(struct fc_store *st, const struct fc_policy_spec *p, struct fc_err *err)
+{
+	bool ip = p->kind == FC_MATCH_PREFIX && !p->ndims;
+
+	return fc_exec(st, FC_SQL_POL_IP_SET,
+		       FC_ARGS(FC_INT(p->id), ip ? FC_INT(p->ip.family) : FC_NULL, ip ? FC_PREFIX_ADDR(&p->ip) : FC_NULL,
+			       ip ? FC_INT(p->ip.len) : FC_NULL),
+		       NULL, "filling a policy's ip columns", err);
 }
 
 int fc_store_policy_star(struct fc_store *st, struct fc_policy_row *row, bool *found, struct fc_err *err)
@@ -1236,7 +1266,7 @@ static int fc_policy_ip_fill(struct fc_store *st, struct fc_err *err)
 
 		if (fc_match_parse(rows[i].match, &p, &why) < 0 || p.kind != FC_MATCH_PREFIX || p.ndims)
 			continue; /* reported as not valid when read */
-		if (fc_exec(st, FC_SQL_POL_IP_SET, FC_ARGS(FC_INT(p.id), FC_PREFIX_ARGS(&p.ip)), NULL, what, err) < 0)
+		if (fc_store_policy_ip_fix(st, &p, err) < 0)
 			goto out;
 	}
 	if (fc_exec(st, FC_SQL_META_SET, FC_ARGS(FC_TEXT("policy_ip"), FC_INT(1)), NULL, what, err) < 0)

@@ -214,6 +214,7 @@ struct fc_policy_change {
 	uint32_t id, slot;
 	bool star;  /* the change was on match ip=* */
 	bool l7;    /* the policy, before or after the change, was nginx's */
+	bool ip_stale; /* its row's ip_* columns disagree with its match (a script wrote it) */
 	bool found; /* a valid policy holds the slot: row */
 	struct fc_policy_row row;
 };
@@ -229,6 +230,7 @@ struct fc_delta {
 	uint32_t *sets; /* sets made or deleted: their drop counters start afresh */
 	size_t nsets;
 	bool weight;    /* the node's row changed (its weight scales every policy) */
+	bool ip_stale;  /* a changed policy's ip_* columns disagree with its match */
 	bool reset;     /* a table was truncated: only publishing everything can tell */
 };
 
@@ -242,6 +244,9 @@ void fc_delta_free(struct fc_delta *d);
  * needs). The caller frees *rows. */
 int fc_store_prefix_rules(struct fc_store *st, const struct fc_prefix *p, int64_t now, struct fc_key_rule **rows,
 			  size_t *n, struct fc_err *err);
+/* Makes policy p's ip_* columns say what its match does (they find it by
+ * address; a script writing a row may not fill them). */
+int fc_store_policy_ip_fix(struct fc_store *st, const struct fc_policy_spec *p, struct fc_err *err);
 /* The ip=* policy, if any. */
 int fc_store_policy_star(struct fc_store *st, struct fc_policy_row *row, bool *found, struct fc_err *err);
 
