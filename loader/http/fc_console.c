@@ -599,21 +599,21 @@ int fc_console_api(struct fc_console *c, struct fc_api_req *b, struct fc_reply *
 
 static enum MHD_Result fc_reply_page(struct MHD_Connection *conn, const struct fc_console_file *f)
 {
-	struct MHD_Response *r = MHD_create_response_from_buffer(strlen(f->data), (void *)f->data,
+	struct MHD_Response *r = fc_mhd.MHD_create_response_from_buffer(strlen(f->data), (void *)f->data,
 								 MHD_RESPMEM_PERSISTENT);
 	enum MHD_Result ret;
 
 	if (!r)
 		return MHD_NO;
-	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, f->type);
-	MHD_add_response_header(r, "X-Content-Type-Options", "nosniff");
-	MHD_add_response_header(r, "X-Frame-Options", "DENY");
-	MHD_add_response_header(r, "Referrer-Policy", "no-referrer");
+	fc_mhd.MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, f->type);
+	fc_mhd.MHD_add_response_header(r, "X-Content-Type-Options", "nosniff");
+	fc_mhd.MHD_add_response_header(r, "X-Frame-Options", "DENY");
+	fc_mhd.MHD_add_response_header(r, "Referrer-Policy", "no-referrer");
 	/* No inline code, nothing from elsewhere. */
-	MHD_add_response_header(r, "Content-Security-Policy",
+	fc_mhd.MHD_add_response_header(r, "Content-Security-Policy",
 				"default-src 'self'; img-src 'self' data:; frame-ancestors 'none'; form-action 'none'");
-	ret = MHD_queue_response(conn, MHD_HTTP_OK, r);
-	MHD_destroy_response(r);
+	ret = fc_mhd.MHD_queue_response(conn, MHD_HTTP_OK, r);
+	fc_mhd.MHD_destroy_response(r);
 	return ret;
 }
 
@@ -660,7 +660,7 @@ static enum MHD_Result fc_console_handle(void *cls, struct MHD_Connection *conn,
 			fc_reply_error(&r, MHD_HTTP_NOT_FOUND, NULL, "%.200s: no such page", url);
 			return fc_send(conn, &r);
 		}
-		cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+		cl = fc_mhd.MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
 		if (cl && strtoull(cl, NULL, 10) > FC_CONSOLE_BODY_MAX) {
 			fc_reply_error(&r, MHD_HTTP_CONTENT_TOO_LARGE, NULL, "body: more than %d bytes",
 				       FC_CONSOLE_BODY_MAX);

@@ -2,6 +2,7 @@
 /* The SQLite backend of the store: one file, WAL, schema in PRAGMA user_version. */
 #include <errno.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -296,10 +297,22 @@ static void fc_sq_close(struct fc_db *db)
 	free(d);
 }
 
+/* No bulk allocation of page cache lines ahead of use: SQLite would fill in
+ * some twenty of them per cache (the main one and each temporary one), a
+ * fault a page that a command of a few lookups never needs (dear under a
+ * hypervisor). Before SQLite initialises; later it refuses, harmlessly. */
+static void fc_sq_config(void)
+{
+	sqlite3_config(SQLITE_CONFIG_PAGECACHE, NULL, 0, 0);
+}
+
 static int fc_sq_open(const char *dsn, const char *name, bool create, const char *const *sql, int n,
 		      struct fc_db **out, struct fc_err *err)
 {
+	static pthread_once_t once = PTHREAD_ONCE_INIT;
 	struct fc_db_sqlite *d;
+
+	pthread_once(&once, fc_sq_config);
 
 	if (!create && access(dsn, F_OK) < 0)
 		return fc_err_set(err, "store %s: %s", name, strerror(errno));
