@@ -32,23 +32,20 @@ us() { # us COMMAND...: its wall-clock time in microseconds, its output dropped
 	"$@" >/dev/null 2>&1
 	echo $((($(date +%s%N) - t0) / 1000))
 }
-# The CPU time (user + system, us) this shell's children used so far, from
-# the times builtin (run in this shell: a subshell has no such children).
-cpu_now() { # cpu_now FILE
-	times >"$1"
-	awk 'NR == 2 { for (i = 1; i <= 2; i++) { split($i, t, /[ms]/); c += t[1] * 60 + t[2] } } END { printf "%d\n", c * 1e6 }' "$1"
-}
-both() { # both OUT COMMAND...: appends "wall-clock us, CPU us" of it to OUT
-	local out=$1 t0 c0 c1
+# both OUT COMMAND...: appends "wall-clock us, CPU us" of it to OUT: the CPU
+# time (user + system) its process used, from the times builtin's totals of
+# this shell's children just before and after it (nothing else runs between:
+# the clock is $EPOCHREALTIME, no process).
+both() {
+	local out=$1 t0 t1
 	shift
-	cpu_now "$dir/times" >"$dir/c0"
-	t0=$(date +%s%N)
+	times >"$dir/c0"
+	t0=$EPOCHREALTIME
 	"$@" >/dev/null 2>&1
-	t0=$((($(date +%s%N) - t0) / 1000))
-	cpu_now "$dir/times" >"$dir/c1"
-	read -r c0 <"$dir/c0"
-	read -r c1 <"$dir/c1"
-	echo "$t0 $((c1 - c0))" >>"$out"
+	t1=$EPOCHREALTIME
+	times >"$dir/c1"
+	awk -v t0="$t0" -v t1="$t1" 'FNR == 2 { for (i = 1; i <= 2; i++) { split($i, t, /[ms]/); c[FILENAME] += t[1] * 60 + t[2] } }
+		END { printf "%d %d\n", (t1 - t0) * 1e6, (c[ARGV[2]] - c[ARGV[1]]) * 1e6 }' "$dir/c0" "$dir/c1" >>"$out"
 }
 median() { sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
 

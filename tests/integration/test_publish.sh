@@ -90,9 +90,19 @@ check "... in the kernel either" nothing_to_sync
 out=$(fc ban import --set 'no/slash' "$dir/feed1" 2>&1)
 check "a set name that is none: usage error, exit 2" [ $? = 2 ]
 
-# ---- quiet when piped; sets in stats, export and import ----
+# ---- progress on a terminal only; sets in stats, export and import ----
+awk 'BEGIN { for (i = 0; i < 150000; i++) printf "10.%d.%d.%d\n", int(i / 65536), int(i / 256) % 256, i % 256 }' >"$dir/long"
+out=$(fc ban import --set long "$dir/long" 2>&1)
+check "a long feed piped says nothing but the result" [ "$out" = "ban set long (new): 150000 bans from $dir/long (150000 added, 0 removed, 0 kept)" ]
+if command -v script >/dev/null; then
+	out=$(script -qec "$FC_BIN --db '$db' --pin-dir '$pin' --shm '$shm' ban import --set long '$dir/long'" /dev/null)
+	check "... and on a terminal how far it is" grep -q "reading $dir/long: 131072 lines" <<<"$out"
+else
+	skip_one "progress on a terminal: script (util-linux) not installed"
+fi
+fcq ban del --set long
 out=$(fc ban import --set keep - <"$dir/feed2" 2>&1)
-check "a million-line feed says how far it is on a terminal only: nothing here but the result" [ "$(wc -l <<<"$out")" = 1 ]
+check "a feed from standard input" [ "$(wc -l <<<"$out")" = 1 ]
 check "ban sets lists the set" jq_true '.[0].set == "keep" and .[0].bans == 3' <<<"$(fc ban sets --json)"
 check "stats count drops by source" jq_true '.ban_sources[0].set == null and .ban_sources[1].set == "keep"' <<<"$(fc stats --json)"
 check "... Prometheus too" grep -q '^freqctl_ban_dropped_packets_total{source="set",set="keep"} 0$' <<<"$(fc stats --prometheus)"
