@@ -22,7 +22,7 @@ stop_agent() {
 cleanup() {
 	stop_agent
 	pg_cleanup
-	rm -rf "$dir" "$pin" "$shm" "$shm.state"
+	rm -rf "$dir" "$pin" "$shm" "$shm.state" "$shm.agent.lock"
 }
 trap cleanup EXIT
 
