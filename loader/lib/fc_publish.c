@@ -32,20 +32,15 @@ int fc_publish_begin(struct fc_publish *pub, const struct fc_ctx *ctx, struct fc
 
 int fc_publish_begin_on(struct fc_publish *pub, const struct fc_ctx *ctx, struct fc_store *st, struct fc_err *err)
 {
-	size_t upurged = 0;
-
 	memset(pub, 0, sizeof(*pub));
 	pub->ctx = ctx;
 	pub->maps.dirfd = -1;
 	pub->now = (int64_t)time(NULL);
 	pub->st = st;
-	if (fc_store_begin(pub->st, err) < 0 || fc_store_ban_purge(pub->st, pub->now, &pub->purged, err) < 0 ||
-	    fc_store_uid_ban_purge(pub->st, pub->now, &upurged, err) < 0 ||
-	    fc_store_set_purge(pub->st, pub->now, &pub->lapsed, err) < 0) {
+	if (fc_store_begin(pub->st, err) < 0 || fc_store_purge(pub->st, pub->now, &pub->purged, &pub->lapsed, err) < 0) {
 		fc_publish_abort(pub);
 		return -1;
 	}
-	pub->purged += upurged;
 	return 0;
 }
 

@@ -70,6 +70,7 @@ enum fc_stmt_id {
 	FC_SQL_SET_HOLDERS,
 	FC_SQL_SET_NEW_ID,
 	FC_SQL_POL_LIST_AGENT,
+	FC_SQL_FIRST_EXPIRY,
 	FC_SQL_MAX,
 };
 
@@ -164,6 +165,10 @@ static const char *fc_sql[FC_SQL_MAX] = {
 	[FC_SQL_DELTA_OTHER] = "SELECT DISTINCT kind, txt, id " FC_CHANGED " AND kind IN ('node', 'set', 'reset')",
 #undef FC_CHANGED
 	[FC_SQL_POL_STAR] = "SELECT " FC_POL_COLS " FROM policies WHERE match = 'ip=*'",
+	/* The first time a ban or a set lapses, past or not. */
+	[FC_SQL_FIRST_EXPIRY] = "SELECT min(e) FROM (SELECT min(expires) AS e FROM bans WHERE expires IS NOT NULL "
+				"UNION ALL SELECT min(expires) FROM uid_bans WHERE expires IS NOT NULL "
+				"UNION ALL SELECT min(expires) FROM ban_sets WHERE expires IS NOT NULL) x",
 	/* The next time a ban or a set lapses after ?1. */
 	[FC_SQL_NEXT_EXPIRY] = "SELECT min(e) FROM (SELECT min(expires) AS e FROM bans WHERE expires > ?1 "
 			       "UNION ALL SELECT min(expires) FROM uid_bans WHERE expires > ?1 "
@@ -830,6 +835,24 @@ int fc_store_node_list(struct fc_store *st, struct fc_node **rows, size_t *n, st
 int fc_store_nodes_clear(struct fc_store *st, struct fc_err *err)
 {
 	return fc_exec(st, FC_SQL_NODES_CLEAR, FC_NO_ARGS, NULL, "clearing nodes", err);
+}
+
+int fc_store_purge(struct fc_store *st, int64_t now, size_t *bans, size_t *sets, struct fc_err *err)
+{
+	int64_t first = 0;
+	size_t uids = 0;
+	bool found;
+
+	*bans = *sets = 0;
+	if (fc_query_int(st, FC_SQL_FIRST_EXPIRY, FC_NO_ARGS, &first, &found, "finding expired bans", err) < 0)
+		return -1;
+	if (!found || first > now)
+		return 0;
+	if (fc_store_ban_purge(st, now, bans, err) < 0 || fc_store_uid_ban_purge(st, now, &uids, err) < 0 ||
+	    fc_store_set_purge(st, now, sets, err) < 0)
+		return -1;
+	*bans += uids;
+	return 0;
 }
 
 int fc_store_next_expiry(struct fc_store *st, int64_t now, int64_t *next, struct fc_err *err)
