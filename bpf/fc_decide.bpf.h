@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
 /*
  * The verdict shared by the XDP and the TC program: parse up to the source
- * address; look it up once in the exact hash and once in its family's trie,
- * each answering both "banned?" and "which policy?"; then charge the
+ * address; look it up once in the exact hash and once in its family's prefix
+ * maps, each answering both "banned?" and "which policy?"; then charge the
  * policies of the exact address, of the longest prefix and ip=*, all or
  * none. What follows the IP header only ever sets a policy's cost: a frame
  * that is malformed past its source is banned and limited like any other.
@@ -12,6 +12,7 @@
 #define FC_DECIDE_BPF_H
 
 #include "fc_parse.bpf.h"
+#include "fc_prefix.bpf.h"
 #include "fc_state.bpf.h"
 
 #define FC_TCP_SYN 0x02
@@ -44,16 +45,6 @@ static __always_inline bool fc_banned(const struct fc_rule *r, struct fc_eval *e
 	return ev->now < r->ban_expires_ns;
 }
 
-/*
- * Ends the IPv4 or the IPv6 branch of a map lookup with an instruction of its
- * own. clang would otherwise merge the two branches' lookups into one call on
- * either map, and the verifier inlines a map lookup only where the call
- * always sees the same map: merged, every lookup became an indirect call,
- * 7 ns dearer here. The two no-op moves differ so they can not be merged.
- */
-#define FC_KEEP_CALL4(p) asm volatile("%0 = %0" : "+r"(p))
-#define FC_KEEP_CALL6(p) asm volatile("%0 = %0\n%0 = %0" : "+r"(p))
-
 static __always_inline struct fc_rule *fc_exact_lookup(struct fc_eval *ev)
 {
 	struct fc_rule *r = NULL;
@@ -70,29 +61,18 @@ static __always_inline struct fc_rule *fc_exact_lookup(struct fc_eval *ev)
 	return r;
 }
 
-static __always_inline struct fc_rule *fc_prefix_lookup(struct fc_eval *ev)
+/* The longest prefix covering the source, copied into *r, if it bans or
+ * limits it: a marker's rule or a /16's with nothing over it is no match. */
+static __always_inline const struct fc_rule *fc_prefix_lookup(struct fc_eval *ev, struct fc_rule *r)
 {
-	struct fc_pfx4_key k4;
-	struct fc_pfx6_key k6;
-
-	struct fc_rule *r = NULL;
-
 	if (ev->pkt.family == 4) {
-		if (ev->cfg->n_pfx4) {
-			k4.prefixlen = 32;
-			__builtin_memcpy(k4.a, ev->pkt.saddr.a, 4);
-			r = bpf_map_lookup_elem(&fc_pfx4, &k4);
-		}
-		FC_KEEP_CALL4(r);
+		if (ev->cfg->n_top4)
+			fc_prefix4_lookup(&ev->pkt, r);
 	} else {
-		if (ev->cfg->n_pfx6) {
-			k6.prefixlen = 128;
-			__builtin_memcpy(k6.a, ev->pkt.saddr.a, 16);
-			r = bpf_map_lookup_elem(&fc_pfx6, &k6);
-		}
-		FC_KEEP_CALL6(r);
+		if (ev->cfg->n_pfx6)
+			fc_prefix6_lookup(&ev->pkt, ev->cfg, r);
 	}
-	return r;
+	return (r->flags & FC_RULE_BANNED) || r->policy ? r : NULL;
 }
 
 static __always_inline void fc_count(struct fc_counter *c, __u64 bytes)
@@ -171,27 +151,44 @@ static __always_inline struct fc_src_bucket *fc_src_lookup(const struct fc_pkt *
  * policy's overflow bucket (fc_buckets[slot]), so a flood of spoofed sources
  * neither evicts steady sources wholesale nor escapes the limit.
  */
-static __always_inline struct fc_bucket *fc_src_bucket(const struct fc_pkt *pkt, const struct fc_config *cfg,
-							__u32 slot)
+/* Makes (or, exists, remakes) the source's bucket, if the per-CPU cap on
+ * new buckets allows; returns whether it tried. Its own function: a new
+ * source is rare, and its bucket's image on the stack is not. */
+__noinline int fc_src_make(const struct fc_pkt *pkt, __u32 exists)
 {
-	/* A new bucket knows nothing yet about the exact and prefix rules. */
-	struct fc_src_bucket *b, fresh = { .gen = cfg->star_gen, .rules_gen = cfg->rules_gen + 1 };
-	struct fc_stats *st;
+	struct fc_src_bucket fresh = {};
+	struct fc_config *cfg;
 	struct fc_flood *fl;
 	__u32 zero = 0;
 	__u64 prev, next;
 
+	cfg = bpf_map_lookup_elem(&fc_config, &zero);
+	fl = bpf_map_lookup_elem(&fc_flood, &zero);
+	if (!pkt || !cfg || !fl ||
+	    (cfg->new_src.interval_ns && !fc_gcra_try(&fl->state, &cfg->new_src, fc_clock(cfg, false), 1, &prev, &next)))
+		return 0;
+	/* A new bucket knows nothing yet about the exact and prefix rules. */
+	fresh.gen = cfg->star_gen;
+	fresh.rules_gen = cfg->rules_gen + 1;
+	/* NOEXIST: of two CPUs making the same bucket, one wins, none resets it. */
+	if (pkt->family == 4)
+		bpf_map_update_elem(&fc_src4, pkt->saddr.a, &fresh, exists ? BPF_EXIST : BPF_NOEXIST);
+	else
+		bpf_map_update_elem(&fc_src6, pkt->saddr.a, &fresh, exists ? BPF_EXIST : BPF_NOEXIST);
+	return 1;
+}
+
+static __always_inline struct fc_bucket *fc_src_bucket(const struct fc_pkt *pkt, const struct fc_config *cfg,
+							__u32 slot)
+{
+	struct fc_src_bucket *b;
+	struct fc_stats *st;
+	__u32 zero = 0;
+
 	b = fc_src_lookup(pkt);
 	if (b && b->gen == cfg->star_gen)
 		return (struct fc_bucket *)b;
-	fl = bpf_map_lookup_elem(&fc_flood, &zero);
-	if (fl && (!cfg->new_src.interval_ns ||
-		   fc_gcra_try(&fl->state, &cfg->new_src, fc_clock(cfg, false), 1, &prev, &next))) {
-		/* NOEXIST: of two CPUs making the same bucket, one wins, none resets it. */
-		if (pkt->family == 4)
-			bpf_map_update_elem(&fc_src4, pkt->saddr.a, &fresh, b ? BPF_EXIST : BPF_NOEXIST);
-		else
-			bpf_map_update_elem(&fc_src6, pkt->saddr.a, &fresh, b ? BPF_EXIST : BPF_NOEXIST);
+	if (fc_src_make(pkt, b != NULL)) {
 		b = fc_src_lookup(pkt);
 		if (b && b->gen == cfg->star_gen)
 			return (struct fc_bucket *)b;
@@ -256,8 +253,8 @@ __noinline int fc_policy_check(const struct fc_pkt *pkt, __u32 slot, __u32 idx, 
 	b = idx == FC_HIT_STAR ? fc_src_bucket(pkt, cfg, slot) : bpf_map_lookup_elem(&fc_buckets, &slot);
 	if (!b)
 		return FC_CHECK_NONE;
-	ok = fc_limit_try(pol->algo, pol->ntiers, pol->tier, b->state, fc_clock(cfg, pol->flags & FC_POLICY_PRECISE),
-			  cost, ch);
+	ok = fc_limit_try(pol->algo, pol->ntiers, pol->tier, pol->warmup_ms, b->state,
+			  fc_clock(cfg, pol->flags & FC_POLICY_PRECISE), cost, ch);
 	if (log)
 		fc_policy_count(slot, pkt->len, ok);
 	else if (!ok)
@@ -321,32 +318,122 @@ static __always_inline bool fc_policies_deny(struct fc_eval *ev, __u32 exact_slo
 }
 
 /*
- * The fast path of a packet that meets one policy only, whose bucket the
- * caller has in hand: nothing to roll back, nothing to keep. Used for a
- * source that only ip=* applies to (its bucket says no exact or prefix entry
- * matched it under the current rules: one lookup instead of three) and for
- * an address whose exact policy is all there is.
+ * The fast path, for the one or two policies met with their buckets in hand
+ * (the ip=* bucket of a source that has one): one clock read, no lookup
+ * made twice, and the two (an exact address or a prefix with ip=*, an exact
+ * address inside a limited prefix) both charged or neither. Log policies,
+ * three policies and a source still without an ip=* bucket take the general
+ * path, fc_policies_deny.
  */
-static __always_inline bool fc_single_deny(struct fc_eval *ev, __u64 *state, __u32 slot, __u32 idx)
-{
-	struct fc_policy *pol = bpf_map_lookup_elem(&fc_policies, &slot);
-	struct fc_charge mine;
-	__u64 cost;
-	int ok;
+enum fc_fast {
+	FC_FAST_PASS,
+	FC_FAST_DROP,
+	FC_FAST_GENERAL, /* for the general path: nothing was charged */
+};
 
-	if (!pol || !pol->ntiers)
-		return false;
-	if (pol->action == FC_ACTION_LOG) {
-		fc_policy_check(&ev->pkt, slot, idx, FC_CHECK_LOG_PASS);
-		return false;
+/*
+ * What fc_charge2 may take for known, so that the limit code folds to a few
+ * compare-and-exchanges, small enough to inline in the main program (and to
+ * verify on each path into it); fc_enforce runs the general case. A warm-up's
+ * ramp is a global function of its own, called from either.
+ */
+enum fc_inline {
+	FC_INLINE_NONE,  /* any policies */
+	FC_INLINE_GCRA1, /* single-tier GCRA policies */
+	FC_INLINE_TIER1, /* one single-tier policy, of any algorithm */
+};
+
+/* Charges pa (slot sa, bucket a) and, if sb, pb (sb, b). */
+static __always_inline int fc_charge2(const struct fc_pkt *pkt, const struct fc_config *cfg, __u32 sa,
+				      const struct fc_policy *pa, struct fc_bucket *a, __u32 sb,
+				      const struct fc_policy *pb, struct fc_bucket *b, struct fc_charge *cha,
+				      struct fc_charge *chb, enum fc_inline known)
+{
+	__u8 algo_a = known == FC_INLINE_GCRA1 ? FC_ALGO_GCRA : pa->algo;
+	__u8 algo_b = known == FC_INLINE_GCRA1 ? FC_ALGO_GCRA : pb->algo;
+	__u8 tiers_a = known ? 1 : pa->ntiers, tiers_b = known ? 1 : pb->ntiers;
+	__u64 ca, cb = 0, now;
+
+	ca = tiers_a ? fc_policy_cost(pa, pkt) : 0;
+	if (sb && tiers_b)
+		cb = fc_policy_cost(pb, pkt);
+	if (!ca && !cb)
+		return FC_FAST_PASS;
+	now = fc_clock(cfg, (pa->flags | (sb ? pb->flags : 0)) & FC_POLICY_PRECISE);
+	if (ca && !fc_limit_try(algo_a, tiers_a, pa->tier, pa->warmup_ms, a->state, now, ca, cha)) {
+		fc_policy_count(sa, pkt->len, false);
+		return FC_FAST_DROP;
 	}
-	cost = fc_policy_cost(pol, &ev->pkt);
-	if (!cost)
-		return false;
-	ok = fc_limit_try(pol->algo, pol->ntiers, pol->tier, state, fc_clock(ev->cfg, pol->flags & FC_POLICY_PRECISE),
-			  cost, &mine);
-	fc_policy_count(slot, ev->pkt.len, ok);
-	return !ok;
+	if (cb && !fc_limit_try(algo_b, tiers_b, pb->tier, pb->warmup_ms, b->state, now, cb, chb)) {
+		if (ca)
+			fc_limit_refund(algo_a, tiers_a, a->state, ca, cha);
+		fc_policy_count(sb, pkt->len, false);
+		return FC_FAST_DROP;
+	}
+	if (ca)
+		fc_policy_count(sa, pkt->len, true);
+	if (cb)
+		fc_policy_count(sb, pkt->len, true);
+	return FC_FAST_PASS;
+}
+
+/* The same for any policies but log ones, as a global function: verified
+ * once, whatever the paths into it. */
+__noinline int fc_enforce(const struct fc_pkt *pkt, __u32 sa, struct fc_bucket *a, __u32 sb, struct fc_bucket *b)
+{
+	struct fc_policy *pa = bpf_map_lookup_elem(&fc_policies, &sa);
+	struct fc_policy *pb = bpf_map_lookup_elem(&fc_policies, &sb);
+	struct fc_charge *cha, *chb;
+	struct fc_config *cfg;
+	__u32 zero = 0, one = 1;
+
+	cfg = bpf_map_lookup_elem(&fc_config, &zero);
+	cha = bpf_map_lookup_elem(&fc_scratch, &zero);
+	chb = bpf_map_lookup_elem(&fc_scratch, &one);
+	if (!pkt || !a || !b || !pa || !pb || !cfg || !cha || !chb || pa->action == FC_ACTION_LOG ||
+	    (sb && pb->action == FC_ACTION_LOG))
+		return FC_FAST_GENERAL;
+	return fc_charge2(pkt, cfg, sa, pa, a, sb, pb, b, cha, chb, FC_INLINE_NONE);
+}
+
+/* A policy the inline fast path takes: one tier (with its ramp, if it
+ * warms up). */
+static __always_inline bool fc_tier1(const struct fc_policy *pol)
+{
+	return pol->ntiers == 1 && pol->action != FC_ACTION_LOG;
+}
+
+static __always_inline bool fc_gcra1(const struct fc_policy *pol)
+{
+	return pol->algo == FC_ALGO_GCRA && fc_tier1(pol);
+}
+
+static __always_inline int fc_fast(struct fc_eval *ev, __u32 sa, struct fc_bucket *a, __u32 sb,
+				   struct fc_bucket *b)
+{
+	struct fc_policy *pa = bpf_map_lookup_elem(&fc_policies, &sa), *pb = pa;
+	struct fc_charge ch;
+
+	if (sb)
+		pb = bpf_map_lookup_elem(&fc_policies, &sb);
+	if (!a || !b || !pa || !pb)
+		return FC_FAST_GENERAL;
+	/* One charge kept for both: a single tier's is written only when it
+	 * admits, so pb's never overwrites the one pa's refund needs. */
+	if (fc_gcra1(pa) && (!sb || fc_gcra1(pb)))
+		return fc_charge2(&ev->pkt, ev->cfg, sa, pa, a, sb, pb, b, &ch, &ch, FC_INLINE_GCRA1);
+	if (!sb && fc_tier1(pa))
+		return fc_charge2(&ev->pkt, ev->cfg, sa, pa, a, 0, pa, a, &ch, &ch, FC_INLINE_TIER1);
+	return fc_enforce(&ev->pkt, sa, a, sb, b);
+}
+
+/* The bucket of slot: the source's own under ip=* (star), the policy's
+ * otherwise. */
+static __always_inline struct fc_bucket *fc_bucket_of(__u32 slot, __u32 star, struct fc_src_bucket *src)
+{
+	if (slot == star)
+		return (struct fc_bucket *)src;
+	return bpf_map_lookup_elem(&fc_buckets, &slot);
 }
 
 /* len: the packet's whole length (at TC, beyond what is linear in data). */
@@ -355,11 +442,12 @@ static __always_inline bool fc_decide(void *data, void *data_end, __u32 len)
 	struct fc_cursor c = { .pos = data, .end = data_end };
 	struct fc_eval ev = { .pkt.len = len };
 	struct fc_src_bucket *src = NULL;
-	struct fc_rule *exact, *prefix;
-	struct fc_bucket *bucket;
+	const struct fc_rule *exact, *prefix;
+	struct fc_rule pfx = { 0 };
+	struct fc_bucket *ba, *bb;
+	__u32 star, gen, e, p, sa, sb, zero = 0;
 	enum fc_parse_rc rc;
-	__u32 star;
-	__u32 zero = 0;
+	int v;
 
 	ev.st = bpf_map_lookup_elem(&fc_stats, &zero);
 	ev.cfg = bpf_map_lookup_elem(&fc_config, &zero);
@@ -381,12 +469,19 @@ static __always_inline bool fc_decide(void *data, void *data_end, __u32 len)
 	star = ev.cfg->star_slot;
 	if (ev.cfg->star_syn && !fc_is_syn(&ev.pkt))
 		star = 0;
+	/* Read before the lookups: a publish that lands between them and the
+	 * note below leaves a note of the rules before it, which it voids. */
+	gen = *(volatile __u32 *)&ev.cfg->rules_gen;
 	if (star) {
 		src = fc_src_lookup(&ev.pkt);
-		if (src && src->gen == ev.cfg->star_gen && src->rules_gen == ev.cfg->rules_gen) {
-			if (fc_single_deny(&ev, src->state, star, FC_HIT_STAR))
-				goto limited;
-			goto passed;
+		if (src && src->gen != ev.cfg->star_gen)
+			src = NULL; /* an earlier ip=* policy's */
+		if (src && src->rules_gen == gen) {
+			/* What the rules say of this source, as its bucket noted it:
+			 * one lookup instead of three. */
+			e = src->exact_policy;
+			p = src->prefix_policy;
+			goto policies;
 		}
 	}
 	exact = fc_exact_lookup(&ev);
@@ -394,27 +489,46 @@ static __always_inline bool fc_decide(void *data, void *data_end, __u32 len)
 		fc_count_ban(&ev.st->drop_exact, exact, ev.pkt.len);
 		return true;
 	}
-	prefix = fc_prefix_lookup(&ev);
+	prefix = fc_prefix_lookup(&ev, &pfx);
 	if (fc_banned(prefix, &ev)) {
 		fc_count_ban(&ev.st->drop_prefix, prefix, ev.pkt.len);
 		return true;
 	}
-	if (src && !exact && !prefix && src->gen == ev.cfg->star_gen)
-		src->rules_gen = ev.cfg->rules_gen; /* only ip=* applies here, until the rules change */
-	if (exact && exact->policy && !(prefix && prefix->policy) && !star) {
-		bucket = bpf_map_lookup_elem(&fc_buckets, &exact->policy);
-		if (bucket && fc_single_deny(&ev, bucket->state, exact->policy, FC_HIT_EXACT))
-			goto limited;
-	} else if ((exact && exact->policy) || (prefix && prefix->policy) || star) {
-		if (fc_policies_deny(&ev, exact ? exact->policy : 0, prefix ? prefix->policy : 0, star))
-			goto limited;
+	e = exact ? exact->policy : 0;
+	p = prefix ? prefix->policy : 0;
+	/* Noted in the source's bucket where no ban applies, not even a lapsed
+	 * one (a ban starts only with a publish, which moves rules_gen): the
+	 * slots, then (in that order for a reader on another CPU) the rules'
+	 * generation they hold for. */
+	if (src && !(exact && (exact->flags & FC_RULE_BANNED)) && !(prefix && (prefix->flags & FC_RULE_BANNED))) {
+		src->exact_policy = e;
+		src->prefix_policy = p;
+		asm volatile("" ::: "memory");
+		src->rules_gen = gen;
+	}
+policies:
+	/* The policies met, first and second, in the order exact, prefix, ip=*. */
+	sa = e ? e : p ? p : star;
+	sb = e && p ? p : sa != star ? star : 0;
+	if (!sa)
+		goto passed;
+	if ((star && !src) || (e && p && star))
+		goto general;
+	ba = fc_bucket_of(sa, star, src);
+	bb = sb ? fc_bucket_of(sb, star, src) : ba;
+	v = fc_fast(&ev, sa, ba, sb, bb);
+	if (v != FC_FAST_GENERAL)
+		goto verdict;
+general:
+	v = fc_policies_deny(&ev, e, p, star) ? FC_FAST_DROP : FC_FAST_PASS;
+verdict:
+	if (v == FC_FAST_DROP) {
+		fc_count(&ev.st->drop_limit, ev.pkt.len);
+		return true;
 	}
 passed:
 	fc_count(ev.pkt.flags & FC_PKT_MALFORMED ? &ev.st->malformed : &ev.st->passed, ev.pkt.len);
 	return false;
-limited:
-	fc_count(&ev.st->drop_limit, ev.pkt.len);
-	return true;
 }
 
 #endif /* FC_DECIDE_BPF_H */

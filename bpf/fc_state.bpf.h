@@ -33,9 +33,19 @@ struct {
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } fc_exact6 SEC(".maps");
 
-/* Only real prefixes go into the tries: their lookup cost grows with size. */
+/* Prefixes (see maps/fc_maps.h): IPv4 /1-/16 spread over one entry per /16,
+ * longer IPv4 and all IPv6 prefixes in hashes keyed by length and address. */
 struct {
-	__uint(type, BPF_MAP_TYPE_LPM_TRIE);
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__uint(max_entries, FC_TOP4_SLOTS);
+	__type(key, __u32);
+	__type(value, struct fc_top4);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} fc_top4 SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__uint(max_entries, FC_MAX_RULES);
 	__type(key, struct fc_pfx4_key);
@@ -44,7 +54,7 @@ struct {
 } fc_pfx4 SEC(".maps");
 
 struct {
-	__uint(type, BPF_MAP_TYPE_LPM_TRIE);
+	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__uint(max_entries, FC_MAX_RULES);
 	__type(key, struct fc_pfx6_key);

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
 /*
- * The limit algorithms, GCRA, fixed and sliding window, as header-only C
+ * The limit algorithms, GCRA (with an optional warm-up), fixed and sliding
+ * window, as header-only C
  * that compiles both for clang -target bpf (the XDP/TC programs) and for
  * userspace (the nginx module and the tests), so the code the kernel runs is
  * the code the unit tests drive with an injected clock.
@@ -19,7 +20,7 @@
 
 #include <linux/types.h>
 
-#define FC_MAX_TIERS  4
+#define FC_MAX_TIERS  4 /* a power of two (fc_warm_limit masks with it) */
 #define FC_NS_PER_SEC 1000000000ULL
 
 /* Bounded retries of a contended compare-and-exchange; past them, deny. */
@@ -66,9 +67,14 @@
 #define FC_INLINE static __always_inline
 /* A BPF subprogram of its own (at most 5 arguments). */
 #define FC_SLOWPATH static __noinline
+/* A BPF global function: the verifier checks it once, for any arguments
+ * (pointers to structs of known size, maybe NULL, and scalars; at most 5),
+ * not again at each call site. */
+#define FC_GLOBAL_FN __noinline
 #else
 #define FC_INLINE static inline
 #define FC_SLOWPATH static inline
+#define FC_GLOBAL_FN static inline
 #endif
 #endif
 
@@ -108,14 +114,19 @@ FC_INLINE __u64 fc_gcra_increment(const struct fc_tier *t, __u64 cost)
 /* The largest lead over now that admissions can leave in a tier's TAT: the
  * tolerance, plus queue emission intervals for a delaying policy (saturating:
  * a slow rate times a long queue overflows 64 bits). */
-FC_INLINE __u64 fc_gcra_room(const struct fc_tier *t, __u64 queue)
+FC_INLINE __u64 fc_room(__u64 tolerance, __u64 interval, __u64 queue)
 {
 	__u64 q;
 
-	if (queue && t->interval_ns > FC_ROOM_MAX / queue)
+	if (queue && interval > FC_ROOM_MAX / queue)
 		return FC_ROOM_MAX;
-	q = queue * t->interval_ns;
-	return t->tolerance_ns > FC_ROOM_MAX - q ? FC_ROOM_MAX : t->tolerance_ns + q;
+	q = queue * interval;
+	return tolerance > FC_ROOM_MAX - q ? FC_ROOM_MAX : tolerance + q;
+}
+
+FC_INLINE __u64 fc_gcra_room(const struct fc_tier *t, __u64 queue)
+{
+	return fc_room(t->tolerance_ns, t->interval_ns, queue);
 }
 
 /* Where a new TAT starts from: max(tat, now), or now if the clock went
@@ -161,6 +172,241 @@ FC_INLINE int fc_gcra_try(__u64 *state, const struct fc_tier *t, __u64 now, __u6
 FC_INLINE void fc_gcra_refund(__u64 *state, __u64 prev, __u64 next)
 {
 	__sync_val_compare_and_swap(state, next, prev);
+}
+
+/*
+ * Warm-up (GCRA, --warmup D), Guava's SmoothWarmingUp made exact, in
+ * integers: after the bucket has been idle for D, the first tier's rate
+ * starts at N/3 and rises linearly to N over D. Only the first tier ramps
+ * (the loader has it be the one of the shortest unit, the rate Guava has);
+ * the others stay plain GCRA: a quota per hour or day must not start empty.
+ * The bucket keeps one word beside its tiers' TATs, ws = state[ntiers]:
+ * when the ramp began. With T, B*T (the tolerance) and D of the first tier,
+ * a request of cost c at now:
+ *
+ *   cold     iff now - max(TAT, ws) >= D: idle for D (the TAT is when the
+ *            bucket drained, ws when the last ramp began; a fresh bucket,
+ *            all zero, is cold). A request that finds it cold sets ws = now
+ *            and passes: a cold bucket admits one request (of cost <= B)
+ *            at once, or 10 ms of the rate N/3 if that is more (below).
+ *   e        = min(D, now - ws): the ramp's progress.
+ *   r        = N/3 + (2N/3) * e/D: the rate, hence the interval
+ *   I        = 3 T D / (D + 2e): 3T cold, T warm; the cost's increment
+ *   inc      = inc_c * 3D / (D + 2e), inc_c being the plain one (c*T).
+ *   tol      = max(B*T, inc): a request fits one at a time even if B < 3.
+ *   F        = min(now, ws + D) + tol - min(tol, max(inc, G)): the credit
+ *            floor, G = 10 ms (FC_WARM_GRAIN_NS).
+ *   new TAT  = max(TAT, now, F) + inc; admit iff new TAT - now <= tol
+ *              (plus queue * T for a delaying policy: the same wait in time
+ *              as when warm, so fewer requests wait while it is cold).
+ *
+ * F caps the credit: during the ramp the bucket holds one request's worth,
+ * or 10 ms of the ramped rate where that is more (the clocks move in steps:
+ * FC_WARM_GRAIN_NS). No burst, then: a cold backend never gets B at once,
+ * and from the first request on admissions follow r (a request that comes
+ * late loses the lateness, as with B = 1). From ws + D the floor stays
+ * where the ramp left it, so the burst comes back at the rate N over B*T,
+ * as after any busy spell, and not all at once at the end of the ramp:
+ * under sustained traffic the TAT leads by tol throughout and admissions
+ * follow r, then N. A cost whose plain increment exceeds B*T (a cost over
+ * B) is refused, as without warm-up. The policy's other tiers are charged
+ * first: a request they refuse does not reach the ramp, nor start it.
+ *
+ * A pause shorter than D (counted from the TAT, when the bucket drained)
+ * does not restart the ramp, and the ramp's clock runs through it: the ramp
+ * lasts D from its first request, pauses included, and a pause within it
+ * earns one request's credit, not a burst.
+ *
+ * Arithmetic: e and D in units of 2^10 ns (e rounded down, D up), the factor
+ * 3D/(D + 2e) as m / 2^20 with m rounded up, inc = ceil(inc_c * m / 2^20)
+ * in two halves: every rounding lengthens the interval, so it only denies
+ * (by under 2^-20 of it, and under 1.1 us of progress). Bounds: D <= 1 day
+ * (< 2^47 ns): 3 * (D >> 10) * 2^20 < 2^58; inc_c <= B*T <= FC_WARM_TOL_MAX
+ * (2^60 ns, which the loader enforces; past it the charge denies): inc <
+ * 3 * 2^60 + 2^21 and tol + queue * T stay below FC_ROOM_MAX.
+ *
+ * Races. ws moves only forward (but on a fresh bucket, or the clock stepped
+ * back past the slack), to the now of a request that found the bucket cold,
+ * by compare-and-exchange: of several finding it cold at once, one starts
+ * the ramp and passes, the others are denied. The ramp (ws, and from it
+ * inc, tol and F) is read once; the TAT changes only by compare-and-exchange,
+ * as plain GCRA's, and after its CAS an admission reads ws again: if ws moved
+ * (a restart raced it), it takes its charge back and denies. A TAT that moved
+ * under the CAS is charged again from where it went, unless that leaves the
+ * bucket cold (a refund took a charge back): then it denies. So every
+ * admission is the rule applied to the TAT its CAS replaced and the ws the
+ * word held from before to after that CAS. And a later ws never admits
+ * more: at any time and TAT it admits only what an earlier one would, and
+ * leaves the same or a later TAT (a smaller e: a larger inc; a later end: a
+ * higher F). A restart made on a TAT another CPU was moving can only start
+ * the ramp later than the rule: the error is on the side of denying, never
+ * more than the rule admits. A refund gives back the TAT only: ws is not
+ * quota.
+ */
+/* D, as the policies carry it: milliseconds, 1 s to 1 day. */
+#define FC_WARMUP_MIN_MS 1000U
+#define FC_WARMUP_MAX_MS 86400000U
+#define FC_MS_NS         1000000ULL
+#define FC_WARMUP_MIN_NS (FC_WARMUP_MIN_MS * FC_MS_NS)
+#define FC_WARMUP_MAX_NS (FC_WARMUP_MAX_MS * FC_MS_NS)
+#define FC_WARM_TOL_MAX  (1ULL << 60) /* B*T of a warming tier: 36 years */
+#define FC_WARM_SHIFT    10           /* e and D in 1.024 us */
+#define FC_WARM_ONE      (1ULL << 20) /* the factor's fixed point */
+/* The credit a warming bucket keeps is one request's, or this much of the
+ * ramped rate if that is more: the packet path's coarse clock (a tick, 10 ms
+ * at HZ=100) and nginx's cached time advance in steps, and one request of
+ * credit would pass one request a step whatever the rate. */
+#define FC_WARM_GRAIN_NS (10ULL * 1000000)
+
+/* What the ramp makes of one request at now (see above). */
+struct fc_ramp {
+	__u64 inc;   /* the cost's increment at the ramped rate */
+	__u64 tol;   /* max(B*T, inc) */
+	__u64 room;  /* the lead an admission may leave: tol, plus the queue */
+	__u64 floor; /* F: the least the TAT counts as */
+	__u64 mult;  /* the factor 3D/(D + 2e), in 1/FC_WARM_ONE */
+};
+
+FC_INLINE int fc_warm_cold(__u64 tat, __u64 ws, __u64 d, __u64 now)
+{
+	__u64 last = tat > ws ? tat : ws;
+
+	/* A ws far ahead: the clock went backwards; start again from now. */
+	return ws > now + FC_CLOCK_SLACK_NS || (now >= last && now - last >= d);
+}
+
+/* x * m / FC_WARM_ONE, rounded up, for x <= FC_WARM_TOL_MAX and m <= 3
+ * FC_WARM_ONE, without a 128-bit product (BPF has none). */
+FC_INLINE __u64 fc_warm_scale(__u64 x, __u64 m)
+{
+	return (x >> 20) * m + (((x & (FC_WARM_ONE - 1)) * m + FC_WARM_ONE - 1) >> 20);
+}
+
+/* The ramp at now of a bucket whose warm start is ws (not cold: the
+ * caller has set ws = now if it was). inc: the plain increment. */
+FC_INLINE void fc_warm_ramp(const struct fc_tier *t, __u64 d, __u64 ws, __u64 now, __u64 inc, __u64 queue,
+			    struct fc_ramp *r)
+{
+	__u64 e = now > ws ? now - ws : 0, dq = (d + (1 << FC_WARM_SHIFT) - 1) >> FC_WARM_SHIFT, k;
+
+	if (e < d) {
+		k = dq + 2 * (e >> FC_WARM_SHIFT);
+		r->mult = (3 * dq * FC_WARM_ONE + k - 1) / k;
+		r->inc = fc_warm_scale(inc, r->mult);
+		r->floor = now;
+	} else {
+		r->mult = FC_WARM_ONE;
+		r->inc = inc;
+		r->floor = ws + d;
+	}
+	r->tol = t->tolerance_ns > r->inc ? t->tolerance_ns : r->inc;
+	r->room = fc_room(r->tol, t->interval_ns, queue);
+	/* tol - min(tol, max(inc, grain)): the credit, never past the bucket */
+	k = r->inc > FC_WARM_GRAIN_NS ? r->inc : FC_WARM_GRAIN_NS;
+	r->floor += r->tol - (k < r->tol ? k : r->tol);
+}
+
+/* Charges the warming tier t whose TAT is *state and ramp start *wsw, for
+ * cost at now (queue: a delaying policy's): returns the new TAT (never 0),
+ * with *prev the TAT before and *tol (if not NULL) the tolerance it was
+ * admitted under; 0 if the rule denies (nothing charged; a ramp may have
+ * started). The ramp is read once; a TAT that moves under the CAS is
+ * charged again from where it went, unless that leaves the bucket cold (a
+ * refund took the last charge back): then deny, the next request starts
+ * the ramp. */
+FC_INLINE __u64 fc_warm_charge(__u64 *state, __u64 *wsw, const struct fc_tier *t, __u64 warmup_ns, __u64 now,
+			       __u64 cost, __u64 queue, __u64 *prev, __u64 *tol)
+{
+	__u64 inc = fc_gcra_increment(t, cost), tat, ws, base, next, old, edge;
+	struct fc_ramp r;
+	int i;
+
+	/* The loader never makes such a policy; the bounds keep the ramp's
+	 * divisor from 0 and its products below 2^64. */
+	if (inc > t->tolerance_ns || inc > FC_WARM_TOL_MAX || warmup_ns < FC_WARMUP_MIN_NS ||
+	    warmup_ns > FC_WARMUP_MAX_NS)
+		return 0;
+	ws = *(volatile __u64 *)wsw;
+	tat = *(volatile __u64 *)state;
+	if (fc_warm_cold(tat, ws, warmup_ns, now)) {
+		/* Another request starting it at once: it takes the one place. */
+		if (__sync_val_compare_and_swap(wsw, ws, now) != ws)
+			return 0;
+		ws = now;
+	}
+	fc_warm_ramp(t, warmup_ns, ws, now, inc, queue, &r);
+	/* With ws as it is, the bucket is cold again once its TAT is below
+	 * edge (0: never, ws being too recent). */
+	edge = ws + warmup_ns <= now ? now - warmup_ns + 1 : 0;
+	for (i = 0; i < FC_CAS_TRIES; i++) {
+		base = fc_gcra_base(tat, r.room, now);
+		next = (base > r.floor ? base : r.floor) + r.inc;
+		if (next - now > r.room)
+			return 0;
+		old = __sync_val_compare_and_swap(state, tat, next);
+		if (old == tat)
+			break;
+		tat = old;
+		if (tat < edge)
+			return 0;
+	}
+	if (i == FC_CAS_TRIES)
+		return 0;
+	/* A restart moved ws meanwhile: our ramp is not the bucket's. */
+	if (*(volatile __u64 *)wsw != ws) {
+		__sync_val_compare_and_swap(state, next, tat);
+		return 0;
+	}
+	*prev = tat;
+	if (tol)
+		*tol = r.tol;
+	return next;
+}
+
+/* What one policy's charge did to each tier's word, so that a later denial
+ * can roll it back: no clock is read again, nothing is recomputed. */
+struct fc_charge {
+	__u64 prev[FC_MAX_TIERS];
+	__u64 next[FC_MAX_TIERS];
+};
+
+/* fc_warm_limit's fifth argument: the cost, D in ms and the tiers, packed
+ * (a BPF global function takes five). A cost past FC_WARM_COST_MAX (16 MB:
+ * no frame is) is refused. */
+#define FC_WARM_COST_BITS 24
+#define FC_WARM_COST_MAX  ((1ULL << FC_WARM_COST_BITS) - 1)
+#define FC_WARM_ARG(cost, warmup_ms, ntiers) \
+	((cost) | (__u64)(warmup_ms) << FC_WARM_COST_BITS | (__u64)(ntiers) << 56)
+
+/* A warm-up policy's charge, every tier or none (arg: FC_WARM_ARG): its
+ * first tier ramps, the others are plain GCRA. In BPF a global function,
+ * called last: checked once, and nothing of its callers' lives across it.
+ * The arrays are the bucket's words and the policy's tiers. */
+FC_GLOBAL_FN int fc_warm_limit(__u64 (*st)[FC_MAX_TIERS], const struct fc_tier (*tiers)[FC_MAX_TIERS],
+			       struct fc_charge *ch, __u64 now, __u64 arg)
+{
+	/* ntiers is at most FC_MAX_TIERS, and the ramp's word needs one more:
+	 * 4 masks to 0 (refused), and the mask is a bound the verifier sees. */
+	__u64 ntiers = (arg >> 56) & (FC_MAX_TIERS - 1), cost = arg & FC_WARM_COST_MAX, i, next;
+
+	if (!st || !tiers || !ch || !ntiers)
+		return 0;
+	/* The plain tiers first: the ramp's many values then live alone. */
+	for (i = 1; i < ntiers; i++)
+		if (!fc_gcra_try(&(*st)[i], &(*tiers)[i], now, cost, &ch->prev[i], &ch->next[i]))
+			goto deny;
+	/* Written only when it admits, as a plain tier's: the packet path
+	 * keeps one charge for two single-tier policies. */
+	next = fc_warm_charge(&(*st)[0], &(*st)[ntiers], &(*tiers)[0],
+			      ((arg >> FC_WARM_COST_BITS) & 0xffffffff) * FC_MS_NS, now, cost, 0, &ch->prev[0], NULL);
+	if (next) {
+		ch->next[0] = next;
+		return 1;
+	}
+deny:
+	for (i--; i > 0; i--)
+		fc_gcra_refund(&(*st)[i], ch->prev[i], ch->next[i]);
+	return 0;
 }
 
 FC_INLINE __u64 fc_window_index(const struct fc_tier *t, __u64 now)
@@ -297,13 +543,6 @@ FC_INLINE void fc_sliding_refund(__u64 *state, __u64 cost, __u64 prev, __u64 nex
 	fc_count_refund(state, cost, prev, next, FC_SLIDE_IDX_SHIFT, FC_SLIDE_COUNT_BITS, FC_SLIDE_COUNT_MAX);
 }
 
-/* What one policy's charge did to each tier's word, so that a later denial
- * can roll it back: no clock is read again, nothing is recomputed. */
-struct fc_charge {
-	__u64 prev[FC_MAX_TIERS];
-	__u64 next[FC_MAX_TIERS];
-};
-
 FC_INLINE void fc_limit_refund(__u8 algo, __u8 ntiers, __u64 *state, __u64 cost, const struct fc_charge *ch)
 {
 	int i;
@@ -320,12 +559,19 @@ FC_INLINE void fc_limit_refund(__u8 algo, __u8 ntiers, __u64 *state, __u64 cost,
 	}
 }
 
-/* Charges cost to every tier, or to none: returns 1 if all admit. */
-FC_INLINE int fc_limit_try(__u8 algo, __u8 ntiers, const struct fc_tier *tiers, __u64 *state, __u64 now,
-			   __u64 cost, struct fc_charge *ch)
+/* Charges cost to every one of ntiers tiers (an array of FC_MAX_TIERS), or
+ * to none: returns 1 if all admit. warmup_ms: a GCRA policy's --warmup (0:
+ * none), whose ramp is the first tier's and whose word follows the tiers'
+ * in state (FC_MAX_TIERS words too). */
+FC_INLINE int fc_limit_try(__u8 algo, __u8 ntiers, const struct fc_tier *tiers, __u32 warmup_ms, __u64 *state,
+			   __u64 now, __u64 cost, struct fc_charge *ch)
 {
 	int i, ok;
 
+	if (algo == FC_ALGO_GCRA && warmup_ms)
+		return cost <= FC_WARM_COST_MAX &&
+		       fc_warm_limit((__u64(*)[FC_MAX_TIERS])state, (const struct fc_tier(*)[FC_MAX_TIERS])tiers, ch, now,
+				     FC_WARM_ARG(cost, warmup_ms, ntiers));
 	for (i = 0; i < FC_MAX_TIERS; i++) {
 		if (i >= ntiers)
 			break;
@@ -409,6 +655,21 @@ static inline __u64 fc_tier_retry_after(__u8 algo, const struct fc_tier *t, __u6
 	return t->unit_ns - now % t->unit_ns;
 }
 
+/* A warming tier as a request of cost at now would find it (the ramp
+ * started afresh if the bucket is cold): fills r, returns the TAT the
+ * charge would count from, max(TAT, now, F). */
+static inline __u64 fc_warm_view(const struct fc_tier *t, __u64 warmup_ns, __u64 tat, __u64 ws, __u64 now, __u64 cost,
+				 __u64 queue, struct fc_ramp *r)
+{
+	__u64 base;
+
+	if (fc_warm_cold(tat, ws, warmup_ns, now))
+		ws = now;
+	fc_warm_ramp(t, warmup_ns, ws, now, fc_gcra_increment(t, cost), queue, r);
+	base = fc_gcra_base(tat, r->room, now);
+	return base > r->floor ? base : r->floor;
+}
+
 /* How many more requests of cost 1 this tier admits right now. */
 static inline __u64 fc_tier_remaining(__u8 algo, const struct fc_tier *t, __u64 state, __u64 now, __u64 queue)
 {
@@ -428,6 +689,38 @@ static inline __u64 fc_tier_remaining(__u8 algo, const struct fc_tier *t, __u64 
 	}
 	count = (state >> FC_WIN_COUNT_BITS) == fc_window_index(t, now) ? state & FC_WIN_COUNT_MASK : 0;
 	return count >= t->limit ? 0 : t->limit - count;
+}
+
+/* What a bucket tells a client (RateLimit headers, freqctl keys). */
+struct fc_limit_view {
+	__u64 limit;     /* the first tier's N per unit; while it warms, the ramped N (rounded, at least 1) */
+	__u64 remaining; /* requests of cost 1 the first tier admits now */
+	__u64 retry_ns;  /* until a request of cost 1 conforms to every tier (0: now) */
+};
+
+static inline void fc_limit_view(__u8 algo, __u8 ntiers, const struct fc_tier *tiers, __u32 warmup_ms,
+				 const __u64 *state, __u64 now, __u64 queue, struct fc_limit_view *v)
+{
+	__u64 warmup_ns = warmup_ms * FC_MS_NS, base, retry;
+	struct fc_ramp r;
+	int i;
+
+	v->limit = tiers[0].limit;
+	v->remaining = fc_tier_remaining(algo, &tiers[0], state[0], now, queue);
+	v->retry_ns = 0;
+	for (i = 0; i < ntiers && i < FC_MAX_TIERS; i++) {
+		if (algo == FC_ALGO_GCRA && !i && warmup_ns && ntiers < FC_MAX_TIERS) {
+			base = fc_warm_view(&tiers[0], warmup_ns, state[0], state[ntiers], now, 1, queue, &r) - now;
+			v->limit = (tiers[0].limit * FC_WARM_ONE + r.mult / 2) / r.mult;
+			v->limit = v->limit ? v->limit : 1;
+			v->remaining = base >= r.tol ? 0 : (r.tol - base) / r.inc;
+			retry = base + r.inc > r.tol ? base + r.inc - r.tol : 0;
+		} else {
+			retry = fc_tier_retry_after(algo, &tiers[i], state[i], now, 1, queue);
+		}
+		if (retry > v->retry_ns)
+			v->retry_ns = retry;
+	}
 }
 #endif
 

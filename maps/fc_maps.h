@@ -26,8 +26,8 @@ struct fc_counter {
  * not exactly these (tests/bpf checks the skeleton against it too).
  */
 #define FC_MAPS(X)                                                                                        \
-	X(exact4) X(exact6) X(pfx4) X(pfx6) X(stats) X(config) X(policies) X(buckets) X(src4) X(src6) \
-	X(pstats) X(flood) X(setstats)
+	X(exact4) X(exact6) X(top4) X(pfx4) X(pfx6) X(stats) X(config) X(policies) X(buckets) X(src4) \
+	X(src6) X(pstats) X(flood) X(setstats)
 
 /* A map's pinned name, e.g. FC_MAP_NAME(exact4) is "fc_exact4". */
 #define FC_MAP_NAME(name) "fc_" #name
@@ -49,7 +49,8 @@ struct fc_counter {
  * CHECK is made from this number: keep it a plain literal), 0 = by hand. */
 #define FC_MAX_SETS        1023
 
-/* Each exact hash and each trie holds bans and policy keys. */
+/* Each exact hash and each prefix hash holds bans and policy keys (a prefix
+ * hash its search markers too). */
 #define FC_MAX_RULES       (FC_MAX_BANS + FC_MAX_POLICIES)
 
 /* Per-source buckets of the ip=* policy, per family (LRUs: preallocated). */
@@ -70,11 +71,44 @@ struct fc_addr6 {
 	__u8 a[16];
 };
 
-/* LPM trie keys. Prefixes get one trie per family so that an IPv6 prefix such
- * as ::/0 can never cover IPv4 traffic. */
+/*
+ * Prefixes (ip=PREFIX bans and policies), one set of maps per family so that
+ * an IPv6 prefix can never cover IPv4 traffic:
+ *
+ * - IPv4: fc_top4, an array with one entry per /16 (the top 16 bits of a
+ *   source index it). An entry holds what the prefixes of /1 to /16 covering
+ *   that /16 say and, for each of its 256 /24s, the length of the longest
+ *   prefix of /17 to /24 covering that /24 and whether prefixes of /25 to /31
+ *   lie inside it. The prefixes are in fc_pfx4, a hash keyed by length and
+ *   masked address (those of /1 to /16 only for the loader, to know what
+ *   fc_top4 was made of): a source costs one array access when no
+ *   prefix longer than /16 covers its /24, one hash lookup when one of /17
+ *   to /24 does, and, where /25 to /31 lie inside its /24, one more per
+ *   such length in use in its /16 (longest first, to the first hit). The
+ *   loader writes fc_top4 in place through a mapping (BPF_F_MMAPABLE).
+ * - IPv6 /1 to /127 (and ::/0 for a policy): fc_pfx6, a hash keyed the same
+ *   way, searched by binary search on the lengths (Waldvogel et al.): a
+ *   perfect binary tree over the lengths 1 to 127, walked from its root (64);
+ *   a hit goes on to longer lengths, a miss to shorter ones. So that a miss is
+ *   right to turn back, every prefix leaves a marker (FC_RULE_MARKER) at each
+ *   length on its path where the search must turn longer to reach it.
+ *   Lengths in use nowhere under a node (fc_config.lens6) are skipped
+ *   without a lookup: one lookup where one length is in use, at most 7.
+ * - /32 and /128 are exact addresses (fc_exact4, fc_exact6).
+ *
+ * Every prefix entry (and marker) carries what all the prefixes covering it
+ * say (the loader folds them in, see struct fc_rule), so the longest match
+ * is the whole answer.
+ */
+#define FC_TOP4_SHIFT  16 /* fc_top4 is indexed by the source's top 16 bits */
+#define FC_TOP4_SLOTS  (1 << 16)
+#define FC_PFX6_MIN    1 /* the lengths of fc_pfx6's tree: 7 levels */
+#define FC_PFX6_MAX    127
+#define FC_PFX6_LEVELS 7
+
 struct fc_pfx4_key {
 	__u32 prefixlen;
-	__u8 a[4];
+	__u8 a[4]; /* host bits zero */
 };
 
 struct fc_pfx6_key {
@@ -83,26 +117,44 @@ struct fc_pfx6_key {
 };
 
 /*
- * What the exact-address hashes and the prefix tries map an address to: a ban,
- * a policy, or both, so that one lookup answers both questions.
+ * What the exact-address hashes and the prefix maps map an address to: a
+ * ban, a policy, or both, so that one lookup answers both questions.
  *
  * ban_expires_ns is UTC in nanoseconds, on the packet path's clock (see
  * fc_config.utc_offset_ns); 0 with FC_RULE_BANNED means the ban never expires.
- * In a trie, an entry also carries the ban and the policy it inherits from
- * the prefixes that cover it (the loader computes this), because an LPM
- * lookup returns the longest match only.
+ * A prefix entry also carries the bans of the prefixes covering it (the
+ * longest-lasting) and, without a policy of its own, the policy of the
+ * nearest covering prefix that has one: the loader computes this, because a
+ * search stops at the longest match.
  */
 #define FC_RULE_BANNED 0x1
-/* The upper bits of flags: the set whose ban this is (fc_setstats counts its
- * drops there); 0: by hand or escalated. A ban held by several sources
+#define FC_RULE_LONGER 0x2 /* fc_pfx6: the search goes on to longer lengths from here */
+#define FC_RULE_MARKER 0x4 /* fc_pfx6: no prefix of its own, only what covers it (a search marker) */
+/* The upper 16 bits of flags: the set whose ban this is (fc_setstats counts
+ * its drops there); 0: by hand or escalated. A ban held by several sources
  * counts under the lowest: by hand first, then the set with the lowest id. */
 #define FC_RULE_SET_SHIFT 16
+#define FC_RULE_SET_MASK  (0xffffu << FC_RULE_SET_SHIFT)
 #define FC_RULE_SET(flags) ((flags) >> FC_RULE_SET_SHIFT)
 
 struct fc_rule {
 	__u64 ban_expires_ns;
 	__u32 flags;
 	__u32 policy; /* slot in fc_policies, 0 = none */
+};
+
+/* One /16 of IPv4 (fc_top4[top 16 bits of the address]). in24[i] is about
+ * its i-th /24: the length of the longest prefix of /17 to /24 covering it
+ * (16 + in24[i] & FC_IN24_LEN; 0 = none) and whether a prefix of /25 to
+ * /31 lies inside it (FC_IN24_LONGER), one of the lengths in longer. */
+#define FC_IN24_LEN    0x0f
+#define FC_IN24_LONGER 0x10
+
+struct fc_top4 {
+	struct fc_rule rule; /* the prefixes of /1 to /16 covering it, folded as above */
+	__u8 longer;         /* bit L - 25: a prefix of length L (25 to 31) lies inside it */
+	__u8 pad[7];
+	__u8 in24[256];
 };
 
 /* A policy as the packet path reads it (fc_policies[slot]). */
@@ -128,23 +180,29 @@ struct fc_policy {
 	__u8 flags;  /* FC_POLICY_* */
 	__u8 pad[3];
 	struct fc_tier tier[FC_MAX_TIERS];
+	__u32 warmup_ms; /* GCRA --warmup: the first tier ramps over this (fc_limit.h); 0 = none */
+	__u32 pad2;
 };
 
 /* The bucket of an ip=ADDR or ip=PREFIX policy, or the shared overflow
- * bucket of the ip=* policy (fc_buckets[slot]). */
+ * bucket of the ip=* policy (fc_buckets[slot]). A word per tier, then a
+ * warm-up policy's ramp start (state[ntiers]). */
 struct fc_bucket {
 	__u64 state[FC_MAX_TIERS];
 };
 
 /* One source's bucket under the ip=* policy. gen is the policy's epoch when
  * the bucket was made: a bucket from an earlier ip=* policy is stale.
- * rules_gen, when equal to fc_config.rules_gen, records that no exact or
- * prefix entry (ban or policy) matches this source, so its packets skip
- * those lookups until the rules change. */
+ * While rules_gen equals fc_config.rules_gen, exact_policy and
+ * prefix_policy are the policies of the exact and of the prefix entry that
+ * match this source (0 = none), and no ban does: its packets skip those
+ * lookups until the rules change. */
 struct fc_src_bucket {
 	__u64 state[FC_MAX_TIERS];
 	__u32 gen;
 	__u32 rules_gen;
+	__u32 exact_policy;
+	__u32 prefix_policy;
 };
 
 /* Per-policy counters, per CPU (fc_pstats[slot]). For a log policy,
@@ -173,13 +231,12 @@ struct fc_stats {
 
 /*
  * Published by the loader, read once per packet by the program: lets it skip
- * a lookup into a map that holds nothing (an empty LPM trie is not free to
- * search) and an absent ip=* policy.
+ * a lookup into a map that holds nothing and an absent ip=* policy.
  */
 struct fc_config {
 	__u32 n_exact4;   /* entries in fc_exact4 */
 	__u32 n_exact6;
-	__u32 n_pfx4;
+	__u32 n_pfx4;     /* entries in fc_pfx4 */
 	__u32 n_pfx6;
 	__u32 star_slot;  /* slot of the ip=* policy, 0 = none */
 	__u32 star_gen;   /* its epoch: fc_src4/6 buckets of another gen are stale */
@@ -187,7 +244,7 @@ struct fc_config {
 	__u8 pad[3];
 	__u32 n_policies; /* for status; the packet path does not read it */
 	__u32 rules_gen;  /* bumped whenever an exact or prefix map changes */
-	__u32 pad2;
+	__u32 n_top4;     /* fc_top4 entries (/16s) in use: 0 = no IPv4 prefix at all */
 	/* UTC - CLOCK_MONOTONIC. The packet path's clock is the coarse (tick)
 	 * monotonic clock plus this: reading it costs a few ns where the
 	 * precise clock costs ~20 here. It lags UTC by at most a tick, which
@@ -206,6 +263,10 @@ struct fc_config {
 	 * changes after store_seq to maps marked with its store's id. */
 	__u64 store_id;
 	__u64 store_seq;
+	/* Bit L % 64 of lens6[L / 64]: fc_pfx6 holds IPv6 prefixes of length L. */
+	__u64 lens6[2];
+	__u32 n_marks6;   /* search markers among the entries of fc_pfx6 */
+	__u32 pad3;
 };
 
 /*
@@ -227,24 +288,32 @@ FC_ABI_OFF(struct fc_pfx6_key, a, 4);
 FC_ABI_SIZE(struct fc_rule, 16);
 FC_ABI_OFF(struct fc_rule, flags, 8);
 FC_ABI_OFF(struct fc_rule, policy, 12);
+FC_ABI_SIZE(struct fc_top4, 16 + 8 + 256);
+FC_ABI_OFF(struct fc_top4, longer, 16);
+FC_ABI_OFF(struct fc_top4, in24, 24);
 FC_ABI_SIZE(struct fc_tier, 32);
-FC_ABI_SIZE(struct fc_policy, 16 + FC_MAX_TIERS * 32);
+FC_ABI_SIZE(struct fc_policy, 16 + FC_MAX_TIERS * 32 + 8);
+FC_ABI_OFF(struct fc_policy, warmup_ms, 16 + FC_MAX_TIERS * 32);
 FC_ABI_OFF(struct fc_policy, algo, 8);
 FC_ABI_OFF(struct fc_policy, flags, 12);
 FC_ABI_OFF(struct fc_policy, tier, 16);
 FC_ABI_SIZE(struct fc_bucket, FC_MAX_TIERS * 8);
-FC_ABI_SIZE(struct fc_src_bucket, FC_MAX_TIERS * 8 + 8);
+FC_ABI_SIZE(struct fc_src_bucket, FC_MAX_TIERS * 8 + 16);
 FC_ABI_OFF(struct fc_src_bucket, gen, FC_MAX_TIERS * 8);
 FC_ABI_SIZE(struct fc_pstats, 32);
 FC_ABI_SIZE(struct fc_flood, 8);
 FC_ABI_SIZE(struct fc_stats, 7 * 16);
 FC_ABI_OFF(struct fc_stats, malformed, 6 * 16);
-FC_ABI_SIZE(struct fc_config, 48 + 32 + 24);
+FC_ABI_SIZE(struct fc_config, 48 + 32 + 24 + 16 + 8);
 FC_ABI_OFF(struct fc_config, n_policies, 28);
 FC_ABI_OFF(struct fc_config, rules_gen, 32);
+FC_ABI_OFF(struct fc_config, n_top4, 36);
 FC_ABI_OFF(struct fc_config, utc_offset_ns, 40);
 FC_ABI_OFF(struct fc_config, new_src, 48);
 FC_ABI_OFF(struct fc_config, store_seq, 96);
-_Static_assert(FC_MAX_SETS <= 0xffffffffu >> FC_RULE_SET_SHIFT, "a set id must fit in fc_rule.flags");
+FC_ABI_OFF(struct fc_config, lens6, 104);
+_Static_assert(FC_MAX_SETS <= 0xffffu, "a set id must fit in fc_rule.flags' upper 16 bits");
+_Static_assert(!(FC_RULE_SET_MASK & (FC_RULE_BANNED | FC_RULE_LONGER | FC_RULE_MARKER)),
+	       "fc_rule.flags: the set index and the flags overlap");
 
 #endif /* FC_MAPS_H */

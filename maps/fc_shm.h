@@ -14,7 +14,7 @@
  *   the state file (the same path + ".state"), written by the workers (0660
  *   root:www-data; workers map it read-write, root only ever reads it with
  *   pread, every value as hostile, and writes a slot's owner with pwrite):
- *       state header | stat slots | offender ring
+ *       state header | stat slots | offender ring | worker records | holds | key table
  *
  * Every offset is a constant of this header: no reader takes one from a
  * file. A layout change is a new version; root replaces an old file by
@@ -28,9 +28,10 @@
  * and starts over if it moved. Readers treat every byte as untrusted: magic,
  * lengths and bounds on every item; a bad item is skipped, never followed.
  *
- * Stat slots hold the bucket state (one 64-bit word per tier, changed only
- * by compare-and-exchange: exact across workers, no lock that a killed worker
- * could leave held) and counters; a policy keeps its slot across publishes.
+ * Stat slots hold the bucket state (one 64-bit word per tier, and a warm-up
+ * policy's ramp start after them, each changed only by compare-and-exchange:
+ * exact across workers, no lock that a killed worker could leave held) and
+ * counters; a policy keeps its slot across publishes.
  *
  * Bans (uids and IP addresses or prefixes) live in a multi-level hash that
  * workers read in place, so a change of bans costs no worker a rebuild. A
@@ -60,7 +61,7 @@
 
 #define FC_SHM_MAGIC       0x38474346 /* "FCG8" */
 #define FC_SHM_STATE_MAGIC 0x54534346 /* "FCST" */
-#define FC_SHM_VERSION     4
+#define FC_SHM_VERSION     5
 #define FC_SHM_DEFAULT     "/dev/shm/freqctl"
 #define FC_SHM_STATE_SUFFIX ".state"
 
@@ -178,6 +179,10 @@ struct fc_shm_policy {
 	 * bucket (the slot's state). */
 	__u32 max_keys;
 	__u32 new_keys;
+	/* --concurrency: requests of a key (or of the policy, without keys) in
+	 * flight at once; 0: no cap. ntiers may be 0 when it is set. */
+	__u32 concurrency;
+	__u32 warmup_ms; /* GCRA --warmup (fc_limit.h); 0 = none */
 	struct fc_tier tier[FC_MAX_TIERS];
 	/* ndims struct fc_shm_dim follow */
 };
@@ -229,7 +234,7 @@ struct fc_shm_ring {
 /* One policy's bucket and counters: two cache lines. A per-key policy's
  * state is its overflow bucket, shared by requests past its key caps. */
 struct fc_shm_slot {
-	__u64 state[FC_MAX_TIERS];
+	__u64 state[FC_MAX_TIERS]; /* per tier, then --warmup's ramp start (state[ntiers]) */
 	__u64 owner; /* (id << 32) | epoch of the policy the state belongs to; root writes it */
 	__u64 passed;
 	__u64 denied;
@@ -237,7 +242,13 @@ struct fc_shm_slot {
 	__u64 new_keys;   /* GCRA TAT of the policy's new-key rate */
 	__u64 keys;       /* keys made, less keys taken back (approximate) */
 	__u64 overflowed; /* requests decided by the overflow bucket */
-	__u64 pad[5];
+	/* --concurrency: the places held now, every key's (the cap's count for
+	 * a policy without keys); a per-key policy's overflow bucket's places;
+	 * requests refused by the cap. */
+	__u64 inflight;
+	__u64 overflow_inflight;
+	__u64 conc_denied;
+	__u64 pad[2];
 };
 
 /*
@@ -256,7 +267,7 @@ struct fc_shm_slot {
 struct fc_shm_key {
 	__u64 tag;      /* 0: never used; below FC_SHM_KEY_TAG_MIN: being set up since that second */
 	__u64 idle_ns;  /* UTC ns after which the state carries no information */
-	__u64 state[FC_MAX_TIERS];
+	__u64 state[FC_MAX_TIERS]; /* as a slot's, then a capped policy's count */
 	__u32 slot;
 	__u32 epoch;
 	__u32 passed;
@@ -272,6 +283,68 @@ struct fc_shm_key {
 #define FC_SHM_KEY_PROBE 64
 #define FC_SHM_KEY_TAG_MIN (1ULL << 32) /* tags are at least this; busy words below */
 #define FC_SHM_KEY_STALE   2             /* seconds after which a busy word is a dead worker's */
+/* In idle_ns: the key holds concurrency places (its count is the state word
+ * past its tiers and warm-up word), so it is never idle, whatever the time
+ * below says. */
+#define FC_SHM_KEY_HELD    (1ULL << 63)
+
+/* The state word a capped per-key policy's key counts its places in: past
+ * its tiers and, with --warmup, the ramp's word (state[ntiers]). The loader
+ * lets a policy have both only if that word is within the bucket. */
+static inline __u8 fc_shm_conc_word(__u8 ntiers, __u32 warmup_ms)
+{
+	return ntiers + (warmup_ms ? 1 : 0);
+}
+
+/*
+ * Concurrency places (--concurrency N): a request takes a place at its
+ * decision and gives it back when it ends, however it ends. The count is
+ * beside the bucket: a policy without keys counts in its slot's inflight, a
+ * per-key policy in its key's state word past its tiers and its warm-up word
+ * (state[ntiers + (warmup_ms != 0)]), its overflow bucket in the slot's
+ * overflow_inflight.
+ *
+ * So that a worker killed mid-request leaks none, each worker process has a
+ * record of the places it holds: one hold per place, written before the
+ * place is taken and cleared after it is given back (a kill between the two
+ * can give a place back early, never keep one for ever). Any worker returns
+ * the places of a record whose process is gone (at its start, and every
+ * second): it marks the record as its own to recover, gives back each live
+ * hold, then frees it. A record's owner is a process, not a worker slot:
+ * during a reload old and new workers run side by side.
+ */
+#define FC_SHM_WORKERS 256  /* records: workers of every nginx on the shm, old and new */
+#define FC_SHM_HOLDS   8192 /* places one worker can record at once; more are held unrecorded */
+
+/* A record's owner: a process as its pid (below 2^22) and its start time
+ * (clock ticks since boot, /proc/PID/stat): a reused pid is another owner. */
+#define FC_SHM_WORKER_START_BITS 41
+#define FC_SHM_WORKER_ID(pid, start) \
+	(((__u64)(pid) << FC_SHM_WORKER_START_BITS) | ((__u64)(start) & ((1ULL << FC_SHM_WORKER_START_BITS) - 1)))
+#define FC_SHM_WORKER_PID(id)  ((__u32)(((id) >> FC_SHM_WORKER_START_BITS) & ((1U << 22) - 1)))
+#define FC_SHM_WORKER_RECOVER (1ULL << 63) /* in owner: a worker is returning the record's places */
+
+struct fc_shm_worker {
+	__u64 owner; /* FC_SHM_WORKER_ID of its process, maybe | FC_SHM_WORKER_RECOVER; 0: free */
+	__u32 used;  /* holds [0, used) may be live; readers bound it by FC_SHM_HOLDS */
+	__u32 pad;
+	__u64 pad2[6];
+};
+
+/* fc_shm_hold.where: what the place is counted in. */
+#define FC_HOLD_SLOT     (1U << 28) /* the slot's inflight */
+#define FC_HOLD_OVERFLOW (2U << 28) /* the slot's overflow_inflight (and inflight) */
+#define FC_HOLD_KEY      (3U << 28) /* key entry (low 24 bits), state word (bits 24-25) (and the slot's inflight) */
+#define FC_HOLD_KIND(w)  ((w) & (0xfU << 28))
+#define FC_HOLD_INDEX(w) ((w) & 0xffffffU)
+#define FC_HOLD_WORD(w)  (((w) >> 24) & 3U)
+#define FC_HOLD_AT(idx, word) (FC_HOLD_KEY | ((__u32)(word) << 24) | (__u32)(idx))
+
+struct fc_shm_hold {
+	__u64 who;   /* the key's tag, or the slot's owner word; written last, cleared first; 0: none */
+	__u32 slot;
+	__u32 where; /* FC_HOLD_* */
+};
 
 #define FC_SHM_OWNER(id, epoch) (((__u64)(id) << 32) | (epoch))
 
@@ -282,9 +355,11 @@ struct fc_shm_state_header {
 };
 
 /* The state file, by constant offsets. */
-#define FC_STATE_SLOTS_OFF 4096ULL
-#define FC_STATE_RING_OFF  (FC_STATE_SLOTS_OFF + (__u64)FC_SHM_SLOTS * sizeof(struct fc_shm_slot))
-#define FC_STATE_KEYS_OFF  (FC_STATE_RING_OFF + sizeof(struct fc_shm_ring))
+#define FC_STATE_SLOTS_OFF   4096ULL
+#define FC_STATE_RING_OFF    (FC_STATE_SLOTS_OFF + (__u64)FC_SHM_SLOTS * sizeof(struct fc_shm_slot))
+#define FC_STATE_WORKERS_OFF (FC_STATE_RING_OFF + sizeof(struct fc_shm_ring))
+#define FC_STATE_HOLDS_OFF   (FC_STATE_WORKERS_OFF + (__u64)FC_SHM_WORKERS * sizeof(struct fc_shm_worker))
+#define FC_STATE_KEYS_OFF    (FC_STATE_HOLDS_OFF + (__u64)FC_SHM_WORKERS * FC_SHM_HOLDS * sizeof(struct fc_shm_hold))
 #define FC_STATE_SIZE_FOR(keys) (FC_STATE_KEYS_OFF + (__u64)(keys) * sizeof(struct fc_shm_key))
 #define FC_STATE_SIZE      FC_STATE_SIZE_FOR(FC_SHM_KEYS)
 
@@ -353,10 +428,12 @@ FC_ABI_OFF(struct fc_shm_header, ban_digest, 40);
 FC_ABI_SIZE(struct fc_shm_block, 24);
 FC_ABI_SIZE(struct fc_shm_item, 8);
 FC_ABI_SIZE(struct fc_shm_dim, 4);
-FC_ABI_SIZE(struct fc_shm_policy, 40 + FC_MAX_TIERS * 32);
+FC_ABI_SIZE(struct fc_shm_policy, 48 + FC_MAX_TIERS * 32);
 FC_ABI_OFF(struct fc_shm_policy, algo, 20);
 FC_ABI_OFF(struct fc_shm_policy, max_keys, 32);
-FC_ABI_OFF(struct fc_shm_policy, tier, 40);
+FC_ABI_OFF(struct fc_shm_policy, concurrency, 40);
+FC_ABI_OFF(struct fc_shm_policy, warmup_ms, 44);
+FC_ABI_OFF(struct fc_shm_policy, tier, 48);
 FC_ABI_SIZE(struct fc_shm_ban_slot, 40);
 FC_ABI_OFF(struct fc_shm_ban_slot, ver, 4);
 FC_ABI_OFF(struct fc_shm_ban_slot, hash, 8);
@@ -365,6 +442,9 @@ FC_ABI_OFF(struct fc_shm_ring, e, 64);
 FC_ABI_SIZE(struct fc_shm_slot, 128);
 FC_ABI_SIZE(struct fc_shm_key, 64);
 FC_ABI_OFF(struct fc_shm_slot, owner, FC_MAX_TIERS * 8);
+FC_ABI_OFF(struct fc_shm_slot, inflight, FC_MAX_TIERS * 8 + 56);
+FC_ABI_SIZE(struct fc_shm_worker, 64);
+FC_ABI_SIZE(struct fc_shm_hold, 16);
 FC_ABI_SIZE(struct fc_shm_state_header, 8);
 _Static_assert(sizeof(struct fc_shm_header) <= FC_SHM_BLOCK_OFF(0), "the header must fit before block 0");
 _Static_assert(sizeof(struct fc_shm_state_header) <= FC_STATE_SLOTS_OFF, "the state header must fit");
@@ -373,5 +453,7 @@ _Static_assert((FC_SHM_KEYS & (FC_SHM_KEYS - 1)) == 0, "the key table's size mus
 _Static_assert((FC_SHM_KEYS_MIN & (FC_SHM_KEYS_MIN - 1)) == 0 && (FC_SHM_KEYS_MAX & (FC_SHM_KEYS_MAX - 1)) == 0,
 	       "the key table's bounds must be powers of two");
 _Static_assert(FC_SHM_KEYS_MIN >= FC_SHM_KEY_PROBE, "a probe window fits in the smallest table");
+_Static_assert(FC_SHM_KEYS_MAX <= (1U << 24) && FC_MAX_TIERS <= 4, "a hold's where names any key entry and word");
+_Static_assert(FC_STATE_KEYS_OFF % 64 == 0, "key entries are cache lines");
 
 #endif /* FC_SHM_H */

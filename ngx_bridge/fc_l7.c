@@ -1,8 +1,14 @@
 // SPDX-License-Identifier: BSD-2-Clause
 #include <arpa/inet.h>
 #include <endian.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "fc_l7.h"
 
@@ -141,6 +147,13 @@ static bool fc_dim_read(struct fc_l7_index *ix, const uint8_t **p, const uint8_t
 	return true;
 }
 
+/* The state word of a key that counts its places: the one past its tiers
+ * and its warm-up word. */
+static inline uint8_t fc_conc_word(const struct fc_l7_policy *p)
+{
+	return fc_shm_conc_word(p->ntiers, p->warmup_ms);
+}
+
 /* Reads a policy item of len bytes at it; its fixed part is copied first. */
 static bool fc_policy_read(struct fc_l7_index *ix, const uint8_t *it, size_t len, struct fc_l7_policy *pol,
 			   const struct fc_l7_alloc *a)
@@ -153,7 +166,7 @@ static bool fc_policy_read(struct fc_l7_index *ix, const uint8_t *it, size_t len
 	if (len < sizeof(sp))
 		return false;
 	memcpy(&sp, it, sizeof(sp));
-	if (!sp.slot || sp.slot >= ix->nslots || !sp.ntiers || sp.ntiers > FC_MAX_TIERS || !sp.ndims ||
+	if (!sp.slot || sp.slot >= ix->nslots || (!sp.ntiers && !sp.concurrency) || sp.ntiers > FC_MAX_TIERS || !sp.ndims ||
 	    sp.ndims > FC_SHM_MAX_DIMS || sp.algo > FC_ALGO_SLIDING || sp.action > FC_ACTION_DELAY)
 		return false;
 	memset(pol, 0, sizeof(*pol));
@@ -170,11 +183,17 @@ static bool fc_policy_read(struct fc_l7_index *ix, const uint8_t *it, size_t len
 	pol->escalate = sp.flags & FC_SHM_POLICY_ESCALATE;
 	pol->max_keys = sp.max_keys;
 	pol->new_keys = sp.new_keys;
+	pol->concurrency = sp.concurrency;
 	for (i = 0; i < sp.ntiers; i++) {
 		pol->tier[i] = sp.tier[i];
 		if (!fc_tier_ok(sp.algo, &pol->tier[i]))
 			return false;
 	}
+	/* A ramp on the first GCRA tier, its word after the tiers'. */
+	pol->warmup_ms = sp.warmup_ms;
+	if (sp.warmup_ms && (sp.algo != FC_ALGO_GCRA || !sp.ntiers || sp.ntiers >= FC_MAX_TIERS || sp.warmup_ms < FC_WARMUP_MIN_MS ||
+			     sp.warmup_ms > FC_WARMUP_MAX_MS || sp.tier[0].tolerance_ns > FC_WARM_TOL_MAX))
+		return false;
 	for (i = 0; i < sp.ndims; i++) {
 		if (!fc_dim_read(ix, &p, end, &pol->dims[i], a))
 			return false;
@@ -185,6 +204,8 @@ static bool fc_policy_read(struct fc_l7_index *ix, const uint8_t *it, size_t len
 			pol->anchor = (uint8_t)i;
 	}
 	if (pol->keyed && (!pol->new_keys || pol->new_keys > FC_NS_PER_SEC))
+		return false;
+	if (pol->keyed && pol->concurrency && fc_conc_word(pol) >= FC_MAX_TIERS)
 		return false;
 	return l7 || (sp.flags & FC_SHM_POLICY_HTTP); /* else an ip-only policy: XDP/TC's */
 }
@@ -711,30 +732,52 @@ static bool fc_key_owned(const struct fc_l7_index *ix, uint32_t slot, uint32_t e
 
 static bool fc_key_idle(const struct fc_l7_index *ix, const struct fc_shm_key *e, uint64_t now)
 {
+	__u64 idle;
+
 	if (!fc_key_owned(ix, __atomic_load_n(&e->slot, __ATOMIC_RELAXED), __atomic_load_n(&e->epoch, __ATOMIC_RELAXED)))
 		return true;
-	return __atomic_load_n(&e->idle_ns, __ATOMIC_RELAXED) < now;
+	/* Sequentially consistent: see fc_place_take. */
+	idle = __atomic_load_n(&e->idle_ns, __ATOMIC_SEQ_CST);
+	return !(idle & FC_SHM_KEY_HELD) && idle < now;
 }
 
 /* When state stops mattering after a charge at now: the latest a bucket of
  * p can still hold anything (GCRA: TAT within tolerance, the queue and one
  * interval; window: the window's end; sliding: the next window's end, which
- * the tolerance of N intervals covers). Saturating: a far horizon only keeps
- * a key longer. */
+ * the tolerance of N intervals covers). A warming tier's TAT may lead by up
+ * to 3 intervals more, and it stays warm for D after: its horizon is that
+ * much later (a key idle past it is cold, as a new one). For a policy with a
+ * concurrency cap at least a second, so a key made for a place is not idle
+ * before it is taken. Saturating below the held bit: a far horizon only
+ * keeps a key longer. */
 static uint64_t fc_key_horizon(const struct fc_l7_policy *p, uint64_t now)
 {
-	uint64_t h = 0, t, q;
+	uint64_t h = p->concurrency ? FC_NS_PER_SEC : 0, t, q;
 	int i;
 
 	for (i = 0; i < p->ntiers; i++) {
-		q = 1 + (p->action == FC_ACTION_DELAY ? p->delay_burst : 0);
+		q = 1 + (p->action == FC_ACTION_DELAY ? p->delay_burst : 0) + (!i && p->warmup_ms ? 2 : 0);
 		if (__builtin_mul_overflow(p->tier[i].interval_ns, q, &t) ||
-		    __builtin_add_overflow(t, p->tier[i].unit_ns + p->tier[i].tolerance_ns, &t))
+		    __builtin_add_overflow(t, p->tier[i].unit_ns + p->tier[i].tolerance_ns, &t) ||
+		    __builtin_add_overflow(t, !i ? p->warmup_ms * FC_MS_NS : 0, &t))
 			t = UINT64_MAX / 2;
 		if (t > h)
 			h = t;
 	}
-	return now + h < now ? UINT64_MAX : now + h;
+	return now + h < now || now + h >= FC_SHM_KEY_HELD ? FC_SHM_KEY_HELD - 1 : now + h;
+}
+
+/* Takes one off a count the workers share: never below zero, and a bounded
+ * number of tries (the word is the workers' to write). Returns what is left. */
+static __u64 fc_count_dec(__u64 *count)
+{
+	__u64 cur = __atomic_load_n(count, __ATOMIC_RELAXED);
+	int i;
+
+	for (i = 0; i < 64 && cur; i++)
+		if (__atomic_compare_exchange_n(count, &cur, cur - 1, true, __ATOMIC_SEQ_CST, __ATOMIC_RELAXED))
+			return cur - 1;
+	return cur;
 }
 
 /* Lookups wait this many reads at most for an entry being set up; past it
@@ -801,19 +844,17 @@ static struct fc_shm_key *fc_key_get(const struct fc_l7_index *ix, const struct 
 					 now, 1, &prev, &next))
 				return NULL;
 		}
-		if (!__atomic_compare_exchange_n(&take->tag, &seen, secs | 1, false, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
+		if (!__atomic_compare_exchange_n(&take->tag, &seen, secs | 1, false, __ATOMIC_SEQ_CST, __ATOMIC_RELAXED))
 			continue; /* taken meanwhile, maybe for this very key: look again */
-		/* The count of the policy it belonged to, if that still owns it. */
-		if (seen >= FC_SHM_KEY_TAG_MIN && fc_key_owned(ix, os, oe)) {
-			__u64 k = __atomic_load_n(&ix->slots[os].keys, __ATOMIC_RELAXED);
-			int i;
-
-			/* Never below zero; bounded, as the word is the workers' to write. */
-			for (i = 0; i < 64 && k; i++)
-				if (__atomic_compare_exchange_n(&ix->slots[os].keys, &k, k - 1, true, __ATOMIC_RELAXED,
-								__ATOMIC_RELAXED))
-					break;
+		if (seen >= FC_SHM_KEY_TAG_MIN && !fc_key_idle(ix, take, now)) {
+			/* Its key took a place or was charged since it looked idle
+			 * (see fc_place_take): it stays that key's. */
+			__atomic_store_n(&take->tag, seen, __ATOMIC_RELEASE);
+			continue;
 		}
+		/* The count of the policy it belonged to, if that still owns it. */
+		if (seen >= FC_SHM_KEY_TAG_MIN && fc_key_owned(ix, os, oe))
+			fc_count_dec(&ix->slots[os].keys);
 		take->slot = p->slot;
 		take->epoch = p->epoch;
 		/* Held from the start: an entry not charged yet is not idle. */
@@ -828,30 +869,369 @@ static struct fc_shm_key *fc_key_get(const struct fc_l7_index *ix, const struct 
 }
 
 /* Moves e's idle time up to at least t; never down (two workers race), and
- * a bounded number of tries (a hostile writer could keep changing it). */
+ * a bounded number of tries (a hostile writer could keep changing it). The
+ * held bit stays as it is. */
 static void fc_key_hold(struct fc_shm_key *e, __u64 t)
 {
 	__u64 cur = __atomic_load_n(&e->idle_ns, __ATOMIC_RELAXED);
 	int i;
 
-	for (i = 0; i < 64 && cur < t; i++)
-		if (__atomic_compare_exchange_n(&e->idle_ns, &cur, t, true, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+	for (i = 0; i < 64 && (cur & ~FC_SHM_KEY_HELD) < t; i++)
+		if (__atomic_compare_exchange_n(&e->idle_ns, &cur, t | (cur & FC_SHM_KEY_HELD), true, __ATOMIC_RELAXED,
+						__ATOMIC_RELAXED))
 			break;
+}
+
+/* ---- concurrency places ---- */
+
+/* The state file's parts that places are counted in. */
+struct fc_view {
+	struct fc_shm_slot *slots;
+	struct fc_shm_key *keys;
+	uint32_t nkeys;
+	struct fc_shm_worker *workers;
+	struct fc_shm_hold *holds;
+};
+
+static bool fc_view(void *state, size_t size, struct fc_view *v)
+{
+	v->nkeys = fc_state_nkeys(size);
+	if (!state || !v->nkeys)
+		return false;
+	v->slots = (struct fc_shm_slot *)((char *)state + FC_STATE_SLOTS_OFF);
+	v->keys = (struct fc_shm_key *)((char *)state + FC_STATE_KEYS_OFF);
+	v->workers = (struct fc_shm_worker *)((char *)state + FC_STATE_WORKERS_OFF);
+	v->holds = (struct fc_shm_hold *)((char *)state + FC_STATE_HOLDS_OFF);
+	return true;
+}
+
+/* Takes a place in count if fewer than cap are taken. */
+static bool fc_count_take(__u64 *count, __u64 cap)
+{
+	__u64 cur = __atomic_load_n(count, __ATOMIC_RELAXED);
+	int i;
+
+	for (i = 0; i < 64 && cur < cap; i++)
+		if (__atomic_compare_exchange_n(count, &cur, cur + 1, true, __ATOMIC_SEQ_CST, __ATOMIC_RELAXED))
+			return true;
+	return false;
+}
+
+/* A key's last place given back: its entry may go idle again, at the
+ * earliest a second on (a worker taking it back meanwhile would take it from
+ * under a request taking a place now), unless a place was taken meanwhile. */
+static void fc_key_unheld(struct fc_shm_key *e, __u64 *count, __u64 now)
+{
+	__u64 cur = __atomic_load_n(&e->idle_ns, __ATOMIC_RELAXED), t;
+	int i;
+
+	for (i = 0; i < 64; i++) {
+		t = cur & ~FC_SHM_KEY_HELD;
+		if (t < now + FC_NS_PER_SEC)
+			t = now + FC_NS_PER_SEC;
+		if (__atomic_compare_exchange_n(&e->idle_ns, &cur, t & ~FC_SHM_KEY_HELD, true, __ATOMIC_SEQ_CST,
+						__ATOMIC_RELAXED))
+			break;
+	}
+	if (__atomic_load_n(count, __ATOMIC_SEQ_CST))
+		__atomic_fetch_or(&e->idle_ns, FC_SHM_KEY_HELD, __ATOMIC_SEQ_CST);
+}
+
+/* Gives a place back where it was counted, if that is still its bucket: the
+ * slot's owner is the policy it was taken under, the key's entry is still
+ * that key's (its tag says key, policy slot and epoch). */
+static void fc_place_give(const struct fc_view *v, __u64 who, __u32 slot, __u32 where, __u64 now)
+{
+	struct fc_shm_slot *s;
+	struct fc_shm_key *e;
+	__u64 *count;
+
+	if (!slot || slot >= FC_SHM_SLOTS)
+		return;
+	s = &v->slots[slot];
+	switch (FC_HOLD_KIND(where)) {
+	case FC_HOLD_SLOT:
+	case FC_HOLD_OVERFLOW:
+		if (__atomic_load_n(&s->owner, __ATOMIC_ACQUIRE) != who)
+			return;
+		if (FC_HOLD_KIND(where) == FC_HOLD_OVERFLOW)
+			fc_count_dec(&s->overflow_inflight);
+		fc_count_dec(&s->inflight);
+		return;
+	case FC_HOLD_KEY:
+		if (FC_HOLD_INDEX(where) >= v->nkeys)
+			return;
+		e = &v->keys[FC_HOLD_INDEX(where)];
+		count = &e->state[FC_HOLD_WORD(where)];
+		if (__atomic_load_n(&e->tag, __ATOMIC_ACQUIRE) != who || __atomic_load_n(&e->slot, __ATOMIC_RELAXED) != slot)
+			return;
+		if (!fc_count_dec(count))
+			fc_key_unheld(e, count, now);
+		if ((__u32)__atomic_load_n(&s->owner, __ATOMIC_ACQUIRE) == __atomic_load_n(&e->epoch, __ATOMIC_RELAXED))
+			fc_count_dec(&s->inflight);
+		return;
+	}
+}
+
+/* Records a place in the worker's record before it is taken (the hold's
+ * who last): a kill after this gives it back, whether taken or not. */
+static uint32_t fc_hold_record(struct fc_l7_holder *h, const struct fc_l7_place *pl)
+{
+	struct fc_shm_hold *hd;
+	uint32_t i;
+
+	if (!h || !h->rec)
+		return FC_NONE;
+	if (h->nfree) {
+		i = h->free[--h->nfree];
+	} else if (h->used < FC_SHM_HOLDS) {
+		i = h->used++;
+		__atomic_store_n(&h->holds[i].who, 0, __ATOMIC_RELAXED);
+		__atomic_store_n(&h->rec->used, h->used, __ATOMIC_RELEASE);
+	} else {
+		h->unrecorded++;
+		return FC_NONE;
+	}
+	hd = &h->holds[i];
+	hd->slot = pl->slot;
+	hd->where = pl->where;
+	/* Ordered before the take by the take's own compare-and-exchange (and
+	 * read by others only once this process is gone). */
+	__atomic_store_n(&hd->who, pl->who, __ATOMIC_RELAXED);
+	return i;
+}
+
+/* A place given back: its hold cleared, then free for the next. */
+static void fc_hold_free(struct fc_l7_holder *h, uint32_t i)
+{
+	if (i == FC_NONE || !h || !h->rec || i >= FC_SHM_HOLDS || h->nfree >= FC_SHM_HOLDS)
+		return;
+	__atomic_store_n(&h->holds[i].who, 0, __ATOMIC_RELEASE);
+	h->free[h->nfree++] = i;
+}
+
+/*
+ * Takes a place of p's in the bucket just charged: key e (at index eidx,
+ * its tag tag), or the slot's count (the overflow's, for a per-key policy).
+ * A key's entry is marked held before the caller checks that it is still
+ * the key's, and a worker taking an idle entry checks that it is not held
+ * after it marked the entry its own (fc_key_get): with both sequentially
+ * consistent, one of them sees the other, so a key holding places is never
+ * taken back under it.
+ */
+static bool fc_place_take(const struct fc_l7_policy *p, struct fc_shm_slot *s, struct fc_shm_key *e, uint32_t eidx,
+			  __u64 tag, struct fc_l7_holder *h, struct fc_l7_place *pl)
+{
+	__u64 *count = e ? &e->state[fc_conc_word(p)] : p->keyed ? &s->overflow_inflight : &s->inflight;
+
+	pl->slot = p->slot;
+	pl->who = e ? tag : FC_SHM_OWNER(p->id, p->epoch);
+	pl->where = e ? FC_HOLD_AT(eidx, fc_conc_word(p)) : p->keyed ? FC_HOLD_OVERFLOW : FC_HOLD_SLOT;
+	pl->hold = fc_hold_record(h, pl);
+	if (!fc_count_take(count, p->concurrency)) {
+		fc_hold_free(h, pl->hold);
+		pl->where = 0;
+		return false;
+	}
+	if (e)
+		__atomic_fetch_or(&e->idle_ns, FC_SHM_KEY_HELD, __ATOMIC_SEQ_CST);
+	if (p->keyed)
+		__atomic_fetch_add(&s->inflight, 1, __ATOMIC_RELAXED);
+	return true;
+}
+
+/* Undoes a place just taken in key entry e that another worker took back
+ * meanwhile: off the entry's count whatever key it now holds (the count may
+ * have been cleared with the entry: never below zero). */
+static void fc_place_undo(const struct fc_l7_policy *p, struct fc_shm_slot *s, struct fc_shm_key *e,
+			  struct fc_l7_holder *h, struct fc_l7_place *pl, __u64 now)
+{
+	__u64 *count = &e->state[fc_conc_word(p)];
+
+	if (!fc_count_dec(count))
+		fc_key_unheld(e, count, now);
+	if (__atomic_load_n(&s->owner, __ATOMIC_ACQUIRE) == FC_SHM_OWNER(p->id, p->epoch))
+		fc_count_dec(&s->inflight);
+	fc_hold_free(h, pl->hold);
+	pl->where = 0;
+}
+
+static void fc_places_give(const struct fc_view *v, struct fc_l7_holder *h, const struct fc_l7_place *pl, size_t n,
+			   uint64_t now)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		fc_place_give(v, pl[i].who, pl[i].slot, pl[i].where, now);
+		fc_hold_free(h, pl[i].hold);
+	}
+}
+
+/* Gives back the places a decision took, in the index's state file. */
+static void fc_ix_places_give(const struct fc_l7_index *ix, struct fc_l7_holder *h, const struct fc_l7_place *pl,
+			      size_t n, uint64_t now)
+{
+	struct fc_view v = { .slots = ix->slots, .keys = ix->keys, .nkeys = ix->nkeys };
+
+	if (n)
+		fc_places_give(&v, h, pl, n, now);
+}
+
+void fc_l7_give_back(void *state, size_t state_size, struct fc_l7_holder *h, const struct fc_l7_place *pl, size_t n,
+		     uint64_t now)
+{
+	struct fc_view v;
+
+	if (fc_view(state, state_size, &v))
+		fc_places_give(&v, h, pl, n, now);
+}
+
+/* Gives back every live hold of record w, then clears it. */
+static size_t fc_record_give_back(const struct fc_view *v, size_t w, uint64_t now)
+{
+	struct fc_shm_hold *hd = v->holds + w * FC_SHM_HOLDS;
+	uint32_t used = __atomic_load_n(&v->workers[w].used, __ATOMIC_ACQUIRE), j;
+	size_t n = 0;
+	__u64 who;
+
+	if (used > FC_SHM_HOLDS)
+		used = FC_SHM_HOLDS;
+	for (j = 0; j < used; j++) {
+		who = __atomic_load_n(&hd[j].who, __ATOMIC_ACQUIRE);
+		if (!who)
+			continue;
+		fc_place_give(v, who, hd[j].slot, hd[j].where, now);
+		__atomic_store_n(&hd[j].who, 0, __ATOMIC_RELEASE);
+		n++;
+	}
+	__atomic_store_n(&v->workers[w].used, 0, __ATOMIC_RELEASE);
+	return n;
+}
+
+int fc_l7_holder_open(void *state, size_t state_size, uint64_t id, uint32_t *free, struct fc_l7_holder *h)
+{
+	struct fc_view v;
+	__u64 o;
+	size_t w;
+
+	memset(h, 0, sizeof(*h));
+	if (!id || id & FC_SHM_WORKER_RECOVER || !fc_view(state, state_size, &v))
+		return -1;
+	for (w = 0; w < FC_SHM_WORKERS; w++) {
+		o = 0;
+		if (!__atomic_compare_exchange_n(&v.workers[w].owner, &o, id, false, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
+			continue;
+		__atomic_store_n(&v.workers[w].used, 0, __ATOMIC_RELEASE);
+		h->rec = &v.workers[w];
+		h->holds = v.holds + w * FC_SHM_HOLDS;
+		h->free = free;
+		return 0;
+	}
+	return -1;
+}
+
+void fc_l7_holder_close(void *state, size_t state_size, struct fc_l7_holder *h, uint64_t now)
+{
+	struct fc_view v;
+	size_t w;
+
+	if (h->rec && fc_view(state, state_size, &v)) {
+		w = (size_t)(h->rec - v.workers);
+		fc_record_give_back(&v, w, now);
+		__atomic_store_n(&v.workers[w].owner, 0, __ATOMIC_RELEASE);
+	}
+	memset(h, 0, sizeof(*h));
+}
+
+size_t fc_l7_recover(void *state, size_t state_size, uint64_t self, uint64_t now, bool (*alive)(uint64_t id))
+{
+	struct fc_view v;
+	size_t n = 0, w;
+	__u64 o;
+
+	if (!fc_view(state, state_size, &v))
+		return 0;
+	if (!alive)
+		alive = fc_l7_worker_alive;
+	for (w = 0; w < FC_SHM_WORKERS; w++) {
+		o = __atomic_load_n(&v.workers[w].owner, __ATOMIC_ACQUIRE);
+		/* A record being recovered names the worker recovering it: one
+		 * that died at it leaves it to the next. */
+		if (!o || (o & ~FC_SHM_WORKER_RECOVER) == self || alive(o & ~FC_SHM_WORKER_RECOVER))
+			continue;
+		if (!__atomic_compare_exchange_n(&v.workers[w].owner, &o, self | FC_SHM_WORKER_RECOVER, false,
+						 __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
+			continue;
+		n += fc_record_give_back(&v, w, now);
+		__atomic_store_n(&v.workers[w].owner, 0, __ATOMIC_RELEASE);
+	}
+	return n;
+}
+
+uint64_t fc_l7_worker_id(int pid)
+{
+	char path[32], buf[1024], *p;
+	unsigned long long start;
+	ssize_t n;
+	int fd, i;
+
+	if (pid <= 0 || pid >= (1 << 22))
+		return 0;
+	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return 0;
+	buf[n] = '\0';
+	/* After the command, which may hold anything, ')' too: field 3 on; the
+	 * start time is field 22. */
+	p = strrchr(buf, ')');
+	for (i = 3; p && i <= 22; i++)
+		p = strchr(p + 1, ' ');
+	if (!p || sscanf(p + 1, "%llu", &start) != 1)
+		return 0;
+	return FC_SHM_WORKER_ID(pid, start);
+}
+
+bool fc_l7_worker_alive(uint64_t id)
+{
+	int pid = (int)FC_SHM_WORKER_PID(id);
+	uint64_t cur;
+
+	if (!pid)
+		return false;
+	cur = fc_l7_worker_id(pid);
+	if (cur)
+		return cur == id;
+	return !(kill(pid, 0) < 0 && errno == ESRCH);
 }
 
 /* One policy's charge: every tier or none; for delay, the wait. */
 static bool fc_charge(const struct fc_l7_policy *p, __u64 *state, __u64 now, struct fc_charge *ch, __u64 *wait)
 {
-	__u64 w = 0;
+	__u64 w = 0, tol;
+	bool ok;
 	int i;
 
 	now = fc_clock(p, now);
 	*wait = 0;
 	if (p->action != FC_ACTION_DELAY || p->algo != FC_ALGO_GCRA)
-		return fc_limit_try(p->algo, p->ntiers, p->tier, state, now, 1, ch);
+		return fc_limit_try(p->algo, p->ntiers, p->tier, p->warmup_ms, state, now, 1, ch);
 	for (i = 0; i < p->ntiers; i++) {
-		if (!fc_gcra_try_delay(&state[i], &p->tier[i], now, 1, p->delay_burst, &ch->prev[i], &ch->next[i],
-				       &w)) {
+		if (!i && p->warmup_ms) {
+			/* fc_policy_read saw the ramp's word within the bucket. */
+			ch->next[0] = fc_warm_charge(&state[0], &state[p->ntiers], &p->tier[0], p->warmup_ms * FC_MS_NS,
+						     now, 1, p->delay_burst, &ch->prev[0], &tol);
+			ok = ch->next[0] != 0;
+			w = ok && ch->next[0] - now > tol ? ch->next[0] - now - tol : 0;
+		} else {
+			ok = fc_gcra_try_delay(&state[i], &p->tier[i], now, 1, p->delay_burst, &ch->prev[i], &ch->next[i],
+					       &w);
+		}
+		if (!ok) {
 			fc_limit_refund(p->algo, (uint8_t)i, state, 1, ch);
 			return false;
 		}
@@ -870,19 +1250,14 @@ static __u64 fc_l7_queue(const struct fc_l7_policy *p)
 static void fc_result_limits(const struct fc_l7_policy *p, const __u64 *state, uint64_t now,
 			     struct fc_l7_result *res)
 {
-	uint64_t r;
-	int i;
+	struct fc_limit_view v;
 
+	fc_limit_view(p->algo, p->ntiers, p->tier, p->warmup_ms, state, now, fc_l7_queue(p), &v);
 	res->policy = p->id;
-	res->limit = p->tier[0].limit;
+	res->limit = v.limit;
 	res->window_s = p->tier[0].unit_ns / FC_NS_PER_SEC;
-	res->remaining = fc_tier_remaining(p->algo, &p->tier[0], state[0], now, fc_l7_queue(p));
-	res->retry_ns = 0;
-	for (i = 0; i < p->ntiers; i++) {
-		r = fc_tier_retry_after(p->algo, &p->tier[i], state[i], now, 1, fc_l7_queue(p));
-		if (r > res->retry_ns)
-			res->retry_ns = r;
-	}
+	res->remaining = v.remaining;
+	res->retry_ns = v.retry_ns;
 }
 
 size_t fc_l7_match(const struct fc_l7_index *ix, const struct fc_l7_req *rq, uint32_t *out, size_t cap)
@@ -1035,30 +1410,46 @@ static __u64 *fc_bucket(const struct fc_l7_index *ix, const struct fc_l7_policy 
 	return s->state;
 }
 
-/* Charges p for rq in its bucket. A key's entry taken back by another
- * worker during the charge (it looked idle) is not this key's any more:
- * the charge is undone and made again in the key's new bucket. */
-static bool fc_charge_bucket(const struct fc_l7_index *ix, const struct fc_l7_policy *p, struct fc_shm_slot *s,
-			     const struct fc_l7_req *rq, __u64 now, __u64 **st, struct fc_shm_key **key,
-			     struct fc_charge *ch, __u64 *wait)
+enum fc_admit {
+	FC_ADMIT,
+	FC_DENY_RATE,
+	FC_DENY_CONC, /* its --concurrency cap */
+};
+
+/* Charges p for rq in its bucket and, if p caps concurrency, takes a place
+ * there (pl; its where 0 if none was taken): both or neither. A key's entry
+ * taken back by another worker meanwhile (it looked idle) is not this key's
+ * any more: the charge and the place are undone and made again in the key's
+ * new bucket. */
+static enum fc_admit fc_charge_bucket(const struct fc_l7_index *ix, const struct fc_l7_policy *p,
+				      struct fc_shm_slot *s, const struct fc_l7_req *rq, __u64 now, __u64 **st,
+				      struct fc_shm_key **key, struct fc_charge *ch, __u64 *wait, struct fc_l7_place *pl)
 {
 	__u64 t = fc_clock(p, now), tag = 0;
 	int tries;
 
+	pl->where = 0;
 	for (tries = 0; tries < 3; tries++) {
 		*st = fc_bucket(ix, p, s, rq, t, key, &tag);
 		if (!fc_charge(p, *st, now, ch, wait))
-			return false;
-		if (!*key || __atomic_load_n(&(*key)->tag, __ATOMIC_ACQUIRE) == tag) {
+			return FC_DENY_RATE;
+		if (p->concurrency &&
+		    !fc_place_take(p, s, *key, *key ? (uint32_t)(*key - ix->keys) : 0, tag, rq->holder, pl)) {
+			fc_limit_refund(p->algo, p->ntiers, *st, 1, ch);
+			return FC_DENY_CONC;
+		}
+		if (!*key || __atomic_load_n(&(*key)->tag, __ATOMIC_SEQ_CST) == tag) {
 			if (*key)
 				fc_key_hold(*key, fc_key_horizon(p, t));
-			return true;
+			return FC_ADMIT;
 		}
+		if (pl->where)
+			fc_place_undo(p, s, *key, rq->holder, pl, t);
 		fc_limit_refund(p->algo, p->ntiers, *st, 1, ch);
 	}
 	*st = NULL; /* charged nowhere: pass, as a policy gone meanwhile would */
 	*key = NULL;
-	return true;
+	return FC_ADMIT;
 }
 
 /* The deciding policy's bucket, in the result. */
@@ -1071,14 +1462,40 @@ static void fc_result_key(const struct fc_l7_policy *p, const struct fc_shm_key 
 	res->key_len = fc_key_text(p, rq);
 }
 
+/* The deciding policy's cap, in the result: no rate, no time to wait for. */
+static void fc_result_conc(const struct fc_l7_policy *p, struct fc_l7_result *res)
+{
+	res->policy = p->id;
+	res->concurrency = true;
+	res->limit = p->concurrency;
+	res->window_s = 0;
+	res->remaining = 0;
+	res->retry_ns = FC_NS_PER_SEC; /* when a place frees is unknown: a hint */
+}
+
+/* The places taken, where the caller keeps them: its room, or allocated. */
+static bool fc_result_places(const struct fc_l7_req *rq, const struct fc_l7_place *pl, size_t np,
+			     struct fc_l7_result *res)
+{
+	res->places = np <= rq->places_cap ? rq->places :
+		      rq->alloc ? rq->alloc->alloc(rq->alloc->ctx, np * sizeof(*pl)) : NULL;
+	if (!res->places)
+		return false;
+	memcpy(res->places, pl, np * sizeof(*pl));
+	res->nplaces = np;
+	return true;
+}
+
 void fc_l7_decide(const struct fc_l7_index *ix, const struct fc_l7_req *rq, uint64_t now, struct fc_l7_result *res)
 {
 	uint32_t m_stack[FC_L7_MATCHES], *m = m_stack;
 	struct fc_charge ch_stack[FC_L7_MATCHES], *ch = ch_stack;
 	struct fc_shm_key *k_stack[FC_L7_MATCHES], **k = k_stack;
 	__u64 *st_stack[FC_L7_MATCHES], **st = st_stack;
+	struct fc_l7_place pl_stack[FC_L7_MATCHES], *pl = pl_stack;
 	__u64 wait, longest = 0;
-	size_t n, i, j, longest_at = 0;
+	size_t n, i, j, longest_at = 0, np = 0;
+	enum fc_admit r;
 	bool uid;
 
 	memset(res, 0, sizeof(*res));
@@ -1098,13 +1515,13 @@ void fc_l7_decide(const struct fc_l7_index *ix, const struct fc_l7_req *rq, uint
 		ch = rq->alloc ? rq->alloc->alloc(rq->alloc->ctx, n * sizeof(*ch)) : NULL;
 		k = rq->alloc ? rq->alloc->alloc(rq->alloc->ctx, n * sizeof(*k)) : NULL;
 		st = rq->alloc ? rq->alloc->alloc(rq->alloc->ctx, n * sizeof(*st)) : NULL;
-		if (!m || !ch || !k || !st || fc_l7_match(ix, rq, m, n) != n) {
+		pl = rq->alloc ? rq->alloc->alloc(rq->alloc->ctx, n * sizeof(*pl)) : NULL;
+		if (!m || !ch || !k || !st || !pl || fc_l7_match(ix, rq, m, n) != n) {
 			res->verdict = FC_L7_ERROR;
 			return;
 		}
 	}
-
-	/* Enforcing policies: all admit, or none is charged. */
+	/* Enforcing policies: all admit, or none is charged and no place is kept. */
 	for (i = 0; i < n; i++) {
 		const struct fc_l7_policy *p = &ix->pol[m[i]];
 		struct fc_shm_slot *s = &ix->slots[p->slot];
@@ -1116,7 +1533,9 @@ void fc_l7_decide(const struct fc_l7_index *ix, const struct fc_l7_req *rq, uint
 		    __atomic_load_n(&s->owner, __ATOMIC_ACQUIRE) != FC_SHM_OWNER(p->id, p->epoch))
 			continue;
 		t = fc_clock(p, now);
-		if (fc_charge_bucket(ix, p, s, rq, now, &st[i], &k[i], &ch[i], &wait)) {
+		r = fc_charge_bucket(ix, p, s, rq, now, &st[i], &k[i], &ch[i], &wait, &pl[np]);
+		if (r == FC_ADMIT) {
+			np += pl[np].where != 0;
 			if (wait > longest) {
 				longest = wait;
 				longest_at = i;
@@ -1126,12 +1545,18 @@ void fc_l7_decide(const struct fc_l7_index *ix, const struct fc_l7_req *rq, uint
 		for (j = 0; j < i; j++)
 			if (st[j])
 				fc_limit_refund(ix->pol[m[j]].algo, ix->pol[m[j]].ntiers, st[j], 1, &ch[j]);
+		fc_ix_places_give(ix, rq->holder, pl, np, t);
 		__atomic_fetch_add(&s->denied, 1, __ATOMIC_RELAXED);
+		if (r == FC_DENY_CONC)
+			__atomic_fetch_add(&s->conc_denied, 1, __ATOMIC_RELAXED);
 		if (k[i])
 			__atomic_fetch_add(&k[i]->denied, 1, __ATOMIC_RELAXED);
 		fc_report(ix, p, rq);
 		res->verdict = FC_L7_REJECTED;
-		fc_result_limits(p, st[i], t, res);
+		if (r == FC_DENY_CONC)
+			fc_result_conc(p, res);
+		else
+			fc_result_limits(p, st[i], t, res);
 		fc_result_key(p, k[i], rq, res);
 		return;
 	}
@@ -1152,16 +1577,27 @@ void fc_l7_decide(const struct fc_l7_index *ix, const struct fc_l7_req *rq, uint
 				fc_result_key(p, k[i], rq, res);
 			continue;
 		}
-		if (fc_charge_bucket(ix, p, s, rq, now, &lst, &lk, &ch[i], &wait)) {
+		/* A log policy counts what it would do: a place it would give is
+		 * held (and counted) like any other. */
+		r = fc_charge_bucket(ix, p, s, rq, now, &lst, &lk, &ch[i], &wait, &pl[np]);
+		if (r == FC_ADMIT) {
+			np += pl[np].where != 0;
 			__atomic_fetch_add(&s->passed, 1, __ATOMIC_RELAXED);
 			if (lk)
 				__atomic_fetch_add(&lk->passed, 1, __ATOMIC_RELAXED);
 		} else {
 			__atomic_fetch_add(&s->denied, 1, __ATOMIC_RELAXED);
+			if (r == FC_DENY_CONC)
+				__atomic_fetch_add(&s->conc_denied, 1, __ATOMIC_RELAXED);
 			if (lk)
 				__atomic_fetch_add(&lk->denied, 1, __ATOMIC_RELAXED);
 			res->would_deny++;
 		}
+	}
+	if (np && !fc_result_places(rq, pl, np, res)) {
+		fc_ix_places_give(ix, rq->holder, pl, np, now);
+		res->verdict = FC_L7_ERROR;
+		return;
 	}
 	if (longest) {
 		const struct fc_l7_policy *p = &ix->pol[m[longest_at]];

@@ -59,7 +59,9 @@ struct fc_l7_policy {
 	bool escalate;  /* report refused clients in the offender ring */
 	bool keyed;     /* a bucket per key (a DIM=*): in the key table */
 	uint32_t max_keys, new_keys;
+	uint32_t concurrency; /* places at most; 0: no cap (in what was padding before the tiers) */
 	struct fc_tier tier[FC_MAX_TIERS];
+	uint32_t warmup_ms; /* GCRA --warmup; 0 = none */
 	struct fc_l7_dim dims[FC_SHM_MAX_DIMS];
 };
 
@@ -104,6 +106,29 @@ struct fc_l7_index {
 	uint32_t *gen;
 };
 
+/*
+ * A worker's record of the concurrency places it holds (maps/fc_shm.h),
+ * and which of its holds are free: private memory, FC_SHM_HOLDS entries.
+ * Without a record (rec NULL) places are taken and given back all the same,
+ * but a kill leaks what the worker held.
+ */
+struct fc_l7_holder {
+	struct fc_shm_worker *rec;
+	struct fc_shm_hold *holds;
+	uint32_t *free;
+	uint32_t nfree, used;
+	uint64_t unrecorded; /* places taken with every hold in use */
+};
+
+/* A place a request holds, to give back when it ends (with the hold that
+ * records it, or UINT32_MAX). */
+struct fc_l7_place {
+	uint64_t who;
+	uint32_t slot;
+	uint32_t where;
+	uint32_t hold;
+};
+
 /* Builds ix from the config file mapped at base (size bytes, read-only) and
  * the state file at state (state_size bytes, read-write). Returns 0, or -1
  * with ix->why when the shm as a whole is not usable (then nothing is
@@ -137,6 +162,11 @@ struct fc_l7_req {
 	const struct fc_l7_alloc *alloc; /* for a request matching more than FC_L7_MATCHES */
 	char *keybuf; /* where the deciding key is written, for $freqctl_key (may be NULL) */
 	size_t keycap;
+	/* Concurrency: the worker's record (may be NULL), and room for the
+	 * places taken (more are allocated). */
+	struct fc_l7_holder *holder;
+	struct fc_l7_place *places;
+	size_t places_cap;
 };
 
 enum fc_l7_verdict {
@@ -153,13 +183,18 @@ struct fc_l7_result {
 	bool uid_ban;      /* BANNED: on the uid, else on the address */
 	uint64_t delay_ns; /* DELAYED: the longest wait */
 	uint64_t retry_ns; /* REJECTED: until a retry could pass */
-	uint64_t limit;    /* the deciding policy's first tier: N per window_s */
+	uint64_t limit;    /* the deciding policy's first tier: N per window_s (while it warms up, the ramped N) */
 	uint64_t window_s;
 	uint64_t remaining;
 	unsigned matched;     /* policies the request matched */
 	unsigned would_deny;  /* log policies that would have denied it */
 	size_t key_len;       /* the deciding policy's key, in rq->keybuf; 0: none */
 	bool overflow;        /* the deciding bucket was a per-key policy's overflow bucket */
+	bool concurrency;     /* REJECTED by a --concurrency cap (limit: its N; window_s 0) */
+	/* PASS, DELAYED: the places taken, to give back with fc_l7_give_back
+	 * when the request ends (rq->places, or allocated). */
+	struct fc_l7_place *places;
+	size_t nplaces;
 };
 
 /* Percent-decodes len bytes of s into out, '+' as a space, an invalid
@@ -188,6 +223,34 @@ size_t fc_l7_match(const struct fc_l7_index *ix, const struct fc_l7_req *rq, uin
  * CLOCK_REALTIME itself): bans, then every matching policy, all or nothing;
  * charges the stat slots. */
 void fc_l7_decide(const struct fc_l7_index *ix, const struct fc_l7_req *rq, uint64_t now, struct fc_l7_result *res);
+
+/* Gives back the places pl[0..n) in the state file mapped at state
+ * (state_size bytes; the one they were taken in), at now (UTC ns), and
+ * frees their holds in h (may be NULL). A place whose bucket is not its
+ * own any more (the policy changed its epoch, the key's entry was taken
+ * back) is given back nowhere. */
+void fc_l7_give_back(void *state, size_t state_size, struct fc_l7_holder *h, const struct fc_l7_place *pl, size_t n,
+		     uint64_t now);
+
+/* Claims a free worker record in the state file for the process id (see
+ * fc_l7_worker_id), with free (FC_SHM_HOLDS entries) for its free holds.
+ * -1: every record is in use (places go unrecorded). */
+int fc_l7_holder_open(void *state, size_t state_size, uint64_t id, uint32_t *free, struct fc_l7_holder *h);
+
+/* Gives back every place h still records and frees the record (a worker
+ * leaving the file: exiting, or remapping a new one). */
+void fc_l7_holder_close(void *state, size_t state_size, struct fc_l7_holder *h, uint64_t now);
+
+/* Returns the places of every record whose owner is gone (alive says; NULL:
+ * fc_l7_worker_alive), self's excepted. Returns how many places it gave back. */
+size_t fc_l7_recover(void *state, size_t state_size, uint64_t self, uint64_t now, bool (*alive)(uint64_t id));
+
+/* The record owner of process pid (FC_SHM_WORKER_ID), 0 if /proc does not say. */
+uint64_t fc_l7_worker_id(int pid);
+
+/* Whether the process of a record owner still runs: its pid with its start
+ * time; a pid that can not be checked counts as running. */
+bool fc_l7_worker_alive(uint64_t id);
 
 /* Hashes a dimension value the way the index files it. */
 uint64_t fc_l7_hash(uint8_t kind, uint8_t name_idx, const char *data, size_t len);

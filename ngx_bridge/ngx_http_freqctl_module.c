@@ -4,6 +4,12 @@
  * Policies change without a reload: a worker notices a new seq in the shm on
  * its next request and rebuilds its private index (fc_l7.c). A missing or
  * unusable shm lets requests pass, logged once.
+ *
+ * Concurrency caps: a request's places are taken at its decision and given
+ * back by a cleanup of the main request's pool, whichever way the request
+ * ends (as limit_conn does). Each worker records the places it holds in the
+ * state file, and returns those of workers that are gone when it starts and
+ * every second after.
  */
 
 #include <ngx_config.h>
@@ -15,6 +21,8 @@
 #include "fc_l7.h"
 
 #define NGX_HTTP_FREQCTL_RECHECK 1000 /* ms between stat() of the shm path */
+#define NGX_HTTP_FREQCTL_RECOVER 1000 /* ms between looks for the places of workers gone */
+#define NGX_HTTP_FREQCTL_PLACES  2    /* places a request keeps without allocating */
 
 typedef struct {
     ngx_str_t                  shm_path;    /* the config file, root's */
@@ -36,6 +44,10 @@ typedef struct {
     ngx_uint_t                 status;  /* ngx_http_freqctl_statuses[] */
     uint32_t                   policy;
     ngx_str_t                  key;     /* the deciding per-key bucket's key */
+    struct fc_l7_place        *places;  /* concurrency places held, to give back */
+    size_t                     nplaces;
+    ngx_uint_t                 state_gen;  /* of the state mapping they are in */
+    struct fc_l7_place         place[NGX_HTTP_FREQCTL_PLACES];
     unsigned                   done:1;
 } ngx_http_freqctl_ctx_t;
 
@@ -78,12 +90,20 @@ typedef struct {
 typedef struct {
     ngx_http_freqctl_map_t     config;
     ngx_http_freqctl_map_t     state;
+    ngx_uint_t                 state_gen;  /* bumped at each mapping of the state file */
     ngx_msec_t                 checked;
     ngx_pool_t                *pool;
     struct fc_l7_index         ix;
     unsigned                   valid:1;
     unsigned                   logged_missing:1;
+    unsigned                   logged_holds:1;
     uint64_t                   logged_seq;  /* the seq last complained about */
+    /* This worker's record of its concurrency places, in the state file. */
+    uint64_t                   self;        /* its owner id: pid and start time */
+    uint32_t                  *free;        /* FC_SHM_HOLDS: the record's free holds */
+    struct fc_l7_holder        holder;
+    ngx_event_t                recover;     /* the timer that returns dead workers' places */
+    ngx_http_freqctl_main_conf_t  *mcf;
 } ngx_http_freqctl_shm_t;
 
 static ngx_http_freqctl_shm_t  ngx_http_freqctl_shm;
@@ -97,7 +117,9 @@ static char *ngx_http_freqctl_init_main_conf(ngx_conf_t *cf, void *conf);
 static void *ngx_http_freqctl_create_loc_conf(ngx_conf_t *cf);
 static char *ngx_http_freqctl_merge_loc_conf(ngx_conf_t *cf, void *parent, void *child);
 static ngx_int_t ngx_http_freqctl_init(ngx_conf_t *cf);
+static ngx_int_t ngx_http_freqctl_init_process(ngx_cycle_t *cycle);
 static void ngx_http_freqctl_exit_process(ngx_cycle_t *cycle);
+static uint64_t ngx_http_freqctl_now(void);
 
 static ngx_conf_num_bounds_t  ngx_http_freqctl_status_bounds = {
     ngx_conf_check_num_bounds, 400, 599
@@ -190,7 +212,7 @@ ngx_module_t  ngx_http_freqctl_module = {
     NGX_HTTP_MODULE,                       /* module type */
     NULL,                                  /* init master */
     NULL,                                  /* init module */
-    NULL,                                  /* init process */
+    ngx_http_freqctl_init_process,         /* init process */
     NULL,                                  /* init thread */
     NULL,                                  /* exit thread */
     ngx_http_freqctl_exit_process,         /* exit process */
@@ -206,10 +228,58 @@ ngx_http_freqctl_pool_alloc(void *ctx, size_t size)
 }
 
 
+/* The state file is left: the places this worker still records in it are
+ * given back (requests that hold them find another mapping when they end,
+ * and give back nothing), and its record is freed. */
 static void
-ngx_http_freqctl_unmap_file(ngx_http_freqctl_map_t *m)
+ngx_http_freqctl_state_leave(ngx_http_freqctl_shm_t *s)
+{
+    if (s->state.base && s->holder.rec) {
+        fc_l7_holder_close(s->state.base, s->state.size, &s->holder,
+                           ngx_http_freqctl_now());
+    }
+}
+
+
+/* A state file newly mapped: a record of this worker's own in it, and the
+ * places of workers that are gone given back. */
+static void
+ngx_http_freqctl_state_join(ngx_http_freqctl_shm_t *s, ngx_log_t *log)
+{
+    size_t  n;
+
+    s->state_gen++;
+
+    if (s->free == NULL || s->self == 0) {
+        return;  /* not a worker (the cache manager, say) */
+    }
+
+    if (fc_l7_holder_open(s->state.base, s->state.size, s->self, s->free,
+                          &s->holder) != 0)
+    {
+        ngx_log_error(NGX_LOG_WARN, log, 0,
+                      "freqctl: all %d worker records of the shm's state "
+                      "are in use: the concurrency places of this worker "
+                      "are not given back if it is killed", FC_SHM_WORKERS);
+    }
+
+    n = fc_l7_recover(s->state.base, s->state.size, s->self,
+                      ngx_http_freqctl_now(), NULL);
+    if (n) {
+        ngx_log_error(NGX_LOG_NOTICE, log, 0,
+                      "freqctl: gave back %uz concurrency places of workers "
+                      "that are gone", n);
+    }
+}
+
+
+static void
+ngx_http_freqctl_unmap_file(ngx_http_freqctl_shm_t *s, ngx_http_freqctl_map_t *m)
 {
     if (m->base) {
+        if (m == &s->state) {
+            ngx_http_freqctl_state_leave(s);
+        }
         munmap(m->base, m->size);
         m->base = NULL;
     }
@@ -219,8 +289,8 @@ ngx_http_freqctl_unmap_file(ngx_http_freqctl_map_t *m)
 static void
 ngx_http_freqctl_unmap(ngx_http_freqctl_shm_t *s)
 {
-    ngx_http_freqctl_unmap_file(&s->config);
-    ngx_http_freqctl_unmap_file(&s->state);
+    ngx_http_freqctl_unmap_file(s, &s->config);
+    ngx_http_freqctl_unmap_file(s, &s->state);
 
     if (s->pool) {
         ngx_destroy_pool(s->pool);
@@ -236,15 +306,15 @@ ngx_http_freqctl_unmap(ngx_http_freqctl_shm_t *s)
  * then. NGX_OK: the same file; NGX_DONE: newly mapped; NGX_DECLINED: there
  * is no such file. */
 static ngx_int_t
-ngx_http_freqctl_map_file(ngx_http_freqctl_map_t *m, ngx_str_t *path,
-    ngx_uint_t writable, ngx_log_t *log)
+ngx_http_freqctl_map_file(ngx_http_freqctl_shm_t *s, ngx_http_freqctl_map_t *m,
+    ngx_str_t *path, ngx_uint_t writable, ngx_log_t *log)
 {
     ngx_fd_t         fd;
     ngx_file_info_t  fi;
     u_char          *base;
 
     if (ngx_file_info(path->data, &fi) == NGX_FILE_ERROR) {
-        ngx_http_freqctl_unmap_file(m);
+        ngx_http_freqctl_unmap_file(s, m);
         return NGX_DECLINED;
     }
 
@@ -254,7 +324,7 @@ ngx_http_freqctl_map_file(ngx_http_freqctl_map_t *m, ngx_str_t *path,
         return NGX_OK;
     }
 
-    ngx_http_freqctl_unmap_file(m);
+    ngx_http_freqctl_unmap_file(s, m);
 
     fd = ngx_open_file(path->data, writable ? NGX_FILE_RDWR : NGX_FILE_RDONLY,
                        NGX_FILE_OPEN, 0);
@@ -281,6 +351,10 @@ ngx_http_freqctl_map_file(ngx_http_freqctl_map_t *m, ngx_str_t *path,
 
     ngx_log_error(NGX_LOG_NOTICE, log, 0, "freqctl: mapped shm \"%V\"", path);
 
+    if (m == &s->state) {
+        ngx_http_freqctl_state_join(s, log);
+    }
+
     return NGX_DONE;
 }
 
@@ -296,11 +370,11 @@ ngx_http_freqctl_map(ngx_http_freqctl_shm_t *s,
     ngx_str_t  *path;
 
     path = &mcf->shm_path;
-    rc = ngx_http_freqctl_map_file(&s->config, path, 0, log);
+    rc = ngx_http_freqctl_map_file(s, &s->config, path, 0, log);
 
     if (rc == NGX_OK || rc == NGX_DONE) {
         path = &mcf->state_path;
-        rc2 = ngx_http_freqctl_map_file(&s->state, path, 1, log);
+        rc2 = ngx_http_freqctl_map_file(s, &s->state, path, 1, log);
         rc = rc2 == NGX_OK ? rc : rc2;
     }
 
@@ -625,15 +699,26 @@ ngx_http_freqctl_headers(ngx_http_request_t *r, struct fc_l7_result *res)
         v.data += v.len;
     }
 
-    v.len = ngx_sprintf(v.data, "\"p%uD\";q=%uL;w=%uL", res->policy,
-                        res->limit, res->window_s) - v.data;
+    /* A concurrency cap is a quota of requests in flight, with no window
+     * and no reset time (the draft's quota unit "concurrent-requests"). */
+    if (res->concurrency) {
+        v.len = ngx_sprintf(v.data, "\"p%uD\";q=%uL;qu=\"concurrent-requests\"",
+                            res->policy, res->limit) - v.data;
+    } else {
+        v.len = ngx_sprintf(v.data, "\"p%uD\";q=%uL;w=%uL", res->policy,
+                            res->limit, res->window_s) - v.data;
+    }
     if (ngx_http_freqctl_add_header(r, "RateLimit-Policy", &v) != NGX_OK) {
         return NGX_ERROR;
     }
     v.data += v.len;
 
-    v.len = ngx_sprintf(v.data, "\"p%uD\";r=%uL;t=%uL", res->policy,
-                        res->remaining, reset) - v.data;
+    if (res->concurrency) {
+        v.len = ngx_sprintf(v.data, "\"p%uD\";r=0", res->policy) - v.data;
+    } else {
+        v.len = ngx_sprintf(v.data, "\"p%uD\";r=%uL;t=%uL", res->policy,
+                            res->remaining, reset) - v.data;
+    }
 
     return ngx_http_freqctl_add_header(r, "RateLimit", &v);
 }
@@ -653,10 +738,22 @@ ngx_http_freqctl_now(void)
 }
 
 
+/*
+ * The end of the request, however it ended: its places are given back.
+ * The cleanup also marks the ctx, see ngx_http_freqctl_get_ctx().
+ */
 static void
 ngx_http_freqctl_cleanup(void *data)
 {
-    /* only a marker: see ngx_http_freqctl_get_ctx() */
+    ngx_http_freqctl_ctx_t  *ctx = data;
+    ngx_http_freqctl_shm_t  *s = &ngx_http_freqctl_shm;
+
+    if (ctx->nplaces && s->state.base && ctx->state_gen == s->state_gen) {
+        fc_l7_give_back(s->state.base, s->state.size, &s->holder, ctx->places,
+                        ctx->nplaces, ngx_http_freqctl_now());
+    }
+
+    ctx->nplaces = 0;
 }
 
 
@@ -756,10 +853,28 @@ ngx_http_freqctl_handler(ngx_http_request_t *r)
         rq.keycap = NGX_HTTP_FREQCTL_KEY_MAX;
     }
 
+    rq.holder = &ngx_http_freqctl_shm.holder;
+    rq.places = ctx->place;
+    rq.places_cap = NGX_HTTP_FREQCTL_PLACES;
+
     fc_l7_decide(ix, &rq, ngx_http_freqctl_now(), &res);
     ctx->policy = res.policy;
     ctx->key.data = (u_char *) rq.keybuf;
     ctx->key.len = res.key_len;
+    /* Given back by the pool's cleanup from now on. */
+    ctx->places = res.places;
+    ctx->nplaces = res.nplaces;
+    ctx->state_gen = ngx_http_freqctl_shm.state_gen;
+
+    if (ngx_http_freqctl_shm.holder.unrecorded
+        && !ngx_http_freqctl_shm.logged_holds)
+    {
+        ngx_log_error(NGX_LOG_WARN, r->connection->log, 0,
+                      "freqctl: this worker holds more than %d concurrency "
+                      "places: the ones past them are not given back if "
+                      "it is killed", FC_SHM_HOLDS);
+        ngx_http_freqctl_shm.logged_holds = 1;
+    }
 
     if (res.would_deny) {
         ngx_log_error(lcf->log_level, r->connection->log, 0,
@@ -1135,6 +1250,79 @@ ngx_http_freqctl_init(ngx_conf_t *cf)
     }
 
     *h = ngx_http_freqctl_handler;
+
+    return NGX_OK;
+}
+
+
+/* Every second: the files remapped if root replaced them, and the places of
+ * workers that are gone given back. Cancelable: it never holds up a
+ * graceful exit. */
+static void
+ngx_http_freqctl_recover(ngx_event_t *ev)
+{
+    ngx_http_freqctl_shm_t  *s = ev->data;
+    size_t                   n;
+
+    if (ngx_exiting || ngx_terminate || ngx_quit) {
+        return;
+    }
+
+    s->checked = ngx_current_msec;
+    ngx_http_freqctl_map(s, s->mcf, ev->log);
+
+    if (s->state.base) {
+        n = fc_l7_recover(s->state.base, s->state.size, s->self,
+                          ngx_http_freqctl_now(), NULL);
+        if (n) {
+            ngx_log_error(NGX_LOG_NOTICE, ev->log, 0,
+                          "freqctl: gave back %uz concurrency places of "
+                          "workers that are gone", n);
+        }
+    }
+
+    ngx_add_timer(ev, NGX_HTTP_FREQCTL_RECOVER);
+}
+
+
+static ngx_int_t
+ngx_http_freqctl_init_process(ngx_cycle_t *cycle)
+{
+    ngx_http_freqctl_shm_t        *s = &ngx_http_freqctl_shm;
+    ngx_http_freqctl_main_conf_t  *mcf;
+
+    mcf = ngx_http_cycle_get_module_main_conf(cycle, ngx_http_freqctl_module);
+    if (mcf == NULL || mcf->shm_path.len == 0
+        || (ngx_process != NGX_PROCESS_WORKER
+            && ngx_process != NGX_PROCESS_SINGLE))
+    {
+        return NGX_OK;
+    }
+
+    s->mcf = mcf;
+    s->self = fc_l7_worker_id((int) ngx_pid);
+    if (s->self == 0) {
+        ngx_log_error(NGX_LOG_WARN, cycle->log, 0,
+                      "freqctl: no start time of this worker in /proc: its "
+                      "concurrency places are not given back if it is "
+                      "killed");
+    }
+
+    s->free = ngx_alloc(FC_SHM_HOLDS * sizeof(uint32_t), cycle->log);
+    if (s->free == NULL) {
+        return NGX_ERROR;
+    }
+
+    /* Now, not at the first request: a worker that replaces a killed one
+     * gives back the places that one held at once. */
+    s->checked = ngx_current_msec;
+    ngx_http_freqctl_map(s, mcf, cycle->log);
+
+    s->recover.handler = ngx_http_freqctl_recover;
+    s->recover.data = s;
+    s->recover.log = cycle->log;
+    s->recover.cancelable = 1;
+    ngx_add_timer(&s->recover, NGX_HTTP_FREQCTL_RECOVER);
 
     return NGX_OK;
 }

@@ -218,6 +218,9 @@ progress "freqctl L7 engine"
 fc10=$(rm -rf "$dir/d10" && mkdir -p "$dir/d10" && build/fc_l7_bench seed "$dir/d10/db" "$dir/d10/shm" 10 &&
 	build/fc_l7_bench decide "$dir/d10/shm" 2)
 fc64=$(build/fc_l7_bench decide "$dir/shm-65536" 2)
+# The same 10 policies with --concurrency: each decision takes a place, given back after.
+fcc=$(rm -rf "$dir/dc" && mkdir -p "$dir/dc" && build/fc_l7_bench seed-conc "$dir/dc/db" "$dir/dc/shm" 10 &&
+	build/fc_l7_bench decide "$dir/dc/shm" 2)
 # Per key: 700,000 live keys, two thirds of the default table (past that,
 # keys whose probe window is full share the overflow bucket), cycling.
 progress "freqctl L7 engine, per key"
@@ -230,6 +233,8 @@ printf '%-36s %14.0f\n' "Redis GCRA Lua (EVALSHA, unpipelined, 100k user keys)" 
 printf '%-36s %14.0f  x Redis %.0f (target >= 100)\n' "freqctl engine, 10 policies" "$fc10" "$(echo "$fc10 / $redis_rps" | bc -l)"
 printf '%-36s %14.0f  x Redis %.0f; x 10 policies %.2f (target: >= 0.5)\n' "freqctl engine, 65,536 policies" "$fc64" \
 	"$(echo "$fc64 / $redis_rps" | bc -l)" "$(echo "$fc64 / $fc10" | bc -l)"
+printf '%-36s %14.0f  x 10 policies %.2f (a place taken and given back each)\n' "freqctl engine, 10 with --concurrency" \
+	"$fcc" "$(echo "$fcc / $fc10" | bc -l)"
 printf '%-36s %14.0f  x Redis %.0f (target >= 100); x 10 policies %.2f (target >= 0.7)\n' \
 	"freqctl engine, uid=*, 700,000 keys" "$fck" "$(echo "$fck / $redis_rps" | bc -l)" "$(echo "$fck / $fc10" | bc -l)"
 sed 's/^fc_l7_bench: /  (/; s/$/)/' "$dir/dk/log"

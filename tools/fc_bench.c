@@ -1,19 +1,27 @@
 // SPDX-License-Identifier: BSD-2-Clause
 /*
- * make bench: the per-packet cost of freqctl's XDP program with a million
- * bans and ten thousand policies, against an empty XDP program and
- * xdp-filter (Debian xdp-tools) with one IP rule, all run through
- * BPF_PROG_TEST_RUN on the same frames in one run, rounds interleaved,
- * medians reported as ns/packet and as ratios. Also freqctl run through
- * libxdp's dispatcher (as `freqctl attach` shares the XDP hook), against
- * freqctl alone, and times `freqctl ban import` of the million bans
- * (target: < 10 s).
+ * make bench: the per-packet cost of freqctl's XDP program on every path,
+ * with a store as large as the issue's (1,000,000 exact bans, 100,000 IPv4
+ * prefixes of /8 to /32, 10,000 IPv6 prefixes, 65,536 policies, one of them
+ * ip=*), against an empty XDP program and xdp-filter (Debian xdp-tools) with
+ * one IP rule, all run through BPF_PROG_TEST_RUN on the same frames in one
+ * run, rounds interleaved, medians reported as ns/packet and as ratios. The
+ * prefix rows run a sample of sources drawn from the prefixes loaded, each
+ * against xdp-filter on its own frame, and report the median and the
+ * slowest. Also freqctl run through libxdp's dispatcher (as `freqctl attach`
+ * shares the XDP hook) against freqctl alone, the time of `freqctl ban
+ * import` of all the bans (target: < 10 s for 1,000,000), and the time and
+ * peak memory of one `freqctl policy add` with all of it stored.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
 #include <stdbool.h>
+#include <stdint.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <arpa/inet.h>
 #include <getopt.h>
 #include <sched.h>
 #include <stdio.h>
@@ -30,44 +38,66 @@
 
 #include "bench_empty.skel.h"
 #include "fc_attach.h"
+#include "fc_duration.h"
 #include "fc_frames.h"
 #include "fc_kern.h"
+#include "fc_prefix.h"
 #include "fc_store.h"
 #include "fc_sync.h"
 #include "freqctl.skel.h"
 
-#define FC_MAX_ROUNDS 31
-#define FC_POLICIES   10000
-
-/* The frames every program runs, and whether the target applies. */
-struct fc_case {
-	const char *name;
-	struct fc_frame_spec spec;
-	bool target;
-};
-
-static const struct fc_case fc_cases[] = {
-	{ "banned (exact ban)", { "10.0.0.7", IPPROTO_UDP, .payload = 18 }, true },
-	{ "unmatched", { "198.18.0.8", IPPROTO_UDP, .payload = 18 }, true },
-	{ "exact-address GCRA policy", { "10.200.0.7", IPPROTO_UDP, .payload = 18 }, true },
-	{ "exact-address sliding-window policy", { "10.200.0.8", IPPROTO_UDP, .payload = 18 }, true },
-	{ "ip=* GCRA policy (TCP SYN)", { "198.18.0.8", IPPROTO_TCP, 0x02, .payload = 6 }, true },
-	/* The usual setup: a general ip=* limit and specific ones, both charged. */
-	{ "exact-address + ip=* policies (TCP SYN)", { "10.200.0.7", IPPROTO_TCP, 0x02, .payload = 6 }, true },
-};
-
-/* With real prefixes too: informational (xdp-filter has no prefixes). */
-static const struct fc_case fc_pfx_cases[] = {
-	{ "banned (prefix ban)", { "172.16.0.9", IPPROTO_UDP, .payload = 18 }, false },
-	{ "unmatched", { "198.18.0.8", IPPROTO_UDP, .payload = 18 }, false },
-};
-
-#define FC_NCASES (sizeof(fc_cases) / sizeof(fc_cases[0]))
+#define FC_MAX_ROUNDS  31
+#define FC_MAX_SAMPLES 64
 
 enum { FC_P_EMPTY, FC_P_XDP_FILTER, FC_P_FREQCTL, FC_P_DISPATCHED, FC_NPROGS };
 
 static const char *const fc_prog_names[FC_NPROGS] = { "empty XDP program", "xdp-filter, 1 IP rule", "freqctl",
 						       "freqctl in dispatcher" };
+
+/* A source drawn from the loaded prefixes: a host inside prefix number
+ * `pick` of a kind (see fc_row). */
+enum fc_draw {
+	FC_DRAW_NONE,   /* the row's fixed source */
+	FC_DRAW_BAN4,   /* a host in an IPv4 prefix ban */
+	FC_DRAW_POL4,   /* a host in an IPv4 prefix policy */
+	FC_DRAW_BAN6,   /* a host in an IPv6 prefix ban */
+};
+
+/* One row: a frame (or a sample of frames), and whether the issue's target
+ * (at most 1.0x xdp-filter) applies. */
+struct fc_row {
+	const char *name;
+	struct fc_frame_spec spec;
+	enum fc_draw draw;
+	bool target;
+};
+
+/* The exact bans are 10.0.0.0 upwards (10.0.0.7 the banned frame's), the
+ * exact-address policies 10.200.0.0/16 (10.200.0.8 a sliding window,
+ * 10.200.0.9 and .10 GCRA with a warm-up, in its ramp and past it, the rest
+ * GCRA), the prefix bans and policies anywhere else in unicast space
+ * (never 10/8, 100/8 or 198.18/15; a source drawn from a policy is one no
+ * ban covers). The ip=* policy counts TCP SYNs, so that UDP frames meet only
+ * the others. */
+static const struct fc_row fc_rows[] = {
+	{ "clean (no rule matches)", { "198.18.0.8", IPPROTO_UDP, .payload = 18 }, FC_DRAW_NONE, true },
+	{ "exact ban", { "10.0.0.7", IPPROTO_UDP, .payload = 18 }, FC_DRAW_NONE, true },
+	{ "prefix ban", { NULL, IPPROTO_UDP, .payload = 18 }, FC_DRAW_BAN4, true },
+	{ "exact-address policy (GCRA)", { "10.200.0.7", IPPROTO_UDP, .payload = 18 }, FC_DRAW_NONE, true },
+	{ "exact-address policy (sliding window)", { "10.200.0.8", IPPROTO_UDP, .payload = 18 }, FC_DRAW_NONE, true },
+	{ "exact-address policy (GCRA, warming up)", { "10.200.0.9", IPPROTO_UDP, .payload = 18 }, FC_DRAW_NONE,
+	  true },
+	{ "exact-address policy (GCRA, warmed up)", { "10.200.0.10", IPPROTO_UDP, .payload = 18 }, FC_DRAW_NONE,
+	  true },
+	{ "prefix policy (GCRA)", { NULL, IPPROTO_UDP, .payload = 18 }, FC_DRAW_POL4, true },
+	{ "exact-address + ip=* policies (TCP SYN)", { "10.200.0.7", IPPROTO_TCP, 0x02, .payload = 6 }, FC_DRAW_NONE,
+	  true },
+	{ "ip=* policy alone (TCP SYN)", { "198.18.0.8", IPPROTO_TCP, 0x02, .payload = 6 }, FC_DRAW_NONE, true },
+	{ "IPv6 clean", { "fd00::8", IPPROTO_UDP, .payload = 18 }, FC_DRAW_NONE, false },
+	{ "IPv6 prefix ban", { NULL, IPPROTO_UDP, .payload = 18 }, FC_DRAW_BAN6, false },
+};
+
+#define FC_NROWS (sizeof(fc_rows) / sizeof(fc_rows[0]))
 
 /* One program on one frame: its timings and their median. */
 struct fc_subject {
@@ -78,9 +108,22 @@ struct fc_subject {
 	double median;
 };
 
+/* A row's frames (one, or a sample), each through every program. */
+struct fc_row_run {
+	int nframes;
+	char src[FC_MAX_SAMPLES][FC_PREFIX_STRLEN];
+	struct fc_subject s[FC_MAX_SAMPLES][FC_NPROGS];
+};
+
+/* The prefixes made for the store, kept to draw sources from. */
+struct fc_pfx_list {
+	struct fc_prefix *v;
+	size_t n;
+};
+
 static struct {
-	long bans;
-	long prefixes;
+	long bans, prefixes4, prefixes6, policies;
+	int samples;
 	unsigned repeat;
 	int rounds;
 	bool json;
@@ -91,7 +134,9 @@ static struct {
 	char xdpfs[112];
 	char dir[96];
 	char db[128];
-} fc_b = { 1000000, 1000, 2000000, 9, false, "build/freqctl" };
+	uint64_t rng;
+	struct fc_pfx_list ban4, pol4, ban6;
+} fc_b = { 1000000, 100000, 10000, FC_MAX_POLICIES, 16, 1000000, 9, false, "build/freqctl" };
 
 static bool fc_tty;
 
@@ -132,6 +177,252 @@ static void fc_cleanup(void)
 		fc_sh("ip netns del %s 2>/dev/null", fc_b.ns);
 	if (fc_b.pin[0])
 		fc_sh("rm -rf '%s' '%s' '%s'", fc_b.pin, fc_b.xdpfs, fc_b.dir);
+}
+
+/* splitmix64: the same prefixes on every run. */
+static uint64_t fc_rand(void)
+{
+	uint64_t z = (fc_b.rng += 0x9e3779b97f4a7c15ULL);
+
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+	return z ^ (z >> 31);
+}
+
+/* A random IPv4 prefix of len bits inside first octets that hold no other
+ * part of the setup (nor 0, 127, private or multicast space). */
+static void fc_rand_pfx4(struct fc_prefix *p, unsigned len)
+{
+	static const uint8_t skip[] = { 0, 10, 100, 127, 169, 172, 192, 198 };
+	uint32_t a;
+	size_t i;
+
+	do {
+		a = (uint32_t)fc_rand();
+		a = (a % (223u << 24)) + (1u << 24);
+		for (i = 0; i < sizeof(skip) && (a >> 24) != skip[i]; i++)
+			;
+	} while (i < sizeof(skip));
+	memset(p, 0, sizeof(*p));
+	p->family = 4;
+	p->len = (uint8_t)len;
+	a = htonl(a);
+	memcpy(p->a, &a, 4);
+	fc_prefix_mask(p->a, 4, len);
+}
+
+/* A random IPv6 prefix of len bits inside 2000::/3. */
+static void fc_rand_pfx6(struct fc_prefix *p, unsigned len)
+{
+	uint64_t w[2] = { fc_rand(), fc_rand() };
+
+	memset(p, 0, sizeof(*p));
+	p->family = 6;
+	p->len = (uint8_t)len;
+	memcpy(p->a, w, 16);
+	p->a[0] = (uint8_t)(0x20 | (p->a[0] & 0x1f));
+	fc_prefix_mask(p->a, 16, len);
+}
+
+static int fc_pfx_cmp(const void *a, const void *b)
+{
+	return memcmp(a, b, sizeof(struct fc_prefix));
+}
+
+/*
+ * n distinct prefixes, lengths in proportion to weights[len] (per 100,000;
+ * what is left over goes to rest_len), placed at random by make.
+ */
+static int fc_make_prefixes(struct fc_pfx_list *l, size_t n, const unsigned *weights, unsigned maxlen,
+			    unsigned rest_len, void (*make)(struct fc_prefix *, unsigned))
+{
+	size_t want[129] = { 0 }, have[129] = { 0 }, total = 0, i, o;
+	unsigned len;
+
+	for (len = 0; len <= maxlen; len++) {
+		want[len] = n * weights[len] / 100000;
+		total += want[len];
+	}
+	want[rest_len] += n - total;
+	l->v = calloc(n ? n : 1, sizeof(*l->v));
+	if (!l->v)
+		return -1;
+	/* Draw what each length lacks, then drop repeats, until none lacks. */
+	while (l->n < n) {
+		for (len = 0; len <= maxlen; len++)
+			for (; have[len] < want[len]; have[len]++)
+				make(&l->v[l->n++], len);
+		qsort(l->v, l->n, sizeof(*l->v), fc_pfx_cmp);
+		for (i = 0, o = 0; i < l->n; i++)
+			if (!o || fc_pfx_cmp(&l->v[o - 1], &l->v[i]))
+				l->v[o++] = l->v[i];
+			else
+				have[l->v[i].len]--;
+		l->n = o;
+	}
+	return 0;
+}
+
+/* IPv4 bans: mostly /24, every length from /8 to /32 (few /32: they are
+ * exact addresses, which the million exact bans nearly fill). */
+static const unsigned fc_w4[33] = {
+	[8] = 2,     [9] = 10,    [10] = 10,   [11] = 10,   [12] = 10,   [13] = 10,   [14] = 10,
+	[15] = 10,   [16] = 1000, [17] = 3000, [18] = 3000, [19] = 3000, [20] = 3000, [21] = 3000,
+	[22] = 3000, [23] = 3000, [25] = 3000, [26] = 3000, [27] = 3000, [28] = 3000, [29] = 3000,
+	[30] = 3000, [31] = 3000, [32] = 1000,
+};
+
+/* IPv6 bans: allocations and end sites. */
+static const unsigned fc_w6[129] = { [32] = 10000, [40] = 5000, [44] = 5000, [48] = 40000, [56] = 15000 };
+
+/* Prefix policies: /16 to /26, placed as the bans are. */
+static const unsigned fc_wpol[29] = { [16] = 2000, [20] = 18000, [22] = 20000, [24] = 30000, [26] = 15000 };
+
+/* Writes bans.txt: fc_b.bans exact IPv4 addresses (10.0.0.0 upwards), then
+ * the prefixes. */
+static int fc_write_bans(const char *path)
+{
+	char buf[FC_PREFIX_STRLEN];
+	FILE *f = fopen(path, "w");
+	long i;
+	size_t j;
+
+	if (!f)
+		return -1;
+	for (i = 0; i < fc_b.bans; i++)
+		fprintf(f, "10.%ld.%ld.%ld\n", (i >> 16) & 255, (i >> 8) & 255, i & 255);
+	for (j = 0; j < fc_b.ban4.n; j++) {
+		fc_prefix_format(&fc_b.ban4.v[j], buf);
+		fprintf(f, "%s\n", buf);
+	}
+	for (j = 0; j < fc_b.ban6.n; j++) {
+		fc_prefix_format(&fc_b.ban6.v[j], buf);
+		fprintf(f, "%s\n", buf);
+	}
+	return fclose(f);
+}
+
+static int fc_import(const char *file, double *secs)
+{
+	double t0 = fc_now();
+	int rc;
+
+	/* Every path its own: the machine's freqctl (its shm included) is not ours to write. */
+	rc = fc_sh("'%s' --db '%s' --pin-dir '%s' --shm '%s/shm' ban import '%s' >/dev/null", fc_b.freqctl, fc_b.db,
+		   fc_b.pin, fc_b.dir, file);
+	*secs = fc_now() - t0;
+	return rc;
+}
+
+/* Policy i's match: ids from 1 are exact addresses in 10.200.0.0/16, then
+ * the prefix policies, then ip=* (the last id but one); the last id, one
+ * more exact address, is left to the `policy add` that is timed. */
+static long fc_npol4(void)
+{
+	return (long)fc_b.pol4.n;
+}
+
+static long fc_nexact(void)
+{
+	return fc_b.policies - fc_npol4() - 2;
+}
+
+static void fc_policy_match(long id, char *match, size_t size)
+{
+	char buf[FC_PREFIX_STRLEN];
+
+	if (id <= fc_nexact()) {
+		snprintf(match, size, "ip=10.200.%ld.%ld", id / 256, id % 256);
+	} else if (id <= fc_nexact() + fc_npol4()) {
+		fc_prefix_format(&fc_b.pol4.v[id - fc_nexact() - 1], buf);
+		snprintf(match, size, "ip=%s", buf);
+	} else {
+		snprintf(match, size, "ip=*");
+	}
+}
+
+/* All policies but the last, through the real store and publish path, in one
+ * transaction, at rates the benchmark never exhausts: GCRA, except
+ * 10.200.0.8, a sliding window at the most it counts (16,000,000/s, so part
+ * of a round may be refused), and ip=*, which counts TCP SYNs. 10.200.0.9
+ * warms up over a day (the ramp's arithmetic on every packet), 10.200.0.10
+ * over an hour that ended (its bucket set so). */
+static int fc_add_policies(double *secs)
+{
+	struct fc_policy_spec p = { .algo = FC_ALGO_GCRA };
+	struct fc_bucket warm = { 0 };
+	struct fc_sync_result res;
+	__u32 warm_slot = 0;
+	struct fc_policy_row row;
+	struct fc_store *st = NULL;
+	struct fc_maps m = { .dirfd = -1 };
+	struct fc_err err;
+	double t0 = fc_now();
+	char match[80];
+	long i;
+	int rc = -1;
+
+	if (fc_store_open(fc_b.db, &st, &err) < 0 || fc_store_begin(st, &err) < 0)
+		goto out;
+	for (i = 1; i < fc_b.policies; i++) {
+		p.id = (uint32_t)i;
+		fc_policy_match(i, match, sizeof(match));
+		p.count = i == fc_b.policies - 1 ? FC_COUNT_SYN : FC_COUNT_PACKETS;
+		p.algo = i == 8 ? FC_ALGO_SLIDING : FC_ALGO_GCRA;
+		p.warmup = i == 9 ? 86400 : i == 10 ? 3600 : 0;
+		if (fc_match_parse(match, &p, &err) < 0 ||
+		    fc_rates_parse(i == 8 ? "16000000/s" : "1000000000/s", &p, &err) < 0 ||
+		    fc_store_policy_put(st, &p, (int64_t)time(NULL), &row, &err) < 0)
+			goto out;
+		if (i == 10)
+			warm_slot = row.slot;
+	}
+	if (fc_maps_open(fc_b.pin, &m, &err) < 0 || fc_sync(st, &m, fc_b.pin, (int64_t)time(NULL), 1, &res, &err) < 0 ||
+	    fc_store_commit(st, &err) < 0)
+		goto out;
+	/* Its TAT now, its ramp begun two hours ago: warm for as long as the
+	 * rounds come within the hour. */
+	warm.state[0] = fc_utc_ns();
+	warm.state[1] = warm.state[0] - 7200 * FC_NS_PER_SEC;
+	if (bpf_map_update_elem(m.buckets, &warm_slot, &warm, BPF_ANY)) {
+		fc_err_set(&err, "the warm bucket: %s", strerror(errno));
+		goto out;
+	}
+	rc = 0;
+out:
+	if (rc)
+		fprintf(stderr, "fc_bench: adding policies: %s\n", err.msg);
+	fc_maps_close(&m);
+	fc_store_close(st);
+	*secs = fc_now() - t0;
+	return rc;
+}
+
+/* `freqctl policy add` of the last policy, with everything else stored:
+ * its wall time and peak resident memory. */
+static int fc_time_policy_add(double *secs, long *maxrss_kib)
+{
+	char id[24], shm[160];
+	struct rusage ru;
+	double t0 = fc_now();
+	int status;
+	pid_t pid;
+
+	snprintf(id, sizeof(id), "%ld", fc_b.policies);
+	snprintf(shm, sizeof(shm), "%s/shm", fc_b.dir);
+	pid = fork();
+	if (pid == 0) {
+		if (!freopen("/dev/null", "w", stdout))
+			_exit(127);
+		execl(fc_b.freqctl, fc_b.freqctl, "--db", fc_b.db, "--pin-dir", fc_b.pin, "--shm", shm, "policy", "add",
+		      id, "--match", "ip=10.200.255.254", "--rate", "1000000000/s", (char *)NULL);
+		_exit(127);
+	}
+	if (pid < 0 || wait4(pid, &status, 0, &ru) != pid || !WIFEXITED(status) || WEXITSTATUS(status))
+		return -1;
+	*secs = fc_now() - t0;
+	*maxrss_kib = ru.ru_maxrss;
+	return 0;
 }
 
 static void fc_subject_init(struct fc_subject *s, int prog_fd, const struct fc_frame_spec *spec)
@@ -235,77 +526,57 @@ static int fc_dispatched(void *why)
 	return fc_hook_fd("fcb1");
 }
 
-/* Writes bans.txt: fc_b.bans exact IPv4 addresses (10.0.0.0 upwards, with
- * 10.0.0.7 the banned frame's source), then the IPv4 prefixes if asked. */
-static int fc_write_bans(const char *path, long exact, long prefixes)
+/* Whether a prefix of l covers the address p. */
+static bool fc_covered(const struct fc_pfx_list *l, const struct fc_prefix *p)
 {
-	FILE *f = fopen(path, "w");
-	long i;
+	struct fc_prefix q;
+	size_t i;
 
-	if (!f)
-		return -1;
-	for (i = 0; i < exact; i++)
-		fprintf(f, "10.%ld.%ld.%ld\n", (i >> 16) & 255, (i >> 8) & 255, i & 255);
-	for (i = 0; i < prefixes; i++)
-		fprintf(f, "172.%ld.%ld.0/24\n", 16 + ((i >> 8) & 15), i & 255);
-	return fclose(f);
-}
-
-static int fc_import(const char *file, double *secs)
-{
-	double t0 = fc_now();
-	int rc;
-
-	/* Every path its own: the machine's freqctl (its shm included) is not ours to write. */
-	rc = fc_sh("'%s' --db '%s' --pin-dir '%s' --shm '%s/shm' ban import '%s' >/dev/null", fc_b.freqctl, fc_b.db,
-		   fc_b.pin, fc_b.dir, file);
-	*secs = fc_now() - t0;
-	return rc;
-}
-
-/* FC_POLICIES policies through the real store and publish path, in one
- * transaction: exact-address GCRA policies on 10.200.0.0/16 at a rate the
- * benchmark never exhausts, one of them (10.200.0.8) a sliding window at
- * the most it counts (16,000,000/s, so part of a round may be refused), and
- * one ip=* GCRA policy charging TCP SYNs. */
-static int fc_add_policies(double *secs)
-{
-	struct fc_policy_spec p = { .algo = FC_ALGO_GCRA };
-	struct fc_sync_result res;
-	struct fc_policy_row row;
-	struct fc_store *st = NULL;
-	struct fc_maps m = { .dirfd = -1 };
-	struct fc_err err;
-	double t0 = fc_now();
-	char match[64];
-	int i, rc = -1;
-
-	if (fc_store_open(fc_b.db, &st, &err) < 0 || fc_store_begin(st, &err) < 0)
-		goto out;
-	for (i = 1; i <= FC_POLICIES; i++) {
-		p.id = (uint32_t)i;
-		if (i < FC_POLICIES)
-			snprintf(match, sizeof(match), "ip=10.200.%d.%d", i / 256, i % 256);
-		else
-			snprintf(match, sizeof(match), "ip=*");
-		p.count = i < FC_POLICIES ? FC_COUNT_PACKETS : FC_COUNT_SYN;
-		p.algo = i == 8 ? FC_ALGO_SLIDING : FC_ALGO_GCRA;
-		if (fc_match_parse(match, &p, &err) < 0 ||
-		    fc_rates_parse(i == 8 ? "16000000/s" : "1000000000/s", &p, &err) < 0 ||
-		    fc_store_policy_put(st, &p, (int64_t)time(NULL), &row, &err) < 0)
-			goto out;
+	for (i = 0; i < l->n; i++) {
+		q = *p;
+		fc_prefix_mask(q.a, 16, l->v[i].len);
+		if (l->v[i].family == p->family && !memcmp(q.a, l->v[i].a, 16))
+			return true;
 	}
-	if (fc_maps_open(fc_b.pin, &m, &err) < 0 || fc_sync(st, &m, fc_b.pin, (int64_t)time(NULL), 1, &res, &err) < 0 ||
-	    fc_store_commit(st, &err) < 0)
-		goto out;
-	rc = 0;
-out:
-	if (rc)
-		fprintf(stderr, "fc_bench: adding policies: %s\n", err.msg);
-	fc_maps_close(&m);
-	fc_store_close(st);
-	*secs = fc_now() - t0;
-	return rc;
+	return false;
+}
+
+/* A host inside a random prefix of l (its address + 7, or the prefix's
+ * only address), as text; for a policy, one no ban covers. */
+static void fc_draw_host(const struct fc_pfx_list *l, bool unbanned, char *out)
+{
+	struct fc_prefix p;
+	unsigned bytes, tries = 0;
+
+	do {
+		p = l->v[fc_rand() % l->n];
+		bytes = p.family == 4 ? 4 : 16;
+		if (p.len < (p.family == 4 ? 29 : 125))
+			p.a[bytes - 1] |= 7;
+		p.len = (uint8_t)(bytes * 8);
+	} while (unbanned && fc_covered(&fc_b.ban4, &p) && ++tries < 1000);
+	fc_prefix_format(&p, out);
+}
+
+/* The row's frames, each through every program (dp_fd < 0: no dispatcher). */
+static void fc_row_init(struct fc_row_run *rr, const struct fc_row *row, const int *fds)
+{
+	const struct fc_pfx_list *from = row->draw == FC_DRAW_BAN4 ? &fc_b.ban4 :
+					 row->draw == FC_DRAW_POL4 ? &fc_b.pol4 :
+					 row->draw == FC_DRAW_BAN6 ? &fc_b.ban6 : NULL;
+	struct fc_frame_spec spec = row->spec;
+	int i, p;
+
+	rr->nframes = from ? (from->n ? fc_b.samples : 0) : 1;
+	for (i = 0; i < rr->nframes; i++) {
+		if (from)
+			fc_draw_host(from, row->draw == FC_DRAW_POL4, rr->src[i]);
+		else
+			snprintf(rr->src[i], sizeof(rr->src[i]), "%s", row->spec.src);
+		spec.src = rr->src[i];
+		for (p = 0; p < FC_NPROGS; p++)
+			fc_subject_init(&rr->s[i][p], fds[p], &spec);
+	}
 }
 
 static double fc_run(const struct fc_subject *s)
@@ -330,67 +601,116 @@ static int fc_cmp_double(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
-/* Runs every subject once per round, rounds interleaved, and keeps medians. */
-static void fc_measure(struct fc_subject *v, int n)
+static double fc_median(double *v, int n)
 {
-	int r, i;
+	qsort(v, (size_t)n, sizeof(*v), fc_cmp_double);
+	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
 
-	for (r = 0; r < fc_b.rounds; r++) {
-		for (i = 0; i < n; i++) {
-			fc_progress("round %d/%d: %d/%d", r + 1, fc_b.rounds, i + 1, n);
-			if (v[i].prog_fd >= 0)
-				v[i].ns[r] = fc_run(&v[i]);
+/* Runs every subject once per round, rounds interleaved, and keeps medians. */
+static void fc_measure(struct fc_row_run *rr, size_t nrows)
+{
+	size_t r, i;
+	int f, p;
+
+	for (r = 0; r < (size_t)fc_b.rounds; r++)
+		for (i = 0; i < nrows; i++) {
+			fc_progress("round %zu/%d: row %zu/%zu", r + 1, fc_b.rounds, i + 1, nrows);
+			for (f = 0; f < rr[i].nframes; f++)
+				for (p = 0; p < FC_NPROGS; p++)
+					if (rr[i].s[f][p].prog_fd >= 0)
+						rr[i].s[f][p].ns[r] = fc_run(&rr[i].s[f][p]);
 		}
-	}
 	fc_progress("");
-	for (i = 0; i < n; i++) {
-		qsort(v[i].ns, (size_t)fc_b.rounds, sizeof(double), fc_cmp_double);
-		v[i].median = v[i].ns[fc_b.rounds / 2];
+	for (i = 0; i < nrows; i++)
+		for (f = 0; f < rr[i].nframes; f++)
+			for (p = 0; p < FC_NPROGS; p++)
+				rr[i].s[f][p].median = fc_median(rr[i].s[f][p].ns, fc_b.rounds);
+}
+
+/* A row's figures for program p: ns and ratios of its one frame, or over a
+ * sample the median of each (max: the slowest frame's instead). */
+struct fc_fig {
+	double ns, x_empty, x_xf; /* x_xf 0: no xdp-filter */
+	const char *src;          /* the slowest frame's source, for max */
+};
+
+static struct fc_fig fc_row_fig(const struct fc_row_run *rr, int p, bool max)
+{
+	double ns[FC_MAX_SAMPLES], xe[FC_MAX_SAMPLES], xf[FC_MAX_SAMPLES];
+	struct fc_fig fig = { 0 };
+	int f, worst = 0;
+
+	for (f = 0; f < rr->nframes; f++) {
+		const struct fc_subject *s = rr->s[f];
+
+		ns[f] = s[p].median;
+		xe[f] = s[p].median / s[FC_P_EMPTY].median;
+		xf[f] = s[FC_P_XDP_FILTER].prog_fd >= 0 ? s[p].median / s[FC_P_XDP_FILTER].median : 0;
+		if (xf[f] > xf[worst] || (xf[f] == xf[worst] && ns[f] > ns[worst]))
+			worst = f;
 	}
+	if (max) {
+		fig = (struct fc_fig){ ns[worst], xe[worst], xf[worst], rr->src[worst] };
+		return fig;
+	}
+	fig.ns = fc_median(ns, rr->nframes);
+	fig.x_empty = fc_median(xe, rr->nframes);
+	fig.x_xf = fc_median(xf, rr->nframes);
+	return fig;
 }
 
 static void fc_usage(FILE *f)
 {
-	fprintf(f, "Usage: fc_bench [--bans N] [--prefixes N] [--repeat N] [--rounds N] [--freqctl PATH] [--json]\n\n"
-		   "Per-packet cost of freqctl_xdp with N exact bans (default 1000000), against an empty\n"
-		   "XDP program and xdp-filter with one IP rule, and run through libxdp's dispatcher\n"
-		   "against alone, via BPF_PROG_TEST_RUN; medians of interleaved rounds. Needs root.\n"
-		   "Creates and removes its own namespace, pin dir and libxdp state.\n");
+	fprintf(f, "Usage: fc_bench [--bans N] [--prefixes N] [--prefixes6 N] [--policies N] [--samples N]\n"
+		   "                [--repeat N] [--rounds N] [--freqctl PATH] [--json]\n\n"
+		   "Per-packet cost of freqctl_xdp on each path with N exact bans (default 1000000), N IPv4\n"
+		   "prefix bans of /8 to /32 (100000), N IPv6 prefix bans (10000) and N policies (65536,\n"
+		   "one of them ip=*) stored, against an empty XDP program and xdp-filter with one IP\n"
+		   "rule, and run through libxdp's dispatcher against alone, via BPF_PROG_TEST_RUN;\n"
+		   "medians of interleaved rounds. Prefix rows draw --samples sources (16) from what is\n"
+		   "loaded. Times `freqctl ban import` and one `freqctl policy add` (with its peak RSS).\n"
+		   "Needs root. Creates and removes its own namespace, pin dir, store and libxdp state.\n");
 }
 
-static json_t *fc_row_json(const char *prog, const char *frame, double ns, double empty, double xf)
+static json_t *fc_fig_json(const char *prog, const char *row, const struct fc_fig *g, int nframes)
 {
-	return json_pack("{s:s, s:s, s:f, s:f, s:o}", "program", prog, "frame", frame, "ns_per_packet", ns, "x_empty",
-			 ns / empty, "x_xdp_filter", xf > 0 ? json_real(ns / xf) : json_null());
+	return json_pack("{s:s, s:s, s:i, s:f, s:f, s:o, s:s?}", "program", prog, "frame", row, "frames", nframes,
+			 "ns_per_packet", g->ns, "x_empty", g->x_empty, "x_xdp_filter",
+			 g->x_xf > 0 ? json_real(g->x_xf) : json_null(), "slowest_source", g->src);
 }
 
-static void fc_row_print(const char *prog, const char *frame, double ns, double empty, double xf, bool target)
+static void fc_fig_print(const char *prog, const char *row, const struct fc_fig *g, bool target)
 {
-	printf("%-22s %-40s %7.0f %8.2f", prog, frame, ns, ns / empty);
-	if (xf > 0)
-		printf(" %12.2f%s", ns / xf, !target ? "" : ns <= xf ? "  target <= 1.0: met" : "  target <= 1.0: MISSED");
+	printf("%-22s %-42s %7.1f %8.2f", prog, row, g->ns, g->x_empty);
+	if (g->x_xf > 0)
+		printf(" %12.2f%s", g->x_xf, !target ? "" : g->x_xf <= 1.0 ? "  target <= 1.0: met" : "  target <= 1.0: MISSED");
 	putchar('\n');
 }
 
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
-		{ "bans", required_argument, NULL, 'b' },   { "prefixes", required_argument, NULL, 'p' },
-		{ "repeat", required_argument, NULL, 'r' }, { "rounds", required_argument, NULL, 'n' },
-		{ "freqctl", required_argument, NULL, 'f' }, { "json", no_argument, NULL, 'j' },
-		{ "help", no_argument, NULL, 'h' },         { 0 },
+		{ "bans", required_argument, NULL, 'b' },      { "prefixes", required_argument, NULL, 'p' },
+		{ "prefixes6", required_argument, NULL, '6' }, { "policies", required_argument, NULL, 'P' },
+		{ "samples", required_argument, NULL, 's' },   { "repeat", required_argument, NULL, 'r' },
+		{ "rounds", required_argument, NULL, 'n' },    { "freqctl", required_argument, NULL, 'f' },
+		{ "json", no_argument, NULL, 'j' },            { "help", no_argument, NULL, 'h' },
+		{ 0 },
 	};
 	LIBBPF_OPTS(bpf_object_open_opts, oopts);
-	struct fc_subject v[FC_NCASES][FC_NPROGS], pv[2];
+	static struct fc_row_run rr[FC_NROWS];
 	struct bench_empty *empty = NULL;
 	struct freqctl *fq = NULL;
 	const char *why = NULL, *dwhy = "cannot create the bench namespace";
-	double import_s = 0, import_pfx_s = 0, pol_s = 0;
-	int c, xf_fd, fq_fd, dp_fd, rc = 1;
+	double import_s = 0, pol_s = 0, add_s = 0;
+	long add_rss = 0;
+	int c, fds[FC_NPROGS], rc = 1;
 	bool have_ns;
-	size_t f, p;
+	size_t i;
+	int p;
 	json_t *doc, *rows, *ratios;
-	char file[160];
+	char file[160], name[96];
 
 	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
 		switch (c) {
@@ -398,7 +718,16 @@ int main(int argc, char **argv)
 			fc_b.bans = strtol(optarg, NULL, 10);
 			break;
 		case 'p':
-			fc_b.prefixes = strtol(optarg, NULL, 10);
+			fc_b.prefixes4 = strtol(optarg, NULL, 10);
+			break;
+		case '6':
+			fc_b.prefixes6 = strtol(optarg, NULL, 10);
+			break;
+		case 'P':
+			fc_b.policies = strtol(optarg, NULL, 10);
+			break;
+		case 's':
+			fc_b.samples = atoi(optarg);
 			break;
 		case 'r':
 			fc_b.repeat = (unsigned)strtoul(optarg, NULL, 10);
@@ -420,9 +749,14 @@ int main(int argc, char **argv)
 			return 2;
 		}
 	}
-	if (fc_b.bans < 8 || fc_b.bans > 1000000 || fc_b.prefixes < 0 || fc_b.prefixes > 4096 || !fc_b.repeat ||
-	    fc_b.rounds < 1 || fc_b.rounds > FC_MAX_ROUNDS) {
-		fprintf(stderr, "fc_bench: --bans 8-1000000, --prefixes 0-4096, --rounds 1-%d\n", FC_MAX_ROUNDS);
+	if (fc_b.bans < 8 || fc_b.bans > FC_MAX_BANS || fc_b.prefixes4 < 0 || fc_b.prefixes4 > 500000 ||
+	    fc_b.prefixes6 < 0 || fc_b.prefixes6 > 500000 || fc_b.policies < 64 || fc_b.policies > FC_MAX_POLICIES ||
+	    fc_b.samples < 1 || fc_b.samples > FC_MAX_SAMPLES || !fc_b.repeat || fc_b.rounds < 1 ||
+	    fc_b.rounds > FC_MAX_ROUNDS) {
+		fprintf(stderr,
+			"fc_bench: --bans 8-%d, --prefixes and --prefixes6 0-500000, --policies 64-%d, --samples 1-%d, "
+			"--rounds 1-%d\n",
+			FC_MAX_BANS, FC_MAX_POLICIES, FC_MAX_SAMPLES, FC_MAX_ROUNDS);
 		return 2;
 	}
 	if (geteuid() != 0) {
@@ -441,18 +775,29 @@ int main(int argc, char **argv)
 	mkdir(fc_b.dir, 0700);
 	mkdir(fc_b.xdpfs, 0700);
 
-	fc_progress("writing %ld bans", fc_b.bans);
-	snprintf(file, sizeof(file), "%s/bans.txt", fc_b.dir);
-	if (fc_write_bans(file, fc_b.bans, 0) < 0)
+	fc_progress("making %ld + %ld prefixes", fc_b.prefixes4, fc_b.prefixes6);
+	fc_b.rng = 13;
+	if (fc_make_prefixes(&fc_b.ban4, (size_t)fc_b.prefixes4, fc_w4, 32, 24, fc_rand_pfx4) < 0 ||
+	    fc_make_prefixes(&fc_b.ban6, (size_t)fc_b.prefixes6, fc_w6, 128, 64, fc_rand_pfx6) < 0 ||
+	    fc_make_prefixes(&fc_b.pol4, (size_t)fc_b.policies / 32, fc_wpol, 28, 24, fc_rand_pfx4) < 0)
 		goto out;
-	fc_progress("freqctl ban import of %ld bans", fc_b.bans);
+	fc_progress("writing %ld bans", fc_b.bans + fc_b.prefixes4 + fc_b.prefixes6);
+	snprintf(file, sizeof(file), "%s/bans.txt", fc_b.dir);
+	if (fc_write_bans(file) < 0)
+		goto out;
+	fc_progress("freqctl ban import");
 	if (fc_import(file, &import_s)) {
 		fprintf(stderr, "fc_bench: freqctl ban import failed\n");
 		goto out;
 	}
-	fc_progress("adding %d policies", FC_POLICIES);
+	fc_progress("adding %ld policies", fc_b.policies - 1);
 	if (fc_add_policies(&pol_s) < 0)
 		goto out;
+	fc_progress("freqctl policy add");
+	if (fc_time_policy_add(&add_s, &add_rss) < 0) {
+		fprintf(stderr, "fc_bench: freqctl policy add failed\n");
+		goto out;
+	}
 
 	empty = bench_empty__open_and_load();
 	if (!empty) {
@@ -465,84 +810,93 @@ int main(int argc, char **argv)
 		fprintf(stderr, "fc_bench: cannot load freqctl: %s\n", strerror(fq ? -c : errno));
 		goto out;
 	}
-	fq_fd = bpf_program__fd(fq->progs.freqctl_xdp);
+	fds[FC_P_EMPTY] = bpf_program__fd(empty->progs.fc_bench_empty);
+	fds[FC_P_FREQCTL] = bpf_program__fd(fq->progs.freqctl_xdp);
 	have_ns = !fc_bench_ns();
-	xf_fd = fc_xdp_filter(have_ns, &why);
+	fds[FC_P_XDP_FILTER] = fc_xdp_filter(have_ns, &why);
 	/* libxdp's state for the dispatcher made here, removed with the rest
 	 * (xdp-filter, above, kept its own in its private bpffs). */
 	setenv("LIBXDP_BPFFS", fc_b.xdpfs, 1);
-	dp_fd = have_ns ? fc_in_ns(fc_dispatched, &dwhy) : -1;
-	for (f = 0; f < FC_NCASES; f++) {
-		fc_subject_init(&v[f][FC_P_EMPTY], bpf_program__fd(empty->progs.fc_bench_empty), &fc_cases[f].spec);
-		fc_subject_init(&v[f][FC_P_XDP_FILTER], xf_fd, &fc_cases[f].spec);
-		fc_subject_init(&v[f][FC_P_FREQCTL], fq_fd, &fc_cases[f].spec);
-		fc_subject_init(&v[f][FC_P_DISPATCHED], dp_fd, &fc_cases[f].spec);
-	}
-	fc_measure(&v[0][0], (int)(FC_NCASES * FC_NPROGS));
-
-	if (fc_b.prefixes) {
-		snprintf(file, sizeof(file), "%s/prefixes.txt", fc_b.dir);
-		if (fc_write_bans(file, 0, fc_b.prefixes) < 0 || fc_import(file, &import_pfx_s))
-			goto out;
-		for (f = 0; f < 2; f++)
-			fc_subject_init(&pv[f], fq_fd, &fc_pfx_cases[f].spec);
-		fc_measure(pv, 2);
-	}
+	fds[FC_P_DISPATCHED] = have_ns ? fc_in_ns(fc_dispatched, &dwhy) : -1;
+	fc_b.rng = 29;
+	for (i = 0; i < FC_NROWS; i++)
+		fc_row_init(&rr[i], &fc_rows[i], fds);
+	fc_measure(rr, FC_NROWS);
 
 	if (fc_b.json) {
 		rows = json_array();
-		for (f = 0; f < FC_NCASES; f++)
-			for (p = 0; p < FC_NPROGS; p++)
-				if (v[f][p].prog_fd >= 0)
-					json_array_append_new(rows, fc_row_json(fc_prog_names[p], fc_cases[f].name,
-										 v[f][p].median, v[f][FC_P_EMPTY].median,
-										 v[f][FC_P_XDP_FILTER].median));
-		for (f = 0; fc_b.prefixes && f < 2; f++)
-			json_array_append_new(rows, fc_row_json("freqctl, + prefixes", fc_pfx_cases[f].name,
-								 pv[f].median, v[1][FC_P_EMPTY].median,
-								 v[1][FC_P_XDP_FILTER].median));
+		for (i = 0; i < FC_NROWS; i++) {
+			struct fc_fig g, w;
+
+			for (p = 0; rr[i].nframes && p < FC_NPROGS; p++) {
+				if (fds[p] < 0)
+					continue;
+				g = fc_row_fig(&rr[i], p, false);
+				json_array_append_new(rows, fc_fig_json(fc_prog_names[p], fc_rows[i].name, &g, rr[i].nframes));
+			}
+			if (rr[i].nframes > 1) {
+				w = fc_row_fig(&rr[i], FC_P_FREQCTL, true);
+				snprintf(name, sizeof(name), "%s, slowest source", fc_rows[i].name);
+				json_array_append_new(rows, fc_fig_json(fc_prog_names[FC_P_FREQCTL], name, &w, 1));
+			}
+		}
 		/* The dispatcher's price: freqctl through it over freqctl alone. */
-		ratios = dp_fd >= 0 ? json_object() : json_null();
-		for (f = 0; dp_fd >= 0 && f < FC_NCASES; f++)
-			json_object_set_new(ratios, fc_cases[f].name,
-					    json_real(v[f][FC_P_DISPATCHED].median / v[f][FC_P_FREQCTL].median));
-		doc = json_pack("{s:I, s:I, s:I, s:I, s:i, s:f, s:f, s:s?, s:s?, s:o, s:o}", "bans",
-				(json_int_t)fc_b.bans, "policies", (json_int_t)FC_POLICIES, "prefixes",
-				(json_int_t)fc_b.prefixes, "repeat", (json_int_t)fc_b.repeat, "rounds", fc_b.rounds,
-				"import_seconds", import_s, "policies_publish_seconds", pol_s, "xdp_filter_skipped", why,
-				"dispatcher_skipped", dp_fd >= 0 ? NULL : dwhy, "results", rows,
-				"dispatcher_x_direct", ratios);
+		ratios = fds[FC_P_DISPATCHED] >= 0 ? json_object() : json_null();
+		for (i = 0; fds[FC_P_DISPATCHED] >= 0 && i < FC_NROWS; i++)
+			if (rr[i].nframes)
+				json_object_set_new(ratios, fc_rows[i].name,
+						    json_real(fc_row_fig(&rr[i], FC_P_DISPATCHED, false).ns /
+							      fc_row_fig(&rr[i], FC_P_FREQCTL, false).ns));
+		doc = json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:i, s:i, s:f, s:f, s:f, s:I, s:s?, s:s?, s:o, s:o}",
+				"bans", (json_int_t)fc_b.bans, "prefixes4", (json_int_t)fc_b.ban4.n, "prefixes6",
+				(json_int_t)fc_b.ban6.n, "policies", (json_int_t)fc_b.policies, "prefix_policies",
+				(json_int_t)fc_b.pol4.n, "repeat", (json_int_t)fc_b.repeat, "rounds", fc_b.rounds,
+				"samples", fc_b.samples, "import_seconds", import_s, "policies_publish_seconds", pol_s,
+				"policy_add_seconds", add_s, "policy_add_maxrss_kib", (json_int_t)add_rss,
+				"xdp_filter_skipped", why, "dispatcher_skipped", fds[FC_P_DISPATCHED] >= 0 ? NULL : dwhy,
+				"results", rows, "dispatcher_x_direct", ratios);
 		json_dumpf(doc, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
 		putchar('\n');
 		json_decref(doc);
 	} else {
 		printf("BPF_PROG_TEST_RUN (kernel-timed, whole ns), %u repeats x %d interleaved rounds, median.\n"
-		       "freqctl has %ld exact bans and %d policies loaded (%d exact-address GCRA, one ip=* GCRA).\n\n",
-		       fc_b.repeat, fc_b.rounds, fc_b.bans, FC_POLICIES, FC_POLICIES - 1);
-		printf("%-22s %-40s %7s %8s %12s\n", "program", "frame", "ns/pkt", "x empty", "x xdp-filter");
-		for (f = 0; f < FC_NCASES; f++)
-			for (p = 0; p < FC_NPROGS; p++)
-				if (v[f][p].prog_fd >= 0)
-					fc_row_print(fc_prog_names[p], fc_cases[f].name, v[f][p].median,
-						     v[f][FC_P_EMPTY].median, xf_fd >= 0 ? v[f][FC_P_XDP_FILTER].median : 0,
-						     p == FC_P_FREQCTL && fc_cases[f].target);
-		for (f = 0; fc_b.prefixes && f < 2; f++)
-			fc_row_print("freqctl, + prefixes", fc_pfx_cases[f].name, pv[f].median, v[1][FC_P_EMPTY].median,
-				     xf_fd >= 0 ? v[1][FC_P_XDP_FILTER].median : 0, false);
+		       "freqctl has %ld exact bans, %zu IPv4 prefix bans (/8 to /32), %zu IPv6 prefix bans and %ld\n"
+		       "policies (%ld exact-address, %zu prefix, one ip=* counting TCP SYNs) stored. Prefix rows:\n"
+		       "the median over %d sources drawn from the prefixes, and the slowest of them.\n\n",
+		       fc_b.repeat, fc_b.rounds, fc_b.bans, fc_b.ban4.n, fc_b.ban6.n, fc_b.policies, fc_nexact() + 1,
+		       fc_b.pol4.n, fc_b.samples);
+		printf("%-22s %-42s %7s %8s %12s\n", "program", "frame", "ns/pkt", "x empty", "x xdp-filter");
+		for (i = 0; i < FC_NROWS; i++) {
+			struct fc_fig g;
+
+			for (p = 0; rr[i].nframes && p < FC_NPROGS; p++) {
+				if (fds[p] < 0)
+					continue;
+				g = fc_row_fig(&rr[i], p, false);
+				fc_fig_print(fc_prog_names[p], fc_rows[i].name, &g, p == FC_P_FREQCTL && fc_rows[i].target);
+			}
+			if (rr[i].nframes > 1) {
+				g = fc_row_fig(&rr[i], FC_P_FREQCTL, true);
+				snprintf(name, sizeof(name), "  slowest: %s", g.src);
+				fc_fig_print(fc_prog_names[FC_P_FREQCTL], name, &g, false);
+			}
+		}
 		if (why)
 			printf("xdp-filter: SKIPPED: %s\n", why);
-		if (dp_fd < 0)
+		if (fds[FC_P_DISPATCHED] < 0)
 			printf("freqctl in libxdp's dispatcher: SKIPPED: %s\n", dwhy);
 		else
 			printf("\nfreqctl through libxdp's dispatcher (alone in it, as attach puts it) / freqctl alone:\n");
-		for (f = 0; dp_fd >= 0 && f < FC_NCASES; f++)
-			printf("  %-40s %5.2f\n", fc_cases[f].name,
-			       v[f][FC_P_DISPATCHED].median / v[f][FC_P_FREQCTL].median);
-		printf("\nfreqctl ban import of %ld bans: %.2f s (target < 10 s: %s)\n", fc_b.bans, import_s,
-		       import_s < 10 ? "met" : "MISSED");
-		printf("%d policies stored and published in one transaction: %.2f s\n", FC_POLICIES, pol_s);
-		if (fc_b.prefixes)
-			printf("freqctl ban import of %ld IPv4 /24 prefixes on top: %.2f s\n", fc_b.prefixes, import_pfx_s);
+		for (i = 0; fds[FC_P_DISPATCHED] >= 0 && i < FC_NROWS; i++)
+			if (rr[i].nframes)
+				printf("  %-42s %5.2f\n", fc_rows[i].name,
+				       fc_row_fig(&rr[i], FC_P_DISPATCHED, false).ns /
+					       fc_row_fig(&rr[i], FC_P_FREQCTL, false).ns);
+		printf("\nfreqctl ban import of %ld bans: %.2f s (target < 10 s: %s)\n",
+		       fc_b.bans + (long)fc_b.ban4.n + (long)fc_b.ban6.n, import_s, import_s < 10 ? "met" : "MISSED");
+		printf("%ld policies stored and published in one transaction: %.2f s\n", fc_b.policies - 1, pol_s);
+		printf("freqctl policy add with all of that stored: %.2f s, peak RSS %.1f MiB\n", add_s,
+		       (double)add_rss / 1024);
 	}
 	rc = 0;
 out:

@@ -4,8 +4,11 @@
  *
  *   fc_l7_bench seed DB SHM N      store N policies "uid=uK,ip=127.0.0.1"
  *                                  (1e9/s: never denying) and publish them
+ *   fc_l7_bench seed-conc DB SHM N the same with --concurrency 100000000: each
+ *                                  decision takes a place, given back after
  *   fc_l7_bench decide SHM SECONDS decisions per second of the L7 engine
- *                                  on "uid=u1 from 127.0.0.1", one thread
+ *                                  on "uid=u1 from 127.0.0.1", one thread,
+ *                                  as a worker with its record of places
  *   fc_l7_bench seed-keys DB SHM   store the per-key policy "uid=*" (never
  *                                  denying, every key live for an hour) and
  *                                  publish it
@@ -40,7 +43,7 @@ static double fc_now(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-static int fc_seed(const char *db, const char *shm, long n, bool keys)
+static int fc_seed(const char *db, const char *shm, long n, bool keys, bool conc)
 {
 	struct fc_policy_spec p = { 0 };
 	struct fc_shm_result res;
@@ -59,6 +62,7 @@ static int fc_seed(const char *db, const char *shm, long n, bool keys)
 		/* New keys as fast as the benchmark makes them, as many as the table holds. */
 		p.new_keys = keys ? 1000000000 : 0;
 		p.max_keys = keys ? FC_SHM_KEYS : 0;
+		p.concurrency = conc ? 100000000 : 0;
 		/* Per key: 1e9 an hour, so every key stays live (never idle) through the run. */
 		if (fc_match_parse(match, &p, &err) < 0 || fc_rates_parse(keys ? "1000000000/h" : "1000000000/s", &p, &err) < 0 ||
 		    fc_store_policy_put(st, &p, (int64_t)time(NULL), &row, &err) < 0)
@@ -83,16 +87,31 @@ static void *fc_alloc(void *ctx, size_t size)
  * before the clock starts. */
 static int fc_decide_rate(const char *shm, double secs, long nkeys)
 {
+	static uint32_t free_holds[FC_SHM_HOLDS];
 	struct fc_l7_alloc a = { fc_alloc, NULL };
+	struct fc_l7_holder h;
 	struct fc_l7_index ix;
 	struct fc_l7_result res;
+	struct fc_l7_place pl[2];
 	struct fc_l7_req rq = { 0 };
 	char *uids = NULL;
+	void *state;
+	size_t state_size;
 	double t0, t;
 	long n = 0, i, k = 0;
 
 	if (fc_worker_map(shm, &ix, &a) < 0)
 		return 1;
+	/* As the module: a record of its places, room for two of them. */
+	state = (char *)ix.slots - FC_STATE_SLOTS_OFF;
+	state_size = FC_STATE_SIZE_FOR(ix.nkeys);
+	if (fc_l7_holder_open(state, state_size, fc_l7_worker_id(getpid()), free_holds, &h) < 0) {
+		fprintf(stderr, "fc_l7_bench: decide: no free worker record\n");
+		return 1;
+	}
+	rq.holder = &h;
+	rq.places = pl;
+	rq.places_cap = 2;
 	if (nkeys) {
 		uids = malloc((size_t)nkeys * 8);
 		if (!uids)
@@ -128,6 +147,10 @@ static int fc_decide_rate(const char *shm, double secs, long nkeys)
 					res.matched);
 				return 1;
 			}
+			/* The request's end, as the module's pool cleanup sees it. */
+			if (res.nplaces)
+				fc_l7_give_back(state, state_size, &h, res.places, res.nplaces,
+						(uint64_t)ts.tv_sec * FC_NS_PER_SEC + (uint64_t)ts.tv_nsec);
 		}
 		n += 10000;
 		t = fc_now() - t0;
@@ -136,6 +159,7 @@ static int fc_decide_rate(const char *shm, double secs, long nkeys)
 	if (nkeys) /* a key past a full probe window shares the overflow bucket */
 		fprintf(stderr, "fc_l7_bench: %llu of %ld keys made, %llu decisions by the overflow bucket\n",
 			(unsigned long long)ix.slots[1].keys, nkeys, (unsigned long long)ix.slots[1].overflowed);
+	fc_l7_holder_close(state, state_size, &h, 0);
 	free(uids);
 	return 0;
 }
@@ -143,14 +167,16 @@ static int fc_decide_rate(const char *shm, double secs, long nkeys)
 int main(int argc, char **argv)
 {
 	if (argc == 5 && !strcmp(argv[1], "seed"))
-		return fc_seed(argv[2], argv[3], atol(argv[4]), false);
+		return fc_seed(argv[2], argv[3], atol(argv[4]), false, false);
+	if (argc == 5 && !strcmp(argv[1], "seed-conc"))
+		return fc_seed(argv[2], argv[3], atol(argv[4]), false, true);
 	if (argc == 4 && !strcmp(argv[1], "seed-keys"))
-		return fc_seed(argv[2], argv[3], 1, true);
+		return fc_seed(argv[2], argv[3], 1, true, false);
 	if (argc == 4 && !strcmp(argv[1], "decide"))
 		return fc_decide_rate(argv[2], atof(argv[3]), 0);
 	if (argc == 5 && !strcmp(argv[1], "decide-keys") && atol(argv[4]) > 0)
 		return fc_decide_rate(argv[2], atof(argv[3]), atol(argv[4]));
-	fprintf(stderr, "usage: fc_l7_bench seed DB SHM N | seed-keys DB SHM | decide SHM SECONDS | "
-			"decide-keys SHM SECONDS NKEYS\n");
+	fprintf(stderr, "usage: fc_l7_bench seed DB SHM N | seed-conc DB SHM N | seed-keys DB SHM | "
+			"decide SHM SECONDS | decide-keys SHM SECONDS NKEYS\n");
 	return 2;
 }

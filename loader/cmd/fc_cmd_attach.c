@@ -96,34 +96,60 @@ static json_t *fc_dispatcher_json(const struct fc_attachment *a)
 	return json_pack("{s:I, s:o}", "priority", (json_int_t)a->prio, "others", others);
 }
 
+/* What each map holds, as status prints it: map, entries, capacity, what. */
+struct fc_status_map {
+	const char *name;
+	__u32 entries;
+	long capacity;
+	const char *what;
+};
+
+static size_t fc_status_maps(const struct fc_config *cfg, struct fc_status_map *v)
+{
+	size_t n = 0;
+
+	v[n++] = (struct fc_status_map){ FC_MAP_NAME(exact4), cfg->n_exact4, FC_MAX_RULES, "IPv4 exact addresses" };
+	v[n++] = (struct fc_status_map){ FC_MAP_NAME(exact6), cfg->n_exact6, FC_MAX_RULES, "IPv6 exact addresses" };
+	v[n++] = (struct fc_status_map){ FC_MAP_NAME(top4), cfg->n_top4, FC_TOP4_SLOTS,
+					 "IPv4 /16s under or holding prefixes" };
+	v[n++] = (struct fc_status_map){ FC_MAP_NAME(pfx4), cfg->n_pfx4, FC_MAX_RULES, "IPv4 prefixes" };
+	v[n++] = (struct fc_status_map){ FC_MAP_NAME(pfx6), cfg->n_pfx6, FC_MAX_RULES,
+					 "IPv6 prefixes and their search markers" };
+	v[n++] = (struct fc_status_map){ FC_MAP_NAME(policies), cfg->n_policies, FC_MAX_POLICIES, "XDP/TC policies" };
+	return n;
+}
+
 static json_t *fc_status_json(const char *pin_dir, const struct fc_attachment *v, size_t n,
 			      const struct fc_config *cfg)
 {
-	json_t *ifs = json_array();
-	size_t i;
+	struct fc_status_map maps[8];
+	json_t *ifs = json_array(), *mj = json_object();
+	size_t i, nm = fc_status_maps(cfg, maps);
 
 	for (i = 0; ifs && i < n; i++)
 		json_array_append_new(ifs, json_pack("{s:s, s:i, s:s, s:I, s:o}", "interface", v[i].ifname, "ifindex",
 						      v[i].ifindex, "mode", fc_mode_name(v[i].mode), "prog_id",
 						      (json_int_t)v[i].prog_id, "dispatcher",
 						      fc_dispatcher_json(&v[i])));
-	return json_pack("{s:s, s:o, s:{s:{s:i,s:i}, s:{s:i,s:i}, s:{s:i,s:i}, s:{s:i,s:i}, s:{s:i,s:i}}}",
-			 "pin_dir", pin_dir, "attached", ifs, "maps", FC_MAP_NAME(exact4), "entries",
-			 (json_int_t)cfg->n_exact4, "max_entries", FC_MAX_RULES, FC_MAP_NAME(exact6), "entries",
-			 (json_int_t)cfg->n_exact6, "max_entries", FC_MAX_RULES, FC_MAP_NAME(pfx4), "entries",
-			 (json_int_t)cfg->n_pfx4, "max_entries", FC_MAX_RULES, FC_MAP_NAME(pfx6), "entries",
-			 (json_int_t)cfg->n_pfx6, "max_entries", FC_MAX_RULES, FC_MAP_NAME(policies), "entries",
-			 (json_int_t)cfg->n_policies, "max_entries", FC_MAX_POLICIES);
+	for (i = 0; mj && i < nm; i++)
+		json_object_set_new(mj, maps[i].name,
+				    json_pack("{s:I, s:I}", "entries", (json_int_t)maps[i].entries, "max_entries",
+					      (json_int_t)maps[i].capacity));
+	if (mj && json_object_get(mj, FC_MAP_NAME(pfx6)))
+		json_object_set_new(json_object_get(mj, FC_MAP_NAME(pfx6)), "search_markers",
+				    json_integer(cfg->n_marks6));
+	return json_pack("{s:s, s:o, s:o}", "pin_dir", pin_dir, "attached", ifs, "maps", mj);
 }
 
 static int fc_cmd_status_run(const struct fc_ctx *ctx, const struct fc_cmd *cmd, int argc, char **argv)
 {
 	struct fc_attachment *v = NULL;
+	struct fc_status_map maps[8];
 	struct fc_config cfg = { 0 };
 	struct fc_maps m;
 	struct fc_err err;
 	struct fc_json_opt opt = { 0 };
-	size_t n = 0, i, j;
+	size_t n = 0, nm, i, j;
 	int c;
 
 	fc_cmd_parse(cmd, argc, argv, &opt, NULL);
@@ -153,9 +179,12 @@ static int fc_cmd_status_run(const struct fc_ctx *ctx, const struct fc_cmd *cmd,
 			printf("  beside: %-16s prog id %-6u priority %u\n", v[i].peers[j].name, v[i].peers[j].id,
 			       v[i].peers[j].prio);
 	}
-	printf("published: %u IPv4 and %u IPv6 exact-address entries, %u IPv4 and %u IPv6 prefix entries "
-	       "(up to %d per map); %u policies (up to %d)\n",
-	       cfg.n_exact4, cfg.n_exact6, cfg.n_pfx4, cfg.n_pfx6, FC_MAX_RULES, cfg.n_policies, FC_MAX_POLICIES);
+	nm = fc_status_maps(&cfg, maps);
+	printf("published:\n");
+	for (i = 0; i < nm; i++)
+		printf("  %-12s %8u of %-8ld %s\n", maps[i].name, maps[i].entries, maps[i].capacity, maps[i].what);
+	if (cfg.n_marks6)
+		printf("  (%u of the entries of %s are search markers)\n", cfg.n_marks6, FC_MAP_NAME(pfx6));
 	free(v);
 	return FC_EXIT_OK;
 }

@@ -401,12 +401,14 @@ const struct fc_cmd fc_cmd_ban_add = {
 	.min_args = 1,
 	.max_args = 1,
 	.summary = "Ban an address or prefix (dropped at XDP/TC, refused in nginx) or a user id (nginx).",
-	.details = "An exact address (no /LEN, or /32, /128) goes into a hash map; a prefix into an LPM trie.\n"
-		   "Host bits must be zero (10.0.0.0/8, not 10.0.0.5/8). Banning an address again replaces\n"
-		   "its TTL. The store is changed in one transaction and published at once to the pinned\n"
-		   "maps and the L7 shm; attached programs enforce it from the next packet, nginx from the\n"
-		   "next request (behind a proxy, on the client address realip gives it). uid=VALUE bans\n"
-		   "a user id in nginx (freqctl_uid says where the id comes from).",
+	.details = "An exact address (no /LEN, or /32, /128) goes into a hash map; a prefix into the prefix\n"
+		   "maps (IPv4: an entry per /16 and a hash of /17 to /31; IPv6: a hash searched by\n"
+		   "length), where a packet costs an array access and at most a hash lookup or a few.\n"
+		   "/0 is refused. Host bits must be zero (10.0.0.0/8, not 10.0.0.5/8). Banning an\n"
+		   "address again replaces its TTL. The store is changed in one transaction and published\n"
+		   "at once to the pinned maps and the L7 shm; attached programs enforce it from the next\n"
+		   "packet, nginx from the next request (behind a proxy, on the client address realip\n"
+		   "gives it). uid=VALUE bans a user id in nginx (freqctl_uid says where the id comes from).",
 	.opts = fc_ban_add_opts,
 	.run = fc_ban_add,
 };

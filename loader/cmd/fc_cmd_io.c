@@ -790,9 +790,10 @@ const struct fc_cmd fc_cmd_export = {
 	.summary = "Print the store's policies, live bans, ban sets and nodes as JSON (what 'freqctl import' reads).",
 	.details = "{\"freqctl\": 2, \"policies\": [{\"id\", \"match\", \"rates\", \"burst\", \"algo\", \"action\",\n"
 		   "\"count\", \"delay_burst\", \"new_sources\", \"escalate\", \"ban_ttl\", \"layer\", \"max_keys\",\n"
-		   "\"new_keys\"}], \"bans\": [{\"ban\", \"created\", \"expires\", \"escalated_by_policy\"}], \"sets\":\n"
-		   "[{\"name\", \"expires\", \"bans\": [\"ADDR[/LEN]\"]}], \"nodes\": [{\"name\", \"weight\"}]}; times in\n"
-		   "unix seconds, defaults as null. \"bans\" are those by hand or escalated; a set carries its own.",
+		   "\"new_keys\", \"concurrency\", \"warmup\"}], \"bans\": [{\"ban\", \"created\", \"expires\",\n"
+		   "\"escalated_by_policy\"}], \"sets\": [{\"name\", \"expires\", \"bans\": [\"ADDR[/LEN]\"]}], \"nodes\":\n"
+		   "[{\"name\", \"weight\"}]}; times in unix seconds, defaults as null. \"bans\" are those by hand\n"
+		   "or escalated; a set carries its own.",
 	.opts = fc_opts_none,
 	.run = fc_export,
 };

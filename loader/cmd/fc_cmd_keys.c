@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: BSD-2-Clause
 /* freqctl keys ID: a per-key policy's buckets in nginx, busiest first. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <jansson.h>
@@ -7,6 +8,7 @@
 #include "fc_cli.h"
 #include "fc_duration.h"
 #include "fc_shm_state.h"
+#include "fc_stats.h"
 #include "fc_store.h"
 
 struct fc_keys_opt {
@@ -20,6 +22,15 @@ static const struct fc_opt fc_keys_opts[] = {
 	FC_OPTION("json", 0, FC_OPT_FLAG, struct fc_keys_opt, json, .help = "print them as a JSON array"),
 	FC_OPT_END,
 };
+
+/* v as text, or what when it is UINT64_MAX. */
+static const char *fc_keys_num(uint64_t v, const char *what, char buf[24])
+{
+	if (v == UINT64_MAX)
+		return what;
+	snprintf(buf, 24, "%llu", (unsigned long long)v);
+	return buf;
+}
 
 static int fc_key_busier(const void *a, const void *b)
 {
@@ -37,7 +48,8 @@ static int fc_keys_run(const struct fc_ctx *ctx, const struct fc_cmd *cmd, int a
 	struct fc_policy_row row;
 	struct fc_policy k;
 	struct fc_err err;
-	uint64_t now, queue, remaining, retry, idle;
+	struct fc_key_view v;
+	uint64_t now;
 	size_t n = 0, i, live = 0;
 	json_t *arr = NULL;
 	uint32_t id;
@@ -63,31 +75,32 @@ static int fc_keys_run(const struct fc_ctx *ctx, const struct fc_cmd *cmd, int a
 	fc_policy_compile(&row.spec, row.epoch, &k);
 	qsort(keys, n, sizeof(*keys), fc_key_busier);
 	now = fc_utc_ns();
-	queue = row.spec.action == FC_ACTION_DELAY ? row.spec.delay_burst : 0;
 	for (i = 0; i < n; i++)
 		live += keys[i].idle_ns >= now;
 	if (opt.json)
 		arr = json_array();
 	else
 		printf("policy %u: %zu keys, %zu live (a key is kept as a keyed hash, not its value: "
-		       "$freqctl_key logs values)\n%-18s %10s %10s %10s %10s %10s\n",
-		       id, n, live, "KEY", "PASSED", "DENIED", "REMAINING", "NEXT-S", "IDLE-IN-S");
+		       "$freqctl_key logs values)\n%-18s %10s %10s %10s %10s %10s %10s\n",
+		       id, n, live, "KEY", "PASSED", "DENIED", "REMAINING", "NEXT-S", "IDLE-IN-S", "IN-FLIGHT");
 	for (i = 0; i < n && i < opt.rows; i++) {
 		const struct fc_shm_key *e = &keys[i];
-		char tag[24];
+		char tag[24], nb[2][24];
 
-		remaining = fc_tier_remaining(k.algo, &k.tier[0], e->state[0], now, queue);
-		retry = fc_tier_retry_after(k.algo, &k.tier[0], e->state[0], now, 1, queue);
-		idle = e->idle_ns > now ? (e->idle_ns - now) / FC_NS_PER_SEC : 0;
+		fc_key_view(&row, &k, e, now, &v);
 		snprintf(tag, sizeof(tag), "%016llx", (unsigned long long)e->tag);
 		if (arr)
-			json_array_append_new(arr, json_pack("{s:s, s:I, s:I, s:I, s:f, s:I}", "key", tag, "passed",
+			json_array_append_new(arr, json_pack("{s:s, s:I, s:I, s:I, s:f, s:I, s:b, s:o}", "key", tag, "passed",
 							      (json_int_t)e->passed, "denied", (json_int_t)e->denied,
-							      "remaining", (json_int_t)remaining, "next_s",
-							      (double)retry / FC_NS_PER_SEC, "idle_in_s", (json_int_t)idle));
+							      "remaining", (json_int_t)v.remaining, "next_s",
+							      (double)v.retry_ns / FC_NS_PER_SEC, "idle_in_s",
+							      (json_int_t)v.idle_s, "held", v.held, "inflight",
+							      v.capped ? json_integer((json_int_t)v.inflight) : json_null()));
 		else
-			printf("%-18s %10u %10u %10llu %10.1f %10llu\n", tag, e->passed, e->denied,
-			       (unsigned long long)remaining, (double)retry / FC_NS_PER_SEC, (unsigned long long)idle);
+			printf("%-18s %10u %10u %10llu %10.1f %10s %10s\n", tag, e->passed, e->denied,
+			       (unsigned long long)v.remaining, (double)v.retry_ns / FC_NS_PER_SEC,
+			       fc_keys_num(v.held ? UINT64_MAX : v.idle_s, "held", nb[0]),
+			       fc_keys_num(v.capped ? v.inflight : UINT64_MAX, "-", nb[1]));
 	}
 	free(keys);
 	return arr ? fc_json_print(arr) : FC_EXIT_OK;
@@ -105,8 +118,10 @@ const struct fc_cmd fc_cmd_keys = {
 	.summary = "List a per-key policy's keys in nginx, busiest first.",
 	.details = "For each key: requests passed and denied, what its first rate has left now, the seconds\n"
 		   "until the next request could pass, and until its bucket is empty (then its entry may be\n"
-		   "taken back). The key table keeps a keyed hash of each key, not its value: nginx's\n"
-		   "$freqctl_key names the deciding key in the access log.",
+		   "taken back; \"held\" while requests of it are in flight under --concurrency), and its\n"
+		   "requests in flight (IN-FLIGHT, for a policy with --concurrency). The key table keeps a\n"
+		   "keyed hash of each key, not its value: nginx's $freqctl_key names the deciding key in\n"
+		   "the access log.",
 	.opts = fc_keys_opts,
 	.run = fc_keys_run,
 };

@@ -22,6 +22,13 @@ static const char fc_policy_details[] =
 	"the first tier's. A fixed window admits at most N per aligned UNIT. A sliding window\n"
 	"admits cost c iff c_prev*(U-e) + (c_cur+c)*U <= N*U (c_prev: the last aligned window's\n"
 	"count, c_cur this one's, e the time into it; N at most 16777215).\n"
+	"--warmup D (GCRA): after the bucket has been idle for D (now - max(TAT, ramp start) >= D;\n"
+	"a new bucket is idle), the first rate, which must be the one of the shortest unit,\n"
+	"starts at N/3 and rises linearly to N over D: interval 3*T*D/(D+2e), e the time since\n"
+	"the ramp began (pauses included, up to D). Until the ramp ends the bucket holds one\n"
+	"request's credit (10 ms of the ramped rate if that is more), no burst; the burst B then\n"
+	"refills at N. A pause shorter than D keeps the ramp; a longer one starts it again. D\n"
+	"from 1s to 1d.\n"
 	"Several --rate are tiers: a packet passes only if every tier admits it, and a packet\n"
 	"denied by any tier is charged to none. A packet meets the policy of its exact address,\n"
 	"of its longest matching prefix and ip=*, where they exist: all must admit it, and a\n"
@@ -31,9 +38,20 @@ static const char fc_policy_details[] =
 	"(a TCP fragment, a cut TCP header, an L4 protocol past 8 extension headers) is charged\n"
 	"as one. A packet is charged once its source is read, however malformed the rest of it.\n"
 	"One policy per address, prefix, and one ip=*.\n"
-	"Changing a policy's limits keeps its bucket state; changing its match or --algo resets it.\n"
+	"Changing a policy's limits keeps its bucket state; changing its match, --algo or --warmup\n"
+	"resets it, as do adding or removing --concurrency and, with either, changing its number\n"
+	"of rates.\n"
 	"--action delay (L7) waits a request to the rate, as nginx limit_req without nodelay:\n"
-	"up to --delay-burst requests wait, the next are denied.";
+	"up to --delay-burst requests wait, the next are denied.\n"
+	"--concurrency N (L7) lets at most N requests of the policy (of each key, for a per-key\n"
+	"policy) be in flight at once, from the decision in PREACCESS to the request's end,\n"
+	"however it ends; subrequests and internal redirects take no place of their own. A\n"
+	"request past the cap is refused like one past a rate; with --rate too, both must\n"
+	"admit, and one refused by either is charged by neither. The places of an nginx worker\n"
+	"that is killed come back within a second of its replacement's start.\n"
+	"A bucket has 4 words: one per rate, one for --warmup's ramp, and one for a per-key\n"
+	"policy's --concurrency count. So 4 rates at most; 3 with --warmup, or per key with\n"
+	"--concurrency; 2 per key with both.";
 
 /* Parses policy add/set's options and ID; exits 2 on bad input, naming the
  * policy by the ID given (which may come after the options). */
@@ -74,13 +92,25 @@ static void fc_policy_describe(const struct fc_policy_spec *p, char *buf, size_t
 	fc_match_format(p, match);
 	fc_rates_format(p, rates);
 	fc_bursts_format(p, bursts, sizeof(bursts));
-	snprintf(buf, len, "%s %s (%s", match, rates, fc_algo_name(p->algo));
-	if (p->algo == FC_ALGO_GCRA)
+	/* A cap alone: no rate, no algorithm to speak of. */
+	if (p->ntiers)
+		snprintf(buf, len, "%s %s (%s", match, rates, fc_algo_name(p->algo));
+	else
+		snprintf(buf, len, "%s (no rate", match);
+	if (p->algo == FC_ALGO_GCRA && p->ntiers)
 		snprintf(buf + strlen(buf), len - strlen(buf), ", burst %s", bursts);
+	if (p->concurrency)
+		snprintf(buf + strlen(buf), len - strlen(buf), ", at most %u in flight", p->concurrency);
 	if (p->action == FC_ACTION_DELAY)
 		snprintf(buf + strlen(buf), len - strlen(buf), ", delay up to %u", p->delay_burst);
 	else
 		snprintf(buf + strlen(buf), len - strlen(buf), ", %s", fc_action_name(p->action));
+	if (p->warmup) {
+		char d[FC_DURATION_STRLEN];
+
+		fc_duration_format(p->warmup, d);
+		snprintf(buf + strlen(buf), len - strlen(buf), ", warm-up %s", d);
+	}
 	snprintf(buf + strlen(buf), len - strlen(buf), ", %s)", fc_policy_is_l7(p) ? "requests in nginx" :
 										fc_count_name(p->count));
 }
@@ -133,7 +163,7 @@ static json_t *fc_policy_json(const struct fc_policy_row *r)
 {
 	const struct fc_policy_spec *p = &r->spec;
 	char match[FC_MATCH_LEN], created[FC_TIME_STRLEN], updated[FC_TIME_STRLEN];
-	json_t *rates = json_array(), *bursts = p->algo == FC_ALGO_GCRA ? json_array() : json_null();
+	json_t *rates = json_array(), *bursts = p->algo == FC_ALGO_GCRA && p->ntiers ? json_array() : json_null();
 	int i;
 
 	fc_match_format(p, match);
@@ -148,21 +178,24 @@ static json_t *fc_policy_json(const struct fc_policy_row *r)
 	fc_time_format(r->created, created);
 	fc_time_format(r->updated, updated);
 	/* burst: the first tier's (as --burst); bursts: every tier's. */
-	return json_pack("{s:I, s:s, s:o, s:o, s:o, s:s, s:s, s:s, s:o, s:s, s:s}", "id", (json_int_t)p->id,
+	return json_pack("{s:I, s:s, s:o, s:o, s:o, s:s, s:s, s:s, s:o, s:o, s:o, s:s, s:s}", "id", (json_int_t)p->id,
 			 "match", match, "rates", rates, "burst",
-			 p->algo == FC_ALGO_GCRA ? json_integer((json_int_t)fc_tier_burst(p, 0)) : json_null(), "bursts",
+			 p->algo == FC_ALGO_GCRA && p->ntiers ? json_integer((json_int_t)fc_tier_burst(p, 0)) : json_null(),
+			 "bursts",
 			 bursts,
 			 "algo", fc_algo_name(p->algo), "action", fc_action_name(p->action), "count",
 			 fc_policy_is_l7(p) ? "requests" : fc_count_name(p->count), "new_sources",
 			 p->kind == FC_MATCH_STAR ?
 				 json_integer((json_int_t)(p->new_sources ? p->new_sources : FC_NEW_SOURCES_DEFAULT)) :
 				 json_null(),
-			 "created", created, "updated", updated);
+			 "warmup", p->warmup ? json_integer(p->warmup) : json_null(), "concurrency",
+			 p->concurrency ? json_integer(p->concurrency) : json_null(), "created", created, "updated",
+			 updated);
 }
 
 static int fc_policy_list(const struct fc_ctx *ctx, const struct fc_cmd *cmd, int argc, char **argv)
 {
-	char match[FC_MATCH_LEN], rates[FC_TEXT_LEN], bursts[FC_TEXT_LEN];
+	char match[FC_MATCH_LEN], rates[FC_TEXT_LEN], bursts[FC_TEXT_LEN], warmup[FC_DURATION_STRLEN];
 	struct fc_policy_row *rows = NULL;
 	struct fc_store *st = NULL;
 	struct fc_json_opt opt = { 0 };
@@ -185,17 +218,23 @@ static int fc_policy_list(const struct fc_ctx *ctx, const struct fc_cmd *cmd, in
 		return fc_json_print(arr);
 	}
 	if (n)
-		printf("%-10s %-30s %-24s %-8s %-7s %-7s %s\n", "ID", "MATCH", "RATES", "BURST", "ALGO", "ACTION",
-		       "COUNT");
+		printf("%-10s %-30s %-24s %-8s %-7s %-7s %-8s %-7s %s\n", "ID", "MATCH", "RATES", "BURST", "ALGO",
+		       "ACTION", "COUNT", "WARMUP", "CONCURRENCY");
 	for (i = 0; i < n; i++) {
 		const struct fc_policy_spec *p = &rows[i].spec;
+		char conc[16] = "-";
 
 		fc_match_format(p, match);
 		fc_rates_format(p, rates);
 		fc_bursts_format(p, bursts, sizeof(bursts));
-		printf("%-10u %-30s %-24s %-8s %-7s %-7s %s\n", p->id, match, rates,
-		       p->algo == FC_ALGO_GCRA ? bursts : "-", fc_algo_name(p->algo), fc_action_name(p->action),
-		       fc_policy_is_l7(p) ? "requests" : fc_count_name(p->count));
+		if (p->warmup)
+			fc_duration_format(p->warmup, warmup);
+		if (p->concurrency)
+			snprintf(conc, sizeof(conc), "%u", p->concurrency);
+		printf("%-10u %-30s %-24s %-8s %-7s %-7s %-8s %-7s %s\n", p->id, match, p->ntiers ? rates : "-",
+		       p->algo == FC_ALGO_GCRA && p->ntiers ? bursts : "-", fc_algo_name(p->algo),
+		       fc_action_name(p->action), fc_policy_is_l7(p) ? "requests" : fc_count_name(p->count),
+		       p->warmup ? warmup : "-", conc);
 	}
 	free(rows);
 	return FC_EXIT_OK;

@@ -54,6 +54,11 @@ static int fc_stats_print(const struct fc_stats_all *a, enum fc_stats_format fmt
 				json_object_set_new(o, "keys", json_integer((json_int_t)ps[i].keys));
 				json_object_set_new(o, "overflowed", json_integer((json_int_t)ps[i].overflowed));
 			}
+			if (o && p->concurrency)
+				json_object_set_new(o, "concurrency",
+						    json_pack("{s:I, s:I, s:I}", "limit", (json_int_t)p->concurrency,
+							      "inflight", (json_int_t)ps[i].inflight, "denied",
+							      (json_int_t)ps[i].conc_denied));
 			json_array_append_new(pols, o);
 		}
 		if (doc) {
@@ -78,18 +83,23 @@ static int fc_stats_print(const struct fc_stats_all *a, enum fc_stats_format fmt
 		       (unsigned long long)a->sources[i].dropped.packets, (unsigned long long)a->sources[i].dropped.bytes);
 	}
 	if (n)
-		printf("\n%-10s %-30s %-6s %-7s %14s %14s %14s %10s\n", "POLICY", "MATCH", "LAYER", "ACTION", "PASSED",
-		       "DROPPED", "WOULD-DROP", "DELAYED");
+		printf("\n%-10s %-30s %-6s %-7s %14s %14s %14s %10s %12s %12s\n", "POLICY", "MATCH", "LAYER", "ACTION",
+		       "PASSED", "DROPPED", "WOULD-DROP", "DELAYED", "IN-FLIGHT", "BY-CAP");
 	for (i = 0; i < n; i++) {
 		const struct fc_policy_spec *p = &ps[i].row->spec;
-		char dropped[24];
+		char dropped[24], inflight[48] = "-", bycap[24] = "-";
 
 		fc_match_format(p, match);
 		snprintf(dropped, sizeof(dropped), "%llu", (unsigned long long)ps[i].ps.dropped.packets);
-		printf("%-10u %-30s %-6s %-7s %14llu %14s %14s %10llu\n", p->id, match, fc_policy_is_l7(p) ? "nginx" : "xdp",
-		       fc_action_name(p->action), (unsigned long long)ps[i].ps.passed.packets,
-		       p->action == FC_ACTION_LOG ? "-" : dropped, p->action == FC_ACTION_LOG ? dropped : "-",
-		       (unsigned long long)ps[i].delayed);
+		/* Places held now of the cap (per key for a per-key policy), and refusals by it. */
+		if (p->concurrency) {
+			snprintf(inflight, sizeof(inflight), "%llu/%u", (unsigned long long)ps[i].inflight, p->concurrency);
+			snprintf(bycap, sizeof(bycap), "%llu", (unsigned long long)ps[i].conc_denied);
+		}
+		printf("%-10u %-30s %-6s %-7s %14llu %14s %14s %10llu %12s %12s\n", p->id, match,
+		       fc_policy_is_l7(p) ? "nginx" : "xdp", fc_action_name(p->action),
+		       (unsigned long long)ps[i].ps.passed.packets, p->action == FC_ACTION_LOG ? "-" : dropped,
+		       p->action == FC_ACTION_LOG ? dropped : "-", (unsigned long long)ps[i].delayed, inflight, bycap);
 	}
 	return FC_EXIT_OK;
 }
@@ -129,9 +139,12 @@ const struct fc_cmd fc_cmd_stats = {
 		   "in pinned per-CPU maps: they survive detach, attach and restarts of freqctl, and\n"
 		   "start at zero when the pin dir is new. Ban sources are by hand (escalations too) and\n"
 		   "each ban set: an address held by several counts under the first (by hand, then the\n"
-		   "set made first). --prometheus adds the freqctl_bans gauge (live bans in the store, by\n"
-		   "kind: address, uid; reason: by_hand, escalated, set) and freqctl_ban_dropped_packets_total\n"
-		   "and _bytes_total by source (by_hand, or set with its name).",
+		   "set made first). Policies in nginx with --concurrency show the requests in flight now\n"
+		   "of their cap (IN-FLIGHT; every key's for a per-key policy) and the refusals by the cap\n"
+		   "(BY-CAP, also counted as dropped). --prometheus adds the freqctl_bans gauge (live bans\n"
+		   "in the store, by kind: address, uid; reason: by_hand, escalated, set) and\n"
+		   "freqctl_ban_dropped_packets_total and _bytes_total by source (by_hand, or set with its\n"
+		   "name).",
 	.opts = fc_stats_opts,
 	.run = fc_cmd_stats_run,
 };

@@ -18,19 +18,20 @@ static int fc_cmd_sync_run(const struct fc_ctx *ctx, const struct fc_cmd *cmd, i
 		return FC_EXIT_FAILURE;
 	}
 	if (opt.json)
-		return fc_json_print(json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:{s:I, s:I, s:I, s:I, s:I}}", "added",
-					       (json_int_t)r->added, "changed", (json_int_t)r->changed, "removed",
-					       (json_int_t)r->removed, "policies_changed",
+		return fc_json_print(json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:{s:I, s:I, s:I, s:I, s:I, s:I}}",
+					       "added", (json_int_t)r->added, "changed", (json_int_t)r->changed,
+					       "removed", (json_int_t)r->removed, "policies_changed",
 					       (json_int_t)r->policies_changed, "expired_purged",
 					       (json_int_t)pub.purged, "policies_not_valid", (json_int_t)pub.bad_policies,
 					       "published", "exact4", (json_int_t)r->cfg.n_exact4,
-					       "exact6", (json_int_t)r->cfg.n_exact6, "prefix4", (json_int_t)r->cfg.n_pfx4,
-					       "prefix6", (json_int_t)r->cfg.n_pfx6, "policies",
-					       (json_int_t)r->cfg.n_policies));
-	printf("XDP/TC: %u exact-address and %u prefix entries, %u policies (entries: %zu added, %zu changed, "
-	       "%zu removed; %zu policy slots written; %zu expired bans purged)\n",
-	       r->cfg.n_exact4 + r->cfg.n_exact6, r->cfg.n_pfx4 + r->cfg.n_pfx6, r->cfg.n_policies, r->added,
-	       r->changed, r->removed, r->policies_changed, pub.purged);
+					       "exact6", (json_int_t)r->cfg.n_exact6, "top4", (json_int_t)r->cfg.n_top4,
+					       "prefix4", (json_int_t)r->cfg.n_pfx4, "prefix6", (json_int_t)r->cfg.n_pfx6,
+					       "policies", (json_int_t)r->cfg.n_policies));
+	printf("XDP/TC: %u exact-address entries, %u IPv4 prefixes over %u /16s, %u IPv6 prefix entries, %u "
+	       "policies (entries: %zu added, %zu changed, %zu removed; %zu policy slots written; %zu expired bans "
+	       "purged)\n",
+	       r->cfg.n_exact4 + r->cfg.n_exact6, r->cfg.n_pfx4, r->cfg.n_top4, r->cfg.n_pfx6, r->cfg.n_policies,
+	       r->added, r->changed, r->removed, r->policies_changed, pub.purged);
 	printf("nginx shm %s: %zu policies, %zu IP bans, %zu uid bans (%s, seq %llu)\n", ctx->shm_path,
 	       pub.shm.policies, pub.shm.ip_bans, pub.shm.uid_bans, pub.shm.published ? "published" : "unchanged",
 	       (unsigned long long)pub.shm.seq);

@@ -527,10 +527,13 @@ static int fc_api_stats(struct fc_console *c, struct fc_reply *r)
 					   fc_per_s(now->denied, o->denied, dt), "delayed_per_s",
 					   fc_per_s(now->delayed, o->delayed, dt));
 		fc_match_format(p, match);
-		json_array_append_new(pols, json_pack("{s:I, s:s, s:s, s:s, s:I, s:I, s:I, s:o}", "id", (json_int_t)p->id,
-						      "match", match, "layer", fc_policy_is_l7(p) ? "nginx" : "xdp",
-						      "action", fc_action_name(p->action), "passed", (json_int_t)now->passed,
-						      "denied", (json_int_t)now->denied, "delayed", (json_int_t)now->delayed,
+		/* inflight: requests in flight now under its --concurrency cap (null: none). */
+		json_array_append_new(pols, json_pack("{s:I, s:s, s:s, s:s, s:I, s:I, s:I, s:o, s:o}", "id",
+						      (json_int_t)p->id, "match", match, "layer",
+						      fc_policy_is_l7(p) ? "nginx" : "xdp", "action", fc_action_name(p->action),
+						      "passed", (json_int_t)now->passed, "denied", (json_int_t)now->denied,
+						      "delayed", (json_int_t)now->delayed, "inflight",
+						      p->concurrency ? json_integer((json_int_t)a.ps[i].inflight) : json_null(),
 						      "last_minute", minute));
 	}
 	pthread_mutex_unlock(&c->lock);

@@ -133,6 +133,66 @@ static int fc_map_get(const char *pin_dir, const char *name, struct fc_err *err)
 const char *const fc_map_names[FC_NMAPS] = { FC_MAPS(FC_MAP_STR) };
 #undef FC_MAP_STR
 
+/* How a pinned map differs from the BPF object's, in words, or "" if it
+ * does not. A hash's capacity may differ (tests shrink the LRUs); an
+ * array's is its layout. */
+static void fc_map_diff(const struct bpf_map_info *have, const struct bpf_map *want, char *buf, size_t size)
+{
+	const char *h = libbpf_bpf_map_type_str(have->type), *w = libbpf_bpf_map_type_str(bpf_map__type(want));
+	bool array = have->type == BPF_MAP_TYPE_ARRAY || have->type == BPF_MAP_TYPE_PERCPU_ARRAY;
+
+	buf[0] = '\0';
+	if (have->type != bpf_map__type(want))
+		snprintf(buf, size, "a %s, not a %s", h ? h : "map of another type", w ? w : "?");
+	else if (have->key_size != bpf_map__key_size(want))
+		snprintf(buf, size, "%u-byte keys, not %u", have->key_size, bpf_map__key_size(want));
+	else if (have->value_size != bpf_map__value_size(want))
+		snprintf(buf, size, "%u-byte values, not %u", have->value_size, bpf_map__value_size(want));
+	else if (have->map_flags != bpf_map__map_flags(want))
+		snprintf(buf, size, "flags %#x, not %#x", have->map_flags, bpf_map__map_flags(want));
+	else if (array && have->max_entries != bpf_map__max_entries(want))
+		snprintf(buf, size, "%u entries, not %u", have->max_entries, bpf_map__max_entries(want));
+}
+
+/*
+ * Whether the maps pinned under pin_dir (those that are) have the shape this
+ * freqctl's BPF object gives them. Pins another version of freqctl left
+ * behind would otherwise fail somewhere in libbpf ("parameter mismatch"), or,
+ * read by a reader, be misread.
+ */
+static int fc_maps_check(const char *pin_dir, struct fc_err *err)
+{
+	struct freqctl *skel = freqctl__open();
+	const struct bpf_map *map;
+	struct bpf_map_info info;
+	char path[PATH_MAX], diff[96];
+	__u32 len;
+	size_t i;
+	int fd, rc = 0;
+
+	if (!skel)
+		return fc_err_set(err, "cannot open the BPF object: %s", strerror(errno));
+	for (i = 0; i < FC_NMAPS && !rc; i++) {
+		snprintf(path, sizeof(path), "%s/%s", pin_dir, fc_map_names[i]);
+		fd = bpf_obj_get(path);
+		if (fd < 0)
+			continue; /* not there: made, or reported, by the caller */
+		map = bpf_object__find_map_by_name(skel->obj, fc_map_names[i]);
+		memset(&info, 0, sizeof(info));
+		len = sizeof(info);
+		if (!map || bpf_obj_get_info_by_fd(fd, &info, &len))
+			rc = fc_err_set(err, "pinned map %s: %s", path, map ? strerror(errno) : "not in the BPF object");
+		else if (fc_map_diff(&info, map, diff, sizeof(diff)), diff[0])
+			rc = fc_err_set(err,
+					"pinned map %s: %s: another version's pins. Detach freqctl, remove %s (the store "
+					"keeps bans and policies) and run freqctl sync, or use another --pin-dir",
+					path, diff, pin_dir);
+		close(fd);
+	}
+	freqctl__destroy(skel);
+	return rc;
+}
+
 int fc_maps_open(const char *pin_dir, struct fc_maps *m, struct fc_err *err)
 {
 	char path[PATH_MAX];
@@ -141,7 +201,7 @@ int fc_maps_open(const char *pin_dir, struct fc_maps *m, struct fc_err *err)
 	m->dirfd = -1;
 	for (i = 0; i < FC_NMAPS; i++)
 		m->fd[i] = -1;
-	if (fc_pin_dir_prepare(pin_dir, err) < 0)
+	if (fc_pin_dir_prepare(pin_dir, err) < 0 || fc_maps_check(pin_dir, err) < 0)
 		return -1;
 	for (i = 0; i < FC_NMAPS; i++) {
 		snprintf(path, sizeof(path), "%s/%s", pin_dir, fc_map_names[i]);
@@ -175,6 +235,10 @@ int fc_maps_open_existing(const char *pin_dir, struct fc_maps *m, struct fc_err 
 	m->dirfd = -1;
 	for (i = 0; i < FC_NMAPS; i++)
 		m->fd[i] = -1;
+	/* Before a missing map says "nothing published": another version's
+	 * pins miss maps too. */
+	if (fc_maps_check(pin_dir, err) < 0)
+		return -1;
 	for (i = 0; i < FC_NMAPS; i++) {
 		snprintf(path, sizeof(path), "%s/%s", pin_dir, fc_map_names[i]);
 		m->fd[i] = bpf_obj_get(path);

@@ -4,6 +4,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "fc_duration.h"
 #include "fc_opt.h"
 #include "fc_policy.h"
 
@@ -269,6 +270,57 @@ static bool fc_policy_has_tier_burst(const struct fc_policy_spec *p)
 	return false;
 }
 
+int fc_policy_words(const struct fc_policy_spec *p)
+{
+	return p->ntiers + (p->warmup ? 1 : 0) + (p->concurrency && fc_policy_is_keyed(p) ? 1 : 0);
+}
+
+/* A bucket's FC_MAX_TIERS words: the rates', then --warmup's ramp, then (a
+ * key's) --concurrency's count. The message names what takes the words. */
+static int fc_words_validate(const struct fc_policy_spec *p, struct fc_err *err)
+{
+	bool conc = p->concurrency && fc_policy_is_keyed(p);
+	const char *opts = p->warmup && conc ? "--warmup and --concurrency" : p->warmup ? "--warmup" : "--concurrency";
+	int words = fc_policy_words(p);
+
+	if (words <= FC_MAX_TIERS)
+		return 0;
+	return fc_err_set(err, "%d rates%s%s need %d words in each %sbucket, which has %d (one per rate%s%s): at most %d "
+			       "rates with %s%s",
+			  p->ntiers, p->warmup && conc ? ", " : " and ", opts, words, conc ? "key's " : "", FC_MAX_TIERS,
+			  p->warmup ? ", one for the ramp" : "", conc ? ", one for the count of requests in flight" : "",
+			  FC_MAX_TIERS - (words - p->ntiers), opts, conc ? " in a per-key policy" : "");
+}
+
+/* --warmup: a GCRA ramp on the first rate, which is the fastest, in a word
+ * of the bucket beside the rates'. */
+static int fc_warmup_validate(const struct fc_policy_spec *p, struct fc_err *err)
+{
+	char d[FC_DURATION_STRLEN], one[FC_RATE_STRLEN], other[FC_RATE_STRLEN];
+	int i;
+
+	if (!p->warmup)
+		return 0;
+	fc_duration_format(p->warmup, d);
+	if (p->algo != FC_ALGO_GCRA)
+		return fc_err_set(err, "--warmup ramps a GCRA rate from N/3 to N; --algo %s admits N per window, with "
+				       "no rate to ramp", fc_algo_name(p->algo));
+	if ((uint64_t)p->warmup * FC_NS_PER_SEC > FC_WARMUP_MAX_NS)
+		return fc_err_set(err, "--warmup %s: expected 1s to 1d", d);
+	fc_rate_format(&p->rate[0], one);
+	for (i = 1; i < p->ntiers; i++) {
+		fc_rate_format(&p->rate[i], other);
+		if (p->rate[i].unit_secs < p->rate[0].unit_secs)
+			return fc_err_set(err, "--warmup ramps the first rate, %s: give the rate of the shortest unit first "
+					       "(%s)", one, other);
+	}
+	if ((unsigned __int128)fc_tier_burst(p, 0) * p->rate[0].unit_secs * FC_NS_PER_SEC / p->rate[0].n >
+	    FC_WARM_TOL_MAX)
+		return fc_err_set(err, "rate \"%s\": burst %llu at that rate is more than 36 years of credit, the most "
+				       "--warmup ramps", one, (unsigned long long)fc_tier_burst(p, 0));
+	return 0;
+}
+
 static const char *const fc_dim_names[] = { [FC_DIM_UID] = "uid", [FC_DIM_ARG] = "arg:", [FC_DIM_HEADER] = "header:",
 					    [FC_DIM_URI] = "uri" };
 
@@ -278,8 +330,19 @@ int fc_policy_validate(const struct fc_policy_spec *p, struct fc_err *err)
 
 	if (p->kind == FC_MATCH_NONE)
 		return fc_err_set(err, "missing --match (e.g. ip=198.18.0.0/15, ip=*, uid=u1024,arg:api=login)");
-	if (!p->ntiers)
-		return fc_err_set(err, "missing --rate N/UNIT");
+	if (!p->ntiers && !p->concurrency)
+		return fc_err_set(err, "missing --rate N/UNIT (or --concurrency N in nginx)");
+	if (p->concurrency && !fc_policy_is_l7(p))
+		return fc_err_set(err, "--concurrency counts requests in flight in nginx; an ip=-only policy runs at "
+				       "XDP/TC, on packets (add --layer http to put it in nginx)");
+	if (!p->ntiers && p->burst)
+		return fc_err_set(err, "--burst applies to a --rate, and the policy has none");
+	if (!p->ntiers && p->warmup)
+		return fc_err_set(err, "--warmup ramps a --rate from N/3 to N, and the policy has none");
+	if (!p->ntiers && p->action == FC_ACTION_DELAY)
+		return fc_err_set(err, "action \"delay\" waits a request to a --rate, and the policy has none");
+	if (fc_words_validate(p, err) < 0)
+		return -1;
 	if (fc_policy_is_l7(p) && p->count != FC_COUNT_PACKETS)
 		return fc_err_set(err, "--count %s is for policies at XDP/TC; a policy in nginx counts requests",
 				  fc_count_name(p->count));
@@ -331,7 +394,7 @@ int fc_policy_validate(const struct fc_policy_spec *p, struct fc_err *err)
 			return fc_err_set(err, "rate \"%s\": burst %llu at that rate is more than a century of credit",
 					  one, (unsigned long long)fc_tier_burst(p, i));
 	}
-	return 0;
+	return fc_warmup_validate(p, err);
 }
 
 
@@ -423,6 +486,7 @@ void fc_policy_compile(const struct fc_policy_spec *p, uint32_t epoch, struct fc
 	k->action = (__u8)p->action;
 	k->count = (__u8)p->count;
 	k->ntiers = (__u8)p->ntiers;
+	k->warmup_ms = (__u32)(p->warmup * 1000); /* validated: at most a day */
 	for (i = 0; i < p->ntiers; i++) {
 		struct fc_tier *t = &k->tier[i];
 		uint64_t burst = fc_tier_burst(p, i);
@@ -474,6 +538,8 @@ void fc_policy_scale(const struct fc_policy_spec *p, double weight, struct fc_po
 	}
 	if (out->burst)
 		out->burst = fc_scaled(p->burst, weight);
+	if (out->concurrency)
+		out->concurrency = (uint32_t)fc_scaled(p->concurrency, weight);
 }
 
 int fc_weight_parse(const char *s, double *w, struct fc_err *err)
@@ -541,5 +607,11 @@ const struct fc_opt fc_policy_opts[] = {
 		      .arg = "N", .help = "per-key policies: keys at most; past it, the overflow bucket (default: half the table)"),
 	FC_POLICY_OPT("new-keys", 0, FC_OPT_U32, new_keys, .min = 1, .max = 1000000000, .json = "new_keys", .arg = "N",
 		      .help = "per-key policies: new keys a second; past it, the overflow bucket (default 10000)"),
+	FC_POLICY_OPT("concurrency", 0, FC_OPT_U32, concurrency, .min = 1, .max = FC_CONCURRENCY_MAX,
+		      .json = "concurrency", .arg = "N",
+		      .help = "L7: at most N requests in flight at once (per key for a DIM=* policy); --rate optional"),
+	FC_POLICY_OPT("warmup", 0, FC_OPT_DURATION, warmup, .json = "warmup", .arg = "DURATION",
+		      .help = "GCRA: after DURATION idle (1s to 1d), the first rate starts at N/3, without a burst, "
+			      "and rises to N over DURATION"),
 	FC_OPT_END,
 };

@@ -71,6 +71,12 @@ struct fc_policy_spec {
 	 * a second (0: FC_NEW_KEYS_DEFAULT). */
 	uint32_t max_keys;
 	uint32_t new_keys;
+	/* L7: requests in flight at once, per key for a per-key policy (0: no
+	 * cap). A policy may have it and no rate. */
+	uint32_t concurrency;
+	/* GCRA: after this many seconds idle the first rate starts at N/3 and
+	 * rises to N over as long (0: no warm-up). */
+	int64_t warmup;
 };
 
 static inline bool fc_policy_is_l7(const struct fc_policy_spec *p)
@@ -82,6 +88,8 @@ static inline bool fc_policy_is_l7(const struct fc_policy_spec *p)
 /* A per-key (DIM=*) policy's new keys a second, past which requests share
  * its overflow bucket. */
 #define FC_NEW_KEYS_DEFAULT 10000
+/* --concurrency at most: far past any worker_connections. */
+#define FC_CONCURRENCY_MAX 100000000
 
 /* Whether p keeps a bucket per value of some dimension (DIM=*, or ip=*
  * beside other dimensions). */
@@ -105,6 +113,11 @@ int fc_algo_parse(const char *s, enum fc_algo *a, struct fc_err *err);
 int fc_action_parse(const char *s, enum fc_action *a, struct fc_err *err);
 int fc_count_parse(const char *s, enum fc_count *c, struct fc_err *err);
 /* A whole number from 1 to max, named what in the message. */
+
+/* The 64-bit words a bucket of p keeps: one per rate, one for --warmup's
+ * ramp, and a key's count of requests in flight for a per-key policy with
+ * --concurrency (a bucket has FC_MAX_TIERS). */
+int fc_policy_words(const struct fc_policy_spec *p);
 
 /* Checks what a single option can not: combinations and the bounds that
  * keep the kernel's arithmetic exact. */

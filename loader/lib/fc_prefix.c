@@ -27,7 +27,7 @@ static int fc_parse_len(const char *s, unsigned max, unsigned *len)
 	return 0;
 }
 
-static void fc_clear_host_bits(uint8_t *a, unsigned bytes, unsigned len)
+void fc_prefix_mask(uint8_t *a, unsigned bytes, unsigned len)
 {
 	unsigned i;
 
@@ -87,7 +87,7 @@ int fc_prefix_parse_ex(const char *s, struct fc_prefix *p, bool allow_zero, stru
 		return fc_err_set(err, "\"%s\": a /0 prefix would ban every IPv%u source; refused", s, p->family);
 	p->len = (uint8_t)len;
 	fixed = *p;
-	fc_clear_host_bits(fixed.a, max / 8, len);
+	fc_prefix_mask(fixed.a, max / 8, len);
 	if (memcmp(fixed.a, p->a, sizeof(p->a))) {
 		char buf[FC_PREFIX_STRLEN];
 

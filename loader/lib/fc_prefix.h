@@ -32,6 +32,9 @@ static inline bool fc_prefix_is_exact(const struct fc_prefix *p)
 	return p->len == (p->family == 4 ? 32 : 128);
 }
 
+/* Clears the bits of a (bytes long, network order) past the first len. */
+void fc_prefix_mask(uint8_t *a, unsigned bytes, unsigned len);
+
 /* The kernel's keys for a prefix (see maps/fc_maps.h). An exact address's
  * key is its bytes: p->a, 4 or 16 of them. */
 void fc_prefix_to_pfx4(const struct fc_prefix *p, struct fc_pfx4_key *key);

@@ -19,7 +19,7 @@ json_t *fc_policy_to_json(const struct fc_policy_spec *p)
 		json_array_append_new(rates, json_string(rate));
 	}
 	fc_rate_format(&p->escalate, esc);
-	return json_pack("{s:I, s:s, s:o, s:o, s:s, s:s, s:s, s:o, s:o, s:o, s:o, s:o, s:o, s:o}", "id",
+	return json_pack("{s:I, s:s, s:o, s:o, s:s, s:s, s:s, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o}", "id",
 			 (json_int_t)p->id, "match", match, "rates", rates, "burst",
 			 p->burst ? json_integer((json_int_t)p->burst) : json_null(), "algo", fc_algo_name(p->algo),
 			 "action", fc_action_name(p->action), "count", fc_count_name(p->count), "delay_burst",
@@ -29,7 +29,9 @@ json_t *fc_policy_to_json(const struct fc_policy_spec *p)
 			 p->ban_ttl ? json_integer(p->ban_ttl) : json_null(), "layer",
 			 p->layer != FC_LAYER_AUTO ? json_string(fc_layer_names[p->layer]) : json_null(), "max_keys",
 			 p->max_keys ? json_integer(p->max_keys) : json_null(), "new_keys",
-			 p->new_keys ? json_integer(p->new_keys) : json_null());
+			 p->new_keys ? json_integer(p->new_keys) : json_null(), "concurrency",
+			 p->concurrency ? json_integer(p->concurrency) : json_null(), "warmup",
+			 p->warmup ? json_integer(p->warmup) : json_null());
 }
 
 int fc_json_uint(json_t *v, uint64_t max, uint64_t *out)
@@ -113,9 +115,10 @@ int fc_policy_from_json(json_t *o, struct fc_policy_spec *p, char field[FC_JSON_
 	p->id = (uint32_t)v;
 	if (!json_is_string(json_object_get(o, "match")))
 		return FC_FAIL("match", "match: expected a string");
+	/* Empty for a policy with a concurrency cap alone: validation says if it may be. */
 	val = json_object_get(o, "rates");
-	if (!json_is_array(val) || !json_array_size(val) || json_array_size(val) > FC_MAX_TIERS)
-		return FC_FAIL("rates", "rates: expected an array of 1 to %d \"N/UNIT\"", FC_MAX_TIERS);
+	if (!json_is_array(val) || json_array_size(val) > FC_MAX_TIERS)
+		return FC_FAIL("rates", "rates: expected an array of 0 to %d \"N/UNIT\"", FC_MAX_TIERS);
 	for (opt = fc_policy_opts; opt->name; opt++) {
 		val = opt->json ? json_object_get(o, opt->json) : NULL;
 		if (!val || json_is_null(val))

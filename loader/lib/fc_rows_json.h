@@ -12,8 +12,8 @@
 #include "fc_store.h"
 
 /* {"id", "match", "rates": ["N/UNIT", ...], "burst", "algo", "action",
- *  "count", "delay_burst", "new_sources", "escalate", "ban_ttl"}; a default
- * is null. */
+ *  "count", "delay_burst", "new_sources", "escalate", "ban_ttl", "layer",
+ *  "max_keys", "new_keys", "concurrency", "warmup"}; a default is null. */
 json_t *fc_policy_to_json(const struct fc_policy_spec *p);
 /* The same object back, validated as `policy add` validates; on failure
  * field names the offending key ("rates[1]") and err says what is wrong.

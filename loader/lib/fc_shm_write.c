@@ -183,7 +183,9 @@ static int fc_blk_policy(struct fc_blk *b, const struct fc_policy_row *r, double
 	it->flags = k.flags | (p->escalate.n ? FC_SHM_POLICY_ESCALATE : 0) | (p->ndims ? 0 : FC_SHM_POLICY_HTTP);
 	it->max_keys = p->max_keys; /* 0: as the table holds */
 	it->new_keys = p->new_keys ? p->new_keys : FC_NEW_KEYS_DEFAULT;
+	it->concurrency = scaled.concurrency;
 	memcpy(it->tier, k.tier, sizeof(it->tier));
+	it->warmup_ms = k.warmup_ms;
 	d = (__u8 *)(it + 1);
 	if (p->kind == FC_MATCH_STAR) { /* ip=* in nginx: a bucket per client address */
 		struct fc_shm_dim *dim = (struct fc_shm_dim *)d;

@@ -28,12 +28,60 @@ const struct fc_counter *fc_stat_at(const struct fc_stats *s, size_t row)
 	return (const struct fc_counter *)((const char *)s + fc_stat_rows[row].off);
 }
 
+/* Label value escaping, for a policy's match. */
+static void fc_label_escape(const char *in, char *out, size_t len)
+{
+	size_t j, k;
+
+	for (j = 0, k = 0; in[j] && k + 2 < len; j++) {
+		if (in[j] == '"' || in[j] == '\\')
+			out[k++] = '\\';
+		out[k++] = in[j];
+	}
+	out[k] = '\0';
+}
+
+/* The policies with a concurrency cap: places held now, the cap, refusals by it. */
+static void fc_stats_prometheus_conc(FILE *f, const struct fc_policy_stats *ps, size_t n)
+{
+	static const struct {
+		const char *name, *help;
+	} fam[] = {
+		{ "freqctl_policy_inflight gauge", "Requests in flight now under a policy's --concurrency cap (every key's)." },
+		{ "freqctl_policy_concurrency_limit gauge", "A policy's --concurrency cap (per key for a per-key policy)." },
+		{ "freqctl_policy_concurrency_denied_total counter",
+		  "Requests refused by a policy's --concurrency cap (also in freqctl_policy_total's dropped)." },
+	};
+	char match[FC_MATCH_LEN], esc[2 * FC_MATCH_LEN];
+	bool any = false;
+	size_t i, k, len;
+	uint64_t v;
+
+	for (i = 0; i < n; i++)
+		any = any || ps[i].row->spec.concurrency;
+	for (k = 0; any && k < sizeof(fam) / sizeof(fam[0]); k++) {
+		len = strcspn(fam[k].name, " ");
+		fprintf(f, "# HELP %.*s %s\n# TYPE %s\n", (int)len, fam[k].name, fam[k].help, fam[k].name);
+		for (i = 0; i < n; i++) {
+			const struct fc_policy_spec *p = &ps[i].row->spec;
+
+			if (!p->concurrency)
+				continue;
+			v = k == 0 ? ps[i].inflight : k == 1 ? p->concurrency : ps[i].conc_denied;
+			fc_match_format(p, match);
+			fc_label_escape(match, esc, sizeof(esc));
+			fprintf(f, "%.*s{policy=\"%u\",match=\"%s\"} %llu\n", (int)len, fam[k].name, p->id, esc,
+				(unsigned long long)v);
+		}
+	}
+}
+
 /* The same numbers for Prometheus: one family per counter kind, labelled. */
 static void fc_stats_prometheus(FILE *f, const struct fc_stats *s, const struct fc_policy_stats *ps, size_t n)
 {
 	char match[FC_MATCH_LEN], esc[2 * FC_MATCH_LEN];
 	const struct fc_counter *cnt;
-	size_t i, j, k;
+	size_t i;
 
 	fputs("# HELP freqctl_packets_total Packets seen by freqctl's XDP/TC programs, by verdict.\n"
 	      "# TYPE freqctl_packets_total counter\n",
@@ -62,12 +110,7 @@ static void fc_stats_prometheus(FILE *f, const struct fc_stats *s, const struct 
 		const char *layer = fc_policy_is_l7(p) ? "nginx" : "xdp";
 
 		fc_match_format(p, match);
-		for (j = 0, k = 0; match[j] && k + 2 < sizeof(esc); j++) { /* label value escaping */
-			if (match[j] == '"' || match[j] == '\\')
-				esc[k++] = '\\';
-			esc[k++] = match[j];
-		}
-		esc[k] = '\0';
+		fc_label_escape(match, esc, sizeof(esc));
 		cnt = &ps[i].ps.passed;
 		fprintf(f, "freqctl_policy_total{policy=\"%u\",match=\"%s\",layer=\"%s\",outcome=\"passed\"} %llu\n", p->id,
 		       esc, layer, (unsigned long long)cnt->packets);
@@ -85,6 +128,7 @@ static void fc_stats_prometheus(FILE *f, const struct fc_stats *s, const struct 
 				(unsigned long long)ps[i].overflowed);
 		}
 	}
+	fc_stats_prometheus_conc(f, ps, n);
 }
 
 void fc_stats_free(struct fc_stats_all *a)
@@ -192,6 +236,8 @@ int fc_stats_gather(const struct fc_ctx *ctx, struct fc_stats_all *a, struct fc_
 			/* The workers' counts: a forged one is bounded by the table. */
 			a->ps[i].keys = slots[r->slot].keys < FC_SHM_KEYS_MAX ? slots[r->slot].keys : FC_SHM_KEYS_MAX;
 			a->ps[i].overflowed = slots[r->slot].overflowed;
+			a->ps[i].inflight = slots[r->slot].inflight;
+			a->ps[i].conc_denied = slots[r->slot].conc_denied;
 		}
 	}
 	rc = 0;
@@ -205,6 +251,20 @@ out:
 	if (rc)
 		fc_stats_free(a);
 	return rc;
+}
+
+/* A warming tier: as plain GCRA's, from the TAT as the ramp counts it (no
+ * more than one request of credit until the ramp ends), of the ramped
+ * tolerance; an idle (cold) bucket uses nothing. */
+static double fc_warm_use(const struct fc_tier *t, uint64_t warmup_ns, uint64_t tat, uint64_t ws, uint64_t now)
+{
+	struct fc_ramp r;
+	uint64_t base;
+
+	if (fc_warm_cold(tat, ws, warmup_ns, now))
+		return 0;
+	base = fc_warm_view(t, warmup_ns, tat, ws, now, 1, 0, &r);
+	return (double)(base - now) / (double)r.tol;
 }
 
 double fc_bucket_use(const struct fc_policy *pol, const __u64 *state, uint64_t now)
@@ -222,6 +282,8 @@ double fc_bucket_use(const struct fc_policy *pol, const __u64 *state, uint64_t n
 			u = t->limit && (st >> FC_WIN_COUNT_BITS) == fc_window_index(t, now) ?
 				    (double)(st & FC_WIN_COUNT_MASK) / (double)t->limit :
 				    0;
+		else if (!i && pol->warmup_ms && pol->ntiers < FC_MAX_TIERS)
+			u = fc_warm_use(t, pol->warmup_ms * FC_MS_NS, st, state[pol->ntiers], now);
 		else /* GCRA: the TAT's lead over now, of the most an admission may leave (a delay
 		      * queue may lead further: counted as full) */
 			u = st > now && t->tolerance_ns ? (double)(st - now) / (double)t->tolerance_ns : 0;
@@ -229,6 +291,28 @@ double fc_bucket_use(const struct fc_policy *pol, const __u64 *state, uint64_t n
 			use = u;
 	}
 	return use > 1 ? 1 : use;
+}
+
+void fc_key_view(const struct fc_policy_row *row, const struct fc_policy *k, const struct fc_shm_key *e, uint64_t now,
+		 struct fc_key_view *v)
+{
+	uint64_t queue = row->spec.action == FC_ACTION_DELAY ? row->spec.delay_burst : 0,
+		 idle = e->idle_ns & ~FC_SHM_KEY_HELD;
+	uint8_t w = fc_shm_conc_word(k->ntiers, k->warmup_ms);
+	struct fc_limit_view lv;
+
+	memset(v, 0, sizeof(*v));
+	if (k->ntiers) {
+		fc_limit_view(k->algo, k->ntiers, k->tier, k->warmup_ms, e->state, now, queue, &lv);
+		v->remaining = lv.remaining;
+		v->retry_ns = lv.retry_ns;
+	}
+	/* While it holds places a key is never idle: its idle time waits under the held bit. */
+	v->held = e->idle_ns & FC_SHM_KEY_HELD;
+	v->idle_s = idle > now ? (idle - now) / FC_NS_PER_SEC : 0;
+	/* Its count of places is the word past its tiers and its warm-up word. */
+	v->capped = row->spec.concurrency && w < FC_MAX_TIERS;
+	v->inflight = v->capped ? e->state[w] : 0;
 }
 
 struct fc_busiest {

@@ -20,6 +20,8 @@ struct fc_policy_stats {
 	uint64_t delayed;    /* nginx, action delay */
 	uint64_t keys;       /* nginx, per-key policies: keys it holds (the workers' count) */
 	uint64_t overflowed; /* ... requests decided by its overflow bucket */
+	uint64_t inflight;    /* nginx, --concurrency: places held now (every key's) */
+	uint64_t conc_denied; /* ... requests refused by the cap (also counted as dropped) */
 };
 
 /* Drops by ban source: by hand (set 0, escalations included), or a ban set. */
@@ -72,6 +74,20 @@ struct fc_key_use {
 	uint32_t passed, denied;
 	double use;   /* of its fullest tier, now */
 };
+
+/* A key of a per-key nginx policy as freqctl keys shows it, read from its
+ * entry e (every field the workers' say-so); k is the row compiled. */
+struct fc_key_view {
+	uint64_t remaining; /* what its first rate admits now (0 without a rate) */
+	uint64_t retry_ns;  /* until a request could pass its rates (the first's ramp too) */
+	uint64_t idle_s;    /* until its buckets are empty and its entry may be taken back */
+	bool held;          /* requests of it are in flight: never taken back meanwhile */
+	bool capped;        /* the policy has --concurrency: inflight counts its requests in flight */
+	uint64_t inflight;
+};
+
+void fc_key_view(const struct fc_policy_row *row, const struct fc_policy *k, const struct fc_shm_key *e, uint64_t now,
+		 struct fc_key_view *v);
 
 /* The keys of a's per-key policies using the most of their fullest tier at
  * now (UTC ns), at most max, most first; *n how many. None without a shm. */

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/mman.h>
 #include <sys/random.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
@@ -33,13 +34,23 @@ struct fc_map_sync {
 	int fd;
 	size_t keysz;
 	int family; /* 4 or 6 */
-	bool trie;
+	bool prefixes; /* a prefix hash: fc_want_prefixes makes its entries */
 	size_t max_entries;
 	struct fc_kvs want, have;
-	long count; /* entries added less entries deleted (publishing what changed) */
+	long count;  /* publishing what changed: entries added less entries deleted */
+	long dmarks; /* the same for fc_pfx6's search markers */
+	size_t marks;    /* fc_pfx6: search markers among want */
+	__u64 lens[2];   /* fc_pfx6: bit L of lens[L / 64], the lengths of its prefixes */
 };
 
 enum { FC_MS_EXACT4, FC_MS_EXACT6, FC_MS_PFX4, FC_MS_PFX6, FC_MS_COUNT };
+
+/* The IPv4 prefixes, folded, in address order: what fc_top4 is made of. */
+struct fc_top4_sync {
+	struct fc_kvs pfx;
+	bool whole;    /* look at every /16, not only where fc_pfx4 changed */
+	__u32 used;    /* fc_top4 entries that are not empty (in: before, out: after) */
+};
 
 /* Scratch for one batch of keys and values (fc_batch_*), and so one publish
  * at a time in this process (the pin dir's flock serialises processes). */
@@ -102,32 +113,27 @@ static bool fc_batch_unsupported(void)
 	return errno == EINVAL || errno == FC_ENOTSUPP || errno == EOPNOTSUPP;
 }
 
-/* Reads a whole rule map; batched where the map type supports it. */
+/* Reads a whole rule map, a batch at a time: linear in the map's capacity,
+ * and never more entries than it can hold. */
 static int fc_map_dump(struct fc_map_sync *ms, struct fc_err *err)
 {
 	LIBBPF_OPTS(bpf_map_batch_opts, opts);
-	uint8_t cur[sizeof(struct fc_pfx6_key)];
-	/* The batch token: a bucket number for a hash map, but a whole key for
-	 * the kernel's generic batch walk (LPM tries, since 6.x): room for
-	 * either. Eight bytes here once let the kernel write a 20-byte key past
-	 * them, and the walk never ended. */
-	union {
-		__u64 bucket;
-		uint8_t key[sizeof(struct fc_pfx6_key)];
-	} in = { 0 }, outb = { 0 };
-	size_t seen = 0, bound;
+	__u64 in = 0, out = 0; /* a hash map's batch token: a bucket number */
+	size_t seen = 0;
 	void *inp = NULL;
 	struct fc_kv *kv;
 	__u32 cnt, i;
 	int rc;
 
-	/* Whatever the kernel does, never read more than the map can hold. */
-	bound = ms->max_entries ? ms->max_entries : SIZE_MAX;
 	for (;;) {
 		cnt = FC_BATCH;
-		rc = bpf_map_lookup_batch(ms->fd, inp, &outb, fc_batch_keys, fc_batch_vals, &cnt, &opts);
+		rc = bpf_map_lookup_batch(ms->fd, inp, &out, fc_batch_keys, fc_batch_vals, &cnt, &opts);
 		if (rc && errno != ENOENT)
-			break;
+			return fc_err_set(err, "map %s: batch lookup: %s", ms->name, strerror(errno));
+		seen += cnt;
+		if (seen > ms->max_entries)
+			return fc_err_set(err, "map %s: reading past its %zu entries: the walk does not end", ms->name,
+					  ms->max_entries);
 		for (i = 0; i < cnt; i++) {
 			if (!(kv = fc_kvs_push(&ms->have)))
 				return fc_err_set(err, "out of memory reading map %s", ms->name);
@@ -136,31 +142,9 @@ static int fc_map_dump(struct fc_map_sync *ms, struct fc_err *err)
 		}
 		if (rc)
 			return 0; /* ENOENT: that was the last batch */
-		seen += cnt;
-		if (seen > bound)
-			return fc_err_set(err, "map %s: reading past its %zu entries: the walk does not end", ms->name,
-					  bound);
-		in = outb;
+		in = out;
 		inp = &in;
 	}
-	if (!fc_batch_unsupported())
-		return fc_err_set(err, "map %s: batch lookup: %s", ms->name, strerror(errno));
-
-	/* LPM tries have no batch lookup: walk the keys. */
-	ms->have.n = 0;
-	for (rc = bpf_map_get_next_key(ms->fd, NULL, cur); !rc; rc = bpf_map_get_next_key(ms->fd, cur, cur)) {
-		if (ms->have.n >= bound)
-			return fc_err_set(err, "map %s: reading past its %zu entries: the walk does not end", ms->name,
-					  bound);
-		if (!(kv = fc_kvs_push(&ms->have)))
-			return fc_err_set(err, "out of memory reading map %s", ms->name);
-		memcpy(kv->key, cur, ms->keysz);
-		if (bpf_map_lookup_elem(ms->fd, cur, &kv->val))
-			ms->have.n--; /* deleted under us; nothing to diff */
-	}
-	if (errno != ENOENT)
-		return fc_err_set(err, "map %s: walking keys: %s", ms->name, strerror(errno));
-	return 0;
 }
 
 /* Writes (update) or deletes n entries. */
@@ -191,7 +175,7 @@ static int fc_map_apply(struct fc_map_sync *ms, const struct fc_kv *kvs, size_t 
 			if (!fc_batch_unsupported())
 				return fc_err_set(err, "map %s: batch %s: %s", ms->name, update ? "update" : "delete",
 						  strerror(errno));
-			batch = false; /* LPM tries: one at a time */
+			batch = false; /* a kernel without batches: one at a time */
 		}
 		for (i = 0; i < cnt; i++) {
 			rc = update ? bpf_map_update_elem(ms->fd, keys + i * ms->keysz, &vals[i], BPF_ANY) :
@@ -251,7 +235,7 @@ out:
 	return rc;
 }
 
-/* The address bytes and length of a trie key. */
+/* The address bytes and length of a prefix key. */
 static const uint8_t *fc_kv_addr(const struct fc_kv *kv, uint32_t *len)
 {
 	memcpy(len, kv->key, sizeof(*len));
@@ -283,14 +267,14 @@ static bool fc_covers(const uint8_t *a, uint32_t alen, const uint8_t *b, uint32_
 static void fc_rule_add_ban(struct fc_rule *r, uint64_t expires_ns, uint32_t set)
 {
 	if (!(r->flags & FC_RULE_BANNED)) {
-		r->flags = FC_RULE_BANNED | set << FC_RULE_SET_SHIFT;
+		r->flags = (r->flags & ~FC_RULE_SET_MASK) | FC_RULE_BANNED | set << FC_RULE_SET_SHIFT;
 		r->ban_expires_ns = expires_ns;
 		return;
 	}
 	if (r->ban_expires_ns && (!expires_ns || expires_ns > r->ban_expires_ns))
 		r->ban_expires_ns = expires_ns;
 	if (set < FC_RULE_SET(r->flags))
-		r->flags = FC_RULE_BANNED | set << FC_RULE_SET_SHIFT;
+		r->flags = (r->flags & ~FC_RULE_SET_MASK) | set << FC_RULE_SET_SHIFT;
 }
 
 /* The kernel's ban for a store's ban row (a set's member: no expiry, the
@@ -303,7 +287,20 @@ static struct fc_rule fc_rule_of_ban(const struct fc_ban_row *b)
 	return r;
 }
 
-/* Folds entries with the same key (a ban and a policy on one prefix) into one. */
+/* Folds r into the entry with the same key: a ban and a policy on one
+ * prefix, a marker where a prefix is (which is then no marker). */
+static void fc_rule_merge(struct fc_rule *into, const struct fc_rule *r)
+{
+	if (r->flags & FC_RULE_BANNED)
+		fc_rule_add_ban(into, r->ban_expires_ns, FC_RULE_SET(r->flags));
+	if (r->policy)
+		into->policy = r->policy;
+	into->flags |= r->flags & FC_RULE_LONGER;
+	if (!(r->flags & FC_RULE_MARKER))
+		into->flags &= ~FC_RULE_MARKER;
+}
+
+/* Folds entries with the same key into one. */
 static void fc_want_merge(struct fc_map_sync *ms)
 {
 	struct fc_kv *v = ms->want.v;
@@ -312,10 +309,7 @@ static void fc_want_merge(struct fc_map_sync *ms)
 	fc_kvs_sort(&ms->want, fc_kv_cmp, &ms->keysz);
 	for (i = 0; i < ms->want.n; i++) {
 		if (o && !memcmp(v[o - 1].key, v[i].key, ms->keysz)) {
-			if (v[i].val.flags & FC_RULE_BANNED)
-				fc_rule_add_ban(&v[o - 1].val, v[i].val.ban_expires_ns, FC_RULE_SET(v[i].val.flags));
-			if (v[i].val.policy)
-				v[o - 1].val.policy = v[i].val.policy;
+			fc_rule_merge(&v[o - 1].val, &v[i].val);
 			continue;
 		}
 		v[o++] = v[i];
@@ -324,10 +318,10 @@ static void fc_want_merge(struct fc_map_sync *ms)
 }
 
 /*
- * An LPM lookup returns the longest matching prefix only, so each trie entry
- * carries the bans of the prefixes covering it (the longest-lasting one) and,
- * when it has no policy of its own, the policy of the nearest covering prefix
- * that has one.
+ * A search stops at the longest match, so each entry carries the bans of the
+ * prefixes covering it (the longest-lasting one) and, when it has no policy
+ * of its own, the policy of the nearest covering prefix that has one. Leaves
+ * want in address order.
  */
 static int fc_want_inherit(struct fc_map_sync *ms, struct fc_err *err)
 {
@@ -362,8 +356,206 @@ static int fc_want_inherit(struct fc_map_sync *ms, struct fc_err *err)
 		stack[depth++] = i;
 	}
 	free(stack);
+	return 0;
+}
+
+/* Adds to out the search markers of kv, an IPv6 prefix of ms
+ * (maps/fc_maps.h): one at each length on its path through the tree of
+ * lengths where the search must turn longer to reach it. */
+static int fc_kv_markers(const struct fc_map_sync *ms, struct fc_kv kv, struct fc_kvs *out, struct fc_err *err)
+{
+	uint32_t lo = FC_PFX6_MIN, hi = FC_PFX6_MAX, len, mid;
+	struct fc_kv *mk;
+
+	fc_kv_addr(&kv, &len);
+	while (len >= lo && lo <= hi) {
+		mid = (lo + hi) / 2;
+		if (len == mid)
+			break;
+		if (len < mid) {
+			hi = mid - 1;
+			continue;
+		}
+		if (!(mk = fc_kvs_push(out)))
+			return fc_err_set(err, "out of memory publishing map %s", ms->name);
+		memcpy(mk->key, kv.key, ms->keysz);
+		memcpy(mk->key, &mid, sizeof(mid));
+		fc_prefix_mask(mk->key + sizeof(mid), ms->keysz - sizeof(mid), mid);
+		mk->val = (struct fc_rule){ .flags = FC_RULE_MARKER | FC_RULE_LONGER };
+		lo = mid + 1;
+	}
+	return 0;
+}
+
+/*
+ * The entries of a prefix map from the prefixes in ms->want (merged): what
+ * the prefixes covering each entry say folded into it; for IPv6 their
+ * search markers; for IPv4 a copy in address order for fc_top4. (The
+ * prefixes of /1 to /16 stay in fc_pfx4 too, never looked up there: what
+ * it holds says what fc_top4 was made of.) Leaves want sorted by key, its
+ * markers counted and, for IPv6, the lengths of its prefixes noted.
+ */
+static int fc_want_prefixes(struct fc_map_sync *ms, struct fc_top4_sync *top4, struct fc_err *err)
+{
+	size_t n = ms->want.n, i;
+	struct fc_kv *v;
+	uint32_t len;
+
+	for (i = 0; ms->family == 6 && i < n; i++)
+		if (fc_kv_markers(ms, ms->want.v[i], &ms->want, err) < 0)
+			return -1;
+	fc_want_merge(ms);
+	if (fc_want_inherit(ms, err) < 0)
+		return -1;
+	v = ms->want.v;
+	if (ms->family == 4 && ms->want.n) {
+		if (!(top4->pfx.v = malloc(ms->want.n * sizeof(*v))))
+			return fc_err_set(err, "out of memory publishing map %s", FC_MAP_NAME(top4));
+		memcpy(top4->pfx.v, v, ms->want.n * sizeof(*v));
+		top4->pfx.n = ms->want.n;
+	}
+	for (i = 0; ms->family == 6 && i < ms->want.n; i++) {
+		fc_kv_addr(&v[i], &len);
+		if (v[i].val.flags & FC_RULE_MARKER)
+			ms->marks++;
+		else
+			ms->lens[len / 64] |= 1ULL << (len % 64);
+	}
 	fc_kvs_sort(&ms->want, fc_kv_cmp, &ms->keysz);
 	return 0;
+}
+
+/* The /16 (fc_top4 index) of an IPv4 prefix key. */
+static uint32_t fc_kv_top4(const struct fc_kv *kv)
+{
+	uint32_t len;
+	const uint8_t *a = fc_kv_addr(kv, &len);
+
+	return (uint32_t)a[0] << 8 | a[1];
+}
+
+static bool fc_top4_empty(const struct fc_top4 *t)
+{
+	static const struct fc_top4 none;
+
+	return !memcmp(t, &none, sizeof(none));
+}
+
+/* A prefix of /17 to /31 into the fc_top4 entry of its /16: the length
+ * covering each /24 it covers, or a length inside its /24. Called in address
+ * order, which puts a prefix before those it covers: the longest is noted
+ * last. */
+static void fc_top4_note(struct fc_top4 *t, const struct fc_kv *kv)
+{
+	uint32_t len, i;
+	const uint8_t *a = fc_kv_addr(kv, &len);
+
+	if (len > 24) {
+		t->longer |= (__u8)(1u << (len - 25));
+		t->in24[a[2]] |= FC_IN24_LONGER;
+		return;
+	}
+	for (i = a[2]; i < a[2] + (1u << (24 - len)); i++)
+		t->in24[i] = (__u8)((t->in24[i] & ~FC_IN24_LEN) | (len - FC_TOP4_SHIFT));
+}
+
+/* Marks (bit idx of mark) the /16s the prefix key covers or lies in. */
+static void fc_top4_mark(uint64_t *mark, const struct fc_kv *kv)
+{
+	uint32_t len, idx = fc_kv_top4(kv), end;
+
+	fc_kv_addr(kv, &len);
+	for (end = idx + (len < FC_TOP4_SHIFT ? 1u << (FC_TOP4_SHIFT - len) : 1); idx < end; idx++)
+		mark[idx / 64] |= 1ULL << (idx % 64);
+}
+
+/* The first prefix of the address-ordered list p (n long) at or past the
+ * /16 idx. */
+static size_t fc_top4_seek(const struct fc_kv *p, size_t n, uint32_t idx)
+{
+	size_t lo = 0, hi = n, mid;
+
+	while (lo < hi) {
+		mid = lo + (hi - lo) / 2;
+		if (fc_kv_top4(&p[mid]) < idx)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+/*
+ * Makes fc_top4 what the IPv4 prefixes say, through a mapping of the array,
+ * at the /16s marked (bit idx of mark: those a changed prefix covers or lies
+ * in) or, whole, at every /16 (10 ms here). top4->pfx holds every prefix
+ * covering or inside a marked /16. What differs is written in place;
+ * nothing the size of the array is allocated or read through a syscall (a
+ * batch read of it took 150 ms), and a publish that is not whole and
+ * changes no IPv4 prefix touches none of it.
+ */
+static int fc_top4_sync(const struct fc_maps *m, struct fc_top4_sync *top4, uint64_t *mark,
+			struct fc_sync_result *res, struct fc_err *err)
+{
+	const size_t size = (size_t)FC_TOP4_SLOTS * sizeof(struct fc_top4);
+	const struct fc_kv *p = top4->pfx.v;
+	uint32_t *cover = NULL, len, idx, end, i;
+	struct fc_top4 *map, e;
+	size_t j;
+	int rc = -1;
+
+	if (top4->whole)
+		memset(mark, 0xff, FC_TOP4_SLOTS / 8);
+	for (idx = 0; idx < FC_TOP4_SLOTS / 64 && !mark[idx]; idx++)
+		;
+	if (idx == FC_TOP4_SLOTS / 64)
+		return 0;
+	/* For each /16, the longest prefix of /1 to /16 covering it (index + 1). */
+	if (!(cover = calloc(FC_TOP4_SLOTS, sizeof(*cover))))
+		return fc_err_set(err, "out of memory publishing map %s", FC_MAP_NAME(top4));
+	for (i = 0; i < top4->pfx.n; i++) {
+		fc_kv_addr(&p[i], &len);
+		if (len > FC_TOP4_SHIFT)
+			continue;
+		for (idx = fc_kv_top4(&p[i]), end = idx + (1u << (FC_TOP4_SHIFT - len)); idx < end; idx++)
+			cover[idx] = i + 1;
+	}
+	map = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED | (top4->whole ? MAP_POPULATE : 0), m->top4, 0);
+	if (map == MAP_FAILED) {
+		fc_err_set(err, "map %s: mmap: %s", FC_MAP_NAME(top4), strerror(errno));
+		goto out;
+	}
+	if (top4->whole)
+		top4->used = 0;
+	for (idx = 0; idx < FC_TOP4_SLOTS; idx++) {
+		if (!(mark[idx / 64] & (1ULL << (idx % 64))))
+			continue;
+		memset(&e, 0, sizeof(e));
+		if (cover[idx])
+			e.rule = p[cover[idx] - 1].val;
+		for (j = fc_top4_seek(p, top4->pfx.n, idx); j < top4->pfx.n && fc_kv_top4(&p[j]) == idx; j++) {
+			fc_kv_addr(&p[j], &len);
+			if (len > FC_TOP4_SHIFT)
+				fc_top4_note(&e, &p[j]);
+		}
+		if (top4->whole) {
+			top4->used += !fc_top4_empty(&e);
+		} else if (fc_top4_empty(&map[idx]) != fc_top4_empty(&e)) {
+			top4->used += fc_top4_empty(&map[idx]);
+			top4->used -= fc_top4_empty(&e);
+		}
+		if (!memcmp(&map[idx], &e, sizeof(e)))
+			continue;
+		res->added += fc_top4_empty(&map[idx]);
+		res->removed += fc_top4_empty(&e);
+		res->changed += !fc_top4_empty(&map[idx]) && !fc_top4_empty(&e);
+		memcpy(&map[idx], &e, sizeof(e));
+	}
+	munmap(map, size);
+	rc = 0;
+out:
+	free(cover);
+	return rc;
 }
 
 /* The map (of ms[FC_MS_COUNT]) that holds p's kind. */
@@ -375,7 +567,7 @@ static struct fc_map_sync *fc_map_of(struct fc_map_sync *ms, const struct fc_pre
 /* p's key in its map. */
 static void fc_kv_key(const struct fc_map_sync *ms, const struct fc_prefix *p, struct fc_kv *kv)
 {
-	if (!ms->trie)
+	if (!ms->prefixes)
 		memcpy(kv->key, p->a, ms->keysz);
 	else if (p->family == 4)
 		fc_prefix_to_pfx4(p, (struct fc_pfx4_key *)kv->key);
@@ -568,6 +760,8 @@ int fc_sync_full(struct fc_store *st, const struct fc_maps *m, int64_t now, doub
 	struct fc_map_sync ms[FC_MS_COUNT];
 	const size_t nms = FC_MS_COUNT;
 	struct fc_policy_sync ps = { .ncpus = libbpf_num_possible_cpus() };
+	struct fc_top4_sync top4 = { 0 };
+	uint64_t mark[FC_TOP4_SLOTS / 64];
 	struct fc_policy_row *pols = NULL;
 	struct fc_ban_row *bans = NULL;
 	struct fc_config old;
@@ -606,11 +800,11 @@ int fc_sync_full(struct fc_store *st, const struct fc_maps *m, int64_t now, doub
 	}
 	for (i = 0; i < nms; i++) {
 		fc_want_merge(&ms[i]);
-		if (ms[i].trie && fc_want_inherit(&ms[i], err) < 0)
+		if (ms[i].prefixes && fc_want_prefixes(&ms[i], &top4, err) < 0)
 			goto out;
 		if (ms[i].want.n > FC_MAX_RULES) {
-			fc_err_set(err, "map %s: %zu entries exceed its capacity of %d", ms[i].name, ms[i].want.n,
-				   FC_MAX_RULES);
+			fc_err_set(err, "map %s: %zu entries%s exceed its capacity of %d", ms[i].name, ms[i].want.n,
+				   ms[i].marks ? " (prefixes and their search markers)" : "", FC_MAX_RULES);
 			goto out;
 		}
 	}
@@ -624,6 +818,9 @@ int fc_sync_full(struct fc_store *st, const struct fc_maps *m, int64_t now, doub
 	 * is written, so what a publish cut short left is never trusted. */
 	res->cfg.policies_digest = fc_policies_digest(ps.want, pols, npols);
 	skip = old.policies_digest && old.policies_digest == res->cfg.policies_digest;
+	/* A full publish repairs fc_top4 at every /16. */
+	top4.whole = true;
+	top4.used = old.n_top4;
 	if ((!skip && old.policies_digest) || old.store_seq || old.store_id) {
 		old.policies_digest = skip ? old.policies_digest : 0;
 		old.store_id = old.store_seq = 0;
@@ -639,15 +836,21 @@ int fc_sync_full(struct fc_store *st, const struct fc_maps *m, int64_t now, doub
 	for (i = 0; i < nms; i++)
 		if (fc_map_sync(&ms[i], res, err) < 0)
 			goto out;
+	/* After fc_pfx4: a /16 points the search at entries already there. */
+	if (fc_top4_sync(m, &top4, mark, res, err) < 0)
+		goto out;
 	if ((!skip && fc_policies_apply(m, &ps, false, err) < 0) || fc_setstats_sweep(st, m, now, ps.ncpus, err) < 0)
 		goto out;
 	res->cfg.n_exact4 = (__u32)ms[FC_MS_EXACT4].want.n;
 	res->cfg.n_exact6 = (__u32)ms[FC_MS_EXACT6].want.n;
 	res->cfg.n_pfx4 = (__u32)ms[FC_MS_PFX4].want.n;
 	res->cfg.n_pfx6 = (__u32)ms[FC_MS_PFX6].want.n;
+	res->cfg.n_top4 = top4.used;
+	res->cfg.n_marks6 = (__u32)ms[FC_MS_PFX6].marks;
+	memcpy(res->cfg.lens6, ms[FC_MS_PFX6].lens, sizeof(res->cfg.lens6));
 	for (i = 0; i < npols; i++)
 		res->cfg.n_policies += !fc_policy_is_l7(&pols[i].spec);
-	/* Sources cached as matching no exact or prefix entry must look again. */
+	/* What the ip=* buckets noted of the rules (struct fc_src_bucket) is void. */
 	res->cfg.rules_gen = old.rules_gen + (res->added || res->changed || res->removed);
 	res->policies_changed = ps.changed;
 	rc = fc_config_write(m, &res->cfg, err);
@@ -655,6 +858,7 @@ out:
 	if (locked)
 		pthread_mutex_unlock(&fc_sync_lock);
 	fc_rule_maps_free(ms);
+	free(top4.pfx.v);
 	free(ps.want);
 	free(ps.have);
 	free(bans);
@@ -696,8 +900,9 @@ static void fc_rule_fold(struct fc_rule *r, const struct fc_key_rule *k)
 		r->policy = k->slot;
 }
 
-/* Makes exact-address entry kv (want: what it should hold; else none) so. */
-static int fc_exact_put(struct fc_map_sync *ms, const struct fc_kv *kv, bool want, struct fc_sync_result *res,
+/* Makes the entry kv->key of ms hold kv->val (want) or nothing (!want),
+ * counting what it did, the search markers of fc_pfx6 too. */
+static int fc_entry_put(struct fc_map_sync *ms, const struct fc_kv *kv, bool want, struct fc_sync_result *res,
 			struct fc_err *err)
 {
 	struct fc_rule have;
@@ -705,102 +910,153 @@ static int fc_exact_put(struct fc_map_sync *ms, const struct fc_kv *kv, bool wan
 
 	if (want && had && !memcmp(&have, &kv->val, sizeof(have)))
 		return 0;
+	if (!want && !had)
+		return 0;
 	if (want ? bpf_map_update_elem(ms->fd, kv->key, &kv->val, BPF_ANY) :
-		   had && bpf_map_delete_elem(ms->fd, kv->key) && errno != ENOENT)
+		   bpf_map_delete_elem(ms->fd, kv->key) && errno != ENOENT)
 		return fc_err_set(err, "map %s: %s: %s", ms->name, want ? "update" : "delete",
 				  errno == E2BIG ? "map full" : strerror(errno));
+	ms->dmarks += (want && (kv->val.flags & FC_RULE_MARKER)) - (had && (have.flags & FC_RULE_MARKER));
 	if (want && had)
 		res->changed++;
-	else if (want || had)
+	else
 		ms->count += want ? 1 : -1;
 	res->added += want && !had;
 	res->removed += !want && had;
 	return 0;
 }
 
-/* The same for a prefix entry. An LPM lookup answers the longest match,
- * not the key asked: an entry is written, not compared, and its presence
- * told by the update's and the delete's answers. */
-static int fc_trie_put(struct fc_map_sync *ms, const struct fc_kv *kv, bool want, struct fc_sync_result *res,
-		       struct fc_err *err)
+/* The prefix whose entries a change on p may change, all inside it: for an
+ * IPv4 prefix longer than /16 its /16 (the fc_top4 entry made of every
+ * prefix there), for an IPv6 prefix its shortest search marker (the
+ * markers it needs lie between), else p. */
+static void fc_prefix_scope(const struct fc_prefix *p, struct fc_prefix *s)
 {
-	int rc;
+	uint32_t lo = FC_PFX6_MIN, hi = FC_PFX6_MAX, mid;
 
-	if (!want) {
-		rc = bpf_map_delete_elem(ms->fd, kv->key);
-		if (rc && errno != ENOENT)
-			return fc_err_set(err, "map %s: delete: %s", ms->name, strerror(errno));
-		res->removed += !rc;
-		ms->count -= !rc;
-		return 0;
+	*s = *p;
+	if (p->family == 4) {
+		s->len = p->len > FC_TOP4_SHIFT ? FC_TOP4_SHIFT : p->len;
+	} else {
+		while (p->len >= lo && lo <= hi && p->len != (mid = (lo + hi) / 2)) {
+			if (p->len > mid) {
+				s->len = (uint8_t)mid;
+				break;
+			}
+			hi = mid - 1;
+		}
 	}
-	rc = bpf_map_update_elem(ms->fd, kv->key, &kv->val, BPF_NOEXIST);
-	if (!rc) {
-		res->added++;
-		ms->count++;
-		return 0;
+	fc_prefix_mask(s->a, p->family == 4 ? 4 : 16, s->len);
+}
+
+/* The entry of want (sorted by key) with kv's key, or NULL. */
+static const struct fc_kv *fc_want_find(const struct fc_map_sync *ms, const struct fc_kv *kv)
+{
+	size_t lo = 0, hi = ms->want.n, mid;
+	int c;
+
+	while (lo < hi) {
+		mid = lo + (hi - lo) / 2;
+		c = memcmp(ms->want.v[mid].key, kv->key, ms->keysz);
+		if (!c)
+			return &ms->want.v[mid];
+		if (c < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
 	}
-	if (errno != EEXIST || bpf_map_update_elem(ms->fd, kv->key, &kv->val, BPF_EXIST))
-		return fc_err_set(err, "map %s: update: %s", ms->name, errno == E2BIG ? "map full" : strerror(errno));
-	res->changed++;
-	return 0;
+	return NULL;
 }
 
 /*
- * Recomputes, from the store, the entries a changed prefix p affects: its
- * own (deleted when no rule is left on p) and those of the prefixes it
- * covers, each with what it inherits from the prefixes covering it
- * (fc_want_inherit), which are read to inherit from. The one place that
- * knows how prefix entries are kept: a change of representation changes it.
+ * Recomputes, from the store, the prefix entries a change on p affects: those
+ * inside its scope (fc_prefix_scope), each with what the prefixes covering
+ * it say, and the search markers there; p's own entry and markers go when
+ * nothing needs them any more; for IPv4, the fc_top4 entries of the /16s in
+ * the scope; for IPv6, whether p's length is in use. The store rows read
+ * are those covering the scope or inside it: all these entries are made of.
+ * The one place that knows how prefix entries are kept, with fc_sync_full.
  */
-static int fc_sync_prefix(struct fc_store *st, struct fc_map_sync *all, const struct fc_prefix *p, int64_t now,
-			  struct fc_sync_result *res, struct fc_err *err)
+static int fc_sync_prefix(struct fc_store *st, const struct fc_maps *m, struct fc_map_sync *all,
+			  struct fc_top4_sync *top4, const struct fc_prefix *p, int64_t now, struct fc_sync_result *res,
+			  struct fc_err *err)
 {
 	struct fc_map_sync *ms = fc_map_of(all, p);
+	struct fc_kvs mine = { 0 };
 	struct fc_key_rule *rows = NULL;
-	struct fc_kv own = { 0 };
+	uint64_t mark[FC_TOP4_SLOTS / 64] = { 0 };
+	struct fc_kv own = { 0 }, scope = { 0 };
+	const struct fc_kv *e;
+	struct fc_prefix s;
 	struct fc_rule r;
 	size_t n = 0, i;
 	uint32_t len;
-	bool found = false;
+	bool used;
 	int rc = -1;
 
+	fc_prefix_scope(p, &s);
 	ms->want.n = 0;
-	if (fc_store_prefix_rules(st, p, now, &rows, &n, err) < 0)
+	if (fc_store_prefix_rules(st, &s, now, &rows, &n, err) < 0)
 		return -1;
 	for (i = 0; i < n; i++) {
 		const struct fc_prefix *q = &rows[i].p;
 
 		memset(&r, 0, sizeof(r));
 		fc_rule_fold(&r, &rows[i]);
-		if ((r.flags || r.policy) && (fc_covers(q->a, q->len, p->a, p->len) || fc_covers(p->a, p->len, q->a, q->len)) &&
+		if ((r.flags || r.policy) && (fc_covers(q->a, q->len, s.a, s.len) || fc_covers(s.a, s.len, q->a, q->len)) &&
 		    fc_want_add(all, q, r, err) < 0)
 			goto out;
 	}
-	fc_want_merge(ms);
-	if (fc_want_inherit(ms, err) < 0)
+	free(top4->pfx.v);
+	top4->pfx = (struct fc_kvs){ 0 };
+	if (fc_want_prefixes(ms, top4, err) < 0)
 		goto out;
-	fc_kv_key(ms, p, &own);
 	for (i = 0; i < ms->want.n; i++) {
 		const uint8_t *a = fc_kv_addr(&ms->want.v[i], &len);
 
-		if (!fc_covers(p->a, p->len, a, len))
-			continue; /* covers p: unchanged */
-		found |= !memcmp(ms->want.v[i].key, own.key, ms->keysz);
-		if (fc_trie_put(ms, &ms->want.v[i], true, res, err) < 0)
+		if (fc_covers(s.a, s.len, a, len) && fc_entry_put(ms, &ms->want.v[i], true, res, err) < 0)
 			goto out;
 	}
-	rc = found ? 0 : fc_trie_put(ms, &own, false, res, err);
+	/* What p alone needed. */
+	fc_kv_key(ms, p, &own);
+	if (!fc_kvs_push(&mine)) {
+		fc_err_set(err, "out of memory publishing map %s", ms->name);
+		goto out;
+	}
+	mine.v[0] = own;
+	if (ms->family == 6 && fc_kv_markers(ms, own, &mine, err) < 0)
+		goto out;
+	for (i = 0; i < mine.n; i++)
+		if (!fc_want_find(ms, &mine.v[i]) && fc_entry_put(ms, &mine.v[i], false, res, err) < 0)
+			goto out;
+	if (ms->family == 4) {
+		fc_kv_key(ms, &s, &scope);
+		fc_top4_mark(mark, &scope);
+		if (fc_top4_sync(m, top4, mark, res, err) < 0)
+			goto out;
+	} else {
+		/* p's length stays in use while a prefix anywhere has it. */
+		e = fc_want_find(ms, &own);
+		used = e && !(e->val.flags & FC_RULE_MARKER);
+		if (!used && fc_store_prefix_len_used(st, p, now, &used, err) < 0)
+			goto out;
+		if (used)
+			ms->lens[p->len / 64] |= 1ULL << (p->len % 64);
+		else
+			ms->lens[p->len / 64] &= ~(1ULL << (p->len % 64));
+	}
+	rc = 0;
 out:
 	ms->want.n = 0;
+	free(mine.v);
 	free(rows);
 	return rc;
 }
 
 /* The rule entries of the changed keys: an exact address's from its rows, a
  * prefix's (and what it covers) by fc_sync_prefix. */
-static int fc_sync_keys(struct fc_store *st, struct fc_map_sync *ms, const struct fc_delta *d, int64_t now,
-			struct fc_sync_result *res, struct fc_err *err)
+static int fc_sync_keys(struct fc_store *st, const struct fc_maps *m, struct fc_map_sync *ms, const struct fc_delta *d,
+			int64_t now, struct fc_top4_sync *top4, struct fc_sync_result *res, struct fc_err *err)
 {
 	struct fc_kv kv;
 	size_t i, j;
@@ -812,12 +1068,12 @@ static int fc_sync_keys(struct fc_store *st, struct fc_map_sync *ms, const struc
 		for (j = i; j < d->nkeys && !memcmp(&d->keys[j].p, p, sizeof(*p)); j++)
 			fc_rule_fold(&kv.val, &d->keys[j]);
 		if (!fc_prefix_is_exact(p)) {
-			if (fc_sync_prefix(st, ms, p, now, res, err) < 0)
+			if (fc_sync_prefix(st, m, ms, top4, p, now, res, err) < 0)
 				return -1;
 			continue;
 		}
 		fc_kv_key(fc_map_of(ms, p), p, &kv);
-		if (fc_exact_put(fc_map_of(ms, p), &kv, kv.val.flags || kv.val.policy, res, err) < 0)
+		if (fc_entry_put(fc_map_of(ms, p), &kv, kv.val.flags || kv.val.policy, res, err) < 0)
 			return -1;
 	}
 	return 0;
@@ -884,6 +1140,7 @@ int fc_sync_delta(struct fc_store *st, const struct fc_maps *m, const struct fc_
 {
 	struct fc_policy_sync ps = { .ncpus = libbpf_num_possible_cpus() };
 	struct fc_map_sync ms[FC_MS_COUNT];
+	struct fc_top4_sync top4 = { 0 };
 	struct fc_config old;
 	bool star = false;
 	size_t i;
@@ -906,7 +1163,10 @@ int fc_sync_delta(struct fc_store *st, const struct fc_maps *m, const struct fc_
 	if (memcmp(&res->cfg, &old, sizeof(old)) && fc_config_write(m, &res->cfg, err) < 0)
 		goto out;
 	res->cfg.utc_offset_ns = fc_utc_offset_ns();
-	if (fc_slots_apply(m, &ps, d, weight, true, &res->cfg, err) < 0 || fc_sync_keys(st, ms, d, now, res, err) < 0 ||
+	top4.used = old.n_top4;
+	memcpy(ms[FC_MS_PFX6].lens, old.lens6, sizeof(old.lens6));
+	if (fc_slots_apply(m, &ps, d, weight, true, &res->cfg, err) < 0 ||
+	    fc_sync_keys(st, m, ms, d, now, &top4, res, err) < 0 ||
 	    fc_slots_apply(m, &ps, d, weight, false, &res->cfg, err) < 0)
 		goto out;
 	for (i = 0; i < d->npols; i++)
@@ -920,11 +1180,16 @@ int fc_sync_delta(struct fc_store *st, const struct fc_maps *m, const struct fc_
 	res->cfg.n_exact6 += (__u32)ms[FC_MS_EXACT6].count;
 	res->cfg.n_pfx4 += (__u32)ms[FC_MS_PFX4].count;
 	res->cfg.n_pfx6 += (__u32)ms[FC_MS_PFX6].count;
+	res->cfg.n_top4 = top4.used;
+	res->cfg.n_marks6 += (__u32)ms[FC_MS_PFX6].dmarks;
+	memcpy(res->cfg.lens6, ms[FC_MS_PFX6].lens, sizeof(res->cfg.lens6));
+	/* What the ip=* buckets noted of the rules (struct fc_src_bucket) is void. */
 	res->cfg.rules_gen = old.rules_gen + (res->added || res->changed || res->removed);
 	res->policies_changed = ps.changed;
 	rc = fc_config_write(m, &res->cfg, err);
 out:
 	pthread_mutex_unlock(&fc_sync_lock);
 	fc_rule_maps_free(ms);
+	free(top4.pfx.v);
 	return rc;
 }

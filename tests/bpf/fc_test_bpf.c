@@ -271,20 +271,59 @@ void fc_env_policy_del(struct fc_env *env, uint32_t id)
 	fc_env_publish(env);
 }
 
+static uint64_t fc_clock_ns(clockid_t id)
+{
+	struct timespec ts;
+
+	clock_gettime(id, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
 void fc_env_clock(struct fc_env *env, uint64_t utc_ns)
 {
 	struct fc_config cfg;
-	struct timespec ts;
 	struct fc_err err;
 
 	if (fc_config_read(&env->maps, &cfg, &err) < 0)
 		fail_msg("%s", err.msg);
 	/* The packet path reads CLOCK_MONOTONIC_COARSE (bpf_ktime_get_coarse_ns)
 	 * plus this offset. */
-	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
-	cfg.utc_offset_ns = utc_ns - ((uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec);
+	cfg.utc_offset_ns = utc_ns - fc_clock_ns(CLOCK_MONOTONIC_COARSE);
 	if (fc_config_write(&env->maps, &cfg, &err) < 0)
 		fail_msg("%s", err.msg);
+}
+
+uint64_t fc_env_clock_exact(struct fc_env *env, uint64_t utc_ns)
+{
+	uint64_t coarse, precise, start = fc_clock_ns(CLOCK_MONOTONIC), half;
+	struct fc_config cfg;
+	struct timespec res;
+	struct fc_err err;
+
+	if (clock_getres(CLOCK_MONOTONIC_COARSE, &res) || res.tv_sec)
+		fail_msg("the coarse clock's resolution is not known");
+	half = (uint64_t)res.tv_nsec / 2;
+	if (fc_config_read(&env->maps, &cfg, &err) < 0)
+		fail_msg("%s", err.msg);
+	/* The coarse clock reads the time of its last tick: a tick less than
+	 * half a tick ago leaves the other half for the frames. */
+	for (;;) {
+		coarse = fc_clock_ns(CLOCK_MONOTONIC_COARSE);
+		precise = fc_clock_ns(CLOCK_MONOTONIC);
+		if (precise < coarse + half)
+			break;
+		if (precise - start > 1000000000ULL)
+			fail_msg("the coarse clock did not tick for a second");
+	}
+	cfg.utc_offset_ns = utc_ns - coarse;
+	if (fc_config_write(&env->maps, &cfg, &err) < 0)
+		fail_msg("%s", err.msg);
+	return coarse;
+}
+
+bool fc_env_clock_held(uint64_t tick)
+{
+	return fc_clock_ns(CLOCK_MONOTONIC_COARSE) == tick;
 }
 
 struct fc_pstats fc_env_pstats(struct fc_env *env, uint32_t id)

@@ -71,6 +71,12 @@ void fc_env_policy_del(struct fc_env *env, uint32_t id);
 /* Sets the packet path's clock (UTC ns) to utc_ns: it runs on from there, a
  * tick at a time (the coarse clock), until a publish sets it back to UTC. */
 void fc_env_clock(struct fc_env *env, uint64_t utc_ns);
+/* Sets the packet path's clock to exactly utc_ns: waits, if need be, for
+ * the coarse clock to have just ticked, so that frames sent at once see it
+ * standing still. Returns the coarse reading; fc_env_clock_held(that) after
+ * the frames says whether they all saw utc_ns (the clock did not tick). */
+uint64_t fc_env_clock_exact(struct fc_env *env, uint64_t utc_ns);
+bool fc_env_clock_held(uint64_t tick);
 /* A policy's counters. */
 struct fc_pstats fc_env_pstats(struct fc_env *env, uint32_t id);
 /* Like fc_env_setup, with the ip=* LRU made this small. */

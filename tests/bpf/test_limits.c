@@ -6,6 +6,7 @@
  * the all-or-nothing charge across policies, floods of new sources, a full
  * table, and exactness with threads on different CPUs.
  */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <pthread.h>
 #include <sched.h>
@@ -148,6 +149,102 @@ static void fc_sliding_body(struct fc_env *env, bool tc, uint32_t id)
 static void test_sliding_vectors(void **state)
 {
 	fc_both(state, fc_sliding_body);
+}
+
+/* The shared warm-up vectors (fc_vectors.h) on the real programs, each
+ * step at its exact time: the clock is set while the coarse clock stands
+ * still. A step during which it ticked (a frame may have read the next
+ * tick) is undone, its bucket put back as it was, and made again. */
+struct fc_warm_bpf {
+	struct fc_env *env;
+	bool tc;
+	struct fc_frame_spec spec;
+	int map;        /* the bucket: fc_buckets[slot], or the source's in fc_src4 */
+	const void *key;
+	unsigned redone;
+};
+
+static uint32_t fc_warm_bpf_step(void *arg, uint32_t at_ms, uint32_t tries)
+{
+	struct fc_warm_bpf *w = arg;
+	struct fc_src_bucket before;
+	uint64_t tick;
+	bool had;
+	int passed, i;
+
+	for (i = 0; i < 20; i++) {
+		had = !bpf_map_lookup_elem(w->map, w->key, &before);
+		tick = fc_env_clock_exact(w->env, FC_VEC_BASE + at_ms * FC_MS);
+		passed = fc_send(w->env, w->tc, &w->spec, (int)tries);
+		if (fc_env_clock_held(tick))
+			return (uint32_t)passed;
+		w->redone++;
+		if (had)
+			assert_int_equal(bpf_map_update_elem(w->map, w->key, &before, BPF_EXIST), 0);
+		else
+			bpf_map_delete_elem(w->map, w->key);
+	}
+	fail_msg("step at %u ms: the coarse clock ticked during it 20 times", at_ms);
+	return 0;
+}
+
+/* Runs vector v on a new policy id (match: ip=src, or ip=*) for src. */
+static void fc_warm_bpf_vector(struct fc_env *env, bool tc, uint32_t id, const struct fc_warm_vector *v,
+			       const char *match, const char *src)
+{
+	struct fc_warm_bpf w = { .env = env, .tc = tc, .spec = { .src = src, .l4proto = IPPROTO_UDP } };
+	struct fc_policy_row row;
+	uint32_t got[FC_WARM_BINS];
+	struct fc_addr4 a4;
+	struct fc_err err;
+	char opts[64];
+	bool found;
+	int bad;
+
+	/* A UDP/IPv4 frame is 42 bytes of headers. */
+	if (v->cost > 1)
+		w.spec.payload = (uint16_t)(v->cost - 42);
+	snprintf(opts, sizeof(opts), "warmup=%us%s", v->warmup_s, v->cost > 1 ? " count=bytes" : "");
+	fc_env_policy(env, id, match, v->rates, opts);
+	if (fc_store_policy_get(env->st, id, &row, &found, &err) < 0 || !found)
+		fail_msg("policy %u: %s", id, found ? err.msg : "not found");
+	if (strcmp(match, "ip=*")) {
+		w.map = env->maps.buckets;
+		w.key = &row.slot;
+	} else {
+		assert_int_equal(inet_pton(AF_INET, src, a4.a), 1);
+		w.map = env->maps.src4;
+		w.key = &a4;
+	}
+	bad = fc_warm_run(v, fc_warm_bpf_step, &w, got);
+	if (w.redone)
+		print_message("%s (%s, %s): %u steps made again (the clock ticked)\n", v->name, match,
+			      tc ? "TC" : "XDP", w.redone);
+	if (bad >= 0)
+		fail_msg("%s (%s): bin %d: %u passed, expected %u", v->name, tc ? "TC" : "XDP", bad, got[bad],
+			 v->admitted[bad]);
+}
+
+static void fc_warm_body(struct fc_env *env, bool tc, uint32_t id)
+{
+	char match[40], src[32];
+	size_t i;
+
+	for (i = 0; i < FC_NWARM; i++) {
+		snprintf(src, sizeof(src), "198.18.%u.%zu", tc ? 31 : 30, i + 1);
+		snprintf(match, sizeof(match), "ip=%s", src);
+		fc_warm_bpf_vector(env, tc, id * 100 + (uint32_t)i, &fc_warm_vectors[i], match, src);
+	}
+	/* The ip=* buckets (a word more after their tiers' too), the first
+	 * packet through every policy, the rest on the source's fast path. */
+	snprintf(src, sizeof(src), "198.18.%u.1", tc ? 33 : 32);
+	fc_warm_bpf_vector(env, tc, id * 100 + 99, &fc_warm_vectors[0], "ip=*", src);
+	fc_env_policy_del(env, id * 100 + 99);
+}
+
+static void test_warm_vectors(void **state)
+{
+	fc_both(state, fc_warm_body);
 }
 
 /* Sliding by bytes: a frame longer than N never passes; the rest fit. */
@@ -309,6 +406,85 @@ static void test_all_or_nothing(void **state)
 	assert_int_equal(fc_env_pstats(env, 4).passed.packets + fc_env_pstats(env, 4).dropped.packets, 3);
 }
 
+/*
+ * Two policies, charged both or neither, on each way the program takes them:
+ * inline for single-tier GCRA ones, in a global function otherwise (tiers,
+ * another algorithm). The second denies after its burst; the first, charged
+ * only with the second, then has exactly its burst minus that left.
+ */
+static void fc_pair_body(struct fc_env *env, const char *first, const char *rates, const char *opts,
+			 const char *second, const char *src)
+{
+	char match[48];
+
+	snprintf(match, sizeof(match), "ip=%s", first);
+	fc_env_policy(env, 1, match, rates, opts);
+	if (strcmp(second, "*")) {
+		snprintf(match, sizeof(match), "ip=%s", second);
+		fc_env_policy(env, 2, match, "1/m", "burst=2");
+	} else {
+		fc_env_policy(env, 2, "ip=*", "1/m", "burst=2");
+	}
+	assert_int_equal(fc_udp(env, false, src, 3) + fc_udp(env, true, src, 3), 2);
+	assert_int_equal(fc_env_pstats(env, 1).passed.packets, 2);
+	assert_int_equal(fc_env_pstats(env, 2).dropped.packets, 4);
+	fc_env_policy_del(env, 2);
+	assert_int_equal(fc_udp(env, true, src, 10), 3); /* burst 5, charged 2 */
+	fc_env_policy_del(env, 1);
+}
+
+static void test_pairs(void **state)
+{
+	struct fc_env *env = *state;
+
+	FC_REQUIRE_BPF();
+	fc_pair_body(env, "198.18.0.40", "1/m", "burst=5", "*", "198.18.0.40");
+	fc_pair_body(env, "198.18.0.0/24", "1/m", "burst=5", "*", "198.18.0.41");
+	fc_pair_body(env, "198.18.0.42", "1/m:5,100/h", "", "198.18.0.0/26", "198.18.0.42");
+	fc_away_from_minute_edge(5);
+	fc_pair_body(env, "198.18.0.43", "5/m", "algo=window", "*", "198.18.0.43");
+	fc_pair_body(env, "2001:2::44", "1/m", "burst=5", "2001:2::/64", "2001:2::44");
+}
+
+/*
+ * A warm-up policy on each pair's path (never inline: its ramp would be
+ * skipped). Second after a plain single-tier GCRA policy, it admits one
+ * frame cold and refuses the rest, and the first is charged for that one
+ * alone: its burst of 5 then admits 4. Alone under ip=*, one passes too.
+ */
+static void fc_pair_warm_body(struct fc_env *env, const char *first, const char *second, const char *src)
+{
+	char match[48];
+
+	if (first) {
+		snprintf(match, sizeof(match), "ip=%s", first);
+		fc_env_policy(env, 1, match, "1/m", "burst=5");
+	}
+	snprintf(match, sizeof(match), "ip=%s", second);
+	fc_env_policy(env, 2, match, "1/m", "burst=5 warmup=1h");
+	assert_int_equal(fc_udp(env, false, src, 3) + fc_udp(env, true, src, 3), 1);
+	assert_int_equal(fc_env_pstats(env, 2).passed.packets, 1);
+	assert_int_equal(fc_env_pstats(env, 2).dropped.packets, 5);
+	fc_env_policy_del(env, 2);
+	if (first) {
+		assert_int_equal(fc_env_pstats(env, 1).passed.packets, 1);
+		assert_int_equal(fc_udp(env, true, src, 10), 4);
+		fc_env_policy_del(env, 1);
+	}
+}
+
+static void test_pairs_warming(void **state)
+{
+	struct fc_env *env = *state;
+
+	FC_REQUIRE_BPF();
+	fc_pair_warm_body(env, "198.18.0.50", "*", "198.18.0.50");
+	fc_pair_warm_body(env, NULL, "*", "198.18.0.51");
+	fc_pair_warm_body(env, "198.18.0.52", "198.18.0.0/26", "198.18.0.52");
+	fc_pair_warm_body(env, NULL, "198.18.0.64/26", "198.18.0.65");
+	fc_pair_warm_body(env, "2001:2::53", "2001:2::/64", "2001:2::53");
+}
+
 /* A prefix ban covers a longer prefix with only a policy; a policy covers a
  * longer banned prefix once that ban is lifted. */
 static void test_inheritance(void **state)
@@ -435,14 +611,15 @@ static void *fc_race(void *arg)
 	return NULL;
 }
 
-static void fc_exact_race(struct fc_env *env, const char *opts, uint32_t id)
+/* rates and opts on one address, raced from every CPU: exactly want pass. */
+static void fc_exact_race(struct fc_env *env, const char *rates, const char *opts, uint32_t id, int want)
 {
 	int ncpus = libbpf_num_possible_cpus(), i, total = 0, n = ncpus < 2 ? 2 : ncpus > 8 ? 8 : ncpus;
 	struct fc_racer r[8];
 	pthread_t th[8];
 
 	fc_away_from_minute_edge(20);
-	fc_env_policy(env, id, "ip=198.18.0.77", "5000/h", opts);
+	fc_env_policy(env, id, "ip=198.18.0.77", rates, opts);
 	for (i = 0; i < n; i++) {
 		r[i] = (struct fc_racer){ .env = env, .cpu = i % ncpus, .tc = i % 2 };
 		assert_int_equal(pthread_create(&th[i], NULL, fc_race, &r[i]), 0);
@@ -451,16 +628,19 @@ static void fc_exact_race(struct fc_env *env, const char *opts, uint32_t id)
 		pthread_join(th[i], NULL);
 		total += r[i].passed;
 	}
-	assert_int_equal(total, 5000);
-	assert_int_equal(fc_env_pstats(env, id).passed.packets, 5000);
+	assert_int_equal(total, want);
+	assert_int_equal(fc_env_pstats(env, id).passed.packets, (uint64_t)want);
 	fc_env_policy_del(env, id);
 }
 
 static void test_exact_under_race(void **state)
 {
 	FC_REQUIRE_BPF();
-	fc_exact_race(*state, "algo=window", 1);
-	fc_exact_race(*state, "", 2);
+	fc_exact_race(*state, "5000/h", "algo=window", 1, 5000);
+	fc_exact_race(*state, "5000/h", "", 2, 5000);
+	/* A cold warming bucket: one, the ramp's first interval (3 x 86.4 s)
+	 * far longer than the race. */
+	fc_exact_race(*state, "1000/d", "warmup=1h", 3, 1);
 }
 
 /* The policies array is read back only when the policies changed (its
@@ -563,6 +743,7 @@ int main(void)
 		T(test_gcra),
 		T(test_window_and_v6_cidr),
 		T(test_sliding_vectors),
+		T(test_warm_vectors),
 		T(test_sliding_bytes),
 		T(test_cidr_one_bucket),
 		T(test_star_per_source),
@@ -571,6 +752,8 @@ int main(void)
 		T(test_log),
 		T(test_edits),
 		T(test_all_or_nothing),
+		T(test_pairs),
+		T(test_pairs_warming),
 		T(test_inheritance),
 		T(test_star_fast_path_follows_rule_changes),
 		T(test_flood_of_sources),

@@ -99,6 +99,21 @@ try {
   await page.fill('#p-match', '');
   await page.fill('#p-rates', '');
 
+  // A concurrency cap and no rate: listed with its cap, its requests in flight shown live.
+  await page.fill('#p-id', '43');
+  await page.fill('#p-match', 'uid=u43');
+  await page.fill('#p-concurrency', '2');
+  await page.click('#policy-save');
+  const crow = page.locator('#policies tbody tr[data-id="43"]');
+  await crow.waitFor({ timeout: 5000 });
+  check('a policy with --concurrency 2 and no rate is listed with its cap',
+    (await crow.textContent()).includes('at most 2 in flight'));
+  await crow.locator('.inflight').filter({ hasText: /^0$/ }).waitFor({ timeout: 5000 });
+  check('... and none of its requests in flight', (await crow.locator('.inflight').textContent()) === '0');
+  await crow.getByRole('button', { name: 'Delete policy 43' }).click();
+  await crow.getByRole('button', { name: 'Delete policy 43' }).click();
+  await crow.waitFor({ state: 'detached', timeout: 5000 });
+
   // Delete, by keyboard: the button asks once more.
   const del = row.getByRole('button', { name: 'Delete policy 41' });
   await del.focus();

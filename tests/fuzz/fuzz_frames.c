@@ -44,9 +44,14 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 		fprintf(stderr, "fuzz_frames: loading freqctl.bpf.o failed (libbpf's log above)\n");
 		exit(1);
 	}
+	/* Prefixes on each IPv4 path (a /16's own, a /17-/24 length, a /25-/31
+	 * inside a /24), an exact address, and IPv6 ones. */
 	fc_fuzz_ban("198.18.0.0/15");
+	fc_fuzz_ban("100.64.16.0/20");
+	fc_fuzz_ban("192.0.2.16/28");
 	fc_fuzz_ban("203.0.113.7");
 	fc_fuzz_ban("2001:db8::/32");
+	fc_fuzz_ban("3fff:0:0:1::/64");
 	fc_fuzz_ban("2001:db8:ffff::1");
 	/* Limits too, so their paths run on the same frames. */
 	fc_fuzz_policy(1, "ip=198.51.100.0/24", "5/s", "");
@@ -61,12 +66,28 @@ static bool fc_in(const uint8_t *a, const uint8_t *net, unsigned plen)
 	return !memcmp(a, net, plen / 8) && (plen % 8 == 0 || ((a[plen / 8] ^ net[plen / 8]) >> (8 - plen % 8)) == 0);
 }
 
+/* The bans above, as address and length. */
+static const struct {
+	uint8_t a[16];
+	unsigned len;
+} fc_bans4[] = { { { 198, 18 }, 15 }, { { 100, 64, 16 }, 20 }, { { 192, 0, 2, 16 }, 28 }, { { 203, 0, 113, 7 }, 32 } },
+  fc_bans6[] = { { { 0x20, 0x01, 0x0d, 0xb8 }, 32 },
+		 { { 0x3f, 0xff, 0, 0, 0, 0, 0, 1 }, 64 },
+		 { { 0x20, 0x01, 0x0d, 0xb8, 0xff, 0xff, [15] = 1 }, 128 } };
+
+static bool fc_in_bans(const uint8_t *a, bool v6)
+{
+	size_t i, n = v6 ? sizeof(fc_bans6) / sizeof(fc_bans6[0]) : sizeof(fc_bans4) / sizeof(fc_bans4[0]);
+
+	for (i = 0; i < n; i++)
+		if (fc_in(a, v6 ? fc_bans6[i].a : fc_bans4[i].a, v6 ? fc_bans6[i].len : fc_bans4[i].len))
+			return true;
+	return false;
+}
+
 /* Whether the frame's source, where it can be read, is banned above. */
 static bool fc_source_banned(const uint8_t *f, size_t n)
 {
-	static const uint8_t v4net[4] = { 198, 18, 0, 0 }, v4one[4] = { 203, 0, 113, 7 };
-	static const uint8_t v6net[16] = { 0x20, 0x01, 0x0d, 0xb8 };
-	static const uint8_t v6one[16] = { 0x20, 0x01, 0x0d, 0xb8, 0xff, 0xff, [15] = 1 };
 	static const uint8_t mapped[12] = { [10] = 0xff, [11] = 0xff };
 	size_t off = 12;
 	unsigned proto, i;
@@ -82,15 +103,13 @@ static bool fc_source_banned(const uint8_t *f, size_t n)
 		proto = (unsigned)f[off] << 8 | f[off + 1];
 	}
 	off += 2;
-	if (proto == 0x0800 && n >= off + 20) {
-		src = f + off + 12;
-		return fc_in(src, v4net, 15) || !memcmp(src, v4one, 4);
-	}
+	if (proto == 0x0800 && n >= off + 20)
+		return fc_in_bans(f + off + 12, false);
 	if (proto == 0x86dd && n >= off + 40) {
 		src = f + off + 8;
 		if (!memcmp(src, mapped, 12))
-			return fc_in(src + 12, v4net, 15) || !memcmp(src + 12, v4one, 4);
-		return fc_in(src, v6net, 32) || !memcmp(src, v6one, 16);
+			return fc_in_bans(src + 12, false);
+		return fc_in_bans(src, true);
 	}
 	return false;
 }
@@ -112,7 +131,10 @@ static void fc_fuzz_self_check(void)
 
 	if (!fc_source_banned(f, sizeof(f)) || fc_run(skel->progs.freqctl_xdp, f, sizeof(f)) != XDP_DROP)
 		fc_fuzz_fail("self-check: 198.18.0.7 is not seen as banned");
-	f[26] = 192, f[27] = 0, f[28] = 2, f[29] = 1;
+	f[26] = 192, f[27] = 0, f[28] = 2, f[29] = 17;
+	if (!fc_source_banned(f, sizeof(f)) || fc_run(skel->progs.freqctl_xdp, f, sizeof(f)) != XDP_DROP)
+		fc_fuzz_fail("self-check: 192.0.2.17 is not seen as banned");
+	f[29] = 1;
 	if (fc_source_banned(f, sizeof(f)) || fc_run(skel->progs.freqctl_xdp, f, sizeof(f)) != XDP_PASS)
 		fc_fuzz_fail("self-check: 192.0.2.1 does not pass");
 }

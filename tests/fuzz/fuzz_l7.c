@@ -2,9 +2,11 @@
 /*
  * The nginx module's engine (ngx_bridge/fc_l7.c) on arbitrary shm images:
  * fc_l7_build reads the config file into an index, requests are matched and
- * decided against it, and all the while a second thread scribbles on the
- * image, as a hostile or racing writer would. Nothing may crash, read out
- * of bounds or hang, whatever the images hold.
+ * decided against it as a worker with a record of its concurrency places
+ * (each place given back after), the places of every other worker record in
+ * the image are recovered as a dead worker's, and all the while a second
+ * thread scribbles on the image, as a hostile or racing writer would.
+ * Nothing may crash, read out of bounds or hang, whatever the images hold.
  *
  * An input is a sparse image, chunks of [u8 what][u32 offset][u16 len][len
  * bytes], little-endian: what 0 writes the config file at offset, 1 the
@@ -19,10 +21,26 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "fc_fuzz.h"
 #include "fc_l7.h"
+
+#define FC_FUZZ_NOW   (1800000000ull * 1000000000ull)
+#define FC_FUZZ_SELF  FC_SHM_WORKER_ID(1, 1)   /* this process, as a worker */
+#define FC_FUZZ_DEAD  FC_SHM_WORKER_ID(2, 2)   /* the seed's worker, killed holding places */
+
+static uint32_t free_holds[FC_SHM_HOLDS];
+
+/* Every other record's owner is gone: recovery walks them all. */
+static bool fc_gone(uint64_t id)
+{
+	(void)id;
+	return false;
+}
 
 #define FC_FUZZ_REGIONS 64
 
@@ -99,6 +117,7 @@ static void fc_chunk(uint8_t *base, size_t size, uint32_t off, const uint8_t *p,
 static void fc_decide_one(const struct fc_l7_index *ix, struct fc_l7_req *rq, const char *query, size_t qlen)
 {
 	struct fc_l7_val vals[64];
+	struct fc_l7_place pl[2];
 	struct fc_l7_result res;
 	char buf[1024];
 	uint32_t m[8];
@@ -108,10 +127,16 @@ static void fc_decide_one(const struct fc_l7_index *ix, struct fc_l7_req *rq, co
 		rq->nvals = fc_l7_args(ix, query, qlen, buf, vals);
 		rq->vals = vals;
 	}
+	rq->places = pl;
+	rq->places_cap = 2;
 	fc_l7_match(ix, rq, m, 8);
-	fc_l7_decide(ix, rq, 1800000000ull * 1000000000ull, &res);
+	fc_l7_decide(ix, rq, FC_FUZZ_NOW, &res);
 	if (res.verdict > FC_L7_ERROR)
 		fc_fuzz_fail("verdict %d", (int)res.verdict);
+	if (res.nplaces > res.matched || (res.nplaces && res.verdict != FC_L7_PASS && res.verdict != FC_L7_DELAYED))
+		fc_fuzz_fail("%zu places kept of %u policies, verdict %d", res.nplaces, res.matched, (int)res.verdict);
+	/* The request's end. */
+	fc_l7_give_back(st, FC_STATE_SIZE, rq->holder, res.places, res.nplaces, FC_FUZZ_NOW);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -123,6 +148,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	size_t qlen = 0, i;
 	struct fc_block *blocks = NULL;
 	struct fc_l7_alloc a = { fc_alloc, &blocks };
+	struct fc_l7_holder h;
 	struct fc_l7_index ix;
 	pthread_t t;
 	int rc;
@@ -142,9 +168,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	atomic_store(&scribbling, true);
 	if (pthread_create(&t, NULL, fc_scribble, NULL))
 		abort();
+	fc_l7_holder_open(st, FC_STATE_SIZE, FC_FUZZ_SELF, free_holds, &h); /* none free: places unrecorded */
 	rc = fc_l7_build(cfg, FC_SHM_SIZE, st, FC_STATE_SIZE, &ix, &a);
 	if (rc == 0) {
-		struct fc_l7_req rq = { .alloc = &a };
+		struct fc_l7_req rq = { .alloc = &a, .holder = &h };
 
 		fc_decide_one(&ix, &rq, query, qlen);
 		rq.uid = (struct fc_l7_str){ uid, strlen(uid) };
@@ -156,6 +183,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		rq.uri = (struct fc_l7_str){ "/login", 6 };
 		fc_decide_one(&ix, &rq, query, qlen);
 	}
+	fc_l7_recover(st, FC_STATE_SIZE, FC_FUZZ_SELF, FC_FUZZ_NOW, fc_gone);
+	if (h.rec && h.nfree != h.used)
+		fc_fuzz_fail("%u holds used, %u given back", h.used, h.nfree);
+	fc_l7_holder_close(st, FC_STATE_SIZE, &h, FC_FUZZ_NOW);
 	atomic_store(&scribbling, false);
 	pthread_join(t, NULL);
 	fc_free_all(&blocks);
@@ -212,6 +243,19 @@ static void fc_seed_file(FILE *out, uint8_t what, const char *path, size_t size)
 	fclose(f);
 }
 
+static void *fc_seed_map(const char *path, size_t size, bool writable)
+{
+	int fd = open(path, writable ? O_RDWR : O_RDONLY);
+	void *p = fd < 0 ? MAP_FAILED : mmap(NULL, size, PROT_READ | (writable ? PROT_WRITE : 0), MAP_SHARED, fd, 0);
+
+	if (p == MAP_FAILED) {
+		perror(path);
+		exit(1);
+	}
+	close(fd);
+	return p;
+}
+
 /* Leaves the live ban table's slot of 198.18.0.last as a writer killed
  * half-way would: its seqlock odd. */
 static void fc_seed_half_written(const char *shm, uint8_t last)
@@ -221,14 +265,8 @@ static void fc_seed_half_written(const char *shm, uint8_t last)
 	struct fc_shm_header *h;
 	__u64 hash = fc_shm_ban_hash(4, 32, addr, 4);
 	__u32 step, i;
-	void *base;
-	FILE *f = fopen(shm, "r+b");
+	void *base = fc_seed_map(shm, FC_SHM_SIZE, true);
 
-	base = f ? mmap(NULL, FC_SHM_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, fileno(f), 0) : MAP_FAILED;
-	if (base == MAP_FAILED) {
-		perror(shm);
-		exit(1);
-	}
 	h = base;
 	tab = (struct fc_shm_ban_slot *)((char *)base + FC_SHM_BANS_OFF(FC_SHM_BAN_TABLE(h->ban_live)));
 	for (step = 0; step < FC_SHM_BAN_LEVELS + FC_SHM_BAN_PROBE; step++) {
@@ -239,7 +277,37 @@ static void fc_seed_half_written(const char *shm, uint8_t last)
 		}
 	}
 	munmap(base, FC_SHM_SIZE);
-	fclose(f);
+}
+
+/* A worker killed holding places: its record, its holds and the counts
+ * they are in, as the published state file then holds them. */
+static void fc_seed_killed_worker(const char *shm, const char *state)
+{
+	static const char *const uids[] = { "u1", "u7", "u7", "u9" };
+	struct fc_block *blocks = NULL;
+	struct fc_l7_alloc a = { fc_alloc, &blocks };
+	struct fc_l7_place pl[4];
+	struct fc_l7_holder h;
+	struct fc_l7_index ix;
+	void *c = fc_seed_map(shm, FC_SHM_SIZE, false), *s = fc_seed_map(state, FC_STATE_SIZE, true);
+	size_t i;
+
+	if (fc_l7_build(c, FC_SHM_SIZE, s, FC_STATE_SIZE, &ix, &a) || fc_l7_holder_open(s, FC_STATE_SIZE, FC_FUZZ_DEAD,
+											 free_holds, &h)) {
+		fprintf(stderr, "fuzz_l7: seed: no index or record\n");
+		exit(1);
+	}
+	for (i = 0; i < 4; i++) {
+		struct fc_l7_req rq = { .alloc = &a, .holder = &h, .places = pl, .places_cap = 4 };
+		struct fc_l7_result res;
+
+		rq.uid = (struct fc_l7_str){ uids[i], strlen(uids[i]) };
+		rq.uri = (struct fc_l7_str){ "/login", 6 };
+		fc_l7_decide(&ix, &rq, FC_FUZZ_NOW, &res);
+	}
+	munmap(c, FC_SHM_SIZE);
+	munmap(s, FC_STATE_SIZE);
+	fc_free_all(&blocks);
 }
 
 static void fc_make_seed(const char *path)
@@ -255,6 +323,13 @@ static void fc_make_seed(const char *path)
 	fc_fuzz_policy(5, "uri=/login,ip=2001:db8::/32", "5/s", "action=log");
 	fc_fuzz_policy(6, "uid=*,uri=/api/*", "3/m", "");
 	fc_fuzz_policy(7, "ip=*,header:x-key=*", "2/s,10/m", "action=delay delay_burst=2");
+	fc_fuzz_policy(8, "uid=*,uri=/login", "", "concurrency=2");
+	fc_fuzz_policy(9, "uri=/login", "100/m,500/h", "concurrency=3");
+	fc_fuzz_policy(10, "uid=w1", "30/s", "warmup=10s");
+	fc_fuzz_policy(11, "arg:wk=*", "30/s,1000/h", "warmup=1m action=delay delay_burst=3");
+	/* Both in a key's bucket: the ramp's word, then the count's (the killed
+	 * worker below holds places in it). */
+	fc_fuzz_policy(12, "uid=*", "30/s", "warmup=10s concurrency=2");
 	fc_fuzz_ban("uid=bob");
 	fc_fuzz_ban("198.18.0.9");
 	fc_fuzz_ban("2001:db8::/48");
@@ -264,6 +339,7 @@ static void fc_make_seed(const char *path)
 	fc_fuzz_unban("198.18.0.10");
 	fc_seed_half_written(ctx->shm_path, 11);
 	snprintf(state, sizeof(state), "%s%s", ctx->shm_path, FC_SHM_STATE_SUFFIX);
+	fc_seed_killed_worker(ctx->shm_path, state);
 	out = fopen(path, "wb");
 	if (!out) {
 		perror(path);

@@ -9,7 +9,9 @@
  * given room for, never more than its cap in a minute, and only bans of a
  * whole address or an IPv6 /64; the key readers give only keys of the
  * policy asked for, the busiest at most as many as asked, most used first,
- * each used 0 to 1.
+ * each used 0 to 1, and freqctl keys' view of each (a policy with a
+ * concurrency cap: its requests in flight are the word past its rates; no
+ * rate admits more than its burst).
  *
  * An input is chunks of [u8 what][u32 offset][u16 len][len bytes]: what 0
  * writes the file at offset, 1 truncates it to offset, 2 lets the agent
@@ -84,10 +86,23 @@ static void fc_check_keys(void)
 		}
 	}
 	if (fc_state_keys_of(fc_fuzz_ctx()->shm_path, krows[0].slot, krows[0].epoch, &keys, &n, &err) == 0) {
-		for (i = 0; i < n; i++)
+		struct fc_policy k;
+		struct fc_key_view v;
+		uint8_t w;
+
+		fc_policy_compile(&krows[0].spec, krows[0].epoch, &k);
+		w = fc_shm_conc_word(k.ntiers, k.warmup_ms); /* past the rates and the ramp's word */
+		for (i = 0; i < n; i++) {
 			if (keys[i].slot != krows[0].slot || keys[i].epoch != krows[0].epoch)
 				fc_fuzz_fail("a key of slot %u epoch %u listed for slot %u", keys[i].slot, keys[i].epoch,
 					     krows[0].slot);
+			fc_key_view(&krows[0], &k, &keys[i], 1800000000ULL * FC_NS_PER_SEC, &v);
+			if (!v.capped || v.inflight != keys[i].state[w] || v.remaining > fc_tier_burst(&krows[0].spec, 0) ||
+			    v.held != !!(keys[i].idle_ns & FC_SHM_KEY_HELD) || v.idle_s > FC_SHM_KEY_HELD / FC_NS_PER_SEC)
+				fc_fuzz_fail("key %zu: in flight %llu of word %llu, %llu remaining, held %d, idle in %llu s", i,
+					     (unsigned long long)v.inflight, (unsigned long long)keys[i].state[w],
+					     (unsigned long long)v.remaining, v.held, (unsigned long long)v.idle_s);
+		}
 		free(keys);
 	}
 }
@@ -160,8 +175,10 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	snprintf(state_path, sizeof(state_path), "%s%s", shm, FC_SHM_STATE_SUFFIX);
 	fc_fuzz_policy_spec(1, "uid=u1", "3/s", "escalate=2/m ban_ttl=1h", &rows[0].spec);
 	fc_fuzz_policy_spec(2, "arg:api=login", "1/s", "escalate=1/s ban_ttl=10m", &rows[1].spec);
-	/* Per-key policies in slots 1 and 2, as the key table names them. */
-	fc_fuzz_policy_spec(3, "uid=*", "3/s", "", &krows[0].spec);
+	/* Per-key policies in slots 1 and 2, as the key table names them (the
+	 * first warming up and capped: its ramp's word and its count of places
+	 * read from whatever the file holds). */
+	fc_fuzz_policy_spec(3, "uid=*", "3/s,100/m", "warmup=10s concurrency=2", &krows[0].spec);
 	fc_fuzz_policy_spec(4, "header:X-Key=*", "1/m", "algo=window", &krows[1].spec);
 	krows[0].slot = krows[0].epoch = 1;
 	krows[1].slot = 2;

@@ -13,14 +13,18 @@ a policy add 7 --match 'uid=u1024,arg:api=login' --rate 3/m --rate 100/d >/dev/n
 a policy add 8 --match 'ip=*' --rate 5/s --burst 9 --new-sources 100 --count syn >/dev/null
 a policy add 9 --match 'header:X-Key=k,ip=198.18.0.0/24' --rate 5/s --action delay --delay-burst 4 >/dev/null
 a policy add 10 --match 'ip=2001:db8::/32' --rate 1000000/m --algo window --count bytes --action log >/dev/null
+a policy add 12 --match 'uid=*,uri=/dl/*' --concurrency 4 >/dev/null
+a policy add 13 --match 'uri=/api/*' --rate 10/s --concurrency 50 >/dev/null
 a ban add 198.18.0.0/15 >/dev/null
 a ban add 2001:db8::1 --ttl 1h >/dev/null
 a ban add uid=evil --ttl 2d >/dev/null
 a node set edge-1 0.25 >/dev/null
 a node set edge-2 0.75 >/dev/null
 a export >"$dir/a.json"
-check "export is JSON with 4 policies and 3 bans" \
-	[ "$(jq -r '"\(.policies | length),\(.bans | length)"' "$dir/a.json")" = "4,3" ]
+check "export is JSON with 6 policies and 3 bans" \
+	[ "$(jq -r '"\(.policies | length),\(.bans | length)"' "$dir/a.json")" = "6,3" ]
+check "... a concurrency cap alone: no rates, the cap" \
+	jq_true '[.policies[] | select(.id >= 12) | [.rates, .concurrency]] == [[[], 4], [["10/s"], 50]]' "$dir/a.json"
 b policy add 99 --match uid=gone --rate 1/s >/dev/null
 b ban add 203.0.113.9 >/dev/null
 check "import into another store" b import "$dir/a.json"

@@ -6,7 +6,7 @@
 # Why exact counts hold despite timing: the window test runs well inside one
 # UTC minute (10/m, 30 pings in 0.6 s), and the GCRA test sends 20 pings in
 # 0.4 s against 1/s burst 5, so no second token can be earned before the
-# last ping (that would take 1 s).
+# last ping (that would take 1 s; 3 s while a warm-up is cold).
 . "$(dirname "$0")/lib.sh"
 fc_setup
 
@@ -24,6 +24,16 @@ for mode in xdp tc; do
 	check "$mode: policy del $id" fc policy del $id
 	got=$(pings 4 5)
 	check "$mode: deleted: 5 of 5 replies (got $got)" [ "$got" = 5 ]
+
+	# Warm-up from cold admits one at a time, at N/3: 20 pings in 0.4 s
+	# against 1/s (3 s apart while cold) get one reply, not the burst of 5.
+	id=$((id + 1))
+	check "$mode: policy $id 1/s burst 5 --warmup 1h on 198.18.0.2" \
+		fc policy add $id --match ip=198.18.0.2 --rate 1/s --burst 5 --warmup 1h
+	got=$(pings 4 20 0.02)
+	check "$mode: warm-up from cold: 1 of 20 replies, no burst (got $got)" [ "$got" = 1 ]
+	check "$mode: policy $id dropped 19" [ "$(counter policy $id dropped)" = 19 ]
+	check "$mode: policy del $id" fc policy del $id
 
 	id=$((id + 1))
 	check "$mode: policy $id ip=* 1/s burst 5" fc policy add $id --match 'ip=*' --rate 1/s --burst 5

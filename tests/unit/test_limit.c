@@ -5,6 +5,7 @@
  * way `freqctl policy add` compiles them.
  */
 #include <pthread.h>
+#include <sched.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -13,6 +14,7 @@
 #include <cmocka.h>
 
 #include "fc_policy.h"
+#include "fc_stats.h"
 #include "fc_vectors.h"
 
 #define MS (1000000ULL)
@@ -20,10 +22,12 @@
 /* A realistic clock: UTC ns in 2026. */
 #define T0 (1795316400ULL * SEC)
 
-/* Compiles "--rate r1 [--rate r2] [--burst b] [--algo a] [--count c]". */
-static struct fc_policy fc_compile(const char *rates, uint64_t burst, enum fc_algo algo, enum fc_count count)
+/* Compiles "--rate r1 [--rate r2] [--burst b] [--algo a] [--count c] [--warmup w]". */
+static struct fc_policy fc_compile_warm(const char *rates, uint64_t burst, enum fc_algo algo, enum fc_count count,
+					int64_t warmup)
 {
-	struct fc_policy_spec p = { .id = 1, .burst = burst, .algo = algo, .count = count, .kind = FC_MATCH_STAR };
+	struct fc_policy_spec p = { .id = 1, .burst = burst, .algo = algo, .count = count, .kind = FC_MATCH_STAR,
+				    .warmup = warmup };
 	struct fc_policy k;
 	struct fc_err err;
 
@@ -33,12 +37,17 @@ static struct fc_policy fc_compile(const char *rates, uint64_t burst, enum fc_al
 	return k;
 }
 
+static struct fc_policy fc_compile(const char *rates, uint64_t burst, enum fc_algo algo, enum fc_count count)
+{
+	return fc_compile_warm(rates, burst, algo, count, 0);
+}
+
 /* Tries one request of cost at now against all tiers of k. */
 static int fc_try(const struct fc_policy *k, __u64 *state, __u64 now, __u64 cost)
 {
 	struct fc_charge ch;
 
-	return fc_limit_try(k->algo, k->ntiers, k->tier, state, now, cost, &ch);
+	return fc_limit_try(k->algo, k->ntiers, k->tier, k->warmup_ms, state, now, cost, &ch);
 }
 
 static int fc_try_n(const struct fc_policy *k, __u64 *state, __u64 now, int n)
@@ -133,22 +142,22 @@ static void test_refund(void **state)
 	struct fc_charge gc, wc;
 
 	(void)state;
-	assert_true(fc_limit_try(g.algo, g.ntiers, g.tier, gs, T0, 1, &gc));
-	assert_true(fc_limit_try(w.algo, w.ntiers, w.tier, ws, T0, 1, &wc));
+	assert_true(fc_limit_try(g.algo, g.ntiers, g.tier, g.warmup_ms, gs, T0, 1, &gc));
+	assert_true(fc_limit_try(w.algo, w.ntiers, w.tier, w.warmup_ms, ws, T0, 1, &wc));
 	memcpy(before, gs, sizeof(gs));
-	assert_true(fc_limit_try(g.algo, g.ntiers, g.tier, gs, T0, 1, &gc));
+	assert_true(fc_limit_try(g.algo, g.ntiers, g.tier, g.warmup_ms, gs, T0, 1, &gc));
 	fc_limit_refund(g.algo, g.ntiers, gs, 1, &gc);
 	assert_memory_equal(gs, before, sizeof(gs));
 	memcpy(before, ws, sizeof(ws));
-	assert_true(fc_limit_try(w.algo, w.ntiers, w.tier, ws, T0, 1, &wc));
+	assert_true(fc_limit_try(w.algo, w.ntiers, w.tier, w.warmup_ms, ws, T0, 1, &wc));
 	fc_limit_refund(w.algo, w.ntiers, ws, 1, &wc);
 	assert_memory_equal(ws, before, sizeof(ws));
 	/* A refund from an older window gives nothing back into the new one. */
-	assert_true(fc_limit_try(w.algo, w.ntiers, w.tier, ws, T0, 1, &wc));
+	assert_true(fc_limit_try(w.algo, w.ntiers, w.tier, w.warmup_ms, ws, T0, 1, &wc));
 	{
 		struct fc_charge later;
 
-		assert_true(fc_limit_try(w.algo, w.ntiers, w.tier, ws, T0 + SEC, 1, &later));
+		assert_true(fc_limit_try(w.algo, w.ntiers, w.tier, w.warmup_ms, ws, T0 + SEC, 1, &later));
 	}
 	memcpy(before, ws, sizeof(ws));
 	fc_limit_refund(w.algo, w.ntiers, ws, 1, &wc);
@@ -168,8 +177,8 @@ static void test_refund_only_its_own(void **state)
 	struct fc_charge a, b;
 
 	(void)state;
-	assert_true(fc_limit_try(g.algo, g.ntiers, g.tier, st, T0, 1, &a));
-	assert_true(fc_limit_try(g.algo, g.ntiers, g.tier, st, T0 + 5 * SEC, 1, &b)); /* from the clock */
+	assert_true(fc_limit_try(g.algo, g.ntiers, g.tier, g.warmup_ms, st, T0, 1, &a));
+	assert_true(fc_limit_try(g.algo, g.ntiers, g.tier, g.warmup_ms, st, T0 + 5 * SEC, 1, &b)); /* from the clock */
 	after = st[0];
 	assert_int_equal(after, T0 + 5 * SEC + 100 * MS);
 	fc_limit_refund(g.algo, g.ntiers, st, 1, &a);
@@ -338,6 +347,24 @@ static void *fc_racer(void *arg)
 	return NULL;
 }
 
+/* Four racers on state: what they admitted together. */
+static int fc_race4(const struct fc_policy *k, __u64 *state)
+{
+	struct fc_race r[4];
+	pthread_t th[4];
+	int i, total = 0;
+
+	for (i = 0; i < 4; i++) {
+		r[i] = (struct fc_race){ .k = k, .state = state };
+		assert_int_equal(pthread_create(&th[i], NULL, fc_racer, &r[i]), 0);
+	}
+	for (i = 0; i < 4; i++) {
+		pthread_join(th[i], NULL);
+		total += r[i].admitted;
+	}
+	return total;
+}
+
 /* The shared sliding-window vectors (tests/bpf/fc_vectors.h), each on a
  * fresh bucket; T0 is aligned to the minute. */
 static void test_sliding_vectors(void **state)
@@ -413,12 +440,12 @@ static void test_sliding_refund(void **state)
 	struct fc_charge a, b;
 
 	(void)state;
-	assert_true(fc_limit_try(k.algo, k.ntiers, k.tier, st, T0, 1, &a));
-	assert_true(fc_limit_try(k.algo, k.ntiers, k.tier, st, T0, 1, &b));
+	assert_true(fc_limit_try(k.algo, k.ntiers, k.tier, k.warmup_ms, st, T0, 1, &a));
+	assert_true(fc_limit_try(k.algo, k.ntiers, k.tier, k.warmup_ms, st, T0, 1, &b));
 	fc_limit_refund(k.algo, k.ntiers, st, 1, &a); /* not the last: comes off the count */
 	assert_int_equal(fc_tier_remaining(k.algo, &k.tier[0], st[0], T0, 0), 9);
 	mid = st[0];
-	assert_true(fc_limit_try(k.algo, k.ntiers, k.tier, st, T0 + 61 * SEC, 1, &a));
+	assert_true(fc_limit_try(k.algo, k.ntiers, k.tier, k.warmup_ms, st, T0 + 61 * SEC, 1, &a));
 	fc_limit_refund(k.algo, k.ntiers, st, 1, &b); /* its window is over */
 	assert_int_equal(st[0], ((mid >> FC_SLIDE_IDX_SHIFT) + 1) << FC_SLIDE_IDX_SHIFT | 1ULL << FC_SLIDE_COUNT_BITS | 1);
 }
@@ -469,27 +496,289 @@ static void test_sliding_bounds(void **state)
 static void test_race_exact(void **state)
 {
 	static const enum fc_algo algos[] = { FC_ALGO_WINDOW, FC_ALGO_GCRA, FC_ALGO_SLIDING };
-	struct fc_race r[4];
-	pthread_t th[4];
 	__u64 st[FC_MAX_TIERS];
 	size_t a;
-	int i, total;
 
 	(void)state;
 	for (a = 0; a < sizeof(algos) / sizeof(algos[0]); a++) {
 		struct fc_policy k = fc_compile("100000/m,50000/h", 0, algos[a], FC_COUNT_PACKETS);
 
 		memset(st, 0, sizeof(st));
-		for (i = 0; i < 4; i++) {
-			r[i] = (struct fc_race){ .k = &k, .state = st };
-			assert_int_equal(pthread_create(&th[i], NULL, fc_racer, &r[i]), 0);
-		}
-		for (i = 0, total = 0; i < 4; i++) {
-			pthread_join(th[i], NULL);
-			total += r[i].admitted;
-		}
-		assert_int_equal(total, 50000);
+		assert_int_equal(fc_race4(&k, st), 50000);
 	}
+}
+
+/* The shared warm-up vectors (tests/bpf/fc_vectors.h), each on a fresh
+ * bucket, steps at T0 + their ms. */
+struct fc_warm_ctx {
+	const struct fc_policy *k;
+	__u64 *state;
+	__u64 cost;
+};
+
+static uint32_t fc_warm_step(void *arg, uint32_t at_ms, uint32_t tries)
+{
+	struct fc_warm_ctx *c = arg;
+	uint32_t i, ok = 0;
+
+	for (i = 0; i < tries; i++)
+		ok += (uint32_t)fc_try(c->k, c->state, T0 + at_ms * MS, c->cost);
+	return ok;
+}
+
+static void test_warm_vectors(void **state)
+{
+	const struct fc_warm_vector *v;
+	uint32_t got[FC_WARM_BINS];
+	__u64 st[FC_MAX_TIERS];
+	struct fc_policy k;
+	size_t i;
+	int bad;
+
+	(void)state;
+	for (i = 0; i < FC_NWARM; i++) {
+		v = &fc_warm_vectors[i];
+		k = fc_compile_warm(v->rates, 0, FC_ALGO_GCRA, v->cost > 1 ? FC_COUNT_BYTES : FC_COUNT_PACKETS,
+				    v->warmup_s);
+		memset(st, 0, sizeof(st));
+		bad = fc_warm_run(v, fc_warm_step, &(struct fc_warm_ctx){ &k, st, v->cost }, got);
+		if (bad >= 0)
+			fail_msg("%s: bin %d: %u passed, expected %u", v->name, bad, got[bad], v->admitted[bad]);
+	}
+}
+
+/* Never faster than the ramp, however the tries fall: while warming, two
+ * admissions at t1 < t2 (from a cold start at 0) are at least the interval
+ * at t2 apart, 3 T D / (D + 2 t2), checked exactly in 128 bits; and a try
+ * every 100 us keeps up with it: about 1 + the integral of r over 10 s,
+ * 10 * (10 + 10) = 200. */
+static void test_warm_bound(void **state)
+{
+	struct fc_policy k = fc_compile_warm("30/s", 0, FC_ALGO_GCRA, FC_COUNT_PACKETS, 10);
+	const unsigned __int128 d = 10 * SEC, tt = k.tier[0].interval_ns;
+	__u64 st[FC_MAX_TIERS] = { 0 }, t, last = 0;
+	__u64 admitted = 0;
+
+	(void)state;
+	for (t = 0; t < 10 * SEC; t += 100000) {
+		if (!fc_try(&k, st, T0 + t, 1))
+			continue;
+		if (admitted++ && (unsigned __int128)(t - last) * (d + 2 * t) < 3 * tt * d)
+			fail_msg("admission %llu at %llu ns: %llu ns after the last, under the ramp's interval",
+				 (unsigned long long)admitted, (unsigned long long)t, (unsigned long long)(t - last));
+		last = t;
+	}
+	assert_true(admitted <= 202);
+	assert_true(admitted >= 198);
+}
+
+/* The factor 3D/(D + 2e) in fixed point, and the increment it scales:
+ * never shorter than exact (rounding only denies), and no longer than
+ * exact with e 1024 ns less and D 1024 ns more, by 2^-20 and 2 ns. */
+static void test_warm_arith(void **state)
+{
+	static const __u64 ds[] = { FC_WARMUP_MIN_NS, 10 * SEC, 3599 * SEC + 7, FC_WARMUP_MAX_NS };
+	static const __u64 incs[] = { 1, 100, 33333334, 86400 * SEC, 5000000000000000ULL, FC_WARM_TOL_MAX };
+	struct fc_tier t = { .interval_ns = 1, .tolerance_ns = FC_WARM_TOL_MAX };
+	unsigned __int128 exact_num, got_num, ref;
+	struct fc_ramp r;
+	size_t i, j, s;
+	__u64 e, e2, d2;
+
+	(void)state;
+	for (i = 0; i < sizeof(ds) / sizeof(ds[0]); i++) {
+		fc_warm_ramp(&t, ds[i], T0, T0, 1, 0, &r);
+		assert_int_equal(r.mult, 3 * FC_WARM_ONE); /* cold: 3T */
+		fc_warm_ramp(&t, ds[i], T0, T0 + ds[i], 1, 0, &r);
+		assert_int_equal(r.mult, FC_WARM_ONE); /* warm: T */
+		for (s = 0; s <= 64; s++) {
+			e = ds[i] / 64 * s + s;
+			if (e > ds[i])
+				e = ds[i];
+			for (j = 0; j < sizeof(incs) / sizeof(incs[0]); j++) {
+				fc_warm_ramp(&t, ds[i], T0, T0 + e, incs[j], 0, &r);
+				exact_num = (unsigned __int128)incs[j] * 3 * ds[i];
+				got_num = (unsigned __int128)r.inc * (ds[i] + 2 * e);
+				assert_true(got_num >= exact_num);
+				e2 = e > 1024 ? e - 1024 : 0;
+				d2 = ds[i] + 1024;
+				ref = (unsigned __int128)incs[j] * 3 * d2 / (d2 + 2 * e2);
+				assert_true(r.inc <= ref + ref / FC_WARM_ONE + 2);
+				assert_true(r.inc <= 3 * incs[j] + 1);
+			}
+		}
+	}
+}
+
+/* What a warming bucket tells a client: the ramped N, what is left, when
+ * the next could pass; and a denial by a later tier gives back the first
+ * tier's charge, not the ramp's start. */
+static void test_warm_view_refund(void **state)
+{
+	struct fc_policy k = fc_compile_warm("30/s,31/m", 0, FC_ALGO_GCRA, FC_COUNT_PACKETS, 10);
+	struct fc_limit_view v;
+	struct fc_charge ch;
+	__u64 st[FC_MAX_TIERS] = { 0 }, tat;
+
+	(void)state;
+	assert_true(fc_bucket_use(&k, st, T0) == 0); /* top: a cold bucket uses nothing */
+	fc_limit_view(k.algo, k.ntiers, k.tier, k.warmup_ms, st, T0, 0, &v);
+	assert_int_equal(v.limit, 10); /* cold: N/3 */
+	assert_int_equal(v.remaining, 1);
+	assert_int_equal(v.retry_ns, 0);
+	assert_true(fc_try(&k, st, T0, 1));
+	assert_int_equal(st[2], T0); /* the ramp's start, after the two tiers */
+	fc_limit_view(k.algo, k.ntiers, k.tier, k.warmup_ms, st, T0, 0, &v);
+	assert_int_equal(v.remaining, 0);
+	assert_true(fc_bucket_use(&k, st, T0) == 1); /* its one request of credit spent */
+	assert_int_equal(v.retry_ns, 3 * k.tier[0].interval_ns); /* 3T: 100 ms */
+	/* Half way: 20/s. */
+	fc_limit_view(k.algo, k.ntiers, k.tier, k.warmup_ms, st, T0 + 5 * SEC, 0, &v);
+	assert_int_equal(v.limit, 20);
+	assert_int_equal(v.remaining, 1);
+	/* The other tiers are charged first: one that denies leaves the ramp
+	 * unstarted, and a ramp that denies takes their charge back. */
+	memset(st, 0, sizeof(st));
+	st[1] = T0 + 60 * SEC; /* the minute tier full */
+	assert_false(fc_limit_try(k.algo, k.ntiers, k.tier, k.warmup_ms, st, T0, 1, &ch));
+	assert_int_equal(st[0], 0);
+	assert_int_equal(st[2], 0);
+	st[1] = 0;
+	assert_true(fc_try(&k, st, T0, 1));
+	tat = st[1];
+	assert_false(fc_try(&k, st, T0 + MS, 1)); /* 3T */
+	assert_int_equal(st[1], tat);
+	assert_int_equal(st[2], T0);
+	/* ws moves only when cold: a second later, the ramp is 1 s along. */
+	assert_true(fc_try(&k, st, T0 + SEC, 1));
+	assert_int_equal(st[2], T0);
+}
+
+/* A fast rate warming: the credit is 10 ms of the ramped rate (FC_WARM_GRAIN_NS),
+ * not one request, so a clock that moves in 4 ms ticks (the packet path's
+ * coarse clock, nginx's cached time) still gives the ramp's rate: within 1%
+ * of the precise clock's over the first second, at 10000/s from cold (3333
+ * a second rising); 1000 at once from cold pass 10 ms' worth, 33: that is
+ * the only burst a warming bucket allows. */
+static void test_warm_grain(void **state)
+{
+	struct fc_policy k = fc_compile_warm("10000/s", 0, FC_ALGO_GCRA, FC_COUNT_PACKETS, 10);
+	__u64 st[FC_MAX_TIERS] = { 0 }, t;
+	long precise = 0, coarse = 0;
+
+	(void)state;
+	assert_int_equal(fc_try_n(&k, st, T0, 1000), 33);
+	memset(st, 0, sizeof(st));
+	for (t = 0; t < SEC; t += 10000)
+		precise += fc_try(&k, st, T0 + t, 1);
+	memset(st, 0, sizeof(st));
+	for (t = 0; t < SEC; t += 10000)
+		coarse += fc_try(&k, st, T0 + t / (4 * MS) * (4 * MS), 1);
+	print_message("first second from cold: %ld (precise clock), %ld (4 ms ticks)\n", precise, coarse);
+	/* 33 at once (10 ms' worth), then the integral: 3333 + 333 */
+	assert_true(precise >= 3680 && precise <= 3710);
+	assert_true(coarse * 100 >= precise * 99 && coarse <= precise + 33);
+}
+
+/* The clock stepped back an hour leaves a ramp start in the future: the
+ * bucket starts again from now rather than stay cold for an hour. */
+static void test_warm_clock_backwards(void **state)
+{
+	struct fc_policy k = fc_compile_warm("30/s", 0, FC_ALGO_GCRA, FC_COUNT_PACKETS, 10);
+	__u64 st[FC_MAX_TIERS] = { 0 };
+
+	(void)state;
+	assert_int_equal(fc_try_n(&k, st, T0 + 3600 * SEC, 5), 1);
+	assert_int_equal(fc_try_n(&k, st, T0 + 3600 * SEC + 20 * SEC, 1), 1); /* cold again: idle 20 s */
+	assert_int_equal(fc_try_n(&k, st, T0, 5), 1);
+	assert_int_equal(st[1], T0);
+	assert_int_equal(fc_try_n(&k, st, T0 + 50 * MS, 5), 0); /* 3T = 100 ms */
+	assert_int_equal(fc_try_n(&k, st, T0 + 100 * MS, 5), 1);
+}
+
+/* Threads racing on one warming bucket. First with the clock stepped 1 ms
+ * at a time, every thread at the same now, released together by a spin
+ * barrier (so they meet in the charge): at every step the admissions so
+ * far are at most the rule's with all those tries made one by one,
+ * restarts included (a pause of 3 s > D in the middle). Then on a warm
+ * bucket with its burst full: exactly the burst, as test_race_exact. */
+#define FC_WRACE_THREADS 2
+#define FC_WRACE_TRIES   8
+#define FC_WRACE_STEPS   5000
+
+struct fc_wrace {
+	const struct fc_policy *k;
+	__u64 *state;
+	int *gate;
+	int id;
+	int admitted[FC_WRACE_STEPS];
+};
+
+static __u64 fc_wrace_at(int s)
+{
+	return T0 + (__u64)(s < 2000 ? s : s + 3000) * MS; /* 0-2 s, then 5-8 s */
+}
+
+/* Step s starts when every thread has arrived: the gate counts arrivals. */
+static void fc_wrace_gate(int *gate, int s)
+{
+	__atomic_fetch_add(gate, 1, __ATOMIC_ACQ_REL);
+	while (__atomic_load_n(gate, __ATOMIC_ACQUIRE) < (s + 1) * FC_WRACE_THREADS)
+		;
+}
+
+static void *fc_wracer(void *arg)
+{
+	struct fc_wrace *r = arg;
+	cpu_set_t set;
+	int s, i;
+
+	CPU_ZERO(&set);
+	CPU_SET(r->id, &set);
+	pthread_setaffinity_np(pthread_self(), sizeof(set), &set); /* where it can: one CPU each */
+	for (s = 0; s < FC_WRACE_STEPS; s++) {
+		fc_wrace_gate(r->gate, s);
+		for (i = 0; i < FC_WRACE_TRIES; i++)
+			r->admitted[s] += fc_try(r->k, r->state, fc_wrace_at(s), 1);
+	}
+	return NULL;
+}
+
+static void test_warm_race(void **state)
+{
+	struct fc_policy k = fc_compile_warm("300/s", 0, FC_ALGO_GCRA, FC_COUNT_PACKETS, 2);
+	static struct fc_wrace r[FC_WRACE_THREADS];
+	__u64 st[FC_MAX_TIERS] = { 0 }, seq[FC_MAX_TIERS] = { 0 };
+	pthread_t th[FC_WRACE_THREADS];
+	long rule = 0, raced = 0;
+	int i, s, gate = 0;
+
+	(void)state;
+	for (i = 0; i < FC_WRACE_THREADS; i++) {
+		memset(&r[i], 0, sizeof(r[i]));
+		r[i] = (struct fc_wrace){ .k = &k, .state = st, .gate = &gate, .id = i };
+		assert_int_equal(pthread_create(&th[i], NULL, fc_wracer, &r[i]), 0);
+	}
+	for (i = 0; i < FC_WRACE_THREADS; i++)
+		pthread_join(th[i], NULL);
+	for (s = 0; s < FC_WRACE_STEPS; s++) {
+		rule += fc_try_n(&k, seq, fc_wrace_at(s), FC_WRACE_THREADS * FC_WRACE_TRIES);
+		for (i = 0; i < FC_WRACE_THREADS; i++)
+			raced += r[i].admitted[s];
+		if (raced > rule)
+			fail_msg("step %d: %ld admitted racing, the rule admits %ld", s, raced, rule);
+		if (s == 0)
+			assert_int_equal(raced, 1); /* cold: one at a time */
+	}
+	/* Racing only ever denies more: CAS retries run out rarely. */
+	assert_true(raced * 10 >= rule * 9);
+
+	/* Warm, its burst full: drained 1 s ago, the ramp over for an hour. */
+	k = fc_compile_warm("100000/m", 0, FC_ALGO_GCRA, FC_COUNT_PACKETS, 3600);
+	memset(st, 0, sizeof(st));
+	st[0] = T0 + 10 * MS - SEC;
+	st[1] = T0 - 2 * 3600 * SEC;
+	assert_int_equal(fc_race4(&k, st), 100000);
 }
 
 int main(void)
@@ -513,6 +802,13 @@ int main(void)
 		cmocka_unit_test(test_sliding_refund),
 		cmocka_unit_test(test_sliding_headers),
 		cmocka_unit_test(test_sliding_bounds),
+		cmocka_unit_test(test_warm_vectors),
+		cmocka_unit_test(test_warm_bound),
+		cmocka_unit_test(test_warm_arith),
+		cmocka_unit_test(test_warm_view_refund),
+		cmocka_unit_test(test_warm_grain),
+		cmocka_unit_test(test_warm_clock_backwards),
+		cmocka_unit_test(test_warm_race),
 	};
 
 	return cmocka_run_group_tests_name("limit algorithms (maps/fc_limit.h)", tests, NULL, NULL);

@@ -226,7 +226,7 @@ static void test_validate(void **state)
 	(void)state;
 	assert_int_equal(fc_match_parse("ip=198.18.0.7", &p, &err), 0);
 	assert_int_equal(fc_policy_validate(&p, &err), -1);
-	assert_string_equal(err.msg, "missing --rate N/UNIT");
+	assert_string_equal(err.msg, "missing --rate N/UNIT (or --concurrency N in nginx)");
 	assert_int_equal(fc_rates_parse("2000000000/s", &p, &err), 0);
 	assert_int_equal(fc_policy_validate(&p, &err), -1);
 	assert_string_equal(err.msg, "rate \"2000000000/s\": more than one packet per nanosecond");
@@ -343,6 +343,72 @@ static void test_scale(void **state)
 	assert_memory_equal(&s, &p, sizeof(p));
 }
 
+/* p (its options set) with match and rates: valid if msg is NULL, else
+ * refused with msg. */
+static void fc_validate_case(struct fc_policy_spec *p, const char *match, const char *rates, const char *msg)
+{
+	struct fc_err err;
+
+	assert_int_equal(fc_match_parse(match, p, &err), 0);
+	assert_int_equal(fc_rates_parse(rates, p, &err), 0);
+	if (!msg) {
+		if (fc_policy_validate(p, &err) < 0)
+			fail_msg("%s %s: %s", match, rates, err.msg);
+		return;
+	}
+	assert_int_equal(fc_policy_validate(p, &err), -1);
+	assert_string_equal(err.msg, msg);
+}
+
+/* --concurrency: in nginx only, a rate optional, a key's count in a word of its own. */
+static void test_validate_concurrency(void **state)
+{
+	static const struct {
+		const char *match, *rates;
+		uint64_t burst;
+		enum fc_action action;
+		enum fc_layer layer;
+		const char *msg; /* NULL: valid */
+	} cases[] = {
+		{ "uid=a", "", 0, FC_ACTION_DROP, FC_LAYER_AUTO, NULL },
+		{ "uid=*", "1/s,1/m,1/h", 0, FC_ACTION_DROP, FC_LAYER_AUTO, NULL },
+		{ "uid=a", "1/s,1/m,1/h,1/d", 0, FC_ACTION_DROP, FC_LAYER_AUTO, NULL }, /* no key: the slot counts */
+		{ "ip=*", "", 0, FC_ACTION_LOG, FC_LAYER_HTTP, NULL },
+		{ "ip=198.18.0.7", "1/s", 0, FC_ACTION_DROP, FC_LAYER_AUTO,
+		  "--concurrency counts requests in flight in nginx; an ip=-only policy runs at XDP/TC, on packets "
+		  "(add --layer http to put it in nginx)" },
+		{ "ip=198.18.0.0/15", "1/s", 0, FC_ACTION_DROP, FC_LAYER_XDP,
+		  "--concurrency counts requests in flight in nginx; an ip=-only policy runs at XDP/TC, on packets "
+		  "(add --layer http to put it in nginx)" },
+		{ "uid=*", "1/s,1/m,1/h,1/d", 0, FC_ACTION_DROP, FC_LAYER_AUTO,
+		  "4 rates and --concurrency need 5 words in each key's bucket, which has 4 (one per rate, one for the "
+		  "count of requests in flight): at most 3 rates with --concurrency in a per-key policy" },
+		{ "uid=a", "", 5, FC_ACTION_DROP, FC_LAYER_AUTO, "--burst applies to a --rate, and the policy has none" },
+		{ "uid=a", "", 0, FC_ACTION_DELAY, FC_LAYER_AUTO,
+		  "action \"delay\" waits a request to a --rate, and the policy has none" },
+	};
+	struct fc_policy_spec p, s;
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		memset(&p, 0, sizeof(p));
+		p.id = 1;
+		p.concurrency = 2;
+		p.burst = cases[i].burst;
+		p.action = cases[i].action;
+		p.layer = cases[i].layer;
+		fc_validate_case(&p, cases[i].match, cases[i].rates, cases[i].msg);
+	}
+	/* A node's share: N times its weight, at least one. */
+	memset(&p, 0, sizeof(p));
+	p.concurrency = 10;
+	fc_policy_scale(&p, 0.25, &s);
+	assert_int_equal(s.concurrency, 2);
+	fc_policy_scale(&p, 0.01, &s);
+	assert_int_equal(s.concurrency, 1);
+}
+
 /* One table for the command line and for JSON: the same bounds, the same
  * parsers, each key named in the message. */
 static void test_options_table(void **state)
@@ -368,6 +434,10 @@ static void test_options_table(void **state)
 		  "ban_ttl", "duration \"-1s\": expected a number at \"-1s\"" },
 		{ "{\"id\": 1, \"match\": \"uid=a\", \"rates\": [\"1/s\"], \"colour\": 1}", "colour",
 		  "unknown key \"colour\"" },
+		{ "{\"id\": 1, \"match\": \"uid=a\", \"rates\": [], \"concurrency\": 0}", "concurrency",
+		  "concurrency \"0\": expected a whole number from 1 to 100000000" },
+		{ "{\"id\": 1, \"match\": \"uid=a\", \"rates\": []}", "", "missing --rate N/UNIT (or --concurrency N in nginx)" },
+		{ "{\"id\": 1, \"match\": \"uid=a\", \"rates\": \"1/s\"}", "rates", "rates: expected an array of 0 to 4 \"N/UNIT\"" },
 	};
 	char field[FC_JSON_FIELD_LEN];
 	struct fc_policy_spec p;
@@ -414,14 +484,149 @@ static void test_options_table(void **state)
 		assert_memory_equal(q.rate, p.rate, sizeof(p.rate));
 	}
 	json_decref(j);
+	/* A cap alone: no rates, and back. */
+	memset(&p, 0, sizeof(p));
+	p.id = 3;
+	p.concurrency = 7;
+	assert_int_equal(fc_match_parse("uid=*", &p, &err), 0);
+	j = fc_policy_to_json(&p);
+	{
+		struct fc_policy_spec q;
+		char *text = json_dumps(j, JSON_COMPACT | JSON_SORT_KEYS);
+
+		assert_non_null(strstr(text, "\"concurrency\":7"));
+		assert_non_null(strstr(text, "\"rates\":[]"));
+		free(text);
+		assert_int_equal(fc_policy_from_json(j, &q, field, &err), 0);
+		assert_memory_equal(&q, &p, sizeof(p));
+	}
+	json_decref(j);
+}
+
+/* --warmup: GCRA only, 1 s to 1 d, a word beside the rates' (at most 3
+ * rates), the first rate the fastest, a burst within the ramp's bounds;
+ * compiled to ns, kept by a node's scaling, through JSON as seconds. */
+static void test_warmup(void **state)
+{
+	static const struct {
+		const char *rates;
+		enum fc_algo algo;
+		int64_t warmup;
+		const char *msg;
+	} bad[] = {
+		{ "10/s", FC_ALGO_WINDOW, 10, "--warmup ramps a GCRA rate from N/3 to N; --algo window admits N per "
+					       "window, with no rate to ramp" },
+		{ "10/s", FC_ALGO_SLIDING, 10, "--warmup ramps a GCRA rate from N/3 to N; --algo sliding admits N per "
+						"window, with no rate to ramp" },
+		{ "10/s", FC_ALGO_GCRA, 86401, "--warmup 1d1s: expected 1s to 1d" },
+		{ "10/s,1/m,1/h,1/d", FC_ALGO_GCRA, 10, "4 rates and --warmup need 5 words in each bucket, which has 4 "
+						       "(one per rate, one for the ramp): at most 3 rates with --warmup" },
+		{ "100/m,5/s", FC_ALGO_GCRA, 10, "--warmup ramps the first rate, 100/m: give the rate of the shortest "
+						 "unit first (5/s)" },
+		{ "1/d:20000", FC_ALGO_GCRA, 10, "rate \"1/d:20000\": burst 20000 at that rate is more than 36 years of "
+						 "credit, the most --warmup ramps" },
+	};
+	char field[FC_JSON_FIELD_LEN];
+	struct fc_policy_spec p, s;
+	struct fc_policy k;
+	struct fc_err err;
+	json_t *j;
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		p = (struct fc_policy_spec){ .id = 1, .algo = bad[i].algo, .warmup = bad[i].warmup };
+		assert_int_equal(fc_match_parse("ip=198.18.0.7", &p, &err), 0);
+		assert_int_equal(fc_rates_parse(bad[i].rates, &p, &err), 0);
+		assert_int_equal(fc_policy_validate(&p, &err), -1);
+		assert_string_equal(err.msg, bad[i].msg);
+	}
+	p = (struct fc_policy_spec){ .id = 1, .warmup = 86400, .action = FC_ACTION_DELAY };
+	assert_int_equal(fc_match_parse("uid=u", &p, &err), 0);
+	assert_int_equal(fc_rates_parse("30/s,1/m,1000/d", &p, &err), 0);
+	assert_int_equal(fc_policy_validate(&p, &err), 0); /* 3 rates, a day, delay: all fine */
+	assert_int_equal(fc_policy_words(&p), 4);
+	fc_policy_compile(&p, 9, &k);
+	assert_int_equal(k.warmup_ms, 86400000);
+	/* While it warms the credit is at least 10 ms of the rate, a tick of the
+	 * coarsest clock: the coarse clock does (its burst decides, as ever). */
+	assert_int_equal(k.flags & FC_POLICY_PRECISE, 0);
+	fc_policy_scale(&p, 0.5, &s);
+	assert_int_equal(s.warmup, 86400); /* a node's share of the rate, the same ramp */
+	assert_int_equal(s.rate[0].n, 15);
+	j = fc_policy_to_json(&p);
+	assert_int_equal(json_integer_value(json_object_get(j, "warmup")), 86400);
+	assert_int_equal(fc_policy_from_json(j, &s, field, &err), 0);
+	assert_int_equal(s.warmup, 86400);
+	json_decref(j);
+	j = json_loads("{\"id\": 1, \"match\": \"uid=a\", \"rates\": [\"1/s\"], \"warmup\": \"10s\"}", 0, NULL);
+	assert_int_equal(fc_policy_from_json(j, &s, field, &err), -1);
+	assert_string_equal(field, "warmup");
+	assert_string_equal(err.msg, "warmup: expected null or a whole number of seconds");
+	json_decref(j);
+	j = json_loads("{\"id\": 1, \"match\": \"uid=a\", \"rates\": [\"1/s\"], \"algo\": \"window\", \"warmup\": 5}", 0,
+		       NULL);
+	assert_int_equal(fc_policy_from_json(j, &s, field, &err), -1);
+	assert_string_equal(err.msg, "--warmup ramps a GCRA rate from N/3 to N; --algo window admits N per window, "
+				     "with no rate to ramp");
+	json_decref(j);
+}
+
+/* --warmup and --concurrency in one policy: a key's bucket holds the rates,
+ * the ramp's word and the count's, 4 words: at most 2 rates per key, and the
+ * message names both options. Without keys the count is the slot's. */
+static void test_warmup_concurrency(void **state)
+{
+	static const struct {
+		const char *match, *rates;
+		enum fc_algo algo;
+		const char *msg; /* NULL: valid */
+	} cases[] = {
+		{ "uid=*", "30/s,1000/h", FC_ALGO_GCRA, NULL },
+		{ "uid=*,uri=/login", "30/s", FC_ALGO_GCRA, NULL },
+		{ "uid=a", "30/s,1/m,1000/h", FC_ALGO_GCRA, NULL }, /* no key: the slot counts */
+		{ "uid=*", "30/s,1/m,1000/h", FC_ALGO_GCRA,
+		  "3 rates, --warmup and --concurrency need 5 words in each key's bucket, which has 4 (one per rate, "
+		  "one for the ramp, one for the count of requests in flight): at most 2 rates with --warmup and "
+		  "--concurrency in a per-key policy" },
+		{ "header:x-k=*", "30/s,1/m,1/h,1/d", FC_ALGO_GCRA,
+		  "4 rates, --warmup and --concurrency need 6 words in each key's bucket, which has 4 (one per rate, "
+		  "one for the ramp, one for the count of requests in flight): at most 2 rates with --warmup and "
+		  "--concurrency in a per-key policy" },
+		{ "uid=a", "30/s,1/m,1/h,1/d", FC_ALGO_GCRA,
+		  "4 rates and --warmup need 5 words in each bucket, which has 4 (one per rate, one for the ramp): at "
+		  "most 3 rates with --warmup" },
+		{ "uid=*", "", FC_ALGO_GCRA, "--warmup ramps a --rate from N/3 to N, and the policy has none" },
+		{ "uid=*", "30/s", FC_ALGO_WINDOW,
+		  "--warmup ramps a GCRA rate from N/3 to N; --algo window admits N per window, with no rate to ramp" },
+	};
+	struct fc_policy_spec p;
+	struct fc_err err;
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		p = (struct fc_policy_spec){ .id = 1, .algo = cases[i].algo, .warmup = 10, .concurrency = 2 };
+		fc_validate_case(&p, cases[i].match, cases[i].rates, cases[i].msg);
+		assert_true(cases[i].msg || fc_policy_words(&p) <= FC_MAX_TIERS);
+	}
+	/* Each word counted once: 2 rates, the ramp, a key's count. */
+	p = (struct fc_policy_spec){ .id = 1, .warmup = 10, .concurrency = 2 };
+	assert_int_equal(fc_match_parse("uid=*", &p, &err), 0);
+	assert_int_equal(fc_rates_parse("30/s,1000/h", &p, &err), 0);
+	assert_int_equal(fc_policy_words(&p), 4);
+	p.warmup = 0;
+	assert_int_equal(fc_policy_words(&p), 3);
 }
 
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_ids),     cmocka_unit_test(test_rates),    cmocka_unit_test(test_matches),
-		cmocka_unit_test(test_enums),   cmocka_unit_test(test_validate), cmocka_unit_test(test_compile),
-		cmocka_unit_test(test_scale),   cmocka_unit_test(test_options_table),
+		cmocka_unit_test(test_enums),   cmocka_unit_test(test_validate),
+		cmocka_unit_test(test_validate_concurrency), cmocka_unit_test(test_compile),
+		cmocka_unit_test(test_scale),   cmocka_unit_test(test_options_table), cmocka_unit_test(test_warmup),
+		cmocka_unit_test(test_warmup_concurrency),
 	};
 
 	return cmocka_run_group_tests_name("policies (parsing, validation, compiling)", tests, NULL, NULL);

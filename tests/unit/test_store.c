@@ -271,7 +271,7 @@ static void test_newer_schema_refused(void **state)
 	fc_raw_sql(t, "PRAGMA user_version = 99", "UPDATE meta SET value = 99 WHERE key = 'schema'");
 	assert_int_equal(fc_store_open(t->path, &st, &err), -1);
 	snprintf(want, sizeof(want), "store %s: schema version 99 is newer than this freqctl knows (%d)", t->path,
-		 t->pg ? 4 : 8);
+		 t->pg ? 6 : 10);
 	assert_string_equal(err.msg, want);
 }
 
@@ -302,6 +302,33 @@ static void fc_policy_put_ok(struct fc_store *st, const struct fc_policy_spec *p
 
 	if (fc_store_policy_put(st, p, 100, row, &err) < 0)
 		fail_msg("%s", err.msg);
+}
+
+/* Puts p, a policy the store has, and says whether its buckets start afresh
+ * (a new epoch in the same slot) since *row, which becomes p's. */
+static bool fc_policy_put_fresh(struct fc_store *st, const struct fc_policy_spec *p, struct fc_policy_row *row)
+{
+	struct fc_policy_row r;
+	bool fresh;
+
+	fc_policy_put_ok(st, p, &r);
+	assert_int_equal(r.slot, row->slot);
+	fresh = r.epoch != row->epoch;
+	*row = r;
+	return fresh;
+}
+
+/* Puts p and reads it back as it was given. */
+static void fc_policy_round_trip(struct fc_store *st, const struct fc_policy_spec *p, struct fc_policy_row *row)
+{
+	struct fc_policy_row got;
+	struct fc_err err;
+	bool found;
+
+	fc_policy_put_ok(st, p, row);
+	assert_int_equal(fc_store_policy_get(st, p->id, &got, &found, &err), 0);
+	assert_true(found);
+	assert_memory_equal(&got.spec, p, sizeof(*p));
 }
 
 /* Policies: round trip, slots kept and reused, epochs, refusals. */
@@ -380,6 +407,60 @@ static void test_policies(void **state)
 	/* Another algorithm reads the bucket words otherwise: a new epoch. */
 	assert_int_equal(rc.slot, ra.slot);
 	assert_int_not_equal(rc.epoch, ra.epoch);
+
+	/* --concurrency, with no rate: kept; adding or removing it, or another
+	 * count of rates beside it, moves a key's words: a new epoch each time;
+	 * another N does not. */
+	b = fc_spec(14, "uid=*", "");
+	b.concurrency = 3;
+	fc_policy_round_trip(t->st, &b, &ra);
+	b.concurrency = 5;
+	assert_false(fc_policy_put_fresh(t->st, &b, &ra));
+	b = fc_spec(14, "uid=*", "10/s");
+	b.concurrency = 5;
+	assert_true(fc_policy_put_fresh(t->st, &b, &ra));
+	b.rate[0].n = 20;
+	assert_false(fc_policy_put_fresh(t->st, &b, &ra));
+	b.concurrency = 0;
+	assert_true(fc_policy_put_fresh(t->st, &b, &ra));
+	b = fc_spec(14, "uid=*", "20/s,100/m"); /* no cap: another count of rates keeps the words */
+	assert_false(fc_policy_put_fresh(t->st, &b, &ra));
+
+	/* --warmup round-trips (v9 / PostgreSQL v5). New limits keep the
+	 * buckets; another warm-up, or another number of rates (the ramp's
+	 * word sits after the rates'), starts them afresh. */
+	b = fc_spec(15, "uid=w", "30/s");
+	b.warmup = 10;
+	fc_policy_round_trip(t->st, &b, &ra);
+	b.rate[0].n = 40;
+	assert_false(fc_policy_put_fresh(t->st, &b, &ra));
+	b.warmup = 20;
+	assert_true(fc_policy_put_fresh(t->st, &b, &ra));
+	b = fc_spec(15, "uid=w", "40/s,1000/h");
+	b.warmup = 20;
+	assert_true(fc_policy_put_fresh(t->st, &b, &ra));
+	b.warmup = 0;
+	assert_true(fc_policy_put_fresh(t->st, &b, &ra));
+
+	/* Both: the ramp's word, then a key's count. Another N of either keeps
+	 * the buckets; another number of rates, or either added or removed,
+	 * moves the count's word: a new epoch. */
+	b = fc_spec(16, "uid=*,uri=/wc", "30/s");
+	b.warmup = 10;
+	b.concurrency = 2;
+	fc_policy_round_trip(t->st, &b, &ra);
+	b.concurrency = 4;
+	b.rate[0].n = 60;
+	assert_false(fc_policy_put_fresh(t->st, &b, &ra));
+	b = fc_spec(16, "uid=*,uri=/wc", "60/s,1000/h");
+	b.warmup = 10;
+	b.concurrency = 4;
+	assert_true(fc_policy_put_fresh(t->st, &b, &ra));
+	b.concurrency = 0;
+	assert_true(fc_policy_put_fresh(t->st, &b, &ra));
+	b.concurrency = 4;
+	b.warmup = 0;
+	assert_true(fc_policy_put_fresh(t->st, &b, &ra));
 }
 
 /* A policy row edited by hand into nonsense is reported, not published. */

@@ -108,9 +108,11 @@ function renderPolicies() {
     const tr = document.createElement('tr');
     tr.dataset.id = p.id;
     if (state.editing === p.id) tr.className = 'editing';
-    tr.append(el('td', p.id, 'num'), el('td', p.match, 'match'), el('td', p.rates.join(', ')),
+    const limits = p.rates.concat(p.warmup ? ['warm-up ' + p.warmup + ' s'] : [],
+      p.concurrency ? ['at most ' + p.concurrency + ' in flight'] : []);
+    tr.append(el('td', p.id, 'num'), el('td', p.match, 'match'), el('td', limits.join(', ')),
       el('td', p.action), el('td', p.layer), el('td', '–', 'num passed'), el('td', '–', 'num denied'),
-      el('td', '–', 'num delayed'));
+      el('td', '–', 'num delayed'), el('td', '–', 'num inflight'));
     const chart = el('td');
     const canvas = document.createElement('canvas');
     canvas.setAttribute('role', 'img');
@@ -157,7 +159,8 @@ async function deletePolicy(id) {
   }
 }
 
-const POLICY_FIELDS = ['id', 'match', 'rates', 'burst', 'algo', 'action', 'count', 'delay_burst', 'escalate', 'ban_ttl'];
+const POLICY_FIELDS = ['id', 'match', 'rates', 'burst', 'algo', 'action', 'count', 'delay_burst', 'concurrency',
+  'escalate', 'ban_ttl', 'warmup'];
 
 function clearErrors(form, ids) {
   for (const id of ids) {
@@ -197,8 +200,10 @@ function policyFromForm() {
     action: f('action'),
     count: f('count'),
     delay_burst: numberOrText(f('delay_burst')),
+    concurrency: numberOrText(f('concurrency')),
     escalate: f('escalate').trim() || null,
     ban_ttl: numberOrText(f('ban_ttl')),
+    warmup: numberOrText(f('warmup')),
   };
 }
 
@@ -300,6 +305,9 @@ function drawCounters() {
     tr.querySelector('.passed').textContent = last ? rate(last.passed) : '–';
     tr.querySelector('.denied').textContent = last ? rate(last.denied) : '–';
     tr.querySelector('.delayed').textContent = last ? rate(last.delayed) : '–';
+    const cur = state.prev && state.prev.byId.get(Number(tr.dataset.id));
+    tr.querySelector('.inflight').textContent = cur && cur.inflight !== null && cur.inflight !== undefined
+      ? cur.inflight : '–';
     drawChart(tr.querySelector('canvas'), h);
   }
 }

@@ -89,11 +89,17 @@ static const char fc_pg_schema_v3[] =
 	"ALTER TABLE policies DROP CONSTRAINT policies_algo_check;"
 	"ALTER TABLE policies ADD CONSTRAINT policies_algo_check CHECK (algo IN ('gcra', 'window', 'sliding'));";
 
-/* The change log and ban sets (see the SQLite schema v8). Every statement
+/* --concurrency: requests in flight at once (NULL: no cap). */
+static const char fc_pg_schema_v4[] = "ALTER TABLE policies ADD COLUMN concurrency bigint;";
+
+/* --warmup: seconds; NULL = none. */
+static const char fc_pg_schema_v5[] = "ALTER TABLE policies ADD COLUMN warmup bigint;";
+
+/* The change log and ban sets (see the SQLite schema v10). Every statement
  * that changes a logged table first takes the writers' lock, so changes are
  * numbered in commit order whoever writes them (nextval is not ordered by
  * commit otherwise); a TRUNCATE logs a reset: publishers start over. */
-static const char fc_pg_schema_v4[] =
+static const char fc_pg_schema_v6[] =
 	"CREATE TABLE changes ("
 	"  seq    bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,"
 	"  kind   text NOT NULL,"
@@ -149,7 +155,8 @@ static const char fc_pg_schema_v4[] =
 	FC_PG_LOG("policies", "policy") FC_PG_LOG("nodes", "node") FC_PG_LOG("ban_sets", "set")
 	FC_PG_TRIGGER("set_bans") FC_PG_TRIGGER("ban_sets");
 
-static const char *const fc_pg_schema[] = { fc_pg_schema_v1, fc_pg_schema_v2, fc_pg_schema_v3, fc_pg_schema_v4 };
+static const char *const fc_pg_schema[] = { fc_pg_schema_v1, fc_pg_schema_v2, fc_pg_schema_v3, fc_pg_schema_v4,
+					    fc_pg_schema_v5, fc_pg_schema_v6 };
 #define FC_PG_SCHEMA_VERSION ((int64_t)(sizeof(fc_pg_schema) / sizeof(fc_pg_schema[0])))
 
 struct fc_db_pg {

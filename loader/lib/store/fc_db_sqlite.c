@@ -115,6 +115,12 @@ static const char fc_schema_v7[] =
 	"DROP TABLE policies;"
 	"ALTER TABLE policies_v7 RENAME TO policies;";
 
+/* --concurrency: requests in flight at once (NULL: no cap). */
+static const char fc_schema_v8[] = "ALTER TABLE policies ADD COLUMN concurrency INTEGER;";
+
+/* --warmup: seconds; NULL = none. */
+static const char fc_schema_v9[] = "ALTER TABLE policies ADD COLUMN warmup INTEGER;";
+
 /* A row of the change log for each row a statement inserts, updates (the
  * old and the new) or deletes; cols: the change's columns, old and new the
  * row's values for them. */
@@ -137,7 +143,7 @@ static const char fc_schema_v7[] =
  * Sets: named lists of bans (freqctl ban import --set), each member a row of
  * its own; a set lapses as a whole at expires.
  */
-static const char fc_schema_v8[] =
+static const char fc_schema_v10[] =
 	"CREATE TABLE changes ("
 	"  seq    INTEGER PRIMARY KEY AUTOINCREMENT,"
 	"  kind   TEXT NOT NULL," /* ban (its key: family, addr, len), uid, policy, node, set */
@@ -182,7 +188,7 @@ static const char fc_schema_v8[] =
 	"  INSERT INTO changes (kind, txt, id) VALUES ('set', 'del', OLD.id); END;";
 
 static const char *const fc_schema[] = { fc_schema_v1, fc_schema_v2, fc_schema_v3, fc_schema_v4, fc_schema_v5,
-					 fc_schema_v6, fc_schema_v7, fc_schema_v8 };
+					 fc_schema_v6, fc_schema_v7, fc_schema_v8, fc_schema_v9, fc_schema_v10 };
 #define FC_SCHEMA_VERSION ((int)(sizeof(fc_schema) / sizeof(fc_schema[0])))
 
 struct fc_db_sqlite {

@@ -50,6 +50,7 @@ enum fc_stmt_id {
 	FC_SQL_DELTA_OTHER,
 	FC_SQL_PFX4,
 	FC_SQL_PFX6,
+	FC_SQL_PFX_LEN_USED,
 	FC_SQL_POL_STAR,
 	FC_SQL_NEXT_EXPIRY,
 	FC_SQL_POL_IP_TODO,
@@ -98,7 +99,8 @@ static const char *fc_sql[FC_SQL_MAX] = {
 			     "FROM bans WHERE expires IS NULL OR expires > ?1",
 #define FC_POL_COLS                                                                                          \
 	"id, match, rates, burst, algo, action, count, new_sources, slot, epoch, created, updated, delay_burst, " \
-	"escalate, ban_ttl, layer, max_keys, new_keys"
+	"escalate, ban_ttl, layer, max_keys, new_keys, concurrency, warmup"
+#define FC_POL_NCOLS 20 /* columns of FC_POL_COLS: a statement's own come after */
 	[FC_SQL_POL_GET] = "SELECT " FC_POL_COLS " FROM policies WHERE id = ?1",
 	[FC_SQL_POL_SLOT] = "SELECT slot FROM policies WHERE id = ?1",
 	[FC_SQL_POL_LIST] = "SELECT " FC_POL_COLS " FROM policies ORDER BY id",
@@ -107,11 +109,12 @@ static const char *fc_sql[FC_SQL_MAX] = {
 				  "ORDER BY id",
 	[FC_SQL_POL_PUT] = "INSERT INTO policies (" FC_POL_COLS ", ip_family, ip_addr, ip_len) "
 			   "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, "
-			   "?19, ?20, ?21) "
+			   "?19, ?20, ?21, ?22, ?23) "
 			   "ON CONFLICT (id) DO UPDATE SET match = ?2, rates = ?3, burst = ?4, algo = ?5, "
 			   "action = ?6, count = ?7, new_sources = ?8, slot = ?9, epoch = ?10, created = ?11, "
 			   "updated = ?12, delay_burst = ?13, escalate = ?14, ban_ttl = ?15, layer = ?16, "
-			   "max_keys = ?17, new_keys = ?18, ip_family = ?19, ip_addr = ?20, ip_len = ?21",
+			   "max_keys = ?17, new_keys = ?18, concurrency = ?19, warmup = ?20, ip_family = ?21, "
+			   "ip_addr = ?22, ip_len = ?23",
 	[FC_SQL_POL_DEL] = "DELETE FROM policies WHERE id = ?1",
 	[FC_SQL_POL_CONFLICT] = "SELECT id FROM policies WHERE match = ?1 AND id != ?2",
 	/* A freed slot if any (lowest first), else the next never used. */
@@ -165,6 +168,14 @@ static const char *fc_sql[FC_SQL_MAX] = {
 	[FC_SQL_DELTA_OTHER] = "SELECT DISTINCT kind, txt, id " FC_CHANGED " AND kind IN ('node', 'set', 'reset')",
 #undef FC_CHANGED
 	[FC_SQL_POL_STAR] = "SELECT " FC_POL_COLS " FROM policies WHERE match = 'ip=*'",
+	/* Whether a rule in the kernel's maps is on a prefix of ?1, length ?2
+	 * (fc_config.lens6): a live ban, a live set's member, a policy not
+	 * nginx's alone. */
+	[FC_SQL_PFX_LEN_USED] = "SELECT 1 FROM bans WHERE family = ?1 AND len = ?2 AND (expires IS NULL OR expires > ?3) "
+				"UNION ALL SELECT 1 FROM set_bans s JOIN ban_sets t ON t.id = s.set_id "
+				"WHERE s.family = ?1 AND s.len = ?2 AND " FC_SET_LIVE("t", "?3") " "
+				"UNION ALL SELECT 1 FROM policies WHERE ip_family = ?1 AND ip_len = ?2 AND "
+				"(layer IS NULL OR layer <> 'http') LIMIT 1",
 	/* The first time a ban or a set lapses, past or not. */
 	[FC_SQL_FIRST_EXPIRY] = "SELECT min(e) FROM (SELECT min(expires) AS e FROM bans WHERE expires IS NOT NULL "
 				"UNION ALL SELECT min(expires) FROM uid_bans WHERE expires IS NOT NULL "
@@ -211,7 +222,7 @@ static const char *fc_sql[FC_SQL_MAX] = {
 /*
  * The rules on the prefixes (not exact addresses) of one family that cover a
  * prefix or that it covers: ?1..?2 its address range, ?3 now, then its
- * address masked to each length from 1 to the family's last, which finds
+ * address masked to each length from 0 (a policy's /0) to the family's last, which finds
  * the ones covering it by index (the caller keeps the rows that are either;
  * an address masked to a length of the prefix or longer is its own).
  * Columns as FC_SQL_DELTA_KEYS.
@@ -225,8 +236,8 @@ static void fc_sql_pfx(char *buf, size_t size, int family)
 	size_t off = 0;
 	int i, c;
 
-	for (i = 1; i < full; i++)
-		off += (size_t)snprintf(in + off, sizeof(in) - off, "%s?%d", i > 1 ? ", " : "", i + 3);
+	for (i = 0; i < full; i++)
+		off += (size_t)snprintf(in + off, sizeof(in) - off, "%s?%d", i ? ", " : "", i + 4);
 	for (c = 0; c < 3; c++) {
 		snprintf(cond[0][c], sizeof(cond[0][c]), "%s BETWEEN ?1 AND ?2", col[c]);
 		snprintf(cond[1][c], sizeof(cond[1][c]), "%s IN (%s)", col[c], in);
@@ -478,7 +489,7 @@ static int fc_ban_row_read(struct fc_store *st, int id, void *out, struct fc_err
 	size_t bytes;
 	const void *addr = o->col_blob(st->db, id, 1, &bytes);
 
-	if ((family != 4 && family != 6) || !addr || bytes != (size_t)max / 8 || len < 1 || len > max)
+	if ((family != 4 && family != 6) || !addr || bytes != (size_t)max / 8 || len < 0 || len > max)
 		return fc_err_set(err, "store %s: corrupt ban row (family %d, %zu address bytes, length %d)",
 				  st->db->name, family, bytes, len);
 	memset(row, 0, sizeof(*row));
@@ -571,6 +582,8 @@ static int fc_policy_row_read(struct fc_store *st, int id, void *out, struct fc_
 	layer = o->col_text(st->db, id, 15);
 	p->max_keys = (uint32_t)o->col_int(st->db, id, 16);
 	p->new_keys = (uint32_t)o->col_int(st->db, id, 17);
+	p->concurrency = (uint32_t)o->col_int(st->db, id, 18);
+	p->warmup = o->col_int(st->db, id, 19);
 	for (i = 0; i < 5; i++)
 		if (!txt[i])
 			return fc_err_set(err, "store %s: policy %u: a required column is NULL", st->db->name, p->id),
@@ -669,10 +682,14 @@ int fc_store_policy_put(struct fc_store *st, const struct fc_policy_spec *p, int
 		out->slot = old.slot;
 		out->epoch = old.epoch;
 		fc_match_format(&old.spec, old_match);
-		/* A new key, packets turned requests, or another algorithm (whose
-		 * word means something else): its buckets start afresh. */
+		/* A new key, packets turned requests, another algorithm (whose
+		 * word means something else), another warm-up, a cap added or
+		 * removed, or, with either, another number of rates (the ramp's
+		 * word sits after the rates', a key's count of places after
+		 * both): its buckets start afresh. */
 		if (strcmp(old_match, match) || fc_policy_is_l7(&old.spec) != fc_policy_is_l7(p) ||
-		    old.spec.algo != p->algo)
+		    old.spec.algo != p->algo || old.spec.warmup != p->warmup || !old.spec.concurrency != !p->concurrency ||
+		    ((p->warmup || p->concurrency) && old.spec.ntiers != p->ntiers))
 			out->epoch = 0;
 	} else {
 		int rc = fc_slot_alloc(st, &out->slot, err);
@@ -697,9 +714,9 @@ int fc_store_policy_put(struct fc_store *st, const struct fc_policy_spec *p, int
 			       p->escalate.n ? FC_TEXT(esc) : FC_NULL,
 			       p->escalate.n ? FC_INT(p->ban_ttl) : FC_NULL,
 			       p->layer != FC_LAYER_AUTO ? FC_TEXT(fc_layer_names[p->layer]) : FC_NULL,
-			       FC_INT_OR_NULL(p->max_keys), FC_INT_OR_NULL(p->new_keys),
-			       ip ? FC_INT(p->ip.family) : FC_NULL, ip ? FC_PREFIX_ADDR(&p->ip) : FC_NULL,
-			       ip ? FC_INT(p->ip.len) : FC_NULL),
+			       FC_INT_OR_NULL(p->max_keys), FC_INT_OR_NULL(p->new_keys), FC_INT_OR_NULL(p->concurrency),
+			       FC_INT_OR_NULL(p->warmup), ip ? FC_INT(p->ip.family) : FC_NULL,
+			       ip ? FC_PREFIX_ADDR(&p->ip) : FC_NULL, ip ? FC_INT(p->ip.len) : FC_NULL),
 		       NULL, "writing policy", err);
 }
 
@@ -955,7 +972,7 @@ static int fc_key_read(struct fc_store *st, int id, int col, struct fc_prefix *p
 	size_t bytes;
 	const void *addr = o->col_blob(st->db, id, col + 1, &bytes);
 
-	if ((family != 4 && family != 6) || !addr || bytes != (size_t)max / 8 || len < 1 || len > max)
+	if ((family != 4 && family != 6) || !addr || bytes != (size_t)max / 8 || len < 0 || len > max)
 		return fc_err_set(err, "store %s: corrupt address key (family %d, %zu address bytes, length %d)",
 				  st->db->name, family, bytes, len);
 	memset(p, 0, sizeof(*p));
@@ -1114,10 +1131,10 @@ static int fc_policy_change_read(struct fc_store *st, int id, void *row, struct 
 
 	(void)err;
 	memset(c, 0, sizeof(*c));
-	c->id = (uint32_t)o->col_int(st->db, id, 18);
-	c->slot = (uint32_t)o->col_int(st->db, id, 19);
-	c->star = o->col_int(st->db, id, 20) != 0;
-	c->l7 = o->col_int(st->db, id, 21) != 0;
+	c->id = (uint32_t)o->col_int(st->db, id, FC_POL_NCOLS);
+	c->slot = (uint32_t)o->col_int(st->db, id, FC_POL_NCOLS + 1);
+	c->star = o->col_int(st->db, id, FC_POL_NCOLS + 2) != 0;
+	c->l7 = o->col_int(st->db, id, FC_POL_NCOLS + 3) != 0;
 	if (o->col_null(st->db, id, 0))
 		return 0;
 	if (fc_policy_row_read(st, id, &c->row, &why) == FC_ROW_BAD) {
@@ -1126,7 +1143,7 @@ static int fc_policy_change_read(struct fc_store *st, int id, void *row, struct 
 		return 0;
 	}
 	c->found = true;
-	c->ip_stale = !fc_policy_ip_agrees(st, id, 22, &c->row.spec);
+	c->ip_stale = !fc_policy_ip_agrees(st, id, FC_POL_NCOLS + 4, &c->row.spec);
 	return 0;
 }
 
@@ -1204,8 +1221,8 @@ int fc_store_prefix_rules(struct fc_store *st, const struct fc_prefix *p, int64_
 			  size_t *n, struct fc_err *err)
 {
 	const int full = p->family == 4 ? 32 : 128, bytes = full / 8;
-	struct fc_val args[3 + 127];
-	uint8_t lo[16], hi[16], masked[127][16];
+	struct fc_val args[3 + 128];
+	uint8_t lo[16], hi[16], masked[128][16];
 	int i, b;
 
 	memcpy(lo, p->a, 16);
@@ -1215,15 +1232,24 @@ int fc_store_prefix_rules(struct fc_store *st, const struct fc_prefix *p, int64_
 	args[0] = FC_BLOB(lo, (size_t)bytes);
 	args[1] = FC_BLOB(hi, (size_t)bytes);
 	args[2] = FC_INT(now);
-	for (i = 1; i < full; i++) {
-		memset(masked[i - 1], 0, 16);
-		memcpy(masked[i - 1], p->a, (size_t)(i / 8));
+	for (i = 0; i < full; i++) {
+		memset(masked[i], 0, 16);
+		memcpy(masked[i], p->a, (size_t)(i / 8));
 		if (i % 8)
-			masked[i - 1][i / 8] = p->a[i / 8] & (uint8_t)(0xff << (8 - i % 8));
-		args[2 + i] = FC_BLOB(masked[i - 1], (size_t)bytes);
+			masked[i][i / 8] = p->a[i / 8] & (uint8_t)(0xff << (8 - i % 8));
+		args[3 + i] = FC_BLOB(masked[i], (size_t)bytes);
 	}
-	return fc_collect(st, p->family == 4 ? FC_SQL_PFX4 : FC_SQL_PFX6, args, 2 + full, sizeof(**rows),
+	return fc_collect(st, p->family == 4 ? FC_SQL_PFX4 : FC_SQL_PFX6, args, 3 + full, sizeof(**rows),
 			  fc_key_rule_read, "reading prefix rules", (void **)rows, n, err);
+}
+
+int fc_store_prefix_len_used(struct fc_store *st, const struct fc_prefix *p, int64_t now, bool *used,
+			     struct fc_err *err)
+{
+	int64_t one;
+
+	return fc_query_int(st, FC_SQL_PFX_LEN_USED, FC_ARGS(FC_INT(p->family), FC_INT(p->len), FC_INT(now)), &one, used,
+			    "looking up a prefix length", err);
 }
 
 int fc_store_policy_ip_fix(struct fc_store *st, const struct fc_policy_spec *p, struct fc_err *err)

@@ -248,6 +248,10 @@ void fc_delta_free(struct fc_delta *d);
  * needs). The caller frees *rows. */
 int fc_store_prefix_rules(struct fc_store *st, const struct fc_prefix *p, int64_t now, struct fc_key_rule **rows,
 			  size_t *n, struct fc_err *err);
+/* Whether a rule the kernel's maps hold is on a prefix of p's family and
+ * length, at now. */
+int fc_store_prefix_len_used(struct fc_store *st, const struct fc_prefix *p, int64_t now, bool *used,
+			     struct fc_err *err);
 /* Makes policy p's ip_* columns say what its match does (they find it by
  * address; a script writing a row may not fill them). */
 int fc_store_policy_ip_fix(struct fc_store *st, const struct fc_policy_spec *p, struct fc_err *err);

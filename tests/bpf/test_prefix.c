@@ -1,0 +1,572 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * Prefixes on the real programs under BPF_PROG_TEST_RUN: nested policies of
+ * every length, IPv4 (/1 to /32) and IPv6 (/1 to /128), the longest match
+ * charged; a covering ban dropping whatever longer entry matches; bans and
+ * policies inherited from covering prefixes, and updated when a covering
+ * prefix comes and goes; /0 refused for a ban; v4-mapped sources as IPv4;
+ * and random sets of prefixes of every length, changed and republished,
+ * against a reference computed here, through XDP and TC.
+ */
+#include <arpa/inet.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <cmocka.h>
+#include <linux/bpf.h>
+#include <linux/in.h>
+#include <linux/pkt_cls.h>
+#include <bpf/bpf.h>
+
+#include "fc_prefix.h"
+#include "fc_sync.h"
+#include "fc_test_bpf.h"
+
+/* A rate no test exhausts: every charge is counted as passed. */
+#define FC_T_RATE "1000000/s"
+
+enum fc_verdict { FC_V_PASS, FC_V_DROP_EXACT, FC_V_DROP_PREFIX, FC_V_DROP_LIMIT };
+
+/* Sends one UDP frame from src through XDP or TC; returns what happened,
+ * by the counter it landed in. */
+static enum fc_verdict fc_send(struct fc_env *env, bool tc, const char *src)
+{
+	struct fc_frame_spec spec = { .src = src, .l4proto = IPPROTO_UDP, .payload = 8 };
+	uint8_t frame[FC_FRAME_MAX];
+	struct fc_stats a, b;
+	struct fc_err err;
+	size_t len = fc_frame_build(&spec, frame);
+	int rc;
+
+	assert_true(len > 0);
+	if (fc_stats_read(&env->maps, &a, &err) < 0)
+		fail_msg("%s", err.msg);
+	rc = fc_env_run(env, tc, frame, len);
+	if (fc_stats_read(&env->maps, &b, &err) < 0)
+		fail_msg("%s", err.msg);
+	if (rc == (tc ? TC_ACT_OK : XDP_PASS)) {
+		assert_int_equal(b.passed.packets, a.passed.packets + 1);
+		return FC_V_PASS;
+	}
+	assert_int_equal(rc, tc ? TC_ACT_SHOT : XDP_DROP);
+	if (b.drop_exact.packets > a.drop_exact.packets)
+		return FC_V_DROP_EXACT;
+	if (b.drop_prefix.packets > a.drop_prefix.packets)
+		return FC_V_DROP_PREFIX;
+	assert_int_equal(b.drop_limit.packets, a.drop_limit.packets + 1);
+	return FC_V_DROP_LIMIT;
+}
+
+/* Stores a policy on p (id) without publishing. */
+static void fc_put_policy(struct fc_env *env, uint32_t id, const struct fc_prefix *p)
+{
+	struct fc_policy_spec spec = { .id = id };
+	struct fc_policy_row row;
+	char match[FC_PREFIX_STRLEN + 4], buf[FC_PREFIX_STRLEN];
+	struct fc_err err;
+
+	fc_prefix_format(p, buf);
+	snprintf(match, sizeof(match), "ip=%s", buf);
+	if (fc_match_parse(match, &spec, &err) < 0 || fc_rates_parse(FC_T_RATE, &spec, &err) < 0 ||
+	    fc_policy_validate(&spec, &err) < 0 || fc_store_policy_put(env->st, &spec, (int64_t)time(NULL), &row, &err) < 0)
+		fail_msg("policy %u on %s: %s", id, buf, err.msg);
+}
+
+static void fc_put_ban(struct fc_env *env, const struct fc_prefix *p)
+{
+	struct fc_ban_row row = { .p = *p, .created = (int64_t)time(NULL) };
+	struct fc_err err;
+
+	if (fc_store_ban_put(env->st, &row, &err) < 0)
+		fail_msg("%s", err.msg);
+}
+
+static uint64_t fc_passed(struct fc_env *env, uint32_t id)
+{
+	return fc_env_pstats(env, id).passed.packets;
+}
+
+/* bits (4 or 16 bytes) of x with bit i (0 = the first) flipped. */
+static void fc_flip(uint8_t *a, unsigned i)
+{
+	a[i / 8] ^= (uint8_t)(0x80 >> (i % 8));
+}
+
+static void fc_text(uint8_t family, const uint8_t *a, char *out)
+{
+	struct fc_prefix p = { .family = family, .len = (uint8_t)(family == 4 ? 32 : 128) };
+
+	memcpy(p.a, a, family == 4 ? 4 : 16);
+	fc_prefix_format(&p, out);
+}
+
+/*
+ * Policies on X/1 to X/max, id = length, and on the family's /0 (id 1000):
+ * a source that agrees with X on its first L bits and differs at the next is
+ * charged to policy L alone; X itself to its exact policy and to /max-1 (an
+ * exact address meets the policy of its address and of its longest prefix).
+ * Then a ban on each X/L in turn drops a source deeper than every policy.
+ */
+static void fc_every_length(struct fc_env *env, const char *x)
+{
+	uint64_t want[129] = { 0 };
+	struct fc_prefix px, p;
+	struct fc_err err;
+	char src[FC_PREFIX_STRLEN];
+	unsigned max, len, other;
+	uint8_t a[16];
+
+	assert_int_equal(fc_prefix_parse(x, &px, &err), 0);
+	max = px.family == 4 ? 32 : 128;
+	for (len = 0; len <= max; len++) {
+		p = px;
+		p.len = (uint8_t)len;
+		fc_prefix_mask(p.a, max / 8, len);
+		fc_put_policy(env, len ? len : 1000, &p);
+	}
+	fc_env_publish(env);
+	for (len = 0; len <= max; len++) {
+		memcpy(a, px.a, sizeof(a));
+		if (len < max)
+			fc_flip(a, len);
+		fc_text(px.family, a, src);
+		assert_int_equal(fc_send(env, len % 2, src), FC_V_PASS);
+		want[len]++;
+		if (len == max)
+			want[max - 1]++;
+		for (other = 0; other <= max; other++)
+			if (fc_passed(env, other ? other : 1000) != want[other])
+				fail_msg("source %s (%s's first %u bits): policy /%u charged %llu times, expected %llu", src,
+					 x, len, other, (unsigned long long)fc_passed(env, other ? other : 1000),
+					 (unsigned long long)want[other]);
+	}
+	/* A ban on any X/L (L >= 1; /0 is refused) drops X, the deepest source,
+	 * however many longer policy prefixes match it. */
+	for (len = 1; len < max; len++) {
+		p = px;
+		p.len = (uint8_t)len;
+		fc_prefix_mask(p.a, max / 8, len);
+		fc_put_ban(env, &p);
+		fc_env_publish(env);
+		if (fc_send(env, len % 2, x) != FC_V_DROP_PREFIX)
+			fail_msg("%s under a ban on /%u: not dropped as prefix-banned", x, len);
+		fc_prefix_format(&p, src);
+		fc_env_unban(env, src);
+		assert_int_equal(fc_send(env, len % 2, x), FC_V_PASS);
+	}
+}
+
+static void test_v4_every_length(void **state)
+{
+	FC_REQUIRE_BPF();
+	fc_every_length(*state, "198.18.170.85");
+}
+
+static void test_v6_every_length(void **state)
+{
+	FC_REQUIRE_BPF();
+	fc_every_length(*state, "2001:db8:aaaa:5555:aaaa:5555:aaaa:5555");
+}
+
+/*
+ * What a prefix inherits, and what changes when a covering prefix comes and
+ * goes: a ban-only prefix inside a policy prefix, a policy inside a banned
+ * prefix, the longer of two bans' lifetimes, the nearest covering policy.
+ */
+static void fc_inherit_body(struct fc_env *env, const char *outer, const char *mid, const char *inner,
+			    const char *in_inner, const char *in_mid, const char *in_outer)
+{
+	struct fc_prefix p;
+	struct fc_err err;
+
+	assert_int_equal(fc_prefix_parse(outer, &p, &err), 0);
+	fc_put_policy(env, 1, &p);
+	fc_env_publish(env);
+	assert_int_equal(fc_send(env, false, in_inner), FC_V_PASS);
+	assert_int_equal(fc_passed(env, 1), 1);
+	/* A ban-only prefix inside it: dropped; lifted: the outer policy again. */
+	fc_env_ban(env, mid, 0);
+	assert_int_equal(fc_send(env, true, in_inner), FC_V_DROP_PREFIX);
+	assert_int_equal(fc_send(env, false, in_outer), FC_V_PASS);
+	fc_env_unban(env, mid);
+	assert_int_equal(fc_send(env, true, in_inner), FC_V_PASS);
+	assert_int_equal(fc_passed(env, 1), 3);
+	/* A policy on the inner prefix: the longest wins; in between, the outer. */
+	assert_int_equal(fc_prefix_parse(inner, &p, &err), 0);
+	fc_put_policy(env, 2, &p);
+	fc_env_publish(env);
+	assert_int_equal(fc_send(env, false, in_inner), FC_V_PASS);
+	assert_int_equal(fc_send(env, true, in_mid), FC_V_PASS);
+	assert_int_equal(fc_passed(env, 2), 1);
+	assert_int_equal(fc_passed(env, 1), 4);
+	/* A covering ban comes: everything under it drops, policies or not; it
+	 * goes: each its own policy again. */
+	fc_env_ban(env, outer, 0);
+	assert_int_equal(fc_send(env, false, in_inner), FC_V_DROP_PREFIX);
+	assert_int_equal(fc_send(env, true, in_mid), FC_V_DROP_PREFIX);
+	fc_env_unban(env, outer);
+	assert_int_equal(fc_send(env, false, in_inner), FC_V_PASS);
+	assert_int_equal(fc_passed(env, 2), 2);
+	/* The outer policy goes: the middle falls to nothing, the inner keeps its own. */
+	fc_env_policy_del(env, 1);
+	assert_int_equal(fc_send(env, true, in_mid), FC_V_PASS);
+	assert_int_equal(fc_send(env, false, in_inner), FC_V_PASS);
+	assert_int_equal(fc_passed(env, 2), 3);
+	/* Bans of two lifetimes: the inner one lapses, the outer one's holds
+	 * there too; the outer lapses, the inner's holds under it alone. */
+	fc_env_ban(env, outer, 600);
+	fc_env_ban(env, inner, 60);
+	fc_env_clock(env, ((uint64_t)time(NULL) + 120) * 1000000000ULL);
+	assert_int_equal(fc_send(env, false, in_inner), FC_V_DROP_PREFIX);
+	fc_env_clock(env, ((uint64_t)time(NULL) + 1200) * 1000000000ULL);
+	assert_int_equal(fc_send(env, true, in_inner), FC_V_PASS);
+	fc_env_unban(env, outer);
+	fc_env_unban(env, inner);
+	fc_env_ban(env, outer, 60);
+	fc_env_ban(env, inner, 600);
+	fc_env_clock(env, ((uint64_t)time(NULL) + 120) * 1000000000ULL);
+	assert_int_equal(fc_send(env, false, in_inner), FC_V_DROP_PREFIX);
+	assert_int_equal(fc_send(env, true, in_mid), FC_V_PASS);
+}
+
+static void test_v4_inheritance(void **state)
+{
+	FC_REQUIRE_BPF();
+	/* /12 over /20 over /28: the top4 rule, a /24-length, a /25-/31 length. */
+	fc_inherit_body(*state, "198.16.0.0/12", "198.18.16.0/20", "198.18.20.16/28", "198.18.20.17",
+			"198.18.20.200", "198.19.0.1");
+}
+
+static void test_v6_inheritance(void **state)
+{
+	FC_REQUIRE_BPF();
+	fc_inherit_body(*state, "2001:db8::/32", "2001:db8:1::/48", "2001:db8:1:2::/64", "2001:db8:1:2::9",
+			"2001:db8:1:3::9", "2001:db8:2::1");
+}
+
+/* A ban on /0 is refused with a message saying why; a policy on /0 is one
+ * bucket for every source of its family. /32 and /128 are exact addresses. */
+static void test_zero_and_exact(void **state)
+{
+	struct fc_env *env = *state;
+	struct fc_prefix p;
+	struct fc_err err;
+
+	FC_REQUIRE_BPF();
+	assert_int_equal(fc_prefix_parse("0.0.0.0/0", &p, &err), -1);
+	assert_non_null(strstr(err.msg, "a /0 prefix would ban every IPv4 source; refused"));
+	assert_int_equal(fc_prefix_parse("::/0", &p, &err), -1);
+	assert_non_null(strstr(err.msg, "a /0 prefix would ban every IPv6 source; refused"));
+	fc_env_policy(env, 1, "ip=0.0.0.0/0", "2/m", "burst=2");
+	fc_env_policy(env, 2, "ip=::/0", "3/m", "burst=3");
+	assert_int_equal(fc_send(env, false, "198.18.0.1"), FC_V_PASS);
+	assert_int_equal(fc_send(env, true, "203.0.113.9"), FC_V_PASS);
+	assert_int_equal(fc_send(env, false, "1.2.3.4"), FC_V_DROP_LIMIT);
+	assert_int_equal(fc_send(env, false, "2001:db8::1"), FC_V_PASS);
+	assert_int_equal(fc_send(env, true, "fd00::1"), FC_V_PASS);
+	assert_int_equal(fc_send(env, false, "2001:db8::2"), FC_V_PASS);
+	assert_int_equal(fc_send(env, true, "2001:db8::3"), FC_V_DROP_LIMIT);
+	/* /32 and /128 go into the exact maps. */
+	fc_env_ban(env, "198.51.100.7/32", 0);
+	fc_env_ban(env, "2001:db8::7/128", 0);
+	assert_int_equal(fc_send(env, false, "198.51.100.7"), FC_V_DROP_EXACT);
+	assert_int_equal(fc_send(env, true, "2001:db8::7"), FC_V_DROP_EXACT);
+	assert_int_equal(fc_send(env, false, "198.51.100.6"), FC_V_DROP_LIMIT);
+}
+
+/* An IPv6 packet from ::ffff:a.b.c.d is that IPv4 source, prefixes too. */
+static void test_v4_mapped(void **state)
+{
+	struct fc_env *env = *state;
+
+	FC_REQUIRE_BPF();
+	fc_env_ban(env, "198.18.64.0/18", 0);
+	fc_env_policy(env, 1, "ip=198.18.200.0/25", FC_T_RATE, "");
+	assert_int_equal(fc_send(env, false, "::ffff:198.18.65.1"), FC_V_DROP_PREFIX);
+	assert_int_equal(fc_send(env, true, "::ffff:198.18.200.1"), FC_V_PASS);
+	assert_int_equal(fc_passed(env, 1), 1);
+	assert_int_equal(fc_send(env, false, "::ffff:198.18.200.129"), FC_V_PASS);
+	assert_int_equal(fc_passed(env, 1), 1);
+}
+
+/*
+ * A publish of what changed rewrites only the /16s whose prefixes changed,
+ * trusting fc_top4 to be what it last wrote; after a publish cut short (its
+ * marks cleared), the next publishes everything and repairs every /16.
+ */
+static void test_top4_repaired(void **state)
+{
+	struct fc_env *env = *state;
+	struct fc_top4 bad = { .rule = { .flags = FC_RULE_BANNED } }, got;
+	struct fc_ban_row row = { .created = (int64_t)time(NULL) };
+	struct fc_config cfg;
+	struct fc_err err;
+	__u32 idx = 203 << 8 | 0; /* 203.0.0.0/16 */
+
+	FC_REQUIRE_BPF();
+	fc_env_ban(env, "198.18.0.0/20", 0);
+	assert_int_equal(bpf_map_update_elem(env->maps.top4, &idx, &bad, BPF_ANY), 0);
+	assert_int_equal(fc_send(env, false, "203.0.113.1"), FC_V_DROP_PREFIX);
+	assert_int_equal(fc_prefix_parse("198.18.64.0/20", &row.p, &err), 0); /* changes 198.18.0.0/16 only */
+	assert_int_equal(fc_store_ban_put(env->st, &row, &err), 0);
+	assert_true(fc_env_publish_changes(env));
+	assert_int_equal(fc_send(env, false, "203.0.113.1"), FC_V_DROP_PREFIX);
+	assert_int_equal(fc_send(env, false, "198.18.64.1"), FC_V_DROP_PREFIX);
+	assert_int_equal(fc_config_read(&env->maps, &cfg, &err), 0);
+	cfg.store_seq = 0;
+	assert_int_equal(fc_config_write(&env->maps, &cfg, &err), 0);
+	fc_env_publish_changes(env); /* the maps: everything (the shm: what changed) */
+	assert_int_equal(bpf_map_lookup_elem(env->maps.top4, &idx, &got), 0);
+	assert_int_equal(got.rule.flags, 0);
+	assert_int_equal(fc_send(env, true, "203.0.113.1"), FC_V_PASS);
+	assert_int_equal(fc_send(env, true, "198.18.64.1"), FC_V_DROP_PREFIX);
+}
+
+/*
+ * Random sets: prefixes of every length around a few anchors (so that they
+ * nest and neighbour), each a ban, a policy or both, with an ip=* policy
+ * over all; sources inside them and around. The kernel's verdict and the
+ * policies it charged must be the reference's, before and after a third of
+ * the prefixes is replaced and the rest republished.
+ */
+#define FC_R_PFX  240
+#define FC_R_SRC  600
+#define FC_R_STAR 9999
+
+struct fc_rpfx {
+	struct fc_prefix p;
+	bool ban;
+	uint32_t pol; /* policy id, 0 = none */
+	bool live;
+};
+
+static struct {
+	struct fc_rpfx v[4 * FC_R_PFX];
+	size_t n;
+	uint32_t next_id;
+	unsigned seed;
+} fc_r;
+
+static bool fc_covers(const struct fc_prefix *p, const uint8_t *a, uint8_t family)
+{
+	struct fc_prefix q = { .family = family };
+
+	if (p->family != family)
+		return false;
+	memcpy(q.a, a, 16);
+	fc_prefix_mask(q.a, family == 4 ? 4 : 16, p->len);
+	return !memcmp(q.a, p->a, 16);
+}
+
+/* A prefix near one of four anchors per family. */
+static void fc_r_make(struct fc_rpfx *r)
+{
+	static const uint8_t anchors4[4][4] = { { 198, 18, 0, 0 }, { 198, 19, 128, 0 }, { 10, 1, 2, 3 }, { 172, 16, 9, 9 } };
+	static const uint8_t anchors6[2][16] = { { 0x20, 0x01, 0x0d, 0xb8 }, { 0x20, 0x01, 0x0d, 0xb8, 0x80 } };
+	uint8_t family = rand_r(&fc_r.seed) % 3 ? 4 : 6;
+	unsigned max = family == 4 ? 32 : 128, from, i;
+	int pick = rand_r(&fc_r.seed) % 8;
+
+	memset(r, 0, sizeof(*r));
+	r->p.family = family;
+	r->p.len = (uint8_t)(1 + rand_r(&fc_r.seed) % max);
+	if (family == 4)
+		memcpy(r->p.a, anchors4[pick % 4], 4);
+	else
+		memcpy(r->p.a, anchors6[pick % 2], 16);
+	/* Bits past a random depth differ from the anchor's, now and then. */
+	from = rand_r(&fc_r.seed) % max;
+	for (i = from; i < max; i++)
+		if (rand_r(&fc_r.seed) % 4 == 0)
+			fc_flip(r->p.a, i);
+	fc_prefix_mask(r->p.a, max / 8, r->p.len);
+	pick = rand_r(&fc_r.seed) % 20;
+	r->ban = pick < 5 || pick >= 18;
+	r->pol = pick >= 5 ? fc_r.next_id++ : 0;
+	r->live = true;
+}
+
+static bool fc_r_clash(const struct fc_rpfx *r)
+{
+	size_t i;
+
+	for (i = 0; i < fc_r.n; i++)
+		if (fc_r.v[i].live && !memcmp(&fc_r.v[i].p, &r->p, sizeof(r->p)))
+			return true;
+	return false;
+}
+
+static void fc_r_add(struct fc_env *env)
+{
+	struct fc_rpfx r;
+
+	do
+		fc_r_make(&r);
+	while (fc_r_clash(&r));
+	fc_r.v[fc_r.n++] = r;
+	if (r.ban)
+		fc_put_ban(env, &r.p);
+	if (r.pol)
+		fc_put_policy(env, r.pol, &r.p);
+}
+
+/* The reference: what should happen to a packet from a, and the policies
+ * (prefix, exact) it should charge. */
+static enum fc_verdict fc_r_expect(const uint8_t *a, uint8_t family, uint32_t *pfx_pol, uint32_t *exact_pol)
+{
+	unsigned max = family == 4 ? 32 : 128;
+	int best_pol_len = -1;
+	bool exact_ban = false, pfx_ban = false;
+	size_t i;
+
+	*pfx_pol = *exact_pol = 0;
+	for (i = 0; i < fc_r.n; i++) {
+		const struct fc_rpfx *r = &fc_r.v[i];
+
+		if (!r->live || !fc_covers(&r->p, a, family))
+			continue;
+		if (r->p.len == max) {
+			exact_ban |= r->ban;
+			*exact_pol = r->pol;
+			continue;
+		}
+		pfx_ban |= r->ban;
+		if (r->pol && (int)r->p.len > best_pol_len) {
+			best_pol_len = r->p.len;
+			*pfx_pol = r->pol;
+		}
+	}
+	return exact_ban ? FC_V_DROP_EXACT : pfx_ban ? FC_V_DROP_PREFIX : FC_V_PASS;
+}
+
+/* A source inside a random live prefix (or, one in five, anywhere near an
+ * anchor), as bytes and family. */
+static uint8_t fc_r_source(uint8_t *a)
+{
+	const struct fc_rpfx *r;
+	unsigned max, i;
+
+	do
+		r = &fc_r.v[(size_t)rand_r(&fc_r.seed) % fc_r.n];
+	while (!r->live);
+	max = r->p.family == 4 ? 32 : 128;
+	memcpy(a, r->p.a, 16);
+	for (i = r->p.len; i < max; i++)
+		if (rand_r(&fc_r.seed) % 2)
+			fc_flip(a, i);
+	if (rand_r(&fc_r.seed) % 5 == 0)
+		for (i = rand_r(&fc_r.seed) % max; i < max; i++)
+			if (rand_r(&fc_r.seed) % 3 == 0)
+				fc_flip(a, i);
+	return r->p.family;
+}
+
+static void fc_r_round(struct fc_env *env, int round)
+{
+	static uint64_t want[4 * FC_R_PFX], base[4 * FC_R_PFX];
+	uint32_t pfx_pol, exact_pol, id;
+	enum fc_verdict v, got;
+	uint8_t a[16], family;
+	char src[FC_PREFIX_STRLEN + 8];
+	size_t i;
+	int k;
+
+	/* Counters run on across rounds: the round's are the differences. The
+	 * ip=* policy's are kept at index 0. */
+	for (i = 0; i < fc_r.n; i++)
+		if (fc_r.v[i].live && fc_r.v[i].pol)
+			base[fc_r.v[i].pol] = fc_passed(env, fc_r.v[i].pol);
+	base[0] = fc_passed(env, FC_R_STAR);
+	memset(want, 0, sizeof(want));
+	for (i = 0; i < FC_R_SRC; i++) {
+		family = fc_r_source(a);
+		v = fc_r_expect(a, family, &pfx_pol, &exact_pol);
+		if (family == 4 && i % 7 == 0)
+			snprintf(src, sizeof(src), "::ffff:%u.%u.%u.%u", a[0], a[1], a[2], a[3]);
+		else
+			fc_text(family, a, src);
+		/* Twice: the second meets what the source's ip=* bucket noted. */
+		for (k = 0; k < 2; k++) {
+			got = fc_send(env, (i + (size_t)k) % 2, src);
+			if (got != v)
+				fail_msg("round %d: %s (send %d): verdict %d, the reference says %d", round, src, k, got, v);
+			if (v != FC_V_PASS)
+				continue;
+			want[0]++;
+			if (pfx_pol)
+				want[pfx_pol]++;
+			if (exact_pol)
+				want[exact_pol]++;
+		}
+	}
+	for (i = 0; i < fc_r.n; i++) {
+		const struct fc_rpfx *r = &fc_r.v[i];
+		char buf[FC_PREFIX_STRLEN];
+
+		if (!r->live || !r->pol)
+			continue;
+		id = r->pol;
+		fc_prefix_format(&r->p, buf);
+		if (fc_passed(env, id) - base[id] != want[id])
+			fail_msg("round %d: policy %u on %s charged %llu times, the reference says %llu", round, id, buf,
+				 (unsigned long long)(fc_passed(env, id) - base[id]), (unsigned long long)want[id]);
+	}
+	assert_int_equal(fc_passed(env, FC_R_STAR) - base[0], want[0]);
+}
+
+/* Lifts about a third of the prefixes, adds as many new ones (which cover,
+ * nest in and neighbour those that stay), publishes once. */
+static void fc_r_churn(struct fc_env *env)
+{
+	size_t i, n = fc_r.n;
+	char buf[FC_PREFIX_STRLEN];
+	struct fc_err err;
+	bool found;
+
+	for (i = 0; i < n; i++) {
+		struct fc_rpfx *r = &fc_r.v[i];
+
+		if (!r->live || rand_r(&fc_r.seed) % 3)
+			continue;
+		r->live = false;
+		fc_prefix_format(&r->p, buf);
+		if ((r->pol && (fc_store_policy_del(env->st, r->pol, &found, &err) < 0 || !found)) ||
+		    (r->ban && (fc_store_ban_del(env->st, &r->p, &found, &err) < 0 || !found)))
+			fail_msg("lifting %s: %s", buf, found ? err.msg : "not found");
+		fc_r_add(env);
+	}
+	fc_env_publish(env);
+}
+
+static void test_random_sets(void **state)
+{
+	struct fc_env *env = *state;
+	int round;
+
+	FC_REQUIRE_BPF();
+	fc_r.seed = 20261124;
+	fc_r.next_id = 1;
+	for (fc_r.n = 0; fc_r.n < FC_R_PFX;)
+		fc_r_add(env);
+	fc_env_policy(env, FC_R_STAR, "ip=*", FC_T_RATE, "new_sources=100000000"); /* and publishes */
+	for (round = 0; round < 3; round++) {
+		fc_r_round(env, round);
+		fc_r_churn(env);
+	}
+	fc_r_round(env, round);
+}
+
+int main(void)
+{
+#define T(f) cmocka_unit_test_setup_teardown(f, fc_env_setup, fc_env_teardown)
+	const struct CMUnitTest tests[] = {
+		T(test_v4_every_length), T(test_v6_every_length), T(test_v4_inheritance), T(test_v6_inheritance),
+		T(test_zero_and_exact),  T(test_v4_mapped),       T(test_top4_repaired),   T(test_random_sets),
+	};
+
+	return cmocka_run_group_tests_name("prefixes in the bpf programs (BPF_PROG_TEST_RUN)", tests, NULL, NULL);
+}
