@@ -2,16 +2,16 @@
 /*
  * Publishing what changed leaves what publishing everything leaves.
  *
- * Thousands of random changes to one store: bans by hand (exact and prefix,
- * IPv4 and IPv6, some with TTLs that run out meanwhile), uid bans, policies
- * added, replaced and deleted (at XDP/TC and in nginx, ip=*, nested
- * prefixes), ban sets replaced and deleted (some lapsing), the node's
+ * Thousands of random changes to one store: bans by hand (exact and prefix
+ * of every length, IPv4 and IPv6, some with TTLs that run out meanwhile),
+ * uid bans, policies added, replaced and deleted (at XDP/TC and in nginx,
+ * ip=*, /0, nested prefixes), ban sets replaced and deleted (some lapsing), the node's
  * weight, now and then a sync, a policy row a script left without its
  * address columns, a publish cut short. Each change is published as a command does,
  * to pin dir and shm A (only what changed, when the change log can say).
  * Every so often the same store is published whole to pin dir and shm B,
- * and A and B are compared: every rule map entry, the policy slots, the
- * config, the shm's live config block byte for byte and its live ban table
+ * and A and B are compared: every rule map entry, fc_top4 whole, the
+ * policy slots, the config, the shm's live config block byte for byte and its live ban table
  * ban for ban.
  *
  * On SQLite here; on PostgreSQL when FC_TEST_PG_DSN names a scratch database
@@ -117,18 +117,23 @@ static int fc_churn_teardown(void **state)
 
 /* ---- random changes ---- */
 
+/* An exact address one time in three, else a prefix of any length (IPv4
+ * /1-/31, IPv6 /1-/127) around a few anchors, so that they nest, cover
+ * each other across fc_top4's /16s and share fc_pfx6's search markers. */
 static void fc_rnd_prefix(struct fc_churn *c, struct fc_prefix *p)
 {
 	struct fc_err err;
 	char text[64];
 	unsigned len;
+	bool exact = !fc_rnd(c, 3);
 
 	if (fc_rnd(c, 3)) {
-		len = fc_rnd(c, 2) ? 32 : 16 + fc_rnd(c, 16);
-		snprintf(text, sizeof(text), "198.18.%u.%u", fc_rnd(c, 4), fc_rnd(c, 256));
+		len = exact ? 32 : fc_rnd(c, 3) ? 16 + fc_rnd(c, 16) : 1 + fc_rnd(c, 15);
+		snprintf(text, sizeof(text), "198.%u.%u.%u", 18 + fc_rnd(c, 2), fc_rnd(c, 4), fc_rnd(c, 256));
 	} else {
-		len = fc_rnd(c, 2) ? 128 : 32 + fc_rnd(c, 96);
-		snprintf(text, sizeof(text), "2001:db8:%x:%x::%x", fc_rnd(c, 4), fc_rnd(c, 4), fc_rnd(c, 4));
+		len = exact ? 128 : fc_rnd(c, 3) ? 32 + fc_rnd(c, 96) : 1 + fc_rnd(c, 31);
+		snprintf(text, sizeof(text), "2001:db%x:%x:%x::%x", 8 + fc_rnd(c, 2), fc_rnd(c, 4), fc_rnd(c, 4),
+			 fc_rnd(c, 4));
 	}
 	if (fc_prefix_parse_ex(text, p, false, &err) < 0)
 		fail_msg("%s: %s", text, err.msg);
@@ -166,7 +171,8 @@ static bool fc_rnd_policy(struct fc_churn *c, struct fc_policy_spec *p)
 		if (fc_rnd(c, 4))
 			snprintf(match, sizeof(match), "header:x-k=h%u", fc_rnd(c, 20));
 		else
-			snprintf(match, sizeof(match), "ip=*");
+			snprintf(match, sizeof(match), "%s",
+				 (const char *[]){ "ip=*", "ip=*", "ip=0.0.0.0/0", "ip=::/0" }[fc_rnd(c, 4)]);
 		break;
 	default:
 		snprintf(match, sizeof(match), "ip=198.18.0.%u", fc_rnd(c, 256));
@@ -297,10 +303,32 @@ static struct fc_entry *fc_map_entries(int fd, size_t keysz, size_t *n)
 	return v;
 }
 
+/* fc_top4, whole, through a mapping. */
+static void fc_cmp_top4(struct fc_churn *c)
+{
+	const size_t size = (size_t)FC_TOP4_SLOTS * sizeof(struct fc_top4);
+	const struct fc_top4 *t[2];
+	size_t i, idx;
+
+	for (i = 0; i < 2; i++) {
+		t[i] = mmap(NULL, size, PROT_READ, MAP_SHARED, c->maps[i].top4, 0);
+		assert_true(t[i] != MAP_FAILED);
+	}
+	for (idx = 0; idx < FC_TOP4_SLOTS && !memcmp(&t[0][idx], &t[1][idx], sizeof(t[0][idx])); idx++)
+		;
+	if (idx < FC_TOP4_SLOTS)
+		fail_msg("map %s: the /16 %zu.%zu.0.0 published by changes differs from the one published whole",
+			 FC_MAP_NAME(top4), idx >> 8, idx & 0xff);
+	for (i = 0; i < 2; i++)
+		munmap((void *)t[i], size);
+}
+
 static void fc_cmp_maps(struct fc_churn *c)
 {
 	static const size_t keysz[4] = { sizeof(struct fc_addr4), sizeof(struct fc_addr6), sizeof(struct fc_pfx4_key),
 					 sizeof(struct fc_pfx6_key) };
+	static const char *const names[4] = { FC_MAP_NAME(exact4), FC_MAP_NAME(exact6), FC_MAP_NAME(pfx4),
+					      FC_MAP_NAME(pfx6) };
 	const int fds[2][4] = { { c->maps[0].exact4, c->maps[0].exact6, c->maps[0].pfx4, c->maps[0].pfx6 },
 				{ c->maps[1].exact4, c->maps[1].exact6, c->maps[1].pfx4, c->maps[1].pfx6 } };
 	struct fc_policy pa, pb;
@@ -314,11 +342,11 @@ static void fc_cmp_maps(struct fc_churn *c)
 		ea = fc_map_entries(fds[0][i], keysz[i], &na);
 		eb = fc_map_entries(fds[1][i], keysz[i], &nb);
 		if (na != nb || (na && memcmp(ea, eb, na * sizeof(*ea))))
-			fail_msg("map %s: %zu entries published by changes, %zu whole, or they differ", fc_map_names[i], na,
-				 nb);
+			fail_msg("map %s: %zu entries published by changes, %zu whole, or they differ", names[i], na, nb);
 		free(ea);
 		free(eb);
 	}
+	fc_cmp_top4(c);
 	for (slot = 1; slot < FC_SLOTS_CMP; slot++) {
 		assert_int_equal(bpf_map_lookup_elem(c->maps[0].policies, &slot, &pa), 0);
 		assert_int_equal(bpf_map_lookup_elem(c->maps[1].policies, &slot, &pb), 0);
@@ -332,6 +360,9 @@ static void fc_cmp_maps(struct fc_churn *c)
 	assert_int_equal(ca.n_exact6, cb.n_exact6);
 	assert_int_equal(ca.n_pfx4, cb.n_pfx4);
 	assert_int_equal(ca.n_pfx6, cb.n_pfx6);
+	assert_int_equal(ca.n_top4, cb.n_top4);
+	assert_int_equal(ca.n_marks6, cb.n_marks6);
+	assert_memory_equal(ca.lens6, cb.lens6, sizeof(ca.lens6));
 	assert_int_equal(ca.n_policies, cb.n_policies);
 	assert_int_equal(ca.star_slot, cb.star_slot);
 	assert_int_equal(ca.star_gen, cb.star_gen);
