@@ -23,7 +23,7 @@
 
 /* The indexes by which fc_store.c finds the rules on the prefixes around a
  * prefix (its INDEXED BY names them), and the uid bans that expire: the
- * same in both backends' schemas (SQLite 8, PostgreSQL 4). */
+ * same in both backends' schemas (SQLite 10, PostgreSQL 6). */
 #define FC_SQL_RULE_INDEXES                                                                                  \
 	"CREATE INDEX policies_ip ON policies (ip_family, ip_addr, ip_len) WHERE ip_family IS NOT NULL;"      \
 	"CREATE INDEX policies_pfx4 ON policies (ip_addr, ip_len) WHERE ip_family = 4 AND ip_len < 32;"      \
