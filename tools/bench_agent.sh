@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # make bench, the agent: runs an agent on a scratch store, pin dir and shm,
 # and fc_agent_bench against it (200 changes), on an empty store and then on
-# one of 1,000,000 bans and 65,535 policies (tools/bench_store.sh), the two
+# one of 1,000,000 exact bans, 110,000 prefixes and 65,535 policies (tools/bench_store.sh), the two
 # side by side; first on SQLite, then on a PostgreSQL cluster of its own
 # (tests/integration/pg.sh) when this machine has the server. The agents and
 # the cluster are stopped by pid on exit.

@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # make bench, publishing: how long one freqctl command takes, store to kernel
-# and shm, with 1,000,000 bans and 65,535 policies stored (half at XDP, half
-# in nginx), against the same command on an empty store and against the
-# process itself (freqctl --version), measured in the same rounds, commands
-# interleaved (the machine is shared: ratios, not absolutes). Then a ban set
-# of 1,000,000 entries replaced by a feed with 1% churn: only that 1% is
-# published (the time, and a full sync's for reference). Scratch stores, pin
-# dirs and shms of its own (tools/bench_store.sh fills the big one); ROUNDS
-# (default 15) rounds.
+# and shm, with 1,000,000 exact bans, 110,000 prefixes (IPv4 /8 to /31, IPv6
+# /64) and 65,535 policies stored (half at XDP, half in nginx), against the
+# same command on an empty store and against the process itself (freqctl
+# --version), measured in the same rounds, commands interleaved (the machine
+# is shared: ratios, not absolutes). Then a ban set of 1,000,000 entries
+# replaced by a feed with 1% churn: only that 1% is published (the time, and
+# a full sync's for reference). Scratch stores, pin dirs and shms of its own
+# (tools/bench_store.sh fills the big one); ROUNDS (default 15) rounds.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 tag=$$
@@ -49,7 +49,7 @@ both() {
 }
 median() { sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
 
-echo "publishing: a store of 1,000,000 bans and 65,535 policies..."
+echo "publishing: a store of 1,000,000 exact bans, 110,000 prefixes and 65,535 policies..."
 tools/bench_store.sh "$dir/big.db" "$pin-big" "$shm-big"
 fc empty sync >/dev/null
 
@@ -82,7 +82,7 @@ for i in "${!cmds[@]}"; do
 		'BEGIN { printf "%-52s %8.1f %8.1f %6.2fx %8.1f %9.1f %9.1f\n", c, e / 1000, b / 1000, b / e, bc / 1000,
 			 (b - f) / 1000, (bc - fc) / 1000 }'
 done
-echo "(empty, 1M: wall-clock; 1M: 1,000,000 bans and 65,535 policies stored; CPU: user + system;"
+echo "(empty, 1M: wall-clock; 1M: 1,000,000 exact bans, 110,000 prefixes, 65,535 policies stored; CPU: user + system;"
 echo " -proc: less the process alone (its loading and linking); target <= 20 wall-clock)"
 
 echo
