@@ -527,8 +527,18 @@ static void test_star_fast_path_follows_rule_changes(void **state)
 	assert_int_equal(fc_udp(env, false, "198.18.0.30", 3), 1);
 	fc_env_policy_del(env, 2);
 	assert_int_equal(fc_udp(env, false, "198.18.0.30", 3), 3);
-	/* The ip=* bucket kept counting through all of it: 5+3+3+1+3 of 100. */
-	assert_int_equal(fc_env_pstats(env, 1).passed.packets, 15);
+	/* A prefix policy, and a ban of a prefix shorter than /16 (fc_top4's
+	 * folded rule), each published by what changed alone. */
+	fc_env_policy(env, 3, "ip=198.18.0.0/20", "1/m", "burst=1");
+	assert_int_equal(fc_udp(env, true, "198.18.0.30", 3), 1);
+	fc_env_policy_del(env, 3);
+	assert_int_equal(fc_udp(env, true, "198.18.0.30", 3), 3);
+	fc_env_ban(env, "198.16.0.0/12", 0);
+	assert_int_equal(fc_udp(env, false, "198.18.0.30", 3), 0);
+	fc_env_unban(env, "198.16.0.0/12");
+	assert_int_equal(fc_udp(env, false, "198.18.0.30", 3), 3);
+	/* The ip=* bucket kept counting through all of it: 5+3+3+1+3+1+3+3 of 100. */
+	assert_int_equal(fc_env_pstats(env, 1).passed.packets, 22);
 }
 
 /* A flood of new sources: past the per-CPU cap they share the overflow
