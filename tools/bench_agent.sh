@@ -42,7 +42,7 @@ both() { # both DB: an empty store, then a full one
 	tools/bench_store.sh "$1" "$pin" "$shm"
 	# PostgreSQL: statistics for the planner, and no autovacuum of the bulk load meanwhile.
 	[ "$1" != "$pg_dsn" ] || pg_sql freqctl "VACUUM ANALYZE"
-	bench "$1" "1M bans, 65,535 policies"
+	bench "$1" "1M bans, 110,000 prefixes, 65,535 policies"
 }
 
 both "$dir/store.db"
