@@ -34,15 +34,30 @@ static __always_inline __u64 fc_clock(const struct fc_config *cfg, bool precise)
 	return (precise ? bpf_ktime_get_ns() : bpf_ktime_get_coarse_ns()) + cfg->utc_offset_ns;
 }
 
-static __always_inline bool fc_banned(const struct fc_rule *r, struct fc_eval *ev)
+/* Whether a ban or an allow entry that is set and lapses at expires_ns (0:
+ * never) holds now. The clock is read only for one that lapses. */
+static __always_inline bool fc_holds(bool set, __u64 expires_ns, struct fc_eval *ev)
 {
-	if (!r || !(r->flags & FC_RULE_BANNED))
+	if (!set)
 		return false;
-	if (!r->ban_expires_ns)
+	if (!expires_ns)
 		return true;
 	if (!ev->now)
 		ev->now = fc_clock(ev->cfg, false);
-	return ev->now < r->ban_expires_ns;
+	return ev->now < expires_ns;
+}
+
+static __always_inline bool fc_banned(const struct fc_rule *r, struct fc_eval *ev)
+{
+	return r && fc_holds(r->flags & FC_RULE_BANNED, r->ban_expires_ns, ev);
+}
+
+/* Whether an allow entry covers the source: its bans and policies do not
+ * apply. Tested only on a rule found, so a source no rule names pays
+ * nothing for it. */
+static __always_inline bool fc_allowed(const struct fc_rule *r, struct fc_eval *ev)
+{
+	return r && fc_holds(r->flags & FC_RULE_ALLOWED, r->allow_expires_ns, ev);
 }
 
 static __always_inline struct fc_rule *fc_exact_lookup(struct fc_eval *ev)
@@ -61,8 +76,9 @@ static __always_inline struct fc_rule *fc_exact_lookup(struct fc_eval *ev)
 	return r;
 }
 
-/* The longest prefix covering the source, copied into *r, if it bans or
- * limits it: a marker's rule or a /16's with nothing over it is no match. */
+/* The longest prefix covering the source, copied into *r, if it bans,
+ * limits or allows it: a marker's rule or a /16's with nothing over it is no
+ * match. */
 static __always_inline const struct fc_rule *fc_prefix_lookup(struct fc_eval *ev, struct fc_rule *r)
 {
 	if (ev->pkt.family == 4) {
@@ -72,7 +88,7 @@ static __always_inline const struct fc_rule *fc_prefix_lookup(struct fc_eval *ev
 		if (ev->cfg->n_pfx6)
 			fc_prefix6_lookup(&ev->pkt, ev->cfg, r);
 	}
-	return (r->flags & FC_RULE_BANNED) || r->policy ? r : NULL;
+	return (r->flags & (FC_RULE_BANNED | FC_RULE_ALLOWED)) || r->policy ? r : NULL;
 }
 
 static __always_inline void fc_count(struct fc_counter *c, __u64 bytes)
@@ -414,9 +430,15 @@ static __always_inline int fc_fast(struct fc_eval *ev, __u32 sa, struct fc_bucke
 	struct fc_policy *pa = bpf_map_lookup_elem(&fc_policies, &sa), *pb = pa;
 	struct fc_charge ch;
 
+	if (!a || !b || !pa)
+		return FC_FAST_GENERAL;
+	/* sb is met after sa (ip=* after either, a prefix after the exact
+	 * address inside it): more general, so an override sa switches it off. */
+	if (pa->flags & FC_POLICY_OVERRIDE)
+		sb = 0;
 	if (sb)
 		pb = bpf_map_lookup_elem(&fc_policies, &sb);
-	if (!a || !b || !pa || !pb)
+	if (!pb)
 		return FC_FAST_GENERAL;
 	/* One charge kept for both: a single tier's is written only when it
 	 * admits, so pb's never overwrites the one pa's refund needs. */
@@ -436,6 +458,24 @@ static __always_inline struct fc_bucket *fc_bucket_of(__u32 slot, __u32 star, st
 	return bpf_map_lookup_elem(&fc_buckets, &slot);
 }
 
+/* Whether the policy in slot is an override (slot 0: none). */
+static __always_inline bool fc_overrides(__u32 slot)
+{
+	struct fc_policy *pol = bpf_map_lookup_elem(&fc_policies, &slot);
+
+	return slot && pol && (pol->flags & FC_POLICY_OVERRIDE);
+}
+
+/* Makes the source's ip=* bucket, or remakes one of an earlier ip=*
+ * policy, if the per-CPU cap on new buckets allows. */
+static __always_inline void fc_src_keep(const struct fc_pkt *pkt, const struct fc_config *cfg)
+{
+	struct fc_src_bucket *b = fc_src_lookup(pkt);
+
+	if (!b || b->gen != cfg->star_gen)
+		fc_src_make(pkt, b != NULL);
+}
+
 /* len: the packet's whole length (at TC, beyond what is linear in data). */
 static __always_inline bool fc_decide(void *data, void *data_end, __u32 len)
 {
@@ -447,6 +487,7 @@ static __always_inline bool fc_decide(void *data, void *data_end, __u32 len)
 	struct fc_bucket *ba, *bb;
 	__u32 star, gen, e, p, sa, sb, zero = 0;
 	enum fc_parse_rc rc;
+	bool over;
 	int v;
 
 	ev.st = bpf_map_lookup_elem(&fc_stats, &zero);
@@ -484,12 +525,18 @@ static __always_inline bool fc_decide(void *data, void *data_end, __u32 len)
 			goto policies;
 		}
 	}
+	/* An allowed source is never noted in its ip=* bucket (below): the
+	 * lookups that find it allowed run for each of its packets. */
 	exact = fc_exact_lookup(&ev);
+	if (fc_allowed(exact, &ev))
+		goto allowed;
 	if (fc_banned(exact, &ev)) {
 		fc_count_ban(&ev.st->drop_exact, exact, ev.pkt.len);
 		return true;
 	}
 	prefix = fc_prefix_lookup(&ev, &pfx);
+	if (fc_allowed(prefix, &ev))
+		goto allowed;
 	if (fc_banned(prefix, &ev)) {
 		fc_count_ban(&ev.st->drop_prefix, prefix, ev.pkt.len);
 		return true;
@@ -520,6 +567,18 @@ policies:
 	if (v != FC_FAST_GENERAL)
 		goto verdict;
 general:
+	/* Overrides: the exact address's switches off the prefix's and ip=*,
+	 * the prefix's ip=*. A source that ip=* no longer applies to still
+	 * gets a bucket, to hold its note of the rules: its next packets take
+	 * the fast path. */
+	over = fc_overrides(e);
+	if (star && (over || fc_overrides(p))) {
+		if (!src)
+			fc_src_keep(&ev.pkt, ev.cfg);
+		star = 0;
+	}
+	if (over)
+		p = 0;
 	v = fc_policies_deny(&ev, e, p, star) ? FC_FAST_DROP : FC_FAST_PASS;
 verdict:
 	if (v == FC_FAST_DROP) {
@@ -528,6 +587,9 @@ verdict:
 	}
 passed:
 	fc_count(ev.pkt.flags & FC_PKT_MALFORMED ? &ev.st->malformed : &ev.st->passed, ev.pkt.len);
+	return false;
+allowed:
+	fc_count(&ev.st->allowed, ev.pkt.len);
 	return false;
 }
 

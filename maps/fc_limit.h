@@ -82,6 +82,11 @@
  * a coarse clock (the kernel's tick, nginx's cached time), which would admit
  * at most B per tick. */
 #define FC_POLICY_PRECISE 0x1
+/* --override: where this policy matches, the matching policies more general
+ * than it do not apply (at XDP/TC: an exact address's switches off its
+ * prefix's and ip=*'s, a prefix's ip=*'s; in nginx, the lists the engine
+ * makes when it reads a publish). Never on a log policy. */
+#define FC_POLICY_OVERRIDE 0x2
 
 enum fc_algo {
 	FC_ALGO_GCRA,

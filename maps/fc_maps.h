@@ -118,18 +118,26 @@ struct fc_pfx6_key {
 
 /*
  * What the exact-address hashes and the prefix maps map an address to: a
- * ban, a policy, or both, so that one lookup answers both questions.
+ * ban, a policy, an allow entry, or several, so that one lookup answers
+ * every question.
  *
- * ban_expires_ns is UTC in nanoseconds, on the packet path's clock (see
- * fc_config.utc_offset_ns); 0 with FC_RULE_BANNED means the ban never expires.
- * A prefix entry also carries the bans of the prefixes covering it (the
+ * ban_expires_ns and allow_expires_ns are UTC in nanoseconds, on the packet
+ * path's clock (see fc_config.utc_offset_ns); 0 with FC_RULE_BANNED
+ * (FC_RULE_ALLOWED) means the ban (allow entry) never expires. A prefix
+ * entry also carries the bans of the prefixes covering it (the
  * longest-lasting) and, without a policy of its own, the policy of the
  * nearest covering prefix that has one: the loader computes this, because a
- * search stops at the longest match.
+ * search stops at the longest match. An entry of either kind, exact or
+ * prefix, is FC_RULE_ALLOWED when an allow entry covers its key (the
+ * longest-lasting such), so the entry a search ends at says whether the
+ * source is allowed; an allow entry with no ban or policy on its key is an
+ * entry of its own. An allowed source is never dropped: neither its bans
+ * nor any policy (exact, prefix, ip=*) apply to it until the allow lapses.
  */
-#define FC_RULE_BANNED 0x1
-#define FC_RULE_LONGER 0x2 /* fc_pfx6: the search goes on to longer lengths from here */
-#define FC_RULE_MARKER 0x4 /* fc_pfx6: no prefix of its own, only what covers it (a search marker) */
+#define FC_RULE_BANNED  0x1
+#define FC_RULE_LONGER  0x2 /* fc_pfx6: the search goes on to longer lengths from here */
+#define FC_RULE_MARKER  0x4 /* fc_pfx6: no prefix of its own, only what covers it (a search marker) */
+#define FC_RULE_ALLOWED 0x8 /* an allow entry covers it (until allow_expires_ns) */
 /* The upper 16 bits of flags: the set whose ban this is (fc_setstats counts
  * its drops there); 0: by hand or escalated. A ban held by several sources
  * counts under the lowest: by hand first, then the set with the lowest id. */
@@ -141,6 +149,7 @@ struct fc_rule {
 	__u64 ban_expires_ns;
 	__u32 flags;
 	__u32 policy; /* slot in fc_policies, 0 = none */
+	__u64 allow_expires_ns;
 };
 
 /* One /16 of IPv4 (fc_top4[top 16 bits of the address]). in24[i] is about
@@ -227,6 +236,7 @@ struct fc_stats {
 	struct fc_counter src_overflow; /* charged to the ip=* overflow bucket (flood of new sources) */
 	struct fc_counter non_ip;      /* passed: not IPv4/IPv6 (ARP, LLDP, ...) */
 	struct fc_counter malformed;   /* passed: truncated or invalid headers */
+	struct fc_counter allowed;     /* passed: an allow entry covers the source (bans and limits skipped) */
 };
 
 /*
@@ -285,12 +295,13 @@ FC_ABI_SIZE(struct fc_pfx4_key, 8);
 FC_ABI_OFF(struct fc_pfx4_key, a, 4);
 FC_ABI_SIZE(struct fc_pfx6_key, 20);
 FC_ABI_OFF(struct fc_pfx6_key, a, 4);
-FC_ABI_SIZE(struct fc_rule, 16);
+FC_ABI_SIZE(struct fc_rule, 24);
 FC_ABI_OFF(struct fc_rule, flags, 8);
 FC_ABI_OFF(struct fc_rule, policy, 12);
-FC_ABI_SIZE(struct fc_top4, 16 + 8 + 256);
-FC_ABI_OFF(struct fc_top4, longer, 16);
-FC_ABI_OFF(struct fc_top4, in24, 24);
+FC_ABI_OFF(struct fc_rule, allow_expires_ns, 16);
+FC_ABI_SIZE(struct fc_top4, 24 + 8 + 256);
+FC_ABI_OFF(struct fc_top4, longer, 24);
+FC_ABI_OFF(struct fc_top4, in24, 32);
 FC_ABI_SIZE(struct fc_tier, 32);
 FC_ABI_SIZE(struct fc_policy, 16 + FC_MAX_TIERS * 32 + 8);
 FC_ABI_OFF(struct fc_policy, warmup_ms, 16 + FC_MAX_TIERS * 32);
@@ -302,8 +313,9 @@ FC_ABI_SIZE(struct fc_src_bucket, FC_MAX_TIERS * 8 + 16);
 FC_ABI_OFF(struct fc_src_bucket, gen, FC_MAX_TIERS * 8);
 FC_ABI_SIZE(struct fc_pstats, 32);
 FC_ABI_SIZE(struct fc_flood, 8);
-FC_ABI_SIZE(struct fc_stats, 7 * 16);
+FC_ABI_SIZE(struct fc_stats, 8 * 16);
 FC_ABI_OFF(struct fc_stats, malformed, 6 * 16);
+FC_ABI_OFF(struct fc_stats, allowed, 7 * 16);
 FC_ABI_SIZE(struct fc_config, 48 + 32 + 24 + 16 + 8);
 FC_ABI_OFF(struct fc_config, n_policies, 28);
 FC_ABI_OFF(struct fc_config, rules_gen, 32);
@@ -313,7 +325,7 @@ FC_ABI_OFF(struct fc_config, new_src, 48);
 FC_ABI_OFF(struct fc_config, store_seq, 96);
 FC_ABI_OFF(struct fc_config, lens6, 104);
 _Static_assert(FC_MAX_SETS <= 0xffffu, "a set id must fit in fc_rule.flags' upper 16 bits");
-_Static_assert(!(FC_RULE_SET_MASK & (FC_RULE_BANNED | FC_RULE_LONGER | FC_RULE_MARKER)),
+_Static_assert(!(FC_RULE_SET_MASK & (FC_RULE_BANNED | FC_RULE_LONGER | FC_RULE_MARKER | FC_RULE_ALLOWED)),
 	       "fc_rule.flags: the set index and the flags overlap");
 
 #endif /* FC_MAPS_H */

@@ -33,7 +33,8 @@
  * exact across workers, no lock that a killed worker could leave held) and
  * counters; a policy keeps its slot across publishes.
  *
- * Bans (uids and IP addresses or prefixes) live in a multi-level hash that
+ * Bans (uids and IP addresses or prefixes) and allow entries (the same,
+ * FC_SHM_BAN_ALLOW in their family) live in a multi-level hash that
  * workers read in place, so a change of bans costs no worker a rebuild. A
  * slot is in use only while its seq is its table's stamp; a reader stops at
  * the first slot of a probe sequence not in use. A change of a few bans is
@@ -61,7 +62,7 @@
 
 #define FC_SHM_MAGIC       0x38474346 /* "FCG8" */
 #define FC_SHM_STATE_MAGIC 0x54534346 /* "FCST" */
-#define FC_SHM_VERSION     5
+#define FC_SHM_VERSION     6
 #define FC_SHM_DEFAULT     "/dev/shm/freqctl"
 #define FC_SHM_STATE_SUFFIX ".state"
 
@@ -104,6 +105,7 @@ struct fc_shm_header {
 	__u64 ban_plens[4]; /* prefix lengths with an IP ban: IPv4 p at bit p, IPv6 p at bit 64 + p;
 			     * bit 255 (FC_SHM_BAN_UIDS in word 3): some uid is banned */
 	__u64 key_secret[2]; /* SipHash key of the key table (fc_shm_key): random, made with the file */
+	__u64 allow_plens[4]; /* the same as ban_plens, for allow entries */
 	/* The loader's, as fc_config's: the store and the last change of it
 	 * this shm holds, set once the change is committed; 0 while a publish
 	 * writes. */
@@ -114,6 +116,10 @@ struct fc_shm_header {
 };
 
 #define FC_SHM_BAN_UIDS (1ULL << 63)
+/* In a ban table slot's family: an allow entry (what it covers is never
+ * banned, limited or capped), not a ban. Part of the hash, so an allow
+ * entry and a ban on one key are two slots. */
+#define FC_SHM_BAN_ALLOW 0x80
 
 /* The live ban table and its slots' stamp, in one word read at once. */
 #define FC_SHM_BAN_LIVE(stamp, table) (((__u64)(stamp) << 32) | (table))
@@ -159,7 +165,7 @@ struct fc_shm_dim {
 #define FC_SHM_DIM_ANY    0x1 /* DIM=*: any value, each its own bucket (no value bytes) */
 #define FC_SHM_DIM_PREFIX 0x2 /* uri ending in a slash and a star: the value is a prefix of the path */
 
-/* fc_shm_policy.flags, beside FC_POLICY_PRECISE */
+/* fc_shm_policy.flags, beside FC_POLICY_PRECISE and FC_POLICY_OVERRIDE */
 #define FC_SHM_POLICY_ESCALATE 0x100
 #define FC_SHM_POLICY_HTTP     0x200 /* ip= alone, but for nginx (--layer http) */
 
@@ -173,7 +179,7 @@ struct fc_shm_policy {
 	__u8 ndims;
 	__u8 ntiers;
 	__u32 delay_burst;
-	__u32 flags; /* FC_POLICY_PRECISE, FC_SHM_POLICY_ESCALATE */
+	__u32 flags; /* FC_POLICY_PRECISE, FC_POLICY_OVERRIDE, FC_SHM_POLICY_* */
 	/* Per-key policies (a DIM=*): keys it may hold at most, and new keys a
 	 * second it may make; past either, requests share its overflow
 	 * bucket (the slot's state). */
@@ -192,7 +198,8 @@ struct fc_shm_policy {
 struct fc_shm_ban_slot {
 	__u32 seq;        /* in use while equal to its table's live stamp; written last */
 	__u16 ver;        /* seqlock of a slot in use: odd while it is rewritten */
-	__u8 family;      /* 0: uid; 4 or 6: address; FC_SHM_BAN_DEAD: a tombstone */
+	__u8 family;      /* 0: uid; 4 or 6: address; | FC_SHM_BAN_ALLOW: an allow entry;
+			   * FC_SHM_BAN_DEAD: a tombstone */
 	__u8 plen;
 	__u64 hash;
 	__u64 expires_ns; /* UTC ns; 0 = never */
@@ -348,10 +355,12 @@ struct fc_shm_hold {
 
 #define FC_SHM_OWNER(id, epoch) (((__u64)(id) << 32) | (epoch))
 
-/* The state file's header: what it is, nothing a reader needs to trust. */
+/* The state file's header: what it is, nothing a reader needs to trust;
+ * then what workers count outside any policy. */
 struct fc_shm_state_header {
 	__u32 magic;
 	__u32 version;
+	__u64 allowed; /* requests an allow entry let through (bans, policies and caps skipped) */
 };
 
 /* The state file, by constant offsets. */
@@ -419,8 +428,9 @@ static inline __u64 fc_shm_align8(__u64 n)
 }
 
 /* The layouts both compilers and every reader must agree on. */
-FC_ABI_SIZE(struct fc_shm_header, 120);
-FC_ABI_OFF(struct fc_shm_header, store_seq, 104);
+FC_ABI_SIZE(struct fc_shm_header, 152);
+FC_ABI_OFF(struct fc_shm_header, allow_plens, 96);
+FC_ABI_OFF(struct fc_shm_header, store_seq, 136);
 FC_ABI_OFF(struct fc_shm_header, key_secret, 80);
 FC_ABI_OFF(struct fc_shm_header, seq, 16);
 FC_ABI_OFF(struct fc_shm_header, ban_live, 24);
@@ -445,7 +455,7 @@ FC_ABI_OFF(struct fc_shm_slot, owner, FC_MAX_TIERS * 8);
 FC_ABI_OFF(struct fc_shm_slot, inflight, FC_MAX_TIERS * 8 + 56);
 FC_ABI_SIZE(struct fc_shm_worker, 64);
 FC_ABI_SIZE(struct fc_shm_hold, 16);
-FC_ABI_SIZE(struct fc_shm_state_header, 8);
+FC_ABI_SIZE(struct fc_shm_state_header, 16);
 _Static_assert(sizeof(struct fc_shm_header) <= FC_SHM_BLOCK_OFF(0), "the header must fit before block 0");
 _Static_assert(sizeof(struct fc_shm_state_header) <= FC_STATE_SLOTS_OFF, "the state header must fit");
 _Static_assert((FC_SHM_RING_SIZE & (FC_SHM_RING_SIZE - 1)) == 0, "the ring size must be a power of two");

@@ -179,7 +179,8 @@ static bool fc_policy_read(struct fc_l7_index *ix, const uint8_t *it, size_t len
 	pol->ntiers = sp.ntiers;
 	pol->ndims = sp.ndims;
 	pol->anchor = UINT8_MAX;
-	pol->flags = sp.flags & FC_POLICY_PRECISE;
+	/* A dry run switches nothing off (the loader refuses the pair). */
+	pol->flags = sp.flags & (sp.action == FC_ACTION_LOG ? FC_POLICY_PRECISE : FC_POLICY_PRECISE | FC_POLICY_OVERRIDE);
 	pol->escalate = sp.flags & FC_SHM_POLICY_ESCALATE;
 	pol->max_keys = sp.max_keys;
 	pol->new_keys = sp.new_keys;
@@ -263,6 +264,126 @@ static int fc_fail(struct fc_l7_index *ix, const char *why)
 	return -1;
 }
 
+/* Whether dimension q (of a policy Q) covers p's value on it. */
+static bool fc_dim_covers(const struct fc_l7_dim *q, const struct fc_l7_policy *p)
+{
+	uint8_t masked[16];
+	int i;
+
+	if (q->flags & FC_SHM_DIM_ANY)
+		return true;
+	for (i = 0; i < p->ndims; i++) {
+		const struct fc_l7_dim *d = &p->dims[i];
+
+		if (d->kind != q->kind || d->name_idx != q->name_idx)
+			continue;
+		if (d->flags & FC_SHM_DIM_ANY)
+			return false;
+		if (q->kind == FC_DIM_IP) {
+			if (d->family != q->family || d->plen < q->plen)
+				return false;
+			fc_mask(masked, d->addr, d->family, q->plen);
+			return !memcmp(masked, q->addr, d->family == 4 ? 4 : 16);
+		}
+		if (q->flags & FC_SHM_DIM_PREFIX) /* p's path, or p's own prefix, starts with q's */
+			return d->value.len >= q->value.len && !memcmp(d->value.data, q->value.data, q->value.len);
+		return !(d->flags & FC_SHM_DIM_PREFIX) && fc_str_eq(q->value, d->value.data, d->value.len);
+	}
+	return false;
+}
+
+bool fc_l7_more_general(const struct fc_l7_policy *q, const struct fc_l7_policy *p)
+{
+	int i;
+
+	for (i = 0; i < q->ndims; i++)
+		if (!fc_dim_covers(&q->dims[i], p))
+			return false;
+	return true;
+}
+
+/* Whether override p switches q off: q is more general than p, and not the
+ * other way too (matches that differ only in * dimensions: neither). */
+static bool fc_switches_off(const struct fc_l7_policy *p, const struct fc_l7_policy *q)
+{
+	return p != q && fc_l7_more_general(q, p) && !fc_l7_more_general(p, q);
+}
+
+/* Notes q in p's list (out: room for it, or NULL to count), *n one more. */
+static void fc_off_note(const struct fc_l7_index *ix, const struct fc_l7_policy *p, uint32_t q, uint32_t *out,
+			size_t *n)
+{
+	if (!fc_switches_off(p, &ix->pol[q]))
+		return;
+	if (out)
+		out[*n] = q;
+	(*n)++;
+}
+
+/* What override p switches off, into out (NULL: counted only). A policy
+ * filed under a value can be more general than p only if p has that value
+ * (a fixed value covers only itself): the chains of p's own values and the
+ * policies filed nowhere are all there is to look at. */
+static size_t fc_off_walk(const struct fc_l7_index *ix, const struct fc_l7_policy *p, uint32_t *out)
+{
+	size_t n = 0, i, b;
+	uint32_t q;
+	uint64_t h;
+	int d;
+
+	for (i = 0; i < ix->nloose; i++)
+		fc_off_note(ix, p, ix->loose[i], out, &n);
+	for (d = 0; d < p->ndims; d++) {
+		const struct fc_l7_dim *pd = &p->dims[d];
+
+		if (pd->kind == FC_DIM_IP || pd->flags)
+			continue;
+		h = fc_l7_hash(pd->kind, pd->name_idx, pd->value.data, pd->value.len);
+		for (b = h & (ix->cap - 1); ix->tab[b].head != FC_NONE; b = (b + 1) & (ix->cap - 1)) {
+			const struct fc_l7_policy *hp = &ix->pol[ix->tab[b].head];
+			const struct fc_l7_dim *hd = &hp->dims[hp->anchor];
+
+			if (ix->tab[b].hash != h || hd->kind != pd->kind || hd->name_idx != pd->name_idx ||
+			    !fc_str_eq(hd->value, pd->value.data, pd->value.len))
+				continue;
+			for (q = ix->tab[b].head; q != FC_NONE; q = ix->pol[q].next)
+				fc_off_note(ix, p, q, out, &n);
+			break;
+		}
+	}
+	return n;
+}
+
+/* Lists what each override switches off, once per publish: a request then
+ * only marks the lists of the overrides it matched. An override whose list
+ * would pass FC_L7_MAX_OFFS in all is checked against the request's matches. */
+static int fc_offs_build(struct fc_l7_index *ix, const struct fc_l7_alloc *a)
+{
+	size_t total = 0, n, i;
+
+	for (i = 0; i < ix->npolicies; i++) {
+		struct fc_l7_policy *p = &ix->pol[i];
+
+		if (!(p->flags & FC_POLICY_OVERRIDE))
+			continue;
+		ix->has_override = true;
+		n = fc_off_walk(ix, p, NULL);
+		p->off_at = (uint32_t)total;
+		p->noff = total + n > FC_L7_MAX_OFFS ? FC_L7_OFF_LATE : (uint32_t)n;
+		total += p->noff == FC_L7_OFF_LATE ? 0 : n;
+	}
+	if (!ix->has_override)
+		return 0;
+	ix->offs = a->alloc(a->ctx, (total + 1) * sizeof(*ix->offs));
+	ix->off_mark = a->alloc(a->ctx, (ix->npolicies + 1) * sizeof(*ix->off_mark));
+	if (!ix->offs || !ix->off_mark)
+		return fc_fail(ix, "out of memory");
+	for (i = 0; i < ix->npolicies; i++)
+		if (ix->pol[i].flags & FC_POLICY_OVERRIDE && ix->pol[i].noff != FC_L7_OFF_LATE)
+			fc_off_walk(ix, &ix->pol[i], ix->offs + ix->pol[i].off_at);
+	return 0;
+}
+
 /* The least an item can be: a policy with one dimension. Bounds how many
  * items a block can hold, whatever its header says. */
 #define FC_MIN_ITEM fc_shm_align8(sizeof(struct fc_shm_policy) + sizeof(struct fc_shm_dim) + 4)
@@ -296,6 +417,7 @@ int fc_l7_build(const void *base, size_t size, void *state, size_t state_size, s
 	ix->slots = (struct fc_shm_slot *)((char *)state + FC_STATE_SLOTS_OFF);
 	ix->nslots = FC_SHM_SLOTS;
 	ix->ring = (struct fc_shm_ring *)((char *)state + FC_STATE_RING_OFF);
+	ix->state_hdr = state;
 	ix->keys = (struct fc_shm_key *)((char *)state + FC_STATE_KEYS_OFF);
 	ix->nkeys = fc_state_nkeys(state_size);
 	memcpy(ix->key_secret, h->key_secret, sizeof(ix->key_secret));
@@ -349,6 +471,8 @@ int fc_l7_build(const void *base, size_t size, void *state, size_t state_size, s
 		ix->skipped += !ok;
 		p += it.len;
 	}
+	if (fc_offs_build(ix, a) < 0)
+		return -1;
 	/* A publish raced the copy: what was read may mix two blocks. The fence
 	 * keeps every read above before the seq is read again. */
 	__atomic_thread_fence(__ATOMIC_ACQUIRE);
@@ -379,8 +503,9 @@ static int fc_ban_read(const struct fc_shm_ban_slot *s, __u32 stamp, struct fc_s
 	return 1;
 }
 
-/* Whether a live ban on (family, plen, key) is in the ban table tab whose
- * slots carry stamp, at now. The first slot of the probe sequence not in use
+/* Whether a live ban (or allow entry: family | FC_SHM_BAN_ALLOW) on
+ * (family, plen, key) is in the ban table tab whose slots carry stamp, at
+ * now. The first slot of the probe sequence not in use
  * ends the search: a new ban takes the first one free, or a tombstone
  * before it (maps/fc_shm.h). */
 static bool fc_ban_holds(const struct fc_shm_ban_slot *tab, __u32 stamp, uint8_t family, uint8_t plen, const void *key,
@@ -396,21 +521,22 @@ static bool fc_ban_holds(const struct fc_shm_ban_slot *tab, __u32 stamp, uint8_t
 		if (rc < 0)
 			return false;
 		if (rc || c.hash != h || c.family != family || c.plen != plen ||
-		    (family && memcmp(c.addr, key, family == 4 ? 4 : 16)))
+		    ((family & ~FC_SHM_BAN_ALLOW) && memcmp(c.addr, key, len)))
 			continue; /* unsettled, a tombstone (family FC_SHM_BAN_DEAD), another key */
 		return !c.expires_ns || now < c.expires_ns;
 	}
 	return false;
 }
 
-/* The prefix lengths with an IP ban, of a family, longest first: the bits of
- * the header's bitmap (IPv4 lengths at bits 0-32, IPv6 at 64-192). */
-static bool fc_next_plen(const struct fc_l7_index *ix, uint8_t family, int *len)
+/* The prefix lengths with an IP ban (allow entry), of a family, longest
+ * first: the bits of the header's bitmap plens (IPv4 lengths at bits 0-32,
+ * IPv6 at 64-192). */
+static bool fc_next_plen(const __u64 *plens, uint8_t family, int *len)
 {
 	int bit;
 
 	for (bit = (family == 6 ? 64 : 0) + *len - 1; bit >= (family == 6 ? 64 : 0); bit--) {
-		__u64 w = __atomic_load_n(&ix->hdr->ban_plens[bit / 64], __ATOMIC_ACQUIRE);
+		__u64 w = __atomic_load_n(&plens[bit / 64], __ATOMIC_ACQUIRE);
 
 		/* Skip whole empty words at once. */
 		w &= bit % 64 == 63 ? ~0ULL : (2ULL << (bit % 64)) - 1;
@@ -425,25 +551,29 @@ static bool fc_next_plen(const struct fc_l7_index *ix, uint8_t family, int *len)
 	return false;
 }
 
-/* One lookup of every ban that could hold rq, in the live table. */
-static bool fc_banned_in(const struct fc_l7_index *ix, __u64 live, const struct fc_l7_req *rq, uint64_t now, bool *uid)
+/* One lookup of every ban (allow: allow entry) that could hold rq, in the
+ * live table. */
+static bool fc_listed_in(const struct fc_l7_index *ix, __u64 live, const struct fc_l7_req *rq, uint64_t now, bool allow,
+			 bool *uid)
 {
 	const struct fc_shm_ban_slot *tab = ix->bans + (size_t)FC_SHM_BAN_TABLE(live) * FC_SHM_BAN_SLOTS;
+	const __u64 *plens = allow ? ix->hdr->allow_plens : ix->hdr->ban_plens;
+	uint8_t kind = allow ? FC_SHM_BAN_ALLOW : 0;
 	__u32 stamp = FC_SHM_BAN_STAMP(live);
 	uint8_t masked[16];
 	int len;
 
 	*uid = true;
 	/* No uid banned, no lookup: a miss in a 80 MB table costs more than the rest. */
-	if (rq->uid.len && __atomic_load_n(&ix->hdr->ban_plens[3], __ATOMIC_ACQUIRE) & FC_SHM_BAN_UIDS &&
-	    fc_ban_holds(tab, stamp, 0, 0, rq->uid.data, (uint32_t)rq->uid.len, now))
+	if (rq->uid.len && __atomic_load_n(&plens[3], __ATOMIC_ACQUIRE) & FC_SHM_BAN_UIDS &&
+	    fc_ban_holds(tab, stamp, kind, 0, rq->uid.data, (uint32_t)rq->uid.len, now))
 		return true;
 	*uid = false;
 	if (!rq->family)
 		return false;
-	for (len = rq->family == 4 ? 33 : 129; fc_next_plen(ix, rq->family, &len);) {
+	for (len = rq->family == 4 ? 33 : 129; fc_next_plen(plens, rq->family, &len);) {
 		fc_mask(masked, rq->addr, rq->family, (uint8_t)len);
-		if (fc_ban_holds(tab, stamp, rq->family, (uint8_t)len, masked, rq->family == 4 ? 4 : 16, now))
+		if (fc_ban_holds(tab, stamp, kind | rq->family, (uint8_t)len, masked, rq->family == 4 ? 4 : 16, now))
 			return true;
 	}
 	return false;
@@ -451,14 +581,14 @@ static bool fc_banned_in(const struct fc_l7_index *ix, __u64 live, const struct 
 
 /* A table is rewritten two publishes after it was live: a lookup that saw
  * the live table change under it looks again, in the new one. */
-static bool fc_banned(const struct fc_l7_index *ix, const struct fc_l7_req *rq, uint64_t now, bool *uid)
+static bool fc_listed(const struct fc_l7_index *ix, const struct fc_l7_req *rq, uint64_t now, bool allow, bool *uid)
 {
 	__u64 live = __atomic_load_n(&ix->hdr->ban_live, __ATOMIC_ACQUIRE), again;
 	bool banned = false;
 	int tries;
 
 	for (tries = 0; live && tries < 3; tries++, live = again) {
-		banned = fc_banned_in(ix, live, rq, now, uid);
+		banned = fc_listed_in(ix, live, rq, now, allow, uid);
 		__atomic_thread_fence(__ATOMIC_ACQUIRE);
 		again = __atomic_load_n(&ix->hdr->ban_live, __ATOMIC_RELAXED);
 		if (banned || again == live)
@@ -1267,6 +1397,8 @@ size_t fc_l7_match(const struct fc_l7_index *ix, const struct fc_l7_req *rq, uin
 
 	if (!gen) { /* wrapped: no mark may look current */
 		memset(ix->mark, 0, ix->npolicies * sizeof(*ix->mark));
+		if (ix->off_mark)
+			memset(ix->off_mark, 0, ix->npolicies * sizeof(*ix->off_mark));
 		gen = *ix->gen = 1;
 	}
 	if (ix->has_uid)
@@ -1486,6 +1618,33 @@ static bool fc_result_places(const struct fc_l7_req *rq, const struct fc_l7_plac
 	return true;
 }
 
+/* Marks, as of match gen, the matches m[0..n) that a matching override
+ * switches off; returns how many. */
+static unsigned fc_overrides(const struct fc_l7_index *ix, const uint32_t *m, size_t n, uint32_t gen)
+{
+	unsigned off = 0;
+	size_t i, j;
+	uint32_t k;
+
+	for (i = 0; i < n; i++) {
+		const struct fc_l7_policy *p = &ix->pol[m[i]];
+
+		if (!(p->flags & FC_POLICY_OVERRIDE))
+			continue;
+		if (p->noff != FC_L7_OFF_LATE) {
+			for (k = 0; k < p->noff; k++)
+				ix->off_mark[ix->offs[p->off_at + k]] = gen;
+			continue;
+		}
+		for (j = 0; j < n; j++)
+			if (fc_switches_off(p, &ix->pol[m[j]]))
+				ix->off_mark[m[j]] = gen;
+	}
+	for (i = 0; i < n; i++)
+		off += ix->off_mark[m[i]] == gen;
+	return off;
+}
+
 void fc_l7_decide(const struct fc_l7_index *ix, const struct fc_l7_req *rq, uint64_t now, struct fc_l7_result *res)
 {
 	uint32_t m_stack[FC_L7_MATCHES], *m = m_stack;
@@ -1496,10 +1655,17 @@ void fc_l7_decide(const struct fc_l7_index *ix, const struct fc_l7_req *rq, uint
 	__u64 wait, longest = 0;
 	size_t n, i, j, longest_at = 0, np = 0;
 	enum fc_admit r;
+	uint32_t gen;
 	bool uid;
 
 	memset(res, 0, sizeof(*res));
-	if (fc_banned(ix, rq, now, &uid)) {
+	if (fc_listed(ix, rq, now, true, &uid)) {
+		res->verdict = FC_L7_ALLOWED;
+		res->uid_ban = uid;
+		__atomic_fetch_add(&ix->state_hdr->allowed, 1, __ATOMIC_RELAXED);
+		return;
+	}
+	if (fc_listed(ix, rq, now, false, &uid)) {
 		res->verdict = FC_L7_BANNED;
 		res->uid_ban = uid;
 		return;
@@ -1521,6 +1687,10 @@ void fc_l7_decide(const struct fc_l7_index *ix, const struct fc_l7_req *rq, uint
 			return;
 		}
 	}
+	/* The policies a matching override switches off do not apply. */
+	gen = *ix->gen;
+	if (ix->has_override)
+		res->overridden = fc_overrides(ix, m, n, gen);
 	/* Enforcing policies: all admit, or none is charged and no place is kept. */
 	for (i = 0; i < n; i++) {
 		const struct fc_l7_policy *p = &ix->pol[m[i]];
@@ -1529,7 +1699,7 @@ void fc_l7_decide(const struct fc_l7_index *ix, const struct fc_l7_req *rq, uint
 
 		st[i] = NULL;
 		k[i] = NULL;
-		if (p->action == FC_ACTION_LOG ||
+		if (p->action == FC_ACTION_LOG || (res->overridden && ix->off_mark[m[i]] == gen) ||
 		    __atomic_load_n(&s->owner, __ATOMIC_ACQUIRE) != FC_SHM_OWNER(p->id, p->epoch))
 			continue;
 		t = fc_clock(p, now);
@@ -1566,7 +1736,8 @@ void fc_l7_decide(const struct fc_l7_index *ix, const struct fc_l7_req *rq, uint
 		__u64 *lst;
 		struct fc_shm_key *lk;
 
-		if (__atomic_load_n(&s->owner, __ATOMIC_ACQUIRE) != FC_SHM_OWNER(p->id, p->epoch))
+		if ((res->overridden && ix->off_mark[m[i]] == gen) ||
+		    __atomic_load_n(&s->owner, __ATOMIC_ACQUIRE) != FC_SHM_OWNER(p->id, p->epoch))
 			continue;
 		if (p->action != FC_ACTION_LOG) {
 			__atomic_fetch_add(p->action == FC_ACTION_DELAY && longest && i == longest_at ? &s->delayed : &s->passed,

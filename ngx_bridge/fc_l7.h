@@ -62,8 +62,17 @@ struct fc_l7_policy {
 	uint32_t concurrency; /* places at most; 0: no cap (in what was padding before the tiers) */
 	struct fc_tier tier[FC_MAX_TIERS];
 	uint32_t warmup_ms; /* GCRA --warmup; 0 = none */
+	/* An override: the policies it switches off, ix->offs[off_at ..
+	 * off_at + noff); FC_L7_OFF_LATE: too many to list, looked for among
+	 * the request's matches instead. */
+	uint32_t off_at, noff;
 	struct fc_l7_dim dims[FC_SHM_MAX_DIMS];
 };
+
+#define FC_L7_OFF_LATE UINT32_MAX
+/* The most entries the override lists of an index take (16 MiB): past it,
+ * an override's list is not kept (FC_L7_OFF_LATE). */
+#define FC_L7_MAX_OFFS (1u << 22)
 
 struct fc_l7_entry {
 	uint64_t hash;
@@ -86,6 +95,8 @@ struct fc_l7_index {
 	const struct fc_shm_header *hdr;
 	const struct fc_shm_ban_slot *bans;
 	struct fc_shm_ring *ring;
+	/* The state file's header: its count of allowed requests. */
+	struct fc_shm_state_header *state_hdr;
 	/* What was refused, for the log. */
 	size_t skipped;
 	char why[128];
@@ -104,6 +115,11 @@ struct fc_l7_index {
 	 * once however often its anchor value occurs. The index's own memory. */
 	uint32_t *mark;
 	uint32_t *gen;
+	/* Overrides: what each switches off (fc_l7_policy.off_at), and per
+	 * policy the last match in which a matching override switched it off. */
+	bool has_override;
+	uint32_t *offs;
+	uint32_t *off_mark;
 };
 
 /*
@@ -175,18 +191,20 @@ enum fc_l7_verdict {
 	FC_L7_REJECTED,
 	FC_L7_BANNED,
 	FC_L7_ERROR, /* out of memory for the matches: nothing decided, nothing charged */
+	FC_L7_ALLOWED, /* an allow entry covers the address or the uid: no ban, policy or cap applies */
 };
 
 struct fc_l7_result {
 	enum fc_l7_verdict verdict;
 	uint32_t policy;   /* the deciding policy (REJECTED, DELAYED), 0 otherwise */
-	bool uid_ban;      /* BANNED: on the uid, else on the address */
+	bool uid_ban;      /* BANNED, ALLOWED: on the uid, else on the address */
 	uint64_t delay_ns; /* DELAYED: the longest wait */
 	uint64_t retry_ns; /* REJECTED: until a retry could pass */
 	uint64_t limit;    /* the deciding policy's first tier: N per window_s (while it warms up, the ramped N) */
 	uint64_t window_s;
 	uint64_t remaining;
 	unsigned matched;     /* policies the request matched */
+	unsigned overridden;  /* of them, switched off by a matching override (not charged, not counted) */
 	unsigned would_deny;  /* log policies that would have denied it */
 	size_t key_len;       /* the deciding policy's key, in rq->keybuf; 0: none */
 	bool overflow;        /* the deciding bucket was a per-key policy's overflow bucket */
@@ -218,10 +236,16 @@ int fc_l7_header_idx(const struct fc_l7_index *ix, const char *lowname, size_t l
  * than cap. */
 size_t fc_l7_match(const struct fc_l7_index *ix, const struct fc_l7_req *rq, uint32_t *out, size_t cap);
 
+/* Whether policy q is more general than p: each dimension of q is *, or
+ * covers p's value on it (the same value; an ip prefix holding p's address
+ * or prefix; a uri prefix that p's path or uri prefix starts with). */
+bool fc_l7_more_general(const struct fc_l7_policy *q, const struct fc_l7_policy *p);
+
 /* Decides for rq at now (UTC ns, a clock that may lag by a few ms: the
  * module passes nginx's cached time; a policy marked FC_POLICY_PRECISE reads
- * CLOCK_REALTIME itself): bans, then every matching policy, all or nothing;
- * charges the stat slots. */
+ * CLOCK_REALTIME itself): allow entries (an allowed request is counted and
+ * decided), bans, then every matching policy, all or nothing; charges the
+ * stat slots. */
 void fc_l7_decide(const struct fc_l7_index *ix, const struct fc_l7_req *rq, uint64_t now, struct fc_l7_result *res);
 
 /* Gives back the places pl[0..n) in the state file mapped at state

@@ -63,6 +63,7 @@ enum {
     NGX_HTTP_FREQCTL_DELAYED_DRY_RUN,
     NGX_HTTP_FREQCTL_REJECTED_DRY_RUN,
     NGX_HTTP_FREQCTL_BANNED_DRY_RUN,
+    NGX_HTTP_FREQCTL_ALLOWED,
 };
 
 static ngx_str_t  ngx_http_freqctl_statuses[] = {
@@ -74,6 +75,7 @@ static ngx_str_t  ngx_http_freqctl_statuses[] = {
     ngx_string("DELAYED_DRY_RUN"),
     ngx_string("REJECTED_DRY_RUN"),
     ngx_string("BANNED_DRY_RUN"),
+    ngx_string("ALLOWED"),
 };
 
 /* One mapped file, and what it was when mapped. */
@@ -886,6 +888,13 @@ ngx_http_freqctl_handler(ngx_http_request_t *r)
     switch (res.verdict) {
 
     case FC_L7_PASS:
+        return NGX_DECLINED;
+
+    case FC_L7_ALLOWED:
+        ngx_log_debug1(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
+                       "freqctl: allowed, by an allow entry on the %s",
+                       res.uid_ban ? "uid" : "client address");
+        ctx->status = NGX_HTTP_FREQCTL_ALLOWED;
         return NGX_DECLINED;
 
     case FC_L7_ERROR:

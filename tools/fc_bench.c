@@ -76,11 +76,12 @@ struct fc_row {
 
 /* The exact bans are 10.0.0.0 upwards (10.0.0.7 the banned frame's), the
  * exact-address policies 10.200.0.0/16 (10.200.0.8 a sliding window,
- * 10.200.0.9 and .10 GCRA with a warm-up, in its ramp and past it, the rest
- * GCRA), the prefix bans and policies anywhere else in unicast space
+ * 10.200.0.9 and .10 GCRA with a warm-up, in its ramp and past it, .11 an
+ * override, the rest GCRA), the prefix bans and policies anywhere else in unicast space
  * (never 10/8, 100/8 or 198.18/15; a source drawn from a policy is one no
  * ban covers). The ip=* policy counts TCP SYNs, so that UDP frames meet only
- * the others. */
+ * the others. 10.0.0.9 (banned) is allowed, and so is 10.0.1.0/24 (its
+ * exact bans allowed through the prefix). */
 static const struct fc_row fc_rows[] = {
 	{ "clean (no rule matches)", { "198.18.0.8", IPPROTO_UDP, .payload = 18 }, FC_DRAW_NONE, true },
 	{ "exact ban", { "10.0.0.7", IPPROTO_UDP, .payload = 18 }, FC_DRAW_NONE, true },
@@ -94,7 +95,12 @@ static const struct fc_row fc_rows[] = {
 	{ "prefix policy (GCRA)", { NULL, IPPROTO_UDP, .payload = 18 }, FC_DRAW_POL4, true },
 	{ "exact-address + ip=* policies (TCP SYN)", { "10.200.0.7", IPPROTO_TCP, 0x02, .payload = 6 }, FC_DRAW_NONE,
 	  true },
+	{ "exact override over ip=* (TCP SYN)", { "10.200.0.11", IPPROTO_TCP, 0x02, .payload = 6 }, FC_DRAW_NONE,
+	  true },
 	{ "ip=* policy alone (TCP SYN)", { "198.18.0.8", IPPROTO_TCP, 0x02, .payload = 6 }, FC_DRAW_NONE, true },
+	{ "allowed (an exact ban, allowed)", { "10.0.0.9", IPPROTO_UDP, .payload = 18 }, FC_DRAW_NONE, true },
+	{ "allowed by a prefix (exact ban + ip=*, TCP SYN)", { "10.0.1.5", IPPROTO_TCP, 0x02, .payload = 6 },
+	  FC_DRAW_NONE, true },
 	{ "IPv6 clean", { "fd00::8", IPPROTO_UDP, .payload = 18 }, FC_DRAW_NONE, false },
 	{ "IPv6 prefix ban", { NULL, IPPROTO_UDP, .payload = 18 }, FC_DRAW_BAN6, false },
 };
@@ -343,6 +349,20 @@ static void fc_policy_match(long id, char *match, size_t size)
 	}
 }
 
+/* The allow entries of the allowed rows, on banned sources. */
+static int fc_add_allows(struct fc_store *st, struct fc_err *err)
+{
+	static const char *const allows[] = { "10.0.0.9", "10.0.1.0/24" };
+	struct fc_allow_row a = { .created = (int64_t)time(NULL) };
+	size_t i;
+	bool existed;
+
+	for (i = 0; i < sizeof(allows) / sizeof(allows[0]); i++)
+		if (fc_prefix_parse(allows[i], &a.p, err) < 0 || fc_store_allow_put(st, &a, a.created, &existed, err) < 0)
+			return -1;
+	return 0;
+}
+
 /* All policies but the last, through the real store and publish path, in one
  * transaction (published as a command publishes: the maps and the shm marked
  * with the change, so the `policy add` timed next publishes its change
@@ -350,7 +370,8 @@ static void fc_policy_match(long id, char *match, size_t size)
  * sliding window at the most it counts (16,000,000/s, so part of a round
  * may be refused), and ip=*, which counts TCP SYNs. 10.200.0.9 warms up over
  * a day (the ramp's arithmetic on every packet), 10.200.0.10 over an hour
- * that ended (its bucket set so). */
+ * that ended (its bucket set so); 10.200.0.11 is an override (ip=* does not
+ * apply to it). The allow entries with them. */
 static int fc_add_policies(double *secs)
 {
 	struct fc_policy_spec p = { .algo = FC_ALGO_GCRA };
@@ -376,6 +397,7 @@ static int fc_add_policies(double *secs)
 		p.count = i == fc_b.policies - 1 ? FC_COUNT_SYN : FC_COUNT_PACKETS;
 		p.algo = i == 8 ? FC_ALGO_SLIDING : FC_ALGO_GCRA;
 		p.warmup = i == 9 ? 86400 : i == 10 ? 3600 : 0;
+		p.override = i == 11;
 		if (fc_match_parse(match, &p, &err) < 0 ||
 		    fc_rates_parse(i == 8 ? "16000000/s" : "1000000000/s", &p, &err) < 0 ||
 		    fc_store_policy_put(pub.st, &p, pub.now, &row, &err) < 0) {
@@ -384,6 +406,10 @@ static int fc_add_policies(double *secs)
 		}
 		if (i == 10)
 			warm_slot = row.slot;
+	}
+	if (fc_add_allows(pub.st, &err) < 0) {
+		fc_publish_abort(&pub);
+		goto out;
 	}
 	if (fc_publish_commit(&pub, &err) < 0 || fc_maps_open(fc_b.pin, &m, &err) < 0)
 		goto out;

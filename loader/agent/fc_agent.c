@@ -36,6 +36,7 @@
 #include <sys/un.h>
 
 #include "fc_agent.h"
+#include "fc_allow.h"
 #include "fc_console.h"
 #include "fc_duration.h"
 #include "fc_error.h"
@@ -246,12 +247,15 @@ static void fc_agent_ring_read(void *ctx, uint64_t from, size_t n, struct fc_shm
 static void fc_agent_esc_reload(struct fc_agent *a)
 {
 	struct fc_policy_row *rows = NULL;
+	struct fc_allow_row *allows = NULL;
 	struct fc_err err;
 	struct fc_store *st = fc_store_keep_get(&a->store, &err);
-	size_t n = 0;
+	size_t n = 0, na = 0;
 	int rc, fd;
 
 	rc = st ? fc_store_policy_list_agent(st, &rows, &n, &err) : -1;
+	if (rc == 0 && (rc = fc_store_allow_list(st, (int64_t)time(NULL), &allows, &na, &err)) == 0)
+		fc_esc_set_allows(&a->esc, allows, na);
 	if (st)
 		fc_store_keep_put(&a->store, rc < 0);
 	if (rc == 0 && fc_esc_set_policies(&a->esc, rows, n) < 0)
@@ -301,6 +305,17 @@ static void fc_agent_escalate(struct fc_agent *a)
 			     (unsigned long long)st.full, FC_MAX_BANS);
 	if (st.aggregated && !a->cfg->quiet)
 		fc_agent_log("escalation: %llu IPv6 clients banned by their /64", (unsigned long long)st.aggregated);
+	for (i = 0; i < st.nskipped; i++) {
+		char by[FC_BAN_TEXT_LEN];
+
+		fc_prefix_format(&st.skipped[i].client, text);
+		fc_allow_format(st.skipped[i].by, by);
+		fc_agent_log("escalation: %s not banned (refused too often by policy %u): allowed by %s", text,
+			     st.skipped[i].policy, by);
+	}
+	if (st.allowed > st.nskipped)
+		fc_agent_log("escalation: ... and %llu more allowed clients not banned",
+			     (unsigned long long)(st.allowed - st.nskipped));
 	if (!nb)
 		return;
 	if (fc_agent_begin(&pub, a, &err) < 0)

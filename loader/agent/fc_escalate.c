@@ -2,6 +2,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fc_allow.h"
 #include "fc_escalate.h"
 
 int fc_esc_set_policies(struct fc_escalation *e, const struct fc_policy_row *rows, size_t n)
@@ -24,6 +25,30 @@ int fc_esc_set_policies(struct fc_escalation *e, const struct fc_policy_row *row
 	e->pol = pol;
 	e->npol = np;
 	return 0;
+}
+
+void fc_esc_set_allows(struct fc_escalation *e, struct fc_allow_row *rows, size_t n)
+{
+	free(e->allows);
+	e->allows = rows;
+	e->nallows = n;
+}
+
+/* Whether an allow entry covers the client of r: counted, and named in st. */
+static bool fc_esc_allowed(const struct fc_escalation *e, const struct fc_shm_ring_entry *r, int64_t now,
+			   struct fc_esc_stats *st)
+{
+	const struct fc_allow_row *by;
+	struct fc_prefix c = { .family = r->family, .len = r->family == 4 ? 32 : 128 };
+
+	memcpy(c.a, r->addr, r->family == 4 ? 4 : 16);
+	by = fc_allow_covering(e->allows, e->nallows, &c, now);
+	if (!by)
+		return false;
+	if (st->nskipped < FC_ESC_SKIPS)
+		st->skipped[st->nskipped++] = (struct fc_esc_skip){ c, r->policy, by };
+	st->allowed++;
+	return true;
 }
 
 void fc_esc_attach(struct fc_escalation *e, const struct fc_ring_src *src)
@@ -151,7 +176,8 @@ size_t fc_esc_drain(struct fc_escalation *e, int64_t now, size_t room, struct fc
 			continue; /* overwritten by a faster lap, or nonsense */
 		for (j = 0; j < e->npol && e->pol[j].id != r->policy; j++)
 			;
-		if (j == e->npol || !fc_esc_count(e, &e->pol[j], r->family, r->addr, now))
+		if (j == e->npol || !fc_esc_count(e, &e->pol[j], r->family, r->addr, now) ||
+		    fc_esc_allowed(e, r, now, st))
 			continue;
 		if (fc_esc_ban(e, r, &e->pol[j], now, room - nb, &bans[nb], st))
 			nb++;
@@ -166,5 +192,6 @@ void fc_esc_free(struct fc_escalation *e)
 	free(e->keys);
 	free(e->batch);
 	free(e->nets);
+	free(e->allows);
 	memset(e, 0, sizeof(*e));
 }

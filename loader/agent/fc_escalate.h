@@ -28,6 +28,7 @@
 #define FC_ESC_CAP_DEFAULT 600   /* bans per minute */
 #define FC_ESC_V6_DEFAULT  8     /* due IPv6 clients of one /64 that make it a /64 ban */
 #define FC_ESC_V6_NETS     1024  /* /64s tracked per minute */
+#define FC_ESC_SKIPS       16    /* allowed clients named per read of the ring */
 
 /* Where the reports come from: the state file (the agent) or memory (tests). */
 struct fc_ring_src {
@@ -70,6 +71,15 @@ struct fc_escalation {
 	uint32_t made;         /* bans made this minute */
 	struct fc_esc_net *nets;
 	size_t nnets;
+	struct fc_allow_row *allows; /* live allow entries: what they cover is never banned */
+	size_t nallows;
+};
+
+/* A client past its threshold that was not banned: an allow entry covers it. */
+struct fc_esc_skip {
+	struct fc_prefix client;
+	uint32_t policy;
+	const struct fc_allow_row *by; /* in fc_escalation.allows, valid until the next fc_esc_set_allows */
 };
 
 /* What one read of the ring found besides bans. */
@@ -78,12 +88,19 @@ struct fc_esc_stats {
 	uint64_t capped;     /* bans not made: past the cap per minute */
 	uint64_t full;       /* bans not made: the maps have no room */
 	uint64_t aggregated; /* IPv6 bans folded into a /64 ban */
+	uint64_t allowed;    /* bans not made: an allow entry covers the client */
+	struct fc_esc_skip skipped[FC_ESC_SKIPS]; /* the first of them, to log */
+	size_t nskipped;
 };
 
 /* Takes the escalating policies among rows (after each publish); a cap of 0
  * becomes FC_ESC_CAP_DEFAULT. Returns 0, or -1 out of memory (the previous
  * list is kept). */
 int fc_esc_set_policies(struct fc_escalation *e, const struct fc_policy_row *rows, size_t n);
+
+/* Takes the allow entries (rows, allocated; the caller's no more) after each
+ * publish: a client they cover at the time of its report is never banned. */
+void fc_esc_set_allows(struct fc_escalation *e, struct fc_allow_row *rows, size_t n);
 
 /* Starts reading src from its head: reports made before are not counted. */
 void fc_esc_attach(struct fc_escalation *e, const struct fc_ring_src *src);

@@ -5,6 +5,7 @@
 
 #include <jansson.h>
 
+#include "fc_change.h"
 #include "fc_cli.h"
 #include "fc_error.h"
 
@@ -202,6 +203,17 @@ int fc_json_print(json_t *doc)
 	json_decref(doc);
 	if (rc < 0 || fputc('\n', stdout) == EOF) {
 		fc_warn("writing JSON to stdout failed");
+		return FC_EXIT_FAILURE;
+	}
+	return FC_EXIT_OK;
+}
+
+int fc_cmd_changed(const struct fc_cmd *cmd, int rc, const char *text, const struct fc_err *err)
+{
+	if (rc == FC_CHANGE_INVALID)
+		fc_usage_error(cmd, "%s", err->msg);
+	if (rc) {
+		fc_warn("%s %s: %s", cmd->name, text, err->msg);
 		return FC_EXIT_FAILURE;
 	}
 	return FC_EXIT_OK;

@@ -44,6 +44,12 @@ void fc_opt_print(const struct fc_opt *o, FILE *f);
 __attribute__((noreturn, format(printf, 2, 3)))
 void fc_usage_error(const struct fc_cmd *cmd, const char *fmt, ...);
 
+/* What a command that changed one object (fc_change.h's rc, text its
+ * canonical spelling) returns: a usage error exits 2; another failure is
+ * reported as "CMD TEXT: why" and gives FC_EXIT_FAILURE; success gives
+ * FC_EXIT_OK, for the command to say what it did. */
+int fc_cmd_changed(const struct fc_cmd *cmd, int rc, const char *text, const struct fc_err *err);
+
 /* The getopt_long tables of opts[0..n): shortopts starts with prefix;
  * longopts needs n + 1 entries, shortopts 2n + strlen(prefix) + 1 chars. */
 size_t fc_opts_count(const struct fc_opt *opts);
@@ -69,6 +75,7 @@ int fc_json_print(struct json_t *doc);
 
 extern const struct fc_cmd fc_cmd_attach, fc_cmd_detach, fc_cmd_status;
 extern const struct fc_cmd fc_cmd_ban_add, fc_cmd_ban_del, fc_cmd_ban_import, fc_cmd_ban_list, fc_cmd_ban_sets;
+extern const struct fc_cmd fc_cmd_allow_add, fc_cmd_allow_del, fc_cmd_allow_list;
 extern const struct fc_cmd fc_cmd_policy_add, fc_cmd_policy_set, fc_cmd_policy_del, fc_cmd_policy_list;
 extern const struct fc_cmd fc_cmd_sync, fc_cmd_stats, fc_cmd_top, fc_cmd_export, fc_cmd_import, fc_cmd_agent;
 extern const struct fc_cmd fc_cmd_node_set, fc_cmd_node_list, fc_cmd_console_token, fc_cmd_keys;

@@ -7,6 +7,7 @@
 #include <unistd.h>
 #include <jansson.h>
 
+#include "fc_allow.h"
 #include "fc_cli.h"
 #include "fc_duration.h"
 #include "fc_change.h"
@@ -36,12 +37,8 @@ static int fc_ban_add(const struct fc_ctx *ctx, const struct fc_cmd *cmd, int ar
 
 	fc_cmd_parse(cmd, argc, argv, &opt, NULL);
 	rc = fc_change_ban_put(ctx, argv[optind], opt.ttl, text, &existed, &err);
-	if (rc == FC_CHANGE_INVALID)
-		fc_usage_error(cmd, "%s", err.msg);
-	if (rc) {
-		fc_warn("ban add %s: %s", text, err.msg);
-		return FC_EXIT_FAILURE;
-	}
+	if ((rc = fc_cmd_changed(cmd, rc, text, &err)))
+		return rc;
 	fc_duration_format(opt.ttl, dur);
 	printf("%s %s%s%s\n", existed ? "re-banned" : "banned", text, opt.ttl ? " for " : " (no expiry)",
 	       opt.ttl ? dur : "");
@@ -274,6 +271,8 @@ struct fc_ban_listing {
 	size_t nu;
 	struct fc_ban_set *sets;
 	size_t nsets;
+	struct fc_allow_row *allows; /* to name the one overriding each ban */
+	size_t na;
 };
 
 static int fc_ban_listing_read(const struct fc_ctx *ctx, const char *set, int64_t now, struct fc_ban_listing *l,
@@ -285,7 +284,8 @@ static int fc_ban_listing_read(const struct fc_ctx *ctx, const char *set, int64_
 	int rc = -1;
 
 	memset(l, 0, sizeof(*l));
-	if (fc_store_open(ctx->db_path, &st, err) < 0 || fc_store_set_list(st, now, &l->sets, &l->nsets, err) < 0)
+	if (fc_store_open(ctx->db_path, &st, err) < 0 || fc_store_set_list(st, now, &l->sets, &l->nsets, err) < 0 ||
+	    fc_store_allow_list(st, now, &l->allows, &l->na, err) < 0)
 		goto out;
 	if (set) {
 		if (fc_store_set_get(st, set, now, &one, &found, err) < 0 ||
@@ -310,11 +310,14 @@ static void fc_ban_listing_free(struct fc_ban_listing *l)
 	free(l->rows);
 	free(l->ub);
 	free(l->sets);
+	free(l->allows);
 }
 
 static int fc_ban_list(const struct fc_ctx *ctx, const struct fc_cmd *cmd, int argc, char **argv)
 {
 	char text[FC_PREFIX_STRLEN], expires[FC_TIME_STRLEN], left[FC_DURATION_STRLEN], reason[96];
+	char by[FC_BAN_TEXT_LEN];
+	const struct fc_allow_row *al;
 	int64_t now = (int64_t)time(NULL);
 	struct fc_ban_list_opt opt = { 0 };
 	struct fc_ban_listing l;
@@ -329,7 +332,7 @@ static int fc_ban_list(const struct fc_ctx *ctx, const struct fc_cmd *cmd, int a
 		return FC_EXIT_FAILURE;
 	}
 	if (opt.json) {
-		arr = fc_bans_to_json(l.rows, l.n, l.ub, l.nu, l.sets, l.nsets, now);
+		arr = fc_bans_to_json(l.rows, l.n, l.ub, l.nu, l.sets, l.nsets, l.allows, l.na, now);
 		fc_ban_listing_free(&l);
 		return fc_json_print(arr);
 	}
@@ -351,8 +354,11 @@ static int fc_ban_list(const struct fc_ctx *ctx, const struct fc_cmd *cmd, int a
 			snprintf(reason, sizeof(reason), "escalated by policy %u", r->by_policy);
 		else
 			snprintf(reason, sizeof(reason), "by hand");
-		printf("%-44s %-6s %-20s %-10s %s\n", text, !r ? "uid" : fc_prefix_is_exact(&r->p) ? "exact" : "prefix",
-		       exp ? expires : "never", exp ? left : "-", reason);
+		al = fc_allow_over_ban(l.allows, l.na, r, r ? NULL : &l.ub[i - l.n]);
+		if (al)
+			fc_allow_format(al, by);
+		printf("%-44s %-6s %-20s %-10s %s%s%s\n", text, !r ? "uid" : fc_prefix_is_exact(&r->p) ? "exact" : "prefix",
+		       exp ? expires : "never", exp ? left : "-", reason, al ? "; overridden by allow " : "", al ? by : "");
 	}
 	fc_ban_listing_free(&l);
 	return FC_EXIT_OK;
@@ -375,7 +381,6 @@ static int fc_ban_sets(const struct fc_ctx *ctx, const struct fc_cmd *cmd, int a
 		fc_store_close(st);
 		return FC_EXIT_FAILURE;
 	}
-	fc_store_close(st);
 	if (opt.json) {
 		arr = json_array();
 		for (i = 0; arr && i < l.nsets; i++)
@@ -455,9 +460,10 @@ const struct fc_cmd fc_cmd_ban_list = {
 	.summary = "List the bans in the store that have not expired, each with its source.",
 	.details = "Columns: BAN, KIND (exact, prefix or uid), EXPIRES (UTC, or never), REMAINING, SOURCE.\n"
 		   "SOURCE is by hand, escalated by an L7 policy's --escalate, or set NAME; a ban held by\n"
-		   "several sources is listed once for each (a set's bans show the set's lapse time).\n"
+		   "several sources is listed once for each (a set's bans show the set's lapse time). It\n"
+		   "names the allow entry that overrides the ban, if one covers it (see allow add).\n"
 		   "--json prints an array of {ban, family, kind, created, expires, ttl_remaining,\n"
-		   "escalated_by_policy, set}.",
+		   "escalated_by_policy, set, allowed_by}.",
 	.opts = fc_ban_list_opts,
 	.run = fc_ban_list,
 };

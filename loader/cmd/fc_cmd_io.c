@@ -7,14 +7,17 @@
  *                  "delay_burst", "new_sources"}, ...],
  *    "bans": [{"ban": "ADDR[/LEN]" | "uid=VALUE", "created", "expires"}, ...],
  *    "sets": [{"name", "expires", "bans": ["ADDR[/LEN]", ...]}, ...],
- *    "nodes": [{"name", "weight"}, ...]}
+ *    "nodes": [{"name", "weight"}, ...],
+ *    "allows": [{"allow": "ADDR[/LEN]" | "uid=VALUE", "created", "expires", "note"}, ...]}
  *
  * Times are unix seconds; a default is null. "bans" are those by hand (or
  * escalated); a ban set carries its own. Import validates the whole file
  * with the CLI's own parsers and applies all of it or nothing: the store's
- * policies, bans, sets and nodes become the file's (a policy whose id and
- * match stay keeps its bucket state and counters; a set that stays changes
- * by the difference). A file of version 1 (no sets) is read too.
+ * policies, bans, sets, nodes and allow entries become the file's (a policy
+ * whose id and match stay keeps its bucket state and counters; a set that
+ * stays changes by the difference). A file of version 1 (no sets) is read
+ * too. A file without "allows" (written before allow lists) leaves the
+ * store's entries alone.
  */
 #include <stddef.h>
 #include <stdlib.h>
@@ -22,6 +25,7 @@
 #include <time.h>
 #include <jansson.h>
 
+#include "fc_allow.h"
 #include "fc_cli.h"
 #include "fc_duration.h"
 #include "fc_change.h"
@@ -69,6 +73,8 @@ struct fc_store_all {
 	size_t ns;
 	struct fc_node *nodes;
 	size_t nn;
+	struct fc_allow_row *allows;
+	size_t na;
 };
 
 static void fc_store_all_free(struct fc_store_all *a)
@@ -78,6 +84,7 @@ static void fc_store_all_free(struct fc_store_all *a)
 	free(a->ub);
 	fc_io_sets_free(a->sets, a->ns);
 	free(a->nodes);
+	free(a->allows);
 	memset(a, 0, sizeof(*a));
 }
 
@@ -119,7 +126,8 @@ static int fc_store_all_read(const char *db, bool create, int64_t now, struct fc
 	memset(a, 0, sizeof(*a));
 	if (fc_store_open_ex(db, create, &st, err) < 0 || fc_store_policy_list(st, &a->pols, &a->np, err) < 0 ||
 	    fc_store_ban_list(st, now, &a->bans, &a->nb, err) < 0 || fc_store_uid_ban_list(st, now, &a->ub, &a->nu, err) < 0 ||
-	    fc_store_sets_read(st, now, a, err) < 0 || fc_store_node_list(st, &a->nodes, &a->nn, err) < 0) {
+	    fc_store_sets_read(st, now, a, err) < 0 || fc_store_node_list(st, &a->nodes, &a->nn, err) < 0 ||
+	    fc_store_allow_list(st, now, &a->allows, &a->na, err) < 0) {
 		fc_store_all_free(a);
 		rc = -1;
 	}
@@ -135,7 +143,7 @@ static int fc_export(const struct fc_ctx *ctx, const struct fc_cmd *cmd, int arg
 {
 	char text[FC_PREFIX_STRLEN + FC_SHM_MAX_VALUE + 8];
 	struct fc_store_all all;
-	json_t *doc, *jp, *jb, *js, *jn;
+	json_t *doc, *jp, *jb, *js, *jn, *ja, *o;
 	struct fc_err err;
 	size_t i, j;
 
@@ -172,8 +180,16 @@ static int fc_export(const struct fc_ctx *ctx, const struct fc_cmd *cmd, int arg
 	jn = json_array();
 	for (i = 0; jn && i < all.nn; i++)
 		json_array_append_new(jn, json_pack("{s:s, s:f}", "name", all.nodes[i].name, "weight", all.nodes[i].weight));
-	doc = json_pack("{s:i, s:o, s:o, s:o, s:o}", "freqctl", FC_IO_VERSION, "policies", jp, "bans", jb, "sets", js,
-			"nodes", jn);
+	ja = json_array();
+	for (i = 0; ja && i < all.na; i++) {
+		fc_allow_format(&all.allows[i], text);
+		o = json_pack("{s:s, s:I, s:o, s:o}", "allow", text, "created", (json_int_t)all.allows[i].created,
+			      "expires", all.allows[i].expires ? json_integer(all.allows[i].expires) : json_null(), "note",
+			      all.allows[i].note[0] ? json_string(all.allows[i].note) : json_null());
+		json_array_append_new(ja, o);
+	}
+	doc = json_pack("{s:i, s:o, s:o, s:o, s:o, s:o}", "freqctl", FC_IO_VERSION, "policies", jp, "bans", jb, "sets",
+			js, "nodes", jn, "allows", ja);
 	fc_store_all_free(&all);
 	return fc_json_print(doc);
 }
@@ -191,6 +207,9 @@ struct fc_import_set {
 	size_t ns;
 	struct fc_node *nodes;
 	size_t nn;
+	struct fc_allow_row *allows;
+	size_t na;
+	bool has_allows; /* the file has "allows": they replace the store's */
 	size_t errors;
 	const char *path;
 };
@@ -383,10 +402,45 @@ static void fc_import_node(struct fc_import_set *s, size_t idx, json_t *o)
 	s->nn++;
 }
 
+static void fc_import_allow(struct fc_import_set *s, size_t idx, json_t *o)
+{
+	const char *text = json_string_value(json_object_get(o, "allow")), *key;
+	json_t *note = json_object_get(o, "note"), *val;
+	struct fc_allow_row *a = &s->allows[s->na];
+	char where[48], canon[FC_BAN_TEXT_LEN];
+	uint64_t created, expires;
+	struct fc_err err;
+	size_t i;
+
+	snprintf(where, sizeof(where), "allows[%zu]", idx);
+	if (!json_is_object(o) || !text)
+		return fc_import_error(s, where, "expected an object with \"allow\": \"ADDR[/LEN]\" or \"uid=VALUE\"");
+	json_object_foreach(o, key, val) {
+		if (strcmp(key, "allow") && strcmp(key, "created") && strcmp(key, "expires") && strcmp(key, "note"))
+			return fc_import_error(s, where, "unknown key \"%s\"", key);
+	}
+	if (fc_json_uint(json_object_get(o, "created"), FC_TIME_MAX, &created) < 0 ||
+	    fc_json_uint(json_object_get(o, "expires"), FC_TIME_MAX, &expires) < 0)
+		return fc_import_error(s, where, "created, expires: expected unix seconds up to %lld (expires may be null)",
+				       (long long)FC_TIME_MAX);
+	if (note && !json_is_null(note) && !json_is_string(note))
+		return fc_import_error(s, where, "note: expected a string or null");
+	if (fc_allow_text(text, a, canon, &err) < 0 ||
+	    (json_is_string(note) && fc_allow_note_check(json_string_value(note), &err) < 0))
+		return fc_import_error(s, where, "%s", err.msg);
+	for (i = 0; i < s->na; i++)
+		if (!memcmp(&s->allows[i].p, &a->p, sizeof(a->p)) && !strcmp(s->allows[i].uid, a->uid))
+			return fc_import_error(s, where, "%s given twice", canon);
+	snprintf(a->note, sizeof(a->note), "%s", json_is_string(note) ? json_string_value(note) : "");
+	a->created = (int64_t)created;
+	a->expires = (int64_t)expires;
+	s->na++;
+}
+
 /* Reads and validates the whole file. */
 static int fc_import_read(const char *path, struct fc_import_set *s)
 {
-	json_t *doc, *pols, *bans, *sets, *nodes;
+	json_t *doc, *pols, *bans, *sets, *nodes, *allows;
 	json_error_t jerr;
 	json_int_t version;
 	size_t i;
@@ -402,13 +456,15 @@ static int fc_import_read(const char *path, struct fc_import_set *s)
 	bans = json_object_get(doc, "bans");
 	sets = json_object_get(doc, "sets");
 	nodes = json_object_get(doc, "nodes");
+	allows = json_object_get(doc, "allows");
+	s->has_allows = allows != NULL;
 	version = json_integer_value(json_object_get(doc, "freqctl"));
-	/* Version 1 had no sets. */
+	/* Version 1 had no sets; "allows" may be missing (before allow lists). */
 	if (!json_is_object(doc) || (version != FC_IO_VERSION && version != 1) || !json_is_array(pols) ||
 	    !json_is_array(bans) || !json_is_array(nodes) || (version > 1 && !json_is_array(sets)) ||
-	    json_object_size(doc) != (version > 1 ? 5u : 4u)) {
+	    (allows && !json_is_array(allows)) || json_object_size(doc) != (version > 1 ? 5u : 4u) + (allows != NULL)) {
 		fc_warn("%s: expected {\"freqctl\": %d, \"policies\": [...], \"bans\": [...], \"sets\": [...], "
-			"\"nodes\": [...]} (see freqctl export)",
+			"\"nodes\": [...], \"allows\": [...]} (see freqctl export)",
 			path, FC_IO_VERSION);
 		json_decref(doc);
 		return -1;
@@ -419,7 +475,8 @@ static int fc_import_read(const char *path, struct fc_import_set *s)
 	s->ubans = calloc(json_array_size(bans) + 1, sizeof(*s->ubans));
 	s->sets = calloc(json_array_size(sets) + 1, sizeof(*s->sets));
 	s->nodes = calloc(json_array_size(nodes) + 1, sizeof(*s->nodes));
-	if (!s->pols || !s->pidx || !s->bans || !s->ubans || !s->sets || !s->nodes) {
+	s->allows = calloc(json_array_size(allows) + 1, sizeof(*s->allows));
+	if (!s->pols || !s->pidx || !s->bans || !s->ubans || !s->sets || !s->nodes || !s->allows) {
 		fc_warn("%s: out of memory", path);
 		json_decref(doc);
 		return -1;
@@ -433,6 +490,8 @@ static int fc_import_read(const char *path, struct fc_import_set *s)
 		fc_import_ban_set(s, i, json_array_get(sets, i));
 	for (i = 0; i < json_array_size(nodes); i++)
 		fc_import_node(s, i, json_array_get(nodes, i));
+	for (i = 0; i < json_array_size(allows); i++)
+		fc_import_allow(s, i, json_array_get(allows, i));
 	json_decref(doc);
 	if (s->errors > FC_IO_MAX_ERRORS)
 		fc_warn("%s: ... and %zu more errors", path, s->errors - FC_IO_MAX_ERRORS);
@@ -524,6 +583,11 @@ static int fc_import_apply(struct fc_publish *pub, const struct fc_import_set *s
 		goto out;
 	for (i = 0; i < s->nn; i++)
 		if (fc_store_node_put(pub->st, &s->nodes[i], err) < 0)
+			goto out;
+	if (s->has_allows && fc_store_allows_clear(pub->st, err) < 0)
+		goto out;
+	for (i = 0; i < s->na; i++)
+		if (fc_store_allow_put(pub->st, &s->allows[i], pub->now, &existed, err) < 0)
 			goto out;
 	rc = 0;
 out:
@@ -668,6 +732,22 @@ static bool fc_set_changed(const void *a, const void *b)
 	return x->expires != y->expires || x->n != y->n || (x->n && memcmp(x->keys, y->keys, x->n * sizeof(*x->keys)));
 }
 
+static void fc_allow_name(const void *a, char *buf, size_t len)
+{
+	char text[FC_BAN_TEXT_LEN];
+
+	fc_allow_format(a, text);
+	snprintf(buf, len, "%s", text);
+}
+
+/* Allow entries: keyed by address and uid, changed by expiry or note. */
+static bool fc_allow_changed(const void *a, const void *b)
+{
+	const struct fc_allow_row *x = a, *y = b;
+
+	return x->expires != y->expires || strcmp(x->note, y->note);
+}
+
 static void fc_ban_name(const void *a, char *buf, size_t len)
 {
 	char text[FC_PREFIX_STRLEN];
@@ -687,14 +767,17 @@ static int fc_import_dry_run(const struct fc_ctx *ctx, const struct fc_import_se
 							  FC_VAL(struct fc_ban_row, expires), .name = fc_ban_name },
 					  fc_diff_uban = { FC_KEY(struct fc_uid_ban, uid), FC_VAL(struct fc_uid_ban, expires) },
 					  fc_diff_set = { FC_KEY(struct fc_io_set, name), .changed = fc_set_changed },
-					  fc_diff_node = { FC_KEY(struct fc_node, name), FC_VAL(struct fc_node, weight) };
+					  fc_diff_node = { FC_KEY(struct fc_node, name), FC_VAL(struct fc_node, weight) },
+					  fc_diff_allow = { FC_KEY(struct fc_allow_row, p),
+							    .key_len = offsetof(struct fc_allow_row, created),
+							    .changed = fc_allow_changed, .name = fc_allow_name };
 #undef FC_KEY
 #undef FC_VAL
 	struct fc_policy_spec *specs = NULL;
 	struct fc_store_all all;
-	struct fc_diff d[5];
+	struct fc_diff d[6];
+	size_t i, nd = s->has_allows ? 6 : 5;
 	json_t *doc;
-	size_t i;
 	int rc = -1;
 
 	if (fc_store_all_read(ctx->db_path, false, (int64_t)time(NULL), &all, err) < 0)
@@ -704,6 +787,7 @@ static int fc_import_dry_run(const struct fc_ctx *ctx, const struct fc_import_se
 	fc_diff_init(&d[2], "uid-ban");
 	fc_diff_init(&d[3], "set");
 	fc_diff_init(&d[4], "node");
+	fc_diff_init(&d[5], "allow");
 	/* The store's policies as specs, to compare with the file's. */
 	specs = calloc(all.np ? all.np : 1, sizeof(*specs));
 	if (!specs) {
@@ -717,8 +801,9 @@ static int fc_import_dry_run(const struct fc_ctx *ctx, const struct fc_import_se
 	fc_diff_run(&d[2], &fc_diff_uban, all.ub, all.nu, s->ubans, s->nu);
 	fc_diff_run(&d[3], &fc_diff_set, all.sets, all.ns, s->sets, s->ns);
 	fc_diff_run(&d[4], &fc_diff_node, all.nodes, all.nn, s->nodes, s->nn);
+	fc_diff_run(&d[5], &fc_diff_allow, all.allows, all.na, s->allows, s->na);
 	doc = json_object();
-	for (i = 0; i < 5; i++) {
+	for (i = 0; i < nd; i++) {
 		if (!json)
 			fc_diff_print(&d[i]);
 		json_object_set_new(doc, d[i].kind, json_pack("{s:o, s:o, s:o}", "added", d[i].added, "changed",
@@ -727,7 +812,7 @@ static int fc_import_dry_run(const struct fc_ctx *ctx, const struct fc_import_se
 	if (json) {
 		fc_json_print(doc);
 	} else {
-		for (i = 0; i < 5; i++)
+		for (i = 0; i < nd; i++)
 			printf("%s%s: %zu added, %zu changed, %zu removed", i ? "; " : "", d[i].kind,
 			       json_array_size(d[i].added), json_array_size(d[i].changed), json_array_size(d[i].removed));
 		printf(" (dry run: nothing changed)\n");
@@ -767,8 +852,8 @@ static int fc_import(const struct fc_ctx *ctx, const struct fc_cmd *cmd, int arg
 	}
 	if (fc_publish_commit(&pub, &err) < 0)
 		goto fail;
-	printf("imported %zu policies, %zu address bans, %zu uid bans, %zu ban sets and %zu nodes from %s\n", set.np,
-	       set.nb, set.nu, set.ns, set.nn, argv[optind]);
+	printf("imported %zu policies, %zu address bans, %zu uid bans, %zu ban sets, %zu nodes and %zu allow entries "
+	       "from %s\n", set.np, set.nb, set.nu, set.ns, set.nn, set.na, argv[optind]);
 	rc = FC_EXIT_OK;
 	goto out;
 fail:
@@ -780,6 +865,7 @@ out:
 	free(set.ubans);
 	fc_io_sets_free(set.sets, set.ns);
 	free(set.nodes);
+	free(set.allows);
 	return rc;
 }
 
@@ -787,13 +873,15 @@ const struct fc_cmd fc_cmd_export = {
 	.name = "export",
 	.min_args = 0,
 	.max_args = 0,
-	.summary = "Print the store's policies, live bans, ban sets and nodes as JSON (what 'freqctl import' reads).",
+	.summary = "Print the store's policies, live bans, ban sets, nodes and allow entries as JSON (what 'freqctl "
+		   "import' reads).",
 	.details = "{\"freqctl\": 2, \"policies\": [{\"id\", \"match\", \"rates\", \"burst\", \"algo\", \"action\",\n"
 		   "\"count\", \"delay_burst\", \"new_sources\", \"escalate\", \"ban_ttl\", \"layer\", \"max_keys\",\n"
-		   "\"new_keys\", \"concurrency\", \"warmup\"}], \"bans\": [{\"ban\", \"created\", \"expires\",\n"
-		   "\"escalated_by_policy\"}], \"sets\": [{\"name\", \"expires\", \"bans\": [\"ADDR[/LEN]\"]}], \"nodes\":\n"
-		   "[{\"name\", \"weight\"}]}; times in unix seconds, defaults as null. \"bans\" are those by hand\n"
-		   "or escalated; a set carries its own.",
+		   "\"new_keys\", \"concurrency\", \"warmup\", \"override\"}], \"bans\": [{\"ban\", \"created\",\n"
+		   "\"expires\", \"escalated_by_policy\"}], \"sets\": [{\"name\", \"expires\", \"bans\":\n"
+		   "[\"ADDR[/LEN]\"]}], \"nodes\": [{\"name\", \"weight\"}], \"allows\": [{\"allow\", \"created\",\n"
+		   "\"expires\", \"note\"}]}; times in unix seconds, defaults as null (override: true or false).\n"
+		   "\"bans\" are those by hand or escalated; a set carries its own.",
 	.opts = fc_opts_none,
 	.run = fc_export,
 };
@@ -803,13 +891,14 @@ const struct fc_cmd fc_cmd_import = {
 	.args = "FILE",
 	.min_args = 1,
 	.max_args = 1,
-	.summary = "Make the store's policies, bans, ban sets and nodes those of FILE (from 'freqctl export'), all or "
-		   "nothing.",
+	.summary = "Make the store's policies, bans, ban sets, nodes and allow entries those of FILE (from 'freqctl "
+		   "export'), all or nothing.",
 	.details = "The whole file is validated first, with the same checks as the commands; any error is\n"
 		   "reported with where it is and nothing changes. A policy whose id and match are unchanged\n"
 		   "keeps its bucket state and counters. Published to XDP/TC and nginx like any change.\n"
 		   "--dry-run prints each change (+ added, ~ changed, - removed) and a summary, and changes\n"
-		   "nothing: a store kept in git can be reviewed before it is applied.",
+		   "nothing: a store kept in git can be reviewed before it is applied. A file without\n"
+		   "\"allows\" (from before allow lists) leaves the store's allow entries as they are.",
 	.opts = fc_import_opts,
 	.run = fc_import,
 };

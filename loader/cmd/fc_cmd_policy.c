@@ -38,6 +38,27 @@ static const char fc_policy_details[] =
 	"(a TCP fragment, a cut TCP header, an L4 protocol past 8 extension headers) is charged\n"
 	"as one. A packet is charged once its source is read, however malformed the rest of it.\n"
 	"One policy per address, prefix, and one ip=*.\n"
+	"--override: where the policy matches, the other matching policies more general than\n"
+	"it do not apply (instead of every one having to admit). Q is more general than P when\n"
+	"each dimension of Q's match is * or covers P's value there: the same value, an ip\n"
+	"prefix holding P's address or prefix, a uri prefix /a/* that P's path or uri prefix\n"
+	"starts with. A dimension P has and Q lacks is no obstacle; one Q has with a value and\n"
+	"P lacks is. So ip=* is more general than any ip= policy, ip=10.0.0.0/8 than ip=10.1.2.3\n"
+	"and ip=10.1.0.0/16, uid=* than uid=alice, uri=/api/* than uri=/api/v1, uid=alice\n"
+	"than uid=alice,uri=/x; uid=alice and uri=/login are not comparable: both apply.\n"
+	"Policies each more general than the other (their matches differ only in * dimensions,\n"
+	"e.g. uid=* and ip=* in nginx) switch nothing off between them. A matching policy\n"
+	"applies unless a matching override is more specific than it: several overrides each\n"
+	"switch off what is more general than them, and an override that a more specific one\n"
+	"switches off changes nothing more (what is more general than it is more general than\n"
+	"the specific one too). A more specific policy that is no override still applies.\n"
+	"Overrides act among the policies of one layer: at XDP/TC an exact address's switches\n"
+	"off its prefix's and ip=*, a prefix's ip=* (an exact address's policy is not more\n"
+	"general than its prefix's: it still applies); in nginx among its policies, ip= ones\n"
+	"with --layer http included. One at XDP/TC lifts no limit in nginx, nor the reverse.\n"
+	"E.g. ip=* 5/s and ip=203.0.113.7 10000/s --override: that partner gets 10000/s, every\n"
+	"other address 5/s. Not with --action log: a dry run does not change what others do.\n"
+	"An override lifts no ban: bans come first.\n"
 	"Changing a policy's limits keeps its bucket state; changing its match, --algo or --warmup\n"
 	"resets it, as do adding or removing --concurrency and, with either, changing its number\n"
 	"of rates.\n"
@@ -111,6 +132,8 @@ static void fc_policy_describe(const struct fc_policy_spec *p, char *buf, size_t
 		fc_duration_format(p->warmup, d);
 		snprintf(buf + strlen(buf), len - strlen(buf), ", warm-up %s", d);
 	}
+	if (p->override)
+		snprintf(buf + strlen(buf), len - strlen(buf), ", overrides what is more general");
 	snprintf(buf + strlen(buf), len - strlen(buf), ", %s)", fc_policy_is_l7(p) ? "requests in nginx" :
 										fc_count_name(p->count));
 }
@@ -178,7 +201,7 @@ static json_t *fc_policy_json(const struct fc_policy_row *r)
 	fc_time_format(r->created, created);
 	fc_time_format(r->updated, updated);
 	/* burst: the first tier's (as --burst); bursts: every tier's. */
-	return json_pack("{s:I, s:s, s:o, s:o, s:o, s:s, s:s, s:s, s:o, s:o, s:o, s:s, s:s}", "id", (json_int_t)p->id,
+	return json_pack("{s:I, s:s, s:o, s:o, s:o, s:s, s:s, s:s, s:o, s:o, s:o, s:b, s:s, s:s}", "id", (json_int_t)p->id,
 			 "match", match, "rates", rates, "burst",
 			 p->algo == FC_ALGO_GCRA && p->ntiers ? json_integer((json_int_t)fc_tier_burst(p, 0)) : json_null(),
 			 "bursts",
@@ -189,7 +212,8 @@ static json_t *fc_policy_json(const struct fc_policy_row *r)
 				 json_integer((json_int_t)(p->new_sources ? p->new_sources : FC_NEW_SOURCES_DEFAULT)) :
 				 json_null(),
 			 "warmup", p->warmup ? json_integer(p->warmup) : json_null(), "concurrency",
-			 p->concurrency ? json_integer(p->concurrency) : json_null(), "created", created, "updated",
+			 p->concurrency ? json_integer(p->concurrency) : json_null(), "override", p->override, "created",
+			 created, "updated",
 			 updated);
 }
 
@@ -218,8 +242,8 @@ static int fc_policy_list(const struct fc_ctx *ctx, const struct fc_cmd *cmd, in
 		return fc_json_print(arr);
 	}
 	if (n)
-		printf("%-10s %-30s %-24s %-8s %-7s %-7s %-8s %-7s %s\n", "ID", "MATCH", "RATES", "BURST", "ALGO",
-		       "ACTION", "COUNT", "WARMUP", "CONCURRENCY");
+		printf("%-10s %-30s %-24s %-8s %-7s %-7s %-8s %-8s %-7s %s\n", "ID", "MATCH", "RATES", "BURST", "ALGO",
+		       "ACTION", "COUNT", "OVERRIDE", "WARMUP", "CONCURRENCY");
 	for (i = 0; i < n; i++) {
 		const struct fc_policy_spec *p = &rows[i].spec;
 		char conc[16] = "-";
@@ -231,10 +255,10 @@ static int fc_policy_list(const struct fc_ctx *ctx, const struct fc_cmd *cmd, in
 			fc_duration_format(p->warmup, warmup);
 		if (p->concurrency)
 			snprintf(conc, sizeof(conc), "%u", p->concurrency);
-		printf("%-10u %-30s %-24s %-8s %-7s %-7s %-8s %-7s %s\n", p->id, match, p->ntiers ? rates : "-",
+		printf("%-10u %-30s %-24s %-8s %-7s %-7s %-8s %-8s %-7s %s\n", p->id, match, p->ntiers ? rates : "-",
 		       p->algo == FC_ALGO_GCRA && p->ntiers ? bursts : "-", fc_algo_name(p->algo),
 		       fc_action_name(p->action), fc_policy_is_l7(p) ? "requests" : fc_count_name(p->count),
-		       p->warmup ? warmup : "-", conc);
+		       p->override ? "yes" : "-", p->warmup ? warmup : "-", conc);
 	}
 	free(rows);
 	return FC_EXIT_OK;

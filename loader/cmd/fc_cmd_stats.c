@@ -41,6 +41,8 @@ static int fc_stats_print(const struct fc_stats_all *a, enum fc_stats_format fmt
 		pols = json_array();
 		for (i = 0; doc && i < fc_nstat_rows; i++)
 			json_object_set_new(doc, fc_stat_rows[i].key, fc_counter_json(fc_stat_at(s, i)));
+		if (doc)
+			json_object_set_new(doc, "nginx_allowed", json_integer((json_int_t)a->nginx_allowed));
 		for (i = 0; pols && i < n; i++) {
 			const struct fc_policy_spec *p = &ps[i].row->spec;
 			json_t *o;
@@ -73,6 +75,7 @@ static int fc_stats_print(const struct fc_stats_all *a, enum fc_stats_format fmt
 		printf("%-22s %16llu %18llu\n", fc_stat_rows[i].label, (unsigned long long)cnt->packets,
 		       (unsigned long long)cnt->bytes);
 	}
+	printf("%-22s %16llu %18s\n", "nginx: allowed", (unsigned long long)a->nginx_allowed, "(requests)");
 	printf("\n%-30s %10s %16s %18s\n", "BAN SOURCE", "BANS", "DROPPED PACKETS", "BYTES");
 	for (i = 0; i < a->nsources; i++) {
 		char name[FC_SET_NAME_MAX + 8];

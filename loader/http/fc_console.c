@@ -9,6 +9,8 @@
  *   GET  /api/policies/ID         PUT, DELETE /api/policies/ID
  *   GET  /api/bans                POST /api/bans
  *   DELETE /api/bans/ADDR[/LEN]|uid=VALUE   (URL-encode the slash: %2F)
+ *   GET  /api/allows              POST /api/allows ({"allow", "ttl", "note"})
+ *   DELETE /api/allows/ADDR[/LEN]|uid=VALUE
  *   GET  /api/stats               GET /metrics
  *
  * Answers are JSON; an error is {"error": message, "field": key}, with the
@@ -307,37 +309,52 @@ static int fc_api_policy_del(struct fc_console *c, struct fc_reply *r, uint32_t 
 
 static int fc_api_ban_list(struct fc_console *c, struct fc_reply *r)
 {
+	struct fc_allow_row *allows = NULL;
 	struct fc_ban_row *rows = NULL;
 	struct fc_uid_ban *ub = NULL;
 	struct fc_ban_set *sets = NULL;
 	int64_t now = (int64_t)time(NULL);
-	size_t n = 0, nu = 0, nsets = 0;
+	size_t n = 0, nu = 0, nsets = 0, na = 0;
 	struct fc_store *st;
 	struct fc_err err;
-	json_t *a;
+	json_t *a = NULL;
 	int rc;
 
 	if (!(st = fc_store_keep_get(&c->keep, &err)))
 		return fc_reply_error(r, MHD_HTTP_SERVICE_UNAVAILABLE, NULL, "%s", err.msg);
 	rc = fc_store_set_list(st, now, &sets, &nsets, &err) < 0 || fc_store_ban_list(st, now, &rows, &n, &err) < 0 ||
-			     fc_store_uid_ban_list(st, now, &ub, &nu, &err) < 0 ?
+			     fc_store_uid_ban_list(st, now, &ub, &nu, &err) < 0 ||
+			     fc_store_allow_list(st, now, &allows, &na, &err) < 0 ?
 		     -1 :
 		     0;
 	fc_store_keep_put(&c->keep, rc < 0);
-	a = rc < 0 ? NULL : fc_bans_to_json(rows, n, ub, nu, sets, nsets, now);
+	a = rc < 0 ? NULL : fc_bans_to_json(rows, n, ub, nu, sets, nsets, allows, na, now);
 	free(rows);
 	free(ub);
 	free(sets);
+	free(allows);
 	if (rc < 0)
 		return fc_reply_error(r, MHD_HTTP_SERVICE_UNAVAILABLE, NULL, "%s", err.msg);
 	return fc_reply_json(r, MHD_HTTP_OK, json_pack("{s:o}", "bans", a));
 }
 
-/* {"ban": "ADDR[/LEN]" | "uid=VALUE", "ttl": "1h" | seconds | null} */
-static int fc_api_ban_add(struct fc_console *c, struct fc_reply *r, struct fc_api_req *b)
+/* Bans and allow entries, as the API takes them: POST {"KEY": "ADDR[/LEN]" |
+ * "uid=VALUE", "ttl": "1h" | seconds | null[, "note": TEXT]}, DELETE by
+ * text. */
+struct fc_api_entry {
+	const char *key;    /* "ban", "allow" */
+	const char *verb;   /* for messages: "ban", "allow" */
+	const char *absent; /* what a DELETE of a missing one says */
+	bool allow;         /* an allow entry: takes a note */
+};
+
+static const struct fc_api_entry fc_api_ban = { "ban", "ban", "not banned", false },
+				 fc_api_allow = { "allow", "allow", "not allowed", true };
+
+static int fc_api_entry_add(struct fc_console *c, struct fc_reply *r, struct fc_api_req *b, const struct fc_api_entry *k)
 {
 	char canon[FC_BAN_TEXT_LEN];
-	const char *text, *key;
+	const char *text, *key, *note = "";
 	int ret;
 	json_t *doc = fc_api_body(r, b, &ret), *ttl, *v;
 	struct fc_err err;
@@ -348,17 +365,25 @@ static int fc_api_ban_add(struct fc_console *c, struct fc_reply *r, struct fc_ap
 	if (!doc)
 		return ret;
 	json_object_foreach(doc, key, v) {
-		if (strcmp(key, "ban") && strcmp(key, "ttl")) {
+		if (strcmp(key, k->key) && strcmp(key, "ttl") && (!k->allow || strcmp(key, "note"))) {
 			ret = fc_reply_error(r, MHD_HTTP_BAD_REQUEST, key, "unknown key \"%.64s\"", key);
 			goto out;
 		}
 	}
-	text = json_string_value(json_object_get(doc, "ban"));
+	text = json_string_value(json_object_get(doc, k->key));
 	ttl = json_object_get(doc, "ttl");
+	v = json_object_get(doc, "note");
 	if (!text) {
-		ret = fc_reply_error(r, MHD_HTTP_BAD_REQUEST, "ban", "ban: expected \"ADDR[/LEN]\" or \"uid=VALUE\"");
+		ret = fc_reply_error(r, MHD_HTTP_BAD_REQUEST, k->key, "%s: expected \"ADDR[/LEN]\" or \"uid=VALUE\"",
+				     k->key);
 		goto out;
 	}
+	if (v && !json_is_null(v) && !json_is_string(v)) {
+		ret = fc_reply_error(r, MHD_HTTP_BAD_REQUEST, "note", "note: expected a string or null");
+		goto out;
+	}
+	if (json_is_string(v))
+		note = json_string_value(v);
 	if (json_is_string(ttl) && fc_duration_parse(json_string_value(ttl), &secs, &err) < 0) {
 		ret = fc_reply_error(r, MHD_HTTP_BAD_REQUEST, "ttl", "ttl: %s", err.msg);
 		goto out;
@@ -370,33 +395,59 @@ static int fc_api_ban_add(struct fc_console *c, struct fc_reply *r, struct fc_ap
 		ret = fc_reply_error(r, MHD_HTTP_BAD_REQUEST, "ttl", "ttl: expected a duration (\"1h\"), seconds or null");
 		goto out;
 	}
-	rc = fc_change_ban_put(&c->ctx, text, secs, canon, &existed, &err);
-	snprintf(b->what, sizeof(b->what), "(ban %.64s)", rc == FC_CHANGE_INVALID ? "?" : canon);
+	rc = k->allow ? fc_change_allow_put(&c->ctx, text, secs, note, canon, &existed, &err) :
+			fc_change_ban_put(&c->ctx, text, secs, canon, &existed, &err);
+	snprintf(b->what, sizeof(b->what), "(%s %.64s)", k->verb, rc == FC_CHANGE_INVALID ? "?" : canon);
 	if (rc == FC_CHANGE_INVALID)
-		ret = fc_reply_error(r, MHD_HTTP_BAD_REQUEST, "ban", "%s", err.msg);
+		ret = fc_reply_error(r, MHD_HTTP_BAD_REQUEST, k->key, "%s", err.msg);
 	else if (rc)
-		ret = fc_reply_error(r, MHD_HTTP_SERVICE_UNAVAILABLE, NULL, "ban add %s: %s", canon, err.msg);
+		ret = fc_reply_error(r, MHD_HTTP_SERVICE_UNAVAILABLE, NULL, "%s add %s: %s", k->verb, canon, err.msg);
 	else
 		ret = fc_reply_json(r, existed ? MHD_HTTP_OK : MHD_HTTP_CREATED,
-				    json_pack("{s:s, s:o}", "ban", canon, "ttl", secs ? json_integer(secs) : json_null()));
+				    json_pack("{s:s, s:o}", k->key, canon, "ttl", secs ? json_integer(secs) : json_null()));
 out:
 	json_decref(doc);
 	return ret;
 }
 
-static int fc_api_ban_del(struct fc_console *c, struct fc_reply *r, const char *text)
+static int fc_api_entry_del(struct fc_console *c, struct fc_reply *r, const char *text, const struct fc_api_entry *k)
 {
 	char canon[FC_BAN_TEXT_LEN], held[FC_SETS_TEXT_LEN];
 	struct fc_err err;
-	int rc = fc_change_ban_del(&c->ctx, text, canon, held, &err);
+	int rc = k->allow ? fc_change_allow_del(&c->ctx, text, canon, &err) :
+			    fc_change_ban_del(&c->ctx, text, canon, held, &err);
 
 	if (rc == FC_CHANGE_INVALID)
-		return fc_reply_error(r, MHD_HTTP_BAD_REQUEST, "ban", "%s", err.msg);
+		return fc_reply_error(r, MHD_HTTP_BAD_REQUEST, k->key, "%s", err.msg);
 	if (rc == FC_CHANGE_CONFLICT)
-		return fc_reply_error(r, MHD_HTTP_NOT_FOUND, NULL, "ban del %s: %s", canon, err.msg);
+		return fc_reply_error(r, MHD_HTTP_NOT_FOUND, NULL, "%s del %s: %s", k->verb, canon,
+				      k->allow ? k->absent : err.msg);
 	if (rc)
-		return fc_reply_error(r, MHD_HTTP_SERVICE_UNAVAILABLE, NULL, "ban del %s: %s", canon, err.msg);
+		return fc_reply_error(r, MHD_HTTP_SERVICE_UNAVAILABLE, NULL, "%s del %s: %s", k->verb, canon, err.msg);
 	return fc_reply_set(r, MHD_HTTP_NO_CONTENT, strdup(""), 0, "text/plain");
+}
+
+static int fc_api_allow_list(struct fc_console *c, struct fc_reply *r)
+{
+	struct fc_allow_row *rows = NULL;
+	int64_t now = (int64_t)time(NULL);
+	size_t n = 0, i;
+	struct fc_store *st;
+	struct fc_err err;
+	json_t *a;
+	int rc;
+
+	if (!(st = fc_store_keep_get(&c->keep, &err)))
+		return fc_reply_error(r, MHD_HTTP_SERVICE_UNAVAILABLE, NULL, "%s", err.msg);
+	rc = fc_store_allow_list(st, now, &rows, &n, &err);
+	fc_store_keep_put(&c->keep, rc < 0);
+	if (rc < 0)
+		return fc_reply_error(r, MHD_HTTP_SERVICE_UNAVAILABLE, NULL, "%s", err.msg);
+	a = json_array();
+	for (i = 0; a && i < n; i++)
+		json_array_append_new(a, fc_allow_to_json(&rows[i], now));
+	free(rows);
+	return fc_reply_json(r, MHD_HTTP_OK, json_pack("{s:o}", "allows", a));
 }
 
 /* ---- counters ---- */
@@ -594,9 +645,15 @@ int fc_console_api(struct fc_console *c, struct fc_api_req *b, struct fc_reply *
 		       del ? fc_api_policy_del(c, r, id) : fc_not_allowed(r, "GET, PUT, DELETE");
 	}
 	if (!strcmp(url, "/api/bans"))
-		return get ? fc_api_ban_list(c, r) : post ? fc_api_ban_add(c, r, b) : fc_not_allowed(r, "GET, POST");
+		return get ? fc_api_ban_list(c, r) : post ? fc_api_entry_add(c, r, b, &fc_api_ban) :
+		       fc_not_allowed(r, "GET, POST");
 	if (!strncmp(url, "/api/bans/", 10))
-		return del ? fc_api_ban_del(c, r, url + 10) : fc_not_allowed(r, "DELETE");
+		return del ? fc_api_entry_del(c, r, url + 10, &fc_api_ban) : fc_not_allowed(r, "DELETE");
+	if (!strcmp(url, "/api/allows"))
+		return get ? fc_api_allow_list(c, r) : post ? fc_api_entry_add(c, r, b, &fc_api_allow) :
+		       fc_not_allowed(r, "GET, POST");
+	if (!strncmp(url, "/api/allows/", 12))
+		return del ? fc_api_entry_del(c, r, url + 12, &fc_api_allow) : fc_not_allowed(r, "DELETE");
 	return fc_reply_error(r, MHD_HTTP_NOT_FOUND, NULL, "%.200s: no such resource", url);
 }
 

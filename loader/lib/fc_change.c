@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fc_allow.h"
 #include "fc_change.h"
 #include "fc_duration.h"
 #include "fc_feed.h"
@@ -216,5 +217,47 @@ int fc_change_set_del(const struct fc_ctx *ctx, const char *name, size_t *member
 		return FC_CHANGE_CONFLICT;
 	}
 	*members = set.size;
+	return fc_publish_commit(&pub, err) < 0 ? FC_CHANGE_RUNTIME : 0;
+}
+
+int fc_change_allow_put(const struct fc_ctx *ctx, const char *text, int64_t ttl, const char *note,
+			char canon[FC_BAN_TEXT_LEN], bool *existed, struct fc_err *err)
+{
+	struct fc_allow_row row;
+	struct fc_publish pub;
+
+	if (fc_allow_text(text, &row, canon, err) < 0 || fc_allow_note_check(note, err) < 0)
+		return FC_CHANGE_INVALID;
+	snprintf(row.note, sizeof(row.note), "%s", note);
+	if (fc_publish_begin(&pub, ctx, err) < 0)
+		return FC_CHANGE_RUNTIME;
+	row.created = pub.now;
+	row.expires = ttl ? fc_expires_after(ttl) : 0;
+	if (fc_store_allow_put(pub.st, &row, pub.now, existed, err) < 0) {
+		fc_publish_abort(&pub);
+		return FC_CHANGE_RUNTIME;
+	}
+	return fc_publish_commit(&pub, err) < 0 ? FC_CHANGE_RUNTIME : 0;
+}
+
+int fc_change_allow_del(const struct fc_ctx *ctx, const char *text, char canon[FC_BAN_TEXT_LEN], struct fc_err *err)
+{
+	struct fc_allow_row key;
+	struct fc_publish pub;
+	bool found;
+
+	if (fc_allow_text(text, &key, canon, err) < 0)
+		return FC_CHANGE_INVALID;
+	if (fc_publish_begin(&pub, ctx, err) < 0)
+		return FC_CHANGE_RUNTIME;
+	if (fc_store_allow_del(pub.st, &key, &found, err) < 0) {
+		fc_publish_abort(&pub);
+		return FC_CHANGE_RUNTIME;
+	}
+	if (!found) {
+		fc_publish_abort(&pub);
+		fc_err_set(err, "not allowed (see 'freqctl allow list')");
+		return FC_CHANGE_CONFLICT;
+	}
 	return fc_publish_commit(&pub, err) < 0 ? FC_CHANGE_RUNTIME : 0;
 }

@@ -58,6 +58,12 @@ int fc_set_replace(struct fc_publish *pub, const char *name, const struct fc_pre
 /* Deletes ban set name and lifts its bans (those no other source holds). */
 int fc_change_set_del(const struct fc_ctx *ctx, const char *name, size_t *members, struct fc_err *err);
 
+/* Allows text (ADDR[/LEN] or uid=VALUE) for ttl seconds (0: no expiry),
+ * with a note (may be empty); canon and *existed as for a ban. */
+int fc_change_allow_put(const struct fc_ctx *ctx, const char *text, int64_t ttl, const char *note,
+			char canon[FC_BAN_TEXT_LEN], bool *existed, struct fc_err *err);
+int fc_change_allow_del(const struct fc_ctx *ctx, const char *text, char canon[FC_BAN_TEXT_LEN], struct fc_err *err);
+
 /* A user id as bans and policies take it: 1 to FC_SHM_MAX_VALUE printable
  * characters, no spaces or commas. */
 int fc_uid_check(const char *uid, struct fc_err *err);

@@ -372,6 +372,9 @@ int fc_policy_validate(const struct fc_policy_spec *p, struct fc_err *err)
 	if ((p->max_keys || p->new_keys) && !fc_policy_is_keyed(p))
 		return fc_err_set(err, "--max-keys and --new-keys apply to per-key policies (a DIM=*, or ip=* "
 				       "with --layer http)");
+	if (p->override && p->action == FC_ACTION_LOG)
+		return fc_err_set(err, "--override switches off the policies more general than this one; a dry run "
+				       "(--action log) must not change what they enforce");
 	if (p->new_sources && fc_policy_is_l7(p))
 		return fc_err_set(err, "--new-sources applies to the ip=* policy at XDP/TC only; a per-key policy in "
 				       "nginx caps its new keys itself");
@@ -487,6 +490,8 @@ void fc_policy_compile(const struct fc_policy_spec *p, uint32_t epoch, struct fc
 	k->count = (__u8)p->count;
 	k->ntiers = (__u8)p->ntiers;
 	k->warmup_ms = (__u32)(p->warmup * 1000); /* validated: at most a day */
+	if (p->override)
+		k->flags |= FC_POLICY_OVERRIDE;
 	for (i = 0; i < p->ntiers; i++) {
 		struct fc_tier *t = &k->tier[i];
 		uint64_t burst = fc_tier_burst(p, i);
@@ -613,5 +618,8 @@ const struct fc_opt fc_policy_opts[] = {
 	FC_POLICY_OPT("warmup", 0, FC_OPT_DURATION, warmup, .json = "warmup", .arg = "DURATION",
 		      .help = "GCRA: after DURATION idle (1s to 1d), the first rate starts at N/3, without a burst, "
 			      "and rises to N over DURATION"),
+	FC_POLICY_OPT("override", 0, FC_OPT_FLAG, override, .json = "override",
+		      .help = "where it matches, the matching policies more general than it (ip=*, a prefix covering "
+			      "its address, uid=* over uid=V, ...) do not apply"),
 	FC_OPT_END,
 };

@@ -77,6 +77,9 @@ struct fc_policy_spec {
 	/* GCRA: after this many seconds idle the first rate starts at N/3 and
 	 * rises to N over as long (0: no warm-up). */
 	int64_t warmup;
+	/* Where it matches, the matching policies of its layer more general
+	 * than it do not apply (fc_policy_more_general). */
+	bool override;
 };
 
 static inline bool fc_policy_is_l7(const struct fc_policy_spec *p)

@@ -27,6 +27,15 @@ static int fc_parse_len(const char *s, unsigned max, unsigned *len)
 	return 0;
 }
 
+bool fc_prefix_covers_bits(const uint8_t *a, unsigned alen, const uint8_t *b, unsigned blen)
+{
+	unsigned full = alen / 8, rest = alen % 8;
+
+	if (alen > blen || memcmp(a, b, full))
+		return false;
+	return !rest || ((a[full] ^ b[full]) & (uint8_t)(0xff << (8 - rest))) == 0;
+}
+
 void fc_prefix_mask(uint8_t *a, unsigned bytes, unsigned len)
 {
 	unsigned i;

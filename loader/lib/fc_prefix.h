@@ -32,6 +32,16 @@ static inline bool fc_prefix_is_exact(const struct fc_prefix *p)
 	return p->len == (p->family == 4 ? 32 : 128);
 }
 
+/* Whether the first alen bits of a equal those of b, and alen <= blen: the
+ * prefix a/alen covers the prefix (or address) b/blen. */
+bool fc_prefix_covers_bits(const uint8_t *a, unsigned alen, const uint8_t *b, unsigned blen);
+
+/* Whether a covers b (same family, a no longer than b, b inside a). */
+static inline bool fc_prefix_covers(const struct fc_prefix *a, const struct fc_prefix *b)
+{
+	return a->family == b->family && fc_prefix_covers_bits(a->a, a->len, b->a, b->len);
+}
+
 /* Clears the bits of a (bytes long, network order) past the first len. */
 void fc_prefix_mask(uint8_t *a, unsigned bytes, unsigned len);
 

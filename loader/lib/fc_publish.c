@@ -75,7 +75,7 @@ static uint64_t fc_publish_from(const struct fc_publish *pub, const struct fc_st
 }
 
 /* What changed since from; 1: only publishing everything can tell (a
- * table truncated, the node's weight, a change log not as freqctl writes
+ * table truncated, the node's weight, an allow entry, a change log not as freqctl writes
  * it, a policy row whose address columns a script left wrong: they are
  * put right first). */
 static int fc_publish_delta(struct fc_publish *pub, const struct fc_store_log *log, uint64_t from, struct fc_delta *d,
@@ -91,7 +91,7 @@ static int fc_publish_delta(struct fc_publish *pub, const struct fc_store_log *l
 	for (i = 0; d->ip_stale && i < d->npols; i++)
 		if (d->pols[i].ip_stale && fc_store_policy_ip_fix(pub->st, &d->pols[i].row.spec, err) < 0)
 			return -1;
-	return d->reset || d->weight || d->ip_stale;
+	return d->reset || d->weight || d->ip_stale || d->allows;
 }
 
 /* Publishes to the maps and the shm, each what changed since its mark when

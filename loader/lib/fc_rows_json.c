@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "fc_allow.h"
 #include "fc_duration.h"
 #include "fc_rows_json.h"
 #include "fc_stats.h"
@@ -19,7 +20,7 @@ json_t *fc_policy_to_json(const struct fc_policy_spec *p)
 		json_array_append_new(rates, json_string(rate));
 	}
 	fc_rate_format(&p->escalate, esc);
-	return json_pack("{s:I, s:s, s:o, s:o, s:s, s:s, s:s, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o}", "id",
+	return json_pack("{s:I, s:s, s:o, s:o, s:s, s:s, s:s, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:b}", "id",
 			 (json_int_t)p->id, "match", match, "rates", rates, "burst",
 			 p->burst ? json_integer((json_int_t)p->burst) : json_null(), "algo", fc_algo_name(p->algo),
 			 "action", fc_action_name(p->action), "count", fc_count_name(p->count), "delay_burst",
@@ -31,7 +32,7 @@ json_t *fc_policy_to_json(const struct fc_policy_spec *p)
 			 p->max_keys ? json_integer(p->max_keys) : json_null(), "new_keys",
 			 p->new_keys ? json_integer(p->new_keys) : json_null(), "concurrency",
 			 p->concurrency ? json_integer(p->concurrency) : json_null(), "warmup",
-			 p->warmup ? json_integer(p->warmup) : json_null());
+			 p->warmup ? json_integer(p->warmup) : json_null(), "override", p->override);
 }
 
 int fc_json_uint(json_t *v, uint64_t max, uint64_t *out)
@@ -75,7 +76,13 @@ static int fc_json_opt_set(const struct fc_opt *o, json_t *v, struct fc_policy_s
 	struct fc_err why;
 	const char *text;
 
-	if (fc_json_numeric(o)) {
+	if (o->type == FC_OPT_FLAG) {
+		if (!json_is_boolean(v))
+			return FC_FAIL(key, "%s: expected true or false", key);
+		if (json_is_false(v))
+			return 0;
+		text = "";
+	} else if (fc_json_numeric(o)) {
 		if (!json_is_integer(v))
 			return FC_FAIL(key, "%s: expected null or a whole number%s", key,
 				       o->type == FC_OPT_DURATION ? " of seconds" : "");
@@ -162,23 +169,6 @@ const char *fc_set_name_of(const struct fc_ban_set *sets, size_t n, uint32_t id)
 	return i < n ? sets[i].name : "?";
 }
 
-json_t *fc_bans_to_json(const struct fc_ban_row *rows, size_t n, const struct fc_uid_ban *ub, size_t nu,
-			const struct fc_ban_set *sets, size_t nsets, int64_t now)
-{
-	json_t *a = json_array(), *o;
-	size_t i;
-
-	for (i = 0; a && i < n; i++) {
-		o = fc_ban_to_json(&rows[i], now);
-		json_object_set_new(o, "set", rows[i].set ? json_string(fc_set_name_of(sets, nsets, rows[i].set)) :
-							    json_null());
-		json_array_append_new(a, o);
-	}
-	for (i = 0; a && i < nu; i++)
-		json_array_append_new(a, fc_uid_ban_to_json(&ub[i], now));
-	return a;
-}
-
 json_t *fc_ban_set_to_json(const struct fc_ban_set *set)
 {
 	char created[FC_TIME_STRLEN], updated[FC_TIME_STRLEN], expires[FC_TIME_STRLEN];
@@ -201,6 +191,46 @@ json_t *fc_uid_ban_to_json(const struct fc_uid_ban *b, int64_t now)
 	return json_pack("{s:s, s:s, s:s, s:s?, s:o}", "ban", text, "kind", "uid", "created", created, "expires",
 			 b->expires ? expires : NULL, "ttl_remaining",
 			 b->expires ? json_integer(b->expires - now) : json_null());
+}
+
+json_t *fc_bans_to_json(const struct fc_ban_row *bans, size_t n, const struct fc_uid_ban *ub, size_t nu,
+			const struct fc_ban_set *sets, size_t nsets, const struct fc_allow_row *allows, size_t na,
+			int64_t now)
+{
+	const struct fc_allow_row *a;
+	char by[FC_BAN_TEXT_LEN];
+	json_t *arr = json_array(), *o;
+	size_t i;
+
+	for (i = 0; arr && i < n + nu; i++) {
+		o = i < n ? fc_ban_to_json(&bans[i], now) : fc_uid_ban_to_json(&ub[i - n], now);
+		if (i < n)
+			json_object_set_new(o, "set", bans[i].set ? json_string(fc_set_name_of(sets, nsets, bans[i].set)) :
+								    json_null());
+		a = fc_allow_over_ban(allows, na, i < n ? &bans[i] : NULL, i < n ? NULL : &ub[i - n]);
+		if (a)
+			fc_allow_format(a, by);
+		json_object_set_new(o, "allowed_by", a ? json_string(by) : json_null());
+		json_array_append_new(arr, o);
+	}
+	return arr;
+}
+
+json_t *fc_allow_to_json(const struct fc_allow_row *r, int64_t now)
+{
+	char text[FC_BAN_TEXT_LEN], created[FC_TIME_STRLEN], expires[FC_TIME_STRLEN];
+	json_t *o;
+
+	fc_allow_format(r, text);
+	fc_time_format(r->created, created);
+	fc_time_format(r->expires, expires);
+	o = json_pack("{s:s, s:s, s:s, s:s?, s:o, s:s?}", "allow", text, "kind",
+		      !r->p.family ? "uid" : fc_prefix_is_exact(&r->p) ? "exact" : "prefix", "created", created, "expires",
+		      r->expires ? expires : NULL, "ttl_remaining", r->expires ? json_integer(r->expires - now) : json_null(),
+		      "note", r->note[0] ? r->note : NULL);
+	if (o && r->p.family)
+		json_object_set_new(o, "family", json_integer(r->p.family));
+	return o;
 }
 
 json_t *fc_key_uses_to_json(const struct fc_key_use *k, size_t n)

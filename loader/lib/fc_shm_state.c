@@ -54,6 +54,14 @@ uint64_t fc_state_ring_head(int fd)
 	return head;
 }
 
+uint64_t fc_state_allowed(int fd)
+{
+	uint64_t n = 0;
+
+	fc_state_pread(fd, &n, sizeof(n), offsetof(struct fc_shm_state_header, allowed));
+	return n;
+}
+
 void fc_state_ring_read(int fd, uint64_t from, size_t n, struct fc_shm_ring_entry *out)
 {
 	size_t first, at;

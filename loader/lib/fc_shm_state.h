@@ -25,6 +25,8 @@ void fc_state_slots(int fd, struct fc_shm_slot *out, size_t n);
 
 /* The ring's head, as the workers left it (0 if unreadable). */
 uint64_t fc_state_ring_head(int fd);
+/* The workers' count of requests an allow entry let through (as written). */
+uint64_t fc_state_allowed(int fd);
 
 /* Reads n ring entries from index from (wrapping) into out; what the file
  * does not hold reads as zeros, i.e. as entries not written yet. */

@@ -237,6 +237,22 @@ static void fc_ban_slot_uid(struct fc_shm_ban_slot *b, const char *uid, uint64_t
 	b->expires_ns = expires_ns;
 }
 
+/* An allow entry as a table slot: FC_SHM_BAN_ALLOW in its family, which
+ * its hash covers (an allow entry and a ban on one key are two slots). */
+static void fc_ban_slot_allow(struct fc_shm_ban_slot *b, const struct fc_allow_row *a)
+{
+	memset(b, 0, sizeof(*b));
+	b->family = FC_SHM_BAN_ALLOW | a->p.family;
+	if (a->p.family) {
+		b->plen = a->p.len;
+		memcpy(b->addr, a->p.a, 16);
+		b->hash = fc_shm_ban_hash(b->family, b->plen, b->addr, a->p.family == 4 ? 4 : 16);
+	} else {
+		b->hash = fc_shm_ban_hash(b->family, 0, a->uid, (__u32)strlen(a->uid));
+	}
+	b->expires_ns = fc_expiry_ns(a->expires);
+}
+
 /* A ban's part of the ban set's digest, which is their sum: a set that did
  * not change is not rewritten, and a change in place keeps the sum. */
 static __u64 fc_ban_mix(const struct fc_shm_ban_slot *b)
@@ -252,24 +268,29 @@ static bool fc_ban_same(const struct fc_shm_ban_slot *a, const struct fc_shm_ban
 	       (!a->family || !memcmp(a->addr, b->addr, sizeof(a->addr)));
 }
 
-/* The bit of ban_plens a ban needs readers to probe. */
-static void fc_ban_plen(const struct fc_shm_ban_slot *b, __u64 plens[4])
+/* The bit of ban_plens (plens[0]; an allow entry: allow_plens, plens[1])
+ * a slot needs readers to probe. */
+static void fc_ban_plen(const struct fc_shm_ban_slot *b, __u64 plens[2][4])
 {
-	int bit = b->family == 6 ? 64 + b->plen : b->plen;
+	__u8 family = b->family & (__u8)~FC_SHM_BAN_ALLOW;
+	__u64 *pl = plens[!!(b->family & FC_SHM_BAN_ALLOW)];
+	int bit = family == 6 ? 64 + b->plen : b->plen;
 
-	if (b->family)
-		plens[bit / 64] |= 1ULL << (bit % 64);
+	if (family)
+		pl[bit / 64] |= 1ULL << (bit % 64);
 	else
-		plens[3] |= FC_SHM_BAN_UIDS;
+		pl[3] |= FC_SHM_BAN_UIDS;
 }
 
 /* The live bans, one slot per key: the sources of a key (by hand, sets)
  * merged, the longest ban holding (a set's member has no expiry: the set
- * lapses whole). bans are in address order, as the store lists them. */
+ * lapses whole). bans are in address order, as the store lists them. Then
+ * the allow entries, one slot each. */
 static int fc_bans_effective(const struct fc_ban_row *bans, size_t nbans, const struct fc_uid_ban *ub, size_t nub,
-			     struct fc_shm_ban_slot **out, size_t *n, struct fc_err *err)
+			     const struct fc_allow_row *al, size_t nal, struct fc_shm_ban_slot **out, size_t *n,
+			     struct fc_err *err)
 {
-	struct fc_shm_ban_slot *v = calloc(nbans + nub + 1, sizeof(*v));
+	struct fc_shm_ban_slot *v = calloc(nbans + nub + nal + 1, sizeof(*v));
 	size_t i, o = 0;
 
 	if (!v)
@@ -286,6 +307,8 @@ static int fc_bans_effective(const struct fc_ban_row *bans, size_t nbans, const 
 	}
 	for (i = 0; i < nub; i++)
 		fc_ban_slot_uid(&v[o++], ub[i].uid, fc_expiry_ns(ub[i].expires));
+	for (i = 0; i < nal; i++)
+		fc_ban_slot_allow(&v[o++], &al[i]);
 	*out = v;
 	*n = o;
 	return 0;
@@ -319,12 +342,22 @@ static struct fc_shm_ban_slot *fc_ban_table(void *base, __u32 table)
 	return (struct fc_shm_ban_slot *)((char *)base + FC_SHM_BANS_OFF(table));
 }
 
+/* Publishes plens into the header's words, the lengths of both sets while
+ * the switch to the table live happens. */
+static void fc_plens_store(__u64 *words, const __u64 *plens, bool both)
+{
+	int i;
+
+	for (i = 0; i < 4; i++)
+		__atomic_store_n(&words[i], (both ? words[i] : 0) | plens[i], __ATOMIC_RELEASE);
+}
+
 /* Writes the bans into the inactive table, then makes it live; unless the
  * live table is known to hold the same (force: it is rewritten anyway). */
 static int fc_bans_publish(struct fc_shm_header *h, void *base, const struct fc_shm_ban_slot *bans, size_t n, bool force,
 			   bool *written, struct fc_err *err)
 {
-	__u64 live = __atomic_load_n(&h->ban_live, __ATOMIC_ACQUIRE), digest = 0, plens[4] = { 0 };
+	__u64 live = __atomic_load_n(&h->ban_live, __ATOMIC_ACQUIRE), digest = 0, plens[2][4] = { { 0 } };
 	__u32 table = live ? !FC_SHM_BAN_TABLE(live) : 0, stamp = h->ban_stamp + 1 ? h->ban_stamp + 1 : 1;
 	struct fc_shm_ban_slot *tab = fc_ban_table(base, table);
 	size_t i;
@@ -342,15 +375,15 @@ static int fc_bans_publish(struct fc_shm_header *h, void *base, const struct fc_
 		if (fc_ban_put(tab, stamp, &bans[i]) < 0)
 			return fc_err_set(err, "shm: the ban table is full (%u slots)", FC_SHM_BAN_SLOTS);
 	/* Readers probe the lengths of both sets while the switch happens. */
-	for (i = 0; i < 4; i++)
-		__atomic_store_n(&h->ban_plens[i], h->ban_plens[i] | plens[i], __ATOMIC_RELEASE);
+	fc_plens_store(h->ban_plens, plens[0], true);
+	fc_plens_store(h->allow_plens, plens[1], true);
 	h->ban_digest = digest;
 	h->ban_used = (__u32)n;
 	h->ban_dead = 0;
 	__atomic_store_n(&h->ban_live, FC_SHM_BAN_LIVE(stamp, table), __ATOMIC_RELEASE);
 	__atomic_store_n(&h->ban_dirty, 0, __ATOMIC_RELEASE);
-	for (i = 0; i < 4; i++)
-		__atomic_store_n(&h->ban_plens[i], plens[i], __ATOMIC_RELEASE);
+	fc_plens_store(h->ban_plens, plens[0], false);
+	fc_plens_store(h->allow_plens, plens[1], false);
 	*written = true;
 	return 0;
 }
@@ -401,7 +434,7 @@ static int fc_ban_change(struct fc_shm_header *h, struct fc_shm_ban_slot *tab, _
 			 const struct fc_shm_ban_slot *b, bool want)
 {
 	struct fc_shm_ban_slot dead;
-	__u64 plens[4] = { 0 };
+	__u64 plens[2][4] = { { 0 } };
 	bool found;
 	__u32 i = fc_ban_find(tab, stamp, b, &found), k;
 	struct fc_shm_ban_slot *s = i == FC_BAN_NONE ? NULL : &tab[i];
@@ -428,8 +461,8 @@ static int fc_ban_change(struct fc_shm_header *h, struct fc_shm_ban_slot *tab, _
 	/* A new ban: readers probe its length before they can find it. */
 	fc_ban_plen(b, plens);
 	for (k = 0; k < 4; k++)
-		if (plens[k] & ~h->ban_plens[k])
-			__atomic_store_n(&h->ban_plens[k], h->ban_plens[k] | plens[k], __ATOMIC_RELEASE);
+		if (plens[0][k] & ~h->ban_plens[k])
+			__atomic_store_n(&h->ban_plens[k], h->ban_plens[k] | plens[0][k], __ATOMIC_RELEASE);
 	h->ban_digest += fc_ban_mix(b);
 	if (s->seq == stamp) { /* a tombstone */
 		fc_ban_rewrite(s, b);
@@ -614,22 +647,25 @@ static int fc_bans_rebuild(struct fc_shm_map *sm, struct fc_store *st, int64_t n
 			   struct fc_err *err)
 {
 	struct fc_shm_ban_slot *slots = NULL;
+	struct fc_allow_row *allows = NULL;
 	struct fc_ban_row *bans = NULL;
 	struct fc_uid_ban *ubans = NULL;
-	size_t nbans = 0, nub = 0, n = 0;
+	size_t nbans = 0, nub = 0, nallows = 0, n = 0;
 	int rc = -1;
 
 	if (fc_store_ban_list(st, now, &bans, &nbans, err) < 0 || fc_store_uid_ban_list(st, now, &ubans, &nub, err) < 0 ||
-	    fc_bans_effective(bans, nbans, ubans, nub, &slots, &n, err) < 0 ||
+	    fc_store_allow_list(st, now, &allows, &nallows, err) < 0 ||
+	    fc_bans_effective(bans, nbans, ubans, nub, allows, nallows, &slots, &n, err) < 0 ||
 	    fc_bans_publish(sm->h, sm->base, slots, n, force, &res->bans_written, err) < 0)
 		goto out;
-	res->ip_bans = n - nub;
+	res->ip_bans = n - nub - nallows;
 	res->uid_bans = nub;
 	rc = 0;
 out:
 	free(slots);
 	free(bans);
 	free(ubans);
+	free(allows);
 	return rc;
 }
 

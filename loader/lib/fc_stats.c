@@ -19,6 +19,7 @@ const struct fc_stat_row fc_stat_rows[] = {
 	{ "source_overflow", "ip=* overflow bucket", offsetof(struct fc_stats, src_overflow) },
 	{ "passed_non_ip", "passed: not IP", offsetof(struct fc_stats, non_ip) },
 	{ "passed_malformed", "passed: malformed", offsetof(struct fc_stats, malformed) },
+	{ "passed_allowed", "passed: allowed", offsetof(struct fc_stats, allowed) },
 };
 
 const size_t fc_nstat_rows = sizeof(fc_stat_rows) / sizeof(fc_stat_rows[0]);
@@ -77,7 +78,8 @@ static void fc_stats_prometheus_conc(FILE *f, const struct fc_policy_stats *ps, 
 }
 
 /* The same numbers for Prometheus: one family per counter kind, labelled. */
-static void fc_stats_prometheus(FILE *f, const struct fc_stats *s, const struct fc_policy_stats *ps, size_t n)
+static void fc_stats_prometheus(FILE *f, const struct fc_stats *s, const struct fc_policy_stats *ps, size_t n,
+				uint64_t nginx_allowed)
 {
 	char match[FC_MATCH_LEN], esc[2 * FC_MATCH_LEN];
 	const struct fc_counter *cnt;
@@ -102,6 +104,9 @@ static void fc_stats_prometheus(FILE *f, const struct fc_stats *s, const struct 
 	       "the shared overflow bucket.\n# TYPE freqctl_source_overflow_packets_total counter\n"
 	       "freqctl_source_overflow_packets_total %llu\n",
 	       (unsigned long long)s->src_overflow.packets);
+	fprintf(f, "# HELP freqctl_nginx_allowed_total Requests nginx let through because an allow entry covers "
+	       "their address or uid.\n# TYPE freqctl_nginx_allowed_total counter\nfreqctl_nginx_allowed_total %llu\n",
+	       (unsigned long long)nginx_allowed);
 	fputs("# HELP freqctl_policy_total Packets (layer xdp) or requests (layer nginx) per policy and outcome.\n"
 	      "# TYPE freqctl_policy_total counter\n",
 	      f);
@@ -216,8 +221,9 @@ int fc_stats_gather(const struct fc_ctx *ctx, struct fc_stats_all *a, struct fc_
 	for (i = 0; i < a->n; i++)
 		l7 |= fc_policy_is_l7(&a->rows[i].spec);
 	/* The workers' counters: their word, read as it is (no shm yet: zeros). */
-	if (l7 && (fd = fc_state_open(ctx->shm_path, &shm_err)) >= 0) {
-		slots = malloc(FC_SHM_SLOTS * sizeof(*slots));
+	if ((fd = fc_state_open(ctx->shm_path, &shm_err)) >= 0) {
+		a->nginx_allowed = fc_state_allowed(fd);
+		slots = l7 ? malloc(FC_SHM_SLOTS * sizeof(*slots)) : NULL;
 		if (slots)
 			fc_state_slots(fd, slots, FC_SHM_SLOTS);
 		close(fd);
@@ -401,7 +407,7 @@ int fc_stats_write_prometheus(const struct fc_ctx *ctx, FILE *f, struct fc_err *
 		FC_VERSION);
 	if (fc_stats_gather(ctx, &a, err) < 0)
 		return -1;
-	fc_stats_prometheus(f, &a.s, a.ps, a.n);
+	fc_stats_prometheus(f, &a.s, a.ps, a.n, a.nginx_allowed);
 	fprintf(f, "# HELP freqctl_bans Live bans in the store, by kind and reason.\n# TYPE freqctl_bans gauge\n"
 		   "freqctl_bans{kind=\"address\",reason=\"by_hand\"} %zu\n"
 		   "freqctl_bans{kind=\"address\",reason=\"escalated\"} %zu\n"

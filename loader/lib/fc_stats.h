@@ -42,6 +42,7 @@ struct fc_stats_all {
 	struct fc_ban_counts bans;
 	struct fc_ban_source *sources; /* by hand first, then each set by id */
 	size_t nsources;
+	uint64_t nginx_allowed; /* requests nginx let through by an allow entry (the workers' count) */
 };
 
 /* a's ban sources as JSON: [{"set": null | NAME, "bans", "dropped": {"packets", "bytes"}}]. */

@@ -253,28 +253,32 @@ static int fc_kv_addr_cmp(const void *a, const void *b, void *ms)
 	return c ? c : (la > lb) - (la < lb);
 }
 
-static bool fc_covers(const uint8_t *a, uint32_t alen, const uint8_t *b, uint32_t blen)
+/* Sets flag (a ban, an allow entry) on r, lapsing at *at: the later of
+ * what it was and expires_ns (0: never). */
+static void fc_rule_add(struct fc_rule *r, __u32 flag, __u64 *at, uint64_t expires_ns)
 {
-	uint32_t full = alen / 8, rest = alen % 8;
-
-	if (alen > blen || memcmp(a, b, full))
-		return false;
-	return !rest || ((a[full] ^ b[full]) & (uint8_t)(0xff << (8 - rest))) == 0;
+	if (!(r->flags & flag)) {
+		r->flags |= flag;
+		*at = expires_ns;
+	} else if (*at && (!expires_ns || expires_ns > *at)) {
+		*at = expires_ns; /* the longer one holds */
+	}
 }
 
 /* Adds a ban of source set (0: by hand) to r: the longer ban holds, and
  * its drops count under the lowest source. */
 static void fc_rule_add_ban(struct fc_rule *r, uint64_t expires_ns, uint32_t set)
 {
-	if (!(r->flags & FC_RULE_BANNED)) {
-		r->flags = (r->flags & ~FC_RULE_SET_MASK) | FC_RULE_BANNED | set << FC_RULE_SET_SHIFT;
-		r->ban_expires_ns = expires_ns;
-		return;
-	}
-	if (r->ban_expires_ns && (!expires_ns || expires_ns > r->ban_expires_ns))
-		r->ban_expires_ns = expires_ns;
-	if (set < FC_RULE_SET(r->flags))
+	if (!(r->flags & FC_RULE_BANNED))
 		r->flags = (r->flags & ~FC_RULE_SET_MASK) | set << FC_RULE_SET_SHIFT;
+	else if (set < FC_RULE_SET(r->flags))
+		r->flags = (r->flags & ~FC_RULE_SET_MASK) | set << FC_RULE_SET_SHIFT;
+	fc_rule_add(r, FC_RULE_BANNED, &r->ban_expires_ns, expires_ns);
+}
+
+static void fc_rule_add_allow(struct fc_rule *r, uint64_t expires_ns)
+{
+	fc_rule_add(r, FC_RULE_ALLOWED, &r->allow_expires_ns, expires_ns);
 }
 
 /* The kernel's ban for a store's ban row (a set's member: no expiry, the
@@ -287,12 +291,15 @@ static struct fc_rule fc_rule_of_ban(const struct fc_ban_row *b)
 	return r;
 }
 
-/* Folds r into the entry with the same key: a ban and a policy on one
- * prefix, a marker where a prefix is (which is then no marker). */
+/* Folds r into the entry with the same key: a ban, an allow entry and a
+ * policy on one prefix, a marker where a prefix is (which is then no
+ * marker). */
 static void fc_rule_merge(struct fc_rule *into, const struct fc_rule *r)
 {
 	if (r->flags & FC_RULE_BANNED)
 		fc_rule_add_ban(into, r->ban_expires_ns, FC_RULE_SET(r->flags));
+	if (r->flags & FC_RULE_ALLOWED)
+		fc_rule_add_allow(into, r->allow_expires_ns);
 	if (r->policy)
 		into->policy = r->policy;
 	into->flags |= r->flags & FC_RULE_LONGER;
@@ -318,10 +325,10 @@ static void fc_want_merge(struct fc_map_sync *ms)
 }
 
 /*
- * A search stops at the longest match, so each entry carries the bans of the
- * prefixes covering it (the longest-lasting one) and, when it has no policy
- * of its own, the policy of the nearest covering prefix that has one. Leaves
- * want in address order.
+ * A search stops at the longest match, so each entry carries the bans and
+ * the allow entries of the prefixes covering it (the longest-lasting of
+ * each) and, when it has no policy of its own, the policy of the nearest
+ * covering prefix that has one. Leaves want in address order.
  */
 static int fc_want_inherit(struct fc_map_sync *ms, struct fc_err *err)
 {
@@ -341,7 +348,7 @@ static int fc_want_inherit(struct fc_map_sync *ms, struct fc_err *err)
 		while (depth) {
 			const uint8_t *t = fc_kv_addr(&v[stack[depth - 1]], &lt);
 
-			if (fc_covers(t, lt, a, le))
+			if (fc_prefix_covers_bits(t, lt, a, le))
 				break;
 			depth--;
 		}
@@ -350,6 +357,8 @@ static int fc_want_inherit(struct fc_map_sync *ms, struct fc_err *err)
 
 			if (up->flags & FC_RULE_BANNED)
 				fc_rule_add_ban(&v[i].val, up->ban_expires_ns, FC_RULE_SET(up->flags));
+			if (up->flags & FC_RULE_ALLOWED)
+				fc_rule_add_allow(&v[i].val, up->allow_expires_ns);
 			if (!v[i].val.policy)
 				v[i].val.policy = up->policy;
 		}
@@ -588,6 +597,117 @@ static int fc_want_add(struct fc_map_sync *ms, const struct fc_prefix *p, struct
 	return 0;
 }
 
+/* An allow entry on an address or a prefix, for the exact entries it covers. */
+struct fc_allow_pfx {
+	uint8_t a[16]; /* masked */
+	uint32_t len;
+	uint64_t expires_ns;
+};
+
+/* The live allow entries (rows), and those on addresses of each family
+ * (v4, v6) sorted for fc_allow_fold: each length in use is one binary
+ * search, none when nothing of the family is allowed. */
+struct fc_allows {
+	struct fc_allow_row *rows;
+	size_t nrows;
+	struct fc_allow_fam {
+		struct fc_allow_pfx *v;
+		size_t n;
+		uint32_t lens[129], nlens;
+	} fam[2];
+};
+
+static int fc_allow_pfx_cmp(const void *x, const void *y)
+{
+	const struct fc_allow_pfx *a = x, *b = y;
+
+	if (a->len != b->len)
+		return (a->len > b->len) - (a->len < b->len);
+	return memcmp(a->a, b->a, sizeof(a->a));
+}
+
+static void fc_allows_free(struct fc_allows *al)
+{
+	free(al->rows);
+	free(al->fam[0].v);
+	free(al->fam[1].v);
+	memset(al, 0, sizeof(*al));
+}
+
+/* Reads the live allow entries into al. */
+static int fc_allows_read(struct fc_store *st, int64_t now, struct fc_allows *al, struct fc_err *err)
+{
+	bool used[2][129] = { { false } };
+	size_t i;
+	int f;
+
+	memset(al, 0, sizeof(*al));
+	if (fc_store_allow_list(st, now, &al->rows, &al->nrows, err) < 0)
+		return -1;
+	for (f = 0; f < 2; f++) {
+		al->fam[f].v = calloc(al->nrows ? al->nrows : 1, sizeof(*al->fam[f].v));
+		if (!al->fam[f].v)
+			return fc_err_set(err, "out of memory reading allow entries");
+	}
+	for (i = 0; i < al->nrows; i++) {
+		const struct fc_prefix *p = &al->rows[i].p;
+		struct fc_allow_fam *fa;
+
+		if (!p->family)
+			continue; /* a uid: nginx's alone */
+		fa = &al->fam[p->family == 6];
+		memcpy(fa->v[fa->n].a, p->a, sizeof(p->a));
+		fa->v[fa->n].len = p->len;
+		fa->v[fa->n].expires_ns = fc_expiry_ns(al->rows[i].expires);
+		if (!used[p->family == 6][p->len]) {
+			used[p->family == 6][p->len] = true;
+			fa->lens[fa->nlens++] = p->len;
+		}
+		fa->n++;
+	}
+	for (f = 0; f < 2; f++)
+		qsort(al->fam[f].v, al->fam[f].n, sizeof(*al->fam[f].v), fc_allow_pfx_cmp);
+	return 0;
+}
+
+/* Folds into r the allow entries covering the address a (bytes long). */
+static void fc_allow_fold(const struct fc_allow_fam *fa, const uint8_t *a, size_t bytes, struct fc_rule *r)
+{
+	struct fc_allow_pfx key, *hit;
+	uint32_t l;
+
+	for (l = 0; fa->n && l < fa->nlens; l++) {
+		memset(&key, 0, sizeof(key));
+		memcpy(key.a, a, bytes);
+		fc_prefix_mask(key.a, (unsigned)bytes, fa->lens[l]);
+		key.len = fa->lens[l];
+		hit = bsearch(&key, fa->v, fa->n, sizeof(*fa->v), fc_allow_pfx_cmp);
+		if (hit)
+			fc_rule_add_allow(r, hit->expires_ns);
+	}
+}
+
+/* An allow entry's rule, as fc_want_add takes it. */
+static struct fc_rule fc_rule_of_allow(const struct fc_allow_row *a)
+{
+	struct fc_rule r = { 0 };
+
+	fc_rule_add_allow(&r, fc_expiry_ns(a->expires));
+	return r;
+}
+
+/*
+ * An exact entry (a ban, a policy) inside an allowed prefix is allowed too:
+ * the exact lookup's answer is the whole answer for a source it finds.
+ */
+static void fc_want_allow_exact(struct fc_map_sync *ms, const struct fc_allows *al)
+{
+	size_t i;
+
+	for (i = 0; i < ms->want.n; i++)
+		fc_allow_fold(&al->fam[ms->family == 6], ms->want.v[i].key, ms->keysz, &ms->want.v[i].val);
+}
+
 /* What the policy arrays should hold and hold now, slot by slot. */
 struct fc_policy_sync {
 	struct fc_policy *want, *have;
@@ -764,6 +884,7 @@ int fc_sync_full(struct fc_store *st, const struct fc_maps *m, int64_t now, doub
 	uint64_t mark[FC_TOP4_SLOTS / 64];
 	struct fc_policy_row *pols = NULL;
 	struct fc_ban_row *bans = NULL;
+	struct fc_allows al = { 0 };
 	struct fc_config old;
 	size_t nbans = 0, npols = 0, i;
 	bool locked = false, skip;
@@ -776,10 +897,15 @@ int fc_sync_full(struct fc_store *st, const struct fc_maps *m, int64_t now, doub
 		fc_err_set(err, "out of memory");
 		goto out;
 	}
-	if (fc_store_ban_list(st, now, &bans, &nbans, err) < 0 || fc_store_policy_list(st, &pols, &npols, err) < 0)
+	if (fc_store_ban_list(st, now, &bans, &nbans, err) < 0 || fc_store_policy_list(st, &pols, &npols, err) < 0 ||
+	    fc_allows_read(st, now, &al, err) < 0)
 		goto out;
 	for (i = 0; i < nbans; i++)
 		if (fc_want_add(ms, &bans[i].p, fc_rule_of_ban(&bans[i]), err) < 0)
+			goto out;
+	/* Allow entries on uids are nginx's alone. */
+	for (i = 0; i < al.nrows; i++)
+		if (al.rows[i].p.family && fc_want_add(ms, &al.rows[i].p, fc_rule_of_allow(&al.rows[i]), err) < 0)
 			goto out;
 	res->cfg.utc_offset_ns = fc_utc_offset_ns();
 	for (i = 0; i < npols; i++) {
@@ -802,6 +928,8 @@ int fc_sync_full(struct fc_store *st, const struct fc_maps *m, int64_t now, doub
 		fc_want_merge(&ms[i]);
 		if (ms[i].prefixes && fc_want_prefixes(&ms[i], &top4, err) < 0)
 			goto out;
+		if (!ms[i].prefixes)
+			fc_want_allow_exact(&ms[i], &al);
 		if (ms[i].want.n > FC_MAX_RULES) {
 			fc_err_set(err, "map %s: %zu entries%s exceed its capacity of %d", ms[i].name, ms[i].want.n,
 				   ms[i].marks ? " (prefixes and their search markers)" : "", FC_MAX_RULES);
@@ -863,6 +991,7 @@ out:
 	free(ps.have);
 	free(bans);
 	free(pols);
+	fc_allows_free(&al);
 	return rc;
 }
 
@@ -978,8 +1107,8 @@ static const struct fc_kv *fc_want_find(const struct fc_map_sync *ms, const stru
  * The one place that knows how prefix entries are kept, with fc_sync_full.
  */
 static int fc_sync_prefix(struct fc_store *st, const struct fc_maps *m, struct fc_map_sync *all,
-			  struct fc_top4_sync *top4, const struct fc_prefix *p, int64_t now, struct fc_sync_result *res,
-			  struct fc_err *err)
+			  struct fc_top4_sync *top4, const struct fc_prefix *p, const struct fc_allows *al, int64_t now,
+			  struct fc_sync_result *res, struct fc_err *err)
 {
 	struct fc_map_sync *ms = fc_map_of(all, p);
 	struct fc_kvs mine = { 0 };
@@ -1003,8 +1132,16 @@ static int fc_sync_prefix(struct fc_store *st, const struct fc_maps *m, struct f
 
 		memset(&r, 0, sizeof(r));
 		fc_rule_fold(&r, &rows[i]);
-		if ((r.flags || r.policy) && (fc_covers(q->a, q->len, s.a, s.len) || fc_covers(s.a, s.len, q->a, q->len)) &&
+		if ((r.flags || r.policy) && (fc_prefix_covers(q, &s) || fc_prefix_covers(&s, q)) &&
 		    fc_want_add(all, q, r, err) < 0)
+			goto out;
+	}
+	/* The allow entries on prefixes there, as fc_sync_full adds them. */
+	for (i = 0; i < al->nrows; i++) {
+		const struct fc_prefix *q = &al->rows[i].p;
+
+		if (q->family && !fc_prefix_is_exact(q) && (fc_prefix_covers(q, &s) || fc_prefix_covers(&s, q)) &&
+		    fc_want_add(all, q, fc_rule_of_allow(&al->rows[i]), err) < 0)
 			goto out;
 	}
 	free(top4->pfx.v);
@@ -1014,7 +1151,7 @@ static int fc_sync_prefix(struct fc_store *st, const struct fc_maps *m, struct f
 	for (i = 0; i < ms->want.n; i++) {
 		const uint8_t *a = fc_kv_addr(&ms->want.v[i], &len);
 
-		if (fc_covers(s.a, s.len, a, len) && fc_entry_put(ms, &ms->want.v[i], true, res, err) < 0)
+		if (fc_prefix_covers_bits(s.a, s.len, a, len) && fc_entry_put(ms, &ms->want.v[i], true, res, err) < 0)
 			goto out;
 	}
 	/* What p alone needed. */
@@ -1056,7 +1193,8 @@ out:
 /* The rule entries of the changed keys: an exact address's from its rows, a
  * prefix's (and what it covers) by fc_sync_prefix. */
 static int fc_sync_keys(struct fc_store *st, const struct fc_maps *m, struct fc_map_sync *ms, const struct fc_delta *d,
-			int64_t now, struct fc_top4_sync *top4, struct fc_sync_result *res, struct fc_err *err)
+			const struct fc_allows *al, int64_t now, struct fc_top4_sync *top4, struct fc_sync_result *res,
+			struct fc_err *err)
 {
 	struct fc_kv kv;
 	size_t i, j;
@@ -1068,10 +1206,12 @@ static int fc_sync_keys(struct fc_store *st, const struct fc_maps *m, struct fc_
 		for (j = i; j < d->nkeys && !memcmp(&d->keys[j].p, p, sizeof(*p)); j++)
 			fc_rule_fold(&kv.val, &d->keys[j]);
 		if (!fc_prefix_is_exact(p)) {
-			if (fc_sync_prefix(st, m, ms, top4, p, now, res, err) < 0)
+			if (fc_sync_prefix(st, m, ms, top4, p, al, now, res, err) < 0)
 				return -1;
 			continue;
 		}
+		/* The allow entries covering it (its own too: alone, it is an entry). */
+		fc_allow_fold(&al->fam[p->family == 6], p->a, p->family == 4 ? 4 : 16, &kv.val);
 		fc_kv_key(fc_map_of(ms, p), p, &kv);
 		if (fc_entry_put(fc_map_of(ms, p), &kv, kv.val.flags || kv.val.policy, res, err) < 0)
 			return -1;
@@ -1141,6 +1281,7 @@ int fc_sync_delta(struct fc_store *st, const struct fc_maps *m, const struct fc_
 	struct fc_policy_sync ps = { .ncpus = libbpf_num_possible_cpus() };
 	struct fc_map_sync ms[FC_MS_COUNT];
 	struct fc_top4_sync top4 = { 0 };
+	struct fc_allows al = { 0 };
 	struct fc_config old;
 	bool star = false;
 	size_t i;
@@ -1153,6 +1294,10 @@ int fc_sync_delta(struct fc_store *st, const struct fc_maps *m, const struct fc_
 		fc_err_set(err, "cannot count possible CPUs");
 		goto out;
 	}
+	/* A changed key's entry carries the allow entries covering it (an
+	 * allow entry's own change is published whole: fc_delta.allows). */
+	if (d->nkeys && fc_allows_read(st, now, &al, err) < 0)
+		goto out;
 	if (fc_config_read(m, &old, err) < 0)
 		goto out;
 	/* The marks first: a publish cut short is redone whole. */
@@ -1166,7 +1311,7 @@ int fc_sync_delta(struct fc_store *st, const struct fc_maps *m, const struct fc_
 	top4.used = old.n_top4;
 	memcpy(ms[FC_MS_PFX6].lens, old.lens6, sizeof(old.lens6));
 	if (fc_slots_apply(m, &ps, d, weight, true, &res->cfg, err) < 0 ||
-	    fc_sync_keys(st, m, ms, d, now, &top4, res, err) < 0 ||
+	    fc_sync_keys(st, m, ms, d, &al, now, &top4, res, err) < 0 ||
 	    fc_slots_apply(m, &ps, d, weight, false, &res->cfg, err) < 0)
 		goto out;
 	for (i = 0; i < d->npols; i++)
@@ -1191,5 +1336,6 @@ out:
 	pthread_mutex_unlock(&fc_sync_lock);
 	fc_rule_maps_free(ms);
 	free(top4.pfx.v);
+	fc_allows_free(&al);
 	return rc;
 }

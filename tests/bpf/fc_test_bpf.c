@@ -9,6 +9,8 @@
 #include <time.h>
 #include <unistd.h>
 #include <cmocka.h>
+#include <linux/bpf.h>
+#include <linux/pkt_cls.h>
 #include <bpf/bpf.h>
 
 #include "fc_change.h"
@@ -200,6 +202,31 @@ void fc_env_ban(struct fc_env *env, const char *text, int64_t ttl)
 	fc_env_publish(env);
 }
 
+void fc_env_allow(struct fc_env *env, const char *text, int64_t ttl)
+{
+	struct fc_allow_row row = { .created = (int64_t)time(NULL) };
+	struct fc_err err;
+	bool existed;
+
+	fc_env_prefix(text, &row.p);
+	row.expires = ttl ? fc_expires_after(ttl) : 0;
+	if (fc_store_allow_put(env->st, &row, row.created, &existed, &err) < 0)
+		fail_msg("%s", err.msg);
+	fc_env_publish(env);
+}
+
+void fc_env_unallow(struct fc_env *env, const char *text)
+{
+	struct fc_allow_row key = { 0 };
+	struct fc_err err;
+	bool found;
+
+	fc_env_prefix(text, &key.p);
+	if (fc_store_allow_del(env->st, &key, &found, &err) < 0 || !found)
+		fail_msg("unallow %s: %s", text, found ? err.msg : "not found");
+	fc_env_publish(env);
+}
+
 void fc_env_unban(struct fc_env *env, const char *text)
 {
 	struct fc_prefix p;
@@ -220,6 +247,23 @@ int fc_env_try_run(struct fc_env *env, bool tc, const void *frame, size_t len)
 	if (bpf_prog_test_run_opts(bpf_program__fd(prog), &opts))
 		return -errno;
 	return (int)opts.retval;
+}
+
+int fc_env_send(struct fc_env *env, bool tc, const struct fc_frame_spec *spec, int n)
+{
+	uint8_t frame[FC_FRAME_MAX];
+	size_t len = fc_frame_build(spec, frame);
+	int i, passed = 0, rc;
+
+	assert_true(len > 0);
+	for (i = 0; i < n; i++) {
+		rc = fc_env_run(env, tc, frame, len);
+		if (rc == (tc ? TC_ACT_OK : XDP_PASS))
+			passed++;
+		else if (rc != (tc ? TC_ACT_SHOT : XDP_DROP))
+			fail_msg("verdict %d", rc);
+	}
+	return passed;
 }
 
 int fc_env_run(struct fc_env *env, bool tc, const void *frame, size_t len)

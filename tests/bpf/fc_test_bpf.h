@@ -62,6 +62,9 @@ struct fc_ctx fc_env_ctx(const struct fc_env *env);
 /* Bans text (ADDR[/LEN]) for ttl seconds (0 = no expiry) through store + sync. */
 void fc_env_ban(struct fc_env *env, const char *text, int64_t ttl);
 void fc_env_unban(struct fc_env *env, const char *text);
+/* Allows text (ADDR[/LEN]) for ttl seconds (0 = no expiry) through store + sync. */
+void fc_env_allow(struct fc_env *env, const char *text, int64_t ttl);
+void fc_env_unallow(struct fc_env *env, const char *text);
 
 /* Creates or replaces a policy through store + sync. opts is what follows
  * --match/--rate on the command line, in this form: "burst=5 algo=window
@@ -81,6 +84,11 @@ bool fc_env_clock_held(uint64_t tick);
 struct fc_pstats fc_env_pstats(struct fc_env *env, uint32_t id);
 /* Like fc_env_setup, with the ip=* LRU made this small. */
 int fc_env_setup_small_lru(void **state);
+
+/* Sends n copies of the frame spec describes through XDP (tc=false) or TC;
+ * returns how many passed (fails the test on a verdict other than pass or
+ * drop). */
+int fc_env_send(struct fc_env *env, bool tc, const struct fc_frame_spec *spec, int n);
 
 /* Runs frame through the XDP (tc=false) or TC program once; returns its verdict. */
 int fc_env_run(struct fc_env *env, bool tc, const void *frame, size_t len);

@@ -31,29 +31,11 @@
 #define FC_VEC_BASE (1795316400ULL * 1000000000ULL)
 #define FC_MS       1000000ULL
 
-/* Sends n copies of a frame from src (UDP unless told); returns how many passed. */
-static int fc_send(struct fc_env *env, bool tc, const struct fc_frame_spec *spec, int n)
-{
-	uint8_t frame[FC_FRAME_MAX];
-	size_t len = fc_frame_build(spec, frame);
-	int i, passed = 0, rc;
-
-	assert_true(len > 0);
-	for (i = 0; i < n; i++) {
-		rc = fc_env_run(env, tc, frame, len);
-		if (rc == (tc ? TC_ACT_OK : XDP_PASS))
-			passed++;
-		else if (rc != (tc ? TC_ACT_SHOT : XDP_DROP))
-			fail_msg("verdict %d", rc);
-	}
-	return passed;
-}
-
 static int fc_udp(struct fc_env *env, bool tc, const char *src, int n)
 {
 	struct fc_frame_spec spec = { .src = src, .l4proto = IPPROTO_UDP };
 
-	return fc_send(env, tc, &spec, n);
+	return fc_env_send(env, tc, &spec, n);
 }
 
 static struct fc_stats fc_stats_now(struct fc_env *env)
@@ -175,7 +157,7 @@ static uint32_t fc_warm_bpf_step(void *arg, uint32_t at_ms, uint32_t tries)
 	for (i = 0; i < 20; i++) {
 		had = !bpf_map_lookup_elem(w->map, w->key, &before);
 		tick = fc_env_clock_exact(w->env, FC_VEC_BASE + at_ms * FC_MS);
-		passed = fc_send(w->env, w->tc, &w->spec, (int)tries);
+		passed = fc_env_send(w->env, w->tc, &w->spec, (int)tries);
 		if (fc_env_clock_held(tick))
 			return (uint32_t)passed;
 		w->redone++;
@@ -257,13 +239,13 @@ static void fc_sliding_bytes_body(struct fc_env *env, bool tc, uint32_t id)
 	fc_env_policy(env, id * 10 + 1, tc ? "ip=198.18.22.4" : "ip=198.18.22.3", "99/m",
 		      "algo=sliding count=bytes");
 	fc_env_clock(env, FC_VEC_BASE + 1000 * FC_MS);
-	assert_int_equal(fc_send(env, tc, &big, 5), 2);
-	assert_int_equal(fc_send(env, tc, &huge, 3), 0);
+	assert_int_equal(fc_env_send(env, tc, &big, 5), 2);
+	assert_int_equal(fc_env_send(env, tc, &huge, 3), 0);
 	/* 30 s into the next minute: 200*30 + (0+100k)*60 <= 250*60, k = 1. */
 	fc_env_clock(env, FC_VEC_BASE + 90000 * FC_MS);
-	assert_int_equal(fc_send(env, tc, &big, 5), 1);
+	assert_int_equal(fc_env_send(env, tc, &big, 5), 1);
 	fc_env_clock(env, FC_VEC_BASE + 300000 * FC_MS); /* idle for minutes: still never */
-	assert_int_equal(fc_send(env, tc, &huge, 3), 0);
+	assert_int_equal(fc_env_send(env, tc, &huge, 3), 0);
 }
 
 static void test_sliding_bytes(void **state)
@@ -311,11 +293,11 @@ static void test_syn(void **state)
 
 	FC_REQUIRE_BPF();
 	fc_env_policy(env, 1, "ip=*", "1/m", "burst=2 count=syn");
-	assert_int_equal(fc_send(env, false, &syn, 5), 2);
-	assert_int_equal(fc_send(env, true, &syn, 5), 0);
-	assert_int_equal(fc_send(env, false, &ack, 10), 10);
-	assert_int_equal(fc_send(env, true, &synack, 10), 10);
-	assert_int_equal(fc_send(env, false, &udp, 10), 10);
+	assert_int_equal(fc_env_send(env, false, &syn, 5), 2);
+	assert_int_equal(fc_env_send(env, true, &syn, 5), 0);
+	assert_int_equal(fc_env_send(env, false, &ack, 10), 10);
+	assert_int_equal(fc_env_send(env, true, &synack, 10), 10);
+	assert_int_equal(fc_env_send(env, false, &udp, 10), 10);
 	ps = fc_env_pstats(env, 1);
 	assert_int_equal(ps.passed.packets, 2);
 	assert_int_equal(ps.dropped.packets, 8);
@@ -329,7 +311,7 @@ static void test_bytes(void **state)
 
 	FC_REQUIRE_BPF();
 	fc_env_policy(env, 1, "ip=198.18.0.6", "1000/m", "burst=450 count=bytes");
-	assert_int_equal(fc_send(env, false, &big, 10), 4);
+	assert_int_equal(fc_env_send(env, false, &big, 10), 4);
 	assert_int_equal(fc_env_pstats(env, 1).passed.bytes, 400);
 }
 
@@ -483,6 +465,85 @@ static void test_pairs_warming(void **state)
 	fc_pair_warm_body(env, "198.18.0.52", "198.18.0.0/26", "198.18.0.52");
 	fc_pair_warm_body(env, NULL, "198.18.0.64/26", "198.18.0.65");
 	fc_pair_warm_body(env, "2001:2::53", "2001:2::/64", "2001:2::53");
+}
+
+/*
+ * --override at XDP/TC: an exact address's policy switches off its prefix's
+ * and ip=*, a prefix's ip=*; the exact address's still applies under a
+ * prefix override. What is switched off is not charged: its bucket is as
+ * the other sources left it. Each step on both programs (3 frames by XDP,
+ * then by TC), on every path: a pair inline, three through the general path.
+ */
+static int fc_udp_both(struct fc_env *env, const char *src, int n)
+{
+	return fc_udp(env, false, src, n) + fc_udp(env, true, src, n);
+}
+
+static void test_override(void **state)
+{
+	struct fc_env *env = *state;
+
+	FC_REQUIRE_BPF();
+	/* Exact over ip=*: the partner gets its 5, not ip=*'s 2. */
+	fc_env_policy(env, 1, "ip=*", "1/m", "burst=2");
+	fc_env_policy(env, 2, "ip=198.18.1.5", "1/m", "burst=5 override=1");
+	assert_int_equal(fc_udp_both(env, "198.18.1.5", 5), 5);
+	assert_int_equal(fc_udp_both(env, "198.18.1.6", 5), 2);
+	assert_int_equal(fc_env_pstats(env, 1).passed.packets, 2);
+	assert_int_equal(fc_env_pstats(env, 2).passed.packets, 5);
+	/* No override: both must admit again, and ip=* finds the partner's
+	 * bucket untouched (burst 2), however much the partner sent. */
+	fc_env_policy(env, 2, "ip=198.18.1.5", "1/m", "burst=20");
+	assert_int_equal(fc_udp_both(env, "198.18.1.5", 5), 2);
+	/* And an override again: the exact policy's 20 less the 7 it passed;
+	 * a ban still comes first. */
+	fc_env_policy(env, 2, "ip=198.18.1.5", "1/m", "burst=20 override=1");
+	fc_env_ban(env, "198.18.1.5", 0);
+	assert_int_equal(fc_udp_both(env, "198.18.1.5", 3), 0);
+	fc_env_unban(env, "198.18.1.5");
+	assert_int_equal(fc_udp_both(env, "198.18.1.5", 10), 13);
+	fc_env_policy_del(env, 2);
+
+	/* Exact over its prefix: the /24's aggregate is not charged for it. */
+	fc_env_policy(env, 3, "ip=198.18.2.0/24", "1/m", "burst=2");
+	fc_env_policy(env, 4, "ip=198.18.2.5", "1/m", "burst=5 override=1");
+	assert_int_equal(fc_udp_both(env, "198.18.2.5", 5), 5);
+	assert_int_equal(fc_udp_both(env, "198.18.2.6", 5), 2); /* the /24's 2, and ip=*'s 2 */
+	/* Exact over prefix and ip=* at once (three policies: the general path). */
+	fc_env_policy(env, 5, "ip=198.18.2.7", "1/m", "burst=4 override=1");
+	assert_int_equal(fc_udp_both(env, "198.18.2.7", 5), 4);
+	assert_int_equal(fc_env_pstats(env, 3).passed.packets, 2);
+	assert_int_equal(fc_env_pstats(env, 3).dropped.packets, 8);
+	fc_env_policy_del(env, 3);
+	fc_env_policy_del(env, 4);
+	fc_env_policy_del(env, 5);
+
+	/* Prefix over ip=*: the /24 as one bucket of 4 for all of it, ip=*
+	 * not charged (198.18.3.8 has its 2 of ip=* afterwards)... */
+	fc_env_policy(env, 6, "ip=198.18.3.0/24", "1/m", "burst=4 override=1");
+	assert_int_equal(fc_udp_both(env, "198.18.3.7", 2), 4);
+	assert_int_equal(fc_udp_both(env, "198.18.3.8", 2), 0);
+	fc_env_policy(env, 6, "ip=198.18.3.0/24", "1/m", "burst=6");
+	assert_int_equal(fc_udp_both(env, "198.18.3.8", 5), 2);
+	/* ... and an exact policy inside it still applies: it is not more
+	 * general than the prefix. 198.18.4.9: its 1, within the /24's 6. */
+	fc_env_policy(env, 7, "ip=198.18.4.0/24", "1/m", "burst=6 override=1");
+	fc_env_policy(env, 8, "ip=198.18.4.9", "1/m", "burst=1");
+	assert_int_equal(fc_udp_both(env, "198.18.4.9", 5), 1);
+	assert_int_equal(fc_env_pstats(env, 8).dropped.packets, 9);
+	assert_int_equal(fc_udp_both(env, "198.18.4.10", 5), 5); /* 1 + 5 of the /24's 6 */
+	fc_env_policy_del(env, 7);
+	fc_env_policy_del(env, 8);
+
+	/* IPv6: an exact override over its /64 and ip=*. */
+	fc_env_policy(env, 9, "ip=2001:2::/64", "1/m", "burst=1");
+	fc_env_policy(env, 10, "ip=2001:2::5", "1/m", "burst=3 override=1");
+	assert_int_equal(fc_udp_both(env, "2001:2::5", 5), 3);
+	assert_int_equal(fc_udp_both(env, "2001:2::6", 5), 1);
+	/* ip=* was charged by 198.18.1.5 once no override (2), 198.18.1.6,
+	 * 198.18.2.6, 198.18.3.8 once no override (2 each) and 2001:2::6 (1):
+	 * never by a source an override covered. */
+	assert_int_equal(fc_env_pstats(env, 1).passed.packets, 2 + 2 + 2 + 2 + 1);
 }
 
 /* A prefix ban covers a longer prefix with only a policy; a policy covers a
@@ -762,6 +823,7 @@ int main(void)
 		T(test_log),
 		T(test_edits),
 		T(test_all_or_nothing),
+		T(test_override),
 		T(test_pairs),
 		T(test_pairs_warming),
 		T(test_inheritance),

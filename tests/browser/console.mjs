@@ -114,6 +114,23 @@ try {
   await crow.getByRole('button', { name: 'Delete policy 43' }).click();
   await crow.waitFor({ state: 'detached', timeout: 5000 });
 
+  // The allow list: add an entry with a note, a bad one refused by the field, delete.
+  await page.fill('#a-allow', '198.18.0.9');
+  await page.fill('#a-note', 'partner');
+  await page.click('#allow-form button[type="submit"]');
+  const arow = page.locator('#allows tbody tr[data-allow="198.18.0.9"]');
+  await arow.waitFor({ timeout: 5000 });
+  check('an allow entry is listed with its note', (await arow.textContent()).includes('partner'));
+  await page.fill('#a-allow', '198.18.0.9/8');
+  await page.click('#allow-form button[type="submit"]');
+  const aerr = page.locator('#e-allow');
+  await aerr.filter({ hasText: 'host bits' }).waitFor({ timeout: 5000 });
+  check(`a bad allow entry shows the server's message by the field: ${await aerr.textContent()}`, true);
+  await arow.getByRole('button', { name: 'Delete the allow entry 198.18.0.9' }).click();
+  await arow.getByRole('button', { name: 'Delete the allow entry 198.18.0.9' }).click();
+  await arow.waitFor({ state: 'detached', timeout: 5000 });
+  check('the allow entry is deleted', true);
+
   // Delete, by keyboard: the button asks once more.
   const del = row.getByRole('button', { name: 'Delete policy 41' });
   await del.focus();

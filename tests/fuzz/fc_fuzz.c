@@ -91,6 +91,16 @@ void fc_fuzz_unban(const char *text)
 		fc_fuzz_setup_fail(text, err.msg);
 }
 
+void fc_fuzz_allow(const char *text)
+{
+	char canon[FC_BAN_TEXT_LEN];
+	struct fc_err err;
+	bool existed;
+
+	if (fc_change_allow_put(fc_fuzz_ctx(), text, 0, "", canon, &existed, &err))
+		fc_fuzz_setup_fail(text, err.msg);
+}
+
 void fc_fuzz_fail(const char *fmt, ...)
 {
 	va_list ap;

@@ -29,6 +29,8 @@ void fc_fuzz_policy_spec(uint32_t id, const char *match, const char *rates, cons
 void fc_fuzz_ban(const char *text);
 /* Lifts a ban by hand (a setup step: fails the run on error). */
 void fc_fuzz_unban(const char *text);
+/* An allow entry, as allow add takes it. */
+void fc_fuzz_allow(const char *text);
 
 /* A property does not hold: says which, then aborts (a crash to libFuzzer). */
 __attribute__((noreturn, format(printf, 1, 2)))

@@ -131,7 +131,7 @@ static void fc_decide_one(const struct fc_l7_index *ix, struct fc_l7_req *rq, co
 	rq->places_cap = 2;
 	fc_l7_match(ix, rq, m, 8);
 	fc_l7_decide(ix, rq, FC_FUZZ_NOW, &res);
-	if (res.verdict > FC_L7_ERROR)
+	if (res.verdict > FC_L7_ALLOWED)
 		fc_fuzz_fail("verdict %d", (int)res.verdict);
 	if (res.nplaces > res.matched || (res.nplaces && res.verdict != FC_L7_PASS && res.verdict != FC_L7_DELAYED))
 		fc_fuzz_fail("%zu places kept of %u policies, verdict %d", res.nplaces, res.matched, (int)res.verdict);
@@ -330,9 +330,18 @@ static void fc_make_seed(const char *path)
 	/* Both in a key's bucket: the ramp's word, then the count's (the killed
 	 * worker below holds places in it). */
 	fc_fuzz_policy(12, "uid=*", "30/s", "warmup=10s concurrency=2");
+	/* Overrides: of uid=* (12), and of the /16 over an address in it. */
+	fc_fuzz_policy(13, "uid=u1,arg:api=login", "10/s", "override=1");
+	fc_fuzz_policy(14, "ip=198.18.0.0/16", "5/s", "layer=http");
+	fc_fuzz_policy(15, "ip=198.18.0.9", "50/s", "layer=http override=1");
 	fc_fuzz_ban("uid=bob");
 	fc_fuzz_ban("198.18.0.9");
 	fc_fuzz_ban("2001:db8::/48");
+	/* Not the requests' fixed addresses (all else would be skipped for
+	 * them); the uid a input gives may be one. */
+	fc_fuzz_allow("uid=vip");
+	fc_fuzz_allow("198.18.1.0/24");
+	fc_fuzz_allow("2001:db8::8");
 	/* Changed in place: a tombstone, and a slot left half written. */
 	fc_fuzz_ban("198.18.0.10");
 	fc_fuzz_ban("198.18.0.11");

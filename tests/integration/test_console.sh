@@ -124,6 +124,14 @@ check "POST an existing id: 409, saying PUT replaces it" body_has "$r" '.error =
 check "none of the refused writes changed the store" no_store_change '[7,8]'
 r=$(api GET /api/policies/8)
 check "GET /api/policies/8: the policy" body_has "$r" '.id == 8 and .match == "uid=u8" and .layer == "nginx"'
+check "... override: false" body_has "$r" '.override == false'
+r=$(api PUT /api/policies/8 '{"match": "uid=u8", "rates": ["2/m"], "override": true}')
+check "PUT with \"override\": true: 200, and GET says so" \
+	sh -c "[ \"\$(curl -s -H 'Authorization: Bearer $token' '$U/api/policies/8' | jq .override)\" = true ]"
+r=$(api PUT /api/policies/8 '{"match": "uid=u8", "rates": ["2/m"], "override": "yes"}')
+check "\"override\": \"yes\": 400 naming the key" body_has "$r" '.field == "override" and .error == "policy 8: override: expected true or false"'
+r=$(api PUT /api/policies/8 '{"match": "uid=u8", "rates": ["2/m"], "override": true, "action": "log"}')
+check "override with action log: 400 saying why" body_has "$r" '.error | contains("a dry run")'
 r=$(api GET /api/policies/99)
 check "GET an unknown id: 404" status_is "$r" 404
 r=$(api GET /api/policies/x7)
@@ -154,6 +162,23 @@ r=$(api POST /api/bans '{"ban": "198.18.0.76", "ttl": "10x"}')
 check "a bad TTL: 400 naming ttl" body_has "$r" '.field == "ttl"'
 r=$(api GET /api/bans)
 check "GET /api/bans: both, with TTL and reason" body_has "$r" '[.bans[].ban] == ["198.18.0.77", "uid=bob"] and .bans[0].ttl_remaining > 3500 and .bans[0].escalated_by_policy == null'
+# Allow entries beat the ban above.
+r=$(api POST /api/allows '{"allow": "198.18.0.77", "ttl": "1h", "note": "partner"}')
+check "POST an allow entry: 201" body_has "$r" '.allow == "198.18.0.77" and .ttl == 3600'
+check "... the banned address passes at XDP within 100 ms" within_100ms verdict_is 77 2
+r=$(api POST /api/allows '{"allow": "198.18.0.77/8"}')
+check "a bad allow entry: 400 naming allow" body_has "$r" '.field == "allow"'
+r=$(api POST /api/allows '{"allow": "198.18.0.75", "ban": "x"}')
+check "an unknown key: 400 naming it" body_has "$r" '.field == "ban"'
+r=$(api GET /api/bans)
+check "GET /api/bans: the ban names the entry that overrides it" body_has "$r" '[.bans[] | select(.ban == "198.18.0.77") | .allowed_by] == ["198.18.0.77"]'
+r=$(api GET /api/allows)
+check "GET /api/allows: with its TTL and note" body_has "$r" '[.allows[] | [.allow, .note]] == [["198.18.0.77", "partner"]] and .allows[0].ttl_remaining > 3500'
+r=$(api DELETE /api/allows/198.18.0.77)
+check "DELETE an allow entry: 204" status_is "$r" 204
+check "... banned at XDP again" within_100ms verdict_is 77 1
+r=$(api DELETE /api/allows/198.18.0.77)
+check "DELETE it again: 404" status_is "$r" 404
 r=$(api DELETE /api/bans/198.18.0.77)
 check "DELETE a ban: 204" status_is "$r" 204
 check "... lifted at XDP" within_100ms verdict_is 77 2

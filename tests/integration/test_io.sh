@@ -20,6 +20,8 @@ a ban add 2001:db8::1 --ttl 1h >/dev/null
 a ban add uid=evil --ttl 2d >/dev/null
 a node set edge-1 0.25 >/dev/null
 a node set edge-2 0.75 >/dev/null
+a allow add 198.18.0.7 --note 'partner, by hand' >/dev/null
+a allow add uid=vip --ttl 1h >/dev/null
 a export >"$dir/a.json"
 check "export is JSON with 6 policies and 3 bans" \
 	[ "$(jq -r '"\(.policies | length),\(.bans | length)"' "$dir/a.json")" = "6,3" ]
@@ -27,11 +29,15 @@ check "... a concurrency cap alone: no rates, the cap" \
 	jq_true '[.policies[] | select(.id >= 12) | [.rates, .concurrency]] == [[[], 4], [["10/s"], 50]]' "$dir/a.json"
 b policy add 99 --match uid=gone --rate 1/s >/dev/null
 b ban add 203.0.113.9 >/dev/null
+b allow add 203.0.113.10 >/dev/null
+check "export has the allow entries, note and expiry" \
+	jq_true '[.allows[] | [.allow, .note, (.expires != null)]] == [["198.18.0.7", "partner, by hand", false], ["uid=vip", null, true]]' "$dir/a.json"
 check "import into another store" b import "$dir/a.json"
 b export >"$dir/b.json"
 check "round trip is exact" cmp -s "$dir/a.json" "$dir/b.json"
 check "import replaced the store's own policy" sh -c "! grep -q gone '$dir/b.json'"
 check "import replaced the store's own ban" sh -c "! grep -q 203.0.113.9 '$dir/b.json'"
+check "... and allow entry" sh -c "! grep -q 203.0.113.10 '$dir/b.json'"
 check "re-import of the same file is exact too" sh -c "'$FC_BIN' --db '$dir/a.db' --pin-dir /sys/fs/bpf/fc-io-$tag --shm '$dir/a.shm' import '$dir/a.json' >/dev/null"
 a export >"$dir/a2.json"
 check "store unchanged by its own export" cmp -s "$dir/a.json" "$dir/a2.json"
@@ -43,13 +49,20 @@ check "nothing changed" cmp -s "$dir/b.json" "$dir/b2.json"
 
 # import --dry-run: what would change, and nothing changes.
 jq '.policies[0].rates = ["4/m"] | .policies += [{"id": 11, "match": "uid=*", "rates": ["100/m"]}]
-	| del(.bans[0]) | .nodes[0].weight = 0.5' "$dir/a.json" >"$dir/next.json"
+	| del(.bans[0]) | .nodes[0].weight = 0.5 | .allows[0].note = "partner" | .allows += [{"allow": "2001:db8::/48"}]' \
+	"$dir/a.json" >"$dir/next.json"
 b import --dry-run "$dir/next.json" >"$dir/dry"
 out=$(cat "$dir/dry")
 check "--dry-run: a policy added, one changed" sh -c "grep -qxF '+ policy 11 uid=*' '$dir/dry' && grep -qx '~ policy 7 uid=u1024,arg:api=login' '$dir/dry'"
 check "... a ban removed, a node changed" sh -c "grep -qx -- '- ban 198.18.0.0/15' '$dir/dry' && grep -qx '~ node edge-1' '$dir/dry'"
-check "... and the summary" grep -q '^policy: 1 added, 1 changed, 0 removed; ban: 0 added, 0 changed, 1 removed; uid-ban: 0 added, 0 changed, 0 removed; set: 0 added, 0 changed, 0 removed; node: 0 added, 1 changed, 0 removed (dry run: nothing changed)$' <<<"$out"
+check "... and the summary" grep -q '^policy: 1 added, 1 changed, 0 removed; ban: 0 added, 0 changed, 1 removed; uid-ban: 0 added, 0 changed, 0 removed; set: 0 added, 0 changed, 0 removed; node: 0 added, 1 changed, 0 removed; allow: 1 added, 1 changed, 0 removed (dry run: nothing changed)$' <<<"$out"
 check "... as JSON" jq_true '.policy.added == ["11 uid=*"] and .ban.removed == ["198.18.0.0/15"]' <<<"$(b import --dry-run --json "$dir/next.json")"
 b export >"$dir/b3.json"
 check "... and the store is as it was" cmp -s "$dir/b.json" "$dir/b3.json"
+jq 'del(.allows)' "$dir/a.json" >"$dir/old.json"
+check "a file from before allow lists imports" b import "$dir/old.json"
+check "... and leaves the allow entries alone" jq_true '.allows | length == 2' <<<"$(b export)"
+jq '.allows[0].allow = "198.18.0.7/8"' "$dir/a.json" >"$dir/badallow.json"
+check "a bad allow entry is refused" sh -c "! '$FC_BIN' --db '$dir/b.db' --pin-dir /sys/fs/bpf/fc-io2-$tag --shm '$dir/b.shm' import '$dir/badallow.json' 2>'$dir/err'"
+check "... saying where" grep -q 'allows\[0\]: "198.18.0.7/8": host bits set' "$dir/err"
 exit 0

@@ -74,18 +74,27 @@ static void test_btf_names(void **state)
 	assert_string_equal(fc_btf_member_at(btf, "fc_config", offsetof(struct fc_config, n_marks6)), "n_marks6");
 	assert_string_equal(fc_btf_member_at(btf, "fc_config", offsetof(struct fc_config, n_top4)), "n_top4");
 	assert_string_equal(fc_btf_member_at(btf, "fc_rule", offsetof(struct fc_rule, flags)), "flags");
+	assert_string_equal(fc_btf_member_at(btf, "fc_rule", offsetof(struct fc_rule, allow_expires_ns)),
+			    "allow_expires_ns");
+	assert_int_equal(btf__resolve_size(btf, btf__find_by_name_kind(btf, "fc_rule", BTF_KIND_STRUCT)),
+			 sizeof(struct fc_rule));
+	assert_int_equal(btf__resolve_size(btf, btf__find_by_name_kind(btf, "fc_top4", BTF_KIND_STRUCT)),
+			 sizeof(struct fc_top4));
 	assert_int_equal(btf__resolve_size(btf, btf__find_by_name_kind(btf, "fc_config", BTF_KIND_STRUCT)),
 			 sizeof(struct fc_config));
 	freqctl__destroy(skel);
 }
 
-/* A ban set's index in fc_rule.flags: every id fits, none touches a flag. */
+/* A ban set's index in fc_rule.flags: every id fits, none touches a flag
+ * (FC_RULE_ALLOWED, main's, among them). */
 static void test_rule_set_bits(void **state)
 {
+	const __u32 flags = FC_RULE_BANNED | FC_RULE_LONGER | FC_RULE_MARKER | FC_RULE_ALLOWED;
+
 	(void)state;
 	assert_int_equal(FC_RULE_SET((__u32)FC_MAX_SETS << FC_RULE_SET_SHIFT), FC_MAX_SETS);
-	assert_int_equal(((__u32)FC_MAX_SETS << FC_RULE_SET_SHIFT) & (FC_RULE_BANNED | FC_RULE_LONGER | FC_RULE_MARKER), 0);
-	assert_int_equal(FC_RULE_SET(FC_RULE_BANNED | FC_RULE_LONGER | FC_RULE_MARKER), 0);
+	assert_int_equal(((__u32)FC_MAX_SETS << FC_RULE_SET_SHIFT) & flags, 0);
+	assert_int_equal(FC_RULE_SET(flags), 0);
 }
 
 static void test_sql_slot_check(void **state)

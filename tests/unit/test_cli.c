@@ -124,7 +124,8 @@ static void test_help(void **state)
 					       { "ban", "add" },   { "ban", "del" },   { "ban", "import" },
 					       { "ban", "list" },  { "sync", NULL },   { "stats", NULL },
 					       { "policy", "add" }, { "policy", "set" }, { "policy", "del" },
-					       { "policy", "list" }, { "export", NULL },   { "import", NULL } };
+					       { "policy", "list" }, { "export", NULL },   { "import", NULL },
+					       { "allow", "add" }, { "allow", "del" }, { "allow", "list" } };
 	struct fc_run r;
 	char want[64];
 	size_t i;
@@ -211,6 +212,24 @@ static const struct {
 	  "where the actions are drop and log\nTry 'freqctl policy add --help'.\n" },
 	{ { "ban", "add", "uid=" },
 	  "freqctl ban add: \"uid=\": expected 1 to 255 characters\nTry 'freqctl ban add --help'.\n" },
+	{ { "allow" }, "freqctl: allow: expected add, del or list\nTry 'freqctl --help'.\n" },
+	{ { "allow", "add" },
+	  "freqctl allow add: missing argument: expected ADDR[/LEN]|uid=VALUE\nTry 'freqctl allow add --help'.\n" },
+	{ { "allow", "add", "10.0.0.5/8" },
+	  "freqctl allow add: \"10.0.0.5/8\": host bits set; did you mean 10.0.0.0/8?\nTry 'freqctl allow add --help'.\n" },
+	{ { "allow", "add", "uid=a,b" },
+	  "freqctl allow add: \"uid=a,b\": printable characters only, no spaces or commas\n"
+	  "Try 'freqctl allow add --help'.\n" },
+	{ { "allow", "add", "1.2.3.4", "--note", "a\tb" },
+	  "freqctl allow add: note \"a\tb\": expected no control characters\nTry 'freqctl allow add --help'.\n" },
+	{ { "allow", "add", "1.2.3.4", "--ttl", "5x" },
+	  "freqctl allow add: --ttl: duration \"5x\": unit 'x' must be one of s, m, h, d\n"
+	  "Try 'freqctl allow add --help'.\n" },
+	{ { "allow", "del", "nonsense" },
+	  "freqctl allow del: \"nonsense\": not a valid IPv4 address (expected dotted decimal a.b.c.d)\n"
+	  "Try 'freqctl allow del --help'.\n" },
+	{ { "allow", "list", "extra" },
+	  "freqctl allow list: unexpected argument \"extra\"\nTry 'freqctl allow list --help'.\n" },
 	{ { "policy", "del" }, "freqctl policy del: missing argument: expected ID\nTry 'freqctl policy del --help'.\n" },
 	/* A global option after the command: where it goes, with its value. */
 	{ { "agent", "--node", "n1" },
@@ -228,6 +247,9 @@ static const struct {
 	{ { "policy", "add", "7", "--match", "ip=*", "--rate", "10/s:5", "--burst", "5" },
 	  "freqctl: policy 7: the first rate's burst given twice: --burst 5 and --rate 10/s:5 (use one)\n"
 	  "Try 'freqctl policy add --help'.\n" },
+	{ { "policy", "add", "7", "--match", "ip=1.2.3.4", "--rate", "10/s", "--override", "--action", "log" },
+	  "freqctl: policy 7: --override switches off the policies more general than this one; a dry run (--action "
+	  "log) must not change what they enforce\nTry 'freqctl policy add --help'.\n" },
 };
 
 static void test_usage_errors(void **state)
@@ -348,8 +370,8 @@ static void test_runtime_errors(void **state)
 	fc_cli(&r, "import", path, NULL);
 	assert_int_equal(r.status, 1);
 	snprintf(want, sizeof(want),
-		 "freqctl: %s: expected {\"freqctl\": 2, \"policies\": [...], \"bans\": [...], \"sets\": [...], \"nodes\": [...]} "
-		 "(see freqctl export)\n",
+		 "freqctl: %s: expected {\"freqctl\": 2, \"policies\": [...], \"bans\": [...], \"sets\": [...], \"nodes\": [...], "
+		 "\"allows\": [...]} (see freqctl export)\n",
 		 path);
 	assert_string_equal(r.err, want);
 

@@ -11,6 +11,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
@@ -238,6 +239,40 @@ static void test_v6_aggregate(void **state)
 	assert_int_equal(bans[0].p.len, 128);
 }
 
+/* A client an allow entry covers is never banned: counted and named (the
+ * first FC_ESC_SKIPS), not counted against the cap; a lapsed entry, or one
+ * on another address, allows nothing. */
+static void test_allowed(void **state)
+{
+	struct fc_env *env = *state;
+	struct fc_allow_row *allows = calloc(3, sizeof(*allows));
+	struct fc_ban_row bans[8];
+	struct fc_esc_stats st;
+	struct fc_err err;
+	int i;
+
+	assert_non_null(allows);
+	assert_int_equal(fc_prefix_parse("198.18.0.0/24", &allows[0].p, &err), 0);
+	assert_int_equal(fc_prefix_parse("198.18.1.7", &allows[1].p, &err), 0);
+	allows[1].expires = T0; /* lapsed at T0 */
+	snprintf(allows[2].uid, sizeof(allows[2].uid), "vip"); /* a uid: no address */
+	fc_esc_set_allows(&env->esc, allows, 3);
+	env->esc.cap = 1;
+	for (i = 0; i < 4; i++) {
+		fc_report(env->ring, 7, 4, "\xc6\x12\x00\x07");
+		fc_report(env->ring, 7, 4, "\xc6\x12\x01\x07");
+	}
+	assert_int_equal(fc_esc_drain(&env->esc, T0, 100, bans, 8, &st), 1);
+	assert_memory_equal(bans[0].p.a, "\xc6\x12\x01\x07", 4); /* its entry lapsed: banned */
+	assert_int_equal(st.allowed, 1);
+	assert_int_equal(st.capped, 0);
+	assert_int_equal(st.nskipped, 1);
+	assert_memory_equal(st.skipped[0].client.a, "\xc6\x12\x00\x07", 4);
+	assert_int_equal(st.skipped[0].client.len, 32);
+	assert_int_equal(st.skipped[0].policy, 7);
+	assert_ptr_equal(st.skipped[0].by, &allows[0]);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -246,6 +281,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_torn_and_overrun, fc_setup, fc_teardown),
 		cmocka_unit_test_setup_teardown(test_bounds, fc_setup, fc_teardown),
 		cmocka_unit_test_setup_teardown(test_v6_aggregate, fc_setup, fc_teardown),
+		cmocka_unit_test_setup_teardown(test_allowed, fc_setup, fc_teardown),
 	};
 
 	return cmocka_run_group_tests_name("escalation: counting offender reports", tests, NULL, NULL);

@@ -775,6 +775,164 @@ static void test_tiers_and_policies_all_or_nothing(void **state)
 	assert_int_equal(fc_passes(t, "uid=u1", T0, 5), 2); /* 3 - 1 */
 }
 
+/* A policy of an override test: http puts an ip=-only one in nginx. */
+struct fc_over_def {
+	const char *match, *rates;
+	bool over, http;
+};
+
+/* Policies 1..n as defs says, published and read. */
+static void fc_overs(struct fc_t *t, const struct fc_over_def *defs, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		struct fc_policy_spec p = { .id = (uint32_t)(i + 1), .override = defs[i].over,
+					    .layer = defs[i].http ? FC_LAYER_HTTP : FC_LAYER_AUTO };
+
+		fc_policy_put(t, &p, defs[i].match, defs[i].rates);
+	}
+	fc_publish(t);
+	assert_int_equal(fc_build(t, t->base, t->size), 0);
+}
+
+#define FC_OVERS(t, ...)                                                           \
+	do {                                                                       \
+		static const struct fc_over_def defs_[] = { __VA_ARGS__ };         \
+		fc_overs(t, defs_, sizeof(defs_) / sizeof(defs_[0]));              \
+	} while (0)
+
+/* req is refused by policy, having matched that many policies of which
+ * overrides switched off overridden. */
+static void fc_refused_by(struct fc_t *t, const char *req, uint32_t policy, unsigned matched, unsigned overridden)
+{
+	struct fc_l7_result res;
+
+	assert_int_equal(fc_decide(t, req, T0, &res), FC_L7_REJECTED);
+	assert_int_equal(res.policy, policy);
+	assert_int_equal(res.matched, matched);
+	assert_int_equal(res.overridden, overridden);
+}
+
+/* The index's policy of id. */
+static const struct fc_l7_policy *fc_ix_policy(const struct fc_t *t, uint32_t id)
+{
+	size_t i;
+
+	for (i = 0; i < t->ix.npolicies; i++)
+		if (t->ix.pol[i].id == id)
+			return &t->ix.pol[i];
+	fail_msg("policy %u is not in the index", id);
+	return NULL;
+}
+
+/* The partner of the issue, in nginx: ip=* 5/m (--layer http) and an
+ * address's 10/m override; a prefix override and an exact policy inside
+ * it (not more general: it still applies); an exact override over that
+ * prefix. What an override switches off is not charged. */
+static void test_override_partner(void **state)
+{
+	struct fc_t *t = *state;
+
+	FC_OVERS(t, { "ip=*", "5/m", false, true }, { "ip=198.18.0.7", "10/m", true, true },
+		 { "ip=198.18.1.0/24", "4/m", true, true }, { "ip=198.18.1.9", "1/m", false, true },
+		 { "ip=198.18.1.10", "7/m", true, true });
+	assert_true(t->ix.has_override);
+	assert_int_equal(fc_passes(t, "ip=198.18.0.7", T0, 20), 10);
+	fc_refused_by(t, "ip=198.18.0.7", 2, 2, 1);
+	assert_int_equal(fc_passes(t, "ip=198.18.0.8", T0, 20), 5);
+	assert_int_equal(t->ix.slots[fc_ix_policy(t, 1)->slot].passed, 5); /* never the partner's */
+	/* The /24 as one bucket of 4, ip=* off; .9's own 1 within it. */
+	assert_int_equal(fc_passes(t, "ip=198.18.1.9", T0, 5), 1);
+	assert_int_equal(fc_passes(t, "ip=198.18.1.5", T0, 5), 3);
+	assert_int_equal(fc_passes(t, "ip=198.18.1.10", T0, 10), 7);
+	assert_int_equal(t->ix.slots[fc_ix_policy(t, 3)->slot].passed, 4);
+	assert_int_equal(t->ix.slots[fc_ix_policy(t, 1)->slot].passed, 5);
+}
+
+/* uid=partner over uid=*; a more specific policy that is no override
+ * still applies beside it; an incomparable one (uri=/login) too. */
+static void test_override_uid(void **state)
+{
+	struct fc_t *t = *state;
+
+	FC_OVERS(t, { "uid=*", "2/m", false, false }, { "uid=partner", "6/m", true, false },
+		 { "uid=partner,uri=/x", "1/m", false, false }, { "uri=/login", "1/m", false, false });
+	assert_int_equal(fc_passes(t, "uid=partner uri=/x", T0, 3), 1);     /* 2 and 3 */
+	assert_int_equal(fc_passes(t, "uid=partner uri=/login", T0, 3), 1); /* 2 and 4 */
+	assert_int_equal(fc_passes(t, "uid=partner uri=/y", T0, 10), 4);    /* 2's 6 less 2 */
+	assert_int_equal(fc_passes(t, "uid=bob uri=/y", T0, 5), 2);
+	assert_int_equal(t->ix.slots[fc_ix_policy(t, 1)->slot].passed, 2);
+}
+
+/*
+ * Several overrides at once, one switched off by a more specific one, and
+ * two each more general than the other. For uid=alice uri=/api/v1/x: 2
+ * switches off 1, 3 switches off 5, 4 switches off all four (it is more
+ * specific than each): only 4 applies.
+ */
+static void test_override_several(void **state)
+{
+	struct fc_t *t = *state;
+	struct fc_l7_result res;
+
+	FC_OVERS(t, { "uri=/api/*", "100/m", false, false }, { "uri=/api/v1/*", "3/m", true, false },
+		 { "uid=alice", "4/m", true, false }, { "uid=alice,uri=/api/v1/*", "2/m", true, false },
+		 { "uid=*", "1/m", false, false }, { "uid=dave,arg:k=*", "3/m", true, false },
+		 { "uid=dave,header:h=*", "2/m", true, false });
+	assert_int_equal(fc_passes(t, "uid=alice uri=/api/v1/x", T0, 10), 2);
+	fc_refused_by(t, "uid=alice uri=/api/v1/x", 4, 5, 4);
+	/* uid=* counts as * (a per-key policy): more general than policy 2. */
+	assert_int_equal(fc_passes(t, "uid=bob uri=/api/v1/y", T0, 10), 3);
+	assert_int_equal(fc_passes(t, "uid=alice uri=/other", T0, 10), 4);
+	assert_int_equal(fc_passes(t, "uid=carol uri=/api/z", T0, 10), 1); /* 1 and 5, no override */
+	/* 6 and 7 differ only in * dimensions: both apply; each switches off 5. */
+	assert_int_equal(fc_decide(t, "uid=dave arg:k=1 header:h=v", T0, &res), FC_L7_PASS);
+	assert_int_equal(res.overridden, 1);
+	assert_int_equal(fc_passes(t, "uid=dave arg:k=1 header:h=v", T0, 5), 1);
+	assert_int_equal(fc_passes(t, "uid=dave arg:k=2", T0, 5), 3);
+}
+
+/* The relation by value: each pair (q, p) and whether q is more general. */
+static void test_more_general(void **state)
+{
+	static const struct {
+		const char *q, *p;
+		bool more;
+	} cases[] = {
+		{ "ip=*", "ip=198.18.0.7", true },
+		{ "ip=198.18.0.0/16", "ip=198.18.1.0/24", true },
+		{ "ip=198.18.1.0/24", "ip=198.18.0.0/16", false },
+		{ "ip=198.18.0.0/16", "ip=198.19.0.1", false },
+		{ "ip=198.18.0.7", "ip=198.18.0.7,uid=a", true },
+		{ "ip=2001:db8::/32", "ip=198.18.0.7,uid=b", false },
+		{ "uid=*", "uid=a", true },
+		{ "uid=a", "uid=*,arg:x=1", false },
+		{ "uid=a", "uid=b,uri=/c", false },
+		{ "uid=a", "uid=a,uri=/c", true },
+		{ "uri=/c", "uid=a", false },
+		{ "uri=/api/*", "uri=/api/v1", true },
+		{ "uri=/api/*", "uri=/api/v1/*", true },
+		{ "uri=/api/v1/*", "uri=/api/*", false },
+		{ "uri=/api/v1", "uri=/api/v1/*", false },
+		{ "arg:k=*", "uid=a", true },
+		{ "header:h=v", "header:h=v,uid=*", true },
+		{ "header:h=v", "header:g=v", false },
+	};
+	struct fc_t *t = *state;
+	size_t i;
+
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct fc_over_def pair[2] = { { cases[i].q, "1/s", false, true }, { cases[i].p, "1/s", false, true } };
+
+		fc_overs(t, pair, 2);
+		if (fc_l7_more_general(fc_ix_policy(t, 1), fc_ix_policy(t, 2)) != cases[i].more)
+			fail_msg("%s more general than %s: expected %s", cases[i].q, cases[i].p, cases[i].more ? "yes" : "no");
+		assert_int_equal(fc_store_policy_del(t->st, 1, &(bool){ 0 }, &(struct fc_err){ 0 }), 0);
+		assert_int_equal(fc_store_policy_del(t->st, 2, &(bool){ 0 }, &(struct fc_err){ 0 }), 0);
+	}
+}
+
 /* Vector i's two policies, like p: an aggregate one (uid=aI) as policy
  * 1 + i, and a per-key one (uid=*,arg:a=I) as policy 101 + i, a the letter
  * of the vectors' kind; and the request text each is tried with. */
@@ -2127,6 +2285,10 @@ int main(void)
 		T(test_conc_corrupt),
 		T(test_conc_warmup),
 		T(test_conc_warmup_item),
+		T(test_override_partner),
+		T(test_override_uid),
+		T(test_override_several),
+		T(test_more_general),
 	};
 
 	return cmocka_run_group_tests_name("L7 engine (shm reader, matching, decisions)", tests, NULL, NULL);

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: BSD-2-Clause
-/* Addresses, prefixes and durations: every accepted form and every malformed
- * one, each rejection with its exact message. */
+/* Addresses, prefixes, durations and allow entries: every accepted form and
+ * every malformed one, each rejection with its exact message. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -8,6 +8,7 @@
 #include <string.h>
 #include <cmocka.h>
 
+#include "fc_allow.h"
 #include "fc_duration.h"
 #include "fc_prefix.h"
 
@@ -227,13 +228,59 @@ static void test_expires(void **state)
 	assert_true(got >= before + 60 && got <= before + 62);
 }
 
+/* allow add's argument and note, and which entry covers an address. */
+static void test_allow_text(void **state)
+{
+	struct fc_allow_row rows[3];
+	char canon[FC_BAN_TEXT_LEN], note[FC_ALLOW_NOTE_MAX + 2];
+	struct fc_prefix p;
+	struct fc_err err;
+
+	(void)state;
+	assert_int_equal(fc_allow_text("uid=vip", &rows[0], canon, &err), 0);
+	assert_int_equal(rows[0].p.family, 0);
+	assert_string_equal(rows[0].uid, "vip");
+	assert_string_equal(canon, "uid=vip");
+	assert_int_equal(fc_allow_text("198.18.0.7/32", &rows[1], canon, &err), 0);
+	assert_string_equal(canon, "198.18.0.7");
+	assert_int_equal(rows[1].p.len, 32);
+	assert_int_equal(fc_allow_text("198.18.0.0/16", &rows[2], canon, &err), 0);
+	assert_int_equal(fc_allow_text("10.0.0.5/8", &rows[0], canon, &err), -1);
+	assert_string_equal(err.msg, "\"10.0.0.5/8\": host bits set; did you mean 10.0.0.0/8?");
+	assert_int_equal(fc_allow_text("uid=", &rows[0], canon, &err), -1);
+	assert_string_equal(err.msg, "\"uid=\": expected 1 to 255 characters");
+	assert_int_equal(fc_allow_text("uid=a b", &rows[0], canon, &err), -1);
+	assert_string_equal(err.msg, "\"uid=a b\": printable characters only, no spaces or commas");
+	assert_int_equal(fc_allow_text("uid=vip", &rows[0], canon, &err), 0);
+
+	assert_int_equal(fc_allow_note_check("partner, by ticket 42", &err), 0);
+	assert_int_equal(fc_allow_note_check("two\nlines", &err), -1);
+	assert_string_equal(err.msg, "note \"two\nlines\": expected no control characters");
+	memset(note, 'x', sizeof(note) - 1);
+	note[sizeof(note) - 1] = '\0';
+	assert_int_equal(fc_allow_note_check(note, &err), -1);
+	assert_string_equal(err.msg, "note \"xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx...\": expected at most 200 characters");
+
+	/* The most specific live entry covering an address or prefix; uids never. */
+	assert_int_equal(fc_prefix_parse("198.18.0.7", &p, &err), 0);
+	assert_ptr_equal(fc_allow_covering(rows, 3, &p, 0), &rows[1]);
+	rows[1].expires = 100;
+	assert_ptr_equal(fc_allow_covering(rows, 3, &p, 99), &rows[1]);
+	assert_ptr_equal(fc_allow_covering(rows, 3, &p, 100), &rows[2]); /* lapsed at 100 */
+	assert_int_equal(fc_prefix_parse("198.0.0.0/8", &p, &err), 0);
+	assert_null(fc_allow_covering(rows, 3, &p, 0)); /* wider than every entry */
+	assert_ptr_equal(fc_allow_uid(rows, 3, "vip"), &rows[0]);
+	assert_null(fc_allow_uid(rows, 3, "vip2"));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_prefix_good),   cmocka_unit_test(test_prefix_bad),
 		cmocka_unit_test(test_prefix_keys),   cmocka_unit_test(test_duration_good),
 		cmocka_unit_test(test_duration_bad),  cmocka_unit_test(test_time_format), cmocka_unit_test(test_expires),
+		cmocka_unit_test(test_allow_text),
 	};
 
-	return cmocka_run_group_tests_name("parsing (addresses, prefixes, durations)", tests, NULL, NULL);
+	return cmocka_run_group_tests_name("parsing (addresses, prefixes, durations, allow entries)", tests, NULL, NULL);
 }

@@ -438,6 +438,11 @@ static void test_options_table(void **state)
 		  "concurrency \"0\": expected a whole number from 1 to 100000000" },
 		{ "{\"id\": 1, \"match\": \"uid=a\", \"rates\": []}", "", "missing --rate N/UNIT (or --concurrency N in nginx)" },
 		{ "{\"id\": 1, \"match\": \"uid=a\", \"rates\": \"1/s\"}", "rates", "rates: expected an array of 0 to 4 \"N/UNIT\"" },
+		{ "{\"id\": 1, \"match\": \"uid=a\", \"rates\": [\"1/s\"], \"override\": 1}", "override",
+		  "override: expected true or false" },
+		{ "{\"id\": 1, \"match\": \"uid=a\", \"rates\": [\"1/s\"], \"override\": true, \"action\": \"log\"}", "",
+		  "--override switches off the policies more general than this one; a dry run (--action log) must not "
+		  "change what they enforce" },
 	};
 	char field[FC_JSON_FIELD_LEN];
 	struct fc_policy_spec p;
@@ -482,6 +487,20 @@ static void test_options_table(void **state)
 		free(text);
 		assert_int_equal(fc_policy_from_json(j, &q, field, &err), 0);
 		assert_memory_equal(q.rate, p.rate, sizeof(p.rate));
+	}
+	json_decref(j);
+	/* --override: true, and back; false is the same as absent. */
+	p.override = true;
+	j = fc_policy_to_json(&p);
+	{
+		struct fc_policy_spec q;
+
+		assert_true(json_is_true(json_object_get(j, "override")));
+		assert_int_equal(fc_policy_from_json(j, &q, field, &err), 0);
+		assert_true(q.override);
+		json_object_set_new(j, "override", json_false());
+		assert_int_equal(fc_policy_from_json(j, &q, field, &err), 0);
+		assert_false(q.override);
 	}
 	json_decref(j);
 	/* A cap alone: no rates, and back. */

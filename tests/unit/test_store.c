@@ -261,6 +261,67 @@ static void test_corrupt_row(void **state)
 	assert_string_equal(err.msg, want);
 }
 
+/* Allow entries: an address, a prefix and a uid under one key scheme;
+ * existed, replace, expiry, purge, delete by key, clear, corrupt rows. */
+static void test_allows(void **state)
+{
+	struct fc_t *t = *state;
+	struct fc_allow_row a = { .created = 5, .expires = 100 }, *rows;
+	struct fc_err err;
+	char want[768];
+	size_t n;
+	bool existed, found;
+
+	assert_int_equal(fc_prefix_parse("198.18.0.0/24", &a.p, &err), 0);
+	snprintf(a.note, sizeof(a.note), "partner");
+	assert_int_equal(fc_store_allow_put(t->st, &a, 0, &existed, &err), 0);
+	assert_false(existed);
+	a.expires = 0; /* replaced: no expiry */
+	assert_int_equal(fc_store_allow_put(t->st, &a, 0, &existed, &err), 0);
+	assert_true(existed);
+	memset(&a, 0, sizeof(a));
+	snprintf(a.uid, sizeof(a.uid), "alice");
+	a.expires = 50;
+	assert_int_equal(fc_store_allow_put(t->st, &a, 0, &existed, &err), 0);
+	assert_false(existed);
+	memset(&a, 0, sizeof(a));
+	assert_int_equal(fc_prefix_parse("2001:db8::1", &a.p, &err), 0);
+	assert_int_equal(fc_store_allow_put(t->st, &a, 0, &existed, &err), 0);
+
+	assert_int_equal(fc_store_allow_list(t->st, 10, &rows, &n, &err), 0);
+	assert_int_equal(n, 3);
+	assert_int_equal(rows[0].p.family, 4); /* addresses first, then uids */
+	assert_int_equal(rows[0].p.len, 24);
+	assert_int_equal(rows[0].expires, 0);
+	assert_string_equal(rows[0].note, "partner");
+	assert_int_equal(rows[1].p.family, 6);
+	assert_string_equal(rows[1].note, "");
+	assert_int_equal(rows[2].p.family, 0);
+	assert_string_equal(rows[2].uid, "alice");
+	assert_int_equal(rows[2].expires, 50);
+	free(rows);
+	assert_int_equal(fc_store_allow_list(t->st, 50, &rows, &n, &err), 0); /* alice's lapsed at 50 */
+	assert_int_equal(n, 2);
+	free(rows);
+	assert_int_equal(fc_store_allow_purge(t->st, 60, &n, &err), 0);
+	assert_int_equal(n, 1);
+	/* Deleted by key: the uid's key is not the address's. */
+	assert_int_equal(fc_store_allow_del(t->st, &a, &found, &err), 0);
+	assert_true(found);
+	assert_int_equal(fc_store_allow_del(t->st, &a, &found, &err), 0);
+	assert_false(found);
+	assert_int_equal(fc_store_allows_clear(t->st, &err), 0);
+	assert_int_equal(fc_store_allow_list(t->st, 0, &rows, &n, &err), 0);
+	assert_int_equal(n, 0);
+	free(rows);
+
+	fc_raw_sql(t, "INSERT INTO allows (family, addr, len, uid, created) VALUES (0, x'01', 0, 'bob', 0)",
+		   "INSERT INTO allows (family, addr, len, uid, created) VALUES (0, '\\x01', 0, 'bob', 0)");
+	assert_int_equal(fc_store_allow_list(t->st, 0, &rows, &n, &err), -1);
+	snprintf(want, sizeof(want), "store %s: corrupt allow row (family 0, 1 address bytes, length 0)", t->path);
+	assert_string_equal(err.msg, want);
+}
+
 static void test_newer_schema_refused(void **state)
 {
 	struct fc_t *t = *state;
@@ -271,7 +332,7 @@ static void test_newer_schema_refused(void **state)
 	fc_raw_sql(t, "PRAGMA user_version = 99", "UPDATE meta SET value = 99 WHERE key = 'schema'");
 	assert_int_equal(fc_store_open(t->path, &st, &err), -1);
 	snprintf(want, sizeof(want), "store %s: schema version 99 is newer than this freqctl knows (%d)", t->path,
-		 t->pg ? 6 : 10);
+		 t->pg ? 8 : 12);
 	assert_string_equal(err.msg, want);
 }
 
@@ -441,6 +502,15 @@ static void test_policies(void **state)
 	assert_true(fc_policy_put_fresh(t->st, &b, &ra));
 	b.warmup = 0;
 	assert_true(fc_policy_put_fresh(t->st, &b, &ra));
+
+	/* --override round-trips (v11 / PostgreSQL v7) and keeps the buckets:
+	 * it changes which policies apply, not how one counts. */
+	b = fc_spec(17, "ip=198.18.0.0/24", "30/s");
+	b.override = true;
+	fc_policy_round_trip(t->st, &b, &ra);
+	b.override = false;
+	assert_false(fc_policy_put_fresh(t->st, &b, &ra));
+	fc_policy_round_trip(t->st, &b, &ra);
 
 	/* Both: the ramp's word, then a key's count. Another N of either keeps
 	 * the buckets; another number of rates, or either added or removed,
@@ -698,6 +768,7 @@ static void test_migrate_from_warmup(void **state)
 	cmocka_unit_test_setup_teardown(test_counts, setup, fc_teardown),              \
 	cmocka_unit_test_setup_teardown(test_rollback_and_reopen, setup, fc_teardown), \
 	cmocka_unit_test_setup_teardown(test_corrupt_row, setup, fc_teardown),         \
+	cmocka_unit_test_setup_teardown(test_allows, setup, fc_teardown),              \
 	cmocka_unit_test_setup_teardown(test_newer_schema_refused, setup, fc_teardown),\
 	cmocka_unit_test_setup_teardown(test_policies, setup, fc_teardown),            \
 	cmocka_unit_test_setup_teardown(test_policy_corrupt, setup, fc_teardown),      \

@@ -6,7 +6,8 @@ const HISTORY = 300; // seconds of passed/denied per second kept for the charts
 const state = {
   token: null,
   policies: [],   // from /api/policies
-  bans: [],
+  bans: [],       // from /api/bans
+  allows: [],     // from /api/allows
   prev: null,     // the last /api/stats, for per-second rates
   hist: new Map(), // id -> {passed: [], denied: []}
   editing: null,  // the id being edited
@@ -109,7 +110,8 @@ function renderPolicies() {
     tr.dataset.id = p.id;
     if (state.editing === p.id) tr.className = 'editing';
     const limits = p.rates.concat(p.warmup ? ['warm-up ' + p.warmup + ' s'] : [],
-      p.concurrency ? ['at most ' + p.concurrency + ' in flight'] : []);
+      p.concurrency ? ['at most ' + p.concurrency + ' in flight'] : [],
+      p.override ? ['overrides what is more general'] : []);
     tr.append(el('td', p.id, 'num'), el('td', p.match, 'match'), el('td', limits.join(', ')),
       el('td', p.action), el('td', p.layer), el('td', '–', 'num passed'), el('td', '–', 'num denied'),
       el('td', '–', 'num delayed'), el('td', '–', 'num inflight'));
@@ -174,8 +176,9 @@ function clearErrors(form, ids) {
 function showError(err, prefix, general) {
   const key = err.field ? err.field.replace(/\[.*$/, '') : null;
   const input = key ? $(prefix + key) : null;
-  if (input && $('e-' + key)) {
-    $('e-' + key).textContent = err.message;
+  const span = key ? $('e-' + prefix + key) || $('e-' + key) : null;
+  if (input && span) {
+    span.textContent = err.message;
     input.setAttribute('aria-invalid', 'true');
     input.focus();
   } else {
@@ -204,6 +207,7 @@ function policyFromForm() {
     escalate: f('escalate').trim() || null,
     ban_ttl: numberOrText(f('ban_ttl')),
     warmup: numberOrText(f('warmup')),
+    override: $('p-override').checked,
   };
 }
 
@@ -213,6 +217,7 @@ function startEdit(p) {
     const v = name === 'rates' ? p.rates.join(', ') : p[name];
     $('p-' + name).value = v === null || v === undefined ? (name === 'count' ? 'packets' : '') : v;
   }
+  $('p-override').checked = p.override === true;
   $('p-id').readOnly = true;
   $('policy-legend').textContent = 'Edit policy ' + p.id;
   $('policy-save').textContent = 'Save policy ' + p.id;
@@ -350,71 +355,100 @@ function drawChart(canvas, h) {
     `now ${rate(h.passed[h.passed.length - 1])} passed, ${rate(h.denied[h.denied.length - 1])} denied`);
 }
 
-/* ---- bans ---- */
+/* ---- bans and allow entries: a table and a form each ---- */
 
-async function loadBans() {
-  const data = await api('GET', '/api/bans');
-  state.bans = data.bans;
+const LISTS = {
+  bans: {
+    path: '/api/bans', key: 'ban', prefix: 'b-', fields: ['ban', 'ttl'], empty: 'no-bans',
+    form: 'ban-form', general: 'banform', del: 'Lift', delLabel: 'Lift the ban on ',
+    added: 'Banned ', deleted: 'Lifted the ban on ',
+    last: (b) => (b.set ? 'set ' + b.set : b.escalated_by_policy ? 'escalated by policy ' + b.escalated_by_policy :
+      'by hand') +
+      (b.allowed_by ? '; overridden by allow ' + b.allowed_by : ''),
+  },
+  allows: {
+    path: '/api/allows', key: 'allow', prefix: 'a-', fields: ['allow', 'a-ttl', 'note'], empty: 'no-allows',
+    form: 'allow-form', general: 'allowform', del: 'Delete', delLabel: 'Delete the allow entry ',
+    added: 'Allowed ', deleted: 'Deleted the allow entry ',
+    last: (a) => a.note || '',
+  },
+};
+
+async function loadList(name) {
+  const data = await api('GET', LISTS[name].path);
   const loaded = Date.now() / 1000;
-  for (const b of state.bans) b.until = b.ttl_remaining === null ? null : loaded + b.ttl_remaining;
-  renderBans();
+  state[name] = data[name];
+  for (const b of state[name]) b.until = b.ttl_remaining === null ? null : loaded + b.ttl_remaining;
+  renderList(name);
 }
 
-function renderBans() {
-  const body = $('bans').tBodies[0];
+function loadBans() {
+  return Promise.all([loadList('bans'), loadList('allows')]);
+}
+
+function renderList(name) {
+  const l = LISTS[name];
+  const body = $(name).tBodies[0];
   body.replaceChildren();
-  for (const b of state.bans) {
+  for (const b of state[name]) {
+    const text = b[l.key];
     const tr = document.createElement('tr');
-    const source = b.set ? 'set ' + b.set : b.escalated_by_policy ? 'escalated by policy ' + b.escalated_by_policy : 'by hand';
     const actions = el('td');
     /* A set's bans are lifted with their set (freqctl ban del --set NAME). */
     if (!b.set) {
-      const del = el('button', 'Lift', 'secondary danger');
+      const del = el('button', l.del, 'secondary danger');
       del.type = 'button';
-      del.setAttribute('aria-label', 'Lift the ban on ' + b.ban);
-      del.addEventListener('click', () => confirmThen(del, () => liftBan(b.ban)));
+      del.setAttribute('aria-label', l.delLabel + text);
+      del.addEventListener('click', () => confirmThen(del, () => deleteEntry(name, text)));
       actions.append(del);
     }
-    tr.append(el('td', b.ban, 'match'), el('td', b.kind), el('td', b.expires || 'never'),
-      el('td', '', 'remaining'), el('td', source), actions);
-    tr.dataset.ban = b.ban;
+    tr.append(el('td', text, 'match'), el('td', b.kind), el('td', b.expires || 'never'),
+      el('td', '', 'remaining'), el('td', l.last(b)), actions);
+    tr.dataset[l.key] = text;
     if (b.set) tr.dataset.set = b.set;
     body.append(tr);
   }
-  $('no-bans').hidden = state.bans.length > 0;
-  renderBanTimes();
+  $(l.empty).hidden = state[name].length > 0;
+  renderListTimes(name);
 }
 
-function renderBanTimes() {
+function renderListTimes(name) {
   const now = Date.now() / 1000;
-  const rows = $('bans').tBodies[0].rows;
-  state.bans.forEach((b, i) => {
+  const rows = $(name).tBodies[0].rows;
+  state[name].forEach((b, i) => {
     if (rows[i]) rows[i].querySelector('.remaining').textContent = b.until === null ? '–' : duration(Math.round(b.until - now));
   });
 }
 
-async function liftBan(ban) {
+function renderBanTimes() {
+  renderListTimes('bans');
+  renderListTimes('allows');
+}
+
+async function deleteEntry(name, text) {
   try {
-    await api('DELETE', '/api/bans/' + encodeURIComponent(ban));
-    status('Lifted the ban on ' + ban + '.');
-    await loadBans();
+    await api('DELETE', LISTS[name].path + '/' + encodeURIComponent(text));
+    status(LISTS[name].deleted + text + '.');
+    await loadList(name);
   } catch (e) {
     status(e.message, true);
   }
 }
 
-async function addBan(ev) {
+async function addEntry(name, ev) {
   ev.preventDefault();
-  const form = $('ban-form');
-  clearErrors(form, ['ban', 'ttl', 'banform']);
-  const body = { ban: $('b-ban').value.trim(), ttl: $('b-ttl').value.trim() || null };
+  const l = LISTS[name];
+  const form = $(l.form);
+  clearErrors(form, l.fields.concat([l.general]));
+  const body = { [l.key]: $(l.prefix + l.key).value.trim(), ttl: $(l.prefix + 'ttl').value.trim() || null };
+  if (name === 'allows') body.note = $('a-note').value.trim() || null;
   try {
-    const r = await api('POST', '/api/bans', body);
-    status('Banned ' + r.ban + '.');
+    const r = await api('POST', l.path, body);
+    status(l.added + r[l.key] + '.');
     form.reset();
     await loadBans();
   } catch (e) {
-    if (e.status !== 401) showError(e, 'b-', 'e-banform');
+    if (e.status !== 401) showError(e, l.prefix, 'e-' + l.general);
   }
 }
 
@@ -427,7 +461,8 @@ document.addEventListener('DOMContentLoaded', () => {
   });
   $('policy-form').addEventListener('submit', savePolicy);
   $('policy-cancel').addEventListener('click', resetPolicyForm);
-  $('ban-form').addEventListener('submit', addBan);
+  $('ban-form').addEventListener('submit', (ev) => addEntry('bans', ev));
+  $('allow-form').addEventListener('submit', (ev) => addEntry('allows', ev));
   // #token=... never leaves the browser; take it and drop it from the address bar.
   const m = /(?:^#|&)token=([0-9a-f]+)/.exec(location.hash);
   if (m) history.replaceState(null, '', location.pathname);

@@ -44,6 +44,8 @@
 #define FC_LOG_COLS_POLICY   "(kind, family, addr, len, txt, id, slot, layer)"
 #define FC_LOG_ROW_POLICY(R) "('policy', " R ".ip_family, " R ".ip_addr, " R ".ip_len, " R ".match, " R ".id, " R \
 			     ".slot, " R ".layer)"
+#define FC_LOG_COLS_ALLOW    "(kind, family, addr, len, txt)"
+#define FC_LOG_ROW_ALLOW(R)  "('allow', " R ".family, " R ".addr, " R ".len, " R ".uid)"
 #define FC_LOG_COLS_NODE     "(kind, txt)"
 #define FC_LOG_ROW_NODE(R)   "('node', " R ".name)"
 

@@ -95,11 +95,29 @@ static const char fc_pg_schema_v4[] = "ALTER TABLE policies ADD COLUMN concurren
 /* --warmup: seconds; NULL = none. */
 static const char fc_pg_schema_v5[] = "ALTER TABLE policies ADD COLUMN warmup bigint;";
 
-/* The change log and ban sets (see the SQLite schema v10). Every statement
+/* Allow lists (as SQLite's fc_schema_allows; its version is its place in
+ * fc_pg_schema). */
+static const char fc_pg_schema_allows[] =
+	"CREATE TABLE allows ("
+	"  family  smallint NOT NULL CHECK (family IN (0, 4, 6)),"
+	"  addr    bytea    NOT NULL,"
+	"  len     smallint NOT NULL,"
+	"  uid     text     NOT NULL,"
+	"  created bigint   NOT NULL,"
+	"  expires bigint,"
+	"  note    text,"
+	"  PRIMARY KEY (family, addr, len, uid));"
+	FC_PG_TRIGGER("allows");
+
+/* --override: 1; NULL = not (as SQLite's fc_schema_override). */
+static const char fc_pg_schema_override[] = "ALTER TABLE policies ADD COLUMN override smallint CHECK (override = 1);";
+
+/* The change log and ban sets (as SQLite's fc_schema_log; after the allows
+ * and override steps). Every statement
  * that changes a logged table first takes the writers' lock, so changes are
  * numbered in commit order whoever writes them (nextval is not ordered by
  * commit otherwise); a TRUNCATE logs a reset: publishers start over. */
-static const char fc_pg_schema_v6[] =
+static const char fc_pg_schema_log[] =
 	"CREATE TABLE changes ("
 	"  seq    bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,"
 	"  kind   text NOT NULL,"
@@ -139,7 +157,8 @@ static const char fc_pg_schema_v6[] =
 	"  IF TG_OP <> 'DELETE' THEN INSERT INTO changes " cols " VALUES " new "; END IF;"                 \
 	"  RETURN NULL; END$$;"
 #define FC_PG_LOG_FN_OF(name, what) FC_PG_LOG_FN(name, FC_LOG_COLS_##what, FC_LOG_ROW_##what("OLD"), FC_LOG_ROW_##what("NEW"))
-	FC_PG_LOG_FN_OF("key", KEY) FC_PG_LOG_FN_OF("uid", UID) FC_PG_LOG_FN_OF("policy", POLICY)
+	FC_PG_LOG_FN_OF("key", KEY) FC_PG_LOG_FN_OF("uid", UID) FC_PG_LOG_FN_OF("allow", ALLOW)
+	FC_PG_LOG_FN_OF("policy", POLICY)
 	FC_PG_LOG_FN_OF("node", NODE)
 	"CREATE FUNCTION freqctl_log_set() RETURNS trigger LANGUAGE plpgsql AS $$BEGIN"
 	"  INSERT INTO changes (kind, txt, id) VALUES ('set', CASE TG_OP WHEN 'INSERT' THEN 'new' WHEN 'UPDATE'"
@@ -151,12 +170,13 @@ static const char fc_pg_schema_v6[] =
 	"CREATE TRIGGER " t "_log AFTER INSERT OR UPDATE OR DELETE ON " t " "                              \
 	"FOR EACH ROW EXECUTE FUNCTION freqctl_log_" fn "();"                                             \
 	"CREATE TRIGGER " t "_reset AFTER TRUNCATE ON " t " FOR EACH STATEMENT EXECUTE FUNCTION freqctl_log_reset();"
-	FC_PG_LOG("bans", "key") FC_PG_LOG("set_bans", "key") FC_PG_LOG("uid_bans", "uid")
+	FC_PG_LOG("bans", "key") FC_PG_LOG("set_bans", "key") FC_PG_LOG("uid_bans", "uid") FC_PG_LOG("allows", "allow")
 	FC_PG_LOG("policies", "policy") FC_PG_LOG("nodes", "node") FC_PG_LOG("ban_sets", "set")
 	FC_PG_TRIGGER("set_bans") FC_PG_TRIGGER("ban_sets");
 
 static const char *const fc_pg_schema[] = { fc_pg_schema_v1, fc_pg_schema_v2, fc_pg_schema_v3, fc_pg_schema_v4,
-					    fc_pg_schema_v5, fc_pg_schema_v6 };
+					    fc_pg_schema_v5, fc_pg_schema_allows, fc_pg_schema_override,
+					    fc_pg_schema_log };
 #define FC_PG_SCHEMA_VERSION ((int64_t)(sizeof(fc_pg_schema) / sizeof(fc_pg_schema[0])))
 
 struct fc_db_pg {

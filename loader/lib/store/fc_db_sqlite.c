@@ -121,6 +121,25 @@ static const char fc_schema_v8[] = "ALTER TABLE policies ADD COLUMN concurrency 
 /* --warmup: seconds; NULL = none. */
 static const char fc_schema_v9[] = "ALTER TABLE policies ADD COLUMN warmup INTEGER;";
 
+/* Allow lists: addresses, prefixes and uids never banned, limited or
+ * escalated. (A step named for what it adds: its version is its place in
+ * fc_schema.) */
+static const char fc_schema_allows[] =
+	"CREATE TABLE allows ("
+	"  family  INTEGER NOT NULL CHECK (family IN (0, 4, 6)),"  /* 0: a uid */
+	"  addr    BLOB    NOT NULL,"  /* 4 or 16 bytes, host bits zero; empty for a uid */
+	"  len     INTEGER NOT NULL,"  /* prefix length; 0 for a uid */
+	"  uid     TEXT    NOT NULL,"  /* '' for an address */
+	"  created INTEGER NOT NULL,"  /* unix seconds */
+	"  expires INTEGER,"           /* unix seconds; NULL = never */
+	"  note    TEXT,"
+	"  PRIMARY KEY (family, addr, len, uid)"
+	") WITHOUT ROWID;";
+
+/* --override: 1; NULL = not. (Named for what it adds, as the step before
+ * it: its version is its place in fc_schema.) */
+static const char fc_schema_override[] = "ALTER TABLE policies ADD COLUMN override INTEGER CHECK (override = 1);";
+
 /* A row of the change log for each row a statement inserts, updates (the
  * old and the new) or deletes; cols: the change's columns, old and new the
  * row's values for them. */
@@ -133,7 +152,9 @@ static const char fc_schema_v9[] = "ALTER TABLE policies ADD COLUMN warmup INTEG
 #define FC_SQ_LOG_OF(t, what) FC_SQ_LOG(t, FC_LOG_COLS_##what, FC_LOG_ROW_##what("OLD"), FC_LOG_ROW_##what("NEW"))
 
 /*
- * Incremental publishing and ban sets. The change log: every write records
+ * Incremental publishing and ban sets (a step named for what it adds: its
+ * version is its place in fc_schema, after the allows and override steps).
+ * The change log: every write records
  * what it changed (triggers, so a script's SQL is recorded too), numbered in
  * commit order (one writer at a time), in the writer's transaction; a
  * publisher applies the changes since the seq it published. store_id tells
@@ -143,12 +164,12 @@ static const char fc_schema_v9[] = "ALTER TABLE policies ADD COLUMN warmup INTEG
  * Sets: named lists of bans (freqctl ban import --set), each member a row of
  * its own; a set lapses as a whole at expires.
  */
-static const char fc_schema_v10[] =
+static const char fc_schema_log[] =
 	"CREATE TABLE changes ("
 	"  seq    INTEGER PRIMARY KEY AUTOINCREMENT,"
-	"  kind   TEXT NOT NULL," /* ban (its key: family, addr, len), uid, policy, node, set */
+	"  kind   TEXT NOT NULL," /* ban (its key: family, addr, len), uid, allow, policy, node, set */
 	"  family INTEGER, addr BLOB, len INTEGER,"
-	"  txt    TEXT,"          /* uid; policy: its match; node: its name; set: new, upd or del */
+	"  txt    TEXT,"          /* uid (a uid ban's, an allow entry's); policy: its match; node: its name; set: new, upd or del */
 	"  id     INTEGER,"       /* policy, set */
 	"  slot   INTEGER,"       /* policy */
 	"  layer  TEXT"           /* policy */
@@ -179,7 +200,7 @@ static const char fc_schema_v10[] =
 	"CREATE INDEX set_bans_set ON set_bans (set_id);"
 	FC_SQL_SET_INDEXES
 	FC_SQ_LOG_OF("bans", KEY) FC_SQ_LOG_OF("set_bans", KEY) FC_SQ_LOG_OF("uid_bans", UID)
-	FC_SQ_LOG_OF("policies", POLICY) FC_SQ_LOG_OF("nodes", NODE)
+	FC_SQ_LOG_OF("allows", ALLOW) FC_SQ_LOG_OF("policies", POLICY) FC_SQ_LOG_OF("nodes", NODE)
 	"CREATE TRIGGER ban_sets_log_ins AFTER INSERT ON ban_sets BEGIN "
 	"  INSERT INTO changes (kind, txt, id) VALUES ('set', 'new', NEW.id); END;"
 	"CREATE TRIGGER ban_sets_log_upd AFTER UPDATE ON ban_sets BEGIN "
@@ -188,7 +209,8 @@ static const char fc_schema_v10[] =
 	"  INSERT INTO changes (kind, txt, id) VALUES ('set', 'del', OLD.id); END;";
 
 static const char *const fc_schema[] = { fc_schema_v1, fc_schema_v2, fc_schema_v3, fc_schema_v4, fc_schema_v5,
-					 fc_schema_v6, fc_schema_v7, fc_schema_v8, fc_schema_v9, fc_schema_v10 };
+					 fc_schema_v6, fc_schema_v7, fc_schema_v8, fc_schema_v9, fc_schema_allows,
+					 fc_schema_override, fc_schema_log };
 #define FC_SCHEMA_VERSION ((int)(sizeof(fc_schema) / sizeof(fc_schema[0])))
 
 struct fc_db_sqlite {

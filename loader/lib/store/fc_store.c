@@ -72,6 +72,12 @@ enum fc_stmt_id {
 	FC_SQL_SET_NEW_ID,
 	FC_SQL_POL_LIST_AGENT,
 	FC_SQL_FIRST_EXPIRY,
+	FC_SQL_ALLOW_GET,
+	FC_SQL_ALLOW_PUT,
+	FC_SQL_ALLOW_DEL,
+	FC_SQL_ALLOW_PURGE,
+	FC_SQL_ALLOW_LIST,
+	FC_SQL_ALLOWS_CLEAR,
 	FC_SQL_MAX,
 };
 
@@ -99,8 +105,8 @@ static const char *fc_sql[FC_SQL_MAX] = {
 			     "FROM bans WHERE expires IS NULL OR expires > ?1",
 #define FC_POL_COLS                                                                                          \
 	"id, match, rates, burst, algo, action, count, new_sources, slot, epoch, created, updated, delay_burst, " \
-	"escalate, ban_ttl, layer, max_keys, new_keys, concurrency, warmup"
-#define FC_POL_NCOLS 20 /* columns of FC_POL_COLS: a statement's own come after */
+	"escalate, ban_ttl, layer, max_keys, new_keys, concurrency, warmup, override"
+#define FC_POL_NCOLS 21 /* columns of FC_POL_COLS: a statement's own come after */
 	[FC_SQL_POL_GET] = "SELECT " FC_POL_COLS " FROM policies WHERE id = ?1",
 	[FC_SQL_POL_SLOT] = "SELECT slot FROM policies WHERE id = ?1",
 	[FC_SQL_POL_LIST] = "SELECT " FC_POL_COLS " FROM policies ORDER BY id",
@@ -109,12 +115,12 @@ static const char *fc_sql[FC_SQL_MAX] = {
 				  "ORDER BY id",
 	[FC_SQL_POL_PUT] = "INSERT INTO policies (" FC_POL_COLS ", ip_family, ip_addr, ip_len) "
 			   "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, "
-			   "?19, ?20, ?21, ?22, ?23) "
+			   "?19, ?20, ?21, ?22, ?23, ?24) "
 			   "ON CONFLICT (id) DO UPDATE SET match = ?2, rates = ?3, burst = ?4, algo = ?5, "
 			   "action = ?6, count = ?7, new_sources = ?8, slot = ?9, epoch = ?10, created = ?11, "
 			   "updated = ?12, delay_burst = ?13, escalate = ?14, ban_ttl = ?15, layer = ?16, "
-			   "max_keys = ?17, new_keys = ?18, concurrency = ?19, warmup = ?20, ip_family = ?21, "
-			   "ip_addr = ?22, ip_len = ?23",
+			   "max_keys = ?17, new_keys = ?18, concurrency = ?19, warmup = ?20, override = ?21, "
+			   "ip_family = ?22, ip_addr = ?23, ip_len = ?24",
 	[FC_SQL_POL_DEL] = "DELETE FROM policies WHERE id = ?1",
 	[FC_SQL_POL_CONFLICT] = "SELECT id FROM policies WHERE match = ?1 AND id != ?2",
 	/* A freed slot if any (lowest first), else the next never used. */
@@ -134,6 +140,18 @@ static const char *fc_sql[FC_SQL_MAX] = {
 	[FC_SQL_NODE_LIST] = "SELECT name, weight FROM nodes ORDER BY name",
 	[FC_SQL_NODES_CLEAR] = "DELETE FROM nodes",
 	[FC_SQL_UBANS_CLEAR] = "DELETE FROM uid_bans",
+	/* An address entry has an empty uid, a uid entry family 0, an empty
+	 * address and length 0: one key for both. */
+	[FC_SQL_ALLOW_GET] = "SELECT 1 FROM allows WHERE family = ?1 AND addr = ?2 AND len = ?3 AND uid = ?4 "
+			     "AND (expires IS NULL OR expires > ?5)",
+	[FC_SQL_ALLOW_PUT] = "INSERT INTO allows (family, addr, len, uid, created, expires, note) "
+			     "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) "
+			     "ON CONFLICT (family, addr, len, uid) DO UPDATE SET created = ?5, expires = ?6, note = ?7",
+	[FC_SQL_ALLOW_DEL] = "DELETE FROM allows WHERE family = ?1 AND addr = ?2 AND len = ?3 AND uid = ?4",
+	[FC_SQL_ALLOW_PURGE] = "DELETE FROM allows WHERE expires IS NOT NULL AND expires <= ?1",
+	[FC_SQL_ALLOW_LIST] = "SELECT family, addr, len, uid, created, expires, note FROM allows "
+			      "WHERE expires IS NULL OR expires > ?1 ORDER BY family = 0, family, addr, len, uid",
+	[FC_SQL_ALLOWS_CLEAR] = "DELETE FROM allows",
 	[FC_SQL_EPOCH_NEXT] = "UPDATE meta SET value = value % 4294967295 + 1 WHERE key = 'epoch' RETURNING value",
 	/* The change log (see the schema): its store's id, how far it was
 	 * pruned, its last change. */
@@ -146,7 +164,7 @@ static const char *fc_sql[FC_SQL_MAX] = {
 	 * ip= policy's), with what holds it at ?3: its live bans (src 0 by hand,
 	 * else the set), its policy (src -1), and the key alone (src -2). */
 	[FC_SQL_DELTA_KEYS] =
-		"WITH k AS (SELECT DISTINCT family, addr, len " FC_CHANGED " AND family IS NOT NULL) "
+		"WITH k AS (SELECT DISTINCT family, addr, len " FC_CHANGED " AND family IS NOT NULL AND kind <> 'allow') "
 		"SELECT k.family, k.addr, k.len, 0, b.expires, 0, NULL FROM k CROSS JOIN bans b "
 		"WHERE b.family = k.family AND b.addr = k.addr AND b.len = k.len AND (b.expires IS NULL OR b.expires > ?3) "
 		"UNION ALL SELECT k.family, k.addr, k.len, s.set_id, NULL, 0, NULL FROM k CROSS JOIN set_bans s "
@@ -165,7 +183,7 @@ static const char *fc_sql[FC_SQL_MAX] = {
 				  "slot AS cslot, CASE WHEN txt = 'ip=*' THEN 1 ELSE 0 END AS cstar, "
 				  "CASE WHEN txt NOT LIKE 'ip=%' OR txt LIKE '%,%' OR layer = 'http' THEN 1 ELSE 0 END "
 				  "AS cl7 " FC_CHANGED " AND kind = 'policy') c LEFT JOIN policies ON policies.slot = c.cslot",
-	[FC_SQL_DELTA_OTHER] = "SELECT DISTINCT kind, txt, id " FC_CHANGED " AND kind IN ('node', 'set', 'reset')",
+	[FC_SQL_DELTA_OTHER] = "SELECT DISTINCT kind, txt, id " FC_CHANGED " AND kind IN ('node', 'set', 'reset', 'allow')",
 #undef FC_CHANGED
 	[FC_SQL_POL_STAR] = "SELECT " FC_POL_COLS " FROM policies WHERE match = 'ip=*'",
 	/* Whether a rule in the kernel's maps is on a prefix of ?1, length ?2
@@ -179,10 +197,12 @@ static const char *fc_sql[FC_SQL_MAX] = {
 	/* The first time a ban or a set lapses, past or not. */
 	[FC_SQL_FIRST_EXPIRY] = "SELECT min(e) FROM (SELECT min(expires) AS e FROM bans WHERE expires IS NOT NULL "
 				"UNION ALL SELECT min(expires) FROM uid_bans WHERE expires IS NOT NULL "
+				"UNION ALL SELECT min(expires) FROM allows WHERE expires IS NOT NULL "
 				"UNION ALL SELECT min(expires) FROM ban_sets WHERE expires IS NOT NULL) x",
 	/* The next time a ban or a set lapses after ?1. */
 	[FC_SQL_NEXT_EXPIRY] = "SELECT min(e) FROM (SELECT min(expires) AS e FROM bans WHERE expires > ?1 "
 			       "UNION ALL SELECT min(expires) FROM uid_bans WHERE expires > ?1 "
+			       "UNION ALL SELECT min(expires) FROM allows WHERE expires > ?1 "
 			       "UNION ALL SELECT min(expires) FROM ban_sets WHERE expires > ?1) x",
 	/* Rows written before policies had ip_* (or by a script): to fill. */
 	[FC_SQL_POL_IP_TODO] = "SELECT id, match FROM policies WHERE ip_family IS NULL AND match LIKE 'ip=%' "
@@ -584,6 +604,7 @@ static int fc_policy_row_read(struct fc_store *st, int id, void *out, struct fc_
 	p->new_keys = (uint32_t)o->col_int(st->db, id, 17);
 	p->concurrency = (uint32_t)o->col_int(st->db, id, 18);
 	p->warmup = o->col_int(st->db, id, 19);
+	p->override = o->col_int(st->db, id, 20) != 0;
 	for (i = 0; i < 5; i++)
 		if (!txt[i])
 			return fc_err_set(err, "store %s: policy %u: a required column is NULL", st->db->name, p->id),
@@ -715,7 +736,8 @@ int fc_store_policy_put(struct fc_store *st, const struct fc_policy_spec *p, int
 			       p->escalate.n ? FC_INT(p->ban_ttl) : FC_NULL,
 			       p->layer != FC_LAYER_AUTO ? FC_TEXT(fc_layer_names[p->layer]) : FC_NULL,
 			       FC_INT_OR_NULL(p->max_keys), FC_INT_OR_NULL(p->new_keys), FC_INT_OR_NULL(p->concurrency),
-			       FC_INT_OR_NULL(p->warmup), ip ? FC_INT(p->ip.family) : FC_NULL,
+			       FC_INT_OR_NULL(p->warmup), FC_INT_OR_NULL(p->override),
+			       ip ? FC_INT(p->ip.family) : FC_NULL,
 			       ip ? FC_PREFIX_ADDR(&p->ip) : FC_NULL, ip ? FC_INT(p->ip.len) : FC_NULL),
 		       NULL, "writing policy", err);
 }
@@ -857,7 +879,7 @@ int fc_store_nodes_clear(struct fc_store *st, struct fc_err *err)
 int fc_store_purge(struct fc_store *st, int64_t now, size_t *bans, size_t *sets, struct fc_err *err)
 {
 	int64_t first = 0;
-	size_t uids = 0;
+	size_t uids = 0, allows = 0;
 	bool found;
 
 	*bans = *sets = 0;
@@ -866,9 +888,9 @@ int fc_store_purge(struct fc_store *st, int64_t now, size_t *bans, size_t *sets,
 	if (!found || first > now)
 		return 0;
 	if (fc_store_ban_purge(st, now, bans, err) < 0 || fc_store_uid_ban_purge(st, now, &uids, err) < 0 ||
-	    fc_store_set_purge(st, now, sets, err) < 0)
+	    fc_store_allow_purge(st, now, &allows, err) < 0 || fc_store_set_purge(st, now, sets, err) < 0)
 		return -1;
-	*bans += uids;
+	*bans += uids + allows;
 	return 0;
 }
 
@@ -1204,6 +1226,8 @@ int fc_store_delta(struct fc_store *st, uint64_t from, uint64_t to, int64_t now,
 	for (i = 0; i < nother; i++) {
 		if (!strcmp(other[i].kind, "reset"))
 			d->reset = true;
+		else if (!strcmp(other[i].kind, "allow"))
+			d->allows = true;
 		else if (!strcmp(other[i].kind, "node"))
 			d->weight |= !strcmp(other[i].txt, node);
 		else if (!strcmp(other[i].kind, "set") && strcmp(other[i].txt, "upd"))
@@ -1326,4 +1350,86 @@ out:
 		fc_store_rollback(st);
 	free(rows);
 	return rc;
+}
+
+/* An allow entry's key: family, address, length, uid. */
+#define FC_ALLOW_ARGS(r)                                                                                   \
+	FC_INT((r)->p.family), FC_BLOB((r)->p.a, (r)->p.family == 4 ? 4 : (r)->p.family == 6 ? 16 : 0), \
+		FC_INT((r)->p.len), FC_TEXT((r)->p.family ? "" : (r)->uid)
+
+int fc_store_allow_put(struct fc_store *st, const struct fc_allow_row *row, int64_t now, bool *existed,
+		       struct fc_err *err)
+{
+	int64_t v;
+
+	if (fc_query_int(st, FC_SQL_ALLOW_GET, FC_ARGS(FC_ALLOW_ARGS(row), FC_INT(now)), &v, existed,
+			 "looking up allow entry", err) < 0)
+		return -1;
+	return fc_exec(st, FC_SQL_ALLOW_PUT,
+		       FC_ARGS(FC_ALLOW_ARGS(row), FC_INT(row->created), FC_INT_OR_NULL(row->expires),
+			       row->note[0] ? FC_TEXT(row->note) : (struct fc_val){ .type = FC_VAL_NULL }),
+		       NULL, "writing allow entry", err);
+}
+
+int fc_store_allow_del(struct fc_store *st, const struct fc_allow_row *key, bool *found, struct fc_err *err)
+{
+	int64_t n = 0;
+	int rc = fc_exec(st, FC_SQL_ALLOW_DEL, FC_ARGS(FC_ALLOW_ARGS(key)), &n, "deleting allow entry", err);
+
+	*found = n > 0;
+	return rc;
+}
+
+int fc_store_allow_purge(struct fc_store *st, int64_t now, size_t *n, struct fc_err *err)
+{
+	int64_t c = 0;
+	int rc = fc_exec(st, FC_SQL_ALLOW_PURGE, FC_ARGS(FC_INT(now)), &c, "purging expired allow entries", err);
+
+	*n = (size_t)c;
+	return rc;
+}
+
+/* Reads one allow row; rejects what this version never writes. */
+static int fc_allow_row_read(struct fc_store *st, int id, void *out, struct fc_err *err)
+{
+	const struct fc_db_ops *o = st->db->ops;
+	struct fc_allow_row *row = out;
+	int family = (int)o->col_int(st->db, id, 0), len = (int)o->col_int(st->db, id, 2);
+	const char *uid = o->col_text(st->db, id, 3), *note = o->col_text(st->db, id, 6);
+	int max = family == 4 ? 32 : 128;
+	size_t bytes = 0;
+	const void *addr = o->col_blob(st->db, id, 1, &bytes);
+	bool ok;
+
+	if (family == 0)
+		ok = uid && *uid && strlen(uid) <= FC_SHM_MAX_VALUE && !bytes && !len;
+	else
+		ok = (family == 4 || family == 6) && addr && bytes == (size_t)max / 8 && len >= 1 && len <= max &&
+		     uid && !*uid;
+	if (!ok || (note && strlen(note) > FC_ALLOW_NOTE_MAX))
+		return fc_err_set(err, "store %s: corrupt allow row (family %d, %zu address bytes, length %d)",
+				  st->db->name, family, bytes, len);
+	memset(row, 0, sizeof(*row));
+	row->p.family = (uint8_t)family;
+	row->p.len = (uint8_t)len;
+	if (family)
+		memcpy(row->p.a, addr, bytes);
+	else
+		snprintf(row->uid, sizeof(row->uid), "%s", uid);
+	row->created = o->col_int(st->db, id, 4);
+	row->expires = o->col_int(st->db, id, 5);
+	snprintf(row->note, sizeof(row->note), "%s", note ? note : "");
+	return 0;
+}
+
+int fc_store_allow_list(struct fc_store *st, int64_t now, struct fc_allow_row **rows, size_t *n,
+			struct fc_err *err)
+{
+	return fc_collect(st, FC_SQL_ALLOW_LIST, FC_ARGS(FC_INT(now)), sizeof(**rows), fc_allow_row_read,
+			  "listing allow entries", (void **)rows, n, err);
+}
+
+int fc_store_allows_clear(struct fc_store *st, struct fc_err *err)
+{
+	return fc_exec(st, FC_SQL_ALLOWS_CLEAR, FC_NO_ARGS, NULL, "clearing allow entries", err);
 }

@@ -236,6 +236,8 @@ struct fc_delta {
 	bool weight;    /* the node's row changed (its weight scales every policy) */
 	bool ip_stale;  /* a changed policy's ip_* columns disagree with its match */
 	bool reset;     /* a table was truncated: only publishing everything can tell */
+	bool allows;    /* an allow entry changed: it is folded into every entry it covers, in
+			 * both layers; rare, so published by publishing everything */
 };
 
 int fc_store_delta(struct fc_store *st, uint64_t from, uint64_t to, int64_t now, const char *node,
@@ -257,5 +259,30 @@ int fc_store_prefix_len_used(struct fc_store *st, const struct fc_prefix *p, int
 int fc_store_policy_ip_fix(struct fc_store *st, const struct fc_policy_spec *p, struct fc_err *err);
 /* The ip=* policy, if any. */
 int fc_store_policy_star(struct fc_store *st, struct fc_policy_row *row, bool *found, struct fc_err *err);
+
+/* An allow entry: an address or prefix (p), or a user id (p.family 0, uid).
+ * What it covers is never banned, limited or escalated, at either layer. */
+#define FC_ALLOW_NOTE_MAX 200
+
+struct fc_allow_row {
+	struct fc_prefix p; /* family 0: the entry is uid */
+	char uid[FC_SHM_MAX_VALUE + 1];
+	int64_t created;
+	int64_t expires; /* unix seconds; 0 = never */
+	char note[FC_ALLOW_NOTE_MAX + 1];
+};
+
+/* Inserts or replaces the entry with row's key; *existed: a live one was there. */
+int fc_store_allow_put(struct fc_store *st, const struct fc_allow_row *row, int64_t now, bool *existed,
+		       struct fc_err *err);
+/* Deletes the entry with key's key (p, or uid); *found is false when there was none. */
+int fc_store_allow_del(struct fc_store *st, const struct fc_allow_row *key, bool *found, struct fc_err *err);
+/* Removes entries that expired at or before now; *n how many. */
+int fc_store_allow_purge(struct fc_store *st, int64_t now, size_t *n, struct fc_err *err);
+/* Live entries: addresses in address order, then uids. The caller frees *rows. */
+int fc_store_allow_list(struct fc_store *st, int64_t now, struct fc_allow_row **rows, size_t *n,
+			struct fc_err *err);
+/* Deletes every allow entry (freqctl import replaces them). */
+int fc_store_allows_clear(struct fc_store *st, struct fc_err *err);
 
 #endif /* FC_STORE_H */
