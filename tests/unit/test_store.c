@@ -692,13 +692,14 @@ static void test_policy_ip_fill(void **state)
 }
 
 /* The triggers and functions of the change log, as a store of the schema
- * before it (SQLite v9, PostgreSQL v5) has none of them. */
+ * before it (SQLite v11, PostgreSQL v7) has none of them. */
 #define FC_SQ_DROP_LOG(t) "DROP TRIGGER " t "_log_ins; DROP TRIGGER " t "_log_upd; DROP TRIGGER " t "_log_del;"
 
-/* A store of main's last schema before the change log (SQLite v9 with
- * --concurrency and --warmup, PostgreSQL v5), with a ban and policies in
- * it, is upgraded in place when opened: its rows kept, its policies' address
- * columns filled, its changes logged from then on. */
+/* A store of main's last schema before the change log (SQLite v11 with
+ * --concurrency, --warmup, allow lists and --override, PostgreSQL v7), with
+ * a ban, an allow entry and policies in it, is upgraded in place when
+ * opened: its rows kept, its policies' address columns filled, its changes
+ * logged from then on (an allow entry's too). */
 static void test_migrate_from_warmup(void **state)
 {
 	struct fc_t *t = *state;
@@ -706,15 +707,19 @@ static void test_migrate_from_warmup(void **state)
 	struct fc_prefix p = fc_row("198.18.0.0/16", 0, 0).p;
 	struct fc_store_log log, after;
 	struct fc_key_rule *rows = NULL;
+	struct fc_allow_row al = { .created = 1 }, *allows = NULL;
 	struct fc_policy_row row;
 	struct fc_delta d = { 0 };
 	struct fc_err err;
-	bool found;
+	bool found, existed;
 	size_t n = 0;
 
 	b.warmup = 10;
 	b.concurrency = 3;
+	b.override = true;
 	fc_put(t->st, "198.18.7.7", 1, 0);
+	assert_int_equal(fc_prefix_parse("198.18.9.0/24", &al.p, &err), 0);
+	assert_int_equal(fc_store_allow_put(t->st, &al, 0, &existed, &err), 0);
 	fc_policy_put_ok(t->st, &a, &row);
 	fc_policy_put_ok(t->st, &b, &row);
 	fc_store_close(t->st);
@@ -722,20 +727,21 @@ static void test_migrate_from_warmup(void **state)
 	fc_raw_sql(t,
 		   FC_SQ_DROP_LOG("bans") FC_SQ_DROP_LOG("set_bans") FC_SQ_DROP_LOG("uid_bans")
 		   FC_SQ_DROP_LOG("policies") FC_SQ_DROP_LOG("nodes") FC_SQ_DROP_LOG("ban_sets")
+		   FC_SQ_DROP_LOG("allows")
 		   "DROP TABLE changes; DROP TABLE set_bans; DROP TABLE ban_sets;"
 		   "DROP INDEX policies_ip; DROP INDEX policies_pfx4; DROP INDEX policies_pfx6;"
 		   "DROP INDEX bans_pfx4; DROP INDEX bans_pfx6; DROP INDEX uid_bans_expires;"
 		   "ALTER TABLE policies DROP COLUMN ip_family; ALTER TABLE policies DROP COLUMN ip_addr;"
 		   "ALTER TABLE policies DROP COLUMN ip_len;"
 		   "DELETE FROM meta WHERE key IN ('store_id', 'log_pruned', 'policy_ip');"
-		   "PRAGMA user_version = 9",
+		   "PRAGMA user_version = 11",
 		   "DROP TABLE changes; DROP TABLE set_bans CASCADE; DROP TABLE ban_sets CASCADE;"
 		   "DROP FUNCTION freqctl_lock, freqctl_log_reset, freqctl_log_key, freqctl_log_uid, freqctl_log_policy,"
-		   "  freqctl_log_node, freqctl_log_set CASCADE;"
+		   "  freqctl_log_node, freqctl_log_set, freqctl_log_allow CASCADE;"
 		   "DROP INDEX bans_pfx4, bans_pfx6, uid_bans_expires;"
 		   "ALTER TABLE policies DROP COLUMN ip_family, DROP COLUMN ip_addr, DROP COLUMN ip_len;"
 		   "DELETE FROM meta WHERE key IN ('store_id', 'log_pruned', 'policy_ip');"
-		   "UPDATE meta SET value = 5 WHERE key = 'schema'");
+		   "UPDATE meta SET value = 7 WHERE key = 'schema'");
 	if (fc_store_open(t->path, &t->st, &err) < 0)
 		fail_msg("%s", err.msg);
 	assert_int_equal(live_bans(t->st, 0), 1);
@@ -743,6 +749,10 @@ static void test_migrate_from_warmup(void **state)
 	assert_true(found);
 	assert_int_equal(row.spec.warmup, 10);
 	assert_int_equal(row.spec.concurrency, 3);
+	assert_true(row.spec.override);
+	assert_int_equal(fc_store_allow_list(t->st, 0, &allows, &n, &err), 0);
+	assert_int_equal(n, 1);
+	free(allows);
 	assert_int_equal(fc_store_prefix_rules(t->st, &p, 0, &rows, &n, &err), 0);
 	assert_true(n > 0); /* the /24's policy, its address columns filled */
 	assert_int_equal(rows[0].src, FC_SRC_POLICY);
@@ -758,6 +768,17 @@ static void test_migrate_from_warmup(void **state)
 	assert_true(d.nkeys > 0); /* the key, and the ban on it */
 	for (n = 0; n < d.nkeys; n++)
 		assert_int_equal(d.keys[n].p.a[3], 8);
+	assert_false(d.allows);
+	fc_delta_free(&d);
+	/* An allow entry's change is logged, and not as a key's: it is
+	 * published by publishing everything. */
+	al.p.a[2] = 10;
+	assert_int_equal(fc_store_allow_put(t->st, &al, 0, &existed, &err), 0);
+	assert_int_equal(fc_store_log_head(t->st, &log, &err), 0);
+	if (fc_store_delta(t->st, after.head, log.head, 0, "test", &d, &err) < 0)
+		fail_msg("%s", err.msg);
+	assert_true(d.allows);
+	assert_int_equal(d.nkeys, 0);
 	fc_delta_free(&d);
 }
 
