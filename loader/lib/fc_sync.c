@@ -670,10 +670,12 @@ static int fc_allows_read(struct fc_store *st, int64_t now, struct fc_allows *al
 	return 0;
 }
 
-/* Folds into r the allow entries covering the address a (bytes long). */
-static void fc_allow_fold(const struct fc_allow_fam *fa, const uint8_t *a, size_t bytes, struct fc_rule *r)
+/* Folds into r the allow entries covering the address a (bytes long);
+ * true if one is on a itself (an entry of its own). */
+static bool fc_allow_fold(const struct fc_allow_fam *fa, const uint8_t *a, size_t bytes, struct fc_rule *r)
 {
 	struct fc_allow_pfx key, *hit;
+	bool own = false;
 	uint32_t l;
 
 	for (l = 0; fa->n && l < fa->nlens; l++) {
@@ -684,7 +686,9 @@ static void fc_allow_fold(const struct fc_allow_fam *fa, const uint8_t *a, size_
 		hit = bsearch(&key, fa->v, fa->n, sizeof(*fa->v), fc_allow_pfx_cmp);
 		if (hit)
 			fc_rule_add_allow(r, hit->expires_ns);
+		own |= hit && key.len == bytes * 8;
 	}
+	return own;
 }
 
 /* An allow entry's rule, as fc_want_add takes it. */
@@ -1198,6 +1202,7 @@ static int fc_sync_keys(struct fc_store *st, const struct fc_maps *m, struct fc_
 {
 	struct fc_kv kv;
 	size_t i, j;
+	bool want;
 
 	for (i = 0; i < d->nkeys; i = j) {
 		const struct fc_prefix *p = &d->keys[i].p;
@@ -1210,10 +1215,13 @@ static int fc_sync_keys(struct fc_store *st, const struct fc_maps *m, struct fc_
 				return -1;
 			continue;
 		}
-		/* The allow entries covering it (its own too: alone, it is an entry). */
-		fc_allow_fold(&al->fam[p->family == 6], p->a, p->family == 4 ? 4 : 16, &kv.val);
+		/* An entry for its ban or policy, or for an allow entry on it alone,
+		 * carrying the allow entries covering it (a prefix's alone makes
+		 * none: the prefix's entry answers). */
+		want = kv.val.flags || kv.val.policy;
+		want |= fc_allow_fold(&al->fam[p->family == 6], p->a, p->family == 4 ? 4 : 16, &kv.val);
 		fc_kv_key(fc_map_of(ms, p), p, &kv);
-		if (fc_entry_put(fc_map_of(ms, p), &kv, kv.val.flags || kv.val.policy, res, err) < 0)
+		if (fc_entry_put(fc_map_of(ms, p), &kv, want, res, err) < 0)
 			return -1;
 	}
 	return 0;

@@ -5,7 +5,9 @@
  * Thousands of random changes to one store: bans by hand (exact and prefix
  * of every length, IPv4 and IPv6, some with TTLs that run out meanwhile),
  * uid bans, policies added, replaced and deleted (at XDP/TC and in nginx,
- * ip=*, /0, nested prefixes), ban sets replaced and deleted (some lapsing), the node's
+ * ip=*, /0, nested prefixes; one in four an override), ban sets replaced and
+ * deleted (some lapsing), allow entries added and deleted (exact, prefix and
+ * uid, IPv4 and IPv6, some with TTLs that run out meanwhile), the node's
  * weight, now and then a sync, a policy row a script left without its
  * address columns, a publish cut short. Each change is published as a command does,
  * to pin dir and shm A (only what changed, when the change log can say).
@@ -185,6 +187,7 @@ static bool fc_rnd_policy(struct fc_churn *c, struct fc_policy_spec *p)
 	p->algo = (enum fc_algo)algo;
 	if (p->kind == FC_MATCH_STAR && !fc_rnd(c, 3))
 		p->layer = FC_LAYER_HTTP;
+	p->override = !fc_rnd(c, 4); /* --override: a flag of the compiled policy, both layers */
 	return fc_policy_validate(p, &err) == 0;
 }
 
@@ -192,7 +195,8 @@ static bool fc_rnd_policy(struct fc_churn *c, struct fc_policy_spec *p)
 static int fc_churn_change(struct fc_churn *c, struct fc_publish *pub, struct fc_err *err)
 {
 	static const char *const sets[] = { "feed-a", "feed-b", "drop" };
-	unsigned op = fc_rnd(c, 100), i, n;
+	unsigned op = fc_rnd(c, 104), i, n;
+	struct fc_allow_row al = { .created = pub->now };
 	struct fc_ban_row row = { .created = pub->now };
 	struct fc_uid_ban ub = { .created = pub->now };
 	struct fc_policy_spec p;
@@ -204,6 +208,16 @@ static int fc_churn_change(struct fc_churn *c, struct fc_publish *pub, struct fc
 	bool found;
 	int rc;
 
+	if (op >= 100) { /* allow entries: an address or prefix (v4, v6), a uid; one in three for 1 to 4 s */
+		if (fc_rnd(c, 5))
+			fc_rnd_prefix(c, &al.p);
+		else
+			snprintf(al.uid, sizeof(al.uid), "u%u", fc_rnd(c, 40));
+		if (!fc_rnd(c, 3))
+			return fc_store_allow_del(pub->st, &al, &found, err);
+		al.expires = fc_rnd(c, 3) ? 0 : fc_expires_after(1 + fc_rnd(c, 4));
+		return fc_store_allow_put(pub->st, &al, pub->now, &found, err);
+	}
 	if (op < 30) { /* a ban by hand, one in three for 1 to 4 s; some escalated */
 		fc_rnd_prefix(c, &row.p);
 		row.expires = fc_rnd(c, 3) ? 0 : fc_expires_after(1 + fc_rnd(c, 4));
@@ -323,6 +337,30 @@ static void fc_cmp_top4(struct fc_churn *c)
 		munmap((void *)t[i], size);
 }
 
+/* Fails naming the first entry the maps do not agree on. */
+static void fc_entries_differ(const char *name, size_t keysz, const struct fc_entry *ea, size_t na,
+			      const struct fc_entry *eb, size_t nb)
+{
+	const struct fc_entry *e;
+	char key[2 * sizeof(ea->key) + 1];
+	size_t i = 0, j = 0, k;
+	int c;
+
+	while (i < na && j < nb && !(c = memcmp(&ea[i], &eb[j], sizeof(*ea))))
+		i++, j++;
+	if (i == na && j == nb)
+		return;
+	c = i == na ? 1 : j == nb ? -1 : memcmp(ea[i].key, eb[j].key, keysz);
+	e = c <= 0 ? &ea[i] : &eb[j];
+	for (k = 0; k < keysz; k++)
+		snprintf(key + 2 * k, 3, "%02x", e->key[k]);
+	fail_msg("map %s: %zu entries published by changes, %zu whole; first difference at key %s: %s "
+		 "(flags %#x, policy %u, ban until %llu, allowed until %llu)%s",
+		 name, na, nb, key, c < 0 ? "only by changes" : c > 0 ? "only whole" : "by changes", e->val.flags,
+		 e->val.policy, (unsigned long long)e->val.ban_expires_ns, (unsigned long long)e->val.allow_expires_ns,
+		 c ? "" : " (whole differs)");
+}
+
 static void fc_cmp_maps(struct fc_churn *c)
 {
 	static const size_t keysz[4] = { sizeof(struct fc_addr4), sizeof(struct fc_addr6), sizeof(struct fc_pfx4_key),
@@ -342,7 +380,7 @@ static void fc_cmp_maps(struct fc_churn *c)
 		ea = fc_map_entries(fds[0][i], keysz[i], &na);
 		eb = fc_map_entries(fds[1][i], keysz[i], &nb);
 		if (na != nb || (na && memcmp(ea, eb, na * sizeof(*ea))))
-			fail_msg("map %s: %zu entries published by changes, %zu whole, or they differ", names[i], na, nb);
+			fc_entries_differ(names[i], keysz[i], ea, na, eb, nb);
 		free(ea);
 		free(eb);
 	}
