@@ -1176,9 +1176,12 @@ static int fc_sync_prefix(struct fc_store *st, const struct fc_maps *m, struct f
 		if (fc_top4_sync(m, top4, mark, res, err) < 0)
 			goto out;
 	} else {
-		/* p's length stays in use while a prefix anywhere has it. */
+		/* p's length stays in use while a prefix anywhere has it (an
+		 * allow entry's too). */
 		e = fc_want_find(ms, &own);
 		used = e && !(e->val.flags & FC_RULE_MARKER);
+		for (i = 0; !used && i < al->fam[1].nlens; i++)
+			used = al->fam[1].lens[i] == p->len;
 		if (!used && fc_store_prefix_len_used(st, p, now, &used, err) < 0)
 			goto out;
 		if (used)
