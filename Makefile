@@ -4,7 +4,8 @@
 #   make test       install what the tests need, build, run every test suite
 #   make bench      XDP cost against xdp-filter and through libxdp's dispatcher; nginx req/s
 #                   and worker CPU time against limit_req, its instructions per request (callgrind);
-#                   L7 per key against fixed values and Redis
+#                   L7 per key against fixed values and Redis; one change published with 1M bans
+#                   stored; the agent's store-to-enforced time
 #   make demo       the self-contained demo (namespace, attach, ban, traffic)
 #   make fuzz       each fuzz target for FUZZ_SECONDS (default 60); make test replays their corpora
 #   make deps       install the Debian packages freqctl needs
@@ -39,16 +40,17 @@ pc_libs   = $(shell $(PKG_CONFIG) --libs $(1) 2>/dev/null)
 # libxdp (Debian libxdp-dev) lets freqctl share the XDP hook through its
 # dispatcher; without it, attach takes the hook directly, as it always did.
 LIBXDP    := $(shell $(PKG_CONFIG) --exists libxdp 2>/dev/null && echo libxdp)
-LIB_PKGS  := libbpf libelf zlib sqlite3 libpq jansson $(LIBXDP)
+LIB_PKGS  := libbpf libelf zlib sqlite3 jansson $(LIBXDP)
 HTTP_PKGS := libmicrohttpd
+# Loaded on first use (loader/lib/fc_dl.h): their headers, not their libraries.
+DL_PKGS   := libpq $(HTTP_PKGS)
 
 CFLAGS   ?= -O2 -g
 WARN     := -std=gnu11 -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wno-missing-field-initializers
-FC_CFLAGS = $(CPPFLAGS) $(CFLAGS) $(WARN) -D_GNU_SOURCE -MMD -MP $(INC) $(call pc_cflags,$(LIB_PKGS)) \
+FC_CFLAGS = $(CPPFLAGS) $(CFLAGS) $(WARN) -D_GNU_SOURCE -MMD -MP $(INC) $(call pc_cflags,$(LIB_PKGS) $(DL_PKGS)) \
 	    $(if $(LIBXDP),-DFC_HAVE_LIBXDP)
 
 LIB_LIBS  := $(call pc_libs,$(LIB_PKGS)) -lpthread
-HTTP_LIBS := $(call pc_libs,$(HTTP_PKGS))
 TEST_LIBS := $(call pc_libs,cmocka)
 
 # Include paths, per layer.
@@ -141,9 +143,10 @@ $(HTTP_A): $(HTTP_SRCS:%.c=$(B)/%.o)
 	$(AR) rcs $@ $^
 
 $(B)/freqctl: $(FRONT_SRCS:%.c=$(B)/%.o) $(HTTP_A) $(LIB_A)
-	$(CC) $(CFLAGS) $(LDFLAGS) $^ -o $@ $(HTTP_LIBS) $(LIB_LIBS)
+	$(CC) $(CFLAGS) $(LDFLAGS) $^ -o $@ $(LIB_LIBS)
 
-# Unit tests link the library; only the HTTP test needs libmicrohttpd.
+# Unit tests link the library; the store's test also libpq (it writes SQL of
+# its own to a PostgreSQL store).
 $(B)/tests/%: $(B)/tests/unit/%.o $(LIB_A)
 	$(CC) $(CFLAGS) $(LDFLAGS) $^ -o $@ $(LIB_LIBS) $(TEST_LIBS)
 
@@ -152,7 +155,9 @@ $(B)/tests/test_escalate: $(B)/tests/unit/test_escalate.o $(B)/loader/agent/fc_e
 	$(CC) $(CFLAGS) $(LDFLAGS) $^ -o $@ $(LIB_LIBS) $(TEST_LIBS)
 
 $(B)/tests/test_http: $(B)/tests/unit/test_http.o $(HTTP_A) $(LIB_A)
-	$(CC) $(CFLAGS) $(LDFLAGS) $^ -o $@ $(HTTP_LIBS) $(LIB_LIBS) $(TEST_LIBS)
+	$(CC) $(CFLAGS) $(LDFLAGS) $^ -o $@ $(LIB_LIBS) $(TEST_LIBS)
+
+$(B)/tests/test_store: TEST_LIBS += $(call pc_libs,libpq)
 
 $(B)/tests/test_l7: $(ASAN_OBJS)
 	$(CC) $(CFLAGS) $(LDFLAGS) $(ASAN) $^ -o $@ $(LIB_LIBS) $(TEST_LIBS)
@@ -173,7 +178,6 @@ $(FUZZ_LIB): $(LIB_SRCS:%.c=$(B)/fuzz/%.o)
 $(B)/fuzz/fuzz_l7: $(B)/fuzz/ngx_bridge/fc_l7.o
 $(B)/fuzz/fuzz_state: $(B)/fuzz/loader/agent/fc_escalate.o
 $(B)/fuzz/fuzz_api: $(HTTP_SRCS:%.c=$(B)/fuzz/%.o)
-$(B)/fuzz/fuzz_api: FUZZ_LIBS = $(HTTP_LIBS)
 $(FUZZ): $(B)/fuzz/%: $(B)/fuzz/tests/fuzz/%.o $(FUZZ_COMMON) $(FUZZ_LIB)
 	$(FUZZ_CC) $(CFLAGS) $(FUZZ_FLAGS) -fsanitize=fuzzer $(filter-out $(FUZZ_LIB),$^) $(FUZZ_LIB) -o $@ \
 		$(FUZZ_LIBS) $(LIB_LIBS)
@@ -214,6 +218,8 @@ bench: $(DEPS_STAMP)
 	@tools/bench_nginx.sh
 	@echo
 	@tools/bench_nginx_cost.sh
+	@echo
+	@tools/bench_publish.sh
 	@echo
 	@tools/bench_agent.sh
 

@@ -97,6 +97,17 @@ static __always_inline void fc_count(struct fc_counter *c, __u64 bytes)
 	c->bytes += bytes;
 }
 
+/* A drop by ban r, counted also under the ban's source (by hand or its set). */
+static __always_inline void fc_count_ban(struct fc_counter *verdict, const struct fc_rule *r, __u64 bytes)
+{
+	__u32 set = FC_RULE_SET(r->flags);
+	struct fc_counter *c = bpf_map_lookup_elem(&fc_setstats, &set);
+
+	fc_count(verdict, bytes);
+	if (c)
+		fc_count(c, bytes);
+}
+
 /*
  * The policies. A packet meets up to three (exact address, longest prefix,
  * ip=*), each checked by fc_policy_check. They are global functions: the
@@ -520,14 +531,14 @@ static __always_inline bool fc_decide(void *data, void *data_end, __u32 len)
 	if (fc_allowed(exact, &ev))
 		goto allowed;
 	if (fc_banned(exact, &ev)) {
-		fc_count(&ev.st->drop_exact, ev.pkt.len);
+		fc_count_ban(&ev.st->drop_exact, exact, ev.pkt.len);
 		return true;
 	}
 	prefix = fc_prefix_lookup(&ev, &pfx);
 	if (fc_allowed(prefix, &ev))
 		goto allowed;
 	if (fc_banned(prefix, &ev)) {
-		fc_count(&ev.st->drop_prefix, ev.pkt.len);
+		fc_count_ban(&ev.st->drop_prefix, prefix, ev.pkt.len);
 		return true;
 	}
 	e = exact ? exact->policy : 0;

@@ -130,4 +130,14 @@ struct {
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } fc_flood SEC(".maps");
 
+/* Packets dropped by a ban, by its source (FC_RULE_SET of the rule's flags):
+ * 0 by hand or escalated, else the ban set's id. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, FC_MAX_SETS + 1);
+	__type(key, __u32);
+	__type(value, struct fc_counter);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} fc_setstats SEC(".maps");
+
 #endif /* FC_STATE_BPF_H */

@@ -27,7 +27,7 @@ struct fc_counter {
  */
 #define FC_MAPS(X)                                                                                        \
 	X(exact4) X(exact6) X(top4) X(pfx4) X(pfx6) X(stats) X(config) X(policies) X(buckets) X(src4) \
-	X(src6) X(pstats) X(flood)
+	X(src6) X(pstats) X(flood) X(setstats)
 
 /* A map's pinned name, e.g. FC_MAP_NAME(exact4) is "fc_exact4". */
 #define FC_MAP_NAME(name) "fc_" #name
@@ -44,6 +44,10 @@ struct fc_counter {
  * from this number: keep it a plain literal); slot 0 means "no policy". */
 #define FC_MAX_POLICIES    65536
 #define FC_POLICY_SLOTS    (FC_MAX_POLICIES + 1)
+
+/* Named ban sets (freqctl ban import --set): ids 1..FC_MAX_SETS (the store's
+ * CHECK is made from this number: keep it a plain literal), 0 = by hand. */
+#define FC_MAX_SETS        1023
 
 /* Each exact hash and each prefix hash holds bans and policy keys (a prefix
  * hash its search markers too). */
@@ -134,6 +138,12 @@ struct fc_pfx6_key {
 #define FC_RULE_LONGER  0x2 /* fc_pfx6: the search goes on to longer lengths from here */
 #define FC_RULE_MARKER  0x4 /* fc_pfx6: no prefix of its own, only what covers it (a search marker) */
 #define FC_RULE_ALLOWED 0x8 /* an allow entry covers it (until allow_expires_ns) */
+/* The upper 16 bits of flags: the set whose ban this is (fc_setstats counts
+ * its drops there); 0: by hand or escalated. A ban held by several sources
+ * counts under the lowest: by hand first, then the set with the lowest id. */
+#define FC_RULE_SET_SHIFT 16
+#define FC_RULE_SET_MASK  (0xffffu << FC_RULE_SET_SHIFT)
+#define FC_RULE_SET(flags) ((flags) >> FC_RULE_SET_SHIFT)
 
 struct fc_rule {
 	__u64 ban_expires_ns;
@@ -257,10 +267,12 @@ struct fc_config {
 	 * the last publish left it whole, 0 while one is rewriting it. A
 	 * publish whose policies hash the same skips reading the array. */
 	__u64 policies_digest;
-	/* The loader's: a random tag of the last publish that completed. The
-	 * process that wrote it may diff its next publish against what it
-	 * wrote, without walking the rule maps (a walk costs their capacity). */
-	__u64 publish_gen;
+	/* The loader's: the store (its random id) and the last change (its
+	 * seq in the store's change log) the maps hold, set once that change
+	 * is committed; 0 while a publish writes. A publish applies only the
+	 * changes after store_seq to maps marked with its store's id. */
+	__u64 store_id;
+	__u64 store_seq;
 	/* Bit L % 64 of lens6[L / 64]: fc_pfx6 holds IPv6 prefixes of length L. */
 	__u64 lens6[2];
 	__u32 n_marks6;   /* search markers among the entries of fc_pfx6 */
@@ -304,12 +316,16 @@ FC_ABI_SIZE(struct fc_flood, 8);
 FC_ABI_SIZE(struct fc_stats, 8 * 16);
 FC_ABI_OFF(struct fc_stats, malformed, 6 * 16);
 FC_ABI_OFF(struct fc_stats, allowed, 7 * 16);
-FC_ABI_SIZE(struct fc_config, 48 + 32 + 16 + 24);
+FC_ABI_SIZE(struct fc_config, 48 + 32 + 24 + 16 + 8);
 FC_ABI_OFF(struct fc_config, n_policies, 28);
 FC_ABI_OFF(struct fc_config, rules_gen, 32);
 FC_ABI_OFF(struct fc_config, n_top4, 36);
 FC_ABI_OFF(struct fc_config, utc_offset_ns, 40);
 FC_ABI_OFF(struct fc_config, new_src, 48);
-FC_ABI_OFF(struct fc_config, lens6, 96);
+FC_ABI_OFF(struct fc_config, store_seq, 96);
+FC_ABI_OFF(struct fc_config, lens6, 104);
+_Static_assert(FC_MAX_SETS <= 0xffffu, "a set id must fit in fc_rule.flags' upper 16 bits");
+_Static_assert(!(FC_RULE_SET_MASK & (FC_RULE_BANNED | FC_RULE_LONGER | FC_RULE_MARKER | FC_RULE_ALLOWED)),
+	       "fc_rule.flags: the set index and the flags overlap");
 
 #endif /* FC_MAPS_H */

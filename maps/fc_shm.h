@@ -35,15 +35,22 @@
  *
  * Bans (uids and IP addresses or prefixes) and allow entries (the same,
  * FC_SHM_BAN_ALLOW in their family) live in a multi-level hash that
- * workers read in place, so a change of bans costs no worker a rebuild: a
- * publish whose bans changed writes every live ban into the inactive table,
- * each in the first slot of its probe sequence not yet carrying a fresh
- * stamp (never one used before, so a failed write leaves nothing a later
- * one trusts), the stamp stored last with release ordering; then it makes
- * that table live (ban_live: table and stamp in one word). A slot is valid
- * only while its stamp is its table's, so what was not rewritten (lifted or
- * expired bans) is gone with the switch, and a reader stops at the first
- * slot of a probe sequence without the stamp.
+ * workers read in place, so a change of bans costs no worker a rebuild. A
+ * slot is in use only while its seq is its table's stamp; a reader stops at
+ * the first slot of a probe sequence not in use. A change of a few bans is
+ * made in the live table, in place: a new ban takes the first tombstone or
+ * free slot of its probe sequence (a free one filled first, its stamp
+ * stored last with release ordering); a changed or lifted ban is rewritten
+ * under the slot's seqlock (ver odd while it changes: a reader copies the
+ * slot between two even, equal reads of ver, and takes a slot that never
+ * settles as no ban); a lifted ban becomes a tombstone, which matches
+ * nothing but keeps the probe sequences through it whole. When tombstones
+ * pile up, or a ban finds no slot, or nothing is known of the live table
+ * (a new file, a publish cut short), every live ban is written into the
+ * inactive table under a fresh stamp (never one used before, so a failed
+ * write leaves nothing a later one trusts), which is then made live
+ * (ban_live: table and stamp in one word): what was not rewritten is gone
+ * with the switch.
  */
 #ifndef FC_SHM_H
 #define FC_SHM_H
@@ -94,12 +101,19 @@ struct fc_shm_header {
 	__u64 seq;         /* bumped (release) after each block publish */
 	__u64 ban_live;    /* FC_SHM_BAN_LIVE(stamp, table) of the live ban table; 0: none yet */
 	__u32 ban_stamp;   /* the last stamp written, published or not: never reused */
-	__u32 pad;
-	__u64 ban_digest;  /* of the live ban set: an unchanged set is not rewritten */
+	__u32 ban_dirty;   /* nonzero while the live table changes in place: digest and counts unknown */
+	__u64 ban_digest;  /* of the live ban set (a sum over its bans): an unchanged set is not rewritten */
 	__u64 ban_plens[4]; /* prefix lengths with an IP ban: IPv4 p at bit p, IPv6 p at bit 64 + p;
 			     * bit 255 (FC_SHM_BAN_UIDS in word 3): some uid is banned */
 	__u64 key_secret[2]; /* SipHash key of the key table (fc_shm_key): random, made with the file */
 	__u64 allow_plens[4]; /* the same as ban_plens, for allow entries */
+	/* The loader's, as fc_config's: the store and the last change of it
+	 * this shm holds, set once the change is committed; 0 while a publish
+	 * writes. */
+	__u64 store_id;
+	__u64 store_seq;
+	__u32 ban_used;    /* slots of the live table in use: bans and tombstones */
+	__u32 ban_dead;    /* tombstones among them */
 };
 
 #define FC_SHM_BAN_UIDS (1ULL << 63)
@@ -183,14 +197,20 @@ struct fc_shm_policy {
 /* A ban table slot. A uid is kept as its 64-bit keyed tag (fc_shm_uid_hash),
  * as the source design keeps a hash; an address as its masked bytes. */
 struct fc_shm_ban_slot {
-	__u32 seq;        /* valid while equal to its table's live stamp; written last */
-	__u8 family;      /* 0: uid; 4 or 6: address; | FC_SHM_BAN_ALLOW: an allow entry */
+	__u32 seq;        /* in use while equal to its table's live stamp; written last */
+	__u16 ver;        /* seqlock of a slot in use: odd while it is rewritten */
+	__u8 family;      /* 0: uid; 4 or 6: address; | FC_SHM_BAN_ALLOW: an allow entry;
+			   * FC_SHM_BAN_DEAD: a tombstone */
 	__u8 plen;
-	__u8 pad[2];
 	__u64 hash;
 	__u64 expires_ns; /* UTC ns; 0 = never */
 	__u8 addr[16];
 };
+
+#define FC_SHM_BAN_DEAD 0xff
+/* A reader's tries at a slot whose ver is odd or moves, before it takes the
+ * slot as no ban (a writer killed half-way leaves ver odd for good). */
+#define FC_SHM_BAN_TRIES 64
 
 /* The config file, by constant offsets. */
 #define FC_SHM_BLOCK_OFF(i) (4096ULL + (__u64)(i) * FC_SHM_BLOCK_SIZE)
@@ -445,8 +465,9 @@ static inline __u64 fc_shm_align8(__u64 n)
 }
 
 /* The layouts both compilers and every reader must agree on. */
-FC_ABI_SIZE(struct fc_shm_header, 128);
+FC_ABI_SIZE(struct fc_shm_header, 152);
 FC_ABI_OFF(struct fc_shm_header, allow_plens, 96);
+FC_ABI_OFF(struct fc_shm_header, store_seq, 136);
 FC_ABI_OFF(struct fc_shm_header, key_secret, 80);
 FC_ABI_OFF(struct fc_shm_header, seq, 16);
 FC_ABI_OFF(struct fc_shm_header, ban_live, 24);
@@ -461,6 +482,7 @@ FC_ABI_OFF(struct fc_shm_policy, concurrency, 40);
 FC_ABI_OFF(struct fc_shm_policy, warmup_ms, 44);
 FC_ABI_OFF(struct fc_shm_policy, tier, 48);
 FC_ABI_SIZE(struct fc_shm_ban_slot, 40);
+FC_ABI_OFF(struct fc_shm_ban_slot, ver, 4);
 FC_ABI_OFF(struct fc_shm_ban_slot, hash, 8);
 FC_ABI_SIZE(struct fc_shm_ring_entry, 32);
 FC_ABI_OFF(struct fc_shm_ring, e, 64);

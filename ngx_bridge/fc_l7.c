@@ -572,34 +572,50 @@ int fc_l7_build(const void *base, size_t size, void *state, size_t state_size, s
 	return 0;
 }
 
+/* Copies slot s of a table whose slots carry stamp into c, whole: between
+ * two even, equal reads of its seqlock. -1: not in use (a probe ends
+ * there); 1: it never settled (a writer killed half-way): no ban. */
+static int fc_ban_read(const struct fc_shm_ban_slot *s, __u32 stamp, struct fc_shm_ban_slot *c)
+{
+	__u16 v;
+	int i;
+
+	if (__atomic_load_n(&s->seq, __ATOMIC_ACQUIRE) != stamp)
+		return -1;
+	for (i = 0; i < FC_SHM_BAN_TRIES; i++) {
+		v = __atomic_load_n(&s->ver, __ATOMIC_ACQUIRE);
+		if (v & 1)
+			continue;
+		memcpy(c, s, sizeof(*c));
+		__atomic_thread_fence(__ATOMIC_ACQUIRE);
+		if (__atomic_load_n(&s->ver, __ATOMIC_RELAXED) == v && __atomic_load_n(&s->seq, __ATOMIC_RELAXED) == stamp)
+			return 0;
+	}
+	return 1;
+}
+
 /* Whether a live ban (or allow entry: family | FC_SHM_BAN_ALLOW) on
  * (family, plen, key) is in the ban table tab whose slots carry stamp, at
- * now. The first slot of the probe sequence without the stamp ends the
- * search: the writer took the first one free (maps/fc_shm.h). */
+ * now. The first slot of the probe sequence not in use
+ * ends the search: a new ban takes the first one free, or a tombstone
+ * before it (maps/fc_shm.h). */
 static bool fc_ban_holds(const struct fc_l7_index *ix, const struct fc_shm_ban_slot *tab, __u32 stamp, uint8_t family,
 			 uint8_t plen, const void *key, uint32_t len, uint64_t now)
 {
 	__u64 h = family & ~FC_SHM_BAN_ALLOW ? fc_shm_ban_hash(family, plen, key, len) :
-					       fc_shm_uid_hash(ix->key_secret, family, key, len),
-	      exp;
+					       fc_shm_uid_hash(ix->key_secret, family, key, len);
 	struct fc_shm_ban_slot c;
 	__u32 step;
+	int rc;
 
 	for (step = 0; step < FC_SHM_BAN_LEVELS + FC_SHM_BAN_PROBE; step++) {
-		const struct fc_shm_ban_slot *s = &tab[fc_shm_ban_probe(h, step)];
-
-		if (__atomic_load_n(&s->seq, __ATOMIC_ACQUIRE) != stamp)
+		rc = fc_ban_read(&tab[fc_shm_ban_probe(h, step)], stamp, &c);
+		if (rc < 0)
 			return false;
-		memcpy(&c, s, sizeof(c));
-		if (c.hash != h || c.family != family || c.plen != plen ||
+		if (rc || c.hash != h || c.family != family || c.plen != plen ||
 		    ((family & ~FC_SHM_BAN_ALLOW) && memcmp(c.addr, key, len)))
-			continue;
-		exp = c.expires_ns;
-		/* Rewritten while read: take it as absent rather than half of it. */
-		__atomic_thread_fence(__ATOMIC_ACQUIRE);
-		if (__atomic_load_n(&s->seq, __ATOMIC_RELAXED) != stamp)
-			return false;
-		return !exp || now < exp;
+			continue; /* unsettled, a tombstone (family FC_SHM_BAN_DEAD), another key */
+		return !c.expires_ns || now < c.expires_ns;
 	}
 	return false;
 }

@@ -1,13 +1,16 @@
 #!/usr/bin/env bash
 # make bench, the agent: runs an agent on a scratch store, pin dir and shm,
-# and fc_agent_bench against it (200 changes); first on SQLite, then on a
-# PostgreSQL cluster of its own (tests/integration/pg.sh) when this machine
-# has the server. The agents and the cluster are stopped by pid on exit.
+# and fc_agent_bench against it (200 changes), on an empty store and then on
+# one of 1,000,000 exact bans, 110,000 prefixes and 65,535 policies (tools/bench_store.sh), the two
+# side by side; first on SQLite, then on a PostgreSQL cluster of its own
+# (tests/integration/pg.sh) when this machine has the server. The agents and
+# the cluster are stopped by pid on exit.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 tag=$$
 dir=/tmp/fc-abench-$tag
 pin=/sys/fs/bpf/fc-abench-$tag
+shm=/dev/shm/fc-abench-$tag
 mkdir -p "$dir"
 apid=
 # shellcheck source=tests/integration/pg.sh
@@ -19,21 +22,30 @@ stop_agent() {
 cleanup() {
 	stop_agent
 	pg_cleanup
-	rm -rf "$dir" "$pin"
+	rm -rf "$dir" "$pin" "$shm" "$shm.state" "$shm.agent.lock"
 }
 trap cleanup EXIT
 
-bench() { # bench DB
-	rm -rf "$pin" "$dir/shm"
-	build/freqctl --db "$1" --pin-dir "$pin" --shm "$dir/shm" sync >/dev/null
-	build/freqctl --db "$1" --pin-dir "$pin" --shm "$dir/shm" agent --quiet 2>"$dir/agent.log" &
+bench() { # bench DB WHAT
+	build/freqctl --db "$1" --pin-dir "$pin" --shm "$shm" sync >/dev/null
+	build/freqctl --db "$1" --pin-dir "$pin" --shm "$shm" agent --quiet 2>"$dir/agent.log" &
 	apid=$!
-	sleep 0.5
-	build/fc_agent_bench "$1" "$pin" "$dir/shm" 200
+	for _ in $(seq 300); do grep -q 'watching store' "$dir/agent.log" && break; sleep 0.1; done
+	build/fc_agent_bench "$1" "$pin" "$shm" 200 "$2"
 	stop_agent
 }
 
-bench "$dir/store.db"
+both() { # both DB: an empty store, then a full one
+	rm -rf "$pin" "$shm" "$shm.state"
+	bench "$1" "nothing"
+	echo
+	tools/bench_store.sh "$1" "$pin" "$shm"
+	# PostgreSQL: statistics for the planner, and no autovacuum of the bulk load meanwhile.
+	[ "$1" != "$pg_dsn" ] || pg_sql freqctl "VACUUM ANALYZE"
+	bench "$1" "1M bans, 110,000 prefixes, 65,535 policies"
+}
+
+both "$dir/store.db"
 why=$(pg_missing)
 if [ -n "$why" ]; then
 	echo "agent, PostgreSQL store: SKIPPED ($why)"
@@ -41,4 +53,4 @@ if [ -n "$why" ]; then
 fi
 pg_start "$dir/pg"
 echo
-bench "$pg_dsn"
+both "$pg_dsn"

@@ -4,8 +4,10 @@
  * another writer until it is enforced at XDP (the pinned map holds it) and in
  * nginx (the shm's ban table holds it), over many changes, as a distribution.
  *
- *   fc_agent_bench DB PIN_DIR SHM N
+ *   fc_agent_bench DB PIN_DIR SHM N [WHAT]
  *
+ * WHAT says what the store holds, for the report (tools/bench_agent.sh
+ * runs it on an empty store, then on 1,000,000 bans and 65,535 policies).
  * DB is a SQLite path or a postgresql:// DSN. An agent must be running on
  * DB, PIN_DIR and SHM (tools/bench_agent.sh). Each change bans a new address
  * in its own transaction through the store (as another freqctl, a console or
@@ -57,8 +59,8 @@ int main(int argc, char **argv)
 	struct fc_err err;
 	int n, i, mfd;
 
-	if (argc != 5 || (n = atoi(argv[4])) < 1) {
-		fprintf(stderr, "usage: fc_agent_bench DB PIN_DIR SHM N\n");
+	if (argc < 5 || argc > 6 || (n = atoi(argv[4])) < 1) {
+		fprintf(stderr, "usage: fc_agent_bench DB PIN_DIR SHM N [WHAT]\n");
 		return 2;
 	}
 	snprintf(map, sizeof(map), "%s/fc_exact4", argv[2]);
@@ -89,7 +91,8 @@ int main(int argc, char **argv)
 		}
 		do {
 			t = fc_now_ms();
-			if (!in_map && !bpf_map_lookup_elem(mfd, rq.addr, &val)) {
+			/* Banned, not merely there: a policy may have the address. */
+			if (!in_map && !bpf_map_lookup_elem(mfd, rq.addr, &val) && (val.f & FC_RULE_BANNED)) {
 				in_map = true;
 				xdp[i] = t - t0;
 			}
@@ -110,13 +113,13 @@ int main(int argc, char **argv)
 	}
 	qsort(xdp, (size_t)n, sizeof(*xdp), fc_cmp);
 	qsort(ngx, (size_t)n, sizeof(*ngx), fc_cmp);
-	printf("agent, %s store: a ban written by another writer, until enforced (%d changes, ms):\n",
-	       fc_store_is_postgres(argv[1]) ? "PostgreSQL" : "SQLite", n);
+	printf("agent, %s store%s%s: a ban written by another writer, until enforced (%d changes, ms):\n",
+	       fc_store_is_postgres(argv[1]) ? "PostgreSQL" : "SQLite", argc > 5 ? " of " : "", argc > 5 ? argv[5] : "", n);
 	printf("%-22s %8s %8s %8s %8s %8s\n", "", "min", "p50", "p90", "p99", "max");
-	printf("%-22s %8.1f %8.1f %8.1f %8.1f %8.1f  (target p99 <= 100)\n", "XDP (pinned map)", xdp[0], xdp[n / 2],
-	       xdp[n * 9 / 10], xdp[n * 99 / 100], xdp[n - 1]);
-	printf("%-22s %8.1f %8.1f %8.1f %8.1f %8.1f  (target p99 <= 100)\n", "nginx (shm ban table)", ngx[0],
-	       ngx[n / 2], ngx[n * 9 / 10], ngx[n * 99 / 100], ngx[n - 1]);
+	printf("%-22s %8.1f %8.1f %8.1f %8.1f %8.1f  (target p99 <= 25 at 1M bans, 65,536 policies)\n",
+	       "XDP (pinned map)", xdp[0], xdp[n / 2], xdp[n * 9 / 10], xdp[n * 99 / 100], xdp[n - 1]);
+	printf("%-22s %8.1f %8.1f %8.1f %8.1f %8.1f\n", "nginx (shm ban table)", ngx[0], ngx[n / 2], ngx[n * 9 / 10],
+	       ngx[n * 99 / 100], ngx[n - 1]);
 	fc_store_close(st);
 	return 0;
 }

@@ -11,7 +11,8 @@
  * slowest. Also freqctl run through libxdp's dispatcher (as `freqctl attach`
  * shares the XDP hook) against freqctl alone, the time of `freqctl ban
  * import` of all the bans (target: < 10 s for 1,000,000), and the time and
- * peak memory of one `freqctl policy add` with all of it stored.
+ * peak memory of one `freqctl policy add` with all of it stored and
+ * published (target: <= 20 ms: it publishes its change alone).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -42,6 +43,7 @@
 #include "fc_frames.h"
 #include "fc_kern.h"
 #include "fc_prefix.h"
+#include "fc_publish.h"
 #include "fc_store.h"
 #include "fc_sync.h"
 #include "freqctl.skel.h"
@@ -362,28 +364,32 @@ static int fc_add_allows(struct fc_store *st, struct fc_err *err)
 }
 
 /* All policies but the last, through the real store and publish path, in one
- * transaction, at rates the benchmark never exhausts: GCRA, except
- * 10.200.0.8, a sliding window at the most it counts (16,000,000/s, so part
- * of a round may be refused), and ip=*, which counts TCP SYNs. 10.200.0.9
- * warms up over a day (the ramp's arithmetic on every packet), 10.200.0.10
- * over an hour that ended (its bucket set so); 10.200.0.11 is an override
- * (ip=* does not apply to it). */
+ * transaction (published as a command publishes: the maps and the shm marked
+ * with the change, so the `policy add` timed next publishes its change
+ * alone), at rates the benchmark never exhausts: GCRA, except 10.200.0.8, a
+ * sliding window at the most it counts (16,000,000/s, so part of a round
+ * may be refused), and ip=*, which counts TCP SYNs. 10.200.0.9 warms up over
+ * a day (the ramp's arithmetic on every packet), 10.200.0.10 over an hour
+ * that ended (its bucket set so); 10.200.0.11 is an override (ip=* does not
+ * apply to it). The allow entries with them. */
 static int fc_add_policies(double *secs)
 {
 	struct fc_policy_spec p = { .algo = FC_ALGO_GCRA };
 	struct fc_bucket warm = { 0 };
-	struct fc_sync_result res;
 	__u32 warm_slot = 0;
 	struct fc_policy_row row;
-	struct fc_store *st = NULL;
+	struct fc_publish pub;
 	struct fc_maps m = { .dirfd = -1 };
 	struct fc_err err;
+	char shm[160];
+	const struct fc_ctx ctx = { .db_path = fc_b.db, .pin_dir = fc_b.pin, .shm_path = shm, .node = "bench" };
 	double t0 = fc_now();
 	char match[80];
 	long i;
 	int rc = -1;
 
-	if (fc_store_open(fc_b.db, &st, &err) < 0 || fc_store_begin(st, &err) < 0)
+	snprintf(shm, sizeof(shm), "%s/shm", fc_b.dir);
+	if (fc_publish_begin(&pub, &ctx, &err) < 0)
 		goto out;
 	for (i = 1; i < fc_b.policies; i++) {
 		p.id = (uint32_t)i;
@@ -394,15 +400,18 @@ static int fc_add_policies(double *secs)
 		p.override = i == 11;
 		if (fc_match_parse(match, &p, &err) < 0 ||
 		    fc_rates_parse(i == 8 ? "16000000/s" : "1000000000/s", &p, &err) < 0 ||
-		    fc_store_policy_put(st, &p, (int64_t)time(NULL), &row, &err) < 0)
+		    fc_store_policy_put(pub.st, &p, pub.now, &row, &err) < 0) {
+			fc_publish_abort(&pub);
 			goto out;
+		}
 		if (i == 10)
 			warm_slot = row.slot;
 	}
-	if (fc_add_allows(st, &err) < 0)
+	if (fc_add_allows(pub.st, &err) < 0) {
+		fc_publish_abort(&pub);
 		goto out;
-	if (fc_maps_open(fc_b.pin, &m, &err) < 0 || fc_sync(st, &m, fc_b.pin, (int64_t)time(NULL), 1, &res, &err) < 0 ||
-	    fc_store_commit(st, &err) < 0)
+	}
+	if (fc_publish_commit(&pub, &err) < 0 || fc_maps_open(fc_b.pin, &m, &err) < 0)
 		goto out;
 	/* Its TAT now, its ramp begun two hours ago: warm for as long as the
 	 * rounds come within the hour. */
@@ -417,7 +426,6 @@ out:
 	if (rc)
 		fprintf(stderr, "fc_bench: adding policies: %s\n", err.msg);
 	fc_maps_close(&m);
-	fc_store_close(st);
 	*secs = fc_now() - t0;
 	return rc;
 }
@@ -919,8 +927,8 @@ int main(int argc, char **argv)
 		printf("\nfreqctl ban import of %ld bans: %.2f s (target < 10 s: %s)\n",
 		       fc_b.bans + (long)fc_b.ban4.n + (long)fc_b.ban6.n, import_s, import_s < 10 ? "met" : "MISSED");
 		printf("%ld policies stored and published in one transaction: %.2f s\n", fc_b.policies - 1, pol_s);
-		printf("freqctl policy add with all of that stored: %.2f s, peak RSS %.1f MiB\n", add_s,
-		       (double)add_rss / 1024);
+		printf("freqctl policy add with all of that stored: %.1f ms (target <= 20 ms: %s), peak RSS %.1f MiB\n",
+		       add_s * 1000, add_s <= 0.020 ? "met" : "MISSED", (double)add_rss / 1024);
 	}
 	rc = 0;
 out:

@@ -12,7 +12,9 @@
  * the ban from the store; the kernel and nginx already stopped enforcing it)
  * and every few seconds as a fallback. If the store can not be read or
  * reached, what was published stays enforced; the agent says so once and
- * retries with backoff. SIGHUP republishes everything; SIGTERM exits and
+ * retries with backoff. Each publish writes what changed since the last (the
+ * store's change log), everything when that can not be known. SIGHUP
+ * republishes everything (as freqctl sync); SIGTERM exits and
  * leaves the kernel and the shm as they are. One agent per store (SQLite) or
  * per shm (PostgreSQL, where the store is the fleet's).
  */
@@ -42,6 +44,7 @@
 #include "fc_metrics.h"
 #include "fc_publish.h"
 #include "fc_shm_state.h"
+#include "fc_store_keep.h"
 
 #define FC_AGENT_RECOUNT_S 10 /* live keys counted again this often */
 #define FC_AGENT_FALLBACK_MS 5000   /* data_version check without an event */
@@ -143,7 +146,8 @@ struct fc_agent {
 	struct fc_agent_locks lock;
 	int ino;                     /* inotify on a SQLite store's directory, or -1 */
 	struct fc_store *watch;      /* the connection that only watches for changes */
-	struct fc_store *keep;       /* PostgreSQL: the connection publishes use */
+	struct fc_store_keep store;  /* the connection publishes use, kept */
+	struct fc_ctx pubctx;        /* ctx, publishing on store */
 	bool prepared;               /* the store exists and holds this node's weight */
 	int64_t version;             /* the store's data_version last published */
 	int64_t next_expiry;         /* unix time of the next ban expiry, 0: none */
@@ -155,7 +159,7 @@ struct fc_agent {
 	bool keyed;                  /* some policy keeps a bucket per key */
 	int64_t recounted;           /* when keys were last recounted (unix seconds) */
 	struct fc_ring_src ring;
-	size_t nbans;                /* address bans in the store at the last publish */
+	size_t nbans;                /* rule map entries at the last publish */
 	struct fc_agent_counters cnt;
 	struct fc_http_conf serve;   /* the servers' config, with the agent's log */
 	struct fc_metrics *metrics;
@@ -219,30 +223,12 @@ static int fc_agent_watch(const char *db, struct fc_err *err)
 	return fd;
 }
 
-/* Starts a change. A fleet's PostgreSQL is kept connected between changes
- * (*keep; dropped on any failure, to reconnect next time); a SQLite file is
- * opened afresh each time, so a store moved away is seen as gone. */
-static int fc_agent_begin(struct fc_publish *pub, const struct fc_ctx *ctx, struct fc_store **keep, struct fc_err *err)
+/* Starts a change, on the store connection the agent keeps (fc_store_keep:
+ * dropped on any failure, opened again next time; a SQLite file moved away
+ * is seen as gone, as a fresh open would see it). */
+static int fc_agent_begin(struct fc_publish *pub, struct fc_agent *a, struct fc_err *err)
 {
-	if (!fc_store_is_postgres(ctx->db_path))
-		return fc_publish_begin(pub, ctx, err);
-	if (!*keep && fc_store_open_ex(ctx->db_path, false, keep, err) < 0)
-		return -1;
-	if (fc_publish_begin_on(pub, ctx, *keep, err) == 0)
-		return 0;
-	fc_store_close(*keep);
-	*keep = NULL;
-	return -1;
-}
-
-/* Ends it: on failure a kept connection is dropped as well. */
-static int fc_agent_commit(struct fc_publish *pub, struct fc_store **keep, struct fc_err *err)
-{
-	if (fc_publish_commit(pub, err) == 0)
-		return 0;
-	fc_store_close(*keep);
-	*keep = NULL;
-	return -1;
+	return fc_publish_begin(pub, &a->pubctx, err);
 }
 
 static uint64_t fc_agent_ring_head(void *ctx)
@@ -255,23 +241,23 @@ static void fc_agent_ring_read(void *ctx, uint64_t from, size_t n, struct fc_shm
 	fc_state_ring_read(*(int *)ctx, from, n, out);
 }
 
-/* The escalating policies, after each publish (on its connection, when
- * kept); the state file is opened afresh, as a publish may have replaced it. */
+/* The escalating policies, after a publish that may have changed policies
+ * (on the kept connection); the state file is opened afresh, as a publish
+ * may have replaced it. */
 static void fc_agent_esc_reload(struct fc_agent *a)
 {
 	struct fc_policy_row *rows = NULL;
 	struct fc_allow_row *allows = NULL;
-	struct fc_store *st = a->keep; /* the kept connection, if there is one */
 	struct fc_err err;
+	struct fc_store *st = fc_store_keep_get(&a->store, &err);
 	size_t n = 0, na = 0;
 	int rc, fd;
 
-	rc = !st && fc_store_open_ex(a->ctx.db_path, false, &st, &err) < 0 ? -1 :
-									     fc_store_policy_list(st, &rows, &n, &err);
+	rc = st ? fc_store_policy_list_agent(st, &rows, &n, &err) : -1;
 	if (rc == 0 && (rc = fc_store_allow_list(st, (int64_t)time(NULL), &allows, &na, &err)) == 0)
 		fc_esc_set_allows(&a->esc, allows, na);
-	if (st != a->keep)
-		fc_store_close(st);
+	if (st)
+		fc_store_keep_put(&a->store, rc < 0);
 	if (rc == 0 && fc_esc_set_policies(&a->esc, rows, n) < 0)
 		fc_agent_log("escalation: out of memory, keeping the last policies");
 	if (rc == 0) {
@@ -332,7 +318,7 @@ static void fc_agent_escalate(struct fc_agent *a)
 			     (unsigned long long)(st.allowed - st.nskipped));
 	if (!nb)
 		return;
-	if (fc_agent_begin(&pub, &a->ctx, &a->keep, &err) < 0)
+	if (fc_agent_begin(&pub, a, &err) < 0)
 		goto fail;
 	for (i = 0; i < nb; i++) {
 		if (fc_store_ban_put(pub.st, &bans[i], &err) < 0) {
@@ -340,7 +326,7 @@ static void fc_agent_escalate(struct fc_agent *a)
 			goto fail;
 		}
 	}
-	if (fc_agent_commit(&pub, &a->keep, &err) < 0)
+	if (fc_publish_commit(&pub, &err) < 0)
 		goto fail;
 	a->nbans += nb;
 	__atomic_add_fetch(&a->cnt.escalations, nb, __ATOMIC_RELAXED);
@@ -393,47 +379,38 @@ static void fc_agent_drain(int fd)
 }
 
 /* Publishes the store; returns the unix time of the next ban expiry (0: none)
- * or -1 on failure. */
-static int64_t fc_agent_publish(struct fc_agent *a, const char *why, struct fc_err *err)
+ * or -1 on failure. *policies: the policies may have changed. */
+static int64_t fc_agent_publish(struct fc_agent *a, const char *why, bool *policies, struct fc_err *err)
 {
-	struct fc_ban_row *bans = NULL;
-	struct fc_uid_ban *ub = NULL;
 	struct timespec t0, t1;
 	struct fc_publish pub;
 	int64_t next = 0;
 	uint64_t us;
-	size_t nb = 0, nu = 0, i;
 
 	clock_gettime(CLOCK_MONOTONIC, &t0);
-	if (fc_agent_begin(&pub, &a->ctx, &a->keep, err) < 0)
+	if (fc_agent_begin(&pub, a, err) < 0)
 		goto fail;
-	if (fc_store_ban_list(pub.st, pub.now, &bans, &nb, err) < 0 ||
-	    fc_store_uid_ban_list(pub.st, pub.now, &ub, &nu, err) < 0) {
+	if (fc_store_next_expiry(pub.st, pub.now, &next, err) < 0) {
 		fc_publish_abort(&pub);
-		free(bans);
 		goto fail;
 	}
-	for (i = 0; i < nb + nu; i++) {
-		int64_t e = i < nb ? bans[i].expires : ub[i - nb].expires;
-
-		if (e && (!next || e < next))
-			next = e;
-	}
-	free(bans);
-	free(ub);
-	if (fc_agent_commit(&pub, &a->keep, err) < 0)
+	pub.full = !strcmp(why, "SIGHUP"); /* SIGHUP: everything, as freqctl sync */
+	if (fc_publish_commit(&pub, err) < 0)
 		goto fail;
-	a->nbans = nb;
+	/* Room for escalations: the rule maps' entries (policy keys too). */
+	a->nbans = (size_t)pub.res.cfg.n_exact4 + pub.res.cfg.n_exact6 + pub.res.cfg.n_pfx4 + pub.res.cfg.n_pfx6;
+	*policies = pub.policies;
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	us = (uint64_t)((t1.tv_sec - t0.tv_sec) * 1000000 + (t1.tv_nsec - t0.tv_nsec) / 1000);
 	__atomic_add_fetch(&a->cnt.publishes, 1, __ATOMIC_RELAXED);
 	__atomic_store_n(&a->cnt.last_publish, (int64_t)time(NULL), __ATOMIC_RELAXED);
 	__atomic_store_n(&a->cnt.last_publish_us, us, __ATOMIC_RELAXED);
-	if (!a->cfg->quiet || pub.purged)
-		fc_agent_log("published (%s) in %.1f ms: XDP/TC %zu added, %zu changed, %zu removed; nginx seq %llu%s; "
-			     "%zu expired bans purged",
-			     why, (double)us / 1e3, pub.res.added, pub.res.changed, pub.res.removed,
-			     (unsigned long long)pub.shm.seq, pub.shm.published ? " (new)" : "", pub.purged);
+	if (!a->cfg->quiet || pub.purged || pub.lapsed)
+		fc_agent_log("published (%s) in %.1f ms, %s: XDP/TC %zu added, %zu changed, %zu removed; nginx seq %llu%s; "
+			     "%zu expired bans purged, %zu lapsed sets",
+			     why, (double)us / 1e3, pub.delta ? "what changed" : "everything", pub.res.added,
+			     pub.res.changed, pub.res.removed, (unsigned long long)pub.shm.seq,
+			     pub.shm.published ? " (new)" : "", pub.purged, pub.lapsed);
 	return next;
 fail:
 	__atomic_add_fetch(&a->cnt.publish_errors, 1, __ATOMIC_RELAXED);
@@ -443,12 +420,13 @@ fail:
 /* Publishes for why, or notes the failure and schedules a retry. */
 static void fc_agent_try_publish(struct fc_agent *a, const char *why)
 {
+	bool policies = true;
 	struct fc_err err;
 	int64_t next;
 
 	if ((!a->prepared && !(a->prepared = fc_agent_prepare(&a->ctx, a->cfg->weight, &err) == 0)) ||
 	    (!a->watch && fc_agent_rewatch(&a->ctx, &a->watch, &a->version, &err) < 0) ||
-	    (next = fc_agent_publish(a, why, &err)) < 0) {
+	    (next = fc_agent_publish(a, why, &policies, &err)) < 0) {
 		if (!a->failing)
 			fc_agent_log("cannot publish, keeping what is enforced: %s (retrying)", err.msg);
 		a->failing = true;
@@ -464,7 +442,8 @@ static void fc_agent_try_publish(struct fc_agent *a, const char *why)
 	/* data_version is not re-read here: a commit that raced this publish
 	 * must still be seen. A publish that wrote (purged, escalated) costs
 	 * one more, idempotent, publish. */
-	fc_agent_esc_reload(a);
+	if (policies)
+		fc_agent_esc_reload(a);
 }
 
 /* Per-key policies: every FC_AGENT_RECOUNT_S, each policy's live keys are
@@ -549,6 +528,7 @@ static int fc_agent_setup(struct fc_agent *a, struct fc_err *err)
 {
 	const struct fc_agent_config *cfg = a->cfg;
 	struct sigaction sa = { .sa_handler = fc_agent_signal };
+	bool policies;
 	struct fc_err why;
 
 	a->prepared = fc_agent_prepare(&a->ctx, cfg->weight, err) == 0;
@@ -563,6 +543,8 @@ static int fc_agent_setup(struct fc_agent *a, struct fc_err *err)
 	if (!a->pg && (a->ino = fc_agent_watch(a->ctx.db_path, err)) < 0)
 		fc_agent_log("%s", err->msg);
 	a->ctx.store_must_exist = true;
+	a->pubctx = a->ctx;
+	a->pubctx.keep = &a->store;
 	a->serve = cfg->serve;
 	a->serve.log = fc_agent_log;
 	if (cfg->metrics.at) {
@@ -581,7 +563,7 @@ static int fc_agent_setup(struct fc_agent *a, struct fc_err *err)
 	}
 	/* Watch first, publish second: a change committed in between is seen. */
 	if (!a->prepared || fc_agent_rewatch(&a->ctx, &a->watch, &a->version, err) < 0 ||
-	    (a->next_expiry = fc_agent_publish(a, "start", err)) < 0) {
+	    (a->next_expiry = fc_agent_publish(a, "start", &policies, err)) < 0) {
 		if (!a->pg)
 			return -1;
 		fc_agent_log("cannot reach the store, keeping what is enforced: %s (retrying)", err->msg);
@@ -599,7 +581,7 @@ static void fc_agent_teardown(struct fc_agent *a)
 	fc_console_stop(a->console);
 	fc_metrics_stop(a->metrics);
 	fc_store_close(a->watch);
-	fc_store_close(a->keep);
+	fc_store_keep_fini(&a->store);
 	if (a->state_fd >= 0)
 		close(a->state_fd);
 	fc_esc_free(&a->esc);
@@ -617,6 +599,7 @@ int fc_agent_run(const struct fc_ctx *ctx, const struct fc_agent_config *cfg)
 	struct fc_err err;
 	int rc = 1;
 
+	fc_store_keep_init(&a.store, a.ctx.db_path, false);
 	if (fc_agent_setup(&a, &err) < 0) {
 		fc_warn("agent: %s", err.msg);
 		goto out;

@@ -74,7 +74,7 @@ struct json_t;
 int fc_json_print(struct json_t *doc);
 
 extern const struct fc_cmd fc_cmd_attach, fc_cmd_detach, fc_cmd_status;
-extern const struct fc_cmd fc_cmd_ban_add, fc_cmd_ban_del, fc_cmd_ban_import, fc_cmd_ban_list;
+extern const struct fc_cmd fc_cmd_ban_add, fc_cmd_ban_del, fc_cmd_ban_import, fc_cmd_ban_list, fc_cmd_ban_sets;
 extern const struct fc_cmd fc_cmd_allow_add, fc_cmd_allow_del, fc_cmd_allow_list;
 extern const struct fc_cmd fc_cmd_policy_add, fc_cmd_policy_set, fc_cmd_policy_del, fc_cmd_policy_list;
 extern const struct fc_cmd fc_cmd_sync, fc_cmd_stats, fc_cmd_top, fc_cmd_export, fc_cmd_import, fc_cmd_agent;

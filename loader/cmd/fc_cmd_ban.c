@@ -11,6 +11,7 @@
 #include "fc_cli.h"
 #include "fc_duration.h"
 #include "fc_change.h"
+#include "fc_feed.h"
 #include "fc_publish.h"
 #include "fc_rows_json.h"
 
@@ -44,53 +45,88 @@ static int fc_ban_add(const struct fc_ctx *ctx, const struct fc_cmd *cmd, int ar
 	return FC_EXIT_OK;
 }
 
+struct fc_ban_del_opt {
+	const char *set;
+};
+
+static const struct fc_opt fc_ban_del_opts[] = {
+	FC_OPTION("set", 0, FC_OPT_STR, struct fc_ban_del_opt, set, .arg = "NAME",
+		  .help = "delete ban set NAME: its bans are lifted (those no other source holds)"),
+	FC_OPT_END,
+};
+
 static int fc_ban_del(const struct fc_ctx *ctx, const struct fc_cmd *cmd, int argc, char **argv)
 {
-	char text[FC_BAN_TEXT_LEN];
+	char text[FC_BAN_TEXT_LEN], held[FC_SETS_TEXT_LEN];
+	struct fc_ban_del_opt opt = { 0 };
 	struct fc_err err;
+	size_t members = 0;
 	int rc;
 
-	fc_cmd_parse(cmd, argc, argv, NULL, NULL);
-	rc = fc_change_ban_del(ctx, argv[optind], text, &err);
-	if ((rc = fc_cmd_changed(cmd, rc, text, &err)))
-		return rc;
-	printf("unbanned %s\n", text);
+	fc_cmd_parse(cmd, argc, argv, &opt, NULL);
+	if (!opt.set == (optind == argc))
+		fc_usage_error(cmd, "expected ADDR[/LEN] or uid=VALUE, or --set NAME (one of them)");
+	rc = opt.set ? fc_change_set_del(ctx, opt.set, &members, &err) : fc_change_ban_del(ctx, argv[optind], text, held, &err);
+	if (rc == FC_CHANGE_INVALID)
+		fc_usage_error(cmd, "%s", err.msg);
+	if (rc) {
+		if (opt.set)
+			fc_warn("ban del --set %s: %s", opt.set, err.msg);
+		else
+			fc_warn("ban del %s: %s", text, err.msg);
+		return FC_EXIT_FAILURE;
+	}
+	if (opt.set)
+		printf("deleted ban set %s (%zu bans)\n", opt.set, members);
+	else if (*held)
+		printf("unbanned %s by hand (ban set %s still bans it)\n", text, held);
+	else
+		printf("unbanned %s\n", text);
 	return FC_EXIT_OK;
 }
 
-/* The parsed import file. */
-struct fc_import {
-	struct fc_prefix *v;
-	size_t n, cap;
-	size_t bad;
+struct fc_import_opt {
+	int64_t ttl;
+	const char *set;
+	bool json;
 };
 
-/* Strips a '#' comment and surrounding blanks; returns the token or NULL
- * for a blank line; *extra points at a second token if there is one. */
-static char *fc_import_token(char *line, char **extra)
-{
-	char *hash = strchr(line, '#'), *end;
+static const struct fc_opt fc_ban_import_opts[] = {
+	FC_OPTION("set", 0, FC_OPT_STR, struct fc_import_opt, set, .arg = "NAME",
+		  .help = "make ban set NAME exactly the file's bans (made if new)"),
+	FC_OPTION("ttl", 0, FC_OPT_DURATION, struct fc_import_opt, ttl, .arg = "DURATION",
+		  .help = "lift the bans after DURATION; with --set, the whole set lapses DURATION after this import"),
+	FC_OPTION("json", 0, FC_OPT_FLAG, struct fc_import_opt, json, .help = "print what was done as JSON"),
+	FC_OPT_END,
+};
 
-	if (hash)
-		*hash = '\0';
-	line += strspn(line, " \t\r\n");
-	if (!*line)
-		return NULL;
-	end = line + strcspn(line, " \t\r\n");
-	*extra = end + strspn(end, " \t\r\n");
-	*end = '\0';
-	if (**extra)
-		(*extra)[strcspn(*extra, " \t\r\n")] = '\0';
-	return line;
+/* Long runs say how far they are on a terminal, and nothing when piped. */
+struct fc_progress {
+	bool on;
+	const char *what;
+};
+
+static void fc_progress(size_t done, size_t total, void *arg)
+{
+	const struct fc_progress *p = arg;
+
+	if (p->on)
+		fprintf(stderr, "\rfreqctl: %s %zu/%zu", p->what, done, total);
 }
 
-/* Reads and validates the whole file; nothing is applied unless all of it is good. */
-static int fc_import_read(const char *path, struct fc_import *imp)
+static void fc_progress_end(const struct fc_progress *p, const char *then)
+{
+	if (p->on)
+		fprintf(stderr, "%s\n", then);
+}
+
+/* Reads and validates the whole feed; nothing is applied unless all of it
+ * is good. Every bad line is named (the first FC_IMPORT_MAX_ERRORS). */
+static int fc_import_read(const char *path, struct fc_feed *feed, const struct fc_progress *prog)
 {
 	FILE *f = strcmp(path, "-") ? fopen(path, "r") : stdin;
-	char *line = NULL, *tok, *extra;
-	size_t lineno = 0, linecap = 0;
-	struct fc_prefix *nv;
+	size_t lineno = 0, linecap = 0, bad = 0;
+	char *line = NULL;
 	struct fc_err err;
 
 	if (!f) {
@@ -98,145 +134,270 @@ static int fc_import_read(const char *path, struct fc_import *imp)
 		return -1;
 	}
 	while (getline(&line, &linecap, f) != -1) {
-		lineno++;
-		tok = fc_import_token(line, &extra);
-		if (!tok)
-			continue;
-		if (imp->n == imp->cap) {
-			imp->cap = imp->cap ? imp->cap * 2 : 4096;
-			nv = realloc(imp->v, imp->cap * sizeof(*nv));
-			if (!nv) {
-				fc_warn("ban import %s: out of memory at line %zu", path, lineno);
-				imp->bad++;
-				break;
-			}
-			imp->v = nv;
-		}
-		if (*extra)
-			fc_err_set(&err, "unexpected \"%s\" after the address (one address or prefix per line)", extra);
-		if (*extra || fc_prefix_parse(tok, &imp->v[imp->n], &err) < 0) {
-			if (++imp->bad <= FC_IMPORT_MAX_ERRORS)
-				fc_warn("%s:%zu: %s", path, lineno, err.msg);
-			continue;
-		}
-		imp->n++;
+		if (++lineno % 65536 == 0 && prog->on)
+			fprintf(stderr, "\rfreqctl: reading %s: %zu lines", path, lineno);
+		if (fc_feed_line(line, feed, &err) < 0 && ++bad <= FC_IMPORT_MAX_ERRORS)
+			fc_warn("%s:%zu: %s", path, lineno, err.msg);
 	}
+	if (prog->on && lineno >= 65536)
+		fprintf(stderr, "\rfreqctl: reading %s: %zu lines\n", path, lineno);
 	if (ferror(f)) {
 		fc_warn("ban import %s: read error: %s", path, strerror(errno));
-		imp->bad++;
+		bad++;
 	}
 	free(line);
 	if (f != stdin)
 		fclose(f);
-	if (imp->bad > FC_IMPORT_MAX_ERRORS)
-		fc_warn("%s: ... and %zu more invalid lines", path, imp->bad - FC_IMPORT_MAX_ERRORS);
-	if (imp->bad)
-		fc_warn("ban import %s: %zu invalid line%s; nothing imported", path, imp->bad, imp->bad == 1 ? "" : "s");
-	return imp->bad ? -1 : 0;
+	if (bad > FC_IMPORT_MAX_ERRORS)
+		fc_warn("%s: ... and %zu more invalid lines", path, bad - FC_IMPORT_MAX_ERRORS);
+	if (bad)
+		fc_warn("ban import %s: %zu invalid line%s; nothing imported", path, bad, bad == 1 ? "" : "s");
+	return bad ? -1 : 0;
+}
+
+/* The file's bans, by hand: added to those there are. */
+static int fc_import_by_hand(const struct fc_ctx *ctx, const struct fc_import_opt *opt, const struct fc_feed *feed,
+			     const struct fc_progress *prog, size_t *added, struct fc_err *err)
+{
+	struct fc_ban_counts before, after;
+	struct fc_ban_row row = { 0 };
+	struct fc_publish pub;
+	size_t i;
+
+	if (fc_publish_begin(&pub, ctx, err) < 0)
+		return -1;
+	row.created = pub.now;
+	row.expires = opt->ttl ? fc_expires_after(opt->ttl) : 0;
+	if (fc_store_ban_count(pub.st, pub.now, &before, err) < 0)
+		goto abort;
+	for (i = 0; i < feed->n; i++) {
+		row.p = feed->v[i];
+		if (fc_store_ban_put(pub.st, &row, err) < 0)
+			goto abort;
+		if (i % 65536 == 0 || i + 1 == feed->n)
+			fc_progress(i + 1, feed->n, (void *)prog);
+	}
+	if (fc_store_ban_count(pub.st, pub.now, &after, err) < 0)
+		goto abort;
+	fc_progress_end(prog, feed->n ? ", publishing..." : "");
+	*added = after.addresses - before.addresses;
+	return fc_publish_commit(&pub, err);
+abort:
+	fc_publish_abort(&pub);
+	return -1;
+}
+
+/* Ban set opt->set becomes the file's bans: only the difference is written
+ * and published. */
+static int fc_import_set(const struct fc_ctx *ctx, const struct fc_import_opt *opt, const struct fc_feed *feed,
+			 struct fc_progress *prog, struct fc_set_result *res, struct fc_err *err)
+{
+	struct fc_publish pub;
+	int rc;
+
+	if (fc_publish_begin(&pub, ctx, err) < 0)
+		return -1;
+	prog->what = "storing the difference";
+	rc = fc_set_replace(&pub, opt->set, feed->v, feed->n, opt->ttl ? fc_expires_after(opt->ttl) : 0, fc_progress,
+			    prog, res, err);
+	if (rc < 0) {
+		fc_publish_abort(&pub);
+		return rc;
+	}
+	fc_progress_end(prog, res->added || res->removed ? ", publishing..." : "");
+	return fc_publish_commit(&pub, err);
 }
 
 static int fc_ban_import(const struct fc_ctx *ctx, const struct fc_cmd *cmd, int argc, char **argv)
 {
-	struct fc_import imp = {};
-	struct fc_ban_row row = {};
-	struct fc_ban_counts before, after;
-	size_t i;
-	struct fc_publish pub;
-	bool progress = isatty(STDERR_FILENO); /* quiet when piped */
+	struct fc_progress prog = { .on = isatty(STDERR_FILENO), .what = "storing" };
+	char dur[FC_DURATION_STRLEN];
+	struct fc_import_opt opt = { 0 };
+	struct fc_set_result res = { 0 };
+	struct fc_feed feed = { 0 };
 	const char *path;
 	struct fc_err err;
-	struct fc_ban_opt opt = { 0 };
+	size_t added = 0;
+	int rc = FC_EXIT_FAILURE;
 
 	fc_cmd_parse(cmd, argc, argv, &opt, NULL);
 	path = argv[optind];
-	if (fc_import_read(path, &imp) < 0) {
-		free(imp.v);
-		return FC_EXIT_FAILURE;
+	if (opt.set && fc_set_name_check(opt.set, &err) < 0)
+		fc_usage_error(cmd, "--set: %s", err.msg);
+	if (fc_import_read(path, &feed, &prog) < 0)
+		goto out;
+	fc_feed_sort(&feed);
+	if (opt.set ? fc_import_set(ctx, &opt, &feed, &prog, &res, &err) < 0 :
+		      fc_import_by_hand(ctx, &opt, &feed, &prog, &added, &err) < 0) {
+		fc_warn("ban import %s: %s", path, err.msg);
+		goto out;
 	}
+	rc = FC_EXIT_OK;
+	fc_duration_format(opt.ttl, dur);
+	if (opt.json)
+		rc = fc_json_print(json_pack("{s:s, s:s?, s:I, s:I, s:I, s:I, s:o}", "file", path, "set", opt.set,
+					     "entries", (json_int_t)feed.n,
+					     "added", (json_int_t)(opt.set ? res.added : added),
+					     "removed", (json_int_t)res.removed,
+					     "kept", (json_int_t)(opt.set ? res.kept : feed.n - added),
+					     "ttl", opt.ttl ? json_integer(opt.ttl) : json_null()));
+	else if (opt.set)
+		printf("ban set %s%s: %zu bans from %s (%zu added, %zu removed, %zu kept)%s%s\n", opt.set,
+		       res.created ? " (new)" : "", feed.n, path, res.added, res.removed, res.kept,
+		       opt.ttl ? "; lapses in " : "", opt.ttl ? dur : "");
+	else
+		printf("imported %zu bans from %s (%zu new, %zu already banned)\n", feed.n, path, added, feed.n - added);
+out:
+	fc_feed_free(&feed);
+	return rc;
+}
 
-	if (fc_publish_begin(&pub, ctx, &err) < 0)
-		goto fail;
-	row.created = pub.now;
-	row.expires = opt.ttl ? fc_expires_after(opt.ttl) : 0;
-	if (fc_store_ban_count(pub.st, pub.now, &before, &err) < 0)
-		goto abort;
-	for (i = 0; i < imp.n; i++) {
-		row.p = imp.v[i];
-		if (fc_store_ban_put(pub.st, &row, &err) < 0)
-			goto abort;
-		if (progress && (i % 65536 == 0 || i + 1 == imp.n))
-			fprintf(stderr, "\rfreqctl: storing %zu/%zu", i + 1, imp.n);
+struct fc_ban_list_opt {
+	const char *set;
+	bool json;
+};
+
+static const struct fc_opt fc_ban_list_opts[] = {
+	FC_OPTION("set", 0, FC_OPT_STR, struct fc_ban_list_opt, set, .arg = "NAME", .help = "only ban set NAME's bans"),
+	FC_OPTION("json", 0, FC_OPT_FLAG, struct fc_ban_list_opt, json, .help = "print JSON instead of text"),
+	FC_OPT_END,
+};
+
+/* The store's bans (or set's), with the names of the sets they come from. */
+struct fc_ban_listing {
+	struct fc_ban_row *rows;
+	size_t n;
+	struct fc_uid_ban *ub;
+	size_t nu;
+	struct fc_ban_set *sets;
+	size_t nsets;
+	struct fc_allow_row *allows; /* to name the one overriding each ban */
+	size_t na;
+};
+
+static int fc_ban_listing_read(const struct fc_ctx *ctx, const char *set, int64_t now, struct fc_ban_listing *l,
+			       struct fc_err *err)
+{
+	struct fc_store *st = NULL;
+	struct fc_ban_set one;
+	bool found = true;
+	int rc = -1;
+
+	memset(l, 0, sizeof(*l));
+	if (fc_store_open(ctx->db_path, &st, err) < 0 || fc_store_set_list(st, now, &l->sets, &l->nsets, err) < 0 ||
+	    fc_store_allow_list(st, now, &l->allows, &l->na, err) < 0)
+		goto out;
+	if (set) {
+		if (fc_store_set_get(st, set, now, &one, &found, err) < 0 ||
+		    (found && fc_store_set_bans(st, one.id, now, &l->rows, &l->n, err) < 0))
+			goto out;
+		if (!found) {
+			fc_err_set(err, "--set %s: no such ban set (see 'freqctl ban sets')", set);
+			goto out;
+		}
+	} else if (fc_store_ban_list(st, now, &l->rows, &l->n, err) < 0 ||
+		   fc_store_uid_ban_list(st, now, &l->ub, &l->nu, err) < 0) {
+		goto out;
 	}
-	if (fc_store_ban_count(pub.st, pub.now, &after, &err) < 0)
-		goto abort;
-	if (progress)
-		fputs(imp.n ? ", publishing...\n" : "", stderr);
-	if (fc_publish_commit(&pub, &err) < 0)
-		goto fail;
-	printf("imported %zu bans from %s (%zu new, %zu already banned)\n", imp.n, path, after.addresses - before.addresses,
-	       imp.n - (after.addresses - before.addresses));
-	free(imp.v);
-	return FC_EXIT_OK;
-abort:
-	fc_publish_abort(&pub);
-fail:
-	fc_warn("ban import %s: %s", path, err.msg);
-	free(imp.v);
-	return FC_EXIT_FAILURE;
+	rc = 0;
+out:
+	fc_store_close(st);
+	return rc;
+}
+
+static void fc_ban_listing_free(struct fc_ban_listing *l)
+{
+	free(l->rows);
+	free(l->ub);
+	free(l->sets);
+	free(l->allows);
 }
 
 static int fc_ban_list(const struct fc_ctx *ctx, const struct fc_cmd *cmd, int argc, char **argv)
 {
-	char text[FC_PREFIX_STRLEN], expires[FC_TIME_STRLEN], left[FC_DURATION_STRLEN], reason[48];
+	char text[FC_PREFIX_STRLEN], expires[FC_TIME_STRLEN], left[FC_DURATION_STRLEN], reason[96];
 	char by[FC_BAN_TEXT_LEN];
-	const struct fc_allow_row *a;
-	struct fc_allow_row *allows = NULL;
-	struct fc_ban_row *rows = NULL;
-	struct fc_uid_ban *ub = NULL;
-	struct fc_store *st = NULL;
+	const struct fc_allow_row *al;
 	int64_t now = (int64_t)time(NULL);
-	struct fc_json_opt opt = { 0 };
+	struct fc_ban_list_opt opt = { 0 };
+	struct fc_ban_listing l;
 	struct fc_err err;
-	size_t n = 0, nu = 0, na = 0, i;
-	int rc = FC_EXIT_OK;
+	size_t i;
+	json_t *arr;
 
 	fc_cmd_parse(cmd, argc, argv, &opt, NULL);
-	if (fc_store_open(ctx->db_path, &st, &err) < 0 || fc_store_ban_list(st, now, &rows, &n, &err) < 0 ||
-	    fc_store_uid_ban_list(st, now, &ub, &nu, &err) < 0 || fc_store_allow_list(st, now, &allows, &na, &err) < 0) {
+	if (fc_ban_listing_read(ctx, opt.set, now, &l, &err) < 0) {
 		fc_warn("ban list: %s", err.msg);
-		rc = FC_EXIT_FAILURE;
-		goto out;
+		fc_ban_listing_free(&l);
+		return FC_EXIT_FAILURE;
 	}
 	if (opt.json) {
-		rc = fc_json_print(fc_bans_to_json(rows, n, ub, nu, allows, na, now));
-		goto out;
+		arr = fc_bans_to_json(l.rows, l.n, l.ub, l.nu, l.sets, l.nsets, l.allows, l.na, now);
+		fc_ban_listing_free(&l);
+		return fc_json_print(arr);
 	}
-	if (n + nu)
-		printf("%-44s %-6s %-20s %-10s %s\n", "BAN", "KIND", "EXPIRES", "REMAINING", "REASON");
-	for (i = 0; i < n + nu; i++) {
-		int64_t exp = i < n ? rows[i].expires : ub[i - n].expires;
+	if (l.n + l.nu)
+		printf("%-44s %-6s %-20s %-10s %s\n", "BAN", "KIND", "EXPIRES", "REMAINING", "SOURCE");
+	for (i = 0; i < l.n + l.nu; i++) {
+		const struct fc_ban_row *r = i < l.n ? &l.rows[i] : NULL;
+		int64_t exp = r ? r->expires : l.ub[i - l.n].expires;
 
-		if (i < n)
-			fc_prefix_format(&rows[i].p, text);
+		if (r)
+			fc_prefix_format(&r->p, text);
 		else
-			snprintf(text, sizeof(text), "uid=%.47s", ub[i - n].uid);
+			snprintf(text, sizeof(text), "uid=%.47s", l.ub[i - l.n].uid);
 		fc_time_format(exp, expires);
 		fc_duration_format(exp - now, left);
-		snprintf(reason, sizeof(reason), "escalated by policy %u", i < n ? rows[i].by_policy : 0);
-		a = fc_allow_over_ban(allows, na, i < n ? &rows[i] : NULL, i < n ? NULL : &ub[i - n]);
-		if (a)
-			fc_allow_format(a, by);
-		printf("%-44s %-6s %-20s %-10s %s%s%s\n", text,
-		       i >= n ? "uid" : fc_prefix_is_exact(&rows[i].p) ? "exact" : "prefix", exp ? expires : "never",
-		       exp ? left : "-", i < n && rows[i].by_policy ? reason : "by hand",
-		       a ? "; overridden by allow " : "", a ? by : "");
+		if (r && r->set)
+			snprintf(reason, sizeof(reason), "set %s", fc_set_name_of(l.sets, l.nsets, r->set));
+		else if (r && r->by_policy)
+			snprintf(reason, sizeof(reason), "escalated by policy %u", r->by_policy);
+		else
+			snprintf(reason, sizeof(reason), "by hand");
+		al = fc_allow_over_ban(l.allows, l.na, r, r ? NULL : &l.ub[i - l.n]);
+		if (al)
+			fc_allow_format(al, by);
+		printf("%-44s %-6s %-20s %-10s %s%s%s\n", text, !r ? "uid" : fc_prefix_is_exact(&r->p) ? "exact" : "prefix",
+		       exp ? expires : "never", exp ? left : "-", reason, al ? "; overridden by allow " : "", al ? by : "");
 	}
-out:
-	fc_store_close(st);
-	free(rows);
-	free(ub);
-	free(allows);
-	return rc;
+	fc_ban_listing_free(&l);
+	return FC_EXIT_OK;
+}
+
+static int fc_ban_sets(const struct fc_ctx *ctx, const struct fc_cmd *cmd, int argc, char **argv)
+{
+	char updated[FC_TIME_STRLEN], expires[FC_TIME_STRLEN];
+	int64_t now = (int64_t)time(NULL);
+	struct fc_json_opt opt = { 0 };
+	struct fc_ban_listing l = { 0 };
+	struct fc_store *st = NULL;
+	struct fc_err err;
+	size_t i;
+	json_t *arr;
+
+	fc_cmd_parse(cmd, argc, argv, &opt, NULL);
+	if (fc_store_open(ctx->db_path, &st, &err) < 0 || fc_store_set_list(st, now, &l.sets, &l.nsets, &err) < 0) {
+		fc_warn("ban sets: %s", err.msg);
+		fc_store_close(st);
+		return FC_EXIT_FAILURE;
+	}
+	if (opt.json) {
+		arr = json_array();
+		for (i = 0; arr && i < l.nsets; i++)
+			json_array_append_new(arr, fc_ban_set_to_json(&l.sets[i]));
+		fc_ban_listing_free(&l);
+		return fc_json_print(arr);
+	}
+	if (l.nsets)
+		printf("%-24s %10s %-20s %s\n", "SET", "BANS", "UPDATED", "LAPSES");
+	for (i = 0; i < l.nsets; i++) {
+		fc_time_format(l.sets[i].updated, updated);
+		fc_time_format(l.sets[i].expires, expires);
+		printf("%-24s %10llu %-20s %s\n", l.sets[i].name, (unsigned long long)l.sets[i].size, updated,
+		       l.sets[i].expires ? expires : "never");
+	}
+	fc_ban_listing_free(&l);
+	return FC_EXIT_OK;
 }
 
 const struct fc_cmd fc_cmd_ban_add = {
@@ -259,13 +420,16 @@ const struct fc_cmd fc_cmd_ban_add = {
 
 const struct fc_cmd fc_cmd_ban_del = {
 	.name = "ban del",
-	.args = "ADDR[/LEN]|uid=VALUE",
-	.min_args = 1,
+	.args = "[ADDR[/LEN]|uid=VALUE]",
+	.min_args = 0,
 	.max_args = 1,
-	.summary = "Lift a ban.",
+	.summary = "Lift a ban by hand, or delete a ban set (--set NAME).",
 	.details = "The address or prefix must be written as it was banned (a prefix is not lifted by\n"
-		   "naming an address inside it); lifting a ban that does not exist is an error (exit 1).",
-	.opts = fc_opts_none,
+		   "naming an address inside it); lifting a ban that does not exist is an error (exit 1).\n"
+		   "An address stays banned while any source holds it: lifting the ban by hand leaves\n"
+		   "those of ban sets (the output names them), and a ban only sets hold is lifted with\n"
+		   "its set: --set NAME deletes the set and lifts its bans.",
+	.opts = fc_ban_del_opts,
 	.run = fc_ban_del,
 };
 
@@ -274,12 +438,18 @@ const struct fc_cmd fc_cmd_ban_import = {
 	.args = "FILE",
 	.min_args = 1,
 	.max_args = 1,
-	.summary = "Ban every address or prefix listed in FILE ('-' reads standard input).",
-	.details = "One address or prefix per line; '#' starts a comment; blank lines are ignored.\n"
-		   "The whole file is validated first: if any line is invalid, the bad lines are reported\n"
-		   "with their numbers and nothing is imported. Then all bans are stored in one transaction\n"
-		   "and published with batched map updates.",
-	.opts = fc_ban_add_opts,
+	.summary = "Ban every address, CIDR or range listed in FILE ('-' reads standard input).",
+	.details = "One entry per line: an address, a CIDR, or a range a.b.c.d-e.f.g.h (IPv6 too), which\n"
+		   "becomes the fewest CIDRs covering it. '#' and ';' start a comment, also after an\n"
+		   "entry (Spamhaus DROP: 1.2.3.0/24 ; SBL123); blank lines are skipped. The whole file\n"
+		   "is validated first: any bad line is reported as FILE:LINE: what was expected, and\n"
+		   "nothing is imported. Without --set, the bans are added by hand. With --set NAME, the\n"
+		   "set becomes exactly the file's bans in one transaction: what is new is added, what\n"
+		   "is gone is lifted, what stays is kept, and only the difference is published. A\n"
+		   "set's --ttl applies to the whole set: it lapses DURATION after the last import\n"
+		   "(an hourly feed with --ttl 3h stays while it is refreshed). Progress is shown on a\n"
+		   "terminal.",
+	.opts = fc_ban_import_opts,
 	.run = fc_ban_import,
 };
 
@@ -287,12 +457,23 @@ const struct fc_cmd fc_cmd_ban_list = {
 	.name = "ban list",
 	.min_args = 0,
 	.max_args = 0,
-	.summary = "List the bans in the store that have not expired.",
-	.details = "Columns: BAN, KIND (exact, prefix or uid), EXPIRES (UTC, or never), REMAINING, REASON.\n"
-		   "REASON says who banned: by hand, or escalated by an L7 policy's --escalate, and\n"
+	.summary = "List the bans in the store that have not expired, each with its source.",
+	.details = "Columns: BAN, KIND (exact, prefix or uid), EXPIRES (UTC, or never), REMAINING, SOURCE.\n"
+		   "SOURCE is by hand, escalated by an L7 policy's --escalate, or set NAME; a ban held by\n"
+		   "several sources is listed once for each (a set's bans show the set's lapse time). It\n"
 		   "names the allow entry that overrides the ban, if one covers it (see allow add).\n"
 		   "--json prints an array of {ban, family, kind, created, expires, ttl_remaining,\n"
-		   "escalated_by_policy, allowed_by}.",
-	.opts = fc_opts_json,
+		   "escalated_by_policy, set, allowed_by}.",
+	.opts = fc_ban_list_opts,
 	.run = fc_ban_list,
+};
+
+const struct fc_cmd fc_cmd_ban_sets = {
+	.name = "ban sets",
+	.min_args = 0,
+	.max_args = 0,
+	.summary = "List the ban sets: name, bans, last import, lapse time.",
+	.details = "--json prints an array of {set, bans, created, updated, expires}.",
+	.opts = fc_opts_json,
+	.run = fc_ban_sets,
 };

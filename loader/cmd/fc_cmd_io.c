@@ -2,18 +2,22 @@
 /*
  * freqctl export | import: the store as one JSON document, and back.
  *
- *   {"freqctl": 1,
+ *   {"freqctl": 2,
  *    "policies": [{"id", "match", "rates", "burst", "algo", "action", "count",
  *                  "delay_burst", "new_sources"}, ...],
  *    "bans": [{"ban": "ADDR[/LEN]" | "uid=VALUE", "created", "expires"}, ...],
+ *    "sets": [{"name", "expires", "bans": ["ADDR[/LEN]", ...]}, ...],
  *    "nodes": [{"name", "weight"}, ...],
  *    "allows": [{"allow": "ADDR[/LEN]" | "uid=VALUE", "created", "expires", "note"}, ...]}
  *
- * Times are unix seconds; a default is null. Import validates the whole file
+ * Times are unix seconds; a default is null. "bans" are those by hand (or
+ * escalated); a ban set carries its own. Import validates the whole file
  * with the CLI's own parsers and applies all of it or nothing: the store's
- * policies, bans, nodes and allow entries become the file's (a policy whose
- * id and match stay keeps its bucket state and counters). A file without
- * "allows" (written before allow lists) leaves the store's entries alone.
+ * policies, bans, sets, nodes and allow entries become the file's (a policy
+ * whose id and match stay keeps its bucket state and counters; a set that
+ * stays changes by the difference). A file of version 1 (no sets) is read
+ * too. A file without "allows" (written before allow lists) leaves the
+ * store's entries alone.
  */
 #include <stddef.h>
 #include <stdlib.h>
@@ -25,10 +29,11 @@
 #include "fc_cli.h"
 #include "fc_duration.h"
 #include "fc_change.h"
+#include "fc_feed.h"
 #include "fc_publish.h"
 #include "fc_rows_json.h"
 
-#define FC_IO_VERSION    1
+#define FC_IO_VERSION    2
 #define FC_IO_MAX_ERRORS 20
 
 static json_t *fc_export_ban(const char *text, int64_t created, int64_t expires, uint32_t by_policy)
@@ -38,15 +43,34 @@ static json_t *fc_export_ban(const char *text, int64_t created, int64_t expires,
 			 by_policy ? json_integer(by_policy) : json_null());
 }
 
+/* A ban set and its bans, in address order. */
+struct fc_io_set {
+	char name[FC_SET_NAME_MAX + 1];
+	int64_t expires;
+	struct fc_prefix *keys;
+	size_t n;
+};
+
+static void fc_io_sets_free(struct fc_io_set *sets, size_t n)
+{
+	size_t i;
+
+	for (i = 0; sets && i < n; i++)
+		free(sets[i].keys);
+	free(sets);
+}
+
 /* Everything the store holds: what export writes and import --dry-run
  * compares with a file. */
 struct fc_store_all {
 	struct fc_policy_row *pols;
 	size_t np;
-	struct fc_ban_row *bans;
+	struct fc_ban_row *bans; /* by hand (escalated too) */
 	size_t nb;
 	struct fc_uid_ban *ub;
 	size_t nu;
+	struct fc_io_set *sets;
+	size_t ns;
 	struct fc_node *nodes;
 	size_t nn;
 	struct fc_allow_row *allows;
@@ -58,25 +82,59 @@ static void fc_store_all_free(struct fc_store_all *a)
 	free(a->pols);
 	free(a->bans);
 	free(a->ub);
+	fc_io_sets_free(a->sets, a->ns);
 	free(a->nodes);
 	free(a->allows);
 	memset(a, 0, sizeof(*a));
+}
+
+/* The store's ban sets, each with its bans. */
+static int fc_store_sets_read(struct fc_store *st, int64_t now, struct fc_store_all *a, struct fc_err *err)
+{
+	struct fc_ban_set *sets = NULL;
+	size_t n = 0;
+	int rc = -1;
+
+	if (fc_store_set_list(st, now, &sets, &n, err) < 0)
+		return -1;
+	a->sets = calloc(n + 1, sizeof(*a->sets));
+	if (!a->sets) {
+		fc_err_set(err, "out of memory");
+		goto out;
+	}
+	for (a->ns = 0; a->ns < n; a->ns++) {
+		struct fc_io_set *s = &a->sets[a->ns];
+
+		snprintf(s->name, sizeof(s->name), "%s", sets[a->ns].name);
+		s->expires = sets[a->ns].expires;
+		if (fc_store_set_keys(st, sets[a->ns].id, &s->keys, &s->n, err) < 0)
+			goto out;
+	}
+	rc = 0;
+out:
+	free(sets);
+	return rc;
 }
 
 /* Reads it all at now; create: a missing store is made (empty). */
 static int fc_store_all_read(const char *db, bool create, int64_t now, struct fc_store_all *a, struct fc_err *err)
 {
 	struct fc_store *st = NULL;
+	size_t i, o;
 	int rc = 0;
 
 	memset(a, 0, sizeof(*a));
 	if (fc_store_open_ex(db, create, &st, err) < 0 || fc_store_policy_list(st, &a->pols, &a->np, err) < 0 ||
 	    fc_store_ban_list(st, now, &a->bans, &a->nb, err) < 0 || fc_store_uid_ban_list(st, now, &a->ub, &a->nu, err) < 0 ||
-	    fc_store_node_list(st, &a->nodes, &a->nn, err) < 0 ||
+	    fc_store_sets_read(st, now, a, err) < 0 || fc_store_node_list(st, &a->nodes, &a->nn, err) < 0 ||
 	    fc_store_allow_list(st, now, &a->allows, &a->na, err) < 0) {
 		fc_store_all_free(a);
 		rc = -1;
 	}
+	for (i = 0, o = 0; rc == 0 && i < a->nb; i++) /* a set's bans go with the set */
+		if (!a->bans[i].set)
+			a->bans[o++] = a->bans[i];
+	a->nb = rc == 0 ? o : 0;
 	fc_store_close(st);
 	return rc;
 }
@@ -85,9 +143,9 @@ static int fc_export(const struct fc_ctx *ctx, const struct fc_cmd *cmd, int arg
 {
 	char text[FC_PREFIX_STRLEN + FC_SHM_MAX_VALUE + 8];
 	struct fc_store_all all;
-	json_t *doc, *jp, *jb, *jn, *ja, *o;
+	json_t *doc, *jp, *jb, *js, *jn, *ja, *o;
 	struct fc_err err;
-	size_t i;
+	size_t i, j;
 
 	fc_cmd_parse(cmd, argc, argv, NULL, NULL);
 	if (fc_store_all_read(ctx->db_path, true, (int64_t)time(NULL), &all, &err) < 0) {
@@ -107,6 +165,18 @@ static int fc_export(const struct fc_ctx *ctx, const struct fc_cmd *cmd, int arg
 		snprintf(text, sizeof(text), "uid=%s", all.ub[i].uid);
 		json_array_append_new(jb, fc_export_ban(text, all.ub[i].created, all.ub[i].expires, 0));
 	}
+	js = json_array();
+	for (i = 0; js && i < all.ns; i++) {
+		json_t *keys = json_array();
+
+		for (j = 0; keys && j < all.sets[i].n; j++) {
+			fc_prefix_format(&all.sets[i].keys[j], text);
+			json_array_append_new(keys, json_string(text));
+		}
+		json_array_append_new(js, json_pack("{s:s, s:o, s:o}", "name", all.sets[i].name, "expires",
+						    all.sets[i].expires ? json_integer(all.sets[i].expires) : json_null(),
+						    "bans", keys));
+	}
 	jn = json_array();
 	for (i = 0; jn && i < all.nn; i++)
 		json_array_append_new(jn, json_pack("{s:s, s:f}", "name", all.nodes[i].name, "weight", all.nodes[i].weight));
@@ -118,8 +188,8 @@ static int fc_export(const struct fc_ctx *ctx, const struct fc_cmd *cmd, int arg
 			      all.allows[i].note[0] ? json_string(all.allows[i].note) : json_null());
 		json_array_append_new(ja, o);
 	}
-	doc = json_pack("{s:i, s:o, s:o, s:o, s:o}", "freqctl", FC_IO_VERSION, "policies", jp, "bans", jb, "nodes", jn,
-			"allows", ja);
+	doc = json_pack("{s:i, s:o, s:o, s:o, s:o, s:o}", "freqctl", FC_IO_VERSION, "policies", jp, "bans", jb, "sets",
+			js, "nodes", jn, "allows", ja);
 	fc_store_all_free(&all);
 	return fc_json_print(doc);
 }
@@ -127,11 +197,14 @@ static int fc_export(const struct fc_ctx *ctx, const struct fc_cmd *cmd, int arg
 /* What a file holds, validated. */
 struct fc_import_set {
 	struct fc_policy_spec *pols;
+	size_t *pidx; /* where each is in the file */
 	size_t np;
 	struct fc_ban_row *bans;
 	size_t nb;
 	struct fc_uid_ban *ubans;
 	size_t nu;
+	struct fc_io_set *sets;
+	size_t ns;
 	struct fc_node *nodes;
 	size_t nn;
 	struct fc_allow_row *allows;
@@ -167,7 +240,61 @@ static void fc_import_policy(struct fc_import_set *s, size_t idx, json_t *o)
 			snprintf(where, sizeof(where), "policies[%zu] (id %u)", idx, p->id);
 		return fc_import_error(s, where, "%s", err.msg);
 	}
-	s->np++;
+	s->pidx[s->np++] = idx;
+}
+
+/* A policy's id, match and place in the file, to find repeats by sorting. */
+struct fc_pol_key {
+	uint32_t id;
+	size_t idx;
+	char match[FC_MATCH_LEN];
+};
+
+static int fc_pol_key_by_id(const void *a, const void *b)
+{
+	const struct fc_pol_key *x = a, *y = b;
+
+	return x->id != y->id ? (x->id > y->id) - (x->id < y->id) : (x->idx > y->idx) - (x->idx < y->idx);
+}
+
+static int fc_pol_key_by_match(const void *a, const void *b)
+{
+	const struct fc_pol_key *x = a, *y = b;
+	int c = strcmp(x->match, y->match);
+
+	return c ? c : (x->idx > y->idx) - (x->idx < y->idx);
+}
+
+/* Two policies with one id, or one match: the later is an error. */
+static void fc_import_repeats(struct fc_import_set *s)
+{
+	struct fc_pol_key *k = calloc(s->np + 1, sizeof(*k));
+	char where[64];
+	size_t i;
+
+	if (!k) {
+		s->errors++;
+		fc_warn("%s: out of memory", s->path);
+		return;
+	}
+	for (i = 0; i < s->np; i++) {
+		k[i].id = s->pols[i].id;
+		k[i].idx = s->pidx[i];
+		fc_match_format(&s->pols[i], k[i].match);
+	}
+	qsort(k, s->np, sizeof(*k), fc_pol_key_by_id);
+	for (i = 1; i < s->np; i++) {
+		snprintf(where, sizeof(where), "policies[%zu] (id %u)", k[i].idx, k[i].id);
+		if (k[i].id == k[i - 1].id)
+			fc_import_error(s, where, "id %u given twice", k[i].id);
+	}
+	qsort(k, s->np, sizeof(*k), fc_pol_key_by_match);
+	for (i = 1; i < s->np; i++) {
+		snprintf(where, sizeof(where), "policies[%zu] (id %u)", k[i].idx, k[i].id);
+		if (!strcmp(k[i].match, k[i - 1].match) && k[i].id != k[i - 1].id)
+			fc_import_error(s, where, "%s is policy %u's match too", k[i].match, k[i - 1].id);
+	}
+	free(k);
 }
 
 static void fc_import_ban(struct fc_import_set *s, size_t idx, json_t *o)
@@ -209,6 +336,49 @@ static void fc_import_ban(struct fc_import_set *s, size_t idx, json_t *o)
 	s->bans[s->nb].expires = (int64_t)expires;
 	s->bans[s->nb].by_policy = (uint32_t)created_by;
 	s->nb++;
+}
+
+static void fc_import_ban_set(struct fc_import_set *s, size_t idx, json_t *o)
+{
+	const char *name = json_string_value(json_object_get(o, "name")), *key;
+	json_t *bans = json_object_get(o, "bans"), *val;
+	struct fc_io_set *set = &s->sets[s->ns];
+	struct fc_feed keys = { 0 };
+	uint64_t expires;
+	struct fc_err err;
+	char where[96];
+	size_t i;
+
+	snprintf(where, sizeof(where), "sets[%zu]", idx);
+	if (!json_is_object(o) || !name || !json_is_array(bans))
+		return fc_import_error(s, where, "expected {\"name\", \"expires\", \"bans\": [\"ADDR[/LEN]\", ...]}");
+	json_object_foreach(o, key, val) {
+		if (strcmp(key, "name") && strcmp(key, "expires") && strcmp(key, "bans"))
+			return fc_import_error(s, where, "unknown key \"%s\"", key);
+	}
+	if (fc_set_name_check(name, &err) < 0)
+		return fc_import_error(s, where, "%s", err.msg);
+	snprintf(where, sizeof(where), "sets[%zu] (%s)", idx, name);
+	for (i = 0; i < s->ns; i++)
+		if (!strcmp(s->sets[i].name, name))
+			return fc_import_error(s, where, "set %s given twice", name);
+	if (fc_json_uint(json_object_get(o, "expires"), FC_TIME_MAX, &expires) < 0)
+		return fc_import_error(s, where, "expires: expected null or unix seconds up to %lld", (long long)FC_TIME_MAX);
+	for (i = 0; i < json_array_size(bans); i++) {
+		const char *text = json_string_value(json_array_get(bans, i));
+		struct fc_prefix p;
+
+		if (!text || fc_prefix_parse(text, &p, &err) < 0 || fc_feed_add(&keys, &p, &err) < 0) {
+			fc_feed_free(&keys);
+			return fc_import_error(s, where, "bans[%zu]: %s", i, text ? err.msg : "expected \"ADDR[/LEN]\"");
+		}
+	}
+	fc_feed_sort(&keys);
+	snprintf(set->name, sizeof(set->name), "%s", name);
+	set->expires = (int64_t)expires;
+	set->keys = keys.v;
+	set->n = keys.n;
+	s->ns++;
 }
 
 static void fc_import_node(struct fc_import_set *s, size_t idx, json_t *o)
@@ -304,70 +474,12 @@ static void fc_import_allow_twice(struct fc_import_set *s)
 	free(at);
 }
 
-/* Policies by id, then by place in the file. */
-static int fc_pol_id_cmp(const void *x, const void *y, void *pols)
-{
-	const struct fc_policy_spec *p = pols, *a = &p[*(const size_t *)x], *b = &p[*(const size_t *)y];
-
-	if (a->id != b->id)
-		return a->id < b->id ? -1 : 1;
-	return (a > b) - (a < b);
-}
-
-/* Policies by match, then by place in the file. */
-static int fc_pol_match_cmp(const void *x, const void *y, void *pols)
-{
-	const struct fc_policy_spec *p = pols, *a = &p[*(const size_t *)x], *b = &p[*(const size_t *)y];
-	char m1[FC_MATCH_LEN], m2[FC_MATCH_LEN];
-	int c;
-
-	fc_match_format(a, m1);
-	fc_match_format(b, m2);
-	c = strcmp(m1, m2);
-	return c ? c : (a > b) - (a < b);
-}
-
-/* An id or a match given twice is an error at its second place, found by
- * sorting (65,536 policies compared pair by pair took many minutes of
- * root's CPU). With no error before it, a policy's place in s->pols is its
- * place in the file. */
-static void fc_import_policy_twice(struct fc_import_set *s)
-{
-	char where[64], m[FC_MATCH_LEN], prev[FC_MATCH_LEN];
-	size_t *at, i;
-
-	if (s->errors || s->np < 2)
-		return;
-	if (!(at = malloc(s->np * sizeof(*at)))) {
-		fc_import_error(s, "policies", "out of memory");
-		return;
-	}
-	for (i = 0; i < s->np; i++)
-		at[i] = i;
-	qsort_r(at, s->np, sizeof(*at), fc_pol_id_cmp, s->pols);
-	for (i = 1; i < s->np; i++) {
-		if (s->pols[at[i]].id != s->pols[at[i - 1]].id)
-			continue;
-		snprintf(where, sizeof(where), "policies[%zu] (id %u)", at[i], s->pols[at[i]].id);
-		fc_import_error(s, where, "id %u given twice", s->pols[at[i]].id);
-	}
-	qsort_r(at, s->np, sizeof(*at), fc_pol_match_cmp, s->pols);
-	for (i = 1; i < s->np; i++) {
-		fc_match_format(&s->pols[at[i]], m);
-		fc_match_format(&s->pols[at[i - 1]], prev);
-		if (strcmp(m, prev))
-			continue;
-		snprintf(where, sizeof(where), "policies[%zu] (id %u)", at[i], s->pols[at[i]].id);
-		fc_import_error(s, where, "%s is policy %u's match too", m, s->pols[at[i - 1]].id);
-	}
-	free(at);
-}
-
 /* Reads and validates the whole file. */
 static int fc_import_read(const char *path, struct fc_import_set *s)
 {
-	json_t *doc, *pols, *bans, *nodes, *allows;
+	json_t *doc, *pols, *bans, *sets, *nodes, *allows;
 	json_error_t jerr;
+	json_int_t version;
 	size_t i;
 
 	memset(s, 0, sizeof(*s));
@@ -379,37 +491,44 @@ static int fc_import_read(const char *path, struct fc_import_set *s)
 	}
 	pols = json_object_get(doc, "policies");
 	bans = json_object_get(doc, "bans");
+	sets = json_object_get(doc, "sets");
 	nodes = json_object_get(doc, "nodes");
 	allows = json_object_get(doc, "allows");
 	s->has_allows = allows != NULL;
-	if (!json_is_object(doc) || json_integer_value(json_object_get(doc, "freqctl")) != FC_IO_VERSION ||
-	    !json_is_array(pols) || !json_is_array(bans) || !json_is_array(nodes) || (allows && !json_is_array(allows)) ||
-	    json_object_size(doc) != 4u + (allows != NULL)) {
-		fc_warn("%s: expected {\"freqctl\": %d, \"policies\": [...], \"bans\": [...], \"nodes\": [...], "
-			"\"allows\": [...]} (see freqctl export)",
+	version = json_integer_value(json_object_get(doc, "freqctl"));
+	/* Version 1 had no sets; "allows" may be missing (before allow lists). */
+	if (!json_is_object(doc) || (version != FC_IO_VERSION && version != 1) || !json_is_array(pols) ||
+	    !json_is_array(bans) || !json_is_array(nodes) || (version > 1 && !json_is_array(sets)) ||
+	    (allows && !json_is_array(allows)) || json_object_size(doc) != (version > 1 ? 5u : 4u) + (allows != NULL)) {
+		fc_warn("%s: expected {\"freqctl\": %d, \"policies\": [...], \"bans\": [...], \"sets\": [...], "
+			"\"nodes\": [...], \"allows\": [...]} (see freqctl export)",
 			path, FC_IO_VERSION);
 		json_decref(doc);
 		return -1;
 	}
 	s->pols = calloc(json_array_size(pols) + 1, sizeof(*s->pols));
+	s->pidx = calloc(json_array_size(pols) + 1, sizeof(*s->pidx));
 	s->bans = calloc(json_array_size(bans) + 1, sizeof(*s->bans));
 	s->ubans = calloc(json_array_size(bans) + 1, sizeof(*s->ubans));
+	s->sets = calloc(json_array_size(sets) + 1, sizeof(*s->sets));
 	s->nodes = calloc(json_array_size(nodes) + 1, sizeof(*s->nodes));
 	s->allows = calloc(json_array_size(allows) + 1, sizeof(*s->allows));
-	if (!s->pols || !s->bans || !s->ubans || !s->nodes || !s->allows) {
+	if (!s->pols || !s->pidx || !s->bans || !s->ubans || !s->sets || !s->nodes || !s->allows) {
 		fc_warn("%s: out of memory", path);
 		json_decref(doc);
 		return -1;
 	}
 	for (i = 0; i < json_array_size(pols); i++)
 		fc_import_policy(s, i, json_array_get(pols, i));
+	fc_import_repeats(s);
 	for (i = 0; i < json_array_size(bans); i++)
 		fc_import_ban(s, i, json_array_get(bans, i));
+	for (i = 0; i < json_array_size(sets); i++)
+		fc_import_ban_set(s, i, json_array_get(sets, i));
 	for (i = 0; i < json_array_size(nodes); i++)
 		fc_import_node(s, i, json_array_get(nodes, i));
 	for (i = 0; i < json_array_size(allows); i++)
 		fc_import_allow(s, i, json_array_get(allows, i));
-	fc_import_policy_twice(s);
 	fc_import_allow_twice(s);
 	json_decref(doc);
 	if (s->errors > FC_IO_MAX_ERRORS)
@@ -419,49 +538,68 @@ static int fc_import_read(const char *path, struct fc_import_set *s)
 	return s->errors ? -1 : 0;
 }
 
-/* The place in s->pols of policy id (s->np: none), by_id its places sorted
- * by id. */
-static size_t fc_pol_by_id(const struct fc_import_set *s, const size_t *by_id, uint32_t id)
+static int fc_spec_id_cmp(const void *a, const void *b)
 {
-	size_t lo = 0, hi = s->np, mid;
+	uint32_t x = ((const struct fc_policy_spec *)a)->id, y = ((const struct fc_policy_spec *)b)->id;
 
-	while (lo < hi) {
-		mid = lo + (hi - lo) / 2;
-		if (s->pols[by_id[mid]].id < id)
-			lo = mid + 1;
-		else
-			hi = mid;
+	return (x > y) - (x < y);
+}
+
+/* Makes the store's ban sets the file's: each one's bans by the
+ * difference, those not in the file deleted. */
+static int fc_import_sets(struct fc_publish *pub, const struct fc_import_set *s, struct fc_err *err)
+{
+	struct fc_ban_set *have = NULL;
+	struct fc_set_result res;
+	size_t nhave = 0, i, j;
+	int rc = -1;
+
+	if (fc_store_set_list(pub->st, pub->now, &have, &nhave, err) < 0)
+		return -1;
+	for (i = 0; i < nhave; i++) {
+		for (j = 0; j < s->ns && strcmp(s->sets[j].name, have[i].name); j++)
+			;
+		if (j == s->ns && fc_store_set_del(pub->st, have[i].id, err) < 0)
+			goto out;
 	}
-	return lo < s->np && s->pols[by_id[lo]].id == id ? by_id[lo] : s->np;
+	for (i = 0; i < s->ns; i++)
+		if (fc_set_replace(pub, s->sets[i].name, s->sets[i].keys, s->sets[i].n, s->sets[i].expires, NULL, NULL,
+				   &res, err) < 0)
+			goto out;
+	rc = 0;
+out:
+	free(have);
+	return rc;
 }
 
 /* Makes the store's policies and bans the set's, in the open transaction. */
 static int fc_import_apply(struct fc_publish *pub, const struct fc_import_set *s, struct fc_err *err)
 {
 	struct fc_policy_row *old = NULL, row;
-	size_t nold = 0, i, j, *by_id = NULL;
+	struct fc_policy_spec *byid = NULL;
+	size_t nold = 0, i;
 	bool found, existed;
 	int rc = -1;
 
 	if (fc_store_policy_list(pub->st, &old, &nold, err) < 0)
 		return -1;
-	/* Policies gone from the file, or whose match changes (which resets
-	 * their state anyway), are deleted first: a match may move to another
-	 * id. The others are replaced in place and keep slot, state, counters. */
-	if (!(by_id = malloc((s->np + 1) * sizeof(*by_id)))) {
+	byid = malloc((s->np + 1) * sizeof(*byid));
+	if (!byid) {
 		fc_err_set(err, "out of memory");
 		goto out;
 	}
-	for (i = 0; i < s->np; i++)
-		by_id[i] = i;
-	qsort_r(by_id, s->np, sizeof(*by_id), fc_pol_id_cmp, s->pols);
+	memcpy(byid, s->pols, s->np * sizeof(*byid));
+	qsort(byid, s->np, sizeof(*byid), fc_spec_id_cmp);
+	/* Policies gone from the file, or whose match changes (which resets
+	 * their state anyway), are deleted first: a match may move to another
+	 * id. The others are replaced in place and keep slot, state, counters. */
 	for (i = 0; i < nold; i++) {
 		char m1[FC_MATCH_LEN], m2[FC_MATCH_LEN];
+		const struct fc_policy_spec *f = bsearch(&old[i].spec, byid, s->np, sizeof(*byid), fc_spec_id_cmp);
 
-		j = fc_pol_by_id(s, by_id, old[i].spec.id);
-		if (j < s->np) {
+		if (f) {
 			fc_match_format(&old[i].spec, m1);
-			fc_match_format(&s->pols[j], m2);
+			fc_match_format(f, m2);
 			if (!strcmp(m1, m2))
 				continue;
 		}
@@ -479,7 +617,7 @@ static int fc_import_apply(struct fc_publish *pub, const struct fc_import_set *s
 	for (i = 0; i < s->nu; i++)
 		if (fc_store_uid_ban_put(pub->st, &s->ubans[i], &existed, pub->now, err) < 0)
 			goto out;
-	if (fc_store_nodes_clear(pub->st, err) < 0)
+	if (fc_import_sets(pub, s, err) < 0 || fc_store_nodes_clear(pub->st, err) < 0)
 		goto out;
 	for (i = 0; i < s->nn; i++)
 		if (fc_store_node_put(pub->st, &s->nodes[i], err) < 0)
@@ -491,7 +629,7 @@ static int fc_import_apply(struct fc_publish *pub, const struct fc_import_set *s
 			goto out;
 	rc = 0;
 out:
-	free(by_id);
+	free(byid);
 	free(old);
 	return rc;
 }
@@ -543,14 +681,10 @@ struct fc_diff_kind {
 	void (*name)(const void *a, char *buf, size_t len);
 };
 
-static int fc_diff_cmp_keys(const struct fc_diff_kind *k, const char *a, const char *b)
+/* Key order: bytes, or a string. */
+static int fc_diff_key_cmp(const struct fc_diff_kind *k, const char *a, const char *b)
 {
 	return k->key_len ? memcmp(a + k->key_off, b + k->key_off, k->key_len) : strcmp(a + k->key_off, b + k->key_off);
-}
-
-static bool fc_diff_same(const struct fc_diff_kind *k, const char *a, const char *b)
-{
-	return !fc_diff_cmp_keys(k, a, b);
 }
 
 static bool fc_diff_changed(const struct fc_diff_kind *k, const char *a, const char *b)
@@ -566,83 +700,47 @@ static void fc_diff_name(const struct fc_diff_kind *k, const char *a, char *buf,
 		snprintf(buf, len, "%s", a + k->key_off);
 }
 
-/* Items of one kind by key, then by place. */
-struct fc_diff_side {
-	const struct fc_diff_kind *k;
-	const char *base;
-};
-
-static int fc_diff_cmp(const void *x, const void *y, void *ctx)
+static int fc_diff_ptr_cmp(const void *a, const void *b, void *k)
 {
-	const struct fc_diff_side *sd = ctx;
-	size_t i = *(const size_t *)x, j = *(const size_t *)y;
-	const char *a = sd->base + i * sd->k->size + sd->k->key_off, *b = sd->base + j * sd->k->size + sd->k->key_off;
-	int c = sd->k->key_len ? memcmp(a, b, sd->k->key_len) : strcmp(a, b);
-
-	return c ? c : (i > j) - (i < j);
+	return fc_diff_key_cmp(k, *(const char *const *)a, *(const char *const *)b);
 }
 
-/* Indexes 0..n-1 of base's items sorted by key (NULL: out of memory). */
-static size_t *fc_diff_sorted(const struct fc_diff_kind *k, const char *base, size_t n)
+/* Pointers to the n items at v, in key order. */
+static const char **fc_diff_sorted(const struct fc_diff_kind *k, const void *v, size_t n)
 {
-	struct fc_diff_side sd = { k, base };
-	size_t *at = malloc((n + 1) * sizeof(*at)), i;
+	const char **p = malloc((n + 1) * sizeof(*p));
+	size_t i;
 
-	if (!at)
-		return NULL;
-	for (i = 0; i < n; i++)
-		at[i] = i;
-	qsort_r(at, n, sizeof(*at), fc_diff_cmp, &sd);
-	return at;
+	for (i = 0; p && i < n; i++)
+		p[i] = (const char *)v + i * k->size;
+	if (p && n)
+		qsort_r(p, n, sizeof(*p), fc_diff_ptr_cmp, (void *)k);
+	return p;
 }
 
-/* Each item of now is added, changed or the same against the first of old
- * with its key; an item of old no key of now has is removed. Keys are
- * matched by sorting both sides (a million bans pair by pair would take
- * days); the names come out in the sides' own order. */
-static int fc_diff_run(struct fc_diff *d, const struct fc_diff_kind *k, const void *old, size_t nold, const void *now,
-		       size_t nnow)
+/* One pass over both, in key order. */
+static void fc_diff_run(struct fc_diff *d, const struct fc_diff_kind *k, const void *old, size_t nold, const void *now,
+			size_t nnow)
 {
-	const char *o = old, *w = now;
+	const char **o = fc_diff_sorted(k, old, nold), **w = fc_diff_sorted(k, now, nnow);
 	char name[FC_MATCH_LEN + 32];
-	size_t *so = fc_diff_sorted(k, o, nold), *sw = fc_diff_sorted(k, w, nnow), i, j, r, e;
-	size_t *match = calloc(nnow + 1, sizeof(*match));
-	bool *kept = calloc(nold + 1, sizeof(*kept));
-	int rc = -1;
+	size_t i = 0, j = 0;
+	int c;
 
-	if (!so || !sw || !match || !kept)
-		goto out;
-	for (i = 0, j = 0; i < nnow; i = e) {
-		const char *key = w + sw[i] * k->size;
-
-		for (e = i + 1; e < nnow && fc_diff_same(k, key, w + sw[e] * k->size); e++)
-			;
-		while (j < nold && fc_diff_cmp_keys(k, o + so[j] * k->size, key) < 0)
-			j++;
-		for (r = i; r < e; r++)
-			match[sw[r]] = j < nold && fc_diff_same(k, o + so[j] * k->size, key) ? so[j] + 1 : 0;
-		for (; j < nold && fc_diff_same(k, o + so[j] * k->size, key); j++)
-			kept[so[j]] = true;
-	}
-	for (i = 0; i < nnow; i++) {
-		fc_diff_name(k, w + i * k->size, name, sizeof(name));
-		if (!match[i])
+	while (o && w && (i < nnow || j < nold)) {
+		c = i == nnow ? 1 : j == nold ? -1 : fc_diff_key_cmp(k, w[i], o[j]);
+		fc_diff_name(k, c <= 0 ? w[i] : o[j], name, sizeof(name));
+		if (c < 0)
 			json_array_append_new(d->added, json_string(name));
-		else if (fc_diff_changed(k, o + (match[i] - 1) * k->size, w + i * k->size))
-			json_array_append_new(d->changed, json_string(name));
-	}
-	for (j = 0; j < nold; j++) {
-		fc_diff_name(k, o + j * k->size, name, sizeof(name));
-		if (!kept[j])
+		else if (c > 0)
 			json_array_append_new(d->removed, json_string(name));
+		else if (fc_diff_changed(k, o[j], w[i]))
+			json_array_append_new(d->changed, json_string(name));
+		i += c <= 0;
+		j += c >= 0;
 	}
-	rc = 0;
-out:
-	free(so);
-	free(sw);
-	free(match);
-	free(kept);
-	return rc;
+	free(o);
+	free(w);
 }
 
 /* A policy changed when its export object differs. */
@@ -662,6 +760,14 @@ static void fc_pol_name(const void *a, char *buf, size_t len)
 
 	fc_match_format(a, match);
 	snprintf(buf, len, "%u %s", ((const struct fc_policy_spec *)a)->id, match);
+}
+
+/* A set changed when its lapse time or any of its bans did. */
+static bool fc_set_changed(const void *a, const void *b)
+{
+	const struct fc_io_set *x = a, *y = b;
+
+	return x->expires != y->expires || x->n != y->n || (x->n && memcmp(x->keys, y->keys, x->n * sizeof(*x->keys)));
 }
 
 static void fc_allow_name(const void *a, char *buf, size_t len)
@@ -698,6 +804,7 @@ static int fc_import_dry_run(const struct fc_ctx *ctx, const struct fc_import_se
 					  fc_diff_ban = { FC_KEY(struct fc_ban_row, p), .key_len = sizeof(struct fc_prefix),
 							  FC_VAL(struct fc_ban_row, expires), .name = fc_ban_name },
 					  fc_diff_uban = { FC_KEY(struct fc_uid_ban, uid), FC_VAL(struct fc_uid_ban, expires) },
+					  fc_diff_set = { FC_KEY(struct fc_io_set, name), .changed = fc_set_changed },
 					  fc_diff_node = { FC_KEY(struct fc_node, name), FC_VAL(struct fc_node, weight) },
 					  fc_diff_allow = { FC_KEY(struct fc_allow_row, p),
 							    .key_len = offsetof(struct fc_allow_row, created),
@@ -706,8 +813,8 @@ static int fc_import_dry_run(const struct fc_ctx *ctx, const struct fc_import_se
 #undef FC_VAL
 	struct fc_policy_spec *specs = NULL;
 	struct fc_store_all all;
-	struct fc_diff d[5];
-	size_t i, nd = s->has_allows ? 5 : 4;
+	struct fc_diff d[6];
+	size_t i, nd = s->has_allows ? 6 : 5;
 	json_t *doc;
 	int rc = -1;
 
@@ -716,8 +823,9 @@ static int fc_import_dry_run(const struct fc_ctx *ctx, const struct fc_import_se
 	fc_diff_init(&d[0], "policy");
 	fc_diff_init(&d[1], "ban");
 	fc_diff_init(&d[2], "uid-ban");
-	fc_diff_init(&d[3], "node");
-	fc_diff_init(&d[4], "allow");
+	fc_diff_init(&d[3], "set");
+	fc_diff_init(&d[4], "node");
+	fc_diff_init(&d[5], "allow");
 	/* The store's policies as specs, to compare with the file's. */
 	specs = calloc(all.np ? all.np : 1, sizeof(*specs));
 	if (!specs) {
@@ -726,14 +834,12 @@ static int fc_import_dry_run(const struct fc_ctx *ctx, const struct fc_import_se
 	}
 	for (i = 0; i < all.np; i++)
 		specs[i] = all.pols[i].spec;
-	if (fc_diff_run(&d[0], &fc_diff_policy, specs, all.np, s->pols, s->np) < 0 ||
-	    fc_diff_run(&d[1], &fc_diff_ban, all.bans, all.nb, s->bans, s->nb) < 0 ||
-	    fc_diff_run(&d[2], &fc_diff_uban, all.ub, all.nu, s->ubans, s->nu) < 0 ||
-	    fc_diff_run(&d[3], &fc_diff_node, all.nodes, all.nn, s->nodes, s->nn) < 0 ||
-	    fc_diff_run(&d[4], &fc_diff_allow, all.allows, all.na, s->allows, s->na) < 0) {
-		fc_err_set(err, "out of memory");
-		goto out;
-	}
+	fc_diff_run(&d[0], &fc_diff_policy, specs, all.np, s->pols, s->np);
+	fc_diff_run(&d[1], &fc_diff_ban, all.bans, all.nb, s->bans, s->nb);
+	fc_diff_run(&d[2], &fc_diff_uban, all.ub, all.nu, s->ubans, s->nu);
+	fc_diff_run(&d[3], &fc_diff_set, all.sets, all.ns, s->sets, s->ns);
+	fc_diff_run(&d[4], &fc_diff_node, all.nodes, all.nn, s->nodes, s->nn);
+	fc_diff_run(&d[5], &fc_diff_allow, all.allows, all.na, s->allows, s->na);
 	doc = json_object();
 	for (i = 0; i < nd; i++) {
 		if (!json)
@@ -752,11 +858,6 @@ static int fc_import_dry_run(const struct fc_ctx *ctx, const struct fc_import_se
 	}
 	rc = 0;
 out:
-	for (i = 0; rc < 0 && i < 5; i++) { /* json_pack took them otherwise */
-		json_decref(d[i].added);
-		json_decref(d[i].changed);
-		json_decref(d[i].removed);
-	}
 	free(specs);
 	fc_store_all_free(&all);
 	return rc;
@@ -789,16 +890,18 @@ static int fc_import(const struct fc_ctx *ctx, const struct fc_cmd *cmd, int arg
 	}
 	if (fc_publish_commit(&pub, &err) < 0)
 		goto fail;
-	printf("imported %zu policies, %zu address bans, %zu uid bans, %zu nodes and %zu allow entries from %s\n", set.np,
-	       set.nb, set.nu, set.nn, set.na, argv[optind]);
+	printf("imported %zu policies, %zu address bans, %zu uid bans, %zu ban sets, %zu nodes and %zu allow entries "
+	       "from %s\n", set.np, set.nb, set.nu, set.ns, set.nn, set.na, argv[optind]);
 	rc = FC_EXIT_OK;
 	goto out;
 fail:
 	fc_warn("import %s: %s", argv[optind], err.msg);
 out:
 	free(set.pols);
+	free(set.pidx);
 	free(set.bans);
 	free(set.ubans);
+	fc_io_sets_free(set.sets, set.ns);
 	free(set.nodes);
 	free(set.allows);
 	return rc;
@@ -808,12 +911,15 @@ const struct fc_cmd fc_cmd_export = {
 	.name = "export",
 	.min_args = 0,
 	.max_args = 0,
-	.summary = "Print the store's policies, live bans, nodes and allow entries as JSON (what 'freqctl import' reads).",
-	.details = "{\"freqctl\": 1, \"policies\": [{\"id\", \"match\", \"rates\", \"burst\", \"algo\", \"action\",\n"
+	.summary = "Print the store's policies, live bans, ban sets, nodes and allow entries as JSON (what 'freqctl "
+		   "import' reads).",
+	.details = "{\"freqctl\": 2, \"policies\": [{\"id\", \"match\", \"rates\", \"burst\", \"algo\", \"action\",\n"
 		   "\"count\", \"delay_burst\", \"new_sources\", \"escalate\", \"ban_ttl\", \"layer\", \"max_keys\",\n"
 		   "\"new_keys\", \"concurrency\", \"warmup\", \"override\"}], \"bans\": [{\"ban\", \"created\",\n"
-		   "\"expires\"}], \"nodes\": [{\"name\", \"weight\"}], \"allows\": [{\"allow\", \"created\", \"expires\",\n"
-		   "\"note\"}]}; times in unix seconds, defaults as null (override: true or false).",
+		   "\"expires\", \"escalated_by_policy\"}], \"sets\": [{\"name\", \"expires\", \"bans\":\n"
+		   "[\"ADDR[/LEN]\"]}], \"nodes\": [{\"name\", \"weight\"}], \"allows\": [{\"allow\", \"created\",\n"
+		   "\"expires\", \"note\"}]}; times in unix seconds, defaults as null (override: true or false).\n"
+		   "\"bans\" are those by hand or escalated; a set carries its own.",
 	.opts = fc_opts_none,
 	.run = fc_export,
 };
@@ -823,7 +929,8 @@ const struct fc_cmd fc_cmd_import = {
 	.args = "FILE",
 	.min_args = 1,
 	.max_args = 1,
-	.summary = "Make the store's policies, bans, nodes and allow entries FILE's (from 'freqctl export'), all or nothing.",
+	.summary = "Make the store's policies, bans, ban sets, nodes and allow entries those of FILE (from 'freqctl "
+		   "export'), all or nothing.",
 	.details = "The whole file is validated first, with the same checks as the commands; any error is\n"
 		   "reported with where it is and nothing changes. A policy whose id and match are unchanged\n"
 		   "keeps its bucket state and counters. Published to XDP/TC and nginx like any change.\n"

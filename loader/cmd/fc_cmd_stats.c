@@ -25,9 +25,11 @@ static const struct fc_opt fc_stats_opts[] = {
 	FC_OPT_END,
 };
 
-static int fc_stats_print(const struct fc_stats *s, const struct fc_policy_stats *ps, size_t n,
-			  uint64_t nginx_allowed, enum fc_stats_format fmt)
+static int fc_stats_print(const struct fc_stats_all *a, enum fc_stats_format fmt)
 {
+	const struct fc_stats *s = &a->s;
+	const struct fc_policy_stats *ps = a->ps;
+	size_t n = a->n;
 	bool json = fmt == FC_STATS_JSON;
 	char match[FC_MATCH_LEN];
 	const struct fc_counter *cnt;
@@ -40,7 +42,7 @@ static int fc_stats_print(const struct fc_stats *s, const struct fc_policy_stats
 		for (i = 0; doc && i < fc_nstat_rows; i++)
 			json_object_set_new(doc, fc_stat_rows[i].key, fc_counter_json(fc_stat_at(s, i)));
 		if (doc)
-			json_object_set_new(doc, "nginx_allowed", json_integer((json_int_t)nginx_allowed));
+			json_object_set_new(doc, "nginx_allowed", json_integer((json_int_t)a->nginx_allowed));
 		for (i = 0; pols && i < n; i++) {
 			const struct fc_policy_spec *p = &ps[i].row->spec;
 			json_t *o;
@@ -61,8 +63,10 @@ static int fc_stats_print(const struct fc_stats *s, const struct fc_policy_stats
 							      (json_int_t)ps[i].conc_denied));
 			json_array_append_new(pols, o);
 		}
-		if (doc)
+		if (doc) {
 			json_object_set_new(doc, "policies", pols);
+			json_object_set_new(doc, "ban_sources", fc_ban_sources_to_json(a));
+		}
 		return fc_json_print(doc);
 	}
 	printf("%-22s %16s %18s\n", "", "PACKETS", "BYTES");
@@ -71,7 +75,16 @@ static int fc_stats_print(const struct fc_stats *s, const struct fc_policy_stats
 		printf("%-22s %16llu %18llu\n", fc_stat_rows[i].label, (unsigned long long)cnt->packets,
 		       (unsigned long long)cnt->bytes);
 	}
-	printf("%-22s %16llu %18s\n", "nginx: allowed", (unsigned long long)nginx_allowed, "(requests)");
+	printf("%-22s %16llu %18s\n", "nginx: allowed", (unsigned long long)a->nginx_allowed, "(requests)");
+	printf("\n%-30s %10s %16s %18s\n", "BAN SOURCE", "BANS", "DROPPED PACKETS", "BYTES");
+	for (i = 0; i < a->nsources; i++) {
+		char name[FC_SET_NAME_MAX + 8];
+
+		snprintf(name, sizeof(name), "%s%s", a->sources[i].set ? "set " : "by hand",
+			 a->sources[i].set ? a->sources[i].name : "");
+		printf("%-30s %10llu %16llu %18llu\n", name, (unsigned long long)a->sources[i].bans,
+		       (unsigned long long)a->sources[i].dropped.packets, (unsigned long long)a->sources[i].dropped.bytes);
+	}
 	if (n)
 		printf("\n%-10s %-30s %-6s %-7s %14s %14s %14s %10s %12s %12s\n", "POLICY", "MATCH", "LAYER", "ACTION",
 		       "PASSED", "DROPPED", "WOULD-DROP", "DELAYED", "IN-FLIGHT", "BY-CAP");
@@ -115,7 +128,7 @@ static int fc_cmd_stats_run(const struct fc_ctx *ctx, const struct fc_cmd *cmd, 
 		fc_warn("stats: %s", err.msg);
 		return FC_EXIT_FAILURE;
 	}
-	rc = fc_stats_print(&a.s, a.ps, a.n, a.nginx_allowed, opt.json ? FC_STATS_JSON : FC_STATS_TEXT);
+	rc = fc_stats_print(&a, opt.json ? FC_STATS_JSON : FC_STATS_TEXT);
 	fc_stats_free(&a);
 	return rc;
 }
@@ -124,14 +137,17 @@ const struct fc_cmd fc_cmd_stats = {
 	.name = "stats",
 	.min_args = 0,
 	.max_args = 0,
-	.summary = "Show passed and dropped packet counters, by ban kind and by policy.",
+	.summary = "Show passed and dropped packet counters, by ban kind, by ban source and by policy.",
 	.details = "Summed over all CPUs and all interfaces attached with this pin dir. The counters live\n"
-		   "in a pinned per-CPU map: they survive detach, attach and restarts of freqctl, and\n"
-		   "start at zero when the pin dir is new. Policies in nginx with --concurrency show the\n"
-		   "requests in flight now of their cap (IN-FLIGHT; every key's for a per-key policy) and\n"
-		   "the refusals by the cap (BY-CAP, also counted as dropped). --prometheus adds the\n"
-		   "freqctl_bans gauge: live bans in the store, by kind (address, uid) and reason (by_hand,\n"
-		   "escalated).",
+		   "in pinned per-CPU maps: they survive detach, attach and restarts of freqctl, and\n"
+		   "start at zero when the pin dir is new. Ban sources are by hand (escalations too) and\n"
+		   "each ban set: an address held by several counts under the first (by hand, then the\n"
+		   "set made first). Policies in nginx with --concurrency show the requests in flight now\n"
+		   "of their cap (IN-FLIGHT; every key's for a per-key policy) and the refusals by the cap\n"
+		   "(BY-CAP, also counted as dropped). --prometheus adds the freqctl_bans gauge (live bans\n"
+		   "in the store, by kind: address, uid; reason: by_hand, escalated, set) and\n"
+		   "freqctl_ban_dropped_packets_total and _bytes_total by source (by_hand, or set with its\n"
+		   "name).",
 	.opts = fc_stats_opts,
 	.run = fc_cmd_stats_run,
 };

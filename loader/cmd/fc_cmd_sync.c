@@ -13,7 +13,7 @@ static int fc_cmd_sync_run(const struct fc_ctx *ctx, const struct fc_cmd *cmd, i
 	struct fc_err err;
 
 	fc_cmd_parse(cmd, argc, argv, &opt, NULL);
-	if (fc_publish_begin(&pub, ctx, &err) < 0 || fc_publish_commit(&pub, &err) < 0) {
+	if (fc_publish_begin(&pub, ctx, &err) < 0 || (pub.full = true, fc_publish_commit(&pub, &err) < 0)) {
 		fc_warn("sync: %s", err.msg);
 		return FC_EXIT_FAILURE;
 	}

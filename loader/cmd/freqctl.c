@@ -17,7 +17,8 @@
 
 static const struct fc_cmd *const fc_cmds[] = {
 	&fc_cmd_attach, &fc_cmd_detach, &fc_cmd_status, &fc_cmd_ban_add, &fc_cmd_ban_del,
-	&fc_cmd_ban_import, &fc_cmd_ban_list, &fc_cmd_allow_add, &fc_cmd_allow_del, &fc_cmd_allow_list, &fc_cmd_policy_add, &fc_cmd_policy_set, &fc_cmd_policy_del,
+	&fc_cmd_ban_import, &fc_cmd_ban_list, &fc_cmd_ban_sets, &fc_cmd_allow_add, &fc_cmd_allow_del, &fc_cmd_allow_list,
+	&fc_cmd_policy_add, &fc_cmd_policy_set, &fc_cmd_policy_del,
 	&fc_cmd_policy_list, &fc_cmd_keys, &fc_cmd_sync, &fc_cmd_stats, &fc_cmd_top, &fc_cmd_export, &fc_cmd_import, &fc_cmd_agent,
 	&fc_cmd_node_set, &fc_cmd_node_list, &fc_cmd_console_token,
 };
@@ -237,7 +238,7 @@ int main(int argc, char **argv)
 	}
 	if (!cmd) {
 		if (!strcmp(argv[0], "ban"))
-			fc_main_usage_error("ban: expected add, del, import or list");
+			fc_main_usage_error("ban: expected add, del, import, list or sets");
 		if (!strcmp(argv[0], "allow"))
 			fc_main_usage_error("allow: expected add, del or list");
 		if (!strcmp(argv[0], "policy"))

@@ -313,8 +313,9 @@ static int fc_api_ban_list(struct fc_console *c, struct fc_reply *r)
 	struct fc_allow_row *allows = NULL;
 	struct fc_ban_row *rows = NULL;
 	struct fc_uid_ban *ub = NULL;
+	struct fc_ban_set *sets = NULL;
 	int64_t now = (int64_t)time(NULL);
-	size_t n = 0, nu = 0, na = 0;
+	size_t n = 0, nu = 0, nsets = 0, na = 0;
 	struct fc_store *st;
 	struct fc_err err;
 	json_t *a = NULL;
@@ -322,13 +323,16 @@ static int fc_api_ban_list(struct fc_console *c, struct fc_reply *r)
 
 	if (!(st = fc_store_keep_get(&c->keep, &err)))
 		return fc_reply_error(r, MHD_HTTP_SERVICE_UNAVAILABLE, NULL, "%s", err.msg);
-	rc = fc_store_ban_list(st, now, &rows, &n, &err) < 0 || fc_store_uid_ban_list(st, now, &ub, &nu, &err) < 0 ||
-	     fc_store_allow_list(st, now, &allows, &na, &err) < 0 ? -1 : 0;
+	rc = fc_store_set_list(st, now, &sets, &nsets, &err) < 0 || fc_store_ban_list(st, now, &rows, &n, &err) < 0 ||
+			     fc_store_uid_ban_list(st, now, &ub, &nu, &err) < 0 ||
+			     fc_store_allow_list(st, now, &allows, &na, &err) < 0 ?
+		     -1 :
+		     0;
 	fc_store_keep_put(&c->keep, rc < 0);
-	if (rc == 0)
-		a = fc_bans_to_json(rows, n, ub, nu, allows, na, now);
+	a = rc < 0 ? NULL : fc_bans_to_json(rows, n, ub, nu, sets, nsets, allows, na, now);
 	free(rows);
 	free(ub);
+	free(sets);
 	free(allows);
 	if (rc < 0)
 		return fc_reply_error(r, MHD_HTTP_SERVICE_UNAVAILABLE, NULL, "%s", err.msg);
@@ -413,14 +417,16 @@ out:
 
 static int fc_api_entry_del(struct fc_console *c, struct fc_reply *r, const char *text, const struct fc_api_entry *k)
 {
-	char canon[FC_BAN_TEXT_LEN];
+	char canon[FC_BAN_TEXT_LEN], held[FC_SETS_TEXT_LEN];
 	struct fc_err err;
-	int rc = k->allow ? fc_change_allow_del(&c->ctx, text, canon, &err) : fc_change_ban_del(&c->ctx, text, canon, &err);
+	int rc = k->allow ? fc_change_allow_del(&c->ctx, text, canon, &err) :
+			    fc_change_ban_del(&c->ctx, text, canon, held, &err);
 
 	if (rc == FC_CHANGE_INVALID)
 		return fc_reply_error(r, MHD_HTTP_BAD_REQUEST, k->key, "%s", err.msg);
 	if (rc == FC_CHANGE_CONFLICT)
-		return fc_reply_error(r, MHD_HTTP_NOT_FOUND, NULL, "%s del %s: %s", k->verb, canon, k->absent);
+		return fc_reply_error(r, MHD_HTTP_NOT_FOUND, NULL, "%s del %s: %s", k->verb, canon,
+				      k->allow ? k->absent : err.msg);
 	if (rc)
 		return fc_reply_error(r, MHD_HTTP_SERVICE_UNAVAILABLE, NULL, "%s del %s: %s", k->verb, canon, err.msg);
 	return fc_reply_set(r, MHD_HTTP_NO_CONTENT, strdup(""), 0, "text/plain");
@@ -588,12 +594,13 @@ static int fc_api_stats(struct fc_console *c, struct fc_reply *r)
 	}
 	pthread_mutex_unlock(&c->lock);
 	fc_time_format((int64_t)time(NULL), stamp);
-	doc = json_pack("{s:s, s:s, s:s, s:{s:I, s:I, s:I, s:I}, s:{s:I, s:I, s:I}, s:o, s:o}", "time", stamp,
+	doc = json_pack("{s:s, s:s, s:s, s:{s:I, s:I, s:I, s:I}, s:{s:I, s:I, s:I, s:I}, s:o, s:o, s:o}", "time", stamp,
 			"version", FC_VERSION, "node", c->ctx.node, "xdp", "passed", (json_int_t)a.s.passed.packets, "dropped_exact",
 			(json_int_t)a.s.drop_exact.packets, "dropped_prefix", (json_int_t)a.s.drop_prefix.packets,
 			"dropped_limit", (json_int_t)a.s.drop_limit.packets, "bans", "addresses",
 			(json_int_t)a.bans.addresses, "escalated", (json_int_t)a.bans.escalated, "uids",
-			(json_int_t)a.bans.uids, "policies", pols, "keys", fc_key_uses_to_json(keys, nkeys));
+			(json_int_t)a.bans.uids, "in_sets", (json_int_t)a.bans.in_sets, "policies", pols, "keys",
+			fc_key_uses_to_json(keys, nkeys), "ban_sources", fc_ban_sources_to_json(&a));
 	free(cur.rows);
 	fc_stats_free(&a);
 	return fc_reply_json(r, MHD_HTTP_OK, doc);
@@ -657,21 +664,21 @@ int fc_console_api(struct fc_console *c, struct fc_api_req *b, struct fc_reply *
 
 static enum MHD_Result fc_reply_page(struct MHD_Connection *conn, const struct fc_console_file *f)
 {
-	struct MHD_Response *r = MHD_create_response_from_buffer(strlen(f->data), (void *)f->data,
+	struct MHD_Response *r = fc_mhd.MHD_create_response_from_buffer(strlen(f->data), (void *)f->data,
 								 MHD_RESPMEM_PERSISTENT);
 	enum MHD_Result ret;
 
 	if (!r)
 		return MHD_NO;
-	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, f->type);
-	MHD_add_response_header(r, "X-Content-Type-Options", "nosniff");
-	MHD_add_response_header(r, "X-Frame-Options", "DENY");
-	MHD_add_response_header(r, "Referrer-Policy", "no-referrer");
+	fc_mhd.MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, f->type);
+	fc_mhd.MHD_add_response_header(r, "X-Content-Type-Options", "nosniff");
+	fc_mhd.MHD_add_response_header(r, "X-Frame-Options", "DENY");
+	fc_mhd.MHD_add_response_header(r, "Referrer-Policy", "no-referrer");
 	/* No inline code, nothing from elsewhere. */
-	MHD_add_response_header(r, "Content-Security-Policy",
+	fc_mhd.MHD_add_response_header(r, "Content-Security-Policy",
 				"default-src 'self'; img-src 'self' data:; frame-ancestors 'none'; form-action 'none'");
-	ret = MHD_queue_response(conn, MHD_HTTP_OK, r);
-	MHD_destroy_response(r);
+	ret = fc_mhd.MHD_queue_response(conn, MHD_HTTP_OK, r);
+	fc_mhd.MHD_destroy_response(r);
 	return ret;
 }
 
@@ -718,7 +725,7 @@ static enum MHD_Result fc_console_handle(void *cls, struct MHD_Connection *conn,
 			fc_reply_error(&r, MHD_HTTP_NOT_FOUND, NULL, "%.200s: no such page", url);
 			return fc_send(conn, &r);
 		}
-		cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+		cl = fc_mhd.MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
 		if (cl && strtoull(cl, NULL, 10) > FC_CONSOLE_BODY_MAX) {
 			fc_reply_error(&r, MHD_HTTP_CONTENT_TOO_LARGE, NULL, "body: more than %d bytes",
 				       FC_CONSOLE_BODY_MAX);

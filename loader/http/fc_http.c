@@ -14,6 +14,10 @@
 
 #include "fc_http.h"
 
+struct fc_mhd fc_mhd;
+static const char *const fc_mhd_names[] = { FC_MHD_FUNCS(FC_DL_NAME) };
+static struct fc_dl fc_mhd_dl = FC_DL_INIT("libmicrohttpd.so.12", fc_mhd_names, fc_mhd);
+
 int fc_http_parse(const char *listen, struct sockaddr_storage *sa, struct fc_err *err)
 {
 	struct addrinfo hints = { .ai_flags = AI_NUMERICHOST | AI_NUMERICSERV, .ai_socktype = SOCK_STREAM };
@@ -211,9 +215,9 @@ static bool fc_http_host_ok(const struct fc_http *h, const char *host)
 
 unsigned fc_http_admit(struct fc_http *h, struct MHD_Connection *conn, bool token, char *who, size_t wholen)
 {
-	const char *auth = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
-	const char *host = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_HOST);
-	const union MHD_ConnectionInfo *ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+	const char *auth = fc_mhd.MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
+	const char *host = fc_mhd.MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_HOST);
+	const union MHD_ConnectionInfo *ci = fc_mhd.MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
 	char peer[INET6_ADDRSTRLEN] = "?";
 	unsigned char diff = 0;
 	uint32_t tag = 2166136261u;
@@ -284,6 +288,8 @@ int fc_http_start(struct fc_http *h, const struct sockaddr_storage *sa, const st
 	unsigned flags;
 
 	memset(h, 0, sizeof(*h));
+	if (fc_dl_load(&fc_mhd_dl, err) < 0)
+		return -1;
 	h->conf = conf;
 	h->port = ntohs(sa->ss_family == AF_INET6 ? s6->sin6_port : s4->sin_port);
 	if (sa->ss_family == AF_INET6) {
@@ -303,7 +309,7 @@ int fc_http_start(struct fc_http *h, const struct sockaddr_storage *sa, const st
 		return fc_err_set(err, "%s is not loopback: serve TLS (--http-cert, --http-key), or say --http-insecure "
 				       "to send the bearer token in the clear",
 				  h->self);
-	if (conf->cert_file && MHD_is_feature_supported(MHD_FEATURE_TLS) != MHD_YES)
+	if (conf->cert_file && fc_mhd.MHD_is_feature_supported(MHD_FEATURE_TLS) != MHD_YES)
 		return fc_err_set(err, "this libmicrohttpd has no TLS");
 	if (conf->cert_file && (!(cert = fc_http_pem(conf->cert_file, err)) || !(key = fc_http_pem(conf->key_file, err))))
 		goto out;
@@ -313,7 +319,7 @@ int fc_http_start(struct fc_http *h, const struct sockaddr_storage *sa, const st
 	pthread_mutex_init(&h->lock, NULL);
 	flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL | (sa->ss_family == AF_INET6 ? MHD_USE_IPv6 : 0) |
 		(cert ? MHD_USE_TLS : 0);
-	h->d = MHD_start_daemon(flags, (uint16_t)h->port, NULL, NULL, handler, cls, MHD_OPTION_SOCK_ADDR, sa,
+	h->d = fc_mhd.MHD_start_daemon(flags, (uint16_t)h->port, NULL, NULL, handler, cls, MHD_OPTION_SOCK_ADDR, sa,
 				MHD_OPTION_NOTIFY_COMPLETED, done, NULL, MHD_OPTION_CONNECTION_LIMIT, 32U,
 				MHD_OPTION_PER_IP_CONNECTION_LIMIT, 16U, MHD_OPTION_CONNECTION_TIMEOUT, 10U,
 				MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(128 * 1024),
@@ -339,7 +345,7 @@ void fc_http_stop(struct fc_http *h)
 {
 	if (!h->d)
 		return;
-	MHD_stop_daemon(h->d);
+	fc_mhd.MHD_stop_daemon(h->d);
 	h->d = NULL;
 	free(h->pem[0]);
 	free(h->pem[1]);
@@ -354,18 +360,18 @@ enum MHD_Result fc_http_reply(struct MHD_Connection *conn, unsigned int status, 
 
 	if (!body)
 		return MHD_NO; /* out of memory: drop the connection */
-	r = MHD_create_response_from_buffer(len, body, MHD_RESPMEM_MUST_FREE);
+	r = fc_mhd.MHD_create_response_from_buffer(len, body, MHD_RESPMEM_MUST_FREE);
 	if (!r) {
 		free(body);
 		return MHD_NO;
 	}
-	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, type);
-	MHD_add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
-	MHD_add_response_header(r, "X-Content-Type-Options", "nosniff");
+	fc_mhd.MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, type);
+	fc_mhd.MHD_add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
+	fc_mhd.MHD_add_response_header(r, "X-Content-Type-Options", "nosniff");
 	if (status == MHD_HTTP_UNAUTHORIZED)
-		MHD_add_response_header(r, MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Bearer realm=\"freqctl\"");
-	ret = MHD_queue_response(conn, status, r);
-	MHD_destroy_response(r);
+		fc_mhd.MHD_add_response_header(r, MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Bearer realm=\"freqctl\"");
+	ret = fc_mhd.MHD_queue_response(conn, status, r);
+	fc_mhd.MHD_destroy_response(r);
 	return ret;
 }
 

@@ -17,7 +17,20 @@
 #include <netinet/in.h>
 #include <microhttpd.h>
 
+#include "fc_dl.h"
 #include "fc_error.h"
+
+/* libmicrohttpd, loaded when a server starts (fc_http_start; fc_dl.h): a
+ * command that serves nothing does not load it, nor what it pulls in.
+ * Calls go through fc_mhd. */
+#define FC_MHD_FUNCS(X)                                                                                      \
+	X(MHD_add_response_header) X(MHD_create_response_from_buffer) X(MHD_destroy_response)                \
+	X(MHD_get_connection_info) X(MHD_is_feature_supported) X(MHD_lookup_connection_value)               \
+	X(MHD_queue_response) X(MHD_start_daemon) X(MHD_stop_daemon)
+struct fc_mhd {
+	FC_MHD_FUNCS(FC_DL_PTR)
+};
+extern struct fc_mhd fc_mhd;
 
 #define FC_HTTP_TOKEN_LEN 64 /* hex digits: 256 random bits */
 #define FC_HTTP_TOKEN_DEFAULT "/var/lib/freqctl/console.token"

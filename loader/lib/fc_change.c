@@ -1,10 +1,12 @@
 // SPDX-License-Identifier: BSD-2-Clause
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "fc_allow.h"
 #include "fc_change.h"
 #include "fc_duration.h"
+#include "fc_feed.h"
 #include "fc_publish.h"
 
 int fc_uid_check(const char *uid, struct fc_err *err)
@@ -113,27 +115,108 @@ int fc_change_ban_put(const struct fc_ctx *ctx, const char *text, int64_t ttl, c
 	return fc_publish_commit(&pub, err) < 0 ? FC_CHANGE_RUNTIME : 0;
 }
 
-int fc_change_ban_del(const struct fc_ctx *ctx, const char *text, char canon[FC_BAN_TEXT_LEN], struct fc_err *err)
+int fc_change_ban_del(const struct fc_ctx *ctx, const char *text, char canon[FC_BAN_TEXT_LEN],
+		      char held[FC_SETS_TEXT_LEN], struct fc_err *err)
 {
 	struct fc_publish pub;
 	struct fc_prefix p;
 	const char *uid;
 	bool found;
 
+	held[0] = '\0';
 	snprintf(canon, FC_BAN_TEXT_LEN, "%.*s", FC_BAN_TEXT_LEN - 1, text);
 	if (fc_ban_text(text, &uid, &p, canon, err) < 0)
 		return FC_CHANGE_INVALID;
 	if (fc_publish_begin(&pub, ctx, err) < 0)
 		return FC_CHANGE_RUNTIME;
-	if ((uid ? fc_store_uid_ban_del(pub.st, uid, &found, err) : fc_store_ban_del(pub.st, &p, &found, err)) < 0) {
+	if ((uid ? fc_store_uid_ban_del(pub.st, uid, &found, err) : fc_store_ban_del(pub.st, &p, &found, err)) < 0 ||
+	    (!uid && fc_store_set_holders(pub.st, &p, pub.now, held, FC_SETS_TEXT_LEN, err) < 0)) {
 		fc_publish_abort(&pub);
 		return FC_CHANGE_RUNTIME;
 	}
 	if (!found) {
 		fc_publish_abort(&pub);
-		fc_err_set(err, "not banned (see 'freqctl ban list')");
+		if (*held)
+			fc_err_set(err, "not banned by hand; ban set %s holds it (freqctl ban del --set NAME lifts a set)",
+				   held);
+		else
+			fc_err_set(err, "not banned (see 'freqctl ban list')");
 		return FC_CHANGE_CONFLICT;
 	}
+	return fc_publish_commit(&pub, err) < 0 ? FC_CHANGE_RUNTIME : 0;
+}
+
+int fc_set_replace(struct fc_publish *pub, const char *name, const struct fc_prefix *keys, size_t n, int64_t expires,
+		   void (*progress)(size_t done, size_t total, void *arg), void *arg, struct fc_set_result *res,
+		   struct fc_err *err)
+{
+	struct fc_ban_set set = { 0 };
+	struct fc_prefix *have = NULL;
+	size_t nhave = 0, i = 0, j = 0, done = 0, total;
+	bool found;
+	int rc = -1, c;
+
+	memset(res, 0, sizeof(*res));
+	if (fc_store_set_get(pub->st, name, pub->now, &set, &found, err) < 0)
+		return -1;
+	if (found && fc_store_set_keys(pub->st, set.id, &have, &nhave, err) < 0)
+		return -1;
+	if (!found) {
+		snprintf(set.name, sizeof(set.name), "%s", name);
+		set.created = pub->now;
+		res->created = true;
+	}
+	set.updated = pub->now;
+	set.expires = expires;
+	set.size = n;
+	rc = fc_store_set_put(pub->st, &set, err);
+	if (rc < 0)
+		goto out;
+	rc = -1;
+	res->id = set.id;
+	res->entries = n;
+	/* Both in address order: one pass finds what comes and what goes. */
+	for (total = n + nhave; i < n || j < nhave;) {
+		c = i == n ? 1 : j == nhave ? -1 : fc_prefix_cmp(&keys[i], &have[j]);
+		if (c < 0 && fc_store_set_member_put(pub->st, set.id, &keys[i], pub->now, err) < 0)
+			goto out;
+		if (c > 0 && fc_store_set_member_del(pub->st, set.id, &have[j], err) < 0)
+			goto out;
+		res->added += c < 0;
+		res->removed += c > 0;
+		res->kept += c == 0;
+		i += c <= 0;
+		j += c >= 0;
+		if (progress && (++done % 65536 == 0 || (i == n && j == nhave)))
+			progress(i + j, total, arg);
+	}
+	rc = 0;
+out:
+	free(have);
+	return rc;
+}
+
+int fc_change_set_del(const struct fc_ctx *ctx, const char *name, size_t *members, struct fc_err *err)
+{
+	struct fc_publish pub;
+	struct fc_ban_set set;
+	bool found;
+
+	if (fc_set_name_check(name, err) < 0)
+		return FC_CHANGE_INVALID;
+	if (fc_publish_begin(&pub, ctx, err) < 0)
+		return FC_CHANGE_RUNTIME;
+	if (fc_store_set_get(pub.st, name, pub.now, &set, &found, err) < 0 ||
+	    (found && fc_store_set_del(pub.st, set.id, err) < 0)) {
+		fc_publish_abort(&pub);
+		return FC_CHANGE_RUNTIME;
+	}
+	if (!found) {
+		fc_publish_abort(&pub);
+		fc_err_set(err, "no such ban set (see 'freqctl ban sets')");
+		return FC_CHANGE_CONFLICT;
+	}
+	*members = set.size;
 	return fc_publish_commit(&pub, err) < 0 ? FC_CHANGE_RUNTIME : 0;
 }
 

@@ -13,6 +13,8 @@
 #include "fc_ctx.h"
 #include "fc_store.h"
 
+struct fc_publish;
+
 /* "ADDR[/LEN]" canonical, or "uid=VALUE". */
 #define FC_BAN_TEXT_LEN (4 + FC_SHM_MAX_VALUE + 1)
 
@@ -33,7 +35,28 @@ int fc_change_policy_del(const struct fc_ctx *ctx, uint32_t id, struct fc_err *e
  * canon gets its canonical spelling, *existed whether a live ban was there. */
 int fc_change_ban_put(const struct fc_ctx *ctx, const char *text, int64_t ttl, char canon[FC_BAN_TEXT_LEN],
 		      bool *existed, struct fc_err *err);
-int fc_change_ban_del(const struct fc_ctx *ctx, const char *text, char canon[FC_BAN_TEXT_LEN], struct fc_err *err);
+/* Lifts the ban by hand on text; held: the sets still banning it, if any
+ * ("" if none). A ban held only by sets is FC_CHANGE_CONFLICT, err naming them. */
+#define FC_SETS_TEXT_LEN 256
+int fc_change_ban_del(const struct fc_ctx *ctx, const char *text, char canon[FC_BAN_TEXT_LEN],
+		      char held[FC_SETS_TEXT_LEN], struct fc_err *err);
+
+/* What replacing a ban set did. */
+struct fc_set_result {
+	uint32_t id;
+	bool created;
+	size_t entries, added, removed, kept;
+};
+
+/* Makes ban set name exactly keys (sorted, no repeats, as fc_feed_sort
+ * leaves them) in pub's transaction, lapsing at expires (unix seconds; 0:
+ * never); what stays is not touched. progress(done, total, arg), if given,
+ * is told how the writes go. FC_STORE_REFUSED: no set id left. */
+int fc_set_replace(struct fc_publish *pub, const char *name, const struct fc_prefix *keys, size_t n, int64_t expires,
+		   void (*progress)(size_t done, size_t total, void *arg), void *arg, struct fc_set_result *res,
+		   struct fc_err *err);
+/* Deletes ban set name and lifts its bans (those no other source holds). */
+int fc_change_set_del(const struct fc_ctx *ctx, const char *name, size_t *members, struct fc_err *err);
 
 /* Allows text (ADDR[/LEN] or uid=VALUE) for ttl seconds (0: no expiry),
  * with a note (may be empty); canon and *existed as for a ban. */

@@ -293,7 +293,7 @@ uint32_t fc_obj_id(int fd)
 }
 
 /* Sums a per-CPU value made only of struct fc_counter fields (fc_stats,
- * fc_pstats) over all CPUs into out (size bytes). */
+ * fc_pstats, fc_setstats) over all CPUs into out (size bytes). */
 static int fc_percpu_sum(int fd, const char *name, __u32 key, void *out, size_t size, struct fc_err *err)
 {
 	int ncpu = libbpf_num_possible_cpus();
@@ -330,6 +330,11 @@ int fc_stats_read(const struct fc_maps *m, struct fc_stats *out, struct fc_err *
 int fc_pstats_read(const struct fc_maps *m, uint32_t slot, struct fc_pstats *out, struct fc_err *err)
 {
 	return fc_percpu_sum(m->pstats, FC_MAP_NAME(pstats), slot, out, sizeof(*out), err);
+}
+
+int fc_setstats_read(const struct fc_maps *m, uint32_t set, struct fc_counter *out, struct fc_err *err)
+{
+	return fc_percpu_sum(m->setstats, FC_MAP_NAME(setstats), set, out, sizeof(*out), err);
 }
 
 int fc_config_read(const struct fc_maps *m, struct fc_config *cfg, struct fc_err *err)

@@ -62,6 +62,9 @@ int fc_stats_read(const struct fc_maps *m, struct fc_stats *out, struct fc_err *
 /* One policy slot's counters summed over all CPUs. */
 int fc_pstats_read(const struct fc_maps *m, uint32_t slot, struct fc_pstats *out, struct fc_err *err);
 
+/* The drops of bans of one source (0: by hand; else a ban set's id), summed. */
+int fc_setstats_read(const struct fc_maps *m, uint32_t set, struct fc_counter *out, struct fc_err *err);
+
 int fc_config_read(const struct fc_maps *m, struct fc_config *cfg, struct fc_err *err);
 int fc_config_write(const struct fc_maps *m, const struct fc_config *cfg, struct fc_err *err);
 

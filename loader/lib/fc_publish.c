@@ -32,27 +32,24 @@ int fc_publish_begin(struct fc_publish *pub, const struct fc_ctx *ctx, struct fc
 
 int fc_publish_begin_on(struct fc_publish *pub, const struct fc_ctx *ctx, struct fc_store *st, struct fc_err *err)
 {
-	size_t upurged = 0, apurged = 0;
-
 	memset(pub, 0, sizeof(*pub));
 	pub->ctx = ctx;
 	pub->maps.dirfd = -1;
 	pub->now = (int64_t)time(NULL);
 	pub->st = st;
-	if (fc_store_begin(pub->st, err) < 0 || fc_store_ban_purge(pub->st, pub->now, &pub->purged, err) < 0 ||
-	    fc_store_uid_ban_purge(pub->st, pub->now, &upurged, err) < 0 ||
-	    fc_store_allow_purge(pub->st, pub->now, &apurged, err) < 0) {
+	if (fc_store_begin(pub->st, err) < 0 || fc_store_purge(pub->st, pub->now, &pub->purged, &pub->lapsed, err) < 0) {
 		fc_publish_abort(pub);
 		return -1;
 	}
-	pub->purged += upurged;
 	return 0;
 }
 
 static void fc_publish_close(struct fc_publish *pub)
 {
-	if (pub->maps.dirfd >= 0)
+	if (pub->maps.dirfd >= 0) {
+		fc_maps_unlock(&pub->maps);
 		fc_maps_close(&pub->maps);
+	}
 	if (pub->keep)
 		fc_store_keep_put(pub->keep, pub->failed);
 	else if (pub->own_st)
@@ -67,11 +64,93 @@ void fc_publish_abort(struct fc_publish *pub)
 	fc_publish_close(pub);
 }
 
+/* Where a layer marked (id, seq) can publish from: seq, if the change log
+ * holds every change since (then only those are published), else 0 (all). */
+static uint64_t fc_publish_from(const struct fc_publish *pub, const struct fc_store_log *log, uint64_t id, uint64_t seq)
+{
+	if (pub->full || !seq || id != log->id || seq < log->pruned || seq > log->head ||
+	    log->head - seq > FC_PUBLISH_DELTA_MAX)
+		return 0;
+	return seq;
+}
+
+/* What changed since from; 1: only publishing everything can tell (a
+ * table truncated, the node's weight, an allow entry, a change log not as freqctl writes
+ * it, a policy row whose address columns a script left wrong: they are
+ * put right first). */
+static int fc_publish_delta(struct fc_publish *pub, const struct fc_store_log *log, uint64_t from, struct fc_delta *d,
+			    struct fc_err *err)
+{
+	struct fc_err why;
+	size_t i;
+
+	if (fc_store_delta(pub->st, from, log->head, pub->now, pub->ctx->node, d, &why) < 0) {
+		fc_warn("publish: %s (publishing everything)", why.msg);
+		return 1;
+	}
+	for (i = 0; d->ip_stale && i < d->npols; i++)
+		if (d->pols[i].ip_stale && fc_store_policy_ip_fix(pub->st, &d->pols[i].row.spec, err) < 0)
+			return -1;
+	return d->reset || d->weight || d->ip_stale || d->allows;
+}
+
+/* Publishes to the maps and the shm, each what changed since its mark when
+ * the change log can say, else everything. The caller holds the pin dir's
+ * lock; the marks are cleared (by what writes), set once committed. */
+static int fc_publish_layers(struct fc_publish *pub, const struct fc_store_log *log, struct fc_err *err)
+{
+	const struct fc_ctx *ctx = pub->ctx;
+	struct fc_delta d = { 0 }, dshm = { 0 };
+	const struct fc_delta *ds = &d;
+	uint64_t maps_from, shm_from, id, seq;
+	struct fc_config cfg;
+	int rc = -1, r = 0;
+
+	if (fc_config_read(&pub->maps, &cfg, err) < 0)
+		return -1;
+	maps_from = fc_publish_from(pub, log, cfg.store_id, cfg.store_seq);
+	fc_shm_marked(ctx->shm_path, &id, &seq);
+	shm_from = fc_publish_from(pub, log, id, seq);
+	if (maps_from && (r = fc_publish_delta(pub, log, maps_from, &d, err)) != 0) {
+		if (r < 0)
+			goto out;
+		maps_from = shm_from = 0;
+	}
+	if (shm_from && shm_from != maps_from) {
+		if ((r = fc_publish_delta(pub, log, shm_from, &dshm, err)) < 0)
+			goto out;
+		shm_from = r ? 0 : shm_from;
+		ds = &dshm;
+	}
+	pub->delta = maps_from || shm_from;
+	pub->policies = !maps_from || !shm_from || d.npols || dshm.npols;
+	pub->res.cfg = cfg; /* what it holds, if nothing changed */
+	if (!maps_from)
+		r = fc_sync_full(pub->st, &pub->maps, pub->now, pub->weight, &pub->res, err);
+	else if (maps_from < log->head)
+		r = fc_sync_delta(pub->st, &pub->maps, &d, pub->now, pub->weight, &pub->res, err);
+	if (r < 0)
+		goto out;
+	r = shm_from ? shm_from == log->head ? 0 :
+		       fc_shm_publish_delta(ctx->shm_path, ctx->shm_group, ctx->shm_keys, pub->st, ds, pub->now,
+					    pub->weight, log->id, shm_from, &pub->shm, err) :
+		       1;
+	if (r < 0 || (r && fc_shm_publish(ctx->shm_path, ctx->shm_group, ctx->shm_keys, pub->st, pub->now, pub->weight,
+					  &pub->shm, err) < 0))
+		goto out;
+	rc = 0;
+out:
+	fc_delta_free(&d);
+	fc_delta_free(&dshm);
+	return rc;
+}
+
 int fc_publish_commit(struct fc_publish *pub, struct fc_err *err)
 {
 	const char *pin_dir = pub->ctx->pin_dir;
 	struct fc_shm_result undo_shm;
 	struct fc_sync_result undo;
+	struct fc_store_log log;
 	struct fc_err ignored;
 	const char *why;
 
@@ -79,20 +158,29 @@ int fc_publish_commit(struct fc_publish *pub, struct fc_err *err)
 		fc_publish_abort(pub);
 		return -1;
 	}
+	/* The lock is held until the marks are set, after the commit: another
+	 * publisher never sees a change committed and not marked. */
+	if (fc_maps_lock(&pub->maps, pin_dir, err) < 0) {
+		fc_publish_abort(pub);
+		return -1;
+	}
 	if (fc_store_node_weight(pub->st, pub->ctx->node, &pub->weight, err) < 0 ||
-	    fc_sync(pub->st, &pub->maps, pin_dir, pub->now, pub->weight, &pub->res, err) < 0 ||
-	    fc_shm_publish(pub->ctx->shm_path, pub->ctx->shm_group, pub->ctx->shm_keys, pub->st, pub->now,
-			   pub->weight, &pub->shm, err) < 0 ||
-	    fc_store_commit(pub->st, err) < 0) {
+	    fc_store_log_head(pub->st, &log, err) < 0 || fc_publish_layers(pub, &log, err) < 0 ||
+	    fc_store_log_prune(pub->st, &log, err) < 0 || fc_store_commit(pub->st, err) < 0) {
 		fc_store_rollback(pub->st);
 		/* Best effort: the maps and the shm may hold part of the change. */
-		fc_sync(pub->st, &pub->maps, pin_dir, pub->now, pub->weight, &undo, &ignored);
+		fc_sync_full(pub->st, &pub->maps, pub->now, pub->weight, &undo, &ignored);
 		fc_shm_publish(pub->ctx->shm_path, pub->ctx->shm_group, pub->ctx->shm_keys, pub->st, pub->now,
 			       pub->weight, &undo_shm, &ignored);
 		pub->failed = true;
 		fc_publish_close(pub);
 		return -1;
 	}
+	/* Committed: the next publish may start from here. A mark not set
+	 * only costs the next publish a full one. */
+	if (fc_sync_mark(&pub->maps, log.id, log.head, &ignored) < 0 ||
+	    fc_shm_mark(pub->ctx->shm_path, log.id, log.head, &ignored) < 0)
+		fc_warn("publish: %s (the next publish writes everything)", ignored.msg);
 	/* A row not valid as written is not published; the rest is. Say so on
 	 * every publish until it is fixed or deleted. */
 	pub->bad_policies = fc_store_bad_policies(pub->st, &why);

@@ -4,7 +4,11 @@
  * transaction, publish the result to the pinned maps and to the L7 shm, then
  * commit. If a publish fails the transaction is rolled back and both are put
  * back to what the unchanged store says, so a failed command leaves nothing
- * behind.
+ * behind. Each layer publishes only what changed since the change it was
+ * marked with (the store's change log), or everything when that can not be
+ * known: a first publish, another store, a gap in the log, a publish cut
+ * short (the marks are cleared before anything is written and set after
+ * the commit), freqctl sync.
  */
 #ifndef FC_PUBLISH_H
 #define FC_PUBLISH_H
@@ -21,6 +25,10 @@ struct fc_publish {
 	struct fc_maps maps;
 	int64_t now; /* unix seconds, read once for the whole change */
 	size_t purged; /* expired bans (address and uid) dropped from the store */
+	size_t lapsed; /* lapsed ban sets dropped from the store */
+	bool full;     /* publish everything (freqctl sync), not only what changed */
+	bool delta;    /* only what changed was published (to the maps, the shm or both) */
+	bool policies; /* some policy may have changed: everything was published, or a policy was */
 	double weight; /* this node's share of the policies' rates */
 	struct fc_sync_result res;
 	struct fc_shm_result shm;
@@ -36,6 +44,10 @@ int fc_publish_begin(struct fc_publish *pub, const struct fc_ctx *ctx, struct fc
 /* The same on a store the caller keeps open (the agent's one connection to a
  * fleet's PostgreSQL, instead of connecting for every change). */
 int fc_publish_begin_on(struct fc_publish *pub, const struct fc_ctx *ctx, struct fc_store *st, struct fc_err *err);
+/* A publish applies the changes since the last one, as the change log
+ * holds them, up to this many; past it, everything. */
+#define FC_PUBLISH_DELTA_MAX 65536
+
 /* Publishes and commits; on failure rolls back and restores the maps. */
 int fc_publish_commit(struct fc_publish *pub, struct fc_err *err);
 /* Abandons the change (a rejected input): nothing was published. */

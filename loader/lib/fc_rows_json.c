@@ -160,6 +160,26 @@ json_t *fc_ban_to_json(const struct fc_ban_row *r, int64_t now)
 			 r->by_policy ? json_integer(r->by_policy) : json_null());
 }
 
+const char *fc_set_name_of(const struct fc_ban_set *sets, size_t n, uint32_t id)
+{
+	size_t i;
+
+	for (i = 0; i < n && sets[i].id != id; i++)
+		;
+	return i < n ? sets[i].name : "?";
+}
+
+json_t *fc_ban_set_to_json(const struct fc_ban_set *set)
+{
+	char created[FC_TIME_STRLEN], updated[FC_TIME_STRLEN], expires[FC_TIME_STRLEN];
+
+	fc_time_format(set->created, created);
+	fc_time_format(set->updated, updated);
+	fc_time_format(set->expires, expires);
+	return json_pack("{s:s, s:I, s:s, s:s, s:s?}", "set", set->name, "bans", (json_int_t)set->size, "created",
+			 created, "updated", updated, "expires", set->expires ? expires : NULL);
+}
+
 json_t *fc_uid_ban_to_json(const struct fc_uid_ban *b, int64_t now)
 {
 	char created[FC_TIME_STRLEN], expires[FC_TIME_STRLEN], text[4 + sizeof(b->uid)];
@@ -174,7 +194,8 @@ json_t *fc_uid_ban_to_json(const struct fc_uid_ban *b, int64_t now)
 }
 
 json_t *fc_bans_to_json(const struct fc_ban_row *bans, size_t n, const struct fc_uid_ban *ub, size_t nu,
-			const struct fc_allow_row *allows, size_t na, int64_t now)
+			const struct fc_ban_set *sets, size_t nsets, const struct fc_allow_row *allows, size_t na,
+			int64_t now)
 {
 	const struct fc_allow_row *a;
 	char by[FC_BAN_TEXT_LEN];
@@ -183,6 +204,9 @@ json_t *fc_bans_to_json(const struct fc_ban_row *bans, size_t n, const struct fc
 
 	for (i = 0; arr && i < n + nu; i++) {
 		o = i < n ? fc_ban_to_json(&bans[i], now) : fc_uid_ban_to_json(&ub[i - n], now);
+		if (i < n)
+			json_object_set_new(o, "set", bans[i].set ? json_string(fc_set_name_of(sets, nsets, bans[i].set)) :
+								    json_null());
 		a = fc_allow_over_ban(allows, na, i < n ? &bans[i] : NULL, i < n ? NULL : &ub[i - n]);
 		if (a)
 			fc_allow_format(a, by);

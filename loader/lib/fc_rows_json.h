@@ -24,10 +24,16 @@ int fc_policy_from_json(json_t *o, struct fc_policy_spec *p, char field[FC_JSON_
 /* As `ban list --json` prints them. */
 json_t *fc_ban_to_json(const struct fc_ban_row *r, int64_t now);
 json_t *fc_uid_ban_to_json(const struct fc_uid_ban *b, int64_t now);
-/* The address bans then the uid bans, each with "allowed_by": the allow
- * entry (of allows[0..na)) that overrides it, or null. */
-json_t *fc_bans_to_json(const struct fc_ban_row *bans, size_t n, const struct fc_uid_ban *ub, size_t nu,
-			const struct fc_allow_row *allows, size_t na, int64_t now);
+/* The name of set id among sets ("?": not there, a set deleted meanwhile). */
+const char *fc_set_name_of(const struct fc_ban_set *sets, size_t n, uint32_t id);
+/* The address bans then the uid bans, as `ban list --json` prints them:
+ * each ban's "set" named (null: by hand or escalated), and "allowed_by":
+ * the allow entry (of allows[0..na)) that overrides it, or null. */
+json_t *fc_bans_to_json(const struct fc_ban_row *rows, size_t n, const struct fc_uid_ban *ub, size_t nu,
+			const struct fc_ban_set *sets, size_t nsets, const struct fc_allow_row *allows, size_t na,
+			int64_t now);
+/* {"set", "bans", "created", "updated", "expires"}, as `ban sets --json`. */
+json_t *fc_ban_set_to_json(const struct fc_ban_set *set);
 /* As `allow list --json` prints them: {"allow", "kind", "family" (an
  * address's), "created", "expires", "ttl_remaining", "note"}. */
 json_t *fc_allow_to_json(const struct fc_allow_row *r, int64_t now);

@@ -55,13 +55,14 @@ static bool fc_shm_ours(int fd, uint64_t size, __u32 magic, bool group_write, gi
  * the old file keep it until they notice the new one.
  */
 static int fc_shm_file(const char *path, uint64_t size, __u32 magic, mode_t mode, gid_t gid,
-		       int (*init)(int fd, struct fc_err *err), struct fc_err *err)
+		       int (*init)(int fd, struct fc_err *err), bool *made, struct fc_err *err)
 {
 	char tmp[PATH_MAX];
 	int fd = open(path, O_RDWR | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
 
 	if (fd >= 0 && fc_shm_ours(fd, size, magic, mode & S_IWGRP, gid))
 		return fd;
+	*made = true;
 	if (fd < 0 && errno != ENOENT && errno != ELOOP)
 		return fc_err_set(err, "shm %s: %s", path, strerror(errno));
 	if (fd >= 0)
@@ -218,9 +219,105 @@ static int fc_blk_policy(struct fc_blk *b, const struct fc_policy_row *r, double
 	return 0;
 }
 
-/* Writes one ban into table at the first slot of its probe sequence that
- * does not carry stamp, its stamp last (release): a reader that sees the
- * stamp sees the rest. */
+/* A ban as a table slot (its stamp and ver aside). */
+static void fc_ban_slot_ip(struct fc_shm_ban_slot *b, const struct fc_prefix *p, uint64_t expires_ns)
+{
+	memset(b, 0, sizeof(*b));
+	b->family = p->family;
+	b->plen = p->len;
+	memcpy(b->addr, p->a, 16);
+	b->hash = fc_shm_ban_hash(b->family, b->plen, b->addr, p->family == 4 ? 4 : 16);
+	b->expires_ns = expires_ns;
+}
+
+/* A uid's slot: its tag keyed by the header's key_secret (maps/fc_shm.h). */
+static void fc_ban_slot_uid(struct fc_shm_ban_slot *b, const __u64 *secret, const char *uid, uint64_t expires_ns)
+{
+	memset(b, 0, sizeof(*b));
+	b->hash = fc_shm_uid_hash(secret, 0, uid, (__u32)strlen(uid));
+	b->expires_ns = expires_ns;
+}
+
+/* An allow entry as a table slot: FC_SHM_BAN_ALLOW in its family, which
+ * its hash covers (an allow entry and a ban on one key are two slots). */
+static void fc_ban_slot_allow(struct fc_shm_ban_slot *b, const __u64 *secret, const struct fc_allow_row *a)
+{
+	memset(b, 0, sizeof(*b));
+	b->family = FC_SHM_BAN_ALLOW | a->p.family;
+	if (a->p.family) {
+		b->plen = a->p.len;
+		memcpy(b->addr, a->p.a, 16);
+		b->hash = fc_shm_ban_hash(b->family, b->plen, b->addr, a->p.family == 4 ? 4 : 16);
+	} else {
+		b->hash = fc_shm_uid_hash(secret, b->family, a->uid, (__u32)strlen(a->uid));
+	}
+	b->expires_ns = fc_expiry_ns(a->expires);
+}
+
+/* A ban's part of the ban set's digest, which is their sum: a set that did
+ * not change is not rewritten, and a change in place keeps the sum. */
+static __u64 fc_ban_mix(const struct fc_shm_ban_slot *b)
+{
+	__u64 x = (b->hash ^ b->expires_ns * 0xbf58476d1ce4e5b9ULL) * 0x94d049bb133111ebULL;
+
+	return x ^ (x >> 31);
+}
+
+static bool fc_ban_same(const struct fc_shm_ban_slot *a, const struct fc_shm_ban_slot *b)
+{
+	return a->family == b->family && a->plen == b->plen && a->hash == b->hash &&
+	       (!a->family || !memcmp(a->addr, b->addr, sizeof(a->addr)));
+}
+
+/* The bit of ban_plens (plens[0]; an allow entry: allow_plens, plens[1])
+ * a slot needs readers to probe. */
+static void fc_ban_plen(const struct fc_shm_ban_slot *b, __u64 plens[2][4])
+{
+	__u8 family = b->family & (__u8)~FC_SHM_BAN_ALLOW;
+	__u64 *pl = plens[!!(b->family & FC_SHM_BAN_ALLOW)];
+	int bit = family == 6 ? 64 + b->plen : b->plen;
+
+	if (family)
+		pl[bit / 64] |= 1ULL << (bit % 64);
+	else
+		pl[3] |= FC_SHM_BAN_UIDS;
+}
+
+/* The live bans, one slot per key: the sources of a key (by hand, sets)
+ * merged, the longest ban holding (a set's member has no expiry: the set
+ * lapses whole). bans are in address order, as the store lists them. Then
+ * the allow entries, one slot each. */
+static int fc_bans_effective(const __u64 *secret, const struct fc_ban_row *bans, size_t nbans,
+			     const struct fc_uid_ban *ub, size_t nub, const struct fc_allow_row *al, size_t nal,
+			     struct fc_shm_ban_slot **out, size_t *n, struct fc_err *err)
+{
+	struct fc_shm_ban_slot *v = calloc(nbans + nub + nal + 1, sizeof(*v));
+	size_t i, o = 0;
+
+	if (!v)
+		return fc_err_set(err, "shm: out of memory");
+	for (i = 0; i < nbans; i++) {
+		uint64_t e = bans[i].set ? 0 : fc_expiry_ns(bans[i].expires);
+
+		if (o && !memcmp(&bans[i].p, &bans[i - 1].p, sizeof(bans[i].p))) {
+			if (v[o - 1].expires_ns && (!e || e > v[o - 1].expires_ns))
+				v[o - 1].expires_ns = e;
+			continue;
+		}
+		fc_ban_slot_ip(&v[o++], &bans[i].p, e);
+	}
+	for (i = 0; i < nub; i++)
+		fc_ban_slot_uid(&v[o++], secret, ub[i].uid, fc_expiry_ns(ub[i].expires));
+	for (i = 0; i < nal; i++)
+		fc_ban_slot_allow(&v[o++], secret, &al[i]);
+	*out = v;
+	*n = o;
+	return 0;
+}
+
+/* Writes one ban into a table being made, at the first slot of its probe
+ * sequence that does not carry stamp, its stamp last (release): a reader
+ * that sees the stamp sees the rest. */
 static int fc_ban_put(struct fc_shm_ban_slot *tab, __u32 stamp, const struct fc_shm_ban_slot *b)
 {
 	__u32 step, i;
@@ -229,6 +326,7 @@ static int fc_ban_put(struct fc_shm_ban_slot *tab, __u32 stamp, const struct fc_
 		i = fc_shm_ban_probe(b->hash, step);
 		if (tab[i].seq == stamp)
 			continue;
+		tab[i].ver = 0;
 		tab[i].family = b->family;
 		tab[i].plen = b->plen;
 		tab[i].hash = b->hash;
@@ -240,69 +338,9 @@ static int fc_ban_put(struct fc_shm_ban_slot *tab, __u32 stamp, const struct fc_
 	return -1;
 }
 
-/* What the ban table holds: address bans, uid bans, then allow entries. */
-struct fc_ban_set {
-	const struct fc_ban_row *bans;
-	size_t nbans;
-	const struct fc_uid_ban *ubans;
-	size_t nub;
-	const struct fc_allow_row *allows;
-	size_t nallows;
-	const __u64 *secret; /* the header's key_secret, for uids' tags */
-};
-
-/* Entry i of the set as a table slot (its stamp aside). */
-static void fc_ban_slot(struct fc_shm_ban_slot *b, const struct fc_ban_set *set, size_t i)
+static struct fc_shm_ban_slot *fc_ban_table(void *base, __u32 table)
 {
-	const struct fc_allow_row *a = NULL;
-	const struct fc_prefix *p = NULL;
-	const char *uid = NULL;
-	int64_t expires;
-
-	memset(b, 0, sizeof(*b));
-	if (i < set->nbans) {
-		p = &set->bans[i].p;
-		expires = set->bans[i].expires;
-	} else if (i < set->nbans + set->nub) {
-		uid = set->ubans[i - set->nbans].uid;
-		expires = set->ubans[i - set->nbans].expires;
-	} else {
-		a = &set->allows[i - set->nbans - set->nub];
-		p = a->p.family ? &a->p : NULL;
-		uid = a->p.family ? NULL : a->uid;
-		expires = a->expires;
-		b->family = FC_SHM_BAN_ALLOW;
-	}
-	if (p) {
-		b->family |= p->family;
-		b->plen = p->len;
-		memcpy(b->addr, p->a, 16);
-		b->hash = fc_shm_ban_hash(b->family, b->plen, b->addr, p->family == 4 ? 4 : 16);
-	} else {
-		b->hash = fc_shm_uid_hash(set->secret, b->family, uid, (__u32)strlen(uid));
-	}
-	b->expires_ns = fc_expiry_ns(expires);
-}
-
-static size_t fc_ban_set_size(const struct fc_ban_set *set)
-{
-	return set->nbans + set->nub + set->nallows;
-}
-
-/* Of the whole ban set, whatever its order: a set that did not change is
- * not rewritten (a publish is mostly about something else). */
-static __u64 fc_bans_digest(const struct fc_ban_set *set)
-{
-	struct fc_shm_ban_slot b;
-	__u64 d = set->nbans * 0x9e3779b97f4a7c15ULL ^ set->nub ^ (__u64)set->nallows << 32, x;
-	size_t i;
-
-	for (i = 0; i < fc_ban_set_size(set); i++) {
-		fc_ban_slot(&b, set, i);
-		x = (b.hash ^ b.expires_ns * 0xbf58476d1ce4e5b9ULL) * 0x94d049bb133111ebULL;
-		d += x ^ (x >> 31);
-	}
-	return d | 1; /* 0 is "never written" */
+	return (struct fc_shm_ban_slot *)((char *)base + FC_SHM_BANS_OFF(table));
 }
 
 /* Publishes plens into the header's words, the lengths of both sets while
@@ -315,43 +353,169 @@ static void fc_plens_store(__u64 *words, const __u64 *plens, bool both)
 		__atomic_store_n(&words[i], (both ? words[i] : 0) | plens[i], __ATOMIC_RELEASE);
 }
 
-/* Writes every live ban and allow entry into the inactive table, then makes it live. */
-static int fc_bans_publish(struct fc_shm_header *h, void *base, const struct fc_ban_set *set, bool *written,
-			   struct fc_err *err)
+/* Writes the bans into the inactive table, then makes it live; unless the
+ * live table is known to hold the same (force: it is rewritten anyway). */
+static int fc_bans_publish(struct fc_shm_header *h, void *base, const struct fc_shm_ban_slot *bans, size_t n, bool force,
+			   bool *written, struct fc_err *err)
 {
-	__u64 live = __atomic_load_n(&h->ban_live, __ATOMIC_ACQUIRE), digest = fc_bans_digest(set);
+	__u64 live = __atomic_load_n(&h->ban_live, __ATOMIC_ACQUIRE), digest = 0, plens[2][4] = { { 0 } };
 	__u32 table = live ? !FC_SHM_BAN_TABLE(live) : 0, stamp = h->ban_stamp + 1 ? h->ban_stamp + 1 : 1;
-	struct fc_shm_ban_slot *tab = (struct fc_shm_ban_slot *)((char *)base + FC_SHM_BANS_OFF(table)), b;
-	__u64 plens[4] = { 0 }, aplens[4] = { 0 }, *pl;
-	__u8 family;
+	struct fc_shm_ban_slot *tab = fc_ban_table(base, table);
 	size_t i;
-	int bit;
 
 	*written = false;
-	if (live && h->ban_digest == digest)
+	for (i = 0; i < n; i++) {
+		digest += fc_ban_mix(&bans[i]);
+		fc_ban_plen(&bans[i], plens);
+	}
+	if (live && !force && !h->ban_dirty && h->ban_digest == digest)
 		return 0;
 	/* Taken before any slot carries it: a failed write is never resumed. */
 	h->ban_stamp = stamp;
-	for (i = 0; i < fc_ban_set_size(set); i++) {
-		fc_ban_slot(&b, set, i);
-		pl = b.family & FC_SHM_BAN_ALLOW ? aplens : plens;
-		family = b.family & ~FC_SHM_BAN_ALLOW;
-		bit = family == 6 ? 64 + b.plen : b.plen;
-		if (family)
-			pl[bit / 64] |= 1ULL << (bit % 64);
-		else
-			pl[3] |= FC_SHM_BAN_UIDS;
-		if (fc_ban_put(tab, stamp, &b) < 0)
+	for (i = 0; i < n; i++)
+		if (fc_ban_put(tab, stamp, &bans[i]) < 0)
 			return fc_err_set(err, "shm: the ban table is full (%u slots)", FC_SHM_BAN_SLOTS);
-	}
 	/* Readers probe the lengths of both sets while the switch happens. */
-	fc_plens_store(h->ban_plens, plens, true);
-	fc_plens_store(h->allow_plens, aplens, true);
+	fc_plens_store(h->ban_plens, plens[0], true);
+	fc_plens_store(h->allow_plens, plens[1], true);
 	h->ban_digest = digest;
+	h->ban_used = (__u32)n;
+	h->ban_dead = 0;
 	__atomic_store_n(&h->ban_live, FC_SHM_BAN_LIVE(stamp, table), __ATOMIC_RELEASE);
-	fc_plens_store(h->ban_plens, plens, false);
-	fc_plens_store(h->allow_plens, aplens, false);
+	__atomic_store_n(&h->ban_dirty, 0, __ATOMIC_RELEASE);
+	fc_plens_store(h->ban_plens, plens[0], false);
+	fc_plens_store(h->allow_plens, plens[1], false);
 	*written = true;
+	return 0;
+}
+
+/* Rewrites a slot in use under its seqlock: ver odd, the fields, ver even. */
+static void fc_ban_rewrite(struct fc_shm_ban_slot *s, const struct fc_shm_ban_slot *b)
+{
+	__u16 v = (__u16)(s->ver | 1);
+
+	__atomic_store_n(&s->ver, v, __ATOMIC_RELAXED);
+	__atomic_thread_fence(__ATOMIC_RELEASE);
+	s->family = b->family;
+	s->plen = b->plen;
+	s->hash = b->hash;
+	s->expires_ns = b->expires_ns;
+	memcpy(s->addr, b->addr, sizeof(b->addr));
+	__atomic_store_n(&s->ver, (__u16)(v + 1), __ATOMIC_RELEASE);
+}
+
+#define FC_BAN_NONE UINT32_MAX
+#define FC_SHM_BLOCK_CHUNK (256u << 10) /* bytes of a config block read at a time */
+
+/* Where ban b's key is in the live table (*found), else the slot a new ban
+ * of it takes: the first tombstone of its probe sequence, else its first
+ * free slot; FC_BAN_NONE: no room. */
+static __u32 fc_ban_find(const struct fc_shm_ban_slot *tab, __u32 stamp, const struct fc_shm_ban_slot *b, bool *found)
+{
+	__u32 step, i, room = FC_BAN_NONE;
+
+	*found = false;
+	for (step = 0; step < FC_SHM_BAN_LEVELS + FC_SHM_BAN_PROBE; step++) {
+		i = fc_shm_ban_probe(b->hash, step);
+		if (tab[i].seq != stamp)
+			return room != FC_BAN_NONE ? room : i;
+		if (tab[i].family == FC_SHM_BAN_DEAD) {
+			room = room != FC_BAN_NONE ? room : i;
+		} else if (fc_ban_same(&tab[i], b)) {
+			*found = true;
+			return i;
+		}
+	}
+	return room;
+}
+
+/* Makes the live table hold ban b (want) or not, in place. 1: no slot left
+ * for it (the table must be rebuilt). */
+static int fc_ban_change(struct fc_shm_header *h, struct fc_shm_ban_slot *tab, __u32 stamp,
+			 const struct fc_shm_ban_slot *b, bool want)
+{
+	struct fc_shm_ban_slot dead;
+	__u64 plens[2][4] = { { 0 } };
+	bool found;
+	__u32 i = fc_ban_find(tab, stamp, b, &found), k;
+	struct fc_shm_ban_slot *s = i == FC_BAN_NONE ? NULL : &tab[i];
+
+	if (!found && !want)
+		return 0;
+	if (!s)
+		return 1;
+	if (found) {
+		if (want && s->expires_ns == b->expires_ns)
+			return 0;
+		h->ban_digest -= fc_ban_mix(s);
+		if (!want) {
+			dead = *s;
+			dead.family = FC_SHM_BAN_DEAD;
+			fc_ban_rewrite(s, &dead);
+			h->ban_dead++;
+			return 0;
+		}
+		h->ban_digest += fc_ban_mix(b);
+		fc_ban_rewrite(s, b);
+		return 0;
+	}
+	/* A new ban: readers probe its length before they can find it. */
+	fc_ban_plen(b, plens);
+	for (k = 0; k < 4; k++)
+		if (plens[0][k] & ~h->ban_plens[k])
+			__atomic_store_n(&h->ban_plens[k], h->ban_plens[k] | plens[0][k], __ATOMIC_RELEASE);
+	h->ban_digest += fc_ban_mix(b);
+	if (s->seq == stamp) { /* a tombstone */
+		fc_ban_rewrite(s, b);
+		h->ban_dead--;
+		return 0;
+	}
+	s->ver = 0;
+	s->family = b->family;
+	s->plen = b->plen;
+	s->hash = b->hash;
+	s->expires_ns = b->expires_ns;
+	memcpy(s->addr, b->addr, sizeof(b->addr));
+	__atomic_store_n(&s->seq, stamp, __ATOMIC_RELEASE);
+	h->ban_used++;
+	return 0;
+}
+
+/* Tombstones are rebuilt away once they are many, and a quarter of the table's use. */
+#define FC_BAN_DEAD_MAX 4096
+
+/* The changed bans, in the live table. 1: the table must be rebuilt. */
+static int fc_bans_change(struct fc_shm_header *h, void *base, const struct fc_delta *d)
+{
+	__u64 live = __atomic_load_n(&h->ban_live, __ATOMIC_ACQUIRE);
+	struct fc_shm_ban_slot *tab = fc_ban_table(base, FC_SHM_BAN_TABLE(live)), b;
+	__u32 stamp = FC_SHM_BAN_STAMP(live);
+	size_t i, j;
+	bool want;
+	int rc = 0;
+
+	__atomic_store_n(&h->ban_dirty, 1, __ATOMIC_RELEASE);
+	for (i = 0; i < d->nkeys && !rc; i = j) {
+		uint64_t e = 0;
+
+		for (want = false, j = i; j < d->nkeys && !memcmp(&d->keys[j].p, &d->keys[i].p, sizeof(d->keys[i].p)); j++) {
+			uint64_t k = d->keys[j].src ? 0 : fc_expiry_ns(d->keys[j].expires);
+
+			if (d->keys[j].src < 0)
+				continue;
+			e = !want || (e && (!k || k > e)) ? k : e;
+			want = true;
+		}
+		fc_ban_slot_ip(&b, &d->keys[i].p, e);
+		rc = fc_ban_change(h, tab, stamp, &b, want);
+	}
+	for (i = 0; i < d->nuids && !rc; i++) {
+		fc_ban_slot_uid(&b, h->key_secret, d->uids[i].uid, fc_expiry_ns(d->uids[i].expires));
+		rc = fc_ban_change(h, tab, stamp, &b, d->uids[i].live);
+	}
+	if (rc || (h->ban_dead >= FC_BAN_DEAD_MAX && h->ban_dead * 4 > h->ban_used))
+		return 1; /* dirty: the rebuild rewrites it all */
+	__atomic_store_n(&h->ban_dirty, 0, __ATOMIC_RELEASE);
 	return 0;
 }
 
@@ -376,94 +540,430 @@ static int fc_slot_claim(int state_fd, const struct fc_policy_row *r, struct fc_
 	return 0;
 }
 
-int fc_shm_publish(const char *path, const char *group, uint32_t keys, struct fc_store *st, int64_t now,
-		   double weight, struct fc_shm_result *res, struct fc_err *err)
-{
-	size_t npols = 0, nbans = 0, nub = 0, nallows = 0, i;
-	struct fc_allow_row *allows = NULL;
-	struct fc_ban_set set;
-	struct fc_policy_row *pols = NULL;
-	struct fc_ban_row *bans = NULL;
-	struct fc_uid_ban *ubans = NULL;
-	char state_path[PATH_MAX];
+/* The config file, mapped, and the workers' state file. */
+struct fc_shm_map {
+	int fd, state_fd;
+	void *base;
 	struct fc_shm_header *h;
-	struct fc_shm_block *live;
-	struct fc_blk b;
-	void *base = NULL;
-	int fd = -1, state_fd = -1, rc = -1;
+	bool made; /* a file was made anew: nothing in it to build on */
+};
+
+static void fc_shm_unmap(struct fc_shm_map *sm)
+{
+	if (sm->base)
+		munmap(sm->base, FC_SHM_SIZE);
+	if (sm->fd >= 0)
+		close(sm->fd);
+	if (sm->state_fd >= 0)
+		close(sm->state_fd);
+}
+
+static int fc_shm_map(const char *path, const char *group, uint32_t keys, struct fc_shm_map *sm, struct fc_err *err)
+{
+	char state_path[PATH_MAX];
 	gid_t gid = (gid_t)-1;
-	__u32 next;
 
-	memset(res, 0, sizeof(*res));
-	if (fc_store_policy_list(st, &pols, &npols, err) < 0 || fc_store_ban_list(st, now, &bans, &nbans, err) < 0 ||
-	    fc_store_uid_ban_list(st, now, &ubans, &nub, err) < 0 ||
-	    fc_store_allow_list(st, now, &allows, &nallows, err) < 0 || fc_shm_gid(path, group, &gid, err) < 0 ||
-	    fc_shm_state_path(path, state_path, err) < 0)
-		goto out;
-	fd = fc_shm_file(path, FC_SHM_SIZE, FC_SHM_MAGIC, 0640, gid, fc_shm_init_config, err);
-	if (fd < 0)
-		goto out;
-	state_fd = fc_shm_file(state_path, keys ? FC_STATE_SIZE_FOR(keys) : 0, FC_SHM_STATE_MAGIC, 0660, gid,
-			       fc_shm_init_state, err);
-	if (state_fd < 0)
-		goto out;
-	base = mmap(NULL, FC_SHM_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	if (base == MAP_FAILED) {
-		base = NULL;
+	memset(sm, 0, sizeof(*sm));
+	sm->fd = sm->state_fd = -1;
+	if (fc_shm_gid(path, group, &gid, err) < 0 || fc_shm_state_path(path, state_path, err) < 0)
+		return -1;
+	sm->fd = fc_shm_file(path, FC_SHM_SIZE, FC_SHM_MAGIC, 0640, gid, fc_shm_init_config, &sm->made, err);
+	if (sm->fd < 0)
+		return -1;
+	sm->state_fd = fc_shm_file(state_path, keys ? FC_STATE_SIZE_FOR(keys) : 0, FC_SHM_STATE_MAGIC, 0660, gid,
+				   fc_shm_init_state, &sm->made, err);
+	if (sm->state_fd < 0)
+		goto fail;
+	sm->base = mmap(NULL, FC_SHM_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, sm->fd, 0);
+	if (sm->base == MAP_FAILED) {
+		sm->base = NULL;
 		fc_err_set(err, "shm %s: %s", path, strerror(errno));
-		goto out;
+		goto fail;
 	}
-	h = base;
-	if (h->magic != FC_SHM_MAGIC || h->version != FC_SHM_VERSION || h->active > 1) {
+	sm->h = sm->base;
+	if (sm->h->magic != FC_SHM_MAGIC || sm->h->version != FC_SHM_VERSION || sm->h->active > 1) {
 		fc_err_set(err, "shm %s: not a freqctl shm of version %d", path, FC_SHM_VERSION);
-		goto out;
+		goto fail;
 	}
-	next = h->init ? !h->active : 0;
-	b.hdr = (struct fc_shm_block *)((char *)base + FC_SHM_BLOCK_OFF(next));
-	b.pos = (__u8 *)(b.hdr + 1);
-	b.end = (__u8 *)b.hdr + FC_SHM_BLOCK_SIZE;
-	b.nitems = 0;
-	for (i = 0; i < npols; i++) {
-		if (!fc_policy_is_l7(&pols[i].spec))
-			continue;
-		if (fc_slot_claim(state_fd, &pols[i], err) < 0 || fc_blk_policy(&b, &pols[i], weight, err) < 0)
-			goto out;
-		res->policies++;
-	}
-	set = (struct fc_ban_set){ bans, nbans, ubans, nub, allows, nallows, h->key_secret };
-	if (fc_bans_publish(h, base, &set, &res->bans_written, err) < 0)
-		goto out;
-	res->ip_bans = nbans;
-	res->uid_bans = nub;
-	b.hdr->magic = FC_SHM_BLOCK_MAGIC;
-	b.hdr->nitems = b.nitems;
-	b.hdr->used = (__u64)(b.pos - (__u8 *)(b.hdr + 1));
+	return 0;
+fail:
+	fc_shm_unmap(sm);
+	return -1;
+}
 
-	live = (struct fc_shm_block *)((char *)base + FC_SHM_BLOCK_OFF(h->active));
-	res->seq = h->seq;
-	if (h->init && live->magic == FC_SHM_BLOCK_MAGIC && live->used == b.hdr->used &&
-	    live->nitems == b.hdr->nitems && !memcmp(live + 1, b.hdr + 1, b.hdr->used)) {
-		rc = 0; /* nothing new to say */
-		goto out;
-	}
-	b.hdr->seq = h->seq + 1;
-	/* Release: a reader that sees the new seq sees the block behind it. */
-	__atomic_store_n(&h->active, next, __ATOMIC_RELEASE);
+/* The inactive config block, to fill. */
+static void fc_blk_start(const struct fc_shm_map *sm, struct fc_blk *b)
+{
+	b->hdr = (struct fc_shm_block *)((char *)sm->base + FC_SHM_BLOCK_OFF(sm->h->init ? !sm->h->active : 0));
+	b->pos = (__u8 *)(b->hdr + 1);
+	b->end = (__u8 *)b->hdr + FC_SHM_BLOCK_SIZE;
+	b->nitems = 0;
+}
+
+static const struct fc_shm_block *fc_blk_live(const struct fc_shm_map *sm)
+{
+	return (const struct fc_shm_block *)((const char *)sm->base + FC_SHM_BLOCK_OFF(sm->h->active));
+}
+
+/* Makes the inactive block (its header says seq + 1) live. Release: a
+ * reader that sees the new seq sees the block behind it. */
+static void fc_blk_switch(const struct fc_shm_map *sm, struct fc_shm_result *res)
+{
+	struct fc_shm_header *h = sm->h;
+
+	__atomic_store_n(&h->active, h->init ? !h->active : 0, __ATOMIC_RELEASE);
 	__atomic_store_n(&h->seq, h->seq + 1, __ATOMIC_RELEASE);
 	__atomic_store_n(&h->init, 1, __ATOMIC_RELEASE);
 	res->published = true;
 	res->seq = h->seq;
+}
+
+/* Makes the filled block live, unless it says what the live one does. */
+static void fc_blk_flip(const struct fc_shm_map *sm, struct fc_blk *b, struct fc_shm_result *res)
+{
+	struct fc_shm_header *h = sm->h;
+	const struct fc_shm_block *live = fc_blk_live(sm);
+
+	b->hdr->magic = FC_SHM_BLOCK_MAGIC;
+	b->hdr->nitems = b->nitems;
+	b->hdr->used = (__u64)(b->pos - (__u8 *)(b->hdr + 1));
+	res->seq = h->seq;
+	if (h->init && live->magic == FC_SHM_BLOCK_MAGIC && live->used == b->hdr->used &&
+	    live->nitems == b->hdr->nitems && !memcmp(live + 1, b->hdr + 1, b->hdr->used))
+		return; /* nothing new to say */
+	b->hdr->seq = h->seq + 1;
+	fc_blk_switch(sm, res);
+}
+
+/* Clears the shm's mark before anything is written. */
+static void fc_shm_unmark(struct fc_shm_header *h)
+{
+	__atomic_store_n(&h->store_seq, 0, __ATOMIC_RELEASE);
+	__atomic_store_n(&h->store_id, 0, __ATOMIC_RELEASE);
+}
+
+/* The whole ban set of the store, rewritten into the inactive table (force)
+ * or unless the live one holds it. */
+static int fc_bans_rebuild(struct fc_shm_map *sm, struct fc_store *st, int64_t now, bool force, struct fc_shm_result *res,
+			   struct fc_err *err)
+{
+	struct fc_shm_ban_slot *slots = NULL;
+	struct fc_allow_row *allows = NULL;
+	struct fc_ban_row *bans = NULL;
+	struct fc_uid_ban *ubans = NULL;
+	size_t nbans = 0, nub = 0, nallows = 0, n = 0;
+	int rc = -1;
+
+	if (fc_store_ban_list(st, now, &bans, &nbans, err) < 0 || fc_store_uid_ban_list(st, now, &ubans, &nub, err) < 0 ||
+	    fc_store_allow_list(st, now, &allows, &nallows, err) < 0 ||
+	    fc_bans_effective(sm->h->key_secret, bans, nbans, ubans, nub, allows, nallows, &slots, &n, err) < 0 ||
+	    fc_bans_publish(sm->h, sm->base, slots, n, force, &res->bans_written, err) < 0)
+		goto out;
+	res->ip_bans = n - nub - nallows;
+	res->uid_bans = nub;
 	rc = 0;
 out:
-	if (base)
-		munmap(base, FC_SHM_SIZE);
-	if (fd >= 0)
-		close(fd);
-	if (state_fd >= 0)
-		close(state_fd);
-	free(pols);
+	free(slots);
 	free(bans);
 	free(ubans);
 	free(allows);
 	return rc;
+}
+
+int fc_shm_publish(const char *path, const char *group, uint32_t keys, struct fc_store *st, int64_t now,
+		   double weight, struct fc_shm_result *res, struct fc_err *err)
+{
+	struct fc_policy_row *pols = NULL;
+	struct fc_shm_map sm;
+	size_t npols = 0, i;
+	struct fc_blk b;
+	int rc = -1;
+
+	memset(res, 0, sizeof(*res));
+	if (fc_store_policy_list(st, &pols, &npols, err) < 0 || fc_shm_map(path, group, keys, &sm, err) < 0) {
+		free(pols);
+		return -1;
+	}
+	fc_shm_unmark(sm.h);
+	fc_blk_start(&sm, &b);
+	for (i = 0; i < npols; i++) {
+		if (!fc_policy_is_l7(&pols[i].spec))
+			continue;
+		if (fc_slot_claim(sm.state_fd, &pols[i], err) < 0 || fc_blk_policy(&b, &pols[i], weight, err) < 0)
+			goto out;
+		res->policies++;
+	}
+	if (fc_bans_rebuild(&sm, st, now, false, res, err) < 0)
+		goto out;
+	fc_blk_flip(&sm, &b, res);
+	rc = 0;
+out:
+	fc_shm_unmap(&sm);
+	free(pols);
+	return rc;
+}
+
+static int fc_id_cmp(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+
+	return (x > y) - (x < y);
+}
+
+static int fc_row_id_cmp(const void *a, const void *b)
+{
+	return fc_id_cmp(&((const struct fc_policy_row *)a)->spec.id, &((const struct fc_policy_row *)b)->spec.id);
+}
+
+/* A block written through the file, not the map: each page a process maps
+ * costs it a fault (a dear one under a hypervisor), and a block of 65,536
+ * policies is megabytes. Unchanged items are copied by the kernel. */
+struct fc_blk_file {
+	int fd;
+	off_t at;      /* the block's offset in the file */
+	__u64 used;    /* bytes of items written */
+	__u32 nitems;
+	__u8 buf[FC_SHM_BLOCK_CHUNK]; /* the live block, read a chunk at a time */
+};
+
+/* Copies len bytes of the file from off to the end of b. */
+static int fc_blk_copy(struct fc_blk_file *b, off_t off, size_t len, struct fc_err *err)
+{
+	loff_t in = off, out = b->at + (off_t)sizeof(struct fc_shm_block) + (off_t)b->used;
+	__u8 tmp[4096];
+	ssize_t n;
+
+	if (b->used + len > FC_SHM_BLOCK_SIZE - sizeof(struct fc_shm_block))
+		return fc_err_set(err, "shm: the config block (%u MiB) is full", FC_SHM_BLOCK_SIZE >> 20);
+	b->used += len;
+	while (len) {
+		n = copy_file_range(b->fd, &in, b->fd, &out, len, 0);
+		if (n <= 0) { /* no kernel copy here: through a buffer */
+			n = pread(b->fd, tmp, len < sizeof(tmp) ? len : sizeof(tmp), in);
+			if (n <= 0 || pwrite(b->fd, tmp, (size_t)n, out) != n)
+				return fc_err_set(err, "shm: writing the config block: %s", n < 0 ? strerror(errno) : "short");
+			in += n;
+			out += n;
+		}
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+/* Writes a new item for row r at the end of b. */
+static int fc_blk_write_policy(struct fc_blk_file *b, int state_fd, const struct fc_policy_row *r, double weight,
+			       struct fc_err *err)
+{
+	__u8 item[0x10000];
+	struct fc_blk one = { .hdr = NULL, .pos = item, .end = item + sizeof(item) };
+	size_t len;
+
+	if (fc_slot_claim(state_fd, r, err) < 0 || fc_blk_policy(&one, r, weight, err) < 0)
+		return -1;
+	len = (size_t)(one.pos - item);
+	if (b->used + len > FC_SHM_BLOCK_SIZE - sizeof(struct fc_shm_block))
+		return fc_err_set(err, "shm: the config block (%u MiB) is full", FC_SHM_BLOCK_SIZE >> 20);
+	if (pwrite(b->fd, item, len, b->at + (off_t)sizeof(struct fc_shm_block) + (off_t)b->used) != (ssize_t)len)
+		return fc_err_set(err, "shm: writing the config block: %s", strerror(errno));
+	b->used += len;
+	b->nitems++;
+	return 0;
+}
+
+/*
+ * The live block's items, but those of the changed policies (ids, sorted),
+ * with items for the rows of nginx's changed policies (rows, sorted by id)
+ * spliced in at their places: the block a full publish would write, as
+ * items go in policy id order. Written into the inactive block, then made
+ * live. 1: the live block is not one to build on.
+ */
+static int fc_blk_splice(const struct fc_shm_map *sm, const uint32_t *ids, size_t nids,
+			 const struct fc_policy_row *rows, size_t nrows, double weight, struct fc_shm_result *res,
+			 struct fc_err *err)
+{
+	const struct fc_shm_block *live = fc_blk_live(sm);
+	struct fc_blk_file *b = malloc(sizeof(*b));
+	off_t from = (off_t)FC_SHM_BLOCK_OFF(sm->h->active) + (off_t)sizeof(*live), chunk = 0, run = -1;
+	__u64 used = live->used, off = 0;
+	__u32 nitems = live->nitems, n;
+	struct fc_shm_policy it;
+	struct fc_shm_block hdr;
+	size_t r = 0, have = 0;
+	bool more;
+	int rc = -1;
+
+	if (!b)
+		return fc_err_set(err, "shm: out of memory");
+	b->fd = sm->fd;
+	b->at = (off_t)FC_SHM_BLOCK_OFF(sm->h->init ? !sm->h->active : 0);
+	b->used = 0;
+	b->nitems = 0;
+	if (live->magic != FC_SHM_BLOCK_MAGIC || used > FC_SHM_BLOCK_SIZE - sizeof(*live)) {
+		rc = 1;
+		goto out;
+	}
+	for (n = 0;; n++) {
+		more = n < nitems && used - off >= sizeof(it);
+		if (more) {
+			if (off < (__u64)chunk || off + sizeof(it) > (__u64)chunk + have) { /* the next chunk */
+				chunk = (off_t)off;
+				have = (size_t)(used - off < sizeof(b->buf) ? used - off : sizeof(b->buf));
+				if (pread(b->fd, b->buf, have, from + chunk) != (ssize_t)have) {
+					fc_err_set(err, "shm: reading the config block: %s", strerror(errno));
+					goto out;
+				}
+			}
+			memcpy(&it, b->buf + (off - (__u64)chunk), sizeof(it));
+			if (it.item.magic != FC_SHM_ITEM_MAGIC || it.item.kind != FC_SHM_POLICY || it.item.len < sizeof(it) ||
+			    it.item.len > used - off) {
+				rc = 1;
+				goto out;
+			}
+		}
+		/* A run of unchanged items is copied whole, before anything new. */
+		if (run >= 0 && (!more || bsearch(&it.id, ids, nids, sizeof(*ids), fc_id_cmp) ||
+				 (r < nrows && rows[r].spec.id < it.id))) {
+			if (fc_blk_copy(b, from + run, (size_t)((off_t)off - run), err) < 0)
+				goto out;
+			run = -1;
+		}
+		for (; r < nrows && (!more || rows[r].spec.id < it.id); r++)
+			if (fc_blk_write_policy(b, sm->state_fd, &rows[r], weight, err) < 0)
+				goto out;
+		if (!more)
+			break;
+		if (!bsearch(&it.id, ids, nids, sizeof(*ids), fc_id_cmp)) {
+			run = run >= 0 ? run : (off_t)off;
+			b->nitems++;
+		}
+		off += it.item.len;
+	}
+	hdr = (struct fc_shm_block){ .magic = FC_SHM_BLOCK_MAGIC, .nitems = b->nitems, .seq = sm->h->seq + 1,
+				     .used = b->used };
+	if (pwrite(b->fd, &hdr, sizeof(hdr), b->at) != (ssize_t)sizeof(hdr)) {
+		fc_err_set(err, "shm: writing the config block: %s", strerror(errno));
+		goto out;
+	}
+	res->policies = b->nitems;
+	rc = 0;
+out:
+	free(b);
+	return rc;
+}
+
+/* nginx's policies among the changed ones: the changed ids, and the rows
+ * of those that are nginx's now (sorted by id). */
+static int fc_blk_changes(const struct fc_delta *d, uint32_t **ids, size_t *nids, struct fc_policy_row **rows,
+			  size_t *nrows, struct fc_err *err)
+{
+	size_t i, j;
+
+	*ids = calloc(d->npols + 1, sizeof(**ids));
+	*rows = calloc(d->npols + 1, sizeof(**rows));
+	*nids = *nrows = 0;
+	if (!*ids || !*rows)
+		return fc_err_set(err, "shm: out of memory");
+	for (i = 0; i < d->npols; i++) {
+		const struct fc_policy_change *c = &d->pols[i];
+
+		(*ids)[(*nids)++] = c->id;
+		if (!c->found || !fc_policy_is_l7(&c->row.spec))
+			continue;
+		for (j = 0; j < *nrows && (*rows)[j].spec.id != c->row.spec.id; j++)
+			;
+		if (j == *nrows)
+			(*rows)[(*nrows)++] = c->row;
+	}
+	qsort(*ids, *nids, sizeof(**ids), fc_id_cmp);
+	qsort(*rows, *nrows, sizeof(**rows), fc_row_id_cmp);
+	return 0;
+}
+
+/* Whether a change was, or is, of one of nginx's policies. */
+static bool fc_blk_touched(const struct fc_delta *d)
+{
+	size_t i;
+
+	for (i = 0; i < d->npols; i++)
+		if (d->pols[i].l7 || (d->pols[i].found && fc_policy_is_l7(&d->pols[i].row.spec)))
+			return true;
+	return false;
+}
+
+int fc_shm_publish_delta(const char *path, const char *group, uint32_t keys, struct fc_store *st,
+			 const struct fc_delta *d, int64_t now, double weight, uint64_t store_id, uint64_t from,
+			 struct fc_shm_result *res, struct fc_err *err)
+{
+	struct fc_policy_row *rows = NULL;
+	uint32_t *ids = NULL;
+	size_t nids = 0, nrows = 0;
+	struct fc_shm_map sm;
+	int rc = -1;
+
+	memset(res, 0, sizeof(*res));
+	if (fc_shm_map(path, group, keys, &sm, err) < 0)
+		return -1;
+	res->seq = sm.h->seq;
+	if (sm.made || !sm.h->init || !sm.h->ban_live || sm.h->ban_dirty || sm.h->store_id != store_id ||
+	    sm.h->store_seq != from) {
+		rc = 1; /* nothing known to build on */
+		goto out;
+	}
+	fc_shm_unmark(sm.h);
+	if (fc_blk_touched(d)) {
+		if (fc_blk_changes(d, &ids, &nids, &rows, &nrows, err) < 0)
+			goto out;
+		rc = fc_blk_splice(&sm, ids, nids, rows, nrows, weight, res, err);
+		if (rc)
+			goto out;
+		fc_blk_switch(&sm, res);
+		rc = -1;
+	}
+	if ((d->nkeys || d->nuids) && fc_bans_change(sm.h, sm.base, d) &&
+	    fc_bans_rebuild(&sm, st, now, true, res, err) < 0)
+		goto out;
+	rc = 0;
+out:
+	fc_shm_unmap(&sm);
+	free(ids);
+	free(rows);
+	return rc;
+}
+
+/* Opens the config file at path if it is ours (as fc_shm_ours, any group). */
+static int fc_shm_open_ours(const char *path, int flags)
+{
+	int fd = open(path, flags | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+
+	if (fd >= 0 && !fc_shm_ours(fd, FC_SHM_SIZE, FC_SHM_MAGIC, false, (gid_t)-1)) {
+		close(fd);
+		fd = -1;
+	}
+	return fd;
+}
+
+int fc_shm_mark(const char *path, uint64_t store_id, uint64_t seq, struct fc_err *err)
+{
+	__u64 mark[2] = { store_id, seq };
+	int fd = fc_shm_open_ours(path, O_RDWR), rc = 0;
+
+	if (fd < 0)
+		return fc_err_set(err, "shm %s: not ours to mark", path);
+	if (pwrite(fd, mark, sizeof(mark), offsetof(struct fc_shm_header, store_id)) != sizeof(mark))
+		rc = fc_err_set(err, "shm %s: %s", path, strerror(errno));
+	close(fd);
+	return rc;
+}
+
+void fc_shm_marked(const char *path, uint64_t *store_id, uint64_t *seq)
+{
+	__u64 mark[2] = { 0, 0 };
+	int fd = fc_shm_open_ours(path, O_RDONLY);
+
+	if (fd >= 0 && pread(fd, mark, sizeof(mark), offsetof(struct fc_shm_header, store_id)) != sizeof(mark))
+		mark[0] = mark[1] = 0;
+	if (fd >= 0)
+		close(fd);
+	*store_id = mark[0];
+	*seq = mark[1];
 }

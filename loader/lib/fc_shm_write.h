@@ -45,6 +45,21 @@ struct fc_shm_result {
 int fc_shm_publish(const char *path, const char *group, uint32_t keys, struct fc_store *st, int64_t now,
 		   double weight, struct fc_shm_result *res, struct fc_err *err);
 
+/* Publishes only what changed (d, read from st at now) over a shm marked as
+ * holding store store_id up to change from: nginx's changed policies spliced
+ * into a new block, the changed bans changed in the live ban table (rebuilt
+ * when it must be). 1 (nothing written): the shm is not marked so, only a
+ * full publish can do. The caller holds the pin dir's lock. */
+int fc_shm_publish_delta(const char *path, const char *group, uint32_t keys, struct fc_store *st,
+			 const struct fc_delta *d, int64_t now, double weight, uint64_t store_id, uint64_t from,
+			 struct fc_shm_result *res, struct fc_err *err);
+
+/* Marks the shm as holding store store_id up to change seq (once committed);
+ * a publish clears the mark before it writes. fc_shm_marked reads it (0, 0:
+ * none, or no shm of ours at path). */
+int fc_shm_mark(const char *path, uint64_t store_id, uint64_t seq, struct fc_err *err);
+void fc_shm_marked(const char *path, uint64_t *store_id, uint64_t *seq);
+
 /* The workers' state file of the config file at path: path + ".state". */
 int fc_shm_state_path(const char *path, char out[PATH_MAX], struct fc_err *err);
 

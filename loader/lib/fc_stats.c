@@ -3,6 +3,7 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <jansson.h>
 
 #include "fc_shm_state.h"
 #include "fc_stats.h"
@@ -139,6 +140,54 @@ void fc_stats_free(struct fc_stats_all *a)
 {
 	free(a->rows);
 	free(a->ps);
+	free(a->sources);
+}
+
+/* The ban sources of the store and their drops (maps: whether any are pinned). */
+static int fc_sources_gather(struct fc_store *st, const struct fc_maps *m, bool maps, struct fc_stats_all *a,
+			     struct fc_err *err)
+{
+	struct fc_ban_set *sets = NULL;
+	size_t nsets = 0, i;
+	int rc = -1;
+
+	if (fc_store_set_list(st, (int64_t)time(NULL), &sets, &nsets, err) < 0)
+		return -1;
+	a->sources = calloc(nsets + 1, sizeof(*a->sources));
+	if (!a->sources) {
+		fc_err_set(err, "out of memory");
+		goto out;
+	}
+	a->nsources = nsets + 1;
+	a->sources[0].bans = a->bans.addresses;
+	for (i = 0; i < nsets; i++) {
+		a->sources[i + 1].set = sets[i].id;
+		snprintf(a->sources[i + 1].name, sizeof(a->sources[i + 1].name), "%s", sets[i].name);
+		a->sources[i + 1].bans = sets[i].size;
+	}
+	for (i = 0; maps && i < a->nsources; i++)
+		if (fc_setstats_read(m, a->sources[i].set, &a->sources[i].dropped, err) < 0)
+			goto out;
+	rc = 0;
+out:
+	free(sets);
+	return rc;
+}
+
+json_t *fc_ban_sources_to_json(const struct fc_stats_all *a)
+{
+	json_t *arr = json_array();
+	size_t i;
+
+	for (i = 0; arr && i < a->nsources; i++) {
+		const struct fc_ban_source *b = &a->sources[i];
+
+		json_array_append_new(arr, json_pack("{s:o, s:I, s:{s:I, s:I}}", "set",
+						     b->set ? json_string(b->name) : json_null(), "bans", (json_int_t)b->bans,
+						     "dropped", "packets", (json_int_t)b->dropped.packets, "bytes",
+						     (json_int_t)b->dropped.bytes));
+	}
+	return arr;
 }
 
 int fc_stats_gather(const struct fc_ctx *ctx, struct fc_stats_all *a, struct fc_err *err)
@@ -162,7 +211,7 @@ int fc_stats_gather(const struct fc_ctx *ctx, struct fc_stats_all *a, struct fc_
 			fc_store_open_ex(ctx->db_path, !ctx->store_must_exist, &st, err) < 0)
 		goto out;
 	if (fc_store_policy_list(st, &a->rows, &a->n, err) < 0 ||
-	    fc_store_ban_count(st, (int64_t)time(NULL), &a->bans, err) < 0)
+	    fc_store_ban_count(st, (int64_t)time(NULL), &a->bans, err) < 0 || fc_sources_gather(st, &m, maps == 0, a, err) < 0)
 		goto out;
 	a->ps = calloc(a->n ? a->n : 1, sizeof(*a->ps));
 	if (!a->ps) {
@@ -338,9 +387,19 @@ out:
 	return rc;
 }
 
+static void fc_source_prometheus(FILE *f, const char *what, const struct fc_ban_source *b, uint64_t v)
+{
+	if (b->set)
+		fprintf(f, "freqctl_ban_dropped_%s_total{source=\"set\",set=\"%s\"} %llu\n", what, b->name,
+			(unsigned long long)v);
+	else
+		fprintf(f, "freqctl_ban_dropped_%s_total{source=\"by_hand\"} %llu\n", what, (unsigned long long)v);
+}
+
 int fc_stats_write_prometheus(const struct fc_ctx *ctx, FILE *f, struct fc_err *err)
 {
 	struct fc_stats_all a;
+	size_t i;
 
 	/* First, so a scrape says which build answered even when the maps are missing. */
 	fprintf(f, "# HELP freqctl_build_info The freqctl build that answered.\n# TYPE freqctl_build_info gauge\n"
@@ -354,6 +413,19 @@ int fc_stats_write_prometheus(const struct fc_ctx *ctx, FILE *f, struct fc_err *
 		   "freqctl_bans{kind=\"address\",reason=\"escalated\"} %zu\n"
 		   "freqctl_bans{kind=\"uid\",reason=\"by_hand\"} %zu\n",
 		a.bans.addresses - a.bans.escalated, a.bans.escalated, a.bans.uids);
+	for (i = 1; i < a.nsources; i++) /* set names are [A-Za-z0-9._-]: nothing to escape */
+		fprintf(f, "freqctl_bans{kind=\"address\",reason=\"set\",set=\"%s\"} %llu\n", a.sources[i].name,
+			(unsigned long long)a.sources[i].bans);
+	fputs("# HELP freqctl_ban_dropped_packets_total Packets dropped at XDP/TC by bans, by source: by hand "
+	      "(escalations too) or a ban set.\n# TYPE freqctl_ban_dropped_packets_total counter\n",
+	      f);
+	for (i = 0; i < a.nsources; i++)
+		fc_source_prometheus(f, "packets", &a.sources[i], a.sources[i].dropped.packets);
+	fputs("# HELP freqctl_ban_dropped_bytes_total Bytes dropped at XDP/TC by bans, by source.\n"
+	      "# TYPE freqctl_ban_dropped_bytes_total counter\n",
+	      f);
+	for (i = 0; i < a.nsources; i++)
+		fc_source_prometheus(f, "bytes", &a.sources[i], a.sources[i].dropped.bytes);
 	fc_stats_free(&a);
 	return 0;
 }

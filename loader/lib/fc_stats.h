@@ -24,14 +24,30 @@ struct fc_policy_stats {
 	uint64_t conc_denied; /* ... requests refused by the cap (also counted as dropped) */
 };
 
+/* Drops by ban source: by hand (set 0, escalations included), or a ban set. */
+struct fc_ban_source {
+	uint32_t set;
+	char name[FC_SET_NAME_MAX + 1]; /* the set's; "" by hand */
+	uint64_t bans;                  /* the source's live bans */
+	struct fc_counter dropped;      /* packets its bans dropped at XDP/TC (an address held by
+					 * several sources counts under the first: by hand, then the
+					 * set with the lowest id) */
+};
+
 struct fc_stats_all {
 	struct fc_stats s;
 	struct fc_policy_row *rows;
 	struct fc_policy_stats *ps; /* one per row, in id order */
 	size_t n;
 	struct fc_ban_counts bans;
+	struct fc_ban_source *sources; /* by hand first, then each set by id */
+	size_t nsources;
 	uint64_t nginx_allowed; /* requests nginx let through by an allow entry (the workers' count) */
 };
+
+/* a's ban sources as JSON: [{"set": null | NAME, "bans", "dropped": {"packets", "bytes"}}]. */
+struct json_t;
+struct json_t *fc_ban_sources_to_json(const struct fc_stats_all *a);
 
 /* The rows of struct fc_stats, in display order: key for JSON and
  * Prometheus, label for text. */

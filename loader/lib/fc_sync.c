@@ -37,7 +37,8 @@ struct fc_map_sync {
 	bool prefixes; /* a prefix hash: fc_want_prefixes makes its entries */
 	size_t max_entries;
 	struct fc_kvs want, have;
-	bool have_known; /* have is this process's last publish: no walk */
+	long count;  /* publishing what changed: entries added less entries deleted */
+	long dmarks; /* the same for fc_pfx6's search markers */
 	size_t marks;    /* fc_pfx6: search markers among want */
 	__u64 lens[2];   /* fc_pfx6: bit L of lens[L / 64], the lengths of its prefixes */
 };
@@ -51,19 +52,9 @@ struct fc_top4_sync {
 	__u32 used;    /* fc_top4 entries that are not empty (in: before, out: after) */
 };
 
-/* What this process last wrote to the rule maps, sorted as fc_kv_cmp sorts:
- * valid while fc_config.publish_gen is gen, i.e. no other publish came
- * since (the maps are freqctl's alone to write). gen is 0 while a publish
- * runs, so one cut short is never trusted. A long-running publisher (the
- * agent, its console) then diffs each change against this instead of
- * walking maps of a million buckets. */
-static struct {
-	pthread_mutex_t lock;
-	__u64 gen;
-	struct fc_kvs have[FC_MS_COUNT];
-} fc_shadow = { .lock = PTHREAD_MUTEX_INITIALIZER };
-
-/* Scratch for one batch of keys and values, used under fc_shadow.lock. */
+/* Scratch for one batch of keys and values (fc_batch_*), and so one publish
+ * at a time in this process (the pin dir's flock serialises processes). */
+static pthread_mutex_t fc_sync_lock = PTHREAD_MUTEX_INITIALIZER;
 static uint8_t fc_batch_keys[FC_BATCH * sizeof(struct fc_pfx6_key)];
 static struct fc_rule fc_batch_vals[FC_BATCH];
 
@@ -205,11 +196,9 @@ static int fc_map_sync(struct fc_map_sync *ms, struct fc_sync_result *res, struc
 	struct fc_kv *kv;
 	int rc = -1, c;
 
-	if (!ms->have_known) {
-		if (fc_map_dump(ms, err) < 0)
-			return -1;
-		fc_kvs_sort(&ms->have, fc_kv_cmp, &ms->keysz);
-	}
+	if (fc_map_dump(ms, err) < 0)
+		return -1;
+	fc_kvs_sort(&ms->have, fc_kv_cmp, &ms->keysz);
 
 	while (i < ms->want.n || j < ms->have.n) {
 		if (i == ms->want.n)
@@ -276,8 +265,14 @@ static void fc_rule_add(struct fc_rule *r, __u32 flag, __u64 *at, uint64_t expir
 	}
 }
 
-static void fc_rule_add_ban(struct fc_rule *r, uint64_t expires_ns)
+/* Adds a ban of source set (0: by hand) to r: the longer ban holds, and
+ * its drops count under the lowest source. */
+static void fc_rule_add_ban(struct fc_rule *r, uint64_t expires_ns, uint32_t set)
 {
+	if (!(r->flags & FC_RULE_BANNED))
+		r->flags = (r->flags & ~FC_RULE_SET_MASK) | set << FC_RULE_SET_SHIFT;
+	else if (set < FC_RULE_SET(r->flags))
+		r->flags = (r->flags & ~FC_RULE_SET_MASK) | set << FC_RULE_SET_SHIFT;
 	fc_rule_add(r, FC_RULE_BANNED, &r->ban_expires_ns, expires_ns);
 }
 
@@ -286,13 +281,23 @@ static void fc_rule_add_allow(struct fc_rule *r, uint64_t expires_ns)
 	fc_rule_add(r, FC_RULE_ALLOWED, &r->allow_expires_ns, expires_ns);
 }
 
+/* The kernel's ban for a store's ban row (a set's member: no expiry, the
+ * set lapses whole). */
+static struct fc_rule fc_rule_of_ban(const struct fc_ban_row *b)
+{
+	struct fc_rule r = { 0 };
+
+	fc_rule_add_ban(&r, b->set ? 0 : fc_expiry_ns(b->expires), b->set);
+	return r;
+}
+
 /* Folds r into the entry with the same key: a ban, an allow entry and a
  * policy on one prefix, a marker where a prefix is (which is then no
  * marker). */
 static void fc_rule_merge(struct fc_rule *into, const struct fc_rule *r)
 {
 	if (r->flags & FC_RULE_BANNED)
-		fc_rule_add_ban(into, r->ban_expires_ns);
+		fc_rule_add_ban(into, r->ban_expires_ns, FC_RULE_SET(r->flags));
 	if (r->flags & FC_RULE_ALLOWED)
 		fc_rule_add_allow(into, r->allow_expires_ns);
 	if (r->policy)
@@ -351,7 +356,7 @@ static int fc_want_inherit(struct fc_map_sync *ms, struct fc_err *err)
 			const struct fc_rule *up = &v[stack[depth - 1]].val;
 
 			if (up->flags & FC_RULE_BANNED)
-				fc_rule_add_ban(&v[i].val, up->ban_expires_ns);
+				fc_rule_add_ban(&v[i].val, up->ban_expires_ns, FC_RULE_SET(up->flags));
 			if (up->flags & FC_RULE_ALLOWED)
 				fc_rule_add_allow(&v[i].val, up->allow_expires_ns);
 			if (!v[i].val.policy)
@@ -363,15 +368,15 @@ static int fc_want_inherit(struct fc_map_sync *ms, struct fc_err *err)
 	return 0;
 }
 
-/* Adds the search markers of want.v[i], an IPv6 prefix (maps/fc_maps.h):
- * one at each length on its path through the tree of lengths where the
- * search must turn longer to reach it. */
-static int fc_want_markers(struct fc_map_sync *ms, size_t i, struct fc_err *err)
+/* Adds to out the search markers of kv, an IPv6 prefix of ms
+ * (maps/fc_maps.h): one at each length on its path through the tree of
+ * lengths where the search must turn longer to reach it. */
+static int fc_kv_markers(const struct fc_map_sync *ms, struct fc_kv kv, struct fc_kvs *out, struct fc_err *err)
 {
 	uint32_t lo = FC_PFX6_MIN, hi = FC_PFX6_MAX, len, mid;
-	struct fc_kv *kv;
+	struct fc_kv *mk;
 
-	fc_kv_addr(&ms->want.v[i], &len);
+	fc_kv_addr(&kv, &len);
 	while (len >= lo && lo <= hi) {
 		mid = (lo + hi) / 2;
 		if (len == mid)
@@ -380,12 +385,12 @@ static int fc_want_markers(struct fc_map_sync *ms, size_t i, struct fc_err *err)
 			hi = mid - 1;
 			continue;
 		}
-		if (!(kv = fc_kvs_push(&ms->want)))
+		if (!(mk = fc_kvs_push(out)))
 			return fc_err_set(err, "out of memory publishing map %s", ms->name);
-		memcpy(kv->key, ms->want.v[i].key, ms->keysz);
-		memcpy(kv->key, &mid, sizeof(mid));
-		fc_prefix_mask(kv->key + sizeof(mid), ms->keysz - sizeof(mid), mid);
-		kv->val.flags = FC_RULE_MARKER | FC_RULE_LONGER;
+		memcpy(mk->key, kv.key, ms->keysz);
+		memcpy(mk->key, &mid, sizeof(mid));
+		fc_prefix_mask(mk->key + sizeof(mid), ms->keysz - sizeof(mid), mid);
+		mk->val = (struct fc_rule){ .flags = FC_RULE_MARKER | FC_RULE_LONGER };
 		lo = mid + 1;
 	}
 	return 0;
@@ -406,7 +411,7 @@ static int fc_want_prefixes(struct fc_map_sync *ms, struct fc_top4_sync *top4, s
 	uint32_t len;
 
 	for (i = 0; ms->family == 6 && i < n; i++)
-		if (fc_want_markers(ms, i, err) < 0)
+		if (fc_kv_markers(ms, ms->want.v[i], &ms->want, err) < 0)
 			return -1;
 	fc_want_merge(ms);
 	if (fc_want_inherit(ms, err) < 0)
@@ -473,24 +478,6 @@ static void fc_top4_mark(uint64_t *mark, const struct fc_kv *kv)
 		mark[idx / 64] |= 1ULL << (idx % 64);
 }
 
-/* Marks the /16s of the fc_pfx4 entries added, changed or removed: have
- * and want are both sorted by key. */
-static void fc_top4_changed(const struct fc_map_sync *ms, uint64_t *mark)
-{
-	size_t i = 0, j = 0;
-	int c;
-
-	while (i < ms->want.n || j < ms->have.n) {
-		c = i == ms->want.n ? 1 : j == ms->have.n ? -1 : memcmp(ms->want.v[i].key, ms->have.v[j].key, ms->keysz);
-		if (c < 0 || (c == 0 && memcmp(&ms->want.v[i].val, &ms->have.v[j].val, sizeof(struct fc_rule))))
-			fc_top4_mark(mark, &ms->want.v[i]);
-		if (c > 0)
-			fc_top4_mark(mark, &ms->have.v[j]);
-		i += c <= 0;
-		j += c >= 0;
-	}
-}
-
 /* The first prefix of the address-ordered list p (n long) at or past the
  * /16 idx. */
 static size_t fc_top4_seek(const struct fc_kv *p, size_t n, uint32_t idx)
@@ -509,27 +496,25 @@ static size_t fc_top4_seek(const struct fc_kv *p, size_t n, uint32_t idx)
 
 /*
  * Makes fc_top4 what the IPv4 prefixes say, through a mapping of the array,
- * at the /16s whose prefixes changed (fc_pfx4's entries, ms->have against
- * ms->want) or, whole, at every /16 (10 ms here). What differs is written
- * in place; nothing the size of the array is allocated or read through a
- * syscall (a batch read of it took 150 ms), and a publish that is not whole
- * and changes no IPv4 prefix touches none of it.
+ * at the /16s marked (bit idx of mark: those a changed prefix covers or lies
+ * in) or, whole, at every /16 (10 ms here). top4->pfx holds every prefix
+ * covering or inside a marked /16. What differs is written in place;
+ * nothing the size of the array is allocated or read through a syscall (a
+ * batch read of it took 150 ms), and a publish that is not whole and
+ * changes no IPv4 prefix touches none of it.
  */
-static int fc_top4_sync(const struct fc_maps *m, struct fc_top4_sync *top4, const struct fc_map_sync *ms,
+static int fc_top4_sync(const struct fc_maps *m, struct fc_top4_sync *top4, uint64_t *mark,
 			struct fc_sync_result *res, struct fc_err *err)
 {
 	const size_t size = (size_t)FC_TOP4_SLOTS * sizeof(struct fc_top4);
 	const struct fc_kv *p = top4->pfx.v;
-	uint64_t mark[FC_TOP4_SLOTS / 64] = { 0 };
 	uint32_t *cover = NULL, len, idx, end, i;
 	struct fc_top4 *map, e;
 	size_t j;
 	int rc = -1;
 
 	if (top4->whole)
-		memset(mark, 0xff, sizeof(mark));
-	else
-		fc_top4_changed(ms, mark);
+		memset(mark, 0xff, FC_TOP4_SLOTS / 8);
 	for (idx = 0; idx < FC_TOP4_SLOTS / 64 && !mark[idx]; idx++)
 		;
 	if (idx == FC_TOP4_SLOTS / 64)
@@ -582,33 +567,54 @@ out:
 	return rc;
 }
 
-/* Adds a ban, an allow entry or a policy (what r says) on p to the map that
- * holds its kind. */
-static int fc_want_add(struct fc_map_sync *ms, const struct fc_prefix *p, const struct fc_rule *r,
-		       struct fc_err *err)
+/* The map (of ms[FC_MS_COUNT]) that holds p's kind. */
+static struct fc_map_sync *fc_map_of(struct fc_map_sync *ms, const struct fc_prefix *p)
 {
-	int which = (fc_prefix_is_exact(p) ? FC_MS_EXACT4 : FC_MS_PFX4) + (p->family == 6);
-	struct fc_map_sync *dst = &ms[which];
-	struct fc_kv *kv = fc_kvs_push(&dst->want);
+	return &ms[(fc_prefix_is_exact(p) ? FC_MS_EXACT4 : FC_MS_PFX4) + (p->family == 6)];
+}
 
-	if (!kv)
-		return fc_err_set(err, "out of memory publishing map %s", dst->name);
-	if (!dst->prefixes)
-		memcpy(kv->key, p->a, dst->keysz);
+/* p's key in its map. */
+static void fc_kv_key(const struct fc_map_sync *ms, const struct fc_prefix *p, struct fc_kv *kv)
+{
+	if (!ms->prefixes)
+		memcpy(kv->key, p->a, ms->keysz);
 	else if (p->family == 4)
 		fc_prefix_to_pfx4(p, (struct fc_pfx4_key *)kv->key);
 	else
 		fc_prefix_to_pfx6(p, (struct fc_pfx6_key *)kv->key);
-	kv->val = *r;
+}
+
+/* Adds a ban or a policy (r) on p to the map that holds its kind. */
+static int fc_want_add(struct fc_map_sync *ms, const struct fc_prefix *p, struct fc_rule r, struct fc_err *err)
+{
+	struct fc_map_sync *dst = fc_map_of(ms, p);
+	struct fc_kv *kv = fc_kvs_push(&dst->want);
+
+	if (!kv)
+		return fc_err_set(err, "out of memory publishing map %s", dst->name);
+	fc_kv_key(dst, p, kv);
+	kv->val = r;
 	return 0;
 }
 
-/* An allow prefix (not an exact address) of one family, for the exact
- * entries it covers. */
+/* An allow entry on an address or a prefix, for the exact entries it covers. */
 struct fc_allow_pfx {
 	uint8_t a[16]; /* masked */
 	uint32_t len;
 	uint64_t expires_ns;
+};
+
+/* The live allow entries (rows), and those on addresses of each family
+ * (v4, v6) sorted for fc_allow_fold: each length in use is one binary
+ * search, none when nothing of the family is allowed. */
+struct fc_allows {
+	struct fc_allow_row *rows;
+	size_t nrows;
+	struct fc_allow_fam {
+		struct fc_allow_pfx *v;
+		size_t n;
+		uint32_t lens[129], nlens;
+	} fam[2];
 };
 
 static int fc_allow_pfx_cmp(const void *x, const void *y)
@@ -620,53 +626,90 @@ static int fc_allow_pfx_cmp(const void *x, const void *y)
 	return memcmp(a->a, b->a, sizeof(a->a));
 }
 
+static void fc_allows_free(struct fc_allows *al)
+{
+	free(al->rows);
+	free(al->fam[0].v);
+	free(al->fam[1].v);
+	memset(al, 0, sizeof(*al));
+}
+
+/* Reads the live allow entries into al. */
+static int fc_allows_read(struct fc_store *st, int64_t now, struct fc_allows *al, struct fc_err *err)
+{
+	bool used[2][129] = { { false } };
+	size_t i;
+	int f;
+
+	memset(al, 0, sizeof(*al));
+	if (fc_store_allow_list(st, now, &al->rows, &al->nrows, err) < 0)
+		return -1;
+	for (f = 0; f < 2; f++) {
+		al->fam[f].v = calloc(al->nrows ? al->nrows : 1, sizeof(*al->fam[f].v));
+		if (!al->fam[f].v)
+			return fc_err_set(err, "out of memory reading allow entries");
+	}
+	for (i = 0; i < al->nrows; i++) {
+		const struct fc_prefix *p = &al->rows[i].p;
+		struct fc_allow_fam *fa;
+
+		if (!p->family)
+			continue; /* a uid: nginx's alone */
+		fa = &al->fam[p->family == 6];
+		memcpy(fa->v[fa->n].a, p->a, sizeof(p->a));
+		fa->v[fa->n].len = p->len;
+		fa->v[fa->n].expires_ns = fc_expiry_ns(al->rows[i].expires);
+		if (!used[p->family == 6][p->len]) {
+			used[p->family == 6][p->len] = true;
+			fa->lens[fa->nlens++] = p->len;
+		}
+		fa->n++;
+	}
+	for (f = 0; f < 2; f++)
+		qsort(al->fam[f].v, al->fam[f].n, sizeof(*al->fam[f].v), fc_allow_pfx_cmp);
+	return 0;
+}
+
+/* Folds into r the allow entries covering the address a (bytes long);
+ * true if one is on a itself (an entry of its own). */
+static bool fc_allow_fold(const struct fc_allow_fam *fa, const uint8_t *a, size_t bytes, struct fc_rule *r)
+{
+	struct fc_allow_pfx key, *hit;
+	bool own = false;
+	uint32_t l;
+
+	for (l = 0; fa->n && l < fa->nlens; l++) {
+		memset(&key, 0, sizeof(key));
+		memcpy(key.a, a, bytes);
+		fc_prefix_mask(key.a, (unsigned)bytes, fa->lens[l]);
+		key.len = fa->lens[l];
+		hit = bsearch(&key, fa->v, fa->n, sizeof(*fa->v), fc_allow_pfx_cmp);
+		if (hit)
+			fc_rule_add_allow(r, hit->expires_ns);
+		own |= hit && key.len == bytes * 8;
+	}
+	return own;
+}
+
+/* An allow entry's rule, as fc_want_add takes it. */
+static struct fc_rule fc_rule_of_allow(const struct fc_allow_row *a)
+{
+	struct fc_rule r = { 0 };
+
+	fc_rule_add_allow(&r, fc_expiry_ns(a->expires));
+	return r;
+}
+
 /*
  * An exact entry (a ban, a policy) inside an allowed prefix is allowed too:
- * the exact lookup's answer is the whole answer for a source it finds. For
- * each exact entry, each length of allow prefix in use is one binary search;
- * none when no prefix is allowed.
+ * the exact lookup's answer is the whole answer for a source it finds.
  */
-static int fc_want_allow_exact(struct fc_map_sync *ms, const struct fc_allow_row *allows, size_t nallows,
-			       struct fc_err *err)
+static void fc_want_allow_exact(struct fc_map_sync *ms, const struct fc_allows *al)
 {
-	struct fc_allow_pfx *ap, key, *hit;
-	uint32_t lens[128], nlens = 0, l;
-	bool used[128] = { false };
-	size_t n = 0, i;
+	size_t i;
 
-	ap = malloc((nallows ? nallows : 1) * sizeof(*ap));
-	if (!ap)
-		return fc_err_set(err, "out of memory publishing map %s", ms->name);
-	for (i = 0; i < nallows; i++) {
-		const struct fc_prefix *p = &allows[i].p;
-
-		if (p->family != ms->family || fc_prefix_is_exact(p))
-			continue;
-		memset(&ap[n], 0, sizeof(ap[n]));
-		memcpy(ap[n].a, p->a, sizeof(p->a));
-		ap[n].len = p->len;
-		ap[n].expires_ns = fc_expiry_ns(allows[i].expires);
-		if (!used[p->len]) {
-			used[p->len] = true;
-			lens[nlens++] = p->len;
-		}
-		n++;
-	}
-	if (n)
-		qsort(ap, n, sizeof(*ap), fc_allow_pfx_cmp);
-	for (i = 0; n && i < ms->want.n; i++) {
-		for (l = 0; l < nlens; l++) {
-			memset(&key, 0, sizeof(key));
-			memcpy(key.a, ms->want.v[i].key, ms->keysz);
-			fc_prefix_mask(key.a, ms->keysz, lens[l]);
-			key.len = lens[l];
-			hit = bsearch(&key, ap, n, sizeof(*ap), fc_allow_pfx_cmp);
-			if (hit)
-				fc_rule_add_allow(&ms->want.v[i].val, hit->expires_ns);
-		}
-	}
-	free(ap);
-	return 0;
+	for (i = 0; i < ms->want.n; i++)
+		fc_allow_fold(&al->fam[ms->family == 6], ms->want.v[i].key, ms->keysz, &ms->want.v[i].val);
 }
 
 /* What the policy arrays should hold and hold now, slot by slot. */
@@ -727,69 +770,147 @@ static int fc_slot_reset(const struct fc_maps *m, struct fc_policy_sync *ps, __u
 	return 0;
 }
 
+/* Writes slot's policy w over h if they differ: a new policy (or a new
+ * epoch) starts with a fresh bucket, a new id with fresh counters too.
+ * Returns 1 if it wrote, 0 if not, -1 on failure. */
+static int fc_slot_write(const struct fc_maps *m, struct fc_policy_sync *ps, __u32 slot, const struct fc_policy *w,
+			 const struct fc_policy *h, struct fc_err *err)
+{
+	if (!memcmp(w, h, sizeof(*w)))
+		return 0;
+	if (w->id && (w->id != h->id || w->epoch != h->epoch) && fc_slot_reset(m, ps, slot, w->id != h->id, err) < 0)
+		return -1;
+	if (bpf_map_update_elem(m->policies, &slot, w, BPF_ANY))
+		return fc_err_set(err, "map %s: slot %u: %s", FC_MAP_NAME(policies), slot, strerror(errno));
+	ps->changed++;
+	return 1;
+}
+
 /* Writes the slots that differ: occupied ones (live) before the rules point
  * at them, freed ones after the rules stopped pointing at them. */
 static int fc_policies_apply(const struct fc_maps *m, struct fc_policy_sync *ps, bool live, struct fc_err *err)
 {
 	__u32 slot;
 
-	for (slot = 1; slot < FC_POLICY_SLOTS; slot++) {
-		struct fc_policy *w = &ps->want[slot], *h = &ps->have[slot];
-
-		if ((w->id != 0) != live || !memcmp(w, h, sizeof(*w)))
-			continue;
-		if (live && (w->id != h->id || w->epoch != h->epoch) &&
-		    fc_slot_reset(m, ps, slot, w->id != h->id, err) < 0)
+	for (slot = 1; slot < FC_POLICY_SLOTS; slot++)
+		if ((ps->want[slot].id != 0) == live && fc_slot_write(m, ps, slot, &ps->want[slot], &ps->have[slot], err) < 0)
 			return -1;
-		if (bpf_map_update_elem(m->policies, &slot, w, BPF_ANY))
-			return fc_err_set(err, "map %s: slot %u: %s", FC_MAP_NAME(policies), slot, strerror(errno));
-		ps->changed++;
-	}
 	return 0;
 }
 
-int fc_sync(struct fc_store *st, const struct fc_maps *m, const char *pin_dir, int64_t now, double weight,
-	    struct fc_sync_result *res, struct fc_err *err)
+/* The rule maps, to diff or to change. */
+static void fc_rule_maps(struct fc_map_sync ms[FC_MS_COUNT], const struct fc_maps *m)
 {
-	struct fc_policy_spec scaled;
-	struct fc_map_sync ms[FC_MS_COUNT] = {
+	const struct fc_map_sync init[FC_MS_COUNT] = {
 		[FC_MS_EXACT4] = { FC_MAP_NAME(exact4), m->exact4, sizeof(struct fc_addr4), 4, false, FC_MAX_RULES },
 		[FC_MS_EXACT6] = { FC_MAP_NAME(exact6), m->exact6, sizeof(struct fc_addr6), 6, false, FC_MAX_RULES },
 		[FC_MS_PFX4] = { FC_MAP_NAME(pfx4), m->pfx4, sizeof(struct fc_pfx4_key), 4, true, FC_MAX_RULES },
 		[FC_MS_PFX6] = { FC_MAP_NAME(pfx6), m->pfx6, sizeof(struct fc_pfx6_key), 6, true, FC_MAX_RULES },
 	};
+
+	memcpy(ms, init, sizeof(init));
+}
+
+static void fc_rule_maps_free(struct fc_map_sync ms[FC_MS_COUNT])
+{
+	size_t i;
+
+	for (i = 0; i < FC_MS_COUNT; i++) {
+		free(ms[i].want.v);
+		free(ms[i].have.v);
+	}
+}
+
+/* Zeroes the drop counters of set id (0: by hand). */
+static int fc_setstats_zero(const struct fc_maps *m, __u32 id, int ncpus, struct fc_err *err)
+{
+	struct fc_counter *zero = calloc((size_t)ncpus, sizeof(*zero));
+	int rc = 0;
+
+	if (!zero)
+		return fc_err_set(err, "out of memory");
+	if (bpf_map_update_elem(m->setstats, &id, zero, BPF_ANY))
+		rc = fc_err_set(err, "map %s: set %u: %s", FC_MAP_NAME(setstats), id, strerror(errno));
+	free(zero);
+	return rc;
+}
+
+/* The counters of sets that are no more start afresh, should their id be
+ * given again (a publish that saw the set go does so at once). */
+static int fc_setstats_sweep(struct fc_store *st, const struct fc_maps *m, int64_t now, int ncpus, struct fc_err *err)
+{
+	LIBBPF_OPTS(bpf_map_batch_opts, opts);
+	static __u32 keys[FC_MAX_SETS + 1];
+	bool live[FC_MAX_SETS + 1] = { true };
+	__u32 out = 0, cnt = FC_MAX_SETS + 1, id;
+	struct fc_counter *vals = NULL;
+	struct fc_ban_set *sets = NULL;
+	size_t nsets = 0, i;
+	int rc = -1, c;
+
+	if (fc_store_set_list(st, now, &sets, &nsets, err) < 0)
+		return -1;
+	for (i = 0; i < nsets; i++)
+		live[sets[i].id] = true;
+	vals = calloc((size_t)(FC_MAX_SETS + 1) * (size_t)ncpus, sizeof(*vals));
+	if (!vals) {
+		fc_err_set(err, "out of memory");
+		goto out;
+	}
+	if (bpf_map_lookup_batch(m->setstats, NULL, &out, keys, vals, &cnt, &opts) && errno != ENOENT) {
+		fc_err_set(err, "map %s: batch lookup: %s", FC_MAP_NAME(setstats), strerror(errno));
+		goto out;
+	}
+	for (i = 0; i < cnt; i++) {
+		id = keys[i];
+		if (id > FC_MAX_SETS || live[id])
+			continue;
+		for (c = 0; c < ncpus && !vals[i * (size_t)ncpus + (size_t)c].packets; c++)
+			;
+		if (c < ncpus && fc_setstats_zero(m, id, ncpus, err) < 0)
+			goto out;
+	}
+	rc = 0;
+out:
+	free(vals);
+	free(sets);
+	return rc;
+}
+
+int fc_sync_full(struct fc_store *st, const struct fc_maps *m, int64_t now, double weight,
+		 struct fc_sync_result *res, struct fc_err *err)
+{
+	struct fc_policy_spec scaled;
+	struct fc_map_sync ms[FC_MS_COUNT];
 	const size_t nms = FC_MS_COUNT;
 	struct fc_policy_sync ps = { .ncpus = libbpf_num_possible_cpus() };
 	struct fc_top4_sync top4 = { 0 };
+	uint64_t mark[FC_TOP4_SLOTS / 64];
 	struct fc_policy_row *pols = NULL;
-	struct fc_allow_row *allows = NULL;
 	struct fc_ban_row *bans = NULL;
+	struct fc_allows al = { 0 };
 	struct fc_config old;
-	size_t nbans = 0, npols = 0, nallows = 0, i;
-	struct fc_rule rule;
-	bool locked = false, skip, shadow;
+	size_t nbans = 0, npols = 0, i;
+	bool locked = false, skip;
 	int rc = -1;
 
 	memset(res, 0, sizeof(*res));
+	fc_rule_maps(ms, m);
 	ps.want = calloc(FC_POLICY_SLOTS, sizeof(*ps.want));
 	if (!ps.want || ps.ncpus <= 0) {
 		fc_err_set(err, "out of memory");
 		goto out;
 	}
 	if (fc_store_ban_list(st, now, &bans, &nbans, err) < 0 || fc_store_policy_list(st, &pols, &npols, err) < 0 ||
-	    fc_store_allow_list(st, now, &allows, &nallows, err) < 0)
+	    fc_allows_read(st, now, &al, err) < 0)
 		goto out;
-	for (i = 0; i < nbans; i++) {
-		rule = (struct fc_rule){ .flags = FC_RULE_BANNED, .ban_expires_ns = fc_expiry_ns(bans[i].expires) };
-		if (fc_want_add(ms, &bans[i].p, &rule, err) < 0)
+	for (i = 0; i < nbans; i++)
+		if (fc_want_add(ms, &bans[i].p, fc_rule_of_ban(&bans[i]), err) < 0)
 			goto out;
-	}
 	/* Allow entries on uids are nginx's alone. */
-	for (i = 0; i < nallows; i++) {
-		rule = (struct fc_rule){ .flags = FC_RULE_ALLOWED, .allow_expires_ns = fc_expiry_ns(allows[i].expires) };
-		if (allows[i].p.family && fc_want_add(ms, &allows[i].p, &rule, err) < 0)
+	for (i = 0; i < al.nrows; i++)
+		if (al.rows[i].p.family && fc_want_add(ms, &al.rows[i].p, fc_rule_of_allow(&al.rows[i]), err) < 0)
 			goto out;
-	}
 	res->cfg.utc_offset_ns = fc_utc_offset_ns();
 	for (i = 0; i < npols; i++) {
 		const struct fc_policy_row *r = &pols[i];
@@ -803,7 +924,7 @@ int fc_sync(struct fc_store *st, const struct fc_maps *m, const char *pin_dir, i
 			res->cfg.star_gen = r->epoch;
 			res->cfg.star_syn = r->spec.count == FC_COUNT_SYN;
 			fc_policy_new_src_tier(&r->spec, ps.ncpus, &res->cfg.new_src);
-		} else if (fc_want_add(ms, &r->spec.ip, &(struct fc_rule){ .policy = r->slot }, err) < 0) {
+		} else if (fc_want_add(ms, &r->spec.ip, (struct fc_rule){ .policy = r->slot }, err) < 0) {
 			goto out;
 		}
 	}
@@ -811,8 +932,8 @@ int fc_sync(struct fc_store *st, const struct fc_maps *m, const char *pin_dir, i
 		fc_want_merge(&ms[i]);
 		if (ms[i].prefixes && fc_want_prefixes(&ms[i], &top4, err) < 0)
 			goto out;
-		if (!ms[i].prefixes && fc_want_allow_exact(&ms[i], allows, nallows, err) < 0)
-			goto out;
+		if (!ms[i].prefixes)
+			fc_want_allow_exact(&ms[i], &al);
 		if (ms[i].want.n > FC_MAX_RULES) {
 			fc_err_set(err, "map %s: %zu entries%s exceed its capacity of %d", ms[i].name, ms[i].want.n,
 				   ms[i].marks ? " (prefixes and their search markers)" : "", FC_MAX_RULES);
@@ -820,34 +941,23 @@ int fc_sync(struct fc_store *st, const struct fc_maps *m, const char *pin_dir, i
 		}
 	}
 
-	if (fc_maps_lock(m, pin_dir, err) < 0)
-		goto out;
+	pthread_mutex_lock(&fc_sync_lock);
 	locked = true;
-	pthread_mutex_lock(&fc_shadow.lock);
 	if (fc_config_read(m, &old, err) < 0)
 		goto out;
-	/* The array of 65,536 policies is read only when they changed, and the
-	 * rule maps walked only when this process did not write them last.
-	 * Both marks are cleared before anything is written, so what a
-	 * publish cut short left is never trusted. */
+	/* The array of 65,536 policies is read only when they changed. The
+	 * marks (the digest, the change published) are cleared before anything
+	 * is written, so what a publish cut short left is never trusted. */
 	res->cfg.policies_digest = fc_policies_digest(ps.want, pols, npols);
 	skip = old.policies_digest && old.policies_digest == res->cfg.policies_digest;
-	shadow = fc_shadow.gen && old.publish_gen == fc_shadow.gen;
-	/* fc_top4 is taken for what fc_pfx4 says, and fc_pfx4 for what this
-	 * process wrote, only where the rule maps' walk is spared too. */
-	top4.whole = !shadow;
+	/* A full publish repairs fc_top4 at every /16. */
+	top4.whole = true;
 	top4.used = old.n_top4;
-	fc_shadow.gen = 0;
-	if ((!skip && old.policies_digest) || old.publish_gen) {
+	if ((!skip && old.policies_digest) || old.store_seq || old.store_id) {
 		old.policies_digest = skip ? old.policies_digest : 0;
-		old.publish_gen = 0;
+		old.store_id = old.store_seq = 0;
 		if (fc_config_write(m, &old, err) < 0)
 			goto out;
-	}
-	for (i = 0; shadow && i < nms; i++) {
-		ms[i].have = fc_shadow.have[i];
-		ms[i].have_known = true;
-		fc_shadow.have[i] = (struct fc_kvs){ 0 };
 	}
 	if (!skip && !(ps.have = calloc(FC_POLICY_SLOTS, sizeof(*ps.have)))) {
 		fc_err_set(err, "out of memory");
@@ -859,9 +969,9 @@ int fc_sync(struct fc_store *st, const struct fc_maps *m, const char *pin_dir, i
 		if (fc_map_sync(&ms[i], res, err) < 0)
 			goto out;
 	/* After fc_pfx4: a /16 points the search at entries already there. */
-	if (fc_top4_sync(m, &top4, &ms[FC_MS_PFX4], res, err) < 0)
+	if (fc_top4_sync(m, &top4, mark, res, err) < 0)
 		goto out;
-	if (!skip && fc_policies_apply(m, &ps, false, err) < 0)
+	if ((!skip && fc_policies_apply(m, &ps, false, err) < 0) || fc_setstats_sweep(st, m, now, ps.ncpus, err) < 0)
 		goto out;
 	res->cfg.n_exact4 = (__u32)ms[FC_MS_EXACT4].want.n;
 	res->cfg.n_exact6 = (__u32)ms[FC_MS_EXACT6].want.n;
@@ -875,36 +985,368 @@ int fc_sync(struct fc_store *st, const struct fc_maps *m, const char *pin_dir, i
 	/* What the ip=* buckets noted of the rules (struct fc_src_bucket) is void. */
 	res->cfg.rules_gen = old.rules_gen + (res->added || res->changed || res->removed);
 	res->policies_changed = ps.changed;
-	if (getrandom(&res->cfg.publish_gen, sizeof(res->cfg.publish_gen), 0) != sizeof(res->cfg.publish_gen))
-		res->cfg.publish_gen = 0; /* unknown: the next publish walks the maps */
 	rc = fc_config_write(m, &res->cfg, err);
-	if (rc == 0 && res->cfg.publish_gen) {
-		/* What the maps now hold is what was wanted: keep it. */
-		fc_shadow.gen = res->cfg.publish_gen;
-		for (i = 0; i < nms; i++) {
-			fc_shadow.have[i] = ms[i].want;
-			ms[i].want = (struct fc_kvs){ 0 };
-		}
-	}
 out:
-	if (locked) {
-		if (!fc_shadow.gen)
-			for (i = 0; i < nms; i++) {
-				free(fc_shadow.have[i].v);
-				fc_shadow.have[i] = (struct fc_kvs){ 0 };
-			}
-		pthread_mutex_unlock(&fc_shadow.lock);
-		fc_maps_unlock(m);
-	}
-	for (i = 0; i < nms; i++) {
-		free(ms[i].want.v);
-		free(ms[i].have.v);
-	}
+	if (locked)
+		pthread_mutex_unlock(&fc_sync_lock);
+	fc_rule_maps_free(ms);
 	free(top4.pfx.v);
 	free(ps.want);
 	free(ps.have);
 	free(bans);
 	free(pols);
-	free(allows);
+	fc_allows_free(&al);
+	return rc;
+}
+
+int fc_sync(struct fc_store *st, const struct fc_maps *m, const char *pin_dir, int64_t now, double weight,
+	    struct fc_sync_result *res, struct fc_err *err)
+{
+	int rc;
+
+	if (fc_maps_lock(m, pin_dir, err) < 0)
+		return -1;
+	rc = fc_sync_full(st, m, now, weight, res, err);
+	fc_maps_unlock(m);
+	return rc;
+}
+
+int fc_sync_mark(const struct fc_maps *m, uint64_t store_id, uint64_t seq, struct fc_err *err)
+{
+	struct fc_config cfg;
+
+	if (fc_config_read(m, &cfg, err) < 0)
+		return -1;
+	cfg.store_id = store_id;
+	cfg.store_seq = seq;
+	return fc_config_write(m, &cfg, err);
+}
+
+/* ---- publishing only what changed ---- */
+
+/* Folds one of a key's rules into its entry (a policy of nginx's adds nothing). */
+static void fc_rule_fold(struct fc_rule *r, const struct fc_key_rule *k)
+{
+	if (k->src >= 0)
+		fc_rule_add_ban(r, k->src ? 0 : fc_expiry_ns(k->expires), (uint32_t)k->src);
+	else if (k->src == FC_SRC_POLICY && !k->http)
+		r->policy = k->slot;
+}
+
+/* Makes the entry kv->key of ms hold kv->val (want) or nothing (!want),
+ * counting what it did, the search markers of fc_pfx6 too. */
+static int fc_entry_put(struct fc_map_sync *ms, const struct fc_kv *kv, bool want, struct fc_sync_result *res,
+			struct fc_err *err)
+{
+	struct fc_rule have;
+	bool had = !bpf_map_lookup_elem(ms->fd, kv->key, &have);
+
+	if (want && had && !memcmp(&have, &kv->val, sizeof(have)))
+		return 0;
+	if (!want && !had)
+		return 0;
+	if (want ? bpf_map_update_elem(ms->fd, kv->key, &kv->val, BPF_ANY) :
+		   bpf_map_delete_elem(ms->fd, kv->key) && errno != ENOENT)
+		return fc_err_set(err, "map %s: %s: %s", ms->name, want ? "update" : "delete",
+				  errno == E2BIG ? "map full" : strerror(errno));
+	ms->dmarks += (want && (kv->val.flags & FC_RULE_MARKER)) - (had && (have.flags & FC_RULE_MARKER));
+	if (want && had)
+		res->changed++;
+	else
+		ms->count += want ? 1 : -1;
+	res->added += want && !had;
+	res->removed += !want && had;
+	return 0;
+}
+
+/* The prefix whose entries a change on p may change, all inside it: for an
+ * IPv4 prefix longer than /16 its /16 (the fc_top4 entry made of every
+ * prefix there), for an IPv6 prefix its shortest search marker (the
+ * markers it needs lie between), else p. */
+static void fc_prefix_scope(const struct fc_prefix *p, struct fc_prefix *s)
+{
+	uint32_t lo = FC_PFX6_MIN, hi = FC_PFX6_MAX, mid;
+
+	*s = *p;
+	if (p->family == 4) {
+		s->len = p->len > FC_TOP4_SHIFT ? FC_TOP4_SHIFT : p->len;
+	} else {
+		while (p->len >= lo && lo <= hi && p->len != (mid = (lo + hi) / 2)) {
+			if (p->len > mid) {
+				s->len = (uint8_t)mid;
+				break;
+			}
+			hi = mid - 1;
+		}
+	}
+	fc_prefix_mask(s->a, p->family == 4 ? 4 : 16, s->len);
+}
+
+/* The entry of want (sorted by key) with kv's key, or NULL. */
+static const struct fc_kv *fc_want_find(const struct fc_map_sync *ms, const struct fc_kv *kv)
+{
+	size_t lo = 0, hi = ms->want.n, mid;
+	int c;
+
+	while (lo < hi) {
+		mid = lo + (hi - lo) / 2;
+		c = memcmp(ms->want.v[mid].key, kv->key, ms->keysz);
+		if (!c)
+			return &ms->want.v[mid];
+		if (c < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return NULL;
+}
+
+/*
+ * Recomputes, from the store, the prefix entries a change on p affects: those
+ * inside its scope (fc_prefix_scope), each with what the prefixes covering
+ * it say, and the search markers there; p's own entry and markers go when
+ * nothing needs them any more; for IPv4, the fc_top4 entries of the /16s in
+ * the scope; for IPv6, whether p's length is in use. The store rows read
+ * are those covering the scope or inside it: all these entries are made of.
+ * The one place that knows how prefix entries are kept, with fc_sync_full.
+ */
+static int fc_sync_prefix(struct fc_store *st, const struct fc_maps *m, struct fc_map_sync *all,
+			  struct fc_top4_sync *top4, const struct fc_prefix *p, const struct fc_allows *al, int64_t now,
+			  struct fc_sync_result *res, struct fc_err *err)
+{
+	struct fc_map_sync *ms = fc_map_of(all, p);
+	struct fc_kvs mine = { 0 };
+	struct fc_key_rule *rows = NULL;
+	uint64_t mark[FC_TOP4_SLOTS / 64] = { 0 };
+	struct fc_kv own = { 0 }, scope = { 0 };
+	const struct fc_kv *e;
+	struct fc_prefix s;
+	struct fc_rule r;
+	size_t n = 0, i;
+	uint32_t len;
+	bool used;
+	int rc = -1;
+
+	fc_prefix_scope(p, &s);
+	ms->want.n = 0;
+	if (fc_store_prefix_rules(st, &s, now, &rows, &n, err) < 0)
+		return -1;
+	for (i = 0; i < n; i++) {
+		const struct fc_prefix *q = &rows[i].p;
+
+		memset(&r, 0, sizeof(r));
+		fc_rule_fold(&r, &rows[i]);
+		if ((r.flags || r.policy) && (fc_prefix_covers(q, &s) || fc_prefix_covers(&s, q)) &&
+		    fc_want_add(all, q, r, err) < 0)
+			goto out;
+	}
+	/* The allow entries on prefixes there, as fc_sync_full adds them. */
+	for (i = 0; i < al->nrows; i++) {
+		const struct fc_prefix *q = &al->rows[i].p;
+
+		if (q->family && !fc_prefix_is_exact(q) && (fc_prefix_covers(q, &s) || fc_prefix_covers(&s, q)) &&
+		    fc_want_add(all, q, fc_rule_of_allow(&al->rows[i]), err) < 0)
+			goto out;
+	}
+	free(top4->pfx.v);
+	top4->pfx = (struct fc_kvs){ 0 };
+	if (fc_want_prefixes(ms, top4, err) < 0)
+		goto out;
+	for (i = 0; i < ms->want.n; i++) {
+		const uint8_t *a = fc_kv_addr(&ms->want.v[i], &len);
+
+		if (fc_prefix_covers_bits(s.a, s.len, a, len) && fc_entry_put(ms, &ms->want.v[i], true, res, err) < 0)
+			goto out;
+	}
+	/* What p alone needed. */
+	fc_kv_key(ms, p, &own);
+	if (!fc_kvs_push(&mine)) {
+		fc_err_set(err, "out of memory publishing map %s", ms->name);
+		goto out;
+	}
+	mine.v[0] = own;
+	if (ms->family == 6 && fc_kv_markers(ms, own, &mine, err) < 0)
+		goto out;
+	for (i = 0; i < mine.n; i++)
+		if (!fc_want_find(ms, &mine.v[i]) && fc_entry_put(ms, &mine.v[i], false, res, err) < 0)
+			goto out;
+	if (ms->family == 4) {
+		fc_kv_key(ms, &s, &scope);
+		fc_top4_mark(mark, &scope);
+		if (fc_top4_sync(m, top4, mark, res, err) < 0)
+			goto out;
+	} else {
+		/* p's length stays in use while a prefix anywhere has it (an
+		 * allow entry's too). */
+		e = fc_want_find(ms, &own);
+		used = e && !(e->val.flags & FC_RULE_MARKER);
+		for (i = 0; !used && i < al->fam[1].nlens; i++)
+			used = al->fam[1].lens[i] == p->len;
+		if (!used && fc_store_prefix_len_used(st, p, now, &used, err) < 0)
+			goto out;
+		if (used)
+			ms->lens[p->len / 64] |= 1ULL << (p->len % 64);
+		else
+			ms->lens[p->len / 64] &= ~(1ULL << (p->len % 64));
+	}
+	rc = 0;
+out:
+	ms->want.n = 0;
+	free(mine.v);
+	free(rows);
+	return rc;
+}
+
+/* The rule entries of the changed keys: an exact address's from its rows, a
+ * prefix's (and what it covers) by fc_sync_prefix. */
+static int fc_sync_keys(struct fc_store *st, const struct fc_maps *m, struct fc_map_sync *ms, const struct fc_delta *d,
+			const struct fc_allows *al, int64_t now, struct fc_top4_sync *top4, struct fc_sync_result *res,
+			struct fc_err *err)
+{
+	struct fc_kv kv;
+	size_t i, j;
+	bool want;
+
+	for (i = 0; i < d->nkeys; i = j) {
+		const struct fc_prefix *p = &d->keys[i].p;
+
+		memset(&kv, 0, sizeof(kv));
+		for (j = i; j < d->nkeys && !memcmp(&d->keys[j].p, p, sizeof(*p)); j++)
+			fc_rule_fold(&kv.val, &d->keys[j]);
+		if (!fc_prefix_is_exact(p)) {
+			if (fc_sync_prefix(st, m, ms, top4, p, al, now, res, err) < 0)
+				return -1;
+			continue;
+		}
+		/* An entry for its ban or policy, or for an allow entry on it alone,
+		 * carrying the allow entries covering it (a prefix's alone makes
+		 * none: the prefix's entry answers). */
+		want = kv.val.flags || kv.val.policy;
+		want |= fc_allow_fold(&al->fam[p->family == 6], p->a, p->family == 4 ? 4 : 16, &kv.val);
+		fc_kv_key(fc_map_of(ms, p), p, &kv);
+		if (fc_entry_put(fc_map_of(ms, p), &kv, want, res, err) < 0)
+			return -1;
+	}
+	return 0;
+}
+
+/* A changed slot's policy, as the maps should hold it (zero: none). */
+static void fc_slot_want(const struct fc_policy_change *c, double weight, struct fc_policy *w)
+{
+	struct fc_policy_spec scaled;
+
+	memset(w, 0, sizeof(*w));
+	if (!c->found || fc_policy_is_l7(&c->row.spec))
+		return;
+	fc_policy_scale(&c->row.spec, weight, &scaled);
+	fc_policy_compile(&scaled, c->row.epoch, w);
+}
+
+/* Writes the changed slots that are (live) or are no more occupied. */
+static int fc_slots_apply(const struct fc_maps *m, struct fc_policy_sync *ps, const struct fc_delta *d, double weight,
+			  bool live, struct fc_config *cfg, struct fc_err *err)
+{
+	struct fc_policy w, h;
+	size_t i;
+	int rc;
+
+	for (i = 0; i < d->npols; i++) {
+		__u32 slot = d->pols[i].slot;
+
+		if (slot < 1 || slot > FC_MAX_POLICIES)
+			continue;
+		fc_slot_want(&d->pols[i], weight, &w);
+		if ((w.id != 0) != live)
+			continue;
+		if (bpf_map_lookup_elem(m->policies, &slot, &h))
+			return fc_err_set(err, "map %s: slot %u: %s", FC_MAP_NAME(policies), slot, strerror(errno));
+		rc = fc_slot_write(m, ps, slot, &w, &h, err);
+		if (rc < 0)
+			return -1;
+		cfg->n_policies += rc ? (w.id != 0) - (h.id != 0) : 0;
+	}
+	return 0;
+}
+
+/* The ip=* policy's fields of cfg, from the store. */
+static int fc_star_config(struct fc_store *st, int ncpus, struct fc_config *cfg, struct fc_err *err)
+{
+	struct fc_policy_row row;
+	bool found;
+
+	if (fc_store_policy_star(st, &row, &found, err) < 0)
+		return -1;
+	found = found && !fc_policy_is_l7(&row.spec);
+	cfg->star_slot = found ? row.slot : 0;
+	cfg->star_gen = found ? row.epoch : 0;
+	cfg->star_syn = found && row.spec.count == FC_COUNT_SYN;
+	memset(&cfg->new_src, 0, sizeof(cfg->new_src));
+	if (found)
+		fc_policy_new_src_tier(&row.spec, ncpus, &cfg->new_src);
+	return 0;
+}
+
+int fc_sync_delta(struct fc_store *st, const struct fc_maps *m, const struct fc_delta *d, int64_t now, double weight,
+		  struct fc_sync_result *res, struct fc_err *err)
+{
+	struct fc_policy_sync ps = { .ncpus = libbpf_num_possible_cpus() };
+	struct fc_map_sync ms[FC_MS_COUNT];
+	struct fc_top4_sync top4 = { 0 };
+	struct fc_allows al = { 0 };
+	struct fc_config old;
+	bool star = false;
+	size_t i;
+	int rc = -1;
+
+	memset(res, 0, sizeof(*res));
+	fc_rule_maps(ms, m);
+	pthread_mutex_lock(&fc_sync_lock);
+	if (ps.ncpus <= 0) {
+		fc_err_set(err, "cannot count possible CPUs");
+		goto out;
+	}
+	/* A changed key's entry carries the allow entries covering it (an
+	 * allow entry's own change is published whole: fc_delta.allows). */
+	if (d->nkeys && fc_allows_read(st, now, &al, err) < 0)
+		goto out;
+	if (fc_config_read(m, &old, err) < 0)
+		goto out;
+	/* The marks first: a publish cut short is redone whole. */
+	res->cfg = old;
+	res->cfg.store_id = res->cfg.store_seq = 0;
+	if (d->npols)
+		res->cfg.policies_digest = 0;
+	if (memcmp(&res->cfg, &old, sizeof(old)) && fc_config_write(m, &res->cfg, err) < 0)
+		goto out;
+	res->cfg.utc_offset_ns = fc_utc_offset_ns();
+	top4.used = old.n_top4;
+	memcpy(ms[FC_MS_PFX6].lens, old.lens6, sizeof(old.lens6));
+	if (fc_slots_apply(m, &ps, d, weight, true, &res->cfg, err) < 0 ||
+	    fc_sync_keys(st, m, ms, d, &al, now, &top4, res, err) < 0 ||
+	    fc_slots_apply(m, &ps, d, weight, false, &res->cfg, err) < 0)
+		goto out;
+	for (i = 0; i < d->npols; i++)
+		star |= d->pols[i].star;
+	if (star && fc_star_config(st, ps.ncpus, &res->cfg, err) < 0)
+		goto out;
+	for (i = 0; i < d->nsets; i++)
+		if (d->sets[i] <= FC_MAX_SETS && fc_setstats_zero(m, d->sets[i], ps.ncpus, err) < 0)
+			goto out;
+	res->cfg.n_exact4 += (__u32)ms[FC_MS_EXACT4].count;
+	res->cfg.n_exact6 += (__u32)ms[FC_MS_EXACT6].count;
+	res->cfg.n_pfx4 += (__u32)ms[FC_MS_PFX4].count;
+	res->cfg.n_pfx6 += (__u32)ms[FC_MS_PFX6].count;
+	res->cfg.n_top4 = top4.used;
+	res->cfg.n_marks6 += (__u32)ms[FC_MS_PFX6].dmarks;
+	memcpy(res->cfg.lens6, ms[FC_MS_PFX6].lens, sizeof(res->cfg.lens6));
+	/* What the ip=* buckets noted of the rules (struct fc_src_bucket) is void. */
+	res->cfg.rules_gen = old.rules_gen + (res->added || res->changed || res->removed);
+	res->policies_changed = ps.changed;
+	rc = fc_config_write(m, &res->cfg, err);
+out:
+	pthread_mutex_unlock(&fc_sync_lock);
+	fc_rule_maps_free(ms);
+	free(top4.pfx.v);
+	fc_allows_free(&al);
 	return rc;
 }

@@ -1,9 +1,12 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * Publishing: make the pinned maps hold exactly the store's live bans and
- * policies. A pure function of the store: it diffs what the maps hold against
- * what they should hold and writes only the difference, so running it twice
- * changes nothing, and a policy whose limits change keeps its bucket state.
+ * policies. A pure function of the store: a full publish diffs what the maps
+ * hold against what they should hold and writes only the difference, so
+ * running it twice changes nothing, and a policy whose limits change keeps
+ * its bucket state. A publish of what changed (the store's change log since
+ * the seq the maps were marked with) recomputes only the changed keys and
+ * slots, and must leave the maps as a full one would.
  */
 #ifndef FC_SYNC_H
 #define FC_SYNC_H
@@ -24,9 +27,22 @@ struct fc_sync_result {
 };
 
 /* now is the unix time the store is read at (expired bans are not published);
- * weight is this node's share of every policy's rate (1 alone). */
+ * weight is this node's share of every policy's rate (1 alone). Takes the pin
+ * dir's lock. */
 int fc_sync(struct fc_store *st, const struct fc_maps *m, const char *pin_dir, int64_t now, double weight,
 	    struct fc_sync_result *res, struct fc_err *err);
+/* The same, the caller holding the pin dir's lock (fc_maps_lock). */
+int fc_sync_full(struct fc_store *st, const struct fc_maps *m, int64_t now, double weight,
+		 struct fc_sync_result *res, struct fc_err *err);
+/* Publishes only what changed (d, read from st at now) over maps that hold
+ * the store as it was before: the changed slots and keys, each recomputed
+ * from the store. The caller holds the pin dir's lock and knows the maps
+ * are marked with the seq d starts from (fc_config.store_seq). */
+int fc_sync_delta(struct fc_store *st, const struct fc_maps *m, const struct fc_delta *d, int64_t now, double weight,
+		  struct fc_sync_result *res, struct fc_err *err);
+/* Marks the maps as holding store store_id up to change seq (once it is
+ * committed); 0, 0: not known. A publish clears the mark before it writes. */
+int fc_sync_mark(const struct fc_maps *m, uint64_t store_id, uint64_t seq, struct fc_err *err);
 
 /* A ban's kernel expiry (UTC ns) for a store expiry (unix seconds; 0 = never). */
 uint64_t fc_expiry_ns(int64_t expires);

@@ -13,8 +13,10 @@
 #include <linux/pkt_cls.h>
 #include <bpf/bpf.h>
 
+#include "fc_change.h"
 #include "fc_duration.h"
-#include "fc_sync.h"
+#include "fc_feed.h"
+#include "fc_publish.h"
 #include "fc_test_bpf.h"
 
 const char *fc_bpf_unavailable(void)
@@ -41,6 +43,7 @@ static int fc_env_setup_lru(void **state, __u32 lru_entries)
 		return 0; /* each test skips with the reason */
 	snprintf(env->pin_dir, sizeof(env->pin_dir), "/sys/fs/bpf/fc-test-%d", (int)getpid());
 	snprintf(env->db, sizeof(env->db), "/tmp/fc-test-%d/store.db", (int)getpid());
+	snprintf(env->shm, sizeof(env->shm), "/tmp/fc-test-%d/shm", (int)getpid());
 	if (fc_pin_dir_prepare(env->pin_dir, &err) < 0)
 		fail_msg("%s", err.msg);
 	opts.pin_root_path = env->pin_dir;
@@ -99,6 +102,8 @@ static void fc_env_cleanup(struct fc_env *env)
 		fc_rm(dir, "store.db");
 		fc_rm(dir, "store.db-wal");
 		fc_rm(dir, "store.db-shm");
+		fc_rm(dir, "shm");
+		fc_rm(dir, "shm" FC_SHM_STATE_SUFFIX);
 		rmdir(dir);
 		env->pin_dir[0] = '\0';
 	}
@@ -111,13 +116,70 @@ int fc_env_teardown(void **state)
 	return 0;
 }
 
-void fc_env_publish(struct fc_env *env)
+struct fc_ctx fc_env_ctx(const struct fc_env *env)
 {
-	struct fc_sync_result res;
+	return (struct fc_ctx){ .db_path = env->db, .pin_dir = env->pin_dir, .shm_path = env->shm, .node = "test" };
+}
+
+/* Publishes the store as a command does (full: as freqctl sync does). */
+static void fc_env_commit(struct fc_env *env, bool full, struct fc_publish *pub)
+{
+	const struct fc_ctx ctx = fc_env_ctx(env);
 	struct fc_err err;
 
-	if (fc_sync(env->st, &env->maps, env->pin_dir, (int64_t)time(NULL), 1, &res, &err) < 0)
-		fail_msg("sync: %s", err.msg);
+	if (fc_publish_begin_on(pub, &ctx, env->st, &err) < 0 || (pub->full = full, fc_publish_commit(pub, &err) < 0))
+		fail_msg("publish: %s", err.msg);
+}
+
+void fc_env_set(struct fc_env *env, const char *name, const char *const *bans, size_t n, int64_t ttl)
+{
+	const struct fc_ctx ctx = fc_env_ctx(env);
+	struct fc_set_result res;
+	struct fc_feed feed = { 0 };
+	struct fc_publish pub;
+	struct fc_err err;
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (fc_feed_line(bans[i], &feed, &err) < 0)
+			fail_msg("%s: %s", bans[i], err.msg);
+	fc_feed_sort(&feed);
+	if (fc_publish_begin_on(&pub, &ctx, env->st, &err) < 0 ||
+	    fc_set_replace(&pub, name, feed.v, feed.n, ttl ? fc_expires_after(ttl) : 0, NULL, NULL, &res, &err) < 0 ||
+	    fc_publish_commit(&pub, &err) < 0)
+		fail_msg("set %s: %s", name, err.msg);
+	fc_feed_free(&feed);
+	fc_env_publish(env);
+}
+
+void fc_env_sync(struct fc_env *env)
+{
+	struct fc_publish pub;
+
+	fc_env_commit(env, true, &pub);
+}
+
+bool fc_env_publish_changes(struct fc_env *env)
+{
+	struct fc_publish pub;
+
+	fc_env_commit(env, false, &pub);
+	return pub.delta;
+}
+
+void fc_env_publish(struct fc_env *env)
+{
+	struct fc_publish pub, full;
+
+	fc_env_commit(env, false, &pub);
+	fc_env_commit(env, true, &full);
+	if (full.res.added || full.res.changed || full.res.removed || full.res.policies_changed || full.shm.published ||
+	    full.shm.bans_written)
+		fail_msg("publishing everything after what changed (%s) wrote: maps %zu added, %zu changed, %zu removed, "
+			 "%zu policy slots; shm block %s, bans %s",
+			 pub.delta ? "only that" : "everything", full.res.added, full.res.changed, full.res.removed,
+			 full.res.policies_changed, full.shm.published ? "new" : "same",
+			 full.shm.bans_written ? "rewritten" : "same");
 }
 
 static void fc_env_prefix(const char *text, struct fc_prefix *p)

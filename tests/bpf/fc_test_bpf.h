@@ -10,6 +10,7 @@
 #include <limits.h>
 #include <stdbool.h>
 
+#include "fc_ctx.h"
 #include "fc_frames.h"
 #include "fc_kern.h"
 #include "fc_store.h"
@@ -18,6 +19,7 @@
 struct fc_env {
 	char pin_dir[128];
 	char db[128];
+	char shm[128];
 	struct freqctl *skel;
 	struct fc_maps maps;
 	struct fc_store *st;
@@ -41,8 +43,21 @@ const char *fc_bpf_unavailable(void);
 int fc_env_setup(void **state);
 int fc_env_teardown(void **state);
 
-/* Publishes the store to the maps, as sync does. */
+/* Publishes the store to the maps and the shm as a command does (what
+ * changed since the last publish), then checks that publishing everything
+ * (as freqctl sync does) finds nothing more to write. */
 void fc_env_publish(struct fc_env *env);
+/* Publishes everything, as freqctl sync does (what a test broke by hand is
+ * healed). */
+void fc_env_sync(struct fc_env *env);
+/* Publishes as a command does, nothing checked; true if only what changed
+ * was published. */
+bool fc_env_publish_changes(struct fc_env *env);
+/* Makes ban set name exactly bans (feed lines), lapsing in ttl seconds (0:
+ * never), as ban import --set does; then as fc_env_publish. */
+void fc_env_set(struct fc_env *env, const char *name, const char *const *bans, size_t n, int64_t ttl);
+/* The env's store, pin dir and shm as a command's context (node "test"). */
+struct fc_ctx fc_env_ctx(const struct fc_env *env);
 
 /* Bans text (ADDR[/LEN]) for ttl seconds (0 = no expiry) through store + sync. */
 void fc_env_ban(struct fc_env *env, const char *text, int64_t ttl);

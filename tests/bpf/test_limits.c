@@ -588,8 +588,18 @@ static void test_star_fast_path_follows_rule_changes(void **state)
 	assert_int_equal(fc_udp(env, false, "198.18.0.30", 3), 1);
 	fc_env_policy_del(env, 2);
 	assert_int_equal(fc_udp(env, false, "198.18.0.30", 3), 3);
-	/* The ip=* bucket kept counting through all of it: 5+3+3+1+3 of 100. */
-	assert_int_equal(fc_env_pstats(env, 1).passed.packets, 15);
+	/* A prefix policy, and a ban of a prefix shorter than /16 (fc_top4's
+	 * folded rule), each published by what changed alone. */
+	fc_env_policy(env, 3, "ip=198.18.0.0/20", "1/m", "burst=1");
+	assert_int_equal(fc_udp(env, true, "198.18.0.30", 3), 1);
+	fc_env_policy_del(env, 3);
+	assert_int_equal(fc_udp(env, true, "198.18.0.30", 3), 3);
+	fc_env_ban(env, "198.16.0.0/12", 0);
+	assert_int_equal(fc_udp(env, false, "198.18.0.30", 3), 0);
+	fc_env_unban(env, "198.16.0.0/12");
+	assert_int_equal(fc_udp(env, false, "198.18.0.30", 3), 3);
+	/* The ip=* bucket kept counting through all of it: 5+3+3+1+3+1+3+3 of 100. */
+	assert_int_equal(fc_env_pstats(env, 1).passed.packets, 22);
 }
 
 /* A flood of new sources: past the per-CPU cap they share the overflow
@@ -728,48 +738,71 @@ static void test_policy_digest(void **state)
 
 	/* Nothing changed, digest intact: the array is not even read. */
 	assert_int_equal(bpf_map_update_elem(env->maps.policies, &row.slot, &bad, BPF_ANY), 0);
-	fc_env_publish(env);
+	fc_env_sync(env);
 	assert_int_equal(bpf_map_lookup_elem(env->maps.policies, &row.slot, &now), 0);
 	assert_memory_equal(&now, &bad, sizeof(now));
 
 	/* As a publish cut short leaves it: the digest cleared, a slot half done. */
 	cfg.policies_digest = 0;
 	assert_int_equal(fc_config_write(&env->maps, &cfg, &err), 0);
-	fc_env_publish(env);
+	fc_env_sync(env);
 	assert_int_equal(bpf_map_lookup_elem(env->maps.policies, &row.slot, &now), 0);
 	assert_memory_equal(&now, &good, sizeof(now));
 	assert_int_equal(fc_config_read(&env->maps, &cfg, &err), 0);
 	assert_int_not_equal(cfg.policies_digest, 0);
 }
 
-/* A publisher diffs against what it wrote last only while no other publish
- * came since: another one clears publish_gen before it writes a map, and a
- * ban it removed (and did not live to record) is then found by a walk. */
-static void test_publish_gen(void **state)
+/* A publish writes only what changed since the change the maps are marked
+ * with: what is in the maps and not in the store stays (nothing walks the
+ * maps), until freqctl sync. A publish cut short (it cleared the mark and
+ * wrote part of a change) is redone whole by the next one. */
+static void test_publish_marks(void **state)
 {
 	struct fc_env *env = *state;
 	struct fc_frame_spec spec = { "198.18.0.7", IPPROTO_UDP };
 	uint8_t k[4] = { 198, 18, 0, 9 }, frame[FC_FRAME_MAX];
 	struct fc_rule r = { .flags = FC_RULE_BANNED };
-	size_t len;
+	struct fc_store_log log;
 	struct fc_config cfg;
 	struct fc_err err;
-	__u64 gen;
+	size_t len;
 
 	FC_REQUIRE_BPF();
 	fc_env_ban(env, "198.18.0.7", 0);
 	assert_int_equal(fc_config_read(&env->maps, &cfg, &err), 0);
-	assert_int_not_equal(cfg.publish_gen, 0);
-	gen = cfg.publish_gen;
-	/* Another publisher, cut short: it cleared the mark, then wrote a ban. */
-	cfg.publish_gen = 0;
-	assert_int_equal(fc_config_write(&env->maps, &cfg, &err), 0);
+	assert_int_equal(fc_store_log_head(env->st, &log, &err), 0);
+	assert_int_equal(cfg.store_id, log.id);
+	assert_int_equal(cfg.store_seq, log.head);
+
+	/* A stray entry, under an intact mark: a publish of another change
+	 * leaves it (it never looked), sync removes it. */
 	assert_int_equal(bpf_map_update_elem(env->maps.exact4, k, &r, BPF_ANY), 0);
-	fc_env_publish(env);
-	assert_int_not_equal(bpf_map_lookup_elem(env->maps.exact4, k, &r), 0); /* walked, and removed */
+	assert_int_equal(fc_store_ban_put(env->st, &(struct fc_ban_row){ .p = { 4, 32, { 198, 18, 0, 8 } } }, &err), 0);
+	assert_true(fc_env_publish_changes(env));
+	assert_int_equal(bpf_map_lookup_elem(env->maps.exact4, k, &r), 0);
+	assert_int_equal(bpf_map_lookup_elem(env->maps.exact4, (uint8_t[4]){ 198, 18, 0, 8 }, &r), 0);
+	fc_env_sync(env);
+	assert_int_not_equal(bpf_map_lookup_elem(env->maps.exact4, k, &r), 0);
+
+	/* Another publisher, cut short: it cleared the mark, then wrote a ban. */
 	assert_int_equal(fc_config_read(&env->maps, &cfg, &err), 0);
-	assert_int_not_equal(cfg.publish_gen, 0);
-	assert_int_not_equal(cfg.publish_gen, gen);
+	cfg.store_seq = 0;
+	assert_int_equal(fc_config_write(&env->maps, &cfg, &err), 0);
+	r.flags = FC_RULE_BANNED;
+	assert_int_equal(bpf_map_update_elem(env->maps.exact4, k, &r, BPF_ANY), 0);
+	fc_env_ban(env, "198.18.0.10", 0); /* a publish: everything, as nothing is known */
+	assert_int_not_equal(bpf_map_lookup_elem(env->maps.exact4, k, &r), 0);
+	assert_int_equal(fc_config_read(&env->maps, &cfg, &err), 0);
+	assert_int_equal(fc_store_log_head(env->st, &log, &err), 0);
+	assert_int_equal(cfg.store_seq, log.head);
+
+	/* Marked by another store: everything too. */
+	cfg.store_id ^= 1;
+	assert_int_equal(fc_config_write(&env->maps, &cfg, &err), 0);
+	r.flags = FC_RULE_BANNED;
+	assert_int_equal(bpf_map_update_elem(env->maps.exact4, k, &r, BPF_ANY), 0);
+	fc_env_unban(env, "198.18.0.10");
+	assert_int_not_equal(bpf_map_lookup_elem(env->maps.exact4, k, &r), 0);
 	len = fc_frame_build(&spec, frame);
 	assert_int_equal(fc_env_run(env, false, frame, len), XDP_DROP); /* the store's ban stayed */
 }
@@ -799,7 +832,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_table_full, fc_env_setup_small_lru, fc_env_teardown),
 		T(test_exact_under_race),
 		T(test_policy_digest),
-		T(test_publish_gen),
+		T(test_publish_marks),
 	};
 
 	return cmocka_run_group_tests_name("policies in the bpf programs (BPF_PROG_TEST_RUN)", tests, NULL, NULL);

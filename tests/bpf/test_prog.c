@@ -21,7 +21,9 @@
 #include <linux/pkt_cls.h>
 #include <bpf/bpf.h>
 
+#include "fc_change.h"
 #include "fc_prefix.h"
+#include "fc_stats.h"
 #include "fc_sync.h"
 #include "fc_test_bpf.h"
 
@@ -528,6 +530,75 @@ static void test_non_ip(void **state)
 	fc_check_counters(env, &exp);
 }
 
+static void fc_run_n(struct fc_env *env, const char *src, int n, int want, uint64_t *bytes)
+{
+	struct fc_frame_spec spec = { src, IPPROTO_UDP };
+	uint8_t frame[FC_FRAME_MAX];
+	size_t len = fc_frame_build(&spec, frame);
+	int i;
+
+	for (i = 0; i < n; i++)
+		assert_int_equal(fc_env_run(env, false, frame, len), want);
+	*bytes += (uint64_t)n * len;
+}
+
+/* Drops by ban source: an address held by several counts under the first
+ * (by hand, then the set made first); a deleted set's drops are gone, and
+ * its addresses count under what still holds them. stats reads them back by
+ * name. A set lapses as a whole after its TTL, lifting its bans. */
+static void test_set_counters(void **state)
+{
+	static const char *const a[] = { "198.18.0.7", "198.19.0.0/16" }, *const b[] = { "198.18.0.7", "2001:2::7" },
+				  *const c[] = { "198.18.0.50" };
+	struct fc_env *env = *state;
+	uint64_t bytes[4] = { 0 };
+	const struct fc_ctx ctx = fc_env_ctx(env);
+	struct fc_stats_all all;
+	struct fc_counter cnt;
+	struct fc_err err;
+	size_t members;
+
+	FC_REQUIRE_BPF();
+	fc_env_set(env, "a", a, 2, 0);
+	fc_env_set(env, "b", b, 2, 0);
+	fc_env_ban(env, "198.18.0.9", 0);
+	fc_env_ban(env, "2001:2::7", 0);
+	fc_run_n(env, "198.18.0.7", 3, XDP_DROP, &bytes[1]);  /* sets a and b: a's */
+	fc_run_n(env, "198.19.1.1", 2, XDP_DROP, &bytes[1]);  /* a's prefix */
+	fc_run_n(env, "198.18.0.9", 1, XDP_DROP, &bytes[0]);  /* by hand */
+	fc_run_n(env, "2001:2::7", 4, XDP_DROP, &bytes[0]);   /* by hand and set b: by hand */
+	fc_run_n(env, "198.18.0.8", 5, XDP_PASS, &bytes[3]);  /* no ban: no source counts */
+	assert_int_equal(fc_stats_gather(&ctx, &all, &err), 0);
+	assert_int_equal(all.nsources, 3);
+	assert_int_equal(all.sources[0].set, 0);
+	assert_string_equal(all.sources[1].name, "a");
+	assert_string_equal(all.sources[2].name, "b");
+	assert_int_equal(all.sources[0].dropped.packets, 5);
+	assert_int_equal(all.sources[0].dropped.bytes, bytes[0]);
+	assert_int_equal(all.sources[1].dropped.packets, 5);
+	assert_int_equal(all.sources[1].dropped.bytes, bytes[1]);
+	assert_int_equal(all.sources[2].dropped.packets, 0);
+	assert_int_equal(all.sources[1].bans, 2);
+	fc_stats_free(&all);
+
+	assert_int_equal(fc_change_set_del(&ctx, "a", &members, &err), 0);
+	assert_int_equal(members, 2);
+	fc_env_publish(env);
+	assert_int_equal(fc_setstats_read(&env->maps, 1, &cnt, &err), 0);
+	assert_int_equal(cnt.packets, 0); /* gone with its set */
+	fc_run_n(env, "198.18.0.7", 1, XDP_DROP, &bytes[2]); /* now b's */
+	fc_run_n(env, "198.19.1.1", 1, XDP_PASS, &bytes[3]); /* lifted with a */
+	assert_int_equal(fc_setstats_read(&env->maps, 2, &cnt, &err), 0);
+	assert_int_equal(cnt.packets, 1);
+	assert_int_equal(cnt.bytes, bytes[2]);
+
+	fc_env_set(env, "c", c, 1, 1);
+	fc_run_n(env, "198.18.0.50", 1, XDP_DROP, &bytes[3]);
+	sleep(3); /* the set lapses (its TTL lasts at least 1 s): the next publish lifts it */
+	fc_env_publish(env);
+	fc_run_n(env, "198.18.0.50", 1, XDP_PASS, &bytes[3]);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -542,6 +613,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_dressed_tc, fc_env_setup, fc_env_teardown),
 		cmocka_unit_test_setup_teardown(test_syn_unseen, fc_env_setup, fc_env_teardown),
 		cmocka_unit_test_setup_teardown(test_many_v6_prefixes, fc_env_setup, fc_env_teardown),
+		cmocka_unit_test_setup_teardown(test_set_counters, fc_env_setup, fc_env_teardown),
 		cmocka_unit_test(test_old_pins),
 	};
 

@@ -82,6 +82,15 @@ void fc_fuzz_ban(const char *text)
 		fc_fuzz_setup_fail(text, err.msg);
 }
 
+void fc_fuzz_unban(const char *text)
+{
+	char canon[FC_BAN_TEXT_LEN], held[FC_SETS_TEXT_LEN];
+	struct fc_err err;
+
+	if (fc_change_ban_del(fc_fuzz_ctx(), text, canon, held, &err))
+		fc_fuzz_setup_fail(text, err.msg);
+}
+
 void fc_fuzz_allow(const char *text)
 {
 	char canon[FC_BAN_TEXT_LEN];

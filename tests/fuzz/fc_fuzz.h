@@ -27,6 +27,8 @@ struct fc_policy_spec;
 void fc_fuzz_policy_spec(uint32_t id, const char *match, const char *rates, const char *opts,
 			 struct fc_policy_spec *p);
 void fc_fuzz_ban(const char *text);
+/* Lifts a ban by hand (a setup step: fails the run on error). */
+void fc_fuzz_unban(const char *text);
 /* An allow entry, as allow add takes it. */
 void fc_fuzz_allow(const char *text);
 

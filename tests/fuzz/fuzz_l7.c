@@ -256,6 +256,29 @@ static void *fc_seed_map(const char *path, size_t size, bool writable)
 	return p;
 }
 
+/* Leaves the live ban table's slot of 198.18.0.last as a writer killed
+ * half-way would: its seqlock odd. */
+static void fc_seed_half_written(const char *shm, uint8_t last)
+{
+	const uint8_t addr[16] = { 198, 18, 0, last };
+	struct fc_shm_ban_slot *tab;
+	struct fc_shm_header *h;
+	__u64 hash = fc_shm_ban_hash(4, 32, addr, 4);
+	__u32 step, i;
+	void *base = fc_seed_map(shm, FC_SHM_SIZE, true);
+
+	h = base;
+	tab = (struct fc_shm_ban_slot *)((char *)base + FC_SHM_BANS_OFF(FC_SHM_BAN_TABLE(h->ban_live)));
+	for (step = 0; step < FC_SHM_BAN_LEVELS + FC_SHM_BAN_PROBE; step++) {
+		i = fc_shm_ban_probe(hash, step);
+		if (tab[i].hash == hash && tab[i].family == 4) {
+			tab[i].ver |= 1;
+			break;
+		}
+	}
+	munmap(base, FC_SHM_SIZE);
+}
+
 /* A worker killed holding places: its record, its holds and the counts
  * they are in, as the published state file then holds them. */
 static void fc_seed_killed_worker(const char *shm, const char *state)
@@ -319,6 +342,11 @@ static void fc_make_seed(const char *path)
 	fc_fuzz_allow("uid=vip");
 	fc_fuzz_allow("198.18.1.0/24");
 	fc_fuzz_allow("2001:db8::8");
+	/* Changed in place: a tombstone, and a slot left half written. */
+	fc_fuzz_ban("198.18.0.10");
+	fc_fuzz_ban("198.18.0.11");
+	fc_fuzz_unban("198.18.0.10");
+	fc_seed_half_written(ctx->shm_path, 11);
 	snprintf(state, sizeof(state), "%s%s", ctx->shm_path, FC_SHM_STATE_SUFFIX);
 	fc_seed_killed_worker(ctx->shm_path, state);
 	out = fopen(path, "wb");

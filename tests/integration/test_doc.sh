@@ -242,7 +242,7 @@ offers() { # offers "EXPECTED" WORD...: exactly EXPECTED (words, any order)
 check "completion: freqctl pol -> policy" offers policy pol
 check "completion: freqctl policy a -> add" offers add policy a
 check "completion: freqctl policy add --ra -> --rate" offers --rate policy add --ra
-check "completion: freqctl ban -> add del import list" offers "add del import list" ban ""
+check "completion: freqctl ban -> add del import list sets" offers "add del import list sets" ban ""
 check "completion: freqctl --db X policy l -> list" offers list --db /nonexistent policy l
 check "completion: freqctl --s -> --shm --shm-group --shm-keys" offers "--shm --shm-group --shm-keys" --s
 check "completion: freqctl attach --mode xdp -> xdp xdp-generic" offers "xdp xdp-generic" attach --mode xdp
@@ -321,6 +321,9 @@ else
 		offers "7 31" --db "$db" --pin-dir "$pin" --shm "$shm" policy del ""
 	check "completion: keys 3 -> 31" offers 31 --db "$db" --pin-dir "$pin" --shm "$shm" keys 3
 	FREQCTL_DB=$db check "completion: FREQCTL_DB names the store too" offers "7 31" policy set ""
+	printf '198.18.0.1\n' | fcq ban import --set feed-a -
+	check "completion: ban list --set -> the store's ban sets" \
+		offers "feed-a" --db "$db" --pin-dir "$pin" --shm "$shm" ban list --set ""
 fi
 
 # --- the pages' examples ---------------------------------------------------

@@ -55,7 +55,7 @@ b import --dry-run "$dir/next.json" >"$dir/dry"
 out=$(cat "$dir/dry")
 check "--dry-run: a policy added, one changed" sh -c "grep -qxF '+ policy 11 uid=*' '$dir/dry' && grep -qx '~ policy 7 uid=u1024,arg:api=login' '$dir/dry'"
 check "... a ban removed, a node changed" sh -c "grep -qx -- '- ban 198.18.0.0/15' '$dir/dry' && grep -qx '~ node edge-1' '$dir/dry'"
-check "... and the summary" grep -q '^policy: 1 added, 1 changed, 0 removed; ban: 0 added, 0 changed, 1 removed; uid-ban: 0 added, 0 changed, 0 removed; node: 0 added, 1 changed, 0 removed; allow: 1 added, 1 changed, 0 removed (dry run: nothing changed)$' <<<"$out"
+check "... and the summary" grep -q '^policy: 1 added, 1 changed, 0 removed; ban: 0 added, 0 changed, 1 removed; uid-ban: 0 added, 0 changed, 0 removed; set: 0 added, 0 changed, 0 removed; node: 0 added, 1 changed, 0 removed; allow: 1 added, 1 changed, 0 removed (dry run: nothing changed)$' <<<"$out"
 check "... as JSON" jq_true '.policy.added == ["11 uid=*"] and .ban.removed == ["198.18.0.0/15"]' <<<"$(b import --dry-run --json "$dir/next.json")"
 b export >"$dir/b3.json"
 check "... and the store is as it was" cmp -s "$dir/b.json" "$dir/b3.json"

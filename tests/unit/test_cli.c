@@ -172,8 +172,8 @@ static const struct {
 } fc_usage_errors[] = {
 	{ { NULL }, "freqctl: missing command\nTry 'freqctl --help'.\n" },
 	{ { "frobnicate" }, "freqctl: unknown command 'frobnicate'\nTry 'freqctl --help'.\n" },
-	{ { "ban" }, "freqctl: ban: expected add, del, import or list\nTry 'freqctl --help'.\n" },
-	{ { "ban", "remove", "1.2.3.4" }, "freqctl: ban: expected add, del, import or list\nTry 'freqctl --help'.\n" },
+	{ { "ban" }, "freqctl: ban: expected add, del, import, list or sets\nTry 'freqctl --help'.\n" },
+	{ { "ban", "remove", "1.2.3.4" }, "freqctl: ban: expected add, del, import, list or sets\nTry 'freqctl --help'.\n" },
 	{ { "--bogus", "status" }, "freqctl: unknown global option '--bogus'\nTry 'freqctl --help'.\n" },
 	{ { "ban", "add" }, "freqctl ban add: missing argument: expected ADDR[/LEN]|uid=VALUE\nTry 'freqctl ban add --help'.\n" },
 	{ { "ban", "add", "1.2.3.4", "5.6.7.8" },
@@ -320,7 +320,7 @@ static void test_runtime_errors(void **state)
 	snprintf(want, sizeof(want),
 		 "freqctl: %s:3: \"198.18.0.300\": not a valid IPv4 address (expected dotted decimal a.b.c.d)\n"
 		 "freqctl: %s:6: \"10.0.0.1/8\": host bits set; did you mean 10.0.0.0/8?\n"
-		 "freqctl: %s:7: unexpected \"5.6.7.8\" after the address (one address or prefix per line)\n"
+		 "freqctl: %s:7: unexpected \"5.6.7.8\" after \"1.2.3.4\" (one address, CIDR or range per line; comments start with # or ;)\n"
 		 "freqctl: ban import %s: 3 invalid lines; nothing imported\n",
 		 path, path, path, path);
 	assert_string_equal(r.err, want);
@@ -364,8 +364,8 @@ static void test_runtime_errors(void **state)
 	fc_cli(&r, "import", path, NULL);
 	assert_int_equal(r.status, 1);
 	snprintf(want, sizeof(want),
-		 "freqctl: %s: policies[1] (id 1): id 1 given twice\n"
 		 "freqctl: %s: policies[2]: unknown key \"colour\"\n"
+		 "freqctl: %s: policies[1] (id 1): id 1 given twice\n"
 		 "freqctl: %s: policies[3] (id 3): uid=a is policy 1's match too\n"
 		 "freqctl: %s: bans[0]: \"10.0.0.1/8\": host bits set; did you mean 10.0.0.0/8?\n"
 		 "freqctl: %s: bans[1]: created, expires: expected unix seconds up to 9999999999 (expires may be null)\n"
@@ -389,7 +389,7 @@ static void test_runtime_errors(void **state)
 	fc_cli(&r, "import", path, NULL);
 	assert_int_equal(r.status, 1);
 	snprintf(want, sizeof(want),
-		 "freqctl: %s: expected {\"freqctl\": 1, \"policies\": [...], \"bans\": [...], \"nodes\": [...], "
+		 "freqctl: %s: expected {\"freqctl\": 2, \"policies\": [...], \"bans\": [...], \"sets\": [...], \"nodes\": [...], "
 		 "\"allows\": [...]} (see freqctl export)\n",
 		 path);
 	assert_string_equal(r.err, want);

@@ -16,6 +16,8 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <signal.h>
+#include <time.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
@@ -426,6 +428,213 @@ static void test_allow_entries(void **state)
 	for (i = 0; i < FC_SHM_BAN_SLOTS; i++)
 		if (tab[i].seq == FC_SHM_BAN_STAMP(h->ban_live) && (tab[i].hash == fnv_vip || tab[i].hash == fnv_evil))
 			fail_msg("ban table slot %zu: a uid's tag is its unkeyed FNV-1a hash", i);
+}
+
+/* Publishes what changed since the shm's mark, as a command does (all of
+ * it when the mark says nothing), and marks the shm; the maps stay as they
+ * are (an index built before sees the bans change in place). 1: only what
+ * changed was published, 0: all, -1: failed (err). No cmocka assertion: a
+ * forked writer runs it. */
+static int fc_publish_shm(struct fc_t *t, struct fc_err *err)
+{
+	struct fc_store_log log;
+	struct fc_shm_result res;
+	struct fc_delta d;
+	uint64_t id, seq;
+	int rc = 1;
+
+	if (fc_store_log_head(t->st, &log, err) < 0)
+		return -1;
+	fc_shm_marked(t->shm, &id, &seq);
+	if (id == log.id && seq) {
+		if (fc_store_delta(t->st, seq, log.head, 1, "test", &d, err) < 0)
+			return -1;
+		rc = fc_shm_publish_delta(t->shm, NULL, t->keys, t->st, &d, 1, 1, log.id, seq, &res, err);
+		fc_delta_free(&d);
+		if (rc < 0)
+			return -1;
+	}
+	if ((rc && fc_shm_publish(t->shm, NULL, t->keys, t->st, 1, 1, &res, err) < 0) ||
+	    fc_shm_mark(t->shm, log.id, log.head, err) < 0)
+		return -1;
+	return rc == 0;
+}
+
+static bool fc_publish_changes(struct fc_t *t)
+{
+	struct fc_err err;
+	int rc = fc_publish_shm(t, &err);
+
+	if (rc < 0)
+		fail_msg("%s", err.msg);
+	if (!t->base) {
+		fc_map(t->shm, &t->base, &t->size);
+		fc_map(t->state_path, &t->state, &t->state_size);
+	}
+	return rc == 1;
+}
+
+static int fc_ip_ban_try(struct fc_store *st, int i, int64_t expires, bool put, struct fc_err *err)
+{
+	struct fc_ban_row br = { .created = 1, .expires = expires };
+	bool found;
+
+	br.p = (struct fc_prefix){ .family = 4, .len = 32, .a = { 10, 9, (uint8_t)(i >> 8), (uint8_t)i } };
+	return put ? fc_store_ban_put(st, &br, err) : fc_store_ban_del(st, &br.p, &found, err);
+}
+
+static void fc_ip_ban(struct fc_t *t, int i, int64_t expires, bool put)
+{
+	struct fc_err err;
+
+	if (fc_ip_ban_try(t->st, i, expires, put, &err) < 0)
+		fail_msg("%s", err.msg);
+}
+
+static void fc_ip_req(int i, char req[32])
+{
+	snprintf(req, 32, "ip=10.9.%d.%d", (i >> 8) & 255, i & 255);
+}
+
+/* The bans that should hold: banned[i] for 10.9.x.y = i. */
+static void fc_bans_hold(struct fc_t *t, const bool *banned, int n)
+{
+	char req[32];
+	int i;
+
+	for (i = 0; i < n; i++) {
+		fc_ip_req(i, req);
+		if (fc_decide(t, req, T0, NULL) != (banned[i] ? FC_L7_BANNED : FC_L7_PASS))
+			fail_msg("%s: %s", req, banned[i] ? "not banned" : "banned");
+	}
+}
+
+/* Bans changed in place: lifted ones become tombstones that probe
+ * sequences go through, new ones take tombstones or free slots, a new
+ * expiry is rewritten in its slot; an index built before sees it all, the
+ * config block untouched. Once tombstones are many the table is rebuilt
+ * into the other one. A slot left half written (its seqlock odd) is no ban,
+ * and no hang, and keeps no other ban from being found. */
+static void test_ban_in_place(void **state)
+{
+	enum { N = 20000 };
+	struct fc_t *t = *state;
+	const struct fc_shm_header *h;
+	struct fc_shm_ban_slot *tab;
+	static bool banned[N];
+	struct fc_err err;
+	uint64_t seq, live;
+	uint32_t i, k;
+
+	fc_policy(t, 1, "uid=u1", "3/m", "drop", 0, 0);
+	assert_int_equal(fc_store_begin(t->st, &err), 0);
+	for (i = 0; i < N; i++)
+		fc_ip_ban(t, (int)i, 0, banned[i] = true);
+	assert_int_equal(fc_store_commit(t->st, &err), 0);
+	assert_false(fc_publish_changes(t)); /* nothing known yet: all */
+	assert_int_equal(fc_build(t, t->base, t->size), 0);
+	h = t->base;
+	seq = t->ix.seq;
+	live = h->ban_live;
+
+	/* Lift 3,000 (tombstones), ban 1,000 of them again, 500 others for a
+	 * while (expired at T0), 500 others for longer. */
+	for (i = 0; i < 3000; i++)
+		fc_ip_ban(t, (int)(i * 5), 0, banned[i * 5] = false);
+	assert_true(fc_publish_changes(t));
+	assert_int_equal(h->ban_dead, 3000);
+	fc_bans_hold(t, banned, N);
+	for (i = 0; i < 1000; i++)
+		fc_ip_ban(t, (int)(i * 15), 0, banned[i * 15] = true);
+	for (i = 0; i < 500; i++) {
+		fc_ip_ban(t, (int)(i * 7 + 1), (int64_t)(T0 / SEC) - 60, true);
+		banned[i * 7 + 1] = false;
+		fc_ip_ban(t, (int)(i * 7 + 2), (int64_t)(T0 / SEC) + 60, banned[i * 7 + 2] = true);
+	}
+	assert_true(fc_publish_changes(t));
+	fc_bans_hold(t, banned, N);
+	assert_true(h->ban_dead <= 2000);
+	assert_int_equal(h->ban_live, live); /* in place */
+	assert_int_equal(h->seq, seq);       /* no new block: no worker rebuilds */
+	assert_int_equal(h->ban_dirty, 0);
+
+	/* Half written: a banned address's slot with its seqlock odd. */
+	tab = (struct fc_shm_ban_slot *)((char *)t->base + FC_SHM_BANS_OFF(FC_SHM_BAN_TABLE(live)));
+	for (k = 0; k < FC_SHM_BAN_SLOTS && !(tab[k].seq == FC_SHM_BAN_STAMP(live) && tab[k].family == 4); k++)
+		;
+	assert_true(k < FC_SHM_BAN_SLOTS);
+	tab[k].ver |= 1;
+	i = (uint32_t)tab[k].addr[2] << 8 | tab[k].addr[3];
+	banned[i] = false;
+	fc_bans_hold(t, banned, N);
+	tab[k].ver++;
+	banned[i] = true;
+	fc_bans_hold(t, banned, N);
+
+	/* Many tombstones: rebuilt into the other table, all still right. */
+	for (i = 0; i < N; i += 2)
+		fc_ip_ban(t, (int)i, 0, banned[i] = false);
+	assert_true(fc_publish_changes(t));
+	assert_int_not_equal(h->ban_live, live);
+	assert_int_equal(h->ban_dead, 0);
+	fc_bans_hold(t, banned, N);
+}
+
+/* Readers never see a torn slot: a writer rewrites the expiries of bans
+ * that stay (and lifts and bans others around them) as fast as it can
+ * publish, while a reader checks that the bans hold, every time. */
+static void test_ban_in_place_race(void **state)
+{
+	enum { N = 512 };
+	struct fc_t *t = *state;
+	struct fc_store *st;
+	struct fc_err err;
+	char req[32];
+	pid_t pid;
+	int i, n, status, bad = 0, rounds = 0;
+	uint64_t until;
+	struct timespec ts;
+
+	assert_int_equal(fc_store_begin(t->st, &err), 0);
+	for (i = 0; i < N; i++)
+		fc_ip_ban(t, i, 0, true);
+	assert_int_equal(fc_store_commit(t->st, &err), 0);
+	fc_publish_changes(t);
+	assert_int_equal(fc_build(t, t->base, t->size), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) { /* the writer, on a connection of its own */
+		if (fc_store_open(t->db, &st, &err) < 0)
+			_exit(1);
+		t->st = st; /* the parent's connection is not the child's to use, nor to close */
+		for (n = 0; n < 40; n++) {
+			bad = fc_store_begin(t->st, &err);
+			for (i = 0; i < N && !bad; i++) /* the even ones stay banned, with another expiry */
+				bad = fc_ip_ban_try(t->st, i, i % 2 ? 0 : (int64_t)(T0 / SEC) + 3600 + n, i % 2 == 0 || n % 2, &err);
+			if (bad || fc_store_commit(t->st, &err) < 0 || fc_publish_shm(t, &err) < 0) {
+				fprintf(stderr, "writer: %s\n", err.msg);
+				_exit(1);
+			}
+		}
+		_exit(0);
+	}
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	until = (uint64_t)ts.tv_sec + 20;
+	while (waitpid(pid, &status, WNOHANG) == 0 && (uint64_t)ts.tv_sec < until) {
+		for (i = 0; i < N; i += 2, rounds++) {
+			fc_ip_req(i, req);
+			bad += fc_decide(t, req, T0, NULL) != FC_L7_BANNED;
+		}
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+	}
+	if ((uint64_t)ts.tv_sec >= until) {
+		kill(pid, SIGKILL);
+		waitpid(pid, &status, 0);
+	}
+	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	print_message("%d lookups while the writer changed them, %d missed\n", rounds, bad);
+	assert_int_equal(bad, 0);
+	assert_true(rounds > N);
 }
 
 /* Editing limits keeps a slot's state; a new match starts afresh; a
@@ -2446,6 +2655,8 @@ int main(void)
 		T(test_republish),
 		T(test_ban_table),
 		T(test_allow_entries),
+		T(test_ban_in_place),
+		T(test_ban_in_place_race),
 		T(test_corruption),
 		T(test_truncation),
 		T(test_exact_across_processes),

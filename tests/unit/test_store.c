@@ -332,7 +332,7 @@ static void test_newer_schema_refused(void **state)
 	fc_raw_sql(t, "PRAGMA user_version = 99", "UPDATE meta SET value = 99 WHERE key = 'schema'");
 	assert_int_equal(fc_store_open(t->path, &st, &err), -1);
 	snprintf(want, sizeof(want), "store %s: schema version 99 is newer than this freqctl knows (%d)", t->path,
-		 t->pg ? 7 : 11);
+		 t->pg ? 8 : 12);
 	assert_string_equal(err.msg, want);
 }
 
@@ -657,6 +657,131 @@ static void test_version(void **state)
 }
 
 /* The cases both backends run, each on a fresh store made by setup. */
+/* Policies written before the address columns (ip_*) existed, or by a
+ * script that left them empty: filled once when the store is opened, so a
+ * prefix finds the policies it covers, and its own. */
+static void test_policy_ip_fill(void **state)
+{
+	struct fc_t *t = *state;
+	struct fc_policy_spec a = fc_spec(5, "ip=198.18.0.0/24", "10/s"), b = fc_spec(6, "ip=198.18.0.7", "10/s"),
+			      c = fc_spec(7, "uid=u1", "10/s");
+	struct fc_policy_row row;
+	struct fc_key_rule *rows = NULL;
+	struct fc_prefix p = fc_row("198.18.0.0/16", 0, 0).p;
+	struct fc_err err;
+	size_t n = 0, i;
+
+	fc_policy_put_ok(t->st, &a, &row);
+	fc_policy_put_ok(t->st, &b, &row);
+	fc_policy_put_ok(t->st, &c, &row);
+	fc_store_close(t->st);
+	t->st = NULL;
+	fc_raw_sql(t, "UPDATE policies SET ip_family = NULL, ip_addr = NULL, ip_len = NULL;"
+		      "UPDATE meta SET value = 0 WHERE key = 'policy_ip'",
+		   "UPDATE policies SET ip_family = NULL, ip_addr = NULL, ip_len = NULL;"
+		   "UPDATE meta SET value = 0 WHERE key = 'policy_ip'");
+	if (fc_store_open(t->path, &t->st, &err) < 0)
+		fail_msg("%s", err.msg);
+	assert_int_equal(fc_store_prefix_rules(t->st, &p, 0, &rows, &n, &err), 0);
+	assert_true(n > 0); /* the /24's (maybe twice: the caller keeps what it needs) */
+	for (i = 0; i < n; i++) {
+		assert_int_equal(rows[i].src, FC_SRC_POLICY);
+		assert_int_equal(rows[i].p.len, 24); /* exact addresses are not prefixes */
+	}
+	free(rows);
+}
+
+/* The triggers and functions of the change log, as a store of the schema
+ * before it (SQLite v11, PostgreSQL v7) has none of them. */
+#define FC_SQ_DROP_LOG(t) "DROP TRIGGER " t "_log_ins; DROP TRIGGER " t "_log_upd; DROP TRIGGER " t "_log_del;"
+
+/* A store of main's last schema before the change log (SQLite v11 with
+ * --concurrency, --warmup, allow lists and --override, PostgreSQL v7), with
+ * a ban, an allow entry and policies in it, is upgraded in place when
+ * opened: its rows kept, its policies' address columns filled, its changes
+ * logged from then on (an allow entry's too). */
+static void test_migrate_from_warmup(void **state)
+{
+	struct fc_t *t = *state;
+	struct fc_policy_spec a = fc_spec(5, "ip=198.18.0.0/24", "10/s"), b = fc_spec(6, "uid=u1", "10/s");
+	struct fc_prefix p = fc_row("198.18.0.0/16", 0, 0).p;
+	struct fc_store_log log, after;
+	struct fc_key_rule *rows = NULL;
+	struct fc_allow_row al = { .created = 1 }, *allows = NULL;
+	struct fc_policy_row row;
+	struct fc_delta d = { 0 };
+	struct fc_err err;
+	bool found, existed;
+	size_t n = 0;
+
+	b.warmup = 10;
+	b.concurrency = 3;
+	b.override = true;
+	fc_put(t->st, "198.18.7.7", 1, 0);
+	assert_int_equal(fc_prefix_parse("198.18.9.0/24", &al.p, &err), 0);
+	assert_int_equal(fc_store_allow_put(t->st, &al, 0, &existed, &err), 0);
+	fc_policy_put_ok(t->st, &a, &row);
+	fc_policy_put_ok(t->st, &b, &row);
+	fc_store_close(t->st);
+	t->st = NULL;
+	fc_raw_sql(t,
+		   FC_SQ_DROP_LOG("bans") FC_SQ_DROP_LOG("set_bans") FC_SQ_DROP_LOG("uid_bans")
+		   FC_SQ_DROP_LOG("policies") FC_SQ_DROP_LOG("nodes") FC_SQ_DROP_LOG("ban_sets")
+		   FC_SQ_DROP_LOG("allows")
+		   "DROP TABLE changes; DROP TABLE set_bans; DROP TABLE ban_sets;"
+		   "DROP INDEX policies_ip; DROP INDEX policies_pfx4; DROP INDEX policies_pfx6;"
+		   "DROP INDEX bans_pfx4; DROP INDEX bans_pfx6; DROP INDEX uid_bans_expires;"
+		   "ALTER TABLE policies DROP COLUMN ip_family; ALTER TABLE policies DROP COLUMN ip_addr;"
+		   "ALTER TABLE policies DROP COLUMN ip_len;"
+		   "DELETE FROM meta WHERE key IN ('store_id', 'log_pruned', 'policy_ip');"
+		   "PRAGMA user_version = 11",
+		   "DROP TABLE changes; DROP TABLE set_bans CASCADE; DROP TABLE ban_sets CASCADE;"
+		   "DROP FUNCTION freqctl_lock, freqctl_log_reset, freqctl_log_key, freqctl_log_uid, freqctl_log_policy,"
+		   "  freqctl_log_node, freqctl_log_set, freqctl_log_allow CASCADE;"
+		   "DROP INDEX bans_pfx4, bans_pfx6, uid_bans_expires;"
+		   "ALTER TABLE policies DROP COLUMN ip_family, DROP COLUMN ip_addr, DROP COLUMN ip_len;"
+		   "DELETE FROM meta WHERE key IN ('store_id', 'log_pruned', 'policy_ip');"
+		   "UPDATE meta SET value = 7 WHERE key = 'schema'");
+	if (fc_store_open(t->path, &t->st, &err) < 0)
+		fail_msg("%s", err.msg);
+	assert_int_equal(live_bans(t->st, 0), 1);
+	assert_int_equal(fc_store_policy_get(t->st, 6, &row, &found, &err), 0);
+	assert_true(found);
+	assert_int_equal(row.spec.warmup, 10);
+	assert_int_equal(row.spec.concurrency, 3);
+	assert_true(row.spec.override);
+	assert_int_equal(fc_store_allow_list(t->st, 0, &allows, &n, &err), 0);
+	assert_int_equal(n, 1);
+	free(allows);
+	assert_int_equal(fc_store_prefix_rules(t->st, &p, 0, &rows, &n, &err), 0);
+	assert_true(n > 0); /* the /24's policy, its address columns filled */
+	assert_int_equal(rows[0].src, FC_SRC_POLICY);
+	free(rows);
+	assert_int_equal(fc_store_log_head(t->st, &log, &err), 0);
+	assert_int_not_equal(log.id, 0);
+	fc_put(t->st, "198.18.7.8", 1, 0);
+	assert_int_equal(fc_store_log_head(t->st, &after, &err), 0);
+	assert_int_equal(after.id, log.id);
+	assert_true(after.head > log.head);
+	if (fc_store_delta(t->st, log.head, after.head, 0, "test", &d, &err) < 0)
+		fail_msg("%s", err.msg);
+	assert_true(d.nkeys > 0); /* the key, and the ban on it */
+	for (n = 0; n < d.nkeys; n++)
+		assert_int_equal(d.keys[n].p.a[3], 8);
+	assert_false(d.allows);
+	fc_delta_free(&d);
+	/* An allow entry's change is logged, and not as a key's: it is
+	 * published by publishing everything. */
+	al.p.a[2] = 10;
+	assert_int_equal(fc_store_allow_put(t->st, &al, 0, &existed, &err), 0);
+	assert_int_equal(fc_store_log_head(t->st, &log, &err), 0);
+	if (fc_store_delta(t->st, after.head, log.head, 0, "test", &d, &err) < 0)
+		fail_msg("%s", err.msg);
+	assert_true(d.allows);
+	assert_int_equal(d.nkeys, 0);
+	fc_delta_free(&d);
+}
+
 #define FC_STORE_CASES(setup)                                                   \
 	cmocka_unit_test_setup_teardown(test_round_trip, setup, fc_teardown),          \
 	cmocka_unit_test_setup_teardown(test_replace_and_delete, setup, fc_teardown),  \
@@ -669,7 +794,9 @@ static void test_version(void **state)
 	cmocka_unit_test_setup_teardown(test_policies, setup, fc_teardown),            \
 	cmocka_unit_test_setup_teardown(test_policy_corrupt, setup, fc_teardown),      \
 	cmocka_unit_test_setup_teardown(test_nodes, setup, fc_teardown),               \
-	cmocka_unit_test_setup_teardown(test_version, setup, fc_teardown)
+	cmocka_unit_test_setup_teardown(test_version, setup, fc_teardown),             \
+	cmocka_unit_test_setup_teardown(test_policy_ip_fill, setup, fc_teardown),      \
+	cmocka_unit_test_setup_teardown(test_migrate_from_warmup, setup, fc_teardown)
 
 /* A kept connection serves one use after another; a SQLite file moved away
  * is reported gone (nothing made in its place), and another file put there

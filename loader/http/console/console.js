@@ -362,7 +362,8 @@ const LISTS = {
     path: '/api/bans', key: 'ban', prefix: 'b-', fields: ['ban', 'ttl'], empty: 'no-bans',
     form: 'ban-form', general: 'banform', del: 'Lift', delLabel: 'Lift the ban on ',
     added: 'Banned ', deleted: 'Lifted the ban on ',
-    last: (b) => (b.escalated_by_policy ? 'escalated by policy ' + b.escalated_by_policy : 'manual') +
+    last: (b) => (b.set ? 'set ' + b.set : b.escalated_by_policy ? 'escalated by policy ' + b.escalated_by_policy :
+      'by hand') +
       (b.allowed_by ? '; overridden by allow ' + b.allowed_by : ''),
   },
   allows: {
@@ -392,15 +393,19 @@ function renderList(name) {
   for (const b of state[name]) {
     const text = b[l.key];
     const tr = document.createElement('tr');
-    const del = el('button', l.del, 'secondary danger');
-    del.type = 'button';
-    del.setAttribute('aria-label', l.delLabel + text);
-    del.addEventListener('click', () => confirmThen(del, () => deleteEntry(name, text)));
     const actions = el('td');
-    actions.append(del);
+    /* A set's bans are lifted with their set (freqctl ban del --set NAME). */
+    if (!b.set) {
+      const del = el('button', l.del, 'secondary danger');
+      del.type = 'button';
+      del.setAttribute('aria-label', l.delLabel + text);
+      del.addEventListener('click', () => confirmThen(del, () => deleteEntry(name, text)));
+      actions.append(del);
+    }
     tr.append(el('td', text, 'match'), el('td', b.kind), el('td', b.expires || 'never'),
       el('td', '', 'remaining'), el('td', l.last(b)), actions);
     tr.dataset[l.key] = text;
+    if (b.set) tr.dataset.set = b.set;
     body.append(tr);
   }
   $(l.empty).hidden = state[name].length > 0;

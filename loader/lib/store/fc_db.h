@@ -21,6 +21,34 @@
 #define FC_SQL_STR(x) FC_SQL_STR_(x)
 #define FC_SQL_SLOT_CHECK "CHECK (slot BETWEEN 1 AND " FC_SQL_STR(FC_MAX_POLICIES) ")"
 
+/* The indexes by which fc_store.c finds the rules on the prefixes around a
+ * prefix (its INDEXED BY names them), and the uid bans that expire: the
+ * same in both backends' schemas (SQLite 10, PostgreSQL 6). */
+#define FC_SQL_RULE_INDEXES                                                                                  \
+	"CREATE INDEX policies_ip ON policies (ip_family, ip_addr, ip_len) WHERE ip_family IS NOT NULL;"      \
+	"CREATE INDEX policies_pfx4 ON policies (ip_addr, ip_len) WHERE ip_family = 4 AND ip_len < 32;"      \
+	"CREATE INDEX policies_pfx6 ON policies (ip_addr, ip_len) WHERE ip_family = 6 AND ip_len < 128;"     \
+	"CREATE INDEX bans_pfx4 ON bans (addr, len) WHERE family = 4 AND len < 32;"                          \
+	"CREATE INDEX bans_pfx6 ON bans (addr, len) WHERE family = 6 AND len < 128;"                         \
+	"CREATE INDEX uid_bans_expires ON uid_bans (expires) WHERE expires IS NOT NULL;"
+#define FC_SQL_SET_INDEXES                                                                                   \
+	"CREATE INDEX set_bans_pfx4 ON set_bans (addr, len) WHERE family = 4 AND len < 32;"                  \
+	"CREATE INDEX set_bans_pfx6 ON set_bans (addr, len) WHERE family = 6 AND len < 128;"
+
+/* What the change log records of a row of each logged table, in both
+ * backends' triggers: the columns, and their values from row R (OLD or NEW). */
+#define FC_LOG_COLS_KEY      "(kind, family, addr, len)"
+#define FC_LOG_ROW_KEY(R)    "('ban', " R ".family, " R ".addr, " R ".len)"
+#define FC_LOG_COLS_UID      "(kind, txt)"
+#define FC_LOG_ROW_UID(R)    "('uid', " R ".uid)"
+#define FC_LOG_COLS_POLICY   "(kind, family, addr, len, txt, id, slot, layer)"
+#define FC_LOG_ROW_POLICY(R) "('policy', " R ".ip_family, " R ".ip_addr, " R ".ip_len, " R ".match, " R ".id, " R \
+			     ".slot, " R ".layer)"
+#define FC_LOG_COLS_ALLOW    "(kind, family, addr, len, txt)"
+#define FC_LOG_ROW_ALLOW(R)  "('allow', " R ".family, " R ".addr, " R ".len, " R ".uid)"
+#define FC_LOG_COLS_NODE     "(kind, txt)"
+#define FC_LOG_ROW_NODE(R)   "('node', " R ".name)"
+
 enum fc_val_type {
 	FC_VAL_NULL,
 	FC_VAL_INT,
@@ -42,8 +70,9 @@ struct fc_val {
 #define FC_REAL(v) ((struct fc_val){ .type = FC_VAL_REAL, .r = (v) })
 #define FC_TEXT(v) ((struct fc_val){ .type = FC_VAL_TEXT, .p = (v) })
 #define FC_BLOB(v, n) ((struct fc_val){ .type = FC_VAL_BLOB, .p = (v), .len = (n) })
+#define FC_NULL    ((struct fc_val){ .type = FC_VAL_NULL })
 /* v if nonzero, else SQL NULL. */
-#define FC_INT_OR_NULL(v) ((v) ? FC_INT(v) : (struct fc_val){ .type = FC_VAL_NULL })
+#define FC_INT_OR_NULL(v) ((v) ? FC_INT(v) : FC_NULL)
 
 struct fc_db;
 

@@ -11,10 +11,26 @@
 #include <libpq-fe.h>
 
 #include "fc_db.h"
+#include "fc_dl.h"
 
-#define FC_PG_LOCK    "SELECT pg_advisory_xact_lock(7382915460172)" /* any constant, freqctl's own */
+#define FC_PG_LOCK_FN "pg_advisory_xact_lock(7382915460172)" /* any constant, freqctl's own */
+#define FC_PG_LOCK    "SELECT " FC_PG_LOCK_FN
 #define FC_PG_CHANNEL "freqctl"
-#define FC_PG_ARGS    21 /* the most a statement binds: a policy row's columns */
+#define FC_PG_ARGS    160 /* the most a statement takes: an IPv6 prefix's ancestors */
+
+
+/* libpq, loaded when a PostgreSQL store is first opened (fc_dl.h): a
+ * command on a SQLite store does not load it, nor what it pulls in. */
+#define FC_PQ_FUNCS(X) \
+	X(PQclear) X(PQcmdTuples) X(PQconnectdbParams) X(PQconsumeInput) X(PQerrorMessage) X(PQexec) \
+	X(PQexecPrepared) X(PQfinish) X(PQfreemem) X(PQgetisnull) X(PQgetvalue) X(PQnotifies) X(PQntuples) \
+	X(PQprepare) X(PQresultErrorMessage) X(PQresultStatus) X(PQsetNoticeProcessor) X(PQsocket) \
+	X(PQstatus) X(PQtransactionStatus) X(PQunescapeBytea)
+static struct {
+	FC_PQ_FUNCS(FC_DL_PTR)
+} fc_pq;
+static const char *const fc_pq_names[] = { FC_PQ_FUNCS(FC_DL_NAME) };
+static struct fc_dl fc_pq_dl = FC_DL_INIT("libpq.so.5", fc_pq_names, fc_pq);
 
 /* Schema versions; version i + 1 is reached by fc_pg_schema[i]. */
 static const char fc_pg_schema_v1[] =
@@ -96,8 +112,71 @@ static const char fc_pg_schema_allows[] =
 /* --override: 1; NULL = not (as SQLite's fc_schema_override). */
 static const char fc_pg_schema_override[] = "ALTER TABLE policies ADD COLUMN override smallint CHECK (override = 1);";
 
+/* The change log and ban sets (as SQLite's fc_schema_log; after the allows
+ * and override steps). Every statement
+ * that changes a logged table first takes the writers' lock, so changes are
+ * numbered in commit order whoever writes them (nextval is not ordered by
+ * commit otherwise); a TRUNCATE logs a reset: publishers start over. */
+static const char fc_pg_schema_log[] =
+	"CREATE TABLE changes ("
+	"  seq    bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,"
+	"  kind   text NOT NULL,"
+	"  family smallint, addr bytea, len smallint,"
+	"  txt    text,"
+	"  id     bigint,"
+	"  slot   bigint,"
+	"  layer  text);"
+	"INSERT INTO meta VALUES ('store_id', floor(random() * 9007199254740991)::bigint | 1),"
+	"  ('log_pruned', 0), ('policy_ip', 0);"
+	"ALTER TABLE policies ADD COLUMN ip_family smallint, ADD COLUMN ip_addr bytea, ADD COLUMN ip_len smallint;"
+	FC_SQL_RULE_INDEXES
+	"CREATE TABLE ban_sets ("
+	"  id      bigint PRIMARY KEY CHECK (id BETWEEN 1 AND " FC_SQL_STR(FC_MAX_SETS) "),"
+	"  name    text   NOT NULL UNIQUE,"
+	"  created bigint NOT NULL,"
+	"  updated bigint NOT NULL,"
+	"  expires bigint,"
+	"  size    bigint NOT NULL DEFAULT 0);"
+	"CREATE TABLE set_bans ("
+	"  family  smallint NOT NULL CHECK (family IN (4, 6)),"
+	"  addr    bytea    NOT NULL,"
+	"  len     smallint NOT NULL,"
+	"  set_id  bigint   NOT NULL,"
+	"  created bigint   NOT NULL,"
+	"  PRIMARY KEY (family, addr, len, set_id));"
+	"CREATE INDEX set_bans_set ON set_bans (set_id, family, addr, len);"
+	FC_SQL_SET_INDEXES
+	"CREATE FUNCTION freqctl_lock() RETURNS trigger LANGUAGE plpgsql AS"
+	"  $$BEGIN PERFORM " FC_PG_LOCK_FN "; RETURN NULL; END$$;"
+	"CREATE FUNCTION freqctl_log_reset() RETURNS trigger LANGUAGE plpgsql AS"
+	"  $$BEGIN INSERT INTO changes (kind) VALUES ('reset'); RETURN NULL; END$$;"
+/* A row function: logs OLD (update, delete) and NEW (insert, update) as vals. */
+#define FC_PG_LOG_FN(name, cols, old, new)                                                                 \
+	"CREATE FUNCTION freqctl_log_" name "() RETURNS trigger LANGUAGE plpgsql AS $$BEGIN"                \
+	"  IF TG_OP <> 'INSERT' THEN INSERT INTO changes " cols " VALUES " old "; END IF;"                 \
+	"  IF TG_OP <> 'DELETE' THEN INSERT INTO changes " cols " VALUES " new "; END IF;"                 \
+	"  RETURN NULL; END$$;"
+#define FC_PG_LOG_FN_OF(name, what) FC_PG_LOG_FN(name, FC_LOG_COLS_##what, FC_LOG_ROW_##what("OLD"), FC_LOG_ROW_##what("NEW"))
+	FC_PG_LOG_FN_OF("key", KEY) FC_PG_LOG_FN_OF("uid", UID) FC_PG_LOG_FN_OF("allow", ALLOW)
+	FC_PG_LOG_FN_OF("policy", POLICY)
+	FC_PG_LOG_FN_OF("node", NODE)
+	"CREATE FUNCTION freqctl_log_set() RETURNS trigger LANGUAGE plpgsql AS $$BEGIN"
+	"  INSERT INTO changes (kind, txt, id) VALUES ('set', CASE TG_OP WHEN 'INSERT' THEN 'new' WHEN 'UPDATE'"
+	"    THEN 'upd' ELSE 'del' END, CASE TG_OP WHEN 'DELETE' THEN OLD.id ELSE NEW.id END);"
+	"  RETURN NULL; END$$;"
+#define FC_PG_LOG(t, fn)                                                                                  \
+	"CREATE TRIGGER " t "_lock BEFORE INSERT OR UPDATE OR DELETE OR TRUNCATE ON " t " "                 \
+	"FOR EACH STATEMENT EXECUTE FUNCTION freqctl_lock();"                                              \
+	"CREATE TRIGGER " t "_log AFTER INSERT OR UPDATE OR DELETE ON " t " "                              \
+	"FOR EACH ROW EXECUTE FUNCTION freqctl_log_" fn "();"                                             \
+	"CREATE TRIGGER " t "_reset AFTER TRUNCATE ON " t " FOR EACH STATEMENT EXECUTE FUNCTION freqctl_log_reset();"
+	FC_PG_LOG("bans", "key") FC_PG_LOG("set_bans", "key") FC_PG_LOG("uid_bans", "uid") FC_PG_LOG("allows", "allow")
+	FC_PG_LOG("policies", "policy") FC_PG_LOG("nodes", "node") FC_PG_LOG("ban_sets", "set")
+	FC_PG_TRIGGER("set_bans") FC_PG_TRIGGER("ban_sets");
+
 static const char *const fc_pg_schema[] = { fc_pg_schema_v1, fc_pg_schema_v2, fc_pg_schema_v3, fc_pg_schema_v4,
-					    fc_pg_schema_v5, fc_pg_schema_allows, fc_pg_schema_override };
+					    fc_pg_schema_v5, fc_pg_schema_allows, fc_pg_schema_override,
+					    fc_pg_schema_log };
 #define FC_PG_SCHEMA_VERSION ((int64_t)(sizeof(fc_pg_schema) / sizeof(fc_pg_schema[0])))
 
 struct fc_db_pg {
@@ -119,7 +198,7 @@ static int fc_pg_fail(struct fc_db_pg *d, struct fc_err *err, const char *what)
 {
 	char msg[FC_ERR_LEN];
 
-	snprintf(msg, sizeof(msg), "%s", d->conn ? PQerrorMessage(d->conn) : "out of memory");
+	snprintf(msg, sizeof(msg), "%s", d->conn ? fc_pq.PQerrorMessage(d->conn) : "out of memory");
 	msg[strcspn(msg, "\n")] = '\0';
 	return fc_err_set(err, "store %s: %s: %s", d->db.name, what, msg);
 }
@@ -127,10 +206,10 @@ static int fc_pg_fail(struct fc_db_pg *d, struct fc_err *err, const char *what)
 /* The same, for a failed statement: its own message says more than the connection's. */
 static int fc_pg_result_fail(struct fc_db_pg *d, const PGresult *r, const char *what, struct fc_err *err)
 {
-	const char *m = r ? PQresultErrorMessage(r) : "";
+	const char *m = r ? fc_pq.PQresultErrorMessage(r) : "";
 	char msg[FC_ERR_LEN];
 
-	snprintf(msg, sizeof(msg), "%s", *m ? m : PQerrorMessage(d->conn));
+	snprintf(msg, sizeof(msg), "%s", *m ? m : fc_pq.PQerrorMessage(d->conn));
 	msg[strcspn(msg, "\n")] = '\0';
 	return fc_err_set(err, "store %s: %s: %s", d->db.name, what, msg);
 }
@@ -138,13 +217,13 @@ static int fc_pg_result_fail(struct fc_db_pg *d, const PGresult *r, const char *
 /* Runs sql (one or more statements, no parameters). */
 static int fc_pg_exec(struct fc_db_pg *d, const char *sql, const char *what, struct fc_err *err)
 {
-	PGresult *r = PQexec(d->conn, sql);
-	ExecStatusType s = PQresultStatus(r);
+	PGresult *r = fc_pq.PQexec(d->conn, sql);
+	ExecStatusType s = fc_pq.PQresultStatus(r);
 	int rc = s == PGRES_COMMAND_OK || s == PGRES_TUPLES_OK ? 0 : -1;
 
 	if (rc < 0)
 		fc_pg_result_fail(d, r, what, err);
-	PQclear(r);
+	fc_pq.PQclear(r);
 	return rc;
 }
 
@@ -152,8 +231,8 @@ static void fc_pg_rollback(struct fc_db *db)
 {
 	struct fc_db_pg *d = FC_PG(db);
 
-	if (PQtransactionStatus(d->conn) != PQTRANS_IDLE)
-		PQclear(PQexec(d->conn, "ROLLBACK"));
+	if (fc_pq.PQtransactionStatus(d->conn) != PQTRANS_IDLE)
+		fc_pq.PQclear(fc_pq.PQexec(d->conn, "ROLLBACK"));
 }
 
 static int fc_pg_begin(struct fc_db *db, struct fc_err *err)
@@ -177,11 +256,11 @@ static int fc_pg_commit(struct fc_db *db, struct fc_err *err)
 /* Runs a one-value query: *v its value, -1 for NULL or no row. */
 static int fc_pg_value(struct fc_db_pg *d, const char *sql, int64_t *v, const char *what, struct fc_err *err)
 {
-	PGresult *r = PQexec(d->conn, sql);
-	int rc = PQresultStatus(r) == PGRES_TUPLES_OK ? 0 : fc_pg_result_fail(d, r, what, err);
+	PGresult *r = fc_pq.PQexec(d->conn, sql);
+	int rc = fc_pq.PQresultStatus(r) == PGRES_TUPLES_OK ? 0 : fc_pg_result_fail(d, r, what, err);
 
-	*v = rc == 0 && PQntuples(r) == 1 && !PQgetisnull(r, 0, 0) ? strtoll(PQgetvalue(r, 0, 0), NULL, 10) : -1;
-	PQclear(r);
+	*v = rc == 0 && fc_pq.PQntuples(r) == 1 && !fc_pq.PQgetisnull(r, 0, 0) ? strtoll(fc_pq.PQgetvalue(r, 0, 0), NULL, 10) : -1;
+	fc_pq.PQclear(r);
 	return rc;
 }
 
@@ -237,13 +316,19 @@ fail:
 	return -1;
 }
 
-/* The queries are written with SQLite's ?N; PostgreSQL spells them $N. */
+/* The queries are written with SQLite's ?N; PostgreSQL spells them $N and
+ * has no INDEXED BY (its planner knows how small a partial index is). */
 static char *fc_pg_dialect(const char *sql)
 {
-	char *out = strdup(sql), *p;
+	char *out = strdup(sql), *p, *end;
 
 	for (p = out; p && (p = strchr(p, '?')); p++)
 		*p = '$';
+	while (out && (p = strstr(out, " INDEXED BY "))) {
+		end = p + strlen(" INDEXED BY ");
+		end += strcspn(end, " ");
+		memmove(p, end, strlen(end) + 1);
+	}
 	return out;
 }
 
@@ -253,9 +338,9 @@ static void fc_pg_close(struct fc_db *db)
 	int i;
 
 	for (i = 0; d->res && i < d->nstmt; i++)
-		PQclear(d->res[i]);
-	PQfreemem(d->blob);
-	PQfinish(d->conn);
+		fc_pq.PQclear(d->res[i]);
+	fc_pq.PQfreemem(d->blob);
+	fc_pq.PQfinish(d->conn);
 	free(d->res);
 	free(d->row);
 	free(d->db.name);
@@ -275,7 +360,10 @@ static int fc_pg_open(const char *dsn, const char *name, bool create, const char
 	const char *const keys[] = { "connect_timeout", "application_name", "dbname", NULL };
 	const char *const vals[] = { "5", "freqctl", dsn, NULL };
 	struct fc_db_pg *d;
+	struct fc_err why;
 
+	if (fc_dl_load(&fc_pq_dl, &why) < 0)
+		return fc_err_set(err, "store %s: PostgreSQL's client library: %s", name, why.msg);
 	d = calloc(1, sizeof(*d));
 	if (!d || !(d->db.name = strdup(name)) || !(d->res = calloc((size_t)n, sizeof(*d->res))) ||
 	    !(d->row = calloc((size_t)n, sizeof(*d->row)))) {
@@ -291,12 +379,12 @@ static int fc_pg_open(const char *dsn, const char *name, bool create, const char
 	d->nstmt = n;
 	for (int i = 0; i < n; i++)
 		d->row[i] = -2;
-	d->conn = PQconnectdbParams(keys, vals, 1);
-	if (!d->conn || PQstatus(d->conn) != CONNECTION_OK) {
+	d->conn = fc_pq.PQconnectdbParams(keys, vals, 1);
+	if (!d->conn || fc_pq.PQstatus(d->conn) != CONNECTION_OK) {
 		fc_pg_fail(d, err, "cannot connect");
 		goto fail;
 	}
-	PQsetNoticeProcessor(d->conn, fc_pg_quiet, NULL);
+	fc_pq.PQsetNoticeProcessor(d->conn, fc_pg_quiet, NULL);
 	if (fc_pg_migrate(d, create, err) < 0)
 		goto fail;
 	*out = &d->db;
@@ -315,9 +403,9 @@ static int fc_pg_prepare(struct fc_db_pg *d, int id, struct fc_err *err)
 	int rc;
 
 	snprintf(stmt, sizeof(stmt), "fc%d", id);
-	r = text ? PQprepare(d->conn, stmt, text, 0, NULL) : NULL;
-	rc = PQresultStatus(r) == PGRES_COMMAND_OK ? 0 : fc_pg_result_fail(d, r, "preparing a statement", err);
-	PQclear(r);
+	r = text ? fc_pq.PQprepare(d->conn, stmt, text, 0, NULL) : NULL;
+	rc = fc_pq.PQresultStatus(r) == PGRES_COMMAND_OK ? 0 : fc_pg_result_fail(d, r, "preparing a statement", err);
+	fc_pq.PQclear(r);
 	free(text);
 	if (rc == 0)
 		d->row[id] = -1;
@@ -364,11 +452,11 @@ static int fc_pg_run(struct fc_db *db, int id, const struct fc_val *args, int na
 	}
 	if (d->row[id] == -2 && fc_pg_prepare(d, id, err) < 0)
 		return -1;
-	PQclear(d->res[id]);
+	fc_pq.PQclear(d->res[id]);
 	snprintf(stmt, sizeof(stmt), "fc%d", id);
-	d->res[id] = PQexecPrepared(d->conn, stmt, nargs, values, lengths, formats, 0);
+	d->res[id] = fc_pq.PQexecPrepared(d->conn, stmt, nargs, values, lengths, formats, 0);
 	d->row[id] = -1;
-	s = PQresultStatus(d->res[id]);
+	s = fc_pq.PQresultStatus(d->res[id]);
 	if (s == PGRES_TUPLES_OK || s == PGRES_COMMAND_OK)
 		return 0;
 	return fc_pg_result_fail(d, d->res[id], what, err);
@@ -380,35 +468,35 @@ static int fc_pg_next(struct fc_db *db, int id, const char *what, struct fc_err 
 
 	(void)what;
 	(void)err;
-	return ++d->row[id] < PQntuples(d->res[id]) ? 1 : 0;
+	return ++d->row[id] < fc_pq.PQntuples(d->res[id]) ? 1 : 0;
 }
 
 static bool fc_pg_col_null(struct fc_db *db, int id, int col)
 {
-	return PQgetisnull(FC_PG(db)->res[id], FC_PG(db)->row[id], col);
+	return fc_pq.PQgetisnull(FC_PG(db)->res[id], FC_PG(db)->row[id], col);
 }
 
 static int64_t fc_pg_col_int(struct fc_db *db, int id, int col)
 {
-	return strtoll(PQgetvalue(FC_PG(db)->res[id], FC_PG(db)->row[id], col), NULL, 10);
+	return strtoll(fc_pq.PQgetvalue(FC_PG(db)->res[id], FC_PG(db)->row[id], col), NULL, 10);
 }
 
 static double fc_pg_col_real(struct fc_db *db, int id, int col)
 {
-	return strtod(PQgetvalue(FC_PG(db)->res[id], FC_PG(db)->row[id], col), NULL);
+	return strtod(fc_pq.PQgetvalue(FC_PG(db)->res[id], FC_PG(db)->row[id], col), NULL);
 }
 
 static const char *fc_pg_col_text(struct fc_db *db, int id, int col)
 {
-	return fc_pg_col_null(db, id, col) ? NULL : PQgetvalue(FC_PG(db)->res[id], FC_PG(db)->row[id], col);
+	return fc_pg_col_null(db, id, col) ? NULL : fc_pq.PQgetvalue(FC_PG(db)->res[id], FC_PG(db)->row[id], col);
 }
 
 static const void *fc_pg_col_blob(struct fc_db *db, int id, int col, size_t *len)
 {
 	struct fc_db_pg *d = FC_PG(db);
 
-	PQfreemem(d->blob);
-	d->blob = PQunescapeBytea((const unsigned char *)PQgetvalue(d->res[id], d->row[id], col), len);
+	fc_pq.PQfreemem(d->blob);
+	d->blob = fc_pq.PQunescapeBytea((const unsigned char *)fc_pq.PQgetvalue(d->res[id], d->row[id], col), len);
 	if (!d->blob)
 		*len = 0;
 	return d->blob;
@@ -416,12 +504,12 @@ static const void *fc_pg_col_blob(struct fc_db *db, int id, int col, size_t *len
 
 static int64_t fc_pg_changes(struct fc_db *db, int id)
 {
-	return strtoll(PQcmdTuples(FC_PG(db)->res[id]), NULL, 10);
+	return strtoll(fc_pq.PQcmdTuples(FC_PG(db)->res[id]), NULL, 10);
 }
 
 static void fc_pg_done(struct fc_db *db, int id)
 {
-	PQclear(FC_PG(db)->res[id]);
+	fc_pq.PQclear(FC_PG(db)->res[id]);
 	FC_PG(db)->res[id] = NULL;
 }
 
@@ -437,11 +525,11 @@ static int fc_pg_version(struct fc_db *db, int64_t *v, struct fc_err *err)
 			return -1;
 		d->listening = true;
 	}
-	if (!PQconsumeInput(d->conn) || PQstatus(d->conn) != CONNECTION_OK)
+	if (!fc_pq.PQconsumeInput(d->conn) || fc_pq.PQstatus(d->conn) != CONNECTION_OK)
 		return fc_pg_fail(d, err, "waiting for changes");
-	while ((n = PQnotifies(d->conn))) {
+	while ((n = fc_pq.PQnotifies(d->conn))) {
 		d->notifies++;
-		PQfreemem(n);
+		fc_pq.PQfreemem(n);
 	}
 	*v = d->notifies;
 	return 0;
@@ -449,7 +537,7 @@ static int fc_pg_version(struct fc_db *db, int64_t *v, struct fc_err *err)
 
 static int fc_pg_watch_fd(struct fc_db *db)
 {
-	return PQsocket(FC_PG(db)->conn);
+	return fc_pq.PQsocket(FC_PG(db)->conn);
 }
 
 const struct fc_db_ops fc_db_pg = {

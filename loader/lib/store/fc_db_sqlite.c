@@ -2,6 +2,7 @@
 /* The SQLite backend of the store: one file, WAL, schema in PRAGMA user_version. */
 #include <errno.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -139,15 +140,84 @@ static const char fc_schema_allows[] =
  * it: its version is its place in fc_schema.) */
 static const char fc_schema_override[] = "ALTER TABLE policies ADD COLUMN override INTEGER CHECK (override = 1);";
 
+/* A row of the change log for each row a statement inserts, updates (the
+ * old and the new) or deletes; cols: the change's columns, old and new the
+ * row's values for them. */
+#define FC_SQ_LOG(t, cols, old, new)                                                                     \
+	"CREATE TRIGGER " t "_log_ins AFTER INSERT ON " t " BEGIN INSERT INTO changes " cols " VALUES " new \
+	"; END;"                                                                                          \
+	"CREATE TRIGGER " t "_log_upd AFTER UPDATE ON " t " BEGIN INSERT INTO changes " cols " VALUES " old \
+	", " new "; END;"                                                                                 \
+	"CREATE TRIGGER " t "_log_del AFTER DELETE ON " t " BEGIN INSERT INTO changes " cols " VALUES " old "; END;"
+#define FC_SQ_LOG_OF(t, what) FC_SQ_LOG(t, FC_LOG_COLS_##what, FC_LOG_ROW_##what("OLD"), FC_LOG_ROW_##what("NEW"))
+
+/*
+ * Incremental publishing and ban sets (a step named for what it adds: its
+ * version is its place in fc_schema, after the allows and override steps).
+ * The change log: every write records
+ * what it changed (triggers, so a script's SQL is recorded too), numbered in
+ * commit order (one writer at a time), in the writer's transaction; a
+ * publisher applies the changes since the seq it published. store_id tells
+ * stores apart; changes up to log_pruned are gone. A policy whose match is
+ * one ip=ADDR[/LEN] has it in ip_* too, so that a prefix finds the policies
+ * it covers by index (policy_ip 0: rows written before are filled on open).
+ * Sets: named lists of bans (freqctl ban import --set), each member a row of
+ * its own; a set lapses as a whole at expires.
+ */
+static const char fc_schema_log[] =
+	"CREATE TABLE changes ("
+	"  seq    INTEGER PRIMARY KEY AUTOINCREMENT,"
+	"  kind   TEXT NOT NULL," /* ban (its key: family, addr, len), uid, allow, policy, node, set */
+	"  family INTEGER, addr BLOB, len INTEGER,"
+	"  txt    TEXT,"          /* uid (a uid ban's, an allow entry's); policy: its match; node: its name; set: new, upd or del */
+	"  id     INTEGER,"       /* policy, set */
+	"  slot   INTEGER,"       /* policy */
+	"  layer  TEXT"           /* policy */
+	");"
+	"INSERT INTO meta VALUES ('store_id', (random() & 9223372036854775807) | 1);"
+	"INSERT INTO meta VALUES ('log_pruned', 0);"
+	"INSERT INTO meta VALUES ('policy_ip', 0);"
+	"ALTER TABLE policies ADD COLUMN ip_family INTEGER;"
+	"ALTER TABLE policies ADD COLUMN ip_addr BLOB;"
+	"ALTER TABLE policies ADD COLUMN ip_len INTEGER;"
+	FC_SQL_RULE_INDEXES
+	"CREATE TABLE ban_sets ("
+	"  id      INTEGER PRIMARY KEY CHECK (id BETWEEN 1 AND " FC_SQL_STR(FC_MAX_SETS) "),"
+	"  name    TEXT    NOT NULL UNIQUE,"
+	"  created INTEGER NOT NULL,"
+	"  updated INTEGER NOT NULL," /* the last import */
+	"  expires INTEGER,"          /* the whole set lapses then; NULL = never */
+	"  size    INTEGER NOT NULL DEFAULT 0"
+	");"
+	"CREATE TABLE set_bans ("
+	"  family  INTEGER NOT NULL CHECK (family IN (4, 6)),"
+	"  addr    BLOB    NOT NULL,"
+	"  len     INTEGER NOT NULL,"
+	"  set_id  INTEGER NOT NULL,"
+	"  created INTEGER NOT NULL,"
+	"  PRIMARY KEY (family, addr, len, set_id)"
+	") WITHOUT ROWID;"
+	"CREATE INDEX set_bans_set ON set_bans (set_id);"
+	FC_SQL_SET_INDEXES
+	FC_SQ_LOG_OF("bans", KEY) FC_SQ_LOG_OF("set_bans", KEY) FC_SQ_LOG_OF("uid_bans", UID)
+	FC_SQ_LOG_OF("allows", ALLOW) FC_SQ_LOG_OF("policies", POLICY) FC_SQ_LOG_OF("nodes", NODE)
+	"CREATE TRIGGER ban_sets_log_ins AFTER INSERT ON ban_sets BEGIN "
+	"  INSERT INTO changes (kind, txt, id) VALUES ('set', 'new', NEW.id); END;"
+	"CREATE TRIGGER ban_sets_log_upd AFTER UPDATE ON ban_sets BEGIN "
+	"  INSERT INTO changes (kind, txt, id) VALUES ('set', 'upd', NEW.id); END;"
+	"CREATE TRIGGER ban_sets_log_del AFTER DELETE ON ban_sets BEGIN "
+	"  INSERT INTO changes (kind, txt, id) VALUES ('set', 'del', OLD.id); END;";
+
 static const char *const fc_schema[] = { fc_schema_v1, fc_schema_v2, fc_schema_v3, fc_schema_v4, fc_schema_v5,
 					 fc_schema_v6, fc_schema_v7, fc_schema_v8, fc_schema_v9, fc_schema_allows,
-					 fc_schema_override };
+					 fc_schema_override, fc_schema_log };
 #define FC_SCHEMA_VERSION ((int)(sizeof(fc_schema) / sizeof(fc_schema[0])))
 
 struct fc_db_sqlite {
 	struct fc_db db;
 	sqlite3 *h;
-	sqlite3_stmt **stmt;
+	const char *const *sql;
+	sqlite3_stmt **stmt; /* prepared on first use: a command runs a few of them */
 	int nstmt;
 };
 
@@ -255,11 +325,22 @@ static void fc_sq_close(struct fc_db *db)
 	free(d);
 }
 
+/* No bulk allocation of page cache lines ahead of use: SQLite would fill in
+ * some twenty of them per cache (the main one and each temporary one), a
+ * fault a page that a command of a few lookups never needs (dear under a
+ * hypervisor). Before SQLite initialises; later it refuses, harmlessly. */
+static void fc_sq_config(void)
+{
+	sqlite3_config(SQLITE_CONFIG_PAGECACHE, NULL, 0, 0);
+}
+
 static int fc_sq_open(const char *dsn, const char *name, bool create, const char *const *sql, int n,
 		      struct fc_db **out, struct fc_err *err)
 {
+	static pthread_once_t once = PTHREAD_ONCE_INIT;
 	struct fc_db_sqlite *d;
-	int i;
+
+	pthread_once(&once, fc_sq_config);
 
 	if (!create && access(dsn, F_OK) < 0)
 		return fc_err_set(err, "store %s: %s", name, strerror(errno));
@@ -273,6 +354,7 @@ static int fc_sq_open(const char *dsn, const char *name, bool create, const char
 		return fc_err_set(err, "store %s: out of memory", name);
 	}
 	d->db.ops = &fc_db_sqlite;
+	d->sql = sql;
 	d->nstmt = n;
 	if (sqlite3_open_v2(dsn, &d->h, SQLITE_OPEN_READWRITE | (create ? SQLITE_OPEN_CREATE : 0), NULL) !=
 	    SQLITE_OK) {
@@ -284,12 +366,6 @@ static int fc_sq_open(const char *dsn, const char *name, bool create, const char
 	if (fc_sq_exec(d, "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL", err) < 0 ||
 	    fc_sq_migrate(d, err) < 0)
 		goto fail;
-	for (i = 0; i < n; i++) {
-		if (sqlite3_prepare_v3(d->h, sql[i], -1, SQLITE_PREPARE_PERSISTENT, &d->stmt[i], NULL) != SQLITE_OK) {
-			fc_sq_fail(d, err, "preparing statements");
-			goto fail;
-		}
-	}
 	*out = &d->db;
 	return 0;
 fail:
@@ -305,9 +381,14 @@ static int fc_sq_begin(struct fc_db *db, struct fc_err *err)
 static int fc_sq_run(struct fc_db *db, int id, const struct fc_val *args, int nargs, const char *what,
 		     struct fc_err *err)
 {
-	sqlite3_stmt *s = FC_SQ(db)->stmt[id];
+	struct fc_db_sqlite *d = FC_SQ(db);
+	sqlite3_stmt *s;
 	int i, rc = SQLITE_OK;
 
+	if (!d->stmt[id] &&
+	    sqlite3_prepare_v3(d->h, d->sql[id], -1, SQLITE_PREPARE_PERSISTENT, &d->stmt[id], NULL) != SQLITE_OK)
+		return fc_sq_fail(d, err, "preparing a statement");
+	s = d->stmt[id];
 	sqlite3_reset(s);
 	sqlite3_clear_bindings(s);
 	for (i = 0; i < nargs && rc == SQLITE_OK; i++) {

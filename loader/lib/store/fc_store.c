@@ -5,6 +5,7 @@
  * parsers, so a row edited by hand into something invalid is reported, never
  * published.
  */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,6 +41,37 @@ enum fc_stmt_id {
 	FC_SQL_NODE_LIST,
 	FC_SQL_NODES_CLEAR,
 	FC_SQL_UBANS_CLEAR,
+	FC_SQL_LOG_HEAD,
+	FC_SQL_LOG_PRUNE,
+	FC_SQL_LOG_PRUNED,
+	FC_SQL_DELTA_KEYS,
+	FC_SQL_DELTA_UIDS,
+	FC_SQL_DELTA_POLICIES,
+	FC_SQL_DELTA_OTHER,
+	FC_SQL_PFX4,
+	FC_SQL_PFX6,
+	FC_SQL_PFX_LEN_USED,
+	FC_SQL_POL_STAR,
+	FC_SQL_NEXT_EXPIRY,
+	FC_SQL_POL_IP_TODO,
+	FC_SQL_POL_IP_SET,
+	FC_SQL_META_GET,
+	FC_SQL_META_SET,
+	FC_SQL_SET_GET,
+	FC_SQL_SET_LIST,
+	FC_SQL_SET_PUT,
+	FC_SQL_SET_DEL,
+	FC_SQL_SET_EMPTY,
+	FC_SQL_SET_PURGE_MEMBERS,
+	FC_SQL_SET_PURGE,
+	FC_SQL_SET_KEYS,
+	FC_SQL_SET_BANS,
+	FC_SQL_SET_MEMBER_PUT,
+	FC_SQL_SET_MEMBER_DEL,
+	FC_SQL_SET_HOLDERS,
+	FC_SQL_SET_NEW_ID,
+	FC_SQL_POL_LIST_AGENT,
+	FC_SQL_FIRST_EXPIRY,
 	FC_SQL_ALLOW_GET,
 	FC_SQL_ALLOW_PUT,
 	FC_SQL_ALLOW_DEL,
@@ -49,31 +81,46 @@ enum fc_stmt_id {
 	FC_SQL_MAX,
 };
 
-static const char *const fc_sql[FC_SQL_MAX] = {
-	[FC_SQL_BAN_GET] = "SELECT family, addr, len, created, expires, by_policy FROM bans "
+/* A live set (its bans are live: a set lapses as a whole). */
+#define FC_SET_LIVE(t, now) "(" t ".expires IS NULL OR " t ".expires > " now ")"
+
+/* Set by fc_sql_init: the prefix queries, whose lists of ancestors are long. */
+static const char *fc_sql[FC_SQL_MAX] = {
+	[FC_SQL_BAN_GET] = "SELECT family, addr, len, created, expires, by_policy, 0 FROM bans "
 			   "WHERE family = ?1 AND addr = ?2 AND len = ?3 AND (expires IS NULL OR expires > ?4)",
 	[FC_SQL_BAN_PUT] = "INSERT INTO bans (family, addr, len, created, expires, by_policy) "
 			   "VALUES (?1, ?2, ?3, ?4, ?5, ?6) "
 			   "ON CONFLICT (family, addr, len) DO UPDATE SET created = ?4, expires = ?5, by_policy = ?6",
 	[FC_SQL_BAN_DEL] = "DELETE FROM bans WHERE family = ?1 AND addr = ?2 AND len = ?3",
 	[FC_SQL_BAN_PURGE] = "DELETE FROM bans WHERE expires IS NOT NULL AND expires <= ?1",
-	[FC_SQL_BAN_LIST] = "SELECT family, addr, len, created, expires, by_policy FROM bans "
-			    "WHERE expires IS NULL OR expires > ?1 ORDER BY family, addr, len",
+	/* Every source of every live ban: by hand (set 0), and each set holding it. */
+	[FC_SQL_BAN_LIST] = "SELECT family, addr, len, created, expires, by_policy, 0 FROM bans "
+			    "WHERE expires IS NULL OR expires > ?1 "
+			    "UNION ALL SELECT s.family, s.addr, s.len, s.created, t.expires, NULL, s.set_id "
+			    "FROM set_bans s JOIN ban_sets t ON t.id = s.set_id WHERE " FC_SET_LIVE("t", "?1") " "
+			    "ORDER BY 1, 2, 3, 7",
 	[FC_SQL_BAN_COUNT] = "SELECT count(*), count(by_policy), "
-			     "(SELECT count(*) FROM uid_bans WHERE expires IS NULL OR expires > ?1) "
+			     "(SELECT count(*) FROM uid_bans WHERE expires IS NULL OR expires > ?1), "
+			     "(SELECT coalesce(sum(size), 0) FROM ban_sets t WHERE " FC_SET_LIVE("t", "?1") ") "
 			     "FROM bans WHERE expires IS NULL OR expires > ?1",
 #define FC_POL_COLS                                                                                          \
 	"id, match, rates, burst, algo, action, count, new_sources, slot, epoch, created, updated, delay_burst, " \
 	"escalate, ban_ttl, layer, max_keys, new_keys, concurrency, warmup, override"
+#define FC_POL_NCOLS 21 /* columns of FC_POL_COLS: a statement's own come after */
 	[FC_SQL_POL_GET] = "SELECT " FC_POL_COLS " FROM policies WHERE id = ?1",
 	[FC_SQL_POL_SLOT] = "SELECT slot FROM policies WHERE id = ?1",
 	[FC_SQL_POL_LIST] = "SELECT " FC_POL_COLS " FROM policies ORDER BY id",
-	[FC_SQL_POL_PUT] = "INSERT INTO policies (" FC_POL_COLS ") "
-			   "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21) "
+	/* What the agent runs itself: escalations, keys to count (a superset). */
+	[FC_SQL_POL_LIST_AGENT] = "SELECT " FC_POL_COLS " FROM policies WHERE escalate IS NOT NULL OR match LIKE '%=*%' "
+				  "ORDER BY id",
+	[FC_SQL_POL_PUT] = "INSERT INTO policies (" FC_POL_COLS ", ip_family, ip_addr, ip_len) "
+			   "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, "
+			   "?19, ?20, ?21, ?22, ?23, ?24) "
 			   "ON CONFLICT (id) DO UPDATE SET match = ?2, rates = ?3, burst = ?4, algo = ?5, "
 			   "action = ?6, count = ?7, new_sources = ?8, slot = ?9, epoch = ?10, created = ?11, "
 			   "updated = ?12, delay_burst = ?13, escalate = ?14, ban_ttl = ?15, layer = ?16, "
-			   "max_keys = ?17, new_keys = ?18, concurrency = ?19, warmup = ?20, override = ?21",
+			   "max_keys = ?17, new_keys = ?18, concurrency = ?19, warmup = ?20, override = ?21, "
+			   "ip_family = ?22, ip_addr = ?23, ip_len = ?24",
 	[FC_SQL_POL_DEL] = "DELETE FROM policies WHERE id = ?1",
 	[FC_SQL_POL_CONFLICT] = "SELECT id FROM policies WHERE match = ?1 AND id != ?2",
 	/* A freed slot if any (lowest first), else the next never used. */
@@ -106,7 +153,144 @@ static const char *const fc_sql[FC_SQL_MAX] = {
 			      "WHERE expires IS NULL OR expires > ?1 ORDER BY family = 0, family, addr, len, uid",
 	[FC_SQL_ALLOWS_CLEAR] = "DELETE FROM allows",
 	[FC_SQL_EPOCH_NEXT] = "UPDATE meta SET value = value % 4294967295 + 1 WHERE key = 'epoch' RETURNING value",
+	/* The change log (see the schema): its store's id, how far it was
+	 * pruned, its last change. */
+	[FC_SQL_LOG_HEAD] = "SELECT (SELECT value FROM meta WHERE key = 'store_id'), "
+			    "(SELECT value FROM meta WHERE key = 'log_pruned'), (SELECT max(seq) FROM changes)",
+	[FC_SQL_LOG_PRUNE] = "DELETE FROM changes WHERE seq <= ?1",
+	[FC_SQL_LOG_PRUNED] = "UPDATE meta SET value = ?1 WHERE key = 'log_pruned' AND value < ?1",
+#define FC_CHANGED "FROM changes WHERE seq > ?1 AND seq <= ?2"
+	/* Each address key changed in (?1, ?2] (a ban's, a set member's, an
+	 * ip= policy's), with what holds it at ?3: its live bans (src 0 by hand,
+	 * else the set), its policy (src -1), and the key alone (src -2). */
+	[FC_SQL_DELTA_KEYS] =
+		"WITH k AS (SELECT DISTINCT family, addr, len " FC_CHANGED " AND family IS NOT NULL AND kind <> 'allow') "
+		"SELECT k.family, k.addr, k.len, 0, b.expires, 0, NULL FROM k CROSS JOIN bans b "
+		"WHERE b.family = k.family AND b.addr = k.addr AND b.len = k.len AND (b.expires IS NULL OR b.expires > ?3) "
+		"UNION ALL SELECT k.family, k.addr, k.len, s.set_id, NULL, 0, NULL FROM k CROSS JOIN set_bans s "
+		"JOIN ban_sets t ON t.id = s.set_id "
+		"WHERE s.family = k.family AND s.addr = k.addr AND s.len = k.len AND " FC_SET_LIVE("t", "?3") " "
+		"UNION ALL SELECT k.family, k.addr, k.len, -1, NULL, p.slot, p.layer FROM k CROSS JOIN policies p "
+		"WHERE p.ip_family = k.family AND p.ip_addr = k.addr AND p.ip_len = k.len "
+		"UNION ALL SELECT family, addr, len, -2, NULL, 0, NULL FROM k ORDER BY 1, 2, 3, 4",
+	[FC_SQL_DELTA_UIDS] = "WITH u AS (SELECT DISTINCT txt " FC_CHANGED " AND kind = 'uid') "
+			      "SELECT u.txt, b.expires, CASE WHEN b.uid IS NULL THEN 0 ELSE 1 END FROM u LEFT JOIN uid_bans b "
+			      "ON b.uid = u.txt AND (b.expires IS NULL OR b.expires > ?3)",
+	/* Each (policy id, slot) changed, the row in that slot now, and
+	 * whether the change was on the ip=* policy. */
+	[FC_SQL_DELTA_POLICIES] = "SELECT " FC_POL_COLS ", c.cid, c.cslot, c.cstar, c.cl7, ip_family, ip_addr, ip_len "
+				  "FROM (SELECT DISTINCT id AS cid, "
+				  "slot AS cslot, CASE WHEN txt = 'ip=*' THEN 1 ELSE 0 END AS cstar, "
+				  "CASE WHEN txt NOT LIKE 'ip=%' OR txt LIKE '%,%' OR layer = 'http' THEN 1 ELSE 0 END "
+				  "AS cl7 " FC_CHANGED " AND kind = 'policy') c LEFT JOIN policies ON policies.slot = c.cslot",
+	[FC_SQL_DELTA_OTHER] = "SELECT DISTINCT kind, txt, id " FC_CHANGED " AND kind IN ('node', 'set', 'reset', 'allow')",
+#undef FC_CHANGED
+	[FC_SQL_POL_STAR] = "SELECT " FC_POL_COLS " FROM policies WHERE match = 'ip=*'",
+	/* Whether a rule in the kernel's maps is on a prefix of ?1, length ?2
+	 * (fc_config.lens6): a live ban, a live set's member, a policy not
+	 * nginx's alone. */
+	[FC_SQL_PFX_LEN_USED] = "SELECT 1 FROM bans WHERE family = ?1 AND len = ?2 AND (expires IS NULL OR expires > ?3) "
+				"UNION ALL SELECT 1 FROM set_bans s JOIN ban_sets t ON t.id = s.set_id "
+				"WHERE s.family = ?1 AND s.len = ?2 AND " FC_SET_LIVE("t", "?3") " "
+				"UNION ALL SELECT 1 FROM policies WHERE ip_family = ?1 AND ip_len = ?2 AND "
+				"(layer IS NULL OR layer <> 'http') LIMIT 1",
+	/* The first time a ban or a set lapses, past or not. */
+	[FC_SQL_FIRST_EXPIRY] = "SELECT min(e) FROM (SELECT min(expires) AS e FROM bans WHERE expires IS NOT NULL "
+				"UNION ALL SELECT min(expires) FROM uid_bans WHERE expires IS NOT NULL "
+				"UNION ALL SELECT min(expires) FROM allows WHERE expires IS NOT NULL "
+				"UNION ALL SELECT min(expires) FROM ban_sets WHERE expires IS NOT NULL) x",
+	/* The next time a ban or a set lapses after ?1. */
+	[FC_SQL_NEXT_EXPIRY] = "SELECT min(e) FROM (SELECT min(expires) AS e FROM bans WHERE expires > ?1 "
+			       "UNION ALL SELECT min(expires) FROM uid_bans WHERE expires > ?1 "
+			       "UNION ALL SELECT min(expires) FROM allows WHERE expires > ?1 "
+			       "UNION ALL SELECT min(expires) FROM ban_sets WHERE expires > ?1) x",
+	/* Rows written before policies had ip_* (or by a script): to fill. */
+	[FC_SQL_POL_IP_TODO] = "SELECT id, match FROM policies WHERE ip_family IS NULL AND match LIKE 'ip=%' "
+			       "AND match NOT LIKE '%,%' AND match != 'ip=*'",
+	[FC_SQL_POL_IP_SET] = "UPDATE policies SET ip_family = ?2, ip_addr = ?3, ip_len = ?4 WHERE id = ?1",
+	[FC_SQL_META_GET] = "SELECT value FROM meta WHERE key = ?1",
+	[FC_SQL_META_SET] = "UPDATE meta SET value = ?2 WHERE key = ?1",
+#define FC_SET_COLS "id, name, created, updated, expires, size"
+	[FC_SQL_SET_GET] = "SELECT " FC_SET_COLS " FROM ban_sets t WHERE name = ?1 AND " FC_SET_LIVE("t", "?2"),
+	[FC_SQL_SET_LIST] = "SELECT " FC_SET_COLS " FROM ban_sets t WHERE " FC_SET_LIVE("t", "?1") " ORDER BY id",
+	[FC_SQL_SET_PUT] = "INSERT INTO ban_sets (" FC_SET_COLS ") VALUES (?1, ?2, ?3, ?4, ?5, ?6) "
+			   "ON CONFLICT (id) DO UPDATE SET name = ?2, updated = ?4, expires = ?5, size = ?6",
+#undef FC_SET_COLS
+	[FC_SQL_SET_DEL] = "DELETE FROM ban_sets WHERE id = ?1",
+	[FC_SQL_SET_EMPTY] = "DELETE FROM set_bans WHERE set_id = ?1",
+	[FC_SQL_SET_PURGE_MEMBERS] = "DELETE FROM set_bans WHERE set_id IN "
+				     "(SELECT id FROM ban_sets WHERE expires IS NOT NULL AND expires <= ?1)",
+	[FC_SQL_SET_PURGE] = "DELETE FROM ban_sets WHERE expires IS NOT NULL AND expires <= ?1",
+	[FC_SQL_SET_KEYS] = "SELECT family, addr, len FROM set_bans WHERE set_id = ?1 ORDER BY family, addr, len",
+	[FC_SQL_SET_BANS] = "SELECT s.family, s.addr, s.len, s.created, t.expires, NULL, s.set_id FROM set_bans s "
+			    "JOIN ban_sets t ON t.id = s.set_id WHERE s.set_id = ?1 AND " FC_SET_LIVE("t", "?2") " "
+			    "ORDER BY s.family, s.addr, s.len",
+	[FC_SQL_SET_MEMBER_PUT] = "INSERT INTO set_bans (family, addr, len, set_id, created) VALUES (?1, ?2, ?3, ?4, ?5) "
+				  "ON CONFLICT DO NOTHING",
+	[FC_SQL_SET_MEMBER_DEL] = "DELETE FROM set_bans WHERE family = ?1 AND addr = ?2 AND len = ?3 AND set_id = ?4",
+	/* The live sets holding exactly a key, by name. */
+	[FC_SQL_SET_HOLDERS] = "SELECT t.name FROM set_bans s JOIN ban_sets t ON t.id = s.set_id "
+			       "WHERE s.family = ?1 AND s.addr = ?2 AND s.len = ?3 AND " FC_SET_LIVE("t", "?4") " "
+			       "ORDER BY t.id",
+	/* A new set's id: the next never used, else the lowest free. */
+	[FC_SQL_SET_NEW_ID] = "SELECT CASE WHEN coalesce(max(id), 0) < " FC_SQL_STR(FC_MAX_SETS) " THEN "
+			      "coalesce(max(id), 0) + 1 WHEN NOT EXISTS (SELECT 1 FROM ban_sets WHERE id = 1) THEN 1 "
+			      "ELSE (SELECT min(a.id) + 1 FROM ban_sets a WHERE NOT EXISTS "
+			      "(SELECT 1 FROM ban_sets b WHERE b.id = a.id + 1)) END FROM ban_sets",
 };
+
+/*
+ * The rules on the prefixes (not exact addresses) of one family that cover a
+ * prefix or that it covers: ?1..?2 its address range, ?3 now, then its
+ * address masked to each length from 0 (a policy's /0) to the family's last, which finds
+ * the ones covering it by index (the caller keeps the rows that are either;
+ * an address masked to a length of the prefix or longer is its own).
+ * Columns as FC_SQL_DELTA_KEYS.
+ */
+static void fc_sql_pfx(char *buf, size_t size, int family)
+{
+	static const char *const tab[3] = { "bans", "set_bans", "policies" }, *const col[3] = { "addr", "s.addr",
+												     "ip_addr" };
+	const int full = family == 4 ? 32 : 128;
+	char in[1024], cond[2][3][sizeof(in) + 16], from[2][3][64];
+	size_t off = 0;
+	int i, c;
+
+	for (i = 0; i < full; i++)
+		off += (size_t)snprintf(in + off, sizeof(in) - off, "%s?%d", i ? ", " : "", i + 4);
+	for (c = 0; c < 3; c++) {
+		snprintf(cond[0][c], sizeof(cond[0][c]), "%s BETWEEN ?1 AND ?2", col[c]);
+		snprintf(cond[1][c], sizeof(cond[1][c]), "%s IN (%s)", col[c], in);
+		/* A range is read from the prefixes' own index (SQLite would take
+		 * the primary key, and walk every address banned in the range). */
+		snprintf(from[0][c], sizeof(from[0][c]), "%s%s INDEXED BY %s_pfx%d", tab[c], c == 1 ? " s" : "", tab[c],
+			 family);
+		snprintf(from[1][c], sizeof(from[1][c]), "%s%s", tab[c], c == 1 ? " s" : "");
+	}
+	for (off = 0, i = 0; i < 2; i++)
+		off += (size_t)snprintf(buf + off, size - off,
+					"%sSELECT family, addr, len, 0, expires, 0, NULL FROM %s WHERE family = %d AND "
+					"len < %d AND %s AND (expires IS NULL OR expires > ?3) "
+					"UNION ALL SELECT s.family, s.addr, s.len, s.set_id, NULL, 0, NULL FROM %s "
+					"JOIN ban_sets t ON t.id = s.set_id WHERE s.family = %d AND s.len < %d AND %s AND "
+					FC_SET_LIVE("t", "?3") " "
+					"UNION ALL SELECT ip_family, ip_addr, ip_len, -1, NULL, slot, layer FROM %s "
+					"WHERE ip_family = %d AND ip_len < %d AND %s ",
+					i ? "UNION ALL " : "", from[i][0], family, full, cond[i][0], from[i][1], family, full,
+					cond[i][1], from[i][2], family, full, cond[i][2]);
+}
+
+/* Builds what fc_sql can not spell as literals, once. */
+static void fc_sql_init(void)
+{
+	static char pfx4[8192], pfx6[24576];
+
+	fc_sql_pfx(pfx4, sizeof(pfx4), 4);
+	fc_sql_pfx(pfx6, sizeof(pfx6), 6);
+	fc_sql[FC_SQL_PFX4] = pfx4;
+	fc_sql[FC_SQL_PFX6] = pfx6;
+}
+
 
 struct fc_store {
 	struct fc_db *db;
@@ -156,18 +340,26 @@ int fc_store_open(const char *path, struct fc_store **out, struct fc_err *err)
 	return fc_store_open_ex(path, true, out, err);
 }
 
+static int fc_policy_ip_fill(struct fc_store *st, struct fc_err *err);
+
 int fc_store_open_ex(const char *dsn, bool create, struct fc_store **out, struct fc_err *err)
 {
+	static pthread_once_t once = PTHREAD_ONCE_INIT;
 	const struct fc_db_ops *ops = fc_store_is_postgres(dsn) ? &fc_db_pg : &fc_db_sqlite;
 	struct fc_store *st = calloc(1, sizeof(*st));
 	char *name = fc_store_name(dsn);
 	int rc = -1;
 
+	pthread_once(&once, fc_sql_init);
 	if (!st || !name)
 		fc_err_set(err, "store %s: out of memory", dsn);
 	else
-		rc = ops->open(dsn, name, create, fc_sql, FC_SQL_MAX, &st->db, err);
+		rc = ops->open(dsn, name, create, (const char *const *)fc_sql, FC_SQL_MAX, &st->db, err);
 	free(name);
+	if (rc == 0 && fc_policy_ip_fill(st, err) < 0) {
+		st->db->ops->close(st->db);
+		rc = -1;
+	}
 	if (rc < 0) {
 		free(st);
 		return -1;
@@ -277,7 +469,8 @@ static int fc_collect(struct fc_store *st, enum fc_stmt_id id, const struct fc_v
 	return 0;
 }
 
-#define FC_PREFIX_ARGS(p) FC_INT((p)->family), FC_BLOB((p)->a, (p)->family == 4 ? 4 : 16), FC_INT((p)->len)
+#define FC_PREFIX_ADDR(p) FC_BLOB((p)->a, (p)->family == 4 ? 4 : 16)
+#define FC_PREFIX_ARGS(p) FC_INT((p)->family), FC_PREFIX_ADDR(p), FC_INT((p)->len)
 
 int fc_store_ban_put(struct fc_store *st, const struct fc_ban_row *row, struct fc_err *err)
 {
@@ -316,7 +509,7 @@ static int fc_ban_row_read(struct fc_store *st, int id, void *out, struct fc_err
 	size_t bytes;
 	const void *addr = o->col_blob(st->db, id, 1, &bytes);
 
-	if ((family != 4 && family != 6) || !addr || bytes != (size_t)max / 8 || len < 1 || len > max)
+	if ((family != 4 && family != 6) || !addr || bytes != (size_t)max / 8 || len < 0 || len > max)
 		return fc_err_set(err, "store %s: corrupt ban row (family %d, %zu address bytes, length %d)",
 				  st->db->name, family, bytes, len);
 	memset(row, 0, sizeof(*row));
@@ -326,6 +519,7 @@ static int fc_ban_row_read(struct fc_store *st, int id, void *out, struct fc_err
 	row->created = o->col_int(st->db, id, 3);
 	row->expires = o->col_int(st->db, id, 4);
 	row->by_policy = (uint32_t)o->col_int(st->db, id, 5);
+	row->set = (uint32_t)o->col_int(st->db, id, 6);
 	return 0;
 }
 
@@ -360,6 +554,7 @@ static int fc_ban_counts_read(struct fc_store *st, int id, void *out, struct fc_
 	n->addresses = (size_t)st->db->ops->col_int(st->db, id, 0);
 	n->escalated = (size_t)st->db->ops->col_int(st->db, id, 1);
 	n->uids = (size_t)st->db->ops->col_int(st->db, id, 2);
+	n->in_sets = (size_t)st->db->ops->col_int(st->db, id, 3);
 	return 0;
 }
 
@@ -444,6 +639,13 @@ int fc_store_policy_list(struct fc_store *st, struct fc_policy_row **rows, size_
 			  (void **)rows, n, err);
 }
 
+int fc_store_policy_list_agent(struct fc_store *st, struct fc_policy_row **rows, size_t *n, struct fc_err *err)
+{
+	st->bad_policies = 0;
+	return fc_collect(st, FC_SQL_POL_LIST_AGENT, FC_NO_ARGS, sizeof(**rows), fc_policy_row_read,
+			  "listing policies", (void **)rows, n, err);
+}
+
 size_t fc_store_bad_policies(const struct fc_store *st, const char **why)
 {
 	*why = st->bad_why;
@@ -475,7 +677,7 @@ int fc_store_policy_put(struct fc_store *st, const struct fc_policy_spec *p, int
 	char match[FC_MATCH_LEN], rates[FC_TEXT_LEN], esc[FC_RATE_STRLEN];
 	struct fc_policy_row old;
 	int64_t v;
-	bool found, have;
+	bool found, have, ip;
 
 	fc_match_format(p, match);
 	fc_rates_format(p, rates);
@@ -523,18 +725,20 @@ int fc_store_policy_put(struct fc_store *st, const struct fc_policy_spec *p, int
 	}
 	if (p->escalate.n)
 		fc_rate_format(&p->escalate, esc);
+	ip = p->kind == FC_MATCH_PREFIX && !p->ndims;
 	return fc_exec(st, FC_SQL_POL_PUT,
 		       FC_ARGS(FC_INT(p->id), FC_TEXT(match), FC_TEXT(rates), FC_INT_OR_NULL(p->burst),
 			       FC_TEXT(fc_algo_name(p->algo)), FC_TEXT(fc_action_name(p->action)),
 			       FC_TEXT(fc_count_name(p->count)), FC_INT_OR_NULL(p->new_sources), FC_INT(out->slot),
 			       FC_INT(out->epoch), FC_INT(out->created), FC_INT(out->updated),
 			       FC_INT_OR_NULL(p->delay_burst),
-			       p->escalate.n ? FC_TEXT(esc) : (struct fc_val){ .type = FC_VAL_NULL },
-			       p->escalate.n ? FC_INT(p->ban_ttl) : (struct fc_val){ .type = FC_VAL_NULL },
-			       p->layer != FC_LAYER_AUTO ? FC_TEXT(fc_layer_names[p->layer]) :
-							  (struct fc_val){ .type = FC_VAL_NULL },
+			       p->escalate.n ? FC_TEXT(esc) : FC_NULL,
+			       p->escalate.n ? FC_INT(p->ban_ttl) : FC_NULL,
+			       p->layer != FC_LAYER_AUTO ? FC_TEXT(fc_layer_names[p->layer]) : FC_NULL,
 			       FC_INT_OR_NULL(p->max_keys), FC_INT_OR_NULL(p->new_keys), FC_INT_OR_NULL(p->concurrency),
-			       FC_INT_OR_NULL(p->warmup), FC_INT_OR_NULL(p->override)),
+			       FC_INT_OR_NULL(p->warmup), FC_INT_OR_NULL(p->override),
+			       ip ? FC_INT(p->ip.family) : FC_NULL,
+			       ip ? FC_PREFIX_ADDR(&p->ip) : FC_NULL, ip ? FC_INT(p->ip.len) : FC_NULL),
 		       NULL, "writing policy", err);
 }
 
@@ -670,6 +874,482 @@ int fc_store_node_list(struct fc_store *st, struct fc_node **rows, size_t *n, st
 int fc_store_nodes_clear(struct fc_store *st, struct fc_err *err)
 {
 	return fc_exec(st, FC_SQL_NODES_CLEAR, FC_NO_ARGS, NULL, "clearing nodes", err);
+}
+
+int fc_store_purge(struct fc_store *st, int64_t now, size_t *bans, size_t *sets, struct fc_err *err)
+{
+	int64_t first = 0;
+	size_t uids = 0, allows = 0;
+	bool found;
+
+	*bans = *sets = 0;
+	if (fc_query_int(st, FC_SQL_FIRST_EXPIRY, FC_NO_ARGS, &first, &found, "finding expired bans", err) < 0)
+		return -1;
+	if (!found || first > now)
+		return 0;
+	if (fc_store_ban_purge(st, now, bans, err) < 0 || fc_store_uid_ban_purge(st, now, &uids, err) < 0 ||
+	    fc_store_allow_purge(st, now, &allows, err) < 0 || fc_store_set_purge(st, now, sets, err) < 0)
+		return -1;
+	*bans += uids + allows;
+	return 0;
+}
+
+int fc_store_next_expiry(struct fc_store *st, int64_t now, int64_t *next, struct fc_err *err)
+{
+	bool found;
+
+	*next = 0;
+	return fc_query_int(st, FC_SQL_NEXT_EXPIRY, FC_ARGS(FC_INT(now)), next, &found, "finding the next expiry", err);
+}
+
+/* ---- ban sets ---- */
+
+int fc_set_name_check(const char *name, struct fc_err *err)
+{
+	size_t len = strlen(name);
+
+	if (!len || len > FC_SET_NAME_MAX || strspn(name, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+						       "0123456789._-") != len || *name == '.' || *name == '-')
+		return fc_err_set(err, "set \"%.*s\": expected 1 to %d of A-Z a-z 0-9 . _ - (not starting with . or -)",
+				  FC_SET_NAME_MAX, name, FC_SET_NAME_MAX);
+	return 0;
+}
+
+static int fc_set_read(struct fc_store *st, int id, void *row, struct fc_err *err)
+{
+	const struct fc_db_ops *o = st->db->ops;
+	const char *name = o->col_text(st->db, id, 1);
+	struct fc_ban_set *set = row;
+
+	memset(set, 0, sizeof(*set));
+	set->id = (uint32_t)o->col_int(st->db, id, 0);
+	if (!name || fc_set_name_check(name, err) < 0 || set->id < 1 || set->id > FC_MAX_SETS)
+		return fc_err_set(err, "store %s: corrupt ban set row %u", st->db->name, set->id);
+	snprintf(set->name, sizeof(set->name), "%s", name);
+	set->created = o->col_int(st->db, id, 2);
+	set->updated = o->col_int(st->db, id, 3);
+	set->expires = o->col_int(st->db, id, 4);
+	set->size = (uint64_t)o->col_int(st->db, id, 5);
+	return 0;
+}
+
+int fc_store_set_get(struct fc_store *st, const char *name, int64_t now, struct fc_ban_set *set, bool *found,
+		     struct fc_err *err)
+{
+	return fc_get_one(st, FC_SQL_SET_GET, FC_ARGS(FC_TEXT(name), FC_INT(now)), fc_set_read, set, found,
+			  "looking up ban set", err);
+}
+
+int fc_store_set_list(struct fc_store *st, int64_t now, struct fc_ban_set **rows, size_t *n, struct fc_err *err)
+{
+	return fc_collect(st, FC_SQL_SET_LIST, FC_ARGS(FC_INT(now)), sizeof(**rows), fc_set_read, "listing ban sets",
+			  (void **)rows, n, err);
+}
+
+int fc_store_set_put(struct fc_store *st, struct fc_ban_set *set, struct fc_err *err)
+{
+	int64_t v = 0;
+	bool found;
+
+	if (!set->id) {
+		if (fc_query_int(st, FC_SQL_SET_NEW_ID, FC_NO_ARGS, &v, &found, "allocating a ban set", err) < 0)
+			return -1;
+		if (v < 1 || v > FC_MAX_SETS) {
+			fc_err_set(err, "all %d ban sets are in use (freqctl ban del --set NAME frees one)", FC_MAX_SETS);
+			return FC_STORE_REFUSED;
+		}
+		set->id = (uint32_t)v;
+	}
+	return fc_exec(st, FC_SQL_SET_PUT,
+		       FC_ARGS(FC_INT(set->id), FC_TEXT(set->name), FC_INT(set->created), FC_INT(set->updated),
+			       FC_INT_OR_NULL(set->expires), FC_INT(set->size)),
+		       NULL, "writing ban set", err);
+}
+
+int fc_store_set_del(struct fc_store *st, uint32_t id, struct fc_err *err)
+{
+	if (fc_exec(st, FC_SQL_SET_EMPTY, FC_ARGS(FC_INT(id)), NULL, "deleting a ban set's members", err) < 0)
+		return -1;
+	return fc_exec(st, FC_SQL_SET_DEL, FC_ARGS(FC_INT(id)), NULL, "deleting ban set", err);
+}
+
+int fc_store_set_purge(struct fc_store *st, int64_t now, size_t *n, struct fc_err *err)
+{
+	int64_t c = 0;
+
+	*n = 0;
+	if (fc_exec(st, FC_SQL_SET_PURGE_MEMBERS, FC_ARGS(FC_INT(now)), NULL, "purging lapsed ban sets", err) < 0 ||
+	    fc_exec(st, FC_SQL_SET_PURGE, FC_ARGS(FC_INT(now)), &c, "purging lapsed ban sets", err) < 0)
+		return -1;
+	*n = (size_t)c;
+	return 0;
+}
+
+/* Reads an address key (columns family, addr, len from col). */
+static int fc_key_read(struct fc_store *st, int id, int col, struct fc_prefix *p, struct fc_err *err)
+{
+	const struct fc_db_ops *o = st->db->ops;
+	int family = (int)o->col_int(st->db, id, col), len = (int)o->col_int(st->db, id, col + 2);
+	int max = family == 4 ? 32 : 128;
+	size_t bytes;
+	const void *addr = o->col_blob(st->db, id, col + 1, &bytes);
+
+	if ((family != 4 && family != 6) || !addr || bytes != (size_t)max / 8 || len < 0 || len > max)
+		return fc_err_set(err, "store %s: corrupt address key (family %d, %zu address bytes, length %d)",
+				  st->db->name, family, bytes, len);
+	memset(p, 0, sizeof(*p));
+	p->family = (uint8_t)family;
+	p->len = (uint8_t)len;
+	memcpy(p->a, addr, bytes);
+	return 0;
+}
+
+static int fc_set_key_read(struct fc_store *st, int id, void *row, struct fc_err *err)
+{
+	return fc_key_read(st, id, 0, row, err);
+}
+
+int fc_store_set_keys(struct fc_store *st, uint32_t id, struct fc_prefix **keys, size_t *n, struct fc_err *err)
+{
+	return fc_collect(st, FC_SQL_SET_KEYS, FC_ARGS(FC_INT(id)), sizeof(**keys), fc_set_key_read,
+			  "reading a ban set", (void **)keys, n, err);
+}
+
+int fc_store_set_bans(struct fc_store *st, uint32_t id, int64_t now, struct fc_ban_row **rows, size_t *n,
+		      struct fc_err *err)
+{
+	return fc_collect(st, FC_SQL_SET_BANS, FC_ARGS(FC_INT(id), FC_INT(now)), sizeof(**rows), fc_ban_row_read,
+			  "listing a ban set", (void **)rows, n, err);
+}
+
+int fc_store_set_member_put(struct fc_store *st, uint32_t id, const struct fc_prefix *p, int64_t created,
+			    struct fc_err *err)
+{
+	return fc_exec(st, FC_SQL_SET_MEMBER_PUT, FC_ARGS(FC_PREFIX_ARGS(p), FC_INT(id), FC_INT(created)), NULL,
+		       "writing a ban set's member", err);
+}
+
+int fc_store_set_member_del(struct fc_store *st, uint32_t id, const struct fc_prefix *p, struct fc_err *err)
+{
+	return fc_exec(st, FC_SQL_SET_MEMBER_DEL, FC_ARGS(FC_PREFIX_ARGS(p), FC_INT(id)), NULL,
+		       "deleting a ban set's member", err);
+}
+
+int fc_store_set_holders(struct fc_store *st, const struct fc_prefix *p, int64_t now, char *names, size_t size,
+			 struct fc_err *err)
+{
+	const struct fc_db_ops *o = st->db->ops;
+	const char *what = "looking up ban sets";
+	size_t off = 0;
+	int rc = o->run(st->db, FC_SQL_SET_HOLDERS, FC_ARGS(FC_PREFIX_ARGS(p), FC_INT(now)), what, err);
+
+	names[0] = '\0';
+	while (rc == 0 && (rc = o->next(st->db, FC_SQL_SET_HOLDERS, what, err)) == 1) {
+		const char *name = o->col_text(st->db, FC_SQL_SET_HOLDERS, 0);
+
+		rc = 0;
+		if (name && off < size)
+			off += (size_t)snprintf(names + off, size - off, "%s%s", off ? ", " : "", name);
+	}
+	o->done(st->db, FC_SQL_SET_HOLDERS);
+	return rc < 0 ? -1 : 0;
+}
+
+/* ---- the change log ---- */
+
+static int fc_log_head_read(struct fc_store *st, int id, void *row, struct fc_err *err)
+{
+	const struct fc_db_ops *o = st->db->ops;
+	struct fc_store_log *log = row;
+	int64_t head = o->col_int(st->db, id, 2);
+
+	log->id = (uint64_t)o->col_int(st->db, id, 0);
+	log->pruned = (uint64_t)o->col_int(st->db, id, 1);
+	log->head = head > 0 && (uint64_t)head > log->pruned ? (uint64_t)head : log->pruned;
+	if (!log->id)
+		return fc_err_set(err, "store %s: no store_id in meta (the change log needs one)", st->db->name);
+	return 0;
+}
+
+int fc_store_log_head(struct fc_store *st, struct fc_store_log *log, struct fc_err *err)
+{
+	bool found;
+
+	if (fc_get_one(st, FC_SQL_LOG_HEAD, FC_NO_ARGS, fc_log_head_read, log, &found, "reading the change log", err))
+		return -1;
+	return found ? 0 : fc_err_set(err, "store %s: reading the change log: no result", st->db->name);
+}
+
+int fc_store_log_prune(struct fc_store *st, const struct fc_store_log *log, struct fc_err *err)
+{
+	uint64_t upto;
+
+	if (log->head - log->pruned <= 2ULL * FC_STORE_LOG_KEEP)
+		return 0;
+	upto = log->head - FC_STORE_LOG_KEEP;
+	if (fc_exec(st, FC_SQL_LOG_PRUNE, FC_ARGS(FC_INT(upto)), NULL, "pruning the change log", err) < 0)
+		return -1;
+	return fc_exec(st, FC_SQL_LOG_PRUNED, FC_ARGS(FC_INT(upto)), NULL, "pruning the change log", err);
+}
+
+/* A row of FC_SQL_DELTA_KEYS or of the prefix queries. */
+static int fc_key_rule_read(struct fc_store *st, int id, void *row, struct fc_err *err)
+{
+	const struct fc_db_ops *o = st->db->ops;
+	struct fc_key_rule *r = row;
+	const char *layer;
+
+	memset(r, 0, sizeof(*r));
+	if (fc_key_read(st, id, 0, &r->p, err) < 0)
+		return -1;
+	r->src = (int32_t)o->col_int(st->db, id, 3);
+	r->expires = o->col_int(st->db, id, 4);
+	r->slot = (uint32_t)o->col_int(st->db, id, 5);
+	layer = o->col_text(st->db, id, 6);
+	r->http = layer && !strcmp(layer, fc_layer_names[FC_LAYER_HTTP]);
+	if (r->src < FC_SRC_KEY || r->src > FC_MAX_SETS || (r->src == FC_SRC_POLICY && (r->slot < 1 || r->slot > FC_MAX_POLICIES)))
+		return fc_err_set(err, "store %s: corrupt rule (source %d, slot %u)", st->db->name, r->src, r->slot);
+	return 0;
+}
+
+static int fc_uid_change_read(struct fc_store *st, int id, void *row, struct fc_err *err)
+{
+	const struct fc_db_ops *o = st->db->ops;
+	const char *uid = o->col_text(st->db, id, 0);
+	struct fc_uid_change *u = row;
+
+	if (!uid || !*uid || strlen(uid) > FC_SHM_MAX_VALUE)
+		return fc_err_set(err, "store %s: corrupt uid in the change log", st->db->name);
+	memset(u, 0, sizeof(*u));
+	snprintf(u->uid, sizeof(u->uid), "%s", uid);
+	u->expires = o->col_int(st->db, id, 1);
+	u->live = o->col_int(st->db, id, 2) != 0;
+	return 0;
+}
+
+/* Whether the ip_* columns (from col) of policy p's row say what its match
+ * does: written by freqctl they do, by a script maybe not. */
+static bool fc_policy_ip_agrees(struct fc_store *st, int id, int col, const struct fc_policy_spec *p)
+{
+	const struct fc_db_ops *o = st->db->ops;
+	bool ip = p->kind == FC_MATCH_PREFIX && !p->ndims;
+	const void *addr;
+	size_t len;
+
+	if (!ip)
+		return o->col_null(st->db, id, col);
+	addr = o->col_blob(st->db, id, col + 1, &len);
+	return o->col_int(st->db, id, col) == p->ip.family && o->col_int(st->db, id, col + 2) == p->ip.len && addr &&
+	       len == (p->ip.family == 4 ? 4u : 16u) && !memcmp(addr, p->ip.a, len);
+}
+
+/* A changed (policy, slot) and the row in the slot (FC_POL_COLS first). A
+ * row not valid as written holds nothing: it is reported, not published. */
+static int fc_policy_change_read(struct fc_store *st, int id, void *row, struct fc_err *err)
+{
+	const struct fc_db_ops *o = st->db->ops;
+	struct fc_policy_change *c = row;
+	struct fc_err why;
+
+	(void)err;
+	memset(c, 0, sizeof(*c));
+	c->id = (uint32_t)o->col_int(st->db, id, FC_POL_NCOLS);
+	c->slot = (uint32_t)o->col_int(st->db, id, FC_POL_NCOLS + 1);
+	c->star = o->col_int(st->db, id, FC_POL_NCOLS + 2) != 0;
+	c->l7 = o->col_int(st->db, id, FC_POL_NCOLS + 3) != 0;
+	if (o->col_null(st->db, id, 0))
+		return 0;
+	if (fc_policy_row_read(st, id, &c->row, &why) == FC_ROW_BAD) {
+		if (!st->bad_policies++)
+			snprintf(st->bad_why, sizeof(st->bad_why), "%s", why.msg);
+		return 0;
+	}
+	c->found = true;
+	c->ip_stale = !fc_policy_ip_agrees(st, id, FC_POL_NCOLS + 4, &c->row.spec);
+	return 0;
+}
+
+struct fc_other_change {
+	char kind[8];
+	char txt[FC_NODE_NAME_MAX + 1];
+	uint32_t id;
+};
+
+static int fc_other_change_read(struct fc_store *st, int id, void *row, struct fc_err *err)
+{
+	const struct fc_db_ops *o = st->db->ops;
+	const char *kind = o->col_text(st->db, id, 0), *txt = o->col_text(st->db, id, 1);
+	struct fc_other_change *c = row;
+
+	(void)err;
+	memset(c, 0, sizeof(*c));
+	snprintf(c->kind, sizeof(c->kind), "%s", kind ? kind : "");
+	snprintf(c->txt, sizeof(c->txt), "%s", txt ? txt : "");
+	c->id = (uint32_t)o->col_int(st->db, id, 2);
+	return 0;
+}
+
+void fc_delta_free(struct fc_delta *d)
+{
+	free(d->keys);
+	free(d->uids);
+	free(d->pols);
+	free(d->sets);
+	memset(d, 0, sizeof(*d));
+}
+
+int fc_store_delta(struct fc_store *st, uint64_t from, uint64_t to, int64_t now, const char *node,
+		   struct fc_delta *d, struct fc_err *err)
+{
+	struct fc_other_change *other = NULL;
+	size_t nother = 0, i;
+	int rc = -1;
+
+	memset(d, 0, sizeof(*d));
+	st->bad_policies = 0;
+	if (fc_collect(st, FC_SQL_DELTA_KEYS, FC_ARGS(FC_INT(from), FC_INT(to), FC_INT(now)), sizeof(*d->keys),
+		       fc_key_rule_read, "reading changed bans", (void **)&d->keys, &d->nkeys, err) < 0 ||
+	    fc_collect(st, FC_SQL_DELTA_UIDS, FC_ARGS(FC_INT(from), FC_INT(to), FC_INT(now)), sizeof(*d->uids),
+		       fc_uid_change_read, "reading changed uid bans", (void **)&d->uids, &d->nuids, err) < 0 ||
+	    fc_collect(st, FC_SQL_DELTA_POLICIES, FC_ARGS(FC_INT(from), FC_INT(to)), sizeof(*d->pols),
+		       fc_policy_change_read, "reading changed policies", (void **)&d->pols, &d->npols, err) < 0 ||
+	    fc_collect(st, FC_SQL_DELTA_OTHER, FC_ARGS(FC_INT(from), FC_INT(to)), sizeof(*other), fc_other_change_read,
+		       "reading the change log", (void **)&other, &nother, err) < 0)
+		goto out;
+	d->sets = calloc(nother ? nother : 1, sizeof(*d->sets));
+	if (!d->sets) {
+		fc_err_set(err, "store %s: out of memory reading the change log", st->db->name);
+		goto out;
+	}
+	for (i = 0; i < d->npols; i++)
+		d->ip_stale |= d->pols[i].ip_stale;
+	for (i = 0; i < nother; i++) {
+		if (!strcmp(other[i].kind, "reset"))
+			d->reset = true;
+		else if (!strcmp(other[i].kind, "allow"))
+			d->allows = true;
+		else if (!strcmp(other[i].kind, "node"))
+			d->weight |= !strcmp(other[i].txt, node);
+		else if (!strcmp(other[i].kind, "set") && strcmp(other[i].txt, "upd"))
+			d->sets[d->nsets++] = other[i].id;
+	}
+	rc = 0;
+out:
+	free(other);
+	if (rc)
+		fc_delta_free(d);
+	return rc;
+}
+
+int fc_store_prefix_rules(struct fc_store *st, const struct fc_prefix *p, int64_t now, struct fc_key_rule **rows,
+			  size_t *n, struct fc_err *err)
+{
+	const int full = p->family == 4 ? 32 : 128, bytes = full / 8;
+	struct fc_val args[3 + 128];
+	uint8_t lo[16], hi[16], masked[128][16];
+	int i, b;
+
+	memcpy(lo, p->a, 16);
+	memcpy(hi, p->a, 16);
+	for (b = p->len; b < full; b++)
+		hi[b / 8] |= (uint8_t)(0x80 >> (b % 8));
+	args[0] = FC_BLOB(lo, (size_t)bytes);
+	args[1] = FC_BLOB(hi, (size_t)bytes);
+	args[2] = FC_INT(now);
+	for (i = 0; i < full; i++) {
+		memset(masked[i], 0, 16);
+		memcpy(masked[i], p->a, (size_t)(i / 8));
+		if (i % 8)
+			masked[i][i / 8] = p->a[i / 8] & (uint8_t)(0xff << (8 - i % 8));
+		args[3 + i] = FC_BLOB(masked[i], (size_t)bytes);
+	}
+	return fc_collect(st, p->family == 4 ? FC_SQL_PFX4 : FC_SQL_PFX6, args, 3 + full, sizeof(**rows),
+			  fc_key_rule_read, "reading prefix rules", (void **)rows, n, err);
+}
+
+int fc_store_prefix_len_used(struct fc_store *st, const struct fc_prefix *p, int64_t now, bool *used,
+			     struct fc_err *err)
+{
+	int64_t one;
+
+	return fc_query_int(st, FC_SQL_PFX_LEN_USED, FC_ARGS(FC_INT(p->family), FC_INT(p->len), FC_INT(now)), &one, used,
+			    "looking up a prefix length", err);
+}
+
+int fc_store_policy_ip_fix(struct fc_store *st, const struct fc_policy_spec *p, struct fc_err *err)
+{
+	bool ip = p->kind == FC_MATCH_PREFIX && !p->ndims;
+
+	return fc_exec(st, FC_SQL_POL_IP_SET,
+		       FC_ARGS(FC_INT(p->id), ip ? FC_INT(p->ip.family) : FC_NULL, ip ? FC_PREFIX_ADDR(&p->ip) : FC_NULL,
+			       ip ? FC_INT(p->ip.len) : FC_NULL),
+		       NULL, "filling a policy's ip columns", err);
+}
+
+int fc_store_policy_star(struct fc_store *st, struct fc_policy_row *row, bool *found, struct fc_err *err)
+{
+	int rc = fc_get_one(st, FC_SQL_POL_STAR, FC_NO_ARGS, fc_policy_row_read, row, found, "looking up the ip=* policy",
+			    err);
+
+	if (rc == FC_ROW_BAD) /* not valid as written: not published */
+		*found = false;
+	return rc < 0 ? -1 : 0;
+}
+
+struct fc_policy_match {
+	uint32_t id;
+	char match[FC_MATCH_LEN];
+};
+
+static int fc_policy_match_read(struct fc_store *st, int id, void *row, struct fc_err *err)
+{
+	const char *match = st->db->ops->col_text(st->db, id, 1);
+	struct fc_policy_match *m = row;
+
+	(void)err;
+	m->id = (uint32_t)st->db->ops->col_int(st->db, id, 0);
+	snprintf(m->match, sizeof(m->match), "%s", match ? match : "");
+	return 0;
+}
+
+/* Fills the ip_* columns of rows that lack them (written before they
+ * existed), once: the prefix queries find policies by them. */
+static int fc_policy_ip_fill(struct fc_store *st, struct fc_err *err)
+{
+	struct fc_policy_match *rows = NULL;
+	const char *what = "filling policies' ip columns";
+	size_t n = 0, i;
+	int64_t v = 1;
+	bool found;
+	int rc = -1;
+
+	if (fc_query_int(st, FC_SQL_META_GET, FC_ARGS(FC_TEXT("policy_ip")), &v, &found, what, err) < 0)
+		return -1;
+	if (!found || v)
+		return 0;
+	if (fc_store_begin(st, err) < 0)
+		return -1;
+	if (fc_query_int(st, FC_SQL_META_GET, FC_ARGS(FC_TEXT("policy_ip")), &v, &found, what, err) < 0 ||
+	    fc_collect(st, FC_SQL_POL_IP_TODO, FC_NO_ARGS, sizeof(*rows), fc_policy_match_read, what, (void **)&rows,
+		       &n, err) < 0)
+		goto out;
+	for (i = 0; i < n && !v; i++) {
+		struct fc_policy_spec p = { .id = rows[i].id };
+		struct fc_err why;
+
+		if (fc_match_parse(rows[i].match, &p, &why) < 0 || p.kind != FC_MATCH_PREFIX || p.ndims)
+			continue; /* reported as not valid when read */
+		if (fc_store_policy_ip_fix(st, &p, err) < 0)
+			goto out;
+	}
+	if (fc_exec(st, FC_SQL_META_SET, FC_ARGS(FC_TEXT("policy_ip"), FC_INT(1)), NULL, what, err) < 0)
+		goto out;
+	rc = fc_store_commit(st, err);
+out:
+	if (rc)
+		fc_store_rollback(st);
+	free(rows);
+	return rc;
 }
 
 /* An allow entry's key: family, address, length, uid. */

@@ -19,11 +19,16 @@
 
 struct fc_store;
 
+/* One source of a ban on p: by hand (or escalated), or a ban set holding it.
+ * A set's members carry the set's expiry here, but are published without
+ * one: the whole set lapses at once (its members are then deleted, which
+ * lifts them), so an import that extends a set rewrites nothing. */
 struct fc_ban_row {
 	struct fc_prefix p;
-	int64_t created;    /* unix seconds */
+	int64_t created;    /* unix seconds (a set member: when it joined) */
 	int64_t expires;    /* unix seconds; 0 = never */
 	uint32_t by_policy; /* escalated by this L7 policy; 0 = by hand */
+	uint32_t set;       /* the ban set (struct fc_ban_set.id) holding it; 0 = by hand or escalated */
 };
 
 /* dsn: a SQLite path, or postgresql://... (libpq's URI). */
@@ -46,12 +51,15 @@ int fc_store_ban_get(struct fc_store *st, const struct fc_prefix *p, int64_t now
 int fc_store_ban_del(struct fc_store *st, const struct fc_prefix *p, bool *found, struct fc_err *err);
 /* Removes bans that expired at or before now; *n how many. */
 int fc_store_ban_purge(struct fc_store *st, int64_t now, size_t *n, struct fc_err *err);
-/* How many live bans the store holds: address bans (escalated: placed by a policy), uid bans. */
+/* How many live bans the store holds: address bans by hand (escalated: placed
+ * by a policy), uid bans, members of ban sets. */
 struct fc_ban_counts {
-	size_t addresses, escalated, uids;
+	size_t addresses, escalated, uids, in_sets;
 };
 int fc_store_ban_count(struct fc_store *st, int64_t now, struct fc_ban_counts *n, struct fc_err *err);
-/* Live bans (not expired at now), in address order. The caller frees *rows. */
+/* Every source of every live ban (not expired at now): by hand, and each set
+ * holding one, in address order (then by hand first, then by set). The
+ * caller frees *rows. */
 int fc_store_ban_list(struct fc_store *st, int64_t now, struct fc_ban_row **rows, size_t *n,
 		      struct fc_err *err);
 
@@ -70,6 +78,9 @@ int fc_store_policy_get(struct fc_store *st, uint32_t id, struct fc_policy_row *
  * one's message kept: fc_store_bad_policies says how many the last listing
  * skipped. */
 int fc_store_policy_list(struct fc_store *st, struct fc_policy_row **rows, size_t *n, struct fc_err *err);
+/* The same, of those that may escalate or keep a bucket per key (the agent's
+ * own work; a superset: the caller checks each), without reading the rest. */
+int fc_store_policy_list_agent(struct fc_store *st, struct fc_policy_row **rows, size_t *n, struct fc_err *err);
 size_t fc_store_bad_policies(const struct fc_store *st, const char **why);
 /* What a write returns when the input conflicts with what is stored (as
  * opposed to -1, the database failing). */
@@ -116,8 +127,138 @@ int fc_store_data_version(struct fc_store *st, int64_t *v, struct fc_err *err);
 /* A descriptor to poll for such changes (PostgreSQL's socket); -1: none. */
 int fc_store_watch_fd(struct fc_store *st);
 
-/* Deletes every ban, address and uid (freqctl import replaces them). */
+/* Deletes every ban by hand, address and uid (freqctl import replaces them). */
 int fc_store_bans_clear(struct fc_store *st, struct fc_err *err);
+/* Removes what expired at or before now: bans (address and uid; *bans how
+ * many) and ban sets (*sets), with their members. One query when nothing
+ * did, the usual case. */
+int fc_store_purge(struct fc_store *st, int64_t now, size_t *bans, size_t *sets, struct fc_err *err);
+/* The next unix time after now at which a ban expires or a set lapses; 0: none. */
+int fc_store_next_expiry(struct fc_store *st, int64_t now, int64_t *next, struct fc_err *err);
+
+/*
+ * Ban sets: named lists of bans (block-list feeds), each replaced whole by
+ * freqctl ban import --set. An address stays banned while any source holds
+ * it (by hand, escalation, any set); ban del lifts the ban by hand only.
+ */
+#define FC_SET_NAME_MAX 64
+
+struct fc_ban_set {
+	uint32_t id; /* 1..FC_MAX_SETS: the index of its drop counters at XDP/TC */
+	char name[FC_SET_NAME_MAX + 1];
+	int64_t created;
+	int64_t updated; /* the last import */
+	int64_t expires; /* the whole set lapses then; 0 = never */
+	uint64_t size;   /* members, as the last import left them */
+};
+
+/* A name as sets take it: 1 to FC_SET_NAME_MAX of A-Z a-z 0-9 . _ -, not
+ * starting with . or -. */
+int fc_set_name_check(const char *name, struct fc_err *err);
+/* The live set called name, if any. */
+int fc_store_set_get(struct fc_store *st, const char *name, int64_t now, struct fc_ban_set *set, bool *found,
+		     struct fc_err *err);
+/* Live sets, by id. The caller frees *rows. */
+int fc_store_set_list(struct fc_store *st, int64_t now, struct fc_ban_set **rows, size_t *n, struct fc_err *err);
+/* Creates (set->id 0: an id is given, FC_STORE_REFUSED when all are taken)
+ * or updates the set. */
+int fc_store_set_put(struct fc_store *st, struct fc_ban_set *set, struct fc_err *err);
+/* Deletes the set and its members. */
+int fc_store_set_del(struct fc_store *st, uint32_t id, struct fc_err *err);
+/* Deletes the sets that lapsed at or before now, with their members; *n how many sets. */
+int fc_store_set_purge(struct fc_store *st, int64_t now, size_t *n, struct fc_err *err);
+/* A set's members, in address order. The caller frees *keys. */
+int fc_store_set_keys(struct fc_store *st, uint32_t id, struct fc_prefix **keys, size_t *n, struct fc_err *err);
+/* The same as ban rows (ban list --set). */
+int fc_store_set_bans(struct fc_store *st, uint32_t id, int64_t now, struct fc_ban_row **rows, size_t *n,
+		      struct fc_err *err);
+int fc_store_set_member_put(struct fc_store *st, uint32_t id, const struct fc_prefix *p, int64_t created,
+			    struct fc_err *err);
+int fc_store_set_member_del(struct fc_store *st, uint32_t id, const struct fc_prefix *p, struct fc_err *err);
+/* The names of the live sets holding exactly p, comma-separated in names (cut at size). */
+int fc_store_set_holders(struct fc_store *st, const struct fc_prefix *p, int64_t now, char *names, size_t size,
+			 struct fc_err *err);
+
+/*
+ * The change log: every write to the store records, in its transaction,
+ * what it changed, numbered by a seq that grows in commit order. A
+ * publisher that knows the seq it published applies only what came after.
+ */
+struct fc_store_log {
+	uint64_t id;     /* the store's identity: random, made with its schema */
+	uint64_t head;   /* the seq of the last change */
+	uint64_t pruned; /* changes up to this seq are gone: a publisher behind it starts over */
+};
+
+int fc_store_log_head(struct fc_store *st, struct fc_store_log *log, struct fc_err *err);
+/* Forgets old changes: keeps the last FC_STORE_LOG_KEEP, once twice as many piled up. */
+#define FC_STORE_LOG_KEEP (1u << 18)
+int fc_store_log_prune(struct fc_store *st, const struct fc_store_log *log, struct fc_err *err);
+
+/* What holds one address key (a ban's, an ip=ADDR[/LEN] policy's): each a
+ * row, sorted by key. */
+#define FC_SRC_POLICY (-1) /* the policy on the key */
+#define FC_SRC_KEY    (-2) /* the key alone: it changed (one such row per changed key) */
+struct fc_key_rule {
+	struct fc_prefix p;
+	int32_t src;     /* 0: a ban by hand or escalated; 1..FC_MAX_SETS: that set's; or FC_SRC_* */
+	int64_t expires; /* a ban's, unix seconds; 0 = never (always so for a set's) */
+	uint32_t slot;   /* a policy's */
+	bool http;       /* a policy for nginx (--layer http), none of the kernel's */
+};
+
+struct fc_uid_change {
+	char uid[FC_SHM_MAX_VALUE + 1];
+	bool live;       /* banned now */
+	int64_t expires;
+};
+
+/* A policy that changed, one of the slots it had or has, and what holds that slot now. */
+struct fc_policy_change {
+	uint32_t id, slot;
+	bool star;  /* the change was on match ip=* */
+	bool l7;    /* the policy, before or after the change, was nginx's */
+	bool ip_stale; /* its row's ip_* columns disagree with its match (a script wrote it) */
+	bool found; /* a valid policy holds the slot: row */
+	struct fc_policy_row row;
+};
+
+/* Everything that changed in (from, to], as the store holds it at now. */
+struct fc_delta {
+	struct fc_key_rule *keys; /* sorted by key, then source: each key's FC_SRC_KEY row first */
+	size_t nkeys;
+	struct fc_uid_change *uids;
+	size_t nuids;
+	struct fc_policy_change *pols;
+	size_t npols;
+	uint32_t *sets; /* sets made or deleted: their drop counters start afresh */
+	size_t nsets;
+	bool weight;    /* the node's row changed (its weight scales every policy) */
+	bool ip_stale;  /* a changed policy's ip_* columns disagree with its match */
+	bool reset;     /* a table was truncated: only publishing everything can tell */
+	bool allows;    /* an allow entry changed: it is folded into every entry it covers, in
+			 * both layers; rare, so published by publishing everything */
+};
+
+int fc_store_delta(struct fc_store *st, uint64_t from, uint64_t to, int64_t now, const char *node,
+		   struct fc_delta *d, struct fc_err *err);
+void fc_delta_free(struct fc_delta *d);
+
+/* At least the rules (as in struct fc_delta, no FC_SRC_KEY rows) on the
+ * prefixes of p's family (exact addresses aside) that cover p or that p
+ * covers, at now, in no order and maybe twice (the caller keeps what it
+ * needs). The caller frees *rows. */
+int fc_store_prefix_rules(struct fc_store *st, const struct fc_prefix *p, int64_t now, struct fc_key_rule **rows,
+			  size_t *n, struct fc_err *err);
+/* Whether a rule the kernel's maps hold is on a prefix of p's family and
+ * length, at now. */
+int fc_store_prefix_len_used(struct fc_store *st, const struct fc_prefix *p, int64_t now, bool *used,
+			     struct fc_err *err);
+/* Makes policy p's ip_* columns say what its match does (they find it by
+ * address; a script writing a row may not fill them). */
+int fc_store_policy_ip_fix(struct fc_store *st, const struct fc_policy_spec *p, struct fc_err *err);
+/* The ip=* policy, if any. */
+int fc_store_policy_star(struct fc_store *st, struct fc_policy_row *row, bool *found, struct fc_err *err);
 
 /* An allow entry: an address or prefix (p), or a user id (p.family 0, uid).
  * What it covers is never banned, limited or escalated, at either layer. */
