@@ -58,6 +58,30 @@ static unsigned fc_rnd(struct fc_churn *c, unsigned n)
 	return (unsigned)(rand_r(&c->seed) % n);
 }
 
+/* Both shms made, then B given A's key secret: a uid's slot is tagged with
+ * its file's secret, so the two tables can be compared slot for slot. */
+static void fc_churn_same_secret(struct fc_churn *c)
+{
+	struct fc_shm_header h;
+	struct fc_publish pub;
+	struct fc_err err;
+	int i, fd;
+
+	for (i = 0; i < 2; i++)
+		if (fc_publish_begin_on(&pub, &c->ctx[i], c->st, &err) < 0 ||
+		    (pub.full = true, fc_publish_commit(&pub, &err) < 0))
+			fail_msg("publish %c: %s", 'A' + i, err.msg);
+	fd = open(c->shm[0], O_RDONLY);
+	assert_true(fd >= 0);
+	assert_int_equal(pread(fd, &h, sizeof(h), 0), sizeof(h));
+	close(fd);
+	fd = open(c->shm[1], O_WRONLY);
+	assert_true(fd >= 0);
+	assert_int_equal(pwrite(fd, h.key_secret, sizeof(h.key_secret), offsetof(struct fc_shm_header, key_secret)),
+			 sizeof(h.key_secret));
+	close(fd);
+}
+
 static int fc_churn_setup(void **state)
 {
 	struct fc_churn *c = calloc(1, sizeof(*c));
@@ -85,6 +109,7 @@ static int fc_churn_setup(void **state)
 	if (mkdir(c->dir, 0700) < 0 || fc_store_open(c->db, &c->st, &err) < 0 || fc_maps_open(c->pin[0], &c->maps[0], &err) < 0 ||
 	    fc_maps_open(c->pin[1], &c->maps[1], &err) < 0)
 		fail_msg("%s", err.msg);
+	fc_churn_same_secret(c);
 	return 0;
 }
 
