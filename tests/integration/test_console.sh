@@ -77,7 +77,11 @@ no_store_change() { [ "$(curl -s -H "Authorization: Bearer $token" "$U/api/polic
 
 # Access.
 check "no token: 401 with WWW-Authenticate" sh -c "curl -s -D - -o /dev/null '$U/api/policies' | grep -qi '^WWW-Authenticate: Bearer'"
-r=$(curl -s -w ' %{http_code}' -H "Authorization: Bearer ${token%?}0" "$U/api/stats")
+# The token with its last digit changed (to 0, or to 1 where it was 0: one
+# token in 16 ends in 0, and the "wrong" one was the right one).
+wrong=${token%?}0
+[ "$wrong" != "$token" ] || wrong=${token%?}1
+r=$(curl -s -w ' %{http_code}' -H "Authorization: Bearer $wrong" "$U/api/stats")
 check "a wrong token: 401" [ "${r##* }" = 401 ]
 check "the page is served without one, with a strict CSP" sh -c "curl -s -D - -o /dev/null '$U/' | grep -qi \"^Content-Security-Policy: default-src 'self'\""
 check "... and so are its script and style" sh -c "[ \"\$(curl -s -o /dev/null -w '%{http_code}' '$U/console.js')\$(curl -s -o /dev/null -w '%{http_code}' '$U/console.css')\" = 200200 ]"
