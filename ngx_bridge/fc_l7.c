@@ -449,10 +449,11 @@ static int fc_offs_build(struct fc_l7_index *ix, const struct fc_l7_alloc *a)
 	if (!(an.pol = a->alloc(a->ctx, (ix->npolicies + 1) * sizeof(*an.pol))))
 		return fc_fail(ix, "out of memory");
 	for (i = 0; i < ix->npolicies; i++) {
-		const struct fc_l7_dim *g = &ix->pol[i].dims[ix->pol[i].anchor];
+		const struct fc_l7_policy *q = &ix->pol[i];
 
-		if (ix->pol[i].anchor != UINT8_MAX)
-			an.pol[an.n++] = (uint64_t)g->kind << 40 | (uint64_t)g->name_idx << 32 | i;
+		if (q->anchor != UINT8_MAX)
+			an.pol[an.n++] = (uint64_t)q->dims[q->anchor].kind << 40 |
+					 (uint64_t)q->dims[q->anchor].name_idx << 32 | i;
 	}
 	qsort(an.pol, an.n, sizeof(*an.pol), fc_u64_cmp);
 	for (i = 0; i < ix->npolicies; i++) {
