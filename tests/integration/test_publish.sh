@@ -81,7 +81,7 @@ check "... a range backwards" grep -qF "$dir/bad:4: \"198.18.7.9-198.18.7.1\": a
 check "... a range across families" grep -qF "$dir/bad:5: \"198.18.7.0-2001:db8::1\": a range's ends must both be IPv4 or both IPv6" <<<"$out"
 check "... host bits set" grep -qF "$dir/bad:6: \"198.18.7.1/24\": host bits set; did you mean 198.18.7.0/24?" <<<"$out"
 check "... a length too long" grep -qF "$dir/bad:7: \"198.18.7.0/33\": prefix length \"33\": expected a number from 1 to 32" <<<"$out"
-check "... /0" grep -qF "$dir/bad:8: \"0.0.0.0/0\": a /0 prefix would ban every IPv4 source; refused" <<<"$out"
+check "... /0" grep -qF "$dir/bad:8: \"0.0.0.0/0\": a /0 prefix would cover every IPv4 source; refused" <<<"$out"
 check "... a range over everything" grep -qF "$dir/bad:9: a range over every IPv4 address would ban every source; refused" <<<"$out"
 check "... a range without its end" grep -qF "$dir/bad:10: \"\": expected an address at each end of a range" <<<"$out"
 check "... and the count: $(tail -1 <<<"$out")" grep -q 'ban import .*: 9 invalid lines; nothing imported' <<<"$out"
