@@ -40,11 +40,12 @@
  * the first slot of a probe sequence not in use. A change of a few bans is
  * made in the live table, in place: a new ban takes the first tombstone or
  * free slot of its probe sequence (a free one filled first, its stamp
- * stored last with release ordering); a changed or lifted ban is rewritten
- * under the slot's seqlock (ver odd while it changes: a reader copies the
- * slot between two even, equal reads of ver, and takes a slot that never
- * settles as no ban); a lifted ban becomes a tombstone, which matches
- * nothing but keeps the probe sequences through it whole. When tombstones
+ * stored last with release ordering; a tombstone rewritten under the slot's
+ * seqlock: ver odd while it changes, a reader copies the slot between two
+ * even, equal reads of ver and takes a slot that never settles as no ban);
+ * a ban that stays changes only its expiry word, and a lifted ban only its
+ * family byte, to FC_SHM_BAN_DEAD: a tombstone, which matches nothing but
+ * keeps the probe sequences through it whole. When tombstones
  * pile up, or a ban finds no slot, or nothing is known of the live table
  * (a new file, a publish cut short), every live ban is written into the
  * inactive table under a fresh stamp (never one used before, so a failed

@@ -588,6 +588,9 @@ static int fc_ban_read(const struct fc_shm_ban_slot *s, __u32 stamp, struct fc_s
 		if (v & 1)
 			continue;
 		memcpy(c, s, sizeof(*c));
+		/* Changed in place without the seqlock (maps/fc_shm.h): each read whole. */
+		c->family = __atomic_load_n(&s->family, __ATOMIC_ACQUIRE);
+		c->expires_ns = __atomic_load_n(&s->expires_ns, __ATOMIC_ACQUIRE);
 		__atomic_thread_fence(__ATOMIC_ACQUIRE);
 		if (__atomic_load_n(&s->ver, __ATOMIC_RELAXED) == v && __atomic_load_n(&s->seq, __ATOMIC_RELAXED) == stamp)
 			return 0;

@@ -389,7 +389,8 @@ static int fc_bans_publish(struct fc_shm_header *h, void *base, const struct fc_
 	return 0;
 }
 
-/* Rewrites a slot in use under its seqlock: ver odd, the fields, ver even. */
+/* Gives a tombstone's slot another key under its seqlock: ver odd, the
+ * fields, ver even. */
 static void fc_ban_rewrite(struct fc_shm_ban_slot *s, const struct fc_shm_ban_slot *b)
 {
 	__u16 v = (__u16)(s->ver | 1);
@@ -434,7 +435,6 @@ static __u32 fc_ban_find(const struct fc_shm_ban_slot *tab, __u32 stamp, const s
 static int fc_ban_change(struct fc_shm_header *h, struct fc_shm_ban_slot *tab, __u32 stamp,
 			 const struct fc_shm_ban_slot *b, bool want)
 {
-	struct fc_shm_ban_slot dead;
 	__u64 plens[2][4] = { { 0 } };
 	bool found;
 	__u32 i = fc_ban_find(tab, stamp, b, &found), k;
@@ -448,15 +448,16 @@ static int fc_ban_change(struct fc_shm_header *h, struct fc_shm_ban_slot *tab, _
 		if (want && s->expires_ns == b->expires_ns)
 			return 0;
 		h->ban_digest -= fc_ban_mix(s);
+		/* One word each, never under the seqlock: a reader must not
+		 * miss a ban that stays while its expiry changes, however long
+		 * the writer is preempted. */
 		if (!want) {
-			dead = *s;
-			dead.family = FC_SHM_BAN_DEAD;
-			fc_ban_rewrite(s, &dead);
+			__atomic_store_n(&s->family, FC_SHM_BAN_DEAD, __ATOMIC_RELEASE);
 			h->ban_dead++;
 			return 0;
 		}
 		h->ban_digest += fc_ban_mix(b);
-		fc_ban_rewrite(s, b);
+		__atomic_store_n(&s->expires_ns, b->expires_ns, __ATOMIC_RELEASE);
 		return 0;
 	}
 	/* A new ban: readers probe its length before they can find it. */
