@@ -362,15 +362,8 @@ static int fc_sq_open(const char *dsn, const char *name, bool create, const char
 		goto fail;
 	}
 	sqlite3_busy_timeout(d->h, 10000);
-	/* A commit is a WAL append and one sync of it (durable when the
-	 * command says done); the pages reach the .db file at the checkpoint
-	 * SQLite runs every 1,000 pages, as the agent's do. Checkpointing and
-	 * recreating the WAL at every close cost each command four syncs.
-	 * The store is the .db file and its -wal (freqctl export makes one). */
-	sqlite3_db_config(d->h, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, NULL);
-	sqlite3_file_control(d->h, "main", SQLITE_FCNTL_PERSIST_WAL, &(int){ 1 });
 	/* WAL lets readers (ban list, an agent) run beside one writer. */
-	if (fc_sq_exec(d, "PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL", err) < 0 ||
+	if (fc_sq_exec(d, "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL", err) < 0 ||
 	    fc_sq_migrate(d, err) < 0)
 		goto fail;
 	*out = &d->db;
