@@ -69,7 +69,7 @@ check "top after garbage in the state file" fcq top --json -n 1 -d 0.1
 apid=$!
 for _ in $(seq 50); do grep -q "watching store" "$d/agent.log" && break; sleep 0.1; done
 # A forged head far ahead, then far behind, while the agent reads the ring.
-head_off=$(( 4096 + 65537 * 64 ))
+head_off=$(( 4096 + 65537 * 128 )) # FC_STATE_RING_OFF: the stat slots (128 bytes each), then the ring
 as_www "printf '\377\377\377\377\377\377\377\177' | dd of='$shm.state' bs=1 seek=$head_off conv=notrunc 2>/dev/null"
 sleep 0.5
 as_www "printf '\0\0\0\0\0\0\0\0' | dd of='$shm.state' bs=1 seek=$head_off conv=notrunc 2>/dev/null"
