@@ -120,7 +120,7 @@ u1=$(awk '$1 == "u1" { if ($2 == 429) r++; else if ($3 < 0.5) f++; else s++ } EN
 u2=$(awk '$1 == "u2" { if ($2 == 429) r++; else if ($3 < 0.5) f++; else s++ } END { printf "%d/%d/%d", f, s, r }' "$d/delay")
 longest=$(awk '$1 == "u1" && $2 == 200 { if ($3 > m) m = $3 } END { print int(m + 0.5) }' "$d/delay")
 check "--action delay 60/m burst 2, delay-burst 2, 5 of u1 at once: 2 at once, 2 delayed, 1 refused (got $u1)" [ "$u1" = 2/2/1 ]
-check "... the last delayed about 2 s (got $longest s)" [ "$longest" = 2 ]
+check "... the last delayed about 2 s (got $longest s)" [ "$longest" -ge 2 -a "$longest" -le 3 ]
 check "... 2 of u2 meanwhile: both at once, none delayed (got $u2)" [ "$u2" = 2/0/0 ]
 check "... stats: 4 passed, 2 of them delayed, 1 denied" \
 	jq_true '.policies[] | select(.id == 9) | .passed.packets == 4 and .delayed == 2 and .dropped.packets == 1' <<<"$(fc stats --json)"
