@@ -1895,6 +1895,8 @@ void fc_l7_decide(const struct fc_l7_index *ix, const struct fc_l7_req *rq, uint
 				__atomic_fetch_add(&lk->denied, 1, __ATOMIC_RELAXED);
 			res->would_deny++;
 		}
+		if (!res->key_len && p->keyed)
+			fc_result_key(p, lk, rq, res);
 	}
 	if (np && !fc_result_places(rq, pl, np, res)) {
 		fc_ix_places_give(ix, rq->holder, pl, np, now);

@@ -241,9 +241,11 @@ static void fc_agent_ring_read(void *ctx, uint64_t from, size_t n, struct fc_shm
 	fc_state_ring_read(*(int *)ctx, from, n, out);
 }
 
-/* The escalating policies, after a publish that may have changed policies
- * (on the kept connection); the state file is opened afresh, as a publish
- * may have replaced it. */
+/* The escalating policies, after every publish (on the kept connection):
+ * the store's policies may have changed though the agent's publish wrote
+ * none of them, as a freqctl command publishes its own change before the
+ * agent sees the store change. The state file is opened afresh, as a
+ * publish may have replaced it. */
 static void fc_agent_esc_reload(struct fc_agent *a)
 {
 	struct fc_policy_row *rows = NULL;
@@ -379,8 +381,8 @@ static void fc_agent_drain(int fd)
 }
 
 /* Publishes the store; returns the unix time of the next ban expiry (0: none)
- * or -1 on failure. *policies: the policies may have changed. */
-static int64_t fc_agent_publish(struct fc_agent *a, const char *why, bool *policies, struct fc_err *err)
+ * or -1 on failure. */
+static int64_t fc_agent_publish(struct fc_agent *a, const char *why, struct fc_err *err)
 {
 	struct timespec t0, t1;
 	struct fc_publish pub;
@@ -399,7 +401,6 @@ static int64_t fc_agent_publish(struct fc_agent *a, const char *why, bool *polic
 		goto fail;
 	/* Room for escalations: the rule maps' entries (policy keys too). */
 	a->nbans = (size_t)pub.res.cfg.n_exact4 + pub.res.cfg.n_exact6 + pub.res.cfg.n_pfx4 + pub.res.cfg.n_pfx6;
-	*policies = pub.policies;
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	us = (uint64_t)((t1.tv_sec - t0.tv_sec) * 1000000 + (t1.tv_nsec - t0.tv_nsec) / 1000);
 	__atomic_add_fetch(&a->cnt.publishes, 1, __ATOMIC_RELAXED);
@@ -420,13 +421,12 @@ fail:
 /* Publishes for why, or notes the failure and schedules a retry. */
 static void fc_agent_try_publish(struct fc_agent *a, const char *why)
 {
-	bool policies = true;
 	struct fc_err err;
 	int64_t next;
 
 	if ((!a->prepared && !(a->prepared = fc_agent_prepare(&a->ctx, a->cfg->weight, &err) == 0)) ||
 	    (!a->watch && fc_agent_rewatch(&a->ctx, &a->watch, &a->version, &err) < 0) ||
-	    (next = fc_agent_publish(a, why, &policies, &err)) < 0) {
+	    (next = fc_agent_publish(a, why, &err)) < 0) {
 		if (!a->failing)
 			fc_agent_log("cannot publish, keeping what is enforced: %s (retrying)", err.msg);
 		a->failing = true;
@@ -442,8 +442,7 @@ static void fc_agent_try_publish(struct fc_agent *a, const char *why)
 	/* data_version is not re-read here: a commit that raced this publish
 	 * must still be seen. A publish that wrote (purged, escalated) costs
 	 * one more, idempotent, publish. */
-	if (policies)
-		fc_agent_esc_reload(a);
+	fc_agent_esc_reload(a);
 }
 
 /* Per-key policies: every FC_AGENT_RECOUNT_S, each policy's live keys are
@@ -528,7 +527,6 @@ static int fc_agent_setup(struct fc_agent *a, struct fc_err *err)
 {
 	const struct fc_agent_config *cfg = a->cfg;
 	struct sigaction sa = { .sa_handler = fc_agent_signal };
-	bool policies;
 	struct fc_err why;
 
 	a->prepared = fc_agent_prepare(&a->ctx, cfg->weight, err) == 0;
@@ -563,7 +561,7 @@ static int fc_agent_setup(struct fc_agent *a, struct fc_err *err)
 	}
 	/* Watch first, publish second: a change committed in between is seen. */
 	if (!a->prepared || fc_agent_rewatch(&a->ctx, &a->watch, &a->version, err) < 0 ||
-	    (a->next_expiry = fc_agent_publish(a, "start", &policies, err)) < 0) {
+	    (a->next_expiry = fc_agent_publish(a, "start", err)) < 0) {
 		if (!a->pg)
 			return -1;
 		fc_agent_log("cannot reach the store, keeping what is enforced: %s (retrying)", err->msg);

@@ -7,6 +7,7 @@
 
 #include "fc_cli.h"
 #include "fc_duration.h"
+#include "fc_rows_json.h"
 #include "fc_shm_state.h"
 #include "fc_stats.h"
 #include "fc_store.h"
@@ -92,10 +93,10 @@ static int fc_keys_run(const struct fc_ctx *ctx, const struct fc_cmd *cmd, int a
 		if (arr)
 			json_array_append_new(arr, json_pack("{s:s, s:I, s:I, s:I, s:f, s:I, s:b, s:o}", "key", tag, "passed",
 							      (json_int_t)e->passed, "denied", (json_int_t)e->denied,
-							      "remaining", (json_int_t)v.remaining, "next_s",
+							      "remaining", fc_json_count(v.remaining), "next_s",
 							      (double)v.retry_ns / FC_NS_PER_SEC, "idle_in_s",
-							      (json_int_t)v.idle_s, "held", v.held, "inflight",
-							      v.capped ? json_integer((json_int_t)v.inflight) : json_null()));
+							      fc_json_count(v.idle_s), "held", v.held, "inflight",
+							      v.capped ? json_integer(fc_json_count(v.inflight)) : json_null()));
 		else
 			printf("%-18s %10u %10u %10llu %10.1f %10s %10s\n", tag, e->passed, e->denied,
 			       (unsigned long long)v.remaining, (double)v.retry_ns / FC_NS_PER_SEC,

@@ -5,11 +5,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include "fc_cli.h"
+#include "fc_rows_json.h"
 #include "fc_stats.h"
 
 static json_t *fc_counter_json(const struct fc_counter *c)
 {
-	return json_pack("{s:I, s:I}", "packets", (json_int_t)c->packets, "bytes", (json_int_t)c->bytes);
+	return json_pack("{s:I, s:I}", "packets", fc_json_count(c->packets), "bytes", fc_json_count(c->bytes));
 }
 
 enum fc_stats_format { FC_STATS_TEXT, FC_STATS_JSON, FC_STATS_PROMETHEUS };
@@ -42,7 +43,7 @@ static int fc_stats_print(const struct fc_stats_all *a, enum fc_stats_format fmt
 		for (i = 0; doc && i < fc_nstat_rows; i++)
 			json_object_set_new(doc, fc_stat_rows[i].key, fc_counter_json(fc_stat_at(s, i)));
 		if (doc)
-			json_object_set_new(doc, "nginx_allowed", json_integer((json_int_t)a->nginx_allowed));
+			json_object_set_new(doc, "nginx_allowed", json_integer(fc_json_count(a->nginx_allowed)));
 		for (i = 0; pols && i < n; i++) {
 			const struct fc_policy_spec *p = &ps[i].row->spec;
 			json_t *o;
@@ -51,16 +52,16 @@ static int fc_stats_print(const struct fc_stats_all *a, enum fc_stats_format fmt
 			o = json_pack("{s:I, s:s, s:s, s:s, s:o, s:o, s:I}", "id", (json_int_t)p->id, "match", match, "layer",
 				      fc_policy_is_l7(p) ? "nginx" : "xdp", "action", fc_action_name(p->action), "passed",
 				      fc_counter_json(&ps[i].ps.passed), p->action == FC_ACTION_LOG ? "would_drop" : "dropped",
-				      fc_counter_json(&ps[i].ps.dropped), "delayed", (json_int_t)ps[i].delayed);
+				      fc_counter_json(&ps[i].ps.dropped), "delayed", fc_json_count(ps[i].delayed));
 			if (o && fc_policy_is_keyed(p)) {
-				json_object_set_new(o, "keys", json_integer((json_int_t)ps[i].keys));
-				json_object_set_new(o, "overflowed", json_integer((json_int_t)ps[i].overflowed));
+				json_object_set_new(o, "keys", json_integer(fc_json_count(ps[i].keys)));
+				json_object_set_new(o, "overflowed", json_integer(fc_json_count(ps[i].overflowed)));
 			}
 			if (o && p->concurrency)
 				json_object_set_new(o, "concurrency",
 						    json_pack("{s:I, s:I, s:I}", "limit", (json_int_t)p->concurrency,
-							      "inflight", (json_int_t)ps[i].inflight, "denied",
-							      (json_int_t)ps[i].conc_denied));
+							      "inflight", fc_json_count(ps[i].inflight), "denied",
+							      fc_json_count(ps[i].conc_denied)));
 			json_array_append_new(pols, o);
 		}
 		if (doc) {

@@ -587,17 +587,17 @@ static int fc_api_stats(struct fc_console *c, struct fc_reply *r)
 		json_array_append_new(pols, json_pack("{s:I, s:s, s:s, s:s, s:I, s:I, s:I, s:o, s:o}", "id",
 						      (json_int_t)p->id, "match", match, "layer",
 						      fc_policy_is_l7(p) ? "nginx" : "xdp", "action", fc_action_name(p->action),
-						      "passed", (json_int_t)now->passed, "denied", (json_int_t)now->denied,
-						      "delayed", (json_int_t)now->delayed, "inflight",
-						      p->concurrency ? json_integer((json_int_t)a.ps[i].inflight) : json_null(),
+						      "passed", fc_json_count(now->passed), "denied", fc_json_count(now->denied),
+						      "delayed", fc_json_count(now->delayed), "inflight",
+						      p->concurrency ? json_integer(fc_json_count(a.ps[i].inflight)) : json_null(),
 						      "last_minute", minute));
 	}
 	pthread_mutex_unlock(&c->lock);
 	fc_time_format((int64_t)time(NULL), stamp);
 	doc = json_pack("{s:s, s:s, s:s, s:{s:I, s:I, s:I, s:I}, s:{s:I, s:I, s:I, s:I}, s:o, s:o, s:o}", "time", stamp,
-			"version", FC_VERSION, "node", c->ctx.node, "xdp", "passed", (json_int_t)a.s.passed.packets, "dropped_exact",
-			(json_int_t)a.s.drop_exact.packets, "dropped_prefix", (json_int_t)a.s.drop_prefix.packets,
-			"dropped_limit", (json_int_t)a.s.drop_limit.packets, "bans", "addresses",
+			"version", FC_VERSION, "node", c->ctx.node, "xdp", "passed", fc_json_count(a.s.passed.packets), "dropped_exact",
+			fc_json_count(a.s.drop_exact.packets), "dropped_prefix", fc_json_count(a.s.drop_prefix.packets),
+			"dropped_limit", fc_json_count(a.s.drop_limit.packets), "bans", "addresses",
 			(json_int_t)a.bans.addresses, "escalated", (json_int_t)a.bans.escalated, "uids",
 			(json_int_t)a.bans.uids, "in_sets", (json_int_t)a.bans.in_sets, "policies", pols, "keys",
 			fc_key_uses_to_json(keys, nkeys), "ban_sources", fc_ban_sources_to_json(&a));

@@ -123,7 +123,6 @@ static int fc_publish_layers(struct fc_publish *pub, const struct fc_store_log *
 		ds = &dshm;
 	}
 	pub->delta = maps_from || shm_from;
-	pub->policies = !maps_from || !shm_from || d.npols || dshm.npols;
 	pub->res.cfg = cfg; /* what it holds, if nothing changed */
 	if (!maps_from)
 		r = fc_sync_full(pub->st, &pub->maps, pub->now, pub->weight, &pub->res, err);

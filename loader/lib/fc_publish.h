@@ -28,7 +28,6 @@ struct fc_publish {
 	size_t lapsed; /* lapsed ban sets dropped from the store */
 	bool full;     /* publish everything (freqctl sync), not only what changed */
 	bool delta;    /* only what changed was published (to the maps, the shm or both) */
-	bool policies; /* some policy may have changed: everything was published, or a policy was */
 	double weight; /* this node's share of the policies' rates */
 	struct fc_sync_result res;
 	struct fc_shm_result shm;

@@ -8,6 +8,7 @@
 #define FC_ROWS_JSON_H
 
 #include <jansson.h>
+#include <stdint.h>
 
 #include "fc_store.h"
 
@@ -42,6 +43,16 @@ json_t *fc_allow_to_json(const struct fc_allow_row *r, int64_t now);
  * --json and the console's /api/stats show the busiest keys. */
 struct fc_key_use;
 json_t *fc_key_uses_to_json(const struct fc_key_use *k, size_t n);
+
+/* A u64 counter as a JSON integer, which jansson keeps signed: clamped to
+ * INT64_MAX. No counter reaches 2^63 (292 years at 10^9 a second), so one
+ * past it was written by a hostile nginx worker into the shm's state file;
+ * it stays the largest number JSON can say rather than turning negative,
+ * and stays an integer for what reads it. */
+static inline json_int_t fc_json_count(uint64_t v)
+{
+	return v > INT64_MAX ? INT64_MAX : (json_int_t)v;
+}
 
 /* An optional whole number: null or absent (0), or 1..max. */
 int fc_json_uint(json_t *v, uint64_t max, uint64_t *out);

@@ -5,6 +5,7 @@
 #include <unistd.h>
 #include <jansson.h>
 
+#include "fc_rows_json.h"
 #include "fc_shm_state.h"
 #include "fc_stats.h"
 #include "fc_store_keep.h"
@@ -183,9 +184,9 @@ json_t *fc_ban_sources_to_json(const struct fc_stats_all *a)
 		const struct fc_ban_source *b = &a->sources[i];
 
 		json_array_append_new(arr, json_pack("{s:o, s:I, s:{s:I, s:I}}", "set",
-						     b->set ? json_string(b->name) : json_null(), "bans", (json_int_t)b->bans,
-						     "dropped", "packets", (json_int_t)b->dropped.packets, "bytes",
-						     (json_int_t)b->dropped.bytes));
+						     b->set ? json_string(b->name) : json_null(), "bans", fc_json_count(b->bans),
+						     "dropped", "packets", fc_json_count(b->dropped.packets), "bytes",
+						     fc_json_count(b->dropped.bytes)));
 	}
 	return arr;
 }

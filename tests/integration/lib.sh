@@ -176,6 +176,26 @@ fc_nginx_stop() {
 	for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
 }
 
+# Writes counters past INT64_MAX into the state file as the nginx workers'
+# user could: the header's allowed, and in policy ID's slot passed, denied
+# and delayed 2^63, keys, overflowed, inflight, overflow_inflight and
+# conc_denied 2^64-1. Fails if no slot is policy ID's. Needs python3.
+forge_counters() { # forge_counters ID
+	runuser -u www-data -- python3 - "$shm.state" "$1" <<'PY'
+import mmap, struct, sys
+SLOTS, SLOT = 4096, 128  # FC_STATE_SLOTS_OFF, sizeof(struct fc_shm_slot)
+with open(sys.argv[1], "r+b") as f:
+    m = mmap.mmap(f.fileno(), 0)
+    struct.pack_into("<Q", m, 8, 2**64 - 1)  # the header's allowed
+    for i in range(1, 65537):
+        if struct.unpack_from("<Q", m, SLOTS + i * SLOT + 32)[0] >> 32 == int(sys.argv[2]):  # owner: (id << 32) | epoch
+            # passed, denied, delayed, new_keys, keys, overflowed, inflight, overflow_inflight, conc_denied
+            struct.pack_into("<9Q", m, SLOTS + i * SLOT + 40, *([2**63] * 3 + [0] + [2**64 - 1] * 5))
+            sys.exit(0)
+sys.exit(1)
+PY
+}
+
 # Pings the root side from the namespace, COUNT at INTERVAL seconds; prints
 # how many replies came back.
 pings() { # pings 4|6 COUNT [INTERVAL]

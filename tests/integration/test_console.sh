@@ -197,6 +197,16 @@ check "DELETE a ban that is not there: 404" status_is "$r" 404
 # Counters.
 r=$(api GET /api/stats)
 check "GET /api/stats: per policy and layer, counted" body_has "$r" '.node != null and .version != null and (.keys | type) == "array" and ([.policies[] | select(.id == 7) | .layer == "xdp" and .passed >= 3 and .denied >= 1] == [true])'
+if command -v python3 >/dev/null && id www-data >/dev/null 2>&1; then
+	check "a worker (www-data) writes counters past INT64_MAX into policy 11's slot" forge_counters 11
+	r=$(api GET /api/stats)
+	check "... GET /api/stats: INT64_MAX, no negative number" body_has "$r" \
+		'([.policies[] | select(.id == 11) | .passed == 9223372036854775807 and .denied == 9223372036854775807] == [true]) and
+		 ([.. | numbers | select(. < 0)] | length == 0)'
+else
+	skip_one "python3 or the www-data user missing (forged counters)"
+	skip_one "python3 or the www-data user missing"
+fi
 r=$(curl -s -H "Authorization: Bearer $token" "$U/metrics")
 check "GET /metrics: the Prometheus text" grep -q '^freqctl_agent_publishes_total ' <<<"$r"
 

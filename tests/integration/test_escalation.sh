@@ -3,8 +3,10 @@
 # requests through a veth to nginx (with the module) on the root side, where
 # freqctl is attached at XDP and an agent runs. Past the policy's escalation
 # threshold, the agent bans the client's address and its packets die at XDP
-# (counted in freqctl stats); the ban lapses after its TTL. The nginx and the
-# agent started here are stopped by their pids on exit.
+# (counted in freqctl stats); the ban lapses after its TTL. Then the same
+# per key: a uid=* policy's refusals of one uid ban the client's address,
+# while another uid of that client below its limit was not refused. The
+# nginx and the agent started here are stopped by their pids on exit.
 . "$(dirname "$0")/lib.sh"
 port=$(fc_port)
 apid=
@@ -16,9 +18,10 @@ stop_ours() {
 }
 trap 'stop_ours; fc_finish' EXIT
 fc_setup
-# One request from the namespace; prints the status, or 000 when nothing came back.
+# One request from the namespace as UID (u1); prints the status, or 000 when
+# nothing came back.
 get() {
-	ip netns exec "$ns" curl -s -o /dev/null -w '%{http_code}' --max-time 1 "http://198.18.0.1:$port/?uid=u1" || true
+	ip netns exec "$ns" curl -s -o /dev/null -w '%{http_code}' --max-time 1 "http://198.18.0.1:$port/?uid=${1:-u1}" || true
 }
 
 d=/tmp/fc-it-$tag
@@ -53,4 +56,18 @@ check "stats --prometheus counts it as escalated" sh -c "'$FC_BIN' --db '$db' --
 sleep "$(awk -v t="$banned_at" -v now="$(date +%s.%N)" -v ttl="$ttl" 'BEGIN { d = t + ttl + 0.3 - now; print (d > 0 ? d : 0) }')"
 got=$(get)
 check "after --ban-ttl ${ttl}s the ban lapsed: nginx answers again ($got)" [ "$got" = 429 ]
+
+# Per key: the agent counts refusals in aligned minutes, so away from an edge.
+fc policy del 1 >/dev/null
+fc policy add 2 --match 'uid=*' --rate 1/m --escalate 3/m --ban-ttl ${ttl}s >/dev/null
+away_from_minute_edge 15
+got="$(get k1) $(get k1) $(get k1) $(get k2) $(get k1) $(get k1)"
+check "uid=* 1/m --escalate 3/m: k1 once, k2 once among k1's four refusals ($got)" [ "$got" = "200 429 429 200 429 429" ]
+for _ in $(seq 20); do [ "$(grep -c "escalated: 198.18.0.2" "$d/agent.log")" = 2 ] && break; sleep 0.05; done
+check "the agent banned the client for policy 2's refusals of k1" \
+	grep -q "escalated: 198.18.0.2 banned at XDP/TC until .* (refused too often by policy 2)" "$d/agent.log"
+got="$(get k3)"
+check "... a fresh uid from that address gets no answer now: the ban is the address's ($got)" [ "$got" = 000 ]
+check "stats: policy 2 passed 2 (k1, k2), denied 4 (k1)" \
+	jq_true '.policies[] | select(.id == 2) | .passed.packets == 2 and .dropped.packets == 4 and .keys == 2' <<<"$(fc stats --json)"
 exit 0

@@ -29,6 +29,22 @@ check "www-data can not write the config file" sh -c "! runuser -u www-data -- s
 check "... nor truncate it" sh -c "! runuser -u www-data -- truncate -s 0 '$shm' 2>/dev/null"
 check "... but reads it" as_www "head -c 4 '$shm' >/dev/null"
 
+# Counters past INT64_MAX, as www-data, in policy 1's slot and the header:
+# JSON's integers are signed, so stats --json says INT64_MAX, never a
+# negative number (the text output, unsigned, says what is there).
+if ! command -v python3 >/dev/null; then
+	skip_one "python3 not installed (writes the forged counters)"
+	skip_one "python3 not installed"
+else
+	check "www-data writes counters past INT64_MAX into policy 1's slot" forge_counters 1
+	big=9223372036854775807
+	check "stats --json: each of them INT64_MAX, none negative" jq_true --argjson m "$big" \
+		'.nginx_allowed == $m and (.policies[] | select(.id == 1) | .passed.packets == $m and
+		 .dropped.packets == $m and .delayed == $m) and ([.. | numbers | select(. < 0)] | length == 0)' <<<"$(fc stats --json)"
+	check "... the text output: the unsigned values" sh -c "'$FC_BIN' --db '$db' --pin-dir '$pin' --shm '$shm' stats |
+		grep -q '^1 .* 9223372036854775808 *9223372036854775808 '"
+fi
+
 # Garbage over the whole state file, as www-data: slots, owners, ring head.
 as_www "head -c $(stat -c %s "$shm.state") /dev/urandom >'$shm.state'"
 check "sync after garbage in the state file" fcq sync
@@ -38,7 +54,7 @@ check "top after garbage in the state file" fcq top --json -n 1 -d 0.1
 apid=$!
 for _ in $(seq 50); do grep -q "watching store" "$d/agent.log" && break; sleep 0.1; done
 # A forged head far ahead, then far behind, while the agent reads the ring.
-head_off=$(( 4096 + 65537 * 64 ))
+head_off=$(( 4096 + 65537 * 128 )) # FC_STATE_RING_OFF: the stat slots (128 bytes each), then the ring
 as_www "printf '\377\377\377\377\377\377\377\177' | dd of='$shm.state' bs=1 seek=$head_off conv=notrunc 2>/dev/null"
 sleep 0.5
 as_www "printf '\0\0\0\0\0\0\0\0' | dd of='$shm.state' bs=1 seek=$head_off conv=notrunc 2>/dev/null"

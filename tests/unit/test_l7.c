@@ -1815,6 +1815,8 @@ static void test_keys_kinds(void **state)
 	struct fc_policy_spec w = { .id = 7, .algo = FC_ALGO_WINDOW };
 	struct fc_t *t = *state;
 	struct fc_l7_result res;
+	struct fc_l7_req rq;
+	char key[64];
 
 	fc_policy(t, 1, "arg:key=*", "2/m", "drop", 0, 0);
 	fc_policy(t, 2, "uri=*,arg:u=1", "1/m", "drop", 0, 0);
@@ -1846,6 +1848,14 @@ static void test_keys_kinds(void **state)
 	assert_int_equal(res.would_deny, 1);
 	assert_int_equal(fc_decide(t, "uid=b arg:l=1", T0, &res), FC_L7_PASS);
 	assert_int_equal(res.would_deny, 0);
+	/* A request only a log policy matched: that policy's key, for the log. */
+	fc_req(&t->ix, &rq, "uid=a arg:l=1");
+	rq.keybuf = key;
+	rq.keycap = sizeof(key);
+	fc_l7_decide(&t->ix, &rq, T0, &res);
+	assert_int_equal(res.would_deny, 1);
+	assert_int_equal(res.key_len, 1);
+	assert_memory_equal(key, "a", 1);
 
 	assert_int_equal(fc_passes(t, "uid=a arg:r=1", T0, 3), 3);
 	assert_int_equal(fc_decide(t, "uid=a arg:r=1", T0 + 5 * SEC, &res), FC_L7_REJECTED);
