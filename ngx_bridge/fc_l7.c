@@ -239,6 +239,10 @@ static bool fc_policy_read(struct fc_l7_index *ix, const uint8_t *it, size_t len
 	if (pol->keyed && pol->concurrency && fc_conc_word(pol) >= FC_MAX_TIERS)
 		return false;
 	pol->key_lead_ns = fc_key_lead(pol);
+	if (pol->keyed) {
+		fc_sip_init(&pol->key_sip, ix->key_secret);
+		fc_sip_word(&pol->key_sip, (uint64_t)pol->epoch << 32 | pol->slot);
+	}
 	return l7 || (sp.flags & FC_SHM_POLICY_HTTP); /* else an ip-only policy: XDP/TC's */
 }
 
@@ -675,20 +679,24 @@ static bool fc_listed_in(const struct fc_l7_index *ix, __u64 live, const struct 
 	return false;
 }
 
+/* Whether a bitmap of prefix lengths (ban_plens, allow_plens) is empty: no
+ * length, no uid flag, so fc_listed_in would find nothing, having read the
+ * same words. Inline: most requests meet no ban and no allow entry, and
+ * this is all they pay for both. */
+static inline bool fc_plens_empty(const __u64 *pl)
+{
+	return !(__atomic_load_n(&pl[0], __ATOMIC_ACQUIRE) | __atomic_load_n(&pl[1], __ATOMIC_ACQUIRE) |
+		 __atomic_load_n(&pl[2], __ATOMIC_ACQUIRE) | __atomic_load_n(&pl[3], __ATOMIC_ACQUIRE));
+}
+
 /* A table is rewritten two publishes after it was live: a lookup that saw
  * the live table change under it looks again, in the new one. */
 static bool fc_listed(const struct fc_l7_index *ix, const struct fc_l7_req *rq, uint64_t now, bool allow, bool *uid)
 {
 	__u64 live = __atomic_load_n(&ix->hdr->ban_live, __ATOMIC_ACQUIRE), again;
-	const __u64 *pl = ix->hdr->ban_plens;
 	bool banned = false;
 	int tries;
 
-	/* No ban at all (no prefix length, no uid flag): fc_banned_in would
-	 * find none, having read the same words. */
-	if (!(__atomic_load_n(&pl[0], __ATOMIC_ACQUIRE) | __atomic_load_n(&pl[1], __ATOMIC_ACQUIRE) |
-	      __atomic_load_n(&pl[2], __ATOMIC_ACQUIRE) | __atomic_load_n(&pl[3], __ATOMIC_ACQUIRE)))
-		return false;
 	for (tries = 0; live && tries < 3; tries++, live = again) {
 		banned = fc_listed_in(ix, live, rq, now, allow, uid);
 		__atomic_thread_fence(__ATOMIC_ACQUIRE);
@@ -778,15 +786,19 @@ static void fc_collect(const struct fc_l7_index *ix, const struct fc_l7_req *rq,
 	}
 }
 
-/* The clock a policy is charged at: the caller's, or the precise one. */
-static __u64 fc_clock(const struct fc_l7_policy *p, __u64 now)
+static __u64 fc_precise_now(void)
 {
 	struct timespec ts;
 
-	if (!(p->flags & FC_POLICY_PRECISE))
-		return now;
 	clock_gettime(CLOCK_REALTIME, &ts);
 	return (__u64)ts.tv_sec * FC_NS_PER_SEC + (__u64)ts.tv_nsec;
+}
+
+/* The clock a policy is charged at: the caller's, or the precise one.
+ * Inline: read three times a decision, and nearly always the caller's. */
+static inline __u64 fc_clock(const struct fc_l7_policy *p, __u64 now)
+{
+	return p->flags & FC_POLICY_PRECISE ? fc_precise_now() : now;
 }
 
 /* Reports a refused client to the agent: one fetch-and-add, no wait. */
@@ -813,14 +825,12 @@ static void fc_report(const struct fc_l7_index *ix, const struct fc_l7_policy *p
 /* The tag of rq's key for p: the policy (slot, epoch) in a word, then each
  * wildcard dimension's value in order (an argument or header given more
  * than once: every value, in order). Never below FC_SHM_KEY_TAG_MIN. */
-static __u64 fc_key_tag(const struct fc_l7_index *ix, const struct fc_l7_policy *p, const struct fc_l7_req *rq)
+static __u64 fc_key_tag(const struct fc_l7_policy *p, const struct fc_l7_req *rq)
 {
-	struct fc_sip h;
+	struct fc_sip h = p->key_sip; /* the policy's word, hashed when the index was built */
 	size_t i;
 	int d;
 
-	fc_sip_init(&h, ix->key_secret);
-	fc_sip_word(&h, (uint64_t)p->epoch << 32 | p->slot);
 	for (d = 0; d < p->ndims; d++) {
 		const struct fc_l7_dim *dm = &p->dims[d];
 
@@ -840,8 +850,8 @@ static __u64 fc_key_tag(const struct fc_l7_index *ix, const struct fc_l7_policy 
 	return fc_sip_final(&h) | FC_SHM_KEY_TAG_MIN;
 }
 
-/* Writes rq's key for p as text into rq->keybuf (for $freqctl_key): the
- * wildcard values joined by ','. Returns its length. */
+/* Writes rq's key for p as text into rq->keybuf (not NULL, keycap above 0;
+ * for $freqctl_key): the wildcard values joined by ','. Returns its length. */
 static size_t fc_key_text(const struct fc_l7_policy *p, const struct fc_l7_req *rq)
 {
 	char ip[INET6_ADDRSTRLEN];
@@ -849,8 +859,6 @@ static size_t fc_key_text(const struct fc_l7_policy *p, const struct fc_l7_req *
 	const char *v;
 	int d;
 
-	if (!rq->keybuf || !rq->keycap)
-		return 0;
 	for (d = 0; d < p->ndims; d++) {
 		const struct fc_l7_dim *dm = &p->dims[d];
 
@@ -1644,7 +1652,7 @@ static __u64 fc_key_prepare(const struct fc_l7_index *ix, const struct fc_l7_pol
 
 	if (p->key_vals && fc_key_repeated(p, rq))
 		return 0;
-	tag = fc_key_tag(ix, p, rq);
+	tag = fc_key_tag(p, rq);
 	__builtin_prefetch(&ix->keys[fc_shm_key_place(tag, 0, ix->nkeys)], 1);
 	__builtin_prefetch(&ix->keys[fc_shm_key_place(tag, 1, ix->nkeys)], 1);
 	return tag;
@@ -1717,7 +1725,8 @@ static void fc_result_key(const struct fc_l7_policy *p, const struct fc_shm_key 
 	if (!p->keyed)
 		return;
 	res->overflow = !key;
-	res->key_len = (uint32_t)fc_key_text(p, rq); /* at most keycap: the module's 256 */
+	/* At most keycap: the module's 256; no buffer when nothing reads $freqctl_key. */
+	res->key_len = rq->keybuf && rq->keycap ? (uint32_t)fc_key_text(p, rq) : 0;
 }
 
 /* The deciding policy's cap, in the result: no rate, no time to wait for. */
@@ -1786,13 +1795,13 @@ void fc_l7_decide(const struct fc_l7_index *ix, const struct fc_l7_req *rq, uint
 	bool uid;
 
 	memset(res, 0, sizeof(*res));
-	if (fc_listed(ix, rq, now, true, &uid)) {
+	if (!fc_plens_empty(ix->hdr->allow_plens) && fc_listed(ix, rq, now, true, &uid)) {
 		res->verdict = FC_L7_ALLOWED;
 		res->uid_ban = uid;
 		__atomic_fetch_add(&ix->state_hdr->allowed, 1, __ATOMIC_RELAXED);
 		return;
 	}
-	if (fc_listed(ix, rq, now, false, &uid)) {
+	if (!fc_plens_empty(ix->hdr->ban_plens) && fc_listed(ix, rq, now, false, &uid)) {
 		res->verdict = FC_L7_BANNED;
 		res->uid_ban = uid;
 		return;

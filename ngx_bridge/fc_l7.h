@@ -63,6 +63,9 @@ struct fc_l7_policy {
 	/* Per key: how long a key's state matters after a charge (see
 	 * fc_key_lead), and whether an arg or header is a key part. */
 	uint64_t key_lead_ns;
+	/* A per-key policy's tag hash, its first word (slot, epoch) hashed
+	 * with the index's key_secret: the same for each of its requests. */
+	struct fc_sip key_sip;
 	uint32_t max_keys, new_keys;
 	uint32_t warmup_ms; /* GCRA --warmup; 0 = none */
 	bool key_vals;

@@ -431,6 +431,30 @@ static void test_allow_entries(void **state)
 			fail_msg("ban table slot %zu: a uid's tag is its unkeyed FNV-1a hash", i);
 }
 
+/* Allow entries with no ban anywhere: still ALLOWED, over a policy. Whether
+ * to look for an allow entry is the allow bitmap's to say, not the bans'
+ * (a request checked the bans' words for both, and an allowed uid met its
+ * limit whenever nothing was banned). */
+static void test_allow_without_bans(void **state)
+{
+	struct fc_t *t = *state;
+	uint64_t allowed;
+	size_t i;
+
+	fc_policy(t, 1, "uid=vip", "1/m", "drop", 0, 0);
+	fc_allow_put(t, "uid=vip", 0);
+	fc_allow_put(t, "203.0.113.7", 0);
+	fc_publish(t);
+	assert_int_equal(fc_build(t, t->base, t->size), 0);
+	allowed = t->ix.state_hdr->allowed;
+
+	for (i = 0; i < 3; i++)
+		assert_int_equal(fc_decide(t, "uid=vip", T0, NULL), FC_L7_ALLOWED); /* over its 1/m */
+	assert_int_equal(fc_decide(t, "ip=203.0.113.7", T0, NULL), FC_L7_ALLOWED);
+	assert_int_equal(fc_decide(t, "ip=203.0.113.8", T0, NULL), FC_L7_PASS);
+	assert_int_equal(t->ix.state_hdr->allowed, allowed + 4);
+}
+
 /* Publishes what changed since the shm's mark, as a command does (all of
  * it when the mark says nothing), and marks the shm; the maps stay as they
  * are (an index built before sees the bans change in place). 1: only what
@@ -2686,6 +2710,7 @@ int main(void)
 		T(test_republish),
 		T(test_ban_table),
 		T(test_allow_entries),
+		T(test_allow_without_bans),
 		T(test_ban_in_place),
 		T(test_ban_in_place_race),
 		T(test_corruption),
