@@ -386,16 +386,11 @@ static int64_t fc_agent_publish(struct fc_agent *a, const char *why, struct fc_e
 {
 	struct timespec t0, t1;
 	struct fc_publish pub;
-	int64_t next = 0;
 	uint64_t us;
 
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	if (fc_agent_begin(&pub, a, err) < 0)
 		goto fail;
-	if (fc_store_next_expiry(pub.st, pub.now, &next, err) < 0) {
-		fc_publish_abort(&pub);
-		goto fail;
-	}
 	pub.full = !strcmp(why, "SIGHUP"); /* SIGHUP: everything, as freqctl sync */
 	if (fc_publish_commit(&pub, err) < 0)
 		goto fail;
@@ -412,7 +407,7 @@ static int64_t fc_agent_publish(struct fc_agent *a, const char *why, struct fc_e
 			     why, (double)us / 1e3, pub.delta ? "what changed" : "everything", pub.res.added,
 			     pub.res.changed, pub.res.removed, (unsigned long long)pub.shm.seq,
 			     pub.shm.published ? " (new)" : "", pub.purged, pub.lapsed);
-	return next;
+	return pub.next_expiry;
 fail:
 	__atomic_add_fetch(&a->cnt.publish_errors, 1, __ATOMIC_RELAXED);
 	return -1;

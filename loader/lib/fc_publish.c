@@ -37,7 +37,8 @@ int fc_publish_begin_on(struct fc_publish *pub, const struct fc_ctx *ctx, struct
 	pub->maps.dirfd = -1;
 	pub->now = (int64_t)time(NULL);
 	pub->st = st;
-	if (fc_store_begin(pub->st, err) < 0 || fc_store_purge(pub->st, pub->now, &pub->purged, &pub->lapsed, err) < 0) {
+	if (fc_store_begin(pub->st, err) < 0 ||
+	    fc_store_purge(pub->st, pub->now, &pub->purged, &pub->lapsed, &pub->next_expiry, err) < 0) {
 		fc_publish_abort(pub);
 		return -1;
 	}

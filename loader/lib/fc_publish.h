@@ -26,6 +26,7 @@ struct fc_publish {
 	int64_t now; /* unix seconds, read once for the whole change */
 	size_t purged; /* expired bans (address and uid) dropped from the store */
 	size_t lapsed; /* lapsed ban sets dropped from the store */
+	int64_t next_expiry; /* unix time the next ban expires or set lapses, 0: none */
 	bool full;     /* publish everything (freqctl sync), not only what changed */
 	bool delta;    /* only what changed was published (to the maps, the shm or both) */
 	double weight; /* this node's share of the policies' rates */

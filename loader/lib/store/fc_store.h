@@ -130,11 +130,10 @@ int fc_store_watch_fd(struct fc_store *st);
 /* Deletes every ban by hand, address and uid (freqctl import replaces them). */
 int fc_store_bans_clear(struct fc_store *st, struct fc_err *err);
 /* Removes what expired at or before now: bans (address and uid; *bans how
- * many) and ban sets (*sets), with their members. One query when nothing
- * did, the usual case. */
-int fc_store_purge(struct fc_store *st, int64_t now, size_t *bans, size_t *sets, struct fc_err *err);
-/* The next unix time after now at which a ban expires or a set lapses; 0: none. */
-int fc_store_next_expiry(struct fc_store *st, int64_t now, int64_t *next, struct fc_err *err);
+ * many) and ban sets (*sets), with their members; *next the unix time after
+ * now at which the next ban expires or set lapses (0: none). One query when
+ * nothing expired, the usual case (a round trip counts on PostgreSQL). */
+int fc_store_purge(struct fc_store *st, int64_t now, size_t *bans, size_t *sets, int64_t *next, struct fc_err *err);
 
 /*
  * Ban sets: named lists of bans (block-list feeds), each replaced whole by
