@@ -359,6 +359,19 @@ enum fc_inline {
 	FC_INLINE_TIER1, /* one single-tier policy, of any algorithm */
 };
 
+/* Charges pa to its bucket a as fc_limit_try does, but a single-tier
+ * sliding window inline (FC_INLINE_TIER1): out of line, the call and its
+ * spills cost more than the window's arithmetic. */
+static __always_inline int fc_charge_a(const struct fc_policy *pa, __u8 algo, __u8 tiers, struct fc_bucket *a,
+				       __u64 now, __u64 cost, struct fc_charge *ch, enum fc_inline known)
+{
+	if (known == FC_INLINE_TIER1 && algo == FC_ALGO_SLIDING) {
+		ch->next[0] = fc_slide_charge(&a->state[0], &pa->tier[0], now, cost, &ch->prev[0]);
+		return ch->next[0] != 0;
+	}
+	return fc_limit_try(algo, tiers, pa->tier, pa->warmup_ms, a->state, now, cost, ch);
+}
+
 /* Charges pa (slot sa, bucket a) and, if sb, pb (sb, b). */
 static __always_inline int fc_charge2(const struct fc_pkt *pkt, const struct fc_config *cfg, __u32 sa,
 				      const struct fc_policy *pa, struct fc_bucket *a, __u32 sb,
@@ -376,7 +389,7 @@ static __always_inline int fc_charge2(const struct fc_pkt *pkt, const struct fc_
 	if (!ca && !cb)
 		return FC_FAST_PASS;
 	now = fc_clock(cfg, (pa->flags | (sb ? pb->flags : 0)) & FC_POLICY_PRECISE);
-	if (ca && !fc_limit_try(algo_a, tiers_a, pa->tier, pa->warmup_ms, a->state, now, ca, cha)) {
+	if (ca && !fc_charge_a(pa, algo_a, tiers_a, a, now, ca, cha, known)) {
 		fc_policy_count(sa, pkt->len, false);
 		return FC_FAST_DROP;
 	}

@@ -511,9 +511,9 @@ FC_INLINE __u64 fc_slide_used(__u64 u, __u64 e, __u64 prev, __u64 cur)
 
 /* Returns the word after charging cost (never 0: the count is at least
  * cost), with *prev the word before; 0 if the rule denies (nothing charged).
- * Out of line in BPF: inlined in every tier of every caller beside GCRA and
- * the fixed window, it spilled past the 512-byte stack. */
-FC_SLOWPATH __u64 fc_sliding_charge(__u64 *state, const struct fc_tier *t, __u64 now, __u64 cost, __u64 *prev)
+ * Inline: the packet path charges a single-tier policy with it (see
+ * fc_sliding_charge). */
+FC_INLINE __u64 fc_slide_charge(__u64 *state, const struct fc_tier *t, __u64 now, __u64 cost, __u64 *prev)
 {
 	__u64 idx, u, e, old, word, p, c;
 	int i;
@@ -532,6 +532,13 @@ FC_SLOWPATH __u64 fc_sliding_charge(__u64 *state, const struct fc_tier *t, __u64
 		}
 	}
 	return 0;
+}
+
+/* The same out of line in BPF: inlined in every tier of every caller beside
+ * GCRA and the fixed window, it spilled past the 512-byte stack. */
+FC_SLOWPATH __u64 fc_sliding_charge(__u64 *state, const struct fc_tier *t, __u64 now, __u64 cost, __u64 *prev)
+{
+	return fc_slide_charge(state, t, now, cost, prev);
 }
 
 FC_INLINE int fc_sliding_try(__u64 *state, const struct fc_tier *t, __u64 now, __u64 cost, __u64 *prev, __u64 *next)

@@ -12,7 +12,9 @@
  * shares the XDP hook) against freqctl alone, the time of `freqctl ban
  * import` of all the bans (target: < 10 s for 1,000,000), and the time and
  * peak memory of one `freqctl policy add` with all of it stored and
- * published (target: <= 20 ms: it publishes its change alone).
+ * published (target: <= 20 ms: it publishes its change alone). With
+ * --baseline, another build's program (say main's) on the same maps, in the
+ * same rounds: a change to the packet path compared on this noisy machine.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -51,10 +53,10 @@
 #define FC_MAX_ROUNDS  31
 #define FC_MAX_SAMPLES 64
 
-enum { FC_P_EMPTY, FC_P_XDP_FILTER, FC_P_FREQCTL, FC_P_DISPATCHED, FC_NPROGS };
+enum { FC_P_EMPTY, FC_P_XDP_FILTER, FC_P_FREQCTL, FC_P_DISPATCHED, FC_P_BASELINE, FC_NPROGS };
 
 static const char *const fc_prog_names[FC_NPROGS] = { "empty XDP program", "xdp-filter, 1 IP rule", "freqctl",
-						       "freqctl in dispatcher" };
+						       "freqctl in dispatcher", "freqctl --baseline" };
 
 /* A source drawn from the loaded prefixes: a host inside prefix number
  * `pick` of a kind (see fc_row). */
@@ -136,6 +138,7 @@ static struct {
 	int rounds;
 	bool json;
 	const char *freqctl;
+	const char *baseline; /* another build's freqctl.bpf.o, on the same maps */
 	char tag[32];
 	char ns[48];
 	char pin[96];
@@ -457,6 +460,32 @@ static int fc_time_policy_add(double *secs, long *maxrss_kib)
 	return 0;
 }
 
+/* The XDP program of another build's freqctl.bpf.o, on the bench's pinned
+ * maps (which must have its layouts), as an fd; -1 if it cannot load. */
+static int fc_baseline(struct bpf_object **obj)
+{
+	LIBBPF_OPTS(bpf_object_open_opts, oopts, .pin_root_path = fc_b.pin);
+	struct bpf_program *prog;
+	int err;
+
+	*obj = bpf_object__open_file(fc_b.baseline, &oopts);
+	if (!*obj) {
+		fprintf(stderr, "fc_bench: --baseline %s: %s\n", fc_b.baseline, strerror(errno));
+		return -1;
+	}
+	prog = bpf_object__find_program_by_name(*obj, FC_PROG_XDP);
+	if (!prog) {
+		fprintf(stderr, "fc_bench: --baseline %s: no program %s\n", fc_b.baseline, FC_PROG_XDP);
+		return -1;
+	}
+	err = bpf_object__load(*obj);
+	if (err) {
+		fprintf(stderr, "fc_bench: --baseline %s: cannot load: %s\n", fc_b.baseline, strerror(-err));
+		return -1;
+	}
+	return bpf_program__fd(prog);
+}
+
 static void fc_subject_init(struct fc_subject *s, int prog_fd, const struct fc_frame_spec *spec)
 {
 	memset(s, 0, sizeof(*s));
@@ -633,10 +662,15 @@ static int fc_cmp_double(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
-static double fc_median(double *v, int n)
+/* The median of v, which stays in its order (a round's figures are paired
+ * across programs). */
+static double fc_median(const double *v, int n)
 {
-	qsort(v, (size_t)n, sizeof(*v), fc_cmp_double);
-	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+	double w[FC_MAX_ROUNDS > FC_MAX_SAMPLES ? FC_MAX_ROUNDS : FC_MAX_SAMPLES];
+
+	memcpy(w, v, (size_t)n * sizeof(*v));
+	qsort(w, (size_t)n, sizeof(*w), fc_cmp_double);
+	return n % 2 ? w[n / 2] : (w[n / 2 - 1] + w[n / 2]) / 2;
 }
 
 /* Runs every subject once per round, rounds interleaved, and keeps medians. */
@@ -692,16 +726,61 @@ static struct fc_fig fc_row_fig(const struct fc_row_run *rr, int p, bool max)
 	return fig;
 }
 
+/* Program p's ns over program q's in a row: per frame the median over the
+ * rounds of the ratio within each round (the load that slows one slows the
+ * other), then the median over the frames. */
+static double fc_paired(const struct fc_row_run *rr, int p, int q)
+{
+	double x[FC_MAX_ROUNDS], xf[FC_MAX_SAMPLES];
+	int f, r;
+
+	for (f = 0; f < rr->nframes; f++) {
+		for (r = 0; r < fc_b.rounds; r++)
+			x[r] = rr->s[f][p].ns[r] / rr->s[f][q].ns[r];
+		xf[f] = fc_median(x, fc_b.rounds);
+	}
+	return fc_median(xf, rr->nframes);
+}
+
+/* Each row's fc_paired of programs p and q, or null without both. */
+static json_t *fc_ratios_json(const struct fc_row_run *rr, const int *fds, int p, int q)
+{
+	json_t *o;
+	size_t i;
+
+	if (fds[p] < 0 || fds[q] < 0)
+		return json_null();
+	o = json_object();
+	for (i = 0; i < FC_NROWS; i++)
+		if (rr[i].nframes)
+			json_object_set_new(o, fc_rows[i].name, json_real(fc_paired(&rr[i], p, q)));
+	return o;
+}
+
+static void fc_ratios_print(const char *title, const struct fc_row_run *rr, const int *fds, int p, int q)
+{
+	size_t i;
+
+	if (fds[p] < 0 || fds[q] < 0)
+		return;
+	printf("\n%s:\n", title);
+	for (i = 0; i < FC_NROWS; i++)
+		if (rr[i].nframes)
+			printf("  %-42s %5.2f\n", fc_rows[i].name, fc_paired(&rr[i], p, q));
+}
+
 static void fc_usage(FILE *f)
 {
 	fprintf(f, "Usage: fc_bench [--bans N] [--prefixes N] [--prefixes6 N] [--policies N] [--samples N]\n"
-		   "                [--repeat N] [--rounds N] [--freqctl PATH] [--json]\n\n"
+		   "                [--repeat N] [--rounds N] [--freqctl PATH] [--baseline OBJ] [--json]\n\n"
 		   "Per-packet cost of freqctl_xdp on each path with N exact bans (default 1000000), N IPv4\n"
 		   "prefix bans of /8 to /32 (100000), N IPv6 prefix bans (10000) and N policies (65536,\n"
 		   "one of them ip=*) stored, against an empty XDP program and xdp-filter with one IP\n"
 		   "rule, and run through libxdp's dispatcher against alone, via BPF_PROG_TEST_RUN;\n"
 		   "medians of interleaved rounds. Prefix rows draw --samples sources (16) from what is\n"
 		   "loaded. Times `freqctl ban import` and one `freqctl policy add` (with its peak RSS).\n"
+		   "--baseline runs another build's freqctl.bpf.o (same map layouts) in the same rounds\n"
+		   "and prints this build's ns over its own.\n"
 		   "Needs root. Creates and removes its own namespace, pin dir, store and libxdp state.\n");
 }
 
@@ -727,12 +806,14 @@ int main(int argc, char **argv)
 		{ "prefixes6", required_argument, NULL, '6' }, { "policies", required_argument, NULL, 'P' },
 		{ "samples", required_argument, NULL, 's' },   { "repeat", required_argument, NULL, 'r' },
 		{ "rounds", required_argument, NULL, 'n' },    { "freqctl", required_argument, NULL, 'f' },
-		{ "json", no_argument, NULL, 'j' },            { "help", no_argument, NULL, 'h' },
+		{ "baseline", required_argument, NULL, 'B' },  { "json", no_argument, NULL, 'j' },
+		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
 	LIBBPF_OPTS(bpf_object_open_opts, oopts);
 	static struct fc_row_run rr[FC_NROWS];
 	struct bench_empty *empty = NULL;
+	struct bpf_object *base = NULL;
 	struct freqctl *fq = NULL;
 	const char *why = NULL, *dwhy = "cannot create the bench namespace";
 	double import_s = 0, pol_s = 0, add_s = 0;
@@ -769,6 +850,9 @@ int main(int argc, char **argv)
 			break;
 		case 'f':
 			fc_b.freqctl = optarg;
+			break;
+		case 'B':
+			fc_b.baseline = optarg;
 			break;
 		case 'j':
 			fc_b.json = true;
@@ -844,6 +928,9 @@ int main(int argc, char **argv)
 	}
 	fds[FC_P_EMPTY] = bpf_program__fd(empty->progs.fc_bench_empty);
 	fds[FC_P_FREQCTL] = bpf_program__fd(fq->progs.freqctl_xdp);
+	fds[FC_P_BASELINE] = fc_b.baseline ? fc_baseline(&base) : -1;
+	if (fc_b.baseline && fds[FC_P_BASELINE] < 0)
+		goto out;
 	have_ns = !fc_bench_ns();
 	fds[FC_P_XDP_FILTER] = fc_xdp_filter(have_ns, &why);
 	/* libxdp's state for the dispatcher made here, removed with the rest
@@ -873,20 +960,17 @@ int main(int argc, char **argv)
 			}
 		}
 		/* The dispatcher's price: freqctl through it over freqctl alone. */
-		ratios = fds[FC_P_DISPATCHED] >= 0 ? json_object() : json_null();
-		for (i = 0; fds[FC_P_DISPATCHED] >= 0 && i < FC_NROWS; i++)
-			if (rr[i].nframes)
-				json_object_set_new(ratios, fc_rows[i].name,
-						    json_real(fc_row_fig(&rr[i], FC_P_DISPATCHED, false).ns /
-							      fc_row_fig(&rr[i], FC_P_FREQCTL, false).ns));
-		doc = json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:i, s:i, s:f, s:f, s:f, s:I, s:s?, s:s?, s:o, s:o}",
+		ratios = fc_ratios_json(rr, fds, FC_P_DISPATCHED, FC_P_FREQCTL);
+		doc = json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:i, s:i, s:f, s:f, s:f, s:I, s:s?, s:s?, s:o, s:o, s:o, s:o}",
 				"bans", (json_int_t)fc_b.bans, "prefixes4", (json_int_t)fc_b.ban4.n, "prefixes6",
 				(json_int_t)fc_b.ban6.n, "policies", (json_int_t)fc_b.policies, "prefix_policies",
 				(json_int_t)fc_b.pol4.n, "repeat", (json_int_t)fc_b.repeat, "rounds", fc_b.rounds,
 				"samples", fc_b.samples, "import_seconds", import_s, "policies_publish_seconds", pol_s,
 				"policy_add_seconds", add_s, "policy_add_maxrss_kib", (json_int_t)add_rss,
 				"xdp_filter_skipped", why, "dispatcher_skipped", fds[FC_P_DISPATCHED] >= 0 ? NULL : dwhy,
-				"results", rows, "dispatcher_x_direct", ratios);
+				"results", rows, "dispatcher_x_direct", ratios, "x_xdp_filter_paired",
+				fc_ratios_json(rr, fds, FC_P_FREQCTL, FC_P_XDP_FILTER), "x_baseline",
+				fc_ratios_json(rr, fds, FC_P_FREQCTL, FC_P_BASELINE));
 		json_dumpf(doc, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
 		putchar('\n');
 		json_decref(doc);
@@ -918,12 +1002,12 @@ int main(int argc, char **argv)
 		if (fds[FC_P_DISPATCHED] < 0)
 			printf("freqctl in libxdp's dispatcher: SKIPPED: %s\n", dwhy);
 		else
-			printf("\nfreqctl through libxdp's dispatcher (alone in it, as attach puts it) / freqctl alone:\n");
-		for (i = 0; fds[FC_P_DISPATCHED] >= 0 && i < FC_NROWS; i++)
-			if (rr[i].nframes)
-				printf("  %-42s %5.2f\n", fc_rows[i].name,
-				       fc_row_fig(&rr[i], FC_P_DISPATCHED, false).ns /
-					       fc_row_fig(&rr[i], FC_P_FREQCTL, false).ns);
+			fc_ratios_print("freqctl through libxdp's dispatcher (alone in it, as attach puts it) / freqctl alone",
+					rr, fds, FC_P_DISPATCHED, FC_P_FREQCTL);
+		fc_ratios_print("freqctl / xdp-filter, paired (median of each round's ratio)", rr, fds, FC_P_FREQCTL,
+				FC_P_XDP_FILTER);
+		fc_ratios_print("freqctl / freqctl --baseline, paired", rr, fds, FC_P_FREQCTL, FC_P_BASELINE);
+		fc_ratios_print("freqctl --baseline / xdp-filter, paired", rr, fds, FC_P_BASELINE, FC_P_XDP_FILTER);
 		printf("\nfreqctl ban import of %ld bans: %.2f s (target < 10 s: %s)\n",
 		       fc_b.bans + (long)fc_b.ban4.n + (long)fc_b.ban6.n, import_s, import_s < 10 ? "met" : "MISSED");
 		printf("%ld policies stored and published in one transaction: %.2f s\n", fc_b.policies - 1, pol_s);
@@ -933,6 +1017,7 @@ int main(int argc, char **argv)
 	rc = 0;
 out:
 	bench_empty__destroy(empty);
+	bpf_object__close(base);
 	freqctl__destroy(fq);
 	return rc;
 }
