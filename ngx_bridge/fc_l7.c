@@ -3,6 +3,7 @@
 #include <endian.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -1025,6 +1026,31 @@ static enum fc_find fc_key_find(const struct fc_l7_index *ix, __u64 tag, __u64 n
 	return busy ? FC_BUSY : FC_ABSENT;
 }
 
+/* How long a lookup waits, yielding the CPU, for a worker making an entry
+ * on its key's walk (maybe for this very key: never a second bucket), which
+ * may be preempted between taking the entry and tagging it. Past it (a
+ * worker stalled or killed there) the request takes the overflow bucket.
+ * Without the wait a racing request went to the overflow bucket at once and
+ * could pass there beyond its key's limit (test_keys_race, one CPU). */
+#define FC_KEY_WAIT_NS 2000000ULL
+
+/* Whether to look again: yes, after a yield, until FC_KEY_WAIT_NS have
+ * passed since the first call (*since: 0 before it). */
+static bool fc_key_wait(__u64 *since)
+{
+	struct timespec ts;
+	__u64 t;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	t = (__u64)ts.tv_sec * FC_NS_PER_SEC + (__u64)ts.tv_nsec;
+	if (!*since)
+		*since = t;
+	if (t - *since >= FC_KEY_WAIT_NS)
+		return false;
+	sched_yield();
+	return true;
+}
+
 /* Puts back an entry taken for a key that another worker made meanwhile
  * (unless a worker took it over as a killed one's). */
 static void fc_key_untake(struct fc_shm_key *e, __u64 busy, __u64 seen)
@@ -1038,10 +1064,10 @@ static struct fc_shm_key *fc_key_get(const struct fc_l7_index *ix, const struct 
 				     __u64 tag, __u64 now)
 {
 	struct fc_shm_key *e, *take, *other, *dummy;
-	__u64 seen, t, busy = (now / FC_NS_PER_SEC) | 1, prev, next;
+	__u64 seen, t, busy = (now / FC_NS_PER_SEC) | 1, prev, next, since = 0;
 	uint32_t os, oe, max_keys = p->max_keys ? p->max_keys : ix->nkeys / 2;
-	unsigned tries;
-	int c;
+	bool charged = false;
+	int tries, c;
 
 	/* Most keys sit first in one of their windows: found without a walk.
 	 * A key has one entry at most, so where it is found does not matter. */
@@ -1054,8 +1080,11 @@ static struct fc_shm_key *fc_key_get(const struct fc_l7_index *ix, const struct 
 		switch (fc_key_find(ix, tag, now, NULL, 0, &e, &take, &seen)) {
 		case FC_FOUND:
 			return e;
-		case FC_BUSY: /* maybe this very key, being made: never a second bucket */
-			return NULL;
+		case FC_BUSY: /* maybe this very key, being made: wait for it, not a try */
+			if (!fc_key_wait(&since))
+				return NULL;
+			tries--;
+			continue;
 		case FC_ABSENT:
 			break;
 		}
@@ -1067,12 +1096,13 @@ static struct fc_shm_key *fc_key_get(const struct fc_l7_index *ix, const struct 
 		if (!(seen >= FC_SHM_KEY_TAG_MIN && os == p->slot && oe == p->epoch)) {
 			if (__atomic_load_n(&s->keys, __ATOMIC_RELAXED) >= max_keys)
 				return NULL;
-			if (!tries &&
+			if (!charged &&
 			    !fc_gcra_try(&s->new_keys, &(struct fc_tier){ .interval_ns = FC_NS_PER_SEC / p->new_keys,
 									  .tolerance_ns = FC_NS_PER_SEC,
 									  .unit_ns = FC_NS_PER_SEC, .limit = p->new_keys },
 					 now, 1, &prev, &next))
 				return NULL;
+			charged = true;
 		}
 		t = seen;
 		if (!__atomic_compare_exchange_n(&take->tag, &t, busy, false, __ATOMIC_SEQ_CST, __ATOMIC_RELAXED))
@@ -1093,7 +1123,9 @@ static struct fc_shm_key *fc_key_get(const struct fc_l7_index *ix, const struct 
 			return other;
 		case FC_BUSY:
 			fc_key_untake(take, busy, seen);
-			return NULL;
+			if (!fc_key_wait(&since))
+				return NULL;
+			continue;
 		case FC_ABSENT:
 			break;
 		}
