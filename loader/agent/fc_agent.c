@@ -487,8 +487,6 @@ static int fc_agent_step(struct fc_agent *a)
 		a->rechecks--;
 	if (fc_agent_stop)
 		return 0;
-	fc_agent_escalate(a);
-	fc_agent_recount(a);
 	if (fc_agent_hup) {
 		fc_agent_hup = 0;
 		why = "SIGHUP";
@@ -507,6 +505,12 @@ static int fc_agent_step(struct fc_agent *a)
 	}
 	if (why)
 		fc_agent_try_publish(a, why);
+	/* After the publish and its reload of the escalating policies: reports
+	 * of a policy that has just gained --escalate are counted, not skipped.
+	 * What escalation bans is published on the next step (the commit wakes
+	 * the watch). */
+	fc_agent_escalate(a);
+	fc_agent_recount(a);
 	return 0;
 }
 
