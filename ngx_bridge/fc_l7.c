@@ -1824,7 +1824,9 @@ void fc_l7_decide(const struct fc_l7_index *ix, const struct fc_l7_req *rq, uint
 	size_t n, i, j, longest_at = 0, np = 0;
 	enum fc_admit r;
 	uint32_t gen;
-	bool uid;
+	/* A passed request's key is its first per-key policy's, even when that
+	 * key's text is empty or not asked for (res->key_len 0). */
+	bool uid, keyed = false;
 
 	memset(res, 0, sizeof(*res));
 	if (!fc_plens_empty(ix->hdr->allow_plens) && fc_listed(ix, rq, now, true, &uid)) {
@@ -1916,8 +1918,10 @@ void fc_l7_decide(const struct fc_l7_index *ix, const struct fc_l7_req *rq, uint
 					   1, __ATOMIC_RELAXED);
 			if (k[i])
 				__atomic_fetch_add(&k[i]->passed, 1, __ATOMIC_RELAXED);
-			if (!res->key_len && p->keyed)
+			if (p->keyed && !keyed) {
+				keyed = true;
 				fc_result_key(p, k[i], rq, res);
+			}
 			continue;
 		}
 		/* A log policy counts what it would do: a place it would give is
@@ -1936,8 +1940,10 @@ void fc_l7_decide(const struct fc_l7_index *ix, const struct fc_l7_req *rq, uint
 				__atomic_fetch_add(&lk->denied, 1, __ATOMIC_RELAXED);
 			res->would_deny++;
 		}
-		if (!res->key_len && p->keyed)
+		if (p->keyed && !keyed) {
+			keyed = true;
 			fc_result_key(p, lk, rq, res);
+		}
 	}
 	if (np && !fc_result_places(rq, pl, np, res)) {
 		fc_ix_places_give(ix, rq->holder, pl, np, now);

@@ -1892,6 +1892,15 @@ static void test_keys_kinds(void **state)
 	assert_int_equal(res.would_deny, 1);
 	assert_int_equal(res.key_len, 1);
 	assert_memory_equal(key, "a", 1);
+	/* A passed request: its first per-key policy's key, though empty (an
+	 * empty argument is a value), not a later policy's. */
+	fc_req(&t->ix, &rq, "uid=u9 uri=/api/z arg:key=");
+	rq.keybuf = key;
+	rq.keycap = sizeof(key);
+	fc_l7_decide(&t->ix, &rq, T0, &res);
+	assert_int_equal(res.verdict, FC_L7_PASS);
+	assert_int_equal(res.policy, 0);
+	assert_int_equal(res.key_len, 0);
 
 	assert_int_equal(fc_passes(t, "uid=a arg:r=1", T0, 3), 3);
 	assert_int_equal(fc_decide(t, "uid=a arg:r=1", T0 + 5 * SEC, &res), FC_L7_REJECTED);
