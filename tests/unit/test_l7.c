@@ -237,6 +237,19 @@ static enum fc_l7_verdict fc_decide(struct fc_t *t, const char *req, uint64_t no
 	return res ? res->verdict : r.verdict;
 }
 
+/* fc_decide, with the deciding key's text written into key (cap bytes). */
+static enum fc_l7_verdict fc_decide_key(struct fc_t *t, const char *req, uint64_t now, struct fc_l7_result *res,
+					char *key, size_t cap)
+{
+	struct fc_l7_req rq;
+
+	fc_req(&t->ix, &rq, req);
+	rq.keybuf = key;
+	rq.keycap = cap;
+	fc_l7_decide(&t->ix, &rq, now, res);
+	return res->verdict;
+}
+
 static int fc_passes(struct fc_t *t, const char *req, uint64_t now, int n)
 {
 	int i, ok = 0;
@@ -1804,7 +1817,6 @@ static void test_keys_basics(void **state)
 {
 	struct fc_t *t = *state;
 	struct fc_l7_result res;
-	struct fc_l7_req rq;
 	char key[64];
 
 	fc_policy(t, 1, "uid=*,arg:api=login", "2/m", "drop", 0, 0);
@@ -1815,23 +1827,15 @@ static void test_keys_basics(void **state)
 	assert_int_equal(fc_passes(t, "uid=b arg:api=login", T0, 5), 2);
 	assert_int_equal(fc_passes(t, "uid=a arg:api=other", T0, 5), 5);
 	assert_int_equal(fc_passes(t, "arg:api=login", T0, 5), 5); /* no uid */
-	fc_req(&t->ix, &rq, "uid=a arg:api=login");
-	rq.keybuf = key;
-	rq.keycap = sizeof(key);
-	fc_l7_decide(&t->ix, &rq, T0, &res);
-	assert_int_equal(res.verdict, FC_L7_REJECTED);
+	assert_int_equal(fc_decide_key(t, "uid=a arg:api=login", T0, &res, key, sizeof(key)), FC_L7_REJECTED);
 	assert_int_equal(res.key_len, 1);
 	assert_memory_equal(key, "a", 1);
 	/* Per address and header value; both occurrences of a header make the key. */
 	assert_int_equal(fc_passes(t, "ip=198.18.0.1 header:x-k=v", T0, 3), 1);
 	assert_int_equal(fc_passes(t, "ip=198.18.0.2 header:x-k=v", T0, 3), 1);
 	assert_int_equal(fc_passes(t, "ip=198.18.0.1 header:x-k=v header:x-k=w", T0, 3), 1);
-	fc_req(&t->ix, &rq, "ip=2001:db8::7 header:x-k=v");
-	rq.keybuf = key;
-	rq.keycap = sizeof(key);
-	fc_l7_decide(&t->ix, &rq, T0, &res);
-	fc_l7_decide(&t->ix, &rq, T0, &res);
-	assert_int_equal(res.verdict, FC_L7_REJECTED);
+	fc_decide_key(t, "ip=2001:db8::7 header:x-k=v", T0, &res, key, sizeof(key));
+	assert_int_equal(fc_decide_key(t, "ip=2001:db8::7 header:x-k=v", T0, &res, key, sizeof(key)), FC_L7_REJECTED);
 	assert_int_equal(res.key_len, strlen("2001:db8::7,v"));
 	assert_memory_equal(key, "2001:db8::7,v", res.key_len);
 	/* A changed limit keeps every key; a wider one admits what it adds. */
@@ -1851,7 +1855,6 @@ static void test_keys_kinds(void **state)
 	struct fc_policy_spec w = { .id = 7, .algo = FC_ALGO_WINDOW };
 	struct fc_t *t = *state;
 	struct fc_l7_result res;
-	struct fc_l7_req rq;
 	char key[64];
 
 	fc_policy(t, 1, "arg:key=*", "2/m", "drop", 0, 0);
@@ -1885,20 +1888,13 @@ static void test_keys_kinds(void **state)
 	assert_int_equal(fc_decide(t, "uid=b arg:l=1", T0, &res), FC_L7_PASS);
 	assert_int_equal(res.would_deny, 0);
 	/* A request only a log policy matched: that policy's key, for the log. */
-	fc_req(&t->ix, &rq, "uid=a arg:l=1");
-	rq.keybuf = key;
-	rq.keycap = sizeof(key);
-	fc_l7_decide(&t->ix, &rq, T0, &res);
+	fc_decide_key(t, "uid=a arg:l=1", T0, &res, key, sizeof(key));
 	assert_int_equal(res.would_deny, 1);
 	assert_int_equal(res.key_len, 1);
 	assert_memory_equal(key, "a", 1);
 	/* A passed request: its first per-key policy's key, though empty (an
 	 * empty argument is a value), not a later policy's. */
-	fc_req(&t->ix, &rq, "uid=u9 uri=/api/z arg:key=");
-	rq.keybuf = key;
-	rq.keycap = sizeof(key);
-	fc_l7_decide(&t->ix, &rq, T0, &res);
-	assert_int_equal(res.verdict, FC_L7_PASS);
+	assert_int_equal(fc_decide_key(t, "uid=u9 uri=/api/z arg:key=", T0, &res, key, sizeof(key)), FC_L7_PASS);
 	assert_int_equal(res.policy, 0);
 	assert_int_equal(res.key_len, 0);
 
