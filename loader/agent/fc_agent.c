@@ -157,6 +157,7 @@ struct fc_agent {
 	struct fc_escalation esc;
 	int state_fd;                /* the workers' state file esc reads the ring from, or -1 */
 	bool keyed;                  /* some policy keeps a bucket per key */
+	struct fc_store_log esc_log; /* the change log when esc's policies were listed */
 	int64_t recounted;           /* when keys were last recounted (unix seconds) */
 	struct fc_ring_src ring;
 	size_t nbans;                /* rule map entries at the last publish */
@@ -250,19 +251,31 @@ static void fc_agent_esc_reload(struct fc_agent *a)
 {
 	struct fc_policy_row *rows = NULL;
 	struct fc_allow_row *allows = NULL;
+	struct fc_store_log log = { 0 };
 	struct fc_err err;
 	struct fc_store *st = fc_store_keep_get(&a->store, &err);
 	size_t n = 0, na = 0;
+	bool pols = true;
 	int rc, fd;
 
-	rc = st ? fc_store_policy_list_agent(st, &rows, &n, &err) : -1;
+	rc = st ? fc_store_log_head(st, &log, &err) : -1;
+	/* Listing the policies reads the whole table (65,536 rows: tens of
+	 * ms): only when the log since the last listing holds a policy's
+	 * change, or cannot say. */
+	if (rc == 0 && log.id == a->esc_log.id && log.pruned <= a->esc_log.head &&
+	    (pols = log.head != a->esc_log.head))
+		rc = fc_store_policies_changed(st, a->esc_log.head, log.head, &pols, &err);
+	if (rc == 0 && pols)
+		rc = fc_store_policy_list_agent(st, &rows, &n, &err);
+	if (rc == 0)
+		a->esc_log = log;
 	if (rc == 0 && (rc = fc_store_allow_list(st, (int64_t)time(NULL), &allows, &na, &err)) == 0)
 		fc_esc_set_allows(&a->esc, allows, na);
 	if (st)
 		fc_store_keep_put(&a->store, rc < 0);
-	if (rc == 0 && fc_esc_set_policies(&a->esc, rows, n) < 0)
+	if (rc == 0 && pols && fc_esc_set_policies(&a->esc, rows, n) < 0)
 		fc_agent_log("escalation: out of memory, keeping the last policies");
-	if (rc == 0) {
+	if (rc == 0 && pols) {
 		size_t i;
 
 		for (a->keyed = false, i = 0; i < n; i++)
@@ -489,6 +502,7 @@ static int fc_agent_step(struct fc_agent *a)
 		return 0;
 	if (fc_agent_hup) {
 		fc_agent_hup = 0;
+		a->esc_log.id = 0; /* everything afresh */
 		why = "SIGHUP";
 	} else if (a->failing) {
 		why = "retry";

@@ -1192,6 +1192,21 @@ void fc_delta_free(struct fc_delta *d)
 	memset(d, 0, sizeof(*d));
 }
 
+int fc_store_policies_changed(struct fc_store *st, uint64_t from, uint64_t to, bool *changed, struct fc_err *err)
+{
+	struct fc_other_change *other = NULL;
+	size_t n = 0, i;
+
+	*changed = false;
+	if (fc_collect(st, FC_SQL_DELTA_KINDS, FC_ARGS(FC_INT(from), FC_INT(to)), sizeof(*other), fc_other_change_read,
+		       "reading the change log", (void **)&other, &n, err) < 0)
+		return -1;
+	for (i = 0; i < n; i++)
+		*changed |= !strcmp(other[i].kind, "policy") || !strcmp(other[i].kind, "reset");
+	free(other);
+	return 0;
+}
+
 int fc_store_delta(struct fc_store *st, uint64_t from, uint64_t to, int64_t now, const char *node,
 		   struct fc_delta *d, struct fc_err *err)
 {

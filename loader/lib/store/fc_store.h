@@ -242,6 +242,8 @@ struct fc_delta {
 int fc_store_delta(struct fc_store *st, uint64_t from, uint64_t to, int64_t now, const char *node,
 		   struct fc_delta *d, struct fc_err *err);
 void fc_delta_free(struct fc_delta *d);
+/* Whether a change in (from, to] was a policy's (or the store's reset). */
+int fc_store_policies_changed(struct fc_store *st, uint64_t from, uint64_t to, bool *changed, struct fc_err *err);
 
 /* At least the rules (as in struct fc_delta, no FC_SRC_KEY rows) on the
  * prefixes of p's family (exact addresses aside) that cover p or that p
