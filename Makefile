@@ -193,7 +193,7 @@ $(B)/man/%: doc/%.scd
 
 # The nginx module, built against Debian's nginx-dev (see the script).
 $(NGX_MODULE): $(NGX_SRCS) tools/build-ngx-module.sh | $(B)
-	tools/build-ngx-module.sh $(B)
+	CFLAGS="$(CFLAGS)" LDFLAGS="$(LDFLAGS)" tools/build-ngx-module.sh $(B)
 
 $(B):
 	@mkdir -p $@

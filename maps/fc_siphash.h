@@ -75,8 +75,9 @@ static inline uint64_t fc_sip_short(const uint8_t *p, size_t n)
 /* One part of a key, so that parts never run together ("a" + "bc" against
  * "ab" + "c"): under 8 bytes, one word, its length in the top byte (0-7);
  * else a word of its length, top byte 0xff, then its bytes in words, the
- * last one zero-filled. */
-static inline void fc_sip_part(struct fc_sip *h, const void *data, size_t n)
+ * last one zero-filled. Always inline: the state then stays in registers
+ * (a call takes it through memory, a third of a short key's hash). */
+static inline __attribute__((always_inline)) void fc_sip_part(struct fc_sip *h, const void *data, size_t n)
 {
 	const uint8_t *p = data;
 	uint64_t m;

@@ -15,6 +15,10 @@
 
 #define FC_NONE UINT32_MAX
 
+/* Inlined into every decision, whatever gcc would weigh: the calls and
+ * their argument lists cost more than these small bodies. */
+#define FC_HOT static inline __attribute__((always_inline))
+
 _Static_assert(sizeof(struct fc_l7_result) <= 80, "a decision's result is zeroed by vector stores up to 80 bytes");
 
 uint64_t fc_l7_hash(uint8_t kind, uint8_t name_idx, const char *data, size_t len)
@@ -721,7 +725,7 @@ static bool fc_val_in(const struct fc_l7_req *rq, uint8_t kind, uint8_t idx, str
 	return false;
 }
 
-static bool fc_dim_matches(const struct fc_l7_dim *d, const struct fc_l7_req *rq)
+FC_HOT bool fc_dim_matches(const struct fc_l7_dim *d, const struct fc_l7_req *rq)
 {
 	uint8_t masked[16];
 
@@ -829,6 +833,7 @@ static void fc_report(const struct fc_l7_index *ix, const struct fc_l7_policy *p
 static __u64 fc_key_tag(const struct fc_l7_policy *p, const struct fc_l7_req *rq)
 {
 	struct fc_sip h = p->key_sip; /* the policy's word, hashed when the index was built */
+	struct fc_l7_str v;
 	size_t i;
 	int d;
 
@@ -837,16 +842,15 @@ static __u64 fc_key_tag(const struct fc_l7_policy *p, const struct fc_l7_req *rq
 
 		if (!(dm->flags & FC_SHM_DIM_ANY))
 			continue;
-		if (dm->kind == FC_DIM_IP)
-			fc_sip_part(&h, rq->addr, rq->family == 4 ? 4 : 16);
-		else if (dm->kind == FC_DIM_UID)
-			fc_sip_part(&h, rq->uid.data, rq->uid.len);
-		else if (dm->kind == FC_DIM_URI)
-			fc_sip_part(&h, rq->uri.data, rq->uri.len);
-		else
+		if (dm->kind == FC_DIM_ARG || dm->kind == FC_DIM_HEADER) {
 			for (i = 0; i < rq->nvals; i++)
 				if (rq->vals[i].kind == dm->kind && rq->vals[i].idx == dm->name_idx)
 					fc_sip_part(&h, rq->vals[i].v.data, rq->vals[i].v.len);
+			continue;
+		}
+		v = dm->kind == FC_DIM_UID ? rq->uid : dm->kind == FC_DIM_URI ? rq->uri :
+				(struct fc_l7_str){ (const char *)rq->addr, rq->family == 4 ? 4 : 16 };
+		fc_sip_part(&h, v.data, v.len);
 	}
 	return fc_sip_final(&h) | FC_SHM_KEY_TAG_MIN;
 }
@@ -1058,24 +1062,18 @@ static void fc_key_untake(struct fc_shm_key *e, __u64 busy, __u64 seen)
 	__atomic_compare_exchange_n(&e->tag, &busy, seen, false, __ATOMIC_RELEASE, __ATOMIC_RELAXED);
 }
 
-/* rq's bucket of p: found, or made in the first free or idle entry of its
- * walk if p may make a key now. NULL: the overflow bucket. */
-static struct fc_shm_key *fc_key_get(const struct fc_l7_index *ix, const struct fc_l7_policy *p, struct fc_shm_slot *s,
-				     __u64 tag, __u64 now)
+/* rq's bucket of p when it is not first in either of its windows: found
+ * further on, or made in the first free or idle entry of its walk if p may
+ * make a key now. NULL: the overflow bucket. */
+static struct fc_shm_key *fc_key_walk(const struct fc_l7_index *ix, const struct fc_l7_policy *p,
+				      struct fc_shm_slot *s, __u64 tag, __u64 now)
 {
 	struct fc_shm_key *e, *take, *other, *dummy;
 	__u64 seen, t, busy = (now / FC_NS_PER_SEC) | 1, prev, next, since = 0;
 	uint32_t os, oe, max_keys = p->max_keys ? p->max_keys : ix->nkeys / 2;
 	bool charged = false;
-	int tries, c;
+	int tries;
 
-	/* Most keys sit first in one of their windows: found without a walk.
-	 * A key has one entry at most, so where it is found does not matter. */
-	for (c = 0; c < 2; c++) {
-		e = &ix->keys[fc_shm_key_place(tag, c, ix->nkeys)];
-		if (__atomic_load_n(&e->tag, __ATOMIC_ACQUIRE) == tag)
-			return e;
-	}
 	for (tries = 0; tries < 4; tries++) {
 		switch (fc_key_find(ix, tag, now, NULL, 0, &e, &take, &seen)) {
 		case FC_FOUND:
@@ -1145,12 +1143,29 @@ static struct fc_shm_key *fc_key_get(const struct fc_l7_index *ix, const struct 
 	return NULL;
 }
 
+/* rq's bucket of p, found or made (fc_key_walk); NULL: the overflow bucket.
+ * Most keys sit first in one of their windows: found without a walk. A key
+ * has one entry at most, so where it is found does not matter. */
+FC_HOT struct fc_shm_key *fc_key_get(const struct fc_l7_index *ix, const struct fc_l7_policy *p,
+				     struct fc_shm_slot *s, __u64 tag, __u64 now)
+{
+	struct fc_shm_key *e;
+	int c;
+
+	for (c = 0; c < 2; c++) {
+		e = &ix->keys[fc_shm_key_place(tag, c, ix->nkeys)];
+		if (__atomic_load_n(&e->tag, __ATOMIC_ACQUIRE) == tag)
+			return e;
+	}
+	return fc_key_walk(ix, p, s, tag, now);
+}
+
 /* Moves e's idle time up to at least p's horizon at now; never down (two
  * workers race), and a bounded number of tries (a hostile writer could
  * keep changing it). The held bit stays as it is. It moves an eighth of
  * p's lead further than needed, so a busy key's line is written once in
  * that while, not on every request: the key is only kept a little longer. */
-static void fc_key_hold(struct fc_shm_key *e, const struct fc_l7_policy *p, __u64 now)
+FC_HOT void fc_key_hold(struct fc_shm_key *e, const struct fc_l7_policy *p, __u64 now)
 {
 	__u64 cur = __atomic_load_n(&e->idle_ns, __ATOMIC_RELAXED), t = fc_key_horizon(p, now),
 	      to = fc_key_after(t, p->key_lead_ns / 8);
@@ -1490,7 +1505,7 @@ bool fc_l7_worker_alive(uint64_t id)
 }
 
 /* One policy's charge: every tier or none; for delay, the wait. */
-static bool fc_charge(const struct fc_l7_policy *p, __u64 *state, __u64 now, struct fc_charge *ch, __u64 *wait)
+FC_HOT bool fc_charge(const struct fc_l7_policy *p, __u64 *state, __u64 now, struct fc_charge *ch, __u64 *wait)
 {
 	__u64 w = 0, tol;
 	bool ok;
@@ -1540,7 +1555,8 @@ static void fc_result_limits(const struct fc_l7_policy *p, const __u64 *state, u
 	res->retry_ns = v.retry_ns;
 }
 
-size_t fc_l7_match(const struct fc_l7_index *ix, const struct fc_l7_req *rq, uint32_t *out, size_t cap)
+/* fc_l7_match, inlined into the decision. */
+FC_HOT size_t fc_match(const struct fc_l7_index *ix, const struct fc_l7_req *rq, uint32_t *out, size_t cap)
 {
 	uint32_t gen = ++*ix->gen;
 	size_t n = 0, i;
@@ -1570,6 +1586,11 @@ size_t fc_l7_match(const struct fc_l7_index *ix, const struct fc_l7_req *rq, uin
 		n++;
 	}
 	return n;
+}
+
+size_t fc_l7_match(const struct fc_l7_index *ix, const struct fc_l7_req *rq, uint32_t *out, size_t cap)
+{
+	return fc_match(ix, rq, out, cap);
 }
 
 static int fc_hex(char c)
@@ -1693,7 +1714,7 @@ static __u64 fc_key_prepare(const struct fc_l7_index *ix, const struct fc_l7_pol
 /* The bucket p charges for rq: its key's (tag, from fc_key_prepare), the
  * overflow bucket (NULL key: past the caps, full windows, or tag 0), or,
  * for a policy without keys, its slot's. */
-static __u64 *fc_bucket(const struct fc_l7_index *ix, const struct fc_l7_policy *p, struct fc_shm_slot *s,
+FC_HOT __u64 *fc_bucket(const struct fc_l7_index *ix, const struct fc_l7_policy *p, struct fc_shm_slot *s,
 			__u64 tag, __u64 now, struct fc_shm_key **key)
 {
 	*key = NULL;
@@ -1718,7 +1739,7 @@ enum fc_admit {
  * taken back by another worker meanwhile (it looked idle) is not this key's
  * any more: the charge and the place are undone and made again in the key's
  * new bucket. */
-static enum fc_admit fc_charge_bucket(const struct fc_l7_index *ix, const struct fc_l7_policy *p,
+FC_HOT enum fc_admit fc_charge_bucket(const struct fc_l7_index *ix, const struct fc_l7_policy *p,
 				      struct fc_shm_slot *s, const struct fc_l7_req *rq, __u64 tag, __u64 now,
 				      __u64 **st, struct fc_shm_key **key, struct fc_charge *ch, __u64 *wait,
 				      struct fc_l7_place *pl)
@@ -1751,7 +1772,7 @@ static enum fc_admit fc_charge_bucket(const struct fc_l7_index *ix, const struct
 }
 
 /* The deciding policy's bucket, in the result. */
-static void fc_result_key(const struct fc_l7_policy *p, const struct fc_shm_key *key, const struct fc_l7_req *rq,
+FC_HOT void fc_result_key(const struct fc_l7_policy *p, const struct fc_shm_key *key, const struct fc_l7_req *rq,
 			  struct fc_l7_result *res)
 {
 	if (!p->keyed)
@@ -1842,7 +1863,7 @@ void fc_l7_decide(const struct fc_l7_index *ix, const struct fc_l7_req *rq, uint
 	}
 	if (!ix->npolicies)
 		return;
-	n = fc_l7_match(ix, rq, m, FC_L7_MATCHES);
+	n = fc_match(ix, rq, m, FC_L7_MATCHES);
 	res->matched = (unsigned)n;
 	if (n > FC_L7_MATCHES) {
 		/* More than the stack holds: every one of them, in the request's

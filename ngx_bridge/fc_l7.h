@@ -229,6 +229,76 @@ struct fc_l7_result {
  * pass cap (never when cap >= len). */
 size_t fc_l7_decode(const char *s, size_t len, char *out, size_t cap);
 
+/* Whether byte c of a query is n of a lowercase name, as ngx_strncasecmp
+ * compares (ASCII letters without regard to case): most often the very
+ * byte. */
+static inline bool fc_l7_name_char(unsigned char c, unsigned char n)
+{
+	return c == n || ((c | 0x20) == n && n >= 'a' && n <= 'z');
+}
+
+#define FC_L7_ONES  0x0101010101010101ULL
+#define FC_L7_HIGHS 0x8080808080808080ULL
+
+/* The bytes of w equal to c, each as its top bit; exact up to the first of
+ * them (a borrow from it may mark bytes above). */
+static inline uint64_t fc_l7_bytes_eq(uint64_t w, unsigned char c)
+{
+	uint64_t x = w ^ (FC_L7_ONES * c);
+
+	return (x - FC_L7_ONES) & ~x & FC_L7_HIGHS;
+}
+
+/* The first argument named name (nlen bytes, lowercase) in the raw query q
+ * (len bytes), as nginx's $arg_name reads it: the name matched without
+ * regard to case at the start of q or after a '&', and followed by '=';
+ * its value, undecoded, up to the next '&' into *v. *enc says whether the
+ * value holds a '%' or a '+' (fc_l7_decode would change it). Returns
+ * whether there is one. Inline: the module reads the uid with it on every
+ * request. */
+static inline bool fc_l7_arg(const char *q, size_t len, const char *name, size_t nlen, struct fc_l7_str *v, bool *enc)
+{
+	const unsigned char *p = (const unsigned char *)q, *end = p + len, *s;
+	uint64_t w, amp, seen = 0;
+	size_t i, left;
+
+	for (;;) {
+		if ((size_t)(end - p) > nlen && p[nlen] == '=') {
+			for (i = 0; i < nlen && fc_l7_name_char(p[i], (unsigned char)name[i]); i++)
+				;
+			if (i == nlen)
+				break;
+		}
+		p = memchr(p, '&', (size_t)(end - p));
+		if (!p)
+			return false;
+		p++;
+	}
+	/* The value's end and whether it holds a '%' or a '+', a word at a
+	 * time: a short tail is read in pieces (never past end), its missing
+	 * bytes made '&'. */
+	for (s = p + nlen + 1;; s += 8) {
+		left = (size_t)(end - s);
+		if (left >= 8) {
+			memcpy(&w, s, 8);
+			w = le64toh(w);
+		} else {
+			w = fc_sip_short(s, left) | (FC_L7_ONES * '&') << (8 * left);
+		}
+		amp = fc_l7_bytes_eq(w, '&');
+		if (amp) {
+			seen |= (fc_l7_bytes_eq(w, '%') | fc_l7_bytes_eq(w, '+')) & ((amp & -amp) - 1);
+			s += __builtin_ctzll(amp) / 8;
+			break;
+		}
+		seen |= fc_l7_bytes_eq(w, '%') | fc_l7_bytes_eq(w, '+');
+	}
+	v->data = (const char *)p + nlen + 1;
+	v->len = (size_t)(s - (p + nlen + 1));
+	*enc = seen != 0;
+	return true;
+}
+
 /* The most values fc_l7_args can append for the query q: one per '&'-pair. */
 size_t fc_l7_args_max(const char *q, size_t len);
 

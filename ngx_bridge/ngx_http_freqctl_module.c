@@ -9,7 +9,8 @@
  * back by a cleanup of the main request's pool, whichever way the request
  * ends (as limit_conn does). Each worker records the places it holds in the
  * state file, and returns those of workers that are gone when it starts and
- * every second after.
+ * at most once a second while it serves requests (no timer: a timer of the
+ * module's own would make each request's timers dearer to file).
  */
 
 #include <ngx_config.h>
@@ -20,20 +21,33 @@
 
 #include "fc_l7.h"
 
-#define NGX_HTTP_FREQCTL_RECHECK 1000 /* ms between stat() of the shm path */
-#define NGX_HTTP_FREQCTL_RECOVER 1000 /* ms between looks for the places of workers gone */
+#define NGX_HTTP_FREQCTL_RECHECK 1000 /* ms between stat() of the shm path and looks
+                                          for the places of workers gone */
 #define NGX_HTTP_FREQCTL_PLACES  2    /* places a request keeps without allocating */
+
+/*
+ * freqctl_uid $arg_NAME: the module finds the argument in r->args itself,
+ * as $arg_NAME does, in one pass that also sees whether it needs decoding
+ * (nginx's takes two, and the module a third); unless the configuration
+ * defines a variable arg_NAME of its own (set, map), which is read instead.
+ */
+typedef struct {
+    ngx_str_t                  name;     /* NAME, lowercase */
+    ngx_flag_t                 defined;  /* arg_NAME is the configuration's own variable */
+} ngx_http_freqctl_arg_t;
 
 typedef struct {
     ngx_str_t                  shm_path;    /* the config file, root's */
     ngx_str_t                  state_path;  /* the workers' state file beside it */
     ngx_flag_t                 key_used;    /* $freqctl_key is in the configuration */
+    ngx_array_t                uid_args;    /* of ngx_http_freqctl_arg_t *, checked at postconfiguration */
 } ngx_http_freqctl_main_conf_t;
 
 typedef struct {
     ngx_flag_t                 enable;
     ngx_http_complex_value_t  *uid;
     ngx_int_t                  uid_index;  /* freqctl_uid is one variable: read it directly */
+    ngx_http_freqctl_arg_t    *uid_arg;    /* ... and it is $arg_NAME */
     ngx_uint_t                 status;
     ngx_uint_t                 ban_status;
     ngx_flag_t                 dry_run;
@@ -52,6 +66,12 @@ typedef struct {
     /* Last: room the decision writes before it is read, not zeroed. */
     struct fc_l7_place         place[NGX_HTTP_FREQCTL_PLACES];
 } ngx_http_freqctl_ctx_t;
+
+/* A request's ctx and the pool cleanup that keeps it: one allocation. */
+typedef struct {
+    ngx_pool_cleanup_t         cln;
+    ngx_http_freqctl_ctx_t     ctx;
+} ngx_http_freqctl_cln_t;
 
 /* $freqctl_key holds this much of a key at most. */
 #define NGX_HTTP_FREQCTL_KEY_MAX  256
@@ -106,8 +126,6 @@ typedef struct {
     uint64_t                   self;        /* its owner id: pid and start time */
     uint32_t                  *free;        /* FC_SHM_HOLDS: the record's free holds */
     struct fc_l7_holder        holder;
-    ngx_event_t                recover;     /* the timer that returns dead workers' places */
-    ngx_http_freqctl_main_conf_t  *mcf;
 } ngx_http_freqctl_shm_t;
 
 static ngx_http_freqctl_shm_t  ngx_http_freqctl_shm;
@@ -245,13 +263,27 @@ ngx_http_freqctl_state_leave(ngx_http_freqctl_shm_t *s)
 }
 
 
+/* Gives back the places of workers that are gone, in the state file mapped. */
+static void
+ngx_http_freqctl_recover(ngx_http_freqctl_shm_t *s, ngx_log_t *log)
+{
+    size_t  n;
+
+    n = fc_l7_recover(s->state.base, s->state.size, s->self,
+                      ngx_http_freqctl_now(), NULL);
+    if (n) {
+        ngx_log_error(NGX_LOG_NOTICE, log, 0,
+                      "freqctl: gave back %uz concurrency places of workers "
+                      "that are gone", n);
+    }
+}
+
+
 /* A state file newly mapped: a record of this worker's own in it, and the
  * places of workers that are gone given back. */
 static void
 ngx_http_freqctl_state_join(ngx_http_freqctl_shm_t *s, ngx_log_t *log)
 {
-    size_t  n;
-
     s->state_gen++;
 
     if (s->free == NULL || s->self == 0) {
@@ -267,13 +299,7 @@ ngx_http_freqctl_state_join(ngx_http_freqctl_shm_t *s, ngx_log_t *log)
                       "are not given back if it is killed", FC_SHM_WORKERS);
     }
 
-    n = fc_l7_recover(s->state.base, s->state.size, s->self,
-                      ngx_http_freqctl_now(), NULL);
-    if (n) {
-        ngx_log_error(NGX_LOG_NOTICE, log, 0,
-                      "freqctl: gave back %uz concurrency places of workers "
-                      "that are gone", n);
-    }
+    ngx_http_freqctl_recover(s, log);
 }
 
 
@@ -406,6 +432,22 @@ ngx_http_freqctl_map(ngx_http_freqctl_shm_t *s,
 }
 
 
+/* At most once a second, from a request: the files remapped if root
+ * replaced them, and the places of workers that are gone given back (a
+ * request that could need them comes here first). */
+static void
+ngx_http_freqctl_check(ngx_http_freqctl_shm_t *s,
+    ngx_http_freqctl_main_conf_t *mcf, ngx_log_t *log)
+{
+    s->checked = ngx_current_msec;
+    ngx_http_freqctl_map(s, mcf, log);
+
+    if (s->state.base) {
+        ngx_http_freqctl_recover(s, log);
+    }
+}
+
+
 /* The index for this request: rebuilt when the shm's seq moved. */
 static struct fc_l7_index *
 ngx_http_freqctl_index(ngx_http_request_t *r, ngx_http_freqctl_main_conf_t *mcf)
@@ -421,8 +463,7 @@ ngx_http_freqctl_index(ngx_http_request_t *r, ngx_http_freqctl_main_conf_t *mcf)
     if (s->config.base == NULL
         || ngx_current_msec - s->checked >= NGX_HTTP_FREQCTL_RECHECK)
     {
-        s->checked = ngx_current_msec;
-        ngx_http_freqctl_map(s, mcf, r->connection->log);
+        ngx_http_freqctl_check(s, mcf, r->connection->log);
     }
 
     if (s->config.base == NULL || s->state.base == NULL
@@ -500,15 +541,38 @@ ngx_http_freqctl_index(ngx_http_request_t *r, ngx_http_freqctl_main_conf_t *mcf)
 
 
 /* The uid as the application reads it: percent-decoded, '+' a space. A
- * value with nothing to decode is used as it is. One pass looks for both
- * characters: a uid is short, and two memchr() calls cost more than it. */
+ * value with nothing to decode (enc 0) is used as it is. */
 static ngx_int_t
-ngx_http_freqctl_uid_value(ngx_http_request_t *r, ngx_str_t *v, struct fc_l7_req *rq)
+ngx_http_freqctl_uid_value(ngx_http_request_t *r, const char *data, size_t len,
+    ngx_uint_t enc, struct fc_l7_req *rq)
 {
-    u_char  *d, *p, *last;
+    u_char  *d;
 
-    rq->uid.data = (const char *) v->data;
-    rq->uid.len = v->len;
+    rq->uid.data = data;
+    rq->uid.len = len;
+
+    if (!enc) {
+        return NGX_OK;
+    }
+
+    d = ngx_pnalloc(r->pool, len);
+    if (d == NULL) {
+        return NGX_ERROR;
+    }
+
+    rq->uid.data = (const char *) d;
+    rq->uid.len = fc_l7_decode(data, len, (char *) d, len);
+
+    return NGX_OK;
+}
+
+
+/* A variable's value as the uid. One pass looks for both characters that
+ * decode: a uid is short, and two memchr() calls cost more than it. */
+static ngx_int_t
+ngx_http_freqctl_uid_var(ngx_http_request_t *r, ngx_str_t *v, struct fc_l7_req *rq)
+{
+    u_char  *p, *last;
 
     last = v->data + v->len;
 
@@ -516,19 +580,8 @@ ngx_http_freqctl_uid_value(ngx_http_request_t *r, ngx_str_t *v, struct fc_l7_req
         /* void */
     }
 
-    if (p == last) {
-        return NGX_OK;
-    }
-
-    d = ngx_pnalloc(r->pool, v->len);
-    if (d == NULL) {
-        return NGX_ERROR;
-    }
-
-    rq->uid.data = (const char *) d;
-    rq->uid.len = fc_l7_decode((const char *) v->data, v->len, (char *) d, v->len);
-
-    return NGX_OK;
+    return ngx_http_freqctl_uid_value(r, (const char *) v->data, v->len,
+                                      p != last, rq);
 }
 
 
@@ -614,24 +667,42 @@ static ngx_int_t
 ngx_http_freqctl_request(ngx_http_request_t *r, ngx_http_freqctl_loc_conf_t *lcf,
     struct fc_l7_index *ix, struct fc_l7_req *rq)
 {
+    bool                        enc;
     ngx_str_t                   v;
+    struct fc_l7_str            a;
     ngx_http_variable_value_t  *vv;
 
-    ngx_memzero(rq, sizeof(struct fc_l7_req));
+    /* Field by field, not cleared whole (120 bytes): the handler and
+     * ngx_http_freqctl_values() set the rest; addr is read only with a
+     * family. */
+    rq->uid.data = NULL;
+    rq->uid.len = 0;
+    rq->family = 0;
+    rq->keybuf = NULL;
+    rq->keycap = 0;
 
-    if (lcf->uid_index != NGX_CONF_UNSET) {
+    if (lcf->uid_arg && !lcf->uid_arg->defined) {
+        if (fc_l7_arg((const char *) r->args.data, r->args.len,
+                      (const char *) lcf->uid_arg->name.data,
+                      lcf->uid_arg->name.len, &a, &enc)
+            && ngx_http_freqctl_uid_value(r, a.data, a.len, enc, rq) != NGX_OK)
+        {
+            return NGX_ERROR;
+        }
+
+    } else if (lcf->uid_index != NGX_CONF_UNSET) {
         vv = ngx_http_get_indexed_variable(r, lcf->uid_index);
         if (vv != NULL && !vv->not_found) {
             v.data = vv->data;
             v.len = vv->len;
-            if (ngx_http_freqctl_uid_value(r, &v, rq) != NGX_OK) {
+            if (ngx_http_freqctl_uid_var(r, &v, rq) != NGX_OK) {
                 return NGX_ERROR;
             }
         }
 
     } else if (lcf->uid) {
         if (ngx_http_complex_value(r, lcf->uid, &v) != NGX_OK
-            || ngx_http_freqctl_uid_value(r, &v, rq) != NGX_OK)
+            || ngx_http_freqctl_uid_var(r, &v, rq) != NGX_OK)
         {
             return NGX_ERROR;
         }
@@ -645,6 +716,7 @@ ngx_http_freqctl_request(ngx_http_request_t *r, ngx_http_freqctl_loc_conf_t *lcf
         rq->family = 4;
         ngx_memcpy(rq->addr,
                    &((struct sockaddr_in *) r->connection->sockaddr)->sin_addr, 4);
+        ngx_memzero(rq->addr + 4, 12);
         break;
 #if (NGX_HAVE_INET6)
     case AF_INET6:
@@ -776,6 +848,7 @@ static ngx_http_freqctl_ctx_t *
 ngx_http_freqctl_get_ctx(ngx_http_request_t *r, ngx_flag_t create)
 {
     ngx_pool_cleanup_t      *cln;
+    ngx_http_freqctl_cln_t  *c;
     ngx_http_freqctl_ctx_t  *ctx;
 
     ctx = ngx_http_get_module_ctx(r, ngx_http_freqctl_module);
@@ -795,14 +868,18 @@ ngx_http_freqctl_get_ctx(ngx_http_request_t *r, ngx_flag_t create)
         return NULL;
     }
 
-    cln = ngx_pool_cleanup_add(r->pool, sizeof(ngx_http_freqctl_ctx_t));
-    if (cln == NULL) {
+    /* Linked as ngx_pool_cleanup_add() links it, which allocates twice. */
+    c = ngx_palloc(r->pool, sizeof(ngx_http_freqctl_cln_t));
+    if (c == NULL) {
         return NULL;
     }
 
-    ctx = cln->data;
+    ctx = &c->ctx;
     ngx_memzero(ctx, offsetof(ngx_http_freqctl_ctx_t, place));
-    cln->handler = ngx_http_freqctl_cleanup;
+    c->cln.handler = ngx_http_freqctl_cleanup;
+    c->cln.data = ctx;
+    c->cln.next = r->pool->cleanup;
+    r->pool->cleanup = &c->cln;
     ngx_http_set_ctx(r, ctx, ngx_http_freqctl_module);
 
     return ctx;
@@ -1150,9 +1227,11 @@ ngx_http_freqctl_init_main_conf(ngx_conf_t *cf, void *conf)
 static char *
 ngx_http_freqctl_uid(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 {
-    ngx_http_freqctl_loc_conf_t  *lcf = conf;
-    ngx_str_t                    *value, name;
-    size_t                        i;
+    ngx_http_freqctl_loc_conf_t   *lcf = conf;
+    ngx_http_freqctl_main_conf_t  *mcf;
+    ngx_http_freqctl_arg_t        *arg, **argp;
+    ngx_str_t                     *value, name;
+    size_t                         i;
 
     if (lcf->uid != NULL || lcf->uid_index != NGX_CONF_UNSET) {
         return "is duplicate";
@@ -1184,10 +1263,49 @@ ngx_http_freqctl_uid(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
         }
     }
 
-    if (name.len) {
-        lcf->uid_index = ngx_http_get_variable_index(cf, &name);
-        return lcf->uid_index == NGX_ERROR ? NGX_CONF_ERROR : NGX_CONF_OK;
+    if (name.len == 0) {
+        return ngx_http_set_complex_value_slot(cf, cmd, conf);
     }
+
+    lcf->uid_index = ngx_http_get_variable_index(cf, &name);
+    if (lcf->uid_index == NGX_ERROR) {
+        return NGX_CONF_ERROR;
+    }
+
+    if (name.len > sizeof("arg_") - 1
+        && ngx_strncasecmp(name.data, (u_char *) "arg_", sizeof("arg_") - 1) == 0)
+    {
+        mcf = ngx_http_conf_get_module_main_conf(cf, ngx_http_freqctl_module);
+
+        arg = ngx_pcalloc(cf->pool, sizeof(ngx_http_freqctl_arg_t));
+        if (arg == NULL) {
+            return NGX_CONF_ERROR;
+        }
+
+        arg->name.len = name.len - (sizeof("arg_") - 1);
+        arg->name.data = ngx_pnalloc(cf->pool, arg->name.len);
+        if (arg->name.data == NULL) {
+            return NGX_CONF_ERROR;
+        }
+        ngx_strlow(arg->name.data, name.data + sizeof("arg_") - 1, arg->name.len);
+
+        if (mcf->uid_args.elts == NULL
+            && ngx_array_init(&mcf->uid_args, cf->pool, 2,
+                              sizeof(ngx_http_freqctl_arg_t *)) != NGX_OK)
+        {
+            return NGX_CONF_ERROR;
+        }
+
+        argp = ngx_array_push(&mcf->uid_args);
+        if (argp == NULL) {
+            return NGX_CONF_ERROR;
+        }
+
+        *argp = arg;
+        lcf->uid_arg = arg;
+    }
+
+    return NGX_CONF_OK;
 
     return ngx_http_set_complex_value_slot(cf, cmd, conf);
 }
@@ -1238,6 +1356,7 @@ ngx_http_freqctl_merge_loc_conf(ngx_conf_t *cf, void *parent, void *child)
     if (conf->uid == NULL && conf->uid_index == NGX_CONF_UNSET) {
         conf->uid = prev->uid;
         conf->uid_index = prev->uid_index;
+        conf->uid_arg = prev->uid_arg;
     }
 
     mcf = ngx_http_conf_get_module_main_conf(cf, ngx_http_freqctl_module);
@@ -1255,9 +1374,11 @@ ngx_http_freqctl_merge_loc_conf(ngx_conf_t *cf, void *parent, void *child)
 static ngx_int_t
 ngx_http_freqctl_init(ngx_conf_t *cf)
 {
-    ngx_uint_t                     i;
+    ngx_uint_t                     i, k;
+    ngx_hash_key_t                *key;
     ngx_http_variable_t           *v;
     ngx_http_handler_pt           *h;
+    ngx_http_freqctl_arg_t       **arg;
     ngx_http_core_main_conf_t     *cmcf;
     ngx_http_freqctl_main_conf_t  *mcf;
 
@@ -1283,37 +1404,23 @@ ngx_http_freqctl_init(ngx_conf_t *cf)
         }
     }
 
-    return NGX_OK;
-}
-
-
-/* Every second: the files remapped if root replaced them, and the places of
- * workers that are gone given back. Cancelable: it never holds up a
- * graceful exit. */
-static void
-ngx_http_freqctl_recover(ngx_event_t *ev)
-{
-    ngx_http_freqctl_shm_t  *s = ev->data;
-    size_t                   n;
-
-    if (ngx_exiting || ngx_terminate || ngx_quit) {
-        return;
-    }
-
-    s->checked = ngx_current_msec;
-    ngx_http_freqctl_map(s, s->mcf, ev->log);
-
-    if (s->state.base) {
-        n = fc_l7_recover(s->state.base, s->state.size, s->self,
-                          ngx_http_freqctl_now(), NULL);
-        if (n) {
-            ngx_log_error(NGX_LOG_NOTICE, ev->log, 0,
-                          "freqctl: gave back %uz concurrency places of "
-                          "workers that are gone", n);
+    /* A variable the configuration adds (set, map) goes before nginx's
+     * prefix ones when the indexes are resolved, right after this. */
+    arg = mcf->uid_args.elts;
+    key = cmcf->variables_keys->keys.elts;
+    for (i = 0; i < mcf->uid_args.nelts; i++) {
+        for (k = 0; k < cmcf->variables_keys->keys.nelts; k++) {
+            if (key[k].key.len == sizeof("arg_") - 1 + arg[i]->name.len
+                && ngx_strncmp(key[k].key.data, "arg_", sizeof("arg_") - 1) == 0
+                && ngx_strncmp(key[k].key.data + sizeof("arg_") - 1,
+                               arg[i]->name.data, arg[i]->name.len) == 0)
+            {
+                arg[i]->defined = 1;
+            }
         }
     }
 
-    ngx_add_timer(ev, NGX_HTTP_FREQCTL_RECOVER);
+    return NGX_OK;
 }
 
 
@@ -1331,7 +1438,6 @@ ngx_http_freqctl_init_process(ngx_cycle_t *cycle)
         return NGX_OK;
     }
 
-    s->mcf = mcf;
     s->self = fc_l7_worker_id((int) ngx_pid);
     if (s->self == 0) {
         ngx_log_error(NGX_LOG_WARN, cycle->log, 0,
@@ -1349,12 +1455,6 @@ ngx_http_freqctl_init_process(ngx_cycle_t *cycle)
      * gives back the places that one held at once. */
     s->checked = ngx_current_msec;
     ngx_http_freqctl_map(s, mcf, cycle->log);
-
-    s->recover.handler = ngx_http_freqctl_recover;
-    s->recover.data = s;
-    s->recover.log = cycle->log;
-    s->recover.cancelable = 1;
-    ngx_add_timer(&s->recover, NGX_HTTP_FREQCTL_RECOVER);
 
     return NGX_OK;
 }

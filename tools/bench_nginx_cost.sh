@@ -12,6 +12,12 @@
 # limit_req's. The worker's CPU time per request on a real run is in
 # tools/bench_nginx.sh. Everything started here is stopped by its pid.
 #
+# Both sides are checked to have done just that: limit_req expires a node
+# idle for 60 s when it makes another, so a fill taking longer loses the
+# first keys and makes them again in the counted pass (which then costs
+# more); the run fails if limit_req allocated a node there, or if freqctl
+# does not hold KEYS keys each passed twice.
+#
 #   KEYS    distinct uids (default 100000)
 #   LL      simulated last-level cache, valgrind's --LL (default 8388608,16,64:
 #           8 MiB, a worker's share of a server's L3)
@@ -39,7 +45,7 @@ trap cleanup EXIT
 tty=false; [ -t 2 ] && tty=true
 progress() { $tty && printf '\r\033[K%s' "$*" >&2 || true; }
 
-for bin in nginx valgrind callgrind_control curl bc; do
+for bin in nginx valgrind callgrind_control callgrind_annotate curl bc jq; do
 	command -v "$bin" >/dev/null || { echo "bench_nginx_cost: $bin missing (make bench installs it)" >&2; exit 1; }
 done
 [ "$KEYS" -gt 0 ] 2>/dev/null || { echo "bench_nginx_cost: KEYS \"$KEYS\": expected a count above 0" >&2; exit 2; }
@@ -49,9 +55,9 @@ build/fc_l7_bench seed-keys "$dir/store.db" "$dir/shm"
 urls="http://127.0.0.1:$port/index.html?uid=u[0-$((KEYS - 1))]"
 
 # run NAME EXTRA_MAIN EXTRA_HTTP EXTRA_SERVER: prints "Ir LLmisses D1misses"
-# per counted request.
+# per counted request, and the fill's seconds.
 run() {
-	local d=$dir/$1 i
+	local d=$dir/$1 i t0 fill
 	mkdir -p "$d/logs"
 	bench_nginx_conf "$d/nginx.conf" "$d" "$port" "$dir/html" "$2
 master_process off;
@@ -68,7 +74,9 @@ events { worker_connections 64; }" "keepalive_requests 100000000; keepalive_time
 		sleep 0.2
 	done
 	progress "$1: making $KEYS keys"
+	t0=$(date +%s)
 	curl -sf -o /dev/null "$urls" || { echo "bench_nginx_cost: $1 refused a request" >&2; exit 1; }
+	fill=$(($(date +%s) - t0))
 	callgrind_control -i on "$vg" >/dev/null 2>&1
 	callgrind_control -z "$vg" >/dev/null 2>&1
 	progress "$1: $KEYS requests counted"
@@ -79,9 +87,29 @@ events { worker_connections 64; }" "keepalive_requests 100000000; keepalive_time
 	wait "$vg" 2>/dev/null || true
 	vg=
 	[ -z "${CG_KEEP:-}" ] || { mkdir -p "$CG_KEEP" && cp "$d/cg.out.1" "$CG_KEEP/$1.cg"; }
+	# ngx_slab_alloc_locked: limit_req making a node (nothing else here
+	# allocates in a zone).
+	i=$(callgrind_annotate --inclusive=yes "$d/cg.out.1" 2>/dev/null | awk '/ngx_slab_alloc_locked/ { print $1; exit }')
+	if [ -n "$i" ] && [ "${i//,/}" != 0 ]; then
+		echo "bench_nginx_cost: $1 allocated in its zone in the counted pass ($i instructions in ngx_slab_alloc_locked):" \
+			"nodes expired during the ${fill} s fill (limit_req expires nodes idle for 60 s); try fewer KEYS or a quieter machine" >&2
+		exit 1
+	fi
 	# events: Ir Dr Dw I1mr D1mr D1mw ILmr DLmr DLmw
-	awk -v n="$KEYS" '/^summary:/ { printf "%.0f %.2f %.2f\n", $2 / n, ($8 + $9 + $10) / n, ($6 + $7) / n }' \
+	awk -v n="$KEYS" -v fill="$fill" '/^summary:/ { printf "%.0f %.2f %.2f %d\n", $2 / n, ($8 + $9 + $10) / n, ($6 + $7) / n, fill }' \
 		"$d/cg.out.1"
+}
+
+# freqctl's keys: KEYS of them, each passed twice (made in the fill, found
+# in the counted pass); none in the overflow bucket.
+check_keys() {
+	local got
+	got=$(build/freqctl --db "$dir/store.db" --shm "$dir/shm" keys 1 --json --rows "$((KEYS + 1))" |
+		jq -r '"\(length) \(map(.passed) | add)"')
+	[ "$got" = "$KEYS $((2 * KEYS))" ] || {
+		echo "bench_nginx_cost: freqctl holds keys/passed \"$got\", expected \"$KEYS $((2 * KEYS))\"" >&2
+		exit 1
+	}
 }
 
 module=$PWD/build/ngx_http_freqctl_module.so
@@ -90,13 +118,15 @@ plain=$(run plain "" "" "")
 lr=$(run limitreq "" "limit_req_zone \$arg_uid zone=uid:64m rate=10000000r/s;" \
 	"limit_req zone=uid burst=10000000 nodelay;")
 fc=$(run freqctl "load_module $module;" "freqctl_shm $dir/shm; freqctl on; freqctl_uid \$arg_uid;" "")
+check_keys
 progress ""
 
 echo "nginx per key, the worker's cost per request under callgrind (one process, the worker; $KEYS uids"
 echo "u0..u$((KEYS - 1)) each made first, then the same $KEYS requests counted; GET /index.html?uid=...,"
-echo "a 3-byte file, one keep-alive connection; simulated L1d 48 KiB, LL ${LL%%,*} bytes):"
-printf '%-34s %12s %14s %14s\n' "variant" "instr/req" "LL misses/req" "D1 misses/req"
-line() { printf '%-34s %12s %14s %14s\n' "$1" $2; }
+echo "a 3-byte file, one keep-alive connection; simulated L1d 48 KiB, LL ${LL%%,*} bytes; checked: limit_req"
+echo "made no node and freqctl no key in the counted pass):"
+printf '%-34s %12s %14s %14s %8s\n' "variant" "instr/req" "LL misses/req" "D1 misses/req" "fill s"
+line() { printf '%-34s %12s %14s %14s %8s\n' "$1" $2; }
 line "plain nginx" "$plain"
 line "limit_req \$arg_uid, $KEYS keys" "$lr"
 line "freqctl uid=*, $KEYS keys" "$fc"

@@ -7,21 +7,30 @@
 . "$(dirname "$0")/lib.sh"
 fc_nginx_suite
 d=/tmp/fc-it-$tag
-mkdir -p "$d/html/cx"
+mkdir -p "$d/html/cx" "$d/html/mx"
 echo ok >"$d/html/cx/index.html"
+echo ok >"$d/html/mx/index.html"
 
 fc policy add 1 --match 'uid=u1' --rate 3/m >/dev/null
 fc policy add 2 --match 'arg:api=login,uid=u2' --rate 2/m >/dev/null
 fc policy add 3 --match 'header:X-Key=k3' --rate 1/m --rate 100/d >/dev/null
 fc policy add 15 --match 'uid=team-red' --rate 2/m >/dev/null
+fc policy add 16 --match 'uid=green' --rate 1/m >/dev/null
 FC_NGX_WORKERS=2 FC_NGX_ACCESS_LOG="log_format fc '\$status \$freqctl_status \$freqctl_policy'; access_log $d/logs/access.log fc;" \
-	FC_NGX_SERVER="location /cx/ { freqctl_uid \"team-\$arg_team\"; }" \
+	FC_NGX_HTTP="map \$http_x_team \$arg_mteam { default \$http_x_team; }" \
+	FC_NGX_SERVER="location /cx/ { freqctl_uid \"team-\$arg_team\"; } location /mx/ { freqctl_uid \$arg_mteam; }" \
 	fc_nginx_start "127.0.0.1:$(fc_port)" || skip_all "nginx did not start"
 
 got=$(codes 3 "/cx/?team=red")
 check "freqctl_uid as a complex value (\"team-\$arg_team\"): 2/m on team-red ($got)" [ "$got" = "200 200 429" ]
 got=$(codes 1 "/cx/?team=blue")
 check "... another team is not limited ($got)" [ "$got" = 200 ]
+got=$(codes 2 "/mx/?mteam=green" -H "X-Team: other")
+check "freqctl_uid \$arg_mteam that a map defines is the map's, not the argument's ($got)" [ "$got" = "200 200" ]
+got=$(codes 2 "/mx/?mteam=other" -H "X-Team: green")
+check "... uid=green 1/m by the header the map reads ($got)" [ "$got" = "200 429" ]
+got=$(codes 2 "/?UID=team-red&uid=x")
+check "\$arg_uid as nginx reads it: the name in any case, its first occurrence ($got)" [ "$got" = "429 429" ]
 got=$(codes 5 "/?uid=u1")
 check "uid=u1 3/m: 3 of 5 pass ($got)" [ "$got" = "200 200 200 429 429" ]
 check "another uid is unaffected" [ "$(codes 3 '/?uid=u9')" = "200 200 200" ]
