@@ -223,6 +223,9 @@ struct fc_db_sqlite {
 
 #define FC_SQ(d) ((struct fc_db_sqlite *)(d))
 
+/* How long a writer waits for another one. */
+#define FC_SQ_BUSY_MS 10000
+
 /* SQLite's message, and the system's when a system call failed beneath it:
  * "disk I/O error" alone does not say the disk is full. */
 static int fc_sq_err(struct fc_db_sqlite *d, struct fc_err *err, const char *what, const char *msg)
@@ -325,6 +328,34 @@ static void fc_sq_close(struct fc_db *db)
 	free(d);
 }
 
+/*
+ * After each commit (frames: the WAL's length, in pages): past
+ * FC_SQ_WAL_PAGES, the WAL is copied into the .db file, which is synced,
+ * and truncated to nothing (SQLITE_CHECKPOINT_TRUNCATE), if no reader is
+ * using it (else at a later commit: the store's writers do not wait).
+ *
+ * Why, and not SQLite's default of a checkpoint at every close (then the
+ * WAL deleted) and every 1,000 pages: that cost each one-shot command four
+ * syncs, the WAL's creation and the directory's among them, for a commit
+ * one sync makes durable. A WAL kept whole, though, is read again by every
+ * process that opens the store first (SQLite rebuilds its index from it,
+ * frame by frame: a 4 MiB WAL cost a ban add 85M instructions). Kept short
+ * it costs a few thousand instructions a page, and the checkpoint's two
+ * syncs come once every few commands.
+ */
+#define FC_SQ_WAL_PAGES 64
+
+static int fc_sq_wal_hook(void *arg, sqlite3 *h, const char *db, int frames)
+{
+	(void)arg;
+	if (frames > FC_SQ_WAL_PAGES) {
+		sqlite3_busy_timeout(h, 0);
+		sqlite3_wal_checkpoint_v2(h, db, SQLITE_CHECKPOINT_TRUNCATE, NULL, NULL);
+		sqlite3_busy_timeout(h, FC_SQ_BUSY_MS);
+	}
+	return SQLITE_OK;
+}
+
 /* No bulk allocation of page cache lines ahead of use: SQLite would fill in
  * some twenty of them per cache (the main one and each temporary one), a
  * fault a page that a command of a few lookups never needs (dear under a
@@ -361,9 +392,15 @@ static int fc_sq_open(const char *dsn, const char *name, bool create, const char
 		fc_sq_fail(d, err, "cannot open");
 		goto fail;
 	}
-	sqlite3_busy_timeout(d->h, 10000);
-	/* WAL lets readers (ban list, an agent) run beside one writer. */
-	if (fc_sq_exec(d, "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL", err) < 0 ||
+	sqlite3_busy_timeout(d->h, FC_SQ_BUSY_MS);
+	/* WAL lets readers (ban list, an agent) run beside one writer. A
+	 * commit is durable when it returns: synchronous = FULL syncs the WAL
+	 * then (SQLite also syncs the directory once, the file being opened
+	 * to create). The WAL outlives the connection, short: see fc_sq_wal_hook. */
+	sqlite3_db_config(d->h, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, NULL);
+	sqlite3_file_control(d->h, "main", SQLITE_FCNTL_PERSIST_WAL, &(int){ 1 });
+	sqlite3_wal_hook(d->h, fc_sq_wal_hook, NULL);
+	if (fc_sq_exec(d, "PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL", err) < 0 ||
 	    fc_sq_migrate(d, err) < 0)
 		goto fail;
 	*out = &d->db;
