@@ -69,8 +69,8 @@ FRONT_SRCS  := $(wildcard loader/cmd/*.c loader/agent/*.c)
 LIB_A       := $(B)/libfreqctl.a
 HTTP_A      := $(B)/libfreqctl_http.a
 L7_OBJ      := $(B)/ngx_bridge/fc_l7.o
-# Generated headers: the skeletons and the version.
-GEN_HDRS    := $(B)/freqctl.skel.h $(B)/bench_empty.skel.h $(B)/fc_version.h
+# Generated headers: the skeletons, the maps' shapes and the version.
+GEN_HDRS    := $(B)/freqctl.skel.h $(B)/bench_empty.skel.h $(B)/fc_map_shapes.h $(B)/fc_version.h
 
 UNIT_TESTS  := $(patsubst tests/unit/%.c,$(B)/tests/%,$(wildcard tests/unit/test_*.c))
 BPF_TESTS   := $(patsubst tests/bpf/%.c,$(B)/tests/%,$(wildcard tests/bpf/test_*.c))
@@ -106,6 +106,14 @@ $(B)/bench_empty.bpf.o: tools/bench_empty.bpf.c | $(B)
 
 $(B)/%.skel.h: $(B)/%.bpf.o
 	$(BPFTOOL) gen skeleton $< name $* > $@
+
+# The pinned maps' shapes, read from the object at build time (a host tool,
+# built alone: the objects' rule waits for this header).
+$(B)/fc_map_shapes: tools/fc_map_shapes.c maps/fc_maps.h | $(B)
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) $(WARN) -Imaps $(call pc_cflags,libbpf) $< -o $@ $(call pc_libs,libbpf)
+
+$(B)/fc_map_shapes.h: $(B)/freqctl.bpf.o $(B)/fc_map_shapes
+	$(B)/fc_map_shapes $< > $@
 
 # Generated, so that only what includes it is rebuilt when VERSION changes.
 $(B)/fc_version.h: VERSION | $(B)

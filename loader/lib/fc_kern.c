@@ -15,6 +15,7 @@
 #include <bpf/libbpf.h>
 
 #include "fc_kern.h"
+#include "fc_map_shapes.h"
 #include "freqctl.skel.h"
 
 #define FC_BPFFS_ROOT "/sys/fs/bpf"
@@ -117,109 +118,106 @@ static int fc_maps_create(const char *pin_dir, struct fc_err *err)
 	return rc ? -1 : 0;
 }
 
-static int fc_map_get(const char *pin_dir, const char *name, struct fc_err *err)
-{
-	char path[PATH_MAX];
-	int fd;
-
-	snprintf(path, sizeof(path), "%s/%s", pin_dir, name);
-	fd = bpf_obj_get(path);
-	if (fd < 0)
-		fc_err_set(err, "pinned map %s: %s", path, strerror(errno));
-	return fd;
-}
-
 #define FC_MAP_STR(name) FC_MAP_NAME(name),
 const char *const fc_map_names[FC_NMAPS] = { FC_MAPS(FC_MAP_STR) };
 #undef FC_MAP_STR
 
+/* The shape the BPF object gives each map of FC_MAPS, read from it at build
+ * time (tools/fc_map_shapes.c). */
+struct fc_map_shape {
+	__u32 type, key_size, value_size, map_flags, max_entries;
+};
+static const struct fc_map_shape fc_map_shapes[FC_NMAPS] = { FC_MAP_SHAPES };
+
 /* How a pinned map differs from the BPF object's, in words, or "" if it
  * does not. A hash's capacity may differ (tests shrink the LRUs); an
  * array's is its layout. */
-static void fc_map_diff(const struct bpf_map_info *have, const struct bpf_map *want, char *buf, size_t size)
+static void fc_map_diff(const struct bpf_map_info *have, const struct fc_map_shape *want, char *buf, size_t size)
 {
-	const char *h = libbpf_bpf_map_type_str(have->type), *w = libbpf_bpf_map_type_str(bpf_map__type(want));
+	const char *h = libbpf_bpf_map_type_str(have->type), *w = libbpf_bpf_map_type_str(want->type);
 	bool array = have->type == BPF_MAP_TYPE_ARRAY || have->type == BPF_MAP_TYPE_PERCPU_ARRAY;
 
 	buf[0] = '\0';
-	if (have->type != bpf_map__type(want))
+	if (have->type != want->type)
 		snprintf(buf, size, "a %s, not a %s", h ? h : "map of another type", w ? w : "?");
-	else if (have->key_size != bpf_map__key_size(want))
-		snprintf(buf, size, "%u-byte keys, not %u", have->key_size, bpf_map__key_size(want));
-	else if (have->value_size != bpf_map__value_size(want))
-		snprintf(buf, size, "%u-byte values, not %u", have->value_size, bpf_map__value_size(want));
-	else if (have->map_flags != bpf_map__map_flags(want))
-		snprintf(buf, size, "flags %#x, not %#x", have->map_flags, bpf_map__map_flags(want));
-	else if (array && have->max_entries != bpf_map__max_entries(want))
-		snprintf(buf, size, "%u entries, not %u", have->max_entries, bpf_map__max_entries(want));
+	else if (have->key_size != want->key_size)
+		snprintf(buf, size, "%u-byte keys, not %u", have->key_size, want->key_size);
+	else if (have->value_size != want->value_size)
+		snprintf(buf, size, "%u-byte values, not %u", have->value_size, want->value_size);
+	else if (have->map_flags != want->map_flags)
+		snprintf(buf, size, "flags %#x, not %#x", have->map_flags, want->map_flags);
+	else if (array && have->max_entries != want->max_entries)
+		snprintf(buf, size, "%u entries, not %u", have->max_entries, want->max_entries);
 }
 
 /*
- * Whether the maps pinned under pin_dir (those that are) have the shape this
- * freqctl's BPF object gives them. Pins another version of freqctl left
- * behind would otherwise fail somewhere in libbpf ("parameter mismatch"), or,
- * read by a reader, be misread.
+ * Opens the maps pinned under pin_dir into m (those that are; the others'
+ * fds -1) and checks each has the shape this freqctl's BPF object gives it.
+ * Pins another version of freqctl left behind would otherwise fail
+ * somewhere in libbpf ("parameter mismatch"), or, read by a reader, be
+ * misread. The number of maps missing (err names the first), or -1.
  */
-static int fc_maps_check(const char *pin_dir, struct fc_err *err)
+static int fc_maps_get(const char *pin_dir, struct fc_maps *m, struct fc_err *err)
 {
-	struct freqctl *skel = freqctl__open();
-	const struct bpf_map *map;
 	struct bpf_map_info info;
 	char path[PATH_MAX], diff[96];
-	__u32 len;
+	int missing = 0;
 	size_t i;
-	int fd, rc = 0;
+	__u32 len;
 
-	if (!skel)
-		return fc_err_set(err, "cannot open the BPF object: %s", strerror(errno));
-	for (i = 0; i < FC_NMAPS && !rc; i++) {
+	for (i = 0; i < FC_NMAPS; i++) {
 		snprintf(path, sizeof(path), "%s/%s", pin_dir, fc_map_names[i]);
-		fd = bpf_obj_get(path);
-		if (fd < 0)
-			continue; /* not there: made, or reported, by the caller */
-		map = bpf_object__find_map_by_name(skel->obj, fc_map_names[i]);
+		m->fd[i] = bpf_obj_get(path);
+		if (m->fd[i] < 0) {
+			if (errno != ENOENT)
+				return fc_err_set(err, "pinned map %s: %s", path, strerror(errno));
+			if (!missing++)
+				fc_err_set(err, "pinned map %s: %s", path, strerror(errno));
+			continue;
+		}
 		memset(&info, 0, sizeof(info));
 		len = sizeof(info);
-		if (!map || bpf_obj_get_info_by_fd(fd, &info, &len))
-			rc = fc_err_set(err, "pinned map %s: %s", path, map ? strerror(errno) : "not in the BPF object");
-		else if (fc_map_diff(&info, map, diff, sizeof(diff)), diff[0])
-			rc = fc_err_set(err,
-					"pinned map %s: %s: another version's pins. Detach freqctl, remove %s (the store "
-					"keeps bans and policies) and run freqctl sync, or use another --pin-dir",
-					path, diff, pin_dir);
-		close(fd);
+		if (bpf_obj_get_info_by_fd(m->fd[i], &info, &len))
+			return fc_err_set(err, "pinned map %s: %s", path, strerror(errno));
+		fc_map_diff(&info, &fc_map_shapes[i], diff, sizeof(diff));
+		if (diff[0])
+			return fc_err_set(err,
+					  "pinned map %s: %s: another version's pins. Detach freqctl, remove %s (the "
+					  "store keeps bans and policies) and run freqctl sync, or use another --pin-dir",
+					  path, diff, pin_dir);
 	}
-	freqctl__destroy(skel);
-	return rc;
+	return missing;
 }
 
-int fc_maps_open(const char *pin_dir, struct fc_maps *m, struct fc_err *err)
+static void fc_maps_init(struct fc_maps *m)
 {
-	char path[PATH_MAX];
 	size_t i;
 
 	m->dirfd = -1;
 	for (i = 0; i < FC_NMAPS; i++)
 		m->fd[i] = -1;
-	if (fc_pin_dir_prepare(pin_dir, err) < 0 || fc_maps_check(pin_dir, err) < 0)
+}
+
+int fc_maps_open(const char *pin_dir, struct fc_maps *m, struct fc_err *err)
+{
+	int missing;
+
+	fc_maps_init(m);
+	if (fc_pin_dir_prepare(pin_dir, err) < 0)
 		return -1;
-	for (i = 0; i < FC_NMAPS; i++) {
-		snprintf(path, sizeof(path), "%s/%s", pin_dir, fc_map_names[i]);
-		if (access(path, F_OK) != 0) {
-			if (fc_maps_create(pin_dir, err) < 0)
-				return -1;
-			break;
-		}
+	missing = fc_maps_get(pin_dir, m, err);
+	if (missing > 0) {
+		fc_maps_close(m);
+		if (fc_maps_create(pin_dir, err) < 0)
+			return -1;
+		missing = fc_maps_get(pin_dir, m, err);
 	}
+	if (missing)
+		goto fail;
 	m->dirfd = open(pin_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (m->dirfd < 0) {
 		fc_err_set(err, "pin dir %s: %s", pin_dir, strerror(errno));
 		goto fail;
-	}
-	for (i = 0; i < FC_NMAPS; i++) {
-		m->fd[i] = fc_map_get(pin_dir, fc_map_names[i], err);
-		if (m->fd[i] < 0)
-			goto fail;
 	}
 	return 0;
 fail:
@@ -229,30 +227,15 @@ fail:
 
 int fc_maps_open_existing(const char *pin_dir, struct fc_maps *m, struct fc_err *err)
 {
-	char path[PATH_MAX];
-	size_t i;
+	int missing;
 
-	m->dirfd = -1;
-	for (i = 0; i < FC_NMAPS; i++)
-		m->fd[i] = -1;
-	/* Before a missing map says "nothing published": another version's
-	 * pins miss maps too. */
-	if (fc_maps_check(pin_dir, err) < 0)
-		return -1;
-	for (i = 0; i < FC_NMAPS; i++) {
-		snprintf(path, sizeof(path), "%s/%s", pin_dir, fc_map_names[i]);
-		m->fd[i] = bpf_obj_get(path);
-		if (m->fd[i] >= 0)
-			continue;
-		if (errno == ENOENT) {
-			fc_maps_close(m);
-			return 1; /* nothing published here yet */
-		}
-		fc_err_set(err, "pinned map %s: %s", path, strerror(errno));
+	fc_maps_init(m);
+	/* Every pin is checked before a missing one says "nothing published":
+	 * another version's pins miss maps too. */
+	missing = fc_maps_get(pin_dir, m, err);
+	if (missing)
 		fc_maps_close(m);
-		return -1;
-	}
-	return 0;
+	return missing > 0 ? 1 : missing; /* 1: nothing published here yet */
 }
 
 void fc_maps_close(struct fc_maps *m)
