@@ -8,6 +8,9 @@
 # replaced by a feed with 1% churn: only that 1% is published (the time, and
 # a full sync's for reference). Scratch stores, pin dirs and shms of its own
 # (tools/bench_store.sh fills the big one); ROUNDS (default 15) rounds.
+# BASE=FREQCTL (another build's binary, e.g. main's) runs every command with
+# it too, on copies of the two stores of its own, in the same rounds, and
+# prints this build's times over its.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 tag=$$
@@ -15,16 +18,18 @@ dir=/tmp/fc-pbench-$tag
 pin=/sys/fs/bpf/fc-pbench-$tag
 shm=/dev/shm/fc-pbench-$tag
 rounds=${ROUNDS:-15}
+base=${BASE:-}
 cleanup() {
 	rm -rf "$dir" "$pin"-* "$shm"-*
 }
 trap cleanup EXIT
 mkdir -p "$dir"
 
-fc() { # fc STORE ARGS: STORE is big, empty or sets
-	local s=$1
+fc() { # fc STORE ARGS: STORE is big, empty or sets; bigb, emptyb: BASE's
+	local s=$1 bin=build/freqctl
 	shift
-	build/freqctl --db "$dir/$s.db" --pin-dir "$pin-$s" --shm "$shm-$s" "$@"
+	[[ $s != *b ]] || bin=$base
+	"$bin" --db "$dir/$s.db" --pin-dir "$pin-$s" --shm "$shm-$s" "$@"
 }
 us() { # us COMMAND...: its wall-clock time in microseconds, its output dropped
 	local t0
@@ -52,6 +57,14 @@ median() { sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
 echo "publishing: a store of 1,000,000 exact bans, 110,000 prefixes and 65,535 policies..."
 tools/bench_store.sh "$dir/big.db" "$pin-big" "$shm-big"
 fc empty sync >/dev/null
+stores=(empty big)
+if [[ $base ]]; then
+	# The same store for BASE, published to pins and a shm of its own.
+	cp "$dir/big.db" "$dir/bigb.db"
+	fc bigb sync >/dev/null
+	fc emptyb sync >/dev/null
+	stores+=(emptyb bigb)
+fi
 
 # Each round runs every command once on each store, and the process alone.
 cmds=("ban add 198.51.100.R" "ban del 198.51.100.R" "ban add 198.51.102.0/24" "ban del 198.51.102.0/24"
@@ -62,9 +75,9 @@ for ((r = 0; r < rounds; r++)); do
 	both "$dir/t.version" build/freqctl --version
 	for i in "${!cmds[@]}"; do
 		c=${cmds[$i]//R/$r}
-		for s in empty big; do
+		for s in "${stores[@]}"; do
 			# shellcheck disable=SC2086 # the command's words
-			both "$dir/t.$s.$i" build/freqctl --db "$dir/$s.db" --pin-dir "$pin-$s" --shm "$shm-$s" $c
+			both "$dir/t.$s.$i" fc "$s" $c
 		done
 	done
 done
@@ -84,6 +97,17 @@ for i in "${!cmds[@]}"; do
 done
 echo "(empty, 1M: wall-clock; 1M: 1,000,000 exact bans, 110,000 prefixes, 65,535 policies stored; CPU: user + system;"
 echo " -proc: less the process alone (its loading and linking); target <= 20 wall-clock)"
+if [[ $base ]]; then
+	echo
+	echo "against BASE ($base), same rounds: wall-clock ms, medians"
+	printf "%-52s %8s %8s %7s %8s %8s %7s\n" "" "empty" "BASE" "ratio" "1M" "BASE" "ratio"
+	for i in "${!cmds[@]}"; do
+		awk -v c="${cmds[$i]//R/N}" -v e="$(col 1 "$dir/t.empty.$i")" -v eb="$(col 1 "$dir/t.emptyb.$i")" \
+			-v b="$(col 1 "$dir/t.big.$i")" -v bb="$(col 1 "$dir/t.bigb.$i")" \
+			'BEGIN { printf "%-52s %8.1f %8.1f %6.2fx %8.1f %8.1f %6.2fx\n", c, e / 1000, eb / 1000, e / eb,
+				 b / 1000, bb / 1000, b / bb }'
+	done
+fi
 
 echo
 echo "a ban set of 1,000,000 entries, replaced by a feed with 1% churn:"
