@@ -219,6 +219,7 @@ struct fc_db_sqlite {
 	const char *const *sql;
 	sqlite3_stmt **stmt; /* prepared on first use: a command runs a few of them */
 	int nstmt;
+	bool wal_long; /* the WAL is past FC_SQ_WAL_PAGES, not yet truncated */
 };
 
 #define FC_SQ(d) ((struct fc_db_sqlite *)(d))
@@ -315,6 +316,44 @@ static int fc_sq_migrate(struct fc_db_sqlite *d, struct fc_err *err)
 	return fc_sq_commit(&d->db, err);
 }
 
+/*
+ * After each commit (frames: the WAL's length, in pages): past
+ * FC_SQ_WAL_PAGES, the WAL is copied into the .db file, which is synced,
+ * and truncated to nothing (SQLITE_CHECKPOINT_TRUNCATE), if no reader is
+ * using it (a statement of this connection's own may be: then it is tried
+ * again at close, after the statements; another process's: at a later
+ * commit. The store's writers do not wait for it.)
+ *
+ * Why, and not SQLite's default of a checkpoint at every close (then the
+ * WAL deleted) and every 1,000 pages: that cost each one-shot command four
+ * syncs, the WAL's creation and the directory's among them, for a commit
+ * one sync makes durable. A WAL kept whole, though, is read again by every
+ * process that opens the store first (SQLite rebuilds its index from it,
+ * frame by frame: a WAL grown since the last import cost a ban add 85M
+ * instructions). Kept short it costs a few thousand instructions a page,
+ * and the checkpoint's two syncs come once every few commands.
+ */
+#define FC_SQ_WAL_PAGES 64
+
+static bool fc_sq_wal_truncate(sqlite3 *h, const char *db)
+{
+	int rc;
+
+	sqlite3_busy_timeout(h, 0);
+	rc = sqlite3_wal_checkpoint_v2(h, db, SQLITE_CHECKPOINT_TRUNCATE, NULL, NULL);
+	sqlite3_busy_timeout(h, FC_SQ_BUSY_MS);
+	return rc == SQLITE_OK;
+}
+
+static int fc_sq_wal_hook(void *arg, sqlite3 *h, const char *db, int frames)
+{
+	struct fc_db_sqlite *d = arg;
+
+	if (frames > FC_SQ_WAL_PAGES)
+		d->wal_long = !fc_sq_wal_truncate(h, db);
+	return SQLITE_OK;
+}
+
 static void fc_sq_close(struct fc_db *db)
 {
 	struct fc_db_sqlite *d = FC_SQ(db);
@@ -322,38 +361,12 @@ static void fc_sq_close(struct fc_db *db)
 
 	for (i = 0; d->stmt && i < d->nstmt; i++)
 		sqlite3_finalize(d->stmt[i]);
+	if (d->wal_long)
+		fc_sq_wal_truncate(d->h, "main");
 	sqlite3_close(d->h);
 	free(d->stmt);
 	free(d->db.name);
 	free(d);
-}
-
-/*
- * After each commit (frames: the WAL's length, in pages): past
- * FC_SQ_WAL_PAGES, the WAL is copied into the .db file, which is synced,
- * and truncated to nothing (SQLITE_CHECKPOINT_TRUNCATE), if no reader is
- * using it (else at a later commit: the store's writers do not wait).
- *
- * Why, and not SQLite's default of a checkpoint at every close (then the
- * WAL deleted) and every 1,000 pages: that cost each one-shot command four
- * syncs, the WAL's creation and the directory's among them, for a commit
- * one sync makes durable. A WAL kept whole, though, is read again by every
- * process that opens the store first (SQLite rebuilds its index from it,
- * frame by frame: a 4 MiB WAL cost a ban add 85M instructions). Kept short
- * it costs a few thousand instructions a page, and the checkpoint's two
- * syncs come once every few commands.
- */
-#define FC_SQ_WAL_PAGES 64
-
-static int fc_sq_wal_hook(void *arg, sqlite3 *h, const char *db, int frames)
-{
-	(void)arg;
-	if (frames > FC_SQ_WAL_PAGES) {
-		sqlite3_busy_timeout(h, 0);
-		sqlite3_wal_checkpoint_v2(h, db, SQLITE_CHECKPOINT_TRUNCATE, NULL, NULL);
-		sqlite3_busy_timeout(h, FC_SQ_BUSY_MS);
-	}
-	return SQLITE_OK;
 }
 
 /* No bulk allocation of page cache lines ahead of use: SQLite would fill in
@@ -399,7 +412,7 @@ static int fc_sq_open(const char *dsn, const char *name, bool create, const char
 	 * to create). The WAL outlives the connection, short: see fc_sq_wal_hook. */
 	sqlite3_db_config(d->h, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, NULL);
 	sqlite3_file_control(d->h, "main", SQLITE_FCNTL_PERSIST_WAL, &(int){ 1 });
-	sqlite3_wal_hook(d->h, fc_sq_wal_hook, NULL);
+	sqlite3_wal_hook(d->h, fc_sq_wal_hook, d);
 	if (fc_sq_exec(d, "PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL", err) < 0 ||
 	    fc_sq_migrate(d, err) < 0)
 		goto fail;
