@@ -258,11 +258,13 @@ static inline uint64_t fc_l7_bytes_eq(uint64_t w, unsigned char c)
  * request. */
 static inline bool fc_l7_arg(const char *q, size_t len, const char *name, size_t nlen, struct fc_l7_str *v, bool *enc)
 {
-	const unsigned char *p = (const unsigned char *)q, *end = p + len, *s;
+	const unsigned char *p = (const unsigned char *)q, *end, *s;
 	uint64_t w, amp, seen = 0;
 	size_t i, left;
 
-	for (;;) {
+	if (len == 0) /* no query: q may be NULL, which memchr must not get */
+		return false;
+	for (end = p + len;;) {
 		if ((size_t)(end - p) > nlen && p[nlen] == '=') {
 			for (i = 0; i < nlen && fc_l7_name_char(p[i], (unsigned char)name[i]); i++)
 				;

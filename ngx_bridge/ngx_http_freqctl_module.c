@@ -1306,8 +1306,6 @@ ngx_http_freqctl_uid(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
     }
 
     return NGX_CONF_OK;
-
-    return ngx_http_set_complex_value_slot(cf, cmd, conf);
 }
 
 

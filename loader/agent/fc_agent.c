@@ -262,25 +262,30 @@ static void fc_agent_esc_reload(struct fc_agent *a)
 	/* Listing the policies reads the whole table (65,536 rows: tens of
 	 * ms): only when the log since the last listing holds a policy's
 	 * change, or cannot say. */
-	if (rc == 0 && log.id == a->esc_log.id && log.pruned <= a->esc_log.head &&
+	/* A head behind the last one is a store restored from a backup: its
+	 * seqs will be used again, so the log can say nothing. */
+	if (rc == 0 && log.id == a->esc_log.id && log.pruned <= a->esc_log.head && log.head >= a->esc_log.head &&
 	    (pols = log.head != a->esc_log.head))
 		rc = fc_store_policies_changed(st, a->esc_log.head, log.head, &pols, &err);
 	if (rc == 0 && pols)
 		rc = fc_store_policy_list_agent(st, &rows, &n, &err);
-	if (rc == 0)
-		a->esc_log = log;
 	if (rc == 0 && (rc = fc_store_allow_list(st, (int64_t)time(NULL), &allows, &na, &err)) == 0)
 		fc_esc_set_allows(&a->esc, allows, na);
 	if (st)
 		fc_store_keep_put(&a->store, rc < 0);
-	if (rc == 0 && pols && fc_esc_set_policies(&a->esc, rows, n) < 0)
+	if (rc == 0 && pols && fc_esc_set_policies(&a->esc, rows, n) < 0) {
 		fc_agent_log("escalation: out of memory, keeping the last policies");
+		rc = -1;
+	}
 	if (rc == 0 && pols) {
 		size_t i;
 
 		for (a->keyed = false, i = 0; i < n; i++)
 			a->keyed |= fc_policy_is_keyed(&rows[i].spec);
 	}
+	/* Only what was applied whole counts as seen: a failure lists again. */
+	if (rc == 0)
+		a->esc_log = log;
 	free(rows);
 	if (!a->esc.npol)
 		return;

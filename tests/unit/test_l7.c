@@ -1384,6 +1384,7 @@ static void test_arg(void **state)
 	}
 	/* The query's end is its length, not a NUL. */
 	assert_false(fc_l7_arg("uid=9", 3, "uid", 3, &v, &enc));
+	assert_false(fc_l7_arg(NULL, 0, "uid", 3, &v, &enc)); /* a request without a query */
 	assert_true(fc_l7_arg("uid=9&", 4, "uid", 3, &v, &enc));
 	assert_int_equal(v.len, 0);
 }

@@ -1192,14 +1192,21 @@ void fc_delta_free(struct fc_delta *d)
 	memset(d, 0, sizeof(*d));
 }
 
+/* The kinds of change in (from, to], each node's and set's apart. */
+static int fc_change_kinds(struct fc_store *st, uint64_t from, uint64_t to, struct fc_other_change **v, size_t *n,
+			   struct fc_err *err)
+{
+	return fc_collect(st, FC_SQL_DELTA_KINDS, FC_ARGS(FC_INT(from), FC_INT(to)), sizeof(**v), fc_other_change_read,
+			  "reading the change log", (void **)v, n, err);
+}
+
 int fc_store_policies_changed(struct fc_store *st, uint64_t from, uint64_t to, bool *changed, struct fc_err *err)
 {
 	struct fc_other_change *other = NULL;
 	size_t n = 0, i;
 
 	*changed = false;
-	if (fc_collect(st, FC_SQL_DELTA_KINDS, FC_ARGS(FC_INT(from), FC_INT(to)), sizeof(*other), fc_other_change_read,
-		       "reading the change log", (void **)&other, &n, err) < 0)
+	if (fc_change_kinds(st, from, to, &other, &n, err) < 0)
 		return -1;
 	for (i = 0; i < n; i++)
 		*changed |= !strcmp(other[i].kind, "policy") || !strcmp(other[i].kind, "reset");
@@ -1217,8 +1224,7 @@ int fc_store_delta(struct fc_store *st, uint64_t from, uint64_t to, int64_t now,
 
 	memset(d, 0, sizeof(*d));
 	st->bad_policies = 0;
-	if (fc_collect(st, FC_SQL_DELTA_KINDS, FC_ARGS(FC_INT(from), FC_INT(to)), sizeof(*other), fc_other_change_read,
-		       "reading the change log", (void **)&other, &nother, err) < 0)
+	if (fc_change_kinds(st, from, to, &other, &nother, err) < 0)
 		goto out;
 	d->sets = calloc(nother ? nother : 1, sizeof(*d->sets));
 	if (!d->sets) {
