@@ -219,7 +219,6 @@ struct fc_db_sqlite {
 	const char *const *sql;
 	sqlite3_stmt **stmt; /* prepared on first use: a command runs a few of them */
 	int nstmt;
-	bool wal_long; /* the WAL is past FC_SQ_WAL_PAGES, not yet truncated */
 };
 
 #define FC_SQ(d) ((struct fc_db_sqlite *)(d))
@@ -317,40 +316,35 @@ static int fc_sq_migrate(struct fc_db_sqlite *d, struct fc_err *err)
 }
 
 /*
- * After each commit (frames: the WAL's length, in pages): past
- * FC_SQ_WAL_PAGES, the WAL is copied into the .db file, which is synced,
- * and truncated to nothing (SQLITE_CHECKPOINT_TRUNCATE), if no reader is
- * using it (a statement of this connection's own may be: then it is tried
- * again at close, after the statements; another process's: at a later
- * commit. The store's writers do not wait for it.)
+ * The WAL is kept (its file, not its contents) and emptied by the store's
+ * own checkpoints: at close, and for a long-lived connection (the agent's)
+ * after a commit that left it past FC_SQ_WAL_PAGES. Each copies the WAL into
+ * the .db file, syncs that, and truncates the WAL to nothing
+ * (SQLITE_CHECKPOINT_TRUNCATE), if no reader is using it (another
+ * process's: then a later checkpoint does it; writers never wait for it).
  *
- * Why, and not SQLite's default of a checkpoint at every close (then the
- * WAL deleted) and every 1,000 pages: that cost each one-shot command four
- * syncs, the WAL's creation and the directory's among them, for a commit
- * one sync makes durable. A WAL kept whole, though, is read again by every
- * process that opens the store first (SQLite rebuilds its index from it,
- * frame by frame: a WAL grown since the last import cost a ban add 85M
- * instructions). Kept short it costs a few thousand instructions a page,
- * and the checkpoint's two syncs come once every few commands.
+ * Why: SQLite's default, a checkpoint when the last connection closes and
+ * then the WAL deleted, cost each one-shot command the WAL's creation and
+ * deletion and a sync of the directory besides the commit's and the
+ * checkpoint's. And why not keep the WAL's contents between commands: a
+ * .db restored from a backup beside a WAL of the store's later changes
+ * would have those replayed onto it, silently; once every freqctl process
+ * has closed the store, the .db alone is the store.
  */
 #define FC_SQ_WAL_PAGES 64
 
-static bool fc_sq_wal_truncate(sqlite3 *h, const char *db)
+static void fc_sq_wal_truncate(sqlite3 *h, const char *db)
 {
-	int rc;
-
 	sqlite3_busy_timeout(h, 0);
-	rc = sqlite3_wal_checkpoint_v2(h, db, SQLITE_CHECKPOINT_TRUNCATE, NULL, NULL);
+	sqlite3_wal_checkpoint_v2(h, db, SQLITE_CHECKPOINT_TRUNCATE, NULL, NULL);
 	sqlite3_busy_timeout(h, FC_SQ_BUSY_MS);
-	return rc == SQLITE_OK;
 }
 
 static int fc_sq_wal_hook(void *arg, sqlite3 *h, const char *db, int frames)
 {
-	struct fc_db_sqlite *d = arg;
-
+	(void)arg;
 	if (frames > FC_SQ_WAL_PAGES)
-		d->wal_long = !fc_sq_wal_truncate(h, db);
+		fc_sq_wal_truncate(h, db);
 	return SQLITE_OK;
 }
 
@@ -361,8 +355,7 @@ static void fc_sq_close(struct fc_db *db)
 
 	for (i = 0; d->stmt && i < d->nstmt; i++)
 		sqlite3_finalize(d->stmt[i]);
-	if (d->wal_long)
-		fc_sq_wal_truncate(d->h, "main");
+	fc_sq_wal_truncate(d->h, "main");
 	sqlite3_close(d->h);
 	free(d->stmt);
 	free(d->db.name);
@@ -409,10 +402,11 @@ static int fc_sq_open(const char *dsn, const char *name, bool create, const char
 	/* WAL lets readers (ban list, an agent) run beside one writer. A
 	 * commit is durable when it returns: synchronous = FULL syncs the WAL
 	 * then (SQLite also syncs the directory once, the file being opened
-	 * to create). The WAL outlives the connection, short: see fc_sq_wal_hook. */
+	 * to create). The WAL's file outlives the connection, empty: see
+	 * fc_sq_wal_hook. */
 	sqlite3_db_config(d->h, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, NULL);
 	sqlite3_file_control(d->h, "main", SQLITE_FCNTL_PERSIST_WAL, &(int){ 1 });
-	sqlite3_wal_hook(d->h, fc_sq_wal_hook, d);
+	sqlite3_wal_hook(d->h, fc_sq_wal_hook, NULL);
 	if (fc_sq_exec(d, "PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL", err) < 0 ||
 	    fc_sq_migrate(d, err) < 0)
 		goto fail;
