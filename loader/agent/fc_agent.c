@@ -261,9 +261,8 @@ static void fc_agent_esc_reload(struct fc_agent *a)
 	rc = st ? fc_store_log_head(st, &log, &err) : -1;
 	/* Listing the policies reads the whole table (65,536 rows: tens of
 	 * ms): only when the log since the last listing holds a policy's
-	 * change, or cannot say. */
-	/* A head behind the last one is a store restored from a backup: its
-	 * seqs will be used again, so the log can say nothing. */
+	 * change, or cannot say (another store; pruned past it; a head behind
+	 * it, a store restored from a backup, whose seqs will be used again). */
 	if (rc == 0 && log.id == a->esc_log.id && log.pruned <= a->esc_log.head && log.head >= a->esc_log.head &&
 	    (pols = log.head != a->esc_log.head))
 		rc = fc_store_policies_changed(st, a->esc_log.head, log.head, &pols, &err);

@@ -355,7 +355,8 @@ static void fc_sq_close(struct fc_db *db)
 
 	for (i = 0; d->stmt && i < d->nstmt; i++)
 		sqlite3_finalize(d->stmt[i]);
-	fc_sq_wal_truncate(d->h, "main");
+	if (d->h) /* NULL: the open ran out of memory */
+		fc_sq_wal_truncate(d->h, "main");
 	sqlite3_close(d->h);
 	free(d->stmt);
 	free(d->db.name);
