@@ -577,8 +577,9 @@ FC_INLINE void fc_limit_refund(__u8 algo, __u8 ntiers, __u64 *state, __u64 cost,
  * in state (FC_MAX_TIERS words too). Always inline, in userspace too: the
  * nginx module's decision calls it once, and gcc's own choice there was a
  * call costing a third more. */
-FC_INLINE __attribute__((always_inline)) int fc_limit_try(__u8 algo, __u8 ntiers, const struct fc_tier *tiers, __u32 warmup_ms, __u64 *state,
-			   __u64 now, __u64 cost, struct fc_charge *ch)
+FC_INLINE __attribute__((always_inline)) int fc_limit_try(__u8 algo, __u8 ntiers, const struct fc_tier *tiers,
+							 __u32 warmup_ms, __u64 *state, __u64 now, __u64 cost,
+							 struct fc_charge *ch)
 {
 	int i, ok;
 
