@@ -1325,9 +1325,10 @@ static int fc_sync_keys(struct fc_store *st, const struct fc_maps *m, struct fc_
 			const struct fc_allows *al, int64_t now, struct fc_top4_sync *top4, struct fc_sync_result *res,
 			struct fc_err *err)
 {
+	uint8_t gone[4]; /* the /24 an IPv4 address left, its bit not looked at yet */
+	bool want, v4, pending = false;
 	struct fc_kv kv;
 	size_t i, j;
-	bool want, v4;
 
 	for (i = 0; i < d->nkeys; i = j) {
 		const struct fc_prefix *p = &d->keys[i].p;
@@ -1346,14 +1347,24 @@ static int fc_sync_keys(struct fc_store *st, const struct fc_maps *m, struct fc_
 		want = kv.val.flags || kv.val.policy;
 		want |= fc_allow_fold(&al->fam[p->family == 6], p->a, p->family == 4 ? 4 : 16, &kv.val);
 		fc_kv_key(fc_map_of(ms, p), p, &kv);
-		/* An IPv4 address's /24 bit before its entry, and after it. */
+		/* An IPv4 address's /24 bit is set before its entry is written, and
+		 * looked at after its entry went once the keys (in address order)
+		 * leave that /24: once for a /24 many addresses leave. */
 		v4 = p->family == 4;
+		if (pending && v4 && memcmp(gone, p->a, 3)) {
+			if (fc_top4_exact(m, top4, gone, false, err) < 0)
+				return -1;
+			pending = false;
+		}
 		if ((v4 && want && fc_top4_exact(m, top4, p->a, true, err) < 0) ||
-		    fc_entry_put(fc_map_of(ms, p), &kv, want, res, err) < 0 ||
-		    (v4 && !want && fc_top4_exact(m, top4, p->a, false, err) < 0))
+		    fc_entry_put(fc_map_of(ms, p), &kv, want, res, err) < 0)
 			return -1;
+		if (v4 && !want) {
+			memcpy(gone, p->a, sizeof(gone));
+			pending = true;
+		}
 	}
-	return 0;
+	return pending ? fc_top4_exact(m, top4, gone, false, err) : 0;
 }
 
 /* A changed slot's policy, as the maps should hold it (zero: none). */
