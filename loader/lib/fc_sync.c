@@ -590,9 +590,11 @@ static int fc_top4_exact_all(const struct fc_maps *m, struct fc_top4_sync *top4,
 {
 	size_t i;
 
-	if (!exact->n || fc_top4_view(m, top4, fc_kv_top4(&exact->v[0], FC_KV_EXACT4),
-				      fc_kv_top4(&exact->v[exact->n - 1], FC_KV_EXACT4), err) < 0)
-		return exact->n ? -1 : 0;
+	if (!exact->n)
+		return 0;
+	if (fc_top4_view(m, top4, fc_kv_top4(&exact->v[0], FC_KV_EXACT4),
+			 fc_kv_top4(&exact->v[exact->n - 1], FC_KV_EXACT4), err) < 0)
+		return -1;
 	for (i = 0; i < exact->n; i++)
 		if (fc_top4_exact(m, top4, exact->v[i].key, true, err) < 0)
 			return -1;
