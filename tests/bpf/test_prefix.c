@@ -339,32 +339,38 @@ static void test_top4_repaired(void **state)
 	assert_int_equal(fc_send(env, true, "198.18.64.1"), FC_V_DROP_PREFIX);
 }
 
+/* The fc_top4 entry (*t, at *idx) of the IPv4 address text, and its /24 (*i24). */
+static void fc_top4_of(struct fc_env *env, const char *text, struct fc_top4 *t, __u32 *idx, uint8_t *i24)
+{
+	struct fc_prefix p;
+	struct fc_err err;
+
+	assert_int_equal(fc_prefix_parse(text, &p, &err), 0);
+	*idx = (__u32)p.a[0] << 8 | p.a[1];
+	*i24 = p.a[2];
+	assert_int_equal(bpf_map_lookup_elem(env->maps.top4, idx, t), 0);
+}
+
 /* The in24 byte of the /24 of the IPv4 address text. */
 static uint8_t fc_in24(struct fc_env *env, const char *text)
 {
-	struct fc_prefix p;
 	struct fc_top4 t;
-	struct fc_err err;
+	uint8_t i24;
 	__u32 idx;
 
-	assert_int_equal(fc_prefix_parse(text, &p, &err), 0);
-	idx = (__u32)p.a[0] << 8 | p.a[1];
-	assert_int_equal(bpf_map_lookup_elem(env->maps.top4, &idx, &t), 0);
-	return t.in24[p.a[2]];
+	fc_top4_of(env, text, &t, &idx, &i24);
+	return t.in24[i24];
 }
 
 /* Writes the FC_IN24_EXACT bit of the /24 of text by hand. */
 static void fc_in24_put(struct fc_env *env, const char *text, bool on)
 {
-	struct fc_prefix p;
 	struct fc_top4 t;
-	struct fc_err err;
+	uint8_t i24;
 	__u32 idx;
 
-	assert_int_equal(fc_prefix_parse(text, &p, &err), 0);
-	idx = (__u32)p.a[0] << 8 | p.a[1];
-	assert_int_equal(bpf_map_lookup_elem(env->maps.top4, &idx, &t), 0);
-	t.in24[p.a[2]] = (uint8_t)(on ? t.in24[p.a[2]] | FC_IN24_EXACT : t.in24[p.a[2]] & ~FC_IN24_EXACT);
+	fc_top4_of(env, text, &t, &idx, &i24);
+	t.in24[i24] = (uint8_t)(on ? t.in24[i24] | FC_IN24_EXACT : t.in24[i24] & ~FC_IN24_EXACT);
 	assert_int_equal(bpf_map_update_elem(env->maps.top4, &idx, &t, BPF_ANY), 0);
 }
 
