@@ -549,18 +549,14 @@ static void fc_top4_note_exact(struct fc_top4 *t, const struct fc_kvs *exact, ui
 }
 
 /*
- * Sets (on) the FC_IN24_EXACT bit of the /24 of the IPv4 address a, before
- * an entry of fc_exact4 there is written; or clears it, after one there was
- * deleted, if fc_exact4 holds no address in that /24 any more. That is asked
- * of the map, not of the store: an entry a publish cut short left, or one
- * written by hand, keeps its bit. Counts the entries it makes (not) empty.
+ * Sets (on) or clears the FC_IN24_EXACT bit of the /24 of the IPv4 address a:
+ * set before an entry of fc_exact4 there is written, cleared after its last
+ * one went (fc_top4_exact_gone). Counts the entries it makes (not) empty.
  */
 static int fc_top4_exact(const struct fc_maps *m, struct fc_top4_sync *top4, const uint8_t *a, bool on,
 			 struct fc_err *err)
 {
-	uint32_t idx = (uint32_t)a[0] << 8 | a[1], i;
-	uint8_t k[4] = { a[0], a[1], a[2], 0 };
-	struct fc_rule r;
+	uint32_t idx = (uint32_t)a[0] << 8 | a[1];
 	struct fc_top4 *t;
 	bool was;
 
@@ -569,18 +565,35 @@ static int fc_top4_exact(const struct fc_maps *m, struct fc_top4_sync *top4, con
 	t = fc_top4_at(top4, idx);
 	if (!!(t->in24[a[2]] & FC_IN24_EXACT) == on)
 		return 0;
-	for (i = 0; !on && i < 256; i++) {
-		k[3] = (uint8_t)i;
-		if (!bpf_map_lookup_elem(m->exact4, k, &r))
-			return 0;
-		if (errno != ENOENT)
-			return fc_err_set(err, "map %s: lookup: %s", FC_MAP_NAME(exact4), strerror(errno));
-	}
 	was = fc_top4_empty(t);
 	*(volatile __u8 *)&t->in24[a[2]] = t->in24[a[2]] ^ FC_IN24_EXACT; /* one store: the packet path reads it */
 	top4->used += was;
 	top4->used -= fc_top4_empty(t);
 	return 0;
+}
+
+/*
+ * After an entry of the /24 of a went: clears its bit if no rule of the
+ * store is on an address there any more. Under a mark, fc_exact4 holds what
+ * the store says (the change log, kept by the store's triggers whoever
+ * writes, names every row added or deleted since), and a publish cut short
+ * leaves no mark: the next one is whole. One query on the tables' keys,
+ * where asking fc_exact4 about the 256 addresses took a millisecond here.
+ */
+static int fc_top4_exact_gone(struct fc_store *st, const struct fc_maps *m, struct fc_top4_sync *top4,
+			      const uint8_t *a, int64_t now, struct fc_err *err)
+{
+	const struct fc_prefix p24 = { .family = 4, .len = 24, .a = { a[0], a[1], a[2] } };
+	uint32_t idx = (uint32_t)a[0] << 8 | a[1];
+	bool any;
+
+	if (fc_top4_view(m, top4, idx, idx, err) < 0)
+		return -1;
+	if (!(fc_top4_at(top4, idx)->in24[a[2]] & FC_IN24_EXACT))
+		return 0;
+	if (fc_store_exact_in(st, &p24, now, &any, err) < 0)
+		return -1;
+	return any ? 0 : fc_top4_exact(m, top4, a, false, err);
 }
 
 /* The bits of the /24s the sorted list exact (fc_exact4's entries to be)
@@ -1350,11 +1363,11 @@ static int fc_sync_keys(struct fc_store *st, const struct fc_maps *m, struct fc_
 		want |= fc_allow_fold(&al->fam[p->family == 6], p->a, p->family == 4 ? 4 : 16, &kv.val);
 		fc_kv_key(fc_map_of(ms, p), p, &kv);
 		/* An IPv4 address's /24 bit is set before its entry is written, and
-		 * looked at after its entry went once the keys (in address order)
-		 * leave that /24: once for a /24 many addresses leave. */
+		 * looked at after its entry went, once the keys (in address order)
+		 * leave that /24: one query for a /24 many addresses leave. */
 		v4 = p->family == 4;
 		if (pending && v4 && memcmp(gone, p->a, 3)) {
-			if (fc_top4_exact(m, top4, gone, false, err) < 0)
+			if (fc_top4_exact_gone(st, m, top4, gone, now, err) < 0)
 				return -1;
 			pending = false;
 		}
@@ -1366,7 +1379,7 @@ static int fc_sync_keys(struct fc_store *st, const struct fc_maps *m, struct fc_
 			pending = true;
 		}
 	}
-	return pending ? fc_top4_exact(m, top4, gone, false, err) : 0;
+	return pending ? fc_top4_exact_gone(st, m, top4, gone, now, err) : 0;
 }
 
 /* A changed slot's policy, as the maps should hold it (zero: none). */
