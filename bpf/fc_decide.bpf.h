@@ -27,6 +27,15 @@ struct fc_eval {
 	__u64 now; /* UTC ns from the coarse clock, 0 until read */
 };
 
+/* An IPv4 source's fc_top4 entry (or NULL), read once for the exact and the
+ * prefix lookup: kept out of struct fc_eval, whose address global functions
+ * take, so that it stays in registers. */
+struct fc_src4 {
+	const struct fc_top4 *top;
+	__u32 a;    /* the source, host order */
+	__u32 in24; /* what top says of its /24 */
+};
+
 /* The packet path's clock: the coarse monotonic clock made UTC (see
  * fc_config.utc_offset_ns), or the precise one for a policy that needs it. */
 static __always_inline __u64 fc_clock(const struct fc_config *cfg, bool precise)
@@ -60,12 +69,17 @@ static __always_inline bool fc_allowed(const struct fc_rule *r, struct fc_eval *
 	return r && fc_holds(r->flags & FC_RULE_ALLOWED, r->allow_expires_ns, ev);
 }
 
-static __always_inline struct fc_rule *fc_exact_lookup(struct fc_eval *ev)
+/* The source's exact entry. An IPv4 source reads its fc_top4 entry first
+ * (for the prefix lookup too) and looks fc_exact4 up only where its /24
+ * may hold an entry; or wherever one is, while the bits are not known to be
+ * kept (fc_config.exact4_gen, against the rules' generation gen). */
+static __always_inline struct fc_rule *fc_exact_lookup(struct fc_eval *ev, __u32 gen, struct fc_src4 *s4)
 {
 	struct fc_rule *r = NULL;
 
 	if (ev->pkt.family == 4) {
-		if (ev->cfg->n_exact4)
+		s4->top = fc_top4_read(&ev->pkt, ev->cfg, &s4->a, &s4->in24);
+		if ((s4->in24 & FC_IN24_EXACT) || (ev->cfg->exact4_gen != gen && ev->cfg->n_exact4))
 			r = bpf_map_lookup_elem(&fc_exact4, ev->pkt.saddr.a);
 		FC_KEEP_CALL4(r);
 	} else {
@@ -78,12 +92,13 @@ static __always_inline struct fc_rule *fc_exact_lookup(struct fc_eval *ev)
 
 /* The longest prefix covering the source, copied into *r, if it bans,
  * limits or allows it: a marker's rule or a /16's with nothing over it is no
- * match. */
-static __always_inline const struct fc_rule *fc_prefix_lookup(struct fc_eval *ev, struct fc_rule *r)
+ * match. After fc_exact_lookup, which read an IPv4 source's fc_top4 entry. */
+static __always_inline const struct fc_rule *fc_prefix_lookup(struct fc_eval *ev, const struct fc_src4 *s4,
+							      struct fc_rule *r)
 {
 	if (ev->pkt.family == 4) {
-		if (ev->cfg->n_top4)
-			fc_prefix4_lookup(&ev->pkt, r);
+		if (s4->top)
+			fc_prefix4_lookup(s4->top, s4->a, s4->in24, r);
 	} else {
 		if (ev->cfg->n_pfx6)
 			fc_prefix6_lookup(&ev->pkt, ev->cfg, r);
@@ -497,6 +512,7 @@ static __always_inline bool fc_decide(void *data, void *data_end, __u32 len)
 	struct fc_src_bucket *src = NULL;
 	const struct fc_rule *exact, *prefix;
 	struct fc_rule pfx = { 0 };
+	struct fc_src4 s4 = { 0 };
 	struct fc_bucket *ba, *bb;
 	__u32 star, gen, e, p, sa, sb, zero = 0;
 	enum fc_parse_rc rc;
@@ -540,14 +556,14 @@ static __always_inline bool fc_decide(void *data, void *data_end, __u32 len)
 	}
 	/* An allowed source is never noted in its ip=* bucket (below): the
 	 * lookups that find it allowed run for each of its packets. */
-	exact = fc_exact_lookup(&ev);
+	exact = fc_exact_lookup(&ev, gen, &s4);
 	if (fc_allowed(exact, &ev))
 		goto allowed;
 	if (fc_banned(exact, &ev)) {
 		fc_count_ban(&ev.st->drop_exact, exact, ev.pkt.len);
 		return true;
 	}
-	prefix = fc_prefix_lookup(&ev, &pfx);
+	prefix = fc_prefix_lookup(&ev, &s4, &pfx);
 	if (fc_allowed(prefix, &ev))
 		goto allowed;
 	if (fc_banned(prefix, &ev)) {

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
 /*
  * The longest prefix covering a source, on the prefix maps laid out in
- * maps/fc_maps.h: for IPv4 one array access, then a hash lookup only where
- * a prefix longer than /16 covers the source's /24 or lies inside it; for
+ * maps/fc_maps.h: for IPv4 one array access (shared with the exact lookup),
+ * then a hash lookup only where a prefix longer than /16 covers the source's
+ * /24 or lies inside it; for
  * IPv6 a binary search on the lengths in use. The rule found carries what
  * every prefix covering it says, and is copied out.
  */
@@ -33,24 +34,37 @@ static __always_inline struct fc_rule *fc_pfx4_probe(__u32 a, __u32 len)
 	return bpf_map_lookup_elem(&fc_pfx4, &k);
 }
 
-/* What the longest prefix covering an IPv4 source says, into *out: the
- * prefixes of /25 to /31 inside its /24 longest first, then the one of /17
- * to /24 covering the /24, then the /16's own. */
-static __always_inline void fc_prefix4_lookup(const struct fc_pkt *pkt, struct fc_rule *out)
+/* The IPv4 source's fc_top4 entry, read once for the exact and the prefix
+ * lookup: NULL while no /16 has one (fc_config.n_top4). *a is the source
+ * (host order), *in24 what the entry says of its /24 (0 without one). */
+static __always_inline const struct fc_top4 *fc_top4_read(const struct fc_pkt *pkt, const struct fc_config *cfg,
+							 __u32 *a, __u32 *in24)
 {
-	const struct fc_rule *r = NULL;
-	struct fc_top4 *top;
-	__u32 a, idx, in24;
-	int l;
+	const struct fc_top4 *top;
+	__u32 idx;
 
-	__builtin_memcpy(&a, pkt->saddr.a, 4);
-	a = bpf_ntohl(a);
-	idx = a >> FC_TOP4_SHIFT;
+	__builtin_memcpy(a, pkt->saddr.a, 4);
+	*a = bpf_ntohl(*a);
+	*in24 = 0;
+	if (!cfg->n_top4)
+		return NULL;
+	idx = *a >> FC_TOP4_SHIFT;
 	top = bpf_map_lookup_elem(&fc_top4, &idx);
 	FC_KEEP_CALL4(top);
-	if (!top)
-		return;
-	in24 = top->in24[(a >> 8) & 0xff];
+	if (top)
+		*in24 = top->in24[(*a >> 8) & 0xff];
+	return top;
+}
+
+/* What the longest prefix covering the IPv4 source a says, into *out, from
+ * its fc_top4 entry top and that entry's in24 byte of its /24: the prefixes
+ * of /25 to /31 inside its /24 longest first, then the one of /17 to /24
+ * covering the /24, then the /16's own. */
+static __always_inline void fc_prefix4_lookup(const struct fc_top4 *top, __u32 a, __u32 in24, struct fc_rule *out)
+{
+	const struct fc_rule *r = NULL;
+	int l;
+
 	if (in24 & FC_IN24_LONGER) {
 #pragma unroll
 		for (l = 31; l >= 25; l--)

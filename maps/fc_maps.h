@@ -154,10 +154,16 @@ struct fc_rule {
 
 /* One /16 of IPv4 (fc_top4[top 16 bits of the address]). in24[i] is about
  * its i-th /24: the length of the longest prefix of /17 to /24 covering it
- * (16 + in24[i] & FC_IN24_LEN; 0 = none) and whether a prefix of /25 to
- * /31 lies inside it (FC_IN24_LONGER), one of the lengths in longer. */
+ * (16 + in24[i] & FC_IN24_LEN; 0 = none), whether a prefix of /25 to /31
+ * lies inside it (FC_IN24_LONGER), one of the lengths in longer, and
+ * whether fc_exact4 may hold an address inside it (FC_IN24_EXACT): a source
+ * whose /24 holds none skips that lookup. The loader sets the bit before
+ * the first entry of a /24 is added and clears it only after its last one
+ * is gone, so a packet may see it set over none, never clear over one;
+ * the packet path trusts it only while fc_config.exact4_gen says so. */
 #define FC_IN24_LEN    0x0f
 #define FC_IN24_LONGER 0x10
+#define FC_IN24_EXACT  0x20
 
 struct fc_top4 {
 	struct fc_rule rule; /* the prefixes of /1 to /16 covering it, folded as above */
@@ -254,7 +260,7 @@ struct fc_config {
 	__u8 pad[3];
 	__u32 n_policies; /* for status; the packet path does not read it */
 	__u32 rules_gen;  /* bumped whenever an exact or prefix map changes */
-	__u32 n_top4;     /* fc_top4 entries (/16s) in use: 0 = no IPv4 prefix at all */
+	__u32 n_top4;     /* fc_top4 entries (/16s) in use, by a prefix or an exact address: 0 = none */
 	/* UTC - CLOCK_MONOTONIC. The packet path's clock is the coarse (tick)
 	 * monotonic clock plus this: reading it costs a few ns where the
 	 * precise clock costs ~20 here. It lags UTC by at most a tick, which
@@ -276,7 +282,12 @@ struct fc_config {
 	/* Bit L % 64 of lens6[L / 64]: fc_pfx6 holds IPv6 prefixes of length L. */
 	__u64 lens6[2];
 	__u32 n_marks6;   /* search markers among the entries of fc_pfx6 */
-	__u32 pad3;
+	/* fc_top4's FC_IN24_EXACT bits cover every entry of fc_exact4 while this
+	 * equals rules_gen: a publish of a freqctl that keeps them set both. Pins
+	 * another version published (the field was padding there, and that
+	 * version's publishes move rules_gen) make the packet path look every
+	 * IPv4 source up, and the next publish a full one. */
+	__u32 exact4_gen;
 };
 
 /*
@@ -324,6 +335,8 @@ FC_ABI_OFF(struct fc_config, utc_offset_ns, 40);
 FC_ABI_OFF(struct fc_config, new_src, 48);
 FC_ABI_OFF(struct fc_config, store_seq, 96);
 FC_ABI_OFF(struct fc_config, lens6, 104);
+FC_ABI_OFF(struct fc_config, exact4_gen, 124);
+_Static_assert(!(FC_IN24_EXACT & (FC_IN24_LEN | FC_IN24_LONGER)), "fc_top4.in24: the bits overlap");
 _Static_assert(FC_MAX_SETS <= 0xffffu, "a set id must fit in fc_rule.flags' upper 16 bits");
 _Static_assert(!(FC_RULE_SET_MASK & (FC_RULE_BANNED | FC_RULE_LONGER | FC_RULE_MARKER | FC_RULE_ALLOWED)),
 	       "fc_rule.flags: the set index and the flags overlap");

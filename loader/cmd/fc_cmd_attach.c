@@ -111,7 +111,7 @@ static size_t fc_status_maps(const struct fc_config *cfg, struct fc_status_map *
 	v[n++] = (struct fc_status_map){ FC_MAP_NAME(exact4), cfg->n_exact4, FC_MAX_RULES, "IPv4 exact addresses" };
 	v[n++] = (struct fc_status_map){ FC_MAP_NAME(exact6), cfg->n_exact6, FC_MAX_RULES, "IPv6 exact addresses" };
 	v[n++] = (struct fc_status_map){ FC_MAP_NAME(top4), cfg->n_top4, FC_TOP4_SLOTS,
-					 "IPv4 /16s under or holding prefixes" };
+					 "IPv4 /16s under or holding prefixes or exact addresses" };
 	v[n++] = (struct fc_status_map){ FC_MAP_NAME(pfx4), cfg->n_pfx4, FC_MAX_RULES, "IPv4 prefixes" };
 	v[n++] = (struct fc_status_map){ FC_MAP_NAME(pfx6), cfg->n_pfx6, FC_MAX_RULES,
 					 "IPv6 prefixes and their search markers" };

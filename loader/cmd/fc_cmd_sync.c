@@ -27,7 +27,7 @@ static int fc_cmd_sync_run(const struct fc_ctx *ctx, const struct fc_cmd *cmd, i
 					       "exact6", (json_int_t)r->cfg.n_exact6, "top4", (json_int_t)r->cfg.n_top4,
 					       "prefix4", (json_int_t)r->cfg.n_pfx4, "prefix6", (json_int_t)r->cfg.n_pfx6,
 					       "policies", (json_int_t)r->cfg.n_policies));
-	printf("XDP/TC: %u exact-address entries, %u IPv4 prefixes over %u /16s, %u IPv6 prefix entries, %u "
+	printf("XDP/TC: %u exact-address entries, %u IPv4 prefixes, %u IPv4 /16s in use, %u IPv6 prefix entries, %u "
 	       "policies (entries: %zu added, %zu changed, %zu removed; %zu policy slots written; %zu expired bans "
 	       "purged)\n",
 	       r->cfg.n_exact4 + r->cfg.n_exact6, r->cfg.n_pfx4, r->cfg.n_top4, r->cfg.n_pfx6, r->cfg.n_policies,

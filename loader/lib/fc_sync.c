@@ -46,11 +46,15 @@ struct fc_map_sync {
 
 enum { FC_MS_EXACT4, FC_MS_EXACT6, FC_MS_PFX4, FC_MS_PFX6, FC_MS_COUNT };
 
-/* The IPv4 prefixes, folded, in address order: what fc_top4 is made of. */
+/* What fc_top4 is made of: the IPv4 prefixes, folded, in address order,
+ * and (whole) the addresses of fc_exact4. */
 struct fc_top4_sync {
 	struct fc_kvs pfx;
+	const struct fc_kvs *exact; /* whole: fc_exact4's entries, sorted, for the FC_IN24_EXACT bits */
 	bool whole;    /* look at every /16, not only where fc_pfx4 changed */
 	__u32 used;    /* fc_top4 entries that are not empty (in: before, out: after) */
+	char *mem;     /* a mapping of the array's bytes off to off + size (fc_top4_view) */
+	size_t off, size;
 };
 
 /* Scratch for one batch of keys and values (fc_batch_*), and so one publish
@@ -435,13 +439,14 @@ static int fc_want_prefixes(struct fc_map_sync *ms, struct fc_top4_sync *top4, s
 	return 0;
 }
 
-/* The /16 (fc_top4 index) of an IPv4 prefix key. */
-static uint32_t fc_kv_top4(const struct fc_kv *kv)
-{
-	uint32_t len;
-	const uint8_t *a = fc_kv_addr(kv, &len);
+/* Where the address starts in a key of fc_pfx4 and of fc_exact4. */
+#define FC_KV_PFX4   sizeof(uint32_t)
+#define FC_KV_EXACT4 0
 
-	return (uint32_t)a[0] << 8 | a[1];
+/* The /16 (fc_top4 index) of an IPv4 key whose address starts at off. */
+static uint32_t fc_kv_top4(const struct fc_kv *kv, size_t off)
+{
+	return (uint32_t)kv->key[off] << 8 | kv->key[off + 1];
 }
 
 static bool fc_top4_empty(const struct fc_top4 *t)
@@ -472,22 +477,22 @@ static void fc_top4_note(struct fc_top4 *t, const struct fc_kv *kv)
 /* Marks (bit idx of mark) the /16s the prefix key covers or lies in. */
 static void fc_top4_mark(uint64_t *mark, const struct fc_kv *kv)
 {
-	uint32_t len, idx = fc_kv_top4(kv), end;
+	uint32_t len, idx = fc_kv_top4(kv, FC_KV_PFX4), end;
 
 	fc_kv_addr(kv, &len);
 	for (end = idx + (len < FC_TOP4_SHIFT ? 1u << (FC_TOP4_SHIFT - len) : 1); idx < end; idx++)
 		mark[idx / 64] |= 1ULL << (idx % 64);
 }
 
-/* The first prefix of the address-ordered list p (n long) at or past the
- * /16 idx. */
-static size_t fc_top4_seek(const struct fc_kv *p, size_t n, uint32_t idx)
+/* The first entry of the address-ordered list p (n long, addresses at off)
+ * at or past the /16 idx. */
+static size_t fc_top4_seek(const struct fc_kv *p, size_t n, size_t off, uint32_t idx)
 {
 	size_t lo = 0, hi = n, mid;
 
 	while (lo < hi) {
 		mid = lo + (hi - lo) / 2;
-		if (fc_kv_top4(&p[mid]) < idx)
+		if (fc_kv_top4(&p[mid], off) < idx)
 			lo = mid + 1;
 		else
 			hi = mid;
@@ -495,11 +500,127 @@ static size_t fc_top4_seek(const struct fc_kv *p, size_t n, uint32_t idx)
 	return lo;
 }
 
+/* Maps the pages of fc_top4 that hold the /16s lo to hi, unless the
+ * mapping made last holds them: a publish that changes many addresses of a
+ * /16 maps it once. fc_top4_unview ends it. */
+static int fc_top4_view(const struct fc_maps *m, struct fc_top4_sync *top4, uint32_t lo, uint32_t hi,
+			struct fc_err *err)
+{
+	const size_t page = (size_t)sysconf(_SC_PAGESIZE);
+	size_t off = (size_t)lo * sizeof(struct fc_top4) / page * page;
+	size_t end = ((size_t)(hi + 1) * sizeof(struct fc_top4) + page - 1) / page * page;
+	void *mem;
+
+	if (top4->mem && off >= top4->off && end <= top4->off + top4->size)
+		return 0;
+	mem = mmap(NULL, end - off, PROT_READ | PROT_WRITE, MAP_SHARED, m->top4, (off_t)off);
+	if (mem == MAP_FAILED)
+		return fc_err_set(err, "map %s: mmap: %s", FC_MAP_NAME(top4), strerror(errno));
+	if (top4->mem)
+		munmap(top4->mem, top4->size);
+	top4->mem = mem;
+	top4->off = off;
+	top4->size = end - off;
+	return 0;
+}
+
+static void fc_top4_unview(struct fc_top4_sync *top4)
+{
+	if (top4->mem)
+		munmap(top4->mem, top4->size);
+	top4->mem = NULL;
+}
+
+/* The entry of the /16 idx, in the mapping fc_top4_view made for it. */
+static struct fc_top4 *fc_top4_at(const struct fc_top4_sync *top4, uint32_t idx)
+{
+	return (struct fc_top4 *)(void *)(top4->mem + (size_t)idx * sizeof(struct fc_top4) - top4->off);
+}
+
+/* The FC_IN24_EXACT bits of the /16 idx: its /24s that an address of the
+ * sorted list exact lies in. */
+static void fc_top4_note_exact(struct fc_top4 *t, const struct fc_kvs *exact, uint32_t idx)
+{
+	size_t j;
+
+	for (j = fc_top4_seek(exact->v, exact->n, FC_KV_EXACT4, idx);
+	     j < exact->n && fc_kv_top4(&exact->v[j], FC_KV_EXACT4) == idx; j++)
+		t->in24[exact->v[j].key[2]] |= FC_IN24_EXACT;
+}
+
+/*
+ * Sets (on) or clears the FC_IN24_EXACT bit of the /24 of the IPv4 address a:
+ * set before an entry of fc_exact4 there is written, cleared after its last
+ * one went (fc_top4_exact_gone). Counts the entries it makes (not) empty.
+ */
+static int fc_top4_exact(const struct fc_maps *m, struct fc_top4_sync *top4, const uint8_t *a, bool on,
+			 struct fc_err *err)
+{
+	uint32_t idx = (uint32_t)a[0] << 8 | a[1];
+	struct fc_top4 *t;
+	bool was;
+
+	if (fc_top4_view(m, top4, idx, idx, err) < 0)
+		return -1;
+	t = fc_top4_at(top4, idx);
+	if (!!(t->in24[a[2]] & FC_IN24_EXACT) == on)
+		return 0;
+	was = fc_top4_empty(t);
+	*(volatile __u8 *)&t->in24[a[2]] = t->in24[a[2]] ^ FC_IN24_EXACT; /* one store: the packet path reads it */
+	top4->used += was;
+	top4->used -= fc_top4_empty(t);
+	return 0;
+}
+
+/*
+ * After an entry of the /24 of a went: clears its bit if no rule of the
+ * store is on an address there any more. Under a mark, fc_exact4 holds what
+ * the store says (the change log, kept by the store's triggers whoever
+ * writes, names every row added or deleted since), and a publish cut short
+ * leaves no mark: the next one is whole. One query on the tables' keys,
+ * where asking fc_exact4 about the 256 addresses took a millisecond here.
+ */
+static int fc_top4_exact_gone(struct fc_store *st, const struct fc_maps *m, struct fc_top4_sync *top4,
+			      const uint8_t *a, int64_t now, struct fc_err *err)
+{
+	const struct fc_prefix p24 = { .family = 4, .len = 24, .a = { a[0], a[1], a[2] } };
+	uint32_t idx = (uint32_t)a[0] << 8 | a[1];
+	bool any;
+
+	if (fc_top4_view(m, top4, idx, idx, err) < 0)
+		return -1;
+	if (!(fc_top4_at(top4, idx)->in24[a[2]] & FC_IN24_EXACT))
+		return 0;
+	if (fc_store_exact_in(st, &p24, now, &any, err) < 0)
+		return -1;
+	return any ? 0 : fc_top4_exact(m, top4, a, false, err);
+}
+
+/* The bits of the /24s the sorted list exact (fc_exact4's entries to be)
+ * has addresses in, set before those entries are written. */
+static int fc_top4_exact_all(const struct fc_maps *m, struct fc_top4_sync *top4, const struct fc_kvs *exact,
+			     struct fc_err *err)
+{
+	size_t i;
+
+	if (!exact->n)
+		return 0;
+	if (fc_top4_view(m, top4, fc_kv_top4(&exact->v[0], FC_KV_EXACT4),
+			 fc_kv_top4(&exact->v[exact->n - 1], FC_KV_EXACT4), err) < 0)
+		return -1;
+	for (i = 0; i < exact->n; i++)
+		if (fc_top4_exact(m, top4, exact->v[i].key, true, err) < 0)
+			return -1;
+	return 0;
+}
+
 /*
  * Makes fc_top4 what the IPv4 prefixes say, through a mapping of the array,
  * at the /16s marked (bit idx of mark: those a changed prefix covers or lies
  * in) or, whole, at every /16 (10 ms here). top4->pfx holds every prefix
- * covering or inside a marked /16. What differs is written in place;
+ * covering or inside a marked /16. The FC_IN24_EXACT bits are made, whole,
+ * from top4->exact (what fc_exact4 now holds), else kept as they are (the
+ * exact entries' own publishing keeps them). What differs is written in place;
  * nothing the size of the array is allocated or read through a syscall (a
  * batch read of it took 150 ms), and a publish that is not whole and
  * changes no IPv4 prefix touches none of it.
@@ -507,12 +628,10 @@ static size_t fc_top4_seek(const struct fc_kv *p, size_t n, uint32_t idx)
 static int fc_top4_sync(const struct fc_maps *m, struct fc_top4_sync *top4, uint64_t *mark,
 			struct fc_sync_result *res, struct fc_err *err)
 {
-	const size_t page = (size_t)sysconf(_SC_PAGESIZE);
 	const struct fc_kv *p = top4->pfx.v;
 	uint32_t *cover = NULL, len, idx, end, i, lo, hi;
-	size_t j, off, size;
 	struct fc_top4 *t, e;
-	char *mem;
+	size_t j;
 	int rc = -1;
 
 	if (top4->whole)
@@ -532,32 +651,32 @@ static int fc_top4_sync(const struct fc_maps *m, struct fc_top4_sync *top4, uint
 		fc_kv_addr(&p[i], &len);
 		if (len > FC_TOP4_SHIFT)
 			continue;
-		for (idx = fc_kv_top4(&p[i]), end = idx + (1u << (FC_TOP4_SHIFT - len)); idx < end; idx++)
+		for (idx = fc_kv_top4(&p[i], FC_KV_PFX4), end = idx + (1u << (FC_TOP4_SHIFT - len)); idx < end; idx++)
 			cover[idx] = i + 1;
 	}
 	/* Only the pages of the marked /16s: the kernel maps every page of
 	 * the range at mmap time (4,608 for the whole array, ~1 ms here). */
-	off = (size_t)lo * sizeof(e) / page * page;
-	size = ((size_t)(hi + 1) * sizeof(e) + page - 1) / page * page - off;
-	mem = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, m->top4, (off_t)off);
-	if (mem == MAP_FAILED) {
-		fc_err_set(err, "map %s: mmap: %s", FC_MAP_NAME(top4), strerror(errno));
+	if (fc_top4_view(m, top4, lo, hi, err) < 0)
 		goto out;
-	}
 	if (top4->whole)
 		top4->used = 0;
 	for (idx = lo; idx <= hi; idx++) {
 		if (!(mark[idx / 64] & (1ULL << (idx % 64))))
 			continue;
-		t = (struct fc_top4 *)(void *)(mem + (size_t)idx * sizeof(e) - off);
+		t = fc_top4_at(top4, idx);
 		memset(&e, 0, sizeof(e));
 		if (cover[idx])
 			e.rule = p[cover[idx] - 1].val;
-		for (j = fc_top4_seek(p, top4->pfx.n, idx); j < top4->pfx.n && fc_kv_top4(&p[j]) == idx; j++) {
+		for (j = fc_top4_seek(p, top4->pfx.n, FC_KV_PFX4, idx);
+		     j < top4->pfx.n && fc_kv_top4(&p[j], FC_KV_PFX4) == idx; j++) {
 			fc_kv_addr(&p[j], &len);
 			if (len > FC_TOP4_SHIFT)
 				fc_top4_note(&e, &p[j]);
 		}
+		if (top4->whole)
+			fc_top4_note_exact(&e, top4->exact, idx);
+		for (i = 0; !top4->whole && i < 256; i++)
+			e.in24[i] |= t->in24[i] & FC_IN24_EXACT;
 		if (top4->whole) {
 			top4->used += !fc_top4_empty(&e);
 		} else if (fc_top4_empty(t) != fc_top4_empty(&e)) {
@@ -571,7 +690,6 @@ static int fc_top4_sync(const struct fc_maps *m, struct fc_top4_sync *top4, uint
 		res->changed += !fc_top4_empty(t) && !fc_top4_empty(&e);
 		memcpy(t, &e, sizeof(e));
 	}
-	munmap(mem, size);
 	rc = 0;
 out:
 	free(cover);
@@ -976,10 +1094,16 @@ int fc_sync_full(struct fc_store *st, const struct fc_maps *m, int64_t now, doub
 	}
 	if (!skip && (fc_policies_read(m, ps.have, err) < 0 || fc_policies_apply(m, &ps, true, err) < 0))
 		goto out;
+	/* The /24s' bits before fc_exact4's addresses in them, cleared (below)
+	 * after those that went: a packet may meet a bit over no address, never
+	 * an address without its bit. */
+	if (fc_top4_exact_all(m, &top4, &ms[FC_MS_EXACT4].want, err) < 0)
+		goto out;
 	for (i = 0; i < nms; i++)
 		if (fc_map_sync(&ms[i], res, err) < 0)
 			goto out;
 	/* After fc_pfx4: a /16 points the search at entries already there. */
+	top4.exact = &ms[FC_MS_EXACT4].want;
 	if (fc_top4_sync(m, &top4, mark, res, err) < 0)
 		goto out;
 	if ((!skip && fc_policies_apply(m, &ps, false, err) < 0) || fc_setstats_sweep(st, m, now, ps.ncpus, err) < 0)
@@ -995,12 +1119,14 @@ int fc_sync_full(struct fc_store *st, const struct fc_maps *m, int64_t now, doub
 		res->cfg.n_policies += !fc_policy_is_l7(&pols[i].spec);
 	/* What the ip=* buckets noted of the rules (struct fc_src_bucket) is void. */
 	res->cfg.rules_gen = old.rules_gen + (res->added || res->changed || res->removed);
+	res->cfg.exact4_gen = res->cfg.rules_gen; /* the bits are made whole */
 	res->policies_changed = ps.changed;
 	rc = fc_config_write(m, &res->cfg, err);
 out:
 	if (locked)
 		pthread_mutex_unlock(&fc_sync_lock);
 	fc_rule_maps_free(ms);
+	fc_top4_unview(&top4);
 	free(top4.pfx.v);
 	free(ps.want);
 	free(ps.have);
@@ -1214,9 +1340,10 @@ static int fc_sync_keys(struct fc_store *st, const struct fc_maps *m, struct fc_
 			const struct fc_allows *al, int64_t now, struct fc_top4_sync *top4, struct fc_sync_result *res,
 			struct fc_err *err)
 {
+	uint8_t gone[4]; /* the /24 an IPv4 address left, its bit not looked at yet */
+	bool want, v4, pending = false;
 	struct fc_kv kv;
 	size_t i, j;
-	bool want;
 
 	for (i = 0; i < d->nkeys; i = j) {
 		const struct fc_prefix *p = &d->keys[i].p;
@@ -1235,10 +1362,24 @@ static int fc_sync_keys(struct fc_store *st, const struct fc_maps *m, struct fc_
 		want = kv.val.flags || kv.val.policy;
 		want |= fc_allow_fold(&al->fam[p->family == 6], p->a, p->family == 4 ? 4 : 16, &kv.val);
 		fc_kv_key(fc_map_of(ms, p), p, &kv);
-		if (fc_entry_put(fc_map_of(ms, p), &kv, want, res, err) < 0)
+		/* An IPv4 address's /24 bit is set before its entry is written, and
+		 * looked at after its entry went, once the keys (in address order)
+		 * leave that /24: one query for a /24 many addresses leave. */
+		v4 = p->family == 4;
+		if (pending && v4 && memcmp(gone, p->a, 3)) {
+			if (fc_top4_exact_gone(st, m, top4, gone, now, err) < 0)
+				return -1;
+			pending = false;
+		}
+		if ((v4 && want && fc_top4_exact(m, top4, p->a, true, err) < 0) ||
+		    fc_entry_put(fc_map_of(ms, p), &kv, want, res, err) < 0)
 			return -1;
+		if (v4 && !want) {
+			memcpy(gone, p->a, sizeof(gone));
+			pending = true;
+		}
 	}
-	return 0;
+	return pending ? fc_top4_exact_gone(st, m, top4, gone, now, err) : 0;
 }
 
 /* A changed slot's policy, as the maps should hold it (zero: none). */
@@ -1352,11 +1493,15 @@ int fc_sync_delta(struct fc_store *st, const struct fc_maps *m, const struct fc_
 	memcpy(res->cfg.lens6, ms[FC_MS_PFX6].lens, sizeof(res->cfg.lens6));
 	/* What the ip=* buckets noted of the rules (struct fc_src_bucket) is void. */
 	res->cfg.rules_gen = old.rules_gen + (res->added || res->changed || res->removed);
+	/* The bits stay whole if they were; if not (pins another version
+	 * published), they stay untrusted until a full publish. */
+	res->cfg.exact4_gen = res->cfg.rules_gen + (old.exact4_gen != old.rules_gen);
 	res->policies_changed = ps.changed;
 	rc = fc_config_write(m, &res->cfg, err);
 out:
 	pthread_mutex_unlock(&fc_sync_lock);
 	fc_rule_maps_free(ms);
+	fc_top4_unview(&top4);
 	free(top4.pfx.v);
 	fc_allows_free(&al);
 	return rc;

@@ -339,6 +339,137 @@ static void test_top4_repaired(void **state)
 	assert_int_equal(fc_send(env, true, "198.18.64.1"), FC_V_DROP_PREFIX);
 }
 
+/* The fc_top4 entry (*t, at *idx) of the IPv4 address text, and its /24 (*i24). */
+static void fc_top4_of(struct fc_env *env, const char *text, struct fc_top4 *t, __u32 *idx, uint8_t *i24)
+{
+	struct fc_prefix p;
+	struct fc_err err;
+
+	assert_int_equal(fc_prefix_parse(text, &p, &err), 0);
+	*idx = (__u32)p.a[0] << 8 | p.a[1];
+	*i24 = p.a[2];
+	assert_int_equal(bpf_map_lookup_elem(env->maps.top4, idx, t), 0);
+}
+
+/* The in24 byte of the /24 of the IPv4 address text. */
+static uint8_t fc_in24(struct fc_env *env, const char *text)
+{
+	struct fc_top4 t;
+	uint8_t i24;
+	__u32 idx;
+
+	fc_top4_of(env, text, &t, &idx, &i24);
+	return t.in24[i24];
+}
+
+/* Writes the FC_IN24_EXACT bit of the /24 of text by hand. */
+static void fc_in24_put(struct fc_env *env, const char *text, bool on)
+{
+	struct fc_top4 t;
+	uint8_t i24;
+	__u32 idx;
+
+	fc_top4_of(env, text, &t, &idx, &i24);
+	t.in24[i24] = (uint8_t)(on ? t.in24[i24] | FC_IN24_EXACT : t.in24[i24] & ~FC_IN24_EXACT);
+	assert_int_equal(bpf_map_update_elem(env->maps.top4, &idx, &t, BPF_ANY), 0);
+}
+
+static struct fc_config fc_cfg(struct fc_env *env)
+{
+	struct fc_config cfg;
+	struct fc_err err;
+
+	assert_int_equal(fc_config_read(&env->maps, &cfg, &err), 0);
+	return cfg;
+}
+
+/*
+ * A /24's FC_IN24_EXACT bit: set while fc_exact4 holds an address there (a
+ * ban, a policy, an allow entry), in a /16 without prefixes too, and only
+ * then; the packet path looks fc_exact4 up only under it, and everywhere
+ * while fc_config.exact4_gen says the bits are not kept (pins an earlier
+ * version published), whose next publish is a full one.
+ */
+static void test_exact_bits(void **state)
+{
+	struct fc_env *env = *state;
+	struct fc_config cfg;
+	struct fc_err err;
+
+	FC_REQUIRE_BPF();
+	fc_env_ban(env, "198.18.5.7", 0);
+	cfg = fc_cfg(env);
+	assert_int_equal(cfg.n_pfx4, 0);
+	assert_int_equal(cfg.n_top4, 1); /* 198.18.0.0/16, for its exact address alone */
+	assert_int_equal(cfg.exact4_gen, cfg.rules_gen);
+	assert_int_equal(fc_in24(env, "198.18.5.0"), FC_IN24_EXACT);
+	assert_int_equal(fc_in24(env, "198.18.6.0"), 0);
+	assert_int_equal(fc_send(env, false, "198.18.5.7"), FC_V_DROP_EXACT);
+	assert_int_equal(fc_send(env, true, "198.18.5.7"), FC_V_DROP_EXACT);
+	assert_int_equal(fc_send(env, false, "::ffff:198.18.5.7"), FC_V_DROP_EXACT);
+	assert_int_equal(fc_send(env, false, "198.18.5.8"), FC_V_PASS);
+	assert_int_equal(fc_send(env, true, "198.18.6.7"), FC_V_PASS);
+
+	/* Added under a bit already set; the bit stays while one is left. */
+	fc_env_ban(env, "198.18.5.200", 0);
+	assert_int_equal(fc_send(env, false, "198.18.5.200"), FC_V_DROP_EXACT);
+	fc_env_unban(env, "198.18.5.7");
+	assert_int_equal(fc_in24(env, "198.18.5.0"), FC_IN24_EXACT);
+	assert_int_equal(fc_send(env, true, "198.18.5.7"), FC_V_PASS);
+	assert_int_equal(fc_send(env, true, "198.18.5.200"), FC_V_DROP_EXACT);
+	fc_env_unban(env, "198.18.5.200");
+	assert_int_equal(fc_in24(env, "198.18.5.0"), 0);
+	assert_int_equal(fc_cfg(env).n_top4, 0);
+	assert_int_equal(fc_send(env, false, "198.18.5.200"), FC_V_PASS);
+
+	/* A policy on an address and an allow entry are entries too; beside
+	 * a prefix of the same /24 the byte holds both. */
+	fc_env_policy(env, 1, "ip=198.18.7.1", FC_T_RATE, "");
+	fc_env_ban(env, "198.18.8.0/24", 0);
+	fc_env_allow(env, "198.18.8.1", 0);
+	assert_int_equal(fc_in24(env, "198.18.7.0"), FC_IN24_EXACT);
+	assert_int_equal(fc_in24(env, "198.18.8.0"), FC_IN24_EXACT | (24 - 16));
+	assert_int_equal(fc_send(env, false, "198.18.7.1"), FC_V_PASS);
+	assert_int_equal(fc_passed(env, 1), 1);
+	assert_int_equal(fc_send(env, false, "198.18.8.1"), FC_V_ALLOWED);
+	assert_int_equal(fc_send(env, false, "198.18.8.2"), FC_V_DROP_PREFIX);
+	fc_env_unallow(env, "198.18.8.1");
+	assert_int_equal(fc_in24(env, "198.18.8.0"), 24 - 16);
+	assert_int_equal(fc_send(env, false, "198.18.8.1"), FC_V_DROP_PREFIX);
+	fc_env_policy_del(env, 1);
+	assert_int_equal(fc_in24(env, "198.18.7.0"), 0);
+
+	/* A bit over no address costs a lookup, nothing else; sync clears it. */
+	fc_env_ban(env, "198.18.9.9", 0);
+	fc_in24_put(env, "198.18.10.0", true);
+	assert_int_equal(fc_send(env, false, "198.18.10.9"), FC_V_PASS);
+	fc_env_sync(env);
+	assert_int_equal(fc_in24(env, "198.18.10.0"), 0);
+
+	/* The packet path trusts a clear bit (a ban under one is not looked
+	 * up: the lookup is skipped), while the bits are kept... */
+	fc_in24_put(env, "198.18.9.0", false);
+	assert_int_equal(fc_send(env, false, "198.18.9.9"), FC_V_PASS);
+	/* ...and not where another version published: every IPv4 source is
+	 * looked up, and the next publish is whole and makes the bits again. */
+	cfg = fc_cfg(env);
+	cfg.exact4_gen = cfg.rules_gen - 1;
+	assert_int_equal(fc_config_write(&env->maps, &cfg, &err), 0);
+	assert_int_equal(fc_send(env, false, "198.18.9.9"), FC_V_DROP_EXACT);
+	assert_int_equal(fc_send(env, true, "198.18.9.9"), FC_V_DROP_EXACT);
+	assert_int_equal(fc_send(env, false, "198.18.9.10"), FC_V_PASS);
+	fc_in24_put(env, "198.18.12.0", true); /* only a whole publish clears it */
+	fc_put_ban(env, &(struct fc_prefix){ 4, 32, { 198, 18, 11, 1 } });
+	fc_env_publish_changes(env);
+	cfg = fc_cfg(env);
+	assert_int_equal(cfg.exact4_gen, cfg.rules_gen);
+	assert_int_equal(fc_in24(env, "198.18.12.0"), 0);
+	assert_int_equal(fc_in24(env, "198.18.9.0"), FC_IN24_EXACT);
+	assert_int_equal(fc_in24(env, "198.18.11.0"), FC_IN24_EXACT);
+	assert_int_equal(fc_send(env, true, "198.18.9.9"), FC_V_DROP_EXACT);
+	assert_int_equal(fc_send(env, false, "198.18.11.1"), FC_V_DROP_EXACT);
+}
+
 /*
  * Random sets: prefixes of every length around a few anchors (so that they
  * nest and neighbour), each a ban, a policy or both, with an ip=* policy
@@ -597,6 +728,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		T(test_v4_every_length), T(test_v6_every_length), T(test_v4_inheritance), T(test_v6_inheritance),
 		T(test_zero_and_exact),  T(test_v4_mapped),       T(test_top4_repaired),   T(test_random_sets),
+		T(test_exact_bits),
 	};
 
 	return cmocka_run_group_tests_name("prefixes in the bpf programs (BPF_PROG_TEST_RUN)", tests, NULL, NULL);

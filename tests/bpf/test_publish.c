@@ -51,6 +51,8 @@ struct fc_churn {
 	struct fc_store *st;
 	unsigned seed;
 	size_t deltas, fulls, compares;
+	uint8_t *exact24;   /* bit i: A's /24 i had its FC_IN24_EXACT bit at the last comparison */
+	size_t set24, cleared24; /* such bits seen set, and seen cleared since */
 };
 
 static unsigned fc_rnd(struct fc_churn *c, unsigned n)
@@ -91,6 +93,8 @@ static int fc_churn_setup(void **state)
 
 	assert_non_null(c);
 	*state = c;
+	c->exact24 = calloc(1 << 21, 1);
+	assert_non_null(c->exact24);
 	if (fc_bpf_unavailable())
 		return 0;
 	c->seed = seed ? (unsigned)strtoul(seed, NULL, 10) : (unsigned)time(NULL);
@@ -138,6 +142,7 @@ static int fc_churn_teardown(void **state)
 		}
 		rmdir(c->dir);
 	}
+	free(c->exact24);
 	free(c);
 	return 0;
 }
@@ -156,7 +161,12 @@ static void fc_rnd_prefix(struct fc_churn *c, struct fc_prefix *p)
 
 	if (fc_rnd(c, 3)) {
 		len = exact ? 32 : fc_rnd(c, 3) ? 16 + fc_rnd(c, 16) : 1 + fc_rnd(c, 15);
-		snprintf(text, sizeof(text), "198.%u.%u.%u", 18 + fc_rnd(c, 2), fc_rnd(c, 4), fc_rnd(c, 256));
+		/* Half the addresses few to a /24 over many: /24s lose their
+		 * last one (fc_top4's FC_IN24_EXACT bit clears). */
+		if (exact && fc_rnd(c, 2))
+			snprintf(text, sizeof(text), "198.%u.%u.%u", 18 + fc_rnd(c, 2), fc_rnd(c, 64), fc_rnd(c, 4));
+		else
+			snprintf(text, sizeof(text), "198.%u.%u.%u", 18 + fc_rnd(c, 2), fc_rnd(c, 4), fc_rnd(c, 256));
 	} else {
 		len = exact ? 128 : fc_rnd(c, 3) ? 32 + fc_rnd(c, 96) : 1 + fc_rnd(c, 31);
 		snprintf(text, sizeof(text), "2001:db%x:%x:%x::%x", 8 + fc_rnd(c, 2), fc_rnd(c, 4), fc_rnd(c, 4),
@@ -342,13 +352,18 @@ static struct fc_entry *fc_map_entries(int fd, size_t keysz, size_t *n)
 	return v;
 }
 
-/* fc_top4, whole, through a mapping. */
+/* fc_top4, whole, through a mapping; the FC_IN24_EXACT bits published
+ * whole are those of the /24s fc_exact4 holds addresses in. */
 static void fc_cmp_top4(struct fc_churn *c)
 {
 	const size_t size = (size_t)FC_TOP4_SLOTS * sizeof(struct fc_top4);
 	const struct fc_top4 *t[2];
-	size_t i, idx;
+	uint8_t *want = calloc(1 << 21, 1);
+	struct fc_entry *e;
+	size_t i, idx, n, in24;
+	bool bit;
 
+	assert_non_null(want);
 	for (i = 0; i < 2; i++) {
 		t[i] = mmap(NULL, size, PROT_READ, MAP_SHARED, c->maps[i].top4, 0);
 		assert_true(t[i] != MAP_FAILED);
@@ -358,6 +373,24 @@ static void fc_cmp_top4(struct fc_churn *c)
 	if (idx < FC_TOP4_SLOTS)
 		fail_msg("map %s: the /16 %zu.%zu.0.0 published by changes differs from the one published whole",
 			 FC_MAP_NAME(top4), idx >> 8, idx & 0xff);
+	e = fc_map_entries(c->maps[1].exact4, sizeof(struct fc_addr4), &n);
+	for (i = 0; i < n; i++) {
+		in24 = (size_t)e[i].key[0] << 16 | (size_t)e[i].key[1] << 8 | e[i].key[2];
+		want[in24 / 8] |= (uint8_t)(1u << (in24 % 8));
+	}
+	for (in24 = 0; in24 < (size_t)FC_TOP4_SLOTS << 8; in24++) {
+		bit = t[1][in24 >> 8].in24[in24 & 0xff] & FC_IN24_EXACT;
+		if (bit != !!(want[in24 / 8] & (1u << (in24 % 8))))
+			fail_msg("map %s: the /24 %zu.%zu.%zu.0: FC_IN24_EXACT %s, fc_exact4 %s an address there",
+				 FC_MAP_NAME(top4), in24 >> 16, (in24 >> 8) & 0xff, in24 & 0xff, bit ? "set" : "clear",
+				 bit ? "holds no" : "holds");
+		/* Against the last comparison (A and B are equal by now). */
+		c->set24 += bit && !(c->exact24[in24 / 8] & (1u << (in24 % 8)));
+		c->cleared24 += !bit && (c->exact24[in24 / 8] & (1u << (in24 % 8)));
+	}
+	memcpy(c->exact24, want, 1 << 21);
+	free(e);
+	free(want);
 	for (i = 0; i < 2; i++)
 		munmap((void *)t[i], size);
 }
@@ -537,10 +570,12 @@ static void test_churn(void **state)
 		if (i % 50 == 49 || i + 1 == ops)
 			fc_churn_compare(c);
 	}
-	print_message("%ld changes: %zu published by what changed, %zu whole; %zu comparisons, all equal\n", ops,
-		      c->deltas, c->fulls, c->compares);
+	print_message("%ld changes: %zu published by what changed, %zu whole; %zu comparisons, all equal; "
+		      "fc_top4's exact bits of a /24 seen set %zu times, cleared %zu\n",
+		      ops, c->deltas, c->fulls, c->compares, c->set24, c->cleared24);
 	/* Most must have gone the short way, or this tested nothing. */
 	assert_true(c->deltas > (size_t)ops * 3 / 4);
+	assert_true(c->cleared24 > 0 || ops < 1000);
 }
 
 int main(void)

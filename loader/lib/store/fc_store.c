@@ -51,6 +51,7 @@ enum fc_stmt_id {
 	FC_SQL_PFX4,
 	FC_SQL_PFX6,
 	FC_SQL_PFX_LEN_USED,
+	FC_SQL_EXACT_IN,
 	FC_SQL_POL_STAR,
 	FC_SQL_POL_IP_TODO,
 	FC_SQL_POL_IP_SET,
@@ -197,6 +198,18 @@ static const char *fc_sql[FC_SQL_MAX] = {
 				"WHERE s.family = ?1 AND s.len = ?2 AND " FC_SET_LIVE("t", "?3") " "
 				"UNION ALL SELECT 1 FROM policies WHERE ip_family = ?1 AND ip_len = ?2 AND "
 				"(layer IS NULL OR layer <> 'http') LIMIT 1",
+	/* Whether a rule in the kernel's exact maps is on an address (length
+	 * ?5) of family ?1 from ?2 to ?3 (a prefix's range) at ?4: a live ban,
+	 * a live set's member, a policy not nginx's alone, a live allow entry.
+	 * Each read from its table's key (or policies_ip): a /24 is few rows. */
+	[FC_SQL_EXACT_IN] = "SELECT 1 FROM bans WHERE family = ?1 AND addr BETWEEN ?2 AND ?3 AND len = ?5 "
+			    "AND (expires IS NULL OR expires > ?4) "
+			    "UNION ALL SELECT 1 FROM set_bans s JOIN ban_sets t ON t.id = s.set_id WHERE s.family = ?1 "
+			    "AND s.addr BETWEEN ?2 AND ?3 AND s.len = ?5 AND " FC_SET_LIVE("t", "?4") " "
+			    "UNION ALL SELECT 1 FROM policies WHERE ip_family = ?1 AND ip_addr BETWEEN ?2 AND ?3 "
+			    "AND ip_len = ?5 AND (layer IS NULL OR layer <> 'http') "
+			    "UNION ALL SELECT 1 FROM allows WHERE family = ?1 AND addr BETWEEN ?2 AND ?3 "
+			    "AND len = ?5 AND (expires IS NULL OR expires > ?4) LIMIT 1",
 	/* The first time a ban or a set lapses, past or not. */
 	[FC_SQL_FIRST_EXPIRY] = "SELECT min(e) FROM (SELECT min(expires) AS e FROM bans WHERE expires IS NOT NULL "
 				"UNION ALL SELECT min(expires) FROM uid_bans WHERE expires IS NOT NULL "
@@ -1264,18 +1277,26 @@ out:
 	return rc;
 }
 
+/* The last address of p, its host bits set. */
+static void fc_prefix_last(const struct fc_prefix *p, uint8_t hi[16])
+{
+	int b;
+
+	memcpy(hi, p->a, 16);
+	for (b = p->len; b < (p->family == 4 ? 32 : 128); b++)
+		hi[b / 8] |= (uint8_t)(0x80 >> (b % 8));
+}
+
 int fc_store_prefix_rules(struct fc_store *st, const struct fc_prefix *p, int64_t now, struct fc_key_rule **rows,
 			  size_t *n, struct fc_err *err)
 {
 	const int full = p->family == 4 ? 32 : 128, bytes = full / 8;
 	struct fc_val args[3 + 128];
 	uint8_t lo[16], hi[16], masked[128][16];
-	int i, b;
+	int i;
 
 	memcpy(lo, p->a, 16);
-	memcpy(hi, p->a, 16);
-	for (b = p->len; b < full; b++)
-		hi[b / 8] |= (uint8_t)(0x80 >> (b % 8));
+	fc_prefix_last(p, hi);
 	args[0] = FC_BLOB(lo, (size_t)bytes);
 	args[1] = FC_BLOB(hi, (size_t)bytes);
 	args[2] = FC_INT(now);
@@ -1297,6 +1318,19 @@ int fc_store_prefix_len_used(struct fc_store *st, const struct fc_prefix *p, int
 
 	return fc_query_int(st, FC_SQL_PFX_LEN_USED, FC_ARGS(FC_INT(p->family), FC_INT(p->len), FC_INT(now)), &one, used,
 			    "looking up a prefix length", err);
+}
+
+int fc_store_exact_in(struct fc_store *st, const struct fc_prefix *p, int64_t now, bool *any, struct fc_err *err)
+{
+	const int full = p->family == 4 ? 32 : 128, bytes = full / 8;
+	uint8_t hi[16];
+	int64_t one;
+
+	fc_prefix_last(p, hi);
+	return fc_query_int(st, FC_SQL_EXACT_IN,
+			    FC_ARGS(FC_INT(p->family), FC_PREFIX_ADDR(p), FC_BLOB(hi, (size_t)bytes), FC_INT(now),
+				    FC_INT(full)),
+			    &one, any, "looking up the exact addresses of a prefix", err);
 }
 
 int fc_store_policy_ip_fix(struct fc_store *st, const struct fc_policy_spec *p, struct fc_err *err)

@@ -255,6 +255,9 @@ int fc_store_prefix_rules(struct fc_store *st, const struct fc_prefix *p, int64_
  * length, at now. */
 int fc_store_prefix_len_used(struct fc_store *st, const struct fc_prefix *p, int64_t now, bool *used,
 			     struct fc_err *err);
+/* Whether a rule the kernel's exact maps hold is on an address inside p,
+ * at now. */
+int fc_store_exact_in(struct fc_store *st, const struct fc_prefix *p, int64_t now, bool *any, struct fc_err *err);
 /* Makes policy p's ip_* columns say what its match does (they find it by
  * address; a script writing a row may not fill them). */
 int fc_store_policy_ip_fix(struct fc_store *st, const struct fc_policy_spec *p, struct fc_err *err);
