@@ -476,6 +476,37 @@ static void test_sliding_headers(void **state)
 	assert_int_equal(fc_try(&k, st, T0 + 90 * SEC + w, 1), 1);
 }
 
+/* The charge against the rule written out, on every c_prev, c_cur and cost
+ * around N and times across the window: the shortcuts that skip e (admit
+ * when c_prev + c_cur + c <= N, deny when c_cur + c > N) decide exactly as
+ * the rule, and an admission leaves the counts the rule says. */
+static void test_sliding_rule(void **state)
+{
+	static const __u64 at_us[] = { 0, 1, 333333, 500000, 999999 };
+	struct fc_policy k = fc_compile("7/s", 0, FC_ALGO_SLIDING, FC_COUNT_BYTES);
+	__u64 u = SEC / FC_SLIDE_NS, n = 7, idx = fc_slide_index(&k.tier[0], T0), p, c, cost, e, st, prev, next;
+	size_t i;
+	int rule;
+
+	(void)state;
+	for (p = 0; p <= n + 1; p++)
+		for (c = 0; c <= n + 1; c++)
+			for (cost = 1; cost <= n + 2; cost++)
+				for (i = 0; i < sizeof(at_us) / sizeof(at_us[0]); i++) {
+					e = at_us[i];
+					st = idx << FC_SLIDE_IDX_SHIFT | c << FC_SLIDE_COUNT_BITS | p;
+					rule = p * (u - e) + (c + cost) * u <= n * u;
+					next = fc_slide_charge(&st, &k.tier[0], T0 + e * FC_SLIDE_NS + 999, cost, &prev);
+					if (!!next != rule)
+						fail_msg("c_prev %llu, c_cur %llu, cost %llu, e %llu us: %d, the rule says %d",
+							 (unsigned long long)p, (unsigned long long)c,
+							 (unsigned long long)cost, (unsigned long long)e, !!next, rule);
+					assert_int_equal(st, rule ? idx << FC_SLIDE_IDX_SHIFT |
+									(c + cost) << FC_SLIDE_COUNT_BITS | p :
+								    (idx << FC_SLIDE_IDX_SHIFT | c << FC_SLIDE_COUNT_BITS | p));
+				}
+}
+
 /* Counts are 24 bits of the word: the loader refuses rates beyond them. */
 static void test_sliding_bounds(void **state)
 {
@@ -801,6 +832,7 @@ int main(void)
 		cmocka_unit_test(test_sliding_edges),
 		cmocka_unit_test(test_sliding_refund),
 		cmocka_unit_test(test_sliding_headers),
+		cmocka_unit_test(test_sliding_rule),
 		cmocka_unit_test(test_sliding_bounds),
 		cmocka_unit_test(test_warm_vectors),
 		cmocka_unit_test(test_warm_bound),
