@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: BSD-2-Clause
 #include <errno.h>
+#include <stddef.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdlib.h>
@@ -53,6 +54,7 @@ struct fc_top4_sync {
 	const struct fc_kvs *exact; /* whole: fc_exact4's entries, sorted, for the FC_IN24_EXACT bits */
 	bool whole;    /* look at every /16, not only where fc_pfx4 changed */
 	__u32 used;    /* fc_top4 entries that are not empty (in: before, out: after) */
+	size_t flips;  /* FC_IN24_EXACT bits set or cleared by fc_top4_exact */
 	char *mem;     /* a mapping of the array's bytes off to off + size (fc_top4_view) */
 	size_t off, size;
 };
@@ -440,7 +442,7 @@ static int fc_want_prefixes(struct fc_map_sync *ms, struct fc_top4_sync *top4, s
 }
 
 /* Where the address starts in a key of fc_pfx4 and of fc_exact4. */
-#define FC_KV_PFX4   sizeof(uint32_t)
+#define FC_KV_PFX4   offsetof(struct fc_pfx4_key, a)
 #define FC_KV_EXACT4 0
 
 /* The /16 (fc_top4 index) of an IPv4 key whose address starts at off. */
@@ -551,7 +553,9 @@ static void fc_top4_note_exact(struct fc_top4 *t, const struct fc_kvs *exact, ui
 /*
  * Sets (on) or clears the FC_IN24_EXACT bit of the /24 of the IPv4 address a:
  * set before an entry of fc_exact4 there is written, cleared after its last
- * one went (fc_top4_exact_gone). Counts the entries it makes (not) empty.
+ * one went (fc_top4_exact_gone). Counts the entries it makes (not) empty,
+ * and the bits it flips: each is a change of the rules (a bit a full sync
+ * puts back voids what ip=* buckets noted without it).
  */
 static int fc_top4_exact(const struct fc_maps *m, struct fc_top4_sync *top4, const uint8_t *a, bool on,
 			 struct fc_err *err)
@@ -567,6 +571,7 @@ static int fc_top4_exact(const struct fc_maps *m, struct fc_top4_sync *top4, con
 		return 0;
 	was = fc_top4_empty(t);
 	*(volatile __u8 *)&t->in24[a[2]] = t->in24[a[2]] ^ FC_IN24_EXACT; /* one store: the packet path reads it */
+	top4->flips++;
 	top4->used += was;
 	top4->used -= fc_top4_empty(t);
 	return 0;
@@ -675,8 +680,9 @@ static int fc_top4_sync(const struct fc_maps *m, struct fc_top4_sync *top4, uint
 		}
 		if (top4->whole)
 			fc_top4_note_exact(&e, top4->exact, idx);
-		for (i = 0; !top4->whole && i < 256; i++)
-			e.in24[i] |= t->in24[i] & FC_IN24_EXACT;
+		else
+			for (i = 0; i < 256; i++)
+				e.in24[i] |= t->in24[i] & FC_IN24_EXACT;
 		if (top4->whole) {
 			top4->used += !fc_top4_empty(&e);
 		} else if (fc_top4_empty(t) != fc_top4_empty(&e)) {
@@ -1118,6 +1124,7 @@ int fc_sync_full(struct fc_store *st, const struct fc_maps *m, int64_t now, doub
 	for (i = 0; i < npols; i++)
 		res->cfg.n_policies += !fc_policy_is_l7(&pols[i].spec);
 	/* What the ip=* buckets noted of the rules (struct fc_src_bucket) is void. */
+	res->changed += top4.flips;
 	res->cfg.rules_gen = old.rules_gen + (res->added || res->changed || res->removed);
 	res->cfg.exact4_gen = res->cfg.rules_gen; /* the bits are made whole */
 	res->policies_changed = ps.changed;
@@ -1492,9 +1499,11 @@ int fc_sync_delta(struct fc_store *st, const struct fc_maps *m, const struct fc_
 	res->cfg.n_marks6 += (__u32)ms[FC_MS_PFX6].dmarks;
 	memcpy(res->cfg.lens6, ms[FC_MS_PFX6].lens, sizeof(res->cfg.lens6));
 	/* What the ip=* buckets noted of the rules (struct fc_src_bucket) is void. */
+	res->changed += top4.flips;
 	res->cfg.rules_gen = old.rules_gen + (res->added || res->changed || res->removed);
 	/* The bits stay whole if they were; if not (pins another version
-	 * published), they stay untrusted until a full publish. */
+	 * published) they stay untrusted, defensively: fc_publish_layers
+	 * publishes everything onto such maps, never this delta. */
 	res->cfg.exact4_gen = res->cfg.rules_gen + (old.exact4_gen != old.rules_gen);
 	res->policies_changed = ps.changed;
 	rc = fc_config_write(m, &res->cfg, err);

@@ -395,6 +395,7 @@ static void test_exact_bits(void **state)
 	struct fc_env *env = *state;
 	struct fc_config cfg;
 	struct fc_err err;
+	__u32 gen;
 
 	FC_REQUIRE_BPF();
 	fc_env_ban(env, "198.18.5.7", 0);
@@ -468,6 +469,20 @@ static void test_exact_bits(void **state)
 	assert_int_equal(fc_in24(env, "198.18.11.0"), FC_IN24_EXACT);
 	assert_int_equal(fc_send(env, true, "198.18.9.9"), FC_V_DROP_EXACT);
 	assert_int_equal(fc_send(env, false, "198.18.11.1"), FC_V_DROP_EXACT);
+
+	/* A bit a sync puts back is a change of the rules: what a source's
+	 * ip=* bucket noted without it ("no ban here") is void. */
+	fc_env_policy(env, 2, "ip=*", FC_T_RATE, "");
+	fc_env_ban(env, "198.18.13.7", 0);
+	fc_in24_put(env, "198.18.13.0", false);
+	assert_int_equal(fc_send(env, false, "198.18.13.7"), FC_V_PASS);
+	assert_int_equal(fc_send(env, false, "198.18.13.7"), FC_V_PASS); /* from the bucket's note */
+	gen = fc_cfg(env).rules_gen;
+	fc_env_sync(env);
+	assert_int_equal(fc_in24(env, "198.18.13.0"), FC_IN24_EXACT);
+	assert_int_not_equal(fc_cfg(env).rules_gen, gen);
+	assert_int_equal(fc_send(env, false, "198.18.13.7"), FC_V_DROP_EXACT);
+	assert_int_equal(fc_send(env, true, "198.18.13.7"), FC_V_DROP_EXACT);
 }
 
 /*
