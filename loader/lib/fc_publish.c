@@ -126,6 +126,10 @@ static int fc_publish_layers(struct fc_publish *pub, const struct fc_store_log *
 	}
 	pub->delta = maps_from || shm_from;
 	pub->res.cfg = cfg; /* what it holds, if nothing changed */
+	/* A delta puts right the ip_* columns of the policies it reads; a full
+	 * publish reads none that way, and later deltas trust every row's. */
+	if (!maps_from && fc_store_policy_ip_check(pub->st, err) < 0)
+		goto out;
 	if (!maps_from)
 		r = fc_sync_full(pub->st, &pub->maps, pub->now, pub->weight, &pub->res, err);
 	else if (maps_from < log->head)

@@ -114,6 +114,25 @@ fcq import "$dir/export.json"
 check "import brings it back" [ "$(set_bans keep)" = "198.18.1.0/24 198.18.2.8 2001:db8:1::/48 " ]
 check "... and a sync has nothing to do" nothing_to_sync
 
+# ---- a policy row whose ip columns a script left wrong ----
+# fc_top4's bit for 198.18.50.0/24 (entry 198 << 8 | 18, little-endian key).
+bit50() { bpftool -j map lookup pinned "$pin/fc_top4" key 18 198 0 0 | jq -e '.formatted.value.in24[50] / 32 | floor % 2 == 1' >/dev/null; }
+if command -v sqlite3 >/dev/null; then
+	fcq ban add 198.18.50.9
+	fcq policy add 777 --match ip=198.18.50.7 --rate 10/s
+	sqlite3 "$db" "UPDATE policies SET ip_family = NULL, ip_addr = NULL, ip_len = NULL WHERE id = 777"
+	fcq sync
+	fcq ban del 198.18.50.9
+	check "a sync puts right a policy's ip columns a script cleared: its /24 keeps its exact bit" bit50
+	check "... over the policy's entry" in_exact4 198.18.50.7
+	fcq policy del 777
+	check "... cleared with the last address" not bit50
+else
+	skip_one "a policy's ip columns written by a script: sqlite3 not installed"
+	skip_one "... over the policy's entry: sqlite3 not installed"
+	skip_one "... cleared with the last address: sqlite3 not installed"
+fi
+
 # ---- the random churn, on PostgreSQL ----
 why=$(pg_missing)
 [ -z "$why" ] || skip_all "$why"

@@ -55,6 +55,7 @@ enum fc_stmt_id {
 	FC_SQL_POL_STAR,
 	FC_SQL_POL_IP_TODO,
 	FC_SQL_POL_IP_SET,
+	FC_SQL_POL_IP_ALL,
 	FC_SQL_META_GET,
 	FC_SQL_META_SET,
 	FC_SQL_SET_GET,
@@ -219,6 +220,9 @@ static const char *fc_sql[FC_SQL_MAX] = {
 	[FC_SQL_POL_IP_TODO] = "SELECT id, match FROM policies WHERE ip_family IS NULL AND match LIKE 'ip=%' "
 			       "AND match NOT LIKE '%,%' AND match != 'ip=*'",
 	[FC_SQL_POL_IP_SET] = "UPDATE policies SET ip_family = ?2, ip_addr = ?3, ip_len = ?4 WHERE id = ?1",
+	/* The rows whose ip_* columns matter: set, or an ip= policy's. */
+	[FC_SQL_POL_IP_ALL] = "SELECT id, match, ip_family, ip_addr, ip_len FROM policies WHERE ip_family IS NOT NULL "
+			      "OR (match LIKE 'ip=%' AND match NOT LIKE '%,%' AND match != 'ip=*')",
 	[FC_SQL_META_GET] = "SELECT value FROM meta WHERE key = ?1",
 	[FC_SQL_META_SET] = "UPDATE meta SET value = ?2 WHERE key = ?1",
 #define FC_SET_COLS "id, name, created, updated, expires, size"
@@ -441,6 +445,7 @@ typedef int (*fc_row_fn)(struct fc_store *st, int id, void *row, struct fc_err *
 /* A row read that found the row itself not valid: it is skipped and
  * counted, the listing goes on. */
 #define FC_ROW_BAD 1
+#define FC_ROW_SKIP 2 /* a row the caller does not want */
 
 static int fc_collect(struct fc_store *st, enum fc_stmt_id id, const struct fc_val *args, int nargs, size_t elem,
 		      fc_row_fn read, const char *what, void **rows, size_t *n, struct fc_err *err)
@@ -465,6 +470,10 @@ static int fc_collect(struct fc_store *st, enum fc_stmt_id id, const struct fc_v
 		if (rc == FC_ROW_BAD) {
 			if (!st->bad_policies++)
 				snprintf(st->bad_why, sizeof(st->bad_why), "%s", err->msg);
+			rc = 0;
+			continue;
+		}
+		if (rc == FC_ROW_SKIP) {
 			rc = 0;
 			continue;
 		}
@@ -1351,6 +1360,36 @@ int fc_store_policy_star(struct fc_store *st, struct fc_policy_row *row, bool *f
 	if (rc == FC_ROW_BAD) /* not valid as written: not published */
 		*found = false;
 	return rc < 0 ? -1 : 0;
+}
+
+/* A policy row (id, match, ip_* columns) whose ip_* columns do not say what
+ * its match does; FC_ROW_SKIP for the others and for a match not valid as
+ * written (reported when the policy is read). */
+static int fc_policy_ip_stale_read(struct fc_store *st, int id, void *row, struct fc_err *err)
+{
+	const char *match = st->db->ops->col_text(st->db, id, 1);
+	struct fc_policy_spec *p = row;
+	struct fc_err why;
+
+	(void)err;
+	memset(p, 0, sizeof(*p));
+	if (!match || fc_match_parse(match, p, &why) < 0)
+		return FC_ROW_SKIP;
+	p->id = (uint32_t)st->db->ops->col_int(st->db, id, 0);
+	return fc_policy_ip_agrees(st, id, 2, p) ? FC_ROW_SKIP : 0;
+}
+
+int fc_store_policy_ip_check(struct fc_store *st, struct fc_err *err)
+{
+	struct fc_policy_spec *rows = NULL;
+	size_t n = 0, i;
+	int rc = fc_collect(st, FC_SQL_POL_IP_ALL, FC_NO_ARGS, sizeof(*rows), fc_policy_ip_stale_read,
+			    "checking policies' ip columns", (void **)&rows, &n, err);
+
+	for (i = 0; rc == 0 && i < n; i++)
+		rc = fc_store_policy_ip_fix(st, &rows[i], err);
+	free(rows);
+	return rc;
 }
 
 struct fc_policy_match {

@@ -261,6 +261,10 @@ int fc_store_exact_in(struct fc_store *st, const struct fc_prefix *p, int64_t no
 /* Makes policy p's ip_* columns say what its match does (they find it by
  * address; a script writing a row may not fill them). */
 int fc_store_policy_ip_fix(struct fc_store *st, const struct fc_policy_spec *p, struct fc_err *err);
+/* Puts right the ip_* columns of every policy row a script left saying
+ * something else than its match: the queries that find rules on an address
+ * range read them (fc_store_exact_in, the prefix lengths in use). */
+int fc_store_policy_ip_check(struct fc_store *st, struct fc_err *err);
 /* The ip=* policy, if any. */
 int fc_store_policy_star(struct fc_store *st, struct fc_policy_row *row, bool *found, struct fc_err *err);
 
