@@ -72,14 +72,16 @@ static __always_inline bool fc_allowed(const struct fc_rule *r, struct fc_eval *
 /* The source's exact entry. An IPv4 source reads its fc_top4 entry first
  * (for the prefix lookup too) and looks fc_exact4 up only where its /24
  * may hold an entry; or wherever one is, while the bits are not known to be
- * kept (fc_config.exact4_gen, against the rules' generation gen). */
+ * kept (fc_config.exact4_gen, against the rules' generation gen) or no
+ * fc_top4 entry was read (n_top4 read as 0 from a config a publish was
+ * writing, the rest of it new). */
 static __always_inline struct fc_rule *fc_exact_lookup(struct fc_eval *ev, __u32 gen, struct fc_src4 *s4)
 {
 	struct fc_rule *r = NULL;
 
 	if (ev->pkt.family == 4) {
 		s4->top = fc_top4_read(&ev->pkt, ev->cfg, &s4->a, &s4->in24);
-		if ((s4->in24 & FC_IN24_EXACT) || (ev->cfg->exact4_gen != gen && ev->cfg->n_exact4))
+		if ((s4->in24 & FC_IN24_EXACT) || ((ev->cfg->exact4_gen != gen || !s4->top) && ev->cfg->n_exact4))
 			r = bpf_map_lookup_elem(&fc_exact4, ev->pkt.saddr.a);
 		FC_KEEP_CALL4(r);
 	} else {
