@@ -550,8 +550,9 @@ FC_INLINE __u64 fc_slide_charge(__u64 *state, const struct fc_tier *t, __u64 now
 	return 0;
 }
 
-/* The same out of line in BPF: inlined in every tier of every caller beside
- * GCRA and the fixed window, it spilled past the 512-byte stack. */
+/* The same out of line: in BPF, inlined in every tier of every caller beside
+ * GCRA and the fixed window, it spilled past the 512-byte stack; in the
+ * nginx module it moved gcc's registers on the GCRA path (FC_SLOWPATH). */
 FC_SLOWPATH __u64 fc_sliding_charge(__u64 *state, const struct fc_tier *t, __u64 now, __u64 cost, __u64 *prev)
 {
 	return fc_slide_charge(state, t, now, cost, prev);
