@@ -316,13 +316,28 @@ fail:
 	return -1;
 }
 
-/* The queries are written with SQLite's ?N; PostgreSQL spells them $N and
- * has no INDEXED BY (its planner knows how small a partial index is). */
+/* The queries are written with SQLite's ?N; PostgreSQL spells them $N,
+ * has no INDEXED BY (its planner knows how small a partial index is) and
+ * calls a BLOB bytea (a cast that gives a parameter its type). */
 static char *fc_pg_dialect(const char *sql)
 {
-	char *out = strdup(sql), *p, *end;
+	static const char blob[] = " AS BLOB)", bytea[] = " AS bytea)";
+	size_t n = strlen(sql) + 1;
+	const char *s, *at;
+	char *out, *p, *end;
 
-	for (p = out; p && (p = strchr(p, '?')); p++)
+	for (s = sql; (s = strstr(s, blob)); s++)
+		n += strlen(bytea) - strlen(blob);
+	if (!(out = malloc(n)))
+		return NULL;
+	for (p = out, s = sql; (at = strstr(s, blob)); s = at + strlen(blob)) {
+		memcpy(p, s, (size_t)(at - s));
+		p += at - s;
+		memcpy(p, bytea, strlen(bytea));
+		p += strlen(bytea);
+	}
+	strcpy(p, s);
+	for (p = out; (p = strchr(p, '?')); p++)
 		*p = '$';
 	while (out && (p = strstr(out, " INDEXED BY "))) {
 		end = p + strlen(" INDEXED BY ");

@@ -255,9 +255,11 @@ int fc_store_prefix_rules(struct fc_store *st, const struct fc_prefix *p, int64_
  * length, at now. */
 int fc_store_prefix_len_used(struct fc_store *st, const struct fc_prefix *p, int64_t now, bool *used,
 			     struct fc_err *err);
-/* Whether a rule the kernel's exact maps hold is on an address inside p,
- * at now. */
-int fc_store_exact_in(struct fc_store *st, const struct fc_prefix *p, int64_t now, bool *any, struct fc_err *err);
+/* Of the n IPv4 /24s p24 (a.b.c as a << 16 | b << 8 | c), the indexes
+ * (ascending, into a malloc'ed *held) of those a rule the kernel's exact
+ * maps hold is on an address inside, at now. One query for all. */
+int fc_store_exact_in(struct fc_store *st, const uint32_t *p24, size_t n, int64_t now, size_t **held,
+		      size_t *nheld, struct fc_err *err);
 /* Makes policy p's ip_* columns say what its match does (they find it by
  * address; a script writing a row may not fill them). */
 int fc_store_policy_ip_fix(struct fc_store *st, const struct fc_policy_spec *p, struct fc_err *err);
