@@ -154,8 +154,8 @@ $(B)/freqctl: $(FRONT_SRCS:%.c=$(B)/%.o) $(HTTP_A) $(LIB_A)
 	$(CC) $(CFLAGS) $(LDFLAGS) $^ -o $@ $(LIB_LIBS)
 
 # Unit tests link the library; the store's test also libpq (it writes SQL of
-# its own to a PostgreSQL store), and counts the syncs the library makes
-# itself (SQLite's, in its own library, are not wrapped).
+# its own to a PostgreSQL store), and counts the directory syncs the
+# library makes itself (SQLite's, in its own library, are not wrapped).
 $(B)/tests/%: $(B)/tests/unit/%.o $(LIB_A)
 	$(CC) $(CFLAGS) $(LDFLAGS) $^ -o $@ $(LIB_LIBS) $(TEST_LIBS)
 
@@ -166,7 +166,7 @@ $(B)/tests/test_escalate: $(B)/tests/unit/test_escalate.o $(B)/loader/agent/fc_e
 $(B)/tests/test_http: $(B)/tests/unit/test_http.o $(HTTP_A) $(LIB_A)
 	$(CC) $(CFLAGS) $(LDFLAGS) $^ -o $@ $(LIB_LIBS) $(TEST_LIBS)
 
-$(B)/tests/test_store: TEST_LIBS += $(call pc_libs,libpq) -Wl,--wrap=fdatasync
+$(B)/tests/test_store: TEST_LIBS += $(call pc_libs,libpq) -Wl,--wrap=fsync
 
 $(B)/tests/test_l7: $(ASAN_OBJS)
 	$(CC) $(CFLAGS) $(LDFLAGS) $(ASAN) $^ -o $@ $(LIB_LIBS) $(TEST_LIBS)

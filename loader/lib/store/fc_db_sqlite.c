@@ -340,26 +340,25 @@ static int fc_sq_migrate(struct fc_db_sqlite *d, struct fc_err *err)
  * of what it did not copy: then the WAL is synced here, as FULL would have
  * at the commit, and its directory (see fc_sq_vfs_open).
  */
-static int fc_sq_fsync(const char *path, int flags)
+static int fc_sq_wal_sync(sqlite3 *h, const char *db)
 {
-	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | flags);
-	int rc = fd >= 0 && fdatasync(fd) == 0 ? 0 : -1;
+	const char *path = sqlite3_db_filename(h, db);
+	sqlite3_file *wal = NULL;
+	char dir[PATH_MAX];
+	int rc, fd;
 
+	/* SQLite's own file of the WAL: no other descriptor of it is opened. */
+	if (sqlite3_file_control(h, db, SQLITE_FCNTL_JOURNAL_POINTER, &wal) != SQLITE_OK || !wal || !wal->pMethods ||
+	    !path || (size_t)snprintf(dir, sizeof(dir), "%s", path) >= sizeof(dir))
+		return SQLITE_IOERR_FSYNC;
+	rc = wal->pMethods->xSync(wal, SQLITE_SYNC_NORMAL);
+	*(strrchr(dir, '/') ?: dir) = '\0';
+	fd = open(*dir ? dir : "/", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (rc == SQLITE_OK && (fd < 0 || fsync(fd) < 0))
+		rc = SQLITE_IOERR_DIR_FSYNC;
 	if (fd >= 0)
 		close(fd);
 	return rc;
-}
-
-static int fc_sq_wal_sync(sqlite3 *h, const char *db)
-{
-	const char *wal = sqlite3_filename_wal(sqlite3_db_filename(h, db));
-	char dir[PATH_MAX];
-
-	if (!wal || (size_t)snprintf(dir, sizeof(dir), "%s", wal) >= sizeof(dir))
-		return SQLITE_IOERR_FSYNC;
-	*(strrchr(dir, '/') ?: dir) = '\0';
-	return fc_sq_fsync(wal, 0) == 0 && fc_sq_fsync(*dir ? dir : "/", O_DIRECTORY) == 0 ? SQLITE_OK :
-											       SQLITE_IOERR_FSYNC;
 }
 
 /* Empties the WAL into the .db file; SQLITE_OK if it did, all of it. */
@@ -446,7 +445,8 @@ static int fc_sq_open(const char *dsn, const char *name, bool create, const char
 
 	if (!create && access(dsn, F_OK) < 0)
 		return fc_err_set(err, "store %s: %s", name, strerror(errno));
-	if (create && fc_mkdir_parents(dsn, err) < 0)
+	/* A store that is there has its directories. */
+	if (create && access(dsn, F_OK) < 0 && fc_mkdir_parents(dsn, err) < 0)
 		return -1;
 	d = calloc(1, sizeof(*d));
 	if (!d || !(d->db.name = strdup(name)) || !(d->stmt = calloc((size_t)n, sizeof(*d->stmt)))) {
