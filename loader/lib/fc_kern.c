@@ -40,12 +40,18 @@ static void fc_existing_ancestor(const char *path, char buf[PATH_MAX])
 int fc_pin_dir_prepare(const char *pin_dir, struct fc_err *err)
 {
 	char anc[PATH_MAX], buf[PATH_MAX];
+	bool bpffs;
 	char *p;
 
 	if (strlen(pin_dir) >= PATH_MAX - 16)
 		return fc_err_set(err, "pin dir %s: path too long", pin_dir);
 	fc_existing_ancestor(pin_dir, anc);
-	if (!fc_is_bpffs(anc)) {
+	bpffs = fc_is_bpffs(anc);
+	/* There already, on bpffs: nothing to mount or make (every command
+	 * that publishes comes here). */
+	if (bpffs && !strcmp(anc, pin_dir))
+		return 0;
+	if (!bpffs) {
 		/* As bpftool does: a fresh machine has /sys/fs/bpf but nothing on it. */
 		if (strncmp(pin_dir, FC_BPFFS_ROOT "/", sizeof(FC_BPFFS_ROOT)) != 0 ||
 		    strcmp(anc, FC_BPFFS_ROOT) != 0)

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/stat.h>
 #include <cmocka.h>
 #include <sqlite3.h>
 #include <libpq-fe.h>
@@ -117,6 +118,76 @@ static size_t live_bans(struct fc_store *st, int64_t now)
 	if (fc_store_ban_count(st, now, &c, &err) < 0)
 		fail_msg("%s", err.msg);
 	return c.addresses;
+}
+
+/* The directory syncs the library makes itself (linked with --wrap=fsync;
+ * SQLite's, in its own library, are not counted). */
+static int fc_syncs;
+int __real_fsync(int fd);
+int __wrap_fsync(int fd);
+int __wrap_fsync(int fd)
+{
+	fc_syncs++;
+	return __real_fsync(fd);
+}
+
+static long long fc_size(const char *path)
+{
+	struct stat sb;
+
+	return stat(path, &sb) == 0 ? (long long)sb.st_size : -1;
+}
+
+static int fc_count_one(void *arg, int n, char **v, char **names)
+{
+	(void)names;
+	*(long *)arg = n == 1 && v[0] ? strtol(v[0], NULL, 10) : -1;
+	return 0;
+}
+
+/* A commit is durable when it returns, and the .db file alone is the
+ * store: the checkpoint after the commit has copied it there and emptied
+ * the WAL; while a reader's older snapshot keeps the checkpoint from it,
+ * the WAL and its directory are synced instead (the WAL through SQLite's
+ * own file: its size here says it is not emptied). */
+static void test_commit_durable(void **state)
+{
+	struct fc_t *t = *state;
+	char wal[600], copy[600], cmd[1400];
+	struct fc_err err;
+	sqlite3 *db;
+	long n = 0;
+
+	snprintf(wal, sizeof(wal), "%s-wal", t->path);
+	snprintf(copy, sizeof(copy), "%s/copy.db", t->dir);
+	fc_syncs = 0;
+	assert_int_equal(fc_store_begin(t->st, &err), 0);
+	fc_put(t->st, "192.0.2.1", 100, 0);
+	assert_int_equal(fc_store_commit(t->st, &err), 0);
+	assert_int_equal(fc_size(wal), 0);
+	assert_int_equal(fc_syncs, 0);
+	snprintf(cmd, sizeof(cmd), "cp '%s' '%s'", t->path, copy);
+	assert_int_equal(system(cmd), 0);
+	assert_int_equal(sqlite3_open_v2(copy, &db, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
+	assert_int_equal(sqlite3_exec(db, "SELECT count(*) FROM bans", fc_count_one, &n, NULL), SQLITE_OK);
+	assert_int_equal(n, 1);
+	sqlite3_close(db);
+
+	/* A reader in a transaction begun before the next commit. */
+	assert_int_equal(sqlite3_open(t->path, &db), SQLITE_OK);
+	assert_int_equal(sqlite3_exec(db, "BEGIN; SELECT count(*) FROM bans", fc_count_one, &n, NULL), SQLITE_OK);
+	assert_int_equal(fc_store_begin(t->st, &err), 0);
+	fc_put(t->st, "192.0.2.2", 100, 0);
+	assert_int_equal(fc_store_commit(t->st, &err), 0);
+	assert_true(fc_size(wal) > 0);
+	assert_int_equal(fc_syncs, 1);
+	assert_int_equal(sqlite3_exec(db, "COMMIT", NULL, NULL, NULL), SQLITE_OK);
+	sqlite3_close(db);
+	/* The reader gone, the next commit's checkpoint takes both in. */
+	fc_put(t->st, "192.0.2.3", 100, 0);
+	assert_int_equal(fc_size(wal), 0);
+	assert_int_equal(fc_syncs, 1);
+	assert_int_equal(live_bans(t->st, 100), 3);
 }
 
 static void test_round_trip(void **state)
@@ -845,6 +916,7 @@ int main(void)
 		cmocka_unit_test(test_open_errors),
 		cmocka_unit_test_setup_teardown(test_migrate_v1, fc_setup, fc_teardown),
 		cmocka_unit_test_setup_teardown(test_keep, fc_setup, fc_teardown),
+		cmocka_unit_test_setup_teardown(test_commit_durable, fc_setup, fc_teardown),
 	};
 	const struct CMUnitTest pg_tests[] = {
 		FC_STORE_CASES(fc_setup_pg),

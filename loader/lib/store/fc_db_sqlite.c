@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSD-2-Clause
 /* The SQLite backend of the store: one file, WAL, schema in PRAGMA user_version. */
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -317,35 +318,67 @@ static int fc_sq_migrate(struct fc_db_sqlite *d, struct fc_err *err)
 
 /*
  * The WAL is kept (its file, not its contents) and emptied by the store's
- * own checkpoints: at close, and for a long-lived connection (the agent's)
- * after a commit that left it past FC_SQ_WAL_PAGES. Each copies the WAL into
- * the .db file, syncs that, and truncates the WAL to nothing
- * (SQLITE_CHECKPOINT_TRUNCATE), if no reader is using it (another
- * process's: then a later checkpoint does it; writers never wait for it).
+ * own checkpoint after every commit (and at close, for one a reader held
+ * up): it copies the WAL into the .db file, syncs that, and truncates the
+ * WAL to nothing (SQLITE_CHECKPOINT_TRUNCATE), if no reader is using it
+ * (another process's: then a later checkpoint does it; writers never wait
+ * for it).
  *
  * Why: SQLite's default, a checkpoint when the last connection closes and
  * then the WAL deleted, cost each one-shot command the WAL's creation and
  * deletion and a sync of the directory besides the commit's and the
  * checkpoint's. And why not keep the WAL's contents between commands: a
  * .db restored from a backup beside a WAL of the store's later changes
- * would have those replayed onto it, silently; once every freqctl process
- * has closed the store, the .db alone is the store.
+ * would have those replayed onto it, silently; once every commit has been
+ * checkpointed, the .db alone is the store.
+ *
+ * A commit is durable when it returns, with one sync fewer than
+ * synchronous = FULL takes: NORMAL does not sync the WAL at the commit,
+ * the checkpoint right after it does (SQLite syncs the WAL before it
+ * copies anything, and the .db file after a checkpoint that copied it
+ * all). A checkpoint a reader kept from copying everything syncs nothing
+ * of what it did not copy: then the WAL is synced here, as FULL would have
+ * at the commit, and its directory (see fc_sq_vfs_open).
  */
-#define FC_SQ_WAL_PAGES 64
-
-static void fc_sq_wal_truncate(sqlite3 *h, const char *db)
+static int fc_sq_wal_sync(sqlite3 *h, const char *db)
 {
-	sqlite3_busy_timeout(h, 0);
-	sqlite3_wal_checkpoint_v2(h, db, SQLITE_CHECKPOINT_TRUNCATE, NULL, NULL);
-	sqlite3_busy_timeout(h, FC_SQ_BUSY_MS);
+	const char *path = sqlite3_db_filename(h, db);
+	sqlite3_file *wal = NULL;
+	char dir[PATH_MAX];
+	int rc, fd;
+
+	/* SQLite's own file of the WAL: no other descriptor of it is opened. */
+	if (sqlite3_file_control(h, db, SQLITE_FCNTL_JOURNAL_POINTER, &wal) != SQLITE_OK || !wal || !wal->pMethods ||
+	    !path || (size_t)snprintf(dir, sizeof(dir), "%s", path) >= sizeof(dir))
+		return SQLITE_IOERR_FSYNC;
+	rc = wal->pMethods->xSync(wal, SQLITE_SYNC_NORMAL);
+	*(strrchr(dir, '/') ?: dir) = '\0';
+	fd = open(*dir ? dir : "/", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (rc == SQLITE_OK && (fd < 0 || fsync(fd) < 0))
+		rc = SQLITE_IOERR_DIR_FSYNC;
+	if (fd >= 0)
+		close(fd);
+	return rc;
 }
 
+/* Empties the WAL into the .db file; SQLITE_OK if it did, all of it. */
+static int fc_sq_wal_truncate(sqlite3 *h, const char *db)
+{
+	int rc, frames = -1, copied = -1;
+
+	sqlite3_busy_timeout(h, 0);
+	rc = sqlite3_wal_checkpoint_v2(h, db, SQLITE_CHECKPOINT_TRUNCATE, &frames, &copied);
+	sqlite3_busy_timeout(h, FC_SQ_BUSY_MS);
+	return rc == SQLITE_OK && frames == copied ? SQLITE_OK : SQLITE_BUSY;
+}
+
+/* After each commit (and each write outside a transaction): an error
+ * returned here is the commit's, though it has taken place. */
 static int fc_sq_wal_hook(void *arg, sqlite3 *h, const char *db, int frames)
 {
 	(void)arg;
-	if (frames > FC_SQ_WAL_PAGES)
-		fc_sq_wal_truncate(h, db);
-	return SQLITE_OK;
+	(void)frames;
+	return fc_sq_wal_truncate(h, db) == SQLITE_OK ? SQLITE_OK : fc_sq_wal_sync(h, db);
 }
 
 static void fc_sq_close(struct fc_db *db)
@@ -363,13 +396,43 @@ static void fc_sq_close(struct fc_db *db)
 	free(d);
 }
 
+/*
+ * SQLite syncs the WAL's directory on the first sync after each opening of
+ * the WAL with SQLITE_OPEN_CREATE, and asks for that every time, though the
+ * WAL's file (kept: SQLITE_FCNTL_PERSIST_WAL) is new only on the store's
+ * first use. The "freqctl" VFS is SQLite's default one but that it opens a
+ * WAL that is there without it: no command syncs an unchanged directory.
+ */
+static sqlite3_vfs fc_sq_vfs, *fc_sq_vfs_base;
+
+static int fc_sq_vfs_open(sqlite3_vfs *vfs, sqlite3_filename name, sqlite3_file *f, int flags, int *out)
+{
+	sqlite3_vfs *base = fc_sq_vfs_base;
+
+	(void)vfs;
+	if ((flags & SQLITE_OPEN_WAL) && (flags & SQLITE_OPEN_CREATE) && name && access(name, F_OK) == 0 &&
+	    base->xOpen(base, name, f, flags & ~SQLITE_OPEN_CREATE, out) == SQLITE_OK)
+		return SQLITE_OK;
+	return base->xOpen(base, name, f, flags, out);
+}
+
 /* No bulk allocation of page cache lines ahead of use: SQLite would fill in
  * some twenty of them per cache (the main one and each temporary one), a
  * fault a page that a command of a few lookups never needs (dear under a
- * hypervisor). Before SQLite initialises; later it refuses, harmlessly. */
+ * hypervisor). Before SQLite initialises; later it refuses, harmlessly.
+ * Then the VFS above, over the default one (its methods, its pAppData). */
 static void fc_sq_config(void)
 {
 	sqlite3_config(SQLITE_CONFIG_PAGECACHE, NULL, 0, 0);
+	fc_sq_vfs_base = sqlite3_vfs_find(NULL);
+	if (!fc_sq_vfs_base)
+		return;
+	fc_sq_vfs = *fc_sq_vfs_base;
+	fc_sq_vfs.zName = "freqctl";
+	fc_sq_vfs.pNext = NULL;
+	fc_sq_vfs.xOpen = fc_sq_vfs_open;
+	if (sqlite3_vfs_register(&fc_sq_vfs, 0) != SQLITE_OK)
+		fc_sq_vfs_base = NULL;
 }
 
 static int fc_sq_open(const char *dsn, const char *name, bool create, const char *const *sql, int n,
@@ -382,7 +445,8 @@ static int fc_sq_open(const char *dsn, const char *name, bool create, const char
 
 	if (!create && access(dsn, F_OK) < 0)
 		return fc_err_set(err, "store %s: %s", name, strerror(errno));
-	if (create && fc_mkdir_parents(dsn, err) < 0)
+	/* A store that is there has its directories. */
+	if (create && access(dsn, F_OK) < 0 && fc_mkdir_parents(dsn, err) < 0)
 		return -1;
 	d = calloc(1, sizeof(*d));
 	if (!d || !(d->db.name = strdup(name)) || !(d->stmt = calloc((size_t)n, sizeof(*d->stmt)))) {
@@ -394,24 +458,24 @@ static int fc_sq_open(const char *dsn, const char *name, bool create, const char
 	d->db.ops = &fc_db_sqlite;
 	d->sql = sql;
 	d->nstmt = n;
-	if (sqlite3_open_v2(dsn, &d->h, SQLITE_OPEN_READWRITE | (create ? SQLITE_OPEN_CREATE : 0), NULL) !=
+	if (sqlite3_open_v2(dsn, &d->h, SQLITE_OPEN_READWRITE | (create ? SQLITE_OPEN_CREATE : 0),
+			    fc_sq_vfs_base ? fc_sq_vfs.zName : NULL) !=
 	    SQLITE_OK) {
 		fc_sq_fail(d, err, "cannot open");
 		goto fail;
 	}
 	sqlite3_busy_timeout(d->h, FC_SQ_BUSY_MS);
 	/* WAL lets readers (ban list, an agent) run beside one writer. A
-	 * commit is durable when it returns: synchronous = FULL syncs the WAL
-	 * then (SQLite also syncs the directory once, the file being opened
-	 * to create). The WAL's file outlives the connection, empty: see
-	 * fc_sq_wal_hook. Statement journals in memory: each statement of a
-	 * long transaction (an import's million inserts, with their log
-	 * triggers) journals the pages it touches, and in a temporary file
-	 * that was three writes a page, 7.4M syscalls for 1M set members. */
+	 * commit is durable when it returns: see fc_sq_wal_hook. The WAL's
+	 * file outlives the connection, empty. Statement journals in memory:
+	 * each statement of a long transaction (an import's million inserts,
+	 * with their log triggers) journals the pages it touches, and in a
+	 * temporary file that was three writes a page, 7.4M syscalls for 1M
+	 * set members. */
 	sqlite3_db_config(d->h, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, NULL);
 	sqlite3_file_control(d->h, "main", SQLITE_FCNTL_PERSIST_WAL, &(int){ 1 });
 	sqlite3_wal_hook(d->h, fc_sq_wal_hook, NULL);
-	if (fc_sq_exec(d, "PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL; PRAGMA temp_store = MEMORY", err) < 0 ||
+	if (fc_sq_exec(d, "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA temp_store = MEMORY", err) < 0 ||
 	    fc_sq_migrate(d, err) < 0)
 		goto fail;
 	*out = &d->db;
