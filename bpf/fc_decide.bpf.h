@@ -599,10 +599,7 @@ static __always_inline bool fc_decide(void *ctx, bool tc, void *data, void *data
 	}
 policies:
 	/* Only a policy's cost depends on what follows, never a ban. */
-	if (tc)
-		fc_parse_rest_tc(ctx, &ev.pkt, c.pos - data);
-	else
-		fc_parse_rest_xdp(ctx, &ev.pkt, c.pos - data);
+	fc_parse_after(&c, &ev.pkt, ctx, tc, data);
 	if (ev.cfg->star_syn && !fc_is_syn(&ev.pkt))
 		star = 0;
 	/* The policies met, first and second, in the order exact, prefix, ip=*. */

@@ -275,6 +275,23 @@ static __always_inline enum fc_parse_rc fc_parse_src(struct fc_cursor *c, struct
 	return proto < 0 ? FC_PARSE_MALFORMED : FC_PARSE_OK;
 }
 
+/* The end of step two: notes the L4 protocol proto (0: none to read, -1:
+ * malformed before it), and checks its header, at c. */
+static __always_inline void fc_parse_l4_note(struct fc_cursor *c, struct fc_pkt *pkt, int proto)
+{
+	if (proto < 0) {
+		pkt->flags |= FC_PKT_MALFORMED | FC_PKT_L4_UNSEEN;
+		return;
+	}
+	if (proto == 0) {
+		pkt->flags |= FC_PKT_L4_UNSEEN;
+		return;
+	}
+	pkt->l4proto = (__u8)proto;
+	if (fc_parse_l4(c, pkt, proto) < 0)
+		pkt->flags |= FC_PKT_MALFORMED | FC_PKT_L4_UNSEEN;
+}
+
 /* Step two, from the IP header on: fills l4proto and tcp_flags as far as
  * they can be read, and flags what could not be. */
 static __always_inline void fc_parse_rest(struct fc_cursor *c, struct fc_pkt *pkt)
@@ -288,17 +305,7 @@ static __always_inline void fc_parse_rest(struct fc_cursor *c, struct fc_pkt *pk
 		proto = fc_parse_ipv6(c, &next);
 		pkt->l4proto = next;
 	}
-	if (proto < 0) {
-		pkt->flags |= FC_PKT_MALFORMED | FC_PKT_L4_UNSEEN;
-		return;
-	}
-	if (proto == 0) {
-		pkt->flags |= FC_PKT_L4_UNSEEN;
-		return;
-	}
-	pkt->l4proto = (__u8)proto;
-	if (fc_parse_l4(c, pkt, proto) < 0)
-		pkt->flags |= FC_PKT_MALFORMED | FC_PKT_L4_UNSEEN;
+	fc_parse_l4_note(c, pkt, proto);
 }
 
 /* The IP header starts at most this far into the frame. */
@@ -317,11 +324,11 @@ static __always_inline int fc_parse_rest_at(void *data, void *end, struct fc_pkt
 }
 
 /*
- * Step two as a global function of each program type: it runs after the
- * ban lookups, where inlined it would be verified again for each of the
- * many states they leave; the verifier checks it once. It reads the
- * frame's bounds from the context (a global function is given no packet
- * pointer).
+ * Step two as a global function of each program type, for IPv6 extension
+ * headers (fc_parse_after): inlined after the ban lookups, their walk would
+ * be verified again for each of the many states those leave; the verifier
+ * checks it once. It reads the frame's bounds from the context (a global
+ * function is given no packet pointer).
  */
 __noinline int fc_parse_rest_xdp(struct xdp_md *ctx, struct fc_pkt *pkt, __u32 off)
 {
@@ -331,6 +338,35 @@ __noinline int fc_parse_rest_xdp(struct xdp_md *ctx, struct fc_pkt *pkt, __u32 o
 __noinline int fc_parse_rest_tc(struct __sk_buff *skb, struct fc_pkt *pkt, __u32 off)
 {
 	return fc_parse_rest_at((void *)(long)skb->data, (void *)(long)skb->data_end, pkt, off);
+}
+
+/*
+ * Step two as the caller runs it, after the ban lookups, on the frame from
+ * data (ctx its program's context, tc whether TC's): inline, but for the
+ * walk of IPv6 extension headers, a global function. The IPv6 header's next
+ * header (in l4proto since step one) says which.
+ */
+static __always_inline void fc_parse_after(struct fc_cursor *c, struct fc_pkt *pkt, void *ctx, bool tc, void *data)
+{
+	struct ipv6hdr *ip6h = c->pos;
+	int proto;
+
+	if (!(pkt->flags & FC_PKT_IPV6_HDR)) {
+		proto = fc_parse_ipv4(c);
+	} else if (fc_ipv6_ext(pkt->l4proto)) {
+		if (tc)
+			fc_parse_rest_tc(ctx, pkt, c->pos - data);
+		else
+			fc_parse_rest_xdp(ctx, pkt, c->pos - data);
+		return;
+	} else if (!fc_ipv6_hdr_ok(c)) {
+		proto = -1;
+		pkt->l4proto = 0; /* as fc_parse_ipv6 leaves it */
+	} else {
+		c->pos = ip6h + 1;
+		proto = pkt->l4proto == IPPROTO_NONE ? 0 : pkt->l4proto;
+	}
+	fc_parse_l4_note(c, pkt, proto);
 }
 
 #endif /* FC_PARSE_BPF_H */
