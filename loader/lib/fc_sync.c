@@ -385,7 +385,7 @@ static int fc_kv_markers(const struct fc_map_sync *ms, struct fc_kv kv, struct f
 
 	fc_kv_addr(&kv, &len);
 	while (len >= lo && lo <= hi) {
-		mid = (lo + hi) / 2;
+		mid = fc_pfx6_mid(lo, hi);
 		if (len == mid)
 			break;
 		if (len < mid) {
@@ -1120,6 +1120,7 @@ int fc_sync_full(struct fc_store *st, const struct fc_maps *m, int64_t now, doub
 	res->cfg.n_pfx6 = (__u32)ms[FC_MS_PFX6].want.n;
 	res->cfg.n_top4 = top4.used;
 	res->cfg.n_marks6 = (__u32)ms[FC_MS_PFX6].marks;
+	res->cfg.pfx6_tree = FC_PFX6_TREE;
 	memcpy(res->cfg.lens6, ms[FC_MS_PFX6].lens, sizeof(res->cfg.lens6));
 	for (i = 0; i < npols; i++)
 		res->cfg.n_policies += !fc_policy_is_l7(&pols[i].spec);
@@ -1215,7 +1216,7 @@ static void fc_prefix_scope(const struct fc_prefix *p, struct fc_prefix *s)
 	if (p->family == 4) {
 		s->len = p->len > FC_TOP4_SHIFT ? FC_TOP4_SHIFT : p->len;
 	} else {
-		while (p->len >= lo && lo <= hi && p->len != (mid = (lo + hi) / 2)) {
+		while (p->len >= lo && lo <= hi && p->len != (mid = fc_pfx6_mid(lo, hi))) {
 			if (p->len > mid) {
 				s->len = (uint8_t)mid;
 				break;
