@@ -158,6 +158,15 @@ struct fc_pfx6_key {
 #define FC_RULE_LONGER  0x2 /* fc_pfx6: the search goes on to longer lengths from here */
 #define FC_RULE_MARKER  0x4 /* fc_pfx6: no prefix of its own, only what covers it (a search marker) */
 #define FC_RULE_ALLOWED 0x8 /* an allow entry covers it (until allow_expires_ns) */
+/* fc_pfx6, on an entry of the tree root's length (fc_pfx6_mid(FC_PFX6_MIN,
+ * FC_PFX6_MAX)) or longer: the length of every prefix inside it, where they
+ * all have one (0: none, or several lengths). A search that goes on from
+ * there looks that length up and ends. (A change of a prefix longer than
+ * the root rewrites every entry in its root-length prefix, so every entry
+ * covering it there; an entry shorter would not be, and carries none.) */
+#define FC_RULE_NEXT_SHIFT 8
+#define FC_RULE_NEXT_MASK  (0x7fu << FC_RULE_NEXT_SHIFT)
+#define FC_RULE_NEXT(flags) (((flags) & FC_RULE_NEXT_MASK) >> FC_RULE_NEXT_SHIFT)
 /* The upper 16 bits of flags: the set whose ban this is (fc_setstats counts
  * its drops there); 0: by hand or escalated. A ban held by several sources
  * counts under the lowest: by hand first, then the set with the lowest id. */
@@ -367,5 +376,8 @@ _Static_assert(!(FC_IN24_EXACT & (FC_IN24_LEN | FC_IN24_LONGER)), "fc_top4.in24:
 _Static_assert(FC_MAX_SETS <= 0xffffu, "a set id must fit in fc_rule.flags' upper 16 bits");
 _Static_assert(!(FC_RULE_SET_MASK & (FC_RULE_BANNED | FC_RULE_LONGER | FC_RULE_MARKER | FC_RULE_ALLOWED)),
 	       "fc_rule.flags: the set index and the flags overlap");
+_Static_assert(!(FC_RULE_NEXT_MASK & (FC_RULE_SET_MASK | FC_RULE_BANNED | FC_RULE_LONGER | FC_RULE_MARKER |
+				      FC_RULE_ALLOWED)) && FC_PFX6_MAX <= FC_RULE_NEXT(FC_RULE_NEXT_MASK),
+	       "fc_rule.flags: the next length and the flags overlap, or it does not fit");
 
 #endif /* FC_MAPS_H */

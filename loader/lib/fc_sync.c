@@ -331,23 +331,49 @@ static void fc_want_merge(struct fc_map_sync *ms)
 	ms->want.n = o;
 }
 
+/* FC_RULE_NEXT's length of an IPv6 entry while the walk below makes it:
+ * none yet, one, or this for several. */
+#define FC_NEXT_MANY 0xff
+
+/* Notes an IPv6 prefix of length len in next[] of the entries covering it
+ * (stack[0..depth)) of the root's length or longer. */
+static void fc_next_note(const struct fc_kv *v, const size_t *stack, size_t depth, uint8_t *next, uint32_t len)
+{
+	const uint32_t root = fc_pfx6_mid(FC_PFX6_MIN, FC_PFX6_MAX);
+	uint32_t lt;
+	size_t j;
+
+	for (j = 0; j < depth; j++) {
+		fc_kv_addr(&v[stack[j]], &lt);
+		if (lt >= root)
+			next[stack[j]] = !next[stack[j]] || next[stack[j]] == len ? (uint8_t)len : FC_NEXT_MANY;
+	}
+}
+
 /*
  * A search stops at the longest match, so each entry carries the bans and
  * the allow entries of the prefixes covering it (the longest-lasting of
  * each) and, when it has no policy of its own, the policy of the nearest
- * covering prefix that has one. Leaves want in address order.
+ * covering prefix that has one; an IPv6 entry, the one length of the
+ * prefixes inside it (FC_RULE_NEXT). Leaves want in address order.
  */
 static int fc_want_inherit(struct fc_map_sync *ms, struct fc_err *err)
 {
 	struct fc_kv *v = ms->want.v;
 	size_t *stack, depth = 0, i;
+	uint8_t *next = NULL;
 	uint32_t lt, le;
 
 	if (!ms->want.n)
 		return 0;
 	stack = malloc(ms->want.n * sizeof(*stack));
-	if (!stack)
+	if (ms->family == 6)
+		next = calloc(ms->want.n, sizeof(*next));
+	if (!stack || (ms->family == 6 && !next)) {
+		free(stack);
+		free(next);
 		return fc_err_set(err, "out of memory publishing map %s", ms->name);
+	}
 	fc_kvs_sort(&ms->want, fc_kv_addr_cmp, ms);
 	for (i = 0; i < ms->want.n; i++) {
 		const uint8_t *a = fc_kv_addr(&v[i], &le);
@@ -369,9 +395,15 @@ static int fc_want_inherit(struct fc_map_sync *ms, struct fc_err *err)
 			if (!v[i].val.policy)
 				v[i].val.policy = up->policy;
 		}
+		if (next && !(v[i].val.flags & FC_RULE_MARKER))
+			fc_next_note(v, stack, depth, next, le);
 		stack[depth++] = i;
 	}
+	for (i = 0; next && i < ms->want.n; i++)
+		if (next[i] && next[i] != FC_NEXT_MANY)
+			v[i].val.flags |= (uint32_t)next[i] << FC_RULE_NEXT_SHIFT;
 	free(stack);
+	free(next);
 	return 0;
 }
 
