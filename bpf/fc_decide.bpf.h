@@ -246,6 +246,19 @@ static __always_inline bool fc_is_syn(const struct fc_pkt *pkt)
 	return pkt->l4proto == IPPROTO_TCP && (pkt->tcp_flags & (FC_TCP_SYN | FC_TCP_ACK)) == FC_TCP_SYN;
 }
 
+/* Whether fc_is_syn may hold once fc_parse_rest has run, from the IP
+ * header alone (c at it): false only where that header rules a SYN out,
+ * its protocol known and not TCP (nor 0, unknown to fc_is_syn), and, for
+ * IPv6, nothing in it that fc_parse_rest would find malformed. */
+static __always_inline bool fc_may_syn(const struct fc_cursor *c, const struct fc_pkt *pkt)
+{
+	if (pkt->l4proto == IPPROTO_TCP || pkt->l4proto == 0)
+		return true;
+	if (!(pkt->flags & FC_PKT_IPV6_HDR))
+		return false;
+	return fc_ipv6_ext(pkt->l4proto) || !fc_ipv6_hdr_ok(c);
+}
+
 /* What a policy charges this packet, or 0 if it does not apply (syn). */
 static __always_inline __u64 fc_policy_cost(const struct fc_policy *pol, const struct fc_pkt *pkt)
 {
@@ -506,8 +519,9 @@ static __always_inline void fc_src_keep(const struct fc_pkt *pkt, const struct f
 		fc_src_make(pkt, b != NULL);
 }
 
-/* len: the packet's whole length (at TC, beyond what is linear in data). */
-static __always_inline bool fc_decide(void *data, void *data_end, __u32 len)
+/* ctx: the program's context, tc whether it is TC's; len: the packet's
+ * whole length (at TC, beyond what is linear in data). */
+static __always_inline bool fc_decide(void *ctx, bool tc, void *data, void *data_end, __u32 len)
 {
 	struct fc_cursor c = { .pos = data, .end = data_end };
 	struct fc_eval ev = { .pkt.len = len };
@@ -535,11 +549,10 @@ static __always_inline bool fc_decide(void *data, void *data_end, __u32 len)
 		fc_count(&ev.st->malformed, ev.pkt.len); /* no source: nothing to decide on */
 		return false;
 	}
-	/* Only a policy's cost depends on what follows, never a ban. */
-	fc_parse_rest(&c, &ev.pkt);
-	/* An ip=* policy counting SYNs is skipped without a call for the rest. */
+	/* An ip=* policy counting SYNs is skipped without a call where the IP
+	 * header rules a SYN out; what follows it is parsed after the bans. */
 	star = ev.cfg->star_slot;
-	if (ev.cfg->star_syn && !fc_is_syn(&ev.pkt))
+	if (ev.cfg->star_syn && !fc_may_syn(&c, &ev.pkt))
 		star = 0;
 	/* Read before the lookups: a publish that lands between them and the
 	 * note below leaves a note of the rules before it, which it voids. */
@@ -585,6 +598,10 @@ static __always_inline bool fc_decide(void *data, void *data_end, __u32 len)
 		src->rules_gen = gen;
 	}
 policies:
+	/* Only a policy's cost depends on what follows, never a ban. */
+	fc_parse_after(&c, &ev.pkt, ctx, tc, data);
+	if (ev.cfg->star_syn && !fc_is_syn(&ev.pkt))
+		star = 0;
 	/* The policies met, first and second, in the order exact, prefix, ip=*. */
 	sa = e ? e : p ? p : star;
 	sb = e && p ? p : sa != star ? star : 0;

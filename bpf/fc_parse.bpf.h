@@ -13,6 +13,7 @@
 #ifndef FC_PARSE_BPF_H
 #define FC_PARSE_BPF_H
 
+#include <linux/bpf.h>
 #include <linux/if_ether.h>
 #include <linux/in.h>
 #include <linux/ip.h>
@@ -127,6 +128,7 @@ static __always_inline int fc_parse_ipv6_src(struct fc_cursor *c, struct fc_pkt 
 		pkt->family = 6;
 		__builtin_memcpy(pkt->saddr.a, &ip6h->saddr, sizeof(pkt->saddr.a));
 	}
+	pkt->l4proto = ip6h->nexthdr; /* the first header after it, until fc_parse_rest walks on */
 	return 0;
 }
 
@@ -154,6 +156,25 @@ static __always_inline int fc_parse_ipv4(struct fc_cursor *c)
 	return iph->protocol;
 }
 
+/* Whether the IPv6 header at c is whole, of version 6 and no longer than
+ * the frame (truncated, as for IPv4; a payload length of 0 is a jumbogram,
+ * whose length is elsewhere). */
+static __always_inline bool fc_ipv6_hdr_ok(const struct fc_cursor *c)
+{
+	struct ipv6hdr *ip6h = c->pos;
+
+	return (void *)(ip6h + 1) <= c->end && ip6h->version == 6 &&
+	       (!ip6h->payload_len || (void *)(ip6h + 1) + bpf_ntohs(ip6h->payload_len) <= c->end);
+}
+
+/* Whether an IPv6 next-header value is an extension header fc_parse_ipv6
+ * walks past. */
+static __always_inline bool fc_ipv6_ext(__u8 next)
+{
+	return next == IPPROTO_HOPOPTS || next == IPPROTO_ROUTING || next == IPPROTO_DSTOPTS ||
+	       next == IPPROTO_AH || next == IPPROTO_FRAGMENT;
+}
+
 /* The rest of an IPv6 packet: returns the L4 protocol after the extension
  * headers, 0 when there is none to read (a later fragment, IPPROTO_NONE), or
  * -1; *next is the last next-header value seen. */
@@ -164,14 +185,9 @@ static __always_inline int fc_parse_ipv6(struct fc_cursor *c, __u8 *next)
 	struct fc_frag_hdr *frag;
 	int i;
 
-	if ((void *)(ip6h + 1) > c->end)
-		return -1;
-	if (ip6h->version != 6)
+	if (!fc_ipv6_hdr_ok(c))
 		return -1;
 	c->pos = ip6h + 1;
-	/* Truncated, as for IPv4; 0 is a jumbogram, whose length is elsewhere. */
-	if (ip6h->payload_len && c->pos + bpf_ntohs(ip6h->payload_len) > c->end)
-		return -1;
 	*next = ip6h->nexthdr;
 
 #pragma unroll
@@ -259,6 +275,23 @@ static __always_inline enum fc_parse_rc fc_parse_src(struct fc_cursor *c, struct
 	return proto < 0 ? FC_PARSE_MALFORMED : FC_PARSE_OK;
 }
 
+/* The end of step two: notes the L4 protocol proto (0: none to read, -1:
+ * malformed before it), and checks its header, at c. */
+static __always_inline void fc_parse_l4_note(struct fc_cursor *c, struct fc_pkt *pkt, int proto)
+{
+	if (proto < 0) {
+		pkt->flags |= FC_PKT_MALFORMED | FC_PKT_L4_UNSEEN;
+		return;
+	}
+	if (proto == 0) {
+		pkt->flags |= FC_PKT_L4_UNSEEN;
+		return;
+	}
+	pkt->l4proto = (__u8)proto;
+	if (fc_parse_l4(c, pkt, proto) < 0)
+		pkt->flags |= FC_PKT_MALFORMED | FC_PKT_L4_UNSEEN;
+}
+
 /* Step two, from the IP header on: fills l4proto and tcp_flags as far as
  * they can be read, and flags what could not be. */
 static __always_inline void fc_parse_rest(struct fc_cursor *c, struct fc_pkt *pkt)
@@ -272,17 +305,68 @@ static __always_inline void fc_parse_rest(struct fc_cursor *c, struct fc_pkt *pk
 		proto = fc_parse_ipv6(c, &next);
 		pkt->l4proto = next;
 	}
-	if (proto < 0) {
-		pkt->flags |= FC_PKT_MALFORMED | FC_PKT_L4_UNSEEN;
+	fc_parse_l4_note(c, pkt, proto);
+}
+
+/* The IP header starts at most this far into the frame. */
+#define FC_L3_MAX (ETH_HLEN + FC_MAX_VLAN * sizeof(struct fc_vlan_hdr))
+
+/* Step two, on the frame data to end whose IP header is off bytes in. */
+static __always_inline int fc_parse_rest_at(void *data, void *end, struct fc_pkt *pkt, __u32 off)
+{
+	struct fc_cursor c = { .pos = data, .end = end };
+
+	if (!pkt || off > FC_L3_MAX)
+		return 0;
+	c.pos += off;
+	fc_parse_rest(&c, pkt);
+	return 0;
+}
+
+/*
+ * Step two as a global function of each program type, for IPv6 extension
+ * headers (fc_parse_after): inlined after the ban lookups, their walk would
+ * be verified again for each of the many states those leave; the verifier
+ * checks it once. It reads the frame's bounds from the context (a global
+ * function is given no packet pointer).
+ */
+__noinline int fc_parse_rest_xdp(struct xdp_md *ctx, struct fc_pkt *pkt, __u32 off)
+{
+	return fc_parse_rest_at((void *)(long)ctx->data, (void *)(long)ctx->data_end, pkt, off);
+}
+
+__noinline int fc_parse_rest_tc(struct __sk_buff *skb, struct fc_pkt *pkt, __u32 off)
+{
+	return fc_parse_rest_at((void *)(long)skb->data, (void *)(long)skb->data_end, pkt, off);
+}
+
+/*
+ * Step two as the caller runs it, after the ban lookups, on the frame from
+ * data (ctx its program's context, tc whether TC's): inline, but for the
+ * walk of IPv6 extension headers, a global function. The IPv6 header's next
+ * header (in l4proto since step one) says which.
+ */
+static __always_inline void fc_parse_after(struct fc_cursor *c, struct fc_pkt *pkt, void *ctx, bool tc, void *data)
+{
+	struct ipv6hdr *ip6h = c->pos;
+	int proto;
+
+	if (!(pkt->flags & FC_PKT_IPV6_HDR)) {
+		proto = fc_parse_ipv4(c);
+	} else if (fc_ipv6_ext(pkt->l4proto)) {
+		if (tc)
+			fc_parse_rest_tc(ctx, pkt, c->pos - data);
+		else
+			fc_parse_rest_xdp(ctx, pkt, c->pos - data);
 		return;
+	} else if (!fc_ipv6_hdr_ok(c)) {
+		proto = -1;
+		pkt->l4proto = 0; /* as fc_parse_ipv6 leaves it */
+	} else {
+		c->pos = ip6h + 1;
+		proto = pkt->l4proto == IPPROTO_NONE ? 0 : pkt->l4proto;
 	}
-	if (proto == 0) {
-		pkt->flags |= FC_PKT_L4_UNSEEN;
-		return;
-	}
-	pkt->l4proto = (__u8)proto;
-	if (fc_parse_l4(c, pkt, proto) < 0)
-		pkt->flags |= FC_PKT_MALFORMED | FC_PKT_L4_UNSEEN;
+	fc_parse_l4_note(c, pkt, proto);
 }
 
 #endif /* FC_PARSE_BPF_H */

@@ -103,11 +103,12 @@ static __always_inline struct fc_rule *fc_pfx6_probe(__u64 a0, __u64 a1, __u32 l
 
 /*
  * The binary search on the lengths lens0:lens1 in use (the tree of
- * maps/fc_maps.h, from its root), leaving in *best the rule of the last hit
+ * maps/fc_maps.h, fc_pfx6_mid, from its root), leaving in *best the rule of the last hit
  * (which covers what came before it). A node under which no length is in
  * use at or beyond it sends the search shorter, one where none is at or
  * before it longer, both without a lookup; otherwise a hit goes longer (or
- * ends, when nothing longer lies inside it) and a miss shorter.
+ * ends, when nothing longer lies inside it; or looks up the one length of
+ * what does, FC_RULE_NEXT, and ends) and a miss shorter.
  *
  * A global function: the verifier checks it once, while inlined it would
  * walk the tree again for each of the many states the parser leaves (the
@@ -115,7 +116,7 @@ static __always_inline struct fc_rule *fc_pfx6_probe(__u64 a0, __u64 a1, __u32 l
  */
 __noinline int fc_pfx6_search(struct fc_rule *best, __u64 lens0, __u64 lens1, __u64 a0, __u64 a1)
 {
-	__u32 lo = FC_PFX6_MIN, hi = FC_PFX6_MAX, mid;
+	__u32 lo = FC_PFX6_MIN, hi = FC_PFX6_MAX, mid, next;
 	struct fc_rule *r;
 	__u64 ge, le;
 	int i;
@@ -123,7 +124,7 @@ __noinline int fc_pfx6_search(struct fc_rule *best, __u64 lens0, __u64 lens1, __
 	for (i = 0; best && i < FC_PFX6_LEVELS; i++) {
 		if (!(lens0 | lens1))
 			break;
-		mid = (lo + hi) / 2;
+		mid = fc_pfx6_mid(lo, hi);
 		ge = mid < 64 ? lens0 >> mid | lens1 : lens1 >> (mid - 64);
 		le = (lens0 & fc_upto0(mid)) | (lens1 & fc_upto1(mid));
 		if (!ge) {
@@ -139,6 +140,14 @@ __noinline int fc_pfx6_search(struct fc_rule *best, __u64 lens0, __u64 lens1, __
 			*best = *r;
 			if (!(r->flags & FC_RULE_LONGER))
 				break;
+			/* Every prefix inside it of one length: that one, and done. */
+			next = FC_RULE_NEXT(r->flags);
+			if (next) {
+				r = fc_pfx6_probe(a0, a1, next);
+				if (r)
+					*best = *r;
+				break;
+			}
 			lo = mid + 1;
 			lens0 &= ~fc_upto0(mid);
 			lens1 &= ~fc_upto1(mid);

@@ -12,7 +12,7 @@ int freqctl_xdp(struct xdp_md *ctx)
 	void *data = (void *)(long)ctx->data;
 	void *data_end = (void *)(long)ctx->data_end;
 
-	return fc_decide(data, data_end, data_end - data) ? XDP_DROP : XDP_PASS;
+	return fc_decide(ctx, false, data, data_end, data_end - data) ? XDP_DROP : XDP_PASS;
 }
 
 /* Headers TC makes linear before parsing: two VLAN tags, an IPv6 header
@@ -34,7 +34,7 @@ int freqctl_tc(struct __sk_buff *skb)
 		data = (void *)(long)skb->data;
 		data_end = (void *)(long)skb->data_end;
 	}
-	return fc_decide(data, data_end, skb->len) ? TC_ACT_SHOT : TC_ACT_OK;
+	return fc_decide(skb, true, data, data_end, skb->len) ? TC_ACT_SHOT : TC_ACT_OK;
 }
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";

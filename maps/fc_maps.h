@@ -88,12 +88,16 @@ struct fc_addr6 {
  *   loader writes fc_top4 in place through a mapping (BPF_F_MMAPABLE).
  * - IPv6 /1 to /127 (and ::/0 for a policy): fc_pfx6, a hash keyed the same
  *   way, searched by binary search on the lengths (Waldvogel et al.): a
- *   perfect binary tree over the lengths 1 to 127, walked from its root (64);
- *   a hit goes on to longer lengths, a miss to shorter ones. So that a miss is
- *   right to turn back, every prefix leaves a marker (FC_RULE_MARKER) at each
- *   length on its path where the search must turn longer to reach it.
- *   Lengths in use nowhere under a node (fc_config.lens6) are skipped
- *   without a lookup: one lookup where one length is in use, at most 7.
+ *   binary tree over the lengths 1 to 127 (fc_pfx6_mid), walked from its
+ *   root; a hit goes on to longer lengths, a miss to shorter ones. So that a
+ *   miss is right to turn back, every prefix leaves a marker (FC_RULE_MARKER)
+ *   at each length on its path where the search must turn longer to reach
+ *   it. Lengths in use nowhere under a node (fc_config.lens6) are skipped
+ *   without a lookup: one lookup where one length is in use, at most
+ *   FC_PFX6_LEVELS. The tree puts the lengths IPv6 is handed out in
+ *   nearest its root, /32 (a LIR's), /48 (a site's), /64 (a subnet), the
+ *   rest halved: where no prefix is shorter than /32, a source no prefix
+ *   covers costs one lookup, one in a /48 two.
  * - /32 and /128 are exact addresses (fc_exact4, fc_exact6).
  *
  * Every prefix entry (and marker) carries what all the prefixes covering it
@@ -102,9 +106,25 @@ struct fc_addr6 {
  */
 #define FC_TOP4_SHIFT  16 /* fc_top4 is indexed by the source's top 16 bits */
 #define FC_TOP4_SLOTS  (1 << 16)
-#define FC_PFX6_MIN    1 /* the lengths of fc_pfx6's tree: 7 levels */
+#define FC_PFX6_MIN    1 /* the lengths of fc_pfx6's tree */
 #define FC_PFX6_MAX    127
-#define FC_PFX6_LEVELS 7
+#define FC_PFX6_LEVELS 9 /* its depth: 32, 48, 64, then 96 ... 127 */
+/* Names the tree, in fc_config.pfx6_tree: the maps' markers are made for
+ * it. Bumped with any change of fc_pfx6_mid. */
+#define FC_PFX6_TREE   2
+
+/* The node of fc_pfx6's tree over the lengths lo to hi (lo <= hi), which
+ * the packet path walks and the loader places markers on. */
+FC_INLINE __u32 fc_pfx6_mid(__u32 lo, __u32 hi)
+{
+	if (lo <= 32 && hi >= 32)
+		return 32;
+	if (lo <= 48 && hi >= 48)
+		return 48;
+	if (lo <= 64 && hi >= 64)
+		return 64;
+	return (lo + hi) / 2;
+}
 
 struct fc_pfx4_key {
 	__u32 prefixlen;
@@ -138,6 +158,15 @@ struct fc_pfx6_key {
 #define FC_RULE_LONGER  0x2 /* fc_pfx6: the search goes on to longer lengths from here */
 #define FC_RULE_MARKER  0x4 /* fc_pfx6: no prefix of its own, only what covers it (a search marker) */
 #define FC_RULE_ALLOWED 0x8 /* an allow entry covers it (until allow_expires_ns) */
+/* fc_pfx6, on an entry of the tree root's length (fc_pfx6_mid(FC_PFX6_MIN,
+ * FC_PFX6_MAX)) or longer: the length of every prefix inside it, where they
+ * all have one (0: none, or several lengths). A search that goes on from
+ * there looks that length up and ends. (A change of a prefix longer than
+ * the root rewrites every entry in its root-length prefix, so every entry
+ * covering it there; an entry shorter would not be, and carries none.) */
+#define FC_RULE_NEXT_SHIFT 8
+#define FC_RULE_NEXT_MASK  (0x7fu << FC_RULE_NEXT_SHIFT)
+#define FC_RULE_NEXT(flags) (((flags) & FC_RULE_NEXT_MASK) >> FC_RULE_NEXT_SHIFT)
 /* The upper 16 bits of flags: the set whose ban this is (fc_setstats counts
  * its drops there); 0: by hand or escalated. A ban held by several sources
  * counts under the lowest: by hand first, then the set with the lowest id. */
@@ -288,6 +317,12 @@ struct fc_config {
 	 * version's publishes move rules_gen) make the packet path look every
 	 * IPv4 source up, and the next publish a full one. */
 	__u32 exact4_gen;
+	/* The tree fc_pfx6's markers are made for (FC_PFX6_TREE); a version
+	 * whose tree differs publishes everything. (The field made fc_config
+	 * larger than that of versions with another tree, whose pins are
+	 * refused as another version's.) */
+	__u32 pfx6_tree;
+	__u32 pad2;
 };
 
 /*
@@ -327,7 +362,7 @@ FC_ABI_SIZE(struct fc_flood, 8);
 FC_ABI_SIZE(struct fc_stats, 8 * 16);
 FC_ABI_OFF(struct fc_stats, malformed, 6 * 16);
 FC_ABI_OFF(struct fc_stats, allowed, 7 * 16);
-FC_ABI_SIZE(struct fc_config, 48 + 32 + 24 + 16 + 8);
+FC_ABI_SIZE(struct fc_config, 48 + 32 + 24 + 16 + 8 + 8);
 FC_ABI_OFF(struct fc_config, n_policies, 28);
 FC_ABI_OFF(struct fc_config, rules_gen, 32);
 FC_ABI_OFF(struct fc_config, n_top4, 36);
@@ -336,9 +371,13 @@ FC_ABI_OFF(struct fc_config, new_src, 48);
 FC_ABI_OFF(struct fc_config, store_seq, 96);
 FC_ABI_OFF(struct fc_config, lens6, 104);
 FC_ABI_OFF(struct fc_config, exact4_gen, 124);
+FC_ABI_OFF(struct fc_config, pfx6_tree, 128);
 _Static_assert(!(FC_IN24_EXACT & (FC_IN24_LEN | FC_IN24_LONGER)), "fc_top4.in24: the bits overlap");
 _Static_assert(FC_MAX_SETS <= 0xffffu, "a set id must fit in fc_rule.flags' upper 16 bits");
 _Static_assert(!(FC_RULE_SET_MASK & (FC_RULE_BANNED | FC_RULE_LONGER | FC_RULE_MARKER | FC_RULE_ALLOWED)),
 	       "fc_rule.flags: the set index and the flags overlap");
+_Static_assert(!(FC_RULE_NEXT_MASK & (FC_RULE_SET_MASK | FC_RULE_BANNED | FC_RULE_LONGER | FC_RULE_MARKER |
+				      FC_RULE_ALLOWED)) && FC_PFX6_MAX <= FC_RULE_NEXT(FC_RULE_NEXT_MASK),
+	       "fc_rule.flags: the next length and the flags overlap, or it does not fit");
 
 #endif /* FC_MAPS_H */

@@ -331,23 +331,49 @@ static void fc_want_merge(struct fc_map_sync *ms)
 	ms->want.n = o;
 }
 
+/* FC_RULE_NEXT's length of an IPv6 entry while the walk below makes it:
+ * none yet, one, or this for several. */
+#define FC_NEXT_MANY 0xff
+
+/* Notes an IPv6 prefix of length len in next[] of the entries covering it
+ * (stack[0..depth)) of the root's length or longer. */
+static void fc_next_note(const struct fc_kv *v, const size_t *stack, size_t depth, uint8_t *next, uint32_t len)
+{
+	const uint32_t root = fc_pfx6_mid(FC_PFX6_MIN, FC_PFX6_MAX);
+	uint32_t lt;
+	size_t j;
+
+	for (j = 0; j < depth; j++) {
+		fc_kv_addr(&v[stack[j]], &lt);
+		if (lt >= root)
+			next[stack[j]] = !next[stack[j]] || next[stack[j]] == len ? (uint8_t)len : FC_NEXT_MANY;
+	}
+}
+
 /*
  * A search stops at the longest match, so each entry carries the bans and
  * the allow entries of the prefixes covering it (the longest-lasting of
  * each) and, when it has no policy of its own, the policy of the nearest
- * covering prefix that has one. Leaves want in address order.
+ * covering prefix that has one; an IPv6 entry, the one length of the
+ * prefixes inside it (FC_RULE_NEXT). Leaves want in address order.
  */
 static int fc_want_inherit(struct fc_map_sync *ms, struct fc_err *err)
 {
 	struct fc_kv *v = ms->want.v;
 	size_t *stack, depth = 0, i;
+	uint8_t *next = NULL;
 	uint32_t lt, le;
 
 	if (!ms->want.n)
 		return 0;
 	stack = malloc(ms->want.n * sizeof(*stack));
-	if (!stack)
+	if (ms->family == 6)
+		next = calloc(ms->want.n, sizeof(*next));
+	if (!stack || (ms->family == 6 && !next)) {
+		free(stack);
+		free(next);
 		return fc_err_set(err, "out of memory publishing map %s", ms->name);
+	}
 	fc_kvs_sort(&ms->want, fc_kv_addr_cmp, ms);
 	for (i = 0; i < ms->want.n; i++) {
 		const uint8_t *a = fc_kv_addr(&v[i], &le);
@@ -369,9 +395,15 @@ static int fc_want_inherit(struct fc_map_sync *ms, struct fc_err *err)
 			if (!v[i].val.policy)
 				v[i].val.policy = up->policy;
 		}
+		if (next && !(v[i].val.flags & FC_RULE_MARKER))
+			fc_next_note(v, stack, depth, next, le);
 		stack[depth++] = i;
 	}
+	for (i = 0; next && i < ms->want.n; i++)
+		if (next[i] && next[i] != FC_NEXT_MANY)
+			v[i].val.flags |= (uint32_t)next[i] << FC_RULE_NEXT_SHIFT;
 	free(stack);
+	free(next);
 	return 0;
 }
 
@@ -385,7 +417,7 @@ static int fc_kv_markers(const struct fc_map_sync *ms, struct fc_kv kv, struct f
 
 	fc_kv_addr(&kv, &len);
 	while (len >= lo && lo <= hi) {
-		mid = (lo + hi) / 2;
+		mid = fc_pfx6_mid(lo, hi);
 		if (len == mid)
 			break;
 		if (len < mid) {
@@ -1164,6 +1196,7 @@ int fc_sync_full(struct fc_store *st, const struct fc_maps *m, int64_t now, doub
 	res->cfg.n_pfx6 = (__u32)ms[FC_MS_PFX6].want.n;
 	res->cfg.n_top4 = top4.used;
 	res->cfg.n_marks6 = (__u32)ms[FC_MS_PFX6].marks;
+	res->cfg.pfx6_tree = FC_PFX6_TREE;
 	memcpy(res->cfg.lens6, ms[FC_MS_PFX6].lens, sizeof(res->cfg.lens6));
 	for (i = 0; i < npols; i++)
 		res->cfg.n_policies += !fc_policy_is_l7(&pols[i].spec);
@@ -1277,7 +1310,7 @@ static void fc_prefix_scope(const struct fc_prefix *p, struct fc_prefix *s)
 	if (p->family == 4) {
 		s->len = p->len > FC_TOP4_SHIFT ? FC_TOP4_SHIFT : p->len;
 	} else {
-		while (p->len >= lo && lo <= hi && p->len != (mid = (lo + hi) / 2)) {
+		while (p->len >= lo && lo <= hi && p->len != (mid = fc_pfx6_mid(lo, hi))) {
 			if (p->len > mid) {
 				s->len = (uint8_t)mid;
 				break;

@@ -737,13 +737,104 @@ static void test_random_sets(void **state)
 	fc_r_round(env, round);
 }
 
+/* The flags of fc_pfx6's entry at the prefix text (0 without one). */
+static __u32 fc_flags6(struct fc_env *env, const char *text)
+{
+	struct fc_pfx6_key key;
+	struct fc_prefix p;
+	struct fc_rule r;
+	struct fc_err err;
+
+	assert_int_equal(fc_prefix_parse(text, &p, &err), 0);
+	fc_prefix_to_pfx6(&p, &key);
+	return bpf_map_lookup_elem(env->maps.pfx6, &key, &r) ? 0 : r.flags;
+}
+
+static bool fc_marker6(struct fc_env *env, const char *text)
+{
+	return fc_flags6(env, text) & FC_RULE_MARKER;
+}
+
+/*
+ * fc_pfx6's tree (fc_pfx6_mid) starts at /32, then /48, then /64: a /64
+ * leaves markers at its /32 and its /48, and a source no prefix covers costs
+ * one lookup. An entry whose prefixes inside are all of one length says
+ * which (FC_RULE_NEXT), kept by publishing what changed. Maps whose markers
+ * were made for another tree
+ * (fc_config.pfx6_tree) are published whole, which makes the markers again.
+ */
+static void test_pfx6_tree(void **state)
+{
+	struct fc_env *env = *state;
+	struct fc_pfx6_key key;
+	struct fc_prefix p;
+	struct fc_config cfg;
+	struct fc_err err;
+
+	FC_REQUIRE_BPF();
+	assert_int_equal(fc_pfx6_mid(1, 127), 32);
+	assert_int_equal(fc_pfx6_mid(33, 127), 48);
+	assert_int_equal(fc_pfx6_mid(49, 127), 64);
+	assert_int_equal(fc_pfx6_mid(65, 127), 96);
+	assert_int_equal(fc_pfx6_mid(33, 47), 40);
+	fc_env_ban(env, "2001:db8:1:2::/64", 0);
+	cfg = fc_cfg(env);
+	assert_int_equal(cfg.pfx6_tree, FC_PFX6_TREE);
+	assert_int_equal(cfg.n_marks6, 2);
+	assert_true(fc_marker6(env, "2001:db8::/32"));
+	assert_true(fc_marker6(env, "2001:db8:1::/48"));
+	/* The one length inside: from the /32, the /64 is looked up at once. */
+	assert_int_equal(FC_RULE_NEXT(fc_flags6(env, "2001:db8::/32")), 64);
+	assert_int_equal(FC_RULE_NEXT(fc_flags6(env, "2001:db8:1::/48")), 64);
+	assert_int_equal(fc_send(env, false, "2001:db8:1:2::5"), FC_V_DROP_PREFIX);
+	assert_int_equal(fc_send(env, true, "2001:db8:1:3::5"), FC_V_PASS);
+	/* A /40 under the /32's marker, a /56 under the /48's: several lengths
+	 * inside each, which the search walks as before. */
+	fc_env_ban(env, "2001:db8:100::/40", 0);
+	fc_env_ban(env, "2001:db8:1:100::/56", 0);
+	assert_int_equal(fc_cfg(env).n_marks6, 2);
+	assert_int_equal(FC_RULE_NEXT(fc_flags6(env, "2001:db8::/32")), 0);
+	assert_int_equal(FC_RULE_NEXT(fc_flags6(env, "2001:db8:1::/48")), 0);
+	assert_int_equal(FC_RULE_NEXT(fc_flags6(env, "2001:db8:100::/40")), 0);
+	assert_int_equal(fc_send(env, false, "2001:db8:1:2::5"), FC_V_DROP_PREFIX);
+	assert_int_equal(fc_send(env, true, "2001:db8:1:105::5"), FC_V_DROP_PREFIX);
+	assert_int_equal(fc_send(env, false, "2001:db8:1ff::5"), FC_V_DROP_PREFIX);
+	assert_int_equal(fc_send(env, true, "2001:db8:1:200::5"), FC_V_PASS);
+
+	/* Maps of another tree lack this one's markers: what changed is not
+	 * enough, everything is published. */
+	assert_int_equal(fc_prefix_parse("2001:db8:1::/48", &p, &err), 0);
+	fc_prefix_to_pfx6(&p, &key);
+	assert_int_equal(bpf_map_delete_elem(env->maps.pfx6, &key), 0);
+	assert_int_equal(fc_send(env, false, "2001:db8:1:2::5"), FC_V_PASS); /* the search turns back at /48 */
+	cfg = fc_cfg(env);
+	cfg.pfx6_tree = FC_PFX6_TREE - 1;
+	assert_int_equal(fc_config_write(&env->maps, &cfg, &err), 0);
+	fc_put_ban(env, &(struct fc_prefix){ 6, 64, { 0x20, 0x01, 0x0d, 0xb9, 0, 9 } }); /* another /32 */
+	fc_env_publish_changes(env); /* the maps: everything (the shm: what changed) */
+	cfg = fc_cfg(env);
+	assert_int_equal(cfg.pfx6_tree, FC_PFX6_TREE);
+	assert_true(fc_marker6(env, "2001:db8:1::/48"));
+	assert_int_equal(fc_send(env, true, "2001:db8:1:2::5"), FC_V_DROP_PREFIX);
+	assert_int_equal(fc_send(env, false, "2001:db9:9::5"), FC_V_DROP_PREFIX);
+	/* The /56 and the /40 lifted, one at a time: the /32 and the /48 hold
+	 * /64s alone again. */
+	fc_env_unban(env, "2001:db8:1:100::/56");
+	assert_int_equal(FC_RULE_NEXT(fc_flags6(env, "2001:db8:1::/48")), 64);
+	assert_int_equal(FC_RULE_NEXT(fc_flags6(env, "2001:db8::/32")), 0);
+	fc_env_unban(env, "2001:db8:100::/40");
+	assert_int_equal(FC_RULE_NEXT(fc_flags6(env, "2001:db8::/32")), 64);
+	assert_int_equal(fc_send(env, true, "2001:db8:1:2::5"), FC_V_DROP_PREFIX);
+	assert_int_equal(fc_send(env, false, "2001:db8:100::5"), FC_V_PASS);
+}
+
 int main(void)
 {
 #define T(f) cmocka_unit_test_setup_teardown(f, fc_env_setup, fc_env_teardown)
 	const struct CMUnitTest tests[] = {
 		T(test_v4_every_length), T(test_v6_every_length), T(test_v4_inheritance), T(test_v6_inheritance),
 		T(test_zero_and_exact),  T(test_v4_mapped),       T(test_top4_repaired),   T(test_random_sets),
-		T(test_exact_bits),
+		T(test_exact_bits),      T(test_pfx6_tree),
 	};
 
 	return cmocka_run_group_tests_name("prefixes in the bpf programs (BPF_PROG_TEST_RUN)", tests, NULL, NULL);
