@@ -292,7 +292,8 @@ struct fc_config {
 	__u32 n_top4;     /* fc_top4 entries (/16s) in use, by a prefix or an exact address: 0 = none */
 	/* UTC - CLOCK_MONOTONIC. The packet path's clock is the coarse (tick)
 	 * monotonic clock plus this: reading it costs a few ns where the
-	 * precise clock costs ~20 here. It lags UTC by at most a tick, which
+	 * precise clock costs ~20 here. It lags UTC by under two ticks (the
+	 * timekeeper's last whole interval before the tick that set it), which
 	 * only ever delays an admission; a policy for which a tick matters
 	 * (FC_POLICY_PRECISE) reads the precise clock. Fixed windows align to
 	 * UTC; the offset moves only when the wall clock is stepped. */
