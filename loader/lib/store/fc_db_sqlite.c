@@ -557,11 +557,20 @@ static const char *fc_sq_col_text(struct fc_db *db, int id, int col)
 	return (const char *)sqlite3_column_text(FC_SQ(db)->stmt[id], col);
 }
 
+/* Only a BLOB is one: SQLite would hand over a TEXT's bytes (a script's
+ * row), which the queries that find addresses by range (BETWEEN two blobs)
+ * never see, so a bit or a length they clear would hide its entry. A row
+ * holding one reads as corrupt. */
 static const void *fc_sq_col_blob(struct fc_db *db, int id, int col, size_t *len)
 {
-	const void *p = sqlite3_column_blob(FC_SQ(db)->stmt[id], col);
+	sqlite3_stmt *s = FC_SQ(db)->stmt[id];
+	const void *p;
 
-	*len = (size_t)sqlite3_column_bytes(FC_SQ(db)->stmt[id], col);
+	*len = 0;
+	if (sqlite3_column_type(s, col) != SQLITE_BLOB)
+		return NULL;
+	p = sqlite3_column_blob(s, col);
+	*len = (size_t)sqlite3_column_bytes(s, col);
 	return p;
 }
 
