@@ -545,6 +545,8 @@ static int fc_top4_view(const struct fc_maps *m, struct fc_top4_sync *top4, uint
 	size_t end = ((size_t)(hi + 1) * sizeof(struct fc_top4) + page - 1) / page * page;
 	void *mem;
 
+	if (lo > hi || hi >= FC_TOP4_SLOTS)
+		return fc_err_set(err, "map %s: /16s %u to %u: no such range", FC_MAP_NAME(top4), lo, hi);
 	if (top4->mem && off >= top4->off && end <= top4->off + top4->size)
 		return 0;
 	mem = mmap(NULL, end - off, PROT_READ | PROT_WRITE, MAP_SHARED, m->top4, (off_t)off);
@@ -609,12 +611,20 @@ static int fc_top4_exact(const struct fc_maps *m, struct fc_top4_sync *top4, con
 	return 0;
 }
 
-/* The /24s of the IPv4 addresses a delta takes out of fc_exact4, in
- * address order (a << 16 | b << 8 | c): their bits are looked at once. */
+/* The /24s of the IPv4 addresses a delta takes out of fc_exact4 (a << 16 |
+ * b << 8 | c), in the order the store gave their keys: their bits are
+ * looked at once. */
 struct fc_gone24 {
 	uint32_t *v;
 	size_t n, cap;
 };
+
+static int fc_u32_cmp(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+
+	return (x > y) - (x < y);
+}
 
 static int fc_gone24_push(struct fc_gone24 *g, const uint8_t *a, struct fc_err *err)
 {
@@ -622,7 +632,7 @@ static int fc_gone24_push(struct fc_gone24 *g, const uint8_t *a, struct fc_err *
 	uint32_t *v;
 
 	if (g->n && g->v[g->n - 1] == p24)
-		return 0;
+		return 0; /* the common case; fc_top4_exact_gone sorts the rest out */
 	if (g->n == g->cap) {
 		if (!(v = realloc(g->v, (g->cap ? g->cap * 2 : 64) * sizeof(*v))))
 			return fc_err_set(err, "out of memory publishing map %s", FC_MAP_NAME(top4));
@@ -652,10 +662,13 @@ static int fc_top4_exact_gone(struct fc_store *st, const struct fc_maps *m, stru
 
 	if (!gone->n)
 		return 0;
+	/* The store's order, not ours: a row a script wrote may sort apart. */
+	qsort(gone->v, gone->n, sizeof(*gone->v), fc_u32_cmp);
 	if (fc_top4_view(m, top4, gone->v[0] >> 8, gone->v[gone->n - 1] >> 8, err) < 0)
 		return -1;
 	for (i = 0; i < gone->n; i++)
-		if (fc_top4_at(top4, gone->v[i] >> 8)->in24[gone->v[i] & 0xff] & FC_IN24_EXACT)
+		if ((!n || gone->v[i] != gone->v[n - 1]) &&
+		    (fc_top4_at(top4, gone->v[i] >> 8)->in24[gone->v[i] & 0xff] & FC_IN24_EXACT))
 			gone->v[n++] = gone->v[i];
 	gone->n = n;
 	if (fc_store_exact_in(st, gone->v, gone->n, now, &held, &nheld, err) < 0)
