@@ -188,8 +188,10 @@ static int fc_maps_get(const char *pin_dir, struct fc_maps *m, struct fc_err *er
 		fc_map_diff(&info, &fc_map_shapes[i], diff, sizeof(diff));
 		if (diff[0])
 			return fc_err_set(err,
-					  "pinned map %s: %s: another version's pins. Detach freqctl, remove %s (the "
-					  "store keeps bans and policies) and run freqctl sync, or use another --pin-dir",
+					  "pinned map %s: %s: another version's pins. Detach freqctl ('freqctl "
+					  "detach IFACE' takes any version's), remove %s (the store keeps bans and "
+					  "policies), run 'freqctl sync', then 'freqctl attach IFACE'; or use another "
+					  "--pin-dir",
 					  path, diff, pin_dir);
 	}
 	return missing;
@@ -229,6 +231,18 @@ int fc_maps_open(const char *pin_dir, struct fc_maps *m, struct fc_err *err)
 fail:
 	fc_maps_close(m);
 	return -1;
+}
+
+int fc_maps_open_config(const char *pin_dir, struct fc_maps *m, struct fc_err *err)
+{
+	char path[PATH_MAX];
+
+	fc_maps_init(m);
+	snprintf(path, sizeof(path), "%s/%s", pin_dir, fc_map_names[FC_MAP_IDX_config]);
+	m->config = bpf_obj_get(path);
+	if (m->config < 0)
+		return fc_err_set(err, "pinned map %s: %s", path, strerror(errno));
+	return 0;
 }
 
 int fc_maps_open_existing(const char *pin_dir, struct fc_maps *m, struct fc_err *err)

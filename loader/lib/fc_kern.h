@@ -48,6 +48,9 @@ int fc_maps_open(const char *pin_dir, struct fc_maps *m, struct fc_err *err);
  * anything, no map, no pin dir, no mount. 1 (all fds -1) when nothing was
  * published under pin_dir yet. */
 int fc_maps_open_existing(const char *pin_dir, struct fc_maps *m, struct fc_err *err);
+/* Only the pinned fc_config, of whatever shape (the other fds -1): what
+ * tells freqctl's programs on a hook apart, another version's too (detach). */
+int fc_maps_open_config(const char *pin_dir, struct fc_maps *m, struct fc_err *err);
 void fc_maps_close(struct fc_maps *m);
 
 /* Serialises publishers of one pin dir. */
