@@ -287,6 +287,22 @@ static int fc_sq_commit(struct fc_db *db, struct fc_err *err)
 	return 0;
 }
 
+/* WAL, durable through the checkpoint after each commit (fc_sq_wal_hook);
+ * where WAL can not be had (a file system without shared memory), the
+ * rollback journal, each commit synced (NORMAL would not, there). */
+static int fc_sq_wal(struct fc_db_sqlite *d, struct fc_err *err)
+{
+	const unsigned char *mode;
+	sqlite3_stmt *s;
+	bool wal;
+
+	if (sqlite3_prepare_v2(d->h, "PRAGMA journal_mode = WAL", -1, &s, NULL) != SQLITE_OK)
+		return fc_sq_fail(d, err, "setting the journal mode");
+	wal = sqlite3_step(s) == SQLITE_ROW && (mode = sqlite3_column_text(s, 0)) && !strcmp((const char *)mode, "wal");
+	sqlite3_finalize(s);
+	return fc_sq_exec(d, wal ? "PRAGMA synchronous = NORMAL" : "PRAGMA synchronous = FULL", err);
+}
+
 static int fc_sq_migrate(struct fc_db_sqlite *d, struct fc_err *err)
 {
 	sqlite3_stmt *s;
@@ -330,7 +346,8 @@ static int fc_sq_migrate(struct fc_db_sqlite *d, struct fc_err *err)
  * checkpoint's. And why not keep the WAL's contents between commands: a
  * .db restored from a backup beside a WAL of the store's later changes
  * would have those replayed onto it, silently; once every commit has been
- * checkpointed, the .db alone is the store.
+ * checkpointed (no reader held an older snapshot), the .db alone is the
+ * store.
  *
  * A commit is durable when it returns, with one sync fewer than
  * synchronous = FULL takes: NORMAL does not sync the WAL at the commit,
@@ -475,7 +492,7 @@ static int fc_sq_open(const char *dsn, const char *name, bool create, const char
 	sqlite3_db_config(d->h, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, NULL);
 	sqlite3_file_control(d->h, "main", SQLITE_FCNTL_PERSIST_WAL, &(int){ 1 });
 	sqlite3_wal_hook(d->h, fc_sq_wal_hook, NULL);
-	if (fc_sq_exec(d, "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA temp_store = MEMORY", err) < 0 ||
+	if (fc_sq_wal(d, err) < 0 || fc_sq_exec(d, "PRAGMA temp_store = MEMORY", err) < 0 ||
 	    fc_sq_migrate(d, err) < 0)
 		goto fail;
 	*out = &d->db;
