@@ -704,16 +704,9 @@ out:
 	return rc;
 }
 
-static int fc_id_cmp(const void *a, const void *b)
-{
-	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
-
-	return (x > y) - (x < y);
-}
-
 static int fc_row_id_cmp(const void *a, const void *b)
 {
-	return fc_id_cmp(&((const struct fc_policy_row *)a)->spec.id, &((const struct fc_policy_row *)b)->spec.id);
+	return fc_u32_cmp(&((const struct fc_policy_row *)a)->spec.id, &((const struct fc_policy_row *)b)->spec.id);
 }
 
 /* A block written through the file, not the map: each page a process maps
@@ -822,7 +815,7 @@ static int fc_blk_splice(const struct fc_shm_map *sm, const uint32_t *ids, size_
 			}
 		}
 		/* A run of unchanged items is copied whole, before anything new. */
-		if (run >= 0 && (!more || bsearch(&it.id, ids, nids, sizeof(*ids), fc_id_cmp) ||
+		if (run >= 0 && (!more || bsearch(&it.id, ids, nids, sizeof(*ids), fc_u32_cmp) ||
 				 (r < nrows && rows[r].spec.id < it.id))) {
 			if (fc_blk_copy(b, from + run, (size_t)((off_t)off - run), err) < 0)
 				goto out;
@@ -833,7 +826,7 @@ static int fc_blk_splice(const struct fc_shm_map *sm, const uint32_t *ids, size_
 				goto out;
 		if (!more)
 			break;
-		if (!bsearch(&it.id, ids, nids, sizeof(*ids), fc_id_cmp)) {
+		if (!bsearch(&it.id, ids, nids, sizeof(*ids), fc_u32_cmp)) {
 			run = run >= 0 ? run : (off_t)off;
 			b->nitems++;
 		}
@@ -875,7 +868,7 @@ static int fc_blk_changes(const struct fc_delta *d, uint32_t **ids, size_t *nids
 		if (j == *nrows)
 			(*rows)[(*nrows)++] = c->row;
 	}
-	qsort(*ids, *nids, sizeof(**ids), fc_id_cmp);
+	qsort(*ids, *nids, sizeof(**ids), fc_u32_cmp);
 	qsort(*rows, *nrows, sizeof(**rows), fc_row_id_cmp);
 	return 0;
 }

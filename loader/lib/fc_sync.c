@@ -619,7 +619,7 @@ struct fc_gone24 {
 	size_t n, cap;
 };
 
-static int fc_u32_cmp(const void *a, const void *b)
+int fc_u32_cmp(const void *a, const void *b)
 {
 	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
 

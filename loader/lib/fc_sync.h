@@ -50,4 +50,7 @@ uint64_t fc_expiry_ns(int64_t expires);
  * monotonic clock it reads. */
 uint64_t fc_utc_offset_ns(void);
 
+/* qsort/bsearch order of uint32_t ids. */
+int fc_u32_cmp(const void *a, const void *b);
+
 #endif /* FC_SYNC_H */
