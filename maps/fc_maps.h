@@ -296,7 +296,8 @@ struct fc_config {
 	 * timekeeper's last whole interval before the tick that set it), which
 	 * only ever delays an admission; a policy for which a tick matters
 	 * (FC_POLICY_PRECISE) reads the precise clock. Fixed windows align to
-	 * UTC; the offset moves only when the wall clock is stepped. */
+	 * UTC; the offset moves only when the wall clock is stepped. Every
+	 * publish sets it afresh, and the agent publishes on a step. */
 	__u64 utc_offset_ns;
 	struct fc_tier new_src; /* GCRA cap on new ip=* buckets, per CPU */
 	/* The loader's, never the packet path's: a digest of fc_policies as

@@ -10,7 +10,9 @@
  * PostgreSQL: a connection of its own LISTENs, and each commit's NOTIFY
  * makes its socket readable. A timer wakes it at the next ban expiry (to drop
  * the ban from the store; the kernel and nginx already stopped enforcing it)
- * and every few seconds as a fallback. If the store can not be read or
+ * and every few seconds as a fallback. A step of the wall clock (NTP's, a
+ * resume from suspend) wakes it too: the packet path's clock is the
+ * monotonic clock plus an offset to UTC that only a publish sets. If the store can not be read or
  * reached, what was published stays enforced; the agent says so once and
  * retries with backoff. Each publish writes what changed since the last (the
  * store's change log), everything when that can not be known. SIGHUP
@@ -32,6 +34,7 @@
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/inotify.h>
+#include <sys/timerfd.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 
@@ -145,6 +148,7 @@ struct fc_agent {
 	bool locked;
 	struct fc_agent_locks lock;
 	int ino;                     /* inotify on a SQLite store's directory, or -1 */
+	int clk;                     /* a timerfd that a step of the wall clock cancels, or -1 */
 	struct fc_store *watch;      /* the connection that only watches for changes */
 	struct fc_store_keep store;  /* the connection publishes use, kept */
 	struct fc_ctx pubctx;        /* ctx, publishing on store */
@@ -397,6 +401,35 @@ static void fc_agent_drain(int fd)
 		;
 }
 
+/* A timer on the wall clock that never fires: a step of that clock (settime,
+ * adjtimex's offset, a resume from suspend) cancels it, which makes the fd
+ * readable. Returns it armed, or -1 with errno. */
+static int fc_agent_clock_watch(int fd)
+{
+	struct itimerspec never = { .it_value = { .tv_sec = INT32_MAX } };
+
+	if (fd < 0)
+		fd = timerfd_create(CLOCK_REALTIME, TFD_NONBLOCK | TFD_CLOEXEC);
+	if (fd >= 0 && timerfd_settime(fd, TFD_TIMER_ABSTIME | TFD_TIMER_CANCEL_ON_SET, &never, NULL) < 0) {
+		close(fd);
+		fd = -1;
+	}
+	return fd;
+}
+
+/* Whether the wall clock was stepped since the watch was armed; re-arms it. */
+static bool fc_agent_clock_stepped(struct fc_agent *a)
+{
+	uint64_t n;
+
+	if (a->clk < 0 || read(a->clk, &n, sizeof(n)) >= 0 || errno != ECANCELED)
+		return false;
+	a->clk = fc_agent_clock_watch(a->clk);
+	if (a->clk < 0)
+		fc_agent_log("clock: cannot watch for steps any more: %s", strerror(errno));
+	return true;
+}
+
 /* Publishes the store; returns the unix time of the next ban expiry (0: none)
  * or -1 on failure. */
 static int64_t fc_agent_publish(struct fc_agent *a, const char *why, struct fc_err *err)
@@ -488,17 +521,23 @@ static int fc_agent_timeout(const struct fc_agent *a)
  * wait itself fails. */
 static int fc_agent_step(struct fc_agent *a)
 {
-	struct pollfd pfd = { .fd = a->watch && a->pg ? fc_store_watch_fd(a->watch) : a->ino, .events = POLLIN };
+	struct pollfd pfd[2] = {
+		{ .fd = a->watch && a->pg ? fc_store_watch_fd(a->watch) : a->ino, .events = POLLIN },
+		{ .fd = a->clk, .events = POLLIN },
+	};
 	const char *why = NULL;
 	struct fc_err err;
+	bool stepped;
 	int ready;
 	int64_t v;
 
-	ready = poll(&pfd, pfd.fd >= 0 ? 1 : 0, fc_agent_timeout(a));
+	/* poll skips an fd of -1. */
+	ready = poll(pfd, 2, fc_agent_timeout(a));
 	if (ready < 0 && errno != EINTR)
 		return -1;
 	fc_agent_drain(a->ino);
-	if (ready > 0)
+	stepped = fc_agent_clock_stepped(a);
+	if (ready > 0 && pfd[0].revents)
 		a->rechecks = FC_AGENT_RECHECKS;
 	else if (a->rechecks)
 		a->rechecks--;
@@ -510,6 +549,8 @@ static int fc_agent_step(struct fc_agent *a)
 		why = "SIGHUP";
 	} else if (a->failing) {
 		why = "retry";
+	} else if (stepped) {
+		why = "clock stepped";
 	} else if (a->next_expiry && (int64_t)time(NULL) >= a->next_expiry) {
 		why = "ban expiry";
 	} else if (fc_store_data_version(a->watch, &v, &err) < 0) {
@@ -557,6 +598,10 @@ static int fc_agent_setup(struct fc_agent *a, struct fc_err *err)
 	sigaction(SIGHUP, &sa, NULL);
 	if (!a->pg && (a->ino = fc_agent_watch(a->ctx.db_path, err)) < 0)
 		fc_agent_log("%s", err->msg);
+	/* Before the first publish: a step in between is caught. */
+	if ((a->clk = fc_agent_clock_watch(-1)) < 0)
+		fc_agent_log("clock: cannot watch for steps (%s): after one, the packet path's clock is off until "
+			     "the next publish", strerror(errno));
 	a->ctx.store_must_exist = true;
 	a->pubctx = a->ctx;
 	a->pubctx.keep = &a->store;
@@ -602,13 +647,15 @@ static void fc_agent_teardown(struct fc_agent *a)
 	fc_esc_free(&a->esc);
 	if (a->ino >= 0)
 		close(a->ino);
+	if (a->clk >= 0)
+		close(a->clk);
 	if (a->locked)
 		fc_agent_unlock(&a->lock);
 }
 
 int fc_agent_run(const struct fc_ctx *ctx, const struct fc_agent_config *cfg)
 {
-	struct fc_agent a = { .cfg = cfg, .ctx = *ctx, .pg = fc_store_is_postgres(ctx->db_path), .ino = -1,
+	struct fc_agent a = { .cfg = cfg, .ctx = *ctx, .pg = fc_store_is_postgres(ctx->db_path), .ino = -1, .clk = -1,
 			      .version = -1, .state_fd = -1,
 			      .esc = { .cap = cfg->escalate_cap, .v6_aggregate = cfg->escalate_aggregate } };
 	struct fc_err err;

@@ -66,7 +66,8 @@ const struct fc_cmd fc_cmd_agent = {
 	.summary = "Keep XDP/TC and nginx equal to the store, whoever changes it (foreground).",
 	.details = "Publishes at start, then whenever the store changes (SQLite: inotify, then\n"
 		   "data_version; PostgreSQL: LISTEN/NOTIFY), when a ban expires (and drops it from the\n"
-		   "store), and on SIGHUP. If the store can not be read or reached, what was published\n"
+		   "store), when the wall clock is stepped (the packet path's offset to UTC is set\n"
+		   "afresh), and on SIGHUP. If the store can not be read or reached, what was published\n"
 		   "stays enforced and the agent retries with backoff. SIGTERM stops it and leaves the\n"
 		   "kernel and the shm as they are. One agent per store file, or per --shm with\n"
 		   "PostgreSQL (a lock file beside it). A fleet: every node runs an agent with\n"

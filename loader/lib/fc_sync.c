@@ -1253,6 +1253,9 @@ int fc_sync_mark(const struct fc_maps *m, uint64_t store_id, uint64_t seq, struc
 		return -1;
 	cfg.store_id = store_id;
 	cfg.store_seq = seq;
+	/* Every publish ends here, even one with nothing to write: a step of
+	 * the wall clock since the last is put right. */
+	cfg.utc_offset_ns = fc_utc_offset_ns();
 	return fc_config_write(m, &cfg, err);
 }
 

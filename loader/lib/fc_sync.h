@@ -41,7 +41,8 @@ int fc_sync_full(struct fc_store *st, const struct fc_maps *m, int64_t now, doub
 int fc_sync_delta(struct fc_store *st, const struct fc_maps *m, const struct fc_delta *d, int64_t now, double weight,
 		  struct fc_sync_result *res, struct fc_err *err);
 /* Marks the maps as holding store store_id up to change seq (once it is
- * committed); 0, 0: not known. A publish clears the mark before it writes. */
+ * committed); 0, 0: not known. A publish clears the mark before it writes.
+ * Sets the clock's offset to UTC afresh (fc_utc_offset_ns). */
 int fc_sync_mark(const struct fc_maps *m, uint64_t store_id, uint64_t seq, struct fc_err *err);
 
 /* A ban's kernel expiry (UTC ns) for a store expiry (unix seconds; 0 = never). */

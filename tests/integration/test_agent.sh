@@ -76,6 +76,52 @@ check "... and purged from the store when it expires" sh -c "! '$FC_BIN' --db '$
 check "... and from the maps" sh -c "! bpftool map lookup pinned '$pin/fc_exact4' key 198 18 0 9 >/dev/null 2>&1"
 kill -HUP "$apid"
 check "SIGHUP republishes" within_100ms logged "published (SIGHUP)"
+
+# A step of the wall clock: the packet path's offset to UTC is put right.
+# The offset the maps hold is made an hour wrong first (as after a step the
+# agent missed); the step is adjtimex's ADJ_SETOFFSET of +1 ns, then of -1 ns
+# (a step of zero notifies no timer): the clock ends where it was.
+utc_offset() { bpftool -j map lookup pinned "$pin/fc_config" key 0 0 0 0 | jq '.formatted.value.utc_offset_ns'; }
+clock_nudge() {
+	python3 - <<'PY'
+import ctypes, ctypes.util, sys
+class timeval(ctypes.Structure):
+    _fields_ = [("sec", ctypes.c_long), ("usec", ctypes.c_long)]
+class timex(ctypes.Structure):
+    _fields_ = [("modes", ctypes.c_uint), ("offset", ctypes.c_long), ("freq", ctypes.c_long),
+                ("maxerror", ctypes.c_long), ("esterror", ctypes.c_long), ("status", ctypes.c_int),
+                ("constant", ctypes.c_long), ("precision", ctypes.c_long), ("tolerance", ctypes.c_long),
+                ("time", timeval), ("tick", ctypes.c_long), ("ppsfreq", ctypes.c_long),
+                ("jitter", ctypes.c_long), ("shift", ctypes.c_int), ("stabil", ctypes.c_long),
+                ("jitcnt", ctypes.c_long), ("calcnt", ctypes.c_long), ("errcnt", ctypes.c_long),
+                ("stbcnt", ctypes.c_long), ("tai", ctypes.c_int), ("pad", ctypes.c_int * 11)]
+libc = ctypes.CDLL(ctypes.util.find_library("c"), use_errno=True)
+for sec, nsec in ((0, 1), (-1, 999999999)):  # ADJ_SETOFFSET | ADJ_NANO: +1 ns, -1 ns
+    t = timex(modes=0x0100 | 0x2000, time=timeval(sec, nsec))
+    if libc.adjtimex(ctypes.byref(t)) < 0:
+        sys.exit(1)
+PY
+}
+right=$(utc_offset)
+python3 - "$pin/fc_config" "$right" <<'PY'
+import json, subprocess, sys
+pin, right = sys.argv[1], int(sys.argv[2])
+v = json.loads(subprocess.check_output(["bpftool", "-j", "map", "lookup", "pinned", pin, "key", "0", "0", "0", "0"]))
+raw = bytes(int(b, 16) for b in v["value"])
+at = raw.index(right.to_bytes(8, "little"))
+raw = raw[:at] + (right - 3600 * 10**9).to_bytes(8, "little") + raw[at + 8:]
+subprocess.check_call(["bpftool", "map", "update", "pinned", pin, "key", "0", "0", "0", "0", "value"] +
+                      [str(b) for b in raw])
+PY
+check "fc_config's offset to UTC made an hour wrong" [ "$(utc_offset)" = $((right - 3600000000000)) ]
+if clock_nudge; then
+	check "a step of the wall clock republishes" within_100ms logged "published (clock stepped)"
+	check "... and the offset to UTC is right again: $(utc_offset) (was $right)" \
+		[ $(( $(utc_offset) - right )) -ge -2000000 -a $(( $(utc_offset) - right )) -le 2000000 ]
+else
+	skip_one "adjtimex(ADJ_SETOFFSET) refused here (no CAP_SYS_TIME): no clock step to watch"
+	skip_one "... nor the offset put right after one"
+fi
 mv "$dir/store.db" "$dir/store.away"
 touch "$dir/poke" # a directory event, as a writer would make
 sleep 0.3
