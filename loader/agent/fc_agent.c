@@ -507,13 +507,18 @@ static void fc_agent_recount(struct fc_agent *a)
 /* How long to wait for the store before looking anyway. */
 static int fc_agent_timeout(const struct fc_agent *a)
 {
-	int64_t now = (int64_t)time(NULL);
 	int timeout = a->failing ? a->backoff : a->rechecks ? FC_AGENT_RECHECK_MS :
 			  a->esc.npol && a->esc.src ? FC_ESC_TICK_MS : FC_AGENT_FALLBACK_MS;
+	struct timespec ts;
+	int64_t left;
 
-	if (!a->failing && a->next_expiry && (a->next_expiry - now) * 1000 < timeout)
-		timeout = a->next_expiry > now ? (int)(a->next_expiry - now) * 1000 : 0;
-	return timeout;
+	if (a->failing || !a->next_expiry)
+		return timeout;
+	/* In ms from now, not from the whole second: that would wake up to a
+	 * second after the expiry. */
+	clock_gettime(CLOCK_REALTIME, &ts);
+	left = a->next_expiry * 1000 - ((int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000);
+	return left < timeout ? left > 0 ? (int)left : 0 : timeout;
 }
 
 /* One turn of the loop: wait for a change, a ban expiry or a tick, read the
