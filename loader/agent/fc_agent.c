@@ -406,7 +406,8 @@ static void fc_agent_drain(int fd)
  * readable. Returns it armed, or -1 with errno. */
 static int fc_agent_clock_watch(int fd)
 {
-	struct itimerspec never = { .it_value = { .tv_sec = INT32_MAX } };
+	/* Saturates to the kernel's farthest time: it never fires. */
+	struct itimerspec never = { .it_value = { .tv_sec = (time_t)INT64_MAX } };
 
 	if (fd < 0)
 		fd = timerfd_create(CLOCK_REALTIME, TFD_NONBLOCK | TFD_CLOEXEC);
