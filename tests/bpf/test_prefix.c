@@ -737,8 +737,9 @@ static void test_random_sets(void **state)
 	fc_r_round(env, round);
 }
 
-/* The flags of fc_pfx6's entry at the prefix text (0 without one). */
-static __u32 fc_flags6(struct fc_env *env, const char *text)
+/* The flags of the entry at the IPv6 prefix text in fc_pfx6, or (top) of
+ * fc_top6's for its /32; -1 without one. */
+static long fc_entry6_flags(struct fc_env *env, const char *text, bool top)
 {
 	struct fc_pfx6_key key;
 	struct fc_prefix p;
@@ -747,7 +748,17 @@ static __u32 fc_flags6(struct fc_env *env, const char *text)
 
 	assert_int_equal(fc_prefix_parse(text, &p, &err), 0);
 	fc_prefix_to_pfx6(&p, &key);
-	return bpf_map_lookup_elem(env->maps.pfx6, &key, &r) ? 0 : r.flags;
+	if (top)
+		return bpf_map_lookup_elem(env->maps.top6, key.a, &r) ? -1 : (long)r.flags;
+	return bpf_map_lookup_elem(env->maps.pfx6, &key, &r) ? -1 : (long)r.flags;
+}
+
+/* The flags of fc_pfx6's entry at the prefix text (0 without one). */
+static __u32 fc_flags6(struct fc_env *env, const char *text)
+{
+	long flags = fc_entry6_flags(env, text, false);
+
+	return flags < 0 ? 0 : (__u32)flags;
 }
 
 static bool fc_marker6(struct fc_env *env, const char *text)
@@ -832,14 +843,7 @@ static void test_pfx6_tree(void **state)
  * without one. */
 static long fc_top6_flags(struct fc_env *env, const char *text)
 {
-	struct fc_top6_key key;
-	struct fc_prefix p;
-	struct fc_rule r;
-	struct fc_err err;
-
-	assert_int_equal(fc_prefix_parse(text, &p, &err), 0);
-	memcpy(key.a, p.a, sizeof(key.a));
-	return bpf_map_lookup_elem(env->maps.top6, &key, &r) ? -1 : (long)r.flags;
+	return fc_entry6_flags(env, text, true);
 }
 
 /* fc_top6 holds fc_pfx6's /32 entries (prefixes and markers), each keyed by
@@ -887,8 +891,9 @@ static void fc_send2(struct fc_env *env, const char *src, enum fc_verdict want)
  * one length inside (FC_RULE_NEXT) and of several, a prefix shorter than
  * /32 covering them and covering /32s with no entry, allow entries and
  * policies inside, /128s beside them; kept by publishing what changed (each
- * fc_env_ban/unban publishes the change, then checks a full publish writes
- * nothing more) and equal to fc_pfx6's /32 entries at every step. Maps
+ * fc_env_* change publishes it, then checks that a full publish writes
+ * nothing more, fc_top6 included) and equal to fc_pfx6's /32 entries at
+ * every step. Maps
  * whose fc_pfx6_tree says another version published them are searched in
  * fc_pfx6 alone, until a publish makes fc_top6 again.
  */
@@ -901,6 +906,7 @@ static void test_top6(void **state)
 	struct fc_err err;
 
 	FC_REQUIRE_BPF();
+	assert_int_equal(fc_pfx6_mid(FC_PFX6_MIN, FC_PFX6_MAX), FC_PFX6_ROOT);
 	/* A /32 ban: the root's own entry, nothing longer. */
 	fc_env_ban(env, "2001:db8::/32", 0);
 	assert_int_equal(fc_top6_check(env), 1);
