@@ -4,7 +4,8 @@
  * maps/fc_maps.h: for IPv4 one array access (shared with the exact lookup),
  * then a hash lookup only where a prefix longer than /16 covers the source's
  * /24 or lies inside it; for
- * IPv6 a binary search on the lengths in use. The rule found carries what
+ * IPv6 a binary search on the lengths in use, its root (/32) in a map of
+ * its own. The rule found carries what
  * every prefix covering it says, and is copied out.
  */
 #ifndef FC_PREFIX_BPF_H
@@ -110,11 +111,12 @@ static __always_inline struct fc_rule *fc_pfx6_probe(__u64 a0, __u64 a1, __u32 l
  * ends, when nothing longer lies inside it; or looks up the one length of
  * what does, FC_RULE_NEXT, and ends) and a miss shorter.
  *
- * A global function: the verifier checks it once, while inlined it would
- * walk the tree again for each of the many states the parser leaves (the
- * tree's nodes are known constants on each path).
+ * Global functions, this and fc_pfx6_search: the verifier checks each
+ * once, while inlined it would walk the tree again for each of the many
+ * states the parser leaves (the tree's nodes are known constants on each
+ * path), or here for each way fc_pfx6_search comes to it.
  */
-__noinline int fc_pfx6_search(struct fc_rule *best, __u64 lens0, __u64 lens1, __u64 a0, __u64 a1)
+__noinline int fc_pfx6_walk(struct fc_rule *best, __u64 lens0, __u64 lens1, __u64 a0, __u64 a1)
 {
 	__u32 lo = FC_PFX6_MIN, hi = FC_PFX6_MAX, mid, next;
 	struct fc_rule *r;
@@ -160,9 +162,60 @@ __noinline int fc_pfx6_search(struct fc_rule *best, __u64 lens0, __u64 lens1, __
 	return 0;
 }
 
-/* The same for an IPv6 source, with the lengths in use (fc_config.lens6).
- * ::/0 (a policy over every IPv6 source) is outside the tree: looked up
- * first, and only where it is in use. */
+/*
+ * The search, with its root from fc_top6 (a 4-byte key, hashed in a fifth
+ * of the time of fc_pfx6's): with a length of /32 or longer in use, where
+ * every prefix longer than /32 leaves its /32 an entry, that is looked up
+ * first. A miss leaves the lengths shorter than /32, none where none is in
+ * use: one lookup for a source no prefix covers. A hit that says the one
+ * length inside it (FC_RULE_NEXT) looks that up and ends; one that goes on
+ * leaves the longer lengths to the walk. Maps another version published
+ * (fc_config.pfx6_tree) keep no fc_top6: the walk looks the root up in
+ * fc_pfx6. It reads the config itself, so that the caller (verified
+ * once per parser state) does not branch on the tree.
+ */
+__noinline int fc_pfx6_search(struct fc_rule *best, __u64 a0, __u64 a1)
+{
+	const struct fc_config *cfg;
+	const struct fc_rule *r;
+	struct fc_top6_key k;
+	__u64 lens0, lens1;
+	__u32 next, top, zero = 0;
+
+	cfg = bpf_map_lookup_elem(&fc_config, &zero);
+	if (!best || !cfg)
+		goto out;
+	lens0 = cfg->lens6[0] & ~1ULL; /* ::/0 is the caller's */
+	lens1 = cfg->lens6[1];
+	if (cfg->pfx6_tree == FC_PFX6_TREE && ((lens0 >> FC_PFX6_ROOT) | lens1)) {
+		top = bpf_htonl((__u32)(a0 >> 32));
+		__builtin_memcpy(k.a, &top, sizeof(k.a));
+		r = bpf_map_lookup_elem(&fc_top6, &k);
+		if (!r) {
+			lens0 &= fc_upto0(FC_PFX6_ROOT - 1);
+			lens1 = 0;
+		} else {
+			*best = *r;
+			next = FC_RULE_NEXT(r->flags);
+			if (!(r->flags & FC_RULE_LONGER))
+				goto out;
+			if (next) {
+				r = fc_pfx6_probe(a0, a1, next);
+				if (r)
+					*best = *r;
+				goto out;
+			}
+			lens0 &= ~fc_upto0(FC_PFX6_ROOT);
+		}
+	}
+	fc_pfx6_walk(best, lens0, lens1, a0, a1);
+out:
+	return 0;
+}
+
+/* The same for an IPv6 source. ::/0 (a policy over every IPv6 source) is
+ * outside the tree: looked up first, and only where it is in use
+ * (fc_config.lens6). */
 static __always_inline void fc_prefix6_lookup(const struct fc_pkt *pkt, const struct fc_config *cfg,
 					      struct fc_rule *out)
 {
@@ -178,7 +231,7 @@ static __always_inline void fc_prefix6_lookup(const struct fc_pkt *pkt, const st
 	}
 	__builtin_memcpy(&a0, pkt->saddr.a, 8);
 	__builtin_memcpy(&a1, pkt->saddr.a + 8, 8);
-	fc_pfx6_search(out, cfg->lens6[0] & ~1ULL, cfg->lens6[1], bpf_be64_to_cpu(a0), bpf_be64_to_cpu(a1));
+	fc_pfx6_search(out, bpf_be64_to_cpu(a0), bpf_be64_to_cpu(a1));
 }
 
 #endif /* FC_PREFIX_BPF_H */

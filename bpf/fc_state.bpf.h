@@ -62,6 +62,16 @@ struct {
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } fc_pfx6 SEC(".maps");
 
+/* fc_pfx6's /32 entries again, keyed by the /32: its tree's root. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(max_entries, FC_MAX_RULES);
+	__type(key, struct fc_top6_key);
+	__type(value, struct fc_rule);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} fc_top6 SEC(".maps");
+
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, 1);

@@ -26,8 +26,8 @@ struct fc_counter {
  * not exactly these (tests/bpf checks the skeleton against it too).
  */
 #define FC_MAPS(X)                                                                                        \
-	X(exact4) X(exact6) X(top4) X(pfx4) X(pfx6) X(stats) X(config) X(policies) X(buckets) X(src4) \
-	X(src6) X(pstats) X(flood) X(setstats)
+	X(exact4) X(exact6) X(top4) X(pfx4) X(pfx6) X(top6) X(stats) X(config) X(policies) X(buckets) \
+	X(src4) X(src6) X(pstats) X(flood) X(setstats)
 
 /* A map's pinned name, e.g. FC_MAP_NAME(exact4) is "fc_exact4". */
 #define FC_MAP_NAME(name) "fc_" #name
@@ -98,6 +98,13 @@ struct fc_addr6 {
  *   nearest its root, /32 (a LIR's), /48 (a site's), /64 (a subnet), the
  *   rest halved: where no prefix is shorter than /32, a source no prefix
  *   covers costs one lookup, one in a /48 two.
+ * - fc_top6: the entries of fc_pfx6 at the tree's root, /32 (prefixes and
+ *   markers, as they are there), keyed by the /32 alone, a 4-byte key the
+ *   packet path hashes in a fifth of the time: the root's lookup. Its
+ *   markers (one for every prefix longer than /32) make a source no
+ *   prefix of /32 or longer covers one lookup there, and FC_RULE_NEXT one
+ *   in a /48 that is alone in its /32 two. fc_pfx6 keeps them too, where
+ *   maps another version published look them up (fc_config.pfx6_tree).
  * - /32 and /128 are exact addresses (fc_exact4, fc_exact6).
  *
  * Every prefix entry (and marker) carries what all the prefixes covering it
@@ -110,15 +117,17 @@ struct fc_addr6 {
 #define FC_PFX6_MAX    127
 #define FC_PFX6_LEVELS 9 /* its depth: 32, 48, 64, then 96 ... 127 */
 /* Names the tree, in fc_config.pfx6_tree: the maps' markers are made for
- * it. Bumped with any change of fc_pfx6_mid. */
-#define FC_PFX6_TREE   2
+ * it. Bumped with any change of fc_pfx6_mid, or of where its entries are
+ * (3: its root's in fc_top6 too). */
+#define FC_PFX6_TREE   3
+#define FC_PFX6_ROOT   32 /* fc_pfx6_mid(FC_PFX6_MIN, FC_PFX6_MAX): fc_top6's length */
 
 /* The node of fc_pfx6's tree over the lengths lo to hi (lo <= hi), which
  * the packet path walks and the loader places markers on. */
 FC_INLINE __u32 fc_pfx6_mid(__u32 lo, __u32 hi)
 {
-	if (lo <= 32 && hi >= 32)
-		return 32;
+	if (lo <= FC_PFX6_ROOT && hi >= FC_PFX6_ROOT)
+		return FC_PFX6_ROOT;
 	if (lo <= 48 && hi >= 48)
 		return 48;
 	if (lo <= 64 && hi >= 64)
@@ -134,6 +143,11 @@ struct fc_pfx4_key {
 struct fc_pfx6_key {
 	__u32 prefixlen;
 	__u8 a[16];
+};
+
+/* A /32 of IPv6, fc_top6's key: the address's first 4 bytes. */
+struct fc_top6_key {
+	__u8 a[4];
 };
 
 /*
@@ -343,6 +357,7 @@ FC_ABI_SIZE(struct fc_pfx4_key, 8);
 FC_ABI_OFF(struct fc_pfx4_key, a, 4);
 FC_ABI_SIZE(struct fc_pfx6_key, 20);
 FC_ABI_OFF(struct fc_pfx6_key, a, 4);
+FC_ABI_SIZE(struct fc_top6_key, 4);
 FC_ABI_SIZE(struct fc_rule, 24);
 FC_ABI_OFF(struct fc_rule, flags, 8);
 FC_ABI_OFF(struct fc_rule, policy, 12);

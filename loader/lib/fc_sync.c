@@ -45,7 +45,9 @@ struct fc_map_sync {
 	__u64 lens[2];   /* fc_pfx6: bit L of lens[L / 64], the lengths of its prefixes */
 };
 
-enum { FC_MS_EXACT4, FC_MS_EXACT6, FC_MS_PFX4, FC_MS_PFX6, FC_MS_COUNT };
+/* The rule maps the store's rows make (FC_MS_COUNT), then fc_top6, made
+ * from fc_pfx6's entries. */
+enum { FC_MS_EXACT4, FC_MS_EXACT6, FC_MS_PFX4, FC_MS_PFX6, FC_MS_COUNT, FC_MS_TOP6 = FC_MS_COUNT, FC_MS_ALL };
 
 /* What fc_top4 is made of: the IPv4 prefixes, folded, in address order,
  * and (whole) the addresses of fc_exact4. */
@@ -473,6 +475,44 @@ static int fc_want_prefixes(struct fc_map_sync *ms, struct fc_top4_sync *top4, s
 	return 0;
 }
 
+/* The fc_top6 entry of kv, an entry of fc_pfx6 of its tree's root length. */
+static void fc_kv_top6(const struct fc_kv *kv, struct fc_kv *top)
+{
+	uint32_t len;
+
+	memset(top, 0, sizeof(*top));
+	memcpy(top->key, fc_kv_addr(kv, &len), sizeof(struct fc_top6_key));
+	top->val = kv->val;
+}
+
+/* fc_top6's entries (ms[FC_MS_TOP6].want), sorted by key: those of
+ * ms[FC_MS_PFX6].want at the root's length. */
+static int fc_want_top6(struct fc_map_sync *ms, struct fc_err *err)
+{
+	const struct fc_kvs *pfx = &ms[FC_MS_PFX6].want;
+	struct fc_map_sync *top6 = &ms[FC_MS_TOP6];
+	struct fc_kv *kv;
+	uint32_t len;
+	size_t i;
+
+	for (i = 0; i < pfx->n; i++) {
+		fc_kv_addr(&pfx->v[i], &len);
+		if (len != FC_PFX6_ROOT)
+			continue;
+		if (!(kv = fc_kvs_push(&top6->want)))
+			return fc_err_set(err, "out of memory publishing map %s", top6->name);
+		fc_kv_top6(&pfx->v[i], kv);
+	}
+	fc_kvs_sort(&top6->want, fc_kv_cmp, &top6->keysz);
+	return 0;
+}
+
+/* How many rule entries a publish wrote or deleted. */
+static size_t fc_sync_wrote(const struct fc_sync_result *res)
+{
+	return res->added + res->changed + res->removed;
+}
+
 /* Where the address starts in a key of fc_pfx4 and of fc_exact4. */
 #define FC_KV_PFX4   offsetof(struct fc_pfx4_key, a)
 #define FC_KV_EXACT4 0
@@ -791,7 +831,7 @@ out:
 	return rc;
 }
 
-/* The map (of ms[FC_MS_COUNT]) that holds p's kind. */
+/* The map (of ms[FC_MS_ALL]) that holds p's kind. */
 static struct fc_map_sync *fc_map_of(struct fc_map_sync *ms, const struct fc_prefix *p)
 {
 	return &ms[(fc_prefix_is_exact(p) ? FC_MS_EXACT4 : FC_MS_PFX4) + (p->family == 6)];
@@ -1023,23 +1063,24 @@ static int fc_policies_apply(const struct fc_maps *m, struct fc_policy_sync *ps,
 }
 
 /* The rule maps, to diff or to change. */
-static void fc_rule_maps(struct fc_map_sync ms[FC_MS_COUNT], const struct fc_maps *m)
+static void fc_rule_maps(struct fc_map_sync ms[FC_MS_ALL], const struct fc_maps *m)
 {
-	const struct fc_map_sync init[FC_MS_COUNT] = {
+	const struct fc_map_sync init[FC_MS_ALL] = {
 		[FC_MS_EXACT4] = { FC_MAP_NAME(exact4), m->exact4, sizeof(struct fc_addr4), 4, false, FC_MAX_RULES },
 		[FC_MS_EXACT6] = { FC_MAP_NAME(exact6), m->exact6, sizeof(struct fc_addr6), 6, false, FC_MAX_RULES },
 		[FC_MS_PFX4] = { FC_MAP_NAME(pfx4), m->pfx4, sizeof(struct fc_pfx4_key), 4, true, FC_MAX_RULES },
 		[FC_MS_PFX6] = { FC_MAP_NAME(pfx6), m->pfx6, sizeof(struct fc_pfx6_key), 6, true, FC_MAX_RULES },
+		[FC_MS_TOP6] = { FC_MAP_NAME(top6), m->top6, sizeof(struct fc_top6_key), 6, false, FC_MAX_RULES },
 	};
 
 	memcpy(ms, init, sizeof(init));
 }
 
-static void fc_rule_maps_free(struct fc_map_sync ms[FC_MS_COUNT])
+static void fc_rule_maps_free(struct fc_map_sync ms[FC_MS_ALL])
 {
 	size_t i;
 
-	for (i = 0; i < FC_MS_COUNT; i++) {
+	for (i = 0; i < FC_MS_ALL; i++) {
 		free(ms[i].want.v);
 		free(ms[i].have.v);
 	}
@@ -1105,11 +1146,12 @@ int fc_sync_full(struct fc_store *st, const struct fc_maps *m, int64_t now, doub
 		 struct fc_sync_result *res, struct fc_err *err)
 {
 	struct fc_policy_spec scaled;
-	struct fc_map_sync ms[FC_MS_COUNT];
+	struct fc_map_sync ms[FC_MS_ALL];
 	const size_t nms = FC_MS_COUNT;
 	struct fc_policy_sync ps = { .ncpus = libbpf_num_possible_cpus() };
 	struct fc_top4_sync top4 = { 0 };
 	uint64_t mark[FC_TOP4_SLOTS / 64];
+	struct fc_sync_result copies = { 0 };
 	struct fc_policy_row *pols = NULL;
 	struct fc_ban_row *bans = NULL;
 	struct fc_allows al = { 0 };
@@ -1164,6 +1206,8 @@ int fc_sync_full(struct fc_store *st, const struct fc_maps *m, int64_t now, doub
 			goto out;
 		}
 	}
+	if (fc_want_top6(ms, err) < 0)
+		goto out;
 
 	pthread_mutex_lock(&fc_sync_lock);
 	locked = true;
@@ -1197,6 +1241,10 @@ int fc_sync_full(struct fc_store *st, const struct fc_maps *m, int64_t now, doub
 	for (i = 0; i < nms; i++)
 		if (fc_map_sync(&ms[i], res, err) < 0)
 			goto out;
+	/* After fc_pfx6: a /32 points the search at entries already there. */
+	if (fc_map_sync(&ms[FC_MS_TOP6], &copies, err) < 0)
+		goto out;
+	res->copied = fc_sync_wrote(&copies);
 	/* After fc_pfx4: a /16 points the search at entries already there. */
 	top4.exact = &ms[FC_MS_EXACT4].want;
 	if (fc_top4_sync(m, &top4, mark, res, err) < 0)
@@ -1215,7 +1263,7 @@ int fc_sync_full(struct fc_store *st, const struct fc_maps *m, int64_t now, doub
 		res->cfg.n_policies += !fc_policy_is_l7(&pols[i].spec);
 	/* What the ip=* buckets noted of the rules (struct fc_src_bucket) is void. */
 	res->changed += top4.flips;
-	res->cfg.rules_gen = old.rules_gen + (res->added || res->changed || res->removed);
+	res->cfg.rules_gen = old.rules_gen + (fc_sync_wrote(res) || res->copied);
 	res->cfg.exact4_gen = res->cfg.rules_gen; /* the bits are made whole */
 	res->policies_changed = ps.changed;
 	rc = fc_config_write(m, &res->cfg, err);
@@ -1314,6 +1362,27 @@ fail:
 	return fc_err_set(err, "map %s: %s: %s", ms->name, op, errno == E2BIG ? "map full" : strerror(errno));
 }
 
+/* fc_entry_put for a prefix entry, which for fc_pfx6's root length puts its
+ * copy in fc_top6 after it (counted apart, res->copied). */
+static int fc_prefix_put(struct fc_map_sync *all, struct fc_map_sync *ms, const struct fc_kv *kv, bool want,
+			 struct fc_sync_result *res, struct fc_err *err)
+{
+	struct fc_sync_result copies = { 0 };
+	struct fc_kv top;
+	uint32_t len;
+
+	if (fc_entry_put(ms, kv, want, res, err) < 0)
+		return -1;
+	fc_kv_addr(kv, &len);
+	if (ms != &all[FC_MS_PFX6] || len != FC_PFX6_ROOT)
+		return 0;
+	fc_kv_top6(kv, &top);
+	if (fc_entry_put(&all[FC_MS_TOP6], &top, want, &copies, err) < 0)
+		return -1;
+	res->copied += fc_sync_wrote(&copies);
+	return 0;
+}
+
 /* The prefix whose entries a change on p may change, all inside it: for an
  * IPv4 prefix longer than /16 its /16 (the fc_top4 entry made of every
  * prefix there), for an IPv6 prefix its shortest search marker (the
@@ -1410,7 +1479,7 @@ static int fc_sync_prefix(struct fc_store *st, const struct fc_maps *m, struct f
 	for (i = 0; i < ms->want.n; i++) {
 		const uint8_t *a = fc_kv_addr(&ms->want.v[i], &len);
 
-		if (fc_prefix_covers_bits(s.a, s.len, a, len) && fc_entry_put(ms, &ms->want.v[i], true, res, err) < 0)
+		if (fc_prefix_covers_bits(s.a, s.len, a, len) && fc_prefix_put(all, ms, &ms->want.v[i], true, res, err) < 0)
 			goto out;
 	}
 	/* What p alone needed. */
@@ -1423,7 +1492,7 @@ static int fc_sync_prefix(struct fc_store *st, const struct fc_maps *m, struct f
 	if (ms->family == 6 && fc_kv_markers(ms, own, &mine, err) < 0)
 		goto out;
 	for (i = 0; i < mine.n; i++)
-		if (!fc_want_find(ms, &mine.v[i]) && fc_entry_put(ms, &mine.v[i], false, res, err) < 0)
+		if (!fc_want_find(ms, &mine.v[i]) && fc_prefix_put(all, ms, &mine.v[i], false, res, err) < 0)
 			goto out;
 	if (ms->family == 4) {
 		fc_kv_key(ms, &s, &scope);
@@ -1555,7 +1624,7 @@ int fc_sync_delta(struct fc_store *st, const struct fc_maps *m, const struct fc_
 		  struct fc_sync_result *res, struct fc_err *err)
 {
 	struct fc_policy_sync ps = { .ncpus = libbpf_num_possible_cpus() };
-	struct fc_map_sync ms[FC_MS_COUNT];
+	struct fc_map_sync ms[FC_MS_ALL];
 	struct fc_top4_sync top4 = { 0 };
 	struct fc_allows al = { 0 };
 	struct fc_config old;
@@ -1606,7 +1675,7 @@ int fc_sync_delta(struct fc_store *st, const struct fc_maps *m, const struct fc_
 	memcpy(res->cfg.lens6, ms[FC_MS_PFX6].lens, sizeof(res->cfg.lens6));
 	/* What the ip=* buckets noted of the rules (struct fc_src_bucket) is void. */
 	res->changed += top4.flips;
-	res->cfg.rules_gen = old.rules_gen + (res->added || res->changed || res->removed);
+	res->cfg.rules_gen = old.rules_gen + (fc_sync_wrote(res) || res->copied);
 	/* The bits stay whole if they were; if not (pins another version
 	 * published) they stay untrusted, defensively: fc_publish_layers
 	 * publishes everything onto such maps, never this delta. */

@@ -23,6 +23,7 @@ struct fc_sync_result {
 	size_t changed; /* rule entries rewritten (a new expiry, another policy) */
 	size_t removed; /* rule entries deleted (unbanned, expired, policy gone) */
 	size_t policies_changed; /* policy slots written */
+	size_t copied;  /* fc_top6 entries written or deleted: copies of fc_pfx6's, not counted above */
 	struct fc_config cfg; /* what the maps hold now */
 };
 

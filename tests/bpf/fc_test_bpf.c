@@ -173,12 +173,12 @@ void fc_env_publish(struct fc_env *env)
 
 	fc_env_commit(env, false, &pub);
 	fc_env_commit(env, true, &full);
-	if (full.res.added || full.res.changed || full.res.removed || full.res.policies_changed || full.shm.published ||
-	    full.shm.bans_written)
+	if (full.res.added || full.res.changed || full.res.removed || full.res.copied || full.res.policies_changed ||
+	    full.shm.published || full.shm.bans_written)
 		fail_msg("publishing everything after what changed (%s) wrote: maps %zu added, %zu changed, %zu removed, "
-			 "%zu policy slots; shm block %s, bans %s",
+			 "%zu fc_top6 copies, %zu policy slots; shm block %s, bans %s",
 			 pub.delta ? "only that" : "everything", full.res.added, full.res.changed, full.res.removed,
-			 full.res.policies_changed, full.shm.published ? "new" : "same",
+			 full.res.copied, full.res.policies_changed, full.shm.published ? "new" : "same",
 			 full.shm.bans_written ? "rewritten" : "same");
 }
 

@@ -737,8 +737,9 @@ static void test_random_sets(void **state)
 	fc_r_round(env, round);
 }
 
-/* The flags of fc_pfx6's entry at the prefix text (0 without one). */
-static __u32 fc_flags6(struct fc_env *env, const char *text)
+/* The flags of the entry at the IPv6 prefix text in fc_pfx6, or (top) of
+ * fc_top6's for its /32; -1 without one. */
+static long fc_entry6_flags(struct fc_env *env, const char *text, bool top)
 {
 	struct fc_pfx6_key key;
 	struct fc_prefix p;
@@ -747,7 +748,17 @@ static __u32 fc_flags6(struct fc_env *env, const char *text)
 
 	assert_int_equal(fc_prefix_parse(text, &p, &err), 0);
 	fc_prefix_to_pfx6(&p, &key);
-	return bpf_map_lookup_elem(env->maps.pfx6, &key, &r) ? 0 : r.flags;
+	if (top)
+		return bpf_map_lookup_elem(env->maps.top6, key.a, &r) ? -1 : (long)r.flags;
+	return bpf_map_lookup_elem(env->maps.pfx6, &key, &r) ? -1 : (long)r.flags;
+}
+
+/* The flags of fc_pfx6's entry at the prefix text (0 without one). */
+static __u32 fc_flags6(struct fc_env *env, const char *text)
+{
+	long flags = fc_entry6_flags(env, text, false);
+
+	return flags < 0 ? 0 : (__u32)flags;
 }
 
 static bool fc_marker6(struct fc_env *env, const char *text)
@@ -828,13 +839,176 @@ static void test_pfx6_tree(void **state)
 	assert_int_equal(fc_send(env, false, "2001:db8:100::5"), FC_V_PASS);
 }
 
+/* The flags of fc_top6's entry for the /32 of the IPv6 address text, or -1
+ * without one. */
+static long fc_top6_flags(struct fc_env *env, const char *text)
+{
+	return fc_entry6_flags(env, text, true);
+}
+
+/* fc_top6 holds fc_pfx6's /32 entries (prefixes and markers), each keyed by
+ * its /32, and nothing else; returns how many. */
+static size_t fc_top6_check(struct fc_env *env)
+{
+	struct fc_pfx6_key k6;
+	struct fc_top6_key k;
+	struct fc_rule r6, r;
+	size_t n = 0, m = 0;
+	int rc;
+
+	for (rc = bpf_map_get_next_key(env->maps.pfx6, NULL, &k6); !rc;
+	     rc = bpf_map_get_next_key(env->maps.pfx6, &k6, &k6)) {
+		if (k6.prefixlen != FC_PFX6_ROOT)
+			continue;
+		assert_int_equal(bpf_map_lookup_elem(env->maps.pfx6, &k6, &r6), 0);
+		memcpy(k.a, k6.a, sizeof(k.a));
+		if (bpf_map_lookup_elem(env->maps.top6, &k, &r))
+			fail_msg("fc_top6: no entry for the /32 %02x%02x:%02x%02x:: of fc_pfx6", k.a[0], k.a[1], k.a[2],
+				 k.a[3]);
+		if (memcmp(&r, &r6, sizeof(r)))
+			fail_msg("fc_top6: the /32 %02x%02x:%02x%02x:: has flags %#x policy %u, fc_pfx6 %#x %u", k.a[0],
+				 k.a[1], k.a[2], k.a[3], r.flags, r.policy, r6.flags, r6.policy);
+		n++;
+	}
+	for (rc = bpf_map_get_next_key(env->maps.top6, NULL, &k); !rc;
+	     rc = bpf_map_get_next_key(env->maps.top6, &k, &k))
+		m++;
+	assert_int_equal(m, n);
+	return n;
+}
+
+/* Sends src through XDP and TC: both must say want. */
+static void fc_send2(struct fc_env *env, const char *src, enum fc_verdict want)
+{
+	enum fc_verdict x = fc_send(env, false, src), t = fc_send(env, true, src);
+
+	if (x != want || t != want)
+		fail_msg("%s: XDP verdict %d, TC %d, expected %d", src, x, t, want);
+}
+
+/*
+ * The root of fc_pfx6's tree in fc_top6: a /32 ban, /32s with prefixes of
+ * one length inside (FC_RULE_NEXT) and of several, a prefix shorter than
+ * /32 covering them and covering /32s with no entry, allow entries and
+ * policies inside, /128s beside them; kept by publishing what changed (each
+ * fc_env_* change publishes it, then checks that a full publish writes
+ * nothing more, fc_top6 included) and equal to fc_pfx6's /32 entries at
+ * every step. Maps
+ * whose fc_pfx6_tree says another version published them are searched in
+ * fc_pfx6 alone, until a publish makes fc_top6 again.
+ */
+static void test_top6(void **state)
+{
+	struct fc_env *env = *state;
+	struct fc_prefix p;
+	struct fc_top6_key key;
+	struct fc_config cfg;
+	struct fc_err err;
+
+	FC_REQUIRE_BPF();
+	assert_int_equal(fc_pfx6_mid(FC_PFX6_MIN, FC_PFX6_MAX), FC_PFX6_ROOT);
+	/* A /32 ban: the root's own entry, nothing longer. */
+	fc_env_ban(env, "2001:db8::/32", 0);
+	assert_int_equal(fc_top6_check(env), 1);
+	assert_int_equal(fc_top6_flags(env, "2001:db8::"), FC_RULE_BANNED);
+	fc_send2(env, "2001:db8:ffff::1", FC_V_DROP_PREFIX);
+	fc_send2(env, "2001:db9::1", FC_V_PASS);
+	fc_send2(env, "2001:db7:ffff:ffff:ffff:ffff:ffff:ffff", FC_V_PASS);
+
+	/* A /48 alone in its /32: a marker saying 48. */
+	fc_env_ban(env, "2001:db7:1::/48", 0);
+	assert_int_equal(fc_top6_check(env), 2);
+	assert_int_equal(fc_top6_flags(env, "2001:db7::"),
+			 FC_RULE_MARKER | FC_RULE_LONGER | 48 << FC_RULE_NEXT_SHIFT);
+	fc_send2(env, "2001:db7:1::9", FC_V_DROP_PREFIX);
+	fc_send2(env, "2001:db7:2::9", FC_V_PASS);
+	/* A /64 policy inside the banned /48: the ban drops it. An allow entry
+	 * inside it lets its sources through; a /128 ban in the /32, not in
+	 * the /48, drops as an exact address, the rest of the /32 passes. */
+	fc_env_policy(env, 61, "ip=2001:db7:1:2::/64", FC_T_RATE, "");
+	fc_send2(env, "2001:db7:1:2::1", FC_V_DROP_PREFIX);
+	fc_env_allow(env, "2001:db7:1:5::/64", 0);
+	fc_send2(env, "2001:db7:1:5::1", FC_V_ALLOWED);
+	fc_env_ban(env, "2001:db7:3::7", 0);
+	fc_send2(env, "2001:db7:3::7", FC_V_DROP_EXACT);
+	fc_send2(env, "2001:db7:3::8", FC_V_PASS);
+	assert_int_equal(FC_RULE_NEXT(fc_top6_flags(env, "2001:db7::")), 0); /* 48 and 64 inside */
+	fc_top6_check(env);
+
+	/* Mixed lengths: a /40 ban and a /56 policy beside the /48. */
+	fc_env_ban(env, "2001:db7:100::/40", 0);
+	fc_env_policy(env, 62, "ip=2001:db7:200:100::/56", FC_T_RATE, "");
+	fc_top6_check(env);
+	assert_int_equal(FC_RULE_NEXT(fc_top6_flags(env, "2001:db7::")), 0);
+	fc_send2(env, "2001:db7:1ff::1", FC_V_DROP_PREFIX);
+	fc_send2(env, "2001:db7:1:2::1", FC_V_DROP_PREFIX);
+	fc_send2(env, "2001:db7:1:5::1", FC_V_ALLOWED);
+	assert_int_equal(fc_passed(env, 62), 0);
+	fc_send2(env, "2001:db7:200:1ff::1", FC_V_PASS);
+	assert_int_equal(fc_passed(env, 62), 2);
+	fc_send2(env, "2001:db7:200:200::1", FC_V_PASS);
+	assert_int_equal(fc_passed(env, 62), 2);
+
+	/* A /24 covering both /32s and others with no entry: folded into the
+	 * /32s' entries, found by the walk below /32 for the others. */
+	fc_env_ban(env, "2001:d00::/24", 0);
+	fc_top6_check(env);
+	assert_true(fc_top6_flags(env, "2001:db7::") & FC_RULE_BANNED);
+	fc_send2(env, "2001:db7:2::9", FC_V_DROP_PREFIX);
+	fc_send2(env, "2001:db7:200:100::1", FC_V_DROP_PREFIX);
+	fc_send2(env, "2001:d42::1", FC_V_DROP_PREFIX);
+	fc_send2(env, "2001:db7:1:5::1", FC_V_ALLOWED);
+	fc_send2(env, "2001:e00::1", FC_V_PASS);
+	fc_env_unban(env, "2001:d00::/24");
+	fc_top6_check(env);
+	fc_send2(env, "2001:db7:2::9", FC_V_PASS);
+	fc_send2(env, "2001:d42::1", FC_V_PASS);
+
+	/* Lifted one by one: the /32's entry says one length again, then goes. */
+	fc_env_unban(env, "2001:db7:100::/40");
+	fc_env_policy_del(env, 62);
+	fc_env_policy_del(env, 61);
+	fc_env_unallow(env, "2001:db7:1:5::/64");
+	fc_top6_check(env);
+	assert_int_equal(fc_top6_flags(env, "2001:db7::"),
+			 FC_RULE_MARKER | FC_RULE_LONGER | 48 << FC_RULE_NEXT_SHIFT);
+	fc_send2(env, "2001:db7:1:5::1", FC_V_DROP_PREFIX);
+	fc_send2(env, "2001:db7:1ff::1", FC_V_PASS);
+	fc_env_unban(env, "2001:db7:1::/48");
+	assert_int_equal(fc_top6_check(env), 1);
+	assert_int_equal(fc_top6_flags(env, "2001:db7::"), -1);
+	fc_send2(env, "2001:db7:1::9", FC_V_PASS);
+	fc_send2(env, "2001:db7:3::7", FC_V_DROP_EXACT); /* a /128 needs no entry there */
+
+	/* Maps another version published: no fc_top6 to trust (here an entry
+	 * gone), the search finds the ban in fc_pfx6; the next publish, whole,
+	 * makes fc_top6 again. */
+	fc_env_ban(env, "2001:db6:1::/48", 0);
+	assert_int_equal(fc_prefix_parse("2001:db6::", &p, &err), 0);
+	memcpy(key.a, p.a, sizeof(key.a));
+	assert_int_equal(bpf_map_delete_elem(env->maps.top6, &key), 0);
+	fc_send2(env, "2001:db6:1::9", FC_V_PASS); /* a miss at the root: nothing shorter */
+	cfg = fc_cfg(env);
+	cfg.pfx6_tree = FC_PFX6_TREE - 1;
+	assert_int_equal(fc_config_write(&env->maps, &cfg, &err), 0);
+	fc_send2(env, "2001:db6:1::9", FC_V_DROP_PREFIX);
+	fc_send2(env, "2001:db8:1::9", FC_V_DROP_PREFIX);
+	fc_send2(env, "2001:db6:2::9", FC_V_PASS);
+	fc_put_ban(env, &(struct fc_prefix){ 6, 64, { 0x20, 0x01, 0x0d, 0xb5, 0, 9 } });
+	fc_env_publish_changes(env);
+	assert_int_equal(fc_cfg(env).pfx6_tree, FC_PFX6_TREE);
+	assert_int_equal(fc_top6_check(env), 3);
+	fc_send2(env, "2001:db6:1::9", FC_V_DROP_PREFIX);
+	fc_send2(env, "2001:db5:9::1", FC_V_DROP_PREFIX);
+}
+
 int main(void)
 {
 #define T(f) cmocka_unit_test_setup_teardown(f, fc_env_setup, fc_env_teardown)
 	const struct CMUnitTest tests[] = {
 		T(test_v4_every_length), T(test_v6_every_length), T(test_v4_inheritance), T(test_v6_inheritance),
 		T(test_zero_and_exact),  T(test_v4_mapped),       T(test_top4_repaired),   T(test_random_sets),
-		T(test_exact_bits),      T(test_pfx6_tree),
+		T(test_exact_bits),      T(test_pfx6_tree), T(test_top6),
 	};
 
 	return cmocka_run_group_tests_name("prefixes in the bpf programs (BPF_PROG_TEST_RUN)", tests, NULL, NULL);

@@ -12,7 +12,7 @@
  * address columns, a publish cut short. Each change is published as a command does,
  * to pin dir and shm A (only what changed, when the change log can say).
  * Every so often the same store is published whole to pin dir and shm B,
- * and A and B are compared: every rule map entry, fc_top4 whole, the
+ * and A and B are compared: every rule map entry (fc_top6's too), fc_top4 whole, the
  * policy slots, the config, the shm's live config block byte for byte and its live ban table
  * ban for ban.
  *
@@ -421,12 +421,14 @@ static void fc_entries_differ(const char *name, size_t keysz, const struct fc_en
 
 static void fc_cmp_maps(struct fc_churn *c)
 {
-	static const size_t keysz[4] = { sizeof(struct fc_addr4), sizeof(struct fc_addr6), sizeof(struct fc_pfx4_key),
-					 sizeof(struct fc_pfx6_key) };
-	static const char *const names[4] = { FC_MAP_NAME(exact4), FC_MAP_NAME(exact6), FC_MAP_NAME(pfx4),
-					      FC_MAP_NAME(pfx6) };
-	const int fds[2][4] = { { c->maps[0].exact4, c->maps[0].exact6, c->maps[0].pfx4, c->maps[0].pfx6 },
-				{ c->maps[1].exact4, c->maps[1].exact6, c->maps[1].pfx4, c->maps[1].pfx6 } };
+	static const size_t keysz[5] = { sizeof(struct fc_addr4), sizeof(struct fc_addr6), sizeof(struct fc_pfx4_key),
+					 sizeof(struct fc_pfx6_key), sizeof(struct fc_top6_key) };
+	static const char *const names[5] = { FC_MAP_NAME(exact4), FC_MAP_NAME(exact6), FC_MAP_NAME(pfx4),
+					      FC_MAP_NAME(pfx6), FC_MAP_NAME(top6) };
+	const int fds[2][5] = {
+		{ c->maps[0].exact4, c->maps[0].exact6, c->maps[0].pfx4, c->maps[0].pfx6, c->maps[0].top6 },
+		{ c->maps[1].exact4, c->maps[1].exact6, c->maps[1].pfx4, c->maps[1].pfx6, c->maps[1].top6 }
+	};
 	struct fc_policy pa, pb;
 	struct fc_config ca, cb;
 	struct fc_entry *ea, *eb;
@@ -434,7 +436,7 @@ static void fc_cmp_maps(struct fc_churn *c)
 	size_t na, nb, i;
 	__u32 slot;
 
-	for (i = 0; i < 4; i++) {
+	for (i = 0; i < 5; i++) {
 		ea = fc_map_entries(fds[0][i], keysz[i], &na);
 		eb = fc_map_entries(fds[1][i], keysz[i], &nb);
 		if (na != nb || (na && memcmp(ea, eb, na * sizeof(*ea))))
