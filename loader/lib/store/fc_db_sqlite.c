@@ -552,7 +552,7 @@ static int fc_sq_open(const char *dsn, const char *name, bool create, const char
 	sqlite3_busy_timeout(d->h, FC_SQ_BUSY_MS);
 	/* WAL lets readers (ban list, an agent) run beside one writer. A
 	 * commit is durable when it returns: see fc_sq_wal_hook. The WAL's
-	 * file outlives the connection, empty. Statement journals in memory:
+	 * file outlives the connection, emptied. Statement journals in memory:
 	 * each statement of a long transaction (an import's million inserts,
 	 * with their log triggers) journals the pages it touches, and in a
 	 * temporary file that was three writes a page, 7.4M syscalls for 1M
