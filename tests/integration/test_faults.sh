@@ -135,13 +135,20 @@ check "... with fresh workers" [ "$(pgrep -P "$master" | wc -l)" = 2 ]
 mnt=$d/small
 mkdir -p "$mnt"
 # Room for the schema (its change log, indexes and triggers) and a few rows.
-if ! mount -t tmpfs -o size=1m tmpfs "$mnt" 2>/dev/null; then
+if ! command -v sqlite3 >/dev/null; then
+	mnt=
+	skip_one "disk full: sqlite3 (Debian sqlite3) not installed"
+elif ! mount -t tmpfs -o size=1m tmpfs "$mnt" 2>/dev/null; then
 	mnt=
 	skip_one "disk full: can not mount a tmpfs here"
 else
 	fs() { "$FC_BIN" --db "$mnt/store.db" --pin-dir "$pin-full" --shm "$d/shm-full" "$@"; }
 	fs policy add 1 --match uid=keep --rate 5/s >/dev/null
 	fs ban add 198.18.0.77 >/dev/null
+	# The WAL keeps its file's blocks from one commit to the next (a
+	# change that fits in them is taken, durably), and the schema's
+	# first commit left some hundred KiB: the file truncated (and kept).
+	sqlite3 "$mnt/store.db" '.filectrl persist_wal 1' 'PRAGMA wal_checkpoint(TRUNCATE)' >/dev/null
 	dd if=/dev/zero of="$mnt/fill" bs=4k 2>/dev/null # to the last block
 	out=$(fs ban add 198.18.0.78 2>&1)
 	rc=$?

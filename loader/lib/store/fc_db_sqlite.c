@@ -6,6 +6,7 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <stdint.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -220,6 +221,7 @@ struct fc_db_sqlite {
 	const char *const *sql;
 	sqlite3_stmt **stmt; /* prepared on first use: a command runs a few of them */
 	int nstmt;
+	bool wal_empty; /* by this connection's checkpoint after its last commit */
 };
 
 #define FC_SQ(d) ((struct fc_db_sqlite *)(d))
@@ -335,10 +337,10 @@ static int fc_sq_migrate(struct fc_db_sqlite *d, struct fc_err *err)
 /*
  * The WAL is kept (its file, not its contents) and emptied by the store's
  * own checkpoint after every commit (and at close, for one a reader held
- * up): it copies the WAL into the .db file, syncs that, and truncates the
- * WAL to nothing (SQLITE_CHECKPOINT_TRUNCATE), if no reader is using it
- * (another process's: then a later checkpoint does it; writers never wait
- * for it).
+ * up): it copies the WAL into the .db file, syncs that, and has the next
+ * writer start the WAL afresh (SQLITE_CHECKPOINT_RESTART), if no reader is
+ * using it (another process's: then a later checkpoint does it; writers
+ * never wait for it). Then its header is zeroed (fc_sq_wal_forget).
  *
  * Why: SQLite's default, a checkpoint when the last connection closes and
  * then the WAL deleted, cost each one-shot command the WAL's creation and
@@ -347,7 +349,11 @@ static int fc_sq_migrate(struct fc_db_sqlite *d, struct fc_err *err)
  * .db restored from a backup beside a WAL of the store's later changes
  * would have those replayed onto it, silently; once every commit has been
  * checkpointed (no reader held an older snapshot), the .db alone is the
- * store.
+ * store. Why not truncate the WAL (SQLITE_CHECKPOINT_TRUNCATE), as this did
+ * before: on ext4 mounted with discard, freeing its blocks waits for the
+ * disk to discard them, 0.5 to 4 ms a command here, and the next commit
+ * allocates them again. A WAL that grew past FC_SQ_WAL_KEEP (an import's)
+ * is truncated all the same.
  *
  * A commit is durable when it returns, with one sync fewer than
  * synchronous = FULL takes: NORMAL does not sync the WAL at the commit,
@@ -378,13 +384,73 @@ static int fc_sq_wal_sync(sqlite3 *h, const char *db)
 	return rc;
 }
 
-/* Empties the WAL into the .db file; SQLITE_OK if it did, all of it. */
-static int fc_sq_wal_truncate(sqlite3 *h, const char *db)
+/* Bytes of WAL kept for the next commits; a bigger one is truncated. */
+#define FC_SQ_WAL_KEEP (1 << 20)
+
+/* The WAL-index (the -shm file, SQLite's file format, "WAL-index Format"):
+ * two copies of its header, then the checkpoint's; the WAL's write lock is
+ * lock 0. */
+#define FC_SQ_SHM_HDR 48
+#define FC_SQ_SHM_MXFRAME 16  /* u32, native order: the last valid frame */
+#define FC_SQ_SHM_BACKFILL 96 /* u32: the frames copied into the .db file */
+#define FC_SQ_SHM_REGION 32768
+#define FC_SQ_WAL_HDR 32
+
+/*
+ * Zeroes the WAL's header: then neither SQLite's recovery (a later
+ * connection's, or one over a .db restored from a backup) nor anything
+ * else takes the frames still in the file for the store's. Under the WAL's
+ * write lock, and only while the WAL-index says every frame is in the .db
+ * file (a checkpoint syncs that before it says so): a writer that came in
+ * after the checkpoint has started the WAL afresh, its header and frames
+ * are its own, and they stay (its checkpoint zeroes them). The zeroing
+ * needs no sync: its frames all being in the .db, replaying them changes
+ * nothing.
+ */
+static int fc_sq_wal_forget(sqlite3_file *f, sqlite3_file *wal)
 {
+	static const char zero[FC_SQ_WAL_HDR];
+	unsigned char hdr[2][FC_SQ_SHM_HDR];
+	volatile void *shm = NULL;
+	uint32_t mx, backfill;
+	int rc;
+
+	rc = f->pMethods->xShmLock(f, 0, 1, SQLITE_SHM_LOCK | SQLITE_SHM_EXCLUSIVE);
+	if (rc != SQLITE_OK)
+		return rc;
+	rc = f->pMethods->xShmMap(f, 0, FC_SQ_SHM_REGION, 0, &shm);
+	if (rc == SQLITE_OK && !shm)
+		rc = SQLITE_BUSY;
+	if (rc == SQLITE_OK) {
+		memcpy(hdr, (const void *)shm, sizeof(hdr));
+		memcpy(&mx, hdr[0] + FC_SQ_SHM_MXFRAME, sizeof(mx));
+		memcpy(&backfill, (const char *)shm + FC_SQ_SHM_BACKFILL, sizeof(backfill));
+		rc = memcmp(hdr[0], hdr[1], sizeof(hdr[0])) || mx != backfill ? SQLITE_BUSY
+									: wal->pMethods->xWrite(wal, zero, sizeof(zero), 0);
+	}
+	f->pMethods->xShmLock(f, 0, 1, SQLITE_SHM_UNLOCK | SQLITE_SHM_EXCLUSIVE);
+	return rc;
+}
+
+/* Empties the WAL into the .db file; SQLITE_OK if it did, all of it. */
+static int fc_sq_wal_empty(sqlite3 *h, const char *db)
+{
+	sqlite3_file *f = NULL, *wal = NULL;
 	int rc, frames = -1, copied = -1;
+	sqlite3_int64 size = 0;
 
 	sqlite3_busy_timeout(h, 0);
-	rc = sqlite3_wal_checkpoint_v2(h, db, SQLITE_CHECKPOINT_TRUNCATE, &frames, &copied);
+	rc = sqlite3_wal_checkpoint_v2(h, db, SQLITE_CHECKPOINT_RESTART, &frames, &copied);
+	if (rc == SQLITE_OK && frames != copied)
+		rc = SQLITE_BUSY;
+	if (rc == SQLITE_OK && frames > 0 &&
+	    (sqlite3_file_control(h, db, SQLITE_FCNTL_FILE_POINTER, &f) != SQLITE_OK || !f || !f->pMethods ||
+	     f->pMethods->iVersion < 2 || sqlite3_file_control(h, db, SQLITE_FCNTL_JOURNAL_POINTER, &wal) != SQLITE_OK ||
+	     !wal || !wal->pMethods || wal->pMethods->xFileSize(wal, &size) != SQLITE_OK))
+		rc = SQLITE_IOERR;
+	if (rc == SQLITE_OK && frames > 0)
+		rc = size > FC_SQ_WAL_KEEP ? sqlite3_wal_checkpoint_v2(h, db, SQLITE_CHECKPOINT_TRUNCATE, &frames, &copied)
+					   : fc_sq_wal_forget(f, wal);
 	sqlite3_busy_timeout(h, FC_SQ_BUSY_MS);
 	return rc == SQLITE_OK && frames == copied ? SQLITE_OK : SQLITE_BUSY;
 }
@@ -393,9 +459,11 @@ static int fc_sq_wal_truncate(sqlite3 *h, const char *db)
  * returned here is the commit's, though it has taken place. */
 static int fc_sq_wal_hook(void *arg, sqlite3 *h, const char *db, int frames)
 {
-	(void)arg;
+	struct fc_db_sqlite *d = arg;
+
 	(void)frames;
-	return fc_sq_wal_truncate(h, db) == SQLITE_OK ? SQLITE_OK : fc_sq_wal_sync(h, db);
+	d->wal_empty = fc_sq_wal_empty(h, db) == SQLITE_OK;
+	return d->wal_empty ? SQLITE_OK : fc_sq_wal_sync(h, db);
 }
 
 static void fc_sq_close(struct fc_db *db)
@@ -405,8 +473,8 @@ static void fc_sq_close(struct fc_db *db)
 
 	for (i = 0; d->stmt && i < d->nstmt; i++)
 		sqlite3_finalize(d->stmt[i]);
-	if (d->h) /* NULL: the open ran out of memory */
-		fc_sq_wal_truncate(d->h, "main");
+	if (d->h && !d->wal_empty) /* NULL: the open ran out of memory */
+		fc_sq_wal_empty(d->h, "main");
 	sqlite3_close(d->h);
 	free(d->stmt);
 	free(d->db.name);
@@ -484,14 +552,14 @@ static int fc_sq_open(const char *dsn, const char *name, bool create, const char
 	sqlite3_busy_timeout(d->h, FC_SQ_BUSY_MS);
 	/* WAL lets readers (ban list, an agent) run beside one writer. A
 	 * commit is durable when it returns: see fc_sq_wal_hook. The WAL's
-	 * file outlives the connection, empty. Statement journals in memory:
+	 * file outlives the connection, emptied. Statement journals in memory:
 	 * each statement of a long transaction (an import's million inserts,
 	 * with their log triggers) journals the pages it touches, and in a
 	 * temporary file that was three writes a page, 7.4M syscalls for 1M
 	 * set members. */
 	sqlite3_db_config(d->h, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, NULL);
 	sqlite3_file_control(d->h, "main", SQLITE_FCNTL_PERSIST_WAL, &(int){ 1 });
-	sqlite3_wal_hook(d->h, fc_sq_wal_hook, NULL);
+	sqlite3_wal_hook(d->h, fc_sq_wal_hook, d);
 	if (fc_sq_wal(d, err) < 0 || fc_sq_exec(d, "PRAGMA temp_store = MEMORY", err) < 0 ||
 	    fc_sq_migrate(d, err) < 0)
 		goto fail;
