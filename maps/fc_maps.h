@@ -288,6 +288,12 @@ struct fc_config {
 	 * version's publishes move rules_gen) make the packet path look every
 	 * IPv4 source up, and the next publish a full one. */
 	__u32 exact4_gen;
+	/* UTC at jiffies 0, in ns: the coarse clock read as jiffies times the
+	 * tick length plus this, which equals the coarse monotonic clock plus
+	 * utc_offset_ns (the loader measures the distance, jiffies * tick -
+	 * CLOCK_MONOTONIC_COARSE, constant while the wall clock is not
+	 * stepped). 0: not known, the packet path reads the coarse clock. */
+	__u64 jiffies_utc_ns;
 };
 
 /*
@@ -327,7 +333,7 @@ FC_ABI_SIZE(struct fc_flood, 8);
 FC_ABI_SIZE(struct fc_stats, 8 * 16);
 FC_ABI_OFF(struct fc_stats, malformed, 6 * 16);
 FC_ABI_OFF(struct fc_stats, allowed, 7 * 16);
-FC_ABI_SIZE(struct fc_config, 48 + 32 + 24 + 16 + 8);
+FC_ABI_SIZE(struct fc_config, 48 + 32 + 24 + 16 + 8 + 8);
 FC_ABI_OFF(struct fc_config, n_policies, 28);
 FC_ABI_OFF(struct fc_config, rules_gen, 32);
 FC_ABI_OFF(struct fc_config, n_top4, 36);
@@ -336,6 +342,7 @@ FC_ABI_OFF(struct fc_config, new_src, 48);
 FC_ABI_OFF(struct fc_config, store_seq, 96);
 FC_ABI_OFF(struct fc_config, lens6, 104);
 FC_ABI_OFF(struct fc_config, exact4_gen, 124);
+FC_ABI_OFF(struct fc_config, jiffies_utc_ns, 128);
 _Static_assert(!(FC_IN24_EXACT & (FC_IN24_LEN | FC_IN24_LONGER)), "fc_top4.in24: the bits overlap");
 _Static_assert(FC_MAX_SETS <= 0xffffu, "a set id must fit in fc_rule.flags' upper 16 bits");
 _Static_assert(!(FC_RULE_SET_MASK & (FC_RULE_BANNED | FC_RULE_LONGER | FC_RULE_MARKER | FC_RULE_ALLOWED)),
