@@ -296,6 +296,13 @@ struct fc_config {
 	__u64 jiffies_utc_ns;
 };
 
+/* What the clock probe (bpf/fc_clock_probe.bpf.c) writes into its frame:
+ * the two forms of the coarse clock, read together. */
+struct fc_clock_pair {
+	__u64 jiffies_ns; /* jiffies * the tick length, 0: the tick is not known */
+	__u64 coarse_ns;  /* CLOCK_MONOTONIC_COARSE */
+};
+
 /*
  * The layouts the BPF programs (clang -target bpf) and the loader (gcc) must
  * agree on, byte for byte: a field moved or resized on one side only fails
@@ -343,6 +350,7 @@ FC_ABI_OFF(struct fc_config, store_seq, 96);
 FC_ABI_OFF(struct fc_config, lens6, 104);
 FC_ABI_OFF(struct fc_config, exact4_gen, 124);
 FC_ABI_OFF(struct fc_config, jiffies_utc_ns, 128);
+FC_ABI_SIZE(struct fc_clock_pair, 16);
 _Static_assert(!(FC_IN24_EXACT & (FC_IN24_LEN | FC_IN24_LONGER)), "fc_top4.in24: the bits overlap");
 _Static_assert(FC_MAX_SETS <= 0xffffu, "a set id must fit in fc_rule.flags' upper 16 bits");
 _Static_assert(!(FC_RULE_SET_MASK & (FC_RULE_BANNED | FC_RULE_LONGER | FC_RULE_MARKER | FC_RULE_ALLOWED)),

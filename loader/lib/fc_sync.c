@@ -11,6 +11,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
+#include "fc_clock.h"
 #include "fc_duration.h"
 #include "fc_sync.h"
 
@@ -1041,6 +1042,7 @@ int fc_sync_full(struct fc_store *st, const struct fc_maps *m, int64_t now, doub
 		if (al.rows[i].p.family && fc_want_add(ms, &al.rows[i].p, fc_rule_of_allow(&al.rows[i]), err) < 0)
 			goto out;
 	res->cfg.utc_offset_ns = fc_utc_offset_ns();
+	res->cfg.jiffies_utc_ns = fc_jiffies_utc_ns(res->cfg.utc_offset_ns);
 	for (i = 0; i < npols; i++) {
 		const struct fc_policy_row *r = &pols[i];
 
@@ -1471,6 +1473,7 @@ int fc_sync_delta(struct fc_store *st, const struct fc_maps *m, const struct fc_
 	if (memcmp(&res->cfg, &old, sizeof(old)) && fc_config_write(m, &res->cfg, err) < 0)
 		goto out;
 	res->cfg.utc_offset_ns = fc_utc_offset_ns();
+	res->cfg.jiffies_utc_ns = fc_jiffies_utc_ns(res->cfg.utc_offset_ns);
 	top4.used = old.n_top4;
 	memcpy(ms[FC_MS_PFX6].lens, old.lens6, sizeof(old.lens6));
 	if (fc_slots_apply(m, &ps, d, weight, true, &res->cfg, err) < 0 ||

@@ -1,0 +1,17 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * The packet path's coarse clock in its jiffies form: what to publish as
+ * fc_config.jiffies_utc_ns so that it gives the same UTC as the coarse
+ * monotonic clock plus utc_offset_ns.
+ */
+#ifndef FC_CLOCK_H
+#define FC_CLOCK_H
+
+#include <stdint.h>
+
+/* UTC at jiffies 0 for a packet path whose coarse clock is CLOCK_MONOTONIC_
+ * COARSE + utc_offset_ns; 0 (the packet path then calls the helper) where
+ * the kernel's tick length is not known or the probe cannot run. */
+uint64_t fc_jiffies_utc_ns(uint64_t utc_offset_ns);
+
+#endif /* FC_CLOCK_H */
