@@ -262,7 +262,8 @@ struct fc_config {
 	__u32 rules_gen;  /* bumped whenever an exact or prefix map changes */
 	__u32 n_top4;     /* fc_top4 entries (/16s) in use, by a prefix or an exact address: 0 = none */
 	/* UTC - CLOCK_MONOTONIC. The packet path's clock is the coarse (tick)
-	 * monotonic clock plus this: reading it costs a few ns where the
+	 * monotonic clock plus this (read as jiffies where jiffies_utc_ns is
+	 * set, which gives the same value): reading it costs a few ns where the
 	 * precise clock costs ~20 here. It lags UTC by at most a tick, which
 	 * only ever delays an admission; a policy for which a tick matters
 	 * (FC_POLICY_PRECISE) reads the precise clock. Fixed windows align to
