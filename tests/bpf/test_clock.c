@@ -167,8 +167,9 @@ static void test_field_read_and_fallback(void **state)
 	fc_clock_is_coarse(env);
 }
 
-/* A ban's TTL, on the real clock: it holds until its second and lapses
- * then, in the jiffies form and in the helper's. */
+/* A ban lapsing 20 ms on, on the real clock: it holds until then, also
+ * when UTC reaches it (the clock is never ahead), and is over 10 ms after
+ * (behind by less than two ticks), in the jiffies form and in the helper's. */
 static void test_ttl_on_utc(void **state)
 {
 	struct fc_env *env = *state;
@@ -184,8 +185,6 @@ static void test_ttl_on_utc(void **state)
 			cfg.jiffies_utc_ns = 0;
 			fc_cfg_set(env, &cfg);
 		}
-		/* Lapses 20 ms from now: holds now, over within 20 ms and two
-		 * ticks. */
 		until = fc_now(CLOCK_REALTIME) + 20000000ULL;
 		assert_false(fc_clock_reached(env, false, until));
 		while (fc_now(CLOCK_REALTIME) < until)
