@@ -291,9 +291,10 @@ struct fc_config {
 	__u32 exact4_gen;
 	/* UTC at jiffies 0, in ns: the coarse clock read as jiffies times the
 	 * tick length plus this, which equals the coarse monotonic clock plus
-	 * utc_offset_ns (the loader measures the distance, jiffies * tick -
-	 * CLOCK_MONOTONIC_COARSE, constant while the wall clock is not
-	 * stepped). 0: not known, the packet path reads the coarse clock. */
+	 * utc_offset_ns. The tick advances both, so their distance, jiffies *
+	 * tick - CLOCK_MONOTONIC_COARSE, stays put (measured to the ns over a
+	 * minute); every publish measures it again, as it reads utc_offset_ns.
+	 * 0: not known, the packet path calls the coarse clock's helper. */
 	__u64 jiffies_utc_ns;
 };
 
