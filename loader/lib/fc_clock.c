@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSD-2-Clause
 #include <pthread.h>
 #include <stdlib.h>
+#include <time.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
@@ -23,10 +24,24 @@ static int fc_u64_cmp(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
+/* The kernel's tick length: the coarse clock's resolution (TICK_NSEC). */
+static uint64_t fc_kernel_tick_ns(void)
+{
+	struct timespec res;
+
+	if (clock_getres(CLOCK_MONOTONIC_COARSE, &res))
+		return 0;
+	return (uint64_t)res.tv_sec * 1000000000ULL + (uint64_t)res.tv_nsec;
+}
+
 /* jiffies * tick - CLOCK_MONOTONIC_COARSE, read FC_CLOCK_READS times; -1
- * if the tick is not known or the probe fails. */
+ * if the tick is not known or the probe fails. A tick the programs take
+ * from a kernel config that is not the running kernel's (libbpf reads
+ * /boot/config-$(uname -r) or /proc/config.gz) is not known: jiffies times
+ * it would run fast or slow, and the reads would agree all the same. */
 static int fc_clock_read(int fd, uint64_t *d)
 {
+	uint64_t tick = fc_kernel_tick_ns();
 	struct fc_clock_pair p;
 	unsigned char frame[64] = { 0 };
 	int i;
@@ -38,7 +53,7 @@ static int fc_clock_read(int fd, uint64_t *d)
 		if (bpf_prog_test_run_opts(fd, &opts) || opts.retval != XDP_PASS)
 			return -1;
 		__builtin_memcpy(&p, frame, sizeof(p));
-		if (!p.jiffies_ns)
+		if (!p.tick_ns || p.tick_ns != tick)
 			return -1;
 		d[i] = p.jiffies_ns - p.coarse_ns;
 	}
@@ -54,6 +69,15 @@ static int fc_clock_read(int fd, uint64_t *d)
  * that most of the reads agree on is the distance; with no majority, read
  * again. The value is checked only by agreement: a wrong one would shift the
  * clock by a whole tick, which is why none is published without it.
+ *
+ * From tick to tick the distance stays put only while NTP leaves the clock's
+ * frequency alone: jiffies count whole ticks of CLOCK_MONOTONIC, the coarse
+ * clock adds the timekeeper's interval, whose length NTP corrects, so the
+ * distance then wanders by the correction (10 ppm: 40 ns a tick at HZ=250),
+ * wrapping within a tick. The jiffies form keeps the distance its publish
+ * measured, and with it the coarse clock's bounds: behind UTC by under two
+ * ticks, ahead of it never but by how much later the tick it was measured in
+ * ran than the current one (microseconds).
  */
 uint64_t fc_jiffies_utc_ns(uint64_t utc_offset_ns)
 {
