@@ -2,11 +2,13 @@
 /*
  * The packet path's coarse clock, read by the real programs under
  * BPF_PROG_TEST_RUN at XDP and TC through a ban's expiry: in its jiffies
- * form (fc_config.jiffies_utc_ns as a publish sets it) it gives, to the
+ * form (fc_config.jiffies_utc_ns as a publish measures it) it gives, to the
  * nanosecond, the coarse monotonic clock plus utc_offset_ns, as the helper
- * does; that is UTC, behind by the time since the tick and never ahead but
- * for utc_offset_ns' rounding to whole milliseconds. The field is what the
- * program reads, and with it 0 (an older freqctl's publish) the helper is.
+ * does, in the tick it was measured in (and within a tick later on: NTP's
+ * frequency correction moves the two apart, loader/lib/fc_clock.c); that is
+ * UTC, behind by under two ticks and never ahead but for utc_offset_ns'
+ * rounding to whole milliseconds. The field is what the program reads, and
+ * with it 0 (an older freqctl's publish) the helper is.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -91,11 +93,14 @@ static bool fc_clock_reached(struct fc_env *env, bool tc, uint64_t expires_ns)
 
 /* The packet path's clock within one coarse tick, found to the ns by two
  * frames on each side of what the helper form gives (coarse + utc_offset_ns)
- * and checked against CLOCK_REALTIME read around it. Retried when the tick
- * moves under the frames. */
-static void fc_clock_is_coarse(struct fc_env *env)
+ * and checked against CLOCK_REALTIME read around it. In the jiffies form
+ * (jiffies) jiffies_utc_ns is measured in that tick too, as a publish does:
+ * from tick to tick the two forms may drift apart by NTP's frequency
+ * correction. Retried when the tick moves under the frames. Returns the
+ * jiffies_utc_ns the frames saw. */
+static uint64_t fc_clock_is_coarse(struct fc_env *env, bool jiffies)
 {
-	const struct fc_config cfg = fc_cfg(env);
+	struct fc_config cfg = fc_cfg(env);
 	uint64_t tick, want, utc0, utc1;
 	struct timespec res;
 	int tries, tc;
@@ -104,6 +109,11 @@ static void fc_clock_is_coarse(struct fc_env *env)
 	for (tries = 0; tries < 20; tries++) {
 		utc0 = fc_now(CLOCK_REALTIME);
 		tick = fc_now(CLOCK_MONOTONIC_COARSE);
+		if (jiffies) {
+			cfg.jiffies_utc_ns = fc_jiffies_utc_ns(cfg.utc_offset_ns);
+			assert_int_not_equal(cfg.jiffies_utc_ns, 0);
+			fc_cfg_set(env, &cfg);
+		}
 		want = tick + cfg.utc_offset_ns;
 		for (tc = 0; tc < 2; tc++) {
 			assert_false(fc_clock_reached(env, tc, want + 1));
@@ -116,21 +126,28 @@ static void fc_clock_is_coarse(struct fc_env *env)
 		 * the coarse clock's phase against it (each under a tick). */
 		assert_true(want <= utc1 + FC_ROUNDING);
 		assert_true(want + FC_LATE_TICKS * (uint64_t)res.tv_nsec + FC_ROUNDING >= utc0);
-		return;
+		return cfg.jiffies_utc_ns;
 	}
 	fail_msg("the coarse clock ticked under the frames 20 times");
+	return 0;
 }
 
-/* A publish's jiffies form gives what the helper gives, to the ns. */
+/* The jiffies form gives what the helper gives, to the ns, in the tick its
+ * constant is measured in; a publish's constant is that within a tick. */
 static void test_jiffies_is_coarse(void **state)
 {
 	struct fc_env *env = *state;
+	uint64_t published, now;
+	struct timespec res;
 
 	FC_REQUIRE_BPF();
 	FC_REQUIRE_TICK();
+	assert_int_equal(clock_getres(CLOCK_MONOTONIC_COARSE, &res), 0);
 	fc_env_ban(env, FC_SRC, 3600);
-	assert_int_not_equal(fc_cfg(env).jiffies_utc_ns, 0);
-	fc_clock_is_coarse(env);
+	published = fc_cfg(env).jiffies_utc_ns;
+	assert_int_not_equal(published, 0);
+	now = fc_clock_is_coarse(env, true);
+	assert_true(published - now <= (uint64_t)res.tv_nsec || now - published <= (uint64_t)res.tv_nsec);
 }
 
 /* The program reads jiffies_utc_ns where it is set, and the helper with
@@ -166,7 +183,7 @@ static void test_field_read_and_fallback(void **state)
 	/* The helper alone gives UTC as the jiffies form did. */
 	cfg.jiffies_utc_ns = 0;
 	fc_cfg_set(env, &cfg);
-	fc_clock_is_coarse(env);
+	fc_clock_is_coarse(env, false);
 }
 
 /* A ban lapsing 20 ms on, on the real clock: it holds until then, also
