@@ -79,26 +79,32 @@ static int fc_clock_read(int fd, uint64_t *d)
  * ticks, ahead of it never but by how much later the tick it was measured in
  * ran than the current one (microseconds).
  */
-uint64_t fc_jiffies_utc_ns(uint64_t utc_offset_ns)
+uint64_t fc_jiffies_utc_ns_probe(int probe_fd, uint64_t utc_offset_ns)
 {
 	uint64_t d[FC_CLOCK_READS], ret = 0;
 	int try, i, same;
 
-	pthread_mutex_lock(&fc_clock_lock);
-	if (!fc_clock_skel)
-		fc_clock_skel = fc_clock_probe__open_and_load();
-	if (!fc_clock_skel)
-		goto out;
 	for (try = 0; try < FC_CLOCK_TRIES && !ret; try++) {
-		if (fc_clock_read(bpf_program__fd(fc_clock_skel->progs.fc_clock_probe), d) < 0)
-			goto out;
+		if (fc_clock_read(probe_fd, d) < 0)
+			break;
 		qsort(d, FC_CLOCK_READS, sizeof(*d), fc_u64_cmp);
 		for (i = same = 0; i < FC_CLOCK_READS; i++)
 			same += d[i] == d[FC_CLOCK_READS / 2];
 		if (same > FC_CLOCK_READS / 2)
 			ret = utc_offset_ns - d[FC_CLOCK_READS / 2];
 	}
-out:
+	return ret;
+}
+
+uint64_t fc_jiffies_utc_ns(uint64_t utc_offset_ns)
+{
+	uint64_t ret = 0;
+
+	pthread_mutex_lock(&fc_clock_lock);
+	if (!fc_clock_skel)
+		fc_clock_skel = fc_clock_probe__open_and_load();
+	if (fc_clock_skel)
+		ret = fc_jiffies_utc_ns_probe(bpf_program__fd(fc_clock_skel->progs.fc_clock_probe), utc_offset_ns);
 	pthread_mutex_unlock(&fc_clock_lock);
 	return ret;
 }

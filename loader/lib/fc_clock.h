@@ -13,5 +13,8 @@
  * COARSE + utc_offset_ns; 0 (the packet path then calls the helper) where
  * the kernel's tick length is not known or the probe cannot run. */
 uint64_t fc_jiffies_utc_ns(uint64_t utc_offset_ns);
+/* The same, measured with the clock probe (bpf/fc_clock_probe.bpf.c)
+ * loaded as probe_fd: a test loads it with another CONFIG_HZ. */
+uint64_t fc_jiffies_utc_ns_probe(int probe_fd, uint64_t utc_offset_ns);
 
 #endif /* FC_CLOCK_H */

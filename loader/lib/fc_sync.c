@@ -77,8 +77,11 @@ uint64_t fc_utc_offset_ns(void)
 	struct timespec rt, mono;
 	uint64_t d;
 
-	clock_gettime(CLOCK_MONOTONIC, &mono);
+	/* UTC first: a delay between the reads (a preemption) then puts the
+	 * packet path's clock behind UTC, where it only ever delays, rather
+	 * than ahead, where a TTL would end early. */
 	clock_gettime(CLOCK_REALTIME, &rt);
+	clock_gettime(CLOCK_MONOTONIC, &mono);
 	d = ((uint64_t)rt.tv_sec - (uint64_t)mono.tv_sec) * FC_NS_PER_SEC + (uint64_t)rt.tv_nsec - (uint64_t)mono.tv_nsec;
 	/* Whole milliseconds: two syncs compute the same offset, so a sync that
 	 * changes nothing else writes nothing. */

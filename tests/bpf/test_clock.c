@@ -14,6 +14,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <time.h>
 #include <unistd.h>
 #include <cmocka.h>
@@ -22,6 +23,7 @@
 #include <linux/in.h>
 
 #include "fc_clock.h"
+#include "fc_clock_probe.skel.h"
 #include "fc_test_bpf.h"
 
 #define FC_SRC "198.18.7.1"
@@ -216,6 +218,42 @@ static void test_ttl_on_utc(void **state)
 	}
 }
 
+/* The probe loaded with hz as CONFIG_HZ: what it gives for utc_offset_ns
+ * 0, or fails the test where it can not load. */
+static uint64_t fc_probe_with_hz(int hz)
+{
+	LIBBPF_OPTS(bpf_object_open_opts, opts);
+	struct fc_clock_probe *skel;
+	char kconfig[32];
+	uint64_t ret;
+
+	snprintf(kconfig, sizeof(kconfig), "CONFIG_HZ=%d", hz);
+	opts.kconfig = kconfig;
+	skel = fc_clock_probe__open_opts(&opts);
+	assert_non_null(skel);
+	assert_int_equal(fc_clock_probe__load(skel), 0);
+	ret = fc_jiffies_utc_ns_probe(bpf_program__fd(skel->progs.fc_clock_probe), 0);
+	fc_clock_probe__destroy(skel);
+	return ret;
+}
+
+/* A CONFIG_HZ that is not the running kernel's tick (a kernel config file
+ * of another build) gives no constant: the packet path calls the helper
+ * rather than run jiffies at the wrong rate. The kernel's own HZ gives one. */
+static void test_wrong_hz(void **state)
+{
+	struct timespec res;
+	int hz;
+
+	(void)state;
+	FC_REQUIRE_BPF();
+	FC_REQUIRE_TICK();
+	assert_int_equal(clock_getres(CLOCK_MONOTONIC_COARSE, &res), 0);
+	hz = (int)((1000000000L + res.tv_nsec / 2) / res.tv_nsec);
+	assert_int_not_equal(fc_probe_with_hz(hz), 0);
+	assert_int_equal(fc_probe_with_hz(hz == 250 ? 1000 : 250), 0);
+}
+
 int main(void)
 {
 #define T(f) cmocka_unit_test_setup_teardown(f, fc_env_setup, fc_env_teardown)
@@ -223,6 +261,7 @@ int main(void)
 		T(test_jiffies_is_coarse),
 		T(test_field_read_and_fallback),
 		T(test_ttl_on_utc),
+		cmocka_unit_test(test_wrong_hz),
 	};
 #undef T
 
