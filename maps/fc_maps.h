@@ -300,7 +300,10 @@ struct fc_config {
 	 * ns over a minute here) while NTP does not correct the clock's
 	 * frequency, and wanders within a tick by the correction while it does
 	 * (loader/lib/fc_clock.c), the jiffies form keeping the coarse clock's
-	 * bounds. Every publish measures it again, as it reads utc_offset_ns.
+	 * bounds. Every publish measures it again, as it reads utc_offset_ns,
+	 * and keeps the last publish's distance where it is a tick larger (the
+	 * one measured now being a late tick's, which would put the clock
+	 * ahead of UTC).
 	 * 0: not known (the kernel's HZ, or libbpf's reading of it not the
 	 * running kernel's tick): the packet path calls the coarse clock's
 	 * helper. */

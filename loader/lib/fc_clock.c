@@ -96,9 +96,23 @@ uint64_t fc_jiffies_utc_ns_probe(int probe_fd, uint64_t utc_offset_ns)
 	return ret;
 }
 
-uint64_t fc_jiffies_utc_ns(uint64_t utc_offset_ns)
+/*
+ * The distance has two values, a tick apart. A tick's handler advances
+ * jiffies to the last tick boundary before it, and the coarse clock to the
+ * last end of a timekeeper's interval before it; the interval ends a while
+ * before each boundary (the coarse clock's least lag, 0.84 ms here), so the
+ * coarse clock holds the end before the boundary, but for a handler that
+ * runs so late that the next end has passed too (over 3 ms here, on a
+ * loaded machine). A constant measured in such a tick would have the
+ * jiffies form run ahead of UTC by up to a tick, ending TTLs early; of two
+ * distances a tick apart the larger is the on-time one. So where the last
+ * publish's distance is a tick (within half of one) larger than the one
+ * measured now, it is kept: a late tick at both is what could still put the
+ * clock ahead.
+ */
+uint64_t fc_jiffies_utc_ns(uint64_t utc_offset_ns, const struct fc_config *prev)
 {
-	uint64_t ret = 0;
+	uint64_t ret = 0, tick = fc_kernel_tick_ns(), more;
 
 	pthread_mutex_lock(&fc_clock_lock);
 	if (!fc_clock_skel)
@@ -106,5 +120,12 @@ uint64_t fc_jiffies_utc_ns(uint64_t utc_offset_ns)
 	if (fc_clock_skel)
 		ret = fc_jiffies_utc_ns_probe(bpf_program__fd(fc_clock_skel->progs.fc_clock_probe), utc_offset_ns);
 	pthread_mutex_unlock(&fc_clock_lock);
+	if (ret && prev && prev->jiffies_utc_ns) {
+		/* (prev's distance) - (this one), from the two constants */
+		more = (utc_offset_ns - ret) - (prev->utc_offset_ns - prev->jiffies_utc_ns);
+		more = -more;
+		if (more >= tick / 2 && more <= tick + tick / 2)
+			ret -= more;
+	}
 	return ret;
 }

@@ -1045,7 +1045,6 @@ int fc_sync_full(struct fc_store *st, const struct fc_maps *m, int64_t now, doub
 		if (al.rows[i].p.family && fc_want_add(ms, &al.rows[i].p, fc_rule_of_allow(&al.rows[i]), err) < 0)
 			goto out;
 	res->cfg.utc_offset_ns = fc_utc_offset_ns();
-	res->cfg.jiffies_utc_ns = fc_jiffies_utc_ns(res->cfg.utc_offset_ns);
 	for (i = 0; i < npols; i++) {
 		const struct fc_policy_row *r = &pols[i];
 
@@ -1079,6 +1078,7 @@ int fc_sync_full(struct fc_store *st, const struct fc_maps *m, int64_t now, doub
 	locked = true;
 	if (fc_config_read(m, &old, err) < 0)
 		goto out;
+	res->cfg.jiffies_utc_ns = fc_jiffies_utc_ns(res->cfg.utc_offset_ns, &old);
 	/* The array of 65,536 policies is read only when they changed. The
 	 * marks (the digest, the change published) are cleared before anything
 	 * is written, so what a publish cut short left is never trusted. */
@@ -1476,7 +1476,7 @@ int fc_sync_delta(struct fc_store *st, const struct fc_maps *m, const struct fc_
 	if (memcmp(&res->cfg, &old, sizeof(old)) && fc_config_write(m, &res->cfg, err) < 0)
 		goto out;
 	res->cfg.utc_offset_ns = fc_utc_offset_ns();
-	res->cfg.jiffies_utc_ns = fc_jiffies_utc_ns(res->cfg.utc_offset_ns);
+	res->cfg.jiffies_utc_ns = fc_jiffies_utc_ns(res->cfg.utc_offset_ns, &old);
 	top4.used = old.n_top4;
 	memcpy(ms[FC_MS_PFX6].lens, old.lens6, sizeof(old.lens6));
 	if (fc_slots_apply(m, &ps, d, weight, true, &res->cfg, err) < 0 ||
