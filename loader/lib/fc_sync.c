@@ -12,6 +12,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
+#include "fc_clock.h"
 #include "fc_duration.h"
 #include "fc_sync.h"
 
@@ -78,8 +79,11 @@ uint64_t fc_utc_offset_ns(void)
 	struct timespec rt, mono;
 	uint64_t d;
 
-	clock_gettime(CLOCK_MONOTONIC, &mono);
+	/* UTC first: a delay between the reads (a preemption) then puts the
+	 * packet path's clock behind UTC, where it only ever delays, rather
+	 * than ahead, where a TTL would end early. */
 	clock_gettime(CLOCK_REALTIME, &rt);
+	clock_gettime(CLOCK_MONOTONIC, &mono);
 	d = ((uint64_t)rt.tv_sec - (uint64_t)mono.tv_sec) * FC_NS_PER_SEC + (uint64_t)rt.tv_nsec - (uint64_t)mono.tv_nsec;
 	/* Whole milliseconds: two syncs compute the same offset, so a sync that
 	 * changes nothing else writes nothing. */
@@ -1169,6 +1173,7 @@ int fc_sync_full(struct fc_store *st, const struct fc_maps *m, int64_t now, doub
 	locked = true;
 	if (fc_config_read(m, &old, err) < 0)
 		goto out;
+	res->cfg.jiffies_utc_ns = fc_jiffies_utc_ns(res->cfg.utc_offset_ns, &old);
 	/* The array of 65,536 policies is read only when they changed. The
 	 * marks (the digest, the change published) are cleared before anything
 	 * is written, so what a publish cut short left is never trusted. */
@@ -1581,6 +1586,7 @@ int fc_sync_delta(struct fc_store *st, const struct fc_maps *m, const struct fc_
 	if (memcmp(&res->cfg, &old, sizeof(old)) && fc_config_write(m, &res->cfg, err) < 0)
 		goto out;
 	res->cfg.utc_offset_ns = fc_utc_offset_ns();
+	res->cfg.jiffies_utc_ns = fc_jiffies_utc_ns(res->cfg.utc_offset_ns, &old);
 	top4.used = old.n_top4;
 	memcpy(ms[FC_MS_PFX6].lens, old.lens6, sizeof(old.lens6));
 	if (fc_slots_apply(m, &ps, d, weight, true, &res->cfg, err) < 0 ||

@@ -1,0 +1,306 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * The packet path's coarse clock, read by the real programs under
+ * BPF_PROG_TEST_RUN at XDP and TC through a ban's expiry: in its jiffies
+ * form (fc_config.jiffies_utc_ns as a publish measures it) it gives, to the
+ * nanosecond, the coarse monotonic clock plus utc_offset_ns, as the helper
+ * does, in the tick it was measured in (and within a tick later on: NTP's
+ * frequency correction moves the two apart, loader/lib/fc_clock.c); that is
+ * UTC, behind by under two ticks and never ahead but for utc_offset_ns'
+ * rounding to whole milliseconds. The field is what the program reads, and
+ * with it 0 (an older freqctl's publish) the helper is.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <time.h>
+#include <unistd.h>
+#include <cmocka.h>
+#include <arpa/inet.h>
+#include <bpf/bpf.h>
+#include <linux/in.h>
+
+#include "fc_clock.h"
+#include "fc_clock_probe.skel.h"
+#include "fc_test_bpf.h"
+
+#define FC_SRC "198.18.7.1"
+#define FC_SEC 1000000000ULL
+/* utc_offset_ns is rounded to whole milliseconds (fc_utc_offset_ns). */
+#define FC_ROUNDING 500000ULL
+/* How far behind UTC the clock may be, in ticks: two, and room for late
+ * ticks on a loaded machine. */
+#define FC_LATE_TICKS 5ULL
+
+/* Skips a test of the jiffies form where the kernel's tick length is not
+ * known (libbpf reads CONFIG_HZ from /proc/config.gz or /boot/config-*). */
+#define FC_REQUIRE_TICK()                                                                      \
+	do {                                                                                   \
+		if (!fc_jiffies_utc_ns(0, NULL)) {                                                   \
+			print_message("SKIPPED: the kernel's HZ is not known: the helper's clock\n"); \
+			skip();                                                                \
+		}                                                                              \
+	} while (0)
+
+static uint64_t fc_now(clockid_t id)
+{
+	struct timespec ts;
+
+	clock_gettime(id, &ts);
+	return (uint64_t)ts.tv_sec * FC_SEC + (uint64_t)ts.tv_nsec;
+}
+
+static struct fc_config fc_cfg(struct fc_env *env)
+{
+	struct fc_config cfg;
+	struct fc_err err;
+
+	if (fc_config_read(&env->maps, &cfg, &err) < 0)
+		fail_msg("%s", err.msg);
+	return cfg;
+}
+
+static void fc_cfg_set(struct fc_env *env, const struct fc_config *cfg)
+{
+	struct fc_err err;
+
+	if (fc_config_write(&env->maps, cfg, &err) < 0)
+		fail_msg("%s", err.msg);
+}
+
+/* Bans FC_SRC until expires_ns on the packet path's clock (UTC ns), in the
+ * entry a publish wrote. */
+static void fc_ban_until(struct fc_env *env, uint64_t expires_ns)
+{
+	struct fc_addr4 a;
+	struct fc_rule r;
+
+	assert_int_equal(inet_pton(AF_INET, FC_SRC, a.a), 1);
+	assert_int_equal(bpf_map_lookup_elem(env->maps.exact4, &a, &r), 0);
+	r.ban_expires_ns = expires_ns;
+	assert_int_equal(bpf_map_update_elem(env->maps.exact4, &a, &r, BPF_EXIST), 0);
+}
+
+/* Whether a frame from FC_SRC, at XDP or TC, passes a ban lapsing at
+ * expires_ns: whether the packet path's clock reads expires_ns or later. */
+static bool fc_clock_reached(struct fc_env *env, bool tc, uint64_t expires_ns)
+{
+	struct fc_frame_spec spec = { .src = FC_SRC, .l4proto = IPPROTO_UDP };
+
+	fc_ban_until(env, expires_ns);
+	return fc_env_send(env, tc, &spec, 1) == 1;
+}
+
+/* The packet path's clock within one coarse tick, found to the ns by two
+ * frames on each side of what the helper form gives (coarse + utc_offset_ns)
+ * and checked against CLOCK_REALTIME read around it. In the jiffies form
+ * (jiffies) jiffies_utc_ns is measured in that tick too, as a publish does:
+ * from tick to tick the two forms may drift apart by NTP's frequency
+ * correction. Retried when the tick moves under the frames. Returns the
+ * jiffies_utc_ns the frames saw. */
+static uint64_t fc_clock_is_coarse(struct fc_env *env, bool jiffies)
+{
+	struct fc_config cfg = fc_cfg(env);
+	uint64_t tick, want, utc0, utc1;
+	struct timespec res;
+	int tries, tc;
+
+	assert_int_equal(clock_getres(CLOCK_MONOTONIC_COARSE, &res), 0);
+	for (tries = 0; tries < 20; tries++) {
+		utc0 = fc_now(CLOCK_REALTIME);
+		tick = fc_now(CLOCK_MONOTONIC_COARSE);
+		if (jiffies) {
+			cfg.jiffies_utc_ns = fc_jiffies_utc_ns(cfg.utc_offset_ns, NULL);
+			assert_int_not_equal(cfg.jiffies_utc_ns, 0);
+			fc_cfg_set(env, &cfg);
+		}
+		want = tick + cfg.utc_offset_ns;
+		for (tc = 0; tc < 2; tc++) {
+			assert_false(fc_clock_reached(env, tc, want + 1));
+			assert_true(fc_clock_reached(env, tc, want));
+		}
+		utc1 = fc_now(CLOCK_REALTIME);
+		if (fc_now(CLOCK_MONOTONIC_COARSE) != tick)
+			continue;
+		/* Never ahead of UTC; behind by the time since the tick and
+		 * the coarse clock's phase against it (each under a tick). */
+		assert_true(want <= utc1 + FC_ROUNDING);
+		assert_true(want + FC_LATE_TICKS * (uint64_t)res.tv_nsec + FC_ROUNDING >= utc0);
+		return cfg.jiffies_utc_ns;
+	}
+	fail_msg("the coarse clock ticked under the frames 20 times");
+	return 0;
+}
+
+/* The jiffies form gives what the helper gives, to the ns, in the tick its
+ * constant is measured in; a publish's constant is that within a tick and
+ * a half. */
+static void test_jiffies_is_coarse(void **state)
+{
+	struct fc_env *env = *state;
+	uint64_t published, now;
+	struct timespec res;
+
+	FC_REQUIRE_BPF();
+	FC_REQUIRE_TICK();
+	assert_int_equal(clock_getres(CLOCK_MONOTONIC_COARSE, &res), 0);
+	fc_env_ban(env, FC_SRC, 3600);
+	published = fc_cfg(env).jiffies_utc_ns;
+	assert_int_not_equal(published, 0);
+	now = fc_clock_is_coarse(env, true);
+	/* The same distance, moved by NTP within a tick, or the on-time one
+	 * where a tick ran late (fc_clock.c): a tick more. */
+	assert_true(published - now <= 3 * (uint64_t)res.tv_nsec / 2 || now - published <= 3 * (uint64_t)res.tv_nsec / 2);
+}
+
+/* The program reads jiffies_utc_ns where it is set, and the helper with
+ * utc_offset_ns where it is 0, giving the same UTC. */
+static void test_field_read_and_fallback(void **state)
+{
+	struct fc_env *env = *state;
+	struct fc_config cfg;
+	uint64_t utc;
+	int tc;
+
+	FC_REQUIRE_BPF();
+	FC_REQUIRE_TICK();
+	fc_env_ban(env, FC_SRC, 3600);
+	cfg = fc_cfg(env);
+	utc = fc_now(CLOCK_REALTIME);
+	for (tc = 0; tc < 2; tc++) {
+		/* The jiffies form an hour on: the ban, 30 minutes on, is over. */
+		cfg.jiffies_utc_ns += 3600 * FC_SEC;
+		fc_cfg_set(env, &cfg);
+		assert_true(fc_clock_reached(env, tc, utc + 1800 * FC_SEC));
+		/* Then 0, the helper's offset an hour on: the same. */
+		cfg.jiffies_utc_ns = 0;
+		cfg.utc_offset_ns += 3600 * FC_SEC;
+		fc_cfg_set(env, &cfg);
+		assert_true(fc_clock_reached(env, tc, utc + 1800 * FC_SEC));
+		/* The helper's offset back: the ban holds. */
+		cfg.utc_offset_ns -= 3600 * FC_SEC;
+		fc_cfg_set(env, &cfg);
+		assert_false(fc_clock_reached(env, tc, utc + 1800 * FC_SEC));
+		cfg.jiffies_utc_ns = fc_jiffies_utc_ns(cfg.utc_offset_ns, NULL);
+	}
+	/* The helper alone gives UTC as the jiffies form did. */
+	cfg.jiffies_utc_ns = 0;
+	fc_cfg_set(env, &cfg);
+	fc_clock_is_coarse(env, false);
+}
+
+/* A ban lapsing 20 ms on, on the real clock: it holds until then, also
+ * when UTC reaches it (the clock is never ahead), and is over 50 ms after
+ * (the clock is behind by a tick or two), in the jiffies form and in the
+ * helper's. */
+static void test_ttl_on_utc(void **state)
+{
+	struct fc_env *env = *state;
+	struct fc_config cfg;
+	uint64_t until;
+	int helper;
+
+	FC_REQUIRE_BPF();
+	fc_env_ban(env, FC_SRC, 3600);
+	for (helper = 0; helper < 2; helper++) {
+		cfg = fc_cfg(env);
+		if (helper) {
+			cfg.jiffies_utc_ns = 0;
+			fc_cfg_set(env, &cfg);
+		}
+		until = fc_now(CLOCK_REALTIME) + 20000000ULL;
+		assert_false(fc_clock_reached(env, false, until));
+		while (fc_now(CLOCK_REALTIME) < until)
+			;
+		assert_false(fc_clock_reached(env, true, fc_now(CLOCK_REALTIME) + FC_ROUNDING + 1));
+		usleep(50000);
+		assert_true(fc_clock_reached(env, false, until));
+		assert_true(fc_clock_reached(env, true, until));
+	}
+}
+
+/* The probe loaded with hz as CONFIG_HZ: what it gives for utc_offset_ns
+ * 0, or fails the test where it can not load. */
+static uint64_t fc_probe_with_hz(int hz)
+{
+	LIBBPF_OPTS(bpf_object_open_opts, opts);
+	struct fc_clock_probe *skel;
+	char kconfig[32];
+	uint64_t ret;
+
+	snprintf(kconfig, sizeof(kconfig), "CONFIG_HZ=%d", hz);
+	opts.kconfig = kconfig;
+	skel = fc_clock_probe__open_opts(&opts);
+	assert_non_null(skel);
+	assert_int_equal(fc_clock_probe__load(skel), 0);
+	ret = fc_jiffies_utc_ns_probe(bpf_program__fd(skel->progs.fc_clock_probe), 0);
+	fc_clock_probe__destroy(skel);
+	return ret;
+}
+
+/* A CONFIG_HZ that is not the running kernel's tick (a kernel config file
+ * of another build) gives no constant: the packet path calls the helper
+ * rather than run jiffies at the wrong rate. The kernel's own HZ gives one. */
+static void test_wrong_hz(void **state)
+{
+	struct timespec res;
+	int hz;
+
+	(void)state;
+	FC_REQUIRE_BPF();
+	FC_REQUIRE_TICK();
+	assert_int_equal(clock_getres(CLOCK_MONOTONIC_COARSE, &res), 0);
+	hz = (int)((1000000000L + res.tv_nsec / 2) / res.tv_nsec);
+	assert_int_not_equal(fc_probe_with_hz(hz), 0);
+	assert_int_equal(fc_probe_with_hz(hz == 250 ? 1000 : 250), 0);
+}
+
+/* Of a publish's distance and the last one's, a tick apart, the larger (the
+ * on-time tick's) is kept; any other last one is not. */
+static void test_late_tick(void **state)
+{
+	struct fc_config prev = { .utc_offset_ns = 1000000000ULL * 1800000000ULL };
+	uint64_t raw, tick;
+	struct timespec res;
+	int tries;
+
+	(void)state;
+	FC_REQUIRE_BPF();
+	FC_REQUIRE_TICK();
+	assert_int_equal(clock_getres(CLOCK_MONOTONIC_COARSE, &res), 0);
+	tick = (uint64_t)res.tv_nsec;
+	/* Retried where a late tick moves the distance under the test. */
+	for (tries = 0; tries < 20; tries++) {
+		raw = fc_jiffies_utc_ns(prev.utc_offset_ns, NULL);
+		/* The last publish's distance a tick larger: kept. */
+		prev.jiffies_utc_ns = raw - tick;
+		if (fc_jiffies_utc_ns(prev.utc_offset_ns, &prev) != raw - tick)
+			continue;
+		/* A tick smaller (it was the late one), or two: this one. */
+		prev.jiffies_utc_ns = raw + tick;
+		if (fc_jiffies_utc_ns(prev.utc_offset_ns, &prev) != raw)
+			continue;
+		prev.jiffies_utc_ns = raw - 2 * tick;
+		if (fc_jiffies_utc_ns(prev.utc_offset_ns, &prev) != raw)
+			continue;
+		return;
+	}
+	fail_msg("20 times, the constant kept was not the larger distance's");
+}
+
+int main(void)
+{
+#define T(f) cmocka_unit_test_setup_teardown(f, fc_env_setup, fc_env_teardown)
+	const struct CMUnitTest tests[] = {
+		T(test_jiffies_is_coarse),
+		T(test_field_read_and_fallback),
+		T(test_ttl_on_utc),
+		cmocka_unit_test(test_wrong_hz),
+		cmocka_unit_test(test_late_tick),
+	};
+#undef T
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
