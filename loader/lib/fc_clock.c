@@ -75,9 +75,7 @@ static int fc_clock_read(int fd, uint64_t *d)
  * clock adds the timekeeper's interval, whose length NTP corrects, so the
  * distance then wanders by the correction (10 ppm: 40 ns a tick at HZ=250),
  * wrapping within a tick. The jiffies form keeps the distance its publish
- * measured, and with it the coarse clock's bounds: behind UTC by under two
- * ticks, ahead of it never but by how much later the tick it was measured in
- * ran than the current one (microseconds).
+ * measured; what bounds it against UTC is below (fc_jiffies_utc_ns).
  */
 uint64_t fc_jiffies_utc_ns_probe(int probe_fd, uint64_t utc_offset_ns)
 {
@@ -96,23 +94,9 @@ uint64_t fc_jiffies_utc_ns_probe(int probe_fd, uint64_t utc_offset_ns)
 	return ret;
 }
 
-/*
- * The distance has two values, a tick apart. A tick's handler advances
- * jiffies to the last tick boundary before it, and the coarse clock to the
- * last end of a timekeeper's interval before it; the interval ends a while
- * before each boundary (the coarse clock's least lag, 0.84 ms here), so the
- * coarse clock holds the end before the boundary, but for a handler that
- * runs so late that the next end has passed too (over 3 ms here, on a
- * loaded machine). A constant measured in such a tick would have the
- * jiffies form run ahead of UTC by up to a tick, ending TTLs early; of two
- * distances a tick apart the larger is the on-time one. So where the last
- * publish's distance is a tick (within half of one) larger than the one
- * measured now, it is kept: a late tick at both is what could still put the
- * clock ahead.
- */
-uint64_t fc_jiffies_utc_ns(uint64_t utc_offset_ns, const struct fc_config *prev)
+uint64_t fc_jiffies_utc_ns_now(uint64_t utc_offset_ns)
 {
-	uint64_t ret = 0, tick = fc_kernel_tick_ns(), more;
+	uint64_t ret = 0;
 
 	pthread_mutex_lock(&fc_clock_lock);
 	if (!fc_clock_skel)
@@ -120,12 +104,29 @@ uint64_t fc_jiffies_utc_ns(uint64_t utc_offset_ns, const struct fc_config *prev)
 	if (fc_clock_skel)
 		ret = fc_jiffies_utc_ns_probe(bpf_program__fd(fc_clock_skel->progs.fc_clock_probe), utc_offset_ns);
 	pthread_mutex_unlock(&fc_clock_lock);
-	if (ret && prev && prev->jiffies_utc_ns) {
-		/* (prev's distance) - (this one), from the two constants */
-		more = (utc_offset_ns - ret) - (prev->utc_offset_ns - prev->jiffies_utc_ns);
-		more = -more;
-		if (more >= tick / 2 && more <= tick + tick / 2)
-			ret -= more;
-	}
 	return ret;
+}
+
+/*
+ * What a publish writes: the constant measured now, a tick less. Jiffies
+ * times the tick is L + K: L the tick boundary (on CLOCK_MONOTONIC) that
+ * jiffies were last advanced to, never later than now, and K a constant.
+ * The coarse clock C is advanced by the same tick handler just after
+ * jiffies, to the end of the timekeeper's last whole interval, so C is
+ * before L + tick. A constant measured with L0 and C0 has the jiffies form
+ * read, at any time after, L - (L0 + tick - C0) on CLOCK_MONOTONIC: before
+ * L, so never ahead of UTC, whatever NTP does to C's phase meanwhile.
+ * Without the tick taken away it would read L + (C0 - L0), and C0 is past
+ * L0 where the handler ran late (after the timekeeper's next interval had
+ * ended, over 3 ms late at HZ=250 here): a TTL could then end up to a tick
+ * early until the next publish. The price is a tick more lag: under three
+ * ticks behind UTC (the time since L, under one, and L0 + tick - C0, under
+ * two) where the coarse clock is under two; a constant measured in a late
+ * tick lags no more than the coarse clock.
+ */
+uint64_t fc_jiffies_utc_ns(uint64_t utc_offset_ns)
+{
+	uint64_t ret = fc_jiffies_utc_ns_now(utc_offset_ns);
+
+	return ret ? ret - fc_kernel_tick_ns() : 0;
 }

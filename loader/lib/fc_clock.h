@@ -12,11 +12,17 @@
 #include "fc_maps.h"
 
 /* UTC at jiffies 0 for a packet path whose coarse clock is CLOCK_MONOTONIC_
- * COARSE + utc_offset_ns; 0 (the packet path then calls the helper) where
- * the kernel's tick length is not known or the probe cannot run. prev: the
- * config the last publish left (NULL: none), whose constant is kept where
- * the one measured now is a late tick's (fc_clock.c). */
-uint64_t fc_jiffies_utc_ns(uint64_t utc_offset_ns, const struct fc_config *prev);
+ * COARSE + utc_offset_ns, as a publish writes it: a tick less than
+ * measured, which keeps the jiffies form behind UTC (by under three ticks)
+ * even where it is measured in a tick whose handler ran late (fc_clock.c).
+ * 0 (the packet path then calls the helper) where the kernel's tick length
+ * is not known or the probe cannot run. */
+uint64_t fc_jiffies_utc_ns(uint64_t utc_offset_ns);
+/* The constant as measured: the jiffies form then gives the coarse clock
+ * plus utc_offset_ns, to the ns, in the tick it is measured in, and may be
+ * a tick ahead of it in later ones. For a test that sets the packet path's
+ * clock within one tick. */
+uint64_t fc_jiffies_utc_ns_now(uint64_t utc_offset_ns);
 /* The same, measured with the clock probe (bpf/fc_clock_probe.bpf.c)
  * loaded as probe_fd: a test loads it with another CONFIG_HZ. */
 uint64_t fc_jiffies_utc_ns_probe(int probe_fd, uint64_t utc_offset_ns);

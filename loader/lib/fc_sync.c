@@ -86,8 +86,9 @@ uint64_t fc_utc_offset_ns(void)
 	clock_gettime(CLOCK_MONOTONIC, &mono);
 	d = ((uint64_t)rt.tv_sec - (uint64_t)mono.tv_sec) * FC_NS_PER_SEC + (uint64_t)rt.tv_nsec - (uint64_t)mono.tv_nsec;
 	/* Whole milliseconds: two syncs compute the same offset, so a sync that
-	 * changes nothing else writes nothing. */
-	return (d + 500000) / 1000000 * 1000000;
+	 * changes nothing else writes nothing. Rounded down, as the reads are
+	 * ordered: to the nearest, it could put the clock ahead by half a ms. */
+	return d / 1000000 * 1000000;
 }
 
 /* Sorts k; an empty one may have no array, which qsort_r may not be given. */
@@ -1173,7 +1174,7 @@ int fc_sync_full(struct fc_store *st, const struct fc_maps *m, int64_t now, doub
 	locked = true;
 	if (fc_config_read(m, &old, err) < 0)
 		goto out;
-	res->cfg.jiffies_utc_ns = fc_jiffies_utc_ns(res->cfg.utc_offset_ns, &old);
+	res->cfg.jiffies_utc_ns = fc_jiffies_utc_ns(res->cfg.utc_offset_ns);
 	/* The array of 65,536 policies is read only when they changed. The
 	 * marks (the digest, the change published) are cleared before anything
 	 * is written, so what a publish cut short left is never trusted. */
@@ -1586,7 +1587,7 @@ int fc_sync_delta(struct fc_store *st, const struct fc_maps *m, const struct fc_
 	if (memcmp(&res->cfg, &old, sizeof(old)) && fc_config_write(m, &res->cfg, err) < 0)
 		goto out;
 	res->cfg.utc_offset_ns = fc_utc_offset_ns();
-	res->cfg.jiffies_utc_ns = fc_jiffies_utc_ns(res->cfg.utc_offset_ns, &old);
+	res->cfg.jiffies_utc_ns = fc_jiffies_utc_ns(res->cfg.utc_offset_ns);
 	top4.used = old.n_top4;
 	memcpy(ms[FC_MS_PFX6].lens, old.lens6, sizeof(old.lens6));
 	if (fc_slots_apply(m, &ps, d, weight, true, &res->cfg, err) < 0 ||

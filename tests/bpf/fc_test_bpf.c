@@ -334,7 +334,7 @@ void fc_env_clock(struct fc_env *env, uint64_t utc_ns)
 	/* The packet path reads CLOCK_MONOTONIC_COARSE (bpf_ktime_get_coarse_ns)
 	 * plus this offset, or jiffies in the same tick plus the other. */
 	cfg.utc_offset_ns = utc_ns - fc_clock_ns(CLOCK_MONOTONIC_COARSE);
-	cfg.jiffies_utc_ns = fc_jiffies_utc_ns(cfg.utc_offset_ns, NULL);
+	cfg.jiffies_utc_ns = fc_jiffies_utc_ns_now(cfg.utc_offset_ns);
 	if (fc_config_write(&env->maps, &cfg, &err) < 0)
 		fail_msg("%s", err.msg);
 }
@@ -362,7 +362,7 @@ uint64_t fc_env_clock_exact(struct fc_env *env, uint64_t utc_ns)
 			fail_msg("the coarse clock did not tick for a second");
 	}
 	cfg.utc_offset_ns = utc_ns - coarse;
-	cfg.jiffies_utc_ns = fc_jiffies_utc_ns(cfg.utc_offset_ns, NULL);
+	cfg.jiffies_utc_ns = fc_jiffies_utc_ns_now(cfg.utc_offset_ns);
 	if (fc_config_write(&env->maps, &cfg, &err) < 0)
 		fail_msg("%s", err.msg);
 	return coarse;
