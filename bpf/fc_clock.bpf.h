@@ -3,8 +3,8 @@
  * The packet path's clock. The coarse one is jiffies times the tick length
  * plus fc_config.jiffies_utc_ns: bpf_jiffies64() is inlined by the verifier
  * into a load where bpf_ktime_get_coarse_ns() is a helper call. Both are
- * advanced together in the tick, so the two give the same UTC (the loader
- * measures their distance, fc_clock.c).
+ * advanced together in the tick: the loader measures their distance and
+ * publishes it a tick larger, which keeps this form behind UTC (fc_clock.c).
  */
 #ifndef FC_CLOCK_BPF_H
 #define FC_CLOCK_BPF_H

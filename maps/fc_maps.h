@@ -292,15 +292,16 @@ struct fc_config {
 	__u32 n_top4;     /* fc_top4 entries (/16s) in use, by a prefix or an exact address: 0 = none */
 	/* UTC - CLOCK_MONOTONIC. The packet path's clock is the coarse (tick)
 	 * monotonic clock plus this (read as jiffies where jiffies_utc_ns is
-	 * set, which gives the same value): reading it costs a few ns where the
-	 * precise clock costs ~20 here. It lags UTC by under two ticks (it holds
-	 * the timekeeper's last whole interval before the tick that set it:
-	 * 0.84-4.8 ms measured at HZ=250, more when a tick runs late), which
-	 * only ever delays an admission; a policy for which a tick matters
-	 * (FC_POLICY_PRECISE) reads the precise clock. Fixed windows align to
-	 * UTC; the offset moves only when the wall clock is stepped (or the
-	 * machine resumes from suspend), and the packet path follows at the
-	 * next publish. */
+	 * set, which gives the same value a tick behind): reading it costs a
+	 * few ns where the precise clock costs ~20 here. It lags UTC by under
+	 * two ticks (it holds the timekeeper's last whole interval before the
+	 * tick that set it: 0.84-4.8 ms measured at HZ=250, more when a tick
+	 * runs late), under three in the jiffies form; rounded down to whole
+	 * ms, it is never ahead, and only ever delays an admission; a policy
+	 * for which a tick matters (FC_POLICY_PRECISE) reads the precise clock.
+	 * Fixed windows align to UTC; the offset moves only when the wall clock
+	 * is stepped (or the machine resumes from suspend), and the packet path
+	 * follows at the next publish. */
 	__u64 utc_offset_ns;
 	struct fc_tier new_src; /* GCRA cap on new ip=* buckets, per CPU */
 	/* The loader's, never the packet path's: a digest of fc_policies as
@@ -334,11 +335,12 @@ struct fc_config {
 	 * distance, jiffies * tick - CLOCK_MONOTONIC_COARSE, stays put (to the
 	 * ns over a minute here) while NTP does not correct the clock's
 	 * frequency, and wanders within a tick by the correction while it does
-	 * (loader/lib/fc_clock.c), the jiffies form keeping the coarse clock's
-	 * bounds. Every publish measures it again, as it reads utc_offset_ns,
-	 * and keeps the last publish's distance where it is a tick larger (the
-	 * one measured now being a late tick's, which would put the clock
-	 * ahead of UTC).
+	 * (loader/lib/fc_clock.c). Every publish measures it again, as it
+	 * reads utc_offset_ns, and writes it a tick less: one measured in a
+	 * tick whose handler ran late is a tick larger, and would put the
+	 * clock up to a tick ahead of UTC. So the jiffies form lags UTC by
+	 * under three ticks (the coarse clock's two and the one taken away;
+	 * under two where measured in a late tick) and is never ahead.
 	 * 0: not known (the kernel's HZ, or libbpf's reading of it not the
 	 * running kernel's tick): the packet path calls the coarse clock's
 	 * helper. */
