@@ -14,37 +14,24 @@
 #include <bpf/bpf_helpers.h>
 #include "fc_maps.h"
 
-extern unsigned int CONFIG_HZ __kconfig __weak;
-
-/* The kernel's TICK_NSEC, (NSEC_PER_SEC + HZ / 2) / HZ, for the HZ values
- * Kconfig offers; 0 for another or an unknown one. Spelled as constants: a
- * division by CONFIG_HZ, known only at load time, would stay a division in
- * every packet, where these comparisons are pruned by the verifier. */
-static __always_inline __u64 fc_tick_ns(void)
-{
-	if (CONFIG_HZ == 100)
-		return 10000000;
-	if (CONFIG_HZ == 250)
-		return 4000000;
-	if (CONFIG_HZ == 300)
-		return 3333333;
-	if (CONFIG_HZ == 1000)
-		return 1000000;
-	return 0;
-}
+/* The running kernel's tick length (TICK_NSEC), which the loader sets
+ * before the load from the coarse clock's resolution (fc_clock_tick_ns);
+ * 0, as an object loaded without it has: the helper's form. Read-only, so
+ * the verifier knows it: a kconfig CONFIG_HZ would be libbpf's reading of
+ * a config file that may not be the running kernel's, and its values spelled
+ * out at every clock read cost the verifier 130,000 instructions. */
+const volatile __u64 fc_tick_ns = 0;
 
 /* UTC in ns: the coarse clock (see fc_config.utc_offset_ns), or the precise
- * one for a policy that needs it. The jiffies' form needs the tick known and
- * jiffies_utc_ns published; else the helper, as a config that an older
- * freqctl published (the field 0) asks. */
+ * one for a policy that needs it. The jiffies' form needs the tick set and
+ * jiffies_utc_ns published; else the helper, as a publish that could not
+ * measure the constant (the field 0) asks. */
 static __always_inline __u64 fc_clock(const struct fc_config *cfg, bool precise)
 {
-	__u64 tick = fc_tick_ns();
-
 	if (precise)
 		return bpf_ktime_get_ns() + cfg->utc_offset_ns;
-	if (tick && cfg->jiffies_utc_ns)
-		return bpf_jiffies64() * tick + cfg->jiffies_utc_ns;
+	if (fc_tick_ns && cfg->jiffies_utc_ns)
+		return bpf_jiffies64() * fc_tick_ns + cfg->jiffies_utc_ns;
 	return bpf_ktime_get_coarse_ns() + cfg->utc_offset_ns;
 }
 

@@ -12,8 +12,8 @@ int fc_clock_probe(struct xdp_md *ctx)
 
 	if ((void *)(p + 1) > (void *)(long)ctx->data_end)
 		return XDP_ABORTED;
-	p->tick_ns = fc_tick_ns();
-	p->jiffies_ns = bpf_jiffies64() * p->tick_ns;
+	p->tick_ns = fc_tick_ns;
+	p->jiffies_ns = bpf_jiffies64() * fc_tick_ns;
 	p->coarse_ns = bpf_ktime_get_coarse_ns();
 	return XDP_PASS;
 }

@@ -341,9 +341,9 @@ struct fc_config {
 	 * clock up to a tick ahead of UTC. So the jiffies form lags UTC by
 	 * under three ticks (the coarse clock's two and the one taken away;
 	 * under two where measured in a late tick) and is never ahead.
-	 * 0: not known (the kernel's HZ, or libbpf's reading of it not the
-	 * running kernel's tick): the packet path calls the coarse clock's
-	 * helper. */
+	 * 0: not measured (the probe could not run): the packet path calls
+	 * the coarse clock's helper, as it does where the programs were loaded
+	 * without the tick (fc_tick_ns 0). */
 	__u64 jiffies_utc_ns;
 };
 
@@ -352,7 +352,7 @@ struct fc_config {
 struct fc_clock_pair {
 	__u64 jiffies_ns; /* jiffies * the tick length, 0: the tick is not known */
 	__u64 coarse_ns;  /* CLOCK_MONOTONIC_COARSE */
-	__u64 tick_ns;    /* the tick length the programs take (CONFIG_HZ as libbpf read it) */
+	__u64 tick_ns;    /* the tick length the programs take (fc_tick_ns, as the loader set it) */
 };
 
 /*

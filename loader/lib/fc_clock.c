@@ -24,8 +24,7 @@ static int fc_u64_cmp(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
-/* The kernel's tick length: the coarse clock's resolution (TICK_NSEC). */
-static uint64_t fc_kernel_tick_ns(void)
+uint64_t fc_clock_tick_ns(void)
 {
 	struct timespec res;
 
@@ -35,13 +34,12 @@ static uint64_t fc_kernel_tick_ns(void)
 }
 
 /* jiffies * tick - CLOCK_MONOTONIC_COARSE, read FC_CLOCK_READS times; -1
- * if the tick is not known or the probe fails. A tick the programs take
- * from a kernel config that is not the running kernel's (libbpf reads
- * /boot/config-$(uname -r) or /proc/config.gz) is not known: jiffies times
- * it would run fast or slow, and the reads would agree all the same. */
+ * if the probe fails or was loaded with a tick that is not the kernel's
+ * (jiffies times it would run fast or slow, and the reads would agree all
+ * the same). */
 static int fc_clock_read(int fd, uint64_t *d)
 {
-	uint64_t tick = fc_kernel_tick_ns();
+	uint64_t tick = fc_clock_tick_ns();
 	struct fc_clock_pair p;
 	unsigned char frame[64] = { 0 };
 	int i;
@@ -99,8 +97,16 @@ uint64_t fc_jiffies_utc_ns_now(uint64_t utc_offset_ns)
 	uint64_t ret = 0;
 
 	pthread_mutex_lock(&fc_clock_lock);
-	if (!fc_clock_skel)
-		fc_clock_skel = fc_clock_probe__open_and_load();
+	if (!fc_clock_skel) {
+		fc_clock_skel = fc_clock_probe__open();
+		if (fc_clock_skel) {
+			fc_clock_skel->rodata->fc_tick_ns = fc_clock_tick_ns();
+			if (fc_clock_probe__load(fc_clock_skel)) {
+				fc_clock_probe__destroy(fc_clock_skel);
+				fc_clock_skel = NULL;
+			}
+		}
+	}
 	if (fc_clock_skel)
 		ret = fc_jiffies_utc_ns_probe(bpf_program__fd(fc_clock_skel->progs.fc_clock_probe), utc_offset_ns);
 	pthread_mutex_unlock(&fc_clock_lock);
@@ -128,5 +134,5 @@ uint64_t fc_jiffies_utc_ns(uint64_t utc_offset_ns)
 {
 	uint64_t ret = fc_jiffies_utc_ns_now(utc_offset_ns);
 
-	return ret ? ret - fc_kernel_tick_ns() : 0;
+	return ret ? ret - fc_clock_tick_ns() : 0;
 }

@@ -11,6 +11,10 @@
 
 #include "fc_maps.h"
 
+/* The running kernel's tick length (TICK_NSEC): the coarse clock's
+ * resolution; 0 if it can not be read. What a loader sets as the programs'
+ * fc_tick_ns before loading them (bpf/fc_clock.bpf.h). */
+uint64_t fc_clock_tick_ns(void);
 /* UTC at jiffies 0 for a packet path whose coarse clock is CLOCK_MONOTONIC_
  * COARSE + utc_offset_ns, as a publish writes it: a tick less than
  * measured, which keeps the jiffies form behind UTC (by under three ticks)
@@ -24,7 +28,7 @@ uint64_t fc_jiffies_utc_ns(uint64_t utc_offset_ns);
  * clock within one tick. */
 uint64_t fc_jiffies_utc_ns_now(uint64_t utc_offset_ns);
 /* The same, measured with the clock probe (bpf/fc_clock_probe.bpf.c)
- * loaded as probe_fd: a test loads it with another CONFIG_HZ. */
+ * loaded as probe_fd: a test loads it with another tick. */
 uint64_t fc_jiffies_utc_ns_probe(int probe_fd, uint64_t utc_offset_ns);
 
 #endif /* FC_CLOCK_H */

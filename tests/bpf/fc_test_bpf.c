@@ -57,6 +57,7 @@ static int fc_env_setup_lru(void **state, __u32 lru_entries)
 		fc_env_cleanup(env);
 		fail_msg("opening the BPF object failed");
 	}
+	env->skel->rodata->fc_tick_ns = fc_clock_tick_ns();
 	if (freqctl__load(env->skel)) {
 		fc_env_cleanup(env);
 		fail_msg("loading the BPF programs failed (see libbpf's log above)");

@@ -35,12 +35,11 @@
  * as published), and room for late ticks on a loaded machine. */
 #define FC_LATE_TICKS 6ULL
 
-/* Skips a test of the jiffies form where the kernel's tick length is not
- * known (libbpf reads CONFIG_HZ from /proc/config.gz or /boot/config-*). */
+/* Skips a test of the jiffies form where the probe can not measure it. */
 #define FC_REQUIRE_TICK()                                                                      \
 	do {                                                                                   \
 		if (!fc_jiffies_utc_ns_now(0)) {                                               \
-			print_message("SKIPPED: the kernel's HZ is not known: the helper's clock\n"); \
+			print_message("SKIPPED: the clock probe can not run: the helper's clock\n");  \
 			skip();                                                                \
 		}                                                                              \
 	} while (0)
@@ -105,6 +104,7 @@ static uint64_t fc_clock_is_coarse(struct fc_env *env, bool jiffies)
 {
 	struct fc_config cfg = fc_cfg(env);
 	uint64_t tick, want, utc0, utc1;
+	bool early, reached;
 	struct timespec res;
 	int tries, tc;
 
@@ -118,13 +118,17 @@ static uint64_t fc_clock_is_coarse(struct fc_env *env, bool jiffies)
 			fc_cfg_set(env, &cfg);
 		}
 		want = tick + cfg.utc_offset_ns;
+		early = false;
+		reached = true;
 		for (tc = 0; tc < 2; tc++) {
-			assert_false(fc_clock_reached(env, tc, want + 1));
-			assert_true(fc_clock_reached(env, tc, want));
+			early |= fc_clock_reached(env, tc, want + 1);
+			reached &= fc_clock_reached(env, tc, want);
 		}
 		utc1 = fc_now(CLOCK_REALTIME);
 		if (fc_now(CLOCK_MONOTONIC_COARSE) != tick)
 			continue;
+		assert_false(early);
+		assert_true(reached);
 		/* Never ahead of UTC; behind by the time since the tick and
 		 * the coarse clock's phase against it (each under a tick). */
 		assert_true(want <= utc1);
@@ -222,40 +226,66 @@ static void test_ttl_on_utc(void **state)
 	}
 }
 
-/* The probe loaded with hz as CONFIG_HZ: what it gives for utc_offset_ns
- * 0, or fails the test where it can not load. */
-static uint64_t fc_probe_with_hz(int hz)
+/* The probe loaded with tick as its tick length: what it gives for
+ * utc_offset_ns 0, or fails the test where it can not load. */
+static uint64_t fc_probe_with_tick(uint64_t tick)
 {
-	LIBBPF_OPTS(bpf_object_open_opts, opts);
 	struct fc_clock_probe *skel;
-	char kconfig[32];
 	uint64_t ret;
 
-	snprintf(kconfig, sizeof(kconfig), "CONFIG_HZ=%d", hz);
-	opts.kconfig = kconfig;
-	skel = fc_clock_probe__open_opts(&opts);
+	skel = fc_clock_probe__open();
 	assert_non_null(skel);
+	skel->rodata->fc_tick_ns = tick;
 	assert_int_equal(fc_clock_probe__load(skel), 0);
 	ret = fc_jiffies_utc_ns_probe(bpf_program__fd(skel->progs.fc_clock_probe), 0);
 	fc_clock_probe__destroy(skel);
 	return ret;
 }
 
-/* A CONFIG_HZ that is not the running kernel's tick (a kernel config file
- * of another build) gives no constant: the packet path calls the helper
- * rather than run jiffies at the wrong rate. The kernel's own HZ gives one. */
-static void test_wrong_hz(void **state)
+/* A tick length that is not the running kernel's gives no constant: the
+ * packet path calls the helper rather than run jiffies at the wrong rate.
+ * The kernel's own gives one. */
+static void test_wrong_tick(void **state)
 {
-	struct timespec res;
-	int hz;
+	uint64_t tick = fc_clock_tick_ns();
 
 	(void)state;
 	FC_REQUIRE_BPF();
 	FC_REQUIRE_TICK();
-	assert_int_equal(clock_getres(CLOCK_MONOTONIC_COARSE, &res), 0);
-	hz = (int)((1000000000L + res.tv_nsec / 2) / res.tv_nsec);
-	assert_int_not_equal(fc_probe_with_hz(hz), 0);
-	assert_int_equal(fc_probe_with_hz(hz == 250 ? 1000 : 250), 0);
+	assert_int_not_equal(fc_probe_with_tick(tick), 0);
+	assert_int_equal(fc_probe_with_tick(tick == 4000000 ? 1000000 : 4000000), 0);
+	assert_int_equal(fc_probe_with_tick(0), 0);
+}
+
+/* Programs loaded without the tick (fc_tick_ns 0: a loader that does not
+ * set it) read the helper's clock, whatever jiffies_utc_ns says. */
+static void test_no_tick(void **state)
+{
+	LIBBPF_OPTS(bpf_object_open_opts, opts);
+	struct fc_env *env = *state;
+	struct freqctl *own = env->skel, *untold;
+	struct fc_config cfg;
+	uint64_t utc;
+
+	FC_REQUIRE_BPF();
+	FC_REQUIRE_TICK();
+	fc_env_ban(env, FC_SRC, 3600);
+	opts.pin_root_path = env->pin_dir;
+	untold = freqctl__open_opts(&opts);
+	assert_non_null(untold);
+	assert_int_equal(freqctl__load(untold), 0);
+	cfg = fc_cfg(env);
+	cfg.jiffies_utc_ns += 3600 * FC_SEC;
+	fc_cfg_set(env, &cfg);
+	utc = fc_now(CLOCK_REALTIME);
+	/* The jiffies form an hour on ends a ban 30 minutes on; the helper's
+	 * does not. */
+	assert_true(fc_clock_reached(env, false, utc + 1800 * FC_SEC));
+	env->skel = untold;
+	assert_false(fc_clock_reached(env, false, utc + 1800 * FC_SEC));
+	assert_false(fc_clock_reached(env, true, utc + 1800 * FC_SEC));
+	env->skel = own;
+	freqctl__destroy(untold);
 }
 
 /* What a publish writes is the constant measured, a tick less: the one
@@ -291,7 +321,8 @@ int main(void)
 		T(test_jiffies_is_coarse),
 		T(test_field_read_and_fallback),
 		T(test_ttl_on_utc),
-		cmocka_unit_test(test_wrong_hz),
+		cmocka_unit_test(test_wrong_tick),
+		T(test_no_tick),
 		cmocka_unit_test(test_publish_bias),
 	};
 #undef T
