@@ -335,8 +335,9 @@ struct fc_config {
 	 * distance, jiffies * tick - CLOCK_MONOTONIC_COARSE, stays put (to the
 	 * ns over a minute here) while NTP does not correct the clock's
 	 * frequency, and wanders within a tick by the correction while it does
-	 * (loader/lib/fc_clock.c). Every publish measures it again, as it
-	 * reads utc_offset_ns, and writes it a tick less: one measured in a
+	 * (loader/lib/fc_clock.c). A full publish measures it again, and one of
+	 * changes where utc_offset_ns moved (a constant holds while it does);
+	 * each writes it a tick less than measured: one measured in a
 	 * tick whose handler ran late is a tick larger, and would put the
 	 * clock up to a tick ahead of UTC. So the jiffies form lags UTC by
 	 * under three ticks (the coarse clock's two and the one taken away;

@@ -128,7 +128,9 @@ uint64_t fc_jiffies_utc_ns_now(uint64_t utc_offset_ns)
  * early until the next publish. The price is a tick more lag: under three
  * ticks behind UTC (the time since L, under one, and L0 + tick - C0, under
  * two) where the coarse clock is under two; a constant measured in a late
- * tick lags no more than the coarse clock.
+ * tick lags no more than the coarse clock. L + K, and so the bound, holds
+ * for as long as utc_offset_ns does: a publish that finds it unchanged may
+ * keep the last constant instead of measuring one.
  */
 uint64_t fc_jiffies_utc_ns(uint64_t utc_offset_ns)
 {

@@ -1587,7 +1587,10 @@ int fc_sync_delta(struct fc_store *st, const struct fc_maps *m, const struct fc_
 	if (memcmp(&res->cfg, &old, sizeof(old)) && fc_config_write(m, &res->cfg, err) < 0)
 		goto out;
 	res->cfg.utc_offset_ns = fc_utc_offset_ns();
-	res->cfg.jiffies_utc_ns = fc_jiffies_utc_ns(res->cfg.utc_offset_ns);
+	/* The last publish's constant holds while the offset does (fc_clock.c):
+	 * the probe's load is most of what measuring it costs a command. */
+	if (!old.jiffies_utc_ns || old.utc_offset_ns != res->cfg.utc_offset_ns)
+		res->cfg.jiffies_utc_ns = fc_jiffies_utc_ns(res->cfg.utc_offset_ns);
 	top4.used = old.n_top4;
 	memcpy(ms[FC_MS_PFX6].lens, old.lens6, sizeof(old.lens6));
 	if (fc_slots_apply(m, &ps, d, weight, true, &res->cfg, err) < 0 ||

@@ -25,6 +25,7 @@
 
 #include "fc_clock.h"
 #include "fc_clock_probe.skel.h"
+#include "fc_prefix.h"
 #include "fc_test_bpf.h"
 
 #define FC_SRC "198.18.7.1"
@@ -288,6 +289,46 @@ static void test_no_tick(void **state)
 	freqctl__destroy(untold);
 }
 
+/* Bans text in the store alone; the caller publishes. */
+static void fc_store_ban(struct fc_env *env, const char *text)
+{
+	struct fc_ban_row row = { .created = (int64_t)time(NULL) };
+	struct fc_err err;
+
+	if (fc_prefix_parse(text, &row.p, &err) < 0 || fc_store_ban_put(env->st, &row, &err) < 0)
+		fail_msg("%s", err.msg);
+}
+
+/* A publish of changes keeps the last constant while utc_offset_ns holds
+ * (it holds as long, fc_clock.c), and measures it again where the offset
+ * moved. */
+static void test_publish_keeps(void **state)
+{
+	struct fc_env *env = *state;
+	struct fc_config cfg;
+	uint64_t kept;
+
+	FC_REQUIRE_BPF();
+	FC_REQUIRE_TICK();
+	fc_env_ban(env, FC_SRC, 3600);
+	cfg = fc_cfg(env);
+	kept = cfg.jiffies_utc_ns - 7; /* further behind: as good a constant */
+	cfg.jiffies_utc_ns = kept;
+	fc_cfg_set(env, &cfg);
+	fc_store_ban(env, "198.18.7.2");
+	assert_true(fc_env_publish_changes(env));
+	assert_int_equal(fc_cfg(env).jiffies_utc_ns, kept);
+	/* The offset a ms off, as a step of the wall clock leaves it. */
+	cfg = fc_cfg(env);
+	cfg.utc_offset_ns -= 1000000;
+	fc_cfg_set(env, &cfg);
+	fc_store_ban(env, "198.18.7.3");
+	assert_true(fc_env_publish_changes(env));
+	cfg = fc_cfg(env);
+	assert_int_not_equal(cfg.jiffies_utc_ns, kept);
+	assert_int_not_equal(cfg.jiffies_utc_ns, 0);
+}
+
 /* What a publish writes is the constant measured, a tick less: the one
  * measured in a late tick would put the clock up to a tick ahead of UTC. */
 static void test_publish_bias(void **state)
@@ -324,6 +365,7 @@ int main(void)
 		cmocka_unit_test(test_wrong_tick),
 		T(test_no_tick),
 		cmocka_unit_test(test_publish_bias),
+		T(test_publish_keeps),
 	};
 #undef T
 
