@@ -79,7 +79,7 @@ LIB_A       := $(B)/libfreqctl.a
 HTTP_A      := $(B)/libfreqctl_http.a
 L7_OBJ      := $(B)/ngx_bridge/fc_l7.o
 # Generated headers: the skeletons, the maps' shapes and the version.
-GEN_HDRS    := $(B)/freqctl.skel.h $(B)/bench_empty.skel.h $(B)/fc_map_shapes.h $(B)/fc_version.h
+GEN_HDRS    := $(B)/freqctl.skel.h $(B)/fc_clock_probe.skel.h $(B)/bench_empty.skel.h $(B)/fc_map_shapes.h $(B)/fc_version.h
 
 UNIT_TESTS  := $(patsubst tests/unit/%.c,$(B)/tests/%,$(wildcard tests/unit/test_*.c))
 BPF_TESTS   := $(patsubst tests/bpf/%.c,$(B)/tests/%,$(wildcard tests/bpf/test_*.c))

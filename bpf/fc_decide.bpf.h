@@ -11,6 +11,7 @@
 #ifndef FC_DECIDE_BPF_H
 #define FC_DECIDE_BPF_H
 
+#include "fc_clock.bpf.h"
 #include "fc_parse.bpf.h"
 #include "fc_prefix.bpf.h"
 #include "fc_state.bpf.h"
@@ -35,13 +36,6 @@ struct fc_src4 {
 	__u32 a;    /* the source, host order */
 	__u32 in24; /* what top says of its /24 */
 };
-
-/* The packet path's clock: the coarse monotonic clock made UTC (see
- * fc_config.utc_offset_ns), or the precise one for a policy that needs it. */
-static __always_inline __u64 fc_clock(const struct fc_config *cfg, bool precise)
-{
-	return (precise ? bpf_ktime_get_ns() : bpf_ktime_get_coarse_ns()) + cfg->utc_offset_ns;
-}
 
 /* Whether a ban or an allow entry that is set and lapses at expires_ns (0:
  * never) holds now. The clock is read only for one that lapses. */

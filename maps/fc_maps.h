@@ -305,13 +305,17 @@ struct fc_config {
 	__u32 rules_gen;  /* bumped whenever an exact or prefix map changes */
 	__u32 n_top4;     /* fc_top4 entries (/16s) in use, by a prefix or an exact address: 0 = none */
 	/* UTC - CLOCK_MONOTONIC. The packet path's clock is the coarse (tick)
-	 * monotonic clock plus this: reading it costs a few ns where the
-	 * precise clock costs ~20 here. It lags UTC by under two ticks (the
-	 * timekeeper's last whole interval before the tick that set it), which
-	 * only ever delays an admission; a policy for which a tick matters
-	 * (FC_POLICY_PRECISE) reads the precise clock. Fixed windows align to
-	 * UTC; the offset moves only when the wall clock is stepped. Every
-	 * publish sets it afresh, and the agent publishes on a step. */
+	 * monotonic clock plus this (read as jiffies where jiffies_utc_ns is
+	 * set, which gives the same value a tick behind): reading it costs a
+	 * few ns where the precise clock costs ~20 here. It lags UTC by under
+	 * two ticks (it holds the timekeeper's last whole interval before the
+	 * tick that set it: 0.84-4.8 ms measured at HZ=250, more when a tick
+	 * runs late), under three in the jiffies form; rounded down to whole
+	 * ms, it is never ahead, and only ever delays an admission; a policy
+	 * for which a tick matters (FC_POLICY_PRECISE) reads the precise clock.
+	 * Fixed windows align to UTC; the offset moves only when the wall clock
+	 * is stepped (or the machine resumes from suspend). Every publish sets
+	 * it afresh, and the agent publishes on a step. */
 	__u64 utc_offset_ns;
 	struct fc_tier new_src; /* GCRA cap on new ip=* buckets, per CPU */
 	/* The loader's, never the packet path's: a digest of fc_policies as
@@ -339,6 +343,31 @@ struct fc_config {
 	 * refused as another version's.) */
 	__u32 pfx6_tree;
 	__u32 pad2;
+	/* UTC at jiffies 0, in ns: the coarse clock read as jiffies times the
+	 * tick length plus this, which equals the coarse monotonic clock plus
+	 * utc_offset_ns when it is measured. The tick advances both; their
+	 * distance, jiffies * tick - CLOCK_MONOTONIC_COARSE, stays put (to the
+	 * ns over a minute here) while NTP does not correct the clock's
+	 * frequency, and wanders within a tick by the correction while it does
+	 * (loader/lib/fc_clock.c). A full publish measures it again, and one of
+	 * changes where utc_offset_ns moved (a constant holds while it does);
+	 * each writes it a tick less than measured: one measured in a
+	 * tick whose handler ran late is a tick larger, and would put the
+	 * clock up to a tick ahead of UTC. So the jiffies form lags UTC by
+	 * under three ticks (the coarse clock's two and the one taken away;
+	 * under two where measured in a late tick) and is never ahead.
+	 * 0: not measured (the probe could not run): the packet path calls
+	 * the coarse clock's helper, as it does where the programs were loaded
+	 * without the tick (fc_tick_ns 0). */
+	__u64 jiffies_utc_ns;
+};
+
+/* What the clock probe (bpf/fc_clock_probe.bpf.c) writes into its frame:
+ * the two forms of the coarse clock, read together. */
+struct fc_clock_pair {
+	__u64 jiffies_ns; /* jiffies * the tick length, 0: the tick is not known */
+	__u64 coarse_ns;  /* CLOCK_MONOTONIC_COARSE */
+	__u64 tick_ns;    /* the tick length the programs take (fc_tick_ns, as the loader set it) */
 };
 
 /*
@@ -379,7 +408,7 @@ FC_ABI_SIZE(struct fc_flood, 8);
 FC_ABI_SIZE(struct fc_stats, 8 * 16);
 FC_ABI_OFF(struct fc_stats, malformed, 6 * 16);
 FC_ABI_OFF(struct fc_stats, allowed, 7 * 16);
-FC_ABI_SIZE(struct fc_config, 48 + 32 + 24 + 16 + 8 + 8);
+FC_ABI_SIZE(struct fc_config, 48 + 32 + 24 + 16 + 8 + 8 + 8);
 FC_ABI_OFF(struct fc_config, n_policies, 28);
 FC_ABI_OFF(struct fc_config, rules_gen, 32);
 FC_ABI_OFF(struct fc_config, n_top4, 36);
@@ -389,6 +418,9 @@ FC_ABI_OFF(struct fc_config, store_seq, 96);
 FC_ABI_OFF(struct fc_config, lens6, 104);
 FC_ABI_OFF(struct fc_config, exact4_gen, 124);
 FC_ABI_OFF(struct fc_config, pfx6_tree, 128);
+FC_ABI_OFF(struct fc_config, pad2, 132);
+FC_ABI_OFF(struct fc_config, jiffies_utc_ns, 136);
+FC_ABI_SIZE(struct fc_clock_pair, 24);
 _Static_assert(!(FC_IN24_EXACT & (FC_IN24_LEN | FC_IN24_LONGER)), "fc_top4.in24: the bits overlap");
 _Static_assert(FC_MAX_SETS <= 0xffffu, "a set id must fit in fc_rule.flags' upper 16 bits");
 _Static_assert(!(FC_RULE_SET_MASK & (FC_RULE_BANNED | FC_RULE_LONGER | FC_RULE_MARKER | FC_RULE_ALLOWED)),

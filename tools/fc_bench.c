@@ -41,6 +41,7 @@
 
 #include "bench_empty.skel.h"
 #include "fc_attach.h"
+#include "fc_clock.h"
 #include "fc_duration.h"
 #include "fc_frames.h"
 #include "fc_kern.h"
@@ -922,6 +923,8 @@ int main(int argc, char **argv)
 	}
 	oopts.pin_root_path = fc_b.pin;
 	fq = freqctl__open_opts(&oopts);
+	if (fq)
+		fq->rodata->fc_tick_ns = fc_clock_tick_ns();
 	if (!fq || (c = freqctl__load(fq))) {
 		fprintf(stderr, "fc_bench: cannot load freqctl: %s\n", strerror(fq ? -c : errno));
 		goto out;

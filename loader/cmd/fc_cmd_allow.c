@@ -109,7 +109,7 @@ const struct fc_cmd fc_cmd_allow_add = {
 		   "At XDP/TC the entry shares the lookup bans and policies use: a source no entry\n"
 		   "names pays nothing for it. A TTL lasts at least its duration: it ends at the\n"
 		   "whole second after, checked on each packet and request (the packet path's clock\n"
-		   "lags by under two ticks). Allowing an entry again replaces its TTL and note.",
+		   "lags by under three ticks). Allowing an entry again replaces its TTL and note.",
 	.opts = fc_allow_add_opts,
 	.run = fc_allow_add,
 };

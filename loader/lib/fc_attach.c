@@ -13,6 +13,7 @@
 #endif
 
 #include "fc_attach.h"
+#include "fc_clock.h"
 #include "freqctl.skel.h"
 
 const char *const fc_mode_names[] = {
@@ -272,6 +273,7 @@ static struct freqctl *fc_skel_open(const char *pin_dir, enum fc_mode mode, stru
 		fc_err_set(err, "cannot open the BPF object: %s", strerror(errno));
 		return NULL;
 	}
+	skel->rodata->fc_tick_ns = fc_clock_tick_ns();
 	bpf_program__set_autoload(mode == FC_MODE_TC ? skel->progs.freqctl_xdp : skel->progs.freqctl_tc, false);
 	return skel;
 }

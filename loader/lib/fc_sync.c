@@ -12,6 +12,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
+#include "fc_clock.h"
 #include "fc_duration.h"
 #include "fc_sync.h"
 
@@ -80,12 +81,27 @@ uint64_t fc_utc_offset_ns(void)
 	struct timespec rt, mono;
 	uint64_t d;
 
-	clock_gettime(CLOCK_MONOTONIC, &mono);
+	/* UTC first: a delay between the reads (a preemption) then puts the
+	 * packet path's clock behind UTC, where it only ever delays, rather
+	 * than ahead, where a TTL would end early. */
 	clock_gettime(CLOCK_REALTIME, &rt);
+	clock_gettime(CLOCK_MONOTONIC, &mono);
 	d = ((uint64_t)rt.tv_sec - (uint64_t)mono.tv_sec) * FC_NS_PER_SEC + (uint64_t)rt.tv_nsec - (uint64_t)mono.tv_nsec;
 	/* Whole milliseconds: two syncs compute the same offset, so a sync that
-	 * changes nothing else writes nothing. */
-	return (d + 500000) / 1000000 * 1000000;
+	 * changes nothing else writes nothing. Rounded down, as the reads are
+	 * ordered: to the nearest, it could put the clock ahead by half a ms. */
+	return d / 1000000 * 1000000;
+}
+
+/* The clock's constants in cfg as of now, over old's (what the maps held).
+ * The last publish's jiffies constant holds while the offset does
+ * (fc_clock.c): the probe's load is most of what measuring it costs a
+ * command. */
+static void fc_clock_refresh(struct fc_config *cfg, const struct fc_config *old)
+{
+	cfg->utc_offset_ns = fc_utc_offset_ns();
+	if (!old->jiffies_utc_ns || old->utc_offset_ns != cfg->utc_offset_ns)
+		cfg->jiffies_utc_ns = fc_jiffies_utc_ns(cfg->utc_offset_ns);
 }
 
 /* Sorts k; an empty one may have no array, which qsort_r may not be given. */
@@ -1213,6 +1229,7 @@ int fc_sync_full(struct fc_store *st, const struct fc_maps *m, int64_t now, doub
 	locked = true;
 	if (fc_config_read(m, &old, err) < 0)
 		goto out;
+	res->cfg.jiffies_utc_ns = fc_jiffies_utc_ns(res->cfg.utc_offset_ns);
 	/* The array of 65,536 policies is read only when they changed. The
 	 * marks (the digest, the change published) are cleared before anything
 	 * is written, so what a publish cut short left is never trusted. */
@@ -1295,15 +1312,16 @@ int fc_sync(struct fc_store *st, const struct fc_maps *m, const char *pin_dir, i
 
 int fc_sync_mark(const struct fc_maps *m, uint64_t store_id, uint64_t seq, struct fc_err *err)
 {
-	struct fc_config cfg;
+	struct fc_config cfg, old;
 
 	if (fc_config_read(m, &cfg, err) < 0)
 		return -1;
+	old = cfg;
 	cfg.store_id = store_id;
 	cfg.store_seq = seq;
 	/* Every publish ends here, even one with nothing to write: a step of
 	 * the wall clock since the last is put right. */
-	cfg.utc_offset_ns = fc_utc_offset_ns();
+	fc_clock_refresh(&cfg, &old);
 	return fc_config_write(m, &cfg, err);
 }
 
@@ -1652,7 +1670,7 @@ int fc_sync_delta(struct fc_store *st, const struct fc_maps *m, const struct fc_
 		res->cfg.policies_digest = 0;
 	if (memcmp(&res->cfg, &old, sizeof(old)) && fc_config_write(m, &res->cfg, err) < 0)
 		goto out;
-	res->cfg.utc_offset_ns = fc_utc_offset_ns();
+	fc_clock_refresh(&res->cfg, &old);
 	top4.used = old.n_top4;
 	memcpy(ms[FC_MS_PFX6].lens, old.lens6, sizeof(old.lens6));
 	if (fc_slots_apply(m, &ps, d, weight, true, &res->cfg, err) < 0 ||

@@ -14,6 +14,7 @@
 #include <bpf/bpf.h>
 
 #include "fc_change.h"
+#include "fc_clock.h"
 #include "fc_duration.h"
 #include "fc_feed.h"
 #include "fc_publish.h"
@@ -56,6 +57,7 @@ static int fc_env_setup_lru(void **state, __u32 lru_entries)
 		fc_env_cleanup(env);
 		fail_msg("opening the BPF object failed");
 	}
+	env->skel->rodata->fc_tick_ns = fc_clock_tick_ns();
 	if (freqctl__load(env->skel)) {
 		fc_env_cleanup(env);
 		fail_msg("loading the BPF programs failed (see libbpf's log above)");
@@ -331,8 +333,9 @@ void fc_env_clock(struct fc_env *env, uint64_t utc_ns)
 	if (fc_config_read(&env->maps, &cfg, &err) < 0)
 		fail_msg("%s", err.msg);
 	/* The packet path reads CLOCK_MONOTONIC_COARSE (bpf_ktime_get_coarse_ns)
-	 * plus this offset. */
+	 * plus this offset, or jiffies in the same tick plus the other. */
 	cfg.utc_offset_ns = utc_ns - fc_clock_ns(CLOCK_MONOTONIC_COARSE);
+	cfg.jiffies_utc_ns = fc_jiffies_utc_ns_now(cfg.utc_offset_ns);
 	if (fc_config_write(&env->maps, &cfg, &err) < 0)
 		fail_msg("%s", err.msg);
 }
@@ -360,6 +363,7 @@ uint64_t fc_env_clock_exact(struct fc_env *env, uint64_t utc_ns)
 			fail_msg("the coarse clock did not tick for a second");
 	}
 	cfg.utc_offset_ns = utc_ns - coarse;
+	cfg.jiffies_utc_ns = fc_jiffies_utc_ns_now(cfg.utc_offset_ns);
 	if (fc_config_write(&env->maps, &cfg, &err) < 0)
 		fail_msg("%s", err.msg);
 	return coarse;

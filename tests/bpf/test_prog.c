@@ -472,25 +472,26 @@ static void test_many_v6_prefixes(void **state)
 }
 
 /*
- * Pins another version left: a map of the old shape (fc_pfx4 was an LPM
- * trie) makes every opener, writer or reader, stop with a message that names
- * the map, what differs and what to do, and leaves the pins alone.
+ * Pins another version left: a map of another shape (fc_pfx4 was an LPM
+ * trie; fc_config was 136 bytes before jiffies_utc_ns) makes every opener,
+ * writer or reader, stop with a message that names the map, what differs
+ * and what to do, and leaves the pins alone.
  */
-static void test_old_pins(void **state)
+static void fc_old_pin(const char *name, enum bpf_map_type type, __u32 value_size, __u32 max, __u32 flags,
+		       const char *want)
 {
-	LIBBPF_OPTS(bpf_map_create_opts, o, .map_flags = BPF_F_NO_PREALLOC);
+	LIBBPF_OPTS(bpf_map_create_opts, o, .map_flags = flags);
 	char dir[128], path[160], top4[160], msg_rw[FC_ERR_LEN], msg_ro[FC_ERR_LEN];
 	int fd, rc_rw, rc_ro, kept, made;
+	__u32 key_size = type == BPF_MAP_TYPE_ARRAY ? 4 : 8;
 	struct fc_maps m;
 	struct fc_err err;
 
-	(void)state;
-	FC_REQUIRE_BPF();
 	snprintf(dir, sizeof(dir), "/sys/fs/bpf/fc-test-old-%d", (int)getpid());
-	snprintf(path, sizeof(path), "%s/fc_pfx4", dir);
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
 	snprintf(top4, sizeof(top4), "%s/fc_top4", dir);
 	assert_int_equal(fc_pin_dir_prepare(dir, &err), 0);
-	fd = bpf_map_create(BPF_MAP_TYPE_LPM_TRIE, "fc_pfx4", 8, sizeof(struct fc_rule), 16, &o);
+	fd = bpf_map_create(type, name, key_size, value_size, max, &o);
 	if (fd >= 0 && bpf_obj_pin(fd, path) < 0) {
 		close(fd);
 		fd = -1;
@@ -509,11 +510,21 @@ static void test_old_pins(void **state)
 	rmdir(dir);
 	assert_true(fd >= 0);
 	assert_int_equal(rc_rw, -1);
-	assert_non_null(strstr(msg_rw, "fc_pfx4: a lpm_trie, not a hash: another version's pins"));
+	assert_non_null(strstr(msg_rw, want));
 	assert_int_equal(rc_ro, -1);
 	assert_non_null(strstr(msg_ro, "remove /sys/fs/bpf/fc-test-old-"));
 	assert_true(kept);
 	assert_false(made); /* nothing made beside them */
+}
+
+static void test_old_pins(void **state)
+{
+	(void)state;
+	FC_REQUIRE_BPF();
+	fc_old_pin("fc_pfx4", BPF_MAP_TYPE_LPM_TRIE, sizeof(struct fc_rule), 16, BPF_F_NO_PREALLOC,
+		   "fc_pfx4: a lpm_trie, not a hash: another version's pins");
+	fc_old_pin("fc_config", BPF_MAP_TYPE_ARRAY, sizeof(struct fc_config) - sizeof(__u64), 1, 0,
+		   "fc_config: 136-byte values, not 144: another version's pins");
 }
 
 /* Non-IP (ARP) passes and is counted as such. */

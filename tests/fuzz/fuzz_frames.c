@@ -18,6 +18,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
+#include "fc_clock.h"
 #include "fc_fuzz.h"
 #include "fc_kern.h"
 #include "freqctl.skel.h"
@@ -40,6 +41,8 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	}
 	opts.pin_root_path = ctx->pin_dir;
 	skel = freqctl__open_opts(&opts);
+	if (skel)
+		skel->rodata->fc_tick_ns = fc_clock_tick_ns();
 	if (!skel || freqctl__load(skel)) {
 		fprintf(stderr, "fuzz_frames: loading freqctl.bpf.o failed (libbpf's log above)\n");
 		exit(1);

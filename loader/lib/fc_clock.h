@@ -1,0 +1,34 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * The packet path's coarse clock in its jiffies form: what to publish as
+ * fc_config.jiffies_utc_ns so that it gives the same UTC as the coarse
+ * monotonic clock plus utc_offset_ns.
+ */
+#ifndef FC_CLOCK_H
+#define FC_CLOCK_H
+
+#include <stdint.h>
+
+#include "fc_maps.h"
+
+/* The running kernel's tick length (TICK_NSEC): the coarse clock's
+ * resolution; 0 if it can not be read. What a loader sets as the programs'
+ * fc_tick_ns before loading them (bpf/fc_clock.bpf.h). */
+uint64_t fc_clock_tick_ns(void);
+/* UTC at jiffies 0 for a packet path whose coarse clock is CLOCK_MONOTONIC_
+ * COARSE + utc_offset_ns, as a publish writes it: a tick less than
+ * measured, which keeps the jiffies form behind UTC (by under three ticks)
+ * even where it is measured in a tick whose handler ran late (fc_clock.c).
+ * 0 (the packet path then calls the helper) where the kernel's tick length
+ * is not known or the probe cannot run. */
+uint64_t fc_jiffies_utc_ns(uint64_t utc_offset_ns);
+/* The constant as measured: the jiffies form then gives the coarse clock
+ * plus utc_offset_ns, to the ns, in the tick it is measured in, and may be
+ * a tick ahead of it in later ones. For a test that sets the packet path's
+ * clock within one tick. */
+uint64_t fc_jiffies_utc_ns_now(uint64_t utc_offset_ns);
+/* The same, measured with the clock probe (bpf/fc_clock_probe.bpf.c)
+ * loaded as probe_fd: a test loads it with another tick. */
+uint64_t fc_jiffies_utc_ns_probe(int probe_fd, uint64_t utc_offset_ns);
+
+#endif /* FC_CLOCK_H */
