@@ -342,7 +342,9 @@ void fc_env_clock(struct fc_env *env, uint64_t utc_ns)
 
 uint64_t fc_env_clock_exact(struct fc_env *env, uint64_t utc_ns)
 {
-	uint64_t coarse, precise, start = fc_clock_ns(CLOCK_MONOTONIC), half;
+	/* The coarse clock's last value seen to change, and when. */
+	static uint64_t seen, seen_at;
+	uint64_t coarse, now, start = fc_clock_ns(CLOCK_MONOTONIC), half;
 	struct fc_config cfg;
 	struct timespec res;
 	struct fc_err err;
@@ -352,15 +354,22 @@ uint64_t fc_env_clock_exact(struct fc_env *env, uint64_t utc_ns)
 	half = (uint64_t)res.tv_nsec / 2;
 	if (fc_config_read(&env->maps, &cfg, &err) < 0)
 		fail_msg("%s", err.msg);
-	/* The coarse clock reads the time of its last tick: a tick less than
-	 * half a tick ago leaves the other half for the frames. */
-	for (;;) {
-		coarse = fc_clock_ns(CLOCK_MONOTONIC_COARSE);
-		precise = fc_clock_ns(CLOCK_MONOTONIC);
-		if (precise < coarse + half)
-			break;
-		if (precise - start > 1000000000ULL)
-			fail_msg("the coarse clock did not tick for a second");
+	/* Less than half a tick after the coarse clock moved, the frames have
+	 * the other half before it moves again: otherwise wait for it to move.
+	 * Not "within half a tick of the precise clock": the coarse clock lags
+	 * by the timekeeper's last interval and more, and that lag drifts; it
+	 * can stay over half a tick for hours. */
+	coarse = fc_clock_ns(CLOCK_MONOTONIC_COARSE);
+	if (coarse != seen || start - seen_at >= half) {
+		seen = coarse;
+		do {
+			coarse = fc_clock_ns(CLOCK_MONOTONIC_COARSE);
+			now = fc_clock_ns(CLOCK_MONOTONIC);
+			if (now - start > 1000000000ULL)
+				fail_msg("the coarse clock did not tick for a second");
+		} while (coarse == seen);
+		seen = coarse;
+		seen_at = now;
 	}
 	cfg.utc_offset_ns = utc_ns - coarse;
 	cfg.jiffies_utc_ns = fc_jiffies_utc_ns_now(cfg.utc_offset_ns);
