@@ -252,6 +252,8 @@ static void fc_garbage(void **state, bool tc)
 		{ "198.18.0.7", IPPROTO_TCP, 0x02, 2, 4, 0, 60 },
 		{ "2001:2::7", IPPROTO_UDP, 0, 2, 0, 2, 50 },
 		{ "198.19.0.1", IPPROTO_ICMP, 0, 1, 0, 0, 90 },
+		{ "2001:2:0:1::99", IPPROTO_TCP, 0x02, 1, 0, 3, 60 },  /* the /64: fc_top6's /32 says 64 */
+		{ "2001:2:8000::5", IPPROTO_UDP, 0, 0, 0, 1, 70 },     /* the /33: a walk past the /32 */
 	};
 	static const uint16_t ethertypes[] = { 0x0800, 0x86DD, 0x8100, 0x88A8, 0x0806 };
 	int pass = tc ? TC_ACT_OK : XDP_PASS, drop = tc ? TC_ACT_SHOT : XDP_DROP;

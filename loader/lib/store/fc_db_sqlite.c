@@ -389,21 +389,30 @@ static int fc_sq_wal_sync(sqlite3 *h, const char *db)
 
 /* The WAL-index (the -shm file, SQLite's file format, "WAL-index Format"):
  * two copies of its header, then the checkpoint's; the WAL's write lock is
- * lock 0. */
+ * lock 0, the read locks of readers that may use the WAL's frames 4 to 7
+ * (WAL_READ_LOCK(1) to WAL_READ_LOCK(WAL_NREADER - 1)). */
 #define FC_SQ_SHM_HDR 48
 #define FC_SQ_SHM_MXFRAME 16  /* u32, native order: the last valid frame */
 #define FC_SQ_SHM_BACKFILL 96 /* u32: the frames copied into the .db file */
 #define FC_SQ_SHM_REGION 32768
 #define FC_SQ_WAL_HDR 32
+#define FC_SQ_SHM_READ1 4
+#define FC_SQ_SHM_NREAD 4
 
 /*
  * Zeroes the WAL's header: then neither SQLite's recovery (a later
  * connection's, or one over a .db restored from a backup) nor anything
  * else takes the frames still in the file for the store's. Under the WAL's
  * write lock, and only while the WAL-index says every frame is in the .db
- * file (a checkpoint syncs that before it says so): a writer that came in
- * after the checkpoint has started the WAL afresh, its header and frames
- * are its own, and they stay (its checkpoint zeroes them). The zeroing
+ * file (a checkpoint syncs that before it says so), and while no reader
+ * holds a read lock that lets it use the WAL's frames: such a reader stops
+ * the next writer from starting the WAL afresh (SQLite's walRestartLog
+ * takes these locks to), and that writer would append its frames, its
+ * commit, behind the zeroed header, where recovery after a crash does not
+ * look. With the locks, a writer that came in after the checkpoint has
+ * started the WAL afresh, its header and frames are its own, and they stay
+ * (its checkpoint zeroes them); readers that come after use no frame (all
+ * are in the .db), so the next writer starts the WAL afresh too. The zeroing
  * needs no sync: its frames all being in the .db, replaying them changes
  * nothing.
  */
@@ -418,6 +427,9 @@ static int fc_sq_wal_forget(sqlite3_file *f, sqlite3_file *wal)
 	rc = f->pMethods->xShmLock(f, 0, 1, SQLITE_SHM_LOCK | SQLITE_SHM_EXCLUSIVE);
 	if (rc != SQLITE_OK)
 		return rc;
+	rc = f->pMethods->xShmLock(f, FC_SQ_SHM_READ1, FC_SQ_SHM_NREAD, SQLITE_SHM_LOCK | SQLITE_SHM_EXCLUSIVE);
+	if (rc != SQLITE_OK)
+		goto out;
 	rc = f->pMethods->xShmMap(f, 0, FC_SQ_SHM_REGION, 0, &shm);
 	if (rc == SQLITE_OK && !shm)
 		rc = SQLITE_BUSY;
@@ -428,6 +440,8 @@ static int fc_sq_wal_forget(sqlite3_file *f, sqlite3_file *wal)
 		rc = memcmp(hdr[0], hdr[1], sizeof(hdr[0])) || mx != backfill ? SQLITE_BUSY
 									: wal->pMethods->xWrite(wal, zero, sizeof(zero), 0);
 	}
+	f->pMethods->xShmLock(f, FC_SQ_SHM_READ1, FC_SQ_SHM_NREAD, SQLITE_SHM_UNLOCK | SQLITE_SHM_EXCLUSIVE);
+out:
 	f->pMethods->xShmLock(f, 0, 1, SQLITE_SHM_UNLOCK | SQLITE_SHM_EXCLUSIVE);
 	return rc;
 }
