@@ -10,7 +10,8 @@
 #include <stdarg.h>
 #include <bpf/libbpf.h>
 
-#define FC_ERR_LEN 256
+/* Room for a message naming two paths and what to do (another version's pins). */
+#define FC_ERR_LEN 512
 
 struct fc_err {
 	char msg[FC_ERR_LEN];

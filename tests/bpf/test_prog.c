@@ -515,6 +515,8 @@ static void fc_old_pin(const char *name, enum bpf_map_type type, __u32 value_siz
 	assert_non_null(strstr(msg_rw, want));
 	assert_int_equal(rc_ro, -1);
 	assert_non_null(strstr(msg_ro, "remove /sys/fs/bpf/fc-test-old-"));
+	/* Whole, to its last words: a message cut short hides what to do. */
+	assert_non_null(strstr(msg_ro, "then 'freqctl attach IFACE'; or use another --pin-dir"));
 	assert_true(kept);
 	assert_false(made); /* nothing made beside them */
 }
