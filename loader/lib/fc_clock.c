@@ -134,7 +134,22 @@ uint64_t fc_jiffies_utc_ns_now(uint64_t utc_offset_ns)
  */
 uint64_t fc_jiffies_utc_ns(uint64_t utc_offset_ns)
 {
-	uint64_t ret = fc_jiffies_utc_ns_now(utc_offset_ns);
+	uint64_t tick = fc_clock_tick_ns(), a, b;
+	struct timespec wait = { .tv_nsec = (long)tick };
 
-	return ret ? ret - fc_clock_tick_ns() : 0;
+	/* C also moves outside the tick handler, to the exact time, when the
+	 * wall clock is stepped (settime, adjtimex's offset, a resume): one
+	 * that lands after a boundary whose handler runs late has C past L0 +
+	 * tick until the handler runs, and a constant measured then is ahead
+	 * by that lateness. A tick later the handler has run: of the two, the
+	 * smaller holds. It costs a publish that measures (sync, attach, one
+	 * after a step) a tick. */
+	a = fc_jiffies_utc_ns_now(utc_offset_ns);
+	if (!a || !tick)
+		return 0;
+	nanosleep(&wait, NULL);
+	b = fc_jiffies_utc_ns_now(utc_offset_ns);
+	if (!b)
+		return 0;
+	return (a < b ? a : b) - tick;
 }

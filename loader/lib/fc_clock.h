@@ -16,9 +16,11 @@
  * fc_tick_ns before loading them (bpf/fc_clock.bpf.h). */
 uint64_t fc_clock_tick_ns(void);
 /* UTC at jiffies 0 for a packet path whose coarse clock is CLOCK_MONOTONIC_
- * COARSE + utc_offset_ns, as a publish writes it: a tick less than
- * measured, which keeps the jiffies form behind UTC (by under three ticks)
- * even where it is measured in a tick whose handler ran late (fc_clock.c).
+ * COARSE + utc_offset_ns, as a publish writes it: a tick less than the
+ * smaller of two measured a tick apart, which keeps the jiffies form
+ * behind UTC (by under three ticks) even where it is measured in a tick
+ * whose handler ran late, or just after a step of the wall clock
+ * (fc_clock.c).
  * 0 (the packet path then calls the helper) where the kernel's tick length
  * is not known or the probe cannot run. */
 uint64_t fc_jiffies_utc_ns(uint64_t utc_offset_ns);
