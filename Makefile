@@ -176,6 +176,7 @@ $(B)/tests/test_http: $(B)/tests/unit/test_http.o $(HTTP_A) $(LIB_A)
 	$(CC) $(CFLAGS) $(LDFLAGS) $^ -o $@ $(LIB_LIBS) $(TEST_LIBS)
 
 $(B)/tests/test_store: TEST_LIBS += $(call pc_libs,libpq) -Wl,--wrap=fsync
+$(B)/tests/test_l7: TEST_LIBS += -Wl,--wrap=pread
 
 $(B)/tests/test_l7: $(ASAN_OBJS)
 	$(CC) $(CFLAGS) $(LDFLAGS) $(ASAN) $^ -o $@ $(LIB_LIBS) $(TEST_LIBS)

@@ -114,7 +114,7 @@ static void fc_recount_one(const struct fc_shm_key *e, void *arg)
 
 int fc_state_keys_recount(const char *shm_path, uint64_t now, struct fc_err *err)
 {
-	struct fc_shm_slot *slots = NULL;
+	struct fc_shm_slot *slots = NULL, *after = NULL;
 	uint64_t *live = NULL;
 	char path[PATH_MAX];
 	struct stat sb;
@@ -129,16 +129,22 @@ int fc_state_keys_recount(const char *shm_path, uint64_t now, struct fc_err *err
 		goto out;
 	}
 	slots = malloc(FC_SHM_SLOTS * sizeof(*slots));
+	after = malloc(FC_SHM_SLOTS * sizeof(*after));
 	live = calloc(FC_SHM_SLOTS, sizeof(*live));
-	if (!slots || !live) {
+	if (!slots || !after || !live) {
 		fc_err_set(err, "out of memory");
 		goto out;
 	}
 	fc_state_slots(fd, slots, FC_SHM_SLOTS);
 	if (fc_state_keys_each(fd, fc_recount_one, &(struct fc_recount){ slots, live, now }, err) < 0)
 		goto out;
+	/* A worker that made a key while the table was read added one to the
+	 * count, which the scan may have missed: that slot is left for the
+	 * next recount rather than written back one short. */
+	fc_state_slots(fd, after, FC_SHM_SLOTS);
 	for (i = 1; i < FC_SHM_SLOTS; i++) {
-		if (!slots[i].owner || slots[i].keys == live[i])
+		if (!slots[i].owner || slots[i].keys == live[i] || after[i].owner != slots[i].owner ||
+		    after[i].keys != slots[i].keys)
 			continue;
 		if (pwrite(fd, &live[i], sizeof(live[i]),
 			   (off_t)(FC_STATE_SLOTS_OFF + i * sizeof(struct fc_shm_slot) + offsetof(struct fc_shm_slot, keys))) !=
@@ -152,6 +158,7 @@ out:
 	if (fd >= 0)
 		close(fd);
 	free(slots);
+	free(after);
 	free(live);
 	return rc;
 }

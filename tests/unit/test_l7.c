@@ -2087,6 +2087,69 @@ static void test_keys_max(void **state)
 	}
 }
 
+/* pread, wrapped (-Wl,--wrap=pread): fc_pread_hook runs once, right after
+ * the read of the state file at fc_pread_hook_off, as a worker would in
+ * the middle of the agent's reading. */
+ssize_t __real_pread(int fd, void *buf, size_t len, off_t off);
+static void (*fc_pread_hook)(void *arg);
+static void *fc_pread_hook_arg;
+static off_t fc_pread_hook_off;
+
+ssize_t __wrap_pread(int fd, void *buf, size_t len, off_t off);
+ssize_t __wrap_pread(int fd, void *buf, size_t len, off_t off)
+{
+	ssize_t r = __real_pread(fd, buf, len, off);
+	void (*hook)(void *) = fc_pread_hook;
+
+	if (hook && off == fc_pread_hook_off) {
+		fc_pread_hook = NULL;
+		hook(fc_pread_hook_arg);
+	}
+	return r;
+}
+
+static void fc_late_key(void *arg)
+{
+	struct fc_l7_result res;
+
+	fc_decide(arg, "uid=late", T0 + 3600 * SEC, &res);
+	assert_false(res.overflow);
+}
+
+/* A key a worker makes while the agent's recount reads the table is not
+ * written out of the count, though the scan had passed where it landed:
+ * the recount of an hour later would otherwise set the count to the 0
+ * live keys it found, and the new one would go uncounted. */
+static void test_keys_recount_race(void **state)
+{
+	struct fc_policy_spec p = { .id = 1, .max_keys = 10 };
+	struct fc_t *t = *state;
+	struct fc_policy_row row;
+	struct fc_err err;
+	struct stat sb;
+
+	assert_int_equal(fc_match_parse("uid=*", &p, &err), 0);
+	assert_int_equal(fc_rates_parse("2/m", &p, &err), 0);
+	assert_int_equal(fc_store_policy_put(t->st, &p, 1, &row, &err), 0);
+	fc_publish(t);
+	assert_int_equal(fc_build(t, t->base, t->size), 0);
+	assert_int_equal(fc_passes(t, "uid=a", T0, 1), 1);
+	assert_int_equal(fc_passes(t, "uid=b", T0, 1), 1);
+	assert_int_equal(t->ix.slots[1].keys, 2);
+	/* After the table's last chunk is read. */
+	assert_int_equal(stat(t->state_path, &sb), 0);
+	fc_pread_hook_off = (off_t)(FC_STATE_KEYS_OFF + (fc_state_nkeys((uint64_t)sb.st_size) - FC_SHM_KEYS_MIN) *
+						       sizeof(struct fc_shm_key));
+	fc_pread_hook_arg = t;
+	fc_pread_hook = fc_late_key;
+	assert_int_equal(fc_state_keys_recount(t->shm, T0 + 3600 * SEC, &err), 0);
+	assert_null(fc_pread_hook); /* it ran */
+	assert_int_equal(t->ix.slots[1].keys, 3); /* left for the next recount */
+	/* The next, with nothing made meanwhile: a and b idle, the late one live. */
+	assert_int_equal(fc_state_keys_recount(t->shm, T0 + 3600 * SEC, &err), 0);
+	assert_int_equal(t->ix.slots[1].keys, 1);
+}
+
 /* The key table is the workers' to write, so anything may be in it:
  * garbage everywhere, entries stuck mid-setup. Decisions neither crash nor
  * read out of bounds (ASan), and a key still admits no more than its limit. */
@@ -2832,6 +2895,7 @@ int main(void)
 		T(test_keys_corrupt),
 		T(test_keys_repeated),
 		T(test_keys_max),
+		T(test_keys_recount_race),
 		T(test_keys_table_size),
 		T(test_exact_across_processes_window),
 		T(test_tiers_and_policies_all_or_nothing),
