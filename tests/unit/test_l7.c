@@ -2054,23 +2054,31 @@ static void test_keys_repeated(void **state)
 	assert_int_equal(t->ix.slots[1].keys, 0);
 }
 
-/* --max-keys counts live keys: a policy at its cap takes back its own idle
- * keys for new ones. */
-static void test_keys_max(void **state)
+/* Policy 1, uid=* 2/m with --max-keys max_keys, published and mapped. */
+static void fc_keyed_policy(struct fc_t *t, uint32_t max_keys)
 {
-	struct fc_policy_spec p = { .id = 1, .max_keys = 2 };
-	struct fc_t *t = *state;
+	struct fc_policy_spec p = { .id = 1, .max_keys = max_keys };
 	struct fc_policy_row row;
-	struct fc_l7_result res;
 	struct fc_err err;
-	char req[32];
-	int i;
 
 	assert_int_equal(fc_match_parse("uid=*", &p, &err), 0);
 	assert_int_equal(fc_rates_parse("2/m", &p, &err), 0);
 	assert_int_equal(fc_store_policy_put(t->st, &p, 1, &row, &err), 0);
 	fc_publish(t);
 	assert_int_equal(fc_build(t, t->base, t->size), 0);
+}
+
+/* --max-keys counts live keys: a policy at its cap takes back its own idle
+ * keys for new ones. */
+static void test_keys_max(void **state)
+{
+	struct fc_t *t = *state;
+	struct fc_l7_result res;
+	struct fc_err err;
+	char req[32];
+	int i;
+
+	fc_keyed_policy(t, 2);
 	assert_int_equal(fc_passes(t, "uid=a", T0, 1), 1);
 	assert_int_equal(fc_passes(t, "uid=b", T0, 1), 1);
 	fc_decide(t, "uid=c", T0, &res);
@@ -2122,17 +2130,11 @@ static void fc_late_key(void *arg)
  * live keys it found, and the new one would go uncounted. */
 static void test_keys_recount_race(void **state)
 {
-	struct fc_policy_spec p = { .id = 1, .max_keys = 10 };
 	struct fc_t *t = *state;
-	struct fc_policy_row row;
 	struct fc_err err;
 	struct stat sb;
 
-	assert_int_equal(fc_match_parse("uid=*", &p, &err), 0);
-	assert_int_equal(fc_rates_parse("2/m", &p, &err), 0);
-	assert_int_equal(fc_store_policy_put(t->st, &p, 1, &row, &err), 0);
-	fc_publish(t);
-	assert_int_equal(fc_build(t, t->base, t->size), 0);
+	fc_keyed_policy(t, 10);
 	assert_int_equal(fc_passes(t, "uid=a", T0, 1), 1);
 	assert_int_equal(fc_passes(t, "uid=b", T0, 1), 1);
 	assert_int_equal(t->ix.slots[1].keys, 2);
