@@ -76,6 +76,9 @@ uint64_t fc_expiry_ns(int64_t expires)
 	return expires > 0 ? (uint64_t)expires * FC_NS_PER_SEC : 0;
 }
 
+/* What the offset to UTC is rounded down to. */
+#define FC_OFFSET_UNIT_NS 1000000
+
 uint64_t fc_utc_offset_ns(void)
 {
 	struct timespec rt, mono;
@@ -90,18 +93,30 @@ uint64_t fc_utc_offset_ns(void)
 	/* Whole milliseconds: two syncs compute the same offset, so a sync that
 	 * changes nothing else writes nothing. Rounded down, as the reads are
 	 * ordered: to the nearest, it could put the clock ahead by half a ms. */
-	return d / 1000000 * 1000000;
+	return d / FC_OFFSET_UNIT_NS * FC_OFFSET_UNIT_NS;
 }
 
 /* The clock's constants in cfg as of now, over old's (what the maps held).
- * The last publish's jiffies constant holds while the offset does
- * (fc_clock.c): the probe's load is most of what measuring it costs a
- * command. */
+ * The last publish's constants hold while the offset does (fc_clock.c):
+ * the probe's load is most of what measuring the jiffies one costs a
+ * command. "Holds" has a millisecond of slack upwards: a read delayed
+ * across a millisecond boundary (a preemption between the two clock reads;
+ * an offset just past a boundary) would otherwise flip the offset by one
+ * and back from publish to publish, each flip a measurement. The old one is
+ * kept only while it is not above the offset read now, itself never above
+ * the true one: the clock stays behind UTC, by under 2 ms more than the
+ * ticks' lag. */
 static void fc_clock_refresh(struct fc_config *cfg, const struct fc_config *old)
 {
-	cfg->utc_offset_ns = fc_utc_offset_ns();
-	if (!old->jiffies_utc_ns || old->utc_offset_ns != cfg->utc_offset_ns)
-		cfg->jiffies_utc_ns = fc_jiffies_utc_ns(cfg->utc_offset_ns);
+	uint64_t off = fc_utc_offset_ns();
+
+	if (old->jiffies_utc_ns && old->utc_offset_ns <= off && off - old->utc_offset_ns <= FC_OFFSET_UNIT_NS) {
+		cfg->utc_offset_ns = old->utc_offset_ns;
+		cfg->jiffies_utc_ns = old->jiffies_utc_ns;
+		return;
+	}
+	cfg->utc_offset_ns = off;
+	cfg->jiffies_utc_ns = fc_jiffies_utc_ns(off);
 }
 
 /* Sorts k; an empty one may have no array, which qsort_r may not be given. */

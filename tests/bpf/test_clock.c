@@ -26,6 +26,7 @@
 #include "fc_clock.h"
 #include "fc_clock_probe.skel.h"
 #include "fc_prefix.h"
+#include "fc_sync.h"
 #include "fc_test_bpf.h"
 
 #define FC_SRC "198.18.7.1"
@@ -299,34 +300,59 @@ static void fc_store_ban(struct fc_env *env, const char *text)
 		fail_msg("%s", err.msg);
 }
 
-/* A publish of changes keeps the last constant while utc_offset_ns holds
- * (it holds as long, fc_clock.c), and measures it again where the offset
- * moved. */
+/* Publishes a change (a ban on 198.18.7.N, N from 2) over a config whose
+ * offset is moved by delta and whose jiffies constant is marked (further
+ * behind: as good a constant); returns whether the publish kept both.
+ * Retried where the offset read now moves under the publish. */
+static bool fc_publish_kept(struct fc_env *env, int64_t delta)
+{
+	static int n = 2;
+	struct fc_config cfg, got;
+	char addr[32];
+	int tries;
+
+	for (tries = 1;; tries++) {
+		uint64_t before = fc_utc_offset_ns();
+
+		cfg = fc_cfg(env);
+		cfg.utc_offset_ns = before + (uint64_t)delta;
+		cfg.jiffies_utc_ns -= 7;
+		fc_cfg_set(env, &cfg);
+		snprintf(addr, sizeof(addr), "198.18.7.%d", n++);
+		fc_store_ban(env, addr);
+		assert_true(fc_env_publish_changes(env));
+		got = fc_cfg(env);
+		if (fc_utc_offset_ns() != before) {
+			if (tries == 5)
+				fail_msg("the offset to UTC moved under the test 5 times");
+			continue;
+		}
+		assert_int_not_equal(got.jiffies_utc_ns, 0);
+		if (got.utc_offset_ns == cfg.utc_offset_ns && got.jiffies_utc_ns == cfg.jiffies_utc_ns)
+			return true;
+		assert_int_equal(got.utc_offset_ns, before);
+		assert_int_not_equal(got.jiffies_utc_ns, cfg.jiffies_utc_ns);
+		return false;
+	}
+}
+
+/* A publish of changes keeps the last constants while utc_offset_ns holds
+ * (the constant holds as long, fc_clock.c), or is a ms behind the offset
+ * read now (a read across a ms boundary, which would otherwise flip it),
+ * and measures them again where the offset moved: further behind, or
+ * ahead, as a step of the wall clock leaves it. */
 static void test_publish_keeps(void **state)
 {
 	struct fc_env *env = *state;
-	struct fc_config cfg;
-	uint64_t kept;
 
 	FC_REQUIRE_BPF();
 	FC_REQUIRE_TICK();
 	fc_env_ban(env, FC_SRC, 3600);
-	cfg = fc_cfg(env);
-	kept = cfg.jiffies_utc_ns - 7; /* further behind: as good a constant */
-	cfg.jiffies_utc_ns = kept;
-	fc_cfg_set(env, &cfg);
-	fc_store_ban(env, "198.18.7.2");
-	assert_true(fc_env_publish_changes(env));
-	assert_int_equal(fc_cfg(env).jiffies_utc_ns, kept);
-	/* The offset a ms off, as a step of the wall clock leaves it. */
-	cfg = fc_cfg(env);
-	cfg.utc_offset_ns -= 1000000;
-	fc_cfg_set(env, &cfg);
-	fc_store_ban(env, "198.18.7.3");
-	assert_true(fc_env_publish_changes(env));
-	cfg = fc_cfg(env);
-	assert_int_not_equal(cfg.jiffies_utc_ns, kept);
-	assert_int_not_equal(cfg.jiffies_utc_ns, 0);
+	assert_true(fc_publish_kept(env, 0));
+	assert_true(fc_publish_kept(env, -(int64_t)FC_ROUNDING));
+	assert_false(fc_publish_kept(env, -2 * (int64_t)FC_ROUNDING));
+	assert_false(fc_publish_kept(env, (int64_t)FC_ROUNDING));
+	assert_false(fc_publish_kept(env, 3600 * (int64_t)FC_SEC));
 }
 
 /* What a publish writes is the constant measured, a tick less: the one
