@@ -407,6 +407,14 @@ static inline __u32 fc_shm_key_place(__u64 tag, int choice, __u32 nkeys)
 	return (__u32)(choice ? tag >> 33 : tag) & (nkeys - 1);
 }
 
+/* Whether an entry's tag t says a worker is setting it up now, at secs
+ * (unix seconds): a busy word no older than FC_SHM_KEY_STALE. An older one
+ * is a killed worker's, and the entry may be taken. */
+static inline int fc_shm_key_busy(__u64 t, __u64 secs)
+{
+	return t && t < FC_SHM_KEY_TAG_MIN && t + FC_SHM_KEY_STALE > secs;
+}
+
 /* FNV-1a over an address ban's key: the family, the length, then the
  * masked address bytes (which the slot keeps and a reader compares). */
 static inline __u64 fc_shm_ban_hash(__u8 family, __u8 plen, const void *key, __u32 len)

@@ -991,12 +991,6 @@ static struct fc_shm_key *fc_walk_next(struct fc_walk *k, __u64 *t)
 	return e;
 }
 
-/* Whether a busy word is still a live worker's (else it is a killed one's). */
-static bool fc_busy_fresh(__u64 t, __u64 secs)
-{
-	return t && t < FC_SHM_KEY_TAG_MIN && t + FC_SHM_KEY_STALE > secs;
-}
-
 enum fc_find {
 	FC_FOUND,
 	FC_ABSENT,
@@ -1022,7 +1016,7 @@ static enum fc_find fc_key_find(const struct fc_l7_index *ix, __u64 tag, __u64 n
 			continue;
 		if (t == tag)
 			return FC_FOUND;
-		if (fc_busy_fresh(t, secs))
+		if (fc_shm_key_busy(t, secs))
 			busy = true;
 		else if (!*take && (t < FC_SHM_KEY_TAG_MIN || fc_key_idle(ix, *e, now)))
 			*take = *e, *seen = t;

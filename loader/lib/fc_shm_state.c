@@ -75,7 +75,8 @@ void fc_state_ring_read(int fd, uint64_t from, size_t n, struct fc_shm_ring_entr
 	fc_state_pread(fd, out + first, (n - first) * sizeof(*out), FC_STATE_RING_OFF + offsetof(struct fc_shm_ring, e));
 }
 
-int fc_state_keys_each(int fd, void (*each)(const struct fc_shm_key *k, void *arg), void *arg, struct fc_err *err)
+int fc_state_keys_each(int fd, uint64_t from_tag, void (*each)(const struct fc_shm_key *k, void *arg), void *arg,
+		       struct fc_err *err)
 {
 	enum { CHUNK = FC_SHM_KEYS_MIN }; /* a table is whole chunks */
 	struct fc_shm_key *buf;
@@ -91,7 +92,7 @@ int fc_state_keys_each(int fd, void (*each)(const struct fc_shm_key *k, void *ar
 	for (i = 0; i < n; i += CHUNK) {
 		fc_state_pread(fd, buf, CHUNK * sizeof(*buf), FC_STATE_KEYS_OFF + i * sizeof(*buf));
 		for (j = 0; j < CHUNK; j++)
-			if (buf[j].tag >= FC_SHM_KEY_TAG_MIN)
+			if (buf[j].tag >= from_tag)
 				each(&buf[j], arg);
 	}
 	free(buf);
@@ -101,6 +102,7 @@ int fc_state_keys_each(int fd, void (*each)(const struct fc_shm_key *k, void *ar
 struct fc_recount {
 	const struct fc_shm_slot *slots;
 	uint64_t *live, now;
+	bool *busy;
 };
 
 static void fc_recount_one(const struct fc_shm_key *e, void *arg)
@@ -108,7 +110,15 @@ static void fc_recount_one(const struct fc_shm_key *e, void *arg)
 	struct fc_recount *rc = arg;
 
 	/* Every field is the workers' say-so: bounded before use. */
-	if (e->slot && e->slot < FC_SHM_SLOTS && (uint32_t)rc->slots[e->slot].owner == e->epoch && e->idle_ns >= rc->now)
+	if (!e->slot || e->slot >= FC_SHM_SLOTS || (uint32_t)rc->slots[e->slot].owner != e->epoch)
+		return;
+	/* A worker tags a new key's entry just after adding it to the count:
+	 * one caught in between is counted but not seen, so its policy's count
+	 * is left for the next recount (a killed worker's is not: it stays
+	 * busy, and its key never comes). */
+	if (e->tag < FC_SHM_KEY_TAG_MIN)
+		rc->busy[e->slot] |= fc_shm_key_busy(e->tag, rc->now / FC_NS_PER_SEC);
+	else if (e->idle_ns >= rc->now)
 		rc->live[e->slot]++;
 }
 
@@ -116,6 +126,7 @@ int fc_state_keys_recount(const char *shm_path, uint64_t now, struct fc_err *err
 {
 	struct fc_shm_slot *slots = NULL, *after = NULL;
 	uint64_t *live = NULL;
+	bool *busy = NULL;
 	char path[PATH_MAX];
 	struct stat sb;
 	size_t i;
@@ -131,19 +142,20 @@ int fc_state_keys_recount(const char *shm_path, uint64_t now, struct fc_err *err
 	slots = malloc(FC_SHM_SLOTS * sizeof(*slots));
 	after = malloc(FC_SHM_SLOTS * sizeof(*after));
 	live = calloc(FC_SHM_SLOTS, sizeof(*live));
-	if (!slots || !after || !live) {
+	busy = calloc(FC_SHM_SLOTS, sizeof(*busy));
+	if (!slots || !after || !live || !busy) {
 		fc_err_set(err, "out of memory");
 		goto out;
 	}
 	fc_state_slots(fd, slots, FC_SHM_SLOTS);
-	if (fc_state_keys_each(fd, fc_recount_one, &(struct fc_recount){ slots, live, now }, err) < 0)
+	if (fc_state_keys_each(fd, 1, fc_recount_one, &(struct fc_recount){ slots, live, now, busy }, err) < 0)
 		goto out;
 	/* A worker that made a key while the table was read added one to the
 	 * count, which the scan may have missed: that slot is left for the
 	 * next recount rather than written back one short. */
 	fc_state_slots(fd, after, FC_SHM_SLOTS);
 	for (i = 1; i < FC_SHM_SLOTS; i++) {
-		if (!slots[i].owner || slots[i].keys == live[i] || after[i].owner != slots[i].owner ||
+		if (!slots[i].owner || busy[i] || slots[i].keys == live[i] || after[i].owner != slots[i].owner ||
 		    after[i].keys != slots[i].keys)
 			continue;
 		if (pwrite(fd, &live[i], sizeof(live[i]),
@@ -160,6 +172,7 @@ out:
 	free(slots);
 	free(after);
 	free(live);
+	free(busy);
 	return rc;
 }
 
@@ -200,7 +213,7 @@ int fc_state_keys_of(const char *shm_path, uint32_t slot, uint32_t epoch, struct
 	fd = fc_state_open(shm_path, err);
 	if (fd < 0)
 		return -1;
-	rc = fc_state_keys_each(fd, fc_keys_collect_one, &c, err);
+	rc = fc_state_keys_each(fd, FC_SHM_KEY_TAG_MIN, fc_keys_collect_one, &c, err);
 	close(fd);
 	if (rc == 0 && c.oom)
 		rc = fc_err_set(err, "out of memory reading the key table");

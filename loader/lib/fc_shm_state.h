@@ -32,9 +32,12 @@ uint64_t fc_state_allowed(int fd);
  * does not hold reads as zeros, i.e. as entries not written yet. */
 void fc_state_ring_read(int fd, uint64_t from, size_t n, struct fc_shm_ring_entry *out);
 
-/* Calls each(key, arg) for every entry of the key table that holds a key
- * (read in chunks; every field the workers' say-so). */
-int fc_state_keys_each(int fd, void (*each)(const struct fc_shm_key *k, void *arg), void *arg, struct fc_err *err);
+/* Calls each(key, arg) for every entry of the key table whose tag is at
+ * least from_tag: FC_SHM_KEY_TAG_MIN for those that hold a key, 1 for
+ * entries being set up too (read in chunks; every field the workers'
+ * say-so). */
+int fc_state_keys_each(int fd, uint64_t from_tag, void (*each)(const struct fc_shm_key *k, void *arg), void *arg,
+		       struct fc_err *err);
 
 /* The keys of the policy in slot with epoch, read from the key table into
  * *out (malloc'd; every field the workers' say-so). A key's value is not

@@ -378,7 +378,7 @@ int fc_stats_busiest_keys(const struct fc_ctx *ctx, const struct fc_stats_all *a
 		if (fc_policy_is_keyed(&r->spec) && r->slot && r->slot < FC_SHM_SLOTS)
 			fc_policy_compile(&r->spec, r->epoch, &pol[r->slot]);
 	}
-	if (fc_state_keys_each(fd, fc_busiest_one, &b, err) < 0)
+	if (fc_state_keys_each(fd, FC_SHM_KEY_TAG_MIN, fc_busiest_one, &b, err) < 0)
 		goto out;
 	*n = b.n;
 	rc = 0;

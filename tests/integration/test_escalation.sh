@@ -60,6 +60,7 @@ check "after --ban-ttl ${ttl}s the ban lapsed: nginx answers again ($got)" [ "$g
 # Per key: the agent counts refusals in aligned minutes, so away from an edge.
 fc policy del 1 >/dev/null
 fc policy add 2 --match 'uid=*' --rate 1/m --escalate 3/m --ban-ttl ${ttl}s >/dev/null
+added_at=$(date +%s.%N)
 away_from_minute_edge 15
 got="$(get k1) $(get k1) $(get k1) $(get k2) $(get k1) $(get k1)"
 check "uid=* 1/m --escalate 3/m: k1 once, k2 once among k1's four refusals ($got)" [ "$got" = "200 429 429 200 429 429" ]
@@ -72,5 +73,16 @@ check "... a fresh uid from that address gets no answer now: the ban is the addr
 check "... its packets dropped at XDP, not a slow answer timed out" [ "$(counter dropped_exact)" -gt "$before" ]
 # The counts read go into the check's name: a failure says what they were.
 got=$(fc stats --json | jq -c '.policies[] | select(.id == 2) | {passed: .passed.packets, dropped: .dropped.packets, keys}')
-check "stats: policy 2 passed 2 (k1, k2), denied 4 (k1): $got" [ "$got" = '{"passed":2,"dropped":4,"keys":2}' ]
+check "stats: policy 2 passed 2 (k1, k2), denied 4 (k1): $got" [ "$got" = '{"passed":2,"dropped":4,"keys":2}' ] || {
+	# What pins a wrong count down: the keys the table holds (two live ones
+	# with a count of 1: the count lost one; one: k2 overflowed or was never
+	# made), the policy's whole stats, and when the agent's recounts could
+	# have run (the first as it publishes policy 2, while k1 and k2 are
+	# made, then every 10 s).
+	echo "# read $(awk -v a="$added_at" -v now="$(date +%s.%N)" 'BEGIN { printf "%.2f", now - a }') s after policy 2 was added"
+	fc stats --json | jq -c '.policies[] | select(.id == 2)' | sed 's/^/# stats: /'
+	fc keys 2 --json | jq -c '.[]' | sed 's/^/# keys: /'
+	sed 's/^/# agent: /' "$d/agent.log"
+	exit 1
+}
 exit 0

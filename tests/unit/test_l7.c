@@ -2152,6 +2152,46 @@ static void test_keys_recount_race(void **state)
 	assert_int_equal(t->ix.slots[1].keys, 1);
 }
 
+/* A worker caught between adding a new key to its policy's count and
+ * tagging the key's entry: the recount sees a busy entry, not the key, and
+ * leaves the count for the next recount rather than write it one short.
+ * An entry a killed worker left busy does not hold the count up for long. */
+static void test_keys_recount_busy(void **state)
+{
+	struct fc_t *t = *state;
+	const struct fc_l7_policy *p;
+	struct fc_shm_key *e;
+	struct fc_err err;
+	uint32_t i;
+
+	fc_policy(t, 1, "uid=*", "2/m", "drop", 0, 0);
+	fc_publish(t);
+	assert_int_equal(fc_build(t, t->base, t->size), 0);
+	p = &t->ix.pol[0];
+	assert_int_equal(fc_passes(t, "uid=a", T0, 1), 1);
+	assert_int_equal(fc_passes(t, "uid=b", T0, 1), 1);
+	assert_int_equal(t->ix.slots[p->slot].keys, 2);
+	/* The third key's entry as fc_key_walk leaves it before its last store. */
+	for (i = 0; t->ix.keys[i].tag; i++)
+		;
+	e = &t->ix.keys[i];
+	e->slot = p->slot;
+	e->epoch = p->epoch;
+	e->idle_ns = T0 + 3600 * SEC;
+	e->tag = (T0 / SEC) | 1;
+	t->ix.slots[p->slot].keys = 3;
+	assert_int_equal(fc_state_keys_recount(t->shm, T0 + SEC, &err), 0);
+	assert_int_equal(t->ix.slots[p->slot].keys, 3);
+	/* Tagged: the three are counted. */
+	e->tag = FC_SHM_KEY_TAG_MIN | 3;
+	assert_int_equal(fc_state_keys_recount(t->shm, T0 + SEC, &err), 0);
+	assert_int_equal(t->ix.slots[p->slot].keys, 3);
+	/* Left busy for good: once it is stale, only the two keys count. */
+	e->tag = (T0 / SEC) | 1;
+	assert_int_equal(fc_state_keys_recount(t->shm, T0 + FC_SHM_KEY_STALE * SEC + SEC, &err), 0);
+	assert_int_equal(t->ix.slots[p->slot].keys, 2);
+}
+
 /* The key table is the workers' to write, so anything may be in it:
  * garbage everywhere, entries stuck mid-setup. Decisions neither crash nor
  * read out of bounds (ASan), and a key still admits no more than its limit. */
@@ -2898,6 +2938,7 @@ int main(void)
 		T(test_keys_repeated),
 		T(test_keys_max),
 		T(test_keys_recount_race),
+		T(test_keys_recount_busy),
 		T(test_keys_table_size),
 		T(test_exact_across_processes_window),
 		T(test_tiers_and_policies_all_or_nothing),
