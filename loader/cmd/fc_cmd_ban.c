@@ -159,25 +159,16 @@ static int fc_import_read(const char *path, struct fc_feed *feed, const struct f
 static int fc_import_by_hand(const struct fc_ctx *ctx, const struct fc_import_opt *opt, const struct fc_feed *feed,
 			     const struct fc_progress *prog, size_t *added, struct fc_err *err)
 {
+	struct fc_store_progress sp = { .fn = fc_progress, .arg = (void *)prog, .total = feed->n };
 	struct fc_ban_counts before, after;
-	struct fc_ban_row row = { 0 };
 	struct fc_publish pub;
-	size_t i;
 
 	if (fc_publish_begin(&pub, ctx, err) < 0)
 		return -1;
-	row.created = pub.now;
-	row.expires = opt->ttl ? fc_expires_after(opt->ttl) : 0;
-	if (fc_store_ban_count(pub.st, pub.now, &before, err) < 0)
-		goto abort;
-	for (i = 0; i < feed->n; i++) {
-		row.p = feed->v[i];
-		if (fc_store_ban_put(pub.st, &row, err) < 0)
-			goto abort;
-		if (i % 65536 == 0 || i + 1 == feed->n)
-			fc_progress(i + 1, feed->n, (void *)prog);
-	}
-	if (fc_store_ban_count(pub.st, pub.now, &after, err) < 0)
+	if (fc_store_ban_count(pub.st, pub.now, &before, err) < 0 ||
+	    fc_store_bans_put(pub.st, feed->v, feed->n, pub.now, opt->ttl ? fc_expires_after(opt->ttl) : 0, &sp,
+			      err) < 0 ||
+	    fc_store_ban_count(pub.st, pub.now, &after, err) < 0)
 		goto abort;
 	fc_progress_end(prog, feed->n ? ", publishing..." : "");
 	*added = after.addresses - before.addresses;

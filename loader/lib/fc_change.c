@@ -150,9 +150,10 @@ int fc_set_replace(struct fc_publish *pub, const char *name, const struct fc_pre
 		   void (*progress)(size_t done, size_t total, void *arg), void *arg, struct fc_set_result *res,
 		   struct fc_err *err)
 {
+	struct fc_store_progress prog = { .fn = progress, .arg = arg };
+	struct fc_prefix *have = NULL, *add = NULL, *del = NULL;
 	struct fc_ban_set set = { 0 };
-	struct fc_prefix *have = NULL;
-	size_t nhave = 0, i = 0, j = 0, done = 0, total;
+	size_t nhave = 0, i = 0, j = 0;
 	bool found;
 	int rc = -1, c;
 
@@ -175,24 +176,34 @@ int fc_set_replace(struct fc_publish *pub, const char *name, const struct fc_pre
 	rc = -1;
 	res->id = set.id;
 	res->entries = n;
+	add = malloc((n ? n : 1) * sizeof(*add));
+	del = malloc((nhave ? nhave : 1) * sizeof(*del));
+	if (!add || !del) {
+		fc_err_set(err, "out of memory");
+		goto out;
+	}
 	/* Both in address order: one pass finds what comes and what goes. */
-	for (total = n + nhave; i < n || j < nhave;) {
+	while (i < n || j < nhave) {
 		c = i == n ? 1 : j == nhave ? -1 : fc_prefix_cmp(&keys[i], &have[j]);
-		if (c < 0 && fc_store_set_member_put(pub->st, set.id, &keys[i], pub->now, err) < 0)
-			goto out;
-		if (c > 0 && fc_store_set_member_del(pub->st, set.id, &have[j], err) < 0)
-			goto out;
-		res->added += c < 0;
-		res->removed += c > 0;
+		if (c < 0)
+			add[res->added++] = keys[i];
+		if (c > 0)
+			del[res->removed++] = have[j];
 		res->kept += c == 0;
 		i += c <= 0;
 		j += c >= 0;
-		if (progress && (++done % 65536 == 0 || (i == n && j == nhave)))
-			progress(i + j, total, arg);
 	}
+	prog.total = res->added + res->removed;
+	if (fc_store_set_members_put(pub->st, set.id, add, res->added, pub->now, &prog, err) < 0 ||
+	    fc_store_set_members_del(pub->st, set.id, del, res->removed, &prog, err) < 0)
+		goto out;
+	if (progress && !prog.total)
+		progress(0, 0, arg);
 	rc = 0;
 out:
 	free(have);
+	free(add);
+	free(del);
 	return rc;
 }
 

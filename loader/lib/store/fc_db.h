@@ -49,6 +49,16 @@
 #define FC_LOG_COLS_NODE     "(kind, txt)"
 #define FC_LOG_ROW_NODE(R)   "('node', " R ".name)"
 
+/*
+ * A batch of address keys as one BLOB parameter, which the SQL reads as rows
+ * (family, addr, len) from fc_keys(?N): FC_KEY_BYTES a key, its family (4
+ * or 6), its prefix length, then 16 address bytes (IPv4 in the first 4), as
+ * struct fc_prefix lays them out, so that an array of them is passed as it
+ * is. SQLite has fc_keys as a table-valued function (fc_db_sqlite_keys.c),
+ * PostgreSQL as a function of the schema (fc_db_pg.c).
+ */
+#define FC_KEY_BYTES 18
+
 enum fc_val_type {
 	FC_VAL_NULL,
 	FC_VAL_INT,

@@ -174,9 +174,19 @@ static const char fc_pg_schema_log[] =
 	FC_PG_LOG("policies", "policy") FC_PG_LOG("nodes", "node") FC_PG_LOG("ban_sets", "set")
 	FC_PG_TRIGGER("set_bans") FC_PG_TRIGGER("ban_sets");
 
+/* fc_keys(bytea): a batch of address keys (fc_db.h, FC_KEY_BYTES) as rows,
+ * as SQLite's table-valued function has them: a bulk write is one statement
+ * (one round trip) per batch, not one per row. */
+static const char fc_pg_schema_keys[] =
+	"CREATE FUNCTION fc_keys(k bytea) RETURNS TABLE (family smallint, addr bytea, len smallint) "
+	"LANGUAGE sql IMMUTABLE STRICT AS $$"
+	"  SELECT get_byte(k, i)::smallint, substring(k FROM i + 3 FOR CASE get_byte(k, i) WHEN 4 THEN 4 ELSE 16 END),"
+	"    get_byte(k, i + 1)::smallint"
+	"  FROM generate_series(0, length(k) - " FC_SQL_STR(FC_KEY_BYTES) ", " FC_SQL_STR(FC_KEY_BYTES) ") AS i $$;";
+
 static const char *const fc_pg_schema[] = { fc_pg_schema_v1, fc_pg_schema_v2, fc_pg_schema_v3, fc_pg_schema_v4,
 					    fc_pg_schema_v5, fc_pg_schema_allows, fc_pg_schema_override,
-					    fc_pg_schema_log };
+					    fc_pg_schema_log, fc_pg_schema_keys };
 #define FC_PG_SCHEMA_VERSION ((int64_t)(sizeof(fc_pg_schema) / sizeof(fc_pg_schema[0])))
 
 struct fc_db_pg {

@@ -13,6 +13,7 @@
 #include <sqlite3.h>
 
 #include "fc_db.h"
+#include "fc_db_sqlite_keys.h"
 
 /* Each step takes the schema from version i to i + 1. */
 static const char fc_schema_v1[] =
@@ -574,6 +575,10 @@ static int fc_sq_open(const char *dsn, const char *name, bool create, const char
 	sqlite3_db_config(d->h, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, NULL);
 	sqlite3_file_control(d->h, "main", SQLITE_FCNTL_PERSIST_WAL, &(int){ 1 });
 	sqlite3_wal_hook(d->h, fc_sq_wal_hook, d);
+	if (fc_sq_keys_register(d->h) != SQLITE_OK) {
+		fc_sq_fail(d, err, "registering fc_keys");
+		goto fail;
+	}
 	if (fc_sq_wal(d, err) < 0 || fc_sq_exec(d, "PRAGMA temp_store = MEMORY", err) < 0 ||
 	    fc_sq_migrate(d, err) < 0)
 		goto fail;

@@ -6,6 +6,7 @@
  * published.
  */
 #include <pthread.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,6 +17,7 @@
 enum fc_stmt_id {
 	FC_SQL_BAN_GET,
 	FC_SQL_BAN_PUT,
+	FC_SQL_BANS_PUT,
 	FC_SQL_BAN_DEL,
 	FC_SQL_BAN_PURGE,
 	FC_SQL_BAN_LIST,
@@ -67,8 +69,8 @@ enum fc_stmt_id {
 	FC_SQL_SET_PURGE,
 	FC_SQL_SET_KEYS,
 	FC_SQL_SET_BANS,
-	FC_SQL_SET_MEMBER_PUT,
-	FC_SQL_SET_MEMBER_DEL,
+	FC_SQL_SET_MEMBERS_PUT,
+	FC_SQL_SET_MEMBERS_DEL,
 	FC_SQL_SET_HOLDERS,
 	FC_SQL_SET_NEW_ID,
 	FC_SQL_POL_LIST_AGENT,
@@ -92,6 +94,11 @@ static const char *fc_sql[FC_SQL_MAX] = {
 	[FC_SQL_BAN_PUT] = "INSERT INTO bans (family, addr, len, created, expires, by_policy) "
 			   "VALUES (?1, ?2, ?3, ?4, ?5, ?6) "
 			   "ON CONFLICT (family, addr, len) DO UPDATE SET created = ?4, expires = ?5, by_policy = ?6",
+	/* Bulk writes take a batch of keys (fc_keys(?1), fc_db.h): one statement each. */
+	[FC_SQL_BANS_PUT] = "INSERT INTO bans (family, addr, len, created, expires, by_policy) "
+			    "SELECT family, addr, len, CAST(?2 AS bigint), CAST(?3 AS bigint), NULL FROM fc_keys(?1) "
+			    "WHERE true ON CONFLICT (family, addr, len) DO UPDATE SET created = excluded.created, "
+			    "expires = excluded.expires, by_policy = NULL",
 	[FC_SQL_BAN_DEL] = "DELETE FROM bans WHERE family = ?1 AND addr = ?2 AND len = ?3",
 	[FC_SQL_BAN_PURGE] = "DELETE FROM bans WHERE expires IS NOT NULL AND expires <= ?1",
 	/* Every source of every live ban: by hand (set 0), and each set holding it. */
@@ -245,9 +252,13 @@ static const char *fc_sql[FC_SQL_MAX] = {
 	[FC_SQL_SET_BANS] = "SELECT s.family, s.addr, s.len, s.created, t.expires, NULL, s.set_id FROM set_bans s "
 			    "JOIN ban_sets t ON t.id = s.set_id WHERE s.set_id = ?1 AND " FC_SET_LIVE("t", "?2") " "
 			    "ORDER BY s.family, s.addr, s.len",
-	[FC_SQL_SET_MEMBER_PUT] = "INSERT INTO set_bans (family, addr, len, set_id, created) VALUES (?1, ?2, ?3, ?4, ?5) "
-				  "ON CONFLICT DO NOTHING",
-	[FC_SQL_SET_MEMBER_DEL] = "DELETE FROM set_bans WHERE family = ?1 AND addr = ?2 AND len = ?3 AND set_id = ?4",
+	[FC_SQL_SET_MEMBERS_PUT] = "INSERT INTO set_bans (family, addr, len, set_id, created) "
+				   "SELECT family, addr, len, CAST(?2 AS bigint), CAST(?3 AS bigint) FROM fc_keys(?1) "
+				   "WHERE true ON CONFLICT DO NOTHING",
+	/* An address's length tells its family: spelled so, the key's every
+	 * column is a step in the index (SQLite), so only the keys are read. */
+	[FC_SQL_SET_MEMBERS_DEL] = "DELETE FROM set_bans WHERE set_id = ?2 AND family IN (4, 6) AND (addr, len) IN "
+				   "(SELECT addr, len FROM fc_keys(?1))",
 	/* The live sets holding exactly a key, by name. */
 	[FC_SQL_SET_HOLDERS] = "SELECT t.name FROM set_bans s JOIN ban_sets t ON t.id = s.set_id "
 			       "WHERE s.family = ?1 AND s.addr = ?2 AND s.len = ?3 AND " FC_SET_LIVE("t", "?4") " "
@@ -503,6 +514,42 @@ int fc_store_ban_put(struct fc_store *st, const struct fc_ban_row *row, struct f
 		       FC_ARGS(FC_PREFIX_ARGS(&row->p), FC_INT(row->created), FC_INT_OR_NULL(row->expires),
 			       FC_INT_OR_NULL(row->by_policy)),
 		       NULL, "writing ban", err);
+}
+
+/* Runs statement id on keys (struct fc_prefix's layout is fc_keys' key),
+ * a batch of FC_STORE_BATCH at a time as ?1, with the statement's other
+ * nargs parameters args as ?2 on. */
+_Static_assert(sizeof(struct fc_prefix) == FC_KEY_BYTES && offsetof(struct fc_prefix, len) == 1 &&
+		       offsetof(struct fc_prefix, a) == 2,
+	       "struct fc_prefix must be laid out as fc_keys' key");
+static int fc_exec_keys(struct fc_store *st, enum fc_stmt_id id, const struct fc_prefix *keys, size_t n,
+			const struct fc_val *args, int nargs, struct fc_store_progress *prog, const char *what,
+			struct fc_err *err)
+{
+	struct fc_val a[3];
+	size_t i, k;
+
+	if ((size_t)nargs >= sizeof(a) / sizeof(a[0]))
+		return fc_err_set(err, "%s: too many parameters", what);
+	memcpy(a + 1, args, (size_t)nargs * sizeof(*args));
+	for (i = 0; i < n; i += k) {
+		k = n - i < FC_STORE_BATCH ? n - i : FC_STORE_BATCH;
+		a[0] = FC_BLOB(keys + i, k * sizeof(*keys));
+		if (fc_exec(st, id, a, 1 + nargs, NULL, what, err) < 0)
+			return -1;
+		if (prog && prog->fn) {
+			prog->done += k;
+			prog->fn(prog->done, prog->total, prog->arg);
+		}
+	}
+	return 0;
+}
+
+int fc_store_bans_put(struct fc_store *st, const struct fc_prefix *keys, size_t n, int64_t created, int64_t expires,
+		      struct fc_store_progress *prog, struct fc_err *err)
+{
+	return fc_exec_keys(st, FC_SQL_BANS_PUT, keys, n, FC_ARGS(FC_INT(created), FC_INT_OR_NULL(expires)), prog,
+			    "writing bans", err);
 }
 
 int fc_store_ban_del(struct fc_store *st, const struct fc_prefix *p, bool *found, struct fc_err *err)
@@ -1043,17 +1090,18 @@ int fc_store_set_bans(struct fc_store *st, uint32_t id, int64_t now, struct fc_b
 			  "listing a ban set", (void **)rows, n, err);
 }
 
-int fc_store_set_member_put(struct fc_store *st, uint32_t id, const struct fc_prefix *p, int64_t created,
-			    struct fc_err *err)
+int fc_store_set_members_put(struct fc_store *st, uint32_t id, const struct fc_prefix *keys, size_t n,
+			     int64_t created, struct fc_store_progress *prog, struct fc_err *err)
 {
-	return fc_exec(st, FC_SQL_SET_MEMBER_PUT, FC_ARGS(FC_PREFIX_ARGS(p), FC_INT(id), FC_INT(created)), NULL,
-		       "writing a ban set's member", err);
+	return fc_exec_keys(st, FC_SQL_SET_MEMBERS_PUT, keys, n, FC_ARGS(FC_INT(id), FC_INT(created)), prog,
+			    "writing a ban set's members", err);
 }
 
-int fc_store_set_member_del(struct fc_store *st, uint32_t id, const struct fc_prefix *p, struct fc_err *err)
+int fc_store_set_members_del(struct fc_store *st, uint32_t id, const struct fc_prefix *keys, size_t n,
+			     struct fc_store_progress *prog, struct fc_err *err)
 {
-	return fc_exec(st, FC_SQL_SET_MEMBER_DEL, FC_ARGS(FC_PREFIX_ARGS(p), FC_INT(id)), NULL,
-		       "deleting a ban set's member", err);
+	return fc_exec_keys(st, FC_SQL_SET_MEMBERS_DEL, keys, n, FC_ARGS(FC_INT(id)), prog,
+			    "deleting a ban set's members", err);
 }
 
 int fc_store_set_holders(struct fc_store *st, const struct fc_prefix *p, int64_t now, char *names, size_t size,

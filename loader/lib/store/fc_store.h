@@ -44,6 +44,19 @@ void fc_store_rollback(struct fc_store *st);
 
 /* Inserts or replaces the ban on row->p. */
 int fc_store_ban_put(struct fc_store *st, const struct fc_ban_row *row, struct fc_err *err);
+
+/* Bulk writes (an import's) take keys without repeats, written by one
+ * statement per FC_STORE_BATCH of them (a statement a row journals and logs
+ * the same pages once a row); prog, if given, is told after each batch. */
+#define FC_STORE_BATCH 65536
+struct fc_store_progress {
+	void (*fn)(size_t done, size_t total, void *arg);
+	void *arg;
+	size_t done, total;
+};
+/* Bans keys by hand, all created and expiring (0: never) alike. */
+int fc_store_bans_put(struct fc_store *st, const struct fc_prefix *keys, size_t n, int64_t created, int64_t expires,
+		      struct fc_store_progress *prog, struct fc_err *err);
 /* The live (not expired at now) ban on exactly p, if any. */
 int fc_store_ban_get(struct fc_store *st, const struct fc_prefix *p, int64_t now, struct fc_ban_row *row,
 		     bool *found, struct fc_err *err);
@@ -171,9 +184,11 @@ int fc_store_set_keys(struct fc_store *st, uint32_t id, struct fc_prefix **keys,
 /* The same as ban rows (ban list --set). */
 int fc_store_set_bans(struct fc_store *st, uint32_t id, int64_t now, struct fc_ban_row **rows, size_t *n,
 		      struct fc_err *err);
-int fc_store_set_member_put(struct fc_store *st, uint32_t id, const struct fc_prefix *p, int64_t created,
-			    struct fc_err *err);
-int fc_store_set_member_del(struct fc_store *st, uint32_t id, const struct fc_prefix *p, struct fc_err *err);
+/* Adds keys to set id (those in it stay as they are), or takes them out. */
+int fc_store_set_members_put(struct fc_store *st, uint32_t id, const struct fc_prefix *keys, size_t n,
+			     int64_t created, struct fc_store_progress *prog, struct fc_err *err);
+int fc_store_set_members_del(struct fc_store *st, uint32_t id, const struct fc_prefix *keys, size_t n,
+			     struct fc_store_progress *prog, struct fc_err *err);
 /* The names of the live sets holding exactly p, comma-separated in names (cut at size). */
 int fc_store_set_holders(struct fc_store *st, const struct fc_prefix *p, int64_t now, char *names, size_t size,
 			 struct fc_err *err);
