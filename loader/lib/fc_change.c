@@ -151,7 +151,7 @@ int fc_set_replace(struct fc_publish *pub, const char *name, const struct fc_pre
 		   struct fc_err *err)
 {
 	struct fc_store_progress prog = { .fn = progress, .arg = arg };
-	struct fc_prefix *have = NULL, *add = NULL, *del = NULL;
+	struct fc_prefix *have = NULL, *add = NULL;
 	struct fc_ban_set set = { 0 };
 	size_t nhave = 0, i = 0, j = 0;
 	bool found;
@@ -177,33 +177,30 @@ int fc_set_replace(struct fc_publish *pub, const char *name, const struct fc_pre
 	res->id = set.id;
 	res->entries = n;
 	add = malloc((n ? n : 1) * sizeof(*add));
-	del = malloc((nhave ? nhave : 1) * sizeof(*del));
-	if (!add || !del) {
+	if (!add) {
 		fc_err_set(err, "out of memory");
 		goto out;
 	}
-	/* Both in address order: one pass finds what comes and what goes. */
+	/* Both in address order: one pass finds what comes and what goes,
+	 * what goes gathered at the front of have (never past j). */
 	while (i < n || j < nhave) {
 		c = i == n ? 1 : j == nhave ? -1 : fc_prefix_cmp(&keys[i], &have[j]);
 		if (c < 0)
 			add[res->added++] = keys[i];
 		if (c > 0)
-			del[res->removed++] = have[j];
+			have[res->removed++] = have[j];
 		res->kept += c == 0;
 		i += c <= 0;
 		j += c >= 0;
 	}
 	prog.total = res->added + res->removed;
 	if (fc_store_set_members_put(pub->st, set.id, add, res->added, pub->now, &prog, err) < 0 ||
-	    fc_store_set_members_del(pub->st, set.id, del, res->removed, &prog, err) < 0)
+	    fc_store_set_members_del(pub->st, set.id, have, res->removed, &prog, err) < 0)
 		goto out;
-	if (progress && !prog.total)
-		progress(0, 0, arg);
 	rc = 0;
 out:
 	free(have);
 	free(add);
-	free(del);
 	return rc;
 }
 
