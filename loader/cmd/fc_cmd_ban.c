@@ -103,21 +103,25 @@ static const struct fc_opt fc_ban_import_opts[] = {
 /* Long runs say how far they are on a terminal, and nothing when piped. */
 struct fc_progress {
 	bool on;
+	bool shown; /* a line of it is on the terminal, not ended */
 	const char *what;
 };
 
 static void fc_progress(size_t done, size_t total, void *arg)
 {
-	const struct fc_progress *p = arg;
+	struct fc_progress *p = arg;
 
-	if (p->on)
+	if (p->on) {
 		fprintf(stderr, "\rfreqctl: %s %zu/%zu", p->what, done, total);
+		p->shown = true;
+	}
 }
 
-static void fc_progress_end(const struct fc_progress *p, const char *then)
+static void fc_progress_end(struct fc_progress *p, const char *then)
 {
-	if (p->on)
+	if (p->shown)
 		fprintf(stderr, "%s\n", then);
+	p->shown = false;
 }
 
 /* Reads and validates the whole feed; nothing is applied unless all of it
@@ -157,9 +161,9 @@ static int fc_import_read(const char *path, struct fc_feed *feed, const struct f
 
 /* The file's bans, by hand: added to those there are. */
 static int fc_import_by_hand(const struct fc_ctx *ctx, const struct fc_import_opt *opt, const struct fc_feed *feed,
-			     const struct fc_progress *prog, size_t *added, struct fc_err *err)
+			     struct fc_progress *prog, size_t *added, struct fc_err *err)
 {
-	struct fc_store_progress sp = { .fn = fc_progress, .arg = (void *)prog, .total = feed->n };
+	struct fc_store_progress sp = { .fn = fc_progress, .arg = prog, .total = feed->n };
 	struct fc_ban_counts before, after;
 	struct fc_publish pub;
 
@@ -170,7 +174,7 @@ static int fc_import_by_hand(const struct fc_ctx *ctx, const struct fc_import_op
 			      err) < 0 ||
 	    fc_store_ban_count(pub.st, pub.now, &after, err) < 0)
 		goto abort;
-	fc_progress_end(prog, feed->n ? ", publishing..." : "");
+	fc_progress_end(prog, ", publishing...");
 	*added = after.addresses - before.addresses;
 	return fc_publish_commit(&pub, err);
 abort:
@@ -195,7 +199,7 @@ static int fc_import_set(const struct fc_ctx *ctx, const struct fc_import_opt *o
 		fc_publish_abort(&pub);
 		return rc;
 	}
-	fc_progress_end(prog, res->added || res->removed ? ", publishing..." : "");
+	fc_progress_end(prog, ", publishing...");
 	return fc_publish_commit(&pub, err);
 }
 

@@ -4,7 +4,8 @@
 # IPv6; every kind of bad line named, nothing changed), the difference alone
 # published and then equal to what a sync writes; and the random churn of
 # tests/bpf/test_publish.c on a PostgreSQL cluster of the test's own (what
-# was published change by change equals what publishing everything writes).
+# was published change by change equals what publishing everything writes);
+# bulk writes there past a batch, with another role's fc_keys on the path.
 . "$(dirname "$0")/lib.sh"
 # shellcheck source=tests/integration/pg.sh
 . tests/integration/pg.sh
@@ -166,3 +167,22 @@ CMOCKA_MESSAGE_OUTPUT=TAP FC_CHURN_OPS=${FC_CHURN_OPS:-2000} \
 sed 's/^/# /' "$dir/churn.log"
 check "PostgreSQL: what was published change by change equals publishing everything" \
 	sh -c "grep -q '^ok 1 - test_churn' '$dir/churn.log' && ! grep -q '^not ok' '$dir/churn.log'"
+
+# ---- bulk writes on PostgreSQL ----
+# A feed is written 65,536 keys to a statement: past a batch, and beside a
+# fc_keys(text) that another role put on the search path (the statements
+# read their keys by a subquery of their own, and call no function by that
+# name). Then a sync has nothing to do.
+pg_sql freqctl "CREATE FUNCTION public.fc_keys(t text) RETURNS TABLE (family smallint, addr bytea, len smallint)
+	LANGUAGE sql AS \$\$ SELECT 4::smallint, '\\x0a000001'::bytea, 32::smallint \$\$"
+db=$pg_dsn
+awk 'BEGIN { for (i = 0; i < 70000; i++) printf "198.%d.%d.%d\n", 18 + int(i / 65536), int(i / 256) % 256, i % 256; print "2001:db8:70::/48" }' >"$dir/feed70k"
+out=$(fc ban import --set big "$dir/feed70k" 2>&1)
+check "PostgreSQL: a feed of 70,001 past a batch, another fc_keys on the path: $out" \
+	grep -q 'ban set big (new): 70001 bans .* (70001 added, 0 removed, 0 kept)' <<<"$out"
+check "... the set is the file" [ "$(fc ban list --set big --json | jq 'length')" = 70001 ]
+sed -i '1,5000d' "$dir/feed70k"
+out=$(fc ban import --set big "$dir/feed70k" 2>&1)
+check "... 5,000 lifted: $out" grep -q '(0 added, 5000 removed, 65001 kept)' <<<"$out"
+check "... the kernel as the store says, nothing for a sync" nothing_to_sync
+check "... the decoy was never called" not in_exact4 10.0.0.1

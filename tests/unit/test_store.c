@@ -493,7 +493,7 @@ static void test_newer_schema_refused(void **state)
 	fc_raw_sql(t, "PRAGMA user_version = 99", "UPDATE meta SET value = 99 WHERE key = 'schema'");
 	assert_int_equal(fc_store_open(t->path, &st, &err), -1);
 	snprintf(want, sizeof(want), "store %s: schema version 99 is newer than this freqctl knows (%d)", t->path,
-		 t->pg ? 9 : 12);
+		 t->pg ? 8 : 12);
 	assert_string_equal(err.msg, want);
 }
 
@@ -898,7 +898,7 @@ static void test_migrate_from_warmup(void **state)
 		   "PRAGMA user_version = 11",
 		   "DROP TABLE changes; DROP TABLE set_bans CASCADE; DROP TABLE ban_sets CASCADE;"
 		   "DROP FUNCTION freqctl_lock, freqctl_log_reset, freqctl_log_key, freqctl_log_uid, freqctl_log_policy,"
-		   "  freqctl_log_node, freqctl_log_set, freqctl_log_allow, fc_keys CASCADE;"
+		   "  freqctl_log_node, freqctl_log_set, freqctl_log_allow CASCADE;"
 		   "DROP INDEX bans_pfx4, bans_pfx6, uid_bans_expires;"
 		   "ALTER TABLE policies DROP COLUMN ip_family, DROP COLUMN ip_addr, DROP COLUMN ip_len;"
 		   "DELETE FROM meta WHERE key IN ('store_id', 'log_pruned', 'policy_ip');"

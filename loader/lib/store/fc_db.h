@@ -54,8 +54,9 @@
  * (family, addr, len) from fc_keys(?N): FC_KEY_BYTES a key, its family (4
  * or 6), its prefix length, then 16 address bytes (IPv4 in the first 4), as
  * struct fc_prefix lays them out, so that an array of them is passed as it
- * is. SQLite has fc_keys as a table-valued function (fc_db_sqlite_keys.c),
- * PostgreSQL as a function of the schema (fc_db_pg.c).
+ * is. SQLite has fc_keys as a table-valued function (fc_db_sqlite_keys.c);
+ * PostgreSQL's dialect spells fc_keys(?1) as a subquery (fc_db_pg.c). The
+ * store checks each key before it is sent (fc_store.c).
  */
 #define FC_KEY_BYTES 18
 

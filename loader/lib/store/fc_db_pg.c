@@ -174,19 +174,9 @@ static const char fc_pg_schema_log[] =
 	FC_PG_LOG("policies", "policy") FC_PG_LOG("nodes", "node") FC_PG_LOG("ban_sets", "set")
 	FC_PG_TRIGGER("set_bans") FC_PG_TRIGGER("ban_sets");
 
-/* fc_keys(bytea): a batch of address keys (fc_db.h, FC_KEY_BYTES) as rows,
- * as SQLite's table-valued function has them: a bulk write is one statement
- * (one round trip) per batch, not one per row. */
-static const char fc_pg_schema_keys[] =
-	"CREATE FUNCTION fc_keys(k bytea) RETURNS TABLE (family smallint, addr bytea, len smallint) "
-	"LANGUAGE sql IMMUTABLE STRICT AS $$"
-	"  SELECT get_byte(k, i)::smallint, substring(k FROM i + 3 FOR CASE get_byte(k, i) WHEN 4 THEN 4 ELSE 16 END),"
-	"    get_byte(k, i + 1)::smallint"
-	"  FROM generate_series(0, length(k) - " FC_SQL_STR(FC_KEY_BYTES) ", " FC_SQL_STR(FC_KEY_BYTES) ") AS i $$;";
-
 static const char *const fc_pg_schema[] = { fc_pg_schema_v1, fc_pg_schema_v2, fc_pg_schema_v3, fc_pg_schema_v4,
 					    fc_pg_schema_v5, fc_pg_schema_allows, fc_pg_schema_override,
-					    fc_pg_schema_log, fc_pg_schema_keys };
+					    fc_pg_schema_log };
 #define FC_PG_SCHEMA_VERSION ((int64_t)(sizeof(fc_pg_schema) / sizeof(fc_pg_schema[0])))
 
 struct fc_db_pg {
@@ -326,28 +316,48 @@ fail:
 	return -1;
 }
 
-/* The queries are written with SQLite's ?N; PostgreSQL spells them $N,
- * has no INDEXED BY (its planner knows how small a partial index is) and
- * calls a BLOB bytea (a cast that gives a parameter its type). */
-static char *fc_pg_dialect(const char *sql)
+/* s with every from replaced by to (malloc'd; NULL if out of memory). */
+static char *fc_pg_replace(const char *s, const char *from, const char *to)
 {
-	static const char blob[] = " AS BLOB)", bytea[] = " AS bytea)";
-	size_t n = strlen(sql) + 1;
-	const char *s, *at;
-	char *out, *p, *end;
+	size_t n = strlen(s) + 1, lf = strlen(from), lt = strlen(to);
+	const char *at, *q;
+	char *out, *p;
 
-	for (s = sql; (s = strstr(s, blob)); s++)
-		n += strlen(bytea) - strlen(blob);
+	for (q = s; (q = strstr(q, from)); q += lf)
+		n += lt - lf;
 	if (!(out = malloc(n)))
 		return NULL;
-	for (p = out, s = sql; (at = strstr(s, blob)); s = at + strlen(blob)) {
-		memcpy(p, s, (size_t)(at - s));
-		p += at - s;
-		memcpy(p, bytea, strlen(bytea));
-		p += strlen(bytea);
+	for (p = out, q = s; (at = strstr(q, from)); q = at + lf) {
+		memcpy(p, q, (size_t)(at - q));
+		p += at - q;
+		memcpy(p, to, lt);
+		p += lt;
 	}
-	strcpy(p, s);
-	for (p = out; (p = strchr(p, '?')); p++)
+	strcpy(p, q);
+	return out;
+}
+
+/* fc_keys(?1) (fc_db.h) as a subquery: in the statement itself, not a
+ * function of the schema, so the schema stays one that nodes of the
+ * version before can open, and no function of that name that another role
+ * puts on the search path is called instead. The parameter is typed. */
+#define FC_PG_KEYS                                                                                          \
+	"(SELECT get_byte(k, i)::smallint AS family, "                                                       \
+	"substring(k FROM i + 3 FOR CASE get_byte(k, i) WHEN 4 THEN 4 ELSE 16 END) AS addr, "             \
+	"get_byte(k, i + 1)::smallint AS len FROM (SELECT CAST(?1 AS bytea) AS k) AS b, "                   \
+	"generate_series(0, length(k) - " FC_SQL_STR(FC_KEY_BYTES) ", " FC_SQL_STR(FC_KEY_BYTES) ") AS i) AS fc_keys"
+
+/* The queries are written with SQLite's ?N; PostgreSQL spells them $N,
+ * has no INDEXED BY (its planner knows how small a partial index is),
+ * calls a BLOB bytea (a cast that gives a parameter its type) and reads a
+ * batch of keys with FC_PG_KEYS. */
+static char *fc_pg_dialect(const char *sql)
+{
+	char *keys = fc_pg_replace(sql, "fc_keys(?1)", FC_PG_KEYS), *out, *p, *end;
+
+	out = keys ? fc_pg_replace(keys, " AS BLOB)", " AS bytea)") : NULL;
+	free(keys);
+	for (p = out; p && (p = strchr(p, '?')); p++)
 		*p = '$';
 	while (out && (p = strstr(out, " INDEXED BY "))) {
 		end = p + strlen(" INDEXED BY ");

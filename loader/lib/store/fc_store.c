@@ -530,8 +530,15 @@ static int fc_exec_keys(struct fc_store *st, enum fc_stmt_id id, const struct fc
 	size_t i, k;
 
 	if ((size_t)nargs >= sizeof(a) / sizeof(a[0]))
-		return fc_err_set(err, "%s: too many parameters", what);
+		return fc_err_set(err, "store %s: %s: too many parameters", st->db->name, what);
+	/* Checked here for both backends: the SQL writes what it is given. */
+	for (i = 0; i < n; i++)
+		if ((keys[i].family != 4 && keys[i].family != 6) || keys[i].len > (keys[i].family == 4 ? 32 : 128))
+			return fc_err_set(err, "store %s: %s: key %zu is not an address prefix (family %u, length %u)",
+					  st->db->name, what, i, keys[i].family, keys[i].len);
 	memcpy(a + 1, args, (size_t)nargs * sizeof(*args));
+	if (prog && prog->fn && !prog->done && n)
+		prog->fn(0, prog->total, prog->arg);
 	for (i = 0; i < n; i += k) {
 		k = n - i < FC_STORE_BATCH ? n - i : FC_STORE_BATCH;
 		a[0] = FC_BLOB(keys + i, k * sizeof(*keys));
