@@ -15,6 +15,7 @@
 #include <libpq-fe.h>
 #include <stdint.h>
 
+#include "fc_db_sqlite_keys.h"
 #include "fc_store.h"
 #include "fc_store_keep.h"
 
@@ -999,6 +1000,57 @@ static void test_keep(void **state)
 	fc_store_keep_fini(&k);
 }
 
+/* Runs SELECT on fc_keys(blob); the rows as "family/hex(addr)/len ..." in
+ * out, or SQLite's message. Returns SQLite's last result code. */
+static int fc_keys_rows(sqlite3 *h, const void *blob, int bytes, char *out, size_t size)
+{
+	sqlite3_stmt *s;
+	size_t off = 0;
+	int rc;
+
+	assert_int_equal(sqlite3_prepare_v2(h, "SELECT family, hex(addr), len FROM fc_keys(?1)", -1, &s, NULL),
+			 SQLITE_OK);
+	if (blob)
+		sqlite3_bind_blob(s, 1, blob, bytes, SQLITE_TRANSIENT);
+	else
+		sqlite3_bind_text(s, 1, "text", -1, SQLITE_STATIC);
+	out[0] = '\0';
+	while ((rc = sqlite3_step(s)) == SQLITE_ROW)
+		off += (size_t)snprintf(out + off, size - off, "%d/%s/%d ", sqlite3_column_int(s, 0),
+					(const char *)sqlite3_column_text(s, 1), sqlite3_column_int(s, 2));
+	if (rc != SQLITE_DONE)
+		snprintf(out, size, "%s", sqlite3_errmsg(h));
+	sqlite3_finalize(s);
+	return rc;
+}
+
+/* SQLite's fc_keys on its own: keys as rows; a BLOB of part of a key, a key
+ * of no family or too long a length, or a TEXT refused, not read. */
+static void test_keys_function(void **state)
+{
+	struct fc_prefix k[2] = { { 4, 24, { 198, 18, 7 } }, { 6, 128, { 0x20, 0x01, 0x0d, 0xb8, [15] = 1 } } };
+	sqlite3 *h;
+	char out[256];
+
+	(void)state;
+	assert_int_equal(sqlite3_open(":memory:", &h), SQLITE_OK);
+	assert_int_equal(fc_sq_keys_register(h), SQLITE_OK);
+	assert_int_equal(fc_keys_rows(h, k, sizeof(k), out, sizeof(out)), SQLITE_DONE);
+	assert_string_equal(out, "4/C6120700/24 6/20010DB8000000000000000000000001/128 ");
+	assert_int_equal(fc_keys_rows(h, k, 0, out, sizeof(out)), SQLITE_DONE);
+	assert_string_equal(out, "");
+	assert_int_equal(fc_keys_rows(h, k, sizeof(k) - 1, out, sizeof(out)), SQLITE_ERROR);
+	assert_string_equal(out, "fc_keys: not a BLOB of 18-byte address keys");
+	k[1].len = 129;
+	assert_int_equal(fc_keys_rows(h, k, sizeof(k), out, sizeof(out)), SQLITE_ERROR);
+	k[1].len = 128;
+	k[0].family = 5;
+	assert_int_equal(fc_keys_rows(h, k, sizeof(k), out, sizeof(out)), SQLITE_ERROR);
+	assert_int_equal(fc_keys_rows(h, NULL, 0, out, sizeof(out)), SQLITE_ERROR);
+	assert_string_equal(out, "fc_keys: not a BLOB of 18-byte address keys");
+	sqlite3_close(h);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1008,6 +1060,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_migrate_v1, fc_setup, fc_teardown),
 		cmocka_unit_test_setup_teardown(test_keep, fc_setup, fc_teardown),
 		cmocka_unit_test_setup_teardown(test_commit_durable, fc_setup, fc_teardown),
+		cmocka_unit_test(test_keys_function),
 	};
 	const struct CMUnitTest pg_tests[] = {
 		FC_STORE_CASES(fc_setup_pg),
