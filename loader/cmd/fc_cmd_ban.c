@@ -224,6 +224,7 @@ static int fc_ban_import(const struct fc_ctx *ctx, const struct fc_cmd *cmd, int
 	fc_feed_sort(&feed);
 	if (opt.set ? fc_import_set(ctx, &opt, &feed, &prog, &res, &err) < 0 :
 		      fc_import_by_hand(ctx, &opt, &feed, &prog, &added, &err) < 0) {
+		fc_progress_end(&prog, ""); /* the error on a line of its own */
 		fc_warn("ban import %s: %s", path, err.msg);
 		goto out;
 	}

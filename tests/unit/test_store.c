@@ -335,6 +335,11 @@ static void test_bulk(void **state)
 	keys[1].family = 5;
 	assert_int_equal(fc_store_log_head(t->st, &before, &err), 0);
 	assert_int_equal(fc_store_bans_put(t->st, keys, 3, 9, 0, NULL, &err), -1);
+	assert_non_null(strstr(err.msg, ": writing bans: key 1 is not an address prefix (family 5, length 32)"));
+	keys[1].family = 6;
+	keys[1].len = 129;
+	assert_int_equal(fc_store_set_members_put(t->st, set.id, keys, 3, 9, NULL, &err), -1);
+	assert_non_null(strstr(err.msg, "key 1 is not an address prefix (family 6, length 129)"));
 	assert_int_equal(fc_store_ban_get(t->st, &keys[0], 0, &row, &found, &err), 0);
 	assert_int_equal(row.created, 8);
 	assert_int_equal(fc_store_log_head(t->st, &after, &err), 0);

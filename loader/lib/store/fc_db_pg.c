@@ -437,8 +437,10 @@ static int fc_pg_prepare(struct fc_db_pg *d, int id, struct fc_err *err)
 	PGresult *r;
 	int rc;
 
+	if (!text)
+		return fc_err_set(err, "store %s: preparing a statement: out of memory", d->db.name);
 	snprintf(stmt, sizeof(stmt), "fc%d", id);
-	r = text ? fc_pq.PQprepare(d->conn, stmt, text, 0, NULL) : NULL;
+	r = fc_pq.PQprepare(d->conn, stmt, text, 0, NULL);
 	rc = fc_pq.PQresultStatus(r) == PGRES_COMMAND_OK ? 0 : fc_pg_result_fail(d, r, "preparing a statement", err);
 	fc_pq.PQclear(r);
 	free(text);
