@@ -47,7 +47,8 @@ int fc_store_ban_put(struct fc_store *st, const struct fc_ban_row *row, struct f
 
 /* Bulk writes (an import's) take keys without repeats, written by one
  * statement per FC_STORE_BATCH of them (a statement a row journals and logs
- * the same pages once a row); prog, if given, is told after each batch. */
+ * the same pages once a row); prog, if given, is told before the first
+ * batch and after each. */
 #define FC_STORE_BATCH 65536
 struct fc_store_progress {
 	void (*fn)(size_t done, size_t total, void *arg);
