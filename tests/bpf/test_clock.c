@@ -27,6 +27,7 @@
 #include "fc_clock_probe.skel.h"
 #include "fc_prefix.h"
 #include "fc_sync.h"
+#include "fc_test.h"
 #include "fc_test_bpf.h"
 
 #define FC_SRC "198.18.7.1"
@@ -395,5 +396,5 @@ int main(void)
 	};
 #undef T
 
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	return fc_run_group("the clock in the bpf programs", tests, NULL, NULL);
 }
