@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSD-2-Clause
 /* The L7 suites' shared fixtures (fc_test_l7.h). */
 #include <fcntl.h>
+#include <grp.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -44,6 +45,7 @@ void fc_arena_free(struct fc_arena *a)
 int fc_setup(void **state)
 {
 	struct fc_t *t = calloc(1, sizeof(*t));
+	struct group *gr;
 	struct fc_err err;
 
 	assert_non_null(t);
@@ -52,6 +54,9 @@ int fc_setup(void **state)
 	snprintf(t->db, sizeof(t->db), "%s/store.db", t->dir);
 	snprintf(t->shm, sizeof(t->shm), "%s/shm", t->dir);
 	snprintf(t->state_path, sizeof(t->state_path), "%s%s", t->shm, FC_SHM_STATE_SUFFIX);
+	gr = getgrgid(getegid());
+	assert_non_null(gr);
+	snprintf(t->group, sizeof(t->group), "%s", gr->gr_name);
 	if (fc_store_open(t->db, &t->st, &err) < 0)
 		fail_msg("%s", err.msg);
 	*state = t;
@@ -125,7 +130,7 @@ void fc_publish(struct fc_t *t)
 	struct fc_err err;
 
 	fc_unmap(t);
-	if (fc_shm_publish(t->shm, NULL, t->keys, t->st, 1, 1, &res, &err) < 0)
+	if (fc_shm_publish(t->shm, t->group, t->keys, t->st, 1, 1, &res, &err) < 0)
 		fail_msg("%s", err.msg);
 	fc_map(t->shm, &t->base, &t->size);
 	fc_map(t->state_path, &t->state, &t->state_size);

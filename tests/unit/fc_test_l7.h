@@ -31,6 +31,9 @@ void fc_arena_free(struct fc_arena *a);
 
 struct fc_t {
 	char dir[64], db[96], shm[96], state_path[128];
+	/* The shm's group: the test's own, which it may give its files
+	 * unprivileged (the default, the nginx workers', needs root). */
+	char group[64];
 	struct fc_store *st;
 	void *base;   /* the config file */
 	size_t size;

@@ -115,7 +115,7 @@ static void test_ban_table(void **state)
 	{
 		struct fc_shm_result r;
 
-		assert_int_equal(fc_shm_publish(t->shm, NULL, 0, t->st, 1, 1, &r, &err), 0);
+		assert_int_equal(fc_shm_publish(t->shm, t->group, 0, t->st, 1, 1, &r, &err), 0);
 		assert_false(r.published); /* no new block: workers keep their index */
 	}
 	assert_int_equal(((const struct fc_shm_header *)t->base)->seq, seq);
@@ -134,7 +134,7 @@ static void test_ban_table(void **state)
 	{
 		struct fc_shm_result r;
 
-		assert_int_equal(fc_shm_publish(t->shm, NULL, 0, t->st, 1, 1, &r, &err), 0);
+		assert_int_equal(fc_shm_publish(t->shm, t->group, 0, t->st, 1, 1, &r, &err), 0);
 	}
 	assert_int_equal(fc_decide(t, "ip=2001:db8::7", T0, NULL), FC_L7_BANNED);
 	assert_int_equal(fc_decide(t, "ip=2001:db8::8", T0, NULL), FC_L7_PASS);
@@ -255,12 +255,12 @@ static int fc_publish_shm(struct fc_t *t, struct fc_err *err)
 	if (id == log.id && seq) {
 		if (fc_store_delta(t->st, seq, log.head, 1, "test", &d, err) < 0)
 			return -1;
-		rc = fc_shm_publish_delta(t->shm, NULL, t->keys, t->st, &d, 1, 1, log.id, seq, &res, err);
+		rc = fc_shm_publish_delta(t->shm, t->group, t->keys, t->st, &d, 1, 1, log.id, seq, &res, err);
 		fc_delta_free(&d);
 		if (rc < 0)
 			return -1;
 	}
-	if ((rc && fc_shm_publish(t->shm, NULL, t->keys, t->st, 1, 1, &res, err) < 0) ||
+	if ((rc && fc_shm_publish(t->shm, t->group, t->keys, t->st, 1, 1, &res, err) < 0) ||
 	    fc_shm_mark(t->shm, log.id, log.head, err) < 0)
 		return -1;
 	return rc == 0;
@@ -487,7 +487,7 @@ static void test_republish(void **state)
 	assert_int_equal(fc_build(t, t->base, t->size), 0);
 	assert_int_equal(fc_passes(t, "uid=u2", T0, 5), 4);
 	seq = t->ix.seq;
-	assert_int_equal(fc_shm_publish(t->shm, NULL, 0, t->st, 1, 1, &res, &err), 0);
+	assert_int_equal(fc_shm_publish(t->shm, t->group, 0, t->st, 1, 1, &res, &err), 0);
 	assert_false(res.published);
 	assert_int_equal(res.seq, seq);
 }
