@@ -10,6 +10,8 @@
  * three ticks) also where it is measured in a late tick. The field is what
  * the program reads, and with it 0 (an older freqctl's publish) the helper
  * is.
+ *
+ * tests/run.sh: alone: it measures clock ticks against each other.
  */
 #include <setjmp.h>
 #include <stdarg.h>
