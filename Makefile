@@ -2,6 +2,9 @@
 #
 #   make            build everything into build/
 #   make test       install what the tests need, build, run every test suite
+#   make check      build and run what needs neither root nor the network nor apt:
+#                   the unit tests, the L7 engine under ASan/UBSan, the fuzz corpora
+#                   replayed, the docs' static part (installs nothing: says what is missing)
 #   make bench      XDP cost against xdp-filter and through libxdp's dispatcher; nginx req/s
 #                   and worker CPU time against limit_req, its instructions per request (callgrind);
 #                   L7 per key against fixed values and Redis; one change published with 1M bans
@@ -30,7 +33,8 @@ B        := build
 FC_VERSION := $(shell cat VERSION)
 CC       ?= gcc
 CLANG    ?= clang
-BPFTOOL  ?= bpftool
+# In /usr/sbin, which a user's PATH may not hold (make check runs unprivileged).
+BPFTOOL  ?= $(shell PATH="$$PATH:/usr/sbin:/sbin" command -v bpftool || echo bpftool)
 PKG_CONFIG ?= pkg-config
 MULTIARCH := $(shell $(CC) -print-multiarch 2>/dev/null)
 
@@ -104,7 +108,7 @@ FUZZ         := $(patsubst tests/fuzz/%.c,$(B)/fuzz/%,$(wildcard tests/fuzz/fuzz
 FUZZ_LIB     := $(B)/fuzz/libfreqctl.a
 FUZZ_COMMON  := $(B)/fuzz/tests/fuzz/fc_fuzz.o
 
-.PHONY: all test bench demo deps clean fuzz install uninstall deb programs
+.PHONY: all test check bench demo deps clean fuzz install uninstall deb programs
 all: $(B)/freqctl $(UNIT_TESTS) $(BPF_TESTS) $(TOOLS) $(NGX_MODULE) $(FUZZ)
 
 # BPF objects and their generated skeletons: the programs, and the empty
@@ -230,6 +234,13 @@ deps: $(DEPS_STAMP)
 test: $(DEPS_STAMP)
 	@$(MAKE) --no-print-directory all
 	@tests/run.sh
+
+# What make check runs: no BPF tests, no integration suites, no packages.
+CHECK_PROGS := $(B)/freqctl $(UNIT_TESTS) $(FUZZ) $(MAN_PAGES)
+check:
+	@tools/install-deps.sh --check
+	@$(MAKE) --no-print-directory $(CHECK_PROGS)
+	@tests/run.sh --check
 
 bench: $(DEPS_STAMP)
 	@tools/install-deps.sh bench
