@@ -251,6 +251,9 @@ wait_until() { # wait_until SECONDS COMMAND...
 	done
 }
 
+# Something listens on TCP port PORT (of this namespace).
+listening() { [ -n "$(ss -Hltn "sport = :$1")" ]; }
+
 # Pings the root side from the namespace, COUNT at INTERVAL seconds; prints
 # how many replies came back.
 pings() { # pings 4|6 COUNT [INTERVAL]

@@ -70,7 +70,7 @@ for mode in xdp tc; do
 		port=$(fc_port)
 		timeout 10 nc -l $host4 "$port" >/dev/null &
 		listener=$!
-		sleep 0.3
+		wait_until 5 listening "$port"
 		head -c 2000000 /dev/zero | ip netns exec "$ns" timeout 10 nc -N $host4 "$port"
 		wait "$listener"
 		bytes=$(fc stats --json | jq ".policies[] | select(.id == $id) | .passed.bytes")
