@@ -2,6 +2,9 @@
 #
 #   make            build everything into build/
 #   make test       install what the tests need, build, run every test suite
+#   make check      build and run what needs neither root nor the network nor apt:
+#                   the unit tests, the L7 engine under ASan/UBSan, the fuzz corpora
+#                   replayed, the docs' static part (installs nothing: says what is missing)
 #   make bench      XDP cost against xdp-filter and through libxdp's dispatcher; nginx req/s
 #                   and worker CPU time against limit_req, its instructions per request (callgrind);
 #                   L7 per key against fixed values and Redis; one change published with 1M bans
@@ -30,7 +33,8 @@ B        := build
 FC_VERSION := $(shell cat VERSION)
 CC       ?= gcc
 CLANG    ?= clang
-BPFTOOL  ?= bpftool
+# In /usr/sbin, which a user's PATH may not hold (make check runs unprivileged).
+BPFTOOL  ?= $(shell PATH="$$PATH:/usr/sbin:/sbin" command -v bpftool || echo bpftool)
 PKG_CONFIG ?= pkg-config
 MULTIARCH := $(shell $(CC) -print-multiarch 2>/dev/null)
 
@@ -67,7 +71,7 @@ LIB_INC   := -Imaps -Iloader/lib -Iloader/lib/store -I$(B)
 HTTP_INC  := $(LIB_INC) -Iloader/http
 CMD_INC   := $(HTTP_INC) -Iloader/cmd -Iloader/agent
 L7_INC    := -Imaps -Ingx_bridge
-TEST_INC  := $(CMD_INC) -Ingx_bridge -Itests/bpf
+TEST_INC  := $(CMD_INC) -Ingx_bridge -Itests -Itests/bpf
 
 BPF_CFLAGS := -O2 -g -target bpf -mcpu=v3 -Wall -Werror -Imaps -Ibpf \
 	      $(if $(MULTIARCH),-I/usr/include/$(MULTIARCH)) -MMD -MP
@@ -83,9 +87,11 @@ GEN_HDRS    := $(B)/freqctl.skel.h $(B)/fc_clock_probe.skel.h $(B)/bench_empty.s
 
 UNIT_TESTS  := $(patsubst tests/unit/%.c,$(B)/tests/%,$(wildcard tests/unit/test_*.c))
 BPF_TESTS   := $(patsubst tests/bpf/%.c,$(B)/tests/%,$(wildcard tests/bpf/test_*.c))
-# The L7 engine's test runs under AddressSanitizer: it feeds corrupt shm to the reader.
+# The L7 engine's tests (test_l7*, by topic, over the fixtures of
+# fc_test_l7.c) run under AddressSanitizer: they feed corrupt shm to the reader.
 ASAN        := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
-ASAN_OBJS   := $(patsubst %.c,$(B)/asan/%.o,tests/unit/test_l7.c ngx_bridge/fc_l7.c $(LIB_SRCS))
+L7_TESTS    := $(patsubst tests/unit/%.c,$(B)/tests/%,$(wildcard tests/unit/test_l7*.c))
+ASAN_OBJS   := $(patsubst %.c,$(B)/asan/%.o,tests/unit/fc_test_l7.c ngx_bridge/fc_l7.c $(LIB_SRCS))
 NGX_MODULE  := $(B)/ngx_http_freqctl_module.so
 NGX_SRCS    := $(wildcard ngx_bridge/*.c ngx_bridge/*.h) ngx_bridge/config $(wildcard maps/*.h)
 # Man pages from their scdoc sources, and the bash completion.
@@ -102,7 +108,7 @@ FUZZ         := $(patsubst tests/fuzz/%.c,$(B)/fuzz/%,$(wildcard tests/fuzz/fuzz
 FUZZ_LIB     := $(B)/fuzz/libfreqctl.a
 FUZZ_COMMON  := $(B)/fuzz/tests/fuzz/fc_fuzz.o
 
-.PHONY: all test bench demo deps clean fuzz install uninstall deb programs
+.PHONY: all test check bench demo deps clean fuzz install uninstall deb programs
 all: $(B)/freqctl $(UNIT_TESTS) $(BPF_TESTS) $(TOOLS) $(NGX_MODULE) $(FUZZ)
 
 # BPF objects and their generated skeletons: the programs, and the empty
@@ -176,9 +182,9 @@ $(B)/tests/test_http: $(B)/tests/unit/test_http.o $(HTTP_A) $(LIB_A)
 	$(CC) $(CFLAGS) $(LDFLAGS) $^ -o $@ $(LIB_LIBS) $(TEST_LIBS)
 
 $(B)/tests/test_store: TEST_LIBS += $(call pc_libs,libpq) -Wl,--wrap=fsync
-$(B)/tests/test_l7: TEST_LIBS += -Wl,--wrap=pread
+$(B)/tests/test_l7_keys: TEST_LIBS += -Wl,--wrap=pread
 
-$(B)/tests/test_l7: $(ASAN_OBJS)
+$(L7_TESTS): $(B)/tests/%: $(B)/asan/tests/unit/%.o $(ASAN_OBJS)
 	$(CC) $(CFLAGS) $(LDFLAGS) $(ASAN) $^ -o $@ $(LIB_LIBS) $(TEST_LIBS)
 
 $(B)/tests/%: $(B)/tests/bpf/%.o $(B)/tests/bpf/fc_frames.o $(B)/tests/bpf/fc_test_bpf.o $(LIB_A)
@@ -228,6 +234,13 @@ deps: $(DEPS_STAMP)
 test: $(DEPS_STAMP)
 	@$(MAKE) --no-print-directory all
 	@tests/run.sh
+
+# What make check runs: no BPF tests, no integration suites, no packages.
+CHECK_PROGS := $(B)/freqctl $(UNIT_TESTS) $(FUZZ) $(MAN_PAGES)
+check:
+	@tools/install-deps.sh --check
+	@$(MAKE) --no-print-directory $(CHECK_PROGS)
+	@tests/run.sh --check
 
 bench: $(DEPS_STAMP)
 	@tools/install-deps.sh bench

@@ -3,8 +3,23 @@
 # when any is missing, and the console's browser test driver (playwright-core,
 # from npm, pinned by tests/browser/package-lock.json); with "bench", also what
 # make bench compares against. Needs root (apt-get); does nothing when all are
-# there.
+# there. With --check, installs nothing: says which of the packages make check
+# builds with are missing, and fails if any is.
 set -euo pipefail
+
+# Whether Debian package $1 is installed.
+installed() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q 'install ok installed'; }
+
+if [ "${1:-}" = --check ]; then
+	missing=()
+	for p in make gcc clang llvm pkg-config libclang-rt-dev libbpf-dev bpftool libelf-dev zlib1g-dev \
+		libsqlite3-dev libpq-dev libjansson-dev libcmocka-dev libmicrohttpd-dev scdoc; do
+		installed "$p" || missing+=("$p")
+	done
+	[ ${#missing[@]} -eq 0 ] && exit 0
+	echo "freqctl: make check needs ${missing[*]}; install them with: sudo apt-get install ${missing[*]}" >&2
+	exit 1
+fi
 
 pkgs=(
 	make gcc clang llvm pkg-config libclang-rt-dev
@@ -24,7 +39,7 @@ command -v node >/dev/null || pkgs+=(nodejs npm)
 
 missing=()
 for p in "${pkgs[@]}"; do
-	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+	installed "$p" || missing+=("$p")
 done
 if [ ${#missing[@]} -gt 0 ]; then
 	echo "freqctl: installing ${missing[*]}" >&2

@@ -2,7 +2,7 @@
 /*
  * Test vectors by value for the sliding window and the GCRA warm-up
  * (maps/fc_limit.h), run the same through the algorithm itself
- * (tests/unit/test_limit.c), the nginx engine (tests/unit/test_l7.c) and the
+ * (tests/unit/test_limit.c), the nginx engine (tests/unit/test_l7_decide.c) and the
  * packet path under BPF_PROG_TEST_RUN (tests/bpf/test_limits.c), which must
  * all give the same counts.
  *

@@ -17,6 +17,7 @@
 #include <linux/in.h>
 #include <linux/pkt_cls.h>
 
+#include "fc_test.h"
 #include "fc_test_bpf.h"
 
 /* Sends n UDP frames from src; returns how many passed. */
@@ -214,5 +215,5 @@ int main(void)
 		T(test_expiry),
 	};
 
-	return cmocka_run_group_tests_name("allow entries in the bpf programs (BPF_PROG_TEST_RUN)", tests, NULL, NULL);
+	return fc_run_group("allow entries in the bpf programs (BPF_PROG_TEST_RUN)", tests, NULL, NULL);
 }

@@ -10,6 +10,8 @@
  * three ticks) also where it is measured in a late tick. The field is what
  * the program reads, and with it 0 (an older freqctl's publish) the helper
  * is.
+ *
+ * tests/run.sh: alone: it measures clock ticks against each other.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -27,6 +29,7 @@
 #include "fc_clock_probe.skel.h"
 #include "fc_prefix.h"
 #include "fc_sync.h"
+#include "fc_test.h"
 #include "fc_test_bpf.h"
 
 #define FC_SRC "198.18.7.1"
@@ -395,5 +398,5 @@ int main(void)
 	};
 #undef T
 
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	return fc_run_group("the clock in the bpf programs", tests, NULL, NULL);
 }

@@ -24,6 +24,7 @@
 #include <linux/pkt_cls.h>
 #include <bpf/bpf.h>
 
+#include "fc_test.h"
 #include "fc_test_bpf.h"
 #include "fc_vectors.h"
 
@@ -835,5 +836,5 @@ int main(void)
 		T(test_publish_marks),
 	};
 
-	return cmocka_run_group_tests_name("policies in the bpf programs (BPF_PROG_TEST_RUN)", tests, NULL, NULL);
+	return fc_run_group("policies in the bpf programs (BPF_PROG_TEST_RUN)", tests, NULL, NULL);
 }

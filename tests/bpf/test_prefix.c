@@ -25,6 +25,7 @@
 
 #include "fc_prefix.h"
 #include "fc_sync.h"
+#include "fc_test.h"
 #include "fc_test_bpf.h"
 
 /* A rate no test exhausts: every charge is counted as passed. */
@@ -1011,5 +1012,5 @@ int main(void)
 		T(test_exact_bits),      T(test_pfx6_tree), T(test_top6),
 	};
 
-	return cmocka_run_group_tests_name("prefixes in the bpf programs (BPF_PROG_TEST_RUN)", tests, NULL, NULL);
+	return fc_run_group("prefixes in the bpf programs (BPF_PROG_TEST_RUN)", tests, NULL, NULL);
 }

@@ -25,6 +25,7 @@
 #include "fc_prefix.h"
 #include "fc_stats.h"
 #include "fc_sync.h"
+#include "fc_test.h"
 #include "fc_test_bpf.h"
 
 enum fc_want { FC_PASS, FC_DROP };
@@ -634,5 +635,5 @@ int main(void)
 		cmocka_unit_test(test_old_pins),
 	};
 
-	return cmocka_run_group_tests_name("bpf programs (BPF_PROG_TEST_RUN)", tests, NULL, NULL);
+	return fc_run_group("bpf programs (BPF_PROG_TEST_RUN)", tests, NULL, NULL);
 }

@@ -39,6 +39,7 @@
 #include "fc_duration.h"
 #include "fc_feed.h"
 #include "fc_publish.h"
+#include "fc_test.h"
 #include "fc_test_bpf.h"
 
 #define FC_SLOTS_CMP 512 /* policy ids stay below this, and so their slots */
@@ -586,7 +587,6 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_churn, fc_churn_setup, fc_churn_teardown),
 	};
 
-	return cmocka_run_group_tests_name(getenv("FC_TEST_PG_DSN") ? "publishing what changed (PostgreSQL)" :
-								    "publishing what changed (SQLite)",
-					   tests, NULL, NULL);
+	return fc_run_group(getenv("FC_TEST_PG_DSN") ? "publishing what changed (PostgreSQL)" : "publishing what changed (SQLite)",
+			    tests, NULL, NULL);
 }

@@ -13,6 +13,32 @@ cd "$(dirname "$0")/../.."
 FC_BIN=${FC_BIN:-build/freqctl}
 
 tag=$$
+# The suite's own addresses and ports, so that suites can run side by side:
+# tests/run.sh hands each a block in FC_BLOCK (1-63); a suite run by hand
+# claims a free one of 64-127 (a lock on /tmp/fc-it-block.N, held while it
+# runs). Block N is, in 198.18.0.0/15, the /24s 4N to 4N+3 (fc_net4 0-3; the
+# veth's is the first: $host4 on the root side, $peer4 in the namespace),
+# 2001:2:0:N::/64 in 2001:2::/48 ($host6, $peer6), and ports 12000 + 8N
+# to 12007 + 8N (fc_port 0-7).
+if [ -z "${FC_BLOCK:-}" ]; then
+	for FC_BLOCK in $(seq 64 127); do
+		exec {fc_block_fd}>>"/tmp/fc-it-block.$FC_BLOCK" 2>/dev/null || continue
+		flock -n "$fc_block_fd" && break
+		exec {fc_block_fd}>&-
+	done
+fi
+if ! [[ $FC_BLOCK =~ ^[0-9]+$ ]] || [ "$FC_BLOCK" -lt 1 ] || [ "$FC_BLOCK" -gt 127 ]; then
+	echo "lib.sh: FC_BLOCK \"$FC_BLOCK\": expected a block number, 1 to 127" >&2
+	exit 2
+fi
+fc_net4() { # fc_net4 N: the first three octets of the block's Nth /24 (0-3)
+	local n=$((FC_BLOCK * 4 + ${1:-0}))
+	echo "198.$((18 + n / 256)).$((n % 256))"
+}
+net4=$(fc_net4 0)
+host4=$net4.1 peer4=$net4.2
+net6=2001:2:0:$(printf %x "$FC_BLOCK")
+host6=$net6::1 peer6=$net6::2
 ns=fc-it-$tag
 host=fcit$tag # root side, where freqctl attaches
 peer=fcip$tag # namespace side, the sender
@@ -26,9 +52,12 @@ export LIBXDP_BPFFS=/sys/fs/bpf/fc-it-$tag-xdp
 tap_n=0 tap_failed=0 tap_planned=
 
 fc_finish() {
+	local p
 	ip netns del "$ns" 2>/dev/null
 	ip link del "$host" 2>/dev/null
-	rm -rf "$pin" "$LIBXDP_BPFFS" "/tmp/fc-it-$tag"
+	rm -rf "/tmp/fc-it-$tag"
+	# Only what exists: without root, bpffs is not even searchable.
+	for p in "$pin" "$LIBXDP_BPFFS"; do [ ! -e "$p" ] || rm -rf "$p"; done
 	[ -n "$tap_planned" ] || echo "1..$tap_n"
 }
 trap fc_finish EXIT
@@ -93,10 +122,10 @@ fcq() { quiet fc "$@"; }
 # jq_true FILTER [FILE]: the JSON (FILE or stdin) satisfies FILTER.
 jq_true() { jq -e "$@" >/dev/null; }
 
-# A port for the test to listen on: below the ephemeral range (32768-), so
-# the local ports of the many client connections the tests make never hold
-# it. fc_port N gives the test's Nth (0-3).
-fc_port() { echo $((20000 + (tag * 4 + ${1:-0}) % 12000)); }
+# A port for the test to listen on, the Nth (0-7) of its block: below the
+# ephemeral range (32768-), so the local ports of the many client
+# connections the tests make never hold it.
+fc_port() { echo $((12000 + FC_BLOCK * 8 + ${1:-0})); }
 
 # Debian's nginx with the built module, reading $shm, the user id from
 # ?uid=, its files under /tmp/fc-it-$tag; FC_NGX_WORKERS sets the worker
@@ -168,6 +197,19 @@ fc_nginx_suite() {
 	getent group www-data >/dev/null || skip_all "no www-data group for the workers"
 	trap 'fc_nginx_stop; fc_finish' EXIT
 }
+# nginx -s reload, then waits (5 s at most) until the workers are all new
+# ones: what is asked after it, new workers answer.
+fc_nginx_reload() {
+	local d=/tmp/fc-it-$tag old
+	old=$(pgrep -P "$(cat "$d/nginx.pid")" | sort)
+	nginx -p "$d" -c "$d/nginx.conf" -e "$d/logs/error.log" -s reload || return 1
+	wait_until 5 fc_nginx_workers_new "$old"
+}
+fc_nginx_workers_new() { # fc_nginx_workers_new OLD-PIDS
+	local now
+	now=$(pgrep -P "$(cat "/tmp/fc-it-$tag/nginx.pid")" | sort)
+	[ -n "$now" ] && [ -z "$(comm -12 <(echo "$1") <(echo "$now"))" ]
+}
 fc_nginx_stop() {
 	local pid f=/tmp/fc-it-$tag/nginx.pid
 	[ -f "$f" ] || return 0
@@ -196,11 +238,27 @@ sys.exit(1)
 PY
 }
 
+# Polls until COMMAND succeeds, every 0.05 s for at most SECONDS (a whole
+# number); fails if it never did. For what a test waits on, where a fixed
+# sleep would be too long, or on a loaded machine too short.
+wait_until() { # wait_until SECONDS COMMAND...
+	local n=$(($1 * 20))
+	shift
+	until "$@"; do
+		n=$((n - 1))
+		[ "$n" -gt 0 ] || return 1
+		sleep 0.05
+	done
+}
+
+# Something listens on TCP port PORT (of this namespace).
+listening() { [ -n "$(ss -Hltn "sport = :$1")" ]; }
+
 # Pings the root side from the namespace, COUNT at INTERVAL seconds; prints
 # how many replies came back.
 pings() { # pings 4|6 COUNT [INTERVAL]
-	local dst=198.18.0.1
-	[ "$1" = 6 ] && dst=2001:2::1
+	local dst=$host4
+	[ "$1" = 6 ] && dst=$host6
 	ip netns exec "$ns" ping -"$1" -n -q -c "$2" -i "${3:-0.05}" -W 1 "$dst" 2>/dev/null |
 		sed -n 's/.* \([0-9]*\) received.*/\1/p'
 }
@@ -233,18 +291,18 @@ fc_setup() {
 	set -e
 	ip netns add "$ns"
 	ip link add "$host" type veth peer name "$peer" netns "$ns"
-	ip addr add 198.18.0.1/24 dev "$host"
-	ip -6 addr add 2001:2::1/64 dev "$host" nodad
+	ip addr add "$host4/24" dev "$host"
+	ip -6 addr add "$host6/64" dev "$host" nodad
 	ip link set "$host" up
-	ip -n "$ns" addr add 198.18.0.2/24 dev "$peer"
-	ip -n "$ns" -6 addr add 2001:2::2/64 dev "$peer" nodad
+	ip -n "$ns" addr add "$peer4/24" dev "$peer"
+	ip -n "$ns" -6 addr add "$peer6/64" dev "$peer" nodad
 	ip -n "$ns" link set "$peer" up
 	ip -n "$ns" link set lo up
 	# Static neighbours: no ARP or neighbour discovery of the kernel's own
 	# choosing, so every IP packet from the namespace is one the test sent.
-	ip -n "$ns" neigh replace 198.18.0.1 lladdr "$(cat /sys/class/net/"$host"/address)" dev "$peer" nud permanent
-	ip -n "$ns" neigh replace 2001:2::1 lladdr "$(cat /sys/class/net/"$host"/address)" dev "$peer" nud permanent
-	ip neigh replace 198.18.0.2 lladdr "$(ip netns exec "$ns" cat /sys/class/net/"$peer"/address)" dev "$host" nud permanent
-	ip neigh replace 2001:2::2 lladdr "$(ip netns exec "$ns" cat /sys/class/net/"$peer"/address)" dev "$host" nud permanent
+	ip -n "$ns" neigh replace "$host4" lladdr "$(cat /sys/class/net/"$host"/address)" dev "$peer" nud permanent
+	ip -n "$ns" neigh replace "$host6" lladdr "$(cat /sys/class/net/"$host"/address)" dev "$peer" nud permanent
+	ip neigh replace "$peer4" lladdr "$(ip netns exec "$ns" cat /sys/class/net/"$peer"/address)" dev "$host" nud permanent
+	ip neigh replace "$peer6" lladdr "$(ip netns exec "$ns" cat /sys/class/net/"$peer"/address)" dev "$host" nud permanent
 	set +e
 }

@@ -4,6 +4,7 @@
 # pin dir and shm within 100 ms; purges expired bans; answers SIGHUP; keeps
 # enforcing while the store is gone; refuses a second agent; leaves the maps
 # in place on SIGTERM. The agent started here is stopped by its pid on exit.
+# tests/run.sh: alone: it steps the wall clock (adjtimex), which every agent running beside it would see.
 . "$(dirname "$0")/lib.sh"
 dir=/tmp/fc-it-$tag
 other=/sys/fs/bpf/fc-it-other-$tag

@@ -27,32 +27,32 @@ expect() { # expect DESCRIPTION REPLIES COUNTER MIN_GROWTH
 }
 
 check "attach xdp" fc attach "$host" --mode xdp
-check "ban add 198.18.0.0/24" fcq ban add 198.18.0.0/24
+check "ban add $net4.0/24" fcq ban add $net4.0/24
 check "policy ip=* 1/m, burst 1" fcq policy add 1 --match 'ip=*' --rate 1/m --burst 1
 expect "banned" 0 dropped_prefix 5
-check "allow add 198.18.0.2 --note partner" fcq allow add 198.18.0.2 --note partner
-check "allow list shows it with its note" sh -c "'$FC_BIN' --db '$db' --pin-dir '$pin' --shm '$shm' allow list | grep '^198.18.0.2 ' | grep -q partner"
+check "allow add $peer4 --note partner" fcq allow add $peer4 --note partner
+check "allow list shows it with its note" sh -c "'$FC_BIN' --db '$db' --pin-dir '$pin' --shm '$shm' allow list | grep '^$peer4 ' | grep -q partner"
 check "allow list --json" sh -c "'$FC_BIN' --db '$db' --pin-dir '$pin' --shm '$shm' allow list --json |
-	jq -e '.[0] | .allow == \"198.18.0.2\" and .kind == \"exact\" and .note == \"partner\" and .expires == null' >/dev/null"
+	jq -e '.[0] | .allow == \"$peer4\" and .kind == \"exact\" and .note == \"partner\" and .expires == null' >/dev/null"
 # 5 of 5 under ip=* 1/m with a burst of 1: not limited either.
 expect "allowed under the ban and ip=*" 5 passed_allowed 5
 check "ban list: the /24 is not overridden as a whole" sh -c "'$FC_BIN' --db '$db' --pin-dir '$pin' --shm '$shm' ban list --json | jq -e '.[0].allowed_by == null' >/dev/null"
-check "a ban on the allowed address itself is accepted" fcq ban add 198.18.0.2
+check "a ban on the allowed address itself is accepted" fcq ban add $peer4
 check "ban list names the allow entry that overrides it" \
-	sh -c "'$FC_BIN' --db '$db' --pin-dir '$pin' --shm '$shm' ban list | grep '^198.18.0.2 ' | grep -q 'overridden by allow 198.18.0.2'"
+	sh -c "'$FC_BIN' --db '$db' --pin-dir '$pin' --shm '$shm' ban list | grep '^$peer4 ' | grep -q 'overridden by allow $peer4'"
 check "... and --json" sh -c "'$FC_BIN' --db '$db' --pin-dir '$pin' --shm '$shm' ban list --json |
-	jq -e '.[] | select(.ban == \"198.18.0.2\") | .allowed_by == \"198.18.0.2\"' >/dev/null"
+	jq -e '.[] | select(.ban == \"$peer4\") | .allowed_by == \"$peer4\"' >/dev/null"
 expect "still allowed" 5 passed_allowed 5
-check "allow del 198.18.0.2" fcq allow del 198.18.0.2
+check "allow del $peer4" fcq allow del $peer4
 expect "entry deleted: banned again" 0 dropped_exact 5
-check "allow del of an entry that is not there fails (exit 1)" sh -c "'$FC_BIN' --db '$db' --pin-dir '$pin' --shm '$shm' allow del 198.18.0.2 2>/dev/null; [ \$? = 1 ]"
-check "allow add of a bad address is a usage error (exit 2)" sh -c "'$FC_BIN' --db '$db' --pin-dir '$pin' --shm '$shm' allow add 198.18.0.2/8 2>/dev/null; [ \$? = 2 ]"
-check "ban del both" sh -c "'$FC_BIN' --db '$db' --pin-dir '$pin' --shm '$shm' ban del 198.18.0.2 >/dev/null &&
-	'$FC_BIN' --db '$db' --pin-dir '$pin' --shm '$shm' ban del 198.18.0.0/24 >/dev/null"
+check "allow del of an entry that is not there fails (exit 1)" sh -c "'$FC_BIN' --db '$db' --pin-dir '$pin' --shm '$shm' allow del $peer4 2>/dev/null; [ \$? = 1 ]"
+check "allow add of a bad address is a usage error (exit 2)" sh -c "'$FC_BIN' --db '$db' --pin-dir '$pin' --shm '$shm' allow add $peer4/8 2>/dev/null; [ \$? = 2 ]"
+check "ban del both" sh -c "'$FC_BIN' --db '$db' --pin-dir '$pin' --shm '$shm' ban del $peer4 >/dev/null &&
+	'$FC_BIN' --db '$db' --pin-dir '$pin' --shm '$shm' ban del $net4.0/24 >/dev/null"
 
 # Escalation: an L7 policy escalating past 3 refusals a minute; the agent
 # reads the ring from its head at start.
-check "allow add 198.18.0.0/25" fcq allow add 198.18.0.0/25
+check "allow add $net4.0/25" fcq allow add $net4.0/25
 check "policy uid=u1 --escalate 3/m" fcq policy add 2 --match uid=u1 --rate 1/m --escalate 3/m --ban-ttl 60s
 "$FC_BIN" --db "$db" --pin-dir "$pin" --shm "$shm" agent >"$d/agent.log" 2>&1 &
 apid=$!
@@ -75,11 +75,11 @@ with open(sys.argv[1], "r+b") as f:
     struct.pack_into("<Q", m, RING, head)
 PY
 }
-check "four refusals each for 198.18.0.3 (allowed) and 198.18.0.200" report 198.18.0.3 198.18.0.200
-for _ in $(seq 30); do grep -q "escalated: 198.18.0.200" "$d/agent.log" && break; sleep 0.1; done
-check "the agent banned the client that is not allowed" grep -q "escalated: 198.18.0.200 banned" "$d/agent.log"
+check "four refusals each for $net4.3 (allowed) and $net4.200" report $net4.3 $net4.200
+for _ in $(seq 30); do grep -q "escalated: $net4.200" "$d/agent.log" && break; sleep 0.1; done
+check "the agent banned the client that is not allowed" grep -q "escalated: $net4.200 banned" "$d/agent.log"
 check "... not the allowed one, and said why" \
-	grep -q "escalation: 198.18.0.3 not banned (refused too often by policy 2): allowed by 198.18.0.0/25" "$d/agent.log"
-check "ban list has 198.18.0.200 only" sh -c "'$FC_BIN' --db '$db' --pin-dir '$pin' --shm '$shm' ban list --json |
-	jq -e 'map(.ban) == [\"198.18.0.200\"]' >/dev/null"
+	grep -q "escalation: $net4.3 not banned (refused too often by policy 2): allowed by $net4.0/25" "$d/agent.log"
+check "ban list has $net4.200 only" sh -c "'$FC_BIN' --db '$db' --pin-dir '$pin' --shm '$shm' ban list --json |
+	jq -e 'map(.ban) == [\"$net4.200\"]' >/dev/null"
 exit 0

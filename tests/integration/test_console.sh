@@ -89,7 +89,7 @@ r=$(api GET /nowhere)
 check "an unknown path: 404" status_is "$r" 404
 r=$(api PATCH /api/policies)
 check "a wrong method: 405" status_is "$r" 405
-check "the console binds where told: nothing on the veth address" sh -c "! curl -s --max-time 1 -o /dev/null 'http://198.18.0.1:$port/'"
+check "the console binds where told: nothing on the veth address" sh -c "! curl -s --max-time 1 -o /dev/null 'http://$host4:$port/'"
 # DNS rebinding: a page elsewhere resolving its own name to 127.0.0.1.
 r=$(curl -s -o /dev/null -w '%{http_code}' -H "Host: rebind.example:$port" -H "Authorization: Bearer $token" "$U/api/policies")
 check "a Host naming another server: 403, even with the token" [ "$r" = 403 ]
@@ -280,7 +280,7 @@ kill -TERM "$tpid" && wait "$tpid"
 tpid=
 rm -rf "$pin-tls"
 check "beyond loopback without TLS: refused, saying what to do" \
-	sh -c "'$FC_BIN' --db '$t/store2.db' --pin-dir '$pin-tls2' --shm '$t/shm2' agent --http '198.18.0.1:$tport' \
+	sh -c "'$FC_BIN' --db '$t/store2.db' --pin-dir '$pin-tls2' --shm '$t/shm2' agent --http '$host4:$tport' \
 		--token-file '$t/token' 2>&1 | grep -q 'serve TLS (--http-cert, --http-key), or say --http-insecure'"
 rm -rf "$pin-tls2"
 

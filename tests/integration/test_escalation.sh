@@ -7,6 +7,7 @@
 # per key: a uid=* policy's refusals of one uid ban the client's address,
 # while another uid of that client below its limit was not refused. The
 # nginx and the agent started here are stopped by their pids on exit.
+# tests/run.sh: alone: a ban's TTL watched with a 0.3 s margin, refusals per second.
 . "$(dirname "$0")/lib.sh"
 port=$(fc_port)
 apid=
@@ -21,13 +22,13 @@ fc_setup
 # One request from the namespace as UID (u1); prints the status, or 000 when
 # nothing came back.
 get() {
-	ip netns exec "$ns" curl -s -o /dev/null -w '%{http_code}' --max-time 1 "http://198.18.0.1:$port/?uid=${1:-u1}" || true
+	ip netns exec "$ns" curl -s -o /dev/null -w '%{http_code}' --max-time 1 "http://$host4:$port/?uid=${1:-u1}" || true
 }
 
 d=/tmp/fc-it-$tag
 ttl=6 # long enough for the checks below to run while the ban holds
 fc policy add 1 --match uid=u1 --rate 1/m --escalate 3/m --ban-ttl ${ttl}s >/dev/null
-fc_nginx_start "198.18.0.1:$port" || skip_all "nginx did not start"
+fc_nginx_start "$host4:$port" || skip_all "nginx did not start"
 "$FC_BIN" --db "$db" --pin-dir "$pin" --shm "$shm" agent >"$d/agent.log" 2>&1 &
 apid=$!
 for _ in $(seq 50); do grep -q "watching store" "$d/agent.log" && break; sleep 0.1; done
@@ -43,15 +44,15 @@ check "the 4th refusal is past --escalate 3/m ($got)" [ "$got" = 429 ]
 wait "$tpid"
 check "top shows policy 1's refusals in nginx" jq_true '.policies[0] | .id == 1 and .layer == "nginx" and .denied_per_s > 0' "$d/top.json"
 check "... and the refused client, from the offender ring" \
-	jq_true '.refused[0] | .address == "198.18.0.2" and .policy == 1 and .per_s > 2' "$d/top.json"
-for _ in $(seq 20); do grep -q "escalated: 198.18.0.2" "$d/agent.log" && break; sleep 0.05; done
-check "the agent banned the client" grep -q "escalated: 198.18.0.2 banned at XDP/TC" "$d/agent.log"
+	jq_true --arg a "$peer4" '.refused[0] | .address == $a and .policy == 1 and .per_s > 2' "$d/top.json"
+for _ in $(seq 20); do grep -q "escalated: $peer4" "$d/agent.log" && break; sleep 0.05; done
+check "the agent banned the client" grep -q "escalated: $peer4 banned at XDP/TC" "$d/agent.log"
 banned_at=$(date +%s.%N)
 before=$(counter dropped_exact)
 got=$(get)
 check "its packets now die at XDP: no answer ($got)" [ "$got" = 000 ]
 check "... counted as dropped by an exact ban" [ "$(counter dropped_exact)" -gt "$before" ]
-check "ban list says why" sh -c "'$FC_BIN' --db '$db' --pin-dir '$pin' --shm '$shm' ban list | grep 198.18.0.2 | grep -q 'escalated by policy 1'"
+check "ban list says why" sh -c "'$FC_BIN' --db '$db' --pin-dir '$pin' --shm '$shm' ban list | grep $peer4 | grep -q 'escalated by policy 1'"
 check "stats --prometheus counts it as escalated" sh -c "'$FC_BIN' --db '$db' --pin-dir '$pin' --shm '$shm' stats --prometheus | grep -qx 'freqctl_bans{kind=\"address\",reason=\"escalated\"} 1'"
 sleep "$(awk -v t="$banned_at" -v now="$(date +%s.%N)" -v ttl="$ttl" 'BEGIN { d = t + ttl + 0.3 - now; print (d > 0 ? d : 0) }')"
 got=$(get)
@@ -64,9 +65,9 @@ added_at=$(date +%s.%N)
 away_from_minute_edge 15
 got="$(get k1) $(get k1) $(get k1) $(get k2) $(get k1) $(get k1)"
 check "uid=* 1/m --escalate 3/m: k1 once, k2 once among k1's four refusals ($got)" [ "$got" = "200 429 429 200 429 429" ]
-for _ in $(seq 20); do [ "$(grep -c "escalated: 198.18.0.2" "$d/agent.log")" = 2 ] && break; sleep 0.05; done
+for _ in $(seq 20); do [ "$(grep -c "escalated: $peer4" "$d/agent.log")" = 2 ] && break; sleep 0.05; done
 check "the agent banned the client for policy 2's refusals of k1" \
-	grep -q "escalated: 198.18.0.2 banned at XDP/TC until .* (refused too often by policy 2)" "$d/agent.log"
+	grep -q "escalated: $peer4 banned at XDP/TC until .* (refused too often by policy 2)" "$d/agent.log"
 before=$(counter dropped_exact)
 got="$(get k3)"
 check "... a fresh uid from that address gets no answer now: the ban is the address's ($got)" [ "$got" = 000 ]

@@ -33,20 +33,22 @@ check "a PostgreSQL cluster of the test's own starts" pg_start "$dir/pg" || { ca
 
 # The store's own tests, on a scratch database of this cluster.
 pg_sql postgres "CREATE DATABASE fcunit"
-CMOCKA_MESSAGE_OUTPUT=TAP FC_TEST_PG_DSN="postgresql:///fcunit?host=$pg_dir/sock&port=$pg_port&user=postgres" \
+CMOCKA_MESSAGE_OUTPUT=TAP FC_TEST= FC_TEST_PG_DSN="postgresql:///fcunit?host=$pg_dir/sock&port=$pg_port&user=postgres" \
 	build/tests/test_store >"$dir/unit.log" 2>&1
 check "store unit tests pass on PostgreSQL" sh -c "grep -q '^1\.\.1[0-9]' '$dir/unit.log' && ! grep -q '^not ok' '$dir/unit.log'" ||
 	sed 's/^/# /' "$dir/unit.log"
 
-# node N: namespace fc-fleet-N, root side fcfN (198.18.K.1), sender 198.18.K.2.
-node_up() { # node_up N K
+# node N: namespace fc-fleet-N, root side fcfN (NET.1), sender NET.2, on a
+# /24 of the suite's block each.
+na=$(fc_net4 1) nb=$(fc_net4 2)
+node_up() { # node_up N NET
 	local ns=fc-fleet-$1-$tag host=fcf$1$tag peer=fcq$1$tag
 	ip netns add "$ns" &&
 		ip link add "$host" type veth peer name "$peer" netns "$ns" &&
-		ip addr add "198.18.$2.1/24" dev "$host" && ip link set "$host" up &&
-		ip -n "$ns" addr add "198.18.$2.2/24" dev "$peer" && ip -n "$ns" link set "$peer" up &&
-		ip -n "$ns" neigh replace "198.18.$2.1" lladdr "$(cat /sys/class/net/"$host"/address)" dev "$peer" nud permanent &&
-		ip neigh replace "198.18.$2.2" lladdr "$(ip netns exec "$ns" cat /sys/class/net/"$peer"/address)" dev "$host" nud permanent
+		ip addr add "$2.1/24" dev "$host" && ip link set "$host" up &&
+		ip -n "$ns" addr add "$2.2/24" dev "$peer" && ip -n "$ns" link set "$peer" up &&
+		ip -n "$ns" neigh replace "$2.1" lladdr "$(cat /sys/class/net/"$host"/address)" dev "$peer" nud permanent &&
+		ip neigh replace "$2.2" lladdr "$(ip netns exec "$ns" cat /sys/class/net/"$peer"/address)" dev "$host" nud permanent
 }
 fcn() { # fcn N ARGS...: freqctl as node N
 	local n=$1
@@ -55,7 +57,7 @@ fcn() { # fcn N ARGS...: freqctl as node N
 }
 # The operator works from elsewhere: its own scratch pin dir and shm.
 op() { "$FC_BIN" --db "$pg_dsn" --pin-dir "/sys/fs/bpf/fc-fleet-op-$tag" --shm "$dir/op.shm" "$@" >/dev/null; }
-in_map() { bpftool map lookup pinned "/sys/fs/bpf/fc-fleet-$1-$tag/fc_exact4" key 198 18 "$2" "$3" >/dev/null 2>&1; }
+in_map() { bpftool map lookup pinned "/sys/fs/bpf/fc-fleet-$1-$tag/fc_exact4" key ${2//./ } >/dev/null 2>&1; } # in_map N ADDR
 not_in_map() { ! in_map "$@"; }
 # limit_is N SLOT L: node N's first tier of the policy in SLOT is L.
 limit_is() { [ "$(bpftool -j map lookup pinned "/sys/fs/bpf/fc-fleet-$1-$tag/fc_policies" key "$2" 0 0 0 | jq '.formatted.value.tier[0].limit')" = "$3" ]; }
@@ -71,11 +73,12 @@ wait_logged() { # wait_logged N TEXT SECONDS
 	for i in $(seq $(($3 * 10))); do logged "$1" "$2" && return 0; sleep 0.1; done
 	return 1
 }
-# Sends COUNT pings from node N's namespace; prints the replies.
-pings() { ip netns exec "fc-fleet-$1-$tag" ping -n -q -c "$2" -i 0.002 -W 1 "198.18.$3.1" 2>/dev/null | sed -n 's/.* \([0-9]*\) received.*/\1/p'; }
+# Sends COUNT pings from node N's namespace to NET.1; prints the replies.
+pings() { # pings N COUNT NET
+	ip netns exec "fc-fleet-$1-$tag" ping -n -q -c "$2" -i 0.002 -W 1 "$3.1" 2>/dev/null | sed -n 's/.* \([0-9]*\) received.*/\1/p'; }
 passed_by() { fcn "$1" stats --json | jq ".policies[] | select(.id == $2) | .passed.packets"; }
 
-node_up a 1 && node_up b 2 || skip_all "could not make the namespaces"
+node_up a "$na" && node_up b "$nb" || skip_all "could not make the namespaces"
 check "node a attaches" quiet fcn a attach "fcfa$tag"
 check "node b attaches" quiet fcn b attach "fcfb$tag"
 # Not through fcn: $! must be the agent's own pid.
@@ -94,19 +97,19 @@ while [ $((60 - $(date +%s) % 60)) -lt 15 ]; do sleep 0.2; done
 op policy add 6 --match ip=198.18.0.0/15 --algo window --rate 400/m
 check "a policy reaches both nodes within 100 ms, scaled: 400/m -> 100/m on a (0.25)" within_100ms limit_is a 1 100
 check "... and 300/m on b (0.75)" within_100ms limit_is b 1 300
-replies_a=$(pings a 200 1)
-replies_b=$(pings b 400 2)
+replies_a=$(pings a 200 "$na")
+replies_b=$(pings b 400 "$nb")
 check "node a enforces its share: 100 of 200 packets pass (replies $replies_a)" [ "$(passed_by a 6)" = 100 ]
 check "node b enforces its share: 300 of 400 packets pass (replies $replies_b)" [ "$(passed_by b 6)" = 300 ]
 
-op ban add 198.18.1.2
-check "a ban reaches both nodes' XDP maps within 100 ms" within_100ms both in_map 1 2
-check "... and a's sender is dropped at XDP" [ "$(pings a 5 1)" = 0 ]
+op ban add "$na.2"
+check "a ban reaches both nodes' XDP maps within 100 ms" within_100ms both in_map "$na.2"
+check "... and a's sender is dropped at XDP" [ "$(pings a 5 "$na")" = 0 ]
 
 pg_ctl_stop
 check "PostgreSQL stopped: both agents say so and keep what is enforced" both wait_logged 'cannot publish, keeping' 5
-check "... the ban still drops a's sender" [ "$(pings a 5 1)" = 0 ]
-check "... the limits stay: b's sender is still over its 300/m" [ "$(pings b 5 2)" = 0 ]
+check "... the ban still drops a's sender" [ "$(pings a 5 "$na")" = 0 ]
+check "... the limits stay: b's sender is still over its 300/m" [ "$(pings b 5 "$nb")" = 0 ]
 check "... the CLI reports the outage and exits 1" sh -c "'$FC_BIN' --db '$pg_dsn' --pin-dir /sys/fs/bpf/fc-fleet-op-$tag --shm '$dir/op.shm' ban add 198.18.2.9 2>'$dir/err'; [ \$? = 1 ] && grep -q 'cannot connect' '$dir/err'"
 
 # A node that boots while the database is away: its agent starts anyway.
@@ -117,12 +120,12 @@ wait "$apid_b"
 apid_b=$!
 check "an agent started while PostgreSQL is down runs, keeping what is enforced" \
 	wait_logged b 'cannot reach the store, keeping what is enforced' 5
-check "... and b's sender is still over its limit" [ "$(pings b 5 2)" = 0 ]
+check "... and b's sender is still over its limit" [ "$(pings b 5 "$nb")" = 0 ]
 
 pg_ctl_start
 check "PostgreSQL back: both agents recover" both wait_logged 'store readable again' 40
-op ban del 198.18.1.2
-check "after recovery a change reaches both nodes within 100 ms" within_100ms both not_in_map 1 2
+op ban del "$na.2"
+check "after recovery a change reaches both nodes within 100 ms" within_100ms both not_in_map "$na.2"
 op node set b 0.5
 check "a weight change republishes that node: 200/m on b" within_100ms limit_is b 1 200
 check "... and leaves a at 100/m" limit_is a 1 100

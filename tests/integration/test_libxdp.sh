@@ -2,18 +2,18 @@
 # freqctl beside xdp-filter (Debian xdp-tools) on one veth, through libxdp's
 # dispatcher in generic (skb) mode: each drops what it should, in freqctl's
 # order, and either leaves without stopping the other. The namespace sends
-# pings from two sources: 198.18.0.2, which freqctl bans, and 198.18.0.3,
+# pings from two sources: $peer4, which freqctl bans, and $net4.3,
 # which xdp-filter drops. Where the kernel cannot run the dispatcher, checks
 # the direct attach that remains instead, and skips the rest saying why.
 # xdp-filter is unloaded, and libxdp's scratch state (lib.sh) removed, on exit.
 . "$(dirname "$0")/lib.sh"
 
-filtered=198.18.0.3 # xdp-filter's to drop
+filtered=$net4.3 # xdp-filter's to drop
 
 # Pings the root side from one of the namespace's addresses; prints how many
 # replies came back.
 pings_from() { # pings_from SRC COUNT
-	ip netns exec "$ns" ping -4 -n -q -I "$1" -c "$2" -i 0.05 -W 1 198.18.0.1 2>/dev/null |
+	ip netns exec "$ns" ping -4 -n -q -I "$1" -c "$2" -i 0.05 -W 1 $host4 2>/dev/null |
 		sed -n 's/.* \([0-9]*\) received.*/\1/p'
 }
 replies() { # replies SRC WANT: 5 pings from SRC, WANT replies
@@ -50,15 +50,15 @@ check "--priority with --mode tc is a usage error (exit 2)" usage_error attach "
 # With -v: where the dispatcher cannot load, libxdp says why on the first try.
 mkdir -p "/tmp/fc-it-$tag"
 check "attach xdp-generic" quiet fc -v attach "$host" --mode xdp-generic 2>"/tmp/fc-it-$tag/attach.err"
-check "ban add 198.18.0.2" fcq ban add 198.18.0.2
-check "freqctl drops the banned source" replies 198.18.0.2 0
+check "ban add $peer4" fcq ban add $peer4
+check "freqctl drops the banned source" replies $peer4 0
 
 if status_is '.attached[0].dispatcher == null'; then
 	why=$(sed -n 's/.*\(Compatibility check for dispatcher program failed: .*\)/\1/p' "/tmp/fc-it-$tag/attach.err" | head -1)
 	check "without the dispatcher, -v says freqctl runs alone" verbose_attach_says 'alone on the XDP hook'
-	check "direct attach: re-attach keeps dropping" replies 198.18.0.2 0
+	check "direct attach: re-attach keeps dropping" replies $peer4 0
 	check "direct attach: xdp-filter can not load beside it" sh -c "! xdp-filter load -m skb '$host' >/dev/null 2>&1"
-	check "direct attach: freqctl still drops after xdp-filter's attempt" replies 198.18.0.2 0
+	check "direct attach: freqctl still drops after xdp-filter's attempt" replies $peer4 0
 	check "detach freqctl" fcq detach "$host"
 	filter_loaded=1
 	check "xdp-filter load alone" quiet xdp-filter load -m skb "$host"
@@ -81,32 +81,32 @@ else
 	check "xdp-filter ip $filtered --mode src" quiet xdp-filter ip -m src "$filtered"
 	check "status: xdp-filter beside freqctl, after it (priority 10)" status_is '.attached[0].dispatcher | .priority == 5 and (.others | length == 1) and (.others[0].name | startswith("xdpfilt_")) and .others[0].priority == 10'
 	check "status lists xdp-filter's program" status_says 'beside: xdpfilt_'
-	check "both: freqctl drops its banned source" replies 198.18.0.2 0
+	check "both: freqctl drops its banned source" replies $peer4 0
 	# freqctl runs first and passes on what it does not drop: it counts
 	# xdp-filter's source as passed, then xdp-filter drops it.
 	before=$(counter passed)
 	check "both: xdp-filter drops its source" replies "$filtered" 0
 	check "both: freqctl ran first and passed those 5 on" [ $(($(counter passed) - before)) -ge 5 ]
-	check "ban del 198.18.0.2" fcq ban del 198.18.0.2
-	check "both: the unbanned source passes both" replies 198.18.0.2 5
-	check "ban add 198.18.0.2 again" fcq ban add 198.18.0.2
+	check "ban del $peer4" fcq ban del $peer4
+	check "both: the unbanned source passes both" replies $peer4 5
+	check "ban add $peer4 again" fcq ban add $peer4
 
 	old=$(fc status --json | jq '.attached[0].prog_id')
 	check "re-attach freqctl at priority 7" fcq attach "$host" --mode xdp-generic --priority 7
 	check "re-attach: a new program at priority 7, xdp-filter still beside it" status_is ".attached[0] | .prog_id != $old and .dispatcher.priority == 7 and (.dispatcher.others | length == 1)"
-	check "re-attach: freqctl still drops" replies 198.18.0.2 0
+	check "re-attach: freqctl still drops" replies $peer4 0
 	check "re-attach: xdp-filter still drops" replies "$filtered" 0
 
 	check "detach freqctl" fcq detach "$host"
 	check "freqctl detached: status shows it nowhere" status_says 'attached: none'
 	check "freqctl detached: xdp-filter still drops its source" replies "$filtered" 0
-	check "freqctl detached: the banned source passes" replies 198.18.0.2 5
+	check "freqctl detached: the banned source passes" replies $peer4 5
 
 	check "attach freqctl again, beside xdp-filter" fcq attach "$host" --mode xdp-generic
 	check "xdp-filter unload" quiet xdp-filter unload "$host"
 	filter_loaded=
 	check "xdp-filter gone: freqctl alone in the dispatcher" status_is '.attached[0].dispatcher == {"priority": 5, "others": []}'
-	check "xdp-filter gone: freqctl still drops" replies 198.18.0.2 0
+	check "xdp-filter gone: freqctl still drops" replies $peer4 0
 	check "xdp-filter gone: its source passes" replies "$filtered" 5
 	check "detach freqctl, the last program" fcq detach "$host"
 fi

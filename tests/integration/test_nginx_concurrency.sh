@@ -8,6 +8,7 @@
 # (its replacement gives them back: measured); escalation counts refusals by
 # the cap. nginx, the agent and the hanging upstream started here are
 # stopped by their pids on exit.
+# tests/run.sh: alone: a warm-up ramp of one a second, and places back within 1 s of a kill.
 . "$(dirname "$0")/lib.sh"
 fc_nginx_suite
 d=/tmp/fc-it-$tag
@@ -79,19 +80,12 @@ statuses() { sort "$1" | tr '\n' ' ' | sed 's/ $//'; }
 inflight() { fc stats --json | jq ".policies[] | select(.id == $1) | .concurrency.inflight"; }
 by_cap() { fc stats --json | jq ".policies[] | select(.id == $1) | .concurrency.denied"; }
 # Polls (at most S seconds) until policy ID has N places in flight.
-inflight_is() { # inflight_is ID N S
-	local i
-	for i in $(seq $(($3 * 20))); do
-		[ "$(inflight "$1")" = "$2" ] && return 0
-		sleep 0.05
-	done
-	return 1
-}
+inflight_is() { wait_until "$3" inflight_now "$1" "$2"; } # inflight_is ID N S
+inflight_now() { [ "$(inflight "$1")" = "$2" ]; }
 
 fcq policy add 1 --match uid=s --concurrency 2
 at_once 5 '/slow/f?uid=s' "$d/five"
-sleep 0.7
-check "N=2, five slow requests at once: two in flight" [ "$(inflight 1)" = 2 ]
+check "N=2, five slow requests at once: two in flight" inflight_is 1 2 5
 ended
 check "... two passed, three refused ($(statuses "$d/five"))" [ "$(statuses "$d/five")" = "200 200 429 429 429" ]
 check "... refused with \$freqctl_status REJECTED, by policy 1" \
@@ -102,7 +96,7 @@ check "stats: 3 refused by the cap, counted as dropped too" \
 	jq_true '.policies[] | select(.id == 1) | .concurrency == {"limit": 2, "inflight": 0, "denied": 3} and
 		.dropped.packets == 3 and .passed.packets == 2' <<<"$(fc stats --json)"
 at_once 2 '/slow/f?uid=s' "$d/two"
-sleep 0.5
+inflight_is 1 2 5
 hdrs=$(curl -s -D - -o /dev/null "$ngx_url/slow/f?uid=s" | tr -d '\r')
 ended
 # Every line of $2 is a line of $1.
@@ -119,8 +113,7 @@ freqctl_policy_concurrency_denied_total{policy="1",match="uid=s"} 4'
 
 # The client goes away mid-response: nginx's next write fails and ends the request.
 at_once 2 '/slow/f?uid=s' "$d/gone" --max-time 1
-sleep 0.5
-check "clients that go away mid-response: their two places held meanwhile" [ "$(inflight 1)" = 2 ]
+check "clients that go away mid-response: their two places held meanwhile" inflight_is 1 2 1
 ended
 t0=$(date +%s.%N)
 inflight_is 1 0 5
@@ -154,7 +147,7 @@ for how in "rw/f rewrite ... last" "ep/missing error_page" "tf/missing try_files
 		[ "$got/$(stat -c %s "$d/body")" = 200/65536 ]
 done
 at_once 1 '/tf/missing?uid=s' "$d/one"
-sleep 0.5
+inflight_is 1 1 5
 check "... the redirected request holds its one place while it runs" [ "$(codes 1 '/slow/f?uid=s')" = 429 ]
 ended
 check "... and gives it back at its end" inflight_is 1 0 2
@@ -164,10 +157,8 @@ fcq policy del 1
 fcq policy add 2 --match 'uid=*' --concurrency 2
 at_once 5 '/slow/f?uid=u1' "$d/u1"
 at_once 5 '/slow/f?uid=u2' "$d/u2"
-sleep 0.7
-keys=$(fc keys 2 --json)
-check "uid=* N=2: two in flight for each of u1 and u2 (freqctl keys)" \
-	jq_true 'length == 2 and all(.inflight == 2 and .held)' <<<"$keys"
+two_each() { jq_true 'length == 2 and all(.inflight == 2 and .held)' <<<"$(fc keys 2 --json)"; }
+check "uid=* N=2: two in flight for each of u1 and u2 (freqctl keys)" wait_until 5 two_each
 ended
 check "... u1: two passed, three refused ($(statuses "$d/u1"))" [ "$(statuses "$d/u1")" = "200 200 429 429 429" ]
 check "... u2: the same, its own ($(statuses "$d/u2"))" [ "$(statuses "$d/u2")" = "200 200 429 429 429" ]
@@ -178,7 +169,7 @@ fcq policy del 2
 # With a rate: both admit, and a request refused by one is charged by neither.
 fcq policy add 3 --match uid=r --rate 2/m --concurrency 1
 at_once 1 '/slow/f?uid=r' "$d/r1"
-sleep 0.5
+inflight_is 3 1 5
 check "--rate 2/m --concurrency 1: while one is in flight, three refused by the cap" \
 	[ "$(codes 3 '/?uid=r')" = "429 429 429" ]
 ended
@@ -256,7 +247,7 @@ fcq policy add 6 --match uid=e --concurrency 1 --escalate 2/m --ban-ttl 30s
 apid=$!
 for _ in $(seq 50); do grep -q "watching store" "$d/agent.log" && break; sleep 0.1; done
 at_once 1 '/slow/f?uid=e' "$d/e"
-sleep 0.5
+inflight_is 6 1 5
 got=$(codes 3 '/?uid=e')
 check "escalation: 3 refused by the cap ($got)" [ "$got" = "429 429 429" ]
 for _ in $(seq 40); do grep -q "escalated: 127.0.0.1" "$d/agent.log" && break; sleep 0.05; done

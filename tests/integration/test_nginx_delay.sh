@@ -4,6 +4,7 @@
 # only `return`s is answered before PREACCESS and never limited). 10 pass at
 # once, 5 wait about 1..5 s on nginx timers, 15 are refused with 429. The
 # nginx started here is stopped by its pid on exit.
+# tests/run.sh: alone: it tells delayed requests from immediate ones by their time (0.5 s).
 . "$(dirname "$0")/lib.sh"
 [ "$(id -u)" -eq 0 ] || skip_all "needs root (nginx as www-data, the shm's group)"
 why=$(fc_nginx_missing)

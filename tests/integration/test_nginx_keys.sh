@@ -30,8 +30,7 @@ check "1,000 uids x 5, 16-way: exactly 3,000 pass ($(grep -c '^200$' "$d/many") 
 check "... every one of them three times" \
 	[ "$(for i in 0 500 999; do codes 1 "/?uid=k$i"; done | tr '\n' ' ')" = "429 429 429 " ]
 
-nginx -p "$d" -c "$d/nginx.conf" -s reload 2>/dev/null
-sleep 0.5
+fc_nginx_reload
 check "keys survive nginx -s reload" [ "$(codes 1 '/?uid=u1')" = 429 ]
 fcq policy set 1 --match 'uid=*' --rate 4/h
 check "... and a change of the limits: u1's bucket is kept, still spent (afresh it would pass)" \

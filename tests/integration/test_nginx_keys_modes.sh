@@ -7,6 +7,7 @@
 # the access log. (--escalate per key: test_escalation.sh, which has the
 # namespace and XDP it needs.) Real nginx serving files, stopped by its pid
 # on exit.
+# tests/run.sh: alone: delays and Retry-After measured in wall time.
 . "$(dirname "$0")/lib.sh"
 fc_nginx_suite
 d=/tmp/fc-it-$tag

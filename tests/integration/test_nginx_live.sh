@@ -24,8 +24,7 @@ fc ban del uid=evil >/dev/null
 check "ban lifted within 100 ms" status_within_100ms 200 "/?uid=evil"
 
 # A reload keeps the counters: the shm outlives the workers.
-nginx -p "$d" -c "$d/nginx.conf" -e "$d/logs/error.log" -s reload
-sleep 0.5
+fc_nginx_reload
 check "after nginx -s reload: uid=u1 still limited" [ "$(codes 2 '/?uid=u1')" = "429 429" ]
 
 # The shm removed: requests pass (logged once); back: enforced again.

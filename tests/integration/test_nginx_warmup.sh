@@ -6,6 +6,7 @@
 # burst and the rate), and exactly what a model of the rule admits for the
 # same request times, from nginx's own access log. Real nginx; stopped by
 # its pid on exit.
+# tests/run.sh: alone: a cold key's ramp admits a request per 100 ms at first.
 . "$(dirname "$0")/lib.sh"
 fc_nginx_suite
 

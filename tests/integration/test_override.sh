@@ -15,8 +15,8 @@ fc_setup
 # Pings flooded from the namespace (the next one as soon as the reply is
 # in, or 10 ms on): COUNT of them; prints how many replies came back.
 flood() { # flood 4|6 COUNT
-	local dst=198.18.0.1
-	[ "$1" = 6 ] && dst=2001:2::1
+	local dst=$host4
+	[ "$1" = 6 ] && dst=$host6
 	timeout 60 ip netns exec "$ns" ping -"$1" -n -q -f -c "$2" -W 1 "$dst" 2>/dev/null |
 		sed -n 's/.* \([0-9]*\) received.*/\1/p'
 }
@@ -24,10 +24,10 @@ flood() { # flood 4|6 COUNT
 for mode in xdp tc; do
 	check "attach $mode" fc attach "$host" --mode "$mode"
 	fcq policy add 1 --match 'ip=*' --rate 5/m
-	fcq policy add 2 --match ip=198.18.0.2 --rate 10000/s
+	fcq policy add 2 --match ip=$peer4 --rate 10000/s
 	got=$(flood 4 300)
 	check "$mode: no --override: the partner is held to ip=*'s 5/m (got $got of 300)" [ "${got:-0}" -lt 60 ]
-	check "$mode: policy set 2 --override" fcq policy set 2 --match ip=198.18.0.2 --rate 10000/s --override
+	check "$mode: policy set 2 --override" fcq policy set 2 --match ip=$peer4 --rate 10000/s --override
 	check "$mode: policy list says it" grep -qE '^2 .* yes +- +-$' <<<"$(fc policy list)"
 	before=$(counter policy 1 passed)
 	t0=$(date +%s%N)
@@ -48,7 +48,7 @@ for mode in xdp tc; do
 		[ "$n" -ge $((before + 5)) -a "$n" -le $((before + 10)) ]
 	check "$mode: policy 2 passed all 2000 (and a few of the 300)" [ "$(counter policy 2 passed)" -ge 2000 ]
 	fcq policy del 2
-	fcq policy add 3 --match ip=198.18.0.0/24 --rate 10000/s --override
+	fcq policy add 3 --match ip=$net4.0/24 --rate 10000/s --override
 	got=$(flood 4 2000)
 	check "$mode: a prefix override over ip=*: all 2000 (got $got)" [ "$got" = 2000 ]
 	fcq policy del 3

@@ -24,26 +24,26 @@ for mode in xdp tc; do
 	check "attach $mode" fc attach "$host" --mode "$mode"
 	check "status shows $host in $mode mode" sh -c "'$FC_BIN' --db '$db' --pin-dir '$pin' --shm '$shm' status | grep -q '$host .* $mode '"
 	expect "$mode, no ban" 4 5 passed 5
-	check "$mode: ban add 198.18.0.2" fc ban add 198.18.0.2
+	check "$mode: ban add $peer4" fc ban add $peer4
 	expect "$mode, exact ban" 4 0 dropped_exact 5
 	expect "$mode, exact v4 ban leaves v6 alone" 6 5 passed 5
-	check "$mode: ban del 198.18.0.2" fc ban del 198.18.0.2
+	check "$mode: ban del $peer4" fc ban del $peer4
 	expect "$mode, ban lifted" 4 5 dropped_exact 0
-	check "$mode: ban add 198.18.0.0/24" fc ban add 198.18.0.0/24
+	check "$mode: ban add $net4.0/24" fc ban add $net4.0/24
 	expect "$mode, prefix ban" 4 0 dropped_prefix 5
-	check "$mode: ban add 2001:2::/64" fc ban add 2001:2::/64
+	check "$mode: ban add $net6::/64" fc ban add $net6::/64
 	expect "$mode, v6 prefix ban" 6 0 dropped_prefix 5
-	check "$mode: ban del both prefixes" sh -c "'$FC_BIN' --db '$db' --pin-dir '$pin' --shm '$shm' ban del 198.18.0.0/24 &&
-		'$FC_BIN' --db '$db' --pin-dir '$pin' --shm '$shm' ban del 2001:2::/64"
-	check "$mode: ban add 2001:2::2 --ttl 2s" fc ban add 2001:2::2 --ttl 2s
+	check "$mode: ban del both prefixes" sh -c "'$FC_BIN' --db '$db' --pin-dir '$pin' --shm '$shm' ban del $net4.0/24 &&
+		'$FC_BIN' --db '$db' --pin-dir '$pin' --shm '$shm' ban del $net6::/64"
+	check "$mode: ban add $peer6 --ttl 2s" fc ban add $peer6 --ttl 2s
 	expect "$mode, v6 ban with TTL" 6 0 dropped_exact 5
 	sleep 2.5
 	expect "$mode, TTL lapsed in the kernel" 6 5 dropped_exact 0
 	# Bans outlast detach: the next attach enforces them without a sync.
-	check "$mode: ban add 198.18.0.2 before detach" fc ban add 198.18.0.2
+	check "$mode: ban add $peer4 before detach" fc ban add $peer4
 	check "detach $mode" fc detach "$host"
 	expect "$mode, detached: nothing dropped" 4 5 dropped_exact 0
-	check "$mode: ban del 198.18.0.2 while detached" fc ban del 198.18.0.2
+	check "$mode: ban del $peer4 while detached" fc ban del $peer4
 done
 
 check "re-attach: no stale program on $host" sh -c "! bpftool net show dev '$host' | grep -q freqctl"

@@ -18,6 +18,7 @@
 
 #include "fc_db.h"
 #include "fc_kern.h"
+#include "fc_test.h"
 #include "freqctl.skel.h"
 
 static void test_pinned_maps_are_fc_maps(void **state)
@@ -121,5 +122,5 @@ int main(void)
 		cmocka_unit_test(test_rule_set_bits),
 	};
 
-	return cmocka_run_group_tests_name("ABI: one definition each", tests, NULL, NULL);
+	return fc_run_group("ABI: one definition each", tests, NULL, NULL);
 }

@@ -16,6 +16,8 @@
 #include <cmocka.h>
 #include <jansson.h>
 
+#include "fc_test.h"
+
 struct fc_run {
 	int status;
 	char out[16384];
@@ -419,5 +421,5 @@ int main(void)
 		cmocka_unit_test(test_runtime_errors),
 	};
 
-	return cmocka_run_group_tests_name("command line", tests, fc_setup, fc_teardown);
+	return fc_run_group("command line", tests, fc_setup, fc_teardown);
 }

@@ -17,6 +17,7 @@
 #include <cmocka.h>
 
 #include "fc_escalate.h"
+#include "fc_test.h"
 
 #define T0 1795316400 /* a whole minute, in 2026 */
 
@@ -284,5 +285,5 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_allowed, fc_setup, fc_teardown),
 	};
 
-	return cmocka_run_group_tests_name("escalation: counting offender reports", tests, NULL, NULL);
+	return fc_run_group("escalation: counting offender reports", tests, NULL, NULL);
 }

@@ -9,6 +9,7 @@
 #include <cmocka.h>
 
 #include "fc_http.h"
+#include "fc_test.h"
 
 static void test_accepted(void **state)
 {
@@ -62,5 +63,5 @@ int main(void)
 		cmocka_unit_test(test_refused),
 	};
 
-	return cmocka_run_group_tests_name("http listen addresses", tests, NULL, NULL);
+	return fc_run_group("http listen addresses", tests, NULL, NULL);
 }

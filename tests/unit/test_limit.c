@@ -15,6 +15,7 @@
 
 #include "fc_policy.h"
 #include "fc_stats.h"
+#include "fc_test.h"
 #include "fc_vectors.h"
 
 #define MS (1000000ULL)
@@ -843,5 +844,5 @@ int main(void)
 		cmocka_unit_test(test_warm_race),
 	};
 
-	return cmocka_run_group_tests_name("limit algorithms (maps/fc_limit.h)", tests, NULL, NULL);
+	return fc_run_group("limit algorithms (maps/fc_limit.h)", tests, NULL, NULL);
 }

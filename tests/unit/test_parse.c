@@ -11,6 +11,7 @@
 #include "fc_allow.h"
 #include "fc_duration.h"
 #include "fc_prefix.h"
+#include "fc_test.h"
 
 static const struct {
 	const char *in;
@@ -282,5 +283,5 @@ int main(void)
 		cmocka_unit_test(test_allow_text),
 	};
 
-	return cmocka_run_group_tests_name("parsing (addresses, prefixes, durations, allow entries)", tests, NULL, NULL);
+	return fc_run_group("parsing (addresses, prefixes, durations, allow entries)", tests, NULL, NULL);
 }

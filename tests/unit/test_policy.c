@@ -12,6 +12,7 @@
 
 #include "fc_policy.h"
 #include "fc_rows_json.h"
+#include "fc_test.h"
 
 static void test_ids(void **state)
 {
@@ -648,5 +649,5 @@ int main(void)
 		cmocka_unit_test(test_warmup_concurrency),
 	};
 
-	return cmocka_run_group_tests_name("policies (parsing, validation, compiling)", tests, NULL, NULL);
+	return fc_run_group("policies (parsing, validation, compiling)", tests, NULL, NULL);
 }

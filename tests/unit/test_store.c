@@ -18,6 +18,7 @@
 #include "fc_db_sqlite_keys.h"
 #include "fc_store.h"
 #include "fc_store_keep.h"
+#include "fc_test.h"
 
 struct fc_t {
 	char dir[64];
@@ -1072,6 +1073,6 @@ int main(void)
 	};
 
 	if (getenv("FC_TEST_PG_DSN"))
-		return cmocka_run_group_tests_name("store (PostgreSQL)", pg_tests, NULL, NULL);
-	return cmocka_run_group_tests_name("store (SQLite)", tests, NULL, NULL);
+		return fc_run_group("store (PostgreSQL)", pg_tests, NULL, NULL);
+	return fc_run_group("store (SQLite)", tests, NULL, NULL);
 }

@@ -1,0 +1,719 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * The L7 engine's per-key policies (DIM=*): the key table under forked
+ * processes and threads racing, two-choice placement, a full table, idle
+ * keys, the agent's recount while workers write, and corrupt tables.
+ */
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "fc_shm_state.h"
+#include "fc_test.h"
+#include "fc_test_l7.h"
+
+/* ---- per-key policies ---- */
+
+/* Racer i's n-th uid of 1,000: 200 keys, 5 requests each, in an order of
+ * its own. */
+static void fc_sparse_uid(char *uid, size_t cap, int i, int n)
+{
+	snprintf(uid, cap, "k%d", (n % 200 * 7 + i * 31 + n / 200) % 200);
+}
+
+/* A forked racer: fc_race_n requests, its n-th with uid fc_race_uid(i, n). */
+static void (*fc_race_uid)(char *uid, size_t cap, int i, int n);
+static int fc_race_n;
+
+static int fc_uid_racer(struct fc_t *t, int i)
+{
+	char req[32];
+	int ok = 0, n;
+
+	for (n = 0; n < fc_race_n; n++) {
+		memcpy(req, "uid=", 4);
+		fc_race_uid(req + 4, sizeof(req) - 4, i, n);
+		ok += fc_decide(t, req, T0, NULL) == FC_L7_PASS;
+	}
+	return ok;
+}
+
+/* The races' policy: uid=* at 3/h, published, the index built. */
+static void fc_keys_race_policy(struct fc_t *t)
+{
+	fc_policy(t, 1, "uid=*", "3/h", "drop", 0, 0);
+	fc_publish(t);
+	assert_int_equal(fc_build(t, t->base, t->size), 0);
+}
+
+/* Each of 8 forked processes asks for the same 200 new keys, 5 times each,
+ * in its own order: every key admits exactly its 3, one bucket per key. All
+ * on one CPU, so a racer is often preempted while it makes an entry (a
+ * request that did not wait for it passed in the overflow bucket: 601). */
+static void test_keys_race(void **state)
+{
+	struct fc_t *t = *state;
+	cpu_set_t cpus, one;
+
+	fc_keys_race_policy(t);
+	fc_race_uid = fc_sparse_uid;
+	fc_race_n = 5 * 200;
+	assert_int_equal(sched_getaffinity(0, sizeof(cpus), &cpus), 0);
+	CPU_ZERO(&one);
+	CPU_SET(sched_getcpu(), &one);
+	assert_int_equal(sched_setaffinity(0, sizeof(one), &one), 0);
+	assert_int_equal(fc_forked(t, fc_uid_racer), 600);
+	assert_int_equal(sched_setaffinity(0, sizeof(cpus), &cpus), 0);
+	assert_int_equal(t->ix.slots[1].passed, 600);
+	assert_int_equal(t->ix.slots[1].keys, 200);
+	assert_int_equal(t->ix.slots[1].overflowed, 0);
+}
+
+static int fc_u64_cmp(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* No key has two entries: every tag in the table is there once. */
+static void fc_keys_unique(struct fc_t *t)
+{
+	uint64_t *tags = calloc(t->ix.nkeys, sizeof(*tags));
+	size_t i, n = 0;
+
+	assert_non_null(tags);
+	for (i = 0; i < t->ix.nkeys; i++)
+		if (t->ix.keys[i].tag >= FC_SHM_KEY_TAG_MIN)
+			tags[n++] = t->ix.keys[i].tag;
+	qsort(tags, n, sizeof(*tags), fc_u64_cmp);
+	for (i = 1; i < n; i++)
+		assert_int_not_equal(tags[i], tags[i - 1]);
+	free(tags);
+}
+
+/* A uid=* policy at 3/h that may hold the whole table (the cap is its
+ * size) and make keys as fast as they come. */
+static void fc_keys_dense_policy(struct fc_t *t, uint32_t keys)
+{
+	struct fc_policy_spec p = { .id = 1, .max_keys = keys, .new_keys = 1000000000 };
+
+	t->keys = keys;
+	fc_policy_put(t, &p, "uid=*", "3/h");
+	fc_publish(t);
+	assert_int_equal(fc_build(t, t->base, t->size), 0);
+	assert_int_equal(t->ix.nkeys, keys);
+}
+
+/* 950 keys in an 1,024-entry table, each asked for 5 times by each of 8
+ * racers at once (forked processes, or threads), in orders of their own:
+ * keys land in crowded windows, several workers meet each new key, and
+ * still no key has two buckets, and none admits more than its 3. Racer i's
+ * n-th uid: */
+static void fc_dense_uid(char *uid, size_t cap, int i, int n)
+{
+	snprintf(uid, cap, "d%d", (n % 950 * 7 + i * 131 + n / 950 * 17) % 950);
+}
+
+/* What the racers admitted, against the table they left, where at least
+ * keys keys were made. */
+static void fc_race_check(struct fc_t *t, size_t passed, uint32_t keys)
+{
+	uint64_t in_keys = 0;
+	size_t i;
+
+	fc_keys_unique(t);
+	for (i = 0; i < t->ix.nkeys; i++) {
+		const struct fc_shm_key *e = &t->ix.keys[i];
+
+		if (e->tag < FC_SHM_KEY_TAG_MIN)
+			continue;
+		assert_true(e->passed <= 3);
+		in_keys += e->passed;
+	}
+	/* What the keys did not admit, the overflow bucket did: its 3 at most. */
+	assert_true(passed >= in_keys && passed - in_keys <= 3);
+	assert_int_equal(t->ix.slots[1].passed, passed);
+	assert_true(t->ix.slots[1].keys >= keys);
+}
+
+static void test_keys_race_dense(void **state)
+{
+	struct fc_t *t = *state;
+
+	fc_keys_dense_policy(t, FC_SHM_KEYS_MIN);
+	fc_race_uid = fc_dense_uid;
+	fc_race_n = 5 * 950;
+	fc_race_check(t, (size_t)fc_forked(t, fc_uid_racer), 900);
+}
+
+/* The same races between 8 threads of one process, each a worker with an
+ * index of its own (as nginx's workers, but where ASan sees every access
+ * of all of them, the key table's included), let go at once. */
+struct fc_key_thread {
+	struct fc_l7_index ix;
+	struct fc_arena arena;
+	pthread_barrier_t *go;
+	void (*uid)(char *uid, size_t cap, int i, int n);
+	int i, n, passed;
+};
+
+static void *fc_key_thread_run(void *arg)
+{
+	struct fc_key_thread *c = arg;
+	struct fc_l7_result res;
+	struct fc_l7_req rq;
+	char uid[16];
+	int n;
+
+	pthread_barrier_wait(c->go);
+	for (n = 0; n < c->n; n++) {
+		memset(&rq, 0, sizeof(rq)); /* not fc_req: its buffers are shared */
+		c->uid(uid, sizeof(uid), c->i, n);
+		rq.uid = (struct fc_l7_str){ uid, strlen(uid) };
+		fc_l7_decide(&c->ix, &rq, T0, &res);
+		c->passed += res.verdict == FC_L7_PASS;
+	}
+	return NULL;
+}
+
+/* n requests of each of 8 threads, racer i's n-th with uid(i, n): how many passed. */
+static int fc_threaded(struct fc_t *t, void (*uid)(char *, size_t, int, int), int n)
+{
+	static struct fc_key_thread c[8];
+	pthread_barrier_t go;
+	pthread_t th[8];
+	int i, passed = 0;
+
+	assert_int_equal(pthread_barrier_init(&go, NULL, 8), 0);
+	for (i = 0; i < 8; i++) {
+		memset(&c[i], 0, sizeof(c[i]));
+		c[i] = (struct fc_key_thread){ .go = &go, .uid = uid, .i = i, .n = n };
+		assert_int_equal(fc_l7_build(t->base, t->size, t->state, t->state_size, &c[i].ix,
+					     &(struct fc_l7_alloc){ fc_arena_alloc, &c[i].arena }), 0);
+	}
+	for (i = 0; i < 8; i++)
+		assert_int_equal(pthread_create(&th[i], NULL, fc_key_thread_run, &c[i]), 0);
+	for (i = 0; i < 8; i++) {
+		assert_int_equal(pthread_join(th[i], NULL), 0);
+		passed += c[i].passed;
+		fc_arena_free(&c[i].arena);
+	}
+	pthread_barrier_destroy(&go);
+	return passed;
+}
+
+static void test_keys_race_threads(void **state)
+{
+	struct fc_t *t = *state;
+
+	fc_keys_race_policy(t);
+	/* 8 threads on a machine of fewer cores: one may be preempted while it
+	 * sets a key up, and a request of that key that finds the entry still
+	 * busy takes the overflow bucket (never a second bucket). */
+	fc_race_check(t, (size_t)fc_threaded(t, fc_sparse_uid, 5 * 200), 200);
+	assert_int_equal(t->ix.slots[1].keys, 200);
+}
+
+static void test_keys_race_dense_threads(void **state)
+{
+	struct fc_t *t = *state;
+
+	fc_keys_dense_policy(t, FC_SHM_KEYS_MIN);
+	fc_race_check(t, (size_t)fc_threaded(t, fc_dense_uid, 5 * 950), 900);
+}
+
+/* Two choices, as the walk makes them: a key whose first window is full of
+ * another policy's live keys lands first in its second window, is found
+ * there again, and an entry of the first window coming free later makes no
+ * second bucket for it. */
+static void test_keys_two_choices(void **state)
+{
+	struct fc_t *t = *state;
+	struct fc_shm_key *keys;
+	struct fc_l7_result res;
+	uint32_t mask, p0 = 0, p1 = 0, j, other = 0;
+	uint64_t tag = 0;
+	char req[32];
+	size_t i;
+	int c;
+
+	fc_policy(t, 1, "uid=*", "3/h", "drop", 0, 0);
+	fc_policy(t, 2, "uid=*,arg:o=*", "3/h", "drop", 0, 0);
+	fc_publish(t);
+	assert_int_equal(fc_build(t, t->base, t->size), 0);
+	keys = t->ix.keys;
+	mask = t->ix.nkeys - 1;
+	for (i = 0; i < t->ix.npolicies; i++)
+		if (t->ix.pol[i].id == 2)
+			other = (uint32_t)i;
+	/* A uid whose two windows do not meet (nearly every one): its tag is
+	 * that of the one entry its first decision makes, wiped after. */
+	for (c = 0; c < 20; c++) {
+		snprintf(req, sizeof(req), "uid=two%d", c);
+		fc_decide(t, req, T0, &res);
+		for (i = 0, tag = 0; i <= mask; i++)
+			if (keys[i].tag >= FC_SHM_KEY_TAG_MIN) {
+				assert_int_equal(tag, 0);
+				tag = keys[i].tag;
+				memset(&keys[i], 0, sizeof(keys[i]));
+			}
+		assert_true(tag >= FC_SHM_KEY_TAG_MIN);
+		p0 = fc_shm_key_place(tag, 0, t->ix.nkeys);
+		p1 = fc_shm_key_place(tag, 1, t->ix.nkeys);
+		if (((p1 - p0) & mask) >= FC_SHM_KEY_PROBE && ((p0 - p1) & mask) >= FC_SHM_KEY_PROBE)
+			break;
+	}
+	assert_true(c < 20);
+	for (j = 0; j < FC_SHM_KEY_PROBE; j++) { /* policy 2's keys, live for an hour */
+		struct fc_shm_key *e = &keys[(p0 + j) & mask];
+
+		e->tag = (FC_SHM_KEY_TAG_MIN | (0x5a5a0000ULL + j)) ^ (tag & ~0xffffffffULL);
+		assert_int_not_equal(e->tag, tag);
+		e->slot = t->ix.pol[other].slot;
+		e->epoch = t->ix.pol[other].epoch;
+		e->idle_ns = T0 + 3600 * SEC;
+	}
+	assert_int_equal(fc_passes(t, req, T0, 5), 3);
+	assert_int_equal(keys[p1].tag, tag);
+	fc_keys_unique(t);
+	/* The first window's first entry idle: the key is still found in its
+	 * second window, its 3 spent. */
+	keys[p0].idle_ns = T0;
+	assert_int_equal(fc_passes(t, req, T0 + SEC, 2), 0);
+	assert_int_not_equal(keys[p0].tag, tag);
+	assert_int_equal(keys[p1].tag, tag);
+	fc_keys_unique(t);
+}
+
+/* Two choices fill the table: 95% of it (62,259 keys in 65,536 entries)
+ * with next to none left to the overflow bucket, each key found again in
+ * its own entry. */
+static void test_keys_dense(void **state)
+{
+	struct fc_t *t = *state;
+	struct fc_l7_result res;
+	char req[32];
+	uint32_t k, n = 62259, over = 0;
+
+	fc_keys_dense_policy(t, 65536);
+	for (k = 0; k < n; k++) {
+		snprintf(req, sizeof(req), "uid=n%u", k);
+		fc_decide(t, req, T0, &res);
+		over += res.overflow;
+	}
+	/* ~0.04% (14-42 keys in 20 simulated runs; a single window of 64: ~2%) */
+	assert_true(over <= n / 250);
+	assert_int_equal(t->ix.slots[1].keys, n - over);
+	fc_keys_unique(t);
+	for (k = 0; k < n; k++) { /* each key its own again (the overflow bucket's 3 are spent) */
+		snprintf(req, sizeof(req), "uid=n%u", k);
+		fc_decide(t, req, T0, &res);
+		assert_true(res.overflow || res.verdict == FC_L7_PASS);
+		over -= res.overflow;
+	}
+	assert_int_equal(over, 0);
+	assert_int_equal(t->ix.slots[1].keys, n - t->ix.slots[1].overflowed / 2);
+}
+
+/* Keys of their own; a request without the dimension is not matched; the
+ * deciding key is named; a changed limit keeps the keys, a deleted policy's
+ * keys are taken back by others. */
+static void test_keys_basics(void **state)
+{
+	struct fc_t *t = *state;
+	struct fc_l7_result res;
+	char key[64];
+
+	fc_policy(t, 1, "uid=*,arg:api=login", "2/m", "drop", 0, 0);
+	fc_policy(t, 2, "ip=*,header:x-k=*", "1/m", "drop", 0, 0);
+	fc_publish(t);
+	assert_int_equal(fc_build(t, t->base, t->size), 0);
+	assert_int_equal(fc_passes(t, "uid=a arg:api=login", T0, 5), 2);
+	assert_int_equal(fc_passes(t, "uid=b arg:api=login", T0, 5), 2);
+	assert_int_equal(fc_passes(t, "uid=a arg:api=other", T0, 5), 5);
+	assert_int_equal(fc_passes(t, "arg:api=login", T0, 5), 5); /* no uid */
+	assert_int_equal(fc_decide_key(t, "uid=a arg:api=login", T0, &res, key, sizeof(key)), FC_L7_REJECTED);
+	assert_int_equal(res.key_len, 1);
+	assert_memory_equal(key, "a", 1);
+	/* Per address and header value; both occurrences of a header make the key. */
+	assert_int_equal(fc_passes(t, "ip=198.18.0.1 header:x-k=v", T0, 3), 1);
+	assert_int_equal(fc_passes(t, "ip=198.18.0.2 header:x-k=v", T0, 3), 1);
+	assert_int_equal(fc_passes(t, "ip=198.18.0.1 header:x-k=v header:x-k=w", T0, 3), 1);
+	fc_decide_key(t, "ip=2001:db8::7 header:x-k=v", T0, &res, key, sizeof(key));
+	assert_int_equal(fc_decide_key(t, "ip=2001:db8::7 header:x-k=v", T0, &res, key, sizeof(key)), FC_L7_REJECTED);
+	assert_int_equal(res.key_len, strlen("2001:db8::7,v"));
+	assert_memory_equal(key, "2001:db8::7,v", res.key_len);
+	/* A changed limit keeps every key; a wider one admits what it adds. */
+	fc_policy(t, 1, "uid=*,arg:api=login", "3/m", "drop", 0, 0);
+	fc_publish(t);
+	assert_int_equal(fc_build(t, t->base, t->size), 0);
+	assert_int_equal(fc_passes(t, "uid=a arg:api=login", T0 + 21 * SEC, 5), 1);
+}
+
+/* Every dimension keys (an argument, the uri, a uid under a uri prefix),
+ * and what a policy does, it does per key: a fixed window counts the key's
+ * requests, a delay queues behind the key's own requests, a log policy
+ * counts what the key's bucket would deny, and a refusal's RateLimit
+ * figures and Retry-After are its key's. */
+static void test_keys_kinds(void **state)
+{
+	struct fc_policy_spec w = { .id = 7, .algo = FC_ALGO_WINDOW };
+	struct fc_t *t = *state;
+	struct fc_l7_result res;
+	char key[64];
+
+	fc_policy(t, 1, "arg:key=*", "2/m", "drop", 0, 0);
+	fc_policy(t, 2, "uri=*,arg:u=1", "1/m", "drop", 0, 0);
+	fc_policy(t, 3, "uid=*,uri=/api/*", "2/m", "drop", 0, 0);
+	fc_policy(t, 4, "uid=*,arg:d=1", "10/s", "delay", 1, 3);
+	fc_policy(t, 5, "uid=*,arg:l=1", "1/m", "log", 0, 0);
+	fc_policy(t, 6, "uid=*,arg:r=1", "3/m", "drop", 0, 0);
+	fc_policy_put(t, &w, "uid=*,arg:w=1", "2/m");
+	fc_publish(t);
+	assert_int_equal(fc_build(t, t->base, t->size), 0);
+	assert_int_equal(fc_passes(t, "arg:key=a", T0, 5), 2);
+	assert_int_equal(fc_passes(t, "arg:key=b", T0, 5), 2);
+	assert_int_equal(fc_passes(t, "uid=q", T0, 5), 5);
+	assert_int_equal(fc_passes(t, "uri=/a arg:u=1", T0, 3), 1);
+	assert_int_equal(fc_passes(t, "uri=/b arg:u=1", T0, 3), 1);
+	assert_int_equal(fc_passes(t, "uid=u1 uri=/api/x", T0, 5), 2);
+	assert_int_equal(fc_passes(t, "uid=u1 uri=/api/y", T0, 5), 0); /* the prefix is not a key part */
+	assert_int_equal(fc_passes(t, "uid=u2 uri=/api/y", T0, 5), 2);
+	assert_int_equal(fc_passes(t, "uid=u1 uri=/apix", T0, 5), 5);
+
+	assert_int_equal(fc_decide(t, "uid=a arg:d=1", T0, &res), FC_L7_PASS);
+	assert_int_equal(fc_decide(t, "uid=a arg:d=1", T0, &res), FC_L7_DELAYED);
+	assert_int_equal(res.delay_ns, SEC / 10);
+	assert_int_equal(fc_decide(t, "uid=b arg:d=1", T0, &res), FC_L7_PASS);
+
+	assert_int_equal(fc_decide(t, "uid=a arg:l=1", T0, &res), FC_L7_PASS);
+	assert_int_equal(res.would_deny, 0);
+	assert_int_equal(fc_decide(t, "uid=a arg:l=1", T0, &res), FC_L7_PASS);
+	assert_int_equal(res.would_deny, 1);
+	assert_int_equal(fc_decide(t, "uid=b arg:l=1", T0, &res), FC_L7_PASS);
+	assert_int_equal(res.would_deny, 0);
+	/* A request only a log policy matched: that policy's key, for the log. */
+	fc_decide_key(t, "uid=a arg:l=1", T0, &res, key, sizeof(key));
+	assert_int_equal(res.would_deny, 1);
+	assert_int_equal(res.key_len, 1);
+	assert_memory_equal(key, "a", 1);
+	/* A passed request: its first per-key policy's key, though empty (an
+	 * empty argument is a value), not a later policy's. */
+	assert_int_equal(fc_decide_key(t, "uid=u9 uri=/api/z arg:key=", T0, &res, key, sizeof(key)), FC_L7_PASS);
+	assert_int_equal(res.policy, 0);
+	assert_int_equal(res.key_len, 0);
+
+	assert_int_equal(fc_passes(t, "uid=a arg:r=1", T0, 3), 3);
+	assert_int_equal(fc_decide(t, "uid=a arg:r=1", T0 + 5 * SEC, &res), FC_L7_REJECTED);
+	assert_int_equal(res.policy, 6);
+	assert_int_equal(res.limit, 3);
+	assert_int_equal(res.window_s, 60);
+	assert_int_equal(res.remaining, 0);
+	assert_int_equal(res.retry_ns, 15 * SEC);
+	assert_int_equal(fc_passes(t, "uid=b arg:r=1", T0 + 5 * SEC, 4), 3);
+
+	assert_int_equal(fc_passes(t, "uid=a arg:w=1", T0 + 59 * SEC, 4), 2); /* T0 starts a minute */
+	assert_int_equal(fc_passes(t, "uid=b arg:w=1", T0 + 59 * SEC, 4), 2);
+	assert_int_equal(fc_passes(t, "uid=a arg:w=1", T0 + 60 * SEC, 4), 2); /* the next window */
+}
+
+/* A window of live keys of another policy: the request shares the
+ * overflow bucket; once they are idle, it gets a key of its own. */
+static void test_keys_full_and_idle(void **state)
+{
+	struct fc_t *t = *state;
+	struct fc_l7_result res;
+	struct fc_shm_key *keys;
+	int i;
+
+	fc_policy(t, 1, "uid=*", "2/m", "drop", 0, 0);
+	fc_publish(t);
+	assert_int_equal(fc_build(t, t->base, t->size), 0);
+	keys = t->ix.keys;
+	/* Every entry taken by a key of policy 1 that holds state for an hour. */
+	for (i = 0; i < (int)FC_SHM_KEYS; i++) {
+		keys[i].tag = FC_SHM_KEY_TAG_MIN + (uint64_t)i;
+		keys[i].slot = t->ix.pol[0].slot;
+		keys[i].epoch = t->ix.pol[0].epoch;
+		keys[i].idle_ns = T0 + 3600 * SEC;
+	}
+	assert_int_equal(fc_passes(t, "uid=x", T0, 5), 2); /* the overflow bucket: 2/m for all */
+	assert_int_equal(fc_passes(t, "uid=y", T0, 5), 0);
+	assert_true(t->ix.slots[1].overflowed >= 10);
+	fc_decide(t, "uid=y", T0, &res);
+	assert_true(res.overflow);
+	/* An hour later they carry nothing: keys of their own again. */
+	assert_int_equal(fc_passes(t, "uid=x", T0 + 3601 * SEC, 5), 2);
+	assert_int_equal(fc_passes(t, "uid=y", T0 + 3601 * SEC, 5), 2);
+	fc_decide(t, "uid=y", T0 + 3601 * SEC, &res);
+	assert_false(res.overflow);
+}
+
+/* A key argument given twice keys nothing: junk copies beside the value
+ * the backend reads would make fresh buckets. It takes the overflow bucket. */
+static void test_keys_repeated(void **state)
+{
+	struct fc_t *t = *state;
+	char req[64];
+	int i, passed = 0;
+
+	fc_policy(t, 1, "header:x-k=*", "2/m", "drop", 0, 0);
+	fc_publish(t);
+	assert_int_equal(fc_build(t, t->base, t->size), 0);
+	for (i = 0; i < 50; i++) {
+		snprintf(req, sizeof(req), "header:x-k=victim header:x-k=junk%d", i);
+		passed += fc_passes(t, req, T0, 1);
+	}
+	assert_int_equal(passed, 2); /* the overflow bucket's 2/m, not 2 per junk copy */
+	assert_int_equal(t->ix.slots[1].keys, 0);
+}
+
+/* Policy 1, uid=* 2/m with --max-keys max_keys, published and mapped. */
+static void fc_keyed_policy(struct fc_t *t, uint32_t max_keys)
+{
+	struct fc_policy_spec p = { .id = 1, .max_keys = max_keys };
+	struct fc_policy_row row;
+	struct fc_err err;
+
+	assert_int_equal(fc_match_parse("uid=*", &p, &err), 0);
+	assert_int_equal(fc_rates_parse("2/m", &p, &err), 0);
+	assert_int_equal(fc_store_policy_put(t->st, &p, 1, &row, &err), 0);
+	fc_publish(t);
+	assert_int_equal(fc_build(t, t->base, t->size), 0);
+}
+
+/* --max-keys counts live keys: a policy at its cap takes back its own idle
+ * keys for new ones. */
+static void test_keys_max(void **state)
+{
+	struct fc_t *t = *state;
+	struct fc_l7_result res;
+	struct fc_err err;
+	char req[32];
+	int i;
+
+	fc_keyed_policy(t, 2);
+	assert_int_equal(fc_passes(t, "uid=a", T0, 1), 1);
+	assert_int_equal(fc_passes(t, "uid=b", T0, 1), 1);
+	fc_decide(t, "uid=c", T0, &res);
+	assert_true(res.overflow); /* the third key, at the cap */
+	/* An hour on, a and b are idle; the agent's recount frees their room. */
+	assert_int_equal(fc_state_keys_recount(t->shm, T0 + 3600 * SEC, &err), 0);
+	assert_int_equal(t->ix.slots[1].keys, 0);
+	for (i = 0; i < 10; i++) { /* new keys, each idle before the next: all get buckets */
+		snprintf(req, sizeof(req), "uid=n%d", i);
+		fc_decide(t, req, T0 + 3600 * SEC + (uint64_t)i * 200 * SEC, &res);
+		assert_false(res.overflow);
+		assert_int_equal(fc_state_keys_recount(t->shm, T0 + 3600 * SEC + (uint64_t)i * 200 * SEC + 100 * SEC,
+						       &err), 0);
+	}
+}
+
+/* pread, wrapped (-Wl,--wrap=pread): fc_pread_hook runs once, right after
+ * the read of the state file at fc_pread_hook_off, as a worker would in
+ * the middle of the agent's reading. */
+ssize_t __real_pread(int fd, void *buf, size_t len, off_t off);
+static void (*fc_pread_hook)(void *arg);
+static void *fc_pread_hook_arg;
+static off_t fc_pread_hook_off;
+
+ssize_t __wrap_pread(int fd, void *buf, size_t len, off_t off);
+ssize_t __wrap_pread(int fd, void *buf, size_t len, off_t off)
+{
+	ssize_t r = __real_pread(fd, buf, len, off);
+	void (*hook)(void *) = fc_pread_hook;
+
+	if (hook && off == fc_pread_hook_off) {
+		fc_pread_hook = NULL;
+		hook(fc_pread_hook_arg);
+	}
+	return r;
+}
+
+static void fc_late_key(void *arg)
+{
+	struct fc_l7_result res;
+
+	fc_decide(arg, "uid=late", T0 + 3600 * SEC, &res);
+	assert_false(res.overflow);
+}
+
+/* A key a worker makes while the agent's recount reads the table is not
+ * written out of the count, though the scan had passed where it landed:
+ * the recount of an hour later would otherwise set the count to the 0
+ * live keys it found, and the new one would go uncounted. */
+static void test_keys_recount_race(void **state)
+{
+	struct fc_t *t = *state;
+	struct fc_err err;
+	struct stat sb;
+
+	fc_keyed_policy(t, 10);
+	assert_int_equal(fc_passes(t, "uid=a", T0, 1), 1);
+	assert_int_equal(fc_passes(t, "uid=b", T0, 1), 1);
+	assert_int_equal(t->ix.slots[1].keys, 2);
+	/* After the table's last chunk is read. */
+	assert_int_equal(stat(t->state_path, &sb), 0);
+	fc_pread_hook_off = (off_t)(FC_STATE_KEYS_OFF + (fc_state_nkeys((uint64_t)sb.st_size) - FC_SHM_KEYS_MIN) *
+						       sizeof(struct fc_shm_key));
+	fc_pread_hook_arg = t;
+	fc_pread_hook = fc_late_key;
+	assert_int_equal(fc_state_keys_recount(t->shm, T0 + 3600 * SEC, &err), 0);
+	assert_null(fc_pread_hook); /* it ran */
+	assert_int_equal(t->ix.slots[1].keys, 3); /* left for the next recount */
+	/* The next, with nothing made meanwhile: a and b idle, the late one live. */
+	assert_int_equal(fc_state_keys_recount(t->shm, T0 + 3600 * SEC, &err), 0);
+	assert_int_equal(t->ix.slots[1].keys, 1);
+}
+
+/* A worker caught between adding a new key to its policy's count and
+ * tagging the key's entry: the recount sees a busy entry, not the key, and
+ * leaves the count for the next recount rather than write it one short.
+ * An entry a killed worker left busy does not hold the count up for long. */
+static void test_keys_recount_busy(void **state)
+{
+	struct fc_t *t = *state;
+	const struct fc_l7_policy *p;
+	struct fc_shm_key *e;
+	struct fc_err err;
+	uint32_t i;
+
+	fc_policy(t, 1, "uid=*", "2/m", "drop", 0, 0);
+	fc_publish(t);
+	assert_int_equal(fc_build(t, t->base, t->size), 0);
+	p = &t->ix.pol[0];
+	assert_int_equal(fc_passes(t, "uid=a", T0, 1), 1);
+	assert_int_equal(fc_passes(t, "uid=b", T0, 1), 1);
+	assert_int_equal(t->ix.slots[p->slot].keys, 2);
+	/* The third key's entry as fc_key_walk leaves it before its last store. */
+	for (i = 0; t->ix.keys[i].tag; i++)
+		;
+	e = &t->ix.keys[i];
+	e->slot = p->slot;
+	e->epoch = p->epoch;
+	e->idle_ns = T0 + 3600 * SEC;
+	e->tag = (T0 / SEC) | 1;
+	t->ix.slots[p->slot].keys = 3;
+	assert_int_equal(fc_state_keys_recount(t->shm, T0 + SEC, &err), 0);
+	assert_int_equal(t->ix.slots[p->slot].keys, 3);
+	/* Tagged: the three are counted. */
+	e->tag = FC_SHM_KEY_TAG_MIN | 3;
+	assert_int_equal(fc_state_keys_recount(t->shm, T0 + SEC, &err), 0);
+	assert_int_equal(t->ix.slots[p->slot].keys, 3);
+	/* Left busy for good: once it is stale, only the two keys count. */
+	e->tag = (T0 / SEC) | 1;
+	assert_int_equal(fc_state_keys_recount(t->shm, T0 + FC_SHM_KEY_STALE * SEC + SEC, &err), 0);
+	assert_int_equal(t->ix.slots[p->slot].keys, 2);
+}
+
+/* The key table is the workers' to write, so anything may be in it:
+ * garbage everywhere, entries stuck mid-setup. Decisions neither crash nor
+ * read out of bounds (ASan), and a key still admits no more than its limit. */
+static void test_keys_corrupt(void **state)
+{
+	struct fc_t *t = *state;
+	uint64_t x = 88172645463325252ULL;
+	uint8_t *b;
+	size_t i, n;
+
+	fc_policy(t, 1, "uid=*", "2/m", "drop", 0, 0);
+	fc_publish(t);
+	assert_int_equal(fc_build(t, t->base, t->size), 0);
+	b = (uint8_t *)t->ix.keys;
+	n = 4u << 20; /* the first 4 MiB of the table */
+	for (i = 0; i < n; i++) {
+		x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+		b[i] = (uint8_t)x;
+	}
+	for (i = 0; i < 64; i++) /* entries left "being set up": just now, and by a worker long dead */
+		t->ix.keys[(x >> 8) % 65536 + i].tag = i % 2 ? T0 / SEC : 5;
+	for (i = 0; i < 2000; i++) {
+		char req[32];
+
+		snprintf(req, sizeof(req), "uid=g%zu", i);
+		assert_true(fc_passes(t, req, T0, 3) <= 2);
+	}
+}
+
+/* --shm-keys: the table's size is the state file's; a publish keeps it
+ * unless told another, which starts it afresh; a size that is no table is
+ * refused (requests pass). */
+static void test_keys_table_size(void **state)
+{
+	struct fc_t *t = *state;
+	char req[32];
+	int i, passed = 0;
+
+	t->keys = FC_SHM_KEYS_MIN;
+	fc_policy(t, 1, "uid=*", "1/m", "drop", 0, 0);
+	fc_publish(t);
+	assert_int_equal(t->state_size, FC_STATE_SIZE_FOR(FC_SHM_KEYS_MIN));
+	assert_int_equal(fc_build(t, t->base, t->size), 0);
+	assert_int_equal(t->ix.nkeys, FC_SHM_KEYS_MIN);
+	/* 600 uids: half the table (the default --max-keys) get a bucket,
+	 * the rest share the overflow bucket (1/m for all of them). */
+	for (i = 0; i < 600; i++) {
+		snprintf(req, sizeof(req), "uid=u%d", i);
+		passed += fc_passes(t, req, T0, 1);
+	}
+	assert_int_equal(t->ix.slots[t->ix.pol[0].slot].keys, FC_SHM_KEYS_MIN / 2);
+	assert_int_equal(passed, FC_SHM_KEYS_MIN / 2 + 1);
+	assert_int_equal(fc_passes(t, "uid=u0", T0, 1), 0); /* spent */
+
+	t->keys = 0; /* kept, with its keys */
+	fc_publish(t);
+	assert_int_equal(t->state_size, FC_STATE_SIZE_FOR(FC_SHM_KEYS_MIN));
+	assert_int_equal(fc_build(t, t->base, t->size), 0);
+	assert_int_equal(fc_passes(t, "uid=u0", T0, 1), 0);
+
+	t->keys = 2 * FC_SHM_KEYS_MIN; /* another size: made anew */
+	fc_publish(t);
+	assert_int_equal(t->state_size, FC_STATE_SIZE_FOR(2 * FC_SHM_KEYS_MIN));
+	assert_int_equal(fc_build(t, t->base, t->size), 0);
+	assert_int_equal(t->ix.nkeys, 2 * FC_SHM_KEYS_MIN);
+	assert_int_equal(fc_passes(t, "uid=u0", T0, 1), 1);
+
+	/* Sizes that are no table: not a power of two, too small, ragged. */
+	assert_int_not_equal(fc_l7_build(t->base, t->size, t->state, FC_STATE_SIZE_FOR(3 * FC_SHM_KEYS_MIN / 2), &t->ix,
+					 &(struct fc_l7_alloc){ fc_arena_alloc, &t->arena }), 0);
+	assert_int_not_equal(fc_l7_build(t->base, t->size, t->state, FC_STATE_SIZE_FOR(FC_SHM_KEYS_MIN / 2), &t->ix,
+					 &(struct fc_l7_alloc){ fc_arena_alloc, &t->arena }), 0);
+	assert_int_not_equal(fc_l7_build(t->base, t->size, t->state, FC_STATE_SIZE_FOR(FC_SHM_KEYS_MIN) + 8, &t->ix,
+					 &(struct fc_l7_alloc){ fc_arena_alloc, &t->arena }), 0);
+	assert_int_equal(fc_state_nkeys(FC_STATE_SIZE_FOR(FC_SHM_KEYS_MAX)), FC_SHM_KEYS_MAX);
+	assert_int_equal(fc_state_nkeys(FC_STATE_SIZE_FOR(2ULL * FC_SHM_KEYS_MAX)), 0);
+}
+
+int main(void)
+{
+#define T(f) cmocka_unit_test_setup_teardown(f, fc_setup, fc_teardown)
+	const struct CMUnitTest tests[] = {
+		T(test_keys_race),
+		T(test_keys_race_dense),
+		T(test_keys_race_threads),
+		T(test_keys_race_dense_threads),
+		T(test_keys_two_choices),
+		T(test_keys_dense),
+		T(test_keys_basics),
+		T(test_keys_kinds),
+		T(test_keys_full_and_idle),
+		T(test_keys_corrupt),
+		T(test_keys_repeated),
+		T(test_keys_max),
+		T(test_keys_recount_race),
+		T(test_keys_recount_busy),
+		T(test_keys_table_size),
+	};
+#undef T
+
+	return fc_run_group("L7 engine: per-key policies (the key table)", tests, NULL, NULL);
+}
