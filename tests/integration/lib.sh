@@ -14,17 +14,18 @@ FC_BIN=${FC_BIN:-build/freqctl}
 
 tag=$$
 # The suite's own addresses and ports, so that suites can run side by side:
-# tests/run.sh hands each a block in FC_BLOCK (1-63); a suite run by hand
-# claims a free one of 64-127 (a lock on /tmp/fc-it-block.N, held while it
-# runs). Block N is, in 198.18.0.0/15, the /24s 4N to 4N+3 (fc_net4 0-3; the
+# each claims a free block of 1-127 (a lock on /tmp/fc-it-block.N, held
+# while it runs), so suites of several runners at once do not collide either
+# (FC_BLOCK set by hand chooses one). Block N is, in 198.18.0.0/15, the /24s 4N to 4N+3 (fc_net4 0-3; the
 # veth's is the first: $host4 on the root side, $peer4 in the namespace),
 # 2001:2:0:N::/64 in 2001:2::/48 ($host6, $peer6), and ports 12000 + 8N
 # to 12007 + 8N (fc_port 0-7).
 if [ -z "${FC_BLOCK:-}" ]; then
-	for FC_BLOCK in $(seq 64 127); do
+	for FC_BLOCK in $(seq 1 127); do
 		exec {fc_block_fd}>>"/tmp/fc-it-block.$FC_BLOCK" 2>/dev/null || continue
 		flock -n "$fc_block_fd" && break
 		exec {fc_block_fd}>&-
+		[ "$FC_BLOCK" -lt 127 ] || { echo "lib.sh: every address block (1-127) is in use" >&2; exit 1; }
 	done
 fi
 if ! [[ $FC_BLOCK =~ ^[0-9]+$ ]] || [ "$FC_BLOCK" -lt 1 ] || [ "$FC_BLOCK" -gt 127 ]; then
