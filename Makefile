@@ -242,18 +242,30 @@ check:
 	@$(MAKE) --no-print-directory $(CHECK_PROGS)
 	@tests/run.sh --check
 
+# Each benchmark's results (its stdout; progress goes to stderr, on the
+# terminal) are kept in build/bench/NAME.txt too, headed by the command, the
+# date, the commit and the load average: doc/performance.md is updated from
+# them by hand. pipefail: a benchmark that fails still fails make bench.
+bench: SHELL := /bin/bash
+bench: .SHELLFLAGS := -o pipefail -c
+bench_run = { printf '\# %s%s\n\# %s, %s, load average %s\n' "$$(env | grep -E '^(ROUNDS|SECS|KEYS|LL|BASE)=' | \
+	tr '\n' ' ')" "$(2)" "$$(date -u '+%F %H:%M UTC')" \
+	"$$(git describe --always --dirty 2>/dev/null || echo 'no git')" "$$(cut -d' ' -f1-3 /proc/loadavg)"; \
+	$(2); } | tee $(B)/bench/$(1).txt
+
 bench: $(DEPS_STAMP)
 	@tools/install-deps.sh bench
 	@$(MAKE) --no-print-directory all
-	@$(B)/fc_bench
+	@mkdir -p $(B)/bench
+	@$(call bench_run,fc_bench,$(B)/fc_bench)
 	@echo
-	@tools/bench_nginx.sh
+	@$(call bench_run,bench_nginx,tools/bench_nginx.sh)
 	@echo
-	@tools/bench_nginx_cost.sh
+	@$(call bench_run,bench_nginx_cost,tools/bench_nginx_cost.sh)
 	@echo
-	@tools/bench_publish.sh
+	@$(call bench_run,bench_publish,tools/bench_publish.sh)
 	@echo
-	@tools/bench_agent.sh
+	@$(call bench_run,bench_agent,tools/bench_agent.sh)
 
 fuzz: $(DEPS_STAMP)
 	@$(MAKE) --no-print-directory $(FUZZ)

@@ -13,13 +13,34 @@
 # - the bash completion offers the commands, every option of every command,
 #   only enum values the option's help names, interfaces, files and the
 #   policy ids of a store;
+# - the README is at most 300 lines and shows make demo and make test on its
+#   first screen; the links of the README and the guides lead to files and
+#   headings that exist, and the repository paths the docs name exist; each
+#   command of the README's quick start is one freqctl lists, with options
+#   it takes; policy add --help points to freqctl-policy(7) rather than
+#   holding the semantics; doc/performance.md dates its figures;
 # - as root (freqctl publishes to a scratch pin dir): the pages' ban and
 #   policy examples are accepted, the module's example configuration passes
 #   nginx -t, and its caveat holds in a real nginx (a location that only
-#   returns is not limited).
+#   returns is not limited); and the README's quick start runs, every
+#   command of it, on a veth into a namespace of the test's own and with its
+#   nginx configuration in a real nginx, each printing what the README shows.
 # The pages are checked in their scdoc source, where the markup says what is
 # a definition; the build turns the same text into the pages.
+#
+#   test_doc.sh [--static]
+#
+# --static runs only the checks that read files and run freqctl's --help: no
+# root, no network, no packages to install (make check runs it so).
 # shellcheck disable=SC2086 # $c unquoted: a command of two words is two arguments
+case ${1:-} in
+--static) static=1 ;;
+"") static= ;;
+*)
+	echo "usage: $0 [--static]" >&2
+	exit 2
+	;;
+esac
 . "$(dirname "$0")/lib.sh"
 command -v scdoc >/dev/null || skip_all "scdoc missing (make deps)"
 [ -x "$FC_BIN" ] || skip_all "$FC_BIN not built (make all)"
@@ -215,6 +236,130 @@ else
 	skip_one "groff missing: the built pages are not read"
 fi
 
+# --- the README and the guides ---------------------------------------------
+
+README=README.md
+GUIDES=(README.md doc/*.md tests/README.md)
+
+check "README.md is at most 300 lines ($(wc -l <"$README"))" test "$(wc -l <"$README")" -le 300
+first_screen() { head -n 25 "$README" | grep -q '^make demo ' && head -n 25 "$README" | grep -q '^make test '; }
+check "README.md shows make demo and make test on its first screen" first_screen
+
+# The anchor GitHub gives a heading: lower case, punctuation dropped, spaces
+# as hyphens.
+anchors() { # anchors FILE
+	sed -n 's/^#\{1,6\} //p' "$1" | tr '[:upper:]' '[:lower:]' | sed -e 's/[^a-z0-9 _-]//g' -e 's/ /-/g'
+}
+
+# Every relative link [text](path[#anchor]) of the guides leads to a file
+# that exists, and an anchor into a markdown file to one of its headings.
+check_links() {
+	local f l path anchor target
+	for f in "${GUIDES[@]}"; do
+		while read -r l; do
+			case $l in http://* | https://* | mailto:*) continue ;; esac
+			path=${l%%#*} anchor=
+			[ "$path" != "$l" ] && anchor=${l#*#}
+			target=$f
+			[ -n "$path" ] && target=$(dirname "$f")/$path
+			if [ ! -e "$target" ]; then
+				note "$f: link ($l): $target does not exist"
+			elif [ -n "$anchor" ] && [[ $target == *.md ]] && ! anchors "$target" | grep -qx -- "$anchor"; then
+				note "$f: link ($l): no heading #$anchor in $target"
+			fi
+		done < <(grep -o '\]([^)]*)' "$f" | sed 's/^](\(.*\))$/\1/')
+	done
+	report
+}
+check "the links of the README and the guides lead to files and headings that exist" check_links
+
+# The words of a doc that name repository paths (maps/..., tools/..., globs
+# too); in a man page's source, * and _ are markup.
+repo_paths() { # repo_paths FILE
+	if [[ $1 == *.scd ]]; then
+		tr -s ' \t*()[],;:"<>|{}' '\n' <"$1" | sed 's/^_//; s/_$//'
+	else
+		tr -s ' \t`()[],;:"<>|{}' '\n' <"$1"
+	fi | sed -e 's/[.]$//' -e 's/#.*//' | grep -E '^(maps|bpf|loader|ngx_bridge|tests|tools|doc|debian)/' | sort -u
+}
+
+# The repository paths the docs name exist; a segment in capitals is a
+# placeholder (tests/fuzz/corpus/TARGET/).
+check_paths() {
+	local f p
+	for f in "${GUIDES[@]}" doc/*.scd; do
+		while read -r p; do
+			grep -qE '(^|/)[A-Z][A-Z0-9_]*(/|$)' <<<"$p" && continue
+			[ -e "$p" ] || compgen -G "$p" >/dev/null || note "$f: names $p, which does not exist"
+		done < <(repo_paths "$f")
+	done
+	report
+}
+check "the repository paths the docs name exist" check_paths
+
+# The README's quick start: its section; the lines of its console blocks
+# ("$ command", then what it prints); the rest.
+quickstart() { awk '/^## Quick start/ { f = 1; next } f && /^## / { exit } f' "$README"; }
+quickstart_console() { quickstart | awk '/^```console$/ { c = 1; next } /^```/ { c = 0 } c'; }
+quickstart_other() { # outside console blocks, and nginx's (its freqctl directives)
+	quickstart | awk 'b && /^```$/ { b = 0; next } /^```(console|nginx)$/ { b = 1; next } !b'
+}
+
+# Each freqctl command of the quick start is one 'freqctl --help' lists, with
+# options its --help names; and none is outside a console block, where the
+# full run would not run it.
+check_quickstart_static() {
+	local line c o opts n=0
+	local -a w
+	while read -r line; do
+		n=$((n + 1))
+		eval "w=(${line#\$ freqctl })"
+		c=${w[0]}
+		printf '%s\n' "${cmds[@]}" | grep -qx -- "${w[0]} ${w[1]:-}" && c="${w[0]} ${w[1]}"
+		if ! printf '%s\n' "${cmds[@]}" | grep -qx -- "$c"; then
+			note "quick start: '${line#\$ }': no command '$c' in freqctl --help"
+			continue
+		fi
+		opts=$("$FC_BIN" $c --help | options)
+		for o in "${w[@]}"; do
+			case $o in
+			--*) grep -q -- " ${o#--} " <<<"$opts" || note "quick start: '${line#\$ }': $c has no $o" ;;
+			-?) grep -q -- "^${o#-} " <<<"$opts" || note "quick start: '${line#\$ }': $c has no $o" ;;
+			esac
+		done
+	done < <(quickstart_console | grep '^\$ freqctl ')
+	[ "$n" -ge 5 ] || note "quick start: only $n freqctl commands in console blocks"
+	while read -r line; do
+		note "quick start: '$line' is outside a console block"
+	done < <(quickstart_other | grep -E '^[[:space:]]*(\$ )?freqctl ')
+	report
+}
+check "the README's quick start names freqctl's own commands and options" check_quickstart_static
+
+# policy add/set --help: usage and a pointer, the semantics in one place.
+check_policy_help() {
+	local c text
+	for c in "policy add" "policy set"; do
+		text=$("$FC_BIN" $c --help | sed -n '3,/^Options:$/p')
+		grep -q 'freqctl-policy(7)' <<<"$text" || note "$c --help: no pointer to freqctl-policy(7)"
+		[ "$(wc -l <<<"$text")" -le 10 ] ||
+			note "$c --help: $(wc -l <<<"$text") lines before its options (the semantics are freqctl-policy(7)'s)"
+	done
+	report
+}
+check "policy add/set --help point to freqctl-policy(7)" check_policy_help
+
+# doc/performance.md: each section of figures says when it was measured.
+check_perf_dates() {
+	local sec
+	while read -r sec; do
+		awk -v h="$sec" '$0 == h { f = 1; next } f && /^## / { exit } f' doc/performance.md |
+			grep -qE '20[0-9]{2}-[0-9]{2}-[0-9]{2}' || note "doc/performance.md: \"$sec\" has no date"
+	done < <(grep '^## ' doc/performance.md | grep -vx '## Measuring')
+	report
+}
+check "doc/performance.md dates every section of figures" check_perf_dates
+
 # --- bash completion -------------------------------------------------------
 
 [ -r "$BC" ] || skip_all "bash-completion missing (make deps)"
@@ -311,7 +456,9 @@ check_complete_values() {
 }
 check "completion: enum values are ones the options' help names" check_complete_values
 
-if [ "$(id -u)" -ne 0 ]; then
+if [ -n "$static" ]; then
+	: # the store's ids: publishing needs root
+elif [ "$(id -u)" -ne 0 ]; then
 	skip_one "policy ids: policy add publishes to a pin dir, which needs root"
 else
 	mkdir -p "/tmp/fc-it-$tag"
@@ -378,7 +525,9 @@ check_return_caveat() {
 	report
 }
 
-if [ "$(id -u)" -ne 0 ]; then
+if [ -n "$static" ]; then
+	: # publishing and nginx need root
+elif [ "$(id -u)" -ne 0 ]; then
 	skip_one "examples: freqctl publishes to a pin dir, which needs root"
 else
 	check "every ban and policy command in the pages' examples is accepted" check_examples
@@ -390,4 +539,91 @@ else
 		check "module(8): the example configuration passes nginx -t" check_ngx_example
 		check "module(8): a location that only returns is not limited, one that serves files is" check_return_caveat
 	fi
+fi
+
+# --- the README's quick start, run -----------------------------------------
+
+# nginx from the quick start's configuration (its http-level lines), on a
+# loopback port, reading the test's shm, serving a file; stopped by
+# fc_nginx_stop (its pid file is lib.sh's).
+qs_nginx_start() {
+	local d=/tmp/fc-it-$tag port
+	port=$(fc_port 1)
+	mkdir -p "$d/qs/html" "$d/qs/logs"
+	echo ok >"$d/qs/html/index.html"
+	chmod -R a+rX "$d" # the workers reach the shm and the file
+	{
+		echo "load_module $MODULE;"
+		echo "user www-data www-data;"
+		echo "worker_processes 2;"
+		echo "pid $d/nginx.pid;"
+		echo "events { worker_connections 64; }"
+		echo "http {"
+		echo "access_log off;"
+		quickstart | awk '/^```nginx$/ { c = 1; next } /^```/ { c = 0 } c' | sed "s|/dev/shm/freqctl|$shm|"
+		echo "server { listen 127.0.0.1:$port; root $d/qs/html; }"
+		echo "}"
+	} >"$d/qs/nginx.conf"
+	grep -q "freqctl_shm $shm;" "$d/qs/nginx.conf" || { note "quick start: no nginx block with freqctl_shm"; return 1; }
+	nginx -p "$d/qs" -c "$d/qs/nginx.conf" -e "$d/qs/logs/error.log" || { note "quick start: nginx refused its configuration"; return 1; }
+	qs_url=http://127.0.0.1:$port
+	for _ in $(seq 50); do curl -s -o /dev/null "$qs_url/" && return 0; sleep 0.1; done
+	note "quick start: nginx did not answer on $qs_url"
+	return 1
+}
+
+# Each "$ command" of the quick start's console blocks, in order, as the
+# README gives it, but on the test's own: freqctl on the scratch store, pin
+# dir and shm; eth0 the veth into the test's namespace; http://localhost/ the
+# nginx above, started before the first request. Each must succeed and print
+# exactly the lines the README shows under it (trailing blanks aside).
+check_quickstart_run() {
+	local line cmd='' want='' out rc errf=/tmp/fc-it-$tag/qs.err
+	local -a lines
+	# shellcheck disable=SC2317 # called by the README's commands, through eval
+	freqctl() { fc "$@"; }
+	db=/tmp/fc-it-$tag/quickstart.db # a store of its own
+	mapfile -t lines < <(quickstart_console; echo '$ true')
+	for line in "${lines[@]}"; do
+		if [[ $line != '$ '* ]]; then
+			want+=${want:+$'\n'}$line
+			continue
+		fi
+		# The command before this line, with what it should print.
+		if [ -n "${cmd:-}" ]; then
+			out=$(eval "$cmd" 2>"$errf" | sed 's/[[:space:]]*$//'; exit "${PIPESTATUS[0]}")
+			rc=$?
+			if [ "$rc" -ne 0 ]; then
+				note "quick start: '$cmd' exits $rc: $(head -c 300 "$errf")"
+			elif [ -n "$want" ] && [ "$out" != "$want" ]; then
+				note "quick start: '$cmd' prints '$out', the README shows '$want'"
+			fi
+		fi
+		want='' cmd=${line#\$ }
+		cmd=${cmd//eth0/$host}
+		if [[ $cmd == *localhost* ]]; then
+			[ -n "${qs_url:-}" ] || qs_nginx_start || break
+			cmd=${cmd//http:\/\/localhost\//$qs_url/}
+		fi
+		# Never an interface but the test's own.
+		if [[ $cmd =~ ^freqctl\ (attach|detach) ]] && [[ $cmd != *" $host"* ]]; then
+			note "quick start: '$cmd' names an interface other than eth0; not run"
+			cmd=
+		fi
+	done
+	unset -f freqctl
+	report
+}
+
+if [ -n "$static" ]; then
+	:
+elif [ "$(id -u)" -ne 0 ]; then
+	skip_one "the README's quick start: attach and nginx need root"
+elif [ -n "$(fc_nginx_missing)" ]; then
+	skip_one "the README's quick start: $(fc_nginx_missing)"
+else
+	trap 'fc_nginx_stop; fc_finish' EXIT
+	fc_setup
+	check "the README's quick start runs on a veth and a real nginx, printing what it shows" check_quickstart_run
+	fc_nginx_stop
 fi

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # nginx's `return` ends a request in the rewrite phase, before PREACCESS, so
 # a location that only returns is never limited (as with limit_req); the
-# README's snippet, try_files to a named location that returns, is. Real
-# nginx; stopped by its pid on exit.
+# snippet of ngx_http_freqctl_module(8)'s NOTES, try_files to a named location
+# that returns, is. Real nginx; stopped by its pid on exit.
 . "$(dirname "$0")/lib.sh"
 fc_nginx_suite
 
