@@ -42,8 +42,9 @@ pc_libs   = $(shell $(PKG_CONFIG) --libs $(1) 2>/dev/null)
 LIBXDP    := $(shell $(PKG_CONFIG) --exists libxdp 2>/dev/null && echo libxdp)
 LIB_PKGS  := libbpf libelf zlib sqlite3 jansson $(LIBXDP)
 HTTP_PKGS := libmicrohttpd
-# Loaded on first use (loader/lib/fc_dl.h): their headers, not their libraries.
-DL_PKGS   := libpq $(HTTP_PKGS)
+# Loaded on first use (loader/lib/fc_dl.h): their headers, not their libraries;
+# hiredis for the agent's Redis client (loader/lib/redis), only with --redis.
+DL_PKGS   := libpq $(HTTP_PKGS) hiredis
 
 CFLAGS   ?= -O2 -g
 WARN     := -std=gnu11 -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wno-missing-field-initializers
@@ -63,7 +64,7 @@ BIN_LIBS  := -Wl,-Bstatic $(call pc_libs,$(BIN_STATIC_PKGS)) -Wl,-Bdynamic \
 TEST_LIBS := $(call pc_libs,cmocka)
 
 # Include paths, per layer.
-LIB_INC   := -Imaps -Iloader/lib -Iloader/lib/store -I$(B)
+LIB_INC   := -Imaps -Iloader/lib -Iloader/lib/store -Iloader/lib/redis -I$(B)
 HTTP_INC  := $(LIB_INC) -Iloader/http
 CMD_INC   := $(HTTP_INC) -Iloader/cmd -Iloader/agent
 L7_INC    := -Imaps -Ingx_bridge
@@ -72,7 +73,7 @@ TEST_INC  := $(CMD_INC) -Ingx_bridge -Itests/bpf
 BPF_CFLAGS := -O2 -g -target bpf -mcpu=v3 -Wall -Werror -Imaps -Ibpf \
 	      $(if $(MULTIARCH),-I/usr/include/$(MULTIARCH)) -MMD -MP
 
-LIB_SRCS    := $(wildcard loader/lib/*.c loader/lib/store/*.c)
+LIB_SRCS    := $(wildcard loader/lib/*.c loader/lib/store/*.c loader/lib/redis/*.c)
 HTTP_SRCS   := $(wildcard loader/http/*.c)
 FRONT_SRCS  := $(wildcard loader/cmd/*.c loader/agent/*.c)
 LIB_A       := $(B)/libfreqctl.a
