@@ -199,7 +199,7 @@ size_t fc_redis_escape(const void *s, size_t len, char *out, size_t outlen)
 
 void fc_redis_reply_describe(const struct fc_redis_reply *r, char *out, size_t outlen)
 {
-	char text[48];
+	char text[80];
 
 	switch (r->type) {
 	case FC_REDIS_NIL:
