@@ -92,7 +92,7 @@ NGX_SRCS    := $(wildcard ngx_bridge/*.c ngx_bridge/*.h) ngx_bridge/config $(wil
 # Man pages from their scdoc sources, and the bash completion.
 MAN_PAGES   := $(patsubst doc/%.scd,$(B)/man/%,$(wildcard doc/*.scd))
 COMPLETION  := tools/freqctl.bash-completion
-TOOLS       := $(B)/fc_bench $(B)/fc_l7_bench $(B)/fc_agent_bench
+TOOLS       := $(B)/fc_bench $(B)/fc_l7_bench $(B)/fc_agent_bench $(B)/fc_redis_probe
 
 # Fuzz targets (tests/fuzz/): clang's libFuzzer with ASan and UBSan, over
 # code built again with coverage for them, in $(B)/fuzz.
@@ -186,6 +186,10 @@ $(B)/tests/%: $(B)/tests/bpf/%.o $(B)/tests/bpf/fc_frames.o $(B)/tests/bpf/fc_te
 	$(CC) $(CFLAGS) $(LDFLAGS) $^ -o $@ $(LIB_LIBS) $(TEST_LIBS)
 
 $(B)/fc_bench: $(B)/tools/fc_bench.o $(B)/tests/bpf/fc_frames.o $(LIB_A)
+	$(CC) $(CFLAGS) $(LDFLAGS) $^ -o $@ $(LIB_LIBS)
+
+# The Redis client by hand (tests/integration/test_redis.sh drives it too).
+$(B)/fc_redis_probe: $(B)/tools/fc_redis_probe.o $(LIB_A)
 	$(CC) $(CFLAGS) $(LDFLAGS) $^ -o $@ $(LIB_LIBS)
 
 $(B)/fc_agent_bench $(B)/fc_l7_bench: $(B)/%: $(B)/tools/%.o $(B)/tools/fc_worker_map.o $(L7_OBJ) $(LIB_A)
