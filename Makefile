@@ -104,7 +104,7 @@ FUZZ_LIB     := $(B)/fuzz/libfreqctl.a
 FUZZ_COMMON  := $(B)/fuzz/tests/fuzz/fc_fuzz.o
 
 .PHONY: all test bench demo deps clean fuzz install uninstall deb programs
-all: $(B)/freqctl $(UNIT_TESTS) $(BPF_TESTS) $(TOOLS) $(NGX_MODULE) $(FUZZ)
+all: $(B)/freqctl $(UNIT_TESTS) $(BPF_TESTS) $(TOOLS) $(NGX_MODULE) $(FUZZ) $(B)/tests/fc_redis_it
 
 # BPF objects and their generated skeletons: the programs, and the empty
 # program the benchmark compares against.
@@ -175,6 +175,11 @@ $(B)/tests/test_escalate: $(B)/tests/unit/test_escalate.o $(B)/loader/agent/fc_e
 
 $(B)/tests/test_http: $(B)/tests/unit/test_http.o $(HTTP_A) $(LIB_A)
 	$(CC) $(CFLAGS) $(LDFLAGS) $^ -o $@ $(LIB_LIBS) $(TEST_LIBS)
+
+# The Redis client against real servers, which tests/integration/test_redis.sh
+# starts; its admin connection is hiredis's own client, linked.
+$(B)/tests/fc_redis_it: $(B)/tests/integration/fc_redis_it.o $(LIB_A)
+	$(CC) $(CFLAGS) $(LDFLAGS) $^ -o $@ $(LIB_LIBS) $(TEST_LIBS) $(call pc_libs,hiredis)
 
 $(B)/tests/test_store: TEST_LIBS += $(call pc_libs,libpq) -Wl,--wrap=fsync
 $(B)/tests/test_l7: TEST_LIBS += -Wl,--wrap=pread
