@@ -42,9 +42,11 @@ pc_libs   = $(shell $(PKG_CONFIG) --libs $(1) 2>/dev/null)
 LIBXDP    := $(shell $(PKG_CONFIG) --exists libxdp 2>/dev/null && echo libxdp)
 LIB_PKGS  := libbpf libelf zlib sqlite3 jansson $(LIBXDP)
 HTTP_PKGS := libmicrohttpd
-# Loaded on first use (loader/lib/fc_dl.h): their headers, not their libraries;
-# hiredis for the agent's Redis client (loader/lib/redis), only with --redis.
-DL_PKGS   := libpq $(HTTP_PKGS) hiredis
+# Loaded on first use (loader/lib/fc_dl.h): their headers, not their libraries.
+# hiredis (the agent's Redis client, loader/lib/redis) is too, but its headers
+# are included as <hiredis/...> without its flags: their -D_FILE_OFFSET_BITS=64
+# turns pread into pread64, past test_l7's --wrap=pread.
+DL_PKGS   := libpq $(HTTP_PKGS)
 
 CFLAGS   ?= -O2 -g
 WARN     := -std=gnu11 -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wno-missing-field-initializers
