@@ -42,7 +42,6 @@ redis_stop() {
 			sleep 0.1
 		done
 		grep -qa redis-server "/proc/$pid/cmdline" 2>/dev/null && kill -9 "$pid" 2>/dev/null
-		wait "$pid" 2>/dev/null
 	done
 }
 trap 'redis_stop; fc_finish' EXIT
@@ -75,11 +74,12 @@ redis_start() {
 	local port=$1 n
 	shift
 	mkdir -p "$rdir/$port"
-	# In the foreground, a child of this shell: its pid is known at once,
-	# and the shell reaps it.
+	# Not daemonized: its pid is known at once. Disowned: bash says nothing
+	# when fc_redis_it kills one.
 	redis-server --port "$port" --bind 127.0.0.1 --save '' --appendonly no --dir "$rdir/$port" \
 		--logfile "$rdir/$port/log" "$@" </dev/null >/dev/null 2>&1 &
 	echo $! >"$rdir/$port.pid"
+	disown
 	for n in $(seq 50); do
 		rcli -p "$port" ping 2>&1 | grep -qE 'PONG|NOAUTH' && return 0
 		sleep 0.1
