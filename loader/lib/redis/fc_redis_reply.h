@@ -46,7 +46,7 @@ struct fc_redis_reply {
 struct fc_redis_want {
 	unsigned types;
 	unsigned elem_types;
-	uint32_t min_n, max_n;    /* an array's elements */
+	uint32_t min_n, max_n;    /* an array's elements; max_n 0: FC_REDIS_ARRAY_MAX */
 	uint32_t max_len;         /* a string's bytes; 0: FC_REDIS_STR_MAX */
 	bool ranged;
 	long long imin, imax;     /* integers, when ranged */
