@@ -47,6 +47,9 @@ LIBXDP    := $(shell $(PKG_CONFIG) --exists libxdp 2>/dev/null && echo libxdp)
 LIB_PKGS  := libbpf libelf zlib sqlite3 jansson $(LIBXDP)
 HTTP_PKGS := libmicrohttpd
 # Loaded on first use (loader/lib/fc_dl.h): their headers, not their libraries.
+# hiredis (the agent's Redis client, loader/lib/redis) is too, but its headers
+# are included as <hiredis/...> without its flags: their -D_FILE_OFFSET_BITS=64
+# turns pread into pread64, past test_l7's --wrap=pread.
 DL_PKGS   := libpq $(HTTP_PKGS)
 
 CFLAGS   ?= -O2 -g
@@ -67,7 +70,7 @@ BIN_LIBS  := -Wl,-Bstatic $(call pc_libs,$(BIN_STATIC_PKGS)) -Wl,-Bdynamic \
 TEST_LIBS := $(call pc_libs,cmocka)
 
 # Include paths, per layer.
-LIB_INC   := -Imaps -Iloader/lib -Iloader/lib/store -I$(B)
+LIB_INC   := -Imaps -Iloader/lib -Iloader/lib/store -Iloader/lib/redis -I$(B)
 HTTP_INC  := $(LIB_INC) -Iloader/http
 CMD_INC   := $(HTTP_INC) -Iloader/cmd -Iloader/agent
 L7_INC    := -Imaps -Ingx_bridge
@@ -76,7 +79,7 @@ TEST_INC  := $(CMD_INC) -Ingx_bridge -Itests -Itests/bpf
 BPF_CFLAGS := -O2 -g -target bpf -mcpu=v3 -Wall -Werror -Imaps -Ibpf \
 	      $(if $(MULTIARCH),-I/usr/include/$(MULTIARCH)) -MMD -MP
 
-LIB_SRCS    := $(wildcard loader/lib/*.c loader/lib/store/*.c)
+LIB_SRCS    := $(wildcard loader/lib/*.c loader/lib/store/*.c loader/lib/redis/*.c)
 HTTP_SRCS   := $(wildcard loader/http/*.c)
 FRONT_SRCS  := $(wildcard loader/cmd/*.c loader/agent/*.c)
 LIB_A       := $(B)/libfreqctl.a
@@ -97,7 +100,7 @@ NGX_SRCS    := $(wildcard ngx_bridge/*.c ngx_bridge/*.h) ngx_bridge/config $(wil
 # Man pages from their scdoc sources, and the bash completion.
 MAN_PAGES   := $(patsubst doc/%.scd,$(B)/man/%,$(wildcard doc/*.scd))
 COMPLETION  := tools/freqctl.bash-completion
-TOOLS       := $(B)/fc_bench $(B)/fc_l7_bench $(B)/fc_agent_bench
+TOOLS       := $(B)/fc_bench $(B)/fc_l7_bench $(B)/fc_agent_bench $(B)/fc_redis_probe
 
 # Fuzz targets (tests/fuzz/): clang's libFuzzer with ASan and UBSan, over
 # code built again with coverage for them, in $(B)/fuzz.
@@ -109,7 +112,7 @@ FUZZ_LIB     := $(B)/fuzz/libfreqctl.a
 FUZZ_COMMON  := $(B)/fuzz/tests/fuzz/fc_fuzz.o
 
 .PHONY: all test check bench demo deps clean fuzz install uninstall deb programs
-all: $(B)/freqctl $(UNIT_TESTS) $(BPF_TESTS) $(TOOLS) $(NGX_MODULE) $(FUZZ)
+all: $(B)/freqctl $(UNIT_TESTS) $(BPF_TESTS) $(TOOLS) $(NGX_MODULE) $(FUZZ) $(B)/tests/fc_redis_it
 
 # BPF objects and their generated skeletons: the programs, and the empty
 # program the benchmark compares against.
@@ -181,6 +184,11 @@ $(B)/tests/test_escalate: $(B)/tests/unit/test_escalate.o $(B)/loader/agent/fc_e
 $(B)/tests/test_http: $(B)/tests/unit/test_http.o $(HTTP_A) $(LIB_A)
 	$(CC) $(CFLAGS) $(LDFLAGS) $^ -o $@ $(LIB_LIBS) $(TEST_LIBS)
 
+# The Redis client against real servers, which tests/integration/test_redis.sh
+# starts; its admin connection is hiredis's own client, linked.
+$(B)/tests/fc_redis_it: $(B)/tests/integration/fc_redis_it.o $(LIB_A)
+	$(CC) $(CFLAGS) $(LDFLAGS) $^ -o $@ $(LIB_LIBS) $(TEST_LIBS) $(call pc_libs,hiredis)
+
 $(B)/tests/test_store: TEST_LIBS += $(call pc_libs,libpq) -Wl,--wrap=fsync
 $(B)/tests/test_l7_keys: TEST_LIBS += -Wl,--wrap=pread
 
@@ -191,6 +199,10 @@ $(B)/tests/%: $(B)/tests/bpf/%.o $(B)/tests/bpf/fc_frames.o $(B)/tests/bpf/fc_te
 	$(CC) $(CFLAGS) $(LDFLAGS) $^ -o $@ $(LIB_LIBS) $(TEST_LIBS)
 
 $(B)/fc_bench: $(B)/tools/fc_bench.o $(B)/tests/bpf/fc_frames.o $(LIB_A)
+	$(CC) $(CFLAGS) $(LDFLAGS) $^ -o $@ $(LIB_LIBS)
+
+# The Redis client by hand (tests/integration/test_redis.sh drives it too).
+$(B)/fc_redis_probe: $(B)/tools/fc_redis_probe.o $(LIB_A)
 	$(CC) $(CFLAGS) $(LDFLAGS) $^ -o $@ $(LIB_LIBS)
 
 $(B)/fc_agent_bench $(B)/fc_l7_bench: $(B)/%: $(B)/tools/%.o $(B)/tools/fc_worker_map.o $(L7_OBJ) $(LIB_A)

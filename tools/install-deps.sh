@@ -27,6 +27,7 @@ pkgs=(
 	libsqlite3-dev libpq-dev libjansson-dev libcmocka-dev libmicrohttpd-dev
 	sqlite3 postgresql postgresql-client
 	iproute2 iputils-ping jq xdp-tools netcat-openbsd
+	libhiredis-dev redis-server redis-tools
 	nginx nginx-dev curl
 	debhelper dpkg-dev lintian man-db strace
 	scdoc bash-completion

@@ -11,6 +11,7 @@
 #include "fc_cli.h"
 #include "fc_error.h"
 #include "fc_kern.h"
+#include "fc_redis_conf.h"
 #include "fc_shm_write.h"
 #include "fc_store.h"
 #include "fc_version.h"
@@ -26,7 +27,7 @@ static const struct fc_cmd *const fc_cmds[] = {
 #define FC_NCMDS (sizeof(fc_cmds) / sizeof(fc_cmds[0]))
 
 struct fc_global_opt {
-	const char *db, *pin_dir, *shm, *shm_group, *node;
+	const char *db, *pin_dir, *shm, *shm_group, *node, *redis, *redis_password_file, *redis_prefix;
 	uint32_t shm_keys;
 	bool verbose, version, help;
 };
@@ -42,6 +43,32 @@ static int fc_shm_keys_parse(const char *text, void *dest, struct fc_err *err)
 	while (p < n)
 		p *= 2;
 	*(uint32_t *)dest = (uint32_t)p;
+	return 0;
+}
+
+/* --redis and --redis-prefix are checked here, so that a typo is a usage
+ * error at once; what they say is parsed again where Redis is used. */
+static int fc_redis_urls_check(const char *text, void *dest, struct fc_err *err)
+{
+	struct fc_redis_conf c;
+	int rc;
+
+	fc_redis_conf_init(&c);
+	rc = fc_redis_conf_urls(&c, text, err);
+	fc_redis_conf_wipe(&c);
+	if (rc == 0)
+		*(const char **)dest = text;
+	return rc;
+}
+
+static int fc_redis_prefix_check(const char *text, void *dest, struct fc_err *err)
+{
+	struct fc_redis_conf c;
+
+	fc_redis_conf_init(&c);
+	if (fc_redis_conf_prefix(&c, text, err) < 0)
+		return -1;
+	*(const char **)dest = text;
 	return 0;
 }
 
@@ -62,6 +89,14 @@ const struct fc_opt fc_global_opts[] = {
 			  "1048576 for a new table; another size remakes it: keys and counters start afresh)"),
 	FC_GLOBAL("node", 0, FC_OPT_STR, node, .arg = "NAME",
 		  .help = "this machine in the nodes table (default: host name)"),
+	FC_GLOBAL("redis", 0, FC_OPT_PARSE, redis, .parse = fc_redis_urls_check, .arg = "URL[,URL...]",
+		  .help = "Redis for fleet policies, redis://[user:password@]host[:port]: a standalone server, or "
+			  "nodes of a Cluster (only the agent connects)"),
+	FC_GLOBAL("redis-password-file", 0, FC_OPT_STR, redis_password_file, .arg = "PATH",
+		  .help = "Redis's password, from a file of mode 0600 (instead of the URL)"),
+	FC_GLOBAL("redis-prefix", 0, FC_OPT_PARSE, redis_prefix, .parse = fc_redis_prefix_check, .arg = "PREFIX",
+		  .help = "the prefix of freqctl's keys in Redis, one per fleet sharing it (default "
+			  FC_REDIS_PREFIX_DEFAULT ")"),
 	FC_GLOBAL("verbose", 'v', FC_OPT_FLAG, verbose, .help = "explain more, including libbpf's log"),
 	FC_GLOBAL("version", 0, FC_OPT_FLAG, version, .help = "print the version and exit"),
 	FC_GLOBAL("help", 'h', FC_OPT_FLAG, help, .help = "show this help and exit"),
@@ -81,6 +116,9 @@ static const struct {
 	{ "FREQCTL_SHM_GROUP", "shm-group" },
 	{ "FREQCTL_SHM_KEYS", "shm-keys" },
 	{ "FREQCTL_NODE", "node" },
+	{ "FREQCTL_REDIS", "redis" },
+	{ "FREQCTL_REDIS_PASSWORD_FILE", "redis-password-file" },
+	{ "FREQCTL_REDIS_PREFIX", "redis-prefix" },
 };
 
 /* The commands, one line each, or those of group ("ban" for ban add, ban
@@ -118,8 +156,9 @@ static void fc_main_usage(FILE *f)
 	fputs("\nGlobal options:\n", f);
 	for (o = fc_global_opts; o->name; o++)
 		fc_opt_print(o, f);
-	fputs("\nEnvironment: FREQCTL_DB, FREQCTL_PIN_DIR, FREQCTL_SHM, FREQCTL_SHM_GROUP, FREQCTL_SHM_KEYS and\n"
-	      "FREQCTL_NODE set the global options of the same names; an option given wins.\n", f);
+	fputs("\nEnvironment: FREQCTL_DB, FREQCTL_PIN_DIR, FREQCTL_SHM, FREQCTL_SHM_GROUP, FREQCTL_SHM_KEYS,\n"
+	      "FREQCTL_NODE, FREQCTL_REDIS, FREQCTL_REDIS_PASSWORD_FILE and FREQCTL_REDIS_PREFIX set the\n"
+	      "global options of the same names; an option given wins.\n", f);
 	fputs("\nExit status: 0 done, 1 runtime error, 2 usage error.\n"
 	      "Run 'freqctl COMMAND --help' for a command's options.\n",
 	      f);
@@ -221,7 +260,8 @@ int main(int argc, char **argv)
 	if (!*g.db || !*g.pin_dir || !*g.shm || !*g.node)
 		fc_main_usage_error("--db, --pin-dir and --shm need a non-empty path");
 	ctx = (struct fc_ctx){ .db_path = g.db, .pin_dir = g.pin_dir, .shm_path = g.shm, .shm_group = g.shm_group,
-			       .shm_keys = g.shm_keys, .node = g.node };
+			       .shm_keys = g.shm_keys, .node = g.node, .redis = g.redis,
+			       .redis_password_file = g.redis_password_file, .redis_prefix = g.redis_prefix };
 	argc -= optind;
 	argv += optind;
 	if (!strcmp(argv[0], "help")) {

@@ -19,6 +19,10 @@ struct fc_ctx {
 	const char *shm_group; /* NULL: the default, if it exists */
 	const char *node;      /* this machine's name in the nodes table */
 	uint32_t shm_keys;     /* --shm-keys: the key table's entries; 0: keep what there is */
+	/* Redis for fleet policies, as given (loader/lib/redis/fc_redis_conf.h
+	 * parses them; the URLs and the prefix are checked already): NULL when
+	 * not given. */
+	const char *redis, *redis_password_file, *redis_prefix;
 	bool store_must_exist; /* the agent: a vanished store is an outage, not an empty one */
 	/* A store connection the caller keeps (the console, top), used by
 	 * publishes and stats; NULL: each opens its own. */

@@ -263,6 +263,17 @@ static const struct {
 	{ { "ban", "list", "--pin-dir" },
 	  "freqctl ban list: --pin-dir is a global option: freqctl --pin-dir DIR ban list\n"
 	  "Try 'freqctl ban list --help'.\n" },
+	/* Redis's URLs and prefix, checked before any command runs; no password printed. */
+	{ { "--redis", "redis://h:99999", "status" },
+	  "freqctl: --redis: \"redis://h:99999\": port must be 1-65535\nTry 'freqctl --help'.\n" },
+	{ { "--redis", "redis://fleet:s3cret@h/1", "status" },
+	  "freqctl: --redis: \"redis://fleet:***@h/1\": a database number is not supported (a Redis Cluster has only "
+	  "database 0); expected redis://[user:password@]host[:port]\nTry 'freqctl --help'.\n" },
+	{ { "--redis-prefix", "fleet{a}", "status" },
+	  "freqctl: --redis-prefix: \"fleet{a}\": expected 1 to 64 printable characters, no space, { or }\n"
+	  "Try 'freqctl --help'.\n" },
+	{ { "agent", "--redis", "redis://h" },
+	  "freqctl agent: --redis is a global option: freqctl --redis redis://h agent\nTry 'freqctl agent --help'.\n" },
 	{ { "stats", "-v" }, "freqctl stats: --verbose is a global option: freqctl --verbose stats\n"
 			       "Try 'freqctl stats --help'.\n" },
 	{ { "policy", "add", "7", "--match", "ip=*", "--rate", "10/s:5", "--burst", "5" },
@@ -288,6 +299,12 @@ static void test_usage_errors(void **state)
 		assert_string_equal(r.err, fc_usage_errors[i].err);
 		assert_string_equal(r.out, "");
 	}
+	/* From the environment, checked the same way. */
+	setenv("FREQCTL_REDIS", "redis://:pw@h:0", 1);
+	fc_cli(&r, "status", NULL);
+	unsetenv("FREQCTL_REDIS");
+	assert_int_equal(r.status, 2);
+	assert_string_equal(r.err, "freqctl: FREQCTL_REDIS: \"redis://:***@h:0\": port must be 1-65535\nTry 'freqctl --help'.\n");
 }
 
 /* Runtime errors exit 1 and name what failed; nothing is written. */
