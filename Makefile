@@ -13,11 +13,12 @@
 #                   (PREFIX=/usr/local, DESTDIR; make uninstall removes them)
 #   make deb        the Debian packages freqctl and libnginx-mod-http-freqctl, in build/deb
 #
-# The loader is layered, and the include paths enforce it: loader/lib (and
-# lib/store) is a static library that knows no front end; loader/cmd (the
-# CLI), loader/agent and loader/http are front ends over it. A library object
-# is compiled with the library's headers only, so an include from it up into
-# a command does not build.
+# The loader is layered, and the include paths enforce it: loader/lib (with
+# lib/store, the policy store, and lib/publish, what writes the store to the
+# BPF maps and nginx's shm) is a static library that knows no front end;
+# loader/cmd (the CLI), loader/agent and loader/http are front ends over it.
+# A library object is compiled with the library's headers only, so an include
+# from it up into a command does not build.
 
 .DELETE_ON_ERROR:
 .SUFFIXES:
@@ -63,7 +64,7 @@ BIN_LIBS  := -Wl,-Bstatic $(call pc_libs,$(BIN_STATIC_PKGS)) -Wl,-Bdynamic \
 TEST_LIBS := $(call pc_libs,cmocka)
 
 # Include paths, per layer.
-LIB_INC   := -Imaps -Iloader/lib -Iloader/lib/store -I$(B)
+LIB_INC   := -Imaps -Iloader/lib -Iloader/lib/store -Iloader/lib/publish -I$(B)
 HTTP_INC  := $(LIB_INC) -Iloader/http
 CMD_INC   := $(HTTP_INC) -Iloader/cmd -Iloader/agent
 L7_INC    := -Imaps -Ingx_bridge
@@ -72,7 +73,7 @@ TEST_INC  := $(CMD_INC) -Ingx_bridge -Itests/bpf
 BPF_CFLAGS := -O2 -g -target bpf -mcpu=v3 -Wall -Werror -Imaps -Ibpf \
 	      $(if $(MULTIARCH),-I/usr/include/$(MULTIARCH)) -MMD -MP
 
-LIB_SRCS    := $(wildcard loader/lib/*.c loader/lib/store/*.c)
+LIB_SRCS    := $(wildcard loader/lib/*.c loader/lib/store/*.c loader/lib/publish/*.c)
 HTTP_SRCS   := $(wildcard loader/http/*.c)
 FRONT_SRCS  := $(wildcard loader/cmd/*.c loader/agent/*.c)
 LIB_A       := $(B)/libfreqctl.a
