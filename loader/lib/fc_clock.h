@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * The packet path's coarse clock in its jiffies form: what to publish as
- * fc_config.jiffies_utc_ns so that it gives the same UTC as the coarse
- * monotonic clock plus utc_offset_ns.
+ * The clock the packet path reads, as a publish writes it into fc_config:
+ * UTC as the monotonic clock plus utc_offset_ns, and the coarse clock in its
+ * jiffies form (jiffies_utc_ns) giving the same UTC; expiries in that clock.
  */
 #ifndef FC_CLOCK_H
 #define FC_CLOCK_H
@@ -10,6 +10,15 @@
 #include <stdint.h>
 
 #include "fc_maps.h"
+
+/* A ban's kernel expiry (UTC ns) for a store expiry (unix seconds; 0 = never). */
+uint64_t fc_expiry_ns(int64_t expires);
+/* UTC - CLOCK_MONOTONIC in ns, whole ms: the packet path adds it to the
+ * monotonic clock it reads. */
+uint64_t fc_utc_offset_ns(void);
+/* The clock's constants in cfg (utc_offset_ns, jiffies_utc_ns) as of now,
+ * over old's, what the maps held: kept while the offset holds. */
+void fc_clock_refresh(struct fc_config *cfg, const struct fc_config *old);
 
 /* The running kernel's tick length (TICK_NSEC): the coarse clock's
  * resolution; 0 if it can not be read. What a loader sets as the programs'

@@ -11,8 +11,9 @@
 #include <sys/random.h>
 #include <sys/stat.h>
 
+#include "fc_clock.h"
+#include "fc_cmp.h"
 #include "fc_shm_write.h"
-#include "fc_sync.h"
 
 int fc_shm_state_path(const char *path, char out[PATH_MAX], struct fc_err *err)
 {

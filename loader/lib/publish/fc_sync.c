@@ -13,7 +13,7 @@
 #include <bpf/libbpf.h>
 
 #include "fc_clock.h"
-#include "fc_duration.h"
+#include "fc_cmp.h"
 #include "fc_sync.h"
 
 /* ENOTSUPP: the kernel's "this map type has no batch operation". */
@@ -67,57 +67,6 @@ struct fc_top4_sync {
 static pthread_mutex_t fc_sync_lock = PTHREAD_MUTEX_INITIALIZER;
 static uint8_t fc_batch_keys[FC_BATCH * sizeof(struct fc_pfx6_key)];
 static struct fc_rule fc_batch_vals[FC_BATCH];
-
-uint64_t fc_expiry_ns(int64_t expires)
-{
-	/* Saturated: a stored time past FC_TIME_MAX can not wrap into the past. */
-	if (expires > FC_TIME_MAX)
-		expires = FC_TIME_MAX;
-	return expires > 0 ? (uint64_t)expires * FC_NS_PER_SEC : 0;
-}
-
-/* What the offset to UTC is rounded down to. */
-#define FC_OFFSET_UNIT_NS 1000000
-
-uint64_t fc_utc_offset_ns(void)
-{
-	struct timespec rt, mono;
-	uint64_t d;
-
-	/* UTC first: a delay between the reads (a preemption) then puts the
-	 * packet path's clock behind UTC, where it only ever delays, rather
-	 * than ahead, where a TTL would end early. */
-	clock_gettime(CLOCK_REALTIME, &rt);
-	clock_gettime(CLOCK_MONOTONIC, &mono);
-	d = ((uint64_t)rt.tv_sec - (uint64_t)mono.tv_sec) * FC_NS_PER_SEC + (uint64_t)rt.tv_nsec - (uint64_t)mono.tv_nsec;
-	/* Whole milliseconds: two syncs compute the same offset, so a sync that
-	 * changes nothing else writes nothing. Rounded down, as the reads are
-	 * ordered: to the nearest, it could put the clock ahead by half a ms. */
-	return d / FC_OFFSET_UNIT_NS * FC_OFFSET_UNIT_NS;
-}
-
-/* The clock's constants in cfg as of now, over old's (what the maps held).
- * The last publish's constants hold while the offset does (fc_clock.c):
- * the probe's load is most of what measuring the jiffies one costs a
- * command. "Holds" has a millisecond of slack upwards: a read delayed
- * across a millisecond boundary (a preemption between the two clock reads;
- * an offset just past a boundary) would otherwise flip the offset by one
- * and back from publish to publish, each flip a measurement. The old one is
- * kept only while it is not above the offset read now, itself never above
- * the true one: the clock stays behind UTC, by under 2 ms more than the
- * ticks' lag. */
-static void fc_clock_refresh(struct fc_config *cfg, const struct fc_config *old)
-{
-	uint64_t off = fc_utc_offset_ns();
-
-	if (old->jiffies_utc_ns && old->utc_offset_ns <= off && off - old->utc_offset_ns <= FC_OFFSET_UNIT_NS) {
-		cfg->utc_offset_ns = old->utc_offset_ns;
-		cfg->jiffies_utc_ns = old->jiffies_utc_ns;
-		return;
-	}
-	cfg->utc_offset_ns = off;
-	cfg->jiffies_utc_ns = fc_jiffies_utc_ns(off);
-}
 
 /* Sorts k; an empty one may have no array, which qsort_r may not be given. */
 static void fc_kvs_sort(struct fc_kvs *k, int (*cmp)(const void *, const void *, void *), void *arg)
@@ -689,13 +638,6 @@ struct fc_gone24 {
 	uint32_t *v;
 	size_t n, cap;
 };
-
-int fc_u32_cmp(const void *a, const void *b)
-{
-	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
-
-	return (x > y) - (x < y);
-}
 
 static int fc_gone24_push(struct fc_gone24 *g, const uint8_t *a, struct fc_err *err)
 {

@@ -46,13 +46,4 @@ int fc_sync_delta(struct fc_store *st, const struct fc_maps *m, const struct fc_
  * Sets the clock's offset to UTC afresh (fc_utc_offset_ns). */
 int fc_sync_mark(const struct fc_maps *m, uint64_t store_id, uint64_t seq, struct fc_err *err);
 
-/* A ban's kernel expiry (UTC ns) for a store expiry (unix seconds; 0 = never). */
-uint64_t fc_expiry_ns(int64_t expires);
-/* UTC - CLOCK_MONOTONIC in ns, whole ms: the packet path adds it to the
- * monotonic clock it reads. */
-uint64_t fc_utc_offset_ns(void);
-
-/* qsort/bsearch order of uint32_t ids. */
-int fc_u32_cmp(const void *a, const void *b);
-
 #endif /* FC_SYNC_H */
