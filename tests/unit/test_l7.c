@@ -156,6 +156,21 @@ static void fc_policy(struct fc_t *t, uint32_t id, const char *match, const char
 	fc_policy_put(t, &p, match, rates);
 }
 
+/* Publishes t's store whole to its shm, as a node alone at time 1; keys:
+ * the key table's size (0: keep it). No cmocka assertion: a forked writer
+ * runs it. */
+static int fc_shm_full(struct fc_t *t, uint32_t keys, struct fc_shm_result *res, struct fc_err *err)
+{
+	struct fc_node_ctx node = fc_node_here(1);
+	struct fc_source src;
+	int rc;
+
+	fc_source_init(&src, t->st, 1, &node);
+	rc = fc_shm_publish(t->shm, NULL, keys, &src, res, err);
+	fc_source_free(&src);
+	return rc;
+}
+
 /* Publishes the store and maps both files (the config file read-write
  * here, so the tests can corrupt it). */
 static void fc_publish(struct fc_t *t)
@@ -164,7 +179,7 @@ static void fc_publish(struct fc_t *t)
 	struct fc_err err;
 
 	fc_unmap(t);
-	if (fc_shm_publish(t->shm, NULL, t->keys, t->st, 1, 1, &res, &err) < 0)
+	if (fc_shm_full(t, t->keys, &res, &err) < 0)
 		fail_msg("%s", err.msg);
 	fc_map(t->shm, &t->base, &t->size);
 	fc_map(t->state_path, &t->state, &t->state_size);
@@ -348,7 +363,7 @@ static void test_ban_table(void **state)
 	{
 		struct fc_shm_result r;
 
-		assert_int_equal(fc_shm_publish(t->shm, NULL, 0, t->st, 1, 1, &r, &err), 0);
+		assert_int_equal(fc_shm_full(t, 0, &r, &err), 0);
 		assert_false(r.published); /* no new block: workers keep their index */
 	}
 	assert_int_equal(((const struct fc_shm_header *)t->base)->seq, seq);
@@ -367,7 +382,7 @@ static void test_ban_table(void **state)
 	{
 		struct fc_shm_result r;
 
-		assert_int_equal(fc_shm_publish(t->shm, NULL, 0, t->st, 1, 1, &r, &err), 0);
+		assert_int_equal(fc_shm_full(t, 0, &r, &err), 0);
 	}
 	assert_int_equal(fc_decide(t, "ip=2001:db8::7", T0, NULL), FC_L7_BANNED);
 	assert_int_equal(fc_decide(t, "ip=2001:db8::8", T0, NULL), FC_L7_PASS);
@@ -476,8 +491,10 @@ static void test_allow_without_bans(void **state)
  * forked writer runs it. */
 static int fc_publish_shm(struct fc_t *t, struct fc_err *err)
 {
+	struct fc_node_ctx node = fc_node_here(1);
 	struct fc_store_log log;
 	struct fc_shm_result res;
+	struct fc_source src;
 	struct fc_delta d;
 	uint64_t id, seq;
 	int rc = 1;
@@ -488,12 +505,14 @@ static int fc_publish_shm(struct fc_t *t, struct fc_err *err)
 	if (id == log.id && seq) {
 		if (fc_store_delta(t->st, seq, log.head, 1, "test", &d, err) < 0)
 			return -1;
-		rc = fc_shm_publish_delta(t->shm, NULL, t->keys, t->st, &d, 1, 1, log.id, seq, &res, err);
+		fc_source_init(&src, t->st, 1, &node);
+		rc = fc_shm_publish_delta(t->shm, NULL, t->keys, &src, &d, log.id, seq, &res, err);
+		fc_source_free(&src);
 		fc_delta_free(&d);
 		if (rc < 0)
 			return -1;
 	}
-	if ((rc && fc_shm_publish(t->shm, NULL, t->keys, t->st, 1, 1, &res, err) < 0) ||
+	if ((rc && fc_shm_full(t, t->keys, &res, err) < 0) ||
 	    fc_shm_mark(t->shm, log.id, log.head, err) < 0)
 		return -1;
 	return rc == 0;
@@ -720,7 +739,7 @@ static void test_republish(void **state)
 	assert_int_equal(fc_build(t, t->base, t->size), 0);
 	assert_int_equal(fc_passes(t, "uid=u2", T0, 5), 4);
 	seq = t->ix.seq;
-	assert_int_equal(fc_shm_publish(t->shm, NULL, 0, t->st, 1, 1, &res, &err), 0);
+	assert_int_equal(fc_shm_full(t, 0, &res, &err), 0);
 	assert_false(res.published);
 	assert_int_equal(res.seq, seq);
 }

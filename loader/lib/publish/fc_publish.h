@@ -29,7 +29,7 @@ struct fc_publish {
 	int64_t next_expiry; /* unix time the next ban expires or set lapses, 0: none */
 	bool full;     /* publish everything (freqctl sync), not only what changed */
 	bool delta;    /* only what changed was published (to the maps, the shm or both) */
-	double weight; /* this node's share of the policies' rates */
+	struct fc_node_ctx node; /* whose share of the policies' limits, read from the store */
 	struct fc_sync_result res;
 	struct fc_shm_result shm;
 	size_t bad_policies; /* rows not valid as written: reported, not published */
