@@ -1788,8 +1788,9 @@ static void fc_result_conc(const struct fc_l7_policy *p, struct fc_l7_result *re
 }
 
 /* The refusal by p (r: by its rates or its cap), in the result. */
-static void fc_result_refused(const struct fc_l7_policy *p, enum fc_admit r, const __u64 *st, const struct fc_shm_key *k,
-			      __u64 now, const struct fc_l7_req *rq, struct fc_l7_result *res)
+static void fc_result_refused(const struct fc_l7_policy *p, enum fc_admit r, const __u64 *st,
+			      const struct fc_shm_key *k, __u64 now, const struct fc_l7_req *rq,
+			      struct fc_l7_result *res)
 {
 	res->verdict = FC_L7_REJECTED;
 	if (r == FC_DENY_CONC)
@@ -1841,7 +1842,7 @@ static unsigned fc_overrides(const struct fc_l7_index *ix, const uint32_t *m, si
 
 /* The allow list, then the ban list: true if one decides (res says which). */
 FC_HOT bool fc_decide_listed(const struct fc_l7_index *ix, const struct fc_l7_req *rq, uint64_t now,
-			    struct fc_l7_result *res)
+			     struct fc_l7_result *res)
 {
 	bool uid;
 
@@ -1897,7 +1898,7 @@ void fc_l7_decide(const struct fc_l7_index *ix, const struct fc_l7_req *rq, uint
 	uint32_t gen;
 	/* A passed request's key is its first per-key policy's, even when that
 	 * key's text is empty or not asked for (res->key_len 0). */
-	bool keyed = false;
+	bool keyed = false, delayed;
 
 	memset(res, 0, sizeof(*res));
 	if (fc_decide_listed(ix, rq, now, res) || !ix->npolicies)
@@ -1961,8 +1962,8 @@ void fc_l7_decide(const struct fc_l7_index *ix, const struct fc_l7_req *rq, uint
 		    __atomic_load_n(&s->owner, __ATOMIC_ACQUIRE) != FC_SHM_OWNER(p->id, p->epoch))
 			continue;
 		if (p->action != FC_ACTION_LOG) {
-			fc_count_passed(p->action == FC_ACTION_DELAY && longest && i == longest_at ? &s->delayed : &s->passed,
-					k[i]);
+			delayed = p->action == FC_ACTION_DELAY && longest && i == longest_at;
+			fc_count_passed(delayed ? &s->delayed : &s->passed, k[i]);
 			if (p->keyed && !keyed) {
 				keyed = true;
 				fc_result_key(p, k[i], rq, res);

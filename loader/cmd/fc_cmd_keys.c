@@ -60,8 +60,8 @@ static int fc_keys_run(const struct fc_ctx *ctx, const struct fc_cmd *cmd, int a
 	fc_cmd_parse(cmd, argc, argv, &opt, NULL);
 	if (fc_policy_id_parse(argv[optind], &id, &err) < 0)
 		fc_usage_error(cmd, "%s", err.msg);
-	if (fc_store_open_ex(ctx->db_path, false, &st, &err) < 0 || fc_store_policy_get(st, id, &row, &found, &err) < 0 ||
-	    fc_node_read(st, ctx->node, &node, &err) < 0)
+	if (fc_store_open_ex(ctx->db_path, false, &st, &err) < 0 ||
+	    fc_store_policy_get(st, id, &row, &found, &err) < 0 || fc_node_read(st, ctx->node, &node, &err) < 0)
 		goto fail;
 	fc_store_close(st);
 	st = NULL;

@@ -59,8 +59,9 @@ static int fc_stats_print(const struct fc_stats_all *a, enum fc_stats_format fmt
 			}
 			if (o && p->concurrency)
 				json_object_set_new(o, "concurrency",
-						    json_pack("{s:I, s:I, s:I}", "limit", (json_int_t)ps[i].enforced.concurrency,
-							      "inflight", fc_json_count(ps[i].inflight), "denied",
+						    json_pack("{s:I, s:I, s:I}", "limit",
+							      (json_int_t)ps[i].enforced.concurrency, "inflight",
+							      fc_json_count(ps[i].inflight), "denied",
 							      fc_json_count(ps[i].conc_denied)));
 			json_array_append_new(pols, o);
 		}

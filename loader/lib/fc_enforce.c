@@ -44,7 +44,8 @@ static void fc_tier_compile(const struct fc_policy_spec *p, int i, uint64_t n, u
 /* ip=*'s new buckets a second, shared among the CPUs (each CPU caps its own). */
 static void fc_new_src_tier(const struct fc_policy_spec *p, int ncpus, struct fc_tier *t)
 {
-	uint64_t per_cpu = (p->new_sources ? p->new_sources : FC_NEW_SOURCES_DEFAULT) / (uint64_t)(ncpus > 0 ? ncpus : 1);
+	uint64_t per_cpu =
+		(p->new_sources ? p->new_sources : FC_NEW_SOURCES_DEFAULT) / (uint64_t)(ncpus > 0 ? ncpus : 1);
 
 	if (!per_cpu)
 		per_cpu = 1;
@@ -85,7 +86,8 @@ struct fc_node_ctx fc_node_here(double weight)
 {
 	uint64_t tick = fc_clock_tick_ns();
 
-	return (struct fc_node_ctx){ .weight = weight, .ncpus = libbpf_num_possible_cpus(),
+	return (struct fc_node_ctx){ .weight = weight,
+				     .ncpus = libbpf_num_possible_cpus(),
 				     .tick_ns = tick ? tick : FC_TICK_COARSEST };
 }
 

@@ -26,9 +26,9 @@ struct fc_node_ctx {
 
 /* A policy as this node enforces it: what the BPF maps and nginx's item hold. */
 struct fc_enforced {
-	struct fc_policy k;      /* its tiers, flags and warm-up, as the kernel's policy slot holds them */
-	uint32_t concurrency;    /* nginx: requests in flight at most (per key, keyed); 0: no cap */
-	struct fc_tier new_src;  /* ip=*: new sources a second, per CPU (zero for other policies) */
+	struct fc_policy k;     /* its tiers, flags and warm-up, as the kernel's policy slot holds them */
+	uint32_t concurrency;   /* nginx: requests in flight at most (per key, keyed); 0: no cap */
+	struct fc_tier new_src; /* ip=*: new sources a second, per CPU (zero for other policies) */
 };
 
 /* Row's policy on node: each N (and an explicit burst) and the concurrency

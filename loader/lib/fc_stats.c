@@ -212,7 +212,8 @@ int fc_stats_gather(const struct fc_ctx *ctx, struct fc_stats_all *a, struct fc_
 			fc_store_open_ex(ctx->db_path, !ctx->store_must_exist, &st, err) < 0)
 		goto out;
 	if (fc_node_read(st, ctx->node, &a->node, err) < 0 || fc_store_policy_list(st, &a->rows, &a->n, err) < 0 ||
-	    fc_store_ban_count(st, (int64_t)time(NULL), &a->bans, err) < 0 || fc_sources_gather(st, &m, maps == 0, a, err) < 0)
+	    fc_store_ban_count(st, (int64_t)time(NULL), &a->bans, err) < 0 ||
+	    fc_sources_gather(st, &m, maps == 0, a, err) < 0)
 		goto out;
 	a->ps = calloc(a->n ? a->n : 1, sizeof(*a->ps));
 	if (!a->ps) {
@@ -301,8 +302,8 @@ double fc_bucket_use(const struct fc_policy *pol, const __u64 *state, uint64_t n
 	return use > 1 ? 1 : use;
 }
 
-void fc_key_view(const struct fc_policy_row *row, const struct fc_enforced *e, const struct fc_shm_key *k,
-		 uint64_t now, struct fc_key_view *v)
+void fc_key_view(const struct fc_policy_row *row, const struct fc_enforced *e, const struct fc_shm_key *k, uint64_t now,
+		 struct fc_key_view *v)
 {
 	uint64_t queue = row->spec.action == FC_ACTION_DELAY ? row->spec.delay_burst : 0,
 		 idle = k->idle_ns & ~FC_SHM_KEY_HELD;

@@ -90,8 +90,8 @@ struct fc_key_view {
 	uint64_t inflight;
 };
 
-void fc_key_view(const struct fc_policy_row *row, const struct fc_enforced *e, const struct fc_shm_key *k,
-		 uint64_t now, struct fc_key_view *v);
+void fc_key_view(const struct fc_policy_row *row, const struct fc_enforced *e, const struct fc_shm_key *k, uint64_t now,
+		 struct fc_key_view *v);
 
 /* The keys of a's per-key policies using the most of their fullest tier at
  * now (UTC ns), at most max, most first; *n how many. None without a shm. */

@@ -27,8 +27,12 @@
 static struct fc_policy fc_compile_warm(const char *rates, uint64_t burst, enum fc_algo algo, enum fc_count count,
 					int64_t warmup)
 {
-	struct fc_policy_row row = { .spec = { .id = 1, .burst = burst, .algo = algo, .count = count,
-					       .kind = FC_MATCH_STAR, .warmup = warmup },
+	struct fc_policy_row row = { .spec = { .id = 1,
+					       .burst = burst,
+					       .algo = algo,
+					       .count = count,
+					       .kind = FC_MATCH_STAR,
+					       .warmup = warmup },
 				     .epoch = 1 };
 	struct fc_node_ctx node = fc_node_here(1);
 	struct fc_enforced e;

@@ -358,7 +358,7 @@ static void test_scale(void **state)
 	assert_int_equal(k.tier[0].limit, 2);
 	assert_int_equal(k.tier[0].unit_ns, 1000000000);
 	assert_int_equal(k.tier[0].tolerance_ns, 1000000000); /* --burst 8: 2 of 2 per second */
-	assert_int_equal(k.tier[1].limit, 1);                  /* at least one per period */
+	assert_int_equal(k.tier[1].limit, 1);                 /* at least one per period */
 	assert_int_equal(k.tier[1].tolerance_ns, 86400000000000ULL);
 	assert_int_equal(k.tier[2].limit, 250);
 	assert_int_equal(k.tier[2].tolerance_ns, 1440000000000ULL); /* its :400 as 100 */

@@ -672,8 +672,8 @@ out:
 	return rc;
 }
 
-int fc_shm_publish(const char *path, const char *group, uint32_t keys, struct fc_source *src,
-		   struct fc_shm_result *res, struct fc_err *err)
+int fc_shm_publish(const char *path, const char *group, uint32_t keys, struct fc_source *src, struct fc_shm_result *res,
+		   struct fc_err *err)
 {
 	const struct fc_policy_row *pols;
 	struct fc_shm_map sm;

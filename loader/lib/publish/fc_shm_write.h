@@ -42,8 +42,8 @@ struct fc_shm_result {
  * to FC_SHM_KEYS_MAX) for the state file, made anew if it has another size
  * (the workers' keys and counters start afresh); 0: any state file there is
  * kept, a new one has FC_SHM_KEYS. */
-int fc_shm_publish(const char *path, const char *group, uint32_t keys, struct fc_source *src,
-		   struct fc_shm_result *res, struct fc_err *err);
+int fc_shm_publish(const char *path, const char *group, uint32_t keys, struct fc_source *src, struct fc_shm_result *res,
+		   struct fc_err *err);
 
 /* Publishes only what changed (d, read from src's store) over a shm marked as
  * holding store store_id up to change from: nginx's changed policies spliced

@@ -17,8 +17,8 @@
 
 struct fc_source {
 	struct fc_store *st;
-	int64_t now;             /* unix seconds: what has expired by then is not published */
-	struct fc_node_ctx node; /* whose share of the limits */
+	int64_t now;                /* unix seconds: what has expired by then is not published */
+	struct fc_node_ctx node;    /* whose share of the limits */
 	struct fc_policy_row *pols; /* every valid policy in id order, once read */
 	size_t npols;
 	bool read;

@@ -1174,8 +1174,9 @@ static int fc_want_finish(struct fc_map_sync *ms, const struct fc_allows *al, st
 		if (!ms[i].prefixes)
 			fc_want_allow_exact(&ms[i], al);
 		if (ms[i].want.n > FC_MAX_RULES)
-			return fc_err_set(err, "map %s: %zu entries%s exceed its capacity of %d", ms[i].name, ms[i].want.n,
-					  ms[i].marks ? " (prefixes and their search markers)" : "", FC_MAX_RULES);
+			return fc_err_set(err, "map %s: %zu entries%s exceed its capacity of %d", ms[i].name,
+					  ms[i].want.n, ms[i].marks ? " (prefixes and their search markers)" : "",
+					  FC_MAX_RULES);
 	}
 	return fc_want_top6(ms, err);
 }
