@@ -80,23 +80,9 @@ static int fc_clock_read(int fd, uint64_t *d)
 	return 0;
 }
 
-/*
- * Both forms are advanced in the tick, jiffies first, so their distance is
- * one value but for a read that a tick splits: it sees jiffies moved and the
- * coarse clock not yet (the value plus a tick) or, rarer, the reverse. Such a
- * read is rare (nanoseconds of a tick's milliseconds, measured: 4 of 2,578
- * pairs when the CPU idles between them, 0 of 590,000 busy), so the value
- * that most of the reads agree on is the distance; with no majority, read
- * again. The value is checked only by agreement: a wrong one would shift the
- * clock by a whole tick, which is why none is published without it.
- *
- * From tick to tick the distance stays put only while NTP leaves the clock's
- * frequency alone: jiffies count whole ticks of CLOCK_MONOTONIC, the coarse
- * clock adds the timekeeper's interval, whose length NTP corrects, so the
- * distance then wanders by the correction (10 ppm: 40 ns a tick at HZ=250),
- * wrapping within a tick. The jiffies form keeps the distance its publish
- * measured; what bounds it against UTC is below (fc_jiffies_utc_ns).
- */
+/* The distance most of the reads agree on (a read that a tick splits is a
+ * tick off, and rare); with no majority, read again: a wrong value would
+ * shift the clock by a tick (doc/architecture.md, The clock). */
 uint64_t fc_jiffies_utc_ns_probe(int probe_fd, uint64_t utc_offset_ns)
 {
 	uint64_t d[FC_CLOCK_READS], ret = 0;
@@ -135,37 +121,16 @@ uint64_t fc_jiffies_utc_ns_now(uint64_t utc_offset_ns)
 	return ret;
 }
 
-/*
- * What a publish writes: the constant measured now, a tick less. Jiffies
- * times the tick is L + K: L the tick boundary (on CLOCK_MONOTONIC) that
- * jiffies were last advanced to, never later than now, and K a constant.
- * The coarse clock C is advanced by the same tick handler just after
- * jiffies, to the end of the timekeeper's last whole interval, so C is
- * before L + tick. A constant measured with L0 and C0 has the jiffies form
- * read, at any time after, L - (L0 + tick - C0) on CLOCK_MONOTONIC: before
- * L, so never ahead of UTC, whatever NTP does to C's phase meanwhile.
- * Without the tick taken away it would read L + (C0 - L0), and C0 is past
- * L0 where the handler ran late (after the timekeeper's next interval had
- * ended, over 3 ms late at HZ=250 here): a TTL could then end up to a tick
- * early until the next publish. The price is a tick more lag: under three
- * ticks behind UTC (the time since L, under one, and L0 + tick - C0, under
- * two) where the coarse clock is under two; a constant measured in a late
- * tick lags no more than the coarse clock. L + K, and so the bound, holds
- * for as long as utc_offset_ns does: a publish that finds it unchanged may
- * keep the last constant instead of measuring one.
- */
+/* The constant measured now, a tick less, so that the jiffies form never
+ * runs ahead of UTC, even measured in a tick whose handler ran late; it
+ * lags by under three ticks (doc/architecture.md, The clock). */
 uint64_t fc_jiffies_utc_ns(uint64_t utc_offset_ns)
 {
 	uint64_t tick = fc_clock_tick_ns(), a, b;
 	struct timespec wait = { .tv_nsec = (long)tick };
 
-	/* C also moves outside the tick handler, to the exact time, when the
-	 * wall clock is stepped (settime, adjtimex's offset, a resume): one
-	 * that lands after a boundary whose handler runs late has C past L0 +
-	 * tick until the handler runs, and a constant measured then is ahead
-	 * by that lateness. A tick later the handler has run: of the two, the
-	 * smaller holds. It costs a publish that measures (sync, attach, one
-	 * after a step) a tick. */
+	/* Twice, a tick apart, the smaller: one measured just after a step of
+	 * the wall clock may be ahead (doc/architecture.md, The clock). */
 	a = fc_jiffies_utc_ns_now(utc_offset_ns);
 	if (!a || !tick)
 		return 0;
@@ -176,16 +141,10 @@ uint64_t fc_jiffies_utc_ns(uint64_t utc_offset_ns)
 	return (a < b ? a : b) - tick;
 }
 
-/* The clock's constants in cfg as of now, over old's (what the maps held).
- * The last publish's constants hold while the offset does (fc_clock.c):
- * the probe's load is most of what measuring the jiffies one costs a
- * command. "Holds" has a millisecond of slack upwards: a read delayed
- * across a millisecond boundary (a preemption between the two clock reads;
- * an offset just past a boundary) would otherwise flip the offset by one
- * and back from publish to publish, each flip a measurement. The old one is
- * kept only while it is not above the offset read now, itself never above
- * the true one: the clock stays behind UTC, by under 2 ms more than the
- * ticks' lag. */
+/* The last publish's constants hold while the offset does (measuring costs
+ * the probe's load), with a millisecond of slack upwards so that a read
+ * delayed across a boundary does not flip it; never above the offset read
+ * now (doc/architecture.md, The clock). */
 void fc_clock_refresh(struct fc_config *cfg, const struct fc_config *old)
 {
 	uint64_t off = fc_utc_offset_ns();

@@ -25,13 +25,9 @@ void fc_clock_refresh(struct fc_config *cfg, const struct fc_config *old);
  * fc_tick_ns before loading them (bpf/fc_clock.bpf.h). */
 uint64_t fc_clock_tick_ns(void);
 /* UTC at jiffies 0 for a packet path whose coarse clock is CLOCK_MONOTONIC_
- * COARSE + utc_offset_ns, as a publish writes it: a tick less than the
- * smaller of two measured a tick apart, which keeps the jiffies form
- * behind UTC (by under three ticks) even where it is measured in a tick
- * whose handler ran late, or just after a step of the wall clock
- * (fc_clock.c).
- * 0 (the packet path then calls the helper) where the kernel's tick length
- * is not known or the probe cannot run. */
+ * COARSE + utc_offset_ns, as a publish writes it: never ahead of UTC, under
+ * three ticks behind (doc/architecture.md, The clock). 0 (the packet path
+ * then calls the helper) where the tick is not known or the probe cannot run. */
 uint64_t fc_jiffies_utc_ns(uint64_t utc_offset_ns);
 /* The constant as measured: the jiffies form then gives the coarse clock
  * plus utc_offset_ns, to the ns, in the tick it is measured in, and may be

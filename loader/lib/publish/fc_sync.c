@@ -658,14 +658,10 @@ static int fc_gone24_push(struct fc_gone24 *g, const uint8_t *a, struct fc_err *
 }
 
 /*
- * After the delta's entries went: clears the bit of each /24 of gone that
- * no rule of the store is on an address in any more. Under a mark, fc_exact4
- * holds what the store says (the change log, kept by the store's triggers
- * whoever writes, names every row added or deleted since), and a publish cut
- * short leaves no mark: the next one is whole. One query on the tables' keys
- * for them all (asking fc_exact4 about a /24's 256 addresses took a
- * millisecond here; a query per /24, 35 us, and a round trip to PostgreSQL).
- * Leaves gone holding the /24s whose bits were set.
+ * After the delta's entries went: clears the bit of each /24 of gone that no
+ * rule of the store is on an address in any more, asking the store once for
+ * them all (doc/architecture.md, Publishing order). Leaves gone holding the
+ * /24s whose bits were set.
  */
 static int fc_top4_exact_gone(struct fc_store *st, const struct fc_maps *m, struct fc_top4_sync *top4,
 			      struct fc_gone24 *gone, int64_t now, struct fc_err *err)
@@ -723,15 +719,12 @@ static int fc_top4_exact_all(const struct fc_maps *m, struct fc_top4_sync *top4,
 }
 
 /*
- * Makes fc_top4 what the IPv4 prefixes say, through a mapping of the array,
- * at the /16s marked (bit idx of mark: those a changed prefix covers or lies
- * in) or, whole, at every /16 (10 ms here). top4->pfx holds every prefix
+ * Makes fc_top4 what the IPv4 prefixes say, in place through a mapping of
+ * the array, at the /16s marked (bit idx of mark: those a changed prefix
+ * covers or lies in) or, whole, at every /16. top4->pfx holds every prefix
  * covering or inside a marked /16. The FC_IN24_EXACT bits are made, whole,
- * from top4->exact (what fc_exact4 now holds), else kept as they are (the
- * exact entries' own publishing keeps them). What differs is written in place;
- * nothing the size of the array is allocated or read through a syscall (a
- * batch read of it took 150 ms), and a publish that is not whole and
- * changes no IPv4 prefix touches none of it.
+ * from top4->exact (what fc_exact4 now holds), else kept as they are
+ * (doc/architecture.md, Publishing order).
  */
 static int fc_top4_sync(const struct fc_maps *m, struct fc_top4_sync *top4, uint64_t *mark,
 			struct fc_sync_result *res, struct fc_err *err)
@@ -1206,6 +1199,9 @@ int fc_sync_full(struct fc_source *src, const struct fc_maps *m, struct fc_sync_
 	    fc_want_finish(ms, &al, &top4, err) < 0)
 		goto out;
 
+	/* Written in an order that never uncovers what is covered before and
+	 * after: slots taken, /24 bits, rule maps, fc_top6, fc_top4, slots freed
+	 * (doc/architecture.md, Publishing order). */
 	pthread_mutex_lock(&fc_sync_lock);
 	locked = true;
 	if (fc_config_read(m, &old, err) < 0)
