@@ -16,18 +16,20 @@
 #include "fc_store.h"
 
 /* This node, as far as what it enforces depends on it: read once per
- * publish or read, then handed to every policy. What a fleet adds about the
- * other nodes goes here too. */
+ * publish or read, then handed to every policy (a fleet's node set, for
+ * shares that add up to N, belongs here). */
 struct fc_node_ctx {
 	double weight;    /* its share of each policy's rate, (0, 1]: R is enforced as R * weight */
 	int ncpus;        /* possible CPUs: an ip=* policy's new-source cap is shared among them */
 	uint64_t tick_ns; /* the packet path's coarse clock's tick */
 };
 
-/* A policy as this node enforces it: what the BPF maps and nginx's item hold. */
+/* A policy as this node enforces it: what the BPF maps and nginx's item hold
+ * (and what else a layer takes of one: an ip=* bucket's prefix length, the
+ * limits a bucket is rescaled from). */
 struct fc_enforced {
 	struct fc_policy k;     /* its tiers, flags and warm-up, as the kernel's policy slot holds them */
-	uint32_t concurrency;   /* nginx: requests in flight at most (per key, keyed); 0: no cap */
+	uint32_t concurrency;   /* nginx: requests in flight at most (per key for a per-key policy); 0: no cap */
 	struct fc_tier new_src; /* ip=*: new sources a second, per CPU (zero for other policies) */
 };
 
