@@ -91,7 +91,7 @@ NGX_MODULE  := $(B)/ngx_http_freqctl_module.so
 NGX_SRCS    := $(wildcard ngx_bridge/*.c ngx_bridge/*.h) ngx_bridge/config $(wildcard maps/*.h)
 # Man pages from their scdoc sources, and the bash completion.
 MAN_PAGES   := $(patsubst doc/%.scd,$(B)/man/%,$(wildcard doc/*.scd))
-COMPLETION  := tools/freqctl.bash-completion
+COMPLETION  := tools/pkg/freqctl.bash-completion
 TOOLS       := $(B)/fc_bench $(B)/fc_l7_bench $(B)/fc_agent_bench
 
 # Fuzz targets (tests/fuzz/): clang's libFuzzer with ASan and UBSan, over
@@ -107,19 +107,24 @@ FUZZ_COMMON  := $(B)/fuzz/tests/fuzz/fc_fuzz.o
 all: $(B)/freqctl $(UNIT_TESTS) $(BPF_TESTS) $(TOOLS) $(NGX_MODULE) $(FUZZ)
 
 # BPF objects and their generated skeletons: the programs, and the empty
-# program the benchmark compares against.
+# program the benchmark compares against (its object beside the other
+# objects of tools/bench/).
 $(B)/%.bpf.o: bpf/%.bpf.c | $(B)
 	$(CLANG) $(BPF_CFLAGS) -MF $(@:.o=.d) -c $< -o $@
 
-$(B)/bench_empty.bpf.o: tools/bench_empty.bpf.c | $(B)
+$(B)/tools/bench/bench_empty.bpf.o: tools/bench/bench_empty.bpf.c | $(B)
+	@mkdir -p $(@D)
 	$(CLANG) $(BPF_CFLAGS) -MF $(@:.o=.d) -c $< -o $@
 
 $(B)/%.skel.h: $(B)/%.bpf.o
 	$(BPFTOOL) gen skeleton $< name $* > $@
 
+$(B)/bench_empty.skel.h: $(B)/tools/bench/bench_empty.bpf.o
+	$(BPFTOOL) gen skeleton $< name bench_empty > $@
+
 # The pinned maps' shapes, read from the object at build time (a host tool,
 # built alone: the objects' rule waits for this header).
-$(B)/fc_map_shapes: tools/fc_map_shapes.c maps/fc_maps.h | $(B)
+$(B)/fc_map_shapes: tools/build/fc_map_shapes.c maps/fc_maps.h | $(B)
 	$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) $(WARN) -Imaps $(call pc_cflags,libbpf) $< -o $@ $(call pc_libs,libbpf)
 
 $(B)/fc_map_shapes.h: $(B)/freqctl.bpf.o $(B)/fc_map_shapes
@@ -185,10 +190,10 @@ $(B)/tests/test_l7: $(ASAN_OBJS)
 $(B)/tests/%: $(B)/tests/bpf/%.o $(B)/tests/bpf/fc_frames.o $(B)/tests/bpf/fc_test_bpf.o $(LIB_A)
 	$(CC) $(CFLAGS) $(LDFLAGS) $^ -o $@ $(LIB_LIBS) $(TEST_LIBS)
 
-$(B)/fc_bench: $(B)/tools/fc_bench.o $(B)/tests/bpf/fc_frames.o $(LIB_A)
+$(B)/fc_bench: $(B)/tools/bench/fc_bench.o $(B)/tests/bpf/fc_frames.o $(LIB_A)
 	$(CC) $(CFLAGS) $(LDFLAGS) $^ -o $@ $(LIB_LIBS)
 
-$(B)/fc_agent_bench $(B)/fc_l7_bench: $(B)/%: $(B)/tools/%.o $(B)/tools/fc_worker_map.o $(L7_OBJ) $(LIB_A)
+$(B)/fc_agent_bench $(B)/fc_l7_bench: $(B)/%: $(B)/tools/bench/%.o $(B)/tools/bench/fc_worker_map.o $(L7_OBJ) $(LIB_A)
 	$(CC) $(CFLAGS) $(LDFLAGS) $^ -o $@ $(LIB_LIBS)
 
 $(FUZZ_LIB): $(LIB_SRCS:%.c=$(B)/fuzz/%.o)
@@ -212,16 +217,16 @@ $(B)/man/%: doc/%.scd
 	$(SCDOC) < $< > $@
 
 # The nginx module, built against Debian's nginx-dev (see the script).
-$(NGX_MODULE): $(NGX_SRCS) tools/build-ngx-module.sh | $(B)
-	CFLAGS="$(CFLAGS)" LDFLAGS="$(LDFLAGS)" tools/build-ngx-module.sh $(B)
+$(NGX_MODULE): $(NGX_SRCS) tools/build/build-ngx-module.sh | $(B)
+	CFLAGS="$(CFLAGS)" LDFLAGS="$(LDFLAGS)" tools/build/build-ngx-module.sh $(B)
 
 $(B):
 	@mkdir -p $@
 
 # Packages are checked once, then again only when the list changes.
 DEPS_STAMP := $(B)/.deps
-$(DEPS_STAMP): tools/install-deps.sh | $(B)
-	@tools/install-deps.sh
+$(DEPS_STAMP): tools/build/install-deps.sh | $(B)
+	@tools/build/install-deps.sh
 	@touch $@
 
 deps: $(DEPS_STAMP)
@@ -231,17 +236,17 @@ test: $(DEPS_STAMP)
 	@tests/run.sh
 
 bench: $(DEPS_STAMP)
-	@tools/install-deps.sh bench
+	@tools/build/install-deps.sh bench
 	@$(MAKE) --no-print-directory all
 	@$(B)/fc_bench
 	@echo
-	@tools/bench_nginx.sh
+	@tools/bench/bench_nginx.sh
 	@echo
-	@tools/bench_nginx_cost.sh
+	@tools/bench/bench_nginx_cost.sh
 	@echo
-	@tools/bench_publish.sh
+	@tools/bench/bench_publish.sh
 	@echo
-	@tools/bench_agent.sh
+	@tools/bench/bench_agent.sh
 
 fuzz: $(DEPS_STAMP)
 	@$(MAKE) --no-print-directory $(FUZZ)
@@ -267,7 +272,7 @@ NGX_MODDIR  ?= /usr/lib/nginx/modules
 NGX_CONFDIR ?= /usr/share/nginx/modules-available
 INSTALL     ?= install
 
-$(B)/freqctl-agent.service: tools/freqctl-agent.service.in | $(B)
+$(B)/freqctl-agent.service: tools/pkg/freqctl-agent.service.in | $(B)
 	sed 's|@SBINDIR@|$(SBINDIR)|g' $< > $@
 
 $(B)/mod-http-freqctl.conf: | $(B)
@@ -298,6 +303,6 @@ uninstall:
 # Debian's own tooling (debian/), in a copy of the tree so the packages and
 # dpkg-buildpackage's by-products land in $(B)/deb, not beside the checkout.
 deb: $(DEPS_STAMP)
-	@tools/build-deb.sh $(B)/deb
+	@tools/pkg/build-deb.sh $(B)/deb
 
 -include $(shell find $(B) -name '*.d' 2>/dev/null)

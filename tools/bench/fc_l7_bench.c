@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: BSD-2-Clause
 /*
- * Helpers of `make bench` for the nginx side (tools/bench_nginx.sh):
+ * Helpers of `make bench` for the nginx side (tools/bench/bench_nginx.sh):
  *
  *   fc_l7_bench seed DB SHM N      store N policies "uid=uK,ip=127.0.0.1"
  *                                  (1e9/s: never denying) and publish them
