@@ -16,11 +16,12 @@
 #                   (PREFIX=/usr/local, DESTDIR; make uninstall removes them)
 #   make deb        the Debian packages freqctl and libnginx-mod-http-freqctl, in build/deb
 #
-# The loader is layered, and the include paths enforce it: loader/lib (and
-# lib/store) is a static library that knows no front end; loader/cmd (the
-# CLI), loader/agent and loader/http are front ends over it. A library object
-# is compiled with the library's headers only, so an include from it up into
-# a command does not build.
+# The loader is layered, and the include paths enforce it: loader/lib (with
+# lib/store, the policy store, and lib/publish, what writes the store to the
+# BPF maps and nginx's shm) is a static library that knows no front end;
+# loader/cmd (the CLI), loader/agent and loader/http are front ends over it.
+# A library object is compiled with the library's headers only, so an include
+# from it up into a command does not build.
 
 .DELETE_ON_ERROR:
 .SUFFIXES:
@@ -70,7 +71,7 @@ BIN_LIBS  := -Wl,-Bstatic $(call pc_libs,$(BIN_STATIC_PKGS)) -Wl,-Bdynamic \
 TEST_LIBS := $(call pc_libs,cmocka)
 
 # Include paths, per layer.
-LIB_INC   := -Imaps -Iloader/lib -Iloader/lib/store -Iloader/lib/redis -I$(B)
+LIB_INC   := -Imaps -Iloader/lib -Iloader/lib/store -Iloader/lib/publish -Iloader/lib/redis -I$(B)
 HTTP_INC  := $(LIB_INC) -Iloader/http
 CMD_INC   := $(HTTP_INC) -Iloader/cmd -Iloader/agent
 L7_INC    := -Imaps -Ingx_bridge
@@ -79,7 +80,7 @@ TEST_INC  := $(CMD_INC) -Ingx_bridge -Itests -Itests/bpf
 BPF_CFLAGS := -O2 -g -target bpf -mcpu=v3 -Wall -Werror -Imaps -Ibpf \
 	      $(if $(MULTIARCH),-I/usr/include/$(MULTIARCH)) -MMD -MP
 
-LIB_SRCS    := $(wildcard loader/lib/*.c loader/lib/store/*.c loader/lib/redis/*.c)
+LIB_SRCS    := $(wildcard loader/lib/*.c loader/lib/store/*.c loader/lib/publish/*.c loader/lib/redis/*.c)
 HTTP_SRCS   := $(wildcard loader/http/*.c)
 FRONT_SRCS  := $(wildcard loader/cmd/*.c loader/agent/*.c)
 LIB_A       := $(B)/libfreqctl.a
@@ -99,7 +100,7 @@ NGX_MODULE  := $(B)/ngx_http_freqctl_module.so
 NGX_SRCS    := $(wildcard ngx_bridge/*.c ngx_bridge/*.h) ngx_bridge/config $(wildcard maps/*.h)
 # Man pages from their scdoc sources, and the bash completion.
 MAN_PAGES   := $(patsubst doc/%.scd,$(B)/man/%,$(wildcard doc/*.scd))
-COMPLETION  := tools/freqctl.bash-completion
+COMPLETION  := tools/pkg/freqctl.bash-completion
 TOOLS       := $(B)/fc_bench $(B)/fc_l7_bench $(B)/fc_agent_bench $(B)/fc_redis_probe
 
 # Fuzz targets (tests/fuzz/): clang's libFuzzer with ASan and UBSan, over
@@ -115,19 +116,24 @@ FUZZ_COMMON  := $(B)/fuzz/tests/fuzz/fc_fuzz.o
 all: $(B)/freqctl $(UNIT_TESTS) $(BPF_TESTS) $(TOOLS) $(NGX_MODULE) $(FUZZ) $(B)/tests/fc_redis_it
 
 # BPF objects and their generated skeletons: the programs, and the empty
-# program the benchmark compares against.
+# program the benchmark compares against (its object beside the other
+# objects of tools/bench/).
 $(B)/%.bpf.o: bpf/%.bpf.c | $(B)
 	$(CLANG) $(BPF_CFLAGS) -MF $(@:.o=.d) -c $< -o $@
 
-$(B)/bench_empty.bpf.o: tools/bench_empty.bpf.c | $(B)
+$(B)/tools/bench/bench_empty.bpf.o: tools/bench/bench_empty.bpf.c | $(B)
+	@mkdir -p $(@D)
 	$(CLANG) $(BPF_CFLAGS) -MF $(@:.o=.d) -c $< -o $@
 
 $(B)/%.skel.h: $(B)/%.bpf.o
 	$(BPFTOOL) gen skeleton $< name $* > $@
 
+$(B)/bench_empty.skel.h: $(B)/tools/bench/bench_empty.bpf.o
+	$(BPFTOOL) gen skeleton $< name bench_empty > $@
+
 # The pinned maps' shapes, read from the object at build time (a host tool,
 # built alone: the objects' rule waits for this header).
-$(B)/fc_map_shapes: tools/fc_map_shapes.c maps/fc_maps.h | $(B)
+$(B)/fc_map_shapes: tools/build/fc_map_shapes.c maps/fc_maps.h | $(B)
 	$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) $(WARN) -Imaps $(call pc_cflags,libbpf) $< -o $@ $(call pc_libs,libbpf)
 
 $(B)/fc_map_shapes.h: $(B)/freqctl.bpf.o $(B)/fc_map_shapes
@@ -198,14 +204,14 @@ $(L7_TESTS): $(B)/tests/%: $(B)/asan/tests/unit/%.o $(ASAN_OBJS)
 $(B)/tests/%: $(B)/tests/bpf/%.o $(B)/tests/bpf/fc_frames.o $(B)/tests/bpf/fc_test_bpf.o $(LIB_A)
 	$(CC) $(CFLAGS) $(LDFLAGS) $^ -o $@ $(LIB_LIBS) $(TEST_LIBS)
 
-$(B)/fc_bench: $(B)/tools/fc_bench.o $(B)/tests/bpf/fc_frames.o $(LIB_A)
+$(B)/fc_bench: $(B)/tools/bench/fc_bench.o $(B)/tests/bpf/fc_frames.o $(LIB_A)
 	$(CC) $(CFLAGS) $(LDFLAGS) $^ -o $@ $(LIB_LIBS)
 
 # The Redis client by hand (tests/integration/test_redis.sh drives it too).
 $(B)/fc_redis_probe: $(B)/tools/fc_redis_probe.o $(LIB_A)
 	$(CC) $(CFLAGS) $(LDFLAGS) $^ -o $@ $(LIB_LIBS)
 
-$(B)/fc_agent_bench $(B)/fc_l7_bench: $(B)/%: $(B)/tools/%.o $(B)/tools/fc_worker_map.o $(L7_OBJ) $(LIB_A)
+$(B)/fc_agent_bench $(B)/fc_l7_bench: $(B)/%: $(B)/tools/bench/%.o $(B)/tools/bench/fc_worker_map.o $(L7_OBJ) $(LIB_A)
 	$(CC) $(CFLAGS) $(LDFLAGS) $^ -o $@ $(LIB_LIBS)
 
 $(FUZZ_LIB): $(LIB_SRCS:%.c=$(B)/fuzz/%.o)
@@ -229,16 +235,16 @@ $(B)/man/%: doc/%.scd
 	$(SCDOC) < $< > $@
 
 # The nginx module, built against Debian's nginx-dev (see the script).
-$(NGX_MODULE): $(NGX_SRCS) tools/build-ngx-module.sh | $(B)
-	CFLAGS="$(CFLAGS)" LDFLAGS="$(LDFLAGS)" tools/build-ngx-module.sh $(B)
+$(NGX_MODULE): $(NGX_SRCS) tools/build/build-ngx-module.sh | $(B)
+	CFLAGS="$(CFLAGS)" LDFLAGS="$(LDFLAGS)" tools/build/build-ngx-module.sh $(B)
 
 $(B):
 	@mkdir -p $@
 
 # Packages are checked once, then again only when the list changes.
 DEPS_STAMP := $(B)/.deps
-$(DEPS_STAMP): tools/install-deps.sh | $(B)
-	@tools/install-deps.sh
+$(DEPS_STAMP): tools/build/install-deps.sh | $(B)
+	@tools/build/install-deps.sh
 	@touch $@
 
 deps: $(DEPS_STAMP)
@@ -250,7 +256,7 @@ test: $(DEPS_STAMP)
 # What make check runs: no BPF tests, no integration suites, no packages.
 CHECK_PROGS := $(B)/freqctl $(UNIT_TESTS) $(FUZZ) $(MAN_PAGES)
 check:
-	@tools/install-deps.sh --check
+	@tools/build/install-deps.sh --check
 	@$(MAKE) --no-print-directory $(CHECK_PROGS)
 	@tests/run.sh --check
 
@@ -266,18 +272,18 @@ bench_run = { printf '\# %s%s\n\# %s, %s, load average %s\n' "$$(env | grep -E '
 	$(2); } | tee $(B)/bench/$(1).txt
 
 bench: $(DEPS_STAMP)
-	@tools/install-deps.sh bench
+	@tools/build/install-deps.sh bench
 	@$(MAKE) --no-print-directory all
 	@mkdir -p $(B)/bench
 	@$(call bench_run,fc_bench,$(B)/fc_bench)
 	@echo
-	@$(call bench_run,bench_nginx,tools/bench_nginx.sh)
+	@$(call bench_run,bench_nginx,tools/bench/bench_nginx.sh)
 	@echo
-	@$(call bench_run,bench_nginx_cost,tools/bench_nginx_cost.sh)
+	@$(call bench_run,bench_nginx_cost,tools/bench/bench_nginx_cost.sh)
 	@echo
-	@$(call bench_run,bench_publish,tools/bench_publish.sh)
+	@$(call bench_run,bench_publish,tools/bench/bench_publish.sh)
 	@echo
-	@$(call bench_run,bench_agent,tools/bench_agent.sh)
+	@$(call bench_run,bench_agent,tools/bench/bench_agent.sh)
 
 fuzz: $(DEPS_STAMP)
 	@$(MAKE) --no-print-directory $(FUZZ)
@@ -303,7 +309,7 @@ NGX_MODDIR  ?= /usr/lib/nginx/modules
 NGX_CONFDIR ?= /usr/share/nginx/modules-available
 INSTALL     ?= install
 
-$(B)/freqctl-agent.service: tools/freqctl-agent.service.in | $(B)
+$(B)/freqctl-agent.service: tools/pkg/freqctl-agent.service.in | $(B)
 	sed 's|@SBINDIR@|$(SBINDIR)|g' $< > $@
 
 $(B)/mod-http-freqctl.conf: | $(B)
@@ -334,6 +340,6 @@ uninstall:
 # Debian's own tooling (debian/), in a copy of the tree so the packages and
 # dpkg-buildpackage's by-products land in $(B)/deb, not beside the checkout.
 deb: $(DEPS_STAMP)
-	@tools/build-deb.sh $(B)/deb
+	@tools/pkg/build-deb.sh $(B)/deb
 
 -include $(shell find $(B) -name '*.d' 2>/dev/null)

@@ -344,20 +344,10 @@ struct fc_config {
 	__u32 pfx6_tree;
 	__u32 pad2;
 	/* UTC at jiffies 0, in ns: the coarse clock read as jiffies times the
-	 * tick length plus this, which equals the coarse monotonic clock plus
-	 * utc_offset_ns when it is measured. The tick advances both; their
-	 * distance, jiffies * tick - CLOCK_MONOTONIC_COARSE, stays put (to the
-	 * ns over a minute here) while NTP does not correct the clock's
-	 * frequency, and wanders within a tick by the correction while it does
-	 * (loader/lib/fc_clock.c). A full publish measures it again, and one of
-	 * changes where utc_offset_ns moved (a constant holds while it does);
-	 * each writes it a tick less than measured: one measured in a
-	 * tick whose handler ran late is a tick larger, and would put the
-	 * clock up to a tick ahead of UTC. So the jiffies form lags UTC by
-	 * under three ticks (the coarse clock's two and the one taken away;
-	 * under two where measured in a late tick) and is never ahead.
-	 * 0: not measured (the probe could not run): the packet path calls
-	 * the coarse clock's helper, as it does where the programs were loaded
+	 * tick length plus this, measured by a publish where utc_offset_ns
+	 * moved, a tick less: never ahead of UTC, under three ticks behind
+	 * (doc/architecture.md, The clock). 0: not measured, and the packet path
+	 * calls the coarse clock's helper, as where the programs were loaded
 	 * without the tick (fc_tick_ns 0). */
 	__u64 jiffies_utc_ns;
 };

@@ -1787,6 +1787,19 @@ static void fc_result_conc(const struct fc_l7_policy *p, struct fc_l7_result *re
 	res->retry_ns = FC_NS_PER_SEC; /* when a place frees is unknown: a hint */
 }
 
+/* The refusal by p (r: by its rates or its cap), in the result. */
+static void fc_result_refused(const struct fc_l7_policy *p, enum fc_admit r, const __u64 *st,
+			      const struct fc_shm_key *k, __u64 now, const struct fc_l7_req *rq,
+			      struct fc_l7_result *res)
+{
+	res->verdict = FC_L7_REJECTED;
+	if (r == FC_DENY_CONC)
+		fc_result_conc(p, res);
+	else
+		fc_result_limits(p, st, now, res);
+	fc_result_key(p, k, rq, res);
+}
+
 /* The places taken, where the caller keeps them: its room, or allocated. */
 static bool fc_result_places(const struct fc_l7_req *rq, const struct fc_l7_place *pl, size_t np,
 			     struct fc_l7_result *res)
@@ -1827,6 +1840,50 @@ static unsigned fc_overrides(const struct fc_l7_index *ix, const uint32_t *m, si
 	return off;
 }
 
+/* The allow list, then the ban list: true if one decides (res says which). */
+FC_HOT bool fc_decide_listed(const struct fc_l7_index *ix, const struct fc_l7_req *rq, uint64_t now,
+			     struct fc_l7_result *res)
+{
+	bool uid;
+
+	if (!fc_plens_empty(ix->hdr->allow_plens) && fc_listed(ix, rq, now, true, &uid)) {
+		res->verdict = FC_L7_ALLOWED;
+		res->uid_ban = uid;
+		__atomic_fetch_add(&ix->state_hdr->allowed, 1, __ATOMIC_RELAXED);
+		return true;
+	}
+	if (!fc_plens_empty(ix->hdr->ban_plens) && fc_listed(ix, rq, now, false, &uid)) {
+		res->verdict = FC_L7_BANNED;
+		res->uid_ban = uid;
+		return true;
+	}
+	return false;
+}
+
+/* size bytes of the request's memory, or NULL. */
+static void *fc_req_alloc(const struct fc_l7_req *rq, size_t size)
+{
+	return rq->alloc ? rq->alloc->alloc(rq->alloc->ctx, size) : NULL;
+}
+
+/* A pass in the slot's counter c and the counters of key k (if any). */
+FC_HOT void fc_count_passed(__u64 *c, struct fc_shm_key *k)
+{
+	__atomic_fetch_add(c, 1, __ATOMIC_RELAXED);
+	if (k)
+		__atomic_fetch_add(&k->passed, 1, __ATOMIC_RELAXED);
+}
+
+/* A denial (r) in the counters of slot s and of key k (if any). */
+FC_HOT void fc_count_denied(struct fc_shm_slot *s, struct fc_shm_key *k, enum fc_admit r)
+{
+	__atomic_fetch_add(&s->denied, 1, __ATOMIC_RELAXED);
+	if (r == FC_DENY_CONC)
+		__atomic_fetch_add(&s->conc_denied, 1, __ATOMIC_RELAXED);
+	if (k)
+		__atomic_fetch_add(&k->denied, 1, __ATOMIC_RELAXED);
+}
+
 void fc_l7_decide(const struct fc_l7_index *ix, const struct fc_l7_req *rq, uint64_t now, struct fc_l7_result *res)
 {
 	uint32_t m_stack[FC_L7_MATCHES], *m = m_stack;
@@ -1841,37 +1898,22 @@ void fc_l7_decide(const struct fc_l7_index *ix, const struct fc_l7_req *rq, uint
 	uint32_t gen;
 	/* A passed request's key is its first per-key policy's, even when that
 	 * key's text is empty or not asked for (res->key_len 0). */
-	bool uid, keyed = false;
+	bool keyed = false, delayed;
 
 	memset(res, 0, sizeof(*res));
-	if (!fc_plens_empty(ix->hdr->allow_plens) && fc_listed(ix, rq, now, true, &uid)) {
-		res->verdict = FC_L7_ALLOWED;
-		res->uid_ban = uid;
-		__atomic_fetch_add(&ix->state_hdr->allowed, 1, __ATOMIC_RELAXED);
-		return;
-	}
-	if (!fc_plens_empty(ix->hdr->ban_plens) && fc_listed(ix, rq, now, false, &uid)) {
-		res->verdict = FC_L7_BANNED;
-		res->uid_ban = uid;
-		return;
-	}
-	if (!ix->npolicies)
+	if (fc_decide_listed(ix, rq, now, res) || !ix->npolicies)
 		return;
 	n = fc_match(ix, rq, m, FC_L7_MATCHES);
 	res->matched = (unsigned)n;
-	if (n > FC_L7_MATCHES) {
-		/* More than the stack holds: every one of them, in the request's
-		 * memory; none is left out. */
-		m = rq->alloc ? rq->alloc->alloc(rq->alloc->ctx, n * sizeof(*m)) : NULL;
-		ch = rq->alloc ? rq->alloc->alloc(rq->alloc->ctx, n * sizeof(*ch)) : NULL;
-		k = rq->alloc ? rq->alloc->alloc(rq->alloc->ctx, n * sizeof(*k)) : NULL;
-		st = rq->alloc ? rq->alloc->alloc(rq->alloc->ctx, n * sizeof(*st)) : NULL;
-		pl = rq->alloc ? rq->alloc->alloc(rq->alloc->ctx, n * sizeof(*pl)) : NULL;
-		tg = rq->alloc ? rq->alloc->alloc(rq->alloc->ctx, n * sizeof(*tg)) : NULL;
-		if (!m || !ch || !k || !st || !pl || !tg || fc_l7_match(ix, rq, m, n) != n) {
-			res->verdict = FC_L7_ERROR;
-			return;
-		}
+	/* More than the stack holds: every one of them, in the request's
+	 * memory; none is left out. */
+	if (n > FC_L7_MATCHES &&
+	    (!(m = fc_req_alloc(rq, n * sizeof(*m))) || !(ch = fc_req_alloc(rq, n * sizeof(*ch))) ||
+	     !(k = fc_req_alloc(rq, n * sizeof(*k))) || !(st = fc_req_alloc(rq, n * sizeof(*st))) ||
+	     !(pl = fc_req_alloc(rq, n * sizeof(*pl))) || !(tg = fc_req_alloc(rq, n * sizeof(*tg))) ||
+	     fc_l7_match(ix, rq, m, n) != n)) {
+		res->verdict = FC_L7_ERROR;
+		return;
 	}
 	/* The policies a matching override switches off do not apply. */
 	gen = *ix->gen;
@@ -1905,18 +1947,9 @@ void fc_l7_decide(const struct fc_l7_index *ix, const struct fc_l7_req *rq, uint
 			if (st[j])
 				fc_limit_refund(ix->pol[m[j]].algo, ix->pol[m[j]].ntiers, st[j], 1, &ch[j]);
 		fc_ix_places_give(ix, rq->holder, pl, np, t);
-		__atomic_fetch_add(&s->denied, 1, __ATOMIC_RELAXED);
-		if (r == FC_DENY_CONC)
-			__atomic_fetch_add(&s->conc_denied, 1, __ATOMIC_RELAXED);
-		if (k[i])
-			__atomic_fetch_add(&k[i]->denied, 1, __ATOMIC_RELAXED);
+		fc_count_denied(s, k[i], r);
 		fc_report(ix, p, rq);
-		res->verdict = FC_L7_REJECTED;
-		if (r == FC_DENY_CONC)
-			fc_result_conc(p, res);
-		else
-			fc_result_limits(p, st[i], t, res);
-		fc_result_key(p, k[i], rq, res);
+		fc_result_refused(p, r, st[i], k[i], t, rq, res);
 		return;
 	}
 	for (i = 0; i < n; i++) {
@@ -1929,10 +1962,8 @@ void fc_l7_decide(const struct fc_l7_index *ix, const struct fc_l7_req *rq, uint
 		    __atomic_load_n(&s->owner, __ATOMIC_ACQUIRE) != FC_SHM_OWNER(p->id, p->epoch))
 			continue;
 		if (p->action != FC_ACTION_LOG) {
-			__atomic_fetch_add(p->action == FC_ACTION_DELAY && longest && i == longest_at ? &s->delayed : &s->passed,
-					   1, __ATOMIC_RELAXED);
-			if (k[i])
-				__atomic_fetch_add(&k[i]->passed, 1, __ATOMIC_RELAXED);
+			delayed = p->action == FC_ACTION_DELAY && longest && i == longest_at;
+			fc_count_passed(delayed ? &s->delayed : &s->passed, k[i]);
 			if (p->keyed && !keyed) {
 				keyed = true;
 				fc_result_key(p, k[i], rq, res);
@@ -1944,15 +1975,9 @@ void fc_l7_decide(const struct fc_l7_index *ix, const struct fc_l7_req *rq, uint
 		r = fc_charge_bucket(ix, p, s, rq, p->keyed ? tg[i] : 0, now, &lst, &lk, &ch[i], &wait, &pl[np]);
 		if (r == FC_ADMIT) {
 			np += pl[np].where != 0;
-			__atomic_fetch_add(&s->passed, 1, __ATOMIC_RELAXED);
-			if (lk)
-				__atomic_fetch_add(&lk->passed, 1, __ATOMIC_RELAXED);
+			fc_count_passed(&s->passed, lk);
 		} else {
-			__atomic_fetch_add(&s->denied, 1, __ATOMIC_RELAXED);
-			if (r == FC_DENY_CONC)
-				__atomic_fetch_add(&s->conc_denied, 1, __ATOMIC_RELAXED);
-			if (lk)
-				__atomic_fetch_add(&lk->denied, 1, __ATOMIC_RELAXED);
+			fc_count_denied(s, lk, r);
 			res->would_deny++;
 		}
 		if (p->keyed && !keyed) {

@@ -131,6 +131,12 @@ typedef struct {
 static ngx_http_freqctl_shm_t  ngx_http_freqctl_shm;
 
 static ngx_int_t ngx_http_freqctl_handler(ngx_http_request_t *r);
+static ngx_int_t ngx_http_freqctl_verdict(ngx_http_request_t *r,
+    ngx_http_freqctl_loc_conf_t *lcf, ngx_http_freqctl_ctx_t *ctx,
+    struct fc_l7_result *res, struct fc_l7_req *rq);
+static ngx_int_t ngx_http_freqctl_wait(ngx_http_request_t *r,
+    ngx_http_freqctl_loc_conf_t *lcf, ngx_http_freqctl_ctx_t *ctx,
+    struct fc_l7_result *res, struct fc_l7_req *rq);
 static char *ngx_http_freqctl_uid(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);
 static void ngx_http_freqctl_delay(ngx_http_request_t *r);
 static ngx_int_t ngx_http_freqctl_add_variables(ngx_conf_t *cf);
@@ -896,8 +902,6 @@ ngx_http_freqctl_handler(ngx_http_request_t *r)
     struct fc_l7_result            res;
     struct fc_l7_alloc             alloc;
     struct fc_l7_req               rq;
-    ngx_msec_t                     delay;
-    ngx_uint_t                     level;
 
     lcf = ngx_http_get_module_loc_conf(r, ngx_http_freqctl_module);
     mcf = ngx_http_get_module_main_conf(r, ngx_http_freqctl_module);
@@ -969,7 +973,18 @@ ngx_http_freqctl_handler(ngx_http_request_t *r)
                       rq.uid.len, rq.uid.data);
     }
 
-    switch (res.verdict) {
+    return ngx_http_freqctl_verdict(r, lcf, ctx, &res, &rq);
+}
+
+
+/* What the decision res makes of the request: logged, its status for
+ * $freqctl_status, and the phase's answer. */
+static ngx_int_t
+ngx_http_freqctl_verdict(ngx_http_request_t *r,
+    ngx_http_freqctl_loc_conf_t *lcf, ngx_http_freqctl_ctx_t *ctx,
+    struct fc_l7_result *res, struct fc_l7_req *rq)
+{
+    switch (res->verdict) {
 
     case FC_L7_PASS:
         return NGX_DECLINED;
@@ -977,22 +992,22 @@ ngx_http_freqctl_handler(ngx_http_request_t *r)
     case FC_L7_ALLOWED:
         ngx_log_debug1(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
                        "freqctl: allowed, by an allow entry on the %s",
-                       res.uid_ban ? "uid" : "client address");
+                       res->uid_ban ? "uid" : "client address");
         ctx->status = NGX_HTTP_FREQCTL_ALLOWED;
         return NGX_DECLINED;
 
     case FC_L7_ERROR:
         ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
                       "freqctl: no memory for the %ud policies this request "
-                      "matches", res.matched);
+                      "matches", res->matched);
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
 
     case FC_L7_BANNED:
         ngx_log_error(lcf->log_level, r->connection->log, 0,
                       "freqctl: %s, %s %s%*s%s", lcf->dry_run ? "would ban" : "banned",
-                      res.uid_ban ? "uid" : "client address",
-                      res.uid_ban ? "\"" : "", res.uid_ban ? rq.uid.len : 0,
-                      rq.uid.data, res.uid_ban ? "\"" : "");
+                      res->uid_ban ? "uid" : "client address",
+                      res->uid_ban ? "\"" : "", res->uid_ban ? rq->uid.len : 0,
+                      rq->uid.data, res->uid_ban ? "\"" : "");
         if (lcf->dry_run) {
             ctx->status = NGX_HTTP_FREQCTL_BANNED_DRY_RUN;
             return NGX_DECLINED;
@@ -1002,56 +1017,69 @@ ngx_http_freqctl_handler(ngx_http_request_t *r)
 
     case FC_L7_REJECTED:
         ngx_log_error(lcf->log_level, r->connection->log, 0,
-                      "freqctl: policy %uD %s request, uid \"%*s\"", res.policy,
+                      "freqctl: policy %uD %s request, uid \"%*s\"", res->policy,
                       lcf->dry_run ? "would reject" : "rejected",
-                      rq.uid.len, rq.uid.data);
+                      rq->uid.len, rq->uid.data);
         if (lcf->dry_run) {
             ctx->status = NGX_HTTP_FREQCTL_REJECTED_DRY_RUN;
             return NGX_DECLINED;
         }
         ctx->status = NGX_HTTP_FREQCTL_REJECTED;
-        if (lcf->headers && ngx_http_freqctl_headers(r, &res) != NGX_OK) {
+        if (lcf->headers && ngx_http_freqctl_headers(r, res) != NGX_OK) {
             return NGX_HTTP_INTERNAL_SERVER_ERROR;
         }
         return lcf->status;
 
     default: /* FC_L7_DELAYED */
-        delay = (ngx_msec_t) ((res.delay_ns + 999999) / 1000000);
-        /* One level below refusals, as limit_req logs its delays. */
-        level = lcf->log_level + 1;
-        ngx_log_error(level, r->connection->log, 0,
-                      "freqctl: policy %uD %s request by %M ms, uid \"%*s\"",
-                      res.policy, lcf->dry_run ? "would delay" : "delaying",
-                      delay, rq.uid.len, rq.uid.data);
-        if (lcf->dry_run) {
-            ctx->status = NGX_HTTP_FREQCTL_DELAYED_DRY_RUN;
-            return NGX_DECLINED;
-        }
-        ctx->status = NGX_HTTP_FREQCTL_DELAYED;
-        if (lcf->headers && ngx_http_freqctl_headers(r, &res) != NGX_OK) {
-            return NGX_HTTP_INTERNAL_SERVER_ERROR;
-        }
-        if (delay == 0) {
-            return NGX_DECLINED;
-        }
-        /* A client that already closed leaves its read event ready and
-         * raises no new one: post it, so ngx_http_test_reading sees the
-         * close now rather than when the delay ends (nginx's own fix to
-         * limit_req's delay, 1.21). */
-        if (r->connection->read->ready) {
-            ngx_post_event(r->connection->read, &ngx_posted_events);
-
-        } else if (ngx_handle_read_event(r->connection->read, 0) != NGX_OK) {
-            return NGX_HTTP_INTERNAL_SERVER_ERROR;
-        }
-
-        /* Wait on a timer, as limit_req does: never sleep in a worker. */
-        r->read_event_handler = ngx_http_test_reading;
-        r->write_event_handler = ngx_http_freqctl_delay;
-        r->connection->write->delayed = 1;
-        ngx_add_timer(r->connection->write, delay);
-        return NGX_AGAIN;
+        return ngx_http_freqctl_wait(r, lcf, ctx, res, rq);
     }
+}
+
+
+/* A delayed request: it waits on a timer, as limit_req's do. */
+static ngx_int_t
+ngx_http_freqctl_wait(ngx_http_request_t *r, ngx_http_freqctl_loc_conf_t *lcf,
+    ngx_http_freqctl_ctx_t *ctx, struct fc_l7_result *res,
+    struct fc_l7_req *rq)
+{
+    ngx_msec_t  delay;
+    ngx_uint_t  level;
+
+    delay = (ngx_msec_t) ((res->delay_ns + 999999) / 1000000);
+    /* One level below refusals, as limit_req logs its delays. */
+    level = lcf->log_level + 1;
+    ngx_log_error(level, r->connection->log, 0,
+                  "freqctl: policy %uD %s request by %M ms, uid \"%*s\"",
+                  res->policy, lcf->dry_run ? "would delay" : "delaying",
+                  delay, rq->uid.len, rq->uid.data);
+    if (lcf->dry_run) {
+        ctx->status = NGX_HTTP_FREQCTL_DELAYED_DRY_RUN;
+        return NGX_DECLINED;
+    }
+    ctx->status = NGX_HTTP_FREQCTL_DELAYED;
+    if (lcf->headers && ngx_http_freqctl_headers(r, res) != NGX_OK) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+    if (delay == 0) {
+        return NGX_DECLINED;
+    }
+    /* A client that already closed leaves its read event ready and
+     * raises no new one: post it, so ngx_http_test_reading sees the
+     * close now rather than when the delay ends (nginx's own fix to
+     * limit_req's delay, 1.21). */
+    if (r->connection->read->ready) {
+        ngx_post_event(r->connection->read, &ngx_posted_events);
+
+    } else if (ngx_handle_read_event(r->connection->read, 0) != NGX_OK) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    /* Wait on a timer, as limit_req does: never sleep in a worker. */
+    r->read_event_handler = ngx_http_test_reading;
+    r->write_event_handler = ngx_http_freqctl_delay;
+    r->connection->write->delayed = 1;
+    ngx_add_timer(r->connection->write, delay);
+    return NGX_AGAIN;
 }
 
 

@@ -72,7 +72,7 @@ const struct fc_cmd fc_cmd_agent = {
 		   "kernel and the shm as they are. One agent per store file, or per --shm with\n"
 		   "PostgreSQL (a lock file beside it). A fleet: every node runs an agent with\n"
 		   "--db postgresql://... --node NAME [--weight W]. For systemd: Type=notify, see\n"
-		   "tools/freqctl-agent.service.",
+		   "tools/pkg/freqctl-agent.service.in.",
 	.opts = fc_agent_opts,
 	.run = fc_cmd_agent_run,
 };

@@ -6,6 +6,7 @@
 #include <jansson.h>
 
 #include "fc_allow.h"
+#include "fc_change.h"
 #include "fc_cli.h"
 #include "fc_duration.h"
 #include "fc_rows_json.h"

@@ -47,7 +47,8 @@ static int fc_keys_run(const struct fc_ctx *ctx, const struct fc_cmd *cmd, int a
 	struct fc_store *st = NULL;
 	struct fc_shm_key *keys = NULL;
 	struct fc_policy_row row;
-	struct fc_policy k;
+	struct fc_node_ctx node;
+	struct fc_enforced enf;
 	struct fc_err err;
 	struct fc_key_view v;
 	uint64_t now;
@@ -59,7 +60,8 @@ static int fc_keys_run(const struct fc_ctx *ctx, const struct fc_cmd *cmd, int a
 	fc_cmd_parse(cmd, argc, argv, &opt, NULL);
 	if (fc_policy_id_parse(argv[optind], &id, &err) < 0)
 		fc_usage_error(cmd, "%s", err.msg);
-	if (fc_store_open_ex(ctx->db_path, false, &st, &err) < 0 || fc_store_policy_get(st, id, &row, &found, &err) < 0)
+	if (fc_store_open_ex(ctx->db_path, false, &st, &err) < 0 ||
+	    fc_store_policy_get(st, id, &row, &found, &err) < 0 || fc_node_read(st, ctx->node, &node, &err) < 0)
 		goto fail;
 	fc_store_close(st);
 	st = NULL;
@@ -73,7 +75,8 @@ static int fc_keys_run(const struct fc_ctx *ctx, const struct fc_cmd *cmd, int a
 	}
 	if (fc_state_keys_of(ctx->shm_path, row.slot, row.epoch, &keys, &n, &err) < 0)
 		goto fail;
-	fc_policy_compile(&row.spec, row.epoch, &k);
+	/* Its limits as nginx enforces them here: this node's share. */
+	fc_policy_enforced(&row, &node, &enf);
 	qsort(keys, n, sizeof(*keys), fc_key_busier);
 	now = fc_utc_ns();
 	for (i = 0; i < n; i++)
@@ -88,7 +91,7 @@ static int fc_keys_run(const struct fc_ctx *ctx, const struct fc_cmd *cmd, int a
 		const struct fc_shm_key *e = &keys[i];
 		char tag[24], nb[2][24];
 
-		fc_key_view(&row, &k, e, now, &v);
+		fc_key_view(&row, &enf, e, now, &v);
 		snprintf(tag, sizeof(tag), "%016llx", (unsigned long long)e->tag);
 		if (arr)
 			json_array_append_new(arr, json_pack("{s:s, s:I, s:I, s:I, s:f, s:I, s:b, s:o}", "key", tag, "passed",

@@ -59,8 +59,9 @@ static int fc_stats_print(const struct fc_stats_all *a, enum fc_stats_format fmt
 			}
 			if (o && p->concurrency)
 				json_object_set_new(o, "concurrency",
-						    json_pack("{s:I, s:I, s:I}", "limit", (json_int_t)p->concurrency,
-							      "inflight", fc_json_count(ps[i].inflight), "denied",
+						    json_pack("{s:I, s:I, s:I}", "limit",
+							      (json_int_t)ps[i].enforced.concurrency, "inflight",
+							      fc_json_count(ps[i].inflight), "denied",
 							      fc_json_count(ps[i].conc_denied)));
 			json_array_append_new(pols, o);
 		}
@@ -97,7 +98,8 @@ static int fc_stats_print(const struct fc_stats_all *a, enum fc_stats_format fmt
 		snprintf(dropped, sizeof(dropped), "%llu", (unsigned long long)ps[i].ps.dropped.packets);
 		/* Places held now of the cap (per key for a per-key policy), and refusals by it. */
 		if (p->concurrency) {
-			snprintf(inflight, sizeof(inflight), "%llu/%u", (unsigned long long)ps[i].inflight, p->concurrency);
+			snprintf(inflight, sizeof(inflight), "%llu/%u", (unsigned long long)ps[i].inflight,
+				 ps[i].enforced.concurrency);
 			snprintf(bycap, sizeof(bycap), "%llu", (unsigned long long)ps[i].conc_denied);
 		}
 		printf("%-10u %-30s %-6s %-7s %14llu %14s %14s %10llu %12s %12s\n", p->id, match,

@@ -6,17 +6,13 @@
 
 int fc_allow_text(const char *text, struct fc_allow_row *row, char canon[FC_BAN_TEXT_LEN], struct fc_err *err)
 {
+	const char *uid;
+
 	memset(row, 0, sizeof(*row));
-	snprintf(canon, FC_BAN_TEXT_LEN, "%.*s", FC_BAN_TEXT_LEN - 1, text);
-	if (!strncmp(text, "uid=", 4)) {
-		if (fc_uid_check(text + 4, err) < 0)
-			return -1;
-		snprintf(row->uid, sizeof(row->uid), "%s", text + 4);
-		return 0;
-	}
-	if (fc_prefix_parse(text, &row->p, err) < 0)
+	if (fc_target_parse(text, &row->p, &uid, canon, err) < 0)
 		return -1;
-	fc_prefix_format(&row->p, canon);
+	if (uid)
+		snprintf(row->uid, sizeof(row->uid), "%s", uid);
 	return 0;
 }
 

@@ -7,8 +7,8 @@
 #ifndef FC_ALLOW_H
 #define FC_ALLOW_H
 
-#include "fc_change.h"
 #include "fc_store.h"
+#include "fc_target.h"
 
 /* Parses text into the key of *row (p, or uid); canon gets its canonical
  * spelling. */

@@ -9,18 +9,6 @@
 #include "fc_feed.h"
 #include "fc_publish.h"
 
-int fc_uid_check(const char *uid, struct fc_err *err)
-{
-	const char *c;
-
-	if (!*uid || strlen(uid) > FC_SHM_MAX_VALUE)
-		return fc_err_set(err, "\"uid=%.64s\": expected 1 to %d characters", uid, FC_SHM_MAX_VALUE);
-	for (c = uid; *c; c++)
-		if (*c < 0x21 || *c > 0x7e || *c == ',')
-			return fc_err_set(err, "\"uid=%.64s\": printable characters only, no spaces or commas", uid);
-	return 0;
-}
-
 int fc_change_policy_put(const struct fc_ctx *ctx, const struct fc_policy_spec *p, bool replace, bool *found,
 			 struct fc_policy_row *row, struct fc_err *err)
 {
@@ -66,24 +54,6 @@ int fc_change_policy_del(const struct fc_ctx *ctx, uint32_t id, struct fc_err *e
 	return fc_publish_commit(&pub, err) < 0 ? FC_CHANGE_RUNTIME : 0;
 }
 
-/* Parses a ban's text: *uid set for uid=VALUE, else p. */
-static int fc_ban_text(const char *text, const char **uid, struct fc_prefix *p, char canon[FC_BAN_TEXT_LEN],
-		       struct fc_err *err)
-{
-	*uid = NULL;
-	if (!strncmp(text, "uid=", 4)) {
-		*uid = text + 4;
-		if (fc_uid_check(*uid, err) < 0)
-			return -1;
-		snprintf(canon, FC_BAN_TEXT_LEN, "%s", text);
-		return 0;
-	}
-	if (fc_prefix_parse(text, p, err) < 0)
-		return -1;
-	fc_prefix_format(p, canon);
-	return 0;
-}
-
 int fc_change_ban_put(const struct fc_ctx *ctx, const char *text, int64_t ttl, char canon[FC_BAN_TEXT_LEN],
 		      bool *existed, struct fc_err *err)
 {
@@ -93,8 +63,7 @@ int fc_change_ban_put(const struct fc_ctx *ctx, const char *text, int64_t ttl, c
 	const char *uid;
 	int rc;
 
-	snprintf(canon, FC_BAN_TEXT_LEN, "%.*s", FC_BAN_TEXT_LEN - 1, text);
-	if (fc_ban_text(text, &uid, &row.p, canon, err) < 0)
+	if (fc_target_parse(text, &row.p, &uid, canon, err) < 0)
 		return FC_CHANGE_INVALID;
 	if (fc_publish_begin(&pub, ctx, err) < 0)
 		return FC_CHANGE_RUNTIME;
@@ -124,8 +93,7 @@ int fc_change_ban_del(const struct fc_ctx *ctx, const char *text, char canon[FC_
 	bool found;
 
 	held[0] = '\0';
-	snprintf(canon, FC_BAN_TEXT_LEN, "%.*s", FC_BAN_TEXT_LEN - 1, text);
-	if (fc_ban_text(text, &uid, &p, canon, err) < 0)
+	if (fc_target_parse(text, &p, &uid, canon, err) < 0)
 		return FC_CHANGE_INVALID;
 	if (fc_publish_begin(&pub, ctx, err) < 0)
 		return FC_CHANGE_RUNTIME;

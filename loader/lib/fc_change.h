@@ -12,11 +12,9 @@
 
 #include "fc_ctx.h"
 #include "fc_store.h"
+#include "fc_target.h"
 
 struct fc_publish;
-
-/* "ADDR[/LEN]" canonical, or "uid=VALUE". */
-#define FC_BAN_TEXT_LEN (4 + FC_SHM_MAX_VALUE + 1)
 
 /* Why a change was refused: the input, or the store/kernel. */
 enum fc_change_fail {
@@ -63,9 +61,5 @@ int fc_change_set_del(const struct fc_ctx *ctx, const char *name, size_t *member
 int fc_change_allow_put(const struct fc_ctx *ctx, const char *text, int64_t ttl, const char *note,
 			char canon[FC_BAN_TEXT_LEN], bool *existed, struct fc_err *err);
 int fc_change_allow_del(const struct fc_ctx *ctx, const char *text, char canon[FC_BAN_TEXT_LEN], struct fc_err *err);
-
-/* A user id as bans and policies take it: 1 to FC_SHM_MAX_VALUE printable
- * characters, no spaces or commas. */
-int fc_uid_check(const char *uid, struct fc_err *err);
 
 #endif /* FC_CHANGE_H */

@@ -6,7 +6,8 @@
 #include <bpf/libbpf.h>
 
 #include "fc_clock.h"
-#include "fc_maps.h"
+#include "fc_cmp.h"
+#include "fc_duration.h"
 #include "fc_clock_probe.skel.h"
 
 /* Pairs read per measurement, and measurements before giving up. */
@@ -17,11 +18,32 @@
 static pthread_mutex_t fc_clock_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct fc_clock_probe *fc_clock_skel;
 
-static int fc_u64_cmp(const void *a, const void *b)
+uint64_t fc_expiry_ns(int64_t expires)
 {
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	/* Saturated: a stored time past FC_TIME_MAX can not wrap into the past. */
+	if (expires > FC_TIME_MAX)
+		expires = FC_TIME_MAX;
+	return expires > 0 ? (uint64_t)expires * FC_NS_PER_SEC : 0;
+}
 
-	return (x > y) - (x < y);
+/* What the offset to UTC is rounded down to. */
+#define FC_OFFSET_UNIT_NS 1000000
+
+uint64_t fc_utc_offset_ns(void)
+{
+	struct timespec rt, mono;
+	uint64_t d;
+
+	/* UTC first: a delay between the reads (a preemption) then puts the
+	 * packet path's clock behind UTC, where it only ever delays, rather
+	 * than ahead, where a TTL would end early. */
+	clock_gettime(CLOCK_REALTIME, &rt);
+	clock_gettime(CLOCK_MONOTONIC, &mono);
+	d = ((uint64_t)rt.tv_sec - (uint64_t)mono.tv_sec) * FC_NS_PER_SEC + (uint64_t)rt.tv_nsec - (uint64_t)mono.tv_nsec;
+	/* Whole milliseconds: two syncs compute the same offset, so a sync that
+	 * changes nothing else writes nothing. Rounded down, as the reads are
+	 * ordered: to the nearest, it could put the clock ahead by half a ms. */
+	return d / FC_OFFSET_UNIT_NS * FC_OFFSET_UNIT_NS;
 }
 
 uint64_t fc_clock_tick_ns(void)
@@ -58,23 +80,9 @@ static int fc_clock_read(int fd, uint64_t *d)
 	return 0;
 }
 
-/*
- * Both forms are advanced in the tick, jiffies first, so their distance is
- * one value but for a read that a tick splits: it sees jiffies moved and the
- * coarse clock not yet (the value plus a tick) or, rarer, the reverse. Such a
- * read is rare (nanoseconds of a tick's milliseconds, measured: 4 of 2,578
- * pairs when the CPU idles between them, 0 of 590,000 busy), so the value
- * that most of the reads agree on is the distance; with no majority, read
- * again. The value is checked only by agreement: a wrong one would shift the
- * clock by a whole tick, which is why none is published without it.
- *
- * From tick to tick the distance stays put only while NTP leaves the clock's
- * frequency alone: jiffies count whole ticks of CLOCK_MONOTONIC, the coarse
- * clock adds the timekeeper's interval, whose length NTP corrects, so the
- * distance then wanders by the correction (10 ppm: 40 ns a tick at HZ=250),
- * wrapping within a tick. The jiffies form keeps the distance its publish
- * measured; what bounds it against UTC is below (fc_jiffies_utc_ns).
- */
+/* The distance most of the reads agree on (a read that a tick splits is a
+ * tick off, and rare); with no majority, read again: a wrong value would
+ * shift the clock by a tick (doc/architecture.md, The clock). */
 uint64_t fc_jiffies_utc_ns_probe(int probe_fd, uint64_t utc_offset_ns)
 {
 	uint64_t d[FC_CLOCK_READS], ret = 0;
@@ -113,37 +121,16 @@ uint64_t fc_jiffies_utc_ns_now(uint64_t utc_offset_ns)
 	return ret;
 }
 
-/*
- * What a publish writes: the constant measured now, a tick less. Jiffies
- * times the tick is L + K: L the tick boundary (on CLOCK_MONOTONIC) that
- * jiffies were last advanced to, never later than now, and K a constant.
- * The coarse clock C is advanced by the same tick handler just after
- * jiffies, to the end of the timekeeper's last whole interval, so C is
- * before L + tick. A constant measured with L0 and C0 has the jiffies form
- * read, at any time after, L - (L0 + tick - C0) on CLOCK_MONOTONIC: before
- * L, so never ahead of UTC, whatever NTP does to C's phase meanwhile.
- * Without the tick taken away it would read L + (C0 - L0), and C0 is past
- * L0 where the handler ran late (after the timekeeper's next interval had
- * ended, over 3 ms late at HZ=250 here): a TTL could then end up to a tick
- * early until the next publish. The price is a tick more lag: under three
- * ticks behind UTC (the time since L, under one, and L0 + tick - C0, under
- * two) where the coarse clock is under two; a constant measured in a late
- * tick lags no more than the coarse clock. L + K, and so the bound, holds
- * for as long as utc_offset_ns does: a publish that finds it unchanged may
- * keep the last constant instead of measuring one.
- */
+/* The constant measured now, a tick less, so that the jiffies form never
+ * runs ahead of UTC, even measured in a tick whose handler ran late; it
+ * lags by under three ticks (doc/architecture.md, The clock). */
 uint64_t fc_jiffies_utc_ns(uint64_t utc_offset_ns)
 {
 	uint64_t tick = fc_clock_tick_ns(), a, b;
 	struct timespec wait = { .tv_nsec = (long)tick };
 
-	/* C also moves outside the tick handler, to the exact time, when the
-	 * wall clock is stepped (settime, adjtimex's offset, a resume): one
-	 * that lands after a boundary whose handler runs late has C past L0 +
-	 * tick until the handler runs, and a constant measured then is ahead
-	 * by that lateness. A tick later the handler has run: of the two, the
-	 * smaller holds. It costs a publish that measures (sync, attach, one
-	 * after a step) a tick. */
+	/* Twice, a tick apart, the smaller: one measured just after a step of
+	 * the wall clock may be ahead (doc/architecture.md, The clock). */
 	a = fc_jiffies_utc_ns_now(utc_offset_ns);
 	if (!a || !tick)
 		return 0;
@@ -152,4 +139,21 @@ uint64_t fc_jiffies_utc_ns(uint64_t utc_offset_ns)
 	if (!b)
 		return 0;
 	return (a < b ? a : b) - tick;
+}
+
+/* The last publish's constants hold while the offset does (measuring costs
+ * the probe's load), with a millisecond of slack upwards so that a read
+ * delayed across a boundary does not flip it; never above the offset read
+ * now (doc/architecture.md, The clock). */
+void fc_clock_refresh(struct fc_config *cfg, const struct fc_config *old)
+{
+	uint64_t off = fc_utc_offset_ns();
+
+	if (old->jiffies_utc_ns && old->utc_offset_ns <= off && off - old->utc_offset_ns <= FC_OFFSET_UNIT_NS) {
+		cfg->utc_offset_ns = old->utc_offset_ns;
+		cfg->jiffies_utc_ns = old->jiffies_utc_ns;
+		return;
+	}
+	cfg->utc_offset_ns = off;
+	cfg->jiffies_utc_ns = fc_jiffies_utc_ns(off);
 }

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * The packet path's coarse clock in its jiffies form: what to publish as
- * fc_config.jiffies_utc_ns so that it gives the same UTC as the coarse
- * monotonic clock plus utc_offset_ns.
+ * The clock the packet path reads, as a publish writes it into fc_config:
+ * UTC as the monotonic clock plus utc_offset_ns, and the coarse clock in its
+ * jiffies form (jiffies_utc_ns) giving the same UTC; expiries in that clock.
  */
 #ifndef FC_CLOCK_H
 #define FC_CLOCK_H
@@ -11,18 +11,23 @@
 
 #include "fc_maps.h"
 
+/* A ban's kernel expiry (UTC ns) for a store expiry (unix seconds; 0 = never). */
+uint64_t fc_expiry_ns(int64_t expires);
+/* UTC - CLOCK_MONOTONIC in ns, whole ms: the packet path adds it to the
+ * monotonic clock it reads. */
+uint64_t fc_utc_offset_ns(void);
+/* The clock's constants in cfg (utc_offset_ns, jiffies_utc_ns) as of now,
+ * over old's, what the maps held: kept while the offset holds. */
+void fc_clock_refresh(struct fc_config *cfg, const struct fc_config *old);
+
 /* The running kernel's tick length (TICK_NSEC): the coarse clock's
  * resolution; 0 if it can not be read. What a loader sets as the programs'
  * fc_tick_ns before loading them (bpf/fc_clock.bpf.h). */
 uint64_t fc_clock_tick_ns(void);
 /* UTC at jiffies 0 for a packet path whose coarse clock is CLOCK_MONOTONIC_
- * COARSE + utc_offset_ns, as a publish writes it: a tick less than the
- * smaller of two measured a tick apart, which keeps the jiffies form
- * behind UTC (by under three ticks) even where it is measured in a tick
- * whose handler ran late, or just after a step of the wall clock
- * (fc_clock.c).
- * 0 (the packet path then calls the helper) where the kernel's tick length
- * is not known or the probe cannot run. */
+ * COARSE + utc_offset_ns, as a publish writes it: never ahead of UTC, under
+ * three ticks behind (doc/architecture.md, The clock). 0 (the packet path
+ * then calls the helper) where the tick is not known or the probe cannot run. */
 uint64_t fc_jiffies_utc_ns(uint64_t utc_offset_ns);
 /* The constant as measured: the jiffies form then gives the coarse clock
  * plus utc_offset_ns, to the ns, in the tick it is measured in, and may be

@@ -2,7 +2,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "fc_duration.h"
 #include "fc_opt.h"
@@ -456,95 +455,6 @@ int fc_rates_parse(const char *s, struct fc_policy_spec *p, struct fc_err *err)
 			return -1;
 	}
 	return 0;
-}
-
-/* ceil(a*b/c) without overflow, for a*b up to 2^64 * 2^64. */
-static uint64_t fc_muldiv_ceil(uint64_t a, uint64_t b, uint64_t c)
-{
-	return (uint64_t)(((unsigned __int128)a * b + c - 1) / c);
-}
-
-/* The packet path's coarse clock advances a tick at a time; a GCRA bucket
- * whose tolerance is under this many ticks reads the precise clock. */
-#define FC_PRECISE_TICKS 10
-
-uint64_t fc_coarse_tick_ns(void)
-{
-	struct timespec res;
-
-	if (clock_getres(CLOCK_MONOTONIC_COARSE, &res))
-		return 10000000; /* HZ=100, the coarsest */
-	return (uint64_t)res.tv_sec * FC_NS_PER_SEC + (uint64_t)res.tv_nsec;
-}
-
-void fc_policy_compile(const struct fc_policy_spec *p, uint32_t epoch, struct fc_policy *k)
-{
-	uint64_t tick = fc_coarse_tick_ns();
-	int i;
-
-	memset(k, 0, sizeof(*k));
-	k->id = p->id;
-	k->epoch = epoch;
-	k->algo = (__u8)p->algo;
-	k->action = (__u8)p->action;
-	k->count = (__u8)p->count;
-	k->ntiers = (__u8)p->ntiers;
-	k->warmup_ms = (__u32)(p->warmup * 1000); /* validated: at most a day */
-	if (p->override)
-		k->flags |= FC_POLICY_OVERRIDE;
-	for (i = 0; i < p->ntiers; i++) {
-		struct fc_tier *t = &k->tier[i];
-		uint64_t burst = fc_tier_burst(p, i);
-
-		t->unit_ns = p->rate[i].unit_secs * FC_NS_PER_SEC;
-		t->limit = p->rate[i].n;
-		/* Rounded up: never faster than asked. */
-		t->interval_ns = fc_muldiv_ceil(t->unit_ns, 1, t->limit);
-		/* B*T in the same units: B costs of one each. */
-		t->tolerance_ns = (uint64_t)((unsigned __int128)burst * t->unit_ns / t->limit);
-		if (p->count != FC_COUNT_BYTES)
-			t->tolerance_ns = burst * t->interval_ns;
-		if (p->algo == FC_ALGO_GCRA && t->tolerance_ns < FC_PRECISE_TICKS * tick)
-			k->flags |= FC_POLICY_PRECISE;
-	}
-}
-
-void fc_policy_new_src_tier(const struct fc_policy_spec *p, int ncpus, struct fc_tier *t)
-{
-	uint64_t per_cpu = (p->new_sources ? p->new_sources : FC_NEW_SOURCES_DEFAULT) / (uint64_t)(ncpus > 0 ? ncpus : 1);
-
-	if (!per_cpu)
-		per_cpu = 1;
-	memset(t, 0, sizeof(*t));
-	t->unit_ns = FC_NS_PER_SEC;
-	t->limit = per_cpu;
-	t->interval_ns = fc_muldiv_ceil(FC_NS_PER_SEC, 1, per_cpu);
-	t->tolerance_ns = per_cpu * t->interval_ns; /* a second's worth at once */
-}
-
-static uint64_t fc_scaled(uint64_t n, double weight)
-{
-	double v = (double)n * weight;
-
-	return v < 1 ? 1 : (uint64_t)v;
-}
-
-void fc_policy_scale(const struct fc_policy_spec *p, double weight, struct fc_policy_spec *out)
-{
-	int i;
-
-	*out = *p;
-	if (weight >= 1)
-		return;
-	for (i = 0; i < out->ntiers; i++) {
-		out->rate[i].n = fc_scaled(p->rate[i].n, weight);
-		if (out->rate[i].burst)
-			out->rate[i].burst = fc_scaled(p->rate[i].burst, weight);
-	}
-	if (out->burst)
-		out->burst = fc_scaled(p->burst, weight);
-	if (out->concurrency)
-		out->concurrency = (uint32_t)fc_scaled(p->concurrency, weight);
 }
 
 int fc_weight_parse(const char *s, double *w, struct fc_err *err)

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * Policies as users write them (freqctl policy add ID --match ... --rate ...),
- * their canonical text (what the store keeps), and the kernel's struct
- * fc_policy they compile to.
+ * Policies as users write them (freqctl policy add ID --match ... --rate ...)
+ * and their canonical text (what the store keeps). What a node enforces of
+ * one is fc_enforce.h's.
  */
 #ifndef FC_POLICY_H
 #define FC_POLICY_H
@@ -139,17 +139,7 @@ void fc_rate_format(const struct fc_rate *r, char buf[FC_RATE_STRLEN]);
 /* Parses fc_rates_format's text back. */
 int fc_rates_parse(const char *s, struct fc_policy_spec *p, struct fc_err *err);
 
-/* The kernel's policy (id, epoch and tiers). ncpus divides the ip=* new
- * bucket rate into the per-CPU cap; see fc_policy_new_src_tier. */
-void fc_policy_compile(const struct fc_policy_spec *p, uint32_t epoch, struct fc_policy *k);
-/* A node's share of p: every N (and an explicit burst) times weight, at least
- * 1 per period. */
-void fc_policy_scale(const struct fc_policy_spec *p, double weight, struct fc_policy_spec *out);
-/* The resolution of the packet path's coarse clock (one kernel tick). */
-uint64_t fc_coarse_tick_ns(void);
-
 /* A node's weight as users write it: a number in (0, 1]. */
 int fc_weight_parse(const char *s, double *w, struct fc_err *err);
-void fc_policy_new_src_tier(const struct fc_policy_spec *p, int ncpus, struct fc_tier *t);
 
 #endif /* FC_POLICY_H */

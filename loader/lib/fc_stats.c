@@ -60,7 +60,7 @@ static void fc_stats_prometheus_conc(FILE *f, const struct fc_policy_stats *ps, 
 	uint64_t v;
 
 	for (i = 0; i < n; i++)
-		any = any || ps[i].row->spec.concurrency;
+		any = any || ps[i].enforced.concurrency;
 	for (k = 0; any && k < sizeof(fam) / sizeof(fam[0]); k++) {
 		len = strcspn(fam[k].name, " ");
 		fprintf(f, "# HELP %.*s %s\n# TYPE %s\n", (int)len, fam[k].name, fam[k].help, fam[k].name);
@@ -69,7 +69,7 @@ static void fc_stats_prometheus_conc(FILE *f, const struct fc_policy_stats *ps, 
 
 			if (!p->concurrency)
 				continue;
-			v = k == 0 ? ps[i].inflight : k == 1 ? p->concurrency : ps[i].conc_denied;
+			v = k == 0 ? ps[i].inflight : k == 1 ? ps[i].enforced.concurrency : ps[i].conc_denied;
 			fc_match_format(p, match);
 			fc_label_escape(match, esc, sizeof(esc));
 			fprintf(f, "%.*s{policy=\"%u\",match=\"%s\"} %llu\n", (int)len, fam[k].name, p->id, esc,
@@ -211,8 +211,9 @@ int fc_stats_gather(const struct fc_ctx *ctx, struct fc_stats_all *a, struct fc_
 	if (ctx->keep ? !(st = fc_store_keep_get(ctx->keep, err)) :
 			fc_store_open_ex(ctx->db_path, !ctx->store_must_exist, &st, err) < 0)
 		goto out;
-	if (fc_store_policy_list(st, &a->rows, &a->n, err) < 0 ||
-	    fc_store_ban_count(st, (int64_t)time(NULL), &a->bans, err) < 0 || fc_sources_gather(st, &m, maps == 0, a, err) < 0)
+	if (fc_node_read(st, ctx->node, &a->node, err) < 0 || fc_store_policy_list(st, &a->rows, &a->n, err) < 0 ||
+	    fc_store_ban_count(st, (int64_t)time(NULL), &a->bans, err) < 0 ||
+	    fc_sources_gather(st, &m, maps == 0, a, err) < 0)
 		goto out;
 	a->ps = calloc(a->n ? a->n : 1, sizeof(*a->ps));
 	if (!a->ps) {
@@ -233,6 +234,7 @@ int fc_stats_gather(const struct fc_ctx *ctx, struct fc_stats_all *a, struct fc_
 		const struct fc_policy_row *r = &a->rows[i];
 
 		a->ps[i].row = r;
+		fc_policy_enforced(r, &a->node, &a->ps[i].enforced);
 		if (!fc_policy_is_l7(&r->spec)) {
 			if (maps == 0 && fc_pstats_read(&m, r->slot, &a->ps[i].ps, err) < 0)
 				goto out;
@@ -300,26 +302,27 @@ double fc_bucket_use(const struct fc_policy *pol, const __u64 *state, uint64_t n
 	return use > 1 ? 1 : use;
 }
 
-void fc_key_view(const struct fc_policy_row *row, const struct fc_policy *k, const struct fc_shm_key *e, uint64_t now,
+void fc_key_view(const struct fc_policy_row *row, const struct fc_enforced *e, const struct fc_shm_key *k, uint64_t now,
 		 struct fc_key_view *v)
 {
 	uint64_t queue = row->spec.action == FC_ACTION_DELAY ? row->spec.delay_burst : 0,
-		 idle = e->idle_ns & ~FC_SHM_KEY_HELD;
-	uint8_t w = fc_shm_conc_word(k->ntiers, k->warmup_ms);
+		 idle = k->idle_ns & ~FC_SHM_KEY_HELD;
+	const struct fc_policy *pol = &e->k;
+	uint8_t w = fc_shm_conc_word(pol->ntiers, pol->warmup_ms);
 	struct fc_limit_view lv;
 
 	memset(v, 0, sizeof(*v));
-	if (k->ntiers) {
-		fc_limit_view(k->algo, k->ntiers, k->tier, k->warmup_ms, e->state, now, queue, &lv);
+	if (pol->ntiers) {
+		fc_limit_view(pol->algo, pol->ntiers, pol->tier, pol->warmup_ms, k->state, now, queue, &lv);
 		v->remaining = lv.remaining;
 		v->retry_ns = lv.retry_ns;
 	}
 	/* While it holds places a key is never idle: its idle time waits under the held bit. */
-	v->held = e->idle_ns & FC_SHM_KEY_HELD;
+	v->held = k->idle_ns & FC_SHM_KEY_HELD;
 	v->idle_s = idle > now ? (idle - now) / FC_NS_PER_SEC : 0;
 	/* Its count of places is the word past its tiers and its warm-up word. */
-	v->capped = row->spec.concurrency && w < FC_MAX_TIERS;
-	v->inflight = v->capped ? e->state[w] : 0;
+	v->capped = e->concurrency && w < FC_MAX_TIERS;
+	v->inflight = v->capped ? k->state[w] : 0;
 }
 
 struct fc_busiest {
@@ -376,7 +379,7 @@ int fc_stats_busiest_keys(const struct fc_ctx *ctx, const struct fc_stats_all *a
 		const struct fc_policy_row *r = a->ps[i].row;
 
 		if (fc_policy_is_keyed(&r->spec) && r->slot && r->slot < FC_SHM_SLOTS)
-			fc_policy_compile(&r->spec, r->epoch, &pol[r->slot]);
+			pol[r->slot] = a->ps[i].enforced.k;
 	}
 	if (fc_state_keys_each(fd, FC_SHM_KEY_TAG_MIN, fc_busiest_one, &b, err) < 0)
 		goto out;

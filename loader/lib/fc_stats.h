@@ -11,11 +11,13 @@
 #include <stdio.h>
 
 #include "fc_ctx.h"
+#include "fc_enforce.h"
 #include "fc_kern.h"
 #include "fc_store.h"
 
 struct fc_policy_stats {
 	const struct fc_policy_row *row;
+	struct fc_enforced enforced; /* the policy as this node enforces it */
 	struct fc_pstats ps; /* packets at XDP/TC; requests in nginx (no bytes) */
 	uint64_t delayed;    /* nginx, action delay */
 	uint64_t keys;       /* nginx, per-key policies: keys it holds (the workers' count) */
@@ -36,6 +38,7 @@ struct fc_ban_source {
 
 struct fc_stats_all {
 	struct fc_stats s;
+	struct fc_node_ctx node; /* this node: its share of the limits */
 	struct fc_policy_row *rows;
 	struct fc_policy_stats *ps; /* one per row, in id order */
 	size_t n;
@@ -77,7 +80,7 @@ struct fc_key_use {
 };
 
 /* A key of a per-key nginx policy as freqctl keys shows it, read from its
- * entry e (every field the workers' say-so); k is the row compiled. */
+ * entry k (every field the workers' say-so); e is the row as enforced. */
 struct fc_key_view {
 	uint64_t remaining; /* what its first rate admits now (0 without a rate) */
 	uint64_t retry_ns;  /* until a request could pass its rates (the first's ramp too) */
@@ -87,7 +90,7 @@ struct fc_key_view {
 	uint64_t inflight;
 };
 
-void fc_key_view(const struct fc_policy_row *row, const struct fc_policy *k, const struct fc_shm_key *e, uint64_t now,
+void fc_key_view(const struct fc_policy_row *row, const struct fc_enforced *e, const struct fc_shm_key *k, uint64_t now,
 		 struct fc_key_view *v);
 
 /* The keys of a's per-key policies using the most of their fullest tier at

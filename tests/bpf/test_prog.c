@@ -449,8 +449,10 @@ static void test_many_v6_prefixes(void **state)
 	struct fc_frame_spec spec = { "2001:db8:63:63::5", IPPROTO_UDP };
 	struct fc_env *env = *state;
 	struct fc_ban_row row = { .created = 1 };
+	struct fc_node_ctx node = fc_node_here(1);
 	struct fc_sync_result res;
 	uint8_t frame[FC_FRAME_MAX];
+	struct fc_source src;
 	char text[64];
 	struct fc_err err;
 	int x, y;
@@ -463,13 +465,15 @@ static void test_many_v6_prefixes(void **state)
 			assert_int_equal(fc_store_ban_put(env->st, &row, &err), 0);
 		}
 	}
-	if (fc_sync(env->st, &env->maps, env->pin_dir, (int64_t)time(NULL), 1, &res, &err) < 0)
+	fc_source_init(&src, env->st, (int64_t)time(NULL), &node);
+	if (fc_sync(&src, &env->maps, env->pin_dir, &res, &err) < 0)
 		fail_msg("sync: %s", err.msg);
 	/* Each /64 with its search markers, shared: at 2001:db8::/32 and at
 	 * the 100 /48s. */
 	assert_int_equal(res.added, 10000 + 1 + 100);
-	if (fc_sync(env->st, &env->maps, env->pin_dir, (int64_t)time(NULL), 1, &res, &err) < 0)
+	if (fc_sync(&src, &env->maps, env->pin_dir, &res, &err) < 0)
 		fail_msg("second sync: %s", err.msg);
+	fc_source_free(&src);
 	assert_int_equal(res.added + res.changed + res.removed, 0);
 	assert_int_equal(fc_env_run(env, false, frame, fc_frame_build(&spec, frame)), XDP_DROP);
 }

@@ -69,12 +69,14 @@ static void fc_check_bans(const struct fc_ban_row *b, size_t n)
 static void fc_check_keys(void)
 {
 	struct fc_policy_stats ps[2] = { { .row = &krows[0] }, { .row = &krows[1] } };
-	struct fc_stats_all a = { .ps = ps, .n = 2 };
+	struct fc_stats_all a = { .ps = ps, .n = 2, .node = fc_node_here(1) };
 	struct fc_key_use top[4];
 	struct fc_shm_key *keys;
 	struct fc_err err;
 	size_t n, i;
 
+	for (i = 0; i < 2; i++)
+		fc_policy_enforced(ps[i].row, &a.node, &ps[i].enforced);
 	if (fc_stats_busiest_keys(fc_fuzz_ctx(), &a, 1800000000ULL * FC_NS_PER_SEC, top, 4, &n, &err) == 0) {
 		if (n > 4)
 			fc_fuzz_fail("%zu busiest keys, asked for 4", n);
@@ -86,17 +88,15 @@ static void fc_check_keys(void)
 		}
 	}
 	if (fc_state_keys_of(fc_fuzz_ctx()->shm_path, krows[0].slot, krows[0].epoch, &keys, &n, &err) == 0) {
-		struct fc_policy k;
+		const struct fc_enforced *e = &ps[0].enforced;
 		struct fc_key_view v;
-		uint8_t w;
+		uint8_t w = fc_shm_conc_word(e->k.ntiers, e->k.warmup_ms); /* past the rates and the ramp's word */
 
-		fc_policy_compile(&krows[0].spec, krows[0].epoch, &k);
-		w = fc_shm_conc_word(k.ntiers, k.warmup_ms); /* past the rates and the ramp's word */
 		for (i = 0; i < n; i++) {
 			if (keys[i].slot != krows[0].slot || keys[i].epoch != krows[0].epoch)
 				fc_fuzz_fail("a key of slot %u epoch %u listed for slot %u", keys[i].slot, keys[i].epoch,
 					     krows[0].slot);
-			fc_key_view(&krows[0], &k, &keys[i], 1800000000ULL * FC_NS_PER_SEC, &v);
+			fc_key_view(&krows[0], e, &keys[i], 1800000000ULL * FC_NS_PER_SEC, &v);
 			if (!v.capped || v.inflight != keys[i].state[w] || v.remaining > fc_tier_burst(&krows[0].spec, 0) ||
 			    v.held != !!(keys[i].idle_ns & FC_SHM_KEY_HELD) || v.idle_s > FC_SHM_KEY_HELD / FC_NS_PER_SEC)
 				fc_fuzz_fail("key %zu: in flight %llu of word %llu, %llu remaining, held %d, idle in %llu s", i,

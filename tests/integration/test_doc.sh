@@ -48,7 +48,7 @@ BC=/usr/share/bash-completion/bash_completion
 MAN8=doc/freqctl.8.scd
 NGX8=doc/ngx_http_freqctl_module.8.scd
 MODULE_SRC=ngx_bridge/ngx_http_freqctl_module.c
-COMPLETION=tools/freqctl.bash-completion
+COMPLETION=tools/pkg/freqctl.bash-completion
 
 # The option table of a --help text (the lines under "Options:" or "Global
 # options:"): "SHORT LONG ARG" a line, "-" for what is absent.

@@ -47,7 +47,7 @@ done
 [ -s /run/nginx.pid ] && kill -0 "$(cat /run/nginx.pid)" 2>/dev/null &&
 	skip_all "the system's nginx runs (/run/nginx.pid): installing the module's package would reload it"
 
-debs=$(tools/build-deb.sh "$dir/deb" 2>"$dir/deb.log")
+debs=$(tools/pkg/build-deb.sh "$dir/deb" 2>"$dir/deb.log")
 arch=$(dpkg --print-architecture)
 check "make deb builds both packages, lintian finds no errors" \
 	test -f "$dir/deb/freqctl_${version}_$arch.deb" -a -f "$dir/deb/libnginx-mod-http-freqctl_${version}_$arch.deb"

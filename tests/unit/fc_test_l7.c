@@ -14,7 +14,9 @@
 #include <unistd.h>
 #include <cmocka.h>
 
+#include "fc_enforce.h"
 #include "fc_shm_write.h"
+#include "fc_source.h"
 #include "fc_test_l7.h"
 
 void *fc_arena_alloc(void *ctx, size_t size)
@@ -122,6 +124,21 @@ void fc_policy(struct fc_t *t, uint32_t id, const char *match, const char *rates
 	fc_policy_put(t, &p, match, rates);
 }
 
+/* Publishes t's store whole to its shm, as a node alone at time 1; keys:
+ * the key table's size (0: keep it). No cmocka assertion: a forked writer
+ * runs it. */
+int fc_shm_full(struct fc_t *t, uint32_t keys, struct fc_shm_result *res, struct fc_err *err)
+{
+	struct fc_node_ctx node = fc_node_here(1);
+	struct fc_source src;
+	int rc;
+
+	fc_source_init(&src, t->st, 1, &node);
+	rc = fc_shm_publish(t->shm, t->group, keys, &src, res, err);
+	fc_source_free(&src);
+	return rc;
+}
+
 /* Publishes the store and maps both files (the config file read-write
  * here, so the tests can corrupt it). */
 void fc_publish(struct fc_t *t)
@@ -130,7 +147,7 @@ void fc_publish(struct fc_t *t)
 	struct fc_err err;
 
 	fc_unmap(t);
-	if (fc_shm_publish(t->shm, t->group, t->keys, t->st, 1, 1, &res, &err) < 0)
+	if (fc_shm_full(t, t->keys, &res, &err) < 0)
 		fail_msg("%s", err.msg);
 	fc_map(t->shm, &t->base, &t->size);
 	fc_map(t->state_path, &t->state, &t->state_size);

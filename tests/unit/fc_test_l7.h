@@ -14,6 +14,7 @@
 #include <stdint.h>
 
 #include "fc_l7.h"
+#include "fc_shm_write.h"
 #include "fc_store.h"
 
 #define SEC FC_NS_PER_SEC
@@ -58,6 +59,7 @@ void fc_policy(struct fc_t *t, uint32_t id, const char *match, const char *rates
 	       uint64_t burst, uint32_t delay_burst);
 /* Publishes the store and maps both files (the config file read-write
  * here, so the tests can corrupt it). */
+int fc_shm_full(struct fc_t *t, uint32_t keys, struct fc_shm_result *res, struct fc_err *err);
 void fc_publish(struct fc_t *t);
 int fc_build(struct fc_t *t, const void *base, size_t size);
 

@@ -23,7 +23,9 @@
 #include <cmocka.h>
 
 #include "fc_allow.h"
+#include "fc_enforce.h"
 #include "fc_shm_write.h"
+#include "fc_source.h"
 #include "fc_test.h"
 #include "fc_test_l7.h"
 
@@ -115,7 +117,7 @@ static void test_ban_table(void **state)
 	{
 		struct fc_shm_result r;
 
-		assert_int_equal(fc_shm_publish(t->shm, t->group, 0, t->st, 1, 1, &r, &err), 0);
+		assert_int_equal(fc_shm_full(t, 0, &r, &err), 0);
 		assert_false(r.published); /* no new block: workers keep their index */
 	}
 	assert_int_equal(((const struct fc_shm_header *)t->base)->seq, seq);
@@ -134,7 +136,7 @@ static void test_ban_table(void **state)
 	{
 		struct fc_shm_result r;
 
-		assert_int_equal(fc_shm_publish(t->shm, t->group, 0, t->st, 1, 1, &r, &err), 0);
+		assert_int_equal(fc_shm_full(t, 0, &r, &err), 0);
 	}
 	assert_int_equal(fc_decide(t, "ip=2001:db8::7", T0, NULL), FC_L7_BANNED);
 	assert_int_equal(fc_decide(t, "ip=2001:db8::8", T0, NULL), FC_L7_PASS);
@@ -243,8 +245,10 @@ static void test_allow_without_bans(void **state)
  * forked writer runs it. */
 static int fc_publish_shm(struct fc_t *t, struct fc_err *err)
 {
+	struct fc_node_ctx node = fc_node_here(1);
 	struct fc_store_log log;
 	struct fc_shm_result res;
+	struct fc_source src;
 	struct fc_delta d;
 	uint64_t id, seq;
 	int rc = 1;
@@ -255,12 +259,14 @@ static int fc_publish_shm(struct fc_t *t, struct fc_err *err)
 	if (id == log.id && seq) {
 		if (fc_store_delta(t->st, seq, log.head, 1, "test", &d, err) < 0)
 			return -1;
-		rc = fc_shm_publish_delta(t->shm, t->group, t->keys, t->st, &d, 1, 1, log.id, seq, &res, err);
+		fc_source_init(&src, t->st, 1, &node);
+		rc = fc_shm_publish_delta(t->shm, t->group, t->keys, &src, &d, log.id, seq, &res, err);
+		fc_source_free(&src);
 		fc_delta_free(&d);
 		if (rc < 0)
 			return -1;
 	}
-	if ((rc && fc_shm_publish(t->shm, t->group, t->keys, t->st, 1, 1, &res, err) < 0) ||
+	if ((rc && fc_shm_full(t, t->keys, &res, err) < 0) ||
 	    fc_shm_mark(t->shm, log.id, log.head, err) < 0)
 		return -1;
 	return rc == 0;
@@ -487,7 +493,7 @@ static void test_republish(void **state)
 	assert_int_equal(fc_build(t, t->base, t->size), 0);
 	assert_int_equal(fc_passes(t, "uid=u2", T0, 5), 4);
 	seq = t->ix.seq;
-	assert_int_equal(fc_shm_publish(t->shm, t->group, 0, t->st, 1, 1, &res, &err), 0);
+	assert_int_equal(fc_shm_full(t, 0, &res, &err), 0);
 	assert_false(res.published);
 	assert_int_equal(res.seq, seq);
 }

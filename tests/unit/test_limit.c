@@ -13,6 +13,7 @@
 #include <string.h>
 #include <cmocka.h>
 
+#include "fc_enforce.h"
 #include "fc_policy.h"
 #include "fc_stats.h"
 #include "fc_test.h"
@@ -27,15 +28,21 @@
 static struct fc_policy fc_compile_warm(const char *rates, uint64_t burst, enum fc_algo algo, enum fc_count count,
 					int64_t warmup)
 {
-	struct fc_policy_spec p = { .id = 1, .burst = burst, .algo = algo, .count = count, .kind = FC_MATCH_STAR,
-				    .warmup = warmup };
-	struct fc_policy k;
+	struct fc_policy_row row = { .spec = { .id = 1,
+					       .burst = burst,
+					       .algo = algo,
+					       .count = count,
+					       .kind = FC_MATCH_STAR,
+					       .warmup = warmup },
+				     .epoch = 1 };
+	struct fc_node_ctx node = fc_node_here(1);
+	struct fc_enforced e;
 	struct fc_err err;
 
-	if (fc_rates_parse(rates, &p, &err) < 0 || fc_policy_validate(&p, &err) < 0)
+	if (fc_rates_parse(rates, &row.spec, &err) < 0 || fc_policy_validate(&row.spec, &err) < 0)
 		fail_msg("%s", err.msg);
-	fc_policy_compile(&p, 1, &k);
-	return k;
+	fc_policy_enforced(&row, &node, &e);
+	return e.k;
 }
 
 static struct fc_policy fc_compile(const char *rates, uint64_t burst, enum fc_algo algo, enum fc_count count)

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <cmocka.h>
 
+#include "fc_enforce.h"
 #include "fc_policy.h"
 #include "fc_rows_json.h"
 #include "fc_test.h"
@@ -274,16 +275,33 @@ static void test_validate(void **state)
 				     "credit");
 }
 
+/* A node of weight w on a machine of 4 CPUs whose coarse clock ticks every tick_ns. */
+static struct fc_node_ctx fc_node(double w, uint64_t tick_ns)
+{
+	return (struct fc_node_ctx){ .weight = w, .ncpus = 4, .tick_ns = tick_ns };
+}
+
+/* p as node enforces it (epoch 9). */
+static struct fc_enforced fc_enforce(const struct fc_policy_spec *p, struct fc_node_ctx node)
+{
+	struct fc_policy_row row = { .spec = *p, .epoch = 9 };
+	struct fc_enforced e;
+
+	fc_policy_enforced(&row, &node, &e);
+	return e;
+}
+
 static void test_compile(void **state)
 {
 	struct fc_policy_spec p = { .id = 42, .burst = 5, .action = FC_ACTION_LOG, .count = FC_COUNT_SYN };
-	struct fc_tier nt;
+	const struct fc_node_ctx alone = fc_node(1, 4000000);
+	struct fc_enforced e;
 	struct fc_policy k;
 	struct fc_err err;
 
 	(void)state;
 	assert_int_equal(fc_rates_parse("10/s,3/m", &p, &err), 0);
-	fc_policy_compile(&p, 9, &k);
+	k = fc_enforce(&p, alone).k;
 	assert_int_equal(k.id, 42);
 	assert_int_equal(k.epoch, 9);
 	assert_int_equal(k.ntiers, 2);
@@ -296,52 +314,60 @@ static void test_compile(void **state)
 	assert_int_equal(k.tier[1].unit_ns, 60000000000ULL);
 	assert_int_equal(k.tier[1].limit, 3);
 	assert_int_equal(k.flags, 0); /* 0.5 s of tolerance: the coarse clock will do */
+	/* ... not where the coarse clock ticks every 100 ms (under 10 ticks). */
+	assert_int_equal(fc_enforce(&p, fc_node(1, 100000000)).k.flags, FC_POLICY_PRECISE);
 	assert_int_equal(fc_rates_parse("100000/s", &p, &err), 0);
 	p.burst = 10; /* 100 us of tolerance: under a tick */
-	fc_policy_compile(&p, 9, &k);
-	assert_int_equal(k.flags, FC_POLICY_PRECISE);
+	assert_int_equal(fc_enforce(&p, alone).k.flags, FC_POLICY_PRECISE);
 	/* Each tier its own burst. */
 	p.burst = 0;
 	assert_int_equal(fc_rates_parse("10/s:2,3/m:1", &p, &err), 0);
-	fc_policy_compile(&p, 9, &k);
+	k = fc_enforce(&p, alone).k;
 	assert_int_equal(k.tier[0].tolerance_ns, 200000000);
 	assert_int_equal(k.tier[1].tolerance_ns, 20000000000ULL);
 	assert_int_equal(fc_rates_parse("100000/s", &p, &err), 0);
 	p.algo = FC_ALGO_WINDOW;
 	p.burst = 0;
-	fc_policy_compile(&p, 9, &k);
-	assert_int_equal(k.flags, 0); /* windows: a tick late at a boundary at most */
+	assert_int_equal(fc_enforce(&p, alone).k.flags, 0); /* windows: a tick late at a boundary at most */
 	p.algo = FC_ALGO_GCRA;
+	assert_int_equal(fc_enforce(&p, alone).new_src.limit, 0); /* not ip=* */
 
+	/* ip=*: new sources a second, shared among the CPUs. */
 	p.kind = FC_MATCH_STAR;
 	p.new_sources = 1000;
-	fc_policy_new_src_tier(&p, 4, &nt);
-	assert_int_equal(nt.limit, 250);
-	assert_int_equal(nt.interval_ns, 4000000);
-	assert_int_equal(nt.tolerance_ns, 1000000000);
+	e = fc_enforce(&p, alone);
+	assert_int_equal(e.new_src.limit, 250);
+	assert_int_equal(e.new_src.interval_ns, 4000000);
+	assert_int_equal(e.new_src.tolerance_ns, 1000000000);
 	p.new_sources = 0;
-	fc_policy_new_src_tier(&p, 1, &nt);
-	assert_int_equal(nt.limit, FC_NEW_SOURCES_DEFAULT);
+	e = fc_enforce(&p, (struct fc_node_ctx){ .weight = 1, .ncpus = 1, .tick_ns = 4000000 });
+	assert_int_equal(e.new_src.limit, FC_NEW_SOURCES_DEFAULT);
+	e = fc_enforce(&p, fc_node(0.25, 4000000));
+	assert_int_equal(e.new_src.limit, FC_NEW_SOURCES_DEFAULT / 4); /* per node, not a share of the fleet's */
 }
 
 /* A node's share: N (and an explicit burst) times the weight, at least 1. */
 static void test_scale(void **state)
 {
-	struct fc_policy_spec p = { .id = 1, .burst = 8 }, s;
+	struct fc_policy_spec p = { .id = 1, .burst = 8 };
+	struct fc_policy k;
 	struct fc_err err;
 
 	(void)state;
 	assert_int_equal(fc_rates_parse("10/s,1/d,1000/h:400", &p, &err), 0);
-	fc_policy_scale(&p, 0.25, &s);
-	assert_int_equal(s.rate[2].burst, 100);
-	assert_int_equal(s.rate[0].burst, 0);
-	assert_int_equal(s.rate[0].n, 2);
-	assert_int_equal(s.rate[1].n, 1); /* at least one per period */
-	assert_int_equal(s.rate[2].n, 250);
-	assert_int_equal(s.burst, 2);
-	assert_int_equal(s.rate[0].unit_secs, 1);
-	fc_policy_scale(&p, 1, &s);
-	assert_memory_equal(&s, &p, sizeof(p));
+	k = fc_enforce(&p, fc_node(0.25, 4000000)).k;
+	assert_int_equal(k.tier[0].limit, 2);
+	assert_int_equal(k.tier[0].unit_ns, 1000000000);
+	assert_int_equal(k.tier[0].tolerance_ns, 1000000000); /* --burst 8: 2 of 2 per second */
+	assert_int_equal(k.tier[1].limit, 1);                 /* at least one per period */
+	assert_int_equal(k.tier[1].tolerance_ns, 86400000000000ULL);
+	assert_int_equal(k.tier[2].limit, 250);
+	assert_int_equal(k.tier[2].tolerance_ns, 1440000000000ULL); /* its :400 as 100 */
+	k = fc_enforce(&p, fc_node(1, 4000000)).k;
+	assert_int_equal(k.tier[0].limit, 10);
+	assert_int_equal(k.tier[0].tolerance_ns, 800000000);
+	assert_int_equal(k.tier[2].limit, 1000);
+	assert_int_equal(k.tier[2].tolerance_ns, 1440000000000ULL);
 }
 
 /* p (its options set) with match and rates: valid if msg is NULL, else
@@ -388,7 +414,7 @@ static void test_validate_concurrency(void **state)
 		{ "uid=a", "", 0, FC_ACTION_DELAY, FC_LAYER_AUTO,
 		  "action \"delay\" waits a request to a --rate, and the policy has none" },
 	};
-	struct fc_policy_spec p, s;
+	struct fc_policy_spec p;
 	size_t i;
 
 	(void)state;
@@ -401,13 +427,13 @@ static void test_validate_concurrency(void **state)
 		p.layer = cases[i].layer;
 		fc_validate_case(&p, cases[i].match, cases[i].rates, cases[i].msg);
 	}
-	/* A node's share: N times its weight, at least one. */
+	/* A node's share: N times its weight, at least one; none stays none. */
 	memset(&p, 0, sizeof(p));
 	p.concurrency = 10;
-	fc_policy_scale(&p, 0.25, &s);
-	assert_int_equal(s.concurrency, 2);
-	fc_policy_scale(&p, 0.01, &s);
-	assert_int_equal(s.concurrency, 1);
+	assert_int_equal(fc_enforce(&p, fc_node(0.25, 4000000)).concurrency, 2);
+	assert_int_equal(fc_enforce(&p, fc_node(0.01, 4000000)).concurrency, 1);
+	p.concurrency = 0;
+	assert_int_equal(fc_enforce(&p, fc_node(0.25, 4000000)).concurrency, 0);
 }
 
 /* One table for the command line and for JSON: the same bounds, the same
@@ -566,14 +592,14 @@ static void test_warmup(void **state)
 	assert_int_equal(fc_rates_parse("30/s,1/m,1000/d", &p, &err), 0);
 	assert_int_equal(fc_policy_validate(&p, &err), 0); /* 3 rates, a day, delay: all fine */
 	assert_int_equal(fc_policy_words(&p), 4);
-	fc_policy_compile(&p, 9, &k);
+	k = fc_enforce(&p, fc_node(1, 4000000)).k;
 	assert_int_equal(k.warmup_ms, 86400000);
 	/* While it warms the credit is at least 10 ms of the rate, a tick of the
 	 * coarsest clock: the coarse clock does (its burst decides, as ever). */
 	assert_int_equal(k.flags & FC_POLICY_PRECISE, 0);
-	fc_policy_scale(&p, 0.5, &s);
-	assert_int_equal(s.warmup, 86400); /* a node's share of the rate, the same ramp */
-	assert_int_equal(s.rate[0].n, 15);
+	k = fc_enforce(&p, fc_node(0.5, 4000000)).k;
+	assert_int_equal(k.warmup_ms, 86400000); /* a node's share of the rate, the same ramp */
+	assert_int_equal(k.tier[0].limit, 15);
 	j = fc_policy_to_json(&p);
 	assert_int_equal(json_integer_value(json_object_get(j, "warmup")), 86400);
 	assert_int_equal(fc_policy_from_json(j, &s, field, &err), 0);

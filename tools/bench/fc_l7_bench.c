@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: BSD-2-Clause
 /*
- * Helpers of `make bench` for the nginx side (tools/bench_nginx.sh):
+ * Helpers of `make bench` for the nginx side (tools/bench/bench_nginx.sh):
  *
  *   fc_l7_bench seed DB SHM N      store N policies "uid=uK,ip=127.0.0.1"
  *                                  (1e9/s: never denying) and publish them
@@ -60,12 +60,15 @@ static int fc_seed(const char *db, const char *shm, long n, enum fc_seed_kind ki
 {
 	bool keys = kind == FC_SEED_KEYS;
 	struct fc_policy_spec p = { 0 };
+	struct fc_node_ctx node = fc_node_here(1);
 	struct fc_shm_result res;
 	struct fc_policy_row row;
+	struct fc_source src;
 	struct fc_store *st;
 	struct fc_err err;
 	char match[64];
 	long i;
+	int rc;
 
 	if (fc_store_open(db, &st, &err) < 0 || fc_store_begin(st, &err) < 0)
 		goto fail;
@@ -83,7 +86,10 @@ static int fc_seed(const char *db, const char *shm, long n, enum fc_seed_kind ki
 		    fc_store_policy_put(st, &p, (int64_t)time(NULL), &row, &err) < 0)
 			goto fail;
 	}
-	if (fc_shm_publish(shm, NULL, 0, st, (int64_t)time(NULL), 1, &res, &err) < 0 || fc_store_commit(st, &err) < 0)
+	fc_source_init(&src, st, (int64_t)time(NULL), &node);
+	rc = fc_shm_publish(shm, NULL, 0, &src, &res, &err);
+	fc_source_free(&src);
+	if (rc < 0 || fc_store_commit(st, &err) < 0)
 		goto fail;
 	fc_store_close(st);
 	return 0;

@@ -3,9 +3,9 @@
 # debhelper, dpkg-buildpackage -b) in a copy of the tree under OUT, so the
 # build and dpkg-buildpackage's by-products stay out of the checkout, then
 # checks them with lintian (no errors allowed). Prints the packages' paths.
-# Usage: tools/build-deb.sh OUT
+# Usage: tools/pkg/build-deb.sh OUT
 set -euo pipefail
-top=$(cd "$(dirname "$0")/.." && pwd)
+top=$(cd "$(dirname "$0")/../.." && pwd)
 mkdir -p "$1"
 out=$(cd "$1" && pwd)
 version=$(cat "$top/VERSION")

@@ -52,7 +52,7 @@ if [ ${#missing[@]} -gt 0 ]; then
 	apt-get update -qq
 	apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
-browser=$(dirname "$0")/../tests/browser
+browser=$(dirname "$0")/../../tests/browser
 if [ "${1:-}" != bench ] && [ ! -d "$browser/node_modules/playwright-core" ]; then
 	echo "freqctl: installing playwright-core for the console's browser test (npm ci)" >&2
 	npm ci --prefix "$browser" --no-audit --no-fund --loglevel=error >/dev/null

@@ -5,9 +5,9 @@
 # 100,000 IPv4 (/8 to /31, most /16 to /31, in 20.0.0.0 to 99.255.255.255;
 # repeats drawn are one ban) and 10,000 IPv6 /64 (2001:db8:X:Y::/64),
 # published to PIN_DIR and SHM.
-#   tools/bench_store.sh DB PIN_DIR SHM
+#   tools/bench/bench_store.sh DB PIN_DIR SHM
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 db=$1 pin=$2 shm=$3
 tmp=$(mktemp -d /tmp/fc-bstore-XXXXXX)
 trap 'rm -rf "$tmp"' EXIT

@@ -11,8 +11,10 @@
 #include <sys/random.h>
 #include <sys/stat.h>
 
+#include "fc_clock.h"
+#include "fc_cmp.h"
+#include "fc_enforce.h"
 #include "fc_shm_write.h"
-#include "fc_sync.h"
 
 int fc_shm_state_path(const char *path, char out[PATH_MAX], struct fc_err *err)
 {
@@ -152,13 +154,13 @@ static __u8 fc_dim_flags(const struct fc_dim *dm, size_t *vl)
 	return 0;
 }
 
-static int fc_blk_policy(struct fc_blk *b, const struct fc_policy_row *r, double weight, struct fc_err *err)
+static int fc_blk_policy(struct fc_blk *b, const struct fc_policy_row *r, const struct fc_node_ctx *node,
+			 struct fc_err *err)
 {
 	const struct fc_policy_spec *p = &r->spec;
-	struct fc_policy_spec scaled;
 	size_t len = sizeof(struct fc_shm_policy), vl;
 	struct fc_shm_policy *it;
-	struct fc_policy k;
+	struct fc_enforced e;
 	__u8 *d;
 	bool ip = p->kind == FC_MATCH_PREFIX || p->kind == FC_MATCH_STAR;
 	int i, ndims = p->ndims + ip;
@@ -170,8 +172,7 @@ static int fc_blk_policy(struct fc_blk *b, const struct fc_policy_row *r, double
 	it = fc_blk_item(b, len, FC_SHM_POLICY, err);
 	if (!it)
 		return -1;
-	fc_policy_scale(p, weight, &scaled);
-	fc_policy_compile(&scaled, r->epoch, &k);
+	fc_policy_enforced(r, node, &e);
 	it->id = p->id;
 	it->slot = r->slot;
 	it->epoch = r->epoch;
@@ -180,12 +181,12 @@ static int fc_blk_policy(struct fc_blk *b, const struct fc_policy_row *r, double
 	it->ndims = (__u8)ndims;
 	it->ntiers = (__u8)p->ntiers;
 	it->delay_burst = p->delay_burst;
-	it->flags = k.flags | (p->escalate.n ? FC_SHM_POLICY_ESCALATE : 0) | (p->ndims ? 0 : FC_SHM_POLICY_HTTP);
+	it->flags = e.k.flags | (p->escalate.n ? FC_SHM_POLICY_ESCALATE : 0) | (p->ndims ? 0 : FC_SHM_POLICY_HTTP);
 	it->max_keys = p->max_keys; /* 0: as the table holds */
 	it->new_keys = p->new_keys ? p->new_keys : FC_NEW_KEYS_DEFAULT;
-	it->concurrency = scaled.concurrency;
-	memcpy(it->tier, k.tier, sizeof(it->tier));
-	it->warmup_ms = k.warmup_ms;
+	it->concurrency = e.concurrency;
+	memcpy(it->tier, e.k.tier, sizeof(it->tier));
+	it->warmup_ms = e.k.warmup_ms;
 	d = (__u8 *)(it + 1);
 	if (p->kind == FC_MATCH_STAR) { /* ip=* in nginx: a bucket per client address */
 		struct fc_shm_dim *dim = (struct fc_shm_dim *)d;
@@ -671,36 +672,34 @@ out:
 	return rc;
 }
 
-int fc_shm_publish(const char *path, const char *group, uint32_t keys, struct fc_store *st, int64_t now,
-		   double weight, struct fc_shm_result *res, struct fc_err *err)
+int fc_shm_publish(const char *path, const char *group, uint32_t keys, struct fc_source *src, struct fc_shm_result *res,
+		   struct fc_err *err)
 {
-	struct fc_policy_row *pols = NULL;
+	const struct fc_policy_row *pols;
 	struct fc_shm_map sm;
-	size_t npols = 0, i;
 	struct fc_blk b;
+	size_t i;
 	int rc = -1;
 
 	memset(res, 0, sizeof(*res));
-	if (fc_store_policy_list(st, &pols, &npols, err) < 0 || fc_shm_map(path, group, keys, &sm, err) < 0) {
-		free(pols);
+	if (fc_source_policies(src, err) < 0 || fc_shm_map(path, group, keys, &sm, err) < 0)
 		return -1;
-	}
+	pols = src->pols;
 	fc_shm_unmark(sm.h);
 	fc_blk_start(&sm, &b);
-	for (i = 0; i < npols; i++) {
+	for (i = 0; i < src->npols; i++) {
 		if (!fc_policy_is_l7(&pols[i].spec))
 			continue;
-		if (fc_slot_claim(sm.state_fd, &pols[i], err) < 0 || fc_blk_policy(&b, &pols[i], weight, err) < 0)
+		if (fc_slot_claim(sm.state_fd, &pols[i], err) < 0 || fc_blk_policy(&b, &pols[i], &src->node, err) < 0)
 			goto out;
 		res->policies++;
 	}
-	if (fc_bans_rebuild(&sm, st, now, false, res, err) < 0)
+	if (fc_bans_rebuild(&sm, src->st, src->now, false, res, err) < 0)
 		goto out;
 	fc_blk_flip(&sm, &b, res);
 	rc = 0;
 out:
 	fc_shm_unmap(&sm);
-	free(pols);
 	return rc;
 }
 
@@ -745,14 +744,14 @@ static int fc_blk_copy(struct fc_blk_file *b, off_t off, size_t len, struct fc_e
 }
 
 /* Writes a new item for row r at the end of b. */
-static int fc_blk_write_policy(struct fc_blk_file *b, int state_fd, const struct fc_policy_row *r, double weight,
-			       struct fc_err *err)
+static int fc_blk_write_policy(struct fc_blk_file *b, int state_fd, const struct fc_policy_row *r,
+			       const struct fc_node_ctx *node, struct fc_err *err)
 {
 	__u8 item[0x10000];
 	struct fc_blk one = { .hdr = NULL, .pos = item, .end = item + sizeof(item) };
 	size_t len;
 
-	if (fc_slot_claim(state_fd, r, err) < 0 || fc_blk_policy(&one, r, weight, err) < 0)
+	if (fc_slot_claim(state_fd, r, err) < 0 || fc_blk_policy(&one, r, node, err) < 0)
 		return -1;
 	len = (size_t)(one.pos - item);
 	if (b->used + len > FC_SHM_BLOCK_SIZE - sizeof(struct fc_shm_block))
@@ -772,8 +771,8 @@ static int fc_blk_write_policy(struct fc_blk_file *b, int state_fd, const struct
  * live. 1: the live block is not one to build on.
  */
 static int fc_blk_splice(const struct fc_shm_map *sm, const uint32_t *ids, size_t nids,
-			 const struct fc_policy_row *rows, size_t nrows, double weight, struct fc_shm_result *res,
-			 struct fc_err *err)
+			 const struct fc_policy_row *rows, size_t nrows, const struct fc_node_ctx *node,
+			 struct fc_shm_result *res, struct fc_err *err)
 {
 	const struct fc_shm_block *live = fc_blk_live(sm);
 	struct fc_blk_file *b = malloc(sizeof(*b));
@@ -822,7 +821,7 @@ static int fc_blk_splice(const struct fc_shm_map *sm, const uint32_t *ids, size_
 			run = -1;
 		}
 		for (; r < nrows && (!more || rows[r].spec.id < it.id); r++)
-			if (fc_blk_write_policy(b, sm->state_fd, &rows[r], weight, err) < 0)
+			if (fc_blk_write_policy(b, sm->state_fd, &rows[r], node, err) < 0)
 				goto out;
 		if (!more)
 			break;
@@ -884,9 +883,9 @@ static bool fc_blk_touched(const struct fc_delta *d)
 	return false;
 }
 
-int fc_shm_publish_delta(const char *path, const char *group, uint32_t keys, struct fc_store *st,
-			 const struct fc_delta *d, int64_t now, double weight, uint64_t store_id, uint64_t from,
-			 struct fc_shm_result *res, struct fc_err *err)
+int fc_shm_publish_delta(const char *path, const char *group, uint32_t keys, struct fc_source *src,
+			 const struct fc_delta *d, uint64_t store_id, uint64_t from, struct fc_shm_result *res,
+			 struct fc_err *err)
 {
 	struct fc_policy_row *rows = NULL;
 	uint32_t *ids = NULL;
@@ -907,14 +906,14 @@ int fc_shm_publish_delta(const char *path, const char *group, uint32_t keys, str
 	if (fc_blk_touched(d)) {
 		if (fc_blk_changes(d, &ids, &nids, &rows, &nrows, err) < 0)
 			goto out;
-		rc = fc_blk_splice(&sm, ids, nids, rows, nrows, weight, res, err);
+		rc = fc_blk_splice(&sm, ids, nids, rows, nrows, &src->node, res, err);
 		if (rc)
 			goto out;
 		fc_blk_switch(&sm, res);
 		rc = -1;
 	}
 	if ((d->nkeys || d->nuids) && fc_bans_change(sm.h, sm.base, d) &&
-	    fc_bans_rebuild(&sm, st, now, true, res, err) < 0)
+	    fc_bans_rebuild(&sm, src->st, src->now, true, res, err) < 0)
 		goto out;
 	rc = 0;
 out:

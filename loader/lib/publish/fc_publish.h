@@ -1,14 +1,10 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * One change, all or nothing: open the store, change it inside one
- * transaction, publish the result to the pinned maps and to the L7 shm, then
- * commit. If a publish fails the transaction is rolled back and both are put
- * back to what the unchanged store says, so a failed command leaves nothing
- * behind. Each layer publishes only what changed since the change it was
- * marked with (the store's change log), or everything when that can not be
- * known: a first publish, another store, a gap in the log, a publish cut
- * short (the marks are cleared before anything is written and set after
- * the commit), freqctl sync.
+ * One change, all or nothing: the store changed inside one transaction,
+ * published to the pinned maps and to the L7 shm, then committed; a failed
+ * publish rolls back and puts both back to what the store says. Each layer
+ * publishes what changed since the mark it holds, or everything when that
+ * can not be known (doc/architecture.md, Publishing order).
  */
 #ifndef FC_PUBLISH_H
 #define FC_PUBLISH_H
@@ -29,7 +25,7 @@ struct fc_publish {
 	int64_t next_expiry; /* unix time the next ban expires or set lapses, 0: none */
 	bool full;     /* publish everything (freqctl sync), not only what changed */
 	bool delta;    /* only what changed was published (to the maps, the shm or both) */
-	double weight; /* this node's share of the policies' rates */
+	struct fc_node_ctx node; /* whose share of the policies' limits, read from the store */
 	struct fc_sync_result res;
 	struct fc_shm_result shm;
 	size_t bad_policies; /* rows not valid as written: reported, not published */

@@ -6,9 +6,9 @@
 # with which nginx's configure alone compiles at -O: the module takes the
 # project's CFLAGS and LDFLAGS instead (the Makefile's, -O2 -g by default; a
 # package build's hardening flags).
-# Usage: tools/build-ngx-module.sh BUILD_DIR  (writes BUILD_DIR/ngx_http_freqctl_module.so)
+# Usage: tools/build/build-ngx-module.sh BUILD_DIR  (writes BUILD_DIR/ngx_http_freqctl_module.so)
 set -euo pipefail
-top=$(cd "$(dirname "$0")/.." && pwd)
+top=$(cd "$(dirname "$0")/../.." && pwd)
 out=$(cd "$1" && pwd)
 src=/usr/share/nginx/src
 [ -f "$src/conf_flags" ] || { echo "build-ngx-module: $src/conf_flags missing (Debian nginx-dev)" >&2; exit 1; }

@@ -10,7 +10,7 @@
 # every one a key made before, both tables holding all KEYS keys. Reported:
 # instructions and simulated cache misses per request, and freqctl's over
 # limit_req's. The worker's CPU time per request on a real run is in
-# tools/bench_nginx.sh. Everything started here is stopped by its pid.
+# tools/bench/bench_nginx.sh. Everything started here is stopped by its pid.
 #
 # Both sides are checked to have done just that: limit_req expires a node
 # idle for 60 s when it makes another, so a fill taking longer loses the
@@ -23,13 +23,13 @@
 #           8 MiB, a worker's share of a server's L3)
 #   CG_KEEP a directory to copy the callgrind outputs to (callgrind_annotate)
 set -euo pipefail
-cd "$(dirname "$0")/.."
-. tools/bench_nginx_conf.sh
+cd "$(dirname "$0")/../.."
+. tools/bench/bench_nginx_conf.sh
 KEYS=${KEYS:-100000}
 LL=${LL:-8388608,16,64}
 
 tag=$$
-dir=/dev/shm/fc-ncost-$tag # tmpfs, as freqctl's default shm (see tools/bench_nginx.sh)
+dir=/dev/shm/fc-ncost-$tag # tmpfs, as freqctl's default shm (see tools/bench/bench_nginx.sh)
 port=$((30000 + (tag + 7) % 20000))
 vg=
 cleanup() {

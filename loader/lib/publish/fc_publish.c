@@ -104,11 +104,13 @@ static int fc_publish_layers(struct fc_publish *pub, const struct fc_store_log *
 	struct fc_delta d = { 0 }, dshm = { 0 };
 	const struct fc_delta *ds = &d;
 	uint64_t maps_from, shm_from, id, seq;
+	struct fc_source src;
 	struct fc_config cfg;
 	int rc = -1, r = 0;
 
 	if (fc_config_read(&pub->maps, &cfg, err) < 0)
 		return -1;
+	fc_source_init(&src, pub->st, pub->now, &pub->node);
 	/* Maps another version published lack fc_top4's exact bits, or have
 	 * fc_pfx6's markers on another tree: everything. */
 	maps_from = cfg.exact4_gen == cfg.rules_gen && cfg.pfx6_tree == FC_PFX6_TREE ?
@@ -134,20 +136,20 @@ static int fc_publish_layers(struct fc_publish *pub, const struct fc_store_log *
 	if (!maps_from && fc_store_policy_ip_check(pub->st, err) < 0)
 		goto out;
 	if (!maps_from)
-		r = fc_sync_full(pub->st, &pub->maps, pub->now, pub->weight, &pub->res, err);
+		r = fc_sync_full(&src, &pub->maps, &pub->res, err);
 	else if (maps_from < log->head)
-		r = fc_sync_delta(pub->st, &pub->maps, &d, pub->now, pub->weight, &pub->res, err);
+		r = fc_sync_delta(&src, &pub->maps, &d, &pub->res, err);
 	if (r < 0)
 		goto out;
 	r = shm_from ? shm_from == log->head ? 0 :
-		       fc_shm_publish_delta(ctx->shm_path, ctx->shm_group, ctx->shm_keys, pub->st, ds, pub->now,
-					    pub->weight, log->id, shm_from, &pub->shm, err) :
+		       fc_shm_publish_delta(ctx->shm_path, ctx->shm_group, ctx->shm_keys, &src, ds, log->id, shm_from,
+					    &pub->shm, err) :
 		       1;
-	if (r < 0 || (r && fc_shm_publish(ctx->shm_path, ctx->shm_group, ctx->shm_keys, pub->st, pub->now, pub->weight,
-					  &pub->shm, err) < 0))
+	if (r < 0 || (r && fc_shm_publish(ctx->shm_path, ctx->shm_group, ctx->shm_keys, &src, &pub->shm, err) < 0))
 		goto out;
 	rc = 0;
 out:
+	fc_source_free(&src);
 	fc_delta_free(&d);
 	fc_delta_free(&dshm);
 	return rc;
@@ -159,6 +161,7 @@ int fc_publish_commit(struct fc_publish *pub, struct fc_err *err)
 	struct fc_shm_result undo_shm;
 	struct fc_sync_result undo;
 	struct fc_store_log log;
+	struct fc_source src;
 	struct fc_err ignored;
 	const char *why;
 
@@ -172,14 +175,15 @@ int fc_publish_commit(struct fc_publish *pub, struct fc_err *err)
 		fc_publish_abort(pub);
 		return -1;
 	}
-	if (fc_store_node_weight(pub->st, pub->ctx->node, &pub->weight, err) < 0 ||
+	if (fc_node_read(pub->st, pub->ctx->node, &pub->node, err) < 0 ||
 	    fc_store_log_head(pub->st, &log, err) < 0 || fc_publish_layers(pub, &log, err) < 0 ||
 	    fc_store_log_prune(pub->st, &log, err) < 0 || fc_store_commit(pub->st, err) < 0) {
 		fc_store_rollback(pub->st);
 		/* Best effort: the maps and the shm may hold part of the change. */
-		fc_sync_full(pub->st, &pub->maps, pub->now, pub->weight, &undo, &ignored);
-		fc_shm_publish(pub->ctx->shm_path, pub->ctx->shm_group, pub->ctx->shm_keys, pub->st, pub->now,
-			       pub->weight, &undo_shm, &ignored);
+		fc_source_init(&src, pub->st, pub->now, &pub->node);
+		fc_sync_full(&src, &pub->maps, &undo, &ignored);
+		fc_shm_publish(pub->ctx->shm_path, pub->ctx->shm_group, pub->ctx->shm_keys, &src, &undo_shm, &ignored);
+		fc_source_free(&src);
 		pub->failed = true;
 		fc_publish_close(pub);
 		return -1;

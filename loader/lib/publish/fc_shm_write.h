@@ -22,6 +22,7 @@
 
 #include "fc_error.h"
 #include "fc_shm.h"
+#include "fc_source.h"
 #include "fc_store.h"
 
 #define FC_SHM_GROUP_DEFAULT "www-data" /* Debian's nginx workers */
@@ -35,24 +36,23 @@ struct fc_shm_result {
 	__u64 seq;
 };
 
-/* group: the files' group (the nginx workers'); NULL for the default, which
- * is skipped if it does not exist. keys: the key table's entries (a power of
- * two from FC_SHM_KEYS_MIN to FC_SHM_KEYS_MAX) for the state file, made
- * anew if it has another size (the workers' keys and counters start afresh);
- * 0: any state file there is kept, a new one has FC_SHM_KEYS. now: unix
- * seconds (expired bans skipped). weight: this node's share of every
- * policy's rate. */
-int fc_shm_publish(const char *path, const char *group, uint32_t keys, struct fc_store *st, int64_t now,
-		   double weight, struct fc_shm_result *res, struct fc_err *err);
+/* Publishes src (fc_source.h) to the shm at path. group: the files' group
+ * (the nginx workers'); NULL for the default, which is skipped if it does not
+ * exist. keys: the key table's entries (a power of two from FC_SHM_KEYS_MIN
+ * to FC_SHM_KEYS_MAX) for the state file, made anew if it has another size
+ * (the workers' keys and counters start afresh); 0: any state file there is
+ * kept, a new one has FC_SHM_KEYS. */
+int fc_shm_publish(const char *path, const char *group, uint32_t keys, struct fc_source *src, struct fc_shm_result *res,
+		   struct fc_err *err);
 
-/* Publishes only what changed (d, read from st at now) over a shm marked as
+/* Publishes only what changed (d, read from src's store) over a shm marked as
  * holding store store_id up to change from: nginx's changed policies spliced
  * into a new block, the changed bans changed in the live ban table (rebuilt
  * when it must be). 1 (nothing written): the shm is not marked so, only a
  * full publish can do. The caller holds the pin dir's lock. */
-int fc_shm_publish_delta(const char *path, const char *group, uint32_t keys, struct fc_store *st,
-			 const struct fc_delta *d, int64_t now, double weight, uint64_t store_id, uint64_t from,
-			 struct fc_shm_result *res, struct fc_err *err);
+int fc_shm_publish_delta(const char *path, const char *group, uint32_t keys, struct fc_source *src,
+			 const struct fc_delta *d, uint64_t store_id, uint64_t from, struct fc_shm_result *res,
+			 struct fc_err *err);
 
 /* Marks the shm as holding store store_id up to change seq (once committed);
  * a publish clears the mark before it writes. fc_shm_marked reads it (0, 0:

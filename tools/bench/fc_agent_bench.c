@@ -6,10 +6,10 @@
  *
  *   fc_agent_bench DB PIN_DIR SHM N [WHAT]
  *
- * WHAT says what the store holds, for the report (tools/bench_agent.sh
+ * WHAT says what the store holds, for the report (tools/bench/bench_agent.sh
  * runs it on an empty store, then on 1,000,000 bans and 65,535 policies).
  * DB is a SQLite path or a postgresql:// DSN. An agent must be running on
- * DB, PIN_DIR and SHM (tools/bench_agent.sh). Each change bans a new address
+ * DB, PIN_DIR and SHM (tools/bench/bench_agent.sh). Each change bans a new address
  * in its own transaction through the store (as another freqctl, a console or
  * a script would), without publishing it; the next one waits until this one
  * is seen (or 1 s).

@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # make bench, the agent: runs an agent on a scratch store, pin dir and shm,
 # and fc_agent_bench against it (200 changes), on an empty store and then on
-# one of 1,000,000 exact bans, 110,000 prefixes and 65,535 policies (tools/bench_store.sh), the two
+# one of 1,000,000 exact bans, 110,000 prefixes and 65,535 policies (tools/bench/bench_store.sh), the two
 # side by side; first on SQLite, then on a PostgreSQL cluster of its own
 # (tests/integration/pg.sh) when this machine has the server. The agents and
 # the cluster are stopped by pid on exit.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 tag=$$
 dir=/tmp/fc-abench-$tag
 pin=/sys/fs/bpf/fc-abench-$tag
@@ -39,7 +39,7 @@ both() { # both DB: an empty store, then a full one
 	rm -rf "$pin" "$shm" "$shm.state"
 	bench "$1" "nothing"
 	echo
-	tools/bench_store.sh "$1" "$pin" "$shm"
+	tools/bench/bench_store.sh "$1" "$pin" "$shm"
 	# PostgreSQL: statistics for the planner, and no autovacuum of the bulk load meanwhile.
 	[ "$1" != "$pg_dsn" ] || pg_sql freqctl "VACUUM ANALYZE"
 	bench "$1" "1M bans, 110,000 prefixes, 65,535 policies"

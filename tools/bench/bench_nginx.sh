@@ -19,10 +19,10 @@
 # pid). With one worker saturated, plain's cost/req over a variant's is that
 # variant's req/s ratio without the noise of the other core. The per-key
 # variants have every one of their 100,000 keys made before the first round.
-# Instructions per request without CPU counters: tools/bench_nginx_cost.sh.
+# Instructions per request without CPU counters: tools/bench/bench_nginx_cost.sh.
 set -euo pipefail
-cd "$(dirname "$0")/.."
-. tools/bench_nginx_conf.sh
+cd "$(dirname "$0")/../.."
+. tools/bench/bench_nginx_conf.sh
 ROUNDS=${ROUNDS:-5}
 SECS=${SECS:-3}
 

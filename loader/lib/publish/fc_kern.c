@@ -129,7 +129,7 @@ const char *const fc_map_names[FC_NMAPS] = { FC_MAPS(FC_MAP_STR) };
 #undef FC_MAP_STR
 
 /* The shape the BPF object gives each map of FC_MAPS, read from it at build
- * time (tools/fc_map_shapes.c). */
+ * time (tools/build/fc_map_shapes.c). */
 struct fc_map_shape {
 	__u32 type, key_size, value_size, map_flags, max_entries;
 };

@@ -7,12 +7,12 @@
 # is shared: ratios, not absolutes). Then a ban set of 1,000,000 entries
 # replaced by a feed with 1% churn: only that 1% is published (the time, and
 # a full sync's for reference). Scratch stores, pin dirs and shms of its own
-# (tools/bench_store.sh fills the big one); ROUNDS (default 15) rounds.
+# (tools/bench/bench_store.sh fills the big one); ROUNDS (default 15) rounds.
 # BASE=FREQCTL (another build's binary, e.g. main's) runs every command with
 # it too, on copies of the two stores of its own, in the same rounds, and
 # prints this build's times over its.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 tag=$$
 dir=/tmp/fc-pbench-$tag
 pin=/sys/fs/bpf/fc-pbench-$tag
@@ -55,7 +55,7 @@ both() {
 median() { sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
 
 echo "publishing: a store of 1,000,000 exact bans, 110,000 prefixes and 65,535 policies..."
-tools/bench_store.sh "$dir/big.db" "$pin-big" "$shm-big"
+tools/bench/bench_store.sh "$dir/big.db" "$pin-big" "$shm-big"
 fc empty sync >/dev/null
 stores=(empty big)
 if [[ $base ]]; then

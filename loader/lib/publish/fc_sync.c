@@ -13,7 +13,8 @@
 #include <bpf/libbpf.h>
 
 #include "fc_clock.h"
-#include "fc_duration.h"
+#include "fc_cmp.h"
+#include "fc_enforce.h"
 #include "fc_sync.h"
 
 /* ENOTSUPP: the kernel's "this map type has no batch operation". */
@@ -67,57 +68,6 @@ struct fc_top4_sync {
 static pthread_mutex_t fc_sync_lock = PTHREAD_MUTEX_INITIALIZER;
 static uint8_t fc_batch_keys[FC_BATCH * sizeof(struct fc_pfx6_key)];
 static struct fc_rule fc_batch_vals[FC_BATCH];
-
-uint64_t fc_expiry_ns(int64_t expires)
-{
-	/* Saturated: a stored time past FC_TIME_MAX can not wrap into the past. */
-	if (expires > FC_TIME_MAX)
-		expires = FC_TIME_MAX;
-	return expires > 0 ? (uint64_t)expires * FC_NS_PER_SEC : 0;
-}
-
-/* What the offset to UTC is rounded down to. */
-#define FC_OFFSET_UNIT_NS 1000000
-
-uint64_t fc_utc_offset_ns(void)
-{
-	struct timespec rt, mono;
-	uint64_t d;
-
-	/* UTC first: a delay between the reads (a preemption) then puts the
-	 * packet path's clock behind UTC, where it only ever delays, rather
-	 * than ahead, where a TTL would end early. */
-	clock_gettime(CLOCK_REALTIME, &rt);
-	clock_gettime(CLOCK_MONOTONIC, &mono);
-	d = ((uint64_t)rt.tv_sec - (uint64_t)mono.tv_sec) * FC_NS_PER_SEC + (uint64_t)rt.tv_nsec - (uint64_t)mono.tv_nsec;
-	/* Whole milliseconds: two syncs compute the same offset, so a sync that
-	 * changes nothing else writes nothing. Rounded down, as the reads are
-	 * ordered: to the nearest, it could put the clock ahead by half a ms. */
-	return d / FC_OFFSET_UNIT_NS * FC_OFFSET_UNIT_NS;
-}
-
-/* The clock's constants in cfg as of now, over old's (what the maps held).
- * The last publish's constants hold while the offset does (fc_clock.c):
- * the probe's load is most of what measuring the jiffies one costs a
- * command. "Holds" has a millisecond of slack upwards: a read delayed
- * across a millisecond boundary (a preemption between the two clock reads;
- * an offset just past a boundary) would otherwise flip the offset by one
- * and back from publish to publish, each flip a measurement. The old one is
- * kept only while it is not above the offset read now, itself never above
- * the true one: the clock stays behind UTC, by under 2 ms more than the
- * ticks' lag. */
-static void fc_clock_refresh(struct fc_config *cfg, const struct fc_config *old)
-{
-	uint64_t off = fc_utc_offset_ns();
-
-	if (old->jiffies_utc_ns && old->utc_offset_ns <= off && off - old->utc_offset_ns <= FC_OFFSET_UNIT_NS) {
-		cfg->utc_offset_ns = old->utc_offset_ns;
-		cfg->jiffies_utc_ns = old->jiffies_utc_ns;
-		return;
-	}
-	cfg->utc_offset_ns = off;
-	cfg->jiffies_utc_ns = fc_jiffies_utc_ns(off);
-}
 
 /* Sorts k; an empty one may have no array, which qsort_r may not be given. */
 static void fc_kvs_sort(struct fc_kvs *k, int (*cmp)(const void *, const void *, void *), void *arg)
@@ -690,13 +640,6 @@ struct fc_gone24 {
 	size_t n, cap;
 };
 
-int fc_u32_cmp(const void *a, const void *b)
-{
-	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
-
-	return (x > y) - (x < y);
-}
-
 static int fc_gone24_push(struct fc_gone24 *g, const uint8_t *a, struct fc_err *err)
 {
 	uint32_t p24 = (uint32_t)a[0] << 16 | (uint32_t)a[1] << 8 | a[2];
@@ -715,14 +658,10 @@ static int fc_gone24_push(struct fc_gone24 *g, const uint8_t *a, struct fc_err *
 }
 
 /*
- * After the delta's entries went: clears the bit of each /24 of gone that
- * no rule of the store is on an address in any more. Under a mark, fc_exact4
- * holds what the store says (the change log, kept by the store's triggers
- * whoever writes, names every row added or deleted since), and a publish cut
- * short leaves no mark: the next one is whole. One query on the tables' keys
- * for them all (asking fc_exact4 about a /24's 256 addresses took a
- * millisecond here; a query per /24, 35 us, and a round trip to PostgreSQL).
- * Leaves gone holding the /24s whose bits were set.
+ * After the delta's entries went: clears the bit of each /24 of gone that no
+ * rule of the store is on an address in any more, asking the store once for
+ * them all (doc/architecture.md, Publishing order). Leaves gone holding the
+ * /24s whose bits were set.
  */
 static int fc_top4_exact_gone(struct fc_store *st, const struct fc_maps *m, struct fc_top4_sync *top4,
 			      struct fc_gone24 *gone, int64_t now, struct fc_err *err)
@@ -780,15 +719,12 @@ static int fc_top4_exact_all(const struct fc_maps *m, struct fc_top4_sync *top4,
 }
 
 /*
- * Makes fc_top4 what the IPv4 prefixes say, through a mapping of the array,
- * at the /16s marked (bit idx of mark: those a changed prefix covers or lies
- * in) or, whole, at every /16 (10 ms here). top4->pfx holds every prefix
+ * Makes fc_top4 what the IPv4 prefixes say, in place through a mapping of
+ * the array, at the /16s marked (bit idx of mark: those a changed prefix
+ * covers or lies in) or, whole, at every /16. top4->pfx holds every prefix
  * covering or inside a marked /16. The FC_IN24_EXACT bits are made, whole,
- * from top4->exact (what fc_exact4 now holds), else kept as they are (the
- * exact entries' own publishing keeps them). What differs is written in place;
- * nothing the size of the array is allocated or read through a syscall (a
- * batch read of it took 150 ms), and a publish that is not whole and
- * changes no IPv4 prefix touches none of it.
+ * from top4->exact (what fc_exact4 now holds), else kept as they are
+ * (doc/architecture.md, Publishing order).
  */
 static int fc_top4_sync(const struct fc_maps *m, struct fc_top4_sync *top4, uint64_t *mark,
 			struct fc_sync_result *res, struct fc_err *err)
@@ -1173,22 +1109,82 @@ out:
 	return rc;
 }
 
-int fc_sync_full(struct fc_store *st, const struct fc_maps *m, int64_t now, double weight,
-		 struct fc_sync_result *res, struct fc_err *err)
+/* What the maps should hold, from the store: the rule maps' entries (ms,
+ * unmerged), the policy slots (ps->want) and the ip=* policy's fields and
+ * the count of policies in cfg. */
+static int fc_want_collect(struct fc_source *src, struct fc_map_sync *ms, struct fc_policy_sync *ps,
+			   const struct fc_allows *al, struct fc_config *cfg, struct fc_err *err)
 {
-	struct fc_policy_spec scaled;
+	struct fc_ban_row *bans = NULL;
+	struct fc_enforced e;
+	size_t nbans = 0, i;
+	int rc = -1;
+
+	if (fc_store_ban_list(src->st, src->now, &bans, &nbans, err) < 0 || fc_source_policies(src, err) < 0)
+		goto out;
+	for (i = 0; i < nbans; i++)
+		if (fc_want_add(ms, &bans[i].p, fc_rule_of_ban(&bans[i]), err) < 0)
+			goto out;
+	/* Allow entries on uids are nginx's alone. */
+	for (i = 0; i < al->nrows; i++)
+		if (al->rows[i].p.family && fc_want_add(ms, &al->rows[i].p, fc_rule_of_allow(&al->rows[i]), err) < 0)
+			goto out;
+	for (i = 0; i < src->npols; i++) {
+		const struct fc_policy_row *r = &src->pols[i];
+
+		if (fc_policy_is_l7(&r->spec))
+			continue; /* nginx's, through the shm */
+		fc_policy_enforced(r, &src->node, &e);
+		ps->want[r->slot] = e.k;
+		cfg->n_policies++;
+		if (r->spec.kind == FC_MATCH_STAR) {
+			cfg->star_slot = r->slot;
+			cfg->star_gen = r->epoch;
+			cfg->star_syn = r->spec.count == FC_COUNT_SYN;
+			cfg->new_src = e.new_src;
+		} else if (fc_want_add(ms, &r->spec.ip, (struct fc_rule){ .policy = r->slot }, err) < 0) {
+			goto out;
+		}
+	}
+	rc = 0;
+out:
+	free(bans);
+	return rc;
+}
+
+/* Makes each rule map's want what the map should hold: entries of one key
+ * merged, prefixes carrying what covers them, exact entries the allow
+ * entries over them; fc_top6's made. Refuses more than a map holds. */
+static int fc_want_finish(struct fc_map_sync *ms, const struct fc_allows *al, struct fc_top4_sync *top4,
+			  struct fc_err *err)
+{
+	size_t i;
+
+	for (i = 0; i < FC_MS_COUNT; i++) {
+		fc_want_merge(&ms[i]);
+		if (ms[i].prefixes && fc_want_prefixes(&ms[i], top4, err) < 0)
+			return -1;
+		if (!ms[i].prefixes)
+			fc_want_allow_exact(&ms[i], al);
+		if (ms[i].want.n > FC_MAX_RULES)
+			return fc_err_set(err, "map %s: %zu entries%s exceed its capacity of %d", ms[i].name,
+					  ms[i].want.n, ms[i].marks ? " (prefixes and their search markers)" : "",
+					  FC_MAX_RULES);
+	}
+	return fc_want_top6(ms, err);
+}
+
+int fc_sync_full(struct fc_source *src, const struct fc_maps *m, struct fc_sync_result *res, struct fc_err *err)
+{
 	struct fc_map_sync ms[FC_MS_ALL];
-	const size_t nms = FC_MS_COUNT;
 	struct fc_policy_sync ps = { .ncpus = libbpf_num_possible_cpus() };
 	struct fc_top4_sync top4 = { 0 };
 	uint64_t mark[FC_TOP4_SLOTS / 64];
 	struct fc_sync_result copies = { 0 };
-	struct fc_policy_row *pols = NULL;
-	struct fc_ban_row *bans = NULL;
 	struct fc_allows al = { 0 };
 	struct fc_config old;
-	size_t nbans = 0, npols = 0, i;
 	bool locked = false, skip;
+	size_t i;
 	int rc = -1;
 
 	memset(res, 0, sizeof(*res));
@@ -1198,48 +1194,14 @@ int fc_sync_full(struct fc_store *st, const struct fc_maps *m, int64_t now, doub
 		fc_err_set(err, "out of memory");
 		goto out;
 	}
-	if (fc_store_ban_list(st, now, &bans, &nbans, err) < 0 || fc_store_policy_list(st, &pols, &npols, err) < 0 ||
-	    fc_allows_read(st, now, &al, err) < 0)
-		goto out;
-	for (i = 0; i < nbans; i++)
-		if (fc_want_add(ms, &bans[i].p, fc_rule_of_ban(&bans[i]), err) < 0)
-			goto out;
-	/* Allow entries on uids are nginx's alone. */
-	for (i = 0; i < al.nrows; i++)
-		if (al.rows[i].p.family && fc_want_add(ms, &al.rows[i].p, fc_rule_of_allow(&al.rows[i]), err) < 0)
-			goto out;
 	res->cfg.utc_offset_ns = fc_utc_offset_ns();
-	for (i = 0; i < npols; i++) {
-		const struct fc_policy_row *r = &pols[i];
-
-		if (fc_policy_is_l7(&r->spec))
-			continue; /* nginx's, through the shm */
-		fc_policy_scale(&r->spec, weight, &scaled);
-		fc_policy_compile(&scaled, r->epoch, &ps.want[r->slot]);
-		if (r->spec.kind == FC_MATCH_STAR) {
-			res->cfg.star_slot = r->slot;
-			res->cfg.star_gen = r->epoch;
-			res->cfg.star_syn = r->spec.count == FC_COUNT_SYN;
-			fc_policy_new_src_tier(&r->spec, ps.ncpus, &res->cfg.new_src);
-		} else if (fc_want_add(ms, &r->spec.ip, (struct fc_rule){ .policy = r->slot }, err) < 0) {
-			goto out;
-		}
-	}
-	for (i = 0; i < nms; i++) {
-		fc_want_merge(&ms[i]);
-		if (ms[i].prefixes && fc_want_prefixes(&ms[i], &top4, err) < 0)
-			goto out;
-		if (!ms[i].prefixes)
-			fc_want_allow_exact(&ms[i], &al);
-		if (ms[i].want.n > FC_MAX_RULES) {
-			fc_err_set(err, "map %s: %zu entries%s exceed its capacity of %d", ms[i].name, ms[i].want.n,
-				   ms[i].marks ? " (prefixes and their search markers)" : "", FC_MAX_RULES);
-			goto out;
-		}
-	}
-	if (fc_want_top6(ms, err) < 0)
+	if (fc_allows_read(src->st, src->now, &al, err) < 0 || fc_want_collect(src, ms, &ps, &al, &res->cfg, err) < 0 ||
+	    fc_want_finish(ms, &al, &top4, err) < 0)
 		goto out;
 
+	/* Written in an order that never uncovers what is covered before and
+	 * after: slots taken, /24 bits, rule maps, fc_top6, fc_top4, slots freed
+	 * (doc/architecture.md, Publishing order). */
 	pthread_mutex_lock(&fc_sync_lock);
 	locked = true;
 	if (fc_config_read(m, &old, err) < 0)
@@ -1248,7 +1210,7 @@ int fc_sync_full(struct fc_store *st, const struct fc_maps *m, int64_t now, doub
 	/* The array of 65,536 policies is read only when they changed. The
 	 * marks (the digest, the change published) are cleared before anything
 	 * is written, so what a publish cut short left is never trusted. */
-	res->cfg.policies_digest = fc_policies_digest(ps.want, pols, npols);
+	res->cfg.policies_digest = fc_policies_digest(ps.want, src->pols, src->npols);
 	skip = old.policies_digest && old.policies_digest == res->cfg.policies_digest;
 	/* A full publish repairs fc_top4 at every /16. */
 	top4.whole = true;
@@ -1270,7 +1232,7 @@ int fc_sync_full(struct fc_store *st, const struct fc_maps *m, int64_t now, doub
 	 * an address without its bit. */
 	if (fc_top4_exact_all(m, &top4, &ms[FC_MS_EXACT4].want, err) < 0)
 		goto out;
-	for (i = 0; i < nms; i++)
+	for (i = 0; i < FC_MS_COUNT; i++)
 		if (fc_map_sync(&ms[i], res, err) < 0)
 			goto out;
 	/* After fc_pfx6: a /32 points the search at entries already there. */
@@ -1281,7 +1243,8 @@ int fc_sync_full(struct fc_store *st, const struct fc_maps *m, int64_t now, doub
 	top4.exact = &ms[FC_MS_EXACT4].want;
 	if (fc_top4_sync(m, &top4, mark, res, err) < 0)
 		goto out;
-	if ((!skip && fc_policies_apply(m, &ps, false, err) < 0) || fc_setstats_sweep(st, m, now, ps.ncpus, err) < 0)
+	if ((!skip && fc_policies_apply(m, &ps, false, err) < 0) ||
+	    fc_setstats_sweep(src->st, m, src->now, ps.ncpus, err) < 0)
 		goto out;
 	res->cfg.n_exact4 = (__u32)ms[FC_MS_EXACT4].want.n;
 	res->cfg.n_exact6 = (__u32)ms[FC_MS_EXACT6].want.n;
@@ -1291,8 +1254,6 @@ int fc_sync_full(struct fc_store *st, const struct fc_maps *m, int64_t now, doub
 	res->cfg.n_marks6 = (__u32)ms[FC_MS_PFX6].marks;
 	res->cfg.pfx6_tree = FC_PFX6_TREE;
 	memcpy(res->cfg.lens6, ms[FC_MS_PFX6].lens, sizeof(res->cfg.lens6));
-	for (i = 0; i < npols; i++)
-		res->cfg.n_policies += !fc_policy_is_l7(&pols[i].spec);
 	/* What the ip=* buckets noted of the rules (struct fc_src_bucket) is void. */
 	res->changed += top4.flips;
 	res->cfg.rules_gen = old.rules_gen + (fc_sync_wrote(res) || res->copied);
@@ -1307,20 +1268,18 @@ out:
 	free(top4.pfx.v);
 	free(ps.want);
 	free(ps.have);
-	free(bans);
-	free(pols);
 	fc_allows_free(&al);
 	return rc;
 }
 
-int fc_sync(struct fc_store *st, const struct fc_maps *m, const char *pin_dir, int64_t now, double weight,
-	    struct fc_sync_result *res, struct fc_err *err)
+int fc_sync(struct fc_source *src, const struct fc_maps *m, const char *pin_dir, struct fc_sync_result *res,
+	    struct fc_err *err)
 {
 	int rc;
 
 	if (fc_maps_lock(m, pin_dir, err) < 0)
 		return -1;
-	rc = fc_sync_full(st, m, now, weight, res, err);
+	rc = fc_sync_full(src, m, res, err);
 	fc_maps_unlock(m);
 	return rc;
 }
@@ -1598,20 +1557,20 @@ out:
 }
 
 /* A changed slot's policy, as the maps should hold it (zero: none). */
-static void fc_slot_want(const struct fc_policy_change *c, double weight, struct fc_policy *w)
+static void fc_slot_want(const struct fc_policy_change *c, const struct fc_node_ctx *node, struct fc_policy *w)
 {
-	struct fc_policy_spec scaled;
+	struct fc_enforced e;
 
 	memset(w, 0, sizeof(*w));
 	if (!c->found || fc_policy_is_l7(&c->row.spec))
 		return;
-	fc_policy_scale(&c->row.spec, weight, &scaled);
-	fc_policy_compile(&scaled, c->row.epoch, w);
+	fc_policy_enforced(&c->row, node, &e);
+	*w = e.k;
 }
 
 /* Writes the changed slots that are (live) or are no more occupied. */
-static int fc_slots_apply(const struct fc_maps *m, struct fc_policy_sync *ps, const struct fc_delta *d, double weight,
-			  bool live, struct fc_config *cfg, struct fc_err *err)
+static int fc_slots_apply(const struct fc_maps *m, struct fc_policy_sync *ps, const struct fc_delta *d,
+			  const struct fc_node_ctx *node, bool live, struct fc_config *cfg, struct fc_err *err)
 {
 	struct fc_policy w, h;
 	size_t i;
@@ -1622,7 +1581,7 @@ static int fc_slots_apply(const struct fc_maps *m, struct fc_policy_sync *ps, co
 
 		if (slot < 1 || slot > FC_MAX_POLICIES)
 			continue;
-		fc_slot_want(&d->pols[i], weight, &w);
+		fc_slot_want(&d->pols[i], node, &w);
 		if ((w.id != 0) != live)
 			continue;
 		if (bpf_map_lookup_elem(m->policies, &slot, &h))
@@ -1636,25 +1595,28 @@ static int fc_slots_apply(const struct fc_maps *m, struct fc_policy_sync *ps, co
 }
 
 /* The ip=* policy's fields of cfg, from the store. */
-static int fc_star_config(struct fc_store *st, int ncpus, struct fc_config *cfg, struct fc_err *err)
+static int fc_star_config(const struct fc_source *src, struct fc_config *cfg, struct fc_err *err)
 {
 	struct fc_policy_row row;
+	struct fc_enforced e;
 	bool found;
 
-	if (fc_store_policy_star(st, &row, &found, err) < 0)
+	if (fc_store_policy_star(src->st, &row, &found, err) < 0)
 		return -1;
 	found = found && !fc_policy_is_l7(&row.spec);
 	cfg->star_slot = found ? row.slot : 0;
 	cfg->star_gen = found ? row.epoch : 0;
 	cfg->star_syn = found && row.spec.count == FC_COUNT_SYN;
 	memset(&cfg->new_src, 0, sizeof(cfg->new_src));
-	if (found)
-		fc_policy_new_src_tier(&row.spec, ncpus, &cfg->new_src);
+	if (found) {
+		fc_policy_enforced(&row, &src->node, &e);
+		cfg->new_src = e.new_src;
+	}
 	return 0;
 }
 
-int fc_sync_delta(struct fc_store *st, const struct fc_maps *m, const struct fc_delta *d, int64_t now, double weight,
-		  struct fc_sync_result *res, struct fc_err *err)
+int fc_sync_delta(struct fc_source *src, const struct fc_maps *m, const struct fc_delta *d, struct fc_sync_result *res,
+		  struct fc_err *err)
 {
 	struct fc_policy_sync ps = { .ncpus = libbpf_num_possible_cpus() };
 	struct fc_map_sync ms[FC_MS_ALL];
@@ -1674,7 +1636,7 @@ int fc_sync_delta(struct fc_store *st, const struct fc_maps *m, const struct fc_
 	}
 	/* A changed key's entry carries the allow entries covering it (an
 	 * allow entry's own change is published whole: fc_delta.allows). */
-	if (d->nkeys && fc_allows_read(st, now, &al, err) < 0)
+	if (d->nkeys && fc_allows_read(src->st, src->now, &al, err) < 0)
 		goto out;
 	if (fc_config_read(m, &old, err) < 0)
 		goto out;
@@ -1688,13 +1650,13 @@ int fc_sync_delta(struct fc_store *st, const struct fc_maps *m, const struct fc_
 	fc_clock_refresh(&res->cfg, &old);
 	top4.used = old.n_top4;
 	memcpy(ms[FC_MS_PFX6].lens, old.lens6, sizeof(old.lens6));
-	if (fc_slots_apply(m, &ps, d, weight, true, &res->cfg, err) < 0 ||
-	    fc_sync_keys(st, m, ms, d, &al, now, &top4, res, err) < 0 ||
-	    fc_slots_apply(m, &ps, d, weight, false, &res->cfg, err) < 0)
+	if (fc_slots_apply(m, &ps, d, &src->node, true, &res->cfg, err) < 0 ||
+	    fc_sync_keys(src->st, m, ms, d, &al, src->now, &top4, res, err) < 0 ||
+	    fc_slots_apply(m, &ps, d, &src->node, false, &res->cfg, err) < 0)
 		goto out;
 	for (i = 0; i < d->npols; i++)
 		star |= d->pols[i].star;
-	if (star && fc_star_config(st, ps.ncpus, &res->cfg, err) < 0)
+	if (star && fc_star_config(src, &res->cfg, err) < 0)
 		goto out;
 	for (i = 0; i < d->nsets; i++)
 		if (d->sets[i] <= FC_MAX_SETS && fc_setstats_zero(m, d->sets[i], ps.ncpus, err) < 0)

@@ -30,7 +30,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "fc_map_shapes: %s: cannot open\n", argv[1]);
 		return 1;
 	}
-	printf("/* Generated from %s by tools/fc_map_shapes.c: FC_MAPS' shapes, in order. */\n", argv[1]);
+	printf("/* Generated from %s by tools/build/fc_map_shapes.c: FC_MAPS' shapes, in order. */\n", argv[1]);
 	printf("#define FC_MAP_SHAPES \\\n");
 	for (i = 0; i < sizeof(fc_names) / sizeof(fc_names[0]); i++) {
 		m = bpf_object__find_map_by_name(obj, fc_names[i]);

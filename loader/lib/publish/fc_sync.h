@@ -16,6 +16,7 @@
 
 #include "fc_error.h"
 #include "fc_kern.h"
+#include "fc_source.h"
 #include "fc_store.h"
 
 struct fc_sync_result {
@@ -27,32 +28,22 @@ struct fc_sync_result {
 	struct fc_config cfg; /* what the maps hold now */
 };
 
-/* now is the unix time the store is read at (expired bans are not published);
- * weight is this node's share of every policy's rate (1 alone). Takes the pin
- * dir's lock. */
-int fc_sync(struct fc_store *st, const struct fc_maps *m, const char *pin_dir, int64_t now, double weight,
-	    struct fc_sync_result *res, struct fc_err *err);
+/* Makes the maps hold src (fc_source.h): the store's live bans and policies
+ * at src->now, at src->node's share. Takes the pin dir's lock. */
+int fc_sync(struct fc_source *src, const struct fc_maps *m, const char *pin_dir, struct fc_sync_result *res,
+	    struct fc_err *err);
 /* The same, the caller holding the pin dir's lock (fc_maps_lock). */
-int fc_sync_full(struct fc_store *st, const struct fc_maps *m, int64_t now, double weight,
-		 struct fc_sync_result *res, struct fc_err *err);
-/* Publishes only what changed (d, read from st at now) over maps that hold
- * the store as it was before: the changed slots and keys, each recomputed
- * from the store. The caller holds the pin dir's lock and knows the maps
- * are marked with the seq d starts from (fc_config.store_seq). */
-int fc_sync_delta(struct fc_store *st, const struct fc_maps *m, const struct fc_delta *d, int64_t now, double weight,
-		  struct fc_sync_result *res, struct fc_err *err);
+int fc_sync_full(struct fc_source *src, const struct fc_maps *m, struct fc_sync_result *res, struct fc_err *err);
+/* Publishes only what changed (d, read from src's store at src->now) over
+ * maps that hold the store as it was before: the changed slots and keys,
+ * each recomputed from the store. The caller holds the pin dir's lock and
+ * knows the maps are marked with the seq d starts from
+ * (fc_config.store_seq). */
+int fc_sync_delta(struct fc_source *src, const struct fc_maps *m, const struct fc_delta *d, struct fc_sync_result *res,
+		  struct fc_err *err);
 /* Marks the maps as holding store store_id up to change seq (once it is
  * committed); 0, 0: not known. A publish clears the mark before it writes.
  * Sets the clock's offset to UTC afresh (fc_utc_offset_ns). */
 int fc_sync_mark(const struct fc_maps *m, uint64_t store_id, uint64_t seq, struct fc_err *err);
-
-/* A ban's kernel expiry (UTC ns) for a store expiry (unix seconds; 0 = never). */
-uint64_t fc_expiry_ns(int64_t expires);
-/* UTC - CLOCK_MONOTONIC in ns, whole ms: the packet path adds it to the
- * monotonic clock it reads. */
-uint64_t fc_utc_offset_ns(void);
-
-/* qsort/bsearch order of uint32_t ids. */
-int fc_u32_cmp(const void *a, const void *b);
 
 #endif /* FC_SYNC_H */
