@@ -87,11 +87,11 @@ void fc_getopt_build(const struct fc_opt *opts, size_t n, const char *prefix, st
 			abort();
 		}
 
-		longopts[i] = (struct option){ o->name, o->type == FC_OPT_FLAG ? no_argument : required_argument, NULL,
+		longopts[i] = (struct option){ o->name, fc_opt_has_arg(o) ? required_argument : no_argument, NULL,
 					       fc_opt_val(o, i) };
 		if (o->short_name) {
 			shortopts[s++] = o->short_name;
-			if (o->type != FC_OPT_FLAG)
+			if (fc_opt_has_arg(o))
 				shortopts[s++] = ':';
 		}
 	}
@@ -136,9 +136,9 @@ static void fc_global_misplaced(const struct fc_cmd *cmd, int argc, char **argv,
 	if (!o->name)
 		return;
 	/* The command's own arguments, besides this option (and its value). */
-	used = 2 + (o->type != FC_OPT_FLAG && !eq && val);
+	used = 2 + (fc_opt_has_arg(o) && !eq && val);
 	more = argc > used ? " ..." : "";
-	if (o->type == FC_OPT_FLAG)
+	if (!fc_opt_has_arg(o))
 		fc_usage_error(cmd, "--%s is a global option: freqctl --%s %s%s", o->name, o->name, cmd->name, more);
 	fc_usage_error(cmd, "--%s is a global option: freqctl --%s %s %s%s", o->name, o->name, val ? val : o->arg,
 		       cmd->name, more);

@@ -4,7 +4,7 @@
  *
  *   {"freqctl": 2,
  *    "policies": [{"id", "match", "rates", "burst", "algo", "action", "count",
- *                  "delay_burst", "new_sources"}, ...],
+ *                  "delay_burst", "new_sources", ... "show_keys", "fleet"}, ...],
  *    "bans": [{"ban": "ADDR[/LEN]" | "uid=VALUE", "created", "expires"}, ...],
  *    "sets": [{"name", "expires", "bans": ["ADDR[/LEN]", ...]}, ...],
  *    "nodes": [{"name", "weight"}, ...],
@@ -17,7 +17,8 @@
  * whose id and match stay keeps its bucket state and counters; a set that
  * stays changes by the difference). A file of version 1 (no sets) is read
  * too. A file without "allows" (written before allow lists) leaves the
- * store's entries alone.
+ * store's entries alone; a policy without a key added later (show_keys,
+ * fleet) has it null or false, as it had in the store it came from.
  */
 #include <stddef.h>
 #include <stdlib.h>
@@ -243,10 +244,12 @@ static void fc_import_policy(struct fc_import_set *s, size_t idx, json_t *o)
 	s->pidx[s->np++] = idx;
 }
 
-/* A policy's id, match and place in the file, to find repeats by sorting. */
+/* A policy's id, match, layer and place in the file, to find repeats by sorting. */
 struct fc_pol_key {
 	uint32_t id;
 	size_t idx;
+	enum fc_layer layer;
+	bool ip_only;
 	char match[FC_MATCH_LEN];
 };
 
@@ -262,10 +265,12 @@ static int fc_pol_key_by_match(const void *a, const void *b)
 	const struct fc_pol_key *x = a, *y = b;
 	int c = strcmp(x->match, y->match);
 
+	if (!c)
+		c = (int)x->layer - (int)y->layer;
 	return c ? c : (x->idx > y->idx) - (x->idx < y->idx);
 }
 
-/* Two policies with one id, or one match: the later is an error. */
+/* Two policies with one id, or one match at one layer: the later is an error. */
 static void fc_import_repeats(struct fc_import_set *s)
 {
 	struct fc_pol_key *k = calloc(s->np + 1, sizeof(*k));
@@ -280,6 +285,8 @@ static void fc_import_repeats(struct fc_import_set *s)
 	for (i = 0; i < s->np; i++) {
 		k[i].id = s->pols[i].id;
 		k[i].idx = s->pidx[i];
+		k[i].layer = fc_policy_layer(&s->pols[i]);
+		k[i].ip_only = fc_policy_ip_only(&s->pols[i]);
 		fc_match_format(&s->pols[i], k[i].match);
 	}
 	qsort(k, s->np, sizeof(*k), fc_pol_key_by_id);
@@ -291,8 +298,9 @@ static void fc_import_repeats(struct fc_import_set *s)
 	qsort(k, s->np, sizeof(*k), fc_pol_key_by_match);
 	for (i = 1; i < s->np; i++) {
 		snprintf(where, sizeof(where), "policies[%zu] (id %u)", k[i].idx, k[i].id);
-		if (!strcmp(k[i].match, k[i - 1].match) && k[i].id != k[i - 1].id)
-			fc_import_error(s, where, "%s is policy %u's match too", k[i].match, k[i - 1].id);
+		if (!strcmp(k[i].match, k[i - 1].match) && k[i].layer == k[i - 1].layer && k[i].id != k[i - 1].id)
+			fc_import_error(s, where, "%s is policy %u's match%s too", k[i].match, k[i - 1].id,
+					!k[i].ip_only ? "" : k[i].layer == FC_LAYER_HTTP ? " in nginx" : " at XDP/TC");
 	}
 	free(k);
 }
@@ -590,9 +598,10 @@ static int fc_import_apply(struct fc_publish *pub, const struct fc_import_set *s
 	}
 	memcpy(byid, s->pols, s->np * sizeof(*byid));
 	qsort(byid, s->np, sizeof(*byid), fc_spec_id_cmp);
-	/* Policies gone from the file, or whose match changes (which resets
-	 * their state anyway), are deleted first: a match may move to another
-	 * id. The others are replaced in place and keep slot, state, counters. */
+	/* Policies gone from the file, or whose match or layer changes
+	 * (which resets their state anyway), are deleted first: a match may
+	 * move to another id. The others are replaced in place and keep slot,
+	 * state, counters. */
 	for (i = 0; i < nold; i++) {
 		char m1[FC_MATCH_LEN], m2[FC_MATCH_LEN];
 		const struct fc_policy_spec *f = bsearch(&old[i].spec, byid, s->np, sizeof(*byid), fc_spec_id_cmp);
@@ -600,7 +609,7 @@ static int fc_import_apply(struct fc_publish *pub, const struct fc_import_set *s
 		if (f) {
 			fc_match_format(&old[i].spec, m1);
 			fc_match_format(f, m2);
-			if (!strcmp(m1, m2))
+			if (!strcmp(m1, m2) && fc_policy_layer(&old[i].spec) == fc_policy_layer(f))
 				continue;
 		}
 		if (fc_store_policy_del(pub->st, old[i].spec.id, &found, err) < 0)

@@ -142,7 +142,8 @@ static json_t *fc_policy_json(const struct fc_policy_row *r)
 	fc_time_format(r->created, created);
 	fc_time_format(r->updated, updated);
 	/* burst: the first tier's (as --burst); bursts: every tier's. */
-	return json_pack("{s:I, s:s, s:o, s:o, s:o, s:s, s:s, s:s, s:o, s:o, s:o, s:b, s:s, s:s}", "id", (json_int_t)p->id,
+	return json_pack("{s:I, s:s, s:o, s:o, s:o, s:s, s:s, s:s, s:o, s:o, s:o, s:b, s:o, s:b, s:s, s:s}", "id",
+			 (json_int_t)p->id,
 			 "match", match, "rates", rates, "burst",
 			 p->algo == FC_ALGO_GCRA && p->ntiers ? json_integer((json_int_t)fc_tier_burst(p, 0)) : json_null(),
 			 "bursts",
@@ -153,9 +154,9 @@ static json_t *fc_policy_json(const struct fc_policy_row *r)
 				 json_integer((json_int_t)(p->new_sources ? p->new_sources : FC_NEW_SOURCES_DEFAULT)) :
 				 json_null(),
 			 "warmup", p->warmup ? json_integer(p->warmup) : json_null(), "concurrency",
-			 p->concurrency ? json_integer(p->concurrency) : json_null(), "override", p->override, "created",
-			 created, "updated",
-			 updated);
+			 p->concurrency ? json_integer(p->concurrency) : json_null(), "override", p->override,
+			 "show_keys", p->show_keys ? json_boolean(p->show_keys > 0) : json_null(), "fleet", p->fleet,
+			 "created", created, "updated", updated);
 }
 
 static int fc_policy_list(const struct fc_ctx *ctx, const struct fc_cmd *cmd, int argc, char **argv)

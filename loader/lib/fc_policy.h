@@ -80,11 +80,41 @@ struct fc_policy_spec {
 	/* Where it matches, the matching policies of its layer more general
 	 * than it do not apply (fc_policy_more_general). */
 	bool override;
+	/* Per-key policies: keep the values of the busiest keys beside their
+	 * hashes: 1 --show-keys, -1 --no-show-keys, 0 not said (the default). */
+	int show_keys;
+	/* The rate is the whole fleet's, not this node's share (issue 29). */
+	bool fleet;
 };
 
 static inline bool fc_policy_is_l7(const struct fc_policy_spec *p)
 {
 	return p->ndims > 0 || p->layer == FC_LAYER_HTTP;
+}
+
+/* Whether the match has ip= alone: then the layer is a choice (--layer). */
+static inline bool fc_policy_ip_only(const struct fc_policy_spec *p)
+{
+	return (p->kind == FC_MATCH_PREFIX || p->kind == FC_MATCH_STAR) && !p->ndims;
+}
+
+/* The layer p runs at: FC_LAYER_XDP or FC_LAYER_HTTP, never auto. */
+static inline enum fc_layer fc_policy_layer(const struct fc_policy_spec *p)
+{
+	return fc_policy_is_l7(p) ? FC_LAYER_HTTP : FC_LAYER_XDP;
+}
+
+/* p's layer as it is written: auto when it is the one the match gives
+ * anyway, so that two specs that run alike are alike (export, import's
+ * diff, the store's rows read back). */
+static inline enum fc_layer fc_policy_layer_said(const struct fc_policy_spec *p)
+{
+	return p->layer == (fc_policy_ip_only(p) ? FC_LAYER_XDP : FC_LAYER_HTTP) ? FC_LAYER_AUTO : p->layer;
+}
+
+static inline void fc_policy_layer_canon(struct fc_policy_spec *p)
+{
+	p->layer = fc_policy_layer_said(p);
 }
 
 #define FC_NEW_SOURCES_DEFAULT 20000
