@@ -146,6 +146,11 @@ static void fc_global_misplaced(const struct fc_cmd *cmd, int argc, char **argv,
 
 int fc_cmd_parse(const struct fc_cmd *cmd, int argc, char **argv, void *opts, struct fc_err *first)
 {
+	return fc_cmd_parse_seen(cmd, argc, argv, opts, first, NULL);
+}
+
+int fc_cmd_parse_seen(const struct fc_cmd *cmd, int argc, char **argv, void *opts, struct fc_err *first, bool *seen)
+{
 	size_t n = fc_opts_count(cmd->opts);
 	const struct fc_opt *o;
 	struct fc_err err;
@@ -176,6 +181,8 @@ int fc_cmd_parse(const struct fc_cmd *cmd, int argc, char **argv, void *opts, st
 			fc_usage_error(cmd, "option '%s' needs an argument", argv[optind - 1]);
 		}
 		o = fc_opt_find(cmd->opts, n, c);
+		if (o && seen)
+			seen[o - cmd->opts] = true;
 		if (!o || fc_opt_set(o, opts, optarg, o->name, &err) == 0)
 			continue;
 		if (!first)

@@ -38,6 +38,8 @@ struct fc_cmd {
  * on, for a command that names its object first ("policy 7: rate ...").
  */
 int fc_cmd_parse(const struct fc_cmd *cmd, int argc, char **argv, void *opts, struct fc_err *first);
+/* The same, and seen[i] set for each option cmd->opts[i] given. */
+int fc_cmd_parse_seen(const struct fc_cmd *cmd, int argc, char **argv, void *opts, struct fc_err *first, bool *seen);
 void fc_cmd_usage(const struct fc_cmd *cmd, FILE *f);
 /* One line of option help: "  -m, --mode MODE   text". */
 void fc_opt_print(const struct fc_opt *o, FILE *f);
@@ -76,7 +78,8 @@ int fc_json_print(struct json_t *doc);
 extern const struct fc_cmd fc_cmd_attach, fc_cmd_detach, fc_cmd_status;
 extern const struct fc_cmd fc_cmd_ban_add, fc_cmd_ban_del, fc_cmd_ban_import, fc_cmd_ban_list, fc_cmd_ban_sets;
 extern const struct fc_cmd fc_cmd_allow_add, fc_cmd_allow_del, fc_cmd_allow_list;
-extern const struct fc_cmd fc_cmd_policy_add, fc_cmd_policy_set, fc_cmd_policy_del, fc_cmd_policy_list;
+extern const struct fc_cmd fc_cmd_policy_add, fc_cmd_policy_set, fc_cmd_policy_edit, fc_cmd_policy_del,
+	fc_cmd_policy_list;
 extern const struct fc_cmd fc_cmd_sync, fc_cmd_stats, fc_cmd_top, fc_cmd_export, fc_cmd_import, fc_cmd_agent;
 extern const struct fc_cmd fc_cmd_node_set, fc_cmd_node_list, fc_cmd_console_token, fc_cmd_keys;
 

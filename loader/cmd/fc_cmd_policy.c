@@ -9,30 +9,46 @@
 #include "fc_change.h"
 
 /* The semantics live in freqctl-policy(7) alone; --help says where. */
-static const char fc_policy_details[] =
-	"A policy whose match has only ip= runs at XDP/TC, on packets; any other dimension, or\n"
-	"--layer http, makes it an nginx policy, on requests. What each option means, and exactly\n"
-	"what each algorithm admits, with examples: freqctl-policy(7) (from a build tree:\n"
-	"man -l build/man/freqctl-policy.7).";
+#define FC_POLICY_DETAILS                                                                             \
+	"A policy whose match has only ip= runs at XDP/TC, on packets; any other dimension, or\n"    \
+	"--layer http, makes it an nginx policy, on requests. What each option means, and exactly\n" \
+	"what each algorithm admits, with examples: freqctl-policy(7) (from a build tree:\n"         \
+	"man -l build/man/freqctl-policy.7)."
+static const char fc_policy_details[] = FC_POLICY_DETAILS;
 
-/* Parses policy add/set's options and ID; exits 2 on bad input, naming the
- * policy by the ID given (which may come after the options). */
-static void fc_policy_args(const struct fc_cmd *cmd, int argc, char **argv, struct fc_policy_spec *p)
+/* A bad policy, as users expect it: "freqctl: policy 7: rate ...", exit 2. */
+static void __attribute__((noreturn)) fc_policy_usage_error(const struct fc_cmd *cmd, uint32_t id, const char *msg)
+{
+	fprintf(stderr, "freqctl: policy %u: %s\nTry 'freqctl %s --help'.\n", id, msg, cmd->name);
+	exit(FC_EXIT_USAGE);
+}
+
+/* The index of option name in opts. */
+static size_t fc_opt_index(const struct fc_opt *opts, const char *name)
+{
+	size_t i;
+
+	for (i = 0; opts[i].name && strcmp(opts[i].name, name); i++)
+		;
+	return i;
+}
+
+/* Parses the options and ID of policy add, set or edit into opts (a spec
+ * first); seen: which were given. Returns the ID; exits 2 on bad input,
+ * naming the policy by the ID given (which may come after the options). */
+static uint32_t fc_policy_args(const struct fc_cmd *cmd, int argc, char **argv, void *opts, bool *seen)
 {
 	struct fc_err err, first;
+	uint32_t id;
 	int a;
 
-	memset(p, 0, sizeof(*p));
-	a = fc_cmd_parse(cmd, argc, argv, p, &first);
-	if (fc_policy_id_parse(argv[a], &p->id, &err) < 0)
+	a = fc_cmd_parse_seen(cmd, argc, argv, opts, &first, seen);
+	if (fc_policy_id_parse(argv[a], &id, &err) < 0)
 		fc_usage_error(cmd, "%s", err.msg);
+	((struct fc_policy_spec *)opts)->id = id;
 	if (first.msg[0])
-		err = first;
-	else if (fc_policy_validate(p, &err) == 0)
-		return;
-	/* As users expect it: "freqctl: policy 7: rate ...". */
-	fprintf(stderr, "freqctl: policy %u: %s\nTry 'freqctl %s --help'.\n", p->id, err.msg, cmd->name);
-	exit(FC_EXIT_USAGE);
+		fc_policy_usage_error(cmd, id, first.msg);
+	return id;
 }
 
 /* Every tier's GCRA burst, as it applies: "20,1000". */
@@ -79,32 +95,173 @@ static void fc_policy_describe(const struct fc_policy_spec *p, char *buf, size_t
 										fc_count_name(p->count));
 }
 
-static int fc_policy_put(const struct fc_ctx *ctx, const struct fc_cmd *cmd, int argc, char **argv, bool replace)
+static int fc_policy_put(const struct fc_ctx *ctx, const struct fc_cmd *cmd, int argc, char **argv, unsigned how)
 {
 	char desc[FC_MATCH_LEN + 2 * FC_TEXT_LEN + 64];
+	bool seen[fc_opts_count(fc_policy_opts) + 1];
 	struct fc_policy_spec p;
 	struct fc_policy_row row;
 	struct fc_err err;
 	bool found;
 
-	fc_policy_args(cmd, argc, argv, &p);
-	if (fc_change_policy_put(ctx, &p, replace, &found, &row, &err)) {
+	memset(&p, 0, sizeof(p));
+	memset(seen, 0, sizeof(seen));
+	fc_policy_args(cmd, argc, argv, &p, seen);
+	if (fc_policy_validate(&p, &err) < 0)
+		fc_policy_usage_error(cmd, p.id, err.msg);
+	if (seen[fc_opt_index(fc_policy_opts, "layer")])
+		how |= FC_PUT_LAYER_SAID;
+	if (fc_change_policy_put(ctx, &p, how, &found, &row, &err)) {
 		fc_warn("policy %u: %s", p.id, err.msg);
 		return FC_EXIT_FAILURE;
 	}
-	fc_policy_describe(&p, desc, sizeof(desc));
+	fc_policy_describe(&row.spec, desc, sizeof(desc));
 	printf("policy %u %s: %s\n", p.id, found ? "replaced" : "added", desc);
 	return FC_EXIT_OK;
 }
 
 static int fc_policy_add(const struct fc_ctx *ctx, const struct fc_cmd *cmd, int argc, char **argv)
 {
-	return fc_policy_put(ctx, cmd, argc, argv, false);
+	return fc_policy_put(ctx, cmd, argc, argv, 0);
 }
 
 static int fc_policy_set(const struct fc_ctx *ctx, const struct fc_cmd *cmd, int argc, char **argv)
 {
-	return fc_policy_put(ctx, cmd, argc, argv, true);
+	return fc_policy_put(ctx, cmd, argc, argv, FC_PUT_REPLACE);
+}
+
+/*
+ * policy edit: the options of policy add, each (but --match, and
+ * --show-keys, which has its twin) with a --no-X that puts it back to its
+ * default, as a table made from policy add's at first use: one table still
+ * yields getopt's structures and --help.
+ */
+#define FC_EDIT_OPTS_MAX 48
+
+struct fc_policy_edit {
+	struct fc_policy_spec spec; /* the options given, over zeroes: first, where their offsets point */
+	bool no[FC_EDIT_OPTS_MAX];  /* --no-X given, X being fc_policy_opts[fc_edit_of[i]] */
+	bool seen[2 * FC_EDIT_OPTS_MAX + 1];
+};
+
+static struct fc_opt fc_edit_opts[2 * FC_EDIT_OPTS_MAX + 1];
+static size_t fc_edit_of[FC_EDIT_OPTS_MAX], fc_edit_nopts, fc_edit_nno;
+static char fc_edit_names[FC_EDIT_OPTS_MAX][40], fc_edit_helps[FC_EDIT_OPTS_MAX][64];
+
+/* --escalate and --ban-ttl go together: either's --no- clears both. */
+static bool fc_edit_escalation(const struct fc_opt *o)
+{
+	return !strcmp(o->name, "escalate") || !strcmp(o->name, "ban-ttl");
+}
+
+static void fc_edit_opts_build(void)
+{
+	size_t n = fc_opts_count(fc_policy_opts), i, k = 0;
+
+	if (fc_edit_nopts)
+		return;
+	if (n > FC_EDIT_OPTS_MAX)
+		abort(); /* FC_EDIT_OPTS_MAX too small: any run of the tests says so */
+	memcpy(fc_edit_opts, fc_policy_opts, n * sizeof(*fc_edit_opts));
+	for (i = 0; i < n; i++) {
+		const struct fc_opt *o = &fc_policy_opts[i];
+
+		if (!strcmp(o->name, "match") || o->type == FC_OPT_YES || o->type == FC_OPT_NO)
+			continue;
+		snprintf(fc_edit_names[k], sizeof(fc_edit_names[k]), "no-%s", o->name);
+		if (fc_edit_escalation(o))
+			snprintf(fc_edit_helps[k], sizeof(fc_edit_helps[k]), "no escalation: clear --escalate and --ban-ttl");
+		else if (!strcmp(o->name, "rate"))
+			snprintf(fc_edit_helps[k], sizeof(fc_edit_helps[k]), "clear every --rate (a --concurrency cap alone)");
+		else
+			snprintf(fc_edit_helps[k], sizeof(fc_edit_helps[k]), "clear --%s: back to its default", o->name);
+		fc_edit_opts[n + k] = (struct fc_opt){ .name = fc_edit_names[k], .type = FC_OPT_FLAG,
+						       .off = offsetof(struct fc_policy_edit, no[k]),
+						       .size = sizeof(bool), .help = fc_edit_helps[k] };
+		fc_edit_of[k++] = i;
+	}
+	fc_edit_nno = k;
+	fc_edit_nopts = n;
+}
+
+/* Applies what the command gave (arg, a struct fc_policy_edit) to the stored policy p. */
+static int fc_policy_edit_apply(struct fc_policy_spec *p, const void *arg, struct fc_err *err)
+{
+	const struct fc_policy_edit *e = arg;
+	const struct fc_opt *o;
+	size_t i;
+
+	(void)err;
+	for (i = 0; i < fc_edit_nopts; i++) {
+		o = &fc_policy_opts[i];
+		if (!e->seen[i])
+			continue;
+		if (!strcmp(o->name, "match")) {
+			p->kind = e->spec.kind;
+			p->ip = e->spec.ip;
+			p->ndims = e->spec.ndims;
+			memcpy(p->dims, e->spec.dims, sizeof(p->dims));
+		} else if (!strcmp(o->name, "rate")) { /* the rates given replace them all */
+			memcpy(p->rate, e->spec.rate, sizeof(p->rate));
+			p->ntiers = e->spec.ntiers;
+		} else {
+			memcpy((char *)p + o->off, (const char *)&e->spec + o->off, o->size);
+		}
+	}
+	for (i = 0; i < fc_edit_nno; i++) {
+		o = &fc_policy_opts[fc_edit_of[i]];
+		if (!e->no[i])
+			continue;
+		if (!strcmp(o->name, "rate")) {
+			memset(p->rate, 0, sizeof(p->rate));
+			p->ntiers = 0;
+		} else if (fc_edit_escalation(o)) {
+			memset(&p->escalate, 0, sizeof(p->escalate));
+			p->ban_ttl = 0;
+		} else {
+			memset((char *)p + o->off, 0, o->size);
+		}
+	}
+	return 0;
+}
+
+static int fc_policy_edit(const struct fc_ctx *ctx, const struct fc_cmd *cmd, int argc, char **argv)
+{
+	char desc[FC_MATCH_LEN + 2 * FC_TEXT_LEN + 64];
+	struct fc_policy_edit e;
+	struct fc_policy_row row;
+	struct fc_err err;
+	size_t i, layer;
+	unsigned how;
+	bool any = false;
+	uint32_t id;
+	int rc;
+
+	fc_edit_opts_build();
+	memset(&e, 0, sizeof(e));
+	id = fc_policy_args(cmd, argc, argv, &e, e.seen);
+	for (i = 0; i < fc_edit_nopts + fc_edit_nno; i++)
+		any |= e.seen[i];
+	if (!any)
+		fc_usage_error(cmd, "nothing to change: give the options to change (--X to set one, --no-X to clear it)");
+	for (i = 0; i < fc_edit_nno; i++)
+		if (e.no[i] && e.seen[fc_edit_of[i]])
+			fc_usage_error(cmd, "--%s and --%s: give one", fc_policy_opts[fc_edit_of[i]].name, fc_edit_names[i]);
+	layer = fc_opt_index(fc_policy_opts, "layer");
+	how = e.seen[layer] ? FC_PUT_LAYER_SAID : 0;
+	for (i = 0; i < fc_edit_nno; i++)
+		if (e.no[i] && fc_edit_of[i] == layer)
+			how |= FC_PUT_LAYER_SAID;
+	rc = fc_change_policy_edit(ctx, id, fc_policy_edit_apply, &e, how, &row, &err);
+	if (rc == FC_CHANGE_INVALID)
+		fc_policy_usage_error(cmd, id, err.msg);
+	if (rc) {
+		fc_warn("policy %u: %s", id, err.msg);
+		return FC_EXIT_FAILURE;
+	}
+	fc_policy_describe(&row.spec, desc, sizeof(desc));
+	printf("policy %u changed: %s\n", id, desc);
+	return FC_EXIT_OK;
 }
 
 static int fc_policy_del(const struct fc_ctx *ctx, const struct fc_cmd *cmd, int argc, char **argv)
@@ -222,10 +379,24 @@ const struct fc_cmd fc_cmd_policy_set = {
 	.args = "ID",
 	.min_args = 1,
 	.max_args = 1,
-	.summary = "Create or replace a policy (same options as 'policy add').",
+	.summary = "Create or replace a policy (same options as 'policy add'); what is not given is the default.\n"
+		   "An ip=-only policy keeps its layer unless --layer is given ('policy edit' changes only what is given).",
 	.details = fc_policy_details,
 	.opts = fc_policy_opts,
 	.run = fc_policy_set,
+};
+
+const struct fc_cmd fc_cmd_policy_edit = {
+	.name = "policy edit",
+	.args = "ID",
+	.min_args = 1,
+	.max_args = 1,
+	.summary = "Change only the options given of an existing policy; --no-X puts X back to its default.",
+	.details = "Every other setting stays as it is, the layer too. Given, --rate replaces all the rates\n"
+		   "and --match the whole match. The result is checked as 'policy add' checks a policy.\n\n"
+		   FC_POLICY_DETAILS,
+	.opts = fc_edit_opts,
+	.run = fc_policy_edit,
 };
 
 const struct fc_cmd fc_cmd_policy_del = {

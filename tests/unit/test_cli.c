@@ -207,7 +207,7 @@ static const struct {
 	{ { "status", "extra" }, "freqctl status: unexpected argument \"extra\"\nTry 'freqctl status --help'.\n" },
 	{ { "stats", "--json", "--yaml" }, "freqctl stats: unknown option '--yaml'\nTry 'freqctl stats --help'.\n" },
 	{ { "ban", "import" }, "freqctl ban import: missing argument: expected FILE\nTry 'freqctl ban import --help'.\n" },
-	{ { "policy" }, "freqctl: policy: expected add, set, del or list\nTry 'freqctl --help'.\n" },
+	{ { "policy" }, "freqctl: policy: expected add, set, edit, del or list\nTry 'freqctl --help'.\n" },
 	{ { "policy", "add", "--match", "ip=*", "--rate", "1/s" },
 	  "freqctl policy add: missing argument: expected ID\nTry 'freqctl policy add --help'.\n" },
 	{ { "policy", "add", "x7", "--match", "ip=*", "--rate", "1/s" },
