@@ -42,3 +42,19 @@ check "policy edit --escalate and --ban-ttl, then --no-escalate clears both" \
 	sh -c "'$FC_BIN' --db '$db' --pin-dir '$pin' --shm '$shm' policy edit 2 --escalate 5/m --ban-ttl 1h >/dev/null &&
 		'$FC_BIN' --db '$db' --pin-dir '$pin' --shm '$shm' policy edit 2 --no-escalate >/dev/null"
 check "... none left" jq_true '.policies[] | select(.id == 2) | .escalate == null and .ban_ttl == null' <(fc export)
+
+# --- ip=* at XDP/TC and in nginx, side by side ---
+check "ip=* at XDP/TC beside policy 2's ip=* in nginx" fcq policy add 3 --match 'ip=*' --rate 100/s --count syn
+out sync
+check "... both published: one policy at XDP/TC, one in nginx" \
+	sh -c "grep -q ' 1 policies (entries' '$dir/out' && grep -q '^nginx shm .*: 1 policies' '$dir/out'"
+check "... the kernel's ip=* is policy 3" jq_true '.policies[] | select(.id == 3) | .layer == null and .count == "syn"' <(fc export)
+out policy add 4 --match 'ip=*' --rate 1/s
+check "a second ip=* at XDP/TC is refused, naming the one there" \
+	has "freqctl: policy 4: ip=* is already limited at XDP/TC by policy 3 (one policy per match at each layer; --layer http puts one in nginx beside it)"
+out policy add 4 --match 'ip=*' --rate 1/s --layer http
+check "... and a second in nginx" \
+	has "freqctl: policy 4: ip=* is already limited in nginx by policy 2 (one policy per match at each layer; without --layer http, an ip= policy runs at XDP/TC)"
+check "policy del of the nginx one leaves the kernel's" sh -c "'$FC_BIN' --db '$db' --pin-dir '$pin' --shm '$shm' policy del 2 >/dev/null &&
+	'$FC_BIN' --db '$db' --pin-dir '$pin' --shm '$shm' sync | grep -q ' 1 policies (entries'"
+check "... and the nginx one can come back beside it" fcq policy add 2 --match 'ip=*' --rate 20/s --layer http
