@@ -877,8 +877,10 @@ static int fc_import(const struct fc_ctx *ctx, const struct fc_cmd *cmd, int arg
 	struct fc_import_opt opt = { 0 };
 	struct fc_import_set set;
 	struct fc_publish pub;
+	char note[FC_ERR_LEN];
 	struct fc_err err;
 	int rc = FC_EXIT_FAILURE;
+	size_t i;
 
 	fc_cmd_parse(cmd, argc, argv, &opt, NULL);
 	if (opt.json && !opt.dry_run)
@@ -899,6 +901,10 @@ static int fc_import(const struct fc_ctx *ctx, const struct fc_cmd *cmd, int arg
 	}
 	if (fc_publish_commit(&pub, &err) < 0)
 		goto fail;
+	/* A file may hold what the commands take only with --force: said, not refused. */
+	for (i = 0; i < set.np; i++)
+		if (fc_policy_zero_note(&set.pols[i], note, sizeof(note)))
+			fc_warn("import: warning: %s", note);
 	printf("imported %zu policies, %zu address bans, %zu uid bans, %zu ban sets, %zu nodes and %zu allow entries "
 	       "from %s\n", set.np, set.nb, set.nu, set.ns, set.nn, set.na, argv[optind]);
 	rc = FC_EXIT_OK;

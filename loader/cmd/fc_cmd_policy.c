@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: BSD-2-Clause
-/* freqctl policy add | set | del | list */
+/* freqctl policy add | set | edit | del | list */
 #include <stdlib.h>
 #include <string.h>
 #include <jansson.h>
@@ -33,22 +33,141 @@ static size_t fc_opt_index(const struct fc_opt *opts, const char *name)
 	return i;
 }
 
-/* Parses the options and ID of policy add, set or edit into opts (a spec
- * first); seen: which were given. Returns the ID; exits 2 on bad input,
- * naming the policy by the ID given (which may come after the options). */
-static uint32_t fc_policy_args(const struct fc_cmd *cmd, int argc, char **argv, void *opts, bool *seen)
+/*
+ * The options of policy add and set: fc_policy_opts (also the keys of a
+ * policy in JSON), then --force; policy edit's: the same, then for each of
+ * fc_policy_opts (but --match, and --show-keys, which has its twin) a --no-X
+ * that puts it back to its default. Made from fc_policy_opts at first use:
+ * one table still yields getopt's structures and --help.
+ */
+#define FC_POLICY_OPTS_MAX 48
+
+struct fc_policy_cli {
+	struct fc_policy_spec spec; /* the options given, over zeroes: first, where their offsets point */
+	bool force;
+	bool no[FC_POLICY_OPTS_MAX];           /* --no-X given, X being fc_policy_opts[fc_edit_of[i]] */
+	bool seen[2 * FC_POLICY_OPTS_MAX + 2]; /* given, by index in the command's table */
+};
+
+static const struct fc_opt fc_force_opt =
+	FC_OPTION("force", 0, FC_OPT_FLAG, struct fc_policy_cli, force,
+		  .help = "take a match of ip=0.0.0.0/0 or ip=::/0: one bucket shared by every source of the family");
+static struct fc_opt fc_put_opts[FC_POLICY_OPTS_MAX + 2], fc_edit_opts[2 * FC_POLICY_OPTS_MAX + 2];
+static size_t fc_edit_of[FC_POLICY_OPTS_MAX], fc_nopts, fc_edit_nno;
+static char fc_edit_names[FC_POLICY_OPTS_MAX][40], fc_edit_helps[FC_POLICY_OPTS_MAX][64];
+
+/* --escalate and --ban-ttl go together: either's --no- clears both. */
+static bool fc_edit_escalation(const struct fc_opt *o)
+{
+	return !strcmp(o->name, "escalate") || !strcmp(o->name, "ban-ttl");
+}
+
+static void fc_policy_opts_build(void)
+{
+	size_t n = fc_opts_count(fc_policy_opts), i, k = 0;
+
+	if (fc_nopts)
+		return;
+	if (n > FC_POLICY_OPTS_MAX)
+		abort(); /* FC_POLICY_OPTS_MAX too small: any run of the tests says so */
+	memcpy(fc_put_opts, fc_policy_opts, n * sizeof(*fc_put_opts));
+	fc_put_opts[n] = fc_force_opt;
+	memcpy(fc_edit_opts, fc_put_opts, (n + 1) * sizeof(*fc_edit_opts));
+	for (i = 0; i < n; i++) {
+		const struct fc_opt *o = &fc_policy_opts[i];
+
+		if (!strcmp(o->name, "match") || o->type == FC_OPT_YES || o->type == FC_OPT_NO)
+			continue;
+		snprintf(fc_edit_names[k], sizeof(fc_edit_names[k]), "no-%s", o->name);
+		if (fc_edit_escalation(o))
+			snprintf(fc_edit_helps[k], sizeof(fc_edit_helps[k]), "no escalation: clear --escalate and --ban-ttl");
+		else if (!strcmp(o->name, "rate"))
+			snprintf(fc_edit_helps[k], sizeof(fc_edit_helps[k]), "clear every --rate (a --concurrency cap alone)");
+		else
+			snprintf(fc_edit_helps[k], sizeof(fc_edit_helps[k]), "clear --%s: back to its default", o->name);
+		fc_edit_opts[n + 1 + k] = (struct fc_opt){ .name = fc_edit_names[k], .type = FC_OPT_FLAG,
+							   .off = offsetof(struct fc_policy_cli, no[k]),
+							   .size = sizeof(bool), .help = fc_edit_helps[k] };
+		fc_edit_of[k++] = i;
+	}
+	fc_edit_nno = k;
+	fc_nopts = n;
+}
+
+/* Parses the options and ID of policy add, set or edit into a; returns the
+ * ID. Exits 2 on bad input, naming the policy by the ID given (which may
+ * come after the options). */
+static uint32_t fc_policy_args(const struct fc_cmd *cmd, int argc, char **argv, struct fc_policy_cli *a)
 {
 	struct fc_err err, first;
 	uint32_t id;
-	int a;
+	int at;
 
-	a = fc_cmd_parse_seen(cmd, argc, argv, opts, &first, seen);
-	if (fc_policy_id_parse(argv[a], &id, &err) < 0)
+	fc_policy_opts_build();
+	memset(a, 0, sizeof(*a));
+	at = fc_cmd_parse_seen(cmd, argc, argv, a, &first, a->seen);
+	if (fc_policy_id_parse(argv[at], &id, &err) < 0)
 		fc_usage_error(cmd, "%s", err.msg);
-	((struct fc_policy_spec *)opts)->id = id;
+	a->spec.id = id;
 	if (first.msg[0])
 		fc_policy_usage_error(cmd, id, first.msg);
 	return id;
+}
+
+/* What of policy add's options the command said, as fc_change's flags. */
+static unsigned fc_policy_said(const struct fc_policy_cli *a)
+{
+	size_t layer = fc_opt_index(fc_policy_opts, "layer"), i;
+	unsigned how = a->force ? FC_PUT_FORCE : 0;
+
+	if (a->seen[layer])
+		how |= FC_PUT_LAYER_SAID;
+	for (i = 0; i < fc_edit_nno; i++)
+		if (a->no[i] && fc_edit_of[i] == layer)
+			how |= FC_PUT_LAYER_SAID;
+	return how;
+}
+
+/* A change refused: a bad policy exits 2 (usage), the rest 1. */
+static int fc_policy_refused(const struct fc_cmd *cmd, uint32_t id, int rc, const struct fc_err *err)
+{
+	if (rc == FC_CHANGE_INVALID)
+		fc_policy_usage_error(cmd, id, err->msg);
+	fc_warn("policy %u: %s", id, err->msg);
+	return FC_EXIT_FAILURE;
+}
+
+int fc_policy_zero_note(const struct fc_policy_spec *p, char *buf, size_t len)
+{
+	char what[FC_ERR_LEN / 2];
+
+	if (!fc_policy_is_zero(p))
+		return 0;
+	fc_policy_zero_what(p, what, sizeof(what));
+	snprintf(buf, len, "policy %u: %s (a bucket per %s is --match 'ip=*')", p->id, what,
+		 fc_policy_is_l7(p) ? "client" : "source");
+	return 1;
+}
+
+int fc_policy_zero_notes(const struct fc_ctx *ctx, char (**notes)[FC_ERR_LEN], size_t *n)
+{
+	struct fc_policy_row *rows = NULL;
+	struct fc_store *st = NULL;
+	struct fc_err err;
+	size_t nrows = 0, i;
+
+	*notes = NULL;
+	*n = 0;
+	if (fc_store_open_ex(ctx->db_path, false, &st, &err) < 0 || fc_store_policy_list(st, &rows, &nrows, &err) < 0) {
+		fc_store_close(st);
+		return -1;
+	}
+	fc_store_close(st);
+	*notes = calloc(nrows + 1, sizeof(**notes));
+	for (i = 0; *notes && i < nrows; i++)
+		*n += (size_t)fc_policy_zero_note(&rows[i].spec, (*notes)[*n], sizeof((*notes)[*n]));
+	free(rows);
+	return *notes ? 0 : -1;
 }
 
 /* Every tier's GCRA burst, as it applies: "20,1000". */
@@ -98,25 +217,20 @@ static void fc_policy_describe(const struct fc_policy_spec *p, char *buf, size_t
 static int fc_policy_put(const struct fc_ctx *ctx, const struct fc_cmd *cmd, int argc, char **argv, unsigned how)
 {
 	char desc[FC_MATCH_LEN + 2 * FC_TEXT_LEN + 64];
-	bool seen[fc_opts_count(fc_policy_opts) + 1];
-	struct fc_policy_spec p;
+	struct fc_policy_cli a;
 	struct fc_policy_row row;
 	struct fc_err err;
 	bool found;
+	int rc;
 
-	memset(&p, 0, sizeof(p));
-	memset(seen, 0, sizeof(seen));
-	fc_policy_args(cmd, argc, argv, &p, seen);
-	if (fc_policy_validate(&p, &err) < 0)
-		fc_policy_usage_error(cmd, p.id, err.msg);
-	if (seen[fc_opt_index(fc_policy_opts, "layer")])
-		how |= FC_PUT_LAYER_SAID;
-	if (fc_change_policy_put(ctx, &p, how, &found, &row, &err)) {
-		fc_warn("policy %u: %s", p.id, err.msg);
-		return FC_EXIT_FAILURE;
-	}
+	fc_policy_args(cmd, argc, argv, &a);
+	if (fc_policy_validate(&a.spec, &err) < 0)
+		fc_policy_usage_error(cmd, a.spec.id, err.msg);
+	rc = fc_change_policy_put(ctx, &a.spec, how | fc_policy_said(&a), &found, &row, &err);
+	if (rc)
+		return fc_policy_refused(cmd, a.spec.id, rc, &err);
 	fc_policy_describe(&row.spec, desc, sizeof(desc));
-	printf("policy %u %s: %s\n", p.id, found ? "replaced" : "added", desc);
+	printf("policy %u %s: %s\n", a.spec.id, found ? "replaced" : "added", desc);
 	return FC_EXIT_OK;
 }
 
@@ -130,69 +244,15 @@ static int fc_policy_set(const struct fc_ctx *ctx, const struct fc_cmd *cmd, int
 	return fc_policy_put(ctx, cmd, argc, argv, FC_PUT_REPLACE);
 }
 
-/*
- * policy edit: the options of policy add, each (but --match, and
- * --show-keys, which has its twin) with a --no-X that puts it back to its
- * default, as a table made from policy add's at first use: one table still
- * yields getopt's structures and --help.
- */
-#define FC_EDIT_OPTS_MAX 48
-
-struct fc_policy_edit {
-	struct fc_policy_spec spec; /* the options given, over zeroes: first, where their offsets point */
-	bool no[FC_EDIT_OPTS_MAX];  /* --no-X given, X being fc_policy_opts[fc_edit_of[i]] */
-	bool seen[2 * FC_EDIT_OPTS_MAX + 1];
-};
-
-static struct fc_opt fc_edit_opts[2 * FC_EDIT_OPTS_MAX + 1];
-static size_t fc_edit_of[FC_EDIT_OPTS_MAX], fc_edit_nopts, fc_edit_nno;
-static char fc_edit_names[FC_EDIT_OPTS_MAX][40], fc_edit_helps[FC_EDIT_OPTS_MAX][64];
-
-/* --escalate and --ban-ttl go together: either's --no- clears both. */
-static bool fc_edit_escalation(const struct fc_opt *o)
-{
-	return !strcmp(o->name, "escalate") || !strcmp(o->name, "ban-ttl");
-}
-
-static void fc_edit_opts_build(void)
-{
-	size_t n = fc_opts_count(fc_policy_opts), i, k = 0;
-
-	if (fc_edit_nopts)
-		return;
-	if (n > FC_EDIT_OPTS_MAX)
-		abort(); /* FC_EDIT_OPTS_MAX too small: any run of the tests says so */
-	memcpy(fc_edit_opts, fc_policy_opts, n * sizeof(*fc_edit_opts));
-	for (i = 0; i < n; i++) {
-		const struct fc_opt *o = &fc_policy_opts[i];
-
-		if (!strcmp(o->name, "match") || o->type == FC_OPT_YES || o->type == FC_OPT_NO)
-			continue;
-		snprintf(fc_edit_names[k], sizeof(fc_edit_names[k]), "no-%s", o->name);
-		if (fc_edit_escalation(o))
-			snprintf(fc_edit_helps[k], sizeof(fc_edit_helps[k]), "no escalation: clear --escalate and --ban-ttl");
-		else if (!strcmp(o->name, "rate"))
-			snprintf(fc_edit_helps[k], sizeof(fc_edit_helps[k]), "clear every --rate (a --concurrency cap alone)");
-		else
-			snprintf(fc_edit_helps[k], sizeof(fc_edit_helps[k]), "clear --%s: back to its default", o->name);
-		fc_edit_opts[n + k] = (struct fc_opt){ .name = fc_edit_names[k], .type = FC_OPT_FLAG,
-						       .off = offsetof(struct fc_policy_edit, no[k]),
-						       .size = sizeof(bool), .help = fc_edit_helps[k] };
-		fc_edit_of[k++] = i;
-	}
-	fc_edit_nno = k;
-	fc_edit_nopts = n;
-}
-
-/* Applies what the command gave (arg, a struct fc_policy_edit) to the stored policy p. */
+/* Applies what policy edit gave (arg, a struct fc_policy_cli) to the stored policy p. */
 static int fc_policy_edit_apply(struct fc_policy_spec *p, const void *arg, struct fc_err *err)
 {
-	const struct fc_policy_edit *e = arg;
+	const struct fc_policy_cli *e = arg;
 	const struct fc_opt *o;
 	size_t i;
 
 	(void)err;
-	for (i = 0; i < fc_edit_nopts; i++) {
+	for (i = 0; i < fc_nopts; i++) {
 		o = &fc_policy_opts[i];
 		if (!e->seen[i])
 			continue;
@@ -228,37 +288,25 @@ static int fc_policy_edit_apply(struct fc_policy_spec *p, const void *arg, struc
 static int fc_policy_edit(const struct fc_ctx *ctx, const struct fc_cmd *cmd, int argc, char **argv)
 {
 	char desc[FC_MATCH_LEN + 2 * FC_TEXT_LEN + 64];
-	struct fc_policy_edit e;
+	struct fc_policy_cli e;
 	struct fc_policy_row row;
 	struct fc_err err;
-	size_t i, layer;
-	unsigned how;
 	bool any = false;
 	uint32_t id;
+	size_t i;
 	int rc;
 
-	fc_edit_opts_build();
-	memset(&e, 0, sizeof(e));
-	id = fc_policy_args(cmd, argc, argv, &e, e.seen);
-	for (i = 0; i < fc_edit_nopts + fc_edit_nno; i++)
-		any |= e.seen[i];
+	id = fc_policy_args(cmd, argc, argv, &e);
+	for (i = 0; i < fc_nopts + 1 + fc_edit_nno; i++)
+		any |= e.seen[i] && i != fc_nopts; /* --force alone changes nothing */
 	if (!any)
 		fc_usage_error(cmd, "nothing to change: give the options to change (--X to set one, --no-X to clear it)");
 	for (i = 0; i < fc_edit_nno; i++)
 		if (e.no[i] && e.seen[fc_edit_of[i]])
 			fc_usage_error(cmd, "--%s and --%s: give one", fc_policy_opts[fc_edit_of[i]].name, fc_edit_names[i]);
-	layer = fc_opt_index(fc_policy_opts, "layer");
-	how = e.seen[layer] ? FC_PUT_LAYER_SAID : 0;
-	for (i = 0; i < fc_edit_nno; i++)
-		if (e.no[i] && fc_edit_of[i] == layer)
-			how |= FC_PUT_LAYER_SAID;
-	rc = fc_change_policy_edit(ctx, id, fc_policy_edit_apply, &e, how, &row, &err);
-	if (rc == FC_CHANGE_INVALID)
-		fc_policy_usage_error(cmd, id, err.msg);
-	if (rc) {
-		fc_warn("policy %u: %s", id, err.msg);
-		return FC_EXIT_FAILURE;
-	}
+	rc = fc_change_policy_edit(ctx, id, fc_policy_edit_apply, &e, fc_policy_said(&e), &row, &err);
+	if (rc)
+		return fc_policy_refused(cmd, id, rc, &err);
 	fc_policy_describe(&row.spec, desc, sizeof(desc));
 	printf("policy %u changed: %s\n", id, desc);
 	return FC_EXIT_OK;
@@ -370,7 +418,7 @@ const struct fc_cmd fc_cmd_policy_add = {
 	.max_args = 1,
 	.summary = "Add a rate-limit policy (XDP/TC for ip= alone, nginx otherwise); refuses an existing ID.",
 	.details = fc_policy_details,
-	.opts = fc_policy_opts,
+	.opts = fc_put_opts,
 	.run = fc_policy_add,
 };
 
@@ -382,7 +430,7 @@ const struct fc_cmd fc_cmd_policy_set = {
 	.summary = "Create or replace a policy (same options as 'policy add'); what is not given is the default.\n"
 		   "An ip=-only policy keeps its layer unless --layer is given ('policy edit' changes only what is given).",
 	.details = fc_policy_details,
-	.opts = fc_policy_opts,
+	.opts = fc_put_opts,
 	.run = fc_policy_set,
 };
 

@@ -28,12 +28,33 @@ static int fc_policy_layer_kept(const struct fc_policy_spec *old, const struct f
 			  where[was], where[now], fc_layer_names[was], fc_layer_names[now], p->id);
 }
 
+/* Refuses a /0 the policy did not have, unless forced: one bucket for
+ * every source is rarely what was meant (a rate per source is ip=*). */
+static int fc_policy_zero_forced(const struct fc_policy_spec *old, bool found, const struct fc_policy_spec *p,
+				 unsigned how, struct fc_err *err)
+{
+	char what[FC_ERR_LEN / 2];
+
+	if (!fc_policy_is_zero(p) || (how & FC_PUT_FORCE) ||
+	    (found && fc_policy_is_zero(old) && old->ip.family == p->ip.family &&
+	     fc_policy_layer(old) == fc_policy_layer(p)))
+		return 0;
+	fc_policy_zero_what(p, what, sizeof(what));
+	return fc_err_set(err, "%s; a bucket per %s is --match 'ip=*'; give --force if one shared bucket is what you "
+			       "want",
+			  what, fc_policy_is_l7(p) ? "client" : "source");
+}
+
 /* Puts p in pub's open transaction, over old if found. */
 static int fc_policy_put_in(struct fc_publish *pub, const struct fc_policy_spec *p, const struct fc_policy_row *old,
 			    bool found, unsigned how, struct fc_policy_row *row, struct fc_err *err)
 {
 	int rc;
 
+	if (fc_policy_zero_forced(&old->spec, found, p, how, err) < 0) {
+		fc_publish_abort(pub);
+		return FC_CHANGE_INVALID;
+	}
 	if (found && fc_policy_layer_kept(&old->spec, p, how, err) < 0) {
 		fc_publish_abort(pub);
 		return FC_CHANGE_CONFLICT;

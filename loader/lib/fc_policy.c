@@ -400,6 +400,18 @@ int fc_policy_validate(const struct fc_policy_spec *p, struct fc_err *err)
 }
 
 
+void fc_policy_zero_what(const struct fc_policy_spec *p, char *buf, size_t len)
+{
+	char match[FC_MATCH_LEN], rates[FC_TEXT_LEN];
+	bool l7 = fc_policy_is_l7(p);
+
+	fc_match_format(p, match);
+	fc_rates_format(p, rates);
+	snprintf(buf, len, "%s puts every IPv%d %s in one bucket: %s %sfor all of them together%s", match, p->ip.family,
+		 l7 ? "client" : "source", p->ntiers ? rates : "its cap", l7 ? "of requests " : "",
+		 l7 ? "" : ", SSH and every other service included");
+}
+
 void fc_match_format(const struct fc_policy_spec *p, char buf[FC_MATCH_LEN])
 {
 	char pfx[FC_PREFIX_STRLEN];

@@ -8,6 +8,7 @@
 #define FC_POLICY_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "fc_error.h"
@@ -103,6 +104,17 @@ static inline enum fc_layer fc_policy_layer(const struct fc_policy_spec *p)
 {
 	return fc_policy_is_l7(p) ? FC_LAYER_HTTP : FC_LAYER_XDP;
 }
+
+/* Whether p is one bucket for every source of a family: ip=0.0.0.0/0 or
+ * ip=::/0 alone. A new one needs --force (ban add refuses a /0 outright);
+ * one stored is published, with a warning. */
+static inline bool fc_policy_is_zero(const struct fc_policy_spec *p)
+{
+	return p->kind == FC_MATCH_PREFIX && !p->ndims && p->ip.len == 0;
+}
+/* What such a policy does, for a refusal or a warning: "ip=0.0.0.0/0 puts
+ * every IPv4 source in one bucket: 20/s for all of them together, ...". */
+void fc_policy_zero_what(const struct fc_policy_spec *p, char *buf, size_t len);
 
 /* p's layer as it is written: auto when it is the one the match gives
  * anyway, so that two specs that run alike are alike (export, import's

@@ -58,3 +58,21 @@ check "... and a second in nginx" \
 check "policy del of the nginx one leaves the kernel's" sh -c "'$FC_BIN' --db '$db' --pin-dir '$pin' --shm '$shm' policy del 2 >/dev/null &&
 	'$FC_BIN' --db '$db' --pin-dir '$pin' --shm '$shm' sync | grep -q ' 1 policies (entries'"
 check "... and the nginx one can come back beside it" fcq policy add 2 --match 'ip=*' --rate 20/s --layer http
+
+# --- one bucket for every source: --force, and a warning where it is published ---
+out policy add 5 --match ip=0.0.0.0/0 --rate 20/s
+check "a new ip=0.0.0.0/0 without --force is refused (exit 2)" [ $? = 2 ]
+check "... saying what it would do" has "freqctl: policy 5: ip=0.0.0.0/0 puts every IPv4 source in one bucket: 20/s for all of them together, SSH and every other service included; a bucket per source is --match 'ip=*'; give --force if one shared bucket is what you want"
+check "... and not stored" [ "$(pol 5 id)" = "" ]
+check "with --force it is taken" fcq policy add 5 --match ip=0.0.0.0/0 --rate 20/s --force
+check "a stored one is edited without --force" fcq policy edit 5 --rate 30/s
+out policy edit 5 --match ip=::/0
+check "... but not made another /0 without it" sh -c "[ $? = 2 ] && grep -qF 'ip=::/0 puts every IPv6 source in one bucket' '$dir/out'"
+out sync
+check "sync publishes it, with a warning" has "freqctl: sync: warning: policy 5: ip=0.0.0.0/0 puts every IPv4 source in one bucket: 30/s for all of them together"
+check "status says so" sh -c "'$FC_BIN' --db '$db' --pin-dir '$pin' --shm '$shm' status | grep -qF 'warning: policy 5: ip=0.0.0.0/0 puts every IPv4 source in one bucket'"
+check "... and status --json" jq_true '.warnings | length == 1 and (.[0] | startswith("policy 5: ip=0.0.0.0/0"))' <(fc status --json)
+fc export >"$dir/zero.json"
+fcq policy del 5
+out import "$dir/zero.json"
+check "an export holding one imports, with the warning" has "freqctl: import: warning: policy 5: ip=0.0.0.0/0"

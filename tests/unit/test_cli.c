@@ -279,6 +279,15 @@ static const struct {
 	{ { "policy", "add", "7", "--match", "ip=*", "--rate", "10/s:5", "--burst", "5" },
 	  "freqctl: policy 7: the first rate's burst given twice: --burst 5 and --rate 10/s:5 (use one)\n"
 	  "Try 'freqctl policy add --help'.\n" },
+	/* One bucket for every source: needs --force (checked against the store: nothing stored yet). */
+	{ { "policy", "add", "4", "--match", "ip=0.0.0.0/0", "--rate", "20/s" },
+	  "freqctl: policy 4: ip=0.0.0.0/0 puts every IPv4 source in one bucket: 20/s for all of them together, SSH "
+	  "and every other service included; a bucket per source is --match 'ip=*'; give --force if one shared "
+	  "bucket is what you want\nTry 'freqctl policy add --help'.\n" },
+	{ { "policy", "set", "4", "--match", "ip=::/0", "--rate", "5/m", "--layer", "http" },
+	  "freqctl: policy 4: ip=::/0 puts every IPv6 client in one bucket: 5/m of requests for all of them together; "
+	  "a bucket per client is --match 'ip=*'; give --force if one shared bucket is what you want\n"
+	  "Try 'freqctl policy set --help'.\n" },
 	{ { "policy", "add", "7", "--match", "ip=1.2.3.4", "--rate", "10/s", "--override", "--action", "log" },
 	  "freqctl: policy 7: --override switches off the policies more general than this one; a dry run (--action "
 	  "log) must not change what they enforce\nTry 'freqctl policy add --help'.\n" },
