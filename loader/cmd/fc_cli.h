@@ -72,13 +72,14 @@ struct fc_json_opt {
 extern const struct fc_opt fc_opts_none[];
 extern const struct fc_opt fc_opts_json[];
 
-/* A policy that is one bucket for every source (ip=0.0.0.0/0, ip=::/0): a
- * new one needs --force, one stored is published, and sync, status and
- * import say what it does. fc_policy_zero_note: p's note in buf, 1, if it
- * is one; 0 if not. fc_policy_zero_notes: the notes of the store's
- * policies (the caller frees *notes); -1 if the store can not be read. */
-int fc_policy_zero_note(const struct fc_policy_spec *p, char *buf, size_t len);
-int fc_policy_zero_notes(const struct fc_ctx *ctx, char (**notes)[FC_ERR_LEN], size_t *n);
+/* A policy that would be refused as new but was taken before (one bucket
+ * for every source without --force, --action delay with a window) is
+ * stored, published, and sync, status and import say what it does.
+ * fc_policy_note: p's note in buf, 1, if it is one; 0 if not.
+ * fc_policy_notes: the notes of the store's policies (the caller frees
+ * *notes); -1 if the store can not be read. */
+int fc_policy_note(const struct fc_policy_spec *p, char *buf, size_t len);
+int fc_policy_notes(const struct fc_ctx *ctx, char (**notes)[FC_ERR_LEN], size_t *n);
 
 /* Prints a JSON document to stdout and releases it. */
 struct json_t;

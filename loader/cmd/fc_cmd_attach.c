@@ -159,7 +159,7 @@ static int fc_cmd_status_run(const struct fc_ctx *ctx, const struct fc_cmd *cmd,
 	fc_cmd_parse(cmd, argc, argv, &opt, NULL);
 	/* What the store holds that is published but worth a word (a store
 	 * that can not be read has none to give). */
-	fc_policy_zero_notes(ctx, &notes, &nnotes);
+	fc_policy_notes(ctx, &notes, &nnotes);
 	/* A reader: nothing published yet is none attached, nothing made. */
 	c = fc_maps_open_existing(ctx->pin_dir, &m, &err);
 	if (c < 0 || (c == 0 && (fc_config_read(&m, &cfg, &err) < 0 || fc_attachments(&m, &v, &n, &err) < 0))) {

@@ -903,7 +903,7 @@ static int fc_import(const struct fc_ctx *ctx, const struct fc_cmd *cmd, int arg
 		goto fail;
 	/* A file may hold what the commands take only with --force: said, not refused. */
 	for (i = 0; i < set.np; i++)
-		if (fc_policy_zero_note(&set.pols[i], note, sizeof(note)))
+		if (fc_policy_note(&set.pols[i], note, sizeof(note)))
 			fc_warn("import: warning: %s", note);
 	printf("imported %zu policies, %zu address bans, %zu uid bans, %zu ban sets, %zu nodes and %zu allow entries "
 	       "from %s\n", set.np, set.nb, set.nu, set.ns, set.nn, set.na, argv[optind]);

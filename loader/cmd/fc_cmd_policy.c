@@ -137,19 +137,25 @@ static int fc_policy_refused(const struct fc_cmd *cmd, uint32_t id, int rc, cons
 	return FC_EXIT_FAILURE;
 }
 
-int fc_policy_zero_note(const struct fc_policy_spec *p, char *buf, size_t len)
+int fc_policy_note(const struct fc_policy_spec *p, char *buf, size_t len)
 {
 	char what[FC_ERR_LEN / 2];
 
-	if (!fc_policy_is_zero(p))
-		return 0;
-	fc_policy_zero_what(p, what, sizeof(what));
-	snprintf(buf, len, "policy %u: %s (a bucket per %s is --match 'ip=*')", p->id, what,
-		 fc_policy_is_l7(p) ? "client" : "source");
-	return 1;
+	if (fc_policy_is_zero(p)) {
+		fc_policy_zero_what(p, what, sizeof(what));
+		snprintf(buf, len, "policy %u: %s (a bucket per %s is --match 'ip=*')", p->id, what,
+			 fc_policy_is_l7(p) ? "client" : "source");
+		return 1;
+	}
+	if (fc_policy_delay_never(p)) {
+		snprintf(buf, len, "policy %u: --action delay with --algo %s never delays: what is over its window is "
+				   "denied (--algo gcra delays)", p->id, fc_algo_name(p->algo));
+		return 1;
+	}
+	return 0;
 }
 
-int fc_policy_zero_notes(const struct fc_ctx *ctx, char (**notes)[FC_ERR_LEN], size_t *n)
+int fc_policy_notes(const struct fc_ctx *ctx, char (**notes)[FC_ERR_LEN], size_t *n)
 {
 	struct fc_policy_row *rows = NULL;
 	struct fc_store *st = NULL;
@@ -165,7 +171,7 @@ int fc_policy_zero_notes(const struct fc_ctx *ctx, char (**notes)[FC_ERR_LEN], s
 	fc_store_close(st);
 	*notes = calloc(nrows + 1, sizeof(**notes));
 	for (i = 0; *notes && i < nrows; i++)
-		*n += (size_t)fc_policy_zero_note(&rows[i].spec, (*notes)[*n], sizeof((*notes)[*n]));
+		*n += (size_t)fc_policy_note(&rows[i].spec, (*notes)[*n], sizeof((*notes)[*n]));
 	free(rows);
 	return *notes ? 0 : -1;
 }

@@ -22,7 +22,7 @@ static int fc_cmd_sync_run(const struct fc_ctx *ctx, const struct fc_cmd *cmd, i
 		return FC_EXIT_FAILURE;
 	}
 	/* Published as stored; what a policy of every source does, said. */
-	if (fc_policy_zero_notes(ctx, &notes, &nnotes) == 0)
+	if (fc_policy_notes(ctx, &notes, &nnotes) == 0)
 		for (i = 0; i < nnotes; i++)
 			fc_warn("sync: warning: %s", notes[i]);
 	free(notes);

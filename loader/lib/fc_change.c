@@ -51,7 +51,7 @@ static int fc_policy_put_in(struct fc_publish *pub, const struct fc_policy_spec 
 {
 	int rc;
 
-	if (fc_policy_zero_forced(&old->spec, found, p, how, err) < 0) {
+	if (fc_policy_validate_new(p, err) < 0 || fc_policy_zero_forced(&old->spec, found, p, how, err) < 0) {
 		fc_publish_abort(pub);
 		return FC_CHANGE_INVALID;
 	}

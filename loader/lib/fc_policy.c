@@ -400,6 +400,15 @@ int fc_policy_validate(const struct fc_policy_spec *p, struct fc_err *err)
 }
 
 
+int fc_policy_validate_new(const struct fc_policy_spec *p, struct fc_err *err)
+{
+	if (fc_policy_delay_never(p))
+		return fc_err_set(err, "--action delay waits requests to a GCRA rate (--algo gcra, the default); --algo %s "
+				       "never delays, it denies what is over its window (that is --action drop)",
+				  fc_algo_name(p->algo));
+	return 0;
+}
+
 void fc_policy_zero_what(const struct fc_policy_spec *p, char *buf, size_t len)
 {
 	char match[FC_MATCH_LEN], rates[FC_TEXT_LEN];
@@ -517,7 +526,7 @@ const struct fc_opt fc_policy_opts[] = {
 	FC_POLICY_OPT("algo", 'a', FC_OPT_ENUM, algo, .names = fc_algo_names, .json = "algo", .arg = "ALGO",
 		      .help = "gcra (default), window (fixed, aligned to UTC) or sliding (window weighted with the last)"),
 	FC_POLICY_OPT("action", 0, FC_OPT_ENUM, action, .names = fc_action_names, .json = "action",
-		      .arg = "ACTION", .help = "drop (default), log (count, drop nothing), delay (L7: wait to the rate)"),
+		      .arg = "ACTION", .help = "drop (default), log (count, drop nothing), delay (L7, gcra: wait to the rate)"),
 	FC_POLICY_OPT("delay-burst", 0, FC_OPT_U32, delay_burst, .min = 1, .max = 1000000, .json = "delay_burst",
 		      .arg = "B", .help = "delay: requests that may wait (default 0)"),
 	FC_POLICY_OPT("escalate", 0, FC_OPT_PARSE, escalate, .parse = fc_opt_escalate, .json = "escalate",

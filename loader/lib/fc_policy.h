@@ -167,6 +167,15 @@ int fc_policy_words(const struct fc_policy_spec *p);
 /* Checks what a single option can not: combinations and the bounds that
  * keep the kernel's arithmetic exact. */
 int fc_policy_validate(const struct fc_policy_spec *p, struct fc_err *err);
+/* What a policy given now (a command, the console) must hold besides: what
+ * was taken before and is stored still loads and runs as it did, and
+ * fc_policy_note says what it does. */
+int fc_policy_validate_new(const struct fc_policy_spec *p, struct fc_err *err);
+/* --action delay with --algo window or sliding: taken before, never delays. */
+static inline bool fc_policy_delay_never(const struct fc_policy_spec *p)
+{
+	return p->action == FC_ACTION_DELAY && p->algo != FC_ALGO_GCRA;
+}
 
 const char *fc_algo_name(enum fc_algo a);
 const char *fc_action_name(enum fc_action a);

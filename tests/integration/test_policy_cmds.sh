@@ -76,3 +76,17 @@ fc export >"$dir/zero.json"
 fcq policy del 5
 out import "$dir/zero.json"
 check "an export holding one imports, with the warning" has "freqctl: import: warning: policy 5: ip=0.0.0.0/0"
+
+# --- --action delay with a window: refused as new, a stored one loads, said ---
+out policy add 6 --match uid=d --rate 3/m --algo window --action delay --delay-burst 3
+check "--action delay --algo window is refused (exit 2), naming what delays" \
+	sh -c "[ $? = 2 ] && grep -qF -- '--action delay waits requests to a GCRA rate (--algo gcra, the default); --algo window never delays' '$dir/out'"
+jq '.policies += [{"id": 6, "match": "uid=d", "rates": ["3/m"], "algo": "window", "action": "delay", "delay_burst": 3}]' \
+	"$dir/zero.json" >"$dir/delay.json"
+out import "$dir/delay.json"
+check "an older export holding one imports, with a warning" \
+	has "freqctl: import: warning: policy 6: --action delay with --algo window never delays: what is over its window is denied (--algo gcra delays)"
+check "... and it is published" jq_true '.policies[] | select(.id == 6) | .action == "delay" and .algo == "window"' <(fc export)
+out sync
+check "sync says so too" has "freqctl: sync: warning: policy 6: --action delay with --algo window never delays"
+check "policy edit puts it right: --algo gcra" fcq policy edit 6 --algo gcra

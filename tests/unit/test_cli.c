@@ -288,6 +288,13 @@ static const struct {
 	  "freqctl: policy 4: ip=::/0 puts every IPv6 client in one bucket: 5/m of requests for all of them together; "
 	  "a bucket per client is --match 'ip=*'; give --force if one shared bucket is what you want\n"
 	  "Try 'freqctl policy set --help'.\n" },
+	/* A window never delays: refused, naming what does (a stored one still loads). */
+	{ { "policy", "add", "5", "-m", "uid=a", "-r", "1/s", "--action", "delay", "-awindow" },
+	  "freqctl: policy 5: --action delay waits requests to a GCRA rate (--algo gcra, the default); --algo window "
+	  "never delays, it denies what is over its window (that is --action drop)\nTry 'freqctl policy add --help'.\n" },
+	{ { "policy", "set", "5", "-m", "uid=a", "-r", "1/s", "--action", "delay", "--algo=sliding" },
+	  "freqctl: policy 5: --action delay waits requests to a GCRA rate (--algo gcra, the default); --algo sliding "
+	  "never delays, it denies what is over its window (that is --action drop)\nTry 'freqctl policy set --help'.\n" },
 	{ { "policy", "add", "7", "--match", "ip=1.2.3.4", "--rate", "10/s", "--override", "--action", "log" },
 	  "freqctl: policy 7: --override switches off the policies more general than this one; a dry run (--action "
 	  "log) must not change what they enforce\nTry 'freqctl policy add --help'.\n" },

@@ -549,6 +549,29 @@ static void test_options_table(void **state)
 	json_decref(j);
 }
 
+/* --action delay waits to a GCRA rate: with a window it is refused as new
+ * (naming what delays), and loads as it did when stored (validate). */
+static void test_delay_algo(void **state)
+{
+	struct fc_policy_spec p = { .id = 5, .action = FC_ACTION_DELAY, .delay_burst = 3 };
+	struct fc_err err;
+
+	(void)state;
+	assert_int_equal(fc_match_parse("uid=a", &p, &err), 0);
+	assert_int_equal(fc_rates_parse("1/s", &p, &err), 0);
+	assert_int_equal(fc_policy_validate_new(&p, &err), 0);
+	p.algo = FC_ALGO_WINDOW;
+	assert_int_equal(fc_policy_validate(&p, &err), 0);
+	assert_int_equal(fc_policy_validate_new(&p, &err), -1);
+	assert_string_equal(err.msg, "--action delay waits requests to a GCRA rate (--algo gcra, the default); --algo "
+				     "window never delays, it denies what is over its window (that is --action drop)");
+	p.algo = FC_ALGO_SLIDING;
+	assert_int_equal(fc_policy_validate_new(&p, &err), -1);
+	p.action = FC_ACTION_DROP;
+	p.delay_burst = 0;
+	assert_int_equal(fc_policy_validate_new(&p, &err), 0);
+}
+
 /* The keys added with the round's migration: show_keys (true, false or
  * null: not said) and fleet; a policy's layer written only where the match
  * would not give it. An export from before them imports as it was. */
@@ -734,7 +757,7 @@ int main(void)
 		cmocka_unit_test(test_ids),     cmocka_unit_test(test_rates),    cmocka_unit_test(test_matches),
 		cmocka_unit_test(test_enums),   cmocka_unit_test(test_validate),
 		cmocka_unit_test(test_validate_concurrency), cmocka_unit_test(test_compile),
-		cmocka_unit_test(test_scale),   cmocka_unit_test(test_options_table), cmocka_unit_test(test_json_new_keys),
+		cmocka_unit_test(test_scale),   cmocka_unit_test(test_options_table), cmocka_unit_test(test_json_new_keys), cmocka_unit_test(test_delay_algo),
 		cmocka_unit_test(test_warmup),
 		cmocka_unit_test(test_warmup_concurrency),
 	};
