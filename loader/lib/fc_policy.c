@@ -78,7 +78,10 @@ int fc_rate_parse(const char *s, struct fc_rate *r, bool burst_ok, struct fc_err
 
 	if (!slash)
 		return fc_err_set(err, "rate \"%s\": expected N/UNIT%s, e.g. 100/s or 5000/h", s, burst_ok ? "[:B]" : "");
+	/* nginx's spelling, limit_req's rate=5r/m: N requests, the same N. */
 	len = (size_t)(slash - s);
+	if (len > 1 && s[len - 1] == 'r')
+		len--;
 	if (len >= sizeof(num))
 		return fc_err_set(err, "rate \"%s\": N must be at most %llu", s, (unsigned long long)FC_RATE_MAX);
 	memcpy(num, s, len);
@@ -520,7 +523,8 @@ const struct fc_opt fc_policy_opts[] = {
 	  .arg = "EXPR", .help = "DIM=VALUE[,...]: ip=ADDR|PREFIX|*, uid=V, arg:NAME=V, header:NAME=V, uri=PATH; "
 		  "V * is a bucket per value, uri=/P/* a prefix" },
 	{ .name = "rate", .short_name = 'r', .type = FC_OPT_PARSE, .parse = fc_opt_rate, .repeat = true,
-	  .json = "rates", .arg = "N/UNIT[:B]", .help = "N per UNIT (s, m, h, d), GCRA burst B (default N); repeat for tiers (at most 4)" },
+	  .json = "rates", .arg = "N/UNIT[:B]", .help = "N per UNIT (s, m, h, d; nginx's Nr/s, Nr/m too), GCRA burst B (default N); "
+		  "repeat for tiers (at most 4)" },
 	FC_POLICY_OPT("burst", 'b', FC_OPT_UINT, burst, .min = 1, .max = FC_RATE_MAX, .json = "burst", .arg = "B",
 		      .help = "GCRA: B pass back to back from idle (the first rate's; same as --rate N/UNIT:B)"),
 	FC_POLICY_OPT("algo", 'a', FC_OPT_ENUM, algo, .names = fc_algo_names, .json = "algo", .arg = "ALGO",

@@ -90,3 +90,8 @@ check "... and it is published" jq_true '.policies[] | select(.id == 6) | .actio
 out sync
 check "sync says so too" has "freqctl: sync: warning: policy 6: --action delay with --algo window never delays"
 check "policy edit puts it right: --algo gcra" fcq policy edit 6 --algo gcra
+
+# --- nginx's rate spelling ---
+out policy add 7 --match 'uid=*' --rate 5r/m --rate 100r/d
+check "--rate 5r/m, as limit_req writes it, is 5/m" has "policy 7 added: uid=* 5/m,100/d"
+check "... and stored as freqctl writes it" [ "$(pol 7 rates)" = '["5/m","100/d"]' ]

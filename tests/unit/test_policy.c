@@ -51,6 +51,10 @@ static const struct {
 	{ "abc/s", "rate \"abc/s\": N must be a whole number" },
 	{ "1.5/s", "rate \"1.5/s\": N must be a whole number" },
 	{ "-1/s", "rate \"-1/s\": N must be a whole number" },
+	{ "r/s", "rate \"r/s\": N must be a whole number" },
+	{ "5rr/s", "rate \"5rr/s\": N must be a whole number" },
+	{ "5R/s", "rate \"5R/s\": N must be a whole number" },
+	{ "0r/m", "rate \"0r/m\": N must be at least 1" },
 	{ "0/s", "rate \"0/s\": N must be at least 1" },
 	{ "1000000000001/s", "rate \"1000000000001/s\": N must be at most 1000000000000" },
 	{ "99999999999999999999999999999999/s",
@@ -84,6 +88,10 @@ static void test_rates(void **state)
 	assert_int_equal(r.n, 10);
 	assert_int_equal(r.unit_secs, 60);
 	assert_int_equal(r.burst, 3);
+	/* nginx's spelling, limit_req's rate=5r/m: the same rate, written as freqctl writes it. */
+	assert_int_equal(fc_rates_parse("5r/m,100r/s:20,1000r/d", &p, &err), 0);
+	fc_rates_format(&p, buf);
+	assert_string_equal(buf, "5/m,100/s:20,1000/d");
 	/* --escalate's rate has no burst. */
 	assert_int_equal(fc_rate_parse("10/m:3", &r, false, &err), -1);
 	assert_string_equal(err.msg, "rate \"10/m:3\": expected N/UNIT (no :B burst here)");
