@@ -2,6 +2,9 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+#include <sys/syscall.h>
+#include <linux/capability.h>
 
 #include <jansson.h>
 
@@ -198,6 +201,35 @@ int fc_cmd_parse_seen(const struct fc_cmd *cmd, int argc, char **argv, void *opt
 	return optind;
 }
 
+#ifndef CAP_BPF
+#define CAP_BPF 39 /* Linux 5.8; older kernels take CAP_SYS_ADMIN for it */
+#endif
+
+bool fc_privileged(void)
+{
+	struct __user_cap_header_struct h = { .version = _LINUX_CAPABILITY_VERSION_3 };
+	struct __user_cap_data_struct d[_LINUX_CAPABILITY_U32S_3] = { 0 };
+
+	if (syscall(SYS_capget, &h, d) < 0)
+		return geteuid() == 0;
+#define FC_HAS(c) ((d[(c) / 32].effective >> ((c) % 32)) & 1)
+	return (FC_HAS(CAP_BPF) || FC_HAS(CAP_SYS_ADMIN)) && FC_HAS(CAP_NET_ADMIN);
+#undef FC_HAS
+}
+
+const char *fc_priv_hint(void)
+{
+	return fc_privileged() ? "" : FC_NEEDS_ROOT ": ";
+}
+
+void fc_need_privileges(const struct fc_cmd *cmd, const char *why)
+{
+	if (fc_privileged())
+		return;
+	fc_warn("%s: " FC_NEEDS_ROOT ": %s", cmd->name, why);
+	exit(FC_EXIT_FAILURE);
+}
+
 int fc_json_print(json_t *doc)
 {
 	int rc;
@@ -220,7 +252,7 @@ int fc_cmd_changed(const struct fc_cmd *cmd, int rc, const char *text, const str
 	if (rc == FC_CHANGE_INVALID)
 		fc_usage_error(cmd, "%s", err->msg);
 	if (rc) {
-		fc_warn("%s %s: %s", cmd->name, text, err->msg);
+		fc_warn("%s %s: %s%s", cmd->name, text, rc == FC_CHANGE_RUNTIME ? fc_priv_hint() : "", err->msg);
 		return FC_EXIT_FAILURE;
 	}
 	return FC_EXIT_OK;

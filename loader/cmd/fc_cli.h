@@ -81,6 +81,18 @@ extern const struct fc_opt fc_opts_json[];
 int fc_policy_note(const struct fc_policy_spec *p, char *buf, size_t len);
 int fc_policy_notes(const struct fc_ctx *ctx, char (**notes)[FC_ERR_LEN], size_t *n);
 
+/* What the BPF side needs: loading, attaching, reading and writing pinned
+ * maps. fc_privileged: the process has it (effective CAP_BPF or
+ * CAP_SYS_ADMIN, and CAP_NET_ADMIN: root has them). fc_need_privileges:
+ * exits 1 saying so first, with why (after the command's usage errors: a
+ * command's --help needs nothing). fc_priv_hint: the start of a runtime
+ * error's message when the process lacks it ("" when it has it): every
+ * change publishes to the maps. */
+#define FC_NEEDS_ROOT "needs root (or CAP_BPF and CAP_NET_ADMIN)"
+bool fc_privileged(void);
+void fc_need_privileges(const struct fc_cmd *cmd, const char *why);
+const char *fc_priv_hint(void);
+
 /* Prints a JSON document to stdout and releases it. */
 struct json_t;
 int fc_json_print(struct json_t *doc);

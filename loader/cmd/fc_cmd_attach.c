@@ -37,6 +37,7 @@ static int fc_cmd_attach_run(const struct fc_ctx *ctx, const struct fc_cmd *cmd,
 	fc_cmd_parse(cmd, argc, argv, &opt, NULL);
 	if (opt.mode == FC_MODE_TC && opt.priority != FC_PRIO_UNSET)
 		fc_usage_error(cmd, "--priority orders programs in libxdp's XDP dispatcher; --mode tc has none");
+	fc_need_privileges(cmd, "it loads BPF programs and attaches them to an interface");
 	if (opt.priority == FC_PRIO_UNSET)
 		opt.priority = FC_XDP_PRIO_DEFAULT;
 	if (fc_maps_open(ctx->pin_dir, &m, &err) < 0) {
@@ -66,6 +67,7 @@ static int fc_cmd_detach_run(const struct fc_ctx *ctx, const struct fc_cmd *cmd,
 	int rc;
 
 	fc_cmd_parse(cmd, argc, argv, NULL, NULL);
+	fc_need_privileges(cmd, "it detaches BPF programs from an interface");
 	/* Not shape-checked: the way out of another version's pins. */
 	if (fc_maps_open_config(ctx->pin_dir, &m, &err) < 0) {
 		fc_warn("detach %s: %s", argv[optind], err.msg);
@@ -160,6 +162,15 @@ static int fc_cmd_status_run(const struct fc_ctx *ctx, const struct fc_cmd *cmd,
 	/* What the store holds that is published but worth a word (a store
 	 * that can not be read has none to give). */
 	fc_policy_notes(ctx, &notes, &nnotes);
+	/* Without the privileges: what can be read, and what reading the rest needs. */
+	if (!fc_privileged()) {
+		if (!opt.json)
+			printf("pin dir: %s\n", ctx->pin_dir);
+		for (i = 0; !opt.json && i < nnotes; i++)
+			printf("warning: %s\n", notes[i]);
+		free(notes);
+		fc_need_privileges(cmd, "reading what is attached and published");
+	}
 	/* A reader: nothing published yet is none attached, nothing made. */
 	c = fc_maps_open_existing(ctx->pin_dir, &m, &err);
 	if (c < 0 || (c == 0 && (fc_config_read(&m, &cfg, &err) < 0 || fc_attachments(&m, &v, &n, &err) < 0))) {

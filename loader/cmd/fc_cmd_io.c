@@ -117,15 +117,17 @@ out:
 	return rc;
 }
 
-/* Reads it all at now; create: a missing store is made (empty). */
-static int fc_store_all_read(const char *db, bool create, int64_t now, struct fc_store_all *a, struct fc_err *err)
+/* Reads it all at now; a missing store is empty, and not made. */
+static int fc_store_all_read(const char *db, int64_t now, struct fc_store_all *a, struct fc_err *err)
 {
 	struct fc_store *st = NULL;
 	size_t i, o;
-	int rc = 0;
+	int rc;
 
 	memset(a, 0, sizeof(*a));
-	if (fc_store_open_ex(db, create, &st, err) < 0 || fc_store_policy_list(st, &a->pols, &a->np, err) < 0 ||
+	if ((rc = fc_store_open_read(db, &st, err)) != 0)
+		return rc < 0 ? -1 : 0;
+	if (fc_store_policy_list(st, &a->pols, &a->np, err) < 0 ||
 	    fc_store_ban_list(st, now, &a->bans, &a->nb, err) < 0 || fc_store_uid_ban_list(st, now, &a->ub, &a->nu, err) < 0 ||
 	    fc_store_sets_read(st, now, a, err) < 0 || fc_store_node_list(st, &a->nodes, &a->nn, err) < 0 ||
 	    fc_store_allow_list(st, now, &a->allows, &a->na, err) < 0) {
@@ -149,7 +151,7 @@ static int fc_export(const struct fc_ctx *ctx, const struct fc_cmd *cmd, int arg
 	size_t i, j;
 
 	fc_cmd_parse(cmd, argc, argv, NULL, NULL);
-	if (fc_store_all_read(ctx->db_path, true, (int64_t)time(NULL), &all, &err) < 0) {
+	if (fc_store_all_read(ctx->db_path, (int64_t)time(NULL), &all, &err) < 0) {
 		fc_warn("export: %s", err.msg);
 		return FC_EXIT_FAILURE;
 	}
@@ -827,7 +829,7 @@ static int fc_import_dry_run(const struct fc_ctx *ctx, const struct fc_import_se
 	json_t *doc;
 	int rc = -1;
 
-	if (fc_store_all_read(ctx->db_path, false, (int64_t)time(NULL), &all, err) < 0)
+	if (fc_store_all_read(ctx->db_path, (int64_t)time(NULL), &all, err) < 0)
 		return -1;
 	fc_diff_init(&d[0], "policy");
 	fc_diff_init(&d[1], "ban");
@@ -910,7 +912,7 @@ static int fc_import(const struct fc_ctx *ctx, const struct fc_cmd *cmd, int arg
 	rc = FC_EXIT_OK;
 	goto out;
 fail:
-	fc_warn("import %s: %s", argv[optind], err.msg);
+	fc_warn("import %s: %s%s", argv[optind], opt.dry_run ? "" : fc_priv_hint(), err.msg);
 out:
 	free(set.pols);
 	free(set.pidx);

@@ -55,13 +55,15 @@ static int fc_keys_run(const struct fc_ctx *ctx, const struct fc_cmd *cmd, int a
 	size_t n = 0, i, live = 0;
 	json_t *arr = NULL;
 	uint32_t id;
-	bool found;
+	bool found = false;
+	int rc;
 
 	fc_cmd_parse(cmd, argc, argv, &opt, NULL);
 	if (fc_policy_id_parse(argv[optind], &id, &err) < 0)
 		fc_usage_error(cmd, "%s", err.msg);
-	if (fc_store_open_ex(ctx->db_path, false, &st, &err) < 0 ||
-	    fc_store_policy_get(st, id, &row, &found, &err) < 0 || fc_node_read(st, ctx->node, &node, &err) < 0)
+	rc = fc_store_open_read(ctx->db_path, &st, &err); /* 1: no store, no such policy */
+	if (rc < 0 || (rc == 0 && (fc_store_policy_get(st, id, &row, &found, &err) < 0 ||
+				   fc_node_read(st, ctx->node, &node, &err) < 0)))
 		goto fail;
 	fc_store_close(st);
 	st = NULL;

@@ -133,7 +133,7 @@ static int fc_policy_refused(const struct fc_cmd *cmd, uint32_t id, int rc, cons
 {
 	if (rc == FC_CHANGE_INVALID)
 		fc_policy_usage_error(cmd, id, err->msg);
-	fc_warn("policy %u: %s", id, err->msg);
+	fc_warn("policy %u: %s%s", id, rc == FC_CHANGE_RUNTIME ? fc_priv_hint() : "", err->msg);
 	return FC_EXIT_FAILURE;
 }
 
@@ -161,10 +161,12 @@ int fc_policy_notes(const struct fc_ctx *ctx, char (**notes)[FC_ERR_LEN], size_t
 	struct fc_store *st = NULL;
 	struct fc_err err;
 	size_t nrows = 0, i;
+	int rc;
 
 	*notes = NULL;
 	*n = 0;
-	if (fc_store_open_ex(ctx->db_path, false, &st, &err) < 0 || fc_store_policy_list(st, &rows, &nrows, &err) < 0) {
+	rc = fc_store_open_read(ctx->db_path, &st, &err);
+	if (rc < 0 || (rc == 0 && fc_store_policy_list(st, &rows, &nrows, &err) < 0)) {
 		fc_store_close(st);
 		return -1;
 	}
@@ -322,14 +324,13 @@ static int fc_policy_del(const struct fc_ctx *ctx, const struct fc_cmd *cmd, int
 {
 	struct fc_err err;
 	uint32_t id;
+	int rc;
 
 	fc_cmd_parse(cmd, argc, argv, NULL, NULL);
 	if (fc_policy_id_parse(argv[optind], &id, &err) < 0)
 		fc_usage_error(cmd, "%s", err.msg);
-	if (fc_change_policy_del(ctx, id, &err)) {
-		fc_warn("policy %u: %s", id, err.msg);
-		return FC_EXIT_FAILURE;
-	}
+	if ((rc = fc_change_policy_del(ctx, id, &err)))
+		return fc_policy_refused(cmd, id, rc, &err);
 	printf("policy %u deleted\n", id);
 	return FC_EXIT_OK;
 }
@@ -378,10 +379,12 @@ static int fc_policy_list(const struct fc_ctx *ctx, const struct fc_cmd *cmd, in
 	struct fc_json_opt opt = { 0 };
 	struct fc_err err;
 	json_t *arr;
-	size_t n, i;
+	size_t n = 0, i;
+	int rc;
 
 	fc_cmd_parse(cmd, argc, argv, &opt, NULL);
-	if (fc_store_open(ctx->db_path, &st, &err) < 0 || fc_store_policy_list(st, &rows, &n, &err) < 0) {
+	rc = fc_store_open_read(ctx->db_path, &st, &err);
+	if (rc < 0 || (rc == 0 && fc_store_policy_list(st, &rows, &n, &err) < 0)) {
 		fc_warn("policy list: %s", err.msg);
 		fc_store_close(st);
 		return FC_EXIT_FAILURE;

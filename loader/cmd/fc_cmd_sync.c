@@ -17,6 +17,7 @@ static int fc_cmd_sync_run(const struct fc_ctx *ctx, const struct fc_cmd *cmd, i
 	size_t nnotes = 0, i;
 
 	fc_cmd_parse(cmd, argc, argv, &opt, NULL);
+	fc_need_privileges(cmd, "it writes the pinned BPF maps");
 	if (fc_publish_begin(&pub, ctx, &err) < 0 || (pub.full = true, fc_publish_commit(&pub, &err) < 0)) {
 		fc_warn("sync: %s", err.msg);
 		return FC_EXIT_FAILURE;

@@ -95,3 +95,31 @@ check "policy edit puts it right: --algo gcra" fcq policy edit 6 --algo gcra
 out policy add 7 --match 'uid=*' --rate 5r/m --rate 100r/d
 check "--rate 5r/m, as limit_req writes it, is 5/m" has "policy 7 added: uid=* 5/m,100/d"
 check "... and stored as freqctl writes it" [ "$(pol 7 rates)" = '["5/m","100/d"]' ]
+
+# --- without root: read what can be read, say what the rest needs ---
+if ! id nobody >/dev/null 2>&1; then
+	skip_one "no user nobody to run freqctl without root"
+else
+	chmod 755 "$dir"
+	# as_nobody OUT COMMAND...: freqctl as nobody, on the suite's store, pin dir and shm.
+	as_nobody() { runuser -u nobody -- "$FC_BIN" --db "$db" --pin-dir "$pin" --shm "$shm" "$@" >"$dir/out" 2>&1; }
+	as_nobody policy list
+	check "policy list without root, on a store it can read" sh -c "[ $? = 0 ] && grep -q '^3 ' '$dir/out'"
+	runuser -u nobody -- "$FC_BIN" --db "$dir/none/store.db" policy list --json >"$dir/out" 2>&1
+	check "... a store that is not there lists nothing, and is not made" \
+		sh -c "[ \"\$(cat '$dir/out')\" = '[]' ] && [ ! -e '$dir/none' ]"
+	for c in attach detach; do
+		as_nobody "$c" lo
+		check "$c without root: exit 1, saying what it needs first" \
+			grep -qx "freqctl: $c: needs root (or CAP_BPF and CAP_NET_ADMIN): it .*" "$dir/out"
+	done
+	as_nobody stats
+	check "stats without root says so" grep -qx "freqctl: stats: needs root (or CAP_BPF and CAP_NET_ADMIN): it reads the pinned BPF maps" "$dir/out"
+	as_nobody status
+	check "status without root: what it can read (the store's warnings), and what the rest needs" \
+		sh -c "grep -q '^freqctl: status: needs root (or CAP_BPF and CAP_NET_ADMIN)' '$dir/out' && grep -q '^warning: policy 5: ip=0.0.0.0/0' '$dir/out'"
+	as_nobody policy add 8 --match uid=n --rate 1/s
+	check "a change without root says what it needs first" \
+		grep -q "^freqctl: policy 8: needs root (or CAP_BPF and CAP_NET_ADMIN): " "$dir/out"
+	check "--help without root" quiet runuser -u nobody -- "$FC_BIN" policy add --help
+fi

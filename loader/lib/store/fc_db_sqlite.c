@@ -383,6 +383,10 @@ static int fc_sq_migrate(struct fc_db_sqlite *d, struct fc_err *err)
 				  version, FC_SCHEMA_VERSION);
 	if (version >= upto)
 		return 0;
+	if (sqlite3_db_readonly(d->h, "main") == 1)
+		return fc_err_set(err, "store %s: schema version %d is older than this freqctl's (%d), and this user can "
+				       "not write it: any freqctl command that writes, run by one who can, upgrades it",
+				  d->db.name, version, upto);
 	if (fc_sq_exec(d, "BEGIN IMMEDIATE", err) < 0)
 		return -1;
 	for (; version < upto; version++) {

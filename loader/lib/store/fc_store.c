@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
+#include <unistd.h>
 
 #include "fc_db.h"
 #include "fc_store.h"
@@ -401,7 +402,8 @@ int fc_store_open(const char *path, struct fc_store **out, struct fc_err *err)
 
 static int fc_policy_ip_fill(struct fc_store *st, struct fc_err *err);
 
-int fc_store_open_ex(const char *dsn, bool create, struct fc_store **out, struct fc_err *err)
+/* Opens the store; read: for reading only (nothing filled in). */
+static int fc_store_open_as(const char *dsn, bool create, bool read, struct fc_store **out, struct fc_err *err)
 {
 	static pthread_once_t once = PTHREAD_ONCE_INIT;
 	const struct fc_db_ops *ops = fc_store_is_postgres(dsn) ? &fc_db_pg : &fc_db_sqlite;
@@ -415,7 +417,7 @@ int fc_store_open_ex(const char *dsn, bool create, struct fc_store **out, struct
 	else
 		rc = ops->open(dsn, name, create, (const char *const *)fc_sql, FC_SQL_MAX, &st->db, err);
 	free(name);
-	if (rc == 0 && fc_policy_ip_fill(st, err) < 0) {
+	if (rc == 0 && !read && fc_policy_ip_fill(st, err) < 0) {
 		st->db->ops->close(st->db);
 		rc = -1;
 	}
@@ -425,6 +427,34 @@ int fc_store_open_ex(const char *dsn, bool create, struct fc_store **out, struct
 	}
 	*out = st;
 	return 0;
+}
+
+int fc_store_open_ex(const char *dsn, bool create, struct fc_store **out, struct fc_err *err)
+{
+	return fc_store_open_as(dsn, create, false, out, err);
+}
+
+int fc_store_open_read(const char *dsn, struct fc_store **out, struct fc_err *err)
+{
+	char shm[4096];
+	int e;
+
+	*out = NULL;
+	if (fc_store_is_postgres(dsn))
+		return fc_store_open_as(dsn, false, true, out, err);
+	if (access(dsn, F_OK) < 0 && errno == ENOENT)
+		return 1;
+	if (fc_store_open_as(dsn, false, true, out, err) == 0)
+		return 0;
+	/* SQLite reads a store in WAL mode through its -shm file, made beside
+	 * it if it is not there: a user who can not read the file, or make
+	 * that one, can not read the store. */
+	snprintf(shm, sizeof(shm), "%s-shm", dsn);
+	if ((e = access(dsn, R_OK) < 0 ? 1 : access(shm, R_OK) < 0 ? 2 : 0))
+		fc_err_set(err, "store %s: %s%s: reading it needs root, or read access to it, its directory and its -wal "
+				"and -shm files (a command that writes makes them)", dsn, e == 2 ? "its -shm file: " : "",
+			   strerror(errno));
+	return -1;
 }
 
 void fc_store_close(struct fc_store *st)

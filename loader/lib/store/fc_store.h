@@ -35,6 +35,10 @@ struct fc_ban_row {
 int fc_store_open(const char *dsn, struct fc_store **out, struct fc_err *err);
 /* The same, but a missing store is an error rather than a new empty one. */
 int fc_store_open_ex(const char *dsn, bool create, struct fc_store **out, struct fc_err *err);
+/* The same, for reading only: a store that is not there is not made (1,
+ * *out NULL: nothing is stored), nothing is written but the schema's
+ * upgrade, and a store this user can not read says what reading it needs. */
+int fc_store_open_read(const char *dsn, struct fc_store **out, struct fc_err *err);
 bool fc_store_is_postgres(const char *dsn);
 void fc_store_close(struct fc_store *st);
 
