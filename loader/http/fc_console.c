@@ -192,6 +192,9 @@ static json_t *fc_api_policy(const struct fc_policy_row *r)
 	fc_time_format(r->updated, updated);
 	if (o) {
 		json_object_set_new(o, "layer", json_string(fc_policy_is_l7(&r->spec) ? "nginx" : "xdp"));
+		/* What it counts, as the CLI says it: nginx counts requests. */
+		if (fc_policy_is_l7(&r->spec))
+			json_object_set_new(o, "count", json_string("requests"));
 		json_object_set_new(o, "created", json_string(created));
 		json_object_set_new(o, "updated", json_string(updated));
 	}

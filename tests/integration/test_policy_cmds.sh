@@ -123,3 +123,13 @@ else
 		grep -q "^freqctl: policy 8: needs root (or CAP_BPF and CAP_NET_ADMIN): " "$dir/out"
 	check "--help without root" quiet runuser -u nobody -- "$FC_BIN" policy add --help
 fi
+
+# --- what the small refusals and hints say ---
+out keys 3
+check "keys on the ip=* policy at XDP/TC: its buckets are per source, and where to look" \
+	has "freqctl: keys: policy 3: its buckets are per source address, at XDP/TC, not in nginx's key table: 'freqctl top' ranks its busiest sources"
+out keys 5
+check "keys on a policy of one bucket: says so" has "freqctl: keys: policy 5: one bucket for all it matches, no keys"
+out policy add 9 --match 'uid=*' --rate 1/s
+check "a second uid=*: names the first, no word of ip=* layers" \
+	sh -c "grep -qF \"freqctl: policy 9: uid=* is already limited by policy 7 (one policy per match: change that one with 'freqctl policy edit 7')\" '$dir/out' && ! grep -qF 'ip=*' '$dir/out'"

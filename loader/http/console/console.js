@@ -217,7 +217,8 @@ function startEdit(p) {
   state.editingLayer = p.layer; // the form has no layer: an edit keeps the policy's
   for (const name of POLICY_FIELDS) {
     const v = name === 'rates' ? p.rates.join(', ') : p[name];
-    $('p-' + name).value = v === null || v === undefined ? (name === 'count' ? 'packets' : '') : v;
+    // An nginx policy counts requests, which the form's XDP/TC count does not offer.
+    $('p-' + name).value = v === null || v === undefined || v === 'requests' ? (name === 'count' ? 'packets' : '') : v;
   }
   $('p-override').checked = p.override === true;
   $('p-id').readOnly = true;
