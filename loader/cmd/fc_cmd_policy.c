@@ -354,9 +354,9 @@ static json_t *fc_policy_json(const struct fc_policy_row *r)
 	fc_time_format(r->created, created);
 	fc_time_format(r->updated, updated);
 	/* burst: the first tier's (as --burst); bursts: every tier's. */
-	return json_pack("{s:I, s:s, s:o, s:o, s:o, s:s, s:s, s:s, s:o, s:o, s:o, s:b, s:o, s:b, s:s, s:s}", "id",
-			 (json_int_t)p->id,
-			 "match", match, "rates", rates, "burst",
+	return json_pack("{s:I, s:s, s:s, s:o, s:o, s:o, s:s, s:s, s:s, s:o, s:o, s:o, s:b, s:o, s:b, s:s, s:s}",
+			 "id", (json_int_t)p->id, "match", match, "layer", fc_policy_is_l7(p) ? "nginx" : "xdp",
+			 "rates", rates, "burst",
 			 p->algo == FC_ALGO_GCRA && p->ntiers ? json_integer((json_int_t)fc_tier_burst(p, 0)) : json_null(),
 			 "bursts",
 			 bursts,
@@ -398,8 +398,8 @@ static int fc_policy_list(const struct fc_ctx *ctx, const struct fc_cmd *cmd, in
 		return fc_json_print(arr);
 	}
 	if (n)
-		printf("%-10s %-30s %-24s %-8s %-7s %-7s %-8s %-8s %-7s %s\n", "ID", "MATCH", "RATES", "BURST", "ALGO",
-		       "ACTION", "COUNT", "OVERRIDE", "WARMUP", "CONCURRENCY");
+		printf("%-10s %-30s %-6s %-24s %-8s %-7s %-7s %-8s %-8s %-7s %s\n", "ID", "MATCH", "LAYER", "RATES", "BURST",
+		       "ALGO", "ACTION", "COUNT", "OVERRIDE", "WARMUP", "CONCURRENCY");
 	for (i = 0; i < n; i++) {
 		const struct fc_policy_spec *p = &rows[i].spec;
 		char conc[16] = "-";
@@ -411,7 +411,8 @@ static int fc_policy_list(const struct fc_ctx *ctx, const struct fc_cmd *cmd, in
 			fc_duration_format(p->warmup, warmup);
 		if (p->concurrency)
 			snprintf(conc, sizeof(conc), "%u", p->concurrency);
-		printf("%-10u %-30s %-24s %-8s %-7s %-7s %-8s %-8s %-7s %s\n", p->id, match, p->ntiers ? rates : "-",
+		printf("%-10u %-30s %-6s %-24s %-8s %-7s %-7s %-8s %-8s %-7s %s\n", p->id, match,
+		       fc_policy_is_l7(p) ? "nginx" : "xdp", p->ntiers ? rates : "-",
 		       p->algo == FC_ALGO_GCRA && p->ntiers ? bursts : "-", fc_algo_name(p->algo),
 		       fc_action_name(p->action), fc_policy_is_l7(p) ? "requests" : fc_count_name(p->count),
 		       p->override ? "yes" : "-", p->warmup ? warmup : "-", conc);

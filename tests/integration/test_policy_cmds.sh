@@ -133,3 +133,10 @@ check "keys on a policy of one bucket: says so" has "freqctl: keys: policy 5: on
 out policy add 9 --match 'uid=*' --rate 1/s
 check "a second uid=*: names the first, no word of ip=* layers" \
 	sh -c "grep -qF \"freqctl: policy 9: uid=* is already limited by policy 7 (one policy per match: change that one with 'freqctl policy edit 7')\" '$dir/out' && ! grep -qF 'ip=*' '$dir/out'"
+
+# --- policy list shows the layer ---
+list=$(fc policy list)
+check "policy list has a LAYER column" grep -qE '^ID +MATCH +LAYER +RATES ' <<<"$list"
+check "... an ip=* in nginx says nginx" grep -qE '^2 +ip=\* +nginx ' <<<"$list"
+check "... the one at XDP/TC xdp" grep -qE '^3 +ip=\* +xdp ' <<<"$list"
+check "... and --json has it" jq_true '[.[] | select(.id == 2 or .id == 3) | .layer] == ["nginx", "xdp"]' <(fc policy list --json)
