@@ -91,7 +91,7 @@ LIB_A       := $(B)/libfreqctl.a
 HTTP_A      := $(B)/libfreqctl_http.a
 L7_OBJ      := $(B)/ngx_bridge/fc_l7.o
 # Generated headers: the skeletons, the maps' shapes and the version.
-GEN_HDRS    := $(B)/freqctl.skel.h $(B)/fc_clock_probe.skel.h $(B)/bench_empty.skel.h $(B)/fc_map_shapes.h $(B)/fc_version.h
+GEN_HDRS    := $(B)/freqctl.skel.h $(B)/fc_clock_probe.skel.h $(B)/fc_map_shapes.h $(B)/fc_version.h
 
 UNIT_TESTS  := $(patsubst tests/unit/%.c,$(B)/tests/%,$(wildcard tests/unit/test_*.c))
 BPF_TESTS   := $(patsubst tests/bpf/%.c,$(B)/tests/%,$(wildcard tests/bpf/test_*.c))
@@ -138,6 +138,9 @@ $(B)/%.skel.h: $(B)/%.bpf.o
 
 $(B)/bench_empty.skel.h: $(B)/tools/bench/bench_empty.bpf.o
 	$(BPFTOOL) gen skeleton $< name bench_empty > $@
+
+# The benchmark's empty program is the benchmark's alone: make does not build it.
+$(B)/tools/bench/fc_bench.o: | $(B)/bench_empty.skel.h
 
 # The pinned maps' shapes, read from the object at build time (a host tool,
 # built alone: the objects' rule waits for this header).

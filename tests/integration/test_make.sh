@@ -26,7 +26,7 @@ check "make (the default goal) builds the binary" grep -q -- '-o build/freqctl '
 check "... the nginx module" grep -q 'build-ngx-module.sh build' "$dir/make"
 check "... the man pages" grep -q 'scdoc < doc/freqctl.8.scd' "$dir/make"
 check "... and no test, tool, fuzzer or benchmark" \
-	none "$dir/make" '-o build/(tests|fuzz)/|-o build/fc_(bench|l7_bench|agent_bench|redis_probe) |-fsanitize'
+	none "$dir/make" '-o build/(tests|fuzz|tools)/|-o build/fc_(bench|l7_bench|agent_bench|redis_probe) |bench_empty|-fsanitize'
 plan all-dev >"$dir/all-dev"
 for t in build/tests/test_store build/tests/test_prog build/fuzz/fuzz_l7 build/fc_bench build/tests/fc_redis_it; do
 	check "make all-dev builds $t" grep -q -- "-o $t\b" "$dir/all-dev"
