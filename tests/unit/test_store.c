@@ -1027,6 +1027,8 @@ static void test_fleet_store(void **state)
 {
 	struct fc_t *t = *state;
 	struct fc_fleet_node *rows = NULL;
+	struct fc_store_log log, after;
+	struct fc_delta d = { 0 };
 	struct fc_store *other;
 	uint64_t k[2], k2[2];
 	struct fc_err err;
@@ -1041,11 +1043,19 @@ static void test_fleet_store(void **state)
 	assert_memory_equal(k, k2, sizeof(k));
 
 	/* web1 from 1000 + the delay; web2 joins; web1's weight changes later. */
+	assert_int_equal(fc_store_log_head(t->st, &log, &err), 0);
 	assert_int_equal(fc_store_begin(t->st, &err), 0);
 	assert_int_equal(fc_store_fleet_node_set(t->st, "web1", 250000, 1000, &err), 0);
 	assert_int_equal(fc_store_fleet_node_set(t->st, "web2", 750000, 1000, &err), 0);
 	assert_int_equal(fc_store_fleet_node_set(t->st, "web1", 500000, 5000, &err), 0);
 	assert_int_equal(fc_store_commit(t->st, &err), 0);
+	/* Logged: agents republish the fleet's shares. */
+	assert_int_equal(fc_store_log_head(t->st, &after, &err), 0);
+	assert_int_equal(fc_store_delta(t->st, log.head, after.head, 0, "web1", &d, &err), 0);
+	assert_true(d.fleet);
+	assert_false(d.weight);
+	assert_int_equal(d.nkeys, 0);
+	fc_delta_free(&d);
 	assert_int_equal(fc_store_fleet_nodes_at(t->st, 1000 + FC_FLEET_NODE_DELAY_MS - 1, &rows, &n, &err), 0);
 	assert_int_equal(n, 0); /* not yet */
 	free(rows);

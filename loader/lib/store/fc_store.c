@@ -1400,6 +1400,7 @@ int fc_store_delta(struct fc_store *st, uint64_t from, uint64_t to, int64_t now,
 		d->reset |= !strcmp(kind, "reset");
 		d->allows |= !strcmp(kind, "allow");
 		d->weight |= !strcmp(kind, "node") && !strcmp(other[i].txt, node);
+		d->fleet |= !strcmp(kind, "fleet");
 		if (!strcmp(kind, "set") && strcmp(other[i].txt, "upd"))
 			d->sets[d->nsets++] = other[i].id;
 		uids |= !strcmp(kind, "uid");
@@ -1407,7 +1408,7 @@ int fc_store_delta(struct fc_store *st, uint64_t from, uint64_t to, int64_t now,
 		/* A ban's, a set member's, a policy's (and a kind freqctl does
 		 * not write, as the keys query reads any with an address). */
 		keys |= strcmp(kind, "reset") && strcmp(kind, "allow") && strcmp(kind, "node") && strcmp(kind, "set") &&
-			strcmp(kind, "uid");
+			strcmp(kind, "uid") && strcmp(kind, "fleet");
 	}
 	if ((keys && fc_collect(st, FC_SQL_DELTA_KEYS, FC_ARGS(FC_INT(from), FC_INT(to), FC_INT(now)), sizeof(*d->keys),
 				fc_key_rule_read, "reading changed bans", (void **)&d->keys, &d->nkeys, err) < 0) ||

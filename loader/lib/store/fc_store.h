@@ -290,6 +290,7 @@ struct fc_delta {
 	uint32_t *sets; /* sets made or deleted: their drop counters start afresh */
 	size_t nsets;
 	bool weight;    /* the node's row changed (its weight scales every policy) */
+	bool fleet;     /* the fleet's node set changed (fleet_nodes): fleet policies' shares */
 	bool ip_stale;  /* a changed policy's ip_* columns disagree with its match */
 	bool reset;     /* a table was truncated: only publishing everything can tell */
 	bool allows;    /* an allow entry changed: it is folded into every entry it covers, in
