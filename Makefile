@@ -283,10 +283,12 @@ bench_run = { printf '\# %s%s\n\# %s, %s, load average %s\n' "$$(env | grep -E '
 	"$$(git describe --always --dirty 2>/dev/null || echo 'no git')" "$$(cut -d' ' -f1-3 /proc/loadavg)"; \
 	$(2); } | tee $(B)/bench/$(1).txt
 
+# fc_bench: RUNS runs of ROUNDS rounds (3 and 9); QUICK=1 a small store and short runs.
+FC_BENCH_ARGS = $(if $(QUICK), --quick)$(if $(RUNS), --runs $(RUNS))$(if $(ROUNDS), --rounds $(ROUNDS))
 bench: $(B)/.deps-bench
 	@$(MAKE) --no-print-directory programs $(TOOLS)
 	@mkdir -p $(B)/bench
-	@$(call bench_run,fc_bench,$(B)/fc_bench $${QUICK:+--quick} $${RUNS:+--runs $$RUNS} $${ROUNDS:+--rounds $$ROUNDS})
+	@$(call bench_run,fc_bench,$(B)/fc_bench$(FC_BENCH_ARGS))
 	@echo
 	@$(call bench_run,bench_nginx,tools/bench/bench_nginx.sh)
 	@echo
