@@ -388,6 +388,28 @@ static int fc_targets_print(const struct fc_row_run *rr)
 	return missed;
 }
 
+/* The same verdicts for a script: per row x, target and verdict. */
+static json_t *fc_targets_json(const struct fc_row_run *rr, const int *fds)
+{
+	json_t *o;
+	size_t i;
+	double x;
+
+	if (fds[FC_P_XDP_FILTER] < 0)
+		return json_null();
+	o = json_object();
+	for (i = 0; i < FC_NROWS; i++) {
+		if (!rr[i].nframes)
+			continue;
+		x = fc_paired_all(&rr[i], FC_P_FREQCTL, FC_P_XDP_FILTER);
+		json_object_set_new(o, fc_rows[i].name,
+				    json_pack("{s:f, s:f, s:f, s:s}", "x_xdp_filter", x, "target",
+					      fc_target_x[fc_rows[i].target], "aim", FC_AIM, "verdict",
+					      x <= fc_target_x[fc_rows[i].target] ? "PASS" : "MISSED"));
+	}
+	return o;
+}
+
 /* What each further policy met costs freqctl: rows by the number of
  * policies met (first ones), ns, the step's cost and x xdp-filter. */
 static void fc_ladder_print(const char *title, const struct fc_row_run *rr, const int *ladder, int first)
@@ -653,7 +675,7 @@ static json_t *fc_report_json(const struct fc_row_run *rr, const struct fc_progs
 		}
 	}
 	return json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:i, s:i, s:i, s:f, s:f, s:f, s:I, s:s?, s:s?, s:o, s:o, "
-			 "s:o, s:o}",
+			 "s:o, s:o, s:o}",
 			 "bans", (json_int_t)fc_b.bans, "prefixes4", (json_int_t)fc_b.ban4.n, "prefixes6",
 			 (json_int_t)fc_b.ban6.n, "policies", (json_int_t)fc_b.policies, "prefix_policies",
 			 (json_int_t)fc_b.pol4.n, "repeat", (json_int_t)fc_b.repeat, "runs", fc_b.runs, "rounds",
@@ -663,7 +685,8 @@ static json_t *fc_report_json(const struct fc_row_run *rr, const struct fc_progs
 			 "dispatcher_skipped", pg->fds[FC_P_DISPATCHED] >= 0 ? NULL : pg->dwhy, "results", rows,
 			 "dispatcher_x_direct", fc_ratios_json(rr, pg->fds, FC_P_DISPATCHED, FC_P_FREQCTL),
 			 "x_xdp_filter_paired", fc_ratios_json(rr, pg->fds, FC_P_FREQCTL, FC_P_XDP_FILTER),
-			 "x_baseline", fc_ratios_json(rr, pg->fds, FC_P_FREQCTL, FC_P_BASELINE));
+			 "x_baseline", fc_ratios_json(rr, pg->fds, FC_P_FREQCTL, FC_P_BASELINE), "targets",
+			 fc_targets_json(rr, pg->fds));
 }
 
 int main(int argc, char **argv)
