@@ -67,7 +67,6 @@ double fc_run(int prog_fd, const uint8_t *frame, size_t len, unsigned repeat);
 bool fc_load_print(FILE *f, const char *when);
 
 /* fc_bench_store.c */
-uint64_t fc_rand(void);
 int fc_make_store_prefixes(void);
 int fc_store_paths(struct fc_bench_store *s, const char *name);
 int fc_store_load(double *import_s, double *pol_s, double *add_s, long *add_rss);

@@ -27,7 +27,7 @@
 #include "fc_sync.h"
 
 /* splitmix64: the same prefixes on every run. */
-uint64_t fc_rand(void)
+static uint64_t fc_rand(void)
 {
 	uint64_t z = (fc_b.rng += 0x9e3779b97f4a7c15ULL);
 
