@@ -7,7 +7,8 @@
 #   make check      build and run what needs neither root nor the network nor apt:
 #                   the unit tests, the L7 engine under ASan/UBSan, the fuzz corpora
 #                   replayed, the docs' static part (installs nothing: says what is missing)
-#   make bench      XDP cost against xdp-filter and through libxdp's dispatcher; nginx req/s
+#   make bench      XDP cost against xdp-filter (each path, and under a flood of 1M spoofed sources)
+#                   and through libxdp's dispatcher; nginx req/s
 #                   and worker CPU time against limit_req, its instructions per request (callgrind);
 #                   L7 per key against fixed values and Redis; one change published with 1M bans
 #                   stored; the agent's store-to-enforced time
