@@ -35,8 +35,8 @@ struct fc_flood_case {
 	struct fc_stats seen;
 };
 
-enum { FC_F_WRAP_ANY, FC_F_XF_ANY, FC_F_SMALL_ANY, FC_F_FULL_ANY, FC_F_FULL_UDP,
-       FC_F_WRAP_BAN, FC_F_XF_BAN, FC_F_SMALL_BAN, FC_F_FULL_BAN, FC_F_N };
+enum { FC_F_WRAP_ANY, FC_F_XF_ANY, FC_F_SMALL_ANY, FC_F_FULL_ANY, FC_F_BASE_ANY, FC_F_FULL_UDP,
+       FC_F_WRAP_BAN, FC_F_XF_BAN, FC_F_SMALL_BAN, FC_F_FULL_BAN, FC_F_BASE_BAN, FC_F_N };
 
 /* The flood's frames: a TCP SYN, and a UDP datagram; the source set by the
  * wrapper. */
@@ -191,6 +191,10 @@ static void fc_flood_report(struct fc_flood_case *cs, const double *empty, int n
 			fc_flood_shares(&cs[c], o);
 		json_array_append_new(rows, o);
 	}
+	if (!fc_b.json && cs[FC_F_BASE_ANY].fd >= 0)
+		printf("freqctl / --baseline, main store, paired: any IPv4 source %.3f, each a ban %.3f\n",
+		       fc_flood_fig(cs, empty, FC_F_FULL_ANY, FC_F_BASE_ANY, n),
+		       fc_flood_fig(cs, empty, FC_F_FULL_BAN, FC_F_BASE_BAN, n));
 	if (fc_b.json)
 		json_object_set_new(doc, "flood", json_pack("{s:I, s:I, s:i, s:f, s:o}", "sources_per_round",
 							    (json_int_t)fc_b.flood, "shared_exact_bans",
@@ -208,11 +212,13 @@ int fc_flood(const struct fc_flood_fds *fds, json_t *doc)
 		{ "xdp-filter", FC_SRC_ANY, false, fds->xdp_filter, -1 },
 		{ small, FC_SRC_ANY, false, fds->freqctl_small, fds->stats_small },
 		{ "freqctl, main store", FC_SRC_ANY, true, fds->freqctl, fds->stats },
+		{ "freqctl --baseline, main store", FC_SRC_ANY, true, fds->baseline, -1 },
 		{ "freqctl, main store", FC_SRC_ANY, true, fds->freqctl, fds->stats, .udp = true },
 		{ "wrapper + empty program", FC_SRC_BANNED, false, fds->empty, -1 },
 		{ "xdp-filter", FC_SRC_BANNED, false, fds->xdp_filter, -1 },
 		{ small, FC_SRC_BANNED, false, fds->freqctl_small, fds->stats_small },
 		{ "freqctl, main store", FC_SRC_BANNED, true, fds->freqctl, fds->stats },
+		{ "freqctl --baseline, main store", FC_SRC_BANNED, true, fds->baseline, -1 },
 	};
 	struct fc_frame_spec syn = { "198.18.0.8", IPPROTO_TCP, 0x02, .payload = 6 };
 	struct fc_frame_spec udp = { "198.18.0.8", IPPROTO_UDP, .payload = 18 };

@@ -15,14 +15,55 @@
 #include <arpa/inet.h>
 #include <net/if.h>
 #include <bpf/bpf.h>
+#include <bpf/btf.h>
 #include <bpf/libbpf.h>
 
 #include "fc_attach.h"
 #include "fc_bench.h"
+#include "fc_clock.h"
 #include "fc_kern.h"
 
+/* Sets the 64-bit read-only global name of obj (opened, not loaded) to v;
+ * 0 if obj has no such global, -1 if it cannot. */
+static int fc_rodata_set(struct bpf_object *obj, const char *name, __u64 v)
+{
+	struct bpf_map *ro = bpf_object__find_map_by_name(obj, ".rodata");
+	const struct btf_var_secinfo *vs;
+	struct btf *btf = bpf_object__btf(obj);
+	const struct btf_type *sec;
+	const void *init;
+	char *data = NULL;
+	size_t size;
+	int id, i, rc = 0;
+
+	if (!ro || !btf)
+		return 0;
+	id = btf__find_by_name_kind(btf, ".rodata", BTF_KIND_DATASEC);
+	init = bpf_map__initial_value(ro, &size);
+	sec = id > 0 ? btf__type_by_id(btf, id) : NULL;
+	if (!sec || !init)
+		return -1;
+	vs = btf_var_secinfos(sec);
+	for (i = 0; i < btf_vlen(sec); i++, vs++) {
+		if (strcmp(btf__name_by_offset(btf, btf__type_by_id(btf, vs->type)->name_off), name))
+			continue;
+		data = vs->size == sizeof(v) && vs->offset + sizeof(v) <= size ? malloc(size) : NULL;
+		if (!data)
+			return -1;
+		memcpy(data, init, size);
+		memcpy(data + vs->offset, &v, sizeof(v));
+		rc = bpf_map__set_initial_value(ro, data, size) ? -1 : 0;
+		break;
+	}
+	free(data);
+	return rc;
+}
+
 /* The XDP program of another build's freqctl.bpf.o, on the bench's pinned
- * maps (which must have its layouts), as an fd; -1 if it cannot load. */
+ * maps (which must have its layouts), as an fd; -1 if it cannot load. Given
+ * the tick as freqctl's skeleton is (fc_tick_ns, in .rodata where the object
+ * has it): without it the program reads the clock by a helper call, and the
+ * pair would differ by that and not by the builds. */
 int fc_baseline(struct bpf_object **obj)
 {
 	LIBBPF_OPTS(bpf_object_open_opts, oopts, .pin_root_path = fc_b.main.pin);
@@ -37,6 +78,10 @@ int fc_baseline(struct bpf_object **obj)
 	prog = bpf_object__find_program_by_name(*obj, FC_PROG_XDP);
 	if (!prog) {
 		fprintf(stderr, "fc_bench: --baseline %s: no program %s\n", fc_b.baseline, FC_PROG_XDP);
+		return -1;
+	}
+	if (fc_rodata_set(*obj, "fc_tick_ns", fc_clock_tick_ns()) < 0) {
+		fprintf(stderr, "fc_bench: --baseline %s: cannot set fc_tick_ns\n", fc_b.baseline);
 		return -1;
 	}
 	err = bpf_object__load(*obj);
