@@ -1109,6 +1109,21 @@ out:
 	return rc;
 }
 
+/* cfg's fields of the ip=* policy row, e as this node enforces it (NULL:
+ * there is none at XDP/TC). */
+static void fc_star_fill(struct fc_config *cfg, const struct fc_policy_row *r, const struct fc_enforced *e)
+{
+	cfg->star_slot = r ? r->slot : 0;
+	cfg->star_gen = r ? r->epoch : 0;
+	cfg->star_syn = r && r->spec.count == FC_COUNT_SYN;
+	cfg->star_host4 = r ? (__u8)(32 - e->star_len4) : 0;
+	cfg->star_host6 = r ? (__u8)(128 - e->star_len6) : 0;
+	if (r)
+		cfg->new_src = e->new_src;
+	else
+		memset(&cfg->new_src, 0, sizeof(cfg->new_src));
+}
+
 /* What the maps should hold, from the store: the rule maps' entries (ms,
  * unmerged), the policy slots (ps->want) and the ip=* policy's fields and
  * the count of policies in cfg. */
@@ -1137,14 +1152,10 @@ static int fc_want_collect(struct fc_source *src, struct fc_map_sync *ms, struct
 		fc_policy_enforced(r, &src->node, &e);
 		ps->want[r->slot] = e.k;
 		cfg->n_policies++;
-		if (r->spec.kind == FC_MATCH_STAR) {
-			cfg->star_slot = r->slot;
-			cfg->star_gen = r->epoch;
-			cfg->star_syn = r->spec.count == FC_COUNT_SYN;
-			cfg->new_src = e.new_src;
-		} else if (fc_want_add(ms, &r->spec.ip, (struct fc_rule){ .policy = r->slot }, err) < 0) {
+		if (r->spec.kind == FC_MATCH_STAR)
+			fc_star_fill(cfg, r, &e);
+		else if (fc_want_add(ms, &r->spec.ip, (struct fc_rule){ .policy = r->slot }, err) < 0)
 			goto out;
-		}
 	}
 	rc = 0;
 out:
@@ -1604,14 +1615,9 @@ static int fc_star_config(const struct fc_source *src, struct fc_config *cfg, st
 	if (fc_store_policy_star(src->st, &row, &found, err) < 0)
 		return -1;
 	found = found && !fc_policy_is_l7(&row.spec);
-	cfg->star_slot = found ? row.slot : 0;
-	cfg->star_gen = found ? row.epoch : 0;
-	cfg->star_syn = found && row.spec.count == FC_COUNT_SYN;
-	memset(&cfg->new_src, 0, sizeof(cfg->new_src));
-	if (found) {
+	if (found)
 		fc_policy_enforced(&row, &src->node, &e);
-		cfg->new_src = e.new_src;
-	}
+	fc_star_fill(cfg, found ? &row : NULL, &e);
 	return 0;
 }
 
