@@ -184,22 +184,17 @@ static __always_inline void fc_unit_key(const struct fc_pkt *pkt, const struct f
 	__builtin_memcpy(k->a, w, 16);
 }
 
-/* Whether fc_pfx6 may hold a prefix longer than len (1 to 127). */
-static __always_inline bool fc_lens6_longer(const struct fc_config *cfg, __u32 len)
-{
-	if (len >= 64)
-		return (cfg->lens6[1] >> (len - 64)) >> 1;
-	return (cfg->lens6[0] >> len) >> 1 || cfg->lens6[1];
-}
-
 /*
  * Whether what the exact and the prefix lookup found for this source holds
  * for every address of its ip=* unit, so that its bucket may note it for
  * them all: the unit is one address, or no rule tells its addresses apart.
  * IPv4 units of /24 or longer ask the source's fc_top4 entry, already read
  * (its /24 holds no exact entry, no prefix of /25 to /31, with the bits
- * trusted for the rules' generation gen); other units ask whether their
- * family has any exact entry or prefix longer than the unit at all.
+ * trusted for the rules' generation gen); shorter ones whether IPv4 has any
+ * rule; IPv6 units the loader's word for it (FC_STAR_PLAIN6). What they
+ * read lies before rules_gen in fc_config, and the loader writes it with
+ * the rules it describes: a packet that read the rules' new generation
+ * reads it new too.
  */
 static __always_inline bool fc_unit_plain(const struct fc_eval *ev, const struct fc_src4 *s4, __u32 gen)
 {
@@ -212,8 +207,7 @@ static __always_inline bool fc_unit_plain(const struct fc_eval *ev, const struct
 			return true;
 		return host <= 8 && s4->top && cfg->exact4_gen == gen && !(s4->in24 & (FC_IN24_EXACT | FC_IN24_LONGER));
 	}
-	host = cfg->star_host6;
-	return !host || (!cfg->n_exact6 && !fc_lens6_longer(cfg, 128 - host));
+	return !cfg->star_host6 || (cfg->star_flags & FC_STAR_PLAIN6);
 }
 
 static __always_inline struct fc_src_bucket *fc_src_lookup(const struct fc_pkt *pkt, const struct fc_config *cfg)
@@ -383,8 +377,7 @@ __noinline int fc_policy_refund(const struct fc_pkt *pkt, __u32 slot, __u32 idx)
 		return 0;
 	/* An ip=* charge may have gone to the overflow bucket: a refund to the
 	 * wrong word finds it moved and gives nothing back. */
-	b = idx == FC_HIT_STAR ? (struct fc_bucket *)fc_src_lookup(pkt, cfg) :
-				 bpf_map_lookup_elem(&fc_buckets, &slot);
+	b = idx == FC_HIT_STAR ? (struct fc_bucket *)fc_src_lookup(pkt, cfg) : bpf_map_lookup_elem(&fc_buckets, &slot);
 	if (b)
 		fc_limit_refund(pol->algo, pol->ntiers, b->state, fc_policy_cost(pol, pkt), ch);
 	return 0;

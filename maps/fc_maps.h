@@ -297,6 +297,11 @@ struct fc_stats {
 	struct fc_counter allowed;     /* passed: an allow entry covers the source (bans and limits skipped) */
 };
 
+/* fc_config.star_flags: an IPv6 unit's bucket may note the rules for all
+ * its addresses: fc_exact6 is empty and fc_pfx6 holds no prefix longer
+ * than the unit (0 from a publisher that does not say: never). */
+#define FC_STAR_PLAIN6 0x1
+
 /*
  * Published by the loader, read once per packet by the program: lets it skip
  * a lookup into a map that holds nothing and an absent ip=* policy.
@@ -314,7 +319,7 @@ struct fc_config {
 	 * units published it: a bucket per address). */
 	__u8 star_host4;
 	__u8 star_host6;
-	__u8 pad;
+	__u8 star_flags;  /* FC_STAR_*: before rules_gen, written with what it says of the rules */
 	__u32 n_policies; /* for status; the packet path does not read it */
 	__u32 rules_gen;  /* bumped whenever an exact or prefix map changes */
 	__u32 n_top4;     /* fc_top4 entries (/16s) in use, by a prefix or an exact address: 0 = none */
@@ -415,6 +420,7 @@ FC_ABI_OFF(struct fc_stats, allowed, 7 * 16);
 FC_ABI_SIZE(struct fc_config, 48 + 32 + 24 + 16 + 8 + 8 + 8);
 FC_ABI_OFF(struct fc_config, star_host4, 25);
 FC_ABI_OFF(struct fc_config, star_host6, 26);
+FC_ABI_OFF(struct fc_config, star_flags, 27);
 FC_ABI_OFF(struct fc_config, n_policies, 28);
 FC_ABI_OFF(struct fc_config, rules_gen, 32);
 FC_ABI_OFF(struct fc_config, n_top4, 36);

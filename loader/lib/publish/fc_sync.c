@@ -1124,6 +1124,21 @@ static void fc_star_fill(struct fc_config *cfg, const struct fc_policy_row *r, c
 		memset(&cfg->new_src, 0, sizeof(cfg->new_src));
 }
 
+/* Whether no IPv6 rule tells the addresses of an ip=* unit apart (cfg as
+ * it is about to be written): no exact entry, no prefix longer than the
+ * unit. */
+static __u8 fc_star_flags(const struct fc_config *cfg)
+{
+	__u32 len = 128 - cfg->star_host6, l;
+
+	if (cfg->n_exact6)
+		return 0;
+	for (l = len + 1; l < 128; l++)
+		if (cfg->lens6[l / 64] & (1ULL << (l % 64)))
+			return 0;
+	return FC_STAR_PLAIN6;
+}
+
 /* What the maps should hold, from the store: the rule maps' entries (ms,
  * unmerged), the policy slots (ps->want) and the ip=* policy's fields and
  * the count of policies in cfg. */
@@ -1269,6 +1284,7 @@ int fc_sync_full(struct fc_source *src, const struct fc_maps *m, struct fc_sync_
 	res->changed += top4.flips;
 	res->cfg.rules_gen = old.rules_gen + (fc_sync_wrote(res) || res->copied);
 	res->cfg.exact4_gen = res->cfg.rules_gen; /* the bits are made whole */
+	res->cfg.star_flags = fc_star_flags(&res->cfg);
 	res->policies_changed = ps.changed;
 	rc = fc_config_write(m, &res->cfg, err);
 out:
@@ -1681,6 +1697,7 @@ int fc_sync_delta(struct fc_source *src, const struct fc_maps *m, const struct f
 	 * published) they stay untrusted, defensively: fc_publish_layers
 	 * publishes everything onto such maps, never this delta. */
 	res->cfg.exact4_gen = res->cfg.rules_gen + (old.exact4_gen != old.rules_gen);
+	res->cfg.star_flags = fc_star_flags(&res->cfg);
 	res->policies_changed = ps.changed;
 	rc = fc_config_write(m, &res->cfg, err);
 out:
