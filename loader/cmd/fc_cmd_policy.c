@@ -75,8 +75,8 @@ static void fc_policy_describe(const struct fc_policy_spec *p, char *buf, size_t
 	}
 	if (p->override)
 		snprintf(buf + strlen(buf), len - strlen(buf), ", overrides what is more general");
-	snprintf(buf + strlen(buf), len - strlen(buf), ", %s", fc_policy_is_l7(p) ? "requests in nginx" :
-									      fc_count_name(p->count));
+	snprintf(buf + strlen(buf), len - strlen(buf), ", %s",
+		 fc_policy_is_l7(p) ? "requests in nginx" : fc_count_name(p->count));
 	if (p->kind == FC_MATCH_STAR) {
 		char unit[FC_STAR_UNIT_STRLEN];
 
@@ -162,8 +162,9 @@ static json_t *fc_policy_json(const struct fc_policy_row *r)
 				 json_integer((json_int_t)(p->new_sources ? p->new_sources : FC_NEW_SOURCES_DEFAULT)) :
 				 json_null(),
 			 "unit",
-			 p->kind == FC_MATCH_STAR ? json_pack("{s:i, s:i}", "ipv4", fc_star_len4(p), "ipv6", fc_star_len6(p)) :
-						    json_null(),
+			 p->kind == FC_MATCH_STAR ?
+				 json_pack("{s:i, s:i}", "ipv4", fc_star_len4(p), "ipv6", fc_star_len6(p)) :
+				 json_null(),
 			 "warmup", p->warmup ? json_integer(p->warmup) : json_null(), "concurrency",
 			 p->concurrency ? json_integer(p->concurrency) : json_null(), "override", p->override, "created",
 			 created, "updated",

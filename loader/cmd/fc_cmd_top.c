@@ -163,8 +163,8 @@ static struct fc_top_policy *fc_top_policies(const struct fc_top_sample *prev, c
 
 /* The ip=* policy's live buckets of one family that use anything now,
  * each its unit (of host bits cleared). */
-static size_t fc_top_scan(int fd, uint8_t family, uint8_t host, const struct fc_policy *pol, uint32_t gen,
-			  uint64_t now, struct fc_top_source *out, size_t n, size_t max)
+static size_t fc_top_scan(int fd, uint8_t family, uint8_t host, const struct fc_policy *pol, uint32_t gen, uint64_t now,
+			  struct fc_top_source *out, size_t n, size_t max)
 {
 	static struct fc_addr6 keys[FC_TOP_BATCH];
 	static struct fc_src_bucket vals[FC_TOP_BATCH];

@@ -148,20 +148,24 @@ static bool fc_value_ok(const char *s)
 
 /* One length of an ip=* unit, of at most max bits, into *len (0 where it
  * is the default, dflt). */
-static int fc_star_len_parse(const char *expr, const char *s, const char *fam, uint64_t max, uint8_t dflt,
-			     uint8_t *len, struct fc_err *err)
+static int fc_star_len_parse(const char *expr, const char *s, const char *fam, uint64_t max, uint8_t dflt, uint8_t *len,
+			     struct fc_err *err)
 {
 	uint64_t v = UINT64_MAX; /* past 255: out of range */
 	int rc = fc_decimal(s, 255, &v);
 
 	if (rc == -1)
-		return fc_err_set(err, "match \"%s\": %s length \"%s\": expected a whole number of bits (ip=*/V4LEN[/V6LEN], "
-				       "e.g. ip=*/24 or ip=*/32/56)", expr, fam, s);
+		return fc_err_set(err,
+				  "match \"%s\": %s length \"%s\": expected a whole number of bits "
+				  "(ip=*/V4LEN[/V6LEN], e.g. ip=*/24 or ip=*/32/56)",
+				  expr, fam, s);
 	if (v < 1 || v > max) {
 		/* A single length of 33 to 128 meant for IPv6: the IPv4 one comes first. */
 		if (max == 32 && v > 32 && v <= 128)
-			return fc_err_set(err, "match \"%s\": IPv4 length /%s: expected 1 to 32; the IPv6 length comes "
-					       "second (ip=*/32/%s for a bucket per IPv6 /%s)", expr, s, s, s);
+			return fc_err_set(err,
+					  "match \"%s\": IPv4 length /%s: expected 1 to 32; the IPv6 length comes "
+					  "second (ip=*/32/%s for a bucket per IPv6 /%s)",
+					  expr, s, s, s);
 		return fc_err_set(err, "match \"%s\": %s length /%s: expected 1 to %llu", expr, fam, s,
 				  (unsigned long long)max);
 	}
@@ -183,8 +187,10 @@ static int fc_star_parse(const char *expr, char *val, struct fc_policy_spec *p, 
 	if (v6)
 		*v6++ = '\0';
 	if (val[1] != '/' || (v6 && strchr(v6, '/')))
-		return fc_err_set(err, "match \"%s\": expected ip=* or ip=*/V4LEN[/V6LEN], the prefix lengths of its "
-				       "buckets (e.g. ip=*/24, ip=*/32/56)", expr);
+		return fc_err_set(err,
+				  "match \"%s\": expected ip=* or ip=*/V4LEN[/V6LEN], the prefix lengths of its "
+				  "buckets (e.g. ip=*/24, ip=*/32/56)",
+				  expr);
 	if (fc_star_len_parse(expr, val + 2, "IPv4", 32, FC_STAR_LEN4, &p->star_len4, err) < 0)
 		return -1;
 	return v6 ? fc_star_len_parse(expr, v6, "IPv6", 128, FC_STAR_LEN6, &p->star_len6, err) : 0;

@@ -358,7 +358,8 @@ static void test_keys_units(void **state)
 	fc_publish(t);
 	assert_int_equal(fc_build(t, t->base, t->size), 0);
 	assert_int_equal(fc_passes_each(t, "2001:db8:1:2:%x::%x", "uri=/", 50), 5);
-	assert_int_equal(fc_decide_key(t, "ip=2001:db8:1:2:ffff::77 uri=/", T0, &res, key, sizeof(key)), FC_L7_REJECTED);
+	assert_int_equal(fc_decide_key(t, "ip=2001:db8:1:2:ffff::77 uri=/", T0, &res, key, sizeof(key)),
+			 FC_L7_REJECTED);
 	assert_int_equal(res.key_len, strlen("2001:db8:1:2::/64"));
 	assert_memory_equal(key, "2001:db8:1:2::/64", res.key_len);
 	assert_int_equal(fc_passes_each(t, "2001:db8:1:3:%x::%x", "uri=/", 50), 5);

@@ -759,8 +759,9 @@ static void test_star_units(void **state)
 	assert_int_equal(fc_star_len4(&got.spec), 24);
 	assert_int_equal(fc_star_len6(&got.spec), 64);
 	assert_int_equal(fc_store_policy_put(t->st, &b, 100, &rb, &err), FC_STORE_REFUSED);
-	assert_string_equal(err.msg, "ip=*: policy 1 is the ip=* policy at XDP/TC, and there is one, whatever its unit "
-				    "(change its --match with policy set 1, or put this one in nginx with --layer http)");
+	assert_string_equal(err.msg,
+			    "ip=*: policy 1 is the ip=* policy at XDP/TC, and there is one, whatever its unit "
+			    "(change its --match with policy set 1, or put this one in nginx with --layer http)");
 	b.layer = FC_LAYER_XDP;
 	assert_int_equal(fc_store_policy_put(t->st, &b, 100, &rb, &err), FC_STORE_REFUSED);
 	/* In nginx, beside it: per address and per /64 as well as per /24. */
@@ -796,7 +797,7 @@ static void test_star_units(void **state)
 	b = fc_spec(5, "ip=*", "5/m");
 	assert_int_equal(fc_store_policy_put(t->st, &b, 100, &rb, &err), FC_STORE_REFUSED);
 	assert_string_equal(err.msg, "ip=* is already limited by policy 2 (one policy per match; an ip=* is either at "
-				    "XDP/TC or in nginx)");
+				     "XDP/TC or in nginx)");
 	b = fc_spec(5, "ip=*/16", "5/m");
 	fc_policy_put_ok(t->st, &b, &rb);
 	assert_int_equal(fc_store_policy_star(t->st, &got, &found, &err), 0);

@@ -783,9 +783,10 @@ int fc_store_policy_put(struct fc_store *st, const struct fc_policy_spec *p, int
 				 "checking policy matches", err) < 0)
 			return -1;
 		if (found) {
-			fc_err_set(err, "%s: policy %lld is the ip=* policy at XDP/TC, and there is one, whatever its "
-					"unit (change its --match with policy set %lld, or put this one in nginx with "
-					"--layer http)",
+			fc_err_set(err,
+				   "%s: policy %lld is the ip=* policy at XDP/TC, and there is one, whatever its "
+				   "unit (change its --match with policy set %lld, or put this one in nginx with "
+				   "--layer http)",
 				   match, (long long)v, (long long)v);
 			return FC_STORE_REFUSED;
 		}
