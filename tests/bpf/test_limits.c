@@ -364,73 +364,86 @@ static bool fc_star_noted(struct fc_env *env, const char *unit)
 	return b.rules_gen == cfg.rules_gen;
 }
 
+/* One family's case of the rules inside a unit: the ip=* policy, a ban
+ * outside every unit used, then a unit each for a source with nothing
+ * inside (noted: its packets skip the lookups), an exact ban beside a
+ * neighbour, a longer prefix ban, an exact policy and an allow entry. */
+struct fc_unit_case {
+	const char *match, *elsewhere;
+	const char *plain, *plain_unit;
+	const char *banned, *neighbour, *neighbour_unit;
+	const char *longer, *longer_in, *longer_out;
+	const char *policed, *policed_neighbour;
+	const char *allowed, *allowed_neighbour;
+};
+
+static const struct fc_unit_case fc_unit_cases[] = {
+	{ "ip=*", "2001:db8::/32", "2001:2:0:50::1", "2001:2:0:50::", "2001:2:0:51::bad", "2001:2:0:51::1",
+	  "2001:2:0:51::", "2001:2:0:52:8000::/65", "2001:2:0:52:8000::1", "2001:2:0:52::1", "2001:2:0:53::9",
+	  "2001:2:0:53::1", "2001:2:0:54::a", "2001:2:0:54::1" },
+	{ "ip=*/24", "198.16.0.0/16", "198.18.54.1", "198.18.54.0", "198.18.55.9", "198.18.55.1", "198.18.55.0",
+	  "198.18.56.16/28", "198.18.56.17", "198.18.56.1", "198.18.57.9", "198.18.57.1", "198.18.58.10",
+	  "198.18.58.1" },
+};
+
 /* A unit's bucket notes what the exact and prefix lookups found only where
  * that holds for all its addresses: an exact ban, an exact policy, a longer
  * prefix or an allow entry inside it is seen by the addresses it is on,
  * whatever their neighbours' packets noted. */
-static void fc_star_unit_rules_body(struct fc_env *env, bool tc, uint32_t id)
+static void fc_unit_case_run(struct fc_env *env, bool tc, uint32_t id, const struct fc_unit_case *c)
 {
-	fc_env_policy(env, id, "ip=*", "1/m", "burst=100");
-	/* Nothing inside the /64: noted, its packets skip the lookups. */
-	fc_env_ban(env, "2001:db8::/32", 0);
-	assert_int_equal(fc_udp(env, tc, "2001:2:0:50::1", 3), 3);
-	assert_true(fc_star_noted(env, "2001:2:0:50::"));
-	fc_env_ban(env, "2001:2:0:50::bad", 0);
-	assert_int_equal(fc_udp(env, tc, "2001:2:0:50::1", 3), 3);
-	assert_false(fc_star_noted(env, "2001:2:0:50::"));
-	assert_int_equal(fc_udp(env, tc, "2001:2:0:50::bad", 3), 0);
-	assert_int_equal(fc_udp(env, !tc, "2001:2:0:50::1", 3), 3);
-	fc_env_ban(env, "2001:2:0:51:8000::/65", 0);
-	assert_int_equal(fc_udp(env, tc, "2001:2:0:51::1", 3), 3);
-	assert_int_equal(fc_udp(env, tc, "2001:2:0:51:8000::1", 3), 0);
-	fc_env_policy(env, id + 10, "ip=2001:2:0:52::9", "1/m", "burst=1");
-	assert_int_equal(fc_udp(env, tc, "2001:2:0:52::1", 3), 3);
-	assert_int_equal(fc_udp(env, tc, "2001:2:0:52::9", 3), 1);
-	fc_env_allow(env, "2001:2:0:53::a", 0);
-	fc_env_policy(env, id, "ip=*", "1/m", "burst=1");
-	assert_int_equal(fc_udp(env, tc, "2001:2:0:53::1", 3), 1);
-	assert_int_equal(fc_udp(env, tc, "2001:2:0:53::a", 3), 3);
-	/* IPv4 /24 units: the /24's bits in fc_top4 say what lies inside. */
-	fc_env_policy(env, id, "ip=*/24", "1/m", "burst=100");
-	assert_int_equal(fc_udp(env, tc, "198.18.54.1", 3), 3);
-	assert_true(fc_star_noted(env, "198.18.54.0"));
-	fc_env_ban(env, "198.18.55.9", 0);
-	assert_int_equal(fc_udp(env, tc, "198.18.55.1", 3), 3);
-	assert_false(fc_star_noted(env, "198.18.55.0"));
-	assert_int_equal(fc_udp(env, tc, "198.18.55.9", 3), 0);
-	fc_env_ban(env, "198.18.56.16/28", 0);
-	assert_int_equal(fc_udp(env, tc, "198.18.56.1", 3), 3);
-	assert_int_equal(fc_udp(env, tc, "198.18.56.17", 3), 0);
-	fc_env_policy(env, id + 10, "ip=198.18.57.9", "1/m", "burst=1");
-	assert_int_equal(fc_udp(env, tc, "198.18.57.1", 3), 3);
-	assert_int_equal(fc_udp(env, tc, "198.18.57.9", 3), 1);
-	fc_env_allow(env, "198.18.58.10", 0);
-	fc_env_policy(env, id, "ip=*/24", "1/m", "burst=1");
-	assert_int_equal(fc_udp(env, tc, "198.18.58.1", 3), 1);
-	assert_int_equal(fc_udp(env, tc, "198.18.58.10", 3), 3);
-	/* Units shorter than a /24: any IPv4 rule leaves them unnoted. */
-	fc_env_policy(env, id, "ip=*/16", "1/m", "burst=100");
-	assert_int_equal(fc_udp(env, tc, "198.19.1.1", 3), 3);
-	fc_env_ban(env, "198.19.2.9", 0);
-	assert_int_equal(fc_udp(env, tc, "198.19.1.1", 3), 3);
-	assert_int_equal(fc_udp(env, tc, "198.19.2.9", 3), 0);
+	char match[64];
+
+	fc_env_policy(env, id, c->match, "1/m", "burst=100");
+	fc_env_ban(env, c->elsewhere, 0);
+	assert_int_equal(fc_udp(env, tc, c->plain, 3), 3);
+	assert_true(fc_star_noted(env, c->plain_unit));
+	fc_env_ban(env, c->banned, 0);
+	assert_int_equal(fc_udp(env, tc, c->neighbour, 3), 3);
+	assert_false(fc_star_noted(env, c->neighbour_unit));
+	assert_int_equal(fc_udp(env, tc, c->banned, 3), 0);
+	assert_int_equal(fc_udp(env, !tc, c->neighbour, 3), 3);
+	fc_env_ban(env, c->longer, 0);
+	assert_int_equal(fc_udp(env, tc, c->longer_out, 3), 3);
+	assert_int_equal(fc_udp(env, tc, c->longer_in, 3), 0);
+	snprintf(match, sizeof(match), "ip=%s", c->policed);
+	fc_env_policy(env, id + 10, match, "1/m", "burst=1");
+	assert_int_equal(fc_udp(env, tc, c->policed_neighbour, 3), 3);
+	assert_int_equal(fc_udp(env, tc, c->policed, 3), 1);
+	fc_env_allow(env, c->allowed, 0);
+	fc_env_policy(env, id, c->match, "1/m", "burst=1");
+	assert_int_equal(fc_udp(env, tc, c->allowed_neighbour, 3), 1);
+	assert_int_equal(fc_udp(env, tc, c->allowed, 3), 3);
 	fc_env_policy_del(env, id);
 	fc_env_policy_del(env, id + 10);
-	fc_env_unallow(env, "2001:2:0:53::a");
-	fc_env_unallow(env, "198.18.58.10");
+	fc_env_unallow(env, c->allowed);
+	fc_env_unban(env, c->longer);
+	fc_env_unban(env, c->banned);
+	fc_env_unban(env, c->elsewhere);
+}
+
+static void fc_star_unit_rules_body(struct fc_env *env, bool tc, uint32_t id)
+{
+	size_t i;
+
+	for (i = 0; i < sizeof(fc_unit_cases) / sizeof(fc_unit_cases[0]); i++)
+		fc_unit_case_run(env, tc, id, &fc_unit_cases[i]);
+	/* Units shorter than a /24: noted while IPv4 has no rule at all, not
+	 * once it has one. */
+	fc_env_policy(env, id, "ip=*/16", "1/m", "burst=100");
+	assert_int_equal(fc_udp(env, tc, "198.19.1.1", 3), 3);
+	assert_true(fc_star_noted(env, "198.19.0.0"));
+	fc_env_ban(env, "198.19.2.9", 0);
+	assert_int_equal(fc_udp(env, tc, "198.19.1.1", 3), 3);
+	assert_false(fc_star_noted(env, "198.19.0.0"));
+	assert_int_equal(fc_udp(env, tc, "198.19.2.9", 3), 0);
+	fc_env_policy_del(env, id);
+	fc_env_unban(env, "198.19.2.9");
 }
 
 static void test_star_unit_rules(void **state)
 {
-	FC_REQUIRE_BPF();
-	fc_star_unit_rules_body(*state, false, 1);
-	fc_env_unban(*state, "2001:2:0:50::bad");
-	fc_env_unban(*state, "2001:2:0:51:8000::/65");
-	fc_env_unban(*state, "198.18.55.9");
-	fc_env_unban(*state, "198.18.56.16/28");
-	fc_env_unban(*state, "198.19.2.9");
-	fc_env_unban(*state, "2001:db8::/32");
-	fc_star_unit_rules_body(*state, true, 2);
+	fc_both(state, fc_star_unit_rules_body);
 }
 
 /* syn: only SYN without ACK is charged; other packets pass untouched. */
