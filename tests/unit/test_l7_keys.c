@@ -324,9 +324,6 @@ static void test_keys_dense(void **state)
 	assert_int_equal(t->ix.slots[1].keys, n - t->ix.slots[1].overflowed / 2);
 }
 
-/* Keys of their own; a request without the dimension is not matched; the
- * deciding key is named; a changed limit keeps the keys, a deleted policy's
- * keys are taken back by others. */
 /* n requests, one from each of n clients, fmt with 1..n (twice) for the
  * address: how many pass. */
 static int fc_passes_each(struct fc_t *t, const char *fmt, const char *rest, int n)
@@ -384,6 +381,51 @@ static void test_keys_units(void **state)
 	assert_int_equal(res.key_len, strlen("2001:db8:1:2::1"));
 }
 
+/* n requests at now, one from each of n clients (fmt as above): how many
+ * went to the policy's overflow bucket. */
+static int fc_overflowed_each(struct fc_t *t, const char *fmt, int n, uint64_t now)
+{
+	struct fc_l7_result res;
+	char req[160], ip[64];
+	int i, over = 0;
+
+	for (i = 1; i <= n; i++) {
+		snprintf(ip, sizeof(ip), fmt, i, i);
+		snprintf(req, sizeof(req), "ip=%s uri=/", ip);
+		fc_decide(t, req, now, &res);
+		over += res.overflow;
+	}
+	return over;
+}
+
+/* --new-keys counts an ip=* policy's units in nginx, as --new-sources does
+ * at XDP/TC: 50 addresses of one /64 are one new key, 50 /64s are 50, past
+ * the cap the overflow bucket's. */
+static void test_keys_new_in_units(void **state)
+{
+	struct fc_t *t = *state;
+	struct fc_policy_spec p = { .id = 1, .layer = FC_LAYER_HTTP, .new_keys = 5 };
+
+	fc_policy_put(t, &p, "ip=*", "100/m");
+	fc_publish(t);
+	assert_int_equal(fc_build(t, t->base, t->size), 0);
+	assert_int_equal(fc_overflowed_each(t, "2001:db8:1:2:%x::%x", 50, T0), 0);
+	assert_int_equal(t->ix.slots[1].keys, 1);
+	/* 50 /64s: 4 more keys (the cap's 5 a second, a second's worth at
+	 * once), then the overflow bucket. */
+	assert_int_equal(fc_overflowed_each(t, "2001:db8:2:%x::%x", 50, T0), 46);
+	assert_int_equal(t->ix.slots[1].keys, 5);
+	/* Per address, the same 50 addresses of one /64 are 50 new keys. */
+	p = (struct fc_policy_spec){ .id = 1, .layer = FC_LAYER_HTTP, .new_keys = 5 };
+	fc_policy_put(t, &p, "ip=*/32/128", "100/m");
+	fc_publish(t);
+	assert_int_equal(fc_build(t, t->base, t->size), 0);
+	assert_int_equal(fc_overflowed_each(t, "2001:db8:7:2:%x::%x", 50, T0 + 3600 * SEC), 45);
+}
+
+/* Keys of their own; a request without the dimension is not matched; the
+ * deciding key is named; a changed limit keeps the keys, a deleted policy's
+ * keys are taken back by others. */
 static void test_keys_basics(void **state)
 {
 	struct fc_t *t = *state;
@@ -762,6 +804,7 @@ int main(void)
 		T(test_keys_dense),
 		T(test_keys_basics),
 		T(test_keys_units),
+		T(test_keys_new_in_units),
 		T(test_keys_kinds),
 		T(test_keys_full_and_idle),
 		T(test_keys_corrupt),
