@@ -2,11 +2,11 @@
 # ip=*'s unit with real traffic. Clients in a namespace the test made send
 # from several addresses of one IPv6 /64 (and of one IPv4 /24) through a
 # veth: in a real nginx (--layer http, and ip=* beside a uri) they share the
-# one bucket of their /64, and $freqctl_key logs it; ip=*/32/128 gives each
-# address its own again, ip=*/24 one to an IPv4 /24. At XDP (native, on the
-# veth) their pings share the /64's bucket too, and freqctl top shows that
-# bucket as the /64. Everything made is removed on exit, nginx stopped by
-# its pid.
+# one bucket of their /64, $freqctl_key logs it, and freqctl top and keys
+# count it as one key; ip=*/32/128 gives each address its own again,
+# ip=*/24 one to an IPv4 /24. At XDP (native, on the veth) their pings share
+# the /64's bucket too, and freqctl top shows that bucket as the /64.
+# Everything made is removed on exit, nginx stopped by its pid.
 . "$(dirname "$0")/lib.sh"
 fc_nginx_suite
 command -v jq >/dev/null || skip_all "jq not installed"
@@ -49,12 +49,19 @@ fcq policy add 1 --match 'ip=*' --layer http --rate 3/m
 got=$(from_each 2 "$srcs6" /)
 check "nginx, ip=* 3/m: 5 addresses of one /64, 2 requests each: 3 pass, one bucket ($got)" [ "$(count "$got" 200)" = 3 ]
 check "... the 429s name the /64 in \$freqctl_key ($unit6)" grep -q " 429 1 $unit6\$" "$d/logs/access.log"
+check "... freqctl top counts one key for the /64: 3 passed, 7 denied" \
+	jq_true '[.keys[] | select(.policy == 1)] | length == 1 and .[0].passed == 3 and .[0].denied == 7' \
+	<<<"$(fc top --json -n 1 -d 0.1)"
+check "... freqctl keys lists that one key" jq_true 'length == 1' <<<"$(fc keys 1 --json)"
 got=$(from_each 2 "$srcs4" /)
 check "... IPv4 keeps a bucket per address: 10 of 10 ($got)" [ "$(count "$got" 200)" = 10 ]
 fcq policy set 1 --match 'ip=*/32/128' --layer http --rate 3/m
 check "policy list spells the unit out" grep -qE '^1 +ip=\*/32/128 ' <<<"$(fc policy list)"
 got=$(from_each 4 "$srcs6" /)
 check "ip=*/32/128: a bucket per IPv6 address again: 3 of 4 each, 15 of 20 ($got)" [ "$(count "$got" 200)" = 15 ]
+check "... freqctl top counts a key per address: 5, each 3 passed, 1 denied" \
+	jq_true '[.keys[] | select(.policy == 1 and .passed == 3 and .denied == 1)] | length == 5' \
+	<<<"$(fc top --json -n 1 -d 0.1)"
 fcq policy set 1 --match 'ip=*/24' --layer http --rate 3/m
 check "policy list --json: unit {ipv4: 24, ipv6: 64}" \
 	jq_true '.[] | select(.id == 1) | .match == "ip=*/24" and .unit.ipv4 == 24 and .unit.ipv6 == 64' <<<"$(fc policy list --json)"
