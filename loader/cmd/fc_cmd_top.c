@@ -482,8 +482,9 @@ const struct fc_cmd fc_cmd_top = {
 		   "XDP/TC, one per unit (an IPv4 address and an IPv6 /64 by default, shown as 2001:db8::/64),\n"
 		   "ranked by how much of their fullest tier they use now (100% = at the limit), and the\n"
 		   "clients nginx refused for an escalating policy in the last interval.\n"
-		   "Keys: those of per-key nginx policies (DIM=*), ranked the same way; the key table\n"
-		   "holds a keyed hash of each key, not its value ('freqctl keys ID' lists one policy's).\n"
+		   "Keys: those of per-key nginx policies (DIM=*; ip=*'s is the client's unit, one key\n"
+		   "for the addresses of a /64), ranked the same way; the key table holds a keyed hash of\n"
+		   "each key, not its value ('freqctl keys ID' lists one policy's).\n"
 		   "Keys and refusals are the nginx workers' account, read from a file they write.\n"
 		   "On a terminal the screen is redrawn; in a pipe each refresh is printed after the last;\n"
 		   "--json prints one object per refresh and line. Ctrl-C quits.",
