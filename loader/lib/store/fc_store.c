@@ -264,11 +264,11 @@ static const char *fc_sql[FC_SQL_MAX] = {
 				"UNION ALL SELECT min(expires) FROM ban_sets WHERE expires IS NOT NULL) x",
 	/* Rows written before policies had ip_* (or by a script): to fill. */
 	[FC_SQL_POL_IP_TODO] = "SELECT id, match FROM policies WHERE ip_family IS NULL AND match LIKE 'ip=%' "
-			       "AND match NOT LIKE '%,%' AND match != 'ip=*'",
+			       "AND match NOT LIKE '%,%' AND NOT " FC_SQL_STAR("match"),
 	[FC_SQL_POL_IP_SET] = "UPDATE policies SET ip_family = ?2, ip_addr = ?3, ip_len = ?4 WHERE id = ?1",
 	/* The rows whose ip_* columns matter: set, or an ip= policy's. */
 	[FC_SQL_POL_IP_ALL] = "SELECT id, match, ip_family, ip_addr, ip_len FROM policies WHERE ip_family IS NOT NULL "
-			      "OR (match LIKE 'ip=%' AND match NOT LIKE '%,%' AND match != 'ip=*')",
+			      "OR (match LIKE 'ip=%' AND match NOT LIKE '%,%' AND NOT " FC_SQL_STAR("match") ")",
 	[FC_SQL_META_GET] = "SELECT value FROM meta WHERE key = ?1",
 	[FC_SQL_META_SET] = "UPDATE meta SET value = ?2 WHERE key = ?1",
 #define FC_SET_COLS "id, name, created, updated, expires, size"
