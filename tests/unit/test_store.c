@@ -1222,6 +1222,16 @@ static void test_migrate_round(void **state)
 	assert_int_equal(rows[1].spec.algo, FC_ALGO_WINDOW);
 	assert_int_equal(rows[2].spec.max_keys, 100);
 	assert_true(rows[4].spec.override);
+	/* Stored ip=* keeps its text and takes the new meaning: a bucket per
+	 * IPv6 /64 (per IPv4 address, as before), alone and beside uid. */
+	for (i = 0; i < n; i += 4) {
+		char m[FC_MATCH_LEN];
+
+		fc_match_format(&rows[i].spec, m);
+		assert_string_equal(m, i ? "ip=*,uid=a" : "ip=*");
+		assert_int_equal(fc_star_len4(&rows[i].spec), 32);
+		assert_int_equal(fc_star_len6(&rows[i].spec), 64);
+	}
 	free(rows);
 	/* The key is (match, layer): an ip=* in nginx beside the kernel's. */
 	h.layer = FC_LAYER_HTTP;
