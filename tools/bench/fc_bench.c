@@ -96,6 +96,7 @@ static const struct fc_row fc_rows[] = {
 	{ "prefix policy + ip=* (SYN)", FC_SYN(NULL), FC_DRAW_POL4, FC_T_POLICY },
 	{ "exact override over ip=* (SYN)", FC_SYN("10.200.0.11"), FC_DRAW_NONE, FC_T_POLICY },
 	{ "three policies: exact+prefix+ip=* (SYN)", FC_SYN("10.201.0.7"), FC_DRAW_NONE, FC_T_THREE },
+	{ "IPv6 ip=* alone (SYN, its /64)", FC_SYN("fd00::8"), FC_DRAW_NONE, FC_T_POLICY },
 };
 
 #define FC_NROWS (sizeof(fc_rows) / sizeof(fc_rows[0]))

@@ -23,47 +23,44 @@
 #include "fc_clock.h"
 #include "fc_kern.h"
 
-/* Sets the 64-bit read-only global name of obj (opened, not loaded) to v;
- * 0 if obj has no such global, -1 if it cannot. */
-static int fc_rodata_set(struct bpf_object *obj, const char *name, __u64 v)
+/* Sets the read-only global name (a __u64) of obj to v before it loads, as
+ * a skeleton's rodata would be; -1 if obj has none. */
+static int fc_rodata_u64(struct bpf_object *obj, const char *name, uint64_t v)
 {
-	struct bpf_map *ro = bpf_object__find_map_by_name(obj, ".rodata");
-	const struct btf_var_secinfo *vs;
 	struct btf *btf = bpf_object__btf(obj);
+	const struct btf_var_secinfo *vi;
 	const struct btf_type *sec;
+	struct bpf_map *m;
 	const void *init;
-	char *data = NULL;
 	size_t size;
-	int id, i, rc = 0;
+	char *copy;
+	int id, i, rc = -1;
 
-	if (!ro || !btf)
-		return 0;
-	id = btf__find_by_name_kind(btf, ".rodata", BTF_KIND_DATASEC);
-	init = bpf_map__initial_value(ro, &size);
-	sec = id > 0 ? btf__type_by_id(btf, id) : NULL;
-	if (!sec || !init)
+	bpf_object__for_each_map(m, obj)
+		if (strstr(bpf_map__name(m), ".rodata"))
+			break;
+	id = btf ? btf__find_by_name_kind(btf, ".rodata", BTF_KIND_DATASEC) : -1;
+	if (!m || id < 0 || !(init = bpf_map__initial_value(m, &size)))
 		return -1;
-	vs = btf_var_secinfos(sec);
-	for (i = 0; i < btf_vlen(sec); i++, vs++) {
-		if (strcmp(btf__name_by_offset(btf, btf__type_by_id(btf, vs->type)->name_off), name))
+	sec = btf__type_by_id(btf, (__u32)id);
+	vi = btf_var_secinfos(sec);
+	for (i = 0; i < btf_vlen(sec); i++, vi++) {
+		if (strcmp(btf__name_by_offset(btf, btf__type_by_id(btf, vi->type)->name_off), name) ||
+		    vi->size != sizeof(v) || vi->offset + sizeof(v) > size || !(copy = malloc(size)))
 			continue;
-		data = vs->size == sizeof(v) && vs->offset + sizeof(v) <= size ? malloc(size) : NULL;
-		if (!data)
-			return -1;
-		memcpy(data, init, size);
-		memcpy(data + vs->offset, &v, sizeof(v));
-		rc = bpf_map__set_initial_value(ro, data, size) ? -1 : 0;
+		memcpy(copy, init, size);
+		memcpy(copy + vi->offset, &v, sizeof(v));
+		rc = bpf_map__set_initial_value(m, copy, size);
+		free(copy);
 		break;
 	}
-	free(data);
 	return rc;
 }
 
 /* The XDP program of another build's freqctl.bpf.o, on the bench's pinned
- * maps (which must have its layouts), as an fd; -1 if it cannot load. Given
- * the tick as freqctl's skeleton is (fc_tick_ns, in .rodata where the object
- * has it): without it the program reads the clock by a helper call, and the
- * pair would differ by that and not by the builds. */
+ * maps (which must have its layouts), as an fd; -1 if it cannot load. Its
+ * clock's tick is set as freqctl attach sets it: without it, it would read
+ * the coarse clock's helper, as this build's program does not. */
 int fc_baseline(struct bpf_object **obj)
 {
 	LIBBPF_OPTS(bpf_object_open_opts, oopts, .pin_root_path = fc_b.main.pin);
@@ -80,10 +77,9 @@ int fc_baseline(struct bpf_object **obj)
 		fprintf(stderr, "fc_bench: --baseline %s: no program %s\n", fc_b.baseline, FC_PROG_XDP);
 		return -1;
 	}
-	if (fc_rodata_set(*obj, "fc_tick_ns", fc_clock_tick_ns()) < 0) {
-		fprintf(stderr, "fc_bench: --baseline %s: cannot set fc_tick_ns\n", fc_b.baseline);
-		return -1;
-	}
+	if (fc_rodata_u64(*obj, "fc_tick_ns", fc_clock_tick_ns()) < 0)
+		fprintf(stderr, "fc_bench: --baseline %s: no fc_tick_ns: it reads the coarse clock's helper\n",
+			fc_b.baseline);
 	err = bpf_object__load(*obj);
 	if (err) {
 		fprintf(stderr, "fc_bench: --baseline %s: cannot load: %s\n", fc_b.baseline, strerror(-err));
