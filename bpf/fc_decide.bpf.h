@@ -264,14 +264,13 @@ __noinline int fc_src_make(const struct fc_pkt *pkt, __u32 exists)
 	return 1;
 }
 
+/* b: what looking the source up in its LRU found. */
 static __always_inline struct fc_bucket *fc_src_bucket(const struct fc_pkt *pkt, const struct fc_config *cfg,
-							__u32 slot)
+							__u32 slot, struct fc_src_bucket *b)
 {
-	struct fc_src_bucket *b;
 	struct fc_stats *st;
 	__u32 zero = 0;
 
-	b = fc_src_lookup(pkt, cfg);
 	if (b && b->gen == cfg->star_gen)
 		return (struct fc_bucket *)b;
 	if (fc_src_make(pkt, b != NULL)) {
@@ -324,24 +323,26 @@ static __always_inline __u64 fc_policy_cost(const struct fc_policy *pol, const s
 
 /* fc_policy_check's flags. */
 #define FC_CHECK_LOG_PASS 0x1 /* check a log policy: count passed or would-drop */
-#define FC_CHECK_KEEP     0x2 /* a later policy may deny: keep the charge for a refund */
 
-/* Checks the policy in slot against pkt, as hit idx. Without
- * FC_CHECK_LOG_PASS it leaves log policies for later and counts a denial. */
-__noinline int fc_policy_check(const struct fc_pkt *pkt, __u32 slot, __u32 idx, __u32 flags)
+/* Checks the policy in slot against pkt, as hit idx, on bucket b (NULL:
+ * the policy's, or for ip=* the source's, looked up here). Without
+ * FC_CHECK_LOG_PASS it leaves log policies for later and counts a denial.
+ * The charge is kept in fc_scratch for a refund, even where none can follow:
+ * on the stack it would take 64 of the 512 bytes the chain of calls down to
+ * fc_src_make shares. */
+__noinline int fc_policy_check(const struct fc_pkt *pkt, __u32 slot, __u32 idx, __u32 flags, struct fc_bucket *b)
 {
 	bool log = flags & FC_CHECK_LOG_PASS;
 	const struct fc_config *cfg;
-	struct fc_charge *ch, mine;
+	struct fc_charge *ch;
 	struct fc_policy *pol;
-	struct fc_bucket *b;
 	__u32 zero = 0;
 	__u64 cost;
 	int ok;
 
 	pol = bpf_map_lookup_elem(&fc_policies, &slot);
 	cfg = bpf_map_lookup_elem(&fc_config, &zero);
-	ch = flags & FC_CHECK_KEEP ? bpf_map_lookup_elem(&fc_scratch, &idx) : &mine;
+	ch = bpf_map_lookup_elem(&fc_scratch, &idx);
 	if (!pkt || !pol || !cfg || !ch || !pol->ntiers)
 		return FC_CHECK_NONE;
 	if ((pol->action == FC_ACTION_LOG) != !!log)
@@ -349,7 +350,9 @@ __noinline int fc_policy_check(const struct fc_pkt *pkt, __u32 slot, __u32 idx, 
 	cost = fc_policy_cost(pol, pkt);
 	if (!cost)
 		return FC_CHECK_NONE;
-	b = idx == FC_HIT_STAR ? fc_src_bucket(pkt, cfg, slot) : bpf_map_lookup_elem(&fc_buckets, &slot);
+	if (!b)
+		b = idx == FC_HIT_STAR ? fc_src_bucket(pkt, cfg, slot, fc_src_lookup(pkt, cfg)) :
+					 bpf_map_lookup_elem(&fc_buckets, &slot);
 	if (!b)
 		return FC_CHECK_NONE;
 	ok = fc_limit_try(pol->algo, pol->ntiers, pol->tier, pol->warmup_ms, b->state,
@@ -361,13 +364,12 @@ __noinline int fc_policy_check(const struct fc_pkt *pkt, __u32 slot, __u32 idx, 
 	return ok ? FC_CHECK_ADMIT : FC_CHECK_DENY;
 }
 
-/* Rolls back what fc_policy_check charged as hit idx. */
-__noinline int fc_policy_refund(const struct fc_pkt *pkt, __u32 slot, __u32 idx)
+/* Rolls back what fc_policy_check charged as hit idx, on the same b. */
+__noinline int fc_policy_refund(const struct fc_pkt *pkt, __u32 slot, __u32 idx, struct fc_bucket *b)
 {
 	const struct fc_config *cfg;
 	struct fc_policy *pol;
 	struct fc_charge *ch;
-	struct fc_bucket *b;
 	__u32 zero = 0;
 
 	pol = bpf_map_lookup_elem(&fc_policies, &slot);
@@ -377,7 +379,9 @@ __noinline int fc_policy_refund(const struct fc_pkt *pkt, __u32 slot, __u32 idx)
 		return 0;
 	/* An ip=* charge may have gone to the overflow bucket: a refund to the
 	 * wrong word finds it moved and gives nothing back. */
-	b = idx == FC_HIT_STAR ? (struct fc_bucket *)fc_src_lookup(pkt, cfg) : bpf_map_lookup_elem(&fc_buckets, &slot);
+	if (!b)
+		b = idx == FC_HIT_STAR ? (struct fc_bucket *)fc_src_lookup(pkt, cfg) :
+					 bpf_map_lookup_elem(&fc_buckets, &slot);
 	if (b)
 		fc_limit_refund(pol->algo, pol->ntiers, b->state, fc_policy_cost(pol, pkt), ch);
 	return 0;
@@ -386,10 +390,11 @@ __noinline int fc_policy_refund(const struct fc_pkt *pkt, __u32 slot, __u32 idx)
 /*
  * Drop policies are one conjunction: the packet passes only if every one
  * admits it, and a denial rolls back the charges already made. Log policies
- * are then checked on their own, as if enforcing, and never drop.
+ * are then checked on their own, as if enforcing, and never drop. own: the
+ * source's ip=* bucket where the caller holds it, else NULL.
  */
 static __always_inline bool fc_policies_deny(struct fc_eval *ev, __u32 exact_slot, __u32 prefix_slot,
-					     __u32 star_slot)
+					     __u32 star_slot, struct fc_bucket *own)
 {
 	__u32 slots[FC_HITS] = { exact_slot, prefix_slot, star_slot };
 
@@ -397,16 +402,14 @@ static __always_inline bool fc_policies_deny(struct fc_eval *ev, __u32 exact_slo
 
 #pragma unroll
 	for (i = 0; i < FC_HITS; i++) {
-		/* Only a charge that a later policy may undo is kept. */
-		__u32 keep = (i < FC_HIT_PREFIX && slots[FC_HIT_PREFIX]) || (i < FC_HIT_STAR && slots[FC_HIT_STAR]);
-
-		r[i] = slots[i] ? fc_policy_check(&ev->pkt, slots[i], i, keep ? FC_CHECK_KEEP : 0) : FC_CHECK_NONE;
+		r[i] = slots[i] ? fc_policy_check(&ev->pkt, slots[i], i, 0, i == FC_HIT_STAR ? own : NULL) :
+				  FC_CHECK_NONE;
 		if (r[i] != FC_CHECK_DENY)
 			continue;
 #pragma unroll
 		for (j = 0; j < FC_HITS; j++)
 			if (j < i && r[j] == FC_CHECK_ADMIT)
-				fc_policy_refund(&ev->pkt, slots[j], j);
+				fc_policy_refund(&ev->pkt, slots[j], j, j == FC_HIT_STAR ? own : NULL);
 		return true;
 	}
 #pragma unroll
@@ -414,7 +417,7 @@ static __always_inline bool fc_policies_deny(struct fc_eval *ev, __u32 exact_slo
 		if (r[i] == FC_CHECK_ADMIT)
 			fc_policy_count(slots[i], ev->pkt.len, true);
 		else if (r[i] == FC_CHECK_LOG)
-			fc_policy_check(&ev->pkt, slots[i], i, FC_CHECK_LOG_PASS);
+			fc_policy_check(&ev->pkt, slots[i], i, FC_CHECK_LOG_PASS, i == FC_HIT_STAR ? own : NULL);
 	}
 	return false;
 }
@@ -685,7 +688,7 @@ general:
 	}
 	if (over)
 		p = 0;
-	v = fc_policies_deny(&ev, e, p, star) ? FC_FAST_DROP : FC_FAST_PASS;
+	v = fc_policies_deny(&ev, e, p, star, (struct fc_bucket *)src) ? FC_FAST_DROP : FC_FAST_PASS;
 verdict:
 	if (v == FC_FAST_DROP) {
 		fc_count(&ev.st->drop_limit, ev.pkt.len);
