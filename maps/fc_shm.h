@@ -64,7 +64,7 @@
 
 #define FC_SHM_MAGIC       0x38474346 /* "FCG8" */
 #define FC_SHM_STATE_MAGIC 0x54534346 /* "FCST" */
-#define FC_SHM_VERSION     6
+#define FC_SHM_VERSION     7
 #define FC_SHM_DEFAULT     "/dev/shm/freqctl"
 #define FC_SHM_STATE_SUFFIX ".state"
 
@@ -374,7 +374,9 @@ struct fc_shm_hold {
 struct fc_shm_state_header {
 	__u32 magic;
 	__u32 version;
-	__u64 allowed; /* requests an allow entry let through (bans, policies and caps skipped) */
+	__u64 allowed;     /* requests an allow entry let through (bans, policies and caps skipped) */
+	__u64 banned_uid;  /* requests a uid ban refused */
+	__u64 banned_addr; /* requests an address ban refused (a uid ban first: a request is counted once) */
 };
 
 /* The state file, by constant offsets. */
@@ -501,7 +503,7 @@ FC_ABI_OFF(struct fc_shm_slot, owner, FC_MAX_TIERS * 8);
 FC_ABI_OFF(struct fc_shm_slot, inflight, FC_MAX_TIERS * 8 + 56);
 FC_ABI_SIZE(struct fc_shm_worker, 64);
 FC_ABI_SIZE(struct fc_shm_hold, 16);
-FC_ABI_SIZE(struct fc_shm_state_header, 16);
+FC_ABI_SIZE(struct fc_shm_state_header, 32);
 _Static_assert(sizeof(struct fc_shm_header) <= FC_SHM_BLOCK_OFF(0), "the header must fit before block 0");
 _Static_assert(sizeof(struct fc_shm_state_header) <= FC_STATE_SLOTS_OFF, "the state header must fit");
 _Static_assert((FC_SHM_RING_SIZE & (FC_SHM_RING_SIZE - 1)) == 0, "the ring size must be a power of two");

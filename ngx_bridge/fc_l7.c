@@ -1855,6 +1855,7 @@ FC_HOT bool fc_decide_listed(const struct fc_l7_index *ix, const struct fc_l7_re
 	if (!fc_plens_empty(ix->hdr->ban_plens) && fc_listed(ix, rq, now, false, &uid)) {
 		res->verdict = FC_L7_BANNED;
 		res->uid_ban = uid;
+		__atomic_fetch_add(uid ? &ix->state_hdr->banned_uid : &ix->state_hdr->banned_addr, 1, __ATOMIC_RELAXED);
 		return true;
 	}
 	return false;

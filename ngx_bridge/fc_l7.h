@@ -102,7 +102,7 @@ struct fc_l7_index {
 	const struct fc_shm_header *hdr;
 	const struct fc_shm_ban_slot *bans;
 	struct fc_shm_ring *ring;
-	/* The state file's header: its count of allowed requests. */
+	/* The state file's header: its counts of allowed and banned requests. */
 	struct fc_shm_state_header *state_hdr;
 	/* What was refused, for the log. */
 	size_t skipped;
@@ -325,8 +325,8 @@ bool fc_l7_more_general(const struct fc_l7_policy *q, const struct fc_l7_policy 
 /* Decides for rq at now (UTC ns, a clock that may lag by a few ms: the
  * module passes nginx's cached time; a policy marked FC_POLICY_PRECISE reads
  * CLOCK_REALTIME itself): allow entries (an allowed request is counted and
- * decided), bans, then every matching policy, all or nothing; charges the
- * stat slots. */
+ * decided), bans (a banned one too), then every matching policy, all or
+ * nothing; charges the stat slots. */
 void fc_l7_decide(const struct fc_l7_index *ix, const struct fc_l7_req *rq, uint64_t now, struct fc_l7_result *res);
 
 /* Gives back the places pl[0..n) in the state file mapped at state

@@ -307,16 +307,20 @@ static void fc_top_print_json(const struct fc_top *top, const struct fc_top_samp
 						      "action", fc_action_name(p->action), "passed_per_s", pol[i].passed,
 						      "denied_per_s", pol[i].denied, "delayed_per_s", pol[i].delayed));
 	}
-	doc = json_pack("{s:s, s:f, s:{s:f, s:f, s:f, s:f}, s:{s:I, s:I, s:I}, s:o, s:o, s:o, s:o}", "time", stamp,
-			"interval", dt, "xdp", "passed_per_s",
+	doc = json_pack("{s:s, s:f, s:{s:f, s:f, s:f}, s:{s:f, s:f, s:f, s:f}, s:{s:I, s:I, s:I}, s:o, s:o, s:o, s:o}",
+			"time", stamp, "interval", dt, "nginx", "banned_uid_per_s",
+			fc_rate(cur->a.nginx_banned_uid, prev->a.nginx_banned_uid, dt), "banned_address_per_s",
+			fc_rate(cur->a.nginx_banned_addr, prev->a.nginx_banned_addr, dt), "allowed_per_s",
+			fc_rate(cur->a.nginx_allowed, prev->a.nginx_allowed, dt), "xdp", "passed_per_s",
 			fc_rate(cur->a.s.passed.packets, prev->a.s.passed.packets, dt), "dropped_exact_per_s",
-			fc_rate(cur->a.s.drop_exact.packets, prev->a.s.drop_exact.packets, dt),
-			"dropped_prefix_per_s", fc_rate(cur->a.s.drop_prefix.packets, prev->a.s.drop_prefix.packets, dt),
-			"dropped_limit_per_s", fc_rate(cur->a.s.drop_limit.packets, prev->a.s.drop_limit.packets, dt),
-			"bans", "addresses", (json_int_t)cur->a.bans.addresses, "escalated",
-			(json_int_t)cur->a.bans.escalated, "uids", (json_int_t)cur->a.bans.uids, "policies", pols,
-			"sources", fc_top_sources_json(src, ns < top->rows ? ns : top->rows, "used"), "refused",
-			fc_top_sources_json(ref, nr < top->rows ? nr : top->rows, "per_s"), "keys", fc_key_uses_to_json(top->keys, top->nkeys));
+			fc_rate(cur->a.s.drop_exact.packets, prev->a.s.drop_exact.packets, dt), "dropped_prefix_per_s",
+			fc_rate(cur->a.s.drop_prefix.packets, prev->a.s.drop_prefix.packets, dt), "dropped_limit_per_s",
+			fc_rate(cur->a.s.drop_limit.packets, prev->a.s.drop_limit.packets, dt), "bans", "addresses",
+			(json_int_t)cur->a.bans.addresses, "escalated", (json_int_t)cur->a.bans.escalated, "uids",
+			(json_int_t)cur->a.bans.uids, "policies", pols, "sources",
+			fc_top_sources_json(src, ns < top->rows ? ns : top->rows, "used"), "refused",
+			fc_top_sources_json(ref, nr < top->rows ? nr : top->rows, "per_s"), "keys",
+			fc_key_uses_to_json(top->keys, top->nkeys));
 	if (doc) {
 		json_dumpf(doc, stdout, JSON_COMPACT);
 		json_decref(doc);
@@ -342,6 +346,10 @@ static void fc_top_print_text(const struct fc_top *top, const struct fc_top_samp
 	       fc_rate(s->passed.packets, o->passed.packets, dt), fc_rate(s->drop_exact.packets, o->drop_exact.packets, dt),
 	       fc_rate(s->drop_prefix.packets, o->drop_prefix.packets, dt),
 	       fc_rate(s->drop_limit.packets, o->drop_limit.packets, dt));
+	printf("nginx: refused/s: %.0f by a uid ban, %.0f by an address ban; %.0f allowed/s\n",
+	       fc_rate(cur->a.nginx_banned_uid, prev->a.nginx_banned_uid, dt),
+	       fc_rate(cur->a.nginx_banned_addr, prev->a.nginx_banned_addr, dt),
+	       fc_rate(cur->a.nginx_allowed, prev->a.nginx_allowed, dt));
 	printf("bans: %zu addresses (%zu escalated), %zu user ids\n\n", cur->a.bans.addresses, cur->a.bans.escalated,
 	       cur->a.bans.uids);
 	printf("%-10s %-30s %-6s %-7s %10s %10s %10s\n", "POLICY", "MATCH", "LAYER", "ACTION", "PASSED/s", "DENIED/s",
@@ -403,8 +411,8 @@ static int fc_top_run(const struct fc_ctx *ctx0, const struct fc_cmd *cmd, int a
 	top.tty = top.tty && !top.json;
 	if (opt.rows)
 		top.rows = (size_t)opt.rows;
-	else if (top.tty && !ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) && ws.ws_row >= 19)
-		top.rows = (size_t)(ws.ws_row - 15) / 4; /* four tables and their headings */
+	else if (top.tty && !ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) && ws.ws_row >= 20)
+		top.rows = (size_t)(ws.ws_row - 16) / 4; /* four tables and their headings */
 	else
 		top.rows = 10;
 	top.src = calloc(FC_MAX_SOURCES, sizeof(*top.src));
@@ -474,6 +482,8 @@ const struct fc_cmd fc_cmd_top = {
 		   "limit), and the clients nginx refused for an escalating policy in the last interval.\n"
 		   "Keys: those of per-key nginx policies (DIM=*), ranked the same way; the key table\n"
 		   "holds a keyed hash of each key, not its value ('freqctl keys ID' lists one policy's).\n"
+		   "nginx: the requests refused per second by a uid ban and by an address ban, and let\n"
+		   "through by an allow entry.\n"
 		   "Keys and refusals are the nginx workers' account, read from a file they write.\n"
 		   "On a terminal the screen is redrawn; in a pipe each refresh is printed after the last;\n"
 		   "--json prints one object per refresh and line. Ctrl-C quits.",

@@ -606,13 +606,17 @@ static int fc_api_stats(struct fc_console *c, struct fc_reply *r)
 	}
 	pthread_mutex_unlock(&c->lock);
 	fc_time_format((int64_t)time(NULL), stamp);
-	doc = json_pack("{s:s, s:s, s:s, s:{s:I, s:I, s:I, s:I}, s:{s:I, s:I, s:I, s:I}, s:o, s:o, s:o}", "time", stamp,
-			"version", FC_VERSION, "node", c->ctx.node, "xdp", "passed", fc_json_count(a.s.passed.packets), "dropped_exact",
-			fc_json_count(a.s.drop_exact.packets), "dropped_prefix", fc_json_count(a.s.drop_prefix.packets),
-			"dropped_limit", fc_json_count(a.s.drop_limit.packets), "bans", "addresses",
-			(json_int_t)a.bans.addresses, "escalated", (json_int_t)a.bans.escalated, "uids",
-			(json_int_t)a.bans.uids, "in_sets", (json_int_t)a.bans.in_sets, "policies", pols, "keys",
-			fc_key_uses_to_json(keys, nkeys), "ban_sources", fc_ban_sources_to_json(&a));
+	doc = json_pack("{s:s, s:s, s:s, s:{s:I, s:I, s:I}, s:{s:I, s:I, s:I, s:I}, s:{s:I, s:I, s:I, s:I}, s:o, s:o, "
+			"s:o}",
+			"time", stamp, "version", FC_VERSION, "node", c->ctx.node, "nginx", "allowed",
+			fc_json_count(a.nginx_allowed), "banned_uid", fc_json_count(a.nginx_banned_uid),
+			"banned_address", fc_json_count(a.nginx_banned_addr), "xdp", "passed",
+			fc_json_count(a.s.passed.packets), "dropped_exact", fc_json_count(a.s.drop_exact.packets),
+			"dropped_prefix", fc_json_count(a.s.drop_prefix.packets), "dropped_limit",
+			fc_json_count(a.s.drop_limit.packets), "bans", "addresses", (json_int_t)a.bans.addresses,
+			"escalated", (json_int_t)a.bans.escalated, "uids", (json_int_t)a.bans.uids, "in_sets",
+			(json_int_t)a.bans.in_sets, "policies", pols, "keys", fc_key_uses_to_json(keys, nkeys),
+			"ban_sources", fc_ban_sources_to_json(&a));
 	free(cur.rows);
 	fc_stats_free(&a);
 	return fc_reply_json(r, MHD_HTTP_OK, doc);

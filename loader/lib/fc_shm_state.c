@@ -62,6 +62,15 @@ uint64_t fc_state_allowed(int fd)
 	return n;
 }
 
+void fc_state_banned(int fd, uint64_t *uid, uint64_t *addr)
+{
+	struct fc_shm_state_header h;
+
+	fc_state_pread(fd, &h, sizeof(h), 0);
+	*uid = h.banned_uid;
+	*addr = h.banned_addr;
+}
+
 void fc_state_ring_read(int fd, uint64_t from, size_t n, struct fc_shm_ring_entry *out)
 {
 	size_t first, at;

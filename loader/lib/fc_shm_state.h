@@ -27,6 +27,8 @@ void fc_state_slots(int fd, struct fc_shm_slot *out, size_t n);
 uint64_t fc_state_ring_head(int fd);
 /* The workers' count of requests an allow entry let through (as written). */
 uint64_t fc_state_allowed(int fd);
+/* The workers' counts of requests a uid ban and an address ban refused. */
+void fc_state_banned(int fd, uint64_t *uid, uint64_t *addr);
 
 /* Reads n ring entries from index from (wrapping) into out; what the file
  * does not hold reads as zeros, i.e. as entries not written yet. */

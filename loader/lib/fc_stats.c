@@ -225,6 +225,7 @@ int fc_stats_gather(const struct fc_ctx *ctx, struct fc_stats_all *a, struct fc_
 	/* The workers' counters: their word, read as it is (no shm yet: zeros). */
 	if ((fd = fc_state_open(ctx->shm_path, &shm_err)) >= 0) {
 		a->nginx_allowed = fc_state_allowed(fd);
+		fc_state_banned(fd, &a->nginx_banned_uid, &a->nginx_banned_addr);
 		slots = l7 ? malloc(FC_SHM_SLOTS * sizeof(*slots)) : NULL;
 		if (slots)
 			fc_state_slots(fd, slots, FC_SHM_SLOTS);
@@ -412,6 +413,11 @@ int fc_stats_write_prometheus(const struct fc_ctx *ctx, FILE *f, struct fc_err *
 	if (fc_stats_gather(ctx, &a, err) < 0)
 		return -1;
 	fc_stats_prometheus(f, &a.s, a.ps, a.n, a.nginx_allowed);
+	fprintf(f,
+		"# HELP freqctl_nginx_banned_total Requests nginx refused because a ban covers their uid or address.\n"
+		"# TYPE freqctl_nginx_banned_total counter\nfreqctl_nginx_banned_total{kind=\"uid\"} %llu\n"
+		"freqctl_nginx_banned_total{kind=\"address\"} %llu\n",
+		(unsigned long long)a.nginx_banned_uid, (unsigned long long)a.nginx_banned_addr);
 	fprintf(f, "# HELP freqctl_bans Live bans in the store, by kind and reason.\n# TYPE freqctl_bans gauge\n"
 		   "freqctl_bans{kind=\"address\",reason=\"by_hand\"} %zu\n"
 		   "freqctl_bans{kind=\"address\",reason=\"escalated\"} %zu\n"

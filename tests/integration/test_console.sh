@@ -197,6 +197,8 @@ check "DELETE a ban that is not there: 404" status_is "$r" 404
 # Counters.
 r=$(api GET /api/stats)
 check "GET /api/stats: per policy and layer, counted" body_has "$r" '.node != null and .version != null and (.keys | type) == "array" and ([.policies[] | select(.id == 7) | .layer == "xdp" and .passed >= 3 and .denied >= 1] == [true])'
+check "... and nginx's refusals by bans: bob's by a uid ban, none by an address ban" \
+	body_has "$r" '.nginx.banned_uid >= 1 and .nginx.banned_address == 0 and .nginx.allowed == 0'
 if command -v python3 >/dev/null && id www-data >/dev/null 2>&1; then
 	check "a worker (www-data) writes counters past INT64_MAX into policy 11's slot" forge_counters 11
 	r=$(api GET /api/stats)

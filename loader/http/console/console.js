@@ -292,6 +292,9 @@ async function tick() {
     drawCounters();
   }
   renderKeys(s.keys);
+  $('n-banned-uid').textContent = s.nginx.banned_uid;
+  $('n-banned-address').textContent = s.nginx.banned_address;
+  $('n-allowed').textContent = s.nginx.allowed;
   if (Math.floor(now) % 5 === 0) await loadBans();
   else renderBanTimes();
   status('Connected · updated ' + new Date().toLocaleTimeString());
