@@ -21,6 +21,7 @@
 
 #include "fc_cli.h"
 #include "fc_duration.h"
+#include "fc_escape.h"
 #include "fc_rows_json.h"
 #include "fc_shm_state.h"
 #include "fc_stats.h"
@@ -328,6 +329,22 @@ static void fc_top_print_json(const struct fc_top *top, const struct fc_top_samp
 	putchar('\n');
 }
 
+/* The length of the longest prefix of escaped text (fc_escape's) of at
+ * most max bytes that cuts no escape and no character. */
+static size_t fc_top_value_cut(const char *text, size_t max)
+{
+	size_t n = 0, step;
+	unsigned char c, lo, hi;
+
+	for (; text[n]; n += step) {
+		c = (unsigned char)text[n];
+		step = c == '\\' ? (text[n + 1] == 'x' ? 4 : 2) : fc_utf8_lead(c, &lo, &hi);
+		if (!step || n + step > max)
+			break;
+	}
+	return n;
+}
+
 static void fc_top_print_text(const struct fc_top *top, const struct fc_top_sample *prev,
 			      const struct fc_top_sample *cur, const struct fc_top_policy *pol, size_t np,
 			      const struct fc_top_source *src, size_t ns, const struct fc_top_source *ref, size_t nr)
@@ -372,11 +389,22 @@ static void fc_top_print_text(const struct fc_top *top, const struct fc_top_samp
 		fc_addr_format(&ref[i], addr, sizeof(addr));
 		printf("%-40s %-10u %10.1f\n", addr, ref[i].policy, ref[i].value);
 	}
-	printf("\n%-40s %-10s %10s %10s %10s\n", "KEY (per-key nginx policies; keyed hash)", "POLICY", "USED", "PASSED",
-	       "DENIED");
-	for (i = 0; i < top->nkeys; i++)
-		printf("%016llx%24s %-10u %9.0f%% %10u %10u\n", (unsigned long long)top->keys[i].tag, "",
-		       top->keys[i].policy, top->keys[i].use * 100, top->keys[i].passed, top->keys[i].denied);
+	printf("\n%-40s %-10s %10s %10s %10s\n", "KEY (per-key nginx policies; \"value\" or hash)", "POLICY", "USED",
+	       "PASSED", "DENIED");
+	for (i = 0; i < top->nkeys; i++) {
+		const struct fc_key_use *k = &top->keys[i];
+		char key[48];
+
+		if (k->has_value) { /* up to 36 bytes of it: a longer one ends in ... */
+			size_t len = strlen(k->value), cut = fc_top_value_cut(k->value, 36);
+
+			snprintf(key, sizeof(key), "\"%.*s%s", (int)cut, k->value,
+				 cut < len || k->value_cut ? "\"..." : "\"");
+		} else {
+			snprintf(key, sizeof(key), "%016llx", (unsigned long long)k->tag);
+		}
+		printf("%-40s %-10u %9.0f%% %10u %10u\n", key, k->policy, k->use * 100, k->passed, k->denied);
+	}
 	if (!top->tty)
 		putchar('\n');
 }
@@ -480,10 +508,10 @@ const struct fc_cmd fc_cmd_top = {
 		   "refresh (packets at XDP/TC, requests in nginx). Sources: the ip=* policy's per-source\n"
 		   "buckets at XDP/TC ranked by how much of their fullest tier they use now (100% = at the\n"
 		   "limit), and the clients nginx refused for an escalating policy in the last interval.\n"
-		   "Keys: those of per-key nginx policies (DIM=*), ranked the same way; the key table\n"
-		   "holds a keyed hash of each key, not its value ('freqctl keys ID' lists one policy's).\n"
-		   "nginx: the requests refused per second by a uid ban and by an address ban, and let\n"
-		   "through by an allow entry.\n"
+		   "Keys: those of per-key nginx policies (DIM=*), ranked the same way, each by its value\n"
+		   "(escaped, as freqctl keys shows it) where its policy keeps values (--show-keys), else\n"
+		   "by its keyed hash ('freqctl keys ID' lists one policy's). nginx: the requests refused\n"
+		   "per second by a uid ban and by an address ban, and let through by an allow entry.\n"
 		   "Keys and refusals are the nginx workers' account, read from a file they write.\n"
 		   "On a terminal the screen is redrawn; in a pipe each refresh is printed after the last;\n"
 		   "--json prints one object per refresh and line. Ctrl-C quits.",

@@ -32,6 +32,7 @@
 #include "fc_change.h"
 #include "fc_console.h"
 #include "fc_duration.h"
+#include "fc_escape.h"
 #include "fc_http.h"
 #include "fc_rows_json.h"
 #include "fc_stats.h"
@@ -109,33 +110,6 @@ static int fc_reply_json(struct fc_reply *r, unsigned int status, json_t *doc)
 
 	json_decref(doc);
 	return fc_reply_set(r, status, text, text ? strlen(text) : 0, "application/json");
-}
-
-/* The length of the UTF-8 character p starts, and the range its second
- * byte must be in (RFC 3629: no overlong forms, no surrogates, nothing past
- * U+10FFFF); 0 if p can not start one. */
-static size_t fc_utf8_lead(unsigned char c, unsigned char *lo, unsigned char *hi)
-{
-	*lo = 0x80, *hi = 0xbf;
-	if (c < 0x80)
-		return 1;
-	if (c >= 0xc2 && c <= 0xdf)
-		return 2;
-	if (c >= 0xe0 && c <= 0xef) {
-		if (c == 0xe0)
-			*lo = 0xa0;
-		if (c == 0xed)
-			*hi = 0x9f;
-		return 3;
-	}
-	if (c >= 0xf0 && c <= 0xf4) {
-		if (c == 0xf0)
-			*lo = 0x90;
-		if (c == 0xf4)
-			*hi = 0x8f;
-		return 4;
-	}
-	return 0;
 }
 
 /* Makes s valid UTF-8 in place, as JSON must be: a message echoes what the

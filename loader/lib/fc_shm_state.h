@@ -47,6 +47,17 @@ int fc_state_keys_each(int fd, uint64_t from_tag, void (*each)(const struct fc_s
 int fc_state_keys_of(const char *shm_path, uint32_t slot, uint32_t epoch, struct fc_shm_key **out, size_t *n,
 		     struct fc_err *err);
 
+/* The value table (--show-keys), into out (FC_SHM_VALS entries): read
+ * twice, an entry kept only where both reads agree and it is whole (a key's
+ * tag, a length within bounds, a policy slot), every other read as never
+ * used. What it keeps is still the workers' say-so. */
+void fc_state_vals(int fd, struct fc_shm_val *out);
+
+/* The value in vals (from fc_state_vals) of key tag of the policy in slot
+ * with epoch, or NULL. A key the key table no longer holds may have one
+ * left: look up only the tags of keys just read there. */
+const struct fc_shm_val *fc_state_val_of(const struct fc_shm_val *vals, uint64_t tag, uint32_t slot, uint32_t epoch);
+
 /* Counts each policy's live keys in the key table (an entry its policy
  * still owns, not idle at now, UTC ns) and writes the counts into the
  * slots' keys words, which workers hold --max-keys against: a key that

@@ -326,6 +326,20 @@ void fc_key_view(const struct fc_policy_row *row, const struct fc_enforced *e, c
 	v->inflight = v->capped ? k->state[w] : 0;
 }
 
+bool fc_key_value(const struct fc_policy_row *row, const struct fc_enforced *e, const struct fc_shm_val *vals,
+		  uint64_t tag, char *out, bool *cut)
+{
+	const struct fc_shm_val *v;
+
+	*out = '\0';
+	*cut = false;
+	if (!e->show_keys || !vals || !(v = fc_state_val_of(vals, tag, row->slot, row->epoch)))
+		return false;
+	fc_escape(v->value, v->len, out, FC_KEY_VALUE_LEN);
+	*cut = v->flags & FC_SHM_VAL_CUT;
+	return true;
+}
+
 struct fc_busiest {
 	const struct fc_policy *pol; /* compiled, by slot: FC_SHM_SLOTS entries */
 	uint64_t now;
@@ -354,6 +368,29 @@ static void fc_busiest_one(const struct fc_shm_key *e, void *arg)
 	for (; i && b->out[i - 1].use < k.use; i--)
 		b->out[i] = b->out[i - 1];
 	b->out[i] = k;
+}
+
+/* The values of keys k[0..n) whose policies keep them, from the value
+ * table of the state file fd (out of memory: none). */
+static void fc_busiest_values(int fd, const struct fc_stats_all *a, struct fc_key_use *k, size_t n)
+{
+	struct fc_shm_val *vals = NULL;
+	size_t i, j;
+
+	for (i = 0; i < n; i++) {
+		for (j = 0; j < a->n && a->ps[j].row->spec.id != k[i].policy; j++)
+			;
+		if (j == a->n || !a->ps[j].enforced.show_keys)
+			continue;
+		if (!vals) { /* read once, when a key first needs it */
+			if (!(vals = malloc(FC_SHM_VALS * sizeof(*vals))))
+				return;
+			fc_state_vals(fd, vals);
+		}
+		k[i].has_value =
+			fc_key_value(a->ps[j].row, &a->ps[j].enforced, vals, k[i].tag, k[i].value, &k[i].value_cut);
+	}
+	free(vals);
 }
 
 int fc_stats_busiest_keys(const struct fc_ctx *ctx, const struct fc_stats_all *a, uint64_t now,
@@ -385,6 +422,7 @@ int fc_stats_busiest_keys(const struct fc_ctx *ctx, const struct fc_stats_all *a
 	if (fc_state_keys_each(fd, FC_SHM_KEY_TAG_MIN, fc_busiest_one, &b, err) < 0)
 		goto out;
 	*n = b.n;
+	fc_busiest_values(fd, a, out, b.n);
 	rc = 0;
 out:
 	close(fd);

@@ -304,7 +304,10 @@ function renderKeys(keys) {
   const body = $('keys').tBodies[0];
   body.replaceChildren(...keys.map((k) => {
     const tr = document.createElement('tr');
-    tr.append(el('td', k.key, 'mono'), el('td', k.policy), el('td', Math.round(k.used * 100) + '%', 'num'),
+    // A value (the workers' bytes, escaped by the agent) goes in as text, never as markup.
+    const key = el('td', k.value ? '"' + k.value.text + '"' + (k.value.cut ? '\u2026' : '') : k.key, 'mono');
+    key.title = k.key;
+    tr.append(key, el('td', k.policy), el('td', Math.round(k.used * 100) + '%', 'num'),
       el('td', k.passed, 'num'), el('td', k.denied, 'num'));
     return tr;
   }));
