@@ -7,6 +7,7 @@
 
 #include "fc_rows_json.h"
 #include "fc_shm_state.h"
+#include "fc_shm_write.h"
 #include "fc_stats.h"
 #include "fc_store_keep.h"
 #include "fc_version.h"
@@ -79,9 +80,11 @@ static void fc_stats_prometheus_conc(FILE *f, const struct fc_policy_stats *ps, 
 }
 
 /* The same numbers for Prometheus: one family per counter kind, labelled. */
-static void fc_stats_prometheus(FILE *f, const struct fc_stats *s, const struct fc_policy_stats *ps, size_t n,
-				uint64_t nginx_allowed)
+static void fc_stats_prometheus(FILE *f, const struct fc_stats_all *a)
 {
+	const struct fc_stats *s = &a->s;
+	const struct fc_policy_stats *ps = a->ps;
+	size_t n = a->n;
 	char match[FC_MATCH_LEN], esc[2 * FC_MATCH_LEN];
 	const struct fc_counter *cnt;
 	size_t i;
@@ -105,9 +108,15 @@ static void fc_stats_prometheus(FILE *f, const struct fc_stats *s, const struct 
 	       "the shared overflow bucket.\n# TYPE freqctl_source_overflow_packets_total counter\n"
 	       "freqctl_source_overflow_packets_total %llu\n",
 	       (unsigned long long)s->src_overflow.packets);
-	fprintf(f, "# HELP freqctl_nginx_allowed_total Requests nginx let through because an allow entry covers "
-	       "their address or uid.\n# TYPE freqctl_nginx_allowed_total counter\nfreqctl_nginx_allowed_total %llu\n",
-	       (unsigned long long)nginx_allowed);
+	fprintf(f,
+		"# HELP freqctl_nginx_allowed_total Requests nginx let through because an allow entry covers "
+		"their address or uid.\n# TYPE freqctl_nginx_allowed_total counter\nfreqctl_nginx_allowed_total %llu\n",
+		(unsigned long long)a->nginx_allowed);
+	fprintf(f,
+		"# HELP freqctl_offender_reports_lost_total Offender reports of nginx the agent could not read: "
+		"overwritten before it read them, or never finished (a worker killed while writing one).\n"
+		"# TYPE freqctl_offender_reports_lost_total counter\nfreqctl_offender_reports_lost_total %llu\n",
+		(unsigned long long)a->ring_lost);
 	fputs("# HELP freqctl_policy_total Packets (layer xdp) or requests (layer nginx) per policy and outcome.\n"
 	      "# TYPE freqctl_policy_total counter\n",
 	      f);
@@ -222,6 +231,7 @@ int fc_stats_gather(const struct fc_ctx *ctx, struct fc_stats_all *a, struct fc_
 	}
 	for (i = 0; i < a->n; i++)
 		l7 |= fc_policy_is_l7(&a->rows[i].spec);
+	a->ring_lost = fc_shm_lost(ctx->shm_path);
 	/* The workers' counters: their word, read as it is (no shm yet: zeros). */
 	if ((fd = fc_state_open(ctx->shm_path, &shm_err)) >= 0) {
 		a->nginx_allowed = fc_state_allowed(fd);
@@ -411,7 +421,7 @@ int fc_stats_write_prometheus(const struct fc_ctx *ctx, FILE *f, struct fc_err *
 		FC_VERSION);
 	if (fc_stats_gather(ctx, &a, err) < 0)
 		return -1;
-	fc_stats_prometheus(f, &a.s, a.ps, a.n, a.nginx_allowed);
+	fc_stats_prometheus(f, &a);
 	fprintf(f, "# HELP freqctl_bans Live bans in the store, by kind and reason.\n# TYPE freqctl_bans gauge\n"
 		   "freqctl_bans{kind=\"address\",reason=\"by_hand\"} %zu\n"
 		   "freqctl_bans{kind=\"address\",reason=\"escalated\"} %zu\n"

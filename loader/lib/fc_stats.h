@@ -46,6 +46,7 @@ struct fc_stats_all {
 	struct fc_ban_source *sources; /* by hand first, then each set by id */
 	size_t nsources;
 	uint64_t nginx_allowed; /* requests nginx let through by an allow entry (the workers' count) */
+	uint64_t ring_lost;     /* offender reports the agent could not read (its count) */
 };
 
 /* a's ban sources as JSON: [{"set": null | NAME, "bans", "dropped": {"packets", "bytes"}}]. */

@@ -3,7 +3,8 @@
 # it: the config file root publishes is not theirs to write; the state file
 # they write is read by root (sync, stats, top, the agent) as hostile bytes,
 # so garbage, a forged ring head or a truncated file change nothing root
-# does and crash nothing; and a file or link planted where root will publish
+# does and crash nothing, and a ring slot a killed worker never stamped
+# stops no escalation; and a file or link planted where root will publish
 # is replaced, never followed.
 . "$(dirname "$0")/lib.sh"
 [ "$(id -u)" -eq 0 ] || skip_all "needs root (files owned by root, runuser)"
@@ -72,6 +73,38 @@ check "... of the layout's size" [ "$(stat -c %s "$shm.state")" -gt 100 ]
 kill -TERM "$apid" && wait "$apid"
 apid=
 check "the agent ran to its end" grep -q stopping "$d/agent.log"
+
+# A worker killed between taking a ring index and stamping it leaves a slot
+# that is never stamped: the agent skips it once later reports are stamped,
+# counts it as lost, and escalates on the reports behind it (policy 1: past 3
+# refusals a minute). The address is data only: nobody sends from it.
+stalled_ring() { # as www-data: a slot claimed and left unstamped, then 4 reports of 198.18.0.77 by policy 1
+	runuser -u www-data -- python3 - "$shm.state" <<'PY'
+import struct, sys
+RING = 4096 + 65537 * 128  # FC_STATE_RING_OFF; head, 56 bytes of padding, then 32-byte entries
+with open(sys.argv[1], "r+b") as f:
+    f.seek(RING)
+    head = struct.unpack("<Q", f.read(8))[0]
+    for i in range(5):  # seq (0: not stamped), policy, family, 3 pad bytes, address
+        f.seek(RING + 64 + ((head + i) % 65536) * 32)
+        f.write(struct.pack("<QIB3x16s", head + i + 1 if i else 0, 1, 4, bytes([198, 18, 0, 77])))
+    f.seek(RING)
+    f.write(struct.pack("<Q", head + 5))
+PY
+}
+escalated() { fc ban list --json | jq_true 'any(.[]; .ban == "198.18.0.77" and .escalated_by_policy == 1)'; }
+"$FC_BIN" --db "$db" --pin-dir "$pin" --shm "$shm" agent >"$d/agent2.log" 2>&1 &
+apid=$!
+wait_until 5 grep -q "watching store" "$d/agent2.log"
+check "www-data leaves a ring slot unstamped before 4 reports" stalled_ring
+check "the agent escalates behind the slot never stamped" wait_until 5 escalated
+check "... and says it lost a report" grep -q "1 reports lost" "$d/agent2.log"
+kill -TERM "$apid" && wait "$apid"
+apid=
+check "stats --json counts the report lost" jq_true '.offender_reports_lost >= 1' <<<"$(fc stats --json)"
+check "... stats too" sh -c "'$FC_BIN' --db '$db' --pin-dir '$pin' --shm '$shm' stats | grep -q '^nginx: reports lost  *[1-9]'"
+check "... and --prometheus" sh -c "'$FC_BIN' --db '$db' --pin-dir '$pin' --shm '$shm' stats --prometheus |
+	grep -q '^freqctl_offender_reports_lost_total [1-9]'"
 
 # A config file that others may write is replaced, not trusted.
 ino=$(stat -c %i "$shm")

@@ -960,3 +960,32 @@ void fc_shm_marked(const char *path, uint64_t *store_id, uint64_t *seq)
 	*store_id = mark[0];
 	*seq = mark[1];
 }
+
+/* One agent per shm writes the count: read, add, write back. */
+int fc_shm_add_lost(const char *path, uint64_t n, struct fc_err *err)
+{
+	int fd = fc_shm_open_ours(path, O_RDWR), rc = 0;
+	__u64 lost = 0;
+
+	if (fd < 0)
+		return fc_err_set(err, "shm %s: not ours to count in", path);
+	if (pread(fd, &lost, sizeof(lost), offsetof(struct fc_shm_header, ring_lost)) != sizeof(lost))
+		lost = 0;
+	lost += n;
+	if (pwrite(fd, &lost, sizeof(lost), offsetof(struct fc_shm_header, ring_lost)) != sizeof(lost))
+		rc = fc_err_set(err, "shm %s: %s", path, strerror(errno));
+	close(fd);
+	return rc;
+}
+
+uint64_t fc_shm_lost(const char *path)
+{
+	int fd = fc_shm_open_ours(path, O_RDONLY);
+	__u64 lost = 0;
+
+	if (fd >= 0 && pread(fd, &lost, sizeof(lost), offsetof(struct fc_shm_header, ring_lost)) != sizeof(lost))
+		lost = 0;
+	if (fd >= 0)
+		close(fd);
+	return lost;
+}
