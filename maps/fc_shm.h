@@ -120,6 +120,11 @@ struct fc_shm_header {
 	 * freqctl stats. After the fields workers read: a file of this version
 	 * made before it holds zero here. */
 	__u64 ring_lost;
+	/* The key table's entries in the state file the publisher made or kept
+	 * (0: not said yet): root reads a state file of another size as
+	 * another's, never as a bigger table. */
+	__u32 state_keys;
+	__u32 pad;
 };
 
 #define FC_SHM_BAN_UIDS (1ULL << 63)
@@ -479,8 +484,9 @@ static inline __u64 fc_shm_align8(__u64 n)
 }
 
 /* The layouts both compilers and every reader must agree on. */
-FC_ABI_SIZE(struct fc_shm_header, 160);
+FC_ABI_SIZE(struct fc_shm_header, 168);
 FC_ABI_OFF(struct fc_shm_header, ring_lost, 152);
+FC_ABI_OFF(struct fc_shm_header, state_keys, 160);
 FC_ABI_OFF(struct fc_shm_header, allow_plens, 96);
 FC_ABI_OFF(struct fc_shm_header, store_seq, 136);
 FC_ABI_OFF(struct fc_shm_header, key_secret, 80);

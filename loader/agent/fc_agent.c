@@ -506,7 +506,7 @@ static void fc_agent_recount(struct fc_agent *a)
 	if (!a->keyed || now - a->recounted < FC_AGENT_RECOUNT_S)
 		return;
 	a->recounted = now;
-	if (fc_state_keys_recount(a->ctx.shm_path, (uint64_t)now * FC_NS_PER_SEC, &err) < 0)
+	if (fc_state_keys_recount(a->ctx.shm_path, a->ctx.shm_keys, (uint64_t)now * FC_NS_PER_SEC, &err) < 0)
 		fc_agent_log("keys: %s", err.msg);
 }
 

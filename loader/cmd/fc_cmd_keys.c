@@ -33,27 +33,19 @@ static const char *fc_keys_num(uint64_t v, const char *what, char buf[24])
 	return buf;
 }
 
-static int fc_key_busier(const void *a, const void *b)
-{
-	const struct fc_shm_key *x = a, *y = b;
-	uint64_t nx = (uint64_t)x->passed + x->denied, ny = (uint64_t)y->passed + y->denied;
-
-	return nx < ny ? 1 : nx > ny ? -1 : 0;
-}
-
 static int fc_keys_run(const struct fc_ctx *ctx, const struct fc_cmd *cmd, int argc, char **argv)
 {
 	struct fc_keys_opt opt = { .rows = 20 };
 	struct fc_store *st = NULL;
-	struct fc_shm_key *keys = NULL;
+	struct fc_keys_top top;
 	struct fc_policy_row row;
 	struct fc_node_ctx node;
 	struct fc_enforced enf;
 	struct fc_err err;
 	struct fc_key_view v;
 	uint64_t now;
-	size_t n = 0, i, live = 0;
 	json_t *arr = NULL;
+	size_t i;
 	uint32_t id;
 	bool found;
 
@@ -73,22 +65,21 @@ static int fc_keys_run(const struct fc_ctx *ctx, const struct fc_cmd *cmd, int a
 		fc_warn("keys: policy %u: not a per-key policy (a DIM=* in its match)", id);
 		return FC_EXIT_FAILURE;
 	}
-	if (fc_state_keys_of(ctx->shm_path, row.slot, row.epoch, &keys, &n, &err) < 0)
+	/* The busiest opt.rows alone are kept, whatever the table holds. */
+	now = fc_utc_ns();
+	if (fc_state_keys_top(ctx->shm_path, ctx->shm_keys, row.slot, row.epoch, now, opt.rows, &top, &err) < 0)
 		goto fail;
 	/* Its limits as nginx enforces them here: this node's share. */
 	fc_policy_enforced(&row, &node, &enf);
-	qsort(keys, n, sizeof(*keys), fc_key_busier);
-	now = fc_utc_ns();
-	for (i = 0; i < n; i++)
-		live += keys[i].idle_ns >= now;
 	if (opt.json)
 		arr = json_array();
 	else
-		printf("policy %u: %zu keys, %zu live (a key is kept as a keyed hash, not its value: "
+		printf("policy %u: %llu keys, %llu live (a key is kept as a keyed hash, not its value: "
 		       "$freqctl_key logs values)\n%-18s %10s %10s %10s %10s %10s %10s\n",
-		       id, n, live, "KEY", "PASSED", "DENIED", "REMAINING", "NEXT-S", "IDLE-IN-S", "IN-FLIGHT");
-	for (i = 0; i < n && i < opt.rows; i++) {
-		const struct fc_shm_key *e = &keys[i];
+		       id, (unsigned long long)top.total, (unsigned long long)top.live, "KEY", "PASSED", "DENIED",
+		       "REMAINING", "NEXT-S", "IDLE-IN-S", "IN-FLIGHT");
+	for (i = 0; i < top.n; i++) {
+		const struct fc_shm_key *e = &top.v[i];
 		char tag[24], nb[2][24];
 
 		fc_key_view(&row, &enf, e, now, &v);
@@ -106,7 +97,7 @@ static int fc_keys_run(const struct fc_ctx *ctx, const struct fc_cmd *cmd, int a
 			       fc_keys_num(v.held ? UINT64_MAX : v.idle_s, "held", nb[0]),
 			       fc_keys_num(v.capped ? v.inflight : UINT64_MAX, "-", nb[1]));
 	}
-	free(keys);
+	free(top.v);
 	return arr ? fc_json_print(arr) : FC_EXIT_OK;
 fail:
 	fc_store_close(st);

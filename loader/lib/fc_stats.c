@@ -1,4 +1,6 @@
 // SPDX-License-Identifier: BSD-2-Clause
+#include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -10,6 +12,7 @@
 #include "fc_shm_write.h"
 #include "fc_stats.h"
 #include "fc_store_keep.h"
+#include "fc_topn.h"
 #include "fc_version.h"
 
 /* The counters of struct fc_stats, in display order. */
@@ -338,17 +341,23 @@ void fc_key_view(const struct fc_policy_row *row, const struct fc_enforced *e, c
 struct fc_busiest {
 	const struct fc_policy *pol; /* compiled, by slot: FC_SHM_SLOTS entries */
 	uint64_t now;
-	struct fc_key_use *out;
-	size_t max, n;
+	struct fc_topn top;
 };
 
-/* Keeps the key if it is among the max busiest seen so far (max is small). */
+/* Using more of its fullest tier first. */
+static int fc_key_use_more(const void *a, const void *b)
+{
+	const struct fc_key_use *x = a, *y = b;
+
+	return x->use < y->use ? 1 : x->use > y->use ? -1 : 0;
+}
+
+/* Keeps the key if it is among the max busiest seen so far. */
 static void fc_busiest_one(const struct fc_shm_key *e, void *arg)
 {
 	struct fc_busiest *b = arg;
 	const struct fc_policy *pol;
 	struct fc_key_use k;
-	size_t i;
 
 	/* Every field is the workers' say-so: bounded before use. */
 	if (!e->slot || e->slot >= FC_SHM_SLOTS)
@@ -357,29 +366,29 @@ static void fc_busiest_one(const struct fc_shm_key *e, void *arg)
 	if (!pol->id || pol->epoch != e->epoch)
 		return;
 	k = (struct fc_key_use){ pol->id, e->tag, e->passed, e->denied, fc_bucket_use(pol, e->state, b->now) };
-	if (!k.use || (b->n == b->max && k.use <= b->out[b->n - 1].use))
-		return;
-	i = b->n < b->max ? b->n++ : b->n - 1;
-	for (; i && b->out[i - 1].use < k.use; i--)
-		b->out[i] = b->out[i - 1];
-	b->out[i] = k;
+	if (k.use)
+		fc_topn_push(&b->top, &k);
 }
 
 int fc_stats_busiest_keys(const struct fc_ctx *ctx, const struct fc_stats_all *a, uint64_t now,
 			  struct fc_key_use *out, size_t max, size_t *n, struct fc_err *err)
 {
-	struct fc_busiest b = { .now = now, .out = out, .max = max };
+	struct fc_busiest b = { .now = now };
 	struct fc_policy *pol = NULL;
-	struct fc_err none;
 	bool keyed = false;
+	uint32_t nkeys;
 	size_t i;
 	int fd = -1, rc = -1;
 
 	*n = 0;
 	for (i = 0; i < a->n; i++)
 		keyed = keyed || fc_policy_is_keyed(&a->ps[i].row->spec);
-	if (!keyed || !max || (fd = fc_state_open(ctx->shm_path, &none)) < 0)
-		return 0; /* no per-key policy, or nginx has no state yet */
+	if (!keyed || !max)
+		return 0;
+	fd = fc_state_open_keys(ctx->shm_path, ctx->shm_keys, O_RDONLY, &nkeys, err);
+	if (fd < 0)
+		return errno == ENOENT ? 0 : -1; /* nginx has no state yet: no keys */
+	fc_topn_init(&b.top, out, sizeof(*out), max, fc_key_use_more);
 	b.pol = pol = calloc(FC_SHM_SLOTS, sizeof(*pol));
 	if (!pol) {
 		fc_err_set(err, "out of memory");
@@ -391,9 +400,10 @@ int fc_stats_busiest_keys(const struct fc_ctx *ctx, const struct fc_stats_all *a
 		if (fc_policy_is_keyed(&r->spec) && r->slot && r->slot < FC_SHM_SLOTS)
 			pol[r->slot] = a->ps[i].enforced.k;
 	}
-	if (fc_state_keys_each(fd, FC_SHM_KEY_TAG_MIN, fc_busiest_one, &b, err) < 0)
+	if (fc_state_keys_each(fd, nkeys, FC_SHM_KEY_TAG_MIN, fc_busiest_one, &b, err) < 0)
 		goto out;
-	*n = b.n;
+	fc_topn_sort(&b.top);
+	*n = b.top.n;
 	rc = 0;
 out:
 	close(fd);

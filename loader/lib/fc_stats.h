@@ -95,7 +95,9 @@ void fc_key_view(const struct fc_policy_row *row, const struct fc_enforced *e, c
 		 struct fc_key_view *v);
 
 /* The keys of a's per-key policies using the most of their fullest tier at
- * now (UTC ns), at most max, most first; *n how many. None without a shm. */
+ * now (UTC ns), at most max, most first; *n how many. None without a shm;
+ * -1 with err when its state file is not of the size named
+ * (fc_state_open_keys). */
 int fc_stats_busiest_keys(const struct fc_ctx *ctx, const struct fc_stats_all *a, uint64_t now,
 			  struct fc_key_use *out, size_t max, size_t *n, struct fc_err *err);
 

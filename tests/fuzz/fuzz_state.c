@@ -70,14 +70,15 @@ static void fc_check_keys(void)
 {
 	struct fc_policy_stats ps[2] = { { .row = &krows[0] }, { .row = &krows[1] } };
 	struct fc_stats_all a = { .ps = ps, .n = 2, .node = fc_node_here(1) };
+	const uint64_t now = 1800000000ULL * FC_NS_PER_SEC;
 	struct fc_key_use top[4];
-	struct fc_shm_key *keys;
+	struct fc_keys_top kt;
 	struct fc_err err;
 	size_t n, i;
 
 	for (i = 0; i < 2; i++)
 		fc_policy_enforced(ps[i].row, &a.node, &ps[i].enforced);
-	if (fc_stats_busiest_keys(fc_fuzz_ctx(), &a, 1800000000ULL * FC_NS_PER_SEC, top, 4, &n, &err) == 0) {
+	if (fc_stats_busiest_keys(fc_fuzz_ctx(), &a, now, top, 4, &n, &err) == 0) {
 		if (n > 4)
 			fc_fuzz_fail("%zu busiest keys, asked for 4", n);
 		for (i = 0; i < n; i++) {
@@ -87,23 +88,31 @@ static void fc_check_keys(void)
 				fc_fuzz_fail("a busiest key of policy %u, which is not per-key", top[i].policy);
 		}
 	}
-	if (fc_state_keys_of(fc_fuzz_ctx()->shm_path, krows[0].slot, krows[0].epoch, &keys, &n, &err) == 0) {
+	if (fc_state_keys_top(fc_fuzz_ctx()->shm_path, FC_SHM_KEYS_MIN, krows[0].slot, krows[0].epoch, now, 3, &kt,
+			      &err) == 0) {
 		const struct fc_enforced *e = &ps[0].enforced;
+		const struct fc_shm_key *keys = kt.v;
 		struct fc_key_view v;
 		uint8_t w = fc_shm_conc_word(e->k.ntiers, e->k.warmup_ms); /* past the rates and the ramp's word */
 
-		for (i = 0; i < n; i++) {
+		if (kt.n > 3 || kt.n > kt.total || kt.live > kt.total)
+			fc_fuzz_fail("%zu keys kept of %llu (%llu live), asked for 3", kt.n,
+				     (unsigned long long)kt.total, (unsigned long long)kt.live);
+		for (i = 0; i < kt.n; i++) {
+			if (i && (uint64_t)keys[i].passed + keys[i].denied >
+					 (uint64_t)keys[i - 1].passed + keys[i - 1].denied)
+				fc_fuzz_fail("key %zu busier than key %zu before it", i, i - 1);
 			if (keys[i].slot != krows[0].slot || keys[i].epoch != krows[0].epoch)
 				fc_fuzz_fail("a key of slot %u epoch %u listed for slot %u", keys[i].slot, keys[i].epoch,
 					     krows[0].slot);
-			fc_key_view(&krows[0], e, &keys[i], 1800000000ULL * FC_NS_PER_SEC, &v);
+			fc_key_view(&krows[0], e, &keys[i], now, &v);
 			if (!v.capped || v.inflight != keys[i].state[w] || v.remaining > fc_tier_burst(&krows[0].spec, 0) ||
 			    v.held != !!(keys[i].idle_ns & FC_SHM_KEY_HELD) || v.idle_s > FC_SHM_KEY_HELD / FC_NS_PER_SEC)
 				fc_fuzz_fail("key %zu: in flight %llu of word %llu, %llu remaining, held %d, idle in %llu s", i,
 					     (unsigned long long)v.inflight, (unsigned long long)keys[i].state[w],
 					     (unsigned long long)v.remaining, v.held, (unsigned long long)v.idle_s);
 		}
-		free(keys);
+		free(kt.v);
 	}
 }
 

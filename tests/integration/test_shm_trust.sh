@@ -3,8 +3,9 @@
 # it: the config file root publishes is not theirs to write; the state file
 # they write is read by root (sync, stats, top, the agent) as hostile bytes,
 # so garbage, a forged ring head or a truncated file change nothing root
-# does and crash nothing, and a ring slot a killed worker never stamped
-# stops no escalation; and a file or link planted where root will publish
+# does and crash nothing, a ring slot a killed worker never stamped stops
+# no escalation, and a state file grown to the biggest key table is
+# refused, not read; and a file or link planted where root will publish
 # is replaced, never followed.
 . "$(dirname "$0")/lib.sh"
 [ "$(id -u)" -eq 0 ] || skip_all "needs root (files owned by root, runuser)"
@@ -70,6 +71,23 @@ sleep 0.3
 check "the agent survives the truncation" kill -0 "$apid"
 check "sync puts a whole state file back" fcq sync
 check "... of the layout's size" [ "$(stat -c %s "$shm.state")" -gt 100 ]
+# Grown by www-data to the biggest key table (16M entries, 1 GiB sparse):
+# root reads no table bigger than the shm names.
+size=$(stat -c %s "$shm.state")
+grown=$((size + (16777216 - 1048576) * 64))
+check "a per-key policy" fcq policy add 2 --match 'uid=*' --rate 5/s
+as_www "truncate -s $grown '$shm.state'"
+refused() { # refused COMMAND...: exits 1 naming the state file, its size and the size expected
+	local out
+	out=$(fc "$@" 2>&1)
+	[ $? -eq 1 ] && grep -qF "shm state $shm.state: $grown bytes, expected $size (a key table of 1048576 entries, as the shm names)" <<<"$out"
+}
+check "keys refuses the state file www-data grew, naming it and both sizes" refused keys 2
+check "top says so too, and shows the rest" sh -c "'$FC_BIN' --db '$db' --pin-dir '$pin' --shm '$shm' top --json -n 1 -d 0.1 2>&1 >/dev/null |
+	grep -qF 'shm state $shm.state: $grown bytes'"
+check "sync makes it anew, of the size the shm names" sh -c "'$FC_BIN' --db '$db' --pin-dir '$pin' --shm '$shm' sync >/dev/null &&
+	[ \"\$(stat -c %s '$shm.state')\" = $size ]"
+check "keys reads it then" fcq keys 2
 kill -TERM "$apid" && wait "$apid"
 apid=
 check "the agent ran to its end" grep -q stopping "$d/agent.log"
