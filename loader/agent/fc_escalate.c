@@ -12,8 +12,12 @@ int fc_esc_set_policies(struct fc_escalation *e, const struct fc_policy_row *row
 
 	if (!e->cap)
 		e->cap = FC_ESC_CAP_DEFAULT;
-	if (!pol || (!e->keys && !(e->keys = calloc(FC_ESC_KEYS, sizeof(*e->keys)))) ||
-	    (!e->batch && !(e->batch = calloc(FC_ESC_BATCH, sizeof(*e->batch)))) ||
+	if (!e->nkeys || (e->nkeys & (e->nkeys - 1)))
+		e->nkeys = FC_ESC_KEYS;
+	if (!e->nbatch)
+		e->nbatch = FC_ESC_BATCH;
+	if (!pol || (!e->keys && !(e->keys = calloc(e->nkeys, sizeof(*e->keys)))) ||
+	    (!e->batch && !(e->batch = calloc(e->nbatch, sizeof(*e->batch)))) ||
 	    (!e->nets && !(e->nets = calloc(FC_ESC_V6_NETS, sizeof(*e->nets))))) {
 		free(pol);
 		return -1;
@@ -94,14 +98,14 @@ static bool fc_esc_count(struct fc_escalation *e, const struct fc_esc_policy *p,
 	size_t i, b;
 
 	for (i = 0; i < 16; i++) {
-		b = (h + i) & (FC_ESC_KEYS - 1);
+		b = (h + i) & (e->nkeys - 1);
 		k = &e->keys[b];
 		if (!k->policy || (k->policy == p->id && k->family == family && !memcmp(k->addr, addr, 16)) ||
 		    k->window < window - 1)
 			break; /* a free, matching or stale counter */
 	}
 	if (i == 16)
-		k = &e->keys[h & (FC_ESC_KEYS - 1)]; /* crowded: the oldest guess wins */
+		k = &e->keys[h & (e->nkeys - 1)]; /* crowded: the oldest guess wins */
 	if (k->policy != p->id || k->family != family || memcmp(k->addr, addr, 16) || k->window != window) {
 		*k = (struct fc_esc_key){ .policy = p->id, .family = family, .window = window };
 		memcpy(k->addr, addr, 16);
@@ -191,7 +195,7 @@ size_t fc_esc_drain(struct fc_escalation *e, int64_t now, size_t room, struct fc
 		e->tail = head - FC_SHM_RING_SIZE;
 	}
 	fc_esc_age(e, head, now);
-	n = head - e->tail < FC_ESC_BATCH ? (size_t)(head - e->tail) : FC_ESC_BATCH;
+	n = head - e->tail < e->nbatch ? (size_t)(head - e->tail) : e->nbatch;
 	e->src->read(e->src->ctx, e->tail, n, e->batch);
 	for (stamped = n; stamped && e->batch[stamped - 1].seq != e->tail + stamped; stamped--)
 		;

@@ -75,6 +75,10 @@ struct fc_escalation {
 	struct fc_shm_ring_entry *batch;
 	uint32_t cap;          /* bans per minute (the caller's to set) */
 	uint32_t v6_aggregate; /* 0: never aggregate (the caller's to set) */
+	/* The caller's to set, before the first fc_esc_set_policies (a fuzz
+	 * target keeps them small): counters kept, a power of two (0:
+	 * FC_ESC_KEYS), and reports read at once (0: FC_ESC_BATCH). */
+	uint32_t nkeys, nbatch;
 	int64_t minute;        /* of the counts below */
 	uint32_t made;         /* bans made this minute */
 	struct fc_esc_net *nets;
@@ -114,7 +118,7 @@ void fc_esc_set_allows(struct fc_escalation *e, struct fc_allow_row *rows, size_
 /* Starts reading src from its head: reports made before are not counted. */
 void fc_esc_attach(struct fc_escalation *e, const struct fc_ring_src *src);
 
-/* Reads the ring up to its head (at most FC_ESC_BATCH reports, or until max
+/* Reads the ring up to its head (at most nbatch reports, or until max
  * bans are due) at now (unix seconds); fills bans with what crossed a
  * threshold, within room more bans. Returns how many. A report still being
  * written is left for next time, unless a worker was killed writing it: one

@@ -338,11 +338,25 @@ void fc_key_view(const struct fc_policy_row *row, const struct fc_enforced *e, c
 	v->inflight = v->capped ? k->state[w] : 0;
 }
 
+/* A per-key policy as its keys name it: its slot. */
+struct fc_keyed {
+	uint32_t slot;
+	const struct fc_policy *pol; /* compiled, as this node enforces it */
+};
+
 struct fc_busiest {
-	const struct fc_policy *pol; /* compiled, by slot: FC_SHM_SLOTS entries */
+	const struct fc_keyed *keyed; /* by slot */
+	size_t nkeyed;
 	uint64_t now;
 	struct fc_topn top;
 };
+
+static int fc_keyed_cmp(const void *a, const void *b)
+{
+	const struct fc_keyed *x = a, *y = b;
+
+	return x->slot < y->slot ? -1 : x->slot > y->slot;
+}
 
 /* Using more of its fullest tier first. */
 static int fc_key_use_more(const void *a, const void *b)
@@ -356,15 +370,16 @@ static int fc_key_use_more(const void *a, const void *b)
 static void fc_busiest_one(const struct fc_shm_key *e, void *arg)
 {
 	struct fc_busiest *b = arg;
+	const struct fc_keyed *kp, want = { .slot = e->slot };
 	const struct fc_policy *pol;
 	struct fc_key_use k;
 
-	/* Every field is the workers' say-so: bounded before use. */
-	if (!e->slot || e->slot >= FC_SHM_SLOTS)
+	/* Every field is the workers' say-so: only a slot and epoch of a
+	 * per-key policy name one. */
+	kp = bsearch(&want, b->keyed, b->nkeyed, sizeof(*b->keyed), fc_keyed_cmp);
+	if (!kp || kp->pol->epoch != e->epoch)
 		return;
-	pol = &b->pol[e->slot];
-	if (!pol->id || pol->epoch != e->epoch)
-		return;
+	pol = kp->pol;
 	k = (struct fc_key_use){ pol->id, e->tag, e->passed, e->denied, fc_bucket_use(pol, e->state, b->now) };
 	if (k.use)
 		fc_topn_push(&b->top, &k);
@@ -374,40 +389,41 @@ int fc_stats_busiest_keys(const struct fc_ctx *ctx, const struct fc_stats_all *a
 			  struct fc_key_use *out, size_t max, size_t *n, struct fc_err *err)
 {
 	struct fc_busiest b = { .now = now };
-	struct fc_policy *pol = NULL;
-	bool keyed = false;
+	struct fc_keyed *keyed;
 	uint32_t nkeys;
 	size_t i;
-	int fd = -1, rc = -1;
+	int fd, rc = -1;
 
 	*n = 0;
-	for (i = 0; i < a->n; i++)
-		keyed = keyed || fc_policy_is_keyed(&a->ps[i].row->spec);
-	if (!keyed || !max)
-		return 0;
-	fd = fc_state_open_keys(ctx->shm_path, ctx->shm_keys, O_RDONLY, &nkeys, err);
-	if (fd < 0)
-		return errno == ENOENT ? 0 : -1; /* nginx has no state yet: no keys */
-	fc_topn_init(&b.top, out, sizeof(*out), max, fc_key_use_more);
-	b.pol = pol = calloc(FC_SHM_SLOTS, sizeof(*pol));
-	if (!pol) {
-		fc_err_set(err, "out of memory");
-		goto out;
-	}
+	keyed = calloc(a->n ? a->n : 1, sizeof(*keyed));
+	if (!keyed)
+		return fc_err_set(err, "out of memory");
 	for (i = 0; i < a->n; i++) {
 		const struct fc_policy_row *r = a->ps[i].row;
 
 		if (fc_policy_is_keyed(&r->spec) && r->slot && r->slot < FC_SHM_SLOTS)
-			pol[r->slot] = a->ps[i].enforced.k;
+			keyed[b.nkeyed++] = (struct fc_keyed){ r->slot, &a->ps[i].enforced.k };
 	}
-	if (fc_state_keys_each(fd, nkeys, FC_SHM_KEY_TAG_MIN, fc_busiest_one, &b, err) < 0)
-		goto out;
-	fc_topn_sort(&b.top);
-	*n = b.top.n;
-	rc = 0;
-out:
+	if (!b.nkeyed || !max) {
+		free(keyed);
+		return 0;
+	}
+	qsort(keyed, b.nkeyed, sizeof(*keyed), fc_keyed_cmp);
+	b.keyed = keyed;
+	fc_topn_init(&b.top, out, sizeof(*out), max, fc_key_use_more);
+	fd = fc_state_open_keys(ctx->shm_path, ctx->shm_keys, O_RDONLY, &nkeys, err);
+	if (fd < 0) {
+		rc = errno == ENOENT ? 0 : -1; /* nginx has no state yet: no keys */
+		free(keyed);
+		return rc;
+	}
+	if (fc_state_keys_each(fd, nkeys, FC_SHM_KEY_TAG_MIN, fc_busiest_one, &b, err) == 0) {
+		fc_topn_sort(&b.top);
+		*n = b.top.n;
+		rc = 0;
+	}
 	close(fd);
-	free(pol);
+	free(keyed);
 	return rc;
 }
 
