@@ -21,6 +21,7 @@ const struct fc_stat_row fc_stat_rows[] = {
 	{ "dropped_exact", "dropped: exact ban", offsetof(struct fc_stats, drop_exact) },
 	{ "dropped_prefix", "dropped: prefix ban", offsetof(struct fc_stats, drop_prefix) },
 	{ "dropped_limit", "dropped: rate limit", offsetof(struct fc_stats, drop_limit) },
+	{ "dropped_vlan", "dropped: VLAN tags", offsetof(struct fc_stats, drop_tagged) },
 	{ "source_overflow", "ip=* overflow bucket", offsetof(struct fc_stats, src_overflow) },
 	{ "passed_non_ip", "passed: not IP", offsetof(struct fc_stats, non_ip) },
 	{ "passed_malformed", "passed: malformed", offsetof(struct fc_stats, malformed) },
