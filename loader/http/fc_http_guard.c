@@ -19,8 +19,7 @@ static uint64_t fc_mono_ms(void)
 /* The entry of conn, as its socket context holds it (NULL: none). */
 static struct fc_http_conn *fc_guard_conn(struct MHD_Connection *conn)
 {
-	const union MHD_ConnectionInfo *ci =
-		fc_mhd.MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+	const union MHD_ConnectionInfo *ci = fc_mhd.MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
 
 	return ci ? ci->socket_context : NULL;
 }
@@ -73,7 +72,8 @@ static bool fc_guard_evict(struct fc_http_guard *g, const uint8_t *who, const st
 	for (i = 0; i < FC_HTTP_CONNS; i++) {
 		struct fc_http_conn *c = &g->conns[i];
 
-		if (c != self && fc_guard_pending(c) && !memcmp(c->who, who, 17) && (!old || c->since_ms < old->since_ms))
+		if (c != self && fc_guard_pending(c) && !memcmp(c->who, who, 17) &&
+		    (!old || c->since_ms < old->since_ms))
 			old = c;
 	}
 	if (old)
