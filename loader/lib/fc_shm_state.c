@@ -9,8 +9,8 @@
 #include <sys/stat.h>
 
 #include "fc_shm_state.h"
-#include "fc_topn.h"
 #include "fc_shm_write.h"
+#include "fc_topn.h"
 
 /* Opens the state file of the shm at shm_path with flags, a regular file,
  * no link followed; path and *size: its path and size. */
