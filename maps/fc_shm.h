@@ -115,6 +115,16 @@ struct fc_shm_header {
 	__u64 store_seq;
 	__u32 ban_used;    /* slots of the live table in use: bans and tombstones */
 	__u32 ban_dead;    /* tombstones among them */
+	/* The agent's count of offender reports it could not read (overwritten
+	 * by a faster lap, or never stamped: a worker killed writing one), for
+	 * freqctl stats. After the fields workers read: a file of this version
+	 * made before it holds zero here. */
+	__u64 ring_lost;
+	/* The key table's entries in the state file the publisher made or kept
+	 * (0: not said yet): root reads a state file of another size as
+	 * another's, never as a bigger table. */
+	__u32 state_keys;
+	__u32 pad;
 };
 
 #define FC_SHM_BAN_UIDS (1ULL << 63)
@@ -532,7 +542,9 @@ static inline __u64 fc_shm_align8(__u64 n)
 }
 
 /* The layouts both compilers and every reader must agree on. */
-FC_ABI_SIZE(struct fc_shm_header, 152);
+FC_ABI_SIZE(struct fc_shm_header, 168);
+FC_ABI_OFF(struct fc_shm_header, ring_lost, 152);
+FC_ABI_OFF(struct fc_shm_header, state_keys, 160);
 FC_ABI_OFF(struct fc_shm_header, allow_plens, 96);
 FC_ABI_OFF(struct fc_shm_header, store_seq, 136);
 FC_ABI_OFF(struct fc_shm_header, key_secret, 80);

@@ -34,14 +34,6 @@ static const char *fc_keys_num(uint64_t v, const char *what, char buf[24])
 	return buf;
 }
 
-static int fc_key_busier(const void *a, const void *b)
-{
-	const struct fc_shm_key *x = a, *y = b;
-	uint64_t nx = (uint64_t)x->passed + x->denied, ny = (uint64_t)y->passed + y->denied;
-
-	return nx < ny ? 1 : nx > ny ? -1 : 0;
-}
-
 /* The value table, if the policy keeps values (NULL: it keeps none, or
  * nginx has no state file yet, or no memory: hashes alone are shown). */
 static struct fc_shm_val *fc_keys_vals(const struct fc_ctx *ctx, const struct fc_enforced *e)
@@ -63,7 +55,7 @@ static int fc_keys_run(const struct fc_ctx *ctx, const struct fc_cmd *cmd, int a
 {
 	struct fc_keys_opt opt = { .rows = 20 };
 	struct fc_store *st = NULL;
-	struct fc_shm_key *keys = NULL;
+	struct fc_keys_top top;
 	struct fc_shm_val *vals;
 	char value[FC_KEY_VALUE_LEN];
 	struct fc_policy_row row;
@@ -72,8 +64,8 @@ static int fc_keys_run(const struct fc_ctx *ctx, const struct fc_cmd *cmd, int a
 	struct fc_err err;
 	struct fc_key_view v;
 	uint64_t now;
-	size_t n = 0, i, live = 0;
 	json_t *arr = NULL;
+	size_t i;
 	uint32_t id;
 	bool found = false, has, cut;
 	int rc;
@@ -104,25 +96,24 @@ static int fc_keys_run(const struct fc_ctx *ctx, const struct fc_cmd *cmd, int a
 		}
 		return FC_EXIT_FAILURE;
 	}
-	if (fc_state_keys_of(ctx->shm_path, row.slot, row.epoch, &keys, &n, &err) < 0)
+	/* The busiest opt.rows alone are kept, whatever the table holds. */
+	now = fc_utc_ns();
+	if (fc_state_keys_top(ctx->shm_path, ctx->shm_keys, row.slot, row.epoch, now, opt.rows, &top, &err) < 0)
 		goto fail;
 	/* Its limits as nginx enforces them here: this node's share. */
 	fc_policy_enforced(&row, &node, &enf);
 	vals = fc_keys_vals(ctx, &enf);
-	qsort(keys, n, sizeof(*keys), fc_key_busier);
-	now = fc_utc_ns();
-	for (i = 0; i < n; i++)
-		live += keys[i].idle_ns >= now;
 	if (opt.json)
 		arr = json_array();
 	else
-		printf("policy %u: %zu keys, %zu live (%s)\n%-18s %10s %10s %10s %10s %10s %10s  %s\n", id, n, live,
+		printf("policy %u: %llu keys, %llu live (%s)\n%-18s %10s %10s %10s %10s %10s %10s  %s\n", id,
+		       (unsigned long long)top.total, (unsigned long long)top.live,
 		       enf.show_keys ?
 			       "with the values of the busiest and most refused, --show-keys" :
 			       "keyed hashes: --show-keys keeps the busiest keys' values, $freqctl_key logs them",
 		       "KEY", "PASSED", "DENIED", "REMAINING", "NEXT-S", "IDLE-IN-S", "IN-FLIGHT", "VALUE");
-	for (i = 0; i < n && i < opt.rows; i++) {
-		const struct fc_shm_key *e = &keys[i];
+	for (i = 0; i < top.n; i++) {
+		const struct fc_shm_key *e = &top.v[i];
 		char tag[24], nb[2][24];
 
 		fc_key_view(&row, &enf, e, now, &v);
@@ -145,7 +136,7 @@ static int fc_keys_run(const struct fc_ctx *ctx, const struct fc_cmd *cmd, int a
 			       fc_keys_num(v.capped ? v.inflight : UINT64_MAX, "-", nb[1]), has ? "\"" : "-", value,
 			       has ? "\"" : "", cut ? "..." : "");
 	}
-	free(keys);
+	free(top.v);
 	free(vals);
 	return arr ? fc_json_print(arr) : FC_EXIT_OK;
 fail:

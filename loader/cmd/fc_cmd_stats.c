@@ -42,12 +42,13 @@ static int fc_stats_print(const struct fc_stats_all *a, enum fc_stats_format fmt
 		pols = json_array();
 		for (i = 0; doc && i < fc_nstat_rows; i++)
 			json_object_set_new(doc, fc_stat_rows[i].key, fc_counter_json(fc_stat_at(s, i)));
-		if (doc)
+		if (doc) {
 			json_object_set_new(doc, "nginx_allowed", json_integer(fc_json_count(a->nginx_allowed)));
-		if (doc)
 			json_object_set_new(doc, "nginx_banned",
 					    json_pack("{s:I, s:I}", "uid", fc_json_count(a->nginx_banned_uid),
 						      "address", fc_json_count(a->nginx_banned_addr)));
+			json_object_set_new(doc, "offender_reports_lost", json_integer(fc_json_count(a->ring_lost)));
+		}
 		for (i = 0; pols && i < n; i++) {
 			const struct fc_policy_spec *p = &ps[i].row->spec;
 			json_t *o;
@@ -84,6 +85,7 @@ static int fc_stats_print(const struct fc_stats_all *a, enum fc_stats_format fmt
 	printf("%-22s %16llu %18s\n", "nginx: allowed", (unsigned long long)a->nginx_allowed, "(requests)");
 	printf("%-22s %16llu %18s\n", "nginx: banned uid", (unsigned long long)a->nginx_banned_uid, "(requests)");
 	printf("%-22s %16llu %18s\n", "nginx: banned address", (unsigned long long)a->nginx_banned_addr, "(requests)");
+	printf("%-22s %16llu %18s\n", "nginx: reports lost", (unsigned long long)a->ring_lost, "(offender ring)");
 	printf("\n%-30s %10s %16s %18s\n", "BAN SOURCE", "BANS", "DROPPED PACKETS", "BYTES");
 	for (i = 0; i < a->nsources; i++) {
 		char name[FC_SET_NAME_MAX + 8];

@@ -48,6 +48,7 @@ struct fc_stats_all {
 	size_t nsources;
 	uint64_t nginx_allowed; /* requests nginx let through by an allow entry (the workers' count) */
 	uint64_t nginx_banned_uid, nginx_banned_addr; /* ... refused by a uid ban, an address ban */
+	uint64_t ring_lost;     /* offender reports the agent could not read (its count) */
 };
 
 /* a's ban sources as JSON: [{"set": null | NAME, "bans", "dropped": {"packets", "bytes"}}]. */
@@ -109,7 +110,9 @@ bool fc_key_value(const struct fc_policy_row *row, const struct fc_enforced *e, 
 		  uint64_t tag, char *out, bool *cut);
 
 /* The keys of a's per-key policies using the most of their fullest tier at
- * now (UTC ns), at most max, most first; *n how many. None without a shm. */
+ * now (UTC ns), at most max, most first; *n how many. None without a shm;
+ * -1 with err when its state file is not of the size named
+ * (fc_state_open_keys). */
 int fc_stats_busiest_keys(const struct fc_ctx *ctx, const struct fc_stats_all *a, uint64_t now,
 			  struct fc_key_use *out, size_t max, size_t *n, struct fc_err *err);
 

@@ -608,13 +608,13 @@ static void test_keys_max(void **state)
 	fc_decide(t, "uid=c", T0, &res);
 	assert_true(res.overflow); /* the third key, at the cap */
 	/* An hour on, a and b are idle; the agent's recount frees their room. */
-	assert_int_equal(fc_state_keys_recount(t->shm, T0 + 3600 * SEC, &err), 0);
+	assert_int_equal(fc_state_keys_recount(t->shm, 0, T0 + 3600 * SEC, &err), 0);
 	assert_int_equal(t->ix.slots[1].keys, 0);
 	for (i = 0; i < 10; i++) { /* new keys, each idle before the next: all get buckets */
 		snprintf(req, sizeof(req), "uid=n%d", i);
 		fc_decide(t, req, T0 + 3600 * SEC + (uint64_t)i * 200 * SEC, &res);
 		assert_false(res.overflow);
-		assert_int_equal(fc_state_keys_recount(t->shm, T0 + 3600 * SEC + (uint64_t)i * 200 * SEC + 100 * SEC,
+		assert_int_equal(fc_state_keys_recount(t->shm, 0, T0 + 3600 * SEC + (uint64_t)i * 200 * SEC + 100 * SEC,
 						       &err), 0);
 	}
 }
@@ -668,11 +668,11 @@ static void test_keys_recount_race(void **state)
 						       sizeof(struct fc_shm_key));
 	fc_pread_hook_arg = t;
 	fc_pread_hook = fc_late_key;
-	assert_int_equal(fc_state_keys_recount(t->shm, T0 + 3600 * SEC, &err), 0);
+	assert_int_equal(fc_state_keys_recount(t->shm, 0, T0 + 3600 * SEC, &err), 0);
 	assert_null(fc_pread_hook); /* it ran */
 	assert_int_equal(t->ix.slots[1].keys, 3); /* left for the next recount */
 	/* The next, with nothing made meanwhile: a and b idle, the late one live. */
-	assert_int_equal(fc_state_keys_recount(t->shm, T0 + 3600 * SEC, &err), 0);
+	assert_int_equal(fc_state_keys_recount(t->shm, 0, T0 + 3600 * SEC, &err), 0);
 	assert_int_equal(t->ix.slots[1].keys, 1);
 }
 
@@ -704,15 +704,15 @@ static void test_keys_recount_busy(void **state)
 	e->idle_ns = T0 + 3600 * SEC;
 	e->tag = (T0 / SEC) | 1;
 	t->ix.slots[p->slot].keys = 3;
-	assert_int_equal(fc_state_keys_recount(t->shm, T0 + SEC, &err), 0);
+	assert_int_equal(fc_state_keys_recount(t->shm, 0, T0 + SEC, &err), 0);
 	assert_int_equal(t->ix.slots[p->slot].keys, 3);
 	/* Tagged: the three are counted. */
 	e->tag = FC_SHM_KEY_TAG_MIN | 3;
-	assert_int_equal(fc_state_keys_recount(t->shm, T0 + SEC, &err), 0);
+	assert_int_equal(fc_state_keys_recount(t->shm, 0, T0 + SEC, &err), 0);
 	assert_int_equal(t->ix.slots[p->slot].keys, 3);
 	/* Left busy for good: once it is stale, only the two keys count. */
 	e->tag = (T0 / SEC) | 1;
-	assert_int_equal(fc_state_keys_recount(t->shm, T0 + FC_SHM_KEY_STALE * SEC + SEC, &err), 0);
+	assert_int_equal(fc_state_keys_recount(t->shm, 0, T0 + FC_SHM_KEY_STALE * SEC + SEC, &err), 0);
 	assert_int_equal(t->ix.slots[p->slot].keys, 2);
 }
 
@@ -800,15 +800,14 @@ static void test_keys_table_size(void **state)
 static uint64_t fc_only_tag(struct fc_t *t, uint32_t id)
 {
 	const struct fc_l7_policy *p = fc_ix_policy(t, id);
-	struct fc_shm_key *keys;
+	struct fc_keys_top top;
 	struct fc_err err;
 	uint64_t tag;
-	size_t n;
 
-	assert_int_equal(fc_state_keys_of(t->shm, p->slot, p->epoch, &keys, &n, &err), 0);
-	assert_int_equal(n, 1);
-	tag = keys[0].tag;
-	free(keys);
+	assert_int_equal(fc_state_keys_top(t->shm, 0, p->slot, p->epoch, T0, 2, &top, &err), 0);
+	assert_int_equal(top.n, 1);
+	tag = top.v[0].tag;
+	free(top.v);
 	return tag;
 }
 
@@ -1050,6 +1049,68 @@ static void test_vals_hostile(void **state)
 	free(vals);
 }
 
+static int fc_busier_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? 1 : x > y ? -1 : 0;
+}
+
+/* freqctl keys' read of the table: the busiest N of a policy's keys in
+ * memory for N, most first, as a full sort would give them, with the
+ * policy's count of keys and live ones; and a state file of another size
+ * than the shm names is refused, naming both sizes. */
+static void test_keys_top(void **state)
+{
+	struct fc_t *t = *state;
+	uint64_t want[300], now = T0 + 3600 * SEC;
+	struct fc_keys_top top;
+	struct fc_err err;
+	uint32_t slot, epoch;
+	char req[32], msg[256];
+	size_t i, n;
+
+	t->keys = FC_SHM_KEYS_MIN;
+	fc_policy(t, 1, "uid=*", "5/m", "drop", 0, 0);
+	fc_publish(t);
+	assert_int_equal(fc_build(t, t->base, t->size), 0);
+	slot = t->ix.pol[0].slot;
+	epoch = t->ix.pol[0].epoch;
+	for (i = 0; i < 300; i++) { /* 1 to 11 requests each */
+		snprintf(req, sizeof(req), "uid=u%zu", i);
+		n = i * 37 % 11 + 1;
+		assert_int_equal(fc_passes(t, req, T0, (int)n), n < 5 ? (int)n : 5);
+		want[i] = n;
+	}
+	qsort(want, 300, sizeof(want[0]), fc_busier_u64);
+	assert_int_equal(fc_state_keys_top(t->shm, 0, slot, epoch, T0, 7, &top, &err), 0);
+	assert_int_equal(top.live, 300);
+	free(top.v);
+	assert_int_equal(fc_state_keys_top(t->shm, 0, slot, epoch, now, 7, &top, &err), 0);
+	assert_int_equal(top.n, 7);
+	assert_int_equal(top.total, 300);
+	assert_int_equal(top.live, 0); /* idle an hour on */
+	for (i = 0; i < top.n; i++) {
+		assert_int_equal(top.v[i].slot, slot);
+		assert_int_equal((uint64_t)top.v[i].passed + top.v[i].denied, want[i]);
+	}
+	free(top.v);
+	/* Asked for more than there are: all of them, in order. */
+	assert_int_equal(fc_state_keys_top(t->shm, 0, slot, epoch, now, FC_SHM_KEYS_MAX, &top, &err), 0);
+	assert_int_equal(top.n, 300);
+	for (i = 0; i < top.n; i++)
+		assert_int_equal((uint64_t)top.v[i].passed + top.v[i].denied, want[i]);
+	free(top.v);
+	/* Grown by the workers' user: refused, whatever --shm-keys says. */
+	assert_int_equal(truncate(t->state_path, (off_t)FC_STATE_SIZE_FOR(FC_SHM_KEYS_MAX)), 0);
+	assert_int_equal(fc_state_keys_top(t->shm, FC_SHM_KEYS_MAX, slot, epoch, now, 7, &top, &err), -1);
+	snprintf(msg, sizeof(msg), "%s: %llu bytes, expected %llu (a key table of %u entries, as the shm names)",
+		 t->state_path, (unsigned long long)FC_STATE_SIZE_FOR(FC_SHM_KEYS_MAX),
+		 (unsigned long long)FC_STATE_SIZE_FOR(FC_SHM_KEYS_MIN), FC_SHM_KEYS_MIN);
+	assert_non_null(strstr(err.msg, msg));
+	assert_int_equal(fc_state_keys_recount(t->shm, 0, now, &err), -1);
+}
+
 int main(void)
 {
 #define T(f) cmocka_unit_test_setup_teardown(f, fc_setup, fc_teardown)
@@ -1075,6 +1136,7 @@ int main(void)
 		T(test_vals_set),
 		T(test_vals_hostile),
 		cmocka_unit_test(test_vals_escape),
+		T(test_keys_top),
 	};
 #undef T
 
