@@ -264,16 +264,17 @@ __noinline int fc_src_make(const struct fc_pkt *pkt, __u32 exists)
 	return 1;
 }
 
-/* b: what looking the source up in its LRU found. */
-static __always_inline struct fc_bucket *fc_src_bucket(const struct fc_pkt *pkt, const struct fc_config *cfg,
-							__u32 slot, struct fc_src_bucket *b)
+/* The bucket of a source that has none of its own under the ip=* policy
+ * in slot (exists: an earlier ip=* policy's, stale): made, or the overflow
+ * bucket. */
+static __always_inline struct fc_bucket *fc_src_new(const struct fc_pkt *pkt, const struct fc_config *cfg,
+						     __u32 slot, __u32 exists)
 {
+	struct fc_src_bucket *b;
 	struct fc_stats *st;
 	__u32 zero = 0;
 
-	if (b && b->gen == cfg->star_gen)
-		return (struct fc_bucket *)b;
-	if (fc_src_make(pkt, b != NULL)) {
+	if (fc_src_make(pkt, exists)) {
 		b = fc_src_lookup(pkt, cfg);
 		if (b && b->gen == cfg->star_gen)
 			return (struct fc_bucket *)b;
@@ -282,6 +283,15 @@ static __always_inline struct fc_bucket *fc_src_bucket(const struct fc_pkt *pkt,
 	if (st)
 		fc_count(&st->src_overflow, pkt->len);
 	return bpf_map_lookup_elem(&fc_buckets, &slot);
+}
+
+/* b: what looking the source up in its LRU found. */
+static __always_inline struct fc_bucket *fc_src_bucket(const struct fc_pkt *pkt, const struct fc_config *cfg,
+							__u32 slot, struct fc_src_bucket *b)
+{
+	if (b && b->gen == cfg->star_gen)
+		return (struct fc_bucket *)b;
+	return fc_src_new(pkt, cfg, slot, b != NULL);
 }
 
 /*
@@ -607,7 +617,7 @@ static __always_inline bool fc_decide(void *ctx, bool tc, void *data, void *data
 	struct fc_rule pfx = { 0 };
 	struct fc_src4 s4 = { 0 };
 	struct fc_bucket *ba, *bb;
-	__u32 star, gen, e, p, sa, sb, zero = 0;
+	__u32 star, gen, e, p, sa, sb, stale = 0, zero = 0;
 	enum fc_parse_rc rc;
 	bool over;
 	int v;
@@ -630,8 +640,10 @@ static __always_inline bool fc_decide(void *ctx, bool tc, void *data, void *data
 	gen = *(volatile __u32 *)&ev.cfg->rules_gen;
 	if (star) {
 		src = fc_src_lookup(&ev.pkt, ev.cfg);
-		if (src && src->gen != ev.cfg->star_gen)
+		if (src && src->gen != ev.cfg->star_gen) {
 			src = NULL; /* an earlier ip=* policy's */
+			stale = 1;
+		}
 		if (src && src->rules_gen == gen) {
 			/* What the rules say of this source, as its bucket noted it:
 			 * one lookup instead of three. */
@@ -680,6 +692,17 @@ policies:
 	sb = e && p ? p : sa != star ? star : 0;
 	if (!sa)
 		goto passed;
+	if (star && !src && !e && !p) {
+		/* ip=* alone, on a source without a bucket of its own (each packet
+		 * of a flood of spoofed sources): its bucket made, or the overflow
+		 * bucket, as the general path would, without looking it up again;
+		 * then the fast path, or the general one on that bucket. */
+		src = (struct fc_src_bucket *)fc_src_new(&ev.pkt, ev.cfg, star, stale);
+		v = fc_fast(&ev, star, (struct fc_bucket *)src, 0, (struct fc_bucket *)src);
+		if (v != FC_FAST_GENERAL)
+			goto verdict;
+		goto general;
+	}
 	if ((star && !src) || (e && p && star))
 		goto general;
 	ba = fc_bucket_of(sa, star, src);
