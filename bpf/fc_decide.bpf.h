@@ -640,10 +640,9 @@ static __always_inline bool fc_decide(void *ctx, bool tc, void *data, void *data
 	gen = *(volatile __u32 *)&ev.cfg->rules_gen;
 	if (star) {
 		src = fc_src_lookup(&ev.pkt, ev.cfg);
-		if (src && src->gen != ev.cfg->star_gen) {
-			src = NULL; /* an earlier ip=* policy's */
-			stale = 1;
-		}
+		stale = src && src->gen != ev.cfg->star_gen; /* an earlier ip=* policy's */
+		if (stale)
+			src = NULL;
 		if (src && src->rules_gen == gen) {
 			/* What the rules say of this source, as its bucket noted it:
 			 * one lookup instead of three. */
@@ -692,17 +691,11 @@ policies:
 	sb = e && p ? p : sa != star ? star : 0;
 	if (!sa)
 		goto passed;
-	if (star && !src && !e && !p) {
-		/* ip=* alone, on a source without a bucket of its own (each packet
-		 * of a flood of spoofed sources): its bucket made, or the overflow
-		 * bucket, as the general path would, without looking it up again;
-		 * then the fast path, or the general one on that bucket. */
+	/* ip=* alone on a source without a bucket (a flood's every packet): the
+	 * bucket made, or the overflow bucket, without the general path's second
+	 * lookup; the fast path on it, or the general one on that same bucket. */
+	if (star && !src && !e && !p)
 		src = (struct fc_src_bucket *)fc_src_new(&ev.pkt, ev.cfg, star, stale);
-		v = fc_fast(&ev, star, (struct fc_bucket *)src, 0, (struct fc_bucket *)src);
-		if (v != FC_FAST_GENERAL)
-			goto verdict;
-		goto general;
-	}
 	if ((star && !src) || (e && p && star))
 		goto general;
 	ba = fc_bucket_of(sa, star, src);
