@@ -692,8 +692,8 @@ policies:
 	if (!sa)
 		goto passed;
 	/* ip=* alone on a source without a bucket (a flood's every packet): the
-	 * bucket made, or the overflow bucket, without the general path's second
-	 * lookup; the fast path on it, or the general one on that same bucket. */
+	 * bucket made, or the overflow bucket (src from here on names either),
+	 * without the general path's second lookup; then either path on it. */
 	if (star && !src && !e && !p)
 		src = (struct fc_src_bucket *)fc_src_new(&ev.pkt, ev.cfg, star, stale);
 	if ((star && !src) || (e && p && star))

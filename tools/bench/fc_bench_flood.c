@@ -32,8 +32,9 @@ struct fc_flood_case {
 	int fd, stats;
 	bool udp; /* UDP, not SYNs: ip=* (counting SYNs) not met */
 	/* Sources of their own, none the other programs saw: --baseline runs
-	 * right after freqctl on the same maps, where freqctl's sources would
-	 * find the ip=* buckets it made and the lines it brought into cache. */
+	 * next to freqctl on the same maps, where the sources of the one run
+	 * first would find the ip=* buckets it made and the lines it brought
+	 * into cache. */
 	bool apart;
 	double ns[FC_MAX_TIMES];
 	struct fc_stats seen;
@@ -72,7 +73,8 @@ static int fc_stats_sum(int fd, struct fc_stats *sum)
 /* One round of case c: the round's sources (seq from r * flood, the same
  * for every program but one apart, of n rounds), through the wrapper into
  * c's program. */
-static int fc_flood_round(struct bench_flood *w, struct fc_flood_case *c, int r, int n, const struct fc_flood_frames *fr)
+static int fc_flood_round(struct bench_flood *w, struct fc_flood_case *c, int r, int n,
+			  const struct fc_flood_frames *fr)
 {
 	int wrap = bpf_program__fd(w->progs.fc_bench_flood), map = bpf_map__fd(w->maps.fc_flood_target);
 	struct fc_stats before, after;
@@ -155,6 +157,15 @@ static const char *fc_flood_src_name(const struct fc_flood_case *c)
 	return c->full ? "sources from the main store's exact bans" : "sources from the shared exact bans";
 }
 
+/* freqctl over --baseline, paired, on the main store (null without one). */
+static json_t *fc_flood_base_json(const struct fc_flood_case *cs, const double *empty, int n)
+{
+	if (cs[FC_F_BASE_ANY].fd < 0)
+		return json_null();
+	return json_pack("{s:f, s:f}", "any", fc_flood_fig(cs, empty, FC_F_FULL_ANY, FC_F_BASE_ANY, n), "banned",
+			 fc_flood_fig(cs, empty, FC_F_FULL_BAN, FC_F_BASE_BAN, n));
+}
+
 /* The table: per case net ns and x xdp-filter (net, and raw: the wrapper
  * left in both), with freqctl's shares. */
 static void fc_flood_report(struct fc_flood_case *cs, const double *empty, int n, json_t *doc)
@@ -201,10 +212,11 @@ static void fc_flood_report(struct fc_flood_case *cs, const double *empty, int n
 		       fc_flood_fig(cs, empty, FC_F_FULL_ANY, FC_F_BASE_ANY, n),
 		       fc_flood_fig(cs, empty, FC_F_FULL_BAN, FC_F_BASE_BAN, n));
 	if (fc_b.json)
-		json_object_set_new(doc, "flood", json_pack("{s:I, s:I, s:i, s:f, s:o}", "sources_per_round",
+		json_object_set_new(doc, "flood", json_pack("{s:I, s:I, s:i, s:f, s:o, s:o}", "sources_per_round",
 							    (json_int_t)fc_b.flood, "shared_exact_bans",
 							    (json_int_t)fc_b.flood_bans, "rounds", n,
-							    "empty_ns", fc_median(empty, n), "results", rows));
+							    "empty_ns", fc_median(empty, n), "results", rows,
+							    "x_baseline", fc_flood_base_json(cs, empty, n)));
 	else
 		json_decref(rows);
 }
