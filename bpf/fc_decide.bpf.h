@@ -184,16 +184,25 @@ static __always_inline struct fc_src_bucket *fc_src_lookup(const struct fc_pkt *
 __noinline int fc_src_make(const struct fc_pkt *pkt, __u32 exists)
 {
 	struct fc_src_bucket fresh = {};
+	struct fc_policy *pol;
 	struct fc_config *cfg;
 	struct fc_flood *fl;
 	__u32 zero = 0;
 	__u64 prev, next;
+	int i;
 
 	cfg = bpf_map_lookup_elem(&fc_config, &zero);
 	fl = bpf_map_lookup_elem(&fc_flood, &zero);
 	if (!pkt || !cfg || !fl ||
-	    (cfg->new_src.interval_ns && !fc_gcra_try(&fl->state, &cfg->new_src, fc_clock(cfg, false), 1, &prev, &next)))
+	    (cfg->new_src.interval_ns &&
+	     !fc_gcra_try(&fl->state, &cfg->new_src, 0, fc_clock(cfg, false), 1, &prev, &next)))
 		return 0;
+	/* Its words empty, of the generations of the ip=* policy's tiers (a
+	 * charge denies a word of another). */
+	pol = bpf_map_lookup_elem(&fc_policies, &cfg->star_slot);
+	if (pol && pol->algo == FC_ALGO_GCRA)
+		for (i = 0; i < FC_MAX_TIERS; i++)
+			fresh.state[i] = FC_GEN(&pol->lim) << FC_GEN_SHIFT;
 	/* A new bucket knows nothing yet about the exact and prefix rules. */
 	fresh.gen = cfg->star_gen;
 	fresh.rules_gen = cfg->rules_gen + 1;
@@ -293,8 +302,8 @@ __noinline int fc_policy_check(const struct fc_pkt *pkt, __u32 slot, __u32 idx, 
 	b = idx == FC_HIT_STAR ? fc_src_bucket(pkt, cfg, slot) : bpf_map_lookup_elem(&fc_buckets, &slot);
 	if (!b)
 		return FC_CHECK_NONE;
-	ok = fc_limit_try(pol->algo, pol->ntiers, pol->tier, pol->warmup_ms, b->state,
-			  fc_clock(cfg, pol->flags & FC_POLICY_PRECISE), cost, ch);
+	ok = fc_limit_charge(pol->algo, pol->ntiers, &pol->lim, b->state, fc_clock(cfg, pol->flags & FC_POLICY_PRECISE),
+			     cost, ch, 0);
 	if (log)
 		fc_policy_count(slot, pkt->len, ok);
 	else if (!ok)
@@ -383,9 +392,17 @@ enum fc_inline {
 	FC_INLINE_TIER1, /* one single-tier policy, of any algorithm */
 };
 
-/* Charges pa to its bucket a as fc_limit_try does, but a single-tier
+/* Nonzero if bucket b holds a GCRA word of another generation than pol's:
+ * the first charge after a change of rates. */
+static __always_inline __u64 fc_stale(const struct fc_policy *pol, const struct fc_bucket *b)
+{
+	return fc_gen_stale(&pol->lim, b->state);
+}
+
+/* Charges pa to its bucket a as fc_limit_charge does, but a single-tier
  * sliding window inline (FC_INLINE_TIER1): out of line, the call and its
- * spills cost more than the window's arithmetic. */
+ * spills cost more than the window's arithmetic. The bucket's words are of
+ * their generations (fc_fast and fc_enforce see to it). */
 static __always_inline int fc_charge_a(const struct fc_policy *pa, __u8 algo, __u8 tiers, struct fc_bucket *a,
 				       __u64 now, __u64 cost, struct fc_charge *ch, enum fc_inline known)
 {
@@ -393,7 +410,7 @@ static __always_inline int fc_charge_a(const struct fc_policy *pa, __u8 algo, __
 		ch->next[0] = fc_slide_charge(&a->state[0], &pa->tier[0], now, cost, &ch->prev[0]);
 		return ch->next[0] != 0;
 	}
-	return fc_limit_try(algo, tiers, pa->tier, pa->warmup_ms, a->state, now, cost, ch);
+	return fc_limit_charge(algo, tiers, &pa->lim, a->state, now, cost, ch, 0);
 }
 
 /* Charges pa (slot sa, bucket a) and, if sb, pb (sb, b). */
@@ -417,7 +434,7 @@ static __always_inline int fc_charge2(const struct fc_pkt *pkt, const struct fc_
 		fc_policy_count(sa, pkt->len, false);
 		return FC_FAST_DROP;
 	}
-	if (cb && !fc_limit_try(algo_b, tiers_b, pb->tier, pb->warmup_ms, b->state, now, cb, chb)) {
+	if (cb && !fc_limit_charge(algo_b, tiers_b, &pb->lim, b->state, now, cb, chb, 0)) {
 		if (ca)
 			fc_limit_refund(algo_a, tiers_a, a->state, ca, cha);
 		fc_policy_count(sb, pkt->len, false);
@@ -443,8 +460,9 @@ __noinline int fc_enforce(const struct fc_pkt *pkt, __u32 sa, struct fc_bucket *
 	cfg = bpf_map_lookup_elem(&fc_config, &zero);
 	cha = bpf_map_lookup_elem(&fc_scratch, &zero);
 	chb = bpf_map_lookup_elem(&fc_scratch, &one);
+	/* A word of another generation: the general path brings it first. */
 	if (!pkt || !a || !b || !pa || !pb || !cfg || !cha || !chb || pa->action == FC_ACTION_LOG ||
-	    (sb && pb->action == FC_ACTION_LOG))
+	    (sb && pb->action == FC_ACTION_LOG) || (fc_stale(pa, a) | fc_stale(pb, b)))
 		return FC_FAST_GENERAL;
 	return fc_charge2(pkt, cfg, sa, pa, a, sb, pb, b, cha, chb, FC_INLINE_NONE);
 }
@@ -479,6 +497,11 @@ static __always_inline int fc_fast(struct fc_eval *ev, __u32 sa, struct fc_bucke
 		return FC_FAST_GENERAL;
 	/* One charge kept for both: a single tier's is written only when it
 	 * admits, so pb's never overwrites the one pa's refund needs. */
+	/* A word of another generation to bring (rare: the first charge after
+	 * a change of rates) takes the general path, which does (fc_adopt):
+	 * the charges here deny one. */
+	if (fc_stale(pa, a) | fc_stale(pb, b))
+		return FC_FAST_GENERAL;
 	if (fc_gcra1(pa) && (!sb || fc_gcra1(pb)))
 		return fc_charge2(&ev->pkt, ev->cfg, sa, pa, a, sb, pb, b, &ch, &ch, FC_INLINE_GCRA1);
 	if (!sb && fc_tier1(pa))
@@ -501,6 +524,44 @@ static __always_inline bool fc_overrides(__u32 slot)
 	struct fc_policy *pol = bpf_map_lookup_elem(&fc_policies, &slot);
 
 	return slot && pol && (pol->flags & FC_POLICY_OVERRIDE);
+}
+
+/* Brings bucket b's GCRA words to pol's generations (fc_gcra_adopt), if
+ * one is of another (the first charge after a change of its rates). */
+static __always_inline void fc_bucket_adopt(const struct fc_policy *pol, struct fc_bucket *b,
+					    const struct fc_config *cfg)
+{
+	if (pol && b && fc_stale(pol, b))
+		fc_gcra_adopt((__u64(*)[FC_MAX_TIERS])b->state, &pol->lim, fc_clock(cfg, pol->flags & FC_POLICY_PRECISE),
+			      FC_ADOPT_ARG(pol->ntiers, 0));
+}
+
+/* Before the general path charges them: the buckets of the policies met
+ * (the exact address's, the prefix's, the source's ip=* bucket and ip=*'s
+ * overflow bucket) brought to their generations. A global function, apart
+ * from the charges: the verifier checks it once, and the charges beside it
+ * only ever see words of their generations (or deny, in a publish's
+ * instant). */
+__noinline int fc_adopt(const struct fc_pkt *pkt, __u32 e, __u32 p, __u32 star)
+{
+	struct fc_src_bucket *src;
+	struct fc_config *cfg;
+	__u32 zero = 0;
+
+	cfg = bpf_map_lookup_elem(&fc_config, &zero);
+	if (!pkt || !cfg)
+		return 0;
+	if (e)
+		fc_bucket_adopt(bpf_map_lookup_elem(&fc_policies, &e), bpf_map_lookup_elem(&fc_buckets, &e), cfg);
+	if (p)
+		fc_bucket_adopt(bpf_map_lookup_elem(&fc_policies, &p), bpf_map_lookup_elem(&fc_buckets, &p), cfg);
+	if (star) {
+		src = fc_src_lookup(pkt);
+		if (src && src->gen == cfg->star_gen)
+			fc_bucket_adopt(bpf_map_lookup_elem(&fc_policies, &star), (struct fc_bucket *)src, cfg);
+		fc_bucket_adopt(bpf_map_lookup_elem(&fc_policies, &star), bpf_map_lookup_elem(&fc_buckets, &star), cfg);
+	}
+	return 0;
 }
 
 /* Makes the source's ip=* bucket, or remakes one of an earlier ip=*
@@ -609,6 +670,7 @@ policies:
 	if (v != FC_FAST_GENERAL)
 		goto verdict;
 general:
+	fc_adopt(&ev.pkt, e, p, star);
 	/* Overrides: the exact address's switches off the prefix's and ip=*,
 	 * the prefix's ip=*. A source that ip=* no longer applies to still
 	 * gets a bucket, to hold its note of the rules: its next packets take

@@ -76,7 +76,7 @@ static int fc_keys_run(const struct fc_ctx *ctx, const struct fc_cmd *cmd, int a
 	if (fc_state_keys_of(ctx->shm_path, row.slot, row.epoch, &keys, &n, &err) < 0)
 		goto fail;
 	/* Its limits as nginx enforces them here: this node's share. */
-	fc_policy_enforced(&row, &node, &enf);
+	fc_policy_enforced(&row, &node, NULL, &enf);
 	qsort(keys, n, sizeof(*keys), fc_key_busier);
 	now = fc_utc_ns();
 	for (i = 0; i < n; i++)

@@ -76,7 +76,7 @@ static void fc_check_keys(void)
 	size_t n, i;
 
 	for (i = 0; i < 2; i++)
-		fc_policy_enforced(ps[i].row, &a.node, &ps[i].enforced);
+		fc_policy_enforced(ps[i].row, &a.node, NULL, &ps[i].enforced);
 	if (fc_stats_busiest_keys(fc_fuzz_ctx(), &a, 1800000000ULL * FC_NS_PER_SEC, top, 4, &n, &err) == 0) {
 		if (n > 4)
 			fc_fuzz_fail("%zu busiest keys, asked for 4", n);

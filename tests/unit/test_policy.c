@@ -287,7 +287,7 @@ static struct fc_enforced fc_enforce(const struct fc_policy_spec *p, struct fc_n
 	struct fc_policy_row row = { .spec = *p, .epoch = 9 };
 	struct fc_enforced e;
 
-	fc_policy_enforced(&row, &node, &e);
+	fc_policy_enforced(&row, &node, NULL, &e);
 	return e;
 }
 
