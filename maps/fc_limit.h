@@ -145,14 +145,19 @@ struct fc_tier {
 #define FC_GEN_GCRA 0x4
 #define FC_GEN(lim) ((__u64)(lim)->gen & 3)
 
-/* rescale[i]: how (its low 2 bits), shift (bits 8-15), mult (bits 32-63). */
+/* rescale[i]: how (its low 2 bits), and for FC_RESCALE_SCALE the ratio of
+ * the new interval to the old, num / den (31 bits each, bits 2-32 and
+ * 33-63): exact where the ratio reduced fits, else rounded up (never a
+ * lead short of the exact one). */
 #define FC_RESCALE_ASIS  0 /* nothing known of the previous limits: a word is read as it is */
-#define FC_RESCALE_SCALE 1 /* the previous generation's lead times mult / 2^shift; older ones full */
+#define FC_RESCALE_SCALE 1 /* the previous generation's lead times num / den; older ones full */
 #define FC_RESCALE_FRESH 2 /* the tier is new: a word of another generation is empty */
-#define FC_RESCALE_FULL  3 /* every other generation's busy word is full (T grew 2^32-fold) */
-#define FC_RESCALE(how, shift, mult) ((__u64)(how) | (__u64)(shift) << 8 | (__u64)(mult) << 32)
+#define FC_RESCALE_FULL  3 /* every other generation's busy word is full (T grew 2^31-fold) */
+#define FC_RESCALE_BITS  31
+#define FC_RESCALE_MAX   ((1ULL << FC_RESCALE_BITS) - 1)
+#define FC_RESCALE(how, num, den) ((__u64)(how) | (__u64)(num) << 2 | (__u64)(den) << (2 + FC_RESCALE_BITS))
 /* A tier whose interval stayed: the previous generation's words as they are. */
-#define FC_RESCALE_SAME FC_RESCALE(FC_RESCALE_SCALE, 31, 1ULL << 31)
+#define FC_RESCALE_SAME FC_RESCALE(FC_RESCALE_SCALE, 1, 1)
 
 /* The limits a bucket is charged by: a policy's tiers, its warm-up and its
  * generations. struct fc_policy (fc_maps.h) and the nginx engine's policy
@@ -201,25 +206,21 @@ FC_INLINE __u64 fc_gcra_base(__u64 tat, __u64 room, __u64 now)
 	return tat > now ? tat : now;
 }
 
-/* lead * mult / 2^shift of rescale word rs (mult below 2^32, any shift),
- * rounded up, or cap if that is more (cap <= FC_ROOM_MAX): no 128-bit
- * product (BPF has none), every rounding up. */
+/* ceil(lead * num / den) of rescale word rs, exactly, or cap if that is
+ * more (cap <= FC_ROOM_MAX): no 128-bit product (BPF has none), lead split
+ * by den: lead = q * den + r, r * num < 2^62. */
 FC_INLINE __u64 fc_rescale_lead(__u64 lead, __u64 rs, __u64 cap)
 {
-	__u64 mult = rs >> 32, shift = (rs >> 8) & 0xff, d;
+	__u64 num = (rs >> 2) & FC_RESCALE_MAX, den = rs >> (2 + FC_RESCALE_BITS), q, r;
 
-	if (shift > 32) {
-		d = shift - 32;
-		if (d > 63)
-			return lead ? 1 : 0;
-		lead = (lead >> d) + !!(lead & ((1ULL << d) - 1));
-		shift = 32;
-	}
-	/* hi * mult < 2 cap; lo * mult + 2^shift < 2^64. */
-	if (lead >> shift > cap >> 31)
+	if (!den || !num)
+		return num ? cap : 0;
+	q = lead / den;
+	r = lead - q * den;
+	if (q > cap / num)
 		return cap;
-	d = (lead >> shift) * mult + (((lead & ((1ULL << shift) - 1)) * mult + (1ULL << shift) - 1) >> shift);
-	return d < cap ? d : cap;
+	q = q * num + (r * num + den - 1) / den;
+	return q < cap ? q : cap;
 }
 
 /*
@@ -817,32 +818,41 @@ static inline int fc_interval_same(const struct fc_tier *from, const struct fc_t
 	return (unsigned __int128)to->unit_ns * from->limit == (unsigned __int128)from->unit_ns * to->limit;
 }
 
+static inline unsigned __int128 fc_gcd128(unsigned __int128 a, unsigned __int128 b)
+{
+	unsigned __int128 t;
+
+	while (b) {
+		t = a % b;
+		a = b;
+		b = t;
+	}
+	return a;
+}
+
 /* The rescale word from tier from's interval to tier to's (another: see
- * fc_interval_same): T'/T = to.unit * from.N / (from.unit * to.N), as mult
- * / 2^shift, mult in [2^31, 2^32) and rounded up, so that a rescaled lead is
- * never short of the exact one (by at most 2^-31 of it, and a nanosecond);
- * FC_RESCALE_FULL where T grew 2^32-fold or more. */
+ * fc_interval_same): T'/T = to.unit * from.N / (from.unit * to.N), reduced;
+ * where that does not fit 31 bits a side, both halved, the numerator
+ * rounded up and the denominator down, so that a rescaled lead is never
+ * short of the exact one; FC_RESCALE_FULL where the ratio is past that
+ * (T grew some 2^31-fold). */
 static inline __u64 fc_rescale_of(const struct fc_tier *from, const struct fc_tier *to)
 {
 	unsigned __int128 a = (unsigned __int128)to->unit_ns * from->limit,
-			  b = (unsigned __int128)from->unit_ns * to->limit, m;
-	unsigned shift = 0;
+			  b = (unsigned __int128)from->unit_ns * to->limit, g;
 
-	if (!a)
-		return FC_RESCALE(FC_RESCALE_FRESH, 0, 0);
-	if (!b || a >= b << 32)
-		return FC_RESCALE(FC_RESCALE_FULL, 0, 0);
-	/* a, b < 2^87: a * 2^shift stays below 2^32 b < 2^119. */
-	while (a << shift < b << 31)
-		shift++;
-	m = ((a << shift) + b - 1) / b;
-	if (m >> 32) { /* rounded up to 2^32: a bit less precision */
-		if (!shift)
+	if (!a || !b)
+		return FC_RESCALE(a ? FC_RESCALE_FULL : FC_RESCALE_FRESH, 0, 0);
+	g = fc_gcd128(a, b);
+	a /= g;
+	b /= g;
+	while (a > FC_RESCALE_MAX || b > FC_RESCALE_MAX) {
+		a = (a + 1) / 2;
+		b /= 2;
+		if (!b)
 			return FC_RESCALE(FC_RESCALE_FULL, 0, 0);
-		shift--;
-		m = ((a << shift) + b - 1) / b;
 	}
-	return FC_RESCALE(FC_RESCALE_SCALE, shift, (__u64)m);
+	return FC_RESCALE(FC_RESCALE_SCALE, (__u64)a, (__u64)b);
 }
 
 /*

@@ -1514,6 +1514,24 @@ bool fc_l7_worker_alive(uint64_t id)
 	return !(kill(pid, 0) < 0 && errno == ESRCH);
 }
 
+/* The queue a policy's TATs may run ahead by: its delay burst, if it delays. */
+static __u64 fc_l7_queue(const struct fc_l7_policy *p)
+{
+	return p->action == FC_ACTION_DELAY ? p->delay_burst : 0;
+}
+
+/* Brings the words of a bucket of p (state; key: its key's entry, or
+ * NULL) charged under p's limits before a change of its rates to p's
+ * generation (fc_gcra_adopt; room: a delaying policy's queue too). A
+ * longer interval leads further: a key must not look idle before its
+ * rescaled lead has passed. */
+static void fc_bucket_adopt(const struct fc_l7_policy *p, __u64 *state, struct fc_shm_key *key, __u64 now)
+{
+	fc_gcra_adopt((__u64(*)[FC_MAX_TIERS])state, &p->lim, now, FC_ADOPT_ARG(p->ntiers, fc_l7_queue(p)));
+	if (key)
+		fc_key_hold(key, p, now);
+}
+
 /* One policy's charge: every tier or none; for delay, the wait. */
 FC_HOT bool fc_charge(const struct fc_l7_policy *p, __u64 *state, __u64 now, struct fc_charge *ch, __u64 *wait)
 {
@@ -1523,12 +1541,9 @@ FC_HOT bool fc_charge(const struct fc_l7_policy *p, __u64 *state, __u64 now, str
 
 	now = fc_clock(p, now);
 	*wait = 0;
+	/* The bucket's words are of p's generation (fc_bucket_adopt). */
 	if (p->action != FC_ACTION_DELAY || p->algo != FC_ALGO_GCRA)
-		return fc_limit_try(p->algo, p->ntiers, &p->lim, state, now, 1, ch);
-	/* Words of limits before a change of rates, brought first (room: the
-	 * queue's too). */
-	if (fc_gen_stale(&p->lim, state))
-		fc_gcra_adopt((__u64(*)[FC_MAX_TIERS])state, &p->lim, now, FC_ADOPT_ARG(p->ntiers, p->delay_burst));
+		return fc_limit_charge(p->algo, p->ntiers, &p->lim, state, now, 1, ch, 0);
 	for (i = 0; i < p->ntiers; i++) {
 		if (!i && p->warmup_ms) {
 			/* fc_policy_read saw the ramp's word within the bucket. */
@@ -1548,12 +1563,6 @@ FC_HOT bool fc_charge(const struct fc_l7_policy *p, __u64 *state, __u64 now, str
 			*wait = w;
 	}
 	return true;
-}
-
-/* The queue a policy's TATs may run ahead by: its delay burst, if it delays. */
-static __u64 fc_l7_queue(const struct fc_l7_policy *p)
-{
-	return p->action == FC_ACTION_DELAY ? p->delay_burst : 0;
 }
 
 static void fc_result_limits(const struct fc_l7_policy *p, const __u64 *state, uint64_t now,
@@ -1764,6 +1773,8 @@ FC_HOT enum fc_admit fc_charge_bucket(const struct fc_l7_index *ix, const struct
 	pl->where = 0;
 	for (tries = 0; tries < 3; tries++) {
 		*st = fc_bucket(ix, p, s, tag, t, key);
+		if (fc_gen_stale(&p->lim, *st))
+			fc_bucket_adopt(p, *st, *key, t);
 		if (!fc_charge(p, *st, now, ch, wait))
 			return FC_DENY_RATE;
 		if (p->concurrency &&

@@ -72,14 +72,16 @@ static bool fc_tier_same(const struct fc_tier *from, uint32_t qfrom, const struc
 /*
  * A GCRA policy's generation, and how a bucket charged under the one before
  * is rescaled (fc_limit.h), from what is published (pub: the same policy and
- * epoch, or its buckets are new; NULL: a reader's, who reads every word as
- * it is). Kept while no tier's interval or room changes, so a publish that
- * changes nothing else (a ban, another policy, a full sync) keeps what
+ * epoch, or else its buckets are new; NULL: a reader's, who reads every word
+ * as it is). Kept while no tier's interval or room changes, so a publish
+ * that changes nothing else (a ban, another policy, a full sync) keeps what
  * buckets not charged since the change need; moved on, with each tier's
  * rescale from the published interval (the same word where it stayed), when
  * one does, so two changes published in a row leave a bucket charged under
  * neither older than the kept generation (full: fc_gcra_regen). A tier added
- * (or back) starts empty; one removed is forgotten.
+ * (or back) starts empty; one removed is forgotten. A new policy's first
+ * generation reads any other as full: only a copy of a later publish, in
+ * its instant, can have written one.
  */
 static void fc_generations(const struct fc_enforced *pub, struct fc_enforced *e)
 {
@@ -93,8 +95,13 @@ static void fc_generations(const struct fc_enforced *pub, struct fc_enforced *e)
 	if (k->algo != FC_ALGO_GCRA)
 		return;
 	l->gen = FC_GEN_GCRA;
-	if (!p || p->id != k->id || p->epoch != k->epoch || p->algo != FC_ALGO_GCRA)
+	if (!p)
 		return;
+	if (p->id != k->id || p->epoch != k->epoch || p->algo != FC_ALGO_GCRA) {
+		for (i = 0; i < FC_MAX_TIERS; i++)
+			l->rescale[i] = FC_RESCALE(FC_RESCALE_FULL, 0, 0);
+		return;
+	}
 	for (i = 0; i < k->ntiers; i++)
 		moved |= i >= n || !fc_tier_same(&p->tier[i], pub->queue, &k->tier[i], e->queue);
 	if (!moved) {

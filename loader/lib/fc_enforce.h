@@ -38,9 +38,9 @@ struct fc_enforced {
 
 /* Row's policy on node: each N (and an explicit burst) and the concurrency
  * cap times the weight, at least 1 per period; then compiled. pub: what a
- * layer has published for the policy's slot, whose generation a change of
- * a tier's interval or room moves on and anything else keeps; NULL for a
- * reader, who reads every word as it is. */
+ * layer has published for the policy's slot (zero: nothing), whose
+ * generation a change of a tier's interval or room moves on and anything
+ * else keeps; NULL for a reader, who reads every word as it is. */
 void fc_policy_enforced(const struct fc_policy_row *row, const struct fc_node_ctx *node,
 			const struct fc_enforced *pub, struct fc_enforced *e);
 

@@ -158,7 +158,6 @@ static __u8 fc_dim_flags(const struct fc_dim *dm, size_t *vl)
  * enforced-policy function takes them: their generation carried (pub). */
 static void fc_item_enforced(const struct fc_shm_policy *it, struct fc_enforced *pub)
 {
-	memset(pub, 0, sizeof(*pub));
 	pub->k.id = it->id;
 	pub->k.epoch = it->epoch;
 	pub->k.algo = it->algo;
@@ -190,9 +189,10 @@ static int fc_blk_policy(struct fc_blk *b, const struct fc_policy_row *r, const 
 	it = fc_blk_item(b, len, FC_SHM_POLICY, err);
 	if (!it)
 		return -1;
+	memset(&pub, 0, sizeof(pub));
 	if (live)
 		fc_item_enforced(live, &pub);
-	fc_policy_enforced(r, node, live ? &pub : NULL, &e);
+	fc_policy_enforced(r, node, &pub, &e);
 	it->id = p->id;
 	it->slot = r->slot;
 	it->epoch = r->epoch;
