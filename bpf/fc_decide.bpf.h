@@ -202,7 +202,7 @@ __noinline int fc_src_make(const struct fc_pkt *pkt, __u32 exists)
 	pol = bpf_map_lookup_elem(&fc_policies, &cfg->star_slot);
 	if (pol && pol->algo == FC_ALGO_GCRA)
 		for (i = 0; i < FC_MAX_TIERS; i++)
-			fresh.state[i] = FC_GEN(&pol->lim) << FC_GEN_SHIFT;
+			fresh.state[i] = FC_TAG(&pol->lim);
 	/* A new bucket knows nothing yet about the exact and prefix rules. */
 	fresh.gen = cfg->star_gen;
 	fresh.rules_gen = cfg->rules_gen + 1;
@@ -302,8 +302,9 @@ __noinline int fc_policy_check(const struct fc_pkt *pkt, __u32 slot, __u32 idx, 
 	b = idx == FC_HIT_STAR ? fc_src_bucket(pkt, cfg, slot) : bpf_map_lookup_elem(&fc_buckets, &slot);
 	if (!b)
 		return FC_CHECK_NONE;
+	/* A word of another generation (fc_adopt brought what it could): denied. */
 	ok = fc_limit_charge(pol->algo, pol->ntiers, &pol->lim, b->state, fc_clock(cfg, pol->flags & FC_POLICY_PRECISE),
-			     cost, ch, 0);
+			     cost, ch) == 1;
 	if (log)
 		fc_policy_count(slot, pkt->len, ok);
 	else if (!ok)
@@ -410,7 +411,7 @@ static __always_inline int fc_charge_a(const struct fc_policy *pa, __u8 algo, __
 		ch->next[0] = fc_slide_charge(&a->state[0], &pa->tier[0], now, cost, &ch->prev[0]);
 		return ch->next[0] != 0;
 	}
-	return fc_limit_charge(algo, tiers, &pa->lim, a->state, now, cost, ch, 0);
+	return fc_limit_charge(algo, tiers, &pa->lim, a->state, now, cost, ch) == 1;
 }
 
 /* Charges pa (slot sa, bucket a) and, if sb, pb (sb, b). */
@@ -434,7 +435,7 @@ static __always_inline int fc_charge2(const struct fc_pkt *pkt, const struct fc_
 		fc_policy_count(sa, pkt->len, false);
 		return FC_FAST_DROP;
 	}
-	if (cb && !fc_limit_charge(algo_b, tiers_b, &pb->lim, b->state, now, cb, chb, 0)) {
+	if (cb && fc_limit_charge(algo_b, tiers_b, &pb->lim, b->state, now, cb, chb) != 1) {
 		if (ca)
 			fc_limit_refund(algo_a, tiers_a, a->state, ca, cha);
 		fc_policy_count(sb, pkt->len, false);

@@ -140,10 +140,13 @@ struct fc_tier {
 #define FC_GEN_SHIFT 62
 #define FC_TAT_MASK  ((1ULL << FC_GEN_SHIFT) - 1)
 /* In fc_limits.gen beside the generation: the words are GCRA's, tagged
- * (a window's carry no tag): a test of staleness needs no branch on the
- * algorithm, which in BPF is paths for the verifier. */
-#define FC_GEN_GCRA 0x4
+ * (a window's carry no tag), as a mask for the tag (FC_GEN_GCRA >> 2 is
+ * 3): a test of staleness needs no branch on the algorithm, which in BPF
+ * is paths for the verifier. */
+#define FC_GEN_GCRA 0xc
 #define FC_GEN(lim) ((__u64)(lim)->gen & 3)
+/* The generation as a word's top bits (FC_GEN_GCRA shifts out). */
+#define FC_TAG(lim) ((__u64)(lim)->gen << FC_GEN_SHIFT)
 
 /* rescale[i]: how (its low 2 bits), and for FC_RESCALE_SCALE the ratio of
  * the new interval to the old, num / den (31 bits each, bits 2-32 and
@@ -265,7 +268,7 @@ FC_INLINE __u64 fc_gen_stale(const struct fc_limits *lim, const __u64 *state)
 {
 	__u64 g = lim->gen;
 
-	return ((state[0] >> FC_GEN_SHIFT) ^ (g & 3)) & -((g >> 2) & 1);
+	return ((state[0] >> FC_GEN_SHIFT) ^ g) & (g >> 2);
 }
 
 /*
@@ -304,12 +307,24 @@ FC_COLD_FN int fc_gcra_adopt(__u64 (*st)[FC_MAX_TIERS], const struct fc_limits *
 	return 0;
 }
 
+/* What a charge returns besides 1 (admitted) and 0 (denied): a GCRA word of
+ * another generation, nothing charged. The caller brings the bucket
+ * (fc_gcra_adopt) and charges again, or denies. In BPF a denial: the
+ * programs bring buckets before they charge (fc_adopt), and a third value
+ * out of every charge was paths for the verifier (some 48,000 of its
+ * instructions). */
+#ifdef __bpf__
+#define FC_CHARGE_REGEN 0
+#else
+#define FC_CHARGE_REGEN (-1)
+#endif
+
 /* GCRA, the future-TAT check, allowing room (the tolerance, and queue
- * intervals of a delaying policy) ahead of now, on tier t of generation gen
- * (FC_TIER_GEN; 0 for a word of no policy): returns 1 if admitted (and the
- * word before and after), 0 if not (nothing charged). A word of another
- * generation denies: fc_gcra_adopt, before, brings what it can. */
-FC_INLINE int fc_gcra_charge(__u64 *state, const struct fc_tier *t, __u64 gen, __u64 now, __u64 cost, __u64 queue,
+ * intervals of a delaying policy) ahead of now, on tier t whose words are
+ * tagged tag (FC_TAG; 0 for a word of no policy): returns 1 if admitted
+ * (and the word before and after), 0 if not, FC_CHARGE_REGEN for a word of
+ * another generation (nothing charged either way). */
+FC_INLINE int fc_gcra_charge(__u64 *state, const struct fc_tier *t, __u64 tag, __u64 now, __u64 cost, __u64 queue,
 			     __u64 *prev, __u64 *next)
 {
 	__u64 inc = fc_gcra_increment(t, cost), room = queue ? fc_gcra_room(t, queue) : t->tolerance_ns, word,
@@ -322,11 +337,11 @@ FC_INLINE int fc_gcra_charge(__u64 *state, const struct fc_tier *t, __u64 gen, _
 	 * more spilled the stack of a chain of calls past its bound). A word
 	 * that a CAS failed on and that is of another generation (a copy of
 	 * the policy of another publish, in its instant) denies. */
-	now |= gen << FC_GEN_SHIFT;
+	now |= tag;
 	for (k = 0; k < FC_CAS_TRIES; k++) {
 		word = *(volatile __u64 *)state;
 		if ((word ^ now) >> FC_GEN_SHIFT)
-			return 0;
+			return FC_CHARGE_REGEN;
 		new_tat = fc_gcra_base(word, room, now) + inc;
 		if (new_tat - now > room)
 			return 0;
@@ -339,10 +354,12 @@ FC_INLINE int fc_gcra_charge(__u64 *state, const struct fc_tier *t, __u64 gen, _
 	return 0;
 }
 
-FC_INLINE int fc_gcra_try(__u64 *state, const struct fc_tier *t, __u64 gen, __u64 now, __u64 cost, __u64 *prev,
+/* fc_gcra_charge, without a queue, 1 or 0: a word of another generation
+ * denies (the bucket was brought before, or the word is of no policy). */
+FC_INLINE int fc_gcra_try(__u64 *state, const struct fc_tier *t, __u64 tag, __u64 now, __u64 cost, __u64 *prev,
 			  __u64 *next)
 {
-	return fc_gcra_charge(state, t, gen, now, cost, 0, prev, next);
+	return fc_gcra_charge(state, t, tag, now, cost, 0, prev, next) == 1;
 }
 
 /* Undoes an admission that moved the word from prev to next, if nobody moved
@@ -498,7 +515,7 @@ FC_INLINE __u64 fc_warm_charge(__u64 *state, __u64 *wsw, const struct fc_limits 
 			       __u64 cost, __u64 queue, __u64 *prev, __u64 *tol)
 {
 	const struct fc_tier *t = &lim->tier[0];
-	__u64 inc = fc_gcra_increment(t, cost), hi = FC_GEN(lim) << FC_GEN_SHIFT, word, tat, ws, base,
+	__u64 inc = fc_gcra_increment(t, cost), hi = FC_TAG(lim), word, tat, ws, base,
 	      next, old, edge;
 	struct fc_ramp r;
 	int i;
@@ -578,7 +595,7 @@ FC_GLOBAL_FN int fc_warm_limit(__u64 (*st)[FC_MAX_TIERS], const struct fc_limits
 		return 0;
 	/* The plain tiers first: the ramp's many values then live alone. */
 	for (i = 1; i < ntiers; i++)
-		if (!fc_gcra_try(&(*st)[i], &lim->tier[i], FC_GEN(lim), now, cost, &ch->prev[i], &ch->next[i]))
+		if (!fc_gcra_try(&(*st)[i], &lim->tier[i], FC_TAG(lim), now, cost, &ch->prev[i], &ch->next[i]))
 			goto deny;
 	/* Written only when it admits, as a plain tier's: the packet path
 	 * keeps one charge for two single-tier policies. */
@@ -766,49 +783,57 @@ FC_INLINE void fc_limit_refund(__u8 algo, __u8 ntiers, __u64 *state, __u64 cost,
 }
 
 /* Charges cost to every one of ntiers tiers of lim, or to none: returns 1
- * if all admit. A GCRA word of another generation (the first charge after
- * its tier's interval changed) is brought to its tier's first
- * (fc_gcra_adopt), unless the caller has seen that none is (!adopt: the
- * BPF fast path, whose every path the verifier walks, leaves such a bucket
- * to its general path). A GCRA policy's --warmup (lim->warmup_ms, 0: none)
- * ramps the first tier, and its word follows the tiers' in state
- * (FC_MAX_TIERS words too). Always inline, in userspace too: the nginx
- * module's decision calls it once, and gcc's own choice there was a call
- * costing a third more. */
+ * if all admit, 0 if not, FC_CHARGE_REGEN if a GCRA word is of another
+ * generation than lim's (the first charge after its rates changed; nothing
+ * charged: fc_limit_try brings the bucket, the BPF programs' general path
+ * does). A GCRA policy's --warmup (lim->warmup_ms, 0: none) ramps the first
+ * tier, and its word follows the tiers' in state (FC_MAX_TIERS words too).
+ * Always inline, in userspace too: the nginx module's decision calls it
+ * once, and gcc's own choice there was a call costing a third more. */
 FC_INLINE __attribute__((always_inline)) int fc_limit_charge(__u8 algo, __u8 ntiers, const struct fc_limits *lim,
 							    __u64 *state, __u64 now, __u64 cost,
-							    struct fc_charge *ch, int adopt)
+							    struct fc_charge *ch)
 {
 	int i, ok;
 
-	if (adopt && fc_gen_stale(lim, state))
-		fc_gcra_adopt((__u64(*)[FC_MAX_TIERS])state, lim, now, FC_ADOPT_ARG(ntiers, 0));
-	if (algo == FC_ALGO_GCRA && lim->warmup_ms)
+	if (algo == FC_ALGO_GCRA && lim->warmup_ms) {
+		if (fc_gen_stale(lim, state))
+			return FC_CHARGE_REGEN;
 		return cost <= FC_WARM_COST_MAX &&
 		       fc_warm_limit((__u64(*)[FC_MAX_TIERS])state, lim, ch, now, FC_WARM_ARG(cost, ntiers));
+	}
 	for (i = 0; i < FC_MAX_TIERS; i++) {
 		if (i >= ntiers)
 			break;
 		if (algo == FC_ALGO_GCRA)
-			ok = fc_gcra_try(&state[i], &lim->tier[i], FC_GEN(lim), now, cost, &ch->prev[i], &ch->next[i]);
+			ok = fc_gcra_charge(&state[i], &lim->tier[i], FC_TAG(lim), now, cost, 0, &ch->prev[i],
+					    &ch->next[i]);
 		else if (algo == FC_ALGO_SLIDING)
 			ok = fc_sliding_try(&state[i], &lim->tier[i], now, cost, &ch->prev[i], &ch->next[i]);
 		else
 			ok = fc_window_try(&state[i], &lim->tier[i], now, cost, &ch->prev[i], &ch->next[i]);
-		if (!ok) {
+		if (ok != 1) {
 			fc_limit_refund(algo, (__u8)i, state, cost, ch);
-			return 0;
+			return ok;
 		}
 	}
 	return 1;
 }
 
-/* fc_limit_charge, whatever the generation of the bucket's words. */
-FC_INLINE __attribute__((always_inline)) int fc_limit_try(__u8 algo, __u8 ntiers, const struct fc_limits *lim,
-							 __u64 *state, __u64 now, __u64 cost, struct fc_charge *ch)
+#ifndef __bpf__
+/* fc_limit_charge of a bucket brought to lim's generation first if it is
+ * of another: 1 if admitted, 0 if not. */
+static inline __attribute__((always_inline)) int fc_limit_try(__u8 algo, __u8 ntiers, const struct fc_limits *lim,
+							     __u64 *state, __u64 now, __u64 cost, struct fc_charge *ch)
 {
-	return fc_limit_charge(algo, ntiers, lim, state, now, cost, ch, 1);
+	int ok = fc_limit_charge(algo, ntiers, lim, state, now, cost, ch);
+
+	if (ok != FC_CHARGE_REGEN)
+		return ok;
+	fc_gcra_adopt((__u64(*)[FC_MAX_TIERS])state, lim, now, FC_ADOPT_ARG(ntiers, 0));
+	return fc_limit_charge(algo, ntiers, lim, state, now, cost, ch) == 1;
 }
+#endif
 
 #ifndef __bpf__
 /* Whether tiers from and to have the same interval, T = unit / N (a
@@ -866,7 +891,7 @@ static inline int fc_gcra_try_delay(__u64 *state, const struct fc_limits *lim, i
 	const struct fc_tier *t = &lim->tier[i];
 	__u64 lead;
 
-	if (!fc_gcra_charge(state, t, FC_GEN(lim), now, cost, queue, prev, next))
+	if (fc_gcra_charge(state, t, FC_TAG(lim), now, cost, queue, prev, next) != 1)
 		return 0;
 	lead = (*next & FC_TAT_MASK) - now;
 	*wait = lead > t->tolerance_ns ? lead - t->tolerance_ns : 0;

@@ -1069,7 +1069,7 @@ static void fc_key_fresh(struct fc_shm_key *e, const struct fc_l7_policy *p)
 
 	memset(e->state, 0, sizeof(e->state));
 	for (i = 0; i < p->ntiers && i < FC_MAX_TIERS && (p->lim.gen & FC_GEN_GCRA); i++)
-		e->state[i] = FC_GEN(&p->lim) << FC_GEN_SHIFT;
+		e->state[i] = FC_TAG(&p->lim);
 }
 
 /* rq's bucket of p when it is not first in either of its windows: found
@@ -1532,8 +1532,10 @@ static void fc_bucket_adopt(const struct fc_l7_policy *p, __u64 *state, struct f
 		fc_key_hold(key, p, now);
 }
 
-/* One policy's charge: every tier or none; for delay, the wait. */
-FC_HOT bool fc_charge(const struct fc_l7_policy *p, __u64 *state, __u64 now, struct fc_charge *ch, __u64 *wait)
+/* One policy's charge: every tier or none (1 or 0); for delay, the wait.
+ * FC_CHARGE_REGEN: a word of limits before a change of p's rates, nothing
+ * charged (fc_bucket_adopt, then again). */
+FC_HOT int fc_charge(const struct fc_l7_policy *p, __u64 *state, __u64 now, struct fc_charge *ch, __u64 *wait)
 {
 	__u64 w = 0, tol;
 	bool ok;
@@ -1541,9 +1543,10 @@ FC_HOT bool fc_charge(const struct fc_l7_policy *p, __u64 *state, __u64 now, str
 
 	now = fc_clock(p, now);
 	*wait = 0;
-	/* The bucket's words are of p's generation (fc_bucket_adopt). */
 	if (p->action != FC_ACTION_DELAY || p->algo != FC_ALGO_GCRA)
-		return fc_limit_charge(p->algo, p->ntiers, &p->lim, state, now, 1, ch, 0);
+		return fc_limit_charge(p->algo, p->ntiers, &p->lim, state, now, 1, ch);
+	if (fc_gen_stale(&p->lim, state))
+		return FC_CHARGE_REGEN;
 	for (i = 0; i < p->ntiers; i++) {
 		if (!i && p->warmup_ms) {
 			/* fc_policy_read saw the ramp's word within the bucket. */
@@ -1557,12 +1560,23 @@ FC_HOT bool fc_charge(const struct fc_l7_policy *p, __u64 *state, __u64 now, str
 		}
 		if (!ok) {
 			fc_limit_refund(p->algo, (uint8_t)i, state, 1, ch);
-			return false;
+			return 0;
 		}
 		if (w > *wait)
 			*wait = w;
 	}
-	return true;
+	return 1;
+}
+
+/* fc_charge of a bucket of words of limits before a change of p's rates
+ * (key: its key's entry, or NULL), brought first: the rare case, out of
+ * line (inlined, it cost every request's charge registers). */
+static __attribute__((noinline, cold)) int fc_charge_brought(const struct fc_l7_policy *p, __u64 *state,
+							      struct fc_shm_key *key, __u64 now, struct fc_charge *ch,
+							      __u64 *wait)
+{
+	fc_bucket_adopt(p, state, key, fc_clock(p, now));
+	return fc_charge(p, state, now, ch, wait);
 }
 
 static void fc_result_limits(const struct fc_l7_policy *p, const __u64 *state, uint64_t now,
@@ -1768,14 +1782,14 @@ FC_HOT enum fc_admit fc_charge_bucket(const struct fc_l7_index *ix, const struct
 				      struct fc_l7_place *pl)
 {
 	__u64 t = fc_clock(p, now);
-	int tries;
+	int tries, ok;
 
 	pl->where = 0;
 	for (tries = 0; tries < 3; tries++) {
 		*st = fc_bucket(ix, p, s, tag, t, key);
-		if (fc_gen_stale(&p->lim, *st))
-			fc_bucket_adopt(p, *st, *key, t);
-		if (!fc_charge(p, *st, now, ch, wait))
+		ok = fc_charge(p, *st, now, ch, wait);
+		if (__builtin_expect(ok != 1, 0) &&
+		    (ok != FC_CHARGE_REGEN || fc_charge_brought(p, *st, *key, now, ch, wait) != 1))
 			return FC_DENY_RATE;
 		if (p->concurrency &&
 		    !fc_place_take(p, s, *key, *key ? (uint32_t)(*key - ix->keys) : 0, tag, rq->holder, pl)) {

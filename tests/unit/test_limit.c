@@ -445,7 +445,7 @@ static void test_sliding_refund(void **state)
 {
 	struct fc_policy k = fc_compile("10/m", 0, FC_ALGO_SLIDING, FC_COUNT_PACKETS);
 	__u64 st[FC_MAX_TIERS] = { 0 }, mid;
-	struct fc_charge a, b;
+	struct fc_charge a = { { 0 } }, b = { { 0 } };
 
 	(void)state;
 	assert_true(fc_limit_try(k.algo, k.ntiers, &k.lim, st, T0, 1, &a));
