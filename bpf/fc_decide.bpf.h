@@ -272,6 +272,13 @@ static __always_inline __u64 fc_policy_cost(const struct fc_policy *pol, const s
 	return 1;
 }
 
+/* Nonzero if bucket b holds a GCRA word of another generation than pol's:
+ * the first charge after a change of rates. */
+static __always_inline __u64 fc_stale(const struct fc_policy *pol, const struct fc_bucket *b)
+{
+	return fc_gen_stale(&pol->lim, b->state);
+}
+
 /* fc_policy_check's flags. */
 #define FC_CHECK_LOG_PASS 0x1 /* check a log policy: count passed or would-drop */
 #define FC_CHECK_KEEP     0x2 /* a later policy may deny: keep the charge for a refund */
@@ -302,7 +309,11 @@ __noinline int fc_policy_check(const struct fc_pkt *pkt, __u32 slot, __u32 idx, 
 	b = idx == FC_HIT_STAR ? fc_src_bucket(pkt, cfg, slot) : bpf_map_lookup_elem(&fc_buckets, &slot);
 	if (!b)
 		return FC_CHECK_NONE;
-	/* A word of another generation (fc_adopt brought what it could): denied. */
+	/* A word of another generation: brought first (the first charge after
+	 * a change of rates); one it could not bring denies. */
+	if (fc_stale(pol, b))
+		fc_gcra_adopt((__u64(*)[FC_MAX_TIERS])b->state, &pol->lim, fc_clock(cfg, pol->flags & FC_POLICY_PRECISE),
+			      FC_ADOPT_ARG(pol->ntiers, 0));
 	ok = fc_limit_charge(pol->algo, pol->ntiers, &pol->lim, b->state, fc_clock(cfg, pol->flags & FC_POLICY_PRECISE),
 			     cost, ch) == 1;
 	if (log)
@@ -392,13 +403,6 @@ enum fc_inline {
 	FC_INLINE_GCRA1, /* single-tier GCRA policies */
 	FC_INLINE_TIER1, /* one single-tier policy, of any algorithm */
 };
-
-/* Nonzero if bucket b holds a GCRA word of another generation than pol's:
- * the first charge after a change of rates. */
-static __always_inline __u64 fc_stale(const struct fc_policy *pol, const struct fc_bucket *b)
-{
-	return fc_gen_stale(&pol->lim, b->state);
-}
 
 /* Charges pa to its bucket a as fc_limit_charge does, but a single-tier
  * sliding window inline (FC_INLINE_TIER1): out of line, the call and its
@@ -496,13 +500,13 @@ static __always_inline int fc_fast(struct fc_eval *ev, __u32 sa, struct fc_bucke
 		pb = bpf_map_lookup_elem(&fc_policies, &sb);
 	if (!pb)
 		return FC_FAST_GENERAL;
-	/* One charge kept for both: a single tier's is written only when it
-	 * admits, so pb's never overwrites the one pa's refund needs. */
 	/* A word of another generation to bring (rare: the first charge after
-	 * a change of rates) takes the general path, which does (fc_adopt):
-	 * the charges here deny one. */
+	 * a change of rates) takes the general path, which does: the charges
+	 * here deny one. */
 	if (fc_stale(pa, a) | fc_stale(pb, b))
 		return FC_FAST_GENERAL;
+	/* One charge kept for both: a single tier's is written only when it
+	 * admits, so pb's never overwrites the one pa's refund needs. */
 	if (fc_gcra1(pa) && (!sb || fc_gcra1(pb)))
 		return fc_charge2(&ev->pkt, ev->cfg, sa, pa, a, sb, pb, b, &ch, &ch, FC_INLINE_GCRA1);
 	if (!sb && fc_tier1(pa))
@@ -525,44 +529,6 @@ static __always_inline bool fc_overrides(__u32 slot)
 	struct fc_policy *pol = bpf_map_lookup_elem(&fc_policies, &slot);
 
 	return slot && pol && (pol->flags & FC_POLICY_OVERRIDE);
-}
-
-/* Brings bucket b's GCRA words to pol's generations (fc_gcra_adopt), if
- * one is of another (the first charge after a change of its rates). */
-static __always_inline void fc_bucket_adopt(const struct fc_policy *pol, struct fc_bucket *b,
-					    const struct fc_config *cfg)
-{
-	if (pol && b && fc_stale(pol, b))
-		fc_gcra_adopt((__u64(*)[FC_MAX_TIERS])b->state, &pol->lim, fc_clock(cfg, pol->flags & FC_POLICY_PRECISE),
-			      FC_ADOPT_ARG(pol->ntiers, 0));
-}
-
-/* Before the general path charges them: the buckets of the policies met
- * (the exact address's, the prefix's, the source's ip=* bucket and ip=*'s
- * overflow bucket) brought to their generations. A global function, apart
- * from the charges: the verifier checks it once, and the charges beside it
- * only ever see words of their generations (or deny, in a publish's
- * instant). */
-__noinline int fc_adopt(const struct fc_pkt *pkt, __u32 e, __u32 p, __u32 star)
-{
-	struct fc_src_bucket *src;
-	struct fc_config *cfg;
-	__u32 zero = 0;
-
-	cfg = bpf_map_lookup_elem(&fc_config, &zero);
-	if (!pkt || !cfg)
-		return 0;
-	if (e)
-		fc_bucket_adopt(bpf_map_lookup_elem(&fc_policies, &e), bpf_map_lookup_elem(&fc_buckets, &e), cfg);
-	if (p)
-		fc_bucket_adopt(bpf_map_lookup_elem(&fc_policies, &p), bpf_map_lookup_elem(&fc_buckets, &p), cfg);
-	if (star) {
-		src = fc_src_lookup(pkt);
-		if (src && src->gen == cfg->star_gen)
-			fc_bucket_adopt(bpf_map_lookup_elem(&fc_policies, &star), (struct fc_bucket *)src, cfg);
-		fc_bucket_adopt(bpf_map_lookup_elem(&fc_policies, &star), bpf_map_lookup_elem(&fc_buckets, &star), cfg);
-	}
-	return 0;
 }
 
 /* Makes the source's ip=* bucket, or remakes one of an earlier ip=*
@@ -671,7 +637,6 @@ policies:
 	if (v != FC_FAST_GENERAL)
 		goto verdict;
 general:
-	fc_adopt(&ev.pkt, e, p, star);
 	/* Overrides: the exact address's switches off the prefix's and ip=*,
 	 * the prefix's ip=*. A source that ip=* no longer applies to still
 	 * gets a bucket, to hold its note of the rules: its next packets take

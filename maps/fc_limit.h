@@ -116,7 +116,7 @@ struct fc_tier {
 };
 
 /*
- * Changing a rate (doc/architecture.md, Changing limits). A bucket keeps
+ * Changing a rate (doc/architecture.md, A change of rates). A bucket keeps
  * what its clients used: a GCRA TAT leads now by the requests (or bytes) it
  * holds times T, so when a tier's T changes, the lead is rescaled by the
  * ratio of the new T to the old, lead' = lead * T'/T (rounded up), and the
@@ -129,13 +129,14 @@ struct fc_tier {
  *
  * A GCRA word is the TAT (62 bits: FC_ROOM_MAX keeps it there) and, in its
  * top two bits, the generation of the policy's limits it was charged under.
- * The generation moves (mod 4) when the interval of any of its tiers
- * changes; rescale[i] says what a word of tier i of the generation before
- * becomes (FC_RESCALE_*; a tier that kept its interval: the same word). A
- * charge compares the bucket's first word's tag with the generation (one
- * compare, one branch: in BPF every branch is paths for the verifier);
- * another sends the bucket through fc_gcra_adopt first, which rescales each
- * word with one compare-and-exchange, the first word last.
+ * The generation moves (mod 4) when the interval or the room of any of its
+ * tiers changes; rescale[i] says what a word of tier i of the generation
+ * before becomes (FC_RESCALE_*; a tier that kept its interval: the same
+ * word). A charge compares each word's tag with the generation and denies
+ * a word of another (FC_CHARGE_REGEN); the bucket is then brought by
+ * fc_gcra_adopt, which rescales each word with one compare-and-exchange,
+ * the first word last, and charged again. Before a charge, whether it needs
+ * bringing is one test on its first word (fc_gen_stale).
  */
 #define FC_GEN_SHIFT 62
 #define FC_TAT_MASK  ((1ULL << FC_GEN_SHIFT) - 1)
@@ -310,7 +311,7 @@ FC_COLD_FN int fc_gcra_adopt(__u64 (*st)[FC_MAX_TIERS], const struct fc_limits *
 /* What a charge returns besides 1 (admitted) and 0 (denied): a GCRA word of
  * another generation, nothing charged. The caller brings the bucket
  * (fc_gcra_adopt) and charges again, or denies. In BPF a denial: the
- * programs bring buckets before they charge (fc_adopt), and a third value
+ * programs bring a bucket before they charge it (fc_policy_check), and a third value
  * out of every charge was paths for the verifier (some 48,000 of its
  * instructions). */
 #ifdef __bpf__
@@ -334,9 +335,9 @@ FC_INLINE int fc_gcra_charge(__u64 *state, const struct fc_tier *t, __u64 tag, _
 	/* The arithmetic is the tag's: now carries it too (TAT and now stay
 	 * below 2^62, room at most FC_ROOM_MAX: no sum wraps), so no register
 	 * more lives through the loop than without generations (in BPF, one
-	 * more spilled the stack of a chain of calls past its bound). A word
-	 * that a CAS failed on and that is of another generation (a copy of
-	 * the policy of another publish, in its instant) denies. */
+	 * more spilled the stack of a chain of calls past its bound). Each word
+	 * read is checked: one a CAS failed on may be of another generation
+	 * (a copy of the policy of another publish, in its instant). */
 	now |= tag;
 	for (k = 0; k < FC_CAS_TRIES; k++) {
 		word = *(volatile __u64 *)state;
@@ -833,9 +834,7 @@ static inline __attribute__((always_inline)) int fc_limit_try(__u8 algo, __u8 nt
 	fc_gcra_adopt((__u64(*)[FC_MAX_TIERS])state, lim, now, FC_ADOPT_ARG(ntiers, 0));
 	return fc_limit_charge(algo, ntiers, lim, state, now, cost, ch) == 1;
 }
-#endif
 
-#ifndef __bpf__
 /* Whether tiers from and to have the same interval, T = unit / N (a
  * bucket's words mean the same under both). */
 static inline int fc_interval_same(const struct fc_tier *from, const struct fc_tier *to)
