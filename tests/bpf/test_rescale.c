@@ -4,20 +4,26 @@
  * TC: each bucket keeps the requests it used, rescaled lazily at its next
  * packet to the new interval (maps/fc_limit.h, Changing a rate), for an
  * exact address, a prefix, a source's own ip=* bucket and ip=*'s overflow
- * bucket; lowering never adds room; two changes in a row. The packet path's
+ * bucket; lowering never adds room; two changes in a row; nginx's items and
+ * the kernel's slots carrying the generation alike. The packet path's
  * clock is set for each step (a publish puts it back to UTC), so the counts
  * are exact: a rate per minute does not move within the ticks a step takes.
  */
+#include <fcntl.h>
 #include <sched.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
+#include <string.h>
+#include <unistd.h>
 #include <cmocka.h>
+#include <sys/mman.h>
 #include <linux/in.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
+#include "fc_shm.h"
 #include "fc_test.h"
 #include "fc_test_bpf.h"
 
@@ -211,6 +217,80 @@ static void test_lower_burst(void **state)
 	assert_int_equal(fc_at(env, false, T0 + 99 * SEC, "198.18.12.1", 5), 1);
 }
 
+/* The live shm block's item of policy id (its fixed part), or fail. */
+static struct fc_shm_policy fc_shm_item(struct fc_env *env, uint32_t id)
+{
+	const struct fc_shm_header *h;
+	const struct fc_shm_block *blk;
+	struct fc_shm_policy it;
+	const uint8_t *p, *end;
+	void *base;
+	int fd;
+
+	fd = open(env->shm, O_RDONLY);
+	assert_true(fd >= 0);
+	base = mmap(NULL, FC_SHM_SIZE, PROT_READ, MAP_SHARED, fd, 0);
+	close(fd);
+	assert_true(base != MAP_FAILED);
+	h = base;
+	blk = (const struct fc_shm_block *)((const uint8_t *)base + FC_SHM_BLOCK_OFF(h->active));
+	for (p = (const uint8_t *)(blk + 1), end = p + blk->used; end - p >= (long)sizeof(it); p += it.item.len) {
+		memcpy(&it, p, sizeof(it));
+		assert_true(it.item.len >= sizeof(it));
+		if (it.id == id) {
+			munmap(base, FC_SHM_SIZE);
+			return it;
+		}
+	}
+	fail_msg("policy %u: no item in the live block", id);
+	return it;
+}
+
+/*
+ * nginx's item carries the generation as the kernel's slot does, from what
+ * was published: moved on by a change of rates published alone (a publish
+ * of what changed, spliced into the live block), kept by a publish of
+ * anything else and by a whole one (which, fc_env_publish checks, writes
+ * nothing the change did not).
+ */
+static void test_shm_generations(void **state)
+{
+	struct fc_env *env = *state;
+	struct fc_shm_policy it;
+	struct fc_policy k;
+	__u32 slot;
+
+	FC_REQUIRE_BPF();
+	fc_env_policy(env, 1, "uid=*", "3/m", "");
+	fc_env_policy(env, 2, "ip=198.18.13.1", "3/m", "");
+	it = fc_shm_item(env, 1);
+	assert_int_equal(it.gen, FC_GEN_GCRA);
+	fc_env_policy(env, 1, "uid=*", "10/m", "");
+	fc_env_policy(env, 2, "ip=198.18.13.1", "10/m", "");
+	it = fc_shm_item(env, 1);
+	assert_int_equal(it.gen, 1 | FC_GEN_GCRA);
+	assert_int_equal(it.rescale[0], FC_RESCALE(FC_RESCALE_SCALE, 3, 10));
+	fc_env_ban(env, "198.18.14.0/24", 0);
+	fc_env_policy(env, 3, "uid=u3", "1/s", "");
+	fc_env_sync(env);
+	it = fc_shm_item(env, 1);
+	assert_int_equal(it.gen, 1 | FC_GEN_GCRA);
+	assert_int_equal(it.rescale[0], FC_RESCALE(FC_RESCALE_SCALE, 3, 10));
+	/* The kernel's slot of policy 2, the same way. */
+	for (slot = 1; slot <= 3; slot++) {
+		assert_int_equal(bpf_map_lookup_elem(env->maps.policies, &slot, &k), 0);
+		if (k.id != 2)
+			continue;
+		assert_int_equal(k.lim.gen, 1 | FC_GEN_GCRA);
+		assert_int_equal(k.lim.rescale[0], FC_RESCALE(FC_RESCALE_SCALE, 3, 10));
+	}
+	/* The burst alone: a generation on, the words as they are. */
+	fc_env_policy(env, 1, "uid=*", "10/m", "burst=5");
+	it = fc_shm_item(env, 1);
+	assert_int_equal(it.gen, 2 | FC_GEN_GCRA);
+	assert_int_equal(it.rescale[0], FC_RESCALE_SAME);
+}
+
 int main(void)
 {
 #define T(f) cmocka_unit_test_setup_teardown(f, fc_env_setup, fc_env_teardown)
@@ -222,6 +302,7 @@ int main(void)
 		T(test_two_changes),
 		T(test_keeps_generation),
 		T(test_lower_burst),
+		T(test_shm_generations),
 	};
 #undef T
 
