@@ -316,6 +316,26 @@ static void test_generation_wraps(void **state)
 	assert_int_equal(fc_try_n(&g[4], st, T0 + 6 * SEC, 2), 1);
 }
 
+/* The same aliasing where the last limits hold less than the bucket's lead
+ * and a second: the TAT, read as a clock stepped back, counts as empty
+ * (freqctl-policy(7), CHANGING POLICIES, says so). */
+static void test_generation_wraps_far(void **state)
+{
+	struct fc_enforced g[5];
+	__u64 st[FC_MAX_TIERS] = { 0 };
+	static const char *const rates[4] = { "1/m", "2/m", "3/m", "4/m" };
+	int i;
+
+	(void)state;
+	g[0] = fc_gcra(rates[0], NULL);
+	for (i = 1; i < 4; i++)
+		g[i] = fc_gcra(rates[i], &g[i - 1]);
+	g[4] = fc_enf("60/m", 1, 0, FC_ACTION_DROP, 0, &g[3]);
+	assert_int_equal(FC_GEN(&g[4].k.lim), 0);
+	assert_int_equal(fc_try_n(&g[0], st, T0, 1), 1);
+	assert_int_equal(fc_try_n(&g[4], st, T0 + SEC, 2), 1);
+}
+
 /*
  * What fc_policy_enforced keeps: a publish that changes no interval nor
  * room keeps the generation and the rescale (however often); a new epoch
@@ -498,6 +518,7 @@ int main(void)
 		cmocka_unit_test(test_tier_added),
 		cmocka_unit_test(test_two_changes),
 		cmocka_unit_test(test_generation_wraps),
+		cmocka_unit_test(test_generation_wraps_far),
 		cmocka_unit_test(test_generations_kept),
 		cmocka_unit_test(test_tag_bounds),
 		cmocka_unit_test(test_warm),
