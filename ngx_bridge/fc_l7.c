@@ -74,7 +74,7 @@ static int fc_name_idx(struct fc_l7_str *names, size_t *n, const char *d, size_t
 static bool fc_tier_ok(uint8_t algo, const struct fc_tier *t)
 {
 	if (!t->unit_ns || t->unit_ns > FC_UNIT_MAX || !t->limit || t->limit > FC_RATE_MAX || !t->interval_ns ||
-	    t->interval_ns > FC_UNIT_MAX || t->tolerance_ns > (1ULL << 62))
+	    t->interval_ns > FC_UNIT_MAX || t->tolerance_ns > FC_ROOM_MAX)
 		return false;
 	if (algo == FC_ALGO_SLIDING)
 		return t->limit <= FC_SLIDE_COUNT_MAX && t->unit_ns >= FC_SLIDE_NS;
@@ -230,6 +230,11 @@ static bool fc_policy_read(struct fc_l7_index *ix, const uint8_t *it, size_t len
 		if (!fc_tier_ok(sp.algo, &pol->tier[i]))
 			return false;
 	}
+	/* A GCRA policy's generation (the tag its words carry, fc_limit.h)
+	 * and rescale; the algorithm says whether words carry one. */
+	if (sp.algo == FC_ALGO_GCRA)
+		pol->lim.gen = (uint8_t)((sp.gen & 3) | FC_GEN_GCRA);
+	memcpy(pol->lim.rescale, sp.rescale, sizeof(pol->lim.rescale));
 	/* A ramp on the first GCRA tier, its word after the tiers'. */
 	pol->warmup_ms = sp.warmup_ms;
 	if (sp.warmup_ms && (sp.algo != FC_ALGO_GCRA || !sp.ntiers || sp.ntiers >= FC_MAX_TIERS || sp.warmup_ms < FC_WARMUP_MIN_MS ||
@@ -1085,6 +1090,17 @@ static void fc_key_untake(struct fc_shm_key *e, __u64 busy, __u64 seen)
 	__atomic_compare_exchange_n(&e->tag, &busy, seen, false, __ATOMIC_RELEASE, __ATOMIC_RELAXED);
 }
 
+/* A new key's words: empty, of p's generation (a charge of it denies a
+ * GCRA word of another), its count of places 0. */
+static void fc_key_fresh(struct fc_shm_key *e, const struct fc_l7_policy *p)
+{
+	int i;
+
+	memset(e->state, 0, sizeof(e->state));
+	for (i = 0; i < p->ntiers && i < FC_MAX_TIERS && (p->lim.gen & FC_GEN_GCRA); i++)
+		e->state[i] = FC_TAG(&p->lim);
+}
+
 /* rq's bucket of p when it is not first in either of its windows: found
  * further on, or made in the first free or idle entry of its walk if p may
  * make a key now. NULL: the overflow bucket. */
@@ -1121,7 +1137,7 @@ static struct fc_shm_key *fc_key_walk(const struct fc_l7_index *ix, const struct
 			    !fc_gcra_try(&s->new_keys, &(struct fc_tier){ .interval_ns = FC_NS_PER_SEC / p->new_keys,
 									  .tolerance_ns = FC_NS_PER_SEC,
 									  .unit_ns = FC_NS_PER_SEC, .limit = p->new_keys },
-					 now, 1, &prev, &next))
+					 0, now, 1, &prev, &next))
 				return NULL;
 			charged = true;
 		}
@@ -1157,7 +1173,7 @@ static struct fc_shm_key *fc_key_walk(const struct fc_l7_index *ix, const struct
 		take->epoch = p->epoch;
 		/* Held from the start: an entry not charged yet is not idle. */
 		take->idle_ns = fc_key_horizon(p, now);
-		memset(take->state, 0, sizeof(take->state));
+		fc_key_fresh(take, p);
 		take->passed = take->denied = 0;
 		__atomic_fetch_add(&s->keys, 1, __ATOMIC_RELAXED);
 		__atomic_store_n(&take->tag, tag, __ATOMIC_RELEASE);
@@ -1606,8 +1622,28 @@ bool fc_l7_worker_alive(uint64_t id)
 	return !(kill(pid, 0) < 0 && errno == ESRCH);
 }
 
-/* One policy's charge: every tier or none; for delay, the wait. */
-FC_HOT bool fc_charge(const struct fc_l7_policy *p, __u64 *state, __u64 now, struct fc_charge *ch, __u64 *wait)
+/* The queue a policy's TATs may run ahead by: its delay burst, if it delays. */
+static __u64 fc_l7_queue(const struct fc_l7_policy *p)
+{
+	return p->action == FC_ACTION_DELAY ? p->delay_burst : 0;
+}
+
+/* Brings the words of a bucket of p (state; key: its key's entry, or
+ * NULL) charged under p's limits before a change of its rates to p's
+ * generation (fc_gcra_adopt; room: a delaying policy's queue too). A
+ * longer interval leads further: a key must not look idle before its
+ * rescaled lead has passed. */
+static void fc_bucket_adopt(const struct fc_l7_policy *p, __u64 *state, struct fc_shm_key *key, __u64 now)
+{
+	fc_gcra_adopt((__u64(*)[FC_MAX_TIERS])state, &p->lim, now, FC_ADOPT_ARG(p->ntiers, fc_l7_queue(p)));
+	if (key)
+		fc_key_hold(key, p, now);
+}
+
+/* One policy's charge: every tier or none (1 or 0); for delay, the wait.
+ * FC_CHARGE_REGEN: a word of limits before a change of p's rates, nothing
+ * charged (fc_bucket_adopt, then again). */
+FC_HOT int fc_charge(const struct fc_l7_policy *p, __u64 *state, __u64 now, struct fc_charge *ch, __u64 *wait)
 {
 	__u64 w = 0, tol;
 	bool ok;
@@ -1616,32 +1652,39 @@ FC_HOT bool fc_charge(const struct fc_l7_policy *p, __u64 *state, __u64 now, str
 	now = fc_clock(p, now);
 	*wait = 0;
 	if (p->action != FC_ACTION_DELAY || p->algo != FC_ALGO_GCRA)
-		return fc_limit_try(p->algo, p->ntiers, p->tier, p->warmup_ms, state, now, 1, ch);
+		return fc_limit_charge(p->algo, p->ntiers, &p->lim, state, now, 1, ch);
+	if (fc_gen_stale(&p->lim, state))
+		return FC_CHARGE_REGEN;
 	for (i = 0; i < p->ntiers; i++) {
 		if (!i && p->warmup_ms) {
 			/* fc_policy_read saw the ramp's word within the bucket. */
-			ch->next[0] = fc_warm_charge(&state[0], &state[p->ntiers], &p->tier[0], p->warmup_ms * FC_MS_NS,
-						     now, 1, p->delay_burst, &ch->prev[0], &tol);
+			ch->next[0] = fc_warm_charge(&state[0], &state[p->ntiers], &p->lim, p->warmup_ms * FC_MS_NS, now, 1,
+						     p->delay_burst, &ch->prev[0], &tol);
 			ok = ch->next[0] != 0;
-			w = ok && ch->next[0] - now > tol ? ch->next[0] - now - tol : 0;
+			w = ok && (ch->next[0] & FC_TAT_MASK) - now > tol ? (ch->next[0] & FC_TAT_MASK) - now - tol : 0;
 		} else {
-			ok = fc_gcra_try_delay(&state[i], &p->tier[i], now, 1, p->delay_burst, &ch->prev[i], &ch->next[i],
+			ok = fc_gcra_try_delay(&state[i], &p->lim, i, now, 1, p->delay_burst, &ch->prev[i], &ch->next[i],
 					       &w);
 		}
 		if (!ok) {
 			fc_limit_refund(p->algo, (uint8_t)i, state, 1, ch);
-			return false;
+			return 0;
 		}
 		if (w > *wait)
 			*wait = w;
 	}
-	return true;
+	return 1;
 }
 
-/* The queue a policy's TATs may run ahead by: its delay burst, if it delays. */
-static __u64 fc_l7_queue(const struct fc_l7_policy *p)
+/* fc_charge of a bucket of words of limits before a change of p's rates
+ * (key: its key's entry, or NULL), brought first: the rare case, out of
+ * line (inlined, it cost every request's charge registers). */
+static __attribute__((noinline, cold)) int fc_charge_brought(const struct fc_l7_policy *p, __u64 *state,
+							      struct fc_shm_key *key, __u64 now, struct fc_charge *ch,
+							      __u64 *wait)
 {
-	return p->action == FC_ACTION_DELAY ? p->delay_burst : 0;
+	fc_bucket_adopt(p, state, key, fc_clock(p, now));
+	return fc_charge(p, state, now, ch, wait);
 }
 
 static void fc_result_limits(const struct fc_l7_policy *p, const __u64 *state, uint64_t now,
@@ -1649,7 +1692,7 @@ static void fc_result_limits(const struct fc_l7_policy *p, const __u64 *state, u
 {
 	struct fc_limit_view v;
 
-	fc_limit_view(p->algo, p->ntiers, p->tier, p->warmup_ms, state, now, fc_l7_queue(p), &v);
+	fc_limit_view(p->algo, p->ntiers, &p->lim, state, now, fc_l7_queue(p), &v);
 	res->policy = p->id;
 	res->limit = v.limit;
 	res->window_s = p->tier[0].unit_ns / FC_NS_PER_SEC;
@@ -1847,12 +1890,14 @@ FC_HOT enum fc_admit fc_charge_bucket(const struct fc_l7_index *ix, const struct
 				      struct fc_l7_place *pl)
 {
 	__u64 t = fc_clock(p, now);
-	int tries;
+	int tries, ok;
 
 	pl->where = 0;
 	for (tries = 0; tries < 3; tries++) {
 		*st = fc_bucket(ix, p, s, tag, t, key);
-		if (!fc_charge(p, *st, now, ch, wait))
+		ok = fc_charge(p, *st, now, ch, wait);
+		if (__builtin_expect(ok != 1, 0) &&
+		    (ok != FC_CHARGE_REGEN || fc_charge_brought(p, *st, *key, now, ch, wait) != 1))
 			return FC_DENY_RATE;
 		if (p->concurrency &&
 		    !fc_place_take(p, s, *key, *key ? (uint32_t)(*key - ix->keys) : 0, tag, rq->holder, pl)) {

@@ -61,7 +61,15 @@ struct fc_l7_policy {
 	bool escalate;  /* report refused clients in the offender ring */
 	bool keyed;     /* a bucket per key (a DIM=*): in the key table */
 	uint32_t concurrency; /* places at most; 0: no cap */
-	struct fc_tier tier[FC_MAX_TIERS];
+	/* What the charge reads (fc_limit.h): the tiers, the warm-up, their
+	 * generation and rescale, the first two by their own names too. */
+	union {
+		struct fc_limits lim;
+		struct {
+			struct fc_tier tier[FC_MAX_TIERS];
+			uint32_t warmup_ms; /* GCRA --warmup; 0 = none */
+		};
+	};
 	/* Per key: how long a key's state matters after a charge (see
 	 * fc_key_lead), and whether an arg or header is a key part. */
 	uint64_t key_lead_ns;
@@ -69,7 +77,6 @@ struct fc_l7_policy {
 	 * with the index's key_secret: the same for each of its requests. */
 	struct fc_sip key_sip;
 	uint32_t max_keys, new_keys;
-	uint32_t warmup_ms; /* GCRA --warmup; 0 = none */
 	bool key_vals;
 	bool show_keys; /* per key: its busiest keys' values in the value table */
 	/* An override: the policies it switches off, ix->offs[off_at ..
