@@ -86,6 +86,14 @@ static void fc_canon_name(uint8_t kind, const char *name, size_t len, char *out)
 		out[i] = name[i] == '_' ? '-' : name[i] >= 'A' && name[i] <= 'Z' ? (char)(name[i] | 0x20) : name[i];
 }
 
+/* A path as an exact uri= matches it: without one trailing '/' (but "/"
+ * itself), as most frameworks route /login/ to /login. */
+static inline struct fc_l7_str fc_uri_path(struct fc_l7_str u)
+{
+	u.len -= u.len > 1 && u.data[u.len - 1] == '/';
+	return u;
+}
+
 static bool fc_tier_ok(uint8_t algo, const struct fc_tier *t)
 {
 	if (!t->unit_ns || t->unit_ns > FC_UNIT_MAX || !t->limit || t->limit > FC_RATE_MAX || !t->interval_ns ||
@@ -169,6 +177,14 @@ static bool fc_dim_read(struct fc_l7_index *ix, const uint8_t **p, const uint8_t
 		if (!d->value.data)
 			return false;
 	}
+	/* A uri as requests' are matched (fc_l7_uri_params, fc_uri_path): its
+	 * own memory, rewritten in place. */
+	if (sd->kind == FC_DIM_URI && d->value.len) {
+		d->value.len = fc_l7_uri_params(d->value.data, d->value.len, (char *)(uintptr_t)d->value.data);
+		if (!(sd->flags & FC_SHM_DIM_PREFIX))
+			d->value = fc_uri_path(d->value);
+	}
+	ix->uses_uri |= sd->kind == FC_DIM_URI;
 	*p += total;
 	return true;
 }
@@ -347,8 +363,10 @@ static bool fc_dim_covers(const struct fc_l7_dim *q, const struct fc_l7_policy *
 			fc_mask(masked, d->addr, d->family, q->plen);
 			return !memcmp(masked, q->addr, d->family == 4 ? 4 : 16);
 		}
-		if (q->flags & FC_SHM_DIM_PREFIX) /* p's path, or p's own prefix, starts with q's */
-			return d->value.len >= q->value.len && !memcmp(d->value.data, q->value.data, q->value.len);
+		if (q->flags & FC_SHM_DIM_PREFIX) /* p's path (with its '/'), or p's own prefix, starts with q's */
+			return (d->value.len >= q->value.len && !memcmp(d->value.data, q->value.data, q->value.len)) ||
+			       (!(d->flags & FC_SHM_DIM_PREFIX) && d->value.len + 1 == q->value.len &&
+				!memcmp(d->value.data, q->value.data, d->value.len));
 		return !(d->flags & FC_SHM_DIM_PREFIX) && fc_str_eq(q->value, d->value.data, d->value.len);
 	}
 	return absent;
@@ -797,7 +815,7 @@ FC_HOT bool fc_dim_matches(const struct fc_l7_dim *d, const struct fc_l7_req *rq
 	case FC_DIM_UID:
 		return fc_uid_is(rq, d->value);
 	case FC_DIM_URI:
-		return fc_str_eq(d->value, rq->uri.data, rq->uri.len);
+		return fc_str_eq(d->value, rq->uri.data, fc_uri_path(rq->uri).len);
 	case FC_DIM_ARG:
 	case FC_DIM_HEADER:
 		return fc_val_in(rq, d->kind, d->name_idx, d->value, false);
@@ -900,7 +918,7 @@ static __u64 fc_key_tag(const struct fc_l7_policy *p, const struct fc_l7_req *rq
 					fc_sip_part(&h, rq->vals[i].v.data, rq->vals[i].v.len);
 			continue;
 		}
-		v = dm->kind == FC_DIM_UID ? rq->uid : dm->kind == FC_DIM_URI ? rq->uri :
+		v = dm->kind == FC_DIM_UID ? rq->uid : dm->kind == FC_DIM_URI ? fc_uri_path(rq->uri) :
 				(struct fc_l7_str){ (const char *)rq->addr, rq->family == 4 ? 4 : 16 };
 		fc_sip_part(&h, v.data, v.len);
 	}
@@ -940,7 +958,7 @@ static size_t fc_key_text(const struct fc_l7_policy *p, const struct fc_l7_req *
 				l = rq->nuids ? rq->uids[i].len : rq->uid.len;
 			} else if (dm->kind == FC_DIM_URI) {
 				v = rq->uri.data;
-				l = rq->uri.len;
+				l = fc_uri_path(rq->uri).len;
 			} else if (rq->vals[i].kind == dm->kind && rq->vals[i].idx == dm->name_idx) {
 				v = rq->vals[i].v.data;
 				l = rq->vals[i].v.len;
@@ -1634,7 +1652,7 @@ FC_HOT size_t fc_match(const struct fc_l7_index *ix, const struct fc_l7_req *rq,
 	for (i = 0; i < rq->nvals; i++)
 		fc_collect(ix, rq, rq->vals[i].kind, rq->vals[i].idx, rq->vals[i].v, gen, out, cap, &n);
 	if (ix->has_uri)
-		fc_collect(ix, rq, FC_DIM_URI, 0, rq->uri, gen, out, cap, &n);
+		fc_collect(ix, rq, FC_DIM_URI, 0, fc_uri_path(rq->uri), gen, out, cap, &n);
 	for (i = 0; i < ix->nloose; i++) {
 		const struct fc_l7_policy *p = &ix->pol[ix->loose[i]];
 		int d;
@@ -1824,6 +1842,19 @@ bool fc_l7_header_is(const char *low, size_t len, const char *name, size_t nlen)
 	for (i = 0; i < len && (low[i] == name[i] || (low[i] == '_' && name[i] == '-')); i++)
 		;
 	return i == len;
+}
+
+size_t fc_l7_uri_params(const char *u, size_t len, char *out)
+{
+	size_t i, n = 0;
+	bool param = false;
+
+	for (i = 0; i < len; i++) {
+		param = u[i] == ';' || (param && u[i] != '/');
+		if (!param)
+			out[n++] = u[i];
+	}
+	return n;
 }
 
 size_t fc_l7_args_max(const char *q, size_t len)

@@ -97,6 +97,7 @@ struct fc_l7_index {
 	struct fc_l7_str args[FC_L7_MAX_NAMES];
 	struct fc_l7_str headers[FC_L7_MAX_NAMES]; /* lowercase */
 	bool has_uid, has_uri;
+	bool uses_uri; /* some policy has a uri= (the module then drops its ';' parameters) */
 	bool has_keys; /* some policy keeps a bucket per key */
 	/* Bans are read in place, in the shm's ban table: a change of bans
 	 * needs no rebuild. */
@@ -172,8 +173,10 @@ struct fc_l7_val {
 /*
  * A request as the engine sees it. Values are matched as the application
  * behind nginx reads them: arguments percent-decoded ('+' a space), the uri
- * as nginx normalised it; an argument or header given more than once is
- * every one of its values (deny-biased: the backend may read any of them).
+ * as nginx normalised it without its ';' parameters (fc_l7_uri_params; an
+ * exact uri= ignores one trailing '/'); an argument or header given more
+ * than once is every one of its values (deny-biased: the backend may read
+ * any of them).
  *
  * So is the uid: given more than once (or under its name in another case),
  * each copy is one the backend may read. A ban on any copy refuses the
@@ -411,6 +414,11 @@ size_t fc_l7_cookie_find(const char *h, size_t len, const char *name, size_t nle
  * header name (lowercase, nlen bytes): '_' as '-', as nginx's $http_NAME
  * and CGI's HTTP_NAME read it. */
 bool fc_l7_header_is(const char *low, size_t len, const char *name, size_t nlen);
+
+/* Writes the path u (len bytes) into out (room for len; may be u) without
+ * the ';' parameters of its segments (/login;jsessionid=1 is /login, as
+ * servlet containers read it); returns its length. */
+size_t fc_l7_uri_params(const char *u, size_t len, char *out);
 
 /* The most values fc_l7_args can append for the query q: one per pair. */
 size_t fc_l7_args_max(const char *q, size_t len);

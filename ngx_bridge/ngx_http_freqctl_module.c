@@ -827,6 +827,7 @@ static ngx_int_t
 ngx_http_freqctl_request(ngx_http_request_t *r, ngx_http_freqctl_loc_conf_t *lcf,
     struct fc_l7_index *ix, struct fc_l7_req *rq)
 {
+    u_char                     *d;
     ngx_str_t                   v;
     ngx_http_variable_value_t  *vv;
 
@@ -863,6 +864,20 @@ ngx_http_freqctl_request(ngx_http_request_t *r, ngx_http_freqctl_loc_conf_t *lcf
 
     rq->uri.data = (const char *) r->uri.data;
     rq->uri.len = r->uri.len;
+
+    /* /login;jsessionid=1 is /login to a servlet container: uri= policies
+     * match the path without its ';' parameters. */
+    if (ix->uses_uri && r->uri.len
+        && ngx_strlchr(r->uri.data, r->uri.data + r->uri.len, ';'))
+    {
+        d = ngx_pnalloc(r->pool, r->uri.len);
+        if (d == NULL) {
+            return NGX_ERROR;
+        }
+        rq->uri.len = fc_l7_uri_params((const char *) r->uri.data, r->uri.len,
+                                       (char *) d);
+        rq->uri.data = (const char *) d;
+    }
 
     switch (r->connection->sockaddr->sa_family) {
     case AF_INET:

@@ -69,6 +69,63 @@ static void test_spelling(void **state)
 }
 
 /*
+ * A uri as frameworks route it: without its segments' ';' parameters
+ * (/login;jsessionid=1 is /login to a servlet container; the module drops
+ * them, and a policy's own), and an exact uri= ignoring one trailing '/'
+ * (/login/ is /login to Express, Spring, Rails), for its key too; the
+ * prefix uri=/api/ * (so spelled here) still needs its '/', and uri=/a/
+ * stays under uri=/a/ * for overrides.
+ */
+static void test_uri_spelling(void **state)
+{
+	static const struct {
+		const char *in, *out;
+	} v[] = {
+		{ "/login;jsessionid=1", "/login" }, { "/a;x=1/b;y/c", "/a/b/c" }, { "/a/;x", "/a/" },
+		{ ";x", "" },			      { "/", "/" },		    { "/a;", "/a" },
+	};
+	const struct fc_l7_policy *exact = NULL, *prefix = NULL;
+	struct fc_t *t = *state;
+	struct fc_l7_result res;
+	char out[64], key[64];
+	size_t i, n;
+
+	for (i = 0; i < sizeof(v) / sizeof(v[0]); i++) {
+		n = fc_l7_uri_params(v[i].in, strlen(v[i].in), out);
+		assert_int_equal(n, strlen(v[i].out));
+		assert_memory_equal(out, v[i].out, n);
+	}
+	fc_policy(t, 1, "uri=/login", "2/m", "drop", 2, 0);
+	fc_policy(t, 2, "uri=/a/", "1/m", "drop", 1, 0);
+	fc_policy(t, 3, "uri=/api/*", "1/m", "drop", 1, 0);
+	fc_policy(t, 4, "uri=*,uid=k", "1/m", "drop", 1, 0);
+	fc_policy(t, 5, "uri=/b;v=1", "1/m", "drop", 1, 0);
+	fc_policy(t, 6, "uri=/a/*", "100/m", "drop", 0, 0);
+	fc_publish(t);
+	assert_int_equal(fc_build(t, t->base, t->size), 0);
+	assert_true(t->ix.uses_uri);
+	assert_int_equal(fc_passes(t, "uri=/login/", T0, 1), 1);
+	assert_int_equal(fc_passes(t, "uri=/login", T0, 2), 1);
+	assert_int_equal(fc_passes(t, "uri=/a", T0, 2), 1);
+	assert_int_equal(fc_decide(t, "uri=/a/", T0, NULL), FC_L7_REJECTED);
+	assert_int_equal(fc_decide(t, "uri=/api", T0, &res), FC_L7_PASS);
+	assert_int_equal(res.matched, 0);
+	assert_int_equal(fc_passes(t, "uri=/api/", T0, 2), 1);
+	assert_int_equal(fc_decide_key(t, "uid=k uri=/k/", T0, &res, key, sizeof(key)), FC_L7_PASS);
+	assert_memory_equal(key, "/k,k", res.key_len);
+	assert_int_equal(fc_decide(t, "uid=k uri=/k", T0, NULL), FC_L7_REJECTED);
+	assert_int_equal(fc_passes(t, "uri=/b", T0, 2), 1);
+	for (i = 0; i < t->ix.npolicies; i++) {
+		if (t->ix.pol[i].id == 2)
+			exact = &t->ix.pol[i];
+		if (t->ix.pol[i].id == 6)
+			prefix = &t->ix.pol[i];
+	}
+	assert_true(exact && prefix && fc_l7_more_general(prefix, exact));
+	assert_false(fc_l7_more_general(exact, prefix));
+}
+
+/*
  * More matching policies than the engine decides on its stack: every one is
  * charged (memory from the request), and without memory nothing is decided
  * or charged rather than some policies ignored.
@@ -206,6 +263,7 @@ int main(void)
 		T(test_matching_vs_naive),
 		T(test_decode),
 		T(test_spelling),
+		T(test_uri_spelling),
 		T(test_many_matches),
 	};
 #undef T
