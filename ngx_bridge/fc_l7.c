@@ -918,8 +918,12 @@ static __u64 fc_key_tag(const struct fc_l7_policy *p, const struct fc_l7_req *rq
 					fc_sip_part(&h, rq->vals[i].v.data, rq->vals[i].v.len);
 			continue;
 		}
-		v = dm->kind == FC_DIM_UID ? rq->uid : dm->kind == FC_DIM_URI ? fc_uri_path(rq->uri) :
-				(struct fc_l7_str){ (const char *)rq->addr, rq->family == 4 ? 4 : 16 };
+		if (dm->kind == FC_DIM_UID)
+			v = rq->uid;
+		else if (dm->kind == FC_DIM_URI)
+			v = fc_uri_path(rq->uri);
+		else
+			v = (struct fc_l7_str){ (const char *)rq->addr, rq->family == 4 ? 4 : 16 };
 		fc_sip_part(&h, v.data, v.len);
 	}
 	return fc_sip_final(&h) | FC_SHM_KEY_TAG_MIN;
@@ -1779,6 +1783,20 @@ static bool fc_name_is(const char *s, size_t len, const char *name, size_t nlen)
 	for (i = 0; i < len && !(fc_l7_qbyte[(unsigned char)s[i]] & FC_L7_Q_ODD); i++)
 		;
 	return i < len && nlen <= sizeof(buf) && fc_l7_name_read(s, len, buf, nlen) == nlen && !memcmp(buf, name, nlen);
+}
+
+const unsigned char *fc_l7_query_skip(const unsigned char *s, const unsigned char *end, int *semi)
+{
+	const unsigned char *e, *c;
+
+	if (*semi < 0)
+		*semi = memchr(s, ';', (size_t)(end - s)) != NULL;
+	e = memchr(s, '&', (size_t)(end - s));
+	if (!e)
+		e = end;
+	if (*semi && (c = memchr(s, ';', (size_t)(e - s))))
+		e = c;
+	return e;
 }
 
 bool fc_l7_query_pair(const char *p, const char *end, const char *name, size_t nlen, struct fc_l7_str *v,

@@ -304,34 +304,39 @@ static inline uint64_t fc_l7_bytes_eq(uint64_t w, unsigned char c)
 	return (x - FC_L7_ONES) & ~x & FC_L7_HIGHS;
 }
 
+/* The 8 bytes of a query at s, or the 1 to 7 left before end followed by
+ * ';': the query's last word shifted (q is the query's start), or, in a
+ * query shorter than a word, read in pieces; never a byte past end. */
+static inline __attribute__((always_inline)) uint64_t fc_l7_word(const unsigned char *q, const unsigned char *s,
+								 const unsigned char *end)
+{
+	size_t left = (size_t)(end - s);
+	uint64_t w;
+
+	if (left >= 8) {
+		memcpy(&w, s, 8);
+		return le64toh(w);
+	}
+	if (end - q >= 8) {
+		memcpy(&w, end - 8, 8);
+		w = le64toh(w) >> (8 * (8 - left));
+	} else {
+		w = fc_sip_short(s, left);
+	}
+	return w | (FC_L7_ONES * ';') << (8 * left);
+}
+
 /* The end of a query's value at s: its first '&' or ';', or end; ORs into
  * *esc whether a '%' or a '+' comes before it. A word at a time (a uid is
  * often a 32-byte token), most often told by two tests: no byte below '-'
- * (so no '&', '%' or '+'), and where the first ';' is. A short tail is the
- * query's last word shifted (q is the query's start), or read in pieces in
- * a query shorter than a word; never past end; its missing bytes ';'. */
+ * (so no '&', '%' or '+'), and where the first ';' is. */
 static inline __attribute__((always_inline)) const unsigned char *
 fc_l7_value_end(const unsigned char *q, const unsigned char *s, const unsigned char *end, uint64_t *esc)
 {
 	uint64_t w, semi, sep, e;
-	size_t left;
 
-	for (;; s += 8) {
-		left = (size_t)(end - s);
-		if (left >= 8) {
-			memcpy(&w, s, 8);
-			w = le64toh(w);
-		} else if (!left) {
-			return s;
-		} else {
-			if (end - q >= 8) {
-				memcpy(&w, end - 8, 8);
-				w = le64toh(w) >> (8 * (8 - left));
-			} else {
-				w = fc_sip_short(s, left);
-			}
-			w |= (FC_L7_ONES * ';') << (8 * left);
-		}
+	for (; s < end; s += 8) {
+		w = fc_l7_word(q, s, end);
 		semi = fc_l7_bytes_eq(w, ';');
 		if (!((w - FC_L7_ONES * '-') & ~w & FC_L7_HIGHS)) {
 			if (semi)
@@ -346,7 +351,13 @@ fc_l7_value_end(const unsigned char *q, const unsigned char *s, const unsigned c
 		}
 		*esc |= e;
 	}
+	return end;
 }
+
+/* The end of a query's pair from s: its first '&' or ';', or end. Found
+ * as nginx finds its '&' (memchr), with ';' looked for once (*semi, -1
+ * until then): most queries hold none. */
+const unsigned char *fc_l7_query_skip(const unsigned char *s, const unsigned char *end, int *semi);
 
 /* fc_l7_query_find's look at the pair at p, in full, when it is not
  * NAME=VALUE as written: another name, or NAME alone, or NAME spelled with
@@ -369,21 +380,47 @@ fc_l7_query_find(const char *q, size_t len, const char *name, size_t nlen, struc
 {
 	const unsigned char *p = (const unsigned char *)q, *end = p + len, *s;
 	struct fc_l7_str one, other;
-	const char *next;
 	uint64_t seen = 0;
+	const char *next;
+	int semi = -1;
 	size_t n = 0, i;
 
 	for (; p < end; p = s + 1) {
-		if ((size_t)(end - p) > nlen && p[nlen] == '=') {
-			for (i = 0; i < nlen && fc_l7_name_char(p[i], (unsigned char)name[i]); i++)
+		if (!(fc_l7_qbyte[*p] & FC_L7_Q_ODD)) {
+			/* Most pairs are another name from their first byte. */
+			if (!fc_l7_name_char(*p, (unsigned char)name[0])) {
+				s = fc_l7_query_skip(p, end, &semi);
+				continue;
+			}
+			if ((size_t)(end - p) > nlen && p[nlen] == '=') {
+				for (i = 1; i < nlen && fc_l7_name_char(p[i], (unsigned char)name[i]); i++)
+					;
+				if (i == nlen) {
+					/* NAME=VALUE as written: most often. */
+					one.data = (const char *)p + nlen + 1;
+					s = fc_l7_value_end((const unsigned char *)q, p + nlen + 1, end, &seen);
+					one.len = (size_t)((const char *)s - one.data);
+					goto copy;
+				}
+			}
+			for (i = 1; i < nlen && p + i < end && fc_l7_name_char(p[i], (unsigned char)name[i]); i++)
 				;
-			if (i == nlen) {
-				one.data = (const char *)p + nlen + 1;
-				s = fc_l7_value_end((const unsigned char *)q, p + nlen + 1, end, &seen);
-				one.len = (size_t)((const char *)s - one.data);
+			s = p + i;
+			if (s == end || !(fc_l7_qbyte[*s] & FC_L7_Q_ODD)) {
+				/* s is past NAME's first bytes as written: '=' (after
+				 * a name that differs), a separator or a byte more. */
+				if (i < nlen || (s < end && !(fc_l7_qbyte[*s] & FC_L7_Q_SEP))) {
+					/* Another name: what is written up to s is all
+					 * it decodes to, and differs. */
+					s = fc_l7_query_skip(s, end, &semi);
+					continue;
+				}
+				one.data = (const char *)s; /* NAME alone: an empty value */
+				one.len = 0;
 				goto copy;
 			}
 		}
+		/* A name with an escape, a bracket or a space. */
 		if (!fc_l7_query_pair((const char *)p, (const char *)end, name, nlen, &other, &next)) {
 			s = (const unsigned char *)next;
 			continue;

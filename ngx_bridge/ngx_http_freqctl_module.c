@@ -40,10 +40,10 @@ enum {
 };
 
 typedef struct {
-    ngx_uint_t                 kind;     /* NGX_HTTP_FREQCTL_ARG, ... */
+    ngx_uint_t                 kind;     /* NGX_HTTP_FREQCTL_ARG, ...; 0: var is the
+                                            configuration's own variable */
     ngx_str_t                  var;      /* the variable's name, lowercase */
     ngx_str_t                  name;     /* NAME as fc_l7.h matches it: canonical */
-    ngx_flag_t                 defined;  /* var is the configuration's own variable */
 } ngx_http_freqctl_src_t;
 
 typedef struct {
@@ -841,7 +841,7 @@ ngx_http_freqctl_request(ngx_http_request_t *r, ngx_http_freqctl_loc_conf_t *lcf
     rq->keybuf = NULL;
     rq->keycap = 0;
 
-    if (lcf->uid_src && !lcf->uid_src->defined) {
+    if (lcf->uid_src && lcf->uid_src->kind) {
         if (ngx_http_freqctl_uid_read(r, lcf->uid_src, rq) != NGX_OK) {
             return NGX_ERROR;
         }
@@ -1662,7 +1662,7 @@ ngx_http_freqctl_init(ngx_conf_t *cf)
                 && ngx_strncmp(key[k].key.data, src[i]->var.data,
                                src[i]->var.len) == 0)
             {
-                src[i]->defined = 1;
+                src[i]->kind = 0;
             }
         }
     }

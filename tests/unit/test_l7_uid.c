@@ -110,6 +110,21 @@ static void test_query_find(void **state)
 	assert_int_equal(v[1].len, 1);
 }
 
+/* 0 to 39 random bytes of alphabet, in a buffer of exactly their length
+ * (ASan sees a read past it); *len says how many. */
+static char *fc_rand_text(unsigned *seed, const char *alphabet, size_t *len)
+{
+	size_t i, n = strlen(alphabet);
+	char *t;
+
+	*len = (size_t)rand_r(seed) % 40;
+	t = malloc(*len ? *len : 1);
+	assert_non_null(t);
+	for (i = 0; i < *len; i++)
+		t[i] = alphabet[(size_t)rand_r(seed) % n];
+	return t;
+}
+
 /* A name as PHP, Rack and nginx read it, byte by byte: the reference for
  * fc_l7_name_read. */
 static size_t fc_name_ref(const char *s, size_t len, char *out)
@@ -158,11 +173,7 @@ static void test_query_random(void **state)
 		const char *name = names[round % 3];
 		size_t nlen = strlen(name);
 
-		len = (size_t)rand_r(&seed) % 40;
-		q = malloc(len ? len : 1);
-		assert_non_null(q);
-		for (i = 0; i < len; i++)
-			q[i] = bytes[(size_t)rand_r(&seed) % (sizeof(bytes) - 1)];
+		q = fc_rand_text(&seed, bytes, &len);
 		enc = false;
 		n = fc_l7_query_find(q, len, name, nlen, v, 64, &enc);
 		ref = 0;
@@ -244,11 +255,7 @@ static void test_cookie_random(void **state)
 
 	(void)state;
 	for (round = 0; round < 200000; round++) {
-		len = (size_t)rand_r(&seed) % 40;
-		h = malloc(len ? len : 1);
-		assert_non_null(h);
-		for (i = 0; i < len; i++)
-			h[i] = bytes[(size_t)rand_r(&seed) % (sizeof(bytes) - 1)];
+		h = fc_rand_text(&seed, bytes, &len);
 		enc = false;
 		n = fc_l7_cookie_find(h, len, "uid", 3, v, 64, &enc);
 		ref = 0;
