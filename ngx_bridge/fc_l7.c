@@ -726,8 +726,11 @@ static bool fc_listed_in(const struct fc_l7_index *ix, __u64 live, const struct 
 	int len;
 
 	*uid = true;
-	/* No uid banned, no lookup: a miss in a 80 MB table costs more than the rest. */
-	if (rq->uid.len && __atomic_load_n(&plens[3], __ATOMIC_ACQUIRE) & FC_SHM_BAN_UIDS &&
+	/* No uid banned, no lookup: a miss in a 80 MB table costs more than the
+	 * rest. An allow entry needs a copy every application reads as the uid
+	 * (a lone ?UID=partner is no uid to most). */
+	if (rq->uid.len && (rq->uid_exact || !allow) &&
+	    __atomic_load_n(&plens[3], __ATOMIC_ACQUIRE) & FC_SHM_BAN_UIDS &&
 	    fc_uid_listed(ix, tab, stamp, kind, rq, now, allow))
 		return true;
 	*uid = false;
@@ -1799,9 +1802,10 @@ const unsigned char *fc_l7_query_skip(const unsigned char *s, const unsigned cha
 	return e;
 }
 
-bool fc_l7_query_pair(const char *p, const char *end, const char *name, size_t nlen, struct fc_l7_str *v,
-		      const char **next)
+bool fc_l7_query_pair(const char *p, const char *end, const char *name, const char *raw, size_t nlen,
+		      struct fc_l7_str *v, const char **next, bool *exact)
 {
+	char dec[FC_SHM_MAX_NAME];
 	const char *e, *eq;
 
 	for (e = p; e < end && !(fc_l7_qbyte[(unsigned char)*e] & FC_L7_Q_SEP); e++)
@@ -1812,6 +1816,9 @@ bool fc_l7_query_pair(const char *p, const char *end, const char *name, size_t n
 		return false;
 	v->data = eq ? eq + 1 : e;
 	v->len = eq ? (size_t)(e - eq - 1) : 0;
+	/* Decoding is what every framework does to a name; nothing more. */
+	*exact = eq && nlen <= sizeof(dec) && fc_l7_decode(p, (size_t)(eq - p), dec, nlen) == nlen &&
+		 !memcmp(dec, raw, nlen);
 	return true;
 }
 
@@ -1820,11 +1827,12 @@ static bool fc_ows(char c)
 	return c == ' ' || c == '\t';
 }
 
-size_t fc_l7_cookie_find(const char *h, size_t len, const char *name, size_t nlen, struct fc_l7_str *v, size_t cap,
-			 bool *enc)
+size_t fc_l7_cookie_find(const char *h, size_t len, const char *name, const char *raw, size_t nlen,
+			 struct fc_l7_str *v, size_t cap, bool *enc, bool *exact)
 {
-	const char *p = h, *end = h + len, *e, *eq, *ne, *vs, *ve;
+	const char *p = h, *end = h + len, *e, *eq, *ne, *vs, *ve, *start;
 	size_t n = 0;
+	bool pct;
 
 	for (; p < end; p = e + 1) {
 		for (e = p; e < end && *e != ';' && *e != ','; e++)
@@ -1832,6 +1840,7 @@ size_t fc_l7_cookie_find(const char *h, size_t len, const char *name, size_t nle
 		eq = memchr(p, '=', (size_t)(e - p));
 		for (ne = eq ? eq : e; ne > p && fc_ows(ne[-1]); ne--)
 			;
+		start = p;
 		while (p < ne && fc_ows(*p))
 			p++;
 		if (!fc_name_is(p, (size_t)(ne - p), name, nlen))
@@ -1846,7 +1855,12 @@ size_t fc_l7_cookie_find(const char *h, size_t len, const char *name, size_t nle
 		if (n < cap)
 			v[n] = (struct fc_l7_str){ vs, (size_t)(ve - vs) };
 		n++;
-		*enc |= memchr(vs, '%', (size_t)(ve - vs)) != NULL;
+		pct = memchr(vs, '%', (size_t)(ve - vs)) != NULL;
+		*enc |= pct;
+		/* Exact: NAME=VALUE as sent, nothing trimmed, unquoted or
+		 * decoded, between ';'s (only nginx and Rack split at ','). */
+		*exact |= ne == eq && (size_t)(ne - p) == nlen && !memcmp(p, raw, nlen) && vs == eq + 1 && ve == e &&
+			  !pct && (e == end || *e == ';') && (start == h || start[-1] == ';');
 	}
 	return n;
 }

@@ -180,8 +180,9 @@ struct fc_l7_val {
  *
  * So is the uid: given more than once (or under its name in another case),
  * each copy is one the backend may read. A ban on any copy refuses the
- * request; an allow entry needs every copy; a per-key policy keyed on the
- * uid charges its overflow bucket; a fixed uid= matches if any copy does.
+ * request; an allow entry needs every copy, and one of them exact
+ * (uid_exact); a per-key policy keyed on the uid charges its overflow
+ * bucket; a fixed uid= matches if any copy does.
  */
 struct fc_l7_req {
 	/* The user id, 0 bytes: none. Given more than once, uids holds every
@@ -195,6 +196,9 @@ struct fc_l7_req {
 	size_t nvals;
 	uint8_t family; /* 0: no address */
 	uint8_t addr[16];
+	/* Some copy of the uid is exact (see Names below; a header's or a
+	 * variable's always is): without one, no allow entry covers the uid. */
+	bool uid_exact;
 	const struct fc_l7_alloc *alloc; /* for a request matching more than FC_L7_MATCHES */
 	char *keybuf; /* where the deciding key is written, for $freqctl_key (may be NULL) */
 	size_t keycap;
@@ -253,6 +257,16 @@ size_t fc_l7_decode_cookie(const char *s, size_t len, char *out, size_t cap);
  * to case, and PHP drops leading spaces, reads '.' and ' ' as '_', a '['
  * without a ']' after it as '_', and NAME[...] as an array named NAME. Each
  * such name is a copy of NAME.
+ *
+ * A copy is exact when every application reads it as NAME, and its value
+ * as freqctl does: in a query, a pair between '&'s (or the query's ends)
+ * whose name, percent-decoded ('+' a space), is NAME as configured, byte for
+ * byte; in a Cookie line, a pair between ';'s whose name as sent (PHP 8.1.11
+ * on, Django and Express decode no cookie name) is NAME, followed by '=' and
+ * a value with no space or tab around it, no quotes and no '%' (Django
+ * decodes no cookie value). Only an exact copy can make a request allowed
+ * by its uid (fc_l7_req.uid_exact): a case-sensitive application sees no
+ * uid at all in ?UID=partner.
  */
 
 /* Writes the canonical form of a configured name s (len bytes) into out
@@ -361,22 +375,23 @@ const unsigned char *fc_l7_query_skip(const unsigned char *s, const unsigned cha
 
 /* fc_l7_query_find's look at the pair at p, in full, when it is not
  * NAME=VALUE as written: another name, or NAME alone, or NAME spelled with
- * escapes, brackets or spaces. Whether it is a copy (its value into *v);
- * *next is the pair's end. */
-bool fc_l7_query_pair(const char *p, const char *end, const char *name, size_t nlen, struct fc_l7_str *v,
-		      const char **next);
+ * escapes, brackets or spaces. Whether it is a copy (its value into *v, and
+ * into *exact whether its decoded name is raw); *next is the pair's end. */
+bool fc_l7_query_pair(const char *p, const char *end, const char *name, const char *raw, size_t nlen,
+		      struct fc_l7_str *v, const char **next, bool *exact);
 
 /*
- * Every copy of the argument name (canonical, nlen bytes, at least 1) in
- * the raw query q (len bytes; pairs split at '&' and ';'), as above: the
- * first cap values, as sent, into v (a pair without '=' is an empty value).
- * Returns how many copies there are, and ORs into *enc whether one holds a
- * '%' or a '+' (fc_l7_decode would change it). Inline, and NAME=VALUE as
- * written looked at first: the module reads the uid with it on every
- * request.
+ * Every copy of the argument name (canonical, nlen bytes, at least 1; raw:
+ * as configured, nlen bytes) in the raw query q (len bytes; pairs split at
+ * '&' and ';'), as above: the first cap values, as sent, into v (a pair
+ * without '=' is an empty value). Returns how many copies there are, and
+ * ORs into *enc whether one holds a '%' or a '+' (fc_l7_decode would change
+ * it), into *exact whether one is exact. Inline, and NAME=VALUE as written
+ * looked at first: the module reads the uid with it on every request.
  */
 static inline __attribute__((always_inline)) size_t
-fc_l7_query_find(const char *q, size_t len, const char *name, size_t nlen, struct fc_l7_str *v, size_t cap, bool *enc)
+fc_l7_query_find(const char *q, size_t len, const char *name, const char *raw, size_t nlen, struct fc_l7_str *v,
+		 size_t cap, bool *enc, bool *exact)
 {
 	const unsigned char *p = (const unsigned char *)q, *end = p + len, *s;
 	struct fc_l7_str one, other;
@@ -384,6 +399,7 @@ fc_l7_query_find(const char *q, size_t len, const char *name, size_t nlen, struc
 	const char *next;
 	int semi = -1;
 	size_t n = 0, i;
+	bool ex;
 
 	for (; p < end; p = s + 1) {
 		if (!(fc_l7_qbyte[*p] & FC_L7_Q_ODD)) {
@@ -400,6 +416,9 @@ fc_l7_query_find(const char *q, size_t len, const char *name, size_t nlen, struc
 					one.data = (const char *)p + nlen + 1;
 					s = fc_l7_value_end((const unsigned char *)q, p + nlen + 1, end, &seen);
 					one.len = (size_t)((const char *)s - one.data);
+					for (i = 0; i < nlen && p[i] == (unsigned char)raw[i]; i++)
+						;
+					ex = i == nlen;
 					goto copy;
 				}
 			}
@@ -417,11 +436,12 @@ fc_l7_query_find(const char *q, size_t len, const char *name, size_t nlen, struc
 				}
 				one.data = (const char *)s; /* NAME alone: an empty value */
 				one.len = 0;
+				ex = false; /* no uid: never allowed */
 				goto copy;
 			}
 		}
 		/* A name with an escape, a bracket or a space. */
-		if (!fc_l7_query_pair((const char *)p, (const char *)end, name, nlen, &other, &next)) {
+		if (!fc_l7_query_pair((const char *)p, (const char *)end, name, raw, nlen, &other, &next, &ex)) {
 			s = (const unsigned char *)next;
 			continue;
 		}
@@ -430,6 +450,8 @@ fc_l7_query_find(const char *q, size_t len, const char *name, size_t nlen, struc
 		for (i = 0; i < one.len; i++)
 			seen |= fc_l7_qbyte[(unsigned char)one.data[i]] & FC_L7_Q_ESC;
 copy:
+		/* Between '&'s: PHP and most others split a query at '&' only. */
+		*exact |= ex && (p == (const unsigned char *)q || p[-1] == '&') && (s == end || *s == '&');
 		if (n < cap)
 			v[n] = one;
 		n++;
@@ -438,14 +460,15 @@ copy:
 	return n;
 }
 
-/* Every copy of the cookie name (canonical, nlen bytes) in the value of one
- * Cookie header line h (len bytes), as above: pairs split at ';' and ','
- * (nginx and Rack split at both), names and values trimmed of spaces and
- * tabs, a value in double quotes unquoted. The first cap values, as sent,
- * into v; returns how many copies there are, and ORs into *enc whether one
- * holds a '%'. */
-size_t fc_l7_cookie_find(const char *h, size_t len, const char *name, size_t nlen, struct fc_l7_str *v, size_t cap,
-			 bool *enc);
+/* Every copy of the cookie name (canonical, nlen bytes; raw: as
+ * configured) in the value of one Cookie header line h (len bytes), as
+ * above: pairs split at ';' and ',' (nginx and Rack split at both), names
+ * and values trimmed of spaces and tabs, a value in double quotes unquoted.
+ * The first cap values, as sent, into v; returns how many copies there are,
+ * and ORs into *enc whether one holds a '%', into *exact whether one is
+ * exact. */
+size_t fc_l7_cookie_find(const char *h, size_t len, const char *name, const char *raw, size_t nlen,
+			 struct fc_l7_str *v, size_t cap, bool *enc, bool *exact);
 
 /* Whether the lowercase name of a header line (len bytes) is the canonical
  * header name (lowercase, nlen bytes): '_' as '-', as nginx's $http_NAME

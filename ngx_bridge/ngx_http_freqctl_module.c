@@ -29,9 +29,10 @@
  * freqctl_uid $cookie_NAME, $arg_NAME or $http_NAME: the module reads every
  * copy of NAME itself, as an application behind nginx may read it (fc_l7.h:
  * names in any case, escaped, PHP's spellings; every Cookie line), where
- * nginx's variable takes the first copy, its name in any case. Unless the
- * configuration defines a variable of that name of its own (set, map): that
- * one is read, as nginx gives it.
+ * nginx's variable takes the first copy, its name in any case; and whether
+ * one copy is exact, under NAME as the directive writes it (what an allow
+ * entry needs). Unless the configuration defines a variable of that name of
+ * its own (set, map): that one is read, as nginx gives it.
  */
 enum {
     NGX_HTTP_FREQCTL_ARG = 1,
@@ -44,6 +45,8 @@ typedef struct {
                                             configuration's own variable */
     ngx_str_t                  var;      /* the variable's name, lowercase */
     ngx_str_t                  name;     /* NAME as fc_l7.h matches it: canonical */
+    u_char                    *raw;      /* NAME as the directive writes it (name.len
+                                            bytes): its exact copy's name */
 } ngx_http_freqctl_src_t;
 
 typedef struct {
@@ -560,10 +563,11 @@ ngx_http_freqctl_index(ngx_http_request_t *r, ngx_http_freqctl_main_conf_t *mcf)
 
 /* Every copy of the uid in r, read from src: the first cap into v, as
  * sent; returns how many there are, and ORs into *enc whether one needs
- * decoding. */
+ * decoding, into *exact whether one is exact (fc_l7.h; a header line is
+ * when its name is NAME with '-', in any case, as HTTP reads names). */
 static size_t
 ngx_http_freqctl_uid_find(ngx_http_request_t *r, ngx_http_freqctl_src_t *src,
-    struct fc_l7_str *v, size_t cap, bool *enc)
+    struct fc_l7_str *v, size_t cap, bool *enc, bool *exact)
 {
     size_t            n, k;
     ngx_uint_t        i;
@@ -572,8 +576,9 @@ ngx_http_freqctl_uid_find(ngx_http_request_t *r, ngx_http_freqctl_src_t *src,
 
     if (src->kind == NGX_HTTP_FREQCTL_ARG) {
         return fc_l7_query_find((const char *) r->args.data, r->args.len,
-                                (const char *) src->name.data, src->name.len,
-                                v, cap, enc);
+                                (const char *) src->name.data,
+                                (const char *) src->raw, src->name.len,
+                                v, cap, enc, exact);
     }
 
     n = 0;
@@ -596,7 +601,9 @@ ngx_http_freqctl_uid_find(ngx_http_request_t *r, ngx_http_freqctl_src_t *src,
                     n += fc_l7_cookie_find((const char *) h[i].value.data,
                                            h[i].value.len,
                                            (const char *) src->name.data,
-                                           src->name.len, v + k, cap - k, enc);
+                                           (const char *) src->raw,
+                                           src->name.len, v + k, cap - k, enc,
+                                           exact);
                 }
 
             } else if (fc_l7_header_is((const char *) h[i].lowcase_key,
@@ -609,6 +616,12 @@ ngx_http_freqctl_uid_find(ngx_http_request_t *r, ngx_http_freqctl_src_t *src,
                     v[k].len = h[i].value.len;
                 }
                 n++;
+
+                /* X_User is no X-User to an application reading headers
+                 * by name (Node, Go); nginx drops it unless
+                 * underscores_in_headers is on. */
+                *exact |= ngx_strncmp(h[i].lowcase_key, src->name.data,
+                                      src->name.len) == 0;
             }
         }
     }
@@ -657,17 +670,21 @@ static ngx_int_t
 ngx_http_freqctl_uid_read(ngx_http_request_t *r, ngx_http_freqctl_src_t *src,
     struct fc_l7_req *rq)
 {
-    bool               enc;
+    bool               enc, exact;
     size_t             n, i;
     struct fc_l7_str  *v, t;
 
     /* $arg_NAME, the common case, without a call. */
     enc = false;
+    exact = false;
     n = src->kind == NGX_HTTP_FREQCTL_ARG
         ? fc_l7_query_find((const char *) r->args.data, r->args.len,
-                           (const char *) src->name.data, src->name.len,
-                           &rq->uid, 1, &enc)
-        : ngx_http_freqctl_uid_find(r, src, &rq->uid, 1, &enc);
+                           (const char *) src->name.data,
+                           (const char *) src->raw, src->name.len,
+                           &rq->uid, 1, &enc, &exact)
+        : ngx_http_freqctl_uid_find(r, src, &rq->uid, 1, &enc, &exact);
+
+    rq->uid_exact = exact;
 
     if (n <= 1) {
         if (n == 0) {
@@ -685,7 +702,7 @@ ngx_http_freqctl_uid_read(ngx_http_request_t *r, ngx_http_freqctl_src_t *src,
     }
 
     enc = false;
-    ngx_http_freqctl_uid_find(r, src, v, n, &enc);
+    ngx_http_freqctl_uid_find(r, src, v, n, &enc, &exact);
 
     for (i = 0; i < n; i++) {
         if (enc && ngx_http_freqctl_uid_decode(r, src->kind, &v[i]) != NGX_OK) {
@@ -837,6 +854,7 @@ ngx_http_freqctl_request(ngx_http_request_t *r, ngx_http_freqctl_loc_conf_t *lcf
     rq->uid.data = NULL;
     rq->uid.len = 0;
     rq->nuids = 0;
+    rq->uid_exact = true;  /* a variable's value: as nginx gives it */
     rq->family = 0;
     rq->keybuf = NULL;
     rq->keycap = 0;
@@ -1522,6 +1540,16 @@ ngx_http_freqctl_uid_src(ngx_conf_t *cf, ngx_http_freqctl_loc_conf_t *lcf,
         return NGX_CONF_ERROR;
     }
     ngx_strlow(src->var.data, var->data, var->len);
+
+    /* NAME as written: nginx makes $cookie_UID $cookie_uid, but the
+     * application behind it reads one of them, and the directive says
+     * which. */
+    src->raw = ngx_pnalloc(cf->pool, var->len - kinds[k].prefix.len);
+    if (src->raw == NULL) {
+        return NGX_CONF_ERROR;
+    }
+    ngx_memcpy(src->raw, var->data + kinds[k].prefix.len,
+               var->len - kinds[k].prefix.len);
 
     /* NAME as the engine matches it: a header's with '-' for '_', as
      * $http_NAME reads X-User; another's canonical (fc_l7_name_canon). */

@@ -118,15 +118,17 @@ static void fc_fuzz_uids(struct fc_l7_req *rq, const char *q, size_t qlen, const
 {
 	size_t n, nq, i;
 	struct fc_l7_str t;
-	bool enc = false;
+	bool enc = false, exact = false;
 
-	nq = fc_l7_query_find(q, qlen, "uid", 3, v, FC_FUZZ_UIDS, &enc);
+	nq = fc_l7_query_find(q, qlen, "uid", "uid", 3, v, FC_FUZZ_UIDS, &enc, &exact);
 	n = nq < FC_FUZZ_UIDS ? nq : FC_FUZZ_UIDS;
-	n += fc_l7_cookie_find(ck, clen, "uid", 3, v + n, FC_FUZZ_UIDS - n, &enc);
+	n += fc_l7_cookie_find(ck, clen, "uid", "uid", 3, v + n, FC_FUZZ_UIDS - n, &enc, &exact);
 	if (n > FC_FUZZ_UIDS)
 		n = FC_FUZZ_UIDS;
-	if (!n) /* no uid= in either: the line is the uid */
+	if (!n) { /* no uid= in either: the line is the uid, as a variable's */
 		v[n++] = (struct fc_l7_str){ ck, clen };
+		exact = true;
+	}
 	for (i = 0; i < n; i++) {
 		const char *in = i < nq ? q : ck;
 		size_t inlen = i < nq ? qlen : clen;
@@ -151,6 +153,7 @@ static void fc_fuzz_uids(struct fc_l7_req *rq, const char *q, size_t qlen, const
 	rq->uid = v[0];
 	rq->uids = n > 1 && v[0].len ? v : NULL;
 	rq->nuids = rq->uids ? n : 0;
+	rq->uid_exact = exact;
 }
 
 static void fc_chunk(uint8_t *base, size_t size, uint32_t off, const uint8_t *p, size_t len)

@@ -4,13 +4,15 @@
 # (in any case, percent-escaped, PHP's spellings, every Cookie line, a
 # query's ';' pairs), and a uid given more than once is refused if any copy
 # is banned, allowed only if every copy is, charged to the overflow bucket of
-# a per-user policy and matches a fixed uid if any copy does. A map variable
-# is taken as nginx gives it. arg:NAME and header:NAME read names the same
-# way. Real nginx serving files; stopped by its pid on exit.
+# a per-user policy and matches a fixed uid if any copy does; an allow entry
+# also needs one exact copy, that every application reads as the uid (a lone
+# UID=partner is no uid to a case-sensitive one). A map variable is taken as
+# nginx gives it. arg:NAME and header:NAME read names the same way. Real
+# nginx serving files; stopped by its pid on exit.
 . "$(dirname "$0")/lib.sh"
 fc_nginx_suite
 d=/tmp/fc-it-$tag
-for l in a c h m; do
+for l in a c h m w; do
 	mkdir -p "$d/html/$l/k" "$d/html/$l/p"
 	echo ok >"$d/html/$l/f"
 	echo ok >"$d/html/$l/k/f"
@@ -27,12 +29,16 @@ fcq policy add 5 --match 'ip=*,uri=/c/p/*' --rate 1/h
 fcq policy add 6 --match 'arg:api_key=k6' --rate 1/h
 fcq policy add 7 --match 'arg:Mode=m7' --rate 1/h
 fcq policy add 8 --match 'header:X-Tok=*' --rate 1/h
+fcq policy add 9 --match 'ip=*,uri=/a/p/*' --rate 1/h
+fcq policy add 10 --match 'ip=*,uri=/h/p/*' --rate 1/h
+fcq policy add 11 --match 'ip=*,uri=/w/p/*' --rate 1/h
 FC_NGX_ACCESS_LOG="log_format fc '\$uri \$status \$freqctl_status'; access_log $d/logs/access.log fc;" \
 	FC_NGX_HTTP="map \$http_x_m \$m_uid { default \$http_x_m; }" \
 	FC_NGX_SERVER="underscores_in_headers on;
 	    location /c/ { freqctl_uid \$cookie_uid; }
 	    location /h/ { freqctl_uid \$http_x_user; }
-	    location /m/ { freqctl_uid \$m_uid; }" \
+	    location /m/ { freqctl_uid \$m_uid; }
+	    location /w/ { freqctl_uid \$cookie_UID; }" \
 	fc_nginx_start "127.0.0.1:$(fc_port)" || skip_all "nginx did not start"
 get() { curl -s -o /dev/null -w '%{http_code}' "$@"; }
 u=$ngx_url
@@ -79,13 +85,28 @@ check "a lone copy in another case (UID=dave) is the uid: dave's bucket (${got% 
 got="$(get "$u/a/f?uid=x&UID=carol") $(get "$u/a/f?uid=carol")"
 check "uid=carol 1/h: ?uid=x&UID=carol is charged, so ?uid=carol is refused ($got)" [ "$got" = "200 429" ]
 
-# allow uid=partner: only when every copy is partner.
+# allow uid=partner: only when every copy is partner, and one is exact.
+# ip=* 1/h on each /X/p/: once spent, a request not allowed is refused.
 got=$(for i in 1 2 3; do get -b 'UID=partner; uid=attacker' "$u/c/p/f"; echo -n " "; done)
 check "Cookie: UID=partner; uid=attacker is not allowed: ip=* 1/h applies (${got% })" [ "${got% }" = "200 429 429" ]
 got="$(get -b 'uid=partner' "$u/c/p/f") $(get -b 'uid=partner; UID=partner' "$u/c/p/f")"
 check "... uid=partner, and partner twice, are allowed ($got)" [ "$got" = "200 200" ]
-check "... logged ALLOWED only for those" \
-	[ "$(grep -c '^/c/p/f 200 ALLOWED$' "$d/logs/access.log")" = 2 ]
+got="$(get -b 'UID=partner' "$u/c/p/f") $(get -b 'u.id=partner; %75id=partner' "$u/c/p/f")"
+got="$got $(get -b 'uid="partner"' "$u/c/p/f") $(get -H 'Cookie: a=1, uid=partner' "$u/c/p/f")"
+check "... a lone respelled copy (UID=, %75id=, quoted, after ',') is not ($got)" [ "$got" = "429 429 429 429" ]
+check "... logged ALLOWED only for those, REJECTED for the others" \
+	[ "$(grep -c '^/c/p/f 200 ALLOWED$' "$d/logs/access.log") $(grep -c '^/c/p/f 429 REJECTED$' "$d/logs/access.log")" = "2 6" ]
+got="$(get "$u/a/p/f?uid=attacker") $(get "$u/a/p/f?UID=partner") $(get -g "$u/a/p/f?uid[x]=partner")"
+got="$got $(get "$u/a/p/f?x=1;uid=partner") $(get "$u/a/p/f?uid=partner;x=1") $(get "$u/a/p/f?+uid=partner")"
+check "?UID=partner, ?uid[x]=partner, ?x=1;uid=partner, ?uid=partner;x=1, ?+uid=partner: not allowed ($got)" \
+	[ "$got" = "200 429 429 429 429 429" ]
+got="$(get "$u/a/p/f?uid=partner") $(get "$u/a/p/f?%75id=partner") $(get "$u/a/p/f?UID=partner&uid=partner")"
+check "... ?uid=partner, ?%75id=partner, ?UID=partner&uid=partner: allowed ($got)" [ "$got" = "200 200 200" ]
+check "... logged so" [ "$(grep -c '^/a/p/f 200 ALLOWED$' "$d/logs/access.log") $(grep -c '^/a/p/f 429 REJECTED$' "$d/logs/access.log")" = "3 5" ]
+got="$(get -H 'X-User: x' "$u/h/p/f") $(get -H 'X_User: partner' "$u/h/p/f") $(get -H 'x-USER: partner' "$u/h/p/f")"
+check "\$http_x_user: a lone X_User: partner is not allowed, x-USER: partner is ($got)" [ "$got" = "200 429 200" ]
+got="$(get -b 'uid=x' "$u/w/p/f") $(get -b 'uid=partner' "$u/w/p/f") $(get -b 'UID=partner' "$u/w/p/f")"
+check "freqctl_uid \$cookie_UID: the name as written, UID=partner allowed, uid=partner not ($got)" [ "$got" = "200 429 200" ]
 
 # A map variable is nginx's value, unchanged (not decoded).
 got="$(get -H 'X-M: b%6Fb' "$u/m/f") $(get -H 'X-M: bob' "$u/m/f")"

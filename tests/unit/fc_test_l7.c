@@ -182,7 +182,8 @@ static void fc_req_uids(struct fc_l7_req *rq, struct fc_l7_str *u, size_t n)
 
 /* A request from text: "uid=u1 arg:api=login header:x-key=k uri=/a ip=198.18.0.1";
  * "query=RAW" gives the args as a raw query string (decoded by the engine),
- * and a dimension may repeat: "uid=x uid=bob" is a uid given twice. */
+ * and a dimension may repeat: "uid=x uid=bob" is a uid given twice. "uid~=V"
+ * is a copy under a respelled name (?UID=V): not exact. */
 void fc_req(const struct fc_l7_index *ix, struct fc_l7_req *rq, const char *text)
 {
 	static char buf[1024], qbuf[1024];
@@ -199,9 +200,10 @@ void fc_req(const struct fc_l7_index *ix, struct fc_l7_req *rq, const char *text
 		eq = strchr(tok, '=');
 		*eq++ = '\0';
 		colon = strchr(tok, ':');
-		if (!strcmp(tok, "uid")) {
+		if (!strcmp(tok, "uid") || !strcmp(tok, "uid~")) {
 			assert_true(nuids < 64);
 			uids[nuids++] = (struct fc_l7_str){ eq, strlen(eq) };
+			rq->uid_exact |= tok[3] == '\0';
 		} else if (!strcmp(tok, "uri")) {
 			rq->uri = (struct fc_l7_str){ eq, strlen(eq) };
 		} else if (!strcmp(tok, "query")) {

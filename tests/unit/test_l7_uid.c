@@ -39,10 +39,11 @@ static const char *fc_copies(const struct fc_l7_str *v, size_t n)
 static const char *fc_query_copies(const char *q, const char *name, bool *enc)
 {
 	struct fc_l7_str v[16];
+	bool exact = false;
 	size_t n;
 
 	*enc = false;
-	n = fc_l7_query_find(q, strlen(q), name, strlen(name), v, 16, enc);
+	n = fc_l7_query_find(q, strlen(q), name, name, strlen(name), v, 16, enc, &exact);
 	assert_true(n <= 16);
 	return fc_copies(v, n);
 }
@@ -90,7 +91,7 @@ static void test_query_find(void **state)
 	};
 	struct fc_l7_str v[2];
 	size_t i;
-	bool enc;
+	bool enc, exact = false;
 
 	(void)state;
 	for (i = 0; i < sizeof(c) / sizeof(c[0]); i++) {
@@ -102,12 +103,65 @@ static void test_query_find(void **state)
 	}
 	/* The query's end is its length, not a NUL; no query at all. */
 	enc = false;
-	assert_int_equal(fc_l7_query_find("uid=9", 3, "uid", 3, v, 2, &enc), 1);
+	assert_int_equal(fc_l7_query_find("uid=9", 3, "uid", "uid", 3, v, 2, &enc, &exact), 1);
 	assert_int_equal(v[0].len, 0);
-	assert_int_equal(fc_l7_query_find(NULL, 0, "uid", 3, v, 2, &enc), 0);
+	assert_int_equal(fc_l7_query_find(NULL, 0, "uid", "uid", 3, v, 2, &enc, &exact), 0);
 	/* More copies than room: counted all the same. */
-	assert_int_equal(fc_l7_query_find("uid=1&uid=2&UID=3", 17, "uid", 3, v, 2, &enc), 3);
+	assert_int_equal(fc_l7_query_find("uid=1&uid=2&UID=3", 17, "uid", "uid", 3, v, 2, &enc, &exact), 3);
 	assert_int_equal(v[1].len, 1);
+}
+
+/*
+ * Whether a query holds an exact copy: one every application reads as NAME
+ * as configured (raw), with freqctl's value. Decoding is universal; a name
+ * in another case (ASP.NET's), PHP's renamings, an array, a ';' pair
+ * (Rack's) or a value a ';' ends (PHP's runs on) are not.
+ */
+static void test_query_exact(void **state)
+{
+	static const struct {
+		const char *q, *name, *raw;
+		bool exact;
+	} c[] = {
+		{ "uid=partner", "uid", "uid", true },
+		{ "a=1&uid=partner&b=2", "uid", "uid", true },
+		{ "%75id=partner", "uid", "uid", true },
+		{ "%75%69%64=partner&x=1", "uid", "uid", true },
+		{ "UID=partner", "uid", "uid", false },
+		{ "Uid=partner", "uid", "uid", false },
+		{ "%55id=partner", "uid", "uid", false },
+		{ "uid[x]=partner", "uid", "uid", false },
+		{ "uid[]=partner", "uid", "uid", false },
+		{ "uid%5Bx%5D=partner", "uid", "uid", false },
+		{ "+uid=partner", "uid", "uid", false },
+		{ "x=1;uid=partner", "uid", "uid", false },
+		{ "uid=partner;x=1", "uid", "uid", false },
+		{ "uid", "uid", "uid", false },
+		{ "uid=", "uid", "uid", true }, /* exact, but empty: no uid, never allowed */
+		{ "UID=partner&uid=partner", "uid", "uid", true },
+		{ "u.id=partner", "u_id", "u_id", false },
+		{ "u+id=partner", "u_id", "u_id", false },
+		{ "u[id=partner", "u_id", "u_id", false },
+		{ "u_id=partner", "u_id", "u_id", true },
+		{ "u%5Fid=partner", "u_id", "u_id", true },
+		{ "UID=partner", "uid", "UID", true },
+		{ "uid=partner", "uid", "UID", false },
+		{ "%55ID=partner", "uid", "UID", true },
+	};
+	struct fc_l7_str v[4];
+	bool enc, exact;
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < sizeof(c) / sizeof(c[0]); i++) {
+		enc = exact = false;
+		if (!fc_l7_query_find(c[i].q, strlen(c[i].q), c[i].name, c[i].raw, strlen(c[i].name), v, 4, &enc,
+				      &exact))
+			fail_msg("query \"%s\": no copy of %s", c[i].q, c[i].name);
+		if (exact != c[i].exact)
+			fail_msg("query \"%s\", name %s as %s: exact %d, expected %d", c[i].q, c[i].name, c[i].raw,
+				 exact, c[i].exact);
+	}
 }
 
 /* 0 to 39 random bytes of alphabet, in a buffer of exactly their length
@@ -125,15 +179,13 @@ static char *fc_rand_text(unsigned *seed, const char *alphabet, size_t *len)
 	return t;
 }
 
-/* A name as PHP, Rack and nginx read it, byte by byte: the reference for
- * fc_l7_name_read. */
-static size_t fc_name_ref(const char *s, size_t len, char *out)
+/* s percent-decoded, '+' a space, byte by byte: a reference for
+ * fc_l7_decode. */
+static size_t fc_decode_ref(const char *s, size_t len, char *dec)
 {
-	char dec[256];
-	size_t n = 0, i = 0, k, o = 0;
-	char *open;
+	size_t n = 0, i = 0;
 
-	while (i < len) { /* percent-decode, '+' a space */
+	while (i < len) {
 		if (s[i] == '%' && i + 2 < len && isxdigit((unsigned char)s[i + 1]) &&
 		    isxdigit((unsigned char)s[i + 2])) {
 			char hex[3] = { s[i + 1], s[i + 2], 0 };
@@ -145,6 +197,17 @@ static size_t fc_name_ref(const char *s, size_t len, char *out)
 			i++;
 		}
 	}
+	return n;
+}
+
+/* A name as PHP, Rack and nginx read it, byte by byte: the reference for
+ * fc_l7_name_read. */
+static size_t fc_name_ref(const char *s, size_t len, char *out)
+{
+	char dec[256];
+	size_t n = fc_decode_ref(s, len, dec), k, o = 0;
+	char *open;
+
 	for (k = 0; k < n && dec[k] == ' '; k++)
 		;
 	open = memchr(dec + k, '[', n - k);
@@ -161,23 +224,23 @@ static size_t fc_name_ref(const char *s, size_t len, char *out)
 static void test_query_random(void **state)
 {
 	static const char bytes[] = "uUiIdD_.=&;%+a[]5B2 \x80\xff";
-	static const char *names[] = { "uid", "u_id", "d" };
+	static const char *names[] = { "uid", "u_id", "d" }, *raws[] = { "uid", "u_id", "D" };
 	struct fc_l7_str v[64];
-	char canon[256], *q;
+	char canon[256], dec[256], *q;
 	unsigned seed = 7;
 	size_t len, i, round, n, k, e, eq, ref;
-	bool enc, renc;
+	bool enc, renc, exact, rexact;
 
 	(void)state;
 	for (round = 0; round < 200000; round++) {
-		const char *name = names[round % 3];
+		const char *name = names[round % 3], *raw = raws[round % 3];
 		size_t nlen = strlen(name);
 
 		q = fc_rand_text(&seed, bytes, &len);
-		enc = false;
-		n = fc_l7_query_find(q, len, name, nlen, v, 64, &enc);
+		enc = exact = false;
+		n = fc_l7_query_find(q, len, name, raw, nlen, v, 64, &enc, &exact);
 		ref = 0;
-		renc = false;
+		renc = rexact = false;
 		for (i = 0; i < len; i = e + 1) {
 			for (e = i; e < len && q[e] != '&' && q[e] != ';'; e++)
 				;
@@ -192,10 +255,15 @@ static void test_query_random(void **state)
 			if (v[ref].len != k || (k && v[ref].data != q + eq + 1))
 				fail_msg("round %zu copy %zu: length %zu, expected %zu", round, ref, v[ref].len, k);
 			renc |= memchr(q + eq, '%', e - eq) || memchr(q + eq, '+', e - eq);
+			rexact |= eq < e && (i == 0 || q[i - 1] == '&') && (e == len || q[e] == '&') &&
+				  fc_decode_ref(q + i, eq - i, dec) == nlen && !memcmp(dec, raw, nlen);
 			ref++;
 		}
 		assert_int_equal(n, ref);
 		assert_int_equal(enc, renc && n);
+		if (exact != rexact)
+			fail_msg("round %zu, name %s as %s, query \"%.*s\": exact %d, expected %d", round, name, raw,
+				 (int)len, q, exact, rexact);
 		free(q);
 	}
 }
@@ -228,18 +296,66 @@ static void test_cookie_find(void **state)
 	};
 	struct fc_l7_str v[16];
 	size_t i, n;
-	bool enc;
+	bool enc, exact = false;
 
 	(void)state;
 	for (i = 0; i < sizeof(c) / sizeof(c[0]); i++) {
 		enc = false;
-		n = fc_l7_cookie_find(c[i].h, strlen(c[i].h), "uid", 3, v, 16, &enc);
+		n = fc_l7_cookie_find(c[i].h, strlen(c[i].h), "uid", "uid", 3, v, 16, &enc, &exact);
 		if (strcmp(fc_copies(v, n), c[i].copies) || enc != c[i].enc)
 			fail_msg("Cookie \"%s\": copies \"%s\" enc %d, expected \"%s\" enc %d", c[i].h, fc_copies(v, n),
 				 enc, c[i].copies, c[i].enc);
 	}
 	enc = false;
-	assert_int_equal(fc_l7_cookie_find("uid=1; uid=2", 12, "uid", 3, v, 1, &enc), 2);
+	assert_int_equal(fc_l7_cookie_find("uid=1; uid=2", 12, "uid", "uid", 3, v, 1, &enc, &exact), 2);
+}
+
+/*
+ * Whether a Cookie line holds an exact copy: NAME as configured, as sent
+ * (PHP 8.1.11 on, Django and Express decode no cookie name), '=' and a value
+ * every one of them reads as freqctl does: no space around it (PHP keeps
+ * them), no quotes (PHP keeps them), no '%' (Django decodes none), between
+ * ';'s (only nginx and Rack split at ',').
+ */
+static void test_cookie_exact(void **state)
+{
+	static const struct {
+		const char *h, *raw;
+		bool exact;
+	} c[] = {
+		{ "uid=partner", "uid", true },
+		{ "a=1; uid=partner; b=2", "uid", true },
+		{ "a=1;\tuid=partner", "uid", true },
+		{ "UID=partner", "uid", false },
+		{ "%75id=partner", "uid", false },
+		{ "u.id=partner", "u_id", false },
+		{ "uid[x]=partner", "uid", false },
+		{ "uid =partner", "uid", false },
+		{ "uid= partner", "uid", false },
+		{ "uid=partner ;a=1", "uid", false },
+		{ "uid=\"partner\"", "uid", false },
+		{ "uid=p%61rtner", "uid", false },
+		{ "a=1, uid=partner", "uid", false },
+		{ "uid=partner, a=1", "uid", false },
+		{ "uid=partner; UID=partner", "uid", true },
+		{ "UID=partner", "UID", true },
+		{ "uid=partner", "UID", false },
+	};
+	struct fc_l7_str v[4];
+	bool enc, exact;
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < sizeof(c) / sizeof(c[0]); i++) {
+		char name[8];
+
+		fc_l7_name_canon(c[i].raw, strlen(c[i].raw), name);
+		enc = exact = false;
+		if (!fc_l7_cookie_find(c[i].h, strlen(c[i].h), name, c[i].raw, strlen(c[i].raw), v, 4, &enc, &exact))
+			fail_msg("Cookie \"%s\": no copy of %s", c[i].h, c[i].raw);
+		if (exact != c[i].exact)
+			fail_msg("Cookie \"%s\", name %s: exact %d, expected %d", c[i].h, c[i].raw, exact, c[i].exact);
+	}
 }
 
 /* The cookie finder against a byte-by-byte reference on random lines over
@@ -251,15 +367,17 @@ static void test_cookie_random(void **state)
 	char canon[256], *h;
 	unsigned seed = 11;
 	size_t len, i, round, n, e, eq, a, b, vs, ve, ref;
-	bool enc, renc;
+	bool enc, renc, exact, rexact;
 
 	(void)state;
 	for (round = 0; round < 200000; round++) {
+		const char *raw = round % 2 ? "uid" : "uId";
+
 		h = fc_rand_text(&seed, bytes, &len);
-		enc = false;
-		n = fc_l7_cookie_find(h, len, "uid", 3, v, 64, &enc);
+		enc = exact = false;
+		n = fc_l7_cookie_find(h, len, "uid", raw, 3, v, 64, &enc, &exact);
 		ref = 0;
-		renc = false;
+		renc = rexact = false;
 		for (i = 0; i < len; i = e + 1) {
 			for (e = i; e < len && h[e] != ';' && h[e] != ','; e++)
 				;
@@ -281,10 +399,16 @@ static void test_cookie_random(void **state)
 			if (ref >= n || v[ref].len != ve - vs || (ve > vs && v[ref].data != h + vs))
 				fail_msg("round %zu, Cookie \"%.*s\": copy %zu differs", round, (int)len, h, ref);
 			renc |= memchr(h + vs, '%', ve - vs) != NULL;
+			rexact |= eq < e && b == eq && b - a == 3 && !memcmp(h + a, raw, 3) && vs == eq + 1 &&
+				  ve == e && !memchr(h + vs, '%', ve - vs) && (e == len || h[e] == ';') &&
+				  (i == 0 || h[i - 1] == ';');
 			ref++;
 		}
 		assert_int_equal(n, ref);
 		assert_int_equal(enc, renc);
+		if (exact != rexact)
+			fail_msg("round %zu, name %s, Cookie \"%.*s\": exact %d, expected %d", round, raw, (int)len, h,
+				 exact, rexact);
 		free(h);
 	}
 }
@@ -351,11 +475,46 @@ static void test_uid_allow_copies(void **state)
 	assert_int_equal(fc_decide(t, "uid=partner", T0, &res), FC_L7_ALLOWED);
 	assert_true(res.uid_ban);
 	assert_int_equal(fc_decide(t, "uid=partner uid=partner", T0, NULL), FC_L7_ALLOWED);
+	assert_int_equal(fc_decide(t, "uid~=partner uid=partner", T0, NULL), FC_L7_ALLOWED);
 	/* Not allowed: limited, in the overflow bucket (1/h: one passes). */
 	assert_int_equal(fc_decide(t, "uid=partner uid=attacker", T0, &res), FC_L7_PASS);
 	assert_true(res.overflow);
 	assert_int_equal(fc_decide(t, "uid=attacker uid=partner", T0, NULL), FC_L7_REJECTED);
 	assert_int_equal(fc_decide(t, "uid=partner uid=", T0, NULL), FC_L7_REJECTED);
+}
+
+/*
+ * allow uid=partner: a lone copy under a respelled name (?UID=partner,
+ * ?uid[x]=partner) is no uid to a case-sensitive application, so it is not
+ * allowed: it gets the policies, partner's own bucket of uid=* (limits and
+ * bans take every reading); an exact copy beside it is allowed.
+ */
+static void test_uid_allow_exact(void **state)
+{
+	struct fc_t *t = *state;
+	struct fc_uid_ban ub = { .uid = "bob", .created = 1 };
+	struct fc_allow_row row;
+	char canon[FC_BAN_TEXT_LEN];
+	struct fc_l7_result res;
+	struct fc_err err;
+	bool existed;
+
+	assert_int_equal(fc_allow_text("uid=partner", &row, canon, &err), 0);
+	row.created = 1;
+	assert_int_equal(fc_store_allow_put(t->st, &row, 1, &existed, &err), 0);
+	assert_int_equal(fc_store_uid_ban_put(t->st, &ub, &existed, 1, &err), 0);
+	fc_policy(t, 1, "uid=*", "1/h", "drop", 1, 0);
+	fc_publish(t);
+	assert_int_equal(fc_build(t, t->base, t->size), 0);
+	assert_int_equal(fc_decide(t, "uid~=partner", T0, &res), FC_L7_PASS);
+	assert_false(res.overflow);
+	assert_int_equal(fc_decide(t, "uid~=partner", T0, NULL), FC_L7_REJECTED);
+	assert_int_equal(fc_decide(t, "uid~=partner uid~=partner", T0, &res), FC_L7_PASS);
+	assert_true(res.overflow);
+	assert_int_equal(fc_decide(t, "uid=partner", T0, NULL), FC_L7_ALLOWED);
+	assert_int_equal(fc_decide(t, "uid=partner uid~=partner", T0, NULL), FC_L7_ALLOWED);
+	assert_int_equal(fc_decide(t, "uid~=bob", T0, &res), FC_L7_BANNED);
+	assert_true(res.uid_ban);
 }
 
 /*
@@ -445,12 +604,15 @@ int main(void)
 #define T(f) cmocka_unit_test_setup_teardown(f, fc_setup, fc_teardown)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_query_find),
+		cmocka_unit_test(test_query_exact),
 		cmocka_unit_test(test_query_random),
 		cmocka_unit_test(test_cookie_find),
+		cmocka_unit_test(test_cookie_exact),
 		cmocka_unit_test(test_cookie_random),
 		cmocka_unit_test(test_names),
 		T(test_uid_ban_copies),
 		T(test_uid_allow_copies),
+		T(test_uid_allow_exact),
 		T(test_uid_key_overflow),
 		T(test_uid_fixed_any_copy),
 		T(test_names_policies),
