@@ -455,23 +455,31 @@ static void test_uid_ban_copies(void **state)
 	assert_int_equal(fc_decide(t, "uid=bobby", T0, NULL), FC_L7_PASS);
 }
 
-/* allow uid=partner: every copy must be partner; an address allow entry
- * still covers the request whatever its uid. */
-static void test_uid_allow_copies(void **state)
+/* allow uid=partner, ban uid=bob and uid=* 1/h, published and read. */
+static void fc_partner(struct fc_t *t)
 {
-	struct fc_t *t = *state;
+	struct fc_uid_ban ub = { .uid = "bob", .created = 1 };
 	struct fc_allow_row row;
 	char canon[FC_BAN_TEXT_LEN];
-	struct fc_l7_result res;
 	struct fc_err err;
 	bool existed;
 
 	assert_int_equal(fc_allow_text("uid=partner", &row, canon, &err), 0);
 	row.created = 1;
 	assert_int_equal(fc_store_allow_put(t->st, &row, 1, &existed, &err), 0);
+	assert_int_equal(fc_store_uid_ban_put(t->st, &ub, &existed, 1, &err), 0);
 	fc_policy(t, 1, "uid=*", "1/h", "drop", 1, 0);
 	fc_publish(t);
 	assert_int_equal(fc_build(t, t->base, t->size), 0);
+}
+
+/* allow uid=partner: every copy must be partner. */
+static void test_uid_allow_copies(void **state)
+{
+	struct fc_t *t = *state;
+	struct fc_l7_result res;
+
+	fc_partner(t);
 	assert_int_equal(fc_decide(t, "uid=partner", T0, &res), FC_L7_ALLOWED);
 	assert_true(res.uid_ban);
 	assert_int_equal(fc_decide(t, "uid=partner uid=partner", T0, NULL), FC_L7_ALLOWED);
@@ -492,20 +500,9 @@ static void test_uid_allow_copies(void **state)
 static void test_uid_allow_exact(void **state)
 {
 	struct fc_t *t = *state;
-	struct fc_uid_ban ub = { .uid = "bob", .created = 1 };
-	struct fc_allow_row row;
-	char canon[FC_BAN_TEXT_LEN];
 	struct fc_l7_result res;
-	struct fc_err err;
-	bool existed;
 
-	assert_int_equal(fc_allow_text("uid=partner", &row, canon, &err), 0);
-	row.created = 1;
-	assert_int_equal(fc_store_allow_put(t->st, &row, 1, &existed, &err), 0);
-	assert_int_equal(fc_store_uid_ban_put(t->st, &ub, &existed, 1, &err), 0);
-	fc_policy(t, 1, "uid=*", "1/h", "drop", 1, 0);
-	fc_publish(t);
-	assert_int_equal(fc_build(t, t->base, t->size), 0);
+	fc_partner(t);
 	assert_int_equal(fc_decide(t, "uid~=partner", T0, &res), FC_L7_PASS);
 	assert_false(res.overflow);
 	assert_int_equal(fc_decide(t, "uid~=partner", T0, NULL), FC_L7_REJECTED);
