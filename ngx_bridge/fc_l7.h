@@ -399,7 +399,7 @@ fc_l7_query_find(const char *q, size_t len, const char *name, const char *raw, s
 	const char *next;
 	int semi = -1;
 	size_t n = 0, i;
-	bool ex;
+	bool ex, exacts = false;
 
 	for (; p < end; p = s + 1) {
 		if (!(fc_l7_qbyte[*p] & FC_L7_Q_ODD)) {
@@ -409,16 +409,18 @@ fc_l7_query_find(const char *q, size_t len, const char *name, const char *raw, s
 				continue;
 			}
 			if ((size_t)(end - p) > nlen && p[nlen] == '=') {
-				for (i = 1; i < nlen && fc_l7_name_char(p[i], (unsigned char)name[i]); i++)
+				/* NAME as configured (exact), else in another case
+				 * or with '.' for '_'. */
+				for (i = 0; i < nlen && p[i] == (unsigned char)raw[i]; i++)
+					;
+				ex = i == nlen;
+				for (; i < nlen && fc_l7_name_char(p[i], (unsigned char)name[i]); i++)
 					;
 				if (i == nlen) {
 					/* NAME=VALUE as written: most often. */
 					one.data = (const char *)p + nlen + 1;
 					s = fc_l7_value_end((const unsigned char *)q, p + nlen + 1, end, &seen);
 					one.len = (size_t)((const char *)s - one.data);
-					for (i = 0; i < nlen && p[i] == (unsigned char)raw[i]; i++)
-						;
-					ex = i == nlen;
 					goto copy;
 				}
 			}
@@ -451,12 +453,13 @@ fc_l7_query_find(const char *q, size_t len, const char *name, const char *raw, s
 			seen |= fc_l7_qbyte[(unsigned char)one.data[i]] & FC_L7_Q_ESC;
 copy:
 		/* Between '&'s: PHP and most others split a query at '&' only. */
-		*exact |= ex && (p == (const unsigned char *)q || p[-1] == '&') && (s == end || *s == '&');
+		exacts |= ex && (p == (const unsigned char *)q || p[-1] == '&') && (s == end || *s == '&');
 		if (n < cap)
 			v[n] = one;
 		n++;
 	}
 	*enc |= seen != 0;
+	*exact |= exacts;
 	return n;
 }
 
