@@ -4,7 +4,7 @@
 # (names too), an argument or header given twice matches if either copy
 # does, the uid from $arg_uid decoded as well, and a uri without its ';'
 # parameters and, for an exact uri=, a trailing '/' (test_nginx_uid.sh: the
-# uid's and the names' spellings). Real nginx serving a file; the nginx
+# uid's and the names' spellings); an empty key value is a key. Real nginx serving a file; the nginx
 # started here is stopped by its pid on exit.
 . "$(dirname "$0")/lib.sh"
 [ "$(id -u)" -eq 0 ] || skip_all "needs root (nginx as www-data, the shm's group)"
@@ -20,6 +20,7 @@ fc policy add 1 --match arg:api=login --rate 3/m --burst 3 >/dev/null
 fc policy add 2 --match uid=u1 --rate 1/m --burst 1 >/dev/null
 fc policy add 3 --match header:X-Key=k --rate 1/m --burst 1 >/dev/null
 fc policy add 4 --match uri=/login --rate 2/m --burst 2 >/dev/null
+fc policy add 5 --match 'arg:e=*' --rate 1/m --burst 1 >/dev/null
 FC_NGX_SERVER="location /login { try_files /index.html =404; }" \
 	fc_nginx_start "127.0.0.1:$port" || skip_all "nginx did not start"
 
@@ -36,4 +37,7 @@ check "a header sent twice matches if either line does ($got)" [ "$got" = "200 4
 got="$(get "$u"login/) $(get "$u"'login;jsessionid=1') $(get "$u"login) $(get "$u"login2)"
 check "uri=/login 2/m: /login/ and /login;jsessionid=1 are /login: the third is refused, /login2 is not ($got)" \
 	[ "$got" = "200 200 429 200" ]
+# Unlike limit_req, a present but empty key is limited (freqctl-policy(7)).
+got="$(get "$u?e=") $(get "$u?e") $(get "$u?e=x") $(get "$u?e=x")"
+check "arg:e=* 1/m: ?e= and ?e share the empty value's bucket, ?e=x has its own ($got)" [ "$got" = "200 429 200 429" ]
 exit 0

@@ -34,7 +34,7 @@ fcq policy add 10 --match 'ip=*,uri=/h/p/*' --rate 1/h
 fcq policy add 11 --match 'ip=*,uri=/w/p/*' --rate 1/h
 FC_NGX_ACCESS_LOG="log_format fc '\$uri \$status \$freqctl_status'; access_log $d/logs/access.log fc;" \
 	FC_NGX_HTTP="map \$http_x_m \$m_uid { default \$http_x_m; }" \
-	FC_NGX_SERVER="underscores_in_headers on;
+	FC_NGX_SERVER="underscores_in_headers on; listen 127.0.0.1:$(fc_port 1) http2;
 	    location /c/ { freqctl_uid \$cookie_uid; }
 	    location /h/ { freqctl_uid \$http_x_user; }
 	    location /m/ { freqctl_uid \$m_uid; }
@@ -58,6 +58,11 @@ got="$(get -b 'uid="bob"' "$u/c/f") $(get -H 'Cookie:  uid = bob ; a=1' "$u/c/f"
 check "Cookie: uid=\"bob\", ' uid = bob ', 'a=1, uid=bob', 'uid=x, uid=bob': banned ($got)" [ "$got" = "403 403 403 403" ]
 got="$(get -H 'Cookie: uid=x' -H 'Cookie: uid=bob' "$u/c/f") $(get -H 'Cookie: uid=bob' -H 'Cookie: uid=x' "$u/c/f")"
 check "Cookie split in two header lines, bob in either: banned ($got)" [ "$got" = "403 403" ]
+# HTTP/2 sends a cookie per header field (RFC 9113 8.2.3); nginx joins them.
+h2() { curl -s -o /dev/null -w '%{http_version}:%{http_code}' --http2-prior-knowledge "$@"; }
+u2=http://127.0.0.1:$(fc_port 1)
+got="$(h2 -H 'Cookie: uid=x' -H 'Cookie: uid=bob' "$u2/c/f") $(h2 -H 'Cookie: uid=bob' -H 'Cookie: UID=x' "$u2/c/f")"
+check "HTTP/2, cookie fields uid=x + uid=bob, uid=bob + UID=x: banned ($got)" [ "$got" = "2:403 2:403" ]
 long=$(for i in $(seq 600); do printf 'uid=x%d; ' "$i"; done)
 got="$(get -H "Cookie: ${long}uid=bob" "$u/c/f") $(get -H "Cookie: ${long}a=b" "$u/c/f")"
 check "a 7 KB Cookie of 600 copies, bob the last: banned; without bob: not ($got)" [ "$got" = "403 200" ]
@@ -96,6 +101,10 @@ got="$got $(get -b 'uid="partner"' "$u/c/p/f") $(get -H 'Cookie: a=1, uid=partne
 check "... a lone respelled copy (UID=, %75id=, quoted, after ',') is not ($got)" [ "$got" = "429 429 429 429" ]
 check "... logged ALLOWED only for those, REJECTED for the others" \
 	[ "$(grep -c '^/c/p/f 200 ALLOWED$' "$d/logs/access.log") $(grep -c '^/c/p/f 429 REJECTED$' "$d/logs/access.log")" = "2 6" ]
+got="$(h2 -H 'Cookie: a=1' -H 'Cookie: uid=partner' "$u2/c/p/f") $(h2 -H 'Cookie: UID=partner' -H 'Cookie: uid=attacker' "$u2/c/p/f")"
+got="$got $(h2 -H 'Cookie: UID=partner' "$u2/c/p/f")"
+check "HTTP/2: cookie fields a=1 + uid=partner allowed; UID=partner + uid=attacker, a lone UID=partner not ($got)" \
+	[ "$got" = "2:200 2:429 2:429" ]
 got="$(get "$u/a/p/f?uid=attacker") $(get "$u/a/p/f?UID=partner") $(get -g "$u/a/p/f?uid[x]=partner")"
 got="$got $(get "$u/a/p/f?x=1;uid=partner") $(get "$u/a/p/f?uid=partner;x=1") $(get "$u/a/p/f?+uid=partner")"
 check "?UID=partner, ?uid[x]=partner, ?x=1;uid=partner, ?uid=partner;x=1, ?+uid=partner: not allowed ($got)" \
