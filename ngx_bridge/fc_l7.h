@@ -386,8 +386,10 @@ bool fc_l7_query_pair(const char *p, const char *end, const char *name, const ch
  * '&' and ';'), as above: the first cap values, as sent, into v (a pair
  * without '=' is an empty value). Returns how many copies there are, and
  * ORs into *enc whether one holds a '%' or a '+' (fc_l7_decode would change
- * it), into *exact whether one is exact. Inline, and NAME=VALUE as written
- * looked at first: the module reads the uid with it on every request.
+ * it), into *exact whether one is exact (exact NULL: not looked at, as no
+ * allow entry needs it; fc_l7_allows_uids). Inline, and NAME=VALUE as
+ * written looked at first: the module reads the uid with it on every
+ * request.
  */
 static inline __attribute__((always_inline)) size_t
 fc_l7_query_find(const char *q, size_t len, const char *name, const char *raw, size_t nlen, struct fc_l7_str *v,
@@ -411,9 +413,12 @@ fc_l7_query_find(const char *q, size_t len, const char *name, const char *raw, s
 			if ((size_t)(end - p) > nlen && p[nlen] == '=') {
 				/* NAME as configured (exact), else in another case
 				 * or with '.' for '_'. */
-				for (i = 0; i < nlen && p[i] == (unsigned char)raw[i]; i++)
-					;
-				ex = i == nlen;
+				i = 1;
+				if (exact) {
+					for (i = 0; i < nlen && p[i] == (unsigned char)raw[i]; i++)
+						;
+					ex = i == nlen;
+				}
 				for (; i < nlen && fc_l7_name_char(p[i], (unsigned char)name[i]); i++)
 					;
 				if (i == nlen) {
@@ -453,14 +458,24 @@ fc_l7_query_find(const char *q, size_t len, const char *name, const char *raw, s
 			seen |= fc_l7_qbyte[(unsigned char)one.data[i]] & FC_L7_Q_ESC;
 copy:
 		/* Between '&'s: PHP and most others split a query at '&' only. */
-		exacts |= ex && (p == (const unsigned char *)q || p[-1] == '&') && (s == end || *s == '&');
+		if (exact)
+			exacts |= ex && (p == (const unsigned char *)q || p[-1] == '&') && (s == end || *s == '&');
 		if (n < cap)
 			v[n] = one;
 		n++;
 	}
 	*enc |= seen != 0;
-	*exact |= exacts;
+	if (exact)
+		*exact |= exacts;
 	return n;
+}
+
+/* Whether an allow entry names a uid: only then does a request's uid need
+ * its exactness (fc_l7_req.uid_exact; false when not looked at, which
+ * allows nothing). */
+static inline bool fc_l7_allows_uids(const struct fc_l7_index *ix)
+{
+	return __atomic_load_n(&ix->hdr->allow_plens[3], __ATOMIC_ACQUIRE) & FC_SHM_BAN_UIDS;
 }
 
 /* Every copy of the cookie name (canonical, nlen bytes; raw: as

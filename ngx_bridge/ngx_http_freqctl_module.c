@@ -668,23 +668,23 @@ ngx_http_freqctl_uid_decode(ngx_http_request_t *r, ngx_uint_t kind,
  */
 static ngx_int_t
 ngx_http_freqctl_uid_read(ngx_http_request_t *r, ngx_http_freqctl_src_t *src,
-    struct fc_l7_req *rq)
+    struct fc_l7_index *ix, struct fc_l7_req *rq)
 {
-    bool               enc, exact;
+    bool               enc;
     size_t             n, i;
     struct fc_l7_str  *v, t;
 
-    /* $arg_NAME, the common case, without a call. */
+    /* $arg_NAME, the common case, without a call, nor a look at whether a
+     * copy is exact while no allow entry names a uid. */
     enc = false;
-    exact = false;
-    n = src->kind == NGX_HTTP_FREQCTL_ARG
+    rq->uid_exact = false;
+    n = src->kind == NGX_HTTP_FREQCTL_ARG && !fc_l7_allows_uids(ix)
         ? fc_l7_query_find((const char *) r->args.data, r->args.len,
                            (const char *) src->name.data,
                            (const char *) src->raw, src->name.len,
-                           &rq->uid, 1, &enc, &exact)
-        : ngx_http_freqctl_uid_find(r, src, &rq->uid, 1, &enc, &exact);
-
-    rq->uid_exact = exact;
+                           &rq->uid, 1, &enc, NULL)
+        : ngx_http_freqctl_uid_find(r, src, &rq->uid, 1, &enc,
+                                    &rq->uid_exact);
 
     if (n <= 1) {
         if (n == 0) {
@@ -702,7 +702,7 @@ ngx_http_freqctl_uid_read(ngx_http_request_t *r, ngx_http_freqctl_src_t *src,
     }
 
     enc = false;
-    ngx_http_freqctl_uid_find(r, src, v, n, &enc, &exact);
+    ngx_http_freqctl_uid_find(r, src, v, n, &enc, &rq->uid_exact);
 
     for (i = 0; i < n; i++) {
         if (enc && ngx_http_freqctl_uid_decode(r, src->kind, &v[i]) != NGX_OK) {
@@ -854,13 +854,14 @@ ngx_http_freqctl_request(ngx_http_request_t *r, ngx_http_freqctl_loc_conf_t *lcf
     rq->uid.data = NULL;
     rq->uid.len = 0;
     rq->nuids = 0;
-    rq->uid_exact = true;  /* a variable's value: as nginx gives it */
+    rq->uid_exact = true;  /* a variable's value, as nginx gives it; else
+                              ngx_http_freqctl_uid_read() says */
     rq->family = 0;
     rq->keybuf = NULL;
     rq->keycap = 0;
 
     if (lcf->uid_src && lcf->uid_src->kind) {
-        if (ngx_http_freqctl_uid_read(r, lcf->uid_src, rq) != NGX_OK) {
+        if (ngx_http_freqctl_uid_read(r, lcf->uid_src, ix, rq) != NGX_OK) {
             return NGX_ERROR;
         }
 

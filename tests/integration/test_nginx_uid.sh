@@ -128,5 +128,13 @@ got="$(get "$u/a/f?mode=m7") $(get "$u/a/f?MODE=m7") $(get "$u/a/f?x=1;Mode=m7")
 check "arg:Mode=m7 1/h: ?mode=m7 charged, so MODE= and ;Mode= are refused ($got)" [ "$got" = "200 429 429" ]
 got="$(get -H 'X-Tok: t1' "$u/a/f") $(get -H 'X_Tok: t1' "$u/a/f")"
 check "header:X-Tok=* 1/h: X_Tok (as \$http_x_tok reads it) is X-Tok ($got)" [ "$got" = "200 429" ]
+# Whether a copy is exact is looked at only while an allow entry names a
+# uid: one deleted and added again live is enforced at once, exactly.
+fcq allow del uid=partner
+check "allow del uid=partner: ?uid=partner is refused within 100 ms (ip=* 1/h)" status_within_100ms 429 "/a/p/f?uid=partner"
+fcq allow add uid=partner
+check "allow add uid=partner again: ?uid=partner allowed within 100 ms" status_within_100ms 200 "/a/p/f?uid=partner"
+got="$(get "$u/a/p/f?UID=partner") $(get "$u/a/p/f?uid=partner&uid=x") $(get "$u/a/p/f?uid=partner")"
+check "... ?UID=partner, ?uid=partner&uid=x still not; ?uid=partner is ($got)" [ "$got" = "429 429 200" ]
 check "no worker crashed" sh -c "! grep -q 'exited on signal' '$d/logs/error.log'"
 exit 0

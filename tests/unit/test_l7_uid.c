@@ -220,16 +220,17 @@ static size_t fc_name_ref(const char *s, size_t len, char *out)
 
 /* The query finder against the reference on random queries over the bytes
  * that matter, each in a buffer of exactly its length (ASan sees a read
- * past it): the same copies, in order, and the same enc. */
+ * past it): the same copies, in order, the same enc and exactness; and
+ * the same copies and enc when not asked for exactness (exact NULL). */
 static void test_query_random(void **state)
 {
 	static const char bytes[] = "uUiIdD_.=&;%+a[]5B2 \x80\xff";
 	static const char *names[] = { "uid", "u_id", "d" }, *raws[] = { "uid", "u_id", "D" };
-	struct fc_l7_str v[64];
+	struct fc_l7_str v[64], w[64];
 	char canon[256], dec[256], *q;
 	unsigned seed = 7;
 	size_t len, i, round, n, k, e, eq, ref;
-	bool enc, renc, exact, rexact;
+	bool enc, renc, nenc, exact, rexact;
 
 	(void)state;
 	for (round = 0; round < 200000; round++) {
@@ -264,6 +265,13 @@ static void test_query_random(void **state)
 		if (exact != rexact)
 			fail_msg("round %zu, name %s as %s, query \"%.*s\": exact %d, expected %d", round, name, raw,
 				 (int)len, q, exact, rexact);
+		/* Not asked whether a copy is exact (the module, while no allow
+		 * entry names a uid): the same copies. */
+		nenc = false;
+		assert_int_equal(fc_l7_query_find(q, len, name, raw, nlen, w, 64, &nenc, NULL), n);
+		assert_int_equal(nenc, enc);
+		if (n)
+			assert_memory_equal(w, v, (n < 64 ? n : 64) * sizeof(*v));
 		free(q);
 	}
 }
