@@ -62,7 +62,10 @@ static int fc_shm_file(const char *path, uint64_t size, __u32 magic, mode_t mode
 	char tmp[PATH_MAX];
 	int fd = open(path, O_RDWR | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
 
-	if (fd >= 0 && fc_shm_ours(fd, size, magic, mode & S_IWGRP, gid))
+	/* Ours, but readable by others (a chmod -R): back to mode, as the
+	 * state file keeps key values (--show-keys) and the config the key
+	 * secret. */
+	if (fd >= 0 && fc_shm_ours(fd, size, magic, mode & S_IWGRP, gid) && fchmod(fd, mode) == 0)
 		return fd;
 	*made = true;
 	if (fd < 0 && errno != ENOENT && errno != ELOOP)
@@ -181,7 +184,8 @@ static int fc_blk_policy(struct fc_blk *b, const struct fc_policy_row *r, const 
 	it->ndims = (__u8)ndims;
 	it->ntiers = (__u8)p->ntiers;
 	it->delay_burst = p->delay_burst;
-	it->flags = e.k.flags | (p->escalate.n ? FC_SHM_POLICY_ESCALATE : 0) | (p->ndims ? 0 : FC_SHM_POLICY_HTTP);
+	it->flags = e.k.flags | (p->escalate.n ? FC_SHM_POLICY_ESCALATE : 0) | (p->ndims ? 0 : FC_SHM_POLICY_HTTP) |
+		    (e.show_keys ? FC_SHM_POLICY_SHOW_KEYS : 0);
 	it->max_keys = p->max_keys; /* 0: as the table holds */
 	it->new_keys = p->new_keys ? p->new_keys : FC_NEW_KEYS_DEFAULT;
 	it->concurrency = e.concurrency;
