@@ -139,6 +139,7 @@ enum fc_hit_idx {
 	FC_HIT_EXACT,
 	FC_HIT_PREFIX,
 	FC_HIT_STAR,
+	FC_HIT_SPARE, /* a charge no refund needs: kept off the stack, which is full */
 	FC_HITS,
 };
 
@@ -238,17 +239,26 @@ static __always_inline struct fc_src_bucket *fc_src_lookup(const struct fc_pkt *
 __noinline int fc_src_make(const struct fc_pkt *pkt, __u32 exists)
 {
 	struct fc_src_bucket fresh = {};
+	struct fc_policy *pol;
 	struct fc_config *cfg;
 	struct fc_flood *fl;
 	struct fc_addr6 k;
 	__u32 zero = 0;
 	__u64 prev, next;
+	int i;
 
 	cfg = bpf_map_lookup_elem(&fc_config, &zero);
 	fl = bpf_map_lookup_elem(&fc_flood, &zero);
 	if (!pkt || !cfg || !fl ||
-	    (cfg->new_src.interval_ns && !fc_gcra_try(&fl->state, &cfg->new_src, fc_clock(cfg, false), 1, &prev, &next)))
+	    (cfg->new_src.interval_ns &&
+	     !fc_gcra_try(&fl->state, &cfg->new_src, 0, fc_clock(cfg, false), 1, &prev, &next)))
 		return 0;
+	/* Its words empty, of the generations of the ip=* policy's tiers (a
+	 * charge denies a word of another). */
+	pol = bpf_map_lookup_elem(&fc_policies, &cfg->star_slot);
+	if (pol && pol->algo == FC_ALGO_GCRA)
+		for (i = 0; i < FC_MAX_TIERS; i++)
+			fresh.state[i] = FC_TAG(&pol->lim);
 	/* A new bucket knows nothing yet about the exact and prefix rules: a
 	 * generation gone by, which no publish brings back (the next one,
 	 * rules_gen + 1, would make its empty note true until a packet of its
@@ -331,28 +341,33 @@ static __always_inline __u64 fc_policy_cost(const struct fc_policy *pol, const s
 	return 1;
 }
 
+/* Nonzero if bucket b holds a GCRA word of another generation than pol's:
+ * the first charge after a change of rates. */
+static __always_inline __u64 fc_stale(const struct fc_policy *pol, const struct fc_bucket *b)
+{
+	return fc_gen_stale(&pol->lim, b->state);
+}
+
 /* fc_policy_check's flags. */
 #define FC_CHECK_LOG_PASS 0x1 /* check a log policy: count passed or would-drop */
+#define FC_CHECK_KEEP     0x2 /* a later policy may deny: keep the charge for a refund */
 
 /* Checks the policy in slot against pkt, as hit idx, on bucket b (NULL:
  * the policy's, or for ip=* the source's, looked up here). Without
- * FC_CHECK_LOG_PASS it leaves log policies for later and counts a denial.
- * The charge is kept in fc_scratch for a refund, even where none can follow:
- * on the stack it would take 64 of the 512 bytes the chain of calls down to
- * fc_src_make shares. */
+ * FC_CHECK_LOG_PASS it leaves log policies for later and counts a denial. */
 __noinline int fc_policy_check(const struct fc_pkt *pkt, __u32 slot, __u32 idx, __u32 flags, struct fc_bucket *b)
 {
 	bool log = flags & FC_CHECK_LOG_PASS;
 	const struct fc_config *cfg;
-	struct fc_charge *ch;
+	__u32 zero = 0, spare = FC_HIT_SPARE;
 	struct fc_policy *pol;
-	__u32 zero = 0;
+	struct fc_charge *ch;
 	__u64 cost;
 	int ok;
 
 	pol = bpf_map_lookup_elem(&fc_policies, &slot);
 	cfg = bpf_map_lookup_elem(&fc_config, &zero);
-	ch = bpf_map_lookup_elem(&fc_scratch, &idx);
+	ch = bpf_map_lookup_elem(&fc_scratch, flags & FC_CHECK_KEEP ? &idx : &spare);
 	if (!pkt || !pol || !cfg || !ch || !pol->ntiers)
 		return FC_CHECK_NONE;
 	if ((pol->action == FC_ACTION_LOG) != !!log)
@@ -365,8 +380,13 @@ __noinline int fc_policy_check(const struct fc_pkt *pkt, __u32 slot, __u32 idx, 
 					 bpf_map_lookup_elem(&fc_buckets, &slot);
 	if (!b)
 		return FC_CHECK_NONE;
-	ok = fc_limit_try(pol->algo, pol->ntiers, pol->tier, pol->warmup_ms, b->state,
-			  fc_clock(cfg, pol->flags & FC_POLICY_PRECISE), cost, ch);
+	/* A word of another generation: brought first (the first charge after
+	 * a change of rates); one it could not bring denies. */
+	if (fc_stale(pol, b))
+		fc_gcra_adopt((__u64(*)[FC_MAX_TIERS])b->state, &pol->lim, fc_clock(cfg, pol->flags & FC_POLICY_PRECISE),
+			      FC_ADOPT_ARG(pol->ntiers, 0));
+	ok = fc_limit_charge(pol->algo, pol->ntiers, &pol->lim, b->state, fc_clock(cfg, pol->flags & FC_POLICY_PRECISE),
+			     cost, ch) == 1;
 	if (log)
 		fc_policy_count(slot, pkt->len, ok);
 	else if (!ok)
@@ -412,7 +432,11 @@ static __always_inline bool fc_policies_deny(struct fc_eval *ev, __u32 exact_slo
 
 #pragma unroll
 	for (i = 0; i < FC_HITS; i++) {
-		r[i] = slots[i] ? fc_policy_check(&ev->pkt, slots[i], i, 0, i == FC_HIT_STAR ? own : NULL) :
+		/* Only a charge that a later policy may undo is kept. */
+		__u32 keep = (i < FC_HIT_PREFIX && slots[FC_HIT_PREFIX]) || (i < FC_HIT_STAR && slots[FC_HIT_STAR]);
+
+		r[i] = slots[i] ? fc_policy_check(&ev->pkt, slots[i], i, keep ? FC_CHECK_KEEP : 0,
+						  i == FC_HIT_STAR ? own : NULL) :
 				  FC_CHECK_NONE;
 		if (r[i] != FC_CHECK_DENY)
 			continue;
@@ -458,9 +482,10 @@ enum fc_inline {
 	FC_INLINE_TIER1, /* one single-tier policy, of any algorithm */
 };
 
-/* Charges pa to its bucket a as fc_limit_try does, but a single-tier
+/* Charges pa to its bucket a as fc_limit_charge does, but a single-tier
  * sliding window inline (FC_INLINE_TIER1): out of line, the call and its
- * spills cost more than the window's arithmetic. */
+ * spills cost more than the window's arithmetic. The bucket's words are of
+ * their generations (fc_fast and fc_enforce see to it). */
 static __always_inline int fc_charge_a(const struct fc_policy *pa, __u8 algo, __u8 tiers, struct fc_bucket *a,
 				       __u64 now, __u64 cost, struct fc_charge *ch, enum fc_inline known)
 {
@@ -468,7 +493,7 @@ static __always_inline int fc_charge_a(const struct fc_policy *pa, __u8 algo, __
 		ch->next[0] = fc_slide_charge(&a->state[0], &pa->tier[0], now, cost, &ch->prev[0]);
 		return ch->next[0] != 0;
 	}
-	return fc_limit_try(algo, tiers, pa->tier, pa->warmup_ms, a->state, now, cost, ch);
+	return fc_limit_charge(algo, tiers, &pa->lim, a->state, now, cost, ch) == 1;
 }
 
 /* Charges pa (slot sa, bucket a) and, if sb, pb (sb, b). */
@@ -492,7 +517,7 @@ static __always_inline int fc_charge2(const struct fc_pkt *pkt, const struct fc_
 		fc_policy_count(sa, pkt->len, false);
 		return FC_FAST_DROP;
 	}
-	if (cb && !fc_limit_try(algo_b, tiers_b, pb->tier, pb->warmup_ms, b->state, now, cb, chb)) {
+	if (cb && fc_limit_charge(algo_b, tiers_b, &pb->lim, b->state, now, cb, chb) != 1) {
 		if (ca)
 			fc_limit_refund(algo_a, tiers_a, a->state, ca, cha);
 		fc_policy_count(sb, pkt->len, false);
@@ -518,8 +543,9 @@ __noinline int fc_enforce(const struct fc_pkt *pkt, __u32 sa, struct fc_bucket *
 	cfg = bpf_map_lookup_elem(&fc_config, &zero);
 	cha = bpf_map_lookup_elem(&fc_scratch, &zero);
 	chb = bpf_map_lookup_elem(&fc_scratch, &one);
+	/* A word of another generation: the general path brings it first. */
 	if (!pkt || !a || !b || !pa || !pb || !cfg || !cha || !chb || pa->action == FC_ACTION_LOG ||
-	    (sb && pb->action == FC_ACTION_LOG))
+	    (sb && pb->action == FC_ACTION_LOG) || (fc_stale(pa, a) | fc_stale(pb, b)))
 		return FC_FAST_GENERAL;
 	return fc_charge2(pkt, cfg, sa, pa, a, sb, pb, b, cha, chb, FC_INLINE_NONE);
 }
@@ -551,6 +577,11 @@ static __always_inline int fc_fast(struct fc_eval *ev, __u32 sa, struct fc_bucke
 	if (sb)
 		pb = bpf_map_lookup_elem(&fc_policies, &sb);
 	if (!pb)
+		return FC_FAST_GENERAL;
+	/* A word of another generation to bring (rare: the first charge after
+	 * a change of rates) takes the general path, which does: the charges
+	 * here deny one. */
+	if (fc_stale(pa, a) | fc_stale(pb, b))
 		return FC_FAST_GENERAL;
 	/* One charge kept for both: a single tier's is written only when it
 	 * admits, so pb's never overwrites the one pa's refund needs. */
@@ -616,7 +647,7 @@ static __always_inline bool fc_decide(void *ctx, bool tc, void *data, void *data
 	const struct fc_rule *exact, *prefix;
 	struct fc_rule pfx = { 0 };
 	struct fc_src4 s4 = { 0 };
-	struct fc_bucket *ba, *bb;
+	struct fc_bucket *ba, *bb, *own = NULL;
 	__u32 star, gen, e, p, sa, sb, stale = 0, zero = 0;
 	enum fc_parse_rc rc;
 	bool over;
@@ -692,10 +723,10 @@ policies:
 	if (!sa)
 		goto passed;
 	/* ip=* alone on a source without a bucket (a flood's every packet): the
-	 * bucket made, or the overflow bucket (src from here on names either),
-	 * without the general path's second lookup; then either path on it. */
+	 * bucket made, or the overflow bucket, for the general path without its
+	 * second lookup (on the fast path, the verifier would walk it twice). */
 	if (star && !src && !e && !p)
-		src = (struct fc_src_bucket *)fc_src_new(&ev.pkt, ev.cfg, star, stale);
+		own = fc_src_new(&ev.pkt, ev.cfg, star, stale);
 	if ((star && !src) || (e && p && star))
 		goto general;
 	ba = fc_bucket_of(sa, star, src);
@@ -716,7 +747,7 @@ general:
 	}
 	if (over)
 		p = 0;
-	v = fc_policies_deny(&ev, e, p, star, (struct fc_bucket *)src) ? FC_FAST_DROP : FC_FAST_PASS;
+	v = fc_policies_deny(&ev, e, p, star, src ? (struct fc_bucket *)src : own) ? FC_FAST_DROP : FC_FAST_PASS;
 verdict:
 	if (v == FC_FAST_DROP) {
 		fc_count(&ev.st->drop_limit, ev.pkt.len);

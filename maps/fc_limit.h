@@ -32,9 +32,10 @@
  * as long as the jump. Wide enough for clock skew between CPUs. */
 #define FC_CLOCK_SLACK_NS FC_NS_PER_SEC
 
-/* Rooms saturate here: far beyond any real lead, and now + room + slack
- * stays below 2^64 for centuries. */
-#define FC_ROOM_MAX (1ULL << 62)
+/* Rooms saturate here (36 years): far beyond any real lead, and a TAT,
+ * at most now + room, stays below 2^62, under its word's generation tag
+ * (FC_GEN_SHIFT), until 2079. The loader compiles no tolerance above it. */
+#define FC_ROOM_MAX (1ULL << 60)
 
 /* Fixed window state: window number (low 24 bits) | count (40 bits). */
 #define FC_WIN_COUNT_BITS 40
@@ -71,6 +72,8 @@
  * (pointers to structs of known size, maybe NULL, and scalars; at most 5),
  * not again at each call site. */
 #define FC_GLOBAL_FN __noinline
+/* The same, for code a charge rarely runs: out of line everywhere. */
+#define FC_COLD_FN __noinline
 #else
 #define FC_INLINE static inline
 /* Out of line here too: inlined into the nginx module's decision, its
@@ -78,6 +81,7 @@
  * request, bench_nginx_cost.sh). */
 #define FC_SLOWPATH static __attribute__((noinline))
 #define FC_GLOBAL_FN static inline
+#define FC_COLD_FN static __attribute__((noinline, cold))
 #endif
 #endif
 
@@ -109,6 +113,66 @@ struct fc_tier {
 	__u64 tolerance_ns;
 	__u64 unit_ns;
 	__u64 limit;
+};
+
+/*
+ * Changing a rate (doc/architecture.md, A change of rates). A bucket keeps
+ * what its clients used: a GCRA TAT leads now by the requests (or bytes) it
+ * holds times T, so when a tier's T changes, the lead is rescaled by the
+ * ratio of the new T to the old, lead' = lead * T'/T (rounded up), and the
+ * new burst and rate apply to what was used: raising them gives room at
+ * once, lowering them never adds room. (A window's count is already that
+ * amount: it is kept as it is.) Rescaling every bucket at a publish is out
+ * of the question (262,144 sources, 16M keys): a bucket is rescaled lazily,
+ * before its next charge, from the previous limits, which the policy keeps
+ * for one generation.
+ *
+ * A GCRA word is the TAT (62 bits: FC_ROOM_MAX keeps it there) and, in its
+ * top two bits, the generation of the policy's limits it was charged under.
+ * The generation moves (mod 4) when the interval or the room of any of its
+ * tiers changes; rescale[i] says what a word of tier i of the generation
+ * before becomes (FC_RESCALE_*; a tier that kept its interval: the same
+ * word). A charge compares each word's tag with the generation and denies
+ * a word of another (FC_CHARGE_REGEN); the bucket is then brought by
+ * fc_gcra_adopt, which rescales each word with one compare-and-exchange,
+ * the first word last, and charged again. Before a charge, whether it needs
+ * bringing is one test on its first word (fc_gen_stale).
+ */
+#define FC_GEN_SHIFT 62
+#define FC_TAT_MASK  ((1ULL << FC_GEN_SHIFT) - 1)
+/* In fc_limits.gen beside the generation: the words are GCRA's, tagged
+ * (a window's carry no tag), as a mask for the tag (FC_GEN_GCRA >> 2 is
+ * 3): a test of staleness needs no branch on the algorithm, which in BPF
+ * is paths for the verifier. */
+#define FC_GEN_GCRA 0xc
+#define FC_GEN(lim) ((__u64)(lim)->gen & 3)
+/* The generation as a word's top bits (FC_GEN_GCRA shifts out). */
+#define FC_TAG(lim) ((__u64)(lim)->gen << FC_GEN_SHIFT)
+
+/* rescale[i]: how (its low 2 bits), and for FC_RESCALE_SCALE the ratio of
+ * the new interval to the old, num / den (31 bits each, bits 2-32 and
+ * 33-63): exact where the ratio reduced fits, else rounded up (never a
+ * lead short of the exact one). */
+#define FC_RESCALE_ASIS  0 /* nothing known of the previous limits: a word is read as it is */
+#define FC_RESCALE_SCALE 1 /* the previous generation's lead times num / den; older ones full */
+#define FC_RESCALE_FRESH 2 /* the tier is new: a word of another generation is empty */
+#define FC_RESCALE_FULL  3 /* every other generation's busy word is full (T grew 2^31-fold) */
+#define FC_RESCALE_BITS  31
+#define FC_RESCALE_MAX   ((1ULL << FC_RESCALE_BITS) - 1)
+#define FC_RESCALE(how, num, den) ((__u64)(how) | (__u64)(num) << 2 | (__u64)(den) << (2 + FC_RESCALE_BITS))
+/* A tier whose interval stayed: the previous generation's words as they are. */
+#define FC_RESCALE_SAME FC_RESCALE(FC_RESCALE_SCALE, 1, 1)
+
+/* The limits a bucket is charged by: a policy's tiers, its warm-up and its
+ * generations. struct fc_policy (fc_maps.h) and the nginx engine's policy
+ * hold one from their tier array on, so that either can be handed to the
+ * charge (in BPF, to its global functions) as one pointer. */
+struct fc_limits {
+	struct fc_tier tier[FC_MAX_TIERS];
+	__u32 warmup_ms; /* GCRA --warmup: the first tier ramps over this (see below); 0 = none */
+	__u8 gen;        /* FC_GEN(): the generation of these limits, a GCRA word's tag; | FC_GEN_GCRA */
+	__u8 pad[3];
+	__u64 rescale[FC_MAX_TIERS]; /* FC_RESCALE(): each tier's from the previous generation */
 };
 
 FC_INLINE __u64 fc_gcra_increment(const struct fc_tier *t, __u64 cost)
@@ -146,21 +210,144 @@ FC_INLINE __u64 fc_gcra_base(__u64 tat, __u64 room, __u64 now)
 	return tat > now ? tat : now;
 }
 
-/* GCRA, the future-TAT check, allowing room ahead of now: returns 1 if
- * admitted (and the word before and after), 0 if not (nothing charged). */
-FC_INLINE int fc_gcra_charge(__u64 *state, const struct fc_tier *t, __u64 now, __u64 cost, __u64 room, __u64 *prev,
-			     __u64 *next)
+/* ceil(lead * num / den) of rescale word rs, exactly, or cap if that is
+ * more (cap <= FC_ROOM_MAX): no 128-bit product (BPF has none), lead split
+ * by den: lead = q * den + r, r * num < 2^62. */
+FC_INLINE __u64 fc_rescale_lead(__u64 lead, __u64 rs, __u64 cap)
 {
-	__u64 inc = fc_gcra_increment(t, cost), tat, new_tat;
+	__u64 num = (rs >> 2) & FC_RESCALE_MAX, den = rs >> (2 + FC_RESCALE_BITS), q, r;
+
+	if (!den || !num)
+		return num ? cap : 0;
+	q = lead / den;
+	r = lead - q * den;
+	if (q > cap / num)
+		return cap;
+	q = q * num + (r * num + den - 1) / den;
+	return q < cap ? q : cap;
+}
+
+/*
+ * A GCRA word of another generation than gen (the tier's, 0 to 3), as it
+ * is to be written with gen's tag at now, for a bucket whose room is room
+ * (at most FC_ROOM_MAX); or word itself: it stays as it is, and a charge of
+ * gen admits nothing on it. An idle word (TAT <= now) holds nothing: only
+ * retagged. A busy one of the generation before gen is rescaled
+ * (FC_RESCALE_SCALE) once the rescaled lead fits in room (until then it is
+ * more than full, as the exact rule has it); of any other generation
+ * (older, or a publish's newer than this copy of the policy) it is full
+ * until its TAT passes, the most any limits it was charged under can hold.
+ */
+FC_INLINE __u64 fc_gcra_regen(__u64 word, __u64 gen, __u64 rs, __u64 now, __u64 room)
+{
+	__u64 tat = word & FC_TAT_MASK, how = rs & 3, tag = (gen & 3) << FC_GEN_SHIFT, lead;
+
+	if (word >> FC_GEN_SHIFT == (gen & 3))
+		return word;
+	if (tat <= now)
+		return tat | tag;
+	if (how == FC_RESCALE_FRESH)
+		return now | tag;
+	lead = tat - now;
+	if (how == FC_RESCALE_SCALE && word >> FC_GEN_SHIFT == ((gen - 1) & 3))
+		lead = fc_rescale_lead(lead, rs, room + 1);
+	else if (how != FC_RESCALE_ASIS)
+		return word;
+	return lead <= room ? (now + lead) | tag : word;
+}
+
+/* The room of tier i of lim for a delaying policy's queue (0: none). */
+FC_INLINE __u64 fc_tier_room(const struct fc_limits *lim, int i, __u64 queue)
+{
+	return queue ? fc_gcra_room(&lim->tier[i], queue) : lim->tier[i].tolerance_ns;
+}
+
+/* Nonzero if the bucket whose words are state holds a GCRA word of another
+ * generation than lim's: its first word says (fc_gcra_adopt brings it
+ * last). No branch: a window's lim says its words carry no tag. */
+FC_INLINE __u64 fc_gen_stale(const struct fc_limits *lim, const __u64 *state)
+{
+	__u64 g = lim->gen;
+
+	return ((state[0] >> FC_GEN_SHIFT) ^ g) & (g >> 2);
+}
+
+/*
+ * Brings the words of tiers 0 to ntiers - 1 (arg: FC_ADOPT_ARG) to lim's
+ * generation, as fc_gcra_regen has them, before a charge: one
+ * compare-and-exchange each, which a word that moved meanwhile fails (its
+ * mover brought it, or a charge of another copy of the policy did: a charge
+ * finds it of another generation and denies). The first word last, and only
+ * once every other is of the generation: while one is not (it is more than
+ * full), the first keeps the bucket stale, and each charge comes back here.
+ * The tag makes a rescale happen once (a word of the generation is never
+ * rescaled again), and a charge builds only on such a word. A word more
+ * than full stays as it is, so the rescale writes nothing the rule would
+ * not hold: what it writes admits what the rescaled lead admits, no more,
+ * and a refund of the charge after it gives back that word. Out of line
+ * (in BPF a leaf global function: verified once, its stack apart).
+ */
+#define FC_ADOPT_ARG(ntiers, queue) ((__u64)(ntiers) | (__u64)(queue) << 32)
+
+FC_COLD_FN int fc_gcra_adopt(__u64 (*st)[FC_MAX_TIERS], const struct fc_limits *lim, __u64 now, __u64 arg)
+{
+	__u64 n = arg & 0xff, queue = arg >> 32, stale = 0, word, w;
 	int i;
 
-	for (i = 0; i < FC_CAS_TRIES; i++) {
-		tat = *(volatile __u64 *)state;
-		new_tat = fc_gcra_base(tat, room, now) + inc;
+	if (!st || !lim)
+		return 0;
+	for (i = FC_MAX_TIERS - 1; i >= 0; i--) {
+		if ((__u64)i >= n || (i == 0 && stale))
+			continue;
+		word = *(volatile __u64 *)&(*st)[i];
+		w = fc_gcra_regen(word, FC_GEN(lim), lim->rescale[i], now, fc_tier_room(lim, i, queue));
+		if (w != word && __sync_val_compare_and_swap(&(*st)[i], word, w) != word)
+			w = *(volatile __u64 *)&(*st)[i];
+		stale |= w >> FC_GEN_SHIFT != FC_GEN(lim);
+	}
+	return 0;
+}
+
+/* What a charge returns besides 1 (admitted) and 0 (denied): a GCRA word of
+ * another generation, nothing charged. The caller brings the bucket
+ * (fc_gcra_adopt) and charges again, or denies. In BPF a denial: the
+ * programs bring a bucket before they charge it (fc_policy_check), and a third value
+ * out of every charge was paths for the verifier (some 48,000 of its
+ * instructions). */
+#ifdef __bpf__
+#define FC_CHARGE_REGEN 0
+#else
+#define FC_CHARGE_REGEN (-1)
+#endif
+
+/* GCRA, the future-TAT check, allowing room (the tolerance, and queue
+ * intervals of a delaying policy) ahead of now, on tier t whose words are
+ * tagged tag (FC_TAG; 0 for a word of no policy): returns 1 if admitted
+ * (and the word before and after), 0 if not, FC_CHARGE_REGEN for a word of
+ * another generation (nothing charged either way). */
+FC_INLINE int fc_gcra_charge(__u64 *state, const struct fc_tier *t, __u64 tag, __u64 now, __u64 cost, __u64 queue,
+			     __u64 *prev, __u64 *next)
+{
+	__u64 inc = fc_gcra_increment(t, cost), room = queue ? fc_gcra_room(t, queue) : t->tolerance_ns, word,
+	      new_tat;
+	int k;
+
+	/* The arithmetic is the tag's: now carries it too (TAT and now stay
+	 * below 2^62, room at most FC_ROOM_MAX: no sum wraps), so no register
+	 * more lives through the loop than without generations (in BPF, one
+	 * more spilled the stack of a chain of calls past its bound). Each word
+	 * read is checked: one a CAS failed on may be of another generation
+	 * (a copy of the policy of another publish, in its instant). */
+	now |= tag;
+	for (k = 0; k < FC_CAS_TRIES; k++) {
+		word = *(volatile __u64 *)state;
+		if ((word ^ now) >> FC_GEN_SHIFT)
+			return FC_CHARGE_REGEN;
+		new_tat = fc_gcra_base(word, room, now) + inc;
 		if (new_tat - now > room)
 			return 0;
-		if (__sync_val_compare_and_swap(state, tat, new_tat) == tat) {
-			*prev = tat;
+		if (__sync_val_compare_and_swap(state, word, new_tat) == word) {
+			*prev = word;
 			*next = new_tat;
 			return 1;
 		}
@@ -168,9 +355,12 @@ FC_INLINE int fc_gcra_charge(__u64 *state, const struct fc_tier *t, __u64 now, _
 	return 0;
 }
 
-FC_INLINE int fc_gcra_try(__u64 *state, const struct fc_tier *t, __u64 now, __u64 cost, __u64 *prev, __u64 *next)
+/* fc_gcra_charge, without a queue, 1 or 0: a word of another generation
+ * denies (the bucket was brought before, or the word is of no policy). */
+FC_INLINE int fc_gcra_try(__u64 *state, const struct fc_tier *t, __u64 tag, __u64 now, __u64 cost, __u64 *prev,
+			  __u64 *next)
 {
-	return fc_gcra_charge(state, t, now, cost, t->tolerance_ns, prev, next);
+	return fc_gcra_charge(state, t, tag, now, cost, 0, prev, next) == 1;
 }
 
 /* Undoes an admission that moved the word from prev to next, if nobody moved
@@ -314,18 +504,20 @@ FC_INLINE void fc_warm_ramp(const struct fc_tier *t, __u64 d, __u64 ws, __u64 no
 	r->floor += r->tol - (k < r->tol ? k : r->tol);
 }
 
-/* Charges the warming tier t whose TAT is *state and ramp start *wsw, for
- * cost at now (queue: a delaying policy's): returns the new TAT (never 0),
- * with *prev the TAT before and *tol (if not NULL) the tolerance it was
- * admitted under; 0 if the rule denies (nothing charged; a ramp may have
- * started). The ramp is read once; a TAT that moves under the CAS is
+/* Charges the warming tier (lim's first) whose word is *state and ramp
+ * start *wsw, for cost at now (queue: a delaying policy's): returns the new
+ * word (never 0), with *prev the word before and *tol (if not NULL) the
+ * tolerance it was admitted under; 0 if the rule denies (nothing charged; a
+ * ramp may have started). The ramp is read once; a TAT that moves under the CAS is
  * charged again from where it went, unless that leaves the bucket cold (a
  * refund took the last charge back): then deny, the next request starts
  * the ramp. */
-FC_INLINE __u64 fc_warm_charge(__u64 *state, __u64 *wsw, const struct fc_tier *t, __u64 warmup_ns, __u64 now,
+FC_INLINE __u64 fc_warm_charge(__u64 *state, __u64 *wsw, const struct fc_limits *lim, __u64 warmup_ns, __u64 now,
 			       __u64 cost, __u64 queue, __u64 *prev, __u64 *tol)
 {
-	__u64 inc = fc_gcra_increment(t, cost), tat, ws, base, next, old, edge;
+	const struct fc_tier *t = &lim->tier[0];
+	__u64 inc = fc_gcra_increment(t, cost), hi = FC_TAG(lim), word, tat, ws, base,
+	      next, old, edge;
 	struct fc_ramp r;
 	int i;
 
@@ -335,8 +527,8 @@ FC_INLINE __u64 fc_warm_charge(__u64 *state, __u64 *wsw, const struct fc_tier *t
 	    warmup_ns > FC_WARMUP_MAX_NS)
 		return 0;
 	ws = *(volatile __u64 *)wsw;
-	tat = *(volatile __u64 *)state;
-	if (fc_warm_cold(tat, ws, warmup_ns, now)) {
+	word = *(volatile __u64 *)state;
+	if (fc_warm_cold(word & FC_TAT_MASK, ws, warmup_ns, now)) {
 		/* Another request starting it at once: it takes the one place. */
 		if (__sync_val_compare_and_swap(wsw, ws, now) != ws)
 			return 0;
@@ -347,28 +539,32 @@ FC_INLINE __u64 fc_warm_charge(__u64 *state, __u64 *wsw, const struct fc_tier *t
 	 * edge (0: never, ws being too recent). */
 	edge = ws + warmup_ns <= now ? now - warmup_ns + 1 : 0;
 	for (i = 0; i < FC_CAS_TRIES; i++) {
+		/* Another generation's (fc_gcra_adopt left it): nothing fits. */
+		if (word >> FC_GEN_SHIFT != hi >> FC_GEN_SHIFT)
+			return 0;
+		tat = word - hi;
 		base = fc_gcra_base(tat, r.room, now);
 		next = (base > r.floor ? base : r.floor) + r.inc;
 		if (next - now > r.room)
 			return 0;
-		old = __sync_val_compare_and_swap(state, tat, next);
-		if (old == tat)
+		old = __sync_val_compare_and_swap(state, word, next + hi);
+		if (old == word)
 			break;
-		tat = old;
-		if (tat < edge)
+		word = old;
+		if ((word & FC_TAT_MASK) < edge)
 			return 0;
 	}
 	if (i == FC_CAS_TRIES)
 		return 0;
 	/* A restart moved ws meanwhile: our ramp is not the bucket's. */
 	if (*(volatile __u64 *)wsw != ws) {
-		__sync_val_compare_and_swap(state, next, tat);
+		__sync_val_compare_and_swap(state, next + hi, word);
 		return 0;
 	}
-	*prev = tat;
+	*prev = word;
 	if (tol)
 		*tol = r.tol;
-	return next;
+	return next + hi;
 }
 
 /* What one policy's charge did to each tier's word, so that a later denial
@@ -378,35 +574,34 @@ struct fc_charge {
 	__u64 next[FC_MAX_TIERS];
 };
 
-/* fc_warm_limit's fifth argument: the cost, D in ms and the tiers, packed
- * (a BPF global function takes five). A cost past FC_WARM_COST_MAX (16 MB:
- * no frame is) is refused. */
+/* fc_warm_limit's fifth argument: the cost and the tiers, packed (a BPF
+ * global function takes five). A cost past FC_WARM_COST_MAX (16 MB: no
+ * frame is) is refused. */
 #define FC_WARM_COST_BITS 24
 #define FC_WARM_COST_MAX  ((1ULL << FC_WARM_COST_BITS) - 1)
-#define FC_WARM_ARG(cost, warmup_ms, ntiers) \
-	((cost) | (__u64)(warmup_ms) << FC_WARM_COST_BITS | (__u64)(ntiers) << 56)
+#define FC_WARM_ARG(cost, ntiers) ((cost) | (__u64)(ntiers) << 56)
 
 /* A warm-up policy's charge, every tier or none (arg: FC_WARM_ARG): its
  * first tier ramps, the others are plain GCRA. In BPF a global function,
  * called last: checked once, and nothing of its callers' lives across it.
- * The arrays are the bucket's words and the policy's tiers. */
-FC_GLOBAL_FN int fc_warm_limit(__u64 (*st)[FC_MAX_TIERS], const struct fc_tier (*tiers)[FC_MAX_TIERS],
-			       struct fc_charge *ch, __u64 now, __u64 arg)
+ * st: the bucket's words; lim: the policy's limits, D in lim->warmup_ms. */
+FC_GLOBAL_FN int fc_warm_limit(__u64 (*st)[FC_MAX_TIERS], const struct fc_limits *lim, struct fc_charge *ch, __u64 now,
+			       __u64 arg)
 {
 	/* ntiers is at most FC_MAX_TIERS, and the ramp's word needs one more:
 	 * 4 masks to 0 (refused), and the mask is a bound the verifier sees. */
 	__u64 ntiers = (arg >> 56) & (FC_MAX_TIERS - 1), cost = arg & FC_WARM_COST_MAX, i, next;
 
-	if (!st || !tiers || !ch || !ntiers)
+	if (!st || !lim || !ch || !ntiers)
 		return 0;
 	/* The plain tiers first: the ramp's many values then live alone. */
 	for (i = 1; i < ntiers; i++)
-		if (!fc_gcra_try(&(*st)[i], &(*tiers)[i], now, cost, &ch->prev[i], &ch->next[i]))
+		if (!fc_gcra_try(&(*st)[i], &lim->tier[i], FC_TAG(lim), now, cost, &ch->prev[i], &ch->next[i]))
 			goto deny;
 	/* Written only when it admits, as a plain tier's: the packet path
 	 * keeps one charge for two single-tier policies. */
-	next = fc_warm_charge(&(*st)[0], &(*st)[ntiers], &(*tiers)[0],
-			      ((arg >> FC_WARM_COST_BITS) & 0xffffffff) * FC_MS_NS, now, cost, 0, &ch->prev[0], NULL);
+	next = fc_warm_charge(&(*st)[0], &(*st)[ntiers], lim, (__u64)lim->warmup_ms * FC_MS_NS, now, cost, 0,
+			      &ch->prev[0], NULL);
 	if (next) {
 		ch->next[0] = next;
 		return 1;
@@ -588,52 +783,137 @@ FC_INLINE void fc_limit_refund(__u8 algo, __u8 ntiers, __u64 *state, __u64 cost,
 	}
 }
 
-/* Charges cost to every one of ntiers tiers (an array of FC_MAX_TIERS), or
- * to none: returns 1 if all admit. warmup_ms: a GCRA policy's --warmup (0:
- * none), whose ramp is the first tier's and whose word follows the tiers'
- * in state (FC_MAX_TIERS words too). Always inline, in userspace too: the
- * nginx module's decision calls it once, and gcc's own choice there was a
- * call costing a third more. */
-FC_INLINE __attribute__((always_inline)) int fc_limit_try(__u8 algo, __u8 ntiers, const struct fc_tier *tiers,
-							 __u32 warmup_ms, __u64 *state, __u64 now, __u64 cost,
-							 struct fc_charge *ch)
+/* Charges cost to every one of ntiers tiers of lim, or to none: returns 1
+ * if all admit, 0 if not, FC_CHARGE_REGEN if a GCRA word is of another
+ * generation than lim's (the first charge after its rates changed; nothing
+ * charged: fc_limit_try brings the bucket, the BPF programs' general path
+ * does). A GCRA policy's --warmup (lim->warmup_ms, 0: none) ramps the first
+ * tier, and its word follows the tiers' in state (FC_MAX_TIERS words too).
+ * Always inline, in userspace too: the nginx module's decision calls it
+ * once, and gcc's own choice there was a call costing a third more. */
+FC_INLINE __attribute__((always_inline)) int fc_limit_charge(__u8 algo, __u8 ntiers, const struct fc_limits *lim,
+							    __u64 *state, __u64 now, __u64 cost,
+							    struct fc_charge *ch)
 {
 	int i, ok;
 
-	if (algo == FC_ALGO_GCRA && warmup_ms)
+	if (algo == FC_ALGO_GCRA && lim->warmup_ms) {
+		if (fc_gen_stale(lim, state))
+			return FC_CHARGE_REGEN;
 		return cost <= FC_WARM_COST_MAX &&
-		       fc_warm_limit((__u64(*)[FC_MAX_TIERS])state, (const struct fc_tier(*)[FC_MAX_TIERS])tiers, ch, now,
-				     FC_WARM_ARG(cost, warmup_ms, ntiers));
+		       fc_warm_limit((__u64(*)[FC_MAX_TIERS])state, lim, ch, now, FC_WARM_ARG(cost, ntiers));
+	}
 	for (i = 0; i < FC_MAX_TIERS; i++) {
 		if (i >= ntiers)
 			break;
 		if (algo == FC_ALGO_GCRA)
-			ok = fc_gcra_try(&state[i], &tiers[i], now, cost, &ch->prev[i], &ch->next[i]);
+			ok = fc_gcra_charge(&state[i], &lim->tier[i], FC_TAG(lim), now, cost, 0, &ch->prev[i],
+					    &ch->next[i]);
 		else if (algo == FC_ALGO_SLIDING)
-			ok = fc_sliding_try(&state[i], &tiers[i], now, cost, &ch->prev[i], &ch->next[i]);
+			ok = fc_sliding_try(&state[i], &lim->tier[i], now, cost, &ch->prev[i], &ch->next[i]);
 		else
-			ok = fc_window_try(&state[i], &tiers[i], now, cost, &ch->prev[i], &ch->next[i]);
-		if (!ok) {
+			ok = fc_window_try(&state[i], &lim->tier[i], now, cost, &ch->prev[i], &ch->next[i]);
+		if (ok != 1) {
 			fc_limit_refund(algo, (__u8)i, state, cost, ch);
-			return 0;
+			return ok;
 		}
 	}
 	return 1;
 }
 
 #ifndef __bpf__
+/* fc_limit_charge of a bucket brought to lim's generation first if it is
+ * of another: 1 if admitted, 0 if not. */
+static inline __attribute__((always_inline)) int fc_limit_try(__u8 algo, __u8 ntiers, const struct fc_limits *lim,
+							     __u64 *state, __u64 now, __u64 cost, struct fc_charge *ch)
+{
+	int ok = fc_limit_charge(algo, ntiers, lim, state, now, cost, ch);
+
+	if (ok != FC_CHARGE_REGEN)
+		return ok;
+	fc_gcra_adopt((__u64(*)[FC_MAX_TIERS])state, lim, now, FC_ADOPT_ARG(ntiers, 0));
+	return fc_limit_charge(algo, ntiers, lim, state, now, cost, ch) == 1;
+}
+
+/* Whether tiers from and to have the same interval, T = unit / N (a
+ * bucket's words mean the same under both). */
+static inline int fc_interval_same(const struct fc_tier *from, const struct fc_tier *to)
+{
+	return (unsigned __int128)to->unit_ns * from->limit == (unsigned __int128)from->unit_ns * to->limit;
+}
+
+static inline unsigned __int128 fc_gcd128(unsigned __int128 a, unsigned __int128 b)
+{
+	unsigned __int128 t;
+
+	while (b) {
+		t = a % b;
+		a = b;
+		b = t;
+	}
+	return a;
+}
+
+/* The rescale word from tier from's interval to tier to's (another: see
+ * fc_interval_same): T'/T = to.unit * from.N / (from.unit * to.N), reduced;
+ * where that does not fit 31 bits a side, both halved, the numerator
+ * rounded up and the denominator down, so that a rescaled lead is never
+ * short of the exact one; FC_RESCALE_FULL where the ratio is past that
+ * (T grew some 2^31-fold). */
+static inline __u64 fc_rescale_of(const struct fc_tier *from, const struct fc_tier *to)
+{
+	unsigned __int128 a = (unsigned __int128)to->unit_ns * from->limit,
+			  b = (unsigned __int128)from->unit_ns * to->limit, g;
+
+	if (!a || !b)
+		return FC_RESCALE(a ? FC_RESCALE_FULL : FC_RESCALE_FRESH, 0, 0);
+	g = fc_gcd128(a, b);
+	a /= g;
+	b /= g;
+	while (a > FC_RESCALE_MAX || b > FC_RESCALE_MAX) {
+		a = (a + 1) / 2;
+		b /= 2;
+		if (!b)
+			return FC_RESCALE(FC_RESCALE_FULL, 0, 0);
+	}
+	return FC_RESCALE(FC_RESCALE_SCALE, (__u64)a, (__u64)b);
+}
+
 /*
  * GCRA for shaping (L7 action delay, like nginx limit_req without nodelay):
  * admits up to `queue` emission intervals beyond the burst, and says how long
  * the request must wait to conform: *wait = new_tat - now - tolerance, or 0.
  */
-static inline int fc_gcra_try_delay(__u64 *state, const struct fc_tier *t, __u64 now, __u64 cost, __u64 queue,
-				    __u64 *prev, __u64 *next, __u64 *wait)
+static inline int fc_gcra_try_delay(__u64 *state, const struct fc_limits *lim, int i, __u64 now, __u64 cost,
+				    __u64 queue, __u64 *prev, __u64 *next, __u64 *wait)
 {
-	if (!fc_gcra_charge(state, t, now, cost, fc_gcra_room(t, queue), prev, next))
+	const struct fc_tier *t = &lim->tier[i];
+	__u64 lead;
+
+	if (fc_gcra_charge(state, t, FC_TAG(lim), now, cost, queue, prev, next) != 1)
 		return 0;
-	*wait = *next - now > t->tolerance_ns ? *next - now - t->tolerance_ns : 0;
+	lead = (*next & FC_TAT_MASK) - now;
+	*wait = lead > t->tolerance_ns ? lead - t->tolerance_ns : 0;
 	return 1;
+}
+
+/* The TAT of tier i's word as a charge of lim at now (with room) counts
+ * it: rescaled as fc_gcra_adopt would; one it would leave as it is (which
+ * admits nothing until its TAT passes or its rescale fits) full, and no
+ * further than fc_gcra_base reads as a TAT rather than a clock stepped back. */
+static inline __u64 fc_gcra_view(const struct fc_limits *lim, int i, __u64 word, __u64 now, __u64 room)
+{
+	__u64 gen = FC_GEN(lim), w = fc_gcra_regen(word, gen, lim->rescale[i], now, room), tat;
+
+	if (w >> FC_GEN_SHIFT == gen)
+		return w & FC_TAT_MASK;
+	tat = w & FC_TAT_MASK;
+	return tat < now + room ? now + room : tat < now + room + FC_CLOCK_SLACK_NS ? tat : now + room + FC_CLOCK_SLACK_NS;
+}
+
+static inline __u64 fc_gcra_tat(const struct fc_limits *lim, int i, __u64 word, __u64 now, __u64 queue)
+{
+	return fc_gcra_view(lim, i, word, now, fc_tier_room(lim, i, queue));
 }
 
 /*
@@ -668,15 +948,17 @@ static inline __u64 fc_sliding_retry_after(const struct fc_tier *t, __u64 state,
 	return t->unit_ns - e_ns + fc_sliding_at(u, t->limit, c, 0, cost) * FC_SLIDE_NS;
 }
 
-/* How long until a request of cost would conform to this tier (0 = now);
- * queue: the policy's delay queue, whose TATs run that far ahead. */
-static inline __u64 fc_tier_retry_after(__u8 algo, const struct fc_tier *t, __u64 state, __u64 now, __u64 cost,
-					__u64 queue)
+/* How long until a request of cost would conform to tier i of lim (0 =
+ * now); queue: the policy's delay queue, whose TATs run that far ahead. */
+static inline __u64 fc_tier_retry_after(__u8 algo, const struct fc_limits *lim, int i, __u64 state, __u64 now,
+					__u64 cost, __u64 queue)
 {
+	const struct fc_tier *t = &lim->tier[i];
 	__u64 new_tat, idx;
 
 	if (algo == FC_ALGO_GCRA) {
-		new_tat = fc_gcra_base(state, fc_gcra_room(t, queue), now) + fc_gcra_increment(t, cost);
+		new_tat = fc_gcra_base(fc_gcra_tat(lim, i, state, now, queue), fc_gcra_room(t, queue), now) +
+			  fc_gcra_increment(t, cost);
 		return new_tat - now > t->tolerance_ns ? new_tat - now - t->tolerance_ns : 0;
 	}
 	if (algo == FC_ALGO_SLIDING)
@@ -687,28 +969,32 @@ static inline __u64 fc_tier_retry_after(__u8 algo, const struct fc_tier *t, __u6
 	return t->unit_ns - now % t->unit_ns;
 }
 
-/* A warming tier as a request of cost at now would find it (the ramp
- * started afresh if the bucket is cold): fills r, returns the TAT the
- * charge would count from, max(TAT, now, F). */
-static inline __u64 fc_warm_view(const struct fc_tier *t, __u64 warmup_ns, __u64 tat, __u64 ws, __u64 now, __u64 cost,
-				 __u64 queue, struct fc_ramp *r)
+/* The warming tier of lim (its first, whose word is word) as a request of
+ * cost at now would find it (the ramp started afresh if the bucket is
+ * cold): fills r, returns the TAT the charge would count from, max(TAT,
+ * now, F). */
+static inline __u64 fc_warm_view(const struct fc_limits *lim, __u64 warmup_ns, __u64 word, __u64 ws, __u64 now,
+				 __u64 cost, __u64 queue, struct fc_ramp *r)
 {
+	const struct fc_tier *t = &lim->tier[0];
 	__u64 base;
 
-	if (fc_warm_cold(tat, ws, warmup_ns, now))
+	if (fc_warm_cold(word & FC_TAT_MASK, ws, warmup_ns, now))
 		ws = now;
 	fc_warm_ramp(t, warmup_ns, ws, now, fc_gcra_increment(t, cost), queue, r);
-	base = fc_gcra_base(tat, r->room, now);
+	base = fc_gcra_base(fc_gcra_view(lim, 0, word, now, r->room), r->room, now);
 	return base > r->floor ? base : r->floor;
 }
 
-/* How many more requests of cost 1 this tier admits right now. */
-static inline __u64 fc_tier_remaining(__u8 algo, const struct fc_tier *t, __u64 state, __u64 now, __u64 queue)
+/* How many more requests of cost 1 tier i of lim admits right now. */
+static inline __u64 fc_tier_remaining(__u8 algo, const struct fc_limits *lim, int i, __u64 state, __u64 now,
+				      __u64 queue)
 {
+	const struct fc_tier *t = &lim->tier[i];
 	__u64 used, count;
 
 	if (algo == FC_ALGO_GCRA) {
-		used = fc_gcra_base(state, fc_gcra_room(t, queue), now) - now;
+		used = fc_gcra_base(fc_gcra_tat(lim, i, state, now, queue), fc_gcra_room(t, queue), now) - now;
 		return used >= t->tolerance_ns ? 0 : (t->tolerance_ns - used) / t->interval_ns;
 	}
 	if (algo == FC_ALGO_SLIDING) {
@@ -730,25 +1016,25 @@ struct fc_limit_view {
 	__u64 retry_ns;  /* until a request of cost 1 conforms to every tier (0: now) */
 };
 
-static inline void fc_limit_view(__u8 algo, __u8 ntiers, const struct fc_tier *tiers, __u32 warmup_ms,
-				 const __u64 *state, __u64 now, __u64 queue, struct fc_limit_view *v)
+static inline void fc_limit_view(__u8 algo, __u8 ntiers, const struct fc_limits *lim, const __u64 *state, __u64 now,
+				 __u64 queue, struct fc_limit_view *v)
 {
-	__u64 warmup_ns = warmup_ms * FC_MS_NS, base, retry;
+	__u64 warmup_ns = lim->warmup_ms * FC_MS_NS, base, retry;
 	struct fc_ramp r;
 	int i;
 
-	v->limit = tiers[0].limit;
-	v->remaining = fc_tier_remaining(algo, &tiers[0], state[0], now, queue);
+	v->limit = lim->tier[0].limit;
+	v->remaining = fc_tier_remaining(algo, lim, 0, state[0], now, queue);
 	v->retry_ns = 0;
 	for (i = 0; i < ntiers && i < FC_MAX_TIERS; i++) {
 		if (algo == FC_ALGO_GCRA && !i && warmup_ns && ntiers < FC_MAX_TIERS) {
-			base = fc_warm_view(&tiers[0], warmup_ns, state[0], state[ntiers], now, 1, queue, &r) - now;
-			v->limit = (tiers[0].limit * FC_WARM_ONE + r.mult / 2) / r.mult;
+			base = fc_warm_view(lim, warmup_ns, state[0], state[ntiers], now, 1, queue, &r) - now;
+			v->limit = (lim->tier[0].limit * FC_WARM_ONE + r.mult / 2) / r.mult;
 			v->limit = v->limit ? v->limit : 1;
 			v->remaining = base >= r.tol ? 0 : (r.tol - base) / r.inc;
 			retry = base + r.inc > r.tol ? base + r.inc - r.tol : 0;
 		} else {
-			retry = fc_tier_retry_after(algo, &tiers[i], state[i], now, 1, queue);
+			retry = fc_tier_retry_after(algo, lim, i, state[i], now, 1, queue);
 		}
 		if (retry > v->retry_ns)
 			v->retry_ns = retry;

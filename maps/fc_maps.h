@@ -243,14 +243,22 @@ struct fc_policy {
 	__u8 ntiers;
 	__u8 flags;  /* FC_POLICY_* */
 	__u8 pad[3];
-	struct fc_tier tier[FC_MAX_TIERS];
-	__u32 warmup_ms; /* GCRA --warmup: the first tier ramps over this (fc_limit.h); 0 = none */
-	__u32 pad2;
+	/* The limits the charge reads (fc_limit.h: tiers, warm-up, their
+	 * generation and each tier's rescale from the limits before), whose
+	 * first two fields go by their own names too. */
+	union {
+		struct fc_limits lim;
+		struct {
+			struct fc_tier tier[FC_MAX_TIERS];
+			__u32 warmup_ms; /* GCRA --warmup: the first tier ramps over this; 0 = none */
+		};
+	};
 };
 
 /* The bucket of an ip=ADDR or ip=PREFIX policy, or the shared overflow
- * bucket of the ip=* policy (fc_buckets[slot]). A word per tier, then a
- * warm-up policy's ramp start (state[ntiers]). */
+ * bucket of the ip=* policy (fc_buckets[slot]). A word per tier (a GCRA
+ * word tagged with the generation of the tier's limits it was charged
+ * under, fc_limit.h), then a warm-up policy's ramp start (state[ntiers]). */
 struct fc_bucket {
 	__u64 state[FC_MAX_TIERS];
 };
@@ -405,7 +413,12 @@ FC_ABI_SIZE(struct fc_top4, 24 + 8 + 256);
 FC_ABI_OFF(struct fc_top4, longer, 24);
 FC_ABI_OFF(struct fc_top4, in24, 32);
 FC_ABI_SIZE(struct fc_tier, 32);
-FC_ABI_SIZE(struct fc_policy, 16 + FC_MAX_TIERS * 32 + 8);
+FC_ABI_SIZE(struct fc_limits, FC_MAX_TIERS * 32 + 8 + FC_MAX_TIERS * 8);
+FC_ABI_OFF(struct fc_limits, warmup_ms, FC_MAX_TIERS * 32);
+FC_ABI_OFF(struct fc_limits, gen, FC_MAX_TIERS * 32 + 4);
+FC_ABI_OFF(struct fc_limits, rescale, FC_MAX_TIERS * 32 + 8);
+FC_ABI_SIZE(struct fc_policy, 16 + sizeof(struct fc_limits));
+FC_ABI_OFF(struct fc_policy, lim, 16);
 FC_ABI_OFF(struct fc_policy, warmup_ms, 16 + FC_MAX_TIERS * 32);
 FC_ABI_OFF(struct fc_policy, algo, 8);
 FC_ABI_OFF(struct fc_policy, flags, 12);

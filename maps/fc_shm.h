@@ -204,6 +204,12 @@ struct fc_shm_policy {
 	__u32 concurrency;
 	__u32 warmup_ms; /* GCRA --warmup (fc_limit.h); 0 = none */
 	struct fc_tier tier[FC_MAX_TIERS];
+	/* GCRA: the generation of these limits and each tier's rescale from
+	 * the ones before (struct fc_limits); the loader's, carried from
+	 * publish to publish (it reads them back from the live block). */
+	__u8 gen;
+	__u8 pad[7];
+	__u64 rescale[FC_MAX_TIERS];
 	/* ndims struct fc_shm_dim follow */
 };
 
@@ -554,7 +560,9 @@ FC_ABI_OFF(struct fc_shm_header, ban_digest, 40);
 FC_ABI_SIZE(struct fc_shm_block, 24);
 FC_ABI_SIZE(struct fc_shm_item, 8);
 FC_ABI_SIZE(struct fc_shm_dim, 4);
-FC_ABI_SIZE(struct fc_shm_policy, 48 + FC_MAX_TIERS * 32);
+FC_ABI_SIZE(struct fc_shm_policy, 48 + FC_MAX_TIERS * 32 + 8 + FC_MAX_TIERS * 8);
+FC_ABI_OFF(struct fc_shm_policy, gen, 48 + FC_MAX_TIERS * 32);
+FC_ABI_OFF(struct fc_shm_policy, rescale, 56 + FC_MAX_TIERS * 32);
 FC_ABI_OFF(struct fc_shm_policy, algo, 20);
 FC_ABI_OFF(struct fc_shm_policy, max_keys, 32);
 FC_ABI_OFF(struct fc_shm_policy, concurrency, 40);

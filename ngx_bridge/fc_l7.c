@@ -71,10 +71,33 @@ static int fc_name_idx(struct fc_l7_str *names, size_t *n, const char *d, size_t
 	return (int)(*n)++;
 }
 
+/* A policy's arg or header name (len <= FC_SHM_MAX_NAME) in the form the
+ * index keeps: an argument's as fc_l7_name_canon writes it, a header's
+ * lowercase with '-' for '_'. */
+static void fc_canon_name(uint8_t kind, const char *name, size_t len, char *out)
+{
+	size_t i;
+
+	if (kind == FC_DIM_ARG) {
+		fc_l7_name_canon(name, len, out);
+		return;
+	}
+	for (i = 0; i < len; i++)
+		out[i] = name[i] == '_' ? '-' : name[i] >= 'A' && name[i] <= 'Z' ? (char)(name[i] | 0x20) : name[i];
+}
+
+/* A path as an exact uri= matches it: without one trailing '/' (but "/"
+ * itself), as most frameworks route /login/ to /login. */
+static inline struct fc_l7_str fc_uri_path(struct fc_l7_str u)
+{
+	u.len -= u.len > 1 && u.data[u.len - 1] == '/';
+	return u;
+}
+
 static bool fc_tier_ok(uint8_t algo, const struct fc_tier *t)
 {
 	if (!t->unit_ns || t->unit_ns > FC_UNIT_MAX || !t->limit || t->limit > FC_RATE_MAX || !t->interval_ns ||
-	    t->interval_ns > FC_UNIT_MAX || t->tolerance_ns > (1ULL << 62))
+	    t->interval_ns > FC_UNIT_MAX || t->tolerance_ns > FC_ROOM_MAX)
 		return false;
 	if (algo == FC_ALGO_SLIDING)
 		return t->limit <= FC_SLIDE_COUNT_MAX && t->unit_ns >= FC_SLIDE_NS;
@@ -88,6 +111,7 @@ static bool fc_dim_read(struct fc_l7_index *ix, const uint8_t **p, const uint8_t
 {
 	const uint8_t *name, *val;
 	struct fc_shm_dim sdc, *sd = &sdc;
+	char canon[FC_SHM_MAX_NAME];
 	size_t total;
 	int idx;
 
@@ -137,8 +161,11 @@ static bool fc_dim_read(struct fc_l7_index *ix, const uint8_t **p, const uint8_t
 	case FC_DIM_HEADER:
 		if (!sd->name_len || (!sd->value_len && !(sd->flags & FC_SHM_DIM_ANY)) || sd->name_len > FC_SHM_MAX_NAME)
 			return false;
-		idx = sd->kind == FC_DIM_ARG ? fc_name_idx(ix->args, &ix->nargs, (const char *)name, sd->name_len, a) :
-					       fc_name_idx(ix->headers, &ix->nheaders, (const char *)name, sd->name_len, a);
+		/* Names as requests are read (fc_l7_name_read, fc_l7_header_is):
+		 * arg:API and arg:api are one name, header:X_Key is X-Key. */
+		fc_canon_name(sd->kind, (const char *)name, sd->name_len, canon);
+		idx = sd->kind == FC_DIM_ARG ? fc_name_idx(ix->args, &ix->nargs, canon, sd->name_len, a) :
+					       fc_name_idx(ix->headers, &ix->nheaders, canon, sd->name_len, a);
 		if (idx < 0)
 			return false;
 		d->name_idx = (uint8_t)idx;
@@ -157,6 +184,14 @@ static bool fc_dim_read(struct fc_l7_index *ix, const uint8_t **p, const uint8_t
 		if (!d->value.data)
 			return false;
 	}
+	/* A uri as requests' are matched (fc_l7_uri_params, fc_uri_path): its
+	 * own memory, rewritten in place. */
+	if (sd->kind == FC_DIM_URI && d->value.len) {
+		d->value.len = fc_l7_uri_params(d->value.data, d->value.len, (char *)(uintptr_t)d->value.data);
+		if (!(sd->flags & FC_SHM_DIM_PREFIX))
+			d->value = fc_uri_path(d->value);
+	}
+	ix->uses_uri |= sd->kind == FC_DIM_URI;
 	*p += total;
 	return true;
 }
@@ -230,6 +265,11 @@ static bool fc_policy_read(struct fc_l7_index *ix, const uint8_t *it, size_t len
 		if (!fc_tier_ok(sp.algo, &pol->tier[i]))
 			return false;
 	}
+	/* A GCRA policy's generation (the tag its words carry, fc_limit.h)
+	 * and rescale; the algorithm says whether words carry one. */
+	if (sp.algo == FC_ALGO_GCRA)
+		pol->lim.gen = (uint8_t)((sp.gen & 3) | FC_GEN_GCRA);
+	memcpy(pol->lim.rescale, sp.rescale, sizeof(pol->lim.rescale));
 	/* A ramp on the first GCRA tier, its word after the tiers'. */
 	pol->warmup_ms = sp.warmup_ms;
 	if (sp.warmup_ms && (sp.algo != FC_ALGO_GCRA || !sp.ntiers || sp.ntiers >= FC_MAX_TIERS || sp.warmup_ms < FC_WARMUP_MIN_MS ||
@@ -242,6 +282,7 @@ static bool fc_policy_read(struct fc_l7_index *ix, const uint8_t *it, size_t len
 		pol->keyed |= pol->dims[i].flags & FC_SHM_DIM_ANY;
 		pol->key_vals |= pol->dims[i].flags & FC_SHM_DIM_ANY &&
 				 (pol->dims[i].kind == FC_DIM_ARG || pol->dims[i].kind == FC_DIM_HEADER);
+		pol->key_uid |= pol->dims[i].flags & FC_SHM_DIM_ANY && pol->dims[i].kind == FC_DIM_UID;
 		/* Filed under its first fixed value; a wildcard or prefix can not be looked up. */
 		if (pol->dims[i].kind != FC_DIM_IP && !pol->dims[i].flags && pol->anchor == UINT8_MAX)
 			pol->anchor = (uint8_t)i;
@@ -335,8 +376,10 @@ static bool fc_dim_covers(const struct fc_l7_dim *q, const struct fc_l7_policy *
 			fc_mask(masked, d->addr, d->family, q->plen);
 			return !memcmp(masked, q->addr, d->family == 4 ? 4 : 16);
 		}
-		if (q->flags & FC_SHM_DIM_PREFIX) /* p's path, or p's own prefix, starts with q's */
-			return d->value.len >= q->value.len && !memcmp(d->value.data, q->value.data, q->value.len);
+		if (q->flags & FC_SHM_DIM_PREFIX) /* p's path (with its '/'), or p's own prefix, starts with q's */
+			return (d->value.len >= q->value.len && !memcmp(d->value.data, q->value.data, q->value.len)) ||
+			       (!(d->flags & FC_SHM_DIM_PREFIX) && d->value.len + 1 == q->value.len &&
+				!memcmp(d->value.data, q->value.data, d->value.len));
 		return !(d->flags & FC_SHM_DIM_PREFIX) && fc_str_eq(q->value, d->value.data, d->value.len);
 	}
 	return absent;
@@ -665,6 +708,25 @@ static bool fc_next_plen(const __u64 *plens, uint8_t family, int *len)
 	return false;
 }
 
+/* Whether the ban table tab holds an allow entry (allow) for every copy of
+ * rq's uid, or a ban (!allow) for one of them: copies a client adds can
+ * lose it an allow entry, never hide a ban. */
+static bool fc_uid_listed(const struct fc_l7_index *ix, const struct fc_shm_ban_slot *tab, __u32 stamp, uint8_t kind,
+			  const struct fc_l7_req *rq, uint64_t now, bool allow)
+{
+	size_t i, n = rq->nuids ? rq->nuids : 1;
+	struct fc_l7_str u;
+	bool hit;
+
+	for (i = 0; i < n; i++) {
+		u = rq->nuids ? rq->uids[i] : rq->uid;
+		hit = u.len && fc_ban_holds(ix, tab, stamp, kind, 0, u.data, (uint32_t)u.len, now);
+		if (hit != allow)
+			return hit; /* a copy without an allow entry (false), or a banned one (true) */
+	}
+	return allow;
+}
+
 /* One lookup of every ban (allow: allow entry) that could hold rq, in the
  * live table. */
 static bool fc_listed_in(const struct fc_l7_index *ix, __u64 live, const struct fc_l7_req *rq, uint64_t now, bool allow,
@@ -678,9 +740,12 @@ static bool fc_listed_in(const struct fc_l7_index *ix, __u64 live, const struct 
 	int len;
 
 	*uid = true;
-	/* No uid banned, no lookup: a miss in a 80 MB table costs more than the rest. */
-	if (rq->uid.len && __atomic_load_n(&plens[3], __ATOMIC_ACQUIRE) & FC_SHM_BAN_UIDS &&
-	    fc_ban_holds(ix, tab, stamp, kind, 0, rq->uid.data, (uint32_t)rq->uid.len, now))
+	/* No uid banned, no lookup: a miss in a 80 MB table costs more than the
+	 * rest. An allow entry needs a copy every application reads as the uid
+	 * (a lone ?UID=partner is no uid to most). */
+	if (rq->uid.len && (rq->uid_exact || !allow) &&
+	    __atomic_load_n(&plens[3], __ATOMIC_ACQUIRE) & FC_SHM_BAN_UIDS &&
+	    fc_uid_listed(ix, tab, stamp, kind, rq, now, allow))
 		return true;
 	*uid = false;
 	if (!rq->family)
@@ -734,6 +799,19 @@ static bool fc_val_in(const struct fc_l7_req *rq, uint8_t kind, uint8_t idx, str
 	return false;
 }
 
+/* Whether a copy of rq's uid is v. */
+static bool fc_uid_is(const struct fc_l7_req *rq, struct fc_l7_str v)
+{
+	size_t i;
+
+	if (fc_str_eq(v, rq->uid.data, rq->uid.len))
+		return true;
+	for (i = 1; i < rq->nuids; i++)
+		if (fc_str_eq(v, rq->uids[i].data, rq->uids[i].len))
+			return true;
+	return false;
+}
+
 FC_HOT bool fc_dim_matches(const struct fc_l7_dim *d, const struct fc_l7_req *rq)
 {
 	uint8_t masked[16];
@@ -752,9 +830,9 @@ FC_HOT bool fc_dim_matches(const struct fc_l7_dim *d, const struct fc_l7_req *rq
 		/* Constant sizes: the compiler compares inline, no call. */
 		return d->family == 4 ? !memcmp(masked, d->addr, 4) : !memcmp(masked, d->addr, 16);
 	case FC_DIM_UID:
-		return fc_str_eq(d->value, rq->uid.data, rq->uid.len);
+		return fc_uid_is(rq, d->value);
 	case FC_DIM_URI:
-		return fc_str_eq(d->value, rq->uri.data, rq->uri.len);
+		return fc_str_eq(d->value, rq->uri.data, fc_uri_path(rq->uri).len);
 	case FC_DIM_ARG:
 	case FC_DIM_HEADER:
 		return fc_val_in(rq, d->kind, d->name_idx, d->value, false);
@@ -860,11 +938,25 @@ static __u64 fc_key_tag(const struct fc_l7_policy *p, const struct fc_l7_req *rq
 		}
 		if (dm->kind == FC_DIM_IP) /* the client's unit: its address cut to the policy's length */
 			fc_mask(unit, rq->addr, rq->family, rq->family == 4 ? dm->unit4 : dm->unit6);
-		v = dm->kind == FC_DIM_UID ? rq->uid : dm->kind == FC_DIM_URI ? rq->uri :
-				(struct fc_l7_str){ (const char *)unit, rq->family == 4 ? 4 : 16 };
+		if (dm->kind == FC_DIM_UID)
+			v = rq->uid;
+		else if (dm->kind == FC_DIM_URI)
+			v = fc_uri_path(rq->uri);
+		else
+			v = (struct fc_l7_str){ (const char *)unit, rq->family == 4 ? 4 : 16 };
 		fc_sip_part(&h, v.data, v.len);
 	}
 	return fc_sip_final(&h) | FC_SHM_KEY_TAG_MIN;
+}
+
+/* How many values dimension dm has in rq, for fc_key_text: an argument or
+ * header one per occurrence (fc_key_text skips the others), the uid one
+ * per copy, the rest one. */
+static size_t fc_key_parts(const struct fc_l7_dim *dm, const struct fc_l7_req *rq)
+{
+	if (dm->kind == FC_DIM_ARG || dm->kind == FC_DIM_HEADER)
+		return rq->nvals;
+	return dm->kind == FC_DIM_UID && rq->nuids ? rq->nuids : 1;
 }
 
 /* The client's unit under ip dimension dm as text into buf: its address,
@@ -898,13 +990,16 @@ static size_t fc_key_text(const struct fc_l7_policy *p, const struct fc_l7_req *
 
 		if (!(dm->flags & FC_SHM_DIM_ANY))
 			continue;
-		for (i = 0; i < (dm->kind == FC_DIM_ARG || dm->kind == FC_DIM_HEADER ? rq->nvals : 1); i++) {
+		for (i = 0; i < fc_key_parts(dm, rq); i++) {
 			if (dm->kind == FC_DIM_IP) {
 				l = fc_unit_text(dm, rq, ip, sizeof(ip));
 				v = ip;
-			} else if (dm->kind == FC_DIM_UID || dm->kind == FC_DIM_URI) {
-				v = dm->kind == FC_DIM_UID ? rq->uid.data : rq->uri.data;
-				l = dm->kind == FC_DIM_UID ? rq->uid.len : rq->uri.len;
+			} else if (dm->kind == FC_DIM_UID) {
+				v = rq->nuids ? rq->uids[i].data : rq->uid.data;
+				l = rq->nuids ? rq->uids[i].len : rq->uid.len;
+			} else if (dm->kind == FC_DIM_URI) {
+				v = rq->uri.data;
+				l = fc_uri_path(rq->uri).len;
 			} else if (rq->vals[i].kind == dm->kind && rq->vals[i].idx == dm->name_idx) {
 				v = rq->vals[i].v.data;
 				l = rq->vals[i].v.len;
@@ -1085,6 +1180,17 @@ static void fc_key_untake(struct fc_shm_key *e, __u64 busy, __u64 seen)
 	__atomic_compare_exchange_n(&e->tag, &busy, seen, false, __ATOMIC_RELEASE, __ATOMIC_RELAXED);
 }
 
+/* A new key's words: empty, of p's generation (a charge of it denies a
+ * GCRA word of another), its count of places 0. */
+static void fc_key_fresh(struct fc_shm_key *e, const struct fc_l7_policy *p)
+{
+	int i;
+
+	memset(e->state, 0, sizeof(e->state));
+	for (i = 0; i < p->ntiers && i < FC_MAX_TIERS && (p->lim.gen & FC_GEN_GCRA); i++)
+		e->state[i] = FC_TAG(&p->lim);
+}
+
 /* rq's bucket of p when it is not first in either of its windows: found
  * further on, or made in the first free or idle entry of its walk if p may
  * make a key now. NULL: the overflow bucket. */
@@ -1121,7 +1227,7 @@ static struct fc_shm_key *fc_key_walk(const struct fc_l7_index *ix, const struct
 			    !fc_gcra_try(&s->new_keys, &(struct fc_tier){ .interval_ns = FC_NS_PER_SEC / p->new_keys,
 									  .tolerance_ns = FC_NS_PER_SEC,
 									  .unit_ns = FC_NS_PER_SEC, .limit = p->new_keys },
-					 now, 1, &prev, &next))
+					 0, now, 1, &prev, &next))
 				return NULL;
 			charged = true;
 		}
@@ -1157,7 +1263,7 @@ static struct fc_shm_key *fc_key_walk(const struct fc_l7_index *ix, const struct
 		take->epoch = p->epoch;
 		/* Held from the start: an entry not charged yet is not idle. */
 		take->idle_ns = fc_key_horizon(p, now);
-		memset(take->state, 0, sizeof(take->state));
+		fc_key_fresh(take, p);
 		take->passed = take->denied = 0;
 		__atomic_fetch_add(&s->keys, 1, __ATOMIC_RELAXED);
 		__atomic_store_n(&take->tag, tag, __ATOMIC_RELEASE);
@@ -1606,8 +1712,28 @@ bool fc_l7_worker_alive(uint64_t id)
 	return !(kill(pid, 0) < 0 && errno == ESRCH);
 }
 
-/* One policy's charge: every tier or none; for delay, the wait. */
-FC_HOT bool fc_charge(const struct fc_l7_policy *p, __u64 *state, __u64 now, struct fc_charge *ch, __u64 *wait)
+/* The queue a policy's TATs may run ahead by: its delay burst, if it delays. */
+static __u64 fc_l7_queue(const struct fc_l7_policy *p)
+{
+	return p->action == FC_ACTION_DELAY ? p->delay_burst : 0;
+}
+
+/* Brings the words of a bucket of p (state; key: its key's entry, or
+ * NULL) charged under p's limits before a change of its rates to p's
+ * generation (fc_gcra_adopt; room: a delaying policy's queue too). A
+ * longer interval leads further: a key must not look idle before its
+ * rescaled lead has passed. */
+static void fc_bucket_adopt(const struct fc_l7_policy *p, __u64 *state, struct fc_shm_key *key, __u64 now)
+{
+	fc_gcra_adopt((__u64(*)[FC_MAX_TIERS])state, &p->lim, now, FC_ADOPT_ARG(p->ntiers, fc_l7_queue(p)));
+	if (key)
+		fc_key_hold(key, p, now);
+}
+
+/* One policy's charge: every tier or none (1 or 0); for delay, the wait.
+ * FC_CHARGE_REGEN: a word of limits before a change of p's rates, nothing
+ * charged (fc_bucket_adopt, then again). */
+FC_HOT int fc_charge(const struct fc_l7_policy *p, __u64 *state, __u64 now, struct fc_charge *ch, __u64 *wait)
 {
 	__u64 w = 0, tol;
 	bool ok;
@@ -1616,32 +1742,39 @@ FC_HOT bool fc_charge(const struct fc_l7_policy *p, __u64 *state, __u64 now, str
 	now = fc_clock(p, now);
 	*wait = 0;
 	if (p->action != FC_ACTION_DELAY || p->algo != FC_ALGO_GCRA)
-		return fc_limit_try(p->algo, p->ntiers, p->tier, p->warmup_ms, state, now, 1, ch);
+		return fc_limit_charge(p->algo, p->ntiers, &p->lim, state, now, 1, ch);
+	if (fc_gen_stale(&p->lim, state))
+		return FC_CHARGE_REGEN;
 	for (i = 0; i < p->ntiers; i++) {
 		if (!i && p->warmup_ms) {
 			/* fc_policy_read saw the ramp's word within the bucket. */
-			ch->next[0] = fc_warm_charge(&state[0], &state[p->ntiers], &p->tier[0], p->warmup_ms * FC_MS_NS,
-						     now, 1, p->delay_burst, &ch->prev[0], &tol);
+			ch->next[0] = fc_warm_charge(&state[0], &state[p->ntiers], &p->lim, p->warmup_ms * FC_MS_NS, now, 1,
+						     p->delay_burst, &ch->prev[0], &tol);
 			ok = ch->next[0] != 0;
-			w = ok && ch->next[0] - now > tol ? ch->next[0] - now - tol : 0;
+			w = ok && (ch->next[0] & FC_TAT_MASK) - now > tol ? (ch->next[0] & FC_TAT_MASK) - now - tol : 0;
 		} else {
-			ok = fc_gcra_try_delay(&state[i], &p->tier[i], now, 1, p->delay_burst, &ch->prev[i], &ch->next[i],
+			ok = fc_gcra_try_delay(&state[i], &p->lim, i, now, 1, p->delay_burst, &ch->prev[i], &ch->next[i],
 					       &w);
 		}
 		if (!ok) {
 			fc_limit_refund(p->algo, (uint8_t)i, state, 1, ch);
-			return false;
+			return 0;
 		}
 		if (w > *wait)
 			*wait = w;
 	}
-	return true;
+	return 1;
 }
 
-/* The queue a policy's TATs may run ahead by: its delay burst, if it delays. */
-static __u64 fc_l7_queue(const struct fc_l7_policy *p)
+/* fc_charge of a bucket of words of limits before a change of p's rates
+ * (key: its key's entry, or NULL), brought first: the rare case, out of
+ * line (inlined, it cost every request's charge registers). */
+static __attribute__((noinline, cold)) int fc_charge_brought(const struct fc_l7_policy *p, __u64 *state,
+							      struct fc_shm_key *key, __u64 now, struct fc_charge *ch,
+							      __u64 *wait)
 {
-	return p->action == FC_ACTION_DELAY ? p->delay_burst : 0;
+	fc_bucket_adopt(p, state, key, fc_clock(p, now));
+	return fc_charge(p, state, now, ch, wait);
 }
 
 static void fc_result_limits(const struct fc_l7_policy *p, const __u64 *state, uint64_t now,
@@ -1649,7 +1782,7 @@ static void fc_result_limits(const struct fc_l7_policy *p, const __u64 *state, u
 {
 	struct fc_limit_view v;
 
-	fc_limit_view(p->algo, p->ntiers, p->tier, p->warmup_ms, state, now, fc_l7_queue(p), &v);
+	fc_limit_view(p->algo, p->ntiers, &p->lim, state, now, fc_l7_queue(p), &v);
 	res->policy = p->id;
 	res->limit = v.limit;
 	res->window_s = p->tier[0].unit_ns / FC_NS_PER_SEC;
@@ -1669,12 +1802,15 @@ FC_HOT size_t fc_match(const struct fc_l7_index *ix, const struct fc_l7_req *rq,
 			memset(ix->off_mark, 0, ix->npolicies * sizeof(*ix->off_mark));
 		gen = *ix->gen = 1;
 	}
-	if (ix->has_uid)
+	if (ix->has_uid) {
 		fc_collect(ix, rq, FC_DIM_UID, 0, rq->uid, gen, out, cap, &n);
+		for (i = 1; i < rq->nuids; i++)
+			fc_collect(ix, rq, FC_DIM_UID, 0, rq->uids[i], gen, out, cap, &n);
+	}
 	for (i = 0; i < rq->nvals; i++)
 		fc_collect(ix, rq, rq->vals[i].kind, rq->vals[i].idx, rq->vals[i].v, gen, out, cap, &n);
 	if (ix->has_uri)
-		fc_collect(ix, rq, FC_DIM_URI, 0, rq->uri, gen, out, cap, &n);
+		fc_collect(ix, rq, FC_DIM_URI, 0, fc_uri_path(rq->uri), gen, out, cap, &n);
 	for (i = 0; i < ix->nloose; i++) {
 		const struct fc_l7_policy *p = &ix->pol[ix->loose[i]];
 		int d;
@@ -1695,27 +1831,211 @@ size_t fc_l7_match(const struct fc_l7_index *ix, const struct fc_l7_req *rq, uin
 	return fc_match(ix, rq, out, cap);
 }
 
+/* ---- reading names and values as applications read them ---- */
+
 static int fc_hex(char c)
 {
 	return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
 }
 
-size_t fc_l7_decode(const char *s, size_t len, char *out, size_t cap)
+/* The byte at s[*i] (of len) decoded: a %XX escape, '+' a space if plus,
+ * anything else (an invalid escape too) as it is; *i moved past it. */
+static unsigned char fc_unescape(const char *s, size_t len, size_t *i, bool plus)
 {
-	size_t i, n = 0;
+	unsigned char c = (unsigned char)s[*i];
 	int hi, lo;
 
-	for (i = 0; i < len; i++, n++) {
+	if (c == '%' && len - *i > 2 && (hi = fc_hex(s[*i + 1])) >= 0 && (lo = fc_hex(s[*i + 2])) >= 0) {
+		*i += 3;
+		return (unsigned char)(hi << 4 | lo);
+	}
+	(*i)++;
+	return plus && c == '+' ? ' ' : c;
+}
+
+static size_t fc_decode(const char *s, size_t len, char *out, size_t cap, bool plus)
+{
+	size_t i = 0, n = 0;
+
+	while (i < len) {
 		if (n == cap)
 			return SIZE_MAX;
-		if (s[i] == '+') {
-			out[n] = ' ';
-		} else if (s[i] == '%' && i + 2 < len && (hi = fc_hex(s[i + 1])) >= 0 && (lo = fc_hex(s[i + 2])) >= 0) {
-			out[n] = (char)(hi << 4 | lo);
-			i += 2;
-		} else {
-			out[n] = s[i];
+		out[n++] = (char)fc_unescape(s, len, &i, plus);
+	}
+	return n;
+}
+
+size_t fc_l7_decode(const char *s, size_t len, char *out, size_t cap)
+{
+	return fc_decode(s, len, out, cap, true);
+}
+
+size_t fc_l7_decode_cookie(const char *s, size_t len, char *out, size_t cap)
+{
+	return fc_decode(s, len, out, cap, false);
+}
+
+/* A byte of a name in canonical form: ASCII lowercase, '.' and ' ' '_'. */
+static char fc_name_byte(unsigned char c)
+{
+	return c >= 'A' && c <= 'Z' ? (char)(c | 0x20) : c == '.' || c == ' ' ? '_' : (char)c;
+}
+
+void fc_l7_name_canon(const char *s, size_t len, char *out)
+{
+	size_t i;
+
+	for (i = 0; i < len; i++)
+		out[i] = fc_name_byte((unsigned char)s[i]);
+}
+
+/* Whether a ']' (decoded) comes in s from i on. */
+static bool fc_bracket_closes(const char *s, size_t len, size_t i)
+{
+	while (i < len)
+		if (fc_unescape(s, len, &i, true) == ']')
+			return true;
+	return false;
+}
+
+size_t fc_l7_name_read(const char *s, size_t len, char *out, size_t cap)
+{
+	size_t i = 0, n = 0;
+	bool open = false; /* a '[' with no ']' after it was met: every later '[' is '_' too */
+	unsigned char c;
+
+	while (i < len) {
+		c = fc_unescape(s, len, &i, true);
+		if (c == ' ' && !n)
+			continue; /* PHP drops leading spaces */
+		if (c == '[' && !open) {
+			if (fc_bracket_closes(s, len, i))
+				return n; /* NAME[...]: an array named NAME */
+			open = true;
 		}
+		if (n == cap)
+			return SIZE_MAX;
+		out[n++] = c == '[' ? '_' : fc_name_byte(c);
+	}
+	return n;
+}
+
+/* Whether the name s (len bytes, as sent) reads as name (canonical): most
+ * names are told by their bytes as sent; only one holding an escape, a
+ * bracket or a space is read in full. */
+static bool fc_name_is(const char *s, size_t len, const char *name, size_t nlen)
+{
+	char buf[FC_SHM_MAX_NAME];
+	size_t i;
+
+	if (len < nlen)
+		return false; /* a name as sent is never shorter than the one it reads as */
+	for (i = 0; i < nlen && fc_l7_name_char((unsigned char)s[i], (unsigned char)name[i]); i++)
+		;
+	if (i == nlen && len == nlen)
+		return true;
+	for (i = 0; i < len && !(fc_l7_qbyte[(unsigned char)s[i]] & FC_L7_Q_ODD); i++)
+		;
+	return i < len && nlen <= sizeof(buf) && fc_l7_name_read(s, len, buf, nlen) == nlen && !memcmp(buf, name, nlen);
+}
+
+const unsigned char *fc_l7_query_skip(const unsigned char *s, const unsigned char *end, int *semi)
+{
+	const unsigned char *e, *c;
+
+	if (*semi < 0)
+		*semi = memchr(s, ';', (size_t)(end - s)) != NULL;
+	e = memchr(s, '&', (size_t)(end - s));
+	if (!e)
+		e = end;
+	if (*semi && (c = memchr(s, ';', (size_t)(e - s))))
+		e = c;
+	return e;
+}
+
+bool fc_l7_query_pair(const char *p, const char *end, const char *name, const char *raw, size_t nlen,
+		      struct fc_l7_str *v, const char **next, bool *exact)
+{
+	char dec[FC_SHM_MAX_NAME];
+	const char *e, *eq;
+
+	for (e = p; e < end && !(fc_l7_qbyte[(unsigned char)*e] & FC_L7_Q_SEP); e++)
+		;
+	*next = e;
+	eq = memchr(p, '=', (size_t)(e - p));
+	if (!fc_name_is(p, (size_t)((eq ? eq : e) - p), name, nlen))
+		return false;
+	v->data = eq ? eq + 1 : e;
+	v->len = eq ? (size_t)(e - eq - 1) : 0;
+	/* Decoding is what every framework does to a name; nothing more. */
+	*exact = eq && nlen <= sizeof(dec) && fc_l7_decode(p, (size_t)(eq - p), dec, nlen) == nlen &&
+		 !memcmp(dec, raw, nlen);
+	return true;
+}
+
+static bool fc_ows(char c)
+{
+	return c == ' ' || c == '\t';
+}
+
+size_t fc_l7_cookie_find(const char *h, size_t len, const char *name, const char *raw, size_t nlen,
+			 struct fc_l7_str *v, size_t cap, bool *enc, bool *exact)
+{
+	const char *p = h, *end = h + len, *e, *eq, *ne, *vs, *ve, *start;
+	size_t n = 0;
+	bool pct;
+
+	for (; p < end; p = e + 1) {
+		for (e = p; e < end && *e != ';' && *e != ','; e++)
+			;
+		eq = memchr(p, '=', (size_t)(e - p));
+		for (ne = eq ? eq : e; ne > p && fc_ows(ne[-1]); ne--)
+			;
+		start = p;
+		while (p < ne && fc_ows(*p))
+			p++;
+		if (!fc_name_is(p, (size_t)(ne - p), name, nlen))
+			continue;
+		vs = eq ? eq + 1 : e;
+		for (ve = e; ve > vs && fc_ows(ve[-1]); ve--)
+			;
+		while (vs < ve && fc_ows(*vs))
+			vs++;
+		if (ve - vs >= 2 && *vs == '"' && ve[-1] == '"') /* a quoted value, as RFC 6265 allows */
+			vs++, ve--;
+		if (n < cap)
+			v[n] = (struct fc_l7_str){ vs, (size_t)(ve - vs) };
+		n++;
+		pct = memchr(vs, '%', (size_t)(ve - vs)) != NULL;
+		*enc |= pct;
+		/* Exact: NAME=VALUE as sent, nothing trimmed, unquoted or
+		 * decoded, between ';'s (only nginx and Rack split at ','). */
+		*exact |= ne == eq && (size_t)(ne - p) == nlen && !memcmp(p, raw, nlen) && vs == eq + 1 && ve == e &&
+			  !pct && (e == end || *e == ';') && (start == h || start[-1] == ';');
+	}
+	return n;
+}
+
+bool fc_l7_header_is(const char *low, size_t len, const char *name, size_t nlen)
+{
+	size_t i;
+
+	if (len != nlen)
+		return false;
+	for (i = 0; i < len && (low[i] == name[i] || (low[i] == '_' && name[i] == '-')); i++)
+		;
+	return i == len;
+}
+
+size_t fc_l7_uri_params(const char *u, size_t len, char *out)
+{
+	size_t i, n = 0;
+	bool param = false;
+
+	for (i = 0; i < len; i++) {
+		param = u[i] == ';' || (param && u[i] != '/');
+		if (!param)
+			out[n++] = u[i];
 	}
 	return n;
 }
@@ -1725,47 +2045,37 @@ size_t fc_l7_args_max(const char *q, size_t len)
 	size_t i, n = 1;
 
 	for (i = 0; i < len; i++)
-		n += q[i] == '&';
+		n += fc_l7_qbyte[(unsigned char)q[i]] & FC_L7_Q_SEP;
 	return n;
-}
-
-/* The index of a name in names, or -1. */
-static int fc_name_find(const struct fc_l7_str *names, size_t n, const char *d, size_t len)
-{
-	size_t i;
-
-	for (i = 0; i < n; i++)
-		if (fc_str_eq(names[i], d, len))
-			return (int)i;
-	return -1;
 }
 
 size_t fc_l7_args(const struct fc_l7_index *ix, const char *q, size_t len, char *buf, struct fc_l7_val *vals)
 {
-	const char *p = q, *end = q + len, *amp, *eq;
+	const char *p = q, *end = q + len, *e, *eq;
 	char name[FC_SHM_MAX_NAME];
-	size_t n = 0, nl;
+	size_t n = 0, nl, i;
 	int idx;
 
 	if (!ix->nargs)
 		return 0;
-	for (; p < end; p = amp + 1) {
-		amp = memchr(p, '&', (size_t)(end - p));
-		if (!amp)
-			amp = end;
-		eq = memchr(p, '=', (size_t)(amp - p));
+	for (; p < end; p = e + 1) {
+		for (e = p; e < end && !(fc_l7_qbyte[(unsigned char)*e] & FC_L7_Q_SEP); e++)
+			;
+		eq = memchr(p, '=', (size_t)(e - p));
 		if (!eq)
-			eq = amp; /* "?flag": an empty value */
-		nl = fc_l7_decode(p, (size_t)(eq - p), name, sizeof(name));
+			eq = e; /* "?flag": an empty value */
+		nl = fc_l7_name_read(p, (size_t)(eq - p), name, sizeof(name));
 		if (nl == SIZE_MAX)
 			continue; /* longer than any policy's name */
-		idx = fc_name_find(ix->args, ix->nargs, name, nl);
+		for (idx = -1, i = 0; i < ix->nargs && idx < 0; i++)
+			if (fc_str_eq(ix->args[i], name, nl))
+				idx = (int)i;
 		if (idx < 0)
 			continue;
 		vals[n].kind = FC_DIM_ARG;
 		vals[n].idx = (uint8_t)idx;
 		vals[n].v.data = buf;
-		vals[n].v.len = eq < amp ? fc_l7_decode(eq + 1, (size_t)(amp - eq - 1), buf, (size_t)(amp - eq - 1)) : 0;
+		vals[n].v.len = eq < e ? fc_l7_decode(eq + 1, (size_t)(e - eq - 1), buf, (size_t)(e - eq - 1)) : 0;
 		buf += vals[n].v.len;
 		n++;
 	}
@@ -1774,7 +2084,12 @@ size_t fc_l7_args(const struct fc_l7_index *ix, const char *q, size_t len, char 
 
 int fc_l7_header_idx(const struct fc_l7_index *ix, const char *lowname, size_t len)
 {
-	return fc_name_find(ix->headers, ix->nheaders, lowname, len);
+	size_t i;
+
+	for (i = 0; i < ix->nheaders; i++)
+		if (fc_l7_header_is(lowname, len, ix->headers[i].data, ix->headers[i].len))
+			return (int)i;
+	return -1;
 }
 
 /* Whether an argument or header p keys on is given more than once: a
@@ -1798,14 +2113,14 @@ static bool fc_key_repeated(const struct fc_l7_policy *p, const struct fc_l7_req
 }
 
 /* The tag of rq's key for a per-key policy p, 0 for the overflow bucket
- * (a key argument or header given more than once); and the first entry of
+ * (a key argument, header or uid given more than once); and the first entry of
  * each of its windows asked for ahead, while the rest of the decision goes
  * on: two misses at once, not one after the other. */
 static __u64 fc_key_prepare(const struct fc_l7_index *ix, const struct fc_l7_policy *p, const struct fc_l7_req *rq)
 {
 	__u64 tag;
 
-	if (p->key_vals && fc_key_repeated(p, rq))
+	if ((rq->nuids && p->key_uid) || (p->key_vals && fc_key_repeated(p, rq)))
 		return 0;
 	tag = fc_key_tag(p, rq);
 	__builtin_prefetch(&ix->keys[fc_shm_key_place(tag, 0, ix->nkeys)], 1);
@@ -1847,12 +2162,14 @@ FC_HOT enum fc_admit fc_charge_bucket(const struct fc_l7_index *ix, const struct
 				      struct fc_l7_place *pl)
 {
 	__u64 t = fc_clock(p, now);
-	int tries;
+	int tries, ok;
 
 	pl->where = 0;
 	for (tries = 0; tries < 3; tries++) {
 		*st = fc_bucket(ix, p, s, tag, t, key);
-		if (!fc_charge(p, *st, now, ch, wait))
+		ok = fc_charge(p, *st, now, ch, wait);
+		if (__builtin_expect(ok != 1, 0) &&
+		    (ok != FC_CHARGE_REGEN || fc_charge_brought(p, *st, *key, now, ch, wait) != 1))
 			return FC_DENY_RATE;
 		if (p->concurrency &&
 		    !fc_place_take(p, s, *key, *key ? (uint32_t)(*key - ix->keys) : 0, tag, rq->holder, pl)) {

@@ -61,16 +61,24 @@ struct fc_l7_policy {
 	bool escalate;  /* report refused clients in the offender ring */
 	bool keyed;     /* a bucket per key (a DIM=*): in the key table */
 	uint32_t concurrency; /* places at most; 0: no cap */
-	struct fc_tier tier[FC_MAX_TIERS];
+	/* What the charge reads (fc_limit.h): the tiers, the warm-up, their
+	 * generation and rescale, the first two by their own names too. */
+	union {
+		struct fc_limits lim;
+		struct {
+			struct fc_tier tier[FC_MAX_TIERS];
+			uint32_t warmup_ms; /* GCRA --warmup; 0 = none */
+		};
+	};
 	/* Per key: how long a key's state matters after a charge (see
-	 * fc_key_lead), and whether an arg or header is a key part. */
+	 * fc_key_lead), and whether an arg or header (key_vals) or the uid
+	 * (key_uid) is a key part. */
 	uint64_t key_lead_ns;
 	/* A per-key policy's tag hash, its first word (slot, epoch) hashed
 	 * with the index's key_secret: the same for each of its requests. */
 	struct fc_sip key_sip;
 	uint32_t max_keys, new_keys;
-	uint32_t warmup_ms; /* GCRA --warmup; 0 = none */
-	bool key_vals;
+	bool key_vals, key_uid;
 	bool show_keys; /* per key: its busiest keys' values in the value table */
 	/* An override: the policies it switches off, ix->offs[off_at ..
 	 * off_at + noff); FC_L7_OFF_LATE: too many to list, looked for among
@@ -99,6 +107,7 @@ struct fc_l7_index {
 	struct fc_l7_str args[FC_L7_MAX_NAMES];
 	struct fc_l7_str headers[FC_L7_MAX_NAMES]; /* lowercase */
 	bool has_uid, has_uri;
+	bool uses_uri; /* some policy has a uri= (the module then drops its ';' parameters) */
 	bool has_keys; /* some policy keeps a bucket per key */
 	/* Bans are read in place, in the shm's ban table: a change of bans
 	 * needs no rebuild. */
@@ -175,18 +184,33 @@ struct fc_l7_val {
 
 /*
  * A request as the engine sees it. Values are matched as the application
- * behind nginx reads them: arguments and the uid percent-decoded ('+' a
- * space), the uri as nginx normalised it; an argument or header given more
+ * behind nginx reads them: arguments percent-decoded ('+' a space), the uri
+ * as nginx normalised it without its ';' parameters (fc_l7_uri_params; an
+ * exact uri= ignores one trailing '/'); an argument or header given more
  * than once is every one of its values (deny-biased: the backend may read
  * any of them).
+ *
+ * So is the uid: given more than once (or under its name in another case),
+ * each copy is one the backend may read. A ban on any copy refuses the
+ * request; an allow entry needs every copy, and one of them exact
+ * (uid_exact); a per-key policy keyed on the uid charges its overflow
+ * bucket; a fixed uid= matches if any copy does.
  */
 struct fc_l7_req {
+	/* The user id, 0 bytes: none. Given more than once, uids holds every
+	 * copy (nuids of them, uid the first, others may be empty), else nuids
+	 * is 0 and uids is not read. */
 	struct fc_l7_str uid;
+	const struct fc_l7_str *uids;
+	size_t nuids;
 	struct fc_l7_str uri;
 	const struct fc_l7_val *vals; /* fc_l7_args, then the module's headers */
 	size_t nvals;
 	uint8_t family; /* 0: no address */
 	uint8_t addr[16];
+	/* Some copy of the uid is exact (see Names below; a header's or a
+	 * variable's always is): without one, no allow entry covers the uid. */
+	bool uid_exact;
 	const struct fc_l7_alloc *alloc; /* for a request matching more than FC_L7_MATCHES */
 	char *keybuf; /* where the deciding key is written, for $freqctl_key (may be NULL) */
 	size_t keycap;
@@ -234,13 +258,65 @@ struct fc_l7_result {
  * pass cap (never when cap >= len). */
 size_t fc_l7_decode(const char *s, size_t len, char *out, size_t cap);
 
-/* Whether byte c of a query is n of a lowercase name, as ngx_strncasecmp
- * compares (ASCII letters without regard to case): most often the very
- * byte. */
+/* fc_l7_decode for a cookie's value: '+' stays a '+' (base64 ids hold it;
+ * only PHP makes it a space, a uid no policy can name). */
+size_t fc_l7_decode_cookie(const char *s, size_t len, char *out, size_t cap);
+
+/*
+ * Names. A name freqctl reads (the uid's in $cookie_NAME and $arg_NAME, an
+ * arg:NAME) is any name an application could read as it: every framework
+ * percent-decodes names ('+' a space), ASP.NET compares them without regard
+ * to case, and PHP drops leading spaces, reads '.' and ' ' as '_', a '['
+ * without a ']' after it as '_', and NAME[...] as an array named NAME. Each
+ * such name is a copy of NAME.
+ *
+ * A copy is exact when every application reads it as NAME, and its value
+ * as freqctl does: in a query, a pair between '&'s (or the query's ends)
+ * whose name, percent-decoded ('+' a space), is NAME as configured, byte for
+ * byte; in a Cookie line, a pair between ';'s whose name as sent (PHP 8.1.11
+ * on, Django and Express decode no cookie name) is NAME, followed by '=' and
+ * a value with no space or tab around it, no quotes and no '%' (Django
+ * decodes no cookie value). Only an exact copy can make a request allowed
+ * by its uid (fc_l7_req.uid_exact): a case-sensitive application sees no
+ * uid at all in ?UID=partner.
+ */
+
+/* Writes the canonical form of a configured name s (len bytes) into out
+ * (len bytes): ASCII letters lowercase, '.' and ' ' as '_'. */
+void fc_l7_name_canon(const char *s, size_t len, char *out);
+
+/* The canonical name a request's name s (len bytes, as sent) reads as, as
+ * above, into out (cap bytes); returns its length, or SIZE_MAX if it would
+ * pass cap. */
+size_t fc_l7_name_read(const char *s, size_t len, char *out, size_t cap);
+
+/* Whether byte c of a name as sent is byte n of a canonical name, when
+ * neither decoding nor PHP's brackets are involved: the very byte (most
+ * often), a letter in another case, or for '_' a '.' or ' '. */
 static inline bool fc_l7_name_char(unsigned char c, unsigned char n)
 {
-	return c == n || ((c | 0x20) == n && n >= 'a' && n <= 'z');
+	return c == n || ((c | 0x20) == n && n >= 'a' && n <= 'z') || (n == '_' && (c == '.' || c == ' '));
 }
+
+/* What each byte is to a query (fc_l7_qbyte). SEP: it ends a pair ('&', or
+ * ';' as Rack 2 and Python before 3.9.2 split queries too); ESC:
+ * fc_l7_decode changes it ('%', '+'); ODD: fc_l7_name_char can not judge it
+ * alone (it decodes, may open an array ('['), or is a leading space PHP
+ * drops: nginx lets a space into a URI); EQ: '='. */
+#define FC_L7_Q_SEP 1
+#define FC_L7_Q_ESC 2
+#define FC_L7_Q_ODD 4
+#define FC_L7_Q_EQ 8
+/* Each file its own copy (256 bytes): read without going through the GOT. */
+static const uint8_t fc_l7_qbyte[256] = {
+	['&'] = FC_L7_Q_SEP,
+	[';'] = FC_L7_Q_SEP,
+	['%'] = FC_L7_Q_ESC | FC_L7_Q_ODD,
+	['+'] = FC_L7_Q_ESC | FC_L7_Q_ODD,
+	['['] = FC_L7_Q_ODD,
+	[' '] = FC_L7_Q_ODD,
+	['='] = FC_L7_Q_EQ,
+};
 
 #define FC_L7_ONES  0x0101010101010101ULL
 #define FC_L7_HIGHS 0x8080808080808080ULL
@@ -254,67 +330,196 @@ static inline uint64_t fc_l7_bytes_eq(uint64_t w, unsigned char c)
 	return (x - FC_L7_ONES) & ~x & FC_L7_HIGHS;
 }
 
-/* The first argument named name (nlen bytes, lowercase) in the raw query q
- * (len bytes), as nginx's $arg_name reads it: the name matched without
- * regard to case at the start of q or after a '&', and followed by '=';
- * its value, undecoded, up to the next '&' into *v. *enc says whether the
- * value holds a '%' or a '+' (fc_l7_decode would change it). Returns
- * whether there is one. Inline: the module reads the uid with it on every
- * request. */
-static inline bool fc_l7_arg(const char *q, size_t len, const char *name, size_t nlen, struct fc_l7_str *v, bool *enc)
+/* The 8 bytes of a query at s, or the 1 to 7 left before end followed by
+ * ';': the query's last word shifted (q is the query's start), or, in a
+ * query shorter than a word, read in pieces; never a byte past end. */
+static inline __attribute__((always_inline)) uint64_t fc_l7_word(const unsigned char *q, const unsigned char *s,
+								 const unsigned char *end)
 {
-	const unsigned char *p = (const unsigned char *)q, *end, *s;
-	uint64_t w, amp, seen = 0;
-	size_t i, left;
+	size_t left = (size_t)(end - s);
+	uint64_t w;
 
-	if (len == 0) /* no query: q may be NULL, which memchr must not get */
-		return false;
-	for (end = p + len;;) {
-		if ((size_t)(end - p) > nlen && p[nlen] == '=') {
-			for (i = 0; i < nlen && fc_l7_name_char(p[i], (unsigned char)name[i]); i++)
-				;
-			if (i == nlen)
-				break;
-		}
-		p = memchr(p, '&', (size_t)(end - p));
-		if (!p)
-			return false;
-		p++;
+	if (left >= 8) {
+		memcpy(&w, s, 8);
+		return le64toh(w);
 	}
-	/* The value's end and whether it holds a '%' or a '+', a word at a
-	 * time: a short tail is read in pieces (never past end), its missing
-	 * bytes made '&'. */
-	for (s = p + nlen + 1;; s += 8) {
-		left = (size_t)(end - s);
-		if (left >= 8) {
-			memcpy(&w, s, 8);
-			w = le64toh(w);
-		} else {
-			w = fc_sip_short(s, left) | (FC_L7_ONES * '&') << (8 * left);
-		}
-		amp = fc_l7_bytes_eq(w, '&');
-		if (amp) {
-			seen |= (fc_l7_bytes_eq(w, '%') | fc_l7_bytes_eq(w, '+')) & ((amp & -amp) - 1);
-			s += __builtin_ctzll(amp) / 8;
-			break;
-		}
-		seen |= fc_l7_bytes_eq(w, '%') | fc_l7_bytes_eq(w, '+');
+	if (end - q >= 8) {
+		memcpy(&w, end - 8, 8);
+		w = le64toh(w) >> (8 * (8 - left));
+	} else {
+		w = fc_sip_short(s, left);
 	}
-	v->data = (const char *)p + nlen + 1;
-	v->len = (size_t)(s - (p + nlen + 1));
-	*enc = seen != 0;
-	return true;
+	return w | (FC_L7_ONES * ';') << (8 * left);
 }
 
-/* The most values fc_l7_args can append for the query q: one per '&'-pair. */
+/* The end of a query's value at s: its first '&' or ';', or end; ORs into
+ * *esc whether a '%' or a '+' comes before it. A word at a time (a uid is
+ * often a 32-byte token), most often told by two tests: no byte below '-'
+ * (so no '&', '%' or '+'), and where the first ';' is. */
+static inline __attribute__((always_inline)) const unsigned char *
+fc_l7_value_end(const unsigned char *q, const unsigned char *s, const unsigned char *end, uint64_t *esc)
+{
+	uint64_t w, semi, sep, e;
+
+	for (; s < end; s += 8) {
+		w = fc_l7_word(q, s, end);
+		semi = fc_l7_bytes_eq(w, ';');
+		if (!((w - FC_L7_ONES * '-') & ~w & FC_L7_HIGHS)) {
+			if (semi)
+				return s + __builtin_ctzll(semi) / 8;
+			continue;
+		}
+		sep = semi | fc_l7_bytes_eq(w, '&');
+		e = fc_l7_bytes_eq(w, '%') | fc_l7_bytes_eq(w, '+');
+		if (sep) {
+			*esc |= e & ((sep & -sep) - 1);
+			return s + __builtin_ctzll(sep) / 8;
+		}
+		*esc |= e;
+	}
+	return end;
+}
+
+/* The end of a query's pair from s: its first '&' or ';', or end. Found
+ * as nginx finds its '&' (memchr), with ';' looked for once (*semi, -1
+ * until then): most queries hold none. */
+const unsigned char *fc_l7_query_skip(const unsigned char *s, const unsigned char *end, int *semi);
+
+/* fc_l7_query_find's look at the pair at p, in full, when it is not
+ * NAME=VALUE as written: another name, or NAME alone, or NAME spelled with
+ * escapes, brackets or spaces. Whether it is a copy (its value into *v, and
+ * into *exact whether its decoded name is raw); *next is the pair's end. */
+bool fc_l7_query_pair(const char *p, const char *end, const char *name, const char *raw, size_t nlen,
+		      struct fc_l7_str *v, const char **next, bool *exact);
+
+/*
+ * Every copy of the argument name (canonical, nlen bytes, at least 1; raw:
+ * as configured, nlen bytes) in the raw query q (len bytes; pairs split at
+ * '&' and ';'), as above: the first cap values, as sent, into v (a pair
+ * without '=' is an empty value). Returns how many copies there are, and
+ * ORs into *enc whether one holds a '%' or a '+' (fc_l7_decode would change
+ * it), into *exact whether one is exact (exact NULL: not looked at, as no
+ * allow entry needs it; fc_l7_allows_uids). Inline, and NAME=VALUE as
+ * written looked at first: the module reads the uid with it on every
+ * request.
+ */
+static inline __attribute__((always_inline)) size_t
+fc_l7_query_find(const char *q, size_t len, const char *name, const char *raw, size_t nlen, struct fc_l7_str *v,
+		 size_t cap, bool *enc, bool *exact)
+{
+	const unsigned char *p = (const unsigned char *)q, *end = p + len, *s;
+	struct fc_l7_str one, other;
+	uint64_t seen = 0;
+	const char *next;
+	int semi = -1;
+	size_t n = 0, i;
+	bool ex, exacts = false;
+
+	for (; p < end; p = s + 1) {
+		if (!(fc_l7_qbyte[*p] & FC_L7_Q_ODD)) {
+			/* Most pairs are another name from their first byte. */
+			if (!fc_l7_name_char(*p, (unsigned char)name[0])) {
+				s = fc_l7_query_skip(p, end, &semi);
+				continue;
+			}
+			if ((size_t)(end - p) > nlen && p[nlen] == '=') {
+				/* NAME as configured (exact), else in another case
+				 * or with '.' for '_'. */
+				i = 1;
+				if (exact) {
+					for (i = 0; i < nlen && p[i] == (unsigned char)raw[i]; i++)
+						;
+					ex = i == nlen;
+				}
+				for (; i < nlen && fc_l7_name_char(p[i], (unsigned char)name[i]); i++)
+					;
+				if (i == nlen) {
+					/* NAME=VALUE as written: most often. */
+					one.data = (const char *)p + nlen + 1;
+					s = fc_l7_value_end((const unsigned char *)q, p + nlen + 1, end, &seen);
+					one.len = (size_t)((const char *)s - one.data);
+					goto copy;
+				}
+			}
+			for (i = 1; i < nlen && p + i < end && fc_l7_name_char(p[i], (unsigned char)name[i]); i++)
+				;
+			s = p + i;
+			if (s == end || !(fc_l7_qbyte[*s] & FC_L7_Q_ODD)) {
+				/* s is past NAME's first bytes as written: '=' (after
+				 * a name that differs), a separator or a byte more. */
+				if (i < nlen || (s < end && !(fc_l7_qbyte[*s] & FC_L7_Q_SEP))) {
+					/* Another name: what is written up to s is all
+					 * it decodes to, and differs. */
+					s = fc_l7_query_skip(s, end, &semi);
+					continue;
+				}
+				one.data = (const char *)s; /* NAME alone: an empty value */
+				one.len = 0;
+				ex = false; /* no uid: never allowed */
+				goto copy;
+			}
+		}
+		/* A name with an escape, a bracket or a space. */
+		if (!fc_l7_query_pair((const char *)p, (const char *)end, name, raw, nlen, &other, &next, &ex)) {
+			s = (const unsigned char *)next;
+			continue;
+		}
+		s = (const unsigned char *)next;
+		one = other;
+		for (i = 0; i < one.len; i++)
+			seen |= fc_l7_qbyte[(unsigned char)one.data[i]] & FC_L7_Q_ESC;
+copy:
+		/* Between '&'s: PHP and most others split a query at '&' only. */
+		if (exact)
+			exacts |= ex && (p == (const unsigned char *)q || p[-1] == '&') && (s == end || *s == '&');
+		if (n < cap)
+			v[n] = one;
+		n++;
+	}
+	*enc |= seen != 0;
+	if (exact)
+		*exact |= exacts;
+	return n;
+}
+
+/* Whether an allow entry names a uid: only then does a request's uid need
+ * its exactness (fc_l7_req.uid_exact; false when not looked at, which
+ * allows nothing). */
+static inline bool fc_l7_allows_uids(const struct fc_l7_index *ix)
+{
+	return __atomic_load_n(&ix->hdr->allow_plens[3], __ATOMIC_ACQUIRE) & FC_SHM_BAN_UIDS;
+}
+
+/* Every copy of the cookie name (canonical, nlen bytes; raw: as
+ * configured) in the value of one Cookie header line h (len bytes), as
+ * above: pairs split at ';' and ',' (nginx and Rack split at both), names
+ * and values trimmed of spaces and tabs, a value in double quotes unquoted.
+ * The first cap values, as sent, into v; returns how many copies there are,
+ * and ORs into *enc whether one holds a '%', into *exact whether one is
+ * exact. */
+size_t fc_l7_cookie_find(const char *h, size_t len, const char *name, const char *raw, size_t nlen,
+			 struct fc_l7_str *v, size_t cap, bool *enc, bool *exact);
+
+/* Whether the lowercase name of a header line (len bytes) is the canonical
+ * header name (lowercase, nlen bytes): '_' as '-', as nginx's $http_NAME
+ * and CGI's HTTP_NAME read it. */
+bool fc_l7_header_is(const char *low, size_t len, const char *name, size_t nlen);
+
+/* Writes the path u (len bytes) into out (room for len; may be u) without
+ * the ';' parameters of its segments (/login;jsessionid=1 is /login, as
+ * servlet containers read it); returns its length. */
+size_t fc_l7_uri_params(const char *u, size_t len, char *out);
+
+/* The most values fc_l7_args can append for the query q: one per pair. */
 size_t fc_l7_args_max(const char *q, size_t len);
 
-/* Appends to vals every argument of the raw query q whose decoded name a
- * policy names, its value decoded into buf (room for len bytes); returns how
- * many. */
+/* Appends to vals every argument of the raw query q (pairs split at '&' and
+ * ';') whose name reads as one a policy names (fc_l7_name_read), its value
+ * decoded into buf (room for len bytes); returns how many. */
 size_t fc_l7_args(const struct fc_l7_index *ix, const char *q, size_t len, char *buf, struct fc_l7_val *vals);
 
-/* The index of a header name (lowercase) in ix->headers, or -1. */
+/* The index in ix->headers of the header line named lowname (lowercase), or
+ * -1. */
 int fc_l7_header_idx(const struct fc_l7_index *ix, const char *lowname, size_t len);
 
 /* The policies rq matches in full (indexes into ix->pol), each once: the

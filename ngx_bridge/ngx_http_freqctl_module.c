@@ -26,28 +26,41 @@
 #define NGX_HTTP_FREQCTL_PLACES  2    /* places a request keeps without allocating */
 
 /*
- * freqctl_uid $arg_NAME: the module finds the argument in r->args itself,
- * as $arg_NAME does, in one pass that also sees whether it needs decoding
- * (nginx's takes two, and the module a third); unless the configuration
- * defines a variable arg_NAME of its own (set, map), which is read instead.
+ * freqctl_uid $cookie_NAME, $arg_NAME or $http_NAME: the module reads every
+ * copy of NAME itself, as an application behind nginx may read it (fc_l7.h:
+ * names in any case, escaped, PHP's spellings; every Cookie line), where
+ * nginx's variable takes the first copy, its name in any case; and whether
+ * one copy is exact, under NAME as the directive writes it (what an allow
+ * entry needs). Unless the configuration defines a variable of that name of
+ * its own (set, map): that one is read, as nginx gives it.
  */
+enum {
+    NGX_HTTP_FREQCTL_ARG = 1,
+    NGX_HTTP_FREQCTL_COOKIE,
+    NGX_HTTP_FREQCTL_HEADER,
+};
+
 typedef struct {
-    ngx_str_t                  name;     /* NAME, lowercase */
-    ngx_flag_t                 defined;  /* arg_NAME is the configuration's own variable */
-} ngx_http_freqctl_arg_t;
+    ngx_uint_t                 kind;     /* NGX_HTTP_FREQCTL_ARG, ...; 0: var is the
+                                            configuration's own variable */
+    ngx_str_t                  var;      /* the variable's name, lowercase */
+    ngx_str_t                  name;     /* NAME as fc_l7.h matches it: canonical */
+    u_char                    *raw;      /* NAME as the directive writes it (name.len
+                                            bytes): its exact copy's name */
+} ngx_http_freqctl_src_t;
 
 typedef struct {
     ngx_str_t                  shm_path;    /* the config file, root's */
     ngx_str_t                  state_path;  /* the workers' state file beside it */
     ngx_flag_t                 key_used;    /* $freqctl_key is in the configuration */
-    ngx_array_t                uid_args;    /* of ngx_http_freqctl_arg_t *, checked at postconfiguration */
+    ngx_array_t                uid_srcs;    /* of ngx_http_freqctl_src_t *, checked at postconfiguration */
 } ngx_http_freqctl_main_conf_t;
 
 typedef struct {
     ngx_flag_t                 enable;
     ngx_http_complex_value_t  *uid;
     ngx_int_t                  uid_index;  /* freqctl_uid is one variable: read it directly */
-    ngx_http_freqctl_arg_t    *uid_arg;    /* ... and it is $arg_NAME */
+    ngx_http_freqctl_src_t    *uid_src;    /* ... and it is $cookie_, $arg_ or $http_NAME */
     ngx_uint_t                 status;
     ngx_uint_t                 ban_status;
     ngx_flag_t                 dry_run;
@@ -138,6 +151,8 @@ static ngx_int_t ngx_http_freqctl_wait(ngx_http_request_t *r,
     ngx_http_freqctl_loc_conf_t *lcf, ngx_http_freqctl_ctx_t *ctx,
     struct fc_l7_result *res, struct fc_l7_req *rq);
 static char *ngx_http_freqctl_uid(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);
+static char *ngx_http_freqctl_uid_src(ngx_conf_t *cf,
+    ngx_http_freqctl_loc_conf_t *lcf, ngx_str_t *var);
 static void ngx_http_freqctl_delay(ngx_http_request_t *r);
 static ngx_int_t ngx_http_freqctl_add_variables(ngx_conf_t *cf);
 static void *ngx_http_freqctl_create_main_conf(ngx_conf_t *cf);
@@ -546,48 +561,204 @@ ngx_http_freqctl_index(ngx_http_request_t *r, ngx_http_freqctl_main_conf_t *mcf)
 }
 
 
-/* The uid as the application reads it: percent-decoded, '+' a space. A
- * value with nothing to decode (enc 0) is used as it is. */
+/* Every copy of the uid in r, read from src: the first cap into v, as
+ * sent; returns how many there are, and ORs into *enc whether one needs
+ * decoding, into *exact whether one is exact (fc_l7.h; a header line is
+ * when its name is NAME with '-', in any case, as HTTP reads names). */
+static size_t
+ngx_http_freqctl_uid_find(ngx_http_request_t *r, ngx_http_freqctl_src_t *src,
+    struct fc_l7_str *v, size_t cap, bool *enc, bool *exact)
+{
+    size_t            n, k;
+    ngx_uint_t        i;
+    ngx_list_part_t  *part;
+    ngx_table_elt_t  *h;
+
+    if (src->kind == NGX_HTTP_FREQCTL_ARG) {
+        return fc_l7_query_find((const char *) r->args.data, r->args.len,
+                                (const char *) src->name.data,
+                                (const char *) src->raw, src->name.len,
+                                v, cap, enc, exact);
+    }
+
+    n = 0;
+
+    for (part = &r->headers_in.headers.part; part; part = part->next) {
+        h = part->elts;
+
+        for (i = 0; i < part->nelts; i++) {
+            if (h[i].hash == 0) {
+                continue;
+            }
+
+            k = ngx_min(n, cap);
+
+            if (src->kind == NGX_HTTP_FREQCTL_COOKIE) {
+                if (h[i].key.len == sizeof("cookie") - 1
+                    && ngx_strncmp(h[i].lowcase_key, "cookie",
+                                   sizeof("cookie") - 1) == 0)
+                {
+                    n += fc_l7_cookie_find((const char *) h[i].value.data,
+                                           h[i].value.len,
+                                           (const char *) src->name.data,
+                                           (const char *) src->raw,
+                                           src->name.len, v + k, cap - k, enc,
+                                           exact);
+                }
+
+            } else if (fc_l7_header_is((const char *) h[i].lowcase_key,
+                                       h[i].key.len,
+                                       (const char *) src->name.data,
+                                       src->name.len))
+            {
+                if (k < cap) {
+                    v[k].data = (const char *) h[i].value.data;
+                    v[k].len = h[i].value.len;
+                }
+                n++;
+
+                /* X_User is no X-User to an application reading headers
+                 * by name (Node, Go); nginx drops it unless
+                 * underscores_in_headers is on. */
+                *exact |= ngx_strncmp(h[i].lowcase_key, src->name.data,
+                                      src->name.len) == 0;
+            }
+        }
+    }
+
+    return n;
+}
+
+
+/* A copy of the uid as the application reads it: an argument's
+ * percent-decoded with '+' a space, a cookie's percent-decoded, a header's
+ * as sent. */
 static ngx_int_t
-ngx_http_freqctl_uid_value(ngx_http_request_t *r, const char *data, size_t len,
-    ngx_uint_t enc, struct fc_l7_req *rq)
+ngx_http_freqctl_uid_decode(ngx_http_request_t *r, ngx_uint_t kind,
+    struct fc_l7_str *v)
 {
     u_char  *d;
 
-    rq->uid.data = data;
-    rq->uid.len = len;
-
-    if (!enc) {
+    if (kind == NGX_HTTP_FREQCTL_HEADER
+        || (memchr(v->data, '%', v->len) == NULL
+            && (kind != NGX_HTTP_FREQCTL_ARG
+                || memchr(v->data, '+', v->len) == NULL)))
+    {
         return NGX_OK;
     }
 
-    d = ngx_pnalloc(r->pool, len);
+    d = ngx_pnalloc(r->pool, v->len);
     if (d == NULL) {
         return NGX_ERROR;
     }
 
-    rq->uid.data = (const char *) d;
-    rq->uid.len = fc_l7_decode(data, len, (char *) d, len);
+    v->len = kind == NGX_HTTP_FREQCTL_ARG
+             ? fc_l7_decode(v->data, v->len, (char *) d, v->len)
+             : fc_l7_decode_cookie(v->data, v->len, (char *) d, v->len);
+    v->data = (const char *) d;
 
     return NGX_OK;
 }
 
 
-/* A variable's value as the uid. One pass looks for both characters that
- * decode: a uid is short, and two memchr() calls cost more than it. */
+/*
+ * The uid, read from src. Given once (nearly always) it is rq->uid, without
+ * allocating; given more than once, every copy goes to rq->uids, in the
+ * request's pool, a non-empty one first: the engine decides on all of them.
+ */
 static ngx_int_t
-ngx_http_freqctl_uid_var(ngx_http_request_t *r, ngx_str_t *v, struct fc_l7_req *rq)
+ngx_http_freqctl_uid_read(ngx_http_request_t *r, ngx_http_freqctl_src_t *src,
+    struct fc_l7_index *ix, struct fc_l7_req *rq)
 {
-    u_char  *p, *last;
+    bool               enc;
+    size_t             n, i;
+    struct fc_l7_str  *v, t;
 
-    last = v->data + v->len;
+    /* $arg_NAME, the common case, without a call, nor a look at whether a
+     * copy is exact while no allow entry names a uid. */
+    enc = false;
+    rq->uid_exact = false;
+    n = src->kind == NGX_HTTP_FREQCTL_ARG && !fc_l7_allows_uids(ix)
+        ? fc_l7_query_find((const char *) r->args.data, r->args.len,
+                           (const char *) src->name.data,
+                           (const char *) src->raw, src->name.len,
+                           &rq->uid, 1, &enc, NULL)
+        : ngx_http_freqctl_uid_find(r, src, &rq->uid, 1, &enc,
+                                    &rq->uid_exact);
 
-    for (p = v->data; p < last && *p != '%' && *p != '+'; p++) {
-        /* void */
+    if (n <= 1) {
+        if (n == 0) {
+            rq->uid.len = 0;
+            return NGX_OK;
+        }
+
+        return enc ? ngx_http_freqctl_uid_decode(r, src->kind, &rq->uid)
+                   : NGX_OK;
     }
 
-    return ngx_http_freqctl_uid_value(r, (const char *) v->data, v->len,
-                                      p != last, rq);
+    v = ngx_palloc(r->pool, n * sizeof(struct fc_l7_str));
+    if (v == NULL) {
+        return NGX_ERROR;
+    }
+
+    enc = false;
+    ngx_http_freqctl_uid_find(r, src, v, n, &enc, &rq->uid_exact);
+
+    for (i = 0; i < n; i++) {
+        if (enc && ngx_http_freqctl_uid_decode(r, src->kind, &v[i]) != NGX_OK) {
+            return NGX_ERROR;
+        }
+
+        if (v[i].len && v[0].len == 0) {
+            t = v[0];
+            v[0] = v[i];
+            v[i] = t;
+        }
+    }
+
+    rq->uid = v[0];
+
+    if (rq->uid.len) {
+        rq->uids = v;
+        rq->nuids = n;
+    }
+
+    return NGX_OK;
+}
+
+
+/* The uid for the log: its copies, joined by '", "' when there are several
+ * (at most 256 bytes of them). */
+static ngx_str_t
+ngx_http_freqctl_uid_text(ngx_http_request_t *r, struct fc_l7_req *rq)
+{
+    u_char     *p, *last;
+    size_t      i;
+    ngx_str_t   s;
+
+    s.data = (u_char *) rq->uid.data;
+    s.len = rq->uid.len;
+
+    if (rq->nuids == 0) {
+        return s;
+    }
+
+    p = ngx_pnalloc(r->pool, 256);
+    if (p == NULL) {
+        return s;
+    }
+
+    s.data = p;
+    last = p + 256;
+
+    for (i = 0; i < rq->nuids && p < last; i++) {
+        p = ngx_slprintf(p, last, "%s%*s", i ? "\", \"" : "",
+                         rq->uids[i].len, rq->uids[i].data);
+    }
+
+    s.len = p - s.data;
+
+    return s;
 }
 
 
@@ -673,9 +844,8 @@ static ngx_int_t
 ngx_http_freqctl_request(ngx_http_request_t *r, ngx_http_freqctl_loc_conf_t *lcf,
     struct fc_l7_index *ix, struct fc_l7_req *rq)
 {
-    bool                        enc;
+    u_char                     *d;
     ngx_str_t                   v;
-    struct fc_l7_str            a;
     ngx_http_variable_value_t  *vv;
 
     /* Field by field, not cleared whole (120 bytes): the handler and
@@ -683,39 +853,50 @@ ngx_http_freqctl_request(ngx_http_request_t *r, ngx_http_freqctl_loc_conf_t *lcf
      * family. */
     rq->uid.data = NULL;
     rq->uid.len = 0;
+    rq->nuids = 0;
+    rq->uid_exact = true;  /* a variable's value, as nginx gives it; else
+                              ngx_http_freqctl_uid_read() says */
     rq->family = 0;
     rq->keybuf = NULL;
     rq->keycap = 0;
 
-    if (lcf->uid_arg && !lcf->uid_arg->defined) {
-        if (fc_l7_arg((const char *) r->args.data, r->args.len,
-                      (const char *) lcf->uid_arg->name.data,
-                      lcf->uid_arg->name.len, &a, &enc)
-            && ngx_http_freqctl_uid_value(r, a.data, a.len, enc, rq) != NGX_OK)
-        {
+    if (lcf->uid_src && lcf->uid_src->kind) {
+        if (ngx_http_freqctl_uid_read(r, lcf->uid_src, ix, rq) != NGX_OK) {
             return NGX_ERROR;
         }
 
     } else if (lcf->uid_index != NGX_CONF_UNSET) {
+        /* Any other variable, as nginx gives it. */
         vv = ngx_http_get_indexed_variable(r, lcf->uid_index);
         if (vv != NULL && !vv->not_found) {
-            v.data = vv->data;
-            v.len = vv->len;
-            if (ngx_http_freqctl_uid_var(r, &v, rq) != NGX_OK) {
-                return NGX_ERROR;
-            }
+            rq->uid.data = (const char *) vv->data;
+            rq->uid.len = vv->len;
         }
 
     } else if (lcf->uid) {
-        if (ngx_http_complex_value(r, lcf->uid, &v) != NGX_OK
-            || ngx_http_freqctl_uid_var(r, &v, rq) != NGX_OK)
-        {
+        if (ngx_http_complex_value(r, lcf->uid, &v) != NGX_OK) {
             return NGX_ERROR;
         }
+        rq->uid.data = (const char *) v.data;
+        rq->uid.len = v.len;
     }
 
     rq->uri.data = (const char *) r->uri.data;
     rq->uri.len = r->uri.len;
+
+    /* /login;jsessionid=1 is /login to a servlet container: uri= policies
+     * match the path without its ';' parameters. */
+    if (ix->uses_uri && r->uri.len
+        && ngx_strlchr(r->uri.data, r->uri.data + r->uri.len, ';'))
+    {
+        d = ngx_pnalloc(r->pool, r->uri.len);
+        if (d == NULL) {
+            return NGX_ERROR;
+        }
+        rq->uri.len = fc_l7_uri_params((const char *) r->uri.data, r->uri.len,
+                                       (char *) d);
+        rq->uri.data = (const char *) d;
+    }
 
     switch (r->connection->sockaddr->sa_family) {
     case AF_INET:
@@ -898,6 +1079,7 @@ ngx_http_freqctl_handler(ngx_http_request_t *r)
     ngx_http_freqctl_main_conf_t  *mcf;
     ngx_http_freqctl_loc_conf_t   *lcf;
     ngx_http_freqctl_ctx_t        *ctx;
+    ngx_str_t                      uid;
     struct fc_l7_index            *ix;
     struct fc_l7_result            res;
     struct fc_l7_alloc             alloc;
@@ -967,10 +1149,10 @@ ngx_http_freqctl_handler(ngx_http_request_t *r)
     }
 
     if (res.would_deny) {
+        uid = ngx_http_freqctl_uid_text(r, &rq);
         ngx_log_error(lcf->log_level, r->connection->log, 0,
                       "freqctl: %ud log policies would have denied this "
-                      "request, uid \"%*s\"", res.would_deny,
-                      rq.uid.len, rq.uid.data);
+                      "request, uid \"%V\"", res.would_deny, &uid);
     }
 
     return ngx_http_freqctl_verdict(r, lcf, ctx, &res, &rq);
@@ -984,6 +1166,8 @@ ngx_http_freqctl_verdict(ngx_http_request_t *r,
     ngx_http_freqctl_loc_conf_t *lcf, ngx_http_freqctl_ctx_t *ctx,
     struct fc_l7_result *res, struct fc_l7_req *rq)
 {
+    ngx_str_t  uid;
+
     switch (res->verdict) {
 
     case FC_L7_PASS:
@@ -1003,11 +1187,12 @@ ngx_http_freqctl_verdict(ngx_http_request_t *r,
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
 
     case FC_L7_BANNED:
+        uid = ngx_http_freqctl_uid_text(r, rq);
         ngx_log_error(lcf->log_level, r->connection->log, 0,
                       "freqctl: %s, %s %s%*s%s", lcf->dry_run ? "would ban" : "banned",
                       res->uid_ban ? "uid" : "client address",
-                      res->uid_ban ? "\"" : "", res->uid_ban ? rq->uid.len : 0,
-                      rq->uid.data, res->uid_ban ? "\"" : "");
+                      res->uid_ban ? "\"" : "", res->uid_ban ? uid.len : 0,
+                      uid.data, res->uid_ban ? "\"" : "");
         if (lcf->dry_run) {
             ctx->status = NGX_HTTP_FREQCTL_BANNED_DRY_RUN;
             return NGX_DECLINED;
@@ -1016,10 +1201,10 @@ ngx_http_freqctl_verdict(ngx_http_request_t *r,
         return lcf->ban_status;
 
     case FC_L7_REJECTED:
+        uid = ngx_http_freqctl_uid_text(r, rq);
         ngx_log_error(lcf->log_level, r->connection->log, 0,
-                      "freqctl: policy %uD %s request, uid \"%*s\"", res->policy,
-                      lcf->dry_run ? "would reject" : "rejected",
-                      rq->uid.len, rq->uid.data);
+                      "freqctl: policy %uD %s request, uid \"%V\"", res->policy,
+                      lcf->dry_run ? "would reject" : "rejected", &uid);
         if (lcf->dry_run) {
             ctx->status = NGX_HTTP_FREQCTL_REJECTED_DRY_RUN;
             return NGX_DECLINED;
@@ -1042,16 +1227,18 @@ ngx_http_freqctl_wait(ngx_http_request_t *r, ngx_http_freqctl_loc_conf_t *lcf,
     ngx_http_freqctl_ctx_t *ctx, struct fc_l7_result *res,
     struct fc_l7_req *rq)
 {
+    ngx_str_t   uid;
     ngx_msec_t  delay;
     ngx_uint_t  level;
 
+    uid = ngx_http_freqctl_uid_text(r, rq);
     delay = (ngx_msec_t) ((res->delay_ns + 999999) / 1000000);
     /* One level below refusals, as limit_req logs its delays. */
     level = lcf->log_level + 1;
     ngx_log_error(level, r->connection->log, 0,
-                  "freqctl: policy %uD %s request by %M ms, uid \"%*s\"",
+                  "freqctl: policy %uD %s request by %M ms, uid \"%V\"",
                   res->policy, lcf->dry_run ? "would delay" : "delaying",
-                  delay, rq->uid.len, rq->uid.data);
+                  delay, &uid);
     if (lcf->dry_run) {
         ctx->status = NGX_HTTP_FREQCTL_DELAYED_DRY_RUN;
         return NGX_DECLINED;
@@ -1248,16 +1435,14 @@ ngx_http_freqctl_init_main_conf(ngx_conf_t *cf, void *conf)
 
 /*
  * freqctl_uid: a complex value, as most directives take; but when it is one
- * variable ($cookie_uid, $arg_uid, ${http_x_user}), its value is read as is,
- * without running the script engine and copying it into the pool for every
- * request.
+ * variable, its value is read without running the script engine and copying
+ * it into the pool for every request; and $cookie_NAME, $arg_NAME and
+ * $http_NAME are read by the module itself (ngx_http_freqctl_src_t).
  */
 static char *
 ngx_http_freqctl_uid(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 {
     ngx_http_freqctl_loc_conf_t   *lcf = conf;
-    ngx_http_freqctl_main_conf_t  *mcf;
-    ngx_http_freqctl_arg_t        *arg, **argp;
     ngx_str_t                     *value, name;
     size_t                         i;
 
@@ -1300,38 +1485,104 @@ ngx_http_freqctl_uid(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
         return NGX_CONF_ERROR;
     }
 
-    if (name.len > sizeof("arg_") - 1
-        && ngx_strncasecmp(name.data, (u_char *) "arg_", sizeof("arg_") - 1) == 0)
-    {
-        mcf = ngx_http_conf_get_module_main_conf(cf, ngx_http_freqctl_module);
+    return ngx_http_freqctl_uid_src(cf, lcf, &name);
+}
 
-        arg = ngx_pcalloc(cf->pool, sizeof(ngx_http_freqctl_arg_t));
-        if (arg == NULL) {
-            return NGX_CONF_ERROR;
-        }
 
-        arg->name.len = name.len - (sizeof("arg_") - 1);
-        arg->name.data = ngx_pnalloc(cf->pool, arg->name.len);
-        if (arg->name.data == NULL) {
-            return NGX_CONF_ERROR;
-        }
-        ngx_strlow(arg->name.data, name.data + sizeof("arg_") - 1, arg->name.len);
+/* The source of freqctl_uid $cookie_NAME, $arg_NAME or $http_NAME (var is
+ * the variable's name); none for another variable. */
+static char *
+ngx_http_freqctl_uid_src(ngx_conf_t *cf, ngx_http_freqctl_loc_conf_t *lcf,
+    ngx_str_t *var)
+{
+    size_t                          i;
+    ngx_uint_t                      k;
+    ngx_http_freqctl_src_t         *src, **srcp;
+    ngx_http_freqctl_main_conf_t   *mcf;
+    static const struct {
+        ngx_str_t                   prefix;
+        ngx_uint_t                  kind;
+    } kinds[] = {
+        { ngx_string("cookie_"), NGX_HTTP_FREQCTL_COOKIE },
+        { ngx_string("arg_"), NGX_HTTP_FREQCTL_ARG },
+        { ngx_string("http_"), NGX_HTTP_FREQCTL_HEADER },
+    };
 
-        if (mcf->uid_args.elts == NULL
-            && ngx_array_init(&mcf->uid_args, cf->pool, 2,
-                              sizeof(ngx_http_freqctl_arg_t *)) != NGX_OK)
+    for (k = 0; k < sizeof(kinds) / sizeof(kinds[0]); k++) {
+        if (var->len > kinds[k].prefix.len
+            && ngx_strncasecmp(var->data, kinds[k].prefix.data,
+                               kinds[k].prefix.len) == 0)
         {
-            return NGX_CONF_ERROR;
+            break;
         }
-
-        argp = ngx_array_push(&mcf->uid_args);
-        if (argp == NULL) {
-            return NGX_CONF_ERROR;
-        }
-
-        *argp = arg;
-        lcf->uid_arg = arg;
     }
+
+    if (k == sizeof(kinds) / sizeof(kinds[0])) {
+        return NGX_CONF_OK;
+    }
+
+    if (var->len - kinds[k].prefix.len > FC_SHM_MAX_NAME) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "freqctl_uid: \"$%V\": a name of at most %d bytes "
+                           "expected after \"%V\"", var, FC_SHM_MAX_NAME,
+                           &kinds[k].prefix);
+        return NGX_CONF_ERROR;
+    }
+
+    src = ngx_pcalloc(cf->pool, sizeof(ngx_http_freqctl_src_t));
+    if (src == NULL) {
+        return NGX_CONF_ERROR;
+    }
+
+    src->kind = kinds[k].kind;
+    src->var.len = var->len;
+    src->var.data = ngx_pnalloc(cf->pool, var->len);
+    if (src->var.data == NULL) {
+        return NGX_CONF_ERROR;
+    }
+    ngx_strlow(src->var.data, var->data, var->len);
+
+    /* NAME as written: nginx makes $cookie_UID $cookie_uid, but the
+     * application behind it reads one of them, and the directive says
+     * which. */
+    src->raw = ngx_pnalloc(cf->pool, var->len - kinds[k].prefix.len);
+    if (src->raw == NULL) {
+        return NGX_CONF_ERROR;
+    }
+    ngx_memcpy(src->raw, var->data + kinds[k].prefix.len,
+               var->len - kinds[k].prefix.len);
+
+    /* NAME as the engine matches it: a header's with '-' for '_', as
+     * $http_NAME reads X-User; another's canonical (fc_l7_name_canon). */
+    src->name.len = var->len - kinds[k].prefix.len;
+    src->name.data = src->var.data + kinds[k].prefix.len;
+    if (src->kind == NGX_HTTP_FREQCTL_HEADER) {
+        src->name.data = ngx_pnalloc(cf->pool, src->name.len);
+        if (src->name.data == NULL) {
+            return NGX_CONF_ERROR;
+        }
+        for (i = 0; i < src->name.len; i++) {
+            src->name.data[i] = src->var.data[kinds[k].prefix.len + i] == '_'
+                                ? '-' : src->var.data[kinds[k].prefix.len + i];
+        }
+    }
+
+    mcf = ngx_http_conf_get_module_main_conf(cf, ngx_http_freqctl_module);
+
+    if (mcf->uid_srcs.elts == NULL
+        && ngx_array_init(&mcf->uid_srcs, cf->pool, 2,
+                          sizeof(ngx_http_freqctl_src_t *)) != NGX_OK)
+    {
+        return NGX_CONF_ERROR;
+    }
+
+    srcp = ngx_array_push(&mcf->uid_srcs);
+    if (srcp == NULL) {
+        return NGX_CONF_ERROR;
+    }
+
+    *srcp = src;
+    lcf->uid_src = src;
 
     return NGX_CONF_OK;
 }
@@ -1384,7 +1635,7 @@ ngx_http_freqctl_merge_loc_conf(ngx_conf_t *cf, void *parent, void *child)
     if (conf->uid == NULL && conf->uid_index == NGX_CONF_UNSET) {
         conf->uid = prev->uid;
         conf->uid_index = prev->uid_index;
-        conf->uid_arg = prev->uid_arg;
+        conf->uid_src = prev->uid_src;
     }
 
     mcf = ngx_http_conf_get_module_main_conf(cf, ngx_http_freqctl_module);
@@ -1406,7 +1657,7 @@ ngx_http_freqctl_init(ngx_conf_t *cf)
     ngx_hash_key_t                *key;
     ngx_http_variable_t           *v;
     ngx_http_handler_pt           *h;
-    ngx_http_freqctl_arg_t       **arg;
+    ngx_http_freqctl_src_t       **src;
     ngx_http_core_main_conf_t     *cmcf;
     ngx_http_freqctl_main_conf_t  *mcf;
 
@@ -1434,16 +1685,15 @@ ngx_http_freqctl_init(ngx_conf_t *cf)
 
     /* A variable the configuration adds (set, map) goes before nginx's
      * prefix ones when the indexes are resolved, right after this. */
-    arg = mcf->uid_args.elts;
+    src = mcf->uid_srcs.elts;
     key = cmcf->variables_keys->keys.elts;
-    for (i = 0; i < mcf->uid_args.nelts; i++) {
+    for (i = 0; i < mcf->uid_srcs.nelts; i++) {
         for (k = 0; k < cmcf->variables_keys->keys.nelts; k++) {
-            if (key[k].key.len == sizeof("arg_") - 1 + arg[i]->name.len
-                && ngx_strncmp(key[k].key.data, "arg_", sizeof("arg_") - 1) == 0
-                && ngx_strncmp(key[k].key.data + sizeof("arg_") - 1,
-                               arg[i]->name.data, arg[i]->name.len) == 0)
+            if (key[k].key.len == src[i]->var.len
+                && ngx_strncmp(key[k].key.data, src[i]->var.data,
+                               src[i]->var.len) == 0)
             {
-                arg[i]->defined = 1;
+                src[i]->kind = 0;
             }
         }
     }

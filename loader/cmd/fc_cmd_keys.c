@@ -101,7 +101,7 @@ static int fc_keys_run(const struct fc_ctx *ctx, const struct fc_cmd *cmd, int a
 	if (fc_state_keys_top(ctx->shm_path, ctx->shm_keys, row.slot, row.epoch, now, opt.rows, &top, &err) < 0)
 		goto fail;
 	/* Its limits as nginx enforces them here: this node's share. */
-	fc_policy_enforced(&row, &node, &enf);
+	fc_policy_enforced(&row, &node, NULL, &enf);
 	vals = fc_keys_vals(ctx, &enf);
 	if (opt.json)
 		arr = json_array();

@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: BSD-2-Clause
+#include <stdbool.h>
 #include <string.h>
 #include <bpf/libbpf.h>
 
@@ -39,6 +40,10 @@ static void fc_tier_compile(const struct fc_policy_spec *p, int i, uint64_t n, u
 	t->tolerance_ns = (uint64_t)((unsigned __int128)b * t->unit_ns / n);
 	if (p->count != FC_COUNT_BYTES)
 		t->tolerance_ns = b * t->interval_ns;
+	/* Past 36 years of credit (a policy validated may hold up to 2^62
+	 * ns): as good as endless, and a TAT must keep its word's top bits. */
+	if (t->tolerance_ns > FC_ROOM_MAX)
+		t->tolerance_ns = FC_ROOM_MAX;
 }
 
 /* ip=*'s new buckets a second, shared among the CPUs (each CPU caps its own). */
@@ -55,7 +60,64 @@ static void fc_new_src_tier(const struct fc_policy_spec *p, int ncpus, struct fc
 	t->tolerance_ns = per_cpu * t->interval_ns; /* a second's worth at once */
 }
 
-void fc_policy_enforced(const struct fc_policy_row *row, const struct fc_node_ctx *node, struct fc_enforced *e)
+/* Whether the words of a tier mean the same under from's limits as under
+ * to's: the same interval (a lead is that many requests) and the same room
+ * (the tolerance, and a delaying policy's queue: a lead past it reads as
+ * the clock stepped back, fc_gcra_base). */
+static bool fc_tier_same(const struct fc_tier *from, uint32_t qfrom, const struct fc_tier *to, uint32_t qto)
+{
+	return fc_interval_same(from, to) && fc_gcra_room(from, qfrom) == fc_gcra_room(to, qto);
+}
+
+/*
+ * A GCRA policy's generation, and how a bucket charged under the one before
+ * is rescaled (fc_limit.h), from what is published (pub: the same policy and
+ * epoch, or else its buckets are new; NULL: a reader's, who reads every word
+ * as it is). Kept while no tier's interval or room changes, so a publish
+ * that changes nothing else (a ban, another policy, a full sync) keeps what
+ * buckets not charged since the change need; moved on, with each tier's
+ * rescale from the published interval (the same word where it stayed), when
+ * one does, so two changes published in a row leave a bucket charged under
+ * neither older than the kept generation (full: fc_gcra_regen). A tier added
+ * (or back) starts empty; one removed is forgotten. A new policy's first
+ * generation reads any other as full: only a copy of a later publish, in
+ * its instant, can have written one.
+ */
+static void fc_generations(const struct fc_enforced *pub, struct fc_enforced *e)
+{
+	const struct fc_policy *p = pub ? &pub->k : NULL;
+	struct fc_policy *k = &e->k;
+	struct fc_limits *l = &k->lim;
+	uint8_t n = p && p->ntiers < FC_MAX_TIERS ? p->ntiers : FC_MAX_TIERS;
+	bool moved = false;
+	int i;
+
+	if (k->algo != FC_ALGO_GCRA)
+		return;
+	l->gen = FC_GEN_GCRA;
+	if (!p)
+		return;
+	if (p->id != k->id || p->epoch != k->epoch || p->algo != FC_ALGO_GCRA) {
+		for (i = 0; i < FC_MAX_TIERS; i++)
+			l->rescale[i] = FC_RESCALE(FC_RESCALE_FULL, 0, 0);
+		return;
+	}
+	for (i = 0; i < k->ntiers; i++)
+		moved |= i >= n || !fc_tier_same(&p->tier[i], pub->queue, &k->tier[i], e->queue);
+	if (!moved) {
+		l->gen = (uint8_t)(FC_GEN(&p->lim) | FC_GEN_GCRA);
+		memcpy(l->rescale, p->lim.rescale, sizeof(l->rescale));
+		return;
+	}
+	l->gen = (uint8_t)(((FC_GEN(&p->lim) + 1) & 3) | FC_GEN_GCRA);
+	for (i = 0; i < k->ntiers; i++)
+		l->rescale[i] = i >= n ? FC_RESCALE(FC_RESCALE_FRESH, 0, 0) :
+				fc_interval_same(&p->tier[i], &k->tier[i]) ? FC_RESCALE_SAME :
+									     fc_rescale_of(&p->tier[i], &k->tier[i]);
+}
+
+void fc_policy_enforced(const struct fc_policy_row *row, const struct fc_node_ctx *node,
+			const struct fc_enforced *pub, struct fc_enforced *e)
 {
 	const struct fc_policy_spec *p = &row->spec;
 	struct fc_policy *k = &e->k;
@@ -86,6 +148,8 @@ void fc_policy_enforced(const struct fc_policy_row *row, const struct fc_node_ct
 	 * or an argument) or personal (a user id, an address), whatever its
 	 * dimension, so not saying keeps none. */
 	e->show_keys = p->show_keys > 0 && fc_policy_is_keyed(p);
+	e->queue = p->action == FC_ACTION_DELAY ? p->delay_burst : 0;
+	fc_generations(pub, e);
 	if (p->kind == FC_MATCH_STAR && !fc_policy_is_l7(p))
 		fc_new_src_tier(p, node->ncpus, &e->new_src);
 }

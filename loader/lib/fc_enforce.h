@@ -25,12 +25,15 @@ struct fc_node_ctx {
 };
 
 /* A policy as this node enforces it: what the BPF maps and nginx's item hold
- * (and what else a layer takes of one: an ip=* bucket's prefix length, the
- * limits a bucket is rescaled from). */
+ * (and what else a layer takes of one: an ip=* bucket's prefix length). */
 struct fc_enforced {
-	struct fc_policy k;     /* its tiers, flags and warm-up, as the kernel's policy slot holds them */
+	/* its tiers, flags and warm-up, as the kernel's policy slot holds
+	 * them, and the limits a bucket is rescaled from (k.lim.gens,
+	 * k.lim.rescale: fc_limit.h) */
+	struct fc_policy k;
 	uint32_t concurrency;   /* nginx: requests in flight at most (per key for a per-key policy); 0: no cap */
 	bool show_keys;         /* nginx, per-key: its busiest keys' values kept (FC_SHM_POLICY_SHOW_KEYS) */
+	uint32_t queue;         /* nginx: a delaying policy's queue, its --delay-burst; 0: none */
 	struct fc_tier new_src; /* ip=*: new sources a second, per CPU (zero for other policies) */
 	/* ip=*, at either layer: the prefix lengths of its buckets (its unit);
 	 * 0 for other policies. */
@@ -38,8 +41,12 @@ struct fc_enforced {
 };
 
 /* Row's policy on node: each N (and an explicit burst) and the concurrency
- * cap times the weight, at least 1 per period; then compiled. */
-void fc_policy_enforced(const struct fc_policy_row *row, const struct fc_node_ctx *node, struct fc_enforced *e);
+ * cap times the weight, at least 1 per period; then compiled. pub: what a
+ * layer has published for the policy's slot (zero: nothing), whose
+ * generation a change of a tier's interval or room moves on and anything
+ * else keeps; NULL for a reader, who reads every word as it is. */
+void fc_policy_enforced(const struct fc_policy_row *row, const struct fc_node_ctx *node,
+			const struct fc_enforced *pub, struct fc_enforced *e);
 
 /* This machine as a node of the given weight. */
 struct fc_node_ctx fc_node_here(double weight);

@@ -254,7 +254,7 @@ int fc_stats_gather(const struct fc_ctx *ctx, struct fc_stats_all *a, struct fc_
 		const struct fc_policy_row *r = &a->rows[i];
 
 		a->ps[i].row = r;
-		fc_policy_enforced(r, &a->node, &a->ps[i].enforced);
+		fc_policy_enforced(r, &a->node, NULL, &a->ps[i].enforced);
 		if (!fc_policy_is_l7(&r->spec)) {
 			if (maps == 0 && fc_pstats_read(&m, r->slot, &a->ps[i].ps, err) < 0)
 				goto out;
@@ -282,17 +282,17 @@ out:
 	return rc;
 }
 
-/* A warming tier: as plain GCRA's, from the TAT as the ramp counts it (no
- * more than one request of credit until the ramp ends), of the ramped
- * tolerance; an idle (cold) bucket uses nothing. */
-static double fc_warm_use(const struct fc_tier *t, uint64_t warmup_ns, uint64_t tat, uint64_t ws, uint64_t now)
+/* A warming tier (lim's first, its word word): as plain GCRA's, from the
+ * TAT as the ramp counts it (no more than one request of credit until the
+ * ramp ends), of the ramped tolerance; an idle (cold) bucket uses nothing. */
+static double fc_warm_use(const struct fc_limits *lim, uint64_t warmup_ns, uint64_t word, uint64_t ws, uint64_t now)
 {
 	struct fc_ramp r;
 	uint64_t base;
 
-	if (fc_warm_cold(tat, ws, warmup_ns, now))
+	if (fc_warm_cold(word & FC_TAT_MASK, ws, warmup_ns, now))
 		return 0;
-	base = fc_warm_view(t, warmup_ns, tat, ws, now, 1, 0, &r);
+	base = fc_warm_view(lim, warmup_ns, word, ws, now, 1, 0, &r);
 	return (double)(base - now) / (double)r.tol;
 }
 
@@ -306,16 +306,20 @@ double fc_bucket_use(const struct fc_policy *pol, const __u64 *state, uint64_t n
 		uint64_t st = state[i];
 
 		if (pol->algo == FC_ALGO_SLIDING) /* the rule's left side, of N*U */
-			u = t->limit ? 1 - (double)fc_tier_remaining(pol->algo, t, st, now, 0) / (double)t->limit : 0;
+			u = t->limit ? 1 - (double)fc_tier_remaining(pol->algo, &pol->lim, i, st, now, 0) / (double)t->limit
+				     : 0;
 		else if (pol->algo == FC_ALGO_WINDOW)
 			u = t->limit && (st >> FC_WIN_COUNT_BITS) == fc_window_index(t, now) ?
 				    (double)(st & FC_WIN_COUNT_MASK) / (double)t->limit :
 				    0;
 		else if (!i && pol->warmup_ms && pol->ntiers < FC_MAX_TIERS)
-			u = fc_warm_use(t, pol->warmup_ms * FC_MS_NS, st, state[pol->ntiers], now);
-		else /* GCRA: the TAT's lead over now, of the most an admission may leave (a delay
-		      * queue may lead further: counted as full) */
-			u = st > now && t->tolerance_ns ? (double)(st - now) / (double)t->tolerance_ns : 0;
+			u = fc_warm_use(&pol->lim, pol->warmup_ms * FC_MS_NS, st, state[pol->ntiers], now);
+		else if ((st = fc_gcra_tat(&pol->lim, i, st, now, 0)) > now && t->tolerance_ns)
+			/* GCRA: the TAT's lead over now, of the most an admission may
+			 * leave (a delay queue may lead further: counted as full) */
+			u = (double)(st - now) / (double)t->tolerance_ns;
+		else
+			u = 0;
 		if (u > use)
 			use = u;
 	}
@@ -333,7 +337,7 @@ void fc_key_view(const struct fc_policy_row *row, const struct fc_enforced *e, c
 
 	memset(v, 0, sizeof(*v));
 	if (pol->ntiers) {
-		fc_limit_view(pol->algo, pol->ntiers, pol->tier, pol->warmup_ms, k->state, now, queue, &lv);
+		fc_limit_view(pol->algo, pol->ntiers, &pol->lim, k->state, now, queue, &lv);
 		v->remaining = lv.remaining;
 		v->retry_ns = lv.retry_ns;
 	}

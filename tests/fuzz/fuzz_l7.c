@@ -11,7 +11,10 @@
  *
  * An input is a sparse image, chunks of [u8 what][u32 offset][u16 len][len
  * bytes], little-endian: what 0 writes the config file at offset, 1 the
- * state file; 2 is the raw query string and 3 the uid of one more request.
+ * state file; 2 is the raw query string and 3 a Cookie line of more
+ * requests. Their uid is read as the module reads $arg_uid and $cookie_uid:
+ * every copy (fc_l7_query_find, fc_l7_cookie_find), decoded; a Cookie line
+ * without a uid is the uid itself.
  * With FC_FUZZ_SEED=FILE set, the target instead publishes a fixed set of
  * policies and bans through the real publisher and writes that shm to FILE
  * in this form: the corpus's seeds.
@@ -105,6 +108,55 @@ static void *fc_scribble(void *arg)
 
 /* ---- one input ---- */
 
+#define FC_FUZZ_UIDS 32
+
+/* The copies of the uid in the query q and the Cookie line ck, as the
+ * module reads and decodes them (into buf, qlen + clen bytes), a non-empty
+ * one first, into rq: what the engine decides on. Every copy found is
+ * checked to lie in its input. */
+static void fc_fuzz_uids(struct fc_l7_req *rq, const char *q, size_t qlen, const char *ck, size_t clen,
+			 struct fc_l7_str *v, char *buf)
+{
+	size_t n, nq, i;
+	struct fc_l7_str t;
+	bool enc = false, exact = false;
+
+	nq = fc_l7_query_find(q, qlen, "uid", "uid", 3, v, FC_FUZZ_UIDS, &enc, &exact);
+	n = nq < FC_FUZZ_UIDS ? nq : FC_FUZZ_UIDS;
+	n += fc_l7_cookie_find(ck, clen, "uid", "uid", 3, v + n, FC_FUZZ_UIDS - n, &enc, &exact);
+	if (n > FC_FUZZ_UIDS)
+		n = FC_FUZZ_UIDS;
+	if (!n) { /* no uid= in either: the line is the uid, as a variable's */
+		v[n++] = (struct fc_l7_str){ ck, clen };
+		exact = true;
+	}
+	for (i = 0; i < n; i++) {
+		const char *in = i < nq ? q : ck;
+		size_t inlen = i < nq ? qlen : clen;
+
+		if (v[i].len && (v[i].data < in || v[i].data + v[i].len > in + inlen))
+			fc_fuzz_fail("uid copy %zu out of its input", i);
+		if (!enc)
+			continue;
+		t.data = buf;
+		t.len = i < nq ? fc_l7_decode(v[i].data, v[i].len, buf, v[i].len) :
+				 fc_l7_decode_cookie(v[i].data, v[i].len, buf, v[i].len);
+		if (t.len > v[i].len)
+			fc_fuzz_fail("uid copy %zu decoded longer", i);
+		v[i] = t;
+		buf += t.len;
+	}
+	for (i = 1; i < n && !v[0].len; i++) {
+		t = v[0];
+		v[0] = v[i];
+		v[i] = t;
+	}
+	rq->uid = v[0];
+	rq->uids = n > 1 && v[0].len ? v : NULL;
+	rq->nuids = rq->uids ? n : 0;
+	rq->uid_exact = exact;
+}
+
 static void fc_chunk(uint8_t *base, size_t size, uint32_t off, const uint8_t *p, size_t len)
 {
 	if (len > size)
@@ -145,8 +197,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	static const uint8_t v4[4] = { 198, 18, 0, 9 }, v6[16] = { 0x20, 0x01, 0x0d, 0xb8, [15] = 7 };
 	struct fc_fuzz_in in = { data, size };
 	struct fc_fuzz_chunk c;
-	char query[1024] = "", uid[256] = "u1";
-	size_t qlen = 0, i;
+	char query[1024] = "", cookie[1024] = "u1", dec[2048];
+	struct fc_l7_str copies[FC_FUZZ_UIDS];
+	size_t qlen = 0, clen = 2, i;
 	struct fc_block *blocks = NULL;
 	struct fc_l7_alloc a = { fc_alloc, &blocks };
 	struct fc_l7_holder h;
@@ -163,7 +216,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		else if (c.what % 4 == 2)
 			memcpy(query, c.p, qlen = c.len < sizeof(query) ? c.len : sizeof(query));
 		else
-			fc_fuzz_str(&(struct fc_fuzz_in){ c.p, c.len }, uid, sizeof(uid) - 1);
+			memcpy(cookie, c.p, clen = c.len < sizeof(cookie) ? c.len : sizeof(cookie));
 	}
 
 	atomic_store(&scribbling, true);
@@ -175,7 +228,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		struct fc_l7_req rq = { .alloc = &a, .holder = &h };
 
 		fc_decide_one(&ix, &rq, query, qlen);
-		rq.uid = (struct fc_l7_str){ uid, strlen(uid) };
+		fc_fuzz_uids(&rq, query, qlen, cookie, clen, copies, dec);
 		rq.family = 4;
 		memcpy(rq.addr, v4, 4);
 		fc_decide_one(&ix, &rq, query, qlen);
@@ -390,8 +443,10 @@ static void fc_make_seed(const char *path)
 	}
 	fc_seed_file(out, 0, ctx->shm_path, FC_SHM_SIZE);
 	fc_seed_file(out, 1, state, FC_STATE_SIZE);
-	fwrite((const uint8_t[]){ 2, 0, 0, 0, 0, 28, 0 }, 1, 7, out);
-	fwrite("api=log%69n&api=x&sv=k%01%22", 1, 28, out);
+	fwrite((const uint8_t[]){ 2, 0, 0, 0, 0, 45, 0 }, 1, 7, out);
+	fwrite("api=log%69n&api=x&sv=k%01%22&Uid=u2;%75id=vip", 1, 45, out);
+	fwrite((const uint8_t[]){ 3, 0, 0, 0, 0, 30, 0 }, 1, 7, out);
+	fwrite("UID=vip; uid=\"b%6fb\", uid[]=u1", 1, 30, out);
 	if (fclose(out)) {
 		perror(path);
 		exit(1);

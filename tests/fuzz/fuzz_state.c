@@ -154,7 +154,7 @@ static void fc_check_vals(int fd)
 	size_t i;
 	bool cut;
 
-	fc_policy_enforced(&krows[0], &(struct fc_node_ctx){ .weight = 1, .ncpus = 1, .tick_ns = 1 }, &e);
+	fc_policy_enforced(&krows[0], &(struct fc_node_ctx){ .weight = 1, .ncpus = 1, .tick_ns = 1 }, NULL, &e);
 	fc_state_vals(fd, vals);
 	for (i = 0; i < FC_SHM_VALS; i++) {
 		if (!vals[i].tag)
@@ -180,7 +180,7 @@ static void fc_check_keys(void)
 	size_t n, i;
 
 	for (i = 0; i < 2; i++)
-		fc_policy_enforced(ps[i].row, &a.node, &ps[i].enforced);
+		fc_policy_enforced(ps[i].row, &a.node, NULL, &ps[i].enforced);
 	if (fc_stats_busiest_keys(fc_fuzz_ctx(), &a, now, top, 4, &n, &err) == 0) {
 		if (n > 4)
 			fc_fuzz_fail("%zu busiest keys, asked for 4", n);

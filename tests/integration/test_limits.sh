@@ -26,6 +26,20 @@ for mode in xdp tc; do
 	got=$(pings 4 5)
 	check "$mode: deleted: 5 of 5 replies (got $got)" [ "$got" = 5 ]
 
+	# A rate raised gives a refused source room at once: 3 used of 3/m are
+	# 3 of 10 at 10/m (freqctl-policy(7), CHANGING POLICIES), so 7 more pass
+	# now rather than 6 s from now.
+	id=$((id + 1))
+	check "$mode: policy $id 3/m on $peer4" fc policy add $id --match ip=$peer4 --rate 3/m
+	got=$(pings 4 5 0.02)
+	check "$mode: 3/m: 3 of 5 replies (got $got)" [ "$got" = 3 ]
+	check "$mode: policy set $id --rate 10/m" fc policy set $id --match ip=$peer4 --rate 10/m
+	got=$(pings 4 1)
+	check "$mode: raised to 10/m: the refused source passes at once (got $got)" [ "$got" = 1 ]
+	got=$(pings 4 10 0.02)
+	check "$mode: raised to 10/m: 6 more of 10 (got $got)" [ "$got" = 6 ]
+	check "$mode: policy del $id" fc policy del $id
+
 	# Warm-up from cold admits one at a time, at N/3: 20 pings in 0.4 s
 	# against 1/s (3 s apart while cold) get one reply, not the burst of 5.
 	id=$((id + 1))

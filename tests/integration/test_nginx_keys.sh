@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Per-key policies in nginx (DIM=*): a bucket per uid, header value, client
 # address; combined with fixed values and uri prefixes; exact under 16-way
-# concurrency across 2 workers; kept across nginx -s reload and policy edits;
+# concurrency across 2 workers; kept across nginx -s reload, and across
+# policy edits what each key used (rescaled to the new rate);
 # a flood of new keys leaves a steady key's bucket alone; $freqctl_key logs
 # the deciding key. Real nginx serving files, stopped by its pid on exit.
 . "$(dirname "$0")/lib.sh"
@@ -33,17 +34,17 @@ check "... every one of them three times" \
 fc_nginx_reload
 check "keys survive nginx -s reload" [ "$(codes 1 '/?uid=u1')" = 429 ]
 fcq policy set 1 --match 'uid=*' --rate 4/h
-check "... and a change of the limits: u1's bucket is kept, still spent (afresh it would pass)" \
-	[ "$(codes 1 '/?uid=u1')" = 429 ]
+check "... and a change of the limits: u1's 3 used are 3 of 4/h, one more (afresh it would have 4)" \
+	[ "$(codes 2 '/?uid=u1')" = "200 429" ]
 check "... while a new uid has the new four" [ "$(codes 5 '/?uid=u3')" = "200 200 200 200 429" ]
 stats=$(fc stats --json)
-check "stats: the policy's passed and denied add up (3 + 3 + 3,000 + 4; 1 + 1 + 2,000 + 3 + 1 + 1 + 1)" \
-	jq_true '.policies[] | select(.id == 1) | .passed.packets == 3010 and .dropped.packets == 2008' <<<"$stats"
+check "stats: the policy's passed and denied add up (3 + 3 + 3,000 + 1 + 4; 1 + 1 + 2,000 + 3 + 1 + 1 + 1)" \
+	jq_true '.policies[] | select(.id == 1) | .passed.packets == 3011 and .dropped.packets == 2008' <<<"$stats"
 check "... its keys: u1, u2, u3 and the 1,000; none overflowed" \
 	jq_true '.policies[] | select(.id == 1) | .keys == 1003 and .overflowed == 0' <<<"$stats"
-check "freqctl keys 1: 1,003 keys, u1 the busiest (3 passed, 3 denied)" \
+check "freqctl keys 1: 1,003 keys, u1 the busiest (4 passed, 3 denied)" \
 	sh -c "'$FC_BIN' --db '$db' --pin-dir '$pin' --shm '$shm' keys 1 -n 1 | grep -q '^policy 1: 1003 keys' &&
-		'$FC_BIN' --db '$db' --pin-dir '$pin' --shm '$shm' keys 1 -n 1 --json | jq -e '.[0].passed == 3 and .[0].denied == 3' >/dev/null"
+		'$FC_BIN' --db '$db' --pin-dir '$pin' --shm '$shm' keys 1 -n 1 --json | jq -e '.[0].passed == 4 and .[0].denied == 3' >/dev/null"
 fcq policy del 1
 
 fcq policy add 2 --match 'uid=*,arg:api=login' --rate 2/m

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # nginx following the store live: policies added, changed and deleted and
-# bans lifted take effect within 100 ms, without a reload; `nginx -s reload`
+# bans lifted take effect within 100 ms, without a reload (a raised rate
+# gives a refused key room at once); `nginx -s reload`
 # keeps the counters (they live in the shm's state file); with the shm gone
 # requests pass (logged once), and enforcement resumes when it is back. Real
 # nginx serving files; stopped by its pid on exit.
@@ -35,5 +36,13 @@ check "shm removed: logged" grep -q "is missing: requests pass" "$d/logs/error.l
 mv "$shm.away" "$shm"
 sleep 1.2
 check "shm back: enforced again" [ "$(codes 1 '/?uid=u1')" = "429" ]
+# A rate raised gives a refused key room at once (freqctl-policy(7),
+# CHANGING POLICIES): 3 used of 3/m are 3 of 10 at 10/m, so 7 more pass now,
+# not 6 s from now (its TAT was 60 s ahead, more than 10/m's burst holds).
+fc policy add 7 --match 'uid=*' --rate 3/m >/dev/null
+check "uid=* 3/m: key k7 refused after 3" [ "$(codes 4 '/?uid=k7')" = "200 200 200 429" ]
+fc policy set 7 --match 'uid=*' --rate 10/m >/dev/null
+check "raised to 10/m: the refused key passes at once" status_within_100ms 200 "/?uid=k7"
+check "raised to 10/m: 7 in all, then refused" [ "$(codes 7 '/?uid=k7')" = "200 200 200 200 200 200 429" ]
 check "no worker crashed" sh -c "! grep -q 'exited on signal' '$d/logs/error.log'"
 exit 0

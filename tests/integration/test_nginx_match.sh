@@ -30,7 +30,7 @@ check "freqctl_uid \$arg_mteam that a map defines is the map's, not the argument
 got=$(codes 2 "/mx/?mteam=other" -H "X-Team: green")
 check "... uid=green 1/m by the header the map reads ($got)" [ "$got" = "200 429" ]
 got=$(codes 2 "/?UID=team-red&uid=x")
-check "\$arg_uid as nginx reads it: the name in any case, its first occurrence ($got)" [ "$got" = "429 429" ]
+check "\$arg_uid: ?UID=team-red&uid=x holds a copy team-red (any case), so uid=team-red applies ($got)" [ "$got" = "429 429" ]
 got=$(codes 5 "/?uid=u1")
 check "uid=u1 3/m: 3 of 5 pass ($got)" [ "$got" = "200 200 200 429 429" ]
 check "another uid is unaffected" [ "$(codes 3 '/?uid=u9')" = "200 200 200" ]

@@ -161,14 +161,36 @@ int fc_build(struct fc_t *t, const void *base, size_t size)
 	return fc_l7_build(base, size, t->state, t->state_size, &t->ix, &a);
 }
 
+/* The copies of a uid in rq->uids (n of them) as the module arranges
+ * them: a non-empty one first, as rq->uid; with one copy, no uids. */
+static void fc_req_uids(struct fc_l7_req *rq, struct fc_l7_str *u, size_t n)
+{
+	struct fc_l7_str t;
+	size_t i;
+
+	for (i = 1; i < n && !u[0].len; i++) {
+		t = u[0];
+		u[0] = u[i];
+		u[i] = t;
+	}
+	rq->uid = n ? u[0] : (struct fc_l7_str){ NULL, 0 };
+	if (n > 1 && rq->uid.len) {
+		rq->uids = u;
+		rq->nuids = n;
+	}
+}
+
 /* A request from text: "uid=u1 arg:api=login header:x-key=k uri=/a ip=198.18.0.1";
  * "query=RAW" gives the args as a raw query string (decoded by the engine),
- * and a dimension may repeat. */
+ * and a dimension may repeat: "uid=x uid=bob" is a uid given twice. "uid~=V"
+ * is a copy under a respelled name (?UID=V): not exact. */
 void fc_req(const struct fc_l7_index *ix, struct fc_l7_req *rq, const char *text)
 {
 	static char buf[1024], qbuf[1024];
 	static struct fc_l7_val vals[256];
+	static struct fc_l7_str uids[64];
 	char *tok, *save = NULL, *eq, *colon;
+	size_t nuids = 0;
 	int k;
 
 	memset(rq, 0, sizeof(*rq));
@@ -178,8 +200,10 @@ void fc_req(const struct fc_l7_index *ix, struct fc_l7_req *rq, const char *text
 		eq = strchr(tok, '=');
 		*eq++ = '\0';
 		colon = strchr(tok, ':');
-		if (!strcmp(tok, "uid")) {
-			rq->uid = (struct fc_l7_str){ eq, strlen(eq) };
+		if (!strcmp(tok, "uid") || !strcmp(tok, "uid~")) {
+			assert_true(nuids < 64);
+			uids[nuids++] = (struct fc_l7_str){ eq, strlen(eq) };
+			rq->uid_exact |= tok[3] == '\0';
 		} else if (!strcmp(tok, "uri")) {
 			rq->uri = (struct fc_l7_str){ eq, strlen(eq) };
 		} else if (!strcmp(tok, "query")) {
@@ -209,6 +233,7 @@ void fc_req(const struct fc_l7_index *ix, struct fc_l7_req *rq, const char *text
 			vals[rq->nvals++] = (struct fc_l7_val){ arg ? FC_DIM_ARG : FC_DIM_HEADER, (uint8_t)k, { eq, strlen(eq) } };
 		}
 	}
+	fc_req_uids(rq, uids, nuids);
 }
 
 enum fc_l7_verdict fc_decide(struct fc_t *t, const char *req, uint64_t now, struct fc_l7_result *res)

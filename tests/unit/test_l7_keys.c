@@ -825,7 +825,7 @@ static bool fc_shown_value(struct fc_t *t, uint32_t id, uint64_t tag, char *out,
 	assert_non_null(vals);
 	assert_int_equal(fc_store_policy_get(t->st, id, &row, &found, &err), 0);
 	assert_true(found);
-	fc_policy_enforced(&row, &(struct fc_node_ctx){ .weight = 1, .ncpus = 1, .tick_ns = 1 }, &e);
+	fc_policy_enforced(&row, &(struct fc_node_ctx){ .weight = 1, .ncpus = 1, .tick_ns = 1 }, NULL, &e);
 	fd = fc_state_open(t->shm, &err);
 	assert_true(fd >= 0);
 	fc_state_vals(fd, vals);

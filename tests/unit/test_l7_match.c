@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: BSD-2-Clause
 /*
  * The L7 engine's matching: query strings decoded as applications decode
- * them, arguments found as nginx finds them, the spellings of a dimension,
+ * them, the spellings of a dimension,
  * many policies on one request, and indexed matching against a naive
  * reference on random requests.
  */
@@ -43,96 +43,6 @@ static void test_decode(void **state)
 	assert_int_equal(fc_l7_args_max("a=1&b=2&&c", 10), 4);
 }
 
-/* An argument found as nginx's $arg_uid finds it (ngx_http_arg): its first
- * occurrence at the start or after a '&', the name in any case and followed
- * by '='; the value raw, and whether it would decode. */
-static void test_arg(void **state)
-{
-	static const struct {
-		const char *q, *v; /* v NULL: not there */
-		bool enc;
-	} c[] = {
-		{ "uid=u1", "u1", false },	 { "UID=u1", "u1", false },	  { "xuid=1&uid=2", "2", false },
-		{ "a=uid=3", NULL, false },	 { "uid", NULL, false },	  { "uid&uid=4", "4", false },
-		{ "uid=", "", false },		 { "uid=a%20b&x=1", "a%20b", true }, { "uid=a+b", "a+b", true },
-		{ "uid=1&uid=2", "1", false },	 { "", NULL, false },		  { "ui", NULL, false },
-		{ "uidx=1&uId=6", "6", false }, { "&uid=5", "5", false },	  { "x=%&uid=7&y=+", "7", false },
-		{ "uid=&", "", false },		 { "uid==", "=", false },
-	};
-	struct fc_l7_str v;
-	size_t i;
-	bool enc, got;
-
-	(void)state;
-	for (i = 0; i < sizeof(c) / sizeof(c[0]); i++) {
-		enc = !c[i].enc;
-		got = fc_l7_arg(c[i].q, strlen(c[i].q), "uid", 3, &v, &enc);
-		assert_int_equal(got, c[i].v != NULL);
-		if (!got)
-			continue;
-		assert_int_equal(v.len, strlen(c[i].v));
-		assert_memory_equal(v.data, c[i].v, v.len);
-		assert_int_equal(enc, c[i].enc);
-	}
-	/* The query's end is its length, not a NUL. */
-	assert_false(fc_l7_arg("uid=9", 3, "uid", 3, &v, &enc));
-	assert_false(fc_l7_arg(NULL, 0, "uid", 3, &v, &enc)); /* a request without a query */
-	assert_true(fc_l7_arg("uid=9&", 4, "uid", 3, &v, &enc));
-	assert_int_equal(v.len, 0);
-}
-
-/* nginx's ngx_http_arg, byte by byte, for test_arg_random. */
-static bool ngx_arg_ref(const char *q, size_t len, const char *name, size_t nlen, struct fc_l7_str *v, bool *enc)
-{
-	size_t s, i, e;
-
-	for (s = 0; s + nlen < len; s++) {
-		if (s && q[s - 1] != '&')
-			continue;
-		for (i = 0; i < nlen && tolower((unsigned char)q[s + i]) == name[i]; i++)
-			;
-		if (i < nlen || q[s + nlen] != '=')
-			continue;
-		for (e = s + nlen + 1; e < len && q[e] != '&'; e++)
-			;
-		v->data = q + s + nlen + 1;
-		v->len = e - (s + nlen + 1);
-		*enc = memchr(v->data, '%', v->len) || memchr(v->data, '+', v->len);
-		return true;
-	}
-	return false;
-}
-
-/* fc_l7_arg against the byte-by-byte reference on random queries of every
- * length around its word size, each in a buffer of exactly its length (ASan
- * sees a read past it). */
-static void test_arg_random(void **state)
-{
-	static const char bytes[] = "uUiIdD=&%+a\x80\xff";
-	struct fc_l7_str v, rv;
-	bool enc, renc, got;
-	unsigned seed = 7;
-	size_t len, i, round;
-	char *q;
-
-	(void)state;
-	for (round = 0; round < 200000; round++) {
-		len = rand_r(&seed) % 40;
-		q = malloc(len ? len : 1);
-		assert_non_null(q);
-		for (i = 0; i < len; i++)
-			q[i] = bytes[rand_r(&seed) % (sizeof(bytes) - 1)];
-		got = fc_l7_arg(q, len, "uid", 3, &v, &enc);
-		assert_int_equal(got, ngx_arg_ref(q, len, "uid", 3, &rv, &renc));
-		if (got) {
-			assert_ptr_equal(v.data, rv.data);
-			assert_int_equal(v.len, rv.len);
-			assert_int_equal(enc, renc);
-		}
-		free(q);
-	}
-}
-
 /*
  * arg:api=login is charged however it is spelled: percent-escaped, its name
  * escaped, given after another value of the same argument; a value given
@@ -156,6 +66,63 @@ static void test_spelling(void **state)
 	assert_int_equal(fc_decide(t, "header:x-key=a header:x-key=k", T0, NULL), FC_L7_PASS);
 	assert_int_equal(fc_decide(t, "header:x-key=k header:x-key=b", T0, NULL), FC_L7_REJECTED);
 	assert_int_equal(fc_decide(t, "header:x-key=a header:x-key=b", T0, NULL), FC_L7_PASS);
+}
+
+/*
+ * A uri as frameworks route it: without its segments' ';' parameters
+ * (/login;jsessionid=1 is /login to a servlet container; the module drops
+ * them, and a policy's own), and an exact uri= ignoring one trailing '/'
+ * (/login/ is /login to Express, Spring, Rails), for its key too; the
+ * prefix uri=/api/ * (so spelled here) still needs its '/', and uri=/a/
+ * stays under uri=/a/ * for overrides.
+ */
+static void test_uri_spelling(void **state)
+{
+	static const struct {
+		const char *in, *out;
+	} v[] = {
+		{ "/login;jsessionid=1", "/login" }, { "/a;x=1/b;y/c", "/a/b/c" }, { "/a/;x", "/a/" },
+		{ ";x", "" },			      { "/", "/" },		    { "/a;", "/a" },
+	};
+	const struct fc_l7_policy *exact = NULL, *prefix = NULL;
+	struct fc_t *t = *state;
+	struct fc_l7_result res;
+	char out[64], key[64];
+	size_t i, n;
+
+	for (i = 0; i < sizeof(v) / sizeof(v[0]); i++) {
+		n = fc_l7_uri_params(v[i].in, strlen(v[i].in), out);
+		assert_int_equal(n, strlen(v[i].out));
+		assert_memory_equal(out, v[i].out, n);
+	}
+	fc_policy(t, 1, "uri=/login", "2/m", "drop", 2, 0);
+	fc_policy(t, 2, "uri=/a/", "1/m", "drop", 1, 0);
+	fc_policy(t, 3, "uri=/api/*", "1/m", "drop", 1, 0);
+	fc_policy(t, 4, "uri=*,uid=k", "1/m", "drop", 1, 0);
+	fc_policy(t, 5, "uri=/b;v=1", "1/m", "drop", 1, 0);
+	fc_policy(t, 6, "uri=/a/*", "100/m", "drop", 0, 0);
+	fc_publish(t);
+	assert_int_equal(fc_build(t, t->base, t->size), 0);
+	assert_true(t->ix.uses_uri);
+	assert_int_equal(fc_passes(t, "uri=/login/", T0, 1), 1);
+	assert_int_equal(fc_passes(t, "uri=/login", T0, 2), 1);
+	assert_int_equal(fc_passes(t, "uri=/a", T0, 2), 1);
+	assert_int_equal(fc_decide(t, "uri=/a/", T0, NULL), FC_L7_REJECTED);
+	assert_int_equal(fc_decide(t, "uri=/api", T0, &res), FC_L7_PASS);
+	assert_int_equal(res.matched, 0);
+	assert_int_equal(fc_passes(t, "uri=/api/", T0, 2), 1);
+	assert_int_equal(fc_decide_key(t, "uid=k uri=/k/", T0, &res, key, sizeof(key)), FC_L7_PASS);
+	assert_memory_equal(key, "/k,k", res.key_len);
+	assert_int_equal(fc_decide(t, "uid=k uri=/k", T0, NULL), FC_L7_REJECTED);
+	assert_int_equal(fc_passes(t, "uri=/b", T0, 2), 1);
+	for (i = 0; i < t->ix.npolicies; i++) {
+		if (t->ix.pol[i].id == 2)
+			exact = &t->ix.pol[i];
+		if (t->ix.pol[i].id == 6)
+			prefix = &t->ix.pol[i];
+	}
+	assert_true(exact && prefix && fc_l7_more_general(prefix, exact));
+	assert_false(fc_l7_more_general(exact, prefix));
 }
 
 /*
@@ -295,9 +262,8 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		T(test_matching_vs_naive),
 		T(test_decode),
-		T(test_arg),
-		T(test_arg_random),
 		T(test_spelling),
+		T(test_uri_spelling),
 		T(test_many_matches),
 	};
 #undef T

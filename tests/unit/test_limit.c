@@ -41,7 +41,7 @@ static struct fc_policy fc_compile_warm(const char *rates, uint64_t burst, enum 
 
 	if (fc_rates_parse(rates, &row.spec, &err) < 0 || fc_policy_validate(&row.spec, &err) < 0)
 		fail_msg("%s", err.msg);
-	fc_policy_enforced(&row, &node, &e);
+	fc_policy_enforced(&row, &node, NULL, &e);
 	return e.k;
 }
 
@@ -55,7 +55,7 @@ static int fc_try(const struct fc_policy *k, __u64 *state, __u64 now, __u64 cost
 {
 	struct fc_charge ch;
 
-	return fc_limit_try(k->algo, k->ntiers, k->tier, k->warmup_ms, state, now, cost, &ch);
+	return fc_limit_try(k->algo, k->ntiers, &k->lim, state, now, cost, &ch);
 }
 
 static int fc_try_n(const struct fc_policy *k, __u64 *state, __u64 now, int n)
@@ -150,22 +150,22 @@ static void test_refund(void **state)
 	struct fc_charge gc, wc;
 
 	(void)state;
-	assert_true(fc_limit_try(g.algo, g.ntiers, g.tier, g.warmup_ms, gs, T0, 1, &gc));
-	assert_true(fc_limit_try(w.algo, w.ntiers, w.tier, w.warmup_ms, ws, T0, 1, &wc));
+	assert_true(fc_limit_try(g.algo, g.ntiers, &g.lim, gs, T0, 1, &gc));
+	assert_true(fc_limit_try(w.algo, w.ntiers, &w.lim, ws, T0, 1, &wc));
 	memcpy(before, gs, sizeof(gs));
-	assert_true(fc_limit_try(g.algo, g.ntiers, g.tier, g.warmup_ms, gs, T0, 1, &gc));
+	assert_true(fc_limit_try(g.algo, g.ntiers, &g.lim, gs, T0, 1, &gc));
 	fc_limit_refund(g.algo, g.ntiers, gs, 1, &gc);
 	assert_memory_equal(gs, before, sizeof(gs));
 	memcpy(before, ws, sizeof(ws));
-	assert_true(fc_limit_try(w.algo, w.ntiers, w.tier, w.warmup_ms, ws, T0, 1, &wc));
+	assert_true(fc_limit_try(w.algo, w.ntiers, &w.lim, ws, T0, 1, &wc));
 	fc_limit_refund(w.algo, w.ntiers, ws, 1, &wc);
 	assert_memory_equal(ws, before, sizeof(ws));
 	/* A refund from an older window gives nothing back into the new one. */
-	assert_true(fc_limit_try(w.algo, w.ntiers, w.tier, w.warmup_ms, ws, T0, 1, &wc));
+	assert_true(fc_limit_try(w.algo, w.ntiers, &w.lim, ws, T0, 1, &wc));
 	{
 		struct fc_charge later;
 
-		assert_true(fc_limit_try(w.algo, w.ntiers, w.tier, w.warmup_ms, ws, T0 + SEC, 1, &later));
+		assert_true(fc_limit_try(w.algo, w.ntiers, &w.lim, ws, T0 + SEC, 1, &later));
 	}
 	memcpy(before, ws, sizeof(ws));
 	fc_limit_refund(w.algo, w.ntiers, ws, 1, &wc);
@@ -185,8 +185,8 @@ static void test_refund_only_its_own(void **state)
 	struct fc_charge a, b;
 
 	(void)state;
-	assert_true(fc_limit_try(g.algo, g.ntiers, g.tier, g.warmup_ms, st, T0, 1, &a));
-	assert_true(fc_limit_try(g.algo, g.ntiers, g.tier, g.warmup_ms, st, T0 + 5 * SEC, 1, &b)); /* from the clock */
+	assert_true(fc_limit_try(g.algo, g.ntiers, &g.lim, st, T0, 1, &a));
+	assert_true(fc_limit_try(g.algo, g.ntiers, &g.lim, st, T0 + 5 * SEC, 1, &b)); /* from the clock */
 	after = st[0];
 	assert_int_equal(after, T0 + 5 * SEC + 100 * MS);
 	fc_limit_refund(g.algo, g.ntiers, st, 1, &a);
@@ -209,7 +209,7 @@ static void test_delay_queue(void **state)
 
 	(void)state;
 	for (i = 0; i < 30; i++) {
-		if (!fc_gcra_try_delay(&st, &k.tier[0], T0, 1, 5, &prev, &next, &wait)) {
+		if (!fc_gcra_try_delay(&st, &k.lim, 0, T0, 1, 5, &prev, &next, &wait)) {
 			refused++;
 			continue;
 		}
@@ -223,12 +223,12 @@ static void test_delay_queue(void **state)
 	assert_int_equal(now_, 10);
 	assert_int_equal(delayed, 5);
 	assert_int_equal(refused, 15);
-	assert_int_equal(fc_tier_retry_after(k.algo, &k.tier[0], st, T0, 1, 5), 6 * SEC);
-	assert_int_equal(fc_tier_remaining(k.algo, &k.tier[0], st, T0, 5), 0);
+	assert_int_equal(fc_tier_retry_after(k.algo, &k.lim, 0, st, T0, 1, 5), 6 * SEC);
+	assert_int_equal(fc_tier_remaining(k.algo, &k.lim, 0, st, T0, 5), 0);
 	/* A second on: one more place in the queue, not a fresh bucket. */
-	assert_true(fc_gcra_try_delay(&st, &k.tier[0], T0 + SEC, 1, 5, &prev, &next, &wait));
+	assert_true(fc_gcra_try_delay(&st, &k.lim, 0, T0 + SEC, 1, 5, &prev, &next, &wait));
 	assert_int_equal(wait, 5 * SEC);
-	assert_false(fc_gcra_try_delay(&st, &k.tier[0], T0 + SEC, 1, 5, &prev, &next, &wait));
+	assert_false(fc_gcra_try_delay(&st, &k.lim, 0, T0 + SEC, 1, 5, &prev, &next, &wait));
 }
 
 /* A slow rate times a long queue overflows 64 bits: the room saturates. */
@@ -239,9 +239,9 @@ static void test_delay_room_saturates(void **state)
 
 	(void)state;
 	assert_int_equal(fc_gcra_room(&k.tier[0], 1000000), FC_ROOM_MAX);
-	assert_true(fc_gcra_try_delay(&st, &k.tier[0], T0, 1, 1000000, &prev, &next, &wait));
+	assert_true(fc_gcra_try_delay(&st, &k.lim, 0, T0, 1, 1000000, &prev, &next, &wait));
 	assert_int_equal(wait, 0);
-	assert_true(fc_gcra_try_delay(&st, &k.tier[0], T0, 1, 1000000, &prev, &next, &wait));
+	assert_true(fc_gcra_try_delay(&st, &k.lim, 0, T0, 1, 1000000, &prev, &next, &wait));
 	assert_int_equal(wait, 86400 * SEC);
 }
 
@@ -431,11 +431,11 @@ static void test_sliding_edges(void **state)
 	k = fc_compile("16777215/d", 0, FC_ALGO_SLIDING, FC_COUNT_PACKETS);
 	memset(st, 0, sizeof(st));
 	assert_int_equal(fc_try(&k, st, T0, 65535), 1);
-	assert_int_equal(fc_tier_remaining(k.algo, &k.tier[0], st[0], T0, 0), 16777215 - 65535);
+	assert_int_equal(fc_tier_remaining(k.algo, &k.lim, 0, st[0], T0, 0), 16777215 - 65535);
 	/* T0 is 03:00 UTC: noon the next day is half a day in. */
 	assert_int_equal(fc_try(&k, st, T0 + (21 + 12) * 3600 * SEC, 65535), 1);
 	/* Half of the last day's 65535 still counts, rounded up. */
-	assert_int_equal(fc_tier_remaining(k.algo, &k.tier[0], st[0], T0 + (21 + 12) * 3600 * SEC, 0),
+	assert_int_equal(fc_tier_remaining(k.algo, &k.lim, 0, st[0], T0 + (21 + 12) * 3600 * SEC, 0),
 			 16777215 - 65535 - 32768);
 }
 
@@ -445,15 +445,15 @@ static void test_sliding_refund(void **state)
 {
 	struct fc_policy k = fc_compile("10/m", 0, FC_ALGO_SLIDING, FC_COUNT_PACKETS);
 	__u64 st[FC_MAX_TIERS] = { 0 }, mid;
-	struct fc_charge a, b;
+	struct fc_charge a = { { 0 } }, b = { { 0 } };
 
 	(void)state;
-	assert_true(fc_limit_try(k.algo, k.ntiers, k.tier, k.warmup_ms, st, T0, 1, &a));
-	assert_true(fc_limit_try(k.algo, k.ntiers, k.tier, k.warmup_ms, st, T0, 1, &b));
+	assert_true(fc_limit_try(k.algo, k.ntiers, &k.lim, st, T0, 1, &a));
+	assert_true(fc_limit_try(k.algo, k.ntiers, &k.lim, st, T0, 1, &b));
 	fc_limit_refund(k.algo, k.ntiers, st, 1, &a); /* not the last: comes off the count */
-	assert_int_equal(fc_tier_remaining(k.algo, &k.tier[0], st[0], T0, 0), 9);
+	assert_int_equal(fc_tier_remaining(k.algo, &k.lim, 0, st[0], T0, 0), 9);
 	mid = st[0];
-	assert_true(fc_limit_try(k.algo, k.ntiers, k.tier, k.warmup_ms, st, T0 + 61 * SEC, 1, &a));
+	assert_true(fc_limit_try(k.algo, k.ntiers, &k.lim, st, T0 + 61 * SEC, 1, &a));
 	fc_limit_refund(k.algo, k.ntiers, st, 1, &b); /* its window is over */
 	assert_int_equal(st[0], ((mid >> FC_SLIDE_IDX_SHIFT) + 1) << FC_SLIDE_IDX_SHIFT | 1ULL << FC_SLIDE_COUNT_BITS | 1);
 }
@@ -462,23 +462,22 @@ static void test_sliding_refund(void **state)
 static void test_sliding_headers(void **state)
 {
 	struct fc_policy k = fc_compile("10/m", 0, FC_ALGO_SLIDING, FC_COUNT_PACKETS);
-	const struct fc_tier *t = &k.tier[0];
 	__u64 st[FC_MAX_TIERS] = { 0 }, w;
 
 	(void)state;
-	assert_int_equal(fc_tier_remaining(k.algo, t, st[0], T0, 0), 10);
-	assert_int_equal(fc_tier_retry_after(k.algo, t, st[0], T0, 1, 0), 0);
+	assert_int_equal(fc_tier_remaining(k.algo, &k.lim, 0, st[0], T0, 0), 10);
+	assert_int_equal(fc_tier_retry_after(k.algo, &k.lim, 0, st[0], T0, 1, 0), 0);
 	assert_int_equal(fc_try_n(&k, st, T0 + 50 * SEC, 10), 10);
 	/* Full this window: the next, where 10*(60-e) + 60 <= 600 from 6 s. */
-	assert_int_equal(fc_tier_remaining(k.algo, t, st[0], T0 + 50 * SEC, 0), 0);
-	assert_int_equal(fc_tier_retry_after(k.algo, t, st[0], T0 + 50 * SEC, 1, 0), 16 * SEC);
-	assert_int_equal(fc_tier_retry_after(k.algo, t, st[0], T0 + 50 * SEC, 10, 0), 70 * SEC); /* all 10: 60 s on */
-	assert_int_equal(fc_tier_retry_after(k.algo, t, st[0], T0 + 50 * SEC, 11, 0), 70 * SEC); /* never: both gone */
+	assert_int_equal(fc_tier_remaining(k.algo, &k.lim, 0, st[0], T0 + 50 * SEC, 0), 0);
+	assert_int_equal(fc_tier_retry_after(k.algo, &k.lim, 0, st[0], T0 + 50 * SEC, 1, 0), 16 * SEC);
+	assert_int_equal(fc_tier_retry_after(k.algo, &k.lim, 0, st[0], T0 + 50 * SEC, 10, 0), 70 * SEC); /* all 10: 60 s on */
+	assert_int_equal(fc_tier_retry_after(k.algo, &k.lim, 0, st[0], T0 + 50 * SEC, 11, 0), 70 * SEC); /* never: both gone */
 	/* 30 s into the next: 5 left, as the vectors say. */
-	assert_int_equal(fc_tier_remaining(k.algo, t, st[0], T0 + 90 * SEC, 0), 5);
+	assert_int_equal(fc_tier_remaining(k.algo, &k.lim, 0, st[0], T0 + 90 * SEC, 0), 5);
 	assert_int_equal(fc_try_n(&k, st, T0 + 90 * SEC, 20), 5);
 	/* 10*(60-e) + 6*60 <= 600 from e = 36 s: 6 s on. */
-	w = fc_tier_retry_after(k.algo, t, st[0], T0 + 90 * SEC, 1, 0);
+	w = fc_tier_retry_after(k.algo, &k.lim, 0, st[0], T0 + 90 * SEC, 1, 0);
 	assert_int_equal(w, 6 * SEC);
 	assert_int_equal(fc_try(&k, st, T0 + 90 * SEC + w - 1000, 1), 0);
 	assert_int_equal(fc_try(&k, st, T0 + 90 * SEC + w, 1), 1);
@@ -661,25 +660,25 @@ static void test_warm_view_refund(void **state)
 
 	(void)state;
 	assert_true(fc_bucket_use(&k, st, T0) == 0); /* top: a cold bucket uses nothing */
-	fc_limit_view(k.algo, k.ntiers, k.tier, k.warmup_ms, st, T0, 0, &v);
+	fc_limit_view(k.algo, k.ntiers, &k.lim, st, T0, 0, &v);
 	assert_int_equal(v.limit, 10); /* cold: N/3 */
 	assert_int_equal(v.remaining, 1);
 	assert_int_equal(v.retry_ns, 0);
 	assert_true(fc_try(&k, st, T0, 1));
 	assert_int_equal(st[2], T0); /* the ramp's start, after the two tiers */
-	fc_limit_view(k.algo, k.ntiers, k.tier, k.warmup_ms, st, T0, 0, &v);
+	fc_limit_view(k.algo, k.ntiers, &k.lim, st, T0, 0, &v);
 	assert_int_equal(v.remaining, 0);
 	assert_true(fc_bucket_use(&k, st, T0) == 1); /* its one request of credit spent */
 	assert_int_equal(v.retry_ns, 3 * k.tier[0].interval_ns); /* 3T: 100 ms */
 	/* Half way: 20/s. */
-	fc_limit_view(k.algo, k.ntiers, k.tier, k.warmup_ms, st, T0 + 5 * SEC, 0, &v);
+	fc_limit_view(k.algo, k.ntiers, &k.lim, st, T0 + 5 * SEC, 0, &v);
 	assert_int_equal(v.limit, 20);
 	assert_int_equal(v.remaining, 1);
 	/* The other tiers are charged first: one that denies leaves the ramp
 	 * unstarted, and a ramp that denies takes their charge back. */
 	memset(st, 0, sizeof(st));
 	st[1] = T0 + 60 * SEC; /* the minute tier full */
-	assert_false(fc_limit_try(k.algo, k.ntiers, k.tier, k.warmup_ms, st, T0, 1, &ch));
+	assert_false(fc_limit_try(k.algo, k.ntiers, &k.lim, st, T0, 1, &ch));
 	assert_int_equal(st[0], 0);
 	assert_int_equal(st[2], 0);
 	st[1] = 0;

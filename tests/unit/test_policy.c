@@ -281,13 +281,13 @@ static void test_star_units(void **state)
 		/* What both layers are given. */
 		assert_int_equal(fc_rates_parse("5/m", &p, &err), 0);
 		row.spec = p;
-		fc_policy_enforced(&row, &alone, &e);
+		fc_policy_enforced(&row, &alone, NULL, &e);
 		assert_int_equal(e.star_len4, fc_star_units[i].len4);
 		assert_int_equal(e.star_len6, fc_star_units[i].len6);
 	}
 	/* Not ip=*: no unit. */
 	assert_int_equal(fc_match_parse("ip=198.18.0.0/24", &row.spec, &err), 0);
-	fc_policy_enforced(&row, &alone, &e);
+	fc_policy_enforced(&row, &alone, NULL, &e);
 	assert_int_equal(e.star_len4, 0);
 	assert_int_equal(e.star_len6, 0);
 	for (i = 0; i < sizeof(fc_bad_star_units) / sizeof(fc_bad_star_units[0]); i++) {
@@ -389,7 +389,7 @@ static struct fc_enforced fc_enforce(const struct fc_policy_spec *p, struct fc_n
 	struct fc_policy_row row = { .spec = *p, .epoch = 9 };
 	struct fc_enforced e;
 
-	fc_policy_enforced(&row, &node, &e);
+	fc_policy_enforced(&row, &node, NULL, &e);
 	return e;
 }
 

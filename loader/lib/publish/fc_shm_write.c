@@ -157,13 +157,30 @@ static __u8 fc_dim_flags(const struct fc_dim *dm, size_t *vl)
 	return 0;
 }
 
+/* What an item of the live block says of its policy's limits, as the
+ * enforced-policy function takes them: their generation carried (pub). */
+static void fc_item_enforced(const struct fc_shm_policy *it, struct fc_enforced *pub)
+{
+	pub->k.id = it->id;
+	pub->k.epoch = it->epoch;
+	pub->k.algo = it->algo;
+	pub->k.ntiers = it->ntiers < FC_MAX_TIERS ? it->ntiers : FC_MAX_TIERS;
+	memcpy(pub->k.tier, it->tier, sizeof(pub->k.tier));
+	pub->k.warmup_ms = it->warmup_ms;
+	pub->k.lim.gen = it->gen;
+	memcpy(pub->k.lim.rescale, it->rescale, sizeof(pub->k.lim.rescale));
+	pub->queue = it->action == FC_ACTION_DELAY ? it->delay_burst : 0;
+}
+
+/* The item of policy r, over what the live block says of it (live: its
+ * item there, or NULL). */
 static int fc_blk_policy(struct fc_blk *b, const struct fc_policy_row *r, const struct fc_node_ctx *node,
-			 struct fc_err *err)
+			 const struct fc_shm_policy *live, struct fc_err *err)
 {
 	const struct fc_policy_spec *p = &r->spec;
 	size_t len = sizeof(struct fc_shm_policy), vl;
+	struct fc_enforced e, pub;
 	struct fc_shm_policy *it;
-	struct fc_enforced e;
 	__u8 *d;
 	bool ip = p->kind == FC_MATCH_PREFIX || p->kind == FC_MATCH_STAR;
 	int i, ndims = p->ndims + ip;
@@ -175,7 +192,10 @@ static int fc_blk_policy(struct fc_blk *b, const struct fc_policy_row *r, const 
 	it = fc_blk_item(b, len, FC_SHM_POLICY, err);
 	if (!it)
 		return -1;
-	fc_policy_enforced(r, node, &e);
+	memset(&pub, 0, sizeof(pub));
+	if (live)
+		fc_item_enforced(live, &pub);
+	fc_policy_enforced(r, node, &pub, &e);
 	it->id = p->id;
 	it->slot = r->slot;
 	it->epoch = r->epoch;
@@ -191,6 +211,8 @@ static int fc_blk_policy(struct fc_blk *b, const struct fc_policy_row *r, const 
 	it->concurrency = e.concurrency;
 	memcpy(it->tier, e.k.tier, sizeof(it->tier));
 	it->warmup_ms = e.k.warmup_ms;
+	it->gen = e.k.lim.gen;
+	memcpy(it->rescale, e.k.lim.rescale, sizeof(it->rescale));
 	d = (__u8 *)(it + 1);
 	if (p->kind == FC_MATCH_STAR) { /* ip=* in nginx: a bucket per client unit */
 		struct fc_shm_dim *dim = (struct fc_shm_dim *)d;
@@ -688,10 +710,55 @@ out:
 	return rc;
 }
 
+/* The live block's items, walked in policy id order beside the store's
+ * rows (both are in it): what each policy's new item carries on. */
+struct fc_live_walk {
+	const __u8 *p, *end;
+	__u32 left;
+};
+
+static void fc_live_start(const struct fc_shm_map *sm, struct fc_live_walk *w)
+{
+	const struct fc_shm_block *live = fc_blk_live(sm);
+
+	memset(w, 0, sizeof(*w));
+	if (sm->made || !sm->h->init || live->magic != FC_SHM_BLOCK_MAGIC ||
+	    live->used > FC_SHM_BLOCK_SIZE - sizeof(*live))
+		return;
+	w->p = (const __u8 *)(live + 1);
+	w->end = w->p + live->used;
+	w->left = live->nitems;
+}
+
+/* The live item of policy id, or NULL (ids asked in increasing order). A
+ * block not as the loader writes them ends the walk. */
+static const struct fc_shm_policy *fc_live_find(struct fc_live_walk *w, __u32 id)
+{
+	const struct fc_shm_policy *it;
+
+	for (; w->left && (size_t)(w->end - w->p) >= sizeof(*it); w->left--) {
+		it = (const struct fc_shm_policy *)w->p;
+		if (it->item.magic != FC_SHM_ITEM_MAGIC || it->item.kind != FC_SHM_POLICY ||
+		    it->item.len < sizeof(*it) || it->item.len > (size_t)(w->end - w->p)) {
+			w->left = 0;
+			break;
+		}
+		if (it->id > id)
+			break;
+		w->p += it->item.len;
+		if (it->id == id) {
+			w->left--;
+			return it;
+		}
+	}
+	return NULL;
+}
+
 int fc_shm_publish(const char *path, const char *group, uint32_t keys, struct fc_source *src, struct fc_shm_result *res,
 		   struct fc_err *err)
 {
 	const struct fc_policy_row *pols;
+	struct fc_live_walk live;
 	struct fc_shm_map sm;
 	struct fc_blk b;
 	size_t i;
@@ -702,11 +769,13 @@ int fc_shm_publish(const char *path, const char *group, uint32_t keys, struct fc
 		return -1;
 	pols = src->pols;
 	fc_shm_unmark(sm.h);
+	fc_live_start(&sm, &live);
 	fc_blk_start(&sm, &b);
 	for (i = 0; i < src->npols; i++) {
 		if (!fc_policy_is_l7(&pols[i].spec))
 			continue;
-		if (fc_slot_claim(sm.state_fd, &pols[i], err) < 0 || fc_blk_policy(&b, &pols[i], &src->node, err) < 0)
+		if (fc_slot_claim(sm.state_fd, &pols[i], err) < 0 ||
+		    fc_blk_policy(&b, &pols[i], &src->node, fc_live_find(&live, pols[i].spec.id), err) < 0)
 			goto out;
 		res->policies++;
 	}
@@ -759,15 +828,16 @@ static int fc_blk_copy(struct fc_blk_file *b, off_t off, size_t len, struct fc_e
 	return 0;
 }
 
-/* Writes a new item for row r at the end of b. */
+/* Writes a new item for row r at the end of b, over live (its item in the
+ * live block, or NULL). */
 static int fc_blk_write_policy(struct fc_blk_file *b, int state_fd, const struct fc_policy_row *r,
-			       const struct fc_node_ctx *node, struct fc_err *err)
+			       const struct fc_node_ctx *node, const struct fc_shm_policy *live, struct fc_err *err)
 {
 	__u8 item[0x10000];
 	struct fc_blk one = { .hdr = NULL, .pos = item, .end = item + sizeof(item) };
 	size_t len;
 
-	if (fc_slot_claim(state_fd, r, err) < 0 || fc_blk_policy(&one, r, node, err) < 0)
+	if (fc_slot_claim(state_fd, r, err) < 0 || fc_blk_policy(&one, r, node, live, err) < 0)
 		return -1;
 	len = (size_t)(one.pos - item);
 	if (b->used + len > FC_SHM_BLOCK_SIZE - sizeof(struct fc_shm_block))
@@ -795,7 +865,7 @@ static int fc_blk_splice(const struct fc_shm_map *sm, const uint32_t *ids, size_
 	off_t from = (off_t)FC_SHM_BLOCK_OFF(sm->h->active) + (off_t)sizeof(*live), chunk = 0, run = -1;
 	__u64 used = live->used, off = 0;
 	__u32 nitems = live->nitems, n;
-	struct fc_shm_policy it;
+	struct fc_shm_policy it, gone = { .id = 0 };
 	struct fc_shm_block hdr;
 	size_t r = 0, have = 0;
 	bool more;
@@ -836,14 +906,18 @@ static int fc_blk_splice(const struct fc_shm_map *sm, const uint32_t *ids, size_
 				goto out;
 			run = -1;
 		}
+		/* A changed policy's item follows its old one (gone), if any. */
 		for (; r < nrows && (!more || rows[r].spec.id < it.id); r++)
-			if (fc_blk_write_policy(b, sm->state_fd, &rows[r], node, err) < 0)
+			if (fc_blk_write_policy(b, sm->state_fd, &rows[r], node,
+						gone.id == rows[r].spec.id ? &gone : NULL, err) < 0)
 				goto out;
 		if (!more)
 			break;
 		if (!bsearch(&it.id, ids, nids, sizeof(*ids), fc_u32_cmp)) {
 			run = run >= 0 ? run : (off_t)off;
 			b->nitems++;
+		} else {
+			gone = it;
 		}
 		off += it.item.len;
 	}

@@ -962,21 +962,47 @@ static int fc_policies_read(const struct fc_maps *m, struct fc_policy *have, str
 }
 
 /* FNV-1a over the occupied slots and what they hold, in the store's order
- * of the policies (pols), which is stable. */
+ * of the policies (pols), which is stable; of what the store makes of them,
+ * their generations aside (fc_policy_enforced carries those from the maps,
+ * which an unchanged digest spares reading). */
 static __u64 fc_policies_digest(const struct fc_policy *want, const struct fc_policy_row *pols, size_t npols)
 {
 	__u64 h = 0xcbf29ce484222325ull;
 	const unsigned char *p;
+	struct fc_policy one;
 	size_t i, j;
 
 	for (i = 0; i < npols; i++) {
 		if (fc_policy_is_l7(&pols[i].spec))
 			continue;
+		one = want[pols[i].slot];
+		one.lim.gen = 0;
+		memset(one.lim.rescale, 0, sizeof(one.lim.rescale));
 		h = (h ^ pols[i].slot) * 0x100000001b3ull;
-		for (p = (const unsigned char *)&want[pols[i].slot], j = 0; j < sizeof(*want); j++)
+		for (p = (const unsigned char *)&one, j = 0; j < sizeof(one); j++)
 			h = (h ^ p[j]) * 0x100000001b3ull;
 	}
 	return h | 1; /* never 0, which means "not known" */
+}
+
+/* The policies wanted, each with the generation of its limits carried
+ * from what the maps hold (have: read), or moved on where its rates
+ * changed (fc_policy_enforced). */
+static void fc_want_carry(const struct fc_source *src, struct fc_policy_sync *ps)
+{
+	struct fc_enforced pub, e;
+	size_t i;
+
+	for (i = 0; i < src->npols; i++) {
+		const struct fc_policy_row *r = &src->pols[i];
+
+		if (fc_policy_is_l7(&r->spec))
+			continue;
+		memset(&pub, 0, sizeof(pub));
+		pub.k = ps->have[r->slot];
+		fc_policy_enforced(r, &src->node, &pub, &e);
+		ps->want[r->slot] = e.k;
+	}
 }
 
 /* Zeroes a slot's bucket, and its counters when the slot changes hands. */
@@ -1164,7 +1190,7 @@ static int fc_want_collect(struct fc_source *src, struct fc_map_sync *ms, struct
 
 		if (fc_policy_is_l7(&r->spec))
 			continue; /* nginx's, through the shm */
-		fc_policy_enforced(r, &src->node, &e);
+		fc_policy_enforced(r, &src->node, NULL, &e); /* generations: fc_want_carry */
 		ps->want[r->slot] = e.k;
 		cfg->n_policies++;
 		if (r->spec.kind == FC_MATCH_STAR)
@@ -1251,7 +1277,11 @@ int fc_sync_full(struct fc_source *src, const struct fc_maps *m, struct fc_sync_
 		fc_err_set(err, "out of memory");
 		goto out;
 	}
-	if (!skip && (fc_policies_read(m, ps.have, err) < 0 || fc_policies_apply(m, &ps, true, err) < 0))
+	if (!skip && fc_policies_read(m, ps.have, err) < 0)
+		goto out;
+	if (!skip)
+		fc_want_carry(src, &ps);
+	if (!skip && fc_policies_apply(m, &ps, true, err) < 0)
 		goto out;
 	/* The /24s' bits before fc_exact4's addresses in them, cleared (below)
 	 * after those that went: a packet may meet a bit over no address, never
@@ -1583,15 +1613,17 @@ out:
 	return rc;
 }
 
-/* A changed slot's policy, as the maps should hold it (zero: none). */
-static void fc_slot_want(const struct fc_policy_change *c, const struct fc_node_ctx *node, struct fc_policy *w)
+/* A changed slot's policy, as the maps should hold it (zero: none), over
+ * what the slot holds (h: the generation of its limits carried or moved). */
+static void fc_slot_want(const struct fc_policy_change *c, const struct fc_node_ctx *node, const struct fc_policy *h,
+			 struct fc_policy *w)
 {
-	struct fc_enforced e;
+	struct fc_enforced pub = { .k = *h }, e;
 
 	memset(w, 0, sizeof(*w));
 	if (!c->found || fc_policy_is_l7(&c->row.spec))
 		return;
-	fc_policy_enforced(&c->row, node, &e);
+	fc_policy_enforced(&c->row, node, &pub, &e);
 	*w = e.k;
 }
 
@@ -1608,11 +1640,11 @@ static int fc_slots_apply(const struct fc_maps *m, struct fc_policy_sync *ps, co
 
 		if (slot < 1 || slot > FC_MAX_POLICIES)
 			continue;
-		fc_slot_want(&d->pols[i], node, &w);
-		if ((w.id != 0) != live)
-			continue;
 		if (bpf_map_lookup_elem(m->policies, &slot, &h))
 			return fc_err_set(err, "map %s: slot %u: %s", FC_MAP_NAME(policies), slot, strerror(errno));
+		fc_slot_want(&d->pols[i], node, &h, &w);
+		if ((w.id != 0) != live)
+			continue;
 		rc = fc_slot_write(m, ps, slot, &w, &h, err);
 		if (rc < 0)
 			return -1;
@@ -1632,7 +1664,7 @@ static int fc_star_config(const struct fc_source *src, struct fc_config *cfg, st
 		return -1;
 	found = found && !fc_policy_is_l7(&row.spec);
 	if (found)
-		fc_policy_enforced(&row, &src->node, &e);
+		fc_policy_enforced(&row, &src->node, NULL, &e);
 	fc_star_fill(cfg, found ? &row : NULL, &e);
 	return 0;
 }
