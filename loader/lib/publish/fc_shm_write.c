@@ -15,6 +15,7 @@
 #include "fc_cmp.h"
 #include "fc_enforce.h"
 #include "fc_shm_write.h"
+#include "fc_step.h"
 
 int fc_shm_state_path(const char *path, char out[PATH_MAX], struct fc_err *err)
 {
@@ -352,6 +353,7 @@ static void fc_plens_store(__u64 *words, const __u64 *plens, bool both)
 
 	for (i = 0; i < 4; i++)
 		__atomic_store_n(&words[i], (both ? words[i] : 0) | plens[i], __ATOMIC_RELEASE);
+	fc_step("shm ban lengths");
 }
 
 /* Writes the bans into the inactive table, then makes it live; unless the
@@ -376,6 +378,7 @@ static int fc_bans_publish(struct fc_shm_header *h, void *base, const struct fc_
 	for (i = 0; i < n; i++)
 		if (fc_ban_put(tab, stamp, &bans[i]) < 0)
 			return fc_err_set(err, "shm: the ban table is full (%u slots)", FC_SHM_BAN_SLOTS);
+	fc_step("shm ban table (inactive)");
 	/* Readers probe the lengths of both sets while the switch happens. */
 	fc_plens_store(h->ban_plens, plens[0], true);
 	fc_plens_store(h->allow_plens, plens[1], true);
@@ -384,6 +387,7 @@ static int fc_bans_publish(struct fc_shm_header *h, void *base, const struct fc_
 	h->ban_dead = 0;
 	__atomic_store_n(&h->ban_live, FC_SHM_BAN_LIVE(stamp, table), __ATOMIC_RELEASE);
 	__atomic_store_n(&h->ban_dirty, 0, __ATOMIC_RELEASE);
+	fc_step("shm ban table live");
 	fc_plens_store(h->ban_plens, plens[0], false);
 	fc_plens_store(h->allow_plens, plens[1], false);
 	*written = true;
@@ -454,11 +458,13 @@ static int fc_ban_change(struct fc_shm_header *h, struct fc_shm_ban_slot *tab, _
 		 * the writer is preempted. */
 		if (!want) {
 			__atomic_store_n(&s->family, FC_SHM_BAN_DEAD, __ATOMIC_RELEASE);
+			fc_step("shm ban lifted");
 			h->ban_dead++;
 			return 0;
 		}
 		h->ban_digest += fc_ban_mix(b);
 		__atomic_store_n(&s->expires_ns, b->expires_ns, __ATOMIC_RELEASE);
+		fc_step("shm ban expiry");
 		return 0;
 	}
 	/* A new ban: readers probe its length before they can find it. */
@@ -466,9 +472,11 @@ static int fc_ban_change(struct fc_shm_header *h, struct fc_shm_ban_slot *tab, _
 	for (k = 0; k < 4; k++)
 		if (plens[0][k] & ~h->ban_plens[k])
 			__atomic_store_n(&h->ban_plens[k], h->ban_plens[k] | plens[0][k], __ATOMIC_RELEASE);
+	fc_step("shm ban lengths");
 	h->ban_digest += fc_ban_mix(b);
 	if (s->seq == stamp) { /* a tombstone */
 		fc_ban_rewrite(s, b);
+		fc_step("shm ban (tombstone reused)");
 		h->ban_dead--;
 		return 0;
 	}
@@ -479,6 +487,7 @@ static int fc_ban_change(struct fc_shm_header *h, struct fc_shm_ban_slot *tab, _
 	s->expires_ns = b->expires_ns;
 	memcpy(s->addr, b->addr, sizeof(b->addr));
 	__atomic_store_n(&s->seq, stamp, __ATOMIC_RELEASE);
+	fc_step("shm ban added");
 	h->ban_used++;
 	return 0;
 }
@@ -539,6 +548,7 @@ static int fc_slot_claim(int state_fd, const struct fc_policy_row *r, struct fc_
 	    pwrite(state_fd, zero, sizeof(struct fc_shm_slot), off) != sizeof(struct fc_shm_slot) ||
 	    pwrite(state_fd, &owner, sizeof(owner), off + (off_t)offsetof(struct fc_shm_slot, owner)) != sizeof(owner))
 		return fc_err_set(err, "shm state: slot %u: %s", r->slot, strerror(errno));
+	fc_step("shm state slot");
 	return 0;
 }
 
@@ -616,6 +626,7 @@ static void fc_blk_switch(const struct fc_shm_map *sm, struct fc_shm_result *res
 	__atomic_store_n(&h->active, h->init ? !h->active : 0, __ATOMIC_RELEASE);
 	__atomic_store_n(&h->seq, h->seq + 1, __ATOMIC_RELEASE);
 	__atomic_store_n(&h->init, 1, __ATOMIC_RELEASE);
+	fc_step("shm config block live");
 	res->published = true;
 	res->seq = h->seq;
 }

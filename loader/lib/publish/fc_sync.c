@@ -15,6 +15,7 @@
 #include "fc_clock.h"
 #include "fc_cmp.h"
 #include "fc_enforce.h"
+#include "fc_step.h"
 #include "fc_sync.h"
 
 /* ENOTSUPP: the kernel's "this map type has no batch operation". */
@@ -144,7 +145,7 @@ static int fc_map_apply(struct fc_map_sync *ms, const struct fc_kv *kvs, size_t 
 	LIBBPF_OPTS(bpf_map_batch_opts, opts);
 	uint8_t *keys = fc_batch_keys;
 	struct fc_rule *vals = fc_batch_vals;
-	bool batch = true;
+	bool batch = !fc_stepping(); /* a test's stops: an entry at a time */
 	size_t off, i;
 	__u32 cnt;
 	int rc;
@@ -160,8 +161,10 @@ static int fc_map_apply(struct fc_map_sync *ms, const struct fc_kv *kvs, size_t 
 
 			rc = update ? bpf_map_update_batch(ms->fd, keys, vals, &done, &opts) :
 				      bpf_map_delete_batch(ms->fd, keys, &done, &opts);
-			if (!rc)
+			if (!rc) {
+				fc_step(ms->name);
 				continue;
+			}
 			if (!fc_batch_unsupported())
 				return fc_err_set(err, "map %s: batch %s: %s", ms->name, update ? "update" : "delete",
 						  strerror(errno));
@@ -173,6 +176,7 @@ static int fc_map_apply(struct fc_map_sync *ms, const struct fc_kv *kvs, size_t 
 			if (rc && !(errno == ENOENT && !update))
 				return fc_err_set(err, "map %s: %s: %s", ms->name, update ? "update" : "delete",
 						  errno == E2BIG ? "map full" : strerror(errno));
+			fc_step(ms->name);
 		}
 	}
 	return 0;
@@ -626,6 +630,7 @@ static int fc_top4_exact(const struct fc_maps *m, struct fc_top4_sync *top4, con
 		return 0;
 	was = fc_top4_empty(t);
 	*(volatile __u8 *)&t->in24[a[2]] = t->in24[a[2]] ^ FC_IN24_EXACT; /* one store: the packet path reads it */
+	fc_step(FC_MAP_NAME(top4));
 	top4->flips++;
 	top4->used += was;
 	top4->used -= fc_top4_empty(t);
@@ -791,6 +796,7 @@ static int fc_top4_sync(const struct fc_maps *m, struct fc_top4_sync *top4, uint
 		res->removed += fc_top4_empty(&e);
 		res->changed += !fc_top4_empty(t) && !fc_top4_empty(&e);
 		memcpy(t, &e, sizeof(e));
+		fc_step(FC_MAP_NAME(top4));
 	}
 	rc = 0;
 out:
@@ -989,6 +995,7 @@ static int fc_slot_reset(const struct fc_maps *m, struct fc_policy_sync *ps, __u
 
 	if (bpf_map_update_elem(m->buckets, &slot, &zero, BPF_ANY))
 		return fc_err_set(err, "map %s: slot %u: %s", FC_MAP_NAME(buckets), slot, strerror(errno));
+	fc_step(FC_MAP_NAME(buckets));
 	if (!counters)
 		return 0;
 	pz = calloc((size_t)ps->ncpus, sizeof(*pz));
@@ -1013,6 +1020,7 @@ static int fc_slot_write(const struct fc_maps *m, struct fc_policy_sync *ps, __u
 		return -1;
 	if (bpf_map_update_elem(m->policies, &slot, w, BPF_ANY))
 		return fc_err_set(err, "map %s: slot %u: %s", FC_MAP_NAME(policies), slot, strerror(errno));
+	fc_step(FC_MAP_NAME(policies));
 	ps->changed++;
 	return 1;
 }
@@ -1342,6 +1350,7 @@ static int fc_entry_put(struct fc_map_sync *ms, const struct fc_kv *kv, bool wan
 		if (!had)
 			return 0;
 	}
+	fc_step(ms->name);
 	ms->dmarks += (want && (kv->val.flags & FC_RULE_MARKER)) - (had && (have.flags & FC_RULE_MARKER));
 	if (want && had)
 		res->changed++;
