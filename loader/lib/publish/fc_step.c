@@ -4,6 +4,7 @@
 #include "fc_step.h"
 
 fc_step_fn fc_step_hook;
+uint64_t fc_step_writes;
 static void *fc_step_arg;
 
 void fc_step_set(fc_step_fn fn, void *arg)
