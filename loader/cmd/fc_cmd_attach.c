@@ -37,6 +37,7 @@ static int fc_cmd_attach_run(const struct fc_ctx *ctx, const struct fc_cmd *cmd,
 	fc_cmd_parse(cmd, argc, argv, &opt, NULL);
 	if (opt.mode == FC_MODE_TC && opt.priority != FC_PRIO_UNSET)
 		fc_usage_error(cmd, "--priority orders programs in libxdp's XDP dispatcher; --mode tc has none");
+	fc_need_privileges(cmd, "it loads BPF programs and attaches them to an interface");
 	if (opt.priority == FC_PRIO_UNSET)
 		opt.priority = FC_XDP_PRIO_DEFAULT;
 	if (fc_maps_open(ctx->pin_dir, &m, &err) < 0) {
@@ -66,6 +67,7 @@ static int fc_cmd_detach_run(const struct fc_ctx *ctx, const struct fc_cmd *cmd,
 	int rc;
 
 	fc_cmd_parse(cmd, argc, argv, NULL, NULL);
+	fc_need_privileges(cmd, "it detaches BPF programs from an interface");
 	/* Not shape-checked: the way out of another version's pins. */
 	if (fc_maps_open_config(ctx->pin_dir, &m, &err) < 0) {
 		fc_warn("detach %s: %s", argv[optind], err.msg);
@@ -121,12 +123,14 @@ static size_t fc_status_maps(const struct fc_config *cfg, struct fc_status_map *
 }
 
 static json_t *fc_status_json(const char *pin_dir, const struct fc_attachment *v, size_t n,
-			      const struct fc_config *cfg)
+			      const struct fc_config *cfg, char (*notes)[FC_ERR_LEN], size_t nnotes)
 {
 	struct fc_status_map maps[8];
-	json_t *ifs = json_array(), *mj = json_object();
+	json_t *ifs = json_array(), *mj = json_object(), *warn = json_array();
 	size_t i, nm = fc_status_maps(cfg, maps);
 
+	for (i = 0; warn && i < nnotes; i++)
+		json_array_append_new(warn, json_string(notes[i]));
 	for (i = 0; ifs && i < n; i++)
 		json_array_append_new(ifs, json_pack("{s:s, s:i, s:s, s:I, s:o}", "interface", v[i].ifname, "ifindex",
 						      v[i].ifindex, "mode", fc_mode_name(v[i].mode), "prog_id",
@@ -139,7 +143,7 @@ static json_t *fc_status_json(const char *pin_dir, const struct fc_attachment *v
 	if (mj && json_object_get(mj, FC_MAP_NAME(pfx6)))
 		json_object_set_new(json_object_get(mj, FC_MAP_NAME(pfx6)), "search_markers",
 				    json_integer(cfg->n_marks6));
-	return json_pack("{s:s, s:o, s:o}", "pin_dir", pin_dir, "attached", ifs, "maps", mj);
+	return json_pack("{s:s, s:o, s:o, s:o}", "pin_dir", pin_dir, "attached", ifs, "maps", mj, "warnings", warn);
 }
 
 static int fc_cmd_status_run(const struct fc_ctx *ctx, const struct fc_cmd *cmd, int argc, char **argv)
@@ -150,21 +154,36 @@ static int fc_cmd_status_run(const struct fc_ctx *ctx, const struct fc_cmd *cmd,
 	struct fc_maps m;
 	struct fc_err err;
 	struct fc_json_opt opt = { 0 };
-	size_t n = 0, nm, i, j;
+	char (*notes)[FC_ERR_LEN] = NULL;
+	size_t n = 0, nm, i, j, nnotes = 0;
 	int c;
 
 	fc_cmd_parse(cmd, argc, argv, &opt, NULL);
+	/* What the store holds that is published but worth a word (a store
+	 * that can not be read has none to give). */
+	fc_policy_notes(ctx, &notes, &nnotes);
+	/* Without the privileges: what can be read, and what reading the rest needs. */
+	if (!fc_privileged()) {
+		if (!opt.json)
+			printf("pin dir: %s\n", ctx->pin_dir);
+		for (i = 0; !opt.json && i < nnotes; i++)
+			printf("warning: %s\n", notes[i]);
+		free(notes);
+		fc_need_privileges(cmd, "reading what is attached and published");
+	}
 	/* A reader: nothing published yet is none attached, nothing made. */
 	c = fc_maps_open_existing(ctx->pin_dir, &m, &err);
 	if (c < 0 || (c == 0 && (fc_config_read(&m, &cfg, &err) < 0 || fc_attachments(&m, &v, &n, &err) < 0))) {
 		fc_warn("status: %s", err.msg);
 		fc_maps_close(&m);
+		free(notes);
 		return FC_EXIT_FAILURE;
 	}
 	fc_maps_close(&m);
 	if (opt.json) {
-		c = fc_json_print(fc_status_json(ctx->pin_dir, v, n, &cfg));
+		c = fc_json_print(fc_status_json(ctx->pin_dir, v, n, &cfg, notes, nnotes));
 		free(v);
+		free(notes);
 		return c;
 	}
 	printf("pin dir: %s\n", ctx->pin_dir);
@@ -186,7 +205,10 @@ static int fc_cmd_status_run(const struct fc_ctx *ctx, const struct fc_cmd *cmd,
 		printf("  %-12s %8u of %-8ld %s\n", maps[i].name, maps[i].entries, maps[i].capacity, maps[i].what);
 	if (cfg.n_marks6)
 		printf("  (%u of the entries of %s are search markers)\n", cfg.n_marks6, FC_MAP_NAME(pfx6));
+	for (i = 0; i < nnotes; i++)
+		printf("warning: %s\n", notes[i]);
 	free(v);
+	free(notes);
 	return FC_EXIT_OK;
 }
 
@@ -231,7 +253,8 @@ const struct fc_cmd fc_cmd_status = {
 	.summary = "Show where freqctl is attached and how full its maps are.",
 	.details = "Lists the interfaces of this network namespace that run this pin dir's programs, with\n"
 		   "mode and program id (and, in libxdp's dispatcher, freqctl's priority and the other\n"
-		   "programs it runs there: name, id, priority), then the entries published per map.",
+		   "programs it runs there: name, id, priority), then the entries published per map, and\n"
+		   "warnings about what the store holds (a policy of ip=0.0.0.0/0: one bucket for every source).",
 	.opts = fc_opts_json,
 	.run = fc_cmd_status_run,
 };
