@@ -196,41 +196,42 @@ static void fc_prefix_of(const char *text, struct fc_prefix *p)
 }
 
 /* Takes out what line (of the state left) put in, unless the state coming
- * has the same kind of line on the same key. */
-static void fc_line_undo(struct fc_publish *pub, const char *line, const char *const *next)
+ * has the same kind of line on the same key. A publish is open: this never
+ * fails the test itself, it returns -1 with err set. */
+static int fc_line_undo(struct fc_publish *pub, const char *line, const char *const *next, struct fc_err *err)
 {
 	struct fc_allow_row al = { 0 };
 	struct fc_ban_set set;
 	struct fc_prefix p;
-	struct fc_err err;
 	char k[32], a[64];
 	bool found;
 	int rc = 0;
 
 	if (fc_line_like(next, line))
-		return;
+		return 0;
 	fc_word(line, 0, k, sizeof(k));
 	fc_word(line, 1, a, sizeof(a));
 	if (!strcmp(k, "ban")) {
-		fc_prefix_of(a, &p);
-		rc = fc_store_ban_del(pub->st, &p, &found, &err);
+		rc = fc_prefix_parse(a, &p, err);
+		if (!rc)
+			rc = fc_store_ban_del(pub->st, &p, &found, err);
 	} else if (!strcmp(k, "allow")) {
-		fc_prefix_of(a, &al.p);
-		rc = fc_store_allow_del(pub->st, &al, &found, &err);
+		rc = fc_prefix_parse(a, &al.p, err);
+		if (!rc)
+			rc = fc_store_allow_del(pub->st, &al, &found, err);
 	} else if (!strcmp(k, "set")) {
-		rc = fc_store_set_get(pub->st, a, pub->now, &set, &found, &err);
+		rc = fc_store_set_get(pub->st, a, pub->now, &set, &found, err);
 		if (!rc && found)
-			rc = fc_store_set_del(pub->st, set.id, &err);
+			rc = fc_store_set_del(pub->st, set.id, err);
 	} else if (!strcmp(k, "policy")) {
-		rc = fc_store_policy_del(pub->st, (uint32_t)atoi(a), &found, &err);
+		rc = fc_store_policy_del(pub->st, (uint32_t)atoi(a), &found, err);
 	}
-	if (rc < 0)
-		fail_msg("%s: %s", line, err.msg);
+	return rc < 0 ? -1 : 0;
 }
 
 /* Puts line's rule into the store. Policies admit a million a second: they
- * never drop here, only count. */
-static void fc_line_do(struct fc_publish *pub, const char *line)
+ * never drop here, only count. Returns -1 with err set, as fc_line_undo. */
+static int fc_line_do(struct fc_publish *pub, const char *line, struct fc_err *err)
 {
 	struct fc_allow_row al = { .created = pub->now };
 	struct fc_ban_row ban = { .created = pub->now };
@@ -238,7 +239,6 @@ static void fc_line_do(struct fc_publish *pub, const char *line)
 	struct fc_feed feed = { 0 };
 	struct fc_set_result res;
 	struct fc_policy_row row;
-	struct fc_err err;
 	char k[32], a[64], w[96];
 	bool existed;
 	int i, rc = 0;
@@ -246,70 +246,92 @@ static void fc_line_do(struct fc_publish *pub, const char *line)
 	fc_word(line, 0, k, sizeof(k));
 	fc_word(line, 1, a, sizeof(a));
 	if (!strcmp(k, "ban")) {
-		fc_prefix_of(a, &ban.p);
-		rc = fc_store_ban_put(pub->st, &ban, &err);
+		rc = fc_prefix_parse(a, &ban.p, err);
+		if (!rc)
+			rc = fc_store_ban_put(pub->st, &ban, err);
 	} else if (!strcmp(k, "allow")) {
-		fc_prefix_of(a, &al.p);
-		rc = fc_store_allow_put(pub->st, &al, pub->now, &existed, &err);
+		rc = fc_prefix_parse(a, &al.p, err);
+		if (!rc)
+			rc = fc_store_allow_put(pub->st, &al, pub->now, &existed, err);
 	} else if (!strcmp(k, "set")) {
 		for (i = 2; !rc && fc_word(line, i, w, sizeof(w)); i++)
-			rc = fc_feed_line(w, &feed, &err);
+			rc = fc_feed_line(w, &feed, err);
 		fc_feed_sort(&feed);
 		if (!rc)
-			rc = fc_set_replace(pub, a, feed.v, feed.n, 0, NULL, NULL, &res, &err);
+			rc = fc_set_replace(pub, a, feed.v, feed.n, 0, NULL, NULL, &res, err);
 		fc_feed_free(&feed);
 	} else if (!strcmp(k, "policy")) {
 		pol.id = (uint32_t)atoi(a);
 		fc_word(line, 2, w, sizeof(w));
-		rc = fc_match_parse(w, &pol, &err);
+		rc = fc_match_parse(w, &pol, err);
 		if (!rc)
-			rc = fc_rates_parse("1000000/s", &pol, &err);
+			rc = fc_rates_parse("1000000/s", &pol, err);
 		if (!rc)
-			rc = fc_policy_validate(&pol, &err);
+			rc = fc_policy_validate(&pol, err);
 		if (!rc)
-			rc = fc_store_policy_put(pub->st, &pol, pub->now, &row, &err);
+			rc = fc_store_policy_put(pub->st, &pol, pub->now, &row, err);
 	} else {
-		fail_msg("%s: no such kind of line", line);
+		rc = fc_err_set(err, "no such kind of line");
 	}
-	if (rc < 0)
-		fail_msg("%s: %s", line, err.msg);
+	return rc < 0 ? -1 : 0;
 }
 
 /* Makes the store hold the lines next instead of was, which it held, in one
- * change, and publishes it: only what changed, or everything (full).
- * Returns whether only what changed was published (a change of an allow
- * entry is published whole). */
-static bool fc_lines_go(struct fc_env *env, const char *const *was, const char *const *next, bool full)
+ * change, and publishes it: only what changed, or everything (full). Sets
+ * *delta to whether only what changed was published (a change of an allow
+ * entry is published whole). Never fails the test itself (it runs while a
+ * stop is set, and while threads send): returns -1 with err set, the
+ * change abandoned. */
+static int fc_lines_go(struct fc_env *env, const char *const *was, const char *const *next, bool full, bool *delta,
+		       struct fc_err *err)
 {
 	const struct fc_ctx ctx = fc_env_ctx(env);
+	const char *line = NULL;
 	struct fc_publish pub;
-	struct fc_err err;
-	int i;
+	struct fc_err why;
+	int i, rc = 0;
 
-	if (fc_publish_begin_on(&pub, &ctx, env->st, &err) < 0)
-		fail_msg("%s", err.msg);
-	for (i = 0; i < FC_LINES && was[i]; i++)
-		fc_line_undo(&pub, was[i], next);
-	for (i = 0; i < FC_LINES && next[i]; i++)
-		fc_line_do(&pub, next[i]);
+	if (fc_publish_begin_on(&pub, &ctx, env->st, err) < 0)
+		return -1;
+	for (i = 0; !rc && i < FC_LINES && was[i]; i++)
+		rc = fc_line_undo(&pub, line = was[i], next, &why);
+	for (i = 0; !rc && i < FC_LINES && next[i]; i++)
+		rc = fc_line_do(&pub, line = next[i], &why);
+	if (rc < 0) {
+		fc_publish_abort(&pub);
+		return fc_err_set(err, "%s: %s", line, why.msg);
+	}
 	pub.full = full;
-	if (fc_publish_commit(&pub, &err) < 0)
-		fail_msg("publishing %s: %s", next[0] ? next[0] : "nothing", err.msg);
-	return pub.delta;
+	if (fc_publish_commit(&pub, &why) < 0)
+		return fc_err_set(err, "publishing %s: %s", next[0] ? next[0] : "nothing", why.msg);
+	if (delta)
+		*delta = pub.delta;
+	return 0;
 }
 
 /* Makes the store hold state to of c (it held the other one). */
-static bool fc_case_go(struct fc_env *env, const struct fc_case *c, int to, bool full)
+static int fc_case_try(struct fc_env *env, const struct fc_case *c, int to, bool full, bool *delta, struct fc_err *err)
 {
-	return fc_lines_go(env, c->st[!to], c->st[to], full);
+	return fc_lines_go(env, c->st[!to], c->st[to], full, delta, err);
+}
+
+/* The same where the test may fail at once (no stop set, no thread). */
+static void fc_case_go(struct fc_env *env, const struct fc_case *c, int to, bool full)
+{
+	struct fc_err err;
+
+	if (fc_case_try(env, c, to, full, NULL, &err) < 0)
+		fail_msg("%s: %s", c->name, err.msg);
 }
 
 /* Takes every rule of state from of c out of the store, and publishes that. */
 static void fc_case_clear(struct fc_env *env, const struct fc_case *c, int from)
 {
 	static const char *const none[FC_LINES];
+	struct fc_err err;
 
-	fc_lines_go(env, c->st[from], none, false);
+	if (fc_lines_go(env, c->st[from], none, false, NULL, &err) < 0)
+		fail_msg("%s: %s", c->name, err.msg);
 }
 
 static void fc_case_print(const struct fc_case *c)
@@ -353,22 +375,26 @@ static void fc_engine_drop(struct fc_engine *e)
 	e->built = false;
 }
 
+/* Maps path read-write, as a worker does; NULL if it cannot. */
 static void *fc_engine_map(const char *path, size_t *size)
 {
 	struct stat sb;
-	void *p;
+	void *p = MAP_FAILED;
 	int fd = open(path, O_RDWR);
 
-	assert_true(fd >= 0);
-	assert_int_equal(fstat(fd, &sb), 0);
-	*size = (size_t)sb.st_size;
-	p = mmap(NULL, *size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	close(fd);
-	assert_true(p != MAP_FAILED);
-	return p;
+	if (fd >= 0 && fstat(fd, &sb) == 0) {
+		*size = (size_t)sb.st_size;
+		p = mmap(NULL, *size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	}
+	if (fd >= 0)
+		close(fd);
+	return p == MAP_FAILED ? NULL : p;
 }
 
-static void fc_engine_open(struct fc_engine *e, const struct fc_env *env)
+/* The engine on env's shm and state file; false if either cannot be
+ * mapped (it then holds nothing to close). Never fails the test itself:
+ * the requests' thread opens one too. */
+static bool fc_engine_open(struct fc_engine *e, const struct fc_env *env)
 {
 	char state[PATH_MAX];
 
@@ -376,6 +402,14 @@ static void fc_engine_open(struct fc_engine *e, const struct fc_env *env)
 	snprintf(state, sizeof(state), "%s%s", env->shm, FC_SHM_STATE_SUFFIX);
 	e->base = fc_engine_map(env->shm, &e->size);
 	e->state = fc_engine_map(state, &e->state_size);
+	if (e->base && e->state)
+		return true;
+	if (e->base)
+		munmap(e->base, e->size);
+	if (e->state)
+		munmap(e->state, e->state_size);
+	e->base = e->state = NULL;
+	return false;
 }
 
 static void fc_engine_close(struct fc_engine *e)
@@ -582,8 +616,10 @@ static void fc_steps_policies(struct fc_steps *t, int state)
 static size_t fc_steps_case(struct fc_env *env, const struct fc_case *c)
 {
 	struct fc_steps *t = calloc(1, sizeof(*t));
+	struct fc_err err;
 	size_t i, stops;
-	int r;
+	bool delta;
+	int r, rc;
 
 	assert_non_null(t);
 	t->env = env;
@@ -595,8 +631,8 @@ static size_t fc_steps_case(struct fc_env *env, const struct fc_case *c)
 		fc_case_go(env, c, r % 2, r == 0);
 		if (r < 2)
 			fc_steps_policies(t, r);
-		if (r == 0)
-			fc_engine_open(&t->eng, env);
+		if (r == 0 && !fc_engine_open(&t->eng, env))
+			fail_msg("%s: cannot map %s: %s", c->name, env->shm, strerror(errno));
 		for (i = 0; r >= 2 && i < t->nsrc; i++)
 			fc_measure(t, i, &t->want[r % 2][i]);
 	}
@@ -605,8 +641,11 @@ static size_t fc_steps_case(struct fc_env *env, const struct fc_case *c)
 		t->from = r % 2 == 0;
 		memset(t->seen_new, 0, sizeof(t->seen_new));
 		fc_step_set(fc_stop, t);
-		t->deltas += fc_case_go(env, c, !t->from, r >= 2);
+		rc = fc_case_try(env, c, !t->from, r >= 2, &delta, &err);
 		fc_step_set(NULL, NULL);
+		if (rc < 0)
+			fail_msg("%s: %s", c->name, err.msg);
+		t->deltas += delta;
 		fc_stop("the publish's end", t);
 	}
 	if (t->failure[0]) {
@@ -874,7 +913,12 @@ static void *fc_churn_requests(void *arg)
 	enum fc_l7_verdict v;
 	size_t i;
 
-	fc_engine_open(&e, ch->env);
+	if (!fc_engine_open(&e, ch->env)) {
+		snprintf(ch->first_wrong_request, sizeof(ch->first_wrong_request), "cannot map %s: %s", ch->env->shm,
+			 strerror(errno));
+		ch->wrong_requests++;
+		return NULL;
+	}
 	while (!atomic_load(&ch->stop)) {
 		for (i = 0; i < ch->nsrc; i++) {
 			if (!ch->watch[i])
@@ -911,8 +955,10 @@ static void fc_churn_case(struct fc_env *env, const struct fc_case *c, int round
 	struct fc_src src[FC_SRCS];
 	bool drop[2][FC_SRCS], watch[FC_SRCS];
 	pthread_t frames, requests;
+	struct fc_err err;
 	size_t i, n;
-	int r;
+	int r, rc = 0;
+	bool sending;
 
 	fc_srcs_make(c, src, &n);
 	for (r = 0; r < 2; r++) {
@@ -926,13 +972,19 @@ static void fc_churn_case(struct fc_env *env, const struct fc_case *c, int round
 	ch.nsrc = n;
 	ch.drop = drop[0];
 	ch.watch = watch;
-	assert_int_equal(pthread_create(&frames, NULL, fc_churn_frames, &ch), 0);
-	assert_int_equal(pthread_create(&requests, NULL, fc_churn_requests, &ch), 0);
-	for (r = 0; r < rounds; r++)
-		fc_case_go(env, c, r % 2, r / 2 % 2);
+	/* The test fails only once both threads are gone: they read ch. */
+	if (pthread_create(&frames, NULL, fc_churn_frames, &ch))
+		fail_msg("%s: no thread for the frames", c->name);
+	sending = !pthread_create(&requests, NULL, fc_churn_requests, &ch);
+	for (r = 0; sending && rc == 0 && r < rounds; r++)
+		rc = fc_case_try(env, c, r % 2, r / 2 % 2, NULL, &err);
 	atomic_store(&ch.stop, true);
 	pthread_join(frames, NULL);
+	if (!sending)
+		fail_msg("%s: no thread for the requests", c->name);
 	pthread_join(requests, NULL);
+	if (rc < 0)
+		fail_msg("%s: republish %d: %s", c->name, r, err.msg);
 	print_message("%s: %d republishes; %llu frames, %llu wrong; %llu requests, %llu wrong\n", c->name, rounds,
 		      (unsigned long long)ch.frames, (unsigned long long)ch.wrong_frames,
 		      (unsigned long long)ch.requests, (unsigned long long)ch.wrong_requests);
@@ -950,7 +1002,6 @@ static void test_order_steps(void **state)
 	size_t i;
 
 	FC_REQUIRE_BPF();
-	fc_step_set(NULL, NULL); /* an earlier case that failed may have left its stop */
 	for (i = 0; i < sizeof(fc_cases) / sizeof(fc_cases[0]); i++)
 		assert_true(fc_steps_case(*state, fc_cases[i]) > 4);
 }
@@ -966,7 +1017,6 @@ static void test_order_steps_random(void **state)
 	struct fc_rcase *r = calloc(1, sizeof(*r));
 
 	FC_REQUIRE_BPF();
-	fc_step_set(NULL, NULL);
 	assert_non_null(r);
 	print_message("seed %u (FC_ORDER_SEED=%u runs this again)\n", seed, seed);
 	for (i = 0; i < n; i++) {
@@ -981,7 +1031,6 @@ static void test_order_churn(void **state)
 	size_t i;
 
 	FC_REQUIRE_BPF();
-	fc_step_set(NULL, NULL);
 	for (i = 0; i < sizeof(fc_cases) / sizeof(fc_cases[0]); i++)
 		fc_churn_case(*state, fc_cases[i], 120);
 }
