@@ -1671,6 +1671,8 @@ static int fc_order_apply(struct fc_order *o, struct fc_map_sync *ms, const stru
 {
 	size_t i;
 
+	if (from == to) /* s->v may be NULL: no offset from it */
+		return 0;
 	if (!o->delta)
 		return fc_map_apply(ms, s->v + from, to - from, update, err);
 	for (i = from; i < to; i++)
