@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <jansson.h>
 
 #include "fc_cli.h"
@@ -41,11 +42,30 @@ static int fc_key_busier(const void *a, const void *b)
 	return nx < ny ? 1 : nx > ny ? -1 : 0;
 }
 
+/* The value table, if the policy keeps values (NULL: it keeps none, or
+ * nginx has no state file yet, or no memory: hashes alone are shown). */
+static struct fc_shm_val *fc_keys_vals(const struct fc_ctx *ctx, const struct fc_enforced *e)
+{
+	struct fc_shm_val *vals;
+	struct fc_err err;
+	int fd;
+
+	if (!e->show_keys || (fd = fc_state_open(ctx->shm_path, &err)) < 0)
+		return NULL;
+	vals = malloc(FC_SHM_VALS * sizeof(*vals));
+	if (vals)
+		fc_state_vals(fd, vals);
+	close(fd);
+	return vals;
+}
+
 static int fc_keys_run(const struct fc_ctx *ctx, const struct fc_cmd *cmd, int argc, char **argv)
 {
 	struct fc_keys_opt opt = { .rows = 20 };
 	struct fc_store *st = NULL;
 	struct fc_shm_key *keys = NULL;
+	struct fc_shm_val *vals;
+	char value[FC_KEY_VALUE_LEN];
 	struct fc_policy_row row;
 	struct fc_node_ctx node;
 	struct fc_enforced enf;
@@ -55,7 +75,7 @@ static int fc_keys_run(const struct fc_ctx *ctx, const struct fc_cmd *cmd, int a
 	size_t n = 0, i, live = 0;
 	json_t *arr = NULL;
 	uint32_t id;
-	bool found = false;
+	bool found = false, has, cut;
 	int rc;
 
 	fc_cmd_parse(cmd, argc, argv, &opt, NULL);
@@ -72,18 +92,23 @@ static int fc_keys_run(const struct fc_ctx *ctx, const struct fc_cmd *cmd, int a
 		return FC_EXIT_FAILURE;
 	}
 	if (!fc_policy_is_keyed(&row.spec)) {
-		if (row.spec.kind == FC_MATCH_STAR) /* at XDP/TC: buckets per source, in the kernel */
-			fc_warn("keys: policy %u: its buckets are per source address, at XDP/TC, not in nginx's key "
-				"table: 'freqctl top' ranks its busiest sources", id);
-		else
+		if (row.spec.kind == FC_MATCH_STAR) { /* at XDP/TC: buckets per source unit, in the kernel */
+			char unit[FC_STAR_UNIT_STRLEN];
+
+			fc_star_unit_format(&row.spec, unit);
+			fc_warn("keys: policy %u: its buckets are one per %s, at XDP/TC, not in nginx's key table: "
+				"'freqctl top' ranks its busiest sources", id, unit);
+		} else {
 			fc_warn("keys: policy %u: one bucket for all it matches, no keys (a per-key policy has a DIM=* in "
 				"its match, or ip=* with --layer http)", id);
+		}
 		return FC_EXIT_FAILURE;
 	}
 	if (fc_state_keys_of(ctx->shm_path, row.slot, row.epoch, &keys, &n, &err) < 0)
 		goto fail;
 	/* Its limits as nginx enforces them here: this node's share. */
 	fc_policy_enforced(&row, &node, &enf);
+	vals = fc_keys_vals(ctx, &enf);
 	qsort(keys, n, sizeof(*keys), fc_key_busier);
 	now = fc_utc_ns();
 	for (i = 0; i < n; i++)
@@ -91,29 +116,37 @@ static int fc_keys_run(const struct fc_ctx *ctx, const struct fc_cmd *cmd, int a
 	if (opt.json)
 		arr = json_array();
 	else
-		printf("policy %u: %zu keys, %zu live (a key is kept as a keyed hash, not its value: "
-		       "$freqctl_key logs values)\n%-18s %10s %10s %10s %10s %10s %10s\n",
-		       id, n, live, "KEY", "PASSED", "DENIED", "REMAINING", "NEXT-S", "IDLE-IN-S", "IN-FLIGHT");
+		printf("policy %u: %zu keys, %zu live (%s)\n%-18s %10s %10s %10s %10s %10s %10s  %s\n", id, n, live,
+		       enf.show_keys ?
+			       "with the values of the busiest and most refused, --show-keys" :
+			       "keyed hashes: --show-keys keeps the busiest keys' values, $freqctl_key logs them",
+		       "KEY", "PASSED", "DENIED", "REMAINING", "NEXT-S", "IDLE-IN-S", "IN-FLIGHT", "VALUE");
 	for (i = 0; i < n && i < opt.rows; i++) {
 		const struct fc_shm_key *e = &keys[i];
 		char tag[24], nb[2][24];
 
 		fc_key_view(&row, &enf, e, now, &v);
+		has = fc_key_value(&row, &enf, vals, e->tag, value, &cut);
 		snprintf(tag, sizeof(tag), "%016llx", (unsigned long long)e->tag);
 		if (arr)
-			json_array_append_new(arr, json_pack("{s:s, s:I, s:I, s:I, s:f, s:I, s:b, s:o}", "key", tag, "passed",
-							      (json_int_t)e->passed, "denied", (json_int_t)e->denied,
-							      "remaining", fc_json_count(v.remaining), "next_s",
-							      (double)v.retry_ns / FC_NS_PER_SEC, "idle_in_s",
-							      fc_json_count(v.idle_s), "held", v.held, "inflight",
-							      v.capped ? json_integer(fc_json_count(v.inflight)) : json_null()));
+			json_array_append_new(arr,
+					      json_pack("{s:s, s:I, s:I, s:I, s:f, s:I, s:b, s:o, s:o}", "key", tag,
+							"passed", (json_int_t)e->passed, "denied",
+							(json_int_t)e->denied, "remaining", fc_json_count(v.remaining),
+							"next_s", (double)v.retry_ns / FC_NS_PER_SEC, "idle_in_s",
+							fc_json_count(v.idle_s), "held", v.held, "inflight",
+							v.capped ? json_integer(fc_json_count(v.inflight)) :
+								   json_null(),
+							"value", fc_key_value_to_json(has, value, cut)));
 		else
-			printf("%-18s %10u %10u %10llu %10.1f %10s %10s\n", tag, e->passed, e->denied,
+			printf("%-18s %10u %10u %10llu %10.1f %10s %10s  %s%s%s%s\n", tag, e->passed, e->denied,
 			       (unsigned long long)v.remaining, (double)v.retry_ns / FC_NS_PER_SEC,
 			       fc_keys_num(v.held ? UINT64_MAX : v.idle_s, "held", nb[0]),
-			       fc_keys_num(v.capped ? v.inflight : UINT64_MAX, "-", nb[1]));
+			       fc_keys_num(v.capped ? v.inflight : UINT64_MAX, "-", nb[1]), has ? "\"" : "-", value,
+			       has ? "\"" : "", cut ? "..." : "");
 	}
 	free(keys);
+	free(vals);
 	return arr ? fc_json_print(arr) : FC_EXIT_OK;
 fail:
 	fc_store_close(st);
@@ -131,8 +164,11 @@ const struct fc_cmd fc_cmd_keys = {
 		   "until the next request could pass, and until its bucket is empty (then its entry may be\n"
 		   "taken back; \"held\" while requests of it are in flight under --concurrency), and its\n"
 		   "requests in flight (IN-FLIGHT, for a policy with --concurrency). The key table keeps a\n"
-		   "keyed hash of each key, not its value: nginx's $freqctl_key names the deciding key in\n"
-		   "the access log.",
+		   "keyed hash of each key (KEY). A policy with --show-keys keeps the values of its busiest\n"
+		   "and most refused keys too (VALUE, in quotes, at most 64 bytes: \"...\" after a longer\n"
+		   "one cut; '-' where none is kept): as nginx's workers wrote them, escaped (\\\" and\n"
+		   "\\\\, \\xNN for a control byte or one that is not UTF-8). nginx's $freqctl_key names\n"
+		   "the deciding key in the access log.",
 	.opts = fc_keys_opts,
 	.run = fc_keys_run,
 };

@@ -2,8 +2,9 @@
 /*
  * freqctl top: this node's busiest policies and sources, refreshed every
  * second, like top(1). Rates are the differences of the counters between two
- * reads over the time between them. Sources are the ip=* policy's per-source
- * buckets at XDP/TC, ranked by how much of their fullest tier they use now,
+ * reads over the time between them. Sources are the ip=* policy's buckets at
+ * XDP/TC, one per unit (an address, or the prefix of the policy's length it
+ * is in), ranked by how much of their fullest tier they use now,
  * the clients nginx refused for an escalating policy during the last
  * interval (read from the shm's offender ring, which top never writes), and
  * the keys of per-key nginx policies ranked as the sources are.
@@ -21,6 +22,7 @@
 
 #include "fc_cli.h"
 #include "fc_duration.h"
+#include "fc_escape.h"
 #include "fc_rows_json.h"
 #include "fc_shm_state.h"
 #include "fc_stats.h"
@@ -69,6 +71,7 @@ struct fc_top_policy {
 
 struct fc_top_source {
 	uint8_t family;
+	uint8_t plen; /* an ip=* unit's prefix length; 0: the address alone */
 	uint8_t addr[16];
 	uint32_t policy;
 	double value; /* a bucket's use (0..1), or refusals per second */
@@ -159,8 +162,9 @@ static struct fc_top_policy *fc_top_policies(const struct fc_top_sample *prev, c
 	return v;
 }
 
-/* The ip=* policy's live buckets of one family that use anything now. */
-static size_t fc_top_scan(int fd, uint8_t family, const struct fc_policy *pol, uint32_t gen, uint64_t now,
+/* The ip=* policy's live buckets of one family that use anything now,
+ * each its unit (of host bits cleared). */
+static size_t fc_top_scan(int fd, uint8_t family, uint8_t host, const struct fc_policy *pol, uint32_t gen, uint64_t now,
 			  struct fc_top_source *out, size_t n, size_t max)
 {
 	static struct fc_addr6 keys[FC_TOP_BATCH];
@@ -186,6 +190,7 @@ static size_t fc_top_scan(int fd, uint8_t family, const struct fc_policy *pol, u
 				continue;
 			memset(&out[n], 0, sizeof(out[n]));
 			out[n].family = family;
+			out[n].plen = host ? (uint8_t)((family == 4 ? 32 : 128) - host) : 0;
 			memcpy(out[n].addr, (const uint8_t *)keys + i * klen, klen);
 			out[n].policy = pol->id;
 			out[n].value = use;
@@ -208,8 +213,8 @@ static size_t fc_top_sources(struct fc_top *top, struct fc_err *err)
 	if (fc_config_read(&m, &cfg, err) == 0 && cfg.star_slot &&
 	    !bpf_map_lookup_elem(m.policies, &cfg.star_slot, &pol)) {
 		now = fc_utc_ns();
-		n = fc_top_scan(m.src4, 4, &pol, cfg.star_gen, now, top->src, 0, FC_MAX_SOURCES);
-		n = fc_top_scan(m.src6, 6, &pol, cfg.star_gen, now, top->src, n, FC_MAX_SOURCES);
+		n = fc_top_scan(m.src4, 4, cfg.star_host4, &pol, cfg.star_gen, now, top->src, 0, FC_MAX_SOURCES);
+		n = fc_top_scan(m.src6, 6, cfg.star_host6, &pol, cfg.star_gen, now, top->src, n, FC_MAX_SOURCES);
 	}
 	fc_maps_close(&m);
 	qsort(top->src, n, sizeof(*top->src), fc_top_source_cmp);
@@ -269,15 +274,20 @@ static struct fc_top_source *fc_top_refused(const struct fc_top *top, uint64_t f
 	return out;
 }
 
+/* A source as text: its address, or its ip=* unit ("2001:db8:1:2::/64"). */
+#define FC_SOURCE_STRLEN (INET6_ADDRSTRLEN + 4)
 static void fc_addr_format(const struct fc_top_source *s, char *buf, size_t len)
 {
-	inet_ntop(s->family == 4 ? AF_INET : AF_INET6, s->addr, buf, (socklen_t)len);
+	if (!inet_ntop(s->family == 4 ? AF_INET : AF_INET6, s->addr, buf, (socklen_t)len))
+		buf[0] = '\0';
+	if (s->plen)
+		snprintf(buf + strlen(buf), len - strlen(buf), "/%u", s->plen);
 }
 
 static json_t *fc_top_sources_json(const struct fc_top_source *v, size_t n, const char *key)
 {
 	json_t *a = json_array();
-	char addr[INET6_ADDRSTRLEN];
+	char addr[FC_SOURCE_STRLEN];
 	size_t i;
 
 	for (i = 0; a && i < n; i++) {
@@ -307,21 +317,41 @@ static void fc_top_print_json(const struct fc_top *top, const struct fc_top_samp
 						      "action", fc_action_name(p->action), "passed_per_s", pol[i].passed,
 						      "denied_per_s", pol[i].denied, "delayed_per_s", pol[i].delayed));
 	}
-	doc = json_pack("{s:s, s:f, s:{s:f, s:f, s:f, s:f}, s:{s:I, s:I, s:I}, s:o, s:o, s:o, s:o}", "time", stamp,
-			"interval", dt, "xdp", "passed_per_s",
+	doc = json_pack("{s:s, s:f, s:{s:f, s:f, s:f}, s:{s:f, s:f, s:f, s:f}, s:{s:I, s:I, s:I}, s:o, s:o, s:o, s:o}",
+			"time", stamp, "interval", dt, "nginx", "banned_uid_per_s",
+			fc_rate(cur->a.nginx_banned_uid, prev->a.nginx_banned_uid, dt), "banned_address_per_s",
+			fc_rate(cur->a.nginx_banned_addr, prev->a.nginx_banned_addr, dt), "allowed_per_s",
+			fc_rate(cur->a.nginx_allowed, prev->a.nginx_allowed, dt), "xdp", "passed_per_s",
 			fc_rate(cur->a.s.passed.packets, prev->a.s.passed.packets, dt), "dropped_exact_per_s",
-			fc_rate(cur->a.s.drop_exact.packets, prev->a.s.drop_exact.packets, dt),
-			"dropped_prefix_per_s", fc_rate(cur->a.s.drop_prefix.packets, prev->a.s.drop_prefix.packets, dt),
-			"dropped_limit_per_s", fc_rate(cur->a.s.drop_limit.packets, prev->a.s.drop_limit.packets, dt),
-			"bans", "addresses", (json_int_t)cur->a.bans.addresses, "escalated",
-			(json_int_t)cur->a.bans.escalated, "uids", (json_int_t)cur->a.bans.uids, "policies", pols,
-			"sources", fc_top_sources_json(src, ns < top->rows ? ns : top->rows, "used"), "refused",
-			fc_top_sources_json(ref, nr < top->rows ? nr : top->rows, "per_s"), "keys", fc_key_uses_to_json(top->keys, top->nkeys));
+			fc_rate(cur->a.s.drop_exact.packets, prev->a.s.drop_exact.packets, dt), "dropped_prefix_per_s",
+			fc_rate(cur->a.s.drop_prefix.packets, prev->a.s.drop_prefix.packets, dt), "dropped_limit_per_s",
+			fc_rate(cur->a.s.drop_limit.packets, prev->a.s.drop_limit.packets, dt), "bans", "addresses",
+			(json_int_t)cur->a.bans.addresses, "escalated", (json_int_t)cur->a.bans.escalated, "uids",
+			(json_int_t)cur->a.bans.uids, "policies", pols, "sources",
+			fc_top_sources_json(src, ns < top->rows ? ns : top->rows, "used"), "refused",
+			fc_top_sources_json(ref, nr < top->rows ? nr : top->rows, "per_s"), "keys",
+			fc_key_uses_to_json(top->keys, top->nkeys));
 	if (doc) {
 		json_dumpf(doc, stdout, JSON_COMPACT);
 		json_decref(doc);
 	}
 	putchar('\n');
+}
+
+/* The length of the longest prefix of escaped text (fc_escape's) of at
+ * most max bytes that cuts no escape and no character. */
+static size_t fc_top_value_cut(const char *text, size_t max)
+{
+	size_t n = 0, step;
+	unsigned char c, lo, hi;
+
+	for (; text[n]; n += step) {
+		c = (unsigned char)text[n];
+		step = c == '\\' ? (text[n + 1] == 'x' ? 4 : 2) : fc_utf8_lead(c, &lo, &hi);
+		if (!step || n + step > max)
+			break;
+	}
+	return n;
 }
 
 static void fc_top_print_text(const struct fc_top *top, const struct fc_top_sample *prev,
@@ -330,7 +360,7 @@ static void fc_top_print_text(const struct fc_top *top, const struct fc_top_samp
 {
 	const struct fc_stats *s = &cur->a.s, *o = &prev->a.s;
 	double dt = cur->t - prev->t;
-	char stamp[FC_TIME_STRLEN], match[FC_MATCH_LEN], addr[INET6_ADDRSTRLEN];
+	char stamp[FC_TIME_STRLEN], match[FC_MATCH_LEN], addr[FC_SOURCE_STRLEN];
 	size_t i;
 
 	fc_time_format((int64_t)time(NULL), stamp);
@@ -342,6 +372,10 @@ static void fc_top_print_text(const struct fc_top *top, const struct fc_top_samp
 	       fc_rate(s->passed.packets, o->passed.packets, dt), fc_rate(s->drop_exact.packets, o->drop_exact.packets, dt),
 	       fc_rate(s->drop_prefix.packets, o->drop_prefix.packets, dt),
 	       fc_rate(s->drop_limit.packets, o->drop_limit.packets, dt));
+	printf("nginx: refused/s: %.0f by a uid ban, %.0f by an address ban; %.0f allowed/s\n",
+	       fc_rate(cur->a.nginx_banned_uid, prev->a.nginx_banned_uid, dt),
+	       fc_rate(cur->a.nginx_banned_addr, prev->a.nginx_banned_addr, dt),
+	       fc_rate(cur->a.nginx_allowed, prev->a.nginx_allowed, dt));
 	printf("bans: %zu addresses (%zu escalated), %zu user ids\n\n", cur->a.bans.addresses, cur->a.bans.escalated,
 	       cur->a.bans.uids);
 	printf("%-10s %-30s %-6s %-7s %10s %10s %10s\n", "POLICY", "MATCH", "LAYER", "ACTION", "PASSED/s", "DENIED/s",
@@ -354,7 +388,7 @@ static void fc_top_print_text(const struct fc_top *top, const struct fc_top_samp
 		       fc_policy_is_l7(p) ? "nginx" : "xdp", fc_action_name(p->action), pol[i].passed, pol[i].denied,
 		       pol[i].delayed);
 	}
-	printf("\n%-40s %-10s %10s\n", "SOURCE (ip=* bucket at XDP/TC)", "POLICY", "USED");
+	printf("\n%-40s %-10s %10s\n", "SOURCE (ip=* bucket at XDP/TC, its unit)", "POLICY", "USED");
 	for (i = 0; i < ns && i < top->rows; i++) {
 		fc_addr_format(&src[i], addr, sizeof(addr));
 		printf("%-40s %-10u %9.0f%%\n", addr, src[i].policy, src[i].value * 100);
@@ -364,11 +398,22 @@ static void fc_top_print_text(const struct fc_top *top, const struct fc_top_samp
 		fc_addr_format(&ref[i], addr, sizeof(addr));
 		printf("%-40s %-10u %10.1f\n", addr, ref[i].policy, ref[i].value);
 	}
-	printf("\n%-40s %-10s %10s %10s %10s\n", "KEY (per-key nginx policies; keyed hash)", "POLICY", "USED", "PASSED",
-	       "DENIED");
-	for (i = 0; i < top->nkeys; i++)
-		printf("%016llx%24s %-10u %9.0f%% %10u %10u\n", (unsigned long long)top->keys[i].tag, "",
-		       top->keys[i].policy, top->keys[i].use * 100, top->keys[i].passed, top->keys[i].denied);
+	printf("\n%-40s %-10s %10s %10s %10s\n", "KEY (per-key nginx policies; \"value\" or hash)", "POLICY", "USED",
+	       "PASSED", "DENIED");
+	for (i = 0; i < top->nkeys; i++) {
+		const struct fc_key_use *k = &top->keys[i];
+		char key[48];
+
+		if (k->has_value) { /* up to 36 bytes of it: a longer one ends in ... */
+			size_t len = strlen(k->value), cut = fc_top_value_cut(k->value, 36);
+
+			snprintf(key, sizeof(key), "\"%.*s%s", (int)cut, k->value,
+				 cut < len || k->value_cut ? "\"..." : "\"");
+		} else {
+			snprintf(key, sizeof(key), "%016llx", (unsigned long long)k->tag);
+		}
+		printf("%-40s %-10u %9.0f%% %10u %10u\n", key, k->policy, k->use * 100, k->passed, k->denied);
+	}
 	if (!top->tty)
 		putchar('\n');
 }
@@ -403,8 +448,8 @@ static int fc_top_run(const struct fc_ctx *ctx0, const struct fc_cmd *cmd, int a
 	top.tty = top.tty && !top.json;
 	if (opt.rows)
 		top.rows = (size_t)opt.rows;
-	else if (top.tty && !ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) && ws.ws_row >= 19)
-		top.rows = (size_t)(ws.ws_row - 15) / 4; /* four tables and their headings */
+	else if (top.tty && !ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) && ws.ws_row >= 20)
+		top.rows = (size_t)(ws.ws_row - 16) / 4; /* four tables and their headings */
 	else
 		top.rows = 10;
 	top.src = calloc(FC_MAX_SOURCES, sizeof(*top.src));
@@ -469,11 +514,15 @@ const struct fc_cmd fc_cmd_top = {
 	.max_args = 0,
 	.summary = "Show the busiest policies and sources, refreshed every second.",
 	.details = "Policies are ranked by what they passed, denied and delayed per second since the last\n"
-		   "refresh (packets at XDP/TC, requests in nginx). Sources: the ip=* policy's per-source\n"
-		   "buckets at XDP/TC ranked by how much of their fullest tier they use now (100% = at the\n"
-		   "limit), and the clients nginx refused for an escalating policy in the last interval.\n"
-		   "Keys: those of per-key nginx policies (DIM=*), ranked the same way; the key table\n"
-		   "holds a keyed hash of each key, not its value ('freqctl keys ID' lists one policy's).\n"
+		   "refresh (packets at XDP/TC, requests in nginx). Sources: the ip=* policy's buckets at\n"
+		   "XDP/TC, one per unit (an IPv4 address and an IPv6 /64 by default, shown as 2001:db8::/64),\n"
+		   "ranked by how much of their fullest tier they use now (100% = at the limit), and the\n"
+		   "clients nginx refused for an escalating policy in the last interval.\n"
+		   "Keys: those of per-key nginx policies (DIM=*; ip=*'s is the client's unit, one key\n"
+		   "for the addresses of a /64), ranked the same way, each by its value (escaped, as\n"
+		   "freqctl keys shows it) where its policy keeps values (--show-keys), else by its keyed\n"
+		   "hash ('freqctl keys ID' lists one policy's). nginx: the requests refused per second\n"
+		   "by a uid ban and by an address ban, and let through by an allow entry.\n"
 		   "Keys and refusals are the nginx workers' account, read from a file they write.\n"
 		   "On a terminal the screen is redrawn; in a pipe each refresh is printed after the last;\n"
 		   "--json prints one object per refresh and line. Ctrl-C quits.",

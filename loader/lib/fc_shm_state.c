@@ -62,6 +62,41 @@ uint64_t fc_state_allowed(int fd)
 	return n;
 }
 
+void fc_state_banned(int fd, uint64_t *uid, uint64_t *addr)
+{
+	struct fc_shm_state_header h;
+
+	fc_state_pread(fd, &h, sizeof(h), 0);
+	*uid = h.banned_uid;
+	*addr = h.banned_addr;
+}
+
+void fc_state_vals(int fd, struct fc_shm_val *out)
+{
+	struct fc_shm_val *again = malloc(FC_SHM_VALS * sizeof(*again));
+	size_t i;
+
+	fc_state_pread(fd, out, FC_SHM_VALS * sizeof(*out), FC_STATE_VALS_OFF);
+	if (again)
+		fc_state_pread(fd, again, FC_SHM_VALS * sizeof(*again), FC_STATE_VALS_OFF);
+	for (i = 0; i < FC_SHM_VALS; i++)
+		if (!again || memcmp(&out[i], &again[i], sizeof(out[i])) || out[i].tag < FC_SHM_KEY_TAG_MIN ||
+		    out[i].len > FC_SHM_VAL_MAX || !out[i].slot || out[i].slot >= FC_SHM_SLOTS)
+			memset(&out[i], 0, sizeof(out[i]));
+	free(again);
+}
+
+const struct fc_shm_val *fc_state_val_of(const struct fc_shm_val *vals, uint64_t tag, uint32_t slot, uint32_t epoch)
+{
+	const struct fc_shm_val *set = vals + fc_shm_val_set(tag);
+	int i;
+
+	for (i = 0; i < FC_SHM_VAL_WAYS; i++)
+		if (set[i].tag == tag && set[i].slot == slot && set[i].epoch == epoch && tag >= FC_SHM_KEY_TAG_MIN)
+			return &set[i];
+	return NULL;
+}
+
 void fc_state_ring_read(int fd, uint64_t from, size_t n, struct fc_shm_ring_entry *out)
 {
 	size_t first, at;

@@ -27,6 +27,8 @@ void fc_state_slots(int fd, struct fc_shm_slot *out, size_t n);
 uint64_t fc_state_ring_head(int fd);
 /* The workers' count of requests an allow entry let through (as written). */
 uint64_t fc_state_allowed(int fd);
+/* The workers' counts of requests a uid ban and an address ban refused. */
+void fc_state_banned(int fd, uint64_t *uid, uint64_t *addr);
 
 /* Reads n ring entries from index from (wrapping) into out; what the file
  * does not hold reads as zeros, i.e. as entries not written yet. */
@@ -44,6 +46,17 @@ int fc_state_keys_each(int fd, uint64_t from_tag, void (*each)(const struct fc_s
  * kept, only its keyed hash (tag). */
 int fc_state_keys_of(const char *shm_path, uint32_t slot, uint32_t epoch, struct fc_shm_key **out, size_t *n,
 		     struct fc_err *err);
+
+/* The value table (--show-keys), into out (FC_SHM_VALS entries): read
+ * twice, an entry kept only where both reads agree and it is whole (a key's
+ * tag, a length within bounds, a policy slot), every other read as never
+ * used. What it keeps is still the workers' say-so. */
+void fc_state_vals(int fd, struct fc_shm_val *out);
+
+/* The value in vals (from fc_state_vals) of key tag of the policy in slot
+ * with epoch, or NULL. A key the key table no longer holds may have one
+ * left: look up only the tags of keys just read there. */
+const struct fc_shm_val *fc_state_val_of(const struct fc_shm_val *vals, uint64_t tag, uint32_t slot, uint32_t epoch);
 
 /* Counts each policy's live keys in the key table (an entry its policy
  * still owns, not idle at now, UTC ns) and writes the counts into the

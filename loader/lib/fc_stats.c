@@ -225,6 +225,7 @@ int fc_stats_gather(const struct fc_ctx *ctx, struct fc_stats_all *a, struct fc_
 	/* The workers' counters: their word, read as it is (no shm yet: zeros). */
 	if ((fd = fc_state_open(ctx->shm_path, &shm_err)) >= 0) {
 		a->nginx_allowed = fc_state_allowed(fd);
+		fc_state_banned(fd, &a->nginx_banned_uid, &a->nginx_banned_addr);
 		slots = l7 ? malloc(FC_SHM_SLOTS * sizeof(*slots)) : NULL;
 		if (slots)
 			fc_state_slots(fd, slots, FC_SHM_SLOTS);
@@ -325,6 +326,20 @@ void fc_key_view(const struct fc_policy_row *row, const struct fc_enforced *e, c
 	v->inflight = v->capped ? k->state[w] : 0;
 }
 
+bool fc_key_value(const struct fc_policy_row *row, const struct fc_enforced *e, const struct fc_shm_val *vals,
+		  uint64_t tag, char *out, bool *cut)
+{
+	const struct fc_shm_val *v;
+
+	*out = '\0';
+	*cut = false;
+	if (!e->show_keys || !vals || !(v = fc_state_val_of(vals, tag, row->slot, row->epoch)))
+		return false;
+	fc_escape(v->value, v->len, out, FC_KEY_VALUE_LEN);
+	*cut = v->flags & FC_SHM_VAL_CUT;
+	return true;
+}
+
 struct fc_busiest {
 	const struct fc_policy *pol; /* compiled, by slot: FC_SHM_SLOTS entries */
 	uint64_t now;
@@ -353,6 +368,29 @@ static void fc_busiest_one(const struct fc_shm_key *e, void *arg)
 	for (; i && b->out[i - 1].use < k.use; i--)
 		b->out[i] = b->out[i - 1];
 	b->out[i] = k;
+}
+
+/* The values of keys k[0..n) whose policies keep them, from the value
+ * table of the state file fd (out of memory: none). */
+static void fc_busiest_values(int fd, const struct fc_stats_all *a, struct fc_key_use *k, size_t n)
+{
+	struct fc_shm_val *vals = NULL;
+	size_t i, j;
+
+	for (i = 0; i < n; i++) {
+		for (j = 0; j < a->n && a->ps[j].row->spec.id != k[i].policy; j++)
+			;
+		if (j == a->n || !a->ps[j].enforced.show_keys)
+			continue;
+		if (!vals) { /* read once, when a key first needs it */
+			if (!(vals = malloc(FC_SHM_VALS * sizeof(*vals))))
+				return;
+			fc_state_vals(fd, vals);
+		}
+		k[i].has_value =
+			fc_key_value(a->ps[j].row, &a->ps[j].enforced, vals, k[i].tag, k[i].value, &k[i].value_cut);
+	}
+	free(vals);
 }
 
 int fc_stats_busiest_keys(const struct fc_ctx *ctx, const struct fc_stats_all *a, uint64_t now,
@@ -384,6 +422,7 @@ int fc_stats_busiest_keys(const struct fc_ctx *ctx, const struct fc_stats_all *a
 	if (fc_state_keys_each(fd, FC_SHM_KEY_TAG_MIN, fc_busiest_one, &b, err) < 0)
 		goto out;
 	*n = b.n;
+	fc_busiest_values(fd, a, out, b.n);
 	rc = 0;
 out:
 	close(fd);
@@ -412,6 +451,11 @@ int fc_stats_write_prometheus(const struct fc_ctx *ctx, FILE *f, struct fc_err *
 	if (fc_stats_gather(ctx, &a, err) < 0)
 		return -1;
 	fc_stats_prometheus(f, &a.s, a.ps, a.n, a.nginx_allowed);
+	fprintf(f,
+		"# HELP freqctl_nginx_banned_total Requests nginx refused because a ban covers their uid or address.\n"
+		"# TYPE freqctl_nginx_banned_total counter\nfreqctl_nginx_banned_total{kind=\"uid\"} %llu\n"
+		"freqctl_nginx_banned_total{kind=\"address\"} %llu\n",
+		(unsigned long long)a.nginx_banned_uid, (unsigned long long)a.nginx_banned_addr);
 	fprintf(f, "# HELP freqctl_bans Live bans in the store, by kind and reason.\n# TYPE freqctl_bans gauge\n"
 		   "freqctl_bans{kind=\"address\",reason=\"by_hand\"} %zu\n"
 		   "freqctl_bans{kind=\"address\",reason=\"escalated\"} %zu\n"

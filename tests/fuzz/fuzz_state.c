@@ -11,20 +11,27 @@
  * policy asked for, the busiest at most as many as asked, most used first,
  * each used 0 to 1, and freqctl keys' view of each (a policy with a
  * concurrency cap: its requests in flight are the word past its rates; no
- * rate admits more than its burst).
+ * rate admits more than its burst); the value table's reader keeps only
+ * whole entries, and a key's value as shown (keys, top, the console) is
+ * printable UTF-8 within its bounds that says exactly what the bytes were.
  *
  * An input is chunks of [u8 what][u32 offset][u16 len][len bytes]: what 0
  * writes the file at offset, 1 truncates it to offset, 2 lets the agent
  * read the ring (offset: the seconds since the start, and room), 3 writes
- * the ring at offset from its start (seeds outlive a change of layout).
+ * the ring at offset from its start, 4 the value table at offset from its
+ * start (seeds outlive a change of layout); 8 escapes its bytes as a key's
+ * value is shown, into offset's bytes of room.
  */
+#include <ctype.h>
 #include <fcntl.h>
+#include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "fc_escalate.h"
+#include "fc_escape.h"
 #include "fc_fuzz.h"
 #include "fc_policy.h"
 #include "fc_shm_state.h"
@@ -66,11 +73,90 @@ static void fc_check_bans(const struct fc_ban_row *b, size_t n)
 	}
 }
 
+/* The bytes text (fc_escape's) says, into out; their count, or -1 if
+ * text is not one of its outputs: printable ASCII, '\\' only before '\\',
+ * '"' or "xNN", '"' only after one, UTF-8 that a JSON string takes. */
+static long fc_unescape(const char *text, uint8_t *out)
+{
+	const unsigned char *p = (const unsigned char *)text;
+	unsigned int b;
+	json_t *j = json_string(text);
+	long n = 0;
+
+	if (!j)
+		return -1; /* not UTF-8 */
+	json_decref(j);
+	for (; *p; p++) {
+		if (*p < 0x20 || *p == 0x7f || *p == '"')
+			return -1;
+		if (*p != '\\') {
+			out[n++] = *p;
+			continue;
+		}
+		if (p[1] == '\\' || p[1] == '"') {
+			out[n++] = *++p;
+		} else if (p[1] == 'x' && sscanf((const char *)p + 2, "%2x", &b) == 1 && isxdigit(p[2]) &&
+			   isxdigit(p[3])) {
+			out[n++] = (uint8_t)b;
+			p += 3;
+		} else {
+			return -1;
+		}
+	}
+	return n;
+}
+
+/* fc_escape of len bytes at v into cap bytes of room: a prefix of them,
+ * whole if there is room for all, in text fc_unescape reads back. */
+static void fc_check_escape(const uint8_t *v, size_t len, size_t cap)
+{
+	static char text[FC_ESCAPED_LEN(65536)];
+	static uint8_t back[65536];
+	size_t n;
+	long m;
+
+	if (cap > sizeof(text))
+		cap = sizeof(text);
+	n = fc_escape(v, len, text, cap);
+	if (cap && (n >= cap || strlen(text) != n))
+		fc_fuzz_fail("escaped into %zu bytes of %zu room", n, cap);
+	if (!cap)
+		return;
+	m = fc_unescape(text, back);
+	if (m < 0 || (size_t)m > len || memcmp(back, v, (size_t)m) || (cap >= FC_ESCAPED_LEN(len) && (size_t)m != len))
+		fc_fuzz_fail("escaped %zu bytes into \"%s\", which says %ld of them", len, text, m);
+}
+
+/* The value table as root reads it, and each value as keys, top and the
+ * console show it. */
+static void fc_check_vals(int fd)
+{
+	static struct fc_shm_val vals[FC_SHM_VALS];
+	struct fc_enforced e;
+	char text[FC_KEY_VALUE_LEN];
+	size_t i;
+	bool cut;
+
+	fc_policy_enforced(&krows[0], &(struct fc_node_ctx){ .weight = 1, .ncpus = 1, .tick_ns = 1 }, &e);
+	fc_state_vals(fd, vals);
+	for (i = 0; i < FC_SHM_VALS; i++) {
+		if (!vals[i].tag)
+			continue;
+		if (vals[i].tag < FC_SHM_KEY_TAG_MIN || vals[i].len > FC_SHM_VAL_MAX || !vals[i].slot ||
+		    vals[i].slot >= FC_SHM_SLOTS)
+			fc_fuzz_fail("value entry %zu kept: tag %llx, %u bytes, slot %u", i, (unsigned long long)vals[i].tag,
+				     vals[i].len, vals[i].slot);
+		if (vals[i].slot == krows[0].slot && fc_key_value(&krows[0], &e, vals, vals[i].tag, text, &cut))
+			fc_check_escape(vals[i].value, vals[i].len, FC_KEY_VALUE_LEN);
+	}
+}
+
 static void fc_check_keys(void)
 {
 	struct fc_policy_stats ps[2] = { { .row = &krows[0] }, { .row = &krows[1] } };
 	struct fc_stats_all a = { .ps = ps, .n = 2, .node = fc_node_here(1) };
 	struct fc_key_use top[4];
+	uint8_t buf[FC_KEY_VALUE_LEN];
 	struct fc_shm_key *keys;
 	struct fc_err err;
 	size_t n, i;
@@ -85,6 +171,9 @@ static void fc_check_keys(void)
 				fc_fuzz_fail("busiest key %zu used %g, after %g", i, top[i].use, i ? top[i - 1].use : 1.0);
 			if (top[i].policy != krows[0].spec.id && top[i].policy != krows[1].spec.id)
 				fc_fuzz_fail("a busiest key of policy %u, which is not per-key", top[i].policy);
+			if (top[i].has_value && (top[i].policy != krows[0].spec.id || fc_unescape(top[i].value, buf) < 0 ||
+						 fc_unescape(top[i].value, buf) > FC_SHM_VAL_MAX))
+				fc_fuzz_fail("busiest key %zu of policy %u shown as \"%s\"", i, top[i].policy, top[i].value);
 		}
 	}
 	if (fc_state_keys_of(fc_fuzz_ctx()->shm_path, krows[0].slot, krows[0].epoch, &keys, &n, &err) == 0) {
@@ -132,7 +221,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		abort();
 	fc_esc_attach(&e, &src);
 	while (fc_fuzz_next_chunk(&in, &c)) {
-		if (c.what % 4 == 0 || c.what % 4 == 3) {
+		if (c.what == 4) {
+			if (pwrite(wfd, c.p, c.len, (off_t)(FC_STATE_VALS_OFF + c.off % (FC_SHM_VALS * sizeof(struct fc_shm_val))))
+			    < 0)
+				abort();
+		} else if (c.what == 8) {
+			fc_check_escape(c.p, c.len, c.off % (FC_ESCAPED_LEN(c.len) + 2));
+		} else if (c.what % 4 == 0 || c.what % 4 == 3) {
 			uint64_t at = c.what % 4 == 3 ? FC_STATE_RING_OFF + c.off % sizeof(struct fc_shm_ring) :
 						      c.off % (FC_FUZZ_STATE + 4096);
 
@@ -158,6 +253,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	fc_state_slots(fd, slots, FC_SHM_SLOTS);
 	fc_state_ring_read(fd, fc_state_ring_head(fd) - 8, 8, ent);
 	fc_check_keys();
+	fc_check_vals(fd);
 	fc_esc_free(&e);
 	close(fd);
 	close(wfd);
@@ -178,7 +274,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	/* Per-key policies in slots 1 and 2, as the key table names them (the
 	 * first warming up and capped: its ramp's word and its count of places
 	 * read from whatever the file holds). */
-	fc_fuzz_policy_spec(3, "uid=*", "3/s,100/m", "warmup=10s concurrency=2", &krows[0].spec);
+	fc_fuzz_policy_spec(3, "uid=*", "3/s,100/m", "warmup=10s concurrency=2 show_keys=1", &krows[0].spec);
 	fc_fuzz_policy_spec(4, "header:X-Key=*", "1/m", "algo=window", &krows[1].spec);
 	krows[0].slot = krows[0].epoch = 1;
 	krows[1].slot = 2;

@@ -2,7 +2,8 @@
 /*
  * The L7 engine's per-key policies (DIM=*): the key table under forked
  * processes and threads racing, two-choice placement, a full table, idle
- * keys, the agent's recount while workers write, and corrupt tables.
+ * keys, the agent's recount while workers write, and corrupt tables; the
+ * value table of --show-keys as workers write it and root reads it.
  */
 #include <pthread.h>
 #include <setjmp.h>
@@ -17,6 +18,7 @@
 #include <cmocka.h>
 
 #include "fc_shm_state.h"
+#include "fc_stats.h"
 #include "fc_test.h"
 #include "fc_test_l7.h"
 
@@ -324,6 +326,105 @@ static void test_keys_dense(void **state)
 	assert_int_equal(t->ix.slots[1].keys, n - t->ix.slots[1].overflowed / 2);
 }
 
+/* n requests, one from each of n clients, fmt with 1..n (twice) for the
+ * address: how many pass. */
+static int fc_passes_each(struct fc_t *t, const char *fmt, const char *rest, int n)
+{
+	char req[160], ip[64];
+	int i, passed = 0;
+
+	for (i = 1; i <= n; i++) {
+		snprintf(ip, sizeof(ip), fmt, i, i);
+		snprintf(req, sizeof(req), "ip=%s %s", ip, rest);
+		passed += fc_passes(t, req, T0, 1);
+	}
+	return passed;
+}
+
+/* ip=* in nginx keys a client by its unit: an IPv6 /64 or an IPv4
+ * address by default, the policy's lengths otherwise, alone or beside
+ * other dimensions; $freqctl_key names the unit. */
+static void test_keys_units(void **state)
+{
+	struct fc_t *t = *state;
+	struct fc_policy_spec p = { .id = 1, .layer = FC_LAYER_HTTP };
+	struct fc_l7_result res;
+	char key[64];
+
+	fc_policy_put(t, &p, "ip=*", "5/m");
+	p = (struct fc_policy_spec){ .id = 2 };
+	fc_policy_put(t, &p, "ip=*/24,uri=/login", "3/m");
+	fc_publish(t);
+	assert_int_equal(fc_build(t, t->base, t->size), 0);
+	assert_int_equal(fc_passes_each(t, "2001:db8:1:2:%x::%x", "uri=/", 50), 5);
+	assert_int_equal(fc_decide_key(t, "ip=2001:db8:1:2:ffff::77 uri=/", T0, &res, key, sizeof(key)),
+			 FC_L7_REJECTED);
+	assert_int_equal(res.key_len, strlen("2001:db8:1:2::/64"));
+	assert_memory_equal(key, "2001:db8:1:2::/64", res.key_len);
+	assert_int_equal(fc_passes_each(t, "2001:db8:1:3:%x::%x", "uri=/", 50), 5);
+	assert_int_equal(fc_passes(t, "ip=198.18.7.1 uri=/", T0, 8), 5);
+	assert_int_equal(fc_passes(t, "ip=198.18.7.2 uri=/", T0, 8), 5);
+	assert_int_equal(fc_decide_key(t, "ip=198.18.7.1 uri=/", T0, &res, key, sizeof(key)), FC_L7_REJECTED);
+	assert_int_equal(res.key_len, strlen("198.18.7.1"));
+	assert_memory_equal(key, "198.18.7.1", res.key_len);
+	/* ip=* per /24 on /login, beside ip=* per address. */
+	assert_int_equal(fc_passes_each(t, "198.18.8.%d", "uri=/login", 50), 3);
+	assert_int_equal(fc_decide_key(t, "ip=198.18.8.99 uri=/login", T0, &res, key, sizeof(key)), FC_L7_REJECTED);
+	assert_int_equal(res.key_len, strlen("198.18.8.0/24"));
+	assert_memory_equal(key, "198.18.8.0/24", res.key_len);
+	assert_int_equal(fc_passes_each(t, "198.18.9.%d", "uri=/login", 50), 3);
+	/* Per address again: the /64's 50 addresses, 50 buckets. */
+	p = (struct fc_policy_spec){ .id = 1, .layer = FC_LAYER_HTTP };
+	fc_policy_put(t, &p, "ip=*/32/128", "5/m");
+	fc_publish(t);
+	assert_int_equal(fc_build(t, t->base, t->size), 0);
+	assert_int_equal(fc_passes_each(t, "2001:db8:1:2:%x::%x", "uri=/", 50), 50);
+	assert_int_equal(fc_decide_key(t, "ip=2001:db8:1:2::1 uri=/", T0, &res, key, sizeof(key)), FC_L7_PASS);
+	assert_int_equal(res.key_len, strlen("2001:db8:1:2::1"));
+}
+
+/* n requests at now, one from each of n clients (fmt as above): how many
+ * went to the policy's overflow bucket. */
+static int fc_overflowed_each(struct fc_t *t, const char *fmt, int n, uint64_t now)
+{
+	struct fc_l7_result res;
+	char req[160], ip[64];
+	int i, over = 0;
+
+	for (i = 1; i <= n; i++) {
+		snprintf(ip, sizeof(ip), fmt, i, i);
+		snprintf(req, sizeof(req), "ip=%s uri=/", ip);
+		fc_decide(t, req, now, &res);
+		over += res.overflow;
+	}
+	return over;
+}
+
+/* --new-keys counts an ip=* policy's units in nginx, as --new-sources does
+ * at XDP/TC: 50 addresses of one /64 are one new key, 50 /64s are 50, past
+ * the cap the overflow bucket's. */
+static void test_keys_new_in_units(void **state)
+{
+	struct fc_t *t = *state;
+	struct fc_policy_spec p = { .id = 1, .layer = FC_LAYER_HTTP, .new_keys = 5 };
+
+	fc_policy_put(t, &p, "ip=*", "100/m");
+	fc_publish(t);
+	assert_int_equal(fc_build(t, t->base, t->size), 0);
+	assert_int_equal(fc_overflowed_each(t, "2001:db8:1:2:%x::%x", 50, T0), 0);
+	assert_int_equal(t->ix.slots[1].keys, 1);
+	/* 50 /64s: 4 more keys (the cap's 5 a second, a second's worth at
+	 * once), then the overflow bucket. */
+	assert_int_equal(fc_overflowed_each(t, "2001:db8:2:%x::%x", 50, T0), 46);
+	assert_int_equal(t->ix.slots[1].keys, 5);
+	/* Per address, the same 50 addresses of one /64 are 50 new keys. */
+	p = (struct fc_policy_spec){ .id = 1, .layer = FC_LAYER_HTTP, .new_keys = 5 };
+	fc_policy_put(t, &p, "ip=*/32/128", "100/m");
+	fc_publish(t);
+	assert_int_equal(fc_build(t, t->base, t->size), 0);
+	assert_int_equal(fc_overflowed_each(t, "2001:db8:7:2:%x::%x", 50, T0 + 3600 * SEC), 45);
+}
+
 /* Keys of their own; a request without the dimension is not matched; the
  * deciding key is named; a changed limit keeps the keys, a deleted policy's
  * keys are taken back by others. */
@@ -350,8 +451,8 @@ static void test_keys_basics(void **state)
 	assert_int_equal(fc_passes(t, "ip=198.18.0.1 header:x-k=v header:x-k=w", T0, 3), 1);
 	fc_decide_key(t, "ip=2001:db8::7 header:x-k=v", T0, &res, key, sizeof(key));
 	assert_int_equal(fc_decide_key(t, "ip=2001:db8::7 header:x-k=v", T0, &res, key, sizeof(key)), FC_L7_REJECTED);
-	assert_int_equal(res.key_len, strlen("2001:db8::7,v"));
-	assert_memory_equal(key, "2001:db8::7,v", res.key_len);
+	assert_int_equal(res.key_len, strlen("2001:db8::/64,v")); /* an IPv6 client's unit, its /64 */
+	assert_memory_equal(key, "2001:db8::/64,v", res.key_len);
 	/* A changed limit keeps every key; a wider one admits what it adds. */
 	fc_policy(t, 1, "uid=*,arg:api=login", "3/m", "drop", 0, 0);
 	fc_publish(t);
@@ -693,6 +794,262 @@ static void test_keys_table_size(void **state)
 	assert_int_equal(fc_state_nkeys(FC_STATE_SIZE_FOR(2ULL * FC_SHM_KEYS_MAX)), 0);
 }
 
+/* ---- the value table (--show-keys) ---- */
+
+/* The tag of policy id's one key (it must have exactly one). */
+static uint64_t fc_only_tag(struct fc_t *t, uint32_t id)
+{
+	const struct fc_l7_policy *p = fc_ix_policy(t, id);
+	struct fc_shm_key *keys;
+	struct fc_err err;
+	uint64_t tag;
+	size_t n;
+
+	assert_int_equal(fc_state_keys_of(t->shm, p->slot, p->epoch, &keys, &n, &err), 0);
+	assert_int_equal(n, 1);
+	tag = keys[0].tag;
+	free(keys);
+	return tag;
+}
+
+/* The value root reads for policy id's key tag, escaped as freqctl shows
+ * it, into out; false if none is shown. */
+static bool fc_shown_value(struct fc_t *t, uint32_t id, uint64_t tag, char *out, bool *cut)
+{
+	struct fc_policy_row row;
+	struct fc_enforced e;
+	struct fc_shm_val *vals = malloc(FC_SHM_VALS * sizeof(*vals));
+	struct fc_err err;
+	bool found, has;
+	int fd;
+
+	assert_non_null(vals);
+	assert_int_equal(fc_store_policy_get(t->st, id, &row, &found, &err), 0);
+	assert_true(found);
+	fc_policy_enforced(&row, &(struct fc_node_ctx){ .weight = 1, .ncpus = 1, .tick_ns = 1 }, &e);
+	fd = fc_state_open(t->shm, &err);
+	assert_true(fd >= 0);
+	fc_state_vals(fd, vals);
+	close(fd);
+	has = fc_key_value(&row, &e, vals, tag, out, cut);
+	free(vals);
+	return has;
+}
+
+/* Entries of the value table in use (a tag). */
+static int fc_vals_used(struct fc_t *t)
+{
+	int i, n = 0;
+
+	for (i = 0; i < (int)FC_SHM_VALS; i++)
+		n += t->ix.vals[i].tag >= FC_SHM_KEY_TAG_MIN;
+	return n;
+}
+
+/* A policy that opts in keeps a busy key's value: written at its 64th pass
+ * (none before), at a key's first refusal, cut at 64 bytes, shown escaped;
+ * a policy that does not say keeps none, a header's keys included. */
+static void test_vals_noted(void **state)
+{
+	struct fc_policy_spec a = { .id = 1, .show_keys = 1 }, b = { .id = 2 }, c = { .id = 3, .show_keys = 1 },
+			      d = { .id = 4, .show_keys = -1 }, e = { .id = 5, .show_keys = 1 };
+	struct fc_t *t = *state;
+	char v[FC_KEY_VALUE_LEN], req[160], big[101];
+	uint64_t tag;
+	bool cut;
+	int i;
+
+	fc_policy_put(t, &a, "uid=*,arg:a=1", "1000/s");
+	fc_policy_put(t, &b, "header:x-key=*", "1000/s");
+	fc_policy_put(t, &c, "arg:k=*", "2/m");
+	fc_policy_put(t, &d, "uid=*,arg:d=1", "1000/s");
+	fc_policy_put(t, &e, "arg:e=*", "1000/s");
+	fc_publish(t);
+	assert_int_equal(fc_build(t, t->base, t->size), 0);
+	assert_true(fc_ix_policy(t, 1)->show_keys);
+	assert_false(fc_ix_policy(t, 2)->show_keys);
+	assert_int_equal(fc_passes(t, "uid=alice arg:a=1 header:x-key=s3cret", T0, 63), 63);
+	assert_int_equal(fc_vals_used(t), 0);
+	tag = fc_only_tag(t, 1);
+	assert_false(fc_shown_value(t, 1, tag, v, &cut));
+	assert_int_equal(fc_passes(t, "uid=alice arg:a=1 header:x-key=s3cret", T0, 1), 1);
+	assert_int_equal(fc_vals_used(t), 1);
+	assert_true(fc_shown_value(t, 1, tag, v, &cut));
+	assert_string_equal(v, "alice");
+	assert_false(cut);
+	/* 64 requests of the header's key: its value is nowhere. */
+	assert_false(fc_shown_value(t, 2, fc_only_tag(t, 2), v, &cut));
+	for (i = 0; i < (int)FC_SHM_VALS; i++)
+		assert_null(memmem(t->ix.vals[i].value, sizeof(t->ix.vals[i].value), "s3cret", 6));
+	/* Said off: none either. */
+	assert_int_equal(fc_passes(t, "uid=dave arg:d=1", T0, 64), 64);
+	assert_int_equal(fc_vals_used(t), 1);
+	/* The first refusal. */
+	assert_int_equal(fc_passes(t, "arg:k=bob", T0, 3), 2);
+	assert_true(fc_shown_value(t, 3, fc_only_tag(t, 3), v, &cut));
+	assert_string_equal(v, "bob");
+	/* A long key is cut at 64 bytes. */
+	memset(big, 'x', 100);
+	big[100] = '\0';
+	snprintf(req, sizeof(req), "arg:e=%s", big);
+	assert_int_equal(fc_passes(t, req, T0, 64), 64);
+	assert_true(fc_shown_value(t, 5, fc_only_tag(t, 5), v, &cut));
+	assert_int_equal(strlen(v), FC_SHM_VAL_MAX);
+	assert_memory_equal(v, big, FC_SHM_VAL_MAX);
+	assert_true(cut);
+}
+
+/* Bytes a client chose, shown as what they are and nothing more: quotes
+ * and backslashes escaped, controls, DEL, C1 and bidirectional controls
+ * and what is not UTF-8 as \xNN, UTF-8 text as it is; the text is valid
+ * UTF-8 and as long as it fits without cutting an escape. */
+static void test_vals_escape(void **state)
+{
+	static const struct {
+		const char *in, *out;
+	} v[] = {
+		{ "alice", "alice" },
+		{ "a\"b\\c", "a\\\"b\\\\c" },
+		{ "\x01\n\x1b[31m\x7f", "\\x01\\x0a\\x1b[31m\\x7f" },
+		{ "jos\xc3\xa9 \xe2\x82\xac", "jos\xc3\xa9 \xe2\x82\xac" },
+		{ "\xff\xc3(\xed\xa0\x80", "\\xff\\xc3(\\xed\\xa0\\x80" },    /* not UTF-8: a lone lead, a surrogate */
+		{ "\xc2\x85x\xe2\x80\xaey", "\\xc2\\x85x\\xe2\\x80\\xaey" }, /* NEL, RIGHT-TO-LEFT OVERRIDE */
+		{ "\xf0\x9f\x98\x80\xe2\x82", "\xf0\x9f\x98\x80\\xe2\\x82" }, /* a character cut at the end */
+	};
+	char out[FC_ESCAPED_LEN(16)];
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < sizeof(v) / sizeof(v[0]); i++) {
+		assert_int_equal(fc_escape(v[i].in, strlen(v[i].in), out, sizeof(out)), strlen(v[i].out));
+		assert_string_equal(out, v[i].out);
+	}
+	/* What does not fit is left out whole. */
+	assert_int_equal(fc_escape("ab\x01", 3, out, 5), 2);
+	assert_string_equal(out, "ab");
+	assert_int_equal(fc_escape("ab\x01", 3, out, 7), 6);
+	assert_int_equal(fc_escape("\"", 1, out, 2), 0);
+	assert_int_equal(fc_escape("x", 1, out, 0), 0);
+}
+
+/* A key's set full of busier keys: its value waits. An entry not
+ * refreshed for FC_SHM_VAL_STALE seconds is taken, as is one a killed
+ * worker left busy; one a worker is writing now is not. */
+static void test_vals_set(void **state)
+{
+	struct fc_policy_spec a = { .id = 1, .show_keys = 1 };
+	struct fc_t *t = *state;
+	const struct fc_l7_policy *p;
+	struct fc_shm_val *set;
+	char v[FC_KEY_VALUE_LEN];
+	uint64_t tag;
+	bool cut;
+	int i;
+
+	fc_policy_put(t, &a, "uid=*", "1000/s");
+	fc_publish(t);
+	assert_int_equal(fc_build(t, t->base, t->size), 0);
+	p = fc_ix_policy(t, 1);
+	assert_int_equal(fc_passes(t, "uid=carol", T0, 1), 1);
+	tag = fc_only_tag(t, 1);
+	set = &t->ix.vals[fc_shm_val_set(tag)];
+	for (i = 0; i < FC_SHM_VAL_WAYS; i++)
+		set[i] = (struct fc_shm_val){ .tag = FC_SHM_KEY_TAG_MIN + 100 + (uint64_t)i, .slot = p->slot,
+					      .epoch = p->epoch, .score = 1000, .secs = (uint32_t)(T0 / SEC), .len = 1,
+					      .value = "b" };
+	assert_int_equal(fc_passes(t, "uid=carol", T0, 63), 63); /* its 64th: 64 is worth less than 1000 */
+	assert_false(fc_shown_value(t, 1, tag, v, &cut));
+	set[1].secs = (uint32_t)(T0 / SEC - FC_SHM_VAL_STALE);
+	assert_int_equal(fc_passes(t, "uid=carol", T0, 64), 64);
+	assert_int_equal(set[1].tag, tag);
+	assert_int_equal(set[1].score, 128);
+	assert_true(fc_shown_value(t, 1, tag, v, &cut));
+	assert_string_equal(v, "carol");
+	assert_memory_equal(set[1].value, "carol\0\0", 7); /* nothing of the value before */
+	for (i = 0; i < FC_SHM_VAL_WAYS; i++)
+		assert_true(i == 1 || set[i].tag == FC_SHM_KEY_TAG_MIN + 100 + (uint64_t)i);
+	/* Refreshed in place at its next 64. */
+	set[1].secs = 0;
+	assert_int_equal(fc_passes(t, "uid=carol", T0 + SEC, 64), 64);
+	assert_int_equal(set[1].secs, T0 / SEC + 1);
+	assert_int_equal(set[1].score, 192);
+	/* Being written by a worker now: not taken. */
+	set[1].tag = (T0 / SEC) | 1;
+	assert_int_equal(fc_passes(t, "uid=carol", T0 + SEC, 64), 64);
+	assert_false(fc_shown_value(t, 1, tag, v, &cut));
+	assert_int_equal(set[1].tag, (T0 / SEC) | 1);
+	/* Left busy by a worker killed long ago: taken. */
+	set[1].tag = 5;
+	assert_int_equal(fc_passes(t, "uid=carol", T0 + SEC, 64), 64);
+	assert_true(fc_shown_value(t, 1, tag, v, &cut));
+}
+
+static void fc_val_rewrite(void *arg)
+{
+	((struct fc_shm_val *)arg)->value[0] = 'X';
+}
+
+/* Root reads the value table as the workers' bytes: an entry a worker
+ * changed between its two reads is not shown (it may be half of each), and
+ * nothing out of bounds is: a length past 64, no tag, no policy slot. A
+ * key's value is found only for that key of that policy. */
+static void test_vals_hostile(void **state)
+{
+	struct fc_policy_spec a = { .id = 1, .show_keys = 1 }, b = { .id = 2, .show_keys = 1 };
+	struct fc_shm_val *vals = malloc(FC_SHM_VALS * sizeof(*vals)), *ea;
+	const struct fc_l7_policy *p1, *p2;
+	struct fc_t *t = *state;
+	uint64_t ta, tb;
+	struct fc_err err;
+	int fd, i;
+
+	assert_non_null(vals);
+	fc_policy_put(t, &a, "uid=*,arg:a=1", "1000/s");
+	fc_policy_put(t, &b, "uid=*,arg:b=1", "1000/s");
+	fc_publish(t);
+	assert_int_equal(fc_build(t, t->base, t->size), 0);
+	p1 = fc_ix_policy(t, 1);
+	p2 = fc_ix_policy(t, 2);
+	assert_int_equal(fc_passes(t, "uid=alice arg:a=1", T0, 64), 64);
+	assert_int_equal(fc_passes(t, "uid=bob arg:b=1", T0, 64), 64);
+	ta = fc_only_tag(t, 1);
+	tb = fc_only_tag(t, 2);
+	ea = (struct fc_shm_val *)fc_state_val_of(t->ix.vals, ta, p1->slot, p1->epoch);
+	assert_non_null(ea);
+	fc_pread_hook_off = (off_t)FC_STATE_VALS_OFF;
+	fc_pread_hook_arg = ea;
+	fc_pread_hook = fc_val_rewrite;
+	fd = fc_state_open(t->shm, &err);
+	assert_true(fd >= 0);
+	fc_state_vals(fd, vals);
+	assert_null(fc_pread_hook); /* it ran */
+	assert_null(fc_state_val_of(vals, ta, p1->slot, p1->epoch));
+	assert_non_null(fc_state_val_of(vals, tb, p2->slot, p2->epoch));
+	/* Settled: shown as it is now. */
+	fc_state_vals(fd, vals);
+	assert_memory_equal(fc_state_val_of(vals, ta, p1->slot, p1->epoch)->value, "Xlice", 5);
+	/* Another policy's key, or another key, finds nothing. */
+	assert_null(fc_state_val_of(vals, ta, p2->slot, p2->epoch));
+	assert_null(fc_state_val_of(vals, ta ^ 0x100, p1->slot, p1->epoch));
+	/* Out of bounds: not taken. */
+	ea->len = FC_SHM_VAL_MAX + 1;
+	fc_state_vals(fd, vals);
+	assert_null(fc_state_val_of(vals, ta, p1->slot, p1->epoch));
+	ea->len = 5;
+	ea->slot = FC_SHM_SLOTS;
+	fc_state_vals(fd, vals);
+	assert_null(fc_state_val_of(vals, ta, FC_SHM_SLOTS, p1->epoch));
+	/* Garbage everywhere: what is kept is whole. */
+	for (i = 0; i < (int)(FC_SHM_VALS * sizeof(*vals)); i++)
+		((uint8_t *)t->ix.vals)[i] = (uint8_t)(i * 131 + (i >> 7));
+	fc_state_vals(fd, vals);
+	for (i = 0; i < (int)FC_SHM_VALS; i++)
+		assert_true(!vals[i].tag || (vals[i].tag >= FC_SHM_KEY_TAG_MIN && vals[i].len <= FC_SHM_VAL_MAX &&
+					     vals[i].slot && vals[i].slot < FC_SHM_SLOTS));
+	close(fd);
+	free(vals);
+}
+
 int main(void)
 {
 #define T(f) cmocka_unit_test_setup_teardown(f, fc_setup, fc_teardown)
@@ -704,6 +1061,8 @@ int main(void)
 		T(test_keys_two_choices),
 		T(test_keys_dense),
 		T(test_keys_basics),
+		T(test_keys_units),
+		T(test_keys_new_in_units),
 		T(test_keys_kinds),
 		T(test_keys_full_and_idle),
 		T(test_keys_corrupt),
@@ -712,6 +1071,10 @@ int main(void)
 		T(test_keys_recount_race),
 		T(test_keys_recount_busy),
 		T(test_keys_table_size),
+		T(test_vals_noted),
+		T(test_vals_set),
+		T(test_vals_hostile),
+		cmocka_unit_test(test_vals_escape),
 	};
 #undef T
 

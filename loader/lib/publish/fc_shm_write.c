@@ -63,7 +63,10 @@ static int fc_shm_file(const char *path, uint64_t size, __u32 magic, mode_t mode
 	char tmp[PATH_MAX];
 	int fd = open(path, O_RDWR | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
 
-	if (fd >= 0 && fc_shm_ours(fd, size, magic, mode & S_IWGRP, gid))
+	/* Ours, but readable by others (a chmod -R): back to mode, as the
+	 * state file keeps key values (--show-keys) and the config the key
+	 * secret. */
+	if (fd >= 0 && fc_shm_ours(fd, size, magic, mode & S_IWGRP, gid) && fchmod(fd, mode) == 0)
 		return fd;
 	*made = true;
 	if (fd < 0 && errno != ENOENT && errno != ELOOP)
@@ -182,19 +185,23 @@ static int fc_blk_policy(struct fc_blk *b, const struct fc_policy_row *r, const 
 	it->ndims = (__u8)ndims;
 	it->ntiers = (__u8)p->ntiers;
 	it->delay_burst = p->delay_burst;
-	it->flags = e.k.flags | (p->escalate.n ? FC_SHM_POLICY_ESCALATE : 0) | (p->ndims ? 0 : FC_SHM_POLICY_HTTP);
+	it->flags = e.k.flags | (p->escalate.n ? FC_SHM_POLICY_ESCALATE : 0) | (p->ndims ? 0 : FC_SHM_POLICY_HTTP) |
+		    (e.show_keys ? FC_SHM_POLICY_SHOW_KEYS : 0);
 	it->max_keys = p->max_keys; /* 0: as the table holds */
 	it->new_keys = p->new_keys ? p->new_keys : FC_NEW_KEYS_DEFAULT;
 	it->concurrency = e.concurrency;
 	memcpy(it->tier, e.k.tier, sizeof(it->tier));
 	it->warmup_ms = e.k.warmup_ms;
 	d = (__u8 *)(it + 1);
-	if (p->kind == FC_MATCH_STAR) { /* ip=* in nginx: a bucket per client address */
+	if (p->kind == FC_MATCH_STAR) { /* ip=* in nginx: a bucket per client unit */
 		struct fc_shm_dim *dim = (struct fc_shm_dim *)d;
 
 		dim->kind = FC_DIM_IP;
 		dim->flags = FC_SHM_DIM_ANY;
-		d += sizeof(*dim);
+		dim->value_len = 2;
+		d[sizeof(*dim)] = e.star_len4;
+		d[sizeof(*dim) + 1] = e.star_len6;
+		d += (sizeof(*dim) + 2 + 3) & ~3u;
 	} else if (p->kind == FC_MATCH_PREFIX) {
 		struct fc_shm_dim *dim = (struct fc_shm_dim *)d;
 		size_t alen = p->ip.family == 4 ? 4 : 16;
