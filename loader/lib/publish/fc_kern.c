@@ -15,6 +15,7 @@
 #include <bpf/libbpf.h>
 
 #include "fc_kern.h"
+#include "fc_step.h"
 #include "fc_map_shapes.h"
 #include "freqctl.skel.h"
 
@@ -355,5 +356,6 @@ int fc_config_write(const struct fc_maps *m, const struct fc_config *cfg, struct
 
 	if (bpf_map_update_elem(m->config, &zero, cfg, BPF_ANY))
 		return fc_err_set(err, "map %s: %s", FC_MAP_NAME(config), strerror(errno));
+	fc_step("fc_config");
 	return 0;
 }

@@ -15,6 +15,7 @@
 #include "fc_cmp.h"
 #include "fc_enforce.h"
 #include "fc_shm_write.h"
+#include "fc_step.h"
 
 int fc_shm_state_path(const char *path, char out[PATH_MAX], struct fc_err *err)
 {
@@ -381,6 +382,7 @@ static void fc_plens_store(__u64 *words, const __u64 *plens, bool both)
 
 	for (i = 0; i < 4; i++)
 		__atomic_store_n(&words[i], (both ? words[i] : 0) | plens[i], __ATOMIC_RELEASE);
+	fc_step("shm ban lengths");
 }
 
 /* Writes the bans into the inactive table, then makes it live; unless the
@@ -398,13 +400,14 @@ static int fc_bans_publish(struct fc_shm_header *h, void *base, const struct fc_
 		digest += fc_ban_mix(&bans[i]);
 		fc_ban_plen(&bans[i], plens);
 	}
-	if (live && !force && !h->ban_dirty && h->ban_digest == digest)
+	if (live && !force && !(h->ban_gen & 1) && h->ban_digest == digest)
 		return 0;
 	/* Taken before any slot carries it: a failed write is never resumed. */
 	h->ban_stamp = stamp;
 	for (i = 0; i < n; i++)
 		if (fc_ban_put(tab, stamp, &bans[i]) < 0)
 			return fc_err_set(err, "shm: the ban table is full (%u slots)", FC_SHM_BAN_SLOTS);
+	fc_step("shm ban table (inactive)");
 	/* Readers probe the lengths of both sets while the switch happens. */
 	fc_plens_store(h->ban_plens, plens[0], true);
 	fc_plens_store(h->allow_plens, plens[1], true);
@@ -412,7 +415,9 @@ static int fc_bans_publish(struct fc_shm_header *h, void *base, const struct fc_
 	h->ban_used = (__u32)n;
 	h->ban_dead = 0;
 	__atomic_store_n(&h->ban_live, FC_SHM_BAN_LIVE(stamp, table), __ATOMIC_RELEASE);
-	__atomic_store_n(&h->ban_dirty, 0, __ATOMIC_RELEASE);
+	if (h->ban_gen & 1) /* a change in place cut short, or given up for this */
+		__atomic_store_n(&h->ban_gen, h->ban_gen + 1, __ATOMIC_RELEASE);
+	fc_step("shm ban table live");
 	fc_plens_store(h->ban_plens, plens[0], false);
 	fc_plens_store(h->allow_plens, plens[1], false);
 	*written = true;
@@ -483,11 +488,13 @@ static int fc_ban_change(struct fc_shm_header *h, struct fc_shm_ban_slot *tab, _
 		 * the writer is preempted. */
 		if (!want) {
 			__atomic_store_n(&s->family, FC_SHM_BAN_DEAD, __ATOMIC_RELEASE);
+			fc_step("shm ban lifted");
 			h->ban_dead++;
 			return 0;
 		}
 		h->ban_digest += fc_ban_mix(b);
 		__atomic_store_n(&s->expires_ns, b->expires_ns, __ATOMIC_RELEASE);
+		fc_step("shm ban expiry");
 		return 0;
 	}
 	/* A new ban: readers probe its length before they can find it. */
@@ -495,9 +502,11 @@ static int fc_ban_change(struct fc_shm_header *h, struct fc_shm_ban_slot *tab, _
 	for (k = 0; k < 4; k++)
 		if (plens[0][k] & ~h->ban_plens[k])
 			__atomic_store_n(&h->ban_plens[k], h->ban_plens[k] | plens[0][k], __ATOMIC_RELEASE);
+	fc_step("shm ban lengths");
 	h->ban_digest += fc_ban_mix(b);
 	if (s->seq == stamp) { /* a tombstone */
 		fc_ban_rewrite(s, b);
+		fc_step("shm ban (tombstone reused)");
 		h->ban_dead--;
 		return 0;
 	}
@@ -508,6 +517,7 @@ static int fc_ban_change(struct fc_shm_header *h, struct fc_shm_ban_slot *tab, _
 	s->expires_ns = b->expires_ns;
 	memcpy(s->addr, b->addr, sizeof(b->addr));
 	__atomic_store_n(&s->seq, stamp, __ATOMIC_RELEASE);
+	fc_step("shm ban added");
 	h->ban_used++;
 	return 0;
 }
@@ -515,7 +525,13 @@ static int fc_ban_change(struct fc_shm_header *h, struct fc_shm_ban_slot *tab, _
 /* Tombstones are rebuilt away once they are many, and a quarter of the table's use. */
 #define FC_BAN_DEAD_MAX 4096
 
-/* The changed bans, in the live table. 1: the table must be rebuilt. */
+/*
+ * The changed bans, in the live table: new bans and new expiries first,
+ * then the bans lifted, so that a source banned before and after (by a
+ * prefix of another length, a set in another shape) is banned at every
+ * instant between (doc/architecture.md, Publishing order). 1: the table
+ * must be rebuilt.
+ */
 static int fc_bans_change(struct fc_shm_header *h, void *base, const struct fc_delta *d)
 {
 	__u64 live = __atomic_load_n(&h->ban_live, __ATOMIC_ACQUIRE);
@@ -523,30 +539,35 @@ static int fc_bans_change(struct fc_shm_header *h, void *base, const struct fc_d
 	__u32 stamp = FC_SHM_BAN_STAMP(live);
 	size_t i, j;
 	bool want;
-	int rc = 0;
+	int rc = 0, lift;
 
-	__atomic_store_n(&h->ban_dirty, 1, __ATOMIC_RELEASE);
-	for (i = 0; i < d->nkeys && !rc; i = j) {
-		uint64_t e = 0;
+	__atomic_store_n(&h->ban_gen, (h->ban_gen + 1) | 1, __ATOMIC_RELEASE);
+	for (lift = 0; lift < 2; lift++) {
+		for (i = 0; i < d->nkeys && !rc; i = j) {
+			uint64_t e = 0;
 
-		for (want = false, j = i; j < d->nkeys && !memcmp(&d->keys[j].p, &d->keys[i].p, sizeof(d->keys[i].p)); j++) {
-			uint64_t k = d->keys[j].src ? 0 : fc_expiry_ns(d->keys[j].expires);
+			for (want = false, j = i;
+			     j < d->nkeys && !memcmp(&d->keys[j].p, &d->keys[i].p, sizeof(d->keys[i].p)); j++) {
+				uint64_t k = d->keys[j].src ? 0 : fc_expiry_ns(d->keys[j].expires);
 
-			if (d->keys[j].src < 0)
-				continue;
-			e = !want || (e && (!k || k > e)) ? k : e;
-			want = true;
+				if (d->keys[j].src < 0)
+					continue;
+				e = !want || (e && (!k || k > e)) ? k : e;
+				want = true;
+			}
+			fc_ban_slot_ip(&b, &d->keys[i].p, e);
+			if (want == !lift)
+				rc = fc_ban_change(h, tab, stamp, &b, want);
 		}
-		fc_ban_slot_ip(&b, &d->keys[i].p, e);
-		rc = fc_ban_change(h, tab, stamp, &b, want);
-	}
-	for (i = 0; i < d->nuids && !rc; i++) {
-		fc_ban_slot_uid(&b, h->key_secret, d->uids[i].uid, fc_expiry_ns(d->uids[i].expires));
-		rc = fc_ban_change(h, tab, stamp, &b, d->uids[i].live);
+		for (i = 0; i < d->nuids && !rc; i++) {
+			fc_ban_slot_uid(&b, h->key_secret, d->uids[i].uid, fc_expiry_ns(d->uids[i].expires));
+			if (d->uids[i].live == !lift)
+				rc = fc_ban_change(h, tab, stamp, &b, d->uids[i].live);
+		}
 	}
 	if (rc || (h->ban_dead >= FC_BAN_DEAD_MAX && h->ban_dead * 4 > h->ban_used))
-		return 1; /* dirty: the rebuild rewrites it all */
-	__atomic_store_n(&h->ban_dirty, 0, __ATOMIC_RELEASE);
+		return 1; /* left odd: the rebuild rewrites it all */
+	__atomic_store_n(&h->ban_gen, h->ban_gen + 1, __ATOMIC_RELEASE);
 	return 0;
 }
 
@@ -568,6 +589,7 @@ static int fc_slot_claim(int state_fd, const struct fc_policy_row *r, struct fc_
 	    pwrite(state_fd, zero, sizeof(struct fc_shm_slot), off) != sizeof(struct fc_shm_slot) ||
 	    pwrite(state_fd, &owner, sizeof(owner), off + (off_t)offsetof(struct fc_shm_slot, owner)) != sizeof(owner))
 		return fc_err_set(err, "shm state: slot %u: %s", r->slot, strerror(errno));
+	fc_step("shm state slot");
 	return 0;
 }
 
@@ -654,6 +676,7 @@ static void fc_blk_switch(const struct fc_shm_map *sm, struct fc_shm_result *res
 	__atomic_store_n(&h->active, h->init ? !h->active : 0, __ATOMIC_RELEASE);
 	__atomic_store_n(&h->seq, h->seq + 1, __ATOMIC_RELEASE);
 	__atomic_store_n(&h->init, 1, __ATOMIC_RELEASE);
+	fc_step("shm config block live");
 	res->published = true;
 	res->seq = h->seq;
 }
@@ -987,7 +1010,7 @@ int fc_shm_publish_delta(const char *path, const char *group, uint32_t keys, str
 	if (fc_shm_map(path, group, keys, &sm, err) < 0)
 		return -1;
 	res->seq = sm.h->seq;
-	if (sm.made || !sm.h->init || !sm.h->ban_live || sm.h->ban_dirty || sm.h->store_id != store_id ||
+	if (sm.made || !sm.h->init || !sm.h->ban_live || (sm.h->ban_gen & 1) || sm.h->store_id != store_id ||
 	    sm.h->store_seq != from) {
 		rc = 1; /* nothing known to build on */
 		goto out;
