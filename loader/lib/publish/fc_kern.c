@@ -156,6 +156,18 @@ static void fc_map_diff(const struct bpf_map_info *have, const struct fc_map_sha
 		snprintf(buf, size, "%u entries, not %u", have->max_entries, want->max_entries);
 }
 
+int fc_map_shape_diff(int fd, int i, char *diff, size_t size)
+{
+	struct bpf_map_info info;
+	__u32 len = sizeof(info);
+
+	memset(&info, 0, sizeof(info));
+	if (bpf_obj_get_info_by_fd(fd, &info, &len))
+		return -1;
+	fc_map_diff(&info, &fc_map_shapes[i], diff, size);
+	return 0;
+}
+
 /*
  * Opens the maps pinned under pin_dir into m (those that are; the others'
  * fds -1) and checks each has the shape this freqctl's BPF object gives it.
@@ -165,11 +177,9 @@ static void fc_map_diff(const struct bpf_map_info *have, const struct fc_map_sha
  */
 static int fc_maps_get(const char *pin_dir, struct fc_maps *m, struct fc_err *err)
 {
-	struct bpf_map_info info;
 	char path[PATH_MAX], diff[96];
 	int missing = 0;
 	size_t i;
-	__u32 len;
 
 	for (i = 0; i < FC_NMAPS; i++) {
 		snprintf(path, sizeof(path), "%s/%s", pin_dir, fc_map_names[i]);
@@ -181,11 +191,8 @@ static int fc_maps_get(const char *pin_dir, struct fc_maps *m, struct fc_err *er
 				fc_err_set(err, "pinned map %s: %s", path, strerror(errno));
 			continue;
 		}
-		memset(&info, 0, sizeof(info));
-		len = sizeof(info);
-		if (bpf_obj_get_info_by_fd(m->fd[i], &info, &len))
+		if (fc_map_shape_diff(m->fd[i], (int)i, diff, sizeof(diff)) < 0)
 			return fc_err_set(err, "pinned map %s: %s", path, strerror(errno));
-		fc_map_diff(&info, &fc_map_shapes[i], diff, sizeof(diff));
 		if (diff[0])
 			return fc_err_set(err,
 					  "pinned map %s: %s: another version's pins. Detach freqctl ('freqctl "
@@ -256,6 +263,17 @@ int fc_maps_open_existing(const char *pin_dir, struct fc_maps *m, struct fc_err 
 	if (missing)
 		fc_maps_close(m);
 	return missing > 0 ? 1 : missing; /* 1: nothing published here yet */
+}
+
+int fc_maps_open_pinned(const char *pin_dir, struct fc_maps *m, struct fc_err *err)
+{
+	int missing;
+
+	fc_maps_init(m);
+	missing = fc_maps_get(pin_dir, m, err);
+	if (missing < 0)
+		fc_maps_close(m);
+	return missing;
 }
 
 void fc_maps_close(struct fc_maps *m)

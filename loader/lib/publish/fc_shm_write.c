@@ -960,3 +960,20 @@ void fc_shm_marked(const char *path, uint64_t *store_id, uint64_t *seq)
 	*store_id = mark[0];
 	*seq = mark[1];
 }
+
+bool fc_shm_published(const char *path, uint64_t *store_id, uint64_t *seq)
+{
+	struct fc_shm_header h;
+	struct stat sb;
+	bool live;
+	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+
+	live = fd >= 0 && fstat(fd, &sb) == 0 && S_ISREG(sb.st_mode) && sb.st_size == (off_t)FC_SHM_SIZE &&
+	       pread(fd, &h, sizeof(h), 0) == (ssize_t)sizeof(h) && h.magic == FC_SHM_MAGIC &&
+	       h.version == FC_SHM_VERSION && h.init;
+	if (fd >= 0)
+		close(fd);
+	*store_id = live ? h.store_id : 0;
+	*seq = live ? h.store_seq : 0;
+	return live;
+}

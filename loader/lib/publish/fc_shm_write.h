@@ -60,6 +60,10 @@ int fc_shm_publish_delta(const char *path, const char *group, uint32_t keys, str
 int fc_shm_mark(const char *path, uint64_t store_id, uint64_t seq, struct fc_err *err);
 void fc_shm_marked(const char *path, uint64_t *store_id, uint64_t *seq);
 
+/* Whether path holds a shm of this layout with a block published (whoever
+ * owns it: a reader's answer), and its mark (0, 0: none). */
+bool fc_shm_published(const char *path, uint64_t *store_id, uint64_t *seq);
+
 /* The workers' state file of the config file at path: path + ".state". */
 int fc_shm_state_path(const char *path, char out[PATH_MAX], struct fc_err *err);
 
