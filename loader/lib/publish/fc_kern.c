@@ -16,6 +16,7 @@
 
 #include "fc_kern.h"
 #include "fc_map_shapes.h"
+#include "fc_owner.h"
 #include "freqctl.skel.h"
 
 #define FC_BPFFS_ROOT "/sys/fs/bpf"
@@ -181,6 +182,8 @@ static int fc_maps_get(const char *pin_dir, struct fc_maps *m, struct fc_err *er
 	int missing = 0;
 	size_t i;
 
+	if (fc_owner_check(FC_OWNED_PIN_DIR, pin_dir, err) < 0)
+		return -1;
 	for (i = 0; i < FC_NMAPS; i++) {
 		snprintf(path, sizeof(path), "%s/%s", pin_dir, fc_map_names[i]);
 		m->fd[i] = bpf_obj_get(path);
@@ -245,6 +248,8 @@ int fc_maps_open_config(const char *pin_dir, struct fc_maps *m, struct fc_err *e
 	char path[PATH_MAX];
 
 	fc_maps_init(m);
+	if (fc_owner_check(FC_OWNED_PIN_DIR, pin_dir, err) < 0)
+		return -1;
 	snprintf(path, sizeof(path), "%s/%s", pin_dir, fc_map_names[FC_MAP_IDX_config]);
 	m->config = bpf_obj_get(path);
 	if (m->config < 0)

@@ -14,6 +14,7 @@
 #include "fc_clock.h"
 #include "fc_cmp.h"
 #include "fc_enforce.h"
+#include "fc_owner.h"
 #include "fc_shm_write.h"
 
 int fc_shm_state_path(const char *path, char out[PATH_MAX], struct fc_err *err)
@@ -567,7 +568,10 @@ static int fc_shm_map(const char *path, const char *group, uint32_t keys, struct
 
 	memset(sm, 0, sizeof(*sm));
 	sm->fd = sm->state_fd = -1;
-	if (fc_shm_gid(path, group, &gid, err) < 0 || fc_shm_state_path(path, state_path, err) < 0)
+	/* Root refuses a config file another user made or may write (one of
+	 * its own of another layout or group is replaced, below). */
+	if (fc_owner_check(FC_OWNED_SHM, path, err) < 0 || fc_shm_gid(path, group, &gid, err) < 0 ||
+	    fc_shm_state_path(path, state_path, err) < 0)
 		return -1;
 	sm->fd = fc_shm_file(path, FC_SHM_SIZE, FC_SHM_MAGIC, 0640, gid, fc_shm_init_config, &sm->made, err);
 	if (sm->fd < 0)
