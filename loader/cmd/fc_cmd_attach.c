@@ -9,6 +9,7 @@
 #include "fc_cli.h"
 #include "fc_pins.h"
 #include "fc_publish.h"
+#include "fc_settings.h"
 #include "fc_shm_write.h"
 
 struct fc_attach_opt {
@@ -198,10 +199,10 @@ static json_t *fc_status_json(const struct fc_ctx *ctx, const struct fc_status *
 	if (mj && json_object_get(mj, FC_MAP_NAME(pfx6)))
 		json_object_set_new(json_object_get(mj, FC_MAP_NAME(pfx6)), "search_markers",
 				    json_integer(st->cfg.n_marks6));
-	return json_pack("{s:s, s:o, s:b, s:o, s:o, s:{s:s, s:b, s:I, s:I}}", "pin_dir", ctx->pin_dir, "attached", ifs,
-			 "published", st->missing == 0, "missing_maps", missing, "maps", mj, "shm", "path",
+	return json_pack("{s:s, s:o, s:b, s:o, s:o, s:{s:s, s:b, s:I, s:I}, s:o}", "pin_dir", ctx->pin_dir, "attached",
+			 ifs, "published", st->missing == 0, "missing_maps", missing, "maps", mj, "shm", "path",
 			 ctx->shm_path, "published", st->shm_there, "store_id", (json_int_t)st->shm_store, "seq",
-			 (json_int_t)st->shm_seq);
+			 (json_int_t)st->shm_seq, "configuration", fc_settings_json(ctx));
 }
 
 static void fc_status_attached(const struct fc_status *st)
@@ -266,6 +267,7 @@ static void fc_status_print(const struct fc_ctx *ctx, const struct fc_status *st
 		       (unsigned long long)st->shm_seq);
 	else
 		printf("nginx shm: %s: nothing published there\n", ctx->shm_path);
+	fc_settings_print(ctx);
 }
 
 static int fc_cmd_status_run(const struct fc_ctx *ctx, const struct fc_cmd *cmd, int argc, char **argv)

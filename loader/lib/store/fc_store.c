@@ -366,6 +366,11 @@ static char *fc_store_name(const char *dsn)
 	return masked;
 }
 
+char *fc_store_dsn_redact(const char *dsn)
+{
+	return fc_store_name(dsn);
+}
+
 int fc_store_open(const char *path, struct fc_store **out, struct fc_err *err)
 {
 	return fc_store_open_ex(path, true, out, err);
