@@ -82,29 +82,87 @@ static int fc_cmd_attach_run(const struct fc_ctx *ctx, const struct fc_cmd *cmd,
 	return FC_EXIT_OK;
 }
 
-static int fc_cmd_detach_run(const struct fc_ctx *ctx, const struct fc_cmd *cmd, int argc, char **argv)
+struct fc_detach_opt {
+	bool all, unpublish;
+};
+
+static const struct fc_opt fc_detach_opts[] = {
+	FC_OPTION("all", 'a', FC_OPT_FLAG, struct fc_detach_opt, all,
+		  .help = "from every interface of this network namespace that runs this pin dir's programs"),
+	FC_OPTION("unpublish", 0, FC_OPT_FLAG, struct fc_detach_opt, unpublish,
+		  .help = "then remove what is published here: the pinned maps and nginx's shm files"),
+	FC_OPT_END,
+};
+
+static int fc_detach_one(const struct fc_ctx *ctx, const struct fc_maps *m, const char *ifname)
 {
 	struct fc_attachment a;
-	struct fc_maps m;
 	struct fc_err err;
-	int rc;
 
-	fc_cmd_parse(cmd, argc, argv, NULL, NULL);
-	/* Not shape-checked: the way out of another version's pins. None
-	 * pinned (the dir removed, bpffs mounted again): the program is found
-	 * by the pin dir it was loaded for. */
-	if (fc_maps_open_config(ctx->pin_dir, &m, &err) < 0 && errno != ENOENT) {
-		fc_warn("detach %s: %s", argv[optind], err.msg);
-		return FC_EXIT_FAILURE;
-	}
-	rc = fc_detach(ctx->pin_dir, &m, argv[optind], &a, &err);
-	fc_maps_close(&m);
-	if (rc < 0) {
+	if (fc_detach(ctx->pin_dir, m, ifname, &a, &err) < 0) {
 		fc_warn("detach: %s", err.msg);
 		return FC_EXIT_FAILURE;
 	}
 	printf("detached from %s (%s mode, prog id %u)\n", a.ifname, fc_mode_name(a.mode), a.prog_id);
 	return FC_EXIT_OK;
+}
+
+/* --all: from each interface that runs the pin dir's programs. */
+static int fc_detach_all(const struct fc_ctx *ctx, const struct fc_maps *m)
+{
+	struct fc_attachment *v = NULL;
+	struct fc_pin_ref r;
+	struct fc_err err;
+	size_t n = 0, i;
+	int rc = FC_EXIT_OK;
+
+	fc_pin_ref_init(&r, ctx->pin_dir, m);
+	if (fc_attachments(&r, &v, &n, &err) < 0) {
+		fc_warn("detach: %s", err.msg);
+		return FC_EXIT_FAILURE;
+	}
+	if (!n)
+		printf("freqctl (pin dir %s) is attached to no interface in this network namespace\n", ctx->pin_dir);
+	for (i = 0; i < n; i++)
+		if (fc_detach_one(ctx, m, v[i].ifname) != FC_EXIT_OK)
+			rc = FC_EXIT_FAILURE;
+	free(v);
+	return rc;
+}
+
+static int fc_cmd_detach_run(const struct fc_ctx *ctx, const struct fc_cmd *cmd, int argc, char **argv)
+{
+	struct fc_detach_opt opt = { 0 };
+	struct fc_maps m;
+	struct fc_err err;
+	int first, rc;
+
+	first = fc_cmd_parse(cmd, argc, argv, &opt, NULL);
+	if (opt.all == (first < argc))
+		fc_usage_error(cmd,
+			       opt.all ? "--all or IFACE, not both" : "missing argument: expected IFACE, or --all");
+	/* Not shape-checked: the way out of another version's pins. None
+	 * pinned (the dir removed, bpffs mounted again): the program is found
+	 * by the pin dir it was loaded for. */
+	if (fc_maps_open_config(ctx->pin_dir, &m, &err) < 0 && errno != ENOENT) {
+		fc_warn("detach: %s", err.msg);
+		return FC_EXIT_FAILURE;
+	}
+	rc = opt.all ? fc_detach_all(ctx, &m) : fc_detach_one(ctx, &m, argv[first]);
+	if (rc == FC_EXIT_OK && opt.unpublish) {
+		if (fc_maps_unpin(ctx->pin_dir, &m, &err) < 0 || fc_shm_unpublish(ctx->shm_path, &err) < 0) {
+			fc_warn("detach --unpublish: %s", err.msg);
+			rc = FC_EXIT_FAILURE;
+		} else {
+			printf("unpublished: the maps of pin dir %s and the shm %s are gone (nginx passes every "
+			       "request "
+			       "within a second); the store keeps the bans and policies ('freqctl sync' publishes them "
+			       "anew)\n",
+			       ctx->pin_dir, ctx->shm_path);
+		}
+	}
+	fc_maps_close(&m);
+	return rc;
 }
 
 /* libxdp's dispatcher as freqctl shares it, or null when attached directly. */
@@ -320,14 +378,18 @@ const struct fc_cmd fc_cmd_attach = {
 
 const struct fc_cmd fc_cmd_detach = {
 	.name = "detach",
-	.args = "IFACE",
-	.min_args = 1,
+	.args = "IFACE | --all",
+	.min_args = 0,
 	.max_args = 1,
-	.summary = "Detach freqctl from IFACE, in whichever mode it is attached.",
+	.summary = "Detach freqctl from IFACE (or every interface), in whichever mode it is attached.",
 	.details = "The bans stay in the store and the pinned maps, the counters in theirs. In tc mode only\n"
 		   "freqctl's filter is removed; the clsact qdisc stays, as other filters may use it. In\n"
-		   "libxdp's dispatcher only freqctl's program leaves; the others keep running.",
-	.opts = fc_opts_none,
+		   "libxdp's dispatcher only freqctl's program leaves; the others keep running.\n"
+		   "--unpublish then removes what freqctl published on this machine, as removing the\n"
+		   "package does: the pinned maps (their counters with them) and nginx's shm files, which\n"
+		   "nginx's workers find gone within a second, and then let every request pass. It refuses\n"
+		   "while an interface of this network namespace still runs the pin dir's programs.",
+	.opts = fc_detach_opts,
 	.run = fc_cmd_detach_run,
 };
 

@@ -2,7 +2,11 @@
 # make install / make uninstall into a DESTDIR, then the Debian packages for
 # real: built by make deb (lintian clean), installed on this machine,
 # checked (files, --version, man -w, the module enabled the Debian way and
-# loaded by nginx -t, the unit verified), purged, and nothing left.
+# loaded by nginx -t, the unit verified); attached to a veth by the
+# installed freqctl with the settings of /etc/default/freqctl (scratch
+# paths), upgraded in place (still attached), removed (detached, its maps
+# and shm gone, or the removal refused with what to run), purged (the
+# store kept, and said so), and nothing left.
 . "$(dirname "$0")/lib.sh"
 
 [ "$(id -u)" -eq 0 ] || skip_all "needs root (dpkg -i)"
@@ -43,6 +47,8 @@ check "make uninstall removes every file it installed" [ -z "$(find "$dest" -typ
 for p in "${pkgs[@]}"; do
 	installed "$p" && skip_all "package $p is installed on this machine: not replacing it"
 done
+[ -e /etc/default/freqctl ] && skip_all "/etc/default/freqctl is there: the package would take it over"
+command -v ping >/dev/null || skip_all "ping not installed (Debian iputils-ping)"
 # The module's package asks a running nginx to reload (dpkg-trigger nginx-reload).
 [ -s /run/nginx.pid ] && kill -0 "$(cat /run/nginx.pid)" 2>/dev/null &&
 	skip_all "the system's nginx runs (/run/nginx.pid): installing the module's package would reload it"
@@ -80,6 +86,42 @@ if command -v systemd-analyze >/dev/null; then
 else
 	skip_one "systemd-analyze verify: systemd not installed here"
 fi
+
+# ---- removed while attached: taken off the interfaces, nothing left enforcing ----
+check "/etc/default/freqctl installed, all comments" sh -c "! grep -qv '^#' /etc/default/freqctl"
+check "the installed freqctl reads it" jq_true '.configuration.file == "/etc/default/freqctl"' \
+	<<<"$(FREQCTL_CONFIG=/etc/default/freqctl /usr/sbin/freqctl --pin-dir "$pin" --shm "$shm" status --json)"
+# Scratch paths only, in the file the package's scripts read as the agent does.
+printf 'FREQCTL_DB=%s\nFREQCTL_PIN_DIR=%s\nFREQCTL_SHM=%s\n' "$db" "$pin" "$shm" >/etc/default/freqctl
+inst() { FREQCTL_CONFIG=/etc/default/freqctl /usr/sbin/freqctl "$@"; }
+fc_setup
+check "the installed freqctl attaches (its settings from /etc/default/freqctl)" quiet inst attach "$host" --mode xdp
+check "... and bans $peer4" quiet inst ban add "$peer4"
+check "... pings from it dropped" [ "$(pings 4 3)" = 0 ]
+# shellcheck disable=SC2086
+dpkg -i $(grep -v dbgsym <<<"$debs") >>"$dir/dpkg.log" 2>&1
+check "an upgrade (the same packages again) leaves it attached" [ "$(pings 4 3)" = 0 ]
+chown nobody "$pin"
+dpkg -r freqctl >"$dir/remove.log" 2>&1
+check "removal refused while freqctl can not be taken off (a pin dir root refuses)" installed freqctl
+check "... saying what to run" grep -q "freqctl: not removed: .* 'freqctl detach --all --unpublish' once the cause is fixed" "$dir/remove.log"
+check "... still enforcing" [ "$(pings 4 3)" = 0 ]
+chown root "$pin"
+dpkg -r freqctl >"$dir/remove.log" 2>&1
+check "dpkg -r freqctl, attached" sh -c "! dpkg-query -W -f='\${Status}' freqctl 2>/dev/null | grep -q 'install ok installed'"
+check "... detached it from $host, saying so" grep -q "detached from $host (xdp mode" "$dir/remove.log"
+check "... no program left on $host" [ "$(ip -j link show dev "$host" | jq -r '.[0].xdp.prog.id // empty')" = "" ]
+check "... pings pass again" [ "$(pings 4 3)" = 3 ]
+check "... the maps unpinned, the pin dir gone" [ ! -e "$pin" ]
+check "... the shm gone (nginx lets requests pass)" [ ! -e "$shm" -a ! -e "$shm.state" ]
+check "... the store kept" jq_true --arg b "$peer4" 'map(.ban) == [$b]' <<<"$(fc ban list --json)"
+dpkg --purge freqctl >"$dir/purge.log" 2>&1
+if [ -d /var/lib/freqctl ]; then
+	check "dpkg --purge says it keeps /var/lib/freqctl" grep -q "freqctl: purge keeps /var/lib/freqctl, the policy store" "$dir/purge.log"
+else
+	check "dpkg --purge: no store at /var/lib/freqctl, nothing said of it" sh -c "! grep -q 'purge keeps' '$dir/purge.log'"
+fi
+check "... /etc/default/freqctl purged" [ ! -e /etc/default/freqctl ]
 
 dpkg --purge "${pkgs[@]}" >>"$dir/dpkg.log" 2>&1
 ours=

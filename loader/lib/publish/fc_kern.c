@@ -14,9 +14,11 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
+#include "fc_attach.h"
 #include "fc_kern.h"
 #include "fc_map_shapes.h"
 #include "fc_owner.h"
+#include "fc_pins.h"
 #include "freqctl.skel.h"
 
 #define FC_BPFFS_ROOT "/sys/fs/bpf"
@@ -293,6 +295,31 @@ void fc_maps_close(struct fc_maps *m)
 	if (m->dirfd >= 0)
 		close(m->dirfd);
 	m->dirfd = -1;
+}
+
+int fc_maps_unpin(const char *pin_dir, const struct fc_maps *m, struct fc_err *err)
+{
+	struct fc_attachment *v = NULL;
+	char path[PATH_MAX];
+	struct fc_pin_ref r;
+	size_t n = 0, i;
+
+	fc_pin_ref_init(&r, pin_dir, m);
+	if (fc_attachments(&r, &v, &n, err) < 0)
+		return -1;
+	free(v);
+	if (n)
+		return fc_err_set(err, "pin dir %s: %zu interface%s here still run%s its programs: detach %s first",
+				  pin_dir, n, n == 1 ? "" : "s", n == 1 ? "s" : "", n == 1 ? "it" : "them");
+	for (i = 0; i < FC_NMAPS; i++) {
+		snprintf(path, sizeof(path), "%s/%s", pin_dir, fc_map_names[i]);
+		if (unlink(path) < 0 && errno != ENOENT)
+			return fc_err_set(err, "pinned map %s: %s", path, strerror(errno));
+	}
+	/* Anything else there is not freqctl's to remove. */
+	if (rmdir(pin_dir) < 0 && errno != ENOENT && errno != ENOTEMPTY)
+		return fc_err_set(err, "pin dir %s: %s", pin_dir, strerror(errno));
+	return 0;
 }
 
 int fc_maps_lock(const struct fc_maps *m, const char *pin_dir, struct fc_err *err)

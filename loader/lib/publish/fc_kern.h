@@ -62,6 +62,11 @@ int fc_maps_open_pinned(const char *pin_dir, struct fc_maps *m, struct fc_err *e
 int fc_maps_open_config(const char *pin_dir, struct fc_maps *m, struct fc_err *err);
 void fc_maps_close(struct fc_maps *m);
 
+/* Unpins the maps of FC_MAPS from pin_dir and removes it if nothing else
+ * is there, once no interface of this network namespace runs the pin
+ * dir's programs (m: what is pinned, fds -1 where nothing is). */
+int fc_maps_unpin(const char *pin_dir, const struct fc_maps *m, struct fc_err *err);
+
 /* Serialises publishers of one pin dir. */
 int fc_maps_lock(const struct fc_maps *m, const char *pin_dir, struct fc_err *err);
 void fc_maps_unlock(const struct fc_maps *m);

@@ -981,3 +981,30 @@ bool fc_shm_published(const char *path, uint64_t *store_id, uint64_t *seq)
 	*seq = live ? h.store_seq : 0;
 	return live;
 }
+
+int fc_shm_unpublish(const char *path, struct fc_err *err)
+{
+	char state[PATH_MAX];
+	__u32 magic = 0;
+	struct stat sb;
+	int fd;
+
+	if (fc_owner_check(FC_OWNED_SHM, path, err) < 0 || fc_shm_state_path(path, state, err) < 0)
+		return -1;
+	fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	if (fd < 0 && errno != ENOENT)
+		return fc_err_set(err, "shm %s: %s", path, strerror(errno));
+	if (fd >= 0) {
+		if (fstat(fd, &sb) < 0 || !S_ISREG(sb.st_mode) ||
+		    pread(fd, &magic, sizeof(magic), 0) != sizeof(magic) || magic != FC_SHM_MAGIC) {
+			close(fd);
+			return fc_err_set(err, "shm %s: not a shm of freqctl's: left in place", path);
+		}
+		close(fd);
+		if (unlink(path) < 0)
+			return fc_err_set(err, "shm %s: %s", path, strerror(errno));
+	}
+	if (lstat(state, &sb) == 0 && S_ISREG(sb.st_mode) && unlink(state) < 0)
+		return fc_err_set(err, "shm state %s: %s", state, strerror(errno));
+	return 0;
+}

@@ -64,6 +64,11 @@ void fc_shm_marked(const char *path, uint64_t *store_id, uint64_t *seq);
  * owns it: a reader's answer), and its mark (0, 0: none). */
 bool fc_shm_published(const char *path, uint64_t *store_id, uint64_t *seq);
 
+/* Removes the shm at path (a config file of freqctl's, or nothing) and its
+ * workers' state file: nginx's workers find them gone within a second and
+ * let every request pass. */
+int fc_shm_unpublish(const char *path, struct fc_err *err);
+
 /* The workers' state file of the config file at path: path + ".state". */
 int fc_shm_state_path(const char *path, char out[PATH_MAX], struct fc_err *err);
 
