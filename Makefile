@@ -223,7 +223,7 @@ $(B)/fuzz/fuzz_state: $(B)/fuzz/loader/agent/fc_escalate.o
 $(B)/fuzz/fuzz_api: $(HTTP_SRCS:%.c=$(B)/fuzz/%.o)
 $(FUZZ): $(B)/fuzz/%: $(B)/fuzz/tests/fuzz/%.o $(FUZZ_COMMON) $(FUZZ_LIB)
 	$(FUZZ_CC) $(CFLAGS) $(FUZZ_FLAGS) -fsanitize=fuzzer $(filter-out $(FUZZ_LIB),$^) $(FUZZ_LIB) -o $@ \
-		$(FUZZ_LIBS) $(LIB_LIBS)
+		$(LIB_LIBS)
 
 # Man pages (MAN_PAGES, above): doc/NAME.N.scd, in scdoc(5), built into
 # build/man/NAME.N (man -l build/man/freqctl.8 reads one in place);

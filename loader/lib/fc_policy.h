@@ -115,8 +115,6 @@ extern const char *const fc_algo_names[], *const fc_action_names[], *const fc_co
 int fc_algo_parse(const char *s, enum fc_algo *a, struct fc_err *err);
 int fc_action_parse(const char *s, enum fc_action *a, struct fc_err *err);
 int fc_count_parse(const char *s, enum fc_count *c, struct fc_err *err);
-/* A whole number from 1 to max, named what in the message. */
-
 /* The 64-bit words a bucket of p keeps: one per rate, one for --warmup's
  * ramp, and a key's count of requests in flight for a per-key policy with
  * --concurrency (a bucket has FC_MAX_TIERS). */

@@ -13,7 +13,7 @@ installed() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q 'install o
 if [ "${1:-}" = --check ]; then
 	missing=()
 	for p in make gcc clang llvm pkg-config libclang-rt-dev libbpf-dev bpftool libelf-dev zlib1g-dev \
-		libsqlite3-dev libpq-dev libjansson-dev libcmocka-dev libmicrohttpd-dev scdoc; do
+		libsqlite3-dev libpq-dev libjansson-dev libcmocka-dev libmicrohttpd-dev libhiredis-dev scdoc; do
 		installed "$p" || missing+=("$p")
 	done
 	[ ${#missing[@]} -eq 0 ] && exit 0
