@@ -78,22 +78,17 @@ static int fc_stats_json(const struct fc_stats_all *a)
 	return fc_json_print(doc);
 }
 
-/* What the counters below can not say: a layer with nothing published, or
- * another store's publish. */
-static void fc_stats_whence(const struct fc_ctx *ctx, const struct fc_stats_all *a)
+/* What the counters below can not say of one layer: nothing published
+ * there, or another store's publish. */
+static void fc_stats_whence(const char *layer, const char *place, const char *path, const char *counted, bool there,
+			    bool other, uint64_t id, uint64_t store_id)
 {
-	if (!a->maps_there)
-		printf("XDP/TC: nothing is published in pin dir %s: no packet counters\n", ctx->pin_dir);
-	else if (a->maps_other_store)
-		printf("XDP/TC: pin dir %s holds another store's bans and policies (store %016llx; this store is "
-		       "%016llx): the policies' counters there are not these policies'\n",
-		       ctx->pin_dir, (unsigned long long)a->maps_store_id, (unsigned long long)a->store_id);
-	if (!a->shm_there)
-		printf("nginx: nothing is published in shm %s: no request counters\n", ctx->shm_path);
-	else if (a->shm_other_store)
-		printf("nginx: shm %s holds another store's policies (store %016llx; this store is %016llx): its "
+	if (!there)
+		printf("%s: nothing is published in %s %s: no %s counters\n", layer, place, path, counted);
+	else if (other)
+		printf("%s: %s %s holds another store's publish (store %016llx; this store is %016llx): its policy "
 		       "counters are not these policies'\n",
-		       ctx->shm_path, (unsigned long long)a->shm_store_id, (unsigned long long)a->store_id);
+		       layer, place, path, (unsigned long long)id, (unsigned long long)store_id);
 }
 
 static int fc_stats_print(const struct fc_ctx *ctx, const struct fc_stats_all *a)
@@ -104,7 +99,10 @@ static int fc_stats_print(const struct fc_ctx *ctx, const struct fc_stats_all *a
 	const struct fc_counter *cnt;
 	size_t i;
 
-	fc_stats_whence(ctx, a);
+	fc_stats_whence("XDP/TC", "pin dir", ctx->pin_dir, "packet", a->maps_there, a->maps_other_store,
+			a->maps_store_id, a->store_id);
+	fc_stats_whence("nginx", "shm", ctx->shm_path, "request", a->shm_there, a->shm_other_store, a->shm_store_id,
+			a->store_id);
 	if (a->maps_there) {
 		printf("%-22s %16s %18s\n", "", "PACKETS", "BYTES");
 		for (i = 0; i < fc_nstat_rows; i++) {

@@ -38,9 +38,9 @@ fcq sync
 other() { "$FC_BIN" --db "$d/other.db" --pin-dir "$pin" --shm "$shm" "$@"; }
 other stats >"$d/out" 2>"$d/err"
 check "stats of another store over this one's shm and maps: exit 0" [ $? = 0 ]
-check "... says the shm holds another store's policies" \
-	grep -qE "^nginx: shm $shm holds another store's policies \(store [0-9a-f]{16}; this store is [0-9a-f]{16}\)" "$d/out"
-check "... and the pin dir another store's bans" grep -q "^XDP/TC: pin dir $pin holds another store's bans and policies" "$d/out"
+check "... says the shm holds another store's publish" \
+	grep -qE "^nginx: shm $shm holds another store's publish \(store [0-9a-f]{16}; this store is [0-9a-f]{16}\): its policy counters are not these policies'" "$d/out"
+check "... and the pin dir too" grep -q "^XDP/TC: pin dir $pin holds another store's publish" "$d/out"
 check "... --json says so" jq_true '.published.shm_other_store and .published.pin_dir_other_store' <<<"$(other stats --json)"
 check "this store's own stats say nothing of the kind" sh -c "! '$FC_BIN' --db '$db' --pin-dir '$pin' --shm '$shm' stats | grep -q 'another store'"
 exit 0

@@ -205,12 +205,11 @@ static int fc_pins_wanted(const char *pin_dir, const struct fc_attachment *v, si
 	return 0;
 }
 
-/* Pins map id at pin_dir/name in place of what is there (a new name, then
- * renamed over: the path is never without a map), after checking its shape
- * is this version's. The map's fd, or -1. */
-static int fc_pin_again(const char *pin_dir, int k, uint32_t id, const struct fc_attachment *a, struct fc_err *err)
+/* The map id that the program attached to a reads as FC_MAPS[k], if its
+ * shape is this version's: its fd, or -1. */
+static int fc_map_wanted(const char *pin_dir, int k, uint32_t id, const struct fc_attachment *a, struct fc_err *err)
 {
-	char path[PATH_MAX], tmp[PATH_MAX], diff[96];
+	char diff[96];
 	int fd;
 
 	fd = bpf_map_get_fd_by_id(id);
@@ -225,18 +224,52 @@ static int fc_pin_again(const char *pin_dir, int k, uint32_t id, const struct fc
 				  pin_dir, a->mode == FC_MODE_TC ? FC_PROG_TC : FC_PROG_XDP, a->ifname, a->prog_id,
 				  fc_map_names[k], diff[0] ? diff : "unreadable", a->ifname);
 	}
+	return fd;
+}
+
+/* Pins fd at pin_dir/FC_MAPS[k] in place of what is there: under a new
+ * name, then renamed over it, so the path is never without a map. */
+static int fc_pin_over(const char *pin_dir, int k, int fd, struct fc_err *err)
+{
+	char path[PATH_MAX], tmp[PATH_MAX];
+
 	snprintf(path, sizeof(path), "%s/%s", pin_dir, fc_map_names[k]);
 	/* bpffs refuses dots in names. */
 	snprintf(tmp, sizeof(tmp), "%s/%s_repin%d", pin_dir, fc_map_names[k], (int)getpid());
 	unlink(tmp);
 	if (bpf_obj_pin(fd, tmp) < 0 || rename(tmp, path) < 0) {
-		fc_err_set(err, "pin dir %s: cannot pin %s (id %u) again: %s", pin_dir, fc_map_names[k], id,
-			   strerror(errno));
+		fc_err_set(err, "pin dir %s: cannot pin %s again: %s", pin_dir, fc_map_names[k], strerror(errno));
 		unlink(tmp);
-		close(fd);
 		return -1;
 	}
-	return fd;
+	return 0;
+}
+
+/* What fc_pins_repair says it did. */
+static void fc_pins_said(const char *pin_dir, const bool *moved, const struct fc_attachment *a, size_t n,
+			 struct fc_err *note)
+{
+	char names[FC_NMAPS * 16];
+	size_t len = 0;
+	int k, nmaps = 0;
+
+	names[0] = '\0';
+	for (k = 0; k < FC_NMAPS; k++)
+		if (moved[k] && ++nmaps && len < sizeof(names))
+			len += (size_t)snprintf(names + len, sizeof(names) - len, "%s%s", len ? ", " : "",
+						fc_map_names[k]);
+	if (nmaps == FC_NMAPS)
+		fc_err_set(note,
+			   "pin dir %s: none of the maps pinned there was one that the program attached to %s (prog "
+			   "%u%s) reads (the pins removed, or bpffs mounted again): pinned the program's maps there "
+			   "again",
+			   pin_dir, a->ifname, a->prog_id, n > 1 ? ", and the others attached" : "");
+	else
+		fc_err_set(note,
+			   "pin dir %s: %s pinned there %s not the map%s that the program attached to %s (prog %u%s) "
+			   "reads (a pin removed, or bpffs mounted again): pinned the program's map%s there again",
+			   pin_dir, names, nmaps > 1 ? "were" : "was", nmaps > 1 ? "s" : "", a->ifname, a->prog_id,
+			   n > 1 ? ", and the others attached" : "", nmaps > 1 ? "s" : "");
 }
 
 int fc_pins_repair(const char *pin_dir, struct fc_maps *m, struct fc_err *note, struct fc_err *err)
@@ -244,10 +277,12 @@ int fc_pins_repair(const char *pin_dir, struct fc_maps *m, struct fc_err *note, 
 	struct fc_attachment *v = NULL;
 	uint32_t want[FC_NMAPS];
 	struct fc_pin_ref r;
-	size_t n = 0, i, stale = 0, at = 0, len = 0;
-	int k, fd, nmaps = 0, rc = -1;
-	char names[FC_NMAPS * 16];
+	size_t n = 0, i, stale = 0, at = 0;
+	bool moved[FC_NMAPS] = { false };
+	int k, fds[FC_NMAPS], rc = -1;
 
+	for (k = 0; k < FC_NMAPS; k++)
+		fds[k] = -1;
 	fc_pin_ref_init(&r, pin_dir, m);
 	if (!fc_pins_suspect(&r))
 		return 0;
@@ -262,35 +297,29 @@ int fc_pins_repair(const char *pin_dir, struct fc_maps *m, struct fc_err *note, 
 		rc = 0;
 		goto out;
 	}
+	/* Every map checked before any is pinned: a refusal changes nothing. */
 	if (fc_pins_wanted(pin_dir, v, n, &r, want, err) < 0)
 		goto out;
+	for (k = 0; k < FC_NMAPS; k++)
+		if (want[k] && want[k] != r.pinned[k] && (fds[k] = fc_map_wanted(pin_dir, k, want[k], &v[at], err)) < 0)
+			goto out;
 	for (k = 0; k < FC_NMAPS; k++) {
-		if (!want[k] || want[k] == r.pinned[k])
+		if (fds[k] < 0)
 			continue;
-		fd = fc_pin_again(pin_dir, k, want[k], &v[at], err);
-		if (fd < 0)
+		if (fc_pin_over(pin_dir, k, fds[k], err) < 0)
 			goto out;
 		if (m->fd[k] >= 0)
 			close(m->fd[k]);
-		m->fd[k] = fd;
-		nmaps++;
-		len += (size_t)snprintf(names + len, len < sizeof(names) ? sizeof(names) - len : 0, "%s%s",
-					len ? ", " : "", fc_map_names[k]);
+		m->fd[k] = fds[k];
+		fds[k] = -1;
+		moved[k] = true;
 	}
-	if (nmaps == FC_NMAPS)
-		fc_err_set(note,
-			   "pin dir %s: none of the maps pinned there was one that the program attached to %s (prog "
-			   "%u%s) reads (the pins removed, or bpffs mounted again): pinned the program's maps there "
-			   "again",
-			   pin_dir, v[at].ifname, v[at].prog_id, n > 1 ? ", and the others attached" : "");
-	else
-		fc_err_set(note,
-			   "pin dir %s: %s pinned there %s not the map%s that the program attached to %s (prog %u%s) "
-			   "reads (a pin removed, or bpffs mounted again): pinned the program's map%s there again",
-			   pin_dir, names, nmaps > 1 ? "were" : "was", nmaps > 1 ? "s" : "", v[at].ifname,
-			   v[at].prog_id, n > 1 ? ", and the others attached" : "", nmaps > 1 ? "s" : "");
+	fc_pins_said(pin_dir, moved, &v[at], n, note);
 	rc = 1;
 out:
+	for (k = 0; k < FC_NMAPS; k++)
+		if (fds[k] >= 0)
+			close(fds[k]);
 	free(v);
 	return rc;
 }
