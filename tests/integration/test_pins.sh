@@ -55,6 +55,14 @@ expect_pings "$peer4 unbanned" 4
 check "no second repair: the next publish says nothing" sh -c "fc() { '$FC_BIN' --db '$db' --pin-dir '$pin' --shm '$shm' \"\$@\"; }
 	fc ban add 198.18.0.78 2>&1 >/dev/null | grep -c . | grep -qx 0"
 
+# ---- an attach beside a program whose pins went: both on its maps ----
+rm "$pin/fc_exact4"
+fc attach "$host2" --mode xdp-generic >"$d/out" 2>"$d/err"
+check "attach $host2 after fc_exact4 went from under $host" [ $? = 0 ]
+check "... pinned $host's map again first" grep -q "fc_exact4 pinned there was not the map that the program attached to $host" "$d/err"
+check "... both read the pinned maps" jq_true '(.attached | length) == 2 and all(.attached[]; .maps_pinned)' <<<"$(fc status --json)"
+fcq detach "$host2"
+
 # ---- the whole pin dir removed ----
 rm -r "$pin"
 check "status with the pin dir gone: nothing pinned, $host still found" sh -c "fc() { '$FC_BIN' --db '$db' --pin-dir '$pin' --shm '$shm' \"\$@\"; }
