@@ -1,7 +1,9 @@
 # freqctl: one Makefile for the BPF programs, the loader, the tests and the tools.
 #
-#   make            build everything into build/
-#   make test       install what the tests need, build, run every test suite
+#   make            what is installed, into build/: the freqctl binary (with its BPF
+#                   programs), the nginx module, the man pages; nothing else
+#   make test       install what the tests need, build the tests, tools and fuzzers, run
+#                   every test suite
 #   make check      build and run what needs neither root nor the network nor apt:
 #                   the unit tests, the L7 engine under ASan/UBSan, the fuzz corpora
 #                   replayed, the docs' static part (installs nothing: says what is missing)
@@ -9,9 +11,11 @@
 #                   and worker CPU time against limit_req, its instructions per request (callgrind);
 #                   L7 per key against fixed values and Redis; one change published with 1M bans
 #                   stored; the agent's store-to-enforced time
-#   make demo       the self-contained demo (namespace, attach, ban, traffic)
+#   make demo       the self-contained demo (namespace, attach, ban, traffic): installs and
+#                   builds only what it uses (tools/build/install-deps.sh demo)
 #   make fuzz       each fuzz target for FUZZ_SECONDS (default 60); make test replays their corpora
-#   make deps       install the Debian packages freqctl needs
+#   make all-dev    everything: what make builds, and the tests, tools and fuzzers
+#   make deps       install the Debian packages make builds with (install-deps.sh build)
 #   make install    the binary, the nginx module, the unit, man pages, completion
 #                   (PREFIX=/usr/local, DESTDIR; make uninstall removes them)
 #   make deb        the Debian packages freqctl and libnginx-mod-http-freqctl, in build/deb
@@ -87,7 +91,7 @@ LIB_A       := $(B)/libfreqctl.a
 HTTP_A      := $(B)/libfreqctl_http.a
 L7_OBJ      := $(B)/ngx_bridge/fc_l7.o
 # Generated headers: the skeletons, the maps' shapes and the version.
-GEN_HDRS    := $(B)/freqctl.skel.h $(B)/fc_clock_probe.skel.h $(B)/bench_empty.skel.h $(B)/fc_map_shapes.h $(B)/fc_version.h
+GEN_HDRS    := $(B)/freqctl.skel.h $(B)/fc_clock_probe.skel.h $(B)/fc_map_shapes.h $(B)/fc_version.h
 
 UNIT_TESTS  := $(patsubst tests/unit/%.c,$(B)/tests/%,$(wildcard tests/unit/test_*.c))
 BPF_TESTS   := $(patsubst tests/bpf/%.c,$(B)/tests/%,$(wildcard tests/bpf/test_*.c))
@@ -112,8 +116,12 @@ FUZZ         := $(patsubst tests/fuzz/%.c,$(B)/fuzz/%,$(wildcard tests/fuzz/fuzz
 FUZZ_LIB     := $(B)/fuzz/libfreqctl.a
 FUZZ_COMMON  := $(B)/fuzz/tests/fuzz/fc_fuzz.o
 
-.PHONY: all test check bench demo deps clean fuzz install uninstall deb programs
-all: $(B)/freqctl $(UNIT_TESTS) $(BPF_TESTS) $(TOOLS) $(NGX_MODULE) $(FUZZ) $(B)/tests/fc_redis_it
+.PHONY: all all-dev test check bench demo deps clean fuzz install uninstall deb programs
+# The default goal: what install installs (programs, below), fast.
+all: programs
+# What make test, bench and fuzz build besides.
+DEV_PROGS := $(UNIT_TESTS) $(BPF_TESTS) $(TOOLS) $(FUZZ) $(B)/tests/fc_redis_it
+all-dev: programs $(DEV_PROGS)
 
 # BPF objects and their generated skeletons: the programs, and the empty
 # program the benchmark compares against (its object beside the other
@@ -130,6 +138,9 @@ $(B)/%.skel.h: $(B)/%.bpf.o
 
 $(B)/bench_empty.skel.h: $(B)/tools/bench/bench_empty.bpf.o
 	$(BPFTOOL) gen skeleton $< name bench_empty > $@
+
+# The benchmark's empty program is the benchmark's alone: make does not build it.
+$(B)/tools/bench/fc_bench.o: | $(B)/bench_empty.skel.h
 
 # The pinned maps' shapes, read from the object at build time (a host tool,
 # built alone: the objects' rule waits for this header).
@@ -229,7 +240,6 @@ $(FUZZ): $(B)/fuzz/%: $(B)/fuzz/tests/fuzz/%.o $(FUZZ_COMMON) $(FUZZ_LIB)
 # build/man/NAME.N (man -l build/man/freqctl.8 reads one in place);
 # tests/integration/test_doc.sh checks them against --help and the module.
 SCDOC    ?= scdoc
-all: $(MAN_PAGES)
 $(B)/man/%: doc/%.scd
 	@mkdir -p $(@D)
 	$(SCDOC) < $< > $@
@@ -241,22 +251,22 @@ $(NGX_MODULE): $(NGX_SRCS) tools/build/build-ngx-module.sh | $(B)
 $(B):
 	@mkdir -p $@
 
-# Packages are checked once, then again only when the list changes.
-DEPS_STAMP := $(B)/.deps
-$(DEPS_STAMP): tools/build/install-deps.sh | $(B)
-	@tools/build/install-deps.sh
+# Each package set (tools/build/install-deps.sh) is checked once, then again
+# only when the lists change.
+$(B)/.deps-%: tools/build/install-deps.sh | $(B)
+	@tools/build/install-deps.sh $*
 	@touch $@
 
-deps: $(DEPS_STAMP)
+deps: $(B)/.deps-build
 
-test: $(DEPS_STAMP)
-	@$(MAKE) --no-print-directory all
+test: $(B)/.deps-test
+	@$(MAKE) --no-print-directory all-dev
 	@tests/run.sh
 
 # What make check runs: no BPF tests, no integration suites, no packages.
 CHECK_PROGS := $(B)/freqctl $(UNIT_TESTS) $(FUZZ) $(MAN_PAGES)
 check:
-	@tools/build/install-deps.sh --check
+	@tools/build/install-deps.sh --check check
 	@$(MAKE) --no-print-directory $(CHECK_PROGS)
 	@tests/run.sh --check
 
@@ -271,9 +281,8 @@ bench_run = { printf '\# %s%s\n\# %s, %s, load average %s\n' "$$(env | grep -E '
 	"$$(git describe --always --dirty 2>/dev/null || echo 'no git')" "$$(cut -d' ' -f1-3 /proc/loadavg)"; \
 	$(2); } | tee $(B)/bench/$(1).txt
 
-bench: $(DEPS_STAMP)
-	@tools/build/install-deps.sh bench
-	@$(MAKE) --no-print-directory all
+bench: $(B)/.deps-bench
+	@$(MAKE) --no-print-directory programs $(TOOLS)
 	@mkdir -p $(B)/bench
 	@$(call bench_run,fc_bench,$(B)/fc_bench)
 	@echo
@@ -285,12 +294,13 @@ bench: $(DEPS_STAMP)
 	@echo
 	@$(call bench_run,bench_agent,tools/bench/bench_agent.sh)
 
-fuzz: $(DEPS_STAMP)
+fuzz: $(B)/.deps-fuzz
 	@$(MAKE) --no-print-directory $(FUZZ)
 	@FUZZ_SECONDS=$(FUZZ_SECONDS) tools/fuzz.sh
 
-demo: $(DEPS_STAMP)
-	@$(MAKE) --no-print-directory all
+# The demo runs the binary and the module: only those are built.
+demo: $(B)/.deps-demo
+	@$(MAKE) --no-print-directory $(B)/freqctl $(NGX_MODULE)
 	@tools/demo.sh
 
 clean:
@@ -339,7 +349,7 @@ uninstall:
 
 # Debian's own tooling (debian/), in a copy of the tree so the packages and
 # dpkg-buildpackage's by-products land in $(B)/deb, not beside the checkout.
-deb: $(DEPS_STAMP)
+deb: $(B)/.deps-test
 	@tools/pkg/build-deb.sh $(B)/deb
 
 -include $(shell find $(B) -name '*.d' 2>/dev/null)

@@ -5,8 +5,8 @@
 #   tests/run.sh [--check] [GLOB...]
 #
 # `make test` runs every suite; `make check` (--check) only what needs
-# neither root nor the network: the unit tests, the fuzz corpora replayed and
-# the docs' static part. GLOBs pick suites by name ('test_l7*',
+# neither root nor the network: the unit tests, the fuzz corpora replayed,
+# the docs' static part and what make builds (test_make.sh). GLOBs pick suites by name ('test_l7*',
 # 'test_nginx_*.sh', fuzz); FC_TEST=GLOB, passed to every suite, picks the
 # cases of the cmocka ones (tests/fc_test.h).
 #
@@ -67,6 +67,7 @@ for src in tests/unit/test_*.c tests/bpf/test_*.c; do
 done
 if [ -n "$check" ]; then
 	add test_doc.sh tests/integration/test_doc.sh "tests/integration/test_doc.sh --static"
+	add test_make.sh tests/integration/test_make.sh tests/integration/test_make.sh
 else
 	for src in tests/integration/test_*.sh; do
 		add "$(basename "$src")" "$src" "$src"

@@ -56,6 +56,7 @@ static int fc_cmd_agent_run(const struct fc_ctx *ctx, const struct fc_cmd *cmd, 
 				       .escalate_aggregate = FC_ESC_V6_DEFAULT };
 
 	fc_cmd_parse(cmd, argc, argv, &cfg, NULL);
+	fc_need_privileges(cmd, "it publishes the store to the pinned BPF maps");
 	return fc_agent_run(ctx, &cfg) ? FC_EXIT_FAILURE : FC_EXIT_OK;
 }
 

@@ -2,6 +2,9 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+#include <sys/syscall.h>
+#include <linux/capability.h>
 
 #include <jansson.h>
 
@@ -87,11 +90,11 @@ void fc_getopt_build(const struct fc_opt *opts, size_t n, const char *prefix, st
 			abort();
 		}
 
-		longopts[i] = (struct option){ o->name, o->type == FC_OPT_FLAG ? no_argument : required_argument, NULL,
+		longopts[i] = (struct option){ o->name, fc_opt_has_arg(o) ? required_argument : no_argument, NULL,
 					       fc_opt_val(o, i) };
 		if (o->short_name) {
 			shortopts[s++] = o->short_name;
-			if (o->type != FC_OPT_FLAG)
+			if (fc_opt_has_arg(o))
 				shortopts[s++] = ':';
 		}
 	}
@@ -136,15 +139,20 @@ static void fc_global_misplaced(const struct fc_cmd *cmd, int argc, char **argv,
 	if (!o->name)
 		return;
 	/* The command's own arguments, besides this option (and its value). */
-	used = 2 + (o->type != FC_OPT_FLAG && !eq && val);
+	used = 2 + (fc_opt_has_arg(o) && !eq && val);
 	more = argc > used ? " ..." : "";
-	if (o->type == FC_OPT_FLAG)
+	if (!fc_opt_has_arg(o))
 		fc_usage_error(cmd, "--%s is a global option: freqctl --%s %s%s", o->name, o->name, cmd->name, more);
 	fc_usage_error(cmd, "--%s is a global option: freqctl --%s %s %s%s", o->name, o->name, val ? val : o->arg,
 		       cmd->name, more);
 }
 
 int fc_cmd_parse(const struct fc_cmd *cmd, int argc, char **argv, void *opts, struct fc_err *first)
+{
+	return fc_cmd_parse_seen(cmd, argc, argv, opts, first, NULL);
+}
+
+int fc_cmd_parse_seen(const struct fc_cmd *cmd, int argc, char **argv, void *opts, struct fc_err *first, bool *seen)
 {
 	size_t n = fc_opts_count(cmd->opts);
 	const struct fc_opt *o;
@@ -176,6 +184,8 @@ int fc_cmd_parse(const struct fc_cmd *cmd, int argc, char **argv, void *opts, st
 			fc_usage_error(cmd, "option '%s' needs an argument", argv[optind - 1]);
 		}
 		o = fc_opt_find(cmd->opts, n, c);
+		if (o && seen)
+			seen[o - cmd->opts] = true;
 		if (!o || fc_opt_set(o, opts, optarg, o->name, &err) == 0)
 			continue;
 		if (!first)
@@ -189,6 +199,35 @@ int fc_cmd_parse(const struct fc_cmd *cmd, int argc, char **argv, void *opts, st
 	if (nargs > cmd->max_args)
 		fc_usage_error(cmd, "unexpected argument \"%s\"", argv[optind + cmd->max_args]);
 	return optind;
+}
+
+#ifndef CAP_BPF
+#define CAP_BPF 39 /* Linux 5.8; older kernels take CAP_SYS_ADMIN for it */
+#endif
+
+bool fc_privileged(void)
+{
+	struct __user_cap_header_struct h = { .version = _LINUX_CAPABILITY_VERSION_3 };
+	struct __user_cap_data_struct d[_LINUX_CAPABILITY_U32S_3] = { 0 };
+
+	if (syscall(SYS_capget, &h, d) < 0)
+		return geteuid() == 0;
+#define FC_HAS(c) ((d[(c) / 32].effective >> ((c) % 32)) & 1)
+	return (FC_HAS(CAP_BPF) || FC_HAS(CAP_SYS_ADMIN)) && FC_HAS(CAP_NET_ADMIN);
+#undef FC_HAS
+}
+
+const char *fc_priv_hint(void)
+{
+	return fc_privileged() ? "" : FC_NEEDS_ROOT ": ";
+}
+
+void fc_need_privileges(const struct fc_cmd *cmd, const char *why)
+{
+	if (fc_privileged())
+		return;
+	fc_warn("%s: " FC_NEEDS_ROOT ": %s", cmd->name, why);
+	exit(FC_EXIT_FAILURE);
 }
 
 int fc_json_print(json_t *doc)
@@ -213,7 +252,7 @@ int fc_cmd_changed(const struct fc_cmd *cmd, int rc, const char *text, const str
 	if (rc == FC_CHANGE_INVALID)
 		fc_usage_error(cmd, "%s", err->msg);
 	if (rc) {
-		fc_warn("%s %s: %s", cmd->name, text, err->msg);
+		fc_warn("%s %s: %s%s", cmd->name, text, rc == FC_CHANGE_RUNTIME ? fc_priv_hint() : "", err->msg);
 		return FC_EXIT_FAILURE;
 	}
 	return FC_EXIT_OK;

@@ -13,6 +13,7 @@
 
 #include "fc_ctx.h"
 #include "fc_opt.h"
+#include "fc_policy.h"
 
 #define FC_EXIT_OK      0
 #define FC_EXIT_FAILURE 1
@@ -38,6 +39,8 @@ struct fc_cmd {
  * on, for a command that names its object first ("policy 7: rate ...").
  */
 int fc_cmd_parse(const struct fc_cmd *cmd, int argc, char **argv, void *opts, struct fc_err *first);
+/* The same, and seen[i] set for each option cmd->opts[i] given. */
+int fc_cmd_parse_seen(const struct fc_cmd *cmd, int argc, char **argv, void *opts, struct fc_err *first, bool *seen);
 void fc_cmd_usage(const struct fc_cmd *cmd, FILE *f);
 /* One line of option help: "  -m, --mode MODE   text". */
 void fc_opt_print(const struct fc_opt *o, FILE *f);
@@ -69,6 +72,27 @@ struct fc_json_opt {
 extern const struct fc_opt fc_opts_none[];
 extern const struct fc_opt fc_opts_json[];
 
+/* A policy that would be refused as new but was taken before (one bucket
+ * for every source without --force, --action delay with a window) is
+ * stored, published, and sync, status and import say what it does.
+ * fc_policy_note: p's note in buf, 1, if it is one; 0 if not.
+ * fc_policy_notes: the notes of the store's policies (the caller frees
+ * *notes); -1 if the store can not be read. */
+int fc_policy_note(const struct fc_policy_spec *p, char *buf, size_t len);
+int fc_policy_notes(const struct fc_ctx *ctx, char (**notes)[FC_ERR_LEN], size_t *n);
+
+/* What the BPF side needs: loading, attaching, reading and writing pinned
+ * maps. fc_privileged: the process has it (effective CAP_BPF or
+ * CAP_SYS_ADMIN, and CAP_NET_ADMIN: root has them). fc_need_privileges:
+ * exits 1 saying so first, with why (after the command's usage errors: a
+ * command's --help needs nothing). fc_priv_hint: the start of a runtime
+ * error's message when the process lacks it ("" when it has it): every
+ * change publishes to the maps. */
+#define FC_NEEDS_ROOT "needs root (or CAP_BPF and CAP_NET_ADMIN)"
+bool fc_privileged(void);
+void fc_need_privileges(const struct fc_cmd *cmd, const char *why);
+const char *fc_priv_hint(void);
+
 /* Prints a JSON document to stdout and releases it. */
 struct json_t;
 int fc_json_print(struct json_t *doc);
@@ -76,7 +100,8 @@ int fc_json_print(struct json_t *doc);
 extern const struct fc_cmd fc_cmd_attach, fc_cmd_detach, fc_cmd_status;
 extern const struct fc_cmd fc_cmd_ban_add, fc_cmd_ban_del, fc_cmd_ban_import, fc_cmd_ban_list, fc_cmd_ban_sets;
 extern const struct fc_cmd fc_cmd_allow_add, fc_cmd_allow_del, fc_cmd_allow_list;
-extern const struct fc_cmd fc_cmd_policy_add, fc_cmd_policy_set, fc_cmd_policy_del, fc_cmd_policy_list;
+extern const struct fc_cmd fc_cmd_policy_add, fc_cmd_policy_set, fc_cmd_policy_edit, fc_cmd_policy_del,
+	fc_cmd_policy_list;
 extern const struct fc_cmd fc_cmd_sync, fc_cmd_stats, fc_cmd_top, fc_cmd_export, fc_cmd_import, fc_cmd_agent;
 extern const struct fc_cmd fc_cmd_node_set, fc_cmd_node_list, fc_cmd_console_token, fc_cmd_keys;
 

@@ -66,9 +66,11 @@ static int fc_allow_list(const struct fc_ctx *ctx, const struct fc_cmd *cmd, int
 	struct fc_err err;
 	size_t n = 0, i;
 	json_t *arr;
+	int rc;
 
 	fc_cmd_parse(cmd, argc, argv, &opt, NULL);
-	if (fc_store_open(ctx->db_path, &st, &err) < 0 || fc_store_allow_list(st, now, &rows, &n, &err) < 0) {
+	rc = fc_store_open_read(ctx->db_path, &st, &err);
+	if (rc < 0 || (rc == 0 && fc_store_allow_list(st, now, &rows, &n, &err) < 0)) {
 		fc_warn("allow list: %s", err.msg);
 		fc_store_close(st);
 		return FC_EXIT_FAILURE;

@@ -61,6 +61,7 @@ static int fc_cmd_attach_run(const struct fc_ctx *ctx, const struct fc_cmd *cmd,
 	fc_cmd_parse(cmd, argc, argv, &opt, NULL);
 	if (opt.mode == FC_MODE_TC && opt.priority != FC_PRIO_UNSET)
 		fc_usage_error(cmd, "--priority orders programs in libxdp's XDP dispatcher; --mode tc has none");
+	fc_need_privileges(cmd, "it loads BPF programs and attaches them to an interface");
 	if (opt.priority == FC_PRIO_UNSET)
 		opt.priority = FC_XDP_PRIO_DEFAULT;
 	if (fc_maps_open(ctx->pin_dir, &m, &err) < 0 || fc_attach_repin(ctx, &m, &err) < 0) {
@@ -141,6 +142,7 @@ static int fc_cmd_detach_run(const struct fc_ctx *ctx, const struct fc_cmd *cmd,
 	if (opt.all == (first < argc))
 		fc_usage_error(cmd,
 			       opt.all ? "--all or IFACE, not both" : "missing argument: expected IFACE, or --all");
+	fc_need_privileges(cmd, "it detaches BPF programs from an interface");
 	/* Not shape-checked: the way out of another version's pins. None
 	 * pinned (the dir removed, bpffs mounted again): the program is found
 	 * by the pin dir it was loaded for. */
@@ -228,14 +230,20 @@ struct fc_status {
 	struct fc_config cfg;
 	uint64_t shm_store, shm_seq; /* the shm's mark: 0, 0 if none of ours is there */
 	bool shm_there;
+	/* What the store holds that is published but worth a word. */
+	char (*notes)[FC_ERR_LEN];
+	size_t nnotes;
 };
 
 static json_t *fc_status_json(const struct fc_ctx *ctx, const struct fc_status *st)
 {
 	struct fc_status_map maps[8];
-	json_t *ifs = json_array(), *mj = json_object(), *missing = json_array(), *o;
+	json_t *ifs = json_array(), *mj = json_object(), *missing = json_array(), *warn = json_array(), *o;
 	size_t i, nm = fc_status_maps(&st->cfg, maps);
 	int k;
+
+	for (i = 0; warn && i < st->nnotes; i++)
+		json_array_append_new(warn, json_string(st->notes[i]));
 
 	for (i = 0; ifs && i < st->n; i++) {
 		const struct fc_attachment *a = &st->v[i];
@@ -257,10 +265,10 @@ static json_t *fc_status_json(const struct fc_ctx *ctx, const struct fc_status *
 	if (mj && json_object_get(mj, FC_MAP_NAME(pfx6)))
 		json_object_set_new(json_object_get(mj, FC_MAP_NAME(pfx6)), "search_markers",
 				    json_integer(st->cfg.n_marks6));
-	return json_pack("{s:s, s:o, s:b, s:o, s:o, s:{s:s, s:b, s:I, s:I}, s:o}", "pin_dir", ctx->pin_dir, "attached",
-			 ifs, "published", st->missing == 0, "missing_maps", missing, "maps", mj, "shm", "path",
-			 ctx->shm_path, "published", st->shm_there, "store_id", (json_int_t)st->shm_store, "seq",
-			 (json_int_t)st->shm_seq, "configuration", fc_settings_json(ctx));
+	return json_pack("{s:s, s:o, s:b, s:o, s:o, s:{s:s, s:b, s:I, s:I}, s:o, s:o}", "pin_dir", ctx->pin_dir,
+			 "attached", ifs, "published", st->missing == 0, "missing_maps", missing, "maps", mj, "shm",
+			 "path", ctx->shm_path, "published", st->shm_there, "store_id", (json_int_t)st->shm_store, "seq",
+			 (json_int_t)st->shm_seq, "warnings", warn, "configuration", fc_settings_json(ctx));
 }
 
 static void fc_status_attached(const struct fc_status *st)
@@ -325,6 +333,8 @@ static void fc_status_print(const struct fc_ctx *ctx, const struct fc_status *st
 		       (unsigned long long)st->shm_seq);
 	else
 		printf("nginx shm: %s: nothing published there\n", ctx->shm_path);
+	for (i = 0; i < st->nnotes; i++)
+		printf("warning: %s\n", st->notes[i]);
 	fc_settings_print(ctx);
 }
 
@@ -335,8 +345,21 @@ static int fc_cmd_status_run(const struct fc_ctx *ctx, const struct fc_cmd *cmd,
 	struct fc_maps m;
 	struct fc_err err;
 	int rc = FC_EXIT_FAILURE;
+	size_t i;
 
 	fc_cmd_parse(cmd, argc, argv, &opt, NULL);
+	/* What the store holds that is published but worth a word (a store
+	 * that can not be read has none to give). */
+	fc_policy_notes(ctx, &st.notes, &st.nnotes);
+	/* Without the privileges: what can be read, and what reading the rest needs. */
+	if (!fc_privileged()) {
+		if (!opt.json)
+			printf("pin dir: %s\n", ctx->pin_dir);
+		for (i = 0; !opt.json && i < st.nnotes; i++)
+			printf("warning: %s\n", st.notes[i]);
+		free(st.notes);
+		fc_need_privileges(cmd, "reading what is attached and published");
+	}
 	/* A reader: it makes nothing. The pins there are, and the programs
 	 * attached for this pin dir, whether they read those or not. */
 	st.missing = fc_maps_open_pinned(ctx->pin_dir, &m, &err);
@@ -352,6 +375,7 @@ static int fc_cmd_status_run(const struct fc_ctx *ctx, const struct fc_cmd *cmd,
 out:
 	fc_maps_close(&m);
 	free(st.v);
+	free(st.notes);
 	return rc;
 }
 
@@ -400,7 +424,11 @@ const struct fc_cmd fc_cmd_status = {
 	.summary = "Show where freqctl is attached and how full its maps are.",
 	.details = "Lists the interfaces of this network namespace that run this pin dir's programs, with\n"
 		   "mode and program id (and, in libxdp's dispatcher, freqctl's priority and the other\n"
-		   "programs it runs there: name, id, priority), then the entries published per map.",
+		   "programs it runs there: name, id, priority) and whether each reads the maps pinned\n"
+		   "in the pin dir, then the entries published per map (or which maps are not pinned),\n"
+		   "whether a shm is published at --shm, warnings about what the store holds (a policy of\n"
+		   "ip=0.0.0.0/0: one bucket for every source), and each setting with where it came from\n"
+		   "(option, environment, the configuration file's line, or default).",
 	.opts = fc_opts_json,
 	.run = fc_cmd_status_run,
 };

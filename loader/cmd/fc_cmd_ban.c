@@ -71,9 +71,9 @@ static int fc_ban_del(const struct fc_ctx *ctx, const struct fc_cmd *cmd, int ar
 		fc_usage_error(cmd, "%s", err.msg);
 	if (rc) {
 		if (opt.set)
-			fc_warn("ban del --set %s: %s", opt.set, err.msg);
+			fc_warn("ban del --set %s: %s%s", opt.set, rc == FC_CHANGE_RUNTIME ? fc_priv_hint() : "", err.msg);
 		else
-			fc_warn("ban del %s: %s", text, err.msg);
+			fc_warn("ban del %s: %s%s", text, rc == FC_CHANGE_RUNTIME ? fc_priv_hint() : "", err.msg);
 		return FC_EXIT_FAILURE;
 	}
 	if (opt.set)
@@ -225,7 +225,7 @@ static int fc_ban_import(const struct fc_ctx *ctx, const struct fc_cmd *cmd, int
 	if (opt.set ? fc_import_set(ctx, &opt, &feed, &prog, &res, &err) < 0 :
 		      fc_import_by_hand(ctx, &opt, &feed, &prog, &added, &err) < 0) {
 		fc_progress_end(&prog, ""); /* the error on a line of its own */
-		fc_warn("ban import %s: %s", path, err.msg);
+		fc_warn("ban import %s: %s%s", path, fc_priv_hint(), err.msg);
 		goto out;
 	}
 	rc = FC_EXIT_OK;
@@ -280,7 +280,13 @@ static int fc_ban_listing_read(const struct fc_ctx *ctx, const char *set, int64_
 	int rc = -1;
 
 	memset(l, 0, sizeof(*l));
-	if (fc_store_open(ctx->db_path, &st, err) < 0 || fc_store_set_list(st, now, &l->sets, &l->nsets, err) < 0 ||
+	rc = fc_store_open_read(ctx->db_path, &st, err);
+	if (rc == 1 && set)
+		fc_err_set(err, "--set %s: no such ban set (see 'freqctl ban sets')", set);
+	if (rc)
+		return rc > 0 && !set ? 0 : -1; /* no store: nothing banned */
+	rc = -1;
+	if (fc_store_set_list(st, now, &l->sets, &l->nsets, err) < 0 ||
 	    fc_store_allow_list(st, now, &l->allows, &l->na, err) < 0)
 		goto out;
 	if (set) {
@@ -370,9 +376,11 @@ static int fc_ban_sets(const struct fc_ctx *ctx, const struct fc_cmd *cmd, int a
 	struct fc_err err;
 	size_t i;
 	json_t *arr;
+	int rc;
 
 	fc_cmd_parse(cmd, argc, argv, &opt, NULL);
-	if (fc_store_open(ctx->db_path, &st, &err) < 0 || fc_store_set_list(st, now, &l.sets, &l.nsets, &err) < 0) {
+	if ((rc = fc_store_open_read(ctx->db_path, &st, &err)) < 0 ||
+	    (rc == 0 && fc_store_set_list(st, now, &l.sets, &l.nsets, &err) < 0)) {
 		fc_warn("ban sets: %s", err.msg);
 		fc_store_close(st);
 		return FC_EXIT_FAILURE;

@@ -4,7 +4,7 @@
  *
  *   {"freqctl": 2,
  *    "policies": [{"id", "match", "rates", "burst", "algo", "action", "count",
- *                  "delay_burst", "new_sources"}, ...],
+ *                  "delay_burst", "new_sources", ... "show_keys", "fleet"}, ...],
  *    "bans": [{"ban": "ADDR[/LEN]" | "uid=VALUE", "created", "expires"}, ...],
  *    "sets": [{"name", "expires", "bans": ["ADDR[/LEN]", ...]}, ...],
  *    "nodes": [{"name", "weight"}, ...],
@@ -17,7 +17,8 @@
  * whose id and match stay keeps its bucket state and counters; a set that
  * stays changes by the difference). A file of version 1 (no sets) is read
  * too. A file without "allows" (written before allow lists) leaves the
- * store's entries alone.
+ * store's entries alone; a policy without a key added later (show_keys,
+ * fleet) has it null or false, as it had in the store it came from.
  */
 #include <stddef.h>
 #include <stdlib.h>
@@ -116,15 +117,17 @@ out:
 	return rc;
 }
 
-/* Reads it all at now; create: a missing store is made (empty). */
-static int fc_store_all_read(const char *db, bool create, int64_t now, struct fc_store_all *a, struct fc_err *err)
+/* Reads it all at now; a missing store is empty, and not made. */
+static int fc_store_all_read(const char *db, int64_t now, struct fc_store_all *a, struct fc_err *err)
 {
 	struct fc_store *st = NULL;
 	size_t i, o;
-	int rc = 0;
+	int rc;
 
 	memset(a, 0, sizeof(*a));
-	if (fc_store_open_ex(db, create, &st, err) < 0 || fc_store_policy_list(st, &a->pols, &a->np, err) < 0 ||
+	if ((rc = fc_store_open_read(db, &st, err)) != 0)
+		return rc < 0 ? -1 : 0;
+	if (fc_store_policy_list(st, &a->pols, &a->np, err) < 0 ||
 	    fc_store_ban_list(st, now, &a->bans, &a->nb, err) < 0 || fc_store_uid_ban_list(st, now, &a->ub, &a->nu, err) < 0 ||
 	    fc_store_sets_read(st, now, a, err) < 0 || fc_store_node_list(st, &a->nodes, &a->nn, err) < 0 ||
 	    fc_store_allow_list(st, now, &a->allows, &a->na, err) < 0) {
@@ -148,7 +151,7 @@ static int fc_export(const struct fc_ctx *ctx, const struct fc_cmd *cmd, int arg
 	size_t i, j;
 
 	fc_cmd_parse(cmd, argc, argv, NULL, NULL);
-	if (fc_store_all_read(ctx->db_path, true, (int64_t)time(NULL), &all, &err) < 0) {
+	if (fc_store_all_read(ctx->db_path, (int64_t)time(NULL), &all, &err) < 0) {
 		fc_warn("export: %s", err.msg);
 		return FC_EXIT_FAILURE;
 	}
@@ -243,10 +246,12 @@ static void fc_import_policy(struct fc_import_set *s, size_t idx, json_t *o)
 	s->pidx[s->np++] = idx;
 }
 
-/* A policy's id, match and place in the file, to find repeats by sorting. */
+/* A policy's id, match, layer and place in the file, to find repeats by sorting. */
 struct fc_pol_key {
 	uint32_t id;
 	size_t idx;
+	enum fc_layer layer;
+	bool ip_only;
 	char match[FC_MATCH_LEN];
 };
 
@@ -262,10 +267,12 @@ static int fc_pol_key_by_match(const void *a, const void *b)
 	const struct fc_pol_key *x = a, *y = b;
 	int c = strcmp(x->match, y->match);
 
+	if (!c)
+		c = (int)x->layer - (int)y->layer;
 	return c ? c : (x->idx > y->idx) - (x->idx < y->idx);
 }
 
-/* Two policies with one id, or one match: the later is an error. */
+/* Two policies with one id, or one match at one layer: the later is an error. */
 static void fc_import_repeats(struct fc_import_set *s)
 {
 	struct fc_pol_key *k = calloc(s->np + 1, sizeof(*k));
@@ -280,6 +287,8 @@ static void fc_import_repeats(struct fc_import_set *s)
 	for (i = 0; i < s->np; i++) {
 		k[i].id = s->pols[i].id;
 		k[i].idx = s->pidx[i];
+		k[i].layer = fc_policy_layer(&s->pols[i]);
+		k[i].ip_only = fc_policy_ip_only(&s->pols[i]);
 		fc_match_format(&s->pols[i], k[i].match);
 	}
 	qsort(k, s->np, sizeof(*k), fc_pol_key_by_id);
@@ -291,8 +300,9 @@ static void fc_import_repeats(struct fc_import_set *s)
 	qsort(k, s->np, sizeof(*k), fc_pol_key_by_match);
 	for (i = 1; i < s->np; i++) {
 		snprintf(where, sizeof(where), "policies[%zu] (id %u)", k[i].idx, k[i].id);
-		if (!strcmp(k[i].match, k[i - 1].match) && k[i].id != k[i - 1].id)
-			fc_import_error(s, where, "%s is policy %u's match too", k[i].match, k[i - 1].id);
+		if (!strcmp(k[i].match, k[i - 1].match) && k[i].layer == k[i - 1].layer && k[i].id != k[i - 1].id)
+			fc_import_error(s, where, "%s is policy %u's match%s too", k[i].match, k[i - 1].id,
+					!k[i].ip_only ? "" : k[i].layer == FC_LAYER_HTTP ? " in nginx" : " at XDP/TC");
 	}
 	free(k);
 }
@@ -590,9 +600,10 @@ static int fc_import_apply(struct fc_publish *pub, const struct fc_import_set *s
 	}
 	memcpy(byid, s->pols, s->np * sizeof(*byid));
 	qsort(byid, s->np, sizeof(*byid), fc_spec_id_cmp);
-	/* Policies gone from the file, or whose match changes (which resets
-	 * their state anyway), are deleted first: a match may move to another
-	 * id. The others are replaced in place and keep slot, state, counters. */
+	/* Policies gone from the file, or whose match or layer changes
+	 * (which resets their state anyway), are deleted first: a match may
+	 * move to another id. The others are replaced in place and keep slot,
+	 * state, counters. */
 	for (i = 0; i < nold; i++) {
 		char m1[FC_MATCH_LEN], m2[FC_MATCH_LEN];
 		const struct fc_policy_spec *f = bsearch(&old[i].spec, byid, s->np, sizeof(*byid), fc_spec_id_cmp);
@@ -600,7 +611,7 @@ static int fc_import_apply(struct fc_publish *pub, const struct fc_import_set *s
 		if (f) {
 			fc_match_format(&old[i].spec, m1);
 			fc_match_format(f, m2);
-			if (!strcmp(m1, m2))
+			if (!strcmp(m1, m2) && fc_policy_layer(&old[i].spec) == fc_policy_layer(f))
 				continue;
 		}
 		if (fc_store_policy_del(pub->st, old[i].spec.id, &found, err) < 0)
@@ -818,7 +829,7 @@ static int fc_import_dry_run(const struct fc_ctx *ctx, const struct fc_import_se
 	json_t *doc;
 	int rc = -1;
 
-	if (fc_store_all_read(ctx->db_path, false, (int64_t)time(NULL), &all, err) < 0)
+	if (fc_store_all_read(ctx->db_path, (int64_t)time(NULL), &all, err) < 0)
 		return -1;
 	fc_diff_init(&d[0], "policy");
 	fc_diff_init(&d[1], "ban");
@@ -868,8 +879,10 @@ static int fc_import(const struct fc_ctx *ctx, const struct fc_cmd *cmd, int arg
 	struct fc_import_opt opt = { 0 };
 	struct fc_import_set set;
 	struct fc_publish pub;
+	char note[FC_ERR_LEN];
 	struct fc_err err;
 	int rc = FC_EXIT_FAILURE;
+	size_t i;
 
 	fc_cmd_parse(cmd, argc, argv, &opt, NULL);
 	if (opt.json && !opt.dry_run)
@@ -890,12 +903,16 @@ static int fc_import(const struct fc_ctx *ctx, const struct fc_cmd *cmd, int arg
 	}
 	if (fc_publish_commit(&pub, &err) < 0)
 		goto fail;
+	/* A file may hold what the commands take only with --force: said, not refused. */
+	for (i = 0; i < set.np; i++)
+		if (fc_policy_note(&set.pols[i], note, sizeof(note)))
+			fc_warn("import: warning: %s", note);
 	printf("imported %zu policies, %zu address bans, %zu uid bans, %zu ban sets, %zu nodes and %zu allow entries "
 	       "from %s\n", set.np, set.nb, set.nu, set.ns, set.nn, set.na, argv[optind]);
 	rc = FC_EXIT_OK;
 	goto out;
 fail:
-	fc_warn("import %s: %s", argv[optind], err.msg);
+	fc_warn("import %s: %s%s", argv[optind], opt.dry_run ? "" : fc_priv_hint(), err.msg);
 out:
 	free(set.pols);
 	free(set.pidx);

@@ -55,13 +55,15 @@ static int fc_keys_run(const struct fc_ctx *ctx, const struct fc_cmd *cmd, int a
 	size_t n = 0, i, live = 0;
 	json_t *arr = NULL;
 	uint32_t id;
-	bool found;
+	bool found = false;
+	int rc;
 
 	fc_cmd_parse(cmd, argc, argv, &opt, NULL);
 	if (fc_policy_id_parse(argv[optind], &id, &err) < 0)
 		fc_usage_error(cmd, "%s", err.msg);
-	if (fc_store_open_ex(ctx->db_path, false, &st, &err) < 0 ||
-	    fc_store_policy_get(st, id, &row, &found, &err) < 0 || fc_node_read(st, ctx->node, &node, &err) < 0)
+	rc = fc_store_open_read(ctx->db_path, &st, &err); /* 1: no store, no such policy */
+	if (rc < 0 || (rc == 0 && (fc_store_policy_get(st, id, &row, &found, &err) < 0 ||
+				   fc_node_read(st, ctx->node, &node, &err) < 0)))
 		goto fail;
 	fc_store_close(st);
 	st = NULL;
@@ -70,7 +72,12 @@ static int fc_keys_run(const struct fc_ctx *ctx, const struct fc_cmd *cmd, int a
 		return FC_EXIT_FAILURE;
 	}
 	if (!fc_policy_is_keyed(&row.spec)) {
-		fc_warn("keys: policy %u: not a per-key policy (a DIM=* in its match)", id);
+		if (row.spec.kind == FC_MATCH_STAR) /* at XDP/TC: buckets per source, in the kernel */
+			fc_warn("keys: policy %u: its buckets are per source address, at XDP/TC, not in nginx's key "
+				"table: 'freqctl top' ranks its busiest sources", id);
+		else
+			fc_warn("keys: policy %u: one bucket for all it matches, no keys (a per-key policy has a DIM=* in "
+				"its match, or ip=* with --layer http)", id);
 		return FC_EXIT_FAILURE;
 	}
 	if (fc_state_keys_of(ctx->shm_path, row.slot, row.epoch, &keys, &n, &err) < 0)

@@ -33,7 +33,7 @@ static int fc_node_set(const struct fc_ctx *ctx, const struct fc_cmd *cmd, int a
 	       strcmp(n.name, ctx->node) ? "" : " (this node: its limits are republished)");
 	return FC_EXIT_OK;
 fail:
-	fc_warn("node %s: %s", name, err.msg);
+	fc_warn("node %s: %s%s", name, fc_priv_hint(), err.msg);
 	return FC_EXIT_FAILURE;
 }
 
@@ -45,9 +45,11 @@ static int fc_node_list(const struct fc_ctx *ctx, const struct fc_cmd *cmd, int 
 	struct fc_err err;
 	json_t *arr;
 	size_t n = 0, i;
+	int rc;
 
 	fc_cmd_parse(cmd, argc, argv, &opt, NULL);
-	if (fc_store_open(ctx->db_path, &st, &err) < 0 || fc_store_node_list(st, &v, &n, &err) < 0) {
+	rc = fc_store_open_read(ctx->db_path, &st, &err);
+	if (rc < 0 || (rc == 0 && fc_store_node_list(st, &v, &n, &err) < 0)) {
 		fc_warn("node list: %s", err.msg);
 		fc_store_close(st);
 		return FC_EXIT_FAILURE;

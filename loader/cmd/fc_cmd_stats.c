@@ -160,6 +160,7 @@ static int fc_cmd_stats_run(const struct fc_ctx *ctx, const struct fc_cmd *cmd, 
 	fc_cmd_parse(cmd, argc, argv, &opt, NULL);
 	if (opt.json && opt.prometheus)
 		fc_usage_error(cmd, "--json and --prometheus: choose one");
+	fc_need_privileges(cmd, "it reads the pinned BPF maps");
 	if (opt.prometheus) {
 		if (fc_stats_write_prometheus(ctx, stdout, &err) < 0) {
 			fc_warn("stats: %s", err.msg);

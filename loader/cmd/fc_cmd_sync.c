@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: BSD-2-Clause
 /* freqctl sync */
+#include <stdlib.h>
 #include <jansson.h>
 
 #include "fc_cli.h"
@@ -12,11 +13,20 @@ static int fc_cmd_sync_run(const struct fc_ctx *ctx, const struct fc_cmd *cmd, i
 	struct fc_json_opt opt = { 0 };
 	struct fc_err err;
 
+	char (*notes)[FC_ERR_LEN] = NULL;
+	size_t nnotes = 0, i;
+
 	fc_cmd_parse(cmd, argc, argv, &opt, NULL);
+	fc_need_privileges(cmd, "it writes the pinned BPF maps");
 	if (fc_publish_begin(&pub, ctx, &err) < 0 || (pub.full = true, fc_publish_commit(&pub, &err) < 0)) {
 		fc_warn("sync: %s", err.msg);
 		return FC_EXIT_FAILURE;
 	}
+	/* Published as stored; what a policy of every source does, said. */
+	if (fc_policy_notes(ctx, &notes, &nnotes) == 0)
+		for (i = 0; i < nnotes; i++)
+			fc_warn("sync: warning: %s", notes[i]);
+	free(notes);
 	if (opt.json)
 		return fc_json_print(json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:{s:I, s:I, s:I, s:I, s:I, s:I}}",
 					       "added", (json_int_t)r->added, "changed", (json_int_t)r->changed,

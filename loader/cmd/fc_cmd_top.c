@@ -395,6 +395,7 @@ static int fc_top_run(const struct fc_ctx *ctx0, const struct fc_cmd *cmd, int a
 	int rc = FC_EXIT_FAILURE;
 
 	fc_cmd_parse(cmd, argc, argv, &opt, NULL);
+	fc_need_privileges(cmd, "it reads the pinned BPF maps");
 	fc_store_keep_init(&keep, ctx->db_path, !ctx->store_must_exist);
 	kctx.keep = &keep;
 	top.delay = opt.delay;

@@ -20,7 +20,7 @@
 static const struct fc_cmd *const fc_cmds[] = {
 	&fc_cmd_attach, &fc_cmd_detach, &fc_cmd_status, &fc_cmd_ban_add, &fc_cmd_ban_del,
 	&fc_cmd_ban_import, &fc_cmd_ban_list, &fc_cmd_ban_sets, &fc_cmd_allow_add, &fc_cmd_allow_del, &fc_cmd_allow_list,
-	&fc_cmd_policy_add, &fc_cmd_policy_set, &fc_cmd_policy_del,
+	&fc_cmd_policy_add, &fc_cmd_policy_set, &fc_cmd_policy_edit, &fc_cmd_policy_del,
 	&fc_cmd_policy_list, &fc_cmd_keys, &fc_cmd_sync, &fc_cmd_stats, &fc_cmd_top, &fc_cmd_export, &fc_cmd_import, &fc_cmd_agent,
 	&fc_cmd_node_set, &fc_cmd_node_list, &fc_cmd_console_token,
 };
@@ -257,7 +257,7 @@ int main(int argc, char **argv)
 		if (!strcmp(argv[0], "allow"))
 			fc_main_usage_error("allow: expected add, del or list");
 		if (!strcmp(argv[0], "policy"))
-			fc_main_usage_error("policy: expected add, set, del or list");
+			fc_main_usage_error("policy: expected add, set, edit, del or list");
 		if (!strcmp(argv[0], "node"))
 			fc_main_usage_error("node: expected set or list");
 		fc_main_usage_error("unknown command '%s'", argv[0]);

@@ -192,6 +192,9 @@ static json_t *fc_api_policy(const struct fc_policy_row *r)
 	fc_time_format(r->updated, updated);
 	if (o) {
 		json_object_set_new(o, "layer", json_string(fc_policy_is_l7(&r->spec) ? "nginx" : "xdp"));
+		/* What it counts, as the CLI says it: nginx counts requests. */
+		if (fc_policy_is_l7(&r->spec))
+			json_object_set_new(o, "count", json_string("requests"));
 		json_object_set_new(o, "created", json_string(created));
 		json_object_set_new(o, "updated", json_string(updated));
 	}
@@ -268,13 +271,18 @@ static int fc_api_policy_put(struct fc_console *c, struct fc_reply *r, struct fc
 	int ret;
 	struct fc_err err;
 	json_t *doc = fc_api_body(r, b, &ret);
-	bool found;
+	bool found, said, force;
 	int rc;
 
 	if (!doc)
 		return ret;
 	if (id && !json_object_get(doc, "id"))
 		json_object_set_new(doc, "id", json_integer(id));
+	/* A PUT keeps an ip=-only policy's layer unless the body says one;
+	 * "force": true is the CLI's --force (a /0), not a key of the policy. */
+	said = json_is_string(json_object_get(doc, "layer"));
+	force = json_is_true(json_object_get(doc, "force"));
+	json_object_del(doc, "force");
 	rc = fc_policy_from_json(doc, &p, field, &err);
 	json_decref(doc);
 	if (p.id) {
@@ -285,7 +293,11 @@ static int fc_api_policy_put(struct fc_console *c, struct fc_reply *r, struct fc
 		return fc_reply_error(r, MHD_HTTP_BAD_REQUEST, field, "%s%s", where, err.msg);
 	if (id && p.id != id)
 		return fc_reply_error(r, MHD_HTTP_BAD_REQUEST, "id", "policy %u: the body's id is %u", id, p.id);
-	rc = fc_change_policy_put(&c->ctx, &p, id != 0, &found, &row, &err);
+	rc = fc_change_policy_put(&c->ctx, &p,
+				  (id ? FC_PUT_REPLACE : 0) | (said ? FC_PUT_LAYER_SAID : 0) | (force ? FC_PUT_FORCE : 0),
+				  &found, &row, &err);
+	if (rc == FC_CHANGE_INVALID)
+		return fc_reply_error(r, MHD_HTTP_BAD_REQUEST, "match", "%s%s", where, err.msg);
 	if (rc == FC_CHANGE_CONFLICT && found && !id)
 		return fc_reply_error(r, MHD_HTTP_CONFLICT, "id", "%sexists; PUT /api/policies/%u replaces it", where,
 				      p.id);

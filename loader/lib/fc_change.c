@@ -9,12 +9,69 @@
 #include "fc_feed.h"
 #include "fc_publish.h"
 
-int fc_change_policy_put(const struct fc_ctx *ctx, const struct fc_policy_spec *p, bool replace, bool *found,
+/* Refuses to move old to another layer than p's when the layer was not
+ * said: "policy set 2 --match ip=* --rate 20/s" on an ip=* in nginx would
+ * otherwise make a request limit a packet limit at XDP/TC. A new match of
+ * another dimension than ip= says the layer itself. */
+static int fc_policy_layer_kept(const struct fc_policy_spec *old, const struct fc_policy_spec *p, unsigned how,
+				struct fc_err *err)
+{
+	static const char *const where[] = { [FC_LAYER_XDP] = "at XDP/TC (packets)",
+					     [FC_LAYER_HTTP] = "in nginx (requests)" };
+	enum fc_layer was = fc_policy_layer(old), now = fc_policy_layer(p);
+
+	if ((how & FC_PUT_LAYER_SAID) || !fc_policy_ip_only(p) || was == now)
+		return 0;
+	return fc_err_set(err, "runs %s, and without --layer this one would run %s: give --layer %s to keep it "
+			       "there or --layer %s to move it, or change only what you give with 'freqctl policy "
+			       "edit %u'",
+			  where[was], where[now], fc_layer_names[was], fc_layer_names[now], p->id);
+}
+
+/* Refuses a /0 the policy did not have, unless forced: one bucket for
+ * every source is rarely what was meant (a rate per source is ip=*). */
+static int fc_policy_zero_forced(const struct fc_policy_spec *old, bool found, const struct fc_policy_spec *p,
+				 unsigned how, struct fc_err *err)
+{
+	char what[FC_ERR_LEN / 2];
+
+	if (!fc_policy_is_zero(p) || (how & FC_PUT_FORCE) ||
+	    (found && fc_policy_is_zero(old) && old->ip.family == p->ip.family &&
+	     fc_policy_layer(old) == fc_policy_layer(p)))
+		return 0;
+	fc_policy_zero_what(p, what, sizeof(what));
+	return fc_err_set(err, "%s; a bucket per %s is --match 'ip=*'; give --force if one shared bucket is what you "
+			       "want",
+			  what, fc_policy_is_l7(p) ? "client" : "source");
+}
+
+/* Puts p in pub's open transaction, over old if found. */
+static int fc_policy_put_in(struct fc_publish *pub, const struct fc_policy_spec *p, const struct fc_policy_row *old,
+			    bool found, unsigned how, struct fc_policy_row *row, struct fc_err *err)
+{
+	int rc;
+
+	if (fc_policy_validate_new(p, err) < 0 || fc_policy_zero_forced(&old->spec, found, p, how, err) < 0) {
+		fc_publish_abort(pub);
+		return FC_CHANGE_INVALID;
+	}
+	if (found && fc_policy_layer_kept(&old->spec, p, how, err) < 0) {
+		fc_publish_abort(pub);
+		return FC_CHANGE_CONFLICT;
+	}
+	rc = fc_store_policy_put(pub->st, p, pub->now, row, err);
+	if (rc < 0) {
+		fc_publish_abort(pub);
+		return rc == FC_STORE_REFUSED ? FC_CHANGE_CONFLICT : FC_CHANGE_RUNTIME;
+	}
+	return fc_publish_commit(pub, err) < 0 ? FC_CHANGE_RUNTIME : 0;
+}
+
+int fc_change_policy_put(const struct fc_ctx *ctx, const struct fc_policy_spec *p, unsigned how, bool *found,
 			 struct fc_policy_row *row, struct fc_err *err)
 {
 	struct fc_policy_row old;
 	struct fc_publish pub;
-	int rc;
 
 	if (fc_publish_begin(&pub, ctx, err) < 0)
 		return FC_CHANGE_RUNTIME;
@@ -22,17 +79,40 @@ int fc_change_policy_put(const struct fc_ctx *ctx, const struct fc_policy_spec *
 		fc_publish_abort(&pub);
 		return FC_CHANGE_RUNTIME;
 	}
-	if (*found && !replace) {
+	if (*found && !(how & FC_PUT_REPLACE)) {
 		fc_publish_abort(&pub);
-		fc_err_set(err, "exists; use 'freqctl policy set' to replace it");
+		fc_err_set(err, "exists; use 'freqctl policy set' to replace it, or 'freqctl policy edit' to change "
+				"what you give");
 		return FC_CHANGE_CONFLICT;
 	}
-	rc = fc_store_policy_put(pub.st, p, pub.now, row, err);
-	if (rc < 0) {
+	return fc_policy_put_in(&pub, p, &old, *found, how, row, err);
+}
+
+int fc_change_policy_edit(const struct fc_ctx *ctx, uint32_t id, fc_policy_edit_fn edit, const void *arg,
+			  unsigned how, struct fc_policy_row *row, struct fc_err *err)
+{
+	struct fc_policy_row old;
+	struct fc_policy_spec p;
+	struct fc_publish pub;
+	bool found;
+
+	if (fc_publish_begin(&pub, ctx, err) < 0)
+		return FC_CHANGE_RUNTIME;
+	if (fc_store_policy_get(pub.st, id, &old, &found, err) < 0) {
 		fc_publish_abort(&pub);
-		return rc == FC_STORE_REFUSED ? FC_CHANGE_CONFLICT : FC_CHANGE_RUNTIME;
+		return FC_CHANGE_RUNTIME;
 	}
-	return fc_publish_commit(&pub, err) < 0 ? FC_CHANGE_RUNTIME : 0;
+	if (!found) {
+		fc_publish_abort(&pub);
+		fc_err_set(err, "no such policy (see 'freqctl policy list'; 'freqctl policy add' makes one)");
+		return FC_CHANGE_CONFLICT;
+	}
+	p = old.spec;
+	if (edit(&p, arg, err) < 0 || fc_policy_validate(&p, err) < 0) {
+		fc_publish_abort(&pub);
+		return FC_CHANGE_INVALID;
+	}
+	return fc_policy_put_in(&pub, &p, &old, true, how, row, err);
 }
 
 int fc_change_policy_del(const struct fc_ctx *ctx, uint32_t id, struct fc_err *err)

@@ -23,10 +23,24 @@ enum fc_change_fail {
 	FC_CHANGE_RUNTIME,     /* the store, the maps or the shm */
 };
 
-/* Creates policy p (replace: or replaces it). *found: it existed. Returns 0
- * or an fc_change_fail with err set. */
-int fc_change_policy_put(const struct fc_ctx *ctx, const struct fc_policy_spec *p, bool replace, bool *found,
+/* How a policy is put (flags). */
+#define FC_PUT_REPLACE    1u /* create or replace (policy set); else an existing id is refused */
+#define FC_PUT_LAYER_SAID 2u /* the layer was given: the policy may move to another layer */
+#define FC_PUT_FORCE      4u /* --force: a new ip=0.0.0.0/0 or ip=::/0 (fc_policy_is_zero) */
+
+/* Creates policy p (FC_PUT_REPLACE: or replaces it). An existing ip=-only
+ * policy is not moved to another layer unless FC_PUT_LAYER_SAID; a /0 that
+ * the policy did not have is refused (FC_CHANGE_INVALID) unless
+ * FC_PUT_FORCE. *found: it existed. Returns 0 or an fc_change_fail with err
+ * set. */
+int fc_change_policy_put(const struct fc_ctx *ctx, const struct fc_policy_spec *p, unsigned how, bool *found,
 			 struct fc_policy_row *row, struct fc_err *err);
+/* Changes policy id by edit, which is given the stored policy to change in
+ * place (only what it was told), in the change's transaction; the result is
+ * validated as policy add's. how: FC_PUT_LAYER_SAID, FC_PUT_FORCE as above. */
+typedef int (*fc_policy_edit_fn)(struct fc_policy_spec *p, const void *arg, struct fc_err *err);
+int fc_change_policy_edit(const struct fc_ctx *ctx, uint32_t id, fc_policy_edit_fn edit, const void *arg,
+			  unsigned how, struct fc_policy_row *row, struct fc_err *err);
 int fc_change_policy_del(const struct fc_ctx *ctx, uint32_t id, struct fc_err *err);
 
 /* Bans text (ADDR[/LEN] or uid=VALUE) for ttl seconds (0: no expiry);

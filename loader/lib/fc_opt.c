@@ -86,6 +86,12 @@ int fc_opt_set(const struct fc_opt *o, void *opts, const char *text, const char 
 		return 0;
 	case FC_OPT_PARSE:
 		return o->parse(text, dest, err);
+	case FC_OPT_YES:
+		*(int *)dest = 1;
+		return 0;
+	case FC_OPT_NO:
+		*(int *)dest = -1;
+		return 0;
 	}
 	return fc_err_set(err, "%s: unknown option type %d", label, (int)o->type);
 }
@@ -109,6 +115,9 @@ bool fc_opt_sane(const struct fc_opt *o)
 		return o->size == sizeof(int) && o->names && o->names[0];
 	case FC_OPT_PARSE:
 		return o->parse != NULL;
+	case FC_OPT_YES:
+	case FC_OPT_NO:
+		return o->size == sizeof(int);
 	}
 	return false;
 }

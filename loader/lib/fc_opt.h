@@ -25,6 +25,11 @@ enum fc_opt_type {
 	FC_OPT_DURATION, /* int64_t seconds: "90s", "1h30m" (in JSON, a number of seconds) */
 	FC_OPT_ENUM,     /* int: the index of the text in names (an enum's values) */
 	FC_OPT_PARSE,    /* parse(text, dest): a value with a parser of its own */
+	/* A yes or no that may be left unsaid: an int, 1 for --NAME (FC_OPT_YES),
+	 * -1 for its twin --no-NAME (FC_OPT_NO), 0 when neither is given. In
+	 * JSON the FC_OPT_YES entry's key takes true, false or null. */
+	FC_OPT_YES,
+	FC_OPT_NO,
 };
 
 struct fc_opt {
@@ -67,5 +72,12 @@ int fc_enum_parse(const char *label, const char *text, const char *const *names,
 
 /* Whether the entry's size fits its type (a table typo shows up in tests). */
 bool fc_opt_sane(const struct fc_opt *o);
+
+/* Whether the option takes an argument (those that do not: FC_OPT_FLAG,
+ * FC_OPT_YES, FC_OPT_NO). */
+static inline bool fc_opt_has_arg(const struct fc_opt *o)
+{
+	return o->type != FC_OPT_FLAG && o->type != FC_OPT_YES && o->type != FC_OPT_NO;
+}
 
 #endif /* FC_OPT_H */

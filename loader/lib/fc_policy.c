@@ -78,7 +78,10 @@ int fc_rate_parse(const char *s, struct fc_rate *r, bool burst_ok, struct fc_err
 
 	if (!slash)
 		return fc_err_set(err, "rate \"%s\": expected N/UNIT%s, e.g. 100/s or 5000/h", s, burst_ok ? "[:B]" : "");
+	/* nginx's spelling, limit_req's rate=5r/m: N requests, the same N. */
 	len = (size_t)(slash - s);
+	if (len > 1 && s[len - 1] == 'r')
+		len--;
 	if (len >= sizeof(num))
 		return fc_err_set(err, "rate \"%s\": N must be at most %llu", s, (unsigned long long)FC_RATE_MAX);
 	memcpy(num, s, len);
@@ -400,6 +403,27 @@ int fc_policy_validate(const struct fc_policy_spec *p, struct fc_err *err)
 }
 
 
+int fc_policy_validate_new(const struct fc_policy_spec *p, struct fc_err *err)
+{
+	if (fc_policy_delay_never(p))
+		return fc_err_set(err, "--action delay waits requests to a GCRA rate (--algo gcra, the default); --algo %s "
+				       "never delays, it denies what is over its window (that is --action drop)",
+				  fc_algo_name(p->algo));
+	return 0;
+}
+
+void fc_policy_zero_what(const struct fc_policy_spec *p, char *buf, size_t len)
+{
+	char match[FC_MATCH_LEN], rates[FC_TEXT_LEN];
+	bool l7 = fc_policy_is_l7(p);
+
+	fc_match_format(p, match);
+	fc_rates_format(p, rates);
+	snprintf(buf, len, "%s puts every IPv%d %s in one bucket: %s %sfor all of them together%s", match, p->ip.family,
+		 l7 ? "client" : "source", p->ntiers ? rates : "its cap", l7 ? "of requests " : "",
+		 l7 ? "" : ", SSH and every other service included");
+}
+
 void fc_match_format(const struct fc_policy_spec *p, char buf[FC_MATCH_LEN])
 {
 	char pfx[FC_PREFIX_STRLEN];
@@ -499,13 +523,14 @@ const struct fc_opt fc_policy_opts[] = {
 	  .arg = "EXPR", .help = "DIM=VALUE[,...]: ip=ADDR|PREFIX|*, uid=V, arg:NAME=V, header:NAME=V, uri=PATH; "
 		  "V * is a bucket per value, uri=/P/* a prefix" },
 	{ .name = "rate", .short_name = 'r', .type = FC_OPT_PARSE, .parse = fc_opt_rate, .repeat = true,
-	  .json = "rates", .arg = "N/UNIT[:B]", .help = "N per UNIT (s, m, h, d), GCRA burst B (default N); repeat for tiers (at most 4)" },
+	  .json = "rates", .arg = "N/UNIT[:B]", .help = "N per UNIT (s, m, h, d; nginx's Nr/s, Nr/m too), GCRA burst B (default N); "
+		  "repeat for tiers (at most 4)" },
 	FC_POLICY_OPT("burst", 'b', FC_OPT_UINT, burst, .min = 1, .max = FC_RATE_MAX, .json = "burst", .arg = "B",
 		      .help = "GCRA: B pass back to back from idle (the first rate's; same as --rate N/UNIT:B)"),
 	FC_POLICY_OPT("algo", 'a', FC_OPT_ENUM, algo, .names = fc_algo_names, .json = "algo", .arg = "ALGO",
 		      .help = "gcra (default), window (fixed, aligned to UTC) or sliding (window weighted with the last)"),
 	FC_POLICY_OPT("action", 0, FC_OPT_ENUM, action, .names = fc_action_names, .json = "action",
-		      .arg = "ACTION", .help = "drop (default), log (count, drop nothing), delay (L7: wait to the rate)"),
+		      .arg = "ACTION", .help = "drop (default), log (count, drop nothing), delay (L7, gcra: wait to the rate)"),
 	FC_POLICY_OPT("delay-burst", 0, FC_OPT_U32, delay_burst, .min = 1, .max = 1000000, .json = "delay_burst",
 		      .arg = "B", .help = "delay: requests that may wait (default 0)"),
 	FC_POLICY_OPT("escalate", 0, FC_OPT_PARSE, escalate, .parse = fc_opt_escalate, .json = "escalate",
@@ -531,5 +556,10 @@ const struct fc_opt fc_policy_opts[] = {
 	FC_POLICY_OPT("override", 0, FC_OPT_FLAG, override, .json = "override",
 		      .help = "where it matches, the matching policies more general than it (ip=*, a prefix covering "
 			      "its address, uid=* over uid=V, ...) do not apply"),
+	FC_POLICY_OPT("show-keys", 0, FC_OPT_YES, show_keys, .json = "show_keys",
+		      .help = "per-key policies: keep the values of the busiest keys beside their hashes (recorded; "
+			      "this version keeps no values yet)"),
+	FC_POLICY_OPT("no-show-keys", 0, FC_OPT_NO, show_keys,
+		      .help = "keep only the hashes of the keys, never their values"),
 	FC_OPT_END,
 };

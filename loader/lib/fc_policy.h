@@ -8,6 +8,7 @@
 #define FC_POLICY_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "fc_error.h"
@@ -80,11 +81,52 @@ struct fc_policy_spec {
 	/* Where it matches, the matching policies of its layer more general
 	 * than it do not apply (fc_policy_more_general). */
 	bool override;
+	/* Per-key policies: keep the values of the busiest keys beside their
+	 * hashes: 1 --show-keys, -1 --no-show-keys, 0 not said (the default). */
+	int show_keys;
+	/* The rate is the whole fleet's, not this node's share (issue 29). */
+	bool fleet;
 };
 
 static inline bool fc_policy_is_l7(const struct fc_policy_spec *p)
 {
 	return p->ndims > 0 || p->layer == FC_LAYER_HTTP;
+}
+
+/* Whether the match has ip= alone: then the layer is a choice (--layer). */
+static inline bool fc_policy_ip_only(const struct fc_policy_spec *p)
+{
+	return (p->kind == FC_MATCH_PREFIX || p->kind == FC_MATCH_STAR) && !p->ndims;
+}
+
+/* The layer p runs at: FC_LAYER_XDP or FC_LAYER_HTTP, never auto. */
+static inline enum fc_layer fc_policy_layer(const struct fc_policy_spec *p)
+{
+	return fc_policy_is_l7(p) ? FC_LAYER_HTTP : FC_LAYER_XDP;
+}
+
+/* Whether p is one bucket for every source of a family: ip=0.0.0.0/0 or
+ * ip=::/0 alone. A new one needs --force (ban add refuses a /0 outright);
+ * one stored is published, with a warning. */
+static inline bool fc_policy_is_zero(const struct fc_policy_spec *p)
+{
+	return p->kind == FC_MATCH_PREFIX && !p->ndims && p->ip.len == 0;
+}
+/* What such a policy does, for a refusal or a warning: "ip=0.0.0.0/0 puts
+ * every IPv4 source in one bucket: 20/s for all of them together, ...". */
+void fc_policy_zero_what(const struct fc_policy_spec *p, char *buf, size_t len);
+
+/* p's layer as it is written: auto when it is the one the match gives
+ * anyway, so that two specs that run alike are alike (export, import's
+ * diff, the store's rows read back). */
+static inline enum fc_layer fc_policy_layer_said(const struct fc_policy_spec *p)
+{
+	return p->layer == (fc_policy_ip_only(p) ? FC_LAYER_XDP : FC_LAYER_HTTP) ? FC_LAYER_AUTO : p->layer;
+}
+
+static inline void fc_policy_layer_canon(struct fc_policy_spec *p)
+{
+	p->layer = fc_policy_layer_said(p);
 }
 
 #define FC_NEW_SOURCES_DEFAULT 20000
@@ -123,6 +165,15 @@ int fc_policy_words(const struct fc_policy_spec *p);
 /* Checks what a single option can not: combinations and the bounds that
  * keep the kernel's arithmetic exact. */
 int fc_policy_validate(const struct fc_policy_spec *p, struct fc_err *err);
+/* What a policy given now (a command, the console) must hold besides: what
+ * was taken before and is stored still loads and runs as it did, and
+ * fc_policy_note says what it does. */
+int fc_policy_validate_new(const struct fc_policy_spec *p, struct fc_err *err);
+/* --action delay with --algo window or sliding: taken before, never delays. */
+static inline bool fc_policy_delay_never(const struct fc_policy_spec *p)
+{
+	return p->action == FC_ACTION_DELAY && p->algo != FC_ALGO_GCRA;
+}
 
 const char *fc_algo_name(enum fc_algo a);
 const char *fc_action_name(enum fc_action a);

@@ -11,7 +11,8 @@
 json_t *fc_policy_to_json(const struct fc_policy_spec *p)
 {
 	char match[FC_MATCH_LEN], rate[FC_RATE_STRLEN], esc[FC_RATE_STRLEN];
-	json_t *rates = json_array();
+	enum fc_layer layer = fc_policy_layer_said(p); /* one the match gives anyway: null */
+	json_t *rates = json_array(), *o;
 	int i;
 
 	fc_match_format(p, match);
@@ -20,7 +21,7 @@ json_t *fc_policy_to_json(const struct fc_policy_spec *p)
 		json_array_append_new(rates, json_string(rate));
 	}
 	fc_rate_format(&p->escalate, esc);
-	return json_pack("{s:I, s:s, s:o, s:o, s:s, s:s, s:s, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:b}", "id",
+	o = json_pack("{s:I, s:s, s:o, s:o, s:s, s:s, s:s, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:b}", "id",
 			 (json_int_t)p->id, "match", match, "rates", rates, "burst",
 			 p->burst ? json_integer((json_int_t)p->burst) : json_null(), "algo", fc_algo_name(p->algo),
 			 "action", fc_action_name(p->action), "count", fc_count_name(p->count), "delay_burst",
@@ -28,11 +29,17 @@ json_t *fc_policy_to_json(const struct fc_policy_spec *p)
 			 p->new_sources ? json_integer((json_int_t)p->new_sources) : json_null(), "escalate",
 			 p->escalate.n ? json_string(esc) : json_null(), "ban_ttl",
 			 p->ban_ttl ? json_integer(p->ban_ttl) : json_null(), "layer",
-			 p->layer != FC_LAYER_AUTO ? json_string(fc_layer_names[p->layer]) : json_null(), "max_keys",
+			 layer != FC_LAYER_AUTO ? json_string(fc_layer_names[layer]) : json_null(), "max_keys",
 			 p->max_keys ? json_integer(p->max_keys) : json_null(), "new_keys",
 			 p->new_keys ? json_integer(p->new_keys) : json_null(), "concurrency",
 			 p->concurrency ? json_integer(p->concurrency) : json_null(), "warmup",
 			 p->warmup ? json_integer(p->warmup) : json_null(), "override", p->override);
+	/* Added later than the rest: an export without them is read as null and false. */
+	if (o) {
+		json_object_set_new(o, "show_keys", p->show_keys ? json_boolean(p->show_keys > 0) : json_null());
+		json_object_set_new(o, "fleet", json_boolean(p->fleet));
+	}
+	return o;
 }
 
 int fc_json_uint(json_t *v, uint64_t max, uint64_t *out)
@@ -76,9 +83,11 @@ static int fc_json_opt_set(const struct fc_opt *o, json_t *v, struct fc_policy_s
 	struct fc_err why;
 	const char *text;
 
-	if (o->type == FC_OPT_FLAG) {
+	if (o->type == FC_OPT_FLAG || o->type == FC_OPT_YES) {
 		if (!json_is_boolean(v))
 			return FC_FAIL(key, "%s: expected true or false", key);
+		if (json_is_false(v) && o->type == FC_OPT_YES)
+			*(int *)((char *)p + o->off) = -1;
 		if (json_is_false(v))
 			return 0;
 		text = "";
@@ -114,9 +123,14 @@ int fc_policy_from_json(json_t *o, struct fc_policy_spec *p, char field[FC_JSON_
 	json_object_foreach(o, key, val) {
 		for (opt = fc_policy_opts; opt->name && (!opt->json || strcmp(key, opt->json)); opt++)
 			;
-		if (!opt->name && strcmp(key, "id"))
+		if (!opt->name && strcmp(key, "id") && strcmp(key, "fleet"))
 			return FC_FAIL(key, "unknown key \"%.64s\"", key);
 	}
+	/* No option sets it yet (policy add --fleet will): the JSON alone. */
+	val = json_object_get(o, "fleet");
+	if (val && !json_is_null(val) && !json_is_boolean(val))
+		return FC_FAIL("fleet", "fleet: expected true or false");
+	p->fleet = json_is_true(val);
 	if (fc_json_uint(json_object_get(o, "id"), FC_POLICY_ID_MAX, &v) < 0 || !v)
 		return FC_FAIL("id", "id: expected a whole number from 1 to %llu", (unsigned long long)FC_POLICY_ID_MAX);
 	p->id = (uint32_t)v;

@@ -68,7 +68,7 @@ void fc_fuzz_policy(uint32_t id, const char *match, const char *rates, const cha
 	bool found;
 
 	fc_fuzz_policy_spec(id, match, rates, opts, &p);
-	if (fc_change_policy_put(fc_fuzz_ctx(), &p, true, &found, &row, &err))
+	if (fc_change_policy_put(fc_fuzz_ctx(), &p, FC_PUT_REPLACE | FC_PUT_LAYER_SAID, &found, &row, &err))
 		fc_fuzz_setup_fail(match, err.msg);
 }
 

@@ -122,12 +122,12 @@ check "bad JSON: 400 with line and column" body_has "$r" '.error | startswith("b
 r=$(api POST /api/policies '[1, 2]')
 check "JSON that is not an object: 400" status_is "$r" 400
 r=$(api POST /api/policies '{"id": 10, "match": "ip=198.18.0.78", "rates": ["1/s"]}')
-check "a match another policy has: 409" body_has "$r" '.field == "match" and (.error | contains("already limited by policy 7"))'
+check "a match another policy has: 409" body_has "$r" '.field == "match" and (.error | contains("already limited at XDP/TC by policy 7"))'
 r=$(api POST /api/policies '{"id": 7, "match": "ip=198.18.0.79", "rates": ["1/s"]}')
 check "POST an existing id: 409, saying PUT replaces it" body_has "$r" '.error == "policy 7: exists; PUT /api/policies/7 replaces it"'
 check "none of the refused writes changed the store" no_store_change '[7,8]'
 r=$(api GET /api/policies/8)
-check "GET /api/policies/8: the policy" body_has "$r" '.id == 8 and .match == "uid=u8" and .layer == "nginx"'
+check "GET /api/policies/8: the policy" body_has "$r" '.id == 8 and .match == "uid=u8" and .layer == "nginx" and .count == "requests"'
 check "... override: false" body_has "$r" '.override == false'
 r=$(api PUT /api/policies/8 '{"match": "uid=u8", "rates": ["2/m"], "override": true}')
 check "PUT with \"override\": true: 200, and GET says so" \

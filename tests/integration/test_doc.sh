@@ -9,7 +9,7 @@
 # - ngx_http_freqctl_module(8) defines every directive and variable the
 #   module registers (its ngx_command_t and ngx_http_variable_t tables), and
 #   no other;
-# - the pages are built (make all) and groff reads them without a warning;
+# - the pages are built (make) and groff reads them without a warning;
 # - the bash completion offers the commands, every option of every command,
 #   only enum values the option's help names, interfaces, files and the
 #   policy ids of a store;
@@ -43,7 +43,7 @@ case ${1:-} in
 esac
 . "$(dirname "$0")/lib.sh"
 command -v scdoc >/dev/null || skip_all "scdoc missing (make deps)"
-[ -x "$FC_BIN" ] || skip_all "$FC_BIN not built (make all)"
+[ -x "$FC_BIN" ] || skip_all "$FC_BIN not built (make)"
 BC=/usr/share/bash-completion/bash_completion
 MAN8=doc/freqctl.8.scd
 NGX8=doc/ngx_http_freqctl_module.8.scd
@@ -221,7 +221,7 @@ check_built() {
 	for src in doc/*.scd; do
 		page=build/man/$(basename "$src" .scd)
 		if [ ! -s "$page" ] || [ "$page" -ot "$src" ]; then
-			note "$page missing or older than $src (make all builds it)"
+			note "$page missing or older than $src (make builds it)"
 			continue
 		fi
 		# -ww: every warning; a page groff complains about reads badly in man.

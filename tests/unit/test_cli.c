@@ -209,7 +209,7 @@ static const struct {
 	{ { "status", "extra" }, "freqctl status: unexpected argument \"extra\"\nTry 'freqctl status --help'.\n" },
 	{ { "stats", "--json", "--yaml" }, "freqctl stats: unknown option '--yaml'\nTry 'freqctl stats --help'.\n" },
 	{ { "ban", "import" }, "freqctl ban import: missing argument: expected FILE\nTry 'freqctl ban import --help'.\n" },
-	{ { "policy" }, "freqctl: policy: expected add, set, del or list\nTry 'freqctl --help'.\n" },
+	{ { "policy" }, "freqctl: policy: expected add, set, edit, del or list\nTry 'freqctl --help'.\n" },
 	{ { "policy", "add", "--match", "ip=*", "--rate", "1/s" },
 	  "freqctl policy add: missing argument: expected ID\nTry 'freqctl policy add --help'.\n" },
 	{ { "policy", "add", "x7", "--match", "ip=*", "--rate", "1/s" },
@@ -281,6 +281,22 @@ static const struct {
 	{ { "policy", "add", "7", "--match", "ip=*", "--rate", "10/s:5", "--burst", "5" },
 	  "freqctl: policy 7: the first rate's burst given twice: --burst 5 and --rate 10/s:5 (use one)\n"
 	  "Try 'freqctl policy add --help'.\n" },
+	/* One bucket for every source: needs --force (checked against the store: nothing stored yet). */
+	{ { "policy", "add", "4", "--match", "ip=0.0.0.0/0", "--rate", "20/s" },
+	  "freqctl: policy 4: ip=0.0.0.0/0 puts every IPv4 source in one bucket: 20/s for all of them together, SSH "
+	  "and every other service included; a bucket per source is --match 'ip=*'; give --force if one shared "
+	  "bucket is what you want\nTry 'freqctl policy add --help'.\n" },
+	{ { "policy", "set", "4", "--match", "ip=::/0", "--rate", "5/m", "--layer", "http" },
+	  "freqctl: policy 4: ip=::/0 puts every IPv6 client in one bucket: 5/m of requests for all of them together; "
+	  "a bucket per client is --match 'ip=*'; give --force if one shared bucket is what you want\n"
+	  "Try 'freqctl policy set --help'.\n" },
+	/* A window never delays: refused, naming what does (a stored one still loads). */
+	{ { "policy", "add", "5", "-m", "uid=a", "-r", "1/s", "--action", "delay", "-awindow" },
+	  "freqctl: policy 5: --action delay waits requests to a GCRA rate (--algo gcra, the default); --algo window "
+	  "never delays, it denies what is over its window (that is --action drop)\nTry 'freqctl policy add --help'.\n" },
+	{ { "policy", "set", "5", "-m", "uid=a", "-r", "1/s", "--action", "delay", "--algo=sliding" },
+	  "freqctl: policy 5: --action delay waits requests to a GCRA rate (--algo gcra, the default); --algo sliding "
+	  "never delays, it denies what is over its window (that is --action drop)\nTry 'freqctl policy set --help'.\n" },
 	{ { "policy", "add", "7", "--match", "ip=1.2.3.4", "--rate", "10/s", "--override", "--action", "log" },
 	  "freqctl: policy 7: --override switches off the policies more general than this one; a dry run (--action "
 	  "log) must not change what they enforce\nTry 'freqctl policy add --help'.\n" },

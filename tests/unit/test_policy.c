@@ -51,6 +51,10 @@ static const struct {
 	{ "abc/s", "rate \"abc/s\": N must be a whole number" },
 	{ "1.5/s", "rate \"1.5/s\": N must be a whole number" },
 	{ "-1/s", "rate \"-1/s\": N must be a whole number" },
+	{ "r/s", "rate \"r/s\": N must be a whole number" },
+	{ "5rr/s", "rate \"5rr/s\": N must be a whole number" },
+	{ "5R/s", "rate \"5R/s\": N must be a whole number" },
+	{ "0r/m", "rate \"0r/m\": N must be at least 1" },
 	{ "0/s", "rate \"0/s\": N must be at least 1" },
 	{ "1000000000001/s", "rate \"1000000000001/s\": N must be at most 1000000000000" },
 	{ "99999999999999999999999999999999/s",
@@ -84,6 +88,10 @@ static void test_rates(void **state)
 	assert_int_equal(r.n, 10);
 	assert_int_equal(r.unit_secs, 60);
 	assert_int_equal(r.burst, 3);
+	/* nginx's spelling, limit_req's rate=5r/m: the same rate, written as freqctl writes it. */
+	assert_int_equal(fc_rates_parse("5r/m,100r/s:20,1000r/d", &p, &err), 0);
+	fc_rates_format(&p, buf);
+	assert_string_equal(buf, "5/m,100/s:20,1000/d");
 	/* --escalate's rate has no burst. */
 	assert_int_equal(fc_rate_parse("10/m:3", &r, false, &err), -1);
 	assert_string_equal(err.msg, "rate \"10/m:3\": expected N/UNIT (no :B burst here)");
@@ -549,6 +557,92 @@ static void test_options_table(void **state)
 	json_decref(j);
 }
 
+/* --action delay waits to a GCRA rate: with a window it is refused as new
+ * (naming what delays), and loads as it did when stored (validate). */
+static void test_delay_algo(void **state)
+{
+	struct fc_policy_spec p = { .id = 5, .action = FC_ACTION_DELAY, .delay_burst = 3 };
+	struct fc_err err;
+
+	(void)state;
+	assert_int_equal(fc_match_parse("uid=a", &p, &err), 0);
+	assert_int_equal(fc_rates_parse("1/s", &p, &err), 0);
+	assert_int_equal(fc_policy_validate_new(&p, &err), 0);
+	p.algo = FC_ALGO_WINDOW;
+	assert_int_equal(fc_policy_validate(&p, &err), 0);
+	assert_int_equal(fc_policy_validate_new(&p, &err), -1);
+	assert_string_equal(err.msg, "--action delay waits requests to a GCRA rate (--algo gcra, the default); --algo "
+				     "window never delays, it denies what is over its window (that is --action drop)");
+	p.algo = FC_ALGO_SLIDING;
+	assert_int_equal(fc_policy_validate_new(&p, &err), -1);
+	p.action = FC_ACTION_DROP;
+	p.delay_burst = 0;
+	assert_int_equal(fc_policy_validate_new(&p, &err), 0);
+}
+
+/* The keys added with the round's migration: show_keys (true, false or
+ * null: not said) and fleet; a policy's layer written only where the match
+ * would not give it. An export from before them imports as it was. */
+static void test_json_new_keys(void **state)
+{
+	static const struct {
+		const char *json;
+		int show_keys;
+		bool fleet;
+		enum fc_layer layer;
+	} cases[] = {
+		{ "{\"id\": 1, \"match\": \"uid=*\", \"rates\": [\"1/s\"]}", 0, false, FC_LAYER_AUTO },
+		{ "{\"id\": 1, \"match\": \"uid=*\", \"rates\": [\"1/s\"], \"show_keys\": true, \"fleet\": true}", 1,
+		  true, FC_LAYER_AUTO },
+		{ "{\"id\": 1, \"match\": \"uid=*\", \"rates\": [\"1/s\"], \"show_keys\": false, \"fleet\": false}", -1,
+		  false, FC_LAYER_AUTO },
+		{ "{\"id\": 1, \"match\": \"uid=*\", \"rates\": [\"1/s\"], \"show_keys\": null, \"fleet\": null}", 0,
+		  false, FC_LAYER_AUTO },
+		{ "{\"id\": 1, \"match\": \"ip=*\", \"rates\": [\"1/s\"], \"layer\": \"http\"}", 0, false, FC_LAYER_HTTP },
+		{ "{\"id\": 1, \"match\": \"ip=*\", \"rates\": [\"1/s\"], \"layer\": \"xdp\"}", 0, false, FC_LAYER_XDP },
+	};
+	char field[FC_JSON_FIELD_LEN];
+	struct fc_policy_spec p, q;
+	struct fc_err err;
+	json_t *j, *out;
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		j = json_loads(cases[i].json, 0, NULL);
+		assert_non_null(j);
+		if (fc_policy_from_json(j, &p, field, &err) < 0)
+			fail_msg("case %zu: %s", i, err.msg);
+		assert_int_equal(p.show_keys, cases[i].show_keys);
+		assert_int_equal(p.fleet, cases[i].fleet);
+		assert_int_equal(p.layer, cases[i].layer);
+		out = fc_policy_to_json(&p);
+		assert_true(cases[i].show_keys ? json_is_boolean(json_object_get(out, "show_keys")) &&
+							 json_is_true(json_object_get(out, "show_keys")) == (cases[i].show_keys > 0) :
+						 json_is_null(json_object_get(out, "show_keys")));
+		assert_true(json_is_boolean(json_object_get(out, "fleet")));
+		/* --layer xdp on an ip= policy is what its match gives: null. */
+		assert_true(cases[i].layer == FC_LAYER_HTTP ? json_is_string(json_object_get(out, "layer")) :
+							      json_is_null(json_object_get(out, "layer")));
+		assert_int_equal(fc_policy_from_json(out, &q, field, &err), 0);
+		assert_int_equal(q.show_keys, p.show_keys);
+		assert_int_equal(q.fleet, p.fleet);
+		assert_int_equal(fc_policy_layer(&q), fc_policy_layer(&p));
+		json_decref(out);
+		json_decref(j);
+	}
+	j = json_loads("{\"id\": 1, \"match\": \"uid=*\", \"rates\": [\"1/s\"], \"fleet\": 1}", 0, NULL);
+	assert_int_equal(fc_policy_from_json(j, &p, field, &err), -1);
+	assert_string_equal(field, "fleet");
+	assert_string_equal(err.msg, "fleet: expected true or false");
+	json_decref(j);
+	j = json_loads("{\"id\": 1, \"match\": \"uid=*\", \"rates\": [\"1/s\"], \"show_keys\": \"yes\"}", 0, NULL);
+	assert_int_equal(fc_policy_from_json(j, &p, field, &err), -1);
+	assert_string_equal(field, "show_keys");
+	assert_string_equal(err.msg, "show_keys: expected true or false");
+	json_decref(j);
+}
+
 /* --warmup: GCRA only, 1 s to 1 d, a word beside the rates' (at most 3
  * rates), the first rate the fastest, a burst within the ramp's bounds;
  * compiled to ns, kept by a node's scaling, through JSON as seconds. */
@@ -671,7 +765,8 @@ int main(void)
 		cmocka_unit_test(test_ids),     cmocka_unit_test(test_rates),    cmocka_unit_test(test_matches),
 		cmocka_unit_test(test_enums),   cmocka_unit_test(test_validate),
 		cmocka_unit_test(test_validate_concurrency), cmocka_unit_test(test_compile),
-		cmocka_unit_test(test_scale),   cmocka_unit_test(test_options_table), cmocka_unit_test(test_warmup),
+		cmocka_unit_test(test_scale),   cmocka_unit_test(test_options_table), cmocka_unit_test(test_json_new_keys), cmocka_unit_test(test_delay_algo),
+		cmocka_unit_test(test_warmup),
 		cmocka_unit_test(test_warmup_concurrency),
 	};
 

@@ -15,10 +15,19 @@
 #include <libpq-fe.h>
 #include <stdint.h>
 
+#include "fc_db.h"
 #include "fc_db_sqlite_keys.h"
 #include "fc_store.h"
 #include "fc_store_keep.h"
 #include "fc_test.h"
+
+/* The schema versions: this freqctl's, and the one before the round's
+ * migration (fc_db_sqlite.c's fc_schema_round, fc_db_pg.c's
+ * fc_pg_schema_round), which a test makes as that release did. */
+#define FC_SQ_LAST 13
+#define FC_PG_LAST 9
+#define FC_SQ_PREV 12
+#define FC_PG_PREV 8
 
 struct fc_t {
 	char dir[64];
@@ -500,7 +509,7 @@ static void test_newer_schema_refused(void **state)
 	fc_raw_sql(t, "PRAGMA user_version = 99", "UPDATE meta SET value = 99 WHERE key = 'schema'");
 	assert_int_equal(fc_store_open(t->path, &st, &err), -1);
 	snprintf(want, sizeof(want), "store %s: schema version 99 is newer than this freqctl knows (%d)", t->path,
-		 t->pg ? 8 : 12);
+		 t->pg ? FC_PG_LAST : FC_SQ_LAST);
 	assert_string_equal(err.msg, want);
 }
 
@@ -599,11 +608,11 @@ static void test_policies(void **state)
 	assert_int_equal(rc.slot, ra.slot);
 	assert_int_not_equal(rc.epoch, ra.epoch);
 
-	/* One policy per match. */
+	/* One policy per match at a layer. */
 	b.id = 10;
 	assert_int_equal(fc_store_policy_put(t->st, &b, 100, &rc, &err), FC_STORE_REFUSED);
-	assert_string_equal(err.msg, "ip=* is already limited by policy 9 (one policy per match; an ip=* is either "
-				    "at XDP/TC or in nginx)");
+	assert_string_equal(err.msg, "ip=* is already limited at XDP/TC by policy 9 (one policy per match at each "
+				    "layer; --layer http puts one in nginx beside it)");
 
 	/* A freed slot is the next one given. */
 	assert_int_equal(fc_store_policy_del(t->st, 7, &found, &err), 0);
@@ -896,6 +905,7 @@ static void test_migrate_from_warmup(void **state)
 		   FC_SQ_DROP_LOG("bans") FC_SQ_DROP_LOG("set_bans") FC_SQ_DROP_LOG("uid_bans")
 		   FC_SQ_DROP_LOG("policies") FC_SQ_DROP_LOG("nodes") FC_SQ_DROP_LOG("ban_sets")
 		   FC_SQ_DROP_LOG("allows")
+		   "DROP TABLE fleet_nodes;" /* the round's step, after this one */
 		   "DROP TABLE changes; DROP TABLE set_bans; DROP TABLE ban_sets;"
 		   "DROP INDEX policies_ip; DROP INDEX policies_pfx4; DROP INDEX policies_pfx6;"
 		   "DROP INDEX bans_pfx4; DROP INDEX bans_pfx6; DROP INDEX uid_bans_expires;"
@@ -903,9 +913,13 @@ static void test_migrate_from_warmup(void **state)
 		   "ALTER TABLE policies DROP COLUMN ip_len;"
 		   "DELETE FROM meta WHERE key IN ('store_id', 'log_pruned', 'policy_ip');"
 		   "PRAGMA user_version = 11",
+		   /* The round's step, after this one. */
+		   "DROP TABLE fleet_nodes; ALTER TABLE policies DROP COLUMN show_keys, DROP COLUMN fleet,"
+		   "  DROP CONSTRAINT policies_match_layer_key, ADD CONSTRAINT policies_match_key UNIQUE (match),"
+		   "  ALTER COLUMN layer DROP NOT NULL;"
 		   "DROP TABLE changes; DROP TABLE set_bans CASCADE; DROP TABLE ban_sets CASCADE;"
 		   "DROP FUNCTION freqctl_lock, freqctl_log_reset, freqctl_log_key, freqctl_log_uid, freqctl_log_policy,"
-		   "  freqctl_log_node, freqctl_log_set, freqctl_log_allow CASCADE;"
+		   "  freqctl_log_node, freqctl_log_set, freqctl_log_allow, freqctl_log_fleet CASCADE;"
 		   "DROP INDEX bans_pfx4, bans_pfx6, uid_bans_expires;"
 		   "ALTER TABLE policies DROP COLUMN ip_family, DROP COLUMN ip_addr, DROP COLUMN ip_len;"
 		   "DELETE FROM meta WHERE key IN ('store_id', 'log_pruned', 'policy_ip');"
@@ -950,6 +964,230 @@ static void test_migrate_from_warmup(void **state)
 	fc_delta_free(&d);
 }
 
+
+/* A policy's layer: an ip=* at XDP/TC and one in nginx side by side (one
+ * per match at each layer); the layer read back as the spec gave it (auto
+ * where the match gives it anyway); show_keys and fleet kept. */
+static void test_policy_layers(void **state)
+{
+	struct fc_t *t = *state;
+	struct fc_policy_spec x = fc_spec(1, "ip=*", "20/s"), h = fc_spec(2, "ip=*", "5/s"), u = fc_spec(3, "uid=*", "1/s");
+	struct fc_policy_row rx, rh, ru, row;
+	struct fc_err err;
+	bool found;
+
+	h.layer = FC_LAYER_HTTP;
+	h.show_keys = -1;
+	u.show_keys = 1;
+	u.fleet = true;
+	fc_policy_round_trip(t->st, &x, &rx);
+	fc_policy_round_trip(t->st, &h, &rh);
+	fc_policy_round_trip(t->st, &u, &ru);
+	assert_int_not_equal(rx.slot, rh.slot);
+	/* The XDP one is the kernel's ip=* policy. */
+	assert_int_equal(fc_store_policy_star(t->st, &row, &found, &err), 0);
+	assert_true(found);
+	assert_int_equal(row.spec.id, 1);
+	/* A third at either layer is refused, saying which holds it. */
+	x.id = h.id = 4;
+	assert_int_equal(fc_store_policy_put(t->st, &x, 100, &row, &err), FC_STORE_REFUSED);
+	assert_string_equal(err.msg, "ip=* is already limited at XDP/TC by policy 1 (one policy per match at each "
+				    "layer; --layer http puts one in nginx beside it)");
+	assert_int_equal(fc_store_policy_put(t->st, &h, 100, &row, &err), FC_STORE_REFUSED);
+	assert_string_equal(err.msg, "ip=* is already limited in nginx by policy 2 (one policy per match at each "
+				    "layer; without --layer http, an ip= policy runs at XDP/TC)");
+	/* A match of nginx's alone: no layer to choose, no hint about one. */
+	u.id = 4;
+	assert_int_equal(fc_store_policy_put(t->st, &u, 100, &row, &err), FC_STORE_REFUSED);
+	assert_string_equal(err.msg, "uid=* is already limited by policy 3 (one policy per match: change that one "
+				    "with 'freqctl policy edit 3')");
+	/* --layer xdp said or not is the same policy: auto read back. */
+	x.id = 1;
+	x.layer = FC_LAYER_XDP;
+	fc_policy_put_ok(t->st, &x, &row);
+	assert_int_equal(row.epoch, rx.epoch);
+	assert_int_equal(fc_store_policy_get(t->st, 1, &row, &found, &err), 0);
+	assert_int_equal(row.spec.layer, FC_LAYER_AUTO);
+	/* Moved to nginx: fresh buckets (packets became requests). */
+	x.layer = FC_LAYER_HTTP;
+	assert_int_equal(fc_store_policy_del(t->st, 2, &found, &err), 0);
+	assert_true(fc_policy_put_fresh(t->st, &x, &rx));
+	/* A fleet's rate turned a node's: fresh buckets (credit is not a count). */
+	u.id = 3;
+	u.fleet = false;
+	assert_true(fc_policy_put_fresh(t->st, &u, &ru));
+	assert_int_equal(fc_store_policy_get(t->st, 3, &row, &found, &err), 0);
+	assert_false(row.spec.fleet);
+	assert_int_equal(row.spec.show_keys, 1);
+}
+
+/* The fleet's key: made once, the same for every connection after; the
+ * fleet's node set, window by window. */
+static void test_fleet_store(void **state)
+{
+	struct fc_t *t = *state;
+	struct fc_fleet_node *rows = NULL;
+	struct fc_store_log log, after;
+	struct fc_delta d = { 0 };
+	struct fc_store *other;
+	uint64_t k[2], k2[2];
+	struct fc_err err;
+	size_t n = 0;
+
+	assert_int_equal(fc_store_fleet_secret(t->st, k, &err), 0);
+	assert_true(k[0] || k[1]);
+	if (fc_store_open(t->path, &other, &err) < 0)
+		fail_msg("%s", err.msg);
+	assert_int_equal(fc_store_fleet_secret(other, k2, &err), 0);
+	fc_store_close(other);
+	assert_memory_equal(k, k2, sizeof(k));
+
+	/* web1 from 1000 + the delay; web2 joins; web1's weight changes later. */
+	assert_int_equal(fc_store_log_head(t->st, &log, &err), 0);
+	assert_int_equal(fc_store_begin(t->st, &err), 0);
+	assert_int_equal(fc_store_fleet_node_set(t->st, "web1", 250000, 1000, &err), 0);
+	assert_int_equal(fc_store_fleet_node_set(t->st, "web2", 750000, 1000, &err), 0);
+	assert_int_equal(fc_store_fleet_node_set(t->st, "web1", 500000, 5000, &err), 0);
+	assert_int_equal(fc_store_commit(t->st, &err), 0);
+	/* Logged: agents republish the fleet's shares. */
+	assert_int_equal(fc_store_log_head(t->st, &after, &err), 0);
+	assert_int_equal(fc_store_delta(t->st, log.head, after.head, 0, "web1", &d, &err), 0);
+	assert_true(d.fleet);
+	assert_false(d.weight);
+	assert_int_equal(d.nkeys, 0);
+	fc_delta_free(&d);
+	assert_int_equal(fc_store_fleet_nodes_at(t->st, 1000 + FC_FLEET_NODE_DELAY_MS - 1, &rows, &n, &err), 0);
+	assert_int_equal(n, 0); /* not yet */
+	free(rows);
+	assert_int_equal(fc_store_fleet_nodes_at(t->st, 1000 + FC_FLEET_NODE_DELAY_MS, &rows, &n, &err), 0);
+	assert_int_equal(n, 2);
+	assert_string_equal(rows[0].name, "web1");
+	assert_int_equal(rows[0].no, 1);
+	assert_int_equal(rows[0].weight, 250000);
+	assert_int_equal(rows[0].until, 5000 + FC_FLEET_NODE_DELAY_MS);
+	assert_string_equal(rows[1].name, "web2");
+	assert_int_equal(rows[1].no, 2);
+	free(rows);
+	assert_int_equal(fc_store_fleet_nodes_at(t->st, 5000 + FC_FLEET_NODE_DELAY_MS, &rows, &n, &err), 0);
+	assert_int_equal(n, 2);
+	assert_int_equal(rows[0].no, 1); /* the same number */
+	assert_int_equal(rows[0].weight, 500000);
+	assert_int_equal(rows[0].until, 0);
+	free(rows);
+	/* web2 leaves; its row stays until purged. */
+	assert_int_equal(fc_store_fleet_node_set(t->st, "web2", 0, 9000, &err), 0);
+	assert_int_equal(fc_store_fleet_nodes_at(t->st, 9000 + FC_FLEET_NODE_DELAY_MS, &rows, &n, &err), 0);
+	assert_int_equal(n, 1);
+	free(rows);
+	assert_int_equal(fc_store_fleet_nodes_purge(t->st, 9000 + FC_FLEET_NODE_DELAY_MS, &n, &err), 0);
+	assert_int_equal(n, 2); /* web1's first row, web2's */
+	/* A weight out of range is the schema's CHECK. */
+	assert_int_equal(fc_store_fleet_node_set(t->st, "web3", FC_FLEET_WEIGHT_ONE + 1, 9000, &err), -1);
+}
+
+/* A store of the schema before the round's migration (made by the steps
+ * that release ran), with rows as that release wrote them, is upgraded in
+ * place when opened: its rows kept, every layer written out (NULL and
+ * 'auto' as the match said), a match unique per layer, its indexes and
+ * change log triggers there again, the fleet's tables there. */
+static void test_migrate_round(void **state)
+{
+	struct fc_t *t = *state;
+	struct fc_policy_spec h = fc_spec(6, "ip=*", "9/s"), dup = fc_spec(7, "ip=*", "9/s");
+	struct fc_prefix p = fc_row("198.18.0.0/16", 0, 0).p;
+	struct fc_policy_row *rows = NULL, row;
+	struct fc_key_rule *rules = NULL;
+	struct fc_store_log log, after;
+	struct fc_delta d = { 0 };
+	struct fc_err err;
+	uint64_t k[2];
+	size_t n = 0, i;
+	char wal[600];
+
+	fc_store_close(t->st);
+	t->st = NULL;
+	if (t->pg) {
+		fc_raw_sql(t, NULL, "SET client_min_messages = warning; DROP SCHEMA public CASCADE; CREATE SCHEMA public");
+	} else {
+		assert_int_equal(unlink(t->path), 0);
+		unlink(strcat(strcpy(wal, t->path), "-wal"));
+	}
+	fc_db_schema_upto = t->pg ? FC_PG_PREV : FC_SQ_PREV;
+	if (fc_store_open(t->path, &t->st, &err) < 0)
+		fail_msg("%s", err.msg);
+	fc_db_schema_upto = 0;
+	fc_store_close(t->st);
+	t->st = NULL;
+#define FC_OLD_POL "INSERT INTO policies (id, match, rates, algo, action, count, slot, epoch, created, updated, " \
+		   "layer, max_keys, override, ip_family, ip_addr, ip_len) VALUES "
+#define FC_OLD_ROWS(x15, x7)                                                                                  \
+	"(1, 'ip=*', '20/s', 'gcra', 'drop', 'packets', 1, 1, 1, 1, NULL, NULL, NULL, NULL, NULL, NULL),"      \
+	"(2, 'ip=198.18.0.0/15', '10/s', 'window', 'log', 'packets', 2, 2, 1, 1, 'xdp', NULL, NULL, 4, " x15 \
+	", 15),"                                                                                                \
+	"(3, 'uid=*', '5/m', 'gcra', 'drop', 'packets', 3, 3, 1, 1, NULL, 100, NULL, NULL, NULL, NULL),"       \
+	"(4, 'ip=198.18.0.7', '1/s', 'gcra', 'drop', 'packets', 4, 4, 1, 1, 'http', NULL, NULL, 4, " x7       \
+	", 32),"                                                                                                \
+	"(5, 'ip=*,uid=a', '1/s', 'gcra', 'drop', 'packets', 5, 5, 1, 1, 'auto', NULL, 1, NULL, NULL, NULL);"  \
+	"UPDATE meta SET value = 5 WHERE key = 'epoch';"                                                       \
+	"INSERT INTO nodes VALUES ('edge-a', 0.5);"
+	fc_raw_sql(t,
+		   FC_OLD_POL FC_OLD_ROWS("x'c6120000'", "x'c6120007'")
+		   "INSERT INTO bans VALUES (4, x'c6120009', 32, 1, NULL, NULL);",
+		   FC_OLD_POL FC_OLD_ROWS("'\\xc6120000'::bytea", "'\\xc6120007'::bytea")
+		   "INSERT INTO bans VALUES (4, '\\xc6120009', 32, 1, NULL, NULL);");
+#undef FC_OLD_POL
+#undef FC_OLD_ROWS
+	if (fc_store_open(t->path, &t->st, &err) < 0)
+		fail_msg("%s", err.msg);
+	assert_int_equal(live_bans(t->st, 0), 1);
+	assert_int_equal(fc_store_policy_list(t->st, &rows, &n, &err), 0);
+	assert_int_equal(n, 5);
+	for (i = 0; i < n; i++) {
+		assert_int_equal(rows[i].slot, i + 1);
+		assert_int_equal(rows[i].epoch, i + 1);
+		assert_int_equal(rows[i].spec.show_keys, 0);
+		assert_false(rows[i].spec.fleet);
+		/* Only the ip= policy that said http is not as its match says. */
+		assert_int_equal(rows[i].spec.layer, i == 3 ? FC_LAYER_HTTP : FC_LAYER_AUTO);
+	}
+	assert_int_equal(rows[1].spec.algo, FC_ALGO_WINDOW);
+	assert_int_equal(rows[2].spec.max_keys, 100);
+	assert_true(rows[4].spec.override);
+	free(rows);
+	/* The key is (match, layer): an ip=* in nginx beside the kernel's. */
+	h.layer = FC_LAYER_HTTP;
+	fc_policy_put_ok(t->st, &h, &row);
+	assert_int_equal(fc_store_policy_put(t->st, &dup, 100, &row, &err), FC_STORE_REFUSED);
+	/* The prefixes' indexes (INDEXED BY names them) and the address columns. */
+	assert_int_equal(fc_store_prefix_rules(t->st, &p, 0, &rules, &n, &err), 0);
+	assert_true(n > 0);
+	assert_int_equal(rules[0].src, FC_SRC_POLICY);
+	assert_int_equal(rules[0].slot, 2);
+	free(rules);
+	/* The change log's triggers: a change of a policy is logged. */
+	assert_int_equal(fc_store_log_head(t->st, &log, &err), 0);
+	dup.id = 3;
+	dup = fc_spec(3, "uid=*", "6/m");
+	fc_policy_put_ok(t->st, &dup, &row);
+	assert_int_equal(fc_store_log_head(t->st, &after, &err), 0);
+	assert_true(after.head > log.head);
+	if (fc_store_delta(t->st, log.head, after.head, 0, "test", &d, &err) < 0)
+		fail_msg("%s", err.msg);
+	assert_true(d.npols > 0);
+	assert_int_equal(d.pols[0].id, 3);
+	fc_delta_free(&d);
+	/* The fleet's tables. */
+	assert_int_equal(fc_store_fleet_secret(t->st, k, &err), 0);
+	assert_int_equal(fc_store_fleet_node_set(t->st, "edge-a", 500000, 0, &err), 0);
+	/* Once: opened again, nothing to do. */
+	fc_store_close(t->st);
+	if (fc_store_open(t->path, &t->st, &err) < 0)
+		fail_msg("%s", err.msg);
+	assert_int_equal(fc_store_policy_list(t->st, &rows, &n, &err), 0);
+	assert_int_equal(n, 6);
+	free(rows);
+}
+
 #define FC_STORE_CASES(setup)                                                   \
 	cmocka_unit_test_setup_teardown(test_round_trip, setup, fc_teardown),          \
 	cmocka_unit_test_setup_teardown(test_replace_and_delete, setup, fc_teardown),  \
@@ -965,7 +1203,10 @@ static void test_migrate_from_warmup(void **state)
 	cmocka_unit_test_setup_teardown(test_nodes, setup, fc_teardown),               \
 	cmocka_unit_test_setup_teardown(test_version, setup, fc_teardown),             \
 	cmocka_unit_test_setup_teardown(test_policy_ip_fill, setup, fc_teardown),      \
-	cmocka_unit_test_setup_teardown(test_migrate_from_warmup, setup, fc_teardown)
+	cmocka_unit_test_setup_teardown(test_migrate_from_warmup, setup, fc_teardown), \
+	cmocka_unit_test_setup_teardown(test_policy_layers, setup, fc_teardown),       \
+	cmocka_unit_test_setup_teardown(test_fleet_store, setup, fc_teardown),         \
+	cmocka_unit_test_setup_teardown(test_migrate_round, setup, fc_teardown)
 
 /* A kept connection serves one use after another; a SQLite file moved away
  * is reported gone (nothing made in its place), and another file put there

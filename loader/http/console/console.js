@@ -11,6 +11,7 @@ const state = {
   prev: null,     // the last /api/stats, for per-second rates
   hist: new Map(), // id -> {passed: [], denied: []}
   editing: null,  // the id being edited
+  editingLayer: null, // and its layer, as the API shows it
   timer: null,
 };
 
@@ -213,9 +214,11 @@ function policyFromForm() {
 
 function startEdit(p) {
   state.editing = p.id;
+  state.editingLayer = p.layer; // the form has no layer: an edit keeps the policy's
   for (const name of POLICY_FIELDS) {
     const v = name === 'rates' ? p.rates.join(', ') : p[name];
-    $('p-' + name).value = v === null || v === undefined ? (name === 'count' ? 'packets' : '') : v;
+    // An nginx policy counts requests, which the form's XDP/TC count does not offer.
+    $('p-' + name).value = v === null || v === undefined || v === 'requests' ? (name === 'count' ? 'packets' : '') : v;
   }
   $('p-override').checked = p.override === true;
   $('p-id').readOnly = true;
@@ -242,6 +245,8 @@ async function savePolicy(ev) {
   const form = $('policy-form');
   clearErrors(form, POLICY_FIELDS.concat(['policy']));
   const p = policyFromForm();
+  // An ip=-only policy in nginx stays there (the API keeps a layer only when told).
+  if (state.editing !== null && state.editingLayer === 'nginx' && /^ip=[^,]*$/.test(p.match)) p.layer = 'http';
   try {
     const saved = state.editing !== null ? await api('PUT', '/api/policies/' + state.editing, p)
       : await api('POST', '/api/policies', p);

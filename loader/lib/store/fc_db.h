@@ -24,10 +24,12 @@
 /* The indexes by which fc_store.c finds the rules on the prefixes around a
  * prefix (its INDEXED BY names them), and the uid bans that expire: the
  * same in both backends' schemas (SQLite 10, PostgreSQL 6). */
-#define FC_SQL_RULE_INDEXES                                                                                  \
+#define FC_SQL_POLICY_INDEXES                                                                                \
 	"CREATE INDEX policies_ip ON policies (ip_family, ip_addr, ip_len) WHERE ip_family IS NOT NULL;"      \
 	"CREATE INDEX policies_pfx4 ON policies (ip_addr, ip_len) WHERE ip_family = 4 AND ip_len < 32;"      \
-	"CREATE INDEX policies_pfx6 ON policies (ip_addr, ip_len) WHERE ip_family = 6 AND ip_len < 128;"     \
+	"CREATE INDEX policies_pfx6 ON policies (ip_addr, ip_len) WHERE ip_family = 6 AND ip_len < 128;"
+#define FC_SQL_RULE_INDEXES                                                                                  \
+	FC_SQL_POLICY_INDEXES                                                                                \
 	"CREATE INDEX bans_pfx4 ON bans (addr, len) WHERE family = 4 AND len < 32;"                          \
 	"CREATE INDEX bans_pfx6 ON bans (addr, len) WHERE family = 6 AND len < 128;"                         \
 	"CREATE INDEX uid_bans_expires ON uid_bans (expires) WHERE expires IS NOT NULL;"
@@ -48,6 +50,33 @@
 #define FC_LOG_ROW_ALLOW(R)  "('allow', " R ".family, " R ".addr, " R ".len, " R ".uid)"
 #define FC_LOG_COLS_NODE     "(kind, txt)"
 #define FC_LOG_ROW_NODE(R)   "('node', " R ".name)"
+#define FC_LOG_COLS_FLEET    "(kind, txt)"
+#define FC_LOG_ROW_FLEET(R)  "('fleet', " R ".name)"
+
+/*
+ * A policy's layer as the store keeps it (since the round's migration):
+ * always written out, xdp or http, so that (match, layer) is the key: one
+ * ip=* at XDP/TC and one in nginx may stand side by side. A match with a
+ * dimension besides ip= is nginx's only; an ip=-only match is the kernel's
+ * unless it says http. FC_SQL_LAYER_OF(layer, match) is the layer a row of
+ * an older schema meant (NULL or 'auto': as its match says).
+ */
+#define FC_SQL_IP_ONLY(m) "(substr(" m ", 1, 3) = 'ip=' AND " m " NOT LIKE '%,%')"
+#define FC_SQL_LAYER_CHECK "CHECK (layer = 'http' OR (layer = 'xdp' AND " FC_SQL_IP_ONLY("match") "))"
+#define FC_SQL_LAYER_OF(l, m) \
+	"CASE WHEN " l " = 'http' OR NOT " FC_SQL_IP_ONLY(m) " THEN 'http' ELSE 'xdp' END"
+
+/* The fleet's node set, window by window, with its history: a fleet
+ * policy's rate is split over the nodes of each window (--fleet). The same
+ * in both backends. */
+#define FC_SQL_FLEET_NODES                                                                                   \
+	"CREATE TABLE fleet_nodes ("                                                                           \
+	"  name   text    NOT NULL,"                                                                           \
+	"  no     integer NOT NULL CHECK (no BETWEEN 1 AND 1023)," /* stable per name */                     \
+	"  weight bigint  NOT NULL CHECK (weight BETWEEN 1 AND 1000000)," /* micro-units of nodes.weight */   \
+	"  since  bigint  NOT NULL," /* unix ms from which windows use this row */                           \
+	"  until  bigint," /* unix ms from which they do not; NULL: open */                                   \
+	"  PRIMARY KEY (name, since));"
 
 /*
  * A batch of address keys as one BLOB parameter, which the SQL reads as rows
@@ -116,6 +145,10 @@ struct fc_db_ops {
 	/* A descriptor that becomes readable on such a change; -1: none. */
 	int (*watch_fd)(struct fc_db *db);
 };
+
+/* The schema version a store is brought up to: 0, its backend's last; or
+ * an earlier one, for a test that makes a store as an older release did. */
+extern int fc_db_schema_upto;
 
 struct fc_db {
 	const struct fc_db_ops *ops;

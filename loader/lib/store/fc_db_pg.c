@@ -174,9 +174,27 @@ static const char fc_pg_schema_log[] =
 	FC_PG_LOG("policies", "policy") FC_PG_LOG("nodes", "node") FC_PG_LOG("ban_sets", "set")
 	FC_PG_TRIGGER("set_bans") FC_PG_TRIGGER("ban_sets");
 
+/* The round of issues 28 and 29 (as SQLite's fc_schema_round, which says
+ * why): the layer written out and (match, layer) the key, show_keys, fleet,
+ * fleet_nodes. The rows' layers are filled in with the log's trigger off,
+ * as SQLite's copy logs nothing: their meaning is the same. */
+static const char fc_pg_schema_round[] =
+	"ALTER TABLE policies DISABLE TRIGGER policies_log;"
+	"UPDATE policies SET layer = " FC_SQL_LAYER_OF("layer", "match") ";"
+	"ALTER TABLE policies ENABLE TRIGGER policies_log;"
+	"ALTER TABLE policies ALTER COLUMN layer SET NOT NULL,"
+	"  DROP CONSTRAINT policies_layer_check, ADD CONSTRAINT policies_layer_check " FC_SQL_LAYER_CHECK ","
+	"  DROP CONSTRAINT policies_match_key, ADD CONSTRAINT policies_match_layer_key UNIQUE (match, layer),"
+	"  ADD COLUMN show_keys smallint CHECK (show_keys IN (0, 1)),"
+	"  ADD COLUMN fleet smallint CHECK (fleet = 1);"
+	FC_SQL_FLEET_NODES
+	FC_PG_LOG_FN_OF("fleet", FLEET)
+	FC_PG_LOG("fleet_nodes", "fleet")
+	FC_PG_TRIGGER("fleet_nodes");
+
 static const char *const fc_pg_schema[] = { fc_pg_schema_v1, fc_pg_schema_v2, fc_pg_schema_v3, fc_pg_schema_v4,
 					    fc_pg_schema_v5, fc_pg_schema_allows, fc_pg_schema_override,
-					    fc_pg_schema_log };
+					    fc_pg_schema_log, fc_pg_schema_round };
 #define FC_PG_SCHEMA_VERSION ((int64_t)(sizeof(fc_pg_schema) / sizeof(fc_pg_schema[0])))
 
 struct fc_db_pg {
@@ -289,22 +307,23 @@ static int fc_pg_schema_version(struct fc_db_pg *d, int64_t *v, struct fc_err *e
 static int fc_pg_migrate(struct fc_db_pg *d, bool create, struct fc_err *err)
 {
 	char sql[96];
-	int64_t v;
+	int64_t v, upto = fc_db_schema_upto > 0 && fc_db_schema_upto < FC_PG_SCHEMA_VERSION ? fc_db_schema_upto :
+											      FC_PG_SCHEMA_VERSION;
 
 	if (fc_pg_schema_version(d, &v, err) < 0)
 		return -1;
-	if (v == FC_PG_SCHEMA_VERSION)
-		return 0;
 	if (v > FC_PG_SCHEMA_VERSION)
 		return fc_err_set(err, "store %s: schema version %lld is newer than this freqctl knows (%lld)",
 				  d->db.name, (long long)v, (long long)FC_PG_SCHEMA_VERSION);
+	if (v >= upto)
+		return 0;
 	if (!v && !create)
 		return fc_err_set(err, "store %s: no freqctl schema in this database (any freqctl command that "
 				       "writes creates it)", d->db.name);
 	/* Two nodes starting at once: the second waits, then finds it done. */
 	if (fc_pg_begin(&d->db, err) < 0 || fc_pg_schema_version(d, &v, err) < 0)
 		goto fail;
-	for (; v < FC_PG_SCHEMA_VERSION; v++) {
+	for (; v < upto; v++) {
 		snprintf(sql, sizeof(sql), "UPDATE meta SET value = %lld WHERE key = 'schema'", (long long)v + 1);
 		if (fc_pg_exec(d, fc_pg_schema[v], "creating the schema", err) < 0 ||
 		    fc_pg_exec(d, sql, "creating the schema", err) < 0)

@@ -212,9 +212,70 @@ static const char fc_schema_log[] =
 	"CREATE TRIGGER ban_sets_log_del AFTER DELETE ON ban_sets BEGIN "
 	"  INSERT INTO changes (kind, txt, id) VALUES ('set', 'del', OLD.id); END;";
 
+/*
+ * The round of issues 28 and 29, in one step (a step named for what it
+ * adds; PostgreSQL's fc_pg_schema_round has the same meaning):
+ * - A match is unique per layer, not alone: an ip=* at XDP/TC (packets) and
+ *   one in nginx (requests) are two policies an operator wants side by
+ *   side. The layer is written out for every row (FC_SQL_LAYER_OF: NULL and
+ *   'auto' meant "as the match says"), so that (match, layer) is the key.
+ *   A CHECK can not be altered: the table is rebuilt, its indexes and log
+ *   triggers with it; the rows are copied, not changed, so nothing is
+ *   logged (their meaning is the same).
+ * - show_keys: NULL as the default says, 1 --show-keys, 0 --no-show-keys.
+ * - fleet: 1, the rate is the fleet's; NULL, this node's share (R x W).
+ *   fleet_nodes: the fleet's node set per window (FC_SQL_FLEET_NODES); the
+ *   fleet's key is made in meta when first asked for (fc_store_fleet_secret).
+ * Upgrading changes what a stored ip=* policy at XDP/TC does: IPv6 sources
+ * are counted per /64 from this version on, not per address (a client
+ * holds a /64; doc/upgrading.md says so).
+ */
+static const char fc_schema_round[] =
+	"CREATE TABLE policies_new ("
+	"  id      INTEGER PRIMARY KEY CHECK (id BETWEEN 1 AND 4294967295),"
+	"  match   TEXT    NOT NULL,"
+	"  rates   TEXT    NOT NULL,"        /* canonical: 10/s:20,1000/d (N/UNIT[:B]) */
+	"  burst   INTEGER,"                 /* --burst, the first rate's; NULL = its :B or N */
+	"  algo    TEXT    NOT NULL CHECK (algo IN ('gcra', 'window', 'sliding')),"
+	"  action  TEXT    NOT NULL CHECK (action IN ('drop', 'log', 'delay')),"
+	"  count   TEXT    NOT NULL CHECK (count IN ('packets', 'bytes', 'syn')),"
+	"  new_sources INTEGER,"
+	"  slot    INTEGER NOT NULL UNIQUE " FC_SQL_SLOT_CHECK ","
+	"  epoch   INTEGER NOT NULL,"
+	"  created INTEGER NOT NULL,"
+	"  updated INTEGER NOT NULL,"
+	"  delay_burst INTEGER,"
+	"  escalate TEXT,"
+	"  ban_ttl INTEGER,"
+	"  layer   TEXT    NOT NULL " FC_SQL_LAYER_CHECK ","
+	"  max_keys INTEGER,"
+	"  new_keys INTEGER,"
+	"  concurrency INTEGER,"
+	"  warmup  INTEGER,"
+	"  override INTEGER CHECK (override = 1),"
+	"  ip_family INTEGER,"
+	"  ip_addr BLOB,"
+	"  ip_len  INTEGER,"
+	"  show_keys INTEGER CHECK (show_keys IN (0, 1)),"
+	"  fleet   INTEGER CHECK (fleet = 1),"
+	"  UNIQUE (match, layer)"
+	");"
+#define FC_SQ_ROUND_COLS                                                                                  \
+	"id, match, rates, burst, algo, action, count, new_sources, slot, epoch, created, updated, delay_burst, " \
+	"escalate, ban_ttl, max_keys, new_keys, concurrency, warmup, override, ip_family, ip_addr, ip_len"
+	"INSERT INTO policies_new (" FC_SQ_ROUND_COLS ", layer) SELECT " FC_SQ_ROUND_COLS ", "
+	FC_SQL_LAYER_OF("layer", "match") " FROM policies;"
+#undef FC_SQ_ROUND_COLS
+	"DROP TABLE policies;"
+	"ALTER TABLE policies_new RENAME TO policies;"
+	FC_SQL_POLICY_INDEXES
+	FC_SQ_LOG_OF("policies", POLICY)
+	FC_SQL_FLEET_NODES
+	FC_SQ_LOG_OF("fleet_nodes", FLEET);
+
 static const char *const fc_schema[] = { fc_schema_v1, fc_schema_v2, fc_schema_v3, fc_schema_v4, fc_schema_v5,
 					 fc_schema_v6, fc_schema_v7, fc_schema_v8, fc_schema_v9, fc_schema_allows,
-					 fc_schema_override, fc_schema_log };
+					 fc_schema_override, fc_schema_log, fc_schema_round };
 #define FC_SCHEMA_VERSION ((int)(sizeof(fc_schema) / sizeof(fc_schema[0])))
 
 struct fc_db_sqlite {
@@ -309,6 +370,7 @@ static int fc_sq_wal(struct fc_db_sqlite *d, struct fc_err *err)
 
 static int fc_sq_migrate(struct fc_db_sqlite *d, struct fc_err *err)
 {
+	int upto = fc_db_schema_upto > 0 && fc_db_schema_upto < FC_SCHEMA_VERSION ? fc_db_schema_upto : FC_SCHEMA_VERSION;
 	sqlite3_stmt *s;
 	int version;
 
@@ -317,14 +379,18 @@ static int fc_sq_migrate(struct fc_db_sqlite *d, struct fc_err *err)
 	sqlite3_step(s);
 	version = sqlite3_column_int(s, 0);
 	sqlite3_finalize(s);
-	if (version == FC_SCHEMA_VERSION)
-		return 0;
 	if (version > FC_SCHEMA_VERSION)
 		return fc_err_set(err, "store %s: schema version %d is newer than this freqctl knows (%d)", d->db.name,
 				  version, FC_SCHEMA_VERSION);
+	if (version >= upto)
+		return 0;
+	if (sqlite3_db_readonly(d->h, "main") == 1)
+		return fc_err_set(err, "store %s: schema version %d is older than this freqctl's (%d), and this user can "
+				       "not write it: any freqctl command that writes, run by one who can, upgrades it",
+				  d->db.name, version, upto);
 	if (fc_sq_exec(d, "BEGIN IMMEDIATE", err) < 0)
 		return -1;
-	for (; version < FC_SCHEMA_VERSION; version++) {
+	for (; version < upto; version++) {
 		char pragma[64];
 
 		snprintf(pragma, sizeof(pragma), "PRAGMA user_version = %d", version + 1);

@@ -5,11 +5,14 @@
  * parsers, so a row edited by hand into something invalid is reported, never
  * published.
  */
+#include <errno.h>
 #include <pthread.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
+#include <unistd.h>
 
 #include "fc_db.h"
 #include "fc_store.h"
@@ -81,6 +84,13 @@ enum fc_stmt_id {
 	FC_SQL_ALLOW_PURGE,
 	FC_SQL_ALLOW_LIST,
 	FC_SQL_ALLOWS_CLEAR,
+	FC_SQL_FLEET_KEY_PUT,
+	FC_SQL_FLEET_DROP_LATER,
+	FC_SQL_FLEET_CLOSE,
+	FC_SQL_FLEET_NO,
+	FC_SQL_FLEET_OPEN,
+	FC_SQL_FLEET_AT,
+	FC_SQL_FLEET_PURGE,
 	FC_SQL_MAX,
 };
 
@@ -113,8 +123,8 @@ static const char *fc_sql[FC_SQL_MAX] = {
 			     "FROM bans WHERE expires IS NULL OR expires > ?1",
 #define FC_POL_COLS                                                                                          \
 	"id, match, rates, burst, algo, action, count, new_sources, slot, epoch, created, updated, delay_burst, " \
-	"escalate, ban_ttl, layer, max_keys, new_keys, concurrency, warmup, override"
-#define FC_POL_NCOLS 21 /* columns of FC_POL_COLS: a statement's own come after */
+	"escalate, ban_ttl, layer, max_keys, new_keys, concurrency, warmup, override, show_keys, fleet"
+#define FC_POL_NCOLS 23 /* columns of FC_POL_COLS: a statement's own come after */
 	[FC_SQL_POL_GET] = "SELECT " FC_POL_COLS " FROM policies WHERE id = ?1",
 	[FC_SQL_POL_SLOT] = "SELECT slot FROM policies WHERE id = ?1",
 	[FC_SQL_POL_LIST] = "SELECT " FC_POL_COLS " FROM policies ORDER BY id",
@@ -123,14 +133,15 @@ static const char *fc_sql[FC_SQL_MAX] = {
 				  "ORDER BY id",
 	[FC_SQL_POL_PUT] = "INSERT INTO policies (" FC_POL_COLS ", ip_family, ip_addr, ip_len) "
 			   "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, "
-			   "?19, ?20, ?21, ?22, ?23, ?24) "
+			   "?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26) "
 			   "ON CONFLICT (id) DO UPDATE SET match = ?2, rates = ?3, burst = ?4, algo = ?5, "
 			   "action = ?6, count = ?7, new_sources = ?8, slot = ?9, epoch = ?10, created = ?11, "
 			   "updated = ?12, delay_burst = ?13, escalate = ?14, ban_ttl = ?15, layer = ?16, "
 			   "max_keys = ?17, new_keys = ?18, concurrency = ?19, warmup = ?20, override = ?21, "
-			   "ip_family = ?22, ip_addr = ?23, ip_len = ?24",
+			   "show_keys = ?22, fleet = ?23, ip_family = ?24, ip_addr = ?25, ip_len = ?26",
 	[FC_SQL_POL_DEL] = "DELETE FROM policies WHERE id = ?1",
-	[FC_SQL_POL_CONFLICT] = "SELECT id FROM policies WHERE match = ?1 AND id != ?2",
+	/* One policy per match and layer (the schema's key). */
+	[FC_SQL_POL_CONFLICT] = "SELECT id FROM policies WHERE match = ?1 AND layer = ?3 AND id != ?2",
 	/* A freed slot if any (lowest first), else the next never used. */
 	[FC_SQL_POL_FREE_SLOT] = "DELETE FROM free_slots WHERE slot = (SELECT min(slot) FROM free_slots) RETURNING slot",
 	[FC_SQL_POL_NEXT_SLOT] = "SELECT coalesce(max(slot), 0) + 1 FROM policies",
@@ -160,6 +171,22 @@ static const char *fc_sql[FC_SQL_MAX] = {
 	[FC_SQL_ALLOW_LIST] = "SELECT family, addr, len, uid, created, expires, note FROM allows "
 			      "WHERE expires IS NULL OR expires > ?1 ORDER BY family = 0, family, addr, len, uid",
 	[FC_SQL_ALLOWS_CLEAR] = "DELETE FROM allows",
+	/* The fleet's key, made once: the first writer's words stay. */
+	[FC_SQL_FLEET_KEY_PUT] = "INSERT INTO meta VALUES ('fleet_k0', ?1), ('fleet_k1', ?2) ON CONFLICT (key) DO NOTHING",
+	/* A node's weight changes (or it leaves) from ?2 on: rows of it that
+	 * would start then or later are superseded, its open one closes. */
+	[FC_SQL_FLEET_DROP_LATER] = "DELETE FROM fleet_nodes WHERE name = ?1 AND since >= ?2",
+	[FC_SQL_FLEET_CLOSE] = "UPDATE fleet_nodes SET until = ?2 WHERE name = ?1 AND until IS NULL",
+	/* Its number: the one it had, else the next never used, else the lowest free. */
+	[FC_SQL_FLEET_NO] = "SELECT coalesce((SELECT min(no) FROM fleet_nodes WHERE name = ?1), "
+			    "CASE WHEN coalesce(max(no), 0) < " FC_SQL_STR(FC_FLEET_NODES_MAX) " THEN "
+			    "coalesce(max(no), 0) + 1 WHEN NOT EXISTS (SELECT 1 FROM fleet_nodes WHERE no = 1) THEN 1 "
+			    "ELSE (SELECT min(a.no) + 1 FROM fleet_nodes a WHERE a.no < " FC_SQL_STR(FC_FLEET_NODES_MAX) " "
+			    "AND NOT EXISTS (SELECT 1 FROM fleet_nodes b WHERE b.no = a.no + 1)) END) FROM fleet_nodes",
+	[FC_SQL_FLEET_OPEN] = "INSERT INTO fleet_nodes (name, no, weight, since) VALUES (?1, ?2, ?3, ?4)",
+	[FC_SQL_FLEET_AT] = "SELECT name, no, weight, since, until FROM fleet_nodes "
+			    "WHERE since <= ?1 AND (until IS NULL OR until > ?1) ORDER BY no",
+	[FC_SQL_FLEET_PURGE] = "DELETE FROM fleet_nodes WHERE until IS NOT NULL AND until <= ?1",
 	[FC_SQL_EPOCH_NEXT] = "UPDATE meta SET value = value % 4294967295 + 1 WHERE key = 'epoch' RETURNING value",
 	/* The change log (see the schema): its store's id, how far it was
 	 * pruned, its last change. */
@@ -197,7 +224,7 @@ static const char *fc_sql[FC_SQL_MAX] = {
 	[FC_SQL_DELTA_KINDS] = "SELECT DISTINCT kind, CASE WHEN kind IN ('node', 'set') THEN txt END, "
 			       "CASE WHEN kind = 'set' THEN id END " FC_CHANGED,
 #undef FC_CHANGED
-	[FC_SQL_POL_STAR] = "SELECT " FC_POL_COLS " FROM policies WHERE match = 'ip=*'",
+	[FC_SQL_POL_STAR] = "SELECT " FC_POL_COLS " FROM policies WHERE match = 'ip=*' AND layer = 'xdp'",
 	/* Whether a rule in the kernel's maps is on a prefix of ?1, length ?2
 	 * (fc_config.lens6): a live ban, a live set's member, a policy not
 	 * nginx's alone. */
@@ -323,6 +350,8 @@ static void fc_sql_init(void)
 }
 
 
+int fc_db_schema_upto;
+
 struct fc_store {
 	struct fc_db *db;
 	/* Policy rows the last listing skipped: not valid as written (by a
@@ -378,7 +407,8 @@ int fc_store_open(const char *path, struct fc_store **out, struct fc_err *err)
 
 static int fc_policy_ip_fill(struct fc_store *st, struct fc_err *err);
 
-int fc_store_open_ex(const char *dsn, bool create, struct fc_store **out, struct fc_err *err)
+/* Opens the store; read: for reading only (nothing filled in). */
+static int fc_store_open_as(const char *dsn, bool create, bool read, struct fc_store **out, struct fc_err *err)
 {
 	static pthread_once_t once = PTHREAD_ONCE_INIT;
 	const struct fc_db_ops *ops = fc_store_is_postgres(dsn) ? &fc_db_pg : &fc_db_sqlite;
@@ -392,7 +422,7 @@ int fc_store_open_ex(const char *dsn, bool create, struct fc_store **out, struct
 	else
 		rc = ops->open(dsn, name, create, (const char *const *)fc_sql, FC_SQL_MAX, &st->db, err);
 	free(name);
-	if (rc == 0 && fc_policy_ip_fill(st, err) < 0) {
+	if (rc == 0 && !read && fc_policy_ip_fill(st, err) < 0) {
 		st->db->ops->close(st->db);
 		rc = -1;
 	}
@@ -402,6 +432,34 @@ int fc_store_open_ex(const char *dsn, bool create, struct fc_store **out, struct
 	}
 	*out = st;
 	return 0;
+}
+
+int fc_store_open_ex(const char *dsn, bool create, struct fc_store **out, struct fc_err *err)
+{
+	return fc_store_open_as(dsn, create, false, out, err);
+}
+
+int fc_store_open_read(const char *dsn, struct fc_store **out, struct fc_err *err)
+{
+	char shm[4096];
+	int e;
+
+	*out = NULL;
+	if (fc_store_is_postgres(dsn))
+		return fc_store_open_as(dsn, false, true, out, err);
+	if (access(dsn, F_OK) < 0 && errno == ENOENT)
+		return 1;
+	if (fc_store_open_as(dsn, false, true, out, err) == 0)
+		return 0;
+	/* SQLite reads a store in WAL mode through its -shm file, made beside
+	 * it if it is not there: a user who can not read the file, or make
+	 * that one, can not read the store. */
+	snprintf(shm, sizeof(shm), "%s-shm", dsn);
+	if ((e = access(dsn, R_OK) < 0 ? 1 : access(shm, R_OK) < 0 ? 2 : 0))
+		fc_err_set(err, "store %s: %s%s: reading it needs root, or read access to it, its directory and its -wal "
+				"and -shm files (a command that writes makes them)", dsn, e == 2 ? "its -shm file: " : "",
+			   strerror(errno));
+	return -1;
 }
 
 void fc_store_close(struct fc_store *st)
@@ -689,6 +747,8 @@ static int fc_policy_row_read(struct fc_store *st, int id, void *out, struct fc_
 	p->concurrency = (uint32_t)o->col_int(st->db, id, 18);
 	p->warmup = o->col_int(st->db, id, 19);
 	p->override = o->col_int(st->db, id, 20) != 0;
+	p->show_keys = o->col_null(st->db, id, 21) ? 0 : o->col_int(st->db, id, 21) ? 1 : -1;
+	p->fleet = o->col_int(st->db, id, 22) != 0;
 	for (i = 0; i < 5; i++)
 		if (!txt[i])
 			return fc_err_set(err, "store %s: policy %u: a required column is NULL", st->db->name, p->id),
@@ -706,6 +766,9 @@ static int fc_policy_row_read(struct fc_store *st, int id, void *out, struct fc_
 		fc_err_set(err, "store %s: policy %u: %s", st->db->name, p->id, why.msg);
 		return FC_ROW_BAD;
 	}
+	/* Written out (xdp, http) since the round's migration; read as a
+	 * spec says it, auto where the match gives it anyway. */
+	fc_policy_layer_canon(p);
 	return 0;
 }
 
@@ -755,6 +818,21 @@ static int fc_slot_alloc(struct fc_store *st, uint32_t *slot, struct fc_err *err
 	return 0;
 }
 
+/* Why p can not have match: policy id has it, at p's layer. An ip=-only
+ * match may have a policy at each layer; any other is nginx's alone. */
+static void fc_policy_conflict(const struct fc_policy_spec *p, const char *match, int64_t id, struct fc_err *err)
+{
+	if (!fc_policy_ip_only(p))
+		fc_err_set(err, "%s is already limited by policy %lld (one policy per match: change that one with "
+				"'freqctl policy edit %lld')", match, (long long)id, (long long)id);
+	else if (fc_policy_is_l7(p))
+		fc_err_set(err, "%s is already limited in nginx by policy %lld (one policy per match at each layer; "
+				"without --layer http, an ip= policy runs at XDP/TC)", match, (long long)id);
+	else
+		fc_err_set(err, "%s is already limited at XDP/TC by policy %lld (one policy per match at each layer; "
+				"--layer http puts one in nginx beside it)", match, (long long)id);
+}
+
 int fc_store_policy_put(struct fc_store *st, const struct fc_policy_spec *p, int64_t now,
 			struct fc_policy_row *out, struct fc_err *err)
 {
@@ -765,13 +843,12 @@ int fc_store_policy_put(struct fc_store *st, const struct fc_policy_spec *p, int
 
 	fc_match_format(p, match);
 	fc_rates_format(p, rates);
-	if (fc_query_int(st, FC_SQL_POL_CONFLICT, FC_ARGS(FC_TEXT(match), FC_INT(p->id)), &v, &found,
+	if (fc_query_int(st, FC_SQL_POL_CONFLICT,
+			 FC_ARGS(FC_TEXT(match), FC_INT(p->id), FC_TEXT(fc_layer_names[fc_policy_layer(p)])), &v, &found,
 			 "checking policy matches", err) < 0)
 		return -1;
 	if (found) {
-		fc_err_set(err, "%s is already limited by policy %lld (one policy per match; an ip=* is either "
-				"at XDP/TC or in nginx)",
-			   match, (long long)v);
+		fc_policy_conflict(p, match, v, err);
 		return FC_STORE_REFUSED;
 	}
 	if (fc_store_policy_get(st, p->id, &old, &have, err) < 0)
@@ -779,6 +856,7 @@ int fc_store_policy_put(struct fc_store *st, const struct fc_policy_spec *p, int
 
 	memset(out, 0, sizeof(*out));
 	out->spec = *p;
+	fc_policy_layer_canon(&out->spec);
 	out->created = have ? old.created : now;
 	out->updated = now;
 	if (have) {
@@ -791,8 +869,10 @@ int fc_store_policy_put(struct fc_store *st, const struct fc_policy_spec *p, int
 		 * word means something else), another warm-up, a cap added or
 		 * removed, or, with either, another number of rates (the ramp's
 		 * word sits after the rates', a key's count of places after
-		 * both): its buckets start afresh. */
+		 * both), or a fleet's rate turned a node's or back (the words
+		 * hold credit, or a count): its buckets start afresh. */
 		if (strcmp(old_match, match) || fc_policy_is_l7(&old.spec) != fc_policy_is_l7(p) ||
+		    old.spec.fleet != p->fleet ||
 		    old.spec.algo != p->algo || old.spec.warmup != p->warmup || !old.spec.concurrency != !p->concurrency ||
 		    ((p->warmup || p->concurrency) && old.spec.ntiers != p->ntiers))
 			out->epoch = 0;
@@ -818,9 +898,10 @@ int fc_store_policy_put(struct fc_store *st, const struct fc_policy_spec *p, int
 			       FC_INT_OR_NULL(p->delay_burst),
 			       p->escalate.n ? FC_TEXT(esc) : FC_NULL,
 			       p->escalate.n ? FC_INT(p->ban_ttl) : FC_NULL,
-			       p->layer != FC_LAYER_AUTO ? FC_TEXT(fc_layer_names[p->layer]) : FC_NULL,
+			       FC_TEXT(fc_layer_names[fc_policy_layer(p)]),
 			       FC_INT_OR_NULL(p->max_keys), FC_INT_OR_NULL(p->new_keys), FC_INT_OR_NULL(p->concurrency),
 			       FC_INT_OR_NULL(p->warmup), FC_INT_OR_NULL(p->override),
+			       p->show_keys ? FC_INT(p->show_keys > 0) : FC_NULL, FC_INT_OR_NULL(p->fleet),
 			       ip ? FC_INT(p->ip.family) : FC_NULL,
 			       ip ? FC_PREFIX_ADDR(&p->ip) : FC_NULL, ip ? FC_INT(p->ip.len) : FC_NULL),
 		       NULL, "writing policy", err);
@@ -1324,6 +1405,7 @@ int fc_store_delta(struct fc_store *st, uint64_t from, uint64_t to, int64_t now,
 		d->reset |= !strcmp(kind, "reset");
 		d->allows |= !strcmp(kind, "allow");
 		d->weight |= !strcmp(kind, "node") && !strcmp(other[i].txt, node);
+		d->fleet |= !strcmp(kind, "fleet");
 		if (!strcmp(kind, "set") && strcmp(other[i].txt, "upd"))
 			d->sets[d->nsets++] = other[i].id;
 		uids |= !strcmp(kind, "uid");
@@ -1331,7 +1413,7 @@ int fc_store_delta(struct fc_store *st, uint64_t from, uint64_t to, int64_t now,
 		/* A ban's, a set member's, a policy's (and a kind freqctl does
 		 * not write, as the keys query reads any with an address). */
 		keys |= strcmp(kind, "reset") && strcmp(kind, "allow") && strcmp(kind, "node") && strcmp(kind, "set") &&
-			strcmp(kind, "uid");
+			strcmp(kind, "uid") && strcmp(kind, "fleet");
 	}
 	if ((keys && fc_collect(st, FC_SQL_DELTA_KEYS, FC_ARGS(FC_INT(from), FC_INT(to), FC_INT(now)), sizeof(*d->keys),
 				fc_key_rule_read, "reading changed bans", (void **)&d->keys, &d->nkeys, err) < 0) ||
@@ -1616,4 +1698,91 @@ int fc_store_allow_list(struct fc_store *st, int64_t now, struct fc_allow_row **
 int fc_store_allows_clear(struct fc_store *st, struct fc_err *err)
 {
 	return fc_exec(st, FC_SQL_ALLOWS_CLEAR, FC_NO_ARGS, NULL, "clearing allow entries", err);
+}
+
+int fc_store_fleet_secret(struct fc_store *st, uint64_t key[2], struct fc_err *err)
+{
+	static const char *const names[2] = { "fleet_k0", "fleet_k1" };
+	const char *what = "reading the fleet's key";
+	uint64_t made[2];
+	bool found[2];
+	int64_t v[2];
+	int i, tries;
+
+	for (tries = 0; tries < 2; tries++) {
+		for (i = 0; i < 2; i++)
+			if (fc_query_int(st, FC_SQL_META_GET, FC_ARGS(FC_TEXT(names[i])), &v[i], &found[i], what, err) < 0)
+				return -1;
+		if (found[0] && found[1]) {
+			key[0] = (uint64_t)v[0];
+			key[1] = (uint64_t)v[1];
+			return 0;
+		}
+		if (tries)
+			break;
+		/* A secret: the kernel's random words, not the database's. */
+		if (getrandom(made, sizeof(made), 0) != (ssize_t)sizeof(made))
+			return fc_err_set(err, "store %s: making the fleet's key: %s", st->db->name, strerror(errno));
+		if (fc_exec(st, FC_SQL_FLEET_KEY_PUT, FC_ARGS(FC_INT((int64_t)made[0]), FC_INT((int64_t)made[1])), NULL,
+			    "making the fleet's key", err) < 0)
+			return -1;
+	}
+	return fc_err_set(err, "store %s: the fleet's key is half there (meta fleet_k0, fleet_k1)", st->db->name);
+}
+
+int fc_store_fleet_node_set(struct fc_store *st, const char *name, uint32_t weight, int64_t now_ms,
+			    struct fc_err *err)
+{
+	int64_t from = now_ms + FC_FLEET_NODE_DELAY_MS, no = 0;
+	bool found;
+
+	if (fc_exec(st, FC_SQL_FLEET_DROP_LATER, FC_ARGS(FC_TEXT(name), FC_INT(from)), NULL, "writing the fleet's nodes",
+		    err) < 0 ||
+	    fc_exec(st, FC_SQL_FLEET_CLOSE, FC_ARGS(FC_TEXT(name), FC_INT(from)), NULL, "writing the fleet's nodes",
+		    err) < 0)
+		return -1;
+	if (!weight)
+		return 0;
+	if (fc_query_int(st, FC_SQL_FLEET_NO, FC_ARGS(FC_TEXT(name)), &no, &found, "numbering a fleet node", err) < 0)
+		return -1;
+	if (!found) {
+		fc_err_set(err, "node %s: all %d fleet node numbers are in use", name, FC_FLEET_NODES_MAX);
+		return FC_STORE_REFUSED;
+	}
+	return fc_exec(st, FC_SQL_FLEET_OPEN, FC_ARGS(FC_TEXT(name), FC_INT(no), FC_INT(weight), FC_INT(from)), NULL,
+		       "writing the fleet's nodes", err);
+}
+
+static int fc_fleet_node_read(struct fc_store *st, int id, void *row, struct fc_err *err)
+{
+	const struct fc_db_ops *o = st->db->ops;
+	const char *name = o->col_text(st->db, id, 0);
+	struct fc_fleet_node *f = row;
+
+	memset(f, 0, sizeof(*f));
+	if (!name || strlen(name) > FC_NODE_NAME_MAX)
+		return fc_err_set(err, "store %s: a fleet node's name is corrupt", st->db->name);
+	snprintf(f->name, sizeof(f->name), "%s", name);
+	f->no = (uint32_t)o->col_int(st->db, id, 1);
+	f->weight = (uint32_t)o->col_int(st->db, id, 2);
+	f->since = o->col_int(st->db, id, 3);
+	f->until = o->col_int(st->db, id, 4);
+	return 0;
+}
+
+int fc_store_fleet_nodes_at(struct fc_store *st, int64_t at_ms, struct fc_fleet_node **rows, size_t *n,
+			    struct fc_err *err)
+{
+	return fc_collect(st, FC_SQL_FLEET_AT, FC_ARGS(FC_INT(at_ms)), sizeof(**rows), fc_fleet_node_read,
+			  "reading the fleet's nodes", (void **)rows, n, err);
+}
+
+int fc_store_fleet_nodes_purge(struct fc_store *st, int64_t before_ms, size_t *n, struct fc_err *err)
+{
+	int64_t changes = 0;
+	int rc = fc_exec(st, FC_SQL_FLEET_PURGE, FC_ARGS(FC_INT(before_ms)), &changes, "purging the fleet's nodes",
+			 err);
+
+	*n = (size_t)changes;
+	return rc;
 }

@@ -35,6 +35,10 @@ struct fc_ban_row {
 int fc_store_open(const char *dsn, struct fc_store **out, struct fc_err *err);
 /* The same, but a missing store is an error rather than a new empty one. */
 int fc_store_open_ex(const char *dsn, bool create, struct fc_store **out, struct fc_err *err);
+/* The same, for reading only: a store that is not there is not made (1,
+ * *out NULL: nothing is stored), nothing is written but the schema's
+ * upgrade, and a store this user can not read says what reading it needs. */
+int fc_store_open_read(const char *dsn, struct fc_store **out, struct fc_err *err);
 bool fc_store_is_postgres(const char *dsn);
 /* dsn as it may be printed, its password masked (malloc'd; NULL: no memory). */
 char *fc_store_dsn_redact(const char *dsn);
@@ -136,6 +140,43 @@ int fc_store_node_weight(struct fc_store *st, const char *name, double *weight, 
 int fc_store_node_put(struct fc_store *st, const struct fc_node *n, struct fc_err *err);
 int fc_store_node_list(struct fc_store *st, struct fc_node **rows, size_t *n, struct fc_err *err);
 int fc_store_nodes_clear(struct fc_store *st, struct fc_err *err);
+
+/*
+ * Fleets (--fleet: a policy's rate is the whole fleet's). The fleet's key:
+ * the SipHash key every node tags a fleet policy's keys with, so that a key
+ * is one key fleet-wide. Made from getrandom() by the first node that asks
+ * (meta rows fleet_k0, fleet_k1), the same for every node after; never
+ * exported.
+ */
+int fc_store_fleet_secret(struct fc_store *st, uint64_t key[2], struct fc_err *err);
+
+/* The fleet's node set, window by window, with its history: a row per node
+ * and span of time, in integer weights. A change takes effect
+ * FC_FLEET_NODE_DELAY_MS after it is written (more than a change takes to
+ * reach every node, and their clocks' skew), so every node splits a window
+ * over the same set. */
+#define FC_FLEET_NODE_DELAY_MS 2000
+#define FC_FLEET_NODES_MAX     1023
+#define FC_FLEET_WEIGHT_ONE    1000000 /* a weight of 1, in micro-units */
+
+struct fc_fleet_node {
+	char name[FC_NODE_NAME_MAX + 1];
+	uint32_t no;     /* 1..FC_FLEET_NODES_MAX, the same for a name throughout */
+	uint32_t weight; /* 1..FC_FLEET_WEIGHT_ONE */
+	int64_t since;   /* unix ms from which windows use the row */
+	int64_t until;   /* unix ms from which they do not; 0: open */
+};
+
+/* In the writers' transaction: node name weighs weight from now_ms +
+ * FC_FLEET_NODE_DELAY_MS on (0: it leaves the set then). FC_STORE_REFUSED
+ * when all FC_FLEET_NODES_MAX numbers are taken. */
+int fc_store_fleet_node_set(struct fc_store *st, const char *name, uint32_t weight, int64_t now_ms,
+			    struct fc_err *err);
+/* The set at at_ms, by number. The caller frees *rows. */
+int fc_store_fleet_nodes_at(struct fc_store *st, int64_t at_ms, struct fc_fleet_node **rows, size_t *n,
+			    struct fc_err *err);
+/* Deletes the rows that ended at or before before_ms; *n how many. */
+int fc_store_fleet_nodes_purge(struct fc_store *st, int64_t before_ms, size_t *n, struct fc_err *err);
 
 /* A number that changes when another connection commits: SQLite's
  * data_version, or how many NOTIFYs PostgreSQL sent (the first call LISTENs). */
@@ -251,6 +292,7 @@ struct fc_delta {
 	uint32_t *sets; /* sets made or deleted: their drop counters start afresh */
 	size_t nsets;
 	bool weight;    /* the node's row changed (its weight scales every policy) */
+	bool fleet;     /* the fleet's node set changed (fleet_nodes): fleet policies' shares */
 	bool ip_stale;  /* a changed policy's ip_* columns disagree with its match */
 	bool reset;     /* a table was truncated: only publishing everything can tell */
 	bool allows;    /* an allow entry changed: it is folded into every entry it covers, in

@@ -1,0 +1,142 @@
+#!/usr/bin/env bash
+# The policy commands keep what the operator did not say (issue 28, item 4):
+# policy set refuses to move a policy to another layer unless --layer is
+# given, policy edit changes only what it is given (--no-X clears X), ip=*
+# may be at XDP/TC and in nginx side by side, and the refusals and hints say
+# what is true. Publishes to a pin dir and shm of its own; no traffic.
+. "$(dirname "$0")/lib.sh"
+[ "$(id -u)" -eq 0 ] || skip_all "needs root (publishing to pinned maps)"
+[ -x "$FC_BIN" ] || skip_all "$FC_BIN not built (make)"
+command -v jq >/dev/null || skip_all "jq not installed (Debian jq)"
+dir=/tmp/fc-it-$tag
+mkdir -p "$dir"
+
+# out COMMAND...: runs fc, its stdout and stderr in $dir/out, its status kept.
+out() { fc "$@" >"$dir/out" 2>&1; }
+# Policy ID's key KEY as export writes it.
+pol() { fc export | jq -c ".policies[] | select(.id == $1) | .$2"; }
+has() { grep -qF -- "$1" "$dir/out"; }
+
+# --- policy set keeps the layer; policy edit keeps what it is not given ---
+check "an ip=* request limit in nginx" fcq policy add 2 --match 'ip=*' --rate 20/s --layer http
+out policy set 2 --match 'ip=*' --rate 20/s
+check "policy set without --layer does not move it to XDP/TC (exit 1)" [ $? = 1 ]
+check "... and says why and what to do" has "freqctl: policy 2: runs in nginx (requests), and without --layer this one would run at XDP/TC (packets): give --layer http to keep it there or --layer xdp to move it, or change only what you give with 'freqctl policy edit 2'"
+check "... the policy is still nginx's" [ "$(pol 2 layer)" = '"http"' ]
+check "policy set with --layer http replaces it" fcq policy set 2 --match 'ip=*' --rate 30/s --layer http --max-keys 100
+check "policy edit changes the rate alone" fcq policy edit 2 --rate 10/s --burst 40
+check "... the layer, key cap and match stay" \
+	jq_true '.policies[] | select(.id == 2) | .layer == "http" and .max_keys == 100 and .match == "ip=*" and .rates == ["10/s"] and .burst == 40' <(fc export)
+check "policy edit --no-burst --no-max-keys clears them" fcq policy edit 2 --no-burst --no-max-keys
+check "... back to their defaults" jq_true '.policies[] | select(.id == 2) | .burst == null and .max_keys == null and .rates == ["10/s"]' <(fc export)
+out policy edit 2 --algo window --burst 3
+check "policy edit checks the result as policy add does (exit 2)" [ $? = 2 ]
+check "... naming the policy" has "freqctl: policy 2: a burst (--burst, N/UNIT:B) applies to --algo gcra; --algo window admits N per window"
+out policy edit 2 --burst 3 --no-burst
+check "an option and its --no- together: a usage error" sh -c "[ $? = 2 ] && grep -qF -- '--burst and --no-burst: give one' '$dir/out'"
+out policy edit 2
+check "nothing to change: a usage error" sh -c "[ $? = 2 ] && grep -qF 'nothing to change' '$dir/out'"
+out policy edit 9 --rate 1/s
+check "policy edit of no such policy: exit 1" sh -c "[ $? = 1 ] && grep -qF 'policy 9: no such policy' '$dir/out'"
+check "policy edit --escalate and --ban-ttl, then --no-escalate clears both" \
+	sh -c "'$FC_BIN' --db '$db' --pin-dir '$pin' --shm '$shm' policy edit 2 --escalate 5/m --ban-ttl 1h >/dev/null &&
+		'$FC_BIN' --db '$db' --pin-dir '$pin' --shm '$shm' policy edit 2 --no-escalate >/dev/null"
+check "... none left" jq_true '.policies[] | select(.id == 2) | .escalate == null and .ban_ttl == null' <(fc export)
+
+# --- ip=* at XDP/TC and in nginx, side by side ---
+check "ip=* at XDP/TC beside policy 2's ip=* in nginx" fcq policy add 3 --match 'ip=*' --rate 100/s --count syn
+out sync
+check "... both published: one policy at XDP/TC, one in nginx" \
+	sh -c "grep -q ' 1 policies (entries' '$dir/out' && grep -q '^nginx shm .*: 1 policies' '$dir/out'"
+check "... the kernel's ip=* is policy 3" jq_true '.policies[] | select(.id == 3) | .layer == null and .count == "syn"' <(fc export)
+out policy add 4 --match 'ip=*' --rate 1/s
+check "a second ip=* at XDP/TC is refused, naming the one there" \
+	has "freqctl: policy 4: ip=* is already limited at XDP/TC by policy 3 (one policy per match at each layer; --layer http puts one in nginx beside it)"
+out policy add 4 --match 'ip=*' --rate 1/s --layer http
+check "... and a second in nginx" \
+	has "freqctl: policy 4: ip=* is already limited in nginx by policy 2 (one policy per match at each layer; without --layer http, an ip= policy runs at XDP/TC)"
+check "policy del of the nginx one leaves the kernel's" sh -c "'$FC_BIN' --db '$db' --pin-dir '$pin' --shm '$shm' policy del 2 >/dev/null &&
+	'$FC_BIN' --db '$db' --pin-dir '$pin' --shm '$shm' sync | grep -q ' 1 policies (entries'"
+check "... and the nginx one can come back beside it" fcq policy add 2 --match 'ip=*' --rate 20/s --layer http
+
+# --- one bucket for every source: --force, and a warning where it is published ---
+out policy add 5 --match ip=0.0.0.0/0 --rate 20/s
+check "a new ip=0.0.0.0/0 without --force is refused (exit 2)" [ $? = 2 ]
+check "... saying what it would do" has "freqctl: policy 5: ip=0.0.0.0/0 puts every IPv4 source in one bucket: 20/s for all of them together, SSH and every other service included; a bucket per source is --match 'ip=*'; give --force if one shared bucket is what you want"
+check "... and not stored" [ "$(pol 5 id)" = "" ]
+check "with --force it is taken" fcq policy add 5 --match ip=0.0.0.0/0 --rate 20/s --force
+check "a stored one is edited without --force" fcq policy edit 5 --rate 30/s
+out policy edit 5 --match ip=::/0
+check "... but not made another /0 without it" sh -c "[ $? = 2 ] && grep -qF 'ip=::/0 puts every IPv6 source in one bucket' '$dir/out'"
+out sync
+check "sync publishes it, with a warning" has "freqctl: sync: warning: policy 5: ip=0.0.0.0/0 puts every IPv4 source in one bucket: 30/s for all of them together"
+check "status says so" sh -c "'$FC_BIN' --db '$db' --pin-dir '$pin' --shm '$shm' status | grep -qF 'warning: policy 5: ip=0.0.0.0/0 puts every IPv4 source in one bucket'"
+check "... and status --json" jq_true '.warnings | length == 1 and (.[0] | startswith("policy 5: ip=0.0.0.0/0"))' <(fc status --json)
+fc export >"$dir/zero.json"
+fcq policy del 5
+out import "$dir/zero.json"
+check "an export holding one imports, with the warning" has "freqctl: import: warning: policy 5: ip=0.0.0.0/0"
+
+# --- --action delay with a window: refused as new, a stored one loads, said ---
+out policy add 6 --match uid=d --rate 3/m --algo window --action delay --delay-burst 3
+check "--action delay --algo window is refused (exit 2), naming what delays" \
+	sh -c "[ $? = 2 ] && grep -qF -- '--action delay waits requests to a GCRA rate (--algo gcra, the default); --algo window never delays' '$dir/out'"
+jq '.policies += [{"id": 6, "match": "uid=d", "rates": ["3/m"], "algo": "window", "action": "delay", "delay_burst": 3}]' \
+	"$dir/zero.json" >"$dir/delay.json"
+out import "$dir/delay.json"
+check "an older export holding one imports, with a warning" \
+	has "freqctl: import: warning: policy 6: --action delay with --algo window never delays: what is over its window is denied (--algo gcra delays)"
+check "... and it is published" jq_true '.policies[] | select(.id == 6) | .action == "delay" and .algo == "window"' <(fc export)
+out sync
+check "sync says so too" has "freqctl: sync: warning: policy 6: --action delay with --algo window never delays"
+check "policy edit puts it right: --algo gcra" fcq policy edit 6 --algo gcra
+
+# --- nginx's rate spelling ---
+out policy add 7 --match 'uid=*' --rate 5r/m --rate 100r/d
+check "--rate 5r/m, as limit_req writes it, is 5/m" has "policy 7 added: uid=* 5/m,100/d"
+check "... and stored as freqctl writes it" [ "$(pol 7 rates)" = '["5/m","100/d"]' ]
+
+# --- without root: read what can be read, say what the rest needs ---
+if ! id nobody >/dev/null 2>&1; then
+	skip_one "no user nobody to run freqctl without root"
+else
+	chmod 755 "$dir"
+	# as_nobody OUT COMMAND...: freqctl as nobody, on the suite's store, pin dir and shm.
+	as_nobody() { runuser -u nobody -- "$FC_BIN" --db "$db" --pin-dir "$pin" --shm "$shm" "$@" >"$dir/out" 2>&1; }
+	as_nobody policy list
+	check "policy list without root, on a store it can read" sh -c "[ $? = 0 ] && grep -q '^3 ' '$dir/out'"
+	runuser -u nobody -- "$FC_BIN" --db "$dir/none/store.db" policy list --json >"$dir/out" 2>&1
+	check "... a store that is not there lists nothing, and is not made" \
+		sh -c "[ \"\$(cat '$dir/out')\" = '[]' ] && [ ! -e '$dir/none' ]"
+	for c in attach detach; do
+		as_nobody "$c" lo
+		check "$c without root: exit 1, saying what it needs first" \
+			grep -qx "freqctl: $c: needs root (or CAP_BPF and CAP_NET_ADMIN): it .*" "$dir/out"
+	done
+	as_nobody stats
+	check "stats without root says so" grep -qx "freqctl: stats: needs root (or CAP_BPF and CAP_NET_ADMIN): it reads the pinned BPF maps" "$dir/out"
+	as_nobody status
+	check "status without root: what it can read (the store's warnings), and what the rest needs" \
+		sh -c "grep -q '^freqctl: status: needs root (or CAP_BPF and CAP_NET_ADMIN)' '$dir/out' && grep -q '^warning: policy 5: ip=0.0.0.0/0' '$dir/out'"
+	as_nobody policy add 8 --match uid=n --rate 1/s
+	check "a change without root says what it needs first" \
+		grep -q "^freqctl: policy 8: needs root (or CAP_BPF and CAP_NET_ADMIN): " "$dir/out"
+	check "--help without root" quiet runuser -u nobody -- "$FC_BIN" policy add --help
+fi
+
+# --- what the small refusals and hints say ---
+out keys 3
+check "keys on the ip=* policy at XDP/TC: its buckets are per source, and where to look" \
+	has "freqctl: keys: policy 3: its buckets are per source address, at XDP/TC, not in nginx's key table: 'freqctl top' ranks its busiest sources"
+out keys 5
+check "keys on a policy of one bucket: says so" has "freqctl: keys: policy 5: one bucket for all it matches, no keys"
+out policy add 9 --match 'uid=*' --rate 1/s
+check "a second uid=*: names the first, no word of ip=* layers" \
+	sh -c "grep -qF \"freqctl: policy 9: uid=* is already limited by policy 7 (one policy per match: change that one with 'freqctl policy edit 7')\" '$dir/out' && ! grep -qF 'ip=*' '$dir/out'"
+
+# --- policy list shows the layer ---
+list=$(fc policy list)
+check "policy list has a LAYER column" grep -qE '^ID +MATCH +LAYER +RATES ' <<<"$list"
+check "... an ip=* in nginx says nginx" grep -qE '^2 +ip=\* +nginx ' <<<"$list"
+check "... the one at XDP/TC xdp" grep -qE '^3 +ip=\* +xdp ' <<<"$list"
+check "... and --json has it" jq_true '[.[] | select(.id == 2 or .id == 3) | .layer] == ["nginx", "xdp"]' <(fc policy list --json)
