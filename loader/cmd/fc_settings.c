@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: BSD-2-Clause
+#include <errno.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <jansson.h>
 
 #include "fc_cli.h"
@@ -122,6 +124,12 @@ int fc_settings_load(const struct fc_opt *opts, void *g, struct fc_err *err)
 	size_t i;
 	int r;
 
+	/* Without root, a file kept from other users (a password in it) is
+	 * not this user's to read: the commands that can run without it do. */
+	if (*path && geteuid() != 0 && access(path, R_OK) < 0 && errno == EACCES) {
+		fc_warn("%s: not readable without root: its settings are not read", path);
+		path = "";
+	}
 	if (*path) {
 		if (fc_owner_check(FC_OWNED_CONFIG, path, err) < 0)
 			return FC_EXIT_FAILURE;

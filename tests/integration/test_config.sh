@@ -96,6 +96,16 @@ chmod 0666 "$conf"
 bare status >"$d/out" 2>"$d/err"
 check "a file others may write: refused (root), exit 1" [ $? = 1 ]
 check "... saying so and how to fix it" grep -qxF "freqctl: config file $conf: writable by its group and others (mode 0666): chmod go-w $conf" "$d/err"
+chmod 0600 "$conf"
+if id nobody >/dev/null 2>&1 && command -v runuser >/dev/null; then
+	chmod a+rx "$d" "$FC_BIN"
+	runuser -u nobody -- env FREQCTL_CONFIG="$conf" FREQCTL_DB="$db" "$FC_BIN" policy list >"$d/out" 2>"$d/err"
+	check "without root, a file kept from others (0600): warned of, the command runs" \
+		sh -c "[ $? = 0 ] && grep -qxF 'freqctl: $conf: not readable without root: its settings are not read' '$d/err' &&
+			grep -q 'uid=\*' '$d/out'"
+else
+	skip_one "no user nobody, or no runuser"
+fi
 chmod 0644 "$conf"
 FREQCTL_CONFIG=$d/none "$FC_BIN" status >"$d/out" 2>"$d/err"
 check "FREQCTL_CONFIG naming no file: exit 1" sh -c "[ $? = 1 ] && grep -qF 'FREQCTL_CONFIG: $d/none: no such file' '$d/err'"
