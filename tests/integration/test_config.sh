@@ -30,6 +30,11 @@ FREQCTL_REDIS_PASSWORD_FILE=$d/redis.pw
 EOF
 echo "PASSWORD-IN-FILE" >"$d/redis.pw"
 chmod 0600 "$d/redis.pw"
+# A freqctl that does not read the file would run the commands below on the
+# machine's own store, pin dir and shm: stop first, asking with the paths given.
+check "freqctl reads the file FREQCTL_CONFIG names" jq_true --arg c "$conf" '.configuration.file == $c' \
+	<<<"$(FREQCTL_CONFIG=$conf "$FC_BIN" --db "$db" --pin-dir "$pin" --shm "$shm" status --json 2>/dev/null)" ||
+	exit 1
 
 # ---- the CLI in a shell reads the store, pin dir and shm the file names ----
 check "ban add without options: the file's store and pin dir" quiet bare ban add 198.18.0.5

@@ -89,8 +89,11 @@ fi
 
 # ---- removed while attached: taken off the interfaces, nothing left enforcing ----
 check "/etc/default/freqctl installed, all comments" sh -c "! grep -qv '^#' /etc/default/freqctl"
+# One that does not read it would attach below with the machine's own pin
+# dir and store: stop there.
 check "the installed freqctl reads it" jq_true '.configuration.file == "/etc/default/freqctl"' \
-	<<<"$(FREQCTL_CONFIG=/etc/default/freqctl /usr/sbin/freqctl --pin-dir "$pin" --shm "$shm" status --json)"
+	<<<"$(FREQCTL_CONFIG=/etc/default/freqctl /usr/sbin/freqctl --db "$db" --pin-dir "$pin" --shm "$shm" status --json)" ||
+	exit 1
 # Scratch paths only, in the file the package's scripts read as the agent does.
 printf 'FREQCTL_DB=%s\nFREQCTL_PIN_DIR=%s\nFREQCTL_SHM=%s\n' "$db" "$pin" "$shm" >/etc/default/freqctl
 inst() { FREQCTL_CONFIG=/etc/default/freqctl /usr/sbin/freqctl "$@"; }
