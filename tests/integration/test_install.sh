@@ -88,7 +88,7 @@ else
 fi
 
 # ---- removed while attached: taken off the interfaces, nothing left enforcing ----
-check "/etc/default/freqctl installed, all comments" sh -c "! grep -qv '^#' /etc/default/freqctl"
+check "/etc/default/freqctl installed, all comments" sh -c "[ -f /etc/default/freqctl ] && ! grep -qv '^#' /etc/default/freqctl"
 # One that does not read it would attach below with the machine's own pin
 # dir and store: stop there.
 check "the installed freqctl reads it" jq_true '.configuration.file == "/etc/default/freqctl"' \
