@@ -7,7 +7,8 @@
 #   make check      build and run what needs neither root nor the network nor apt:
 #                   the unit tests, the L7 engine under ASan/UBSan, the fuzz corpora
 #                   replayed, the docs' static part (installs nothing: says what is missing)
-#   make bench      XDP cost against xdp-filter and through libxdp's dispatcher; nginx req/s
+#   make bench      XDP cost against xdp-filter (each path, and under a flood of 1M spoofed sources)
+#                   and through libxdp's dispatcher; nginx req/s
 #                   and worker CPU time against limit_req, its instructions per request (callgrind);
 #                   L7 per key against fixed values and Redis; one change published with 1M bans
 #                   stored; the agent's store-to-enforced time
@@ -129,18 +130,20 @@ all-dev: programs $(DEV_PROGS)
 $(B)/%.bpf.o: bpf/%.bpf.c | $(B)
 	$(CLANG) $(BPF_CFLAGS) -MF $(@:.o=.d) -c $< -o $@
 
-$(B)/tools/bench/bench_empty.bpf.o: tools/bench/bench_empty.bpf.c | $(B)
+$(B)/tools/bench/%.bpf.o: tools/bench/%.bpf.c | $(B)
 	@mkdir -p $(@D)
 	$(CLANG) $(BPF_CFLAGS) -MF $(@:.o=.d) -c $< -o $@
 
 $(B)/%.skel.h: $(B)/%.bpf.o
 	$(BPFTOOL) gen skeleton $< name $* > $@
 
-$(B)/bench_empty.skel.h: $(B)/tools/bench/bench_empty.bpf.o
-	$(BPFTOOL) gen skeleton $< name bench_empty > $@
+$(B)/bench_empty.skel.h $(B)/bench_flood.skel.h: $(B)/bench_%.skel.h: $(B)/tools/bench/bench_%.bpf.o
+	$(BPFTOOL) gen skeleton $< name bench_$* > $@
 
-# The benchmark's empty program is the benchmark's alone: make does not build it.
-$(B)/tools/bench/fc_bench.o: | $(B)/bench_empty.skel.h
+# The benchmark's programs (the empty one, the flood's wrapper) are the
+# benchmark's alone: make does not build them.
+FC_BENCH_OBJ := $(addprefix $(B)/tools/bench/,fc_bench.o fc_bench_store.o fc_bench_progs.o fc_bench_flood.o)
+$(FC_BENCH_OBJ): | $(B)/bench_empty.skel.h $(B)/bench_flood.skel.h
 
 # The pinned maps' shapes, read from the object at build time (a host tool,
 # built alone: the objects' rule waits for this header).
@@ -215,7 +218,7 @@ $(L7_TESTS): $(B)/tests/%: $(B)/asan/tests/unit/%.o $(ASAN_OBJS)
 $(B)/tests/%: $(B)/tests/bpf/%.o $(B)/tests/bpf/fc_frames.o $(B)/tests/bpf/fc_test_bpf.o $(LIB_A)
 	$(CC) $(CFLAGS) $(LDFLAGS) $^ -o $@ $(LIB_LIBS) $(TEST_LIBS)
 
-$(B)/fc_bench: $(B)/tools/bench/fc_bench.o $(B)/tests/bpf/fc_frames.o $(LIB_A)
+$(B)/fc_bench: $(FC_BENCH_OBJ) $(B)/tests/bpf/fc_frames.o $(LIB_A)
 	$(CC) $(CFLAGS) $(LDFLAGS) $^ -o $@ $(LIB_LIBS)
 
 # The Redis client by hand (tests/integration/test_redis.sh drives it too).
@@ -276,15 +279,17 @@ check:
 # them by hand. pipefail: a benchmark that fails still fails make bench.
 bench: SHELL := /bin/bash
 bench: .SHELLFLAGS := -o pipefail -c
-bench_run = { printf '\# %s%s\n\# %s, %s, load average %s\n' "$$(env | grep -E '^(ROUNDS|SECS|KEYS|LL|BASE)=' | \
+bench_run = { printf '\# %s%s\n\# %s, %s, load average %s\n' "$$(env | grep -E '^(RUNS|ROUNDS|QUICK|SECS|KEYS|LL|BASE)=' | \
 	tr '\n' ' ')" "$(2)" "$$(date -u '+%F %H:%M UTC')" \
 	"$$(git describe --always --dirty 2>/dev/null || echo 'no git')" "$$(cut -d' ' -f1-3 /proc/loadavg)"; \
 	$(2); } | tee $(B)/bench/$(1).txt
 
+# fc_bench: RUNS runs of ROUNDS rounds (3 and 9); QUICK=1 a small store and short runs.
+FC_BENCH_ARGS = $(if $(QUICK), --quick)$(if $(RUNS), --runs $(RUNS))$(if $(ROUNDS), --rounds $(ROUNDS))
 bench: $(B)/.deps-bench
 	@$(MAKE) --no-print-directory programs $(TOOLS)
 	@mkdir -p $(B)/bench
-	@$(call bench_run,fc_bench,$(B)/fc_bench)
+	@$(call bench_run,fc_bench,$(B)/fc_bench$(FC_BENCH_ARGS))
 	@echo
 	@$(call bench_run,bench_nginx,tools/bench/bench_nginx.sh)
 	@echo

@@ -158,15 +158,69 @@ static __always_inline void fc_policy_count(__u32 slot, __u32 len, bool passed)
 		fc_count(passed ? &ps->passed : &ps->dropped, len);
 }
 
-static __always_inline struct fc_src_bucket *fc_src_lookup(const struct fc_pkt *pkt)
+/* The key of the source's ip=* bucket: its address with the policy's host
+ * bits (fc_config.star_host4/6) cleared, the unit. A few ALU instructions,
+ * made where a bucket is looked up: kept in the packet, it would take
+ * stack the verifier's bound has no room for. */
+static __always_inline void fc_unit_key(const struct fc_pkt *pkt, const struct fc_config *cfg, struct fc_addr6 *k)
 {
-	struct fc_src_bucket *b;
+	__u64 w[2];
+	__u32 a, host;
 
 	if (pkt->family == 4) {
-		b = bpf_map_lookup_elem(&fc_src4, pkt->saddr.a);
+		__builtin_memcpy(&a, pkt->saddr.a, 4);
+		a &= bpf_htonl(~0U << (cfg->star_host4 & 31));
+		__builtin_memcpy(k->a, &a, 4);
+		return;
+	}
+	__builtin_memcpy(w, pkt->saddr.a, 16);
+	host = cfg->star_host6 & 127;
+	if (host >= 64) {
+		w[0] &= bpf_cpu_to_be64(~0ULL << (host - 64));
+		w[1] = 0;
+	} else {
+		w[1] &= bpf_cpu_to_be64(~0ULL << host);
+	}
+	__builtin_memcpy(k->a, w, 16);
+}
+
+/*
+ * Whether what the exact and the prefix lookup found for this source holds
+ * for every address of its ip=* unit, so that its bucket may note it for
+ * them all: the unit is one address, or no rule tells its addresses apart.
+ * IPv4 units of /24 or longer ask the source's fc_top4 entry, already read
+ * (its /24 holds no exact entry, no prefix of /25 to /31, with the bits
+ * trusted for the rules' generation gen); shorter ones whether IPv4 has any
+ * rule; IPv6 units the loader's word for it (FC_STAR_PLAIN6). What they
+ * read lies before rules_gen in fc_config, and the loader writes it with
+ * the rules it describes: a packet that read the rules' new generation
+ * reads it new too.
+ */
+static __always_inline bool fc_unit_plain(const struct fc_eval *ev, const struct fc_src4 *s4, __u32 gen)
+{
+	const struct fc_config *cfg = ev->cfg;
+	__u32 host;
+
+	if (ev->pkt.family == 4) {
+		host = cfg->star_host4;
+		if (!host || (!cfg->n_exact4 && !cfg->n_pfx4))
+			return true;
+		return host <= 8 && s4->top && cfg->exact4_gen == gen && !(s4->in24 & (FC_IN24_EXACT | FC_IN24_LONGER));
+	}
+	return !cfg->star_host6 || (cfg->star_flags & FC_STAR_PLAIN6);
+}
+
+static __always_inline struct fc_src_bucket *fc_src_lookup(const struct fc_pkt *pkt, const struct fc_config *cfg)
+{
+	struct fc_src_bucket *b;
+	struct fc_addr6 k;
+
+	fc_unit_key(pkt, cfg, &k);
+	if (pkt->family == 4) {
+		b = bpf_map_lookup_elem(&fc_src4, k.a);
 		FC_KEEP_CALL4(b);
 	} else {
-		b = bpf_map_lookup_elem(&fc_src6, pkt->saddr.a);
+		b = bpf_map_lookup_elem(&fc_src6, k.a);
 		FC_KEEP_CALL6(b);
 	}
 	return b;
@@ -186,6 +240,7 @@ __noinline int fc_src_make(const struct fc_pkt *pkt, __u32 exists)
 	struct fc_src_bucket fresh = {};
 	struct fc_config *cfg;
 	struct fc_flood *fl;
+	struct fc_addr6 k;
 	__u32 zero = 0;
 	__u64 prev, next;
 
@@ -194,14 +249,18 @@ __noinline int fc_src_make(const struct fc_pkt *pkt, __u32 exists)
 	if (!pkt || !cfg || !fl ||
 	    (cfg->new_src.interval_ns && !fc_gcra_try(&fl->state, &cfg->new_src, fc_clock(cfg, false), 1, &prev, &next)))
 		return 0;
-	/* A new bucket knows nothing yet about the exact and prefix rules. */
+	/* A new bucket knows nothing yet about the exact and prefix rules: a
+	 * generation gone by, which no publish brings back (the next one,
+	 * rules_gen + 1, would make its empty note true until a packet of its
+	 * unit wrote one; for a unit that is never noted, for good). */
 	fresh.gen = cfg->star_gen;
-	fresh.rules_gen = cfg->rules_gen + 1;
+	fresh.rules_gen = cfg->rules_gen - 1;
+	fc_unit_key(pkt, cfg, &k);
 	/* NOEXIST: of two CPUs making the same bucket, one wins, none resets it. */
 	if (pkt->family == 4)
-		bpf_map_update_elem(&fc_src4, pkt->saddr.a, &fresh, exists ? BPF_EXIST : BPF_NOEXIST);
+		bpf_map_update_elem(&fc_src4, k.a, &fresh, exists ? BPF_EXIST : BPF_NOEXIST);
 	else
-		bpf_map_update_elem(&fc_src6, pkt->saddr.a, &fresh, exists ? BPF_EXIST : BPF_NOEXIST);
+		bpf_map_update_elem(&fc_src6, k.a, &fresh, exists ? BPF_EXIST : BPF_NOEXIST);
 	return 1;
 }
 
@@ -212,11 +271,11 @@ static __always_inline struct fc_bucket *fc_src_bucket(const struct fc_pkt *pkt,
 	struct fc_stats *st;
 	__u32 zero = 0;
 
-	b = fc_src_lookup(pkt);
+	b = fc_src_lookup(pkt, cfg);
 	if (b && b->gen == cfg->star_gen)
 		return (struct fc_bucket *)b;
 	if (fc_src_make(pkt, b != NULL)) {
-		b = fc_src_lookup(pkt);
+		b = fc_src_lookup(pkt, cfg);
 		if (b && b->gen == cfg->star_gen)
 			return (struct fc_bucket *)b;
 	}
@@ -305,17 +364,20 @@ __noinline int fc_policy_check(const struct fc_pkt *pkt, __u32 slot, __u32 idx, 
 /* Rolls back what fc_policy_check charged as hit idx. */
 __noinline int fc_policy_refund(const struct fc_pkt *pkt, __u32 slot, __u32 idx)
 {
+	const struct fc_config *cfg;
 	struct fc_policy *pol;
 	struct fc_charge *ch;
 	struct fc_bucket *b;
+	__u32 zero = 0;
 
 	pol = bpf_map_lookup_elem(&fc_policies, &slot);
 	ch = bpf_map_lookup_elem(&fc_scratch, &idx);
-	if (!pkt || !pol || !ch)
+	cfg = bpf_map_lookup_elem(&fc_config, &zero);
+	if (!pkt || !pol || !ch || !cfg)
 		return 0;
 	/* An ip=* charge may have gone to the overflow bucket: a refund to the
 	 * wrong word finds it moved and gives nothing back. */
-	b = idx == FC_HIT_STAR ? (struct fc_bucket *)fc_src_lookup(pkt) : bpf_map_lookup_elem(&fc_buckets, &slot);
+	b = idx == FC_HIT_STAR ? (struct fc_bucket *)fc_src_lookup(pkt, cfg) : bpf_map_lookup_elem(&fc_buckets, &slot);
 	if (b)
 		fc_limit_refund(pol->algo, pol->ntiers, b->state, fc_policy_cost(pol, pkt), ch);
 	return 0;
@@ -507,7 +569,7 @@ static __always_inline bool fc_overrides(__u32 slot)
  * policy, if the per-CPU cap on new buckets allows. */
 static __always_inline void fc_src_keep(const struct fc_pkt *pkt, const struct fc_config *cfg)
 {
-	struct fc_src_bucket *b = fc_src_lookup(pkt);
+	struct fc_src_bucket *b = fc_src_lookup(pkt, cfg);
 
 	if (!b || b->gen != cfg->star_gen)
 		fc_src_make(pkt, b != NULL);
@@ -552,7 +614,7 @@ static __always_inline bool fc_decide(void *ctx, bool tc, void *data, void *data
 	 * note below leaves a note of the rules before it, which it voids. */
 	gen = *(volatile __u32 *)&ev.cfg->rules_gen;
 	if (star) {
-		src = fc_src_lookup(&ev.pkt);
+		src = fc_src_lookup(&ev.pkt, ev.cfg);
 		if (src && src->gen != ev.cfg->star_gen)
 			src = NULL; /* an earlier ip=* policy's */
 		if (src && src->rules_gen == gen) {
@@ -582,10 +644,12 @@ static __always_inline bool fc_decide(void *ctx, bool tc, void *data, void *data
 	e = exact ? exact->policy : 0;
 	p = prefix ? prefix->policy : 0;
 	/* Noted in the source's bucket where no ban applies, not even a lapsed
-	 * one (a ban starts only with a publish, which moves rules_gen): the
-	 * slots, then (in that order for a reader on another CPU) the rules'
-	 * generation they hold for. */
-	if (src && !(exact && (exact->flags & FC_RULE_BANNED)) && !(prefix && (prefix->flags & FC_RULE_BANNED))) {
+	 * one (a ban starts only with a publish, which moves rules_gen), and
+	 * what was found holds for its whole unit: the slots, then (in that
+	 * order for a reader on another CPU) the rules' generation they hold
+	 * for. */
+	if (src && !(exact && (exact->flags & FC_RULE_BANNED)) && !(prefix && (prefix->flags & FC_RULE_BANNED)) &&
+	    fc_unit_plain(&ev, &s4, gen)) {
 		src->exact_policy = e;
 		src->prefix_policy = p;
 		asm volatile("" ::: "memory");

@@ -56,6 +56,12 @@ struct fc_counter {
 /* Per-source buckets of the ip=* policy, per family (LRUs: preallocated). */
 #define FC_MAX_SOURCES     262144
 
+/* The ip=* policy's unit by default: a bucket per IPv4 address and per
+ * IPv6 /64 (a host has a whole /64 to send from: privacy addresses, a
+ * delegated /64). A policy may choose others (freqctl-policy(7)). */
+#define FC_STAR_LEN4       32
+#define FC_STAR_LEN6       64
+
 #include "fc_limit.h"
 
 /*
@@ -249,12 +255,15 @@ struct fc_bucket {
 	__u64 state[FC_MAX_TIERS];
 };
 
-/* One source's bucket under the ip=* policy. gen is the policy's epoch when
- * the bucket was made: a bucket from an earlier ip=* policy is stale.
- * While rules_gen equals fc_config.rules_gen, exact_policy and
- * prefix_policy are the policies of the exact and of the prefix entry that
- * match this source (0 = none), and no ban does: its packets skip those
- * lookups until the rules change. */
+/* One source's bucket under the ip=* policy, keyed by the source cut to
+ * the policy's unit (fc_config.star_host4/6): an IPv4 address, an IPv6 /64
+ * by default. gen is the policy's epoch when the bucket was made: a bucket
+ * from an earlier ip=* policy is stale. While rules_gen equals
+ * fc_config.rules_gen, exact_policy and prefix_policy are the policies of
+ * the exact and of the prefix entry that match every address of the unit
+ * (0 = none), and no ban does: its packets skip those lookups until the
+ * rules change. A unit whose addresses the rules tell apart (an exact
+ * entry or a longer prefix inside it) is never noted so. */
 struct fc_src_bucket {
 	__u64 state[FC_MAX_TIERS];
 	__u32 gen;
@@ -288,6 +297,11 @@ struct fc_stats {
 	struct fc_counter allowed;     /* passed: an allow entry covers the source (bans and limits skipped) */
 };
 
+/* fc_config.star_flags: an IPv6 unit's bucket may note the rules for all
+ * its addresses: fc_exact6 is empty and fc_pfx6 holds no prefix longer
+ * than the unit (0 from a publisher that does not say: never). */
+#define FC_STAR_PLAIN6 0x1
+
 /*
  * Published by the loader, read once per packet by the program: lets it skip
  * a lookup into a map that holds nothing and an absent ip=* policy.
@@ -300,7 +314,12 @@ struct fc_config {
 	__u32 star_slot;  /* slot of the ip=* policy, 0 = none */
 	__u32 star_gen;   /* its epoch: fc_src4/6 buckets of another gen are stale */
 	__u8 star_syn;    /* the ip=* policy counts TCP SYNs only */
-	__u8 pad[3];
+	/* Its unit, as the host bits a source's bucket key clears: 32 less the
+	 * IPv4 prefix length, 128 less the IPv6 one (0, as a version before
+	 * units published it: a bucket per address). */
+	__u8 star_host4;
+	__u8 star_host6;
+	__u8 star_flags;  /* FC_STAR_*: before rules_gen, written with what it says of the rules */
 	__u32 n_policies; /* for status; the packet path does not read it */
 	__u32 rules_gen;  /* bumped whenever an exact or prefix map changes */
 	__u32 n_top4;     /* fc_top4 entries (/16s) in use, by a prefix or an exact address: 0 = none */
@@ -413,6 +432,9 @@ FC_ABI_SIZE(struct fc_stats, 8 * 16);
 FC_ABI_OFF(struct fc_stats, malformed, 6 * 16);
 FC_ABI_OFF(struct fc_stats, allowed, 7 * 16);
 FC_ABI_SIZE(struct fc_config, 48 + 32 + 24 + 16 + 8 + 8 + 8);
+FC_ABI_OFF(struct fc_config, star_host4, 25);
+FC_ABI_OFF(struct fc_config, star_host6, 26);
+FC_ABI_OFF(struct fc_config, star_flags, 27);
 FC_ABI_OFF(struct fc_config, n_policies, 28);
 FC_ABI_OFF(struct fc_config, rules_gen, 32);
 FC_ABI_OFF(struct fc_config, n_top4, 36);

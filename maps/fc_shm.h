@@ -64,7 +64,7 @@
 
 #define FC_SHM_MAGIC       0x38474346 /* "FCG8" */
 #define FC_SHM_STATE_MAGIC 0x54534346 /* "FCST" */
-#define FC_SHM_VERSION     6
+#define FC_SHM_VERSION     7
 #define FC_SHM_DEFAULT     "/dev/shm/freqctl"
 #define FC_SHM_STATE_SUFFIX ".state"
 
@@ -147,7 +147,8 @@ struct fc_shm_item {
 };
 
 enum fc_dim_kind {
-	FC_DIM_IP = 1,     /* value: family byte, prefix length byte, 4 or 16 address bytes */
+	FC_DIM_IP = 1,     /* value: family byte, prefix length byte, 4 or 16 address bytes; with
+			    * FC_SHM_DIM_ANY the unit: IPv4 prefix length byte, IPv6 prefix length byte */
 	FC_DIM_UID = 2,    /* value: the user id */
 	FC_DIM_ARG = 3,    /* name: query argument; value: its value */
 	FC_DIM_HEADER = 4, /* name: header, lowercase; value: its value */
@@ -164,7 +165,7 @@ struct fc_shm_dim {
 };
 
 /* fc_shm_dim.flags */
-#define FC_SHM_DIM_ANY    0x1 /* DIM=*: any value, each its own bucket (no value bytes) */
+#define FC_SHM_DIM_ANY    0x1 /* DIM=*: any value, each its own bucket (no value bytes; ip's: its unit) */
 #define FC_SHM_DIM_PREFIX 0x2 /* uri ending in a slash and a star: the value is a prefix of the path */
 
 /* fc_shm_policy.flags, beside FC_POLICY_PRECISE and FC_POLICY_OVERRIDE */

@@ -102,16 +102,23 @@ static bool fc_dim_read(struct fc_l7_index *ix, const uint8_t **p, const uint8_t
 	memset(d, 0, sizeof(*d));
 	d->kind = sd->kind;
 	d->flags = sd->flags;
+	/* A wildcard has no value; ip's has its unit, two lengths. */
 	if (sd->flags & ~(FC_SHM_DIM_ANY | FC_SHM_DIM_PREFIX) ||
-	    (sd->flags & FC_SHM_DIM_ANY && (sd->value_len || sd->flags & FC_SHM_DIM_PREFIX)) ||
+	    (sd->flags & FC_SHM_DIM_ANY &&
+	     (sd->value_len != (sd->kind == FC_DIM_IP ? 2 : 0) || sd->flags & FC_SHM_DIM_PREFIX)) ||
 	    (sd->flags & FC_SHM_DIM_PREFIX && (sd->kind != FC_DIM_URI || !sd->value_len)))
 		return false;
 	switch (sd->kind) {
 	case FC_DIM_IP:
 		if (sd->name_len)
 			return false;
-		if (sd->flags & FC_SHM_DIM_ANY)
+		if (sd->flags & FC_SHM_DIM_ANY) {
+			d->unit4 = val[0];
+			d->unit6 = val[1];
+			if (!d->unit4 || d->unit4 > 32 || !d->unit6 || d->unit6 > 128)
+				return false;
 			break;
+		}
 		if (sd->value_len != 6 && sd->value_len != 18)
 			return false;
 		d->family = val[0];
@@ -833,6 +840,7 @@ static void fc_report(const struct fc_l7_index *ix, const struct fc_l7_policy *p
 static __u64 fc_key_tag(const struct fc_l7_policy *p, const struct fc_l7_req *rq)
 {
 	struct fc_sip h = p->key_sip; /* the policy's word, hashed when the index was built */
+	uint8_t unit[16];
 	struct fc_l7_str v;
 	size_t i;
 	int d;
@@ -848,18 +856,36 @@ static __u64 fc_key_tag(const struct fc_l7_policy *p, const struct fc_l7_req *rq
 					fc_sip_part(&h, rq->vals[i].v.data, rq->vals[i].v.len);
 			continue;
 		}
+		if (dm->kind == FC_DIM_IP) /* the client's unit: its address cut to the policy's length */
+			fc_mask(unit, rq->addr, rq->family, rq->family == 4 ? dm->unit4 : dm->unit6);
 		v = dm->kind == FC_DIM_UID ? rq->uid : dm->kind == FC_DIM_URI ? rq->uri :
-				(struct fc_l7_str){ (const char *)rq->addr, rq->family == 4 ? 4 : 16 };
+				(struct fc_l7_str){ (const char *)unit, rq->family == 4 ? 4 : 16 };
 		fc_sip_part(&h, v.data, v.len);
 	}
 	return fc_sip_final(&h) | FC_SHM_KEY_TAG_MIN;
+}
+
+/* The client's unit under ip dimension dm as text into buf: its address,
+ * or the prefix it is cut to ("2001:db8:1:2::/64"). Returns its length. */
+static size_t fc_unit_text(const struct fc_l7_dim *dm, const struct fc_l7_req *rq, char *buf, size_t size)
+{
+	uint8_t len = rq->family == 4 ? dm->unit4 : dm->unit6, unit[16];
+	size_t l;
+
+	fc_mask(unit, rq->addr, rq->family, len);
+	if (!inet_ntop(rq->family == 4 ? AF_INET : AF_INET6, unit, buf, (socklen_t)size))
+		return 0;
+	l = strlen(buf);
+	if (len != (rq->family == 4 ? 32 : 128))
+		l += (size_t)snprintf(buf + l, size - l, "/%u", len);
+	return l;
 }
 
 /* Writes rq's key for p as text into rq->keybuf (not NULL, keycap above 0;
  * for $freqctl_key): the wildcard values joined by ','. Returns its length. */
 static size_t fc_key_text(const struct fc_l7_policy *p, const struct fc_l7_req *rq)
 {
-	char ip[INET6_ADDRSTRLEN];
+	char ip[INET6_ADDRSTRLEN + 4];
 	size_t n = 0, i, l;
 	const char *v;
 	int d;
@@ -871,8 +897,8 @@ static size_t fc_key_text(const struct fc_l7_policy *p, const struct fc_l7_req *
 			continue;
 		for (i = 0; i < (dm->kind == FC_DIM_ARG || dm->kind == FC_DIM_HEADER ? rq->nvals : 1); i++) {
 			if (dm->kind == FC_DIM_IP) {
-				v = inet_ntop(rq->family == 4 ? AF_INET : AF_INET6, rq->addr, ip, sizeof(ip));
-				l = v ? strlen(v) : 0;
+				l = fc_unit_text(dm, rq, ip, sizeof(ip));
+				v = ip;
 			} else if (dm->kind == FC_DIM_UID || dm->kind == FC_DIM_URI) {
 				v = dm->kind == FC_DIM_UID ? rq->uid.data : rq->uri.data;
 				l = dm->kind == FC_DIM_UID ? rq->uid.len : rq->uri.len;

@@ -39,6 +39,8 @@ struct fc_l7_dim {
 	uint8_t family;   /* ip */
 	uint8_t plen;
 	uint8_t addr[16]; /* ip; else a value of up to 16 bytes is kept here, beside the rest */
+	uint8_t unit4;    /* ip=*: its unit, a bucket per IPv4 /unit4 and IPv6 /unit6 */
+	uint8_t unit6;
 	struct fc_l7_str value;
 };
 

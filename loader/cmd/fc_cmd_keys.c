@@ -72,12 +72,16 @@ static int fc_keys_run(const struct fc_ctx *ctx, const struct fc_cmd *cmd, int a
 		return FC_EXIT_FAILURE;
 	}
 	if (!fc_policy_is_keyed(&row.spec)) {
-		if (row.spec.kind == FC_MATCH_STAR) /* at XDP/TC: buckets per source, in the kernel */
-			fc_warn("keys: policy %u: its buckets are per source address, at XDP/TC, not in nginx's key "
-				"table: 'freqctl top' ranks its busiest sources", id);
-		else
+		if (row.spec.kind == FC_MATCH_STAR) { /* at XDP/TC: buckets per source unit, in the kernel */
+			char unit[FC_STAR_UNIT_STRLEN];
+
+			fc_star_unit_format(&row.spec, unit);
+			fc_warn("keys: policy %u: its buckets are one per %s, at XDP/TC, not in nginx's key table: "
+				"'freqctl top' ranks its busiest sources", id, unit);
+		} else {
 			fc_warn("keys: policy %u: one bucket for all it matches, no keys (a per-key policy has a DIM=* in "
 				"its match, or ip=* with --layer http)", id);
+		}
 		return FC_EXIT_FAILURE;
 	}
 	if (fc_state_keys_of(ctx->shm_path, row.slot, row.epoch, &keys, &n, &err) < 0)

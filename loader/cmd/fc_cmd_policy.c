@@ -218,13 +218,20 @@ static void fc_policy_describe(const struct fc_policy_spec *p, char *buf, size_t
 	}
 	if (p->override)
 		snprintf(buf + strlen(buf), len - strlen(buf), ", overrides what is more general");
-	snprintf(buf + strlen(buf), len - strlen(buf), ", %s)", fc_policy_is_l7(p) ? "requests in nginx" :
-										fc_count_name(p->count));
+	snprintf(buf + strlen(buf), len - strlen(buf), ", %s",
+		 fc_policy_is_l7(p) ? "requests in nginx" : fc_count_name(p->count));
+	if (p->kind == FC_MATCH_STAR) {
+		char unit[FC_STAR_UNIT_STRLEN];
+
+		fc_star_unit_format(p, unit);
+		snprintf(buf + strlen(buf), len - strlen(buf), ", a bucket per %s", unit);
+	}
+	snprintf(buf + strlen(buf), len - strlen(buf), ")");
 }
 
 static int fc_policy_put(const struct fc_ctx *ctx, const struct fc_cmd *cmd, int argc, char **argv, unsigned how)
 {
-	char desc[FC_MATCH_LEN + 2 * FC_TEXT_LEN + 64];
+	char desc[FC_MATCH_LEN + 2 * FC_TEXT_LEN + FC_STAR_UNIT_STRLEN + 64];
 	struct fc_policy_cli a;
 	struct fc_policy_row row;
 	struct fc_err err;
@@ -295,7 +302,7 @@ static int fc_policy_edit_apply(struct fc_policy_spec *p, const void *arg, struc
 
 static int fc_policy_edit(const struct fc_ctx *ctx, const struct fc_cmd *cmd, int argc, char **argv)
 {
-	char desc[FC_MATCH_LEN + 2 * FC_TEXT_LEN + 64];
+	char desc[FC_MATCH_LEN + 2 * FC_TEXT_LEN + FC_STAR_UNIT_STRLEN + 64];
 	struct fc_policy_cli e;
 	struct fc_policy_row row;
 	struct fc_err err;
@@ -353,8 +360,9 @@ static json_t *fc_policy_json(const struct fc_policy_row *r)
 	}
 	fc_time_format(r->created, created);
 	fc_time_format(r->updated, updated);
-	/* burst: the first tier's (as --burst); bursts: every tier's. */
-	return json_pack("{s:I, s:s, s:s, s:o, s:o, s:o, s:s, s:s, s:s, s:o, s:o, s:o, s:b, s:o, s:b, s:s, s:s}",
+	/* burst: the first tier's (as --burst); bursts: every tier's; unit:
+	 * ip=*'s prefix lengths, the defaults too. */
+	return json_pack("{s:I, s:s, s:s, s:o, s:o, s:o, s:s, s:s, s:s, s:o, s:o, s:o, s:o, s:b, s:o, s:b, s:s, s:s}",
 			 "id", (json_int_t)p->id, "match", match, "layer", fc_policy_is_l7(p) ? "nginx" : "xdp",
 			 "rates", rates, "burst",
 			 p->algo == FC_ALGO_GCRA && p->ntiers ? json_integer((json_int_t)fc_tier_burst(p, 0)) : json_null(),
@@ -365,10 +373,25 @@ static json_t *fc_policy_json(const struct fc_policy_row *r)
 			 p->kind == FC_MATCH_STAR ?
 				 json_integer((json_int_t)(p->new_sources ? p->new_sources : FC_NEW_SOURCES_DEFAULT)) :
 				 json_null(),
+			 "unit",
+			 p->kind == FC_MATCH_STAR ?
+				 json_pack("{s:i, s:i}", "ipv4", fc_star_len4(p), "ipv6", fc_star_len6(p)) :
+				 json_null(),
 			 "warmup", p->warmup ? json_integer(p->warmup) : json_null(), "concurrency",
 			 p->concurrency ? json_integer(p->concurrency) : json_null(), "override", p->override,
 			 "show_keys", p->show_keys ? json_boolean(p->show_keys > 0) : json_null(), "fleet", p->fleet,
 			 "created", created, "updated", updated);
+}
+
+/* The match as the list shows it: an ip=* policy's unit spelled out after
+ * its star, the defaults too (/32/64, which plain ip=* means). */
+static void fc_match_shown(const struct fc_policy_spec *p, char buf[FC_MATCH_LEN])
+{
+	struct fc_policy_spec q = *p;
+
+	q.star_len4 = fc_star_len4(p);
+	q.star_len6 = fc_star_len6(p);
+	fc_match_format(&q, buf);
 }
 
 static int fc_policy_list(const struct fc_ctx *ctx, const struct fc_cmd *cmd, int argc, char **argv)
@@ -404,7 +427,7 @@ static int fc_policy_list(const struct fc_ctx *ctx, const struct fc_cmd *cmd, in
 		const struct fc_policy_spec *p = &rows[i].spec;
 		char conc[16] = "-";
 
-		fc_match_format(p, match);
+		fc_match_shown(p, match);
 		fc_rates_format(p, rates);
 		fc_bursts_format(p, bursts, sizeof(bursts));
 		if (p->warmup)

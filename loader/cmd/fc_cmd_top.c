@@ -2,8 +2,9 @@
 /*
  * freqctl top: this node's busiest policies and sources, refreshed every
  * second, like top(1). Rates are the differences of the counters between two
- * reads over the time between them. Sources are the ip=* policy's per-source
- * buckets at XDP/TC, ranked by how much of their fullest tier they use now,
+ * reads over the time between them. Sources are the ip=* policy's buckets at
+ * XDP/TC, one per unit (an address, or the prefix of the policy's length it
+ * is in), ranked by how much of their fullest tier they use now,
  * the clients nginx refused for an escalating policy during the last
  * interval (read from the shm's offender ring, which top never writes), and
  * the keys of per-key nginx policies ranked as the sources are.
@@ -69,6 +70,7 @@ struct fc_top_policy {
 
 struct fc_top_source {
 	uint8_t family;
+	uint8_t plen; /* an ip=* unit's prefix length; 0: the address alone */
 	uint8_t addr[16];
 	uint32_t policy;
 	double value; /* a bucket's use (0..1), or refusals per second */
@@ -159,8 +161,9 @@ static struct fc_top_policy *fc_top_policies(const struct fc_top_sample *prev, c
 	return v;
 }
 
-/* The ip=* policy's live buckets of one family that use anything now. */
-static size_t fc_top_scan(int fd, uint8_t family, const struct fc_policy *pol, uint32_t gen, uint64_t now,
+/* The ip=* policy's live buckets of one family that use anything now,
+ * each its unit (of host bits cleared). */
+static size_t fc_top_scan(int fd, uint8_t family, uint8_t host, const struct fc_policy *pol, uint32_t gen, uint64_t now,
 			  struct fc_top_source *out, size_t n, size_t max)
 {
 	static struct fc_addr6 keys[FC_TOP_BATCH];
@@ -186,6 +189,7 @@ static size_t fc_top_scan(int fd, uint8_t family, const struct fc_policy *pol, u
 				continue;
 			memset(&out[n], 0, sizeof(out[n]));
 			out[n].family = family;
+			out[n].plen = host ? (uint8_t)((family == 4 ? 32 : 128) - host) : 0;
 			memcpy(out[n].addr, (const uint8_t *)keys + i * klen, klen);
 			out[n].policy = pol->id;
 			out[n].value = use;
@@ -208,8 +212,8 @@ static size_t fc_top_sources(struct fc_top *top, struct fc_err *err)
 	if (fc_config_read(&m, &cfg, err) == 0 && cfg.star_slot &&
 	    !bpf_map_lookup_elem(m.policies, &cfg.star_slot, &pol)) {
 		now = fc_utc_ns();
-		n = fc_top_scan(m.src4, 4, &pol, cfg.star_gen, now, top->src, 0, FC_MAX_SOURCES);
-		n = fc_top_scan(m.src6, 6, &pol, cfg.star_gen, now, top->src, n, FC_MAX_SOURCES);
+		n = fc_top_scan(m.src4, 4, cfg.star_host4, &pol, cfg.star_gen, now, top->src, 0, FC_MAX_SOURCES);
+		n = fc_top_scan(m.src6, 6, cfg.star_host6, &pol, cfg.star_gen, now, top->src, n, FC_MAX_SOURCES);
 	}
 	fc_maps_close(&m);
 	qsort(top->src, n, sizeof(*top->src), fc_top_source_cmp);
@@ -269,15 +273,20 @@ static struct fc_top_source *fc_top_refused(const struct fc_top *top, uint64_t f
 	return out;
 }
 
+/* A source as text: its address, or its ip=* unit ("2001:db8:1:2::/64"). */
+#define FC_SOURCE_STRLEN (INET6_ADDRSTRLEN + 4)
 static void fc_addr_format(const struct fc_top_source *s, char *buf, size_t len)
 {
-	inet_ntop(s->family == 4 ? AF_INET : AF_INET6, s->addr, buf, (socklen_t)len);
+	if (!inet_ntop(s->family == 4 ? AF_INET : AF_INET6, s->addr, buf, (socklen_t)len))
+		buf[0] = '\0';
+	if (s->plen)
+		snprintf(buf + strlen(buf), len - strlen(buf), "/%u", s->plen);
 }
 
 static json_t *fc_top_sources_json(const struct fc_top_source *v, size_t n, const char *key)
 {
 	json_t *a = json_array();
-	char addr[INET6_ADDRSTRLEN];
+	char addr[FC_SOURCE_STRLEN];
 	size_t i;
 
 	for (i = 0; a && i < n; i++) {
@@ -330,7 +339,7 @@ static void fc_top_print_text(const struct fc_top *top, const struct fc_top_samp
 {
 	const struct fc_stats *s = &cur->a.s, *o = &prev->a.s;
 	double dt = cur->t - prev->t;
-	char stamp[FC_TIME_STRLEN], match[FC_MATCH_LEN], addr[INET6_ADDRSTRLEN];
+	char stamp[FC_TIME_STRLEN], match[FC_MATCH_LEN], addr[FC_SOURCE_STRLEN];
 	size_t i;
 
 	fc_time_format((int64_t)time(NULL), stamp);
@@ -354,7 +363,7 @@ static void fc_top_print_text(const struct fc_top *top, const struct fc_top_samp
 		       fc_policy_is_l7(p) ? "nginx" : "xdp", fc_action_name(p->action), pol[i].passed, pol[i].denied,
 		       pol[i].delayed);
 	}
-	printf("\n%-40s %-10s %10s\n", "SOURCE (ip=* bucket at XDP/TC)", "POLICY", "USED");
+	printf("\n%-40s %-10s %10s\n", "SOURCE (ip=* bucket at XDP/TC, its unit)", "POLICY", "USED");
 	for (i = 0; i < ns && i < top->rows; i++) {
 		fc_addr_format(&src[i], addr, sizeof(addr));
 		printf("%-40s %-10u %9.0f%%\n", addr, src[i].policy, src[i].value * 100);
@@ -469,11 +478,13 @@ const struct fc_cmd fc_cmd_top = {
 	.max_args = 0,
 	.summary = "Show the busiest policies and sources, refreshed every second.",
 	.details = "Policies are ranked by what they passed, denied and delayed per second since the last\n"
-		   "refresh (packets at XDP/TC, requests in nginx). Sources: the ip=* policy's per-source\n"
-		   "buckets at XDP/TC ranked by how much of their fullest tier they use now (100% = at the\n"
-		   "limit), and the clients nginx refused for an escalating policy in the last interval.\n"
-		   "Keys: those of per-key nginx policies (DIM=*), ranked the same way; the key table\n"
-		   "holds a keyed hash of each key, not its value ('freqctl keys ID' lists one policy's).\n"
+		   "refresh (packets at XDP/TC, requests in nginx). Sources: the ip=* policy's buckets at\n"
+		   "XDP/TC, one per unit (an IPv4 address and an IPv6 /64 by default, shown as 2001:db8::/64),\n"
+		   "ranked by how much of their fullest tier they use now (100% = at the limit), and the\n"
+		   "clients nginx refused for an escalating policy in the last interval.\n"
+		   "Keys: those of per-key nginx policies (DIM=*; ip=*'s is the client's unit, one key\n"
+		   "for the addresses of a /64), ranked the same way; the key table holds a keyed hash of\n"
+		   "each key, not its value ('freqctl keys ID' lists one policy's).\n"
 		   "Keys and refusals are the nginx workers' account, read from a file they write.\n"
 		   "On a terminal the screen is redrawn; in a pipe each refresh is printed after the last;\n"
 		   "--json prints one object per refresh and line. Ctrl-C quits.",

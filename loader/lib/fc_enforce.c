@@ -78,6 +78,10 @@ void fc_policy_enforced(const struct fc_policy_row *row, const struct fc_node_ct
 			k->flags |= FC_POLICY_PRECISE;
 	}
 	e->concurrency = p->concurrency ? (uint32_t)fc_share(p->concurrency, node->weight) : 0;
+	if (p->kind == FC_MATCH_STAR) {
+		e->star_len4 = fc_star_len4(p);
+		e->star_len6 = fc_star_len6(p);
+	}
 	if (p->kind == FC_MATCH_STAR && !fc_policy_is_l7(p))
 		fc_new_src_tier(p, node->ncpus, &e->new_src);
 }

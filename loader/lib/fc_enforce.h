@@ -31,6 +31,9 @@ struct fc_enforced {
 	struct fc_policy k;     /* its tiers, flags and warm-up, as the kernel's policy slot holds them */
 	uint32_t concurrency;   /* nginx: requests in flight at most (per key for a per-key policy); 0: no cap */
 	struct fc_tier new_src; /* ip=*: new sources a second, per CPU (zero for other policies) */
+	/* ip=*, at either layer: the prefix lengths of its buckets (its unit);
+	 * 0 for other policies. */
+	uint8_t star_len4, star_len6;
 };
 
 /* Row's policy on node: each N (and an explicit burst) and the concurrency

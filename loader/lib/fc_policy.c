@@ -149,6 +149,67 @@ static bool fc_value_ok(const char *s)
 	return true;
 }
 
+/* One length of an ip=* unit, of at most max bits, into *len (0 where it
+ * is the default, dflt). */
+static int fc_star_len_parse(const char *expr, const char *s, const char *fam, uint64_t max, uint8_t dflt, uint8_t *len,
+			     struct fc_err *err)
+{
+	uint64_t v = UINT64_MAX; /* past 255: out of range */
+	int rc = fc_decimal(s, 255, &v);
+
+	if (rc == -1)
+		return fc_err_set(err,
+				  "match \"%s\": %s length \"%s\": expected a whole number of bits "
+				  "(ip=*/V4LEN[/V6LEN], e.g. ip=*/24 or ip=*/32/56)",
+				  expr, fam, s);
+	if (v < 1 || v > max) {
+		/* A single length of 33 to 128 meant for IPv6: the IPv4 one comes first. */
+		if (max == 32 && v > 32 && v <= 128)
+			return fc_err_set(err,
+					  "match \"%s\": IPv4 length /%s: expected 1 to 32; the IPv6 length comes "
+					  "second (ip=*/32/%s for a bucket per IPv6 /%s)",
+					  expr, s, s, s);
+		return fc_err_set(err, "match \"%s\": %s length /%s: expected 1 to %llu", expr, fam, s,
+				  (unsigned long long)max);
+	}
+	*len = v == dflt ? 0 : (uint8_t)v;
+	return 0;
+}
+
+/* ip=* and its unit (a slash and the IPv4 length after the star, then
+ * maybe a slash and the IPv6 one): val is what follows "ip=", a star first. */
+static int fc_star_parse(const char *expr, char *val, struct fc_policy_spec *p, struct fc_err *err)
+{
+	char *v6;
+
+	p->kind = FC_MATCH_STAR;
+	p->star_len4 = p->star_len6 = 0;
+	if (!val[1])
+		return 0;
+	v6 = strchr(val + 2, '/');
+	if (v6)
+		*v6++ = '\0';
+	if (val[1] != '/' || (v6 && strchr(v6, '/')))
+		return fc_err_set(err,
+				  "match \"%s\": expected ip=* or ip=*/V4LEN[/V6LEN], the prefix lengths of its "
+				  "buckets (e.g. ip=*/24, ip=*/32/56)",
+				  expr);
+	if (fc_star_len_parse(expr, val + 2, "IPv4", 32, FC_STAR_LEN4, &p->star_len4, err) < 0)
+		return -1;
+	return v6 ? fc_star_len_parse(expr, v6, "IPv6", 128, FC_STAR_LEN6, &p->star_len6, err) : 0;
+}
+
+void fc_star_unit_format(const struct fc_policy_spec *p, char buf[FC_STAR_UNIT_STRLEN])
+{
+	char l4[8] = "address", l6[8] = "address";
+
+	if (fc_star_len4(p) != 32)
+		snprintf(l4, sizeof(l4), "/%u", fc_star_len4(p));
+	if (fc_star_len6(p) != 128)
+		snprintf(l6, sizeof(l6), "/%u", fc_star_len6(p));
+	snprintf(buf, FC_STAR_UNIT_STRLEN, "IPv4 %s and IPv6 %s", l4, l6);
+}
+
 /* Parses one DIM=VALUE of a match. */
 static int fc_dim_parse(const char *expr, char *tok, struct fc_policy_spec *p, bool *seen_ip, struct fc_err *err)
 {
@@ -166,10 +227,8 @@ static int fc_dim_parse(const char *expr, char *tok, struct fc_policy_spec *p, b
 		if (*seen_ip)
 			return fc_err_set(err, "match \"%s\": ip given twice", expr);
 		*seen_ip = true;
-		if (!strcmp(val, "*")) {
-			p->kind = FC_MATCH_STAR;
-			return 0;
-		}
+		if (val[0] == '*' && (!val[1] || val[1] == '/'))
+			return fc_star_parse(expr, val, p, err);
 		p->kind = FC_MATCH_PREFIX;
 		if (fc_prefix_parse_ex(val, &p->ip, true, err) < 0) {
 			snprintf(inner, sizeof(inner), "%s", err->msg);
@@ -433,6 +492,10 @@ void fc_match_format(const struct fc_policy_spec *p, char buf[FC_MATCH_LEN])
 	buf[0] = '\0';
 	if (p->kind == FC_MATCH_STAR) {
 		off += (size_t)snprintf(buf, FC_MATCH_LEN, "ip=*");
+		if (p->star_len4 || p->star_len6)
+			off += (size_t)snprintf(buf + off, FC_MATCH_LEN - off, "/%u", fc_star_len4(p));
+		if (p->star_len6)
+			off += (size_t)snprintf(buf + off, FC_MATCH_LEN - off, "/%u", fc_star_len6(p));
 	} else if (p->kind == FC_MATCH_PREFIX) {
 		fc_prefix_format(&p->ip, pfx);
 		off += (size_t)snprintf(buf, FC_MATCH_LEN, "ip=%s", pfx);
@@ -521,7 +584,8 @@ static int fc_opt_escalate(const char *text, void *rate, struct fc_err *err)
 const struct fc_opt fc_policy_opts[] = {
 	{ .name = "match", .short_name = 'm', .type = FC_OPT_PARSE, .parse = fc_opt_match, .json = "match",
 	  .arg = "EXPR", .help = "DIM=VALUE[,...]: ip=ADDR|PREFIX|*, uid=V, arg:NAME=V, header:NAME=V, uri=PATH; "
-		  "V * is a bucket per value, uri=/P/* a prefix" },
+		  "V * is a bucket per value, uri=/P/* a prefix; ip=* a bucket per IPv4 address and IPv6 /64, "
+		  "ip=*/V4LEN[/V6LEN] per other prefixes (ip=*/24, ip=*/32/56, ip=*/32/128)" },
 	{ .name = "rate", .short_name = 'r', .type = FC_OPT_PARSE, .parse = fc_opt_rate, .repeat = true,
 	  .json = "rates", .arg = "N/UNIT[:B]", .help = "N per UNIT (s, m, h, d; nginx's Nr/s, Nr/m too), GCRA burst B (default N); "
 		  "repeat for tiers (at most 4)" },

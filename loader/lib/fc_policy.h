@@ -31,7 +31,7 @@ enum fc_layer {
 enum fc_match_kind {
 	FC_MATCH_NONE,   /* no --match given yet */
 	FC_MATCH_PREFIX, /* ip=ADDR or ip=PREFIX: one bucket for all of it */
-	FC_MATCH_STAR,   /* ip=*: a bucket per source address */
+	FC_MATCH_STAR,   /* ip=*: a bucket per source unit (an IPv4 address, an IPv6 /64, or as chosen) */
 	FC_MATCH_NO_IP,  /* no ip= dimension (an L7 policy) */
 };
 
@@ -52,6 +52,10 @@ struct fc_policy_spec {
 	uint32_t id;
 	enum fc_match_kind kind;
 	struct fc_prefix ip; /* FC_MATCH_PREFIX */
+	/* FC_MATCH_STAR: the unit, a bucket per IPv4 /star_len4 and IPv6
+	 * /star_len6; 0: the default (FC_STAR_LEN4, FC_STAR_LEN6), as the
+	 * parser leaves a length equal to it (fc_star_len4/6 read them). */
+	uint8_t star_len4, star_len6;
 	struct fc_rate rate[FC_MAX_TIERS];
 	int ntiers;
 	uint64_t burst; /* --burst: the first rate's, as rate[0].burst; 0 = not given */
@@ -129,6 +133,21 @@ static inline void fc_policy_layer_canon(struct fc_policy_spec *p)
 	p->layer = fc_policy_layer_said(p);
 }
 
+/* An ip=* policy's unit: the prefix length of its buckets, per family. */
+static inline uint8_t fc_star_len4(const struct fc_policy_spec *p)
+{
+	return p->star_len4 ? p->star_len4 : FC_STAR_LEN4;
+}
+
+static inline uint8_t fc_star_len6(const struct fc_policy_spec *p)
+{
+	return p->star_len6 ? p->star_len6 : FC_STAR_LEN6;
+}
+
+/* The unit in words, "IPv4 address and IPv6 /64" (for ip=*). */
+#define FC_STAR_UNIT_STRLEN 48
+void fc_star_unit_format(const struct fc_policy_spec *p, char buf[FC_STAR_UNIT_STRLEN]);
+
 #define FC_NEW_SOURCES_DEFAULT 20000
 /* A per-key (DIM=*) policy's new keys a second, past which requests share
  * its overflow bucket. */
@@ -178,7 +197,8 @@ static inline bool fc_policy_delay_never(const struct fc_policy_spec *p)
 const char *fc_algo_name(enum fc_algo a);
 const char *fc_action_name(enum fc_action a);
 const char *fc_count_name(enum fc_count c);
-/* Canonical texts: "ip=198.18.0.0/15" or "ip=*"; "10/s:20,1000/d". */
+/* Canonical texts: "ip=198.18.0.0/15" or "ip=*" (and a unit that is not
+ * the default after its star: /24, /32/56); "10/s:20,1000/d". */
 /* Room for ip= plus every dimension at its longest. */
 #define FC_MATCH_LEN (64 + FC_SHM_MAX_DIMS * (FC_SHM_MAX_NAME + FC_SHM_MAX_VALUE + 10))
 void fc_match_format(const struct fc_policy_spec *p, char buf[FC_MATCH_LEN]);

@@ -280,8 +280,170 @@ static void test_star_per_source(void **state)
 	assert_int_equal(fc_udp(env, false, "198.18.0.1", 5), 2);
 	assert_int_equal(fc_udp(env, true, "198.18.0.2", 5), 2);
 	assert_int_equal(fc_udp(env, false, "2001:2::1", 5), 2);
-	assert_int_equal(fc_udp(env, true, "2001:2::2", 5), 2);
+	assert_int_equal(fc_udp(env, true, "2001:2:0:1::1", 5), 2); /* another /64 */
 	assert_int_equal(fc_udp(env, true, "198.18.0.1", 5), 0); /* XDP and TC share the buckets */
+}
+
+/* Sends one frame from each of n sources, fmt with 0..n-1 (an IPv6 source
+ * gets it twice: in the interface id's high and low bits); returns how many
+ * passed. */
+static int fc_udp_each(struct fc_env *env, bool tc, const char *fmt, int n)
+{
+	char src[64];
+	int i, passed = 0;
+
+	for (i = 0; i < n; i++) {
+		snprintf(src, sizeof(src), fmt, i + 1, i + 1);
+		passed += fc_udp(env, tc, src, 1);
+	}
+	return passed;
+}
+
+/* The issue's walk: 50 frames from 50 addresses of one /64 under ip=* 5/m
+ * pass 5, as 50 from one address do; a unit of /32 and /128 gives each
+ * address its own bucket again (50 pass), one of /32 and /48 one to a /48. */
+static void fc_star_unit6_body(struct fc_env *env, bool tc, uint32_t id)
+{
+	const char *walk = tc ? "2001:2:0:31:%x::%x" : "2001:2:0:30:%x::%x";
+
+	fc_env_policy(env, id, "ip=*", "5/m", "");
+	assert_int_equal(fc_udp_each(env, tc, walk, 50), 5);
+	assert_int_equal(fc_udp(env, tc, tc ? "2001:2:0:31::1" : "2001:2:0:30::1", 3), 0);
+	assert_int_equal(fc_udp(env, !tc, tc ? "2001:2:0:31:ffff::1" : "2001:2:0:30:ffff::1", 3), 0);
+	/* Another /64 of the same /48: a bucket of its own. */
+	assert_int_equal(fc_udp_each(env, tc, tc ? "2001:2:0:131:%x::%x" : "2001:2:0:130:%x::%x", 50), 5);
+	assert_int_equal(fc_env_pstats(env, id).passed.packets, 10);
+	fc_env_policy(env, id, "ip=*/32/128", "5/m", "");
+	assert_int_equal(fc_udp_each(env, tc, walk, 50), 50);
+	fc_env_policy(env, id, "ip=*/32/48", "5/m", "");
+	assert_int_equal(fc_udp_each(env, tc, tc ? "2001:2:0:%x31::%x" : "2001:2:0:%x30::%x", 50), 5);
+	/* IPv4 keeps a bucket per address: 5 each. */
+	assert_int_equal(fc_udp(env, tc, tc ? "198.18.31.1" : "198.18.30.1", 8), 5);
+	assert_int_equal(fc_udp(env, tc, tc ? "198.18.31.2" : "198.18.30.2", 8), 5);
+	fc_env_policy_del(env, id);
+}
+
+static void test_star_unit6(void **state)
+{
+	fc_both(state, fc_star_unit6_body);
+}
+
+/* A unit of /24: a bucket per IPv4 /24 (an IPv6 source's v4-mapped address
+ * counting as its IPv4 one), while IPv6 keeps its /64; plain ip=* is a
+ * bucket per IPv4 address. */
+static void fc_star_unit4_body(struct fc_env *env, bool tc, uint32_t id)
+{
+	fc_env_policy(env, id, "ip=*/24", "5/m", "");
+	assert_int_equal(fc_udp_each(env, tc, tc ? "198.18.41.%d" : "198.18.40.%d", 50), 5);
+	assert_int_equal(fc_udp(env, tc, tc ? "::ffff:198.18.41.200" : "::ffff:198.18.40.200", 3), 0);
+	assert_int_equal(fc_udp_each(env, tc, tc ? "198.18.43.%d" : "198.18.42.%d", 50), 5);
+	assert_int_equal(fc_udp_each(env, tc, tc ? "2001:2:0:41:%x::%x" : "2001:2:0:40:%x::%x", 50), 5);
+	fc_env_policy(env, id, "ip=*", "5/m", "");
+	assert_int_equal(fc_udp_each(env, tc, tc ? "198.18.41.%d" : "198.18.40.%d", 50), 50);
+	fc_env_policy_del(env, id);
+}
+
+static void test_star_unit4(void **state)
+{
+	fc_both(state, fc_star_unit4_body);
+}
+
+/* The ip=* bucket of src as the maps hold it (its unit's key), and whether
+ * it notes the rules for the current generation. */
+static bool fc_star_noted(struct fc_env *env, const char *unit)
+{
+	struct fc_src_bucket b;
+	struct fc_config cfg;
+	struct fc_prefix p;
+	struct fc_err err;
+
+	if (fc_prefix_parse(unit, &p, &err) < 0 || fc_config_read(&env->maps, &cfg, &err) < 0)
+		fail_msg("%s", err.msg);
+	if (bpf_map_lookup_elem(p.family == 4 ? env->maps.src4 : env->maps.src6, p.a, &b))
+		fail_msg("%s: no ip=* bucket", unit);
+	return b.rules_gen == cfg.rules_gen;
+}
+
+/* One family's case of the rules inside a unit: the ip=* policy, a ban
+ * outside every unit used, then a unit each for a source with nothing
+ * inside (noted: its packets skip the lookups), an exact ban beside a
+ * neighbour, a longer prefix ban, an exact policy and an allow entry. */
+struct fc_unit_case {
+	const char *match, *elsewhere;
+	const char *plain, *plain_unit;
+	const char *banned, *neighbour, *neighbour_unit;
+	const char *longer, *longer_in, *longer_out;
+	const char *policed, *policed_neighbour;
+	const char *allowed, *allowed_neighbour;
+};
+
+static const struct fc_unit_case fc_unit_cases[] = {
+	{ "ip=*", "2001:db8::/32", "2001:2:0:50::1", "2001:2:0:50::", "2001:2:0:51::bad", "2001:2:0:51::1",
+	  "2001:2:0:51::", "2001:2:0:52:8000::/65", "2001:2:0:52:8000::1", "2001:2:0:52::1", "2001:2:0:53::9",
+	  "2001:2:0:53::1", "2001:2:0:54::a", "2001:2:0:54::1" },
+	{ "ip=*/24", "198.16.0.0/16", "198.18.54.1", "198.18.54.0", "198.18.55.9", "198.18.55.1", "198.18.55.0",
+	  "198.18.56.16/28", "198.18.56.17", "198.18.56.1", "198.18.57.9", "198.18.57.1", "198.18.58.10",
+	  "198.18.58.1" },
+};
+
+/* A unit's bucket notes what the exact and prefix lookups found only where
+ * that holds for all its addresses: an exact ban, an exact policy, a longer
+ * prefix or an allow entry inside it is seen by the addresses it is on,
+ * whatever their neighbours' packets noted. */
+static void fc_unit_case_run(struct fc_env *env, bool tc, uint32_t id, const struct fc_unit_case *c)
+{
+	char match[64];
+
+	fc_env_policy(env, id, c->match, "1/m", "burst=100");
+	fc_env_ban(env, c->elsewhere, 0);
+	assert_int_equal(fc_udp(env, tc, c->plain, 3), 3);
+	assert_true(fc_star_noted(env, c->plain_unit));
+	fc_env_ban(env, c->banned, 0);
+	assert_int_equal(fc_udp(env, tc, c->neighbour, 3), 3);
+	assert_false(fc_star_noted(env, c->neighbour_unit));
+	assert_int_equal(fc_udp(env, tc, c->banned, 3), 0);
+	assert_int_equal(fc_udp(env, !tc, c->neighbour, 3), 3);
+	fc_env_ban(env, c->longer, 0);
+	assert_int_equal(fc_udp(env, tc, c->longer_out, 3), 3);
+	assert_int_equal(fc_udp(env, tc, c->longer_in, 3), 0);
+	snprintf(match, sizeof(match), "ip=%s", c->policed);
+	fc_env_policy(env, id + 10, match, "1/m", "burst=1");
+	assert_int_equal(fc_udp(env, tc, c->policed_neighbour, 3), 3);
+	assert_int_equal(fc_udp(env, tc, c->policed, 3), 1);
+	fc_env_allow(env, c->allowed, 0);
+	fc_env_policy(env, id, c->match, "1/m", "burst=1");
+	assert_int_equal(fc_udp(env, tc, c->allowed_neighbour, 3), 1);
+	assert_int_equal(fc_udp(env, tc, c->allowed, 3), 3);
+	fc_env_policy_del(env, id);
+	fc_env_policy_del(env, id + 10);
+	fc_env_unallow(env, c->allowed);
+	fc_env_unban(env, c->longer);
+	fc_env_unban(env, c->banned);
+	fc_env_unban(env, c->elsewhere);
+}
+
+static void fc_star_unit_rules_body(struct fc_env *env, bool tc, uint32_t id)
+{
+	size_t i;
+
+	for (i = 0; i < sizeof(fc_unit_cases) / sizeof(fc_unit_cases[0]); i++)
+		fc_unit_case_run(env, tc, id, &fc_unit_cases[i]);
+	/* Units shorter than a /24: noted while IPv4 has no rule at all, not
+	 * once it has one. */
+	fc_env_policy(env, id, "ip=*/16", "1/m", "burst=100");
+	assert_int_equal(fc_udp(env, tc, "198.19.1.1", 3), 3);
+	assert_true(fc_star_noted(env, "198.19.0.0"));
+	fc_env_ban(env, "198.19.2.9", 0);
+	assert_int_equal(fc_udp(env, tc, "198.19.1.1", 3), 3);
+	assert_false(fc_star_noted(env, "198.19.0.0"));
+	assert_int_equal(fc_udp(env, tc, "198.19.2.9", 3), 0);
+	fc_env_policy_del(env, id);
+	fc_env_unban(env, "198.19.2.9");
+}
+
+static void test_star_unit_rules(void **state)
+{
+	fc_both(state, fc_star_unit_rules_body);
 }
 
 /* syn: only SYN without ACK is charged; other packets pass untouched. */
@@ -603,6 +765,27 @@ static void test_star_fast_path_follows_rule_changes(void **state)
 	assert_int_equal(fc_env_pstats(env, 1).passed.packets, 22);
 }
 
+/* A source's new bucket notes nothing, for good: the next publish (a ban
+ * of that very source) does not make its empty note true. */
+static void fc_star_new_then_ban_body(struct fc_env *env, bool tc, uint32_t id)
+{
+	const char *src = tc ? "198.18.0.41" : "198.18.0.40", *src6 = tc ? "2001:2:0:71::1" : "2001:2:0:70::1";
+
+	fc_env_policy(env, id, "ip=*", "1/m", "burst=100");
+	assert_int_equal(fc_udp(env, tc, src, 1), 1);
+	assert_int_equal(fc_udp(env, tc, src6, 1), 1);
+	fc_env_ban(env, src, 0);
+	assert_int_equal(fc_udp(env, tc, src, 3), 0);
+	fc_env_ban(env, src6, 0);
+	assert_int_equal(fc_udp(env, tc, src6, 3), 0);
+	fc_env_policy_del(env, id);
+}
+
+static void test_star_new_then_ban(void **state)
+{
+	fc_both(state, fc_star_new_then_ban_body);
+}
+
 /* A flood of new sources: past the per-CPU cap they share the overflow
  * bucket (limited like any source), and a steady source keeps its bucket. */
 static void test_flood_of_sources(void **state)
@@ -639,6 +822,33 @@ static void test_flood_of_sources(void **state)
 	sched_setaffinity(0, sizeof(one), &one);
 }
 
+/* --new-sources counts units: 50 addresses of one /64 make one bucket,
+ * 50 /64s as many as the cap allows. */
+static void test_new_sources_in_units(void **state)
+{
+	struct fc_env *env = *state;
+	cpu_set_t one;
+	char opts[64];
+	int i, ncpus = libbpf_num_possible_cpus();
+
+	FC_REQUIRE_BPF();
+	CPU_ZERO(&one);
+	CPU_SET(0, &one);
+	assert_int_equal(sched_setaffinity(0, sizeof(one), &one), 0); /* one per-CPU limiter */
+	snprintf(opts, sizeof(opts), "new_sources=%d burst=2", 5 * ncpus); /* 5 a second, 5 at once */
+	fc_env_policy(env, 1, "ip=*", "1/m", opts);
+	/* One /64: one new bucket, its burst of 2. */
+	assert_int_equal(fc_udp_each(env, false, "2001:2:0:60:%x::%x", 50), 2);
+	assert_int_equal(fc_stats_now(env).src_overflow.packets, 0);
+	/* 50 /64s: 4 more buckets (a frame each), then the overflow bucket's 2. */
+	assert_int_equal(fc_udp_each(env, false, "2001:2:0:%x61::%x", 50), 4 + 2);
+	assert_int_equal(fc_stats_now(env).src_overflow.packets, 46);
+	CPU_ZERO(&one);
+	for (i = 0; i < ncpus; i++)
+		CPU_SET(i, &one);
+	sched_setaffinity(0, sizeof(one), &one);
+}
+
 /* A full table (128 entries here) evicts the least recently used sources:
  * never an error, every new source still limited by a bucket of its own. */
 static void test_table_full(void **state)
@@ -651,7 +861,7 @@ static void test_table_full(void **state)
 	FC_REQUIRE_BPF();
 	fc_env_policy(env, 1, "ip=*", "1/m", "burst=1 new_sources=100000000");
 	for (i = 0; i < 1000; i++) {
-		snprintf(src, sizeof(src), "2001:2::%x", i + 1);
+		snprintf(src, sizeof(src), "2001:2:0:%x::1", i + 1); /* a /64 each: a unit each */
 		passed += fc_udp(env, i % 2, src, 2);
 	}
 	assert_int_equal(passed, 1000); /* one each: its own fresh bucket, burst 1 */
@@ -819,6 +1029,9 @@ int main(void)
 		T(test_sliding_bytes),
 		T(test_cidr_one_bucket),
 		T(test_star_per_source),
+		T(test_star_unit6),
+		T(test_star_unit4),
+		T(test_star_unit_rules),
 		T(test_syn),
 		T(test_bytes),
 		T(test_log),
@@ -829,7 +1042,9 @@ int main(void)
 		T(test_pairs_warming),
 		T(test_inheritance),
 		T(test_star_fast_path_follows_rule_changes),
+		T(test_star_new_then_ban),
 		T(test_flood_of_sources),
+		T(test_new_sources_in_units),
 		cmocka_unit_test_setup_teardown(test_table_full, fc_env_setup_small_lru, fc_env_teardown),
 		T(test_exact_under_race),
 		T(test_policy_digest),

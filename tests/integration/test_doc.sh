@@ -392,6 +392,9 @@ check "completion: freqctl --db X policy l -> list" offers list --db /nonexisten
 check "completion: freqctl --s -> --shm --shm-group --shm-keys" offers "--shm --shm-group --shm-keys" --s
 check "completion: freqctl attach --mode xdp -> xdp xdp-generic" offers "xdp xdp-generic" attach --mode xdp
 check "completion: freqctl policy add -a '' -> gcra sliding window" offers "gcra sliding window" policy add -a ""
+check "completion: --match ip= -> ip=* and its units" offers "ip=* ip=*/24 ip=*/32/56 ip=*/32/128" policy add --match ip=
+check "completion: --match ip=*/3 -> ip=*/32/56 ip=*/32/128" offers "ip=*/32/56 ip=*/32/128" policy add -m 'ip=*/3'
+check "completion: --match ip=198. -> nothing (an address is free text)" offers "" policy add --match ip=198.
 # What was typed is never a pattern or a program: a word made to be both
 # (sed's e flag) offers nothing and runs nothing.
 check_no_injection() {

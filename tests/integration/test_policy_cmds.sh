@@ -126,8 +126,8 @@ fi
 
 # --- what the small refusals and hints say ---
 out keys 3
-check "keys on the ip=* policy at XDP/TC: its buckets are per source, and where to look" \
-	has "freqctl: keys: policy 3: its buckets are per source address, at XDP/TC, not in nginx's key table: 'freqctl top' ranks its busiest sources"
+check "keys on the ip=* policy at XDP/TC: its buckets are per source unit, and where to look" \
+	has "freqctl: keys: policy 3: its buckets are one per IPv4 address and IPv6 /64, at XDP/TC, not in nginx's key table: 'freqctl top' ranks its busiest sources"
 out keys 5
 check "keys on a policy of one bucket: says so" has "freqctl: keys: policy 5: one bucket for all it matches, no keys"
 out policy add 9 --match 'uid=*' --rate 1/s
@@ -137,6 +137,6 @@ check "a second uid=*: names the first, no word of ip=* layers" \
 # --- policy list shows the layer ---
 list=$(fc policy list)
 check "policy list has a LAYER column" grep -qE '^ID +MATCH +LAYER +RATES ' <<<"$list"
-check "... an ip=* in nginx says nginx" grep -qE '^2 +ip=\* +nginx ' <<<"$list"
-check "... the one at XDP/TC xdp" grep -qE '^3 +ip=\* +xdp ' <<<"$list"
+check "... an ip=* in nginx says nginx (its unit spelled out)" grep -qE '^2 +ip=\*/32/64 +nginx ' <<<"$list"
+check "... the one at XDP/TC xdp" grep -qE '^3 +ip=\*/32/64 +xdp ' <<<"$list"
 check "... and --json has it" jq_true '[.[] | select(.id == 2 or .id == 3) | .layer] == ["nginx", "xdp"]' <(fc policy list --json)

@@ -324,6 +324,105 @@ static void test_keys_dense(void **state)
 	assert_int_equal(t->ix.slots[1].keys, n - t->ix.slots[1].overflowed / 2);
 }
 
+/* n requests, one from each of n clients, fmt with 1..n (twice) for the
+ * address: how many pass. */
+static int fc_passes_each(struct fc_t *t, const char *fmt, const char *rest, int n)
+{
+	char req[160], ip[64];
+	int i, passed = 0;
+
+	for (i = 1; i <= n; i++) {
+		snprintf(ip, sizeof(ip), fmt, i, i);
+		snprintf(req, sizeof(req), "ip=%s %s", ip, rest);
+		passed += fc_passes(t, req, T0, 1);
+	}
+	return passed;
+}
+
+/* ip=* in nginx keys a client by its unit: an IPv6 /64 or an IPv4
+ * address by default, the policy's lengths otherwise, alone or beside
+ * other dimensions; $freqctl_key names the unit. */
+static void test_keys_units(void **state)
+{
+	struct fc_t *t = *state;
+	struct fc_policy_spec p = { .id = 1, .layer = FC_LAYER_HTTP };
+	struct fc_l7_result res;
+	char key[64];
+
+	fc_policy_put(t, &p, "ip=*", "5/m");
+	p = (struct fc_policy_spec){ .id = 2 };
+	fc_policy_put(t, &p, "ip=*/24,uri=/login", "3/m");
+	fc_publish(t);
+	assert_int_equal(fc_build(t, t->base, t->size), 0);
+	assert_int_equal(fc_passes_each(t, "2001:db8:1:2:%x::%x", "uri=/", 50), 5);
+	assert_int_equal(fc_decide_key(t, "ip=2001:db8:1:2:ffff::77 uri=/", T0, &res, key, sizeof(key)),
+			 FC_L7_REJECTED);
+	assert_int_equal(res.key_len, strlen("2001:db8:1:2::/64"));
+	assert_memory_equal(key, "2001:db8:1:2::/64", res.key_len);
+	assert_int_equal(fc_passes_each(t, "2001:db8:1:3:%x::%x", "uri=/", 50), 5);
+	assert_int_equal(fc_passes(t, "ip=198.18.7.1 uri=/", T0, 8), 5);
+	assert_int_equal(fc_passes(t, "ip=198.18.7.2 uri=/", T0, 8), 5);
+	assert_int_equal(fc_decide_key(t, "ip=198.18.7.1 uri=/", T0, &res, key, sizeof(key)), FC_L7_REJECTED);
+	assert_int_equal(res.key_len, strlen("198.18.7.1"));
+	assert_memory_equal(key, "198.18.7.1", res.key_len);
+	/* ip=* per /24 on /login, beside ip=* per address. */
+	assert_int_equal(fc_passes_each(t, "198.18.8.%d", "uri=/login", 50), 3);
+	assert_int_equal(fc_decide_key(t, "ip=198.18.8.99 uri=/login", T0, &res, key, sizeof(key)), FC_L7_REJECTED);
+	assert_int_equal(res.key_len, strlen("198.18.8.0/24"));
+	assert_memory_equal(key, "198.18.8.0/24", res.key_len);
+	assert_int_equal(fc_passes_each(t, "198.18.9.%d", "uri=/login", 50), 3);
+	/* Per address again: the /64's 50 addresses, 50 buckets. */
+	p = (struct fc_policy_spec){ .id = 1, .layer = FC_LAYER_HTTP };
+	fc_policy_put(t, &p, "ip=*/32/128", "5/m");
+	fc_publish(t);
+	assert_int_equal(fc_build(t, t->base, t->size), 0);
+	assert_int_equal(fc_passes_each(t, "2001:db8:1:2:%x::%x", "uri=/", 50), 50);
+	assert_int_equal(fc_decide_key(t, "ip=2001:db8:1:2::1 uri=/", T0, &res, key, sizeof(key)), FC_L7_PASS);
+	assert_int_equal(res.key_len, strlen("2001:db8:1:2::1"));
+}
+
+/* n requests at now, one from each of n clients (fmt as above): how many
+ * went to the policy's overflow bucket. */
+static int fc_overflowed_each(struct fc_t *t, const char *fmt, int n, uint64_t now)
+{
+	struct fc_l7_result res;
+	char req[160], ip[64];
+	int i, over = 0;
+
+	for (i = 1; i <= n; i++) {
+		snprintf(ip, sizeof(ip), fmt, i, i);
+		snprintf(req, sizeof(req), "ip=%s uri=/", ip);
+		fc_decide(t, req, now, &res);
+		over += res.overflow;
+	}
+	return over;
+}
+
+/* --new-keys counts an ip=* policy's units in nginx, as --new-sources does
+ * at XDP/TC: 50 addresses of one /64 are one new key, 50 /64s are 50, past
+ * the cap the overflow bucket's. */
+static void test_keys_new_in_units(void **state)
+{
+	struct fc_t *t = *state;
+	struct fc_policy_spec p = { .id = 1, .layer = FC_LAYER_HTTP, .new_keys = 5 };
+
+	fc_policy_put(t, &p, "ip=*", "100/m");
+	fc_publish(t);
+	assert_int_equal(fc_build(t, t->base, t->size), 0);
+	assert_int_equal(fc_overflowed_each(t, "2001:db8:1:2:%x::%x", 50, T0), 0);
+	assert_int_equal(t->ix.slots[1].keys, 1);
+	/* 50 /64s: 4 more keys (the cap's 5 a second, a second's worth at
+	 * once), then the overflow bucket. */
+	assert_int_equal(fc_overflowed_each(t, "2001:db8:2:%x::%x", 50, T0), 46);
+	assert_int_equal(t->ix.slots[1].keys, 5);
+	/* Per address, the same 50 addresses of one /64 are 50 new keys. */
+	p = (struct fc_policy_spec){ .id = 1, .layer = FC_LAYER_HTTP, .new_keys = 5 };
+	fc_policy_put(t, &p, "ip=*/32/128", "100/m");
+	fc_publish(t);
+	assert_int_equal(fc_build(t, t->base, t->size), 0);
+	assert_int_equal(fc_overflowed_each(t, "2001:db8:7:2:%x::%x", 50, T0 + 3600 * SEC), 45);
+}
+
 /* Keys of their own; a request without the dimension is not matched; the
  * deciding key is named; a changed limit keeps the keys, a deleted policy's
  * keys are taken back by others. */
@@ -350,8 +449,8 @@ static void test_keys_basics(void **state)
 	assert_int_equal(fc_passes(t, "ip=198.18.0.1 header:x-k=v header:x-k=w", T0, 3), 1);
 	fc_decide_key(t, "ip=2001:db8::7 header:x-k=v", T0, &res, key, sizeof(key));
 	assert_int_equal(fc_decide_key(t, "ip=2001:db8::7 header:x-k=v", T0, &res, key, sizeof(key)), FC_L7_REJECTED);
-	assert_int_equal(res.key_len, strlen("2001:db8::7,v"));
-	assert_memory_equal(key, "2001:db8::7,v", res.key_len);
+	assert_int_equal(res.key_len, strlen("2001:db8::/64,v")); /* an IPv6 client's unit, its /64 */
+	assert_memory_equal(key, "2001:db8::/64,v", res.key_len);
 	/* A changed limit keeps every key; a wider one admits what it adds. */
 	fc_policy(t, 1, "uid=*,arg:api=login", "3/m", "drop", 0, 0);
 	fc_publish(t);
@@ -704,6 +803,8 @@ int main(void)
 		T(test_keys_two_choices),
 		T(test_keys_dense),
 		T(test_keys_basics),
+		T(test_keys_units),
+		T(test_keys_new_in_units),
 		T(test_keys_kinds),
 		T(test_keys_full_and_idle),
 		T(test_keys_corrupt),

@@ -204,6 +204,100 @@ static void test_matches(void **state)
 	}
 }
 
+/* ip=*'s unit: a bucket per IPv4 address and IPv6 /64 by default, other
+ * prefix lengths after the star (IPv4's first); canonical without the
+ * defaults; both layers given both lengths. */
+static const struct {
+	const char *in, *canon;
+	int len4, len6;
+	const char *words;
+} fc_star_units[] = {
+	{ "ip=*", "ip=*", 32, 64, "IPv4 address and IPv6 /64" },
+	{ "ip=*/32", "ip=*", 32, 64, "IPv4 address and IPv6 /64" },
+	{ "ip=*/32/64", "ip=*", 32, 64, "IPv4 address and IPv6 /64" },
+	{ "ip=*/24", "ip=*/24", 24, 64, "IPv4 /24 and IPv6 /64" },
+	{ "ip=*/24/64", "ip=*/24", 24, 64, "IPv4 /24 and IPv6 /64" },
+	{ "ip=*/32/56", "ip=*/32/56", 32, 56, "IPv4 address and IPv6 /56" },
+	{ "ip=*/32/128", "ip=*/32/128", 32, 128, "IPv4 address and IPv6 address" },
+	{ "ip=*/1/1", "ip=*/1/1", 1, 1, "IPv4 /1 and IPv6 /1" },
+	{ "ip=*/016/048", "ip=*/16/48", 16, 48, "IPv4 /16 and IPv6 /48" },
+	{ "uri=/login,ip=*/24", "ip=*/24,uri=/login", 24, 64, "IPv4 /24 and IPv6 /64" },
+};
+
+static const struct {
+	const char *in, *msg;
+} fc_bad_star_units[] = {
+	{ "ip=*/", "match \"ip=*/\": IPv4 length \"\": expected a whole number of bits (ip=*/V4LEN[/V6LEN], e.g. "
+		   "ip=*/24 or ip=*/32/56)" },
+	{ "ip=*/24/", "match \"ip=*/24/\": IPv6 length \"\": expected a whole number of bits (ip=*/V4LEN[/V6LEN], e.g. "
+		      "ip=*/24 or ip=*/32/56)" },
+	{ "ip=*/x", "match \"ip=*/x\": IPv4 length \"x\": expected a whole number of bits (ip=*/V4LEN[/V6LEN], e.g. "
+		    "ip=*/24 or ip=*/32/56)" },
+	{ "ip=*/-1", "match \"ip=*/-1\": IPv4 length \"-1\": expected a whole number of bits (ip=*/V4LEN[/V6LEN], "
+		     "e.g. ip=*/24 or ip=*/32/56)" },
+	{ "ip=*/0", "match \"ip=*/0\": IPv4 length /0: expected 1 to 32" },
+	{ "ip=*/33", "match \"ip=*/33\": IPv4 length /33: expected 1 to 32; the IPv6 length comes second "
+		     "(ip=*/32/33 for a bucket per IPv6 /33)" },
+	{ "ip=*/56", "match \"ip=*/56\": IPv4 length /56: expected 1 to 32; the IPv6 length comes second "
+		     "(ip=*/32/56 for a bucket per IPv6 /56)" },
+	{ "ip=*/129", "match \"ip=*/129\": IPv4 length /129: expected 1 to 32" },
+	{ "ip=*/99999999999999999999", "match \"ip=*/99999999999999999999\": IPv4 length /99999999999999999999: "
+				       "expected 1 to 32" },
+	{ "ip=*/32/0", "match \"ip=*/32/0\": IPv6 length /0: expected 1 to 128" },
+	{ "ip=*/32/129", "match \"ip=*/32/129\": IPv6 length /129: expected 1 to 128" },
+	{ "ip=*/32/64/1", "match \"ip=*/32/64/1\": expected ip=* or ip=*/V4LEN[/V6LEN], the prefix lengths of its "
+			  "buckets (e.g. ip=*/24, ip=*/32/56)" },
+	{ "ip=*//64", "match \"ip=*//64\": IPv4 length \"\": expected a whole number of bits (ip=*/V4LEN[/V6LEN], "
+		      "e.g. ip=*/24 or ip=*/32/56)" },
+	{ "ip=*24", "match \"ip=*24\": \"*24\": not a valid IPv4 address (expected dotted decimal a.b.c.d)" },
+};
+
+static void test_star_units(void **state)
+{
+	const struct fc_node_ctx alone = { .weight = 1, .ncpus = 4, .tick_ns = 4000000 };
+	struct fc_policy_spec p = { 0 };
+	struct fc_policy_row row = { .slot = 1 };
+	char buf[FC_MATCH_LEN], words[FC_STAR_UNIT_STRLEN];
+	struct fc_enforced e;
+	struct fc_err err;
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < sizeof(fc_star_units) / sizeof(fc_star_units[0]); i++) {
+		memset(&p, 0, sizeof(p));
+		if (fc_match_parse(fc_star_units[i].in, &p, &err) < 0)
+			fail_msg("\"%s\": %s", fc_star_units[i].in, err.msg);
+		assert_int_equal(p.kind, FC_MATCH_STAR);
+		fc_match_format(&p, buf);
+		assert_string_equal(buf, fc_star_units[i].canon);
+		assert_int_equal(fc_star_len4(&p), fc_star_units[i].len4);
+		assert_int_equal(fc_star_len6(&p), fc_star_units[i].len6);
+		fc_star_unit_format(&p, words);
+		assert_string_equal(words, fc_star_units[i].words);
+		/* The canonical text means the same. */
+		assert_int_equal(fc_match_parse(buf, &p, &err), 0);
+		assert_int_equal(fc_star_len4(&p), fc_star_units[i].len4);
+		assert_int_equal(fc_star_len6(&p), fc_star_units[i].len6);
+		/* What both layers are given. */
+		assert_int_equal(fc_rates_parse("5/m", &p, &err), 0);
+		row.spec = p;
+		fc_policy_enforced(&row, &alone, &e);
+		assert_int_equal(e.star_len4, fc_star_units[i].len4);
+		assert_int_equal(e.star_len6, fc_star_units[i].len6);
+	}
+	/* Not ip=*: no unit. */
+	assert_int_equal(fc_match_parse("ip=198.18.0.0/24", &row.spec, &err), 0);
+	fc_policy_enforced(&row, &alone, &e);
+	assert_int_equal(e.star_len4, 0);
+	assert_int_equal(e.star_len6, 0);
+	for (i = 0; i < sizeof(fc_bad_star_units) / sizeof(fc_bad_star_units[0]); i++) {
+		memset(&err, 0, sizeof(err));
+		if (fc_match_parse(fc_bad_star_units[i].in, &p, &err) == 0)
+			fail_msg("accepted \"%s\"", fc_bad_star_units[i].in);
+		assert_string_equal(err.msg, fc_bad_star_units[i].msg);
+	}
+}
+
 static void test_enums(void **state)
 {
 	enum fc_algo a;
@@ -763,6 +857,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_ids),     cmocka_unit_test(test_rates),    cmocka_unit_test(test_matches),
+		cmocka_unit_test(test_star_units),
 		cmocka_unit_test(test_enums),   cmocka_unit_test(test_validate),
 		cmocka_unit_test(test_validate_concurrency), cmocka_unit_test(test_compile),
 		cmocka_unit_test(test_scale),   cmocka_unit_test(test_options_table), cmocka_unit_test(test_json_new_keys), cmocka_unit_test(test_delay_algo),

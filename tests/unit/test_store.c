@@ -747,6 +747,75 @@ static void test_policy_corrupt(void **state)
 	free(rows);
 }
 
+/* ip=* with a unit: one such policy at XDP/TC whatever its unit (the
+ * packet path has one), found as the ip=* policy and its changes published
+ * as its; in nginx as many as wanted. */
+static void test_star_units(void **state)
+{
+	struct fc_t *t = *state;
+	struct fc_policy_spec a = fc_spec(1, "ip=*/24", "5/m"), b = fc_spec(2, "ip=*", "5/m");
+	struct fc_policy_row ra, rb, got;
+	struct fc_store_log h0, h1;
+	struct fc_delta d;
+	struct fc_err err;
+	bool found;
+	size_t i;
+
+	fc_policy_put_ok(t->st, &a, &ra);
+	assert_int_equal(fc_store_policy_star(t->st, &got, &found, &err), 0);
+	assert_true(found);
+	assert_int_equal(got.spec.id, 1);
+	assert_int_equal(fc_star_len4(&got.spec), 24);
+	assert_int_equal(fc_star_len6(&got.spec), 64);
+	assert_int_equal(fc_store_policy_put(t->st, &b, 100, &rb, &err), FC_STORE_REFUSED);
+	assert_string_equal(err.msg,
+			    "ip=*: policy 1 is the ip=* policy at XDP/TC, and there is one, whatever its unit "
+			    "(change its --match with policy set 1, or put this one in nginx with --layer http)");
+	b.layer = FC_LAYER_XDP;
+	assert_int_equal(fc_store_policy_put(t->st, &b, 100, &rb, &err), FC_STORE_REFUSED);
+	/* In nginx, beside it: per address and per /64 as well as per /24. */
+	b.layer = FC_LAYER_HTTP;
+	fc_policy_put_ok(t->st, &b, &rb);
+	b = fc_spec(3, "ip=*/32/128", "50/m");
+	b.layer = FC_LAYER_HTTP;
+	fc_policy_put_ok(t->st, &b, &rb);
+	b = fc_spec(4, "ip=*/24,uri=/login", "5/m");
+	fc_policy_put_ok(t->st, &b, &rb);
+	assert_int_equal(fc_store_policy_star(t->st, &got, &found, &err), 0);
+	assert_true(found);
+	assert_int_equal(got.spec.id, 1);
+	/* Its own unit changed: the same slot, a new epoch (new buckets), and
+	 * the change is the ip=* policy's. */
+	assert_int_equal(fc_store_log_head(t->st, &h0, &err), 0);
+	a = fc_spec(1, "ip=*/32/56", "5/m");
+	fc_policy_put_ok(t->st, &a, &rb);
+	assert_int_equal(rb.slot, ra.slot);
+	assert_int_not_equal(rb.epoch, ra.epoch);
+	assert_int_equal(fc_store_log_head(t->st, &h1, &err), 0);
+	if (fc_store_delta(t->st, h0.head, h1.head, 0, "test", &d, &err) < 0)
+		fail_msg("%s", err.msg);
+	for (i = 0; i < d.npols && d.pols[i].id != 1; i++)
+		;
+	assert_true(i < d.npols);
+	assert_true(d.pols[i].star);
+	fc_delta_free(&d);
+	assert_int_equal(fc_store_policy_get(t->st, 1, &got, &found, &err), 0);
+	assert_int_equal(fc_star_len6(&got.spec), 56);
+	/* Gone from XDP/TC, another may take its place: plain ip=* too, beside
+	 * nginx's (a match is unique at each layer), then no other. */
+	assert_int_equal(fc_store_policy_del(t->st, 1, &found, &err), 0);
+	b = fc_spec(5, "ip=*", "5/m");
+	fc_policy_put_ok(t->st, &b, &rb);
+	assert_int_equal(fc_store_policy_star(t->st, &got, &found, &err), 0);
+	assert_true(found);
+	assert_int_equal(got.spec.id, 5);
+	b = fc_spec(6, "ip=*/16", "5/m");
+	assert_int_equal(fc_store_policy_put(t->st, &b, 100, &rb, &err), FC_STORE_REFUSED);
+	assert_string_equal(err.msg,
+			    "ip=*/16: policy 5 is the ip=* policy at XDP/TC, and there is one, whatever its unit "
+			    "(change its --match with policy set 5, or put this one in nginx with --layer http)");
+}
+
 /* A version-1 store (bans only) is upgraded in place, its bans kept. */
 static void test_migrate_v1(void **state)
 {
@@ -1153,6 +1222,16 @@ static void test_migrate_round(void **state)
 	assert_int_equal(rows[1].spec.algo, FC_ALGO_WINDOW);
 	assert_int_equal(rows[2].spec.max_keys, 100);
 	assert_true(rows[4].spec.override);
+	/* Stored ip=* keeps its text and takes the new meaning: a bucket per
+	 * IPv6 /64 (per IPv4 address, as before), alone and beside uid. */
+	for (i = 0; i < n; i += 4) {
+		char m[FC_MATCH_LEN];
+
+		fc_match_format(&rows[i].spec, m);
+		assert_string_equal(m, i ? "ip=*,uid=a" : "ip=*");
+		assert_int_equal(fc_star_len4(&rows[i].spec), 32);
+		assert_int_equal(fc_star_len6(&rows[i].spec), 64);
+	}
 	free(rows);
 	/* The key is (match, layer): an ip=* in nginx beside the kernel's. */
 	h.layer = FC_LAYER_HTTP;
@@ -1200,6 +1279,7 @@ static void test_migrate_round(void **state)
 	cmocka_unit_test_setup_teardown(test_newer_schema_refused, setup, fc_teardown),\
 	cmocka_unit_test_setup_teardown(test_policies, setup, fc_teardown),            \
 	cmocka_unit_test_setup_teardown(test_policy_corrupt, setup, fc_teardown),      \
+	cmocka_unit_test_setup_teardown(test_star_units, setup, fc_teardown),          \
 	cmocka_unit_test_setup_teardown(test_nodes, setup, fc_teardown),               \
 	cmocka_unit_test_setup_teardown(test_version, setup, fc_teardown),             \
 	cmocka_unit_test_setup_teardown(test_policy_ip_fill, setup, fc_teardown),      \

@@ -189,12 +189,15 @@ static int fc_blk_policy(struct fc_blk *b, const struct fc_policy_row *r, const 
 	memcpy(it->tier, e.k.tier, sizeof(it->tier));
 	it->warmup_ms = e.k.warmup_ms;
 	d = (__u8 *)(it + 1);
-	if (p->kind == FC_MATCH_STAR) { /* ip=* in nginx: a bucket per client address */
+	if (p->kind == FC_MATCH_STAR) { /* ip=* in nginx: a bucket per client unit */
 		struct fc_shm_dim *dim = (struct fc_shm_dim *)d;
 
 		dim->kind = FC_DIM_IP;
 		dim->flags = FC_SHM_DIM_ANY;
-		d += sizeof(*dim);
+		dim->value_len = 2;
+		d[sizeof(*dim)] = e.star_len4;
+		d[sizeof(*dim) + 1] = e.star_len6;
+		d += (sizeof(*dim) + 2 + 3) & ~3u;
 	} else if (p->kind == FC_MATCH_PREFIX) {
 		struct fc_shm_dim *dim = (struct fc_shm_dim *)d;
 		size_t alen = p->ip.family == 4 ? 4 : 16;

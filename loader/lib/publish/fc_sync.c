@@ -1109,6 +1109,36 @@ out:
 	return rc;
 }
 
+/* cfg's fields of the ip=* policy row, e as this node enforces it (NULL:
+ * there is none at XDP/TC). */
+static void fc_star_fill(struct fc_config *cfg, const struct fc_policy_row *r, const struct fc_enforced *e)
+{
+	cfg->star_slot = r ? r->slot : 0;
+	cfg->star_gen = r ? r->epoch : 0;
+	cfg->star_syn = r && r->spec.count == FC_COUNT_SYN;
+	cfg->star_host4 = r ? (__u8)(32 - e->star_len4) : 0;
+	cfg->star_host6 = r ? (__u8)(128 - e->star_len6) : 0;
+	if (r)
+		cfg->new_src = e->new_src;
+	else
+		memset(&cfg->new_src, 0, sizeof(cfg->new_src));
+}
+
+/* Whether no IPv6 rule tells the addresses of an ip=* unit apart (cfg as
+ * it is about to be written): no exact entry, no prefix longer than the
+ * unit. */
+static __u8 fc_star_flags(const struct fc_config *cfg)
+{
+	__u32 len = 128 - cfg->star_host6, l;
+
+	if (cfg->n_exact6)
+		return 0;
+	for (l = len + 1; l < 128; l++)
+		if (cfg->lens6[l / 64] & (1ULL << (l % 64)))
+			return 0;
+	return FC_STAR_PLAIN6;
+}
+
 /* What the maps should hold, from the store: the rule maps' entries (ms,
  * unmerged), the policy slots (ps->want) and the ip=* policy's fields and
  * the count of policies in cfg. */
@@ -1137,14 +1167,10 @@ static int fc_want_collect(struct fc_source *src, struct fc_map_sync *ms, struct
 		fc_policy_enforced(r, &src->node, &e);
 		ps->want[r->slot] = e.k;
 		cfg->n_policies++;
-		if (r->spec.kind == FC_MATCH_STAR) {
-			cfg->star_slot = r->slot;
-			cfg->star_gen = r->epoch;
-			cfg->star_syn = r->spec.count == FC_COUNT_SYN;
-			cfg->new_src = e.new_src;
-		} else if (fc_want_add(ms, &r->spec.ip, (struct fc_rule){ .policy = r->slot }, err) < 0) {
+		if (r->spec.kind == FC_MATCH_STAR)
+			fc_star_fill(cfg, r, &e);
+		else if (fc_want_add(ms, &r->spec.ip, (struct fc_rule){ .policy = r->slot }, err) < 0)
 			goto out;
-		}
 	}
 	rc = 0;
 out:
@@ -1258,6 +1284,7 @@ int fc_sync_full(struct fc_source *src, const struct fc_maps *m, struct fc_sync_
 	res->changed += top4.flips;
 	res->cfg.rules_gen = old.rules_gen + (fc_sync_wrote(res) || res->copied);
 	res->cfg.exact4_gen = res->cfg.rules_gen; /* the bits are made whole */
+	res->cfg.star_flags = fc_star_flags(&res->cfg);
 	res->policies_changed = ps.changed;
 	rc = fc_config_write(m, &res->cfg, err);
 out:
@@ -1604,14 +1631,9 @@ static int fc_star_config(const struct fc_source *src, struct fc_config *cfg, st
 	if (fc_store_policy_star(src->st, &row, &found, err) < 0)
 		return -1;
 	found = found && !fc_policy_is_l7(&row.spec);
-	cfg->star_slot = found ? row.slot : 0;
-	cfg->star_gen = found ? row.epoch : 0;
-	cfg->star_syn = found && row.spec.count == FC_COUNT_SYN;
-	memset(&cfg->new_src, 0, sizeof(cfg->new_src));
-	if (found) {
+	if (found)
 		fc_policy_enforced(&row, &src->node, &e);
-		cfg->new_src = e.new_src;
-	}
+	fc_star_fill(cfg, found ? &row : NULL, &e);
 	return 0;
 }
 
@@ -1675,6 +1697,7 @@ int fc_sync_delta(struct fc_source *src, const struct fc_maps *m, const struct f
 	 * published) they stay untrusted, defensively: fc_publish_layers
 	 * publishes everything onto such maps, never this delta. */
 	res->cfg.exact4_gen = res->cfg.rules_gen + (old.exact4_gen != old.rules_gen);
+	res->cfg.star_flags = fc_star_flags(&res->cfg);
 	res->policies_changed = ps.changed;
 	rc = fc_config_write(m, &res->cfg, err);
 out:

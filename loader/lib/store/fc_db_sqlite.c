@@ -226,9 +226,11 @@ static const char fc_schema_log[] =
  * - fleet: 1, the rate is the fleet's; NULL, this node's share (R x W).
  *   fleet_nodes: the fleet's node set per window (FC_SQL_FLEET_NODES); the
  *   fleet's key is made in meta when first asked for (fc_store_fleet_secret).
- * Upgrading changes what a stored ip=* policy at XDP/TC does: IPv6 sources
- * are counted per /64 from this version on, not per address (a client
- * holds a /64; doc/upgrading.md says so).
+ * Upgrading changes what a stored ip=* policy does, at XDP/TC and in nginx,
+ * alone or beside other dimensions: IPv6 sources are counted per /64 from
+ * this version on, not per address (a client holds a /64); no row is
+ * rewritten, and the unit /32/128 after the star is the old meaning
+ * (doc/upgrading.md).
  */
 static const char fc_schema_round[] =
 	"CREATE TABLE policies_new ("

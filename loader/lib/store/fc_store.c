@@ -31,6 +31,7 @@ enum fc_stmt_id {
 	FC_SQL_POL_PUT,
 	FC_SQL_POL_DEL,
 	FC_SQL_POL_CONFLICT,
+	FC_SQL_POL_STAR_CONFLICT,
 	FC_SQL_POL_FREE_SLOT,
 	FC_SQL_POL_NEXT_SLOT,
 	FC_SQL_POL_FREE,
@@ -94,6 +95,11 @@ enum fc_stmt_id {
 	FC_SQL_MAX,
 };
 
+/* A match that is ip=* with or without a unit, and such a policy at XDP/TC
+ * (its layer is stored, never auto): there is at most one, fc_config's. */
+#define FC_SQL_STAR(m) "(" m " = 'ip=*' OR " m " LIKE 'ip=*/%')"
+#define FC_SQL_STAR_XDP(m, layer) FC_SQL_STAR(m) " AND " layer " = 'xdp'"
+
 /* A live set (its bans are live: a set lapses as a whole). */
 #define FC_SET_LIVE(t, now) "(" t ".expires IS NULL OR " t ".expires > " now ")"
 
@@ -142,6 +148,7 @@ static const char *fc_sql[FC_SQL_MAX] = {
 	[FC_SQL_POL_DEL] = "DELETE FROM policies WHERE id = ?1",
 	/* One policy per match and layer (the schema's key). */
 	[FC_SQL_POL_CONFLICT] = "SELECT id FROM policies WHERE match = ?1 AND layer = ?3 AND id != ?2",
+	[FC_SQL_POL_STAR_CONFLICT] = "SELECT id FROM policies WHERE " FC_SQL_STAR_XDP("match", "layer") " AND id != ?1",
 	/* A freed slot if any (lowest first), else the next never used. */
 	[FC_SQL_POL_FREE_SLOT] = "DELETE FROM free_slots WHERE slot = (SELECT min(slot) FROM free_slots) RETURNING slot",
 	[FC_SQL_POL_NEXT_SLOT] = "SELECT coalesce(max(slot), 0) + 1 FROM policies",
@@ -215,7 +222,7 @@ static const char *fc_sql[FC_SQL_MAX] = {
 	 * whether the change was on the ip=* policy. */
 	[FC_SQL_DELTA_POLICIES] = "SELECT " FC_POL_COLS ", c.cid, c.cslot, c.cstar, c.cl7, ip_family, ip_addr, ip_len "
 				  "FROM (SELECT DISTINCT id AS cid, "
-				  "slot AS cslot, CASE WHEN txt = 'ip=*' THEN 1 ELSE 0 END AS cstar, "
+				  "slot AS cslot, CASE WHEN " FC_SQL_STAR("txt") " THEN 1 ELSE 0 END AS cstar, "
 				  "CASE WHEN txt NOT LIKE 'ip=%' OR txt LIKE '%,%' OR layer = 'http' THEN 1 ELSE 0 END "
 				  "AS cl7 " FC_CHANGED " AND kind = 'policy') c LEFT JOIN policies ON policies.slot = c.cslot",
 	/* The kinds of change in (?1, ?2], each node's and set's apart: read
@@ -224,7 +231,7 @@ static const char *fc_sql[FC_SQL_MAX] = {
 	[FC_SQL_DELTA_KINDS] = "SELECT DISTINCT kind, CASE WHEN kind IN ('node', 'set') THEN txt END, "
 			       "CASE WHEN kind = 'set' THEN id END " FC_CHANGED,
 #undef FC_CHANGED
-	[FC_SQL_POL_STAR] = "SELECT " FC_POL_COLS " FROM policies WHERE match = 'ip=*' AND layer = 'xdp'",
+	[FC_SQL_POL_STAR] = "SELECT " FC_POL_COLS " FROM policies WHERE " FC_SQL_STAR_XDP("match", "layer"),
 	/* Whether a rule in the kernel's maps is on a prefix of ?1, length ?2
 	 * (fc_config.lens6): a live ban, a live set's member, a policy not
 	 * nginx's alone. */
@@ -257,11 +264,11 @@ static const char *fc_sql[FC_SQL_MAX] = {
 				"UNION ALL SELECT min(expires) FROM ban_sets WHERE expires IS NOT NULL) x",
 	/* Rows written before policies had ip_* (or by a script): to fill. */
 	[FC_SQL_POL_IP_TODO] = "SELECT id, match FROM policies WHERE ip_family IS NULL AND match LIKE 'ip=%' "
-			       "AND match NOT LIKE '%,%' AND match != 'ip=*'",
+			       "AND match NOT LIKE '%,%' AND NOT " FC_SQL_STAR("match"),
 	[FC_SQL_POL_IP_SET] = "UPDATE policies SET ip_family = ?2, ip_addr = ?3, ip_len = ?4 WHERE id = ?1",
 	/* The rows whose ip_* columns matter: set, or an ip= policy's. */
 	[FC_SQL_POL_IP_ALL] = "SELECT id, match, ip_family, ip_addr, ip_len FROM policies WHERE ip_family IS NOT NULL "
-			      "OR (match LIKE 'ip=%' AND match NOT LIKE '%,%' AND match != 'ip=*')",
+			      "OR (match LIKE 'ip=%' AND match NOT LIKE '%,%' AND NOT " FC_SQL_STAR("match") ")",
 	[FC_SQL_META_GET] = "SELECT value FROM meta WHERE key = ?1",
 	[FC_SQL_META_SET] = "UPDATE meta SET value = ?2 WHERE key = ?1",
 #define FC_SET_COLS "id, name, created, updated, expires, size"
@@ -851,6 +858,20 @@ int fc_store_policy_put(struct fc_store *st, const struct fc_policy_spec *p, int
 	if (found) {
 		fc_policy_conflict(p, match, v, err);
 		return FC_STORE_REFUSED;
+	}
+	/* One ip=* at XDP/TC, whatever its unit: the packet path has one. */
+	if (p->kind == FC_MATCH_STAR && !fc_policy_is_l7(p)) {
+		if (fc_query_int(st, FC_SQL_POL_STAR_CONFLICT, FC_ARGS(FC_INT(p->id)), &v, &found,
+				 "checking policy matches", err) < 0)
+			return -1;
+		if (found) {
+			fc_err_set(err,
+				   "%s: policy %lld is the ip=* policy at XDP/TC, and there is one, whatever its "
+				   "unit (change its --match with policy set %lld, or put this one in nginx with "
+				   "--layer http)",
+				   match, (long long)v, (long long)v);
+			return FC_STORE_REFUSED;
+		}
 	}
 	if (fc_store_policy_get(st, p->id, &old, &have, err) < 0)
 		return -1;
