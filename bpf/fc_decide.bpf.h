@@ -575,6 +575,24 @@ static __always_inline void fc_src_keep(const struct fc_pkt *pkt, const struct f
 		fc_src_make(pkt, b != NULL);
 }
 
+/* A frame whose source was not read: one that is not IP, or is cut before
+ * its source (nothing to decide on), passes; one behind more VLAN tags
+ * than are parsed could hide any source, so it is dropped while any rule
+ * (a ban, an address policy, an allow entry) or an ip=* policy is
+ * published, and passes as not IP while none is. */
+static __always_inline bool fc_unparsed(struct fc_eval *ev, enum fc_parse_rc rc)
+{
+	const struct fc_config *cfg = ev->cfg;
+
+	if (rc == FC_PARSE_TAGGED &&
+	    (cfg->n_exact4 | cfg->n_exact6 | cfg->n_pfx4 | cfg->n_pfx6 | cfg->n_top4 | cfg->star_slot)) {
+		fc_count(&ev->st->drop_tagged, ev->pkt.len);
+		return true;
+	}
+	fc_count(rc == FC_PARSE_MALFORMED ? &ev->st->malformed : &ev->st->non_ip, ev->pkt.len);
+	return false;
+}
+
 /* ctx: the program's context, tc whether it is TC's; len: the packet's
  * whole length (at TC, beyond what is linear in data). */
 static __always_inline bool fc_decide(void *ctx, bool tc, void *data, void *data_end, __u32 len)
@@ -597,14 +615,8 @@ static __always_inline bool fc_decide(void *ctx, bool tc, void *data, void *data
 		return false;
 
 	rc = fc_parse_src(&c, &ev.pkt);
-	if (rc == FC_PARSE_NOT_IP) {
-		fc_count(&ev.st->non_ip, ev.pkt.len);
-		return false;
-	}
-	if (rc == FC_PARSE_MALFORMED) {
-		fc_count(&ev.st->malformed, ev.pkt.len); /* no source: nothing to decide on */
-		return false;
-	}
+	if (rc != FC_PARSE_OK)
+		return fc_unparsed(&ev, rc);
 	/* An ip=* policy counting SYNs is skipped without a call where the IP
 	 * header rules a SYN out; what follows it is parsed after the bans. */
 	star = ev.cfg->star_slot;

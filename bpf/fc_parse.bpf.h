@@ -26,7 +26,10 @@
 
 #include "fc_maps.h"
 
-#define FC_MAX_VLAN     2 /* 802.1ad outer + 802.1Q inner (QinQ) */
+/* 802.1ad outer + 802.1Q inner (QinQ). Each more tag parsed would have the
+ * verifier walk the rest of the program once more (its offset is another
+ * constant): a frame with more is dropped while rules are published. */
+#define FC_MAX_VLAN     2
 #define FC_MAX_IPV6_EXT 8 /* extension headers walked to find the L4 header */
 
 #ifndef ETH_P_8021AD
@@ -39,6 +42,7 @@ enum fc_parse_rc {
 	FC_PARSE_OK,        /* the source is known */
 	FC_PARSE_NOT_IP,
 	FC_PARSE_MALFORMED, /* cut or invalid before the source address */
+	FC_PARSE_TAGGED,    /* more VLAN tags than FC_MAX_VLAN: what they carry is not seen */
 };
 
 /* fc_pkt.flags: what fc_parse_rest could not read. */
@@ -270,7 +274,7 @@ static __always_inline enum fc_parse_rc fc_parse_src(struct fc_cursor *c, struct
 		pkt->flags |= FC_PKT_IPV6_HDR;
 		proto = fc_parse_ipv6_src(c, pkt);
 	} else {
-		return FC_PARSE_NOT_IP;
+		return proto == ETH_P_8021Q || proto == ETH_P_8021AD ? FC_PARSE_TAGGED : FC_PARSE_NOT_IP;
 	}
 	return proto < 0 ? FC_PARSE_MALFORMED : FC_PARSE_OK;
 }

@@ -295,6 +295,7 @@ struct fc_stats {
 	struct fc_counter non_ip;      /* passed: not IPv4/IPv6 (ARP, LLDP, ...) */
 	struct fc_counter malformed;   /* passed: truncated or invalid headers */
 	struct fc_counter allowed;     /* passed: an allow entry covers the source (bans and limits skipped) */
+	struct fc_counter drop_tagged; /* dropped: behind more VLAN tags than are parsed, while rules exist */
 };
 
 /* fc_config.star_flags: an IPv6 unit's bucket may note the rules for all
@@ -428,9 +429,10 @@ FC_ABI_SIZE(struct fc_src_bucket, FC_MAX_TIERS * 8 + 16);
 FC_ABI_OFF(struct fc_src_bucket, gen, FC_MAX_TIERS * 8);
 FC_ABI_SIZE(struct fc_pstats, 32);
 FC_ABI_SIZE(struct fc_flood, 8);
-FC_ABI_SIZE(struct fc_stats, 8 * 16);
+FC_ABI_SIZE(struct fc_stats, 9 * 16);
 FC_ABI_OFF(struct fc_stats, malformed, 6 * 16);
 FC_ABI_OFF(struct fc_stats, allowed, 7 * 16);
+FC_ABI_OFF(struct fc_stats, drop_tagged, 8 * 16);
 FC_ABI_SIZE(struct fc_config, 48 + 32 + 24 + 16 + 8 + 8 + 8);
 FC_ABI_OFF(struct fc_config, star_host4, 25);
 FC_ABI_OFF(struct fc_config, star_host6, 26);

@@ -14,7 +14,7 @@
  *   the state file (the same path + ".state"), written by the workers (0660
  *   root:www-data; workers map it read-write, root only ever reads it with
  *   pread, every value as hostile, and writes a slot's owner with pwrite):
- *       state header | stat slots | offender ring | worker records | holds | key table
+ *       state header | stat slots | offender ring | worker records | holds | value table | key table
  *
  * Every offset is a constant of this header: no reader takes one from a
  * file. A layout change is a new version; root replaces an old file by
@@ -115,6 +115,16 @@ struct fc_shm_header {
 	__u64 store_seq;
 	__u32 ban_used;    /* slots of the live table in use: bans and tombstones */
 	__u32 ban_dead;    /* tombstones among them */
+	/* The agent's count of offender reports it could not read (overwritten
+	 * by a faster lap, or never stamped: a worker killed writing one), for
+	 * freqctl stats. After the fields workers read: a file of this version
+	 * made before it holds zero here. */
+	__u64 ring_lost;
+	/* The key table's entries in the state file the publisher made or kept
+	 * (0: not said yet): root reads a state file of another size as
+	 * another's, never as a bigger table. */
+	__u32 state_keys;
+	__u32 pad;
 };
 
 #define FC_SHM_BAN_UIDS (1ULL << 63)
@@ -171,6 +181,7 @@ struct fc_shm_dim {
 /* fc_shm_policy.flags, beside FC_POLICY_PRECISE and FC_POLICY_OVERRIDE */
 #define FC_SHM_POLICY_ESCALATE 0x100
 #define FC_SHM_POLICY_HTTP     0x200 /* ip= alone, but for nginx (--layer http) */
+#define FC_SHM_POLICY_SHOW_KEYS 0x400 /* per-key: keep its busiest keys' values (--show-keys) */
 
 struct fc_shm_policy {
 	struct fc_shm_item item;
@@ -375,15 +386,71 @@ struct fc_shm_hold {
 struct fc_shm_state_header {
 	__u32 magic;
 	__u32 version;
-	__u64 allowed; /* requests an allow entry let through (bans, policies and caps skipped) */
+	__u64 allowed;     /* requests an allow entry let through (bans, policies and caps skipped) */
+	__u64 banned_uid;  /* requests a uid ban refused */
+	__u64 banned_addr; /* requests an address ban refused (a uid ban first: a request is counted once) */
 };
+
+/*
+ * The value table (--show-keys): the values of the busiest and most
+ * refused keys of the policies that keep them (FC_SHM_POLICY_SHOW_KEYS),
+ * by tag. The key table has no room for them (an entry is a cache line,
+ * full), and would not want them there: a value is written rarely, a
+ * bucket on every request.
+ *
+ * FC_SHM_VALS entries in sets of FC_SHM_VAL_WAYS; a key's set is a bit
+ * range of its tag. A worker writes a key's value when the count it just
+ * added to the key's entry reaches a multiple of FC_SHM_VAL_PASSES
+ * (passed) or is 1 or a multiple of FC_SHM_VAL_DENIALS (denied): the check
+ * reads no memory, and most requests write nothing. In the key's set it
+ * refreshes the key's own entry (score and second), or takes the entry
+ * worth least: one never used, left busy by a killed worker, or not
+ * refreshed for FC_SHM_VAL_STALE seconds is worth nothing, any other its
+ * score, and it is taken only for a key of a higher score. Taken as a key
+ * table entry is (fc_shm_key): its tag CASed to a busy word, the fields
+ * written, then the tag (release); no lock, and a busy word a killed worker
+ * left is stale after FC_SHM_KEY_STALE seconds.
+ *
+ * Readers (root, with pread) take an entry only if two reads of it agree
+ * and it is whole (a tag, a length within bounds), and show a value only
+ * for a key the key table holds now for that very policy (slot, epoch),
+ * which itself keeps values: a value whose key was taken back is never
+ * shown for another. Every byte of a value is the workers' say-so, printed
+ * escaped.
+ */
+#define FC_SHM_VALS         4096 /* entries; a power of two */
+#define FC_SHM_VAL_WAYS     4
+#define FC_SHM_VAL_MAX      64   /* bytes of a value kept; a longer one is cut (FC_SHM_VAL_CUT) */
+#define FC_SHM_VAL_PASSES   64   /* a power of two */
+#define FC_SHM_VAL_DENIALS  8    /* a power of two */
+#define FC_SHM_VAL_STALE    60   /* seconds */
+#define FC_SHM_VAL_CUT      0x1  /* fc_shm_val.flags */
+
+struct fc_shm_val {
+	__u64 tag;   /* the key's tag in the key table; 0: never used; below FC_SHM_KEY_TAG_MIN: being written */
+	__u32 slot;  /* its policy's slot and epoch */
+	__u32 epoch;
+	__u64 score; /* the key's passed and denied requests, when last written */
+	__u32 secs;  /* the UTC second it was last written */
+	__u8 len;    /* bytes of value, at most FC_SHM_VAL_MAX */
+	__u8 flags;  /* FC_SHM_VAL_CUT */
+	__u16 pad;
+	__u8 value[FC_SHM_VAL_MAX]; /* as $freqctl_key writes the key: its wildcard values joined by ',' */
+};
+
+/* The first entry of the set of a key's tag. */
+static inline __u32 fc_shm_val_set(__u64 tag)
+{
+	return (__u32)(tag >> 8) & (FC_SHM_VALS - FC_SHM_VAL_WAYS);
+}
 
 /* The state file, by constant offsets. */
 #define FC_STATE_SLOTS_OFF   4096ULL
 #define FC_STATE_RING_OFF    (FC_STATE_SLOTS_OFF + (__u64)FC_SHM_SLOTS * sizeof(struct fc_shm_slot))
 #define FC_STATE_WORKERS_OFF (FC_STATE_RING_OFF + sizeof(struct fc_shm_ring))
 #define FC_STATE_HOLDS_OFF   (FC_STATE_WORKERS_OFF + (__u64)FC_SHM_WORKERS * sizeof(struct fc_shm_worker))
-#define FC_STATE_KEYS_OFF    (FC_STATE_HOLDS_OFF + (__u64)FC_SHM_WORKERS * FC_SHM_HOLDS * sizeof(struct fc_shm_hold))
+#define FC_STATE_VALS_OFF    (FC_STATE_HOLDS_OFF + (__u64)FC_SHM_WORKERS * FC_SHM_HOLDS * sizeof(struct fc_shm_hold))
+#define FC_STATE_KEYS_OFF    (FC_STATE_VALS_OFF + (__u64)FC_SHM_VALS * sizeof(struct fc_shm_val))
 #define FC_STATE_SIZE_FOR(keys) (FC_STATE_KEYS_OFF + (__u64)(keys) * sizeof(struct fc_shm_key))
 #define FC_STATE_SIZE      FC_STATE_SIZE_FOR(FC_SHM_KEYS)
 
@@ -475,7 +542,9 @@ static inline __u64 fc_shm_align8(__u64 n)
 }
 
 /* The layouts both compilers and every reader must agree on. */
-FC_ABI_SIZE(struct fc_shm_header, 152);
+FC_ABI_SIZE(struct fc_shm_header, 168);
+FC_ABI_OFF(struct fc_shm_header, ring_lost, 152);
+FC_ABI_OFF(struct fc_shm_header, state_keys, 160);
 FC_ABI_OFF(struct fc_shm_header, allow_plens, 96);
 FC_ABI_OFF(struct fc_shm_header, store_seq, 136);
 FC_ABI_OFF(struct fc_shm_header, key_secret, 80);
@@ -502,7 +571,9 @@ FC_ABI_OFF(struct fc_shm_slot, owner, FC_MAX_TIERS * 8);
 FC_ABI_OFF(struct fc_shm_slot, inflight, FC_MAX_TIERS * 8 + 56);
 FC_ABI_SIZE(struct fc_shm_worker, 64);
 FC_ABI_SIZE(struct fc_shm_hold, 16);
-FC_ABI_SIZE(struct fc_shm_state_header, 16);
+FC_ABI_SIZE(struct fc_shm_state_header, 32);
+FC_ABI_SIZE(struct fc_shm_val, 32 + FC_SHM_VAL_MAX);
+FC_ABI_OFF(struct fc_shm_val, value, 32);
 _Static_assert(sizeof(struct fc_shm_header) <= FC_SHM_BLOCK_OFF(0), "the header must fit before block 0");
 _Static_assert(sizeof(struct fc_shm_state_header) <= FC_STATE_SLOTS_OFF, "the state header must fit");
 _Static_assert((FC_SHM_RING_SIZE & (FC_SHM_RING_SIZE - 1)) == 0, "the ring size must be a power of two");
@@ -513,5 +584,11 @@ _Static_assert(FC_SHM_KEYS_MIN >= FC_SHM_KEY_PROBE, "a probe window fits in the 
 _Static_assert(FC_SHM_KEYS_MAX <= (1U << 24) && FC_MAX_TIERS <= 4, "a hold's where names any key entry and word");
 _Static_assert(FC_SHM_KEYS_MAX <= (1U << 31), "a key's second place takes 31 bits of its tag");
 _Static_assert(FC_STATE_KEYS_OFF % 64 == 0, "key entries are cache lines");
+_Static_assert((FC_SHM_VALS & (FC_SHM_VALS - 1)) == 0 && (FC_SHM_VAL_WAYS & (FC_SHM_VAL_WAYS - 1)) == 0 &&
+		       FC_SHM_VAL_WAYS <= 256 && FC_SHM_VALS <= (1u << 24),
+	       "a value set is a bit range of a tag");
+_Static_assert((FC_SHM_VAL_PASSES & (FC_SHM_VAL_PASSES - 1)) == 0 && (FC_SHM_VAL_DENIALS & (FC_SHM_VAL_DENIALS - 1)) == 0,
+	       "a value is due on a count's low bits");
+_Static_assert(FC_SHM_VAL_MAX <= 255, "a value's length is a byte");
 
 #endif /* FC_SHM_H */

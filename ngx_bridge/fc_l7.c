@@ -250,6 +250,7 @@ static bool fc_policy_read(struct fc_l7_index *ix, const uint8_t *it, size_t len
 		return false;
 	if (pol->keyed && pol->concurrency && fc_conc_word(pol) >= FC_MAX_TIERS)
 		return false;
+	pol->show_keys = pol->keyed && (sp.flags & FC_SHM_POLICY_SHOW_KEYS);
 	pol->key_lead_ns = fc_key_lead(pol);
 	if (pol->keyed) {
 		fc_sip_init(&pol->key_sip, ix->key_secret);
@@ -528,6 +529,7 @@ int fc_l7_build(const void *base, size_t size, void *state, size_t state_size, s
 	ix->state_hdr = state;
 	ix->keys = (struct fc_shm_key *)((char *)state + FC_STATE_KEYS_OFF);
 	ix->nkeys = fc_state_nkeys(state_size);
+	ix->vals = (struct fc_shm_val *)((char *)state + FC_STATE_VALS_OFF);
 	memcpy(ix->key_secret, h->key_secret, sizeof(ix->key_secret));
 	blk = (const struct fc_shm_block *)((const char *)base + FC_SHM_BLOCK_OFF(active));
 	used = blk->used;
@@ -881,9 +883,10 @@ static size_t fc_unit_text(const struct fc_l7_dim *dm, const struct fc_l7_req *r
 	return l;
 }
 
-/* Writes rq's key for p as text into rq->keybuf (not NULL, keycap above 0;
- * for $freqctl_key): the wildcard values joined by ','. Returns its length. */
-static size_t fc_key_text(const struct fc_l7_policy *p, const struct fc_l7_req *rq)
+/* Writes rq's key for p as text into buf (cap above 0; for $freqctl_key
+ * and the value table): the wildcard values joined by ','; at most cap
+ * bytes. Returns its length. */
+static size_t fc_key_text(const struct fc_l7_policy *p, const struct fc_l7_req *rq, char *buf, size_t cap)
 {
 	char ip[INET6_ADDRSTRLEN + 4];
 	size_t n = 0, i, l;
@@ -908,11 +911,11 @@ static size_t fc_key_text(const struct fc_l7_policy *p, const struct fc_l7_req *
 			} else {
 				continue;
 			}
-			if (n && n < rq->keycap)
-				rq->keybuf[n++] = ',';
-			if (l > rq->keycap - n)
-				l = rq->keycap - n;
-			memcpy(rq->keybuf + n, v, l);
+			if (n && n < cap)
+				buf[n++] = ',';
+			if (l > cap - n)
+				l = cap - n;
+			memcpy(buf + n, v, l);
 			n += l;
 		}
 	}
@@ -1196,6 +1199,85 @@ FC_HOT void fc_key_hold(struct fc_shm_key *e, const struct fc_l7_policy *p, __u6
 						__ATOMIC_RELAXED))
 			break;
 }
+
+/* ---- the value table (--show-keys) ---- */
+
+/* What entry e of the value table, whose tag was t, is worth to a key
+ * that would take it at secs (maps/fc_shm.h): nothing if never used, left
+ * busy by a killed worker or stale; else its score; UINT64_MAX while a
+ * worker writes it. Every field is another worker's: read once each. */
+static __u64 fc_val_worth(const struct fc_shm_val *e, __u64 t, __u64 secs)
+{
+	if (t < FC_SHM_KEY_TAG_MIN)
+		return fc_shm_key_busy(t, secs) ? UINT64_MAX : 0;
+	if ((__u64)__atomic_load_n(&e->secs, __ATOMIC_RELAXED) + FC_SHM_VAL_STALE <= secs)
+		return 0;
+	return __atomic_load_n(&e->score, __ATOMIC_RELAXED);
+}
+
+/* Notes the value of rq's key of p (its tag, its entry k) in the value
+ * table: refreshes the key's entry in its set, or takes the one worth least
+ * if that is worth less than the key. Never waits: an entry another worker
+ * takes meanwhile is left to it. Out of line and cold: it runs for a key's
+ * every FC_SHM_VAL_PASSES-th pass, its first refusal and every
+ * FC_SHM_VAL_DENIALS-th, never for most requests. */
+static __attribute__((noinline, cold)) void fc_val_note(const struct fc_l7_index *ix, const struct fc_l7_policy *p,
+							const struct fc_l7_req *rq, __u64 tag,
+							const struct fc_shm_key *k, __u64 now)
+{
+	struct fc_shm_val *set = ix->vals + fc_shm_val_set(tag), *take = NULL;
+	__u64 secs = now / FC_NS_PER_SEC, score, least = UINT64_MAX, seen = 0, t, w;
+	char text[FC_SHM_VAL_MAX + 1]; /* one byte more: a longer key is seen to be cut */
+	size_t len;
+	int i;
+
+	score = (__u64)__atomic_load_n(&k->passed, __ATOMIC_RELAXED) + __atomic_load_n(&k->denied, __ATOMIC_RELAXED);
+	for (i = 0; i < FC_SHM_VAL_WAYS; i++) {
+		struct fc_shm_val *e = &set[i];
+
+		t = __atomic_load_n(&e->tag, __ATOMIC_ACQUIRE);
+		if (t == tag && __atomic_load_n(&e->slot, __ATOMIC_RELAXED) == p->slot &&
+		    __atomic_load_n(&e->epoch, __ATOMIC_RELAXED) == p->epoch) {
+			__atomic_store_n(&e->score, score, __ATOMIC_RELAXED);
+			__atomic_store_n(&e->secs, (__u32)secs, __ATOMIC_RELAXED);
+			return;
+		}
+		w = fc_val_worth(e, t, secs);
+		if (w < least) {
+			least = w;
+			take = e;
+			seen = t;
+		}
+	}
+	if (!take || least >= score ||
+	    !__atomic_compare_exchange_n(&take->tag, &seen, secs | 1, false, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
+		return;
+	len = fc_key_text(p, rq, text, sizeof(text));
+	take->slot = p->slot;
+	take->epoch = p->epoch;
+	take->score = score;
+	take->secs = (__u32)secs;
+	take->flags = len > FC_SHM_VAL_MAX ? FC_SHM_VAL_CUT : 0;
+	take->len = (__u8)(len > FC_SHM_VAL_MAX ? FC_SHM_VAL_MAX : len);
+	memcpy(take->value, text, take->len);
+	/* Nothing of the value it held before stays readable after this one. */
+	memset(take->value + take->len, 0, FC_SHM_VAL_MAX - take->len);
+	__atomic_store_n(&take->tag, tag, __ATOMIC_RELEASE);
+}
+
+/* Notes rq's key of p (fc_val_note) if p keeps values and due says the
+ * count the request just added calls for it. */
+FC_HOT void fc_val_check(const struct fc_l7_index *ix, const struct fc_l7_policy *p, const struct fc_l7_req *rq,
+			 __u64 tag, const struct fc_shm_key *k, bool due, __u64 now)
+{
+	if (__builtin_expect(p->show_keys, 0) && due && k)
+		fc_val_note(ix, p, rq, tag, k, now);
+}
+
+/* Whether a key's count of passes (denials) that just became n calls for
+ * its value: n's low bits, no memory read. */
+#define FC_VAL_DUE_PASS(n) ((n) && !((n) & (FC_SHM_VAL_PASSES - 1)))
+#define FC_VAL_DUE_DENY(n) ((n) == 1 || ((n) && !((n) & (FC_SHM_VAL_DENIALS - 1))))
 
 /* ---- concurrency places ---- */
 
@@ -1799,7 +1881,7 @@ FC_HOT void fc_result_key(const struct fc_l7_policy *p, const struct fc_shm_key 
 		return;
 	res->overflow = !key;
 	/* At most keycap: the module's 256; no buffer when nothing reads $freqctl_key. */
-	res->key_len = rq->keybuf && rq->keycap ? (uint32_t)fc_key_text(p, rq) : 0;
+	res->key_len = rq->keybuf && rq->keycap ? (uint32_t)fc_key_text(p, rq, rq->keybuf, rq->keycap) : 0;
 }
 
 /* The deciding policy's cap, in the result: no rate, no time to wait for. */
@@ -1881,6 +1963,7 @@ FC_HOT bool fc_decide_listed(const struct fc_l7_index *ix, const struct fc_l7_re
 	if (!fc_plens_empty(ix->hdr->ban_plens) && fc_listed(ix, rq, now, false, &uid)) {
 		res->verdict = FC_L7_BANNED;
 		res->uid_ban = uid;
+		__atomic_fetch_add(uid ? &ix->state_hdr->banned_uid : &ix->state_hdr->banned_addr, 1, __ATOMIC_RELAXED);
 		return true;
 	}
 	return false;
@@ -1892,22 +1975,22 @@ static void *fc_req_alloc(const struct fc_l7_req *rq, size_t size)
 	return rq->alloc ? rq->alloc->alloc(rq->alloc->ctx, size) : NULL;
 }
 
-/* A pass in the slot's counter c and the counters of key k (if any). */
-FC_HOT void fc_count_passed(__u64 *c, struct fc_shm_key *k)
+/* A pass in the slot's counter c and the counters of key k (if any).
+ * Returns the key's count of passes now (0: no key). */
+FC_HOT __u32 fc_count_passed(__u64 *c, struct fc_shm_key *k)
 {
 	__atomic_fetch_add(c, 1, __ATOMIC_RELAXED);
-	if (k)
-		__atomic_fetch_add(&k->passed, 1, __ATOMIC_RELAXED);
+	return k ? __atomic_add_fetch(&k->passed, 1, __ATOMIC_RELAXED) : 0;
 }
 
-/* A denial (r) in the counters of slot s and of key k (if any). */
-FC_HOT void fc_count_denied(struct fc_shm_slot *s, struct fc_shm_key *k, enum fc_admit r)
+/* A denial (r) in the counters of slot s and of key k (if any). Returns
+ * the key's count of denials now (0: no key). */
+FC_HOT __u32 fc_count_denied(struct fc_shm_slot *s, struct fc_shm_key *k, enum fc_admit r)
 {
 	__atomic_fetch_add(&s->denied, 1, __ATOMIC_RELAXED);
 	if (r == FC_DENY_CONC)
 		__atomic_fetch_add(&s->conc_denied, 1, __ATOMIC_RELAXED);
-	if (k)
-		__atomic_fetch_add(&k->denied, 1, __ATOMIC_RELAXED);
+	return k ? __atomic_add_fetch(&k->denied, 1, __ATOMIC_RELAXED) : 0;
 }
 
 void fc_l7_decide(const struct fc_l7_index *ix, const struct fc_l7_req *rq, uint64_t now, struct fc_l7_result *res)
@@ -1921,7 +2004,7 @@ void fc_l7_decide(const struct fc_l7_index *ix, const struct fc_l7_req *rq, uint
 	__u64 wait, longest = 0;
 	size_t n, i, j, longest_at = 0, np = 0;
 	enum fc_admit r;
-	uint32_t gen;
+	uint32_t gen, kn;
 	/* A passed request's key is its first per-key policy's, even when that
 	 * key's text is empty or not asked for (res->key_len 0). */
 	bool keyed = false, delayed;
@@ -1973,7 +2056,8 @@ void fc_l7_decide(const struct fc_l7_index *ix, const struct fc_l7_req *rq, uint
 			if (st[j])
 				fc_limit_refund(ix->pol[m[j]].algo, ix->pol[m[j]].ntiers, st[j], 1, &ch[j]);
 		fc_ix_places_give(ix, rq->holder, pl, np, t);
-		fc_count_denied(s, k[i], r);
+		kn = fc_count_denied(s, k[i], r);
+		fc_val_check(ix, p, rq, tg[i], k[i], FC_VAL_DUE_DENY(kn), t);
 		fc_report(ix, p, rq);
 		fc_result_refused(p, r, st[i], k[i], t, rq, res);
 		return;
@@ -1989,7 +2073,8 @@ void fc_l7_decide(const struct fc_l7_index *ix, const struct fc_l7_req *rq, uint
 			continue;
 		if (p->action != FC_ACTION_LOG) {
 			delayed = p->action == FC_ACTION_DELAY && longest && i == longest_at;
-			fc_count_passed(delayed ? &s->delayed : &s->passed, k[i]);
+			kn = fc_count_passed(delayed ? &s->delayed : &s->passed, k[i]);
+			fc_val_check(ix, p, rq, tg[i], k[i], FC_VAL_DUE_PASS(kn), now);
 			if (p->keyed && !keyed) {
 				keyed = true;
 				fc_result_key(p, k[i], rq, res);
@@ -2001,9 +2086,11 @@ void fc_l7_decide(const struct fc_l7_index *ix, const struct fc_l7_req *rq, uint
 		r = fc_charge_bucket(ix, p, s, rq, p->keyed ? tg[i] : 0, now, &lst, &lk, &ch[i], &wait, &pl[np]);
 		if (r == FC_ADMIT) {
 			np += pl[np].where != 0;
-			fc_count_passed(&s->passed, lk);
+			kn = fc_count_passed(&s->passed, lk);
+			fc_val_check(ix, p, rq, tg[i], lk, FC_VAL_DUE_PASS(kn), now);
 		} else {
-			fc_count_denied(s, lk, r);
+			kn = fc_count_denied(s, lk, r);
+			fc_val_check(ix, p, rq, tg[i], lk, FC_VAL_DUE_DENY(kn), now);
 			res->would_deny++;
 		}
 		if (p->keyed && !keyed) {

@@ -71,6 +71,7 @@ struct fc_l7_policy {
 	uint32_t max_keys, new_keys;
 	uint32_t warmup_ms; /* GCRA --warmup; 0 = none */
 	bool key_vals;
+	bool show_keys; /* per key: its busiest keys' values in the value table */
 	/* An override: the policies it switches off, ix->offs[off_at ..
 	 * off_at + noff); FC_L7_OFF_LATE: too many to list, looked for among
 	 * the request's matches instead. */
@@ -104,7 +105,7 @@ struct fc_l7_index {
 	const struct fc_shm_header *hdr;
 	const struct fc_shm_ban_slot *bans;
 	struct fc_shm_ring *ring;
-	/* The state file's header: its count of allowed requests. */
+	/* The state file's header: its counts of allowed and banned requests. */
 	struct fc_shm_state_header *state_hdr;
 	/* What was refused, for the log. */
 	size_t skipped;
@@ -116,8 +117,10 @@ struct fc_l7_index {
 	 * every request is checked against each. */
 	uint32_t *loose;
 	size_t nloose;
-	/* The key table of per-key policies, in the state file. */
+	/* The key table of per-key policies, in the state file, and the values
+	 * of the busiest keys of those with --show-keys. */
 	struct fc_shm_key *keys;
+	struct fc_shm_val *vals;
 	uint32_t nkeys; /* a power of two, from the state file's size */
 	uint64_t key_secret[2];
 	/* Per policy, the last match that collected it: a policy is matched
@@ -327,8 +330,9 @@ bool fc_l7_more_general(const struct fc_l7_policy *q, const struct fc_l7_policy 
 /* Decides for rq at now (UTC ns, a clock that may lag by a few ms: the
  * module passes nginx's cached time; a policy marked FC_POLICY_PRECISE reads
  * CLOCK_REALTIME itself): allow entries (an allowed request is counted and
- * decided), bans, then every matching policy, all or nothing; charges the
- * stat slots. */
+ * decided), bans (a banned one too), then every matching policy, all or
+ * nothing; charges the stat slots, and notes the values of busy keys of
+ * policies that keep them. */
 void fc_l7_decide(const struct fc_l7_index *ix, const struct fc_l7_req *rq, uint64_t now, struct fc_l7_result *res);
 
 /* Gives back the places pl[0..n) in the state file mapped at state

@@ -1376,7 +1376,9 @@ ngx_http_freqctl_merge_loc_conf(ngx_conf_t *cf, void *parent, void *child)
     ngx_conf_merge_uint_value(conf->status, prev->status, NGX_HTTP_TOO_MANY_REQUESTS);
     ngx_conf_merge_uint_value(conf->ban_status, prev->ban_status, NGX_HTTP_FORBIDDEN);
     ngx_conf_merge_value(conf->dry_run, prev->dry_run, 0);
-    ngx_conf_merge_uint_value(conf->log_level, prev->log_level, NGX_LOG_WARN);
+    /* As limit_req_log_level: refusals at error, which Debian's error_log
+     * shows, delays one level lower. */
+    ngx_conf_merge_uint_value(conf->log_level, prev->log_level, NGX_LOG_ERR);
     ngx_conf_merge_value(conf->headers, prev->headers, 1);
 
     if (conf->uid == NULL && conf->uid_index == NGX_CONF_UNSET) {

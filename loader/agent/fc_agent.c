@@ -318,8 +318,13 @@ static void fc_agent_escalate(struct fc_agent *a)
 	size_t nb, i, room = a->nbans < FC_MAX_BANS ? FC_MAX_BANS - a->nbans : 0;
 
 	nb = fc_esc_drain(&a->esc, (int64_t)time(NULL), room, bans, sizeof(bans) / sizeof(bans[0]), &st);
-	if (st.lost)
-		fc_agent_log("escalation: %llu reports lost (ring overrun)", (unsigned long long)st.lost);
+	if (st.lost) {
+		fc_agent_log("escalation: %llu reports lost (overwritten before they were read, or a worker killed "
+			     "while writing one)",
+			     (unsigned long long)st.lost);
+		if (fc_shm_add_lost(a->ctx.shm_path, st.lost, &err) < 0)
+			fc_agent_log("escalation: counting them: %s", err.msg);
+	}
 	if (st.capped)
 		fc_agent_log("escalation: %llu clients not banned: past --escalate-cap %u bans per minute",
 			     (unsigned long long)st.capped, a->esc.cap);
@@ -501,7 +506,7 @@ static void fc_agent_recount(struct fc_agent *a)
 	if (!a->keyed || now - a->recounted < FC_AGENT_RECOUNT_S)
 		return;
 	a->recounted = now;
-	if (fc_state_keys_recount(a->ctx.shm_path, (uint64_t)now * FC_NS_PER_SEC, &err) < 0)
+	if (fc_state_keys_recount(a->ctx.shm_path, a->ctx.shm_keys, (uint64_t)now * FC_NS_PER_SEC, &err) < 0)
 		fc_agent_log("keys: %s", err.msg);
 }
 

@@ -12,8 +12,12 @@ int fc_esc_set_policies(struct fc_escalation *e, const struct fc_policy_row *row
 
 	if (!e->cap)
 		e->cap = FC_ESC_CAP_DEFAULT;
-	if (!pol || (!e->keys && !(e->keys = calloc(FC_ESC_KEYS, sizeof(*e->keys)))) ||
-	    (!e->batch && !(e->batch = calloc(FC_ESC_BATCH, sizeof(*e->batch)))) ||
+	if (!e->nkeys || (e->nkeys & (e->nkeys - 1)))
+		e->nkeys = FC_ESC_KEYS;
+	if (!e->nbatch)
+		e->nbatch = FC_ESC_BATCH;
+	if (!pol || (!e->keys && !(e->keys = calloc(e->nkeys, sizeof(*e->keys)))) ||
+	    (!e->batch && !(e->batch = calloc(e->nbatch, sizeof(*e->batch)))) ||
 	    (!e->nets && !(e->nets = calloc(FC_ESC_V6_NETS, sizeof(*e->nets))))) {
 		free(pol);
 		return -1;
@@ -51,11 +55,37 @@ static bool fc_esc_allowed(const struct fc_escalation *e, const struct fc_shm_ri
 	return true;
 }
 
+/* Starts reading at head: nothing before it is read, so nothing there ages. */
+static void fc_esc_restart(struct fc_escalation *e, uint64_t head)
+{
+	e->tail = e->seen = e->aged = e->mark = head;
+	e->mark_at = 0;
+}
+
 void fc_esc_attach(struct fc_escalation *e, const struct fc_ring_src *src)
 {
 	e->src = src;
 	if (src)
-		e->tail = src->head(src->ctx);
+		fc_esc_restart(e, src->head(src->ctx));
+}
+
+/* Whether the unstamped report at idx, the i-th of the batch, is a killed
+ * worker's (see fc_esc_drain); stamped: the batch's stamped reports up to
+ * the last of them. */
+static bool fc_esc_stalled(const struct fc_escalation *e, uint64_t idx, size_t i, size_t stamped)
+{
+	return idx < e->aged || (idx < e->seen && i + 1 < stamped);
+}
+
+/* Ages the reports below the head of a read FC_ESC_STALL_S before now, and
+ * marks head for a read that long after. */
+static void fc_esc_age(struct fc_escalation *e, uint64_t head, int64_t now)
+{
+	if (now - e->mark_at >= FC_ESC_STALL_S) {
+		e->aged = e->mark;
+		e->mark = head;
+		e->mark_at = now;
+	}
 }
 
 /* Counts one refusal; true when it is the one past the policy's N. */
@@ -68,14 +98,14 @@ static bool fc_esc_count(struct fc_escalation *e, const struct fc_esc_policy *p,
 	size_t i, b;
 
 	for (i = 0; i < 16; i++) {
-		b = (h + i) & (FC_ESC_KEYS - 1);
+		b = (h + i) & (e->nkeys - 1);
 		k = &e->keys[b];
 		if (!k->policy || (k->policy == p->id && k->family == family && !memcmp(k->addr, addr, 16)) ||
 		    k->window < window - 1)
 			break; /* a free, matching or stale counter */
 	}
 	if (i == 16)
-		k = &e->keys[h & (FC_ESC_KEYS - 1)]; /* crowded: the oldest guess wins */
+		k = &e->keys[h & (e->nkeys - 1)]; /* crowded: the oldest guess wins */
 	if (k->policy != p->id || k->family != family || memcmp(k->addr, addr, 16) || k->window != window) {
 		*k = (struct fc_esc_key){ .policy = p->id, .family = family, .window = window };
 		memcpy(k->addr, addr, 16);
@@ -145,7 +175,7 @@ size_t fc_esc_drain(struct fc_escalation *e, int64_t now, size_t room, struct fc
 		    struct fc_esc_stats *st)
 {
 	uint64_t head, idx, seq;
-	size_t nb = 0, n, i, j;
+	size_t nb = 0, n, i, j, stamped;
 
 	memset(st, 0, sizeof(*st));
 	if (!e->src || !e->npol)
@@ -157,21 +187,28 @@ size_t fc_esc_drain(struct fc_escalation *e, int64_t now, size_t room, struct fc
 	}
 	head = e->src->head(e->src->ctx);
 	if (head < e->tail) {
-		e->tail = head; /* the head went back: nothing to read behind it */
+		fc_esc_restart(e, head); /* the head went back: nothing to read behind it */
 		return 0;
 	}
 	if (head - e->tail > FC_SHM_RING_SIZE) {
 		st->lost = head - e->tail - FC_SHM_RING_SIZE;
 		e->tail = head - FC_SHM_RING_SIZE;
 	}
-	n = head - e->tail < FC_ESC_BATCH ? (size_t)(head - e->tail) : FC_ESC_BATCH;
+	fc_esc_age(e, head, now);
+	n = head - e->tail < e->nbatch ? (size_t)(head - e->tail) : e->nbatch;
 	e->src->read(e->src->ctx, e->tail, n, e->batch);
+	for (stamped = n; stamped && e->batch[stamped - 1].seq != e->tail + stamped; stamped--)
+		;
 	for (i = 0, idx = e->tail; i < n && nb < max; i++, idx++) {
 		const struct fc_shm_ring_entry *r = &e->batch[i];
 
 		seq = r->seq;
-		if (seq < idx + 1)
-			break; /* being written: next tick */
+		if (seq < idx + 1) {
+			if (!fc_esc_stalled(e, idx, i, stamped))
+				break; /* being written: next tick */
+			st->lost++; /* its worker was killed before the stamp */
+			continue;
+		}
 		if (seq != idx + 1 || (r->family != 4 && r->family != 6))
 			continue; /* overwritten by a faster lap, or nonsense */
 		for (j = 0; j < e->npol && e->pol[j].id != r->policy; j++)
@@ -183,6 +220,7 @@ size_t fc_esc_drain(struct fc_escalation *e, int64_t now, size_t room, struct fc
 			nb++;
 	}
 	e->tail = idx;
+	e->seen = head;
 	return nb;
 }
 

@@ -29,6 +29,9 @@
 #define FC_ESC_V6_DEFAULT  8     /* due IPv6 clients of one /64 that make it a /64 ban */
 #define FC_ESC_V6_NETS     1024  /* /64s tracked per minute */
 #define FC_ESC_SKIPS       16    /* allowed clients named per read of the ring */
+/* A report claimed this long before (2 to 4 s, by whole seconds) and still
+ * not stamped is a killed worker's: it is skipped, counted as lost. */
+#define FC_ESC_STALL_S     2
 
 /* Where the reports come from: the state file (the agent) or memory (tests). */
 struct fc_ring_src {
@@ -61,12 +64,21 @@ struct fc_esc_net {
 struct fc_escalation {
 	const struct fc_ring_src *src; /* NULL: not read (no escalating policy, or no shm yet) */
 	uint64_t tail;                 /* the next report to read */
+	/* What the ring's head said at earlier reads, to age the reports below
+	 * them: seen at the last read; aged at one FC_ESC_STALL_S or more ago
+	 * (mark, taken at mark_at, becomes it). */
+	uint64_t seen, aged, mark;
+	int64_t mark_at;
 	struct fc_esc_policy *pol;
 	size_t npol;
 	struct fc_esc_key *keys;
 	struct fc_shm_ring_entry *batch;
 	uint32_t cap;          /* bans per minute (the caller's to set) */
 	uint32_t v6_aggregate; /* 0: never aggregate (the caller's to set) */
+	/* The caller's to set, before the first fc_esc_set_policies (a fuzz
+	 * target keeps them small): counters kept, a power of two (0:
+	 * FC_ESC_KEYS), and reports read at once (0: FC_ESC_BATCH). */
+	uint32_t nkeys, nbatch;
 	int64_t minute;        /* of the counts below */
 	uint32_t made;         /* bans made this minute */
 	struct fc_esc_net *nets;
@@ -84,7 +96,8 @@ struct fc_esc_skip {
 
 /* What one read of the ring found besides bans. */
 struct fc_esc_stats {
-	uint64_t lost;       /* reports overwritten before they were read (a faster lap) */
+	uint64_t lost;       /* reports overwritten before they were read (a faster lap), or
+			      * claimed and never stamped (a worker killed in between) */
 	uint64_t capped;     /* bans not made: past the cap per minute */
 	uint64_t full;       /* bans not made: the maps have no room */
 	uint64_t aggregated; /* IPv6 bans folded into a /64 ban */
@@ -105,10 +118,12 @@ void fc_esc_set_allows(struct fc_escalation *e, struct fc_allow_row *rows, size_
 /* Starts reading src from its head: reports made before are not counted. */
 void fc_esc_attach(struct fc_escalation *e, const struct fc_ring_src *src);
 
-/* Reads the ring up to its head (at most FC_ESC_BATCH reports, or until max
+/* Reads the ring up to its head (at most nbatch reports, or until max
  * bans are due) at now (unix seconds); fills bans with what crossed a
  * threshold, within room more bans. Returns how many. A report still being
- * written is left for next time. */
+ * written is left for next time, unless a worker was killed writing it: one
+ * claimed before the last read while a later one is stamped, or claimed
+ * FC_ESC_STALL_S before, is skipped and counted as lost. */
 size_t fc_esc_drain(struct fc_escalation *e, int64_t now, size_t room, struct fc_ban_row *bans, size_t max,
 		    struct fc_esc_stats *st);
 

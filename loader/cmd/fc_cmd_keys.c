@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <jansson.h>
 
 #include "fc_cli.h"
@@ -33,29 +34,40 @@ static const char *fc_keys_num(uint64_t v, const char *what, char buf[24])
 	return buf;
 }
 
-static int fc_key_busier(const void *a, const void *b)
+/* The value table, if the policy keeps values (NULL: it keeps none, or
+ * nginx has no state file yet, or no memory: hashes alone are shown). */
+static struct fc_shm_val *fc_keys_vals(const struct fc_ctx *ctx, const struct fc_enforced *e)
 {
-	const struct fc_shm_key *x = a, *y = b;
-	uint64_t nx = (uint64_t)x->passed + x->denied, ny = (uint64_t)y->passed + y->denied;
+	struct fc_shm_val *vals;
+	struct fc_err err;
+	int fd;
 
-	return nx < ny ? 1 : nx > ny ? -1 : 0;
+	if (!e->show_keys || (fd = fc_state_open(ctx->shm_path, &err)) < 0)
+		return NULL;
+	vals = malloc(FC_SHM_VALS * sizeof(*vals));
+	if (vals)
+		fc_state_vals(fd, vals);
+	close(fd);
+	return vals;
 }
 
 static int fc_keys_run(const struct fc_ctx *ctx, const struct fc_cmd *cmd, int argc, char **argv)
 {
 	struct fc_keys_opt opt = { .rows = 20 };
 	struct fc_store *st = NULL;
-	struct fc_shm_key *keys = NULL;
+	struct fc_keys_top top;
+	struct fc_shm_val *vals;
+	char value[FC_KEY_VALUE_LEN];
 	struct fc_policy_row row;
 	struct fc_node_ctx node;
 	struct fc_enforced enf;
 	struct fc_err err;
 	struct fc_key_view v;
 	uint64_t now;
-	size_t n = 0, i, live = 0;
 	json_t *arr = NULL;
+	size_t i;
 	uint32_t id;
-	bool found = false;
+	bool found = false, has, cut;
 	int rc;
 
 	fc_cmd_parse(cmd, argc, argv, &opt, NULL);
@@ -84,40 +96,48 @@ static int fc_keys_run(const struct fc_ctx *ctx, const struct fc_cmd *cmd, int a
 		}
 		return FC_EXIT_FAILURE;
 	}
-	if (fc_state_keys_of(ctx->shm_path, row.slot, row.epoch, &keys, &n, &err) < 0)
+	/* The busiest opt.rows alone are kept, whatever the table holds. */
+	now = fc_utc_ns();
+	if (fc_state_keys_top(ctx->shm_path, ctx->shm_keys, row.slot, row.epoch, now, opt.rows, &top, &err) < 0)
 		goto fail;
 	/* Its limits as nginx enforces them here: this node's share. */
 	fc_policy_enforced(&row, &node, &enf);
-	qsort(keys, n, sizeof(*keys), fc_key_busier);
-	now = fc_utc_ns();
-	for (i = 0; i < n; i++)
-		live += keys[i].idle_ns >= now;
+	vals = fc_keys_vals(ctx, &enf);
 	if (opt.json)
 		arr = json_array();
 	else
-		printf("policy %u: %zu keys, %zu live (a key is kept as a keyed hash, not its value: "
-		       "$freqctl_key logs values)\n%-18s %10s %10s %10s %10s %10s %10s\n",
-		       id, n, live, "KEY", "PASSED", "DENIED", "REMAINING", "NEXT-S", "IDLE-IN-S", "IN-FLIGHT");
-	for (i = 0; i < n && i < opt.rows; i++) {
-		const struct fc_shm_key *e = &keys[i];
+		printf("policy %u: %llu keys, %llu live (%s)\n%-18s %10s %10s %10s %10s %10s %10s  %s\n", id,
+		       (unsigned long long)top.total, (unsigned long long)top.live,
+		       enf.show_keys ?
+			       "with the values of the busiest and most refused, --show-keys" :
+			       "keyed hashes: --show-keys keeps the busiest keys' values, $freqctl_key logs them",
+		       "KEY", "PASSED", "DENIED", "REMAINING", "NEXT-S", "IDLE-IN-S", "IN-FLIGHT", "VALUE");
+	for (i = 0; i < top.n; i++) {
+		const struct fc_shm_key *e = &top.v[i];
 		char tag[24], nb[2][24];
 
 		fc_key_view(&row, &enf, e, now, &v);
+		has = fc_key_value(&row, &enf, vals, e->tag, value, &cut);
 		snprintf(tag, sizeof(tag), "%016llx", (unsigned long long)e->tag);
 		if (arr)
-			json_array_append_new(arr, json_pack("{s:s, s:I, s:I, s:I, s:f, s:I, s:b, s:o}", "key", tag, "passed",
-							      (json_int_t)e->passed, "denied", (json_int_t)e->denied,
-							      "remaining", fc_json_count(v.remaining), "next_s",
-							      (double)v.retry_ns / FC_NS_PER_SEC, "idle_in_s",
-							      fc_json_count(v.idle_s), "held", v.held, "inflight",
-							      v.capped ? json_integer(fc_json_count(v.inflight)) : json_null()));
+			json_array_append_new(arr,
+					      json_pack("{s:s, s:I, s:I, s:I, s:f, s:I, s:b, s:o, s:o}", "key", tag,
+							"passed", (json_int_t)e->passed, "denied",
+							(json_int_t)e->denied, "remaining", fc_json_count(v.remaining),
+							"next_s", (double)v.retry_ns / FC_NS_PER_SEC, "idle_in_s",
+							fc_json_count(v.idle_s), "held", v.held, "inflight",
+							v.capped ? json_integer(fc_json_count(v.inflight)) :
+								   json_null(),
+							"value", fc_key_value_to_json(has, value, cut)));
 		else
-			printf("%-18s %10u %10u %10llu %10.1f %10s %10s\n", tag, e->passed, e->denied,
+			printf("%-18s %10u %10u %10llu %10.1f %10s %10s  %s%s%s%s\n", tag, e->passed, e->denied,
 			       (unsigned long long)v.remaining, (double)v.retry_ns / FC_NS_PER_SEC,
 			       fc_keys_num(v.held ? UINT64_MAX : v.idle_s, "held", nb[0]),
-			       fc_keys_num(v.capped ? v.inflight : UINT64_MAX, "-", nb[1]));
+			       fc_keys_num(v.capped ? v.inflight : UINT64_MAX, "-", nb[1]), has ? "\"" : "-", value,
+			       has ? "\"" : "", cut ? "..." : "");
 	}
-	free(keys);
+	free(top.v);
+	free(vals);
 	return arr ? fc_json_print(arr) : FC_EXIT_OK;
 fail:
 	fc_store_close(st);
@@ -135,8 +155,11 @@ const struct fc_cmd fc_cmd_keys = {
 		   "until the next request could pass, and until its bucket is empty (then its entry may be\n"
 		   "taken back; \"held\" while requests of it are in flight under --concurrency), and its\n"
 		   "requests in flight (IN-FLIGHT, for a policy with --concurrency). The key table keeps a\n"
-		   "keyed hash of each key, not its value: nginx's $freqctl_key names the deciding key in\n"
-		   "the access log.",
+		   "keyed hash of each key (KEY). A policy with --show-keys keeps the values of its busiest\n"
+		   "and most refused keys too (VALUE, in quotes, at most 64 bytes: \"...\" after a longer\n"
+		   "one cut; '-' where none is kept): as nginx's workers wrote them, escaped (\\\" and\n"
+		   "\\\\, \\xNN for a control byte or one that is not UTF-8). nginx's $freqctl_key names\n"
+		   "the deciding key in the access log.",
 	.opts = fc_keys_opts,
 	.run = fc_keys_run,
 };

@@ -43,8 +43,13 @@ static int fc_stats_json(const struct fc_stats_all *a)
 	pols = json_array();
 	for (i = 0; doc && i < fc_nstat_rows; i++)
 		json_object_set_new(doc, fc_stat_rows[i].key, fc_counter_json(fc_stat_at(s, i)));
-	if (doc)
+	if (doc) {
 		json_object_set_new(doc, "nginx_allowed", json_integer(fc_json_count(a->nginx_allowed)));
+		json_object_set_new(doc, "nginx_banned",
+				    json_pack("{s:I, s:I}", "uid", fc_json_count(a->nginx_banned_uid), "address",
+					      fc_json_count(a->nginx_banned_addr)));
+		json_object_set_new(doc, "offender_reports_lost", json_integer(fc_json_count(a->ring_lost)));
+	}
 	for (i = 0; pols && i < a->n; i++) {
 		const struct fc_policy_spec *p = &ps[i].row->spec;
 		json_t *o;
@@ -111,8 +116,13 @@ static int fc_stats_print(const struct fc_ctx *ctx, const struct fc_stats_all *a
 			       (unsigned long long)cnt->bytes);
 		}
 	}
-	if (a->shm_there && !a->shm_other_store)
+	if (a->shm_there && !a->shm_other_store) {
 		printf("%-22s %16llu %18s\n", "nginx: allowed", (unsigned long long)a->nginx_allowed, "(requests)");
+		printf("%-22s %16llu %18s\n", "nginx: banned uid", (unsigned long long)a->nginx_banned_uid, "(requests)");
+		printf("%-22s %16llu %18s\n", "nginx: banned address", (unsigned long long)a->nginx_banned_addr,
+		       "(requests)");
+		printf("%-22s %16llu %18s\n", "nginx: reports lost", (unsigned long long)a->ring_lost, "(offender ring)");
+	}
 	printf("\n%-30s %10s %16s %18s\n", "BAN SOURCE", "BANS", "DROPPED PACKETS", "BYTES");
 	for (i = 0; i < a->nsources; i++) {
 		char name[FC_SET_NAME_MAX + 8];
@@ -196,10 +206,11 @@ const struct fc_cmd fc_cmd_stats = {
 		   "each ban set: an address held by several counts under the first (by hand, then the\n"
 		   "set made first). Policies in nginx with --concurrency show the requests in flight now\n"
 		   "of their cap (IN-FLIGHT; every key's for a per-key policy) and the refusals by the cap\n"
-		   "(BY-CAP, also counted as dropped). --prometheus adds the freqctl_bans gauge (live bans\n"
-		   "in the store, by kind: address, uid; reason: by_hand, escalated, set) and\n"
-		   "freqctl_ban_dropped_packets_total and _bytes_total by source (by_hand, or set with its\n"
-		   "name).",
+		   "(BY-CAP, also counted as dropped). nginx counts the requests an allow entry let through\n"
+		   "and those a ban refused, a uid ban apart from an address ban. --prometheus adds the\n"
+		   "freqctl_bans gauge (live bans in the store, by kind: address, uid; reason: by_hand,\n"
+		   "escalated, set), freqctl_ban_dropped_packets_total and _bytes_total by source (by_hand,\n"
+		   "or set with its name) and freqctl_nginx_banned_total by kind (uid, address).",
 	.opts = fc_stats_opts,
 	.run = fc_cmd_stats_run,
 };

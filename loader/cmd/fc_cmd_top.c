@@ -22,6 +22,7 @@
 
 #include "fc_cli.h"
 #include "fc_duration.h"
+#include "fc_escape.h"
 #include "fc_rows_json.h"
 #include "fc_shm_state.h"
 #include "fc_stats.h"
@@ -316,21 +317,41 @@ static void fc_top_print_json(const struct fc_top *top, const struct fc_top_samp
 						      "action", fc_action_name(p->action), "passed_per_s", pol[i].passed,
 						      "denied_per_s", pol[i].denied, "delayed_per_s", pol[i].delayed));
 	}
-	doc = json_pack("{s:s, s:f, s:{s:f, s:f, s:f, s:f}, s:{s:I, s:I, s:I}, s:o, s:o, s:o, s:o}", "time", stamp,
-			"interval", dt, "xdp", "passed_per_s",
+	doc = json_pack("{s:s, s:f, s:{s:f, s:f, s:f}, s:{s:f, s:f, s:f, s:f}, s:{s:I, s:I, s:I}, s:o, s:o, s:o, s:o}",
+			"time", stamp, "interval", dt, "nginx", "banned_uid_per_s",
+			fc_rate(cur->a.nginx_banned_uid, prev->a.nginx_banned_uid, dt), "banned_address_per_s",
+			fc_rate(cur->a.nginx_banned_addr, prev->a.nginx_banned_addr, dt), "allowed_per_s",
+			fc_rate(cur->a.nginx_allowed, prev->a.nginx_allowed, dt), "xdp", "passed_per_s",
 			fc_rate(cur->a.s.passed.packets, prev->a.s.passed.packets, dt), "dropped_exact_per_s",
-			fc_rate(cur->a.s.drop_exact.packets, prev->a.s.drop_exact.packets, dt),
-			"dropped_prefix_per_s", fc_rate(cur->a.s.drop_prefix.packets, prev->a.s.drop_prefix.packets, dt),
-			"dropped_limit_per_s", fc_rate(cur->a.s.drop_limit.packets, prev->a.s.drop_limit.packets, dt),
-			"bans", "addresses", (json_int_t)cur->a.bans.addresses, "escalated",
-			(json_int_t)cur->a.bans.escalated, "uids", (json_int_t)cur->a.bans.uids, "policies", pols,
-			"sources", fc_top_sources_json(src, ns < top->rows ? ns : top->rows, "used"), "refused",
-			fc_top_sources_json(ref, nr < top->rows ? nr : top->rows, "per_s"), "keys", fc_key_uses_to_json(top->keys, top->nkeys));
+			fc_rate(cur->a.s.drop_exact.packets, prev->a.s.drop_exact.packets, dt), "dropped_prefix_per_s",
+			fc_rate(cur->a.s.drop_prefix.packets, prev->a.s.drop_prefix.packets, dt), "dropped_limit_per_s",
+			fc_rate(cur->a.s.drop_limit.packets, prev->a.s.drop_limit.packets, dt), "bans", "addresses",
+			(json_int_t)cur->a.bans.addresses, "escalated", (json_int_t)cur->a.bans.escalated, "uids",
+			(json_int_t)cur->a.bans.uids, "policies", pols, "sources",
+			fc_top_sources_json(src, ns < top->rows ? ns : top->rows, "used"), "refused",
+			fc_top_sources_json(ref, nr < top->rows ? nr : top->rows, "per_s"), "keys",
+			fc_key_uses_to_json(top->keys, top->nkeys));
 	if (doc) {
 		json_dumpf(doc, stdout, JSON_COMPACT);
 		json_decref(doc);
 	}
 	putchar('\n');
+}
+
+/* The length of the longest prefix of escaped text (fc_escape's) of at
+ * most max bytes that cuts no escape and no character. */
+static size_t fc_top_value_cut(const char *text, size_t max)
+{
+	size_t n = 0, step;
+	unsigned char c, lo, hi;
+
+	for (; text[n]; n += step) {
+		c = (unsigned char)text[n];
+		step = c == '\\' ? (text[n + 1] == 'x' ? 4 : 2) : fc_utf8_lead(c, &lo, &hi);
+		if (!step || n + step > max)
+			break;
+	}
+	return n;
 }
 
 static void fc_top_print_text(const struct fc_top *top, const struct fc_top_sample *prev,
@@ -351,6 +372,10 @@ static void fc_top_print_text(const struct fc_top *top, const struct fc_top_samp
 	       fc_rate(s->passed.packets, o->passed.packets, dt), fc_rate(s->drop_exact.packets, o->drop_exact.packets, dt),
 	       fc_rate(s->drop_prefix.packets, o->drop_prefix.packets, dt),
 	       fc_rate(s->drop_limit.packets, o->drop_limit.packets, dt));
+	printf("nginx: refused/s: %.0f by a uid ban, %.0f by an address ban; %.0f allowed/s\n",
+	       fc_rate(cur->a.nginx_banned_uid, prev->a.nginx_banned_uid, dt),
+	       fc_rate(cur->a.nginx_banned_addr, prev->a.nginx_banned_addr, dt),
+	       fc_rate(cur->a.nginx_allowed, prev->a.nginx_allowed, dt));
 	printf("bans: %zu addresses (%zu escalated), %zu user ids\n\n", cur->a.bans.addresses, cur->a.bans.escalated,
 	       cur->a.bans.uids);
 	printf("%-10s %-30s %-6s %-7s %10s %10s %10s\n", "POLICY", "MATCH", "LAYER", "ACTION", "PASSED/s", "DENIED/s",
@@ -373,11 +398,22 @@ static void fc_top_print_text(const struct fc_top *top, const struct fc_top_samp
 		fc_addr_format(&ref[i], addr, sizeof(addr));
 		printf("%-40s %-10u %10.1f\n", addr, ref[i].policy, ref[i].value);
 	}
-	printf("\n%-40s %-10s %10s %10s %10s\n", "KEY (per-key nginx policies; keyed hash)", "POLICY", "USED", "PASSED",
-	       "DENIED");
-	for (i = 0; i < top->nkeys; i++)
-		printf("%016llx%24s %-10u %9.0f%% %10u %10u\n", (unsigned long long)top->keys[i].tag, "",
-		       top->keys[i].policy, top->keys[i].use * 100, top->keys[i].passed, top->keys[i].denied);
+	printf("\n%-40s %-10s %10s %10s %10s\n", "KEY (per-key nginx policies; \"value\" or hash)", "POLICY", "USED",
+	       "PASSED", "DENIED");
+	for (i = 0; i < top->nkeys; i++) {
+		const struct fc_key_use *k = &top->keys[i];
+		char key[48];
+
+		if (k->has_value) { /* up to 36 bytes of it: a longer one ends in ... */
+			size_t len = strlen(k->value), cut = fc_top_value_cut(k->value, 36);
+
+			snprintf(key, sizeof(key), "\"%.*s%s", (int)cut, k->value,
+				 cut < len || k->value_cut ? "\"..." : "\"");
+		} else {
+			snprintf(key, sizeof(key), "%016llx", (unsigned long long)k->tag);
+		}
+		printf("%-40s %-10u %9.0f%% %10u %10u\n", key, k->policy, k->use * 100, k->passed, k->denied);
+	}
 	if (!top->tty)
 		putchar('\n');
 }
@@ -412,8 +448,8 @@ static int fc_top_run(const struct fc_ctx *ctx0, const struct fc_cmd *cmd, int a
 	top.tty = top.tty && !top.json;
 	if (opt.rows)
 		top.rows = (size_t)opt.rows;
-	else if (top.tty && !ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) && ws.ws_row >= 19)
-		top.rows = (size_t)(ws.ws_row - 15) / 4; /* four tables and their headings */
+	else if (top.tty && !ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) && ws.ws_row >= 20)
+		top.rows = (size_t)(ws.ws_row - 16) / 4; /* four tables and their headings */
 	else
 		top.rows = 10;
 	top.src = calloc(FC_MAX_SOURCES, sizeof(*top.src));
@@ -483,8 +519,10 @@ const struct fc_cmd fc_cmd_top = {
 		   "ranked by how much of their fullest tier they use now (100% = at the limit), and the\n"
 		   "clients nginx refused for an escalating policy in the last interval.\n"
 		   "Keys: those of per-key nginx policies (DIM=*; ip=*'s is the client's unit, one key\n"
-		   "for the addresses of a /64), ranked the same way; the key table holds a keyed hash of\n"
-		   "each key, not its value ('freqctl keys ID' lists one policy's).\n"
+		   "for the addresses of a /64), ranked the same way, each by its value (escaped, as\n"
+		   "freqctl keys shows it) where its policy keeps values (--show-keys), else by its keyed\n"
+		   "hash ('freqctl keys ID' lists one policy's). nginx: the requests refused per second\n"
+		   "by a uid ban and by an address ban, and let through by an allow entry.\n"
 		   "Keys and refusals are the nginx workers' account, read from a file they write.\n"
 		   "On a terminal the screen is redrawn; in a pipe each refresh is printed after the last;\n"
 		   "--json prints one object per refresh and line. Ctrl-C quits.",

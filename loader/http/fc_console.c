@@ -32,6 +32,7 @@
 #include "fc_change.h"
 #include "fc_console.h"
 #include "fc_duration.h"
+#include "fc_escape.h"
 #include "fc_http.h"
 #include "fc_rows_json.h"
 #include "fc_stats.h"
@@ -109,33 +110,6 @@ static int fc_reply_json(struct fc_reply *r, unsigned int status, json_t *doc)
 
 	json_decref(doc);
 	return fc_reply_set(r, status, text, text ? strlen(text) : 0, "application/json");
-}
-
-/* The length of the UTF-8 character p starts, and the range its second
- * byte must be in (RFC 3629: no overlong forms, no surrogates, nothing past
- * U+10FFFF); 0 if p can not start one. */
-static size_t fc_utf8_lead(unsigned char c, unsigned char *lo, unsigned char *hi)
-{
-	*lo = 0x80, *hi = 0xbf;
-	if (c < 0x80)
-		return 1;
-	if (c >= 0xc2 && c <= 0xdf)
-		return 2;
-	if (c >= 0xe0 && c <= 0xef) {
-		if (c == 0xe0)
-			*lo = 0xa0;
-		if (c == 0xed)
-			*hi = 0x9f;
-		return 3;
-	}
-	if (c >= 0xf0 && c <= 0xf4) {
-		if (c == 0xf0)
-			*lo = 0x90;
-		if (c == 0xf4)
-			*hi = 0x8f;
-		return 4;
-	}
-	return 0;
 }
 
 /* Makes s valid UTF-8 in place, as JSON must be: a message echoes what the
@@ -606,13 +580,17 @@ static int fc_api_stats(struct fc_console *c, struct fc_reply *r)
 	}
 	pthread_mutex_unlock(&c->lock);
 	fc_time_format((int64_t)time(NULL), stamp);
-	doc = json_pack("{s:s, s:s, s:s, s:{s:I, s:I, s:I, s:I}, s:{s:I, s:I, s:I, s:I}, s:o, s:o, s:o}", "time", stamp,
-			"version", FC_VERSION, "node", c->ctx.node, "xdp", "passed", fc_json_count(a.s.passed.packets), "dropped_exact",
-			fc_json_count(a.s.drop_exact.packets), "dropped_prefix", fc_json_count(a.s.drop_prefix.packets),
-			"dropped_limit", fc_json_count(a.s.drop_limit.packets), "bans", "addresses",
-			(json_int_t)a.bans.addresses, "escalated", (json_int_t)a.bans.escalated, "uids",
-			(json_int_t)a.bans.uids, "in_sets", (json_int_t)a.bans.in_sets, "policies", pols, "keys",
-			fc_key_uses_to_json(keys, nkeys), "ban_sources", fc_ban_sources_to_json(&a));
+	doc = json_pack("{s:s, s:s, s:s, s:{s:I, s:I, s:I}, s:{s:I, s:I, s:I, s:I}, s:{s:I, s:I, s:I, s:I}, s:o, s:o, "
+			"s:o}",
+			"time", stamp, "version", FC_VERSION, "node", c->ctx.node, "nginx", "allowed",
+			fc_json_count(a.nginx_allowed), "banned_uid", fc_json_count(a.nginx_banned_uid),
+			"banned_address", fc_json_count(a.nginx_banned_addr), "xdp", "passed",
+			fc_json_count(a.s.passed.packets), "dropped_exact", fc_json_count(a.s.drop_exact.packets),
+			"dropped_prefix", fc_json_count(a.s.drop_prefix.packets), "dropped_limit",
+			fc_json_count(a.s.drop_limit.packets), "bans", "addresses", (json_int_t)a.bans.addresses,
+			"escalated", (json_int_t)a.bans.escalated, "uids", (json_int_t)a.bans.uids, "in_sets",
+			(json_int_t)a.bans.in_sets, "policies", pols, "keys", fc_key_uses_to_json(keys, nkeys),
+			"ban_sources", fc_ban_sources_to_json(&a));
 	free(cur.rows);
 	fc_stats_free(&a);
 	return fc_reply_json(r, MHD_HTTP_OK, doc);

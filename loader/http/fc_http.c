@@ -316,16 +316,24 @@ int fc_http_start(struct fc_http *h, const struct sockaddr_storage *sa, const st
 	if (fc_http_token(conf->token_file, true, h->token, err) < 0)
 		goto out;
 	fc_http_token_fresh(h); /* records the file as read */
+	if (fc_http_guard_start(&h->guard, handler, cls, done) < 0) {
+		fc_err_set(err, "cannot start a thread: %s", strerror(errno));
+		goto out;
+	}
 	pthread_mutex_init(&h->lock, NULL);
 	flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL | (sa->ss_family == AF_INET6 ? MHD_USE_IPv6 : 0) |
 		(cert ? MHD_USE_TLS : 0);
-	h->d = fc_mhd.MHD_start_daemon(flags, (uint16_t)h->port, NULL, NULL, handler, cls, MHD_OPTION_SOCK_ADDR, sa,
-				MHD_OPTION_NOTIFY_COMPLETED, done, NULL, MHD_OPTION_CONNECTION_LIMIT, 32U,
-				MHD_OPTION_PER_IP_CONNECTION_LIMIT, 16U, MHD_OPTION_CONNECTION_TIMEOUT, 10U,
-				MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(128 * 1024),
+	/* The limit per address is the guard's: it makes room for a new
+	 * connection rather than refuse it. */
+	h->d = fc_mhd.MHD_start_daemon(flags, (uint16_t)h->port, NULL, NULL, fc_http_guard_handle, &h->guard,
+				MHD_OPTION_SOCK_ADDR, sa, MHD_OPTION_NOTIFY_CONNECTION, fc_http_guard_notify,
+				&h->guard, MHD_OPTION_NOTIFY_COMPLETED, fc_http_guard_completed, &h->guard,
+				MHD_OPTION_CONNECTION_LIMIT, (unsigned)FC_HTTP_CONNS, MHD_OPTION_CONNECTION_TIMEOUT,
+				(unsigned)FC_HTTP_DEADLINE_S, MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(128 * 1024),
 				cert ? MHD_OPTION_HTTPS_MEM_CERT : MHD_OPTION_END, cert, MHD_OPTION_HTTPS_MEM_KEY, key,
 				MHD_OPTION_END);
 	if (!h->d) {
+		fc_http_guard_stop(&h->guard);
 		pthread_mutex_destroy(&h->lock);
 		fc_err_set(err, "cannot listen on %s:%u (in use, not an address of this machine, or a bad certificate "
 				"or key)",
@@ -346,6 +354,7 @@ void fc_http_stop(struct fc_http *h)
 	if (!h->d)
 		return;
 	fc_mhd.MHD_stop_daemon(h->d);
+	fc_http_guard_stop(&h->guard);
 	h->d = NULL;
 	free(h->pem[0]);
 	free(h->pem[1]);

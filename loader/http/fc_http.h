@@ -19,6 +19,7 @@
 
 #include "fc_dl.h"
 #include "fc_error.h"
+#include "fc_http_guard.h"
 
 /* libmicrohttpd, loaded when a server starts (fc_http_start; fc_dl.h): a
  * command that serves nothing does not load it, nor what it pulls in.
@@ -67,11 +68,14 @@ struct fc_http {
 	ino_t token_ino;
 	struct timespec token_mtime;
 	char *pem[2]; /* TLS certificate and key, while the daemon runs */
+	struct fc_http_guard guard; /* against clients that hold connections */
 };
 
 /* Listens on sa, serving in one event-driven thread of its own; a client
- * that stalls is cut off after 10 s. done (may be NULL) is called when a
- * request ends. Refuses plain HTTP beyond loopback unless conf->insecure.
+ * that stalls is cut off after 10 s, one whose request is not whole 10 s
+ * after it could start too, and one address holds a quarter of the
+ * connections at most (fc_http_guard.h). done (may be NULL) is called when
+ * a request ends. Refuses plain HTTP beyond loopback unless conf->insecure.
  * -1 with err when it can not serve. */
 int fc_http_start(struct fc_http *h, const struct sockaddr_storage *sa, const struct fc_http_conf *conf,
 		  MHD_AccessHandlerCallback handler, void *cls, MHD_RequestCompletedCallback done, struct fc_err *err);

@@ -71,17 +71,9 @@ static enum xdp_attach_mode fc_xdp_mode(enum fc_mode mode)
 	return mode == FC_MODE_XDP ? XDP_MODE_NATIVE : XDP_MODE_SKB;
 }
 
-/* libxdp's warnings always, its account of what it tried with -v. */
+/* libxdp's account of what it tried, with -v only: what went wrong is
+ * freqctl's to say, in its own words (as libbpf's, fc_libbpf_print). */
 static int fc_libxdp_print(enum libxdp_print_level level, const char *fmt, va_list ap)
-{
-	if (level != LIBXDP_WARN && !fc_verbose)
-		return 0;
-	return vfprintf(stderr, fmt, ap);
-}
-
-/* libbpf while libxdp works: a failed probe of the kernel is how libxdp
- * finds it cannot run its dispatcher, not an error to show unasked. */
-static int fc_libbpf_verbose_only(enum libbpf_print_level level, const char *fmt, va_list ap)
 {
 	(void)level;
 	if (!fc_verbose)
@@ -146,15 +138,8 @@ static void fc_tc_query(const struct fc_pin_ref *r, int ifindex, struct fc_hook_
 	LIBBPF_OPTS(bpf_tc_hook, hook, .ifindex = ifindex, .attach_point = BPF_TC_INGRESS);
 	LIBBPF_OPTS(bpf_tc_opts, q, .handle = FC_TC_HANDLE, .priority = FC_TC_PRIORITY);
 
-	libbpf_print_fn_t print;
-	int rc;
-
-	/* No clsact qdisc is the common case, not worth libbpf's warning. */
-	print = libbpf_set_print(NULL);
-	rc = bpf_tc_query(&hook, &q);
-	libbpf_set_print(print);
-	if (rc)
-		q.prog_id = 0;
+	if (bpf_tc_query(&hook, &q))
+		q.prog_id = 0; /* no clsact qdisc, or no filter of ours */
 	fc_hook_prog_inspect(r, q.prog_id, hp);
 }
 
@@ -208,6 +193,46 @@ static int fc_ifindex(const char *ifname, struct fc_err *err)
 	return (int)idx;
 }
 
+/* The XDP program on ifindex, in whichever mode (the kernel runs one mode
+ * at a time), as bpftool names it: "id 9271, name xdpfilt_alw_all, driver
+ * mode" into buf; false when there is none. */
+static bool fc_xdp_holder(int ifindex, char *buf, size_t len)
+{
+	LIBBPF_OPTS(bpf_xdp_query_opts, q);
+	struct bpf_prog_info info = {};
+	__u32 ilen = sizeof(info), id;
+	const char *where;
+	int fd;
+
+	if (bpf_xdp_query(ifindex, 0, &q))
+		return false;
+	id = q.drv_prog_id ? q.drv_prog_id : q.skb_prog_id ? q.skb_prog_id : q.hw_prog_id;
+	where = q.drv_prog_id ? "driver" : q.skb_prog_id ? "generic" : "offload";
+	if (!id)
+		return false;
+	fd = bpf_prog_get_fd_by_id(id);
+	if (fd < 0 || bpf_obj_get_info_by_fd(fd, &info, &ilen))
+		info.name[0] = '\0';
+	if (fd >= 0)
+		close(fd);
+	snprintf(buf, len, "id %u%s%.*s, %s mode", id, info.name[0] ? ", name " : "", (int)sizeof(info.name), info.name,
+		 where);
+	return true;
+}
+
+/* Refuses to attach in an XDP mode where another program holds the XDP
+ * hook (in this mode or the other), naming it; 0 when none does. */
+static int fc_xdp_taken(int ifindex, const char *ifname, struct fc_err *err)
+{
+	char who[BPF_OBJ_NAME_LEN + 64];
+
+	if (!fc_xdp_holder(ifindex, who, sizeof(who)))
+		return 0;
+	return fc_err_set(err, "interface %s: another XDP program (%s) is attached; freqctl does not replace it, "
+			       "but runs beside it with --mode tc",
+			  ifname, who);
+}
+
 static int fc_attach_xdp(int ifindex, int prog_fd, enum fc_mode mode, const struct fc_hook_prog *cur,
 			 const char *ifname, struct fc_err *err)
 {
@@ -228,10 +253,8 @@ static int fc_attach_xdp(int ifindex, int prog_fd, enum fc_mode mode, const stru
 		close(old_fd);
 	if (!rc)
 		return 0;
-	if (rc == -EBUSY || rc == -EEXIST)
-		return fc_err_set(err, "interface %s: another XDP program (id %u%s%s) is attached; freqctl does not "
-				       "replace it",
-				  ifname, cur->id, cur->name[0] ? ", " : "", cur->name);
+	if ((rc == -EBUSY || rc == -EEXIST) && fc_xdp_taken(ifindex, ifname, err))
+		return -1;
 	if (rc == -EOPNOTSUPP && mode == FC_MODE_XDP)
 		return fc_err_set(err, "interface %s: the driver has no native XDP; use --mode xdp-generic or --mode tc",
 				  ifname);
@@ -247,8 +270,9 @@ static int fc_attach_tc(int ifindex, int prog_fd, const struct fc_hook_prog *cur
 
 	if (cur->id && !cur->ours)
 		return fc_err_set(err, "interface %s: TC ingress filter handle %#x priority %d holds another program "
-				       "(id %u); freqctl does not replace it",
-				  ifname, FC_TC_HANDLE, FC_TC_PRIORITY, cur->id);
+				       "(id %u%s%.*s); freqctl does not replace it",
+				  ifname, FC_TC_HANDLE, FC_TC_PRIORITY, cur->id, cur->name[0] ? ", name " : "",
+				  (int)sizeof(cur->name), cur->name);
 	rc = bpf_tc_hook_create(&hook);
 	if (rc && rc != -EEXIST)
 		return fc_err_set(err, "interface %s: cannot create the clsact qdisc: %s", ifname, strerror(-rc));
@@ -316,7 +340,6 @@ static int fc_attach_dispatched(struct freqctl *skel, int ifindex, enum fc_mode 
 				const struct fc_hook_prog *cur, const char *ifname, struct fc_err *err)
 {
 	DECLARE_LIBXDP_OPTS(xdp_program_opts, xo, .obj = skel->obj, .prog_name = FC_PROG_XDP);
-	libbpf_print_fn_t print;
 	struct xdp_program *p;
 	int rc;
 
@@ -328,9 +351,7 @@ static int fc_attach_dispatched(struct freqctl *skel, int ifindex, enum fc_mode 
 	 * what freqctl lets through goes on to the others. */
 	xdp_program__set_chain_call_enabled(p, XDP_PASS, true);
 	xdp_program__set_run_prio(p, prio);
-	print = libbpf_set_print(fc_libbpf_verbose_only);
 	rc = xdp_program__attach(p, ifindex, fc_xdp_mode(mode), 0);
-	libbpf_set_print(print);
 	xdp_program__close(p);
 	if (rc)
 		return fc_err_set(err, "interface %s: libxdp's dispatcher: %s", ifname, strerror(-rc));
@@ -394,6 +415,10 @@ int fc_attach(const char *pin_dir, const struct fc_maps *m, const char *ifname, 
 		return fc_err_set(err, "interface %s: freqctl is already attached in %s mode; detach it first", ifname,
 				  fc_mode_name(other));
 	fc_hook_query(&r, ifindex, mode, &cur);
+	/* Another program on the XDP hook, unless a dispatcher freqctl can
+	 * join runs it: refused before any library tries. */
+	if (mode != FC_MODE_TC && !cur.ours && !cur.dispatcher && fc_xdp_taken(ifindex, ifname, err))
+		return -1;
 	skel = fc_skel_open(pin_dir, mode, err);
 	if (!skel)
 		return -1;

@@ -82,6 +82,10 @@ void fc_policy_enforced(const struct fc_policy_row *row, const struct fc_node_ct
 		e->star_len4 = fc_star_len4(p);
 		e->star_len6 = fc_star_len6(p);
 	}
+	/* Only where asked for: a key may be a secret (an API key in a header
+	 * or an argument) or personal (a user id, an address), whatever its
+	 * dimension, so not saying keeps none. */
+	e->show_keys = p->show_keys > 0 && fc_policy_is_keyed(p);
 	if (p->kind == FC_MATCH_STAR && !fc_policy_is_l7(p))
 		fc_new_src_tier(p, node->ncpus, &e->new_src);
 }

@@ -30,6 +30,7 @@ struct fc_node_ctx {
 struct fc_enforced {
 	struct fc_policy k;     /* its tiers, flags and warm-up, as the kernel's policy slot holds them */
 	uint32_t concurrency;   /* nginx: requests in flight at most (per key for a per-key policy); 0: no cap */
+	bool show_keys;         /* nginx, per-key: its busiest keys' values kept (FC_SHM_POLICY_SHOW_KEYS) */
 	struct fc_tier new_src; /* ip=*: new sources a second, per CPU (zero for other policies) */
 	/* ip=*, at either layer: the prefix lengths of its buckets (its unit);
 	 * 0 for other policies. */

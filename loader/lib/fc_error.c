@@ -40,11 +40,13 @@ void fc_debug(const char *fmt, ...)
 	fputc('\n', stderr);
 }
 
-/* libbpf explains failures (verifier log, missing BTF) at warning level;
- * show those always and the chatter only with -v. */
+/* libbpf's messages, its warnings too (a verifier log, a kernel's error
+ * message, a probe that failed), with -v only: freqctl says what failed,
+ * naming the object, and points to -v where the log tells more. */
 int fc_libbpf_print(enum libbpf_print_level level, const char *fmt, va_list ap)
 {
-	if (level != LIBBPF_WARN && !fc_verbose)
+	(void)level;
+	if (!fc_verbose)
 		return 0;
 	return vfprintf(stderr, fmt, ap);
 }

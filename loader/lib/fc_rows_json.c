@@ -247,6 +247,11 @@ json_t *fc_allow_to_json(const struct fc_allow_row *r, int64_t now)
 	return o;
 }
 
+json_t *fc_key_value_to_json(bool has, const char *text, bool cut)
+{
+	return has ? json_pack("{s:s, s:b}", "text", text, "cut", cut) : json_null();
+}
+
 json_t *fc_key_uses_to_json(const struct fc_key_use *k, size_t n)
 {
 	json_t *a = json_array();
@@ -255,10 +260,11 @@ json_t *fc_key_uses_to_json(const struct fc_key_use *k, size_t n)
 
 	for (i = 0; a && i < n; i++) {
 		snprintf(tag, sizeof(tag), "%016llx", (unsigned long long)k[i].tag);
-		json_array_append_new(a, json_pack("{s:s, s:I, s:f, s:I, s:I}", "key", tag, "policy",
+		json_array_append_new(a, json_pack("{s:s, s:I, s:f, s:I, s:I, s:o}", "key", tag, "policy",
 						   (json_int_t)k[i].policy, "used",
 						   (double)(int64_t)(k[i].use * 1000 + 0.5) / 1000, "passed",
-						   (json_int_t)k[i].passed, "denied", (json_int_t)k[i].denied));
+						   (json_int_t)k[i].passed, "denied", (json_int_t)k[i].denied, "value",
+						   fc_key_value_to_json(k[i].has_value, k[i].value, k[i].value_cut)));
 	}
 	return a;
 }

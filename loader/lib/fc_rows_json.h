@@ -8,6 +8,7 @@
 #define FC_ROWS_JSON_H
 
 #include <jansson.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "fc_store.h"
@@ -39,10 +40,13 @@ json_t *fc_ban_set_to_json(const struct fc_ban_set *set);
  * address's), "created", "expires", "ttl_remaining", "note"}. */
 json_t *fc_allow_to_json(const struct fc_allow_row *r, int64_t now);
 
-/* [{"key": "HASH", "policy", "used", "passed", "denied"}, ...], as top
- * --json and the console's /api/stats show the busiest keys. */
+/* [{"key": "HASH", "policy", "used", "passed", "denied", "value"}, ...], as
+ * top --json and the console's /api/stats show the busiest keys. */
 struct fc_key_use;
 json_t *fc_key_uses_to_json(const struct fc_key_use *k, size_t n);
+/* A key's value (--show-keys) as JSON: {"text": escaped (fc_escape), "cut":
+ * whether the value was longer than what is kept}, or null (has false). */
+json_t *fc_key_value_to_json(bool has, const char *text, bool cut);
 
 /* A u64 counter as a JSON integer, which jansson keeps signed: clamped to
  * INT64_MAX. No counter reaches 2^63 (292 years at 10^9 a second), so one

@@ -1,4 +1,6 @@
 // SPDX-License-Identifier: BSD-2-Clause
+#include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -10,6 +12,7 @@
 #include "fc_shm_write.h"
 #include "fc_stats.h"
 #include "fc_store_keep.h"
+#include "fc_topn.h"
 #include "fc_version.h"
 
 /* The counters of struct fc_stats, in display order. */
@@ -18,6 +21,7 @@ const struct fc_stat_row fc_stat_rows[] = {
 	{ "dropped_exact", "dropped: exact ban", offsetof(struct fc_stats, drop_exact) },
 	{ "dropped_prefix", "dropped: prefix ban", offsetof(struct fc_stats, drop_prefix) },
 	{ "dropped_limit", "dropped: rate limit", offsetof(struct fc_stats, drop_limit) },
+	{ "dropped_vlan", "dropped: VLAN tags", offsetof(struct fc_stats, drop_tagged) },
 	{ "source_overflow", "ip=* overflow bucket", offsetof(struct fc_stats, src_overflow) },
 	{ "passed_non_ip", "passed: not IP", offsetof(struct fc_stats, non_ip) },
 	{ "passed_malformed", "passed: malformed", offsetof(struct fc_stats, malformed) },
@@ -80,9 +84,11 @@ static void fc_stats_prometheus_conc(FILE *f, const struct fc_policy_stats *ps, 
 }
 
 /* The same numbers for Prometheus: one family per counter kind, labelled. */
-static void fc_stats_prometheus(FILE *f, const struct fc_stats *s, const struct fc_policy_stats *ps, size_t n,
-				uint64_t nginx_allowed)
+static void fc_stats_prometheus(FILE *f, const struct fc_stats_all *a)
 {
+	const struct fc_stats *s = &a->s;
+	const struct fc_policy_stats *ps = a->ps;
+	size_t n = a->n;
 	char match[FC_MATCH_LEN], esc[2 * FC_MATCH_LEN];
 	const struct fc_counter *cnt;
 	size_t i;
@@ -106,9 +112,20 @@ static void fc_stats_prometheus(FILE *f, const struct fc_stats *s, const struct 
 	       "the shared overflow bucket.\n# TYPE freqctl_source_overflow_packets_total counter\n"
 	       "freqctl_source_overflow_packets_total %llu\n",
 	       (unsigned long long)s->src_overflow.packets);
-	fprintf(f, "# HELP freqctl_nginx_allowed_total Requests nginx let through because an allow entry covers "
-	       "their address or uid.\n# TYPE freqctl_nginx_allowed_total counter\nfreqctl_nginx_allowed_total %llu\n",
-	       (unsigned long long)nginx_allowed);
+	fprintf(f,
+		"# HELP freqctl_nginx_allowed_total Requests nginx let through because an allow entry covers "
+		"their address or uid.\n# TYPE freqctl_nginx_allowed_total counter\nfreqctl_nginx_allowed_total %llu\n",
+		(unsigned long long)a->nginx_allowed);
+	fprintf(f,
+		"# HELP freqctl_nginx_banned_total Requests nginx refused because a ban covers their uid or address.\n"
+		"# TYPE freqctl_nginx_banned_total counter\nfreqctl_nginx_banned_total{kind=\"uid\"} %llu\n"
+		"freqctl_nginx_banned_total{kind=\"address\"} %llu\n",
+		(unsigned long long)a->nginx_banned_uid, (unsigned long long)a->nginx_banned_addr);
+	fprintf(f,
+		"# HELP freqctl_offender_reports_lost_total Offender reports of nginx the agent could not read: "
+		"overwritten before it read them, or never finished (a worker killed while writing one).\n"
+		"# TYPE freqctl_offender_reports_lost_total counter\nfreqctl_offender_reports_lost_total %llu\n",
+		(unsigned long long)a->ring_lost);
 	fputs("# HELP freqctl_policy_total Packets (layer xdp) or requests (layer nginx) per policy and outcome.\n"
 	      "# TYPE freqctl_policy_total counter\n",
 	      f);
@@ -245,10 +262,12 @@ int fc_stats_gather(const struct fc_ctx *ctx, struct fc_stats_all *a, struct fc_
 	}
 	for (i = 0; i < a->n; i++)
 		l7 |= fc_policy_is_l7(&a->rows[i].spec);
+	a->ring_lost = fc_shm_lost(ctx->shm_path);
 	/* The workers' counters: their word, read as it is (no shm yet, or
 	 * another store's: zeros). */
 	if (!a->shm_other_store && (fd = fc_state_open(ctx->shm_path, &shm_err)) >= 0) {
 		a->nginx_allowed = fc_state_allowed(fd);
+		fc_state_banned(fd, &a->nginx_banned_uid, &a->nginx_banned_addr);
 		slots = l7 ? malloc(FC_SHM_SLOTS * sizeof(*slots)) : NULL;
 		if (slots)
 			fc_state_slots(fd, slots, FC_SHM_SLOTS);
@@ -349,69 +368,130 @@ void fc_key_view(const struct fc_policy_row *row, const struct fc_enforced *e, c
 	v->inflight = v->capped ? k->state[w] : 0;
 }
 
-struct fc_busiest {
-	const struct fc_policy *pol; /* compiled, by slot: FC_SHM_SLOTS entries */
-	uint64_t now;
-	struct fc_key_use *out;
-	size_t max, n;
+bool fc_key_value(const struct fc_policy_row *row, const struct fc_enforced *e, const struct fc_shm_val *vals,
+		  uint64_t tag, char *out, bool *cut)
+{
+	const struct fc_shm_val *v;
+
+	*out = '\0';
+	*cut = false;
+	if (!e->show_keys || !vals || !(v = fc_state_val_of(vals, tag, row->slot, row->epoch)))
+		return false;
+	fc_escape(v->value, v->len, out, FC_KEY_VALUE_LEN);
+	*cut = v->flags & FC_SHM_VAL_CUT;
+	return true;
+}
+
+/* A per-key policy as its keys name it: its slot. */
+struct fc_keyed {
+	uint32_t slot;
+	const struct fc_policy *pol; /* compiled, as this node enforces it */
 };
 
-/* Keeps the key if it is among the max busiest seen so far (max is small). */
+struct fc_busiest {
+	const struct fc_keyed *keyed; /* by slot */
+	size_t nkeyed;
+	uint64_t now;
+	struct fc_topn top;
+};
+
+static int fc_keyed_cmp(const void *a, const void *b)
+{
+	const struct fc_keyed *x = a, *y = b;
+
+	return x->slot < y->slot ? -1 : x->slot > y->slot;
+}
+
+/* Using more of its fullest tier first. */
+static int fc_key_use_more(const void *a, const void *b)
+{
+	const struct fc_key_use *x = a, *y = b;
+
+	return x->use < y->use ? 1 : x->use > y->use ? -1 : 0;
+}
+
+/* Keeps the key if it is among the max busiest seen so far. */
 static void fc_busiest_one(const struct fc_shm_key *e, void *arg)
 {
 	struct fc_busiest *b = arg;
+	const struct fc_keyed *kp, want = { .slot = e->slot };
 	const struct fc_policy *pol;
 	struct fc_key_use k;
-	size_t i;
 
-	/* Every field is the workers' say-so: bounded before use. */
-	if (!e->slot || e->slot >= FC_SHM_SLOTS)
+	/* Every field is the workers' say-so: only a slot and epoch of a
+	 * per-key policy name one. */
+	kp = bsearch(&want, b->keyed, b->nkeyed, sizeof(*b->keyed), fc_keyed_cmp);
+	if (!kp || kp->pol->epoch != e->epoch)
 		return;
-	pol = &b->pol[e->slot];
-	if (!pol->id || pol->epoch != e->epoch)
-		return;
+	pol = kp->pol;
 	k = (struct fc_key_use){ pol->id, e->tag, e->passed, e->denied, fc_bucket_use(pol, e->state, b->now) };
-	if (!k.use || (b->n == b->max && k.use <= b->out[b->n - 1].use))
-		return;
-	i = b->n < b->max ? b->n++ : b->n - 1;
-	for (; i && b->out[i - 1].use < k.use; i--)
-		b->out[i] = b->out[i - 1];
-	b->out[i] = k;
+	if (k.use)
+		fc_topn_push(&b->top, &k);
+}
+
+/* The values of keys k[0..n) whose policies keep them, from the value
+ * table of the state file fd (out of memory: none). */
+static void fc_busiest_values(int fd, const struct fc_stats_all *a, struct fc_key_use *k, size_t n)
+{
+	struct fc_shm_val *vals = NULL;
+	size_t i, j;
+
+	for (i = 0; i < n; i++) {
+		for (j = 0; j < a->n && a->ps[j].row->spec.id != k[i].policy; j++)
+			;
+		if (j == a->n || !a->ps[j].enforced.show_keys)
+			continue;
+		if (!vals) { /* read once, when a key first needs it */
+			if (!(vals = malloc(FC_SHM_VALS * sizeof(*vals))))
+				return;
+			fc_state_vals(fd, vals);
+		}
+		k[i].has_value =
+			fc_key_value(a->ps[j].row, &a->ps[j].enforced, vals, k[i].tag, k[i].value, &k[i].value_cut);
+	}
+	free(vals);
 }
 
 int fc_stats_busiest_keys(const struct fc_ctx *ctx, const struct fc_stats_all *a, uint64_t now,
 			  struct fc_key_use *out, size_t max, size_t *n, struct fc_err *err)
 {
-	struct fc_busiest b = { .now = now, .out = out, .max = max };
-	struct fc_policy *pol = NULL;
-	struct fc_err none;
-	bool keyed = false;
+	struct fc_busiest b = { .now = now };
+	struct fc_keyed *keyed;
+	uint32_t nkeys;
 	size_t i;
-	int fd = -1, rc = -1;
+	int fd, rc = -1;
 
 	*n = 0;
-	for (i = 0; i < a->n; i++)
-		keyed = keyed || fc_policy_is_keyed(&a->ps[i].row->spec);
-	if (!keyed || !max || (fd = fc_state_open(ctx->shm_path, &none)) < 0)
-		return 0; /* no per-key policy, or nginx has no state yet */
-	b.pol = pol = calloc(FC_SHM_SLOTS, sizeof(*pol));
-	if (!pol) {
-		fc_err_set(err, "out of memory");
-		goto out;
-	}
+	keyed = calloc(a->n ? a->n : 1, sizeof(*keyed));
+	if (!keyed)
+		return fc_err_set(err, "out of memory");
 	for (i = 0; i < a->n; i++) {
 		const struct fc_policy_row *r = a->ps[i].row;
 
 		if (fc_policy_is_keyed(&r->spec) && r->slot && r->slot < FC_SHM_SLOTS)
-			pol[r->slot] = a->ps[i].enforced.k;
+			keyed[b.nkeyed++] = (struct fc_keyed){ r->slot, &a->ps[i].enforced.k };
 	}
-	if (fc_state_keys_each(fd, FC_SHM_KEY_TAG_MIN, fc_busiest_one, &b, err) < 0)
-		goto out;
-	*n = b.n;
-	rc = 0;
-out:
+	if (!b.nkeyed || !max) {
+		free(keyed);
+		return 0;
+	}
+	qsort(keyed, b.nkeyed, sizeof(*keyed), fc_keyed_cmp);
+	b.keyed = keyed;
+	fc_topn_init(&b.top, out, sizeof(*out), max, fc_key_use_more);
+	fd = fc_state_open_keys(ctx->shm_path, ctx->shm_keys, O_RDONLY, &nkeys, err);
+	if (fd < 0) {
+		rc = errno == ENOENT ? 0 : -1; /* nginx has no state yet: no keys */
+		free(keyed);
+		return rc;
+	}
+	if (fc_state_keys_each(fd, nkeys, FC_SHM_KEY_TAG_MIN, fc_busiest_one, &b, err) == 0) {
+		fc_topn_sort(&b.top);
+		*n = b.top.n;
+		fc_busiest_values(fd, a, out, *n);
+		rc = 0;
+	}
 	close(fd);
-	free(pol);
+	free(keyed);
 	return rc;
 }
 
@@ -435,7 +515,7 @@ int fc_stats_write_prometheus(const struct fc_ctx *ctx, FILE *f, struct fc_err *
 		FC_VERSION);
 	if (fc_stats_gather(ctx, &a, err) < 0)
 		return -1;
-	fc_stats_prometheus(f, &a.s, a.ps, a.n, a.nginx_allowed);
+	fc_stats_prometheus(f, &a);
 	fprintf(f, "# HELP freqctl_bans Live bans in the store, by kind and reason.\n# TYPE freqctl_bans gauge\n"
 		   "freqctl_bans{kind=\"address\",reason=\"by_hand\"} %zu\n"
 		   "freqctl_bans{kind=\"address\",reason=\"escalated\"} %zu\n"

@@ -12,6 +12,7 @@
 
 #include "fc_ctx.h"
 #include "fc_enforce.h"
+#include "fc_escape.h"
 #include "fc_kern.h"
 #include "fc_store.h"
 
@@ -46,6 +47,8 @@ struct fc_stats_all {
 	struct fc_ban_source *sources; /* by hand first, then each set by id */
 	size_t nsources;
 	uint64_t nginx_allowed; /* requests nginx let through by an allow entry (the workers' count) */
+	uint64_t nginx_banned_uid, nginx_banned_addr; /* ... refused by a uid ban, an address ban */
+	uint64_t ring_lost;     /* offender reports the agent could not read (its count) */
 	/* Where the counters come from: maps pinned in the pin dir, a shm
 	 * published at its path; each may hold another store's publish (their
 	 * marks name the store: 0 while one writes), whose counters are not
@@ -78,12 +81,18 @@ void fc_stats_free(struct fc_stats_all *a);
  * UTC ns: 0 (empty) to 1 (at the limit). */
 double fc_bucket_use(const struct fc_policy *pol, const __u64 *state, uint64_t now);
 
+/* A key's value as freqctl shows it (--show-keys): escaped, fc_escape. */
+#define FC_KEY_VALUE_LEN FC_ESCAPED_LEN(FC_SHM_VAL_MAX)
+
 /* A key of a per-key nginx policy, as top and the console show it. */
 struct fc_key_use {
 	uint32_t policy;
-	uint64_t tag; /* the key's keyed hash: the key table holds no value */
+	uint64_t tag; /* the key's keyed hash, in the key table */
 	uint32_t passed, denied;
 	double use;   /* of its fullest tier, now */
+	bool has_value; /* its policy keeps values (--show-keys) and its value was there */
+	bool value_cut; /* ... longer than the FC_SHM_VAL_MAX bytes kept */
+	char value[FC_KEY_VALUE_LEN];
 };
 
 /* A key of a per-key nginx policy as freqctl keys shows it, read from its
@@ -100,8 +109,17 @@ struct fc_key_view {
 void fc_key_view(const struct fc_policy_row *row, const struct fc_enforced *e, const struct fc_shm_key *k, uint64_t now,
 		 struct fc_key_view *v);
 
+/* The value of key tag of the policy row (as e enforces it), from vals
+ * (fc_state_vals; NULL: none read), escaped into out (FC_KEY_VALUE_LEN
+ * bytes), and whether it was cut. False (out empty) when the policy keeps
+ * no values now or the table has none for the key. */
+bool fc_key_value(const struct fc_policy_row *row, const struct fc_enforced *e, const struct fc_shm_val *vals,
+		  uint64_t tag, char *out, bool *cut);
+
 /* The keys of a's per-key policies using the most of their fullest tier at
- * now (UTC ns), at most max, most first; *n how many. None without a shm. */
+ * now (UTC ns), at most max, most first; *n how many. None without a shm;
+ * -1 with err when its state file is not of the size named
+ * (fc_state_open_keys). */
 int fc_stats_busiest_keys(const struct fc_ctx *ctx, const struct fc_stats_all *a, uint64_t now,
 			  struct fc_key_use *out, size_t max, size_t *n, struct fc_err *err);
 

@@ -62,20 +62,16 @@ size_t fc_frame_build(const struct fc_frame_spec *s, uint8_t buf[FC_FRAME_MAX])
 	uint8_t l4[64] = { 0 }, *p = buf, next;
 	int v6 = fc_is_v6(s), i;
 
-	if (len > FC_FRAME_MAX || s->vlans > 2 || s->ip_options > 10 || s->ipv6_ext > 10 ||
+	if (len > FC_FRAME_MAX || s->vlans > FC_FRAME_VLANS || s->ip_options > 10 || s->ipv6_ext > 10 ||
 	    s->l4_bytes > fc_l4_full(s->l4proto) || s->frag > FC_FRAG_LATER)
 		return 0;
 	memset(buf, 0, len);
 	memcpy(p, dmac, 6);
 	memcpy(p + 6, smac, 6);
 	p += 12;
-	if (s->vlans == 2) {
-		p = fc_put16(p, 0x88A8);
-		p = fc_put16(p, 100);
-	}
-	if (s->vlans >= 1) {
-		p = fc_put16(p, ETH_P_8021Q);
-		p = fc_put16(p, 200);
+	for (i = 0; i < s->vlans; i++) { /* 802.1ad tags outside, the innermost 802.1Q */
+		p = fc_put16(p, i + 1 < s->vlans ? 0x88A8 : ETH_P_8021Q);
+		p = fc_put16(p, (uint16_t)(100 * (i + 1)));
 	}
 	p = fc_put16(p, v6 ? ETH_P_IPV6 : ETH_P_IP);
 

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * Test frames: Ethernet, up to two VLAN tags, IPv4 (optionally with options)
+ * Test frames: Ethernet, VLAN tags, IPv4 (optionally with options)
  * or IPv6 (optionally with extension headers), then TCP, UDP or ICMP. Used by
  * the BPF_PROG_TEST_RUN tests and the benchmark.
  */
@@ -11,12 +11,13 @@
 #include <stdint.h>
 
 #define FC_FRAME_MAX 256
+#define FC_FRAME_VLANS 8
 
 struct fc_frame_spec {
 	const char *src;     /* IPv4 or IPv6 source address (text) */
 	uint8_t l4proto;     /* IPPROTO_TCP, IPPROTO_UDP, IPPROTO_ICMP(V6) */
 	uint8_t tcp_flags;   /* for TCP */
-	uint8_t vlans;       /* 0, 1 (802.1Q) or 2 (802.1ad + 802.1Q) */
+	uint8_t vlans;       /* tags: 0, 1 (802.1Q), 2 (802.1ad + 802.1Q), ... FC_FRAME_VLANS (802.1ad outside) */
 	uint8_t ip_options;  /* IPv4: 4-byte option words (0-10) */
 	uint8_t ipv6_ext;    /* IPv6: hop-by-hop + destination options headers before L4 (0-10) */
 	uint16_t payload;    /* bytes after the L4 header */

@@ -53,6 +53,10 @@ static const struct fc_case fc_cases[] = {
 	{ "v4 exact, 2 VLANs", { "198.18.0.7", IPPROTO_TCP, 0x10, 2 }, FC_DROP, FC_CNT(drop_exact) },
 	{ "v4 prefix, 2 VLANs", { "198.19.200.1", IPPROTO_UDP, 0, 2 }, FC_DROP, FC_CNT(drop_prefix) },
 	{ "v4 clean, 2 VLANs", { "198.18.0.9", IPPROTO_UDP, 0, 2 }, FC_PASS, FC_CNT(passed) },
+	/* More tags than are parsed: dropped while rules exist (test_vlans). */
+	{ "v4 exact, 3 VLANs", { "198.18.0.7", IPPROTO_TCP, 0x02, 3 }, FC_DROP, FC_CNT(drop_tagged) },
+	{ "v4 clean, 3 VLANs", { "198.18.0.9", IPPROTO_UDP, 0, 3 }, FC_DROP, FC_CNT(drop_tagged) },
+	{ "v4 prefix, 8 VLANs", { "198.19.200.1", IPPROTO_UDP, 0, 8 }, FC_DROP, FC_CNT(drop_tagged) },
 	{ "v4 exact, IP options", { "198.18.0.7", IPPROTO_TCP, 0x02, 0, 10 }, FC_DROP, FC_CNT(drop_exact) },
 	{ "v4 exact, options, 2 VLANs, payload", { "198.18.0.7", IPPROTO_UDP, 0, 2, 3, 0, 40 }, FC_DROP,
 	  FC_CNT(drop_exact) },
@@ -63,6 +67,7 @@ static const struct fc_case fc_cases[] = {
 	{ "v6 outside the /64", { "2001:2:0:2::99", IPPROTO_UDP }, FC_PASS, FC_CNT(passed) },
 	{ "v6 exact, 1 VLAN", { "2001:2::7", IPPROTO_UDP, 0, 1 }, FC_DROP, FC_CNT(drop_exact) },
 	{ "v6 prefix, 2 VLANs", { "2001:2:0:1::1", IPPROTO_TCP, 0x02, 2 }, FC_DROP, FC_CNT(drop_prefix) },
+	{ "v6 exact, 3 VLANs", { "2001:2::7", IPPROTO_UDP, 0, 3 }, FC_DROP, FC_CNT(drop_tagged) },
 	{ "v6 exact, extension headers", { "2001:2::7", IPPROTO_TCP, 0x02, 0, 0, 2 }, FC_DROP,
 	  FC_CNT(drop_exact) },
 	{ "v6 exact, ext headers, 2 VLANs", { "2001:2::7", IPPROTO_UDP, 0, 2, 0, 1, 20 }, FC_DROP,
@@ -305,7 +310,7 @@ static void fc_garbage(void **state, bool tc)
 	}
 	if (fc_stats_read(&env->maps, &got, &err) < 0)
 		fail_msg("%s", err.msg);
-	assert_int_equal(got.drop_exact.packets + got.drop_prefix.packets, drops);
+	assert_int_equal(got.drop_exact.packets + got.drop_prefix.packets + got.drop_tagged.packets, drops);
 	assert_int_equal(got.passed.packets + got.malformed.packets + got.non_ip.packets, runs - drops);
 	assert_true(got.malformed.packets >= 3 * 20); /* the truncations before each source at least */
 }
@@ -552,6 +557,40 @@ static void test_non_ip(void **state)
 	fc_check_counters(env, &exp);
 }
 
+/* Three VLAN tags or more: the parser reads two, so what the others carry
+ * is not seen. With nothing published such a frame passes (not IP); once a
+ * rule or an ip=* policy is published it is dropped, a banned source's and
+ * any other alike, at XDP and TC; two tags are read through. */
+static void test_vlans(void **state)
+{
+	struct fc_frame_spec three = { "198.18.0.7", IPPROTO_UDP, 0, 3 }, two = { "198.18.0.9", IPPROTO_UDP, 0, 2 },
+			     six = { "2001:2::9", IPPROTO_TCP, 0x02, 6 };
+	struct fc_env *env = *state;
+	uint8_t f3[FC_FRAME_MAX], f2[FC_FRAME_MAX], f6[FC_FRAME_MAX];
+	size_t l3 = fc_frame_build(&three, f3), l2 = fc_frame_build(&two, f2), l6 = fc_frame_build(&six, f6);
+	struct fc_stats exp = {};
+	int tc;
+
+	FC_REQUIRE_BPF();
+	assert_true(l3 && l2 && l6);
+	for (tc = 0; tc <= 1; tc++) {
+		assert_int_equal(fc_env_run(env, tc, f3, l3), fc_verdict(tc, FC_PASS));
+		assert_int_equal(fc_env_run(env, tc, f6, l6), fc_verdict(tc, FC_PASS));
+		fc_expect(&exp, FC_CNT(non_ip), l3);
+		fc_expect(&exp, FC_CNT(non_ip), l6);
+	}
+	fc_env_ban(env, "203.0.113.1", 0); /* a rule: someone else's */
+	for (tc = 0; tc <= 1; tc++) {
+		assert_int_equal(fc_env_run(env, tc, f3, l3), fc_verdict(tc, FC_DROP));
+		assert_int_equal(fc_env_run(env, tc, f6, l6), fc_verdict(tc, FC_DROP));
+		assert_int_equal(fc_env_run(env, tc, f2, l2), fc_verdict(tc, FC_PASS));
+		fc_expect(&exp, FC_CNT(drop_tagged), l3);
+		fc_expect(&exp, FC_CNT(drop_tagged), l6);
+		fc_expect(&exp, FC_CNT(passed), l2);
+	}
+	fc_check_counters(env, &exp);
+}
+
 static void fc_run_n(struct fc_env *env, const char *src, int n, int want, uint64_t *bytes)
 {
 	struct fc_frame_spec spec = { src, IPPROTO_UDP };
@@ -631,6 +670,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_garbage_xdp, fc_env_setup, fc_env_teardown),
 		cmocka_unit_test_setup_teardown(test_garbage_tc, fc_env_setup, fc_env_teardown),
 		cmocka_unit_test_setup_teardown(test_non_ip, fc_env_setup, fc_env_teardown),
+		cmocka_unit_test_setup_teardown(test_vlans, fc_env_setup, fc_env_teardown),
 		cmocka_unit_test_setup_teardown(test_dressed_xdp, fc_env_setup, fc_env_teardown),
 		cmocka_unit_test_setup_teardown(test_dressed_tc, fc_env_setup, fc_env_teardown),
 		cmocka_unit_test_setup_teardown(test_syn_unseen, fc_env_setup, fc_env_teardown),

@@ -131,6 +131,12 @@ try {
   await arow.waitFor({ state: 'detached', timeout: 5000 });
   check('the allow entry is deleted', true);
 
+  // A key's value is the workers' bytes: markup in it is shown as text.
+  const key = page.locator('#keys tbody td', { hasText: '"<b>x</b>"' });
+  await key.waitFor({ timeout: 5000 });
+  check('a key kept by value is listed by it, as text', (await key.textContent()) === '"<b>x</b>"');
+  check('... none of it made into markup', (await page.locator('#keys tbody b').count()) === 0);
+
   // Delete, by keyboard: the button asks once more.
   const del = row.getByRole('button', { name: 'Delete policy 41' });
   await del.focus();

@@ -6,7 +6,9 @@
  * frame whose source address can be read is dropped when that source is
  * banned, however malformed the rest of it is. "Can be read" is the rule a
  * receiving stack needs at the least: an IPv4 or IPv6 EtherType (behind at
- * most two VLAN tags) and the whole base IP header.
+ * most two VLAN tags) and the whole base IP header. A frame with a third
+ * VLAN tag (or more) is dropped whatever it carries: bans are published, and
+ * the parser does not look past two tags.
  */
 #include <limits.h>
 #include <linux/bpf.h>
@@ -88,7 +90,8 @@ static bool fc_in_bans(const uint8_t *a, bool v6)
 	return false;
 }
 
-/* Whether the frame's source, where it can be read, is banned above. */
+/* Whether the frame's source, where it can be read, is banned above, or it
+ * is behind more VLAN tags than are read (then it must be dropped too). */
 static bool fc_source_banned(const uint8_t *f, size_t n)
 {
 	static const uint8_t mapped[12] = { [10] = 0xff, [11] = 0xff };
@@ -105,6 +108,8 @@ static bool fc_source_banned(const uint8_t *f, size_t n)
 			return false;
 		proto = (unsigned)f[off] << 8 | f[off + 1];
 	}
+	if (proto == 0x8100 || proto == 0x88a8)
+		return true;
 	off += 2;
 	if (proto == 0x0800 && n >= off + 20)
 		return fc_in_bans(f + off + 12, false);

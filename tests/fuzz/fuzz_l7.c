@@ -2,7 +2,8 @@
 /*
  * The nginx module's engine (ngx_bridge/fc_l7.c) on arbitrary shm images:
  * fc_l7_build reads the config file into an index, requests are matched and
- * decided against it as a worker with a record of its concurrency places
+ * decided against it (a busy key's value noted in the value table, whatever
+ * that holds) as a worker with a record of its concurrency places
  * (each place given back after), the places of every other worker record in
  * the image are recovered as a dead worker's, and all the while a second
  * thread scribbles on the image, as a hostile or racing writer would.
@@ -279,6 +280,36 @@ static void fc_seed_half_written(const char *shm, uint8_t last)
 	munmap(base, FC_SHM_SIZE);
 }
 
+/* A key of a policy that keeps values (16), one pass short of having its
+ * value noted: the inputs' first request (the seed's query) notes it, in
+ * the value table as the input holds it. */
+static void fc_seed_busy_key(const char *shm, const char *state)
+{
+	static const char q[] = "sv=k%01%22";
+	struct fc_block *blocks = NULL;
+	struct fc_l7_alloc a = { fc_alloc, &blocks };
+	struct fc_l7_val vals[4];
+	struct fc_l7_result res;
+	struct fc_l7_index ix;
+	char buf[sizeof(q)];
+	void *c = fc_seed_map(shm, FC_SHM_SIZE, false), *s = fc_seed_map(state, FC_STATE_SIZE, true);
+	int i;
+
+	if (fc_l7_build(c, FC_SHM_SIZE, s, FC_STATE_SIZE, &ix, &a)) {
+		fprintf(stderr, "fuzz_l7: seed: no index\n");
+		exit(1);
+	}
+	for (i = 0; i < FC_SHM_VAL_PASSES - 1; i++) {
+		struct fc_l7_req rq = { .alloc = &a, .vals = vals };
+
+		rq.nvals = fc_l7_args(&ix, q, sizeof(q) - 1, buf, vals);
+		fc_l7_decide(&ix, &rq, FC_FUZZ_NOW, &res);
+	}
+	munmap(c, FC_SHM_SIZE);
+	munmap(s, FC_STATE_SIZE);
+	fc_free_all(&blocks);
+}
+
 /* A worker killed holding places: its record, its holds and the counts
  * they are in, as the published state file then holds them. */
 static void fc_seed_killed_worker(const char *shm, const char *state)
@@ -334,6 +365,8 @@ static void fc_make_seed(const char *path)
 	fc_fuzz_policy(13, "uid=u1,arg:api=login", "10/s", "override=1");
 	fc_fuzz_policy(14, "ip=198.18.0.0/16", "5/s", "layer=http");
 	fc_fuzz_policy(15, "ip=198.18.0.9", "50/s", "layer=http override=1");
+	/* Keeps its busiest keys' values (fc_seed_busy_key). */
+	fc_fuzz_policy(16, "arg:sv=*", "1000/s", "show_keys=1");
 	fc_fuzz_ban("uid=bob");
 	fc_fuzz_ban("198.18.0.9");
 	fc_fuzz_ban("2001:db8::/48");
@@ -349,6 +382,7 @@ static void fc_make_seed(const char *path)
 	fc_seed_half_written(ctx->shm_path, 11);
 	snprintf(state, sizeof(state), "%s%s", ctx->shm_path, FC_SHM_STATE_SUFFIX);
 	fc_seed_killed_worker(ctx->shm_path, state);
+	fc_seed_busy_key(ctx->shm_path, state);
 	out = fopen(path, "wb");
 	if (!out) {
 		perror(path);
@@ -356,8 +390,8 @@ static void fc_make_seed(const char *path)
 	}
 	fc_seed_file(out, 0, ctx->shm_path, FC_SHM_SIZE);
 	fc_seed_file(out, 1, state, FC_STATE_SIZE);
-	fwrite((const uint8_t[]){ 2, 0, 0, 0, 0, 17, 0 }, 1, 7, out);
-	fwrite("api=log%69n&api=x", 1, 17, out);
+	fwrite((const uint8_t[]){ 2, 0, 0, 0, 0, 28, 0 }, 1, 7, out);
+	fwrite("api=log%69n&api=x&sv=k%01%22", 1, 28, out);
 	if (fclose(out)) {
 		perror(path);
 		exit(1);

@@ -197,6 +197,18 @@ check "DELETE a ban that is not there: 404" status_is "$r" 404
 # Counters.
 r=$(api GET /api/stats)
 check "GET /api/stats: per policy and layer, counted" body_has "$r" '.node != null and .version != null and (.keys | type) == "array" and ([.policies[] | select(.id == 7) | .layer == "xdp" and .passed >= 3 and .denied >= 1] == [true])'
+check "... and nginx's refusals by bans: bob's by a uid ban, none by an address ban" \
+	body_has "$r" '.nginx.banned_uid >= 1 and .nginx.banned_address == 0 and .nginx.allowed == 0'
+# A per-key policy that keeps its busiest keys' values, and a busy key
+# whose value is markup: shown as text (the browser test below looks too).
+r=$(api POST /api/policies '{"id": 13, "match": "uid=*,arg:sk=1", "rates": ["100/h"], "show_keys": true}')
+check "POST a policy with show_keys: 201" body_has "$r" '.show_keys == true'
+for _ in $(seq 64); do echo "url = \"http://127.0.0.1:$web/?uid=%3Cb%3Ex%3C%2Fb%3E&sk=1\""; echo "output = /dev/null"; done |
+	curl -s -K - >/dev/null
+sleep 1.1 # the console scans the key table once a second at most
+r=$(api GET /api/stats)
+check "GET /api/stats: the busy key by its value, escaped as freqctl keys shows it" \
+	body_has "$r" '[.keys[] | select(.policy == 13) | .value] == [{"text": "<b>x</b>", "cut": false}]'
 if command -v python3 >/dev/null && id www-data >/dev/null 2>&1; then
 	check "a worker (www-data) writes counters past INT64_MAX into policy 11's slot" forge_counters 11
 	r=$(api GET /api/stats)

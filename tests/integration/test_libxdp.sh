@@ -2,9 +2,12 @@
 # freqctl beside xdp-filter (Debian xdp-tools) on one veth, through libxdp's
 # dispatcher in generic (skb) mode: each drops what it should, in freqctl's
 # order, and either leaves without stopping the other. The namespace sends
-# pings from two sources: $peer4, which freqctl bans, and $net4.3,
-# which xdp-filter drops. Where the kernel cannot run the dispatcher, checks
-# the direct attach that remains instead, and skips the rest saying why.
+# pings from three sources: $peer4, which freqctl bans, $net4.3,
+# which xdp-filter drops, and $net4.4. Where the kernel cannot run the
+# dispatcher, checks the direct attach that remains instead, and skips the
+# rest saying why. Then, wherever: an XDP mode beside xdp-filter is refused
+# in freqctl's words alone (none of libbpf's or libxdp's without -v), and
+# freqctl at TC runs beside it, each dropping what it bans.
 # xdp-filter is unloaded, and libxdp's scratch state (lib.sh) removed, on exit.
 . "$(dirname "$0")/lib.sh"
 
@@ -26,6 +29,16 @@ status_says() { fc status | grep -q "$1"; }
 verbose_attach_says() { fc -v attach "$host" --mode xdp-generic 2>&1 >/dev/null | grep -q "$1"; }
 # fc attach fails (exit 1) saying TEXT.
 attach_refused() { local out; out=$(fc attach "$host" --mode xdp-generic 2>&1); [ $? -eq 1 ] && grep -q "$1" <<<"$out"; }
+# fc attach --mode MODE, without -v, fails (exit 1) with one line of its
+# own, naming xdp-filter's program as bpftool does (id, name, the mode it
+# is in) and pointing to --mode tc: no line of libbpf's or libxdp's.
+attach_refused_alone() { # attach_refused_alone MODE FILTER-MODE
+	local out id
+	id=$(ip -d -j link show dev "$host" | jq -r '.[0].xdp.prog.id')
+	out=$(fc attach "$host" --mode "$1" 2>&1)
+	[ $? -eq 1 ] && [ "$(wc -l <<<"$out")" = 1 ] &&
+		grep -qE "^freqctl: attach: interface $host: another XDP program \(id $id, name xdpfilt_[a-z_]+, $2 mode\) is attached; .* with --mode tc\$" <<<"$out"
+}
 no_xdp_prog() { ! ip -d link show dev "$host" | grep -q 'prog/xdp'; }
 # libxdp's dispatcher state left in the scratch bpffs.
 no_dispatch_pins() { [ -z "$(find "$LIBXDP_BPFFS" -name 'dispatch-*' 2>/dev/null)" ]; }
@@ -65,6 +78,7 @@ if status_is '.attached[0].dispatcher == null'; then
 	check "xdp-filter ip $filtered --mode src" quiet xdp-filter ip -m src "$filtered"
 	check "xdp-filter drops its source" replies "$filtered" 0
 	check "freqctl refuses the hook xdp-filter holds directly, naming it" attach_refused 'xdpfilt_.*freqctl does not replace it'
+	check "... in one line of its own, naming its mode, pointing to --mode tc" attach_refused_alone xdp-generic generic
 	check "xdp-filter still drops after freqctl's attempt" replies "$filtered" 0
 	check "xdp-filter unload" quiet xdp-filter unload "$host"
 	filter_loaded=
@@ -110,6 +124,28 @@ else
 	check "xdp-filter gone: its source passes" replies "$filtered" 5
 	check "detach freqctl, the last program" fcq detach "$host"
 fi
+
+# freqctl at TC beside xdp-filter at XDP, whatever libxdp can do here: each
+# drops the source it bans ($peer4: freqctl; $filtered: xdp-filter), a
+# third source passes both. An XDP mode is refused, saying so.
+clean=$net4.4
+ip -n "$ns" addr add "$clean/24" dev "$peer"
+ip neigh replace "$clean" lladdr "$(ip netns exec "$ns" cat /sys/class/net/"$peer"/address)" dev "$host" nud permanent
+filter_loaded=1
+check "xdp-filter load alone (generic mode)" quiet xdp-filter load -m skb "$host"
+check "xdp-filter ip $filtered --mode src" quiet xdp-filter ip -m src "$filtered"
+check "native XDP beside it: refused in one line of freqctl's, naming xdp-filter's program, pointing to --mode tc" \
+	attach_refused_alone xdp generic
+check "attach --mode tc beside xdp-filter" fcq attach "$host" --mode tc
+check "ban $peer4 (at TC)" fcq ban add $peer4
+before=$(counter dropped_exact)
+check "TC beside XDP: freqctl drops the source it bans" replies $peer4 0
+check "... counted at TC" [ $(($(counter dropped_exact) - before)) -ge 5 ]
+check "TC beside XDP: xdp-filter drops the source it bans" replies "$filtered" 0
+check "TC beside XDP: a third source passes both" replies "$clean" 5
+check "detach freqctl from TC" fcq detach "$host"
+check "xdp-filter unload" quiet xdp-filter unload "$host"
+filter_loaded=
 
 check "nothing left on the XDP hook" no_xdp_prog
 check "no libxdp dispatcher state left" no_dispatch_pins

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The module's configuration and delay lifecycle in a real nginx: "freqctl on"
 # without "freqctl_shm" is refused by nginx -t, as limit_req without a zone;
-# delays are logged one level below refusals; and a client that closed its
+# refusals and bans are logged at error by default, where Debian's error_log
+# shows them, and delays one level below (as limit_req logs them), or at the
+# level freqctl_log_level names and one below; and a client that closed its
 # connection before its delay began is let go at once, not when the delay
 # ends. (The module posts a read event that is already ready, as nginx's
 # 2021 fix to limit_req's delay does; with epoll's RDHUP, as here, nginx
@@ -27,7 +29,15 @@ check "freqctl on without freqctl_shm: nginx -t fails, naming both" \
 
 fc policy add 1 --match uid=d --rate 1/s --burst 1 --action delay --delay-burst 5 >/dev/null
 fc policy add 2 --match uid=r --rate 1/m --burst 1 >/dev/null
+fc policy add 3 --match uid=w --rate 1/m --burst 1 >/dev/null
+fc ban add uid=evil >/dev/null
+mkdir -p "$d/html/warn"
+echo ok >"$d/html/warn/index.html"
+# The requests' log as Debian's nginx.conf has it, "error_log ... error",
+# and one at notice beside it that sees the levels below.
 FC_NGX_ACCESS_LOG="log_format t '\$arg_uid \$status \$request_time'; access_log $d/logs/access.log t;" \
+	FC_NGX_HTTP="error_log $d/logs/debian.log error; error_log $d/logs/all.log notice;" \
+	FC_NGX_SERVER="location /warn/ { freqctl_log_level warn; }" \
 	fc_nginx_start "127.0.0.1:$port" || skip_all "nginx did not start"
 
 curl -s -o /dev/null "http://127.0.0.1:$port/?uid=d" # the burst
@@ -42,6 +52,13 @@ check "a client gone before its delay is let go at once, 499 ($line)" \
 
 curl -s -o /dev/null "http://127.0.0.1:$port/?uid=r"
 curl -s -o /dev/null "http://127.0.0.1:$port/?uid=r"
-check "a refusal is logged at warn" grep -q '\[warn\].*freqctl: policy 2 rejected' "$d/logs/error.log"
-check "a delay is logged one level below, at notice" grep -q '\[notice\].*freqctl: policy 1 delaying' "$d/logs/error.log"
+curl -s -o /dev/null "http://127.0.0.1:$port/?uid=evil"
+curl -s -o /dev/null "http://127.0.0.1:$port/warn/?uid=w"
+curl -s -o /dev/null "http://127.0.0.1:$port/warn/?uid=w"
+check "error_log at error (Debian's): a refusal is there" grep -q '\[error\].*freqctl: policy 2 rejected' "$d/logs/debian.log"
+check "... and a ban" grep -q '\[error\].*freqctl: banned, uid "evil"' "$d/logs/debian.log"
+check "... a delay is not: it is logged one level below, at warn" \
+	sh -c "! grep -q 'freqctl: policy 1 delaying' '$d/logs/debian.log' && grep -q '\[warn\].*freqctl: policy 1 delaying' '$d/logs/all.log'"
+check "freqctl_log_level warn: a refusal at warn (not in the error_log at error)" \
+	sh -c "grep -q '\[warn\].*freqctl: policy 3 rejected' '$d/logs/all.log' && ! grep -q 'policy 3' '$d/logs/debian.log'"
 exit 0

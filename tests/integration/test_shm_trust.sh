@@ -3,7 +3,9 @@
 # it: the config file root publishes is not theirs to write; the state file
 # they write is read by root (sync, stats, top, the agent) as hostile bytes,
 # so garbage, a forged ring head or a truncated file change nothing root
-# does and crash nothing; and a file or link planted where root will publish
+# does and crash nothing, a ring slot a killed worker never stamped stops
+# no escalation, and a state file grown to the biggest key table is
+# refused, not read; and a file or link planted where root will publish
 # is refused, never followed.
 . "$(dirname "$0")/lib.sh"
 [ "$(id -u)" -eq 0 ] || skip_all "needs root (files owned by root, runuser)"
@@ -75,9 +77,58 @@ sleep 0.3
 check "the agent survives the truncation" kill -0 "$apid"
 check "sync puts a whole state file back" fcq sync
 check "... of the layout's size" [ "$(stat -c %s "$shm.state")" -gt 100 ]
+# Grown by www-data to the biggest key table (16M entries, 1 GiB sparse):
+# root reads no table bigger than the shm names.
+size=$(stat -c %s "$shm.state")
+grown=$((size + (16777216 - 1048576) * 64))
+check "a per-key policy" fcq policy add 2 --match 'uid=*' --rate 5/s
+as_www "truncate -s $grown '$shm.state'"
+refused() { # refused COMMAND...: exits 1 naming the state file, its size and the size expected
+	local out
+	out=$(fc "$@" 2>&1)
+	[ $? -eq 1 ] && grep -qF "shm state $shm.state: $grown bytes, expected $size (a key table of 1048576 entries, as the shm names)" <<<"$out"
+}
+check "keys refuses the state file www-data grew, naming it and both sizes" refused keys 2
+check "top says so too, and shows the rest" sh -c "'$FC_BIN' --db '$db' --pin-dir '$pin' --shm '$shm' top --json -n 1 -d 0.1 2>&1 >/dev/null |
+	grep -qF 'shm state $shm.state: $grown bytes'"
+check "sync makes it anew, of the size the shm names" sh -c "'$FC_BIN' --db '$db' --pin-dir '$pin' --shm '$shm' sync >/dev/null &&
+	[ \"\$(stat -c %s '$shm.state')\" = $size ]"
+check "keys reads it then" fcq keys 2
 kill -TERM "$apid" && wait "$apid"
 apid=
 check "the agent ran to its end" grep -q stopping "$d/agent.log"
+
+# A worker killed between taking a ring index and stamping it leaves a slot
+# that is never stamped: the agent skips it once later reports are stamped,
+# counts it as lost, and escalates on the reports behind it (policy 1: past 3
+# refusals a minute). The address is data only: nobody sends from it.
+stalled_ring() { # as www-data: a slot claimed and left unstamped, then 4 reports of 198.18.0.77 by policy 1
+	runuser -u www-data -- python3 - "$shm.state" <<'PY'
+import struct, sys
+RING = 4096 + 65537 * 128  # FC_STATE_RING_OFF; head, 56 bytes of padding, then 32-byte entries
+with open(sys.argv[1], "r+b") as f:
+    f.seek(RING)
+    head = struct.unpack("<Q", f.read(8))[0]
+    for i in range(5):  # seq (0: not stamped), policy, family, 3 pad bytes, address
+        f.seek(RING + 64 + ((head + i) % 65536) * 32)
+        f.write(struct.pack("<QIB3x16s", head + i + 1 if i else 0, 1, 4, bytes([198, 18, 0, 77])))
+    f.seek(RING)
+    f.write(struct.pack("<Q", head + 5))
+PY
+}
+escalated() { fc ban list --json | jq_true 'any(.[]; .ban == "198.18.0.77" and .escalated_by_policy == 1)'; }
+"$FC_BIN" --db "$db" --pin-dir "$pin" --shm "$shm" agent >"$d/agent2.log" 2>&1 &
+apid=$!
+wait_until 5 grep -q "watching store" "$d/agent2.log"
+check "www-data leaves a ring slot unstamped before 4 reports" stalled_ring
+check "the agent escalates behind the slot never stamped" wait_until 5 escalated
+check "... and says it lost a report" grep -q "1 reports lost" "$d/agent2.log"
+kill -TERM "$apid" && wait "$apid"
+apid=
+check "stats --json counts the report lost" jq_true '.offender_reports_lost >= 1' <<<"$(fc stats --json)"
+check "... stats too" sh -c "'$FC_BIN' --db '$db' --pin-dir '$pin' --shm '$shm' stats | grep -q '^nginx: reports lost  *[1-9]'"
+check "... and --prometheus" sh -c "'$FC_BIN' --db '$db' --pin-dir '$pin' --shm '$shm' stats --prometheus |
+	grep -q '^freqctl_offender_reports_lost_total [1-9]'"
 
 # A config file that others may write is refused, not trusted.
 chmod 0666 "$shm"

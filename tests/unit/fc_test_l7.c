@@ -272,3 +272,16 @@ int fc_forked(struct fc_t *t, int (*work)(struct fc_t *t, int i))
 	}
 	return total;
 }
+
+/* The index's policy of id. */
+const struct fc_l7_policy *fc_ix_policy(const struct fc_t *t, uint32_t id)
+{
+	size_t i;
+
+	for (i = 0; i < t->ix.npolicies; i++)
+		if (t->ix.pol[i].id == id)
+			return &t->ix.pol[i];
+	fail_msg("policy %u is not in the index", id);
+	return NULL;
+}
+

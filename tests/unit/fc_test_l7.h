@@ -62,6 +62,8 @@ void fc_policy(struct fc_t *t, uint32_t id, const char *match, const char *rates
 int fc_shm_full(struct fc_t *t, uint32_t keys, struct fc_shm_result *res, struct fc_err *err);
 void fc_publish(struct fc_t *t);
 int fc_build(struct fc_t *t, const void *base, size_t size);
+/* The index's policy of id (fails the test if it has none). */
+const struct fc_l7_policy *fc_ix_policy(const struct fc_t *t, uint32_t id);
 
 /* A request from text: "uid=u1 arg:api=login header:x-key=k uri=/a ip=198.18.0.1";
  * "query=RAW" gives the args as a raw query string (decoded by the engine),

@@ -3,7 +3,8 @@
  * Escalation's counting, on an offender ring in plain memory written the way
  * nginx workers write it: N refusals per window pass, the one past N bans,
  * windows restart the count, policies and clients count apart, torn or
- * overrun reports are skipped and counted, never followed; and the bounds on
+ * overrun reports are skipped and counted, never followed, a report a
+ * killed worker never finished is skipped in time; and the bounds on
  * what a hostile ring can make root ban: a cap per minute, IPv6 clients of
  * one /64 folded into a /64 ban, no more than the maps hold.
  */
@@ -170,6 +171,54 @@ static void test_torn_and_overrun(void **state)
 	assert_int_equal(env->esc.tail, env->ring->head);
 }
 
+/* A worker killed between taking an index and stamping it leaves a slot
+ * that is never stamped: it is skipped once a later report is stamped (and
+ * it was claimed before an earlier read), or once it is FC_ESC_STALL_S old,
+ * and counted as lost; escalation goes on behind it. A slot seen unstamped
+ * for the first time is always waited for. */
+static void test_stalled(void **state)
+{
+	struct fc_env *env = *state;
+	struct fc_ban_row bans[8];
+	struct fc_esc_stats st;
+	int i;
+
+	env->ring->head++; /* claimed, never stamped */
+	for (i = 0; i < 4; i++)
+		fc_report(env->ring, 7, 4, "\xc6\x12\x00\x07");
+	assert_int_equal(fc_esc_drain(&env->esc, T0, 100, bans, 8, &st), 0);
+	assert_int_equal(env->esc.tail, 0);
+	assert_int_equal(st.lost, 0);
+	/* The next read: reports after it are stamped, so its worker is gone. */
+	assert_int_equal(fc_esc_drain(&env->esc, T0, 100, bans, 8, &st), 1);
+	assert_int_equal(st.lost, 1);
+	assert_memory_equal(bans[0].p.a, "\xc6\x12\x00\x07", 4);
+	assert_int_equal(env->esc.tail, 5);
+
+	/* Being written while a later one is stamped: waited for, not lost. */
+	env->ring->head++;
+	fc_report(env->ring, 9, 4, "\xc6\x12\x00\x08");
+	assert_int_equal(fc_esc_drain(&env->esc, T0 + 1, 100, bans, 8, &st), 0);
+	assert_int_equal(env->esc.tail, 5);
+	env->ring->e[5] = (struct fc_shm_ring_entry){ .seq = 6, .policy = 9, .family = 4, .addr = { 198, 18, 0, 8 } };
+	assert_int_equal(fc_esc_drain(&env->esc, T0 + 1, 100, bans, 8, &st), 1); /* 1/s: due on the second */
+	assert_int_equal(st.lost, 0);
+	assert_int_equal(env->esc.tail, 7);
+
+	/* The last report of the ring never stamped: skipped once it is old. */
+	env->ring->head++;
+	for (i = 0; i < 3; i++) {
+		assert_int_equal(fc_esc_drain(&env->esc, T0 + 2, 100, bans, 8, &st), 0);
+		assert_int_equal(env->esc.tail, 7);
+	}
+	assert_int_equal(fc_esc_drain(&env->esc, T0 + 2 + FC_ESC_STALL_S, 100, bans, 8, &st), 0);
+	assert_int_equal(st.lost, 1);
+	assert_int_equal(env->esc.tail, 8);
+	fc_report(env->ring, 7, 4, "\xc6\x12\x00\x09");
+	assert_int_equal(fc_esc_drain(&env->esc, T0 + 2 + FC_ESC_STALL_S, 100, bans, 8, &st), 0);
+	assert_int_equal(env->esc.tail, 9);
+}
+
 /* Each client of policy 9 (1 per second) is due on its second report. */
 static void fc_due(struct fc_env *env, uint8_t family, const uint8_t *addr)
 {
@@ -280,6 +329,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_threshold, fc_setup, fc_teardown),
 		cmocka_unit_test_setup_teardown(test_windows_and_keys, fc_setup, fc_teardown),
 		cmocka_unit_test_setup_teardown(test_torn_and_overrun, fc_setup, fc_teardown),
+		cmocka_unit_test_setup_teardown(test_stalled, fc_setup, fc_teardown),
 		cmocka_unit_test_setup_teardown(test_bounds, fc_setup, fc_teardown),
 		cmocka_unit_test_setup_teardown(test_v6_aggregate, fc_setup, fc_teardown),
 		cmocka_unit_test_setup_teardown(test_allowed, fc_setup, fc_teardown),

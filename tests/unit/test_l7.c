@@ -69,9 +69,14 @@ static void test_round_trip(void **state)
 	assert_int_equal(fc_decide(t, "ip=203.0.113.77", T0, &res), FC_L7_BANNED);
 	assert_false(res.uid_ban);
 	assert_int_equal(fc_decide(t, "ip=198.18.0.7", T0, &res), FC_L7_PASS);
-	/* Counters in the slots. */
+	/* A uid ban first: the request is counted once, as a uid's. */
+	assert_int_equal(fc_decide(t, "uid=evil ip=203.0.113.77", T0, &res), FC_L7_BANNED);
+	assert_true(res.uid_ban);
+	/* Counters in the slots, and the bans' in the state file's header. */
 	assert_int_equal(t->ix.slots[1].passed, 3);
 	assert_int_equal(t->ix.slots[1].denied, 3);
+	assert_int_equal(t->ix.state_hdr->banned_uid, 2);
+	assert_int_equal(t->ix.state_hdr->banned_addr, 1);
 }
 
 /* Bans are read in place: many of them, all found; changes seen by an index

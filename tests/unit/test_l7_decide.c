@@ -110,18 +110,6 @@ static void fc_refused_by(struct fc_t *t, const char *req, uint32_t policy, unsi
 	assert_int_equal(res.overridden, overridden);
 }
 
-/* The index's policy of id. */
-static const struct fc_l7_policy *fc_ix_policy(const struct fc_t *t, uint32_t id)
-{
-	size_t i;
-
-	for (i = 0; i < t->ix.npolicies; i++)
-		if (t->ix.pol[i].id == id)
-			return &t->ix.pol[i];
-	fail_msg("policy %u is not in the index", id);
-	return NULL;
-}
-
 /* The partner of the issue, in nginx: ip=* 5/m (--layer http) and an
  * address's 10/m override; a prefix override and an exact policy inside
  * it (not more general: it still applies); an exact override over that

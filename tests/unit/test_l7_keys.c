@@ -2,7 +2,8 @@
 /*
  * The L7 engine's per-key policies (DIM=*): the key table under forked
  * processes and threads racing, two-choice placement, a full table, idle
- * keys, the agent's recount while workers write, and corrupt tables.
+ * keys, the agent's recount while workers write, and corrupt tables; the
+ * value table of --show-keys as workers write it and root reads it.
  */
 #include <pthread.h>
 #include <setjmp.h>
@@ -17,6 +18,7 @@
 #include <cmocka.h>
 
 #include "fc_shm_state.h"
+#include "fc_stats.h"
 #include "fc_test.h"
 #include "fc_test_l7.h"
 
@@ -606,13 +608,13 @@ static void test_keys_max(void **state)
 	fc_decide(t, "uid=c", T0, &res);
 	assert_true(res.overflow); /* the third key, at the cap */
 	/* An hour on, a and b are idle; the agent's recount frees their room. */
-	assert_int_equal(fc_state_keys_recount(t->shm, T0 + 3600 * SEC, &err), 0);
+	assert_int_equal(fc_state_keys_recount(t->shm, 0, T0 + 3600 * SEC, &err), 0);
 	assert_int_equal(t->ix.slots[1].keys, 0);
 	for (i = 0; i < 10; i++) { /* new keys, each idle before the next: all get buckets */
 		snprintf(req, sizeof(req), "uid=n%d", i);
 		fc_decide(t, req, T0 + 3600 * SEC + (uint64_t)i * 200 * SEC, &res);
 		assert_false(res.overflow);
-		assert_int_equal(fc_state_keys_recount(t->shm, T0 + 3600 * SEC + (uint64_t)i * 200 * SEC + 100 * SEC,
+		assert_int_equal(fc_state_keys_recount(t->shm, 0, T0 + 3600 * SEC + (uint64_t)i * 200 * SEC + 100 * SEC,
 						       &err), 0);
 	}
 }
@@ -666,11 +668,11 @@ static void test_keys_recount_race(void **state)
 						       sizeof(struct fc_shm_key));
 	fc_pread_hook_arg = t;
 	fc_pread_hook = fc_late_key;
-	assert_int_equal(fc_state_keys_recount(t->shm, T0 + 3600 * SEC, &err), 0);
+	assert_int_equal(fc_state_keys_recount(t->shm, 0, T0 + 3600 * SEC, &err), 0);
 	assert_null(fc_pread_hook); /* it ran */
 	assert_int_equal(t->ix.slots[1].keys, 3); /* left for the next recount */
 	/* The next, with nothing made meanwhile: a and b idle, the late one live. */
-	assert_int_equal(fc_state_keys_recount(t->shm, T0 + 3600 * SEC, &err), 0);
+	assert_int_equal(fc_state_keys_recount(t->shm, 0, T0 + 3600 * SEC, &err), 0);
 	assert_int_equal(t->ix.slots[1].keys, 1);
 }
 
@@ -702,15 +704,15 @@ static void test_keys_recount_busy(void **state)
 	e->idle_ns = T0 + 3600 * SEC;
 	e->tag = (T0 / SEC) | 1;
 	t->ix.slots[p->slot].keys = 3;
-	assert_int_equal(fc_state_keys_recount(t->shm, T0 + SEC, &err), 0);
+	assert_int_equal(fc_state_keys_recount(t->shm, 0, T0 + SEC, &err), 0);
 	assert_int_equal(t->ix.slots[p->slot].keys, 3);
 	/* Tagged: the three are counted. */
 	e->tag = FC_SHM_KEY_TAG_MIN | 3;
-	assert_int_equal(fc_state_keys_recount(t->shm, T0 + SEC, &err), 0);
+	assert_int_equal(fc_state_keys_recount(t->shm, 0, T0 + SEC, &err), 0);
 	assert_int_equal(t->ix.slots[p->slot].keys, 3);
 	/* Left busy for good: once it is stale, only the two keys count. */
 	e->tag = (T0 / SEC) | 1;
-	assert_int_equal(fc_state_keys_recount(t->shm, T0 + FC_SHM_KEY_STALE * SEC + SEC, &err), 0);
+	assert_int_equal(fc_state_keys_recount(t->shm, 0, T0 + FC_SHM_KEY_STALE * SEC + SEC, &err), 0);
 	assert_int_equal(t->ix.slots[p->slot].keys, 2);
 }
 
@@ -792,6 +794,323 @@ static void test_keys_table_size(void **state)
 	assert_int_equal(fc_state_nkeys(FC_STATE_SIZE_FOR(2ULL * FC_SHM_KEYS_MAX)), 0);
 }
 
+/* ---- the value table (--show-keys) ---- */
+
+/* The tag of policy id's one key (it must have exactly one). */
+static uint64_t fc_only_tag(struct fc_t *t, uint32_t id)
+{
+	const struct fc_l7_policy *p = fc_ix_policy(t, id);
+	struct fc_keys_top top;
+	struct fc_err err;
+	uint64_t tag;
+
+	assert_int_equal(fc_state_keys_top(t->shm, 0, p->slot, p->epoch, T0, 2, &top, &err), 0);
+	assert_int_equal(top.n, 1);
+	tag = top.v[0].tag;
+	free(top.v);
+	return tag;
+}
+
+/* The value root reads for policy id's key tag, escaped as freqctl shows
+ * it, into out; false if none is shown. */
+static bool fc_shown_value(struct fc_t *t, uint32_t id, uint64_t tag, char *out, bool *cut)
+{
+	struct fc_policy_row row;
+	struct fc_enforced e;
+	struct fc_shm_val *vals = malloc(FC_SHM_VALS * sizeof(*vals));
+	struct fc_err err;
+	bool found, has;
+	int fd;
+
+	assert_non_null(vals);
+	assert_int_equal(fc_store_policy_get(t->st, id, &row, &found, &err), 0);
+	assert_true(found);
+	fc_policy_enforced(&row, &(struct fc_node_ctx){ .weight = 1, .ncpus = 1, .tick_ns = 1 }, &e);
+	fd = fc_state_open(t->shm, &err);
+	assert_true(fd >= 0);
+	fc_state_vals(fd, vals);
+	close(fd);
+	has = fc_key_value(&row, &e, vals, tag, out, cut);
+	free(vals);
+	return has;
+}
+
+/* Entries of the value table in use (a tag). */
+static int fc_vals_used(struct fc_t *t)
+{
+	int i, n = 0;
+
+	for (i = 0; i < (int)FC_SHM_VALS; i++)
+		n += t->ix.vals[i].tag >= FC_SHM_KEY_TAG_MIN;
+	return n;
+}
+
+/* A policy that opts in keeps a busy key's value: written at its 64th pass
+ * (none before), at a key's first refusal, cut at 64 bytes, shown escaped;
+ * a policy that does not say keeps none, a header's keys included. */
+static void test_vals_noted(void **state)
+{
+	struct fc_policy_spec a = { .id = 1, .show_keys = 1 }, b = { .id = 2 }, c = { .id = 3, .show_keys = 1 },
+			      d = { .id = 4, .show_keys = -1 }, e = { .id = 5, .show_keys = 1 };
+	struct fc_t *t = *state;
+	char v[FC_KEY_VALUE_LEN], req[160], big[101];
+	uint64_t tag;
+	bool cut;
+	int i;
+
+	fc_policy_put(t, &a, "uid=*,arg:a=1", "1000/s");
+	fc_policy_put(t, &b, "header:x-key=*", "1000/s");
+	fc_policy_put(t, &c, "arg:k=*", "2/m");
+	fc_policy_put(t, &d, "uid=*,arg:d=1", "1000/s");
+	fc_policy_put(t, &e, "arg:e=*", "1000/s");
+	fc_publish(t);
+	assert_int_equal(fc_build(t, t->base, t->size), 0);
+	assert_true(fc_ix_policy(t, 1)->show_keys);
+	assert_false(fc_ix_policy(t, 2)->show_keys);
+	assert_int_equal(fc_passes(t, "uid=alice arg:a=1 header:x-key=s3cret", T0, 63), 63);
+	assert_int_equal(fc_vals_used(t), 0);
+	tag = fc_only_tag(t, 1);
+	assert_false(fc_shown_value(t, 1, tag, v, &cut));
+	assert_int_equal(fc_passes(t, "uid=alice arg:a=1 header:x-key=s3cret", T0, 1), 1);
+	assert_int_equal(fc_vals_used(t), 1);
+	assert_true(fc_shown_value(t, 1, tag, v, &cut));
+	assert_string_equal(v, "alice");
+	assert_false(cut);
+	/* 64 requests of the header's key: its value is nowhere. */
+	assert_false(fc_shown_value(t, 2, fc_only_tag(t, 2), v, &cut));
+	for (i = 0; i < (int)FC_SHM_VALS; i++)
+		assert_null(memmem(t->ix.vals[i].value, sizeof(t->ix.vals[i].value), "s3cret", 6));
+	/* Said off: none either. */
+	assert_int_equal(fc_passes(t, "uid=dave arg:d=1", T0, 64), 64);
+	assert_int_equal(fc_vals_used(t), 1);
+	/* The first refusal. */
+	assert_int_equal(fc_passes(t, "arg:k=bob", T0, 3), 2);
+	assert_true(fc_shown_value(t, 3, fc_only_tag(t, 3), v, &cut));
+	assert_string_equal(v, "bob");
+	/* A long key is cut at 64 bytes. */
+	memset(big, 'x', 100);
+	big[100] = '\0';
+	snprintf(req, sizeof(req), "arg:e=%s", big);
+	assert_int_equal(fc_passes(t, req, T0, 64), 64);
+	assert_true(fc_shown_value(t, 5, fc_only_tag(t, 5), v, &cut));
+	assert_int_equal(strlen(v), FC_SHM_VAL_MAX);
+	assert_memory_equal(v, big, FC_SHM_VAL_MAX);
+	assert_true(cut);
+}
+
+/* Bytes a client chose, shown as what they are and nothing more: quotes
+ * and backslashes escaped, controls, DEL, C1 and bidirectional controls
+ * and what is not UTF-8 as \xNN, UTF-8 text as it is; the text is valid
+ * UTF-8 and as long as it fits without cutting an escape. */
+static void test_vals_escape(void **state)
+{
+	static const struct {
+		const char *in, *out;
+	} v[] = {
+		{ "alice", "alice" },
+		{ "a\"b\\c", "a\\\"b\\\\c" },
+		{ "\x01\n\x1b[31m\x7f", "\\x01\\x0a\\x1b[31m\\x7f" },
+		{ "jos\xc3\xa9 \xe2\x82\xac", "jos\xc3\xa9 \xe2\x82\xac" },
+		{ "\xff\xc3(\xed\xa0\x80", "\\xff\\xc3(\\xed\\xa0\\x80" },    /* not UTF-8: a lone lead, a surrogate */
+		{ "\xc2\x85x\xe2\x80\xaey", "\\xc2\\x85x\\xe2\\x80\\xaey" }, /* NEL, RIGHT-TO-LEFT OVERRIDE */
+		{ "\xf0\x9f\x98\x80\xe2\x82", "\xf0\x9f\x98\x80\\xe2\\x82" }, /* a character cut at the end */
+	};
+	char out[FC_ESCAPED_LEN(16)];
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < sizeof(v) / sizeof(v[0]); i++) {
+		assert_int_equal(fc_escape(v[i].in, strlen(v[i].in), out, sizeof(out)), strlen(v[i].out));
+		assert_string_equal(out, v[i].out);
+	}
+	/* What does not fit is left out whole. */
+	assert_int_equal(fc_escape("ab\x01", 3, out, 5), 2);
+	assert_string_equal(out, "ab");
+	assert_int_equal(fc_escape("ab\x01", 3, out, 7), 6);
+	assert_int_equal(fc_escape("\"", 1, out, 2), 0);
+	assert_int_equal(fc_escape("x", 1, out, 0), 0);
+}
+
+/* A key's set full of busier keys: its value waits. An entry not
+ * refreshed for FC_SHM_VAL_STALE seconds is taken, as is one a killed
+ * worker left busy; one a worker is writing now is not. */
+static void test_vals_set(void **state)
+{
+	struct fc_policy_spec a = { .id = 1, .show_keys = 1 };
+	struct fc_t *t = *state;
+	const struct fc_l7_policy *p;
+	struct fc_shm_val *set;
+	char v[FC_KEY_VALUE_LEN];
+	uint64_t tag;
+	bool cut;
+	int i;
+
+	fc_policy_put(t, &a, "uid=*", "1000/s");
+	fc_publish(t);
+	assert_int_equal(fc_build(t, t->base, t->size), 0);
+	p = fc_ix_policy(t, 1);
+	assert_int_equal(fc_passes(t, "uid=carol", T0, 1), 1);
+	tag = fc_only_tag(t, 1);
+	set = &t->ix.vals[fc_shm_val_set(tag)];
+	for (i = 0; i < FC_SHM_VAL_WAYS; i++)
+		set[i] = (struct fc_shm_val){ .tag = FC_SHM_KEY_TAG_MIN + 100 + (uint64_t)i, .slot = p->slot,
+					      .epoch = p->epoch, .score = 1000, .secs = (uint32_t)(T0 / SEC), .len = 1,
+					      .value = "b" };
+	assert_int_equal(fc_passes(t, "uid=carol", T0, 63), 63); /* its 64th: 64 is worth less than 1000 */
+	assert_false(fc_shown_value(t, 1, tag, v, &cut));
+	set[1].secs = (uint32_t)(T0 / SEC - FC_SHM_VAL_STALE);
+	assert_int_equal(fc_passes(t, "uid=carol", T0, 64), 64);
+	assert_int_equal(set[1].tag, tag);
+	assert_int_equal(set[1].score, 128);
+	assert_true(fc_shown_value(t, 1, tag, v, &cut));
+	assert_string_equal(v, "carol");
+	assert_memory_equal(set[1].value, "carol\0\0", 7); /* nothing of the value before */
+	for (i = 0; i < FC_SHM_VAL_WAYS; i++)
+		assert_true(i == 1 || set[i].tag == FC_SHM_KEY_TAG_MIN + 100 + (uint64_t)i);
+	/* Refreshed in place at its next 64. */
+	set[1].secs = 0;
+	assert_int_equal(fc_passes(t, "uid=carol", T0 + SEC, 64), 64);
+	assert_int_equal(set[1].secs, T0 / SEC + 1);
+	assert_int_equal(set[1].score, 192);
+	/* Being written by a worker now: not taken. */
+	set[1].tag = (T0 / SEC) | 1;
+	assert_int_equal(fc_passes(t, "uid=carol", T0 + SEC, 64), 64);
+	assert_false(fc_shown_value(t, 1, tag, v, &cut));
+	assert_int_equal(set[1].tag, (T0 / SEC) | 1);
+	/* Left busy by a worker killed long ago: taken. */
+	set[1].tag = 5;
+	assert_int_equal(fc_passes(t, "uid=carol", T0 + SEC, 64), 64);
+	assert_true(fc_shown_value(t, 1, tag, v, &cut));
+}
+
+static void fc_val_rewrite(void *arg)
+{
+	((struct fc_shm_val *)arg)->value[0] = 'X';
+}
+
+/* Root reads the value table as the workers' bytes: an entry a worker
+ * changed between its two reads is not shown (it may be half of each), and
+ * nothing out of bounds is: a length past 64, no tag, no policy slot. A
+ * key's value is found only for that key of that policy. */
+static void test_vals_hostile(void **state)
+{
+	struct fc_policy_spec a = { .id = 1, .show_keys = 1 }, b = { .id = 2, .show_keys = 1 };
+	struct fc_shm_val *vals = malloc(FC_SHM_VALS * sizeof(*vals)), *ea;
+	const struct fc_l7_policy *p1, *p2;
+	struct fc_t *t = *state;
+	uint64_t ta, tb;
+	struct fc_err err;
+	int fd, i;
+
+	assert_non_null(vals);
+	fc_policy_put(t, &a, "uid=*,arg:a=1", "1000/s");
+	fc_policy_put(t, &b, "uid=*,arg:b=1", "1000/s");
+	fc_publish(t);
+	assert_int_equal(fc_build(t, t->base, t->size), 0);
+	p1 = fc_ix_policy(t, 1);
+	p2 = fc_ix_policy(t, 2);
+	assert_int_equal(fc_passes(t, "uid=alice arg:a=1", T0, 64), 64);
+	assert_int_equal(fc_passes(t, "uid=bob arg:b=1", T0, 64), 64);
+	ta = fc_only_tag(t, 1);
+	tb = fc_only_tag(t, 2);
+	ea = (struct fc_shm_val *)fc_state_val_of(t->ix.vals, ta, p1->slot, p1->epoch);
+	assert_non_null(ea);
+	fc_pread_hook_off = (off_t)FC_STATE_VALS_OFF;
+	fc_pread_hook_arg = ea;
+	fc_pread_hook = fc_val_rewrite;
+	fd = fc_state_open(t->shm, &err);
+	assert_true(fd >= 0);
+	fc_state_vals(fd, vals);
+	assert_null(fc_pread_hook); /* it ran */
+	assert_null(fc_state_val_of(vals, ta, p1->slot, p1->epoch));
+	assert_non_null(fc_state_val_of(vals, tb, p2->slot, p2->epoch));
+	/* Settled: shown as it is now. */
+	fc_state_vals(fd, vals);
+	assert_memory_equal(fc_state_val_of(vals, ta, p1->slot, p1->epoch)->value, "Xlice", 5);
+	/* Another policy's key, or another key, finds nothing. */
+	assert_null(fc_state_val_of(vals, ta, p2->slot, p2->epoch));
+	assert_null(fc_state_val_of(vals, ta ^ 0x100, p1->slot, p1->epoch));
+	/* Out of bounds: not taken. */
+	ea->len = FC_SHM_VAL_MAX + 1;
+	fc_state_vals(fd, vals);
+	assert_null(fc_state_val_of(vals, ta, p1->slot, p1->epoch));
+	ea->len = 5;
+	ea->slot = FC_SHM_SLOTS;
+	fc_state_vals(fd, vals);
+	assert_null(fc_state_val_of(vals, ta, FC_SHM_SLOTS, p1->epoch));
+	/* Garbage everywhere: what is kept is whole. */
+	for (i = 0; i < (int)(FC_SHM_VALS * sizeof(*vals)); i++)
+		((uint8_t *)t->ix.vals)[i] = (uint8_t)(i * 131 + (i >> 7));
+	fc_state_vals(fd, vals);
+	for (i = 0; i < (int)FC_SHM_VALS; i++)
+		assert_true(!vals[i].tag || (vals[i].tag >= FC_SHM_KEY_TAG_MIN && vals[i].len <= FC_SHM_VAL_MAX &&
+					     vals[i].slot && vals[i].slot < FC_SHM_SLOTS));
+	close(fd);
+	free(vals);
+}
+
+static int fc_busier_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? 1 : x > y ? -1 : 0;
+}
+
+/* freqctl keys' read of the table: the busiest N of a policy's keys in
+ * memory for N, most first, as a full sort would give them, with the
+ * policy's count of keys and live ones; and a state file of another size
+ * than the shm names is refused, naming both sizes. */
+static void test_keys_top(void **state)
+{
+	struct fc_t *t = *state;
+	uint64_t want[300], now = T0 + 3600 * SEC;
+	struct fc_keys_top top;
+	struct fc_err err;
+	uint32_t slot, epoch;
+	char req[32], msg[256];
+	size_t i, n;
+
+	t->keys = FC_SHM_KEYS_MIN;
+	fc_policy(t, 1, "uid=*", "5/m", "drop", 0, 0);
+	fc_publish(t);
+	assert_int_equal(fc_build(t, t->base, t->size), 0);
+	slot = t->ix.pol[0].slot;
+	epoch = t->ix.pol[0].epoch;
+	for (i = 0; i < 300; i++) { /* 1 to 11 requests each */
+		snprintf(req, sizeof(req), "uid=u%zu", i);
+		n = i * 37 % 11 + 1;
+		assert_int_equal(fc_passes(t, req, T0, (int)n), n < 5 ? (int)n : 5);
+		want[i] = n;
+	}
+	qsort(want, 300, sizeof(want[0]), fc_busier_u64);
+	assert_int_equal(fc_state_keys_top(t->shm, 0, slot, epoch, T0, 7, &top, &err), 0);
+	assert_int_equal(top.live, 300);
+	free(top.v);
+	assert_int_equal(fc_state_keys_top(t->shm, 0, slot, epoch, now, 7, &top, &err), 0);
+	assert_int_equal(top.n, 7);
+	assert_int_equal(top.total, 300);
+	assert_int_equal(top.live, 0); /* idle an hour on */
+	for (i = 0; i < top.n; i++) {
+		assert_int_equal(top.v[i].slot, slot);
+		assert_int_equal((uint64_t)top.v[i].passed + top.v[i].denied, want[i]);
+	}
+	free(top.v);
+	/* Asked for more than there are: all of them, in order. */
+	assert_int_equal(fc_state_keys_top(t->shm, 0, slot, epoch, now, FC_SHM_KEYS_MAX, &top, &err), 0);
+	assert_int_equal(top.n, 300);
+	for (i = 0; i < top.n; i++)
+		assert_int_equal((uint64_t)top.v[i].passed + top.v[i].denied, want[i]);
+	free(top.v);
+	/* Grown by the workers' user: refused, whatever --shm-keys says. */
+	assert_int_equal(truncate(t->state_path, (off_t)FC_STATE_SIZE_FOR(FC_SHM_KEYS_MAX)), 0);
+	assert_int_equal(fc_state_keys_top(t->shm, FC_SHM_KEYS_MAX, slot, epoch, now, 7, &top, &err), -1);
+	snprintf(msg, sizeof(msg), "%s: %llu bytes, expected %llu (a key table of %u entries, as the shm names)",
+		 t->state_path, (unsigned long long)FC_STATE_SIZE_FOR(FC_SHM_KEYS_MAX),
+		 (unsigned long long)FC_STATE_SIZE_FOR(FC_SHM_KEYS_MIN), FC_SHM_KEYS_MIN);
+	assert_non_null(strstr(err.msg, msg));
+	assert_int_equal(fc_state_keys_recount(t->shm, 0, now, &err), -1);
+}
+
 int main(void)
 {
 #define T(f) cmocka_unit_test_setup_teardown(f, fc_setup, fc_teardown)
@@ -813,6 +1132,11 @@ int main(void)
 		T(test_keys_recount_race),
 		T(test_keys_recount_busy),
 		T(test_keys_table_size),
+		T(test_vals_noted),
+		T(test_vals_set),
+		T(test_vals_hostile),
+		cmocka_unit_test(test_vals_escape),
+		T(test_keys_top),
 	};
 #undef T
 

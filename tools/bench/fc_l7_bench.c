@@ -17,6 +17,9 @@
  *   fc_l7_bench seed-keys DB SHM   store the per-key policy "uid=*" (never
  *                                  denying, every key live for an hour) and
  *                                  publish it
+ *   fc_l7_bench seed-show-keys DB SHM
+ *                                  the same with --show-keys: it keeps its
+ *                                  busiest keys' values
  *   fc_l7_bench decide-keys SHM SECONDS N
  *                                  the same with N distinct uids cycling: all
  *                                  N keys made first, then decisions timed
@@ -54,11 +57,12 @@ enum fc_seed_kind {
 	FC_SEED_FIXED, /* uid=uK,ip=127.0.0.1 */
 	FC_SEED_UIDS,  /* uid=uK */
 	FC_SEED_KEYS,  /* uid=* */
+	FC_SEED_SHOW_KEYS, /* uid=* --show-keys */
 };
 
 static int fc_seed(const char *db, const char *shm, long n, enum fc_seed_kind kind, bool conc)
 {
-	bool keys = kind == FC_SEED_KEYS;
+	bool keys = kind == FC_SEED_KEYS || kind == FC_SEED_SHOW_KEYS;
 	struct fc_policy_spec p = { 0 };
 	struct fc_node_ctx node = fc_node_here(1);
 	struct fc_shm_result res;
@@ -81,6 +85,7 @@ static int fc_seed(const char *db, const char *shm, long n, enum fc_seed_kind ki
 		p.new_keys = keys ? 1000000000 : 0;
 		p.max_keys = keys ? FC_SHM_KEYS : 0;
 		p.concurrency = conc ? 100000000 : 0;
+		p.show_keys = kind == FC_SEED_SHOW_KEYS;
 		/* Per key: 1e9 an hour, so every key stays live (never idle) through the run. */
 		if (fc_match_parse(match, &p, &err) < 0 || fc_rates_parse(keys ? "1000000000/h" : "1000000000/s", &p, &err) < 0 ||
 		    fc_store_policy_put(st, &p, (int64_t)time(NULL), &row, &err) < 0)
@@ -214,11 +219,14 @@ int main(int argc, char **argv)
 		return fc_seed(argv[2], argv[3], atol(argv[4]), FC_SEED_UIDS, false);
 	if (argc == 4 && !strcmp(argv[1], "seed-keys"))
 		return fc_seed(argv[2], argv[3], 1, FC_SEED_KEYS, false);
+	if (argc == 4 && !strcmp(argv[1], "seed-show-keys"))
+		return fc_seed(argv[2], argv[3], 1, FC_SEED_SHOW_KEYS, false);
 	if ((argc == 4 || (argc == 5 && atol(argv[4]) > 0)) && !strcmp(argv[1], "decide"))
 		return fc_decide_rate(argv[2], atof(argv[3]), argc == 5 ? atol(argv[4]) : 0, false);
 	if (argc == 5 && !strcmp(argv[1], "decide-keys") && atol(argv[4]) > 0)
 		return fc_decide_rate(argv[2], atof(argv[3]), atol(argv[4]), true);
 	fprintf(stderr, "usage: fc_l7_bench seed DB SHM N | seed-conc DB SHM N | seed-uids DB SHM N | seed-keys DB SHM | "
+			"seed-show-keys DB SHM | "
 			"decide SHM SECONDS [NUSERS] | decide-keys SHM SECONDS NKEYS\n");
 	return 2;
 }

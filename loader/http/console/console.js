@@ -292,6 +292,9 @@ async function tick() {
     drawCounters();
   }
   renderKeys(s.keys);
+  $('n-banned-uid').textContent = s.nginx.banned_uid;
+  $('n-banned-address').textContent = s.nginx.banned_address;
+  $('n-allowed').textContent = s.nginx.allowed;
   if (Math.floor(now) % 5 === 0) await loadBans();
   else renderBanTimes();
   status('Connected · updated ' + new Date().toLocaleTimeString());
@@ -301,7 +304,10 @@ function renderKeys(keys) {
   const body = $('keys').tBodies[0];
   body.replaceChildren(...keys.map((k) => {
     const tr = document.createElement('tr');
-    tr.append(el('td', k.key, 'mono'), el('td', k.policy), el('td', Math.round(k.used * 100) + '%', 'num'),
+    // A value (the workers' bytes, escaped by the agent) goes in as text, never as markup.
+    const key = el('td', k.value ? '"' + k.value.text + '"' + (k.value.cut ? '\u2026' : '') : k.key, 'mono');
+    key.title = k.key;
+    tr.append(key, el('td', k.policy), el('td', Math.round(k.used * 100) + '%', 'num'),
       el('td', k.passed, 'num'), el('td', k.denied, 'num'));
     return tr;
   }));

@@ -63,7 +63,10 @@ static int fc_shm_file(const char *path, uint64_t size, __u32 magic, mode_t mode
 	char tmp[PATH_MAX];
 	int fd = open(path, O_RDWR | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
 
-	if (fd >= 0 && fc_shm_ours(fd, size, magic, mode & S_IWGRP, gid))
+	/* Ours, but readable by others (a chmod -R): back to mode, as the
+	 * state file keeps key values (--show-keys) and the config the key
+	 * secret. */
+	if (fd >= 0 && fc_shm_ours(fd, size, magic, mode & S_IWGRP, gid) && fchmod(fd, mode) == 0)
 		return fd;
 	*made = true;
 	if (fd < 0 && errno != ENOENT && errno != ELOOP)
@@ -182,7 +185,8 @@ static int fc_blk_policy(struct fc_blk *b, const struct fc_policy_row *r, const 
 	it->ndims = (__u8)ndims;
 	it->ntiers = (__u8)p->ntiers;
 	it->delay_burst = p->delay_burst;
-	it->flags = e.k.flags | (p->escalate.n ? FC_SHM_POLICY_ESCALATE : 0) | (p->ndims ? 0 : FC_SHM_POLICY_HTTP);
+	it->flags = e.k.flags | (p->escalate.n ? FC_SHM_POLICY_ESCALATE : 0) | (p->ndims ? 0 : FC_SHM_POLICY_HTTP) |
+		    (e.show_keys ? FC_SHM_POLICY_SHOW_KEYS : 0);
 	it->max_keys = p->max_keys; /* 0: as the table holds */
 	it->new_keys = p->new_keys ? p->new_keys : FC_NEW_KEYS_DEFAULT;
 	it->concurrency = e.concurrency;
@@ -568,6 +572,7 @@ static int fc_shm_map(const char *path, const char *group, uint32_t keys, struct
 {
 	char state_path[PATH_MAX];
 	gid_t gid = (gid_t)-1;
+	struct stat sb;
 
 	memset(sm, 0, sizeof(*sm));
 	sm->fd = sm->state_fd = -1;
@@ -579,10 +584,6 @@ static int fc_shm_map(const char *path, const char *group, uint32_t keys, struct
 	sm->fd = fc_shm_file(path, FC_SHM_SIZE, FC_SHM_MAGIC, 0640, gid, fc_shm_init_config, &sm->made, err);
 	if (sm->fd < 0)
 		return -1;
-	sm->state_fd = fc_shm_file(state_path, keys ? FC_STATE_SIZE_FOR(keys) : 0, FC_SHM_STATE_MAGIC, 0660, gid,
-				   fc_shm_init_state, &sm->made, err);
-	if (sm->state_fd < 0)
-		goto fail;
 	sm->base = mmap(NULL, FC_SHM_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, sm->fd, 0);
 	if (sm->base == MAP_FAILED) {
 		sm->base = NULL;
@@ -594,6 +595,18 @@ static int fc_shm_map(const char *path, const char *group, uint32_t keys, struct
 		fc_err_set(err, "shm %s: not a freqctl shm of version %d", path, FC_SHM_VERSION);
 		goto fail;
 	}
+	/* Without --shm-keys, the table the config file names: a state file
+	 * the workers' user resized is made anew, not taken as it is. */
+	if (!keys && fc_state_nkeys(FC_STATE_SIZE_FOR(sm->h->state_keys)))
+		keys = sm->h->state_keys;
+	sm->state_fd = fc_shm_file(state_path, keys ? FC_STATE_SIZE_FOR(keys) : 0, FC_SHM_STATE_MAGIC, 0660, gid,
+				   fc_shm_init_state, &sm->made, err);
+	if (sm->state_fd < 0 || fstat(sm->state_fd, &sb) < 0) {
+		if (sm->state_fd >= 0)
+			fc_err_set(err, "shm state %s: %s", state_path, strerror(errno));
+		goto fail;
+	}
+	sm->h->state_keys = fc_state_nkeys((uint64_t)sb.st_size);
 	return 0;
 fail:
 	fc_shm_unmap(sm);
@@ -955,15 +968,23 @@ int fc_shm_mark(const char *path, uint64_t store_id, uint64_t seq, struct fc_err
 	return rc;
 }
 
-void fc_shm_marked(const char *path, uint64_t *store_id, uint64_t *seq)
+/* Reads len bytes of the header of the shm at path, at off; zeros if there
+ * is no shm of ours there. */
+static void fc_shm_header_read(const char *path, size_t off, void *buf, size_t len)
 {
-	__u64 mark[2] = { 0, 0 };
 	int fd = fc_shm_open_ours(path, O_RDONLY);
 
-	if (fd >= 0 && pread(fd, mark, sizeof(mark), offsetof(struct fc_shm_header, store_id)) != sizeof(mark))
-		mark[0] = mark[1] = 0;
+	if (fd < 0 || pread(fd, buf, len, (off_t)off) != (ssize_t)len)
+		memset(buf, 0, len);
 	if (fd >= 0)
 		close(fd);
+}
+
+void fc_shm_marked(const char *path, uint64_t *store_id, uint64_t *seq)
+{
+	__u64 mark[2];
+
+	fc_shm_header_read(path, offsetof(struct fc_shm_header, store_id), mark, sizeof(mark));
 	*store_id = mark[0];
 	*seq = mark[1];
 }
@@ -1010,4 +1031,37 @@ int fc_shm_unpublish(const char *path, struct fc_err *err)
 	if (lstat(state, &sb) == 0 && S_ISREG(sb.st_mode) && unlink(state) < 0)
 		return fc_err_set(err, "shm state %s: %s", state, strerror(errno));
 	return 0;
+}
+
+/* One agent per shm writes the count: read, add, write back. */
+int fc_shm_add_lost(const char *path, uint64_t n, struct fc_err *err)
+{
+	int fd = fc_shm_open_ours(path, O_RDWR), rc = 0;
+	__u64 lost = 0;
+
+	if (fd < 0)
+		return fc_err_set(err, "shm %s: not ours to count in", path);
+	if (pread(fd, &lost, sizeof(lost), offsetof(struct fc_shm_header, ring_lost)) != sizeof(lost))
+		lost = 0;
+	lost += n;
+	if (pwrite(fd, &lost, sizeof(lost), offsetof(struct fc_shm_header, ring_lost)) != sizeof(lost))
+		rc = fc_err_set(err, "shm %s: %s", path, strerror(errno));
+	close(fd);
+	return rc;
+}
+
+uint32_t fc_shm_state_keys(const char *path)
+{
+	__u32 keys;
+
+	fc_shm_header_read(path, offsetof(struct fc_shm_header, state_keys), &keys, sizeof(keys));
+	return fc_state_nkeys(FC_STATE_SIZE_FOR(keys)) ? keys : 0;
+}
+
+uint64_t fc_shm_lost(const char *path)
+{
+	__u64 lost;
+
+	fc_shm_header_read(path, offsetof(struct fc_shm_header, ring_lost), &lost, sizeof(lost));
+	return lost;
 }

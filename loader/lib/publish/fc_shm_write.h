@@ -69,6 +69,15 @@ bool fc_shm_published(const char *path, uint64_t *store_id, uint64_t *seq);
  * let every request pass. */
 int fc_shm_unpublish(const char *path, struct fc_err *err);
 
+/* Adds n to the offender reports lost in the shm at path (the agent, after
+ * reading the ring); fc_shm_lost reads the count (0 without a shm of ours). */
+int fc_shm_add_lost(const char *path, uint64_t n, struct fc_err *err);
+uint64_t fc_shm_lost(const char *path);
+
+/* The key table's entries of the state file the config file at path names
+ * (0: it names none, or there is no config file of ours). */
+uint32_t fc_shm_state_keys(const char *path);
+
 /* The workers' state file of the config file at path: path + ".state". */
 int fc_shm_state_path(const char *path, char out[PATH_MAX], struct fc_err *err);
 
