@@ -14,6 +14,7 @@
 #include "fc_clock.h"
 #include "fc_cmp.h"
 #include "fc_enforce.h"
+#include "fc_owner.h"
 #include "fc_shm_write.h"
 #include "fc_step.h"
 
@@ -619,7 +620,10 @@ static int fc_shm_map(const char *path, const char *group, uint32_t keys, struct
 
 	memset(sm, 0, sizeof(*sm));
 	sm->fd = sm->state_fd = -1;
-	if (fc_shm_gid(path, group, &gid, err) < 0 || fc_shm_state_path(path, state_path, err) < 0)
+	/* Root refuses a config file another user made or may write (one of
+	 * its own of another layout or group is replaced, below). */
+	if (fc_owner_check(FC_OWNED_SHM, path, err) < 0 || fc_shm_gid(path, group, &gid, err) < 0 ||
+	    fc_shm_state_path(path, state_path, err) < 0)
 		return -1;
 	sm->fd = fc_shm_file(path, FC_SHM_SIZE, FC_SHM_MAGIC, 0640, gid, fc_shm_init_config, &sm->made, err);
 	if (sm->fd < 0)
@@ -1080,6 +1084,50 @@ void fc_shm_marked(const char *path, uint64_t *store_id, uint64_t *seq)
 	fc_shm_header_read(path, offsetof(struct fc_shm_header, store_id), mark, sizeof(mark));
 	*store_id = mark[0];
 	*seq = mark[1];
+}
+
+bool fc_shm_published(const char *path, uint64_t *store_id, uint64_t *seq)
+{
+	struct fc_shm_header h;
+	struct stat sb;
+	bool live;
+	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+
+	live = fd >= 0 && fstat(fd, &sb) == 0 && S_ISREG(sb.st_mode) && sb.st_size == (off_t)FC_SHM_SIZE &&
+	       pread(fd, &h, sizeof(h), 0) == (ssize_t)sizeof(h) && h.magic == FC_SHM_MAGIC &&
+	       h.version == FC_SHM_VERSION && h.init;
+	if (fd >= 0)
+		close(fd);
+	*store_id = live ? h.store_id : 0;
+	*seq = live ? h.store_seq : 0;
+	return live;
+}
+
+int fc_shm_unpublish(const char *path, struct fc_err *err)
+{
+	char state[PATH_MAX];
+	__u32 magic = 0;
+	struct stat sb;
+	int fd;
+
+	if (fc_owner_check(FC_OWNED_SHM, path, err) < 0 || fc_shm_state_path(path, state, err) < 0)
+		return -1;
+	fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	if (fd < 0 && errno != ENOENT)
+		return fc_err_set(err, "shm %s: %s", path, strerror(errno));
+	if (fd >= 0) {
+		if (fstat(fd, &sb) < 0 || !S_ISREG(sb.st_mode) ||
+		    pread(fd, &magic, sizeof(magic), 0) != sizeof(magic) || magic != FC_SHM_MAGIC) {
+			close(fd);
+			return fc_err_set(err, "shm %s: not a shm of freqctl's: left in place", path);
+		}
+		close(fd);
+		if (unlink(path) < 0)
+			return fc_err_set(err, "shm %s: %s", path, strerror(errno));
+	}
+	if (lstat(state, &sb) == 0 && S_ISREG(sb.st_mode) && unlink(state) < 0)
+		return fc_err_set(err, "shm state %s: %s", state, strerror(errno));
+	return 0;
 }
 
 /* One agent per shm writes the count: read, add, write back. */
