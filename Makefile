@@ -218,6 +218,9 @@ $(L7_TESTS): $(B)/tests/%: $(B)/asan/tests/unit/%.o $(ASAN_OBJS)
 $(B)/tests/%: $(B)/tests/bpf/%.o $(B)/tests/bpf/fc_frames.o $(B)/tests/bpf/fc_test_bpf.o $(LIB_A)
 	$(CC) $(CFLAGS) $(LDFLAGS) $^ -o $@ $(LIB_LIBS) $(TEST_LIBS)
 
+# The publishing order's test decides requests with the nginx engine too.
+$(B)/tests/test_order: $(L7_OBJ)
+
 $(B)/fc_bench: $(FC_BENCH_OBJ) $(B)/tests/bpf/fc_frames.o $(LIB_A)
 	$(CC) $(CFLAGS) $(LDFLAGS) $^ -o $@ $(LIB_LIBS)
 

@@ -699,7 +699,8 @@ static __always_inline bool fc_decide(void *ctx, bool tc, void *data, void *data
 		return true;
 	}
 	e = exact ? exact->policy : 0;
-	p = prefix ? prefix->policy : 0;
+	/* Met once if both name it, as a publish moving it does for an instant. */
+	p = prefix && prefix->policy != e ? prefix->policy : 0;
 	/* Noted in the source's bucket where no ban applies, not even a lapsed
 	 * one (a ban starts only with a publish, which moves rules_gen), and
 	 * what was found holds for its whole unit: the slots, then (in that

@@ -6,6 +6,11 @@
 
 #include "fc_decide.bpf.h"
 
+/* The pin dir the loader loaded this program for (maps/fc_maps.h): never
+ * read here, it only rides in .rodata, which the programs read (fc_tick_ns),
+ * so that it is among the maps the kernel lists for the program. */
+const volatile struct fc_pin_mark fc_pin_mark = { .magic = FC_PIN_MARK_MAGIC };
+
 SEC("xdp")
 int freqctl_xdp(struct xdp_md *ctx)
 {

@@ -380,6 +380,20 @@ struct fc_config {
 	__u64 jiffies_utc_ns;
 };
 
+/* Which pin dir a program was loaded for, in its .rodata (bpf/freqctl.bpf.c
+ * fc_pin_mark): where the pins are gone (the dir removed, bpffs remounted)
+ * the loader still finds the attached program of a pin dir, and pins its
+ * maps there again. Found by its magic at any 8-byte offset of the .rodata,
+ * so that another version's layout of .rodata does not hide it. The program
+ * never reads it. */
+#define FC_PIN_MARK_MAGIC 0x6b72616d6e697066ULL /* "fpinmark" */
+#define FC_PIN_MARK_DIR 248                     /* the dir, NUL-terminated */
+
+struct fc_pin_mark {
+	__u64 magic;
+	char dir[FC_PIN_MARK_DIR];
+};
+
 /* What the clock probe (bpf/fc_clock_probe.bpf.c) writes into its frame:
  * the two forms of the coarse clock, read together. */
 struct fc_clock_pair {
@@ -448,6 +462,7 @@ FC_ABI_OFF(struct fc_config, pfx6_tree, 128);
 FC_ABI_OFF(struct fc_config, pad2, 132);
 FC_ABI_OFF(struct fc_config, jiffies_utc_ns, 136);
 FC_ABI_SIZE(struct fc_clock_pair, 24);
+FC_ABI_SIZE(struct fc_pin_mark, 8 + FC_PIN_MARK_DIR);
 _Static_assert(!(FC_IN24_EXACT & (FC_IN24_LEN | FC_IN24_LONGER)), "fc_top4.in24: the bits overlap");
 _Static_assert(FC_MAX_SETS <= 0xffffu, "a set id must fit in fc_rule.flags' upper 16 bits");
 _Static_assert(!(FC_RULE_SET_MASK & (FC_RULE_BANNED | FC_RULE_LONGER | FC_RULE_MARKER | FC_RULE_ALLOWED)),

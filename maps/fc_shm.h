@@ -102,7 +102,12 @@ struct fc_shm_header {
 	__u64 seq;         /* bumped (release) after each block publish */
 	__u64 ban_live;    /* FC_SHM_BAN_LIVE(stamp, table) of the live ban table; 0: none yet */
 	__u32 ban_stamp;   /* the last stamp written, published or not: never reused */
-	__u32 ban_dirty;   /* nonzero while the live table changes in place: digest and counts unknown */
+	/* Made odd (a value it never had) before the live table changes in
+	 * place, even after: a lookup that saw it odd, or move, may have met
+	 * two states of the bans and looks again (ngx_bridge/fc_l7.c,
+	 * fc_listed). Left odd by a change cut short: digest and counts
+	 * unknown. (Versions before it was a count: 1, then 0.) */
+	__u32 ban_gen;
 	__u64 ban_digest;  /* of the live ban set (a sum over its bans): an unchanged set is not rewritten */
 	__u64 ban_plens[4]; /* prefix lengths with an IP ban: IPv4 p at bit p, IPv6 p at bit 64 + p;
 			     * bit 255 (FC_SHM_BAN_UIDS in word 3): some uid is banned */

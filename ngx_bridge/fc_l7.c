@@ -727,10 +727,31 @@ static bool fc_uid_listed(const struct fc_l7_index *ix, const struct fc_shm_ban_
 	return allow;
 }
 
+/* The same, shortest first (from *len + 1). */
+static bool fc_next_plen_up(const __u64 *plens, uint8_t family, int *len)
+{
+	int base = family == 6 ? 64 : 0, bit;
+
+	for (bit = base + *len + 1; bit <= base + (family == 6 ? 128 : 32); bit++) {
+		__u64 w = __atomic_load_n(&plens[bit / 64], __ATOMIC_ACQUIRE) >> (bit % 64);
+
+		if (!w) {
+			bit += 63 - bit % 64;
+			continue;
+		}
+		bit += __builtin_ctzll(w);
+		if (bit > base + (family == 6 ? 128 : 32))
+			break;
+		*len = bit - base;
+		return true;
+	}
+	return false;
+}
+
 /* One lookup of every ban (allow: allow entry) that could hold rq, in the
- * live table. */
+ * live table: longest first, or (up) shortest first. */
 static bool fc_listed_in(const struct fc_l7_index *ix, __u64 live, const struct fc_l7_req *rq, uint64_t now, bool allow,
-			 bool *uid)
+			 bool up, bool *uid)
 {
 	const struct fc_shm_ban_slot *tab = ix->bans + (size_t)FC_SHM_BAN_TABLE(live) * FC_SHM_BAN_SLOTS;
 	const __u64 *plens = allow ? ix->hdr->allow_plens : ix->hdr->ban_plens;
@@ -750,7 +771,8 @@ static bool fc_listed_in(const struct fc_l7_index *ix, __u64 live, const struct 
 	*uid = false;
 	if (!rq->family)
 		return false;
-	for (len = rq->family == 4 ? 33 : 129; fc_next_plen(plens, rq->family, &len);) {
+	for (len = up ? -1 : rq->family == 4 ? 33 : 129;
+	     up ? fc_next_plen_up(plens, rq->family, &len) : fc_next_plen(plens, rq->family, &len);) {
 		fc_mask(masked, rq->addr, rq->family, (uint8_t)len);
 		if (fc_ban_holds(ix, tab, stamp, kind | rq->family, (uint8_t)len, masked, rq->family == 4 ? 4 : 16, now))
 			return true;
@@ -768,19 +790,31 @@ static inline bool fc_plens_empty(const __u64 *pl)
 		 __atomic_load_n(&pl[2], __ATOMIC_ACQUIRE) | __atomic_load_n(&pl[3], __ATOMIC_ACQUIRE));
 }
 
-/* A table is rewritten two publishes after it was live: a lookup that saw
- * the live table change under it looks again, in the new one. */
+/*
+ * A table is rewritten two publishes after it was live: a lookup that saw
+ * the live table change under it looks again, in the new one. A change in
+ * place adds bans before it lifts any (doc/architecture.md, Publishing
+ * order), yet a lookup's probes, one per length, may each meet another
+ * instant of it: the new bans' lengths before they were added, the old
+ * ones' after they were lifted. So while one is under way (ban_gen odd) a
+ * lookup that found nothing probes the lengths the other way too, which
+ * meets one or the other; one that saw ban_gen move looks again.
+ */
 static bool fc_listed(const struct fc_l7_index *ix, const struct fc_l7_req *rq, uint64_t now, bool allow, bool *uid)
 {
 	__u64 live = __atomic_load_n(&ix->hdr->ban_live, __ATOMIC_ACQUIRE), again;
+	__u32 gen = __atomic_load_n(&ix->hdr->ban_gen, __ATOMIC_ACQUIRE), gen2;
 	bool banned = false;
 	int tries;
 
-	for (tries = 0; live && tries < 3; tries++, live = again) {
-		banned = fc_listed_in(ix, live, rq, now, allow, uid);
+	for (tries = 0; live && tries < 3; tries++, live = again, gen = gen2) {
+		banned = fc_listed_in(ix, live, rq, now, allow, false, uid);
+		if (!banned && (gen & 1))
+			banned = fc_listed_in(ix, live, rq, now, allow, true, uid);
 		__atomic_thread_fence(__ATOMIC_ACQUIRE);
 		again = __atomic_load_n(&ix->hdr->ban_live, __ATOMIC_RELAXED);
-		if (banned || again == live)
+		gen2 = __atomic_load_n(&ix->hdr->ban_gen, __ATOMIC_RELAXED);
+		if (banned || (again == live && gen2 == gen))
 			break;
 	}
 	return banned;

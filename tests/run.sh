@@ -24,6 +24,9 @@
 # under "== NAME (S s)".
 set -u
 cd "$(dirname "$0")/.."
+# The machine's /etc/default/freqctl is not the tests': no file unless a
+# test names one.
+export FREQCTL_CONFIG=
 
 check=
 if [ "${1:-}" = --check ]; then

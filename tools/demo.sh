@@ -7,6 +7,8 @@
 # store, nginx) is removed at the end.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# This machine's /etc/default/freqctl is not this script's: its options only.
+export FREQCTL_CONFIG=
 
 [ "$(id -u)" -eq 0 ] || { echo "demo: run as root (XDP, network namespaces)" >&2; exit 1; }
 

@@ -13,8 +13,6 @@ static json_t *fc_counter_json(const struct fc_counter *c)
 	return json_pack("{s:I, s:I}", "packets", fc_json_count(c->packets), "bytes", fc_json_count(c->bytes));
 }
 
-enum fc_stats_format { FC_STATS_TEXT, FC_STATS_JSON, FC_STATS_PROMETHEUS };
-
 struct fc_stats_opt {
 	bool json, prometheus;
 };
@@ -26,66 +24,105 @@ static const struct fc_opt fc_stats_opts[] = {
 	FC_OPT_END,
 };
 
-static int fc_stats_print(const struct fc_stats_all *a, enum fc_stats_format fmt)
+/* Whether a's counters of policy p are its own: its layer has published
+ * this store. */
+static bool fc_policy_counted(const struct fc_stats_all *a, const struct fc_policy_spec *p)
+{
+	return fc_policy_is_l7(p) ? a->shm_there && !a->shm_other_store : a->maps_there && !a->maps_other_store;
+}
+
+static int fc_stats_json(const struct fc_stats_all *a)
 {
 	const struct fc_stats *s = &a->s;
 	const struct fc_policy_stats *ps = a->ps;
-	size_t n = a->n;
-	bool json = fmt == FC_STATS_JSON;
 	char match[FC_MATCH_LEN];
-	const struct fc_counter *cnt;
 	json_t *doc, *pols;
 	size_t i;
 
-	if (json) {
-		doc = json_object();
-		pols = json_array();
-		for (i = 0; doc && i < fc_nstat_rows; i++)
-			json_object_set_new(doc, fc_stat_rows[i].key, fc_counter_json(fc_stat_at(s, i)));
-		if (doc) {
-			json_object_set_new(doc, "nginx_allowed", json_integer(fc_json_count(a->nginx_allowed)));
-			json_object_set_new(doc, "nginx_banned",
-					    json_pack("{s:I, s:I}", "uid", fc_json_count(a->nginx_banned_uid),
-						      "address", fc_json_count(a->nginx_banned_addr)));
-			json_object_set_new(doc, "offender_reports_lost", json_integer(fc_json_count(a->ring_lost)));
-		}
-		for (i = 0; pols && i < n; i++) {
-			const struct fc_policy_spec *p = &ps[i].row->spec;
-			json_t *o;
+	doc = json_object();
+	pols = json_array();
+	for (i = 0; doc && i < fc_nstat_rows; i++)
+		json_object_set_new(doc, fc_stat_rows[i].key, fc_counter_json(fc_stat_at(s, i)));
+	if (doc) {
+		json_object_set_new(doc, "nginx_allowed", json_integer(fc_json_count(a->nginx_allowed)));
+		json_object_set_new(doc, "nginx_banned",
+				    json_pack("{s:I, s:I}", "uid", fc_json_count(a->nginx_banned_uid), "address",
+					      fc_json_count(a->nginx_banned_addr)));
+		json_object_set_new(doc, "offender_reports_lost", json_integer(fc_json_count(a->ring_lost)));
+	}
+	for (i = 0; pols && i < a->n; i++) {
+		const struct fc_policy_spec *p = &ps[i].row->spec;
+		json_t *o;
 
-			fc_match_format(p, match);
-			o = json_pack("{s:I, s:s, s:s, s:s, s:o, s:o, s:I}", "id", (json_int_t)p->id, "match", match, "layer",
-				      fc_policy_is_l7(p) ? "nginx" : "xdp", "action", fc_action_name(p->action), "passed",
-				      fc_counter_json(&ps[i].ps.passed), p->action == FC_ACTION_LOG ? "would_drop" : "dropped",
-				      fc_counter_json(&ps[i].ps.dropped), "delayed", fc_json_count(ps[i].delayed));
-			if (o && fc_policy_is_keyed(p)) {
-				json_object_set_new(o, "keys", json_integer(fc_json_count(ps[i].keys)));
-				json_object_set_new(o, "overflowed", json_integer(fc_json_count(ps[i].overflowed)));
-			}
-			if (o && p->concurrency)
-				json_object_set_new(o, "concurrency",
-						    json_pack("{s:I, s:I, s:I}", "limit",
-							      (json_int_t)ps[i].enforced.concurrency, "inflight",
-							      fc_json_count(ps[i].inflight), "denied",
-							      fc_json_count(ps[i].conc_denied)));
-			json_array_append_new(pols, o);
+		fc_match_format(p, match);
+		o = json_pack("{s:I, s:s, s:s, s:s, s:o, s:o, s:I, s:b}", "id", (json_int_t)p->id, "match", match,
+			      "layer", fc_policy_is_l7(p) ? "nginx" : "xdp", "action", fc_action_name(p->action),
+			      "passed", fc_counter_json(&ps[i].ps.passed),
+			      p->action == FC_ACTION_LOG ? "would_drop" : "dropped", fc_counter_json(&ps[i].ps.dropped),
+			      "delayed", fc_json_count(ps[i].delayed), "counted", fc_policy_counted(a, p));
+		if (o && fc_policy_is_keyed(p)) {
+			json_object_set_new(o, "keys", json_integer(fc_json_count(ps[i].keys)));
+			json_object_set_new(o, "overflowed", json_integer(fc_json_count(ps[i].overflowed)));
 		}
-		if (doc) {
-			json_object_set_new(doc, "policies", pols);
-			json_object_set_new(doc, "ban_sources", fc_ban_sources_to_json(a));
+		if (o && p->concurrency)
+			json_object_set_new(o, "concurrency",
+					    json_pack("{s:I, s:I, s:I}", "limit",
+						      (json_int_t)ps[i].enforced.concurrency, "inflight",
+						      fc_json_count(ps[i].inflight), "denied",
+						      fc_json_count(ps[i].conc_denied)));
+		json_array_append_new(pols, o);
+	}
+	if (doc) {
+		json_object_set_new(doc, "policies", pols);
+		json_object_set_new(doc, "ban_sources", fc_ban_sources_to_json(a));
+		json_object_set_new(doc, "published",
+				    json_pack("{s:b, s:b, s:b, s:b}", "pin_dir", a->maps_there, "pin_dir_other_store",
+					      a->maps_other_store, "shm", a->shm_there, "shm_other_store",
+					      a->shm_other_store));
+	}
+	return fc_json_print(doc);
+}
+
+/* What the counters below can not say of one layer: nothing published
+ * there, or another store's publish. */
+static void fc_stats_whence(const char *layer, const char *place, const char *path, const char *counted, bool there,
+			    bool other, uint64_t id, uint64_t store_id)
+{
+	if (!there)
+		printf("%s: nothing is published in %s %s: no %s counters\n", layer, place, path, counted);
+	else if (other)
+		printf("%s: %s %s holds another store's publish (store %016llx; this store is %016llx): its policy "
+		       "counters are not these policies'\n",
+		       layer, place, path, (unsigned long long)id, (unsigned long long)store_id);
+}
+
+static int fc_stats_print(const struct fc_ctx *ctx, const struct fc_stats_all *a)
+{
+	const struct fc_stats *s = &a->s;
+	const struct fc_policy_stats *ps = a->ps;
+	char match[FC_MATCH_LEN];
+	const struct fc_counter *cnt;
+	size_t i;
+
+	fc_stats_whence("XDP/TC", "pin dir", ctx->pin_dir, "packet", a->maps_there, a->maps_other_store,
+			a->maps_store_id, a->store_id);
+	fc_stats_whence("nginx", "shm", ctx->shm_path, "request", a->shm_there, a->shm_other_store, a->shm_store_id,
+			a->store_id);
+	if (a->maps_there) {
+		printf("%-22s %16s %18s\n", "", "PACKETS", "BYTES");
+		for (i = 0; i < fc_nstat_rows; i++) {
+			cnt = fc_stat_at(s, i);
+			printf("%-22s %16llu %18llu\n", fc_stat_rows[i].label, (unsigned long long)cnt->packets,
+			       (unsigned long long)cnt->bytes);
 		}
-		return fc_json_print(doc);
 	}
-	printf("%-22s %16s %18s\n", "", "PACKETS", "BYTES");
-	for (i = 0; i < fc_nstat_rows; i++) {
-		cnt = fc_stat_at(s, i);
-		printf("%-22s %16llu %18llu\n", fc_stat_rows[i].label, (unsigned long long)cnt->packets,
-		       (unsigned long long)cnt->bytes);
+	if (a->shm_there && !a->shm_other_store) {
+		printf("%-22s %16llu %18s\n", "nginx: allowed", (unsigned long long)a->nginx_allowed, "(requests)");
+		printf("%-22s %16llu %18s\n", "nginx: banned uid", (unsigned long long)a->nginx_banned_uid, "(requests)");
+		printf("%-22s %16llu %18s\n", "nginx: banned address", (unsigned long long)a->nginx_banned_addr,
+		       "(requests)");
+		printf("%-22s %16llu %18s\n", "nginx: reports lost", (unsigned long long)a->ring_lost, "(offender ring)");
 	}
-	printf("%-22s %16llu %18s\n", "nginx: allowed", (unsigned long long)a->nginx_allowed, "(requests)");
-	printf("%-22s %16llu %18s\n", "nginx: banned uid", (unsigned long long)a->nginx_banned_uid, "(requests)");
-	printf("%-22s %16llu %18s\n", "nginx: banned address", (unsigned long long)a->nginx_banned_addr, "(requests)");
-	printf("%-22s %16llu %18s\n", "nginx: reports lost", (unsigned long long)a->ring_lost, "(offender ring)");
 	printf("\n%-30s %10s %16s %18s\n", "BAN SOURCE", "BANS", "DROPPED PACKETS", "BYTES");
 	for (i = 0; i < a->nsources; i++) {
 		char name[FC_SET_NAME_MAX + 8];
@@ -95,25 +132,30 @@ static int fc_stats_print(const struct fc_stats_all *a, enum fc_stats_format fmt
 		printf("%-30s %10llu %16llu %18llu\n", name, (unsigned long long)a->sources[i].bans,
 		       (unsigned long long)a->sources[i].dropped.packets, (unsigned long long)a->sources[i].dropped.bytes);
 	}
-	if (n)
+	if (a->n)
 		printf("\n%-10s %-30s %-6s %-7s %14s %14s %14s %10s %12s %12s\n", "POLICY", "MATCH", "LAYER", "ACTION",
 		       "PASSED", "DROPPED", "WOULD-DROP", "DELAYED", "IN-FLIGHT", "BY-CAP");
-	for (i = 0; i < n; i++) {
+	for (i = 0; i < a->n; i++) {
 		const struct fc_policy_spec *p = &ps[i].row->spec;
-		char dropped[24], inflight[48] = "-", bycap[24] = "-";
+		char passed[24] = "-", dropped[24] = "-", delayed[24] = "-", inflight[48] = "-", bycap[24] = "-";
+		bool counted = fc_policy_counted(a, p);
 
 		fc_match_format(p, match);
-		snprintf(dropped, sizeof(dropped), "%llu", (unsigned long long)ps[i].ps.dropped.packets);
+		if (counted) {
+			snprintf(passed, sizeof(passed), "%llu", (unsigned long long)ps[i].ps.passed.packets);
+			snprintf(dropped, sizeof(dropped), "%llu", (unsigned long long)ps[i].ps.dropped.packets);
+			snprintf(delayed, sizeof(delayed), "%llu", (unsigned long long)ps[i].delayed);
+		}
 		/* Places held now of the cap (per key for a per-key policy), and refusals by it. */
-		if (p->concurrency) {
+		if (counted && p->concurrency) {
 			snprintf(inflight, sizeof(inflight), "%llu/%u", (unsigned long long)ps[i].inflight,
 				 ps[i].enforced.concurrency);
 			snprintf(bycap, sizeof(bycap), "%llu", (unsigned long long)ps[i].conc_denied);
 		}
-		printf("%-10u %-30s %-6s %-7s %14llu %14s %14s %10llu %12s %12s\n", p->id, match,
-		       fc_policy_is_l7(p) ? "nginx" : "xdp", fc_action_name(p->action),
-		       (unsigned long long)ps[i].ps.passed.packets, p->action == FC_ACTION_LOG ? "-" : dropped,
-		       p->action == FC_ACTION_LOG ? dropped : "-", (unsigned long long)ps[i].delayed, inflight, bycap);
+		printf("%-10u %-30s %-6s %-7s %14s %14s %14s %10s %12s %12s\n", p->id, match,
+		       fc_policy_is_l7(p) ? "nginx" : "xdp", fc_action_name(p->action), passed,
+		       p->action == FC_ACTION_LOG ? "-" : dropped, p->action == FC_ACTION_LOG ? dropped : "-", delayed,
+		       inflight, bycap);
 	}
 	return FC_EXIT_OK;
 }
@@ -140,7 +182,15 @@ static int fc_cmd_stats_run(const struct fc_ctx *ctx, const struct fc_cmd *cmd, 
 		fc_warn("stats: %s", err.msg);
 		return FC_EXIT_FAILURE;
 	}
-	rc = fc_stats_print(&a, opt.json ? FC_STATS_JSON : FC_STATS_TEXT);
+	/* No counter anywhere: zeros would be a state that is not true. */
+	if (!a.maps_there && !a.shm_there) {
+		fc_warn("stats: nothing is published in pin dir %s nor in shm %s: no counters (freqctl status says "
+			"where freqctl is attached; --pin-dir and --shm name others)",
+			ctx->pin_dir, ctx->shm_path);
+		fc_stats_free(&a);
+		return FC_EXIT_FAILURE;
+	}
+	rc = opt.json ? fc_stats_json(&a) : fc_stats_print(ctx, &a);
 	fc_stats_free(&a);
 	return rc;
 }

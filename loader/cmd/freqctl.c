@@ -12,6 +12,7 @@
 #include "fc_error.h"
 #include "fc_kern.h"
 #include "fc_redis_conf.h"
+#include "fc_settings.h"
 #include "fc_shm_write.h"
 #include "fc_store.h"
 #include "fc_version.h"
@@ -105,22 +106,6 @@ const struct fc_opt fc_global_opts[] = {
 
 #define FC_NGLOBAL (sizeof(fc_global_opts) / sizeof(fc_global_opts[0]) - 1)
 
-/* Global options from the environment (a unit's EnvironmentFile, a shell
- * profile), parsed as the options are; an option on the command line wins. */
-static const struct {
-	const char *var, *opt;
-} fc_global_env[] = {
-	{ "FREQCTL_DB", "db" },
-	{ "FREQCTL_PIN_DIR", "pin-dir" },
-	{ "FREQCTL_SHM", "shm" },
-	{ "FREQCTL_SHM_GROUP", "shm-group" },
-	{ "FREQCTL_SHM_KEYS", "shm-keys" },
-	{ "FREQCTL_NODE", "node" },
-	{ "FREQCTL_REDIS", "redis" },
-	{ "FREQCTL_REDIS_PASSWORD_FILE", "redis-password-file" },
-	{ "FREQCTL_REDIS_PREFIX", "redis-prefix" },
-};
-
 /* The commands, one line each, or those of group ("ban" for ban add, ban
  * del, ...) alone; returns how many (f NULL: only counts them). */
 static size_t fc_cmds_print(FILE *f, const char *group)
@@ -156,9 +141,7 @@ static void fc_main_usage(FILE *f)
 	fputs("\nGlobal options:\n", f);
 	for (o = fc_global_opts; o->name; o++)
 		fc_opt_print(o, f);
-	fputs("\nEnvironment: FREQCTL_DB, FREQCTL_PIN_DIR, FREQCTL_SHM, FREQCTL_SHM_GROUP, FREQCTL_SHM_KEYS,\n"
-	      "FREQCTL_NODE, FREQCTL_REDIS, FREQCTL_REDIS_PASSWORD_FILE and FREQCTL_REDIS_PREFIX set the\n"
-	      "global options of the same names; an option given wins.\n", f);
+	fc_settings_usage(f);
 	fputs("\nExit status: 0 done, 1 runtime error, 2 usage error.\n"
 	      "Run 'freqctl COMMAND --help' for a command's options.\n",
 	      f);
@@ -174,23 +157,6 @@ static __attribute__((noreturn, format(printf, 1, 2))) void fc_main_usage_error(
 	va_end(ap);
 	fputs("\nTry 'freqctl --help'.\n", stderr);
 	exit(FC_EXIT_USAGE);
-}
-
-static void fc_global_from_env(struct fc_global_opt *g)
-{
-	const struct fc_opt *o;
-	struct fc_err err;
-	const char *v;
-	size_t i;
-
-	for (i = 0; i < sizeof(fc_global_env) / sizeof(fc_global_env[0]); i++) {
-		if (!(v = getenv(fc_global_env[i].var)) || !*v)
-			continue;
-		for (o = fc_global_opts; strcmp(o->name, fc_global_env[i].opt); o++)
-			;
-		if (fc_opt_set(o, g, v, fc_global_env[i].var, &err) < 0)
-			fc_main_usage_error("%s: %s", fc_global_env[i].var, err.msg);
-	}
 }
 
 /* Finds the command named by argv[0] (and argv[1] for two-word commands). */
@@ -224,11 +190,13 @@ int main(int argc, char **argv)
 	const struct fc_opt *o;
 	const struct fc_cmd *cmd;
 	struct fc_ctx ctx;
-	struct fc_err err;
+	struct fc_err err, conf_err;
 	char host[256];
-	int c, words;
+	int c, words, conf;
 
-	fc_global_from_env(&g);
+	/* The file, then the environment; reported once --help and --version
+	 * have had their say. */
+	conf = fc_settings_load(fc_global_opts, &g, &conf_err);
 	/* '+': stop at the command, whose options are its own; ':' reports a
 	 * missing argument as ':'. */
 	fc_getopt_build(fc_global_opts, FC_NGLOBAL, "+:", longopts, shortopts);
@@ -241,6 +209,7 @@ int main(int argc, char **argv)
 			fc_main_usage_error("unknown global option '%s'", argv[optind - 1]);
 		if (fc_opt_set(o, &g, optarg, o->name, &err) < 0)
 			fc_main_usage_error("--%s: %s", o->name, err.msg);
+		fc_settings_given(o);
 	}
 	if (g.help) {
 		fc_main_usage(stdout);
@@ -249,6 +218,12 @@ int main(int argc, char **argv)
 	if (g.version) {
 		printf("freqctl %s\n", FC_VERSION);
 		return FC_EXIT_OK;
+	}
+	if (conf == FC_EXIT_USAGE)
+		fc_main_usage_error("%s", conf_err.msg);
+	if (conf) {
+		fc_warn("%s", conf_err.msg);
+		return conf;
 	}
 	fc_verbose = g.verbose;
 	if (optind == argc)

@@ -14,6 +14,7 @@
 
 #include "fc_attach.h"
 #include "fc_clock.h"
+#include "fc_pins.h"
 #include "freqctl.skel.h"
 
 const char *const fc_mode_names[] = {
@@ -32,7 +33,9 @@ const char *fc_mode_name(enum fc_mode mode)
 /* What runs on one hook of an interface. */
 struct fc_hook_prog {
 	uint32_t id; /* on the hook; freqctl's own when a dispatcher runs it */
-	bool ours;   /* a freqctl program using this pin dir's maps */
+	bool ours;   /* a freqctl program of this pin dir (fc_pins.h) */
+	bool stale;  /* ... reading a map that is not the pinned one */
+	uint32_t map[FC_NMAPS]; /* ... the maps it reads */
 	char name[BPF_OBJ_NAME_LEN];
 	bool dispatcher; /* the hook holds libxdp's dispatcher */
 	uint32_t prio;   /* freqctl's run priority there */
@@ -40,30 +43,21 @@ struct fc_hook_prog {
 	struct fc_xdp_peer peers[FC_XDP_MAX_PROGS];
 };
 
-/* Ours = it uses this pin dir's config map, so another pin dir's freqctl
- * (or any other program) is never mistaken for it. */
-static void fc_hook_prog_inspect(const struct fc_maps *m, uint32_t id, struct fc_hook_prog *hp)
+/* Ours = a freqctl program reading this pin dir's maps or loaded for it
+ * (fc_pins.h), so another pin dir's freqctl (or any other program) is never
+ * mistaken for it. */
+static void fc_hook_prog_inspect(const struct fc_pin_ref *r, uint32_t id, struct fc_hook_prog *hp)
 {
-	struct bpf_prog_info info = {};
-	__u32 map_ids[16], len = sizeof(info), i;
-	uint32_t cfg_id = fc_obj_id(m->config);
-	int fd;
+	struct fc_prog_maps p;
 
 	memset(hp, 0, sizeof(*hp));
 	hp->id = id;
-	if (!id)
+	if (!id || fc_prog_maps_read(r, id, &p) < 0)
 		return;
-	fd = bpf_prog_get_fd_by_id(id);
-	if (fd < 0)
-		return;
-	info.nr_map_ids = sizeof(map_ids) / sizeof(map_ids[0]);
-	info.map_ids = (__u64)(unsigned long)map_ids;
-	if (!bpf_obj_get_info_by_fd(fd, &info, &len)) {
-		memcpy(hp->name, info.name, sizeof(hp->name));
-		for (i = 0; i < info.nr_map_ids && i < sizeof(map_ids) / sizeof(map_ids[0]); i++)
-			hp->ours |= map_ids[i] == cfg_id;
-	}
-	close(fd);
+	memcpy(hp->name, p.name, sizeof(hp->name));
+	hp->ours = p.ours;
+	hp->stale = p.stale;
+	memcpy(hp->map, p.map, sizeof(hp->map));
 }
 
 static uint32_t fc_xdp_flags(enum fc_mode mode)
@@ -89,7 +83,7 @@ static int fc_libxdp_print(enum libxdp_print_level level, const char *fmt, va_li
 
 /* hp is the program on the hook: if it is libxdp's dispatcher in this mode,
  * finds freqctl among the programs it runs and lists the others. */
-static void fc_dispatcher_query(const struct fc_maps *m, int ifindex, enum fc_mode mode, struct fc_hook_prog *hp)
+static void fc_dispatcher_query(const struct fc_pin_ref *r, int ifindex, enum fc_mode mode, struct fc_hook_prog *hp)
 {
 	struct xdp_program *p = NULL;
 	struct xdp_multiprog *mp;
@@ -105,9 +99,11 @@ static void fc_dispatcher_query(const struct fc_maps *m, int ifindex, enum fc_mo
 		goto out;
 	hp->dispatcher = true;
 	while ((p = xdp_multiprog__next_prog(p, mp))) {
-		fc_hook_prog_inspect(m, xdp_program__id(p), &cp);
+		fc_hook_prog_inspect(r, xdp_program__id(p), &cp);
 		if (cp.ours && !hp->ours) {
 			hp->ours = true;
+			hp->stale = cp.stale;
+			memcpy(hp->map, cp.map, sizeof(hp->map));
 			hp->id = cp.id;
 			hp->prio = xdp_program__run_prio(p);
 			continue;
@@ -124,44 +120,44 @@ out:
 }
 #endif
 
-static void fc_xdp_query(const struct fc_maps *m, int ifindex, enum fc_mode mode, struct fc_hook_prog *hp)
+static void fc_xdp_query(const struct fc_pin_ref *r, int ifindex, enum fc_mode mode, struct fc_hook_prog *hp)
 {
 	LIBBPF_OPTS(bpf_xdp_query_opts, q);
 
 	if (bpf_xdp_query(ifindex, 0, &q))
 		q.drv_prog_id = q.skb_prog_id = 0;
-	fc_hook_prog_inspect(m, mode == FC_MODE_XDP ? q.drv_prog_id : q.skb_prog_id, hp);
+	fc_hook_prog_inspect(r, mode == FC_MODE_XDP ? q.drv_prog_id : q.skb_prog_id, hp);
 #ifdef FC_HAVE_LIBXDP
 	if (hp->id && !hp->ours)
-		fc_dispatcher_query(m, ifindex, mode, hp);
+		fc_dispatcher_query(r, ifindex, mode, hp);
 #endif
 }
 
-static void fc_tc_query(const struct fc_maps *m, int ifindex, struct fc_hook_prog *hp)
+static void fc_tc_query(const struct fc_pin_ref *r, int ifindex, struct fc_hook_prog *hp)
 {
 	LIBBPF_OPTS(bpf_tc_hook, hook, .ifindex = ifindex, .attach_point = BPF_TC_INGRESS);
 	LIBBPF_OPTS(bpf_tc_opts, q, .handle = FC_TC_HANDLE, .priority = FC_TC_PRIORITY);
 
 	if (bpf_tc_query(&hook, &q))
 		q.prog_id = 0; /* no clsact qdisc, or no filter of ours */
-	fc_hook_prog_inspect(m, q.prog_id, hp);
+	fc_hook_prog_inspect(r, q.prog_id, hp);
 }
 
-static void fc_hook_query(const struct fc_maps *m, int ifindex, enum fc_mode mode, struct fc_hook_prog *hp)
+static void fc_hook_query(const struct fc_pin_ref *r, int ifindex, enum fc_mode mode, struct fc_hook_prog *hp)
 {
 	if (mode == FC_MODE_TC)
-		fc_tc_query(m, ifindex, hp);
+		fc_tc_query(r, ifindex, hp);
 	else
-		fc_xdp_query(m, ifindex, mode, hp);
+		fc_xdp_query(r, ifindex, mode, hp);
 }
 
 /* Finds freqctl's attachment on ifindex, in whichever mode. */
-static bool fc_find_ours(const struct fc_maps *m, int ifindex, enum fc_mode *mode, struct fc_hook_prog *hp)
+static bool fc_find_ours(const struct fc_pin_ref *r, int ifindex, enum fc_mode *mode, struct fc_hook_prog *hp)
 {
 	enum fc_mode md;
 
 	for (md = FC_MODE_XDP; md <= FC_MODE_TC; md++) {
-		fc_hook_query(m, ifindex, md, hp);
+		fc_hook_query(r, ifindex, md, hp);
 		if (hp->ours) {
 			*mode = md;
 			return true;
@@ -177,6 +173,8 @@ static void fc_attachment_set(struct fc_attachment *a, const char *ifname, int i
 	a->ifindex = ifindex;
 	a->mode = mode;
 	a->prog_id = hp->id;
+	a->stale = hp->stale;
+	memcpy(a->map, hp->map, sizeof(a->map));
 	a->dispatched = hp->dispatcher;
 	a->prio = hp->prio;
 	a->n_peers = hp->n_peers;
@@ -298,6 +296,7 @@ static struct freqctl *fc_skel_open(const char *pin_dir, enum fc_mode mode, stru
 		return NULL;
 	}
 	skel->rodata->fc_tick_ns = fc_clock_tick_ns();
+	fc_pin_mark_dir(pin_dir, skel->rodata->fc_pin_mark.dir);
 	bpf_program__set_autoload(mode == FC_MODE_TC ? skel->progs.freqctl_xdp : skel->progs.freqctl_tc, false);
 	return skel;
 }
@@ -404,16 +403,18 @@ int fc_attach(const char *pin_dir, const struct fc_maps *m, const char *ifname, 
 {
 	struct fc_hook_prog cur, now;
 	struct freqctl *skel;
+	struct fc_pin_ref r;
 	enum fc_mode other;
 	int ifindex, rc;
 
 	ifindex = fc_ifindex(ifname, err);
 	if (ifindex < 0)
 		return -1;
-	if (fc_find_ours(m, ifindex, &other, &cur) && other != mode)
+	fc_pin_ref_init(&r, pin_dir, m);
+	if (fc_find_ours(&r, ifindex, &other, &cur) && other != mode)
 		return fc_err_set(err, "interface %s: freqctl is already attached in %s mode; detach it first", ifname,
 				  fc_mode_name(other));
-	fc_hook_query(m, ifindex, mode, &cur);
+	fc_hook_query(&r, ifindex, mode, &cur);
 	/* Another program on the XDP hook, unless a dispatcher freqctl can
 	 * join runs it: refused before any library tries. */
 	if (mode != FC_MODE_TC && !cur.ours && !cur.dispatcher && fc_xdp_taken(ifindex, ifname, err))
@@ -424,7 +425,7 @@ int fc_attach(const char *pin_dir, const struct fc_maps *m, const char *ifname, 
 	rc = fc_attach_prog(pin_dir, &skel, ifindex, mode, prio, &cur, ifname, err);
 	if (rc)
 		goto out;
-	fc_hook_query(m, ifindex, mode, &now);
+	fc_hook_query(&r, ifindex, mode, &now);
 	if (!now.ours) {
 		rc = fc_err_set(err, "interface %s: attached, but freqctl's program is not on the hook any more", ifname);
 		goto out;
@@ -438,16 +439,19 @@ out:
 	return rc;
 }
 
-int fc_detach(const struct fc_maps *m, const char *ifname, struct fc_attachment *out, struct fc_err *err)
+int fc_detach(const char *pin_dir, const struct fc_maps *m, const char *ifname, struct fc_attachment *out,
+	      struct fc_err *err)
 {
 	struct fc_hook_prog cur;
+	struct fc_pin_ref r;
 	enum fc_mode mode;
 	int ifindex, rc;
 
 	ifindex = fc_ifindex(ifname, err);
 	if (ifindex < 0)
 		return -1;
-	if (!fc_find_ours(m, ifindex, &mode, &cur))
+	fc_pin_ref_init(&r, pin_dir, m);
+	if (!fc_find_ours(&r, ifindex, &mode, &cur))
 		return fc_err_set(err, "interface %s: freqctl is not attached", ifname);
 	if (mode == FC_MODE_TC) {
 		LIBBPF_OPTS(bpf_tc_hook, hook, .ifindex = ifindex, .attach_point = BPF_TC_INGRESS);
@@ -475,7 +479,7 @@ int fc_detach(const struct fc_maps *m, const char *ifname, struct fc_attachment 
 	return 0;
 }
 
-int fc_attachments(const struct fc_maps *m, struct fc_attachment **v, size_t *n, struct fc_err *err)
+int fc_attachments(const struct fc_pin_ref *r, struct fc_attachment **v, size_t *n, struct fc_err *err)
 {
 	struct if_nameindex *ifs, *i;
 	struct fc_attachment *res;
@@ -494,7 +498,7 @@ int fc_attachments(const struct fc_maps *m, struct fc_attachment **v, size_t *n,
 		return fc_err_set(err, "out of memory");
 	}
 	for (i = ifs; i->if_index; i++) {
-		if (!fc_find_ours(m, (int)i->if_index, &mode, &hp))
+		if (!fc_find_ours(r, (int)i->if_index, &mode, &hp))
 			continue;
 		fc_attachment_set(&res[cnt++], i->if_name, (int)i->if_index, mode, &hp);
 	}

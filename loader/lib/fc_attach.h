@@ -40,6 +40,10 @@ struct fc_attachment {
 	int ifindex;
 	enum fc_mode mode;
 	uint32_t prog_id;
+	/* The maps the program reads, by FC_MAPS index (0: none), and whether
+	 * one of them is not the map pinned in the pin dir (fc_pins.h). */
+	uint32_t map[FC_NMAPS];
+	bool stale;
 	/* Through libxdp's dispatcher: freqctl's priority there and the
 	 * programs it shares the hook with (none when attached directly). */
 	bool dispatched;
@@ -57,8 +61,11 @@ extern const char *const fc_mode_names[];
  * the programs already there; directly when the dispatcher cannot load. */
 int fc_attach(const char *pin_dir, const struct fc_maps *m, const char *ifname, enum fc_mode mode, uint32_t prio,
 	      struct fc_attachment *out, struct fc_err *err);
-int fc_detach(const struct fc_maps *m, const char *ifname, struct fc_attachment *out, struct fc_err *err);
-/* Every interface of this network namespace running this pin dir's programs. */
-int fc_attachments(const struct fc_maps *m, struct fc_attachment **v, size_t *n, struct fc_err *err);
+/* m: the pinned maps there are (fds -1: none; the program is found by its mark). */
+int fc_detach(const char *pin_dir, const struct fc_maps *m, const char *ifname, struct fc_attachment *out,
+	      struct fc_err *err);
+/* Every interface of this network namespace running r's pin dir's programs. */
+struct fc_pin_ref;
+int fc_attachments(const struct fc_pin_ref *r, struct fc_attachment **v, size_t *n, struct fc_err *err);
 
 #endif /* FC_ATTACH_H */

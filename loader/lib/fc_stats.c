@@ -209,6 +209,26 @@ json_t *fc_ban_sources_to_json(const struct fc_stats_all *a)
 	return arr;
 }
 
+/* Whether the maps (m, NULL: none pinned) and the shm hold this store's
+ * publish. */
+static int fc_stats_whose(const struct fc_ctx *ctx, struct fc_store *st, const struct fc_maps *m,
+			  struct fc_stats_all *a, struct fc_err *err)
+{
+	struct fc_store_log log;
+	struct fc_config cfg;
+	uint64_t seq;
+
+	if (fc_store_log_head(st, &log, err) < 0 || (m && fc_config_read(m, &cfg, err) < 0))
+		return -1;
+	a->store_id = log.id;
+	a->maps_there = m;
+	a->maps_store_id = m ? cfg.store_id : 0;
+	a->maps_other_store = a->maps_store_id && a->maps_store_id != log.id;
+	a->shm_there = fc_shm_published(ctx->shm_path, &a->shm_store_id, &seq);
+	a->shm_other_store = a->shm_store_id && a->shm_store_id != log.id;
+	return 0;
+}
+
 int fc_stats_gather(const struct fc_ctx *ctx, struct fc_stats_all *a, struct fc_err *err)
 {
 	struct fc_shm_slot *slots = NULL;
@@ -229,6 +249,8 @@ int fc_stats_gather(const struct fc_ctx *ctx, struct fc_stats_all *a, struct fc_
 	if (ctx->keep ? !(st = fc_store_keep_get(ctx->keep, err)) :
 			fc_store_open_ex(ctx->db_path, !ctx->store_must_exist, &st, err) < 0)
 		goto out;
+	if (fc_stats_whose(ctx, st, maps == 0 ? &m : NULL, a, err) < 0)
+		goto out;
 	if (fc_node_read(st, ctx->node, &a->node, err) < 0 || fc_store_policy_list(st, &a->rows, &a->n, err) < 0 ||
 	    fc_store_ban_count(st, (int64_t)time(NULL), &a->bans, err) < 0 ||
 	    fc_sources_gather(st, &m, maps == 0, a, err) < 0)
@@ -241,8 +263,9 @@ int fc_stats_gather(const struct fc_ctx *ctx, struct fc_stats_all *a, struct fc_
 	for (i = 0; i < a->n; i++)
 		l7 |= fc_policy_is_l7(&a->rows[i].spec);
 	a->ring_lost = fc_shm_lost(ctx->shm_path);
-	/* The workers' counters: their word, read as it is (no shm yet: zeros). */
-	if ((fd = fc_state_open(ctx->shm_path, &shm_err)) >= 0) {
+	/* The workers' counters: their word, read as it is (no shm yet, or
+	 * another store's: zeros). */
+	if (!a->shm_other_store && (fd = fc_state_open(ctx->shm_path, &shm_err)) >= 0) {
 		a->nginx_allowed = fc_state_allowed(fd);
 		fc_state_banned(fd, &a->nginx_banned_uid, &a->nginx_banned_addr);
 		slots = l7 ? malloc(FC_SHM_SLOTS * sizeof(*slots)) : NULL;
@@ -256,7 +279,7 @@ int fc_stats_gather(const struct fc_ctx *ctx, struct fc_stats_all *a, struct fc_
 		a->ps[i].row = r;
 		fc_policy_enforced(r, &a->node, NULL, &a->ps[i].enforced);
 		if (!fc_policy_is_l7(&r->spec)) {
-			if (maps == 0 && fc_pstats_read(&m, r->slot, &a->ps[i].ps, err) < 0)
+			if (maps == 0 && !a->maps_other_store && fc_pstats_read(&m, r->slot, &a->ps[i].ps, err) < 0)
 				goto out;
 		} else if (slots && r->slot < FC_SHM_SLOTS && slots[r->slot].owner == FC_SHM_OWNER(r->spec.id, r->epoch)) {
 			a->ps[i].ps.passed.packets = slots[r->slot].passed;

@@ -49,6 +49,13 @@ struct fc_stats_all {
 	uint64_t nginx_allowed; /* requests nginx let through by an allow entry (the workers' count) */
 	uint64_t nginx_banned_uid, nginx_banned_addr; /* ... refused by a uid ban, an address ban */
 	uint64_t ring_lost;     /* offender reports the agent could not read (its count) */
+	/* Where the counters come from: maps pinned in the pin dir, a shm
+	 * published at its path; each may hold another store's publish (their
+	 * marks name the store: 0 while one writes), whose counters are not
+	 * this store's policies' and are not read as theirs. */
+	bool maps_there, shm_there;
+	bool maps_other_store, shm_other_store;
+	uint64_t store_id, maps_store_id, shm_store_id;
 };
 
 /* a's ban sources as JSON: [{"set": null | NAME, "bans", "dropped": {"packets", "bytes"}}]. */

@@ -11,6 +11,9 @@
 set -u
 cd "$(dirname "$0")/../.."
 FC_BIN=${FC_BIN:-build/freqctl}
+# The machine's /etc/default/freqctl is not the tests': no file unless a
+# test names one.
+export FREQCTL_CONFIG=
 
 tag=$$
 # The suite's own addresses and ports, so that suites can run side by side:

@@ -2,7 +2,11 @@
 # make install / make uninstall into a DESTDIR, then the Debian packages for
 # real: built by make deb (lintian clean), installed on this machine,
 # checked (files, --version, man -w, the module enabled the Debian way and
-# loaded by nginx -t, the unit verified), purged, and nothing left.
+# loaded by nginx -t, the unit verified); attached to a veth by the
+# installed freqctl with the settings of /etc/default/freqctl (scratch
+# paths), upgraded in place (still attached), removed (detached, its maps
+# and shm gone, or the removal refused with what to run), purged (the
+# store kept, and said so), and nothing left.
 . "$(dirname "$0")/lib.sh"
 
 [ "$(id -u)" -eq 0 ] || skip_all "needs root (dpkg -i)"
@@ -18,8 +22,10 @@ pkgs=(freqctl libnginx-mod-http-freqctl)
 installed() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q 'install ok installed'; }
 ours= # set once this test installed the packages: only then does cleanup purge them
 
+made_var= # set while /var/lib/freqctl is one this test made
 cleanup() {
 	[ -n "$ours" ] && dpkg --purge "${pkgs[@]}" >/dev/null 2>&1
+	[ -z "$made_var" ] || rmdir /var/lib/freqctl
 	fc_finish
 }
 trap cleanup EXIT
@@ -43,6 +49,8 @@ check "make uninstall removes every file it installed" [ -z "$(find "$dest" -typ
 for p in "${pkgs[@]}"; do
 	installed "$p" && skip_all "package $p is installed on this machine: not replacing it"
 done
+[ -e /etc/default/freqctl ] && skip_all "/etc/default/freqctl is there: the package would take it over"
+command -v ping >/dev/null || skip_all "ping not installed (Debian iputils-ping)"
 # The module's package asks a running nginx to reload (dpkg-trigger nginx-reload).
 [ -s /run/nginx.pid ] && kill -0 "$(cat /run/nginx.pid)" 2>/dev/null &&
 	skip_all "the system's nginx runs (/run/nginx.pid): installing the module's package would reload it"
@@ -80,6 +88,46 @@ if command -v systemd-analyze >/dev/null; then
 else
 	skip_one "systemd-analyze verify: systemd not installed here"
 fi
+
+# ---- removed while attached: taken off the interfaces, nothing left enforcing ----
+check "/etc/default/freqctl installed, all comments" sh -c "[ -f /etc/default/freqctl ] && ! grep -qv '^#' /etc/default/freqctl"
+# One that does not read it would attach below with the machine's own pin
+# dir and store: stop there.
+check "the installed freqctl reads it" jq_true '.configuration.file == "/etc/default/freqctl"' \
+	<<<"$(FREQCTL_CONFIG=/etc/default/freqctl /usr/sbin/freqctl --db "$db" --pin-dir "$pin" --shm "$shm" status --json)" ||
+	exit 1
+# Scratch paths only, in the file the package's scripts read as the agent does.
+printf 'FREQCTL_DB=%s\nFREQCTL_PIN_DIR=%s\nFREQCTL_SHM=%s\n' "$db" "$pin" "$shm" >/etc/default/freqctl
+inst() { FREQCTL_CONFIG=/etc/default/freqctl /usr/sbin/freqctl "$@"; }
+fc_setup
+check "the installed freqctl attaches (its settings from /etc/default/freqctl)" quiet inst attach "$host" --mode xdp
+check "... and bans $peer4" quiet inst ban add "$peer4"
+check "... pings from it dropped" [ "$(pings 4 3)" = 0 ]
+# shellcheck disable=SC2086
+dpkg -i $(grep -v dbgsym <<<"$debs") >>"$dir/dpkg.log" 2>&1
+check "an upgrade (the same packages again) leaves it attached" [ "$(pings 4 3)" = 0 ]
+chown nobody "$pin"
+dpkg -r freqctl >"$dir/remove.log" 2>&1
+check "removal refused while freqctl can not be taken off (a pin dir root refuses)" installed freqctl
+check "... saying what to run" grep -q "freqctl: not removed: .* 'freqctl detach --all --unpublish' once the cause is fixed" "$dir/remove.log"
+check "... still enforcing" [ "$(pings 4 3)" = 0 ]
+chown root "$pin"
+dpkg -r freqctl >"$dir/remove.log" 2>&1
+check "dpkg -r freqctl, attached" sh -c "! dpkg-query -W -f='\${Status}' freqctl 2>/dev/null | grep -q 'install ok installed'"
+check "... detached it from $host, saying so" grep -q "detached from $host (xdp mode" "$dir/remove.log"
+check "... no program left on $host" [ "$(ip -j link show dev "$host" | jq -r '.[0].xdp.prog.id // empty')" = "" ]
+check "... pings pass again" [ "$(pings 4 3)" = 3 ]
+check "... the maps unpinned, the pin dir gone" [ ! -e "$pin" ]
+check "... the shm gone (nginx lets requests pass)" [ ! -e "$shm" -a ! -e "$shm.state" ]
+check "... the store kept" jq_true --arg b "$peer4" 'map(.ban) == [$b]' <<<"$(fc ban list --json)"
+# The store's place made if the machine has none (and removed after), so
+# that what purge says of it is always checked.
+[ -e /var/lib/freqctl ] || { mkdir -m 0750 /var/lib/freqctl && made_var=1; }
+dpkg --purge freqctl >"$dir/purge.log" 2>&1
+check "dpkg --purge says it keeps /var/lib/freqctl" grep -q "freqctl: purge keeps /var/lib/freqctl, the policy store" "$dir/purge.log"
+check "... and keeps it" [ -d /var/lib/freqctl ]
+[ -z "$made_var" ] || { rmdir /var/lib/freqctl && made_var=; }
+check "... /etc/default/freqctl purged" [ ! -e /etc/default/freqctl ]
 
 dpkg --purge "${pkgs[@]}" >>"$dir/dpkg.log" 2>&1
 ours=

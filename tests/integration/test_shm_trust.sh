@@ -6,7 +6,7 @@
 # does and crash nothing, a ring slot a killed worker never stamped stops
 # no escalation, and a state file grown to the biggest key table is
 # refused, not read; and a file or link planted where root will publish
-# is replaced, never followed.
+# is refused, never followed.
 . "$(dirname "$0")/lib.sh"
 [ "$(id -u)" -eq 0 ] || skip_all "needs root (files owned by root, runuser)"
 id www-data >/dev/null 2>&1 || skip_all "no www-data user (Debian's nginx makes it)"
@@ -18,12 +18,18 @@ as_www() { runuser -u www-data -- sh -c "$1"; }
 apid=
 trap '[ -n "$apid" ] && kill -TERM "$apid" 2>/dev/null && wait "$apid" 2>/dev/null; fc_finish' EXIT
 
-# A link planted where the shm will be: root must not write through it.
+# A link planted where the shm will be: root neither writes through it nor
+# takes it silently, but says whose it is and what to do.
 echo "untouched" >"$d/victim"
 chmod 0644 "$d/victim"
 as_www "ln -s '$d/victim' '$shm'"
-check "sync publishes where www-data planted a link" fcq policy add 1 --match uid=u1 --rate 5/m --escalate 3/m --ban-ttl 1m
+fc policy add 1 --match uid=u1 --rate 5/m --escalate 3/m --ban-ttl 1m >/dev/null 2>"$d/err"
+check "a publish refuses the link www-data planted where the shm goes" [ $? = 1 ]
+check "... naming it, its owner and the fix" grep -q "shm $shm: a symbolic link owned by www-data (uid [0-9]*), not root: remove it (rm $shm: the next publish makes it anew)" "$d/err"
 check "... the link's target is untouched" [ "$(cat "$d/victim")" = untouched ]
+check "... nothing stored" jq_true 'length == 0' <<<"$(fc policy list --json)"
+rm "$shm"
+check "once removed, the policy is added" fcq policy add 1 --match uid=u1 --rate 5/m --escalate 3/m --ban-ttl 1m
 check "... the shm is a regular file now, not the link" [ -f "$shm" -a ! -L "$shm" ]
 check "config file: root's, 0640, group www-data" [ "$(stat -c '%U %a %G' "$shm")" = "root 640 www-data" ]
 check "state file: root's, 0660, group www-data" [ "$(stat -c '%U %a %G' "$shm.state")" = "root 660 www-data" ]
@@ -124,9 +130,12 @@ check "... stats too" sh -c "'$FC_BIN' --db '$db' --pin-dir '$pin' --shm '$shm' 
 check "... and --prometheus" sh -c "'$FC_BIN' --db '$db' --pin-dir '$pin' --shm '$shm' stats --prometheus |
 	grep -q '^freqctl_offender_reports_lost_total [1-9]'"
 
-# A config file that others may write is replaced, not trusted.
-ino=$(stat -c %i "$shm")
+# A config file that others may write is refused, not trusted.
 chmod 0666 "$shm"
-check "sync after the config file was made world-writable" fcq sync
-check "... it is a new file, 0640 again" [ "$(stat -c '%i %a' "$shm")" != "$ino 640" -a "$(stat -c %a "$shm")" = 640 ]
+fc sync >/dev/null 2>"$d/err"
+check "sync refuses the config file once it is world-writable" [ $? = 1 ]
+check "... saying so, and what to do" grep -q "shm $shm: writable by its group and others (mode 0666): remove it (rm $shm: the next publish makes it anew, as root's alone)" "$d/err"
+rm "$shm"
+check "sync after it was removed" fcq sync
+check "... a new file, root's, 0640" [ "$(stat -c '%U %a' "$shm")" = "root 640" ]
 exit 0

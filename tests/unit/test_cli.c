@@ -76,6 +76,8 @@ static void fc_cli(struct fc_run *r, ...)
 static int fc_setup(void **state)
 {
 	(void)state;
+	/* Not this machine's /etc/default/freqctl: no configuration file. */
+	setenv("FREQCTL_CONFIG", "", 1);
 	snprintf(fc_dir, sizeof(fc_dir), "/tmp/fc-cli-XXXXXX");
 	assert_non_null(mkdtemp(fc_dir));
 	snprintf(fc_db_opt, sizeof(fc_db_opt), "--db=%s/store.db", fc_dir);

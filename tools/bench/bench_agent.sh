@@ -7,6 +7,8 @@
 # the cluster are stopped by pid on exit.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
+# This machine's /etc/default/freqctl is not this script's: its options only.
+export FREQCTL_CONFIG=
 tag=$$
 dir=/tmp/fc-abench-$tag
 pin=/sys/fs/bpf/fc-abench-$tag

@@ -22,6 +22,8 @@
 # Instructions per request without CPU counters: tools/bench/bench_nginx_cost.sh.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
+# This machine's /etc/default/freqctl is not this script's: its options only.
+export FREQCTL_CONFIG=
 . tools/bench/bench_nginx_conf.sh
 ROUNDS=${ROUNDS:-5}
 SECS=${SECS:-3}

@@ -26,6 +26,8 @@
 #   CG_KEEP a directory to copy the callgrind outputs to (callgrind_annotate)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
+# This machine's /etc/default/freqctl is not this script's: its options only.
+export FREQCTL_CONFIG=
 . tools/bench/bench_nginx_conf.sh
 KEYS=${KEYS:-100000}
 LL=${LL:-8388608,16,64}

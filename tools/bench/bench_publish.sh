@@ -13,6 +13,8 @@
 # prints this build's times over its.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
+# This machine's /etc/default/freqctl is not this script's: its options only.
+export FREQCTL_CONFIG=
 tag=$$
 dir=/tmp/fc-pbench-$tag
 pin=/sys/fs/bpf/fc-pbench-$tag

@@ -8,6 +8,8 @@
 #   tools/bench/bench_store.sh DB PIN_DIR SHM
 set -euo pipefail
 cd "$(dirname "$0")/../.."
+# This machine's /etc/default/freqctl is not this script's: its options only.
+export FREQCTL_CONFIG=
 db=$1 pin=$2 shm=$3
 tmp=$(mktemp -d /tmp/fc-bstore-XXXXXX)
 trap 'rm -rf "$tmp"' EXIT

@@ -14,8 +14,12 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
+#include "fc_attach.h"
 #include "fc_kern.h"
+#include "fc_step.h"
 #include "fc_map_shapes.h"
+#include "fc_owner.h"
+#include "fc_pins.h"
 #include "freqctl.skel.h"
 
 #define FC_BPFFS_ROOT "/sys/fs/bpf"
@@ -156,6 +160,18 @@ static void fc_map_diff(const struct bpf_map_info *have, const struct fc_map_sha
 		snprintf(buf, size, "%u entries, not %u", have->max_entries, want->max_entries);
 }
 
+int fc_map_shape_diff(int fd, int i, char *diff, size_t size)
+{
+	struct bpf_map_info info;
+	__u32 len = sizeof(info);
+
+	memset(&info, 0, sizeof(info));
+	if (bpf_obj_get_info_by_fd(fd, &info, &len))
+		return -1;
+	fc_map_diff(&info, &fc_map_shapes[i], diff, size);
+	return 0;
+}
+
 /*
  * Opens the maps pinned under pin_dir into m (those that are; the others'
  * fds -1) and checks each has the shape this freqctl's BPF object gives it.
@@ -165,12 +181,12 @@ static void fc_map_diff(const struct bpf_map_info *have, const struct fc_map_sha
  */
 static int fc_maps_get(const char *pin_dir, struct fc_maps *m, struct fc_err *err)
 {
-	struct bpf_map_info info;
 	char path[PATH_MAX], diff[96];
 	int missing = 0;
 	size_t i;
-	__u32 len;
 
+	if (fc_owner_check(FC_OWNED_PIN_DIR, pin_dir, err) < 0)
+		return -1;
 	for (i = 0; i < FC_NMAPS; i++) {
 		snprintf(path, sizeof(path), "%s/%s", pin_dir, fc_map_names[i]);
 		m->fd[i] = bpf_obj_get(path);
@@ -181,11 +197,8 @@ static int fc_maps_get(const char *pin_dir, struct fc_maps *m, struct fc_err *er
 				fc_err_set(err, "pinned map %s: %s", path, strerror(errno));
 			continue;
 		}
-		memset(&info, 0, sizeof(info));
-		len = sizeof(info);
-		if (bpf_obj_get_info_by_fd(m->fd[i], &info, &len))
+		if (fc_map_shape_diff(m->fd[i], (int)i, diff, sizeof(diff)) < 0)
 			return fc_err_set(err, "pinned map %s: %s", path, strerror(errno));
-		fc_map_diff(&info, &fc_map_shapes[i], diff, sizeof(diff));
 		if (diff[0])
 			return fc_err_set(err,
 					  "pinned map %s: %s: another version's pins. Detach freqctl ('freqctl "
@@ -238,6 +251,8 @@ int fc_maps_open_config(const char *pin_dir, struct fc_maps *m, struct fc_err *e
 	char path[PATH_MAX];
 
 	fc_maps_init(m);
+	if (fc_owner_check(FC_OWNED_PIN_DIR, pin_dir, err) < 0)
+		return -1;
 	snprintf(path, sizeof(path), "%s/%s", pin_dir, fc_map_names[FC_MAP_IDX_config]);
 	m->config = bpf_obj_get(path);
 	if (m->config < 0)
@@ -258,6 +273,17 @@ int fc_maps_open_existing(const char *pin_dir, struct fc_maps *m, struct fc_err 
 	return missing > 0 ? 1 : missing; /* 1: nothing published here yet */
 }
 
+int fc_maps_open_pinned(const char *pin_dir, struct fc_maps *m, struct fc_err *err)
+{
+	int missing;
+
+	fc_maps_init(m);
+	missing = fc_maps_get(pin_dir, m, err);
+	if (missing < 0)
+		fc_maps_close(m);
+	return missing;
+}
+
 void fc_maps_close(struct fc_maps *m)
 {
 	size_t i;
@@ -270,6 +296,31 @@ void fc_maps_close(struct fc_maps *m)
 	if (m->dirfd >= 0)
 		close(m->dirfd);
 	m->dirfd = -1;
+}
+
+int fc_maps_unpin(const char *pin_dir, const struct fc_maps *m, struct fc_err *err)
+{
+	struct fc_attachment *v = NULL;
+	char path[PATH_MAX];
+	struct fc_pin_ref r;
+	size_t n = 0, i;
+
+	fc_pin_ref_init(&r, pin_dir, m);
+	if (fc_attachments(&r, &v, &n, err) < 0)
+		return -1;
+	free(v);
+	if (n)
+		return fc_err_set(err, "pin dir %s: %zu interface%s here still run%s its programs: detach %s first",
+				  pin_dir, n, n == 1 ? "" : "s", n == 1 ? "s" : "", n == 1 ? "it" : "them");
+	for (i = 0; i < FC_NMAPS; i++) {
+		snprintf(path, sizeof(path), "%s/%s", pin_dir, fc_map_names[i]);
+		if (unlink(path) < 0 && errno != ENOENT)
+			return fc_err_set(err, "pinned map %s: %s", path, strerror(errno));
+	}
+	/* Anything else there is not freqctl's to remove. */
+	if (rmdir(pin_dir) < 0 && errno != ENOENT && errno != ENOTEMPTY)
+		return fc_err_set(err, "pin dir %s: %s", pin_dir, strerror(errno));
+	return 0;
 }
 
 int fc_maps_lock(const struct fc_maps *m, const char *pin_dir, struct fc_err *err)
@@ -355,5 +406,6 @@ int fc_config_write(const struct fc_maps *m, const struct fc_config *cfg, struct
 
 	if (bpf_map_update_elem(m->config, &zero, cfg, BPF_ANY))
 		return fc_err_set(err, "map %s: %s", FC_MAP_NAME(config), strerror(errno));
+	fc_step("fc_config");
 	return 0;
 }

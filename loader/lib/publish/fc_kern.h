@@ -6,6 +6,7 @@
 #ifndef FC_KERN_H
 #define FC_KERN_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "fc_error.h"
@@ -39,6 +40,11 @@ extern const char *const fc_map_names[FC_NMAPS];
 struct bpf_object;
 int fc_maps_match(const struct bpf_object *obj, struct fc_err *err);
 
+/* How map fd differs in shape from the map FC_MAPS[i] of this version's
+ * BPF object, in words into diff ("" if it does not); -1 if fd can not be
+ * read. */
+int fc_map_shape_diff(int fd, int i, char *diff, size_t size);
+
 /* Mounts bpffs at /sys/fs/bpf if the pin dir needs it, creates the pin dir. */
 int fc_pin_dir_prepare(const char *pin_dir, struct fc_err *err);
 
@@ -48,10 +54,18 @@ int fc_maps_open(const char *pin_dir, struct fc_maps *m, struct fc_err *err);
  * anything, no map, no pin dir, no mount. 1 (all fds -1) when nothing was
  * published under pin_dir yet. */
 int fc_maps_open_existing(const char *pin_dir, struct fc_maps *m, struct fc_err *err);
+/* The same, keeping those that are pinned where some are not (status): the
+ * number missing, or -1. */
+int fc_maps_open_pinned(const char *pin_dir, struct fc_maps *m, struct fc_err *err);
 /* Only the pinned fc_config, of whatever shape (the other fds -1): what
  * tells freqctl's programs on a hook apart, another version's too (detach). */
 int fc_maps_open_config(const char *pin_dir, struct fc_maps *m, struct fc_err *err);
 void fc_maps_close(struct fc_maps *m);
+
+/* Unpins the maps of FC_MAPS from pin_dir and removes it if nothing else
+ * is there, once no interface of this network namespace runs the pin
+ * dir's programs (m: what is pinned, fds -1 where nothing is). */
+int fc_maps_unpin(const char *pin_dir, const struct fc_maps *m, struct fc_err *err);
 
 /* Serialises publishers of one pin dir. */
 int fc_maps_lock(const struct fc_maps *m, const char *pin_dir, struct fc_err *err);

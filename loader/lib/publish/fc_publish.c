@@ -2,6 +2,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "fc_pins.h"
 #include "fc_publish.h"
 #include "fc_store_keep.h"
 
@@ -162,8 +163,9 @@ int fc_publish_commit(struct fc_publish *pub, struct fc_err *err)
 	struct fc_sync_result undo;
 	struct fc_store_log log;
 	struct fc_source src;
-	struct fc_err ignored;
+	struct fc_err ignored, note;
 	const char *why;
+	int r;
 
 	if (fc_maps_open(pin_dir, &pub->maps, err) < 0) {
 		fc_publish_abort(pub);
@@ -174,6 +176,16 @@ int fc_publish_commit(struct fc_publish *pub, struct fc_err *err)
 	if (fc_maps_lock(&pub->maps, pin_dir, err) < 0) {
 		fc_publish_abort(pub);
 		return -1;
+	}
+	/* The maps the attached programs read, or nothing reaches them. */
+	r = fc_pins_repair(pin_dir, &pub->maps, &note, err);
+	if (r < 0) {
+		fc_publish_abort(pub);
+		return -1;
+	}
+	if (r) {
+		fc_warn("%s; publishing everything", note.msg);
+		pub->full = true;
 	}
 	if (fc_node_read(pub->st, pub->ctx->node, &pub->node, err) < 0 ||
 	    fc_store_log_head(pub->st, &log, err) < 0 || fc_publish_layers(pub, &log, err) < 0 ||

@@ -14,7 +14,9 @@
 #include "fc_clock.h"
 #include "fc_cmp.h"
 #include "fc_enforce.h"
+#include "fc_owner.h"
 #include "fc_shm_write.h"
+#include "fc_step.h"
 
 int fc_shm_state_path(const char *path, char out[PATH_MAX], struct fc_err *err)
 {
@@ -381,6 +383,7 @@ static void fc_plens_store(__u64 *words, const __u64 *plens, bool both)
 
 	for (i = 0; i < 4; i++)
 		__atomic_store_n(&words[i], (both ? words[i] : 0) | plens[i], __ATOMIC_RELEASE);
+	fc_step("shm ban lengths");
 }
 
 /* Writes the bans into the inactive table, then makes it live; unless the
@@ -398,13 +401,14 @@ static int fc_bans_publish(struct fc_shm_header *h, void *base, const struct fc_
 		digest += fc_ban_mix(&bans[i]);
 		fc_ban_plen(&bans[i], plens);
 	}
-	if (live && !force && !h->ban_dirty && h->ban_digest == digest)
+	if (live && !force && !(h->ban_gen & 1) && h->ban_digest == digest)
 		return 0;
 	/* Taken before any slot carries it: a failed write is never resumed. */
 	h->ban_stamp = stamp;
 	for (i = 0; i < n; i++)
 		if (fc_ban_put(tab, stamp, &bans[i]) < 0)
 			return fc_err_set(err, "shm: the ban table is full (%u slots)", FC_SHM_BAN_SLOTS);
+	fc_step("shm ban table (inactive)");
 	/* Readers probe the lengths of both sets while the switch happens. */
 	fc_plens_store(h->ban_plens, plens[0], true);
 	fc_plens_store(h->allow_plens, plens[1], true);
@@ -412,7 +416,9 @@ static int fc_bans_publish(struct fc_shm_header *h, void *base, const struct fc_
 	h->ban_used = (__u32)n;
 	h->ban_dead = 0;
 	__atomic_store_n(&h->ban_live, FC_SHM_BAN_LIVE(stamp, table), __ATOMIC_RELEASE);
-	__atomic_store_n(&h->ban_dirty, 0, __ATOMIC_RELEASE);
+	if (h->ban_gen & 1) /* a change in place cut short, or given up for this */
+		__atomic_store_n(&h->ban_gen, h->ban_gen + 1, __ATOMIC_RELEASE);
+	fc_step("shm ban table live");
 	fc_plens_store(h->ban_plens, plens[0], false);
 	fc_plens_store(h->allow_plens, plens[1], false);
 	*written = true;
@@ -483,11 +489,13 @@ static int fc_ban_change(struct fc_shm_header *h, struct fc_shm_ban_slot *tab, _
 		 * the writer is preempted. */
 		if (!want) {
 			__atomic_store_n(&s->family, FC_SHM_BAN_DEAD, __ATOMIC_RELEASE);
+			fc_step("shm ban lifted");
 			h->ban_dead++;
 			return 0;
 		}
 		h->ban_digest += fc_ban_mix(b);
 		__atomic_store_n(&s->expires_ns, b->expires_ns, __ATOMIC_RELEASE);
+		fc_step("shm ban expiry");
 		return 0;
 	}
 	/* A new ban: readers probe its length before they can find it. */
@@ -495,9 +503,11 @@ static int fc_ban_change(struct fc_shm_header *h, struct fc_shm_ban_slot *tab, _
 	for (k = 0; k < 4; k++)
 		if (plens[0][k] & ~h->ban_plens[k])
 			__atomic_store_n(&h->ban_plens[k], h->ban_plens[k] | plens[0][k], __ATOMIC_RELEASE);
+	fc_step("shm ban lengths");
 	h->ban_digest += fc_ban_mix(b);
 	if (s->seq == stamp) { /* a tombstone */
 		fc_ban_rewrite(s, b);
+		fc_step("shm ban (tombstone reused)");
 		h->ban_dead--;
 		return 0;
 	}
@@ -508,6 +518,7 @@ static int fc_ban_change(struct fc_shm_header *h, struct fc_shm_ban_slot *tab, _
 	s->expires_ns = b->expires_ns;
 	memcpy(s->addr, b->addr, sizeof(b->addr));
 	__atomic_store_n(&s->seq, stamp, __ATOMIC_RELEASE);
+	fc_step("shm ban added");
 	h->ban_used++;
 	return 0;
 }
@@ -515,7 +526,13 @@ static int fc_ban_change(struct fc_shm_header *h, struct fc_shm_ban_slot *tab, _
 /* Tombstones are rebuilt away once they are many, and a quarter of the table's use. */
 #define FC_BAN_DEAD_MAX 4096
 
-/* The changed bans, in the live table. 1: the table must be rebuilt. */
+/*
+ * The changed bans, in the live table: new bans and new expiries first,
+ * then the bans lifted, so that a source banned before and after (by a
+ * prefix of another length, a set in another shape) is banned at every
+ * instant between (doc/architecture.md, Publishing order). 1: the table
+ * must be rebuilt.
+ */
 static int fc_bans_change(struct fc_shm_header *h, void *base, const struct fc_delta *d)
 {
 	__u64 live = __atomic_load_n(&h->ban_live, __ATOMIC_ACQUIRE);
@@ -523,30 +540,35 @@ static int fc_bans_change(struct fc_shm_header *h, void *base, const struct fc_d
 	__u32 stamp = FC_SHM_BAN_STAMP(live);
 	size_t i, j;
 	bool want;
-	int rc = 0;
+	int rc = 0, lift;
 
-	__atomic_store_n(&h->ban_dirty, 1, __ATOMIC_RELEASE);
-	for (i = 0; i < d->nkeys && !rc; i = j) {
-		uint64_t e = 0;
+	__atomic_store_n(&h->ban_gen, (h->ban_gen + 1) | 1, __ATOMIC_RELEASE);
+	for (lift = 0; lift < 2; lift++) {
+		for (i = 0; i < d->nkeys && !rc; i = j) {
+			uint64_t e = 0;
 
-		for (want = false, j = i; j < d->nkeys && !memcmp(&d->keys[j].p, &d->keys[i].p, sizeof(d->keys[i].p)); j++) {
-			uint64_t k = d->keys[j].src ? 0 : fc_expiry_ns(d->keys[j].expires);
+			for (want = false, j = i;
+			     j < d->nkeys && !memcmp(&d->keys[j].p, &d->keys[i].p, sizeof(d->keys[i].p)); j++) {
+				uint64_t k = d->keys[j].src ? 0 : fc_expiry_ns(d->keys[j].expires);
 
-			if (d->keys[j].src < 0)
-				continue;
-			e = !want || (e && (!k || k > e)) ? k : e;
-			want = true;
+				if (d->keys[j].src < 0)
+					continue;
+				e = !want || (e && (!k || k > e)) ? k : e;
+				want = true;
+			}
+			fc_ban_slot_ip(&b, &d->keys[i].p, e);
+			if (want == !lift)
+				rc = fc_ban_change(h, tab, stamp, &b, want);
 		}
-		fc_ban_slot_ip(&b, &d->keys[i].p, e);
-		rc = fc_ban_change(h, tab, stamp, &b, want);
-	}
-	for (i = 0; i < d->nuids && !rc; i++) {
-		fc_ban_slot_uid(&b, h->key_secret, d->uids[i].uid, fc_expiry_ns(d->uids[i].expires));
-		rc = fc_ban_change(h, tab, stamp, &b, d->uids[i].live);
+		for (i = 0; i < d->nuids && !rc; i++) {
+			fc_ban_slot_uid(&b, h->key_secret, d->uids[i].uid, fc_expiry_ns(d->uids[i].expires));
+			if (d->uids[i].live == !lift)
+				rc = fc_ban_change(h, tab, stamp, &b, d->uids[i].live);
+		}
 	}
 	if (rc || (h->ban_dead >= FC_BAN_DEAD_MAX && h->ban_dead * 4 > h->ban_used))
-		return 1; /* dirty: the rebuild rewrites it all */
-	__atomic_store_n(&h->ban_dirty, 0, __ATOMIC_RELEASE);
+		return 1; /* left odd: the rebuild rewrites it all */
+	__atomic_store_n(&h->ban_gen, h->ban_gen + 1, __ATOMIC_RELEASE);
 	return 0;
 }
 
@@ -568,6 +590,7 @@ static int fc_slot_claim(int state_fd, const struct fc_policy_row *r, struct fc_
 	    pwrite(state_fd, zero, sizeof(struct fc_shm_slot), off) != sizeof(struct fc_shm_slot) ||
 	    pwrite(state_fd, &owner, sizeof(owner), off + (off_t)offsetof(struct fc_shm_slot, owner)) != sizeof(owner))
 		return fc_err_set(err, "shm state: slot %u: %s", r->slot, strerror(errno));
+	fc_step("shm state slot");
 	return 0;
 }
 
@@ -597,7 +620,10 @@ static int fc_shm_map(const char *path, const char *group, uint32_t keys, struct
 
 	memset(sm, 0, sizeof(*sm));
 	sm->fd = sm->state_fd = -1;
-	if (fc_shm_gid(path, group, &gid, err) < 0 || fc_shm_state_path(path, state_path, err) < 0)
+	/* Root refuses a config file another user made or may write (one of
+	 * its own of another layout or group is replaced, below). */
+	if (fc_owner_check(FC_OWNED_SHM, path, err) < 0 || fc_shm_gid(path, group, &gid, err) < 0 ||
+	    fc_shm_state_path(path, state_path, err) < 0)
 		return -1;
 	sm->fd = fc_shm_file(path, FC_SHM_SIZE, FC_SHM_MAGIC, 0640, gid, fc_shm_init_config, &sm->made, err);
 	if (sm->fd < 0)
@@ -654,6 +680,7 @@ static void fc_blk_switch(const struct fc_shm_map *sm, struct fc_shm_result *res
 	__atomic_store_n(&h->active, h->init ? !h->active : 0, __ATOMIC_RELEASE);
 	__atomic_store_n(&h->seq, h->seq + 1, __ATOMIC_RELEASE);
 	__atomic_store_n(&h->init, 1, __ATOMIC_RELEASE);
+	fc_step("shm config block live");
 	res->published = true;
 	res->seq = h->seq;
 }
@@ -987,7 +1014,7 @@ int fc_shm_publish_delta(const char *path, const char *group, uint32_t keys, str
 	if (fc_shm_map(path, group, keys, &sm, err) < 0)
 		return -1;
 	res->seq = sm.h->seq;
-	if (sm.made || !sm.h->init || !sm.h->ban_live || sm.h->ban_dirty || sm.h->store_id != store_id ||
+	if (sm.made || !sm.h->init || !sm.h->ban_live || (sm.h->ban_gen & 1) || sm.h->store_id != store_id ||
 	    sm.h->store_seq != from) {
 		rc = 1; /* nothing known to build on */
 		goto out;
@@ -1057,6 +1084,50 @@ void fc_shm_marked(const char *path, uint64_t *store_id, uint64_t *seq)
 	fc_shm_header_read(path, offsetof(struct fc_shm_header, store_id), mark, sizeof(mark));
 	*store_id = mark[0];
 	*seq = mark[1];
+}
+
+bool fc_shm_published(const char *path, uint64_t *store_id, uint64_t *seq)
+{
+	struct fc_shm_header h;
+	struct stat sb;
+	bool live;
+	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+
+	live = fd >= 0 && fstat(fd, &sb) == 0 && S_ISREG(sb.st_mode) && sb.st_size == (off_t)FC_SHM_SIZE &&
+	       pread(fd, &h, sizeof(h), 0) == (ssize_t)sizeof(h) && h.magic == FC_SHM_MAGIC &&
+	       h.version == FC_SHM_VERSION && h.init;
+	if (fd >= 0)
+		close(fd);
+	*store_id = live ? h.store_id : 0;
+	*seq = live ? h.store_seq : 0;
+	return live;
+}
+
+int fc_shm_unpublish(const char *path, struct fc_err *err)
+{
+	char state[PATH_MAX];
+	__u32 magic = 0;
+	struct stat sb;
+	int fd;
+
+	if (fc_owner_check(FC_OWNED_SHM, path, err) < 0 || fc_shm_state_path(path, state, err) < 0)
+		return -1;
+	fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	if (fd < 0 && errno != ENOENT)
+		return fc_err_set(err, "shm %s: %s", path, strerror(errno));
+	if (fd >= 0) {
+		if (fstat(fd, &sb) < 0 || !S_ISREG(sb.st_mode) ||
+		    pread(fd, &magic, sizeof(magic), 0) != sizeof(magic) || magic != FC_SHM_MAGIC) {
+			close(fd);
+			return fc_err_set(err, "shm %s: not a shm of freqctl's: left in place", path);
+		}
+		close(fd);
+		if (unlink(path) < 0)
+			return fc_err_set(err, "shm %s: %s", path, strerror(errno));
+	}
+	if (lstat(state, &sb) == 0 && S_ISREG(sb.st_mode) && unlink(state) < 0)
+		return fc_err_set(err, "shm state %s: %s", state, strerror(errno));
+	return 0;
 }
 
 /* One agent per shm writes the count: read, add, write back. */

@@ -60,6 +60,15 @@ int fc_shm_publish_delta(const char *path, const char *group, uint32_t keys, str
 int fc_shm_mark(const char *path, uint64_t store_id, uint64_t seq, struct fc_err *err);
 void fc_shm_marked(const char *path, uint64_t *store_id, uint64_t *seq);
 
+/* Whether path holds a shm of this layout with a block published (whoever
+ * owns it: a reader's answer), and its mark (0, 0: none). */
+bool fc_shm_published(const char *path, uint64_t *store_id, uint64_t *seq);
+
+/* Removes the shm at path (a config file of freqctl's, or nothing) and its
+ * workers' state file: nginx's workers find them gone within a second and
+ * let every request pass. */
+int fc_shm_unpublish(const char *path, struct fc_err *err);
+
 /* Adds n to the offender reports lost in the shm at path (the agent, after
  * reading the ring); fc_shm_lost reads the count (0 without a shm of ours). */
 int fc_shm_add_lost(const char *path, uint64_t n, struct fc_err *err);

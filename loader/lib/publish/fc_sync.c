@@ -9,12 +9,15 @@
 #include <unistd.h>
 #include <sys/mman.h>
 #include <sys/random.h>
+#include <sys/syscall.h>
+#include <linux/membarrier.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
 #include "fc_clock.h"
 #include "fc_cmp.h"
 #include "fc_enforce.h"
+#include "fc_step.h"
 #include "fc_sync.h"
 
 /* ENOTSUPP: the kernel's "this map type has no batch operation". */
@@ -32,7 +35,17 @@ struct fc_kvs {
 	size_t n, cap;
 };
 
-/* What one rule map should hold, what it holds, and the difference. */
+/*
+ * What one rule map should hold, what it holds, and what a publish writes
+ * to it, in the order that never uncovers a source (doc/architecture.md,
+ * Publishing order; fc_order_write): put and del, and for an exact map the
+ * final values of the entries first written as a union (fin), for fc_pfx6
+ * and fc_top6 entries as they are with their search guides widened
+ * (relax). Publishing everything, these are the difference itself;
+ * publishing what changed, put holds what the changed keys' entries
+ * should be and del the keys that may have to go, each compared with the
+ * map as it is written.
+ */
 struct fc_map_sync {
 	const char *name;
 	int fd;
@@ -41,6 +54,7 @@ struct fc_map_sync {
 	bool prefixes; /* a prefix hash: fc_want_prefixes makes its entries */
 	size_t max_entries;
 	struct fc_kvs want, have;
+	struct fc_kvs put, del, fin, relax;
 	long count;  /* publishing what changed: entries added less entries deleted */
 	long dmarks; /* the same for fc_pfx6's search markers */
 	size_t marks;    /* fc_pfx6: search markers among want */
@@ -51,8 +65,22 @@ struct fc_map_sync {
  * from fc_pfx6's entries. */
 enum { FC_MS_EXACT4, FC_MS_EXACT6, FC_MS_PFX4, FC_MS_PFX6, FC_MS_COUNT, FC_MS_TOP6 = FC_MS_COUNT, FC_MS_ALL };
 
+/* A /16 whose fc_top4 entry changes, and what it becomes. */
+struct fc_top4_new {
+	uint32_t idx;
+	struct fc_top4 e;
+};
+
+#define FC_IN24_LEN_MAX (24 - FC_TOP4_SHIFT)
+
+struct fc_u32s {
+	uint32_t *v;
+	size_t n, cap;
+};
+
 /* What fc_top4 is made of: the IPv4 prefixes, folded, in address order,
- * and (whole) the addresses of fc_exact4. */
+ * and (whole) the addresses of fc_exact4; what changes in it, and when
+ * (fc_top4_plan). */
 struct fc_top4_sync {
 	struct fc_kvs pfx;
 	const struct fc_kvs *exact; /* whole: fc_exact4's entries, sorted, for the FC_IN24_EXACT bits */
@@ -61,6 +89,17 @@ struct fc_top4_sync {
 	size_t flips;  /* FC_IN24_EXACT bits set or cleared by fc_top4_exact */
 	char *mem;     /* a mapping of the array's bytes off to off + size (fc_top4_view) */
 	size_t off, size;
+	struct fc_top4_new *chg; /* the /16s that change, in index order */
+	size_t nchg, capchg;
+	bool narrows; /* some of them lose a bit of a longer prefix (or, whole, of an address) */
+	/* The /24s whose prefix of /17 to /24 (FC_IN24_LEN) changes, each as
+	 * its /16's index in chg times 256 plus the /24: those whose prefix
+	 * gets longer in sw[L - 16], moved once the prefixes of length L are
+	 * written; the rest in sw[0], moved once every prefix is written. */
+	struct fc_u32s sw[FC_IN24_LEN_MAX + 1];
+	/* The /16s written (bit idx), and which of them were empty before:
+	 * what the count of those in use (used) is put right by at the end. */
+	uint64_t touched[FC_TOP4_SLOTS / 64], was_empty[FC_TOP4_SLOTS / 64];
 };
 
 /* Scratch for one batch of keys and values (fc_batch_*), and so one publish
@@ -96,6 +135,38 @@ static struct fc_kv *fc_kvs_push(struct fc_kvs *s)
 	}
 	memset(&s->v[s->n], 0, sizeof(s->v[0]));
 	return &s->v[s->n++];
+}
+
+/* Appends n entries of v to s. */
+static int fc_kvs_append(struct fc_kvs *s, const struct fc_kv *v, size_t n)
+{
+	struct fc_kv *nv;
+	size_t cap = s->cap ? s->cap : 1024;
+
+	while (cap < s->n + n)
+		cap *= 2;
+	if (cap != s->cap) {
+		if (!(nv = realloc(s->v, cap * sizeof(*nv))))
+			return -1;
+		s->v = nv;
+		s->cap = cap;
+	}
+	if (n)
+		memcpy(s->v + s->n, v, n * sizeof(*v));
+	s->n += n;
+	return 0;
+}
+
+/* Sorts s by cmp and keeps one of each run of entries cmp finds equal. */
+static void fc_kvs_unique(struct fc_kvs *s, int (*cmp)(const void *, const void *, void *), void *arg)
+{
+	size_t i, o = 0;
+
+	fc_kvs_sort(s, cmp, arg);
+	for (i = 0; i < s->n; i++)
+		if (!o || cmp(&s->v[o - 1], &s->v[i], arg))
+			s->v[o++] = s->v[i];
+	s->n = o;
 }
 
 static bool fc_batch_unsupported(void)
@@ -144,7 +215,7 @@ static int fc_map_apply(struct fc_map_sync *ms, const struct fc_kv *kvs, size_t 
 	LIBBPF_OPTS(bpf_map_batch_opts, opts);
 	uint8_t *keys = fc_batch_keys;
 	struct fc_rule *vals = fc_batch_vals;
-	bool batch = true;
+	bool batch = !fc_stepping(); /* a test's stops: an entry at a time */
 	size_t off, i;
 	__u32 cnt;
 	int rc;
@@ -160,8 +231,10 @@ static int fc_map_apply(struct fc_map_sync *ms, const struct fc_kv *kvs, size_t 
 
 			rc = update ? bpf_map_update_batch(ms->fd, keys, vals, &done, &opts) :
 				      bpf_map_delete_batch(ms->fd, keys, &done, &opts);
-			if (!rc)
+			if (!rc) {
+				fc_step(ms->name);
 				continue;
+			}
 			if (!fc_batch_unsupported())
 				return fc_err_set(err, "map %s: batch %s: %s", ms->name, update ? "update" : "delete",
 						  strerror(errno));
@@ -173,56 +246,10 @@ static int fc_map_apply(struct fc_map_sync *ms, const struct fc_kv *kvs, size_t 
 			if (rc && !(errno == ENOENT && !update))
 				return fc_err_set(err, "map %s: %s: %s", ms->name, update ? "update" : "delete",
 						  errno == E2BIG ? "map full" : strerror(errno));
+			fc_step(ms->name);
 		}
 	}
 	return 0;
-}
-
-/* Diffs want against have (both sorted by key) and writes the difference. */
-static int fc_map_sync(struct fc_map_sync *ms, struct fc_sync_result *res, struct fc_err *err)
-{
-	struct fc_kvs upd = {}, del = {};
-	size_t i = 0, j = 0;
-	struct fc_kv *kv;
-	int rc = -1, c;
-
-	if (fc_map_dump(ms, err) < 0)
-		return -1;
-	fc_kvs_sort(&ms->have, fc_kv_cmp, &ms->keysz);
-
-	while (i < ms->want.n || j < ms->have.n) {
-		if (i == ms->want.n)
-			c = 1;
-		else if (j == ms->have.n)
-			c = -1;
-		else
-			c = memcmp(ms->want.v[i].key, ms->have.v[j].key, ms->keysz);
-		if (c < 0 || (c == 0 && memcmp(&ms->want.v[i].val, &ms->have.v[j].val, sizeof(struct fc_rule)))) {
-			if (!(kv = fc_kvs_push(&upd)))
-				goto oom;
-			*kv = ms->want.v[i];
-			if (c < 0)
-				res->added++;
-			else
-				res->changed++;
-		} else if (c > 0) {
-			if (!(kv = fc_kvs_push(&del)))
-				goto oom;
-			*kv = ms->have.v[j];
-			res->removed++;
-		}
-		i += c <= 0;
-		j += c >= 0;
-	}
-	if (fc_map_apply(ms, upd.v, upd.n, true, err) == 0 && fc_map_apply(ms, del.v, del.n, false, err) == 0)
-		rc = 0;
-	goto out;
-oom:
-	fc_err_set(err, "out of memory diffing map %s", ms->name);
-out:
-	free(upd.v);
-	free(del.v);
-	return rc;
 }
 
 /* The address bytes and length of a prefix key. */
@@ -297,6 +324,39 @@ static void fc_rule_merge(struct fc_rule *into, const struct fc_rule *r)
 		into->flags &= ~FC_RULE_MARKER;
 }
 
+/*
+ * What an exact entry holds while a publish changes it from h to w: the
+ * bans and allow entries of both (the longer-lasting), w's policy, else h's.
+ * The packet path meets it with the prefix maps' answer, old or new: a
+ * source banned (allowed, limited by a policy) before and after stays so
+ * whichever it meets (doc/architecture.md, Publishing order).
+ */
+static struct fc_rule fc_rule_union(const struct fc_rule *h, const struct fc_rule *w)
+{
+	struct fc_rule u = *h;
+
+	fc_rule_merge(&u, w);
+	return u;
+}
+
+/*
+ * An IPv6 prefix entry h as it is, its search guides widened to serve what
+ * it will be (w) too: it goes on to longer lengths if either does, and
+ * jumps to one length (FC_RULE_NEXT) only where both agree, or where only
+ * one goes on. Written before anything else changes, so that no search is
+ * sent past an entry the publish adds or changes. False if h needs none.
+ */
+static bool fc_rule_widen(const struct fc_rule *h, const struct fc_rule *w, struct fc_rule *out)
+{
+	uint32_t hl = h->flags & FC_RULE_LONGER, wl = w->flags & FC_RULE_LONGER;
+	uint32_t hn = FC_RULE_NEXT(h->flags), wn = FC_RULE_NEXT(w->flags);
+	uint32_t next = !wl ? hn : !hl ? wn : hn == wn ? hn : 0;
+
+	*out = *h;
+	out->flags = (h->flags & ~(FC_RULE_LONGER | FC_RULE_NEXT_MASK)) | hl | wl | next << FC_RULE_NEXT_SHIFT;
+	return out->flags != h->flags;
+}
+
 /* Folds entries with the same key into one. */
 static void fc_want_merge(struct fc_map_sync *ms)
 {
@@ -312,6 +372,70 @@ static void fc_want_merge(struct fc_map_sync *ms)
 		v[o++] = v[i];
 	}
 	ms->want.n = o;
+}
+
+/* Whether a map's entries are exact addresses (fc_exact4, fc_exact6), not
+ * prefixes (or fc_top6's copies of them). */
+static bool fc_ms_exact(const struct fc_map_sync *ms)
+{
+	return !ms->prefixes && ms->keysz == (ms->family == 4 ? 4u : 16u);
+}
+
+/* Notes that the entry of key h changes from h to w (h NULL: added; w
+ * NULL: deleted) in ms's lists, as fc_order_write writes them. */
+static int fc_diff_note(struct fc_map_sync *ms, const struct fc_kv *h, const struct fc_kv *w)
+{
+	struct fc_kv u;
+
+	if (!w)
+		return fc_kvs_append(&ms->del, h, 1);
+	u = *w;
+	if (h && fc_ms_exact(ms)) {
+		u.val = fc_rule_union(&h->val, &w->val);
+		if (memcmp(&u.val, &w->val, sizeof(u.val)) && fc_kvs_append(&ms->fin, w, 1) < 0)
+			return -1;
+	} else if (h && ms->family == 6) {
+		u = *h;
+		if (fc_rule_widen(&h->val, &w->val, &u.val) && fc_kvs_append(&ms->relax, &u, 1) < 0)
+			return -1;
+		u = *w;
+	}
+	return fc_kvs_append(&ms->put, &u, 1);
+}
+
+/* Reads what ms holds and notes how it differs from want (both sorted by
+ * key), for fc_order_write. */
+static int fc_map_diff(struct fc_map_sync *ms, struct fc_sync_result *res, struct fc_err *err)
+{
+	size_t i = 0, j = 0;
+	int rc = 0, c;
+
+	if (fc_map_dump(ms, err) < 0)
+		return -1;
+	fc_kvs_sort(&ms->have, fc_kv_cmp, &ms->keysz);
+	while (!rc && (i < ms->want.n || j < ms->have.n)) {
+		if (i == ms->want.n)
+			c = 1;
+		else if (j == ms->have.n)
+			c = -1;
+		else
+			c = memcmp(ms->want.v[i].key, ms->have.v[j].key, ms->keysz);
+		if (c < 0) {
+			rc = fc_diff_note(ms, NULL, &ms->want.v[i]);
+			res->added++;
+		} else if (c > 0) {
+			rc = fc_diff_note(ms, &ms->have.v[j], NULL);
+			res->removed++;
+		} else if (memcmp(&ms->want.v[i].val, &ms->have.v[j].val, sizeof(struct fc_rule))) {
+			rc = fc_diff_note(ms, &ms->have.v[j], &ms->want.v[i]);
+			res->changed++;
+		}
+		i += c <= 0;
+		j += c >= 0;
+	}
+	free(ms->have.v);
+	ms->have = (struct fc_kvs){ 0 };
+	return rc < 0 ? fc_err_set(err, "out of memory diffing map %s", ms->name) : 0;
 }
 
 /* FC_RULE_NEXT's length of an IPv6 entry while the walk below makes it:
@@ -421,10 +545,11 @@ static int fc_kv_markers(const struct fc_map_sync *ms, struct fc_kv kv, struct f
 /*
  * The entries of a prefix map from the prefixes in ms->want (merged): what
  * the prefixes covering each entry say folded into it; for IPv6 their
- * search markers; for IPv4 a copy in address order for fc_top4. (The
- * prefixes of /1 to /16 stay in fc_pfx4 too, never looked up there: what
- * it holds says what fc_top4 was made of.) Leaves want sorted by key, its
- * markers counted and, for IPv6, the lengths of its prefixes noted.
+ * search markers; for IPv4 a copy in address order, added to what fc_top4
+ * is made of. (The prefixes of /1 to /16 stay in fc_pfx4 too, never looked
+ * up there: what it holds says what fc_top4 was made of.) Leaves want
+ * sorted by key, its markers counted and, for IPv6, the lengths of its
+ * prefixes noted.
  */
 static int fc_want_prefixes(struct fc_map_sync *ms, struct fc_top4_sync *top4, struct fc_err *err)
 {
@@ -439,12 +564,8 @@ static int fc_want_prefixes(struct fc_map_sync *ms, struct fc_top4_sync *top4, s
 	if (fc_want_inherit(ms, err) < 0)
 		return -1;
 	v = ms->want.v;
-	if (ms->family == 4 && ms->want.n) {
-		if (!(top4->pfx.v = malloc(ms->want.n * sizeof(*v))))
-			return fc_err_set(err, "out of memory publishing map %s", FC_MAP_NAME(top4));
-		memcpy(top4->pfx.v, v, ms->want.n * sizeof(*v));
-		top4->pfx.n = ms->want.n;
-	}
+	if (ms->family == 4 && fc_kvs_append(&top4->pfx, v, ms->want.n) < 0)
+		return fc_err_set(err, "out of memory publishing map %s", FC_MAP_NAME(top4));
 	for (i = 0; ms->family == 6 && i < ms->want.n; i++) {
 		fc_kv_addr(&v[i], &len);
 		if (v[i].val.flags & FC_RULE_MARKER)
@@ -594,6 +715,42 @@ static struct fc_top4 *fc_top4_at(const struct fc_top4_sync *top4, uint32_t idx)
 	return (struct fc_top4 *)(void *)(top4->mem + (size_t)idx * sizeof(struct fc_top4) - top4->off);
 }
 
+/* Notes, before its first write in a publish, whether the entry t of the
+ * /16 idx was empty: the count of entries in use is put right from it. */
+static void fc_top4_touch(struct fc_top4_sync *top4, uint32_t idx, const struct fc_top4 *t)
+{
+	uint64_t bit = 1ULL << (idx % 64);
+
+	if (top4->touched[idx / 64] & bit)
+		return;
+	top4->touched[idx / 64] |= bit;
+	if (fc_top4_empty(t))
+		top4->was_empty[idx / 64] |= bit;
+}
+
+/* A byte of fc_top4, in one store where the packet path reads it. */
+static void fc_top4_store8(__u8 *p, __u8 v)
+{
+	__atomic_store_n(p, v, __ATOMIC_RELEASE);
+	fc_step(FC_MAP_NAME(top4));
+}
+
+/* The count of fc_top4 entries in use after a publish that did not look
+ * at every /16: as it was, put right for those written. */
+static void fc_top4_recount(struct fc_top4_sync *top4)
+{
+	uint32_t w, idx;
+	uint64_t bits;
+
+	for (w = 0; w < FC_TOP4_SLOTS / 64; w++) {
+		for (bits = top4->touched[w]; bits; bits &= bits - 1) {
+			idx = w * 64 + (uint32_t)__builtin_ctzll(bits);
+			top4->used += !!(top4->was_empty[w] & (1ULL << (idx % 64)));
+			top4->used -= fc_top4_empty(fc_top4_at(top4, idx));
+		}
+	}
+}
+
 /* The FC_IN24_EXACT bits of the /16 idx: its /24s that an address of the
  * sorted list exact lies in. */
 static void fc_top4_note_exact(struct fc_top4 *t, const struct fc_kvs *exact, uint32_t idx)
@@ -617,18 +774,15 @@ static int fc_top4_exact(const struct fc_maps *m, struct fc_top4_sync *top4, con
 {
 	uint32_t idx = (uint32_t)a[0] << 8 | a[1];
 	struct fc_top4 *t;
-	bool was;
 
 	if (fc_top4_view(m, top4, idx, idx, err) < 0)
 		return -1;
 	t = fc_top4_at(top4, idx);
 	if (!!(t->in24[a[2]] & FC_IN24_EXACT) == on)
 		return 0;
-	was = fc_top4_empty(t);
-	*(volatile __u8 *)&t->in24[a[2]] = t->in24[a[2]] ^ FC_IN24_EXACT; /* one store: the packet path reads it */
+	fc_top4_touch(top4, idx, t);
+	fc_top4_store8(&t->in24[a[2]], t->in24[a[2]] ^ FC_IN24_EXACT);
 	top4->flips++;
-	top4->used += was;
-	top4->used -= fc_top4_empty(t);
 	return 0;
 }
 
@@ -718,21 +872,92 @@ static int fc_top4_exact_all(const struct fc_maps *m, struct fc_top4_sync *top4,
 	return 0;
 }
 
+static int fc_u32s_push(struct fc_u32s *s, uint32_t v)
+{
+	uint32_t *nv;
+
+	if (s->n == s->cap) {
+		if (!(nv = realloc(s->v, (s->cap ? s->cap * 2 : 64) * sizeof(*nv))))
+			return -1;
+		s->v = nv;
+		s->cap = s->cap ? s->cap * 2 : 64;
+	}
+	s->v[s->n++] = v;
+	return 0;
+}
+
+/* Notes that the /16 idx's entry t becomes e: in chg, and each /24 whose
+ * prefix of /17 to /24 moves in the list of when it moves (fc_top4_sync.sw). */
+static int fc_top4_note_new(struct fc_top4_sync *top4, uint32_t idx, const struct fc_top4 *t, const struct fc_top4 *e)
+{
+	struct fc_top4_new *nv;
+	uint32_t i, was, will;
+
+	if (top4->nchg == top4->capchg) {
+		nv = realloc(top4->chg, (top4->capchg ? top4->capchg * 2 : 16) * sizeof(*nv));
+		if (!nv)
+			return -1;
+		top4->chg = nv;
+		top4->capchg = top4->capchg ? top4->capchg * 2 : 16;
+	}
+	top4->chg[top4->nchg] = (struct fc_top4_new){ .idx = idx, .e = *e };
+	top4->narrows |= (t->longer & ~e->longer) != 0;
+	for (i = 0; i < 256; i++) {
+		top4->narrows |= (t->in24[i] & ~e->in24[i] &
+				  (top4->whole ? FC_IN24_LONGER | FC_IN24_EXACT : FC_IN24_LONGER)) != 0;
+		was = t->in24[i] & FC_IN24_LEN;
+		will = e->in24[i] & FC_IN24_LEN;
+		if (was != will && fc_u32s_push(&top4->sw[will > was ? will : 0], (uint32_t)top4->nchg << 8 | i) < 0)
+			return -1;
+	}
+	top4->nchg++;
+	return 0;
+}
+
+/* The entry of the /16 idx as the IPv4 prefixes say (top4->pfx, in address
+ * order; cover: for each /16 the longest of them of /1 to /16 covering it,
+ * its index + 1), its FC_IN24_EXACT bits those of t, or (whole) from
+ * top4->exact. */
+static void fc_top4_make(const struct fc_top4_sync *top4, const uint32_t *cover, uint32_t idx, const struct fc_top4 *t,
+			 struct fc_top4 *e)
+{
+	const struct fc_kv *p = top4->pfx.v;
+	uint32_t len, i;
+	size_t j;
+
+	memset(e, 0, sizeof(*e));
+	if (cover[idx])
+		e->rule = p[cover[idx] - 1].val;
+	for (j = fc_top4_seek(p, top4->pfx.n, FC_KV_PFX4, idx); j < top4->pfx.n && fc_kv_top4(&p[j], FC_KV_PFX4) == idx;
+	     j++) {
+		fc_kv_addr(&p[j], &len);
+		if (len > FC_TOP4_SHIFT)
+			fc_top4_note(e, &p[j]);
+	}
+	if (top4->whole)
+		fc_top4_note_exact(e, top4->exact, idx);
+	else
+		for (i = 0; i < 256; i++)
+			e->in24[i] |= t->in24[i] & FC_IN24_EXACT;
+}
+
 /*
- * Makes fc_top4 what the IPv4 prefixes say, in place through a mapping of
- * the array, at the /16s marked (bit idx of mark: those a changed prefix
- * covers or lies in) or, whole, at every /16. top4->pfx holds every prefix
- * covering or inside a marked /16. The FC_IN24_EXACT bits are made, whole,
- * from top4->exact (what fc_exact4 now holds), else kept as they are
- * (doc/architecture.md, Publishing order).
+ * What fc_top4 should hold, at the /16s marked (bit idx of mark: those a
+ * changed prefix covers or lies in) or, whole, at every /16: the entries
+ * that change, noted for fc_order_write, which writes them in its order;
+ * nothing is written here. top4->pfx holds every prefix covering or inside
+ * a marked /16. The FC_IN24_EXACT bits are made, whole, from top4->exact
+ * (what fc_exact4 will hold), else kept as they are (doc/architecture.md,
+ * Publishing order). Counts the entries that change in res, and, whole,
+ * those in use after.
  */
-static int fc_top4_sync(const struct fc_maps *m, struct fc_top4_sync *top4, uint64_t *mark,
-			struct fc_sync_result *res, struct fc_err *err)
+static int fc_top4_plan(const struct fc_maps *m, struct fc_top4_sync *top4, uint64_t *mark, struct fc_sync_result *res,
+			struct fc_err *err)
 {
 	const struct fc_kv *p = top4->pfx.v;
 	uint32_t *cover = NULL, len, idx, end, i, lo, hi;
-	struct fc_top4 *t, e;
-	size_t j;
+	const struct fc_top4 *t;
+	struct fc_top4 e;
 	int rc = -1;
 
 	if (top4->whole)
@@ -765,37 +990,161 @@ static int fc_top4_sync(const struct fc_maps *m, struct fc_top4_sync *top4, uint
 		if (!(mark[idx / 64] & (1ULL << (idx % 64))))
 			continue;
 		t = fc_top4_at(top4, idx);
-		memset(&e, 0, sizeof(e));
-		if (cover[idx])
-			e.rule = p[cover[idx] - 1].val;
-		for (j = fc_top4_seek(p, top4->pfx.n, FC_KV_PFX4, idx);
-		     j < top4->pfx.n && fc_kv_top4(&p[j], FC_KV_PFX4) == idx; j++) {
-			fc_kv_addr(&p[j], &len);
-			if (len > FC_TOP4_SHIFT)
-				fc_top4_note(&e, &p[j]);
-		}
-		if (top4->whole)
-			fc_top4_note_exact(&e, top4->exact, idx);
-		else
-			for (i = 0; i < 256; i++)
-				e.in24[i] |= t->in24[i] & FC_IN24_EXACT;
-		if (top4->whole) {
-			top4->used += !fc_top4_empty(&e);
-		} else if (fc_top4_empty(t) != fc_top4_empty(&e)) {
-			top4->used += fc_top4_empty(t);
-			top4->used -= fc_top4_empty(&e);
-		}
+		fc_top4_make(top4, cover, idx, t, &e);
+		top4->used += top4->whole && !fc_top4_empty(&e);
 		if (!memcmp(t, &e, sizeof(e)))
 			continue;
 		res->added += fc_top4_empty(t);
 		res->removed += fc_top4_empty(&e);
 		res->changed += !fc_top4_empty(t) && !fc_top4_empty(&e);
-		memcpy(t, &e, sizeof(e));
+		if (fc_top4_note_new(top4, idx, t, &e) < 0) {
+			fc_err_set(err, "out of memory publishing map %s", FC_MAP_NAME(top4));
+			goto out;
+		}
 	}
 	rc = 0;
 out:
 	free(cover);
 	return rc;
+}
+
+/* Maps the /16s that change. */
+static int fc_top4_view_chg(const struct fc_maps *m, struct fc_top4_sync *top4, struct fc_err *err)
+{
+	return top4->nchg ? fc_top4_view(m, top4, top4->chg[0].idx, top4->chg[top4->nchg - 1].idx, err) : 0;
+}
+
+/* First: the /16s and /24s that will hold prefixes of /25 to /31 say so
+ * (FC_IN24_LONGER, fc_top4.longer), before those are written: a lookup
+ * that finds none of them there goes on as before. */
+static int fc_top4_relax(const struct fc_maps *m, struct fc_top4_sync *top4, struct fc_err *err)
+{
+	struct fc_top4 *t;
+	size_t c;
+	uint32_t i;
+
+	if (fc_top4_view_chg(m, top4, err) < 0)
+		return -1;
+	for (c = 0; c < top4->nchg; c++) {
+		const struct fc_top4 *e = &top4->chg[c].e;
+
+		t = fc_top4_at(top4, top4->chg[c].idx);
+		fc_top4_touch(top4, top4->chg[c].idx, t);
+		if (e->longer & ~t->longer)
+			fc_top4_store8(&t->longer, t->longer | e->longer);
+		for (i = 0; i < 256; i++)
+			if (e->in24[i] & FC_IN24_LONGER & ~t->in24[i])
+				fc_top4_store8(&t->in24[i], t->in24[i] | FC_IN24_LONGER);
+	}
+	return 0;
+}
+
+/* The /24s of sw[k] point at their prefix of /17 to /24 to be. */
+static void fc_top4_switch(struct fc_top4_sync *top4, uint32_t k)
+{
+	const struct fc_top4_new *c;
+	struct fc_top4 *t;
+	uint32_t i;
+	size_t j;
+
+	for (j = 0; j < top4->sw[k].n; j++) {
+		c = &top4->chg[top4->sw[k].v[j] >> 8];
+		i = top4->sw[k].v[j] & 0xff;
+		t = fc_top4_at(top4, c->idx);
+		fc_top4_store8(&t->in24[i], (__u8)((t->in24[i] & ~FC_IN24_LEN) | (c->e.in24[i] & FC_IN24_LEN)));
+	}
+}
+
+/* A word of fc_top4, in one store where the packet path reads it. */
+#define FC_TOP4_STORE(p, v)                                   \
+	do {                                                  \
+		__atomic_store_n((p), (v), __ATOMIC_RELEASE); \
+		fc_step(FC_MAP_NAME(top4));                   \
+	} while (0)
+
+/*
+ * What the prefixes of /1 to /16 say of each /16 that changes, field by
+ * field as the packet path reads them: what is added first (an expiry, the
+ * flags of both, a policy where there was none), then what goes, so that
+ * a source the entry bans, allows or limits before and after stays so.
+ */
+static void fc_top4_rules(struct fc_top4_sync *top4)
+{
+	struct fc_rule *t;
+	const struct fc_rule *e;
+	size_t c;
+
+	for (c = 0; c < top4->nchg; c++) {
+		t = &fc_top4_at(top4, top4->chg[c].idx)->rule;
+		e = &top4->chg[c].e.rule;
+		if (!memcmp(t, e, sizeof(*t)))
+			continue;
+		if ((e->flags & FC_RULE_BANNED) && t->ban_expires_ns != e->ban_expires_ns)
+			FC_TOP4_STORE(&t->ban_expires_ns, e->ban_expires_ns);
+		if ((e->flags & FC_RULE_ALLOWED) && t->allow_expires_ns != e->allow_expires_ns)
+			FC_TOP4_STORE(&t->allow_expires_ns, e->allow_expires_ns);
+		if (e->flags & ~t->flags & (FC_RULE_BANNED | FC_RULE_ALLOWED))
+			FC_TOP4_STORE(&t->flags, t->flags | (e->flags & (FC_RULE_BANNED | FC_RULE_ALLOWED)));
+		if (e->policy && t->policy != e->policy)
+			FC_TOP4_STORE(&t->policy, e->policy);
+		if (t->flags != e->flags)
+			FC_TOP4_STORE(&t->flags, e->flags);
+		if (t->policy != e->policy)
+			FC_TOP4_STORE(&t->policy, e->policy);
+		if (t->ban_expires_ns != e->ban_expires_ns)
+			FC_TOP4_STORE(&t->ban_expires_ns, e->ban_expires_ns);
+		if (t->allow_expires_ns != e->allow_expires_ns)
+			FC_TOP4_STORE(&t->allow_expires_ns, e->allow_expires_ns);
+	}
+}
+
+/* Last, once the prefixes that went are gone: the bits of longer prefixes
+ * where none is left; whole, the FC_IN24_EXACT bits where no address is
+ * left. Then, unless whole, the count of entries in use. */
+static int fc_top4_tighten(const struct fc_maps *m, struct fc_top4_sync *top4, struct fc_err *err)
+{
+	const struct fc_top4 *e;
+	struct fc_top4 *t;
+	uint32_t i, keep;
+	uint32_t w, lo = FC_TOP4_SLOTS, hi = 0;
+	size_t c;
+
+	if (fc_top4_view_chg(m, top4, err) < 0)
+		return -1;
+	for (c = 0; c < top4->nchg; c++) {
+		e = &top4->chg[c].e;
+		t = fc_top4_at(top4, top4->chg[c].idx);
+		for (i = 0; i < 256; i++) {
+			keep = top4->whole ? e->in24[i] : (e->in24[i] & ~FC_IN24_EXACT) | (t->in24[i] & FC_IN24_EXACT);
+			if (t->in24[i] != keep)
+				fc_top4_store8(&t->in24[i], (__u8)keep);
+		}
+		if (t->longer != e->longer)
+			fc_top4_store8(&t->longer, e->longer);
+	}
+	if (top4->whole)
+		return 0;
+	for (w = 0; w < FC_TOP4_SLOTS / 64; w++) {
+		if (!top4->touched[w])
+			continue;
+		lo = lo < FC_TOP4_SLOTS ? lo : w * 64 + (uint32_t)__builtin_ctzll(top4->touched[w]);
+		hi = w * 64 + 63 - (uint32_t)__builtin_clzll(top4->touched[w]);
+	}
+	if (lo < FC_TOP4_SLOTS && fc_top4_view(m, top4, lo, hi, err) < 0)
+		return -1;
+	fc_top4_recount(top4);
+	return 0;
+}
+
+static void fc_top4_free(struct fc_top4_sync *top4)
+{
+	size_t k;
+
+	fc_top4_unview(top4);
+	free(top4->pfx.v);
+	free(top4->chg);
+	for (k = 0; k <= FC_IN24_LEN_MAX; k++)
+		free(top4->sw[k].v);
 }
 
 /* The map (of ms[FC_MS_ALL]) that holds p's kind. */
@@ -1015,6 +1364,7 @@ static int fc_slot_reset(const struct fc_maps *m, struct fc_policy_sync *ps, __u
 
 	if (bpf_map_update_elem(m->buckets, &slot, &zero, BPF_ANY))
 		return fc_err_set(err, "map %s: slot %u: %s", FC_MAP_NAME(buckets), slot, strerror(errno));
+	fc_step(FC_MAP_NAME(buckets));
 	if (!counters)
 		return 0;
 	pz = calloc((size_t)ps->ncpus, sizeof(*pz));
@@ -1039,6 +1389,7 @@ static int fc_slot_write(const struct fc_maps *m, struct fc_policy_sync *ps, __u
 		return -1;
 	if (bpf_map_update_elem(m->policies, &slot, w, BPF_ANY))
 		return fc_err_set(err, "map %s: slot %u: %s", FC_MAP_NAME(policies), slot, strerror(errno));
+	fc_step(FC_MAP_NAME(policies));
 	ps->changed++;
 	return 1;
 }
@@ -1076,6 +1427,10 @@ static void fc_rule_maps_free(struct fc_map_sync ms[FC_MS_ALL])
 	for (i = 0; i < FC_MS_ALL; i++) {
 		free(ms[i].want.v);
 		free(ms[i].have.v);
+		free(ms[i].put.v);
+		free(ms[i].del.v);
+		free(ms[i].fin.v);
+		free(ms[i].relax.v);
 	}
 }
 
@@ -1226,53 +1581,487 @@ static int fc_want_finish(struct fc_map_sync *ms, const struct fc_allows *al, st
 	return fc_want_top6(ms, err);
 }
 
+/* ---- the order of the writes ---- */
+
+/*
+ * Makes the entry kv->key of ms hold kv->val (want) or nothing (!want),
+ * counting what it did, the search markers of fc_pfx6 too. An exact
+ * address's entry that changes holds the union of both first
+ * (fc_rule_union), the new value going on ms->fin when it is not that. What
+ * a delta mostly does, add a new key or take one out, is one syscall (~30
+ * us here), which also tells whether the key was there and what it held.
+ */
+static int fc_entry_put(struct fc_map_sync *ms, const struct fc_kv *kv, bool want, struct fc_sync_result *res,
+			struct fc_err *err)
+{
+	const char *op = want ? "update" : "delete";
+	struct fc_rule have, val = kv->val;
+	bool had;
+
+	if (want) {
+		had = bpf_map_update_elem(ms->fd, kv->key, &val, BPF_NOEXIST) != 0;
+		if (had && errno != EEXIST)
+			goto fail;
+		if (had) {
+			op = "lookup";
+			if (bpf_map_lookup_elem(ms->fd, kv->key, &have))
+				goto fail;
+			if (!memcmp(&have, &val, sizeof(have)))
+				return 0;
+			if (fc_ms_exact(ms))
+				val = fc_rule_union(&have, &kv->val);
+			if (memcmp(&val, &kv->val, sizeof(val)) && fc_kvs_append(&ms->fin, kv, 1) < 0)
+				return fc_err_set(err, "out of memory publishing map %s", ms->name);
+			op = "update";
+			if (bpf_map_update_elem(ms->fd, kv->key, &val, BPF_EXIST))
+				goto fail;
+		}
+	} else {
+		had = !bpf_map_lookup_and_delete_elem(ms->fd, kv->key, &have);
+		if (!had && errno != ENOENT)
+			goto fail;
+		if (!had)
+			return 0;
+	}
+	fc_step(ms->name);
+	ms->dmarks += (want && (kv->val.flags & FC_RULE_MARKER)) - (had && (have.flags & FC_RULE_MARKER));
+	if (want && had)
+		res->changed++;
+	else
+		ms->count += want ? 1 : -1;
+	res->added += want && !had;
+	res->removed += !want && had;
+	return 0;
+fail:
+	return fc_err_set(err, "map %s: %s: %s", ms->name, op, errno == E2BIG ? "map full" : strerror(errno));
+}
+
+/* fc_entry_put for a prefix entry, which for fc_pfx6's root length puts its
+ * copy in fc_top6 after it (counted apart, res->copied). */
+static int fc_prefix_put(struct fc_map_sync *all, struct fc_map_sync *ms, const struct fc_kv *kv, bool want,
+			 struct fc_sync_result *res, struct fc_err *err)
+{
+	struct fc_sync_result copies = { 0 };
+	struct fc_kv top;
+	uint32_t len;
+
+	if (fc_entry_put(ms, kv, want, res, err) < 0)
+		return -1;
+	fc_kv_addr(kv, &len);
+	if (ms != &all[FC_MS_PFX6] || len != FC_PFX6_ROOT)
+		return 0;
+	fc_kv_top6(kv, &top);
+	if (fc_entry_put(&all[FC_MS_TOP6], &top, want, &copies, err) < 0)
+		return -1;
+	res->copied += fc_sync_wrote(&copies);
+	return 0;
+}
+
+/* Widens the search guides of the entry kv->key of ms, if it has one, to
+ * serve kv->val too (fc_rule_widen). */
+static int fc_entry_widen(struct fc_map_sync *ms, const struct fc_kv *kv, struct fc_err *err)
+{
+	struct fc_rule have, wide;
+
+	if (bpf_map_lookup_elem(ms->fd, kv->key, &have))
+		return errno == ENOENT ? 0 : fc_err_set(err, "map %s: lookup: %s", ms->name, strerror(errno));
+	if (!fc_rule_widen(&have, &kv->val, &wide))
+		return 0;
+	if (bpf_map_update_elem(ms->fd, kv->key, &wide, BPF_EXIST))
+		return fc_err_set(err, "map %s: update: %s", ms->name, strerror(errno));
+	fc_step(ms->name);
+	return 0;
+}
+
+/* A publish's writes to the rule maps and fc_top4 (fc_order_write). */
+struct fc_order {
+	const struct fc_maps *m;
+	struct fc_map_sync *ms; /* FC_MS_ALL */
+	struct fc_top4_sync *top4;
+	/* Publishing what changed: the lists say what the changed keys' entries
+	 * should be, each compared with the map as it is written; else they are
+	 * the difference, written in batches. */
+	bool delta;
+	struct fc_store *st; /* delta: asked which /24s still hold an address */
+	int64_t now;
+	struct fc_sync_result *res;
+};
+
+/* The prefix length of an entry of a prefix map (fc_top6's: the tree's root). */
+static uint32_t fc_kv_len(const struct fc_map_sync *ms, const struct fc_kv *kv)
+{
+	uint32_t len = FC_PFX6_ROOT;
+
+	if (ms->prefixes)
+		fc_kv_addr(kv, &len);
+	return len;
+}
+
+static int fc_kv_len_cmp(const void *a, const void *b, void *ms)
+{
+	uint32_t la = fc_kv_len(ms, a), lb = fc_kv_len(ms, b);
+
+	return la != lb ? (la > lb) - (la < lb) : fc_kv_cmp(a, b, &((struct fc_map_sync *)ms)->keysz);
+}
+
+/* Puts s in order of length, unless it is: in key order it is, where the
+ * length, the key's first word, is little-endian. */
+static void fc_kvs_by_len(struct fc_map_sync *ms, struct fc_kvs *s)
+{
+	size_t i;
+
+	for (i = 1; i < s->n && fc_kv_len(ms, &s->v[i - 1]) <= fc_kv_len(ms, &s->v[i]); i++)
+		;
+	if (i < s->n)
+		fc_kvs_sort(s, fc_kv_len_cmp, ms);
+}
+
+/* Writes (update) or deletes the entries [from, to) of s in ms: in batches,
+ * or publishing what changed, one by one, each against what the map holds. */
+static int fc_order_apply(struct fc_order *o, struct fc_map_sync *ms, const struct fc_kvs *s, size_t from, size_t to,
+			  bool update, struct fc_err *err)
+{
+	size_t i;
+
+	if (from == to) /* s->v may be NULL: no offset from it */
+		return 0;
+	if (!o->delta)
+		return fc_map_apply(ms, s->v + from, to - from, update, err);
+	for (i = from; i < to; i++)
+		if (fc_prefix_put(o->ms, ms, &s->v[i], update, o->res, err) < 0)
+			return -1;
+	return 0;
+}
+
+/* The first entry of s (in order of length, ascending) of length len or longer. */
+static size_t fc_len_bound(const struct fc_map_sync *ms, const struct fc_kvs *s, uint32_t len)
+{
+	size_t lo = 0, hi = s->n, mid;
+
+	while (lo < hi) {
+		mid = lo + (hi - lo) / 2;
+		if (fc_kv_len(ms, &s->v[mid]) < len)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+/*
+ * An IPv6 entry written while entries that go are still there jumps to no
+ * length (FC_RULE_NEXT): one that goes may lie there, on the way to what
+ * the search must go on to (say, a marker of a prefix that goes, over an
+ * allow entry inside it). It walks instead, and takes its own value on
+ * fin once they are gone (fc_order_guides).
+ */
+static int fc_order_unjump(struct fc_map_sync *ms, struct fc_map_sync *top6, bool copies, struct fc_err *err)
+{
+	struct fc_kv top;
+	size_t i;
+
+	for (i = 0; i < ms->put.n; i++) {
+		if (!FC_RULE_NEXT(ms->put.v[i].val.flags))
+			continue;
+		if (fc_kvs_append(&ms->fin, &ms->put.v[i], 1) < 0)
+			return fc_err_set(err, "out of memory publishing map %s", ms->name);
+		if (copies && fc_kv_len(ms, &ms->put.v[i]) == FC_PFX6_ROOT) {
+			fc_kv_top6(&ms->put.v[i], &top);
+			if (fc_kvs_append(&top6->fin, &top, 1) < 0)
+				return fc_err_set(err, "out of memory publishing map %s", top6->name);
+		}
+		ms->put.v[i].val.flags &= ~FC_RULE_NEXT_MASK;
+	}
+	return 0;
+}
+
+/* Last of the prefixes: their jumps (fc_order_unjump), the rest gone. */
+static int fc_order_guides(struct fc_order *o, struct fc_err *err)
+{
+	struct fc_map_sync *pfx6 = &o->ms[FC_MS_PFX6], *top6 = &o->ms[FC_MS_TOP6];
+
+	if (fc_map_apply(pfx6, pfx6->fin.v, pfx6->fin.n, true, err) < 0)
+		return -1;
+	return fc_map_apply(top6, top6->fin.v, top6->fin.n, true, err);
+}
+
+/*
+ * The entries of list s of prefix map k (its put or its del), a batch per
+ * length: written (update) longest first, deleted shortest first; with
+ * fc_pfx6's /32s their fc_top6 copies (top6s, publishing everything); as
+ * fc_pfx4's /24 to /17 are written, the /24s that point at one of that
+ * length from now on.
+ */
+static int fc_order_lengths(struct fc_order *o, int k, struct fc_kvs *s, struct fc_kvs *top6s, bool update,
+			    struct fc_err *err)
+{
+	struct fc_map_sync *ms = &o->ms[k];
+	uint32_t max = ms->family == 4 ? 32 : 128, step, len;
+
+	fc_kvs_by_len(ms, s);
+	for (step = 0; step <= max; step++) {
+		len = update ? max - step : step;
+		if (fc_order_apply(o, ms, s, fc_len_bound(ms, s, len), fc_len_bound(ms, s, len + 1), update, err) < 0)
+			return -1;
+		if (k == FC_MS_PFX6 && len == FC_PFX6_ROOT && !o->delta &&
+		    fc_map_apply(&o->ms[FC_MS_TOP6], top6s->v, top6s->n, update, err) < 0)
+			return -1;
+		if (update && k == FC_MS_PFX4 && len > FC_TOP4_SHIFT && len <= 24)
+			fc_top4_switch(o->top4, len - FC_TOP4_SHIFT);
+	}
+	return 0;
+}
+
+/* The prefixes written, longest first (fc_order_lengths), then what the
+ * prefixes of /1 to /16 say of their /16s, and the /24s that point at a
+ * shorter prefix or none. */
+static int fc_order_prefixes(struct fc_order *o, struct fc_err *err)
+{
+	struct fc_map_sync *pfx6 = &o->ms[FC_MS_PFX6], *top6 = &o->ms[FC_MS_TOP6];
+
+	if ((pfx6->del.n || top6->del.n) &&
+	    (fc_order_unjump(pfx6, top6, o->delta, err) < 0 || fc_order_unjump(top6, NULL, false, err) < 0))
+		return -1;
+	if (fc_order_lengths(o, FC_MS_PFX6, &pfx6->put, &top6->put, true, err) < 0 ||
+	    fc_order_lengths(o, FC_MS_PFX4, &o->ms[FC_MS_PFX4].put, NULL, true, err) < 0)
+		return -1;
+	fc_top4_rules(o->top4);
+	fc_top4_switch(o->top4, 0);
+	return 0;
+}
+
+/* First: the search guides of fc_pfx6's and fc_top6's entries that change,
+ * widened (fc_rule_widen), before anything they guide to changes. */
+static int fc_order_widen(struct fc_order *o, struct fc_err *err)
+{
+	struct fc_map_sync *pfx6 = &o->ms[FC_MS_PFX6], *top6 = &o->ms[FC_MS_TOP6];
+	struct fc_kv top;
+	size_t i;
+
+	if (!o->delta) {
+		if (fc_map_apply(pfx6, pfx6->relax.v, pfx6->relax.n, true, err) < 0)
+			return -1;
+		return fc_map_apply(top6, top6->relax.v, top6->relax.n, true, err);
+	}
+	for (i = 0; i < pfx6->put.n; i++) {
+		if (fc_entry_widen(pfx6, &pfx6->put.v[i], err) < 0)
+			return -1;
+		if (fc_kv_len(pfx6, &pfx6->put.v[i]) != FC_PFX6_ROOT)
+			continue;
+		fc_kv_top6(&pfx6->put.v[i], &top);
+		if (fc_entry_widen(top6, &top, err) < 0)
+			return -1;
+	}
+	return 0;
+}
+
+/* The exact addresses of map k that are written, each holding the union of
+ * what it held and will hold (fc_rule_union); an IPv4 address's /24 bit
+ * set before it. */
+static int fc_order_exact(struct fc_order *o, int k, struct fc_err *err)
+{
+	struct fc_map_sync *ms = &o->ms[k];
+	size_t i;
+
+	if (!o->delta) {
+		if (k == FC_MS_EXACT4 && fc_top4_exact_all(o->m, o->top4, &ms->want, err) < 0)
+			return -1;
+		return fc_map_apply(ms, ms->put.v, ms->put.n, true, err);
+	}
+	for (i = 0; i < ms->put.n; i++)
+		if ((k == FC_MS_EXACT4 && fc_top4_exact(o->m, o->top4, ms->put.v[i].key, true, err) < 0) ||
+		    fc_entry_put(ms, &ms->put.v[i], true, o->res, err) < 0)
+			return -1;
+	return 0;
+}
+
+/* Last: the exact addresses of map k written as a union take their own
+ * value, then those that go are deleted; an IPv4 /24's bit is cleared
+ * once no address is left in it. */
+static int fc_order_exact_last(struct fc_order *o, int k, struct fc_err *err)
+{
+	struct fc_map_sync *ms = &o->ms[k];
+	struct fc_gone24 gone = { 0 };
+	size_t i;
+	int rc = -1;
+
+	if (fc_map_apply(ms, ms->fin.v, ms->fin.n, true, err) < 0)
+		return -1;
+	if (!o->delta)
+		return fc_map_apply(ms, ms->del.v, ms->del.n, false, err);
+	for (i = 0; i < ms->del.n; i++)
+		if (fc_entry_put(ms, &ms->del.v[i], false, o->res, err) < 0 ||
+		    (k == FC_MS_EXACT4 && fc_gone24_push(&gone, ms->del.v[i].key, err) < 0))
+			goto out;
+	rc = k == FC_MS_EXACT4 ? fc_top4_exact_gone(o->st, o->m, o->top4, &gone, o->now, err) : 0;
+out:
+	free(gone.v);
+	return rc;
+}
+
+/*
+ * Waits until every packet that may have begun before now has been
+ * decided: the programs run inside an RCU read-side section (softirq or
+ * BPF_PROG_TEST_RUN), which membarrier's global command waits out
+ * (synchronize_rcu, ~10 ms here). Where it is refused (nohz_full CPUs, a
+ * seccomp filter), nothing is waited for.
+ */
+static void fc_order_settle(void)
+{
+	syscall(__NR_membarrier, MEMBARRIER_CMD_GLOBAL, 0, 0);
+}
+
+/* Whether the prefix maps or fc_top4 change (from step 3 of fc_order_write on). */
+static bool fc_order_prefix_work(const struct fc_order *o)
+{
+	return o->ms[FC_MS_PFX4].put.n || o->ms[FC_MS_PFX6].put.n || o->ms[FC_MS_TOP6].put.n || o->top4->nchg ||
+	       o->ms[FC_MS_PFX4].del.n || o->ms[FC_MS_PFX6].del.n || o->ms[FC_MS_TOP6].del.n;
+}
+
+/* Whether anything is taken away or narrowed (from step 4 on). */
+static bool fc_order_narrows(const struct fc_order *o)
+{
+	size_t i;
+
+	for (i = 0; i < FC_MS_ALL; i++)
+		if (o->ms[i].del.n || o->ms[i].fin.n)
+			return true;
+	return o->top4->narrows;
+}
+
+/*
+ * Writes a publish to the rule maps and fc_top4 in the order that never
+ * uncovers a source covered before and after (doc/architecture.md,
+ * Publishing order): (1) what the search structures point at grows first
+ * (fc_top4's bits of longer prefixes, fc_pfx6's guides); (2) exact
+ * addresses as unions; (3) prefixes longest first, each /24's pointer
+ * moved once what it points at is there; (4) what goes, shortest first;
+ * (5) exact addresses' own values and deletions; (6) the bits of what is
+ * gone. A packet's lookups take tens of ns, a publish's writes a few us
+ * each; so that a packet held between its lookups (an interrupt, a
+ * hypervisor's pause) never meets one state in one and a far one in the
+ * next, a publish that both adds and takes away waits for the packets in
+ * flight after (2), if (1) or (2) wrote, and before (4).
+ */
+static int fc_order_write(struct fc_order *o, struct fc_err *err)
+{
+	uint64_t start = fc_step_count();
+
+	if (fc_top4_relax(o->m, o->top4, err) < 0 || fc_order_widen(o, err) < 0 ||
+	    fc_order_exact(o, FC_MS_EXACT4, err) < 0 || fc_order_exact(o, FC_MS_EXACT6, err) < 0)
+		return -1;
+	if (fc_step_count() != start && (fc_order_prefix_work(o) || fc_order_narrows(o)))
+		fc_order_settle();
+	if (fc_top4_view_chg(o->m, o->top4, err) < 0 || fc_order_prefixes(o, err) < 0)
+		return -1;
+	if (fc_step_count() != start && fc_order_narrows(o))
+		fc_order_settle();
+	if (fc_order_lengths(o, FC_MS_PFX4, &o->ms[FC_MS_PFX4].del, NULL, false, err) < 0 ||
+	    fc_order_lengths(o, FC_MS_PFX6, &o->ms[FC_MS_PFX6].del, &o->ms[FC_MS_TOP6].del, false, err) < 0 ||
+	    fc_order_guides(o, err) < 0 || fc_order_exact_last(o, FC_MS_EXACT4, err) < 0 ||
+	    fc_order_exact_last(o, FC_MS_EXACT6, err) < 0)
+		return -1;
+	return fc_top4_tighten(o->m, o->top4, err);
+}
+
+/*
+ * The config while a publish writes, from cfg, which the maps hold: its
+ * marks cleared (a publish cut short is never trusted), and what the packet
+ * path skips lookups by (the counts of entries, the IPv6 prefix lengths in
+ * use) covering both what the maps hold and what they will (want), so that
+ * a lookup is skipped only where neither has an entry. Written first, if
+ * that changes it; the publish's last write puts want's in.
+ */
+static int fc_config_interim(const struct fc_maps *m, struct fc_config *cfg, const struct fc_config *want,
+			     struct fc_err *err)
+{
+	struct fc_config before = *cfg;
+
+	cfg->store_id = cfg->store_seq = 0;
+	/* ip=*'s IPv6 units are plain only while no rule tells their addresses
+	 * apart (fc_star_flags): not while one may be written. */
+	if (cfg->n_exact6 != want->n_exact6 || memcmp(cfg->lens6, want->lens6, sizeof(cfg->lens6)))
+		cfg->star_flags &= (__u8)~FC_STAR_PLAIN6;
+	cfg->n_exact4 = cfg->n_exact4 > want->n_exact4 ? cfg->n_exact4 : want->n_exact4;
+	cfg->n_exact6 = cfg->n_exact6 > want->n_exact6 ? cfg->n_exact6 : want->n_exact6;
+	cfg->n_pfx6 = cfg->n_pfx6 > want->n_pfx6 ? cfg->n_pfx6 : want->n_pfx6;
+	cfg->n_top4 = cfg->n_top4 > want->n_top4 ? cfg->n_top4 : want->n_top4;
+	cfg->lens6[0] |= want->lens6[0];
+	cfg->lens6[1] |= want->lens6[1];
+	return memcmp(cfg, &before, sizeof(before)) ? fc_config_write(m, cfg, err) : 0;
+}
+
+/* Publishing everything: what each map holds against what it should (the
+ * lists fc_order_write writes), fc_top4 whole, and the counts the config
+ * will hold. Nothing is written. */
+static int fc_full_plan(const struct fc_maps *m, struct fc_map_sync *ms, struct fc_top4_sync *top4,
+			struct fc_sync_result *res, struct fc_err *err)
+{
+	struct fc_sync_result copies = { 0 };
+	uint64_t mark[FC_TOP4_SLOTS / 64];
+	size_t i;
+
+	for (i = 0; i < FC_MS_COUNT; i++)
+		if (fc_map_diff(&ms[i], res, err) < 0)
+			return -1;
+	if (fc_map_diff(&ms[FC_MS_TOP6], &copies, err) < 0)
+		return -1;
+	res->copied = fc_sync_wrote(&copies);
+	/* A full publish repairs fc_top4 at every /16. */
+	top4->whole = true;
+	top4->exact = &ms[FC_MS_EXACT4].want;
+	if (fc_top4_plan(m, top4, mark, res, err) < 0)
+		return -1;
+	res->cfg.n_exact4 = (__u32)ms[FC_MS_EXACT4].want.n;
+	res->cfg.n_exact6 = (__u32)ms[FC_MS_EXACT6].want.n;
+	res->cfg.n_pfx4 = (__u32)ms[FC_MS_PFX4].want.n;
+	res->cfg.n_pfx6 = (__u32)ms[FC_MS_PFX6].want.n;
+	res->cfg.n_top4 = top4->used;
+	res->cfg.n_marks6 = (__u32)ms[FC_MS_PFX6].marks;
+	res->cfg.pfx6_tree = FC_PFX6_TREE;
+	memcpy(res->cfg.lens6, ms[FC_MS_PFX6].lens, sizeof(res->cfg.lens6));
+	return 0;
+}
+
 int fc_sync_full(struct fc_source *src, const struct fc_maps *m, struct fc_sync_result *res, struct fc_err *err)
 {
 	struct fc_map_sync ms[FC_MS_ALL];
 	struct fc_policy_sync ps = { .ncpus = libbpf_num_possible_cpus() };
-	struct fc_top4_sync top4 = { 0 };
-	uint64_t mark[FC_TOP4_SLOTS / 64];
-	struct fc_sync_result copies = { 0 };
+	struct fc_top4_sync *top4 = calloc(1, sizeof(*top4));
+	struct fc_order o = { .m = m, .ms = ms, .top4 = top4, .res = res };
 	struct fc_allows al = { 0 };
 	struct fc_config old;
 	bool locked = false, skip;
-	size_t i;
 	int rc = -1;
 
 	memset(res, 0, sizeof(*res));
 	fc_rule_maps(ms, m);
 	ps.want = calloc(FC_POLICY_SLOTS, sizeof(*ps.want));
-	if (!ps.want || ps.ncpus <= 0) {
+	if (!ps.want || !top4 || ps.ncpus <= 0) {
 		fc_err_set(err, "out of memory");
 		goto out;
 	}
 	res->cfg.utc_offset_ns = fc_utc_offset_ns();
 	if (fc_allows_read(src->st, src->now, &al, err) < 0 || fc_want_collect(src, ms, &ps, &al, &res->cfg, err) < 0 ||
-	    fc_want_finish(ms, &al, &top4, err) < 0)
+	    fc_want_finish(ms, &al, top4, err) < 0)
 		goto out;
 
 	/* Written in an order that never uncovers what is covered before and
-	 * after: slots taken, /24 bits, rule maps, fc_top6, fc_top4, slots freed
-	 * (doc/architecture.md, Publishing order). */
+	 * after: the config's marks cleared and its gates widened, slots
+	 * taken, the rule maps and fc_top4 (fc_order_write), the config, slots
+	 * freed (doc/architecture.md, Publishing order). */
 	pthread_mutex_lock(&fc_sync_lock);
 	locked = true;
-	if (fc_config_read(m, &old, err) < 0)
+	if (fc_config_read(m, &old, err) < 0 || fc_full_plan(m, ms, top4, res, err) < 0)
 		goto out;
 	res->cfg.jiffies_utc_ns = fc_jiffies_utc_ns(res->cfg.utc_offset_ns);
 	/* The array of 65,536 policies is read only when they changed. The
-	 * marks (the digest, the change published) are cleared before anything
-	 * is written, so what a publish cut short left is never trusted. */
+	 * digest is cleared before anything is written, with the marks. */
 	res->cfg.policies_digest = fc_policies_digest(ps.want, src->pols, src->npols);
 	skip = old.policies_digest && old.policies_digest == res->cfg.policies_digest;
-	/* A full publish repairs fc_top4 at every /16. */
-	top4.whole = true;
-	top4.used = old.n_top4;
-	if ((!skip && old.policies_digest) || old.store_seq || old.store_id) {
-		old.policies_digest = skip ? old.policies_digest : 0;
-		old.store_id = old.store_seq = 0;
-		if (fc_config_write(m, &old, err) < 0)
-			goto out;
-	}
+	old.policies_digest = skip ? old.policies_digest : 0;
+	if (fc_config_interim(m, &old, &res->cfg, err) < 0)
+		goto out;
 	if (!skip && !(ps.have = calloc(FC_POLICY_SLOTS, sizeof(*ps.have)))) {
 		fc_err_set(err, "out of memory");
 		goto out;
@@ -1281,48 +2070,27 @@ int fc_sync_full(struct fc_source *src, const struct fc_maps *m, struct fc_sync_
 		goto out;
 	if (!skip)
 		fc_want_carry(src, &ps);
-	if (!skip && fc_policies_apply(m, &ps, true, err) < 0)
+	if ((!skip && fc_policies_apply(m, &ps, true, err) < 0) || fc_order_write(&o, err) < 0)
 		goto out;
-	/* The /24s' bits before fc_exact4's addresses in them, cleared (below)
-	 * after those that went: a packet may meet a bit over no address, never
-	 * an address without its bit. */
-	if (fc_top4_exact_all(m, &top4, &ms[FC_MS_EXACT4].want, err) < 0)
-		goto out;
-	for (i = 0; i < FC_MS_COUNT; i++)
-		if (fc_map_sync(&ms[i], res, err) < 0)
-			goto out;
-	/* After fc_pfx6: a /32 points the search at entries already there. */
-	if (fc_map_sync(&ms[FC_MS_TOP6], &copies, err) < 0)
-		goto out;
-	res->copied = fc_sync_wrote(&copies);
-	/* After fc_pfx4: a /16 points the search at entries already there. */
-	top4.exact = &ms[FC_MS_EXACT4].want;
-	if (fc_top4_sync(m, &top4, mark, res, err) < 0)
-		goto out;
-	if ((!skip && fc_policies_apply(m, &ps, false, err) < 0) ||
-	    fc_setstats_sweep(src->st, m, src->now, ps.ncpus, err) < 0)
-		goto out;
-	res->cfg.n_exact4 = (__u32)ms[FC_MS_EXACT4].want.n;
-	res->cfg.n_exact6 = (__u32)ms[FC_MS_EXACT6].want.n;
-	res->cfg.n_pfx4 = (__u32)ms[FC_MS_PFX4].want.n;
-	res->cfg.n_pfx6 = (__u32)ms[FC_MS_PFX6].want.n;
-	res->cfg.n_top4 = top4.used;
-	res->cfg.n_marks6 = (__u32)ms[FC_MS_PFX6].marks;
-	res->cfg.pfx6_tree = FC_PFX6_TREE;
-	memcpy(res->cfg.lens6, ms[FC_MS_PFX6].lens, sizeof(res->cfg.lens6));
+	res->cfg.n_top4 = top4->used;
 	/* What the ip=* buckets noted of the rules (struct fc_src_bucket) is void. */
-	res->changed += top4.flips;
+	res->changed += top4->flips;
 	res->cfg.rules_gen = old.rules_gen + (fc_sync_wrote(res) || res->copied);
 	res->cfg.exact4_gen = res->cfg.rules_gen; /* the bits are made whole */
 	res->cfg.star_flags = fc_star_flags(&res->cfg);
+	/* Slots are freed once the config names none of them (ip=*). */
+	if (fc_config_write(m, &res->cfg, err) < 0 || (!skip && fc_policies_apply(m, &ps, false, err) < 0) ||
+	    fc_setstats_sweep(src->st, m, src->now, ps.ncpus, err) < 0)
+		goto out;
 	res->policies_changed = ps.changed;
-	rc = fc_config_write(m, &res->cfg, err);
+	rc = 0;
 out:
 	if (locked)
 		pthread_mutex_unlock(&fc_sync_lock);
 	fc_rule_maps_free(ms);
-	fc_top4_unview(&top4);
-	free(top4.pfx.v);
+	if (top4)
+		fc_top4_free(top4);
+	free(top4);
 	free(ps.want);
 	free(ps.have);
 	fc_allows_free(&al);
@@ -1367,71 +2135,6 @@ static void fc_rule_fold(struct fc_rule *r, const struct fc_key_rule *k)
 		r->policy = k->slot;
 }
 
-/* Makes the entry kv->key of ms hold kv->val (want) or nothing (!want),
- * counting what it did, the search markers of fc_pfx6 too. What a delta
- * mostly does, add a new key or take one out, is one syscall (~30 us
- * here), which also tells whether the key was there and what it held. */
-static int fc_entry_put(struct fc_map_sync *ms, const struct fc_kv *kv, bool want, struct fc_sync_result *res,
-			struct fc_err *err)
-{
-	const char *op = want ? "update" : "delete";
-	struct fc_rule have;
-	bool had;
-
-	if (want) {
-		had = bpf_map_update_elem(ms->fd, kv->key, &kv->val, BPF_NOEXIST) != 0;
-		if (had && errno != EEXIST)
-			goto fail;
-		if (had) {
-			op = "lookup";
-			if (bpf_map_lookup_elem(ms->fd, kv->key, &have))
-				goto fail;
-			if (!memcmp(&have, &kv->val, sizeof(have)))
-				return 0;
-			op = "update";
-			if (bpf_map_update_elem(ms->fd, kv->key, &kv->val, BPF_EXIST))
-				goto fail;
-		}
-	} else {
-		had = !bpf_map_lookup_and_delete_elem(ms->fd, kv->key, &have);
-		if (!had && errno != ENOENT)
-			goto fail;
-		if (!had)
-			return 0;
-	}
-	ms->dmarks += (want && (kv->val.flags & FC_RULE_MARKER)) - (had && (have.flags & FC_RULE_MARKER));
-	if (want && had)
-		res->changed++;
-	else
-		ms->count += want ? 1 : -1;
-	res->added += want && !had;
-	res->removed += !want && had;
-	return 0;
-fail:
-	return fc_err_set(err, "map %s: %s: %s", ms->name, op, errno == E2BIG ? "map full" : strerror(errno));
-}
-
-/* fc_entry_put for a prefix entry, which for fc_pfx6's root length puts its
- * copy in fc_top6 after it (counted apart, res->copied). */
-static int fc_prefix_put(struct fc_map_sync *all, struct fc_map_sync *ms, const struct fc_kv *kv, bool want,
-			 struct fc_sync_result *res, struct fc_err *err)
-{
-	struct fc_sync_result copies = { 0 };
-	struct fc_kv top;
-	uint32_t len;
-
-	if (fc_entry_put(ms, kv, want, res, err) < 0)
-		return -1;
-	fc_kv_addr(kv, &len);
-	if (ms != &all[FC_MS_PFX6] || len != FC_PFX6_ROOT)
-		return 0;
-	fc_kv_top6(kv, &top);
-	if (fc_entry_put(&all[FC_MS_TOP6], &top, want, &copies, err) < 0)
-		return -1;
-	res->copied += fc_sync_wrote(&copies);
-	return 0;
-}
-
 /* The prefix whose entries a change on p may change, all inside it: for an
  * IPv4 prefix longer than /16 its /16 (the fc_top4 entry made of every
  * prefix there), for an IPv6 prefix its shortest search marker (the
@@ -1455,17 +2158,17 @@ static void fc_prefix_scope(const struct fc_prefix *p, struct fc_prefix *s)
 	fc_prefix_mask(s->a, p->family == 4 ? 4 : 16, s->len);
 }
 
-/* The entry of want (sorted by key) with kv's key, or NULL. */
-static const struct fc_kv *fc_want_find(const struct fc_map_sync *ms, const struct fc_kv *kv)
+/* The entry of s (sorted by key, keysz bytes) with kv's key, or NULL. */
+static const struct fc_kv *fc_kvs_find(const struct fc_kvs *s, size_t keysz, const struct fc_kv *kv)
 {
-	size_t lo = 0, hi = ms->want.n, mid;
+	size_t lo = 0, hi = s->n, mid;
 	int c;
 
 	while (lo < hi) {
 		mid = lo + (hi - lo) / 2;
-		c = memcmp(ms->want.v[mid].key, kv->key, ms->keysz);
+		c = memcmp(s->v[mid].key, kv->key, keysz);
 		if (!c)
-			return &ms->want.v[mid];
+			return &s->v[mid];
 		if (c < 0)
 			lo = mid + 1;
 		else
@@ -1474,23 +2177,29 @@ static const struct fc_kv *fc_want_find(const struct fc_map_sync *ms, const stru
 	return NULL;
 }
 
+/* The entry of ms's want with kv's key, or NULL. */
+static const struct fc_kv *fc_want_find(const struct fc_map_sync *ms, const struct fc_kv *kv)
+{
+	return fc_kvs_find(&ms->want, ms->keysz, kv);
+}
+
 /*
  * Recomputes, from the store, the prefix entries a change on p affects: those
  * inside its scope (fc_prefix_scope), each with what the prefixes covering
- * it say, and the search markers there; p's own entry and markers go when
- * nothing needs them any more; for IPv4, the fc_top4 entries of the /16s in
- * the scope; for IPv6, whether p's length is in use. The store rows read
- * are those covering the scope or inside it: all these entries are made of.
- * The one place that knows how prefix entries are kept, with fc_sync_full.
+ * it say, and the search markers there, onto the map's put; p's own entry
+ * and markers onto its del, unless something still needs them; for IPv4,
+ * the /16s in the scope marked and what covers or lies in them added to
+ * what fc_top4 is made of; for IPv6, whether p's length is in use. The
+ * store rows read are those covering the scope or inside it: all these
+ * entries are made of. The one place that knows how prefix entries are
+ * kept, with fc_sync_full. Nothing is written here.
  */
-static int fc_sync_prefix(struct fc_store *st, const struct fc_maps *m, struct fc_map_sync *all,
-			  struct fc_top4_sync *top4, const struct fc_prefix *p, const struct fc_allows *al, int64_t now,
-			  struct fc_sync_result *res, struct fc_err *err)
+static int fc_plan_prefix(struct fc_store *st, struct fc_map_sync *all, struct fc_top4_sync *top4, uint64_t *mark,
+			  const struct fc_prefix *p, const struct fc_allows *al, int64_t now, struct fc_err *err)
 {
 	struct fc_map_sync *ms = fc_map_of(all, p);
 	struct fc_kvs mine = { 0 };
 	struct fc_key_rule *rows = NULL;
-	uint64_t mark[FC_TOP4_SLOTS / 64] = { 0 };
 	struct fc_kv own = { 0 }, scope = { 0 };
 	const struct fc_kv *e;
 	struct fc_prefix s;
@@ -1521,33 +2230,26 @@ static int fc_sync_prefix(struct fc_store *st, const struct fc_maps *m, struct f
 		    fc_want_add(all, q, fc_rule_of_allow(&al->rows[i]), err) < 0)
 			goto out;
 	}
-	free(top4->pfx.v);
-	top4->pfx = (struct fc_kvs){ 0 };
 	if (fc_want_prefixes(ms, top4, err) < 0)
 		goto out;
 	for (i = 0; i < ms->want.n; i++) {
 		const uint8_t *a = fc_kv_addr(&ms->want.v[i], &len);
 
-		if (fc_prefix_covers_bits(s.a, s.len, a, len) && fc_prefix_put(all, ms, &ms->want.v[i], true, res, err) < 0)
-			goto out;
+		if (fc_prefix_covers_bits(s.a, s.len, a, len) && fc_kvs_append(&ms->put, &ms->want.v[i], 1) < 0)
+			goto oom;
 	}
 	/* What p alone needed. */
 	fc_kv_key(ms, p, &own);
-	if (!fc_kvs_push(&mine)) {
-		fc_err_set(err, "out of memory publishing map %s", ms->name);
-		goto out;
-	}
-	mine.v[0] = own;
+	if (fc_kvs_append(&mine, &own, 1) < 0)
+		goto oom;
 	if (ms->family == 6 && fc_kv_markers(ms, own, &mine, err) < 0)
 		goto out;
 	for (i = 0; i < mine.n; i++)
-		if (!fc_want_find(ms, &mine.v[i]) && fc_prefix_put(all, ms, &mine.v[i], false, res, err) < 0)
-			goto out;
+		if (!fc_want_find(ms, &mine.v[i]) && fc_kvs_append(&ms->del, &mine.v[i], 1) < 0)
+			goto oom;
 	if (ms->family == 4) {
 		fc_kv_key(ms, &s, &scope);
 		fc_top4_mark(mark, &scope);
-		if (fc_top4_sync(m, top4, mark, res, err) < 0)
-			goto out;
 	} else {
 		/* p's length stays in use while a prefix anywhere has it (an
 		 * allow entry's too). */
@@ -1563,6 +2265,9 @@ static int fc_sync_prefix(struct fc_store *st, const struct fc_maps *m, struct f
 			ms->lens[p->len / 64] &= ~(1ULL << (p->len % 64));
 	}
 	rc = 0;
+	goto out;
+oom:
+	fc_err_set(err, "out of memory publishing map %s", ms->name);
 out:
 	ms->want.n = 0;
 	free(mine.v);
@@ -1570,17 +2275,35 @@ out:
 	return rc;
 }
 
-/* The rule entries of the changed keys: an exact address's from its rows, a
- * prefix's (and what it covers) by fc_sync_prefix. */
-static int fc_sync_keys(struct fc_store *st, const struct fc_maps *m, struct fc_map_sync *ms, const struct fc_delta *d,
+/* Two scopes may hold the same entry, once each: a map's lists made
+ * unique, and a key both to be and to go kept (what a scope still needs,
+ * the other's view of it is not whole). */
+static void fc_plan_unique(struct fc_map_sync *ms)
+{
+	size_t i, o = 0;
+
+	fc_kvs_unique(&ms->put, fc_kv_cmp, &ms->keysz);
+	fc_kvs_unique(&ms->del, fc_kv_cmp, &ms->keysz);
+	for (i = 0; i < ms->del.n; i++)
+		if (!fc_kvs_find(&ms->put, ms->keysz, &ms->del.v[i]))
+			ms->del.v[o++] = ms->del.v[i];
+	ms->del.n = o;
+}
+
+/*
+ * Publishing what changed: the rule entries of the changed keys, an exact
+ * address's from its rows, a prefix's (and what it covers) by
+ * fc_plan_prefix, onto the maps' lists; what changes in fc_top4 (top4).
+ * Nothing is written.
+ */
+static int fc_plan_keys(struct fc_store *st, const struct fc_maps *m, struct fc_map_sync *ms, const struct fc_delta *d,
 			const struct fc_allows *al, int64_t now, struct fc_top4_sync *top4, struct fc_sync_result *res,
 			struct fc_err *err)
 {
-	struct fc_gone24 gone = { 0 };
-	bool want, v4;
+	uint64_t mark[FC_TOP4_SLOTS / 64] = { 0 };
 	struct fc_kv kv;
 	size_t i, j;
-	int rc = -1;
+	bool want;
 
 	for (i = 0; i < d->nkeys; i = j) {
 		const struct fc_prefix *p = &d->keys[i].p;
@@ -1589,8 +2312,8 @@ static int fc_sync_keys(struct fc_store *st, const struct fc_maps *m, struct fc_
 		for (j = i; j < d->nkeys && !memcmp(&d->keys[j].p, p, sizeof(*p)); j++)
 			fc_rule_fold(&kv.val, &d->keys[j]);
 		if (!fc_prefix_is_exact(p)) {
-			if (fc_sync_prefix(st, m, ms, top4, p, al, now, res, err) < 0)
-				goto out;
+			if (fc_plan_prefix(st, ms, top4, mark, p, al, now, err) < 0)
+				return -1;
 			continue;
 		}
 		/* An entry for its ban or policy, or for an allow entry on it alone,
@@ -1599,18 +2322,13 @@ static int fc_sync_keys(struct fc_store *st, const struct fc_maps *m, struct fc_
 		want = kv.val.flags || kv.val.policy;
 		want |= fc_allow_fold(&al->fam[p->family == 6], p->a, p->family == 4 ? 4 : 16, &kv.val);
 		fc_kv_key(fc_map_of(ms, p), p, &kv);
-		/* An IPv4 address's /24 bit is set before its entry is written, and
-		 * looked at after the delta's entries are written. */
-		v4 = p->family == 4;
-		if ((v4 && want && fc_top4_exact(m, top4, p->a, true, err) < 0) ||
-		    fc_entry_put(fc_map_of(ms, p), &kv, want, res, err) < 0 ||
-		    (v4 && !want && fc_gone24_push(&gone, p->a, err) < 0))
-			goto out;
+		if (fc_kvs_append(want ? &fc_map_of(ms, p)->put : &fc_map_of(ms, p)->del, &kv, 1) < 0)
+			return fc_err_set(err, "out of memory publishing map %s", fc_map_of(ms, p)->name);
 	}
-	rc = fc_top4_exact_gone(st, m, top4, &gone, now, err);
-out:
-	free(gone.v);
-	return rc;
+	for (i = 0; i < FC_MS_COUNT; i++)
+		fc_plan_unique(&ms[i]);
+	fc_kvs_unique(&top4->pfx, fc_kv_addr_cmp, &ms[FC_MS_PFX4]);
+	return fc_top4_plan(m, top4, mark, res, err);
 }
 
 /* A changed slot's policy, as the maps should hold it (zero: none), over
@@ -1627,30 +2345,42 @@ static void fc_slot_want(const struct fc_policy_change *c, const struct fc_node_
 	*w = e.k;
 }
 
-/* Writes the changed slots that are (live) or are no more occupied. */
+/* Writes the changed slots that are (live) or are no more occupied; or,
+ * (count) writes none, only counting in cfg what freeing them will take
+ * (a slot a change names twice, once). */
 static int fc_slots_apply(const struct fc_maps *m, struct fc_policy_sync *ps, const struct fc_delta *d,
-			  const struct fc_node_ctx *node, bool live, struct fc_config *cfg, struct fc_err *err)
+			  const struct fc_node_ctx *node, bool live, bool count, struct fc_config *cfg,
+			  struct fc_err *err)
 {
+	uint64_t *seen = count ? calloc(FC_POLICY_SLOTS / 64, sizeof(*seen)) : NULL;
 	struct fc_policy w, h;
 	size_t i;
-	int rc;
+	int rc = 0;
 
-	for (i = 0; i < d->npols; i++) {
+	if (count && !seen)
+		return fc_err_set(err, "out of memory");
+	for (i = 0; i < d->npols && rc >= 0; i++) {
 		__u32 slot = d->pols[i].slot;
 
 		if (slot < 1 || slot > FC_MAX_POLICIES)
 			continue;
-		if (bpf_map_lookup_elem(m->policies, &slot, &h))
-			return fc_err_set(err, "map %s: slot %u: %s", FC_MAP_NAME(policies), slot, strerror(errno));
+		if (seen && (seen[slot / 64] & (1ULL << (slot % 64))))
+			continue;
+		if (bpf_map_lookup_elem(m->policies, &slot, &h)) {
+			rc = fc_err_set(err, "map %s: slot %u: %s", FC_MAP_NAME(policies), slot, strerror(errno));
+			break;
+		}
 		fc_slot_want(&d->pols[i], node, &h, &w);
 		if ((w.id != 0) != live)
 			continue;
-		rc = fc_slot_write(m, ps, slot, &w, &h, err);
-		if (rc < 0)
-			return -1;
-		cfg->n_policies += rc ? (w.id != 0) - (h.id != 0) : 0;
+		if (seen)
+			seen[slot / 64] |= 1ULL << (slot % 64);
+		rc = count ? memcmp(&w, &h, sizeof(w)) != 0 : fc_slot_write(m, ps, slot, &w, &h, err);
+		if (rc > 0 && (count || live))
+			cfg->n_policies += (w.id != 0) - (h.id != 0);
 	}
-	return 0;
+	free(seen);
+	return rc < 0 ? -1 : 0;
 }
 
 /* The ip=* policy's fields of cfg, from the store. */
@@ -1669,14 +2399,32 @@ static int fc_star_config(const struct fc_source *src, struct fc_config *cfg, st
 	return 0;
 }
 
+/* Publishing what changed: the config while it writes (fc_config_interim),
+ * its gates covering what the changed keys may add. */
+static int fc_delta_interim(const struct fc_maps *m, const struct fc_map_sync *ms, const struct fc_top4_sync *top4,
+			    struct fc_config *cfg, struct fc_err *err)
+{
+	struct fc_config will = *cfg;
+
+	will.n_exact4 += (__u32)ms[FC_MS_EXACT4].put.n;
+	will.n_exact6 += (__u32)ms[FC_MS_EXACT6].put.n;
+	will.n_pfx6 += (__u32)ms[FC_MS_PFX6].put.n;
+	will.n_top4 += (__u32)top4->nchg + (ms[FC_MS_EXACT4].put.n ? 1 : 0);
+	memcpy(will.lens6, ms[FC_MS_PFX6].lens, sizeof(will.lens6));
+	return fc_config_interim(m, cfg, &will, err);
+}
+
 int fc_sync_delta(struct fc_source *src, const struct fc_maps *m, const struct fc_delta *d, struct fc_sync_result *res,
 		  struct fc_err *err)
 {
 	struct fc_policy_sync ps = { .ncpus = libbpf_num_possible_cpus() };
 	struct fc_map_sync ms[FC_MS_ALL];
-	struct fc_top4_sync top4 = { 0 };
+	struct fc_top4_sync *top4 = calloc(1, sizeof(*top4));
+	struct fc_order o = {
+		.m = m, .ms = ms, .top4 = top4, .delta = true, .st = src->st, .now = src->now, .res = res
+	};
 	struct fc_allows al = { 0 };
-	struct fc_config old;
+	struct fc_config old, interim;
 	bool star = false;
 	size_t i;
 	int rc = -1;
@@ -1684,8 +2432,8 @@ int fc_sync_delta(struct fc_source *src, const struct fc_maps *m, const struct f
 	memset(res, 0, sizeof(*res));
 	fc_rule_maps(ms, m);
 	pthread_mutex_lock(&fc_sync_lock);
-	if (ps.ncpus <= 0) {
-		fc_err_set(err, "cannot count possible CPUs");
+	if (ps.ncpus <= 0 || !top4) {
+		fc_err_set(err, top4 ? "cannot count possible CPUs" : "out of memory");
 		goto out;
 	}
 	/* A changed key's entry carries the allow entries covering it (an
@@ -1694,19 +2442,25 @@ int fc_sync_delta(struct fc_source *src, const struct fc_maps *m, const struct f
 		goto out;
 	if (fc_config_read(m, &old, err) < 0)
 		goto out;
-	/* The marks first: a publish cut short is redone whole. */
+	top4->used = old.n_top4;
+	memcpy(ms[FC_MS_PFX6].lens, old.lens6, sizeof(old.lens6));
+	if (fc_plan_keys(src->st, m, ms, d, &al, src->now, top4, res, err) < 0)
+		goto out;
+	/* The marks first (a publish cut short is redone whole), the gates
+	 * widened; then slots taken, the rule maps and fc_top4
+	 * (fc_order_write), the config, slots freed. */
+	interim = old;
+	if (d->npols)
+		interim.policies_digest = 0;
+	if (fc_delta_interim(m, ms, top4, &interim, err) < 0)
+		goto out;
 	res->cfg = old;
 	res->cfg.store_id = res->cfg.store_seq = 0;
 	if (d->npols)
 		res->cfg.policies_digest = 0;
-	if (memcmp(&res->cfg, &old, sizeof(old)) && fc_config_write(m, &res->cfg, err) < 0)
-		goto out;
 	fc_clock_refresh(&res->cfg, &old);
-	top4.used = old.n_top4;
-	memcpy(ms[FC_MS_PFX6].lens, old.lens6, sizeof(old.lens6));
-	if (fc_slots_apply(m, &ps, d, &src->node, true, &res->cfg, err) < 0 ||
-	    fc_sync_keys(src->st, m, ms, d, &al, src->now, &top4, res, err) < 0 ||
-	    fc_slots_apply(m, &ps, d, &src->node, false, &res->cfg, err) < 0)
+	if (fc_slots_apply(m, &ps, d, &src->node, true, false, &res->cfg, err) < 0 || fc_order_write(&o, err) < 0 ||
+	    fc_slots_apply(m, &ps, d, &src->node, false, true, &res->cfg, err) < 0)
 		goto out;
 	for (i = 0; i < d->npols; i++)
 		star |= d->pols[i].star;
@@ -1719,24 +2473,29 @@ int fc_sync_delta(struct fc_source *src, const struct fc_maps *m, const struct f
 	res->cfg.n_exact6 += (__u32)ms[FC_MS_EXACT6].count;
 	res->cfg.n_pfx4 += (__u32)ms[FC_MS_PFX4].count;
 	res->cfg.n_pfx6 += (__u32)ms[FC_MS_PFX6].count;
-	res->cfg.n_top4 = top4.used;
+	res->cfg.n_top4 = top4->used;
 	res->cfg.n_marks6 += (__u32)ms[FC_MS_PFX6].dmarks;
 	memcpy(res->cfg.lens6, ms[FC_MS_PFX6].lens, sizeof(res->cfg.lens6));
 	/* What the ip=* buckets noted of the rules (struct fc_src_bucket) is void. */
-	res->changed += top4.flips;
+	res->changed += top4->flips;
 	res->cfg.rules_gen = old.rules_gen + (fc_sync_wrote(res) || res->copied);
 	/* The bits stay whole if they were; if not (pins another version
 	 * published) they stay untrusted, defensively: fc_publish_layers
 	 * publishes everything onto such maps, never this delta. */
 	res->cfg.exact4_gen = res->cfg.rules_gen + (old.exact4_gen != old.rules_gen);
 	res->cfg.star_flags = fc_star_flags(&res->cfg);
+	/* Slots are freed once the config names none of them (ip=*). */
+	if (fc_config_write(m, &res->cfg, err) < 0 ||
+	    fc_slots_apply(m, &ps, d, &src->node, false, false, &res->cfg, err) < 0)
+		goto out;
 	res->policies_changed = ps.changed;
-	rc = fc_config_write(m, &res->cfg, err);
+	rc = 0;
 out:
 	pthread_mutex_unlock(&fc_sync_lock);
 	fc_rule_maps_free(ms);
-	fc_top4_unview(&top4);
-	free(top4.pfx.v);
+	if (top4)
+		fc_top4_free(top4);
+	free(top4);
 	fc_allows_free(&al);
 	return rc;
 }

@@ -14,6 +14,7 @@
 
 #include "fc_db.h"
 #include "fc_db_sqlite_keys.h"
+#include "fc_owner.h"
 
 /* Each step takes the schema from version i to i + 1. */
 static const char fc_schema_v1[] =
@@ -613,6 +614,8 @@ static int fc_sq_open(const char *dsn, const char *name, bool create, const char
 
 	if (!create && access(dsn, F_OK) < 0)
 		return fc_err_set(err, "store %s: %s", name, strerror(errno));
+	if (fc_owner_check(FC_OWNED_STORE, dsn, err) < 0)
+		return -1;
 	/* A store that is there has its directories. */
 	if (create && access(dsn, F_OK) < 0 && fc_mkdir_parents(dsn, err) < 0)
 		return -1;

@@ -402,6 +402,11 @@ static char *fc_store_name(const char *dsn)
 	return masked;
 }
 
+char *fc_store_dsn_redact(const char *dsn)
+{
+	return fc_store_name(dsn);
+}
+
 int fc_store_open(const char *path, struct fc_store **out, struct fc_err *err)
 {
 	return fc_store_open_ex(path, true, out, err);
@@ -455,9 +460,10 @@ int fc_store_open_read(const char *dsn, struct fc_store **out, struct fc_err *er
 		return 0;
 	/* SQLite reads a store in WAL mode through its -shm file, made beside
 	 * it if it is not there: a user who can not read the file, or make
-	 * that one, can not read the store. */
+	 * that one, can not read the store. (Root can: its refusal, a store
+	 * another user owns, says why itself.) */
 	snprintf(shm, sizeof(shm), "%s-shm", dsn);
-	if ((e = access(dsn, R_OK) < 0 ? 1 : access(shm, R_OK) < 0 ? 2 : 0))
+	if (geteuid() != 0 && (e = access(dsn, R_OK) < 0 ? 1 : access(shm, R_OK) < 0 ? 2 : 0))
 		fc_err_set(err, "store %s: %s%s: reading it needs root, or read access to it, its directory and its -wal "
 				"and -shm files (a command that writes makes them)", dsn, e == 2 ? "its -shm file: " : "",
 			   strerror(errno));

@@ -40,6 +40,8 @@ int fc_store_open_ex(const char *dsn, bool create, struct fc_store **out, struct
  * upgrade, and a store this user can not read says what reading it needs. */
 int fc_store_open_read(const char *dsn, struct fc_store **out, struct fc_err *err);
 bool fc_store_is_postgres(const char *dsn);
+/* dsn as it may be printed, its password masked (malloc'd; NULL: no memory). */
+char *fc_store_dsn_redact(const char *dsn);
 void fc_store_close(struct fc_store *st);
 
 int fc_store_begin(struct fc_store *st, struct fc_err *err);
