@@ -11,6 +11,8 @@
 #ifndef FC_DECIDE_BPF_H
 #define FC_DECIDE_BPF_H
 
+#include <linux/errno.h>
+
 #include "fc_clock.bpf.h"
 #include "fc_parse.bpf.h"
 #include "fc_prefix.bpf.h"
@@ -233,10 +235,24 @@ static __always_inline struct fc_src_bucket *fc_src_lookup(const struct fc_pkt *
  * policy's overflow bucket (fc_buckets[slot]), so a flood of spoofed sources
  * neither evicts steady sources wholesale nor escapes the limit.
  */
-/* Makes (or, exists, remakes) the source's bucket, if the per-CPU cap on
- * new buckets allows; returns whether it tried. Its own function: a new
- * source is rare, and its bucket's image on the stack is not. */
-__noinline int fc_src_make(const struct fc_pkt *pkt, __u32 exists)
+/* Puts fresh in map at key, unless a bucket of the ip=* policy's epoch gen
+ * is there: NOEXIST, so that of two CPUs making the same bucket one wins and
+ * none resets it; then over a stale one (an earlier ip=* policy's). */
+static __always_inline void fc_src_put(void *map, const void *key, const struct fc_src_bucket *fresh, __u32 gen)
+{
+	const struct fc_src_bucket *old;
+
+	if (bpf_map_update_elem(map, key, fresh, BPF_NOEXIST) != -EEXIST)
+		return;
+	old = bpf_map_lookup_elem(map, key);
+	if (old && old->gen != gen)
+		bpf_map_update_elem(map, key, fresh, BPF_EXIST);
+}
+
+/* Makes (or remakes, over a stale one) the source's bucket, if the per-CPU
+ * cap on new buckets allows; returns whether it tried. Its own function: a
+ * new source is rare, and its bucket's image on the stack is not. */
+__noinline int fc_src_make(const struct fc_pkt *pkt)
 {
 	struct fc_src_bucket fresh = {};
 	struct fc_policy *pol;
@@ -266,25 +282,23 @@ __noinline int fc_src_make(const struct fc_pkt *pkt, __u32 exists)
 	fresh.gen = cfg->star_gen;
 	fresh.rules_gen = cfg->rules_gen - 1;
 	fc_unit_key(pkt, cfg, &k);
-	/* NOEXIST: of two CPUs making the same bucket, one wins, none resets it. */
 	if (pkt->family == 4)
-		bpf_map_update_elem(&fc_src4, k.a, &fresh, exists ? BPF_EXIST : BPF_NOEXIST);
+		fc_src_put(&fc_src4, k.a, &fresh, cfg->star_gen);
 	else
-		bpf_map_update_elem(&fc_src6, k.a, &fresh, exists ? BPF_EXIST : BPF_NOEXIST);
+		fc_src_put(&fc_src6, k.a, &fresh, cfg->star_gen);
 	return 1;
 }
 
 /* The bucket of a source that has none of its own under the ip=* policy
- * in slot (exists: an earlier ip=* policy's, stale): made, or the overflow
- * bucket. */
+ * in slot (or a stale one): made, or the overflow bucket. */
 static __always_inline struct fc_bucket *fc_src_new(const struct fc_pkt *pkt, const struct fc_config *cfg,
-						     __u32 slot, __u32 exists)
+						     __u32 slot)
 {
 	struct fc_src_bucket *b;
 	struct fc_stats *st;
 	__u32 zero = 0;
 
-	if (fc_src_make(pkt, exists)) {
+	if (fc_src_make(pkt)) {
 		b = fc_src_lookup(pkt, cfg);
 		if (b && b->gen == cfg->star_gen)
 			return (struct fc_bucket *)b;
@@ -301,7 +315,7 @@ static __always_inline struct fc_bucket *fc_src_bucket(const struct fc_pkt *pkt,
 {
 	if (b && b->gen == cfg->star_gen)
 		return (struct fc_bucket *)b;
-	return fc_src_new(pkt, cfg, slot, b != NULL);
+	return fc_src_new(pkt, cfg, slot);
 }
 
 /*
@@ -616,7 +630,7 @@ static __always_inline void fc_src_keep(const struct fc_pkt *pkt, const struct f
 	struct fc_src_bucket *b = fc_src_lookup(pkt, cfg);
 
 	if (!b || b->gen != cfg->star_gen)
-		fc_src_make(pkt, b != NULL);
+		fc_src_make(pkt);
 }
 
 /* A frame whose source was not read: one that is not IP, or is cut before
@@ -648,7 +662,7 @@ static __always_inline bool fc_decide(void *ctx, bool tc, void *data, void *data
 	struct fc_rule pfx = { 0 };
 	struct fc_src4 s4 = { 0 };
 	struct fc_bucket *ba, *bb, *own = NULL;
-	__u32 star, gen, e, p, sa, sb, stale = 0, zero = 0;
+	__u32 star, gen, e, p, sa, sb, zero = 0;
 	enum fc_parse_rc rc;
 	bool over;
 	int v;
@@ -671,9 +685,8 @@ static __always_inline bool fc_decide(void *ctx, bool tc, void *data, void *data
 	gen = *(volatile __u32 *)&ev.cfg->rules_gen;
 	if (star) {
 		src = fc_src_lookup(&ev.pkt, ev.cfg);
-		stale = src && src->gen != ev.cfg->star_gen; /* an earlier ip=* policy's */
-		if (stale)
-			src = NULL;
+		if (src && src->gen != ev.cfg->star_gen)
+			src = NULL; /* an earlier ip=* policy's */
 		if (src && src->rules_gen == gen) {
 			/* What the rules say of this source, as its bucket noted it:
 			 * one lookup instead of three. */
@@ -727,7 +740,7 @@ policies:
 	 * bucket made, or the overflow bucket, for the general path without its
 	 * second lookup (on the fast path, the verifier would walk it twice). */
 	if (star && !src && !e && !p)
-		own = fc_src_new(&ev.pkt, ev.cfg, star, stale);
+		own = fc_src_new(&ev.pkt, ev.cfg, star);
 	if ((star && !src) || (e && p && star))
 		goto general;
 	ba = fc_bucket_of(sa, star, src);
