@@ -1189,10 +1189,10 @@ ngx_http_freqctl_verdict(ngx_http_request_t *r,
     case FC_L7_BANNED:
         uid = ngx_http_freqctl_uid_text(r, rq);
         ngx_log_error(lcf->log_level, r->connection->log, 0,
-                      "freqctl: %s, %s %s%*s%s", lcf->dry_run ? "would ban" : "banned",
-                      res->uid_ban ? "uid" : "client address",
-                      res->uid_ban ? "\"" : "", res->uid_ban ? uid.len : 0,
-                      uid.data, res->uid_ban ? "\"" : "");
+                      "freqctl: %s, %s%*s%s", lcf->dry_run ? "would ban" : "banned",
+                      res->uid_ban ? "uid \"" : "by a ban on the client address",
+                      res->uid_ban ? uid.len : 0, uid.data,
+                      res->uid_ban ? "\"" : "");
         if (lcf->dry_run) {
             ctx->status = NGX_HTTP_FREQCTL_BANNED_DRY_RUN;
             return NGX_DECLINED;
