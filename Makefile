@@ -357,7 +357,7 @@ uninstall:
 
 # Debian's own tooling (debian/), in a copy of the tree so the packages and
 # dpkg-buildpackage's by-products land in $(B)/deb, not beside the checkout.
-deb: $(B)/.deps-test
+deb: $(B)/.deps-deb
 	@tools/pkg/build-deb.sh $(B)/deb
 
 -include $(shell find $(B) -name '*.d' 2>/dev/null)

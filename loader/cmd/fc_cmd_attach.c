@@ -50,12 +50,28 @@ static int fc_attach_repin(const struct fc_ctx *ctx, struct fc_maps *m, struct f
 	return fc_maps_open(ctx->pin_dir, m, err);
 }
 
+/* Maps made by this attach (none was published here: a first attach, one
+ * after a reboot or a detach --unpublish) hold nothing of the store yet: a
+ * full publish fills them, so that an attached program enforces what the
+ * store says from its first packet. */
+static void fc_attach_publish(const struct fc_ctx *ctx)
+{
+	struct fc_publish pub;
+	struct fc_err why;
+
+	if (fc_publish_begin(&pub, ctx, &why) < 0 || (pub.full = true, fc_publish_commit(&pub, &why) < 0))
+		fc_warn("attach: the store is not published yet ('freqctl sync' publishes it): %s", why.msg);
+	else
+		printf("published the store to the new maps in %s\n", ctx->pin_dir);
+}
+
 static int fc_cmd_attach_run(const struct fc_ctx *ctx, const struct fc_cmd *cmd, int argc, char **argv)
 {
 	struct fc_attach_opt opt = { .mode = FC_MODE_XDP, .priority = FC_PRIO_UNSET };
 	struct fc_attachment a;
 	struct fc_maps m;
 	struct fc_err err;
+	bool fresh;
 	int rc;
 
 	fc_cmd_parse(cmd, argc, argv, &opt, NULL);
@@ -64,6 +80,9 @@ static int fc_cmd_attach_run(const struct fc_ctx *ctx, const struct fc_cmd *cmd,
 	fc_need_privileges(cmd, "it loads BPF programs and attaches them to an interface");
 	if (opt.priority == FC_PRIO_UNSET)
 		opt.priority = FC_XDP_PRIO_DEFAULT;
+	fresh = fc_maps_open_config(ctx->pin_dir, &m, &err) < 0;
+	if (!fresh)
+		fc_maps_close(&m);
 	if (fc_maps_open(ctx->pin_dir, &m, &err) < 0 || fc_attach_repin(ctx, &m, &err) < 0) {
 		fc_warn("attach %s: %s", argv[optind], err.msg);
 		return FC_EXIT_FAILURE;
@@ -80,6 +99,8 @@ static int fc_cmd_attach_run(const struct fc_ctx *ctx, const struct fc_cmd *cmd,
 		printf(", priority %u in libxdp's dispatcher beside %zu other program%s", a.prio, a.n_peers,
 		       a.n_peers == 1 ? "" : "s");
 	printf(")\n");
+	if (fresh)
+		fc_attach_publish(ctx);
 	return FC_EXIT_OK;
 }
 

@@ -621,8 +621,8 @@ const struct fc_opt fc_policy_opts[] = {
 		      .help = "where it matches, the matching policies more general than it (ip=*, a prefix covering "
 			      "its address, uid=* over uid=V, ...) do not apply"),
 	FC_POLICY_OPT("show-keys", 0, FC_OPT_YES, show_keys, .json = "show_keys",
-		      .help = "per-key policies: keep the values of the busiest keys beside their hashes (recorded; "
-			      "this version keeps no values yet)"),
+		      .help = "per-key policies: keep the values of the busiest and most refused keys beside their "
+			      "hashes, for keys, top and the console (see freqctl(8), keys)"),
 	FC_POLICY_OPT("no-show-keys", 0, FC_OPT_NO, show_keys,
 		      .help = "keep only the hashes of the keys, never their values"),
 	FC_OPT_END,

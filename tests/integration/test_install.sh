@@ -24,6 +24,8 @@ ours= # set once this test installed the packages: only then does cleanup purge 
 
 made_var= # set while /var/lib/freqctl is one this test made
 cleanup() {
+	rm -f "/etc/nginx/conf.d/fc-it-$tag.conf"
+	[ -z "$ours" ] || [ ! -x /usr/sbin/freqctl ] || inst2 detach --all --unpublish >/dev/null 2>&1
 	[ -n "$ours" ] && dpkg --purge "${pkgs[@]}" >/dev/null 2>&1
 	[ -z "$made_var" ] || rmdir /var/lib/freqctl
 	fc_finish
@@ -112,6 +114,17 @@ check "removal refused while freqctl can not be taken off (a pin dir root refuse
 check "... saying what to run" grep -q "freqctl: not removed: .* 'freqctl detach --all --unpublish' once the cause is fixed" "$dir/remove.log"
 check "... still enforcing" [ "$(pings 4 3)" = 0 ]
 chown root "$pin"
+# A second instance (its own pin dir, as FREQCTL_PIN_DIR allows): the
+# removal may not leave its program enforcing with no freqctl left.
+inst2() { FREQCTL_PIN_DIR="$pin-2" FREQCTL_SHM="$shm-2" FREQCTL_DB="$db-2" inst "$@"; }
+check "a second instance at TC on $host (another pin dir)" quiet inst2 attach "$host" --mode tc
+dpkg -r freqctl >"$dir/remove.log" 2>&1
+check "removal refused while another pin dir's program is attached" installed freqctl
+check "... naming it" grep -q "freqctl: not removed: freqctl's programs of another pin dir are still attached to: $host (tc)" "$dir/remove.log"
+check "the second instance detached" quiet inst2 detach --all --unpublish
+check "the first attached again (the refused removal took it off), its ban published at once" \
+	quiet inst attach "$host" --mode xdp
+check "... pings from $peer4 dropped" [ "$(pings 4 3)" = 0 ]
 dpkg -r freqctl >"$dir/remove.log" 2>&1
 check "dpkg -r freqctl, attached" sh -c "! dpkg-query -W -f='\${Status}' freqctl 2>/dev/null | grep -q 'install ok installed'"
 check "... detached it from $host, saying so" grep -q "detached from $host (xdp mode" "$dir/remove.log"
@@ -128,6 +141,14 @@ check "dpkg --purge says it keeps /var/lib/freqctl" grep -q "freqctl: purge keep
 check "... and keeps it" [ -d /var/lib/freqctl ]
 [ -z "$made_var" ] || { rmdir /var/lib/freqctl && made_var=; }
 check "... /etc/default/freqctl purged" [ ! -e /etc/default/freqctl ]
+
+# The module's removal while a site uses it: nginx would not start again.
+site=/etc/nginx/conf.d/fc-it-$tag.conf
+printf '# freqctl_shm in a comment does not count\nfreqctl_shm %s;\n' "$shm" >"$site"
+dpkg -r libnginx-mod-http-freqctl >"$dir/remove.log" 2>&1
+check "the module's removal refused while nginx's configuration uses it" installed libnginx-mod-http-freqctl
+check "... naming the file" grep -q "libnginx-mod-http-freqctl: not removed: nginx's configuration uses the module in $site" "$dir/remove.log"
+rm -f "$site"
 
 dpkg --purge "${pkgs[@]}" >>"$dir/dpkg.log" 2>&1
 ours=

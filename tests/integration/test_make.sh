@@ -52,6 +52,10 @@ for s in demo test bench fuzz; do
 	check "make $s's set holds make's (build, the man pages' scdoc aside)" none "$dir/$s.lacks" .
 done
 check "make test's set has the browser test's npm package" grep -qx 'npm:playwright-core' "$dir/test"
+"$deps" --list deb >"$dir/deb"
+check "make deb's set: debhelper, dpkg-dev, lintian; no browser, database server or npm package" \
+	sh -c "grep -qx debhelper '$dir/deb' && grep -qx lintian '$dir/deb' &&
+	       ! grep -qE '^(chromium|postgresql|redis-server|npm:.*)$' '$dir/deb'"
 "$deps" --list nope >/dev/null 2>"$dir/err"
 check "an unknown set is refused (exit 2), naming the sets" \
-	sh -c "[ $? = 2 ] && grep -q 'build, demo, test, bench, fuzz, check' '$dir/err'"
+	sh -c "[ $? = 2 ] && grep -q 'build, demo, test, bench, fuzz, deb, check' '$dir/err'"

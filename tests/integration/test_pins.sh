@@ -121,4 +121,17 @@ check "... and $host2 drops 198.18.0.81" [ "$(verdict "$xp2" 81)" = 1 ]
 check "both on the pinned maps" jq_true 'all(.attached[]; .maps_pinned)' <<<"$(fb status --json)"
 fb detach "$host" >/dev/null
 fb detach "$host2" >/dev/null
+
+# ---- maps made by an attach (a reboot, a detach --unpublish): the store is
+# published to them at once, not at the next change ----
+check "attach xdp, ban $peer4" quiet fc attach "$host" --mode xdp
+check "... a ban stored: $peer4" fcq ban add "$peer4"
+expect_pings "$peer4 banned" 0
+check "detach --unpublish: the pins go, the store keeps the ban" quiet fc detach --all --unpublish
+check "... no pin of fc_config left" [ ! -e "$pin/fc_config" ]
+fc attach "$host" --mode xdp >"$d/out" 2>"$d/err"
+check "attach on no pins" [ $? = 0 ]
+check "... says it published the store" grep -q "published the store to the new maps in $pin" "$d/out"
+expect_pings "$peer4 banned from the attach on" 0
+fc detach "$host" >/dev/null
 exit 0

@@ -11,6 +11,7 @@
 #          (playwright-core, pinned by tests/browser/package-lock.json)
 #   bench  what `make bench` compares against (wrk, Redis, valgrind)
 #   fuzz   what `make fuzz` builds the fuzzers with (clang's runtimes)
+#   deb    what `make deb` builds and checks the Debian packages with
 #   check  what `make check` builds and runs with (no root, no network)
 #
 #   tools/build/install-deps.sh [--check | --list] SET...
@@ -34,6 +35,7 @@ test=("${build[@]}" libcmocka-dev libclang-rt-dev
 	chromium)
 bench=("${build[@]}" nginx curl wrk redis-server redis-tools bc valgrind)
 fuzz=("${build[@]}" libclang-rt-dev)
+deb=("${build[@]}" debhelper dpkg-dev lintian)
 check=(make gcc clang llvm pkg-config libclang-rt-dev libbpf-dev bpftool libelf-dev zlib1g-dev
 	libsqlite3-dev libpq-dev libjansson-dev libcmocka-dev libmicrohttpd-dev libhiredis-dev scdoc)
 
@@ -44,13 +46,13 @@ case ${1:-} in
 	shift
 	;;
 esac
-[ $# -gt 0 ] || { echo "usage: $0 [--check | --list] build|demo|test|bench|fuzz|check..." >&2; exit 2; }
+[ $# -gt 0 ] || { echo "usage: $0 [--check | --list] build|demo|test|bench|fuzz|deb|check..." >&2; exit 2; }
 
 pkgs=() npm=()
 for set in "$@"; do
 	case $set in
-	build | demo | test | bench | fuzz | check) ;;
-	*) echo "install-deps.sh: no package set \"$set\" (build, demo, test, bench, fuzz, check)" >&2; exit 2 ;;
+	build | demo | test | bench | fuzz | deb | check) ;;
+	*) echo "install-deps.sh: no package set \"$set\" (build, demo, test, bench, fuzz, deb, check)" >&2; exit 2 ;;
 	esac
 	declare -n list=$set
 	for p in "${list[@]}"; do

@@ -11,7 +11,7 @@ out=$(cd "$1" && pwd)
 version=$(cat "$top/VERSION")
 
 for t in dpkg-buildpackage dh lintian; do
-	command -v "$t" >/dev/null || { echo "build-deb: $t missing (make deps installs debhelper, dpkg-dev, lintian)" >&2; exit 1; }
+	command -v "$t" >/dev/null || { echo "build-deb: $t missing (make deb installs debhelper, dpkg-dev, lintian: tools/build/install-deps.sh deb)" >&2; exit 1; }
 done
 clog=$(dpkg-parsechangelog -l "$top/debian/changelog" -S Version)
 [ "$clog" = "$version" ] || {
