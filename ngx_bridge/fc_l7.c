@@ -1923,12 +1923,17 @@ void fc_l7_name_canon(const char *s, size_t len, char *out)
 		out[i] = fc_name_byte((unsigned char)s[i]);
 }
 
-/* Whether a ']' (decoded) comes in s from i on. */
+/* Whether a ']' (decoded) comes in s from i on, before a NUL (where PHP's
+ * name ends). */
 static bool fc_bracket_closes(const char *s, size_t len, size_t i)
 {
+	unsigned char c;
+
 	while (i < len)
-		if (fc_unescape(s, len, &i, true) == ']')
+		if ((c = fc_unescape(s, len, &i, true)) == ']')
 			return true;
+		else if (!c)
+			break;
 	return false;
 }
 
@@ -1940,6 +1945,8 @@ size_t fc_l7_name_read(const char *s, size_t len, char *out, size_t cap)
 
 	while (i < len) {
 		c = fc_unescape(s, len, &i, true);
+		if (!c)
+			break; /* PHP reads a name as a C string: uid%00x is uid */
 		if (c == ' ' && !n)
 			continue; /* PHP drops leading spaces */
 		if (c == '[' && !open) {

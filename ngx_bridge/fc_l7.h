@@ -266,9 +266,9 @@ size_t fc_l7_decode_cookie(const char *s, size_t len, char *out, size_t cap);
  * Names. A name freqctl reads (the uid's in $cookie_NAME and $arg_NAME, an
  * arg:NAME) is any name an application could read as it: every framework
  * percent-decodes names ('+' a space), ASP.NET compares them without regard
- * to case, and PHP drops leading spaces, reads '.' and ' ' as '_', a '['
- * without a ']' after it as '_', and NAME[...] as an array named NAME. Each
- * such name is a copy of NAME.
+ * to case, and PHP drops leading spaces, ends a name at a NUL (uid%00x is
+ * uid), reads '.' and ' ' as '_', a '[' without a ']' after it as '_', and
+ * NAME[...] as an array named NAME. Each such name is a copy of NAME.
  *
  * A copy is exact when every application reads it as NAME, and its value
  * as freqctl does: in a query, a pair between '&'s (or the query's ends)

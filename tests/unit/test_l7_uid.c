@@ -206,8 +206,10 @@ static size_t fc_name_ref(const char *s, size_t len, char *out)
 {
 	char dec[256];
 	size_t n = fc_decode_ref(s, len, dec), k, o = 0;
-	char *open;
+	char *open, *nul = memchr(dec, '\0', n);
 
+	if (nul)
+		n = (size_t)(nul - dec); /* PHP's names are C strings */
 	for (k = 0; k < n && dec[k] == ' '; k++)
 		;
 	open = memchr(dec + k, '[', n - k);
@@ -224,7 +226,7 @@ static size_t fc_name_ref(const char *s, size_t len, char *out)
  * the same copies and enc when not asked for exactness (exact NULL). */
 static void test_query_random(void **state)
 {
-	static const char bytes[] = "uUiIdD_.=&;%+a[]5B2 \x80\xff";
+	static const char bytes[] = "uUiIdD_.=&;%+a[]5B20 \x80\xff";
 	static const char *names[] = { "uid", "u_id", "d" }, *raws[] = { "uid", "u_id", "D" };
 	struct fc_l7_str v[64], w[64];
 	char canon[256], dec[256], *q;
@@ -421,6 +423,47 @@ static void test_cookie_random(void **state)
 	}
 }
 
+/*
+ * PHP reads a name as a C string (php_register_variable_ex): ?uid%00=bob and
+ * ?uid%00x=bob are $_GET['uid']. Such a name is a copy of the part before
+ * its NUL, never an exact one; a '[' is judged within that part only.
+ */
+static void test_query_nul_names(void **state)
+{
+	static const struct {
+		const char *q, *name, *copies;
+		bool exact;
+	} c[] = {
+		{ "uid=partner&uid%00=bob", "uid", "partner|bob", true },
+		{ "uid%00=bob", "uid", "bob", false },
+		{ "uid%00x=bob", "uid", "bob", false },
+		{ "UID%00%00=bob", "uid", "bob", false },
+		{ "uid%00[]=bob", "uid", "bob", false },
+		{ "%00uid=bob", "uid", "-", false },
+		{ "ui%00d=bob", "uid", "-", false },
+		{ "uid[%00]=bob", "uid", "-", false },
+		{ "uid[%00]=bob", "uid_", "bob", false },
+		{ "+uid%00=bob", "uid", "bob", false },
+	};
+	struct fc_l7_str v[16];
+	char out[16];
+	bool enc, exact;
+	size_t i, n;
+
+	(void)state;
+	for (i = 0; i < sizeof(c) / sizeof(c[0]); i++) {
+		enc = exact = false;
+		n = fc_l7_query_find(c[i].q, strlen(c[i].q), c[i].name, c[i].name, strlen(c[i].name), v, 16, &enc,
+				     &exact);
+		if (strcmp(fc_copies(v, n), c[i].copies) || exact != c[i].exact)
+			fail_msg("query \"%s\", name %s: copies \"%s\" exact %d, expected \"%s\" exact %d", c[i].q,
+				 c[i].name, fc_copies(v, n), exact, c[i].copies, c[i].exact);
+	}
+	assert_int_equal(fc_l7_name_read("uid%00x", 7, out, 3), 3);
+	assert_int_equal(fc_l7_name_read("a[b%00]", 7, out, sizeof(out)), 3);
+	assert_memory_equal(out, "a_b", 3);
+}
+
 /* Names: the canonical form of a configured one, a header line's. */
 static void test_names(void **state)
 {
@@ -593,6 +636,7 @@ static void test_names_policies(void **state)
 	assert_int_equal(fc_decide(t, "query=api[key=k", T0, NULL), FC_L7_PASS);
 	assert_int_equal(fc_decide(t, "query=api_key=k", T0, NULL), FC_L7_REJECTED);
 	assert_int_equal(fc_decide(t, "query=API%2Ekey=k", T0, NULL), FC_L7_REJECTED);
+	assert_int_equal(fc_decide(t, "query=api.key%00x=k", T0, NULL), FC_L7_REJECTED); /* PHP's api_key */
 	assert_int_equal(fc_decide(t, "header:x-tok=t", T0, NULL), FC_L7_PASS);
 	assert_int_equal(fc_l7_header_idx(&t->ix, "x_tok", 5), 0);
 	assert_int_equal(fc_decide(t, "header:x-tok=t", T0, NULL), FC_L7_REJECTED);
@@ -611,6 +655,7 @@ int main(void)
 		cmocka_unit_test(test_query_find),
 		cmocka_unit_test(test_query_exact),
 		cmocka_unit_test(test_query_random),
+		cmocka_unit_test(test_query_nul_names),
 		cmocka_unit_test(test_cookie_find),
 		cmocka_unit_test(test_cookie_exact),
 		cmocka_unit_test(test_cookie_random),
