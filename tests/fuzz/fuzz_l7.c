@@ -119,11 +119,12 @@ static void fc_fuzz_uids(struct fc_l7_req *rq, const char *q, size_t qlen, const
 {
 	size_t n, nq, i;
 	struct fc_l7_str t;
-	bool enc = false, exact = false;
+	bool enc = false, exact = false, py[FC_FUZZ_UIDS] = { false };
 
 	nq = fc_l7_query_find(q, qlen, "uid", "uid", 3, v, FC_FUZZ_UIDS, &enc, &exact);
 	n = nq < FC_FUZZ_UIDS ? nq : FC_FUZZ_UIDS;
-	n += fc_l7_cookie_find(ck, clen, "uid", "uid", 3, v + n, FC_FUZZ_UIDS - n, &enc, &exact);
+	n += fc_l7_cookie_find(ck, clen, "uid", "uid", 3, v + n, py + n, FC_FUZZ_UIDS - n, &enc,
+				&exact);
 	if (n > FC_FUZZ_UIDS)
 		n = FC_FUZZ_UIDS;
 	if (!n) { /* no uid= in either: the line is the uid, as a variable's */
@@ -140,6 +141,7 @@ static void fc_fuzz_uids(struct fc_l7_req *rq, const char *q, size_t qlen, const
 			continue;
 		t.data = buf;
 		t.len = i < nq ? fc_l7_decode(v[i].data, v[i].len, buf, v[i].len) :
+			py[i]  ? fc_l7_cookie_unquote(v[i].data, v[i].len, buf) :
 				 fc_l7_decode_cookie(v[i].data, v[i].len, buf, v[i].len);
 		if (t.len > v[i].len)
 			fc_fuzz_fail("uid copy %zu decoded longer", i);
