@@ -88,6 +88,7 @@ typedef struct {
 
 /* $freqctl_key holds this much of a key at most. */
 #define NGX_HTTP_FREQCTL_KEY_MAX  256
+#define NGX_HTTP_FREQCTL_UID_LOG  512 /* bytes of a logged uid, its copies, escaped */
 
 enum {
     NGX_HTTP_FREQCTL_NONE = 0,
@@ -737,33 +738,49 @@ ngx_http_freqctl_uid_read(ngx_http_request_t *r, ngx_http_freqctl_src_t *src,
 }
 
 
-/* The uid for the log: its copies, joined by '", "' when there are several
- * (at most 256 bytes of them). */
+/* The uid for the log: its copies, joined by '", "' when there are several,
+ * escaped (at most NGX_HTTP_FREQCTL_UID_LOG bytes of them). */
 static ngx_str_t
 ngx_http_freqctl_uid_text(ngx_http_request_t *r, struct fc_l7_req *rq)
 {
-    u_char     *p, *last;
-    size_t      i;
-    ngx_str_t   s;
+    u_char          *p, *last, c;
+    size_t           i, j, n;
+    ngx_str_t        s;
+    struct fc_l7_str  u;
 
-    s.data = (u_char *) rq->uid.data;
-    s.len = rq->uid.len;
+    ngx_str_set(&s, "");
 
-    if (rq->nuids == 0) {
-        return s;
-    }
-
-    p = ngx_pnalloc(r->pool, 256);
+    p = ngx_pnalloc(r->pool, NGX_HTTP_FREQCTL_UID_LOG);
     if (p == NULL) {
         return s;
     }
 
     s.data = p;
-    last = p + 256;
+    last = p + NGX_HTTP_FREQCTL_UID_LOG;
+    n = rq->nuids ? rq->nuids : 1;
 
-    for (i = 0; i < rq->nuids && p < last; i++) {
-        p = ngx_slprintf(p, last, "%s%*s", i ? "\", \"" : "",
-                         rq->uids[i].len, rq->uids[i].data);
+    /*
+     * The uid is the client's bytes, decoded: escaped as nginx escapes
+     * variables in access_log, so that no byte of it can end the line or
+     * the quotes and write a line of its own into the log.
+     */
+    for (i = 0; i < n && last - p >= 8; i++) {
+        u = rq->nuids ? rq->uids[i] : rq->uid;
+
+        if (i) {
+            p = ngx_cpymem(p, "\", \"", 4);
+        }
+
+        for (j = 0; j < u.len && last - p >= 8; j++) {
+            c = (u_char) u.data[j];
+
+            if (c < 0x20 || c >= 0x7f || c == '"' || c == '\\') {
+                p = ngx_sprintf(p, "\\x%02xd", c);
+
+            } else {
+                *p++ = c;
+            }
+        }
     }
 
     s.len = p - s.data;

@@ -65,9 +65,9 @@ check "a policy written elsewhere reaches the agent's shm" \
 	within_100ms sh -c "'$FC_BIN' --db '$dir/store.db' --pin-dir '$pin' --shm '$dir/shm' stats --json | grep -q '\"layer\": \"nginx\"'"
 # Node weights: this agent's node enforces half of every rate.
 elsewhere policy add 6 --match ip=198.18.0.66 --rate 40/m
-check "node weight 0.5: 40/m is published as 20/m" within_100ms sh -c "[ \"\$(bpftool -j map lookup pinned '$pin/fc_policies' key 2 0 0 0 | jq '.formatted.value.tier[0].limit')\" = 20 ]"
+check "node weight 0.5: 40/m is published as 20/m" within_100ms sh -c "[ \"\$(bpftool -j map lookup pinned '$pin/fc_policies' key 2 0 0 0 | jq '.formatted.value[\"\"].lim.tier[0].limit')\" = 20 ]"
 elsewhere node set edge-a 0.25
-check "a weight change republishes: 10/m" within_100ms sh -c "[ \"\$(bpftool -j map lookup pinned '$pin/fc_policies' key 2 0 0 0 | jq '.formatted.value.tier[0].limit')\" = 10 ]"
+check "a weight change republishes: 10/m" within_100ms sh -c "[ \"\$(bpftool -j map lookup pinned '$pin/fc_policies' key 2 0 0 0 | jq '.formatted.value[\"\"].lim.tier[0].limit')\" = 10 ]"
 elsewhere ban del 198.18.0.7
 check "a lifted ban leaves the maps within 100 ms" within_100ms sh -c "! bpftool map lookup pinned '$pin/fc_exact4' key 198 18 0 7 >/dev/null 2>&1"
 elsewhere ban add 198.18.0.9 --ttl 2s # expiry is on whole seconds: 1s could lapse at once

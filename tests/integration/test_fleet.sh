@@ -60,7 +60,7 @@ op() { "$FC_BIN" --db "$pg_dsn" --pin-dir "/sys/fs/bpf/fc-fleet-op-$tag" --shm "
 in_map() { bpftool map lookup pinned "/sys/fs/bpf/fc-fleet-$1-$tag/fc_exact4" key ${2//./ } >/dev/null 2>&1; } # in_map N ADDR
 not_in_map() { ! in_map "$@"; }
 # limit_is N SLOT L: node N's first tier of the policy in SLOT is L.
-limit_is() { [ "$(bpftool -j map lookup pinned "/sys/fs/bpf/fc-fleet-$1-$tag/fc_policies" key "$2" 0 0 0 | jq '.formatted.value.tier[0].limit')" = "$3" ]; }
+limit_is() { [ "$(bpftool -j map lookup pinned "/sys/fs/bpf/fc-fleet-$1-$tag/fc_policies" key "$2" 0 0 0 | jq '.formatted.value[""].lim.tier[0].limit')" = "$3" ]; }
 within_100ms() {
 	local i
 	for i in $(seq 20); do "$@" && return 0; sleep 0.005; done

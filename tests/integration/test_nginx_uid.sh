@@ -157,5 +157,11 @@ fcq allow add uid=partner
 check "allow add uid=partner again: ?uid=partner allowed within 100 ms" status_within_100ms 200 "/a/p/f?uid=partner"
 got="$(get "$u/a/p/f?UID=partner") $(get "$u/a/p/f?uid=partner&uid=x") $(get "$u/a/p/f?uid=partner")"
 check "... ?UID=partner, ?uid=partner&uid=x still not; ?uid=partner is ($got)" [ "$got" = "429 429 200" ]
+# The uid as logged: the client's decoded bytes, escaped, so that none can
+# end the log line and write one of its own.
+got=$(get "$u/a/f?uid=bob&uid=x%0A2026/11/29%2004:00:00%20%5Berror%5D%2099%2399:%20FORGED%22%00")
+check "a banned uid beside a copy holding a new line: banned ($got)" [ "$got" = 403 ]
+check "... no line of the client's own in error.log" sh -c "! grep -q '^2026/11/29 04:00:00 \\[error\\] 99#99: FORGED' '$d/logs/error.log'"
+check "... the copy logged escaped" grep -qF 'banned, uid "bob", "x\x0a2026/11/29 04:00:00 [error] 99#99: FORGED\x22\x00"' "$d/logs/error.log"
 check "no worker crashed" sh -c "! grep -q 'exited on signal' '$d/logs/error.log'"
 exit 0
