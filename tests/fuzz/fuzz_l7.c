@@ -111,9 +111,10 @@ static void *fc_scribble(void *arg)
 #define FC_FUZZ_UIDS 32
 
 /* The copies of the uid in the query q and the Cookie line ck, as the
- * module reads and decodes them (into buf, qlen + clen bytes), a non-empty
- * one first, into rq: what the engine decides on. Every copy found is
- * checked to lie in its input. */
+ * module reads and decodes them (into buf, qlen + 2 * clen bytes: a quoted
+ * cookie may be two copies of its value), a non-empty one first, into rq:
+ * what the engine decides on. Every copy found is checked to lie in its
+ * input. */
 static void fc_fuzz_uids(struct fc_l7_req *rq, const char *q, size_t qlen, const char *ck, size_t clen,
 			 struct fc_l7_str *v, char *buf)
 {
@@ -199,7 +200,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	static const uint8_t v4[4] = { 198, 18, 0, 9 }, v6[16] = { 0x20, 0x01, 0x0d, 0xb8, [15] = 7 };
 	struct fc_fuzz_in in = { data, size };
 	struct fc_fuzz_chunk c;
-	char query[1024] = "", cookie[1024] = "u1", dec[2048];
+	char query[1024] = "", cookie[1024] = "u1", dec[sizeof(query) + 2 * sizeof(cookie)];
 	struct fc_l7_str copies[FC_FUZZ_UIDS];
 	size_t qlen = 0, clen = 2, i;
 	struct fc_block *blocks = NULL;
