@@ -11,6 +11,8 @@
 #ifndef FC_DECIDE_BPF_H
 #define FC_DECIDE_BPF_H
 
+#include <linux/errno.h>
+
 #include "fc_clock.bpf.h"
 #include "fc_parse.bpf.h"
 #include "fc_prefix.bpf.h"
@@ -233,10 +235,24 @@ static __always_inline struct fc_src_bucket *fc_src_lookup(const struct fc_pkt *
  * policy's overflow bucket (fc_buckets[slot]), so a flood of spoofed sources
  * neither evicts steady sources wholesale nor escapes the limit.
  */
-/* Makes (or, exists, remakes) the source's bucket, if the per-CPU cap on
- * new buckets allows; returns whether it tried. Its own function: a new
- * source is rare, and its bucket's image on the stack is not. */
-__noinline int fc_src_make(const struct fc_pkt *pkt, __u32 exists)
+/* Puts fresh in map at key, unless a bucket of the ip=* policy's epoch gen
+ * is there: NOEXIST, so that of two CPUs making the same bucket one wins and
+ * none resets it; then over a stale one (an earlier ip=* policy's). */
+static __always_inline void fc_src_put(void *map, const void *key, const struct fc_src_bucket *fresh, __u32 gen)
+{
+	const struct fc_src_bucket *old;
+
+	if (bpf_map_update_elem(map, key, fresh, BPF_NOEXIST) != -EEXIST)
+		return;
+	old = bpf_map_lookup_elem(map, key);
+	if (old && old->gen != gen)
+		bpf_map_update_elem(map, key, fresh, BPF_EXIST);
+}
+
+/* Makes (or remakes, over a stale one) the source's bucket, if the per-CPU
+ * cap on new buckets allows; returns whether it tried. Its own function: a
+ * new source is rare, and its bucket's image on the stack is not. */
+__noinline int fc_src_make(const struct fc_pkt *pkt)
 {
 	struct fc_src_bucket fresh = {};
 	struct fc_policy *pol;
@@ -266,25 +282,23 @@ __noinline int fc_src_make(const struct fc_pkt *pkt, __u32 exists)
 	fresh.gen = cfg->star_gen;
 	fresh.rules_gen = cfg->rules_gen - 1;
 	fc_unit_key(pkt, cfg, &k);
-	/* NOEXIST: of two CPUs making the same bucket, one wins, none resets it. */
 	if (pkt->family == 4)
-		bpf_map_update_elem(&fc_src4, k.a, &fresh, exists ? BPF_EXIST : BPF_NOEXIST);
+		fc_src_put(&fc_src4, k.a, &fresh, cfg->star_gen);
 	else
-		bpf_map_update_elem(&fc_src6, k.a, &fresh, exists ? BPF_EXIST : BPF_NOEXIST);
+		fc_src_put(&fc_src6, k.a, &fresh, cfg->star_gen);
 	return 1;
 }
 
-static __always_inline struct fc_bucket *fc_src_bucket(const struct fc_pkt *pkt, const struct fc_config *cfg,
-							__u32 slot)
+/* The bucket of a source that has none of its own under the ip=* policy
+ * in slot (or a stale one): made, or the overflow bucket. */
+static __always_inline struct fc_bucket *fc_src_new(const struct fc_pkt *pkt, const struct fc_config *cfg,
+						     __u32 slot)
 {
 	struct fc_src_bucket *b;
 	struct fc_stats *st;
 	__u32 zero = 0;
 
-	b = fc_src_lookup(pkt, cfg);
-	if (b && b->gen == cfg->star_gen)
-		return (struct fc_bucket *)b;
-	if (fc_src_make(pkt, b != NULL)) {
+	if (fc_src_make(pkt)) {
 		b = fc_src_lookup(pkt, cfg);
 		if (b && b->gen == cfg->star_gen)
 			return (struct fc_bucket *)b;
@@ -293,6 +307,15 @@ static __always_inline struct fc_bucket *fc_src_bucket(const struct fc_pkt *pkt,
 	if (st)
 		fc_count(&st->src_overflow, pkt->len);
 	return bpf_map_lookup_elem(&fc_buckets, &slot);
+}
+
+/* b: what looking the source up in its LRU found. */
+static __always_inline struct fc_bucket *fc_src_bucket(const struct fc_pkt *pkt, const struct fc_config *cfg,
+							__u32 slot, struct fc_src_bucket *b)
+{
+	if (b && b->gen == cfg->star_gen)
+		return (struct fc_bucket *)b;
+	return fc_src_new(pkt, cfg, slot);
 }
 
 /*
@@ -343,16 +366,16 @@ static __always_inline __u64 fc_stale(const struct fc_policy *pol, const struct 
 #define FC_CHECK_LOG_PASS 0x1 /* check a log policy: count passed or would-drop */
 #define FC_CHECK_KEEP     0x2 /* a later policy may deny: keep the charge for a refund */
 
-/* Checks the policy in slot against pkt, as hit idx. Without
+/* Checks the policy in slot against pkt, as hit idx, on bucket b (NULL:
+ * the policy's, or for ip=* the source's, looked up here). Without
  * FC_CHECK_LOG_PASS it leaves log policies for later and counts a denial. */
-__noinline int fc_policy_check(const struct fc_pkt *pkt, __u32 slot, __u32 idx, __u32 flags)
+__noinline int fc_policy_check(const struct fc_pkt *pkt, __u32 slot, __u32 idx, __u32 flags, struct fc_bucket *b)
 {
 	bool log = flags & FC_CHECK_LOG_PASS;
 	const struct fc_config *cfg;
 	__u32 zero = 0, spare = FC_HIT_SPARE;
 	struct fc_policy *pol;
 	struct fc_charge *ch;
-	struct fc_bucket *b;
 	__u64 cost;
 	int ok;
 
@@ -366,7 +389,9 @@ __noinline int fc_policy_check(const struct fc_pkt *pkt, __u32 slot, __u32 idx, 
 	cost = fc_policy_cost(pol, pkt);
 	if (!cost)
 		return FC_CHECK_NONE;
-	b = idx == FC_HIT_STAR ? fc_src_bucket(pkt, cfg, slot) : bpf_map_lookup_elem(&fc_buckets, &slot);
+	if (!b)
+		b = idx == FC_HIT_STAR ? fc_src_bucket(pkt, cfg, slot, fc_src_lookup(pkt, cfg)) :
+					 bpf_map_lookup_elem(&fc_buckets, &slot);
 	if (!b)
 		return FC_CHECK_NONE;
 	/* A word of another generation: brought first (the first charge after
@@ -383,13 +408,12 @@ __noinline int fc_policy_check(const struct fc_pkt *pkt, __u32 slot, __u32 idx, 
 	return ok ? FC_CHECK_ADMIT : FC_CHECK_DENY;
 }
 
-/* Rolls back what fc_policy_check charged as hit idx. */
-__noinline int fc_policy_refund(const struct fc_pkt *pkt, __u32 slot, __u32 idx)
+/* Rolls back what fc_policy_check charged as hit idx, on the same b. */
+__noinline int fc_policy_refund(const struct fc_pkt *pkt, __u32 slot, __u32 idx, struct fc_bucket *b)
 {
 	const struct fc_config *cfg;
 	struct fc_policy *pol;
 	struct fc_charge *ch;
-	struct fc_bucket *b;
 	__u32 zero = 0;
 
 	pol = bpf_map_lookup_elem(&fc_policies, &slot);
@@ -399,7 +423,9 @@ __noinline int fc_policy_refund(const struct fc_pkt *pkt, __u32 slot, __u32 idx)
 		return 0;
 	/* An ip=* charge may have gone to the overflow bucket: a refund to the
 	 * wrong word finds it moved and gives nothing back. */
-	b = idx == FC_HIT_STAR ? (struct fc_bucket *)fc_src_lookup(pkt, cfg) : bpf_map_lookup_elem(&fc_buckets, &slot);
+	if (!b)
+		b = idx == FC_HIT_STAR ? (struct fc_bucket *)fc_src_lookup(pkt, cfg) :
+					 bpf_map_lookup_elem(&fc_buckets, &slot);
 	if (b)
 		fc_limit_refund(pol->algo, pol->ntiers, b->state, fc_policy_cost(pol, pkt), ch);
 	return 0;
@@ -408,10 +434,11 @@ __noinline int fc_policy_refund(const struct fc_pkt *pkt, __u32 slot, __u32 idx)
 /*
  * Drop policies are one conjunction: the packet passes only if every one
  * admits it, and a denial rolls back the charges already made. Log policies
- * are then checked on their own, as if enforcing, and never drop.
+ * are then checked on their own, as if enforcing, and never drop. own: the
+ * source's ip=* bucket where the caller holds it, else NULL.
  */
 static __always_inline bool fc_policies_deny(struct fc_eval *ev, __u32 exact_slot, __u32 prefix_slot,
-					     __u32 star_slot)
+					     __u32 star_slot, struct fc_bucket *own)
 {
 	__u32 slots[FC_HITS] = { exact_slot, prefix_slot, star_slot };
 
@@ -422,13 +449,15 @@ static __always_inline bool fc_policies_deny(struct fc_eval *ev, __u32 exact_slo
 		/* Only a charge that a later policy may undo is kept. */
 		__u32 keep = (i < FC_HIT_PREFIX && slots[FC_HIT_PREFIX]) || (i < FC_HIT_STAR && slots[FC_HIT_STAR]);
 
-		r[i] = slots[i] ? fc_policy_check(&ev->pkt, slots[i], i, keep ? FC_CHECK_KEEP : 0) : FC_CHECK_NONE;
+		r[i] = slots[i] ? fc_policy_check(&ev->pkt, slots[i], i, keep ? FC_CHECK_KEEP : 0,
+						  i == FC_HIT_STAR ? own : NULL) :
+				  FC_CHECK_NONE;
 		if (r[i] != FC_CHECK_DENY)
 			continue;
 #pragma unroll
 		for (j = 0; j < FC_HITS; j++)
 			if (j < i && r[j] == FC_CHECK_ADMIT)
-				fc_policy_refund(&ev->pkt, slots[j], j);
+				fc_policy_refund(&ev->pkt, slots[j], j, j == FC_HIT_STAR ? own : NULL);
 		return true;
 	}
 #pragma unroll
@@ -436,7 +465,7 @@ static __always_inline bool fc_policies_deny(struct fc_eval *ev, __u32 exact_slo
 		if (r[i] == FC_CHECK_ADMIT)
 			fc_policy_count(slots[i], ev->pkt.len, true);
 		else if (r[i] == FC_CHECK_LOG)
-			fc_policy_check(&ev->pkt, slots[i], i, FC_CHECK_LOG_PASS);
+			fc_policy_check(&ev->pkt, slots[i], i, FC_CHECK_LOG_PASS, i == FC_HIT_STAR ? own : NULL);
 	}
 	return false;
 }
@@ -601,7 +630,7 @@ static __always_inline void fc_src_keep(const struct fc_pkt *pkt, const struct f
 	struct fc_src_bucket *b = fc_src_lookup(pkt, cfg);
 
 	if (!b || b->gen != cfg->star_gen)
-		fc_src_make(pkt, b != NULL);
+		fc_src_make(pkt);
 }
 
 /* A frame whose source was not read: one that is not IP, or is cut before
@@ -632,7 +661,7 @@ static __always_inline bool fc_decide(void *ctx, bool tc, void *data, void *data
 	const struct fc_rule *exact, *prefix;
 	struct fc_rule pfx = { 0 };
 	struct fc_src4 s4 = { 0 };
-	struct fc_bucket *ba, *bb;
+	struct fc_bucket *ba, *bb, *own = NULL;
 	__u32 star, gen, e, p, sa, sb, zero = 0;
 	enum fc_parse_rc rc;
 	bool over;
@@ -707,6 +736,11 @@ policies:
 	sb = e && p ? p : sa != star ? star : 0;
 	if (!sa)
 		goto passed;
+	/* ip=* alone on a source without a bucket (a flood's every packet): the
+	 * bucket made, or the overflow bucket, for the general path without its
+	 * second lookup (on the fast path, the verifier would walk it twice). */
+	if (star && !src && !e && !p)
+		own = fc_src_new(&ev.pkt, ev.cfg, star);
 	if ((star && !src) || (e && p && star))
 		goto general;
 	ba = fc_bucket_of(sa, star, src);
@@ -727,7 +761,7 @@ general:
 	}
 	if (over)
 		p = 0;
-	v = fc_policies_deny(&ev, e, p, star) ? FC_FAST_DROP : FC_FAST_PASS;
+	v = fc_policies_deny(&ev, e, p, star, src ? (struct fc_bucket *)src : own) ? FC_FAST_DROP : FC_FAST_PASS;
 verdict:
 	if (v == FC_FAST_DROP) {
 		fc_count(&ev.st->drop_limit, ev.pkt.len);

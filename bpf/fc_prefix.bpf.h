@@ -208,7 +208,10 @@ __noinline int fc_pfx6_search(struct fc_rule *best, __u64 a0, __u64 a1)
 			lens0 &= ~fc_upto0(FC_PFX6_ROOT);
 		}
 	}
-	fc_pfx6_walk(best, lens0, lens1, a0, a1);
+	/* Nothing left to walk (no prefix shorter than /32 in use, for a
+	 * source no /32 holds): no call. */
+	if (lens0 | lens1)
+		fc_pfx6_walk(best, lens0, lens1, a0, a1);
 out:
 	return 0;
 }

@@ -558,7 +558,7 @@ static int fc_progs_load(struct fc_progs *pg)
 
 	for (i = 0; i < FC_NPROGS; i++)
 		pg->fds[i] = -1;
-	pg->flood = (struct fc_flood_fds){ -1, -1, -1, -1, -1, -1 };
+	pg->flood = (struct fc_flood_fds){ -1, -1, -1, -1, -1, -1, -1 };
 	pg->dwhy = "cannot create the bench namespace";
 	pg->empty = bench_empty__open_and_load();
 	if (!pg->empty) {
@@ -570,7 +570,7 @@ static int fc_progs_load(struct fc_progs *pg)
 		return -1;
 	pg->fds[FC_P_EMPTY] = pg->flood.empty = bpf_program__fd(pg->empty->progs.fc_bench_empty);
 	pg->fds[FC_P_FREQCTL] = pg->flood.freqctl = bpf_program__fd(pg->fq->progs.freqctl_xdp);
-	if (fc_b.baseline && (pg->fds[FC_P_BASELINE] = fc_baseline(&pg->base)) < 0)
+	if (fc_b.baseline && (pg->fds[FC_P_BASELINE] = pg->flood.baseline = fc_baseline(&pg->base)) < 0)
 		return -1;
 	have_ns = !fc_bench_ns();
 	pg->fds[FC_P_XDP_FILTER] = fc_xdp_filter(have_ns, "fcb0", &pg->why);
@@ -606,6 +606,25 @@ struct fc_times {
 	long add_rss;
 };
 
+/* The verifier's instructions for program fd (bpf_prog_info), 0 unknown. */
+static __u32 fc_verified(int fd)
+{
+	struct bpf_prog_info info = { 0 };
+	__u32 len = sizeof(info);
+
+	return fd >= 0 && !bpf_obj_get_info_by_fd(fd, &info, &len) ? info.verified_insns : 0;
+}
+
+/* The verified_insns of the XDP and TC programs of obj (of its 1,000,000). */
+static void fc_verified_print(const char *what, const struct bpf_object *obj)
+{
+	const struct bpf_program *x = bpf_object__find_program_by_name(obj, "freqctl_xdp");
+	const struct bpf_program *tc = bpf_object__find_program_by_name(obj, "freqctl_tc");
+
+	printf("%s: verified_insns XDP %u, TC %u (the verifier's bound: 1000000)\n", what,
+	       fc_verified(x ? bpf_program__fd(x) : -1), fc_verified(tc ? bpf_program__fd(tc) : -1));
+}
+
 static void fc_report_text(const struct fc_row_run *rr, const struct fc_progs *pg, const struct fc_times *t)
 {
 	char name[96];
@@ -635,6 +654,9 @@ static void fc_report_text(const struct fc_row_run *rr, const struct fc_progs *p
 	}
 	if (pg->why)
 		printf("xdp-filter: SKIPPED: %s\n", pg->why);
+	fc_verified_print("freqctl", pg->fq->obj);
+	if (pg->base)
+		fc_verified_print("freqctl --baseline", pg->base);
 	if (pg->fds[FC_P_DISPATCHED] < 0)
 		printf("freqctl in libxdp's dispatcher: SKIPPED: %s\n", pg->dwhy);
 	else

@@ -88,6 +88,7 @@ int fc_baseline(struct bpf_object **obj);
 struct fc_flood_fds {
 	int empty, xdp_filter, freqctl_small, freqctl;
 	int stats_small, stats; /* the two freqctls' fc_stats maps */
+	int baseline;           /* --baseline's program, on the main store (-1: none) */
 };
 int fc_flood(const struct fc_flood_fds *fds, json_t *doc);
 

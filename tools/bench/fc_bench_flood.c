@@ -31,12 +31,17 @@ struct fc_flood_case {
 	bool full; /* banned sources from the main store's bans, not --flood-bans */
 	int fd, stats;
 	bool udp; /* UDP, not SYNs: ip=* (counting SYNs) not met */
+	/* Sources of their own, none the other programs saw: --baseline runs
+	 * next to freqctl on the same maps, where the sources of the one run
+	 * first would find the ip=* buckets it made and the lines it brought
+	 * into cache. */
+	bool apart;
 	double ns[FC_MAX_TIMES];
 	struct fc_stats seen;
 };
 
-enum { FC_F_WRAP_ANY, FC_F_XF_ANY, FC_F_SMALL_ANY, FC_F_FULL_ANY, FC_F_FULL_UDP,
-       FC_F_WRAP_BAN, FC_F_XF_BAN, FC_F_SMALL_BAN, FC_F_FULL_BAN, FC_F_N };
+enum { FC_F_WRAP_ANY, FC_F_XF_ANY, FC_F_SMALL_ANY, FC_F_FULL_ANY, FC_F_BASE_ANY, FC_F_FULL_UDP,
+       FC_F_WRAP_BAN, FC_F_XF_BAN, FC_F_SMALL_BAN, FC_F_FULL_BAN, FC_F_BASE_BAN, FC_F_N };
 
 /* The flood's frames: a TCP SYN, and a UDP datagram; the source set by the
  * wrapper. */
@@ -66,15 +71,17 @@ static int fc_stats_sum(int fd, struct fc_stats *sum)
 }
 
 /* One round of case c: the round's sources (seq from r * flood, the same
- * for every program), through the wrapper into c's program. */
-static int fc_flood_round(struct bench_flood *w, struct fc_flood_case *c, int r, const struct fc_flood_frames *fr)
+ * for every program but one apart, of n rounds), through the wrapper into
+ * c's program. */
+static int fc_flood_round(struct bench_flood *w, struct fc_flood_case *c, int r, int n,
+			  const struct fc_flood_frames *fr)
 {
 	int wrap = bpf_program__fd(w->progs.fc_bench_flood), map = bpf_map__fd(w->maps.fc_flood_target);
 	struct fc_stats before, after;
 	__u32 zero = 0;
 	size_t i;
 
-	w->bss->fc_flood_seq = (uint64_t)r * (uint64_t)fc_b.flood;
+	w->bss->fc_flood_seq = (uint64_t)(c->apart ? n + r : r) * (uint64_t)fc_b.flood;
 	w->bss->fc_flood_base = 0x0a000000u;
 	w->bss->fc_flood_n = c->kind == FC_SRC_ANY ? 0 : (uint32_t)(c->full ? fc_b.bans : fc_b.flood_bans);
 	if (bpf_map_update_elem(map, &zero, &c->fd, BPF_ANY)) {
@@ -150,6 +157,15 @@ static const char *fc_flood_src_name(const struct fc_flood_case *c)
 	return c->full ? "sources from the main store's exact bans" : "sources from the shared exact bans";
 }
 
+/* freqctl over --baseline, paired, on the main store (null without one). */
+static json_t *fc_flood_base_json(const struct fc_flood_case *cs, const double *empty, int n)
+{
+	if (cs[FC_F_BASE_ANY].fd < 0)
+		return json_null();
+	return json_pack("{s:f, s:f}", "any", fc_flood_fig(cs, empty, FC_F_FULL_ANY, FC_F_BASE_ANY, n), "banned",
+			 fc_flood_fig(cs, empty, FC_F_FULL_BAN, FC_F_BASE_BAN, n));
+}
+
 /* The table: per case net ns and x xdp-filter (net, and raw: the wrapper
  * left in both), with freqctl's shares. */
 static void fc_flood_report(struct fc_flood_case *cs, const double *empty, int n, json_t *doc)
@@ -191,13 +207,33 @@ static void fc_flood_report(struct fc_flood_case *cs, const double *empty, int n
 			fc_flood_shares(&cs[c], o);
 		json_array_append_new(rows, o);
 	}
+	if (!fc_b.json && cs[FC_F_BASE_ANY].fd >= 0)
+		printf("freqctl / --baseline, main store, paired: any IPv4 source %.3f, each a ban %.3f\n",
+		       fc_flood_fig(cs, empty, FC_F_FULL_ANY, FC_F_BASE_ANY, n),
+		       fc_flood_fig(cs, empty, FC_F_FULL_BAN, FC_F_BASE_BAN, n));
 	if (fc_b.json)
-		json_object_set_new(doc, "flood", json_pack("{s:I, s:I, s:i, s:f, s:o}", "sources_per_round",
+		json_object_set_new(doc, "flood", json_pack("{s:I, s:I, s:i, s:f, s:o, s:o}", "sources_per_round",
 							    (json_int_t)fc_b.flood, "shared_exact_bans",
 							    (json_int_t)fc_b.flood_bans, "rounds", n,
-							    "empty_ns", fc_median(empty, n), "results", rows));
+							    "empty_ns", fc_median(empty, n), "results", rows,
+							    "x_baseline", fc_flood_base_json(cs, empty, n)));
 	else
 		json_decref(rows);
+}
+
+/* Case k's turn in odd rounds: --baseline before freqctl. Run second, a
+ * program finds the new-source cap (per CPU, over time) drained by the
+ * first, which makes fewer ip=* buckets; identical builds measured 6% apart
+ * in a fixed order. */
+static int fc_flood_turn(int k)
+{
+	switch (k) {
+	case FC_F_FULL_ANY: return FC_F_BASE_ANY;
+	case FC_F_BASE_ANY: return FC_F_FULL_ANY;
+	case FC_F_FULL_BAN: return FC_F_BASE_BAN;
+	case FC_F_BASE_BAN: return FC_F_FULL_BAN;
+	default: return k;
+	}
 }
 
 int fc_flood(const struct fc_flood_fds *fds, json_t *doc)
@@ -208,18 +244,20 @@ int fc_flood(const struct fc_flood_fds *fds, json_t *doc)
 		{ "xdp-filter", FC_SRC_ANY, false, fds->xdp_filter, -1 },
 		{ small, FC_SRC_ANY, false, fds->freqctl_small, fds->stats_small },
 		{ "freqctl, main store", FC_SRC_ANY, true, fds->freqctl, fds->stats },
+		{ "freqctl --baseline, main store", FC_SRC_ANY, true, fds->baseline, -1, .apart = true },
 		{ "freqctl, main store", FC_SRC_ANY, true, fds->freqctl, fds->stats, .udp = true },
 		{ "wrapper + empty program", FC_SRC_BANNED, false, fds->empty, -1 },
 		{ "xdp-filter", FC_SRC_BANNED, false, fds->xdp_filter, -1 },
 		{ small, FC_SRC_BANNED, false, fds->freqctl_small, fds->stats_small },
 		{ "freqctl, main store", FC_SRC_BANNED, true, fds->freqctl, fds->stats },
+		{ "freqctl --baseline, main store", FC_SRC_BANNED, true, fds->baseline, -1, .apart = true },
 	};
 	struct fc_frame_spec syn = { "198.18.0.8", IPPROTO_TCP, 0x02, .payload = 6 };
 	struct fc_frame_spec udp = { "198.18.0.8", IPPROTO_UDP, .payload = 18 };
 	struct fc_flood_frames fr;
 	double empty[FC_MAX_TIMES];
 	struct bench_flood *w;
-	int n = fc_b.runs * fc_b.rounds, r, c, rc = -1;
+	int n = fc_b.runs * fc_b.rounds, r, c, k, rc = -1;
 
 	snprintf(small, sizeof(small), "freqctl, %ld bans", fc_b.flood_bans);
 	fr.syn_len = fc_frame_build(&syn, fr.syn);
@@ -232,9 +270,11 @@ int fc_flood(const struct fc_flood_fds *fds, json_t *doc)
 	for (r = 0; r < n; r++) {
 		fc_progress("flood: round %d/%d", r + 1, n);
 		empty[r] = fc_run(fds->empty, fr.syn, fr.syn_len, (unsigned)fc_b.flood);
-		for (c = 0; c < FC_F_N; c++)
-			if (cs[c].fd >= 0 && fc_flood_round(w, &cs[c], r, &fr) < 0)
+		for (k = 0; k < FC_F_N; k++) {
+			c = r & 1 ? fc_flood_turn(k) : k;
+			if (cs[c].fd >= 0 && fc_flood_round(w, &cs[c], r, n, &fr) < 0)
 				goto out;
+		}
 	}
 	fc_progress("%s", "");
 	fc_flood_report(cs, empty, n, doc);
