@@ -1923,12 +1923,17 @@ void fc_l7_name_canon(const char *s, size_t len, char *out)
 		out[i] = fc_name_byte((unsigned char)s[i]);
 }
 
-/* Whether a ']' (decoded) comes in s from i on. */
+/* Whether a ']' (decoded) comes in s from i on, before a NUL (where PHP's
+ * name ends). */
 static bool fc_bracket_closes(const char *s, size_t len, size_t i)
 {
+	unsigned char c;
+
 	while (i < len)
-		if (fc_unescape(s, len, &i, true) == ']')
+		if ((c = fc_unescape(s, len, &i, true)) == ']')
 			return true;
+		else if (!c)
+			break;
 	return false;
 }
 
@@ -1940,6 +1945,8 @@ size_t fc_l7_name_read(const char *s, size_t len, char *out, size_t cap)
 
 	while (i < len) {
 		c = fc_unescape(s, len, &i, true);
+		if (!c)
+			break; /* PHP reads a name as a C string: uid%00x is uid */
 		if (c == ' ' && !n)
 			continue; /* PHP drops leading spaces */
 		if (c == '[' && !open) {
@@ -2012,12 +2019,31 @@ static bool fc_ows(char c)
 	return c == ' ' || c == '\t';
 }
 
+size_t fc_l7_cookie_unquote(const char *s, size_t len, char *out)
+{
+	size_t i = 0, n = 0;
+
+	while (i < len) {
+		if (s[i] != '\\' || i + 1 == len) {
+			out[n++] = s[i++];
+		} else if (len - i > 3 && s[i + 1] >= '0' && s[i + 1] <= '3' && s[i + 2] >= '0' && s[i + 2] <= '7' &&
+			   s[i + 3] >= '0' && s[i + 3] <= '7') {
+			out[n++] = (char)((s[i + 1] - '0') << 6 | (s[i + 2] - '0') << 3 | (s[i + 3] - '0'));
+			i += 4;
+		} else {
+			out[n++] = s[i + 1];
+			i += 2;
+		}
+	}
+	return n;
+}
+
 size_t fc_l7_cookie_find(const char *h, size_t len, const char *name, const char *raw, size_t nlen,
-			 struct fc_l7_str *v, size_t cap, bool *enc, bool *exact)
+			 struct fc_l7_str *v, bool *py, size_t cap, bool *enc, bool *exact)
 {
 	const char *p = h, *end = h + len, *e, *eq, *ne, *vs, *ve, *start;
 	size_t n = 0;
-	bool pct;
+	bool pct, quoted;
 
 	for (; p < end; p = e + 1) {
 		for (e = p; e < end && *e != ';' && *e != ','; e++)
@@ -2035,13 +2061,26 @@ size_t fc_l7_cookie_find(const char *h, size_t len, const char *name, const char
 			;
 		while (vs < ve && fc_ows(*vs))
 			vs++;
-		if (ve - vs >= 2 && *vs == '"' && ve[-1] == '"') /* a quoted value, as RFC 6265 allows */
+		quoted = ve - vs >= 2 && *vs == '"' && ve[-1] == '"'; /* as RFC 6265 allows */
+		if (quoted)
 			vs++, ve--;
 		if (n < cap)
 			v[n] = (struct fc_l7_str){ vs, (size_t)(ve - vs) };
+		if (py && n < cap)
+			py[n] = false;
 		n++;
 		pct = memchr(vs, '%', (size_t)(ve - vs)) != NULL;
 		*enc |= pct;
+		if (quoted && memchr(vs, '\\', (size_t)(ve - vs))) {
+			/* Python's reading too (fc_l7_cookie_unquote): "\142ob" is
+			 * bob to Django and Werkzeug, \142ob to the rest. */
+			if (n < cap)
+				v[n] = (struct fc_l7_str){ vs, (size_t)(ve - vs) };
+			if (py && n < cap)
+				py[n] = true;
+			n++;
+			*enc = true;
+		}
 		/* Exact: NAME=VALUE as sent, nothing trimmed, unquoted or
 		 * decoded, between ';'s (only nginx and Rack split at ','). */
 		*exact |= ne == eq && (size_t)(ne - p) == nlen && !memcmp(p, raw, nlen) && vs == eq + 1 && ve == e &&

@@ -266,9 +266,9 @@ size_t fc_l7_decode_cookie(const char *s, size_t len, char *out, size_t cap);
  * Names. A name freqctl reads (the uid's in $cookie_NAME and $arg_NAME, an
  * arg:NAME) is any name an application could read as it: every framework
  * percent-decodes names ('+' a space), ASP.NET compares them without regard
- * to case, and PHP drops leading spaces, reads '.' and ' ' as '_', a '['
- * without a ']' after it as '_', and NAME[...] as an array named NAME. Each
- * such name is a copy of NAME.
+ * to case, and PHP drops leading spaces, ends a name at a NUL (uid%00x is
+ * uid), reads '.' and ' ' as '_', a '[' without a ']' after it as '_', and
+ * NAME[...] as an array named NAME. Each such name is a copy of NAME.
  *
  * A copy is exact when every application reads it as NAME, and its value
  * as freqctl does: in a query, a pair between '&'s (or the query's ends)
@@ -494,11 +494,19 @@ static inline bool fc_l7_allows_uids(const struct fc_l7_index *ix)
  * configured) in the value of one Cookie header line h (len bytes), as
  * above: pairs split at ';' and ',' (nginx and Rack split at both), names
  * and values trimmed of spaces and tabs, a value in double quotes unquoted.
- * The first cap values, as sent, into v; returns how many copies there are,
- * and ORs into *enc whether one holds a '%', into *exact whether one is
- * exact. */
+ * A quoted value holding a '\' is two copies, the second read as Python
+ * reads it (fc_l7_cookie_unquote). The first cap values, as sent, into v,
+ * and into py (may be NULL) whether each is Python's reading; returns how
+ * many copies there are, and ORs into *enc whether one holds a '%' or is
+ * Python's reading, into *exact whether one is exact. */
 size_t fc_l7_cookie_find(const char *h, size_t len, const char *name, const char *raw, size_t nlen,
-			 struct fc_l7_str *v, size_t cap, bool *enc, bool *exact);
+			 struct fc_l7_str *v, bool *py, size_t cap, bool *enc, bool *exact);
+
+/* A quoted cookie value s (len bytes, quotes stripped) as Python's
+ * http.cookies reads it (Django's parse_cookie, Werkzeug): '\' and three
+ * octal digits (the first 0-3) a byte, '\' and another byte that byte, a
+ * last '\' kept; into out (room for len bytes). Returns its length. */
+size_t fc_l7_cookie_unquote(const char *s, size_t len, char *out);
 
 /* Whether the lowercase name of a header line (len bytes) is the canonical
  * header name (lowercase, nlen bytes): '_' as '-', as nginx's $http_NAME

@@ -563,12 +563,14 @@ ngx_http_freqctl_index(ngx_http_request_t *r, ngx_http_freqctl_main_conf_t *mcf)
 
 
 /* Every copy of the uid in r, read from src: the first cap into v, as
- * sent; returns how many there are, and ORs into *enc whether one needs
- * decoding, into *exact whether one is exact (fc_l7.h; a header line is
- * when its name is NAME with '-', in any case, as HTTP reads names). */
+ * sent, and into py (may be NULL) whether each is a cookie's Python reading
+ * (fc_l7_cookie_find); returns how many there are, and ORs into *enc
+ * whether one needs decoding, into *exact whether one is exact (fc_l7.h; a
+ * header line is when its name is NAME with '-', in any case, as HTTP reads
+ * names). */
 static size_t
 ngx_http_freqctl_uid_find(ngx_http_request_t *r, ngx_http_freqctl_src_t *src,
-    struct fc_l7_str *v, size_t cap, bool *enc, bool *exact)
+    struct fc_l7_str *v, bool *py, size_t cap, bool *enc, bool *exact)
 {
     size_t            n, k;
     ngx_uint_t        i;
@@ -603,7 +605,8 @@ ngx_http_freqctl_uid_find(ngx_http_request_t *r, ngx_http_freqctl_src_t *src,
                                            h[i].value.len,
                                            (const char *) src->name.data,
                                            (const char *) src->raw,
-                                           src->name.len, v + k, cap - k, enc,
+                                           src->name.len, v + k,
+                                           py ? py + k : NULL, cap - k, enc,
                                            exact);
                 }
 
@@ -632,16 +635,16 @@ ngx_http_freqctl_uid_find(ngx_http_request_t *r, ngx_http_freqctl_src_t *src,
 
 
 /* A copy of the uid as the application reads it: an argument's
- * percent-decoded with '+' a space, a cookie's percent-decoded, a header's
- * as sent. */
+ * percent-decoded with '+' a space, a cookie's percent-decoded (or, py,
+ * unquoted as Python does), a header's as sent. */
 static ngx_int_t
 ngx_http_freqctl_uid_decode(ngx_http_request_t *r, ngx_uint_t kind,
-    struct fc_l7_str *v)
+    struct fc_l7_str *v, bool py)
 {
     u_char  *d;
 
     if (kind == NGX_HTTP_FREQCTL_HEADER
-        || (memchr(v->data, '%', v->len) == NULL
+        || (!py && memchr(v->data, '%', v->len) == NULL
             && (kind != NGX_HTTP_FREQCTL_ARG
                 || memchr(v->data, '+', v->len) == NULL)))
     {
@@ -655,6 +658,7 @@ ngx_http_freqctl_uid_decode(ngx_http_request_t *r, ngx_uint_t kind,
 
     v->len = kind == NGX_HTTP_FREQCTL_ARG
              ? fc_l7_decode(v->data, v->len, (char *) d, v->len)
+             : py ? fc_l7_cookie_unquote(v->data, v->len, (char *) d)
              : fc_l7_decode_cookie(v->data, v->len, (char *) d, v->len);
     v->data = (const char *) d;
 
@@ -671,7 +675,7 @@ static ngx_int_t
 ngx_http_freqctl_uid_read(ngx_http_request_t *r, ngx_http_freqctl_src_t *src,
     struct fc_l7_index *ix, struct fc_l7_req *rq)
 {
-    bool               enc;
+    bool               enc, *py;
     size_t             n, i;
     struct fc_l7_str  *v, t;
 
@@ -684,7 +688,7 @@ ngx_http_freqctl_uid_read(ngx_http_request_t *r, ngx_http_freqctl_src_t *src,
                            (const char *) src->name.data,
                            (const char *) src->raw, src->name.len,
                            &rq->uid, 1, &enc, NULL)
-        : ngx_http_freqctl_uid_find(r, src, &rq->uid, 1, &enc,
+        : ngx_http_freqctl_uid_find(r, src, &rq->uid, NULL, 1, &enc,
                                     &rq->uid_exact);
 
     if (n <= 1) {
@@ -693,20 +697,26 @@ ngx_http_freqctl_uid_read(ngx_http_request_t *r, ngx_http_freqctl_src_t *src,
             return NGX_OK;
         }
 
-        return enc ? ngx_http_freqctl_uid_decode(r, src->kind, &rq->uid)
+        /* One copy is never a cookie's Python reading: that comes with
+         * the other reading of its value. */
+        return enc ? ngx_http_freqctl_uid_decode(r, src->kind, &rq->uid, false)
                    : NGX_OK;
     }
 
     v = ngx_palloc(r->pool, n * sizeof(struct fc_l7_str));
-    if (v == NULL) {
+    py = ngx_pcalloc(r->pool, n * sizeof(bool));
+    if (v == NULL || py == NULL) {
         return NGX_ERROR;
     }
 
     enc = false;
-    ngx_http_freqctl_uid_find(r, src, v, n, &enc, &rq->uid_exact);
+    ngx_http_freqctl_uid_find(r, src, v, py, n, &enc, &rq->uid_exact);
 
     for (i = 0; i < n; i++) {
-        if (enc && ngx_http_freqctl_uid_decode(r, src->kind, &v[i]) != NGX_OK) {
+        if (enc
+            && ngx_http_freqctl_uid_decode(r, src->kind, &v[i], py[i])
+               != NGX_OK)
+        {
             return NGX_ERROR;
         }
 

@@ -111,19 +111,21 @@ static void *fc_scribble(void *arg)
 #define FC_FUZZ_UIDS 32
 
 /* The copies of the uid in the query q and the Cookie line ck, as the
- * module reads and decodes them (into buf, qlen + clen bytes), a non-empty
- * one first, into rq: what the engine decides on. Every copy found is
- * checked to lie in its input. */
+ * module reads and decodes them (into buf, qlen + 2 * clen bytes: a quoted
+ * cookie may be two copies of its value), a non-empty one first, into rq:
+ * what the engine decides on. Every copy found is checked to lie in its
+ * input. */
 static void fc_fuzz_uids(struct fc_l7_req *rq, const char *q, size_t qlen, const char *ck, size_t clen,
 			 struct fc_l7_str *v, char *buf)
 {
 	size_t n, nq, i;
 	struct fc_l7_str t;
-	bool enc = false, exact = false;
+	bool enc = false, exact = false, py[FC_FUZZ_UIDS] = { false };
 
 	nq = fc_l7_query_find(q, qlen, "uid", "uid", 3, v, FC_FUZZ_UIDS, &enc, &exact);
 	n = nq < FC_FUZZ_UIDS ? nq : FC_FUZZ_UIDS;
-	n += fc_l7_cookie_find(ck, clen, "uid", "uid", 3, v + n, FC_FUZZ_UIDS - n, &enc, &exact);
+	n += fc_l7_cookie_find(ck, clen, "uid", "uid", 3, v + n, py + n, FC_FUZZ_UIDS - n, &enc,
+				&exact);
 	if (n > FC_FUZZ_UIDS)
 		n = FC_FUZZ_UIDS;
 	if (!n) { /* no uid= in either: the line is the uid, as a variable's */
@@ -140,6 +142,7 @@ static void fc_fuzz_uids(struct fc_l7_req *rq, const char *q, size_t qlen, const
 			continue;
 		t.data = buf;
 		t.len = i < nq ? fc_l7_decode(v[i].data, v[i].len, buf, v[i].len) :
+			py[i]  ? fc_l7_cookie_unquote(v[i].data, v[i].len, buf) :
 				 fc_l7_decode_cookie(v[i].data, v[i].len, buf, v[i].len);
 		if (t.len > v[i].len)
 			fc_fuzz_fail("uid copy %zu decoded longer", i);
@@ -197,7 +200,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	static const uint8_t v4[4] = { 198, 18, 0, 9 }, v6[16] = { 0x20, 0x01, 0x0d, 0xb8, [15] = 7 };
 	struct fc_fuzz_in in = { data, size };
 	struct fc_fuzz_chunk c;
-	char query[1024] = "", cookie[1024] = "u1", dec[2048];
+	char query[1024] = "", cookie[1024] = "u1", dec[sizeof(query) + 2 * sizeof(cookie)];
 	struct fc_l7_str copies[FC_FUZZ_UIDS];
 	size_t qlen = 0, clen = 2, i;
 	struct fc_block *blocks = NULL;

@@ -1,22 +1,24 @@
 #!/usr/bin/env bash
 # The user id nginx decides on is the one the application reads: freqctl
 # reads $cookie_NAME, $arg_NAME and $http_NAME itself, every copy of the name
-# (in any case, percent-escaped, PHP's spellings, every Cookie line, a
-# query's ';' pairs), and a uid given more than once is refused if any copy
-# is banned, allowed only if every copy is, charged to the overflow bucket of
-# a per-user policy and matches a fixed uid if any copy does; an allow entry
-# also needs one exact copy, that every application reads as the uid (a lone
-# UID=partner is no uid to a case-sensitive one). A map variable is taken as
-# nginx gives it. arg:NAME and header:NAME read names the same way. Real
-# nginx serving files; stopped by its pid on exit.
+# (in any case, percent-escaped, PHP's spellings, a name ended at a NUL as
+# PHP ends it, every Cookie line, a quoted cookie as Python unquotes it too,
+# a query's ';' pairs), and a uid given more than once is refused if any
+# copy is banned, allowed only if every copy is, charged to the overflow
+# bucket of a per-user policy and matches a fixed uid if any copy does; an
+# allow entry also needs one exact copy, that every application reads as the
+# uid (a lone UID=partner is no uid to a case-sensitive one). A map variable
+# is taken as nginx gives it. arg:NAME and header:NAME read names the same
+# way. Real nginx serving files; stopped by its pid on exit.
 . "$(dirname "$0")/lib.sh"
 fc_nginx_suite
 d=/tmp/fc-it-$tag
 for l in a c h m w; do
-	mkdir -p "$d/html/$l/k" "$d/html/$l/p"
+	mkdir -p "$d/html/$l/k" "$d/html/$l/p" "$d/html/$l/n"
 	echo ok >"$d/html/$l/f"
 	echo ok >"$d/html/$l/k/f"
 	echo ok >"$d/html/$l/p/f"
+	echo ok >"$d/html/$l/n/f"
 done
 
 fcq ban add uid=bob
@@ -32,6 +34,8 @@ fcq policy add 8 --match 'header:X-Tok=*' --rate 1/h
 fcq policy add 9 --match 'ip=*,uri=/a/p/*' --rate 1/h
 fcq policy add 10 --match 'ip=*,uri=/h/p/*' --rate 1/h
 fcq policy add 11 --match 'ip=*,uri=/w/p/*' --rate 1/h
+fcq policy add 12 --match 'uid=*,uri=/a/n/*' --rate 2/h
+fcq policy add 13 --match 'uid=*,uri=/c/n/*' --rate 2/h
 FC_NGX_ACCESS_LOG="log_format fc '\$uri \$status \$freqctl_status'; access_log $d/logs/access.log fc;" \
 	FC_NGX_HTTP="map \$http_x_m \$m_uid { default \$http_x_m; }" \
 	FC_NGX_SERVER="underscores_in_headers on; listen 127.0.0.1:$(fc_port 1) http2;
@@ -69,6 +73,21 @@ check "a 7 KB Cookie of 600 copies, bob the last: banned; without bob: not ($got
 got="$(get -H 'X-User: x' -H 'X-User: bob' "$u/h/f") $(get -H 'X-User: x' -H 'X_User: bob' "$u/h/f") $(get -H 'x-user: bob' "$u/h/f")"
 check "\$http_x_user: X-User sent twice, X_User, x-user: banned ($got)" [ "$got" = "403 403 403" ]
 
+# PHP reads a name as a C string (php_register_variable_ex): ?uid%00=bob
+# and ?uid%00x=bob are its $_GET['uid'].
+got="$(get "$u/a/f?uid%00=bob") $(get "$u/a/f?uid%00x=bob") $(get "$u/a/f?uid=partner&uid%00=bob")"
+check "?uid%00=bob, ?uid%00x=bob, ?uid=partner&uid%00=bob (uid to PHP): banned ($got)" [ "$got" = "403 403 403" ]
+check "... logged BANNED, not ALLOWED" [ "$(tail -n 3 "$d/logs/access.log" | grep -c '^/a/f 403 BANNED$')" = 3 ]
+got=$(for i in 1 2 3 4 5; do get "$u/a/n/f?uid=n$i&uid%00=eve"; echo -n " "; done)
+check "?uid=nN&uid%00=eve, N = 1..5, under uid=* 2/h: the overflow bucket, 2 pass (${got% })" [ "${got% }" = "200 200 429 429 429" ]
+# Python's http.cookies (Django, Werkzeug) unquotes "...": \ooo in octal,
+# \c as c.
+got="$(get -b 'uid="\142ob"' "$u/c/f") $(get -b 'uid="b\ob"' "$u/c/f") $(get -b 'a=1; uid="\142\157\142"' "$u/c/f")"
+check "Cookie: uid=\"\\142ob\", uid=\"b\\ob\", uid=\"\\142\\157\\142\" (bob to Python): banned ($got)" [ "$got" = "403 403 403" ]
+got=$(for s in '"\141lice"' '"a\lice"' '"al\ice"' '"ali\ce"' '"alic\e"' '"\141\154ice"'; do get -b "uid=$s" "$u/c/n/f"; echo -n " "; done)
+check "uid=* 2/h on \$cookie_uid walked with alice's Python spellings: the overflow bucket, 2 pass (${got% })" \
+	[ "${got% }" = "200 200 429 429 429 429" ]
+
 # Not a copy: a longer name, a value holding the name, another name.
 got="$(get -b 'uid2=bob; xuid=bob; a=uid=bob' "$u/c/f") $(get "$u/a/f?uid2=bob&xuid=bob&a=uid%3Dbob") $(get "$u/a/f?uid=bobby")"
 check "uid2=, xuid=, a=uid=bob, uid=bobby are not bob ($got)" [ "$got" = "200 200 200" ]
@@ -105,6 +124,8 @@ got="$(h2 -H 'Cookie: a=1' -H 'Cookie: uid=partner' "$u2/c/p/f") $(h2 -H 'Cookie
 got="$got $(h2 -H 'Cookie: UID=partner' "$u2/c/p/f")"
 check "HTTP/2: cookie fields a=1 + uid=partner allowed; UID=partner + uid=attacker, a lone UID=partner not ($got)" \
 	[ "$got" = "2:200 2:429 2:429" ]
+got="$(get -b 'uid="p\artner"' "$u/c/p/f") $(get -b 'uid=partner; uid="p\artner"' "$u/c/p/f")"
+check "allow uid=partner: uid=\"p\\artner\", alone or beside uid=partner, is not allowed ($got)" [ "$got" = "429 429" ]
 got="$(get "$u/a/p/f?uid=attacker") $(get "$u/a/p/f?UID=partner") $(get -g "$u/a/p/f?uid[x]=partner")"
 got="$got $(get "$u/a/p/f?x=1;uid=partner") $(get "$u/a/p/f?uid=partner;x=1") $(get "$u/a/p/f?+uid=partner")"
 check "?UID=partner, ?uid[x]=partner, ?x=1;uid=partner, ?uid=partner;x=1, ?+uid=partner: not allowed ($got)" \

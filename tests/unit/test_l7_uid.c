@@ -206,8 +206,10 @@ static size_t fc_name_ref(const char *s, size_t len, char *out)
 {
 	char dec[256];
 	size_t n = fc_decode_ref(s, len, dec), k, o = 0;
-	char *open;
+	char *open, *nul = memchr(dec, '\0', n);
 
+	if (nul)
+		n = (size_t)(nul - dec); /* PHP's names are C strings */
 	for (k = 0; k < n && dec[k] == ' '; k++)
 		;
 	open = memchr(dec + k, '[', n - k);
@@ -224,7 +226,7 @@ static size_t fc_name_ref(const char *s, size_t len, char *out)
  * the same copies and enc when not asked for exactness (exact NULL). */
 static void test_query_random(void **state)
 {
-	static const char bytes[] = "uUiIdD_.=&;%+a[]5B2 \x80\xff";
+	static const char bytes[] = "uUiIdD_.=&;%+a[]5B20 \x80\xff";
 	static const char *names[] = { "uid", "u_id", "d" }, *raws[] = { "uid", "u_id", "D" };
 	struct fc_l7_str v[64], w[64];
 	char canon[256], dec[256], *q;
@@ -309,13 +311,13 @@ static void test_cookie_find(void **state)
 	(void)state;
 	for (i = 0; i < sizeof(c) / sizeof(c[0]); i++) {
 		enc = false;
-		n = fc_l7_cookie_find(c[i].h, strlen(c[i].h), "uid", "uid", 3, v, 16, &enc, &exact);
+		n = fc_l7_cookie_find(c[i].h, strlen(c[i].h), "uid", "uid", 3, v, NULL, 16, &enc, &exact);
 		if (strcmp(fc_copies(v, n), c[i].copies) || enc != c[i].enc)
 			fail_msg("Cookie \"%s\": copies \"%s\" enc %d, expected \"%s\" enc %d", c[i].h, fc_copies(v, n),
 				 enc, c[i].copies, c[i].enc);
 	}
 	enc = false;
-	assert_int_equal(fc_l7_cookie_find("uid=1; uid=2", 12, "uid", "uid", 3, v, 1, &enc, &exact), 2);
+	assert_int_equal(fc_l7_cookie_find("uid=1; uid=2", 12, "uid", "uid", 3, v, NULL, 1, &enc, &exact), 2);
 }
 
 /*
@@ -359,7 +361,7 @@ static void test_cookie_exact(void **state)
 
 		fc_l7_name_canon(c[i].raw, strlen(c[i].raw), name);
 		enc = exact = false;
-		if (!fc_l7_cookie_find(c[i].h, strlen(c[i].h), name, c[i].raw, strlen(c[i].raw), v, 4, &enc, &exact))
+		if (!fc_l7_cookie_find(c[i].h, strlen(c[i].h), name, c[i].raw, strlen(c[i].raw), v, NULL, 4, &enc, &exact))
 			fail_msg("Cookie \"%s\": no copy of %s", c[i].h, c[i].raw);
 		if (exact != c[i].exact)
 			fail_msg("Cookie \"%s\", name %s: exact %d, expected %d", c[i].h, c[i].raw, exact, c[i].exact);
@@ -383,7 +385,7 @@ static void test_cookie_random(void **state)
 
 		h = fc_rand_text(&seed, bytes, &len);
 		enc = exact = false;
-		n = fc_l7_cookie_find(h, len, "uid", raw, 3, v, 64, &enc, &exact);
+		n = fc_l7_cookie_find(h, len, "uid", raw, 3, v, NULL, 64, &enc, &exact);
 		ref = 0;
 		renc = rexact = false;
 		for (i = 0; i < len; i = e + 1) {
@@ -418,6 +420,102 @@ static void test_cookie_random(void **state)
 			fail_msg("round %zu, name %s, Cookie \"%.*s\": exact %d, expected %d", round, raw, (int)len, h,
 				 exact, rexact);
 		free(h);
+	}
+}
+
+/*
+ * PHP reads a name as a C string (php_register_variable_ex): ?uid%00=bob and
+ * ?uid%00x=bob are $_GET['uid']. Such a name is a copy of the part before
+ * its NUL, never an exact one; a '[' is judged within that part only.
+ */
+static void test_query_nul_names(void **state)
+{
+	static const struct {
+		const char *q, *name, *copies;
+		bool exact;
+	} c[] = {
+		{ "uid=partner&uid%00=bob", "uid", "partner|bob", true },
+		{ "uid%00=bob", "uid", "bob", false },
+		{ "uid%00x=bob", "uid", "bob", false },
+		{ "UID%00%00=bob", "uid", "bob", false },
+		{ "uid%00[]=bob", "uid", "bob", false },
+		{ "%00uid=bob", "uid", "-", false },
+		{ "ui%00d=bob", "uid", "-", false },
+		{ "uid[%00]=bob", "uid", "-", false },
+		{ "uid[%00]=bob", "uid_", "bob", false },
+		{ "+uid%00=bob", "uid", "bob", false },
+	};
+	struct fc_l7_str v[16];
+	char out[16];
+	bool enc, exact;
+	size_t i, n;
+
+	(void)state;
+	for (i = 0; i < sizeof(c) / sizeof(c[0]); i++) {
+		enc = exact = false;
+		n = fc_l7_query_find(c[i].q, strlen(c[i].q), c[i].name, c[i].name, strlen(c[i].name), v, 16, &enc,
+				     &exact);
+		if (strcmp(fc_copies(v, n), c[i].copies) || exact != c[i].exact)
+			fail_msg("query \"%s\", name %s: copies \"%s\" exact %d, expected \"%s\" exact %d", c[i].q,
+				 c[i].name, fc_copies(v, n), exact, c[i].copies, c[i].exact);
+	}
+	assert_int_equal(fc_l7_name_read("uid%00x", 7, out, 3), 3);
+	assert_int_equal(fc_l7_name_read("a[b%00]", 7, out, sizeof(out)), 3);
+	assert_memory_equal(out, "a_b", 3);
+}
+
+/*
+ * Python's http.cookies (Django's parse_cookie, Werkzeug) unquotes a
+ * double-quoted value: "\142ob" and "b\ob" are bob. Such a value is two
+ * copies, as the rest read it (quotes stripped) and as Python does; one
+ * without a backslash is one copy, read alike by both.
+ */
+static void test_cookie_python(void **state)
+{
+	static const struct {
+		const char *h, *readings; /* each copy as read, "|" between */
+	} c[] = {
+		{ "uid=\"\\142ob\"", "\\142ob|bob" },
+		{ "uid=\"b\\ob\"", "b\\ob|bob" },
+		{ "uid=\"\\b\\o\\b\"", "\\b\\o\\b|bob" },
+		{ "uid=\"bob\"", "bob" },
+		{ "uid=b\\ob", "b\\ob" },           /* not quoted: as sent */
+		{ "uid=\"bob\\\"", "bob\\|bob\\" },   /* a last '\' is kept */
+		{ "uid=\"\\400\"", "\\400|400" },     /* octal from \000 to \377 only */
+		{ "uid=\"\\0a1\\12\"", "\\0a1\\12|0a112" },
+		{ "uid=\"\\\\x\"", "\\\\x|\\x" },
+		{ "uid=\"\\\"\"", "\\\"|\"" },
+		{ "uid=\"\\142%6Fb\"", "\\142ob|b%6Fb" }, /* Python decodes no '%' */
+		{ "a=1; uid=x, UID=\"\\141lice\"", "x|\\141lice|alice" },
+	};
+	struct fc_l7_str v[8];
+	bool py[8], enc, exact;
+	char buf[64], out[128], *p, *b;
+	size_t i, k, n;
+
+	(void)state;
+	for (i = 0; i < sizeof(c) / sizeof(c[0]); i++) {
+		enc = exact = false;
+		memset(py, 1, sizeof(py));
+		n = fc_l7_cookie_find(c[i].h, strlen(c[i].h), "uid", "uid", 3, v, py, 8, &enc, &exact);
+		assert_true(n <= 8);
+		for (k = 0, p = out, b = buf; k < n; k++) {
+			struct fc_l7_str r = v[k];
+
+			if (py[k] || memchr(r.data, '%', r.len)) {
+				r.len = py[k] ? fc_l7_cookie_unquote(r.data, r.len, b) :
+						fc_l7_decode_cookie(r.data, r.len, b, r.len);
+				r.data = b;
+				b += r.len;
+			}
+			p += sprintf(p, "%s%.*s", k ? "|" : "", (int)r.len, r.data);
+		}
+		*p = '\0';
+		if (strcmp(out, c[i].readings))
+			fail_msg("Cookie \"%s\": read as \"%s\", expected \"%s\"", c[i].h, out, c[i].readings);
+		assert_false(exact && strchr(c[i].h, '"')); /* a quoted value never is */
+		for (k = 0; k < n; k++)
+			assert_true(enc || !py[k]); /* Python's reading is decoded */
 	}
 }
 
@@ -593,6 +691,7 @@ static void test_names_policies(void **state)
 	assert_int_equal(fc_decide(t, "query=api[key=k", T0, NULL), FC_L7_PASS);
 	assert_int_equal(fc_decide(t, "query=api_key=k", T0, NULL), FC_L7_REJECTED);
 	assert_int_equal(fc_decide(t, "query=API%2Ekey=k", T0, NULL), FC_L7_REJECTED);
+	assert_int_equal(fc_decide(t, "query=api.key%00x=k", T0, NULL), FC_L7_REJECTED); /* PHP's api_key */
 	assert_int_equal(fc_decide(t, "header:x-tok=t", T0, NULL), FC_L7_PASS);
 	assert_int_equal(fc_l7_header_idx(&t->ix, "x_tok", 5), 0);
 	assert_int_equal(fc_decide(t, "header:x-tok=t", T0, NULL), FC_L7_REJECTED);
@@ -611,9 +710,11 @@ int main(void)
 		cmocka_unit_test(test_query_find),
 		cmocka_unit_test(test_query_exact),
 		cmocka_unit_test(test_query_random),
+		cmocka_unit_test(test_query_nul_names),
 		cmocka_unit_test(test_cookie_find),
 		cmocka_unit_test(test_cookie_exact),
 		cmocka_unit_test(test_cookie_random),
+		cmocka_unit_test(test_cookie_python),
 		cmocka_unit_test(test_names),
 		T(test_uid_ban_copies),
 		T(test_uid_allow_copies),
