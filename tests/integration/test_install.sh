@@ -7,6 +7,7 @@
 # paths), upgraded in place (still attached), removed (detached, its maps
 # and shm gone, or the removal refused with what to run), purged (the
 # store kept, and said so), and nothing left.
+# tests/run.sh: alone: the removal refuses while any freqctl program is attached in the namespace, as another suite's would be.
 . "$(dirname "$0")/lib.sh"
 
 [ "$(id -u)" -eq 0 ] || skip_all "needs root (dpkg -i)"
