@@ -43,8 +43,11 @@ check "... and in the file's pin dir" [ -e "$pin/fc_exact4" ]
 check "policy add without options: published to the file's shm" quiet bare policy add 1 --match 'uid=*' --rate 2/m
 fc_nginx_start "127.0.0.1:$(fc_port)" || skip_all "nginx did not start"
 check "nginx, reading that shm, refuses the third request" [ "$(codes 3 '/?uid=u1')" = "200 200 429" ]
+stats=$(bare stats --json)
 check "stats without options: nginx's counts (2 passed, 1 refused), not 0 0" \
-	jq_true '.policies[] | select(.id == 1) | .passed.packets == 2 and .dropped.packets == 1' <<<"$(bare stats --json)"
+	jq_true '.policies[] | select(.id == 1) | .passed.requests == 2 and .dropped.requests == 1' <<<"$stats"
+check "... nginx's counts named requests, as the table says; packets and bytes kept until 0.3 (doc/upgrading.md)" \
+	jq_true '.policies[] | select(.id == 1) | .passed == {requests: 2, packets: 2, bytes: 0}' <<<"$stats"
 check "keys without options: u1's key" jq_true 'length == 1 and .[0].denied == 1' <<<"$(bare keys 1 --json)"
 
 # ---- where each setting came from ----
