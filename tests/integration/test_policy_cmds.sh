@@ -136,7 +136,11 @@ check "a second uid=*: names the first, no word of ip=* layers" \
 
 # --- policy list shows the layer ---
 list=$(fc policy list)
-check "policy list has a LAYER column" grep -qE '^ID +MATCH +LAYER +RATES ' <<<"$list"
-check "... an ip=* in nginx says nginx (its unit spelled out)" grep -qE '^2 +ip=\*/32/64 +nginx ' <<<"$list"
-check "... the one at XDP/TC xdp" grep -qE '^3 +ip=\*/32/64 +xdp ' <<<"$list"
+check "policy list has a UNIT and a LAYER column" grep -qE '^ID +MATCH +UNIT +LAYER +RATES ' <<<"$list"
+check "... an ip=* in nginx: its match as stats shows it, its unit spelled out apart, and nginx" \
+	grep -qE '^2 +ip=\* +/32,/64 +nginx ' <<<"$list"
+check "... the one at XDP/TC xdp" grep -qE '^3 +ip=\* +/32,/64 +xdp ' <<<"$list"
+check "... a policy of no ip=* has no unit" grep -qE '^7 +uid=\* +- +nginx ' <<<"$list"
+check "... the match the same as stats --json's" \
+	[ "$(awk '$1 == 3 { print $2 }' <<<"$list")" = "$(fc stats --json | jq -r '.policies[] | select(.id == 3) | .match')" ]
 check "... and --json has it" jq_true '[.[] | select(.id == 2 or .id == 3) | .layer] == ["nginx", "xdp"]' <(fc policy list --json)
