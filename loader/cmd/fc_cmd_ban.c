@@ -466,6 +466,7 @@ const struct fc_cmd fc_cmd_ban_del = {
 		   "those of ban sets (the output names them), and a ban only sets hold is lifted with\n"
 		   "its set: --set NAME deletes the set and lifts its bans.",
 	.opts = fc_ban_del_opts,
+	.store = FC_STORE_AT_OPEN,
 	.run = fc_ban_del,
 };
 
@@ -486,6 +487,7 @@ const struct fc_cmd fc_cmd_ban_import = {
 		   "(an hourly feed with --ttl 3h stays while it is refreshed). Progress is shown on a\n"
 		   "terminal.",
 	.opts = fc_ban_import_opts,
+	.store = FC_STORE_MAKES,
 	.run = fc_ban_import,
 };
 

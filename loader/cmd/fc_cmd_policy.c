@@ -453,6 +453,7 @@ const struct fc_cmd fc_cmd_policy_add = {
 	.summary = "Add a rate-limit policy (XDP/TC for ip= alone, nginx otherwise); refuses an existing ID.",
 	.details = fc_policy_details,
 	.opts = fc_put_opts,
+	.store = FC_STORE_MAKES,
 	.run = fc_policy_add,
 };
 
@@ -465,6 +466,7 @@ const struct fc_cmd fc_cmd_policy_set = {
 		   "An ip=-only policy keeps its layer unless --layer is given ('policy edit' changes only what is given).",
 	.details = fc_policy_details,
 	.opts = fc_put_opts,
+	.store = FC_STORE_MAKES,
 	.run = fc_policy_set,
 };
 
@@ -478,6 +480,7 @@ const struct fc_cmd fc_cmd_policy_edit = {
 		   "and --match the whole match. The result is checked as 'policy add' checks a policy.\n\n"
 		   FC_POLICY_DETAILS,
 	.opts = fc_edit_opts,
+	.store = FC_STORE_AT_OPEN,
 	.run = fc_policy_edit,
 };
 
@@ -488,6 +491,7 @@ const struct fc_cmd fc_cmd_policy_del = {
 	.max_args = 1,
 	.summary = "Delete a policy; refuses an ID that does not exist. Holds from the next packet or request.",
 	.opts = fc_opts_none,
+	.store = FC_STORE_AT_OPEN,
 	.run = fc_policy_del,
 };
 

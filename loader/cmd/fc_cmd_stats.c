@@ -225,5 +225,6 @@ const struct fc_cmd fc_cmd_stats = {
 		   "escalated, set), freqctl_ban_dropped_packets_total and _bytes_total by source (by_hand,\n"
 		   "or set with its name) and freqctl_nginx_banned_total by kind (uid, address).",
 	.opts = fc_stats_opts,
+	.store = FC_STORE_AT_OPEN,
 	.run = fc_cmd_stats_run,
 };
