@@ -360,6 +360,11 @@ static int fc_api_entry_add(struct fc_console *c, struct fc_reply *r, struct fc_
 	}
 	text = json_string_value(json_object_get(doc, k->key));
 	ttl = json_object_get(doc, "ttl");
+	v = json_object_get(doc, "force");
+	if (v && !json_is_boolean(v)) {
+		ret = fc_reply_error(r, MHD_HTTP_BAD_REQUEST, "force", "force: expected true or false");
+		goto out;
+	}
 	v = json_object_get(doc, "note");
 	if (!text) {
 		ret = fc_reply_error(r, MHD_HTTP_BAD_REQUEST, k->key, "%s: expected \"ADDR[/LEN]\" or \"uid=VALUE\"",
