@@ -228,7 +228,8 @@ static void fc_store_check(const struct fc_cmd *cmd, const char *db)
 		return;
 	if (access(db, F_OK) < 0 && errno == ENOENT) {
 		fc_warn("%s: no store at %s: no such file (check --db, FREQCTL_DB or %s; the first attach, ban add, "
-			"policy add or import makes it)", cmd->name, db, FC_CONFIG_DEFAULT);
+			"policy add or import makes it)",
+			cmd->name, db, FC_CONFIG_DEFAULT);
 		exit(FC_EXIT_FAILURE);
 	}
 	snprintf(dir, sizeof(dir), "%s", db);

@@ -22,8 +22,8 @@
 /* What a command does with the store: one that reads or changes it refuses
  * a SQLite store that is not there, naming the path (a --db with a typo is
  * not an empty store); those whose documented first use makes it (attach,
- * ban add, ban import, allow add, policy add and set, import) make it and
- * say so. */
+ * ban add, ban import, allow add, policy add and set, import, node set) make
+ * it and say so. */
 enum fc_store_use {
 	FC_STORE_NEEDED = 0, /* refused once its arguments parse */
 	FC_STORE_AT_OPEN,    /* refused where it opens the store, after its own usage errors */

@@ -288,8 +288,8 @@ static json_t *fc_status_json(const struct fc_ctx *ctx, const struct fc_status *
 				    json_integer(st->cfg.n_marks6));
 	return json_pack("{s:s, s:o, s:b, s:o, s:o, s:{s:s, s:b, s:I, s:I}, s:b, s:o, s:o}", "pin_dir", ctx->pin_dir,
 			 "attached", ifs, "published", st->missing == 0, "missing_maps", missing, "maps", mj, "shm",
-			 "path", ctx->shm_path, "published", st->shm_there, "store_id", (json_int_t)st->shm_store, "seq",
-			 (json_int_t)st->shm_seq, "store_exists", !fc_store_missing(ctx), "warnings", warn,
+			 "path", ctx->shm_path, "published", st->shm_there, "store_id", (json_int_t)st->shm_store,
+			 "seq", (json_int_t)st->shm_seq, "store_exists", !fc_store_missing(ctx), "warnings", warn,
 			 "configuration", fc_settings_json(ctx));
 }
 

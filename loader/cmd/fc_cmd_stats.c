@@ -71,8 +71,8 @@ static int fc_stats_json(const struct fc_stats_all *a)
 			      "layer", fc_policy_is_l7(p) ? "nginx" : "xdp", "action", fc_action_name(p->action),
 			      "passed", fc_policy_counter_json(p, &ps[i].ps.passed),
 			      p->action == FC_ACTION_LOG ? "would_drop" : "dropped",
-			      fc_policy_counter_json(p, &ps[i].ps.dropped),
-			      "delayed", fc_json_count(ps[i].delayed), "counted", fc_policy_counted(a, p));
+			      fc_policy_counter_json(p, &ps[i].ps.dropped), "delayed", fc_json_count(ps[i].delayed),
+			      "counted", fc_policy_counted(a, p));
 		if (o && fc_policy_is_keyed(p)) {
 			json_object_set_new(o, "keys", json_integer(fc_json_count(ps[i].keys)));
 			json_object_set_new(o, "overflowed", json_integer(fc_json_count(ps[i].overflowed)));

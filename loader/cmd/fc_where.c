@@ -111,20 +111,23 @@ bool fc_where_ban(const struct fc_ctx *ctx, const struct fc_where *w, bool l4, c
 
 	if (!xdp && !w->nginx) {
 		if (l4)
-			snprintf(buf, len, "no freqctl program is attached with pin dir %s%s ('freqctl attach IFACE' "
-				 "drops it at XDP/TC), and no nginx maps the shm %s (nginx refuses it once a server with "
+			snprintf(buf, len,
+				 "no freqctl program is attached with pin dir %s%s ('freqctl attach IFACE' drops it "
+				 "at XDP/TC), and no nginx maps the shm %s (nginx refuses it once a server with "
 				 "freqctl_shm %s serves a request)",
 				 ctx->pin_dir, unknown, ctx->shm_path, ctx->shm_path);
 		else
-			snprintf(buf, len, "no nginx maps the shm %s (nginx refuses it once a server with freqctl_shm %s "
-				 "serves a request)", ctx->shm_path, ctx->shm_path);
+			snprintf(buf, len,
+				 "no nginx maps the shm %s (nginx refuses it once a server with freqctl_shm %s "
+				 "serves a request)",
+				 ctx->shm_path, ctx->shm_path);
 		return false;
 	}
 	if (!xdp)
 		snprintf(buf, len, "refused by nginx (%zu process%s map%s %s)%s%s%s", w->nginx,
 			 w->nginx == 1 ? "" : "es", w->nginx == 1 ? "s" : "", ctx->shm_path,
-			 l4 ? "; not at XDP/TC: no freqctl program is attached with pin dir " : "", l4 ? ctx->pin_dir : "",
-			 l4 ? unknown : "");
+			 l4 ? "; not at XDP/TC: no freqctl program is attached with pin dir " : "",
+			 l4 ? ctx->pin_dir : "", l4 ? unknown : "");
 	else if (w->nginx)
 		snprintf(buf, len, "dropped at XDP/TC on %s; refused by nginx (%zu process%s map%s %s)", w->ifs,
 			 w->nginx, w->nginx == 1 ? "" : "es", w->nginx == 1 ? "s" : "", ctx->shm_path);

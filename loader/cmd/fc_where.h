@@ -14,8 +14,8 @@
 #include "fc_ctx.h"
 
 struct fc_where {
-	char ifs[256];  /* "eth0 (xdp), lo (tc)": the interfaces on the pinned maps; "" none */
-	size_t nginx;   /* nginx processes mapping the shm */
+	char ifs[256];   /* "eth0 (xdp), lo (tc)": the interfaces on the pinned maps; "" none */
+	size_t nginx;    /* nginx processes mapping the shm */
 	bool l4_unknown; /* the attachments could not be read (a warning said why) */
 };
 

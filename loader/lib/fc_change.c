@@ -140,8 +140,8 @@ static bool fc_ban_sooner(int64_t expires, int64_t was)
 	return expires && (!was || expires < was);
 }
 
-int fc_change_ban_put(const struct fc_ctx *ctx, const char *text, int64_t ttl, bool force,
-		      char canon[FC_BAN_TEXT_LEN], int64_t *was, struct fc_err *err)
+int fc_change_ban_put(const struct fc_ctx *ctx, const char *text, int64_t ttl, bool force, char canon[FC_BAN_TEXT_LEN],
+		      int64_t *was, struct fc_err *err)
 {
 	struct fc_ban_row row = { .expires = 0 }, old = { .expires = 0 };
 	struct fc_uid_ban ub = { .expires = 0 };

@@ -155,7 +155,8 @@ static const char *fc_sql[FC_SQL_MAX] = {
 	[FC_SQL_POL_FREE] = "INSERT INTO free_slots VALUES (?1) ON CONFLICT DO NOTHING",
 	[FC_SQL_UBAN_PUT] = "INSERT INTO uid_bans (uid, created, expires) VALUES (?1, ?2, ?3) "
 			    "ON CONFLICT (uid) DO UPDATE SET created = ?2, expires = ?3",
-	[FC_SQL_UBAN_GET] = "SELECT COALESCE(expires, 0) FROM uid_bans WHERE uid = ?1 AND (expires IS NULL OR expires > ?2)",
+	[FC_SQL_UBAN_GET] = "SELECT COALESCE(expires, 0) FROM uid_bans "
+			    "WHERE uid = ?1 AND (expires IS NULL OR expires > ?2)",
 	[FC_SQL_UBAN_DEL] = "DELETE FROM uid_bans WHERE uid = ?1",
 	[FC_SQL_UBAN_PURGE] = "DELETE FROM uid_bans WHERE expires IS NOT NULL AND expires <= ?1",
 	[FC_SQL_UBAN_LIST] = "SELECT uid, created, expires FROM uid_bans WHERE expires IS NULL OR expires > ?1 ORDER BY uid",
