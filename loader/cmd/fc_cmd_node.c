@@ -80,6 +80,7 @@ const struct fc_cmd fc_cmd_node_set = {
 		   "weight 1. This machine is --node (default: its host name); an agent on another node\n"
 		   "republishes that node's limits when it sees the change.",
 	.opts = fc_opts_none,
+	.store = FC_STORE_MAKES, /* a fleet's first step on a node (doc/fleet.md) */
 	.run = fc_node_set,
 };
 
