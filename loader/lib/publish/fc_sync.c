@@ -24,11 +24,16 @@
 #define FC_ENOTSUPP 524
 #define FC_BATCH    8192
 
-/* One map entry; the key is at most a struct fc_pfx6_key. */
+/* One map entry; the key is at most a struct fc_pfx6_key. in: fc_top6's
+ * one prefix inside the /32 (and on fc_pfx6's /32 entries, what their
+ * copies there carry), zero elsewhere; val and in are a struct fc_top6. */
 struct fc_kv {
 	uint8_t key[sizeof(struct fc_pfx6_key)];
 	struct fc_rule val;
+	struct fc_top6_in in;
 };
+_Static_assert(offsetof(struct fc_kv, in) - offsetof(struct fc_kv, val) == offsetof(struct fc_top6, in),
+	       "fc_kv's val and in are not laid out as a struct fc_top6");
 
 struct fc_kvs {
 	struct fc_kv *v;
@@ -53,6 +58,7 @@ struct fc_map_sync {
 	int family; /* 4 or 6 */
 	bool prefixes; /* a prefix hash: fc_want_prefixes makes its entries */
 	size_t max_entries;
+	size_t valsz; /* a struct fc_rule, or fc_top6's struct fc_top6: from &fc_kv.val */
 	struct fc_kvs want, have;
 	struct fc_kvs put, del, fin, relax;
 	long count;  /* publishing what changed: entries added less entries deleted */
@@ -106,7 +112,7 @@ struct fc_top4_sync {
  * at a time in this process (the pin dir's flock serialises processes). */
 static pthread_mutex_t fc_sync_lock = PTHREAD_MUTEX_INITIALIZER;
 static uint8_t fc_batch_keys[FC_BATCH * sizeof(struct fc_pfx6_key)];
-static struct fc_rule fc_batch_vals[FC_BATCH];
+static uint8_t fc_batch_vals[FC_BATCH * sizeof(struct fc_top6)];
 
 /* Sorts k; an empty one may have no array, which qsort_r may not be given. */
 static void fc_kvs_sort(struct fc_kvs *k, int (*cmp)(const void *, const void *, void *), void *arg)
@@ -199,7 +205,7 @@ static int fc_map_dump(struct fc_map_sync *ms, struct fc_err *err)
 			if (!(kv = fc_kvs_push(&ms->have)))
 				return fc_err_set(err, "out of memory reading map %s", ms->name);
 			memcpy(kv->key, fc_batch_keys + i * ms->keysz, ms->keysz);
-			kv->val = fc_batch_vals[i];
+			memcpy(&kv->val, fc_batch_vals + i * ms->valsz, ms->valsz);
 		}
 		if (rc)
 			return 0; /* ENOENT: that was the last batch */
@@ -214,7 +220,7 @@ static int fc_map_apply(struct fc_map_sync *ms, const struct fc_kv *kvs, size_t 
 {
 	LIBBPF_OPTS(bpf_map_batch_opts, opts);
 	uint8_t *keys = fc_batch_keys;
-	struct fc_rule *vals = fc_batch_vals;
+	uint8_t *vals = fc_batch_vals;
 	bool batch = !fc_stepping(); /* a test's stops: an entry at a time */
 	size_t off, i;
 	__u32 cnt;
@@ -224,7 +230,7 @@ static int fc_map_apply(struct fc_map_sync *ms, const struct fc_kv *kvs, size_t 
 		cnt = (__u32)(n - off < FC_BATCH ? n - off : FC_BATCH);
 		for (i = 0; i < cnt; i++) {
 			memcpy(keys + i * ms->keysz, kvs[off + i].key, ms->keysz);
-			vals[i] = kvs[off + i].val;
+			memcpy(vals + i * ms->valsz, &kvs[off + i].val, ms->valsz);
 		}
 		if (batch) {
 			__u32 done = cnt;
@@ -241,7 +247,7 @@ static int fc_map_apply(struct fc_map_sync *ms, const struct fc_kv *kvs, size_t 
 			batch = false; /* a kernel without batches: one at a time */
 		}
 		for (i = 0; i < cnt; i++) {
-			rc = update ? bpf_map_update_elem(ms->fd, keys + i * ms->keysz, &vals[i], BPF_ANY) :
+			rc = update ? bpf_map_update_elem(ms->fd, keys + i * ms->keysz, vals + i * ms->valsz, BPF_ANY) :
 				      bpf_map_delete_elem(ms->fd, keys + i * ms->keysz);
 			if (rc && !(errno == ENOENT && !update))
 				return fc_err_set(err, "map %s: %s: %s", ms->name, update ? "update" : "delete",
@@ -426,7 +432,7 @@ static int fc_map_diff(struct fc_map_sync *ms, struct fc_sync_result *res, struc
 		} else if (c > 0) {
 			rc = fc_diff_note(ms, &ms->have.v[j], NULL);
 			res->removed++;
-		} else if (memcmp(&ms->want.v[i].val, &ms->have.v[j].val, sizeof(struct fc_rule))) {
+		} else if (memcmp(&ms->want.v[i].val, &ms->have.v[j].val, ms->valsz)) {
 			rc = fc_diff_note(ms, &ms->have.v[j], &ms->want.v[i]);
 			res->changed++;
 		}
@@ -454,6 +460,42 @@ static void fc_next_note(const struct fc_kv *v, const size_t *stack, size_t dept
 		fc_kv_addr(&v[stack[j]], &lt);
 		if (lt >= root)
 			next[stack[j]] = !next[stack[j]] || next[stack[j]] == len ? (uint8_t)len : FC_NEXT_MANY;
+	}
+}
+
+/* On each entry of the root's length (fc_top6's copies) whose prefixes
+ * inside are one prefix (FC_RULE_NEXT says they have one length), that
+ * prefix, as fc_pfx6 will hold it (kv.in): the search compares where it
+ * would look it up. v is in address order, so what an entry covers follows
+ * it. */
+static void fc_want_inner(struct fc_kv *v, size_t n)
+{
+	const uint8_t *a, *in;
+	uint32_t len, lin;
+	size_t i, j, one;
+	bool many;
+
+	for (i = 0; i < n; i++) {
+		a = fc_kv_addr(&v[i], &len);
+		if (len != FC_PFX6_ROOT || !FC_RULE_NEXT(v[i].val.flags))
+			continue;
+		one = n;
+		many = false;
+		for (j = i + 1; j < n && !many; j++) {
+			in = fc_kv_addr(&v[j], &lin);
+			if (!fc_prefix_covers_bits(a, len, in, lin))
+				break;
+			if (v[j].val.flags & FC_RULE_MARKER)
+				continue;
+			many = one != n;
+			one = j;
+		}
+		if (one == n || many)
+			continue;
+		in = fc_kv_addr(&v[one], &lin);
+		v[i].in.rule = v[one].val;
+		v[i].in.len = lin;
+		memcpy(v[i].in.a, in + sizeof(struct fc_top6_key), sizeof(v[i].in.a));
 	}
 }
 
@@ -509,6 +551,8 @@ static int fc_want_inherit(struct fc_map_sync *ms, struct fc_err *err)
 	for (i = 0; next && i < ms->want.n; i++)
 		if (next[i] && next[i] != FC_NEXT_MANY)
 			v[i].val.flags |= (uint32_t)next[i] << FC_RULE_NEXT_SHIFT;
+	if (next)
+		fc_want_inner(v, ms->want.n);
 	free(stack);
 	free(next);
 	return 0;
@@ -585,6 +629,7 @@ static void fc_kv_top6(const struct fc_kv *kv, struct fc_kv *top)
 	memset(top, 0, sizeof(*top));
 	memcpy(top->key, fc_kv_addr(kv, &len), sizeof(struct fc_top6_key));
 	top->val = kv->val;
+	top->in = kv->in;
 }
 
 /* fc_top6's entries (ms[FC_MS_TOP6].want), sorted by key: those of
@@ -1410,11 +1455,16 @@ static int fc_policies_apply(const struct fc_maps *m, struct fc_policy_sync *ps,
 static void fc_rule_maps(struct fc_map_sync ms[FC_MS_ALL], const struct fc_maps *m)
 {
 	const struct fc_map_sync init[FC_MS_ALL] = {
-		[FC_MS_EXACT4] = { FC_MAP_NAME(exact4), m->exact4, sizeof(struct fc_addr4), 4, false, FC_MAX_RULES },
-		[FC_MS_EXACT6] = { FC_MAP_NAME(exact6), m->exact6, sizeof(struct fc_addr6), 6, false, FC_MAX_RULES },
-		[FC_MS_PFX4] = { FC_MAP_NAME(pfx4), m->pfx4, sizeof(struct fc_pfx4_key), 4, true, FC_MAX_RULES },
-		[FC_MS_PFX6] = { FC_MAP_NAME(pfx6), m->pfx6, sizeof(struct fc_pfx6_key), 6, true, FC_MAX_RULES },
-		[FC_MS_TOP6] = { FC_MAP_NAME(top6), m->top6, sizeof(struct fc_top6_key), 6, false, FC_MAX_RULES },
+		[FC_MS_EXACT4] = { FC_MAP_NAME(exact4), m->exact4, sizeof(struct fc_addr4), 4, false, FC_MAX_RULES,
+				   sizeof(struct fc_rule) },
+		[FC_MS_EXACT6] = { FC_MAP_NAME(exact6), m->exact6, sizeof(struct fc_addr6), 6, false, FC_MAX_RULES,
+				   sizeof(struct fc_rule) },
+		[FC_MS_PFX4] = { FC_MAP_NAME(pfx4), m->pfx4, sizeof(struct fc_pfx4_key), 4, true, FC_MAX_RULES,
+				 sizeof(struct fc_rule) },
+		[FC_MS_PFX6] = { FC_MAP_NAME(pfx6), m->pfx6, sizeof(struct fc_pfx6_key), 6, true, FC_MAX_RULES,
+				 sizeof(struct fc_rule) },
+		[FC_MS_TOP6] = { FC_MAP_NAME(top6), m->top6, sizeof(struct fc_top6_key), 6, false, FC_MAX_RULES,
+				 sizeof(struct fc_top6) },
 	};
 
 	memcpy(ms, init, sizeof(init));
@@ -1595,9 +1645,10 @@ static int fc_entry_put(struct fc_map_sync *ms, const struct fc_kv *kv, bool wan
 			struct fc_err *err)
 {
 	const char *op = want ? "update" : "delete";
-	struct fc_rule have, val = kv->val;
+	struct fc_top6 have, val; /* of ms->valsz bytes: .rule alone, but for fc_top6 */
 	bool had;
 
+	memcpy(&val, &kv->val, ms->valsz);
 	if (want) {
 		had = bpf_map_update_elem(ms->fd, kv->key, &val, BPF_NOEXIST) != 0;
 		if (had && errno != EEXIST)
@@ -1606,11 +1657,11 @@ static int fc_entry_put(struct fc_map_sync *ms, const struct fc_kv *kv, bool wan
 			op = "lookup";
 			if (bpf_map_lookup_elem(ms->fd, kv->key, &have))
 				goto fail;
-			if (!memcmp(&have, &val, sizeof(have)))
+			if (!memcmp(&have, &val, ms->valsz))
 				return 0;
 			if (fc_ms_exact(ms))
-				val = fc_rule_union(&have, &kv->val);
-			if (memcmp(&val, &kv->val, sizeof(val)) && fc_kvs_append(&ms->fin, kv, 1) < 0)
+				val.rule = fc_rule_union(&have.rule, &kv->val);
+			if (memcmp(&val, &kv->val, ms->valsz) && fc_kvs_append(&ms->fin, kv, 1) < 0)
 				return fc_err_set(err, "out of memory publishing map %s", ms->name);
 			op = "update";
 			if (bpf_map_update_elem(ms->fd, kv->key, &val, BPF_EXIST))
@@ -1624,7 +1675,7 @@ static int fc_entry_put(struct fc_map_sync *ms, const struct fc_kv *kv, bool wan
 			return 0;
 	}
 	fc_step(ms->name);
-	ms->dmarks += (want && (kv->val.flags & FC_RULE_MARKER)) - (had && (have.flags & FC_RULE_MARKER));
+	ms->dmarks += (want && (kv->val.flags & FC_RULE_MARKER)) - (had && (have.rule.flags & FC_RULE_MARKER));
 	if (want && had)
 		res->changed++;
 	else
@@ -1661,11 +1712,12 @@ static int fc_prefix_put(struct fc_map_sync *all, struct fc_map_sync *ms, const 
  * serve kv->val too (fc_rule_widen). */
 static int fc_entry_widen(struct fc_map_sync *ms, const struct fc_kv *kv, struct fc_err *err)
 {
-	struct fc_rule have, wide;
+	struct fc_top6 have, wide; /* .rule alone, but for fc_top6 */
 
 	if (bpf_map_lookup_elem(ms->fd, kv->key, &have))
 		return errno == ENOENT ? 0 : fc_err_set(err, "map %s: lookup: %s", ms->name, strerror(errno));
-	if (!fc_rule_widen(&have, &kv->val, &wide))
+	wide = have;
+	if (!fc_rule_widen(&have.rule, &kv->val, &wide.rule))
 		return 0;
 	if (bpf_map_update_elem(ms->fd, kv->key, &wide, BPF_EXIST))
 		return fc_err_set(err, "map %s: update: %s", ms->name, strerror(errno));
