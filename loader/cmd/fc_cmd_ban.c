@@ -115,6 +115,7 @@ struct fc_import_opt {
 	int64_t ttl;
 	const char *set;
 	bool json;
+	bool force;
 };
 
 static const struct fc_opt fc_ban_import_opts[] = {
@@ -122,6 +123,8 @@ static const struct fc_opt fc_ban_import_opts[] = {
 		  .help = "make ban set NAME exactly the file's bans (made if new)"),
 	FC_OPTION("ttl", 0, FC_OPT_DURATION, struct fc_import_opt, ttl, .arg = "DURATION",
 		  .help = "lift the bans after DURATION; with --set, the whole set lapses DURATION after this import"),
+	FC_OPTION("force", 0, FC_OPT_FLAG, struct fc_import_opt, force,
+		  .help = "without --set: replace bans that would last longer than --ttl says"),
 	FC_OPTION("json", 0, FC_OPT_FLAG, struct fc_import_opt, json, .help = "print what was done as JSON"),
 	FC_OPT_END,
 };
@@ -185,23 +188,27 @@ static int fc_import_read(const char *path, struct fc_feed *feed, const struct f
 	return bad ? -1 : 0;
 }
 
-/* The file's bans, by hand: added to those there are. */
+/* The file's bans, by hand: added to those there are; a ban there already
+ * that would last longer is kept (*longer of them) unless opt->force, as
+ * ban add keeps it. */
 static int fc_import_by_hand(const struct fc_ctx *ctx, const struct fc_import_opt *opt, const struct fc_feed *feed,
-			     struct fc_progress *prog, size_t *added, struct fc_err *err)
+			     struct fc_progress *prog, size_t *added, size_t *longer, struct fc_err *err)
 {
 	struct fc_store_progress sp = { .fn = fc_progress, .arg = prog, .total = feed->n };
 	struct fc_ban_counts before, after;
 	struct fc_publish pub;
+	size_t written;
 
 	if (fc_publish_begin(&pub, ctx, err) < 0)
 		return -1;
 	if (fc_store_ban_count(pub.st, pub.now, &before, err) < 0 ||
-	    fc_store_bans_put(pub.st, feed->v, feed->n, pub.now, opt->ttl ? fc_expires_after(opt->ttl) : 0, &sp,
-			      err) < 0 ||
+	    fc_store_bans_put(pub.st, feed->v, feed->n, pub.now, opt->ttl ? fc_expires_after(opt->ttl) : 0,
+			      opt->force, &sp, &written, err) < 0 ||
 	    fc_store_ban_count(pub.st, pub.now, &after, err) < 0)
 		goto abort;
 	fc_progress_end(prog, ", publishing...");
 	*added = after.addresses - before.addresses;
+	*longer = feed->n - written;
 	return fc_publish_commit(&pub, err);
 abort:
 	fc_publish_abort(&pub);
@@ -238,18 +245,20 @@ static int fc_ban_import(const struct fc_ctx *ctx, const struct fc_cmd *cmd, int
 	struct fc_feed feed = { 0 };
 	const char *path;
 	struct fc_err err;
-	size_t added = 0;
+	size_t added = 0, longer = 0;
 	int rc = FC_EXIT_FAILURE;
 
 	fc_cmd_parse(cmd, argc, argv, &opt, NULL);
 	path = argv[optind];
 	if (opt.set && fc_set_name_check(opt.set, &err) < 0)
 		fc_usage_error(cmd, "--set: %s", err.msg);
+	if (opt.set && opt.force)
+		fc_usage_error(cmd, "--force: only without --set (a set's bans lapse with the set)");
 	if (fc_import_read(path, &feed, &prog) < 0)
 		goto out;
 	fc_feed_sort(&feed);
 	if (opt.set ? fc_import_set(ctx, &opt, &feed, &prog, &res, &err) < 0 :
-		      fc_import_by_hand(ctx, &opt, &feed, &prog, &added, &err) < 0) {
+		      fc_import_by_hand(ctx, &opt, &feed, &prog, &added, &longer, &err) < 0) {
 		fc_progress_end(&prog, ""); /* the error on a line of its own */
 		fc_warn("ban import %s: %s%s", path, fc_priv_hint(), err.msg);
 		goto out;
@@ -257,16 +266,21 @@ static int fc_ban_import(const struct fc_ctx *ctx, const struct fc_cmd *cmd, int
 	rc = FC_EXIT_OK;
 	fc_duration_format(opt.ttl, dur);
 	if (opt.json)
-		rc = fc_json_print(json_pack("{s:s, s:s?, s:I, s:I, s:I, s:I, s:o}", "file", path, "set", opt.set,
+		rc = fc_json_print(json_pack("{s:s, s:s?, s:I, s:I, s:I, s:I, s:I, s:o}", "file", path, "set", opt.set,
 					     "entries", (json_int_t)feed.n,
 					     "added", (json_int_t)(opt.set ? res.added : added),
 					     "removed", (json_int_t)res.removed,
 					     "kept", (json_int_t)(opt.set ? res.kept : feed.n - added),
+					     "longer", (json_int_t)longer,
 					     "ttl", opt.ttl ? json_integer(opt.ttl) : json_null()));
 	else if (opt.set)
 		printf("ban set %s%s: %zu bans from %s (%zu added, %zu removed, %zu kept)%s%s\n", opt.set,
 		       res.created ? " (new)" : "", feed.n, path, res.added, res.removed, res.kept,
 		       opt.ttl ? "; lapses in " : "", opt.ttl ? dur : "");
+	else if (longer)
+		printf("imported %zu bans from %s (%zu new, %zu already banned; %zu of those kept as they were: they "
+		       "last longer than %s; --force replaces them)\n",
+		       feed.n, path, added, feed.n - added, longer, dur);
 	else
 		printf("imported %zu bans from %s (%zu new, %zu already banned)\n", feed.n, path, added, feed.n - added);
 out:
@@ -480,12 +494,13 @@ const struct fc_cmd fc_cmd_ban_import = {
 		   "becomes the fewest CIDRs covering it. '#' and ';' start a comment, also after an\n"
 		   "entry (Spamhaus DROP: 1.2.3.0/24 ; SBL123); blank lines are skipped. The whole file\n"
 		   "is validated first: any bad line is reported as FILE:LINE: what was expected, and\n"
-		   "nothing is imported. Without --set, the bans are added by hand. With --set NAME, the\n"
-		   "set becomes exactly the file's bans in one transaction: what is new is added, what\n"
-		   "is gone is lifted, what stays is kept, and only the difference is published. A\n"
-		   "set's --ttl applies to the whole set: it lapses DURATION after the last import\n"
-		   "(an hourly feed with --ttl 3h stays while it is refreshed). Progress is shown on a\n"
-		   "terminal.",
+		   "nothing is imported. Without --set, the bans are added by hand; a ban there already\n"
+		   "that would last longer than --ttl is kept as it was, as ban add keeps it, and counted\n"
+		   "(--force replaces it). With --set NAME, the set becomes exactly the file's bans in\n"
+		   "one transaction: what is new is added, what is gone is lifted, what stays is kept,\n"
+		   "and only the difference is published. A set's --ttl applies to the whole set: it\n"
+		   "lapses DURATION after the last import (an hourly feed with --ttl 3h stays while it\n"
+		   "is refreshed). Progress is shown on a terminal.",
 	.opts = fc_ban_import_opts,
 	.store = FC_STORE_MAKES,
 	.run = fc_ban_import,

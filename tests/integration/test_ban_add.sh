@@ -5,8 +5,8 @@
 # nowhere yet" and what would enforce it; checked against real pings
 # through a veth and a real nginx. And a ban is never cut short by one that
 # did not mean to: a TTL over a ban of no expiry (or over a longer TTL) is
-# refused without --force, what a re-ban replaced is said, and the console's
-# API does the same (409).
+# refused without --force, what a re-ban replaced is said, the console's
+# API does the same (409), and ban import keeps such bans, counted.
 . "$(dirname "$0")/lib.sh"
 fc_nginx_suite
 fc_setup
@@ -68,4 +68,17 @@ check "no expiry over a TTL: replaces it, saying so" grep -qE '^re-banned 198\.1
 check "uid bans alike: a TTL over no expiry refused" sh -c "! '$FC_BIN' --db '$db' --pin-dir '$pin' --shm '$shm' ban add uid=eve --ttl 1d 2>'$d/err' &&
 	grep -qxF 'freqctl: ban add uid=eve: already banned with no expiry: a ban for 1d would lift it sooner; --force replaces it' '$d/err'"
 check "... and uid=eve still refused by nginx" [ "$(codes 1 '/?uid=eve')" = 403 ]
+
+# ---- ban import keeps them too ----
+printf '198.18.0.50\n198.18.0.51\n' >"$d/feed"
+out ban import --ttl 1h "$d/feed"
+check "ban import --ttl over a ban of no expiry: keeps it, and says so" \
+	said "imported 2 bans from $d/feed (1 new, 1 already banned; 1 of those kept as they were: they last longer than 1h; --force replaces them)"
+check "... the ban kept with no expiry, the new one with its TTL" \
+	jq_true '([.[] | select(.ban == "198.18.0.50") | .expires == null] + [.[] | select(.ban == "198.18.0.51") | .expires != null]) == [true, true]' <<<"$(fc ban list --json)"
+check "... --json counts it" jq_true '.longer == 1 and .added == 0' <<<"$(fc ban import --ttl 1h --json "$d/feed")"
+out ban import --ttl 1h --force "$d/feed"
+check "--force replaces it" jq_true '.[] | select(.ban == "198.18.0.50") | .expires != null' <<<"$(fc ban list --json)"
+out ban import --set feed --force "$d/feed"
+check "--force with --set: a usage error, exit 2" sh -c "[ $? = 2 ] && grep -q -- '--force: only without --set' '$d/err'"
 exit 0

@@ -294,7 +294,7 @@ static void test_replace_and_delete(void **state)
 static void test_bulk(void **state)
 {
 	struct fc_t *t = *state;
-	size_t n = FC_STORE_BATCH + 3, i, got;
+	size_t n = FC_STORE_BATCH + 3, i, got, written;
 	struct fc_prefix *keys = calloc(n, sizeof(*keys)), *back = NULL;
 	struct fc_store_log before, after;
 	struct fc_ban_set set = { .created = 1, .updated = 1 };
@@ -313,8 +313,9 @@ static void test_bulk(void **state)
 	}
 	keys[n - 1] = fc_row("2001:db8::/64", 0, 0).p;
 	assert_int_equal(fc_store_log_head(t->st, &before, &err), 0);
-	if (fc_store_bans_put(t->st, keys, n, 7, 900, NULL, &err) < 0)
+	if (fc_store_bans_put(t->st, keys, n, 7, 900, false, NULL, &written, &err) < 0)
 		fail_msg("%s", err.msg);
+	assert_int_equal(written, n);
 	assert_int_equal(fc_store_log_head(t->st, &after, &err), 0);
 	assert_int_equal(after.head - before.head, n);
 	assert_int_equal(live_bans(t->st, 0), n);
@@ -325,7 +326,21 @@ static void test_bulk(void **state)
 	assert_int_equal(row.created, 7);
 	assert_int_equal(row.expires, 900);
 	/* Again, without expiry: replaced, not repeated. */
-	assert_int_equal(fc_store_bans_put(t->st, keys, n, 8, 0, NULL, &err), 0);
+	assert_int_equal(fc_store_bans_put(t->st, keys, n, 8, 0, false, NULL, &written, &err), 0);
+	assert_int_equal(written, n);
+	assert_int_equal(live_bans(t->st, 900), n);
+	/* A TTL over bans of no expiry: kept as they were, unless forced. */
+	assert_int_equal(fc_store_bans_put(t->st, keys, n, 9, 500, false, NULL, &written, &err), 0);
+	assert_int_equal(written, 0);
+	assert_int_equal(live_bans(t->st, 900), n);
+	assert_int_equal(fc_store_bans_put(t->st, keys, 2, 9, 500, true, NULL, &written, &err), 0);
+	assert_int_equal(written, 2);
+	assert_int_equal(live_bans(t->st, 900), n - 2);
+	/* A later expiry extends a TTL; no expiry lifts it. */
+	assert_int_equal(fc_store_bans_put(t->st, keys, 1, 9, 600, false, NULL, &written, &err), 0);
+	assert_int_equal(written, 1);
+	assert_int_equal(fc_store_bans_put(t->st, keys, 2, 8, 0, false, NULL, &written, &err), 0);
+	assert_int_equal(written, 2);
 	assert_int_equal(live_bans(t->st, 900), n);
 
 	snprintf(set.name, sizeof(set.name), "feed");
@@ -344,7 +359,7 @@ static void test_bulk(void **state)
 	/* A key of no family: refused, nothing of its batch written. */
 	keys[1].family = 5;
 	assert_int_equal(fc_store_log_head(t->st, &before, &err), 0);
-	assert_int_equal(fc_store_bans_put(t->st, keys, 3, 9, 0, NULL, &err), -1);
+	assert_int_equal(fc_store_bans_put(t->st, keys, 3, 9, 0, false, NULL, &written, &err), -1);
 	assert_non_null(strstr(err.msg, ": writing bans: key 1 is not an address prefix (family 5, length 32)"));
 	keys[1].family = 6;
 	keys[1].len = 129;

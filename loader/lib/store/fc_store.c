@@ -114,7 +114,10 @@ static const char *fc_sql[FC_SQL_MAX] = {
 	[FC_SQL_BANS_PUT] = "INSERT INTO bans (family, addr, len, created, expires, by_policy) "
 			    "SELECT family, addr, len, CAST(?2 AS bigint), CAST(?3 AS bigint), NULL FROM fc_keys(?1) "
 			    "WHERE true ON CONFLICT (family, addr, len) DO UPDATE SET created = excluded.created, "
-			    "expires = excluded.expires, by_policy = NULL",
+			    "expires = excluded.expires, by_policy = NULL "
+			    /* A ban is not lifted sooner than it would be, unless forced. */
+			    "WHERE ?4 <> 0 OR (bans.expires IS NOT NULL AND "
+			    "(excluded.expires IS NULL OR excluded.expires >= bans.expires))",
 	[FC_SQL_BAN_DEL] = "DELETE FROM bans WHERE family = ?1 AND addr = ?2 AND len = ?3",
 	[FC_SQL_BAN_PURGE] = "DELETE FROM bans WHERE expires IS NOT NULL AND expires <= ?1",
 	/* Every source of every live ban: by hand (set 0), and each set holding it. */
@@ -595,10 +598,11 @@ _Static_assert(sizeof(struct fc_prefix) == FC_KEY_BYTES && offsetof(struct fc_pr
 		       offsetof(struct fc_prefix, a) == 2,
 	       "struct fc_prefix must be laid out as fc_keys' key");
 static int fc_exec_keys(struct fc_store *st, enum fc_stmt_id id, const struct fc_prefix *keys, size_t n,
-			const struct fc_val *args, int nargs, struct fc_store_progress *prog, const char *what,
-			struct fc_err *err)
+			const struct fc_val *args, int nargs, struct fc_store_progress *prog, size_t *written,
+			const char *what, struct fc_err *err)
 {
-	struct fc_val a[3];
+	struct fc_val a[4];
+	int64_t rows = 0;
 	size_t i, k;
 
 	if ((size_t)nargs >= sizeof(a) / sizeof(a[0]))
@@ -614,8 +618,10 @@ static int fc_exec_keys(struct fc_store *st, enum fc_stmt_id id, const struct fc
 	for (i = 0; i < n; i += k) {
 		k = n - i < FC_STORE_BATCH ? n - i : FC_STORE_BATCH;
 		a[0] = FC_BLOB(keys + i, k * sizeof(*keys));
-		if (fc_exec(st, id, a, 1 + nargs, NULL, what, err) < 0)
+		if (fc_exec(st, id, a, 1 + nargs, &rows, what, err) < 0)
 			return -1;
+		if (written)
+			*written += (size_t)rows;
 		if (prog && prog->fn) {
 			prog->done += k;
 			prog->fn(prog->done, prog->total, prog->arg);
@@ -625,9 +631,11 @@ static int fc_exec_keys(struct fc_store *st, enum fc_stmt_id id, const struct fc
 }
 
 int fc_store_bans_put(struct fc_store *st, const struct fc_prefix *keys, size_t n, int64_t created, int64_t expires,
-		      struct fc_store_progress *prog, struct fc_err *err)
+		      bool force, struct fc_store_progress *prog, size_t *written, struct fc_err *err)
 {
-	return fc_exec_keys(st, FC_SQL_BANS_PUT, keys, n, FC_ARGS(FC_INT(created), FC_INT_OR_NULL(expires)), prog,
+	*written = 0;
+	return fc_exec_keys(st, FC_SQL_BANS_PUT, keys, n,
+			    FC_ARGS(FC_INT(created), FC_INT_OR_NULL(expires), FC_INT(force)), prog, written,
 			    "writing bans", err);
 }
 
@@ -1215,14 +1223,14 @@ int fc_store_set_bans(struct fc_store *st, uint32_t id, int64_t now, struct fc_b
 int fc_store_set_members_put(struct fc_store *st, uint32_t id, const struct fc_prefix *keys, size_t n,
 			     int64_t created, struct fc_store_progress *prog, struct fc_err *err)
 {
-	return fc_exec_keys(st, FC_SQL_SET_MEMBERS_PUT, keys, n, FC_ARGS(FC_INT(id), FC_INT(created)), prog,
+	return fc_exec_keys(st, FC_SQL_SET_MEMBERS_PUT, keys, n, FC_ARGS(FC_INT(id), FC_INT(created)), prog, NULL,
 			    "writing a ban set's members", err);
 }
 
 int fc_store_set_members_del(struct fc_store *st, uint32_t id, const struct fc_prefix *keys, size_t n,
 			     struct fc_store_progress *prog, struct fc_err *err)
 {
-	return fc_exec_keys(st, FC_SQL_SET_MEMBERS_DEL, keys, n, FC_ARGS(FC_INT(id)), prog,
+	return fc_exec_keys(st, FC_SQL_SET_MEMBERS_DEL, keys, n, FC_ARGS(FC_INT(id)), prog, NULL,
 			    "deleting a ban set's members", err);
 }
 

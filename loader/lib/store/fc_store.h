@@ -61,9 +61,11 @@ struct fc_store_progress {
 	void *arg;
 	size_t done, total;
 };
-/* Bans keys by hand, all created and expiring (0: never) alike. */
+/* Bans keys by hand, all created and expiring (0: never) alike; a ban there
+ * already is kept where it would last longer, unless force. *written: the
+ * bans made or replaced. */
 int fc_store_bans_put(struct fc_store *st, const struct fc_prefix *keys, size_t n, int64_t created, int64_t expires,
-		      struct fc_store_progress *prog, struct fc_err *err);
+		      bool force, struct fc_store_progress *prog, size_t *written, struct fc_err *err);
 /* The live (not expired at now) ban on exactly p, if any. */
 int fc_store_ban_get(struct fc_store *st, const struct fc_prefix *p, int64_t now, struct fc_ban_row *row,
 		     bool *found, struct fc_err *err);
