@@ -418,6 +418,33 @@ static void test_counts(void **state)
 	assert_int_equal(c.uids, 0);
 }
 
+/* An escalation's ban never cuts one short: kept where the ban there lasts
+ * longer (no expiry, a later one), made or extended otherwise. */
+static void test_extend(void **state)
+{
+	struct fc_t *t = *state;
+	struct fc_ban_row r = fc_row("198.18.0.9", 5, 100), got;
+	struct fc_err err;
+	bool written, found;
+
+	r.by_policy = 3;
+	assert_int_equal(fc_store_ban_extend(t->st, &r, &written, &err), 0);
+	assert_true(written); /* made */
+	r.expires = 50;
+	assert_int_equal(fc_store_ban_extend(t->st, &r, &written, &err), 0);
+	assert_false(written); /* a later expiry there: kept */
+	r.expires = 200;
+	assert_int_equal(fc_store_ban_extend(t->st, &r, &written, &err), 0);
+	assert_true(written); /* extended */
+	fc_put(t->st, "198.18.0.9", 6, 0); /* by hand, no expiry */
+	assert_int_equal(fc_store_ban_extend(t->st, &r, &written, &err), 0);
+	assert_false(written);
+	assert_int_equal(fc_store_ban_get(t->st, &r.p, 0, &got, &found, &err), 0);
+	assert_true(found);
+	assert_int_equal(got.expires, 0);
+	assert_int_equal(got.by_policy, 0);
+}
+
 static void test_rollback_and_reopen(void **state)
 {
 	struct fc_t *t = *state;
@@ -1288,6 +1315,7 @@ static void test_migrate_round(void **state)
 	cmocka_unit_test_setup_teardown(test_bulk, setup, fc_teardown),                \
 	cmocka_unit_test_setup_teardown(test_expiry, setup, fc_teardown),              \
 	cmocka_unit_test_setup_teardown(test_counts, setup, fc_teardown),              \
+	cmocka_unit_test_setup_teardown(test_extend, setup, fc_teardown),              \
 	cmocka_unit_test_setup_teardown(test_rollback_and_reopen, setup, fc_teardown), \
 	cmocka_unit_test_setup_teardown(test_corrupt_row, setup, fc_teardown),         \
 	cmocka_unit_test_setup_teardown(test_allows, setup, fc_teardown),              \

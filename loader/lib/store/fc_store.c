@@ -20,6 +20,7 @@
 enum fc_stmt_id {
 	FC_SQL_BAN_GET,
 	FC_SQL_BAN_PUT,
+	FC_SQL_BAN_EXTEND,
 	FC_SQL_BANS_PUT,
 	FC_SQL_BAN_DEL,
 	FC_SQL_BAN_PURGE,
@@ -110,6 +111,11 @@ static const char *fc_sql[FC_SQL_MAX] = {
 	[FC_SQL_BAN_PUT] = "INSERT INTO bans (family, addr, len, created, expires, by_policy) "
 			   "VALUES (?1, ?2, ?3, ?4, ?5, ?6) "
 			   "ON CONFLICT (family, addr, len) DO UPDATE SET created = ?4, expires = ?5, by_policy = ?6",
+	/* The same, but a ban there already that would last longer is kept. */
+	[FC_SQL_BAN_EXTEND] = "INSERT INTO bans (family, addr, len, created, expires, by_policy) "
+			      "VALUES (?1, ?2, ?3, ?4, ?5, ?6) "
+			      "ON CONFLICT (family, addr, len) DO UPDATE SET created = ?4, expires = ?5, by_policy = ?6 "
+			      "WHERE bans.expires IS NOT NULL AND (?5 IS NULL OR ?5 >= bans.expires)",
 	/* Bulk writes take a batch of keys (fc_keys(?1), fc_db.h): one statement each. */
 	[FC_SQL_BANS_PUT] = "INSERT INTO bans (family, addr, len, created, expires, by_policy) "
 			    "SELECT family, addr, len, CAST(?2 AS bigint), CAST(?3 AS bigint), NULL FROM fc_keys(?1) "
@@ -583,12 +589,27 @@ static int fc_collect(struct fc_store *st, enum fc_stmt_id id, const struct fc_v
 #define FC_PREFIX_ADDR(p) FC_BLOB((p)->a, (p)->family == 4 ? 4 : 16)
 #define FC_PREFIX_ARGS(p) FC_INT((p)->family), FC_PREFIX_ADDR(p), FC_INT((p)->len)
 
-int fc_store_ban_put(struct fc_store *st, const struct fc_ban_row *row, struct fc_err *err)
+static int fc_ban_write(struct fc_store *st, enum fc_stmt_id id, const struct fc_ban_row *row, int64_t *written,
+			struct fc_err *err)
 {
-	return fc_exec(st, FC_SQL_BAN_PUT,
+	return fc_exec(st, id,
 		       FC_ARGS(FC_PREFIX_ARGS(&row->p), FC_INT(row->created), FC_INT_OR_NULL(row->expires),
 			       FC_INT_OR_NULL(row->by_policy)),
-		       NULL, "writing ban", err);
+		       written, "writing ban", err);
+}
+
+int fc_store_ban_put(struct fc_store *st, const struct fc_ban_row *row, struct fc_err *err)
+{
+	return fc_ban_write(st, FC_SQL_BAN_PUT, row, NULL, err);
+}
+
+int fc_store_ban_extend(struct fc_store *st, const struct fc_ban_row *row, bool *written, struct fc_err *err)
+{
+	int64_t n = 0;
+	int rc = fc_ban_write(st, FC_SQL_BAN_EXTEND, row, &n, err);
+
+	*written = n > 0;
+	return rc;
 }
 
 /* Runs statement id on keys (struct fc_prefix's layout is fc_keys' key),

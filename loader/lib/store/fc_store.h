@@ -50,6 +50,9 @@ void fc_store_rollback(struct fc_store *st);
 
 /* Inserts or replaces the ban on row->p. */
 int fc_store_ban_put(struct fc_store *st, const struct fc_ban_row *row, struct fc_err *err);
+/* fc_store_ban_put, unless a ban there already would last longer (then
+ * kept as it is, *written false). */
+int fc_store_ban_extend(struct fc_store *st, const struct fc_ban_row *row, bool *written, struct fc_err *err);
 
 /* Bulk writes (an import's) take keys without repeats, written by one
  * statement per FC_STORE_BATCH of them (a statement a row journals and logs
