@@ -139,9 +139,16 @@ for c in "policy list" "ban list" "ban sets" "allow list" "node list" export sta
 		sh -c "[ $? = 1 ] && grep -qE '^freqctl: (${c% *}|$c|policy 3|ban del 198.18.0.1): no store at $typo: no such file' '$dir/err'"
 	check "... and makes none, and prints nothing on stdout" sh -c "[ ! -e '$typo' ] && [ ! -s '$dir/out' ]"
 done
-check "... with what to check, where nothing but the store can be wrong" grep -qxF \
-	"freqctl: policy list: no store at $typo: no such file (check --db, FREQCTL_DB or /etc/default/freqctl; the first attach, ban add, policy add or import makes it)" \
+check "... with where its path is from, and what makes one" grep -qxF \
+	"freqctl: policy list: no store at $typo: no such file (the path is from option --db; attach, ban add or import, allow add, policy add or set, import or node set makes one)" \
 	<("$FC_BIN" --db "$typo" policy list 2>&1)
+check "... from the environment, it says so" grep -qF "no store at $typo: no such file (the path is from environment FREQCTL_DB;" \
+	<(FREQCTL_DB=$typo "$FC_BIN" policy list 2>&1)
+printf 'FREQCTL_DB=%s\n' "$typo" >"$dir/typo.conf"
+check "... from a configuration file, naming the file and line" grep -qF "no store at $typo: no such file (the path is from $dir/typo.conf:1;" \
+	<(FREQCTL_CONFIG=$dir/typo.conf "$FC_BIN" policy list 2>&1)
+check "... where a command opens the store itself, what says more" grep -qF "no store at $typo: no such file ('freqctl status' says where the path is from)" \
+	<("$FC_BIN" --db "$typo" stats 2>&1)
 check "... its --help still answers" quiet "$FC_BIN" --db "$typo" policy list --help
 check "... and a usage error is still one (exit 2)" sh -c "'$FC_BIN' --db '$typo' ban del nonsense 2>/dev/null; [ \$? = 2 ]"
 check "status shows it, exit 0" sh -c "'$FC_BIN' --db '$typo' --pin-dir '$pin' --shm '$shm' status | grep -qxF 'store: $typo: no store there yet (the first attach, ban add, policy add or import makes it)'"
