@@ -1186,8 +1186,9 @@ ngx_http_freqctl_handler(ngx_http_request_t *r)
     if (res.would_deny) {
         uid = ngx_http_freqctl_uid_text(r, &rq);
         ngx_log_error(lcf->log_level, r->connection->log, 0,
-                      "freqctl: %ud log policies would have denied this "
-                      "request, uid \"%V\"", res.would_deny, &uid);
+                      "freqctl: %ud log polic%s would have denied this "
+                      "request, uid \"%V\"", res.would_deny,
+                      res.would_deny == 1 ? "y" : "ies", &uid);
     }
 
     return ngx_http_freqctl_verdict(r, lcf, ctx, &res, &rq);
