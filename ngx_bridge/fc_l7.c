@@ -2298,8 +2298,11 @@ FC_HOT enum fc_admit fc_charge_bucket(const struct fc_l7_index *ix, const struct
 FC_HOT void fc_result_key(const struct fc_l7_policy *p, const struct fc_shm_key *key, const struct fc_l7_req *rq,
 			  struct fc_l7_result *res)
 {
-	if (!p->keyed)
+	if (!p->keyed) { /* deciding, as a delay does: no key of another's */
+		res->overflow = false;
+		res->key_len = 0;
 		return;
+	}
 	res->overflow = !key;
 	/* At most keycap: the module's 256; no buffer when nothing reads $freqctl_key. */
 	res->key_len = rq->keybuf && rq->keycap ? (uint32_t)fc_key_text(p, rq, rq->keybuf, rq->keycap) : 0;

@@ -126,11 +126,12 @@ int fc_policy_from_json(json_t *o, struct fc_policy_spec *p, char field[FC_JSON_
 		if (!opt->name && strcmp(key, "id") && strcmp(key, "fleet"))
 			return FC_FAIL(key, "unknown key \"%.64s\"", key);
 	}
-	/* No option sets it yet (policy add --fleet will): the JSON alone. */
+	/* Nothing enforces a fleet's limit yet (issue 29): a policy that says
+	 * so is refused, not stored to be enforced as this node's alone. */
 	val = json_object_get(o, "fleet");
-	if (val && !json_is_null(val) && !json_is_boolean(val))
-		return FC_FAIL("fleet", "fleet: expected true or false");
-	p->fleet = json_is_true(val);
+	if (val && !json_is_null(val) && !json_is_false(val))
+		return FC_FAIL("fleet", "fleet: expected false (this freqctl enforces no fleet-wide limit yet)");
+	p->fleet = false;
 	if (fc_json_uint(json_object_get(o, "id"), FC_POLICY_ID_MAX, &v) < 0 || !v)
 		return FC_FAIL("id", "id: expected a whole number from 1 to %llu", (unsigned long long)FC_POLICY_ID_MAX);
 	p->id = (uint32_t)v;

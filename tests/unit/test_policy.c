@@ -686,8 +686,8 @@ static void test_json_new_keys(void **state)
 		enum fc_layer layer;
 	} cases[] = {
 		{ "{\"id\": 1, \"match\": \"uid=*\", \"rates\": [\"1/s\"]}", 0, false, FC_LAYER_AUTO },
-		{ "{\"id\": 1, \"match\": \"uid=*\", \"rates\": [\"1/s\"], \"show_keys\": true, \"fleet\": true}", 1,
-		  true, FC_LAYER_AUTO },
+		{ "{\"id\": 1, \"match\": \"uid=*\", \"rates\": [\"1/s\"], \"show_keys\": true}", 1, false,
+		  FC_LAYER_AUTO },
 		{ "{\"id\": 1, \"match\": \"uid=*\", \"rates\": [\"1/s\"], \"show_keys\": false, \"fleet\": false}", -1,
 		  false, FC_LAYER_AUTO },
 		{ "{\"id\": 1, \"match\": \"uid=*\", \"rates\": [\"1/s\"], \"show_keys\": null, \"fleet\": null}", 0,
@@ -725,10 +725,15 @@ static void test_json_new_keys(void **state)
 		json_decref(out);
 		json_decref(j);
 	}
+	/* Nothing enforces a fleet's limit yet: refused, never stored. */
+	j = json_loads("{\"id\": 1, \"match\": \"uid=*\", \"rates\": [\"1/s\"], \"fleet\": true}", 0, NULL);
+	assert_int_equal(fc_policy_from_json(j, &p, field, &err), -1);
+	assert_string_equal(field, "fleet");
+	assert_string_equal(err.msg, "fleet: expected false (this freqctl enforces no fleet-wide limit yet)");
+	json_decref(j);
 	j = json_loads("{\"id\": 1, \"match\": \"uid=*\", \"rates\": [\"1/s\"], \"fleet\": 1}", 0, NULL);
 	assert_int_equal(fc_policy_from_json(j, &p, field, &err), -1);
 	assert_string_equal(field, "fleet");
-	assert_string_equal(err.msg, "fleet: expected true or false");
 	json_decref(j);
 	j = json_loads("{\"id\": 1, \"match\": \"uid=*\", \"rates\": [\"1/s\"], \"show_keys\": \"yes\"}", 0, NULL);
 	assert_int_equal(fc_policy_from_json(j, &p, field, &err), -1);
