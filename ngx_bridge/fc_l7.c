@@ -2427,7 +2427,7 @@ void fc_l7_decide(const struct fc_l7_index *ix, const struct fc_l7_req *rq, uint
 	__u64 *st_stack[FC_L7_MATCHES], **st = st_stack;
 	struct fc_l7_place pl_stack[FC_L7_MATCHES], *pl = pl_stack;
 	__u64 tg_stack[FC_L7_MATCHES], *tg = tg_stack;
-	__u64 wait, longest = 0;
+	__u64 wait, longest = 0, t;
 	size_t n, i, j, longest_at = 0, np = 0;
 	enum fc_admit r;
 	uint32_t gen, kn;
@@ -2461,7 +2461,6 @@ void fc_l7_decide(const struct fc_l7_index *ix, const struct fc_l7_req *rq, uint
 	for (i = 0; i < n; i++) {
 		const struct fc_l7_policy *p = &ix->pol[m[i]];
 		struct fc_shm_slot *s = &ix->slots[p->slot];
-		__u64 t;
 
 		st[i] = NULL;
 		k[i] = NULL;
