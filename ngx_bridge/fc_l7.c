@@ -95,6 +95,15 @@ static inline struct fc_l7_str fc_uri_path(struct fc_l7_str u)
 	return u;
 }
 
+/* A fleet algorithm's local one: what its tier is checked as. */
+static uint8_t fc_algo_base(uint8_t algo)
+{
+	return algo == FC_ALGO_FLEET_WINDOW  ? FC_ALGO_WINDOW :
+	       algo == FC_ALGO_FLEET_SLIDING ? FC_ALGO_SLIDING :
+	       algo == FC_ALGO_FLEET_GCRA    ? FC_ALGO_GCRA :
+					       algo;
+}
+
 static bool fc_tier_ok(uint8_t algo, const struct fc_tier *t)
 {
 	if (!t->unit_ns || t->unit_ns > FC_UNIT_MAX || !t->limit || t->limit > FC_RATE_MAX || !t->interval_ns ||
@@ -227,7 +236,48 @@ static uint64_t fc_key_lead(const struct fc_l7_policy *p)
 		if (t > h)
 			h = t;
 	}
+	/* A fleet key's entry holds its credit until its window has ended on
+	 * the fleet's clock (offset) and its lease credit has lapsed: never idle
+	 * before (doc/fleet-design.md 5.3). */
+	if (p->fleet && __builtin_add_overflow(h, p->tier[0].unit_ns + p->lease_ns +
+						   (uint64_t)(p->fleet_clock_ns < 0 ? -p->fleet_clock_ns : p->fleet_clock_ns),
+					       &h))
+		h = UINT64_MAX / 2;
 	return h;
+}
+
+/* The most a test's clock offset may be (the config file's
+ * fleet_clock_ns; 0 outside tests). */
+#define FC_FLEET_CLOCK_MAX (86400LL * (int64_t)FC_NS_PER_SEC)
+
+/* Reads a fleet policy's tail (struct fc_shm_fleet, at *p) into pol: one
+ * rate, no cap, warm-up or delay (the loader refuses them: the words are
+ * the fleet's), splits whose segments a node set can have (r < 1024). */
+static bool fc_fleet_read(const struct fc_l7_index *ix, const struct fc_shm_policy *sp, const uint8_t **p,
+			  const uint8_t *end, struct fc_l7_policy *pol)
+{
+	struct fc_shm_fleet f;
+	int64_t clk = ix->hdr->fleet_clock_ns;
+	int i;
+
+	if (sp->ntiers != 1 || sp->concurrency || sp->warmup_ms || sp->action == FC_ACTION_DELAY ||
+	    (size_t)(end - *p) < sizeof(f) || clk > FC_FLEET_CLOCK_MAX || clk < -FC_FLEET_CLOCK_MAX)
+		return false;
+	memcpy(&f, *p, sizeof(f)); /* read once: what is checked is what is used */
+	*p += sizeof(f);
+	for (i = 0; i < 2; i++)
+		if (f.split[i].seg_lo > f.split[i].seg_hi || f.split[i].seg_hi > (1024ULL << 32) ||
+		    f.split[i].base > FC_RATE_MAX || f.split[i].interval_ns > FC_FLEET_INTERVAL_MAX)
+			return false;
+	if (sp->algo == FC_ALGO_FLEET_GCRA && (f.lease_ns < FC_MS_NS || f.lease_ns > FC_UNIT_MAX))
+		return false;
+	pol->fleet = true;
+	memcpy(pol->split, f.split, sizeof(pol->split));
+	pol->lease_ns = f.lease_ns;
+	pol->fixed_u = f.fixed_u;
+	pol->fleet_clock_ns = clk;
+	pol->fleet_fresh_ns = ix->hdr->fleet_fresh_ns;
+	return true;
 }
 
 /* Reads a policy item of len bytes at it; its fixed part is copied first. */
@@ -243,7 +293,8 @@ static bool fc_policy_read(struct fc_l7_index *ix, const uint8_t *it, size_t len
 		return false;
 	memcpy(&sp, it, sizeof(sp));
 	if (!sp.slot || sp.slot >= ix->nslots || (!sp.ntiers && !sp.concurrency) || sp.ntiers > FC_MAX_TIERS || !sp.ndims ||
-	    sp.ndims > FC_SHM_MAX_DIMS || sp.algo > FC_ALGO_SLIDING || sp.action > FC_ACTION_DELAY)
+	    sp.ndims > FC_SHM_MAX_DIMS || sp.algo > FC_ALGO_FLEET_GCRA || sp.action > FC_ACTION_DELAY ||
+	    !(sp.flags & FC_SHM_POLICY_FLEET) != (sp.algo < FC_ALGO_FLEET_WINDOW))
 		return false;
 	memset(pol, 0, sizeof(*pol));
 	pol->id = sp.id;
@@ -263,9 +314,11 @@ static bool fc_policy_read(struct fc_l7_index *ix, const uint8_t *it, size_t len
 	pol->concurrency = sp.concurrency;
 	for (i = 0; i < sp.ntiers; i++) {
 		pol->tier[i] = sp.tier[i];
-		if (!fc_tier_ok(sp.algo, &pol->tier[i]))
+		if (!fc_tier_ok(fc_algo_base(sp.algo), &pol->tier[i]))
 			return false;
 	}
+	if ((sp.flags & FC_SHM_POLICY_FLEET) && !fc_fleet_read(ix, &sp, &p, end, pol))
+		return false;
 	/* A GCRA policy's generation (the tag its words carry, fc_limit.h)
 	 * and rescale; the algorithm says whether words carry one. */
 	if (sp.algo == FC_ALGO_GCRA)
@@ -294,7 +347,13 @@ static bool fc_policy_read(struct fc_l7_index *ix, const uint8_t *it, size_t len
 		return false;
 	pol->show_keys = pol->keyed && (sp.flags & FC_SHM_POLICY_SHOW_KEYS);
 	pol->key_lead_ns = fc_key_lead(pol);
-	if (pol->keyed) {
+	if (pol->keyed && pol->fleet) { /* one identity across the fleet: the store's id, not the slot */
+		uint64_t fk[2];
+
+		memcpy(fk, ix->hdr->fleet_secret, sizeof(fk));
+		fc_sip_init(&pol->key_sip, fk);
+		fc_sip_word(&pol->key_sip, (uint64_t)pol->id << 32 | pol->epoch);
+	} else if (pol->keyed) {
 		fc_sip_init(&pol->key_sip, ix->key_secret);
 		fc_sip_word(&pol->key_sip, (uint64_t)pol->epoch << 32 | pol->slot);
 	}
@@ -570,6 +629,7 @@ int fc_l7_build(const void *base, size_t size, void *state, size_t state_size, s
 	ix->slots = (struct fc_shm_slot *)((char *)state + FC_STATE_SLOTS_OFF);
 	ix->nslots = FC_SHM_SLOTS;
 	ix->ring = (struct fc_shm_ring *)((char *)state + FC_STATE_RING_OFF);
+	ix->fleet_ring = (struct fc_shm_fleet_ring *)((char *)state + FC_STATE_FLEET_OFF);
 	ix->state_hdr = state;
 	ix->keys = (struct fc_shm_key *)((char *)state + FC_STATE_KEYS_OFF);
 	ix->nkeys = fc_state_nkeys(state_size);
@@ -1064,15 +1124,34 @@ static uint64_t fc_key_horizon(const struct fc_l7_policy *p, uint64_t now)
 	return fc_key_after(now, p->key_lead_ns);
 }
 
+/* A fleet gcra key's bucket at now (maps/fc_fleet.h): tau_i = B_i T_i of
+ * its share of B in state[3]; made while now < fresh + tau_i (the state was
+ * made anew), it starts empty at the node's birth: TAT = fresh + tau_i. */
+static void fc_key_fresh_gcra(__u64 *state, const struct fc_l7_policy *p, __u64 tag, __u64 now)
+{
+	const struct fc_fleet_split *sp;
+	__u64 tau;
+
+	now += (__u64)p->fleet_clock_ns;
+	sp = fc_fleet_split_of(p->split, now / p->tier[0].unit_ns);
+	if (__builtin_mul_overflow(fc_fleet_share(sp, fc_fleet_point(tag)), sp->interval_ns, &tau) || tau > FC_ROOM_MAX)
+		tau = FC_ROOM_MAX;
+	state[3] = tau;
+	state[0] = now < p->fleet_fresh_ns + tau ? p->fleet_fresh_ns + tau : 0;
+}
+
 /* A new key's words: empty, of p's generation (a charge of it denies a
- * GCRA word of another), its count of places 0. */
-static void fc_key_fresh(__u64 *state, const struct fc_l7_policy *p)
+ * GCRA word of another), its count of places 0. A fleet window or sliding
+ * key's zeros are of no window: its first charge rolls it over. */
+static void fc_key_fresh(__u64 *state, const struct fc_l7_policy *p, __u64 tag, __u64 now)
 {
 	int i;
 
 	memset(state, 0, FC_MAX_TIERS * sizeof(*state));
 	for (i = 0; i < p->ntiers && i < FC_MAX_TIERS && (p->lim.gen & FC_GEN_GCRA); i++)
 		state[i] = FC_TAG(&p->lim);
+	if (p->algo == FC_ALGO_FLEET_GCRA)
+		fc_key_fresh_gcra(state, p, tag, now);
 }
 
 /* The caps on p's keys (the agent's release records have none): a key
@@ -1114,7 +1193,7 @@ static struct fc_shm_key *fc_key_walk(const struct fc_l7_index *ix, const struct
 				    .ctx = &caps };
 	const struct fc_keytab kt = { ix->keys, ix->slots, ix->nkeys, ix->nslots };
 
-	fc_key_fresh(nk.state, p);
+	fc_key_fresh(nk.state, p, tag, now);
 	return fc_keytab_claim(&kt, tag, now, &nk);
 }
 
@@ -1576,6 +1655,140 @@ static void fc_bucket_adopt(const struct fc_l7_policy *p, __u64 *state, struct f
 		fc_key_hold(key, p, now);
 }
 
+/* ---- fleet policies (--fleet, maps/fc_fleet.h) ---- */
+
+/* The rollover of a fleet window or sliding word into window w at now:
+ * this node's share of it (of w - 1 too, for sliding's prev), worked out
+ * once per key and window. */
+static __attribute__((noinline)) int fc_fleet_roll(const struct fc_l7_policy *p, __u64 *state, __u32 u, __u64 now,
+						    __u64 w, struct fc_charge *ch)
+{
+	__u64 unit = p->tier[0].unit_ns, pn[2], sv, sw;
+	int ok;
+
+	if (p->algo == FC_ALGO_FLEET_WINDOW) {
+		ok = fc_fleet_window_roll(&state[0], w, fc_fleet_share_in(p->split, u, w, unit, p->fleet_fresh_ns, 0), 1,
+					  pn);
+		ch->prev[0] = pn[0];
+		ch->next[0] = pn[1];
+		return ok;
+	}
+	sv = fc_fleet_share_in(p->split, u, w - 1, unit, p->fleet_fresh_ns, unit);
+	sw = fc_fleet_share_in(p->split, u, w, unit, p->fleet_fresh_ns, unit);
+	return fc_fleet_slide_roll(&state[0], &state[2], unit, now, w, sv, sw, 1, &ch->prev[0], &ch->next[0]);
+}
+
+/* A fleet policy's charge of one request at now in state (its key's, tag;
+ * its slot's for a fixed key): 1 or 0. The overflow bucket refuses: a key
+ * past the caps would take a second share. Out of line: a policy without
+ * --fleet pays one test of p->fleet. ch->next[1]: gcra, the lease credit was
+ * charged. */
+static __attribute__((noinline)) int fc_fleet_charge(const struct fc_l7_policy *p, __u64 *state,
+						     const struct fc_shm_key *key, __u64 tag, __u64 now,
+						     struct fc_charge *ch, __u64 *wait)
+{
+	const struct fc_tier *t = &p->tier[0];
+	__u32 u = p->keyed ? fc_fleet_point(tag) : p->fixed_u;
+	__u64 w, tau;
+	int r, lease;
+
+	*wait = 0;
+	if (p->keyed && !key)
+		return 0;
+	now += (__u64)p->fleet_clock_ns;
+	w = now / t->unit_ns;
+	if (p->algo == FC_ALGO_FLEET_GCRA) {
+		tau = p->keyed ? __atomic_load_n(&state[3], __ATOMIC_RELAXED) :
+				 fc_fleet_share(fc_fleet_split_of(p->split, w), u) * fc_fleet_split_of(p->split, w)->interval_ns;
+		r = fc_fleet_gcra_try(state, fc_fleet_split_of(p->split, w)->interval_ns, tau < FC_ROOM_MAX ? tau : FC_ROOM_MAX,
+				      now / p->lease_ns, now, 1, &ch->prev[0], &ch->next[0], &lease);
+		ch->next[1] = (__u64)lease;
+		return r;
+	}
+	if (p->algo == FC_ALGO_FLEET_WINDOW)
+		r = fc_fleet_window_try(&state[0], w, 1, &ch->prev[0], &ch->next[0]);
+	else
+		r = fc_fleet_slide_try(&state[0], t->unit_ns, now, w, 1, &ch->prev[0], &ch->next[0]);
+	return r == FC_FLEET_ROLL ? fc_fleet_roll(p, state, u, now, w, ch) : r;
+}
+
+/* Gives back what fc_fleet_charge took. */
+static __attribute__((noinline, cold)) void fc_fleet_refund(const struct fc_l7_policy *p, __u64 *state,
+							     const struct fc_charge *ch)
+{
+	if (p->algo == FC_ALGO_FLEET_WINDOW)
+		fc_fleet_window_refund(&state[0], 1, ch->prev[0], ch->next[0]);
+	else if (p->algo == FC_ALGO_FLEET_SLIDING)
+		fc_fleet_slide_refund(&state[0], 1, ch->prev[0], ch->next[0]);
+	else
+		fc_fleet_gcra_refund(state, (int)ch->next[1], 1, ch->prev[0], ch->next[0]);
+}
+
+/* Gives back p's charge ch of bucket state. */
+static inline void fc_refund(const struct fc_l7_policy *p, __u64 *state, const struct fc_charge *ch)
+{
+	if (__builtin_expect(p->fleet, 0))
+		fc_fleet_refund(p, state, ch);
+	else
+		fc_limit_refund(p->algo, p->ntiers, state, 1, ch);
+}
+
+/* A fleet key refused at now (key: its entry; NULL for a fixed key, whose
+ * bucket is its slot's): its demand word marks the window (the lease
+ * window for gcra), and the first refusal of a key in a window reports it
+ * on the fleet ring (one fetch-and-add, no wait), so that the agent asks
+ * for credit. A fixed key's slot the agent reads every round; a request
+ * the overflow refused has no entry to mark. */
+static __attribute__((noinline, cold)) void fc_fleet_refused(const struct fc_l7_index *ix,
+							      const struct fc_l7_policy *p, struct fc_shm_key *key,
+							      __u64 *st, __u64 now)
+{
+	struct fc_shm_fleet_entry *e;
+	__u64 w, idx;
+
+	if (!st || (p->keyed && !key))
+		return;
+	now += (__u64)p->fleet_clock_ns;
+	w = p->algo == FC_ALGO_FLEET_GCRA ? now / p->lease_ns : now / p->tier[0].unit_ns;
+	if (!fc_fleet_demand(&st[1], w) || !key)
+		return;
+	idx = __atomic_fetch_add(&ix->fleet_ring->head, 1, __ATOMIC_RELAXED);
+	e = &ix->fleet_ring->e[idx & (FC_SHM_FLEET_RING_SIZE - 1)];
+	__atomic_store_n(&e->seq, 0, __ATOMIC_RELAXED);
+	e->tag = __atomic_load_n(&key->tag, __ATOMIC_RELAXED);
+	e->index = (__u32)(key - ix->keys);
+	e->slot = p->slot;
+	e->epoch = p->epoch;
+	e->window = (__u32)FC_FLEET_LABEL(w);
+	__atomic_store_n(&e->seq, idx + 1, __ATOMIC_RELEASE);
+}
+
+/* What a fleet bucket tells a client: the fleet's N, this node's credit
+ * left in the window (sliding: its room; gcra: the bucket's tokens and the
+ * lease credit), and until the window ends (gcra: an interval). */
+static void fc_fleet_view(const struct fc_l7_policy *p, const __u64 *st, __u64 now, struct fc_l7_result *res)
+{
+	const struct fc_tier *t = &p->tier[0];
+	__u64 w, iv;
+
+	now += (__u64)p->fleet_clock_ns;
+	w = now / t->unit_ns;
+	res->limit = t->limit;
+	res->window_s = t->unit_ns / FC_NS_PER_SEC;
+	res->retry_ns = t->unit_ns - now % t->unit_ns;
+	if (p->algo == FC_ALGO_FLEET_WINDOW) {
+		res->remaining = fc_fleet_credit(st[0], w);
+	} else if (p->algo == FC_ALGO_FLEET_SLIDING) {
+		res->remaining = FC_FLEET_SLIDE_W(st[0]) == FC_FLEET_SLABEL(w) ? FC_FLEET_SLIDE_ROOM(st[0]) : 0;
+	} else {
+		iv = fc_fleet_split_of(p->split, w)->interval_ns;
+		res->remaining = fc_fleet_gcra_tokens(st[0], iv, st[3], now) + fc_fleet_credit(st[2], now / p->lease_ns);
+		res->retry_ns = iv ? iv : res->retry_ns;
+	}
+	if (res->remaining)
+		res->retry_ns = 0;
+}
+
 /* One policy's charge: every tier or none (1 or 0); for delay, the wait.
  * FC_CHARGE_REGEN: a word of limits before a change of p's rates, nothing
  * charged (fc_bucket_adopt, then again). */
@@ -1628,6 +1841,11 @@ static void fc_result_limits(const struct fc_l7_policy *p, const __u64 *state, u
 {
 	struct fc_limit_view v;
 
+	if (p->fleet) {
+		res->policy = p->id;
+		fc_fleet_view(p, state, now, res);
+		return;
+	}
 	fc_limit_view(p->algo, p->ntiers, &p->lim, state, now, fc_l7_queue(p), &v);
 	res->policy = p->id;
 	res->limit = v.limit;
@@ -2052,13 +2270,14 @@ FC_HOT enum fc_admit fc_charge_bucket(const struct fc_l7_index *ix, const struct
 	pl->where = 0;
 	for (tries = 0; tries < 3; tries++) {
 		*st = fc_bucket(ix, p, s, tag, t, key);
-		ok = fc_charge(p, *st, now, ch, wait);
+		ok = __builtin_expect(p->fleet, 0) ? fc_fleet_charge(p, *st, *key, tag, t, ch, wait) :
+						     fc_charge(p, *st, now, ch, wait);
 		if (__builtin_expect(ok != 1, 0) &&
 		    (ok != FC_CHARGE_REGEN || fc_charge_brought(p, *st, *key, now, ch, wait) != 1))
 			return FC_DENY_RATE;
 		if (p->concurrency &&
 		    !fc_place_take(p, s, *key, *key ? (uint32_t)(*key - ix->keys) : 0, tag, rq->holder, pl)) {
-			fc_limit_refund(p->algo, p->ntiers, *st, 1, ch);
+			fc_refund(p, *st, ch);
 			return FC_DENY_CONC;
 		}
 		if (!*key || __atomic_load_n(&(*key)->tag, __ATOMIC_SEQ_CST) == tag) {
@@ -2068,7 +2287,7 @@ FC_HOT enum fc_admit fc_charge_bucket(const struct fc_l7_index *ix, const struct
 		}
 		if (pl->where)
 			fc_place_undo(p, s, *key, rq->holder, pl, t);
-		fc_limit_refund(p->algo, p->ntiers, *st, 1, ch);
+		fc_refund(p, *st, ch);
 	}
 	*st = NULL; /* charged nowhere: pass, as a policy gone meanwhile would */
 	*key = NULL;
@@ -2256,8 +2475,10 @@ void fc_l7_decide(const struct fc_l7_index *ix, const struct fc_l7_req *rq, uint
 		}
 		for (j = 0; j < i; j++)
 			if (st[j])
-				fc_limit_refund(ix->pol[m[j]].algo, ix->pol[m[j]].ntiers, st[j], 1, &ch[j]);
+				fc_refund(&ix->pol[m[j]], st[j], &ch[j]);
 		fc_ix_places_give(ix, rq->holder, pl, np, t);
+		if (p->fleet && r == FC_DENY_RATE)
+			fc_fleet_refused(ix, p, k[i], st[i], t);
 		kn = fc_count_denied(s, k[i], r);
 		fc_val_check(ix, p, rq, tg[i], k[i], FC_VAL_DUE_DENY(kn), t);
 		fc_report(ix, p, rq);
@@ -2293,6 +2514,8 @@ void fc_l7_decide(const struct fc_l7_index *ix, const struct fc_l7_req *rq, uint
 		} else {
 			kn = fc_count_denied(s, lk, r);
 			fc_val_check(ix, p, rq, tg[i], lk, FC_VAL_DUE_DENY(kn), now);
+			if (p->fleet && r == FC_DENY_RATE)
+				fc_fleet_refused(ix, p, lk, lst, now);
 			res->would_deny++;
 		}
 		if (p->keyed && !keyed) {
