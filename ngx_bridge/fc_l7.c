@@ -238,11 +238,18 @@ static uint64_t fc_key_lead(const struct fc_l7_policy *p)
 	}
 	/* A fleet key's entry holds its credit until its window has ended on
 	 * the fleet's clock (offset) and its lease credit has lapsed: never idle
-	 * before (doc/fleet-design.md 5.3). */
-	if (p->fleet && __builtin_add_overflow(h, p->tier[0].unit_ns + p->lease_ns +
-						   (uint64_t)(p->fleet_clock_ns < 0 ? -p->fleet_clock_ns : p->fleet_clock_ns),
-					       &h))
-		h = UINT64_MAX / 2;
+	 * before (doc/fleet-design.md 5.3); a gcra one's TAT may lead by its own
+	 * tau_i + T_i, T_i longer than the fleet's T. */
+	if (p->fleet) {
+		for (i = 0; i < 2; i++)
+			if (__builtin_mul_overflow(p->split[i].interval_ns, p->split[i].base + 2, &t) ||
+			    __builtin_add_overflow(h, t, &h))
+				h = UINT64_MAX / 2;
+		if (__builtin_add_overflow(h, p->tier[0].unit_ns + p->lease_ns +
+						      (uint64_t)(p->fleet_clock_ns < 0 ? -p->fleet_clock_ns : p->fleet_clock_ns),
+					   &h))
+			h = UINT64_MAX / 2;
+	}
 	return h;
 }
 
@@ -1124,18 +1131,27 @@ static uint64_t fc_key_horizon(const struct fc_l7_policy *p, uint64_t now)
 	return fc_key_after(now, p->key_lead_ns);
 }
 
-/* A fleet gcra key's bucket at now (maps/fc_fleet.h): tau_i = B_i T_i of
- * its share of B in state[3]; made while now < fresh + tau_i (the state was
- * made anew), it starts empty at the node's birth: TAT = fresh + tau_i. */
+/* tau_i = B_i T_i of a fleet gcra key whose point is u, in window w:
+ * its share of B times the split's T_i, saturating at FC_ROOM_MAX. */
+static __u64 fc_fleet_tau(const struct fc_l7_policy *p, __u32 u, __u64 w)
+{
+	const struct fc_fleet_split *sp = fc_fleet_split_of(p->split, w);
+	__u64 tau;
+
+	if (__builtin_mul_overflow(fc_fleet_share(sp, u), sp->interval_ns, &tau) || tau > FC_ROOM_MAX)
+		return FC_ROOM_MAX;
+	return tau;
+}
+
+/* A fleet gcra key's bucket at now (maps/fc_fleet.h): tau_i in state[3];
+ * made while now < fresh + tau_i (the state was made anew), it starts
+ * empty at the node's birth: TAT = fresh + tau_i. */
 static void fc_key_fresh_gcra(__u64 *state, const struct fc_l7_policy *p, __u64 tag, __u64 now)
 {
-	const struct fc_fleet_split *sp;
 	__u64 tau;
 
 	now += (__u64)p->fleet_clock_ns;
-	sp = fc_fleet_split_of(p->split, now / p->tier[0].unit_ns);
-	if (__builtin_mul_overflow(fc_fleet_share(sp, fc_fleet_point(tag)), sp->interval_ns, &tau) || tau > FC_ROOM_MAX)
-		tau = FC_ROOM_MAX;
+	tau = fc_fleet_tau(p, fc_fleet_point(tag), now / p->tier[0].unit_ns);
 	state[3] = tau;
 	state[0] = now < p->fleet_fresh_ns + tau ? p->fleet_fresh_ns + tau : 0;
 }
@@ -1698,8 +1714,7 @@ static __attribute__((noinline)) int fc_fleet_charge(const struct fc_l7_policy *
 	now += (__u64)p->fleet_clock_ns;
 	w = now / t->unit_ns;
 	if (p->algo == FC_ALGO_FLEET_GCRA) {
-		tau = p->keyed ? __atomic_load_n(&state[3], __ATOMIC_RELAXED) :
-				 fc_fleet_share(fc_fleet_split_of(p->split, w), u) * fc_fleet_split_of(p->split, w)->interval_ns;
+		tau = p->keyed ? __atomic_load_n(&state[3], __ATOMIC_RELAXED) : fc_fleet_tau(p, u, w);
 		r = fc_fleet_gcra_try(state, fc_fleet_split_of(p->split, w)->interval_ns, tau < FC_ROOM_MAX ? tau : FC_ROOM_MAX,
 				      now / p->lease_ns, now, 1, &ch->prev[0], &ch->next[0], &lease);
 		ch->next[1] = (__u64)lease;

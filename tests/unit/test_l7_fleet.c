@@ -315,6 +315,26 @@ static void test_fleet_gcra(void **state)
 	assert_int_equal(fc_passes(t, "uid=a", W0 + 2 * SEC, 3), 1);
 }
 
+/* A fleet gcra key's entry is not idle while its TAT can lead: a node's
+ * T_i (here 10 s: a small share of the fleet's 10/s) is far longer than
+ * the fleet's T, and a key taken back too soon would start a full bucket. */
+static void test_fleet_gcra_hold(void **state)
+{
+	struct fc_t *t = *state;
+	struct fc_fleet_split sp[2] = { { .from = 0, .base = 2, .interval_ns = 10 * SEC }, { .from = FC_FLEET_NEVER } };
+	struct fc_shm_key *e;
+
+	fc_policy(t, 1, "uid=*", "10/s", "drop", 20, 0);
+	fc_publish(t);
+	fc_fleet_item(t, FC_ALGO_FLEET_GCRA, sp, 200 * MS, 0, 0, 0);
+	assert_int_equal(fc_passes(t, "uid=a", W0 + SEC, 3), 2);
+	e = fc_entry(t, fc_fleet_tag(1, fc_ix_policy(t, 1)->epoch, "a"));
+	assert_non_null(e);
+	/* TAT 21 s, tau_i 20 s: held at least until the bucket is full again */
+	assert_int_equal(e->state[0], W0 + 21 * SEC);
+	assert_true(e->idle_ns >= e->state[0] + e->state[3]);
+}
+
 /* A dry run (action log) takes part in leasing: it passes, counts what it
  * would refuse, and marks and reports its demand. */
 static void test_fleet_log_demands(void **state)
@@ -392,6 +412,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_fleet_fixed_key, fc_setup, fc_teardown),
 		cmocka_unit_test_setup_teardown(test_fleet_sliding, fc_setup, fc_teardown),
 		cmocka_unit_test_setup_teardown(test_fleet_gcra, fc_setup, fc_teardown),
+		cmocka_unit_test_setup_teardown(test_fleet_gcra_hold, fc_setup, fc_teardown),
 		cmocka_unit_test_setup_teardown(test_fleet_log_demands, fc_setup, fc_teardown),
 		cmocka_unit_test_setup_teardown(test_fleet_item_refused, fc_setup, fc_teardown),
 	};
