@@ -94,6 +94,8 @@ enum fc_stmt_id {
 	FC_SQL_FLEET_AT,
 	FC_SQL_FLEET_PURGE,
 	FC_SQL_FLEET_WEIGHT,
+	FC_SQL_FLEET_ALL,
+	FC_SQL_FLEET_ANY,
 	FC_SQL_MAX,
 };
 
@@ -199,6 +201,8 @@ static const char *fc_sql[FC_SQL_MAX] = {
 	[FC_SQL_FLEET_PURGE] = "DELETE FROM fleet_nodes WHERE until IS NOT NULL AND until <= ?1",
 	/* The weight a node has from its last change on (its open row). */
 	[FC_SQL_FLEET_WEIGHT] = "SELECT weight FROM fleet_nodes WHERE name = ?1 AND until IS NULL",
+	[FC_SQL_FLEET_ALL] = "SELECT name, no, weight, since, until FROM fleet_nodes ORDER BY no, since",
+	[FC_SQL_FLEET_ANY] = "SELECT count(*) FROM policies WHERE fleet = 1",
 	[FC_SQL_EPOCH_NEXT] = "UPDATE meta SET value = value % 4294967295 + 1 WHERE key = 'epoch' RETURNING value",
 	/* The change log (see the schema): its store's id, how far it was
 	 * pruned, its last change. */
@@ -1891,6 +1895,23 @@ int fc_store_fleet_nodes_at(struct fc_store *st, int64_t at_ms, struct fc_fleet_
 {
 	return fc_collect(st, FC_SQL_FLEET_AT, FC_ARGS(FC_INT(at_ms)), sizeof(**rows), fc_fleet_node_read,
 			  "reading the fleet's nodes", (void **)rows, n, err);
+}
+
+int fc_store_fleet_nodes_all(struct fc_store *st, struct fc_fleet_node **rows, size_t *n, struct fc_err *err)
+{
+	return fc_collect(st, FC_SQL_FLEET_ALL, FC_NO_ARGS, sizeof(**rows), fc_fleet_node_read,
+			  "reading the fleet's nodes", (void **)rows, n, err);
+}
+
+int fc_store_fleet_policies(struct fc_store *st, size_t *n, struct fc_err *err)
+{
+	int64_t v = 0;
+	bool found;
+
+	if (fc_query_int(st, FC_SQL_FLEET_ANY, FC_NO_ARGS, &v, &found, "counting fleet policies", err) < 0)
+		return -1;
+	*n = (size_t)v;
+	return 0;
 }
 
 int fc_store_fleet_nodes_purge(struct fc_store *st, int64_t before_ms, size_t *n, struct fc_err *err)

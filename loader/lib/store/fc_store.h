@@ -194,6 +194,10 @@ int fc_store_fleet_node_set(struct fc_store *st, const char *name, uint32_t weig
 /* The set at at_ms, by number. The caller frees *rows. */
 int fc_store_fleet_nodes_at(struct fc_store *st, int64_t at_ms, struct fc_fleet_node **rows, size_t *n,
 			    struct fc_err *err);
+/* Every row, history too, by number then since. The caller frees *rows. */
+int fc_store_fleet_nodes_all(struct fc_store *st, struct fc_fleet_node **rows, size_t *n, struct fc_err *err);
+/* How many policies are the fleet's (--fleet). */
+int fc_store_fleet_policies(struct fc_store *st, size_t *n, struct fc_err *err);
 /* Deletes the rows that ended at or before before_ms; *n how many. */
 int fc_store_fleet_nodes_purge(struct fc_store *st, int64_t before_ms, size_t *n, struct fc_err *err);
 
