@@ -156,6 +156,12 @@ struct fc_agent {
 	bool prepared;               /* the store exists and holds this node's weight (and fleet row) */
 	int64_t version;             /* the store's data_version last published */
 	int64_t next_expiry;         /* unix time of the next ban expiry, 0: none */
+	/* Fleet policies: unix ms from which the published splits may be stale
+	 * (0: never), when everything is published again; and what the last
+	 * publish says the fleet leases with (fc_fleet_split.h), for the lease
+	 * engine. */
+	int64_t fleet_refresh_ms;
+	struct fc_fleet_cfg fleet_cfg;
 	bool failing;                /* the last publish failed: retrying */
 	int backoff;                 /* ms until the next retry */
 	int rechecks;                /* quick looks left after an inotify event */
@@ -463,9 +469,15 @@ static int64_t fc_agent_publish(struct fc_agent *a, const char *why, struct fc_e
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	if (fc_agent_begin(&pub, a, err) < 0)
 		goto fail;
-	pub.full = !strcmp(why, "SIGHUP"); /* SIGHUP: everything, as freqctl sync */
+	/* SIGHUP: everything, as freqctl sync; and the fleet's splits when a
+	 * node set published as the next one has become the current one. */
+	pub.full = !strcmp(why, "SIGHUP") || !strcmp(why, "fleet splits");
+	pub.want_fleet_cfg = true;
 	if (fc_publish_commit(&pub, err) < 0)
 		goto fail;
+	fc_fleet_cfg_free(&a->fleet_cfg);
+	a->fleet_cfg = pub.fleet_cfg;
+	a->fleet_refresh_ms = pub.fleet_refresh_ms;
 	/* Room for escalations: the rule maps' entries (policy keys too). */
 	a->nbans = (size_t)pub.res.cfg.n_exact4 + pub.res.cfg.n_exact6 + pub.res.cfg.n_pfx4 + pub.res.cfg.n_pfx6;
 	clock_gettime(CLOCK_MONOTONIC, &t1);
@@ -531,15 +543,17 @@ static int fc_agent_timeout(const struct fc_agent *a)
 {
 	int timeout = a->failing ? a->backoff : a->rechecks ? FC_AGENT_RECHECK_MS :
 			  a->esc.npol && a->esc.src ? FC_ESC_TICK_MS : FC_AGENT_FALLBACK_MS;
+	int64_t left, at = a->next_expiry * 1000; /* the first of a ban expiry and a fleet refresh */
 	struct timespec ts;
-	int64_t left;
 
-	if (a->failing || !a->next_expiry)
+	if (a->fleet_refresh_ms && (!at || a->fleet_refresh_ms < at))
+		at = a->fleet_refresh_ms;
+	if (a->failing || !at)
 		return timeout;
 	/* In ms from now, not from the whole second: that would wake up to a
 	 * second after the expiry. */
 	clock_gettime(CLOCK_REALTIME, &ts);
-	left = a->next_expiry * 1000 - ((int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000);
+	left = at - ((int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000);
 	return left < timeout ? left > 0 ? (int)left : 0 : timeout;
 }
 
@@ -580,6 +594,8 @@ static int fc_agent_step(struct fc_agent *a)
 		why = "clock stepped";
 	} else if (a->next_expiry && (int64_t)time(NULL) >= a->next_expiry) {
 		why = "ban expiry";
+	} else if (a->fleet_refresh_ms && fc_unix_ms() >= a->fleet_refresh_ms) {
+		why = "fleet splits";
 	} else if (fc_store_data_version(a->watch, &v, &err) < 0) {
 		fc_store_close(a->watch); /* lost (PostgreSQL restarting): reconnect on publish */
 		a->watch = NULL;
@@ -676,6 +692,7 @@ static void fc_agent_teardown(struct fc_agent *a)
 	if (a->state_fd >= 0)
 		close(a->state_fd);
 	fc_esc_free(&a->esc);
+	fc_fleet_cfg_free(&a->fleet_cfg);
 	if (a->ino >= 0)
 		close(a->ino);
 	if (a->clk >= 0)
