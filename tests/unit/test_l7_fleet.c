@@ -9,10 +9,11 @@
  * no share of the window it was made in; a charge refunded by a later
  * policy's refusal gives the credit back.
  *
- * The store and publisher of fleet policies are another piece of issue 29
- * (fleet29a): until they land, a test publishes the policy as a local one
- * and rewrites its item in the live block as the publisher will write it
- * (maps/fc_shm.h: FC_SHM_POLICY_FLEET, struct fc_shm_fleet before the dims).
+ * Most cases rewrite a local policy's published item as a fleet item
+ * (maps/fc_shm.h: FC_SHM_POLICY_FLEET, struct fc_shm_fleet before the
+ * dims) to set the split they need and inject the clock; the last goes
+ * through the store and the publisher as freqctl does, node by node, and
+ * checks that the fleet admits N per key across its nodes.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -20,9 +21,13 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 #include <cmocka.h>
 
+#include "fc_clock.h"
 #include "fc_fleet.h"
+#include "fc_fleet_split.h"
+#include "fc_source.h"
 #include "fc_test.h"
 #include "fc_test_l7.h"
 
@@ -401,6 +406,63 @@ static void test_fleet_item_refused(void **state)
 	}
 }
 
+/* Publishes t's store as fleet node name, as the agent does (the fleet's
+ * view read at the time), maps both files and builds the index. */
+static void fc_fleet_publish(struct fc_t *t, const char *name)
+{
+	struct fc_node_ctx node = fc_node_here(1);
+	struct fc_fleet_view v;
+	struct fc_shm_result res;
+	struct fc_source src;
+	struct fc_err err;
+
+	fc_unmap(t);
+	if (fc_fleet_read(t->st, name, fc_unix_ms(), &v, &err) < 0)
+		fail_msg("%s", err.msg);
+	node.fleet = &v;
+	fc_source_init(&src, t->st, time(NULL), &node);
+	if (fc_shm_publish(t->shm, t->group, 0, &src, &res, &err) < 0)
+		fail_msg("%s", err.msg);
+	fc_source_free(&src);
+	fc_fleet_view_free(&v);
+	fc_map(t->shm, &t->base, &t->size);
+	fc_map(t->state_path, &t->state, &t->state_size);
+	assert_int_equal(fc_build(t, t->base, t->size), 0);
+}
+
+/* uid=* 3/m --fleet over four nodes of one weight, published by freqctl's
+ * own store and publisher as each node in turn, each node's requests in a
+ * window of its own (the key table carries over): for every key the four
+ * nodes admit exactly 3 between them, three of them one each. */
+static void test_fleet_published_four_nodes(void **state)
+{
+	struct fc_t *t = *state;
+	struct fc_policy_spec ps = { .id = 1, .algo = FC_ALGO_WINDOW, .fleet = true };
+	int64_t now = fc_unix_ms();
+	/* two minutes on: windows that start after the state file is made */
+	__u64 w0 = ((__u64)now / 60000 + 2) * MIN;
+	int got[100] = { 0 }, i, k;
+	char name[8], req[32];
+	struct fc_err err;
+
+	fc_policy_put(t, &ps, "uid=*", "3/m");
+	for (k = 1; k <= 4; k++) {
+		snprintf(name, sizeof(name), "n%d", k);
+		assert_int_equal(fc_store_fleet_node_set(t->st, name, 250000, now - 2 * 86400000, &err), 0);
+	}
+	for (k = 0; k < 4; k++) {
+		snprintf(name, sizeof(name), "n%d", k + 1);
+		fc_fleet_publish(t, name);
+		assert_true(fc_ix_policy(t, 1)->fleet);
+		for (i = 0; i < 100; i++) {
+			snprintf(req, sizeof(req), "uid=u%d", i);
+			got[i] += fc_passes(t, req, w0 + (__u64)k * MIN + SEC, 3);
+		}
+	}
+	for (i = 0; i < 100; i++)
+		assert_int_equal(got[i], 3);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -415,6 +477,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_fleet_gcra_hold, fc_setup, fc_teardown),
 		cmocka_unit_test_setup_teardown(test_fleet_log_demands, fc_setup, fc_teardown),
 		cmocka_unit_test_setup_teardown(test_fleet_item_refused, fc_setup, fc_teardown),
+		cmocka_unit_test_setup_teardown(test_fleet_published_four_nodes, fc_setup, fc_teardown),
 	};
 
 	return fc_run_group("l7_fleet", tests, NULL, NULL);
