@@ -194,24 +194,32 @@ __attribute__((unused)) FC_SLOWPATH int fc_fleet_window_roll(__u64 *word, __u64 
 	return 0;
 }
 
-/* Gives back an admission of cost that moved the word from prev to next:
- * the credit comes back while the word is still next's window; a charge to
- * a window that has ended stays spent. */
-FC_INLINE void fc_fleet_window_refund(__u64 *word, __u64 cost, __u64 prev, __u64 next)
+/* Gives back cost to a word that a charge moved from prev to next, while
+ * its label (the bits from label_shift up) is still next's: the amount
+ * cnt_shift up (at most cnt_max) grows by cost, whatever others charged
+ * since; a charge to a window that has ended stays spent. */
+FC_INLINE void fc_fleet_give_back(__u64 *word, __u64 cost, __u64 prev, __u64 next, int label_shift, int cnt_shift,
+				  __u64 cnt_max)
 {
 	__u64 old;
 	int i;
 
-	if (FC_FLEET_WORD_W(prev) == FC_FLEET_WORD_W(next) && __sync_val_compare_and_swap(word, next, prev) == next)
+	if (prev >> label_shift == next >> label_shift && __sync_val_compare_and_swap(word, next, prev) == next)
 		return;
 	for (i = 0; i < FC_CAS_TRIES; i++) {
 		old = *(volatile __u64 *)word;
-		if (FC_FLEET_WORD_W(old) != FC_FLEET_WORD_W(next) ||
-		    FC_FLEET_WORD_CREDIT(old) > FC_FLEET_CREDIT_MAX - cost)
+		if (old >> label_shift != next >> label_shift || ((old >> cnt_shift) & cnt_max) + cost > cnt_max)
 			return;
-		if (__sync_val_compare_and_swap(word, old, old + cost) == old)
+		if (__sync_val_compare_and_swap(word, old, old + (cost << cnt_shift)) == old)
 			return;
 	}
+}
+
+/* Gives back an admission of cost that moved a window word from prev to
+ * next. */
+FC_INLINE void fc_fleet_window_refund(__u64 *word, __u64 cost, __u64 prev, __u64 next)
+{
+	fc_fleet_give_back(word, cost, prev, next, FC_FLEET_CREDIT_BITS, 0, FC_FLEET_CREDIT_MAX);
 }
 
 /* ---- demand: state[1] = w24 << 40 | FC_FLEET_WANTED ---- */
@@ -446,19 +454,7 @@ FC_INLINE int fc_fleet_slide_roll(__u64 *word, const __u64 *nw, __u64 unit_ns, _
 /* Gives back cost of room while the word is still next's window. */
 FC_INLINE void fc_fleet_slide_refund(__u64 *word, __u64 cost, __u64 prev, __u64 next)
 {
-	__u64 old;
-	int i;
-
-	if (FC_FLEET_SLIDE_W(prev) == FC_FLEET_SLIDE_W(next) && __sync_val_compare_and_swap(word, next, prev) == next)
-		return;
-	for (i = 0; i < FC_CAS_TRIES; i++) {
-		old = *(volatile __u64 *)word;
-		if (FC_FLEET_SLIDE_W(old) != FC_FLEET_SLIDE_W(next) ||
-		    FC_FLEET_SLIDE_ROOM(old) + cost > FC_SLIDE_COUNT_MAX)
-			return;
-		if (__sync_val_compare_and_swap(word, old, old + (cost << FC_SLIDE_COUNT_BITS)) == old)
-			return;
-	}
+	fc_fleet_give_back(word, cost, prev, next, FC_SLIDE_IDX_SHIFT, FC_SLIDE_COUNT_BITS, FC_SLIDE_COUNT_MAX);
 }
 
 /* Adds delta (signed) to window w's net word: a word of an earlier window
