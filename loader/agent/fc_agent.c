@@ -318,11 +318,12 @@ static void fc_agent_esc_reload(struct fc_agent *a)
 static void fc_agent_escalate(struct fc_agent *a)
 {
 	struct fc_ban_row bans[64];
+	bool made[64];
 	char text[FC_PREFIX_STRLEN];
 	struct fc_esc_stats st;
 	struct fc_publish pub;
 	struct fc_err err;
-	size_t nb, i, room = a->nbans < FC_MAX_BANS ? FC_MAX_BANS - a->nbans : 0;
+	size_t nb, nmade = 0, i, room = a->nbans < FC_MAX_BANS ? FC_MAX_BANS - a->nbans : 0;
 
 	nb = fc_esc_drain(&a->esc, (int64_t)time(NULL), room, bans, sizeof(bans) / sizeof(bans[0]), &st);
 	if (st.lost) {
@@ -355,20 +356,27 @@ static void fc_agent_escalate(struct fc_agent *a)
 		return;
 	if (fc_agent_begin(&pub, a, &err) < 0)
 		goto fail;
+	/* A ban made meanwhile that lasts longer (by hand, of no expiry) is kept:
+	 * an escalation never cuts one short. */
 	for (i = 0; i < nb; i++) {
-		if (fc_store_ban_put(pub.st, &bans[i], &err) < 0) {
+		if (fc_store_ban_extend(pub.st, &bans[i], &made[i], &err) < 0) {
 			fc_publish_abort(&pub);
 			goto fail;
 		}
+		nmade += made[i];
 	}
 	if (fc_publish_commit(&pub, &err) < 0)
 		goto fail;
-	a->nbans += nb;
-	__atomic_add_fetch(&a->cnt.escalations, nb, __ATOMIC_RELAXED);
+	a->nbans += nmade;
+	__atomic_add_fetch(&a->cnt.escalations, nmade, __ATOMIC_RELAXED);
 	for (i = 0; i < nb && !a->cfg->quiet; i++) {
 		fc_prefix_format(&bans[i].p, text);
-		fc_agent_log("escalated: %s banned at XDP/TC until %lld (refused too often by policy %u)", text,
-			     (long long)bans[i].expires, bans[i].by_policy);
+		if (made[i])
+			fc_agent_log("escalated: %s banned at XDP/TC until %lld (refused too often by policy %u)", text,
+				     (long long)bans[i].expires, bans[i].by_policy);
+		else
+			fc_agent_log("escalation: %s already banned for longer, kept (refused too often by policy %u)",
+				     text, bans[i].by_policy);
 	}
 	return;
 fail:

@@ -14,34 +14,60 @@
 #include "fc_feed.h"
 #include "fc_publish.h"
 #include "fc_rows_json.h"
+#include "fc_where.h"
 
 #define FC_IMPORT_MAX_ERRORS 20
 
 struct fc_ban_opt {
 	int64_t ttl; /* seconds; 0 = none */
+	bool force;
 };
 
 static const struct fc_opt fc_ban_add_opts[] = {
 	FC_OPTION("ttl", 0, FC_OPT_DURATION, struct fc_ban_opt, ttl, .arg = "DURATION",
 		  .help = "lift the ban after DURATION (90s, 10m, 1h, 7d, 1h30m)"),
+	FC_OPTION("force", 0, FC_OPT_FLAG, struct fc_ban_opt, force,
+		  .help = "replace a live ban that this one would lift sooner (no expiry, or a longer TTL)"),
 	FC_OPT_END,
 };
 
+/* How long a ban holds, and what it replaced: "for 1h", "(no expiry)",
+ * "for 1h (was: no expiry)", "(no expiry; was: 59m left)". */
+static void fc_ban_term(int64_t ttl, int64_t was, char *buf, size_t len)
+{
+	char dur[FC_DURATION_STRLEN], left[FC_DURATION_STRLEN + 16] = "";
+
+	fc_duration_format(ttl, dur);
+	if (was > 0)
+		fc_duration_format(was - (int64_t)time(NULL), left);
+	if (was >= 0)
+		strcat(left, was ? " left" : "no expiry");
+	if (ttl)
+		snprintf(buf, len, "for %s%s%s%s", dur, was >= 0 ? " (was: " : "", left, was >= 0 ? ")" : "");
+	else
+		snprintf(buf, len, "(no expiry%s%s)", was >= 0 ? "; was: " : "", left);
+}
+
 static int fc_ban_add(const struct fc_ctx *ctx, const struct fc_cmd *cmd, int argc, char **argv)
 {
-	char text[FC_BAN_TEXT_LEN], dur[FC_DURATION_STRLEN];
+	char text[FC_BAN_TEXT_LEN], term[2 * FC_DURATION_STRLEN + 32], where[768];
 	struct fc_err err;
 	struct fc_ban_opt opt = { 0 };
-	bool existed;
+	struct fc_where w;
+	int64_t was;
 	int rc;
 
 	fc_cmd_parse(cmd, argc, argv, &opt, NULL);
-	rc = fc_change_ban_put(ctx, argv[optind], opt.ttl, text, &existed, &err);
+	rc = fc_change_ban_put(ctx, argv[optind], opt.ttl, opt.force, text, &was, &err);
 	if ((rc = fc_cmd_changed(cmd, rc, text, &err)))
 		return rc;
-	fc_duration_format(opt.ttl, dur);
-	printf("%s %s%s%s\n", existed ? "re-banned" : "banned", text, opt.ttl ? " for " : " (no expiry)",
-	       opt.ttl ? dur : "");
+	fc_ban_term(opt.ttl, was, term, sizeof(term));
+	/* "banned" only where something enforces it. */
+	fc_where_read(ctx, &w);
+	if (fc_where_ban(ctx, &w, strncmp(text, "uid=", 4) != 0, where, sizeof(where)))
+		printf("%s %s %s: %s\n", was >= 0 ? "re-banned" : "banned", text, term, where);
+	else
+		printf("stored the ban of %s %s, enforced nowhere yet: %s\n", text, term, where);
 	return FC_EXIT_OK;
 }
 
@@ -89,6 +115,7 @@ struct fc_import_opt {
 	int64_t ttl;
 	const char *set;
 	bool json;
+	bool force;
 };
 
 static const struct fc_opt fc_ban_import_opts[] = {
@@ -96,6 +123,8 @@ static const struct fc_opt fc_ban_import_opts[] = {
 		  .help = "make ban set NAME exactly the file's bans (made if new)"),
 	FC_OPTION("ttl", 0, FC_OPT_DURATION, struct fc_import_opt, ttl, .arg = "DURATION",
 		  .help = "lift the bans after DURATION; with --set, the whole set lapses DURATION after this import"),
+	FC_OPTION("force", 0, FC_OPT_FLAG, struct fc_import_opt, force,
+		  .help = "without --set: replace bans that would last longer than --ttl says"),
 	FC_OPTION("json", 0, FC_OPT_FLAG, struct fc_import_opt, json, .help = "print what was done as JSON"),
 	FC_OPT_END,
 };
@@ -159,23 +188,27 @@ static int fc_import_read(const char *path, struct fc_feed *feed, const struct f
 	return bad ? -1 : 0;
 }
 
-/* The file's bans, by hand: added to those there are. */
+/* The file's bans, by hand: added to those there are; a ban there already
+ * that would last longer is kept (*longer of them) unless opt->force, as
+ * ban add keeps it. */
 static int fc_import_by_hand(const struct fc_ctx *ctx, const struct fc_import_opt *opt, const struct fc_feed *feed,
-			     struct fc_progress *prog, size_t *added, struct fc_err *err)
+			     struct fc_progress *prog, size_t *added, size_t *longer, struct fc_err *err)
 {
 	struct fc_store_progress sp = { .fn = fc_progress, .arg = prog, .total = feed->n };
 	struct fc_ban_counts before, after;
 	struct fc_publish pub;
+	size_t written;
 
 	if (fc_publish_begin(&pub, ctx, err) < 0)
 		return -1;
 	if (fc_store_ban_count(pub.st, pub.now, &before, err) < 0 ||
-	    fc_store_bans_put(pub.st, feed->v, feed->n, pub.now, opt->ttl ? fc_expires_after(opt->ttl) : 0, &sp,
-			      err) < 0 ||
+	    fc_store_bans_put(pub.st, feed->v, feed->n, pub.now, opt->ttl ? fc_expires_after(opt->ttl) : 0,
+			      opt->force, &sp, &written, err) < 0 ||
 	    fc_store_ban_count(pub.st, pub.now, &after, err) < 0)
 		goto abort;
 	fc_progress_end(prog, ", publishing...");
 	*added = after.addresses - before.addresses;
+	*longer = feed->n - written;
 	return fc_publish_commit(&pub, err);
 abort:
 	fc_publish_abort(&pub);
@@ -212,18 +245,20 @@ static int fc_ban_import(const struct fc_ctx *ctx, const struct fc_cmd *cmd, int
 	struct fc_feed feed = { 0 };
 	const char *path;
 	struct fc_err err;
-	size_t added = 0;
+	size_t added = 0, longer = 0;
 	int rc = FC_EXIT_FAILURE;
 
 	fc_cmd_parse(cmd, argc, argv, &opt, NULL);
 	path = argv[optind];
 	if (opt.set && fc_set_name_check(opt.set, &err) < 0)
 		fc_usage_error(cmd, "--set: %s", err.msg);
+	if (opt.set && opt.force)
+		fc_usage_error(cmd, "--force: only without --set (a set's bans lapse with the set)");
 	if (fc_import_read(path, &feed, &prog) < 0)
 		goto out;
 	fc_feed_sort(&feed);
 	if (opt.set ? fc_import_set(ctx, &opt, &feed, &prog, &res, &err) < 0 :
-		      fc_import_by_hand(ctx, &opt, &feed, &prog, &added, &err) < 0) {
+		      fc_import_by_hand(ctx, &opt, &feed, &prog, &added, &longer, &err) < 0) {
 		fc_progress_end(&prog, ""); /* the error on a line of its own */
 		fc_warn("ban import %s: %s%s", path, fc_priv_hint(), err.msg);
 		goto out;
@@ -231,16 +266,21 @@ static int fc_ban_import(const struct fc_ctx *ctx, const struct fc_cmd *cmd, int
 	rc = FC_EXIT_OK;
 	fc_duration_format(opt.ttl, dur);
 	if (opt.json)
-		rc = fc_json_print(json_pack("{s:s, s:s?, s:I, s:I, s:I, s:I, s:o}", "file", path, "set", opt.set,
+		rc = fc_json_print(json_pack("{s:s, s:s?, s:I, s:I, s:I, s:I, s:I, s:o}", "file", path, "set", opt.set,
 					     "entries", (json_int_t)feed.n,
 					     "added", (json_int_t)(opt.set ? res.added : added),
 					     "removed", (json_int_t)res.removed,
 					     "kept", (json_int_t)(opt.set ? res.kept : feed.n - added),
+					     "longer", (json_int_t)longer,
 					     "ttl", opt.ttl ? json_integer(opt.ttl) : json_null()));
 	else if (opt.set)
 		printf("ban set %s%s: %zu bans from %s (%zu added, %zu removed, %zu kept)%s%s\n", opt.set,
 		       res.created ? " (new)" : "", feed.n, path, res.added, res.removed, res.kept,
 		       opt.ttl ? "; lapses in " : "", opt.ttl ? dur : "");
+	else if (longer)
+		printf("imported %zu bans from %s (%zu new, %zu already banned; %zu of those kept as they were: they "
+		       "last longer than %s; --force replaces them)\n",
+		       feed.n, path, added, feed.n - added, longer, dur);
 	else
 		printf("imported %zu bans from %s (%zu new, %zu already banned)\n", feed.n, path, added, feed.n - added);
 out:
@@ -413,12 +453,18 @@ const struct fc_cmd fc_cmd_ban_add = {
 	.details = "An exact address (no /LEN, or /32, /128) goes into a hash map; a prefix into the prefix\n"
 		   "maps (IPv4: an entry per /16 and a hash of /17 to /31; IPv6: a hash searched by\n"
 		   "length), where a packet costs an array access and at most a hash lookup or a few.\n"
-		   "/0 is refused. Host bits must be zero (10.0.0.0/8, not 10.0.0.5/8). Banning an\n"
-		   "address again replaces its TTL. The store is changed in one transaction and published\n"
-		   "at once to the pinned maps and the L7 shm; attached programs enforce it from the next\n"
-		   "packet, nginx from the next request (behind a proxy, on the client address realip\n"
-		   "gives it). uid=VALUE bans a user id in nginx (freqctl_uid says where the id comes from).",
+		   "/0 is refused. Host bits must be zero (10.0.0.0/8, not 10.0.0.5/8). Banning again\n"
+		   "replaces the ban's TTL when it holds as long or longer (no --ttl over a TTL, a longer\n"
+		   "TTL) and says what it was; one that would lift it sooner (--ttl over a ban of no\n"
+		   "expiry, or over a longer TTL) is refused (exit 1) unless --force. The store is changed\n"
+		   "in one transaction and published at once to the pinned maps and the L7 shm; attached\n"
+		   "programs enforce it from the next packet, nginx from the next request (behind a proxy,\n"
+		   "on the client address realip gives it). uid=VALUE bans a user id in nginx (freqctl_uid\n"
+		   "says where the id comes from). It says where the ban is enforced: the interfaces\n"
+		   "attached with this pin dir, and the nginx processes that map the shm; or that nothing\n"
+		   "enforces it yet (\"stored the ban of ..., enforced nowhere yet\") and what would.",
 	.opts = fc_ban_add_opts,
+	.store = FC_STORE_MAKES,
 	.run = fc_ban_add,
 };
 
@@ -434,6 +480,7 @@ const struct fc_cmd fc_cmd_ban_del = {
 		   "those of ban sets (the output names them), and a ban only sets hold is lifted with\n"
 		   "its set: --set NAME deletes the set and lifts its bans.",
 	.opts = fc_ban_del_opts,
+	.store = FC_STORE_AT_OPEN,
 	.run = fc_ban_del,
 };
 
@@ -447,13 +494,15 @@ const struct fc_cmd fc_cmd_ban_import = {
 		   "becomes the fewest CIDRs covering it. '#' and ';' start a comment, also after an\n"
 		   "entry (Spamhaus DROP: 1.2.3.0/24 ; SBL123); blank lines are skipped. The whole file\n"
 		   "is validated first: any bad line is reported as FILE:LINE: what was expected, and\n"
-		   "nothing is imported. Without --set, the bans are added by hand. With --set NAME, the\n"
-		   "set becomes exactly the file's bans in one transaction: what is new is added, what\n"
-		   "is gone is lifted, what stays is kept, and only the difference is published. A\n"
-		   "set's --ttl applies to the whole set: it lapses DURATION after the last import\n"
-		   "(an hourly feed with --ttl 3h stays while it is refreshed). Progress is shown on a\n"
-		   "terminal.",
+		   "nothing is imported. Without --set, the bans are added by hand; a ban there already\n"
+		   "that would last longer than --ttl is kept as it was, as ban add keeps it, and counted\n"
+		   "(--force replaces it). With --set NAME, the set becomes exactly the file's bans in\n"
+		   "one transaction: what is new is added, what is gone is lifted, what stays is kept,\n"
+		   "and only the difference is published. A set's --ttl applies to the whole set: it\n"
+		   "lapses DURATION after the last import (an hourly feed with --ttl 3h stays while it\n"
+		   "is refreshed). Progress is shown on a terminal.",
 	.opts = fc_ban_import_opts,
+	.store = FC_STORE_MAKES,
 	.run = fc_ban_import,
 };
 

@@ -294,7 +294,7 @@ static void test_replace_and_delete(void **state)
 static void test_bulk(void **state)
 {
 	struct fc_t *t = *state;
-	size_t n = FC_STORE_BATCH + 3, i, got;
+	size_t n = FC_STORE_BATCH + 3, i, got, written;
 	struct fc_prefix *keys = calloc(n, sizeof(*keys)), *back = NULL;
 	struct fc_store_log before, after;
 	struct fc_ban_set set = { .created = 1, .updated = 1 };
@@ -313,8 +313,9 @@ static void test_bulk(void **state)
 	}
 	keys[n - 1] = fc_row("2001:db8::/64", 0, 0).p;
 	assert_int_equal(fc_store_log_head(t->st, &before, &err), 0);
-	if (fc_store_bans_put(t->st, keys, n, 7, 900, NULL, &err) < 0)
+	if (fc_store_bans_put(t->st, keys, n, 7, 900, false, NULL, &written, &err) < 0)
 		fail_msg("%s", err.msg);
+	assert_int_equal(written, n);
 	assert_int_equal(fc_store_log_head(t->st, &after, &err), 0);
 	assert_int_equal(after.head - before.head, n);
 	assert_int_equal(live_bans(t->st, 0), n);
@@ -325,7 +326,21 @@ static void test_bulk(void **state)
 	assert_int_equal(row.created, 7);
 	assert_int_equal(row.expires, 900);
 	/* Again, without expiry: replaced, not repeated. */
-	assert_int_equal(fc_store_bans_put(t->st, keys, n, 8, 0, NULL, &err), 0);
+	assert_int_equal(fc_store_bans_put(t->st, keys, n, 8, 0, false, NULL, &written, &err), 0);
+	assert_int_equal(written, n);
+	assert_int_equal(live_bans(t->st, 900), n);
+	/* A TTL over bans of no expiry: kept as they were, unless forced. */
+	assert_int_equal(fc_store_bans_put(t->st, keys, n, 9, 500, false, NULL, &written, &err), 0);
+	assert_int_equal(written, 0);
+	assert_int_equal(live_bans(t->st, 900), n);
+	assert_int_equal(fc_store_bans_put(t->st, keys, 2, 9, 500, true, NULL, &written, &err), 0);
+	assert_int_equal(written, 2);
+	assert_int_equal(live_bans(t->st, 900), n - 2);
+	/* A later expiry extends a TTL; no expiry lifts it. */
+	assert_int_equal(fc_store_bans_put(t->st, keys, 1, 9, 600, false, NULL, &written, &err), 0);
+	assert_int_equal(written, 1);
+	assert_int_equal(fc_store_bans_put(t->st, keys, 2, 8, 0, false, NULL, &written, &err), 0);
+	assert_int_equal(written, 2);
 	assert_int_equal(live_bans(t->st, 900), n);
 
 	snprintf(set.name, sizeof(set.name), "feed");
@@ -344,7 +359,7 @@ static void test_bulk(void **state)
 	/* A key of no family: refused, nothing of its batch written. */
 	keys[1].family = 5;
 	assert_int_equal(fc_store_log_head(t->st, &before, &err), 0);
-	assert_int_equal(fc_store_bans_put(t->st, keys, 3, 9, 0, NULL, &err), -1);
+	assert_int_equal(fc_store_bans_put(t->st, keys, 3, 9, 0, false, NULL, &written, &err), -1);
 	assert_non_null(strstr(err.msg, ": writing bans: key 1 is not an address prefix (family 5, length 32)"));
 	keys[1].family = 6;
 	keys[1].len = 129;
@@ -401,6 +416,33 @@ static void test_counts(void **state)
 	assert_int_equal(c.uids, 1);
 	assert_int_equal(fc_store_ban_count(t->st, 60, &c, &err), 0);
 	assert_int_equal(c.uids, 0);
+}
+
+/* An escalation's ban never cuts one short: kept where the ban there lasts
+ * longer (no expiry, a later one), made or extended otherwise. */
+static void test_extend(void **state)
+{
+	struct fc_t *t = *state;
+	struct fc_ban_row r = fc_row("198.18.0.9", 5, 100), got;
+	struct fc_err err;
+	bool written, found;
+
+	r.by_policy = 3;
+	assert_int_equal(fc_store_ban_extend(t->st, &r, &written, &err), 0);
+	assert_true(written); /* made */
+	r.expires = 50;
+	assert_int_equal(fc_store_ban_extend(t->st, &r, &written, &err), 0);
+	assert_false(written); /* a later expiry there: kept */
+	r.expires = 200;
+	assert_int_equal(fc_store_ban_extend(t->st, &r, &written, &err), 0);
+	assert_true(written); /* extended */
+	fc_put(t->st, "198.18.0.9", 6, 0); /* by hand, no expiry */
+	assert_int_equal(fc_store_ban_extend(t->st, &r, &written, &err), 0);
+	assert_false(written);
+	assert_int_equal(fc_store_ban_get(t->st, &r.p, 0, &got, &found, &err), 0);
+	assert_true(found);
+	assert_int_equal(got.expires, 0);
+	assert_int_equal(got.by_policy, 0);
 }
 
 static void test_rollback_and_reopen(void **state)
@@ -1354,6 +1396,7 @@ static void test_migrate_round(void **state)
 	cmocka_unit_test_setup_teardown(test_bulk, setup, fc_teardown),                \
 	cmocka_unit_test_setup_teardown(test_expiry, setup, fc_teardown),              \
 	cmocka_unit_test_setup_teardown(test_counts, setup, fc_teardown),              \
+	cmocka_unit_test_setup_teardown(test_extend, setup, fc_teardown),              \
 	cmocka_unit_test_setup_teardown(test_rollback_and_reopen, setup, fc_teardown), \
 	cmocka_unit_test_setup_teardown(test_corrupt_row, setup, fc_teardown),         \
 	cmocka_unit_test_setup_teardown(test_allows, setup, fc_teardown),              \

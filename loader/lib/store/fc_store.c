@@ -20,6 +20,7 @@
 enum fc_stmt_id {
 	FC_SQL_BAN_GET,
 	FC_SQL_BAN_PUT,
+	FC_SQL_BAN_EXTEND,
 	FC_SQL_BANS_PUT,
 	FC_SQL_BAN_DEL,
 	FC_SQL_BAN_PURGE,
@@ -114,11 +115,19 @@ static const char *fc_sql[FC_SQL_MAX] = {
 	[FC_SQL_BAN_PUT] = "INSERT INTO bans (family, addr, len, created, expires, by_policy) "
 			   "VALUES (?1, ?2, ?3, ?4, ?5, ?6) "
 			   "ON CONFLICT (family, addr, len) DO UPDATE SET created = ?4, expires = ?5, by_policy = ?6",
+	/* The same, but a ban there already that would last longer is kept. */
+	[FC_SQL_BAN_EXTEND] = "INSERT INTO bans (family, addr, len, created, expires, by_policy) "
+			      "VALUES (?1, ?2, ?3, ?4, ?5, ?6) "
+			      "ON CONFLICT (family, addr, len) DO UPDATE SET created = ?4, expires = ?5, by_policy = ?6 "
+			      "WHERE bans.expires IS NOT NULL AND (?5 IS NULL OR ?5 >= bans.expires)",
 	/* Bulk writes take a batch of keys (fc_keys(?1), fc_db.h): one statement each. */
 	[FC_SQL_BANS_PUT] = "INSERT INTO bans (family, addr, len, created, expires, by_policy) "
 			    "SELECT family, addr, len, CAST(?2 AS bigint), CAST(?3 AS bigint), NULL FROM fc_keys(?1) "
 			    "WHERE true ON CONFLICT (family, addr, len) DO UPDATE SET created = excluded.created, "
-			    "expires = excluded.expires, by_policy = NULL",
+			    "expires = excluded.expires, by_policy = NULL "
+			    /* A ban is not lifted sooner than it would be, unless forced. */
+			    "WHERE ?4 <> 0 OR (bans.expires IS NOT NULL AND "
+			    "(excluded.expires IS NULL OR excluded.expires >= bans.expires))",
 	[FC_SQL_BAN_DEL] = "DELETE FROM bans WHERE family = ?1 AND addr = ?2 AND len = ?3",
 	[FC_SQL_BAN_PURGE] = "DELETE FROM bans WHERE expires IS NOT NULL AND expires <= ?1",
 	/* Every source of every live ban: by hand (set 0), and each set holding it. */
@@ -159,7 +168,8 @@ static const char *fc_sql[FC_SQL_MAX] = {
 	[FC_SQL_POL_FREE] = "INSERT INTO free_slots VALUES (?1) ON CONFLICT DO NOTHING",
 	[FC_SQL_UBAN_PUT] = "INSERT INTO uid_bans (uid, created, expires) VALUES (?1, ?2, ?3) "
 			    "ON CONFLICT (uid) DO UPDATE SET created = ?2, expires = ?3",
-	[FC_SQL_UBAN_GET] = "SELECT 1 FROM uid_bans WHERE uid = ?1 AND (expires IS NULL OR expires > ?2)",
+	[FC_SQL_UBAN_GET] = "SELECT COALESCE(expires, 0) FROM uid_bans "
+			    "WHERE uid = ?1 AND (expires IS NULL OR expires > ?2)",
 	[FC_SQL_UBAN_DEL] = "DELETE FROM uid_bans WHERE uid = ?1",
 	[FC_SQL_UBAN_PURGE] = "DELETE FROM uid_bans WHERE expires IS NOT NULL AND expires <= ?1",
 	[FC_SQL_UBAN_LIST] = "SELECT uid, created, expires FROM uid_bans WHERE expires IS NULL OR expires > ?1 ORDER BY uid",
@@ -591,12 +601,27 @@ static int fc_collect(struct fc_store *st, enum fc_stmt_id id, const struct fc_v
 #define FC_PREFIX_ADDR(p) FC_BLOB((p)->a, (p)->family == 4 ? 4 : 16)
 #define FC_PREFIX_ARGS(p) FC_INT((p)->family), FC_PREFIX_ADDR(p), FC_INT((p)->len)
 
-int fc_store_ban_put(struct fc_store *st, const struct fc_ban_row *row, struct fc_err *err)
+static int fc_ban_write(struct fc_store *st, enum fc_stmt_id id, const struct fc_ban_row *row, int64_t *written,
+			struct fc_err *err)
 {
-	return fc_exec(st, FC_SQL_BAN_PUT,
+	return fc_exec(st, id,
 		       FC_ARGS(FC_PREFIX_ARGS(&row->p), FC_INT(row->created), FC_INT_OR_NULL(row->expires),
 			       FC_INT_OR_NULL(row->by_policy)),
-		       NULL, "writing ban", err);
+		       written, "writing ban", err);
+}
+
+int fc_store_ban_put(struct fc_store *st, const struct fc_ban_row *row, struct fc_err *err)
+{
+	return fc_ban_write(st, FC_SQL_BAN_PUT, row, NULL, err);
+}
+
+int fc_store_ban_extend(struct fc_store *st, const struct fc_ban_row *row, bool *written, struct fc_err *err)
+{
+	int64_t n = 0;
+	int rc = fc_ban_write(st, FC_SQL_BAN_EXTEND, row, &n, err);
+
+	*written = n > 0;
+	return rc;
 }
 
 /* Runs statement id on keys (struct fc_prefix's layout is fc_keys' key),
@@ -606,10 +631,11 @@ _Static_assert(sizeof(struct fc_prefix) == FC_KEY_BYTES && offsetof(struct fc_pr
 		       offsetof(struct fc_prefix, a) == 2,
 	       "struct fc_prefix must be laid out as fc_keys' key");
 static int fc_exec_keys(struct fc_store *st, enum fc_stmt_id id, const struct fc_prefix *keys, size_t n,
-			const struct fc_val *args, int nargs, struct fc_store_progress *prog, const char *what,
-			struct fc_err *err)
+			const struct fc_val *args, int nargs, struct fc_store_progress *prog, size_t *written,
+			const char *what, struct fc_err *err)
 {
-	struct fc_val a[3];
+	struct fc_val a[4];
+	int64_t rows = 0;
 	size_t i, k;
 
 	if ((size_t)nargs >= sizeof(a) / sizeof(a[0]))
@@ -625,8 +651,10 @@ static int fc_exec_keys(struct fc_store *st, enum fc_stmt_id id, const struct fc
 	for (i = 0; i < n; i += k) {
 		k = n - i < FC_STORE_BATCH ? n - i : FC_STORE_BATCH;
 		a[0] = FC_BLOB(keys + i, k * sizeof(*keys));
-		if (fc_exec(st, id, a, 1 + nargs, NULL, what, err) < 0)
+		if (fc_exec(st, id, a, 1 + nargs, &rows, what, err) < 0)
 			return -1;
+		if (written)
+			*written += (size_t)rows;
 		if (prog && prog->fn) {
 			prog->done += k;
 			prog->fn(prog->done, prog->total, prog->arg);
@@ -636,9 +664,11 @@ static int fc_exec_keys(struct fc_store *st, enum fc_stmt_id id, const struct fc
 }
 
 int fc_store_bans_put(struct fc_store *st, const struct fc_prefix *keys, size_t n, int64_t created, int64_t expires,
-		      struct fc_store_progress *prog, struct fc_err *err)
+		      bool force, struct fc_store_progress *prog, size_t *written, struct fc_err *err)
 {
-	return fc_exec_keys(st, FC_SQL_BANS_PUT, keys, n, FC_ARGS(FC_INT(created), FC_INT_OR_NULL(expires)), prog,
+	*written = 0;
+	return fc_exec_keys(st, FC_SQL_BANS_PUT, keys, n,
+			    FC_ARGS(FC_INT(created), FC_INT_OR_NULL(expires), FC_INT(force)), prog, written,
 			    "writing bans", err);
 }
 
@@ -958,13 +988,19 @@ int fc_store_policy_del(struct fc_store *st, uint32_t id, bool *found, struct fc
 	return fc_exec(st, FC_SQL_POL_FREE, FC_ARGS(FC_INT(slot)), NULL, "freeing policy slot", err);
 }
 
+int fc_store_uid_ban_get(struct fc_store *st, const char *uid, int64_t now, int64_t *expires, bool *found,
+			 struct fc_err *err)
+{
+	return fc_query_int(st, FC_SQL_UBAN_GET, FC_ARGS(FC_TEXT(uid), FC_INT(now)), expires, found,
+			    "looking up uid ban", err);
+}
+
 int fc_store_uid_ban_put(struct fc_store *st, const struct fc_uid_ban *b, bool *existed, int64_t now,
 			 struct fc_err *err)
 {
 	int64_t v;
 
-	if (fc_query_int(st, FC_SQL_UBAN_GET, FC_ARGS(FC_TEXT(b->uid), FC_INT(now)), &v, existed,
-			 "looking up uid ban", err) < 0)
+	if (fc_store_uid_ban_get(st, b->uid, now, &v, existed, err) < 0)
 		return -1;
 	return fc_exec(st, FC_SQL_UBAN_PUT, FC_ARGS(FC_TEXT(b->uid), FC_INT(b->created), FC_INT_OR_NULL(b->expires)),
 		       NULL, "writing uid ban", err);
@@ -1221,14 +1257,14 @@ int fc_store_set_bans(struct fc_store *st, uint32_t id, int64_t now, struct fc_b
 int fc_store_set_members_put(struct fc_store *st, uint32_t id, const struct fc_prefix *keys, size_t n,
 			     int64_t created, struct fc_store_progress *prog, struct fc_err *err)
 {
-	return fc_exec_keys(st, FC_SQL_SET_MEMBERS_PUT, keys, n, FC_ARGS(FC_INT(id), FC_INT(created)), prog,
+	return fc_exec_keys(st, FC_SQL_SET_MEMBERS_PUT, keys, n, FC_ARGS(FC_INT(id), FC_INT(created)), prog, NULL,
 			    "writing a ban set's members", err);
 }
 
 int fc_store_set_members_del(struct fc_store *st, uint32_t id, const struct fc_prefix *keys, size_t n,
 			     struct fc_store_progress *prog, struct fc_err *err)
 {
-	return fc_exec_keys(st, FC_SQL_SET_MEMBERS_DEL, keys, n, FC_ARGS(FC_INT(id)), prog,
+	return fc_exec_keys(st, FC_SQL_SET_MEMBERS_DEL, keys, n, FC_ARGS(FC_INT(id)), prog, NULL,
 			    "deleting a ban set's members", err);
 }
 

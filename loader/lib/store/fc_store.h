@@ -50,6 +50,9 @@ void fc_store_rollback(struct fc_store *st);
 
 /* Inserts or replaces the ban on row->p. */
 int fc_store_ban_put(struct fc_store *st, const struct fc_ban_row *row, struct fc_err *err);
+/* fc_store_ban_put, unless a ban there already would last longer (then
+ * kept as it is, *written false). */
+int fc_store_ban_extend(struct fc_store *st, const struct fc_ban_row *row, bool *written, struct fc_err *err);
 
 /* Bulk writes (an import's) take keys without repeats, written by one
  * statement per FC_STORE_BATCH of them (a statement a row journals and logs
@@ -61,9 +64,11 @@ struct fc_store_progress {
 	void *arg;
 	size_t done, total;
 };
-/* Bans keys by hand, all created and expiring (0: never) alike. */
+/* Bans keys by hand, all created and expiring (0: never) alike; a ban there
+ * already is kept where it would last longer, unless force. *written: the
+ * bans made or replaced. */
 int fc_store_bans_put(struct fc_store *st, const struct fc_prefix *keys, size_t n, int64_t created, int64_t expires,
-		      struct fc_store_progress *prog, struct fc_err *err);
+		      bool force, struct fc_store_progress *prog, size_t *written, struct fc_err *err);
 /* The live (not expired at now) ban on exactly p, if any. */
 int fc_store_ban_get(struct fc_store *st, const struct fc_prefix *p, int64_t now, struct fc_ban_row *row,
 		     bool *found, struct fc_err *err);
@@ -120,6 +125,9 @@ struct fc_uid_ban {
 	int64_t expires; /* 0 = never */
 };
 
+/* The live ban of uid: *found, and its expiry (0: none). */
+int fc_store_uid_ban_get(struct fc_store *st, const char *uid, int64_t now, int64_t *expires, bool *found,
+			 struct fc_err *err);
 /* Inserts or replaces; *existed tells whether a live ban was there. */
 int fc_store_uid_ban_put(struct fc_store *st, const struct fc_uid_ban *b, bool *existed, int64_t now,
 			 struct fc_err *err);
