@@ -77,6 +77,10 @@ urls="http://127.0.0.1:$port/index.html?uid=u[0-$((KEYS - 1))]"
 # per counted request, and the fill's seconds.
 run() {
 	local d=$dir/$1 i t0 fill
+	# Called in a command substitution: a shell of its own, whose exit (a
+	# refused request) the script's trap does not see; nginx under valgrind
+	# was left running.
+	trap stop_vg EXIT
 	mkdir -p "$d/logs"
 	bench_nginx_conf "$d/nginx.conf" "$d" "$port" "$dir/html" "$2
 master_process off;
