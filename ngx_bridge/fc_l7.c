@@ -1739,6 +1739,11 @@ static __attribute__((noinline)) int fc_fleet_charge(const struct fc_l7_policy *
 	w = now / t->unit_ns;
 	if (p->algo == FC_ALGO_FLEET_GCRA) {
 		tau = p->keyed ? __atomic_load_n(&state[3], __ATOMIC_RELAXED) : fc_fleet_tau(p, u, w);
+		/* A fixed key's bucket (its slot's) never charged on a node
+		 * whose state is new starts empty, as a key's entry is made
+		 * (fc_key_fresh_gcra). */
+		if (!p->keyed && now < p->fleet_fresh_ns + tau)
+			__sync_val_compare_and_swap(&state[0], 0, p->fleet_fresh_ns + tau);
 		r = fc_fleet_gcra_try(state, fc_fleet_split_of(p->split, w)->interval_ns, tau < FC_ROOM_MAX ? tau : FC_ROOM_MAX,
 				      now / p->lease_ns, now, 1, &ch->prev[0], &ch->next[0], &lease);
 		ch->next[1] = (__u64)lease;

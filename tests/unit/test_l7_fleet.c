@@ -340,6 +340,27 @@ static void test_fleet_gcra_hold(void **state)
 	assert_true(e->idle_ns >= e->state[0] + e->state[3]);
 }
 
+/* The fresh rule for gcra: a node whose state was made at fresh starts
+ * each bucket empty then (TAT = fresh + tau_i), a key's and a fixed key's
+ * alike; it fills at the node's rate T_i. */
+static void test_fleet_gcra_fresh(void **state)
+{
+	struct fc_t *t = *state;
+	/* B_i = 2, T_i = 1 s: tau_i 2 s */
+	struct fc_fleet_split sp[2] = { { .from = 0, .base = 2, .interval_ns = SEC }, { .from = FC_FLEET_NEVER } };
+	int k;
+
+	for (k = 0; k < 2; k++) {
+		fc_policy(t, 1, k ? "uid=alice" : "uid=*", "10/s", "drop", 20, 0);
+		fc_publish(t);
+		fc_fleet_item(t, FC_ALGO_FLEET_GCRA, sp, 200 * MS, 5, W0, 0);
+		/* at birth nothing; a second on one token; at fresh + tau_i full */
+		assert_int_equal(fc_passes(t, "uid=alice", W0, 2), 0);
+		assert_int_equal(fc_passes(t, "uid=alice", W0 + SEC, 2), 1);
+		assert_int_equal(fc_passes(t, "uid=alice", W0 + 4 * SEC, 3), 2);
+	}
+}
+
 /* A dry run (action log) takes part in leasing: it passes, counts what it
  * would refuse, and marks and reports its demand. */
 static void test_fleet_log_demands(void **state)
@@ -475,6 +496,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_fleet_sliding, fc_setup, fc_teardown),
 		cmocka_unit_test_setup_teardown(test_fleet_gcra, fc_setup, fc_teardown),
 		cmocka_unit_test_setup_teardown(test_fleet_gcra_hold, fc_setup, fc_teardown),
+		cmocka_unit_test_setup_teardown(test_fleet_gcra_fresh, fc_setup, fc_teardown),
 		cmocka_unit_test_setup_teardown(test_fleet_log_demands, fc_setup, fc_teardown),
 		cmocka_unit_test_setup_teardown(test_fleet_item_refused, fc_setup, fc_teardown),
 		cmocka_unit_test_setup_teardown(test_fleet_published_four_nodes, fc_setup, fc_teardown),
