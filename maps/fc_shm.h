@@ -93,6 +93,7 @@ static const __u32 fc_shm_ban_level[FC_SHM_BAN_LEVELS] = { FC_SHM_BAN_L0, FC_SHM
 /* Bounds on what an item may carry (the writer refuses more). */
 #define FC_SHM_MAX_DIMS   8
 #define FC_SHM_MAX_NAME   64
+#define FC_SHM_MAX_NAMES  32 /* distinct arg names, and header names, nginx's policies may use */
 #define FC_SHM_MAX_VALUE  255
 
 /* The config file's header; root writes it, nobody else can. */

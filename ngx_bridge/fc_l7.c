@@ -2349,8 +2349,11 @@ FC_HOT enum fc_admit fc_charge_bucket(const struct fc_l7_index *ix, const struct
 FC_HOT void fc_result_key(const struct fc_l7_policy *p, const struct fc_shm_key *key, const struct fc_l7_req *rq,
 			  struct fc_l7_result *res)
 {
-	if (!p->keyed)
+	if (!p->keyed) { /* deciding, as a delay does: no key of another's */
+		res->overflow = false;
+		res->key_len = 0;
 		return;
+	}
 	res->overflow = !key;
 	/* At most keycap: the module's 256; no buffer when nothing reads $freqctl_key. */
 	res->key_len = rq->keybuf && rq->keycap ? (uint32_t)fc_key_text(p, rq, rq->keybuf, rq->keycap) : 0;
@@ -2475,7 +2478,7 @@ void fc_l7_decide(const struct fc_l7_index *ix, const struct fc_l7_req *rq, uint
 	__u64 *st_stack[FC_L7_MATCHES], **st = st_stack;
 	struct fc_l7_place pl_stack[FC_L7_MATCHES], *pl = pl_stack;
 	__u64 tg_stack[FC_L7_MATCHES], *tg = tg_stack;
-	__u64 wait, longest = 0;
+	__u64 wait, longest = 0, t;
 	size_t n, i, j, longest_at = 0, np = 0;
 	enum fc_admit r;
 	uint32_t gen, kn;
@@ -2509,7 +2512,6 @@ void fc_l7_decide(const struct fc_l7_index *ix, const struct fc_l7_req *rq, uint
 	for (i = 0; i < n; i++) {
 		const struct fc_l7_policy *p = &ix->pol[m[i]];
 		struct fc_shm_slot *s = &ix->slots[p->slot];
-		__u64 t;
 
 		st[i] = NULL;
 		k[i] = NULL;

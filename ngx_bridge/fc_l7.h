@@ -18,7 +18,7 @@
 
 #include "fc_shm.h"
 
-#define FC_L7_MAX_NAMES   32 /* distinct arg and header names policies may use */
+#define FC_L7_MAX_NAMES   FC_SHM_MAX_NAMES /* distinct arg and header names policies may use */
 #define FC_L7_MATCHES     64 /* matched policies decided without allocating; more are allocated */
 
 struct fc_l7_str {

@@ -1048,8 +1048,8 @@ ngx_http_freqctl_cleanup(void *data)
 /*
  * The request's ctx. An internal redirect (index, try_files, error_page)
  * clears module contexts and runs the phases again, but keeps the request's
- * variables: the ctx is also kept in the value of a variable of our own,
- * unnamed in the configuration (NGX_HTTP_VAR_NOHASH), so the request is
+ * variables: the ctx is also kept in the value of a variable of our own
+ * (NGX_HTTP_VAR_NOHASH: not found by name at run time), so the request is
  * decided once and $freqctl_status survives the redirect. (A pool cleanup
  * would do, as the realip module's; it costs every request a walk of the
  * cleanups and a call at its end, and only a request holding places needs
@@ -1070,7 +1070,7 @@ ngx_http_freqctl_get_ctx(ngx_http_request_t *r, ngx_flag_t create)
     mcf = ngx_http_get_module_main_conf(r, ngx_http_freqctl_module);
     vv = &r->variables[mcf->ctx_index];
 
-    if (vv->valid) {
+    if (vv->data) {
         ctx = (ngx_http_freqctl_ctx_t *) vv->data;
         ngx_http_set_ctx(r, ctx, ngx_http_freqctl_module);
         return ctx;
@@ -1186,8 +1186,9 @@ ngx_http_freqctl_handler(ngx_http_request_t *r)
     if (res.would_deny) {
         uid = ngx_http_freqctl_uid_text(r, &rq);
         ngx_log_error(lcf->log_level, r->connection->log, 0,
-                      "freqctl: %ud log policies would have denied this "
-                      "request, uid \"%V\"", res.would_deny, &uid);
+                      "freqctl: %ud log polic%s would have denied this "
+                      "request, uid \"%V\"", res.would_deny,
+                      res.would_deny == 1 ? "y" : "ies", &uid);
     }
 
     return ngx_http_freqctl_verdict(r, lcf, ctx, &res, &rq);
@@ -1401,12 +1402,20 @@ ngx_http_freqctl_key_variable(ngx_http_request_t *r,
 }
 
 
-/* Set by ngx_http_freqctl_get_ctx(), never evaluated: not found. */
+/*
+ * Set by ngx_http_freqctl_get_ctx(). A configuration that names it reads
+ * an empty value, and its reading keeps the ctx (v->data): the value is
+ * cacheable, and this handler, run for a read before the ctx is made or
+ * after a flush, leaves data as it is.
+ */
 static ngx_int_t
 ngx_http_freqctl_ctx_variable(ngx_http_request_t *r,
     ngx_http_variable_value_t *v, uintptr_t data)
 {
-    v->not_found = 1;
+    v->len = 0;
+    v->valid = v->data != NULL;
+    v->no_cacheable = 0;
+    v->not_found = v->data == NULL;
 
     return NGX_OK;
 }
@@ -1426,8 +1435,8 @@ static ngx_http_variable_t  ngx_http_freqctl_vars[] = {
       ngx_http_null_variable
 };
 
-/* Where a request keeps its ctx (see ngx_http_freqctl_get_ctx()): never
- * evaluated, and not named in a configuration. */
+/* Where a request keeps its ctx (see ngx_http_freqctl_get_ctx()); not for
+ * configurations, which read it empty. */
 static ngx_str_t  ngx_http_freqctl_ctx_var = ngx_string("freqctl_internal_ctx");
 
 
@@ -1448,7 +1457,7 @@ ngx_http_freqctl_add_variables(ngx_conf_t *cf)
     }
 
     var = ngx_http_add_variable(cf, &ngx_http_freqctl_ctx_var,
-                                NGX_HTTP_VAR_NOHASH|NGX_HTTP_VAR_NOCACHEABLE);
+                                NGX_HTTP_VAR_NOHASH);
     if (var == NULL) {
         return NGX_ERROR;
     }

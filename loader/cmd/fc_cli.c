@@ -220,16 +220,17 @@ int fc_cmd_parse_seen(const struct fc_cmd *cmd, int argc, char **argv, void *opt
  * token beside it), is refused before anything is read: exit 1. */
 static void fc_store_check(const struct fc_cmd *cmd, const char *db)
 {
-	char dir[PATH_MAX], *slash;
+	char dir[PATH_MAX], from[600], *slash;
 	struct passwd *pw;
 	struct stat st;
 
 	if (fc_store_is_postgres(db))
 		return;
 	if (access(db, F_OK) < 0 && errno == ENOENT) {
-		fc_warn("%s: no store at %s: no such file (check --db, FREQCTL_DB or %s; the first attach, ban add, "
-			"policy add or import makes it)",
-			cmd->name, db, FC_CONFIG_DEFAULT);
+		fc_settings_origin("db", from, sizeof(from));
+		fc_warn("%s: no store at %s: no such file (the path is from %s; attach, ban add or import, allow add, "
+			"policy add or set, import or node set makes one)",
+			cmd->name, db, from);
 		exit(FC_EXIT_FAILURE);
 	}
 	snprintf(dir, sizeof(dir), "%s", db);

@@ -38,8 +38,8 @@ static void fc_ban_term(int64_t ttl, int64_t was, char *buf, size_t len)
 	char dur[FC_DURATION_STRLEN], left[FC_DURATION_STRLEN + 16] = "";
 
 	fc_duration_format(ttl, dur);
-	if (was > 0)
-		fc_duration_format(was - (int64_t)time(NULL), left);
+	if (was > 0) /* counted from the whole second a TTL starts at */
+		fc_duration_format(was - fc_expires_after(0), left);
 	if (was >= 0)
 		strcat(left, was ? " left" : "no expiry");
 	if (ttl)

@@ -273,6 +273,28 @@ static int fc_pol_key_by_match(const void *a, const void *b)
 }
 
 /* Two policies with one id, or one match at one layer: the later is an error. */
+/* The file's nginx policies use no more argument or header names than
+ * nginx reads: past them, it would leave a policy out. */
+static void fc_import_names(struct fc_import_set *s)
+{
+	struct fc_names *names = calloc(1, sizeof(*names));
+	struct fc_err err;
+	char where[64];
+	size_t i;
+
+	if (!names) {
+		s->errors++;
+		fc_warn("%s: out of memory", s->path);
+		return;
+	}
+	for (i = 0; i < s->np; i++)
+		if (fc_names_add(names, &s->pols[i], &err) < 0) {
+			snprintf(where, sizeof(where), "policies[%zu] (id %u)", s->pidx[i], s->pols[i].id);
+			fc_import_error(s, where, "%s", err.msg);
+		}
+	free(names);
+}
+
 static void fc_import_repeats(struct fc_import_set *s)
 {
 	struct fc_pol_key *k = calloc(s->np + 1, sizeof(*k));
@@ -531,6 +553,7 @@ static int fc_import_read(const char *path, struct fc_import_set *s)
 	for (i = 0; i < json_array_size(pols); i++)
 		fc_import_policy(s, i, json_array_get(pols, i));
 	fc_import_repeats(s);
+	fc_import_names(s);
 	for (i = 0; i < json_array_size(bans); i++)
 		fc_import_ban(s, i, json_array_get(bans, i));
 	for (i = 0; i < json_array_size(sets); i++)

@@ -75,7 +75,8 @@ static int fc_keys_run(const struct fc_ctx *ctx, const struct fc_cmd *cmd, int a
 		fc_usage_error(cmd, "%s", err.msg);
 	rc = fc_store_open_read(ctx->db_path, &st, &err);
 	if (rc == 1)
-		fc_err_set(&err, "no store at %s: no such file", ctx->db_path);
+		fc_err_set(&err, "no store at %s: no such file ('freqctl status' says where the path is from)",
+			   ctx->db_path);
 	if (rc || fc_store_policy_get(st, id, &row, &found, &err) < 0 || fc_node_read(st, ctx->node, &node, &err) < 0)
 		goto fail;
 	fc_store_close(st);

@@ -240,6 +240,18 @@ static void fc_setting_from(size_t i, char *buf, size_t len)
 	}
 }
 
+void fc_settings_origin(const char *opt, char *buf, size_t len)
+{
+	size_t i;
+
+	for (i = 0; i < FC_NSETTINGS && strcmp(fc_settings[i].opt, opt); i++)
+		;
+	if (i < FC_NSETTINGS)
+		fc_setting_from(i, buf, len);
+	else
+		snprintf(buf, len, "default");
+}
+
 void fc_settings_print(const struct fc_ctx *ctx)
 {
 	char buf[1024], from[600];

@@ -32,6 +32,10 @@ void fc_settings_given(const struct fc_opt *o);
 /* The help's paragraph on the environment and the file. */
 void fc_settings_usage(FILE *f);
 
+/* Where global option opt ("db") came from, in words: "option --db",
+ * "environment FREQCTL_DB", "/etc/default/freqctl:3" or "default". */
+void fc_settings_origin(const char *opt, char *buf, size_t len);
+
 /* The settings ctx holds and where each came from: printed as status
  * shows them, or as JSON {"db": {"value", "from", ...}, ...}. */
 void fc_settings_print(const struct fc_ctx *ctx);

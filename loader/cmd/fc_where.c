@@ -124,8 +124,9 @@ bool fc_where_ban(const struct fc_ctx *ctx, const struct fc_where *w, bool l4, c
 		return false;
 	}
 	if (!xdp)
-		snprintf(buf, len, "refused by nginx (%zu process%s map%s %s)%s%s%s", w->nginx,
-			 w->nginx == 1 ? "" : "es", w->nginx == 1 ? "s" : "", ctx->shm_path,
+		snprintf(buf, len, "refused by nginx%s (%zu process%s map%s %s)%s%s%s",
+			 l4 ? "" : " where freqctl_uid reads the uid", w->nginx, w->nginx == 1 ? "" : "es",
+			 w->nginx == 1 ? "s" : "", ctx->shm_path,
 			 l4 ? "; not at XDP/TC: no freqctl program is attached with pin dir " : "",
 			 l4 ? ctx->pin_dir : "", l4 ? unknown : "");
 	else if (w->nginx)

@@ -45,6 +45,39 @@ static int fc_policy_zero_forced(const struct fc_policy_spec *old, bool found, c
 			  what, fc_policy_is_l7(p) ? "client" : "source");
 }
 
+/* Refuses an nginx policy whose argument or header name would be one more
+ * than nginx reads: it would be stored, listed and left unenforced. */
+static int fc_policy_names_fit(struct fc_publish *pub, const struct fc_policy_spec *p, struct fc_err *err)
+{
+	struct fc_policy_row *rows = NULL;
+	struct fc_names *names;
+	struct fc_err skip;
+	size_t n = 0, i;
+	int d, rc = 0;
+
+	for (d = 0; d < p->ndims && p->dims[d].kind != FC_DIM_ARG && p->dims[d].kind != FC_DIM_HEADER; d++)
+		;
+	if (d == p->ndims || !fc_policy_is_l7(p))
+		return 0;
+	if (!(names = calloc(1, sizeof(*names))))
+		return fc_err_set(err, "out of memory");
+	if (fc_store_policy_list(pub->st, &rows, &n, err) < 0) {
+		rc = FC_CHANGE_RUNTIME;
+		goto out;
+	}
+	/* Those in use first: a store past the bound already (an older
+	 * version's) refuses only what brings a new name. */
+	for (i = 0; i < n; i++)
+		if (rows[i].spec.id != p->id)
+			fc_names_add(names, &rows[i].spec, &skip);
+	if (fc_names_add(names, p, err) < 0)
+		rc = FC_CHANGE_CONFLICT;
+out:
+	free(rows);
+	free(names);
+	return rc;
+}
+
 /* Puts p in pub's open transaction, over old if found. */
 static int fc_policy_put_in(struct fc_publish *pub, const struct fc_policy_spec *p, const struct fc_policy_row *old,
 			    bool found, unsigned how, struct fc_policy_row *row, struct fc_err *err)
@@ -58,6 +91,11 @@ static int fc_policy_put_in(struct fc_publish *pub, const struct fc_policy_spec 
 	if (found && fc_policy_layer_kept(&old->spec, p, how, err) < 0) {
 		fc_publish_abort(pub);
 		return FC_CHANGE_CONFLICT;
+	}
+	rc = fc_policy_names_fit(pub, p, err);
+	if (rc) {
+		fc_publish_abort(pub);
+		return rc;
 	}
 	rc = fc_store_policy_put(pub->st, p, pub->now, row, err);
 	if (rc < 0) {

@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: BSD-2-Clause
+#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -494,6 +495,38 @@ int fc_policy_validate(const struct fc_policy_spec *p, struct fc_err *err)
 	return fc_warmup_validate(p, err);
 }
 
+
+int fc_names_add(struct fc_names *s, const struct fc_policy_spec *p, struct fc_err *err)
+{
+	char key[FC_SHM_MAX_NAME + 1];
+	size_t i, j, k;
+	int rc = 0;
+	int d;
+
+	for (d = 0; d < p->ndims && fc_policy_is_l7(p); d++) {
+		const struct fc_dim *dm = &p->dims[d];
+
+		if (dm->kind != FC_DIM_ARG && dm->kind != FC_DIM_HEADER)
+			continue;
+		k = dm->kind == FC_DIM_HEADER;
+		for (i = 0; dm->name[i]; i++)
+			key[i] = !k && dm->name[i] == '.' ? '_' : (char)tolower((unsigned char)dm->name[i]);
+		key[i] = '\0';
+		for (j = 0; j < s->n[k] && strcmp(s->name[k][j], key); j++)
+			;
+		if (j < s->n[k])
+			continue;
+		if (s->n[k] == FC_SHM_MAX_NAMES) {
+			rc = fc_err_set(err, "%s:%s: one %s name more than nginx reads (%d across its policies; it would "
+					     "leave this one out): key on a name in use, or delete a policy that uses "
+					     "another",
+					k ? "header" : "arg", dm->name, k ? "header" : "argument", FC_SHM_MAX_NAMES);
+			continue;
+		}
+		memcpy(s->name[k][s->n[k]++], key, i + 1);
+	}
+	return rc;
+}
 
 int fc_policy_validate_new(const struct fc_policy_spec *p, struct fc_err *err)
 {

@@ -190,6 +190,17 @@ int fc_policy_validate(const struct fc_policy_spec *p, struct fc_err *err);
  * was taken before and is stored still loads and runs as it did, and
  * fc_policy_note says what it does. */
 int fc_policy_validate_new(const struct fc_policy_spec *p, struct fc_err *err);
+
+/* The argument names and the header names nginx's policies use, as nginx
+ * tells them apart (ASCII case folded; '.' an argument's '_'): it reads at
+ * most FC_SHM_MAX_NAMES of each, and would leave a policy past them out. */
+struct fc_names {
+	char name[2][FC_SHM_MAX_NAMES][FC_SHM_MAX_NAME + 1];
+	size_t n[2];
+};
+/* Adds nginx policy p's names to s (a policy at XDP/TC has none); -1 if one
+ * is past the bound (err says which), the others added. */
+int fc_names_add(struct fc_names *s, const struct fc_policy_spec *p, struct fc_err *err);
 /* --action delay with --algo window or sliding: taken before, never delays. */
 static inline bool fc_policy_delay_never(const struct fc_policy_spec *p)
 {

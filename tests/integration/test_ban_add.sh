@@ -38,7 +38,7 @@ fc_nginx_start "127.0.0.1:$(fc_port)" || skip_all "nginx did not start"
 check "a request maps the shm in nginx's worker" [ "$(codes 1 '/?uid=alice')" = 200 ]
 out ban add uid=eve
 check "a uid ban with nginx on the shm: banned, refused by nginx" \
-	grep -qE "^banned uid=eve \(no expiry\): refused by nginx \([0-9]+ process(es)? maps? $shm\)$" "$d/out"
+	grep -qE "^banned uid=eve \(no expiry\): refused by nginx where freqctl_uid reads the uid \([0-9]+ process(es)? maps? $shm\)$" "$d/out"
 check "... and that is true: 403" [ "$(codes 1 '/?uid=eve')" = 403 ]
 out ban add 203.0.113.10
 check "an address ban: dropped at XDP/TC and refused by nginx" \

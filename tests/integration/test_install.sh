@@ -117,6 +117,18 @@ check "removal refused while freqctl can not be taken off (a pin dir root refuse
 check "... saying what to run" grep -q "freqctl: not removed: .* 'freqctl detach --all --unpublish' once the cause is fixed" "$dir/remove.log"
 check "... still enforcing" [ "$(pings 4 3)" = 0 ]
 chown root "$pin"
+# /etc/default/freqctl deleted (a conffile may be): the removal runs with
+# the defaults, as the agent's unit would, and finds the program attached
+# with the file's pin dir. (Only where the defaults hold nothing of anyone's.)
+if [ ! -e /sys/fs/bpf/freqctl ] && [ ! -e /dev/shm/freqctl ]; then
+	mv /etc/default/freqctl "$dir/default.saved"
+	dpkg -r freqctl >"$dir/remove.log" 2>&1
+	mv "$dir/default.saved" /etc/default/freqctl
+	check "with /etc/default/freqctl deleted, the removal runs freqctl on the defaults (no error on the file)" \
+		sh -c "! grep -q FREQCTL_CONFIG '$dir/remove.log' && grep -q 'programs of another pin dir are still attached to: $host (xdp)' '$dir/remove.log'"
+	check "... refused" installed freqctl
+	check "... still enforcing" [ "$(pings 4 3)" = 0 ]
+fi
 # A second instance (its own pin dir, as FREQCTL_PIN_DIR allows): the
 # removal may not leave its program enforcing with no freqctl left.
 inst2() { FREQCTL_PIN_DIR="$pin-2" FREQCTL_SHM="$shm-2" FREQCTL_DB="$db-2" inst "$@"; }

@@ -96,7 +96,7 @@ check "... u2 1 passed, none ($(key_counts "$keys" 1))" [ "$(key_counts "$keys" 
 check "... stats: 3 passed, 2 would_drop" \
 	jq_true '.policies[] | select(.id == 7) | .passed.packets == 3 and .would_drop.packets == 2 and .keys == 2' <<<"$(fc stats --json)"
 check "... the error log says so, twice for u1" \
-	[ "$(grep -c 'log policies would have denied this request, uid "u1"' "$d/logs/error.log")" = 2 ]
+	[ "$(grep -c '1 log policy would have denied this request, uid "u1"' "$d/logs/error.log")" = 2 ]
 check "... the access log names u1, the key of the log policy, on each of its four" \
 	[ "$(tail -n +$((mark + 1)) "$d/logs/access.log" | grep -c '^200 PASSED - u1$')" = 4 ]
 check "... u2's next two: one more pass, then a would-be denial of its own" [ "$(codes 2 '/?uid=u2')" = "200 200" ]

@@ -139,9 +139,16 @@ for c in "policy list" "ban list" "ban sets" "allow list" "node list" export sta
 		sh -c "[ $? = 1 ] && grep -qE '^freqctl: (${c% *}|$c|policy 3|ban del 198.18.0.1): no store at $typo: no such file' '$dir/err'"
 	check "... and makes none, and prints nothing on stdout" sh -c "[ ! -e '$typo' ] && [ ! -s '$dir/out' ]"
 done
-check "... with what to check, where nothing but the store can be wrong" grep -qxF \
-	"freqctl: policy list: no store at $typo: no such file (check --db, FREQCTL_DB or /etc/default/freqctl; the first attach, ban add, policy add or import makes it)" \
+check "... with where its path is from, and what makes one" grep -qxF \
+	"freqctl: policy list: no store at $typo: no such file (the path is from option --db; attach, ban add or import, allow add, policy add or set, import or node set makes one)" \
 	<("$FC_BIN" --db "$typo" policy list 2>&1)
+check "... from the environment, it says so" grep -qF "no store at $typo: no such file (the path is from environment FREQCTL_DB;" \
+	<(FREQCTL_DB=$typo "$FC_BIN" policy list 2>&1)
+printf 'FREQCTL_DB=%s\n' "$typo" >"$dir/typo.conf"
+check "... from a configuration file, naming the file and line" grep -qF "no store at $typo: no such file (the path is from $dir/typo.conf:1;" \
+	<(FREQCTL_CONFIG=$dir/typo.conf "$FC_BIN" policy list 2>&1)
+check "... where a command opens the store itself, what says more" grep -qF "no store at $typo: no such file ('freqctl status' says where the path is from)" \
+	<("$FC_BIN" --db "$typo" stats 2>&1)
 check "... its --help still answers" quiet "$FC_BIN" --db "$typo" policy list --help
 check "... and a usage error is still one (exit 2)" sh -c "'$FC_BIN' --db '$typo' ban del nonsense 2>/dev/null; [ \$? = 2 ]"
 check "status shows it, exit 0" sh -c "'$FC_BIN' --db '$typo' --pin-dir '$pin' --shm '$shm' status | grep -qxF 'store: $typo: no store there yet (the first attach, ban add, policy add or import makes it)'"
@@ -206,3 +213,20 @@ fcq policy del 11
 fcq policy del 12
 out import "$dir/fleet.json"
 check "import brings --fleet back" jq_true '[.policies[] | select(.id == 11 or .id == 12) | .fleet] == [true, true]' <(fc export)
+
+# --- no more argument or header names than nginx reads ---
+# nginx's index keeps 32 argument names and 32 header names: a policy past
+# them would be stored, listed and not enforced.
+for i in $(seq 1 32); do fcq policy add $((300 + i)) --match "arg:a$i=*" --rate 1000/s; done
+out policy add 299 --match 'arg:zz=*' --rate 1000/s
+check "a 33rd argument name: refused, exit 1, saying why" sh -c "[ $? = 1 ] && grep -qF \
+	'freqctl: policy 299: arg:zz: one argument name more than nginx reads (32 across its policies; it would leave this one out)' '$dir/out'"
+check "... and not stored" jq_true 'all(.[]; .id != 299)' <<<"$(fc policy list --json)"
+check "a name in use (A1 is a1 to nginx): accepted" fcq policy add 298 --match 'arg:A1=x,uid=*' --rate 5/s
+check "header names count apart" fcq policy add 297 --match 'header:X-Zz=*' --rate 5/s
+check "replacing a policy frees its name" fcq policy set 332 --match 'arg:zz=*' --rate 1000/s
+fc export >"$dir/names.json"
+jq '.policies += [.policies[] | select(.id == 331) | .id = 296 | .match = "arg:yy=*"]' "$dir/names.json" >"$dir/names33.json"
+out import "$dir/names33.json"
+check "import of a file with 33 argument names: refused, naming the policy" sh -c "[ $? = 1 ] && grep -qF \
+	'(id 296): arg:yy: one argument name more than nginx reads' '$dir/out'"

@@ -341,6 +341,27 @@ static int fc_passes_each(struct fc_t *t, const char *fmt, const char *rest, int
 	return passed;
 }
 
+/* A request delayed by a policy with no key has no key ($freqctl_key is the
+ * deciding policy's), though a per-key policy passed it too. */
+static void test_keys_delayed_unkeyed(void **state)
+{
+	struct fc_t *t = *state;
+	struct fc_policy_spec p = { .id = 1 };
+	struct fc_l7_result res;
+	char key[64];
+
+	fc_policy_put(t, &p, "uid=*", "100/s");
+	p = (struct fc_policy_spec){ .id = 2, .action = FC_ACTION_DELAY, .delay_burst = 3 };
+	fc_policy_put(t, &p, "uri=/d", "10/s:1");
+	fc_publish(t);
+	assert_int_equal(fc_build(t, t->base, t->size), 0);
+	assert_int_equal(fc_decide_key(t, "uid=u1 uri=/d", T0, &res, key, sizeof(key)), FC_L7_PASS);
+	assert_int_equal(res.key_len, 2); /* passed: the per-key policy's */
+	assert_int_equal(fc_decide_key(t, "uid=u1 uri=/d", T0, &res, key, sizeof(key)), FC_L7_DELAYED);
+	assert_int_equal(res.policy, 2);
+	assert_int_equal(res.key_len, 0);
+}
+
 /* ip=* in nginx keys a client by its unit: an IPv6 /64 or an IPv4
  * address by default, the policy's lengths otherwise, alone or beside
  * other dimensions; $freqctl_key names the unit. */
@@ -1123,6 +1144,7 @@ int main(void)
 		T(test_keys_dense),
 		T(test_keys_basics),
 		T(test_keys_units),
+		T(test_keys_delayed_unkeyed),
 		T(test_keys_new_in_units),
 		T(test_keys_kinds),
 		T(test_keys_full_and_idle),
