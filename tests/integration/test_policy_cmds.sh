@@ -148,7 +148,7 @@ printf 'FREQCTL_DB=%s\n' "$typo" >"$dir/typo.conf"
 check "... from a configuration file, naming the file and line" grep -qF "no store at $typo: no such file (the path is from $dir/typo.conf:1;" \
 	<(FREQCTL_CONFIG=$dir/typo.conf "$FC_BIN" policy list 2>&1)
 check "... where a command opens the store itself, what says more" grep -qF "no store at $typo: no such file ('freqctl status' says where the path is from)" \
-	<("$FC_BIN" --db "$typo" stats 2>&1)
+	<("$FC_BIN" --db "$typo" --pin-dir "$pin" stats 2>&1)
 check "... its --help still answers" quiet "$FC_BIN" --db "$typo" policy list --help
 check "... and a usage error is still one (exit 2)" sh -c "'$FC_BIN' --db '$typo' ban del nonsense 2>/dev/null; [ \$? = 2 ]"
 check "status shows it, exit 0" sh -c "'$FC_BIN' --db '$typo' --pin-dir '$pin' --shm '$shm' status | grep -qxF 'store: $typo: no store there yet (the first attach, ban add, policy add or import makes it)'"
