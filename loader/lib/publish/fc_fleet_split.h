@@ -40,6 +40,7 @@ struct fc_fleet_view {
 	uint32_t node_no; /* this node's number (0: it never was in the set) */
 	int64_t now_ms;   /* when (unix ms, on the fleet's clock): the windows around it are split */
 	uint64_t lease_ns; /* gcra: the lease window (2 x the agent's sync interval) */
+	int64_t clock_ns;  /* this node's clock offset for fleet policies (tests; in now_ms already) */
 };
 
 /* The fleet's lease window by default: 2 x the 100 ms sync interval. */

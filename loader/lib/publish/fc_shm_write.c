@@ -668,17 +668,20 @@ fail:
 }
 
 /* The header's fleet fields, before a block that may need them goes live:
- * the fleet's key (from the store: every node tags a key alike), and when
- * this node's state was made anew (a file made now, or a header that never
- * said: a fleet policy takes no share of a window that began before). */
+ * the fleet's key (from the store: every node tags a key alike), a test's
+ * clock offset, and when this node's state was made anew (a file made now,
+ * or a header that never said: a fleet policy takes no share of a window
+ * that began before; on the fleet policies' clock). */
 static void fc_shm_fleet_header(const struct fc_shm_map *sm, const struct fc_node_ctx *node)
 {
+	int64_t offset = node->fleet ? node->fleet->clock_ns : 0;
 	struct timespec ts;
 
 	if (sm->made || !sm->h->fleet_fresh_ns) {
 		clock_gettime(CLOCK_REALTIME, &ts);
-		sm->h->fleet_fresh_ns = (__u64)ts.tv_sec * FC_NS_PER_SEC + (__u64)ts.tv_nsec;
+		sm->h->fleet_fresh_ns = (__u64)ts.tv_sec * FC_NS_PER_SEC + (__u64)ts.tv_nsec + (__u64)offset;
 	}
+	sm->h->fleet_clock_ns = offset;
 	if (node->fleet && node->fleet->on)
 		memcpy(sm->h->fleet_secret, node->fleet->secret, sizeof(sm->h->fleet_secret));
 }
