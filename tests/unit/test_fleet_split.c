@@ -140,6 +140,18 @@ static void test_splits_of_windows(void **state)
 	assert_int_equal(sp[0].from, 2);
 	assert_int_equal(sp[1].from, 3);
 	assert_int_equal(fc_fleet_share(&sp[1], 77), 50);
+	/* Stale when window 3 begins: at 180 s, or 10 s earlier on the clock
+	 * of a node whose fleet clock is 10 s ahead. */
+	{
+		struct fc_policy_row pr = { .spec = { .id = 1, .fleet = true, .algo = FC_ALGO_WINDOW } };
+		struct fc_err err;
+
+		assert_int_equal(fc_rates_parse("100/m", &pr.spec, &err), 0);
+		assert_int_equal(fc_fleet_refresh_ms(&v, &pr, 1), 180000);
+		v.clock_ns = 10000000000LL;
+		assert_int_equal(fc_fleet_refresh_ms(&v, &pr, 1), 170000);
+		v.clock_ns = 0;
+	}
 	/* Later: nothing changes again. */
 	v.now_ms = 200000;
 	fc_fleet_splits(&v, m, 100, 0, sp, at);

@@ -130,7 +130,8 @@ int fc_fleet_cfg_make(const struct fc_fleet_view *v, const struct fc_policy_row 
 		      struct fc_fleet_cfg *cfg, struct fc_err *err);
 void fc_fleet_cfg_free(struct fc_fleet_cfg *cfg);
 
-/* When the published splits go stale (unix ms; 0: never): the first start
+/* When the published splits go stale (unix ms on this machine's clock, the
+ * view's offset taken off; 0: never): the first start
  * of a split[1] window among the fleet policies of rows, after which a
  * further change of the set may follow that no change-log entry announces;
  * a full publish then takes the next one. */
