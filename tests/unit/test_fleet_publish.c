@@ -248,6 +248,8 @@ static void test_fleet_fresh(void **state)
 	fc_fleet_view_free(&v);
 	fc_clock_ns = 0;
 	assert_int_equal(h->fleet_clock_ns, -10 * (int64_t)FC_NS_PER_SEC);
+	/* What a publisher not given an offset (the CLI) keeps. */
+	assert_int_equal(fc_shm_fleet_clock(t->shm), -10 * (int64_t)FC_NS_PER_SEC);
 	assert_true(h->fleet_fresh_ns < fresh - 9 * FC_NS_PER_SEC);
 	munmap((void *)h, FC_SHM_SIZE);
 }

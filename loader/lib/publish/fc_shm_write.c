@@ -1108,6 +1108,14 @@ static void fc_shm_header_read(const char *path, size_t off, void *buf, size_t l
 		close(fd);
 }
 
+int64_t fc_shm_fleet_clock(const char *path)
+{
+	int64_t ns;
+
+	fc_shm_header_read(path, offsetof(struct fc_shm_header, fleet_clock_ns), &ns, sizeof(ns));
+	return ns >= -FC_FLEET_CLOCK_MAX_NS && ns <= FC_FLEET_CLOCK_MAX_NS ? ns : 0;
+}
+
 void fc_shm_marked(const char *path, uint64_t *store_id, uint64_t *seq)
 {
 	__u64 mark[2];
