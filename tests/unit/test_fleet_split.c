@@ -51,6 +51,25 @@ static void test_split_sums(void **state)
 					 (unsigned long long)sum);
 		}
 	}
+	/* The most nodes a set has, the most a weight and a rate are: 128-bit
+	 * products, shares still adding up to q. */
+	{
+		static struct fc_fleet_member big[FC_FLEET_NODES_MAX];
+		static struct fc_fleet_split bsp[FC_FLEET_NODES_MAX];
+
+		for (i = 0; i < FC_FLEET_NODES_MAX; i++)
+			big[i] = (struct fc_fleet_member){ .no = (uint32_t)i + 1,
+							   .weight = i % 2 ? FC_FLEET_WEIGHT_ONE : (uint32_t)(i + 1) };
+		for (i = 0; i < FC_FLEET_NODES_MAX; i++)
+			fc_fleet_split_make(big, FC_FLEET_NODES_MAX, i, FC_FLEET_CREDIT_MAX, 0, 0, 0, &bsp[i]);
+		for (k = 0; k < 4; k++) {
+			u = (uint32_t)fc_rand(&seed);
+			sum = 0;
+			for (i = 0; i < FC_FLEET_NODES_MAX; i++)
+				sum += fc_fleet_share(&bsp[i], u);
+			assert_int_equal(sum, FC_FLEET_CREDIT_MAX);
+		}
+	}
 	/* The design's example: 3/d over four nodes of 0.25: three of them get
 	 * 1, which three turns with the key; R x W gave each 1 (4 in all). */
 	for (i = 0; i < 4; i++)
