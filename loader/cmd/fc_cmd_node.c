@@ -146,6 +146,7 @@ const struct fc_cmd fc_cmd_node_set = {
 		   "republishes that node's limits when it sees the change. A fleet policy (--fleet) is split\n"
 		   "by WEIGHT / the sum of the weights, from the first window that starts 2 s after this.",
 	.opts = fc_opts_none,
+	.store = FC_STORE_MAKES, /* a fleet's first step on a node (doc/fleet.md) */
 	.run = fc_node_set,
 };
 

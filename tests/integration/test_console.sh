@@ -168,6 +168,16 @@ check "... enforced at XDP within 100 ms" within_100ms verdict_is 77 1
 r=$(api POST /api/bans '{"ban": "uid=bob"}')
 check "POST a uid ban: 201" status_is "$r" 201
 check "... enforced in nginx: 403" within_100ms http_is bob 403
+r=$(api POST /api/bans '{"ban": "uid=bob", "ttl": "1h"}')
+check "a TTL over a ban of no expiry: 409, saying what is there (as ban add without --force)" body_has "$r" \
+	'.error == "ban add uid=bob: already banned with no expiry: a ban for 1h would lift it sooner; --force replaces it" and .field == "ttl"'
+check "... 409" status_is "$r" 409
+r=$(api POST /api/bans '{"ban": "uid=bob", "ttl": "1h", "force": true}')
+check "... with \"force\": true, replaced: 200" status_is "$r" 200
+r=$(api POST /api/bans '{"ban": "uid=bob", "force": "yes"}')
+check "... force takes true or false only: 400" sh -c "[ '${r%% *}' = 400 ]"
+r=$(api POST /api/bans '{"ban": "uid=bob"}')
+check "... and back to no expiry: 200" status_is "$r" 200
 r=$(api POST /api/bans '{"ban": "10.0.0.5/8"}')
 check "a bad prefix: 400 with the CLI's message" body_has "$r" '.error == "\"10.0.0.5/8\": host bits set; did you mean 10.0.0.0/8?" and .field == "ban"'
 r=$(api POST /api/bans '{"ban": "198.18.0.76", "ttl": "10x"}')
