@@ -201,6 +201,11 @@ check "ip=* --fleet at XDP/TC: refused (exit 2), saying why and what to do" \
 	sh -c "[ $? = 2 ] && grep -qxF 'freqctl: policy 12: ip=* --fleet is refused at XDP/TC (per-source buckets are evicted by the kernel and sources can be spoofed; use --layer http to enforce it per address in nginx)' '$dir/out'"
 check "... and nothing was stored" [ "$(pol 12 id)" = "" ]
 check "ip=ADDR --fleet at XDP/TC is taken" fcq policy add 12 --match ip=198.18.0.9 --rate 60/m --algo window --fleet
+# The kernel's slot: the fleet's algorithm and flag, the fleet's 60 (not a
+# weight's share), and this node's shares (none: it is in no node set).
+kpol() { bpftool -j map dump pinned "$pin/fc_policies" | jq -c ".[] | .formatted.value | select(.id == $1)"; }
+check "... published to the kernel as the fleet's: FC_ALGO_FLEET_WINDOW, FC_POLICY_FLEET, 60 unscaled, no share" \
+	jq_true '.algo == 3 and .flags == 4 and .[""].lim.tier[0].limit == 60 and .fleet_share == [0, 0]' <(kpol 12)
 check "policy edit --no-fleet: each node's share again" fcq policy edit 11 --no-fleet
 check "... fleet: false, the rest kept" jq_true '.policies[] | select(.id == 11) | .fleet == false and .rates == ["100/d"] and .algo == "window"' <(fc export)
 out policy edit 11 --rate 5/m --rate 100/d
