@@ -16,6 +16,7 @@
 #include <linux/in.h>
 #include <bpf/bpf.h>
 
+#include "fc_fleet.h"
 #include "fc_test.h"
 #include "fc_test_bpf.h"
 
@@ -90,11 +91,208 @@ static void test_buckets_mmap(void **state)
 	fc_mmap_body(*state, true, 2);
 }
 
+/* A test per program, each with maps of its own: a later publish would
+ * put back the slots written by hand below. */
+#define FC_BOTH(name, body)                           \
+	static void name##_xdp(void **state)          \
+	{                                             \
+		FC_REQUIRE_BPF();                     \
+		body(*state, false, 1);               \
+	}                                             \
+	static void name##_tc(void **state)           \
+	{                                             \
+		FC_REQUIRE_BPF();                     \
+		body(*state, true, 2);                \
+	}
+
+/* The policy of id as the loader would publish it with --fleet: its slot
+ * rewritten by hand (fleet algorithm, this node's shares per split, the
+ * second split's first window from, the GCRA lease window). */
+static uint32_t fc_fleet_policy(struct fc_env *env, uint32_t id, const char *match, const char *rates,
+				const char *opts, __u8 algo, __u64 share0, __u64 share1, __u64 from)
+{
+	uint32_t slot;
+	struct fc_policy pol;
+
+	fc_env_policy(env, id, match, rates, opts);
+	slot = fc_slot_of(env, id);
+	assert_int_equal(bpf_map_lookup_elem(env->maps.policies, &slot, &pol), 0);
+	pol.algo = algo;
+	pol.flags |= FC_POLICY_FLEET;
+	memset(pol.lim.rescale, 0, sizeof(pol.lim.rescale));
+	pol.lim.gen = 0;
+	pol.fleet_share[0] = share0;
+	pol.fleet_share[1] = share1;
+	pol.fleet_from = from;
+	pol.fleet_lease_ns = algo == FC_ALGO_FLEET_GCRA ? 200 * 1000000ULL : 0;
+	assert_int_equal(bpf_map_update_elem(env->maps.policies, &slot, &pol, BPF_ANY), 0);
+	return slot;
+}
+
+/* Window N = 10/m for the fleet, this node's share 4: 4 of 10 pass, the
+ * refusal flags the window's demand; the agent's grant of 3 (a top-up in
+ * place) passes 3 more; the next window rolls over to the share again; a
+ * clock stepped back into the window left refuses (never reopened). */
+static void fc_window_body(struct fc_env *env, bool tc, uint32_t id)
+{
+	const char *src = tc ? "198.18.6.2" : "198.18.6.1";
+	struct fc_bucket *b = fc_buckets_map(env);
+	__u64 w = T0 / (60 * SEC);
+	uint32_t slot;
+	char match[32];
+
+	snprintf(match, sizeof(match), "ip=%s", src);
+	slot = fc_fleet_policy(env, id, match, "10/m", "algo=window", FC_ALGO_FLEET_WINDOW, 4, 4, FC_FLEET_NEVER);
+	fc_env_clock(env, T0 + SEC);
+	assert_int_equal(fc_udp(env, tc, src, 10), 4);
+	assert_int_equal(b[slot].state[0], FC_FLEET_WORD(w, 0));
+	assert_true(fc_fleet_wanted(b[slot].state[1], w));
+	assert_int_equal(fc_fleet_topup(&b[slot].state[0], w, 3, 4), FC_FLEET_DONE);
+	assert_int_equal(fc_udp(env, tc, src, 10), 3);
+	assert_int_equal(fc_env_pstats(env, id).passed.packets, 7);
+	assert_int_equal(fc_env_pstats(env, id).dropped.packets, 13);
+	fc_env_clock(env, T0 + 61 * SEC);
+	assert_int_equal(fc_udp(env, tc, src, 10), 4);
+	assert_int_equal(b[slot].state[0], FC_FLEET_WORD(w + 1, 0));
+	assert_true(fc_fleet_wanted(b[slot].state[1], w + 1));
+	fc_env_clock(env, T0 + 59 * SEC);
+	assert_int_equal(fc_fleet_topup(&b[slot].state[0], w + 1, 2, 4), FC_FLEET_DONE);
+	assert_int_equal(fc_udp(env, tc, src, 3), 0);
+	fc_buckets_unmap(b);
+}
+
+FC_BOTH(test_window, fc_window_body)
+
+/* The node set changes from window w + 1 (the second split): 4 in w, 7
+ * from w + 1 on; a prefix policy the same. */
+static void fc_split_body(struct fc_env *env, bool tc, uint32_t id)
+{
+	const char *src = tc ? "198.18.7.130" : "198.18.7.2";
+	__u64 w = T0 / (60 * SEC);
+
+	fc_fleet_policy(env, id, tc ? "ip=198.18.7.128/25" : "ip=198.18.7.0/25", "10/m", "algo=window",
+			FC_ALGO_FLEET_WINDOW, 4, 7, w + 1);
+	fc_env_clock(env, T0 + SEC);
+	assert_int_equal(fc_udp(env, tc, src, 10), 4);
+	fc_env_clock(env, T0 + 61 * SEC);
+	assert_int_equal(fc_udp(env, tc, src, 10), 7);
+	fc_env_clock(env, T0 + 121 * SEC);
+	assert_int_equal(fc_udp(env, tc, src, 10), 7);
+}
+
+FC_BOTH(test_split, fc_split_body)
+
+/* Maps made anew mid-window (fc_config.fleet_fresh_ns) take no share of
+ * that window: refused, demand flagged; the next window has its share. */
+static void fc_fresh_body(struct fc_env *env, bool tc, uint32_t id)
+{
+	const char *src = tc ? "198.18.8.2" : "198.18.8.1";
+	struct fc_bucket *b = fc_buckets_map(env);
+	__u64 w = T0 / (60 * SEC);
+	struct fc_config cfg;
+	struct fc_err err;
+	uint32_t slot;
+	char match[32];
+
+	snprintf(match, sizeof(match), "ip=%s", src);
+	slot = fc_fleet_policy(env, id, match, "10/m", "algo=window", FC_ALGO_FLEET_WINDOW, 5, 5, FC_FLEET_NEVER);
+	assert_int_equal(fc_config_read(&env->maps, &cfg, &err), 0);
+	cfg.fleet_fresh_ns = T0 + 30 * SEC;
+	assert_int_equal(fc_config_write(&env->maps, &cfg, &err), 0);
+	fc_env_clock(env, T0 + 40 * SEC);
+	assert_int_equal(fc_udp(env, tc, src, 5), 0);
+	assert_true(fc_fleet_wanted(b[slot].state[1], w));
+	/* what the agent grants it is spent */
+	assert_int_equal(fc_fleet_topup(&b[slot].state[0], w, 2, 0), FC_FLEET_DONE);
+	assert_int_equal(fc_udp(env, tc, src, 5), 2);
+	fc_env_clock(env, T0 + 60 * SEC);
+	assert_int_equal(fc_udp(env, tc, src, 10), 5);
+	fc_buckets_unmap(b);
+}
+
+FC_BOTH(test_fresh, fc_fresh_body)
+
+/* A fleet address inside a prefix policy that refuses: the fleet credit
+ * each refused frame took is given back (all policies or none). */
+static void fc_refund_body(struct fc_env *env, bool tc, uint32_t id)
+{
+	const char *src = tc ? "198.18.9.130" : "198.18.9.2";
+	struct fc_bucket *b = fc_buckets_map(env);
+	__u64 w = T0 / (60 * SEC);
+	uint32_t slot;
+	char match[32];
+
+	fc_env_policy(env, id * 10, tc ? "ip=198.18.9.128/25" : "ip=198.18.9.0/25", "2/m", "algo=window");
+	snprintf(match, sizeof(match), "ip=%s", src);
+	slot = fc_fleet_policy(env, id, match, "10/m", "algo=window", FC_ALGO_FLEET_WINDOW, 6, 6, FC_FLEET_NEVER);
+	fc_env_clock(env, T0 + SEC);
+	assert_int_equal(fc_udp(env, tc, src, 5), 2);
+	assert_int_equal(b[slot].state[0], FC_FLEET_WORD(w, 4));
+	fc_buckets_unmap(b);
+}
+
+FC_BOTH(test_refund, fc_refund_body)
+
+/* Sliding, share 6 of 6/m: 6 pass in w; 30 s into w + 1, the 6 of w
+ * weigh half: 3 more pass (6 * 30 + 3 * 60 <= 6 * 60). */
+static void fc_sliding_body(struct fc_env *env, bool tc, uint32_t id)
+{
+	const char *src = tc ? "198.18.10.2" : "198.18.10.1";
+	char match[32];
+
+	snprintf(match, sizeof(match), "ip=%s", src);
+	fc_fleet_policy(env, id, match, "6/m", "algo=sliding", FC_ALGO_FLEET_SLIDING, 6, 6, FC_FLEET_NEVER);
+	fc_env_clock(env, T0 + SEC);
+	assert_int_equal(fc_udp(env, tc, src, 10), 6);
+	fc_env_clock(env, T0 + 90 * SEC);
+	assert_int_equal(fc_udp(env, tc, src, 10), 3);
+}
+
+FC_BOTH(test_sliding, fc_sliding_body)
+
+/* GCRA: the node's bucket (its tier: T_i, tau_i) passes its burst of 2;
+ * then only lease credit of the current lease window (200 ms) pays: a
+ * grant of 3 passes 3, and lapses with its lease window. */
+static void fc_gcra_body(struct fc_env *env, bool tc, uint32_t id)
+{
+	const char *src = tc ? "198.18.11.2" : "198.18.11.1";
+	struct fc_bucket *b = fc_buckets_map(env);
+	__u64 lw = (T0 + SEC) / (200 * 1000000ULL);
+	uint32_t slot;
+	char match[32];
+
+	snprintf(match, sizeof(match), "ip=%s", src);
+	slot = fc_fleet_policy(env, id, match, "1/m", "burst=2", FC_ALGO_FLEET_GCRA, 2, 2, FC_FLEET_NEVER);
+	fc_env_clock(env, T0 + SEC);
+	assert_int_equal(fc_udp(env, tc, src, 5), 2);
+	assert_true(fc_fleet_wanted(b[slot].state[1], lw));
+	assert_int_equal(fc_fleet_topup(&b[slot].state[2], lw, 3, 0), FC_FLEET_DONE);
+	assert_int_equal(fc_udp(env, tc, src, 5), 3);
+	assert_int_equal(fc_fleet_topup(&b[slot].state[2], lw, 3, 0), FC_FLEET_DONE);
+	fc_env_clock(env, T0 + 2 * SEC);
+	assert_int_equal(fc_udp(env, tc, src, 5), 0);
+	fc_buckets_unmap(b);
+}
+
+FC_BOTH(test_gcra, fc_gcra_body)
+
 int main(void)
 {
 #define T(f) cmocka_unit_test_setup_teardown(f, fc_env_setup, fc_env_teardown)
 	const struct CMUnitTest tests[] = {
 		T(test_buckets_mmap),
+		T(test_window_xdp),
+		T(test_window_tc),
+		T(test_split_xdp),
+		T(test_split_tc),
+		T(test_fresh_xdp),
+		T(test_fresh_tc),
+		T(test_refund_xdp),
+		T(test_refund_tc),
+		T(test_sliding_xdp),
+		T(test_sliding_tc),
+		T(test_gcra_xdp),
+		T(test_gcra_tc),
 	};
 #undef T
 
