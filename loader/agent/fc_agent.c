@@ -40,6 +40,7 @@
 
 #include "fc_agent.h"
 #include "fc_allow.h"
+#include "fc_clock.h"
 #include "fc_console.h"
 #include "fc_duration.h"
 #include "fc_error.h"
@@ -152,9 +153,15 @@ struct fc_agent {
 	struct fc_store *watch;      /* the connection that only watches for changes */
 	struct fc_store_keep store;  /* the connection publishes use, kept */
 	struct fc_ctx pubctx;        /* ctx, publishing on store */
-	bool prepared;               /* the store exists and holds this node's weight */
+	bool prepared;               /* the store exists and holds this node's weight (and fleet row) */
 	int64_t version;             /* the store's data_version last published */
 	int64_t next_expiry;         /* unix time of the next ban expiry, 0: none */
+	/* Fleet policies: unix ms from which the published splits may be stale
+	 * (0: never), when everything is published again; and what the last
+	 * publish says the fleet leases with (fc_fleet_split.h), for the lease
+	 * engine. */
+	int64_t fleet_refresh_ms;
+	struct fc_fleet_cfg fleet_cfg;
 	bool failing;                /* the last publish failed: retrying */
 	int backoff;                 /* ms until the next retry */
 	int rechecks;                /* quick looks left after an inotify event */
@@ -368,18 +375,33 @@ fail:
 	fc_agent_log("escalation: cannot ban %zu clients: %s", nb, err.msg);
 }
 
-/* Makes the store if it is new and records this node's weight (0: leave it). */
-static int fc_agent_prepare(const struct fc_ctx *ctx, double weight, struct fc_err *err)
+/* Makes the store if it is new and, with record (once the agent holds its
+ * lock: an agent refused writes nothing), records this node's weight (0:
+ * leave it), in nodes and in the fleet's node set, which a node running an
+ * agent joins: a node outside it holds no share of a fleet policy, and
+ * would wait on Redis for every key. */
+static int fc_agent_prepare(const struct fc_ctx *ctx, double weight, bool record, struct fc_err *err)
 {
 	struct fc_node n = { .weight = weight };
 	struct fc_store *st;
-	int rc = 0;
+	int rc;
 
 	if (fc_store_open(ctx->db_path, &st, err) < 0)
 		return -1;
+	if (!record) {
+		fc_store_close(st);
+		return 0;
+	}
 	snprintf(n.name, sizeof(n.name), "%s", ctx->node);
-	if (weight)
-		rc = fc_store_node_put(st, &n, err);
+	rc = fc_store_begin(st, err);
+	if (!rc && weight)
+		rc = fc_store_node_weigh(st, &n, fc_unix_ms(), err);
+	else if (!rc)
+		rc = fc_store_node_join(st, n.name, fc_unix_ms(), err);
+	if (!rc)
+		rc = fc_store_commit(st, err);
+	else
+		fc_store_rollback(st);
 	fc_store_close(st);
 	return rc;
 }
@@ -447,9 +469,15 @@ static int64_t fc_agent_publish(struct fc_agent *a, const char *why, struct fc_e
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	if (fc_agent_begin(&pub, a, err) < 0)
 		goto fail;
-	pub.full = !strcmp(why, "SIGHUP"); /* SIGHUP: everything, as freqctl sync */
+	/* SIGHUP: everything, as freqctl sync; and the fleet's splits when a
+	 * node set published as the next one has become the current one. */
+	pub.full = !strcmp(why, "SIGHUP") || !strcmp(why, "fleet splits");
+	pub.want_fleet_cfg = true;
 	if (fc_publish_commit(&pub, err) < 0)
 		goto fail;
+	fc_fleet_cfg_free(&a->fleet_cfg);
+	a->fleet_cfg = pub.fleet_cfg;
+	a->fleet_refresh_ms = pub.fleet_refresh_ms;
 	/* Room for escalations: the rule maps' entries (policy keys too). */
 	a->nbans = (size_t)pub.res.cfg.n_exact4 + pub.res.cfg.n_exact6 + pub.res.cfg.n_pfx4 + pub.res.cfg.n_pfx6;
 	clock_gettime(CLOCK_MONOTONIC, &t1);
@@ -475,7 +503,7 @@ static void fc_agent_try_publish(struct fc_agent *a, const char *why)
 	struct fc_err err;
 	int64_t next;
 
-	if ((!a->prepared && !(a->prepared = fc_agent_prepare(&a->ctx, a->cfg->weight, &err) == 0)) ||
+	if ((!a->prepared && !(a->prepared = fc_agent_prepare(&a->ctx, a->cfg->weight, true, &err) == 0)) ||
 	    (!a->watch && fc_agent_rewatch(&a->ctx, &a->watch, &a->version, &err) < 0) ||
 	    (next = fc_agent_publish(a, why, &err)) < 0) {
 		if (!a->failing)
@@ -515,15 +543,17 @@ static int fc_agent_timeout(const struct fc_agent *a)
 {
 	int timeout = a->failing ? a->backoff : a->rechecks ? FC_AGENT_RECHECK_MS :
 			  a->esc.npol && a->esc.src ? FC_ESC_TICK_MS : FC_AGENT_FALLBACK_MS;
+	int64_t left, at = a->next_expiry * 1000; /* the first of a ban expiry and a fleet refresh */
 	struct timespec ts;
-	int64_t left;
 
-	if (a->failing || !a->next_expiry)
+	if (a->fleet_refresh_ms && (!at || a->fleet_refresh_ms < at))
+		at = a->fleet_refresh_ms;
+	if (a->failing || !at)
 		return timeout;
 	/* In ms from now, not from the whole second: that would wake up to a
 	 * second after the expiry. */
 	clock_gettime(CLOCK_REALTIME, &ts);
-	left = a->next_expiry * 1000 - ((int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000);
+	left = at - ((int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000);
 	return left < timeout ? left > 0 ? (int)left : 0 : timeout;
 }
 
@@ -564,6 +594,8 @@ static int fc_agent_step(struct fc_agent *a)
 		why = "clock stepped";
 	} else if (a->next_expiry && (int64_t)time(NULL) >= a->next_expiry) {
 		why = "ban expiry";
+	} else if (a->fleet_refresh_ms && fc_unix_ms() >= a->fleet_refresh_ms) {
+		why = "fleet splits";
 	} else if (fc_store_data_version(a->watch, &v, &err) < 0) {
 		fc_store_close(a->watch); /* lost (PostgreSQL restarting): reconnect on publish */
 		a->watch = NULL;
@@ -598,12 +630,16 @@ static int fc_agent_setup(struct fc_agent *a, struct fc_err *err)
 	struct sigaction sa = { .sa_handler = fc_agent_signal };
 	struct fc_err why;
 
-	a->prepared = fc_agent_prepare(&a->ctx, cfg->weight, err) == 0;
+	a->prepared = fc_agent_prepare(&a->ctx, cfg->weight, false, err) == 0;
 	if (!a->prepared && !a->pg)
 		return -1;
 	if (fc_agent_lock(&a->ctx, &a->lock, err) < 0)
 		return -1;
 	a->locked = true;
+	if (a->prepared)
+		a->prepared = fc_agent_prepare(&a->ctx, cfg->weight, true, err) == 0;
+	if (!a->prepared && !a->pg)
+		return -1;
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGHUP, &sa, NULL);
@@ -656,6 +692,7 @@ static void fc_agent_teardown(struct fc_agent *a)
 	if (a->state_fd >= 0)
 		close(a->state_fd);
 	fc_esc_free(&a->esc);
+	fc_fleet_cfg_free(&a->fleet_cfg);
 	if (a->ino >= 0)
 		close(a->ino);
 	if (a->clk >= 0)

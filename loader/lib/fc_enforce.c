@@ -5,6 +5,7 @@
 
 #include "fc_clock.h"
 #include "fc_enforce.h"
+#include "fc_fleet_split.h"
 #include "fc_policy.h"
 
 /* A GCRA bucket whose tolerance is under this many ticks of the packet
@@ -116,10 +117,51 @@ static void fc_generations(const struct fc_enforced *pub, struct fc_enforced *e)
 									     fc_rescale_of(&p->tier[i], &k->tier[i]);
 }
 
+/* A fleet policy's words are credit (maps/fc_fleet.h): its algorithm as
+ * published, its splits for this node and, for a fixed key (one bucket, kid
+ * 0), the shares the packet path and the slot take without the key's tag. */
+static void fc_fleet_enforced(const struct fc_policy_row *row, const struct fc_node_ctx *node, struct fc_enforced *e)
+{
+	const struct fc_policy_spec *p = &row->spec;
+	struct fc_shm_fleet *t = &e->fleet_tail;
+	struct fc_policy *k = &e->k;
+	const struct fc_fleet_split *sp = t->split;
+	int64_t at[2];
+	uint64_t b;
+
+	e->fleet = true;
+	k->algo = (__u8)fc_fleet_algo(p->algo);
+	k->flags |= FC_POLICY_FLEET;
+	t->split[1].from = FC_FLEET_NEVER;
+	if (!node->fleet || !node->fleet->on || !p->ntiers)
+		return; /* no node set known: no share */
+	fc_fleet_policy_splits(node->fleet, p, t->split, at);
+	t->node_no = node->fleet->node_no;
+	t->lease_ns = p->algo == FC_ALGO_GCRA ? node->fleet->lease_ns : 0;
+	if (fc_policy_is_keyed(p))
+		return;
+	t->fixed_u = fc_fleet_fixed_point(node->fleet->secret, p->id, row->epoch);
+	k->fleet_share[0] = fc_fleet_share(&sp[0], t->fixed_u);
+	k->fleet_share[1] = sp[1].from == FC_FLEET_NEVER ? k->fleet_share[0] : fc_fleet_share(&sp[1], t->fixed_u);
+	k->fleet_from = sp[1].from;
+	k->fleet_lease_ns = t->lease_ns;
+	/* XDP/TC's gcra bucket is this node's: (T_i, tau_i = B_i T_i) of the
+	 * split now; T_i 0 (too slow for the words) leaves it to leases. */
+	if (p->algo != FC_ALGO_GCRA || fc_policy_is_l7(p))
+		return;
+	b = k->fleet_share[0];
+	k->tier[0].interval_ns = sp[0].interval_ns;
+	k->tier[0].limit = b;
+	k->tier[0].tolerance_ns = b && sp[0].interval_ns <= FC_ROOM_MAX / b ? b * sp[0].interval_ns : 0;
+}
+
 void fc_policy_enforced(const struct fc_policy_row *row, const struct fc_node_ctx *node,
 			const struct fc_enforced *pub, struct fc_enforced *e)
 {
 	const struct fc_policy_spec *p = &row->spec;
+	/* A fleet policy's rate is the fleet's: never R x W. Its shares are
+	 * the split of the window's node set (fc_fleet_split.h). */
+	double weight = p->fleet ? 1 : node->weight;
 	struct fc_policy *k = &e->k;
 	int i;
 
@@ -134,12 +176,11 @@ void fc_policy_enforced(const struct fc_policy_row *row, const struct fc_node_ct
 	if (p->override)
 		k->flags |= FC_POLICY_OVERRIDE;
 	for (i = 0; i < p->ntiers; i++) {
-		fc_tier_compile(p, i, fc_share(p->rate[i].n, node->weight), fc_share(fc_tier_burst(p, i), node->weight),
-				&k->tier[i]);
+		fc_tier_compile(p, i, fc_share(p->rate[i].n, weight), fc_share(fc_tier_burst(p, i), weight), &k->tier[i]);
 		if (p->algo == FC_ALGO_GCRA && k->tier[i].tolerance_ns < FC_PRECISE_TICKS * node->tick_ns)
 			k->flags |= FC_POLICY_PRECISE;
 	}
-	e->concurrency = p->concurrency ? (uint32_t)fc_share(p->concurrency, node->weight) : 0;
+	e->concurrency = p->concurrency ? (uint32_t)fc_share(p->concurrency, weight) : 0;
 	if (p->kind == FC_MATCH_STAR) {
 		e->star_len4 = fc_star_len4(p);
 		e->star_len6 = fc_star_len6(p);
@@ -149,6 +190,9 @@ void fc_policy_enforced(const struct fc_policy_row *row, const struct fc_node_ct
 	 * dimension, so not saying keeps none. */
 	e->show_keys = p->show_keys > 0 && fc_policy_is_keyed(p);
 	e->queue = p->action == FC_ACTION_DELAY ? p->delay_burst : 0;
+	/* Before the generations: a fleet word carries none (maps/fc_fleet.h). */
+	if (p->fleet)
+		fc_fleet_enforced(row, node, e);
 	fc_generations(pub, e);
 	if (p->kind == FC_MATCH_STAR && !fc_policy_is_l7(p))
 		fc_new_src_tier(p, node->ncpus, &e->new_src);
