@@ -579,12 +579,19 @@ static __always_inline bool fc_tier1(const struct fc_policy *pol)
 static __always_inline int fc_fleet_fast(const struct fc_pkt *pkt, const struct fc_config *cfg, __u32 sa,
 					 const struct fc_policy *pa, struct fc_bucket *a, struct fc_charge *ch)
 {
-	__u64 cost = fc_policy_cost(pa, pkt);
-	int ok;
+	__u64 cost = fc_policy_cost(pa, pkt), now;
+	int ok = FC_FLEET_ROLL;
 
 	if (!cost)
 		return FC_FAST_PASS;
-	ok = fc_fleet_charge(pa, a, ch, fc_clock(cfg, pa->flags & FC_POLICY_PRECISE), cost);
+	now = fc_clock(cfg, pa->flags & FC_POLICY_PRECISE);
+	/* A window's credit spent inline, as a local window's count is: the
+	 * same instructions. The rest (its rollover, a refusal's demand, the
+	 * other algorithms) out of line. */
+	if (pa->algo == FC_ALGO_FLEET_WINDOW)
+		ok = fc_fleet_window_try(&a->state[0], now / pa->tier[0].unit_ns, cost, &ch->prev[0], &ch->next[0]);
+	if (ok != 1)
+		ok = fc_fleet_charge(pa, a, ch, now, cost);
 	fc_policy_count(sa, pkt->len, ok);
 	return ok ? FC_FAST_PASS : FC_FAST_DROP;
 }

@@ -24,6 +24,7 @@ struct fc_ctx {
 	 * not given. */
 	const char *redis, *redis_password_file, *redis_prefix;
 	bool store_must_exist; /* the agent: a vanished store is an outage, not an empty one */
+	int64_t fleet_clock_ns; /* the agent's --clock-offset (tests): what a publish shifts the fleet's clock by */
 	/* A store connection the caller keeps (the console, top), used by
 	 * publishes and stats; NULL: each opens its own. */
 	struct fc_store_keep *keep;

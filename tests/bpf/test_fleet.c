@@ -5,18 +5,23 @@
  * BPF_F_MMAPABLE) and changed in place by compare-and-exchange, as the
  * packet path sees it at its next frame.
  */
+#include <fcntl.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 #include <cmocka.h>
 #include <sys/mman.h>
 #include <linux/in.h>
 #include <bpf/bpf.h>
 
+#include "fc_clock.h"
 #include "fc_fleet.h"
+#include "fc_publish.h"
+#include "fc_shm.h"
 #include "fc_test.h"
 #include "fc_test_bpf.h"
 
@@ -107,12 +112,15 @@ static void test_buckets_mmap(void **state)
 
 /* The policy of id as the loader would publish it with --fleet: its slot
  * rewritten by hand (fleet algorithm, this node's shares per split, the
- * second split's first window from, the GCRA lease window). */
+ * second split's first window from, the GCRA lease window), so that the
+ * packet path's words are tested at any shares and times. */
 static uint32_t fc_fleet_policy(struct fc_env *env, uint32_t id, const char *match, const char *rates,
 				const char *opts, __u8 algo, __u64 share0, __u64 share1, __u64 from)
 {
-	uint32_t slot;
+	struct fc_config cfg;
 	struct fc_policy pol;
+	struct fc_err err;
+	uint32_t slot;
 
 	fc_env_policy(env, id, match, rates, opts);
 	slot = fc_slot_of(env, id);
@@ -126,6 +134,10 @@ static uint32_t fc_fleet_policy(struct fc_env *env, uint32_t id, const char *mat
 	pol.fleet_from = from;
 	pol.fleet_lease_ns = algo == FC_ALGO_FLEET_GCRA ? 200 * 1000000ULL : 0;
 	assert_int_equal(bpf_map_update_elem(env->maps.policies, &slot, &pol, BPF_ANY), 0);
+	/* Maps made long before T0: the fresh rule withholds no share. */
+	assert_int_equal(fc_config_read(&env->maps, &cfg, &err), 0);
+	cfg.fleet_fresh_ns = T0 - 3600 * SEC;
+	assert_int_equal(fc_config_write(&env->maps, &cfg, &err), 0);
 	return slot;
 }
 
@@ -276,6 +288,126 @@ static void fc_gcra_body(struct fc_env *env, bool tc, uint32_t id)
 
 FC_BOTH(test_gcra, fc_gcra_body)
 
+/* Publishes the store (everything) as the agent does with --clock-offset
+ * shift_ns. */
+static void fc_publish_shifted(struct fc_env *env, int64_t shift_ns)
+{
+	struct fc_ctx ctx = fc_env_ctx(env);
+	struct fc_publish pub;
+	struct fc_err err;
+
+	ctx.fleet_clock_ns = shift_ns;
+	if (fc_publish_begin_on(&pub, &ctx, env->st, &err) < 0 || (pub.full = true, fc_publish_commit(&pub, &err) < 0))
+		fail_msg("publish: %s", err.msg);
+}
+
+static uint64_t fc_utc_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * SEC + (uint64_t)ts.tv_nsec;
+}
+
+/* The first publish to maps made anew says when (fc_config.fleet_fresh_ns);
+ * later ones keep it. */
+static void test_fresh_published(void **state)
+{
+	struct fc_env *env = *state;
+	struct fc_config cfg;
+	struct fc_err err;
+	uint64_t now, fresh;
+
+	FC_REQUIRE_BPF();
+	now = fc_utc_ns();
+	fc_env_sync(env);
+	assert_int_equal(fc_config_read(&env->maps, &cfg, &err), 0);
+	fresh = cfg.fleet_fresh_ns;
+	assert_true(fresh && fresh <= fc_utc_ns() && fresh + 60 * SEC > now);
+	usleep(10000);
+	fc_env_policy(env, 1, "ip=198.18.13.1", "10/m", "algo=window fleet=1");
+	fc_env_sync(env);
+	assert_int_equal(fc_config_read(&env->maps, &cfg, &err), 0);
+	assert_int_equal(cfg.fleet_fresh_ns, fresh);
+}
+
+/* Whether a is b + d, to within 20 ms (a clock measured twice). */
+static bool fc_near(uint64_t a, uint64_t b, int64_t d)
+{
+	int64_t x = (int64_t)(a - b) - d;
+
+	return x > -20000000 && x < 20000000;
+}
+
+/* --clock-offset shifts the packet path's clock (both forms) and says so
+ * in nginx's header; a publish without it puts them back. */
+static void test_clock_shift(void **state)
+{
+	struct fc_env *env = *state;
+	const struct fc_shm_header *h;
+	struct fc_config cfg0, cfg;
+	struct fc_err err;
+	int fd;
+
+	FC_REQUIRE_BPF();
+	fc_publish_shifted(env, 0);
+	assert_int_equal(fc_config_read(&env->maps, &cfg0, &err), 0);
+	fc_publish_shifted(env, 5 * (int64_t)SEC);
+	assert_int_equal(fc_config_read(&env->maps, &cfg, &err), 0);
+	assert_true(fc_near(cfg.utc_offset_ns, cfg0.utc_offset_ns, 5 * (int64_t)SEC));
+	assert_true(!cfg0.jiffies_utc_ns || fc_near(cfg.jiffies_utc_ns, cfg0.jiffies_utc_ns, 5 * (int64_t)SEC));
+	fd = open(env->shm, O_RDONLY);
+	assert_true(fd >= 0);
+	h = mmap(NULL, sizeof(*h), PROT_READ, MAP_SHARED, fd, 0);
+	close(fd);
+	assert_true(h != MAP_FAILED);
+	assert_int_equal(h->fleet_clock_ns, 5 * (int64_t)SEC);
+	fc_publish_shifted(env, 0);
+	assert_int_equal(fc_config_read(&env->maps, &cfg, &err), 0);
+	assert_true(fc_near(cfg.utc_offset_ns, cfg0.utc_offset_ns, 0));
+	assert_int_equal(h->fleet_clock_ns, 0);
+	munmap((void *)h, sizeof(*h));
+}
+
+/* ip=ADDR 10/m --fleet published from the store, this node one of four of
+ * weight 0.25: its share is 2 or 3 (10 = 4 x 2 + 2 dealt by the key's
+ * point), none in the window the maps were made in (the fresh rule: it
+ * refuses and flags its demand), all of it in the next. */
+static void fc_published_body(struct fc_env *env, bool tc, uint32_t id)
+{
+	const char *src = tc ? "198.18.14.2" : "198.18.14.1", *names[] = { "test", "n2", "n3", "n4" };
+	struct fc_bucket *b = fc_buckets_map(env);
+	int64_t long_ago = (int64_t)(fc_utc_ns() / 1000000) - 2 * 86400000;
+	__u64 w = fc_utc_ns() / (60 * SEC);
+	struct fc_policy pol;
+	struct fc_err err;
+	uint32_t slot;
+	char match[32];
+	size_t i;
+
+	for (i = 0; i < 4; i++)
+		if (fc_store_fleet_node_set(env->st, names[i], 250000, long_ago, &err) < 0)
+			fail_msg("%s", err.msg);
+	snprintf(match, sizeof(match), "ip=%s", src);
+	fc_env_policy(env, id, match, "10/m", "algo=window fleet=1");
+	slot = fc_slot_of(env, id);
+	assert_int_equal(bpf_map_lookup_elem(env->maps.policies, &slot, &pol), 0);
+	assert_int_equal(pol.algo, FC_ALGO_FLEET_WINDOW);
+	assert_true(pol.flags & FC_POLICY_FLEET);
+	assert_int_equal(pol.tier[0].limit, 10);
+	assert_true(pol.fleet_share[0] == 2 || pol.fleet_share[0] == 3);
+	assert_int_equal(pol.fleet_from, FC_FLEET_NEVER);
+	if (fc_utc_ns() / (60 * SEC) != w)
+		skip(); /* a minute turned meanwhile: the fresh rule's window is gone */
+	assert_int_equal(fc_udp(env, tc, src, 5), 0);
+	assert_true(fc_fleet_wanted(b[slot].state[1], w));
+	fc_env_clock(env, (w + 1) * 60 * SEC + SEC);
+	assert_int_equal(fc_udp(env, tc, src, 10), (int)pol.fleet_share[0]);
+	fc_buckets_unmap(b);
+}
+
+FC_BOTH(test_published, fc_published_body)
+
 int main(void)
 {
 #define T(f) cmocka_unit_test_setup_teardown(f, fc_env_setup, fc_env_teardown)
@@ -293,6 +425,10 @@ int main(void)
 		T(test_sliding_tc),
 		T(test_gcra_xdp),
 		T(test_gcra_tc),
+		T(test_fresh_published),
+		T(test_clock_shift),
+		T(test_published_xdp),
+		T(test_published_tc),
 	};
 #undef T
 

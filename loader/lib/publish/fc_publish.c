@@ -180,6 +180,7 @@ static int fc_publish_node(struct fc_publish *pub, struct fc_err *err)
 	    fc_fleet_read(pub->st, pub->ctx->node, fc_unix_ms(), &pub->fleet, err) < 0)
 		return -1;
 	pub->node.fleet = &pub->fleet;
+	pub->node.clock_ns = pub->ctx->fleet_clock_ns;
 	return 0;
 }
 
@@ -230,7 +231,7 @@ int fc_publish_commit(struct fc_publish *pub, struct fc_err *err)
 	}
 	/* Committed: the next publish may start from here. A mark not set
 	 * only costs the next publish a full one. */
-	if (fc_sync_mark(&pub->maps, log.id, log.head, &ignored) < 0 ||
+	if (fc_sync_mark(&pub->maps, log.id, log.head, pub->node.clock_ns, &ignored) < 0 ||
 	    fc_shm_mark(pub->ctx->shm_path, log.id, log.head, &ignored) < 0)
 		fc_warn("publish: %s (the next publish writes everything)", ignored.msg);
 	/* A row not valid as written is not published; the rest is. Say so on

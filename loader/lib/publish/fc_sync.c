@@ -1991,6 +1991,22 @@ static int fc_config_interim(const struct fc_maps *m, struct fc_config *cfg, con
 	return memcmp(cfg, &before, sizeof(before)) ? fc_config_write(m, cfg, err) : 0;
 }
 
+/* When the maps were made, for the fleet's fresh rule (maps/fc_fleet.h):
+ * kept from old, or now (on the packet path's clock, UTC in tests shifted
+ * as it is) where old never said, its maps just made (all zero). A fleet
+ * policy then takes no share of a window that began before: what the
+ * maps lost may have spent it. */
+static void fc_fleet_fresh(struct fc_config *cfg, const struct fc_config *old, int64_t shift_ns)
+{
+	struct timespec ts;
+
+	cfg->fleet_fresh_ns = old->fleet_fresh_ns;
+	if (cfg->fleet_fresh_ns)
+		return;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	cfg->fleet_fresh_ns = (__u64)ts.tv_sec * FC_NS_PER_SEC + (__u64)ts.tv_nsec + (__u64)shift_ns;
+}
+
 /* Publishing everything: what each map holds against what it should (the
  * lists fc_order_write writes), fc_top4 whole, and the counts the config
  * will hold. Nothing is written. */
@@ -2041,7 +2057,6 @@ int fc_sync_full(struct fc_source *src, const struct fc_maps *m, struct fc_sync_
 		fc_err_set(err, "out of memory");
 		goto out;
 	}
-	res->cfg.utc_offset_ns = fc_utc_offset_ns();
 	if (fc_allows_read(src->st, src->now, &al, err) < 0 || fc_want_collect(src, ms, &ps, &al, &res->cfg, err) < 0 ||
 	    fc_want_finish(ms, &al, top4, err) < 0)
 		goto out;
@@ -2054,7 +2069,8 @@ int fc_sync_full(struct fc_source *src, const struct fc_maps *m, struct fc_sync_
 	locked = true;
 	if (fc_config_read(m, &old, err) < 0 || fc_full_plan(m, ms, top4, res, err) < 0)
 		goto out;
-	res->cfg.jiffies_utc_ns = fc_jiffies_utc_ns(res->cfg.utc_offset_ns);
+	fc_clock_set(&res->cfg, src->node.clock_ns);
+	fc_fleet_fresh(&res->cfg, &old, src->node.clock_ns);
 	/* The array of 65,536 policies is read only when they changed. The
 	 * digest is cleared before anything is written, with the marks. */
 	res->cfg.policies_digest = fc_policies_digest(ps.want, src->pols, src->npols);
@@ -2109,7 +2125,7 @@ int fc_sync(struct fc_source *src, const struct fc_maps *m, const char *pin_dir,
 	return rc;
 }
 
-int fc_sync_mark(const struct fc_maps *m, uint64_t store_id, uint64_t seq, struct fc_err *err)
+int fc_sync_mark(const struct fc_maps *m, uint64_t store_id, uint64_t seq, int64_t shift_ns, struct fc_err *err)
 {
 	struct fc_config cfg, old;
 
@@ -2120,7 +2136,7 @@ int fc_sync_mark(const struct fc_maps *m, uint64_t store_id, uint64_t seq, struc
 	cfg.store_seq = seq;
 	/* Every publish ends here, even one with nothing to write: a step of
 	 * the wall clock since the last is put right. */
-	fc_clock_refresh(&cfg, &old);
+	fc_clock_refresh(&cfg, &old, shift_ns);
 	return fc_config_write(m, &cfg, err);
 }
 
@@ -2458,7 +2474,8 @@ int fc_sync_delta(struct fc_source *src, const struct fc_maps *m, const struct f
 	res->cfg.store_id = res->cfg.store_seq = 0;
 	if (d->npols)
 		res->cfg.policies_digest = 0;
-	fc_clock_refresh(&res->cfg, &old);
+	fc_clock_refresh(&res->cfg, &old, src->node.clock_ns);
+	fc_fleet_fresh(&res->cfg, &old, src->node.clock_ns);
 	if (fc_slots_apply(m, &ps, d, &src->node, true, false, &res->cfg, err) < 0 || fc_order_write(&o, err) < 0 ||
 	    fc_slots_apply(m, &ps, d, &src->node, false, true, &res->cfg, err) < 0)
 		goto out;
