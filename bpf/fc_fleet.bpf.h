@@ -52,16 +52,25 @@ static __always_inline int fc_fleet_deny(struct fc_bucket *b, __u64 w)
 	return 0;
 }
 
+/* The config a fleet charge reads (the fresh rule), or NULL where an
+ * argument is missing or pol has no unit (a window's divisor). */
+static __always_inline const struct fc_config *fc_fleet_cfg(const struct fc_policy *pol, const struct fc_bucket *b,
+							     const struct fc_charge *ch)
+{
+	__u32 zero = 0;
+	const struct fc_config *cfg = bpf_map_lookup_elem(&fc_config, &zero);
+
+	return pol && b && ch && pol->tier[0].unit_ns ? cfg : NULL;
+}
+
 __noinline int fc_fleet_window_charge(const struct fc_policy *pol, struct fc_bucket *b, struct fc_charge *ch,
 				      __u64 now, __u64 cost)
 {
-	const struct fc_config *cfg;
+	const struct fc_config *cfg = fc_fleet_cfg(pol, b, ch);
 	__u64 unit, w;
-	__u32 zero = 0;
 	int ok;
 
-	cfg = bpf_map_lookup_elem(&fc_config, &zero);
-	if (!pol || !b || !ch || !cfg || !pol->tier[0].unit_ns)
+	if (!cfg || !pol || !b || !ch)
 		return 0;
 	unit = pol->tier[0].unit_ns;
 	w = now / unit;
@@ -77,13 +86,11 @@ __noinline int fc_fleet_window_charge(const struct fc_policy *pol, struct fc_buc
 __noinline int fc_fleet_slide_charge(const struct fc_policy *pol, struct fc_bucket *b, struct fc_charge *ch,
 				     __u64 now, __u64 cost)
 {
-	const struct fc_config *cfg;
+	const struct fc_config *cfg = fc_fleet_cfg(pol, b, ch);
 	__u64 unit, w;
-	__u32 zero = 0;
 	int ok;
 
-	cfg = bpf_map_lookup_elem(&fc_config, &zero);
-	if (!pol || !b || !ch || !cfg || !pol->tier[0].unit_ns)
+	if (!cfg || !pol || !b || !ch)
 		return 0;
 	unit = pol->tier[0].unit_ns;
 	w = now / unit;
