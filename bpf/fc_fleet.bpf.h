@@ -30,7 +30,7 @@ static __always_inline bool fc_fleet_algo(__u8 algo)
  * (fc_config.fleet_fresh_ns; sliding, lead unit_ns: before it and a
  * window, whose count the lost maps held as the next window's prev). */
 static __always_inline __u64 fc_fleet_share_of(const struct fc_policy *pol, const struct fc_config *cfg, __u64 w,
-						__u64 unit_ns, __u64 lead_ns)
+					       __u64 unit_ns, __u64 lead_ns)
 {
 	if (w * unit_ns < cfg->fleet_fresh_ns + lead_ns)
 		return 0;
@@ -55,7 +55,7 @@ static __always_inline int fc_fleet_deny(struct fc_bucket *b, __u64 w)
 /* The config a fleet charge reads (the fresh rule), or NULL where an
  * argument is missing or pol has no unit (a window's divisor). */
 static __always_inline const struct fc_config *fc_fleet_cfg(const struct fc_policy *pol, const struct fc_bucket *b,
-							     const struct fc_charge *ch)
+							    const struct fc_charge *ch)
 {
 	__u32 zero = 0;
 	const struct fc_config *cfg = bpf_map_lookup_elem(&fc_config, &zero);
@@ -63,8 +63,8 @@ static __always_inline const struct fc_config *fc_fleet_cfg(const struct fc_poli
 	return pol && b && ch && pol->tier[0].unit_ns ? cfg : NULL;
 }
 
-__noinline int fc_fleet_window_charge(const struct fc_policy *pol, struct fc_bucket *b, struct fc_charge *ch,
-				      __u64 now, __u64 cost)
+__noinline int fc_fleet_window_charge(const struct fc_policy *pol, struct fc_bucket *b, struct fc_charge *ch, __u64 now,
+				      __u64 cost)
 {
 	const struct fc_config *cfg = fc_fleet_cfg(pol, b, ch);
 	__u64 unit, w;
@@ -83,8 +83,8 @@ __noinline int fc_fleet_window_charge(const struct fc_policy *pol, struct fc_buc
 	return ok == 1 ? 1 : fc_fleet_deny(b, w);
 }
 
-__noinline int fc_fleet_slide_charge(const struct fc_policy *pol, struct fc_bucket *b, struct fc_charge *ch,
-				     __u64 now, __u64 cost)
+__noinline int fc_fleet_slide_charge(const struct fc_policy *pol, struct fc_bucket *b, struct fc_charge *ch, __u64 now,
+				     __u64 cost)
 {
 	const struct fc_config *cfg = fc_fleet_cfg(pol, b, ch);
 	__u64 unit, w;
@@ -126,8 +126,8 @@ __noinline int fc_fleet_slide_rollover(const struct fc_policy *pol, struct fc_bu
 /* GCRA: the node's bucket is the policy's tier (T_i, tau_i); past it, the
  * lease credit of the lease window now falls in (the window the demand
  * flag names). */
-__noinline int fc_fleet_gcra_charge(const struct fc_policy *pol, struct fc_bucket *b, struct fc_charge *ch,
-				    __u64 now, __u64 cost)
+__noinline int fc_fleet_gcra_charge(const struct fc_policy *pol, struct fc_bucket *b, struct fc_charge *ch, __u64 now,
+				    __u64 cost)
 {
 	__u64 lw;
 

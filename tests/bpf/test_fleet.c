@@ -98,18 +98,17 @@ static void test_buckets_mmap(void **state)
 
 /* A test per program, each with maps of its own: a later publish would
  * put back the slots written by hand below. */
-#define FC_BOTH(name, body)                           \
-	static void name##_xdp(void **state)          \
-	{                                             \
-		FC_REQUIRE_BPF();                     \
-		body(*state, false, 1);               \
-	}                                             \
-	static void name##_tc(void **state)           \
-	{                                             \
-		FC_REQUIRE_BPF();                     \
-		body(*state, true, 2);                \
+#define FC_BOTH(name, body)                  \
+	static void name##_xdp(void **state) \
+	{                                    \
+		FC_REQUIRE_BPF();            \
+		body(*state, false, 1);      \
+	}                                    \
+	static void name##_tc(void **state)  \
+	{                                    \
+		FC_REQUIRE_BPF();            \
+		body(*state, true, 2);       \
 	}
-
 /* The policy of id as the loader would publish it with --fleet: its slot
  * rewritten by hand (fleet algorithm, this node's shares per split, the
  * second split's first window from, the GCRA lease window), so that the

@@ -109,8 +109,8 @@ static const struct fc_row fc_rows[] = {
 static const int fc_ladder_udp[] = { 0, 7, 14 };
 /* Issue 29's row: a fleet policy at most 1.0x the same without --fleet. */
 #define FC_ROW_WINDOW 11
-#define FC_ROW_FLEET  12
-#define FC_FLEET_X    1.0
+#define FC_ROW_FLEET 12
+#define FC_FLEET_X 1.0
 static const int fc_ladder_syn[] = { 15, 16, 19 };
 
 /* One program on one frame: its timings, every round of every run. */
