@@ -6,6 +6,9 @@
  * packet path sees it at its next frame.
  */
 #include <fcntl.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <sched.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -17,6 +20,7 @@
 #include <sys/mman.h>
 #include <linux/in.h>
 #include <bpf/bpf.h>
+#include <bpf/libbpf.h>
 
 #include "fc_clock.h"
 #include "fc_fleet.h"
@@ -407,6 +411,73 @@ static void fc_published_body(struct fc_env *env, bool tc, uint32_t id)
 
 FC_BOTH(test_published, fc_published_body)
 
+/* Frames raced from every CPU (XDP and TC alternating) on one fleet
+ * window, while the agent grants and locks credit through the mapping:
+ * what passes is exactly the share, plus what was granted, less what was
+ * locked and what is left: no credit lost or made twice. */
+struct fc_fleet_racer {
+	struct fc_env *env;
+	int cpu;
+	bool tc;
+	int passed;
+	int *finished; /* racers done, shared */
+};
+
+static void *fc_fleet_race(void *arg)
+{
+	struct fc_fleet_racer *r = arg;
+	cpu_set_t set;
+
+	CPU_ZERO(&set);
+	CPU_SET(r->cpu, &set);
+	pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
+	r->passed = fc_udp(r->env, r->tc, "198.18.15.1", 4000);
+	__atomic_fetch_add(r->finished, 1, __ATOMIC_SEQ_CST);
+	return NULL;
+}
+
+static void test_race_agent(void **state)
+{
+	struct fc_env *env = *state;
+	int ncpus = libbpf_num_possible_cpus(), i, n = ncpus < 2 ? 2 : ncpus > 8 ? 8 : ncpus, finished = 0;
+	uint64_t total = 0, granted = 0, locked = 0, left;
+	__u64 w = T0 / (3600 * SEC);
+	struct fc_fleet_racer r[8];
+	struct fc_bucket *b;
+	pthread_t th[8];
+	uint32_t slot;
+
+	FC_REQUIRE_BPF();
+	b = fc_buckets_map(env);
+	slot = fc_fleet_policy(env, 1, "ip=198.18.15.1", "100000/h", "algo=window", FC_ALGO_FLEET_WINDOW, 3000, 3000,
+			       FC_FLEET_NEVER);
+	fc_env_clock(env, T0 + SEC);
+	for (i = 0; i < n; i++) {
+		r[i] = (struct fc_fleet_racer){ .env = env, .cpu = i % ncpus, .tc = i % 2, .finished = &finished };
+		assert_int_equal(pthread_create(&th[i], NULL, fc_fleet_race, &r[i]), 0);
+	}
+	/* The agent, as its round does: grants of 10, locks of 5 (refused
+	 * where the credit is short), while the frames run. */
+	for (i = 0; i < 4000 && __atomic_load_n(&finished, __ATOMIC_SEQ_CST) < n; i++) {
+		if (fc_fleet_topup(&b[slot].state[0], w, 10, 3000) == FC_FLEET_DONE)
+			granted += 10;
+		if (fc_fleet_lock(&b[slot].state[0], w, 5, 3000) == FC_FLEET_DONE)
+			locked += 5;
+		usleep(50);
+	}
+	for (i = 0; i < n; i++) {
+		pthread_join(th[i], NULL);
+		total += (uint64_t)r[i].passed;
+	}
+	left = fc_fleet_credit(b[slot].state[0], w);
+	print_message("# %d racers: %" PRIu64 " passed, granted %" PRIu64 ", locked %" PRIu64 ", left %" PRIu64 "\n", n,
+		      total, granted, locked, left);
+	assert_true(granted > 0 && locked > 0);
+	assert_int_equal(total, 3000 + granted - locked - left);
+	assert_int_equal(fc_env_pstats(env, 1).passed.packets, total);
+	fc_buckets_unmap(b);
+}
+
 int main(void)
 {
 #define T(f) cmocka_unit_test_setup_teardown(f, fc_env_setup, fc_env_teardown)
@@ -428,6 +499,7 @@ int main(void)
 		T(test_clock_shift),
 		T(test_published_xdp),
 		T(test_published_tc),
+		T(test_race_agent),
 	};
 #undef T
 
