@@ -465,7 +465,7 @@ static size_t fc_off_walk(const struct fc_l7_index *ix, const struct fc_anchors 
 	int d;
 
 	for (i = 0; i < ix->nloose; i++)
-		fc_off_note(ix, p, ix->loose[i], out, &n);
+		fc_off_note(ix, p, ix->loose[i].pol, out, &n);
 	for (i = 0; i < an->n; i = e) {
 		bool lacks = !fc_dim_of(p, (uint8_t)(an->pol[i] >> 40), (uint8_t)(an->pol[i] >> 32));
 
@@ -504,6 +504,7 @@ static int fc_offs_build(struct fc_l7_index *ix, const struct fc_l7_alloc *a)
 
 	for (i = 0; i < ix->npolicies && !ix->has_override; i++)
 		ix->has_override = ix->pol[i].flags & FC_POLICY_OVERRIDE;
+	ix->marks = ix->has_override || ix->npolicies > ix->nloose;
 	if (!ix->has_override)
 		return 0;
 	if (!(an.pol = a->alloc(a->ctx, (ix->npolicies + 1) * sizeof(*an.pol))))
@@ -539,6 +540,25 @@ static int fc_offs_build(struct fc_l7_index *ix, const struct fc_l7_alloc *a)
 /* The least an item can be: a policy with one dimension. Bounds how many
  * items a block can hold, whatever its header says. */
 #define FC_MIN_ITEM fc_shm_align8(sizeof(struct fc_shm_policy) + sizeof(struct fc_shm_dim) + 4)
+
+/* What a loose policy asks of a request, when it asks only that the
+ * request have some dimensions (fc_dim_matches of DIM=* on ip, uid, uri). */
+static uint32_t fc_loose_need(const struct fc_l7_policy *p)
+{
+	static const uint32_t has[] = { [FC_DIM_IP] = FC_L7_HAS_IP, [FC_DIM_UID] = FC_L7_HAS_UID,
+					[FC_DIM_URI] = FC_L7_HAS_URI };
+	uint32_t need = 0;
+	int d;
+
+	for (d = 0; d < p->ndims; d++) {
+		const struct fc_l7_dim *dm = &p->dims[d];
+
+		if (dm->flags != FC_SHM_DIM_ANY || dm->kind >= sizeof(has) / sizeof(has[0]) || !has[dm->kind])
+			return FC_L7_NEED_DIMS;
+		need |= has[dm->kind];
+	}
+	return need;
+}
 
 int fc_l7_build(const void *base, size_t size, void *state, size_t state_size, struct fc_l7_index *ix,
 		const struct fc_l7_alloc *a)
@@ -614,7 +634,8 @@ int fc_l7_build(const void *base, size_t size, void *state, size_t state_size, s
 
 			ix->has_keys |= np->keyed;
 			if (np->anchor == UINT8_MAX) {
-				ix->loose[ix->nloose++] = (uint32_t)ix->npolicies++;
+				ix->loose[ix->nloose].pol = (uint32_t)ix->npolicies++;
+				ix->loose[ix->nloose++].need = fc_loose_need(np);
 			} else {
 				ix->has_uid |= np->dims[np->anchor].kind == FC_DIM_UID;
 				ix->has_uri |= np->dims[np->anchor].kind == FC_DIM_URI;
@@ -964,20 +985,23 @@ static __u64 fc_key_tag(const struct fc_l7_policy *p, const struct fc_l7_req *rq
 
 		if (!(dm->flags & FC_SHM_DIM_ANY))
 			continue;
-		if (dm->kind == FC_DIM_ARG || dm->kind == FC_DIM_HEADER) {
+		switch (dm->kind) {
+		case FC_DIM_UID:
+			v = rq->uid;
+			break;
+		case FC_DIM_URI:
+			v = fc_uri_path(rq->uri);
+			break;
+		case FC_DIM_IP: /* the client's unit: its address cut to the policy's length */
+			fc_mask(unit, rq->addr, rq->family, rq->family == 4 ? dm->unit4 : dm->unit6);
+			v = (struct fc_l7_str){ (const char *)unit, rq->family == 4 ? 4 : 16 };
+			break;
+		default: /* an arg or a header: each of its values */
 			for (i = 0; i < rq->nvals; i++)
 				if (rq->vals[i].kind == dm->kind && rq->vals[i].idx == dm->name_idx)
 					fc_sip_part(&h, rq->vals[i].v.data, rq->vals[i].v.len);
 			continue;
 		}
-		if (dm->kind == FC_DIM_IP) /* the client's unit: its address cut to the policy's length */
-			fc_mask(unit, rq->addr, rq->family, rq->family == 4 ? dm->unit4 : dm->unit6);
-		if (dm->kind == FC_DIM_UID)
-			v = rq->uid;
-		else if (dm->kind == FC_DIM_URI)
-			v = fc_uri_path(rq->uri);
-		else
-			v = (struct fc_l7_str){ (const char *)unit, rq->family == 4 ? 4 : 16 };
 		fc_sip_part(&h, v.data, v.len);
 	}
 	return fc_sip_final(&h) | FC_SHM_KEY_TAG_MIN;
@@ -1827,7 +1851,7 @@ static void fc_result_limits(const struct fc_l7_policy *p, const __u64 *state, u
 /* fc_l7_match, inlined into the decision. */
 FC_HOT size_t fc_match(const struct fc_l7_index *ix, const struct fc_l7_req *rq, uint32_t *out, size_t cap)
 {
-	uint32_t gen = ++*ix->gen;
+	uint32_t gen = ix->marks ? ++*ix->gen : 1; /* none kept: none read */
 	size_t n = 0, i;
 
 	if (!gen) { /* wrapped: no mark may look current */
@@ -1846,15 +1870,22 @@ FC_HOT size_t fc_match(const struct fc_l7_index *ix, const struct fc_l7_req *rq,
 	if (ix->has_uri)
 		fc_collect(ix, rq, FC_DIM_URI, 0, fc_uri_path(rq->uri), gen, out, cap, &n);
 	for (i = 0; i < ix->nloose; i++) {
-		const struct fc_l7_policy *p = &ix->pol[ix->loose[i]];
-		int d;
+		const struct fc_l7_loose *l = &ix->loose[i];
 
-		for (d = 0; d < p->ndims && fc_dim_matches(&p->dims[d], rq); d++)
-			;
-		if (d < p->ndims)
+		if (l->need & FC_L7_NEED_DIMS) {
+			const struct fc_l7_policy *p = &ix->pol[l->pol];
+			int d;
+
+			for (d = 0; d < p->ndims && fc_dim_matches(&p->dims[d], rq); d++)
+				;
+			if (d < p->ndims)
+				continue;
+		} else if (((l->need & FC_L7_HAS_UID) && !rq->uid.len) || ((l->need & FC_L7_HAS_IP) && !rq->family) ||
+			   ((l->need & FC_L7_HAS_URI) && !rq->uri.len)) {
 			continue;
+		}
 		if (n < cap)
-			out[n] = ix->loose[i];
+			out[n] = l->pol;
 		n++;
 	}
 	return n;
@@ -2344,6 +2375,8 @@ FC_HOT bool fc_decide_listed(const struct fc_l7_index *ix, const struct fc_l7_re
 {
 	bool uid;
 
+	if (fc_plens_empty(ix->hdr->allow_plens) && fc_plens_empty(ix->hdr->ban_plens))
+		return false; /* most often: nothing listed */
 	if (!fc_plens_empty(ix->hdr->allow_plens) && fc_listed(ix, rq, now, true, &uid)) {
 		res->verdict = FC_L7_ALLOWED;
 		res->uid_ban = uid;
@@ -2432,7 +2465,6 @@ void fc_l7_decide(const struct fc_l7_index *ix, const struct fc_l7_req *rq, uint
 		if (p->action == FC_ACTION_LOG || (res->overridden && ix->off_mark[m[i]] == gen) ||
 		    __atomic_load_n(&s->owner, __ATOMIC_ACQUIRE) != FC_SHM_OWNER(p->id, p->epoch))
 			continue;
-		t = fc_clock(p, now);
 		r = fc_charge_bucket(ix, p, s, rq, p->keyed ? tg[i] : 0, now, &st[i], &k[i], &ch[i], &wait, &pl[np]);
 		if (r == FC_ADMIT) {
 			np += pl[np].where != 0;
@@ -2442,6 +2474,7 @@ void fc_l7_decide(const struct fc_l7_index *ix, const struct fc_l7_req *rq, uint
 			}
 			continue;
 		}
+		t = fc_clock(p, now);
 		for (j = 0; j < i; j++)
 			if (st[j])
 				fc_limit_refund(ix->pol[m[j]].algo, ix->pol[m[j]].ntiers, st[j], 1, &ch[j]);
@@ -2458,10 +2491,9 @@ void fc_l7_decide(const struct fc_l7_index *ix, const struct fc_l7_req *rq, uint
 		__u64 *lst;
 		struct fc_shm_key *lk;
 
-		if ((res->overridden && ix->off_mark[m[i]] == gen) ||
-		    __atomic_load_n(&s->owner, __ATOMIC_ACQUIRE) != FC_SHM_OWNER(p->id, p->epoch))
-			continue;
 		if (p->action != FC_ACTION_LOG) {
+			if (!st[i]) /* not charged: switched off, or not its owner's */
+				continue;
 			delayed = p->action == FC_ACTION_DELAY && longest && i == longest_at;
 			kn = fc_count_passed(delayed ? &s->delayed : &s->passed, k[i]);
 			fc_val_check(ix, p, rq, tg[i], k[i], FC_VAL_DUE_PASS(kn), now);
@@ -2471,6 +2503,9 @@ void fc_l7_decide(const struct fc_l7_index *ix, const struct fc_l7_req *rq, uint
 			}
 			continue;
 		}
+		if ((res->overridden && ix->off_mark[m[i]] == gen) ||
+		    __atomic_load_n(&s->owner, __ATOMIC_ACQUIRE) != FC_SHM_OWNER(p->id, p->epoch))
+			continue;
 		/* A log policy counts what it would do: a place it would give is
 		 * held (and counted) like any other. */
 		r = fc_charge_bucket(ix, p, s, rq, p->keyed ? tg[i] : 0, now, &lst, &lk, &ch[i], &wait, &pl[np]);

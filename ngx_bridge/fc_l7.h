@@ -92,6 +92,19 @@ struct fc_l7_policy {
  * an override's list is not kept (FC_L7_OFF_LATE). */
 #define FC_L7_MAX_OFFS (1u << 22)
 
+/* A policy filed under no value, and what a request must have for it when
+ * that is all its match asks (ip=*, uid=*, uri=*: FC_L7_HAS_*), read before
+ * the policy; FC_L7_NEED_DIMS: its dimensions are read. */
+struct fc_l7_loose {
+	uint32_t pol;
+	uint32_t need;
+};
+
+#define FC_L7_HAS_IP    0x1
+#define FC_L7_HAS_UID   0x2
+#define FC_L7_HAS_URI   0x4
+#define FC_L7_NEED_DIMS 0x80000000u
+
 struct fc_l7_entry {
 	uint64_t hash;
 	uint32_t head; /* first policy, UINT32_MAX when empty */
@@ -124,7 +137,7 @@ struct fc_l7_index {
 	uint32_t nslots;
 	/* Policies with no fixed value to file them under (a wildcard, a uri prefix):
 	 * every request is checked against each. */
-	uint32_t *loose;
+	struct fc_l7_loose *loose;
 	size_t nloose;
 	/* The key table of per-key policies, in the state file, and the values
 	 * of the busiest keys of those with --show-keys. */
@@ -139,6 +152,7 @@ struct fc_l7_index {
 	/* Overrides: what each switches off (fc_l7_policy.off_at), and per
 	 * policy the last match in which a matching override switched it off. */
 	bool has_override;
+	bool marks; /* a policy filed under a value, or an override: the marks are kept */
 	uint32_t *offs;
 	uint32_t *off_mark;
 };

@@ -54,6 +54,7 @@ typedef struct {
     ngx_str_t                  state_path;  /* the workers' state file beside it */
     ngx_flag_t                 key_used;    /* $freqctl_key is in the configuration */
     ngx_array_t                uid_srcs;    /* of ngx_http_freqctl_src_t *, checked at postconfiguration */
+    ngx_int_t                  ctx_index;   /* $freqctl_ctx_: the request's ctx, see get_ctx() */
 } ngx_http_freqctl_main_conf_t;
 
 typedef struct {
@@ -79,12 +80,6 @@ typedef struct {
     /* Last: room the decision writes before it is read, not zeroed. */
     struct fc_l7_place         place[NGX_HTTP_FREQCTL_PLACES];
 } ngx_http_freqctl_ctx_t;
-
-/* A request's ctx and the pool cleanup that keeps it: one allocation. */
-typedef struct {
-    ngx_pool_cleanup_t         cln;
-    ngx_http_freqctl_ctx_t     ctx;
-} ngx_http_freqctl_cln_t;
 
 /* $freqctl_key holds this much of a key at most. */
 #define NGX_HTTP_FREQCTL_KEY_MAX  256
@@ -1033,10 +1028,8 @@ ngx_http_freqctl_now(void)
 }
 
 
-/*
- * The end of the request, however it ended: its places are given back.
- * The cleanup also marks the ctx, see ngx_http_freqctl_get_ctx().
- */
+/* The end of a request that holds places, however it ended: they are
+ * given back. */
 static void
 ngx_http_freqctl_cleanup(void *data)
 {
@@ -1054,46 +1047,49 @@ ngx_http_freqctl_cleanup(void *data)
 
 /*
  * The request's ctx. An internal redirect (index, try_files, error_page)
- * clears module contexts and runs the phases again; the ctx is also kept
- * as a pool cleanup, as the realip module does, so the request is decided
- * once and $freqctl_status survives the redirect.
+ * clears module contexts and runs the phases again, but keeps the request's
+ * variables: the ctx is also kept in the value of a variable of our own,
+ * unnamed in the configuration (NGX_HTTP_VAR_NOHASH), so the request is
+ * decided once and $freqctl_status survives the redirect. (A pool cleanup
+ * would do, as the realip module's; it costs every request a walk of the
+ * cleanups and a call at its end, and only a request holding places needs
+ * one.)
  */
 static ngx_http_freqctl_ctx_t *
 ngx_http_freqctl_get_ctx(ngx_http_request_t *r, ngx_flag_t create)
 {
-    ngx_pool_cleanup_t      *cln;
-    ngx_http_freqctl_cln_t  *c;
-    ngx_http_freqctl_ctx_t  *ctx;
+    ngx_http_freqctl_main_conf_t  *mcf;
+    ngx_http_variable_value_t     *vv;
+    ngx_http_freqctl_ctx_t        *ctx;
 
     ctx = ngx_http_get_module_ctx(r, ngx_http_freqctl_module);
     if (ctx) {
         return ctx;
     }
 
-    for (cln = r->pool->cleanup; cln; cln = cln->next) {
-        if (cln->handler == ngx_http_freqctl_cleanup) {
-            ctx = cln->data;
-            ngx_http_set_ctx(r, ctx, ngx_http_freqctl_module);
-            return ctx;
-        }
+    mcf = ngx_http_get_module_main_conf(r, ngx_http_freqctl_module);
+    vv = &r->variables[mcf->ctx_index];
+
+    if (vv->valid) {
+        ctx = (ngx_http_freqctl_ctx_t *) vv->data;
+        ngx_http_set_ctx(r, ctx, ngx_http_freqctl_module);
+        return ctx;
     }
 
     if (!create) {
         return NULL;
     }
 
-    /* Linked as ngx_pool_cleanup_add() links it, which allocates twice. */
-    c = ngx_palloc(r->pool, sizeof(ngx_http_freqctl_cln_t));
-    if (c == NULL) {
+    ctx = ngx_palloc(r->pool, sizeof(ngx_http_freqctl_ctx_t));
+    if (ctx == NULL) {
         return NULL;
     }
 
-    ctx = &c->ctx;
     ngx_memzero(ctx, offsetof(ngx_http_freqctl_ctx_t, place));
-    c->cln.handler = ngx_http_freqctl_cleanup;
-    c->cln.data = ctx;
-    c->cln.next = r->pool->cleanup;
-    r->pool->cleanup = &c->cln;
+    vv->data = (u_char *) ctx;
+    vv->len = 0;
+    vv->valid = 1;
+    vv->not_found = 0;
     ngx_http_set_ctx(r, ctx, ngx_http_freqctl_module);
 
     return ctx;
@@ -1106,6 +1102,7 @@ ngx_http_freqctl_handler(ngx_http_request_t *r)
     ngx_http_freqctl_main_conf_t  *mcf;
     ngx_http_freqctl_loc_conf_t   *lcf;
     ngx_http_freqctl_ctx_t        *ctx;
+    ngx_pool_cleanup_t            *cln;
     ngx_str_t                      uid;
     struct fc_l7_index            *ix;
     struct fc_l7_result            res;
@@ -1164,6 +1161,17 @@ ngx_http_freqctl_handler(ngx_http_request_t *r)
     ctx->places = res.places;
     ctx->nplaces = res.nplaces;
     ctx->state_gen = ngx_http_freqctl_shm.state_gen;
+
+    if (res.nplaces) {
+        cln = ngx_pool_cleanup_add(r->pool, 0);
+        if (cln == NULL) {
+            ngx_http_freqctl_cleanup(ctx);
+            return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        }
+
+        cln->handler = ngx_http_freqctl_cleanup;
+        cln->data = ctx;
+    }
 
     if (ngx_http_freqctl_shm.holder.unrecorded
         && !ngx_http_freqctl_shm.logged_holds)
@@ -1393,6 +1401,17 @@ ngx_http_freqctl_key_variable(ngx_http_request_t *r,
 }
 
 
+/* Set by ngx_http_freqctl_get_ctx(), never evaluated: not found. */
+static ngx_int_t
+ngx_http_freqctl_ctx_variable(ngx_http_request_t *r,
+    ngx_http_variable_value_t *v, uintptr_t data)
+{
+    v->not_found = 1;
+
+    return NGX_OK;
+}
+
+
 static ngx_http_variable_t  ngx_http_freqctl_vars[] = {
 
     { ngx_string("freqctl_status"), NULL,
@@ -1407,11 +1426,16 @@ static ngx_http_variable_t  ngx_http_freqctl_vars[] = {
       ngx_http_null_variable
 };
 
+/* Where a request keeps its ctx (see ngx_http_freqctl_get_ctx()): never
+ * evaluated, and not named in a configuration. */
+static ngx_str_t  ngx_http_freqctl_ctx_var = ngx_string("freqctl_internal_ctx");
+
 
 static ngx_int_t
 ngx_http_freqctl_add_variables(ngx_conf_t *cf)
 {
-    ngx_http_variable_t  *var, *v;
+    ngx_http_freqctl_main_conf_t  *mcf;
+    ngx_http_variable_t           *var, *v;
 
     for (v = ngx_http_freqctl_vars; v->name.len; v++) {
         var = ngx_http_add_variable(cf, &v->name, v->flags);
@@ -1421,6 +1445,21 @@ ngx_http_freqctl_add_variables(ngx_conf_t *cf)
 
         var->get_handler = v->get_handler;
         var->data = v->data;
+    }
+
+    var = ngx_http_add_variable(cf, &ngx_http_freqctl_ctx_var,
+                                NGX_HTTP_VAR_NOHASH|NGX_HTTP_VAR_NOCACHEABLE);
+    if (var == NULL) {
+        return NGX_ERROR;
+    }
+
+    var->get_handler = ngx_http_freqctl_ctx_variable;
+
+    mcf = ngx_http_conf_get_module_main_conf(cf, ngx_http_freqctl_module);
+    mcf->ctx_index = ngx_http_get_variable_index(cf,
+                                                 &ngx_http_freqctl_ctx_var);
+    if (mcf->ctx_index == NGX_ERROR) {
+        return NGX_ERROR;
     }
 
     return NGX_OK;

@@ -75,5 +75,6 @@ const struct fc_cmd fc_cmd_agent = {
 		   "--db postgresql://... --node NAME [--weight W]. For systemd: Type=notify, see\n"
 		   "tools/pkg/freqctl-agent.service.in.",
 	.opts = fc_agent_opts,
+	.store = FC_STORE_UNUSED, /* its own rule: a store that vanishes is an outage */
 	.run = fc_cmd_agent_run,
 };

@@ -1,8 +1,12 @@
 // SPDX-License-Identifier: BSD-2-Clause
+#include <errno.h>
+#include <limits.h>
+#include <pwd.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <linux/capability.h>
 
@@ -11,6 +15,8 @@
 #include "fc_change.h"
 #include "fc_cli.h"
 #include "fc_error.h"
+#include "fc_settings.h"
+#include "fc_store.h"
 
 const struct fc_opt fc_opts_none[] = { FC_OPT_END };
 
@@ -18,6 +24,12 @@ const struct fc_opt fc_opts_json[] = {
 	FC_OPTION("json", 0, FC_OPT_FLAG, struct fc_json_opt, json, .help = "print JSON instead of text"),
 	FC_OPT_END,
 };
+
+/* The command fc_cmd_run runs, and its context: what its parse checks the
+ * store by. */
+static const struct fc_cmd *fc_running;
+static const struct fc_ctx *fc_running_ctx;
+static void fc_store_check(const struct fc_cmd *cmd, const char *db);
 
 static const struct fc_opt fc_help_opt = { .name = "help", .short_name = 'h', .type = FC_OPT_FLAG,
 					   .help = "show this help and exit" };
@@ -198,7 +210,61 @@ int fc_cmd_parse_seen(const struct fc_cmd *cmd, int argc, char **argv, void *opt
 		fc_usage_error(cmd, "missing argument: expected %s", cmd->args);
 	if (nargs > cmd->max_args)
 		fc_usage_error(cmd, "unexpected argument \"%s\"", argv[optind + cmd->max_args]);
+	if (cmd == fc_running && cmd->store == FC_STORE_NEEDED)
+		fc_store_check(cmd, fc_running_ctx->db_path);
 	return optind;
+}
+
+/* A SQLite store that is not there, or in a directory this user may not
+ * enter (the default's is root's: it keeps the fleet's key, the console's
+ * token beside it), is refused before anything is read: exit 1. */
+static void fc_store_check(const struct fc_cmd *cmd, const char *db)
+{
+	char dir[PATH_MAX], *slash;
+	struct passwd *pw;
+	struct stat st;
+
+	if (fc_store_is_postgres(db))
+		return;
+	if (access(db, F_OK) < 0 && errno == ENOENT) {
+		fc_warn("%s: no store at %s: no such file (check --db, FREQCTL_DB or %s; the first attach, ban add, "
+			"policy add or import makes it)",
+			cmd->name, db, FC_CONFIG_DEFAULT);
+		exit(FC_EXIT_FAILURE);
+	}
+	snprintf(dir, sizeof(dir), "%s", db);
+	slash = strrchr(dir, '/');
+	if (!slash || geteuid() == 0)
+		return;
+	slash[slash == dir] = '\0';
+	if (access(dir, X_OK) == 0 || errno != EACCES || stat(dir, &st) < 0)
+		return;
+	pw = getpwuid(st.st_uid);
+	fc_warn("%s: store %s: its directory %s (mode %04o, owner %s) is closed to this user: reading the store "
+		"there needs root (freqctl keeps it closed: the store holds the fleet's key)",
+		cmd->name, db, dir, (unsigned)(st.st_mode & 07777), pw ? pw->pw_name : "?");
+	exit(FC_EXIT_FAILURE);
+}
+
+bool fc_store_missing(const struct fc_ctx *ctx)
+{
+	return !fc_store_is_postgres(ctx->db_path) && access(ctx->db_path, F_OK) < 0 && errno == ENOENT;
+}
+
+int fc_cmd_run(const struct fc_ctx *ctx0, const struct fc_cmd *cmd, int argc, char **argv)
+{
+	struct fc_ctx ctx = *ctx0;
+	bool missing = fc_store_missing(&ctx);
+	int rc;
+
+	/* Below the CLI too: nothing but a first use makes a store. */
+	ctx.store_must_exist = cmd->store != FC_STORE_MAKES;
+	fc_running = cmd;
+	fc_running_ctx = &ctx;
+	rc = cmd->run(&ctx, cmd, argc, argv);
+	if (missing && cmd->store == FC_STORE_MAKES && !fc_store_missing(&ctx))
+		fc_warn("made a new store at %s", ctx.db_path);
+	return rc;
 }
 
 #ifndef CAP_BPF

@@ -19,6 +19,18 @@
 #define FC_EXIT_FAILURE 1
 #define FC_EXIT_USAGE   2
 
+/* What a command does with the store: one that reads or changes it refuses
+ * a SQLite store that is not there, naming the path (a --db with a typo is
+ * not an empty store); those whose documented first use makes it (attach,
+ * ban add, ban import, allow add, policy add and set, import, node set) make
+ * it and say so. */
+enum fc_store_use {
+	FC_STORE_NEEDED = 0, /* refused once its arguments parse */
+	FC_STORE_AT_OPEN,    /* refused where it opens the store, after its own usage errors */
+	FC_STORE_MAKES,
+	FC_STORE_UNUSED, /* or its own rule (status shows a store that is not there) */
+};
+
 struct fc_cmd {
 	const char *name; /* "ban add" */
 	const char *args; /* positional arguments, as shown in the synopsis */
@@ -27,8 +39,17 @@ struct fc_cmd {
 	const char *summary;
 	const char *details; /* more paragraphs for --help, or NULL */
 	const struct fc_opt *opts; /* ends with an entry whose name is NULL */
+	enum fc_store_use store;
 	int (*run)(const struct fc_ctx *ctx, const struct fc_cmd *cmd, int argc, char **argv);
 };
+
+/* Runs cmd (main's last step): a command of FC_STORE_NEEDED refuses a
+ * SQLite store that is not there once its arguments parse (so --help and
+ * usage errors come first), one of FC_STORE_AT_OPEN where it opens it (the
+ * store's "no store at PATH"); one of FC_STORE_MAKES says that it made it. */
+int fc_cmd_run(const struct fc_ctx *ctx, const struct fc_cmd *cmd, int argc, char **argv);
+/* Whether ctx's store is a SQLite file that is not there. */
+bool fc_store_missing(const struct fc_ctx *ctx);
 
 /*
  * Parses argv (argv[0] being the command) by cmd->opts into opts, then checks

@@ -114,6 +114,7 @@ const struct fc_cmd fc_cmd_allow_add = {
 		   "whole second after, checked on each packet and request (the packet path's clock\n"
 		   "lags by under three ticks). Allowing an entry again replaces its TTL and note.",
 	.opts = fc_allow_add_opts,
+	.store = FC_STORE_MAKES,
 	.run = fc_allow_add,
 };
 
@@ -126,6 +127,7 @@ const struct fc_cmd fc_cmd_allow_del = {
 	.details = "The entry must be written as it was added (a prefix is not deleted by naming an\n"
 		   "address inside it); deleting an entry that does not exist is an error (exit 1).",
 	.opts = fc_opts_none,
+	.store = FC_STORE_AT_OPEN,
 	.run = fc_allow_del,
 };
 

@@ -286,10 +286,11 @@ static json_t *fc_status_json(const struct fc_ctx *ctx, const struct fc_status *
 	if (mj && json_object_get(mj, FC_MAP_NAME(pfx6)))
 		json_object_set_new(json_object_get(mj, FC_MAP_NAME(pfx6)), "search_markers",
 				    json_integer(st->cfg.n_marks6));
-	return json_pack("{s:s, s:o, s:b, s:o, s:o, s:{s:s, s:b, s:I, s:I}, s:o, s:o}", "pin_dir", ctx->pin_dir,
+	return json_pack("{s:s, s:o, s:b, s:o, s:o, s:{s:s, s:b, s:I, s:I}, s:b, s:o, s:o}", "pin_dir", ctx->pin_dir,
 			 "attached", ifs, "published", st->missing == 0, "missing_maps", missing, "maps", mj, "shm",
-			 "path", ctx->shm_path, "published", st->shm_there, "store_id", (json_int_t)st->shm_store, "seq",
-			 (json_int_t)st->shm_seq, "warnings", warn, "configuration", fc_settings_json(ctx));
+			 "path", ctx->shm_path, "published", st->shm_there, "store_id", (json_int_t)st->shm_store,
+			 "seq", (json_int_t)st->shm_seq, "store_exists", !fc_store_missing(ctx), "warnings", warn,
+			 "configuration", fc_settings_json(ctx));
 }
 
 static void fc_status_attached(const struct fc_status *st)
@@ -354,6 +355,10 @@ static void fc_status_print(const struct fc_ctx *ctx, const struct fc_status *st
 		       (unsigned long long)st->shm_seq);
 	else
 		printf("nginx shm: %s: nothing published there\n", ctx->shm_path);
+	/* Not a refusal: status shows what there is, a store too. */
+	if (fc_store_missing(ctx))
+		printf("store: %s: no store there yet (the first attach, ban add, policy add or import makes it)\n",
+		       ctx->db_path);
 	for (i = 0; i < st->nnotes; i++)
 		printf("warning: %s\n", st->notes[i]);
 	fc_settings_print(ctx);
@@ -418,6 +423,7 @@ const struct fc_cmd fc_cmd_attach = {
 		   "and the hook is free, freqctl takes the hook for itself, alone.\n"
 		   "The bans and counters live in the pinned maps, so they outlast detach and attach.",
 	.opts = fc_attach_opts,
+	.store = FC_STORE_MAKES,
 	.run = fc_cmd_attach_run,
 };
 
@@ -435,6 +441,7 @@ const struct fc_cmd fc_cmd_detach = {
 		   "nginx's workers find gone within a second, and then let every request pass. It refuses\n"
 		   "while an interface of this network namespace still runs the pin dir's programs.",
 	.opts = fc_detach_opts,
+	.store = FC_STORE_UNUSED,
 	.run = fc_cmd_detach_run,
 };
 
@@ -451,5 +458,6 @@ const struct fc_cmd fc_cmd_status = {
 		   "ip=0.0.0.0/0: one bucket for every source), and each setting with where it came from\n"
 		   "(option, environment, the configuration file's line, or default).",
 	.opts = fc_opts_json,
+	.store = FC_STORE_UNUSED,
 	.run = fc_cmd_status_run,
 };

@@ -14,34 +14,60 @@
 #include "fc_feed.h"
 #include "fc_publish.h"
 #include "fc_rows_json.h"
+#include "fc_where.h"
 
 #define FC_IMPORT_MAX_ERRORS 20
 
 struct fc_ban_opt {
 	int64_t ttl; /* seconds; 0 = none */
+	bool force;
 };
 
 static const struct fc_opt fc_ban_add_opts[] = {
 	FC_OPTION("ttl", 0, FC_OPT_DURATION, struct fc_ban_opt, ttl, .arg = "DURATION",
 		  .help = "lift the ban after DURATION (90s, 10m, 1h, 7d, 1h30m)"),
+	FC_OPTION("force", 0, FC_OPT_FLAG, struct fc_ban_opt, force,
+		  .help = "replace a live ban that this one would lift sooner (no expiry, or a longer TTL)"),
 	FC_OPT_END,
 };
 
+/* How long a ban holds, and what it replaced: "for 1h", "(no expiry)",
+ * "for 1h (was: no expiry)", "(no expiry; was: 59m left)". */
+static void fc_ban_term(int64_t ttl, int64_t was, char *buf, size_t len)
+{
+	char dur[FC_DURATION_STRLEN], left[FC_DURATION_STRLEN + 16] = "";
+
+	fc_duration_format(ttl, dur);
+	if (was > 0)
+		fc_duration_format(was - (int64_t)time(NULL), left);
+	if (was >= 0)
+		strcat(left, was ? " left" : "no expiry");
+	if (ttl)
+		snprintf(buf, len, "for %s%s%s%s", dur, was >= 0 ? " (was: " : "", left, was >= 0 ? ")" : "");
+	else
+		snprintf(buf, len, "(no expiry%s%s)", was >= 0 ? "; was: " : "", left);
+}
+
 static int fc_ban_add(const struct fc_ctx *ctx, const struct fc_cmd *cmd, int argc, char **argv)
 {
-	char text[FC_BAN_TEXT_LEN], dur[FC_DURATION_STRLEN];
+	char text[FC_BAN_TEXT_LEN], term[2 * FC_DURATION_STRLEN + 32], where[768];
 	struct fc_err err;
 	struct fc_ban_opt opt = { 0 };
-	bool existed;
+	struct fc_where w;
+	int64_t was;
 	int rc;
 
 	fc_cmd_parse(cmd, argc, argv, &opt, NULL);
-	rc = fc_change_ban_put(ctx, argv[optind], opt.ttl, text, &existed, &err);
+	rc = fc_change_ban_put(ctx, argv[optind], opt.ttl, opt.force, text, &was, &err);
 	if ((rc = fc_cmd_changed(cmd, rc, text, &err)))
 		return rc;
-	fc_duration_format(opt.ttl, dur);
-	printf("%s %s%s%s\n", existed ? "re-banned" : "banned", text, opt.ttl ? " for " : " (no expiry)",
-	       opt.ttl ? dur : "");
+	fc_ban_term(opt.ttl, was, term, sizeof(term));
+	/* "banned" only where something enforces it. */
+	fc_where_read(ctx, &w);
+	if (fc_where_ban(ctx, &w, strncmp(text, "uid=", 4) != 0, where, sizeof(where)))
+		printf("%s %s %s: %s\n", was >= 0 ? "re-banned" : "banned", text, term, where);
+	else
+		printf("stored the ban of %s %s, enforced nowhere yet: %s\n", text, term, where);
 	return FC_EXIT_OK;
 }
 
@@ -413,12 +439,18 @@ const struct fc_cmd fc_cmd_ban_add = {
 	.details = "An exact address (no /LEN, or /32, /128) goes into a hash map; a prefix into the prefix\n"
 		   "maps (IPv4: an entry per /16 and a hash of /17 to /31; IPv6: a hash searched by\n"
 		   "length), where a packet costs an array access and at most a hash lookup or a few.\n"
-		   "/0 is refused. Host bits must be zero (10.0.0.0/8, not 10.0.0.5/8). Banning an\n"
-		   "address again replaces its TTL. The store is changed in one transaction and published\n"
-		   "at once to the pinned maps and the L7 shm; attached programs enforce it from the next\n"
-		   "packet, nginx from the next request (behind a proxy, on the client address realip\n"
-		   "gives it). uid=VALUE bans a user id in nginx (freqctl_uid says where the id comes from).",
+		   "/0 is refused. Host bits must be zero (10.0.0.0/8, not 10.0.0.5/8). Banning again\n"
+		   "replaces the ban's TTL when it holds as long or longer (no --ttl over a TTL, a longer\n"
+		   "TTL) and says what it was; one that would lift it sooner (--ttl over a ban of no\n"
+		   "expiry, or over a longer TTL) is refused (exit 1) unless --force. The store is changed\n"
+		   "in one transaction and published at once to the pinned maps and the L7 shm; attached\n"
+		   "programs enforce it from the next packet, nginx from the next request (behind a proxy,\n"
+		   "on the client address realip gives it). uid=VALUE bans a user id in nginx (freqctl_uid\n"
+		   "says where the id comes from). It says where the ban is enforced: the interfaces\n"
+		   "attached with this pin dir, and the nginx processes that map the shm; or that nothing\n"
+		   "enforces it yet (\"stored the ban of ..., enforced nowhere yet\") and what would.",
 	.opts = fc_ban_add_opts,
+	.store = FC_STORE_MAKES,
 	.run = fc_ban_add,
 };
 
@@ -434,6 +466,7 @@ const struct fc_cmd fc_cmd_ban_del = {
 		   "those of ban sets (the output names them), and a ban only sets hold is lifted with\n"
 		   "its set: --set NAME deletes the set and lifts its bans.",
 	.opts = fc_ban_del_opts,
+	.store = FC_STORE_AT_OPEN,
 	.run = fc_ban_del,
 };
 
@@ -454,6 +487,7 @@ const struct fc_cmd fc_cmd_ban_import = {
 		   "(an hourly feed with --ttl 3h stays while it is refreshed). Progress is shown on a\n"
 		   "terminal.",
 	.opts = fc_ban_import_opts,
+	.store = FC_STORE_MAKES,
 	.run = fc_ban_import,
 };
 

@@ -46,5 +46,6 @@ const struct fc_cmd fc_cmd_console_token = {
 		   "(Prometheus: authorization: {credentials_file: PATH}). --rotate makes a new one and\n"
 		   "prints it; a running agent takes it from its next request, and the old one is refused.",
 	.opts = fc_console_opts,
+	.store = FC_STORE_UNUSED,
 	.run = fc_console_token_run,
 };

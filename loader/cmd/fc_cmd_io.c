@@ -957,5 +957,6 @@ const struct fc_cmd fc_cmd_import = {
 		   "nothing: a store kept in git can be reviewed before it is applied. A file without\n"
 		   "\"allows\" (from before allow lists) leaves the store's allow entries as they are.",
 	.opts = fc_import_opts,
+	.store = FC_STORE_MAKES,
 	.run = fc_import,
 };

@@ -73,9 +73,10 @@ static int fc_keys_run(const struct fc_ctx *ctx, const struct fc_cmd *cmd, int a
 	fc_cmd_parse(cmd, argc, argv, &opt, NULL);
 	if (fc_policy_id_parse(argv[optind], &id, &err) < 0)
 		fc_usage_error(cmd, "%s", err.msg);
-	rc = fc_store_open_read(ctx->db_path, &st, &err); /* 1: no store, no such policy */
-	if (rc < 0 || (rc == 0 && (fc_store_policy_get(st, id, &row, &found, &err) < 0 ||
-				   fc_node_read(st, ctx->node, &node, &err) < 0)))
+	rc = fc_store_open_read(ctx->db_path, &st, &err);
+	if (rc == 1)
+		fc_err_set(&err, "no store at %s: no such file", ctx->db_path);
+	if (rc || fc_store_policy_get(st, id, &row, &found, &err) < 0 || fc_node_read(st, ctx->node, &node, &err) < 0)
 		goto fail;
 	fc_store_close(st);
 	st = NULL;
@@ -161,5 +162,6 @@ const struct fc_cmd fc_cmd_keys = {
 		   "\\\\, \\xNN for a control byte or one that is not UTF-8). nginx's $freqctl_key names\n"
 		   "the deciding key in the access log.",
 	.opts = fc_keys_opts,
+	.store = FC_STORE_AT_OPEN,
 	.run = fc_keys_run,
 };

@@ -385,20 +385,20 @@ static json_t *fc_policy_json(const struct fc_policy_row *r)
 			 "created", created, "updated", updated);
 }
 
-/* The match as the list shows it: an ip=* policy's unit spelled out after
- * its star, the defaults too (/32/64, which plain ip=* means). */
-static void fc_match_shown(const struct fc_policy_spec *p, char buf[FC_MATCH_LEN])
+/* An ip=* policy's unit, the defaults spelled out too ("/32,/64", which
+ * plain ip=* means), in a column of its own: the match reads as it does
+ * everywhere else (stats, top, status, the console). */
+static void fc_unit_shown(const struct fc_policy_spec *p, char buf[16])
 {
-	struct fc_policy_spec q = *p;
-
-	q.star_len4 = fc_star_len4(p);
-	q.star_len6 = fc_star_len6(p);
-	fc_match_format(&q, buf);
+	if (p->kind == FC_MATCH_STAR)
+		snprintf(buf, 16, "/%u,/%u", fc_star_len4(p), fc_star_len6(p));
+	else
+		snprintf(buf, 16, "-");
 }
 
 static int fc_policy_list(const struct fc_ctx *ctx, const struct fc_cmd *cmd, int argc, char **argv)
 {
-	char match[FC_MATCH_LEN], rates[FC_TEXT_LEN], bursts[FC_TEXT_LEN], warmup[FC_DURATION_STRLEN];
+	char match[FC_MATCH_LEN], rates[FC_TEXT_LEN], bursts[FC_TEXT_LEN], warmup[FC_DURATION_STRLEN], unit[16];
 	struct fc_policy_row *rows = NULL;
 	struct fc_store *st = NULL;
 	struct fc_json_opt opt = { 0 };
@@ -423,20 +423,21 @@ static int fc_policy_list(const struct fc_ctx *ctx, const struct fc_cmd *cmd, in
 		return fc_json_print(arr);
 	}
 	if (n)
-		printf("%-10s %-30s %-6s %-24s %-8s %-7s %-7s %-8s %-8s %-5s %-7s %s\n", "ID", "MATCH", "LAYER", "RATES",
-		       "BURST", "ALGO", "ACTION", "COUNT", "OVERRIDE", "FLEET", "WARMUP", "CONCURRENCY");
+		printf("%-10s %-30s %-8s %-6s %-24s %-8s %-7s %-7s %-8s %-8s %-5s %-7s %s\n", "ID", "MATCH", "UNIT",
+		       "LAYER", "RATES", "BURST", "ALGO", "ACTION", "COUNT", "OVERRIDE", "FLEET", "WARMUP", "CONCURRENCY");
 	for (i = 0; i < n; i++) {
 		const struct fc_policy_spec *p = &rows[i].spec;
 		char conc[16] = "-";
 
-		fc_match_shown(p, match);
+		fc_match_format(p, match);
+		fc_unit_shown(p, unit);
 		fc_rates_format(p, rates);
 		fc_bursts_format(p, bursts, sizeof(bursts));
 		if (p->warmup)
 			fc_duration_format(p->warmup, warmup);
 		if (p->concurrency)
 			snprintf(conc, sizeof(conc), "%u", p->concurrency);
-		printf("%-10u %-30s %-6s %-24s %-8s %-7s %-7s %-8s %-8s %-5s %-7s %s\n", p->id, match,
+		printf("%-10u %-30s %-8s %-6s %-24s %-8s %-7s %-7s %-8s %-8s %-5s %-7s %s\n", p->id, match, unit,
 		       fc_policy_is_l7(p) ? "nginx" : "xdp", p->ntiers ? rates : "-",
 		       p->algo == FC_ALGO_GCRA && p->ntiers ? bursts : "-", fc_algo_name(p->algo),
 		       fc_action_name(p->action), fc_policy_is_l7(p) ? "requests" : fc_count_name(p->count),
@@ -454,6 +455,7 @@ const struct fc_cmd fc_cmd_policy_add = {
 	.summary = "Add a rate-limit policy (XDP/TC for ip= alone, nginx otherwise); refuses an existing ID.",
 	.details = fc_policy_details,
 	.opts = fc_put_opts,
+	.store = FC_STORE_MAKES,
 	.run = fc_policy_add,
 };
 
@@ -466,6 +468,7 @@ const struct fc_cmd fc_cmd_policy_set = {
 		   "An ip=-only policy keeps its layer unless --layer is given ('policy edit' changes only what is given).",
 	.details = fc_policy_details,
 	.opts = fc_put_opts,
+	.store = FC_STORE_MAKES,
 	.run = fc_policy_set,
 };
 
@@ -479,6 +482,7 @@ const struct fc_cmd fc_cmd_policy_edit = {
 		   "and --match the whole match. The result is checked as 'policy add' checks a policy.\n\n"
 		   FC_POLICY_DETAILS,
 	.opts = fc_edit_opts,
+	.store = FC_STORE_AT_OPEN,
 	.run = fc_policy_edit,
 };
 
@@ -489,6 +493,7 @@ const struct fc_cmd fc_cmd_policy_del = {
 	.max_args = 1,
 	.summary = "Delete a policy; refuses an ID that does not exist. Holds from the next packet or request.",
 	.opts = fc_opts_none,
+	.store = FC_STORE_AT_OPEN,
 	.run = fc_policy_del,
 };
 

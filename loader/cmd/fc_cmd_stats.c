@@ -13,6 +13,18 @@ static json_t *fc_counter_json(const struct fc_counter *c)
 	return json_pack("{s:I, s:I}", "packets", fc_json_count(c->packets), "bytes", fc_json_count(c->bytes));
 }
 
+/* A policy's counter, in its layer's unit: nginx counts requests, and no
+ * bytes. Its "packets" and "bytes" stay until 0.3 for the scripts that read
+ * them (doc/upgrading.md). */
+static json_t *fc_policy_counter_json(const struct fc_policy_spec *p, const struct fc_counter *c)
+{
+	json_t *o = fc_counter_json(c);
+
+	if (o && fc_policy_is_l7(p))
+		json_object_set_new(o, "requests", json_integer(fc_json_count(c->packets)));
+	return o;
+}
+
 struct fc_stats_opt {
 	bool json, prometheus;
 };
@@ -57,9 +69,10 @@ static int fc_stats_json(const struct fc_stats_all *a)
 		fc_match_format(p, match);
 		o = json_pack("{s:I, s:s, s:s, s:s, s:o, s:o, s:I, s:b}", "id", (json_int_t)p->id, "match", match,
 			      "layer", fc_policy_is_l7(p) ? "nginx" : "xdp", "action", fc_action_name(p->action),
-			      "passed", fc_counter_json(&ps[i].ps.passed),
-			      p->action == FC_ACTION_LOG ? "would_drop" : "dropped", fc_counter_json(&ps[i].ps.dropped),
-			      "delayed", fc_json_count(ps[i].delayed), "counted", fc_policy_counted(a, p));
+			      "passed", fc_policy_counter_json(p, &ps[i].ps.passed),
+			      p->action == FC_ACTION_LOG ? "would_drop" : "dropped",
+			      fc_policy_counter_json(p, &ps[i].ps.dropped), "delayed", fc_json_count(ps[i].delayed),
+			      "counted", fc_policy_counted(a, p));
 		if (o && fc_policy_is_keyed(p)) {
 			json_object_set_new(o, "keys", json_integer(fc_json_count(ps[i].keys)));
 			json_object_set_new(o, "overflowed", json_integer(fc_json_count(ps[i].overflowed)));
@@ -212,5 +225,6 @@ const struct fc_cmd fc_cmd_stats = {
 		   "escalated, set), freqctl_ban_dropped_packets_total and _bytes_total by source (by_hand,\n"
 		   "or set with its name) and freqctl_nginx_banned_total by kind (uid, address).",
 	.opts = fc_stats_opts,
+	.store = FC_STORE_AT_OPEN,
 	.run = fc_cmd_stats_run,
 };

@@ -110,7 +110,7 @@ static int fc_settings_file(const struct fc_opt *opts, void *g, struct fc_err *e
 		if (fc_opt_set(fc_setting_opt(opts, i), g, last[i]->value, fc_settings[i].var, &why) < 0)
 			return fc_err_set(err, "%s:%u: %s: %s", fc_cfg.file, last[i]->line, fc_settings[i].var,
 					  why.msg),
-			       FC_EXIT_USAGE;
+			       FC_EXIT_FAILURE;
 		fc_cfg.from[i] = FC_FROM_FILE;
 		fc_cfg.line[i] = last[i]->line;
 	}
@@ -133,9 +133,11 @@ int fc_settings_load(const struct fc_opt *opts, void *g, struct fc_err *err)
 	if (*path) {
 		if (fc_owner_check(FC_OWNED_CONFIG, path, err) < 0)
 			return FC_EXIT_FAILURE;
+		/* A line of the file is not the command line: its error names
+		 * the file and line, and is a runtime one (exit 1). */
 		r = fc_envfile_read(path, &fc_cfg.f, err);
 		if (r < 0)
-			return r == -1 ? FC_EXIT_FAILURE : FC_EXIT_USAGE;
+			return FC_EXIT_FAILURE;
 		/* Absent is no file, unless FREQCTL_CONFIG named it. */
 		if (r && named)
 			return fc_err_set(err, "FREQCTL_CONFIG: %s: no such file (an empty FREQCTL_CONFIG reads none)",

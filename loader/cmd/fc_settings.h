@@ -19,9 +19,11 @@
 #define FC_CONFIG_DEFAULT "/etc/default/freqctl"
 
 /* Reads the configuration file, then the environment, into g by opts (the
- * global options' table): 0; FC_EXIT_USAGE with err ("FILE:LINE: ..."), a
- * value or a line that does not parse; FC_EXIT_FAILURE, a file that can not
- * be read or that root refuses. Keys it does not know are warned of. */
+ * global options' table): 0; FC_EXIT_FAILURE with err, a value or a line of
+ * the file that does not parse ("FILE:LINE: ..."), a file that can not be
+ * read or that root refuses; FC_EXIT_USAGE, a variable of the environment
+ * whose value does not parse, as an option's. Keys it does not know are
+ * warned of. */
 int fc_settings_load(const struct fc_opt *opts, void *g, struct fc_err *err);
 
 /* Global option o was given on the command line. */

@@ -264,5 +264,5 @@ int main(int argc, char **argv)
 	}
 	libbpf_set_print(fc_libbpf_print);
 	/* The command sees itself as argv[0], as getopt expects. */
-	return cmd->run(&ctx, cmd, argc - (words - 1), argv + (words - 1));
+	return fc_cmd_run(&ctx, cmd, argc - (words - 1), argv + (words - 1));
 }

@@ -345,20 +345,26 @@ static int fc_api_entry_add(struct fc_console *c, struct fc_reply *r, struct fc_
 	int ret;
 	json_t *doc = fc_api_body(r, b, &ret), *ttl, *v;
 	struct fc_err err;
-	int64_t secs = 0;
+	int64_t secs = 0, was = -1;
 	bool existed;
 	int rc;
 
 	if (!doc)
 		return ret;
 	json_object_foreach(doc, key, v) {
-		if (strcmp(key, k->key) && strcmp(key, "ttl") && (!k->allow || strcmp(key, "note"))) {
+		if (strcmp(key, k->key) && strcmp(key, "ttl") && (!k->allow || strcmp(key, "note")) &&
+		    (k->allow || strcmp(key, "force"))) {
 			ret = fc_reply_error(r, MHD_HTTP_BAD_REQUEST, key, "unknown key \"%.64s\"", key);
 			goto out;
 		}
 	}
 	text = json_string_value(json_object_get(doc, k->key));
 	ttl = json_object_get(doc, "ttl");
+	v = json_object_get(doc, "force");
+	if (v && !json_is_boolean(v)) {
+		ret = fc_reply_error(r, MHD_HTTP_BAD_REQUEST, "force", "force: expected true or false");
+		goto out;
+	}
 	v = json_object_get(doc, "note");
 	if (!text) {
 		ret = fc_reply_error(r, MHD_HTTP_BAD_REQUEST, k->key, "%s: expected \"ADDR[/LEN]\" or \"uid=VALUE\"",
@@ -386,11 +392,17 @@ static int fc_api_entry_add(struct fc_console *c, struct fc_reply *r, struct fc_
 		ret = fc_reply_error(r, MHD_HTTP_BAD_REQUEST, "ttl", "ttl: expected a duration (\"1h\"), seconds or null");
 		goto out;
 	}
+	/* "force": true is the CLI's --force: a ban that cuts a live one short. */
 	rc = k->allow ? fc_change_allow_put(&c->ctx, text, secs, note, canon, &existed, &err) :
-			fc_change_ban_put(&c->ctx, text, secs, canon, &existed, &err);
+			fc_change_ban_put(&c->ctx, text, secs, json_is_true(json_object_get(doc, "force")), canon, &was,
+					  &err);
+	if (!k->allow)
+		existed = was >= 0;
 	snprintf(b->what, sizeof(b->what), "(%s %.64s)", k->verb, rc == FC_CHANGE_INVALID ? "?" : canon);
 	if (rc == FC_CHANGE_INVALID)
 		ret = fc_reply_error(r, MHD_HTTP_BAD_REQUEST, k->key, "%s", err.msg);
+	else if (rc == FC_CHANGE_CONFLICT)
+		ret = fc_reply_error(r, MHD_HTTP_CONFLICT, "ttl", "%s add %s: %s", k->verb, canon, err.msg);
 	else if (rc)
 		ret = fc_reply_error(r, MHD_HTTP_SERVICE_UNAVAILABLE, NULL, "%s add %s: %s", k->verb, canon, err.msg);
 	else

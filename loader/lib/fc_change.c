@@ -134,33 +134,56 @@ int fc_change_policy_del(const struct fc_ctx *ctx, uint32_t id, struct fc_err *e
 	return fc_publish_commit(&pub, err) < 0 ? FC_CHANGE_RUNTIME : 0;
 }
 
-int fc_change_ban_put(const struct fc_ctx *ctx, const char *text, int64_t ttl, char canon[FC_BAN_TEXT_LEN],
-		      bool *existed, struct fc_err *err)
+/* Whether a ban until expires (0: none) lifts a live one, until was, sooner. */
+static bool fc_ban_sooner(int64_t expires, int64_t was)
 {
-	struct fc_ban_row row = { .expires = 0 }, old;
+	return expires && (!was || expires < was);
+}
+
+int fc_change_ban_put(const struct fc_ctx *ctx, const char *text, int64_t ttl, bool force, char canon[FC_BAN_TEXT_LEN],
+		      int64_t *was, struct fc_err *err)
+{
+	struct fc_ban_row row = { .expires = 0 }, old = { .expires = 0 };
 	struct fc_uid_ban ub = { .expires = 0 };
+	char left[FC_DURATION_STRLEN], want[FC_DURATION_STRLEN];
 	struct fc_publish pub;
 	const char *uid;
+	bool existed;
 	int rc;
 
+	*was = -1;
 	if (fc_target_parse(text, &row.p, &uid, canon, err) < 0)
 		return FC_CHANGE_INVALID;
 	if (fc_publish_begin(&pub, ctx, err) < 0)
 		return FC_CHANGE_RUNTIME;
 	row.created = ub.created = pub.now;
 	row.expires = ub.expires = ttl ? fc_expires_after(ttl) : 0;
-	if (uid) {
+	rc = uid ? fc_store_uid_ban_get(pub.st, uid, pub.now, &old.expires, &existed, err) :
+		   fc_store_ban_get(pub.st, &row.p, pub.now, &old, &existed, err);
+	/* A ban is never cut short by one that did not mean to (ipset's add
+	 * refuses an entry there without -exist; a permanent ban of fail2ban's
+	 * stays so). */
+	if (rc == 0 && existed && !force && fc_ban_sooner(row.expires, old.expires)) {
+		fc_duration_format(old.expires - pub.now, left);
+		fc_duration_format(ttl, want);
+		fc_err_set(err, "already banned %s%s%s: a ban for %s would lift it sooner; --force replaces it",
+			   old.expires ? "for " : "with no expiry", old.expires ? left : "", old.expires ? " more" : "",
+			   want);
+		fc_publish_abort(&pub);
+		return FC_CHANGE_CONFLICT;
+	}
+	if (rc == 0 && uid) {
 		snprintf(ub.uid, sizeof(ub.uid), "%s", uid);
-		rc = fc_store_uid_ban_put(pub.st, &ub, existed, pub.now, err);
-	} else {
-		rc = fc_store_ban_get(pub.st, &row.p, pub.now, &old, existed, err);
-		if (rc == 0)
-			rc = fc_store_ban_put(pub.st, &row, err);
+		rc = fc_store_uid_ban_put(pub.st, &ub, &existed, pub.now, err);
+	} else if (rc == 0) {
+		rc = fc_store_ban_put(pub.st, &row, err);
 	}
 	if (rc < 0) {
 		fc_publish_abort(&pub);
 		return FC_CHANGE_RUNTIME;
 	}
+	if (existed)
+		*was = old.expires;
 	return fc_publish_commit(&pub, err) < 0 ? FC_CHANGE_RUNTIME : 0;
 }
 

@@ -44,9 +44,12 @@ int fc_change_policy_edit(const struct fc_ctx *ctx, uint32_t id, fc_policy_edit_
 int fc_change_policy_del(const struct fc_ctx *ctx, uint32_t id, struct fc_err *err);
 
 /* Bans text (ADDR[/LEN] or uid=VALUE) for ttl seconds (0: no expiry);
- * canon gets its canonical spelling, *existed whether a live ban was there. */
-int fc_change_ban_put(const struct fc_ctx *ctx, const char *text, int64_t ttl, char canon[FC_BAN_TEXT_LEN],
-		      bool *existed, struct fc_err *err);
+ * canon gets its canonical spelling, *was the expiry of the live ban it
+ * replaced (0: none; -1: there was no live ban). A ban that would lift the
+ * live one sooner (a ttl over no expiry, or over a longer one) is
+ * FC_CHANGE_CONFLICT unless force, err saying what is there. */
+int fc_change_ban_put(const struct fc_ctx *ctx, const char *text, int64_t ttl, bool force, char canon[FC_BAN_TEXT_LEN],
+		      int64_t *was, struct fc_err *err);
 /* Lifts the ban by hand on text; held: the sets still banning it, if any
  * ("" if none). A ban held only by sets is FC_CHANGE_CONFLICT, err naming them. */
 #define FC_SETS_TEXT_LEN 256

@@ -76,9 +76,9 @@ void fc_fuzz_ban(const char *text)
 {
 	char canon[FC_BAN_TEXT_LEN];
 	struct fc_err err;
-	bool existed;
+	int64_t was;
 
-	if (fc_change_ban_put(fc_fuzz_ctx(), text, 0, canon, &existed, &err))
+	if (fc_change_ban_put(fc_fuzz_ctx(), text, 0, false, canon, &was, &err))
 		fc_fuzz_setup_fail(text, err.msg);
 }
 

@@ -136,14 +136,14 @@ r=$(api PUT /api/policies/8 '{"match": "uid=u8", "rates": ["2/m"], "override": "
 check "\"override\": \"yes\": 400 naming the key" body_has "$r" '.field == "override" and .error == "policy 8: override: expected true or false"'
 r=$(api PUT /api/policies/8 '{"match": "uid=u8", "rates": ["2/m"], "override": true, "action": "log"}')
 check "override with action log: 400 saying why" body_has "$r" '.error | contains("a dry run")'
-r=$(api PUT /api/policies/8 '{"match": "uid=u8", "rates": ["2/m"], "override": true, "fleet": true}')
-check "PUT with \"fleet\": true: 200, and GET says so" \
-	sh -c "[ \"\$(curl -s -H 'Authorization: Bearer $token' '$U/api/policies/8' | jq .fleet)\" = true ]"
+api PUT /api/policies/8 '{"match": "uid=u8", "rates": ["2/m"], "override": true, "fleet": true}' >/dev/null
+r=$(api GET /api/policies/8)
+check "PUT with \"fleet\": true, and GET says so" body_has "$r" '.fleet == true and .override == true'
 r=$(api PUT /api/policies/8 '{"match": "uid=u8", "rates": ["2/m", "100/d"], "fleet": true}')
 check "fleet with two rates: 400 saying why" body_has "$r" '.error | contains("--fleet takes one --rate")'
-r=$(api PUT /api/policies/8 '{"match": "uid=u8", "rates": ["2/m"], "override": true}')
-check "PUT without \"fleet\": the rate is each node's again" \
-	sh -c "[ \"\$(curl -s -H 'Authorization: Bearer $token' '$U/api/policies/8' | jq .fleet)\" = false ]"
+api PUT /api/policies/8 '{"match": "uid=u8", "rates": ["2/m"], "override": true}' >/dev/null
+r=$(api GET /api/policies/8)
+check "PUT without \"fleet\": the rate is each node's again" body_has "$r" '.fleet == false'
 r=$(api GET /api/policies/99)
 check "GET an unknown id: 404" status_is "$r" 404
 r=$(api GET /api/policies/x7)
@@ -168,6 +168,16 @@ check "... enforced at XDP within 100 ms" within_100ms verdict_is 77 1
 r=$(api POST /api/bans '{"ban": "uid=bob"}')
 check "POST a uid ban: 201" status_is "$r" 201
 check "... enforced in nginx: 403" within_100ms http_is bob 403
+r=$(api POST /api/bans '{"ban": "uid=bob", "ttl": "1h"}')
+check "a TTL over a ban of no expiry: 409, saying what is there (as ban add without --force)" body_has "$r" \
+	'.error == "ban add uid=bob: already banned with no expiry: a ban for 1h would lift it sooner; --force replaces it" and .field == "ttl"'
+check "... 409" status_is "$r" 409
+r=$(api POST /api/bans '{"ban": "uid=bob", "ttl": "1h", "force": true}')
+check "... with \"force\": true, replaced: 200" status_is "$r" 200
+r=$(api POST /api/bans '{"ban": "uid=bob", "force": "yes"}')
+check "... force takes true or false only: 400" sh -c "[ '${r%% *}' = 400 ]"
+r=$(api POST /api/bans '{"ban": "uid=bob"}')
+check "... and back to no expiry: 200" status_is "$r" 200
 r=$(api POST /api/bans '{"ban": "10.0.0.5/8"}')
 check "a bad prefix: 400 with the CLI's message" body_has "$r" '.error == "\"10.0.0.5/8\": host bits set; did you mean 10.0.0.0/8?" and .field == "ban"'
 r=$(api POST /api/bans '{"ban": "198.18.0.76", "ttl": "10x"}')

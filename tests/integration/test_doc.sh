@@ -596,6 +596,9 @@ check_quickstart_run() {
 		if [ -n "${cmd:-}" ]; then
 			out=$(eval "$cmd" 2>"$errf" | sed 's/[[:space:]]*$//'; exit "${PIPESTATUS[0]}")
 			rc=$?
+			# What it names back as the README names it.
+			out=${out//$host/eth0}
+			out=${out//$shm//dev/shm/freqctl}
 			if [ "$rc" -ne 0 ]; then
 				note "quick start: '$cmd' exits $rc: $(head -c 300 "$errf")"
 			elif [ -n "$want" ] && [ "$out" != "$want" ]; then

@@ -62,6 +62,8 @@ debs=$(tools/pkg/build-deb.sh "$dir/deb" 2>"$dir/deb.log")
 arch=$(dpkg --print-architecture)
 check "make deb builds both packages, lintian finds no errors" \
 	test -f "$dir/deb/freqctl_${version}_$arch.deb" -a -f "$dir/deb/libnginx-mod-http-freqctl_${version}_$arch.deb"
+check "... nor the warnings Debian's policy asks to fix: no command by its path in a maintainer script" \
+	sh -c "! grep -E 'command-with-path-in-maintainer-script' '$dir/deb/lintian.log'"
 check "the module's package depends on the nginx ABI it was built against" \
 	sh -c "dpkg-deb -f '$dir/deb/libnginx-mod-http-freqctl_${version}_'*.deb Depends | grep -q 'nginx-abi-'"
 

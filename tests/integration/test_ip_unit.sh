@@ -56,7 +56,7 @@ check "... freqctl keys lists that one key" jq_true 'length == 1' <<<"$(fc keys 
 got=$(from_each 2 "$srcs4" /)
 check "... IPv4 keeps a bucket per address: 10 of 10 ($got)" [ "$(count "$got" 200)" = 10 ]
 fcq policy set 1 --match 'ip=*/32/128' --layer http --rate 3/m
-check "policy list spells the unit out" grep -qE '^1 +ip=\*/32/128 ' <<<"$(fc policy list)"
+check "policy list: the match as stored, the unit spelled out in UNIT" grep -qE '^1 +ip=\*/32/128 +/32,/128 ' <<<"$(fc policy list)"
 got=$(from_each 4 "$srcs6" /)
 check "ip=*/32/128: a bucket per IPv6 address again: 3 of 4 each, 15 of 20 ($got)" [ "$(count "$got" 200)" = 15 ]
 check "... freqctl top counts a key per address: 5, each 3 passed, 1 denied" \

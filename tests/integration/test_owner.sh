@@ -24,7 +24,8 @@ refused() {
 }
 
 # ---- what freqctl makes is fit ----
-check "a fresh pin dir, store and shm: sync" fcq sync
+check "a fresh pin dir, store and shm: the first change makes them (sync refuses a store that is not there)" \
+	fcq policy add 1 --match uid=owner --rate 1/s
 check "... the pin dir is root's, 0700" [ "$(stat -c '%U %a' "$pin")" = "root 700" ]
 check "... and the store root's, not writable by others" sh -c "stat -c '%U %A' '$db' | grep -q '^root -rw-r--r--\|^root -rw-------'"
 

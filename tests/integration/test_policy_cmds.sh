@@ -106,8 +106,14 @@ else
 	as_nobody policy list
 	check "policy list without root, on a store it can read" sh -c "[ $? = 0 ] && grep -q '^3 ' '$dir/out'"
 	runuser -u nobody -- "$FC_BIN" --db "$dir/none/store.db" policy list --json >"$dir/out" 2>&1
-	check "... a store that is not there lists nothing, and is not made" \
-		sh -c "[ \"\$(cat '$dir/out')\" = '[]' ] && [ ! -e '$dir/none' ]"
+	check "... a store that is not there: refused, naming it, and not made" \
+		sh -c "[ $? = 1 ] && grep -q '^freqctl: policy list: no store at $dir/none/store.db: no such file' '$dir/out' && [ ! -e '$dir/none' ]"
+	mkdir -p "$dir/closed"
+	chmod 0750 "$dir/closed"
+	cp "$db" "$dir/closed/store.db"
+	runuser -u nobody -- "$FC_BIN" --db "$dir/closed/store.db" ban list >"$dir/out" 2>&1
+	check "... a store in a directory closed to it (the default's is 0750, root's): refused, naming the directory, its mode and owner" \
+		sh -c "[ $? = 1 ] && grep -qxF \"freqctl: ban list: store $dir/closed/store.db: its directory $dir/closed (mode 0750, owner root) is closed to this user: reading the store there needs root (freqctl keeps it closed: the store holds the fleet's key)\" '$dir/out'"
 	for c in attach detach; do
 		as_nobody "$c" lo
 		check "$c without root: exit 1, saying what it needs first" \
@@ -124,6 +130,27 @@ else
 	check "--help without root" quiet runuser -u nobody -- "$FC_BIN" policy add --help
 fi
 
+# --- a --db with a typo is not an empty store ---
+typo=$dir/sotre.db
+for c in "policy list" "ban list" "ban sets" "allow list" "node list" export stats "keys 3" sync "ban del 198.18.0.1" "policy del 3"; do
+	# shellcheck disable=SC2086 # a command of two words is two arguments
+	"$FC_BIN" --db "$typo" --pin-dir "$pin" --shm "$shm" $c >"$dir/out" 2>"$dir/err"
+	check "$c on a store that is not there: exit 1, naming the path" \
+		sh -c "[ $? = 1 ] && grep -qE '^freqctl: (${c% *}|$c|policy 3|ban del 198.18.0.1): no store at $typo: no such file' '$dir/err'"
+	check "... and makes none, and prints nothing on stdout" sh -c "[ ! -e '$typo' ] && [ ! -s '$dir/out' ]"
+done
+check "... with what to check, where nothing but the store can be wrong" grep -qxF \
+	"freqctl: policy list: no store at $typo: no such file (check --db, FREQCTL_DB or /etc/default/freqctl; the first attach, ban add, policy add or import makes it)" \
+	<("$FC_BIN" --db "$typo" policy list 2>&1)
+check "... its --help still answers" quiet "$FC_BIN" --db "$typo" policy list --help
+check "... and a usage error is still one (exit 2)" sh -c "'$FC_BIN' --db '$typo' ban del nonsense 2>/dev/null; [ \$? = 2 ]"
+check "status shows it, exit 0" sh -c "'$FC_BIN' --db '$typo' --pin-dir '$pin' --shm '$shm' status | grep -qxF 'store: $typo: no store there yet (the first attach, ban add, policy add or import makes it)'"
+"$FC_BIN" --db "$typo" --pin-dir "$pin" --shm "$shm" policy add 1 --match uid=typo --rate 1/s >"$dir/out" 2>"$dir/err"
+check "a first use makes it, and says so" sh -c "[ $? = 0 ] && [ -e '$typo' ] && grep -qxF 'freqctl: made a new store at $typo' '$dir/err'"
+"$FC_BIN" --db "$typo" --pin-dir "$pin" --shm "$shm" policy add 2 --match uid=typo2 --rate 1/s >"$dir/out" 2>"$dir/err"
+check "... once" sh -c "! grep -q 'made a new store' '$dir/err'"
+fcq sync # the suite's own store back in the pin dir and shm
+
 # --- what the small refusals and hints say ---
 out keys 3
 check "keys on the ip=* policy at XDP/TC: its buckets are per source unit, and where to look" \
@@ -136,9 +163,13 @@ check "a second uid=*: names the first, no word of ip=* layers" \
 
 # --- policy list shows the layer ---
 list=$(fc policy list)
-check "policy list has a LAYER column" grep -qE '^ID +MATCH +LAYER +RATES ' <<<"$list"
-check "... an ip=* in nginx says nginx (its unit spelled out)" grep -qE '^2 +ip=\*/32/64 +nginx ' <<<"$list"
-check "... the one at XDP/TC xdp" grep -qE '^3 +ip=\*/32/64 +xdp ' <<<"$list"
+check "policy list has a UNIT and a LAYER column" grep -qE '^ID +MATCH +UNIT +LAYER +RATES ' <<<"$list"
+check "... an ip=* in nginx: its match as stats shows it, its unit spelled out apart, and nginx" \
+	grep -qE '^2 +ip=\* +/32,/64 +nginx ' <<<"$list"
+check "... the one at XDP/TC xdp" grep -qE '^3 +ip=\* +/32,/64 +xdp ' <<<"$list"
+check "... a policy of no ip=* has no unit" grep -qE '^7 +uid=\* +- +nginx ' <<<"$list"
+check "... the match the same as stats --json's" \
+	[ "$(awk '$1 == 3 { print $2 }' <<<"$list")" = "$(fc stats --json | jq -r '.policies[] | select(.id == 3) | .match')" ]
 check "... and --json has it" jq_true '[.[] | select(.id == 2 or .id == 3) | .layer] == ["nginx", "xdp"]' <(fc policy list --json)
 
 # --- --fleet: the rate is the whole fleet's; what it refuses, and why ---
@@ -163,6 +194,11 @@ check "ip=* --fleet at XDP/TC: refused (exit 2), saying why and what to do" \
 	sh -c "[ $? = 2 ] && grep -qxF 'freqctl: policy 12: ip=* --fleet is refused at XDP/TC (per-source buckets are evicted by the kernel and sources can be spoofed; use --layer http to enforce it per address in nginx)' '$dir/out'"
 check "... and nothing was stored" [ "$(pol 12 id)" = "" ]
 check "ip=ADDR --fleet at XDP/TC is taken" fcq policy add 12 --match ip=198.18.0.9 --rate 60/m --algo window --fleet
+# The kernel's slot: the fleet's algorithm and flag, the fleet's 60 (not a
+# weight's share), and this node's shares (none: it is in no node set).
+kpol() { bpftool -j map dump pinned "$pin/fc_policies" | jq -c ".[] | .formatted.value | select(.id == $1)"; }
+check "... published to the kernel as the fleet's: FC_ALGO_FLEET_WINDOW, FC_POLICY_FLEET, 60 unscaled, no share" \
+	jq_true '.algo == 3 and .flags == 4 and .[""].lim.tier[0].limit == 60 and .fleet_share == [0, 0]' <(kpol 12)
 check "policy edit --no-fleet: each node's share again" fcq policy edit 11 --no-fleet
 check "... fleet: false, the rest kept" jq_true '.policies[] | select(.id == 11) | .fleet == false and .rates == ["100/d"] and .algo == "window"' <(fc export)
 out policy edit 11 --rate 5/m --rate 100/d

@@ -7,6 +7,9 @@ d=/tmp/fc-it-$tag
 mkdir -p "$d"
 
 # ---- nothing published anywhere ----
+# A store with nothing in it (an empty file is an empty SQLite database):
+# a store that is not there is refused before anything else is looked at.
+: >"$db"
 fc stats >"$d/out" 2>"$d/err"
 check "stats with nothing published: exit 1" [ $? = 1 ]
 check "... saying nothing is published where" grep -qF "stats: nothing is published in pin dir $pin nor in shm $shm: no counters" "$d/err"
@@ -36,6 +39,7 @@ check "... --json: published, counted" jq_true '.published == {"pin_dir": false,
 # ---- a shm and maps that another store published ----
 fcq sync
 other() { "$FC_BIN" --db "$d/other.db" --pin-dir "$pin" --shm "$shm" "$@"; }
+: >"$d/other.db"
 other stats >"$d/out" 2>"$d/err"
 check "stats of another store over this one's shm and maps: exit 0" [ $? = 0 ]
 check "... says the shm holds another store's publish" \

@@ -71,7 +71,10 @@ static void fc_put(struct fc_fp *t, struct fc_policy_spec *p, const char *match,
 		fail_msg("policy %u: %s", p->id, err.msg);
 }
 
-/* Publishes the store to t's shm as node name (its weight 1: a fleet
+/* A test's clock offset for fleet policies (agent --clock-offset). */
+static int64_t fc_clock_ns;
+
+/* Publishes the store to t's shm as node name (its weight 0.25: a fleet
  * policy must not care), with the fleet view the publisher reads. */
 static void fc_pub(struct fc_fp *t, const char *name, struct fc_fleet_view *v)
 {
@@ -80,8 +83,9 @@ static void fc_pub(struct fc_fp *t, const char *name, struct fc_fleet_view *v)
 	struct fc_source src;
 	struct fc_err err;
 
-	if (fc_fleet_read(t->st, name, fc_unix_ms(), v, &err) < 0)
+	if (fc_fleet_read(t->st, name, fc_unix_ms() + fc_clock_ns / 1000000, v, &err) < 0)
 		fail_msg("%s", err.msg);
+	v->clock_ns = fc_clock_ns;
 	node.fleet = v;
 	fc_source_init(&src, t->st, time(NULL), &node);
 	if (fc_shm_publish(t->shm, t->group, 0, &src, &res, &err) < 0)
@@ -235,6 +239,18 @@ static void test_fleet_fresh(void **state)
 	fc_pub(t, "a", &v);
 	fc_fleet_view_free(&v);
 	assert_true(h->fleet_fresh_ns > fresh);
+	/* A node 10 s behind (a test's offset): the header says so, and a state
+	 * made now is fresh from then on its clock. */
+	fresh = h->fleet_fresh_ns;
+	fc_clock_ns = -10 * (int64_t)FC_NS_PER_SEC;
+	assert_int_equal(unlink(path), 0);
+	fc_pub(t, "a", &v);
+	fc_fleet_view_free(&v);
+	fc_clock_ns = 0;
+	assert_int_equal(h->fleet_clock_ns, -10 * (int64_t)FC_NS_PER_SEC);
+	/* What a publisher not given an offset (the CLI) keeps. */
+	assert_int_equal(fc_shm_fleet_clock(t->shm), -10 * (int64_t)FC_NS_PER_SEC);
+	assert_true(h->fleet_fresh_ns < fresh - 9 * FC_NS_PER_SEC);
 	munmap((void *)h, FC_SHM_SIZE);
 }
 

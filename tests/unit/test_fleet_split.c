@@ -51,6 +51,25 @@ static void test_split_sums(void **state)
 					 (unsigned long long)sum);
 		}
 	}
+	/* The most nodes a set has, the most a weight and a rate are: 128-bit
+	 * products, shares still adding up to q. */
+	{
+		static struct fc_fleet_member big[FC_FLEET_NODES_MAX];
+		static struct fc_fleet_split bsp[FC_FLEET_NODES_MAX];
+
+		for (i = 0; i < FC_FLEET_NODES_MAX; i++)
+			big[i] = (struct fc_fleet_member){ .no = (uint32_t)i + 1,
+							   .weight = i % 2 ? FC_FLEET_WEIGHT_ONE : (uint32_t)(i + 1) };
+		for (i = 0; i < FC_FLEET_NODES_MAX; i++)
+			fc_fleet_split_make(big, FC_FLEET_NODES_MAX, i, FC_FLEET_CREDIT_MAX, 0, 0, 0, &bsp[i]);
+		for (k = 0; k < 4; k++) {
+			u = (uint32_t)fc_rand(&seed);
+			sum = 0;
+			for (i = 0; i < FC_FLEET_NODES_MAX; i++)
+				sum += fc_fleet_share(&bsp[i], u);
+			assert_int_equal(sum, FC_FLEET_CREDIT_MAX);
+		}
+	}
 	/* The design's example: 3/d over four nodes of 0.25: three of them get
 	 * 1, which three turns with the key; R x W gave each 1 (4 in all). */
 	for (i = 0; i < 4; i++)
@@ -140,6 +159,18 @@ static void test_splits_of_windows(void **state)
 	assert_int_equal(sp[0].from, 2);
 	assert_int_equal(sp[1].from, 3);
 	assert_int_equal(fc_fleet_share(&sp[1], 77), 50);
+	/* Stale when window 3 begins: at 180 s, or 10 s earlier on the clock
+	 * of a node whose fleet clock is 10 s ahead. */
+	{
+		struct fc_policy_row pr = { .spec = { .id = 1, .fleet = true, .algo = FC_ALGO_WINDOW } };
+		struct fc_err err;
+
+		assert_int_equal(fc_rates_parse("100/m", &pr.spec, &err), 0);
+		assert_int_equal(fc_fleet_refresh_ms(&v, &pr, 1), 180000);
+		v.clock_ns = 10000000000LL;
+		assert_int_equal(fc_fleet_refresh_ms(&v, &pr, 1), 170000);
+		v.clock_ns = 0;
+	}
 	/* Later: nothing changes again. */
 	v.now_ms = 200000;
 	fc_fleet_splits(&v, m, 100, 0, sp, at);

@@ -856,6 +856,13 @@ static void test_warmup_concurrency(void **state)
 /* --fleet: one rate, no --concurrency, --warmup or --action delay, not
  * ip=* at XDP/TC, a GCRA burst of at most 2^32; and never scaled by the
  * node's weight (its shares are the fleet's split, not R x W). */
+#define FC_NO_STAR                                                                                        \
+	"ip=* --fleet is refused at XDP/TC (per-source buckets are evicted by the kernel and sources can be " \
+	"spoofed; use --layer http to enforce it per address in nginx)"
+#define FC_NO_CONC                                                                                           \
+	"--concurrency is refused with --fleet: places in flight are not leasable credit, and the key entry has " \
+	"no word left for them"
+
 static void test_fleet(void **state)
 {
 	static const struct {
@@ -873,17 +880,13 @@ static void test_fleet(void **state)
 		{ "ip=198.18.0.1", "60/m", FC_ALGO_WINDOW, FC_ACTION_DROP, FC_LAYER_XDP, 0, 0, NULL },
 		{ "ip=*", "60/m", FC_ALGO_WINDOW, FC_ACTION_DROP, FC_LAYER_HTTP, 0, 0, NULL },
 		{ "ip=*", "60/m", FC_ALGO_WINDOW, FC_ACTION_DROP, FC_LAYER_AUTO, 0, 0,
-		  "ip=* --fleet is refused at XDP/TC (per-source buckets are evicted by the kernel and sources can be "
-		  "spoofed; use --layer http to enforce it per address in nginx)" },
+		  FC_NO_STAR },
 		{ "ip=*/24", "60/m", FC_ALGO_GCRA, FC_ACTION_DROP, FC_LAYER_XDP, 0, 0,
-		  "ip=* --fleet is refused at XDP/TC (per-source buckets are evicted by the kernel and sources can be "
-		  "spoofed; use --layer http to enforce it per address in nginx)" },
+		  FC_NO_STAR },
 		{ "uid=*", "100/d", FC_ALGO_WINDOW, FC_ACTION_DROP, FC_LAYER_AUTO, 5, 0,
-		  "--concurrency is refused with --fleet: places in flight are not leasable credit, and the key entry "
-		  "has no word left for them" },
+		  FC_NO_CONC },
 		{ "uid=*", "", FC_ALGO_WINDOW, FC_ACTION_DROP, FC_LAYER_AUTO, 5, 0,
-		  "--concurrency is refused with --fleet: places in flight are not leasable credit, and the key entry "
-		  "has no word left for them" },
+		  FC_NO_CONC },
 		{ "uid=*", "10/s,100/d", FC_ALGO_WINDOW, FC_ACTION_DROP, FC_LAYER_AUTO, 0, 0,
 		  "--fleet takes one --rate, and this policy has 2: the entry holds one tier's credit, demand and "
 		  "lending words (give the others a policy of their own)" },

@@ -36,12 +36,18 @@ tag=$$
 dir=/dev/shm/fc-ncost-$tag # tmpfs, as freqctl's default shm (see tools/bench/bench_nginx.sh)
 port=$((30000 + (tag + 7) % 20000))
 vg=
+# nginx under valgrind, quit, then killed if it has not gone in 10 s (a
+# QUIT can be lost on a loaded machine): never waited on without bound.
+stop_vg() {
+	[ -n "$vg" ] || return 0
+	kill -QUIT "$vg" 2>/dev/null || true
+	for _ in $(seq 50); do kill -0 "$vg" 2>/dev/null || break; sleep 0.2; done
+	kill -KILL "$vg" 2>/dev/null || true
+	wait "$vg" 2>/dev/null || true
+	vg=
+}
 cleanup() {
-	if [ -n "$vg" ]; then
-		kill -QUIT "$vg" 2>/dev/null || true
-		for _ in $(seq 50); do kill -0 "$vg" 2>/dev/null || break; sleep 0.2; done
-		kill -KILL "$vg" 2>/dev/null || true
-	fi
+	stop_vg
 	rm -rf "$dir"
 }
 trap cleanup EXIT
@@ -88,9 +94,7 @@ events { worker_connections 64; }" "keepalive_requests 100000000; keepalive_time
 	curl -sf -o /dev/null "$urls" || { echo "bench_nginx_cost: $1 refused a request" >&2; exit 1; }
 	callgrind_control -d "$vg" >/dev/null 2>&1
 	for i in $(seq 100); do [ -s "$d/cg.out.1" ] && break; sleep 0.1; done
-	kill -QUIT "$vg"
-	wait "$vg" 2>/dev/null || true
-	vg=
+	stop_vg
 	[ -z "${CG_KEEP:-}" ] || { mkdir -p "$CG_KEEP" && cp "$d/cg.out.1" "$CG_KEEP/$1.cg"; }
 	# ngx_slab_alloc_locked: limit_req making a node (nothing else here
 	# allocates in a zone).

@@ -103,30 +103,41 @@ static bool fc_fleet_set_same(const struct fc_fleet_member *a, size_t na, const 
 	return na == nb && !memcmp(a, b, na * sizeof(*a));
 }
 
+static int fc_u64_cmp(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
 /* The first window after w0 (of unit_ms) whose set differs from w0's
  * (FC_FLEET_NEVER: none), into m and *n. A set changes only where a row
- * starts or ends: the first window starting at or after each such time. */
+ * starts or ends: the first window starting at or after each such time,
+ * tried in order (the first usually differs: O(rows log rows)). */
 static uint64_t fc_fleet_next_set(const struct fc_fleet_view *v, uint64_t w0, int64_t unit_ms,
 				  const struct fc_fleet_member *m0, size_t n0, struct fc_fleet_member *m, size_t *n)
 {
-	uint64_t best = FC_FLEET_NEVER, w;
+	uint64_t *ws = calloc(2 * v->nrows + 1, sizeof(*ws)), best = FC_FLEET_NEVER;
 	int64_t t, start0 = (int64_t)w0 * unit_ms;
-	size_t i, k;
+	size_t i, k, nw = 0;
 
+	if (!ws)
+		return FC_FLEET_NEVER; /* the next set unknown: the agent republishes on the change anyway */
 	for (i = 0; i < v->nrows; i++)
 		for (k = 0; k < 2; k++) {
 			t = k ? v->rows[i].until : v->rows[i].since;
-			if (t <= start0 || (k && !t))
-				continue;
-			w = (uint64_t)((t + unit_ms - 1) / unit_ms);
-			if (w >= best)
-				continue;
-			*n = fc_fleet_set_at(v, (int64_t)w * unit_ms, m);
-			if (!fc_fleet_set_same(m0, n0, m, *n))
-				best = w;
+			if (t > start0 && !(k && !t))
+				ws[nw++] = (uint64_t)((t + unit_ms - 1) / unit_ms);
 		}
-	if (best != FC_FLEET_NEVER)
-		*n = fc_fleet_set_at(v, (int64_t)best * unit_ms, m);
+	qsort(ws, nw, sizeof(*ws), fc_u64_cmp);
+	for (i = 0; i < nw && best == FC_FLEET_NEVER; i++) {
+		if (i && ws[i] == ws[i - 1])
+			continue;
+		*n = fc_fleet_set_at(v, (int64_t)ws[i] * unit_ms, m);
+		if (!fc_fleet_set_same(m0, n0, m, *n))
+			best = ws[i];
+	}
+	free(ws);
 	return best;
 }
 
@@ -269,5 +280,6 @@ int64_t fc_fleet_refresh_ms(const struct fc_fleet_view *v, const struct fc_polic
 		if (sp[1].from != FC_FLEET_NEVER && (!first || at[1] < first))
 			first = at[1];
 	}
-	return first;
+	/* On this machine's clock: a node set ahead (a test's offset) gets there earlier. */
+	return first ? first - v->clock_ns / 1000000 : 0;
 }

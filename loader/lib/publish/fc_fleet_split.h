@@ -40,6 +40,7 @@ struct fc_fleet_view {
 	uint32_t node_no; /* this node's number (0: it never was in the set) */
 	int64_t now_ms;   /* when (unix ms, on the fleet's clock): the windows around it are split */
 	uint64_t lease_ns; /* gcra: the lease window (2 x the agent's sync interval) */
+	int64_t clock_ns;  /* this node's clock offset for fleet policies (tests; in now_ms already) */
 };
 
 /* The fleet's lease window by default: 2 x the 100 ms sync interval. */
@@ -129,7 +130,8 @@ int fc_fleet_cfg_make(const struct fc_fleet_view *v, const struct fc_policy_row 
 		      struct fc_fleet_cfg *cfg, struct fc_err *err);
 void fc_fleet_cfg_free(struct fc_fleet_cfg *cfg);
 
-/* When the published splits go stale (unix ms; 0: never): the first start
+/* When the published splits go stale (unix ms on this machine's clock, the
+ * view's offset taken off; 0: never): the first start
  * of a split[1] window among the fleet policies of rows, after which a
  * further change of the set may follow that no change-log entry announces;
  * a full publish then takes the next one. */

@@ -173,12 +173,19 @@ out:
 	return rc;
 }
 
-/* This node as the store says: its weight, and the fleet's node set and key. */
+/* This node as the store says: its weight, and the fleet's node set and key
+ * (its windows labelled by this node's clock, plus a test's offset). */
 static int fc_publish_node(struct fc_publish *pub, struct fc_err *err)
 {
-	if (fc_node_read(pub->st, pub->ctx->node, &pub->node, err) < 0 ||
-	    fc_fleet_read(pub->st, pub->ctx->node, fc_unix_ms(), &pub->fleet, err) < 0)
+	const struct fc_ctx *ctx = pub->ctx;
+	int64_t clock = ctx->fleet_clock_given ? ctx->fleet_clock_ns : fc_shm_fleet_clock(ctx->shm_path);
+
+	if (fc_node_read(pub->st, ctx->node, &pub->node, err) < 0 ||
+	    fc_fleet_read(pub->st, ctx->node, fc_unix_ms() + clock / 1000000, &pub->fleet, err) < 0)
 		return -1;
+	pub->fleet.clock_ns = clock;
+	if (ctx->fleet_sync_ns)
+		pub->fleet.lease_ns = 2 * ctx->fleet_sync_ns;
 	pub->node.fleet = &pub->fleet;
 	pub->node.clock_ns = pub->ctx->fleet_clock_ns;
 	return 0;

@@ -668,17 +668,20 @@ fail:
 }
 
 /* The header's fleet fields, before a block that may need them goes live:
- * the fleet's key (from the store: every node tags a key alike), and when
- * this node's state was made anew (a file made now, or a header that never
- * said: a fleet policy takes no share of a window that began before). */
+ * the fleet's key (from the store: every node tags a key alike), a test's
+ * clock offset, and when this node's state was made anew (a file made now,
+ * or a header that never said: a fleet policy takes no share of a window
+ * that began before; on the fleet policies' clock). */
 static void fc_shm_fleet_header(const struct fc_shm_map *sm, const struct fc_node_ctx *node)
 {
+	int64_t offset = node->fleet ? node->fleet->clock_ns : 0;
 	struct timespec ts;
 
 	if (sm->made || !sm->h->fleet_fresh_ns) {
 		clock_gettime(CLOCK_REALTIME, &ts);
-		sm->h->fleet_fresh_ns = (__u64)ts.tv_sec * FC_NS_PER_SEC + (__u64)ts.tv_nsec;
+		sm->h->fleet_fresh_ns = (__u64)ts.tv_sec * FC_NS_PER_SEC + (__u64)ts.tv_nsec + (__u64)offset;
 	}
+	sm->h->fleet_clock_ns = offset;
 	if (node->fleet && node->fleet->on)
 		memcpy(sm->h->fleet_secret, node->fleet->secret, sizeof(sm->h->fleet_secret));
 	sm->h->fleet_clock_ns = node->clock_ns;
@@ -1104,6 +1107,14 @@ static void fc_shm_header_read(const char *path, size_t off, void *buf, size_t l
 		memset(buf, 0, len);
 	if (fd >= 0)
 		close(fd);
+}
+
+int64_t fc_shm_fleet_clock(const char *path)
+{
+	int64_t ns;
+
+	fc_shm_header_read(path, offsetof(struct fc_shm_header, fleet_clock_ns), &ns, sizeof(ns));
+	return ns >= -FC_FLEET_CLOCK_MAX_NS && ns <= FC_FLEET_CLOCK_MAX_NS ? ns : 0;
 }
 
 void fc_shm_marked(const char *path, uint64_t *store_id, uint64_t *seq)

@@ -613,7 +613,8 @@ static int fc_sq_open(const char *dsn, const char *name, bool create, const char
 	pthread_once(&once, fc_sq_config);
 
 	if (!create && access(dsn, F_OK) < 0)
-		return fc_err_set(err, "store %s: %s", name, strerror(errno));
+		return errno == ENOENT ? fc_err_set(err, "no store at %s: no such file", name) :
+					 fc_err_set(err, "store %s: %s", name, strerror(errno));
 	if (fc_owner_check(FC_OWNED_STORE, dsn, err) < 0)
 		return -1;
 	/* A store that is there has its directories. */

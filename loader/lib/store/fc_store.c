@@ -159,7 +159,8 @@ static const char *fc_sql[FC_SQL_MAX] = {
 	[FC_SQL_POL_FREE] = "INSERT INTO free_slots VALUES (?1) ON CONFLICT DO NOTHING",
 	[FC_SQL_UBAN_PUT] = "INSERT INTO uid_bans (uid, created, expires) VALUES (?1, ?2, ?3) "
 			    "ON CONFLICT (uid) DO UPDATE SET created = ?2, expires = ?3",
-	[FC_SQL_UBAN_GET] = "SELECT 1 FROM uid_bans WHERE uid = ?1 AND (expires IS NULL OR expires > ?2)",
+	[FC_SQL_UBAN_GET] = "SELECT COALESCE(expires, 0) FROM uid_bans "
+			    "WHERE uid = ?1 AND (expires IS NULL OR expires > ?2)",
 	[FC_SQL_UBAN_DEL] = "DELETE FROM uid_bans WHERE uid = ?1",
 	[FC_SQL_UBAN_PURGE] = "DELETE FROM uid_bans WHERE expires IS NOT NULL AND expires <= ?1",
 	[FC_SQL_UBAN_LIST] = "SELECT uid, created, expires FROM uid_bans WHERE expires IS NULL OR expires > ?1 ORDER BY uid",
@@ -958,13 +959,19 @@ int fc_store_policy_del(struct fc_store *st, uint32_t id, bool *found, struct fc
 	return fc_exec(st, FC_SQL_POL_FREE, FC_ARGS(FC_INT(slot)), NULL, "freeing policy slot", err);
 }
 
+int fc_store_uid_ban_get(struct fc_store *st, const char *uid, int64_t now, int64_t *expires, bool *found,
+			 struct fc_err *err)
+{
+	return fc_query_int(st, FC_SQL_UBAN_GET, FC_ARGS(FC_TEXT(uid), FC_INT(now)), expires, found,
+			    "looking up uid ban", err);
+}
+
 int fc_store_uid_ban_put(struct fc_store *st, const struct fc_uid_ban *b, bool *existed, int64_t now,
 			 struct fc_err *err)
 {
 	int64_t v;
 
-	if (fc_query_int(st, FC_SQL_UBAN_GET, FC_ARGS(FC_TEXT(b->uid), FC_INT(now)), &v, existed,
-			 "looking up uid ban", err) < 0)
+	if (fc_store_uid_ban_get(st, b->uid, now, &v, existed, err) < 0)
 		return -1;
 	return fc_exec(st, FC_SQL_UBAN_PUT, FC_ARGS(FC_TEXT(b->uid), FC_INT(b->created), FC_INT_OR_NULL(b->expires)),
 		       NULL, "writing uid ban", err);

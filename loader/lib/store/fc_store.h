@@ -120,6 +120,9 @@ struct fc_uid_ban {
 	int64_t expires; /* 0 = never */
 };
 
+/* The live ban of uid: *found, and its expiry (0: none). */
+int fc_store_uid_ban_get(struct fc_store *st, const char *uid, int64_t now, int64_t *expires, bool *found,
+			 struct fc_err *err);
 /* Inserts or replaces; *existed tells whether a live ban was there. */
 int fc_store_uid_ban_put(struct fc_store *st, const struct fc_uid_ban *b, bool *existed, int64_t now,
 			 struct fc_err *err);
