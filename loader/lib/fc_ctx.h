@@ -31,7 +31,6 @@ struct fc_ctx {
 	int64_t fleet_clock_ns;
 	bool fleet_clock_given;
 	bool store_must_exist; /* the agent: a vanished store is an outage, not an empty one */
-	int64_t fleet_clock_ns; /* the agent's --clock-offset (tests): what a publish shifts the fleet's clock by */
 	/* A store connection the caller keeps (the console, top), used by
 	 * publishes and stats; NULL: each opens its own. */
 	struct fc_store_keep *keep;

@@ -29,11 +29,6 @@ struct fc_node_ctx {
 	 * fleet policies' shares; NULL for a reader (then a fleet policy's
 	 * splits are of no node set: no share). */
 	const struct fc_fleet_view *fleet;
-	/* --clock-offset (tests of a fleet's skew): this node labels fleet
-	 * windows by a clock this far ahead of UTC (negative: behind); at
-	 * XDP/TC the packet path's clock is shifted so (fc_config). 0
-	 * otherwise. */
-	int64_t clock_ns;
 };
 
 /* A policy as this node enforces it: what the BPF maps and nginx's item hold

@@ -300,6 +300,7 @@ static void fc_publish_shifted(struct fc_env *env, int64_t shift_ns)
 	struct fc_err err;
 
 	ctx.fleet_clock_ns = shift_ns;
+	ctx.fleet_clock_given = true;
 	if (fc_publish_begin_on(&pub, &ctx, env->st, &err) < 0 || (pub.full = true, fc_publish_commit(&pub, &err) < 0))
 		fail_msg("publish: %s", err.msg);
 }

@@ -187,7 +187,6 @@ static int fc_publish_node(struct fc_publish *pub, struct fc_err *err)
 	if (ctx->fleet_sync_ns)
 		pub->fleet.lease_ns = 2 * ctx->fleet_sync_ns;
 	pub->node.fleet = &pub->fleet;
-	pub->node.clock_ns = pub->ctx->fleet_clock_ns;
 	return 0;
 }
 
@@ -238,7 +237,7 @@ int fc_publish_commit(struct fc_publish *pub, struct fc_err *err)
 	}
 	/* Committed: the next publish may start from here. A mark not set
 	 * only costs the next publish a full one. */
-	if (fc_sync_mark(&pub->maps, log.id, log.head, pub->node.clock_ns, &ignored) < 0 ||
+	if (fc_sync_mark(&pub->maps, log.id, log.head, pub->fleet.clock_ns, &ignored) < 0 ||
 	    fc_shm_mark(pub->ctx->shm_path, log.id, log.head, &ignored) < 0)
 		fc_warn("publish: %s (the next publish writes everything)", ignored.msg);
 	/* A row not valid as written is not published; the rest is. Say so on

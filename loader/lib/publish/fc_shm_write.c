@@ -684,7 +684,6 @@ static void fc_shm_fleet_header(const struct fc_shm_map *sm, const struct fc_nod
 	sm->h->fleet_clock_ns = offset;
 	if (node->fleet && node->fleet->on)
 		memcpy(sm->h->fleet_secret, node->fleet->secret, sizeof(sm->h->fleet_secret));
-	sm->h->fleet_clock_ns = node->clock_ns;
 }
 
 /* The inactive config block, to fill. */

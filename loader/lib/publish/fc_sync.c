@@ -17,6 +17,7 @@
 #include "fc_clock.h"
 #include "fc_cmp.h"
 #include "fc_enforce.h"
+#include "fc_fleet_split.h"
 #include "fc_step.h"
 #include "fc_sync.h"
 
@@ -1991,6 +1992,15 @@ static int fc_config_interim(const struct fc_maps *m, struct fc_config *cfg, con
 	return memcmp(cfg, &before, sizeof(before)) ? fc_config_write(m, cfg, err) : 0;
 }
 
+/* How far ahead of UTC the packet path's clock runs: a test's offset of
+ * the fleet's clock (agent --clock-offset, fc_fleet_view.clock_ns), 0
+ * otherwise. Every policy's clock at XDP/TC, as the design has it: the
+ * packet path has one clock. */
+static int64_t fc_node_shift(const struct fc_node_ctx *node)
+{
+	return node->fleet ? node->fleet->clock_ns : 0;
+}
+
 /* When the maps were made, for the fleet's fresh rule (maps/fc_fleet.h):
  * kept from old, or now (on the packet path's clock, UTC in tests shifted
  * as it is) where old never said, its maps just made (all zero). A fleet
@@ -2069,8 +2079,8 @@ int fc_sync_full(struct fc_source *src, const struct fc_maps *m, struct fc_sync_
 	locked = true;
 	if (fc_config_read(m, &old, err) < 0 || fc_full_plan(m, ms, top4, res, err) < 0)
 		goto out;
-	fc_clock_set(&res->cfg, src->node.clock_ns);
-	fc_fleet_fresh(&res->cfg, &old, src->node.clock_ns);
+	fc_clock_set(&res->cfg, fc_node_shift(&src->node));
+	fc_fleet_fresh(&res->cfg, &old, fc_node_shift(&src->node));
 	/* The array of 65,536 policies is read only when they changed. The
 	 * digest is cleared before anything is written, with the marks. */
 	res->cfg.policies_digest = fc_policies_digest(ps.want, src->pols, src->npols);
@@ -2474,8 +2484,8 @@ int fc_sync_delta(struct fc_source *src, const struct fc_maps *m, const struct f
 	res->cfg.store_id = res->cfg.store_seq = 0;
 	if (d->npols)
 		res->cfg.policies_digest = 0;
-	fc_clock_refresh(&res->cfg, &old, src->node.clock_ns);
-	fc_fleet_fresh(&res->cfg, &old, src->node.clock_ns);
+	fc_clock_refresh(&res->cfg, &old, fc_node_shift(&src->node));
+	fc_fleet_fresh(&res->cfg, &old, fc_node_shift(&src->node));
 	if (fc_slots_apply(m, &ps, d, &src->node, true, false, &res->cfg, err) < 0 || fc_order_write(&o, err) < 0 ||
 	    fc_slots_apply(m, &ps, d, &src->node, false, true, &res->cfg, err) < 0)
 		goto out;
