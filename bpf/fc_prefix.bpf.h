@@ -102,6 +102,20 @@ static __always_inline struct fc_rule *fc_pfx6_probe(__u64 a0, __u64 a1, __u32 l
 	return bpf_map_lookup_elem(&fc_pfx6, &k);
 }
 
+/* Whether the prefix fc_top6's entry carries (in, of length len, 33 to
+ * 127) covers the address a0:a1 (host order), whose /32 is the entry's. */
+static __always_inline bool fc_top6_in_covers(const struct fc_top6_in *in, __u64 a0, __u64 a1, __u32 len)
+{
+	__u64 m0 = len < 64 ? ~0ULL << (64 - len) : ~0ULL, w1;
+	__u32 w0;
+
+	/* Bytes 8 to 15 of the address are 8-aligned in the entry: one load. */
+	__builtin_memcpy(&w0, in->a, 4);
+	__builtin_memcpy(&w1, __builtin_assume_aligned(in->a + 4, 8), 8);
+	return bpf_ntohl(w0) == (__u32)(a0 & m0) &&
+	       bpf_be64_to_cpu(w1) == (len <= 64 ? 0 : a1 & (~0ULL << (128 - len)));
+}
+
 /*
  * The binary search on the lengths lens0:lens1 in use (the tree of
  * maps/fc_maps.h, fc_pfx6_mid, from its root), leaving in *best the rule of the last hit
@@ -168,7 +182,9 @@ __noinline int fc_pfx6_walk(struct fc_rule *best, __u64 lens0, __u64 lens1, __u6
  * every prefix longer than /32 leaves its /32 an entry, that is looked up
  * first. A miss leaves the lengths shorter than /32, none where none is in
  * use: one lookup for a source no prefix covers. A hit that says the one
- * length inside it (FC_RULE_NEXT) looks that up and ends; one that goes on
+ * length inside it (FC_RULE_NEXT) ends there: with the one prefix inside
+ * it in hand (struct fc_top6), whether that covers the source, else with
+ * a look at that length in fc_pfx6. One that goes on
  * leaves the longer lengths to the walk. Maps another version published
  * (fc_config.pfx6_tree) keep no fc_top6: the walk looks the root up in
  * fc_pfx6. It reads the config itself, so that the caller (verified
@@ -177,6 +193,7 @@ __noinline int fc_pfx6_walk(struct fc_rule *best, __u64 lens0, __u64 lens1, __u6
 __noinline int fc_pfx6_search(struct fc_rule *best, __u64 a0, __u64 a1)
 {
 	const struct fc_config *cfg;
+	const struct fc_top6 *t;
 	const struct fc_rule *r;
 	struct fc_top6_key k;
 	__u64 lens0, lens1;
@@ -190,15 +207,20 @@ __noinline int fc_pfx6_search(struct fc_rule *best, __u64 a0, __u64 a1)
 	if (cfg->pfx6_tree == FC_PFX6_TREE && ((lens0 >> FC_PFX6_ROOT) | lens1)) {
 		top = bpf_htonl((__u32)(a0 >> 32));
 		__builtin_memcpy(k.a, &top, sizeof(k.a));
-		r = bpf_map_lookup_elem(&fc_top6, &k);
-		if (!r) {
+		t = bpf_map_lookup_elem(&fc_top6, &k);
+		if (!t) {
 			lens0 &= fc_upto0(FC_PFX6_ROOT - 1);
 			lens1 = 0;
 		} else {
-			*best = *r;
-			next = FC_RULE_NEXT(r->flags);
-			if (!(r->flags & FC_RULE_LONGER))
+			*best = t->rule;
+			next = FC_RULE_NEXT(t->rule.flags);
+			if (!(t->rule.flags & FC_RULE_LONGER))
 				goto out;
+			if (next && t->in.len == next) {
+				if (fc_top6_in_covers(&t->in, a0, a1, next))
+					*best = t->in.rule;
+				goto out;
+			}
 			if (next) {
 				r = fc_pfx6_probe(a0, a1, next);
 				if (r)

@@ -62,13 +62,14 @@ struct {
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } fc_pfx6 SEC(".maps");
 
-/* fc_pfx6's /32 entries again, keyed by the /32: its tree's root. */
+/* fc_pfx6's /32 entries again, keyed by the /32: its tree's root (with the
+ * one prefix inside, where there is one: struct fc_top6). */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__uint(max_entries, FC_MAX_RULES);
 	__type(key, struct fc_top6_key);
-	__type(value, struct fc_rule);
+	__type(value, struct fc_top6);
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } fc_top6 SEC(".maps");
 

@@ -108,9 +108,12 @@ struct fc_addr6 {
  *   markers, as they are there), keyed by the /32 alone, a 4-byte key the
  *   packet path hashes in a fifth of the time: the root's lookup. Its
  *   markers (one for every prefix longer than /32) make a source no
- *   prefix of /32 or longer covers one lookup there, and FC_RULE_NEXT one
- *   in a /48 that is alone in its /32 two. fc_pfx6 keeps them too, where
- *   maps another version published look them up (fc_config.pfx6_tree).
+ *   prefix of /32 or longer covers one lookup there. An entry whose /32
+ *   holds one prefix (struct fc_top6) carries it: a source in a /48 that
+ *   is alone in its /32 costs that one lookup too; where several lie
+ *   inside, of one length, FC_RULE_NEXT's probe of fc_pfx6 makes it two.
+ *   fc_pfx6 keeps them too, where maps another version published look
+ *   them up (fc_config.pfx6_tree).
  * - /32 and /128 are exact addresses (fc_exact4, fc_exact6).
  *
  * Every prefix entry (and marker) carries what all the prefixes covering it
@@ -199,6 +202,23 @@ struct fc_rule {
 	__u32 flags;
 	__u32 policy; /* slot in fc_policies, 0 = none */
 	__u64 allow_expires_ns;
+};
+
+/* fc_top6's value: fc_pfx6's entry of the /32 (rule) and, where every
+ * prefix inside it is one prefix, of length FC_RULE_NEXT(rule.flags) (in.len
+ * then says the same), that prefix: its address's bytes 4 to 15 (a /32's
+ * first four are the key) and its entry, as fc_pfx6 holds them. A search
+ * that jumps there compares instead of looking it up. in.len 0: none (no
+ * jump, or several prefixes to jump to). */
+struct fc_top6_in {
+	struct fc_rule rule;
+	__u32 len;
+	__u8 a[12];
+};
+
+struct fc_top6 {
+	struct fc_rule rule;
+	struct fc_top6_in in;
 };
 
 /* One /16 of IPv4 (fc_top4[top 16 bits of the address]). in24[i] is about
@@ -442,6 +462,11 @@ FC_ABI_SIZE(struct fc_rule, 24);
 FC_ABI_OFF(struct fc_rule, flags, 8);
 FC_ABI_OFF(struct fc_rule, policy, 12);
 FC_ABI_OFF(struct fc_rule, allow_expires_ns, 16);
+FC_ABI_SIZE(struct fc_top6_in, 40);
+FC_ABI_OFF(struct fc_top6_in, len, 24);
+FC_ABI_OFF(struct fc_top6_in, a, 28);
+FC_ABI_SIZE(struct fc_top6, 64);
+FC_ABI_OFF(struct fc_top6, in, 24);
 FC_ABI_SIZE(struct fc_top4, 24 + 8 + 256);
 FC_ABI_OFF(struct fc_top4, longer, 24);
 FC_ABI_OFF(struct fc_top4, in24, 32);

@@ -744,13 +744,14 @@ static long fc_entry6_flags(struct fc_env *env, const char *text, bool top)
 {
 	struct fc_pfx6_key key;
 	struct fc_prefix p;
+	struct fc_top6 t;
 	struct fc_rule r;
 	struct fc_err err;
 
 	assert_int_equal(fc_prefix_parse(text, &p, &err), 0);
 	fc_prefix_to_pfx6(&p, &key);
 	if (top)
-		return bpf_map_lookup_elem(env->maps.top6, key.a, &r) ? -1 : (long)r.flags;
+		return bpf_map_lookup_elem(env->maps.top6, key.a, &t) ? -1 : (long)t.rule.flags;
 	return bpf_map_lookup_elem(env->maps.pfx6, &key, &r) ? -1 : (long)r.flags;
 }
 
@@ -847,14 +848,41 @@ static long fc_top6_flags(struct fc_env *env, const char *text)
 	return fc_entry6_flags(env, text, true);
 }
 
+/* The one prefix (not a marker) fc_pfx6 holds inside the /32 top, longer
+ * than it, into *in (its key and entry); how many there are. */
+static size_t fc_pfx6_inside(struct fc_env *env, const struct fc_top6_key *top, struct fc_pfx6_key *in,
+			     struct fc_rule *r)
+{
+	struct fc_pfx6_key k;
+	struct fc_rule v;
+	size_t n = 0;
+	int rc;
+
+	for (rc = bpf_map_get_next_key(env->maps.pfx6, NULL, &k); !rc;
+	     rc = bpf_map_get_next_key(env->maps.pfx6, &k, &k)) {
+		if (k.prefixlen <= FC_PFX6_ROOT || memcmp(k.a, top->a, sizeof(top->a)))
+			continue;
+		assert_int_equal(bpf_map_lookup_elem(env->maps.pfx6, &k, &v), 0);
+		if (v.flags & FC_RULE_MARKER)
+			continue;
+		*in = k;
+		*r = v;
+		n++;
+	}
+	return n;
+}
+
 /* fc_top6 holds fc_pfx6's /32 entries (prefixes and markers), each keyed by
- * its /32, and nothing else; returns how many. */
+ * its /32, and nothing else, each with the one prefix inside it where it
+ * jumps to one (FC_RULE_NEXT) and fc_pfx6 holds one there, as it holds it;
+ * returns how many. */
 static size_t fc_top6_check(struct fc_env *env)
 {
-	struct fc_pfx6_key k6;
+	struct fc_pfx6_key k6, in;
 	struct fc_top6_key k;
-	struct fc_rule r6, r;
-	size_t n = 0, m = 0;
+	struct fc_rule r6, rin;
+	struct fc_top6 t;
+	size_t n = 0, m = 0, inside;
 	int rc;
 
 	for (rc = bpf_map_get_next_key(env->maps.pfx6, NULL, &k6); !rc;
@@ -863,12 +891,24 @@ static size_t fc_top6_check(struct fc_env *env)
 			continue;
 		assert_int_equal(bpf_map_lookup_elem(env->maps.pfx6, &k6, &r6), 0);
 		memcpy(k.a, k6.a, sizeof(k.a));
-		if (bpf_map_lookup_elem(env->maps.top6, &k, &r))
+		if (bpf_map_lookup_elem(env->maps.top6, &k, &t))
 			fail_msg("fc_top6: no entry for the /32 %02x%02x:%02x%02x:: of fc_pfx6", k.a[0], k.a[1], k.a[2],
 				 k.a[3]);
-		if (memcmp(&r, &r6, sizeof(r)))
+		if (memcmp(&t.rule, &r6, sizeof(r6)))
 			fail_msg("fc_top6: the /32 %02x%02x:%02x%02x:: has flags %#x policy %u, fc_pfx6 %#x %u", k.a[0],
-				 k.a[1], k.a[2], k.a[3], r.flags, r.policy, r6.flags, r6.policy);
+				 k.a[1], k.a[2], k.a[3], t.rule.flags, t.rule.policy, r6.flags, r6.policy);
+		inside = fc_pfx6_inside(env, &k, &in, &rin);
+		if (FC_RULE_NEXT(r6.flags) && inside == 1) {
+			if (t.in.len != in.prefixlen || memcmp(t.in.a, in.a + sizeof(k.a), sizeof(t.in.a)) ||
+			    memcmp(&t.in.rule, &rin, sizeof(rin)))
+				fail_msg("fc_top6: the /32 %02x%02x:%02x%02x:: carries /%u (flags %#x), "
+					 "fc_pfx6 holds /%u (flags %#x) inside it",
+					 k.a[0], k.a[1], k.a[2], k.a[3], t.in.len, t.in.rule.flags, in.prefixlen,
+					 rin.flags);
+		} else if (t.in.len) {
+			fail_msg("fc_top6: the /32 %02x%02x:%02x%02x:: carries /%u, with %zu prefixes inside it",
+				 k.a[0], k.a[1], k.a[2], k.a[3], t.in.len, inside);
+		}
 		n++;
 	}
 	for (rc = bpf_map_get_next_key(env->maps.top6, NULL, &k); !rc;
@@ -1003,13 +1043,50 @@ static void test_top6(void **state)
 	fc_send2(env, "2001:db5:9::1", FC_V_DROP_PREFIX);
 }
 
+/*
+ * The one prefix inside a /32, carried by its fc_top6 entry (struct
+ * fc_top6's in) and compared with the source there, at lengths that cut a
+ * word of the address: /36, /80, /127; a second one of that length beside
+ * it: nothing carried, the search looks the length up in fc_pfx6; the
+ * first one lifted: carried again.
+ */
+static void test_top6_in(void **state)
+{
+	struct fc_env *env = *state;
+
+	FC_REQUIRE_BPF();
+	fc_env_ban(env, "2001:db3:1000::/36", 0);
+	fc_env_ban(env, "2001:db2::abcd:0:0:0/80", 0);
+	fc_env_ban(env, "2001:db1::2/127", 0);
+	fc_top6_check(env);
+	assert_int_equal(FC_RULE_NEXT(fc_top6_flags(env, "2001:db2::")), 80);
+	fc_send2(env, "2001:db3:1fff::1", FC_V_DROP_PREFIX);
+	fc_send2(env, "2001:db3:2000::1", FC_V_PASS);
+	fc_send2(env, "2001:db3::1", FC_V_PASS);
+	fc_send2(env, "2001:db2::abcd:1:2:3", FC_V_DROP_PREFIX);
+	fc_send2(env, "2001:db2::abce:0:0:1", FC_V_PASS);
+	fc_send2(env, "2001:db2:0:1:abcd::1", FC_V_PASS);
+	fc_send2(env, "2001:db1::3", FC_V_DROP_PREFIX);
+	fc_send2(env, "2001:db1::1", FC_V_PASS);
+	fc_send2(env, "2001:db1::4", FC_V_PASS);
+	fc_env_ban(env, "2001:db1::8/127", 0);
+	fc_top6_check(env);
+	fc_send2(env, "2001:db1::3", FC_V_DROP_PREFIX);
+	fc_send2(env, "2001:db1::9", FC_V_DROP_PREFIX);
+	fc_send2(env, "2001:db1::4", FC_V_PASS);
+	fc_env_unban(env, "2001:db1::2/127");
+	fc_top6_check(env);
+	fc_send2(env, "2001:db1::3", FC_V_PASS);
+	fc_send2(env, "2001:db1::9", FC_V_DROP_PREFIX);
+}
+
 int main(void)
 {
 #define T(f) cmocka_unit_test_setup_teardown(f, fc_env_setup, fc_env_teardown)
 	const struct CMUnitTest tests[] = {
 		T(test_v4_every_length), T(test_v6_every_length), T(test_v4_inheritance), T(test_v6_inheritance),
 		T(test_zero_and_exact),  T(test_v4_mapped),       T(test_top4_repaired),   T(test_random_sets),
-		T(test_exact_bits),      T(test_pfx6_tree), T(test_top6),
+		T(test_exact_bits),      T(test_pfx6_tree),       T(test_top6),            T(test_top6_in),
 	};
 
 	return fc_run_group("prefixes in the bpf programs (BPF_PROG_TEST_RUN)", tests, NULL, NULL);

@@ -320,7 +320,7 @@ static int fc_churn_change(struct fc_churn *c, struct fc_publish *pub, struct fc
 
 struct fc_entry {
 	uint8_t key[sizeof(struct fc_pfx6_key)];
-	struct fc_rule val;
+	struct fc_top6 val; /* .rule alone, but in fc_top6 */
 };
 
 static int fc_entry_cmp(const void *a, const void *b)
@@ -415,8 +415,9 @@ static void fc_entries_differ(const char *name, size_t keysz, const struct fc_en
 		snprintf(key + 2 * k, 3, "%02x", e->key[k]);
 	fail_msg("map %s: %zu entries published by changes, %zu whole; first difference at key %s: %s "
 		 "(flags %#x, policy %u, ban until %llu, allowed until %llu)%s",
-		 name, na, nb, key, c < 0 ? "only by changes" : c > 0 ? "only whole" : "by changes", e->val.flags,
-		 e->val.policy, (unsigned long long)e->val.ban_expires_ns, (unsigned long long)e->val.allow_expires_ns,
+		 name, na, nb, key, c < 0 ? "only by changes" : c > 0 ? "only whole" : "by changes", e->val.rule.flags,
+		 e->val.rule.policy, (unsigned long long)e->val.rule.ban_expires_ns,
+		 (unsigned long long)e->val.rule.allow_expires_ns,
 		 c ? "" : " (whole differs)");
 }
 

@@ -25,14 +25,27 @@
 #define FC_ENOTSUPP 524
 #define FC_BATCH    8192
 
-/* One map entry; the key is at most a struct fc_pfx6_key. */
+/* One map entry; the key is at most a struct fc_pfx6_key. in: for
+ * fc_top6 (and fc_pfx6's /32 entries, for their copies there), the one
+ * prefix inside the /32 that it carries, its map's ins->v[in - 1]; 0: none. */
 struct fc_kv {
 	uint8_t key[sizeof(struct fc_pfx6_key)];
+	uint32_t in;
 	struct fc_rule val;
 };
+/* A store's every exact address takes one: what fc_top6 carries is kept
+ * apart (struct fc_ins), not in each (88 bytes: a whole publish of a
+ * million addresses took 80 MB more). */
+_Static_assert(sizeof(struct fc_kv) == 48, "struct fc_kv grew");
 
 struct fc_kvs {
 	struct fc_kv *v;
+	size_t n, cap;
+};
+
+/* The prefixes fc_top6's entries carry (fc_kv.in), for one publish. */
+struct fc_ins {
+	struct fc_top6_in *v;
 	size_t n, cap;
 };
 
@@ -54,6 +67,9 @@ struct fc_map_sync {
 	int family; /* 4 or 6 */
 	bool prefixes; /* a prefix hash: fc_want_prefixes makes its entries */
 	size_t max_entries;
+	size_t valsz;       /* a struct fc_rule, or fc_top6's struct fc_top6 (fc_kv_value) */
+	struct fc_ins *ins; /* the publish's, shared by its maps (in fc_top6's: carried) */
+	struct fc_ins carried;
 	struct fc_kvs want, have;
 	struct fc_kvs put, del, fin, relax;
 	long count;  /* publishing what changed: entries added less entries deleted */
@@ -107,7 +123,34 @@ struct fc_top4_sync {
  * at a time in this process (the pin dir's flock serialises processes). */
 static pthread_mutex_t fc_sync_lock = PTHREAD_MUTEX_INITIALIZER;
 static uint8_t fc_batch_keys[FC_BATCH * sizeof(struct fc_pfx6_key)];
-static struct fc_rule fc_batch_vals[FC_BATCH];
+static uint8_t fc_batch_vals[FC_BATCH * sizeof(struct fc_top6)];
+
+/* Keeps in for an entry to carry: its fc_kv.in, or 0 out of memory. */
+static uint32_t fc_in_add(struct fc_ins *ins, const struct fc_top6_in *in)
+{
+	struct fc_top6_in *nv;
+
+	if (ins->n == ins->cap) {
+		size_t cap = ins->cap ? ins->cap * 2 : 256;
+
+		if (cap > UINT32_MAX || !(nv = realloc(ins->v, cap * sizeof(*nv))))
+			return 0;
+		ins->v = nv;
+		ins->cap = cap;
+	}
+	ins->v[ins->n++] = *in;
+	return (uint32_t)ins->n;
+}
+
+/* What the entry kv of ms is written as, and compared as: its rule, and
+ * for fc_top6 the prefix it carries (ms->valsz bytes of out). */
+static void fc_kv_value(const struct fc_map_sync *ms, const struct fc_kv *kv, struct fc_top6 *out)
+{
+	memset(out, 0, sizeof(*out));
+	out->rule = kv->val;
+	if (kv->in)
+		out->in = ms->ins->v[kv->in - 1];
+}
 
 /* Sorts k; an empty one may have no array, which qsort_r may not be given. */
 static void fc_kvs_sort(struct fc_kvs *k, int (*cmp)(const void *, const void *, void *), void *arg)
@@ -181,6 +224,7 @@ static int fc_map_dump(struct fc_map_sync *ms, struct fc_err *err)
 {
 	LIBBPF_OPTS(bpf_map_batch_opts, opts);
 	__u64 in = 0, out = 0; /* a hash map's batch token: a bucket number */
+	struct fc_top6 val = { 0 };
 	size_t seen = 0;
 	void *inp = NULL;
 	struct fc_kv *kv;
@@ -200,7 +244,10 @@ static int fc_map_dump(struct fc_map_sync *ms, struct fc_err *err)
 			if (!(kv = fc_kvs_push(&ms->have)))
 				return fc_err_set(err, "out of memory reading map %s", ms->name);
 			memcpy(kv->key, fc_batch_keys + i * ms->keysz, ms->keysz);
-			kv->val = fc_batch_vals[i];
+			memcpy(&val, fc_batch_vals + i * ms->valsz, ms->valsz);
+			kv->val = val.rule;
+			if (val.in.len && !(kv->in = fc_in_add(ms->ins, &val.in)))
+				return fc_err_set(err, "out of memory reading map %s", ms->name);
 		}
 		if (rc)
 			return 0; /* ENOENT: that was the last batch */
@@ -215,8 +262,9 @@ static int fc_map_apply(struct fc_map_sync *ms, const struct fc_kv *kvs, size_t 
 {
 	LIBBPF_OPTS(bpf_map_batch_opts, opts);
 	uint8_t *keys = fc_batch_keys;
-	struct fc_rule *vals = fc_batch_vals;
+	uint8_t *vals = fc_batch_vals;
 	bool batch = !fc_stepping(); /* a test's stops: an entry at a time */
+	struct fc_top6 val;
 	size_t off, i;
 	__u32 cnt;
 	int rc;
@@ -225,7 +273,8 @@ static int fc_map_apply(struct fc_map_sync *ms, const struct fc_kv *kvs, size_t 
 		cnt = (__u32)(n - off < FC_BATCH ? n - off : FC_BATCH);
 		for (i = 0; i < cnt; i++) {
 			memcpy(keys + i * ms->keysz, kvs[off + i].key, ms->keysz);
-			vals[i] = kvs[off + i].val;
+			fc_kv_value(ms, &kvs[off + i], &val);
+			memcpy(vals + i * ms->valsz, &val, ms->valsz);
 		}
 		if (batch) {
 			__u32 done = cnt;
@@ -242,7 +291,7 @@ static int fc_map_apply(struct fc_map_sync *ms, const struct fc_kv *kvs, size_t 
 			batch = false; /* a kernel without batches: one at a time */
 		}
 		for (i = 0; i < cnt; i++) {
-			rc = update ? bpf_map_update_elem(ms->fd, keys + i * ms->keysz, &vals[i], BPF_ANY) :
+			rc = update ? bpf_map_update_elem(ms->fd, keys + i * ms->keysz, vals + i * ms->valsz, BPF_ANY) :
 				      bpf_map_delete_elem(ms->fd, keys + i * ms->keysz);
 			if (rc && !(errno == ENOENT && !update))
 				return fc_err_set(err, "map %s: %s: %s", ms->name, update ? "update" : "delete",
@@ -404,6 +453,20 @@ static int fc_diff_note(struct fc_map_sync *ms, const struct fc_kv *h, const str
 	return fc_kvs_append(&ms->put, &u, 1);
 }
 
+/* Whether entries a and b of ms, of one key, are written differently. */
+static bool fc_kv_differ(const struct fc_map_sync *ms, const struct fc_kv *a, const struct fc_kv *b)
+{
+	struct fc_top6 va, vb;
+
+	if (memcmp(&a->val, &b->val, sizeof(a->val)))
+		return true;
+	if (ms->valsz == sizeof(a->val) || a->in == b->in)
+		return false;
+	fc_kv_value(ms, a, &va);
+	fc_kv_value(ms, b, &vb);
+	return memcmp(&va, &vb, sizeof(va)) != 0;
+}
+
 /* Reads what ms holds and notes how it differs from want (both sorted by
  * key), for fc_order_write. */
 static int fc_map_diff(struct fc_map_sync *ms, struct fc_sync_result *res, struct fc_err *err)
@@ -427,7 +490,7 @@ static int fc_map_diff(struct fc_map_sync *ms, struct fc_sync_result *res, struc
 		} else if (c > 0) {
 			rc = fc_diff_note(ms, &ms->have.v[j], NULL);
 			res->removed++;
-		} else if (memcmp(&ms->want.v[i].val, &ms->have.v[j].val, sizeof(struct fc_rule))) {
+		} else if (fc_kv_differ(ms, &ms->want.v[i], &ms->have.v[j])) {
 			rc = fc_diff_note(ms, &ms->have.v[j], &ms->want.v[i]);
 			res->changed++;
 		}
@@ -458,6 +521,45 @@ static void fc_next_note(const struct fc_kv *v, const size_t *stack, size_t dept
 	}
 }
 
+/* On each entry of the root's length (fc_top6's copies) whose prefixes
+ * inside are one prefix (FC_RULE_NEXT says they have one length), that
+ * prefix, as fc_pfx6 will hold it (kv.in): the search compares where it
+ * would look it up. v is in address order, so what an entry covers follows
+ * it. */
+static int fc_want_inner(const struct fc_map_sync *ms, struct fc_kv *v, size_t n)
+{
+	struct fc_top6_in one_in;
+	const uint8_t *a, *in;
+	uint32_t len, lin;
+	size_t i, j, one;
+	bool many;
+
+	for (i = 0; i < n; i++) {
+		a = fc_kv_addr(&v[i], &len);
+		if (len != FC_PFX6_ROOT || !FC_RULE_NEXT(v[i].val.flags))
+			continue;
+		one = n;
+		many = false;
+		for (j = i + 1; j < n && !many; j++) {
+			in = fc_kv_addr(&v[j], &lin);
+			if (!fc_prefix_covers_bits(a, len, in, lin))
+				break;
+			if (v[j].val.flags & FC_RULE_MARKER)
+				continue;
+			many = one != n;
+			one = j;
+		}
+		if (one == n || many)
+			continue;
+		in = fc_kv_addr(&v[one], &lin);
+		one_in = (struct fc_top6_in){ .rule = v[one].val, .len = lin };
+		memcpy(one_in.a, in + sizeof(struct fc_top6_key), sizeof(one_in.a));
+		if (!(v[i].in = fc_in_add(ms->ins, &one_in)))
+			return -1;
+	}
+	return 0;
+}
+
 /*
  * A search stops at the longest match, so each entry carries the bans and
  * the allow entries of the prefixes covering it (the longest-lasting of
@@ -471,6 +573,7 @@ static int fc_want_inherit(struct fc_map_sync *ms, struct fc_err *err)
 	size_t *stack, depth = 0, i;
 	uint8_t *next = NULL;
 	uint32_t lt, le;
+	int rc;
 
 	if (!ms->want.n)
 		return 0;
@@ -510,9 +613,10 @@ static int fc_want_inherit(struct fc_map_sync *ms, struct fc_err *err)
 	for (i = 0; next && i < ms->want.n; i++)
 		if (next[i] && next[i] != FC_NEXT_MANY)
 			v[i].val.flags |= (uint32_t)next[i] << FC_RULE_NEXT_SHIFT;
+	rc = next ? fc_want_inner(ms, v, ms->want.n) : 0;
 	free(stack);
 	free(next);
-	return 0;
+	return rc < 0 ? fc_err_set(err, "out of memory publishing map %s", ms->name) : 0;
 }
 
 /* Adds to out the search markers of kv, an IPv6 prefix of ms
@@ -586,6 +690,7 @@ static void fc_kv_top6(const struct fc_kv *kv, struct fc_kv *top)
 	memset(top, 0, sizeof(*top));
 	memcpy(top->key, fc_kv_addr(kv, &len), sizeof(struct fc_top6_key));
 	top->val = kv->val;
+	top->in = kv->in;
 }
 
 /* fc_top6's entries (ms[FC_MS_TOP6].want), sorted by key: those of
@@ -1411,14 +1516,22 @@ static int fc_policies_apply(const struct fc_maps *m, struct fc_policy_sync *ps,
 static void fc_rule_maps(struct fc_map_sync ms[FC_MS_ALL], const struct fc_maps *m)
 {
 	const struct fc_map_sync init[FC_MS_ALL] = {
-		[FC_MS_EXACT4] = { FC_MAP_NAME(exact4), m->exact4, sizeof(struct fc_addr4), 4, false, FC_MAX_RULES },
-		[FC_MS_EXACT6] = { FC_MAP_NAME(exact6), m->exact6, sizeof(struct fc_addr6), 6, false, FC_MAX_RULES },
-		[FC_MS_PFX4] = { FC_MAP_NAME(pfx4), m->pfx4, sizeof(struct fc_pfx4_key), 4, true, FC_MAX_RULES },
-		[FC_MS_PFX6] = { FC_MAP_NAME(pfx6), m->pfx6, sizeof(struct fc_pfx6_key), 6, true, FC_MAX_RULES },
-		[FC_MS_TOP6] = { FC_MAP_NAME(top6), m->top6, sizeof(struct fc_top6_key), 6, false, FC_MAX_RULES },
+		[FC_MS_EXACT4] = { FC_MAP_NAME(exact4), m->exact4, sizeof(struct fc_addr4), 4, false, FC_MAX_RULES,
+				   sizeof(struct fc_rule) },
+		[FC_MS_EXACT6] = { FC_MAP_NAME(exact6), m->exact6, sizeof(struct fc_addr6), 6, false, FC_MAX_RULES,
+				   sizeof(struct fc_rule) },
+		[FC_MS_PFX4] = { FC_MAP_NAME(pfx4), m->pfx4, sizeof(struct fc_pfx4_key), 4, true, FC_MAX_RULES,
+				 sizeof(struct fc_rule) },
+		[FC_MS_PFX6] = { FC_MAP_NAME(pfx6), m->pfx6, sizeof(struct fc_pfx6_key), 6, true, FC_MAX_RULES,
+				 sizeof(struct fc_rule) },
+		[FC_MS_TOP6] = { FC_MAP_NAME(top6), m->top6, sizeof(struct fc_top6_key), 6, false, FC_MAX_RULES,
+				 sizeof(struct fc_top6) },
 	};
+	size_t i;
 
 	memcpy(ms, init, sizeof(init));
+	for (i = 0; i < FC_MS_ALL; i++)
+		ms[i].ins = &ms[FC_MS_TOP6].carried;
 }
 
 static void fc_rule_maps_free(struct fc_map_sync ms[FC_MS_ALL])
@@ -1433,6 +1546,7 @@ static void fc_rule_maps_free(struct fc_map_sync ms[FC_MS_ALL])
 		free(ms[i].fin.v);
 		free(ms[i].relax.v);
 	}
+	free(ms[FC_MS_TOP6].carried.v);
 }
 
 /* Zeroes the drop counters of set id (0: by hand). */
@@ -1596,9 +1710,11 @@ static int fc_entry_put(struct fc_map_sync *ms, const struct fc_kv *kv, bool wan
 			struct fc_err *err)
 {
 	const char *op = want ? "update" : "delete";
-	struct fc_rule have, val = kv->val;
+	struct fc_top6 have, val, to; /* of ms->valsz bytes: .rule alone, but for fc_top6 */
 	bool had;
 
+	fc_kv_value(ms, kv, &to);
+	val = to;
 	if (want) {
 		had = bpf_map_update_elem(ms->fd, kv->key, &val, BPF_NOEXIST) != 0;
 		if (had && errno != EEXIST)
@@ -1607,11 +1723,11 @@ static int fc_entry_put(struct fc_map_sync *ms, const struct fc_kv *kv, bool wan
 			op = "lookup";
 			if (bpf_map_lookup_elem(ms->fd, kv->key, &have))
 				goto fail;
-			if (!memcmp(&have, &val, sizeof(have)))
+			if (!memcmp(&have, &val, ms->valsz))
 				return 0;
 			if (fc_ms_exact(ms))
-				val = fc_rule_union(&have, &kv->val);
-			if (memcmp(&val, &kv->val, sizeof(val)) && fc_kvs_append(&ms->fin, kv, 1) < 0)
+				val.rule = fc_rule_union(&have.rule, &kv->val);
+			if (memcmp(&val, &to, ms->valsz) && fc_kvs_append(&ms->fin, kv, 1) < 0)
 				return fc_err_set(err, "out of memory publishing map %s", ms->name);
 			op = "update";
 			if (bpf_map_update_elem(ms->fd, kv->key, &val, BPF_EXIST))
@@ -1625,7 +1741,7 @@ static int fc_entry_put(struct fc_map_sync *ms, const struct fc_kv *kv, bool wan
 			return 0;
 	}
 	fc_step(ms->name);
-	ms->dmarks += (want && (kv->val.flags & FC_RULE_MARKER)) - (had && (have.flags & FC_RULE_MARKER));
+	ms->dmarks += (want && (kv->val.flags & FC_RULE_MARKER)) - (had && (have.rule.flags & FC_RULE_MARKER));
 	if (want && had)
 		res->changed++;
 	else
@@ -1662,11 +1778,12 @@ static int fc_prefix_put(struct fc_map_sync *all, struct fc_map_sync *ms, const 
  * serve kv->val too (fc_rule_widen). */
 static int fc_entry_widen(struct fc_map_sync *ms, const struct fc_kv *kv, struct fc_err *err)
 {
-	struct fc_rule have, wide;
+	struct fc_top6 have, wide; /* .rule alone, but for fc_top6 */
 
 	if (bpf_map_lookup_elem(ms->fd, kv->key, &have))
 		return errno == ENOENT ? 0 : fc_err_set(err, "map %s: lookup: %s", ms->name, strerror(errno));
-	if (!fc_rule_widen(&have, &kv->val, &wide))
+	wide = have;
+	if (!fc_rule_widen(&have.rule, &kv->val, &wide.rule))
 		return 0;
 	if (bpf_map_update_elem(ms->fd, kv->key, &wide, BPF_EXIST))
 		return fc_err_set(err, "map %s: update: %s", ms->name, strerror(errno));
