@@ -8,11 +8,12 @@
  * loader's (fc_policy.fleet_share, per split), so a rollover costs no
  * SipHash and no division beyond the window's.
  *
- * A fleet policy enters through the algorithm (FC_ALGO_FLEET_*), where the
- * charge already branches on it: a policy without --fleet pays one compare
- * that its algorithm's constant often folds away. The rollover, the demand
- * flag and the sliding and GCRA words are out of line, in one global
- * function (checked once by the verifier, whatever the paths into it).
+ * A fleet policy enters through its algorithm (FC_ALGO_FLEET_*): fc_fast
+ * takes one met alone (a window's credit spent inline), fc_policy_check
+ * any other; a policy without --fleet pays one compare. The rollover, the
+ * demand flag and the sliding and GCRA words are out of line, in global
+ * functions (each checked once by the verifier, whatever the paths into
+ * it), never called from fc_enforce, whose stack leaves them too little.
  */
 #ifndef FC_FLEET_BPF_H
 #define FC_FLEET_BPF_H
@@ -37,15 +38,8 @@ static __always_inline __u64 fc_fleet_share_of(const struct fc_policy *pol, cons
 	return w >= pol->fleet_from ? pol->fleet_share[1] : pol->fleet_share[0];
 }
 
-/*
- * Charge fleet policy pol cost at now on bucket b: 1 admitted, 0 refused.
- * What was charged goes in ch as for any policy (tier 0's prev and next;
- * for GCRA, next[1] says whether the lease credit paid), for the refund. A
- * refusal flags the window's demand (state[1]) once, which the agent polls.
- * One global function per algorithm: each is checked once by the verifier,
- * and its stack, apart, stays within what the chain of calls above it
- * leaves (512 bytes in all).
- */
+/* A refusal in window w: flags its demand (state[1]) once, which the
+ * agent polls. */
 static __always_inline int fc_fleet_deny(struct fc_bucket *b, __u64 w)
 {
 	fc_fleet_demand(&b->state[1], w);
@@ -63,6 +57,13 @@ static __always_inline const struct fc_config *fc_fleet_cfg(const struct fc_poli
 	return pol && b && ch && pol->tier[0].unit_ns ? cfg : NULL;
 }
 
+/*
+ * The charges of fleet policy pol, cost at now on bucket b: 1 admitted, 0
+ * refused. What was charged goes in ch as for any policy (tier 0's prev
+ * and next; for GCRA, next[1] says whether the lease credit paid), for the
+ * refund. One global function per algorithm: each one's stack, apart,
+ * stays within what the chain of calls above it leaves (512 bytes in all).
+ */
 __noinline int fc_fleet_window_charge(const struct fc_policy *pol, struct fc_bucket *b, struct fc_charge *ch, __u64 now,
 				      __u64 cost)
 {
@@ -95,8 +96,8 @@ __noinline int fc_fleet_slide_charge(const struct fc_policy *pol, struct fc_buck
 	unit = pol->tier[0].unit_ns;
 	w = now / unit;
 	ok = fc_fleet_slide_try(&b->state[0], unit, now, w, cost, &ch->prev[0], &ch->next[0]);
-	if (!ok)
-		return fc_fleet_deny(b, w);
+	if (ok != FC_FLEET_ROLL)
+		return ok ? 1 : fc_fleet_deny(b, w);
 	/* For fc_fleet_slide_rollover, in the words one tier leaves free:
 	 * the cost, and the shares of the window before and of this one. */
 	ch->prev[2] = cost;

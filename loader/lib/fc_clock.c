@@ -149,10 +149,6 @@ uint64_t fc_jiffies_utc_ns(uint64_t utc_offset_ns)
 	return (a < b ? a : b) - tick;
 }
 
-/* The last publish's constants hold while the offset does (measuring costs
- * the probe's load), with a millisecond of slack upwards so that a read
- * delayed across a boundary does not flip it; never above the offset read
- * now (doc/architecture.md, The clock). */
 /* The constants measured for offset off to UTC, shifted by shift_ns (the
  * jiffies form's 0, not measured, stays 0). */
 static void fc_clock_put(struct fc_config *cfg, uint64_t off, uint64_t jiffies_utc_ns, int64_t shift_ns)
@@ -168,6 +164,10 @@ void fc_clock_set(struct fc_config *cfg, int64_t shift_ns)
 	fc_clock_put(cfg, off, fc_jiffies_utc_ns(off), shift_ns);
 }
 
+/* The last publish's constants hold while the offset does (measuring costs
+ * the probe's load), with a millisecond of slack upwards so that a read
+ * delayed across a boundary does not flip it; never above the offset read
+ * now (doc/architecture.md, The clock). Both compared unshifted. */
 void fc_clock_refresh(struct fc_config *cfg, const struct fc_config *old, int64_t shift_ns)
 {
 	uint64_t off = fc_utc_offset_ns(), had = old->utc_offset_ns - (uint64_t)shift_ns;
