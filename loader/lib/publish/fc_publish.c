@@ -237,7 +237,7 @@ int fc_publish_commit(struct fc_publish *pub, struct fc_err *err)
 	}
 	/* Committed: the next publish may start from here. A mark not set
 	 * only costs the next publish a full one. */
-	if (fc_sync_mark(&pub->maps, log.id, log.head, &ignored) < 0 ||
+	if (fc_sync_mark(&pub->maps, log.id, log.head, pub->fleet.clock_ns, &ignored) < 0 ||
 	    fc_shm_mark(pub->ctx->shm_path, log.id, log.head, &ignored) < 0)
 		fc_warn("publish: %s (the next publish writes everything)", ignored.msg);
 	/* A row not valid as written is not published; the rest is. Say so on

@@ -17,6 +17,7 @@
 #include "fc_clock.h"
 #include "fc_cmp.h"
 #include "fc_enforce.h"
+#include "fc_fleet_split.h"
 #include "fc_step.h"
 #include "fc_sync.h"
 
@@ -2108,6 +2109,31 @@ static int fc_config_interim(const struct fc_maps *m, struct fc_config *cfg, con
 	return memcmp(cfg, &before, sizeof(before)) ? fc_config_write(m, cfg, err) : 0;
 }
 
+/* How far ahead of UTC the packet path's clock runs: a test's offset of
+ * the fleet's clock (agent --clock-offset, fc_fleet_view.clock_ns), 0
+ * otherwise. Every policy's clock at XDP/TC, as the design has it: the
+ * packet path has one clock. */
+static int64_t fc_node_shift(const struct fc_node_ctx *node)
+{
+	return node->fleet ? node->fleet->clock_ns : 0;
+}
+
+/* When the maps were made, for the fleet's fresh rule (maps/fc_fleet.h):
+ * kept from old, or now (on the packet path's clock, UTC in tests shifted
+ * as it is) where old never said, its maps just made (all zero). A fleet
+ * policy then takes no share of a window that began before: what the
+ * maps lost may have spent it. */
+static void fc_fleet_fresh(struct fc_config *cfg, const struct fc_config *old, int64_t shift_ns)
+{
+	struct timespec ts;
+
+	cfg->fleet_fresh_ns = old->fleet_fresh_ns;
+	if (cfg->fleet_fresh_ns)
+		return;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	cfg->fleet_fresh_ns = (__u64)ts.tv_sec * FC_NS_PER_SEC + (__u64)ts.tv_nsec + (__u64)shift_ns;
+}
+
 /* Publishing everything: what each map holds against what it should (the
  * lists fc_order_write writes), fc_top4 whole, and the counts the config
  * will hold. Nothing is written. */
@@ -2158,7 +2184,6 @@ int fc_sync_full(struct fc_source *src, const struct fc_maps *m, struct fc_sync_
 		fc_err_set(err, "out of memory");
 		goto out;
 	}
-	res->cfg.utc_offset_ns = fc_utc_offset_ns();
 	if (fc_allows_read(src->st, src->now, &al, err) < 0 || fc_want_collect(src, ms, &ps, &al, &res->cfg, err) < 0 ||
 	    fc_want_finish(ms, &al, top4, err) < 0)
 		goto out;
@@ -2171,7 +2196,8 @@ int fc_sync_full(struct fc_source *src, const struct fc_maps *m, struct fc_sync_
 	locked = true;
 	if (fc_config_read(m, &old, err) < 0 || fc_full_plan(m, ms, top4, res, err) < 0)
 		goto out;
-	res->cfg.jiffies_utc_ns = fc_jiffies_utc_ns(res->cfg.utc_offset_ns);
+	fc_clock_set(&res->cfg, fc_node_shift(&src->node));
+	fc_fleet_fresh(&res->cfg, &old, fc_node_shift(&src->node));
 	/* The array of 65,536 policies is read only when they changed. The
 	 * digest is cleared before anything is written, with the marks. */
 	res->cfg.policies_digest = fc_policies_digest(ps.want, src->pols, src->npols);
@@ -2226,7 +2252,7 @@ int fc_sync(struct fc_source *src, const struct fc_maps *m, const char *pin_dir,
 	return rc;
 }
 
-int fc_sync_mark(const struct fc_maps *m, uint64_t store_id, uint64_t seq, struct fc_err *err)
+int fc_sync_mark(const struct fc_maps *m, uint64_t store_id, uint64_t seq, int64_t shift_ns, struct fc_err *err)
 {
 	struct fc_config cfg, old;
 
@@ -2237,7 +2263,7 @@ int fc_sync_mark(const struct fc_maps *m, uint64_t store_id, uint64_t seq, struc
 	cfg.store_seq = seq;
 	/* Every publish ends here, even one with nothing to write: a step of
 	 * the wall clock since the last is put right. */
-	fc_clock_refresh(&cfg, &old);
+	fc_clock_refresh(&cfg, &old, shift_ns);
 	return fc_config_write(m, &cfg, err);
 }
 
@@ -2575,7 +2601,8 @@ int fc_sync_delta(struct fc_source *src, const struct fc_maps *m, const struct f
 	res->cfg.store_id = res->cfg.store_seq = 0;
 	if (d->npols)
 		res->cfg.policies_digest = 0;
-	fc_clock_refresh(&res->cfg, &old);
+	fc_clock_refresh(&res->cfg, &old, fc_node_shift(&src->node));
+	fc_fleet_fresh(&res->cfg, &old, fc_node_shift(&src->node));
 	if (fc_slots_apply(m, &ps, d, &src->node, true, false, &res->cfg, err) < 0 || fc_order_write(&o, err) < 0 ||
 	    fc_slots_apply(m, &ps, d, &src->node, false, true, &res->cfg, err) < 0)
 		goto out;
