@@ -209,6 +209,9 @@ $(B)/tests/test_fleet_reply: $(B)/tests/unit/test_fleet_reply.o $(B)/loader/agen
 $(B)/tests/test_fleet_map: $(B)/tests/unit/test_fleet_map.o $(B)/loader/agent/fc_fleet_map.o $(LIB_A)
 	$(CC) $(CFLAGS) $(LDFLAGS) $^ -o $@ $(LIB_LIBS) $(TEST_LIBS)
 
+$(B)/tests/test_fleet_status: $(B)/tests/unit/test_fleet_status.o $(B)/loader/agent/fc_fleet_status.o $(LIB_A)
+	$(CC) $(CFLAGS) $(LDFLAGS) $^ -o $@ $(LIB_LIBS) $(TEST_LIBS)
+
 $(B)/tests/test_http: $(B)/tests/unit/test_http.o $(HTTP_A) $(LIB_A)
 	$(CC) $(CFLAGS) $(LDFLAGS) $^ -o $@ $(LIB_LIBS) $(TEST_LIBS)
 
