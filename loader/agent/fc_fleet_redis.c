@@ -67,12 +67,11 @@ static int fc_grow(void **p, size_t *cap, size_t want, size_t size)
 
 struct fc_fleet_call *fc_fleet_batch_add(struct fc_fleet_batch *b)
 {
-	size_t c1 = b->cap, c2 = b->cap, c3 = b->cap;
+	size_t c1 = b->cap, c2 = b->cap;
 
 	if (b->n == b->cap) {
 		if (fc_grow((void **)&b->call, &c1, b->n + 1, sizeof(*b->call)) ||
-		    fc_grow((void **)&b->res, &c2, b->n + 1, sizeof(*b->res)) ||
-		    fc_grow((void **)&b->cmd, &c3, b->n + 1, sizeof(*b->cmd)))
+		    fc_grow((void **)&b->res, &c2, b->n + 1, sizeof(*b->res)))
 			return NULL;
 		b->cap = c1;
 	}
@@ -190,18 +189,130 @@ static bool fc_noscript(const struct fc_redis_cmd *c)
 	return c->status == FC_REDIS_ERROR && c->reply && c->reply->len >= 8 && !memcmp(c->reply->str, "NOSCRIPT", 8);
 }
 
-/* Points b->cmd[i] at its arguments (the text no longer moves). */
+/* Points the commands at their arguments (the text no longer moves): the
+ * calls, then the WAITs. */
 static void fc_fleet_point(struct fc_fleet_batch *b)
 {
 	size_t i, a = 0;
 
 	for (i = 0; i < b->nargs; i++)
 		b->argv[i] = b->text + b->off[i];
-	for (i = 0; i < b->n; i++) {
+	for (i = 0; i < b->n + b->nwaits; i++) {
 		b->cmd[i].argv = b->argv + a;
 		b->cmd[i].argvlen = b->argvlen + a;
 		a += (size_t)b->cmd[i].argc;
 	}
+}
+
+/* How many replicas a WAIT on node k asks for: the Cluster table's, or a
+ * standalone server's INFO (asked again after each new connection). */
+static unsigned fc_fleet_replicas(struct fc_fleet_batch *b, struct fc_redis *r, unsigned k)
+{
+	const char *argv[] = { "INFO", "replication" };
+	struct fc_redis_cmd cmd = { .argc = 2, .argv = argv, .want = FC_REDIS_WANT_STR(FC_REDIS_STR_MAX) };
+	struct fc_redis_node_info info[64];
+	size_t i, n = fc_redis_nodes(r, info, 64);
+	const char *at;
+	struct fc_err err;
+
+	for (i = 0; i < n && i < 64; i++)
+		if (info[i].index == k)
+			break;
+	if (i == n || i == 64)
+		return 0;
+	if (fc_redis_mode(r) == FC_REDIS_CLUSTER)
+		return info[i].replicas;
+	if (b->info_connects == info[i].connects)
+		return b->standalone_replicas;
+	b->standalone_replicas = 0;
+	if (!fc_redis_exec(r, &cmd, 1, &err) && cmd.reply->type == FC_REDIS_STR &&
+	    (at = strstr(cmd.reply->str, "connected_slaves:")))
+		b->standalone_replicas = (unsigned)strtoul(at + 17, NULL, 10);
+	fc_redis_cmds_release(&cmd, 1);
+	b->info_connects = info[i].connects;
+	return b->standalone_replicas;
+}
+
+/* A WAIT after the calls that want grants, per node they go to: the
+ * replicas it must reach, in b->wait_need. */
+static int fc_fleet_waits(struct fc_fleet_batch *b, struct fc_redis *r)
+{
+	unsigned node[FC_FLEET_WAITS_MAX], k;
+	size_t i, j, start;
+
+	b->nwaits = 0;
+	if (!b->wait_ms)
+		return 0;
+	for (i = 0; i < b->n; i++) {
+		if (!b->call[i].want || b->call[i].adopt)
+			continue;
+		k = fc_redis_node_of(r, b->call[i].record);
+		for (j = 0; j < b->nwaits && node[j] != k; j++)
+			;
+		if (j < b->nwaits || k == FC_REDIS_NO_NODE || b->nwaits == FC_FLEET_WAITS_MAX)
+			continue;
+		node[j] = k;
+		b->wait_need[j] = fc_fleet_replicas(b, r, k);
+		start = b->nargs;
+		if (fc_arg(b, "WAIT") || fc_arg(b, "%u", b->wait_need[j]) || fc_arg(b, "%u", b->wait_ms))
+			return -1;
+		b->cmd[b->n + j] = (struct fc_redis_cmd){ .argc = (int)(b->nargs - start),
+							  .route = b->call[i].record,
+							  .want = FC_REDIS_WANT_INT };
+		b->nwaits++;
+	}
+	return 0;
+}
+
+/* Whether call i's grant is on as many replicas as its node has: a WAIT
+ * after it on its connection counted them. */
+static bool fc_fleet_confirmed(const struct fc_fleet_batch *b, size_t i)
+{
+	const struct fc_redis_cmd *w;
+	size_t j;
+
+	for (j = 0; j < b->nwaits; j++) {
+		w = &b->cmd[b->n + j];
+		if (fc_redis_ran_before(&b->cmd[i], w))
+			return w->reply->integer >= (long long)b->wait_need[j];
+	}
+	return false;
+}
+
+/* The calls a node answered NOSCRIPT, again as EVAL (NOSCRIPT ran nothing),
+ * in an exec of their own: after the WAITs, so never confirmed by them. */
+static int fc_fleet_redo(struct fc_fleet_batch *b, struct fc_redis *r, struct fc_err *err)
+{
+	struct fc_redis_cmd *redo;
+	size_t i, k = 0, again = 0, a;
+
+	for (i = 0; i < b->n; i++)
+		again += fc_noscript(&b->cmd[i]);
+	if (!again)
+		return 0;
+	redo = calloc(again, sizeof(*redo));
+	if (!redo)
+		return fc_err_set(err, "fleet: out of memory");
+	for (i = 0; i < b->n; i++) {
+		if (!fc_noscript(&b->cmd[i]))
+			continue;
+		a = (size_t)(b->cmd[i].argv - b->argv);
+		fc_redis_cmds_release(&b->cmd[i], 1);
+		b->argv[a] = "EVAL";
+		b->argvlen[a] = 4;
+		b->argv[a + 1] = fc_fleet_sync_lua;
+		b->argvlen[a + 1] = strlen(fc_fleet_sync_lua);
+		redo[k++] = b->cmd[i];
+	}
+	b->noscript += again;
+	fc_redis_exec(r, redo, again, err);
+	for (i = 0, k = 0; i < b->n; i++)
+		if (b->cmd[i].argv[1] == fc_fleet_sync_lua) {
+			b->cmd[i] = redo[k++];
+			b->res[i].confirmed = false;
+		}
+	free(redo);
+	return 0;
 }
 
 long fc_fleet_batch_run(struct fc_fleet_batch *b, struct fc_redis *r, const struct fc_fleet_expect *x,
@@ -210,11 +321,14 @@ long fc_fleet_batch_run(struct fc_fleet_batch *b, struct fc_redis *r, const stru
 	const struct fc_redis_want want = {
 		.types = FC_REDIS_ARRAY, .elem_types = FC_REDIS_INT, .min_n = 2, .max_n = 7
 	};
-	size_t i, start, again = 0;
+	size_t i, start, cap = b->cmd_cap;
 	long bad = 0;
 
 	if (fc_fleet_load(b, r, err))
 		return -1;
+	if (fc_grow((void **)&b->cmd, &cap, b->n + FC_FLEET_WAITS_MAX, sizeof(*b->cmd)))
+		return fc_err_set(err, "fleet: out of memory"), -1;
+	b->cmd_cap = cap;
 	b->nargs = b->text_len = 0;
 	for (i = 0; i < b->n; i++) {
 		start = b->nargs;
@@ -222,42 +336,22 @@ long fc_fleet_batch_run(struct fc_fleet_batch *b, struct fc_redis *r, const stru
 			return fc_err_set(err, "fleet: out of memory"), -1;
 		b->cmd[i] = (struct fc_redis_cmd){ .argc = (int)(b->nargs - start), .key = 3, .want = want };
 	}
+	if (fc_fleet_waits(b, r))
+		return fc_err_set(err, "fleet: out of memory"), -1;
 	fc_fleet_point(b);
-	fc_redis_exec(r, b->cmd, b->n, err);
-	/* A node without the script: the same call as EVAL, in a second exec
-	 * of those alone (NOSCRIPT ran nothing). */
+	fc_redis_exec(r, b->cmd, b->n + b->nwaits, err);
 	for (i = 0; i < b->n; i++)
-		if (fc_noscript(&b->cmd[i]))
-			again++;
-	if (again) {
-		struct fc_redis_cmd *redo = calloc(again, sizeof(*redo));
-		size_t k = 0, a;
-
-		if (!redo)
-			return fc_err_set(err, "fleet: out of memory"), -1;
-		for (i = 0; i < b->n; i++) {
-			if (!fc_noscript(&b->cmd[i]))
-				continue;
-			a = (size_t)(b->cmd[i].argv - b->argv);
-			fc_redis_cmds_release(&b->cmd[i], 1);
-			b->argv[a] = "EVAL";
-			b->argvlen[a] = 4;
-			b->argv[a + 1] = fc_fleet_sync_lua;
-			b->argvlen[a + 1] = strlen(fc_fleet_sync_lua);
-			redo[k++] = b->cmd[i];
-		}
-		b->noscript += again;
-		fc_redis_exec(r, redo, again, err);
-		for (i = 0, k = 0; i < b->n; i++)
-			if (b->cmd[i].argv[1] == fc_fleet_sync_lua)
-				b->cmd[i] = redo[k++];
-		free(redo);
-	}
+		b->res[i].confirmed = b->call[i].want && !b->call[i].adopt && fc_fleet_confirmed(b, i);
+	if (fc_fleet_redo(b, r, err))
+		return -1;
 	for (i = 0; i < b->n; i++) {
+		bool confirmed = b->res[i].confirmed;
+
 		fc_fleet_result(b, i, &x[i]);
+		b->res[i].confirmed = confirmed && b->res[i].status == FC_FLEET_DONE;
 		if (b->res[i].status != FC_FLEET_DONE && b->res[i].status != FC_FLEET_OTHER_SET && !bad++)
 			fc_err_set(err, "%s", b->res[i].msg);
 	}
-	fc_redis_cmds_release(b->cmd, b->n);
+	fc_redis_cmds_release(b->cmd, b->n + b->nwaits);
 	return bad;
 }

@@ -20,6 +20,7 @@
 
 #define FC_FLEET_NODE_MAX 1023u /* node numbers are 1-1023 (fleet_nodes.no) */
 #define FC_FLEET_NAME_MAX 160u  /* a record's name, its prefix included */
+#define FC_FLEET_WAITS_MAX 64   /* primaries a batch waits on */
 /* A record's totals: Lua's numbers are doubles, exact to 2^53. */
 #define FC_FLEET_TOTAL_MAX ((1LL << 53) - 1)
 
@@ -88,6 +89,8 @@ struct fc_fleet_result {
 	int64_t free;         /* N − (n + G − R) after the call */
 	uint32_t holders;     /* other nodes with allotment to release */
 	bool frozen;          /* a lost write was re-asserted: no more grants */
+	bool confirmed;       /* a WAIT after the call counted every replica of its node:
+			       * its grant may be applied (a server without replicas: at once) */
 	uint64_t n;           /* FC_FLEET_OTHER_SET: the record's n */
 	char msg[FC_ERR_LEN]; /* not DONE: why */
 };
@@ -111,10 +114,15 @@ extern const char fc_fleet_sync_lua[];
 struct fc_fleet_batch {
 	struct fc_fleet_call *call;
 	struct fc_fleet_result *res;
-	struct fc_redis_cmd *cmd;
-	size_t n, cap;
-	const char **argv;     /* the commands' arguments, one run after another */
-	size_t *argvlen, *off; /* their lengths; off: where each starts in text */
+	struct fc_redis_cmd *cmd; /* the calls, then the WAITs */
+	size_t n, cap, cmd_cap;
+	uint32_t wait_ms; /* WAIT's timeout; 0: no WAIT, nothing confirmed */
+	size_t nwaits;
+	unsigned wait_need[FC_FLEET_WAITS_MAX]; /* replicas each WAIT must count */
+	unsigned standalone_replicas;           /* from INFO replication, */
+	uint32_t info_connects;                 /* asked on this connection */
+	const char **argv;                      /* the commands' arguments, one run after another */
+	size_t *argvlen, *off;                  /* their lengths; off: where each starts in text */
 	size_t nargs, args_cap;
 	char *text; /* the arguments' bytes */
 	size_t text_len, text_cap;
@@ -130,8 +138,9 @@ void fc_fleet_batch_reset(struct fc_fleet_batch *b);
 struct fc_fleet_call *fc_fleet_batch_add(struct fc_fleet_batch *b);
 
 /* Sends every call (SCRIPT LOAD first if not yet done; EVAL again where a
- * node answers NOSCRIPT) and fills b->res[i] for each, checked against
- * x[i]. Returns how many are not DONE or OTHER_SET, with err saying why for
+ * node answers NOSCRIPT), then, when b->wait_ms is set, a WAIT on each node
+ * that calls wanting a grant went to, for all of its replicas; fills
+ * b->res[i] for each, checked against x[i]. Returns how many are not DONE or OTHER_SET, with err saying why for
  * the first; -1 when nothing could be sent (the script not loaded). */
 long fc_fleet_batch_run(struct fc_fleet_batch *b, struct fc_redis *r, const struct fc_fleet_expect *x,
 			struct fc_err *err);

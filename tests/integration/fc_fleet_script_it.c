@@ -24,6 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <unistd.h>
 #include <cmocka.h>
 #include <hiredis/hiredis.h>
@@ -416,6 +417,48 @@ static void test_noscript(void **state)
 	assert_int_equal(batch.noscript, before + 1); /* cached by the EVAL */
 }
 
+/* A grant is confirmed only by a WAIT after it that counted the server's
+ * replica: with the replica stopped (SIGSTOP), the same call is not. */
+static void test_wait(void **state)
+{
+	const char *pid_env = getenv("FC_FLEET_IT_REPLICA_PID");
+	char rec[FC_FLEET_NAME_MAX];
+	struct fc_fleet_result res;
+	pid_t replica;
+
+	(void)state;
+	if (!pid_env)
+		skip();
+	replica = (pid_t)atoi(pid_env);
+	rec_name(11, 100, rec);
+	call(rec, &(struct call){ .no = 2, .N = 10, .r = 5, .nshares = 2, .shares = even });
+	res = call(rec, &(struct call){ .no = 1, .N = 10, .want = 1, .nshares = 2, .shares = even });
+	assert_int_equal(res.g, 1);
+	assert_false(res.confirmed); /* no WAIT asked */
+	batch.wait_ms = 1000;
+	res = call(rec, &(struct call){ .no = 1, .N = 10, .g_app = 1, .want = 1, .nshares = 2, .shares = even });
+	assert_int_equal(res.g, 2);
+	assert_true(res.confirmed);
+	assert_int_equal(batch.nwaits, 1);
+	assert_int_equal(batch.wait_need[0], 1);
+	/* a call that wants nothing sends no WAIT, and is not confirmed */
+	res = call(rec, &(struct call){ .no = 1, .N = 10, .g_app = 2, .nshares = 2, .shares = even });
+	assert_int_equal(batch.nwaits, 0);
+	assert_false(res.confirmed);
+	assert_int_equal(kill(replica, SIGSTOP), 0);
+	batch.wait_ms = 200;
+	res = call(rec, &(struct call){ .no = 1, .N = 10, .g_app = 2, .want = 1, .nshares = 2, .shares = even });
+	kill(replica, SIGCONT);
+	assert_int_equal(res.g, 3);
+	assert_false(res.confirmed);
+	/* the same call again once it is back: a duplicate, confirmed now */
+	batch.wait_ms = 1000;
+	res = call(rec, &(struct call){ .no = 1, .N = 10, .g_app = 2, .want = 1, .nshares = 2, .shares = even });
+	assert_int_equal(res.g, 3);
+	assert_true(res.confirmed);
+	batch.wait_ms = 0;
+}
+
 /* A node's local view in the random run. */
 struct node {
 	uint64_t g_app, r_lock, used;
@@ -571,6 +614,7 @@ int main(void)
 		cmocka_unit_test(test_share_and_limit_change),
 		cmocka_unit_test(test_demand),
 		cmocka_unit_test(test_noscript),
+		cmocka_unit_test(test_wait),
 		cmocka_unit_test(test_invariant_random),
 	};
 
