@@ -121,7 +121,8 @@ FUZZ_COMMON  := $(B)/fuzz/tests/fuzz/fc_fuzz.o
 # The default goal: what install installs (programs, below), fast.
 all: programs
 # What make test, bench and fuzz build besides.
-DEV_PROGS := $(UNIT_TESTS) $(BPF_TESTS) $(TOOLS) $(FUZZ) $(B)/tests/fc_redis_it $(B)/tests/fc_fleet_script_it
+DEV_PROGS := $(UNIT_TESTS) $(BPF_TESTS) $(TOOLS) $(FUZZ) $(B)/tests/fc_redis_it $(B)/tests/fc_fleet_script_it \
+	     $(B)/tests/fc_fleet_engine_it
 all-dev: programs $(DEV_PROGS)
 
 # BPF objects and their generated skeletons: the programs, and the empty
@@ -224,6 +225,9 @@ $(B)/tests/fc_redis_it: $(B)/tests/integration/fc_redis_it.o $(LIB_A)
 # tests/integration/test_fleet_script.sh starts.
 FLEET_REDIS_OBJS := $(B)/loader/agent/fc_fleet_redis.o $(B)/loader/agent/fc_fleet_reply.o
 $(B)/tests/fc_fleet_script_it: $(B)/tests/integration/fc_fleet_script_it.o $(FLEET_REDIS_OBJS) $(LIB_A)
+	$(CC) $(CFLAGS) $(LDFLAGS) $^ -o $@ $(LIB_LIBS) $(TEST_LIBS) $(call pc_libs,hiredis)
+FLEET_ENGINE_OBJS := $(FLEET_REDIS_OBJS) $(addprefix $(B)/loader/agent/,fc_fleet_engine.o fc_fleet_map.o fc_fleet_status.o)
+$(B)/tests/fc_fleet_engine_it: $(B)/tests/integration/fc_fleet_engine_it.o $(FLEET_ENGINE_OBJS) $(LIB_A)
 	$(CC) $(CFLAGS) $(LDFLAGS) $^ -o $@ $(LIB_LIBS) $(TEST_LIBS) $(call pc_libs,hiredis)
 
 $(B)/tests/test_store: TEST_LIBS += $(call pc_libs,libpq) -Wl,--wrap=fsync

@@ -173,14 +173,14 @@ static void fc_fleet_result(struct fc_fleet_batch *b, size_t i, const struct fc_
 	if (c->status == FC_REDIS_OK) {
 		if (!fc_fleet_reply_parse(c->reply, x, res, &err))
 			return;
-		res->status = FC_FLEET_UNKNOWN;
+		res->status = FC_FLEET_R_UNKNOWN;
 		/* cut if need be: the record's name comes first */
 		if (snprintf(res->msg, sizeof(res->msg), "%s: %s", b->call[i].record, err.msg) < 0)
 			res->msg[0] = 0;
 		return;
 	}
 	memset(res, 0, sizeof(*res));
-	res->status = c->status == FC_REDIS_NOT_RUN ? FC_FLEET_NOT_RUN : FC_FLEET_UNKNOWN;
+	res->status = c->status == FC_REDIS_NOT_RUN ? FC_FLEET_R_NOT_RUN : FC_FLEET_R_UNKNOWN;
 	snprintf(res->msg, sizeof(res->msg), "%s", c->msg ? c->msg : "no reply");
 }
 
@@ -348,8 +348,8 @@ long fc_fleet_batch_run(struct fc_fleet_batch *b, struct fc_redis *r, const stru
 		bool confirmed = b->res[i].confirmed;
 
 		fc_fleet_result(b, i, &x[i]);
-		b->res[i].confirmed = confirmed && b->res[i].status == FC_FLEET_DONE;
-		if (b->res[i].status != FC_FLEET_DONE && b->res[i].status != FC_FLEET_OTHER_SET && !bad++)
+		b->res[i].confirmed = confirmed && b->res[i].status == FC_FLEET_R_DONE;
+		if (b->res[i].status != FC_FLEET_R_DONE && b->res[i].status != FC_FLEET_R_OTHER_SET && !bad++)
 			fc_err_set(err, "%s", b->res[i].msg);
 	}
 	fc_redis_cmds_release(b->cmd, b->n + b->nwaits);

@@ -76,10 +76,10 @@ struct fc_fleet_call {
 
 /* What the script answered, checked. */
 enum fc_fleet_status {
-	FC_FLEET_DONE = 1,  /* the record answered: fields below */
-	FC_FLEET_OTHER_SET, /* the record is of another split (store behind?): n is its */
-	FC_FLEET_NOT_RUN,   /* not sent or refused unrun: nothing changed, send it again */
-	FC_FLEET_UNKNOWN,   /* it may have run (lost, an error, a reply that does not check) */
+	FC_FLEET_R_DONE = 1,  /* the record answered: fields below */
+	FC_FLEET_R_OTHER_SET, /* the record is of another split (store behind?): n is its */
+	FC_FLEET_R_NOT_RUN,   /* not sent or refused unrun: nothing changed, send it again */
+	FC_FLEET_R_UNKNOWN,   /* it may have run (lost, an error, a reply that does not check) */
 };
 
 struct fc_fleet_result {
@@ -91,7 +91,7 @@ struct fc_fleet_result {
 	bool frozen;          /* a lost write was re-asserted: no more grants */
 	bool confirmed;       /* a WAIT after the call counted every replica of its node:
 			       * its grant may be applied (a server without replicas: at once) */
-	uint64_t n;           /* FC_FLEET_OTHER_SET: the record's n */
+	uint64_t n;           /* FC_FLEET_R_OTHER_SET: the record's n */
 	char msg[FC_ERR_LEN]; /* not DONE: why */
 };
 

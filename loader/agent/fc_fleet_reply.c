@@ -141,7 +141,7 @@ int fc_fleet_reply_parse(const struct fc_redis_reply *rep, const struct fc_fleet
 	if (rep->len == 2) {
 		if (v[0] != -1 || v[1] < 0)
 			return fc_fleet_reply_bad(rep, "expected -1 and the record's n", err);
-		out->status = FC_FLEET_OTHER_SET;
+		out->status = FC_FLEET_R_OTHER_SET;
 		out->n = (uint64_t)v[1];
 		return 0;
 	}
@@ -169,7 +169,7 @@ int fc_fleet_reply_parse(const struct fc_redis_reply *rep, const struct fc_fleet
 	if (!x->adopt && !v[6] && (uint64_t)v[0] < x->g_app)
 		return fc_err_set(err, "fleet script reply: g %lld below the %" PRIu64 " applied, and not frozen", v[0],
 				  x->g_app);
-	out->status = FC_FLEET_DONE;
+	out->status = FC_FLEET_R_DONE;
 	out->g = (uint64_t)v[0];
 	out->r = (uint64_t)v[1];
 	out->G = (uint64_t)v[2];

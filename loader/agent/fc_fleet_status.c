@@ -99,12 +99,12 @@ static json_t *fc_view_policies(const struct fc_fleet_view *v)
 
 static json_t *fc_view_counters(const struct fc_fleet_counters *c)
 {
-	return json_pack("{s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o}", "commands",
+	return json_pack("{s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o}", "commands",
 			 fc_int(c->commands), "scripts", fc_int(c->scripts), "waits", fc_int(c->waits), "moved",
 			 fc_int(c->moved), "ask", fc_int(c->ask), "reconnects", fc_int(c->reconnects), "reasserted",
 			 fc_int(c->reasserted), "frozen", fc_int(c->frozen), "reply_errors", fc_int(c->reply_errors),
 			 "deferred", fc_int(c->deferred), "degraded", fc_int(c->degraded), "degraded_ms",
-			 fc_int(c->degraded_ms));
+			 fc_int(c->degraded_ms), "ring_errors", fc_int(c->ring_errors));
 }
 
 json_t *fc_fleet_view_json(const struct fc_fleet_view *v)

@@ -56,6 +56,7 @@ struct fc_fleet_counters {
 	uint64_t commands, scripts, waits;
 	uint64_t moved, ask, reconnects;
 	uint64_t reasserted, frozen, reply_errors, deferred;
+	uint64_t ring_errors;           /* fleet ring entries that did not check */
 	uint64_t degraded, degraded_ms; /* episodes, and their time */
 };
 

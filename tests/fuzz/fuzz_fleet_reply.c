@@ -35,9 +35,9 @@ static void reply_check(const struct fc_redis_reply *r, const struct fc_fleet_ex
 			fc_fuzz_fail("an unterminated message");
 		return;
 	}
-	if (res.status == FC_FLEET_OTHER_SET)
+	if (res.status == FC_FLEET_R_OTHER_SET)
 		return;
-	if (res.status != FC_FLEET_DONE)
+	if (res.status != FC_FLEET_R_DONE)
 		fc_fuzz_fail("accepted with status %d", res.status);
 	if (res.G > (uint64_t)FC_FLEET_TOTAL_MAX || res.R > (uint64_t)FC_FLEET_TOTAL_MAX || res.g > res.G ||
 	    res.r > res.R)

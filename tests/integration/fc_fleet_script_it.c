@@ -171,7 +171,7 @@ static void test_create(void **state)
 	(void)state;
 	rec_name(1, 100, rec);
 	res = call(rec, &(struct call){ .no = 1, .N = 10, .want = 3, .nshares = 2, .shares = even });
-	assert_int_equal(res.status, FC_FLEET_DONE);
+	assert_int_equal(res.status, FC_FLEET_R_DONE);
 	assert_int_equal(res.g, 0); /* all of N is in shares: nothing free */
 	assert_int_equal(res.free, 0);
 	assert_int_equal(res.holders, 1); /* node 2 holds its 5, unused */
@@ -286,7 +286,7 @@ static void test_adopt(void **state)
 		   &(struct call){ .no = 1, .N = 10, .adopt = true, .want = 9, .r = 7, .nshares = 2, .shares = even });
 	dump(rec, after, sizeof(after));
 	assert_string_equal(before, after);
-	assert_int_equal(res.status, FC_FLEET_DONE);
+	assert_int_equal(res.status, FC_FLEET_R_DONE);
 	assert_int_equal(res.g, 2);
 	assert_int_equal(res.r, 0);
 	assert_int_equal(res.G, 2);
@@ -310,10 +310,10 @@ static void test_set_mismatch(void **state)
 	call(rec, &(struct call){ .no = 2, .N = 10, .r = 2, .nshares = 2, .shares = even });
 	dump(rec, before, sizeof(before));
 	res = call(rec, &(struct call){ .no = 1, .N = 10, .want = 2, .set = 0x1234, .nshares = 2, .shares = other });
-	assert_int_equal(res.status, FC_FLEET_OTHER_SET);
+	assert_int_equal(res.status, FC_FLEET_R_OTHER_SET);
 	assert_int_equal(res.n, 10);
 	res = call(rec, &(struct call){ .no = 1, .N = 12, .want = 2, .nshares = 2, .shares = more });
-	assert_int_equal(res.status, FC_FLEET_OTHER_SET);
+	assert_int_equal(res.status, FC_FLEET_R_OTHER_SET);
 	assert_int_equal(res.n, 10);
 	dump(rec, after, sizeof(after));
 	assert_string_equal(before, after);
@@ -538,7 +538,7 @@ static void test_invariant_random(void **state)
 			struct node *n = &nd[who[k]];
 			const struct fc_fleet_result *res = &batch.res[k];
 
-			assert_int_equal(res->status, FC_FLEET_DONE);
+			assert_int_equal(res->status, FC_FLEET_R_DONE);
 			if (n->restarted) { /* adopts what Redis says it applied */
 				n->g_app = res->g;
 				n->restarted = false;

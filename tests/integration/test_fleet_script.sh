@@ -3,11 +3,14 @@
 # of it, against a real standalone redis-server and a replica of it,
 # started here on this suite's ports (16000 + 8 FC_BLOCK and the next:
 # below the ephemeral range) and ended by their pids however the test
-# ends; the cases are tests/integration/fc_fleet_script_it.c.
+# ends; the cases are tests/integration/fc_fleet_script_it.c (the script
+# and its calls) and fc_fleet_engine_it.c (the lease engine's round over a
+# state file the test writes as nginx's workers would).
 . "$(dirname "$0")/lib.sh"
 
 command -v redis-server >/dev/null || skip_all "redis-server not installed (Debian redis-server)"
-[ -x build/tests/fc_fleet_script_it ] || skip_all "build/tests/fc_fleet_script_it not built (make all-dev)"
+[ -x build/tests/fc_fleet_script_it ] && [ -x build/tests/fc_fleet_engine_it ] ||
+	skip_all "build/tests/fc_fleet_script_it or fc_fleet_engine_it not built (make all-dev)"
 ldconfig -p | grep -q 'libhiredis\.so\.0\.14 ' || skip_all "libhiredis0.14 not installed"
 
 rdir=/tmp/fc-it-$tag/redis
@@ -54,8 +57,10 @@ for _ in $(seq 100); do
 done
 check "redis-server on 127.0.0.1:$port, its replica on $((port + 1)) in sync" in_sync
 
-FC_FLEET_IT_REDIS=127.0.0.1:$port FC_FLEET_IT_REPLICA_PID=$replica_pid CMOCKA_MESSAGE_OUTPUT=TAP \
-	timeout 120 build/tests/fc_fleet_script_it >"$rdir/it.log" 2>&1
-it_rc=$?
-tap_relay < <(sed -E 's/^(not )?ok [0-9]+ - /\1ok - /' "$rdir/it.log")
-check "fc_fleet_script_it ended by itself, every case passed (exit $it_rc)" [ "$it_rc" = 0 ]
+for it in fc_fleet_script_it fc_fleet_engine_it; do
+	FC_FLEET_IT_REDIS=127.0.0.1:$port FC_FLEET_IT_REPLICA_PID=$replica_pid CMOCKA_MESSAGE_OUTPUT=TAP \
+		timeout 120 "build/tests/$it" >"$rdir/$it.log" 2>&1
+	it_rc=$?
+	tap_relay < <(sed -E 's/^(not )?ok [0-9]+ - /\1ok - /' "$rdir/$it.log")
+	check "$it ended by itself, every case passed (exit $it_rc)" [ "$it_rc" = 0 ]
+done

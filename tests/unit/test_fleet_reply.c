@@ -54,7 +54,7 @@ static void test_reply_accepted(void **state)
 
 	(void)state;
 	assert_int_equal(reply("*7\r\n:3\r\n:1\r\n:5\r\n:4\r\n:-2\r\n:1\r\n:0\r\n", &x10, &res, &err), 0);
-	assert_int_equal(res.status, FC_FLEET_DONE);
+	assert_int_equal(res.status, FC_FLEET_R_DONE);
 	assert_int_equal(res.g, 3);
 	assert_int_equal(res.r, 1);
 	assert_int_equal(res.G, 5);
@@ -63,7 +63,7 @@ static void test_reply_accepted(void **state)
 	assert_int_equal(res.holders, 1);
 	assert_false(res.frozen);
 	assert_int_equal(reply("*2\r\n:-1\r\n:12\r\n", &x10, &res, &err), 0);
-	assert_int_equal(res.status, FC_FLEET_OTHER_SET);
+	assert_int_equal(res.status, FC_FLEET_R_OTHER_SET);
 	assert_int_equal(res.n, 12);
 	/* totals past N (credit that went round), and G − R within N* */
 	assert_int_equal(reply("*7\r\n:30\r\n:0\r\n:40\r\n:35\r\n:0\r\n:0\r\n:0\r\n", &x10, &res, &err), 0);

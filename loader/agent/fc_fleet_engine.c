@@ -1,0 +1,934 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * The lease engine (see fc_fleet_engine.h): the round of design §8.1 for
+ * window policies, nginx keys and fixed-value L7 slots. Everything read
+ * from the state file is the workers' say-so: a ring entry is tracked only
+ * when its entry, tag, slot, epoch and window agree with what the agent
+ * knows, and credit words are changed only by the CAS operations of
+ * maps/fc_fleet.h, which bound their tries and their arithmetic.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "fc_fleet_engine.h"
+#include "fc_fleet_map.h"
+#include "fc_shm.h"
+
+#define FC_FLEET_FIXED UINT32_MAX /* a key's index: the policy's slot, not a key entry */
+#define FC_FLEET_FAILS 3          /* failed rounds in a row before degraded */
+#define FC_FLEET_LAT_N 100        /* rounds the latency figures are over */
+
+enum {
+	FC_KEY_ADOPT = 1 << 0,    /* the agent (re)started: learn its totals first */
+	FC_KEY_DONE = 1 << 1,     /* nothing free and no holder: stop asking in this window */
+	FC_KEY_FROZEN = 1 << 2,   /* the record froze: no more grants */
+	FC_KEY_REASSERT = 1 << 3, /* a new connection: send the totals again */
+};
+
+/* A key the agent tracks, in agent memory. */
+struct fc_fleet_key {
+	uint64_t tag;       /* its fleet tag; a fixed key: id << 32 | epoch */
+	uint32_t index;     /* its key entry, or FC_FLEET_FIXED */
+	uint32_t id, epoch; /* its policy */
+	uint64_t w;         /* the window it is tracked in */
+	uint64_t g_app, r_lock, r_acked, u_sent;
+	uint64_t granted; /* grants applied (for the view) */
+	uint32_t denied_seen, passed_seen;
+	uint8_t flags, idle_rounds;
+};
+
+struct fc_fleet {
+	struct fc_fleet_cfg cfg;
+	struct fc_redis *redis;
+	struct fc_fleet_batch batch;
+	struct fc_fleet_map map;
+	uint32_t nkeys;     /* the mapped key table's entries */
+	uint64_t ring_next; /* the next fleet ring entry to read */
+	bool ring_known;    /* ring_next is set */
+
+	struct fc_fleet_key *keys;
+	size_t nk, kcap;
+	size_t *call_key; /* the round's calls: their keys */
+	struct fc_fleet_expect *expect;
+	uint64_t *shares; /* the round's s_j values, per call */
+	size_t shares_cap, ncall_cap;
+
+	enum fc_fleet_mode mode;
+	char reason[160];
+	uint64_t since_ms, last_sync_ms, degraded_at_ms, retry_at_ns, backoff_ms, probe_at_ns;
+	unsigned fails;
+	uint64_t rounds, connects_seen;
+	uint64_t started_ns; /* the first round's time */
+	double lat[FC_FLEET_LAT_N], lat_sum;
+	struct fc_fleet_counters cnt;
+	bool logged_other_set, logged_algo;
+
+	struct fc_fleet_view view;
+	struct fc_fleet_view_policy *vpol;
+	struct fc_fleet_view_primary vprim[16];
+
+	/* the thread */
+	pthread_t thread;
+	pthread_mutex_t lock;
+	pthread_cond_t wake;
+	bool running, stop;
+	struct fc_fleet_cfg *next; /* a snapshot waiting for the next round */
+};
+
+/* ---- the configuration's copy ---- */
+
+static void fc_cfg_free(struct fc_fleet_cfg *c)
+{
+	size_t i;
+	int k;
+
+	for (i = 0; c->policies && i < c->npolicies; i++)
+		for (k = 0; k < 2; k++) {
+			free(c->policies[i].set[k].no);
+			free(c->policies[i].set[k].split);
+		}
+	free(c->policies);
+	c->policies = NULL;
+	c->npolicies = 0;
+}
+
+static int fc_cfg_copy(struct fc_fleet_cfg *dst, const struct fc_fleet_cfg *src, struct fc_err *err)
+{
+	size_t i;
+	int k;
+
+	*dst = *src;
+	dst->policies = calloc(src->npolicies ? src->npolicies : 1, sizeof(*dst->policies));
+	if (!dst->policies)
+		return fc_err_set(err, "fleet: out of memory");
+	for (i = 0; i < src->npolicies; i++) {
+		dst->policies[i] = src->policies[i];
+		for (k = 0; k < 2; k++) {
+			const struct fc_fleet_set *s = &src->policies[i].set[k];
+			struct fc_fleet_set *d = &dst->policies[i].set[k];
+
+			d->no = NULL;
+			d->split = NULL;
+			if (s->nnodes > FC_FLEET_NODE_MAX) {
+				dst->npolicies = i + 1;
+				fc_cfg_free(dst);
+				return fc_err_set(err, "fleet: policy %u: %u nodes, more than %u", s->nnodes,
+						  src->policies[i].id, FC_FLEET_NODE_MAX);
+			}
+			d->no = calloc(s->nnodes + 1, sizeof(*d->no));
+			d->split = calloc(s->nnodes + 1, sizeof(*d->split));
+			if (!d->no || !d->split) {
+				dst->npolicies = i + 1;
+				fc_cfg_free(dst);
+				return fc_err_set(err, "fleet: out of memory");
+			}
+			memcpy(d->no, s->no, s->nnodes * sizeof(*d->no));
+			memcpy(d->split, s->split, s->nnodes * sizeof(*d->split));
+		}
+	}
+	return 0;
+}
+
+/* ---- time, shares ---- */
+
+static uint64_t fc_utc_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+/* The set window w uses. */
+static const struct fc_fleet_set *fc_set_of(const struct fc_fleet_pol *p, uint64_t w)
+{
+	return p->set[1].from != FC_FLEET_NEVER && w >= p->set[1].from ? &p->set[1] : &p->set[0];
+}
+
+/* Node no's split in set s ({0}: not in it, share 0). */
+static struct fc_fleet_split fc_split_in(const struct fc_fleet_set *s, uint32_t no)
+{
+	uint32_t j;
+
+	for (j = 0; j < s->nnodes; j++)
+		if (s->no[j] == no)
+			return s->split[j];
+	return (struct fc_fleet_split){ .from = s->from };
+}
+
+/* This node's share of window w for a key of point u (the fresh rule applied). */
+static uint64_t fc_my_share(const struct fc_fleet *f, const struct fc_fleet_pol *p, uint32_t u, uint64_t w)
+{
+	struct fc_fleet_split sp[2] = { fc_split_in(&p->set[0], f->cfg.node_no),
+					fc_split_in(&p->set[1], f->cfg.node_no) };
+
+	sp[0].from = p->set[0].from;
+	sp[1].from = p->set[1].from;
+	return fc_fleet_share_in(sp, u, w, p->unit_ns, f->cfg.fresh_ns, 0);
+}
+
+static const struct fc_fleet_pol *fc_pol_by_id(const struct fc_fleet *f, uint32_t id, uint32_t epoch)
+{
+	size_t i;
+
+	for (i = 0; i < f->cfg.npolicies; i++)
+		if (f->cfg.policies[i].id == id && f->cfg.policies[i].epoch == epoch)
+			return &f->cfg.policies[i];
+	return NULL;
+}
+
+static const struct fc_fleet_pol *fc_pol_by_slot(const struct fc_fleet *f, uint32_t slot, uint32_t epoch)
+{
+	size_t i;
+
+	for (i = 0; i < f->cfg.npolicies; i++)
+		if (f->cfg.policies[i].slot == slot && f->cfg.policies[i].shm_epoch == epoch &&
+		    f->cfg.policies[i].keyed && !f->cfg.policies[i].xdp)
+			return &f->cfg.policies[i];
+	return NULL;
+}
+
+/* ---- the state file ---- */
+
+static struct fc_shm_key *fc_key_entry(const struct fc_fleet *f, uint32_t index)
+{
+	return (struct fc_shm_key *)((char *)f->map.base + FC_STATE_KEYS_OFF) + index;
+}
+
+static struct fc_shm_slot *fc_slot(const struct fc_fleet *f, uint32_t slot)
+{
+	return (struct fc_shm_slot *)((char *)f->map.base + FC_STATE_SLOTS_OFF) + slot;
+}
+
+/* Maps the state file when it is not (or a SIGBUS voided the mapping):
+ * 0, or -1 (no state file yet: nothing to do this round). */
+static int fc_state_map(struct fc_fleet *f)
+{
+	struct fc_err err;
+	struct stat st;
+
+	if (f->map.base && !fc_fleet_map_lost(&f->map))
+		return 0;
+	fc_fleet_map_close(&f->map);
+	f->ring_known = false;
+	if (stat(f->cfg.state_path, &st) < 0 || !(f->nkeys = fc_state_nkeys((uint64_t)st.st_size)))
+		return -1;
+	if (fc_fleet_map_file(&f->map, f->cfg.state_path, (size_t)st.st_size, &err) < 0) {
+		fc_debug("%s", err.msg);
+		return -1;
+	}
+	return 0;
+}
+
+/* ---- tracked keys ---- */
+
+static struct fc_fleet_key *fc_key_find(struct fc_fleet *f, uint64_t tag, uint32_t index)
+{
+	size_t i;
+
+	for (i = 0; i < f->nk; i++)
+		if (f->keys[i].tag == tag && f->keys[i].index == index)
+			return &f->keys[i];
+	return NULL;
+}
+
+/* Tracks a key from now on. One whose window began before this agent did
+ * may have history in Redis (the agent restarted): it adopts Redis's
+ * totals before it asks (design §5.6). */
+static struct fc_fleet_key *fc_key_track(struct fc_fleet *f, uint64_t tag, uint32_t index, const struct fc_fleet_pol *p,
+					 uint64_t w)
+{
+	struct fc_fleet_key *k = fc_key_find(f, tag, index), *more;
+
+	if (k)
+		return k;
+	if (f->nk == f->kcap) {
+		more = realloc(f->keys, (f->kcap ? f->kcap * 2 : 64) * sizeof(*f->keys));
+		if (!more)
+			return NULL;
+		f->keys = more;
+		f->kcap = f->kcap ? f->kcap * 2 : 64;
+	}
+	k = &f->keys[f->nk++];
+	*k = (struct fc_fleet_key){
+		.tag = tag,
+		.index = index,
+		.id = p->id,
+		.epoch = p->epoch,
+		.w = w,
+		.flags = w * p->unit_ns < f->started_ns ? FC_KEY_ADOPT : 0,
+	};
+	return k;
+}
+
+/* Drops keys of windows that ended, or of policies gone. */
+static void fc_keys_expire(struct fc_fleet *f, uint64_t now)
+{
+	size_t i = 0;
+
+	while (i < f->nk) {
+		const struct fc_fleet_pol *p = fc_pol_by_id(f, f->keys[i].id, f->keys[i].epoch);
+
+		if (p && f->keys[i].w == now / p->unit_ns) {
+			i++;
+			continue;
+		}
+		f->keys[i] = f->keys[--f->nk];
+	}
+}
+
+/* A ring entry, as the workers wrote it: tracked if it is a key of a keyed
+ * fleet policy, refused for lack of credit in the current window. */
+static void fc_ring_take(struct fc_fleet *f, const struct fc_shm_fleet_entry *e, uint64_t now)
+{
+	const struct fc_fleet_pol *p = fc_pol_by_slot(f, e->slot, e->epoch);
+	struct fc_shm_key *k;
+	uint64_t w;
+
+	if (!p || e->index >= f->nkeys || e->tag < FC_SHM_KEY_TAG_MIN)
+		goto bad;
+	w = now / p->unit_ns;
+	k = fc_key_entry(f, e->index);
+	if (e->window != FC_FLEET_LABEL(w)) /* a window already over: nothing to ask for */
+		return;
+	if (__atomic_load_n(&k->tag, __ATOMIC_ACQUIRE) != e->tag || k->slot != e->slot || k->epoch != e->epoch)
+		goto bad;
+	fc_key_track(f, e->tag, e->index, p, w);
+	return;
+bad:
+	f->cnt.ring_errors++;
+}
+
+/* Every entry of the key table whose demand word says "short in this
+ * window": after the ring lost entries (a lap). */
+static void fc_ring_scan(struct fc_fleet *f, uint64_t now)
+{
+	const struct fc_fleet_pol *p;
+	struct fc_shm_key *k;
+	uint64_t tag;
+	uint32_t i;
+
+	for (i = 0; i < f->nkeys; i++) {
+		k = fc_key_entry(f, i);
+		tag = __atomic_load_n(&k->tag, __ATOMIC_ACQUIRE);
+		if (tag < FC_SHM_KEY_TAG_MIN || !(p = fc_pol_by_slot(f, k->slot, k->epoch)))
+			continue;
+		if (fc_fleet_wanted(__atomic_load_n(&k->state[1], __ATOMIC_RELAXED), now / p->unit_ns))
+			fc_key_track(f, tag, i, p, now / p->unit_ns);
+	}
+}
+
+/* Reads the fleet ring from where the last round stopped. */
+static void fc_ring_drain(struct fc_fleet *f, uint64_t now)
+{
+	struct fc_shm_fleet_ring *ring = (struct fc_shm_fleet_ring *)((char *)f->map.base + FC_STATE_FLEET_OFF);
+	uint64_t head = __atomic_load_n(&ring->head, __ATOMIC_ACQUIRE), i, seq;
+	struct fc_shm_fleet_entry e;
+	bool lost = false;
+
+	if (!f->ring_known) { /* a new mapping: what is in the ring now, a scan finds */
+		f->ring_next = head;
+		f->ring_known = true;
+		fc_ring_scan(f, now);
+		return;
+	}
+	if (head < f->ring_next || head - f->ring_next > FC_SHM_FLEET_RING_SIZE) {
+		lost = true;
+		f->ring_next = head;
+	}
+	for (i = f->ring_next; i < head; i++) {
+		const struct fc_shm_fleet_entry *src = &ring->e[i & (FC_SHM_FLEET_RING_SIZE - 1)];
+
+		seq = __atomic_load_n(&src->seq, __ATOMIC_ACQUIRE);
+		if (seq < i + 1)
+			break; /* not written yet: the next round reads it */
+		memcpy(&e, src, sizeof(e));
+		__atomic_thread_fence(__ATOMIC_ACQUIRE);
+		if (seq > i + 1 || __atomic_load_n(&src->seq, __ATOMIC_RELAXED) != seq) {
+			lost = true; /* overwritten by a faster lap */
+			continue;
+		}
+		fc_ring_take(f, &e, now);
+	}
+	f->ring_next = i;
+	if (lost) {
+		fc_warn("fleet: the fleet ring lost entries: scanning the key table");
+		fc_ring_scan(f, now);
+	}
+}
+
+/* ---- a key's words ---- */
+
+/* Where a tracked key's words are: NULL when its entry is no longer it
+ * (the policy moved, the entry was taken back: nothing to do for it). */
+struct fc_words {
+	__u64 *credit, *demand;
+	uint32_t passed, denied;
+	uint32_t u; /* its point */
+};
+
+static int fc_key_words(const struct fc_fleet *f, const struct fc_fleet_key *k, const struct fc_fleet_pol *p,
+			struct fc_words *out)
+{
+	if (k->index == FC_FLEET_FIXED) {
+		struct fc_shm_slot *s = fc_slot(f, p->slot);
+
+		if (p->slot >= FC_SHM_SLOTS ||
+		    __atomic_load_n(&s->owner, __ATOMIC_ACQUIRE) != ((uint64_t)p->id << 32 | p->shm_epoch))
+			return -1;
+		*out = (struct fc_words){ .credit = &s->state[0],
+					  .demand = &s->state[1],
+					  .u = p->fixed_u,
+					  .passed = (uint32_t)__atomic_load_n(&s->passed, __ATOMIC_RELAXED),
+					  .denied = (uint32_t)__atomic_load_n(&s->denied, __ATOMIC_RELAXED) };
+		return 0;
+	}
+	struct fc_shm_key *e = fc_key_entry(f, k->index);
+
+	if (k->index >= f->nkeys || __atomic_load_n(&e->tag, __ATOMIC_ACQUIRE) != k->tag || e->slot != p->slot ||
+	    e->epoch != p->shm_epoch)
+		return -1;
+	*out = (struct fc_words){ .credit = &e->state[0],
+				  .demand = &e->state[1],
+				  .u = fc_fleet_point(k->tag),
+				  .passed = __atomic_load_n(&e->passed, __ATOMIC_RELAXED),
+				  .denied = __atomic_load_n(&e->denied, __ATOMIC_RELAXED) };
+	return 0;
+}
+
+/* Fixed-value L7 policies are polled every round: a key each. */
+static void fc_fixed_track(struct fc_fleet *f, uint64_t now)
+{
+	size_t i;
+
+	for (i = 0; i < f->cfg.npolicies; i++) {
+		const struct fc_fleet_pol *p = &f->cfg.policies[i];
+
+		if (!p->keyed && !p->xdp && p->algo == FC_ALGO_FLEET_WINDOW)
+			fc_key_track(f, (uint64_t)p->id << 32 | p->epoch, FC_FLEET_FIXED, p, now / p->unit_ns);
+	}
+}
+
+/* What a key is to send this round: its call filled, or 0 (nothing to say). */
+static int fc_key_call(struct fc_fleet *f, struct fc_fleet_key *k, const struct fc_fleet_pol *p, uint64_t now,
+		       struct fc_fleet_call *c, uint64_t *shares)
+{
+	const struct fc_fleet_set *set = fc_set_of(p, k->w);
+	struct fc_fleet_rec rec = { .id = p->id,
+				    .epoch = p->epoch,
+				    .kind = FC_FLEET_REC_WINDOW,
+				    .unit = p->unit_ns / 1000000000ULL,
+				    .w = k->w };
+	uint64_t share, allot, credit, used, want = 0, n = 0, end;
+	char name[FC_FLEET_NAME_MAX];
+	struct fc_words wd;
+	struct fc_err err;
+	bool idle, reassert = k->flags & (FC_KEY_ADOPT | FC_KEY_REASSERT);
+	uint32_t j;
+
+	if (fc_key_words(f, k, p, &wd) < 0)
+		return 0;
+	share = fc_my_share(f, p, wd.u, k->w);
+	allot = share + k->g_app - k->r_lock;
+	credit = fc_fleet_credit(__atomic_load_n(wd.credit, __ATOMIC_RELAXED), k->w);
+	used = FC_FLEET_WORD_W(*wd.credit) == FC_FLEET_LABEL(k->w) && credit <= allot ? allot - credit : 0;
+	idle = wd.passed == k->passed_seen && wd.denied == k->denied_seen;
+	k->idle_rounds = idle ? (k->idle_rounds < 255 ? k->idle_rounds + 1 : 255) : 0;
+	k->passed_seen = wd.passed;
+	if (fc_fleet_wanted(__atomic_load_n(wd.demand, __ATOMIC_RELAXED), k->w) &&
+	    !(k->flags & (FC_KEY_DONE | FC_KEY_FROZEN))) {
+		want = wd.denied > k->denied_seen ? wd.denied - k->denied_seen : 1;
+		want = want < p->limit ? want : p->limit;
+	}
+	if (!want && !reassert && k->r_lock <= k->r_acked && (k->index != FC_FLEET_FIXED || used == k->u_sent))
+		return 0;
+	rec.kid = k->index == FC_FLEET_FIXED ? 0 : k->tag;
+	if (fc_fleet_rec_name(&rec, fc_redis_prefix(f->redis), name, sizeof(name), &err) < 0)
+		return 0;
+	end = (k->w + 1) * p->unit_ns;
+	for (j = 0; j < set->nnodes; j++) {
+		shares[j] = fc_fleet_share(&set->split[j], wd.u);
+		n += shares[j];
+	}
+	*c = (struct fc_fleet_call){
+		.no = f->cfg.node_no,
+		.limit = p->limit,
+		.n = n,
+		.set = set->digest,
+		.ttl_ms = (end > now ? (end - now) / 1000000 : 0) + f->cfg.max_skew_ms + f->cfg.interval_ms + 1000,
+		.adopt = k->flags & FC_KEY_ADOPT,
+		.g_app = k->g_app,
+		.r_lock = k->r_lock,
+		.used = used,
+		.want = want,
+		.settled = k->idle_rounds >= 2 && !credit,
+		.nshares = set->nnodes,
+		.share_no = set->no,
+		.share = shares,
+	};
+	memcpy(c->record, name, sizeof(c->record));
+	k->u_sent = used;
+	return 1;
+}
+
+/* Applies key k's answer. */
+static void fc_key_apply(struct fc_fleet *f, struct fc_fleet_key *k, const struct fc_fleet_pol *p,
+			 const struct fc_fleet_call *c, const struct fc_fleet_result *res, uint32_t denied)
+{
+	struct fc_words wd;
+	uint64_t d;
+	int rc;
+
+	if (res->status == FC_FLEET_R_OTHER_SET) {
+		if (!f->logged_other_set)
+			fc_warn("fleet: policy %u: node set differs from the record's (n %" PRIu64 "); store behind?",
+				p->id, res->n);
+		f->logged_other_set = true;
+		return;
+	}
+	if (c->adopt) { /* what Redis holds of ours: a grant never applied is lost, never doubled */
+		k->g_app = res->g;
+		k->r_lock = k->r_lock > res->r ? k->r_lock : res->r;
+		k->r_acked = res->r;
+		k->flags &= (uint8_t)~FC_KEY_ADOPT;
+		return;
+	}
+	if (k->flags & FC_KEY_REASSERT)
+		f->cnt.reasserted++;
+	k->flags &= (uint8_t)~FC_KEY_REASSERT;
+	k->r_acked = res->r;
+	if (res->frozen && !(k->flags & FC_KEY_FROZEN)) {
+		k->flags |= FC_KEY_FROZEN;
+		f->cnt.frozen++;
+	}
+	if (res->free <= 0 && !res->holders)
+		k->flags |= FC_KEY_DONE;
+	if (!res->confirmed || res->g <= k->g_app || fc_key_words(f, k, p, &wd) < 0)
+		return;
+	d = res->g - k->g_app;
+	rc = fc_fleet_topup(wd.credit, k->w, d, fc_my_share(f, p, wd.u, k->w));
+	if (rc == FC_FLEET_DONE || rc == FC_FLEET_LAPSED) {
+		/* LAPSED: the key's window is over here: the grant lapses (it is
+		 * counted in Redis as ours: under-admission only). */
+		k->g_app = res->g;
+		if (rc == FC_FLEET_DONE) {
+			k->granted += d;
+			k->denied_seen = denied;
+			/* satisfied: the next refusal sets the flag and rings again */
+			if (d >= c->want)
+				__sync_bool_compare_and_swap(wd.demand, FC_FLEET_WORD(k->w, FC_FLEET_WANTED), 0);
+		}
+	}
+}
+
+/* ---- the round ---- */
+
+/* Room for n calls of up to FC_FLEET_NODE_MAX shares each. */
+static int fc_round_room(struct fc_fleet *f, size_t n, size_t nshares)
+{
+	void *a, *b, *c;
+
+	if (n > f->ncall_cap) {
+		a = realloc(f->call_key, n * sizeof(*f->call_key));
+		if (a)
+			f->call_key = a;
+		b = realloc(f->expect, n * sizeof(*f->expect));
+		if (b)
+			f->expect = b;
+		if (!a || !b)
+			return -1;
+		f->ncall_cap = n;
+	}
+	if (nshares > f->shares_cap) {
+		c = realloc(f->shares, nshares * sizeof(*f->shares));
+		if (!c)
+			return -1;
+		f->shares = c;
+		f->shares_cap = nshares;
+	}
+	return 0;
+}
+
+/* A new connection to a primary may have lost what the last one had
+ * confirmed nothing of (a restart, a failover): every key with totals
+ * sends them again. */
+static void fc_reassert_check(struct fc_fleet *f)
+{
+	struct fc_redis_stats st;
+	size_t i;
+
+	fc_redis_stats(f->redis, &st);
+	if (f->connects_seen && st.connects != f->connects_seen)
+		for (i = 0; i < f->nk; i++)
+			if (f->keys[i].g_app || f->keys[i].r_lock)
+				f->keys[i].flags |= FC_KEY_REASSERT;
+	f->connects_seen = st.connects;
+}
+
+/* A round with nothing to send says nothing of Redis: once a second (and
+ * each retry while degraded) a PING does. 1: not asked. */
+static int fc_round_probe(struct fc_fleet *f, uint64_t now, struct fc_err *err)
+{
+	const char *argv[] = { "PING" };
+	struct fc_redis_cmd cmd = { .argc = 1, .argv = argv, .want = { .types = FC_REDIS_STATUS, .status = "PONG" } };
+	int rc;
+
+	if (f->mode != FC_FLEET_MODE_DEGRADED && now < f->probe_at_ns)
+		return 1;
+	f->probe_at_ns = now + 1000000000ULL;
+	rc = fc_redis_exec(f->redis, &cmd, 1, err) ? -1 : 0;
+	f->cnt.commands++;
+	fc_redis_cmds_release(&cmd, 1);
+	return rc;
+}
+
+/* Sends the round's calls (at most max_keys) and applies the answers:
+ * -1 when the round failed (Redis away, slow or wrong), with err. */
+static int fc_round_calls(struct fc_fleet *f, uint64_t now, struct fc_err *err)
+{
+	size_t i, n = 0, off = 0;
+	uint32_t *denied;
+	long bad;
+
+	size_t most = 1;
+
+	for (i = 0; i < f->cfg.npolicies; i++)
+		most = f->cfg.policies[i].set[0].nnodes > most ? f->cfg.policies[i].set[0].nnodes : most,
+		most = f->cfg.policies[i].set[1].nnodes > most ? f->cfg.policies[i].set[1].nnodes : most;
+	if (fc_round_room(f, f->nk, f->nk * most) < 0)
+		return fc_err_set(err, "fleet: out of memory");
+	denied = calloc(f->nk + 1, sizeof(*denied));
+	if (!denied)
+		return fc_err_set(err, "fleet: out of memory");
+	fc_fleet_batch_reset(&f->batch);
+	for (i = 0; i < f->nk && n < (f->cfg.max_keys ? f->cfg.max_keys : 20000); i++) {
+		struct fc_fleet_key *k = &f->keys[i];
+		const struct fc_fleet_pol *p = fc_pol_by_id(f, k->id, k->epoch);
+		struct fc_fleet_call *c;
+		struct fc_words wd;
+
+		if (!p || fc_key_words(f, k, p, &wd) < 0)
+			continue;
+		c = fc_fleet_batch_add(&f->batch);
+		if (!c)
+			break;
+		if (!fc_key_call(f, k, p, now, c, f->shares + off)) {
+			f->batch.n--;
+			continue;
+		}
+		off += c->nshares;
+		denied[n] = wd.denied;
+		f->call_key[n] = i;
+		f->expect[n++] = (struct fc_fleet_expect){ .nstar = p->limit, .g_app = k->g_app, .adopt = c->adopt };
+	}
+	f->cnt.deferred += f->nk > n && n == f->cfg.max_keys ? f->nk - n : 0;
+	bad = 0;
+	if (!n) {
+		free(denied);
+		return fc_round_probe(f, now, err);
+	}
+	if (n) {
+		f->batch.wait_ms = f->cfg.interval_ms / 2 ? f->cfg.interval_ms / 2 : 1;
+		bad = fc_fleet_batch_run(&f->batch, f->redis, f->expect, err);
+		f->cnt.scripts += n;
+		f->cnt.waits += f->batch.nwaits;
+		f->cnt.commands += n + f->batch.nwaits;
+	}
+	for (i = 0; bad >= 0 && i < n; i++) {
+		const struct fc_fleet_result *res = &f->batch.res[i];
+		struct fc_fleet_key *k = &f->keys[f->call_key[i]];
+
+		if (res->status == FC_FLEET_R_DONE || res->status == FC_FLEET_R_OTHER_SET)
+			fc_key_apply(f, k, fc_pol_by_id(f, k->id, k->epoch), &f->batch.call[i], res, denied[i]);
+		else if (res->status == FC_FLEET_R_UNKNOWN && f->batch.cmd[i].status == FC_REDIS_OK)
+			f->cnt.reply_errors++;
+	}
+	free(denied);
+	return bad ? -1 : 0;
+}
+
+static void fc_mode_set(struct fc_fleet *f, enum fc_fleet_mode mode, const char *reason, uint64_t now_ms)
+{
+	if (mode == FC_FLEET_MODE_DEGRADED && f->mode != FC_FLEET_MODE_DEGRADED) {
+		fc_warn("fleet: degraded: %s", reason);
+		f->cnt.degraded++;
+		f->degraded_at_ms = now_ms;
+	} else if (mode == FC_FLEET_MODE_FLEET && f->mode == FC_FLEET_MODE_DEGRADED) {
+		fc_warn("fleet: fleet mode again after %.1f s", (double)(now_ms - f->degraded_at_ms) / 1000);
+		f->cnt.degraded_ms += now_ms - f->degraded_at_ms;
+	}
+	if (mode != f->mode)
+		f->since_ms = now_ms;
+	f->mode = mode;
+	snprintf(f->reason, sizeof(f->reason), "%s", mode == FC_FLEET_MODE_DEGRADED ? reason : "");
+}
+
+static int fc_cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* The view of this round, for the status file and /metrics. */
+static void fc_view_fill(struct fc_fleet *f, uint64_t now, double ms)
+{
+	struct fc_redis_node_info info[16];
+	struct fc_fleet_view *v = &f->view;
+	double sorted[FC_FLEET_LAT_N];
+	size_t i, j, n, nl = f->rounds < FC_FLEET_LAT_N ? f->rounds : FC_FLEET_LAT_N;
+	void *more;
+
+	f->lat[f->rounds % FC_FLEET_LAT_N] = ms;
+	f->lat_sum += ms;
+	memcpy(sorted, f->lat, sizeof(sorted));
+	qsort(sorted, nl ? nl : 1, sizeof(double), fc_cmp_double);
+	more = realloc(f->vpol, (f->cfg.npolicies + 1) * sizeof(*f->vpol));
+	if (more)
+		f->vpol = more;
+	n = fc_redis_nodes(f->redis, info, 16);
+	for (i = 0, j = 0; i < n && i < 16; i++)
+		if (info[i].primary)
+			f->vprim[j++] = (struct fc_fleet_view_primary){ .slots = info[i].slots,
+									.replicas = info[i].replicas,
+									.up = info[i].connected },
+			memcpy(f->vprim[j - 1].addr, info[i].name, sizeof(f->vprim[j - 1].addr));
+	*v = (struct fc_fleet_view){
+		.node_no = f->cfg.node_no,
+		.mode = f->mode,
+		.since_ms = (int64_t)f->since_ms,
+		.last_sync_ms = (int64_t)f->last_sync_ms,
+		.rounds = f->rounds,
+		.interval_ms = f->cfg.interval_ms,
+		.lat_last = ms,
+		.lat_p50 = nl ? sorted[nl / 2] : 0,
+		.lat_p99 = nl ? sorted[(nl * 99) / 100] : 0,
+		.lat_sum = f->lat_sum,
+		.redis_mode = fc_redis_mode(f->redis),
+		.wait = f->batch.nwaits ? f->batch.wait_need[0] : 0,
+		.nprimaries = j,
+		.primaries = f->vprim,
+		.max_skew_ms = f->cfg.max_skew_ms,
+		.test_offset_ms = f->cfg.clock_ns / 1000000,
+		.counters = f->cnt,
+	};
+	snprintf(v->node, sizeof(v->node), "%s", f->cfg.node);
+	snprintf(v->reason, sizeof(v->reason), "%s", f->reason);
+	if (!more)
+		return;
+	for (i = 0; i < f->cfg.npolicies; i++) {
+		const struct fc_fleet_pol *p = &f->cfg.policies[i];
+		struct fc_fleet_view_policy *vp = &f->vpol[i];
+		static const char *const units[] = { "s", "m", "h", "d" };
+		uint64_t u = p->unit_ns / 1000000000ULL;
+
+		*vp = (struct fc_fleet_view_policy){ .id = p->id,
+						     .algo = p->algo == FC_ALGO_FLEET_SLIDING ? "sliding" :
+							     p->algo == FC_ALGO_FLEET_GCRA    ? "gcra" :
+												"window",
+						     .limit = p->limit,
+						     .window = now / p->unit_ns,
+						     .unit = units[u >= 86400 ? 3 :
+								   u >= 3600  ? 2 :
+								   u >= 60    ? 1 :
+										0] };
+		for (j = 0; j < f->nk; j++) {
+			const struct fc_fleet_key *k = &f->keys[j];
+			struct fc_words wd;
+
+			if (k->id != p->id || k->epoch != p->epoch || fc_key_words(f, k, p, &wd) < 0)
+				continue;
+			vp->tracked++;
+			vp->credit += fc_fleet_credit(*wd.credit, k->w);
+			vp->node_used += k->u_sent;
+			vp->demanding += fc_fleet_wanted(*wd.demand, k->w);
+			vp->done += !!(k->flags & FC_KEY_DONE);
+			vp->grants += k->granted;
+			vp->releases += k->r_lock;
+		}
+	}
+	v->npolicies = f->cfg.npolicies;
+	v->policies = f->vpol;
+}
+
+void fc_fleet_round(struct fc_fleet *f, uint64_t now)
+{
+	uint64_t t0 = fc_utc_ns(), now_ms = now / 1000000;
+	struct fc_err err = { .msg = "" };
+	int rc = 0;
+
+	now += (uint64_t)f->cfg.clock_ns;
+	if (!f->rounds) {
+		f->since_ms = now_ms;
+		f->started_ns = now;
+	}
+	fc_keys_expire(f, now);
+	if (fc_state_map(f) == 0) {
+		fc_ring_drain(f, now);
+		fc_fixed_track(f, now);
+		fc_reassert_check(f);
+		/* degraded: try again no more often than the backoff */
+		if (f->mode != FC_FLEET_MODE_DEGRADED || now >= f->retry_at_ns)
+			rc = fc_round_calls(f, now, &err);
+		else
+			rc = 1;
+		if (fc_fleet_map_lost(&f->map))
+			rc = rc ? rc : 1; /* void: the file changed under us; mapped again next round */
+	}
+	if (rc < 0) {
+		f->fails++;
+		f->backoff_ms = f->backoff_ms ? (f->backoff_ms * 2 > 1000 ? 1000 : f->backoff_ms * 2) : 100;
+		f->retry_at_ns = now + f->backoff_ms * 1000000ULL;
+		if (f->fails >= FC_FLEET_FAILS)
+			fc_mode_set(f, FC_FLEET_MODE_DEGRADED, err.msg, now_ms);
+	} else if (rc == 0) {
+		f->fails = 0;
+		f->backoff_ms = 0;
+		f->last_sync_ms = now_ms;
+		fc_mode_set(f, f->cfg.npolicies ? FC_FLEET_MODE_FLEET : FC_FLEET_MODE_OFF, "", now_ms);
+	}
+	f->rounds++;
+	fc_view_fill(f, now, (double)(fc_utc_ns() - t0) / 1e6);
+	if (f->cfg.status_shm[0] && fc_fleet_status_write(f->cfg.status_shm, &f->view, &err) < 0)
+		fc_debug("%s", err.msg);
+}
+
+const struct fc_fleet_view *fc_fleet_view(const struct fc_fleet *f)
+{
+	return &f->view;
+}
+
+struct fc_fleet *fc_fleet_new(const struct fc_fleet_cfg *cfg, struct fc_redis *redis, struct fc_err *err)
+{
+	struct fc_fleet *f = calloc(1, sizeof(*f));
+
+	if (!f) {
+		fc_err_set(err, "fleet: out of memory");
+		return NULL;
+	}
+	if (fc_cfg_copy(&f->cfg, cfg, err) < 0) {
+		free(f);
+		return NULL;
+	}
+	f->redis = redis;
+	fc_fleet_batch_init(&f->batch);
+	pthread_mutex_init(&f->lock, NULL);
+	pthread_cond_init(&f->wake, NULL);
+	return f;
+}
+
+void fc_fleet_free(struct fc_fleet *f)
+{
+	if (!f)
+		return;
+	fc_fleet_map_close(&f->map);
+	fc_fleet_batch_free(&f->batch);
+	fc_cfg_free(&f->cfg);
+	if (f->next) {
+		fc_cfg_free(f->next);
+		free(f->next);
+	}
+	free(f->keys);
+	free(f->call_key);
+	free(f->expect);
+	free(f->shares);
+	free(f->vpol);
+	pthread_mutex_destroy(&f->lock);
+	pthread_cond_destroy(&f->wake);
+	free(f);
+}
+
+/* ---- the thread ---- */
+
+static void *fc_fleet_main(void *arg)
+{
+	struct fc_fleet *f = arg;
+	struct timespec at;
+	uint64_t next;
+
+	pthread_mutex_lock(&f->lock);
+	while (!f->stop) {
+		if (f->next) { /* the snapshot the main loop left: taken whole */
+			fc_cfg_free(&f->cfg);
+			f->cfg = *f->next;
+			free(f->next);
+			f->next = NULL;
+		}
+		pthread_mutex_unlock(&f->lock);
+		fc_fleet_round(f, fc_utc_ns());
+		pthread_mutex_lock(&f->lock);
+		clock_gettime(CLOCK_REALTIME, &at);
+		next = (uint64_t)at.tv_nsec + (uint64_t)f->cfg.interval_ms * 1000000ULL;
+		at.tv_sec += (time_t)(next / 1000000000ULL);
+		at.tv_nsec = (long)(next % 1000000000ULL);
+		while (!f->stop && pthread_cond_timedwait(&f->wake, &f->lock, &at) != ETIMEDOUT)
+			;
+	}
+	pthread_mutex_unlock(&f->lock);
+	return NULL;
+}
+
+struct fc_fleet *fc_fleet_start(const struct fc_fleet_cfg *cfg, struct fc_redis *redis, struct fc_err *err)
+{
+	struct fc_fleet *f = fc_fleet_new(cfg, redis, err);
+	int rc;
+
+	if (!f)
+		return NULL;
+	rc = pthread_create(&f->thread, NULL, fc_fleet_main, f);
+	if (rc) {
+		fc_err_set(err, "fleet: thread: %s", strerror(rc));
+		fc_fleet_free(f);
+		return NULL;
+	}
+	f->running = true;
+	return f;
+}
+
+int fc_fleet_update(struct fc_fleet *f, const struct fc_fleet_cfg *cfg, struct fc_err *err)
+{
+	struct fc_fleet_cfg *c = calloc(1, sizeof(*c));
+
+	if (!c || fc_cfg_copy(c, cfg, err) < 0) {
+		free(c);
+		return c ? -1 : fc_err_set(err, "fleet: out of memory");
+	}
+	pthread_mutex_lock(&f->lock);
+	if (f->next) {
+		fc_cfg_free(f->next);
+		free(f->next);
+	}
+	f->next = c;
+	pthread_mutex_unlock(&f->lock);
+	return 0;
+}
+
+void fc_fleet_counters(struct fc_fleet *f, struct fc_fleet_counters *out, enum fc_fleet_mode *mode, uint64_t *rounds)
+{
+	pthread_mutex_lock(&f->lock);
+	*out = f->cnt;
+	*mode = f->mode;
+	*rounds = f->rounds;
+	pthread_mutex_unlock(&f->lock);
+}
+
+void fc_fleet_stop(struct fc_fleet *f)
+{
+	if (!f)
+		return;
+	if (f->running) {
+		pthread_mutex_lock(&f->lock);
+		f->stop = true;
+		pthread_cond_signal(&f->wake);
+		pthread_mutex_unlock(&f->lock);
+		pthread_join(f->thread, NULL);
+	}
+	fc_redis_close(f->redis);
+	fc_fleet_free(f);
+}

@@ -1,0 +1,454 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * The lease engine's round (loader/agent/fc_fleet_engine.c) against a real
+ * redis-server and its replica (tests/integration/test_fleet_script.sh
+ * starts them: FC_FLEET_IT_REDIS, FC_FLEET_IT_REPLICA_PID), over a state
+ * file this test writes as nginx's workers would: a key refused for lack of
+ * credit sets its demand word and goes on the fleet ring; the engine's
+ * round asks Redis and puts the grant in the key's credit word. Rounds are
+ * run one at a time at a clock of the test's.
+ *
+ * What it holds to: a key on the ring is tracked and granted from the
+ * pool other nodes released, after a WAIT, within one round; its demand
+ * word is cleared when satisfied; hostile ring entries (an index past the
+ * table, a tag or an epoch that is not the entry's, a slot of no fleet
+ * policy) are counted and not tracked; a fixed-value policy's slot is
+ * polled each round; Redis paused (CLIENT PAUSE) makes the node degraded
+ * after three failed rounds and the status file says so, and it comes back
+ * by itself; the state file truncated under the engine voids the round
+ * without a crash.
+ */
+#include <fcntl.h>
+#include <inttypes.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <sys/mman.h>
+#include <cmocka.h>
+#include <hiredis/hiredis.h>
+#include <jansson.h>
+
+#include "fc_fleet_engine.h"
+#include "fc_shm.h"
+
+#define NKEYS 1024u
+#define UNIT_NS (60ULL * 1000000000ULL)
+#define TAG 0x5eed00000000abcdULL
+
+static char dir[64], state_path[128], shm_path[128], addr[64], prefix[32];
+static redisContext *adm_ctx;
+static uint64_t size;
+
+static uint32_t nos[2] = { 1, 2 };
+static struct fc_fleet_split splits[2] = { { .base = 5 }, { .base = 5 } };
+
+static struct fc_fleet_pol pols[2] = {
+	{ .id = 7,
+	  .epoch = 1,
+	  .slot = 3,
+	  .shm_epoch = 5,
+	  .algo = FC_ALGO_FLEET_WINDOW,
+	  .keyed = true,
+	  .limit = 10,
+	  .unit_ns = UNIT_NS },
+	{ .id = 8,
+	  .epoch = 2,
+	  .slot = 4,
+	  .shm_epoch = 6,
+	  .algo = FC_ALGO_FLEET_WINDOW,
+	  .keyed = false,
+	  .limit = 10,
+	  .unit_ns = UNIT_NS,
+	  .fixed_u = 77 },
+};
+
+static struct fc_fleet_cfg cfg(void)
+{
+	struct fc_fleet_cfg c = {
+		.node = "n1", .node_no = 1, .interval_ms = 100, .max_skew_ms = 500, .npolicies = 2, .policies = pols
+	};
+	int i;
+
+	for (i = 0; i < 2; i++) {
+		pols[i].set[0] =
+			(struct fc_fleet_set){ .from = 0, .digest = 0xd16e57, .nnodes = 2, .no = nos, .split = splits };
+		pols[i].set[1] = (struct fc_fleet_set){
+			.from = FC_FLEET_NEVER, .digest = 0xd16e57, .nnodes = 2, .no = nos, .split = splits
+		};
+	}
+	snprintf(c.state_path, sizeof(c.state_path), "%s", state_path);
+	snprintf(c.status_shm, sizeof(c.status_shm), "%s", shm_path);
+	return c;
+}
+
+static struct fc_redis *client(unsigned timeout_ms)
+{
+	struct fc_redis_conf conf;
+	struct fc_redis *r;
+	struct fc_err err;
+	char url[96];
+
+	snprintf(url, sizeof(url), "redis://%s", addr);
+	fc_redis_conf_init(&conf);
+	conf.timeout_ms = timeout_ms;
+	if (fc_redis_conf_urls(&conf, url, &err) || fc_redis_conf_prefix(&conf, prefix, &err))
+		fail_msg("%s", err.msg);
+	r = fc_redis_open(&conf, &err);
+	if (!r)
+		fail_msg("%s", err.msg);
+	return r;
+}
+
+/* The state file as the workers have it. */
+static void *state;
+
+static struct fc_shm_key *entry(uint32_t i)
+{
+	return (struct fc_shm_key *)((char *)state + FC_STATE_KEYS_OFF) + i;
+}
+
+static struct fc_shm_fleet_ring *ring(void)
+{
+	return (struct fc_shm_fleet_ring *)((char *)state + FC_STATE_FLEET_OFF);
+}
+
+static void push(uint64_t tag, uint32_t index, uint32_t slot, uint32_t epoch, uint64_t w)
+{
+	struct fc_shm_fleet_ring *rg = ring();
+	uint64_t i = rg->head++;
+	struct fc_shm_fleet_entry *e = &rg->e[i & (FC_SHM_FLEET_RING_SIZE - 1)];
+
+	*e = (struct fc_shm_fleet_entry){
+		.tag = tag, .index = index, .slot = slot, .epoch = epoch, .window = (uint32_t)FC_FLEET_LABEL(w)
+	};
+	__atomic_store_n(&e->seq, i + 1, __ATOMIC_RELEASE);
+}
+
+/* A key refused in window w with no credit left: what a worker leaves. */
+static void refused_key(uint32_t index, uint64_t tag, uint64_t w, uint32_t denied)
+{
+	struct fc_shm_key *k = entry(index);
+
+	memset(k, 0, sizeof(*k));
+	k->slot = 3;
+	k->epoch = 5;
+	k->state[0] = FC_FLEET_WORD(w, 0);
+	k->state[1] = FC_FLEET_WORD(w, FC_FLEET_WANTED);
+	k->denied = denied;
+	k->passed = 5;
+	__atomic_store_n(&k->tag, tag, __ATOMIC_RELEASE);
+	push(tag, index, 3, 5, w);
+}
+
+/* Node 2 releases x of its share of the key's record in window w, as its
+ * agent would: a batch of its own. */
+static void node2_releases(uint64_t kid, uint64_t w, uint64_t x)
+{
+	struct fc_fleet_rec rec = { .id = 7, .epoch = 1, .kid = kid, .kind = 'w', .unit = 60, .w = w };
+	struct fc_fleet_expect ex = { .nstar = 10 };
+	const uint64_t shares[2] = { 5, 5 };
+	struct fc_redis *r = client(2000);
+	struct fc_fleet_batch b;
+	struct fc_fleet_call *c;
+	struct fc_err err;
+
+	fc_fleet_batch_init(&b);
+	c = fc_fleet_batch_add(&b);
+	assert_true(fc_fleet_rec_name(&rec, prefix, c->record, sizeof(c->record), &err) > 0);
+	c->no = 2;
+	c->limit = 10;
+	c->n = 10;
+	c->set = 0xd16e57;
+	c->ttl_ms = 120000;
+	c->r_lock = x;
+	c->nshares = 2;
+	c->share_no = nos;
+	c->share = shares;
+	if (fc_fleet_batch_run(&b, r, &ex, &err))
+		fail_msg("%s", err.msg);
+	fc_fleet_batch_free(&b);
+	fc_redis_close(r);
+}
+
+static long long hget(uint64_t kid, uint64_t w, const char *field)
+{
+	struct fc_fleet_rec rec = { .id = 7, .epoch = 1, .kid = kid, .kind = 'w', .unit = 60, .w = w };
+	char name[FC_FLEET_NAME_MAX];
+	struct fc_err err;
+	redisReply *r;
+	long long v;
+
+	assert_true(fc_fleet_rec_name(&rec, prefix, name, sizeof(name), &err) > 0);
+	r = redisCommand(adm_ctx, "HGET %s %s", name, field);
+	assert_non_null(r);
+	v = r->type == REDIS_REPLY_STRING ? strtoll(r->str, NULL, 10) : -1;
+	freeReplyObject(r);
+	return v;
+}
+
+static uint64_t window_start(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return ((uint64_t)ts.tv_sec * 1000000000ULL / UNIT_NS) * UNIT_NS;
+}
+
+static void test_ring_key_granted(void **state_)
+{
+	struct fc_fleet_cfg c = cfg();
+	uint64_t t0 = window_start(), w = t0 / UNIT_NS;
+	const struct fc_fleet_view *v;
+	struct fc_redis *r = client(2000);
+	struct fc_fleet *f;
+	struct fc_err err;
+	uint64_t scripts;
+	int i;
+
+	(void)state_;
+	f = fc_fleet_new(&c, r, &err);
+	assert_non_null(f);
+	fc_fleet_round(f, t0); /* maps the file; nothing to do */
+	assert_int_equal(fc_fleet_view(f)->policies[0].tracked, 0);
+	node2_releases(TAG, w, 4);
+	refused_key(17, TAG, w, 3);
+	/* one round, or more if its WAIT (interval/2) came back short on a
+	 * loaded machine: the next call is a duplicate, which grants nothing
+	 * and is confirmed by its own WAIT */
+	for (i = 1; i <= 3; i++) {
+		fc_fleet_round(f, t0 + i * 100000000ULL);
+		if (FC_FLEET_WORD_CREDIT(entry(17)->state[0]))
+			break;
+	}
+	printf("# granted after %d round(s)\n", i);
+	v = fc_fleet_view(f);
+	assert_string_equal(fc_fleet_mode_name(v->mode), "fleet");
+	assert_int_equal(v->policies[0].tracked, 1);
+	assert_int_equal(v->policies[0].grants, 3);
+	/* 3 wanted (the denials), 4 free: granted, confirmed, applied */
+	assert_int_equal(FC_FLEET_WORD_CREDIT(entry(17)->state[0]), 3);
+	assert_int_equal(FC_FLEET_WORD_W(entry(17)->state[0]), FC_FLEET_LABEL(w));
+	assert_int_equal(entry(17)->state[1], 0); /* satisfied: the flag cleared */
+	assert_int_equal(hget(TAG, w, "g1"), 3);
+	assert_int_equal(hget(TAG, w, "q1"), -1);
+	/* nothing more to say: no script */
+	scripts = v->counters.scripts;
+	fc_fleet_round(f, t0 + 500000000);
+	assert_int_equal(fc_fleet_view(f)->counters.scripts, scripts);
+	assert_int_equal(FC_FLEET_WORD_CREDIT(entry(17)->state[0]), 3);
+	fc_fleet_free(f);
+	fc_redis_close(r);
+}
+
+/* Ring entries that do not check are counted and not tracked; one of a
+ * window that is over is dropped quietly. */
+static void test_hostile_ring(void **state_)
+{
+	struct fc_fleet_cfg c = cfg();
+	uint64_t t0 = window_start(), w = t0 / UNIT_NS;
+	struct fc_redis *r = client(2000);
+	const struct fc_fleet_view *v;
+	struct fc_fleet *f;
+	struct fc_err err;
+
+	(void)state_;
+	f = fc_fleet_new(&c, r, &err);
+	fc_fleet_round(f, t0);
+	refused_key(40, TAG + 1, w, 1);
+	ring()->head--;                    /* refused_key's own push: replaced by the bad ones */
+	push(TAG + 1, NKEYS + 5, 3, 5, w); /* past the table */
+	push(TAG + 2, 40, 3, 5, w);        /* not the entry's tag */
+	push(TAG + 1, 40, 3, 9, w);        /* not the entry's epoch (and no policy's) */
+	push(TAG + 1, 40, 11, 5, w);       /* a slot of no fleet policy */
+	push(TAG + 1, 40, 3, 5, w - 1);    /* a window over */
+	push(5, 40, 3, 5, w);              /* a busy word for a tag */
+	fc_fleet_round(f, t0 + 100000000);
+	v = fc_fleet_view(f);
+	assert_int_equal(v->policies[0].tracked, 0);
+	assert_int_equal(v->counters.ring_errors, 5);
+	assert_int_equal(entry(40)->state[0], FC_FLEET_WORD(w, 0));
+	fc_fleet_free(f);
+	fc_redis_close(r);
+}
+
+/* A fixed-value policy's slot, polled each round: its use goes to Redis
+ * when it changes, and a demand is granted into the slot's word. */
+static void test_fixed_slot(void **state_)
+{
+	struct fc_fleet_cfg c = cfg();
+	uint64_t t0 = window_start(), w = t0 / UNIT_NS;
+	struct fc_shm_slot *s = (struct fc_shm_slot *)((char *)state + FC_STATE_SLOTS_OFF) + 4;
+	struct fc_fleet_rec rec = { .id = 8, .epoch = 2, .kid = 0, .kind = 'w', .unit = 60, .w = w };
+	struct fc_redis *r = client(2000);
+	char name[FC_FLEET_NAME_MAX];
+	struct fc_fleet *f;
+	struct fc_err err;
+	redisReply *rep;
+
+	(void)state_;
+	memset(s, 0, sizeof(*s));
+	s->owner = (uint64_t)8 << 32 | 6;
+	s->state[0] = FC_FLEET_WORD(w, 2); /* 3 of its 5 spent */
+	f = fc_fleet_new(&c, r, &err);
+	fc_fleet_round(f, t0);
+	assert_true(fc_fleet_rec_name(&rec, prefix, name, sizeof(name), &err) > 0);
+	rep = redisCommand(adm_ctx, "HGET %s u1", name);
+	assert_int_equal(rep->type, REDIS_REPLY_STRING);
+	assert_string_equal(rep->str, "3");
+	freeReplyObject(rep);
+	/* its owner changed (another policy in the slot): left alone */
+	s->owner = (uint64_t)9 << 32 | 6;
+	s->state[0] = FC_FLEET_WORD(w, 0);
+	fc_fleet_round(f, t0 + 100000000);
+	rep = redisCommand(adm_ctx, "HGET %s u1", name);
+	assert_string_equal(rep->str, "3");
+	freeReplyObject(rep);
+	fc_fleet_free(f);
+	fc_redis_close(r);
+}
+
+static json_t *status_file(void)
+{
+	char path[160];
+	json_t *doc;
+
+	snprintf(path, sizeof(path), "%s.fleet.json", shm_path);
+	doc = json_load_file(path, 0, NULL);
+	assert_non_null(doc);
+	return doc;
+}
+
+/* Redis paused: calls time out; three rounds of it and the node is
+ * degraded (the status file says so, with the reason); Redis back, the next
+ * try finds it and the node is in fleet mode again. */
+static void test_degraded_and_back(void **state_)
+{
+	struct fc_fleet_cfg c = cfg();
+	uint64_t t0 = window_start(), w = t0 / UNIT_NS, t;
+	struct fc_redis *r = client(150);
+	struct fc_fleet *f;
+	struct fc_err err;
+	redisReply *rep;
+	json_t *doc;
+	int i;
+
+	(void)state_;
+	f = fc_fleet_new(&c, r, &err);
+	fc_fleet_round(f, t0);
+	refused_key(60, TAG + 60, w, 1);
+	rep = redisCommand(adm_ctx, "CLIENT PAUSE 1200 ALL");
+	freeReplyObject(rep);
+	for (i = 1, t = t0; i <= 3; i++) {
+		t += 100000000;
+		fc_fleet_round(f, t);
+		assert_int_equal(fc_fleet_view(f)->mode, i < 3 ? FC_FLEET_MODE_FLEET : FC_FLEET_MODE_DEGRADED);
+		/* past the backoff, so that each round tries */
+		t += 1000000000;
+	}
+	doc = status_file();
+	assert_string_equal(json_string_value(json_object_get(doc, "mode")), "degraded");
+	assert_true(strlen(json_string_value(json_object_get(doc, "reason"))) > 0);
+	json_decref(doc);
+	assert_int_equal(FC_FLEET_WORD_CREDIT(entry(60)->state[0]), 0);
+	usleep(1300000); /* the pause is over */
+	fc_fleet_round(f, t + 2000000000);
+	assert_int_equal(fc_fleet_view(f)->mode, FC_FLEET_MODE_FLEET);
+	assert_int_equal(fc_fleet_view(f)->counters.degraded, 1);
+	doc = status_file();
+	assert_string_equal(json_string_value(json_object_get(doc, "mode")), "fleet");
+	json_decref(doc);
+	fc_fleet_free(f);
+	fc_redis_close(r);
+}
+
+/* The state file truncated under the engine (a hostile worker): the round
+ * is void, nothing crashes; made whole again, the next round maps it anew. */
+static void test_truncated_state(void **state_)
+{
+	struct fc_fleet_cfg c = cfg();
+	uint64_t t0 = window_start(), w = t0 / UNIT_NS;
+	struct fc_redis *r = client(2000);
+	struct fc_fleet *f;
+	struct fc_err err;
+
+	(void)state_;
+	f = fc_fleet_new(&c, r, &err);
+	fc_fleet_round(f, t0);
+	refused_key(80, TAG + 80, w, 1);
+	assert_int_equal(truncate(state_path, 4096), 0);
+	fc_fleet_round(f, t0 + 100000000);
+	assert_int_equal(truncate(state_path, (off_t)size), 0);
+	fc_fleet_round(f, t0 + 200000000);
+	assert_int_equal(fc_fleet_view(f)->mode, FC_FLEET_MODE_FLEET);
+	fc_fleet_free(f);
+	fc_redis_close(r);
+}
+
+static int setup_one(void **state_)
+{
+	(void)state_;
+	memset(state, 0, FC_STATE_KEYS_OFF + (size_t)NKEYS * sizeof(struct fc_shm_key));
+	return 0;
+}
+
+static int setup(void **state_)
+{
+	const char *a = getenv("FC_FLEET_IT_REDIS");
+	int fd;
+
+	(void)state_;
+	if (!a) {
+		fprintf(stderr, "fc_fleet_engine_it: FC_FLEET_IT_REDIS is not set: run "
+				"tests/integration/test_fleet_script.sh\n");
+		exit(2);
+	}
+	snprintf(addr, sizeof(addr), "%s", a);
+	snprintf(prefix, sizeof(prefix), "fe%d:", (int)getpid());
+	snprintf(dir, sizeof(dir), "/tmp/fc-fleet-engine.XXXXXX");
+	if (!mkdtemp(dir))
+		return -1;
+	snprintf(state_path, sizeof(state_path), "%s/shm.state", dir);
+	snprintf(shm_path, sizeof(shm_path), "%s/shm", dir);
+	size = FC_STATE_SIZE_FOR(NKEYS);
+	fd = open(state_path, O_RDWR | O_CREAT, 0660);
+	if (fd < 0 || ftruncate(fd, (off_t)size) < 0)
+		return -1;
+	state = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	close(fd);
+	if (state == MAP_FAILED)
+		return -1;
+	adm_ctx = redisConnectWithTimeout("127.0.0.1", atoi(strchr(addr, ':') + 1), (struct timeval){ .tv_sec = 3 });
+	return adm_ctx && !adm_ctx->err ? 0 : -1;
+}
+
+static int teardown(void **state_)
+{
+	char cmd[128];
+
+	(void)state_;
+	munmap(state, size);
+	redisFree(adm_ctx);
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	return system(cmd) == 0 ? 0 : -1;
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup(test_ring_key_granted, setup_one),
+		cmocka_unit_test_setup(test_hostile_ring, setup_one),
+		cmocka_unit_test_setup(test_fixed_slot, setup_one),
+		cmocka_unit_test_setup(test_degraded_and_back, setup_one),
+		cmocka_unit_test_setup(test_truncated_state, setup_one),
+	};
+
+	return cmocka_run_group_tests_name("the lease engine's round against a real redis-server", tests, setup,
+					   teardown);
+}
