@@ -18,6 +18,7 @@
 
 #include "fc_fleet_engine.h"
 #include "fc_fleet_map.h"
+#include "fc_fleet_sub.h"
 #include "fc_shm.h"
 
 #define FC_FLEET_FIXED UINT32_MAX /* a key's index: the policy's slot, not a key entry */
@@ -29,6 +30,7 @@ enum {
 	FC_KEY_DONE = 1 << 1,     /* nothing free and no holder: stop asking in this window */
 	FC_KEY_FROZEN = 1 << 2,   /* the record froze: no more grants */
 	FC_KEY_REASSERT = 1 << 3, /* a new connection: send the totals again */
+	FC_KEY_RELEASE = 1 << 4,  /* another node asked: release what is unused once idle */
 };
 
 /* A key the agent tracks, in agent memory. */
@@ -48,9 +50,11 @@ struct fc_fleet {
 	struct fc_redis *redis;
 	struct fc_fleet_batch batch;
 	struct fc_fleet_map map;
-	uint32_t nkeys;     /* the mapped key table's entries */
-	uint64_t ring_next; /* the next fleet ring entry to read */
-	bool ring_known;    /* ring_next is set */
+	struct fc_fleet_sub sub;
+	uint64_t release_at_ns; /* a demand heard: a round no later than this */
+	uint32_t nkeys;         /* the mapped key table's entries */
+	uint64_t ring_next;     /* the next fleet ring entry to read */
+	bool ring_known;        /* ring_next is set */
 
 	struct fc_fleet_key *keys;
 	size_t nk, kcap;
@@ -264,6 +268,11 @@ static struct fc_fleet_key *fc_key_track(struct fc_fleet *f, uint64_t tag, uint3
 		.w = w,
 		.flags = w * p->unit_ns < f->started_ns ? FC_KEY_ADOPT : 0,
 	};
+	/* idle from here on if it admits nothing more */
+	if (index != FC_FLEET_FIXED && index < f->nkeys)
+		k->passed_seen = __atomic_load_n(&fc_key_entry(f, index)->passed, __ATOMIC_RELAXED);
+	else if (index == FC_FLEET_FIXED && p->slot < FC_SHM_SLOTS)
+		k->passed_seen = (uint32_t)__atomic_load_n(&fc_slot(f, p->slot)->passed, __ATOMIC_RELAXED);
 	return k;
 }
 
@@ -415,6 +424,77 @@ static void fc_fixed_track(struct fc_fleet *f, uint64_t now)
 	}
 }
 
+/* Locks all of an idle key's credit in its window: the local record of a
+ * release (design §5.1), told to Redis by the key's next call. */
+static void fc_key_release(struct fc_fleet_key *k, const struct fc_fleet_pol *p, const struct fc_words *wd,
+			   uint64_t share)
+{
+	uint64_t credit = fc_fleet_credit(__atomic_load_n(wd->credit, __ATOMIC_RELAXED), k->w);
+
+	(void)p;
+	if (credit && fc_fleet_lock(wd->credit, k->w, credit, share) == FC_FLEET_DONE)
+		k->r_lock += credit;
+}
+
+/* The entry of a key by its tag, walking its two windows as workers do;
+ * FC_FLEET_FIXED when it is in neither. */
+static uint32_t fc_key_lookup(const struct fc_fleet *f, uint64_t tag, const struct fc_fleet_pol *p)
+{
+	const struct fc_shm_key *e;
+	uint32_t i, j, start;
+	uint64_t t;
+	int c;
+
+	for (c = 0; c < 2; c++) {
+		start = fc_shm_key_place(tag, c, f->nkeys);
+		for (j = 0; j < FC_SHM_KEY_PROBE; j++) {
+			i = (start + j) & (f->nkeys - 1);
+			e = fc_key_entry(f, i);
+			t = __atomic_load_n(&e->tag, __ATOMIC_ACQUIRE);
+			if (!t)
+				break;
+			if (t == tag && e->slot == p->slot && e->epoch == p->shm_epoch)
+				return i;
+		}
+	}
+	return FC_FLEET_FIXED;
+}
+
+/* A demand message: another node is short of a key-window this node may
+ * hold unused credit of. Marks the key to release once idle; a key this
+ * node never saw has nothing of it in the key table to lock (its share is
+ * released only with a release record, design §5.2: not made here yet). */
+static void fc_on_demand(void *arg, const char *msg, size_t len)
+{
+	struct fc_fleet *f = arg;
+	const struct fc_fleet_pol *p;
+	struct fc_fleet_demand d;
+	struct fc_fleet_key *k;
+	struct fc_err err;
+	uint64_t now = fc_utc_ns() + (uint64_t)f->cfg.clock_ns;
+	uint32_t index;
+
+	if (fc_fleet_demand_parse(msg, len, fc_redis_prefix(f->redis), &d, &err) < 0) {
+		f->cnt.reply_errors++;
+		return;
+	}
+	p = fc_pol_by_id(f, d.rec.id, d.rec.epoch);
+	if (d.no == f->cfg.node_no || !p || d.rec.kind != FC_FLEET_REC_WINDOW || p->algo != FC_ALGO_FLEET_WINDOW ||
+	    d.rec.unit * 1000000000ULL != p->unit_ns || d.rec.w != now / p->unit_ns || !f->map.base)
+		return;
+	if (!d.rec.kid) {
+		k = p->keyed ? NULL : fc_key_find(f, (uint64_t)p->id << 32 | p->epoch, FC_FLEET_FIXED);
+	} else {
+		index = p->keyed && d.rec.kid >= FC_SHM_KEY_TAG_MIN ? fc_key_lookup(f, d.rec.kid, p) : FC_FLEET_FIXED;
+		k = index == FC_FLEET_FIXED ? NULL : fc_key_track(f, d.rec.kid, index, p, d.rec.w);
+	}
+	if (!k)
+		return;
+	k->flags |= FC_KEY_RELEASE;
+	if (!f->release_at_ns)
+		f->release_at_ns = now + (uint64_t)f->cfg.interval_ms * 250000ULL; /* within I/4 */
+}
+
 /* What a key is to send this round: its call filled, or 0 (nothing to say). */
 static int fc_key_call(struct fc_fleet *f, struct fc_fleet_key *k, const struct fc_fleet_pol *p, uint64_t now,
 		       struct fc_fleet_call *c, uint64_t *shares)
@@ -429,16 +509,18 @@ static int fc_key_call(struct fc_fleet *f, struct fc_fleet_key *k, const struct 
 	char name[FC_FLEET_NAME_MAX];
 	struct fc_words wd;
 	struct fc_err err;
-	bool idle, reassert = k->flags & (FC_KEY_ADOPT | FC_KEY_REASSERT);
+	bool idle, releasing, reassert = k->flags & (FC_KEY_ADOPT | FC_KEY_REASSERT);
 	uint32_t j;
 
 	if (fc_key_words(f, k, p, &wd) < 0)
 		return 0;
 	share = fc_my_share(f, p, wd.u, k->w);
+	idle = wd.passed == k->passed_seen && wd.denied == k->denied_seen;
+	if (k->flags & FC_KEY_RELEASE && idle && k->idle_rounds >= 1)
+		fc_key_release(k, p, &wd, share);
 	allot = share + k->g_app - k->r_lock;
 	credit = fc_fleet_credit(__atomic_load_n(wd.credit, __ATOMIC_RELAXED), k->w);
 	used = FC_FLEET_WORD_W(*wd.credit) == FC_FLEET_LABEL(k->w) && credit <= allot ? allot - credit : 0;
-	idle = wd.passed == k->passed_seen && wd.denied == k->denied_seen;
 	k->idle_rounds = idle ? (k->idle_rounds < 255 ? k->idle_rounds + 1 : 255) : 0;
 	k->passed_seen = wd.passed;
 	if (fc_fleet_wanted(__atomic_load_n(wd.demand, __ATOMIC_RELAXED), k->w) &&
@@ -446,8 +528,12 @@ static int fc_key_call(struct fc_fleet *f, struct fc_fleet_key *k, const struct 
 		want = wd.denied > k->denied_seen ? wd.denied - k->denied_seen : 1;
 		want = want < p->limit ? want : p->limit;
 	}
-	if (!want && !reassert && k->r_lock <= k->r_acked && (k->index != FC_FLEET_FIXED || used == k->u_sent))
+	if (!want && !reassert && k->r_lock <= k->r_acked && (k->index != FC_FLEET_FIXED || used == k->u_sent) &&
+	    !(k->flags & FC_KEY_RELEASE && !credit))
 		return 0;
+	releasing = k->flags & FC_KEY_RELEASE;
+	if (!credit)
+		k->flags &= (uint8_t)~FC_KEY_RELEASE; /* told: settled, or released */
 	rec.kid = k->index == FC_FLEET_FIXED ? 0 : k->tag;
 	if (fc_fleet_rec_name(&rec, fc_redis_prefix(f->redis), name, sizeof(name), &err) < 0)
 		return 0;
@@ -467,7 +553,7 @@ static int fc_key_call(struct fc_fleet *f, struct fc_fleet_key *k, const struct 
 		.r_lock = k->r_lock,
 		.used = used,
 		.want = want,
-		.settled = k->idle_rounds >= 2 && !credit,
+		.settled = (k->idle_rounds >= 2 || releasing) && !credit && !want,
 		.nshares = set->nnodes,
 		.share_no = set->no,
 		.share = shares,
@@ -772,6 +858,8 @@ void fc_fleet_round(struct fc_fleet *f, uint64_t now)
 	if (fc_state_map(f) == 0) {
 		fc_ring_drain(f, now);
 		fc_fixed_track(f, now);
+		fc_fleet_sub_poll(&f->sub, f->redis, fc_on_demand, f);
+		f->release_at_ns = 0;
 		fc_reassert_check(f);
 		/* degraded: try again no more often than the backoff */
 		if (f->mode != FC_FLEET_MODE_DEGRADED || now >= f->retry_at_ns)
@@ -818,6 +906,7 @@ struct fc_fleet *fc_fleet_new(const struct fc_fleet_cfg *cfg, struct fc_redis *r
 	}
 	f->redis = redis;
 	fc_fleet_batch_init(&f->batch);
+	fc_fleet_sub_init(&f->sub);
 	pthread_mutex_init(&f->lock, NULL);
 	pthread_cond_init(&f->wake, NULL);
 	return f;
@@ -828,6 +917,7 @@ void fc_fleet_free(struct fc_fleet *f)
 	if (!f)
 		return;
 	fc_fleet_map_close(&f->map);
+	fc_fleet_sub_close(&f->sub);
 	fc_fleet_batch_free(&f->batch);
 	fc_cfg_free(&f->cfg);
 	if (f->next) {

@@ -15,7 +15,8 @@
  * policy) are counted and not tracked; a fixed-value policy's slot is
  * polled each round; Redis paused (CLIENT PAUSE) makes the node degraded
  * after three failed rounds and the status file says so, and it comes back
- * by itself; the state file truncated under the engine voids the round
+ * by itself; another node's demand makes this one release what it holds
+ * idle, and the asking node gets it; the state file truncated under the engine voids the round
  * without a crash.
  */
 #include <fcntl.h>
@@ -147,14 +148,15 @@ static void refused_key(uint32_t index, uint64_t tag, uint64_t w, uint32_t denie
 	push(tag, index, 3, 5, w);
 }
 
-/* Node 2 releases x of its share of the key's record in window w, as its
- * agent would: a batch of its own. */
-static void node2_releases(uint64_t kid, uint64_t w, uint64_t x)
+/* A call of node 2's agent for the key's record in window w: what it
+ * releases, has applied and wants. */
+static struct fc_fleet_result node2_call(uint64_t kid, uint64_t w, uint64_t r_lock, uint64_t g_app, uint64_t want)
 {
 	struct fc_fleet_rec rec = { .id = 7, .epoch = 1, .kid = kid, .kind = 'w', .unit = 60, .w = w };
-	struct fc_fleet_expect ex = { .nstar = 10 };
+	struct fc_fleet_expect ex = { .nstar = 10, .g_app = g_app };
 	const uint64_t shares[2] = { 5, 5 };
 	struct fc_redis *r = client(2000);
+	struct fc_fleet_result res;
 	struct fc_fleet_batch b;
 	struct fc_fleet_call *c;
 	struct fc_err err;
@@ -167,14 +169,23 @@ static void node2_releases(uint64_t kid, uint64_t w, uint64_t x)
 	c->n = 10;
 	c->set = 0xd16e57;
 	c->ttl_ms = 120000;
-	c->r_lock = x;
+	c->r_lock = r_lock;
+	c->g_app = g_app;
+	c->want = want;
 	c->nshares = 2;
 	c->share_no = nos;
 	c->share = shares;
 	if (fc_fleet_batch_run(&b, r, &ex, &err))
 		fail_msg("%s", err.msg);
+	res = b.res[0];
 	fc_fleet_batch_free(&b);
 	fc_redis_close(r);
+	return res;
+}
+
+static void node2_releases(uint64_t kid, uint64_t w, uint64_t x)
+{
+	node2_call(kid, w, x, 0, 0);
 }
 
 static long long hget(uint64_t kid, uint64_t w, const char *field)
@@ -391,6 +402,45 @@ static void test_truncated_state(void **state_)
 	fc_redis_close(r);
 }
 
+/* Node 2 short of a key node 1 holds idle: the script publishes the
+ * demand, node 1's engine hears it, locks all of the key's credit once the
+ * key has been idle two rounds, and tells Redis; node 2's next call is
+ * granted from it. */
+static void test_release_on_demand(void **state_)
+{
+	struct fc_fleet_cfg c = cfg();
+	uint64_t t0 = window_start(), w = t0 / UNIT_NS, tag = TAG + 90;
+	struct fc_redis *r = client(2000);
+	struct fc_fleet_result res = { 0 };
+	struct fc_shm_key *k = entry(fc_shm_key_place(tag, 0, NKEYS)); /* where a worker puts it */
+	struct fc_fleet *f;
+	struct fc_err err;
+	int i;
+
+	(void)state_;
+	f = fc_fleet_new(&c, r, &err);
+	fc_fleet_round(f, t0); /* maps the file, subscribes */
+	k->slot = 3;
+	k->epoch = 5;
+	k->state[0] = FC_FLEET_WORD(w, 4); /* 1 of its 5 spent, 4 unused */
+	k->passed = 1;
+	__atomic_store_n(&k->tag, tag, __ATOMIC_RELEASE);
+	for (i = 1; i <= 10 && res.g < 3; i++) {
+		res = node2_call(tag, w, 0, res.g, 3 - res.g);
+		usleep(20000); /* the message on its way */
+		fc_fleet_round(f, t0 + (uint64_t)i * 100000000ULL);
+	}
+	printf("# node 2 granted %" PRIu64 " after %d of its calls\n", res.g, i - 1);
+	assert_int_equal(res.g, 3);
+	assert_int_equal(FC_FLEET_WORD_CREDIT(k->state[0]), 0); /* all of it locked */
+	assert_int_equal(FC_FLEET_WORD_W(k->state[0]), FC_FLEET_LABEL(w));
+	assert_int_equal(hget(tag, w, "r1"), 4);
+	assert_int_equal(hget(tag, w, "u1"), 1);
+	assert_int_equal(fc_fleet_view(f)->policies[0].releases, 4);
+	fc_fleet_free(f);
+	fc_redis_close(r);
+}
+
 static int setup_one(void **state_)
 {
 	(void)state_;
@@ -445,6 +495,7 @@ int main(void)
 		cmocka_unit_test_setup(test_ring_key_granted, setup_one),
 		cmocka_unit_test_setup(test_hostile_ring, setup_one),
 		cmocka_unit_test_setup(test_fixed_slot, setup_one),
+		cmocka_unit_test_setup(test_release_on_demand, setup_one),
 		cmocka_unit_test_setup(test_degraded_and_back, setup_one),
 		cmocka_unit_test_setup(test_truncated_state, setup_one),
 	};

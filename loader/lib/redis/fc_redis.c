@@ -1054,6 +1054,11 @@ bool fc_redis_ran_before(const struct fc_redis_cmd *a, const struct fc_redis_cmd
 	       a->st.tries == 1 && b->st.tries == 1 && !a->st.asking && !b->st.asking && a < b;
 }
 
+const struct fc_redis_conf *fc_redis_get_conf(const struct fc_redis *r)
+{
+	return &r->conf;
+}
+
 const char *fc_redis_prefix(const struct fc_redis *r)
 {
 	return r->conf.prefix;

@@ -148,6 +148,9 @@ unsigned fc_redis_node_of(const struct fc_redis *r, const char *key);
  * before b there): a WAIT b confirms what a wrote. */
 bool fc_redis_ran_before(const struct fc_redis_cmd *a, const struct fc_redis_cmd *b);
 
+/* The configuration it was opened with (the seeds, the password), for a
+ * connection of the caller's own: the fleet's subscriber. */
+const struct fc_redis_conf *fc_redis_get_conf(const struct fc_redis *r);
 /* The key prefix (--redis-prefix), for the caller's keys. */
 const char *fc_redis_prefix(const struct fc_redis *r);
 
