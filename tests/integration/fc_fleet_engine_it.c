@@ -325,6 +325,15 @@ static void test_fixed_slot(void **state_)
 	fc_redis_close(r);
 }
 
+/* The status file, or NULL while there is none (or it is being renamed). */
+static json_t *status_file_maybe(void)
+{
+	char path[160];
+
+	snprintf(path, sizeof(path), "%s.fleet.json", shm_path);
+	return json_load_file(path, 0, NULL);
+}
+
 static json_t *status_file(void)
 {
 	char path[160];
@@ -441,9 +450,50 @@ static void test_release_on_demand(void **state_)
 	fc_redis_close(r);
 }
 
+/* The thread: rounds every --sync-interval (the status file's "rounds"
+ * grows), a new snapshot taken (a policy dropped shows in the file),
+ * stopped and joined. */
+static void test_thread(void **state_)
+{
+	struct fc_fleet_cfg c = cfg();
+	struct fc_fleet *f;
+	struct fc_err err;
+	json_t *doc;
+	int64_t rounds = 0;
+	int i;
+
+	(void)state_;
+	c.interval_ms = 20;
+	f = fc_fleet_start(&c, client(2000), &err);
+	assert_non_null(f);
+	for (i = 0; i < 100 && rounds < 5; i++) {
+		usleep(20000);
+		doc = status_file_maybe();
+		rounds = doc ? json_integer_value(json_object_get(doc, "rounds")) : 0;
+		json_decref(doc);
+	}
+	assert_true(rounds >= 5);
+	c.npolicies = 1;
+	assert_int_equal(fc_fleet_update(f, &c, &err), 0);
+	for (i = 0; i < 100; i++) {
+		usleep(20000);
+		doc = status_file_maybe();
+		rounds = doc ? (int64_t)json_array_size(json_object_get(doc, "policies")) : 2;
+		json_decref(doc);
+		if (rounds == 1)
+			break;
+	}
+	assert_int_equal(rounds, 1);
+	fc_fleet_stop(f); /* closes its client too */
+}
+
 static int setup_one(void **state_)
 {
+	char path[160];
+
 	(void)state_;
+	snprintf(path, sizeof(path), "%s.fleet.json", shm_path);
+	unlink(path); /* each case's own */
 	memset(state, 0, FC_STATE_KEYS_OFF + (size_t)NKEYS * sizeof(struct fc_shm_key));
 	return 0;
 }
@@ -498,6 +548,7 @@ int main(void)
 		cmocka_unit_test_setup(test_release_on_demand, setup_one),
 		cmocka_unit_test_setup(test_degraded_and_back, setup_one),
 		cmocka_unit_test_setup(test_truncated_state, setup_one),
+		cmocka_unit_test_setup(test_thread, setup_one),
 	};
 
 	return cmocka_run_group_tests_name("the lease engine's round against a real redis-server", tests, setup,
