@@ -16,6 +16,7 @@
 #include <sys/stat.h>
 #include <time.h>
 
+#include "fc_fleet_beat.h"
 #include "fc_fleet_engine.h"
 #include "fc_fleet_map.h"
 #include "fc_fleet_sub.h"
@@ -52,9 +53,15 @@ struct fc_fleet {
 	struct fc_fleet_map map;
 	struct fc_fleet_sub sub;
 	uint64_t release_at_ns; /* a demand heard: a round no later than this */
-	uint32_t nkeys;         /* the mapped key table's entries */
-	uint64_t ring_next;     /* the next fleet ring entry to read */
-	bool ring_known;        /* ring_next is set */
+	struct fc_fleet_beat beat;
+	uint64_t beat_at_ns; /* the next heartbeat */
+	bool clock_bad;      /* the clock is too far from Redis's: degraded (clock) */
+	char clock_why[96];
+	struct fc_fleet_beat_pol *mine; /* per policy: its window and the slot's passes at its start */
+	size_t nmine;
+	uint32_t nkeys;     /* the mapped key table's entries */
+	uint64_t ring_next; /* the next fleet ring entry to read */
+	bool ring_known;    /* ring_next is set */
 
 	struct fc_fleet_key *keys;
 	size_t nk, kcap;
@@ -65,7 +72,7 @@ struct fc_fleet {
 
 	enum fc_fleet_mode mode;
 	char reason[160];
-	uint64_t since_ms, last_sync_ms, degraded_at_ms, retry_at_ns, backoff_ms, probe_at_ns;
+	uint64_t since_ms, last_sync_ms, degraded_at_ms, retry_at_ns, backoff_ms;
 	unsigned fails;
 	uint64_t rounds, connects_seen;
 	uint64_t started_ns; /* the first round's time */
@@ -657,21 +664,67 @@ static void fc_reassert_check(struct fc_fleet *f)
 	f->connects_seen = st.connects;
 }
 
-/* A round with nothing to send says nothing of Redis: once a second (and
- * each retry while degraded) a PING does. 1: not asked. */
-static int fc_round_probe(struct fc_fleet *f, uint64_t now, struct fc_err *err)
+/* This node's passes per fleet policy in its current window, into out
+ * (npolicies of them): the slot's passes since the window began, as this
+ * agent saw it begin (f->mine keeps each one's window and base). */
+static size_t fc_beat_mine(struct fc_fleet *f, uint64_t now, struct fc_fleet_beat_pol *out)
 {
-	const char *argv[] = { "PING" };
-	struct fc_redis_cmd cmd = { .argc = 1, .argv = argv, .want = { .types = FC_REDIS_STATUS, .status = "PONG" } };
+	size_t i;
+	void *more;
+
+	if (f->nmine != f->cfg.npolicies) {
+		more = realloc(f->mine, (f->cfg.npolicies + 1) * sizeof(*f->mine));
+		if (!more)
+			return 0;
+		f->mine = more;
+		memset(f->mine, 0, (f->cfg.npolicies + 1) * sizeof(*f->mine));
+		f->nmine = f->cfg.npolicies;
+	}
+	for (i = 0; i < f->nmine; i++) {
+		const struct fc_fleet_pol *p = &f->cfg.policies[i];
+		uint64_t w = now / p->unit_ns, passed;
+
+		passed = f->map.base && !p->xdp && p->slot < FC_SHM_SLOTS ?
+				 __atomic_load_n(&fc_slot(f, p->slot)->passed, __ATOMIC_RELAXED) :
+				 0;
+		if (f->mine[i].id != p->id || f->mine[i].window != w || passed < f->mine[i].passed)
+			f->mine[i] = (struct fc_fleet_beat_pol){ .id = p->id, .window = w, .passed = passed };
+		out[i] = (struct fc_fleet_beat_pol){ .id = p->id, .window = w, .passed = passed - f->mine[i].passed };
+	}
+	return f->nmine;
+}
+
+/* The heartbeat, once a second (or at each retry while degraded): the
+ * clock's offset held against --fleet-max-skew. -1 when it failed (Redis
+ * away), 0 otherwise. */
+static int fc_round_beat(struct fc_fleet *f, uint64_t now, struct fc_err *err)
+{
+	struct fc_fleet_beat_pol *pols;
+	int64_t off, max = (int64_t)f->cfg.max_skew_ms * 1000000;
+	size_t n;
 	int rc;
 
-	if (f->mode != FC_FLEET_MODE_DEGRADED && now < f->probe_at_ns)
+	if (now < f->beat_at_ns && !(f->mode == FC_FLEET_MODE_DEGRADED && now >= f->retry_at_ns))
 		return 1;
-	f->probe_at_ns = now + 1000000000ULL;
-	rc = fc_redis_exec(f->redis, &cmd, 1, err) ? -1 : 0;
+	f->beat_at_ns = now + 1000000000ULL;
+	pols = calloc(f->cfg.npolicies + 1, sizeof(*pols));
+	n = pols ? fc_beat_mine(f, now, pols) : 0;
+	rc = fc_fleet_beat_run(&f->beat, f->redis, f->cfg.node, f->cfg.node_no, fc_fleet_mode_name(f->mode), f->rounds,
+			       pols, n, f->cfg.clock_ns, err);
+	free(pols);
 	f->cnt.commands++;
-	fc_redis_cmds_release(&cmd, 1);
-	return rc;
+	if (rc < 0)
+		return -1;
+	off = fc_fleet_beat_offset(&f->beat);
+	off = off < 0 ? -off : off;
+	if (max && off > max && !f->clock_bad) {
+		f->clock_bad = true;
+		snprintf(f->clock_why, sizeof(f->clock_why), "clock %lld ms from Redis (max %u)",
+			 (long long)(fc_fleet_beat_offset(&f->beat) / 1000000), f->cfg.max_skew_ms);
+	} else if (f->clock_bad && off <= max / 10 * 8) {
+		f->clock_bad = false;
+	}
+	return 0;
 }
 
 /* Sends the round's calls (at most max_keys) and applies the answers:
@@ -717,7 +770,7 @@ static int fc_round_calls(struct fc_fleet *f, uint64_t now, struct fc_err *err)
 	bad = 0;
 	if (!n) {
 		free(denied);
-		return fc_round_probe(f, now, err);
+		return 1; /* nothing sent: the heartbeat tells what Redis is */
 	}
 	if (n) {
 		f->batch.wait_ms = f->cfg.interval_ms / 2 ? f->cfg.interval_ms / 2 : 1;
@@ -804,6 +857,16 @@ static void fc_view_fill(struct fc_fleet *f, uint64_t now, double ms)
 		.test_offset_ms = f->cfg.clock_ns / 1000000,
 		.counters = f->cnt,
 	};
+	v->offset_ms = (double)fc_fleet_beat_offset(&f->beat) / 1e6;
+	v->nnodes = f->beat.nnodes;
+	v->nodes = f->beat.nodes;
+	for (i = 0; i < f->beat.nnodes && f->cfg.npolicies; i++) {
+		const struct fc_fleet_set *set = fc_set_of(&f->cfg.policies[0], now / f->cfg.policies[0].unit_ns);
+
+		for (j = 0; j < set->nnodes && set->no[j] != f->beat.nodes[i].no; j++)
+			;
+		f->beat.nodes[i].in_set = j < set->nnodes;
+	}
 	snprintf(v->node, sizeof(v->node), "%s", f->cfg.node);
 	snprintf(v->reason, sizeof(v->reason), "%s", f->reason);
 	if (!more)
@@ -820,6 +883,8 @@ static void fc_view_fill(struct fc_fleet *f, uint64_t now, double ms)
 												"window",
 						     .limit = p->limit,
 						     .window = now / p->unit_ns,
+						     .fleet_used =
+							     fc_fleet_beat_used(&f->beat, p->id, now / p->unit_ns),
 						     .unit = units[u >= 86400 ? 3 :
 								   u >= 3600  ? 2 :
 								   u >= 60    ? 1 :
@@ -843,12 +908,42 @@ static void fc_view_fill(struct fc_fleet *f, uint64_t now, double ms)
 	v->policies = f->vpol;
 }
 
+/* The mode after a round that failed (rc -1), reached Redis (0) or had
+ * nothing to ask it (1). Degraded: three failed rounds in a row, or the
+ * clock too far; back when neither holds. */
+static void fc_round_mode(struct fc_fleet *f, int rc, const char *why, uint64_t now, uint64_t now_ms)
+{
+	if (rc < 0) {
+		f->fails++;
+		f->backoff_ms = f->backoff_ms ? (f->backoff_ms * 2 > 1000 ? 1000 : f->backoff_ms * 2) : 100;
+		f->retry_at_ns = now + f->backoff_ms * 1000000ULL;
+	} else if (rc == 0) {
+		f->fails = 0;
+		f->backoff_ms = 0;
+		f->last_sync_ms = now_ms;
+	}
+	if (f->clock_bad)
+		fc_mode_set(f, FC_FLEET_MODE_DEGRADED, f->clock_why, now_ms);
+	else if (f->fails >= FC_FLEET_FAILS && rc < 0)
+		fc_mode_set(f, FC_FLEET_MODE_DEGRADED, why, now_ms);
+	else if (f->fails < FC_FLEET_FAILS && (rc == 0 || (f->mode == FC_FLEET_MODE_DEGRADED && !f->fails)))
+		fc_mode_set(f, f->cfg.npolicies ? FC_FLEET_MODE_FLEET : FC_FLEET_MODE_OFF, "", now_ms);
+}
+
 void fc_fleet_round(struct fc_fleet *f, uint64_t now)
 {
 	uint64_t t0 = fc_utc_ns(), now_ms = now / 1000000;
-	struct fc_err err = { .msg = "" };
-	int rc = 0;
+	struct fc_err err = { .msg = "" }, berr;
+	int rc = 0, beat;
 
+	pthread_mutex_lock(&f->lock);
+	if (f->next) { /* the snapshot the main loop left: taken whole */
+		fc_cfg_free(&f->cfg);
+		f->cfg = *f->next;
+		free(f->next);
+		f->next = NULL;
+	}
+	pthread_mutex_unlock(&f->lock);
 	now += (uint64_t)f->cfg.clock_ns;
 	if (!f->rounds) {
 		f->since_ms = now_ms;
@@ -861,26 +956,20 @@ void fc_fleet_round(struct fc_fleet *f, uint64_t now)
 		fc_fleet_sub_poll(&f->sub, f->redis, fc_on_demand, f);
 		f->release_at_ns = 0;
 		fc_reassert_check(f);
-		/* degraded: try again no more often than the backoff */
-		if (f->mode != FC_FLEET_MODE_DEGRADED || now >= f->retry_at_ns)
+		/* degraded: try again no more often than the backoff; the clock
+		 * too far: no grants, releases or reports (design §6) */
+		if (!f->clock_bad && (f->mode != FC_FLEET_MODE_DEGRADED || now >= f->retry_at_ns))
 			rc = fc_round_calls(f, now, &err);
 		else
 			rc = 1;
+		beat = fc_round_beat(f, now, &berr);
+		if (beat < 0 && rc >= 0)
+			err = berr;
+		rc = rc < 0 || beat < 0 ? -1 : rc && beat ? 1 : 0;
 		if (fc_fleet_map_lost(&f->map))
 			rc = rc ? rc : 1; /* void: the file changed under us; mapped again next round */
 	}
-	if (rc < 0) {
-		f->fails++;
-		f->backoff_ms = f->backoff_ms ? (f->backoff_ms * 2 > 1000 ? 1000 : f->backoff_ms * 2) : 100;
-		f->retry_at_ns = now + f->backoff_ms * 1000000ULL;
-		if (f->fails >= FC_FLEET_FAILS)
-			fc_mode_set(f, FC_FLEET_MODE_DEGRADED, err.msg, now_ms);
-	} else if (rc == 0) {
-		f->fails = 0;
-		f->backoff_ms = 0;
-		f->last_sync_ms = now_ms;
-		fc_mode_set(f, f->cfg.npolicies ? FC_FLEET_MODE_FLEET : FC_FLEET_MODE_OFF, "", now_ms);
-	}
+	fc_round_mode(f, rc, err.msg, now, now_ms);
 	f->rounds++;
 	fc_view_fill(f, now, (double)(fc_utc_ns() - t0) / 1e6);
 	if (f->cfg.status_shm[0] && fc_fleet_status_write(f->cfg.status_shm, &f->view, &err) < 0)
@@ -929,6 +1018,7 @@ void fc_fleet_free(struct fc_fleet *f)
 	free(f->expect);
 	free(f->shares);
 	free(f->vpol);
+	free(f->mine);
 	pthread_mutex_destroy(&f->lock);
 	pthread_cond_destroy(&f->wake);
 	free(f);
@@ -944,12 +1034,6 @@ static void *fc_fleet_main(void *arg)
 
 	pthread_mutex_lock(&f->lock);
 	while (!f->stop) {
-		if (f->next) { /* the snapshot the main loop left: taken whole */
-			fc_cfg_free(&f->cfg);
-			f->cfg = *f->next;
-			free(f->next);
-			f->next = NULL;
-		}
 		pthread_mutex_unlock(&f->lock);
 		fc_fleet_round(f, fc_utc_ns());
 		pthread_mutex_lock(&f->lock);

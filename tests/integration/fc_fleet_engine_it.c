@@ -450,6 +450,70 @@ static void test_release_on_demand(void **state_)
 	fc_redis_close(r);
 }
 
+/* The heartbeat: two nodes see each other (in the node set), the fleet's
+ * use of a policy is what both passed in the window; a clock 2 s ahead of
+ * Redis's with --fleet-max-skew 500 ms is degraded (clock), sends no
+ * script, and comes back by itself once the clock is right. */
+static void test_heartbeat_and_clock(void **state_)
+{
+	struct fc_fleet_cfg c1 = cfg(), c2 = cfg();
+	uint64_t t0 = window_start(), w = t0 / UNIT_NS, t, scripts;
+	struct fc_shm_slot *slot = (struct fc_shm_slot *)((char *)state + FC_STATE_SLOTS_OFF) + 3;
+	struct fc_redis *r1 = client(2000), *r2 = client(2000);
+	const struct fc_fleet_view *v;
+	struct fc_fleet *f1, *f2;
+	struct fc_err err;
+	int i;
+
+	(void)state_;
+	c2.node_no = 2;
+	snprintf(c2.node, sizeof(c2.node), "n2");
+	c2.status_shm[0] = 0;
+	slot->owner = (uint64_t)7 << 32 | 5;
+	slot->passed = 100;
+	f1 = fc_fleet_new(&c1, r1, &err);
+	f2 = fc_fleet_new(&c2, r2, &err);
+	fc_fleet_round(f1, t0);
+	fc_fleet_round(f2, t0);
+	slot->passed = 107; /* 7 passed in the window since both began it */
+	fc_fleet_round(f1, t0 + 1000000000);
+	fc_fleet_round(f2, t0 + 1000000000);
+	fc_fleet_round(f1, t0 + 2000000000);
+	v = fc_fleet_view(f1);
+	assert_int_equal(v->nnodes, 2);
+	assert_true(v->nodes[0].in_set && v->nodes[1].in_set);
+	assert_true(!strcmp(v->nodes[0].name, "n2") || !strcmp(v->nodes[1].name, "n2"));
+	assert_int_equal(v->policies[0].fleet_used, 14);
+	assert_int_equal(v->policies[0].window, w);
+	assert_true(v->offset_ms > -500 && v->offset_ms < 500);
+	fc_fleet_free(f2);
+	fc_redis_close(r2);
+
+	/* the clock 2 s ahead */
+	c1.clock_ns = 2000000000;
+	assert_int_equal(fc_fleet_update(f1, &c1, &err), 0);
+	refused_key(70, TAG + 70, (t0 + 2000000000) / UNIT_NS, 1);
+	t = t0 + 3000000000ULL;
+	for (i = 0; i < 5 && fc_fleet_view(f1)->mode != FC_FLEET_MODE_DEGRADED; i++, t += 1000000000)
+		fc_fleet_round(f1, t);
+	v = fc_fleet_view(f1);
+	assert_int_equal(v->mode, FC_FLEET_MODE_DEGRADED);
+	assert_non_null(strstr(v->reason, "ms from Redis (max 500)"));
+	assert_true(!strncmp(v->reason, "clock 19", 8) || !strncmp(v->reason, "clock 20", 8));
+	scripts = v->counters.scripts;
+	fc_fleet_round(f1, t);
+	assert_int_equal(fc_fleet_view(f1)->counters.scripts, scripts); /* no grants asked */
+	/* right again: back within a few heartbeats (the median of 5) */
+	c1.clock_ns = 0;
+	assert_int_equal(fc_fleet_update(f1, &c1, &err), 0);
+	for (i = 0; i < 8 && fc_fleet_view(f1)->mode != FC_FLEET_MODE_FLEET; i++, t += 1000000000)
+		fc_fleet_round(f1, t);
+	assert_int_equal(fc_fleet_view(f1)->mode, FC_FLEET_MODE_FLEET);
+	assert_int_equal(fc_fleet_view(f1)->counters.degraded, 1); /* one episode: no flapping */
+	fc_fleet_free(f1);
+	fc_redis_close(r1);
+}
+
 /* The thread: rounds every --sync-interval (the status file's "rounds"
  * grows), a new snapshot taken (a policy dropped shows in the file),
  * stopped and joined. */
@@ -548,6 +612,7 @@ int main(void)
 		cmocka_unit_test_setup(test_release_on_demand, setup_one),
 		cmocka_unit_test_setup(test_degraded_and_back, setup_one),
 		cmocka_unit_test_setup(test_truncated_state, setup_one),
+		cmocka_unit_test_setup(test_heartbeat_and_clock, setup_one),
 		cmocka_unit_test_setup(test_thread, setup_one),
 	};
 
