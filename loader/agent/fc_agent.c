@@ -40,6 +40,7 @@
 
 #include "fc_agent.h"
 #include "fc_allow.h"
+#include "fc_clock.h"
 #include "fc_console.h"
 #include "fc_duration.h"
 #include "fc_error.h"
@@ -152,7 +153,7 @@ struct fc_agent {
 	struct fc_store *watch;      /* the connection that only watches for changes */
 	struct fc_store_keep store;  /* the connection publishes use, kept */
 	struct fc_ctx pubctx;        /* ctx, publishing on store */
-	bool prepared;               /* the store exists and holds this node's weight */
+	bool prepared;               /* the store exists and holds this node's weight (and fleet row) */
 	int64_t version;             /* the store's data_version last published */
 	int64_t next_expiry;         /* unix time of the next ban expiry, 0: none */
 	bool failing;                /* the last publish failed: retrying */
@@ -368,18 +369,33 @@ fail:
 	fc_agent_log("escalation: cannot ban %zu clients: %s", nb, err.msg);
 }
 
-/* Makes the store if it is new and records this node's weight (0: leave it). */
-static int fc_agent_prepare(const struct fc_ctx *ctx, double weight, struct fc_err *err)
+/* Makes the store if it is new and, with record (once the agent holds its
+ * lock: an agent refused writes nothing), records this node's weight (0:
+ * leave it), in nodes and in the fleet's node set, which a node running an
+ * agent joins: a node outside it holds no share of a fleet policy, and
+ * would wait on Redis for every key. */
+static int fc_agent_prepare(const struct fc_ctx *ctx, double weight, bool record, struct fc_err *err)
 {
 	struct fc_node n = { .weight = weight };
 	struct fc_store *st;
-	int rc = 0;
+	int rc;
 
 	if (fc_store_open(ctx->db_path, &st, err) < 0)
 		return -1;
+	if (!record) {
+		fc_store_close(st);
+		return 0;
+	}
 	snprintf(n.name, sizeof(n.name), "%s", ctx->node);
-	if (weight)
-		rc = fc_store_node_put(st, &n, err);
+	rc = fc_store_begin(st, err);
+	if (!rc && weight)
+		rc = fc_store_node_weigh(st, &n, fc_unix_ms(), err);
+	else if (!rc)
+		rc = fc_store_node_join(st, n.name, fc_unix_ms(), err);
+	if (!rc)
+		rc = fc_store_commit(st, err);
+	else
+		fc_store_rollback(st);
 	fc_store_close(st);
 	return rc;
 }
@@ -475,7 +491,7 @@ static void fc_agent_try_publish(struct fc_agent *a, const char *why)
 	struct fc_err err;
 	int64_t next;
 
-	if ((!a->prepared && !(a->prepared = fc_agent_prepare(&a->ctx, a->cfg->weight, &err) == 0)) ||
+	if ((!a->prepared && !(a->prepared = fc_agent_prepare(&a->ctx, a->cfg->weight, true, &err) == 0)) ||
 	    (!a->watch && fc_agent_rewatch(&a->ctx, &a->watch, &a->version, &err) < 0) ||
 	    (next = fc_agent_publish(a, why, &err)) < 0) {
 		if (!a->failing)
@@ -598,12 +614,16 @@ static int fc_agent_setup(struct fc_agent *a, struct fc_err *err)
 	struct sigaction sa = { .sa_handler = fc_agent_signal };
 	struct fc_err why;
 
-	a->prepared = fc_agent_prepare(&a->ctx, cfg->weight, err) == 0;
+	a->prepared = fc_agent_prepare(&a->ctx, cfg->weight, false, err) == 0;
 	if (!a->prepared && !a->pg)
 		return -1;
 	if (fc_agent_lock(&a->ctx, &a->lock, err) < 0)
 		return -1;
 	a->locked = true;
+	if (a->prepared)
+		a->prepared = fc_agent_prepare(&a->ctx, cfg->weight, true, err) == 0;
+	if (!a->prepared && !a->pg)
+		return -1;
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGHUP, &sa, NULL);

@@ -633,6 +633,8 @@ static int fc_import_apply(struct fc_publish *pub, const struct fc_import_set *s
 	for (i = 0; i < s->nn; i++)
 		if (fc_store_node_put(pub->st, &s->nodes[i], err) < 0)
 			goto out;
+	if (fc_store_nodes_follow(pub->st, pub->now * 1000, err) < 0)
+		goto out;
 	if (s->has_allows && fc_store_allows_clear(pub->st, err) < 0)
 		goto out;
 	for (i = 0; i < s->na; i++)

@@ -1,10 +1,11 @@
 // SPDX-License-Identifier: BSD-2-Clause
-/* freqctl node set | list: the nodes of a fleet and their share of the rates. */
+/* freqctl node set | del | list: the nodes of a fleet and their share of the rates. */
 #include <stdlib.h>
 #include <string.h>
 #include <jansson.h>
 
 #include "fc_cli.h"
+#include "fc_clock.h"
 #include "fc_publish.h"
 
 static int fc_node_set(const struct fc_ctx *ctx, const struct fc_cmd *cmd, int argc, char **argv)
@@ -23,7 +24,7 @@ static int fc_node_set(const struct fc_ctx *ctx, const struct fc_cmd *cmd, int a
 	snprintf(n.name, sizeof(n.name), "%s", name);
 	if (fc_publish_begin(&pub, ctx, &err) < 0)
 		goto fail;
-	if (fc_store_node_put(pub.st, &n, &err) < 0) {
+	if (fc_store_node_weigh(pub.st, &n, fc_unix_ms(), &err) < 0) {
 		fc_publish_abort(&pub);
 		goto fail;
 	}
@@ -31,6 +32,36 @@ static int fc_node_set(const struct fc_ctx *ctx, const struct fc_cmd *cmd, int a
 		goto fail;
 	printf("node %s: weight %g%s\n", n.name, n.weight,
 	       strcmp(n.name, ctx->node) ? "" : " (this node: its limits are republished)");
+	return FC_EXIT_OK;
+fail:
+	fc_warn("node %s: %s%s", name, fc_priv_hint(), err.msg);
+	return FC_EXIT_FAILURE;
+}
+
+static int fc_node_del(const struct fc_ctx *ctx, const struct fc_cmd *cmd, int argc, char **argv)
+{
+	struct fc_publish pub;
+	struct fc_err err;
+	const char *name;
+	bool found;
+
+	fc_cmd_parse(cmd, argc, argv, NULL, NULL);
+	name = argv[optind];
+	if (fc_publish_begin(&pub, ctx, &err) < 0)
+		goto fail;
+	if (fc_store_node_del(pub.st, name, fc_unix_ms(), &found, &err) < 0) {
+		fc_publish_abort(&pub);
+		goto fail;
+	}
+	if (!found) {
+		fc_publish_abort(&pub);
+		fc_warn("node %s: no such node", name);
+		return FC_EXIT_FAILURE;
+	}
+	if (fc_publish_commit(&pub, &err) < 0)
+		goto fail;
+	printf("node %s: deleted (its weight is 1 again; fleet policies split without it from windows starting "
+	       "after %d ms)\n", name, FC_FLEET_NODE_DELAY_MS);
 	return FC_EXIT_OK;
 fail:
 	fc_warn("node %s: %s%s", name, fc_priv_hint(), err.msg);
@@ -78,9 +109,24 @@ const struct fc_cmd fc_cmd_node_set = {
 	.summary = "Set a node's share of every policy's rate: R is enforced there as R * WEIGHT.",
 	.details = "WEIGHT is in (0, 1]; a scaled rate is at least 1 per its period. A node without a row has\n"
 		   "weight 1. This machine is --node (default: its host name); an agent on another node\n"
-		   "republishes that node's limits when it sees the change.",
+		   "republishes that node's limits when it sees the change. A fleet policy (--fleet) is split\n"
+		   "by WEIGHT / the sum of the weights, from the first window that starts 2 s after this.",
 	.opts = fc_opts_none,
 	.run = fc_node_set,
+};
+
+const struct fc_cmd fc_cmd_node_del = {
+	.name = "node del",
+	.args = "NAME",
+	.min_args = 1,
+	.max_args = 1,
+	.summary = "Delete a node: its weight is 1 again, and fleet policies are split without it.",
+	.details = "For a node that is gone: a fleet policy's shares are split over the nodes in the store, and a\n"
+		   "node that is down keeps its share unused until it is deleted. The split changes from the\n"
+		   "first window that starts 2 s after this (so that every node sees the change first). An\n"
+		   "agent that runs as NAME puts it back in the fleet's nodes when it starts.",
+	.opts = fc_opts_none,
+	.run = fc_node_del,
 };
 
 const struct fc_cmd fc_cmd_node_list = {

@@ -29,6 +29,14 @@ uint64_t fc_expiry_ns(int64_t expires)
 /* What the offset to UTC is rounded down to. */
 #define FC_OFFSET_UNIT_NS 1000000
 
+int64_t fc_unix_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
 uint64_t fc_utc_offset_ns(void)
 {
 	struct timespec rt, mono;

@@ -11,6 +11,8 @@
 
 #include "fc_maps.h"
 
+/* UTC now in unix milliseconds (the fleet's node set is written in them). */
+int64_t fc_unix_ms(void);
 /* A ban's kernel expiry (UTC ns) for a store expiry (unix seconds; 0 = never). */
 uint64_t fc_expiry_ns(int64_t expires);
 /* UTC - CLOCK_MONOTONIC in ns, whole ms: the packet path adds it to the

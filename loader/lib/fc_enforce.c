@@ -120,6 +120,9 @@ void fc_policy_enforced(const struct fc_policy_row *row, const struct fc_node_ct
 			const struct fc_enforced *pub, struct fc_enforced *e)
 {
 	const struct fc_policy_spec *p = &row->spec;
+	/* A fleet policy's rate is the fleet's: never R x W. Its shares are
+	 * the split of the window's node set (fc_fleet_split.h). */
+	double weight = p->fleet ? 1 : node->weight;
 	struct fc_policy *k = &e->k;
 	int i;
 
@@ -134,12 +137,11 @@ void fc_policy_enforced(const struct fc_policy_row *row, const struct fc_node_ct
 	if (p->override)
 		k->flags |= FC_POLICY_OVERRIDE;
 	for (i = 0; i < p->ntiers; i++) {
-		fc_tier_compile(p, i, fc_share(p->rate[i].n, node->weight), fc_share(fc_tier_burst(p, i), node->weight),
-				&k->tier[i]);
+		fc_tier_compile(p, i, fc_share(p->rate[i].n, weight), fc_share(fc_tier_burst(p, i), weight), &k->tier[i]);
 		if (p->algo == FC_ALGO_GCRA && k->tier[i].tolerance_ns < FC_PRECISE_TICKS * node->tick_ns)
 			k->flags |= FC_POLICY_PRECISE;
 	}
-	e->concurrency = p->concurrency ? (uint32_t)fc_share(p->concurrency, node->weight) : 0;
+	e->concurrency = p->concurrency ? (uint32_t)fc_share(p->concurrency, weight) : 0;
 	if (p->kind == FC_MATCH_STAR) {
 		e->star_len4 = fc_star_len4(p);
 		e->star_len6 = fc_star_len6(p);

@@ -123,14 +123,9 @@ int fc_policy_from_json(json_t *o, struct fc_policy_spec *p, char field[FC_JSON_
 	json_object_foreach(o, key, val) {
 		for (opt = fc_policy_opts; opt->name && (!opt->json || strcmp(key, opt->json)); opt++)
 			;
-		if (!opt->name && strcmp(key, "id") && strcmp(key, "fleet"))
+		if (!opt->name && strcmp(key, "id"))
 			return FC_FAIL(key, "unknown key \"%.64s\"", key);
 	}
-	/* No option sets it yet (policy add --fleet will): the JSON alone. */
-	val = json_object_get(o, "fleet");
-	if (val && !json_is_null(val) && !json_is_boolean(val))
-		return FC_FAIL("fleet", "fleet: expected true or false");
-	p->fleet = json_is_true(val);
 	if (fc_json_uint(json_object_get(o, "id"), FC_POLICY_ID_MAX, &v) < 0 || !v)
 		return FC_FAIL("id", "id: expected a whole number from 1 to %llu", (unsigned long long)FC_POLICY_ID_MAX);
 	p->id = (uint32_t)v;

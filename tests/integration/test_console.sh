@@ -136,6 +136,14 @@ r=$(api PUT /api/policies/8 '{"match": "uid=u8", "rates": ["2/m"], "override": "
 check "\"override\": \"yes\": 400 naming the key" body_has "$r" '.field == "override" and .error == "policy 8: override: expected true or false"'
 r=$(api PUT /api/policies/8 '{"match": "uid=u8", "rates": ["2/m"], "override": true, "action": "log"}')
 check "override with action log: 400 saying why" body_has "$r" '.error | contains("a dry run")'
+r=$(api PUT /api/policies/8 '{"match": "uid=u8", "rates": ["2/m"], "override": true, "fleet": true}')
+check "PUT with \"fleet\": true: 200, and GET says so" \
+	sh -c "[ \"\$(curl -s -H 'Authorization: Bearer $token' '$U/api/policies/8' | jq .fleet)\" = true ]"
+r=$(api PUT /api/policies/8 '{"match": "uid=u8", "rates": ["2/m", "100/d"], "fleet": true}')
+check "fleet with two rates: 400 saying why" body_has "$r" '.error | contains("--fleet takes one --rate")'
+r=$(api PUT /api/policies/8 '{"match": "uid=u8", "rates": ["2/m"], "override": true}')
+check "PUT without \"fleet\": the rate is each node's again" \
+	sh -c "[ \"\$(curl -s -H 'Authorization: Bearer $token' '$U/api/policies/8' | jq .fleet)\" = false ]"
 r=$(api GET /api/policies/99)
 check "GET an unknown id: 404" status_is "$r" 404
 r=$(api GET /api/policies/x7)

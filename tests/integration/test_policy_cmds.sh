@@ -140,3 +140,38 @@ check "policy list has a LAYER column" grep -qE '^ID +MATCH +LAYER +RATES ' <<<"
 check "... an ip=* in nginx says nginx (its unit spelled out)" grep -qE '^2 +ip=\*/32/64 +nginx ' <<<"$list"
 check "... the one at XDP/TC xdp" grep -qE '^3 +ip=\*/32/64 +xdp ' <<<"$list"
 check "... and --json has it" jq_true '[.[] | select(.id == 2 or .id == 3) | .layer] == ["nginx", "xdp"]' <(fc policy list --json)
+
+# --- --fleet: the rate is the whole fleet's; what it refuses, and why ---
+out policy add 11 --match 'header:x-tenant=*' --rate 100/d --algo window --fleet
+check "policy add --fleet: the whole fleet's rate, said" has "policy 11 added: header:x-tenant=* 100/d (window, drop, the whole fleet's, requests in nginx)"
+check "... export and policy list --json say fleet: true" \
+	sh -c "[ \"\$('$FC_BIN' --db '$db' --pin-dir '$pin' --shm '$shm' export | jq '.policies[] | select(.id == 11) | .fleet')\" = true ] &&
+		[ \"\$('$FC_BIN' --db '$db' --pin-dir '$pin' --shm '$shm' policy list --json | jq '.[] | select(.id == 11) | .fleet')\" = true ]"
+list=$(fc policy list)
+check "... policy list has a FLEET column" grep -qE '^ID .* OVERRIDE +FLEET +WARMUP ' <<<"$list"
+check "... yes for it" grep -qE '^11 .* yes +- +-$' <<<"$list"
+check "... - for the others" grep -qE '^7 .* - +- +- +-$' <<<"$list"
+for refused in "--concurrency 3|--concurrency is refused with --fleet: places in flight are not leasable credit" \
+	"--rate 5/m|--fleet takes one --rate, and this policy has 2: the entry holds one tier" \
+	"--warmup 1m|--warmup is refused with --fleet: a ramp is per node" \
+	"--action delay|--action delay is refused with --fleet: shaping would spend credit that a node had lent out"; do
+	out policy add 12 --match 'uid=*,uri=/x' --rate 10/s --fleet ${refused%%|*}
+	check "--fleet ${refused%%|*}: refused (exit 2), saying why" sh -c "[ $? = 2 ] && grep -qF -- 'freqctl: policy 12: ${refused#*|}' '$dir/out'"
+done
+out policy add 12 --match 'ip=*/24' --rate 10/s --fleet
+check "ip=* --fleet at XDP/TC: refused (exit 2), saying why and what to do" \
+	sh -c "[ $? = 2 ] && grep -qxF 'freqctl: policy 12: ip=* --fleet is refused at XDP/TC (per-source buckets are evicted by the kernel and sources can be spoofed; use --layer http to enforce it per address in nginx)' '$dir/out'"
+check "... and nothing was stored" [ "$(pol 12 id)" = "" ]
+check "ip=ADDR --fleet at XDP/TC is taken" fcq policy add 12 --match ip=198.18.0.9 --rate 60/m --algo window --fleet
+check "policy edit --no-fleet: each node's share again" fcq policy edit 11 --no-fleet
+check "... fleet: false, the rest kept" jq_true '.policies[] | select(.id == 11) | .fleet == false and .rates == ["100/d"] and .algo == "window"' <(fc export)
+out policy edit 11 --rate 5/m --rate 100/d
+check "... a second rate is fine for it then" [ $? = 0 ]
+out policy edit 11 --fleet
+check "policy edit --fleet checks the result: two rates refused (exit 2)" sh -c "[ $? = 2 ] && grep -qF -- '--fleet takes one --rate' '$dir/out'"
+check "policy edit --fleet --rate 100/d" fcq policy edit 11 --fleet --rate 100/d
+fc export >"$dir/fleet.json"
+fcq policy del 11
+fcq policy del 12
+out import "$dir/fleet.json"
+check "import brings --fleet back" jq_true '[.policies[] | select(.id == 11 or .id == 12) | .fleet] == [true, true]' <(fc export)

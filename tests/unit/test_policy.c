@@ -853,6 +853,87 @@ static void test_warmup_concurrency(void **state)
 	assert_int_equal(fc_policy_words(&p), 3);
 }
 
+/* --fleet: one rate, no --concurrency, --warmup or --action delay, not
+ * ip=* at XDP/TC, a GCRA burst of at most 2^32; and never scaled by the
+ * node's weight (its shares are the fleet's split, not R x W). */
+static void test_fleet(void **state)
+{
+	static const struct {
+		const char *match, *rates;
+		enum fc_algo algo;
+		enum fc_action action;
+		enum fc_layer layer;
+		uint32_t concurrency;
+		int64_t warmup;
+		const char *msg; /* NULL: valid */
+	} cases[] = {
+		{ "uid=*", "100/d", FC_ALGO_WINDOW, FC_ACTION_DROP, FC_LAYER_AUTO, 0, 0, NULL },
+		{ "uid=*,arg:api=login", "10/s:20", FC_ALGO_GCRA, FC_ACTION_LOG, FC_LAYER_AUTO, 0, 0, NULL },
+		{ "ip=198.18.0.0/15", "60/h", FC_ALGO_SLIDING, FC_ACTION_DROP, FC_LAYER_AUTO, 0, 0, NULL },
+		{ "ip=198.18.0.1", "60/m", FC_ALGO_WINDOW, FC_ACTION_DROP, FC_LAYER_XDP, 0, 0, NULL },
+		{ "ip=*", "60/m", FC_ALGO_WINDOW, FC_ACTION_DROP, FC_LAYER_HTTP, 0, 0, NULL },
+		{ "ip=*", "60/m", FC_ALGO_WINDOW, FC_ACTION_DROP, FC_LAYER_AUTO, 0, 0,
+		  "ip=* --fleet is refused at XDP/TC (per-source buckets are evicted by the kernel and sources can be "
+		  "spoofed; use --layer http to enforce it per address in nginx)" },
+		{ "ip=*/24", "60/m", FC_ALGO_GCRA, FC_ACTION_DROP, FC_LAYER_XDP, 0, 0,
+		  "ip=* --fleet is refused at XDP/TC (per-source buckets are evicted by the kernel and sources can be "
+		  "spoofed; use --layer http to enforce it per address in nginx)" },
+		{ "uid=*", "100/d", FC_ALGO_WINDOW, FC_ACTION_DROP, FC_LAYER_AUTO, 5, 0,
+		  "--concurrency is refused with --fleet: places in flight are not leasable credit, and the key entry "
+		  "has no word left for them" },
+		{ "uid=*", "", FC_ALGO_WINDOW, FC_ACTION_DROP, FC_LAYER_AUTO, 5, 0,
+		  "--concurrency is refused with --fleet: places in flight are not leasable credit, and the key entry "
+		  "has no word left for them" },
+		{ "uid=*", "10/s,100/d", FC_ALGO_WINDOW, FC_ACTION_DROP, FC_LAYER_AUTO, 0, 0,
+		  "--fleet takes one --rate, and this policy has 2: the entry holds one tier's credit, demand and "
+		  "lending words (give the others a policy of their own)" },
+		{ "uid=*", "10/s", FC_ALGO_GCRA, FC_ACTION_DROP, FC_LAYER_AUTO, 0, 60,
+		  "--warmup is refused with --fleet: a ramp is per node, and its word is the fleet's lending word" },
+		{ "uid=*", "10/s", FC_ALGO_GCRA, FC_ACTION_DELAY, FC_LAYER_AUTO, 0, 0,
+		  "--action delay is refused with --fleet: shaping would spend credit that a node had lent out (use "
+		  "drop or log)" },
+		{ "uid=*", "10/s:4294967296", FC_ALGO_GCRA, FC_ACTION_DROP, FC_LAYER_AUTO, 0, 0, NULL },
+		{ "uid=*", "10/s:4294967297", FC_ALGO_GCRA, FC_ACTION_DROP, FC_LAYER_AUTO, 0, 0,
+		  "rate \"10/s:4294967297\": --fleet --algo gcra takes a burst of at most 4294967296 (the fleet's "
+		  "bucket is split into 32-bit shares)" },
+		{ "uid=*", "16777216/m", FC_ALGO_SLIDING, FC_ACTION_DROP, FC_LAYER_AUTO, 0, 0,
+		  "rate \"16777216/m\": --algo sliding counts at most 16777215 per window (24 bits of a 64-bit word); "
+		  "use gcra or window for more" },
+		{ "uid=*", "1000000000000/d", FC_ALGO_WINDOW, FC_ACTION_DROP, FC_LAYER_AUTO, 0, 0, NULL },
+	};
+	struct fc_policy_spec p;
+	struct fc_policy k;
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		p = (struct fc_policy_spec){ .id = 7, .fleet = true, .algo = cases[i].algo, .action = cases[i].action,
+					     .layer = cases[i].layer, .concurrency = cases[i].concurrency,
+					     .warmup = cases[i].warmup };
+		fc_validate_case(&p, cases[i].match, cases[i].rates, cases[i].msg);
+		/* Without --fleet, the same policy is not refused for what --fleet refuses. */
+		if (cases[i].msg && strstr(cases[i].msg, "fleet")) {
+			struct fc_err err;
+
+			p.fleet = false;
+			if (p.action == FC_ACTION_DELAY)
+				p.algo = FC_ALGO_GCRA;
+			if (fc_policy_validate(&p, &err) < 0)
+				fail_msg("case %zu without --fleet: %s", i, err.msg);
+		}
+	}
+	/* 3/d at a weight of 0.25: a local policy is 1 per node, a fleet's is
+	 * the fleet's 3 (the split makes the shares). */
+	p = (struct fc_policy_spec){ .id = 7, .algo = FC_ALGO_WINDOW };
+	fc_validate_case(&p, "uid=*", "3/d", NULL);
+	k = fc_enforce(&p, fc_node(0.25, 4000000)).k;
+	assert_int_equal(k.tier[0].limit, 1);
+	p.fleet = true;
+	k = fc_enforce(&p, fc_node(0.25, 4000000)).k;
+	assert_int_equal(k.tier[0].limit, 3);
+	assert_int_equal(k.tier[0].interval_ns, 28800000000000ULL);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -863,6 +944,7 @@ int main(void)
 		cmocka_unit_test(test_scale),   cmocka_unit_test(test_options_table), cmocka_unit_test(test_json_new_keys), cmocka_unit_test(test_delay_algo),
 		cmocka_unit_test(test_warmup),
 		cmocka_unit_test(test_warmup_concurrency),
+		cmocka_unit_test(test_fleet),
 	};
 
 	return fc_run_group("policies (parsing, validation, compiling)", tests, NULL, NULL);

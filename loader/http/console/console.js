@@ -114,7 +114,8 @@ function renderPolicies() {
       p.concurrency ? ['at most ' + p.concurrency + ' in flight'] : [],
       p.override ? ['overrides what is more general'] : []);
     tr.append(el('td', p.id, 'num'), el('td', p.match, 'match'), el('td', limits.join(', ')),
-      el('td', p.action), el('td', p.layer), el('td', '–', 'num passed'), el('td', '–', 'num denied'),
+      el('td', p.action), el('td', p.layer), el('td', p.fleet ? 'fleet' : 'node'),
+      el('td', '–', 'num passed'), el('td', '–', 'num denied'),
       el('td', '–', 'num delayed'), el('td', '–', 'num inflight'));
     const chart = el('td');
     const canvas = document.createElement('canvas');
@@ -209,6 +210,7 @@ function policyFromForm() {
     ban_ttl: numberOrText(f('ban_ttl')),
     warmup: numberOrText(f('warmup')),
     override: $('p-override').checked,
+    fleet: $('p-fleet').checked,
   };
 }
 
@@ -221,6 +223,7 @@ function startEdit(p) {
     $('p-' + name).value = v === null || v === undefined || v === 'requests' ? (name === 'count' ? 'packets' : '') : v;
   }
   $('p-override').checked = p.override === true;
+  $('p-fleet').checked = p.fleet === true;
   $('p-id').readOnly = true;
   $('policy-legend').textContent = 'Edit policy ' + p.id;
   $('policy-save').textContent = 'Save policy ' + p.id;
