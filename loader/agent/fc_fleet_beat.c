@@ -112,7 +112,7 @@ static void fc_beat_read(struct fc_fleet_beat *b, const struct fc_redis_reply *r
 	b->nused = 0;
 	for (i = 2; i + 1 < rep->len; i += 2) {
 		json_t *v = json_loadb(rep->elem[i + 1]->str, rep->elem[i + 1]->len, 0, NULL);
-		struct fc_fleet_view_node *n = &b->nodes[b->nnodes];
+		struct fc_fleet_status_node *n = &b->nodes[b->nnodes];
 		json_int_t no = json_integer_value(json_object_get(v, "no"));
 		json_int_t ts = json_integer_value(json_object_get(v, "ts"));
 		const char *mode = json_string_value(json_object_get(v, "mode"));
@@ -123,7 +123,7 @@ static void fc_beat_read(struct fc_fleet_beat *b, const struct fc_redis_reply *r
 		}
 		fc_beat_add(b, json_object_get(v, "p"));
 		if (b->nnodes < FC_FLEET_BEAT_NODES) {
-			*n = (struct fc_fleet_view_node){ .no = (uint32_t)no, .age_ms = now / 1000000 - ts };
+			*n = (struct fc_fleet_status_node){ .no = (uint32_t)no, .age_ms = now / 1000000 - ts };
 			fc_redis_escape(rep->elem[i]->str, rep->elem[i]->len, n->name, sizeof(n->name));
 			fc_redis_escape(mode, strlen(mode), n->mode, sizeof(n->mode));
 			b->nnodes++;

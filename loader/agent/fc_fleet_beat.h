@@ -33,7 +33,7 @@ struct fc_fleet_beat {
 	int64_t sample[FC_FLEET_BEAT_SAMPLES]; /* node clock minus Redis's, ns */
 	unsigned nsamples, next;
 	size_t nnodes;
-	struct fc_fleet_view_node nodes[FC_FLEET_BEAT_NODES];
+	struct fc_fleet_status_node nodes[FC_FLEET_BEAT_NODES];
 	size_t nused;
 	struct fc_fleet_beat_pol used[FC_FLEET_BEAT_POLS]; /* the fleet's, summed */
 };

@@ -47,6 +47,7 @@ struct fc_fleet_key {
 };
 
 struct fc_fleet {
+	struct fc_fleet_opts o;
 	struct fc_fleet_cfg cfg;
 	struct fc_redis *redis;
 	struct fc_fleet_batch batch;
@@ -67,7 +68,8 @@ struct fc_fleet {
 	size_t nk, kcap;
 	size_t *call_key; /* the round's calls: their keys */
 	struct fc_fleet_expect *expect;
-	uint64_t *shares; /* the round's s_j values, per call */
+	uint64_t *shares;    /* the round's s_j values, per call */
+	uint32_t *share_nos; /* and their node numbers */
 	size_t shares_cap, ncall_cap;
 
 	enum fc_fleet_mode mode;
@@ -80,9 +82,9 @@ struct fc_fleet {
 	struct fc_fleet_counters cnt;
 	bool logged_other_set, logged_algo;
 
-	struct fc_fleet_view view;
-	struct fc_fleet_view_policy *vpol;
-	struct fc_fleet_view_primary vprim[16];
+	struct fc_fleet_status view;
+	struct fc_fleet_status_policy *vpol;
+	struct fc_fleet_status_primary vprim[16];
 
 	/* the thread */
 	pthread_t thread;
@@ -90,59 +92,44 @@ struct fc_fleet {
 	pthread_cond_t wake;
 	bool running, stop;
 	struct fc_fleet_cfg *next; /* a snapshot waiting for the next round */
+	struct fc_fleet_opts next_o;
+	bool has_next_o;
 };
 
 /* ---- the configuration's copy ---- */
 
 static void fc_cfg_free(struct fc_fleet_cfg *c)
 {
-	size_t i;
-	int k;
-
-	for (i = 0; c->policies && i < c->npolicies; i++)
-		for (k = 0; k < 2; k++) {
-			free(c->policies[i].set[k].no);
-			free(c->policies[i].set[k].split);
-		}
-	free(c->policies);
-	c->policies = NULL;
-	c->npolicies = 0;
+	fc_fleet_cfg_free(c);
 }
 
+/* A deep copy: the sets' members point into the copy's own. */
 static int fc_cfg_copy(struct fc_fleet_cfg *dst, const struct fc_fleet_cfg *src, struct fc_err *err)
 {
-	size_t i;
-	int k;
+	size_t i, nm = 0, off = 0;
 
+	for (i = 0; i < src->nsets; i++)
+		nm += src->sets[i].n;
 	*dst = *src;
-	dst->policies = calloc(src->npolicies ? src->npolicies : 1, sizeof(*dst->policies));
-	if (!dst->policies)
+	dst->pols = calloc(src->npols + 1, sizeof(*dst->pols));
+	dst->sets = calloc(src->nsets + 1, sizeof(*dst->sets));
+	dst->members = calloc(nm + 1, sizeof(*dst->members));
+	if (!dst->pols || !dst->sets || !dst->members) {
+		fc_fleet_cfg_free(dst);
 		return fc_err_set(err, "fleet: out of memory");
-	for (i = 0; i < src->npolicies; i++) {
-		dst->policies[i] = src->policies[i];
-		for (k = 0; k < 2; k++) {
-			const struct fc_fleet_set *s = &src->policies[i].set[k];
-			struct fc_fleet_set *d = &dst->policies[i].set[k];
-
-			d->no = NULL;
-			d->split = NULL;
-			if (s->nnodes > FC_FLEET_NODE_MAX) {
-				dst->npolicies = i + 1;
-				fc_cfg_free(dst);
-				return fc_err_set(err, "fleet: policy %u: %u nodes, more than %u", s->nnodes,
-						  src->policies[i].id, FC_FLEET_NODE_MAX);
-			}
-			d->no = calloc(s->nnodes + 1, sizeof(*d->no));
-			d->split = calloc(s->nnodes + 1, sizeof(*d->split));
-			if (!d->no || !d->split) {
-				dst->npolicies = i + 1;
-				fc_cfg_free(dst);
-				return fc_err_set(err, "fleet: out of memory");
-			}
-			memcpy(d->no, s->no, s->nnodes * sizeof(*d->no));
-			memcpy(d->split, s->split, s->nnodes * sizeof(*d->split));
-		}
 	}
+	memcpy(dst->pols, src->pols, src->npols * sizeof(*dst->pols));
+	for (i = 0; i < src->nsets; i++) {
+		dst->sets[i] = src->sets[i];
+		dst->sets[i].m = dst->members + off;
+		memcpy(dst->members + off, src->sets[i].m, src->sets[i].n * sizeof(*dst->members));
+		off += src->sets[i].n;
+	}
+	for (i = 0; i < src->npols; i++)
+		if (src->pols[i].set[0] >= src->nsets || src->pols[i].set[1] >= src->nsets) {
+			fc_fleet_cfg_free(dst);
+			return fc_err_set(err, "fleet: policy %u: a node set the cfg does not have", src->pols[i].id);
+		}
 	return 0;
 }
 
@@ -156,52 +143,43 @@ static uint64_t fc_utc_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
 }
 
-/* The set window w uses. */
-static const struct fc_fleet_set *fc_set_of(const struct fc_fleet_pol *p, uint64_t w)
+/* The split index window w uses: 1 once split[1] is in use and w has
+ * reached it. */
+static int fc_split_k(const struct fc_fleet_policy *p, uint64_t w)
 {
-	return p->set[1].from != FC_FLEET_NEVER && w >= p->set[1].from ? &p->set[1] : &p->set[0];
+	return p->split[1].from != FC_FLEET_NEVER && w >= p->split[1].from;
 }
 
-/* Node no's split in set s ({0}: not in it, share 0). */
-static struct fc_fleet_split fc_split_in(const struct fc_fleet_set *s, uint32_t no)
+/* The node set window w of p is split over. */
+static const struct fc_fleet_set *fc_set_of(const struct fc_fleet *f, const struct fc_fleet_policy *p, uint64_t w)
 {
-	uint32_t j;
-
-	for (j = 0; j < s->nnodes; j++)
-		if (s->no[j] == no)
-			return s->split[j];
-	return (struct fc_fleet_split){ .from = s->from };
+	return &f->cfg.sets[p->set[fc_split_k(p, w)]];
 }
 
 /* This node's share of window w for a key of point u (the fresh rule applied). */
-static uint64_t fc_my_share(const struct fc_fleet *f, const struct fc_fleet_pol *p, uint32_t u, uint64_t w)
+static uint64_t fc_my_share(const struct fc_fleet *f, const struct fc_fleet_policy *p, uint32_t u, uint64_t w)
 {
-	struct fc_fleet_split sp[2] = { fc_split_in(&p->set[0], f->cfg.node_no),
-					fc_split_in(&p->set[1], f->cfg.node_no) };
-
-	sp[0].from = p->set[0].from;
-	sp[1].from = p->set[1].from;
-	return fc_fleet_share_in(sp, u, w, p->unit_ns, f->cfg.fresh_ns, 0);
+	return fc_fleet_share_in(p->split, u, w, p->unit_ns, f->o.fresh_ns, 0);
 }
 
-static const struct fc_fleet_pol *fc_pol_by_id(const struct fc_fleet *f, uint32_t id, uint32_t epoch)
+static const struct fc_fleet_policy *fc_pol_by_id(const struct fc_fleet *f, uint32_t id, uint32_t epoch)
 {
 	size_t i;
 
-	for (i = 0; i < f->cfg.npolicies; i++)
-		if (f->cfg.policies[i].id == id && f->cfg.policies[i].epoch == epoch)
-			return &f->cfg.policies[i];
+	for (i = 0; i < f->cfg.npols; i++)
+		if (f->cfg.pols[i].id == id && f->cfg.pols[i].epoch == epoch)
+			return &f->cfg.pols[i];
 	return NULL;
 }
 
-static const struct fc_fleet_pol *fc_pol_by_slot(const struct fc_fleet *f, uint32_t slot, uint32_t epoch)
+static const struct fc_fleet_policy *fc_pol_by_slot(const struct fc_fleet *f, uint32_t slot, uint32_t epoch)
 {
 	size_t i;
 
-	for (i = 0; i < f->cfg.npolicies; i++)
-		if (f->cfg.policies[i].slot == slot && f->cfg.policies[i].shm_epoch == epoch &&
-		    f->cfg.policies[i].keyed && !f->cfg.policies[i].xdp)
-			return &f->cfg.policies[i];
+	for (i = 0; i < f->cfg.npols; i++)
+		if (f->cfg.pols[i].slot == slot && f->cfg.pols[i].epoch == epoch && f->cfg.pols[i].keyed &&
+		    f->cfg.pols[i].layer != FC_LAYER_XDP)
+			return &f->cfg.pols[i];
 	return NULL;
 }
 
@@ -228,9 +206,9 @@ static int fc_state_map(struct fc_fleet *f)
 		return 0;
 	fc_fleet_map_close(&f->map);
 	f->ring_known = false;
-	if (stat(f->cfg.state_path, &st) < 0 || !(f->nkeys = fc_state_nkeys((uint64_t)st.st_size)))
+	if (stat(f->o.state_path, &st) < 0 || !(f->nkeys = fc_state_nkeys((uint64_t)st.st_size)))
 		return -1;
-	if (fc_fleet_map_file(&f->map, f->cfg.state_path, (size_t)st.st_size, &err) < 0) {
+	if (fc_fleet_map_file(&f->map, f->o.state_path, (size_t)st.st_size, &err) < 0) {
 		fc_debug("%s", err.msg);
 		return -1;
 	}
@@ -252,8 +230,8 @@ static struct fc_fleet_key *fc_key_find(struct fc_fleet *f, uint64_t tag, uint32
 /* Tracks a key from now on. One whose window began before this agent did
  * may have history in Redis (the agent restarted): it adopts Redis's
  * totals before it asks (design §5.6). */
-static struct fc_fleet_key *fc_key_track(struct fc_fleet *f, uint64_t tag, uint32_t index, const struct fc_fleet_pol *p,
-					 uint64_t w)
+static struct fc_fleet_key *fc_key_track(struct fc_fleet *f, uint64_t tag, uint32_t index,
+					 const struct fc_fleet_policy *p, uint64_t w)
 {
 	struct fc_fleet_key *k = fc_key_find(f, tag, index), *more;
 
@@ -289,7 +267,7 @@ static void fc_keys_expire(struct fc_fleet *f, uint64_t now)
 	size_t i = 0;
 
 	while (i < f->nk) {
-		const struct fc_fleet_pol *p = fc_pol_by_id(f, f->keys[i].id, f->keys[i].epoch);
+		const struct fc_fleet_policy *p = fc_pol_by_id(f, f->keys[i].id, f->keys[i].epoch);
 
 		if (p && f->keys[i].w == now / p->unit_ns) {
 			i++;
@@ -303,7 +281,7 @@ static void fc_keys_expire(struct fc_fleet *f, uint64_t now)
  * fleet policy, refused for lack of credit in the current window. */
 static void fc_ring_take(struct fc_fleet *f, const struct fc_shm_fleet_entry *e, uint64_t now)
 {
-	const struct fc_fleet_pol *p = fc_pol_by_slot(f, e->slot, e->epoch);
+	const struct fc_fleet_policy *p = fc_pol_by_slot(f, e->slot, e->epoch);
 	struct fc_shm_key *k;
 	uint64_t w;
 
@@ -325,7 +303,7 @@ bad:
  * window": after the ring lost entries (a lap). */
 static void fc_ring_scan(struct fc_fleet *f, uint64_t now)
 {
-	const struct fc_fleet_pol *p;
+	const struct fc_fleet_policy *p;
 	struct fc_shm_key *k;
 	uint64_t tag;
 	uint32_t i;
@@ -389,14 +367,14 @@ struct fc_words {
 	uint32_t u; /* its point */
 };
 
-static int fc_key_words(const struct fc_fleet *f, const struct fc_fleet_key *k, const struct fc_fleet_pol *p,
+static int fc_key_words(const struct fc_fleet *f, const struct fc_fleet_key *k, const struct fc_fleet_policy *p,
 			struct fc_words *out)
 {
 	if (k->index == FC_FLEET_FIXED) {
 		struct fc_shm_slot *s = fc_slot(f, p->slot);
 
 		if (p->slot >= FC_SHM_SLOTS ||
-		    __atomic_load_n(&s->owner, __ATOMIC_ACQUIRE) != ((uint64_t)p->id << 32 | p->shm_epoch))
+		    __atomic_load_n(&s->owner, __ATOMIC_ACQUIRE) != ((uint64_t)p->id << 32 | p->epoch))
 			return -1;
 		*out = (struct fc_words){ .credit = &s->state[0],
 					  .demand = &s->state[1],
@@ -408,7 +386,7 @@ static int fc_key_words(const struct fc_fleet *f, const struct fc_fleet_key *k, 
 	struct fc_shm_key *e = fc_key_entry(f, k->index);
 
 	if (k->index >= f->nkeys || __atomic_load_n(&e->tag, __ATOMIC_ACQUIRE) != k->tag || e->slot != p->slot ||
-	    e->epoch != p->shm_epoch)
+	    e->epoch != p->epoch)
 		return -1;
 	*out = (struct fc_words){ .credit = &e->state[0],
 				  .demand = &e->state[1],
@@ -423,17 +401,17 @@ static void fc_fixed_track(struct fc_fleet *f, uint64_t now)
 {
 	size_t i;
 
-	for (i = 0; i < f->cfg.npolicies; i++) {
-		const struct fc_fleet_pol *p = &f->cfg.policies[i];
+	for (i = 0; i < f->cfg.npols; i++) {
+		const struct fc_fleet_policy *p = &f->cfg.pols[i];
 
-		if (!p->keyed && !p->xdp && p->algo == FC_ALGO_FLEET_WINDOW)
+		if (!p->keyed && p->layer != FC_LAYER_XDP && p->algo == FC_ALGO_FLEET_WINDOW)
 			fc_key_track(f, (uint64_t)p->id << 32 | p->epoch, FC_FLEET_FIXED, p, now / p->unit_ns);
 	}
 }
 
 /* Locks all of an idle key's credit in its window: the local record of a
  * release (design §5.1), told to Redis by the key's next call. */
-static void fc_key_release(struct fc_fleet_key *k, const struct fc_fleet_pol *p, const struct fc_words *wd,
+static void fc_key_release(struct fc_fleet_key *k, const struct fc_fleet_policy *p, const struct fc_words *wd,
 			   uint64_t share)
 {
 	uint64_t credit = fc_fleet_credit(__atomic_load_n(wd->credit, __ATOMIC_RELAXED), k->w);
@@ -445,7 +423,7 @@ static void fc_key_release(struct fc_fleet_key *k, const struct fc_fleet_pol *p,
 
 /* The entry of a key by its tag, walking its two windows as workers do;
  * FC_FLEET_FIXED when it is in neither. */
-static uint32_t fc_key_lookup(const struct fc_fleet *f, uint64_t tag, const struct fc_fleet_pol *p)
+static uint32_t fc_key_lookup(const struct fc_fleet *f, uint64_t tag, const struct fc_fleet_policy *p)
 {
 	const struct fc_shm_key *e;
 	uint32_t i, j, start;
@@ -460,7 +438,7 @@ static uint32_t fc_key_lookup(const struct fc_fleet *f, uint64_t tag, const stru
 			t = __atomic_load_n(&e->tag, __ATOMIC_ACQUIRE);
 			if (!t)
 				break;
-			if (t == tag && e->slot == p->slot && e->epoch == p->shm_epoch)
+			if (t == tag && e->slot == p->slot && e->epoch == p->epoch)
 				return i;
 		}
 	}
@@ -474,11 +452,11 @@ static uint32_t fc_key_lookup(const struct fc_fleet *f, uint64_t tag, const stru
 static void fc_on_demand(void *arg, const char *msg, size_t len)
 {
 	struct fc_fleet *f = arg;
-	const struct fc_fleet_pol *p;
+	const struct fc_fleet_policy *p;
 	struct fc_fleet_demand d;
 	struct fc_fleet_key *k;
 	struct fc_err err;
-	uint64_t now = fc_utc_ns() + (uint64_t)f->cfg.clock_ns;
+	uint64_t now = fc_utc_ns() + (uint64_t)f->o.clock_ns;
 	uint32_t index;
 
 	if (fc_fleet_demand_parse(msg, len, fc_redis_prefix(f->redis), &d, &err) < 0) {
@@ -499,14 +477,34 @@ static void fc_on_demand(void *arg, const char *msg, size_t len)
 		return;
 	k->flags |= FC_KEY_RELEASE;
 	if (!f->release_at_ns)
-		f->release_at_ns = now + (uint64_t)f->cfg.interval_ms * 250000ULL; /* within I/4 */
+		f->release_at_ns = now + (uint64_t)f->o.interval_ms * 250000ULL; /* within I/4 */
+}
+
+/* Every node's share of a key of point u in window w of p, as the record
+ * is made with them (s<j>): each member's split of the set, made as the
+ * loader makes it. Their sum (q, by construction). */
+static uint64_t fc_call_shares(const struct fc_fleet_set *set, const struct fc_fleet_policy *p, uint64_t w, uint32_t u,
+			       uint64_t *shares, uint32_t *nos)
+{
+	struct fc_fleet_split sp;
+	uint64_t n = 0;
+	size_t j;
+
+	for (j = 0; j < set->n; j++) {
+		fc_fleet_split_make(set->m, set->n, j, p->burst, w, p->unit_ns,
+				    p->algo == FC_ALGO_FLEET_GCRA ? p->n : 0, &sp);
+		nos[j] = set->m[j].no;
+		shares[j] = fc_fleet_share(&sp, u);
+		n += shares[j];
+	}
+	return n;
 }
 
 /* What a key is to send this round: its call filled, or 0 (nothing to say). */
-static int fc_key_call(struct fc_fleet *f, struct fc_fleet_key *k, const struct fc_fleet_pol *p, uint64_t now,
-		       struct fc_fleet_call *c, uint64_t *shares)
+static int fc_key_call(struct fc_fleet *f, struct fc_fleet_key *k, const struct fc_fleet_policy *p, uint64_t now,
+		       struct fc_fleet_call *c, uint64_t *shares, uint32_t *nos)
 {
-	const struct fc_fleet_set *set = fc_set_of(p, k->w);
+	const struct fc_fleet_set *set = fc_set_of(f, p, k->w);
 	struct fc_fleet_rec rec = { .id = p->id,
 				    .epoch = p->epoch,
 				    .kind = FC_FLEET_REC_WINDOW,
@@ -517,7 +515,6 @@ static int fc_key_call(struct fc_fleet *f, struct fc_fleet_key *k, const struct 
 	struct fc_words wd;
 	struct fc_err err;
 	bool idle, releasing, reassert = k->flags & (FC_KEY_ADOPT | FC_KEY_REASSERT);
-	uint32_t j;
 
 	if (fc_key_words(f, k, p, &wd) < 0)
 		return 0;
@@ -533,7 +530,7 @@ static int fc_key_call(struct fc_fleet *f, struct fc_fleet_key *k, const struct 
 	if (fc_fleet_wanted(__atomic_load_n(wd.demand, __ATOMIC_RELAXED), k->w) &&
 	    !(k->flags & (FC_KEY_DONE | FC_KEY_FROZEN))) {
 		want = wd.denied > k->denied_seen ? wd.denied - k->denied_seen : 1;
-		want = want < p->limit ? want : p->limit;
+		want = want < p->n ? want : p->n;
 	}
 	if (!want && !reassert && k->r_lock <= k->r_acked && (k->index != FC_FLEET_FIXED || used == k->u_sent) &&
 	    !(k->flags & FC_KEY_RELEASE && !credit))
@@ -545,24 +542,21 @@ static int fc_key_call(struct fc_fleet *f, struct fc_fleet_key *k, const struct 
 	if (fc_fleet_rec_name(&rec, fc_redis_prefix(f->redis), name, sizeof(name), &err) < 0)
 		return 0;
 	end = (k->w + 1) * p->unit_ns;
-	for (j = 0; j < set->nnodes; j++) {
-		shares[j] = fc_fleet_share(&set->split[j], wd.u);
-		n += shares[j];
-	}
+	n = fc_call_shares(set, p, k->w, wd.u, shares, nos);
 	*c = (struct fc_fleet_call){
 		.no = f->cfg.node_no,
-		.limit = p->limit,
+		.limit = p->n,
 		.n = n,
 		.set = set->digest,
-		.ttl_ms = (end > now ? (end - now) / 1000000 : 0) + f->cfg.max_skew_ms + f->cfg.interval_ms + 1000,
+		.ttl_ms = (end > now ? (end - now) / 1000000 : 0) + f->o.max_skew_ms + f->o.interval_ms + 1000,
 		.adopt = k->flags & FC_KEY_ADOPT,
 		.g_app = k->g_app,
 		.r_lock = k->r_lock,
 		.used = used,
 		.want = want,
 		.settled = (k->idle_rounds >= 2 || releasing) && !credit && !want,
-		.nshares = set->nnodes,
-		.share_no = set->no,
+		.nshares = (uint32_t)set->n,
+		.share_no = nos,
 		.share = shares,
 	};
 	memcpy(c->record, name, sizeof(c->record));
@@ -571,7 +565,7 @@ static int fc_key_call(struct fc_fleet *f, struct fc_fleet_key *k, const struct 
 }
 
 /* Applies key k's answer. */
-static void fc_key_apply(struct fc_fleet *f, struct fc_fleet_key *k, const struct fc_fleet_pol *p,
+static void fc_key_apply(struct fc_fleet *f, struct fc_fleet_key *k, const struct fc_fleet_policy *p,
 			 const struct fc_fleet_call *c, const struct fc_fleet_result *res, uint32_t denied)
 {
 	struct fc_words wd;
@@ -640,9 +634,13 @@ static int fc_round_room(struct fc_fleet *f, size_t n, size_t nshares)
 	}
 	if (nshares > f->shares_cap) {
 		c = realloc(f->shares, nshares * sizeof(*f->shares));
-		if (!c)
+		if (c)
+			f->shares = c;
+		a = realloc(f->share_nos, nshares * sizeof(*f->share_nos));
+		if (a)
+			f->share_nos = a;
+		if (!c || !a)
 			return -1;
-		f->shares = c;
 		f->shares_cap = nshares;
 	}
 	return 0;
@@ -672,19 +670,19 @@ static size_t fc_beat_mine(struct fc_fleet *f, uint64_t now, struct fc_fleet_bea
 	size_t i;
 	void *more;
 
-	if (f->nmine != f->cfg.npolicies) {
-		more = realloc(f->mine, (f->cfg.npolicies + 1) * sizeof(*f->mine));
+	if (f->nmine != f->cfg.npols) {
+		more = realloc(f->mine, (f->cfg.npols + 1) * sizeof(*f->mine));
 		if (!more)
 			return 0;
 		f->mine = more;
-		memset(f->mine, 0, (f->cfg.npolicies + 1) * sizeof(*f->mine));
-		f->nmine = f->cfg.npolicies;
+		memset(f->mine, 0, (f->cfg.npols + 1) * sizeof(*f->mine));
+		f->nmine = f->cfg.npols;
 	}
 	for (i = 0; i < f->nmine; i++) {
-		const struct fc_fleet_pol *p = &f->cfg.policies[i];
+		const struct fc_fleet_policy *p = &f->cfg.pols[i];
 		uint64_t w = now / p->unit_ns, passed;
 
-		passed = f->map.base && !p->xdp && p->slot < FC_SHM_SLOTS ?
+		passed = f->map.base && p->layer != FC_LAYER_XDP && p->slot < FC_SHM_SLOTS ?
 				 __atomic_load_n(&fc_slot(f, p->slot)->passed, __ATOMIC_RELAXED) :
 				 0;
 		if (f->mine[i].id != p->id || f->mine[i].window != w || passed < f->mine[i].passed)
@@ -700,17 +698,17 @@ static size_t fc_beat_mine(struct fc_fleet *f, uint64_t now, struct fc_fleet_bea
 static int fc_round_beat(struct fc_fleet *f, uint64_t now, struct fc_err *err)
 {
 	struct fc_fleet_beat_pol *pols;
-	int64_t off, max = (int64_t)f->cfg.max_skew_ms * 1000000;
+	int64_t off, max = (int64_t)f->o.max_skew_ms * 1000000;
 	size_t n;
 	int rc;
 
 	if (now < f->beat_at_ns && !(f->mode == FC_FLEET_MODE_DEGRADED && now >= f->retry_at_ns))
 		return 1;
 	f->beat_at_ns = now + 1000000000ULL;
-	pols = calloc(f->cfg.npolicies + 1, sizeof(*pols));
+	pols = calloc(f->cfg.npols + 1, sizeof(*pols));
 	n = pols ? fc_beat_mine(f, now, pols) : 0;
-	rc = fc_fleet_beat_run(&f->beat, f->redis, f->cfg.node, f->cfg.node_no, fc_fleet_mode_name(f->mode), f->rounds,
-			       pols, n, f->cfg.clock_ns, err);
+	rc = fc_fleet_beat_run(&f->beat, f->redis, f->o.node, f->cfg.node_no, fc_fleet_mode_name(f->mode), f->rounds,
+			       pols, n, f->o.clock_ns, err);
 	free(pols);
 	f->cnt.commands++;
 	if (rc < 0)
@@ -720,7 +718,7 @@ static int fc_round_beat(struct fc_fleet *f, uint64_t now, struct fc_err *err)
 	if (max && off > max && !f->clock_bad) {
 		f->clock_bad = true;
 		snprintf(f->clock_why, sizeof(f->clock_why), "clock %lld ms from Redis (max %u)",
-			 (long long)(fc_fleet_beat_offset(&f->beat) / 1000000), f->cfg.max_skew_ms);
+			 (long long)(fc_fleet_beat_offset(&f->beat) / 1000000), f->o.max_skew_ms);
 	} else if (f->clock_bad && off <= max / 10 * 8) {
 		f->clock_bad = false;
 	}
@@ -737,18 +735,17 @@ static int fc_round_calls(struct fc_fleet *f, uint64_t now, struct fc_err *err)
 
 	size_t most = 1;
 
-	for (i = 0; i < f->cfg.npolicies; i++)
-		most = f->cfg.policies[i].set[0].nnodes > most ? f->cfg.policies[i].set[0].nnodes : most,
-		most = f->cfg.policies[i].set[1].nnodes > most ? f->cfg.policies[i].set[1].nnodes : most;
+	for (i = 0; i < f->cfg.nsets; i++)
+		most = f->cfg.sets[i].n > most ? f->cfg.sets[i].n : most;
 	if (fc_round_room(f, f->nk, f->nk * most) < 0)
 		return fc_err_set(err, "fleet: out of memory");
 	denied = calloc(f->nk + 1, sizeof(*denied));
 	if (!denied)
 		return fc_err_set(err, "fleet: out of memory");
 	fc_fleet_batch_reset(&f->batch);
-	for (i = 0; i < f->nk && n < (f->cfg.max_keys ? f->cfg.max_keys : 20000); i++) {
+	for (i = 0; i < f->nk && n < (f->o.max_keys ? f->o.max_keys : 20000); i++) {
 		struct fc_fleet_key *k = &f->keys[i];
-		const struct fc_fleet_pol *p = fc_pol_by_id(f, k->id, k->epoch);
+		const struct fc_fleet_policy *p = fc_pol_by_id(f, k->id, k->epoch);
 		struct fc_fleet_call *c;
 		struct fc_words wd;
 
@@ -757,23 +754,23 @@ static int fc_round_calls(struct fc_fleet *f, uint64_t now, struct fc_err *err)
 		c = fc_fleet_batch_add(&f->batch);
 		if (!c)
 			break;
-		if (!fc_key_call(f, k, p, now, c, f->shares + off)) {
+		if (!fc_key_call(f, k, p, now, c, f->shares + off, f->share_nos + off)) {
 			f->batch.n--;
 			continue;
 		}
 		off += c->nshares;
 		denied[n] = wd.denied;
 		f->call_key[n] = i;
-		f->expect[n++] = (struct fc_fleet_expect){ .nstar = p->limit, .g_app = k->g_app, .adopt = c->adopt };
+		f->expect[n++] = (struct fc_fleet_expect){ .nstar = p->n, .g_app = k->g_app, .adopt = c->adopt };
 	}
-	f->cnt.deferred += f->nk > n && n == f->cfg.max_keys ? f->nk - n : 0;
+	f->cnt.deferred += f->nk > n && n == f->o.max_keys ? f->nk - n : 0;
 	bad = 0;
 	if (!n) {
 		free(denied);
 		return 1; /* nothing sent: the heartbeat tells what Redis is */
 	}
 	if (n) {
-		f->batch.wait_ms = f->cfg.interval_ms / 2 ? f->cfg.interval_ms / 2 : 1;
+		f->batch.wait_ms = f->o.interval_ms / 2 ? f->o.interval_ms / 2 : 1;
 		bad = fc_fleet_batch_run(&f->batch, f->redis, f->expect, err);
 		f->cnt.scripts += n;
 		f->cnt.waits += f->batch.nwaits;
@@ -819,7 +816,7 @@ static int fc_cmp_double(const void *a, const void *b)
 static void fc_view_fill(struct fc_fleet *f, uint64_t now, double ms)
 {
 	struct fc_redis_node_info info[16];
-	struct fc_fleet_view *v = &f->view;
+	struct fc_fleet_status *v = &f->view;
 	double sorted[FC_FLEET_LAT_N];
 	size_t i, j, n, nl = f->rounds < FC_FLEET_LAT_N ? f->rounds : FC_FLEET_LAT_N;
 	void *more;
@@ -828,23 +825,23 @@ static void fc_view_fill(struct fc_fleet *f, uint64_t now, double ms)
 	f->lat_sum += ms;
 	memcpy(sorted, f->lat, sizeof(sorted));
 	qsort(sorted, nl ? nl : 1, sizeof(double), fc_cmp_double);
-	more = realloc(f->vpol, (f->cfg.npolicies + 1) * sizeof(*f->vpol));
+	more = realloc(f->vpol, (f->cfg.npols + 1) * sizeof(*f->vpol));
 	if (more)
 		f->vpol = more;
 	n = fc_redis_nodes(f->redis, info, 16);
 	for (i = 0, j = 0; i < n && i < 16; i++)
 		if (info[i].primary)
-			f->vprim[j++] = (struct fc_fleet_view_primary){ .slots = info[i].slots,
-									.replicas = info[i].replicas,
-									.up = info[i].connected },
+			f->vprim[j++] = (struct fc_fleet_status_primary){ .slots = info[i].slots,
+									  .replicas = info[i].replicas,
+									  .up = info[i].connected },
 			memcpy(f->vprim[j - 1].addr, info[i].name, sizeof(f->vprim[j - 1].addr));
-	*v = (struct fc_fleet_view){
+	*v = (struct fc_fleet_status){
 		.node_no = f->cfg.node_no,
 		.mode = f->mode,
 		.since_ms = (int64_t)f->since_ms,
 		.last_sync_ms = (int64_t)f->last_sync_ms,
 		.rounds = f->rounds,
-		.interval_ms = f->cfg.interval_ms,
+		.interval_ms = f->o.interval_ms,
 		.lat_last = ms,
 		.lat_p50 = nl ? sorted[nl / 2] : 0,
 		.lat_p99 = nl ? sorted[(nl * 99) / 100] : 0,
@@ -853,42 +850,42 @@ static void fc_view_fill(struct fc_fleet *f, uint64_t now, double ms)
 		.wait = f->batch.nwaits ? f->batch.wait_need[0] : 0,
 		.nprimaries = j,
 		.primaries = f->vprim,
-		.max_skew_ms = f->cfg.max_skew_ms,
-		.test_offset_ms = f->cfg.clock_ns / 1000000,
+		.max_skew_ms = f->o.max_skew_ms,
+		.test_offset_ms = f->o.clock_ns / 1000000,
 		.counters = f->cnt,
 	};
 	v->offset_ms = (double)fc_fleet_beat_offset(&f->beat) / 1e6;
 	v->nnodes = f->beat.nnodes;
 	v->nodes = f->beat.nodes;
-	for (i = 0; i < f->beat.nnodes && f->cfg.npolicies; i++) {
-		const struct fc_fleet_set *set = fc_set_of(&f->cfg.policies[0], now / f->cfg.policies[0].unit_ns);
+	for (i = 0; i < f->beat.nnodes && f->cfg.npols; i++) {
+		const struct fc_fleet_set *set = fc_set_of(f, &f->cfg.pols[0], now / f->cfg.pols[0].unit_ns);
 
-		for (j = 0; j < set->nnodes && set->no[j] != f->beat.nodes[i].no; j++)
+		for (j = 0; j < set->n && set->m[j].no != f->beat.nodes[i].no; j++)
 			;
-		f->beat.nodes[i].in_set = j < set->nnodes;
+		f->beat.nodes[i].in_set = j < set->n;
 	}
-	snprintf(v->node, sizeof(v->node), "%s", f->cfg.node);
+	snprintf(v->node, sizeof(v->node), "%s", f->o.node);
 	snprintf(v->reason, sizeof(v->reason), "%s", f->reason);
 	if (!more)
 		return;
-	for (i = 0; i < f->cfg.npolicies; i++) {
-		const struct fc_fleet_pol *p = &f->cfg.policies[i];
-		struct fc_fleet_view_policy *vp = &f->vpol[i];
+	for (i = 0; i < f->cfg.npols; i++) {
+		const struct fc_fleet_policy *p = &f->cfg.pols[i];
+		struct fc_fleet_status_policy *vp = &f->vpol[i];
 		static const char *const units[] = { "s", "m", "h", "d" };
 		uint64_t u = p->unit_ns / 1000000000ULL;
 
-		*vp = (struct fc_fleet_view_policy){ .id = p->id,
-						     .algo = p->algo == FC_ALGO_FLEET_SLIDING ? "sliding" :
-							     p->algo == FC_ALGO_FLEET_GCRA    ? "gcra" :
-												"window",
-						     .limit = p->limit,
-						     .window = now / p->unit_ns,
-						     .fleet_used =
-							     fc_fleet_beat_used(&f->beat, p->id, now / p->unit_ns),
-						     .unit = units[u >= 86400 ? 3 :
-								   u >= 3600  ? 2 :
-								   u >= 60    ? 1 :
-										0] };
+		*vp = (struct fc_fleet_status_policy){ .id = p->id,
+						       .algo = p->algo == FC_ALGO_FLEET_SLIDING ? "sliding" :
+							       p->algo == FC_ALGO_FLEET_GCRA    ? "gcra" :
+												  "window",
+						       .limit = p->n,
+						       .window = now / p->unit_ns,
+						       .fleet_used =
+							       fc_fleet_beat_used(&f->beat, p->id, now / p->unit_ns),
+						       .unit = units[u >= 86400 ? 3 :
+								     u >= 3600  ? 2 :
+								     u >= 60    ? 1 :
+										  0] };
 		for (j = 0; j < f->nk; j++) {
 			const struct fc_fleet_key *k = &f->keys[j];
 			struct fc_words wd;
@@ -904,7 +901,7 @@ static void fc_view_fill(struct fc_fleet *f, uint64_t now, double ms)
 			vp->releases += k->r_lock;
 		}
 	}
-	v->npolicies = f->cfg.npolicies;
+	v->npolicies = f->cfg.npols;
 	v->policies = f->vpol;
 }
 
@@ -927,7 +924,7 @@ static void fc_round_mode(struct fc_fleet *f, int rc, const char *why, uint64_t 
 	else if (f->fails >= FC_FLEET_FAILS && rc < 0)
 		fc_mode_set(f, FC_FLEET_MODE_DEGRADED, why, now_ms);
 	else if (f->fails < FC_FLEET_FAILS && (rc == 0 || (f->mode == FC_FLEET_MODE_DEGRADED && !f->fails)))
-		fc_mode_set(f, f->cfg.npolicies ? FC_FLEET_MODE_FLEET : FC_FLEET_MODE_OFF, "", now_ms);
+		fc_mode_set(f, f->cfg.npols ? FC_FLEET_MODE_FLEET : FC_FLEET_MODE_OFF, "", now_ms);
 }
 
 void fc_fleet_round(struct fc_fleet *f, uint64_t now)
@@ -943,8 +940,12 @@ void fc_fleet_round(struct fc_fleet *f, uint64_t now)
 		free(f->next);
 		f->next = NULL;
 	}
+	if (f->has_next_o) {
+		f->o = f->next_o;
+		f->has_next_o = false;
+	}
 	pthread_mutex_unlock(&f->lock);
-	now += (uint64_t)f->cfg.clock_ns;
+	now += (uint64_t)f->o.clock_ns;
 	if (!f->rounds) {
 		f->since_ms = now_ms;
 		f->started_ns = now;
@@ -972,16 +973,17 @@ void fc_fleet_round(struct fc_fleet *f, uint64_t now)
 	fc_round_mode(f, rc, err.msg, now, now_ms);
 	f->rounds++;
 	fc_view_fill(f, now, (double)(fc_utc_ns() - t0) / 1e6);
-	if (f->cfg.status_shm[0] && fc_fleet_status_write(f->cfg.status_shm, &f->view, &err) < 0)
+	if (f->o.status_shm[0] && fc_fleet_status_write(f->o.status_shm, &f->view, &err) < 0)
 		fc_debug("%s", err.msg);
 }
 
-const struct fc_fleet_view *fc_fleet_view(const struct fc_fleet *f)
+const struct fc_fleet_status *fc_fleet_status_of(const struct fc_fleet *f)
 {
 	return &f->view;
 }
 
-struct fc_fleet *fc_fleet_new(const struct fc_fleet_cfg *cfg, struct fc_redis *redis, struct fc_err *err)
+struct fc_fleet *fc_fleet_new(const struct fc_fleet_opts *o, const struct fc_fleet_cfg *cfg, struct fc_redis *redis,
+			      struct fc_err *err)
 {
 	struct fc_fleet *f = calloc(1, sizeof(*f));
 
@@ -989,6 +991,7 @@ struct fc_fleet *fc_fleet_new(const struct fc_fleet_cfg *cfg, struct fc_redis *r
 		fc_err_set(err, "fleet: out of memory");
 		return NULL;
 	}
+	f->o = *o;
 	if (fc_cfg_copy(&f->cfg, cfg, err) < 0) {
 		free(f);
 		return NULL;
@@ -1017,6 +1020,7 @@ void fc_fleet_free(struct fc_fleet *f)
 	free(f->call_key);
 	free(f->expect);
 	free(f->shares);
+	free(f->share_nos);
 	free(f->vpol);
 	free(f->mine);
 	pthread_mutex_destroy(&f->lock);
@@ -1038,7 +1042,7 @@ static void *fc_fleet_main(void *arg)
 		fc_fleet_round(f, fc_utc_ns());
 		pthread_mutex_lock(&f->lock);
 		clock_gettime(CLOCK_REALTIME, &at);
-		next = (uint64_t)at.tv_nsec + (uint64_t)f->cfg.interval_ms * 1000000ULL;
+		next = (uint64_t)at.tv_nsec + (uint64_t)f->o.interval_ms * 1000000ULL;
 		at.tv_sec += (time_t)(next / 1000000000ULL);
 		at.tv_nsec = (long)(next % 1000000000ULL);
 		while (!f->stop && pthread_cond_timedwait(&f->wake, &f->lock, &at) != ETIMEDOUT)
@@ -1048,9 +1052,10 @@ static void *fc_fleet_main(void *arg)
 	return NULL;
 }
 
-struct fc_fleet *fc_fleet_start(const struct fc_fleet_cfg *cfg, struct fc_redis *redis, struct fc_err *err)
+struct fc_fleet *fc_fleet_start(const struct fc_fleet_opts *o, const struct fc_fleet_cfg *cfg, struct fc_redis *redis,
+				struct fc_err *err)
 {
-	struct fc_fleet *f = fc_fleet_new(cfg, redis, err);
+	struct fc_fleet *f = fc_fleet_new(o, cfg, redis, err);
 	int rc;
 
 	if (!f)
@@ -1065,20 +1070,28 @@ struct fc_fleet *fc_fleet_start(const struct fc_fleet_cfg *cfg, struct fc_redis 
 	return f;
 }
 
-int fc_fleet_update(struct fc_fleet *f, const struct fc_fleet_cfg *cfg, struct fc_err *err)
+int fc_fleet_update(struct fc_fleet *f, const struct fc_fleet_opts *o, const struct fc_fleet_cfg *cfg,
+		    struct fc_err *err)
 {
-	struct fc_fleet_cfg *c = calloc(1, sizeof(*c));
+	struct fc_fleet_cfg *c = cfg ? calloc(1, sizeof(*c)) : NULL;
 
-	if (!c || fc_cfg_copy(c, cfg, err) < 0) {
+	if (cfg && !c)
+		return fc_err_set(err, "fleet: out of memory");
+	if (c && fc_cfg_copy(c, cfg, err) < 0) {
 		free(c);
-		return c ? -1 : fc_err_set(err, "fleet: out of memory");
+		return -1;
 	}
 	pthread_mutex_lock(&f->lock);
-	if (f->next) {
+	if (c && f->next) {
 		fc_cfg_free(f->next);
 		free(f->next);
 	}
-	f->next = c;
+	if (c)
+		f->next = c;
+	if (o) {
+		f->next_o = *o;
+		f->has_next_o = true;
+	}
 	pthread_mutex_unlock(&f->lock);
 	return 0;
 }

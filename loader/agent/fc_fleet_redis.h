@@ -75,7 +75,7 @@ struct fc_fleet_call {
 };
 
 /* What the script answered, checked. */
-enum fc_fleet_status {
+enum fc_fleet_answer {
 	FC_FLEET_R_DONE = 1,  /* the record answered: fields below */
 	FC_FLEET_R_OTHER_SET, /* the record is of another split (store behind?): n is its */
 	FC_FLEET_R_NOT_RUN,   /* not sent or refused unrun: nothing changed, send it again */
@@ -83,7 +83,7 @@ enum fc_fleet_status {
 };
 
 struct fc_fleet_result {
-	enum fc_fleet_status status;
+	enum fc_fleet_answer status;
 	uint64_t g, r;        /* this node's totals in the record */
 	uint64_t G, R;        /* the record's */
 	int64_t free;         /* N − (n + G − R) after the call */

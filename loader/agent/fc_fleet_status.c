@@ -46,13 +46,13 @@ static json_t *fc_int(uint64_t v)
 	return json_integer(v > (uint64_t)INT64_MAX ? INT64_MAX : (json_int_t)v);
 }
 
-static json_t *fc_view_redis(const struct fc_fleet_view *v)
+static json_t *fc_status_redis(const struct fc_fleet_status *v)
 {
 	json_t *prim = json_array();
 	size_t i;
 
 	for (i = 0; i < v->nprimaries; i++) {
-		const struct fc_fleet_view_primary *p = &v->primaries[i];
+		const struct fc_fleet_status_primary *p = &v->primaries[i];
 
 		json_array_append_new(prim,
 				      json_pack("{s:s, s:I, s:I, s:s}", "addr", p->addr, "slots", (json_int_t)p->slots,
@@ -62,13 +62,13 @@ static json_t *fc_view_redis(const struct fc_fleet_view *v)
 			 (json_int_t)v->wait);
 }
 
-static json_t *fc_view_nodes(const struct fc_fleet_view *v)
+static json_t *fc_status_nodes(const struct fc_fleet_status *v)
 {
 	json_t *a = json_array();
 	size_t i;
 
 	for (i = 0; i < v->nnodes; i++) {
-		const struct fc_fleet_view_node *n = &v->nodes[i];
+		const struct fc_fleet_status_node *n = &v->nodes[i];
 
 		json_array_append_new(a, json_pack("{s:s, s:I, s:f, s:b, s:s, s:I}", "name", n->name, "no",
 						   (json_int_t)n->no, "weight", n->weight, "in_set", n->in_set, "mode",
@@ -77,13 +77,13 @@ static json_t *fc_view_nodes(const struct fc_fleet_view *v)
 	return a;
 }
 
-static json_t *fc_view_policies(const struct fc_fleet_view *v)
+static json_t *fc_status_policies(const struct fc_fleet_status *v)
 {
 	json_t *a = json_array();
 	size_t i;
 
 	for (i = 0; i < v->npolicies; i++) {
-		const struct fc_fleet_view_policy *p = &v->policies[i];
+		const struct fc_fleet_status_policy *p = &v->policies[i];
 
 		json_array_append_new(
 			a,
@@ -97,7 +97,7 @@ static json_t *fc_view_policies(const struct fc_fleet_view *v)
 	return a;
 }
 
-static json_t *fc_view_counters(const struct fc_fleet_counters *c)
+static json_t *fc_status_counters(const struct fc_fleet_counters *c)
 {
 	return json_pack("{s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o}", "commands",
 			 fc_int(c->commands), "scripts", fc_int(c->scripts), "waits", fc_int(c->waits), "moved",
@@ -107,7 +107,7 @@ static json_t *fc_view_counters(const struct fc_fleet_counters *c)
 			 fc_int(c->degraded_ms), "ring_errors", fc_int(c->ring_errors));
 }
 
-json_t *fc_fleet_view_json(const struct fc_fleet_view *v)
+json_t *fc_fleet_status_json(const struct fc_fleet_status *v)
 {
 	return json_pack("{s:s, s:I, s:s, s:s, s:o, s:o, s:o, s:I, s:{s:f, s:f, s:f, s:f}, s:o, "
 			 "s:{s:f, s:I, s:I}, s:o, s:o, s:o}",
@@ -115,12 +115,12 @@ json_t *fc_fleet_view_json(const struct fc_fleet_view *v)
 			 "reason", v->reason, "since", fc_utc(v->since_ms), "rounds", fc_int(v->rounds), "last_sync",
 			 fc_utc(v->last_sync_ms), "interval_ms", (json_int_t)v->interval_ms, "latency_ms", "last",
 			 v->lat_last, "p50", v->lat_p50, "p99", v->lat_p99, "sum", v->lat_sum, "redis",
-			 fc_view_redis(v), "clock", "offset_ms", v->offset_ms, "max_skew_ms",
+			 fc_status_redis(v), "clock", "offset_ms", v->offset_ms, "max_skew_ms",
 			 (json_int_t)v->max_skew_ms, "test_offset_ms", (json_int_t)v->test_offset_ms, "nodes",
-			 fc_view_nodes(v), "policies", fc_view_policies(v), "counters", fc_view_counters(&v->counters));
+			 fc_status_nodes(v), "policies", fc_status_policies(v), "counters", fc_status_counters(&v->counters));
 }
 
-int fc_fleet_status_write(const char *shm_path, const struct fc_fleet_view *v, struct fc_err *err)
+int fc_fleet_status_write(const char *shm_path, const struct fc_fleet_status *v, struct fc_err *err)
 {
 	char path[PATH_MAX], tmp[PATH_MAX];
 	json_t *doc = NULL;
@@ -140,7 +140,7 @@ int fc_fleet_status_write(const char *shm_path, const struct fc_fleet_view *v, s
 		fc_err_set(err, "fleet: %s: %s", tmp, strerror(errno));
 		goto out;
 	}
-	doc = fc_fleet_view_json(v);
+	doc = fc_fleet_status_json(v);
 	if (!doc) {
 		fc_err_set(err, "fleet: %s: out of memory", path);
 		goto out;

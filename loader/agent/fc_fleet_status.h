@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * What the fleet agent says of itself after each round: a view of its
- * state (struct fc_fleet_view, also what /metrics reads) and the status
+ * state (struct fc_fleet_status, also what /metrics reads) and the status
  * file made of it, <shm>.fleet.json, written whole by rename, 0644, root's.
  * `freqctl fleet status`, stats, top, keys and the console read the file
  * (loader/lib/fc_fleet_file.c; its schema is doc/fleet.md's "The status
@@ -24,7 +24,7 @@ enum fc_fleet_mode {
 	FC_FLEET_MODE_DEGRADED, /* Redis away, slow or wrong, or the clock too far: reason says which */
 };
 
-struct fc_fleet_view_policy {
+struct fc_fleet_status_policy {
 	uint32_t id;
 	const char *algo;    /* "window", "sliding", "gcra" */
 	uint64_t limit;      /* the fleet's N (per key for DIM=*) */
@@ -37,7 +37,7 @@ struct fc_fleet_view_policy {
 	uint64_t grants, releases, donated;
 };
 
-struct fc_fleet_view_node {
+struct fc_fleet_status_node {
 	char name[64];
 	uint32_t no;
 	double weight;
@@ -46,7 +46,7 @@ struct fc_fleet_view_node {
 	int64_t age_ms; /* since its heartbeat */
 };
 
-struct fc_fleet_view_primary {
+struct fc_fleet_status_primary {
 	char addr[FC_REDIS_ADDR_LEN];
 	unsigned slots, replicas;
 	bool up;
@@ -60,7 +60,7 @@ struct fc_fleet_counters {
 	uint64_t degraded, degraded_ms; /* episodes, and their time */
 };
 
-struct fc_fleet_view {
+struct fc_fleet_status {
 	char node[64];
 	uint32_t node_no;
 	enum fc_fleet_mode mode;
@@ -73,24 +73,24 @@ struct fc_fleet_view {
 	enum fc_redis_mode redis_mode;
 	unsigned wait; /* replicas WAIT asks for */
 	size_t nprimaries;
-	const struct fc_fleet_view_primary *primaries;
+	const struct fc_fleet_status_primary *primaries;
 	double offset_ms; /* this node's clock minus Redis's, median of 5 */
 	int64_t max_skew_ms, test_offset_ms;
 	size_t nnodes;
-	const struct fc_fleet_view_node *nodes;
+	const struct fc_fleet_status_node *nodes;
 	size_t npolicies;
-	const struct fc_fleet_view_policy *policies;
+	const struct fc_fleet_status_policy *policies;
 	struct fc_fleet_counters counters;
 };
 
 const char *fc_fleet_mode_name(enum fc_fleet_mode mode);
 
 /* The view as the status file's document. */
-json_t *fc_fleet_view_json(const struct fc_fleet_view *v);
+json_t *fc_fleet_status_json(const struct fc_fleet_status *v);
 
 /* Writes <shm_path>.fleet.json whole: a fresh temporary file beside it
  * (never one found there: O_EXCL, no symlink followed; /dev/shm is anyone's),
  * 0644, then rename. 0, or -1 with err. */
-int fc_fleet_status_write(const char *shm_path, const struct fc_fleet_view *v, struct fc_err *err);
+int fc_fleet_status_write(const char *shm_path, const struct fc_fleet_status *v, struct fc_err *err);
 
 #endif /* FC_FLEET_STATUS_H */

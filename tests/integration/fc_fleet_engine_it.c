@@ -37,6 +37,7 @@
 #include <jansson.h>
 
 #include "fc_fleet_engine.h"
+#include "fc_policy.h"
 #include "fc_shm.h"
 
 #define NKEYS 1024u
@@ -48,45 +49,55 @@ static redisContext *adm_ctx;
 static uint64_t size;
 
 static uint32_t nos[2] = { 1, 2 };
-static struct fc_fleet_split splits[2] = { { .base = 5 }, { .base = 5 } };
+/* Two nodes of equal weight: N 10 is 5 and 5. */
+static struct fc_fleet_member members[2] = { { .no = 1, .weight = 500000 }, { .no = 2, .weight = 500000 } };
+static struct fc_fleet_set sets[1] = { { .at_ms = 0, .m = members, .n = 2, .digest = 0xd16e57 } };
+static struct fc_fleet_policy pols[2];
 
-static struct fc_fleet_pol pols[2] = {
-	{ .id = 7,
-	  .epoch = 1,
-	  .slot = 3,
-	  .shm_epoch = 5,
-	  .algo = FC_ALGO_FLEET_WINDOW,
-	  .keyed = true,
-	  .limit = 10,
-	  .unit_ns = UNIT_NS },
-	{ .id = 8,
-	  .epoch = 2,
-	  .slot = 4,
-	  .shm_epoch = 6,
-	  .algo = FC_ALGO_FLEET_WINDOW,
-	  .keyed = false,
-	  .limit = 10,
-	  .unit_ns = UNIT_NS,
-	  .fixed_u = 77 },
-};
+/* What a publish hands node no's agent: policy 7 (uid=* 10/m, keyed,
+ * slot 3, epoch 5) and policy 8 (a fixed value, 10/m, slot 4, epoch 6). */
+static struct fc_fleet_cfg cfg_of(uint32_t no)
+{
+	struct fc_fleet_cfg c = { .node_no = no, .pols = pols, .npols = 2, .sets = sets, .nsets = 1 };
+	int i;
+
+	pols[0] = (struct fc_fleet_policy){ .id = 7,
+					    .epoch = 5,
+					    .slot = 3,
+					    .algo = FC_ALGO_FLEET_WINDOW,
+					    .layer = FC_LAYER_HTTP,
+					    .keyed = true,
+					    .n = 10,
+					    .burst = 10,
+					    .unit_ns = UNIT_NS };
+	pols[1] = (struct fc_fleet_policy){ .id = 8,
+					    .epoch = 6,
+					    .slot = 4,
+					    .algo = FC_ALGO_FLEET_WINDOW,
+					    .layer = FC_LAYER_HTTP,
+					    .n = 10,
+					    .burst = 10,
+					    .unit_ns = UNIT_NS,
+					    .fixed_u = 77 };
+	for (i = 0; i < 2; i++) {
+		fc_fleet_split_make(members, 2, no - 1, 10, 0, UNIT_NS, 0, &pols[i].split[0]);
+		pols[i].split[1] = (struct fc_fleet_split){ .from = FC_FLEET_NEVER };
+	}
+	return c;
+}
 
 static struct fc_fleet_cfg cfg(void)
 {
-	struct fc_fleet_cfg c = {
-		.node = "n1", .node_no = 1, .interval_ms = 100, .max_skew_ms = 500, .npolicies = 2, .policies = pols
-	};
-	int i;
+	return cfg_of(1);
+}
 
-	for (i = 0; i < 2; i++) {
-		pols[i].set[0] =
-			(struct fc_fleet_set){ .from = 0, .digest = 0xd16e57, .nnodes = 2, .no = nos, .split = splits };
-		pols[i].set[1] = (struct fc_fleet_set){
-			.from = FC_FLEET_NEVER, .digest = 0xd16e57, .nnodes = 2, .no = nos, .split = splits
-		};
-	}
-	snprintf(c.state_path, sizeof(c.state_path), "%s", state_path);
-	snprintf(c.status_shm, sizeof(c.status_shm), "%s", shm_path);
-	return c;
+static struct fc_fleet_opts opts(void)
+{
+	struct fc_fleet_opts o = { .node = "n1", .interval_ms = 100, .max_skew_ms = 500 };
+
+	snprintf(o.state_path, sizeof(o.state_path), "%s", state_path);
+	snprintf(o.status_shm, sizeof(o.status_shm), "%s", shm_path);
+	return o;
 }
 
 static struct fc_redis *client(unsigned timeout_ms)
@@ -152,7 +163,7 @@ static void refused_key(uint32_t index, uint64_t tag, uint64_t w, uint32_t denie
  * releases, has applied and wants. */
 static struct fc_fleet_result node2_call(uint64_t kid, uint64_t w, uint64_t r_lock, uint64_t g_app, uint64_t want)
 {
-	struct fc_fleet_rec rec = { .id = 7, .epoch = 1, .kid = kid, .kind = 'w', .unit = 60, .w = w };
+	struct fc_fleet_rec rec = { .id = 7, .epoch = 5, .kid = kid, .kind = 'w', .unit = 60, .w = w };
 	struct fc_fleet_expect ex = { .nstar = 10, .g_app = g_app };
 	const uint64_t shares[2] = { 5, 5 };
 	struct fc_redis *r = client(2000);
@@ -190,7 +201,7 @@ static void node2_releases(uint64_t kid, uint64_t w, uint64_t x)
 
 static long long hget(uint64_t kid, uint64_t w, const char *field)
 {
-	struct fc_fleet_rec rec = { .id = 7, .epoch = 1, .kid = kid, .kind = 'w', .unit = 60, .w = w };
+	struct fc_fleet_rec rec = { .id = 7, .epoch = 5, .kid = kid, .kind = 'w', .unit = 60, .w = w };
 	char name[FC_FLEET_NAME_MAX];
 	struct fc_err err;
 	redisReply *r;
@@ -215,8 +226,9 @@ static uint64_t window_start(void)
 static void test_ring_key_granted(void **state_)
 {
 	struct fc_fleet_cfg c = cfg();
+	struct fc_fleet_opts o = opts();
 	uint64_t t0 = window_start(), w = t0 / UNIT_NS;
-	const struct fc_fleet_view *v;
+	const struct fc_fleet_status *v;
 	struct fc_redis *r = client(2000);
 	struct fc_fleet *f;
 	struct fc_err err;
@@ -224,10 +236,10 @@ static void test_ring_key_granted(void **state_)
 	int i;
 
 	(void)state_;
-	f = fc_fleet_new(&c, r, &err);
+	f = fc_fleet_new(&o, &c, r, &err);
 	assert_non_null(f);
 	fc_fleet_round(f, t0); /* maps the file; nothing to do */
-	assert_int_equal(fc_fleet_view(f)->policies[0].tracked, 0);
+	assert_int_equal(fc_fleet_status_of(f)->policies[0].tracked, 0);
 	node2_releases(TAG, w, 4);
 	refused_key(17, TAG, w, 3);
 	/* one round, or more if its WAIT (interval/2) came back short on a
@@ -239,7 +251,7 @@ static void test_ring_key_granted(void **state_)
 			break;
 	}
 	printf("# granted after %d round(s)\n", i);
-	v = fc_fleet_view(f);
+	v = fc_fleet_status_of(f);
 	assert_string_equal(fc_fleet_mode_name(v->mode), "fleet");
 	assert_int_equal(v->policies[0].tracked, 1);
 	assert_int_equal(v->policies[0].grants, 3);
@@ -252,7 +264,7 @@ static void test_ring_key_granted(void **state_)
 	/* nothing more to say: no script */
 	scripts = v->counters.scripts;
 	fc_fleet_round(f, t0 + 500000000);
-	assert_int_equal(fc_fleet_view(f)->counters.scripts, scripts);
+	assert_int_equal(fc_fleet_status_of(f)->counters.scripts, scripts);
 	assert_int_equal(FC_FLEET_WORD_CREDIT(entry(17)->state[0]), 3);
 	fc_fleet_free(f);
 	fc_redis_close(r);
@@ -263,14 +275,15 @@ static void test_ring_key_granted(void **state_)
 static void test_hostile_ring(void **state_)
 {
 	struct fc_fleet_cfg c = cfg();
+	struct fc_fleet_opts o = opts();
 	uint64_t t0 = window_start(), w = t0 / UNIT_NS;
 	struct fc_redis *r = client(2000);
-	const struct fc_fleet_view *v;
+	const struct fc_fleet_status *v;
 	struct fc_fleet *f;
 	struct fc_err err;
 
 	(void)state_;
-	f = fc_fleet_new(&c, r, &err);
+	f = fc_fleet_new(&o, &c, r, &err);
 	fc_fleet_round(f, t0);
 	refused_key(40, TAG + 1, w, 1);
 	ring()->head--;                    /* refused_key's own push: replaced by the bad ones */
@@ -281,7 +294,7 @@ static void test_hostile_ring(void **state_)
 	push(TAG + 1, 40, 3, 5, w - 1);    /* a window over */
 	push(5, 40, 3, 5, w);              /* a busy word for a tag */
 	fc_fleet_round(f, t0 + 100000000);
-	v = fc_fleet_view(f);
+	v = fc_fleet_status_of(f);
 	assert_int_equal(v->policies[0].tracked, 0);
 	assert_int_equal(v->counters.ring_errors, 5);
 	assert_int_equal(entry(40)->state[0], FC_FLEET_WORD(w, 0));
@@ -294,9 +307,10 @@ static void test_hostile_ring(void **state_)
 static void test_fixed_slot(void **state_)
 {
 	struct fc_fleet_cfg c = cfg();
+	struct fc_fleet_opts o = opts();
 	uint64_t t0 = window_start(), w = t0 / UNIT_NS;
 	struct fc_shm_slot *s = (struct fc_shm_slot *)((char *)state + FC_STATE_SLOTS_OFF) + 4;
-	struct fc_fleet_rec rec = { .id = 8, .epoch = 2, .kid = 0, .kind = 'w', .unit = 60, .w = w };
+	struct fc_fleet_rec rec = { .id = 8, .epoch = 6, .kid = 0, .kind = 'w', .unit = 60, .w = w };
 	struct fc_redis *r = client(2000);
 	char name[FC_FLEET_NAME_MAX];
 	struct fc_fleet *f;
@@ -307,7 +321,7 @@ static void test_fixed_slot(void **state_)
 	memset(s, 0, sizeof(*s));
 	s->owner = (uint64_t)8 << 32 | 6;
 	s->state[0] = FC_FLEET_WORD(w, 2); /* 3 of its 5 spent */
-	f = fc_fleet_new(&c, r, &err);
+	f = fc_fleet_new(&o, &c, r, &err);
 	fc_fleet_round(f, t0);
 	assert_true(fc_fleet_rec_name(&rec, prefix, name, sizeof(name), &err) > 0);
 	rep = redisCommand(adm_ctx, "HGET %s u1", name);
@@ -351,6 +365,7 @@ static json_t *status_file(void)
 static void test_degraded_and_back(void **state_)
 {
 	struct fc_fleet_cfg c = cfg();
+	struct fc_fleet_opts o = opts();
 	uint64_t t0 = window_start(), w = t0 / UNIT_NS, t;
 	struct fc_redis *r = client(150);
 	struct fc_fleet *f;
@@ -360,7 +375,7 @@ static void test_degraded_and_back(void **state_)
 	int i;
 
 	(void)state_;
-	f = fc_fleet_new(&c, r, &err);
+	f = fc_fleet_new(&o, &c, r, &err);
 	fc_fleet_round(f, t0);
 	refused_key(60, TAG + 60, w, 1);
 	rep = redisCommand(adm_ctx, "CLIENT PAUSE 1200 ALL");
@@ -368,7 +383,7 @@ static void test_degraded_and_back(void **state_)
 	for (i = 1, t = t0; i <= 3; i++) {
 		t += 100000000;
 		fc_fleet_round(f, t);
-		assert_int_equal(fc_fleet_view(f)->mode, i < 3 ? FC_FLEET_MODE_FLEET : FC_FLEET_MODE_DEGRADED);
+		assert_int_equal(fc_fleet_status_of(f)->mode, i < 3 ? FC_FLEET_MODE_FLEET : FC_FLEET_MODE_DEGRADED);
 		/* past the backoff, so that each round tries */
 		t += 1000000000;
 	}
@@ -379,8 +394,8 @@ static void test_degraded_and_back(void **state_)
 	assert_int_equal(FC_FLEET_WORD_CREDIT(entry(60)->state[0]), 0);
 	usleep(1300000); /* the pause is over */
 	fc_fleet_round(f, t + 2000000000);
-	assert_int_equal(fc_fleet_view(f)->mode, FC_FLEET_MODE_FLEET);
-	assert_int_equal(fc_fleet_view(f)->counters.degraded, 1);
+	assert_int_equal(fc_fleet_status_of(f)->mode, FC_FLEET_MODE_FLEET);
+	assert_int_equal(fc_fleet_status_of(f)->counters.degraded, 1);
 	doc = status_file();
 	assert_string_equal(json_string_value(json_object_get(doc, "mode")), "fleet");
 	json_decref(doc);
@@ -393,20 +408,21 @@ static void test_degraded_and_back(void **state_)
 static void test_truncated_state(void **state_)
 {
 	struct fc_fleet_cfg c = cfg();
+	struct fc_fleet_opts o = opts();
 	uint64_t t0 = window_start(), w = t0 / UNIT_NS;
 	struct fc_redis *r = client(2000);
 	struct fc_fleet *f;
 	struct fc_err err;
 
 	(void)state_;
-	f = fc_fleet_new(&c, r, &err);
+	f = fc_fleet_new(&o, &c, r, &err);
 	fc_fleet_round(f, t0);
 	refused_key(80, TAG + 80, w, 1);
 	assert_int_equal(truncate(state_path, 4096), 0);
 	fc_fleet_round(f, t0 + 100000000);
 	assert_int_equal(truncate(state_path, (off_t)size), 0);
 	fc_fleet_round(f, t0 + 200000000);
-	assert_int_equal(fc_fleet_view(f)->mode, FC_FLEET_MODE_FLEET);
+	assert_int_equal(fc_fleet_status_of(f)->mode, FC_FLEET_MODE_FLEET);
 	fc_fleet_free(f);
 	fc_redis_close(r);
 }
@@ -418,6 +434,7 @@ static void test_truncated_state(void **state_)
 static void test_release_on_demand(void **state_)
 {
 	struct fc_fleet_cfg c = cfg();
+	struct fc_fleet_opts o = opts();
 	uint64_t t0 = window_start(), w = t0 / UNIT_NS, tag = TAG + 90;
 	struct fc_redis *r = client(2000);
 	struct fc_fleet_result res = { 0 };
@@ -427,7 +444,7 @@ static void test_release_on_demand(void **state_)
 	int i;
 
 	(void)state_;
-	f = fc_fleet_new(&c, r, &err);
+	f = fc_fleet_new(&o, &c, r, &err);
 	fc_fleet_round(f, t0); /* maps the file, subscribes */
 	k->slot = 3;
 	k->epoch = 5;
@@ -445,7 +462,7 @@ static void test_release_on_demand(void **state_)
 	assert_int_equal(FC_FLEET_WORD_W(k->state[0]), FC_FLEET_LABEL(w));
 	assert_int_equal(hget(tag, w, "r1"), 4);
 	assert_int_equal(hget(tag, w, "u1"), 1);
-	assert_int_equal(fc_fleet_view(f)->policies[0].releases, 4);
+	assert_int_equal(fc_fleet_status_of(f)->policies[0].releases, 4);
 	fc_fleet_free(f);
 	fc_redis_close(r);
 }
@@ -456,30 +473,32 @@ static void test_release_on_demand(void **state_)
  * script, and comes back by itself once the clock is right. */
 static void test_heartbeat_and_clock(void **state_)
 {
-	struct fc_fleet_cfg c1 = cfg(), c2 = cfg();
+	struct fc_fleet_cfg c1 = cfg(), c2;
+	struct fc_fleet_opts o1 = opts(), o2 = opts();
 	uint64_t t0 = window_start(), w = t0 / UNIT_NS, t, scripts;
 	struct fc_shm_slot *slot = (struct fc_shm_slot *)((char *)state + FC_STATE_SLOTS_OFF) + 3;
 	struct fc_redis *r1 = client(2000), *r2 = client(2000);
-	const struct fc_fleet_view *v;
+	const struct fc_fleet_status *v;
 	struct fc_fleet *f1, *f2;
 	struct fc_err err;
 	int i;
 
 	(void)state_;
-	c2.node_no = 2;
-	snprintf(c2.node, sizeof(c2.node), "n2");
-	c2.status_shm[0] = 0;
+	snprintf(o2.node, sizeof(o2.node), "n2");
+	o2.status_shm[0] = 0;
 	slot->owner = (uint64_t)7 << 32 | 5;
 	slot->passed = 100;
-	f1 = fc_fleet_new(&c1, r1, &err);
-	f2 = fc_fleet_new(&c2, r2, &err);
+	f1 = fc_fleet_new(&o1, &c1, r1, &err);
+	c2 = cfg_of(2);
+	f2 = fc_fleet_new(&o2, &c2, r2, &err);
+	c1 = cfg_of(1); /* pols[] is shared: the engines copied theirs */
 	fc_fleet_round(f1, t0);
 	fc_fleet_round(f2, t0);
 	slot->passed = 107; /* 7 passed in the window since both began it */
 	fc_fleet_round(f1, t0 + 1000000000);
 	fc_fleet_round(f2, t0 + 1000000000);
 	fc_fleet_round(f1, t0 + 2000000000);
-	v = fc_fleet_view(f1);
+	v = fc_fleet_status_of(f1);
 	assert_int_equal(v->nnodes, 2);
 	assert_true(v->nodes[0].in_set && v->nodes[1].in_set);
 	assert_true(!strcmp(v->nodes[0].name, "n2") || !strcmp(v->nodes[1].name, "n2"));
@@ -490,26 +509,26 @@ static void test_heartbeat_and_clock(void **state_)
 	fc_redis_close(r2);
 
 	/* the clock 2 s ahead */
-	c1.clock_ns = 2000000000;
-	assert_int_equal(fc_fleet_update(f1, &c1, &err), 0);
+	o1.clock_ns = 2000000000;
+	assert_int_equal(fc_fleet_update(f1, &o1, NULL, &err), 0);
 	refused_key(70, TAG + 70, (t0 + 2000000000) / UNIT_NS, 1);
 	t = t0 + 3000000000ULL;
-	for (i = 0; i < 5 && fc_fleet_view(f1)->mode != FC_FLEET_MODE_DEGRADED; i++, t += 1000000000)
+	for (i = 0; i < 5 && fc_fleet_status_of(f1)->mode != FC_FLEET_MODE_DEGRADED; i++, t += 1000000000)
 		fc_fleet_round(f1, t);
-	v = fc_fleet_view(f1);
+	v = fc_fleet_status_of(f1);
 	assert_int_equal(v->mode, FC_FLEET_MODE_DEGRADED);
 	assert_non_null(strstr(v->reason, "ms from Redis (max 500)"));
 	assert_true(!strncmp(v->reason, "clock 19", 8) || !strncmp(v->reason, "clock 20", 8));
 	scripts = v->counters.scripts;
 	fc_fleet_round(f1, t);
-	assert_int_equal(fc_fleet_view(f1)->counters.scripts, scripts); /* no grants asked */
+	assert_int_equal(fc_fleet_status_of(f1)->counters.scripts, scripts); /* no grants asked */
 	/* right again: back within a few heartbeats (the median of 5) */
-	c1.clock_ns = 0;
-	assert_int_equal(fc_fleet_update(f1, &c1, &err), 0);
-	for (i = 0; i < 8 && fc_fleet_view(f1)->mode != FC_FLEET_MODE_FLEET; i++, t += 1000000000)
+	o1.clock_ns = 0;
+	assert_int_equal(fc_fleet_update(f1, &o1, NULL, &err), 0);
+	for (i = 0; i < 8 && fc_fleet_status_of(f1)->mode != FC_FLEET_MODE_FLEET; i++, t += 1000000000)
 		fc_fleet_round(f1, t);
-	assert_int_equal(fc_fleet_view(f1)->mode, FC_FLEET_MODE_FLEET);
-	assert_int_equal(fc_fleet_view(f1)->counters.degraded, 1); /* one episode: no flapping */
+	assert_int_equal(fc_fleet_status_of(f1)->mode, FC_FLEET_MODE_FLEET);
+	assert_int_equal(fc_fleet_status_of(f1)->counters.degraded, 1); /* one episode: no flapping */
 	fc_fleet_free(f1);
 	fc_redis_close(r1);
 }
@@ -520,6 +539,7 @@ static void test_heartbeat_and_clock(void **state_)
 static void test_thread(void **state_)
 {
 	struct fc_fleet_cfg c = cfg();
+	struct fc_fleet_opts o = opts();
 	struct fc_fleet *f;
 	struct fc_err err;
 	json_t *doc;
@@ -527,8 +547,8 @@ static void test_thread(void **state_)
 	int i;
 
 	(void)state_;
-	c.interval_ms = 20;
-	f = fc_fleet_start(&c, client(2000), &err);
+	o.interval_ms = 20;
+	f = fc_fleet_start(&o, &c, client(2000), &err);
 	assert_non_null(f);
 	for (i = 0; i < 100 && rounds < 5; i++) {
 		usleep(20000);
@@ -537,8 +557,8 @@ static void test_thread(void **state_)
 		json_decref(doc);
 	}
 	assert_true(rounds >= 5);
-	c.npolicies = 1;
-	assert_int_equal(fc_fleet_update(f, &c, &err), 0);
+	c.npols = 1;
+	assert_int_equal(fc_fleet_update(f, NULL, &c, &err), 0);
 	for (i = 0; i < 100; i++) {
 		usleep(20000);
 		doc = status_file_maybe();

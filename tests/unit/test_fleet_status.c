@@ -23,15 +23,15 @@
 
 static char dir[64], shm[96], path[128], tmp[136];
 
-static const struct fc_fleet_view_primary primaries[] = {
+static const struct fc_fleet_status_primary primaries[] = {
 	{ .addr = "127.0.0.1:16001", .slots = 5461, .replicas = 1, .up = true },
 	{ .addr = "127.0.0.1:16002", .slots = 5462, .replicas = 0, .up = false },
 };
-static const struct fc_fleet_view_node nodes[] = {
+static const struct fc_fleet_status_node nodes[] = {
 	{ .name = "n1", .no = 1, .weight = 0.25, .in_set = true, .mode = "fleet", .age_ms = 120 },
 	{ .name = "n2", .no = 2, .weight = 0.75, .in_set = false, .mode = "degraded", .age_ms = 4000 },
 };
-static const struct fc_fleet_view_policy policies[] = {
+static const struct fc_fleet_status_policy policies[] = {
 	{ .id = 7,
 	  .algo = "window",
 	  .limit = 100,
@@ -48,9 +48,9 @@ static const struct fc_fleet_view_policy policies[] = {
 	  .donated = 0 },
 };
 
-static struct fc_fleet_view view(void)
+static struct fc_fleet_status view(void)
 {
-	return (struct fc_fleet_view){
+	return (struct fc_fleet_status){
 		.node = "n1",
 		.node_no = 1,
 		.mode = FC_FLEET_MODE_DEGRADED,
@@ -96,7 +96,7 @@ static json_t *read_back(void)
 
 static void test_fields(void **state)
 {
-	struct fc_fleet_view v = view();
+	struct fc_fleet_status v = view();
 	struct fc_err err;
 	struct stat st;
 	json_t *doc, *p;
@@ -147,7 +147,7 @@ static void test_fields(void **state)
  * old one reads it whole. */
 static void test_rename(void **state)
 {
-	struct fc_fleet_view v = view();
+	struct fc_fleet_status v = view();
 	struct fc_err err;
 	struct stat a, b;
 	json_t *doc;
@@ -178,7 +178,7 @@ static void test_rename(void **state)
  * through: a symlink to a file, a file of theirs. */
 static void test_planted(void **state)
 {
-	struct fc_fleet_view v = view();
+	struct fc_fleet_status v = view();
 	char victim[128], buf[16] = { 0 };
 	struct fc_err err;
 	struct stat st;
@@ -210,7 +210,7 @@ static void test_planted(void **state)
 
 static void test_refused(void **state)
 {
-	struct fc_fleet_view v = view();
+	struct fc_fleet_status v = view();
 	struct fc_err err;
 	char missing[128];
 
