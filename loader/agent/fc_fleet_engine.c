@@ -771,6 +771,7 @@ static int fc_round_calls(struct fc_fleet *f, uint64_t now, struct fc_err *err)
 	}
 	if (n) {
 		f->batch.wait_ms = f->o.interval_ms / 2 ? f->o.interval_ms / 2 : 1;
+		f->batch.wait_max = f->o.wait_replicas;
 		bad = fc_fleet_batch_run(&f->batch, f->redis, f->expect, err);
 		f->cnt.scripts += n;
 		f->cnt.waits += f->batch.nwaits;
@@ -931,7 +932,7 @@ void fc_fleet_round(struct fc_fleet *f, uint64_t now)
 {
 	uint64_t t0 = fc_utc_ns(), now_ms = now / 1000000;
 	struct fc_err err = { .msg = "" }, berr;
-	int rc = 0, beat;
+	int rc, beat;
 
 	pthread_mutex_lock(&f->lock);
 	if (f->next) { /* the snapshot the main loop left: taken whole */
@@ -951,6 +952,9 @@ void fc_fleet_round(struct fc_fleet *f, uint64_t now)
 		f->started_ns = now;
 	}
 	fc_keys_expire(f, now);
+	/* No state file yet (nginx has not started, the first publish is on
+	 * its way): nothing to lease, but the heartbeat still runs. */
+	rc = 1;
 	if (fc_state_map(f) == 0) {
 		fc_ring_drain(f, now);
 		fc_fixed_track(f, now);
@@ -961,15 +965,13 @@ void fc_fleet_round(struct fc_fleet *f, uint64_t now)
 		 * too far: no grants, releases or reports (design §6) */
 		if (!f->clock_bad && (f->mode != FC_FLEET_MODE_DEGRADED || now >= f->retry_at_ns))
 			rc = fc_round_calls(f, now, &err);
-		else
-			rc = 1;
-		beat = fc_round_beat(f, now, &berr);
-		if (beat < 0 && rc >= 0)
-			err = berr;
-		rc = rc < 0 || beat < 0 ? -1 : rc && beat ? 1 : 0;
-		if (fc_fleet_map_lost(&f->map))
-			rc = rc ? rc : 1; /* void: the file changed under us; mapped again next round */
 	}
+	beat = fc_round_beat(f, now, &berr);
+	if (beat < 0 && rc >= 0)
+		err = berr;
+	rc = rc < 0 || beat < 0 ? -1 : rc && beat ? 1 : 0;
+	if (f->map.base && fc_fleet_map_lost(&f->map))
+		rc = rc ? rc : 1; /* void: the file changed under us; mapped again next round */
 	fc_round_mode(f, rc, err.msg, now, now_ms);
 	f->rounds++;
 	fc_view_fill(f, now, (double)(fc_utc_ns() - t0) / 1e6);

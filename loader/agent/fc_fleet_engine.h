@@ -40,6 +40,7 @@ struct fc_fleet_opts {
 	uint32_t interval_ms;  /* --sync-interval */
 	uint32_t max_skew_ms;  /* --fleet-max-skew */
 	uint32_t max_keys;     /* --fleet-max-keys: scripts per round (0: 20,000) */
+	uint32_t wait_replicas; /* --redis-wait: replicas a grant waits for at most (0: all) */
 };
 
 struct fc_fleet;

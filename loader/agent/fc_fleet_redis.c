@@ -253,6 +253,8 @@ static int fc_fleet_waits(struct fc_fleet_batch *b, struct fc_redis *r)
 			continue;
 		node[j] = k;
 		b->wait_need[j] = fc_fleet_replicas(b, r, k);
+		if (b->wait_max && b->wait_need[j] > b->wait_max)
+			b->wait_need[j] = b->wait_max;
 		start = b->nargs;
 		if (fc_arg(b, "WAIT") || fc_arg(b, "%u", b->wait_need[j]) || fc_arg(b, "%u", b->wait_ms))
 			return -1;

@@ -117,6 +117,7 @@ struct fc_fleet_batch {
 	struct fc_redis_cmd *cmd; /* the calls, then the WAITs */
 	size_t n, cap, cmd_cap;
 	uint32_t wait_ms; /* WAIT's timeout; 0: no WAIT, nothing confirmed */
+	uint32_t wait_max; /* replicas a WAIT asks for at most (--redis-wait; 0: all the node has) */
 	size_t nwaits;
 	unsigned wait_need[FC_FLEET_WAITS_MAX]; /* replicas each WAIT must count */
 	unsigned standalone_replicas;           /* from INFO replication, */

@@ -18,7 +18,7 @@ port=$((16000 + 8 * FC_BLOCK))
 mkdir -p "$rdir"
 chmod 700 "$rdir"
 for p in $port $((port + 1)); do
-	[ -z "$(ss -Htan "sport = :$p")" ] || skip_all "port $p is in use"
+	[ -z "$(ss -Hltn "sport = :$p")" ] || skip_all "port $p is in use"
 done
 pids=()
 redis_stop() {
@@ -35,7 +35,9 @@ redis_stop() {
 		grep -qa redis-server "/proc/$pid/cmdline" 2>/dev/null && kill -9 "$pid"
 	done
 }
-trap 'redis_stop; fc_finish' EXIT
+apid=
+agent_stop() { [ -z "$apid" ] || { kill -TERM "$apid" 2>/dev/null && wait "$apid" 2>/dev/null; apid=; }; }
+trap 'agent_stop; redis_stop; fc_finish' EXIT
 
 # redis_start PORT [ARG...]
 redis_start() {
@@ -64,3 +66,42 @@ for it in fc_fleet_script_it fc_fleet_engine_it; do
 	tap_relay < <(sed -E 's/^(not )?ok [0-9]+ - /\1ok - /' "$rdir/$it.log")
 	check "$it ended by itself, every case passed (exit $it_rc)" [ "$it_rc" = 0 ]
 done
+
+# ---- the agent: --redis starts the lease engine; its options ----
+
+if [ "$(id -u)" != 0 ]; then
+	skip_one "the agent with --redis: needs root (bpffs)"
+	exit 0
+fi
+agent_usage() { # agent_usage OPTION... : exit 2, its message in $err
+	err=$("$FC_BIN" --db "$db" --pin-dir "$pin" --shm "$shm" agent "$@" 2>&1 >/dev/null)
+	[ $? = 2 ]
+}
+check "--sync-interval 5: a usage error" agent_usage --sync-interval 5
+check "... naming the option and its range" grep -q -- '--sync-interval.*10' <<<"$err"
+check "--redis-wait 0: a usage error, naming what is expected" \
+	eval 'agent_usage --redis-wait 0 && grep -q "1 to 16, or all" <<<"$err"'
+check "--clock-offset 1e3: a usage error" eval 'agent_usage --clock-offset 1e3 && grep -q "expected milliseconds" <<<"$err"'
+
+status=$shm.fleet.json
+rounds() { jq -r '.rounds // 0' "$status" 2>/dev/null || echo 0; }
+# Not through fc(): $! must be the agent's own pid.
+"$FC_BIN" --db "$db" --pin-dir "$pin" --shm "$shm" --node n1 --redis "redis://127.0.0.1:$port" --redis-prefix "fa$tag:" \
+	agent --sync-interval 50 >"$rdir/agent.log" 2>&1 &
+apid=$!
+for _ in $(seq 100); do [ "$(rounds)" -ge 5 ] && jq_true '.redis.mode != "unknown"' "$status" && break; sleep 0.05; done
+check "the agent with --redis writes $status every round (5 within 5 s)" [ "$(rounds)" -ge 5 ]
+check "... 0644, root's" eval '[ "$(stat -c %a:%u "$status")" = 644:0 ]'
+check "... mode off (no fleet policy), Redis standalone, up, the clock within 500 ms" \
+	jq_true '.mode == "off" and .redis.mode == "standalone" and .redis.primaries[0].state == "up" and
+		.clock.offset_ms > -500 and .clock.offset_ms < 500 and .interval_ms == 50' "$status" ||
+	jq -c 'del(.nodes, .policies)' "$status" | sed 's/^/# /'
+fcq policy add 7 --match 'uid=*' --rate 10/m --fleet
+for _ in $(seq 100); do jq_true '.mode == "fleet"' "$status" 2>/dev/null && break; sleep 0.05; done
+check "a fleet policy added: the agent leases for it (mode fleet, policy 7, limit 10 per m)" \
+	jq_true '.mode == "fleet" and .policies[0].id == 7 and .policies[0].limit == 10 and .policies[0].unit == "m"' \
+	"$status"
+check "... its heartbeat is in Redis (P{nodes} holds n1's, of this second)" \
+	eval 'timeout 5 redis-cli -p "$port" hget "fa$tag:{nodes}" n1 | jq -e ".ts > $(date +%s)000 - 3000" >/dev/null'
+agent_stop
+check "the agent stopped by SIGTERM, its fleet thread with it" [ -z "$apid" ]
