@@ -20,6 +20,7 @@
 #include "fc_fleet_engine.h"
 #include "fc_fleet_map.h"
 #include "fc_fleet_sub.h"
+#include "fc_grow.h"
 #include "fc_shm.h"
 
 #define FC_FLEET_FIXED UINT32_MAX /* a key's index: the policy's slot, not a key entry */
@@ -616,33 +617,18 @@ static void fc_key_apply(struct fc_fleet *f, struct fc_fleet_key *k, const struc
 
 /* ---- the round ---- */
 
-/* Room for n calls of up to FC_FLEET_NODE_MAX shares each. */
+/* Room for n calls and nshares shares of theirs. */
 static int fc_round_room(struct fc_fleet *f, size_t n, size_t nshares)
 {
-	void *a, *b, *c;
+	size_t c1 = f->ncall_cap, c2 = f->ncall_cap, c3 = f->shares_cap, c4 = f->shares_cap;
 
-	if (n > f->ncall_cap) {
-		a = realloc(f->call_key, n * sizeof(*f->call_key));
-		if (a)
-			f->call_key = a;
-		b = realloc(f->expect, n * sizeof(*f->expect));
-		if (b)
-			f->expect = b;
-		if (!a || !b)
-			return -1;
-		f->ncall_cap = n;
-	}
-	if (nshares > f->shares_cap) {
-		c = realloc(f->shares, nshares * sizeof(*f->shares));
-		if (c)
-			f->shares = c;
-		a = realloc(f->share_nos, nshares * sizeof(*f->share_nos));
-		if (a)
-			f->share_nos = a;
-		if (!c || !a)
-			return -1;
-		f->shares_cap = nshares;
-	}
+	if (fc_grow((void **)&f->call_key, &c1, n, sizeof(*f->call_key)) ||
+	    fc_grow((void **)&f->expect, &c2, n, sizeof(*f->expect)) ||
+	    fc_grow((void **)&f->shares, &c3, nshares, sizeof(*f->shares)) ||
+	    fc_grow((void **)&f->share_nos, &c4, nshares, sizeof(*f->share_nos)))
+		return -1;
+	f->ncall_cap = c1;
+	f->shares_cap = c3;
 	return 0;
 }
 

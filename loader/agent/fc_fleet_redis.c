@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "fc_fleet_redis.h"
+#include "fc_grow.h"
 
 /* The script, built in (.incbin; the Makefile names the file as this
  * object's prerequisite). */
@@ -46,23 +47,6 @@ void fc_fleet_batch_reset(struct fc_fleet_batch *b)
 	b->n = 0;
 	b->nargs = 0;
 	b->text_len = 0;
-}
-
-static int fc_grow(void **p, size_t *cap, size_t want, size_t size)
-{
-	size_t n = *cap ? *cap : 16;
-	void *q;
-
-	if (want <= *cap)
-		return 0;
-	while (n < want)
-		n *= 2;
-	q = realloc(*p, n * size);
-	if (!q)
-		return -1;
-	*p = q;
-	*cap = n;
-	return 0;
 }
 
 struct fc_fleet_call *fc_fleet_batch_add(struct fc_fleet_batch *b)

@@ -39,6 +39,7 @@
 #include "fc_fleet_engine.h"
 #include "fc_policy.h"
 #include "fc_shm.h"
+#include "fc_test_dir.h"
 
 #define NKEYS 1024u
 #define UNIT_NS (60ULL * 1000000000ULL)
@@ -595,8 +596,7 @@ static int setup(void **state_)
 	}
 	snprintf(addr, sizeof(addr), "%s", a);
 	snprintf(prefix, sizeof(prefix), "fe%d:", (int)getpid());
-	snprintf(dir, sizeof(dir), "/tmp/fc-fleet-engine.XXXXXX");
-	if (!mkdtemp(dir))
+	if (fc_test_dir_make(dir, sizeof(dir), "fleet-engine") < 0)
 		return -1;
 	snprintf(state_path, sizeof(state_path), "%s/shm.state", dir);
 	snprintf(shm_path, sizeof(shm_path), "%s/shm", dir);
@@ -614,13 +614,10 @@ static int setup(void **state_)
 
 static int teardown(void **state_)
 {
-	char cmd[128];
-
 	(void)state_;
 	munmap(state, size);
 	redisFree(adm_ctx);
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
-	return system(cmd) == 0 ? 0 : -1;
+	return fc_test_dir_remove(dir);
 }
 
 int main(void)

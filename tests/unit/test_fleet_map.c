@@ -24,6 +24,7 @@
 #include <cmocka.h>
 
 #include "fc_fleet_map.h"
+#include "fc_test_dir.h"
 
 #define LEN (64 * 1024)
 
@@ -177,17 +178,13 @@ static void test_refused(void **state)
 static int setup(void **state)
 {
 	(void)state;
-	snprintf(dir, sizeof(dir), "/tmp/fc-test-fleet-map.XXXXXX");
-	return mkdtemp(dir) ? 0 : -1;
+	return fc_test_dir_make(dir, sizeof(dir), "fleet-map");
 }
 
 static int teardown(void **state)
 {
-	char cmd[128];
-
 	(void)state;
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
-	return system(cmd) == 0 ? 0 : -1;
+	return fc_test_dir_remove(dir);
 }
 
 int main(void)

@@ -20,6 +20,7 @@
 #include <jansson.h>
 
 #include "fc_fleet_status.h"
+#include "fc_test_dir.h"
 
 static char dir[64], shm[96], path[128], tmp[136];
 
@@ -224,8 +225,7 @@ static int setup(void **state)
 {
 	(void)state;
 	umask(022);
-	snprintf(dir, sizeof(dir), "/tmp/fc-test-fleet-status.XXXXXX");
-	if (!mkdtemp(dir))
+	if (fc_test_dir_make(dir, sizeof(dir), "fleet-status") < 0)
 		return -1;
 	snprintf(shm, sizeof(shm), "%s/shm", dir);
 	snprintf(path, sizeof(path), "%s.fleet.json", shm);
@@ -235,11 +235,8 @@ static int setup(void **state)
 
 static int teardown(void **state)
 {
-	char cmd[128];
-
 	(void)state;
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
-	return system(cmd) == 0 ? 0 : -1;
+	return fc_test_dir_remove(dir);
 }
 
 int main(void)

@@ -17,6 +17,7 @@
 #include <netinet/tcp.h>
 #include <sys/socket.h>
 
+#include "fc_grow.h"
 #include "fc_hiredis.h"
 #include "fc_redis.h"
 #include "fc_redis_node.h"
@@ -114,23 +115,6 @@ void fc_redis_cmds_release(struct fc_redis_cmd *cmds, size_t n)
 }
 
 /* ---- nodes ---- */
-
-static int fc_grow(void **p, size_t *cap, size_t need, size_t size)
-{
-	size_t n = *cap ? *cap : 16;
-	void *q;
-
-	if (need <= *cap)
-		return 0;
-	while (n < need)
-		n *= 2;
-	q = realloc(*p, n * size);
-	if (!q)
-		return -1;
-	*p = q;
-	*cap = n;
-	return 0;
-}
 
 /* The node at a, made when new (in a free place, or one no table lists);
  * its index, or FC_REDIS_NO_NODE when the table is full. */
