@@ -160,7 +160,8 @@ static const struct fc_fleet_set *fc_set_of(const struct fc_fleet *f, const stru
 /* This node's share of window w for a key of point u (the fresh rule applied). */
 static uint64_t fc_my_share(const struct fc_fleet *f, const struct fc_fleet_policy *p, uint32_t u, uint64_t w)
 {
-	return fc_fleet_share_in(p->split, u, w, p->unit_ns, f->o.fresh_ns, 0);
+	return fc_fleet_share_in(p->split, u, w, p->unit_ns, f->o.fresh_ns,
+				 p->algo == FC_ALGO_FLEET_SLIDING ? p->unit_ns : 0);
 }
 
 static const struct fc_fleet_policy *fc_pol_by_id(const struct fc_fleet *f, uint32_t id, uint32_t epoch)
@@ -173,13 +174,21 @@ static const struct fc_fleet_policy *fc_pol_by_id(const struct fc_fleet *f, uint
 	return NULL;
 }
 
+/* Whether the engine leases for p: window and sliding policies in nginx
+ * (gcra's lease pools and XDP/TC's fc_buckets are not done yet: their
+ * words are left alone, their nodes spend their shares). */
+static bool fc_pol_leased(const struct fc_fleet_policy *p)
+{
+	return p->layer != FC_LAYER_XDP && (p->algo == FC_ALGO_FLEET_WINDOW || p->algo == FC_ALGO_FLEET_SLIDING);
+}
+
 static const struct fc_fleet_policy *fc_pol_by_slot(const struct fc_fleet *f, uint32_t slot, uint32_t epoch)
 {
 	size_t i;
 
 	for (i = 0; i < f->cfg.npols; i++)
 		if (f->cfg.pols[i].slot == slot && f->cfg.pols[i].epoch == epoch && f->cfg.pols[i].keyed &&
-		    f->cfg.pols[i].layer != FC_LAYER_XDP)
+		    fc_pol_leased(&f->cfg.pols[i]))
 			return &f->cfg.pols[i];
 	return NULL;
 }
@@ -363,7 +372,7 @@ static void fc_ring_drain(struct fc_fleet *f, uint64_t now)
 /* Where a tracked key's words are: NULL when its entry is no longer it
  * (the policy moved, the entry was taken back: nothing to do for it). */
 struct fc_words {
-	__u64 *credit, *demand;
+	__u64 *credit, *demand, *net; /* state[0], [1], [2] */
 	uint32_t passed, denied;
 	uint32_t u; /* its point */
 };
@@ -379,6 +388,7 @@ static int fc_key_words(const struct fc_fleet *f, const struct fc_fleet_key *k, 
 			return -1;
 		*out = (struct fc_words){ .credit = &s->state[0],
 					  .demand = &s->state[1],
+					  .net = &s->state[2],
 					  .u = p->fixed_u,
 					  .passed = (uint32_t)__atomic_load_n(&s->passed, __ATOMIC_RELAXED),
 					  .denied = (uint32_t)__atomic_load_n(&s->denied, __ATOMIC_RELAXED) };
@@ -391,6 +401,7 @@ static int fc_key_words(const struct fc_fleet *f, const struct fc_fleet_key *k, 
 		return -1;
 	*out = (struct fc_words){ .credit = &e->state[0],
 				  .demand = &e->state[1],
+				  .net = &e->state[2],
 				  .u = fc_fleet_point(k->tag),
 				  .passed = __atomic_load_n(&e->passed, __ATOMIC_RELAXED),
 				  .denied = __atomic_load_n(&e->denied, __ATOMIC_RELAXED) };
@@ -405,21 +416,69 @@ static void fc_fixed_track(struct fc_fleet *f, uint64_t now)
 	for (i = 0; i < f->cfg.npols; i++) {
 		const struct fc_fleet_policy *p = &f->cfg.pols[i];
 
-		if (!p->keyed && p->layer != FC_LAYER_XDP && p->algo == FC_ALGO_FLEET_WINDOW)
+		if (!p->keyed && fc_pol_leased(p))
 			fc_key_track(f, (uint64_t)p->id << 32 | p->epoch, FC_FLEET_FIXED, p, now / p->unit_ns);
 	}
 }
 
+/* ---- the algorithms' words (maps/fc_fleet.h) ---- */
+
+/* Whether the key's word is of window w yet (a word of an earlier window
+ * rolls over at its next use, to this node's share). */
+static bool fc_key_in_w(const struct fc_fleet_policy *p, uint64_t word, uint64_t w)
+{
+	return p->algo == FC_ALGO_FLEET_SLIDING ? FC_FLEET_SLIDE_W(word) == FC_FLEET_SLABEL(w) :
+						  FC_FLEET_WORD_W(word) == FC_FLEET_LABEL(w);
+}
+
+/* What the key may still admit in window w and could give back: window,
+ * its credit; sliding, its room less what the rule keeps for the last
+ * window's count at now (prev (U - e) <= room' U). */
+static uint64_t fc_key_left(const struct fc_fleet_policy *p, const struct fc_words *wd, uint64_t w, uint64_t now)
+{
+	uint64_t word = __atomic_load_n(wd->credit, __ATOMIC_RELAXED), room, prev, u, e, keep;
+
+	if (!fc_key_in_w(p, word, w))
+		return 0;
+	if (p->algo != FC_ALGO_FLEET_SLIDING)
+		return FC_FLEET_WORD_CREDIT(word);
+	room = FC_FLEET_SLIDE_ROOM(word);
+	prev = FC_FLEET_SLIDE_PREV(word);
+	u = p->unit_ns / FC_SLIDE_NS;
+	e = now > w * p->unit_ns ? (now - w * p->unit_ns) / FC_SLIDE_NS : 0;
+	keep = e >= u || !u ? 0 : (prev * (u - e) + u - 1) / u;
+	return room > keep ? room - keep : 0;
+}
+
+/* Locks x of it (a release). */
+static int fc_key_lock(const struct fc_fleet *f, const struct fc_fleet_key *k, const struct fc_fleet_policy *p,
+		       const struct fc_words *wd, uint64_t now, uint64_t x)
+{
+	if (p->algo == FC_ALGO_FLEET_SLIDING)
+		return fc_fleet_slide_release(wd->credit, wd->net, p->unit_ns, now, k->w, x,
+					      fc_my_share(f, p, wd->u, k->w - 1), fc_my_share(f, p, wd->u, k->w));
+	return fc_fleet_lock(wd->credit, k->w, x, fc_my_share(f, p, wd->u, k->w));
+}
+
+/* Adds a grant of d. */
+static int fc_key_topup(const struct fc_fleet *f, const struct fc_fleet_key *k, const struct fc_fleet_policy *p,
+			const struct fc_words *wd, uint64_t d)
+{
+	if (p->algo == FC_ALGO_FLEET_SLIDING)
+		return fc_fleet_slide_topup(wd->credit, wd->net, k->w, d, fc_my_share(f, p, wd->u, k->w - 1),
+					    fc_my_share(f, p, wd->u, k->w));
+	return fc_fleet_topup(wd->credit, k->w, d, fc_my_share(f, p, wd->u, k->w));
+}
+
 /* Locks all of an idle key's credit in its window: the local record of a
  * release (design §5.1), told to Redis by the key's next call. */
-static void fc_key_release(struct fc_fleet_key *k, const struct fc_fleet_policy *p, const struct fc_words *wd,
-			   uint64_t share)
+static void fc_key_release(struct fc_fleet *f, struct fc_fleet_key *k, const struct fc_fleet_policy *p,
+			   const struct fc_words *wd, uint64_t now)
 {
-	uint64_t credit = fc_fleet_credit(__atomic_load_n(wd->credit, __ATOMIC_RELAXED), k->w);
+	uint64_t x = fc_key_left(p, wd, k->w, now);
 
-	(void)p;
-	if (credit && fc_fleet_lock(wd->credit, k->w, credit, share) == FC_FLEET_DONE)
-		k->r_lock += credit;
+	if (x && fc_key_lock(f, k, p, wd, now, x) == FC_FLEET_DONE)
+		k->r_lock += x;
 }
 
 /* The entry of a key by its tag, walking its two windows as workers do;
@@ -465,7 +524,7 @@ static void fc_on_demand(void *arg, const char *msg, size_t len)
 		return;
 	}
 	p = fc_pol_by_id(f, d.rec.id, d.rec.epoch);
-	if (d.no == f->cfg.node_no || !p || d.rec.kind != FC_FLEET_REC_WINDOW || p->algo != FC_ALGO_FLEET_WINDOW ||
+	if (d.no == f->cfg.node_no || !p || d.rec.kind != FC_FLEET_REC_WINDOW || !fc_pol_leased(p) ||
 	    d.rec.unit * 1000000000ULL != p->unit_ns || d.rec.w != now / p->unit_ns || !f->map.base)
 		return;
 	if (!d.rec.kid) {
@@ -511,7 +570,7 @@ static int fc_key_call(struct fc_fleet *f, struct fc_fleet_key *k, const struct 
 				    .kind = FC_FLEET_REC_WINDOW,
 				    .unit = p->unit_ns / 1000000000ULL,
 				    .w = k->w };
-	uint64_t share, allot, credit, used, want = 0, n = 0, end;
+	uint64_t share, allot, credit, used, want = 0, n = 0, end, word;
 	char name[FC_FLEET_NAME_MAX];
 	struct fc_words wd;
 	struct fc_err err;
@@ -522,10 +581,14 @@ static int fc_key_call(struct fc_fleet *f, struct fc_fleet_key *k, const struct 
 	share = fc_my_share(f, p, wd.u, k->w);
 	idle = wd.passed == k->passed_seen && wd.denied == k->denied_seen;
 	if (k->flags & FC_KEY_RELEASE && idle && k->idle_rounds >= 1)
-		fc_key_release(k, p, &wd, share);
+		fc_key_release(f, k, p, &wd, now);
 	allot = share + k->g_app - k->r_lock;
-	credit = fc_fleet_credit(__atomic_load_n(wd.credit, __ATOMIC_RELAXED), k->w);
-	used = FC_FLEET_WORD_W(*wd.credit) == FC_FLEET_LABEL(k->w) && credit <= allot ? allot - credit : 0;
+	word = __atomic_load_n(wd.credit, __ATOMIC_RELAXED);
+	/* left: what it holds (window: credit; sliding: room) */
+	credit = !fc_key_in_w(p, word, k->w)      ? 0 :
+		 p->algo == FC_ALGO_FLEET_SLIDING ? FC_FLEET_SLIDE_ROOM(word) :
+						    FC_FLEET_WORD_CREDIT(word);
+	used = fc_key_in_w(p, word, k->w) && credit <= allot ? allot - credit : 0;
 	k->idle_rounds = idle ? (k->idle_rounds < 255 ? k->idle_rounds + 1 : 255) : 0;
 	k->passed_seen = wd.passed;
 	if (fc_fleet_wanted(__atomic_load_n(wd.demand, __ATOMIC_RELAXED), k->w) &&
@@ -600,7 +663,7 @@ static void fc_key_apply(struct fc_fleet *f, struct fc_fleet_key *k, const struc
 	if (!res->confirmed || res->g <= k->g_app || fc_key_words(f, k, p, &wd) < 0)
 		return;
 	d = res->g - k->g_app;
-	rc = fc_fleet_topup(wd.credit, k->w, d, fc_my_share(f, p, wd.u, k->w));
+	rc = fc_key_topup(f, k, p, &wd, d);
 	if (rc == FC_FLEET_DONE || rc == FC_FLEET_LAPSED) {
 		/* LAPSED: the key's window is over here: the grant lapses (it is
 		 * counted in Redis as ours: under-admission only). */
@@ -880,7 +943,7 @@ static void fc_view_fill(struct fc_fleet *f, uint64_t now, double ms)
 			if (k->id != p->id || k->epoch != p->epoch || fc_key_words(f, k, p, &wd) < 0)
 				continue;
 			vp->tracked++;
-			vp->credit += fc_fleet_credit(*wd.credit, k->w);
+			vp->credit += fc_key_left(p, &wd, k->w, now);
 			vp->node_used += k->u_sent;
 			vp->demanding += fc_fleet_wanted(*wd.demand, k->w);
 			vp->done += !!(k->flags & FC_KEY_DONE);

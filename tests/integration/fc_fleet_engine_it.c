@@ -53,13 +53,14 @@ static uint32_t nos[2] = { 1, 2 };
 /* Two nodes of equal weight: N 10 is 5 and 5. */
 static struct fc_fleet_member members[2] = { { .no = 1, .weight = 500000 }, { .no = 2, .weight = 500000 } };
 static struct fc_fleet_set sets[1] = { { .at_ms = 0, .m = members, .n = 2, .digest = 0xd16e57 } };
-static struct fc_fleet_policy pols[2];
+static struct fc_fleet_policy pols[3];
 
 /* What a publish hands node no's agent: policy 7 (uid=* 10/m, keyed,
- * slot 3, epoch 5) and policy 8 (a fixed value, 10/m, slot 4, epoch 6). */
+ * slot 3, epoch 5), policy 8 (a fixed value, 10/m, slot 4, epoch 6) and
+ * policy 9 (uid=* 10/m sliding, slot 5, epoch 7). */
 static struct fc_fleet_cfg cfg_of(uint32_t no)
 {
-	struct fc_fleet_cfg c = { .node_no = no, .pols = pols, .npols = 2, .sets = sets, .nsets = 1 };
+	struct fc_fleet_cfg c = { .node_no = no, .pols = pols, .npols = 3, .sets = sets, .nsets = 1 };
 	int i;
 
 	pols[0] = (struct fc_fleet_policy){ .id = 7,
@@ -80,7 +81,16 @@ static struct fc_fleet_cfg cfg_of(uint32_t no)
 					    .burst = 10,
 					    .unit_ns = UNIT_NS,
 					    .fixed_u = 77 };
-	for (i = 0; i < 2; i++) {
+	pols[2] = (struct fc_fleet_policy){ .id = 9,
+					    .epoch = 7,
+					    .slot = 5,
+					    .algo = FC_ALGO_FLEET_SLIDING,
+					    .layer = FC_LAYER_HTTP,
+					    .keyed = true,
+					    .n = 10,
+					    .burst = 10,
+					    .unit_ns = UNIT_NS };
+	for (i = 0; i < 3; i++) {
 		fc_fleet_split_make(members, 2, no - 1, 10, 0, UNIT_NS, 0, &pols[i].split[0]);
 		pols[i].split[1] = (struct fc_fleet_split){ .from = FC_FLEET_NEVER };
 	}
@@ -162,9 +172,10 @@ static void refused_key(uint32_t index, uint64_t tag, uint64_t w, uint32_t denie
 
 /* A call of node 2's agent for the key's record in window w: what it
  * releases, has applied and wants. */
-static struct fc_fleet_result node2_call(uint64_t kid, uint64_t w, uint64_t r_lock, uint64_t g_app, uint64_t want)
+static struct fc_fleet_result node2_call_of(uint32_t id, uint32_t epoch, uint64_t kid, uint64_t w, uint64_t r_lock,
+					    uint64_t g_app, uint64_t want)
 {
-	struct fc_fleet_rec rec = { .id = 7, .epoch = 5, .kid = kid, .kind = 'w', .unit = 60, .w = w };
+	struct fc_fleet_rec rec = { .id = id, .epoch = epoch, .kid = kid, .kind = 'w', .unit = 60, .w = w };
 	struct fc_fleet_expect ex = { .nstar = 10, .g_app = g_app };
 	const uint64_t shares[2] = { 5, 5 };
 	struct fc_redis *r = client(2000);
@@ -193,6 +204,11 @@ static struct fc_fleet_result node2_call(uint64_t kid, uint64_t w, uint64_t r_lo
 	fc_fleet_batch_free(&b);
 	fc_redis_close(r);
 	return res;
+}
+
+static struct fc_fleet_result node2_call(uint64_t kid, uint64_t w, uint64_t r_lock, uint64_t g_app, uint64_t want)
+{
+	return node2_call_of(7, 5, kid, w, r_lock, g_app, want);
 }
 
 static void node2_releases(uint64_t kid, uint64_t w, uint64_t x)
@@ -468,6 +484,57 @@ static void test_release_on_demand(void **state_)
 	fc_redis_close(r);
 }
 
+/* A sliding policy's key: a grant raises its net word and its room
+ * (fc_fleet_slide_topup); a release locks only what the rule does not keep
+ * for the last window's count, prev (U - e) (fc_fleet_slide_release). */
+static void test_sliding(void **state_)
+{
+	struct fc_fleet_cfg c = cfg();
+	struct fc_fleet_opts o = opts();
+	uint64_t t0 = window_start(), w = t0 / UNIT_NS, ta = TAG + 200, tb = TAG + 300;
+	struct fc_shm_key *a = entry(fc_shm_key_place(ta, 0, NKEYS)), *b = entry(fc_shm_key_place(tb, 0, NKEYS));
+	struct fc_redis *r = client(2000);
+	struct fc_fleet_result res = { 0 };
+	struct fc_fleet *f;
+	struct fc_err err;
+	int later, i;
+
+	(void)state_;
+	f = fc_fleet_new(&o, &c, r, &err);
+	fc_fleet_round(f, t0);
+	/* a: refused, room 0; node 2 released 4 of its share */
+	a->slot = 5;
+	a->epoch = 7;
+	a->state[0] = FC_FLEET_SLIDE(w, 0, 0);
+	a->state[1] = FC_FLEET_WORD(w, FC_FLEET_WANTED);
+	a->denied = 2;
+	__atomic_store_n(&a->tag, ta, __ATOMIC_RELEASE);
+	push(ta, (uint32_t)(a - entry(0)), 5, 7, w);
+	node2_call_of(9, 7, ta, w, 4, 0, 0);
+	for (i = 1; i <= 3 && !FC_FLEET_SLIDE_ROOM(a->state[0]); i++)
+		fc_fleet_round(f, t0 + (uint64_t)i * 100000000ULL);
+	assert_int_equal(FC_FLEET_SLIDE_ROOM(a->state[0]), 2);
+	assert_int_equal(fc_fleet_net(a->state[2], w, &later), 2);
+	/* b: 5 of room, 3 counted in the last window: at e ~ 0 the rule
+	 * keeps 3 of the room, so 2 go */
+	b->slot = 5;
+	b->epoch = 7;
+	b->state[0] = FC_FLEET_SLIDE(w, 5, 3);
+	b->passed = 4;
+	__atomic_store_n(&b->tag, tb, __ATOMIC_RELEASE);
+	for (i = 1; i <= 10 && res.g < 2; i++) {
+		res = node2_call_of(9, 7, tb, w, 0, res.g, 2 - res.g);
+		usleep(20000);
+		fc_fleet_round(f, t0 + (uint64_t)(3 + i) * 100000000ULL);
+	}
+	assert_int_equal(FC_FLEET_SLIDE_ROOM(b->state[0]), 3);
+	assert_int_equal(FC_FLEET_SLIDE_PREV(b->state[0]), 3);
+	assert_int_equal(fc_fleet_net(b->state[2], w, &later), -2);
+	assert_int_equal(res.g, 2);
+	fc_fleet_free(f);
+	fc_redis_close(r);
+}
+
 /* The heartbeat: two nodes see each other (in the node set), the fleet's
  * use of a policy is what both passed in the window; a clock 2 s ahead of
  * Redis's with --fleet-max-skew 500 ms is degraded (clock), sends no
@@ -627,6 +694,7 @@ int main(void)
 		cmocka_unit_test_setup(test_hostile_ring, setup_one),
 		cmocka_unit_test_setup(test_fixed_slot, setup_one),
 		cmocka_unit_test_setup(test_release_on_demand, setup_one),
+		cmocka_unit_test_setup(test_sliding, setup_one),
 		cmocka_unit_test_setup(test_degraded_and_back, setup_one),
 		cmocka_unit_test_setup(test_truncated_state, setup_one),
 		cmocka_unit_test_setup(test_heartbeat_and_clock, setup_one),
