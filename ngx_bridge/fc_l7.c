@@ -11,6 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "fc_keytab.h"
 #include "fc_l7.h"
 
 #define FC_NONE UINT32_MAX
@@ -1051,21 +1052,6 @@ static size_t fc_key_text(const struct fc_l7_policy *p, const struct fc_l7_req *
 	return n;
 }
 
-/* Whether entry e carries nothing a decision needs: its policy is gone, or
- * every bucket of it has run empty. */
-static bool fc_key_owned(const struct fc_l7_index *ix, uint32_t slot, uint32_t epoch);
-
-static bool fc_key_idle(const struct fc_l7_index *ix, const struct fc_shm_key *e, uint64_t now)
-{
-	__u64 idle;
-
-	if (!fc_key_owned(ix, __atomic_load_n(&e->slot, __ATOMIC_RELAXED), __atomic_load_n(&e->epoch, __ATOMIC_RELAXED)))
-		return true;
-	/* Sequentially consistent: see fc_place_take. */
-	idle = __atomic_load_n(&e->idle_ns, __ATOMIC_SEQ_CST);
-	return !(idle & FC_SHM_KEY_HELD) && idle < now;
-}
-
 /* now + d, saturating below the held bit. */
 static uint64_t fc_key_after(uint64_t now, uint64_t d)
 {
@@ -1078,232 +1064,58 @@ static uint64_t fc_key_horizon(const struct fc_l7_policy *p, uint64_t now)
 	return fc_key_after(now, p->key_lead_ns);
 }
 
-/* Takes one off a count the workers share: never below zero, and a bounded
- * number of tries (the word is the workers' to write). Returns what is left. */
-static __u64 fc_count_dec(__u64 *count)
-{
-	__u64 cur = __atomic_load_n(count, __ATOMIC_RELAXED);
-	int i;
-
-	for (i = 0; i < 64 && cur; i++)
-		if (__atomic_compare_exchange_n(count, &cur, cur - 1, true, __ATOMIC_SEQ_CST, __ATOMIC_RELAXED))
-			return cur - 1;
-	return cur;
-}
-
-/* Lookups wait this many reads at most for an entry being set up; past it
- * the request takes the overflow bucket (never a second bucket of its own). */
-#define FC_KEY_SPIN 256
-
-/* Whether a policy in slot still owns an entry made with epoch. */
-static bool fc_key_owned(const struct fc_l7_index *ix, uint32_t slot, uint32_t epoch)
-{
-	return slot && slot < ix->nslots &&
-	       (uint32_t)__atomic_load_n(&ix->slots[slot].owner, __ATOMIC_ACQUIRE) == epoch;
-}
-
-/* The entries of a key's probe walk: its two windows, interleaved (each
- * window's j-th entry, the first choice's first), a window ending at its
- * first entry never used. An entry this worker holds busy (skip) is read as
- * the tag it had before (skip_t), without waiting for it. */
-struct fc_walk {
-	struct fc_shm_key *keys;
-	const struct fc_shm_key *skip;
-	__u64 skip_t;
-	uint32_t mask, at[2], left[2];
-	int w;
-};
-
-static void fc_walk_start(const struct fc_l7_index *ix, __u64 tag, const struct fc_shm_key *skip, __u64 skip_t,
-			  struct fc_walk *k)
-{
-	k->keys = ix->keys;
-	k->skip = skip;
-	k->skip_t = skip_t;
-	k->mask = ix->nkeys - 1;
-	k->at[0] = fc_shm_key_place(tag, 0, ix->nkeys);
-	k->at[1] = fc_shm_key_place(tag, 1, ix->nkeys);
-	k->left[0] = k->left[1] = FC_SHM_KEY_PROBE;
-	k->w = 1;
-}
-
-/* The next entry of the walk and its tag (waited for a while if it is
- * being set up), or NULL at its end. */
-static struct fc_shm_key *fc_walk_next(struct fc_walk *k, __u64 *t)
-{
-	struct fc_shm_key *e;
-	unsigned spin;
-
-	if (!k->left[k->w ^ 1] && !k->left[k->w])
-		return NULL;
-	if (k->left[k->w ^ 1])
-		k->w ^= 1;
-	e = &k->keys[k->at[k->w]];
-	k->at[k->w] = (k->at[k->w] + 1) & k->mask;
-	k->left[k->w]--;
-	*t = e == k->skip ? k->skip_t : __atomic_load_n(&e->tag, __ATOMIC_ACQUIRE);
-	for (spin = 0; e != k->skip && *t && *t < FC_SHM_KEY_TAG_MIN && spin < FC_KEY_SPIN; spin++)
-		*t = __atomic_load_n(&e->tag, __ATOMIC_ACQUIRE);
-	if (!*t)
-		k->left[k->w] = 0; /* the end of this window's chain */
-	return e;
-}
-
-enum fc_find {
-	FC_FOUND,
-	FC_ABSENT,
-	FC_BUSY, /* absent, but an entry on the way is being set up: maybe for this key */
-};
-
-/* Walks tag's windows for its entry (*e); skip is an entry this worker
- * holds busy, which had tag skip_t. For FC_ABSENT and FC_BUSY, *take is the
- * first entry that could be taken (never used, idle, or left busy by a
- * killed worker; NULL: none) and *seen its tag. */
-static enum fc_find fc_key_find(const struct fc_l7_index *ix, __u64 tag, __u64 now, const struct fc_shm_key *skip,
-				__u64 skip_t, struct fc_shm_key **e, struct fc_shm_key **take, __u64 *seen)
-{
-	__u64 t, secs = now / FC_NS_PER_SEC;
-	struct fc_walk k;
-	bool busy = false;
-
-	*take = NULL;
-	*seen = 0;
-	fc_walk_start(ix, tag, skip, skip_t, &k);
-	while ((*e = fc_walk_next(&k, &t))) {
-		if (*e == skip)
-			continue;
-		if (t == tag)
-			return FC_FOUND;
-		if (fc_shm_key_busy(t, secs))
-			busy = true;
-		else if (!*take && (t < FC_SHM_KEY_TAG_MIN || fc_key_idle(ix, *e, now)))
-			*take = *e, *seen = t;
-	}
-	return busy ? FC_BUSY : FC_ABSENT;
-}
-
-/* How long a lookup waits, yielding the CPU, for a worker making an entry
- * on its key's walk (maybe for this very key: never a second bucket), which
- * may be preempted between taking the entry and tagging it. Past it (a
- * worker stalled or killed there) the request takes the overflow bucket.
- * Without the wait a racing request went to the overflow bucket at once and
- * could pass there beyond its key's limit (test_keys_race, one CPU). */
-#define FC_KEY_WAIT_NS 2000000ULL
-
-/* Whether to look again: yes, after a yield, until FC_KEY_WAIT_NS have
- * passed since the first call (*since: 0 before it). */
-static bool fc_key_wait(__u64 *since)
-{
-	struct timespec ts;
-	__u64 t;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	t = (__u64)ts.tv_sec * FC_NS_PER_SEC + (__u64)ts.tv_nsec;
-	if (!*since)
-		*since = t;
-	if (t - *since >= FC_KEY_WAIT_NS)
-		return false;
-	sched_yield();
-	return true;
-}
-
-/* Puts back an entry taken for a key that another worker made meanwhile
- * (unless a worker took it over as a killed one's). */
-static void fc_key_untake(struct fc_shm_key *e, __u64 busy, __u64 seen)
-{
-	__atomic_compare_exchange_n(&e->tag, &busy, seen, false, __ATOMIC_RELEASE, __ATOMIC_RELAXED);
-}
-
 /* A new key's words: empty, of p's generation (a charge of it denies a
  * GCRA word of another), its count of places 0. */
-static void fc_key_fresh(struct fc_shm_key *e, const struct fc_l7_policy *p)
+static void fc_key_fresh(__u64 *state, const struct fc_l7_policy *p)
 {
 	int i;
 
-	memset(e->state, 0, sizeof(e->state));
+	memset(state, 0, FC_MAX_TIERS * sizeof(*state));
 	for (i = 0; i < p->ntiers && i < FC_MAX_TIERS && (p->lim.gen & FC_GEN_GCRA); i++)
-		e->state[i] = FC_TAG(&p->lim);
+		state[i] = FC_TAG(&p->lim);
+}
+
+/* The caps on p's keys (the agent's release records have none): a key
+ * new to p is made only below max_keys, and within its new-key rate
+ * (charged once a claim). */
+struct fc_key_caps {
+	const struct fc_l7_index *ix;
+	const struct fc_l7_policy *p;
+	struct fc_shm_slot *s;
+};
+
+static bool fc_key_may_make(void *ctx, __u64 now, bool charged)
+{
+	const struct fc_key_caps *c = ctx;
+	uint32_t max_keys = c->p->max_keys ? c->p->max_keys : c->ix->nkeys / 2;
+	__u64 prev, next;
+
+	if (__atomic_load_n(&c->s->keys, __ATOMIC_RELAXED) >= max_keys)
+		return false;
+	return charged || fc_gcra_try(&c->s->new_keys,
+				      &(struct fc_tier){ .interval_ns = FC_NS_PER_SEC / c->p->new_keys,
+							 .tolerance_ns = FC_NS_PER_SEC,
+							 .unit_ns = FC_NS_PER_SEC,
+							 .limit = c->p->new_keys },
+				      0, now, 1, &prev, &next);
 }
 
 /* rq's bucket of p when it is not first in either of its windows: found
  * further on, or made in the first free or idle entry of its walk if p may
- * make a key now. NULL: the overflow bucket. */
+ * make a key now (maps/fc_keytab.h). NULL: the overflow bucket. */
 static struct fc_shm_key *fc_key_walk(const struct fc_l7_index *ix, const struct fc_l7_policy *p,
 				      struct fc_shm_slot *s, __u64 tag, __u64 now)
 {
-	struct fc_shm_key *e, *take, *other, *dummy;
-	__u64 seen, t, busy = (now / FC_NS_PER_SEC) | 1, prev, next, since = 0;
-	uint32_t os, oe, max_keys = p->max_keys ? p->max_keys : ix->nkeys / 2;
-	bool charged = false;
-	int tries;
+	struct fc_key_caps caps = { ix, p, s };
+	struct fc_keytab_new nk = { .slot = p->slot,
+				    .epoch = p->epoch,
+				    .idle_ns = fc_key_horizon(p, now),
+				    .may_make = fc_key_may_make,
+				    .ctx = &caps };
+	const struct fc_keytab kt = { ix->keys, ix->slots, ix->nkeys, ix->nslots };
 
-	for (tries = 0; tries < 4; tries++) {
-		switch (fc_key_find(ix, tag, now, NULL, 0, &e, &take, &seen)) {
-		case FC_FOUND:
-			return e;
-		case FC_BUSY: /* maybe this very key, being made: wait for it, not a try */
-			if (!fc_key_wait(&since))
-				return NULL;
-			tries--;
-			continue;
-		case FC_ABSENT:
-			break;
-		}
-		if (!take)
-			return NULL; /* both windows are full of live keys */
-		os = __atomic_load_n(&take->slot, __ATOMIC_RELAXED);
-		oe = __atomic_load_n(&take->epoch, __ATOMIC_RELAXED);
-		/* Taking back one of its own keys is not a new key. */
-		if (!(seen >= FC_SHM_KEY_TAG_MIN && os == p->slot && oe == p->epoch)) {
-			if (__atomic_load_n(&s->keys, __ATOMIC_RELAXED) >= max_keys)
-				return NULL;
-			if (!charged &&
-			    !fc_gcra_try(&s->new_keys, &(struct fc_tier){ .interval_ns = FC_NS_PER_SEC / p->new_keys,
-									  .tolerance_ns = FC_NS_PER_SEC,
-									  .unit_ns = FC_NS_PER_SEC, .limit = p->new_keys },
-					 0, now, 1, &prev, &next))
-				return NULL;
-			charged = true;
-		}
-		t = seen;
-		if (!__atomic_compare_exchange_n(&take->tag, &t, busy, false, __ATOMIC_SEQ_CST, __ATOMIC_RELAXED))
-			continue; /* taken meanwhile, maybe for this very key: look again */
-		if (seen >= FC_SHM_KEY_TAG_MIN && !fc_key_idle(ix, take, now)) {
-			/* Its key took a place or was charged since it looked idle
-			 * (see fc_place_take): it stays that key's. */
-			fc_key_untake(take, busy, seen);
-			continue;
-		}
-		/* Another worker making this key too: one of the two sees the
-		 * other's entry (each CAS comes before its own walk: the fence
-		 * keeps the walk's reads after it), and backs off. */
-		__atomic_thread_fence(__ATOMIC_SEQ_CST);
-		switch (fc_key_find(ix, tag, now, take, seen, &other, &dummy, &t)) {
-		case FC_FOUND:
-			fc_key_untake(take, busy, seen);
-			return other;
-		case FC_BUSY:
-			fc_key_untake(take, busy, seen);
-			if (!fc_key_wait(&since))
-				return NULL;
-			continue;
-		case FC_ABSENT:
-			break;
-		}
-		/* The count of the policy it belonged to, if that still owns it. */
-		if (seen >= FC_SHM_KEY_TAG_MIN && fc_key_owned(ix, os, oe))
-			fc_count_dec(&ix->slots[os].keys);
-		take->slot = p->slot;
-		take->epoch = p->epoch;
-		/* Held from the start: an entry not charged yet is not idle. */
-		take->idle_ns = fc_key_horizon(p, now);
-		fc_key_fresh(take, p);
-		take->passed = take->denied = 0;
-		__atomic_fetch_add(&s->keys, 1, __ATOMIC_RELAXED);
-		__atomic_store_n(&take->tag, tag, __ATOMIC_RELEASE);
-		return take;
-	}
-	return NULL;
+	fc_key_fresh(nk.state, p);
+	return fc_keytab_claim(&kt, tag, now, &nk);
 }
 
 /* rq's bucket of p, found or made (fc_key_walk); NULL: the overflow bucket.
@@ -1492,8 +1304,8 @@ static void fc_place_give(const struct fc_view *v, __u64 who, __u32 slot, __u32 
 		if (__atomic_load_n(&s->owner, __ATOMIC_ACQUIRE) != who)
 			return;
 		if (FC_HOLD_KIND(where) == FC_HOLD_OVERFLOW)
-			fc_count_dec(&s->overflow_inflight);
-		fc_count_dec(&s->inflight);
+			fc_shm_count_dec(&s->overflow_inflight);
+		fc_shm_count_dec(&s->inflight);
 		return;
 	case FC_HOLD_KEY:
 		if (FC_HOLD_INDEX(where) >= v->nkeys)
@@ -1502,10 +1314,10 @@ static void fc_place_give(const struct fc_view *v, __u64 who, __u32 slot, __u32 
 		count = &e->state[FC_HOLD_WORD(where)];
 		if (__atomic_load_n(&e->tag, __ATOMIC_ACQUIRE) != who || __atomic_load_n(&e->slot, __ATOMIC_RELAXED) != slot)
 			return;
-		if (!fc_count_dec(count))
+		if (!fc_shm_count_dec(count))
 			fc_key_unheld(e, count, now);
 		if ((__u32)__atomic_load_n(&s->owner, __ATOMIC_ACQUIRE) == __atomic_load_n(&e->epoch, __ATOMIC_RELAXED))
-			fc_count_dec(&s->inflight);
+			fc_shm_count_dec(&s->inflight);
 		return;
 	}
 }
@@ -1585,10 +1397,10 @@ static void fc_place_undo(const struct fc_l7_policy *p, struct fc_shm_slot *s, s
 {
 	__u64 *count = &e->state[fc_conc_word(p)];
 
-	if (!fc_count_dec(count))
+	if (!fc_shm_count_dec(count))
 		fc_key_unheld(e, count, now);
 	if (__atomic_load_n(&s->owner, __ATOMIC_ACQUIRE) == FC_SHM_OWNER(p->id, p->epoch))
-		fc_count_dec(&s->inflight);
+		fc_shm_count_dec(&s->inflight);
 	fc_hold_free(h, pl->hold);
 	pl->where = 0;
 }
