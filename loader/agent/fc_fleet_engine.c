@@ -21,6 +21,7 @@
 #include "fc_fleet_map.h"
 #include "fc_fleet_sub.h"
 #include "fc_grow.h"
+#include "fc_keytab.h"
 #include "fc_shm.h"
 
 #define FC_FLEET_FIXED UINT32_MAX /* a key's index: the policy's slot, not a key entry */
@@ -505,10 +506,48 @@ static uint32_t fc_key_lookup(const struct fc_fleet *f, uint64_t tag, const stru
 	return FC_FLEET_FIXED;
 }
 
+/* A key this node never saw, asked for by another node: its share of
+ * window w is released with a release record (design §5.2), an entry made
+ * by the workers' claim protocol (maps/fc_keytab.h) with nothing left in
+ * w (sliding: room 0 and a net of -share), held to the window's end plus
+ * the skew, so that no worker ever spends that share; then tracked with
+ * the share locked, told by its next call. No room in the key's windows:
+ * no record, and the node keeps its share. */
+static struct fc_fleet_key *fc_release_record(struct fc_fleet *f, const struct fc_fleet_policy *p, uint64_t tag,
+					      uint64_t w, uint64_t now)
+{
+	struct fc_keytab kt = {
+		.keys = fc_key_entry(f, 0), .slots = fc_slot(f, 0), .nkeys = f->nkeys, .nslots = FC_SHM_SLOTS
+	};
+	uint64_t share = fc_my_share(f, p, fc_fleet_point(tag), w), lead;
+	struct fc_keytab_new nk = { .slot = p->slot, .epoch = p->epoch };
+	struct fc_fleet_key *k;
+	struct fc_shm_key *e;
+
+	lead = p->algo == FC_ALGO_FLEET_SLIDING ? p->unit_ns : 0; /* its count is the next window's prev */
+	nk.idle_ns = (w + 1) * p->unit_ns + lead + (uint64_t)f->o.max_skew_ms * 1000000;
+	if (p->algo == FC_ALGO_FLEET_SLIDING) {
+		nk.state[0] = FC_FLEET_SLIDE(w, 0, 0);
+		nk.state[2] = FC_FLEET_WORD(w, FC_FLEET_NET_BIAS - share);
+	} else {
+		nk.state[0] = FC_FLEET_WORD(w, 0);
+	}
+	e = fc_keytab_claim(&kt, tag, now, &nk);
+	/* Ours only if it is as made here: a worker may have made the key
+	 * meanwhile (then it is a key like any other, released once idle). */
+	if (!e || e->state[0] != nk.state[0] || e->idle_ns != nk.idle_ns || e->passed)
+		return e ? fc_key_track(f, tag, (uint32_t)(e - kt.keys), p, w) : NULL;
+	k = fc_key_track(f, tag, (uint32_t)(e - kt.keys), p, w);
+	if (k && !k->r_lock) {
+		k->r_lock = share;
+		f->cnt.records++;
+	}
+	return k;
+}
+
 /* A demand message: another node is short of a key-window this node may
  * hold unused credit of. Marks the key to release once idle; a key this
- * node never saw has nothing of it in the key table to lock (its share is
- * released only with a release record, design §5.2: not made here yet). */
+ * node never saw gets a release record. */
 static void fc_on_demand(void *arg, const char *msg, size_t len)
 {
 	struct fc_fleet *f = arg;
@@ -531,7 +570,9 @@ static void fc_on_demand(void *arg, const char *msg, size_t len)
 		k = p->keyed ? NULL : fc_key_find(f, (uint64_t)p->id << 32 | p->epoch, FC_FLEET_FIXED);
 	} else {
 		index = p->keyed && d.rec.kid >= FC_SHM_KEY_TAG_MIN ? fc_key_lookup(f, d.rec.kid, p) : FC_FLEET_FIXED;
-		k = index == FC_FLEET_FIXED ? NULL : fc_key_track(f, d.rec.kid, index, p, d.rec.w);
+		k = index != FC_FLEET_FIXED                     ? fc_key_track(f, d.rec.kid, index, p, d.rec.w) :
+		    p->keyed && d.rec.kid >= FC_SHM_KEY_TAG_MIN ? fc_release_record(f, p, d.rec.kid, d.rec.w, now) :
+								  NULL;
 	}
 	if (!k)
 		return;

@@ -484,6 +484,42 @@ static void test_release_on_demand(void **state_)
 	fc_redis_close(r);
 }
 
+/* A key this node never saw, asked for by node 2: node 1 makes a release
+ * record (its entry, with nothing left in the window, held to the window's
+ * end plus the skew) and releases its whole share; node 2 is granted. */
+static void test_release_record(void **state_)
+{
+	struct fc_fleet_cfg c = cfg();
+	struct fc_fleet_opts o = opts();
+	uint64_t t0 = window_start(), w = t0 / UNIT_NS, tag = TAG + 400;
+	struct fc_shm_key *k = entry(fc_shm_key_place(tag, 0, NKEYS));
+	struct fc_redis *r = client(2000);
+	struct fc_fleet_result res = { 0 };
+	struct fc_fleet *f;
+	struct fc_err err;
+	int i;
+
+	(void)state_;
+	f = fc_fleet_new(&o, &c, r, &err);
+	fc_fleet_round(f, t0);
+	for (i = 1; i <= 10 && res.g < 3; i++) {
+		res = node2_call(tag, w, 0, res.g, 3 - res.g);
+		usleep(20000);
+		fc_fleet_round(f, t0 + (uint64_t)i * 100000000ULL);
+	}
+	printf("# node 2 granted %" PRIu64 " after %d of its calls\n", res.g, i - 1);
+	assert_int_equal(res.g, 3);
+	assert_int_equal(k->tag, tag);
+	assert_int_equal(k->slot, 3);
+	assert_int_equal(k->epoch, 5);
+	assert_int_equal(k->state[0], FC_FLEET_WORD(w, 0)); /* nothing for a worker to spend */
+	assert_int_equal(k->idle_ns, (w + 1) * UNIT_NS + 500000000ULL);
+	assert_int_equal(hget(tag, w, "r1"), 5);
+	assert_int_equal(fc_fleet_status_of(f)->counters.records, 1);
+	fc_fleet_free(f);
+	fc_redis_close(r);
+}
+
 /* A sliding policy's key: a grant raises its net word and its room
  * (fc_fleet_slide_topup); a release locks only what the rule does not keep
  * for the last window's count, prev (U - e) (fc_fleet_slide_release). */
@@ -694,6 +730,7 @@ int main(void)
 		cmocka_unit_test_setup(test_hostile_ring, setup_one),
 		cmocka_unit_test_setup(test_fixed_slot, setup_one),
 		cmocka_unit_test_setup(test_release_on_demand, setup_one),
+		cmocka_unit_test_setup(test_release_record, setup_one),
 		cmocka_unit_test_setup(test_sliding, setup_one),
 		cmocka_unit_test_setup(test_degraded_and_back, setup_one),
 		cmocka_unit_test_setup(test_truncated_state, setup_one),
