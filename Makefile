@@ -224,7 +224,8 @@ $(B)/tests/fc_redis_it: $(B)/tests/integration/fc_redis_it.o $(LIB_A)
 # The fleet's script and its calls against a real redis-server, which
 # tests/integration/test_fleet_script.sh starts.
 FLEET_REDIS_OBJS := $(B)/loader/agent/fc_fleet_redis.o $(B)/loader/agent/fc_fleet_reply.o
-$(B)/tests/fc_fleet_script_it: $(B)/tests/integration/fc_fleet_script_it.o $(FLEET_REDIS_OBJS) $(LIB_A)
+$(B)/tests/fc_fleet_script_it: $(B)/tests/integration/fc_fleet_script_it.o $(FLEET_REDIS_OBJS) \
+			       $(B)/loader/agent/fc_fleet_sub.o $(LIB_A)
 	$(CC) $(CFLAGS) $(LDFLAGS) $^ -o $@ $(LIB_LIBS) $(TEST_LIBS) $(call pc_libs,hiredis)
 FLEET_ENGINE_OBJS := $(FLEET_REDIS_OBJS) $(addprefix $(B)/loader/agent/,fc_fleet_engine.o fc_fleet_map.o fc_fleet_status.o \
 		     fc_fleet_sub.o fc_fleet_beat.o)

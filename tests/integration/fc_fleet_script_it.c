@@ -30,6 +30,7 @@
 #include <hiredis/hiredis.h>
 
 #include "fc_fleet_redis.h"
+#include "fc_fleet_sub.h"
 
 static struct fc_redis *rc;
 static redisContext *adm_ctx, *sub_ctx;
@@ -459,6 +460,107 @@ static void test_wait(void **state)
 	batch.wait_ms = 0;
 }
 
+static int n_msgs;
+static char last_msg[256];
+
+static void on_msg(void *arg, const char *msg, size_t len)
+{
+	(void)arg;
+	n_msgs++;
+	snprintf(last_msg, sizeof(last_msg), "%.*s", (int)len, msg);
+}
+
+/* In a Cluster: 30 records over the slots, one pipeline per primary and a
+ * WAIT on each that a call wanting a grant went to (3, each for its one
+ * replica); the script loaded on one primary, EVAL on the others once
+ * (NOSCRIPT), EVALSHA after; those redone after the WAIT are confirmed only
+ * by the next call. A demand published by a script on any primary is heard
+ * by the subscriber on one node. */
+static void test_cluster(void **state)
+{
+	const char *urls = getenv("FC_FLEET_IT_CLUSTER");
+	struct fc_fleet_expect x[30];
+	struct fc_redis_conf conf;
+	struct fc_fleet_batch b;
+	struct fc_fleet_sub sub;
+	struct fc_redis *r;
+	struct fc_err err;
+	char cprefix[32];
+	int i, k, all;
+
+	(void)state;
+	if (!urls || !*urls)
+		skip();
+	snprintf(cprefix, sizeof(cprefix), "fic%d:", (int)getpid());
+	fc_redis_conf_init(&conf);
+	conf.timeout_ms = 3000;
+	if (fc_redis_conf_urls(&conf, urls, &err) || fc_redis_conf_prefix(&conf, cprefix, &err))
+		fail_msg("%s", err.msg);
+	r = fc_redis_open(&conf, &err);
+	assert_non_null(r);
+	fc_fleet_sub_init(&sub);
+	for (i = 0; i < 20 && !sub.ready; i++) {
+		fc_fleet_sub_poll(&sub, r, on_msg, NULL);
+		usleep(20000);
+	}
+	assert_true(sub.ready);
+	fc_fleet_batch_init(&b);
+	b.wait_ms = 1000;
+	for (k = 0; k < 2; k++) {
+		fc_fleet_batch_reset(&b);
+		for (i = 0; i < 30; i++) {
+			struct fc_fleet_rec rec = { .id = 1,
+						    .epoch = 1,
+						    .kid = 0x100000000ULL + (uint64_t)i * 0x9e3779b9ULL,
+						    .kind = 'w',
+						    .unit = 60,
+						    .w = 100 };
+			struct fc_fleet_call *c = fc_fleet_batch_add(&b);
+
+			assert_true(fc_fleet_rec_name(&rec, cprefix, c->record, sizeof(c->record), &err) > 0);
+			*c = (struct fc_fleet_call){ .no = 1,
+						     .limit = 10,
+						     .n = 10,
+						     .set = 7,
+						     .ttl_ms = 60000,
+						     .want = 1,
+						     .nshares = 2,
+						     .share_no = nos,
+						     .share = even };
+			assert_true(fc_fleet_rec_name(&rec, cprefix, c->record, sizeof(c->record), &err) > 0);
+			x[i] = (struct fc_fleet_expect){ .nstar = 10 };
+		}
+		if (fc_fleet_batch_run(&b, r, x, &err))
+			fail_msg("%s", err.msg);
+		assert_int_equal(b.nwaits, 3);
+		for (i = 0; i < 3; i++)
+			assert_int_equal(b.wait_need[i], 1);
+		for (i = 0, all = 0; i < 30; i++) {
+			assert_int_equal(b.res[i].status, FC_FLEET_R_DONE);
+			assert_int_equal(b.res[i].holders, 1); /* node 2's share */
+			all += b.res[i].confirmed;
+		}
+		if (k == 0) {
+			printf("# first batch: %llu calls redone as EVAL, %d confirmed\n",
+			       (unsigned long long)b.noscript, all);
+			assert_true(b.noscript > 0 && b.noscript < 30);
+		} else {
+			assert_int_equal(all, 30); /* every call after its primary's WAIT */
+		}
+	}
+	/* the demands (node 2 holds its share) reach the subscriber */
+	for (i = 0; i < 50 && n_msgs < 60; i++) {
+		fc_fleet_sub_poll(&sub, r, on_msg, NULL);
+		usleep(20000);
+	}
+	printf("# %d demand messages heard, the last: %s\n", n_msgs, last_msg);
+	assert_int_equal(n_msgs, 60);
+	assert_non_null(strstr(last_msg, cprefix));
+	fc_fleet_sub_close(&sub);
+	fc_fleet_batch_free(&b);
+	fc_redis_close(r);
+}
+
 /* A node's local view in the random run. */
 struct node {
 	uint64_t g_app, r_lock, used;
@@ -615,6 +717,7 @@ int main(void)
 		cmocka_unit_test(test_demand),
 		cmocka_unit_test(test_noscript),
 		cmocka_unit_test(test_wait),
+		cmocka_unit_test(test_cluster),
 		cmocka_unit_test(test_invariant_random),
 	};
 

@@ -1,66 +1,40 @@
 #!/usr/bin/env bash
 # The fleet's script (loader/agent/fc_fleet_sync.lua) and the agent's calls
-# of it, against a real standalone redis-server and a replica of it,
-# started here on this suite's ports (16000 + 8 FC_BLOCK and the next:
-# below the ephemeral range) and ended by their pids however the test
-# ends; the cases are tests/integration/fc_fleet_script_it.c (the script
-# and its calls) and fc_fleet_engine_it.c (the lease engine's round over a
-# state file the test writes as nginx's workers would).
+# of it, against a real standalone redis-server with a replica, and a
+# Cluster of 3 primaries and 3 replicas, started here by redis.sh on this
+# suite's ports and ended by their pids however the test ends; the cases
+# are tests/integration/fc_fleet_script_it.c (the script and its calls)
+# and fc_fleet_engine_it.c (the lease engine's round over a state file the
+# test writes as nginx's workers would); then the agent with --redis.
 . "$(dirname "$0")/lib.sh"
 
-command -v redis-server >/dev/null || skip_all "redis-server not installed (Debian redis-server)"
 [ -x build/tests/fc_fleet_script_it ] && [ -x build/tests/fc_fleet_engine_it ] ||
 	skip_all "build/tests/fc_fleet_script_it or fc_fleet_engine_it not built (make all-dev)"
 ldconfig -p | grep -q 'libhiredis\.so\.0\.14 ' || skip_all "libhiredis0.14 not installed"
 
-rdir=/tmp/fc-it-$tag/redis
-port=$((16000 + 8 * FC_BLOCK))
-mkdir -p "$rdir"
-chmod 700 "$rdir"
-for p in $port $((port + 1)); do
-	[ -z "$(ss -Hltn "sport = :$p")" ] || skip_all "port $p is in use"
-done
-pids=()
-redis_stop() {
-	local pid n
-	for pid in "${pids[@]}"; do
-		kill -CONT "$pid" 2>/dev/null # a test may have stopped it
-		grep -qa redis-server "/proc/$pid/cmdline" 2>/dev/null && kill "$pid"
-	done
-	for pid in "${pids[@]}"; do
-		for n in $(seq 50); do
-			grep -qa redis-server "/proc/$pid/cmdline" 2>/dev/null || break
-			sleep 0.1
-		done
-		grep -qa redis-server "/proc/$pid/cmdline" 2>/dev/null && kill -9 "$pid"
-	done
-}
+. "$(dirname "$0")/redis.sh"
+why=$(redis_missing)
+[ -z "$why" ] || skip_all "$why"
+rdir=$redis_dir
 apid=
 agent_stop() { [ -z "$apid" ] || { kill -TERM "$apid" 2>/dev/null && wait "$apid" 2>/dev/null; apid=; }; }
-trap 'agent_stop; redis_stop; fc_finish' EXIT
+# A replica a test stopped (SIGSTOP) goes on first, to end as the others.
+trap 'agent_stop; [ -z "${replica_pid:-}" ] || kill -CONT "$replica_pid" 2>/dev/null; redis_cleanup; fc_finish' EXIT
 
-# redis_start PORT [ARG...]
-redis_start() {
-	local p=$1
-	shift
-	mkdir -p "$rdir/$p"
-	redis-server --port "$p" --bind 127.0.0.1 --save '' --appendonly no --dir "$rdir/$p" \
-		--logfile "$rdir/$p/log" "$@" </dev/null >/dev/null 2>&1 &
-	pids+=($!)
-	disown
-}
-redis_start "$port"
-redis_start $((port + 1)) --replicaof 127.0.0.1 "$port"
-replica_pid=${pids[1]}
-in_sync() { timeout 5 redis-cli -p "$port" info replication | grep -q '^slave0:.*state=online'; }
-for _ in $(seq 100); do
-	in_sync && break
-	sleep 0.1
-done
-check "redis-server on 127.0.0.1:$port, its replica on $((port + 1)) in sync" in_sync
+redis_standalone || skip_all "redis-server does not start"
+port=$(redis_port 0)
+replica=$(redis_port 7)
+redis_start "$replica" --replicaof 127.0.0.1 "$port" || skip_all "its replica does not start"
+replica_pid=$(redis_pid "$replica")
+in_sync() { rcli -p "$port" info replication | grep -q '^slave0:.*state=online'; }
+wait_until 10 in_sync
+check "redis-server on 127.0.0.1:$port, its replica on $replica in sync" in_sync
+redis_cluster || skip_all "the Cluster does not form"
+check "a Cluster of 3 primaries and 3 replicas on $(redis_port 1)-$(redis_port 6)" redis_cluster_ok
 
 for it in fc_fleet_script_it fc_fleet_engine_it; do
-	FC_FLEET_IT_REDIS=127.0.0.1:$port FC_FLEET_IT_REPLICA_PID=$replica_pid CMOCKA_MESSAGE_OUTPUT=TAP \
+	FC_FLEET_IT_REDIS=127.0.0.1:$port FC_FLEET_IT_REPLICA_PID=$replica_pid FC_FLEET_IT_CLUSTER=$redis_cluster_url \
+		CMOCKA_MESSAGE_OUTPUT=TAP \
 		timeout 120 "build/tests/$it" >"$rdir/$it.log" 2>&1
 	it_rc=$?
 	tap_relay < <(sed -E 's/^(not )?ok [0-9]+ - /\1ok - /' "$rdir/$it.log")
