@@ -9,10 +9,13 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+#include <sys/eventfd.h>
 #include <sys/stat.h>
 #include <time.h>
 
@@ -91,7 +94,7 @@ struct fc_fleet {
 	/* the thread */
 	pthread_t thread;
 	pthread_mutex_t lock;
-	pthread_cond_t wake;
+	int stop_fd; /* an eventfd: fc_fleet_stop wakes the thread's poll */
 	bool running, stop;
 	struct fc_fleet_cfg *next; /* a snapshot waiting for the next round */
 	struct fc_fleet_opts next_o;
@@ -539,6 +542,9 @@ static struct fc_fleet_key *fc_release_record(struct fc_fleet *f, const struct f
 		return e ? fc_key_track(f, tag, (uint32_t)(e - kt.keys), p, w) : NULL;
 	k = fc_key_track(f, tag, (uint32_t)(e - kt.keys), p, w);
 	if (k && !k->r_lock) {
+		/* Nothing to adopt: a key missing from the table was never this
+		 * node's in this window (entries outlive their window). */
+		k->flags &= (uint8_t)~FC_KEY_ADOPT;
 		k->r_lock = share;
 		f->cnt.records++;
 	}
@@ -1092,7 +1098,7 @@ struct fc_fleet *fc_fleet_new(const struct fc_fleet_opts *o, const struct fc_fle
 	fc_fleet_batch_init(&f->batch);
 	fc_fleet_sub_init(&f->sub);
 	pthread_mutex_init(&f->lock, NULL);
-	pthread_cond_init(&f->wake, NULL);
+	f->stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	return f;
 }
 
@@ -1116,31 +1122,51 @@ void fc_fleet_free(struct fc_fleet *f)
 	free(f->vpol);
 	free(f->mine);
 	pthread_mutex_destroy(&f->lock);
-	pthread_cond_destroy(&f->wake);
+	if (f->stop_fd >= 0)
+		close(f->stop_fd);
 	free(f);
 }
 
 /* ---- the thread ---- */
 
+static uint64_t fc_mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+/* The thread: a round every interval; between rounds, poll() on the demand
+ * subscriber, and when a demand is heard an early round (releases go out
+ * within I/4 of the first message, at most one early round an interval). */
 static void *fc_fleet_main(void *arg)
 {
 	struct fc_fleet *f = arg;
-	struct timespec at;
-	uint64_t next;
+	uint64_t now, next = 0, last = 0, early = 0;
+	struct pollfd pfd[2];
+	int n, timeout;
 
-	pthread_mutex_lock(&f->lock);
-	while (!f->stop) {
-		pthread_mutex_unlock(&f->lock);
-		fc_fleet_round(f, fc_utc_ns());
-		pthread_mutex_lock(&f->lock);
-		clock_gettime(CLOCK_REALTIME, &at);
-		next = (uint64_t)at.tv_nsec + (uint64_t)f->o.interval_ms * 1000000ULL;
-		at.tv_sec += (time_t)(next / 1000000000ULL);
-		at.tv_nsec = (long)(next % 1000000000ULL);
-		while (!f->stop && pthread_cond_timedwait(&f->wake, &f->lock, &at) != ETIMEDOUT)
-			;
+	while (!__atomic_load_n(&f->stop, __ATOMIC_ACQUIRE)) {
+		now = fc_mono_ms();
+		if (now >= next || (f->release_at_ns && fc_utc_ns() >= f->release_at_ns && early <= last)) {
+			if (now < next)
+				early = now;
+			fc_fleet_round(f, fc_utc_ns());
+			last = now;
+			if (now >= next)
+				next = now + f->o.interval_ms;
+			continue;
+		}
+		timeout = (int)(next - now);
+		if (f->release_at_ns && early <= last)
+			timeout = timeout < (int)(f->o.interval_ms / 4) ? timeout : (int)(f->o.interval_ms / 4);
+		pfd[0] = (struct pollfd){ .fd = f->stop_fd, .events = POLLIN };
+		pfd[1] = (struct pollfd){ .fd = f->sub.fd, .events = POLLIN };
+		n = f->sub.fd >= 0 ? 2 : 1;
+		if (poll(pfd, (nfds_t)n, timeout > 0 ? timeout : 1) > 0 && n == 2 && pfd[1].revents)
+			fc_fleet_sub_poll(&f->sub, f->redis, fc_on_demand, f);
 	}
-	pthread_mutex_unlock(&f->lock);
 	return NULL;
 }
 
@@ -1202,10 +1228,9 @@ void fc_fleet_stop(struct fc_fleet *f)
 	if (!f)
 		return;
 	if (f->running) {
-		pthread_mutex_lock(&f->lock);
-		f->stop = true;
-		pthread_cond_signal(&f->wake);
-		pthread_mutex_unlock(&f->lock);
+		__atomic_store_n(&f->stop, true, __ATOMIC_RELEASE);
+		/* a failed write: the thread still sees stop within an interval */
+		(void)!write(f->stop_fd, &(uint64_t){ 1 }, sizeof(uint64_t));
 		pthread_join(f->thread, NULL);
 	}
 	fc_redis_close(f->redis);

@@ -675,6 +675,42 @@ static void test_thread(void **state_)
 	fc_fleet_stop(f); /* closes its client too */
 }
 
+/* The thread hears a demand between its rounds and releases within a
+ * quarter of its interval: with rounds 2 s apart, node 2 short of a key
+ * node 1 never saw is granted node 1's share well before the next round. */
+static void test_thread_early_release(void **state_)
+{
+	struct fc_fleet_cfg c = cfg();
+	struct fc_fleet_opts o = opts();
+	uint64_t w, tag = TAG + 500, t0;
+	struct fc_fleet_result res = { 0 };
+	struct fc_fleet *f;
+	struct fc_err err;
+	json_t *doc = NULL;
+	int i;
+
+	(void)state_;
+	o.interval_ms = 2000;
+	f = fc_fleet_start(&o, &c, client(2000), &err);
+	assert_non_null(f);
+	for (i = 0; i < 100 && !doc; i++) { /* its first round: mapped, subscribed */
+		usleep(20000);
+		doc = status_file_maybe();
+	}
+	json_decref(doc);
+	usleep(200000); /* the subscription made */
+	w = window_start() / UNIT_NS;
+	t0 = (uint64_t)time(NULL);
+	res = node2_call(tag, w, 0, 0, 3); /* short: published */
+	assert_int_equal(res.g, 0);
+	usleep(700000); /* within I/4 = 500 ms the release went out */
+	res = node2_call(tag, w, 0, 0, 3);
+	printf("# granted %" PRIu64 " within %llu s of asking\n", res.g, (unsigned long long)time(NULL) - t0);
+	assert_int_equal(res.g, 3);
+	assert_int_equal(hget(tag, w, "r1"), 5);
+	fc_fleet_stop(f);
+}
+
 static int setup_one(void **state_)
 {
 	char path[160];
@@ -736,6 +772,7 @@ int main(void)
 		cmocka_unit_test_setup(test_truncated_state, setup_one),
 		cmocka_unit_test_setup(test_heartbeat_and_clock, setup_one),
 		cmocka_unit_test_setup(test_thread, setup_one),
+		cmocka_unit_test_setup(test_thread_early_release, setup_one),
 	};
 
 	return cmocka_run_group_tests_name("the lease engine's round against a real redis-server", tests, setup,
