@@ -26,6 +26,7 @@ static struct fc_fleet_opts fc_engine_opts(const struct fc_ctx *ctx, const struc
 	snprintf(e.node, sizeof(e.node), "%s", ctx->node);
 	snprintf(e.state_path, sizeof(e.state_path), "%s.state", ctx->shm_path);
 	snprintf(e.status_shm, sizeof(e.status_shm), "%s", ctx->shm_path);
+	snprintf(e.pin_dir, sizeof(e.pin_dir), "%s", ctx->pin_dir);
 	/* The loader's word for when this node's state was made anew (design
 	 * §5.5): root's config file, read with pread as every value of it. */
 	fd = open(ctx->shm_path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);

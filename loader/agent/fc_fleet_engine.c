@@ -8,6 +8,8 @@
  * maps/fc_fleet.h, which bound their tries and their arithmetic.
  */
 #include <errno.h>
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
 #include <inttypes.h>
 #include <poll.h>
 #include <pthread.h>
@@ -57,6 +59,8 @@ struct fc_fleet {
 	struct fc_redis *redis;
 	struct fc_fleet_batch batch;
 	struct fc_fleet_map map;
+	struct fc_fleet_map xdp; /* fc_buckets, mapped shared (BPF_F_MMAPABLE) */
+	int pstats_fd;           /* fc_pstats: an XDP/TC policy's passes and drops */
 	struct fc_fleet_sub sub;
 	uint64_t release_at_ns; /* a demand heard: a round no later than this */
 	struct fc_fleet_beat beat;
@@ -85,7 +89,7 @@ struct fc_fleet {
 	uint64_t started_ns; /* the first round's time */
 	double lat[FC_FLEET_LAT_N], lat_sum;
 	struct fc_fleet_counters cnt;
-	bool logged_other_set, logged_algo;
+	bool logged_other_set, logged_algo, logged_xdp;
 
 	struct fc_fleet_status view;
 	struct fc_fleet_status_policy *vpol;
@@ -183,7 +187,8 @@ static const struct fc_fleet_policy *fc_pol_by_id(const struct fc_fleet *f, uint
  * words are left alone, their nodes spend their shares). */
 static bool fc_pol_leased(const struct fc_fleet_policy *p)
 {
-	return p->layer != FC_LAYER_XDP && (p->algo == FC_ALGO_FLEET_WINDOW || p->algo == FC_ALGO_FLEET_SLIDING);
+	return (p->layer != FC_LAYER_XDP || !p->keyed) &&
+	       (p->algo == FC_ALGO_FLEET_WINDOW || p->algo == FC_ALGO_FLEET_SLIDING);
 }
 
 static const struct fc_fleet_policy *fc_pol_by_slot(const struct fc_fleet *f, uint32_t slot, uint32_t epoch)
@@ -192,7 +197,7 @@ static const struct fc_fleet_policy *fc_pol_by_slot(const struct fc_fleet *f, ui
 
 	for (i = 0; i < f->cfg.npols; i++)
 		if (f->cfg.pols[i].slot == slot && f->cfg.pols[i].epoch == epoch && f->cfg.pols[i].keyed &&
-		    fc_pol_leased(&f->cfg.pols[i]))
+		    f->cfg.pols[i].layer != FC_LAYER_XDP && fc_pol_leased(&f->cfg.pols[i]))
 			return &f->cfg.pols[i];
 	return NULL;
 }
@@ -227,6 +232,55 @@ static int fc_state_map(struct fc_fleet *f)
 		return -1;
 	}
 	return 0;
+}
+
+/* ---- XDP/TC: fc_buckets, mapped; fc_pstats, read ---- */
+
+/* Maps the pins' fc_buckets and opens fc_pstats, once there are fixed-value
+ * XDP/TC fleet policies: 0, or -1 (no pins yet, or of another version:
+ * logged once, those policies' nodes spend their own shares). Kernel
+ * memory, written only by the programs and root: no guard. */
+static int fc_xdp_open(struct fc_fleet *f)
+{
+	char path[4200];
+	struct fc_err err;
+	size_t len = ((size_t)FC_POLICY_SLOTS * sizeof(struct fc_bucket) + 4095) & ~(size_t)4095;
+	int fd;
+
+	if (f->xdp.base)
+		return 0;
+	snprintf(path, sizeof(path), "%s/fc_buckets", f->o.pin_dir);
+	fd = bpf_obj_get(path);
+	if (fd < 0 || fc_fleet_map_bpf(&f->xdp, fd, len, "fc_buckets", &err) < 0) {
+		if (!f->logged_xdp)
+			fc_warn("fleet: %s: %s", path, fd < 0 ? strerror(errno) : err.msg);
+		f->logged_xdp = true;
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	close(fd);
+	snprintf(path, sizeof(path), "%s/fc_pstats", f->o.pin_dir);
+	f->pstats_fd = bpf_obj_get(path);
+	return 0;
+}
+
+/* An XDP/TC policy's passes and drops over the CPUs (0 without fc_pstats). */
+static void fc_xdp_counts(const struct fc_fleet *f, uint32_t slot, uint32_t *passed, uint32_t *denied)
+{
+	int ncpu = libbpf_num_possible_cpus(), i;
+	struct fc_pstats v[512];
+	uint64_t p = 0, d = 0;
+
+	*passed = *denied = 0;
+	if (f->pstats_fd < 0 || ncpu <= 0 || ncpu > 512 || bpf_map_lookup_elem(f->pstats_fd, &slot, v) < 0)
+		return;
+	for (i = 0; i < ncpu; i++) {
+		p += v[i].passed.packets;
+		d += v[i].dropped.packets;
+	}
+	*passed = (uint32_t)p;
+	*denied = (uint32_t)d;
 }
 
 /* ---- tracked keys ---- */
@@ -270,6 +324,8 @@ static struct fc_fleet_key *fc_key_track(struct fc_fleet *f, uint64_t tag, uint3
 	/* idle from here on if it admits nothing more */
 	if (index != FC_FLEET_FIXED && index < f->nkeys)
 		k->passed_seen = __atomic_load_n(&fc_key_entry(f, index)->passed, __ATOMIC_RELAXED);
+	else if (p->layer == FC_LAYER_XDP)
+		fc_xdp_counts(f, p->slot, &k->passed_seen, &k->denied_seen);
 	else if (index == FC_FLEET_FIXED && p->slot < FC_SHM_SLOTS)
 		k->passed_seen = (uint32_t)__atomic_load_n(&fc_slot(f, p->slot)->passed, __ATOMIC_RELAXED);
 	return k;
@@ -384,6 +440,17 @@ struct fc_words {
 static int fc_key_words(const struct fc_fleet *f, const struct fc_fleet_key *k, const struct fc_fleet_policy *p,
 			struct fc_words *out)
 {
+	if (k->index == FC_FLEET_FIXED && p->layer == FC_LAYER_XDP) {
+		struct fc_bucket *b = (struct fc_bucket *)f->xdp.base + p->slot;
+
+		if (!f->xdp.base || p->slot >= FC_POLICY_SLOTS)
+			return -1;
+		*out = (struct fc_words){
+			.credit = &b->state[0], .demand = &b->state[1], .net = &b->state[2], .u = p->fixed_u
+		};
+		fc_xdp_counts(f, p->slot, &out->passed, &out->denied);
+		return 0;
+	}
 	if (k->index == FC_FLEET_FIXED) {
 		struct fc_shm_slot *s = fc_slot(f, p->slot);
 
@@ -420,7 +487,7 @@ static void fc_fixed_track(struct fc_fleet *f, uint64_t now)
 	for (i = 0; i < f->cfg.npols; i++) {
 		const struct fc_fleet_policy *p = &f->cfg.pols[i];
 
-		if (!p->keyed && fc_pol_leased(p))
+		if (!p->keyed && fc_pol_leased(p) && (p->layer != FC_LAYER_XDP || fc_xdp_open(f) == 0))
 			fc_key_track(f, (uint64_t)p->id << 32 | p->epoch, FC_FLEET_FIXED, p, now / p->unit_ns);
 	}
 }
@@ -1097,6 +1164,7 @@ struct fc_fleet *fc_fleet_new(const struct fc_fleet_opts *o, const struct fc_fle
 	f->redis = redis;
 	fc_fleet_batch_init(&f->batch);
 	fc_fleet_sub_init(&f->sub);
+	f->pstats_fd = -1;
 	pthread_mutex_init(&f->lock, NULL);
 	f->stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	return f;
@@ -1107,6 +1175,9 @@ void fc_fleet_free(struct fc_fleet *f)
 	if (!f)
 		return;
 	fc_fleet_map_close(&f->map);
+	fc_fleet_map_close(&f->xdp);
+	if (f->pstats_fd >= 0)
+		close(f->pstats_fd);
 	fc_fleet_sub_close(&f->sub);
 	fc_fleet_batch_free(&f->batch);
 	fc_cfg_free(&f->cfg);

@@ -33,13 +33,14 @@
  * fc_fleet_split.h) comes from each publish. */
 struct fc_fleet_opts {
 	char node[64];
-	char state_path[4096]; /* the workers' state file (<shm>.state) */
-	char status_shm[4096]; /* the status file is <status_shm>.fleet.json ("": none) */
-	uint64_t fresh_ns;     /* fleet_fresh_ns of the state file */
-	int64_t clock_ns;      /* --clock-offset (tests) */
-	uint32_t interval_ms;  /* --sync-interval */
-	uint32_t max_skew_ms;  /* --fleet-max-skew */
-	uint32_t max_keys;     /* --fleet-max-keys: scripts per round (0: 20,000) */
+	char state_path[4096];  /* the workers' state file (<shm>.state) */
+	char status_shm[4096];  /* the status file is <status_shm>.fleet.json ("": none) */
+	char pin_dir[4096];     /* XDP/TC: fc_buckets and fc_pstats pinned here ("": no XDP/TC policies) */
+	uint64_t fresh_ns;      /* fleet_fresh_ns of the state file */
+	int64_t clock_ns;       /* --clock-offset (tests) */
+	uint32_t interval_ms;   /* --sync-interval */
+	uint32_t max_skew_ms;   /* --fleet-max-skew */
+	uint32_t max_keys;      /* --fleet-max-keys: scripts per round (0: 20,000) */
 	uint32_t wait_replicas; /* --redis-wait: replicas a grant waits for at most (0: all) */
 };
 

@@ -32,7 +32,10 @@
 #include <time.h>
 #include <unistd.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <cmocka.h>
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
 #include <hiredis/hiredis.h>
 #include <jansson.h>
 
@@ -45,7 +48,7 @@
 #define UNIT_NS (60ULL * 1000000000ULL)
 #define TAG 0x5eed00000000abcdULL
 
-static char dir[64], state_path[128], shm_path[128], addr[64], prefix[32];
+static char dir[64], state_path[128], shm_path[128], addr[64], prefix[32], pin_dir[64];
 static redisContext *adm_ctx;
 static uint64_t size;
 
@@ -53,11 +56,12 @@ static uint32_t nos[2] = { 1, 2 };
 /* Two nodes of equal weight: N 10 is 5 and 5. */
 static struct fc_fleet_member members[2] = { { .no = 1, .weight = 500000 }, { .no = 2, .weight = 500000 } };
 static struct fc_fleet_set sets[1] = { { .at_ms = 0, .m = members, .n = 2, .digest = 0xd16e57 } };
-static struct fc_fleet_policy pols[3];
+static struct fc_fleet_policy pols[4];
 
 /* What a publish hands node no's agent: policy 7 (uid=* 10/m, keyed,
  * slot 3, epoch 5), policy 8 (a fixed value, 10/m, slot 4, epoch 6) and
- * policy 9 (uid=* 10/m sliding, slot 5, epoch 7). */
+ * policy 9 (uid=* 10/m sliding, slot 5, epoch 7); policy 10 (ip=ADDR at
+ * XDP/TC, 10/m, slot 6, epoch 8) only where a case adds it (npols 4). */
 static struct fc_fleet_cfg cfg_of(uint32_t no)
 {
 	struct fc_fleet_cfg c = { .node_no = no, .pols = pols, .npols = 3, .sets = sets, .nsets = 1 };
@@ -90,7 +94,16 @@ static struct fc_fleet_cfg cfg_of(uint32_t no)
 					    .n = 10,
 					    .burst = 10,
 					    .unit_ns = UNIT_NS };
-	for (i = 0; i < 3; i++) {
+	pols[3] = (struct fc_fleet_policy){ .id = 10,
+					    .epoch = 8,
+					    .slot = 6,
+					    .algo = FC_ALGO_FLEET_WINDOW,
+					    .layer = FC_LAYER_XDP,
+					    .n = 10,
+					    .burst = 10,
+					    .unit_ns = UNIT_NS,
+					    .fixed_u = 99 };
+	for (i = 0; i < 4; i++) {
 		fc_fleet_split_make(members, 2, no - 1, 10, 0, UNIT_NS, 0, &pols[i].split[0]);
 		pols[i].split[1] = (struct fc_fleet_split){ .from = FC_FLEET_NEVER };
 	}
@@ -571,6 +584,74 @@ static void test_sliding(void **state_)
 	fc_redis_close(r);
 }
 
+/* A fixed-value XDP/TC policy: its bucket is fc_buckets[slot], mapped
+ * shared from the pin dir (BPF_F_MMAPABLE, a map made here as the loader
+ * makes it); a demand word set as the packet path sets it is granted into
+ * the bucket's word. */
+static void test_xdp_fixed(void **state_)
+{
+	struct fc_fleet_cfg c = cfg();
+	struct fc_fleet_opts o = opts();
+	uint64_t t0 = window_start(), w = t0 / UNIT_NS;
+	LIBBPF_OPTS(bpf_map_create_opts, mo, .map_flags = BPF_F_MMAPABLE);
+	struct fc_redis *r = client(2000);
+	struct fc_bucket *b;
+	struct fc_fleet *f;
+	struct fc_err err;
+	char pin[4200];
+	size_t len = ((size_t)FC_POLICY_SLOTS * sizeof(struct fc_bucket) + 4095) & ~(size_t)4095;
+	int fd, i;
+
+	(void)state_;
+	if (geteuid() != 0)
+		skip();
+	snprintf(o.pin_dir, sizeof(o.pin_dir), "%s", pin_dir); /* removed by the teardown, however the case ends */
+	snprintf(pin, sizeof(pin), "%s/fc_buckets", o.pin_dir);
+	assert_int_equal(mkdir(o.pin_dir, 0700), 0);
+	fd = bpf_map_create(BPF_MAP_TYPE_ARRAY, "fc_buckets", 4, sizeof(struct fc_bucket), FC_POLICY_SLOTS, &mo);
+	assert_true(fd >= 0);
+	assert_int_equal(bpf_obj_pin(fd, pin), 0);
+	b = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	assert_true(b != MAP_FAILED);
+	close(fd);
+	b[6].state[0] = FC_FLEET_WORD(w, 0); /* spent */
+	b[6].state[1] = FC_FLEET_WORD(w, FC_FLEET_WANTED);
+	c.npols = 4;
+	/* node 2 releases 4 of the policy's one record, {10.8.0} */
+	{
+		struct fc_fleet_rec rec = { .id = 10, .epoch = 8, .kid = 0, .kind = 'w', .unit = 60, .w = w };
+		const uint64_t shares[2] = { 5, 5 };
+		struct fc_fleet_expect ex = { .nstar = 10 };
+		struct fc_fleet_batch bt;
+		struct fc_fleet_call *call;
+
+		fc_fleet_batch_init(&bt);
+		call = fc_fleet_batch_add(&bt);
+		*call = (struct fc_fleet_call){ .no = 2,
+						.limit = 10,
+						.n = 10,
+						.set = 0xd16e57,
+						.ttl_ms = 60000,
+						.r_lock = 4,
+						.nshares = 2,
+						.share_no = nos,
+						.share = shares };
+		assert_true(fc_fleet_rec_name(&rec, prefix, call->record, sizeof(call->record), &err) > 0);
+		assert_int_equal(fc_fleet_batch_run(&bt, r, &ex, &err), 0);
+		fc_fleet_batch_free(&bt);
+	}
+	f = fc_fleet_new(&o, &c, r, &err);
+	for (i = 0; i < 4 && !FC_FLEET_WORD_CREDIT(b[6].state[0]); i++)
+		fc_fleet_round(f, t0 + (uint64_t)i * 100000000ULL);
+	/* no fc_pstats pinned: a want of 1 a round */
+	assert_int_equal(FC_FLEET_WORD_CREDIT(b[6].state[0]), 1);
+	assert_int_equal(FC_FLEET_WORD_W(b[6].state[0]), FC_FLEET_LABEL(w));
+	assert_int_equal(b[6].state[1], 0);
+	fc_fleet_free(f);
+	fc_redis_close(r);
+	munmap(b, len);
+}
+
 /* The heartbeat: two nodes see each other (in the node set), the fleet's
  * use of a policy is what both passed in the window; a clock 2 s ahead of
  * Redis's with --fleet-max-skew 500 ms is degraded (clock), sends no
@@ -735,6 +816,7 @@ static int setup(void **state_)
 	}
 	snprintf(addr, sizeof(addr), "%s", a);
 	snprintf(prefix, sizeof(prefix), "fe%d:", (int)getpid());
+	snprintf(pin_dir, sizeof(pin_dir), "/sys/fs/bpf/fc-fleet-engine-%d", (int)getpid());
 	if (fc_test_dir_make(dir, sizeof(dir), "fleet-engine") < 0)
 		return -1;
 	snprintf(state_path, sizeof(state_path), "%s/shm.state", dir);
@@ -753,6 +835,11 @@ static int setup(void **state_)
 
 static int teardown(void **state_)
 {
+	char pin[128];
+
+	snprintf(pin, sizeof(pin), "%s/fc_buckets", pin_dir);
+	unlink(pin);
+	rmdir(pin_dir);
 	(void)state_;
 	munmap(state, size);
 	redisFree(adm_ctx);
@@ -768,6 +855,7 @@ int main(void)
 		cmocka_unit_test_setup(test_release_on_demand, setup_one),
 		cmocka_unit_test_setup(test_release_record, setup_one),
 		cmocka_unit_test_setup(test_sliding, setup_one),
+		cmocka_unit_test_setup(test_xdp_fixed, setup_one),
 		cmocka_unit_test_setup(test_degraded_and_back, setup_one),
 		cmocka_unit_test_setup(test_truncated_state, setup_one),
 		cmocka_unit_test_setup(test_heartbeat_and_clock, setup_one),
