@@ -48,7 +48,10 @@ struct fc_fleet_key {
 	uint32_t id, epoch; /* its policy */
 	uint64_t w;         /* the window it is tracked in */
 	uint64_t g_app, r_lock, r_acked, u_sent;
-	uint64_t granted; /* grants applied (for the view) */
+	uint64_t granted;      /* grants applied (for the view) */
+	uint64_t n_done;       /* the N it was DONE at: a change of N asks again */
+	uint64_t quiet_until;  /* backing off: no asking before this round */
+	uint16_t short_rounds; /* rounds asked in vain while others hold credit */
 	uint32_t denied_seen, passed_seen;
 	uint8_t flags, idle_rounds;
 };
@@ -86,7 +89,8 @@ struct fc_fleet {
 	uint64_t since_ms, last_sync_ms, degraded_at_ms, retry_at_ns, backoff_ms;
 	unsigned fails;
 	uint64_t rounds, connects_seen;
-	uint64_t started_ns; /* the first round's time */
+	uint64_t started_ns;    /* the first round's time */
+	uint64_t reasserted_at; /* counters.reasserted when degraded began */
 	double lat[FC_FLEET_LAT_N], lat_sum;
 	struct fc_fleet_counters cnt;
 	bool logged_other_set, logged_algo, logged_xdp;
@@ -705,8 +709,10 @@ static int fc_key_call(struct fc_fleet *f, struct fc_fleet_key *k, const struct 
 	used = fc_key_in_w(p, word, k->w) && credit <= allot ? allot - credit : 0;
 	k->idle_rounds = idle ? (k->idle_rounds < 255 ? k->idle_rounds + 1 : 255) : 0;
 	k->passed_seen = wd.passed;
+	if (k->flags & FC_KEY_DONE && p->n != k->n_done)
+		k->flags &= (uint8_t)~FC_KEY_DONE; /* N changed: there may be more */
 	if (fc_fleet_wanted(__atomic_load_n(wd.demand, __ATOMIC_RELAXED), k->w) &&
-	    !(k->flags & (FC_KEY_DONE | FC_KEY_FROZEN))) {
+	    !(k->flags & (FC_KEY_DONE | FC_KEY_FROZEN)) && f->rounds >= k->quiet_until) {
 		want = wd.denied > k->denied_seen ? wd.denied - k->denied_seen : 1;
 		want = want < p->n ? want : p->n;
 	}
@@ -772,8 +778,22 @@ static void fc_key_apply(struct fc_fleet *f, struct fc_fleet_key *k, const struc
 		k->flags |= FC_KEY_FROZEN;
 		f->cnt.frozen++;
 	}
-	if (res->free <= 0 && !res->holders)
+	if (res->free <= 0 && !res->holders) {
 		k->flags |= FC_KEY_DONE;
+		k->n_done = p->n;
+	}
+	/* Asked in vain three rounds while holders hold on (one may be down):
+	 * back off 2, 4, ... rounds, up to 10 s (design §8.1). */
+	if (c->want && res->g <= k->g_app && res->holders) {
+		if (++k->short_rounds >= 3) {
+			uint64_t most = f->o.interval_ms ? 10000 / f->o.interval_ms : 100;
+			uint64_t rounds = 1ULL << (k->short_rounds - 2 < 16 ? k->short_rounds - 2 : 16);
+
+			k->quiet_until = f->rounds + 1 + (rounds < most ? rounds : most);
+		}
+	} else if (res->g > k->g_app) {
+		k->short_rounds = 0;
+	}
 	if (!res->confirmed || res->g <= k->g_app || fc_key_words(f, k, p, &wd) < 0)
 		return;
 	d = res->g - k->g_app;
@@ -958,9 +978,11 @@ static void fc_mode_set(struct fc_fleet *f, enum fc_fleet_mode mode, const char 
 	if (mode == FC_FLEET_MODE_DEGRADED && f->mode != FC_FLEET_MODE_DEGRADED) {
 		fc_warn("fleet: degraded: %s", reason);
 		f->cnt.degraded++;
+		f->reasserted_at = f->cnt.reasserted;
 		f->degraded_at_ms = now_ms;
 	} else if (mode == FC_FLEET_MODE_FLEET && f->mode == FC_FLEET_MODE_DEGRADED) {
-		fc_warn("fleet: fleet mode again after %.1f s", (double)(now_ms - f->degraded_at_ms) / 1000);
+		fc_warn("fleet: fleet mode again after %.1f s (re-asserted %" PRIu64 " records)",
+			(double)(now_ms - f->degraded_at_ms) / 1000, f->cnt.reasserted - f->reasserted_at);
 		f->cnt.degraded_ms += now_ms - f->degraded_at_ms;
 	}
 	if (mode != f->mode)

@@ -652,6 +652,37 @@ static void test_xdp_fixed(void **state_)
 	munmap(b, len);
 }
 
+/* A key short while another node holds credit and never lets go (its
+ * agent down): asked three rounds in vain, then backed off 2 rounds, then
+ * 4 (design §8.1). */
+static void test_backoff(void **state_)
+{
+	struct fc_fleet_cfg c = cfg();
+	struct fc_fleet_opts o = opts();
+	uint64_t t0 = window_start(), w = t0 / UNIT_NS, calls[10];
+	struct fc_redis *r = client(2000);
+	struct fc_fleet *f;
+	struct fc_err err;
+	int i;
+
+	(void)state_;
+	f = fc_fleet_new(&o, &c, r, &err);
+	fc_fleet_round(f, t0);
+	refused_key(110, TAG + 110, w, 1);
+	for (i = 0; i < 10; i++) {
+		fc_fleet_round(f, t0 + (uint64_t)(i + 1) * 100000000ULL);
+		calls[i] = fc_fleet_status_of(f)->counters.scripts;
+	}
+	/* rounds 1-3 ask; 4-5 quiet; 6 asks; 7-10 quiet */
+	assert_int_equal(calls[0], 1);
+	assert_int_equal(calls[2], 3);
+	assert_int_equal(calls[4], 3);
+	assert_int_equal(calls[5], 4);
+	assert_int_equal(calls[9], 4);
+	fc_fleet_free(f);
+	fc_redis_close(r);
+}
+
 /* The heartbeat: two nodes see each other (in the node set), the fleet's
  * use of a policy is what both passed in the window; a clock 2 s ahead of
  * Redis's with --fleet-max-skew 500 ms is degraded (clock), sends no
@@ -856,6 +887,7 @@ int main(void)
 		cmocka_unit_test_setup(test_release_record, setup_one),
 		cmocka_unit_test_setup(test_sliding, setup_one),
 		cmocka_unit_test_setup(test_xdp_fixed, setup_one),
+		cmocka_unit_test_setup(test_backoff, setup_one),
 		cmocka_unit_test_setup(test_degraded_and_back, setup_one),
 		cmocka_unit_test_setup(test_truncated_state, setup_one),
 		cmocka_unit_test_setup(test_heartbeat_and_clock, setup_one),
