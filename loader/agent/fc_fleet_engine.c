@@ -91,6 +91,7 @@ struct fc_fleet {
 	uint64_t rounds, connects_seen;
 	uint64_t started_ns;    /* the first round's time */
 	uint64_t reasserted_at; /* counters.reasserted when degraded began */
+	size_t rr;              /* where the next round's calls start (past --fleet-max-keys) */
 	double lat[FC_FLEET_LAT_N], lat_sum;
 	struct fc_fleet_counters cnt;
 	bool logged_other_set, logged_algo, logged_xdp;
@@ -912,11 +913,9 @@ static int fc_round_beat(struct fc_fleet *f, uint64_t now, struct fc_err *err)
  * -1 when the round failed (Redis away, slow or wrong), with err. */
 static int fc_round_calls(struct fc_fleet *f, uint64_t now, struct fc_err *err)
 {
-	size_t i, n = 0, off = 0;
+	size_t i, j, n = 0, off = 0, most = 1, max = f->o.max_keys ? f->o.max_keys : 20000;
 	uint32_t *denied;
-	long bad;
-
-	size_t most = 1;
+	long bad = 0;
 
 	for (i = 0; i < f->cfg.nsets; i++)
 		most = f->cfg.sets[i].n > most ? f->cfg.sets[i].n : most;
@@ -926,8 +925,10 @@ static int fc_round_calls(struct fc_fleet *f, uint64_t now, struct fc_err *err)
 	if (!denied)
 		return fc_err_set(err, "fleet: out of memory");
 	fc_fleet_batch_reset(&f->batch);
-	for (i = 0; i < f->nk && n < (f->o.max_keys ? f->o.max_keys : 20000); i++) {
-		struct fc_fleet_key *k = &f->keys[i];
+	/* Past --fleet-max-keys, the keys left wait: the next round starts
+	 * with them. */
+	for (j = 0; j < f->nk && n < max; j++) {
+		struct fc_fleet_key *k = &f->keys[i = (f->rr + j) % f->nk];
 		const struct fc_fleet_policy *p = fc_pol_by_id(f, k->id, k->epoch);
 		struct fc_fleet_call *c;
 		struct fc_words wd;
@@ -946,20 +947,20 @@ static int fc_round_calls(struct fc_fleet *f, uint64_t now, struct fc_err *err)
 		f->call_key[n] = i;
 		f->expect[n++] = (struct fc_fleet_expect){ .nstar = p->n, .g_app = k->g_app, .adopt = c->adopt };
 	}
-	f->cnt.deferred += f->nk > n && n == f->o.max_keys ? f->nk - n : 0;
-	bad = 0;
+	if (j < f->nk) {
+		f->cnt.deferred += f->nk - j;
+		f->rr = (f->rr + j) % f->nk;
+	}
 	if (!n) {
 		free(denied);
 		return 1; /* nothing sent: the heartbeat tells what Redis is */
 	}
-	if (n) {
-		f->batch.wait_ms = f->o.interval_ms / 2 ? f->o.interval_ms / 2 : 1;
-		f->batch.wait_max = f->o.wait_replicas;
-		bad = fc_fleet_batch_run(&f->batch, f->redis, f->expect, err);
-		f->cnt.scripts += n;
-		f->cnt.waits += f->batch.nwaits;
-		f->cnt.commands += n + f->batch.nwaits;
-	}
+	f->batch.wait_ms = f->o.interval_ms / 2 ? f->o.interval_ms / 2 : 1;
+	f->batch.wait_max = f->o.wait_replicas;
+	bad = fc_fleet_batch_run(&f->batch, f->redis, f->expect, err);
+	f->cnt.scripts += n;
+	f->cnt.waits += f->batch.nwaits;
+	f->cnt.commands += n + f->batch.nwaits;
 	for (i = 0; bad >= 0 && i < n; i++) {
 		const struct fc_fleet_result *res = &f->batch.res[i];
 		struct fc_fleet_key *k = &f->keys[f->call_key[i]];

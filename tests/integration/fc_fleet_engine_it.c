@@ -683,6 +683,36 @@ static void test_backoff(void **state_)
 	fc_redis_close(r);
 }
 
+/* --fleet-max-keys 2 with 5 keys asking: 2 scripts a round, the rest
+ * deferred (counted) and first in the next round, so every key is asked
+ * within 3 rounds. */
+static void test_max_keys(void **state_)
+{
+	struct fc_fleet_cfg c = cfg();
+	struct fc_fleet_opts o = opts();
+	uint64_t t0 = window_start(), w = t0 / UNIT_NS;
+	struct fc_redis *r = client(2000);
+	struct fc_fleet *f;
+	struct fc_err err;
+	int i;
+
+	(void)state_;
+	o.max_keys = 2;
+	f = fc_fleet_new(&o, &c, r, &err);
+	fc_fleet_round(f, t0);
+	for (i = 0; i < 5; i++)
+		refused_key(200 + (uint32_t)i, TAG + 200 + (uint64_t)i, w, 1);
+	fc_fleet_round(f, t0 + 100000000);
+	assert_int_equal(fc_fleet_status_of(f)->counters.scripts, 2);
+	assert_int_equal(fc_fleet_status_of(f)->counters.deferred, 3);
+	fc_fleet_round(f, t0 + 200000000);
+	fc_fleet_round(f, t0 + 300000000);
+	for (i = 0; i < 5; i++)
+		assert_int_equal(hget(TAG + 200 + (uint64_t)i, w, "q1"), 1); /* each asked */
+	fc_fleet_free(f);
+	fc_redis_close(r);
+}
+
 /* The heartbeat: two nodes see each other (in the node set), the fleet's
  * use of a policy is what both passed in the window; a clock 2 s ahead of
  * Redis's with --fleet-max-skew 500 ms is degraded (clock), sends no
@@ -888,6 +918,7 @@ int main(void)
 		cmocka_unit_test_setup(test_sliding, setup_one),
 		cmocka_unit_test_setup(test_xdp_fixed, setup_one),
 		cmocka_unit_test_setup(test_backoff, setup_one),
+		cmocka_unit_test_setup(test_max_keys, setup_one),
 		cmocka_unit_test_setup(test_degraded_and_back, setup_one),
 		cmocka_unit_test_setup(test_truncated_state, setup_one),
 		cmocka_unit_test_setup(test_heartbeat_and_clock, setup_one),
