@@ -58,6 +58,22 @@ static struct fc_fleet_member members[2] = { { .no = 1, .weight = 500000 }, { .n
 static struct fc_fleet_set sets[1] = { { .at_ms = 0, .m = members, .n = 2, .digest = 0xd16e57 } };
 static struct fc_fleet_policy pols[4];
 
+/* A fleet policy of N 10 per minute. */
+static struct fc_fleet_policy pol(uint32_t id, uint32_t epoch, uint32_t slot, uint8_t algo, uint8_t layer, bool keyed,
+				  uint32_t fixed_u)
+{
+	return (struct fc_fleet_policy){ .id = id,
+					 .epoch = epoch,
+					 .slot = slot,
+					 .algo = algo,
+					 .layer = layer,
+					 .keyed = keyed,
+					 .n = 10,
+					 .burst = 10,
+					 .unit_ns = UNIT_NS,
+					 .fixed_u = fixed_u };
+}
+
 /* What a publish hands node no's agent: policy 7 (uid=* 10/m, keyed,
  * slot 3, epoch 5), policy 8 (a fixed value, 10/m, slot 4, epoch 6) and
  * policy 9 (uid=* 10/m sliding, slot 5, epoch 7); policy 10 (ip=ADDR at
@@ -67,42 +83,10 @@ static struct fc_fleet_cfg cfg_of(uint32_t no)
 	struct fc_fleet_cfg c = { .node_no = no, .pols = pols, .npols = 3, .sets = sets, .nsets = 1 };
 	int i;
 
-	pols[0] = (struct fc_fleet_policy){ .id = 7,
-					    .epoch = 5,
-					    .slot = 3,
-					    .algo = FC_ALGO_FLEET_WINDOW,
-					    .layer = FC_LAYER_HTTP,
-					    .keyed = true,
-					    .n = 10,
-					    .burst = 10,
-					    .unit_ns = UNIT_NS };
-	pols[1] = (struct fc_fleet_policy){ .id = 8,
-					    .epoch = 6,
-					    .slot = 4,
-					    .algo = FC_ALGO_FLEET_WINDOW,
-					    .layer = FC_LAYER_HTTP,
-					    .n = 10,
-					    .burst = 10,
-					    .unit_ns = UNIT_NS,
-					    .fixed_u = 77 };
-	pols[2] = (struct fc_fleet_policy){ .id = 9,
-					    .epoch = 7,
-					    .slot = 5,
-					    .algo = FC_ALGO_FLEET_SLIDING,
-					    .layer = FC_LAYER_HTTP,
-					    .keyed = true,
-					    .n = 10,
-					    .burst = 10,
-					    .unit_ns = UNIT_NS };
-	pols[3] = (struct fc_fleet_policy){ .id = 10,
-					    .epoch = 8,
-					    .slot = 6,
-					    .algo = FC_ALGO_FLEET_WINDOW,
-					    .layer = FC_LAYER_XDP,
-					    .n = 10,
-					    .burst = 10,
-					    .unit_ns = UNIT_NS,
-					    .fixed_u = 99 };
+	pols[0] = pol(7, 5, 3, FC_ALGO_FLEET_WINDOW, FC_LAYER_HTTP, true, 0);
+	pols[1] = pol(8, 6, 4, FC_ALGO_FLEET_WINDOW, FC_LAYER_HTTP, false, 77);
+	pols[2] = pol(9, 7, 5, FC_ALGO_FLEET_SLIDING, FC_LAYER_HTTP, true, 0);
+	pols[3] = pol(10, 8, 6, FC_ALGO_FLEET_WINDOW, FC_LAYER_XDP, false, 99);
 	for (i = 0; i < 4; i++) {
 		fc_fleet_split_make(members, 2, no - 1, 10, 0, UNIT_NS, 0, &pols[i].split[0]);
 		pols[i].split[1] = (struct fc_fleet_split){ .from = FC_FLEET_NEVER };
@@ -617,29 +601,7 @@ static void test_xdp_fixed(void **state_)
 	b[6].state[0] = FC_FLEET_WORD(w, 0); /* spent */
 	b[6].state[1] = FC_FLEET_WORD(w, FC_FLEET_WANTED);
 	c.npols = 4;
-	/* node 2 releases 4 of the policy's one record, {10.8.0} */
-	{
-		struct fc_fleet_rec rec = { .id = 10, .epoch = 8, .kid = 0, .kind = 'w', .unit = 60, .w = w };
-		const uint64_t shares[2] = { 5, 5 };
-		struct fc_fleet_expect ex = { .nstar = 10 };
-		struct fc_fleet_batch bt;
-		struct fc_fleet_call *call;
-
-		fc_fleet_batch_init(&bt);
-		call = fc_fleet_batch_add(&bt);
-		*call = (struct fc_fleet_call){ .no = 2,
-						.limit = 10,
-						.n = 10,
-						.set = 0xd16e57,
-						.ttl_ms = 60000,
-						.r_lock = 4,
-						.nshares = 2,
-						.share_no = nos,
-						.share = shares };
-		assert_true(fc_fleet_rec_name(&rec, prefix, call->record, sizeof(call->record), &err) > 0);
-		assert_int_equal(fc_fleet_batch_run(&bt, r, &ex, &err), 0);
-		fc_fleet_batch_free(&bt);
-	}
+	node2_call_of(10, 8, 0, w, 4, 0, 0); /* node 2 releases 4 of the policy's one record, {10.8.0} */
 	f = fc_fleet_new(&o, &c, r, &err);
 	for (i = 0; i < 4 && !FC_FLEET_WORD_CREDIT(b[6].state[0]); i++)
 		fc_fleet_round(f, t0 + (uint64_t)i * 100000000ULL);
