@@ -645,6 +645,45 @@ static void test_backoff(void **state_)
 	fc_redis_close(r);
 }
 
+/* Redis loses a grant it confirmed (HDEL g1, G back: a server restarted
+ * without AOF) and drops the engine's connection: once the engine has a new
+ * connection, its next round re-asserts the key's totals, which restores
+ * g1 and freezes the record (design §7, "re-assertion"). */
+static void test_reassert_after_reconnect(void **state_)
+{
+	struct fc_fleet_cfg c = cfg();
+	struct fc_fleet_opts o = opts();
+	uint64_t t0 = window_start(), w = t0 / UNIT_NS, tag = TAG + 120, t;
+	struct fc_fleet_rec rec = { .id = 7, .epoch = 5, .kid = tag, .kind = 'w', .unit = 60, .w = w };
+	struct fc_redis *r = client(2000);
+	char name[FC_FLEET_NAME_MAX];
+	struct fc_fleet *f;
+	struct fc_err err;
+	int i;
+
+	(void)state_;
+	f = fc_fleet_new(&o, &c, r, &err);
+	fc_fleet_round(f, t0);
+	node2_releases(tag, w, 4);
+	refused_key(120, tag, w, 3);
+	for (i = 1, t = t0; i <= 3 && !FC_FLEET_WORD_CREDIT(entry(120)->state[0]); i++)
+		fc_fleet_round(f, t += 100000000);
+	assert_int_equal(hget(tag, w, "g1"), 3);
+	assert_true(fc_fleet_rec_name(&rec, prefix, name, sizeof(name), &err) > 0);
+	freeReplyObject(redisCommand(adm_ctx, "HDEL %s g1", name));
+	freeReplyObject(redisCommand(adm_ctx, "HINCRBY %s G -3", name));
+	freeReplyObject(redisCommand(adm_ctx, "CLIENT KILL TYPE normal SKIPME yes"));
+	for (i = 0; i < 6 && !fc_fleet_status_of(f)->counters.reasserted; i++)
+		fc_fleet_round(f, t += 1000000000);
+	printf("# re-asserted after %d rounds\n", i);
+	assert_int_equal(fc_fleet_status_of(f)->counters.reasserted, 1);
+	assert_int_equal(fc_fleet_status_of(f)->counters.frozen, 1);
+	assert_int_equal(hget(tag, w, "g1"), 3);
+	assert_int_equal(hget(tag, w, "frozen"), 1);
+	fc_fleet_free(f);
+	fc_redis_close(r);
+}
+
 /* --fleet-max-keys 2 with 5 keys asking: 2 scripts a round, the rest
  * deferred (counted) and first in the next round, so every key is asked
  * within 3 rounds. */
@@ -881,6 +920,7 @@ int main(void)
 		cmocka_unit_test_setup(test_xdp_fixed, setup_one),
 		cmocka_unit_test_setup(test_backoff, setup_one),
 		cmocka_unit_test_setup(test_max_keys, setup_one),
+		cmocka_unit_test_setup(test_reassert_after_reconnect, setup_one),
 		cmocka_unit_test_setup(test_degraded_and_back, setup_one),
 		cmocka_unit_test_setup(test_truncated_state, setup_one),
 		cmocka_unit_test_setup(test_heartbeat_and_clock, setup_one),
