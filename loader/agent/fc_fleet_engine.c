@@ -48,7 +48,7 @@ struct fc_fleet_key {
 	uint32_t id, epoch; /* its policy */
 	uint64_t w;         /* the window it is tracked in */
 	uint64_t g_app, r_lock, r_acked, u_sent;
-	uint64_t granted;      /* grants applied (for the view) */
+	uint64_t granted;      /* grants applied (for the status) */
 	uint64_t n_done;       /* the N it was DONE at: a change of N asks again */
 	uint64_t quiet_until;  /* backing off: no asking before this round */
 	uint16_t short_rounds; /* rounds asked in vain while others hold credit */
@@ -94,9 +94,9 @@ struct fc_fleet {
 	size_t rr;              /* where the next round's calls start (past --fleet-max-keys) */
 	double lat[FC_FLEET_LAT_N], lat_sum;
 	struct fc_fleet_counters cnt;
-	bool logged_other_set, logged_algo, logged_xdp;
+	bool logged_other_set, logged_xdp;
 
-	struct fc_fleet_status view;
+	struct fc_fleet_status status;
 	struct fc_fleet_status_policy *vpol;
 	struct fc_fleet_status_primary vprim[16];
 
@@ -999,11 +999,11 @@ static int fc_cmp_double(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-/* The view of this round, for the status file and /metrics. */
-static void fc_view_fill(struct fc_fleet *f, uint64_t now, double ms)
+/* This round's status, for the status file. */
+static void fc_status_fill(struct fc_fleet *f, uint64_t now, double ms)
 {
 	struct fc_redis_node_info info[16];
-	struct fc_fleet_status *v = &f->view;
+	struct fc_fleet_status *v = &f->status;
 	double sorted[FC_FLEET_LAT_N];
 	size_t i, j, n, nl = f->rounds < FC_FLEET_LAT_N ? f->rounds : FC_FLEET_LAT_N;
 	void *more;
@@ -1160,14 +1160,14 @@ void fc_fleet_round(struct fc_fleet *f, uint64_t now)
 		rc = rc ? rc : 1; /* void: the file changed under us; mapped again next round */
 	fc_round_mode(f, rc, err.msg, now, now_ms);
 	f->rounds++;
-	fc_view_fill(f, now, (double)(fc_utc_ns() - t0) / 1e6);
-	if (f->o.status_shm[0] && fc_fleet_status_write(f->o.status_shm, &f->view, &err) < 0)
+	fc_status_fill(f, now, (double)(fc_utc_ns() - t0) / 1e6);
+	if (f->o.status_shm[0] && fc_fleet_status_write(f->o.status_shm, &f->status, &err) < 0)
 		fc_debug("%s", err.msg);
 }
 
 const struct fc_fleet_status *fc_fleet_status_of(const struct fc_fleet *f)
 {
-	return &f->view;
+	return &f->status;
 }
 
 struct fc_fleet *fc_fleet_new(const struct fc_fleet_opts *o, const struct fc_fleet_cfg *cfg, struct fc_redis *redis,
@@ -1306,15 +1306,6 @@ int fc_fleet_update(struct fc_fleet *f, const struct fc_fleet_opts *o, const str
 	}
 	pthread_mutex_unlock(&f->lock);
 	return 0;
-}
-
-void fc_fleet_counters(struct fc_fleet *f, struct fc_fleet_counters *out, enum fc_fleet_mode *mode, uint64_t *rounds)
-{
-	pthread_mutex_lock(&f->lock);
-	*out = f->cnt;
-	*mode = f->mode;
-	*rounds = f->rounds;
-	pthread_mutex_unlock(&f->lock);
 }
 
 void fc_fleet_stop(struct fc_fleet *f)

@@ -56,8 +56,6 @@ int fc_fleet_update(struct fc_fleet *f, const struct fc_fleet_opts *o, const str
 		    struct fc_err *err);
 /* Stops the thread and frees it all (the Redis client too). */
 void fc_fleet_stop(struct fc_fleet *f);
-/* A copy of the counters and mode, for /metrics. */
-void fc_fleet_counters(struct fc_fleet *f, struct fc_fleet_counters *out, enum fc_fleet_mode *mode, uint64_t *rounds);
 
 /* For tests: the engine without its thread, one round at a time at now
  * (UTC ns, the node's clock). */
