@@ -92,6 +92,7 @@ struct fc_fleet {
 	uint64_t started_ns;    /* the first round's time */
 	uint64_t reasserted_at; /* counters.reasserted when degraded began */
 	size_t rr;              /* where the next round's calls start (past --fleet-max-keys) */
+	size_t records_round;   /* release records made since the last round */
 	double lat[FC_FLEET_LAT_N], lat_sum;
 	struct fc_fleet_counters cnt;
 	bool logged_other_set, logged_xdp;
@@ -648,9 +649,13 @@ static void fc_on_demand(void *arg, const char *msg, size_t len)
 		k = p->keyed ? NULL : fc_key_find(f, (uint64_t)p->id << 32 | p->epoch, FC_FLEET_FIXED);
 	} else {
 		index = p->keyed && d.rec.kid >= FC_SHM_KEY_TAG_MIN ? fc_key_lookup(f, d.rec.kid, p) : FC_FLEET_FIXED;
-		k = index != FC_FLEET_FIXED                     ? fc_key_track(f, d.rec.kid, index, p, d.rec.w) :
-		    p->keyed && d.rec.kid >= FC_SHM_KEY_TAG_MIN ? fc_release_record(f, p, d.rec.kid, d.rec.w, now) :
-								  NULL;
+		/* Anyone who can PUBLISH can ask: records made are bounded per
+		 * round as scripts are (--fleet-max-keys). */
+		k = index != FC_FLEET_FIXED ? fc_key_track(f, d.rec.kid, index, p, d.rec.w) :
+		    p->keyed && d.rec.kid >= FC_SHM_KEY_TAG_MIN &&
+				    f->records_round++ < (f->o.max_keys ? f->o.max_keys : 20000) ?
+					      fc_release_record(f, p, d.rec.kid, d.rec.w, now) :
+					      NULL;
 	}
 	if (!k)
 		return;
@@ -1146,6 +1151,7 @@ void fc_fleet_round(struct fc_fleet *f, uint64_t now)
 		fc_fixed_track(f, now);
 		fc_fleet_sub_poll(&f->sub, f->redis, fc_on_demand, f);
 		f->release_at_ns = 0;
+		f->records_round = 0;
 		fc_reassert_check(f);
 		/* degraded: try again no more often than the backoff; the clock
 		 * too far: no grants, releases or reports (design §6) */
