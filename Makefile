@@ -121,7 +121,8 @@ FUZZ_COMMON  := $(B)/fuzz/tests/fuzz/fc_fuzz.o
 # The default goal: what install installs (programs, below), fast.
 all: programs
 # What make test, bench and fuzz build besides.
-DEV_PROGS := $(UNIT_TESTS) $(BPF_TESTS) $(TOOLS) $(FUZZ) $(B)/tests/fc_redis_it
+DEV_PROGS := $(UNIT_TESTS) $(BPF_TESTS) $(TOOLS) $(FUZZ) $(B)/tests/fc_redis_it $(B)/tests/fc_fleet_script_it \
+	     $(B)/tests/fc_fleet_engine_it
 all-dev: programs $(DEV_PROGS)
 
 # BPF objects and their generated skeletons: the programs, and the empty
@@ -181,6 +182,8 @@ $(B)/fuzz/%.o: %.c | $(GEN_HDRS)
 # The console's page is built into the binary (.incbin, which -MMD does not see).
 CONSOLE_PAGE := $(wildcard loader/http/console/*)
 $(B)/loader/http/fc_console_page.o $(B)/fuzz/loader/http/fc_console_page.o: $(CONSOLE_PAGE)
+# So is the fleet's script.
+$(B)/loader/agent/fc_fleet_redis.o $(B)/fuzz/loader/agent/fc_fleet_redis.o: loader/agent/fc_fleet_sync.lua
 
 $(LIB_A): $(LIB_SRCS:%.c=$(B)/%.o)
 	$(AR) rcs $@ $^
@@ -201,12 +204,32 @@ $(B)/tests/%: $(B)/tests/unit/%.o $(LIB_A)
 $(B)/tests/test_escalate: $(B)/tests/unit/test_escalate.o $(B)/loader/agent/fc_escalate.o $(LIB_A)
 	$(CC) $(CFLAGS) $(LDFLAGS) $^ -o $@ $(LIB_LIBS) $(TEST_LIBS)
 
+$(B)/tests/test_fleet_reply: $(B)/tests/unit/test_fleet_reply.o $(B)/loader/agent/fc_fleet_reply.o $(LIB_A)
+	$(CC) $(CFLAGS) $(LDFLAGS) $^ -o $@ $(LIB_LIBS) $(TEST_LIBS)
+
+$(B)/tests/test_fleet_map: $(B)/tests/unit/test_fleet_map.o $(B)/loader/agent/fc_fleet_map.o $(LIB_A)
+	$(CC) $(CFLAGS) $(LDFLAGS) $^ -o $@ $(LIB_LIBS) $(TEST_LIBS)
+
+$(B)/tests/test_fleet_status: $(B)/tests/unit/test_fleet_status.o $(B)/loader/agent/fc_fleet_status.o $(LIB_A)
+	$(CC) $(CFLAGS) $(LDFLAGS) $^ -o $@ $(LIB_LIBS) $(TEST_LIBS)
+
 $(B)/tests/test_http: $(B)/tests/unit/test_http.o $(HTTP_A) $(LIB_A)
 	$(CC) $(CFLAGS) $(LDFLAGS) $^ -o $@ $(LIB_LIBS) $(TEST_LIBS)
 
 # The Redis client against real servers, which tests/integration/test_redis.sh
 # starts; its admin connection is hiredis's own client, linked.
 $(B)/tests/fc_redis_it: $(B)/tests/integration/fc_redis_it.o $(LIB_A)
+	$(CC) $(CFLAGS) $(LDFLAGS) $^ -o $@ $(LIB_LIBS) $(TEST_LIBS) $(call pc_libs,hiredis)
+
+# The fleet's script and its calls against a real redis-server, which
+# tests/integration/test_fleet_script.sh starts.
+FLEET_REDIS_OBJS := $(B)/loader/agent/fc_fleet_redis.o $(B)/loader/agent/fc_fleet_reply.o
+$(B)/tests/fc_fleet_script_it: $(B)/tests/integration/fc_fleet_script_it.o $(FLEET_REDIS_OBJS) \
+			       $(B)/loader/agent/fc_fleet_sub.o $(LIB_A)
+	$(CC) $(CFLAGS) $(LDFLAGS) $^ -o $@ $(LIB_LIBS) $(TEST_LIBS) $(call pc_libs,hiredis)
+FLEET_ENGINE_OBJS := $(FLEET_REDIS_OBJS) $(addprefix $(B)/loader/agent/,fc_fleet_engine.o fc_fleet_map.o fc_fleet_status.o \
+		     fc_fleet_sub.o fc_fleet_beat.o)
+$(B)/tests/fc_fleet_engine_it: $(B)/tests/integration/fc_fleet_engine_it.o $(FLEET_ENGINE_OBJS) $(LIB_A)
 	$(CC) $(CFLAGS) $(LDFLAGS) $^ -o $@ $(LIB_LIBS) $(TEST_LIBS) $(call pc_libs,hiredis)
 
 $(B)/tests/test_store: TEST_LIBS += $(call pc_libs,libpq) -Wl,--wrap=fsync
@@ -237,6 +260,7 @@ $(FUZZ_LIB): $(LIB_SRCS:%.c=$(B)/fuzz/%.o)
 # Each target links what it drives, instrumented, and the library.
 $(B)/fuzz/fuzz_l7: $(B)/fuzz/ngx_bridge/fc_l7.o
 $(B)/fuzz/fuzz_state: $(B)/fuzz/loader/agent/fc_escalate.o
+$(B)/fuzz/fuzz_fleet_reply: $(B)/fuzz/loader/agent/fc_fleet_reply.o
 $(B)/fuzz/fuzz_api: $(HTTP_SRCS:%.c=$(B)/fuzz/%.o)
 $(FUZZ): $(B)/fuzz/%: $(B)/fuzz/tests/fuzz/%.o $(FUZZ_COMMON) $(FUZZ_LIB)
 	$(FUZZ_CC) $(CFLAGS) $(FUZZ_FLAGS) -fsanitize=fuzzer $(filter-out $(FUZZ_LIB),$^) $(FUZZ_LIB) -o $@ \

@@ -166,6 +166,7 @@ struct fc_agent {
 	int backoff;                 /* ms until the next retry */
 	int rechecks;                /* quick looks left after an inotify event */
 	struct fc_escalation esc;
+	struct fc_agent_fleet fleet; /* with --redis: the lease engine */
 	int state_fd;                /* the workers' state file esc reads the ring from, or -1 */
 	bool keyed;                  /* some policy keeps a bucket per key */
 	struct fc_store_log esc_log; /* the change log when esc's policies were listed */
@@ -466,6 +467,23 @@ static bool fc_agent_clock_stepped(struct fc_agent *a)
 	return true;
 }
 
+/* Hands the fleet's engine what this publish leases with. */
+static void fc_agent_fleet_after(struct fc_agent *a)
+{
+	struct fc_store *st;
+	struct fc_err err;
+
+	if (!a->fleet.f)
+		return;
+	st = fc_store_keep_get(&a->store, &err);
+	if (!st) {
+		fc_agent_log("fleet: %s", err.msg);
+		return;
+	}
+	fc_agent_fleet_published(&a->fleet, st, &a->ctx);
+	fc_store_keep_put(&a->store, false);
+}
+
 /* Publishes the store; returns the unix time of the next ban expiry (0: none)
  * or -1 on failure. */
 static int64_t fc_agent_publish(struct fc_agent *a, const char *why, struct fc_err *err)
@@ -493,6 +511,7 @@ static int64_t fc_agent_publish(struct fc_agent *a, const char *why, struct fc_e
 	__atomic_add_fetch(&a->cnt.publishes, 1, __ATOMIC_RELAXED);
 	__atomic_store_n(&a->cnt.last_publish, (int64_t)time(NULL), __ATOMIC_RELAXED);
 	__atomic_store_n(&a->cnt.last_publish_us, us, __ATOMIC_RELAXED);
+	fc_agent_fleet_after(a);
 	if (!a->cfg->quiet || pub.purged || pub.lapsed)
 		fc_agent_log("published (%s) in %.1f ms, %s: XDP/TC %zu added, %zu changed, %zu removed; nginx seq %llu%s; "
 			     "%zu expired bans purged, %zu lapsed sets",
@@ -676,6 +695,8 @@ static int fc_agent_setup(struct fc_agent *a, struct fc_err *err)
 		fc_agent_log("serving the console at http%s://%s/ (token: freqctl console-token --token-file %s)",
 			     cfg->serve.cert_file ? "s" : "", cfg->http.at, cfg->serve.token_file);
 	}
+	if (fc_agent_fleet_start(&a->fleet, &a->ctx, &cfg->fleet, err) < 0)
+		return -1;
 	/* Watch first, publish second: a change committed in between is seen. */
 	if (!a->prepared || fc_agent_rewatch(&a->ctx, &a->watch, &a->version, err) < 0 ||
 	    (a->next_expiry = fc_agent_publish(a, "start", err)) < 0) {
@@ -693,6 +714,7 @@ static int fc_agent_setup(struct fc_agent *a, struct fc_err *err)
 /* Closes whatever fc_agent_setup and the loop opened. */
 static void fc_agent_teardown(struct fc_agent *a)
 {
+	fc_agent_fleet_stop(&a->fleet);
 	fc_console_stop(a->console);
 	fc_metrics_stop(a->metrics);
 	fc_store_close(a->watch);

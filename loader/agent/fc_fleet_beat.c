@@ -1,0 +1,176 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * The fleet's heartbeat (see fc_fleet_beat.h).
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <jansson.h>
+
+#include "fc_fleet_beat.h"
+#include "fc_fleet_redis.h"
+
+static const char fc_beat_lua[] = "redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])\n"
+				  "local t = redis.call('TIME')\n"
+				  "local out = {t[1], t[2]}\n"
+				  "local all = redis.call('HGETALL', KEYS[1])\n"
+				  "for i = 1, #all do out[#out + 1] = all[i] end\n"
+				  "return out\n";
+
+static int64_t fc_beat_now(int64_t clock_ns)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec + clock_ns;
+}
+
+static int fc_cmp_i64(const void *a, const void *b)
+{
+	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+int64_t fc_fleet_beat_offset(const struct fc_fleet_beat *b)
+{
+	int64_t s[FC_FLEET_BEAT_SAMPLES];
+
+	if (!b->nsamples)
+		return 0;
+	memcpy(s, b->sample, sizeof(s));
+	qsort(s, b->nsamples, sizeof(s[0]), fc_cmp_i64);
+	return s[b->nsamples / 2];
+}
+
+uint64_t fc_fleet_beat_used(const struct fc_fleet_beat *b, uint32_t id, uint64_t w)
+{
+	size_t i;
+
+	for (i = 0; i < b->nused; i++)
+		if (b->used[i].id == id && b->used[i].window == w)
+			return b->used[i].passed;
+	return 0;
+}
+
+/* This node's value: {"no", "mode", "ts", "rounds", "p": {"ID": [w, passed]}}. */
+static char *fc_beat_value(uint32_t no, const char *mode, uint64_t rounds, const struct fc_fleet_beat_pol *pols,
+			   size_t npols, int64_t now)
+{
+	json_t *p = json_object(), *v;
+	char id[16];
+	char *s;
+	size_t i;
+
+	for (i = 0; i < npols; i++) {
+		snprintf(id, sizeof(id), "%" PRIu32, pols[i].id);
+		json_object_set_new(p, id, json_pack("[I, I]", (json_int_t)pols[i].window, (json_int_t)pols[i].passed));
+	}
+	v = json_pack("{s:I, s:s, s:I, s:I, s:o}", "no", (json_int_t)no, "mode", mode, "ts",
+		      (json_int_t)(now / 1000000), "rounds", (json_int_t)rounds, "p", p);
+	s = v ? json_dumps(v, JSON_COMPACT) : NULL;
+	json_decref(v);
+	return s;
+}
+
+/* Adds one node's passes to the fleet's (a hostile value: only integers
+ * in range are taken). */
+static void fc_beat_add(struct fc_fleet_beat *b, const json_t *p)
+{
+	const char *key;
+	json_t *v;
+	size_t i;
+
+	json_object_foreach((json_t *)p, key, v)
+	{
+		char *end;
+		unsigned long id = strtoul(key, &end, 10);
+		json_int_t w = json_integer_value(json_array_get(v, 0)), n = json_integer_value(json_array_get(v, 1));
+
+		if (*end || id > UINT32_MAX || json_array_size(v) != 2 || w < 0 || n < 0)
+			continue;
+		for (i = 0; i < b->nused; i++)
+			if (b->used[i].id == id && b->used[i].window == (uint64_t)w)
+				break;
+		if (i == b->nused) {
+			if (b->nused == FC_FLEET_BEAT_POLS)
+				continue;
+			b->used[b->nused++] = (struct fc_fleet_beat_pol){ .id = (uint32_t)id, .window = (uint64_t)w };
+		}
+		b->used[i].passed += (uint64_t)n;
+	}
+}
+
+/* The fleet's values from the reply's pairs (name, value). */
+static void fc_beat_read(struct fc_fleet_beat *b, const struct fc_redis_reply *rep, int64_t now)
+{
+	size_t i;
+
+	b->nnodes = 0;
+	b->nused = 0;
+	for (i = 2; i + 1 < rep->len; i += 2) {
+		json_t *v = json_loadb(rep->elem[i + 1]->str, rep->elem[i + 1]->len, 0, NULL);
+		struct fc_fleet_status_node *n = &b->nodes[b->nnodes];
+		json_int_t no = json_integer_value(json_object_get(v, "no"));
+		json_int_t ts = json_integer_value(json_object_get(v, "ts"));
+		const char *mode = json_string_value(json_object_get(v, "mode"));
+
+		if (!json_is_object(v) || no < 0 || no > FC_FLEET_NODE_MAX || !mode) {
+			json_decref(v);
+			continue;
+		}
+		fc_beat_add(b, json_object_get(v, "p"));
+		if (b->nnodes < FC_FLEET_BEAT_NODES) {
+			*n = (struct fc_fleet_status_node){ .no = (uint32_t)no, .age_ms = now / 1000000 - ts };
+			fc_redis_escape(rep->elem[i]->str, rep->elem[i]->len, n->name, sizeof(n->name));
+			fc_redis_escape(mode, strlen(mode), n->mode, sizeof(n->mode));
+			b->nnodes++;
+		}
+		json_decref(v);
+	}
+}
+
+int fc_fleet_beat_run(struct fc_fleet_beat *b, struct fc_redis *r, const char *name, uint32_t no, const char *mode,
+		      uint64_t rounds, const struct fc_fleet_beat_pol *pols, size_t npols, int64_t clock_ns,
+		      struct fc_err *err)
+{
+	char key[FC_REDIS_PREFIX_MAX + 16];
+	int64_t t0 = fc_beat_now(clock_ns), t1, redis_ns;
+	char *value = fc_beat_value(no, mode, rounds, pols, npols, t0);
+	const char *argv[6] = { "EVAL", fc_beat_lua, "1", key, name, value };
+	struct fc_redis_cmd cmd = { .argc = 6,
+				    .argv = argv,
+				    .key = 3,
+				    .want = { .types = FC_REDIS_ARRAY,
+					      .elem_types = FC_REDIS_STR,
+					      .min_n = 2,
+					      .max_n = 2 + 2 * (FC_FLEET_NODE_MAX + 1),
+					      .max_len = FC_FLEET_BEAT_VAL_MAX } };
+	const struct fc_redis_reply *rep;
+	int rc = -1;
+
+	if (!value)
+		return fc_err_set(err, "fleet: heartbeat: out of memory");
+	snprintf(key, sizeof(key), "%s{nodes}", fc_redis_prefix(r));
+	if (fc_redis_exec(r, &cmd, 1, err))
+		goto out;
+	t1 = fc_beat_now(clock_ns);
+	rep = cmd.reply;
+	redis_ns = strtoll(rep->elem[0]->str, NULL, 10) * 1000000000LL + strtoll(rep->elem[1]->str, NULL, 10) * 1000;
+	if (rep->len % 2 || redis_ns <= 0 || rep->elem[1]->len > 6) {
+		fc_err_set(err, "fleet: heartbeat: Redis TIME %s.%s is not a time", rep->elem[0]->str,
+			   rep->elem[1]->str);
+		goto out;
+	}
+	b->sample[b->next] = t0 + (t1 - t0) / 2 - redis_ns;
+	b->next = (b->next + 1) % FC_FLEET_BEAT_SAMPLES;
+	b->nsamples += b->nsamples < FC_FLEET_BEAT_SAMPLES;
+	fc_beat_read(b, rep, t1);
+	rc = 0;
+out:
+	fc_redis_cmds_release(&cmd, 1);
+	free(value);
+	return rc;
+}

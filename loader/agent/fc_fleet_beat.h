@@ -1,0 +1,54 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * The fleet's heartbeat (design §6, §8.1 step 6), once a second: one
+ * script on P{nodes} sets this node's value (its mode, rounds and, per
+ * fleet policy, the window and what it passed in it) and returns every
+ * node's value and Redis's TIME. From it: this node's clock offset to Redis
+ * (RTT midpoint, median of the last 5), which the engine holds against
+ * --fleet-max-skew; the fleet's use of each policy in its window; the nodes
+ * for the status file. Every value read is another node's say-so: parsed
+ * with bounds, never trusted beyond display and the use figures.
+ */
+#ifndef FC_FLEET_BEAT_H
+#define FC_FLEET_BEAT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "fc_fleet_status.h"
+#include "fc_redis.h"
+
+#define FC_FLEET_BEAT_SAMPLES 5
+#define FC_FLEET_BEAT_NODES 64     /* shown in the status file */
+#define FC_FLEET_BEAT_POLS 256     /* policies whose fleet use is summed */
+#define FC_FLEET_BEAT_VAL_MAX 4096 /* bytes of one node's value */
+
+/* What this node says of one policy. */
+struct fc_fleet_beat_pol {
+	uint32_t id;
+	uint64_t window, passed;
+};
+
+struct fc_fleet_beat {
+	int64_t sample[FC_FLEET_BEAT_SAMPLES]; /* node clock minus Redis's, ns */
+	unsigned nsamples, next;
+	size_t nnodes;
+	struct fc_fleet_status_node nodes[FC_FLEET_BEAT_NODES];
+	size_t nused;
+	struct fc_fleet_beat_pol used[FC_FLEET_BEAT_POLS]; /* the fleet's, summed */
+};
+
+/* Sends this node's value and reads the fleet's: 0, or -1 with err (the
+ * reply not of the shape asked; a node's value that does not parse is
+ * only left out). now_ns: this node's clock (its test offset included). */
+int fc_fleet_beat_run(struct fc_fleet_beat *b, struct fc_redis *r, const char *name, uint32_t no, const char *mode,
+		      uint64_t rounds, const struct fc_fleet_beat_pol *pols, size_t npols, int64_t clock_ns,
+		      struct fc_err *err);
+
+/* The median offset of the samples (0 with none). */
+int64_t fc_fleet_beat_offset(const struct fc_fleet_beat *b);
+
+/* The fleet's passes of policy id in window w (0: none heard). */
+uint64_t fc_fleet_beat_used(const struct fc_fleet_beat *b, uint32_t id, uint64_t w);
+
+#endif /* FC_FLEET_BEAT_H */
