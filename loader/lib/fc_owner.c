@@ -19,6 +19,8 @@ static const struct {
 	[FC_OWNED_SHM] = { "shm", "remove it (rm %s: the next publish makes it anew)",
 			   "remove it (rm %s: the next publish makes it anew, as root's alone)" },
 	[FC_OWNED_CONFIG] = { "config file", "chown root %s", "chmod go-w %s" },
+	[FC_OWNED_FLEET_STATUS] = { "fleet status", "remove it (rm %s: the agent writes it anew each round)",
+				    "remove it (rm %s: the agent writes it anew each round)" },
 };
 
 static int fc_owner_refuse(enum fc_owned kind, const char *path, const char *link, const struct stat *sb,

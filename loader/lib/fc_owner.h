@@ -18,6 +18,7 @@ enum fc_owned {
 	FC_OWNED_STORE,
 	FC_OWNED_SHM,    /* the config file; the workers' state file is theirs to write, by design */
 	FC_OWNED_CONFIG, /* /etc/default/freqctl, or FREQCTL_CONFIG's */
+	FC_OWNED_FLEET_STATUS, /* <shm>.fleet.json, read */
 };
 
 /*
