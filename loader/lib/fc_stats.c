@@ -160,6 +160,20 @@ void fc_stats_free(struct fc_stats_all *a)
 	free(a->rows);
 	free(a->ps);
 	free(a->sources);
+	fc_fleet_file_free(&a->fleet);
+}
+
+/* The agent's fleet status, if one writes it: what fleet policies show
+ * besides this node's counters. A file that can not be used is said with
+ * -v and shown as no fleet status. */
+static void fc_stats_fleet(const struct fc_ctx *ctx, struct fc_stats_all *a)
+{
+	struct fc_err err;
+
+	if (fc_fleet_file_read(ctx->shm_path, &a->fleet, &err) < 0)
+		fc_debug("fleet status: %s", err.msg);
+	else if (a->fleet.stale)
+		fc_fleet_file_free(&a->fleet);
 }
 
 /* The ban sources of the store and their drops (maps: whether any are pinned). */
@@ -292,6 +306,7 @@ int fc_stats_gather(const struct fc_ctx *ctx, struct fc_stats_all *a, struct fc_
 			a->ps[i].conc_denied = slots[r->slot].conc_denied;
 		}
 	}
+	fc_stats_fleet(ctx, a);
 	rc = 0;
 out:
 	free(slots);
@@ -520,6 +535,7 @@ int fc_stats_write_prometheus(const struct fc_ctx *ctx, FILE *f, struct fc_err *
 	if (fc_stats_gather(ctx, &a, err) < 0)
 		return -1;
 	fc_stats_prometheus(f, &a);
+	fc_fleet_prometheus(f, a.fleet.doc);
 	fprintf(f, "# HELP freqctl_bans Live bans in the store, by kind and reason.\n# TYPE freqctl_bans gauge\n"
 		   "freqctl_bans{kind=\"address\",reason=\"by_hand\"} %zu\n"
 		   "freqctl_bans{kind=\"address\",reason=\"escalated\"} %zu\n"
