@@ -70,4 +70,24 @@ check "Redis paused 3 s: every node logs a second degraded episode" wait_until 1
 latency_run paused
 check "... requests keep their latency" latency_kept before paused
 check "... and back to fleet mode when it answers" fleet_all_mode_within fleet 40
+
+# ---- bad input at start: refused before anything runs; nginx limits on ----
+printf 'pw\n' >"$dir/pw"
+chmod 644 "$dir/pw"
+fleet_agent_stop n4
+"$FC_BIN" --db "$pg_dsn" --node n4 --pin-dir "/sys/fs/bpf/fc-it-$tag-n4" --shm "$dir/n4.shm" \
+	--redis "$redis_url" --redis-password-file "$dir/pw" agent >"$dir/bad.out" 2>&1
+# Exit 1, as fc_redis_probe's (test_redis.sh): the file's mode is the
+# machine's state, not the command line's (design §9 said 2).
+check "an agent with a password file others can read: exit 1, naming it" \
+	eval '[ $? = 1 ] && grep -qF -- "--redis-password-file $dir/pw: must be a regular file" "$dir/bad.out"' ||
+	sed 's/^/# /' "$dir/bad.out"
+"$FC_BIN" --db "$pg_dsn" --node n4 --pin-dir "/sys/fs/bpf/fc-it-$tag-n4" --shm "$dir/n4.shm" \
+	--redis 'redis://:x@' agent >"$dir/bad.out" 2>&1
+check "an agent with a URL that does not parse: exit 2" [ $? = 2 ] || sed 's/^/# /' "$dir/bad.out"
+away_from_minute_edge 20
+for i in $(seq 100); do fleet_url n4 "/?uid=no-agent&i=$i"; done >"$dir/noagent.urls"
+fleet_send "$dir/noagent.urls" >"$dir/noagent.out"
+check "... with no agent, n4's nginx still limits a key to its share: 25 of 100 ($(grep -c '^200 ' "$dir/noagent.out"))" \
+	[ "$(grep -c '^200 ' "$dir/noagent.out")" = 25 ]
 exit 0
