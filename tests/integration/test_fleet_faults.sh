@@ -77,10 +77,11 @@ chmod 644 "$dir/pw"
 fleet_agent_stop n4
 "$FC_BIN" --db "$pg_dsn" --node n4 --pin-dir "/sys/fs/bpf/fc-it-$tag-n4" --shm "$dir/n4.shm" \
 	--redis "$redis_url" --redis-password-file "$dir/pw" agent >"$dir/bad.out" 2>&1
+rc=$?
 # Exit 1, as fc_redis_probe's (test_redis.sh): the file's mode is the
 # machine's state, not the command line's (design §9 said 2).
 check "an agent with a password file others can read: exit 1, naming it" \
-	eval '[ $? = 1 ] && grep -qF -- "--redis-password-file $dir/pw: must be a regular file" "$dir/bad.out"' ||
+	eval '[ "$rc" = 1 ] && grep -qF -- "--redis-password-file $dir/pw: must be a regular file" "$dir/bad.out"' ||
 	sed 's/^/# /' "$dir/bad.out"
 "$FC_BIN" --db "$pg_dsn" --node n4 --pin-dir "/sys/fs/bpf/fc-it-$tag-n4" --shm "$dir/n4.shm" \
 	--redis 'redis://:x@' agent >"$dir/bad.out" 2>&1
