@@ -67,11 +67,7 @@ static int fc_stats_json(const struct fc_stats_all *a)
 			json_object_set_new(o, "overflowed", json_integer(fc_json_count(ps[i].overflowed)));
 		}
 		if (o && (fp = fc_fleet_file_policy(&a->fleet, p->id)))
-			json_object_set_new(o, "fleet",
-					    json_pack("{s:I, s:I, s:I, s:I}", "used", fc_fleet_int(fp, "fleet_used", 0),
-						      "limit", fc_fleet_int(fp, "limit", 0), "node_used",
-						      fc_fleet_int(fp, "node_used", 0), "credit",
-						      fc_fleet_int(fp, "credit", 0)));
+			json_object_set_new(o, "fleet", fc_fleet_policy_json(fp));
 		if (o && p->concurrency)
 			json_object_set_new(o, "concurrency",
 					    json_pack("{s:I, s:I, s:I}", "limit",

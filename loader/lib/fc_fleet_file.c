@@ -83,6 +83,15 @@ json_t *fc_fleet_file_policy(const struct fc_fleet_file *f, uint32_t id)
 	return NULL;
 }
 
+json_t *fc_fleet_policy_json(const json_t *p)
+{
+	if (!p)
+		return json_null();
+	return json_pack("{s:I, s:I, s:I, s:I}", "used", fc_fleet_int(p, "fleet_used", 0), "limit",
+			 fc_fleet_int(p, "limit", 0), "node_used", fc_fleet_int(p, "node_used", 0), "credit",
+			 fc_fleet_int(p, "credit", 0));
+}
+
 int64_t fc_fleet_int(const json_t *o, const char *key, int64_t def)
 {
 	const json_t *v = json_object_get(o, key);

@@ -48,6 +48,10 @@ const char *fc_fleet_str(const json_t *o, const char *key, const char *def);
 /* A number (integer or real) member of o, or def. */
 double fc_fleet_num(const json_t *o, const char *key, double def);
 
+/* A fleet policy's numbers as stats --json and the console's /api/stats
+ * show them: {used, limit, node_used, credit}; JSON null for NULL. */
+json_t *fc_fleet_policy_json(const json_t *p);
+
 /* The Prometheus families of the fleet (freqctl_fleet_*), from a status
  * document; nothing when doc is NULL. */
 void fc_fleet_prometheus(FILE *f, const json_t *doc);

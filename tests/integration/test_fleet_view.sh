@@ -48,6 +48,22 @@ for line in 'freqctl_fleet_mode{mode="fleet"} 1' 'freqctl_fleet_mode{mode="degra
 	check "stats --prometheus: $line" grep -qxF "$line" "$d/prom"
 done
 
+# The console's /api/stats: each policy's fleet, and the status whole for
+# its fleet panel. An agent of this store serves it (no --redis: it writes
+# no status file; the test's stands in).
+port=$(fc_port 0)
+"$FC_BIN" --db "$db" --pin-dir "$pin" --shm "$shm" agent --http "127.0.0.1:$port" --token-file "$d/token" \
+	>"$d/agent.log" 2>&1 &
+apid=$!
+trap 'kill -TERM "$apid" 2>/dev/null && wait "$apid"; fc_finish' EXIT
+wait_until 5 grep -q "serving the console at" "$d/agent.log"
+api_stats() { curl -s --max-time 5 -H "Authorization: Bearer $(fc console-token --token-file "$d/token")" \
+	"http://127.0.0.1:$port/api/stats"; }
+check "console /api/stats: policy 7's fleet, policy 8's null, and the agent's status for the panel" \
+	jq_true '(.policies[] | select(.id == 7) | .fleet) == {"used": 61, "limit": 100, "node_used": 20, "credit": 5}
+		and (.policies[] | select(.id == 8) | .fleet) == null and .fleet.mode == "fleet" and .fleet.rounds == 42' \
+	<<<"$(api_stats)"
+
 # A file no agent has written for 10 rounds and 5 s: shown as none.
 touch -d '-60 seconds' "$shm.fleet.json"
 check "a status file 60 s old: no fleet columns" sh -c "! '$FC_BIN' --db '$db' --pin-dir '$pin' --shm '$shm' stats | grep -q FLEET"
