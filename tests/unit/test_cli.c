@@ -475,7 +475,7 @@ static void test_fleet_status(void **state)
 		"500)\", \"since\": \"2026-11-29T06:00:00Z\", \"rounds\": 42, \"interval_ms\": 100, "
 		"\"last_sync\": \"2026-11-29T06:00:04.200Z\", \"latency_ms\": {\"last\": 0.4, \"p50\": 0.3, \"p99\": 1.5}, "
 		"\"redis\": {\"mode\": \"cluster\", \"wait\": 1, \"primaries\": [{\"addr\": \"127.0.0.1:16009\", "
-		"\"slots\": 5461, \"replicas\": 1, \"state\": \"ok\"}]}, \"clock\": {\"offset_ms\": 812.5, "
+		"\"slots\": 5461, \"replicas\": 1, \"state\": \"up\"}]}, \"clock\": {\"offset_ms\": 812.5, "
 		"\"max_skew_ms\": 500, \"test_offset_ms\": 0}, \"nodes\": [{\"name\": \"n1\", \"no\": 1, \"weight\": "
 		"0.25, \"in_set\": true, \"mode\": \"degraded\", \"age_ms\": 300}], \"policies\": [{\"id\": 7, \"algo\": "
 		"\"window\", \"limit\": 100, \"unit\": \"d\", \"fleet_used\": 61, \"node_used\": 20, \"credit\": 5, "
