@@ -234,6 +234,11 @@ enum fc_count {
 	FC_COUNT_SYN,   /* only TCP SYN without ACK is charged; the rest passes untouched */
 };
 
+/* fc_policy.flags, beside FC_POLICY_PRECISE and FC_POLICY_OVERRIDE
+ * (fc_limit.h): --fleet; algo is FC_ALGO_FLEET_* and the fleet_* fields
+ * hold this node's shares. */
+#define FC_POLICY_FLEET 0x4
+
 struct fc_policy {
 	__u32 id;    /* the user's policy id; 0 = free slot */
 	__u32 epoch; /* bumped when the match changes: bucket state starts afresh */
@@ -253,6 +258,15 @@ struct fc_policy {
 			__u32 warmup_ms; /* GCRA --warmup: the first tier ramps over this; 0 = none */
 		};
 	};
+	/* --fleet (FC_POLICY_FLEET; 0 otherwise): the policy is one key (ip=ADDR
+	 * or ip=PREFIX), and its bucket's share of the fleet's N (B for gcra)
+	 * in windows before fleet_from is fleet_share[0], from it on
+	 * fleet_share[1] (the loader computes them from the splits and the
+	 * key's point: maps/fc_fleet.h); gcra: tier[0] is this node's (T_i,
+	 * tau_i), and its lease window is fleet_lease_ns. */
+	__u64 fleet_share[2];
+	__u64 fleet_from;
+	__u64 fleet_lease_ns;
 };
 
 /* The bucket of an ip=ADDR or ip=PREFIX policy, or the shared overflow
@@ -378,6 +392,11 @@ struct fc_config {
 	 * calls the coarse clock's helper, as where the programs were loaded
 	 * without the tick (fc_tick_ns 0). */
 	__u64 jiffies_utc_ns;
+	/* --fleet: when these pins were made (UTC ns); a fleet policy takes no
+	 * share of a window that began before it (maps/fc_fleet.h, the fresh
+	 * rule). 0 from a publisher before fleets: no fleet policy is
+	 * published there. */
+	__u64 fleet_fresh_ns;
 };
 
 /* Which pin dir a program was loaded for, in its .rodata (bpf/freqctl.bpf.c
@@ -431,7 +450,9 @@ FC_ABI_SIZE(struct fc_limits, FC_MAX_TIERS * 32 + 8 + FC_MAX_TIERS * 8);
 FC_ABI_OFF(struct fc_limits, warmup_ms, FC_MAX_TIERS * 32);
 FC_ABI_OFF(struct fc_limits, gen, FC_MAX_TIERS * 32 + 4);
 FC_ABI_OFF(struct fc_limits, rescale, FC_MAX_TIERS * 32 + 8);
-FC_ABI_SIZE(struct fc_policy, 16 + sizeof(struct fc_limits));
+FC_ABI_SIZE(struct fc_policy, 16 + sizeof(struct fc_limits) + 32);
+FC_ABI_OFF(struct fc_policy, fleet_share, 16 + sizeof(struct fc_limits));
+FC_ABI_OFF(struct fc_policy, fleet_lease_ns, 16 + sizeof(struct fc_limits) + 24);
 FC_ABI_OFF(struct fc_policy, lim, 16);
 FC_ABI_OFF(struct fc_policy, warmup_ms, 16 + FC_MAX_TIERS * 32);
 FC_ABI_OFF(struct fc_policy, algo, 8);
@@ -446,7 +467,8 @@ FC_ABI_SIZE(struct fc_stats, 9 * 16);
 FC_ABI_OFF(struct fc_stats, malformed, 6 * 16);
 FC_ABI_OFF(struct fc_stats, allowed, 7 * 16);
 FC_ABI_OFF(struct fc_stats, drop_tagged, 8 * 16);
-FC_ABI_SIZE(struct fc_config, 48 + 32 + 24 + 16 + 8 + 8 + 8);
+FC_ABI_SIZE(struct fc_config, 48 + 32 + 24 + 16 + 8 + 8 + 8 + 8);
+FC_ABI_OFF(struct fc_config, fleet_fresh_ns, 144);
 FC_ABI_OFF(struct fc_config, star_host4, 25);
 FC_ABI_OFF(struct fc_config, star_host6, 26);
 FC_ABI_OFF(struct fc_config, star_flags, 27);
@@ -463,6 +485,7 @@ FC_ABI_OFF(struct fc_config, pad2, 132);
 FC_ABI_OFF(struct fc_config, jiffies_utc_ns, 136);
 FC_ABI_SIZE(struct fc_clock_pair, 24);
 FC_ABI_SIZE(struct fc_pin_mark, 8 + FC_PIN_MARK_DIR);
+_Static_assert(!(FC_POLICY_FLEET & (FC_POLICY_PRECISE | FC_POLICY_OVERRIDE)), "fc_policy.flags: the fleet bit overlaps");
 _Static_assert(!(FC_IN24_EXACT & (FC_IN24_LEN | FC_IN24_LONGER)), "fc_top4.in24: the bits overlap");
 _Static_assert(FC_MAX_SETS <= 0xffffu, "a set id must fit in fc_rule.flags' upper 16 bits");
 _Static_assert(!(FC_RULE_SET_MASK & (FC_RULE_BANNED | FC_RULE_LONGER | FC_RULE_MARKER | FC_RULE_ALLOWED)),
