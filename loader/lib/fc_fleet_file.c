@@ -8,8 +8,10 @@
 #include <unistd.h>
 #include <sys/stat.h>
 
+#include "fc_fleet.h"
 #include "fc_fleet_file.h"
 #include "fc_owner.h"
+#include "fc_shm.h"
 
 int fc_fleet_file_read(const char *shm_path, struct fc_fleet_file *f, struct fc_err *err)
 {
@@ -90,6 +92,25 @@ json_t *fc_fleet_policy_json(const json_t *p)
 	return json_pack("{s:I, s:I, s:I, s:I}", "used", fc_fleet_int(p, "fleet_used", 0), "limit",
 			 fc_fleet_int(p, "limit", 0), "node_used", fc_fleet_int(p, "node_used", 0), "credit",
 			 fc_fleet_int(p, "credit", 0));
+}
+
+void fc_key_fleet_view(const json_t *sp, const struct fc_shm_key *k, struct fc_key_fleet *f)
+{
+	const char *algo = fc_fleet_str(sp, "algo", "");
+	uint64_t w = (uint64_t)fc_fleet_int(sp, "window", 0), word;
+
+	memset(f, 0, sizeof(*f));
+	f->demand = fc_fleet_wanted(k->state[1], w);
+	if (!strcmp(algo, "sliding")) {
+		word = k->state[0];
+		f->current = FC_FLEET_SLIDE_W(word) == FC_FLEET_SLABEL(w);
+		f->credit = f->current ? FC_FLEET_SLIDE_ROOM(word) : 0;
+		return;
+	}
+	/* window: the credit word; gcra: the lease credit, beside the TAT */
+	word = !strcmp(algo, "gcra") ? k->state[2] : k->state[0];
+	f->current = FC_FLEET_WORD_W(word) == FC_FLEET_LABEL(w);
+	f->credit = f->current ? FC_FLEET_WORD_CREDIT(word) : 0;
 }
 
 int64_t fc_fleet_int(const json_t *o, const char *key, int64_t def)

@@ -52,6 +52,17 @@ double fc_fleet_num(const json_t *o, const char *key, double def);
  * show them: {used, limit, node_used, credit}; JSON null for NULL. */
 json_t *fc_fleet_policy_json(const json_t *p);
 
+/* A key of a fleet policy as keys and top show it, from its entry's words
+ * (maps/fc_fleet.h) and its policy's object sp in the status file, which
+ * says the algorithm and the current window (gcra: the lease window). */
+struct fc_key_fleet {
+	bool current;    /* its credit word is of the current window (else it rolls over at its next request) */
+	uint64_t credit; /* what it holds in the current window: window credit, sliding room, gcra lease credit */
+	bool demand;     /* a worker refused it for lack of credit in this window: the agent asks for it */
+};
+struct fc_shm_key;
+void fc_key_fleet_view(const json_t *sp, const struct fc_shm_key *k, struct fc_key_fleet *f);
+
 /* The Prometheus families of the fleet (freqctl_fleet_*), from a status
  * document; nothing when doc is NULL. */
 void fc_fleet_prometheus(FILE *f, const json_t *doc);

@@ -405,6 +405,7 @@ bool fc_key_value(const struct fc_policy_row *row, const struct fc_enforced *e, 
 struct fc_keyed {
 	uint32_t slot;
 	const struct fc_policy *pol; /* compiled, as this node enforces it */
+	const json_t *fleet;         /* its object in the agent's fleet status, or NULL */
 };
 
 struct fc_busiest {
@@ -444,6 +445,10 @@ static void fc_busiest_one(const struct fc_shm_key *e, void *arg)
 		return;
 	pol = kp->pol;
 	k = (struct fc_key_use){ pol->id, e->tag, e->passed, e->denied, fc_bucket_use(pol, e->state, b->now) };
+	if (kp->fleet) {
+		k.is_fleet = true;
+		fc_key_fleet_view(kp->fleet, e, &k.fleet);
+	}
 	if (k.use)
 		fc_topn_push(&b->top, &k);
 }
@@ -488,7 +493,8 @@ int fc_stats_busiest_keys(const struct fc_ctx *ctx, const struct fc_stats_all *a
 		const struct fc_policy_row *r = a->ps[i].row;
 
 		if (fc_policy_is_keyed(&r->spec) && r->slot && r->slot < FC_SHM_SLOTS)
-			keyed[b.nkeyed++] = (struct fc_keyed){ r->slot, &a->ps[i].enforced.k };
+			keyed[b.nkeyed++] =
+				(struct fc_keyed){ r->slot, &a->ps[i].enforced.k, fc_fleet_file_policy(&a->fleet, r->spec.id) };
 	}
 	if (!b.nkeyed || !max) {
 		free(keyed);

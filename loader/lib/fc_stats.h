@@ -97,6 +97,8 @@ struct fc_key_use {
 	bool has_value; /* its policy keeps values (--show-keys) and its value was there */
 	bool value_cut; /* ... longer than the FC_SHM_VAL_MAX bytes kept */
 	char value[FC_KEY_VALUE_LEN];
+	bool is_fleet;  /* its policy is a fleet policy its agent reports: fleet says its credit */
+	struct fc_key_fleet fleet;
 };
 
 /* A key of a per-key nginx policy as freqctl keys shows it, read from its

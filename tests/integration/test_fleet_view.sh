@@ -55,7 +55,7 @@ port=$(fc_port 0)
 "$FC_BIN" --db "$db" --pin-dir "$pin" --shm "$shm" agent --http "127.0.0.1:$port" --token-file "$d/token" \
 	>"$d/agent.log" 2>&1 &
 apid=$!
-trap 'kill -TERM "$apid" 2>/dev/null && wait "$apid"; fc_finish' EXIT
+trap 'kill -TERM "$apid" 2>/dev/null && wait "$apid"; FC_NGX_DIR=$d/ngx fc_nginx_stop; fc_finish' EXIT
 wait_until 5 grep -q "serving the console at" "$d/agent.log"
 api_stats() { curl -s --max-time 5 -H "Authorization: Bearer $(fc console-token --token-file "$d/token")" \
 	"http://127.0.0.1:$port/api/stats"; }
@@ -63,6 +63,27 @@ check "console /api/stats: policy 7's fleet, policy 8's null, and the agent's st
 	jq_true '(.policies[] | select(.id == 7) | .fleet) == {"used": 61, "limit": 100, "node_used": 20, "credit": 5}
 		and (.policies[] | select(.id == 8) | .fleet) == null and .fleet.mode == "fleet" and .fleet.rounds == 42' \
 	<<<"$(api_stats)"
+
+# keys and top: a fleet policy's keys show their credit and demand, read
+# from the entries' words (tests/unit/test_fleet_file.c decodes each
+# algorithm's); keys made by nginx for policy 7 here.
+why=$(fc_nginx_missing)
+if [ -z "$why" ] && getent group www-data >/dev/null; then
+	FC_NGX_DIR=$d/ngx fc_nginx_start "127.0.0.1:$(fc_port 1)" &&
+		codes 3 '/?uid=alice' >/dev/null && codes 2 '/?uid=bob' >/dev/null
+	fc keys 7 >"$d/keys"
+	check "keys 7: CREDIT and DEMAND columns for a fleet policy's keys" \
+		grep -qE '^KEY .* IN-FLIGHT +CREDIT DEMAND VALUE$' "$d/keys" || cat "$d/keys"
+	check "keys 7 --json: each key's fleet {credit, current, demand}" \
+		jq_true 'length == 2 and all(.[]; .fleet | has("credit") and has("current") and has("demand"))' \
+		<<<"$(fc keys 7 --json)"
+	check "keys 8 (no fleet status of it): no such columns" sh -c "! '$FC_BIN' --db '$db' --pin-dir '$pin' --shm '$shm' keys 8 | grep -q CREDIT"
+	check "top --json: policy 7's keys carry fleet" \
+		jq_true '[.keys[] | select(.policy == 7) | .fleet | has("credit")] | length == 2' <<<"$(fc top --json -n 1 -d 0.1)"
+	FC_NGX_DIR=$d/ngx fc_nginx_stop
+else
+	skip_one "keys and top with nginx's keys: ${why:-no www-data group}"
+fi
 
 # A file no agent has written for 10 rounds and 5 s: shown as none.
 touch -d '-60 seconds' "$shm.fleet.json"
