@@ -89,7 +89,8 @@ static void fc_fleet_print(const struct fc_fleet_file *f)
 	       fc_fleet_num(lat, "p99", 0));
 	if (json_is_object(clk))
 		printf("clock: %+.1f ms from Redis (max skew %" PRId64 " ms%s)\n", fc_fleet_num(clk, "offset_ms", 0),
-		       fc_fleet_int(clk, "max_skew_ms", 0), fc_fleet_int(clk, "test_offset_ms", 0) ? ", a test offset" : "");
+		       fc_fleet_int(clk, "max_skew_ms", 0),
+		       fc_fleet_int(clk, "test_offset_ms", 0) ? ", a test offset" : "");
 	fc_fleet_print_nodes(doc);
 	fc_fleet_print_policies(doc);
 	json_object_foreach((json_t *)cnt, key, v) {

@@ -79,9 +79,10 @@ json_t *fc_fleet_file_policy(const struct fc_fleet_file *f, uint32_t id)
 	json_t *pols = f->doc ? json_object_get(f->doc, "policies") : NULL, *p;
 	size_t i;
 
-	json_array_foreach(pols, i, p)
+	json_array_foreach(pols, i, p) {
 		if (fc_fleet_int(p, "id", -1) == (int64_t)id)
 			return p;
+	}
 	return NULL;
 }
 

@@ -11,8 +11,8 @@ static void fc_fleet_prom_policies(FILE *f, const json_t *pols)
 	static const struct {
 		const char *name, *field, *help;
 	} fam[] = {
-		{ "freqctl_fleet_policy_used", "fleet_used", "Admissions of the fleet in the current window (from the "
-							     "nodes' heartbeats)." },
+		{ "freqctl_fleet_policy_used", "fleet_used",
+		  "Admissions of the fleet in the current window (from the nodes' heartbeats)." },
 		{ "freqctl_fleet_policy_limit", "limit", "The fleet's limit per window (per key for DIM=*)." },
 		{ "freqctl_fleet_policy_credit", "credit", "Credit this node holds now (summed over tracked keys)." },
 	};
@@ -21,9 +21,10 @@ static void fc_fleet_prom_policies(FILE *f, const json_t *pols)
 
 	for (k = 0; k < sizeof(fam) / sizeof(fam[0]); k++) {
 		fprintf(f, "# HELP %s %s\n# TYPE %s gauge\n", fam[k].name, fam[k].help, fam[k].name);
-		json_array_foreach(pols, i, p)
+		json_array_foreach(pols, i, p) {
 			fprintf(f, "%s{policy=\"%" PRId64 "\"} %" PRId64 "\n", fam[k].name, fc_fleet_int(p, "id", 0),
 				fc_fleet_int(p, fam[k].field, 0));
+		}
 	}
 }
 
@@ -49,7 +50,8 @@ void fc_fleet_prometheus(FILE *f, const json_t *doc)
 		"# TYPE freqctl_fleet_rounds_total counter\nfreqctl_fleet_rounds_total %" PRId64 "\n"
 		"# HELP freqctl_fleet_round_seconds How long a sync round took (over the last 100).\n"
 		"# TYPE freqctl_fleet_round_seconds summary\n"
-		"freqctl_fleet_round_seconds{quantile=\"0.5\"} %.6f\nfreqctl_fleet_round_seconds{quantile=\"0.99\"} %.6f\n"
+		"freqctl_fleet_round_seconds{quantile=\"0.5\"} %.6f\nfreqctl_fleet_round_seconds{quantile=\"0.99\"} "
+		"%.6f\n"
 		"freqctl_fleet_round_seconds_sum %.6f\nfreqctl_fleet_round_seconds_count %" PRId64 "\n"
 		"# HELP freqctl_fleet_degraded_seconds_total Time spent in degraded mode (Redis away, slow or "
 		"the clock too far from it).\n# TYPE freqctl_fleet_degraded_seconds_total counter\n"
