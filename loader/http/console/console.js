@@ -322,7 +322,8 @@ function renderFleet(f) {
   const redis = f.redis || {};
   $('fleet-mode').textContent = 'This node (' + f.node + ') is in ' + f.mode + ' mode' +
     (f.reason ? ' (' + f.reason + ')' : '') + ' since ' + f.since + '; Redis ' + (redis.mode || '?') + ', ' +
-    (redis.primaries || []).length + ' primaries; round ' + f.rounds + ', last ' + f.last_sync + '.';
+    (redis.primaries || []).length + ((redis.primaries || []).length === 1 ? ' primary' : ' primaries') +
+    '; round ' + f.rounds + ', last ' + f.last_sync + '.';
   $('fleet-policies').tBodies[0].replaceChildren(...(f.policies || []).map((p) => {
     const tr = document.createElement('tr');
     tr.append(el('td', p.id, 'num'), el('td', p.fleet_used, 'num'), el('td', p.limit + '/' + p.unit, 'num'),
