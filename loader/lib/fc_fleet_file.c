@@ -26,16 +26,16 @@ int fc_fleet_file_read(const char *shm_path, struct fc_fleet_file *f, struct fc_
 	memset(f, 0, sizeof(*f));
 	if ((size_t)snprintf(f->path, sizeof(f->path), "%s%s", shm_path, FC_FLEET_STATUS_SUFFIX) >= sizeof(f->path))
 		return fc_err_set(err, "%s%s: path too long", shm_path, FC_FLEET_STATUS_SUFFIX);
-	/* Root reads what root wrote: one planted in a shared directory
-	 * (/dev/shm) is not the agent's. */
-	if (fc_owner_check(FC_OWNED_FLEET_STATUS, f->path, err) < 0)
-		return -1;
 	fd = open(f->path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
 	if (fd < 0) {
 		if (errno == ENOENT)
 			return 1;
 		return fc_err_set(err, "%s: %s", f->path, strerror(errno));
 	}
+	/* Root reads what root wrote: one planted in a shared directory
+	 * (/dev/shm) is not the agent's. The file opened is the one checked. */
+	if (fc_owner_check_fd(FC_OWNED_FLEET_STATUS, f->path, fd, err) < 0)
+		goto out;
 	if (fstat(fd, &sb) < 0 || !S_ISREG(sb.st_mode)) {
 		fc_err_set(err, "%s: not a regular file", f->path);
 		goto out;

@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: BSD-2-Clause
+#include <errno.h>
 #include <pwd.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -64,4 +65,15 @@ int fc_owner_check(enum fc_owned kind, const char *path, struct fc_err *err)
 	if (S_ISLNK(sb.st_mode) && stat(path, &sb) == 0 && !fc_owner_fit(&sb))
 		return fc_owner_refuse(kind, path, "what the link leads to is ", &sb, err);
 	return 0;
+}
+
+int fc_owner_check_fd(enum fc_owned kind, const char *path, int fd, struct fc_err *err)
+{
+	struct stat sb;
+
+	if (geteuid() != 0)
+		return 0;
+	if (fstat(fd, &sb) < 0)
+		return fc_err_set(err, "%s %s: %s", fc_owned[kind].name, path, strerror(errno));
+	return fc_owner_fit(&sb) ? 0 : fc_owner_refuse(kind, path, "", &sb, err);
 }
