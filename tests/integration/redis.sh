@@ -87,7 +87,7 @@ redis_run() { # redis_run PORT: starts it (not daemonized: its pid is known at o
 redis_start() { # redis_start PORT [ARG...]
 	local port=$1
 	shift
-	[ -z "$(ss -Htan "sport = :$port")" ] || { echo "# port $port is in use"; return 1; }
+	[ -z "$(ss -Hltn "sport = :$port")" ] || { echo "# port $port is in use"; return 1; }
 	redis_args[$port]="$*"
 	mkdir -p "$redis_dir"
 	chmod 700 "$redis_dir"
