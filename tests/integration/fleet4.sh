@@ -7,8 +7,9 @@
 # (fleet_suite sets the trap).
 #
 #   fleet_suite                     skips without root, nginx, PostgreSQL, Redis, jq; sets the trap
-#   fleet_up REDIS_URL              the store, four nginx, four agents; waits until all four are in
-#                                   fleet mode and in each other's node set
+#   fleet_up REDIS_URL              the store, four nginx, four agents; waits until each syncs with
+#                                   Redis and has heard all four (fleet_all_in_set, once a fleet
+#                                   policy's window began after: all four in fleet mode and in the set)
 #   fleet_fc NODE ARG...            freqctl as node NODE (n1..n4), on the fleet's store and Redis
 #   op ARG...                       freqctl as an operator (no node of the fleet), stdout discarded
 #   fleet_agent_start NODE [ARG...] (re)starts NODE's agent, extra agent options after
@@ -96,15 +97,26 @@ fleet_agent_stop() {
 
 fleet_mode() { jq -r '.mode' "$dir/$1.shm.fleet.json" 2>/dev/null; }
 
-# NODE's agent is in fleet mode and its status names all four nodes in
-# the current window's set.
+# NODE's agent syncs with Redis (mode fleet, or off while there is no
+# fleet policy) and has heard all four nodes' heartbeats.
 fleet_ready() {
-	jq -e '.mode == "fleet" and ([.nodes[]? | select(.in_set)] | length) == 4' "$dir/$1.shm.fleet.json" \
+	jq -e '.mode != "degraded" and .rounds > 0 and ([.nodes[]?.name] | length) == 4' "$dir/$1.shm.fleet.json" \
 		>/dev/null 2>&1
 }
 fleet_all_ready() {
 	local n
 	for n in "${fleet_nodes[@]}"; do fleet_ready "$n" || return 1; done
+}
+# Every agent is in fleet mode with all four nodes in the node set of its
+# first fleet policy's current window (once there is a fleet policy, and
+# its window began after the nodes joined: fleet_next_window).
+fleet_in_set() {
+	jq -e '.mode == "fleet" and ([.nodes[]? | select(.in_set)] | length) == 4' "$dir/$1.shm.fleet.json" \
+		>/dev/null 2>&1
+}
+fleet_all_in_set() {
+	local n
+	for n in "${fleet_nodes[@]}"; do fleet_in_set "$n" || return 1; done
 }
 
 fleet_up() { # fleet_up REDIS_URL

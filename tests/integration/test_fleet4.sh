@@ -18,12 +18,8 @@ fleet_suite
 
 check "a standalone Redis of the test's own starts (AOF, appendfsync always)" redis_standalone ||
 	skip_all "redis-server does not start"
-check "four nodes, each with nginx and an agent of weight 0.25, all in fleet mode" fleet_up "$redis_url" ||
+check "four nodes, each with nginx and an agent of weight 0.25, syncing with Redis" fleet_up "$redis_url" ||
 	exit 1
-fleet_fc n1 fleet status >"$dir/status.txt"
-check "fleet status on n1: fleet mode, Redis standalone, four nodes" \
-	eval 'grep -q "^fleet: fleet mode since" "$dir/status.txt" && grep -q "^redis: standalone" "$dir/status.txt" &&
-		[ "$(grep -cE "^n[1-4] " "$dir/status.txt")" = 4 ]' || sed 's/^/# /' "$dir/status.txt"
 
 op policy add 1 --match 'uid=*' --algo window --rate 100/m --fleet
 op policy add 2 --match 'arg:f=x' --algo window --rate 60/m --fleet
@@ -33,6 +29,12 @@ check "policy list --json says fleet for the four" \
 	eval '[ "$("$FC_BIN" --db "$pg_dsn" policy list --json | jq "[.[] | select(.fleet == true)] | length")" = 4 ]'
 # The first minute every node holds its share of (design §5.5, §1).
 fleet_next_window 60 1
+check "all four in fleet mode, in each other's node set" wait_until 5 fleet_all_in_set ||
+	jq -c '{mode, nodes}' "$dir/n1.shm.fleet.json"
+fleet_fc n1 fleet status >"$dir/status.txt"
+check "fleet status on n1: fleet mode, Redis standalone, four nodes" \
+	eval 'grep -q "^fleet: fleet mode since" "$dir/status.txt" && grep -q "^redis: standalone" "$dir/status.txt" &&
+		[ "$(grep -cE "^n[1-4] " "$dir/status.txt")" = 4 ]' || sed 's/^/# /' "$dir/status.txt"
 
 # How many lines of OUT (fleet_send's) are STATUS.
 passed() { grep -c "^200 " "$1"; }

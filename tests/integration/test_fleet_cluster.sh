@@ -13,7 +13,7 @@
 fleet_suite
 
 check "a Redis Cluster of 3 primaries + 3 replicas starts" redis_cluster || skip_all "the Cluster does not form"
-check "four nodes in fleet mode on the Cluster" fleet_up "$redis_cluster_url" || exit 1
+check "four nodes syncing with the Cluster" fleet_up "$redis_cluster_url" || exit 1
 fleet_fc n1 fleet status --json >"$dir/status.json"
 check "fleet status: mode cluster, three primaries with a replica each" \
 	jq_true '.redis.mode == "cluster" and (.redis.primaries | length) == 3 and all(.redis.primaries[]; .replicas == 1)' \
@@ -21,6 +21,7 @@ check "fleet status: mode cluster, three primaries with a replica each" \
 op policy add 1 --match 'uid=*' --algo window --rate 100/m --fleet
 op policy add 2 --match 'arg:h=*' --algo window --rate 100/m --fleet
 fleet_next_window 60 1
+check "all four in fleet mode, in each other's node set" wait_until 5 fleet_all_in_set
 
 # A batch of 100 requests of one key over random nodes: fleet_send's output.
 batch() { # batch NAME PATH

@@ -12,9 +12,10 @@
 fleet_suite
 
 check "a standalone Redis of the test's own starts" redis_standalone || skip_all "redis-server does not start"
-check "four nodes in fleet mode" fleet_up "$redis_url" || exit 1
+check "four nodes syncing with Redis" fleet_up "$redis_url" || exit 1
 op policy add 1 --match 'uid=*' --algo window --rate 100/m --fleet
 fleet_next_window 60 1
+check "all four in fleet mode, in each other's node set" wait_until 5 fleet_all_in_set
 rport=$(redis_port 0)
 
 # 200 requests over random nodes, each of its own uid (none is short: no

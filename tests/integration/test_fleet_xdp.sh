@@ -34,10 +34,11 @@ veth_up() { # veth_up I
 }
 for i in 1 2 3 4; do veth_up "$i" || skip_all "could not make the namespaces"; done
 check "a standalone Redis of the test's own starts" redis_standalone || skip_all "redis-server does not start"
-check "four nodes in fleet mode" fleet_up "$redis_url" || exit 1
+check "four nodes syncing with Redis" fleet_up "$redis_url" || exit 1
 for i in 1 2 3 4; do check "n$i attaches to its veth" quiet fleet_fc "n$i" attach "fcx$i$tag"; done
 op policy add 1 --match "ip=$src" --algo window --rate 60/m --fleet
 fleet_next_window 60 1
+check "all four in fleet mode, in each other's node set" wait_until 5 fleet_all_in_set
 
 # 300 packets from each namespace over 3 s (30 rounds), the four at once:
 # a node whose sender starts late has lent its share by then, and the
