@@ -103,10 +103,12 @@ fleet_ready() {
 	jq -e '.mode != "degraded" and .rounds > 0 and ([.nodes[]?.name] | length) == 4' "$dir/$1.shm.fleet.json" \
 		>/dev/null 2>&1
 }
-fleet_all_ready() {
+# CHECK holds for every node.
+fleet_all() { # fleet_all CHECK
 	local n
-	for n in "${fleet_nodes[@]}"; do fleet_ready "$n" || return 1; done
+	for n in "${fleet_nodes[@]}"; do "$1" "$n" || return 1; done
 }
+fleet_all_ready() { fleet_all fleet_ready; }
 # Every agent is in fleet mode with all four nodes in the node set of its
 # first fleet policy's current window (once there is a fleet policy, and
 # its window began after the nodes joined: fleet_next_window).
@@ -114,10 +116,7 @@ fleet_in_set() {
 	jq -e '.mode == "fleet" and ([.nodes[]? | select(.in_set)] | length) == 4' "$dir/$1.shm.fleet.json" \
 		>/dev/null 2>&1
 }
-fleet_all_in_set() {
-	local n
-	for n in "${fleet_nodes[@]}"; do fleet_in_set "$n" || return 1; done
-}
+fleet_all_in_set() { fleet_all fleet_in_set; }
 
 fleet_up() { # fleet_up REDIS_URL
 	local n
