@@ -43,10 +43,13 @@ check "all four in fleet mode, in each other's node set" wait_until 5 fleet_all_
 # 300 packets from each namespace over 3 s (30 rounds), the four at once:
 # a node whose sender starts late has lent its share by then, and the
 # others' demand is met within 2 rounds.
+pids=()
 for i in 1 2 3 4; do
 	ip netns exec "fc-fx$i-$tag" ping -n -q -c 300 -i 0.01 -W 1 "$net.1$i" >/dev/null 2>&1 &
+	pids+=($!)
 done
-wait
+# The pings alone: the agents are children of this shell too.
+wait "${pids[@]}"
 for i in 1 2 3 4; do fleet_wait_rounds "n$i" 2; done
 total=0
 for i in 1 2 3 4; do

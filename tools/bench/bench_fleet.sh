@@ -56,7 +56,7 @@ LUA
 # shares of a window are fixed when it begins, so no row reuses another's),
 # four wrk at once, one per node; prints the row, then drops the policy.
 run() {
-	local id=$1 rate=$2 name=$3 keys=$4 n c0 c1 r0 r1 req=0 t0 t1 cpu=""
+	local id=$1 rate=$2 name=$3 keys=$4 n c0 c1 r0 r1 req=0 t0 t1 cpu="" pids=()
 	declare -A a0=()
 	op policy add "$id" --match "arg:a$id=*" --algo window --rate "$rate" --fleet
 	wrk_script "$keys" "a$id"
@@ -65,8 +65,9 @@ run() {
 	c0=$(redis_commands) r0=$(fleet_rounds "$dir/n1.shm") t0=${EPOCHREALTIME/./}
 	for n in "${fleet_nodes[@]}"; do
 		wrk -t1 -c8 -d"${SECS}s" -s "$dir/keys.lua" "$(fleet_url "$n" /)" >"$dir/wrk.$n" 2>&1 &
+		pids+=($!)
 	done
-	wait
+	wait "${pids[@]}" # the wrk alone: the agents are children of this shell too
 	t1=${EPOCHREALTIME/./}
 	c1=$(redis_commands) r1=$(fleet_rounds "$dir/n1.shm")
 	for n in "${fleet_nodes[@]}"; do
