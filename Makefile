@@ -11,7 +11,8 @@
 #                   and through libxdp's dispatcher; nginx req/s
 #                   and worker CPU time against limit_req, its instructions per request (callgrind);
 #                   L7 per key against fixed values and Redis; one change published with 1M bans
-#                   stored; the agent's store-to-enforced time
+#                   stored; the agent's store-to-enforced time; fleet policies: Redis commands per
+#                   1,000 requests and the agents' CPU (four nodes, one Redis)
 #   make demo       the self-contained demo (namespace, attach, ban, traffic): installs and
 #                   builds only what it uses (tools/build/install-deps.sh demo)
 #   make fuzz       each fuzz target for FUZZ_SECONDS (default 60); make test replays their corpora
@@ -325,6 +326,8 @@ bench: $(B)/.deps-bench
 	@$(call bench_run,bench_publish,tools/bench/bench_publish.sh)
 	@echo
 	@$(call bench_run,bench_agent,tools/bench/bench_agent.sh)
+	@echo
+	@$(call bench_run,bench_fleet,tools/bench/bench_fleet.sh)
 
 fuzz: $(B)/.deps-fuzz
 	@$(MAKE) --no-print-directory $(FUZZ)

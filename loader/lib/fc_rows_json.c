@@ -254,12 +254,19 @@ json_t *fc_key_uses_to_json(const struct fc_key_use *k, size_t n)
 	size_t i;
 
 	for (i = 0; a && i < n; i++) {
+		json_t *o;
+
 		snprintf(tag, sizeof(tag), "%016llx", (unsigned long long)k[i].tag);
-		json_array_append_new(a, json_pack("{s:s, s:I, s:f, s:I, s:I, s:o}", "key", tag, "policy",
-						   (json_int_t)k[i].policy, "used",
-						   (double)(int64_t)(k[i].use * 1000 + 0.5) / 1000, "passed",
-						   (json_int_t)k[i].passed, "denied", (json_int_t)k[i].denied, "value",
-						   fc_key_value_to_json(k[i].has_value, k[i].value, k[i].value_cut)));
+		o = json_pack("{s:s, s:I, s:f, s:I, s:I, s:o}", "key", tag, "policy", (json_int_t)k[i].policy, "used",
+			      (double)(int64_t)(k[i].use * 1000 + 0.5) / 1000, "passed", (json_int_t)k[i].passed,
+			      "denied", (json_int_t)k[i].denied, "value",
+			      fc_key_value_to_json(k[i].has_value, k[i].value, k[i].value_cut));
+		/* A fleet key: this node's credit in the current window, and whether it asks for more. */
+		if (o && k[i].is_fleet)
+			json_object_set_new(o, "fleet",
+					    json_pack("{s:I, s:b, s:b}", "credit", fc_json_count(k[i].fleet.credit),
+						      "current", k[i].fleet.current, "demand", k[i].fleet.demand));
+		json_array_append_new(a, o);
 	}
 	return a;
 }

@@ -68,7 +68,7 @@ redis_cleanup() {
 declare -A redis_args=()
 
 redis_run() { # redis_run PORT: starts it (not daemonized: its pid is known at once), answering within 5 s
-	local port=$1 n
+	local port=$1
 	mkdir -p "$redis_dir/$port"
 	# shellcheck disable=SC2086 # the arguments, as given
 	redis-server --port "$port" --bind 127.0.0.1 --save '' --appendonly yes --appendfsync always \
@@ -76,7 +76,7 @@ redis_run() { # redis_run PORT: starts it (not daemonized: its pid is known at o
 	echo $! >"$redis_dir/$port.pid"
 	# Disowned: bash says nothing when a test kills one.
 	disown
-	for n in $(seq 50); do
+	for _ in $(seq 50); do
 		rcli -p "$port" ping 2>&1 | grep -qE 'PONG|NOAUTH' && return 0
 		sleep 0.1
 	done
