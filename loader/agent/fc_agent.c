@@ -467,23 +467,6 @@ static bool fc_agent_clock_stepped(struct fc_agent *a)
 	return true;
 }
 
-/* Hands the fleet's engine what this publish leases with. */
-static void fc_agent_fleet_after(struct fc_agent *a)
-{
-	struct fc_store *st;
-	struct fc_err err;
-
-	if (!a->fleet.f)
-		return;
-	st = fc_store_keep_get(&a->store, &err);
-	if (!st) {
-		fc_agent_log("fleet: %s", err.msg);
-		return;
-	}
-	fc_agent_fleet_published(&a->fleet, st, &a->ctx);
-	fc_store_keep_put(&a->store, false);
-}
-
 /* Publishes the store; returns the unix time of the next ban expiry (0: none)
  * or -1 on failure. */
 static int64_t fc_agent_publish(struct fc_agent *a, const char *why, struct fc_err *err)
@@ -511,7 +494,7 @@ static int64_t fc_agent_publish(struct fc_agent *a, const char *why, struct fc_e
 	__atomic_add_fetch(&a->cnt.publishes, 1, __ATOMIC_RELAXED);
 	__atomic_store_n(&a->cnt.last_publish, (int64_t)time(NULL), __ATOMIC_RELAXED);
 	__atomic_store_n(&a->cnt.last_publish_us, us, __ATOMIC_RELAXED);
-	fc_agent_fleet_after(a);
+	fc_agent_fleet_published(&a->fleet, &a->fleet_cfg);
 	if (!a->cfg->quiet || pub.purged || pub.lapsed)
 		fc_agent_log("published (%s) in %.1f ms, %s: XDP/TC %zu added, %zu changed, %zu removed; nginx seq %llu%s; "
 			     "%zu expired bans purged, %zu lapsed sets",
@@ -677,6 +660,11 @@ static int fc_agent_setup(struct fc_agent *a, struct fc_err *err)
 		fc_agent_log("clock: cannot watch for steps (%s): after one, the packet path's clock is off until "
 			     "the next publish", strerror(errno));
 	a->ctx.store_must_exist = true;
+	/* The agent's own fleet options are what its publishes say: gcra's
+	 * lease window from its sync interval, its clock offset (tests). */
+	a->ctx.fleet_sync_ns = (uint64_t)cfg->fleet.sync_interval_ms * 1000000;
+	a->ctx.fleet_clock_ns = cfg->fleet.clock_offset_ms * 1000000;
+	a->ctx.fleet_clock_given = true;
 	a->pubctx = a->ctx;
 	a->pubctx.keep = &a->store;
 	a->serve = cfg->serve;

@@ -6,7 +6,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "fc_agent_fleet.h"
@@ -69,30 +68,12 @@ int fc_agent_fleet_start(struct fc_agent_fleet *af, const struct fc_ctx *ctx, co
 	return 0;
 }
 
-void fc_agent_fleet_published(struct fc_agent_fleet *af, struct fc_store *st, const struct fc_ctx *ctx)
+void fc_agent_fleet_published(struct fc_agent_fleet *af, const struct fc_fleet_cfg *cfg)
 {
-	struct fc_policy_row *rows = NULL;
-	struct fc_fleet_view v;
-	struct fc_fleet_cfg cfg;
-	struct timespec now;
 	struct fc_err err;
-	size_t n = 0;
 
-	if (!af->f)
-		return;
-	clock_gettime(CLOCK_REALTIME, &now);
-	if (fc_fleet_read(st, ctx->node, (int64_t)now.tv_sec * 1000 + now.tv_nsec / 1000000, &v, &err) < 0 ||
-	    fc_store_policy_list(st, &rows, &n, &err) < 0 || fc_fleet_cfg_make(&v, rows, n, &cfg, &err) < 0) {
-		fc_warn("fleet: what to lease with could not be read (the last one stays): %s", err.msg);
-		fc_fleet_view_free(&v);
-		free(rows);
-		return;
-	}
-	if (fc_fleet_update(af->f, NULL, &cfg, &err) < 0)
+	if (af->f && fc_fleet_update(af->f, NULL, cfg, &err) < 0)
 		fc_warn("%s", err.msg);
-	fc_fleet_cfg_free(&cfg);
-	fc_fleet_view_free(&v);
-	free(rows);
 }
 
 void fc_agent_fleet_stop(struct fc_agent_fleet *af)

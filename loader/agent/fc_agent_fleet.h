@@ -13,7 +13,7 @@
 
 #include "fc_ctx.h"
 #include "fc_error.h"
-#include "fc_store.h"
+#include "fc_fleet_split.h"
 
 struct fc_fleet;
 
@@ -42,8 +42,10 @@ struct fc_agent_fleet {
  * error: the engine starts degraded and keeps trying. */
 int fc_agent_fleet_start(struct fc_agent_fleet *af, const struct fc_ctx *ctx, const struct fc_agent_fleet_opts *o,
 			 struct fc_err *err);
-/* After a publish: what the engine leases with now, from st. */
-void fc_agent_fleet_published(struct fc_agent_fleet *af, struct fc_store *st, const struct fc_ctx *ctx);
+/* After a publish: what the engine leases with now, the cfg that publish
+ * made from the store it read (fc_publish.want_fleet_cfg), so the engine
+ * and the shm never disagree on a split. */
+void fc_agent_fleet_published(struct fc_agent_fleet *af, const struct fc_fleet_cfg *cfg);
 void fc_agent_fleet_stop(struct fc_agent_fleet *af);
 
 #endif /* FC_AGENT_FLEET_H */
