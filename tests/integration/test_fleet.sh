@@ -67,6 +67,8 @@ within_100ms() {
 	return 1
 }
 both() { local f=$1; shift; "$f" a "$@" && "$f" b "$@"; } # both CHECK ARGS: true on both nodes
+# The fleet's node set from its last changes on: "name:weight ...", by name.
+fleet_open() { psql -tA -X "$pg_dsn" -c "SELECT string_agg(name || ':' || weight, ' ' ORDER BY name) FROM fleet_nodes WHERE until IS NULL"; }
 logged() { grep -q "$2" "$dir/$1.log"; }
 wait_logged() { # wait_logged N TEXT SECONDS
 	local i
@@ -89,6 +91,7 @@ apid_a=$!
 	>"$dir/b.log" 2>&1 &
 apid_b=$!
 check "both agents start on the PostgreSQL store" both wait_logged 'watching store' 10 || cat "$dir/a.log" "$dir/b.log"
+check "... each in the fleet's node set at its --weight, in micro-units" [ "$(fleet_open)" = "a:250000 b:750000" ]
 check "a second agent for the same shm is refused, saying which" \
 	sh -c "! '$FC_BIN' --db '$pg_dsn' --pin-dir /sys/fs/bpf/fc-fleet-a-$tag --shm '$dir/a.shm' agent 2>'$dir/err' && grep -q 'another agent (pid $apid_a) already runs on shm' '$dir/err'" || cat "$dir/err"
 
