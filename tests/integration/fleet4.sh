@@ -123,7 +123,8 @@ fleet_up() { # fleet_up REDIS_URL
 	fleet_redis=$1
 	pg_start "$dir/pg" || { echo "# PostgreSQL does not start: $(tail -3 "$dir/pg/log" 2>/dev/null)"; return 1; }
 	for n in "${fleet_nodes[@]}"; do
-		fleet_fc "$n" sync >/dev/null || return 1
+		# node set makes the store (sync and listings refuse a missing one).
+		fleet_fc "$n" node set "$n" 0.25 >/dev/null && fleet_fc "$n" sync >/dev/null || return 1
 		FC_NGX_DIR=$dir/$n FC_NGX_SHM=$dir/$n.shm fc_nginx_start "127.0.0.1:$(fleet_port "$n")" || return 1
 		fleet_agent_start "$n"
 	done
