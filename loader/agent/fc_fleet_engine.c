@@ -53,6 +53,7 @@ struct fc_fleet_key {
 	uint64_t quiet_until;  /* backing off: no asking before this round */
 	uint16_t short_rounds; /* rounds asked in vain while others hold credit */
 	uint32_t denied_seen, passed_seen;
+	uint32_t denied_round; /* its refusals as the last round saw them */
 	uint8_t flags, idle_rounds;
 };
 
@@ -328,12 +329,16 @@ static struct fc_fleet_key *fc_key_track(struct fc_fleet *f, uint64_t tag, uint3
 		.flags = w * p->unit_ns < f->started_ns ? FC_KEY_ADOPT : 0,
 	};
 	/* idle from here on if it admits nothing more */
-	if (index != FC_FLEET_FIXED && index < f->nkeys)
+	if (index != FC_FLEET_FIXED && index < f->nkeys) {
 		k->passed_seen = __atomic_load_n(&fc_key_entry(f, index)->passed, __ATOMIC_RELAXED);
-	else if (p->layer == FC_LAYER_XDP)
+		k->denied_round = __atomic_load_n(&fc_key_entry(f, index)->denied, __ATOMIC_RELAXED);
+	} else if (p->layer == FC_LAYER_XDP) {
 		fc_xdp_counts(f, p->slot, &k->passed_seen, &k->denied_seen);
-	else if (index == FC_FLEET_FIXED && p->slot < FC_SHM_SLOTS)
+		k->denied_round = k->denied_seen;
+	} else if (index == FC_FLEET_FIXED && p->slot < FC_SHM_SLOTS) {
 		k->passed_seen = (uint32_t)__atomic_load_n(&fc_slot(f, p->slot)->passed, __ATOMIC_RELAXED);
+		k->denied_round = (uint32_t)__atomic_load_n(&fc_slot(f, p->slot)->denied, __ATOMIC_RELAXED);
+	}
 	return k;
 }
 
@@ -694,7 +699,7 @@ static int fc_key_call(struct fc_fleet *f, struct fc_fleet_key *k, const struct 
 				    .kind = FC_FLEET_REC_WINDOW,
 				    .unit = p->unit_ns / 1000000000ULL,
 				    .w = k->w };
-	uint64_t share, allot, credit, used, want = 0, n = 0, end, word;
+	uint64_t share, allot, credit, used, want = 0, n = 0, end, word, lease;
 	char name[FC_FLEET_NAME_MAX];
 	struct fc_words wd;
 	struct fc_err err;
@@ -713,13 +718,24 @@ static int fc_key_call(struct fc_fleet *f, struct fc_fleet_key *k, const struct 
 		 p->algo == FC_ALGO_FLEET_SLIDING ? FC_FLEET_SLIDE_ROOM(word) :
 						    FC_FLEET_WORD_CREDIT(word);
 	used = fc_key_in_w(p, word, k->w) && credit <= allot ? allot - credit : 0;
+	/* A lease: what the key met in the last round (passed or refused),
+	 * for the two rounds until the next grant lands. Asking for what was
+	 * refused alone leaves a paced key short every other round. */
+	lease = 2 * ((uint64_t)(wd.passed > k->passed_seen ? wd.passed - k->passed_seen : 0) +
+		     (wd.denied > k->denied_round ? wd.denied - k->denied_round : 0));
+	k->denied_round = wd.denied;
 	k->idle_rounds = idle ? (k->idle_rounds < 255 ? k->idle_rounds + 1 : 255) : 0;
 	k->passed_seen = wd.passed;
 	if (k->flags & FC_KEY_DONE && p->n != k->n_done)
 		k->flags &= (uint8_t)~FC_KEY_DONE; /* N changed: there may be more */
-	if (fc_fleet_wanted(__atomic_load_n(wd.demand, __ATOMIC_RELAXED), k->w) &&
-	    !(k->flags & (FC_KEY_DONE | FC_KEY_FROZEN)) && f->rounds >= k->quiet_until) {
-		want = wd.denied > k->denied_seen ? wd.denied - k->denied_seen : 1;
+	if (!(k->flags & (FC_KEY_DONE | FC_KEY_FROZEN)) && f->rounds >= k->quiet_until) {
+		/* Refused (the demand flag): what was refused, and the lease;
+		 * active with less credit than the lease: the rest of it, asked
+		 * before the key runs out. */
+		if (fc_fleet_wanted(__atomic_load_n(wd.demand, __ATOMIC_RELAXED), k->w))
+			want = wd.denied > k->denied_seen ? wd.denied - k->denied_seen : 1;
+		if (fc_key_in_w(p, word, k->w) && lease > credit && lease - credit > want)
+			want = lease - credit;
 		want = want < p->n ? want : p->n;
 	}
 	if (!want && !reassert && k->r_lock <= k->r_acked && (k->index != FC_FLEET_FIXED || used == k->u_sent) &&

@@ -284,6 +284,53 @@ static void test_ring_key_granted(void **state_)
 	fc_redis_close(r);
 }
 
+/* A paced key asks for a lease, not for what was refused: what it met in
+ * the last round, for two rounds. Asking only for the refusals leaves a key
+ * that meets k requests a round short every other round (design §8.2: short
+ * at most two rounds after it first runs out). And an active key whose
+ * credit is below its lease asks before it is refused. */
+static void test_paced_lease(void **state_)
+{
+	struct fc_fleet_cfg c = cfg();
+	struct fc_fleet_opts o = opts();
+	uint64_t t0 = window_start(), w = t0 / UNIT_NS, tag = TAG + 130, scripts;
+	struct fc_redis *r = client(2000);
+	struct fc_shm_key *e = entry(130);
+	struct fc_fleet *f;
+	struct fc_err err;
+	int i;
+
+	(void)state_;
+	f = fc_fleet_new(&o, &c, r, &err);
+	assert_non_null(f);
+	fc_fleet_round(f, t0);
+	node2_releases(tag, w, 4); /* 4 of node 2's share free; it holds 1 */
+	refused_key(130, tag, w, 1);
+	for (i = 1; i <= 3 && !FC_FLEET_WORD_CREDIT(e->state[0]); i++)
+		fc_fleet_round(f, t0 + (uint64_t)i * 100000000ULL);
+	assert_int_equal(FC_FLEET_WORD_CREDIT(e->state[0]), 1); /* the one refused */
+	/* The round after: 3 requests, one passed on that credit, two refused. */
+	e->passed += 1;
+	e->denied += 2;
+	e->state[0] = FC_FLEET_WORD(w, 0);
+	e->state[1] = FC_FLEET_WORD(w, FC_FLEET_WANTED);
+	for (i = 4; i <= 6 && !FC_FLEET_WORD_CREDIT(e->state[0]); i++)
+		fc_fleet_round(f, t0 + (uint64_t)i * 100000000ULL);
+	/* the lease, 2 x 3, of which 3 are free: all 3 (the refusals alone: 2) */
+	assert_int_equal(FC_FLEET_WORD_CREDIT(e->state[0]), 3);
+	assert_int_equal(hget(tag, w, "g1"), 4);
+	/* 3 more passed, no refusal, credit 1 of a lease of 6: it asks anyway,
+	 * node 2 still holding 1 (nothing is free: it is left asking, q1) */
+	e->passed += 3;
+	e->state[0] = FC_FLEET_WORD(w, 1);
+	scripts = fc_fleet_status_of(f)->counters.scripts;
+	fc_fleet_round(f, t0 + 700000000ULL);
+	assert_int_equal(fc_fleet_status_of(f)->counters.scripts, scripts + 1);
+	assert_int_equal(hget(tag, w, "q1"), 1);
+	fc_fleet_free(f);
+	fc_redis_close(r);
+}
+
 /* Ring entries that do not check are counted and not tracked; one of a
  * window that is over is dropped quietly. */
 static void test_hostile_ring(void **state_)
@@ -912,6 +959,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup(test_ring_key_granted, setup_one),
+		cmocka_unit_test_setup(test_paced_lease, setup_one),
 		cmocka_unit_test_setup(test_hostile_ring, setup_one),
 		cmocka_unit_test_setup(test_fixed_slot, setup_one),
 		cmocka_unit_test_setup(test_release_on_demand, setup_one),
