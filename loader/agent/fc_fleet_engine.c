@@ -516,10 +516,18 @@ static bool fc_key_in_w(const struct fc_fleet_policy *p, uint64_t word, uint64_t
 /* What the key may still admit in window w and could give back: window,
  * its credit; sliding, its room less what the rule keeps for the last
  * window's count at now (prev (U - e) <= room' U). */
-static uint64_t fc_key_left(const struct fc_fleet_policy *p, const struct fc_words *wd, uint64_t w, uint64_t now)
+static uint64_t fc_key_left(const struct fc_fleet *f, const struct fc_fleet_policy *p, const struct fc_words *wd,
+			    uint64_t w, uint64_t now)
 {
 	uint64_t word = __atomic_load_n(wd->credit, __ATOMIC_RELAXED), room, prev, u, e, keep;
 
+	/* A window word of an earlier window: nothing of w spent yet, the
+	 * whole share is left (fc_fleet_lock rolls it over). A fixed-value
+	 * policy's slot that saw no request in w is one: without this a node
+	 * never released it, and a node short of that policy got nothing. */
+	if (p->algo == FC_ALGO_FLEET_WINDOW &&
+	    fc_fleet_cmp(FC_FLEET_WORD_W(word), w, FC_FLEET_W_MASK) == FC_FLEET_BEHIND)
+		return fc_my_share(f, p, wd->u, w);
 	if (!fc_key_in_w(p, word, w))
 		return 0;
 	if (p->algo != FC_ALGO_FLEET_SLIDING)
@@ -557,7 +565,7 @@ static int fc_key_topup(const struct fc_fleet *f, const struct fc_fleet_key *k, 
 static void fc_key_release(struct fc_fleet *f, struct fc_fleet_key *k, const struct fc_fleet_policy *p,
 			   const struct fc_words *wd, uint64_t now)
 {
-	uint64_t x = fc_key_left(p, wd, k->w, now);
+	uint64_t x = fc_key_left(f, p, wd, k->w, now);
 
 	if (x && fc_key_lock(f, k, p, wd, now, x) == FC_FLEET_DONE)
 		k->r_lock += x;
@@ -1101,7 +1109,7 @@ static void fc_status_fill(struct fc_fleet *f, uint64_t now, double ms)
 			if (k->id != p->id || k->epoch != p->epoch || fc_key_words(f, k, p, &wd) < 0)
 				continue;
 			vp->tracked++;
-			vp->credit += fc_key_left(p, &wd, k->w, now);
+			vp->credit += fc_key_left(f, p, &wd, k->w, now);
 			vp->node_used += k->u_sent;
 			vp->demanding += fc_fleet_wanted(*wd.demand, k->w);
 			vp->done += !!(k->flags & FC_KEY_DONE);

@@ -400,6 +400,39 @@ static void test_fixed_slot(void **state_)
 	fc_redis_close(r);
 }
 
+/* A fixed-value policy's slot that saw no request in this window (its
+ * word still of an earlier one) holds this node's whole share: another
+ * node short of the policy asks, and this one releases all of it. */
+static void test_fixed_release_unused(void **state_)
+{
+	struct fc_fleet_cfg c = cfg();
+	struct fc_fleet_opts o = opts();
+	uint64_t t0 = window_start(), w = t0 / UNIT_NS;
+	struct fc_shm_slot *s = (struct fc_shm_slot *)((char *)state + FC_STATE_SLOTS_OFF) + 4;
+	struct fc_redis *r = client(2000);
+	struct fc_fleet_result res = { 0 };
+	struct fc_fleet *f;
+	struct fc_err err;
+	int i;
+
+	(void)state_;
+	memset(s, 0, sizeof(*s));
+	s->state[0] = FC_FLEET_WORD(w - 1, 2); /* the last window's: none of w spent */
+	s->owner = (uint64_t)8 << 32 | 6;
+	f = fc_fleet_new(&o, &c, r, &err);
+	fc_fleet_round(f, t0); /* maps the file, subscribes, tracks the slot */
+	for (i = 1; i <= 10 && res.g < 5; i++) {
+		res = node2_call_of(8, 6, 0, w, 0, res.g, 5 - res.g);
+		usleep(20000); /* the message on its way */
+		fc_fleet_round(f, t0 + (uint64_t)i * 100000000ULL);
+	}
+	printf("# node 2 granted %" PRIu64 " after %d of its calls\n", res.g, i - 1);
+	assert_int_equal(res.g, 5);
+	assert_int_equal(s->state[0], FC_FLEET_WORD(w, 0)); /* rolled to w, all of it locked */
+	fc_fleet_free(f);
+	fc_redis_close(r);
+}
+
 /* The status file, or NULL while there is none (or it is being renamed). */
 static json_t *status_file_maybe(void)
 {
@@ -962,6 +995,7 @@ int main(void)
 		cmocka_unit_test_setup(test_paced_lease, setup_one),
 		cmocka_unit_test_setup(test_hostile_ring, setup_one),
 		cmocka_unit_test_setup(test_fixed_slot, setup_one),
+		cmocka_unit_test_setup(test_fixed_release_unused, setup_one),
 		cmocka_unit_test_setup(test_release_on_demand, setup_one),
 		cmocka_unit_test_setup(test_release_record, setup_one),
 		cmocka_unit_test_setup(test_sliding, setup_one),
