@@ -915,7 +915,11 @@ static int fc_round_beat(struct fc_fleet *f, uint64_t now, struct fc_err *err)
 	size_t n;
 	int rc;
 
-	if (now < f->beat_at_ns && !(f->mode == FC_FLEET_MODE_DEGRADED && now >= f->retry_at_ns))
+	/* Also each round while a failure is unconfirmed (fewer than
+	 * FC_FLEET_FAILS in a row): a node with nothing to ask learns that
+	 * Redis is gone within that many rounds, not seconds. */
+	if (now < f->beat_at_ns && !(f->fails && f->fails < FC_FLEET_FAILS) &&
+	    !(f->mode == FC_FLEET_MODE_DEGRADED && now >= f->retry_at_ns))
 		return 1;
 	f->beat_at_ns = now + 1000000000ULL;
 	pols = calloc(f->cfg.npols + 1, sizeof(*pols));
@@ -1173,7 +1177,10 @@ void fc_fleet_round(struct fc_fleet *f, uint64_t now)
 	if (fc_state_map(f) == 0) {
 		fc_ring_drain(f, now);
 		fc_fixed_track(f, now);
-		fc_fleet_sub_poll(&f->sub, f->redis, fc_on_demand, f);
+		/* The subscriber's connection lost (Redis killed, a failover):
+		 * the heartbeat checks this round whether Redis is away. */
+		if (fc_fleet_sub_poll(&f->sub, f->redis, fc_on_demand, f) < 0)
+			f->beat_at_ns = 0;
 		f->release_at_ns = 0;
 		f->records_round = 0;
 		fc_reassert_check(f);
@@ -1288,8 +1295,9 @@ static void *fc_fleet_main(void *arg)
 		pfd[0] = (struct pollfd){ .fd = f->stop_fd, .events = POLLIN };
 		pfd[1] = (struct pollfd){ .fd = f->sub.fd, .events = POLLIN };
 		n = f->sub.fd >= 0 ? 2 : 1;
-		if (poll(pfd, (nfds_t)n, timeout > 0 ? timeout : 1) > 0 && n == 2 && pfd[1].revents)
-			fc_fleet_sub_poll(&f->sub, f->redis, fc_on_demand, f);
+		if (poll(pfd, (nfds_t)n, timeout > 0 ? timeout : 1) > 0 && n == 2 && pfd[1].revents &&
+		    fc_fleet_sub_poll(&f->sub, f->redis, fc_on_demand, f) < 0)
+			f->beat_at_ns = 0; /* lost: the next round's heartbeat checks Redis */
 	}
 	return NULL;
 }
