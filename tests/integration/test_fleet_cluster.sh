@@ -61,6 +61,9 @@ check "its primary killed during traffic: the fleet passed at most 100 of 400 ($
 check "... the agents reconnected (reconnects $(counter_sum reconnects))" [ "$(counter_sum reconnects)" -ge 1 ]
 check "... and waited for replicas before applying grants (waits $(counter_sum waits))" [ "$(counter_sum waits)" -ge 1 ]
 check "... the record is served by the promoted replica" [ -n "$(record_of 1)" ]
+# The killed primary back, as a replica: redis-cli --cluster refuses a
+# Cluster whose node list holds a node without an address.
+check "the killed primary rejoins as a replica" eval 'redis_restart "$victim" && wait_until 30 redis_cluster_ok'
 
 # ---- a slot moved during traffic ----
 away_from_minute_edge 45
