@@ -872,6 +872,10 @@ static void fc_reassert_check(struct fc_fleet *f)
 		for (i = 0; i < f->nk; i++)
 			if (f->keys[i].g_app || f->keys[i].r_lock)
 				f->keys[i].flags |= FC_KEY_REASSERT;
+	/* Connections made once one was lost (a restart, a failover): the
+	 * status's reconnects; the first ones to each node are not. */
+	if (st.failures && f->connects_seen && st.connects > f->connects_seen)
+		f->cnt.reconnects += st.connects - f->connects_seen;
 	f->connects_seen = st.connects;
 }
 
@@ -1037,6 +1041,7 @@ static void fc_status_fill(struct fc_fleet *f, uint64_t now, double ms)
 {
 	struct fc_redis_node_info info[16];
 	struct fc_fleet_status *v = &f->status;
+	struct fc_redis_stats st;
 	double sorted[FC_FLEET_LAT_N];
 	size_t i, j, n, nl = f->rounds < FC_FLEET_LAT_N ? f->rounds : FC_FLEET_LAT_N;
 	void *more;
@@ -1074,6 +1079,10 @@ static void fc_status_fill(struct fc_fleet *f, uint64_t now, double ms)
 		.test_offset_ms = f->o.clock_ns / 1000000,
 		.counters = f->cnt,
 	};
+	/* The client's own counts of redirections followed. */
+	fc_redis_stats(f->redis, &st);
+	v->counters.moved = st.moved;
+	v->counters.ask = st.ask;
 	v->offset_ms = (double)fc_fleet_beat_offset(&f->beat) / 1e6;
 	v->nnodes = f->beat.nnodes;
 	v->nodes = f->beat.nodes;
