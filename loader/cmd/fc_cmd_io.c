@@ -238,6 +238,14 @@ static void fc_import_policy(struct fc_import_set *s, size_t idx, json_t *o)
 	struct fc_err err;
 
 	snprintf(where, sizeof(where), "policies[%zu]", idx);
+	/* What an earlier build stored and exported (it took "fleet": true
+	 * and enforced the policy as this node's): restored as enforced. */
+	if (json_is_true(json_object_get(o, "fleet"))) {
+		fc_warn("%s: %s: \"fleet\": true: this freqctl enforces no fleet-wide limit yet; imported as this "
+			"node's limit, as it was enforced",
+			s->path, where);
+		json_object_set_new(o, "fleet", json_false());
+	}
 	if (fc_policy_from_json(o, p, field, &err) < 0) {
 		if (p->id)
 			snprintf(where, sizeof(where), "policies[%zu] (id %u)", idx, p->id);

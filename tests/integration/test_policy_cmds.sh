@@ -151,7 +151,7 @@ check "... where a command opens the store itself, what says more" grep -qF "no 
 	<("$FC_BIN" --db "$typo" stats 2>&1)
 check "... its --help still answers" quiet "$FC_BIN" --db "$typo" policy list --help
 check "... and a usage error is still one (exit 2)" sh -c "'$FC_BIN' --db '$typo' ban del nonsense 2>/dev/null; [ \$? = 2 ]"
-check "status shows it, exit 0" sh -c "'$FC_BIN' --db '$typo' --pin-dir '$pin' --shm '$shm' status | grep -qxF 'store: $typo: no store there yet (the first attach, ban add, policy add or import makes it)'"
+check "status shows it, exit 0" sh -c "'$FC_BIN' --db '$typo' --pin-dir '$pin' --shm '$shm' status | grep -qxF 'store: $typo: no store there yet (attach, ban add or import, allow add, policy add or set, import or node set makes one)'"
 "$FC_BIN" --db "$typo" --pin-dir "$pin" --shm "$shm" policy add 1 --match uid=typo --rate 1/s >"$dir/out" 2>"$dir/err"
 check "a first use makes it, and says so" sh -c "[ $? = 0 ] && [ -e '$typo' ] && grep -qxF 'freqctl: made a new store at $typo' '$dir/err'"
 "$FC_BIN" --db "$typo" --pin-dir "$pin" --shm "$shm" policy add 2 --match uid=typo2 --rate 1/s >"$dir/out" 2>"$dir/err"
@@ -195,3 +195,11 @@ jq '.policies += [.policies[] | select(.id == 331) | .id = 296 | .match = "arg:y
 out import "$dir/names33.json"
 check "import of a file with 33 argument names: refused, naming the policy" sh -c "[ $? = 1 ] && grep -qF \
 	'(id 296): arg:yy: one argument name more than nginx reads' '$dir/out'"
+
+# --- what an earlier build stored with "fleet": true is restored as it was enforced ---
+fc export >"$dir/fleet.json"
+jq '(.policies[] | select(.id == 7) | .fleet) = true' "$dir/fleet.json" >"$dir/fleet-true.json"
+out import "$dir/fleet-true.json"
+check "import of a policy with \"fleet\": true: imported, with a warning" sh -c "[ $? = 0 ] && grep -qF \
+	'policies[' '$dir/out' && grep -qF '\"fleet\": true: this freqctl enforces no fleet-wide limit yet; imported as this node'\"'\"'s limit' '$dir/out'"
+check "... as this node's limit" jq_true '.[] | select(.id == 7) | .fleet == false' <<<"$(fc policy list --json)"
