@@ -147,6 +147,10 @@ check "... from the environment, it says so" grep -qF "no store at $typo: no suc
 printf 'FREQCTL_DB=%s\n' "$typo" >"$dir/typo.conf"
 check "... from a configuration file, naming the file and line" grep -qF "no store at $typo: no such file (the path is from $dir/typo.conf:1;" \
 	<(FREQCTL_CONFIG=$dir/typo.conf "$FC_BIN" policy list 2>&1)
+if [ ! -e /var/lib/freqctl/freqctl.db ]; then
+	check "... from the default, what sets another" grep -qF "no store at /var/lib/freqctl/freqctl.db: no such file (the default path: --db, FREQCTL_DB or /etc/default/freqctl set another;" \
+		<(env -u FREQCTL_DB "$FC_BIN" policy list 2>&1)
+fi
 check "... where a command opens the store itself, what says more" grep -qF "no store at $typo: no such file ('freqctl status' says where the path is from)" \
 	<("$FC_BIN" --db "$typo" stats 2>&1)
 check "... its --help still answers" quiet "$FC_BIN" --db "$typo" policy list --help
