@@ -2427,17 +2427,17 @@ static unsigned fc_overrides(const struct fc_l7_index *ix, const uint32_t *m, si
 FC_HOT bool fc_decide_listed(const struct fc_l7_index *ix, const struct fc_l7_req *rq, uint64_t now,
 			     struct fc_l7_result *res)
 {
-	bool uid;
+	bool allows = !fc_plens_empty(ix->hdr->allow_plens), bans = !fc_plens_empty(ix->hdr->ban_plens), uid;
 
-	if (fc_plens_empty(ix->hdr->allow_plens) && fc_plens_empty(ix->hdr->ban_plens))
+	if (!allows && !bans)
 		return false; /* most often: nothing listed */
-	if (!fc_plens_empty(ix->hdr->allow_plens) && fc_listed(ix, rq, now, true, &uid)) {
+	if (allows && fc_listed(ix, rq, now, true, &uid)) {
 		res->verdict = FC_L7_ALLOWED;
 		res->uid_ban = uid;
 		__atomic_fetch_add(&ix->state_hdr->allowed, 1, __ATOMIC_RELAXED);
 		return true;
 	}
-	if (!fc_plens_empty(ix->hdr->ban_plens) && fc_listed(ix, rq, now, false, &uid)) {
+	if (bans && fc_listed(ix, rq, now, false, &uid)) {
 		res->verdict = FC_L7_BANNED;
 		res->uid_ban = uid;
 		__atomic_fetch_add(uid ? &ix->state_hdr->banned_uid : &ix->state_hdr->banned_addr, 1, __ATOMIC_RELAXED);

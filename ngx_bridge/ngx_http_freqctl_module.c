@@ -54,7 +54,7 @@ typedef struct {
     ngx_str_t                  state_path;  /* the workers' state file beside it */
     ngx_flag_t                 key_used;    /* $freqctl_key is in the configuration */
     ngx_array_t                uid_srcs;    /* of ngx_http_freqctl_src_t *, checked at postconfiguration */
-    ngx_int_t                  ctx_index;   /* $freqctl_ctx_: the request's ctx, see get_ctx() */
+    ngx_int_t                  ctx_index;   /* $freqctl_internal_ctx: the request's ctx, see get_ctx() */
 } ngx_http_freqctl_main_conf_t;
 
 typedef struct {

@@ -246,9 +246,10 @@ static void fc_store_check(const struct fc_cmd *cmd, const char *db)
 		return;
 	if (access(db, F_OK) < 0 && errno == ENOENT) {
 		fc_settings_origin("db", from, sizeof(from));
-		fc_warn("%s: no store at %s: no such file (the path is from %s; attach, ban add or import, allow add, "
-			"policy add or set, import or node set makes one)",
-			cmd->name, db, from);
+		fc_warn("%s: no store at %s: no such file (%s%s; attach, ban add or import, allow add, policy add or "
+			"set, import or node set makes one)",
+			cmd->name, db, strcmp(from, "default") ? "the path is from " : "the default path: --db, FREQCTL_DB or ",
+			strcmp(from, "default") ? from : FC_CONFIG_DEFAULT " set another");
 		exit(FC_EXIT_FAILURE);
 	}
 	snprintf(dir, sizeof(dir), "%s", db);

@@ -357,7 +357,8 @@ static void fc_status_print(const struct fc_ctx *ctx, const struct fc_status *st
 		printf("nginx shm: %s: nothing published there\n", ctx->shm_path);
 	/* Not a refusal: status shows what there is, a store too. */
 	if (fc_store_missing(ctx))
-		printf("store: %s: no store there yet (the first attach, ban add, policy add or import makes it)\n",
+		printf("store: %s: no store there yet (attach, ban add or import, allow add, policy add or set, "
+		       "import or node set makes one)\n",
 		       ctx->db_path);
 	for (i = 0; i < st->nnotes; i++)
 		printf("warning: %s\n", st->notes[i]);

@@ -278,11 +278,12 @@ static int fc_ban_import(const struct fc_ctx *ctx, const struct fc_cmd *cmd, int
 		       res.created ? " (new)" : "", feed.n, path, res.added, res.removed, res.kept,
 		       opt.ttl ? "; lapses in " : "", opt.ttl ? dur : "");
 	else if (longer)
-		printf("imported %zu bans from %s (%zu new, %zu already banned; %zu of those kept as they were: they "
+		printf("imported %zu ban%s from %s (%zu new, %zu already banned; %zu of those kept as they were: they "
 		       "last longer than %s; --force replaces them)\n",
-		       feed.n, path, added, feed.n - added, longer, dur);
+		       feed.n, feed.n == 1 ? "" : "s", path, added, feed.n - added, longer, dur);
 	else
-		printf("imported %zu bans from %s (%zu new, %zu already banned)\n", feed.n, path, added, feed.n - added);
+		printf("imported %zu ban%s from %s (%zu new, %zu already banned)\n", feed.n, feed.n == 1 ? "" : "s", path,
+		       added, feed.n - added);
 out:
 	fc_feed_free(&feed);
 	return rc;
@@ -389,7 +390,7 @@ static int fc_ban_list(const struct fc_ctx *ctx, const struct fc_cmd *cmd, int a
 		else
 			snprintf(text, sizeof(text), "uid=%.47s", l.ub[i - l.n].uid);
 		fc_time_format(exp, expires);
-		fc_duration_format(exp - now, left);
+		fc_duration_format(exp - fc_expires_after(0), left); /* from the whole second, as a TTL */
 		if (r && r->set)
 			snprintf(reason, sizeof(reason), "set %s", fc_set_name_of(l.sets, l.nsets, r->set));
 		else if (r && r->by_policy)

@@ -118,8 +118,8 @@ bool fc_where_ban(const struct fc_ctx *ctx, const struct fc_where *w, bool l4, c
 				 ctx->pin_dir, unknown, ctx->shm_path, ctx->shm_path);
 		else
 			snprintf(buf, len,
-				 "no nginx maps the shm %s (nginx refuses it once a server with freqctl_shm %s "
-				 "serves a request)",
+				 "no nginx maps the shm %s (nginx refuses it once a server with freqctl_shm %s and a "
+				 "freqctl_uid that reads the uid serves a request)",
 				 ctx->shm_path, ctx->shm_path);
 		return false;
 	}

@@ -202,7 +202,7 @@ int fc_change_ban_put(const struct fc_ctx *ctx, const char *text, int64_t ttl, b
 	 * refuses an entry there without -exist; a permanent ban of fail2ban's
 	 * stays so). */
 	if (rc == 0 && existed && !force && fc_ban_sooner(row.expires, old.expires)) {
-		fc_duration_format(old.expires - pub.now, left);
+		fc_duration_format(old.expires - fc_expires_after(0), left); /* from the whole second, as its TTL */
 		fc_duration_format(ttl, want);
 		fc_err_set(err, "already banned %s%s%s: a ban for %s would lift it sooner; --force replaces it",
 			   old.expires ? "for " : "with no expiry", old.expires ? left : "", old.expires ? " more" : "",

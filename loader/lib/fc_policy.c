@@ -510,7 +510,9 @@ int fc_names_add(struct fc_names *s, const struct fc_policy_spec *p, struct fc_e
 			continue;
 		k = dm->kind == FC_DIM_HEADER;
 		for (i = 0; dm->name[i]; i++)
-			key[i] = !k && dm->name[i] == '.' ? '_' : (char)tolower((unsigned char)dm->name[i]);
+			key[i] = !k && dm->name[i] == '.' ? '_' :
+				 k && dm->name[i] == '_'  ? '-' :
+							    (char)tolower((unsigned char)dm->name[i]);
 		key[i] = '\0';
 		for (j = 0; j < s->n[k] && strcmp(s->name[k][j], key); j++)
 			;

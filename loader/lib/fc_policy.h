@@ -192,7 +192,8 @@ int fc_policy_validate(const struct fc_policy_spec *p, struct fc_err *err);
 int fc_policy_validate_new(const struct fc_policy_spec *p, struct fc_err *err);
 
 /* The argument names and the header names nginx's policies use, as nginx
- * tells them apart (ASCII case folded; '.' an argument's '_'): it reads at
+ * tells them apart (ASCII case folded; '.' an argument's '_', '_' a
+ * header's '-'): it reads at
  * most FC_SHM_MAX_NAMES of each, and would leave a policy past them out. */
 struct fc_names {
 	char name[2][FC_SHM_MAX_NAMES][FC_SHM_MAX_NAME + 1];

@@ -23,7 +23,8 @@ check "... says it is enforced nowhere yet, and what would enforce it, not \"ban
 	"stored the ban of $peer4 (no expiry), enforced nowhere yet: no freqctl program is attached with pin dir $pin ('freqctl attach IFACE' drops it at XDP/TC), and $nginx_where"
 check "... and that is true: 4 of 4 pings answered" [ "$(pings 4 4)" = 4 ]
 out ban add uid=mallory
-check "a uid ban with no nginx: enforced nowhere yet" said "stored the ban of uid=mallory (no expiry), enforced nowhere yet: $nginx_where"
+check "a uid ban with no nginx: enforced nowhere yet, and what nginx needs to read a uid" said \
+	"stored the ban of uid=mallory (no expiry), enforced nowhere yet: no nginx maps the shm $shm (nginx refuses it once a server with freqctl_shm $shm and a freqctl_uid that reads the uid serves a request)"
 
 # ---- attached at XDP: dropped there, and said so ----
 check "attach xdp-generic" fcq attach "$host" --mode xdp-generic

@@ -147,11 +147,15 @@ check "... from the environment, it says so" grep -qF "no store at $typo: no suc
 printf 'FREQCTL_DB=%s\n' "$typo" >"$dir/typo.conf"
 check "... from a configuration file, naming the file and line" grep -qF "no store at $typo: no such file (the path is from $dir/typo.conf:1;" \
 	<(FREQCTL_CONFIG=$dir/typo.conf "$FC_BIN" policy list 2>&1)
+if [ ! -e /var/lib/freqctl/freqctl.db ]; then
+	check "... from the default, what sets another" grep -qF "no store at /var/lib/freqctl/freqctl.db: no such file (the default path: --db, FREQCTL_DB or /etc/default/freqctl set another;" \
+		<(env -u FREQCTL_DB "$FC_BIN" policy list 2>&1)
+fi
 check "... where a command opens the store itself, what says more" grep -qF "no store at $typo: no such file ('freqctl status' says where the path is from)" \
 	<("$FC_BIN" --db "$typo" --pin-dir "$pin" stats 2>&1)
 check "... its --help still answers" quiet "$FC_BIN" --db "$typo" policy list --help
 check "... and a usage error is still one (exit 2)" sh -c "'$FC_BIN' --db '$typo' ban del nonsense 2>/dev/null; [ \$? = 2 ]"
-check "status shows it, exit 0" sh -c "'$FC_BIN' --db '$typo' --pin-dir '$pin' --shm '$shm' status | grep -qxF 'store: $typo: no store there yet (the first attach, ban add, policy add or import makes it)'"
+check "status shows it, exit 0" sh -c "'$FC_BIN' --db '$typo' --pin-dir '$pin' --shm '$shm' status | grep -qxF 'store: $typo: no store there yet (attach, ban add or import, allow add, policy add or set, import or node set makes one)'"
 "$FC_BIN" --db "$typo" --pin-dir "$pin" --shm "$shm" policy add 1 --match uid=typo --rate 1/s >"$dir/out" 2>"$dir/err"
 check "a first use makes it, and says so" sh -c "[ $? = 0 ] && [ -e '$typo' ] && grep -qxF 'freqctl: made a new store at $typo' '$dir/err'"
 "$FC_BIN" --db "$typo" --pin-dir "$pin" --shm "$shm" policy add 2 --match uid=typo2 --rate 1/s >"$dir/out" 2>"$dir/err"

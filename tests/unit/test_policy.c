@@ -6,6 +6,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
@@ -937,6 +938,31 @@ static void test_fleet(void **state)
 	assert_int_equal(k.tier[0].interval_ns, 28800000000000ULL);
 }
 
+/* The names nginx's index keeps are counted as nginx folds them: a header's
+ * '_' is its '-' there (header:x_q matches X-Q), so header:x_h0 brings no
+ * 33rd name beside header:x-h0. (Found by review 28b: refused wrongly.) */
+static void test_names_fold(void **state)
+{
+	struct fc_names *names = calloc(1, sizeof(*names));
+	struct fc_policy_spec p;
+	struct fc_err err;
+	char m[64];
+	int i;
+
+	(void)state;
+	assert_non_null(names);
+	for (i = 0; i < 32; i++) {
+		memset(&p, 0, sizeof(p));
+		snprintf(m, sizeof(m), "header:x-h%d=*", i);
+		assert_int_equal(fc_match_parse(m, &p, &err), 0);
+		assert_int_equal(fc_names_add(names, &p, &err), 0);
+	}
+	memset(&p, 0, sizeof(p));
+	assert_int_equal(fc_match_parse("header:X_H0=*", &p, &err), 0);
+	assert_int_equal(fc_names_add(names, &p, &err), 0);
+	free(names);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -948,6 +974,7 @@ int main(void)
 		cmocka_unit_test(test_warmup),
 		cmocka_unit_test(test_warmup_concurrency),
 		cmocka_unit_test(test_fleet),
+		cmocka_unit_test(test_names_fold),
 	};
 
 	return fc_run_group("policies (parsing, validation, compiling)", tests, NULL, NULL);
