@@ -366,15 +366,20 @@ static struct fc_fleet_key *fc_key_track(struct fc_fleet *f, uint64_t tag, uint3
 /* A gcra key still active when its lease window ends goes on into the
  * next one: a new pool, nothing granted or donated in it yet, what it met
  * last round kept (what it asks for in the new one's first round). */
+static void fc_key_renew(struct fc_fleet_key *k, uint64_t lw, uint8_t adopt)
+{
+	k->w = lw;
+	k->g_app = k->r_lock = k->r_acked = k->u_sent = 0;
+	k->flags = adopt;
+	k->short_rounds = 0;
+	k->denied_seen = k->denied_round;
+}
+
 static bool fc_key_roll(struct fc_fleet_key *k, const struct fc_fleet_policy *p, uint64_t now)
 {
 	if (!fc_pol_gcra(p) || k->idle_rounds >= 2 || k->w >= fc_pol_w(p, now))
 		return false;
-	k->w = fc_pol_w(p, now);
-	k->g_app = k->r_lock = k->r_acked = k->u_sent = 0;
-	k->flags = 0;
-	k->short_rounds = 0;
-	k->denied_seen = k->denied_round;
+	fc_key_renew(k, fc_pol_w(p, now), 0); /* a lease window begun after the agent: its own */
 	return true;
 }
 
@@ -759,8 +764,8 @@ static struct fc_fleet_key *fc_gcra_asked(struct fc_fleet *f, const struct fc_fl
 			       fc_gcra_record(f, p, tag, lw, now) :
 			       NULL;
 	k = fc_key_track(f, tag, index, p, lw);
-	if (k && f->nk > nk)
-		k->denied_seen = k->denied_round;
+	if (k && (f->nk > nk || k->w < lw)) /* new, or of a lease window the next round rolls */
+		fc_key_renew(k, lw, lw * p->lease_ns < f->started_ns ? FC_KEY_ADOPT : 0);
 	return k;
 }
 
@@ -874,8 +879,8 @@ static int fc_gcra_call(struct fc_fleet *f, struct fc_fleet_key *k, const struct
 	}
 	if (!want && !reassert && k->r_lock <= k->r_acked && !releasing)
 		return 0;
-	if (!tokens || k->r_lock >= lambda)
-		k->flags &= (uint8_t)~FC_KEY_RELEASE; /* told: nothing more to donate here */
+	/* told once: a pool still short publishes again */
+	k->flags &= (uint8_t)~FC_KEY_RELEASE;
 	if (fc_fleet_rec_name(&rec, fc_redis_prefix(f->redis), name, sizeof(name), &err) < 0)
 		return 0;
 	end = (k->w + 1) * p->lease_ns;
@@ -890,7 +895,7 @@ static int fc_gcra_call(struct fc_fleet *f, struct fc_fleet_key *k, const struct
 		.g_app = k->g_app,
 		.r_lock = k->r_lock,
 		.want = want,
-		.settled = (k->idle_rounds >= 2 || releasing) && !want && (!tokens || k->r_lock >= lambda),
+		.settled = !want && (!tokens || k->r_lock >= lambda), /* nothing (more) to give in this pool */
 		.nshares = (uint32_t)set->n,
 		.share_no = nos,
 		.share = shares,
