@@ -1350,7 +1350,7 @@ static void fc_status_fill(struct fc_fleet *f, uint64_t now, double ms)
 			vp->demanding += fc_fleet_wanted(*wd.demand, k->w);
 			vp->done += !!(k->flags & FC_KEY_DONE);
 			vp->grants += k->granted;
-			vp->releases += k->r_lock;
+			*(fc_pol_gcra(p) ? &vp->donated : &vp->releases) += k->r_lock; /* gcra: tokens */
 		}
 	}
 	v->npolicies = f->cfg.npols;

@@ -267,6 +267,8 @@ static void test_refused_here_idle_there(void **state_)
 		       (uint64_t)(k->state[0] > now ? (k->state[0] - now) / 1000000 : 0),
 		       (uint64_t)fc_fleet_gcra_tokens(k->state[0], pols[i][0].split[0].interval_ns, k->state[3], now));
 		assert_true(k->idle_ns >= k->state[0]);
+		assert_int_equal(fc_fleet_status_of(engines[i])->policies[0].donated, 2);
+		assert_int_equal(fc_fleet_status_of(engines[i])->counters.records, 1);
 	}
 	engines_stop();
 }
