@@ -644,6 +644,34 @@ static uint32_t fc_key_lookup(const struct fc_fleet *f, uint64_t tag, const stru
 	return FC_FLEET_FIXED;
 }
 
+/* The entry nk of a key this node never saw, made by the workers' claim
+ * protocol (maps/fc_keytab.h), and tracked in window w with `locked` of
+ * it released. Ours only if it is as made here: a worker may have made the
+ * key meanwhile (then it is a key like any other, released once idle).
+ * NULL: no room in the key's windows, nothing made. */
+static struct fc_fleet_key *fc_record_make(struct fc_fleet *f, const struct fc_fleet_policy *p, uint64_t tag,
+					   uint64_t w, const struct fc_keytab_new *nk, uint64_t locked, uint64_t now)
+{
+	struct fc_keytab kt = {
+		.keys = fc_key_entry(f, 0), .slots = fc_slot(f, 0), .nkeys = f->nkeys, .nslots = FC_SHM_SLOTS
+	};
+	struct fc_shm_key *e = fc_keytab_claim(&kt, tag, now, nk);
+	struct fc_fleet_key *k;
+
+	if (!e || e->state[0] != nk->state[0] || e->state[3] != nk->state[3] || e->idle_ns != nk->idle_ns ||
+	    e->passed)
+		return e ? fc_key_track(f, tag, (uint32_t)(e - kt.keys), p, w) : NULL;
+	k = fc_key_track(f, tag, (uint32_t)(e - kt.keys), p, w);
+	if (k && !k->r_lock) {
+		/* Nothing to adopt: a key missing from the table was never this
+		 * node's in this window (entries outlive their window). */
+		k->flags &= (uint8_t)~FC_KEY_ADOPT;
+		k->r_lock = locked;
+		f->cnt.records++;
+	}
+	return k;
+}
+
 /* A key this node never saw, asked for by another node: its share of
  * window w is released with a release record (design §5.2), an entry made
  * by the workers' claim protocol (maps/fc_keytab.h) with nothing left in
@@ -654,13 +682,8 @@ static uint32_t fc_key_lookup(const struct fc_fleet *f, uint64_t tag, const stru
 static struct fc_fleet_key *fc_release_record(struct fc_fleet *f, const struct fc_fleet_policy *p, uint64_t tag,
 					      uint64_t w, uint64_t now)
 {
-	struct fc_keytab kt = {
-		.keys = fc_key_entry(f, 0), .slots = fc_slot(f, 0), .nkeys = f->nkeys, .nslots = FC_SHM_SLOTS
-	};
 	uint64_t share = fc_my_share(f, p, fc_fleet_point(tag), w), lead;
 	struct fc_keytab_new nk = { .slot = p->slot, .epoch = p->epoch };
-	struct fc_fleet_key *k;
-	struct fc_shm_key *e;
 
 	lead = p->algo == FC_ALGO_FLEET_SLIDING ? p->unit_ns : 0; /* its count is the next window's prev */
 	nk.idle_ns = (w + 1) * p->unit_ns + lead + (uint64_t)f->o.max_skew_ms * 1000000;
@@ -670,20 +693,7 @@ static struct fc_fleet_key *fc_release_record(struct fc_fleet *f, const struct f
 	} else {
 		nk.state[0] = FC_FLEET_WORD(w, 0);
 	}
-	e = fc_keytab_claim(&kt, tag, now, &nk);
-	/* Ours only if it is as made here: a worker may have made the key
-	 * meanwhile (then it is a key like any other, released once idle). */
-	if (!e || e->state[0] != nk.state[0] || e->idle_ns != nk.idle_ns || e->passed)
-		return e ? fc_key_track(f, tag, (uint32_t)(e - kt.keys), p, w) : NULL;
-	k = fc_key_track(f, tag, (uint32_t)(e - kt.keys), p, w);
-	if (k && !k->r_lock) {
-		/* Nothing to adopt: a key missing from the table was never this
-		 * node's in this window (entries outlive their window). */
-		k->flags &= (uint8_t)~FC_KEY_ADOPT;
-		k->r_lock = share;
-		f->cnt.records++;
-	}
-	return k;
+	return fc_record_make(f, p, tag, w, &nk, share, now);
 }
 
 /* ---- gcra: lease pools (design section 8.3) ---- */
@@ -714,14 +724,9 @@ static uint64_t fc_gcra_interval(const struct fc_fleet_policy *p, uint64_t lw)
 static struct fc_fleet_key *fc_gcra_record(struct fc_fleet *f, const struct fc_fleet_policy *p, uint64_t tag,
 					   uint64_t lw, uint64_t now)
 {
-	struct fc_keytab kt = {
-		.keys = fc_key_entry(f, 0), .slots = fc_slot(f, 0), .nkeys = f->nkeys, .nslots = FC_SHM_SLOTS
-	};
 	const struct fc_fleet_split *sp = fc_fleet_split_of(p->split, now / p->unit_ns);
 	struct fc_keytab_new nk = { .slot = p->slot, .epoch = p->epoch };
 	uint64_t tau, base, n, tat, lambda, end = (lw + 1) * p->lease_ns;
-	struct fc_fleet_key *k;
-	struct fc_shm_key *e;
 
 	if (__builtin_mul_overflow(fc_fleet_share(sp, fc_fleet_point(tag)), sp->interval_ns, &tau) ||
 	    tau > FC_ROOM_MAX)
@@ -734,18 +739,7 @@ static struct fc_fleet_key *fc_gcra_record(struct fc_fleet *f, const struct fc_f
 	nk.state[0] = tat;
 	nk.state[3] = tau;
 	nk.idle_ns = (tat > end ? tat : end) + (uint64_t)f->o.max_skew_ms * 1000000;
-	e = fc_keytab_claim(&kt, tag, now, &nk);
-	/* Ours only as made here: a worker may have made the key meanwhile
-	 * (then its tokens are donated as any key's, once idle). */
-	if (!e || e->state[0] != tat || e->state[3] != tau || e->idle_ns != nk.idle_ns || e->passed)
-		return e ? fc_key_track(f, tag, (uint32_t)(e - kt.keys), p, lw) : NULL;
-	k = fc_key_track(f, tag, (uint32_t)(e - kt.keys), p, lw);
-	if (k && !k->r_lock) {
-		k->flags &= (uint8_t)~FC_KEY_ADOPT;
-		k->r_lock = n;
-		f->cnt.records++;
-	}
-	return k;
+	return fc_record_make(f, p, tag, lw, &nk, n, now);
 }
 
 /* A gcra key's pool asked for by another node: the key tracked (idle from
