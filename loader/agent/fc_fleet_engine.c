@@ -190,13 +190,13 @@ static const struct fc_fleet_policy *fc_pol_by_id(const struct fc_fleet *f, uint
 }
 
 /* Whether the engine leases for p: window and sliding policies (nginx's,
- * and XDP/TC's fixed values through fc_buckets), and gcra keys in nginx
- * (DIM=*), which borrow from their lease pools. A fixed-value gcra policy
+ * and XDP/TC's fixed values through fc_buckets), and gcra policies in
+ * nginx, which borrow from their keys' lease pools. An XDP/TC gcra policy
  * is not leased yet: its nodes spend their own buckets. */
 static bool fc_pol_leased(const struct fc_fleet_policy *p)
 {
 	if (p->algo == FC_ALGO_FLEET_GCRA)
-		return p->layer != FC_LAYER_XDP && p->keyed && p->lease_ns >= 1000000;
+		return p->layer != FC_LAYER_XDP && p->lease_ns >= 1000000;
 	return (p->layer != FC_LAYER_XDP || !p->keyed) &&
 	       (p->algo == FC_ALGO_FLEET_WINDOW || p->algo == FC_ALGO_FLEET_SLIDING);
 }
@@ -217,6 +217,17 @@ static uint64_t fc_pol_span(const struct fc_fleet_policy *p)
 static uint64_t fc_pol_w(const struct fc_fleet_policy *p, uint64_t now)
 {
 	return now / fc_pol_span(p);
+}
+
+/* A gcra bucket's tau_i = B_i T_i for a key of point u under split sp, as
+ * nginx bounds it (fc_l7.c's fc_fleet_tau): saturating at FC_ROOM_MAX. */
+static uint64_t fc_gcra_tau(const struct fc_fleet_split *sp, uint32_t u)
+{
+	uint64_t tau;
+
+	if (__builtin_mul_overflow(fc_fleet_share(sp, u), sp->interval_ns, &tau) || tau > FC_ROOM_MAX)
+		return FC_ROOM_MAX;
+	return tau;
 }
 
 static const struct fc_fleet_policy *fc_pol_by_slot(const struct fc_fleet *f, uint32_t slot, uint32_t epoch)
@@ -359,6 +370,10 @@ static struct fc_fleet_key *fc_key_track(struct fc_fleet *f, uint64_t tag, uint3
 	} else if (index == FC_FLEET_FIXED && p->slot < FC_SHM_SLOTS) {
 		k->passed_seen = (uint32_t)__atomic_load_n(&fc_slot(f, p->slot)->passed, __ATOMIC_RELAXED);
 		k->denied_round = (uint32_t)__atomic_load_n(&fc_slot(f, p->slot)->denied, __ATOMIC_RELAXED);
+		/* gcra: tracked anew each lease window; refusals of earlier ones
+		 * say nothing of this one (nor keep it from being idle) */
+		if (fc_pol_gcra(p))
+			k->denied_seen = k->denied_round;
 	}
 	return k;
 }
@@ -516,6 +531,9 @@ static int fc_key_words(const struct fc_fleet *f, const struct fc_fleet_key *k, 
 					  .u = p->fixed_u,
 					  .passed = (uint32_t)__atomic_load_n(&s->passed, __ATOMIC_RELAXED),
 					  .denied = (uint32_t)__atomic_load_n(&s->denied, __ATOMIC_RELAXED) };
+		/* gcra: the slot's bucket is bound per window, as nginx does */
+		if (fc_pol_gcra(p))
+			out->tau = fc_gcra_tau(fc_fleet_split_of(p->split, k->w * p->lease_ns / p->unit_ns), p->fixed_u);
 		return 0;
 	}
 	struct fc_shm_key *e = fc_key_entry(f, k->index);
@@ -544,7 +562,7 @@ static void fc_fixed_track(struct fc_fleet *f, uint64_t now)
 		const struct fc_fleet_policy *p = &f->cfg.pols[i];
 
 		if (!p->keyed && fc_pol_leased(p) && (p->layer != FC_LAYER_XDP || fc_xdp_open(f) == 0))
-			fc_key_track(f, (uint64_t)p->id << 32 | p->epoch, FC_FLEET_FIXED, p, now / p->unit_ns);
+			fc_key_track(f, (uint64_t)p->id << 32 | p->epoch, FC_FLEET_FIXED, p, fc_pol_w(p, now));
 	}
 }
 
@@ -728,9 +746,7 @@ static struct fc_fleet_key *fc_gcra_record(struct fc_fleet *f, const struct fc_f
 	struct fc_keytab_new nk = { .slot = p->slot, .epoch = p->epoch };
 	uint64_t tau, base, n, tat, lambda, end = (lw + 1) * p->lease_ns;
 
-	if (__builtin_mul_overflow(fc_fleet_share(sp, fc_fleet_point(tag)), sp->interval_ns, &tau) ||
-	    tau > FC_ROOM_MAX)
-		tau = FC_ROOM_MAX;
+	tau = fc_gcra_tau(sp, fc_fleet_point(tag));
 	base = now < f->o.fresh_ns + tau ? f->o.fresh_ns + tau : 0;
 	n = fc_fleet_gcra_tokens(base, sp->interval_ns, tau, now);
 	lambda = fc_gcra_lambda(p, fc_set_of(f, p, now / p->unit_ns)->n);
@@ -753,6 +769,12 @@ static struct fc_fleet_key *fc_gcra_asked(struct fc_fleet *f, const struct fc_fl
 	size_t nk = f->nk;
 	struct fc_fleet_key *k;
 
+	if (!p->keyed) { /* its one key (kid 0), tracked every round */
+		k = tag ? NULL : fc_key_find(f, (uint64_t)p->id << 32 | p->epoch, FC_FLEET_FIXED);
+		if (k && k->w < lw)
+			fc_key_renew(k, lw, 0);
+		return k;
+	}
 	if (index == FC_FLEET_FIXED)
 		return tag >= FC_SHM_KEY_TAG_MIN && f->records_round++ < (f->o.max_keys ? f->o.max_keys : 20000) ?
 			       fc_gcra_record(f, p, tag, lw, now) :
@@ -785,10 +807,10 @@ static void fc_on_demand(void *arg, const char *msg, size_t len)
 	    d.rec.kind != (fc_pol_gcra(p) ? FC_FLEET_REC_POOL : FC_FLEET_REC_WINDOW) ||
 	    d.rec.unit * (fc_pol_gcra(p) ? 1000000ULL : 1000000000ULL) != fc_pol_span(p))
 		return;
-	if (!d.rec.kid) {
-		k = p->keyed ? NULL : fc_key_find(f, (uint64_t)p->id << 32 | p->epoch, FC_FLEET_FIXED);
-	} else if (fc_pol_gcra(p)) {
+	if (fc_pol_gcra(p)) {
 		k = fc_gcra_asked(f, p, d.rec.kid, d.rec.w, now);
+	} else if (!d.rec.kid) {
+		k = p->keyed ? NULL : fc_key_find(f, (uint64_t)p->id << 32 | p->epoch, FC_FLEET_FIXED);
 	} else {
 		index = p->keyed && d.rec.kid >= FC_SHM_KEY_TAG_MIN ? fc_key_lookup(f, d.rec.kid, p) : FC_FLEET_FIXED;
 		/* Anyone who can PUBLISH can ask: records made are bounded per
@@ -842,7 +864,7 @@ static int fc_gcra_call(struct fc_fleet *f, struct fc_fleet_key *k, const struct
 	const struct fc_fleet_set *set = fc_set_of(f, p, uw);
 	struct fc_fleet_rec rec = { .id = p->id,
 				    .epoch = p->epoch,
-				    .kid = k->tag,
+				    .kid = k->index == FC_FLEET_FIXED ? 0 : k->tag,
 				    .kind = FC_FLEET_REC_POOL,
 				    .unit = p->lease_ns / 1000000,
 				    .w = k->w };
@@ -855,6 +877,10 @@ static int fc_gcra_call(struct fc_fleet *f, struct fc_fleet_key *k, const struct
 		return 0;
 	lambda = fc_gcra_lambda(p, set->n);
 	idle = wd.passed == k->passed_seen && wd.denied == k->denied_seen;
+	/* A fixed key's slot never charged on a node whose state is new is
+	 * empty at its birth, as nginx makes it at its first charge. */
+	if (k->index == FC_FLEET_FIXED && now < f->o.fresh_ns + wd.tau)
+		__sync_val_compare_and_swap(wd.credit, 0, f->o.fresh_ns + wd.tau);
 	if (releasing && idle && k->r_lock < lambda)
 		k->r_lock += fc_fleet_donate(wd.credit, iv, wd.tau, now, lambda - k->r_lock);
 	tokens = fc_fleet_gcra_tokens(__atomic_load_n(wd.credit, __ATOMIC_RELAXED), iv, wd.tau, now);

@@ -43,6 +43,9 @@
 #define BURST 8  /* B_i 2 each */
 #define SLOT 7
 #define EPOCH 9
+#define FIXED_SLOT 8 /* policy 13, arg:f=x: one bucket, its slot's */
+#define FIXED_EPOCH 10
+#define FIXED_U 0x9e3779b9u
 
 static char dir[64], addr[64], prefix[32], paths[NODES][128];
 static void *states[NODES];
@@ -53,27 +56,32 @@ static struct fc_fleet_member members[NODES] = {
 	{ .no = 4, .weight = 250000 }
 };
 static struct fc_fleet_set sets[1] = { { .at_ms = 0, .m = members, .n = NODES, .digest = 0x6c7a } };
-static struct fc_fleet_policy pols[NODES][1];
+static struct fc_fleet_policy pols[NODES][2];
 
-/* uid=* --algo gcra --rate 600/m --burst 8 --fleet, as node no's publish
- * hands it to its agent. */
+/* uid=* --algo gcra --rate 600/m --burst 8 --fleet (policy 12), and the
+ * same for arg:f=x (policy 13, a fixed value), as node no's publish hands
+ * them to its agent. */
 static struct fc_fleet_cfg cfg_of(uint32_t no)
 {
-	struct fc_fleet_policy *p = &pols[no - 1][0];
+	struct fc_fleet_policy *p = pols[no - 1];
+	int i;
 
-	*p = (struct fc_fleet_policy){ .id = 12,
-				       .epoch = EPOCH,
-				       .slot = SLOT,
-				       .algo = FC_ALGO_FLEET_GCRA,
-				       .layer = FC_LAYER_HTTP,
-				       .keyed = true,
-				       .n = RATE,
-				       .burst = BURST,
-				       .unit_ns = UNIT_NS,
-				       .lease_ns = LEASE_NS };
-	fc_fleet_split_make(members, NODES, no - 1, BURST, 0, UNIT_NS, RATE, &p->split[0]);
-	p->split[1] = (struct fc_fleet_split){ .from = FC_FLEET_NEVER };
-	return (struct fc_fleet_cfg){ .node_no = no, .pols = p, .npols = 1, .sets = sets, .nsets = 1 };
+	for (i = 0; i < 2; i++) {
+		p[i] = (struct fc_fleet_policy){ .id = i ? 13 : 12,
+						 .epoch = i ? FIXED_EPOCH : EPOCH,
+						 .slot = i ? FIXED_SLOT : SLOT,
+						 .algo = FC_ALGO_FLEET_GCRA,
+						 .layer = FC_LAYER_HTTP,
+						 .keyed = !i,
+						 .n = RATE,
+						 .burst = BURST,
+						 .unit_ns = UNIT_NS,
+						 .lease_ns = LEASE_NS,
+						 .fixed_u = i ? FIXED_U : 0 };
+		fc_fleet_split_make(members, NODES, no - 1, BURST, 0, UNIT_NS, RATE, &p[i].split[0]);
+		p[i].split[1] = (struct fc_fleet_split){ .from = FC_FLEET_NEVER };
+	}
+	return (struct fc_fleet_cfg){ .node_no = no, .pols = p, .npols = 2, .sets = sets, .nsets = 1 };
 }
 
 static struct fc_redis *client(void)
@@ -326,6 +334,71 @@ static void test_bound(void **state_)
 	engines_stop();
 }
 
+static struct fc_shm_slot *slot_of(int node, uint32_t slot)
+{
+	return (struct fc_shm_slot *)((char *)states[node] + FC_STATE_SLOTS_OFF) + slot;
+}
+
+/* One request of policy 13 on node i's workers now, as fc_l7.c charges a
+ * fixed key: the slot's bucket, tau_i of the policy's point; a refusal
+ * sets the slot's demand word (no ring: the agent reads the slot). */
+static int fixed_request(int node, int *lease)
+{
+	struct fc_shm_slot *s = slot_of(node, FIXED_SLOT);
+	const struct fc_fleet_split *sp = &pols[node][1].split[0];
+	uint64_t now = utc_ns(), tau = fc_fleet_share(sp, FIXED_U) * sp->interval_ns;
+	__u64 prev, next;
+
+	if (fc_fleet_gcra_try(s->state, sp->interval_ns, tau, now / LEASE_NS, now, 1, &prev, &next, lease)) {
+		__atomic_fetch_add(&s->passed, 1, __ATOMIC_RELAXED);
+		return 1;
+	}
+	__atomic_fetch_add(&s->denied, 1, __ATOMIC_RELAXED);
+	fc_fleet_demand(&s->state[1], now / LEASE_NS);
+	return 0;
+}
+
+/* A fixed-value gcra policy (arg:f=x) refused on A, idle on the others:
+ * its one key's pool (kid 0) lends as a DIM=* key's does; the others'
+ * slots give the tokens they hold, their TAT moved on by them. */
+static void test_fixed_value(void **state_)
+{
+	int i, passed = 0, lent = 0, lease, rounds;
+	uint64_t lw;
+
+	(void)state_;
+	for (i = 0; i < NODES; i++)
+		slot_of(i, FIXED_SLOT)->owner = (uint64_t)13 << 32 | FIXED_EPOCH;
+	engines_start();
+	for (i = 0; i < NODES; i++)
+		round_of(i);
+	lease_start();
+	lw = utc_ns() / LEASE_NS;
+	while (fixed_request(0, &lease))
+		passed++;
+	assert_int_equal(passed, 2);
+	for (rounds = 1; rounds <= 2 && !fc_fleet_credit(slot_of(0, FIXED_SLOT)->state[2], lw); rounds++) {
+		round_of(0);
+		usleep(20000);
+		for (i = 1; i < NODES; i++)
+			round_of(i);
+	}
+	printf("# A's lease credit %" PRIu64 " after %d of its rounds\n",
+	       (uint64_t)fc_fleet_credit(slot_of(0, FIXED_SLOT)->state[2], lw), rounds - 1);
+	assert_int_equal(utc_ns() / LEASE_NS, lw);
+	assert_true(fc_fleet_credit(slot_of(0, FIXED_SLOT)->state[2], lw) >= 1);
+	while (fixed_request(0, &lease)) {
+		passed++;
+		lent += lease;
+	}
+	printf("# A admitted %d (its own bucket: 2), %d of them lent\n", passed, lent);
+	assert_true(passed > 2);
+	assert_int_equal(lent, passed - 2);
+	for (i = 1; i < NODES; i++)
+		assert_true(slot_of(i, FIXED_SLOT)->state[0] > utc_ns()); /* what they gave is gone from them */
+	engines_stop();
+}
+
 static int setup_one(void **state_)
 {
 	int i;
@@ -380,6 +453,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup(test_refused_here_idle_there, setup_one),
 		cmocka_unit_test_setup(test_bound, setup_one),
+		cmocka_unit_test_setup(test_fixed_value, setup_one),
 	};
 
 	return cmocka_run_group_tests_name("gcra fleet lending, four lease engines against a real redis-server", tests,
