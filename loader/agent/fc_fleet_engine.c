@@ -533,7 +533,8 @@ static int fc_key_words(const struct fc_fleet *f, const struct fc_fleet_key *k, 
 					  .denied = (uint32_t)__atomic_load_n(&s->denied, __ATOMIC_RELAXED) };
 		/* gcra: the slot's bucket is bound per window, as nginx does */
 		if (fc_pol_gcra(p))
-			out->tau = fc_gcra_tau(fc_fleet_split_of(p->split, k->w * p->lease_ns / p->unit_ns), p->fixed_u);
+			out->tau =
+				fc_gcra_tau(fc_fleet_split_of(p->split, k->w * p->lease_ns / p->unit_ns), p->fixed_u);
 		return 0;
 	}
 	struct fc_shm_key *e = fc_key_entry(f, k->index);
@@ -676,8 +677,7 @@ static struct fc_fleet_key *fc_record_make(struct fc_fleet *f, const struct fc_f
 	struct fc_shm_key *e = fc_keytab_claim(&kt, tag, now, nk);
 	struct fc_fleet_key *k;
 
-	if (!e || e->state[0] != nk->state[0] || e->state[3] != nk->state[3] || e->idle_ns != nk->idle_ns ||
-	    e->passed)
+	if (!e || e->state[0] != nk->state[0] || e->state[3] != nk->state[3] || e->idle_ns != nk->idle_ns || e->passed)
 		return e ? fc_key_track(f, tag, (uint32_t)(e - kt.keys), p, w) : NULL;
 	k = fc_key_track(f, tag, (uint32_t)(e - kt.keys), p, w);
 	if (k && !k->r_lock) {
@@ -848,6 +848,26 @@ static uint64_t fc_call_shares(const struct fc_fleet_set *set, const struct fc_f
 	return n;
 }
 
+/* What every call of key k carries: this node, its record's name, the
+ * split's node set and sum n (the shares themselves: the caller's), a TTL
+ * to end (the record's window's end, plus the skew and a round) and its
+ * absolute totals. */
+static void fc_call_base(const struct fc_fleet *f, const struct fc_fleet_key *k, const struct fc_fleet_set *set,
+			 const char *name, uint64_t n, uint64_t end, uint64_t now, struct fc_fleet_call *c)
+{
+	*c = (struct fc_fleet_call){
+		.no = f->cfg.node_no,
+		.n = n,
+		.set = set->digest,
+		.ttl_ms = (end > now ? (end - now) / 1000000 : 0) + f->o.max_skew_ms + f->o.interval_ms + 1000,
+		.adopt = k->flags & FC_KEY_ADOPT,
+		.g_app = k->g_app,
+		.r_lock = k->r_lock,
+		.nshares = (uint32_t)set->n,
+	};
+	memcpy(c->record, name, sizeof(c->record));
+}
+
 /* What a gcra key sends its lease pool this round (design 8.3). Short
  * here, it asks for a lease: what it met last round, twice, less what its
  * bucket and lease credit hold, and at least what was refused; lambda at
@@ -905,22 +925,12 @@ static int fc_gcra_call(struct fc_fleet *f, struct fc_fleet_key *k, const struct
 		return 0;
 	end = (k->w + 1) * p->lease_ns;
 	n = fc_call_shares(set, p, uw, wd.u, shares, nos);
-	*c = (struct fc_fleet_call){
-		.no = f->cfg.node_no,
-		.limit = n,
-		.n = n,
-		.set = set->digest,
-		.ttl_ms = (end > now ? (end - now) / 1000000 : 0) + f->o.max_skew_ms + f->o.interval_ms + 1000,
-		.adopt = k->flags & FC_KEY_ADOPT,
-		.g_app = k->g_app,
-		.r_lock = k->r_lock,
-		.want = want,
-		.settled = !want && (!tokens || k->r_lock >= lambda), /* nothing (more) to give in this pool */
-		.nshares = (uint32_t)set->n,
-		.share_no = nos,
-		.share = shares,
-	};
-	memcpy(c->record, name, sizeof(c->record));
+	fc_call_base(f, k, set, name, n, end, now, c);
+	c->share_no = nos;
+	c->share = shares;
+	c->limit = n;
+	c->want = want;
+	c->settled = !want && (!tokens || k->r_lock >= lambda); /* nothing (more) to give in this pool */
 	return 1;
 }
 
@@ -1000,23 +1010,13 @@ static int fc_key_call(struct fc_fleet *f, struct fc_fleet_key *k, const struct 
 		return 0;
 	end = (k->w + 1) * p->unit_ns;
 	n = fc_call_shares(set, p, k->w, wd.u, shares, nos);
-	*c = (struct fc_fleet_call){
-		.no = f->cfg.node_no,
-		.limit = p->n,
-		.n = n,
-		.set = set->digest,
-		.ttl_ms = (end > now ? (end - now) / 1000000 : 0) + f->o.max_skew_ms + f->o.interval_ms + 1000,
-		.adopt = k->flags & FC_KEY_ADOPT,
-		.g_app = k->g_app,
-		.r_lock = k->r_lock,
-		.used = used,
-		.want = want,
-		.settled = (k->idle_rounds >= 2 || releasing) && !credit && !want,
-		.nshares = (uint32_t)set->n,
-		.share_no = nos,
-		.share = shares,
-	};
-	memcpy(c->record, name, sizeof(c->record));
+	fc_call_base(f, k, set, name, n, end, now, c);
+	c->share_no = nos;
+	c->share = shares;
+	c->limit = p->n;
+	c->used = used;
+	c->want = want;
+	c->settled = (k->idle_rounds >= 2 || releasing) && !credit && !want;
 	k->u_sent = used;
 	return 1;
 }
@@ -1225,7 +1225,9 @@ static int fc_round_calls(struct fc_fleet *f, uint64_t now, struct fc_err *err)
 		off += c->nshares;
 		denied[n] = wd.denied;
 		f->call_key[n] = i;
-		f->expect[n++] = (struct fc_fleet_expect){ .nstar = fc_key_nstar(f, k, p), .g_app = k->g_app, .adopt = c->adopt };
+		f->expect[n++] = (struct fc_fleet_expect){ .nstar = fc_key_nstar(f, k, p),
+							   .g_app = k->g_app,
+							   .adopt = c->adopt };
 	}
 	if (j < f->nk) {
 		f->cnt.deferred += f->nk - j;

@@ -51,10 +51,10 @@ static char dir[64], addr[64], prefix[32], paths[NODES][128];
 static void *states[NODES];
 static uint64_t size;
 
-static struct fc_fleet_member members[NODES] = {
-	{ .no = 1, .weight = 250000 }, { .no = 2, .weight = 250000 }, { .no = 3, .weight = 250000 },
-	{ .no = 4, .weight = 250000 }
-};
+static struct fc_fleet_member members[NODES] = { { .no = 1, .weight = 250000 },
+						 { .no = 2, .weight = 250000 },
+						 { .no = 3, .weight = 250000 },
+						 { .no = 4, .weight = 250000 } };
 static struct fc_fleet_set sets[1] = { { .at_ms = 0, .m = members, .n = NODES, .digest = 0x6c7a } };
 static struct fc_fleet_policy pols[NODES][2];
 
@@ -242,7 +242,7 @@ static void test_refused_here_idle_there(void **state_)
 	engines_start();
 	for (i = 0; i < NODES; i++)
 		round_of(i); /* maps the files, subscribes */
-	lease_start(); /* a lease window after the engines' first: nothing to adopt */
+	lease_start();       /* a lease window after the engines' first: nothing to adopt */
 	lw = utc_ns() / LEASE_NS;
 	passed = burst(0, tag, &lent);
 	assert_int_equal(passed, 2); /* B_i: its own bucket */

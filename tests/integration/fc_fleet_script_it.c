@@ -409,7 +409,9 @@ static void test_demand(void **state)
 static void test_pool(void **state)
 {
 	static const uint64_t b[4] = { 2, 2, 2, 2 }; /* B 8 over four nodes */
-	struct fc_fleet_rec pool = { .id = 9, .epoch = 7, .kid = 0xabcdef0123456789ull, .kind = 'l', .unit = 1000, .w = 5 };
+	struct fc_fleet_rec pool = {
+		.id = 9, .epoch = 7, .kid = 0xabcdef0123456789ull, .kind = 'l', .unit = 1000, .w = 5
+	};
 	char rec[FC_FLEET_NAME_MAX], msg[256], chan[64];
 	struct fc_fleet_demand d;
 	struct fc_fleet_result res;
