@@ -697,6 +697,17 @@ static uint64_t fc_call_shares(const struct fc_fleet_set *set, const struct fc_f
 	return n;
 }
 
+/* A record's TTL, set by whoever makes it, relative so that Redis's clock
+ * does not matter: to the window's end on this clock, then 2 x the skew
+ * bound (this node may be up to the bound ahead and another up to the bound
+ * behind, still in the window and calling), one interval (that node's last
+ * call) and a second's margin. Shorter, a lagging node could find the
+ * record gone and make it anew with nothing granted nor released. */
+static uint64_t fc_record_ttl_ms(const struct fc_fleet *f, uint64_t end, uint64_t now)
+{
+	return (end > now ? (end - now) / 1000000 : 0) + 2 * (uint64_t)f->o.max_skew_ms + f->o.interval_ms + 1000;
+}
+
 /* What a key is to send this round: its call filled, or 0 (nothing to say). */
 static int fc_key_call(struct fc_fleet *f, struct fc_fleet_key *k, const struct fc_fleet_policy *p, uint64_t now,
 		       struct fc_fleet_call *c, uint64_t *shares, uint32_t *nos)
@@ -762,7 +773,7 @@ static int fc_key_call(struct fc_fleet *f, struct fc_fleet_key *k, const struct 
 		.limit = p->n,
 		.n = n,
 		.set = set->digest,
-		.ttl_ms = (end > now ? (end - now) / 1000000 : 0) + f->o.max_skew_ms + f->o.interval_ms + 1000,
+		.ttl_ms = fc_record_ttl_ms(f, end, now),
 		.adopt = k->flags & FC_KEY_ADOPT,
 		.g_app = k->g_app,
 		.r_lock = k->r_lock,

@@ -934,6 +934,43 @@ static void test_thread_early_release(void **state_)
 	fc_fleet_stop(f);
 }
 
+/* The record's TTL covers two nodes each up to --fleet-max-skew off, in
+ * opposite directions: one 9 s ahead (max 10 s) makes it; it must outlive
+ * the window's end as a node 10 s behind sees it, plus that node's last
+ * interval. (Once the TTL had only one skew in it: it ended ~9 s early.) */
+static void test_record_ttl_skew(void **state_)
+{
+	struct fc_fleet_cfg c = cfg();
+	struct fc_fleet_opts o = opts();
+	uint64_t t0 = window_start(), w = t0 / UNIT_NS, tag = TAG + 610, now, end = (w + 1) * UNIT_NS;
+	struct fc_fleet_rec rec = { .id = 7, .epoch = 5, .kid = tag, .kind = 'w', .unit = 60, .w = w };
+	struct fc_redis *r = client(2000);
+	char name[FC_FLEET_NAME_MAX];
+	struct fc_fleet *f;
+	struct fc_err err;
+	redisReply *rep;
+	long long need;
+
+	(void)state_;
+	o.max_skew_ms = 10000;
+	o.clock_ns = 9000000000LL;
+	f = fc_fleet_new(&o, &c, r, &err);
+	fc_fleet_round(f, t0);
+	refused_key(61, tag, w, 1);
+	now = t0 + 100000000ULL; /* true time; the node's clock is 9 s ahead of it */
+	fc_fleet_round(f, now);
+	assert_true(fc_fleet_rec_name(&rec, prefix, name, sizeof(name), &err) > 0);
+	rep = redisCommand(adm_ctx, "PTTL %s", name);
+	assert_int_equal(rep->type, REDIS_REPLY_INTEGER);
+	need = (long long)((end - now) / 1000000) + 10000 + 100;
+	printf("# PTTL %lld ms, a node 10 s behind needs %lld\n", rep->integer, need);
+	/* less the time since the call (well under a second here) */
+	assert_true(rep->integer >= need - 500);
+	freeReplyObject(rep);
+	fc_fleet_free(f);
+	fc_redis_close(r);
+}
+
 static int setup_one(void **state_)
 {
 	char path[160];
@@ -1008,6 +1045,7 @@ int main(void)
 		cmocka_unit_test_setup(test_heartbeat_and_clock, setup_one),
 		cmocka_unit_test_setup(test_thread, setup_one),
 		cmocka_unit_test_setup(test_thread_early_release, setup_one),
+		cmocka_unit_test_setup(test_record_ttl_skew, setup_one),
 	};
 
 	return cmocka_run_group_tests_name("the lease engine's round against a real redis-server", tests, setup,
