@@ -39,6 +39,7 @@ enum {
 	FC_KEY_FROZEN = 1 << 2,   /* the record froze: no more grants */
 	FC_KEY_REASSERT = 1 << 3, /* a new connection: send the totals again */
 	FC_KEY_RELEASE = 1 << 4,  /* another node asked: release what is unused once idle */
+	FC_KEY_CORRUPT = 1 << 5,  /* its credit word held more than its allotment: counted */
 };
 
 /* A key the agent tracks, in agent memory. */
@@ -97,6 +98,8 @@ struct fc_fleet {
 	double lat[FC_FLEET_LAT_N], lat_sum;
 	struct fc_fleet_counters cnt;
 	bool logged_other_set, logged_xdp;
+	uint64_t corrupt_round; /* the round after the last that found a corrupt credit word */
+	uint64_t refused_log_ns; /* the last refused call logged (once a minute) */
 
 	struct fc_fleet_status status;
 	struct fc_fleet_status_policy *vpol;
@@ -560,13 +563,46 @@ static int fc_key_topup(const struct fc_fleet *f, const struct fc_fleet_key *k, 
 	return fc_fleet_topup(wd->credit, k->w, d, fc_my_share(f, p, wd->u, k->w));
 }
 
+/* What the key was allotted in its window, as this agent knows it: its
+ * share, the grants applied, less what it released. No credit word can
+ * hold more: a word that does was written by someone else (the state file
+ * is the workers' group's). */
+static uint64_t fc_key_allot(const struct fc_fleet *f, const struct fc_fleet_key *k, const struct fc_fleet_policy *p,
+			     const struct fc_words *wd)
+{
+	uint64_t held = fc_my_share(f, p, wd->u, k->w) + k->g_app;
+
+	return held > k->r_lock ? held - k->r_lock : 0;
+}
+
+/* A credit word above the key's allotment: released, it would hand the
+ * fleet credit no node was allotted. Nothing is released for it; it is
+ * counted once per key-window, and logged once per episode (a run of
+ * rounds that find such words). */
+static void fc_key_corrupt(struct fc_fleet *f, struct fc_fleet_key *k, uint64_t x, uint64_t allot)
+{
+	if (k->flags & FC_KEY_CORRUPT)
+		return;
+	k->flags |= FC_KEY_CORRUPT;
+	f->cnt.corrupt++;
+	if (f->rounds > f->corrupt_round)
+		fc_warn("fleet: policy %u: a key's credit word holds %" PRIu64 ", more than this node was allotted "
+			"(%" PRIu64 "): written outside freqctl? nothing released for it",
+			k->id, x, allot);
+	f->corrupt_round = f->rounds + 1;
+}
+
 /* Locks all of an idle key's credit in its window: the local record of a
  * release (design §5.1), told to Redis by the key's next call. */
 static void fc_key_release(struct fc_fleet *f, struct fc_fleet_key *k, const struct fc_fleet_policy *p,
 			   const struct fc_words *wd, uint64_t now)
 {
-	uint64_t x = fc_key_left(f, p, wd, k->w, now);
+	uint64_t x = fc_key_left(f, p, wd, k->w, now), allot = fc_key_allot(f, k, p, wd);
 
+	if (x > allot) {
+		fc_key_corrupt(f, k, x, allot);
+		return;
+	}
 	if (x && fc_key_lock(f, k, p, wd, now, x) == FC_FLEET_DONE)
 		k->r_lock += x;
 }
@@ -957,6 +993,18 @@ static int fc_round_beat(struct fc_fleet *f, uint64_t now, struct fc_err *err)
 	return 0;
 }
 
+/* A call the record answered wrong (refused, failed, a reply that does not
+ * check): that key gets nothing this round; the round goes on. Counted, and
+ * logged once a minute. */
+static void fc_key_refused(struct fc_fleet *f, const struct fc_fleet_result *res, uint64_t now)
+{
+	f->cnt.reply_errors++;
+	if (f->refused_log_ns && now - f->refused_log_ns < 60000000000ULL)
+		return;
+	f->refused_log_ns = now;
+	fc_warn("fleet: %s (that key only)", res->msg);
+}
+
 /* Sends the round's calls (at most max_keys) and applies the answers:
  * -1 when the round failed (Redis away, slow or wrong), with err. */
 static int fc_round_calls(struct fc_fleet *f, uint64_t now, struct fc_err *err)
@@ -1015,8 +1063,8 @@ static int fc_round_calls(struct fc_fleet *f, uint64_t now, struct fc_err *err)
 
 		if (res->status == FC_FLEET_R_DONE || res->status == FC_FLEET_R_OTHER_SET)
 			fc_key_apply(f, k, fc_pol_by_id(f, k->id, k->epoch), &f->batch.call[i], res, denied[i]);
-		else if (res->status == FC_FLEET_R_UNKNOWN && f->batch.cmd[i].status == FC_REDIS_OK)
-			f->cnt.reply_errors++;
+		else if (res->status == FC_FLEET_R_REFUSED)
+			fc_key_refused(f, res, now);
 	}
 	free(denied);
 	return bad ? -1 : 0;

@@ -99,12 +99,13 @@ static json_t *fc_status_policies(const struct fc_fleet_status *v)
 
 static json_t *fc_status_counters(const struct fc_fleet_counters *c)
 {
-	return json_pack("{s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o}", "commands",
+	return json_pack("{s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o}", "commands",
 			 fc_int(c->commands), "scripts", fc_int(c->scripts), "waits", fc_int(c->waits), "moved",
 			 fc_int(c->moved), "ask", fc_int(c->ask), "reconnects", fc_int(c->reconnects), "reasserted",
 			 fc_int(c->reasserted), "frozen", fc_int(c->frozen), "reply_errors", fc_int(c->reply_errors),
 			 "deferred", fc_int(c->deferred), "degraded", fc_int(c->degraded), "degraded_ms",
-			 fc_int(c->degraded_ms), "ring_errors", fc_int(c->ring_errors), "records", fc_int(c->records));
+			 fc_int(c->degraded_ms), "ring_errors", fc_int(c->ring_errors), "records", fc_int(c->records),
+			 "corrupt", fc_int(c->corrupt));
 }
 
 json_t *fc_fleet_status_json(const struct fc_fleet_status *v)

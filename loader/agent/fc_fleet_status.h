@@ -58,6 +58,7 @@ struct fc_fleet_counters {
 	uint64_t reasserted, frozen, reply_errors, deferred;
 	uint64_t ring_errors;           /* fleet ring entries that did not check */
 	uint64_t records;               /* release records made for keys never seen */
+	uint64_t corrupt;               /* credit words above their key's allotment: not released */
 	uint64_t degraded, degraded_ms; /* episodes, and their time */
 };
 

@@ -934,6 +934,84 @@ static void test_thread_early_release(void **state_)
 	fc_fleet_stop(f);
 }
 
+/* A key's credit word above what this node was allotted (5 of N 10),
+ * written by someone with the state file (the workers' group): node 2 asks,
+ * and this node releases nothing for it (released, node 2 would admit its
+ * own 5 and these 10); counted once, in the status file too. */
+static void test_inflated_release(void **state_)
+{
+	struct fc_fleet_cfg c = cfg();
+	struct fc_fleet_opts o = opts();
+	uint64_t t0 = window_start(), w = t0 / UNIT_NS, tag = TAG + 777;
+	struct fc_redis *r = client(2000);
+	struct fc_fleet_result res = { 0 };
+	struct fc_shm_key *k = entry(fc_shm_key_place(tag, 0, NKEYS));
+	struct fc_fleet *f;
+	struct fc_err err;
+	json_t *doc;
+	int i;
+
+	(void)state_;
+	f = fc_fleet_new(&o, &c, r, &err);
+	fc_fleet_round(f, t0);
+	k->slot = 3;
+	k->epoch = 5;
+	k->state[0] = FC_FLEET_WORD(w, 10); /* hostile: the share is 5 */
+	k->passed = 1;
+	__atomic_store_n(&k->tag, tag, __ATOMIC_RELEASE);
+	for (i = 1; i <= 6; i++) {
+		res = node2_call(tag, w, 0, res.g, 10 - res.g);
+		usleep(20000);
+		fc_fleet_round(f, t0 + (uint64_t)i * 100000000ULL);
+	}
+	printf("# node 2 granted %" PRIu64 "; r1 %lld, corrupt %" PRIu64 "\n", res.g, hget(tag, w, "r1"),
+	       fc_fleet_status_of(f)->counters.corrupt);
+	assert_int_equal(res.g, 0);
+	assert_true(hget(tag, w, "r1") <= 0);
+	assert_int_equal(FC_FLEET_WORD_CREDIT(k->state[0]), 10); /* nothing locked */
+	assert_int_equal(fc_fleet_status_of(f)->counters.corrupt, 1);
+	doc = status_file();
+	assert_int_equal(json_integer_value(json_object_get(json_object_get(doc, "counters"), "corrupt")), 1);
+	json_decref(doc);
+	fc_fleet_free(f);
+	fc_redis_close(r);
+}
+
+/* One record whose reply does not check (R 30 of N 10: poisoned by
+ * whatever wrote it) fails that key's call only: the round goes on, the
+ * other key is granted, and the node never goes degraded for it. */
+static void test_bad_record_key_only(void **state_)
+{
+	struct fc_fleet_cfg c = cfg();
+	struct fc_fleet_opts o = opts();
+	uint64_t t0 = window_start(), w = t0 / UNIT_NS, bad = TAG + 801, good = TAG + 802;
+	struct fc_fleet_rec rec = { .id = 7, .epoch = 5, .kid = bad, .kind = 'w', .unit = 60, .w = w };
+	struct fc_redis *r = client(2000);
+	char name[FC_FLEET_NAME_MAX];
+	struct fc_fleet *f;
+	struct fc_err err;
+	int i;
+
+	(void)state_;
+	f = fc_fleet_new(&o, &c, r, &err);
+	fc_fleet_round(f, t0);
+	node2_releases(bad, w, 0);
+	assert_true(fc_fleet_rec_name(&rec, prefix, name, sizeof(name), &err) > 0);
+	freeReplyObject(redisCommand(adm_ctx, "HSET %s R 30", name));
+	node2_releases(good, w, 4);
+	refused_key(81, bad, w, 2);
+	refused_key(82, good, w, 2);
+	for (i = 1; i <= 5; i++)
+		fc_fleet_round(f, t0 + (uint64_t)i * 100000000ULL);
+	assert_int_equal(fc_fleet_status_of(f)->mode, FC_FLEET_MODE_FLEET);
+	assert_int_equal(fc_fleet_status_of(f)->counters.degraded, 0);
+	assert_true(fc_fleet_status_of(f)->counters.reply_errors >= 1);
+	assert_int_equal(FC_FLEET_WORD_CREDIT(entry(82)->state[0]), 2);
+	assert_int_equal(FC_FLEET_WORD_CREDIT(entry(81)->state[0]), 0);
+	fc_fleet_free(f);
+	fc_redis_close(r);
+}
+
 /* The record's TTL covers two nodes each up to --fleet-max-skew off, in
  * opposite directions: one 9 s ahead (max 10 s) makes it; it must outlive
  * the window's end as a node 10 s behind sees it, plus that node's last
@@ -1046,6 +1124,8 @@ int main(void)
 		cmocka_unit_test_setup(test_thread, setup_one),
 		cmocka_unit_test_setup(test_thread_early_release, setup_one),
 		cmocka_unit_test_setup(test_record_ttl_skew, setup_one),
+		cmocka_unit_test_setup(test_inflated_release, setup_one),
+		cmocka_unit_test_setup(test_bad_record_key_only, setup_one),
 	};
 
 	return cmocka_run_group_tests_name("the lease engine's round against a real redis-server", tests, setup,
