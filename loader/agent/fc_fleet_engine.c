@@ -80,6 +80,10 @@ struct fc_fleet {
 
 	struct fc_fleet_key *keys;
 	size_t nk, kcap;
+	uint32_t *kidx; /* keys by (tag, index), open addressing: a position + 1, 0 empty */
+	size_t kidx_cap; /* a power of two, at least twice nk */
+	uint64_t full_round; /* the round after the last that met the cap of tracked keys */
+	uint64_t lost_round; /* the round after the last whose ring had lost entries */
 	size_t *call_key; /* the round's calls: their keys */
 	struct fc_fleet_expect *expect;
 	uint64_t *shares;    /* the round's s_j values, per call */
@@ -293,16 +297,78 @@ static void fc_xdp_counts(const struct fc_fleet *f, uint32_t slot, uint32_t *pas
 	*denied = (uint32_t)d;
 }
 
-/* ---- tracked keys ---- */
+/* ---- tracked keys: an array, and an index of it by (tag, entry) ---- */
+
+static size_t fc_key_hash(uint64_t tag, uint32_t index)
+{
+	return (size_t)(((tag ^ index) * 0x9e3779b97f4a7c15ULL) >> 29);
+}
+
+static void fc_keys_index_put(struct fc_fleet *f, size_t i)
+{
+	size_t h = fc_key_hash(f->keys[i].tag, f->keys[i].index);
+
+	while (f->kidx[h & (f->kidx_cap - 1)])
+		h++;
+	f->kidx[h & (f->kidx_cap - 1)] = (uint32_t)i + 1;
+}
+
+/* The index made anew over keys[0, nk), with room for want keys at half
+ * load (linear probing stays short): 0, or -1 when it could not grow (out
+ * of memory: the old one stands, as valid as before). */
+static int fc_keys_index(struct fc_fleet *f, size_t want)
+{
+	size_t cap = 64, i;
+	uint32_t *t;
+
+	while (cap < 2 * want)
+		cap *= 2;
+	if (cap != f->kidx_cap && (t = calloc(cap, sizeof(*t)))) {
+		free(f->kidx);
+		f->kidx = t;
+		f->kidx_cap = cap;
+	} else if (f->kidx_cap < 2 * want) {
+		return -1;
+	} else {
+		memset(f->kidx, 0, f->kidx_cap * sizeof(*f->kidx));
+	}
+	for (i = 0; i < f->nk; i++)
+		fc_keys_index_put(f, i);
+	return 0;
+}
 
 static struct fc_fleet_key *fc_key_find(struct fc_fleet *f, uint64_t tag, uint32_t index)
 {
-	size_t i;
+	size_t h = fc_key_hash(tag, index);
+	uint32_t at;
 
-	for (i = 0; i < f->nk; i++)
-		if (f->keys[i].tag == tag && f->keys[i].index == index)
-			return &f->keys[i];
+	for (; f->kidx_cap; h++) {
+		at = f->kidx[h & (f->kidx_cap - 1)];
+		if (!at)
+			break;
+		if (f->keys[at - 1].tag == tag && f->keys[at - 1].index == index)
+			return &f->keys[at - 1];
+	}
 	return NULL;
+}
+
+/* Whether a key more may be tracked: at most 2 x --fleet-max-keys, as a
+ * writer of the state file can ring any number of them. Past that the key
+ * is not asked for (counted; logged once per episode, a run of rounds that
+ * meet the cap); fixed-value policies' keys always are. */
+static bool fc_keys_room(struct fc_fleet *f)
+{
+	size_t most = 2 * (size_t)(f->o.max_keys ? f->o.max_keys : 20000);
+
+	if (f->nk < most)
+		return true;
+	f->cnt.untracked++;
+	if (f->rounds > f->full_round)
+		fc_warn("fleet: %zu keys tracked, the most (2 x --fleet-max-keys): keys short of credit beyond them "
+			"are not asked for until some are dropped",
+			most);
+	f->full_round = f->rounds + 1;
+	return false;
 }
 
 /* Tracks a key from now on. One whose window began before this agent did
@@ -315,6 +381,10 @@ static struct fc_fleet_key *fc_key_track(struct fc_fleet *f, uint64_t tag, uint3
 
 	if (k)
 		return k;
+	if (index != FC_FLEET_FIXED && !fc_keys_room(f))
+		return NULL;
+	if (2 * (f->nk + 1) > f->kidx_cap && fc_keys_index(f, 2 * (f->nk + 1)) < 0)
+		return NULL;
 	if (f->nk == f->kcap) {
 		more = realloc(f->keys, (f->kcap ? f->kcap * 2 : 64) * sizeof(*f->keys));
 		if (!more)
@@ -331,6 +401,7 @@ static struct fc_fleet_key *fc_key_track(struct fc_fleet *f, uint64_t tag, uint3
 		.w = w,
 		.flags = w * p->unit_ns < f->started_ns ? FC_KEY_ADOPT : 0,
 	};
+	fc_keys_index_put(f, f->nk - 1);
 	/* idle from here on if it admits nothing more */
 	if (index != FC_FLEET_FIXED && index < f->nkeys) {
 		k->passed_seen = __atomic_load_n(&fc_key_entry(f, index)->passed, __ATOMIC_RELAXED);
@@ -345,20 +416,39 @@ static struct fc_fleet_key *fc_key_track(struct fc_fleet *f, uint64_t tag, uint3
 	return k;
 }
 
-/* Drops keys of windows that ended, or of policies gone. */
+/* Whether a tracked key goes: its window is over, or its policy gone; or
+ * its entry is no longer it (re-tagged, taken back) and it holds nothing to
+ * remember. One that was granted or released keeps its totals to the
+ * window's end: tracked anew with none, it would apply its grants again. */
+static bool fc_key_gone(const struct fc_fleet *f, const struct fc_fleet_key *k, uint64_t now)
+{
+	const struct fc_fleet_policy *p = fc_pol_by_id(f, k->id, k->epoch);
+	const struct fc_shm_key *e;
+
+	if (!p || k->w != now / p->unit_ns)
+		return true;
+	if (k->index == FC_FLEET_FIXED || k->g_app || k->r_lock || !f->map.base || fc_fleet_map_lost(&f->map))
+		return false;
+	if (k->index >= f->nkeys)
+		return true;
+	e = fc_key_entry(f, k->index);
+	return __atomic_load_n(&e->tag, __ATOMIC_ACQUIRE) != k->tag || e->slot != p->slot || e->epoch != p->epoch;
+}
+
+/* Drops the keys that go (fc_key_gone), and indexes the rest anew. */
 static void fc_keys_expire(struct fc_fleet *f, uint64_t now)
 {
-	size_t i = 0;
+	size_t i = 0, n = f->nk;
 
 	while (i < f->nk) {
-		const struct fc_fleet_policy *p = fc_pol_by_id(f, f->keys[i].id, f->keys[i].epoch);
-
-		if (p && f->keys[i].w == now / p->unit_ns) {
+		if (!fc_key_gone(f, &f->keys[i], now)) {
 			i++;
 			continue;
 		}
 		f->keys[i] = f->keys[--f->nk];
 	}
+	if (f->nk != n)
+		fc_keys_index(f, f->nk); /* never fails: it shrinks, or reuses its table */
 }
 
 /* A ring entry, as the workers wrote it: tracked if it is a key of a keyed
@@ -436,7 +526,10 @@ static void fc_ring_drain(struct fc_fleet *f, uint64_t now)
 	}
 	f->ring_next = i;
 	if (lost) {
-		fc_warn("fleet: the fleet ring lost entries: scanning the key table");
+		/* once per episode: a writer of the state file can make it every round */
+		if (f->rounds > f->lost_round)
+			fc_warn("fleet: the fleet ring lost entries: scanning the key table");
+		f->lost_round = f->rounds + 1;
 		fc_ring_scan(f, now);
 	}
 }
@@ -649,6 +742,8 @@ static struct fc_fleet_key *fc_release_record(struct fc_fleet *f, const struct f
 	struct fc_fleet_key *k;
 	struct fc_shm_key *e;
 
+	if (!fc_keys_room(f)) /* a record it could not track would lock a share never told */
+		return NULL;
 	lead = p->algo == FC_ALGO_FLEET_SLIDING ? p->unit_ns : 0; /* its count is the next window's prev */
 	nk.idle_ns = (w + 1) * p->unit_ns + lead + (uint64_t)f->o.max_skew_ms * 1000000;
 	if (p->algo == FC_ALGO_FLEET_SLIDING) {
@@ -1137,6 +1232,7 @@ static void fc_status_fill(struct fc_fleet *f, uint64_t now, double ms)
 		.max_skew_ms = f->o.max_skew_ms,
 		.test_offset_ms = f->o.clock_ns / 1000000,
 		.counters = f->cnt,
+		.keys = f->nk,
 	};
 	/* The client's own counts of redirections followed. */
 	fc_redis_stats(f->redis, &st);
@@ -1314,6 +1410,7 @@ void fc_fleet_free(struct fc_fleet *f)
 		free(f->next);
 	}
 	free(f->keys);
+	free(f->kidx);
 	free(f->call_key);
 	free(f->expect);
 	free(f->shares);

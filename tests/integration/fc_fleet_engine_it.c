@@ -764,9 +764,10 @@ static void test_reassert_after_reconnect(void **state_)
 	fc_redis_close(r);
 }
 
-/* --fleet-max-keys 2 with 5 keys asking: 2 scripts a round, the rest
+/* --fleet-max-keys 3 with 5 keys asking: 3 scripts a round, the rest
  * deferred (counted) and first in the next round, so every key is asked
- * within 3 rounds. */
+ * within 3 rounds. (3, not 2: 2 x it is the cap of tracked keys, and
+ * policy 8's fixed key is one.) */
 static void test_max_keys(void **state_)
 {
 	struct fc_fleet_cfg c = cfg();
@@ -778,14 +779,14 @@ static void test_max_keys(void **state_)
 	int i;
 
 	(void)state_;
-	o.max_keys = 2;
+	o.max_keys = 3;
 	f = fc_fleet_new(&o, &c, r, &err);
 	fc_fleet_round(f, t0);
 	for (i = 0; i < 5; i++)
 		refused_key(200 + (uint32_t)i, TAG + 200 + (uint64_t)i, w, 1);
 	fc_fleet_round(f, t0 + 100000000);
-	assert_int_equal(fc_fleet_status_of(f)->counters.scripts, 2);
-	assert_int_equal(fc_fleet_status_of(f)->counters.deferred, 3);
+	assert_int_equal(fc_fleet_status_of(f)->counters.scripts, 3);
+	assert_int_equal(fc_fleet_status_of(f)->counters.deferred, 2);
 	fc_fleet_round(f, t0 + 200000000);
 	fc_fleet_round(f, t0 + 300000000);
 	for (i = 0; i < 5; i++)
@@ -1012,6 +1013,146 @@ static void test_bad_record_key_only(void **state_)
 	fc_redis_close(r);
 }
 
+/* stderr into a file while a case runs rounds: what the engine logged. */
+static int log_saved = -1;
+static char log_path[160];
+
+static void log_capture(void)
+{
+	int fd;
+
+	snprintf(log_path, sizeof(log_path), "%s/log", dir);
+	fflush(stderr);
+	log_saved = dup(2);
+	fd = open(log_path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	assert_true(fd >= 0 && log_saved >= 0);
+	dup2(fd, 2);
+	close(fd);
+}
+
+/* Ends the capture: how many lines logged hold what. */
+static int log_count(const char *what)
+{
+	char line[512];
+	FILE *in;
+	int n = 0;
+
+	fflush(stderr);
+	dup2(log_saved, 2);
+	close(log_saved);
+	in = fopen(log_path, "r");
+	assert_non_null(in);
+	while (fgets(line, sizeof(line), in)) {
+		fputs(line, stderr);
+		n += strstr(line, what) != NULL;
+	}
+	fclose(in);
+	return n;
+}
+
+/* A state-file writer gives every entry of the table a new tag each round,
+ * refused (demand) and rung: the keys whose entries are no longer theirs
+ * and hold nothing are dropped, so the agent tracks one table's worth, not
+ * a table more each round (it had 200 tables after 200 rounds, its round
+ * time growing with them). Round times are printed. */
+static void test_tracked_keys_bounded(void **state_)
+{
+	struct fc_fleet_cfg c = cfg();
+	struct fc_fleet_opts o = opts();
+	uint64_t t0 = window_start(), w = t0 / UNIT_NS, tag = TAG + 100000;
+	struct fc_redis *r = client(2000);
+	struct fc_fleet *f;
+	struct fc_err err;
+	struct timespec a, b;
+	uint32_t i, round;
+
+	(void)state_;
+	f = fc_fleet_new(&o, &c, r, &err);
+	fc_fleet_round(f, t0);
+	for (round = 1; round <= 100; round++) {
+		for (i = 0; i < NKEYS; i++) {
+			struct fc_shm_key *k = entry(i);
+
+			k->slot = 3;
+			k->epoch = 5;
+			k->state[0] = FC_FLEET_WORD(w, 0);
+			k->state[1] = FC_FLEET_WORD(w, FC_FLEET_WANTED);
+			__atomic_store_n(&k->tag, tag++, __ATOMIC_RELEASE);
+			push(k->tag, i, 3, 5, w);
+		}
+		clock_gettime(CLOCK_MONOTONIC, &a);
+		fc_fleet_round(f, t0 + (uint64_t)round * 1000000ULL);
+		clock_gettime(CLOCK_MONOTONIC, &b);
+		if (round % 25 == 0)
+			printf("# round %u: %zu keys tracked, the round took %.1f ms\n", round, fc_fleet_status_of(f)->keys,
+			       (double)(b.tv_sec - a.tv_sec) * 1e3 + (double)(b.tv_nsec - a.tv_nsec) / 1e6);
+	}
+	/* this round's table, and policy 8's fixed key */
+	assert_int_equal(fc_fleet_status_of(f)->keys, NKEYS + 1);
+	assert_int_equal(fc_fleet_status_of(f)->policies[0].tracked, NKEYS);
+	fc_fleet_free(f);
+	fc_redis_close(r);
+}
+
+/* At most 2 x --fleet-max-keys keys are tracked (a writer of the state
+ * file can ring any number): past that a key is counted, not tracked, and
+ * the cap is logged once for rounds that meet it one after another. */
+static void test_tracked_keys_cap(void **state_)
+{
+	struct fc_fleet_cfg c = cfg();
+	struct fc_fleet_opts o = opts();
+	uint64_t t0 = window_start(), w = t0 / UNIT_NS;
+	struct fc_redis *r = client(2000);
+	struct fc_fleet *f;
+	struct fc_err err;
+	uint32_t i;
+
+	(void)state_;
+	o.max_keys = 2;
+	f = fc_fleet_new(&o, &c, r, &err);
+	fc_fleet_round(f, t0); /* policy 8's fixed key: tracked, whatever the cap */
+	log_capture();
+	for (i = 0; i < 10; i++)
+		refused_key(300 + i, TAG + 300 + i, w, 1);
+	fc_fleet_round(f, t0 + 100000000);
+	for (i = 10; i < 15; i++)
+		refused_key(300 + i, TAG + 300 + i, w, 1);
+	fc_fleet_round(f, t0 + 200000000);
+	assert_int_equal(log_count("keys tracked, the most"), 1);
+	assert_int_equal(fc_fleet_status_of(f)->keys, 4);
+	assert_int_equal(fc_fleet_status_of(f)->counters.untracked, 7 + 5);
+	fc_fleet_free(f);
+	fc_redis_close(r);
+}
+
+/* The ring's head moved back each round (a writer of the state file): the
+ * key table is scanned each time, and "lost entries" is logged once for the
+ * episode, not every round. */
+static void test_ring_lost_logged_once(void **state_)
+{
+	struct fc_fleet_cfg c = cfg();
+	struct fc_fleet_opts o = opts();
+	uint64_t t0 = window_start(), w = t0 / UNIT_NS;
+	struct fc_redis *r = client(2000);
+	struct fc_fleet *f;
+	struct fc_err err;
+	int i;
+
+	(void)state_;
+	f = fc_fleet_new(&o, &c, r, &err);
+	refused_key(90, TAG + 90, w, 1);
+	fc_fleet_round(f, t0);
+	log_capture();
+	for (i = 1; i <= 4; i++) {
+		ring()->head -= 1;
+		fc_fleet_round(f, t0 + (uint64_t)i * 100000000ULL);
+	}
+	assert_int_equal(log_count("the fleet ring lost entries"), 1);
+	assert_int_equal(fc_fleet_status_of(f)->policies[0].tracked, 1); /* found by the scans */
+	fc_fleet_free(f);
+	fc_redis_close(r);
+}
+
 /* The record's TTL covers two nodes each up to --fleet-max-skew off, in
  * opposite directions: one 9 s ahead (max 10 s) makes it; it must outlive
  * the window's end as a node 10 s behind sees it, plus that node's last
@@ -1126,6 +1267,9 @@ int main(void)
 		cmocka_unit_test_setup(test_record_ttl_skew, setup_one),
 		cmocka_unit_test_setup(test_inflated_release, setup_one),
 		cmocka_unit_test_setup(test_bad_record_key_only, setup_one),
+		cmocka_unit_test_setup(test_tracked_keys_bounded, setup_one),
+		cmocka_unit_test_setup(test_tracked_keys_cap, setup_one),
+		cmocka_unit_test_setup(test_ring_lost_logged_once, setup_one),
 	};
 
 	return cmocka_run_group_tests_name("the lease engine's round against a real redis-server", tests, setup,
