@@ -58,6 +58,19 @@ struct fc_fleet_key {
 	uint8_t flags, idle_rounds;
 };
 
+/* A policy's window whose N changed while it lasted: its split stays the
+ * one in force at its start (freqctl-policy(7), "Bounds"), so its shares
+ * and the record's n and digest stay; the call says the new N, and Redis's
+ * pool becomes N' - allotted. The publish keeps the workers' the same way
+ * (fc_enforce.c). */
+struct fc_pol_keep {
+	uint32_t id, epoch;
+	uint64_t w;                     /* the window */
+	uint64_t q;                     /* the quantity its split divides: N at its start */
+	struct fc_fleet_split split[2]; /* this node's split of it; [1] unused */
+	uint64_t nstar;                 /* the largest N while it lasted (replies are checked against it) */
+};
+
 struct fc_fleet {
 	struct fc_fleet_opts o;
 	struct fc_fleet_cfg cfg;
@@ -77,6 +90,9 @@ struct fc_fleet {
 	uint32_t nkeys;     /* the mapped key table's entries */
 	uint64_t ring_next; /* the next fleet ring entry to read */
 	bool ring_known;    /* ring_next is set */
+
+	struct fc_pol_keep *keep; /* windows whose split was kept when N changed in them */
+	size_t nkeep;
 
 	struct fc_fleet_key *keys;
 	size_t nk, kcap;
@@ -179,11 +195,33 @@ static const struct fc_fleet_set *fc_set_of(const struct fc_fleet *f, const stru
 	return &f->cfg.sets[p->set[fc_split_k(p, w)]];
 }
 
+/* The split kept for p's window w (N changed in it), or NULL. */
+static const struct fc_pol_keep *fc_keep_of(const struct fc_fleet *f, const struct fc_fleet_policy *p, uint64_t w)
+{
+	size_t i;
+
+	for (i = 0; i < f->nkeep; i++)
+		if (f->keep[i].id == p->id && f->keep[i].epoch == p->epoch && f->keep[i].w == w)
+			return &f->keep[i];
+	return NULL;
+}
+
 /* This node's share of window w for a key of point u (the fresh rule applied). */
 static uint64_t fc_my_share(const struct fc_fleet *f, const struct fc_fleet_policy *p, uint32_t u, uint64_t w)
 {
-	return fc_fleet_share_in(p->split, u, w, p->unit_ns, f->o.fresh_ns,
+	const struct fc_pol_keep *kp = fc_keep_of(f, p, w);
+
+	return fc_fleet_share_in(kp ? kp->split : p->split, u, w, p->unit_ns, f->o.fresh_ns,
 				 p->algo == FC_ALGO_FLEET_SLIDING ? p->unit_ns : 0);
+}
+
+/* The N a reply of p's window w is checked against: the largest while it
+ * lasted (a cut leaves what was allotted under the old one). */
+static uint64_t fc_nstar(const struct fc_fleet *f, const struct fc_fleet_policy *p, uint64_t w)
+{
+	const struct fc_pol_keep *kp = fc_keep_of(f, p, w);
+
+	return kp && kp->nstar > p->n ? kp->nstar : p->n;
 }
 
 static const struct fc_fleet_policy *fc_pol_by_id(const struct fc_fleet *f, uint32_t id, uint32_t epoch)
@@ -203,6 +241,43 @@ static bool fc_pol_leased(const struct fc_fleet_policy *p)
 {
 	return (p->layer != FC_LAYER_XDP || !p->keyed) &&
 	       (p->algo == FC_ALGO_FLEET_WINDOW || p->algo == FC_ALGO_FLEET_SLIDING);
+}
+
+/* A new cfg c, at now, over the one in force: a window or sliding policy
+ * whose N differs from what its current window's split divides keeps that
+ * split (and the largest N) for the window; new shares from the next one,
+ * which c's splits already hold. */
+static void fc_keep_update(struct fc_fleet *f, const struct fc_fleet_cfg *c, uint64_t now)
+{
+	struct fc_pol_keep *kept = calloc(c->npols + 1, sizeof(*kept));
+	size_t i, n = 0;
+
+	if (!kept)
+		return; /* the old ones stand: under-admission at worst (a node's share too small) */
+	for (i = 0; i < c->npols; i++) {
+		const struct fc_fleet_policy *np = &c->pols[i], *op = fc_pol_by_id(f, np->id, np->epoch);
+		uint64_t w = now / np->unit_ns;
+		const struct fc_pol_keep *ok;
+
+		if (!op || op->algo != np->algo || op->unit_ns != np->unit_ns ||
+		    (np->algo != FC_ALGO_FLEET_WINDOW && np->algo != FC_ALGO_FLEET_SLIDING))
+			continue;
+		ok = fc_keep_of(f, op, w);
+		if (!ok && op->burst == np->burst)
+			continue;
+		kept[n] = ok ? *ok :
+			       (struct fc_pol_keep){ .id = op->id,
+						    .epoch = op->epoch,
+						    .w = w,
+						    .q = op->burst,
+						    .split = { *fc_fleet_split_of(op->split, w), { .from = FC_FLEET_NEVER } },
+						    .nstar = op->n };
+		kept[n].nstar = kept[n].nstar > np->n ? kept[n].nstar : np->n;
+		n++;
+	}
+	free(f->keep);
+	f->keep = kept;
+	f->nkeep = n;
 }
 
 static const struct fc_fleet_policy *fc_pol_by_slot(const struct fc_fleet *f, uint32_t slot, uint32_t epoch)
@@ -811,15 +886,16 @@ static void fc_on_demand(void *arg, const char *msg, size_t len)
 /* Every node's share of a key of point u in window w of p, as the record
  * is made with them (s<j>): each member's split of the set, made as the
  * loader makes it. Their sum (q, by construction). */
-static uint64_t fc_call_shares(const struct fc_fleet_set *set, const struct fc_fleet_policy *p, uint64_t w, uint32_t u,
-			       uint64_t *shares, uint32_t *nos)
+static uint64_t fc_call_shares(const struct fc_fleet *f, const struct fc_fleet_set *set, const struct fc_fleet_policy *p,
+			       uint64_t w, uint32_t u, uint64_t *shares, uint32_t *nos)
 {
+	const struct fc_pol_keep *kp = fc_keep_of(f, p, w);
 	struct fc_fleet_split sp;
 	uint64_t n = 0;
 	size_t j;
 
 	for (j = 0; j < set->n; j++) {
-		fc_fleet_split_make(set->m, set->n, j, p->burst, w, p->unit_ns,
+		fc_fleet_split_make(set->m, set->n, j, kp ? kp->q : p->burst, w, p->unit_ns,
 				    p->algo == FC_ALGO_FLEET_GCRA ? p->n : 0, &sp);
 		nos[j] = set->m[j].no;
 		shares[j] = fc_fleet_share(&sp, u);
@@ -898,7 +974,7 @@ static int fc_key_call(struct fc_fleet *f, struct fc_fleet_key *k, const struct 
 	if (fc_fleet_rec_name(&rec, fc_redis_prefix(f->redis), name, sizeof(name), &err) < 0)
 		return 0;
 	end = (k->w + 1) * p->unit_ns;
-	n = fc_call_shares(set, p, k->w, wd.u, shares, nos);
+	n = fc_call_shares(f, set, p, k->w, wd.u, shares, nos);
 	*c = (struct fc_fleet_call){
 		.no = f->cfg.node_no,
 		.limit = p->n,
@@ -1136,7 +1212,7 @@ static int fc_round_calls(struct fc_fleet *f, uint64_t now, struct fc_err *err)
 		off += c->nshares;
 		denied[n] = wd.denied;
 		f->call_key[n] = i;
-		f->expect[n++] = (struct fc_fleet_expect){ .nstar = p->n, .g_app = k->g_app, .adopt = c->adopt };
+		f->expect[n++] = (struct fc_fleet_expect){ .nstar = fc_nstar(f, p, k->w), .g_app = k->g_app, .adopt = c->adopt };
 	}
 	if (j < f->nk) {
 		f->cnt.deferred += f->nk - j;
@@ -1319,6 +1395,7 @@ void fc_fleet_round(struct fc_fleet *f, uint64_t now)
 
 	pthread_mutex_lock(&f->lock);
 	if (f->next) { /* the snapshot the main loop left: taken whole */
+		fc_keep_update(f, f->next, now + (uint64_t)f->o.clock_ns);
 		fc_cfg_free(&f->cfg);
 		f->cfg = *f->next;
 		free(f->next);
@@ -1411,6 +1488,7 @@ void fc_fleet_free(struct fc_fleet *f)
 	}
 	free(f->keys);
 	free(f->kidx);
+	free(f->keep);
 	free(f->call_key);
 	free(f->expect);
 	free(f->shares);

@@ -1013,6 +1013,63 @@ static void test_bad_record_key_only(void **state_)
 	fc_redis_close(r);
 }
 
+/* N raised mid-window (10 -> 20/m, the epoch kept, as policy edit --rate
+ * does; the publish's new split is from this window): the window's split
+ * stays (record n 10, shares 5 and 5, its digest), Redis's pool becomes
+ * N' - allotted, grantable at once: node 2 released 4 of its 5, node 1
+ * spent its 5 and asks for 15: granted 14, every node's allotment then
+ * N' = 20, and no more. Lowered to 8: nothing more granted, and the
+ * replies (free -12) still check. */
+static void test_n_changed_mid_window(void **state_)
+{
+	struct fc_fleet_cfg c = cfg();
+	struct fc_fleet_opts o = opts();
+	uint64_t t0 = window_start(), w = t0 / UNIT_NS, tag = TAG + 55;
+	struct fc_redis *r = client(2000);
+	struct fc_shm_key *k = entry(18);
+	struct fc_fleet *f;
+	struct fc_err err;
+	int i;
+
+	(void)state_;
+	f = fc_fleet_new(&o, &c, r, &err);
+	fc_fleet_round(f, t0);
+	node2_releases(tag, w, 4); /* the record: n 10, s1 5, s2 5 */
+	pols[0].n = pols[0].burst = 20;
+	fc_fleet_split_make(members, 2, 0, 20, w, UNIT_NS, 0, &pols[0].split[0]);
+	assert_int_equal(fc_fleet_update(f, NULL, &c, &err), 0);
+	refused_key(18, tag, w, 15);
+	for (i = 1; i <= 3 && FC_FLEET_WORD_CREDIT(k->state[0]) < 14; i++)
+		fc_fleet_round(f, t0 + (uint64_t)i * 100000000ULL);
+	printf("# after the raise: credit %llu, g1 %lld, n %lld, G %lld, R %lld\n",
+	       (unsigned long long)FC_FLEET_WORD_CREDIT(k->state[0]), hget(tag, w, "g1"), hget(tag, w, "n"),
+	       hget(tag, w, "G"), hget(tag, w, "R"));
+	assert_int_equal(FC_FLEET_WORD_CREDIT(k->state[0]), 14);
+	assert_int_equal(hget(tag, w, "n"), 10);
+	assert_int_equal(hget(tag, w, "g1"), 14);
+	/* allotted: n + G - R = 10 + 14 - 4 = N' */
+	assert_int_equal(hget(tag, w, "n") + hget(tag, w, "G") - hget(tag, w, "R"), 20);
+	/* more asked: nothing is free */
+	k->denied += 5;
+	k->state[1] = FC_FLEET_WORD(w, FC_FLEET_WANTED);
+	for (i = 4; i <= 5; i++)
+		fc_fleet_round(f, t0 + (uint64_t)i * 100000000ULL);
+	assert_int_equal(hget(tag, w, "g1"), 14);
+	/* lowered to 8: nothing more, and no reply refused */
+	pols[0].n = pols[0].burst = 8;
+	fc_fleet_split_make(members, 2, 0, 8, w, UNIT_NS, 0, &pols[0].split[0]);
+	assert_int_equal(fc_fleet_update(f, NULL, &c, &err), 0);
+	k->denied += 5;
+	for (i = 6; i <= 8; i++)
+		fc_fleet_round(f, t0 + (uint64_t)i * 100000000ULL);
+	assert_int_equal(hget(tag, w, "g1"), 14);
+	assert_int_equal(hget(tag, w, "n"), 10);
+	assert_int_equal(fc_fleet_status_of(f)->counters.reply_errors, 0);
+	assert_int_equal(fc_fleet_status_of(f)->mode, FC_FLEET_MODE_FLEET);
+	fc_fleet_free(f);
+	fc_redis_close(r);
+}
+
 /* stderr into a file while a case runs rounds: what the engine logged. */
 static int log_saved = -1;
 static char log_path[160];
@@ -1270,6 +1327,7 @@ int main(void)
 		cmocka_unit_test_setup(test_tracked_keys_bounded, setup_one),
 		cmocka_unit_test_setup(test_tracked_keys_cap, setup_one),
 		cmocka_unit_test_setup(test_ring_lost_logged_once, setup_one),
+		cmocka_unit_test_setup(test_n_changed_mid_window, setup_one),
 	};
 
 	return cmocka_run_group_tests_name("the lease engine's round against a real redis-server", tests, setup,
