@@ -99,18 +99,19 @@ static json_t *fc_status_policies(const struct fc_fleet_status *v)
 
 static json_t *fc_status_counters(const struct fc_fleet_counters *c)
 {
-	return json_pack("{s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o}", "commands",
+	return json_pack("{s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o}", "commands",
 			 fc_int(c->commands), "scripts", fc_int(c->scripts), "waits", fc_int(c->waits), "moved",
 			 fc_int(c->moved), "ask", fc_int(c->ask), "reconnects", fc_int(c->reconnects), "reasserted",
 			 fc_int(c->reasserted), "frozen", fc_int(c->frozen), "reply_errors", fc_int(c->reply_errors),
 			 "deferred", fc_int(c->deferred), "degraded", fc_int(c->degraded), "degraded_ms",
-			 fc_int(c->degraded_ms), "ring_errors", fc_int(c->ring_errors), "records", fc_int(c->records));
+			 fc_int(c->degraded_ms), "ring_errors", fc_int(c->ring_errors), "records", fc_int(c->records),
+			 "corrupt", fc_int(c->corrupt), "untracked", fc_int(c->untracked));
 }
 
 json_t *fc_fleet_status_json(const struct fc_fleet_status *v)
 {
 	return json_pack("{s:s, s:I, s:s, s:s, s:o, s:o, s:o, s:I, s:{s:f, s:f, s:f, s:f}, s:o, "
-			 "s:{s:f, s:I, s:I}, s:o, s:o, s:o}",
+			 "s:{s:f, s:I, s:I}, s:o, s:o, s:o, s:o}",
 			 "node", v->node, "node_no", (json_int_t)v->node_no, "mode", fc_fleet_mode_name(v->mode),
 			 "reason", v->reason, "since", fc_utc(v->since_ms), "rounds", fc_int(v->rounds), "last_sync",
 			 fc_utc(v->last_sync_ms), "interval_ms", (json_int_t)v->interval_ms, "latency_ms", "last",
@@ -118,7 +119,7 @@ json_t *fc_fleet_status_json(const struct fc_fleet_status *v)
 			 fc_status_redis(v), "clock", "offset_ms", v->offset_ms, "max_skew_ms",
 			 (json_int_t)v->max_skew_ms, "test_offset_ms", (json_int_t)v->test_offset_ms, "nodes",
 			 fc_status_nodes(v), "policies", fc_status_policies(v), "counters",
-			 fc_status_counters(&v->counters));
+			 fc_status_counters(&v->counters), "keys", fc_int(v->keys));
 }
 
 int fc_fleet_status_write(const char *shm_path, const struct fc_fleet_status *v, struct fc_err *err)

@@ -58,6 +58,8 @@ struct fc_fleet_counters {
 	uint64_t reasserted, frozen, reply_errors, deferred;
 	uint64_t ring_errors;           /* fleet ring entries that did not check */
 	uint64_t records;               /* release records made for keys never seen */
+	uint64_t corrupt;               /* credit words above their key's allotment: not released */
+	uint64_t untracked;             /* keys not tracked: as many as 2 x --fleet-max-keys were */
 	uint64_t degraded, degraded_ms; /* episodes, and their time */
 };
 
@@ -82,6 +84,7 @@ struct fc_fleet_status {
 	size_t npolicies;
 	const struct fc_fleet_status_policy *policies;
 	struct fc_fleet_counters counters;
+	size_t keys; /* keys tracked in the agent's memory, every policy's */
 };
 
 const char *fc_fleet_mode_name(enum fc_fleet_mode mode);
