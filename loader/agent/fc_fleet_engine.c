@@ -1083,6 +1083,8 @@ static void fc_status_fill(struct fc_fleet *f, uint64_t now, double ms)
 	fc_redis_stats(f->redis, &st);
 	v->counters.moved = st.moved;
 	v->counters.ask = st.ask;
+	/* replies the client refused, and the heartbeat's that did not check */
+	v->counters.reply_errors += st.bad_replies + f->beat.reply_errors;
 	v->offset_ms = (double)fc_fleet_beat_offset(&f->beat) / 1e6;
 	v->nnodes = f->beat.nnodes;
 	v->nodes = f->beat.nodes;
