@@ -120,6 +120,7 @@ struct fc_fleet {
 	bool logged_other_set, logged_xdp;
 	uint64_t corrupt_round; /* the round after the last that found a corrupt credit word */
 	uint64_t refused_log_ns; /* the last refused call logged (once a minute) */
+	bool status_failing; /* the status file could not be written: logged */
 
 	struct fc_fleet_status status;
 	struct fc_fleet_status_policy *vpol;
@@ -1314,16 +1315,13 @@ static void fc_status_fill(struct fc_fleet *f, uint64_t now, double ms)
 	fc_redis_stats(f->redis, &st);
 	v->counters.moved = st.moved;
 	v->counters.ask = st.ask;
+	/* replies the client refused, and the heartbeat's that did not check */
+	v->counters.reply_errors += st.bad_replies + f->beat.reply_errors;
 	v->offset_ms = (double)fc_fleet_beat_offset(&f->beat) / 1e6;
 	v->nnodes = f->beat.nnodes;
 	v->nodes = f->beat.nodes;
-	for (i = 0; i < f->beat.nnodes && f->cfg.npols; i++) {
-		const struct fc_fleet_set *set = fc_set_of(f, &f->cfg.pols[0], now / f->cfg.pols[0].unit_ns);
-
-		for (j = 0; j < set->n && set->m[j].no != f->beat.nodes[i].no; j++)
-			;
-		f->beat.nodes[i].in_set = j < set->n;
-	}
+	for (i = 0; i < f->beat.nnodes; i++)
+		fc_fleet_status_node_set(&f->beat.nodes[i], &f->cfg, now);
 	snprintf(v->node, sizeof(v->node), "%s", f->o.node);
 	snprintf(v->reason, sizeof(v->reason), "%s", f->reason);
 	if (!more)
@@ -1439,8 +1437,16 @@ void fc_fleet_round(struct fc_fleet *f, uint64_t now)
 	fc_round_mode(f, rc, err.msg, now, now_ms);
 	f->rounds++;
 	fc_status_fill(f, now, (double)(fc_utc_ns() - t0) / 1e6);
-	if (f->o.status_shm[0] && fc_fleet_status_write(f->o.status_shm, &f->status, &err) < 0)
-		fc_debug("%s", err.msg);
+	/* Once per episode: what fails here fails every round (a directory
+	 * someone put at the file's path). */
+	if (f->o.status_shm[0] && fc_fleet_status_write(f->o.status_shm, &f->status, &err) < 0) {
+		if (!f->status_failing)
+			fc_warn("%s: fleet status, stats and /metrics read it (not logged again until it is written)",
+				err.msg);
+		f->status_failing = true;
+	} else {
+		f->status_failing = false;
+	}
 }
 
 const struct fc_fleet_status *fc_fleet_status_of(const struct fc_fleet *f)

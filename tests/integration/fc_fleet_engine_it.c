@@ -2,7 +2,8 @@
 /*
  * The lease engine's round (loader/agent/fc_fleet_engine.c) against a real
  * redis-server and its replica (tests/integration/test_fleet_script.sh
- * starts them: FC_FLEET_IT_REDIS, FC_FLEET_IT_REPLICA_PID), over a state
+ * starts them: FC_FLEET_IT_REDIS, FC_FLEET_IT_REPLICA_PID; FC_FLEET_IT_USER,
+ * _PASSWORD and _PREFIX run it as an ACL user), over a state
  * file this test writes as nginx's workers would: a key refused for lack of
  * credit sets its demand word and goes on the fleet ring; the engine's
  * round asks Redis and puts the grant in the key's credit word. Rounds are
@@ -39,6 +40,7 @@
 #include <hiredis/hiredis.h>
 #include <jansson.h>
 
+#include "fc_fleet_beat.h"
 #include "fc_fleet_engine.h"
 #include "fc_policy.h"
 #include "fc_shm.h"
@@ -113,9 +115,15 @@ static struct fc_redis *client(unsigned timeout_ms)
 	struct fc_redis_conf conf;
 	struct fc_redis *r;
 	struct fc_err err;
-	char url[96];
+	char url[256];
 
-	snprintf(url, sizeof(url), "redis://%s", addr);
+	/* FC_FLEET_IT_USER: the engine as that ACL user (its password in
+	 * FC_FLEET_IT_PASSWORD); the test's own connection stays the default's */
+	if (getenv("FC_FLEET_IT_USER"))
+		snprintf(url, sizeof(url), "redis://%s:%s@%s", getenv("FC_FLEET_IT_USER"),
+			 getenv("FC_FLEET_IT_PASSWORD") ? getenv("FC_FLEET_IT_PASSWORD") : "", addr);
+	else
+		snprintf(url, sizeof(url), "redis://%s", addr);
 	fc_redis_conf_init(&conf);
 	conf.timeout_ms = timeout_ms;
 	if (fc_redis_conf_urls(&conf, url, &err) || fc_redis_conf_prefix(&conf, prefix, &err))
@@ -1294,6 +1302,56 @@ static void test_record_ttl_skew(void **state_)
 	/* less the time since the call (well under a second here) */
 	assert_true(rep->integer >= need - 500);
 	freeReplyObject(rep);
+/* The status file's counter of reply errors. */
+static long long file_reply_errors(void)
+{
+	char path[160];
+	json_t *doc;
+	long long n;
+
+	snprintf(path, sizeof(path), "%s.fleet.json", shm_path);
+	doc = json_load_file(path, 0, NULL);
+	assert_non_null(doc);
+	n = json_integer_value(json_object_get(json_object_get(doc, "counters"), "reply_errors"));
+	json_decref(doc);
+	return n;
+}
+
+/* Replies that do not check count as reply errors (the status file, hence
+ * freqctl_fleet_reply_errors_total): in the heartbeat's, a node's value
+ * that is not one (left out), and a reply the client refuses (a value
+ * longer than a heartbeat's: the round fails). */
+static void test_reply_errors_counted(void **state_)
+{
+	struct fc_fleet_cfg c = cfg();
+	struct fc_fleet_opts o = opts();
+	struct fc_redis *r = client(2000);
+	struct timespec ts;
+	struct fc_fleet *f;
+	struct fc_err err;
+	char key[64], *big = malloc(FC_FLEET_BEAT_VAL_MAX + 2);
+	uint64_t now;
+
+	(void)state_;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	now = (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+	snprintf(key, sizeof(key), "%s{nodes}", prefix);
+	f = fc_fleet_new(&o, &c, r, &err);
+	assert_non_null(f);
+	fc_fleet_round(f, now);
+	assert_int_equal(fc_fleet_status_of(f)->counters.reply_errors, 0);
+	freeReplyObject(redisCommand(adm_ctx, "HSET %s evil %s", key, "not json"));
+	fc_fleet_round(f, now + 1100000000); /* the next heartbeat */
+	assert_int_equal(fc_fleet_status_of(f)->counters.reply_errors, 1);
+	assert_int_equal(file_reply_errors(), 1);
+	memset(big, 'x', FC_FLEET_BEAT_VAL_MAX + 1);
+	big[FC_FLEET_BEAT_VAL_MAX + 1] = 0;
+	freeReplyObject(redisCommand(adm_ctx, "HSET %s evil %s", key, big));
+	fc_fleet_round(f, now + 2200000000);
+	assert_int_equal(fc_fleet_status_of(f)->counters.reply_errors, 2);
+	assert_int_equal(file_reply_errors(), 2);
+	freeReplyObject(redisCommand(adm_ctx, "HDEL %s evil", key));
+	free(big);
 	fc_fleet_free(f);
 	fc_redis_close(r);
 }
@@ -1321,7 +1379,10 @@ static int setup(void **state_)
 		exit(2);
 	}
 	snprintf(addr, sizeof(addr), "%s", a);
-	snprintf(prefix, sizeof(prefix), "fe%d:", (int)getpid());
+	if (getenv("FC_FLEET_IT_PREFIX")) /* the ACL user's keys */
+		snprintf(prefix, sizeof(prefix), "%s", getenv("FC_FLEET_IT_PREFIX"));
+	else
+		snprintf(prefix, sizeof(prefix), "fe%d:", (int)getpid());
 	snprintf(pin_dir, sizeof(pin_dir), "/sys/fs/bpf/fc-fleet-engine-%d", (int)getpid());
 	if (fc_test_dir_make(dir, sizeof(dir), "fleet-engine") < 0)
 		return -1;
@@ -1371,6 +1432,7 @@ int main(void)
 		cmocka_unit_test_setup(test_degraded_and_back, setup_one),
 		cmocka_unit_test_setup(test_truncated_state, setup_one),
 		cmocka_unit_test_setup(test_heartbeat_and_clock, setup_one),
+		cmocka_unit_test_setup(test_reply_errors_counted, setup_one),
 		cmocka_unit_test_setup(test_thread, setup_one),
 		cmocka_unit_test_setup(test_thread_early_release, setup_one),
 		cmocka_unit_test_setup(test_record_ttl_skew, setup_one),

@@ -75,6 +75,17 @@ check "... no secret anywhere in status, its password file never read for it" \
 $text
 $st
 EOF"
+# A password in the file's URL: said while others may read the file, naming it.
+chmod 0644 "$conf"
+bare status >/dev/null 2>"$d/pw.err"
+check "a password in the file's Redis URL, the file 0644: a warning naming the file and line, pointing to the password file" \
+	grep -qF "freqctl: $conf:7: FREQCTL_REDIS holds a password and the file is readable by others (mode 0644): put it in a file of mode 0600 named by FREQCTL_REDIS_PASSWORD_FILE (--redis-password-file)" "$d/pw.err" ||
+	sed 's/^/# /' "$d/pw.err"
+check "... never the password itself" eval '! grep -q s3cret-pw "$d/pw.err"'
+chmod 0600 "$conf"
+bare status >/dev/null 2>"$d/pw.err"
+check "... nothing once the file is 0600" eval '! grep -q "holds a password" "$d/pw.err"'
+chmod 0644 "$conf"
 check "the environment wins over the file" [ "$(FREQCTL_SHM=$d/env.shm bare status --json | jq -r .shm.path)" = "$d/env.shm" ]
 check "an option wins over both" [ "$(FREQCTL_SHM=$d/env.shm bare --shm "$d/opt.shm" status --json | jq -r .shm.path)" = "$d/opt.shm" ]
 check "FREQCTL_CONFIG empty: no file read" jq_true '.configuration.file == null and .configuration.settings.db.from == "default"' \

@@ -386,6 +386,7 @@ static void fc_cmd_error(struct fc_redis *r, struct fc_redis_node *n, struct fc_
 	}
 	if (rc > 0 && c->key && to.slot != c->st.slot) {
 		fc_cmd_msg(c, "%s: %s: not the slot of the key, %u", n->name, text, c->st.slot);
+		r->stats.bad_replies++;
 		fc_redis_reply_free(e);
 		fc_cmd_done(c, FC_REDIS_BAD_REPLY, NULL);
 		return;
@@ -484,6 +485,7 @@ static void fc_node_reply(struct fc_redis *r, struct fc_redis_node *n, struct fc
 	}
 	if (fc_redis_reply_check(reply, &c->want, &err) < 0) {
 		fc_cmd_msg(c, "%s: %s", n->name, err.msg);
+		r->stats.bad_replies++;
 		fc_redis_reply_free(reply);
 		fc_cmd_done(c, FC_REDIS_BAD_REPLY, NULL);
 		return;
@@ -539,11 +541,13 @@ static void fc_node_read(struct fc_redis *r, struct fc_redis_node *n)
 			return;
 		}
 		if (fc_redis_reader_feed(&n->rd, buf, (size_t)got, &err) < 0) {
+			r->stats.bad_replies++;
 			fc_node_fail(r, n, false, "reply: %s", err.msg);
 			return;
 		}
 		while (n->fd >= 0) {
 			if (fc_redis_reader_next(&n->rd, &reply, &err) < 0) {
+				r->stats.bad_replies++;
 				fc_node_fail(r, n, false, "reply: %s", err.msg);
 				return;
 			}

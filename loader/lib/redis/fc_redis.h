@@ -94,6 +94,7 @@ struct fc_redis_stats {
 	uint64_t connects;         /* connections made (after the first: reconnections) */
 	uint64_t failures;         /* connections lost: refused, closed, timed out, a bad reply */
 	uint64_t timeouts;         /* calls that ran out of time */
+	uint64_t bad_replies;      /* replies that did not check: of another shape than asked, not the protocol */
 	uint64_t last_usec;        /* the last call's time */
 };
 
