@@ -10,8 +10,10 @@
  * into /25s and /49s and merged back; an address ban and the ban of its
  * /24 (and /48); a ban moving to an allow entry that covers it, and back; a
  * policy moved between an address and its prefix; one ban set replaced by
- * another covering the same addresses; each again under an ip=* policy
- * (its buckets' note of the rules); and random pairs of rule sets.
+ * another covering the same addresses; a prefix's policy changed and a ban
+ * added under addresses whose entries carry the prefix's answer; each again
+ * under an ip=* policy (its buckets' note of the rules); and random pairs of
+ * rule sets.
  *
  * test_order_steps stops every publish after each write to a map or the
  * shm (fc_step_set) and there sends a frame from every source
@@ -144,9 +146,31 @@ static const struct fc_case fc_case_allow_star = {
 	{ "198.18.6.7", "198.18.6.8", "198.19.6.7", "198.19.6.8", "198.19.7.7" },
 };
 
+/* Addresses with policies inside a limited /24 (their entries carry its
+ * policy) when the /24's policy shrinks to a /25 and a /26 beside it is
+ * banned: .7 stays charged to both, .200 goes from charged to dropped, .130
+ * (no entry of its own) from the /24's policy to the /16's. */
+static const struct fc_case fc_case_carry = {
+	"prefix under carried answers",
+	{ { "policy 5 ip=198.18.6.7", "policy 8 ip=198.18.6.200", "policy 6 ip=198.18.6.0/24",
+	    "policy 7 ip=198.18.0.0/16" },
+	  { "policy 5 ip=198.18.6.7", "policy 8 ip=198.18.6.200", "policy 6 ip=198.18.6.0/25",
+	    "policy 7 ip=198.18.0.0/16", "ban 198.18.6.192/26" } },
+	{ "198.18.6.7", "198.18.6.200", "198.18.6.130", "198.18.7.7" },
+};
+
+static const struct fc_case fc_case_carry_star = {
+	"prefix under carried answers, under ip=*",
+	{ { "policy 5 ip=198.18.6.7", "policy 8 ip=198.18.6.200", "policy 6 ip=198.18.6.0/24", "policy 9 ip=*" },
+	  { "policy 5 ip=198.18.6.7", "policy 8 ip=198.18.6.200", "policy 6 ip=198.18.6.0/25",
+	    "ban 198.18.6.192/26", "policy 9 ip=*" } },
+	{ "198.18.6.7", "198.18.6.200", "198.18.6.130", "198.18.7.7" },
+};
+
 static const struct fc_case *const fc_cases[] = {
-	&fc_case_split, &fc_case_exact,      &fc_case_allow,       &fc_case_policy,
-	&fc_case_sets,  &fc_case_split_star, &fc_case_policy_star, &fc_case_allow_star,
+	&fc_case_split,       &fc_case_exact,       &fc_case_allow, &fc_case_policy,
+	&fc_case_sets,        &fc_case_split_star,  &fc_case_policy_star, &fc_case_allow_star,
+	&fc_case_carry,       &fc_case_carry_star,
 };
 
 /* ---- the store's states ---- */

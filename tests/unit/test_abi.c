@@ -75,7 +75,7 @@ static void test_btf_names(void **state)
 	assert_string_equal(fc_btf_member_at(btf, "fc_config", offsetof(struct fc_config, n_marks6)), "n_marks6");
 	assert_string_equal(fc_btf_member_at(btf, "fc_config", offsetof(struct fc_config, n_top4)), "n_top4");
 	assert_string_equal(fc_btf_member_at(btf, "fc_config", offsetof(struct fc_config, pfx6_tree)), "pfx6_tree");
-	assert_string_equal(fc_btf_member_at(btf, "fc_config", offsetof(struct fc_config, pad2)), "pad2");
+	assert_string_equal(fc_btf_member_at(btf, "fc_config", offsetof(struct fc_config, carry4_gen)), "carry4_gen");
 	assert_string_equal(fc_btf_member_at(btf, "fc_config", offsetof(struct fc_config, jiffies_utc_ns)),
 			    "jiffies_utc_ns");
 	assert_string_equal(fc_btf_member_at(btf, "fc_rule", offsetof(struct fc_rule, flags)), "flags");

@@ -374,19 +374,58 @@ static void fc_rule_merge(struct fc_rule *into, const struct fc_rule *r)
 		into->flags &= ~FC_RULE_MARKER;
 }
 
+/* r without the prefix answer it carries (FC_RULE_CARRY). */
+static struct fc_rule fc_rule_uncarried(const struct fc_rule *r)
+{
+	struct fc_rule u = *r;
+
+	if (u.flags & FC_RULE_CARRY) {
+		u.flags &= ~FC_RULE_CARRY;
+		u.carry_policy = 0;
+	}
+	if (!(u.flags & FC_RULE_ALLOWED))
+		u.allow_expires_ns = 0;
+	return u;
+}
+
+/*
+ * The prefix answer an IPv4 exact entry r carries (fc_rule_carry), from pfx, the folded
+ * entry of the longest prefix covering its address (NULL: none), which is
+ * what the packet path's prefix lookup finds: carried only by an entry
+ * with a policy and neither a ban nor an allow entry (the others look the
+ * prefixes up, a lapsed ban too), and only where that prefix neither bans
+ * nor allows (so a prefix's ban, even one that lapses in the kernel, is
+ * always looked up).
+ */
+static bool fc_rule_may_carry(const struct fc_rule *r)
+{
+	return r->policy && !(r->flags & (FC_RULE_BANNED | FC_RULE_ALLOWED));
+}
+
+static void fc_rule_carry(struct fc_rule *r, const struct fc_rule *pfx)
+{
+	*r = fc_rule_uncarried(r);
+	if (!fc_rule_may_carry(r) || (pfx && (pfx->flags & (FC_RULE_BANNED | FC_RULE_ALLOWED))))
+		return;
+	r->flags |= FC_RULE_CARRY;
+	r->carry_policy = pfx ? pfx->policy : 0;
+}
+
 /*
  * What an exact entry holds while a publish changes it from h to w: the
- * bans and allow entries of both (the longer-lasting), w's policy, else h's.
- * The packet path meets it with the prefix maps' answer, old or new: a
- * source banned (allowed, limited by a policy) before and after stays so
- * whichever it meets (doc/architecture.md, Publishing order).
+ * bans and allow entries of both (the longer-lasting), w's policy, else h's,
+ * and no carried prefix answer: the packet path meets it with the prefix
+ * maps' answer, old or new, and a source banned (allowed, limited by a
+ * policy) before and after stays so whichever it meets (doc/architecture.md,
+ * Publishing order). w's carried answer comes with its own value, once
+ * every prefix is written.
  */
 static struct fc_rule fc_rule_union(const struct fc_rule *h, const struct fc_rule *w)
 {
 	struct fc_rule u = *h;
 
 	fc_rule_merge(&u, w);
-	return u;
+	return fc_rule_uncarried(&u);
 }
 
 /*
@@ -440,8 +479,8 @@ static int fc_diff_note(struct fc_map_sync *ms, const struct fc_kv *h, const str
 	if (!w)
 		return fc_kvs_append(&ms->del, h, 1);
 	u = *w;
-	if (h && fc_ms_exact(ms)) {
-		u.val = fc_rule_union(&h->val, &w->val);
+	if (fc_ms_exact(ms)) {
+		u.val = h ? fc_rule_union(&h->val, &w->val) : fc_rule_uncarried(&w->val);
 		if (memcmp(&u.val, &w->val, sizeof(u.val)) && fc_kvs_append(&ms->fin, w, 1) < 0)
 			return -1;
 	} else if (h && ms->family == 6) {
@@ -1674,9 +1713,38 @@ out:
 	return rc;
 }
 
+/*
+ * The prefix answers the entries of ex (fc_exact4's, n, in address order)
+ * carry (fc_rule_carry), from pfx: IPv4 prefixes, folded, in address order,
+ * among them every prefix covering an address of ex. Both walked once, the
+ * prefixes covering the current address on a stack (each longer than the
+ * one under it: at most /0 to /31), as fc_want_inherit does.
+ */
+static void fc_carry_sweep(struct fc_kv *ex, size_t n, const struct fc_kvs *pfx)
+{
+	size_t stack[33], depth = 0, i = 0, j;
+	const uint8_t *a, *t;
+	uint32_t la, lt;
+
+	for (j = 0; j < n; j++) {
+		for (; i < pfx->n && memcmp((a = fc_kv_addr(&pfx->v[i], &la)), ex[j].key, 4) <= 0; i++) {
+			while (depth && (t = fc_kv_addr(&pfx->v[stack[depth - 1]], &lt)) &&
+			       !fc_prefix_covers_bits(t, lt, a, la))
+				depth--;
+			if (depth < sizeof(stack) / sizeof(stack[0]))
+				stack[depth++] = i;
+		}
+		while (depth && (t = fc_kv_addr(&pfx->v[stack[depth - 1]], &lt)) &&
+		       !fc_prefix_covers_bits(t, lt, ex[j].key, 32))
+			depth--;
+		fc_rule_carry(&ex[j].val, depth ? &pfx->v[stack[depth - 1]].val : NULL);
+	}
+}
+
 /* Makes each rule map's want what the map should hold: entries of one key
  * merged, prefixes carrying what covers them, exact entries the allow
- * entries over them; fc_top6's made. Refuses more than a map holds. */
+ * entries over them and (IPv4) their prefix answer; fc_top6's made. Refuses
+ * more than a map holds. */
 static int fc_want_finish(struct fc_map_sync *ms, const struct fc_allows *al, struct fc_top4_sync *top4,
 			  struct fc_err *err)
 {
@@ -1693,6 +1761,8 @@ static int fc_want_finish(struct fc_map_sync *ms, const struct fc_allows *al, st
 					  ms[i].want.n, ms[i].marks ? " (prefixes and their search markers)" : "",
 					  FC_MAX_RULES);
 	}
+	/* top4->pfx: every IPv4 prefix, folded, in address order. */
+	fc_carry_sweep(ms[FC_MS_EXACT4].want.v, ms[FC_MS_EXACT4].want.n, &top4->pfx);
 	return fc_want_top6(ms, err);
 }
 
@@ -1715,6 +1785,9 @@ static int fc_entry_put(struct fc_map_sync *ms, const struct fc_kv *kv, bool wan
 
 	fc_kv_value(ms, kv, &to);
 	val = to;
+	/* A new exact entry carries its prefix answer from its own value on. */
+	if (fc_ms_exact(ms))
+		val.rule = fc_rule_uncarried(&to.rule);
 	if (want) {
 		had = bpf_map_update_elem(ms->fd, kv->key, &val, BPF_NOEXIST) != 0;
 		if (had && errno != EEXIST)
@@ -1723,16 +1796,16 @@ static int fc_entry_put(struct fc_map_sync *ms, const struct fc_kv *kv, bool wan
 			op = "lookup";
 			if (bpf_map_lookup_elem(ms->fd, kv->key, &have))
 				goto fail;
-			if (!memcmp(&have, &val, ms->valsz))
+			if (!memcmp(&have, &to, ms->valsz))
 				return 0;
 			if (fc_ms_exact(ms))
 				val.rule = fc_rule_union(&have.rule, &kv->val);
-			if (memcmp(&val, &to, ms->valsz) && fc_kvs_append(&ms->fin, kv, 1) < 0)
-				return fc_err_set(err, "out of memory publishing map %s", ms->name);
 			op = "update";
 			if (bpf_map_update_elem(ms->fd, kv->key, &val, BPF_EXIST))
 				goto fail;
 		}
+		if (memcmp(&val, &to, ms->valsz) && fc_kvs_append(&ms->fin, kv, 1) < 0)
+			return fc_err_set(err, "out of memory publishing map %s", ms->name);
 	} else {
 		had = !bpf_map_lookup_and_delete_elem(ms->fd, kv->key, &have);
 		if (!had && errno != ENOENT)
@@ -2220,6 +2293,7 @@ int fc_sync_full(struct fc_source *src, const struct fc_maps *m, struct fc_sync_
 	res->changed += top4->flips;
 	res->cfg.rules_gen = old.rules_gen + (fc_sync_wrote(res) || res->copied);
 	res->cfg.exact4_gen = res->cfg.rules_gen; /* the bits are made whole */
+	res->cfg.carry4_gen = res->cfg.rules_gen; /* and the carried prefix answers */
 	res->cfg.star_flags = fc_star_flags(&res->cfg);
 	/* Slots are freed once the config names none of them (ip=*). */
 	if (fc_config_write(m, &res->cfg, err) < 0 || (!skip && fc_policies_apply(m, &ps, false, err) < 0) ||
@@ -2327,6 +2401,68 @@ static const struct fc_kv *fc_want_find(const struct fc_map_sync *ms, const stru
 }
 
 /*
+ * Reads from the store what the prefix entries of the scope s are made of:
+ * the rules on prefixes covering it or inside it (and the allow entries on
+ * prefixes there) onto ms's want (the prefix map of s's family, its want
+ * empty), made into entries there (fc_want_prefixes: for IPv4, added to
+ * what fc_top4 is made of).
+ */
+static int fc_plan_read(struct fc_store *st, struct fc_map_sync *all, struct fc_map_sync *ms,
+			struct fc_top4_sync *top4, const struct fc_prefix *s, const struct fc_allows *al, int64_t now,
+			struct fc_err *err)
+{
+	struct fc_key_rule *rows = NULL;
+	struct fc_rule r;
+	size_t n = 0, i;
+	int rc = -1;
+
+	if (fc_store_prefix_rules(st, s, now, &rows, &n, err) < 0)
+		return -1;
+	for (i = 0; i < n; i++) {
+		const struct fc_prefix *q = &rows[i].p;
+
+		memset(&r, 0, sizeof(r));
+		fc_rule_fold(&r, &rows[i]);
+		if ((r.flags || r.policy) && (fc_prefix_covers(q, s) || fc_prefix_covers(s, q)) &&
+		    fc_want_add(all, q, r, err) < 0)
+			goto out;
+	}
+	/* The allow entries on prefixes there, as fc_sync_full adds them. */
+	for (i = 0; i < al->nrows; i++) {
+		const struct fc_prefix *q = &al->rows[i].p;
+
+		if (q->family && !fc_prefix_is_exact(q) && (fc_prefix_covers(q, s) || fc_prefix_covers(s, q)) &&
+		    fc_want_add(all, q, fc_rule_of_allow(&al->rows[i]), err) < 0)
+			goto out;
+	}
+	rc = fc_want_prefixes(ms, top4, err);
+out:
+	free(rows);
+	return rc;
+}
+
+/* Onto ex->want, the IPv4 addresses inside s that have a policy: their
+ * entries may carry the answer of a prefix there (fc_carry_plan4). */
+static int fc_plan_carriers(struct fc_store *st, struct fc_map_sync *ex, const struct fc_prefix *s, struct fc_err *err)
+{
+	struct fc_key_rule *rows = NULL;
+	struct fc_kv *kv;
+	size_t n = 0, i;
+	int rc = 0;
+
+	if (fc_store_exact_policies4(st, s, &rows, &n, err) < 0)
+		return -1;
+	for (i = 0; i < n && !rc; i++) {
+		if (!(kv = fc_kvs_push(&ex->want)))
+			rc = fc_err_set(err, "out of memory publishing map %s", ex->name);
+		else
+			fc_kv_key(ex, &rows[i].p, kv);
+	}
+	free(rows);
+	return rc;
+}
+
+/*
  * Recomputes, from the store, the prefix entries a change on p affects: those
  * inside its scope (fc_prefix_scope), each with what the prefixes covering
  * it say, and the search markers there, onto the map's put; p's own entry
@@ -2342,38 +2478,17 @@ static int fc_plan_prefix(struct fc_store *st, struct fc_map_sync *all, struct f
 {
 	struct fc_map_sync *ms = fc_map_of(all, p);
 	struct fc_kvs mine = { 0 };
-	struct fc_key_rule *rows = NULL;
 	struct fc_kv own = { 0 }, scope = { 0 };
 	const struct fc_kv *e;
 	struct fc_prefix s;
-	struct fc_rule r;
-	size_t n = 0, i;
+	size_t i;
 	uint32_t len;
 	bool used;
 	int rc = -1;
 
 	fc_prefix_scope(p, &s);
 	ms->want.n = 0;
-	if (fc_store_prefix_rules(st, &s, now, &rows, &n, err) < 0)
-		return -1;
-	for (i = 0; i < n; i++) {
-		const struct fc_prefix *q = &rows[i].p;
-
-		memset(&r, 0, sizeof(r));
-		fc_rule_fold(&r, &rows[i]);
-		if ((r.flags || r.policy) && (fc_prefix_covers(q, &s) || fc_prefix_covers(&s, q)) &&
-		    fc_want_add(all, q, r, err) < 0)
-			goto out;
-	}
-	/* The allow entries on prefixes there, as fc_sync_full adds them. */
-	for (i = 0; i < al->nrows; i++) {
-		const struct fc_prefix *q = &al->rows[i].p;
-
-		if (q->family && !fc_prefix_is_exact(q) && (fc_prefix_covers(q, &s) || fc_prefix_covers(&s, q)) &&
-		    fc_want_add(all, q, fc_rule_of_allow(&al->rows[i]), err) < 0)
-			goto out;
-	}
-	if (fc_want_prefixes(ms, top4, err) < 0)
+	if (fc_plan_read(st, all, ms, top4, &s, al, now, err) < 0)
 		goto out;
 	for (i = 0; i < ms->want.n; i++) {
 		const uint8_t *a = fc_kv_addr(&ms->want.v[i], &len);
@@ -2393,6 +2508,8 @@ static int fc_plan_prefix(struct fc_store *st, struct fc_map_sync *all, struct f
 	if (ms->family == 4) {
 		fc_kv_key(ms, &s, &scope);
 		fc_top4_mark(mark, &scope);
+		if (fc_plan_carriers(st, &all[FC_MS_EXACT4], &s, err) < 0)
+			goto out;
 	} else {
 		/* p's length stays in use while a prefix anywhere has it (an
 		 * allow entry's too). */
@@ -2414,7 +2531,6 @@ oom:
 out:
 	ms->want.n = 0;
 	free(mine.v);
-	free(rows);
 	return rc;
 }
 
@@ -2431,6 +2547,60 @@ static void fc_plan_unique(struct fc_map_sync *ms)
 		if (!fc_kvs_find(&ms->put, ms->keysz, &ms->del.v[i]))
 			ms->del.v[o++] = ms->del.v[i];
 	ms->del.n = o;
+}
+
+/*
+ * Publishing what changed, the prefix answers fc_exact4's entries carry
+ * (fc_rule_carry): a changed address's (fc_plan_keys read its /16 for it),
+ * and those of the addresses with a policy inside the scope of a changed
+ * prefix (ex->want, fc_plan_carriers), each put again as the map holds it
+ * with the answer it carries from now on: compared with the map as it is
+ * written, only those whose answer moves are written. top4->pfx: the
+ * prefixes of those scopes and /16s, folded, in address order; ex->put
+ * sorted, one entry a key.
+ */
+static int fc_carry_plan4(const struct fc_maps *m, struct fc_map_sync *ex, const struct fc_top4_sync *top4,
+			  struct fc_err *err)
+{
+	size_t i, j = 0, n = ex->put.n;
+	struct fc_kv kv;
+
+	fc_kvs_unique(&ex->want, fc_kv_cmp, &ex->keysz);
+	for (i = 0; i < ex->want.n; i++) {
+		while (j < n && memcmp(ex->put.v[j].key, ex->want.v[i].key, ex->keysz) < 0)
+			j++;
+		if (j < n && !memcmp(ex->put.v[j].key, ex->want.v[i].key, ex->keysz))
+			continue; /* a changed key: its own rows say */
+		kv = ex->want.v[i];
+		if (bpf_map_lookup_elem(m->exact4, kv.key, &kv.val)) {
+			if (errno == ENOENT)
+				continue;
+			return fc_err_set(err, "map %s: lookup: %s", ex->name, strerror(errno));
+		}
+		if (fc_kvs_append(&ex->put, &kv, 1) < 0)
+			return fc_err_set(err, "out of memory publishing map %s", ex->name);
+	}
+	fc_kvs_sort(&ex->put, fc_kv_cmp, &ex->keysz);
+	fc_carry_sweep(ex->put.v, ex->put.n, &top4->pfx);
+	return 0;
+}
+
+/* The /16 of an IPv4 address whose entry may carry a prefix answer, read
+ * for it (fc_plan_read): publishing what changed, the prefixes there are
+ * known only where a change lies. */
+static int fc_plan_carry_read(struct fc_store *st, struct fc_map_sync *all, struct fc_top4_sync *top4,
+			      const struct fc_prefix *p, const struct fc_allows *al, int64_t now, struct fc_err *err)
+{
+	struct fc_map_sync *ms = &all[FC_MS_PFX4];
+	struct fc_prefix s = *p;
+	int rc;
+
+	s.len = FC_TOP4_SHIFT;
+	fc_prefix_mask(s.a, 4, s.len);
+	ms->want.n = 0;
+	rc = fc_plan_read(st, all, ms, top4, &s, al, now, err);
+	ms->want.n = 0;
+	return rc;
 }
 
 /*
@@ -2467,10 +2637,14 @@ static int fc_plan_keys(struct fc_store *st, const struct fc_maps *m, struct fc_
 		fc_kv_key(fc_map_of(ms, p), p, &kv);
 		if (fc_kvs_append(want ? &fc_map_of(ms, p)->put : &fc_map_of(ms, p)->del, &kv, 1) < 0)
 			return fc_err_set(err, "out of memory publishing map %s", fc_map_of(ms, p)->name);
+		if (p->family == 4 && fc_rule_may_carry(&kv.val) && fc_plan_carry_read(st, ms, top4, p, al, now, err) < 0)
+			return -1;
 	}
 	for (i = 0; i < FC_MS_COUNT; i++)
 		fc_plan_unique(&ms[i]);
 	fc_kvs_unique(&top4->pfx, fc_kv_addr_cmp, &ms[FC_MS_PFX4]);
+	if (fc_carry_plan4(m, &ms[FC_MS_EXACT4], top4, err) < 0)
+		return -1;
 	return fc_top4_plan(m, top4, mark, res, err);
 }
 
@@ -2627,6 +2801,7 @@ int fc_sync_delta(struct fc_source *src, const struct fc_maps *m, const struct f
 	 * published) they stay untrusted, defensively: fc_publish_layers
 	 * publishes everything onto such maps, never this delta. */
 	res->cfg.exact4_gen = res->cfg.rules_gen + (old.exact4_gen != old.rules_gen);
+	res->cfg.carry4_gen = res->cfg.rules_gen + (old.carry4_gen != old.rules_gen);
 	res->cfg.star_flags = fc_star_flags(&res->cfg);
 	/* Slots are freed once the config names none of them (ip=*). */
 	if (fc_config_write(m, &res->cfg, err) < 0 ||
