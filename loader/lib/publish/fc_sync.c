@@ -53,7 +53,8 @@ struct fc_ins {
  * What one rule map should hold, what it holds, and what a publish writes
  * to it, in the order that never uncovers a source (doc/architecture.md,
  * Publishing order; fc_order_write): put and del, and for an exact map the
- * final values of the entries first written as a union (fin), for fc_pfx6
+ * final values of the entries first written as a union (fin) or without
+ * the prefix answer they carry (carry), for fc_pfx6
  * and fc_top6 entries as they are with their search guides widened
  * (relax). Publishing everything, these are the difference itself;
  * publishing what changed, put holds what the changed keys' entries
@@ -72,6 +73,7 @@ struct fc_map_sync {
 	struct fc_ins carried;
 	struct fc_kvs want, have;
 	struct fc_kvs put, del, fin, relax;
+	struct fc_kvs carry; /* exact: entries first written as their own value less the prefix answer */
 	long count;  /* publishing what changed: entries added less entries deleted */
 	long dmarks; /* the same for fc_pfx6's search markers */
 	size_t marks;    /* fc_pfx6: search markers among want */
@@ -470,6 +472,16 @@ static bool fc_ms_exact(const struct fc_map_sync *ms)
 	return !ms->prefixes && ms->keysz == (ms->family == 4 ? 4u : 16u);
 }
 
+/* Where an exact entry first written as u takes its own value w last: with
+ * the carried prefix answer alone to come (which narrows nothing: no wait
+ * for packets in flight), carry; else fin. */
+static struct fc_kvs *fc_fin_of(struct fc_map_sync *ms, const struct fc_rule *u, const struct fc_rule *w)
+{
+	struct fc_rule bare = fc_rule_uncarried(w);
+
+	return memcmp(u, &bare, sizeof(bare)) ? &ms->fin : &ms->carry;
+}
+
 /* Notes that the entry of key h changes from h to w (h NULL: added; w
  * NULL: deleted) in ms's lists, as fc_order_write writes them. */
 static int fc_diff_note(struct fc_map_sync *ms, const struct fc_kv *h, const struct fc_kv *w)
@@ -481,7 +493,7 @@ static int fc_diff_note(struct fc_map_sync *ms, const struct fc_kv *h, const str
 	u = *w;
 	if (fc_ms_exact(ms)) {
 		u.val = h ? fc_rule_union(&h->val, &w->val) : fc_rule_uncarried(&w->val);
-		if (memcmp(&u.val, &w->val, sizeof(u.val)) && fc_kvs_append(&ms->fin, w, 1) < 0)
+		if (memcmp(&u.val, &w->val, sizeof(u.val)) && fc_kvs_append(fc_fin_of(ms, &u.val, &w->val), w, 1) < 0)
 			return -1;
 	} else if (h && ms->family == 6) {
 		u = *h;
@@ -1583,6 +1595,7 @@ static void fc_rule_maps_free(struct fc_map_sync ms[FC_MS_ALL])
 		free(ms[i].put.v);
 		free(ms[i].del.v);
 		free(ms[i].fin.v);
+		free(ms[i].carry.v);
 		free(ms[i].relax.v);
 	}
 	free(ms[FC_MS_TOP6].carried.v);
@@ -1804,7 +1817,7 @@ static int fc_entry_put(struct fc_map_sync *ms, const struct fc_kv *kv, bool wan
 			if (bpf_map_update_elem(ms->fd, kv->key, &val, BPF_EXIST))
 				goto fail;
 		}
-		if (memcmp(&val, &to, ms->valsz) && fc_kvs_append(&ms->fin, kv, 1) < 0)
+		if (memcmp(&val, &to, ms->valsz) && fc_kvs_append(fc_fin_of(ms, &val.rule, &to.rule), kv, 1) < 0)
 			return fc_err_set(err, "out of memory publishing map %s", ms->name);
 	} else {
 		had = !bpf_map_lookup_and_delete_elem(ms->fd, kv->key, &have);
@@ -2076,7 +2089,8 @@ static int fc_order_exact_last(struct fc_order *o, int k, struct fc_err *err)
 	size_t i;
 	int rc = -1;
 
-	if (fc_map_apply(ms, ms->fin.v, ms->fin.n, true, err) < 0)
+	if (fc_map_apply(ms, ms->fin.v, ms->fin.n, true, err) < 0 ||
+	    fc_map_apply(ms, ms->carry.v, ms->carry.n, true, err) < 0)
 		return -1;
 	if (!o->delta)
 		return fc_map_apply(ms, ms->del.v, ms->del.n, false, err);
@@ -2550,20 +2564,57 @@ static void fc_plan_unique(struct fc_map_sync *ms)
 }
 
 /*
- * Publishing what changed, the prefix answers fc_exact4's entries carry
- * (fc_rule_carry): a changed address's (fc_plan_keys read its /16 for it),
- * and those of the addresses with a policy inside the scope of a changed
- * prefix (ex->want, fc_plan_carriers), each put again as the map holds it
- * with the answer it carries from now on: compared with the map as it is
- * written, only those whose answer moves are written. top4->pfx: the
- * prefixes of those scopes and /16s, folded, in address order; ex->put
- * sorted, one entry a key.
+ * What the prefix lookup finds for the IPv4 address a in the maps as they
+ * are, into *out (zero: nothing), as the packet path's fc_prefix4_lookup
+ * does: for an address whose /16 no change of the publish touches, so
+ * that the answer is the one after it too. Reads fc_top4 through a
+ * mapping, and fc_pfx4 only where the /24's byte says a prefix is there.
  */
-static int fc_carry_plan4(const struct fc_maps *m, struct fc_map_sync *ex, const struct fc_top4_sync *top4,
+static int fc_prefix4_now(const struct fc_maps *m, struct fc_top4_sync *top4, const uint8_t *a, struct fc_rule *out,
 			  struct fc_err *err)
 {
+	uint32_t idx = (uint32_t)a[0] << 8 | a[1], in24, len;
+	struct fc_pfx4_key k;
+	const struct fc_top4 *t;
+
+	if (fc_top4_view(m, top4, idx, idx, err) < 0)
+		return -1;
+	t = fc_top4_at(top4, idx);
+	in24 = t->in24[a[2]];
+	*out = t->rule;
+	for (len = 31; len > FC_TOP4_SHIFT; len--) {
+		if (len > 24 ? !(in24 & FC_IN24_LONGER) || !(t->longer & (1u << (len - 25))) :
+			       len != FC_TOP4_SHIFT + (in24 & FC_IN24_LEN))
+			continue;
+		k.prefixlen = len;
+		memcpy(k.a, a, 4);
+		fc_prefix_mask(k.a, 4, len);
+		if (!bpf_map_lookup_elem(m->pfx4, &k, out))
+			return 0;
+		if (errno != ENOENT)
+			return fc_err_set(err, "map %s: lookup: %s", FC_MAP_NAME(pfx4), strerror(errno));
+		*out = t->rule;
+	}
+	return 0;
+}
+
+/*
+ * Publishing what changed, the prefix answers fc_exact4's entries carry
+ * (fc_rule_carry): those of the addresses with a policy inside the scope of
+ * a changed prefix (ex->want, fc_plan_carriers), each put again as the map
+ * holds it, and a changed address's: from the prefixes to be inside the
+ * /16s a change touches (mark; top4->pfx: those, folded, in address order),
+ * from the maps as they are elsewhere. Each is compared with the map as it
+ * is written, so only those whose answer moves are written. ex->put:
+ * sorted, one entry a key.
+ */
+static int fc_carry_plan4(const struct fc_maps *m, struct fc_map_sync *ex, struct fc_top4_sync *top4,
+			  const uint64_t *mark, struct fc_err *err)
+{
 	size_t i, j = 0, n = ex->put.n;
+	struct fc_rule now;
 	struct fc_kv kv;
+	uint32_t idx;
 
 	fc_kvs_unique(&ex->want, fc_kv_cmp, &ex->keysz);
 	for (i = 0; i < ex->want.n; i++) {
@@ -2582,25 +2633,15 @@ static int fc_carry_plan4(const struct fc_maps *m, struct fc_map_sync *ex, const
 	}
 	fc_kvs_sort(&ex->put, fc_kv_cmp, &ex->keysz);
 	fc_carry_sweep(ex->put.v, ex->put.n, &top4->pfx);
+	for (i = 0; i < ex->put.n; i++) {
+		idx = fc_kv_top4(&ex->put.v[i], FC_KV_EXACT4);
+		if ((mark[idx / 64] & (1ULL << (idx % 64))) || !fc_rule_may_carry(&ex->put.v[i].val))
+			continue;
+		if (fc_prefix4_now(m, top4, ex->put.v[i].key, &now, err) < 0)
+			return -1;
+		fc_rule_carry(&ex->put.v[i].val, &now);
+	}
 	return 0;
-}
-
-/* The /16 of an IPv4 address whose entry may carry a prefix answer, read
- * for it (fc_plan_read): publishing what changed, the prefixes there are
- * known only where a change lies. */
-static int fc_plan_carry_read(struct fc_store *st, struct fc_map_sync *all, struct fc_top4_sync *top4,
-			      const struct fc_prefix *p, const struct fc_allows *al, int64_t now, struct fc_err *err)
-{
-	struct fc_map_sync *ms = &all[FC_MS_PFX4];
-	struct fc_prefix s = *p;
-	int rc;
-
-	s.len = FC_TOP4_SHIFT;
-	fc_prefix_mask(s.a, 4, s.len);
-	ms->want.n = 0;
-	rc = fc_plan_read(st, all, ms, top4, &s, al, now, err);
-	ms->want.n = 0;
-	return rc;
 }
 
 /*
@@ -2637,13 +2678,11 @@ static int fc_plan_keys(struct fc_store *st, const struct fc_maps *m, struct fc_
 		fc_kv_key(fc_map_of(ms, p), p, &kv);
 		if (fc_kvs_append(want ? &fc_map_of(ms, p)->put : &fc_map_of(ms, p)->del, &kv, 1) < 0)
 			return fc_err_set(err, "out of memory publishing map %s", fc_map_of(ms, p)->name);
-		if (p->family == 4 && fc_rule_may_carry(&kv.val) && fc_plan_carry_read(st, ms, top4, p, al, now, err) < 0)
-			return -1;
 	}
 	for (i = 0; i < FC_MS_COUNT; i++)
 		fc_plan_unique(&ms[i]);
 	fc_kvs_unique(&top4->pfx, fc_kv_addr_cmp, &ms[FC_MS_PFX4]);
-	if (fc_carry_plan4(m, &ms[FC_MS_EXACT4], top4, err) < 0)
+	if (fc_carry_plan4(m, &ms[FC_MS_EXACT4], top4, mark, err) < 0)
 		return -1;
 	return fc_top4_plan(m, top4, mark, res, err);
 }
