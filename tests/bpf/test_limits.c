@@ -1077,6 +1077,10 @@ static void fc_carry_body(struct fc_env *env, bool star)
 	assert_int_equal(fc_udp(env, false, src, 2) + fc_udp(env, true, src, 1), 2);
 	assert_int_equal(fc_env_pstats(env, 1).passed.packets, 2); /* both charged, or neither */
 	assert_int_equal(fc_env_pstats(env, 2).dropped.packets, 1);
+	/* An address given a policy where the prefixes stay carries theirs too
+	 * (read from the maps as they are). */
+	fc_env_policy(env, 3, "ip=198.18.0.9", "1/m", "burst=1000");
+	fc_assert_carry(env, "198.18.0.9", true, fc_pfx4_policy(env, "198.18.0.0", 24));
 
 	/* What the entry carries is what the program charges: the /16's policy
 	 * by hand here, made known by a publish of something else (which
@@ -1103,11 +1107,16 @@ static void fc_carry_body(struct fc_env *env, bool star)
 	fc_env_policy(env, 5, "ip=198.18.0.0/26", "1/m", "burst=1");
 	fc_assert_carry(env, src, true, fc_pfx4_policy(env, "198.18.0.0", 26));
 	assert_int_equal(fc_udp(env, true, src, 3), 1);
+	fc_env_policy(env, 6, "ip=198.18.0.10", "1/m", "burst=1000");
+	fc_assert_carry(env, "198.18.0.10", true, fc_pfx4_policy(env, "198.18.0.0", 26));
 
 	/* Banned, for good and for an hour: dropped, and nothing carried. */
 	fc_env_ban(env, "198.18.0.0/26", 0);
 	fc_assert_carry(env, src, false, 0);
 	assert_int_equal(fc_udp(env, false, src, 2), 0);
+	fc_env_policy(env, 7, "ip=198.18.0.11", "1/m", "burst=1000");
+	fc_assert_carry(env, "198.18.0.11", false, 0);
+	assert_int_equal(fc_udp(env, true, "198.18.0.11", 2), 0);
 	fc_env_unban(env, "198.18.0.0/26");
 	fc_assert_carry(env, src, true, fc_pfx4_policy(env, "198.18.0.0", 26));
 	fc_env_ban(env, "198.18.0.0/20", 3600);
@@ -1123,7 +1132,7 @@ static void fc_carry_body(struct fc_env *env, bool star)
 	fc_env_unallow(env, "198.18.0.0/24");
 	fc_assert_carry(env, src, true, fc_pfx4_policy(env, "198.18.0.0", 26));
 	assert_int_equal(fc_udp(env, false, src, 2), 0);
-	assert_int_equal(fc_stats_now(env).drop_prefix.packets, 4);
+	assert_int_equal(fc_stats_now(env).drop_prefix.packets, 6);
 }
 
 static void test_carry(void **state)
