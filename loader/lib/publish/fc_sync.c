@@ -390,20 +390,21 @@ static struct fc_rule fc_rule_uncarried(const struct fc_rule *r)
 	return u;
 }
 
-/*
- * The prefix answer an IPv4 exact entry r carries (fc_rule_carry), from pfx, the folded
- * entry of the longest prefix covering its address (NULL: none), which is
- * what the packet path's prefix lookup finds: carried only by an entry
- * with a policy and neither a ban nor an allow entry (the others look the
- * prefixes up, a lapsed ban too), and only where that prefix neither bans
- * nor allows (so a prefix's ban, even one that lapses in the kernel, is
- * always looked up).
- */
+/* Whether the entry r may carry a prefix answer: a policy, and neither a
+ * ban nor an allow entry (the others look the prefixes up, a lapsed ban
+ * too). */
 static bool fc_rule_may_carry(const struct fc_rule *r)
 {
 	return r->policy && !(r->flags & (FC_RULE_BANNED | FC_RULE_ALLOWED));
 }
 
+/*
+ * The prefix answer an IPv4 exact entry r carries, from pfx, the folded
+ * entry of the longest prefix covering its address (NULL: none), which is
+ * what the packet path's prefix lookup finds: only where r may carry one,
+ * and where that prefix neither bans nor allows (so a prefix's ban, even
+ * one that lapses in the kernel, is always looked up).
+ */
 static void fc_rule_carry(struct fc_rule *r, const struct fc_rule *pfx)
 {
 	*r = fc_rule_uncarried(r);
@@ -2414,47 +2415,6 @@ static const struct fc_kv *fc_want_find(const struct fc_map_sync *ms, const stru
 	return fc_kvs_find(&ms->want, ms->keysz, kv);
 }
 
-/*
- * Reads from the store what the prefix entries of the scope s are made of:
- * the rules on prefixes covering it or inside it (and the allow entries on
- * prefixes there) onto ms's want (the prefix map of s's family, its want
- * empty), made into entries there (fc_want_prefixes: for IPv4, added to
- * what fc_top4 is made of).
- */
-static int fc_plan_read(struct fc_store *st, struct fc_map_sync *all, struct fc_map_sync *ms,
-			struct fc_top4_sync *top4, const struct fc_prefix *s, const struct fc_allows *al, int64_t now,
-			struct fc_err *err)
-{
-	struct fc_key_rule *rows = NULL;
-	struct fc_rule r;
-	size_t n = 0, i;
-	int rc = -1;
-
-	if (fc_store_prefix_rules(st, s, now, &rows, &n, err) < 0)
-		return -1;
-	for (i = 0; i < n; i++) {
-		const struct fc_prefix *q = &rows[i].p;
-
-		memset(&r, 0, sizeof(r));
-		fc_rule_fold(&r, &rows[i]);
-		if ((r.flags || r.policy) && (fc_prefix_covers(q, s) || fc_prefix_covers(s, q)) &&
-		    fc_want_add(all, q, r, err) < 0)
-			goto out;
-	}
-	/* The allow entries on prefixes there, as fc_sync_full adds them. */
-	for (i = 0; i < al->nrows; i++) {
-		const struct fc_prefix *q = &al->rows[i].p;
-
-		if (q->family && !fc_prefix_is_exact(q) && (fc_prefix_covers(q, s) || fc_prefix_covers(s, q)) &&
-		    fc_want_add(all, q, fc_rule_of_allow(&al->rows[i]), err) < 0)
-			goto out;
-	}
-	rc = fc_want_prefixes(ms, top4, err);
-out:
-	free(rows);
-	return rc;
-}
-
 /* Onto ex->want, the IPv4 addresses inside s that have a policy: their
  * entries may carry the answer of a prefix there (fc_carry_plan4). */
 static int fc_plan_carriers(struct fc_store *st, struct fc_map_sync *ex, const struct fc_prefix *s, struct fc_err *err)
@@ -2492,17 +2452,38 @@ static int fc_plan_prefix(struct fc_store *st, struct fc_map_sync *all, struct f
 {
 	struct fc_map_sync *ms = fc_map_of(all, p);
 	struct fc_kvs mine = { 0 };
+	struct fc_key_rule *rows = NULL;
 	struct fc_kv own = { 0 }, scope = { 0 };
 	const struct fc_kv *e;
 	struct fc_prefix s;
-	size_t i;
+	struct fc_rule r;
+	size_t n = 0, i;
 	uint32_t len;
 	bool used;
 	int rc = -1;
 
 	fc_prefix_scope(p, &s);
 	ms->want.n = 0;
-	if (fc_plan_read(st, all, ms, top4, &s, al, now, err) < 0)
+	if (fc_store_prefix_rules(st, &s, now, &rows, &n, err) < 0)
+		return -1;
+	for (i = 0; i < n; i++) {
+		const struct fc_prefix *q = &rows[i].p;
+
+		memset(&r, 0, sizeof(r));
+		fc_rule_fold(&r, &rows[i]);
+		if ((r.flags || r.policy) && (fc_prefix_covers(q, &s) || fc_prefix_covers(&s, q)) &&
+		    fc_want_add(all, q, r, err) < 0)
+			goto out;
+	}
+	/* The allow entries on prefixes there, as fc_sync_full adds them. */
+	for (i = 0; i < al->nrows; i++) {
+		const struct fc_prefix *q = &al->rows[i].p;
+
+		if (q->family && !fc_prefix_is_exact(q) && (fc_prefix_covers(q, &s) || fc_prefix_covers(&s, q)) &&
+		    fc_want_add(all, q, fc_rule_of_allow(&al->rows[i]), err) < 0)
+			goto out;
+	}
+	if (fc_want_prefixes(ms, top4, err) < 0)
 		goto out;
 	for (i = 0; i < ms->want.n; i++) {
 		const uint8_t *a = fc_kv_addr(&ms->want.v[i], &len);
@@ -2545,6 +2526,7 @@ oom:
 out:
 	ms->want.n = 0;
 	free(mine.v);
+	free(rows);
 	return rc;
 }
 
