@@ -140,24 +140,40 @@ int fc_fleet_beat_run(struct fc_fleet_beat *b, struct fc_redis *r, const char *n
 	int64_t t0 = fc_beat_now(clock_ns), t1, redis_ns;
 	char *value = fc_beat_value(no, mode, rounds, pols, npols, t0);
 	const char *argv[6] = { "EVAL", fc_beat_lua, "1", key, name, value };
-	struct fc_redis_cmd cmd = { .argc = 6,
-				    .argv = argv,
-				    .key = 3,
-				    .want = { .types = FC_REDIS_ARRAY,
-					      .elem_types = FC_REDIS_STR,
-					      .min_n = 2,
-					      .max_n = 2 + 2 * (FC_FLEET_NODE_MAX + 1),
-					      .max_len = FC_FLEET_BEAT_VAL_MAX } };
+	static const char *const ping[1] = { "PING" };
+	struct fc_redis_cmd cmd[1 + FC_FLEET_BEAT_PINGS] = { { .argc = 6,
+							       .argv = argv,
+							       .key = 3,
+							       .want = { .types = FC_REDIS_ARRAY,
+									 .elem_types = FC_REDIS_STR,
+									 .min_n = 2,
+									 .max_n = 2 + 2 * (FC_FLEET_NODE_MAX + 1),
+									 .max_len = FC_FLEET_BEAT_VAL_MAX } } };
+	uint16_t slots[FC_FLEET_BEAT_PINGS];
 	const struct fc_redis_reply *rep;
+	size_t n = 1, i, ns;
 	int rc = -1;
 
 	if (!value)
 		return fc_err_set(err, "fleet: heartbeat: out of memory");
 	snprintf(key, sizeof(key), "%s{nodes}", fc_redis_prefix(r));
-	if (fc_redis_exec(r, &cmd, 1, err))
+	/* A PING to every other primary: a failover (or a restart) of one
+	 * that no key of this node needs now is followed within a heartbeat,
+	 * and the keys that hold totals re-assert them there (design §7). */
+	ns = fc_redis_primary_slots(r, slots, FC_FLEET_BEAT_PINGS);
+	for (i = 0; i < ns && i < FC_FLEET_BEAT_PINGS; i++)
+		if (fc_redis_node_of(r, key) != fc_redis_node_of_slot(r, slots[i]))
+			cmd[n++] = (struct fc_redis_cmd){ .argc = 1,
+							  .argv = ping,
+							  .route_slot = slots[i],
+							  .want = { .types = FC_REDIS_STATUS, .status = "PONG" } };
+	b->pings = (unsigned)(n - 1);
+	/* Only the script's own answer decides: a primary down is a key's
+	 * failure when a key needs it, not the heartbeat's. */
+	if (fc_redis_exec(r, cmd, n, err) && cmd[0].status != FC_REDIS_OK)
 		goto out;
 	t1 = fc_beat_now(clock_ns);
-	rep = cmd.reply;
+	rep = cmd[0].reply;
 	redis_ns = strtoll(rep->elem[0]->str, NULL, 10) * 1000000000LL + strtoll(rep->elem[1]->str, NULL, 10) * 1000;
 	if (rep->len % 2 || redis_ns <= 0 || rep->elem[1]->len > 6) {
 		fc_err_set(err, "fleet: heartbeat: Redis TIME %s.%s is not a time", rep->elem[0]->str,
@@ -170,7 +186,7 @@ int fc_fleet_beat_run(struct fc_fleet_beat *b, struct fc_redis *r, const char *n
 	fc_beat_read(b, rep, t1);
 	rc = 0;
 out:
-	fc_redis_cmds_release(&cmd, 1);
+	fc_redis_cmds_release(cmd, n);
 	free(value);
 	return rc;
 }

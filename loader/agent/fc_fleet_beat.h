@@ -22,6 +22,7 @@
 #define FC_FLEET_BEAT_NODES 64     /* shown in the status file */
 #define FC_FLEET_BEAT_POLS 256     /* policies whose fleet use is summed */
 #define FC_FLEET_BEAT_VAL_MAX 4096 /* bytes of one node's value */
+#define FC_FLEET_BEAT_PINGS 64     /* primaries a heartbeat PINGs */
 
 /* What this node says of one policy. */
 struct fc_fleet_beat_pol {
@@ -36,11 +37,14 @@ struct fc_fleet_beat {
 	struct fc_fleet_status_node nodes[FC_FLEET_BEAT_NODES];
 	size_t nused;
 	struct fc_fleet_beat_pol used[FC_FLEET_BEAT_POLS]; /* the fleet's, summed */
+	unsigned pings; /* the last heartbeat's PINGs (primaries but the one of P{nodes}) */
 };
 
-/* Sends this node's value and reads the fleet's: 0, or -1 with err (the
- * reply not of the shape asked; a node's value that does not parse is
- * only left out). now_ns: this node's clock (its test offset included). */
+/* Sends this node's value and reads the fleet's, and PINGs every other
+ * primary: 0, or -1 with err (the script failed, or its reply is not of
+ * the shape asked; a node's value that does not parse is only left out; a
+ * PING that failed only makes the client load the slot table again).
+ * now_ns: this node's clock (its test offset included). */
 int fc_fleet_beat_run(struct fc_fleet_beat *b, struct fc_redis *r, const char *name, uint32_t no, const char *mode,
 		      uint64_t rounds, const struct fc_fleet_beat_pol *pols, size_t npols, int64_t clock_ns,
 		      struct fc_err *err);

@@ -931,7 +931,7 @@ static int fc_round_beat(struct fc_fleet *f, uint64_t now, struct fc_err *err)
 	rc = fc_fleet_beat_run(&f->beat, f->redis, f->o.node, f->cfg.node_no, fc_fleet_mode_name(f->mode), f->rounds,
 			       pols, n, f->o.clock_ns, err);
 	free(pols);
-	f->cnt.commands++;
+	f->cnt.commands += 1 + f->beat.pings;
 	if (rc < 0)
 		return -1;
 	off = fc_fleet_beat_offset(&f->beat);

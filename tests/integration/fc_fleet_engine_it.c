@@ -331,6 +331,57 @@ static void test_paced_lease(void **state_)
 	fc_redis_close(r);
 }
 
+/* Keys under their share cost Redis nothing (design §8.1: a key is sent
+ * only when it wants credit, has a release to tell, must re-assert or
+ * adopt): 300 keys spending their own shares round after round, never
+ * refused, are not tracked and make no script; the rounds send only the
+ * heartbeat (once a second). */
+static void test_never_short_no_script(void **state_)
+{
+	struct fc_fleet_cfg c = cfg();
+	struct fc_fleet_opts o = opts();
+	uint64_t t0 = window_start(), w = t0 / UNIT_NS, scripts, commands;
+	struct fc_redis *r = client(2000);
+	const struct fc_fleet_status *v;
+	struct fc_fleet *f;
+	struct fc_err err;
+	uint32_t i;
+	int k;
+
+	(void)state_;
+	f = fc_fleet_new(&o, &c, r, &err);
+	assert_non_null(f);
+	fc_fleet_round(f, t0); /* maps the file, the heartbeat of this second */
+	for (i = 200; i < 500; i++) { /* as a worker leaves a key after its first request: 1 of 5 spent */
+		struct fc_shm_key *e = entry(i);
+
+		memset(e, 0, sizeof(*e));
+		e->slot = 3;
+		e->epoch = 5;
+		e->state[0] = FC_FLEET_WORD(w, 4);
+		e->passed = 1;
+		__atomic_store_n(&e->tag, TAG + 1000 + i, __ATOMIC_RELEASE);
+	}
+	v = fc_fleet_status_of(f);
+	scripts = v->counters.scripts;
+	commands = v->counters.commands;
+	for (k = 1; k <= 5; k++) {
+		for (i = 200; i < 500 && k <= 3; i++) { /* a request each, on its own credit */
+			entry(i)->state[0] = FC_FLEET_WORD(w, 4 - (uint64_t)k);
+			entry(i)->passed++;
+		}
+		fc_fleet_round(f, t0 + (uint64_t)k * 100000000ULL);
+		v = fc_fleet_status_of(f);
+		printf("# round %d: %" PRIu64 " scripts, %" PRIu64 " commands\n", k, v->counters.scripts - scripts,
+		       v->counters.commands - commands);
+	}
+	assert_int_equal(v->counters.scripts, scripts);
+	assert_int_equal(v->counters.commands, commands); /* the next heartbeat is a second on */
+	assert_int_equal(v->policies[0].tracked, 0);
+	fc_fleet_free(f);
+	fc_redis_close(r);
+}
+
 /* Ring entries that do not check are counted and not tracked; one of a
  * window that is over is dropped quietly. */
 static void test_hostile_ring(void **state_)
@@ -993,6 +1044,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup(test_ring_key_granted, setup_one),
 		cmocka_unit_test_setup(test_paced_lease, setup_one),
+		cmocka_unit_test_setup(test_never_short_no_script, setup_one),
 		cmocka_unit_test_setup(test_hostile_ring, setup_one),
 		cmocka_unit_test_setup(test_fixed_slot, setup_one),
 		cmocka_unit_test_setup(test_fixed_release_unused, setup_one),
