@@ -163,7 +163,7 @@ $(B)/fc_version.h: VERSION | $(B)
 # generated header wait for it.
 $(B)/loader/lib/%.o $(B)/asan/loader/lib/%.o $(B)/fuzz/loader/lib/%.o: INC = $(LIB_INC)
 $(B)/loader/http/%.o $(B)/fuzz/loader/http/%.o: INC = $(HTTP_INC)
-$(B)/loader/cmd/%.o $(B)/loader/agent/%.o $(B)/fuzz/loader/agent/%.o: INC = $(CMD_INC)
+$(B)/loader/cmd/%.o $(B)/loader/agent/%.o $(B)/asan/loader/agent/%.o $(B)/fuzz/loader/agent/%.o: INC = $(CMD_INC)
 $(B)/ngx_bridge/%.o $(B)/asan/ngx_bridge/%.o $(B)/fuzz/ngx_bridge/%.o: INC = $(L7_INC)
 $(B)/tests/%.o $(B)/asan/tests/%.o $(B)/tools/%.o: INC = $(TEST_INC)
 $(B)/fuzz/tests/%.o: INC = $(TEST_INC) -Itests/fuzz
@@ -214,6 +214,11 @@ $(B)/tests/test_fleet_map: $(B)/tests/unit/test_fleet_map.o $(B)/loader/agent/fc
 $(B)/tests/test_fleet_status: $(B)/tests/unit/test_fleet_status.o $(B)/loader/agent/fc_fleet_status.o $(LIB_A)
 	$(CC) $(CFLAGS) $(LDFLAGS) $^ -o $@ $(LIB_LIBS) $(TEST_LIBS)
 
+# The heartbeat's parser reads hostile numbers: under UBSan (and ASan).
+$(B)/tests/test_fleet_beat: $(patsubst %.c,$(B)/asan/%.o,tests/unit/test_fleet_beat.c loader/agent/fc_fleet_beat.c \
+			    loader/agent/fc_fleet_durable.c $(LIB_SRCS))
+	$(CC) $(CFLAGS) $(LDFLAGS) $(ASAN) $^ -o $@ $(LIB_LIBS) $(TEST_LIBS)
+
 $(B)/tests/test_http: $(B)/tests/unit/test_http.o $(HTTP_A) $(LIB_A)
 	$(CC) $(CFLAGS) $(LDFLAGS) $^ -o $@ $(LIB_LIBS) $(TEST_LIBS)
 
@@ -229,7 +234,7 @@ $(B)/tests/fc_fleet_script_it: $(B)/tests/integration/fc_fleet_script_it.o $(FLE
 			       $(B)/loader/agent/fc_fleet_sub.o $(LIB_A)
 	$(CC) $(CFLAGS) $(LDFLAGS) $^ -o $@ $(LIB_LIBS) $(TEST_LIBS) $(call pc_libs,hiredis)
 FLEET_ENGINE_OBJS := $(FLEET_REDIS_OBJS) $(addprefix $(B)/loader/agent/,fc_fleet_engine.o fc_fleet_map.o fc_fleet_status.o \
-		     fc_fleet_sub.o fc_fleet_beat.o)
+		     fc_fleet_sub.o fc_fleet_beat.o fc_fleet_durable.o)
 $(B)/tests/fc_fleet_engine_it: $(B)/tests/integration/fc_fleet_engine_it.o $(FLEET_ENGINE_OBJS) $(LIB_A)
 	$(CC) $(CFLAGS) $(LDFLAGS) $^ -o $@ $(LIB_LIBS) $(TEST_LIBS) $(call pc_libs,hiredis)
 $(B)/tests/fc_fleet_gcra_it: $(B)/tests/integration/fc_fleet_gcra_it.o $(FLEET_ENGINE_OBJS) $(LIB_A)
@@ -263,7 +268,8 @@ $(FUZZ_LIB): $(LIB_SRCS:%.c=$(B)/fuzz/%.o)
 # Each target links what it drives, instrumented, and the library.
 $(B)/fuzz/fuzz_l7: $(B)/fuzz/ngx_bridge/fc_l7.o
 $(B)/fuzz/fuzz_state: $(B)/fuzz/loader/agent/fc_escalate.o
-$(B)/fuzz/fuzz_fleet_reply: $(B)/fuzz/loader/agent/fc_fleet_reply.o
+$(B)/fuzz/fuzz_fleet_reply: $(B)/fuzz/loader/agent/fc_fleet_reply.o $(B)/fuzz/loader/agent/fc_fleet_beat.o \
+			    $(B)/fuzz/loader/agent/fc_fleet_durable.o
 $(B)/fuzz/fuzz_api: $(HTTP_SRCS:%.c=$(B)/fuzz/%.o)
 $(FUZZ): $(B)/fuzz/%: $(B)/fuzz/tests/fuzz/%.o $(FUZZ_COMMON) $(FUZZ_LIB)
 	$(FUZZ_CC) $(CFLAGS) $(FUZZ_FLAGS) -fsanitize=fuzzer $(filter-out $(FUZZ_LIB),$^) $(FUZZ_LIB) -o $@ \

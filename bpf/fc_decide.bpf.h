@@ -89,13 +89,28 @@ static __always_inline struct fc_rule *fc_exact_lookup(struct fc_eval *ev, __u32
 	return r;
 }
 
-/* The longest prefix covering the source, copied into *r, if it bans,
- * limits or allows it: a marker's rule or a /16's with nothing over it is no
- * match. After fc_exact_lookup, which read an IPv4 source's fc_top4 entry. */
-static __always_inline const struct fc_rule *fc_prefix_lookup(struct fc_eval *ev, const struct fc_src4 *s4,
-							      struct fc_rule *r)
+/* Whether the source's exact entry r carries the prefix lookup's answer
+ * (FC_RULE_CARRY: a policy slot, no ban, no allow entry) for the rules of
+ * generation gen, the one the packet read first: a publisher of another
+ * version moves rules_gen and not carry4_gen. An entry that bans or allows
+ * carries nothing, so a ban of its own that lapsed looks the prefixes up. */
+static __always_inline bool fc_carried(const struct fc_rule *r, const struct fc_config *cfg, __u32 gen)
 {
-	if (ev->pkt.family == 4) {
+	return r && (r->flags & (FC_RULE_CARRY | FC_RULE_BANNED | FC_RULE_ALLOWED)) == FC_RULE_CARRY &&
+	       cfg->carry4_gen == gen;
+}
+
+/* The longest prefix covering the source, copied into *r (zeroed), if it
+ * bans, limits or allows it: a marker's rule or a /16's with nothing over it
+ * is no match; or what the source's exact entry carries of it. After
+ * fc_exact_lookup, which read an IPv4 source's fc_top4 entry. */
+static __always_inline const struct fc_rule *fc_prefix_lookup(struct fc_eval *ev, const struct fc_src4 *s4,
+							      const struct fc_rule *exact, __u32 gen, struct fc_rule *r)
+{
+	if (fc_carried(exact, ev->cfg, gen)) {
+		/* An address with a policy inside a prefix: one lookup for both. */
+		r->policy = exact->carry_policy;
+	} else if (ev->pkt.family == 4) {
 		if (s4->top)
 			fc_prefix4_lookup(s4->top, s4->a, s4->in24, r);
 	} else {
@@ -734,7 +749,7 @@ static __always_inline bool fc_decide(void *ctx, bool tc, void *data, void *data
 		fc_count_ban(&ev.st->drop_exact, exact, ev.pkt.len);
 		return true;
 	}
-	prefix = fc_prefix_lookup(&ev, &s4, &pfx);
+	prefix = fc_prefix_lookup(&ev, &s4, exact, gen, &pfx);
 	if (fc_allowed(prefix, &ev))
 		goto allowed;
 	if (fc_banned(prefix, &ev)) {

@@ -181,6 +181,14 @@ struct fc_top6_key {
 #define FC_RULE_LONGER  0x2 /* fc_pfx6: the search goes on to longer lengths from here */
 #define FC_RULE_MARKER  0x4 /* fc_pfx6: no prefix of its own, only what covers it (a search marker) */
 #define FC_RULE_ALLOWED 0x8 /* an allow entry covers it (until allow_expires_ns) */
+/* fc_exact4, on an entry with a policy and neither a ban nor an allow
+ * entry: it carries what the prefix lookup answers for its address
+ * (carry_policy: the longest covering prefix's policy, 0 = none; no prefix
+ * covering it bans or allows), so that the packet path skips that lookup.
+ * Written only once every prefix of a publish is written, taken away
+ * before any is (doc/architecture.md, Publishing order), and trusted only
+ * while fc_config.carry4_gen says this publisher keeps it. */
+#define FC_RULE_CARRY   0x10
 /* fc_pfx6, on an entry of the tree root's length (fc_pfx6_mid(FC_PFX6_MIN,
  * FC_PFX6_MAX)) or longer: the length of every prefix inside it, where they
  * all have one (0: none, or several lengths). A search that goes on from
@@ -201,7 +209,10 @@ struct fc_rule {
 	__u64 ban_expires_ns;
 	__u32 flags;
 	__u32 policy; /* slot in fc_policies, 0 = none */
-	__u64 allow_expires_ns;
+	union {
+		__u64 allow_expires_ns; /* FC_RULE_ALLOWED */
+		__u32 carry_policy;     /* FC_RULE_CARRY, never with FC_RULE_ALLOWED */
+	};
 };
 
 /* fc_top6's value: fc_pfx6's entry of the /32 (rule) and, where every
@@ -404,7 +415,12 @@ struct fc_config {
 	 * larger than that of versions with another tree, whose pins are
 	 * refused as another version's.) */
 	__u32 pfx6_tree;
-	__u32 pad2;
+	/* fc_exact4's carried prefix answers (FC_RULE_CARRY) are kept true
+	 * while this equals rules_gen: a publish of a freqctl that keeps them
+	 * sets both. Pins another version published (the field was padding
+	 * there, and its publishes move rules_gen) make the packet path look
+	 * the prefixes up, and the next publish a full one. */
+	__u32 carry4_gen;
 	/* UTC at jiffies 0, in ns: the coarse clock read as jiffies times the
 	 * tick length plus this, measured by a publish where utc_offset_ns
 	 * moved, a tick less: never ahead of UTC, under three ticks behind
@@ -462,6 +478,7 @@ FC_ABI_SIZE(struct fc_rule, 24);
 FC_ABI_OFF(struct fc_rule, flags, 8);
 FC_ABI_OFF(struct fc_rule, policy, 12);
 FC_ABI_OFF(struct fc_rule, allow_expires_ns, 16);
+FC_ABI_OFF(struct fc_rule, carry_policy, 16);
 FC_ABI_SIZE(struct fc_top6_in, 40);
 FC_ABI_OFF(struct fc_top6_in, len, 24);
 FC_ABI_OFF(struct fc_top6_in, a, 28);
@@ -506,17 +523,17 @@ FC_ABI_OFF(struct fc_config, store_seq, 96);
 FC_ABI_OFF(struct fc_config, lens6, 104);
 FC_ABI_OFF(struct fc_config, exact4_gen, 124);
 FC_ABI_OFF(struct fc_config, pfx6_tree, 128);
-FC_ABI_OFF(struct fc_config, pad2, 132);
+FC_ABI_OFF(struct fc_config, carry4_gen, 132);
 FC_ABI_OFF(struct fc_config, jiffies_utc_ns, 136);
 FC_ABI_SIZE(struct fc_clock_pair, 24);
 FC_ABI_SIZE(struct fc_pin_mark, 8 + FC_PIN_MARK_DIR);
 _Static_assert(!(FC_POLICY_FLEET & (FC_POLICY_PRECISE | FC_POLICY_OVERRIDE)), "fc_policy.flags: the fleet bit overlaps");
 _Static_assert(!(FC_IN24_EXACT & (FC_IN24_LEN | FC_IN24_LONGER)), "fc_top4.in24: the bits overlap");
 _Static_assert(FC_MAX_SETS <= 0xffffu, "a set id must fit in fc_rule.flags' upper 16 bits");
-_Static_assert(!(FC_RULE_SET_MASK & (FC_RULE_BANNED | FC_RULE_LONGER | FC_RULE_MARKER | FC_RULE_ALLOWED)),
+_Static_assert(!(FC_RULE_SET_MASK & (FC_RULE_BANNED | FC_RULE_LONGER | FC_RULE_MARKER | FC_RULE_ALLOWED | FC_RULE_CARRY)),
 	       "fc_rule.flags: the set index and the flags overlap");
 _Static_assert(!(FC_RULE_NEXT_MASK & (FC_RULE_SET_MASK | FC_RULE_BANNED | FC_RULE_LONGER | FC_RULE_MARKER |
-				      FC_RULE_ALLOWED)) && FC_PFX6_MAX <= FC_RULE_NEXT(FC_RULE_NEXT_MASK),
+				      FC_RULE_ALLOWED | FC_RULE_CARRY)) && FC_PFX6_MAX <= FC_RULE_NEXT(FC_RULE_NEXT_MASK),
 	       "fc_rule.flags: the next length and the flags overlap, or it does not fit");
 
 #endif /* FC_MAPS_H */

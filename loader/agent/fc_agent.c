@@ -72,11 +72,11 @@ static void fc_agent_signal(int sig)
 
 static void fc_agent_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
-/* One line, stamped, written at once: the servers' threads log too. The
- * agent's log is its stderr (the journal). */
+/* One line, stamped, written at once: the servers' threads and the fleet's
+ * log too. The agent's log is its stderr (the journal). */
 static void fc_agent_log(const char *fmt, ...)
 {
-	char stamp[FC_TIME_STRLEN], line[1024];
+	char stamp[FC_TIME_STRLEN], line[4200];
 	va_list ap;
 	int n;
 
@@ -86,6 +86,12 @@ static void fc_agent_log(const char *fmt, ...)
 	vsnprintf(line + n, sizeof(line) - (size_t)n, fmt, ap);
 	va_end(ap);
 	fprintf(stderr, "%s\n", line);
+}
+
+/* fc_warn's lines, from the library and the fleet's thread, as the agent's. */
+static void fc_agent_warned(const char *msg)
+{
+	fc_agent_log("%s", msg);
 }
 
 /* systemd Type=notify, without libsystemd: one datagram to $NOTIFY_SOCKET. */
@@ -126,7 +132,7 @@ static int fc_agent_lock_one(const char *path, const char *what, const char *nam
 	}
 	snprintf(pid, sizeof(pid), "%d\n", (int)getpid());
 	if (ftruncate(fd, 0) < 0 || write(fd, pid, strlen(pid)) < 0)
-		fc_warn("agent: writing %s: %s", path, strerror(errno));
+		fc_warn("writing %s: %s", path, strerror(errno));
 	return fd; /* held until exit */
 }
 
@@ -727,9 +733,10 @@ int fc_agent_run(const struct fc_ctx *ctx, const struct fc_agent_config *cfg)
 	struct fc_err err;
 	int rc = 1;
 
+	fc_log_route(fc_agent_warned);
 	fc_store_keep_init(&a.store, a.ctx.db_path, false);
 	if (fc_agent_setup(&a, &err) < 0) {
-		fc_warn("agent: %s", err.msg);
+		fc_warn("%s", err.msg);
 		goto out;
 	}
 	fc_agent_notify("READY=1\nSTATUS=publishing the store");
@@ -742,5 +749,6 @@ int fc_agent_run(const struct fc_ctx *ctx, const struct fc_agent_config *cfg)
 	rc = 0;
 out:
 	fc_agent_teardown(&a);
+	fc_log_route(NULL);
 	return rc;
 }

@@ -99,11 +99,14 @@ static void fc_beat_add(struct fc_fleet_beat *b, const json_t *p)
 				continue;
 			b->used[b->nused++] = (struct fc_fleet_beat_pol){ .id = (uint32_t)id, .window = (uint64_t)w };
 		}
-		b->used[i].passed += (uint64_t)n;
+		/* n < 2^63 each: a sum that would pass UINT64_MAX stays there */
+		b->used[i].passed = b->used[i].passed > UINT64_MAX - (uint64_t)n ? UINT64_MAX :
+										    b->used[i].passed + (uint64_t)n;
 	}
 }
 
-/* The fleet's values from the reply's pairs (name, value). */
+/* The fleet's values from the reply's pairs (name, value); a value that
+ * is not a node's as fc_beat_value writes it is left out, counted. */
 static void fc_beat_read(struct fc_fleet_beat *b, const struct fc_redis_reply *rep, int64_t now)
 {
 	size_t i;
@@ -113,17 +116,21 @@ static void fc_beat_read(struct fc_fleet_beat *b, const struct fc_redis_reply *r
 	for (i = 2; i + 1 < rep->len; i += 2) {
 		json_t *v = json_loadb(rep->elem[i + 1]->str, rep->elem[i + 1]->len, 0, NULL);
 		struct fc_fleet_status_node *n = &b->nodes[b->nnodes];
+		json_t *ts = json_object_get(v, "ts");
 		json_int_t no = json_integer_value(json_object_get(v, "no"));
-		json_int_t ts = json_integer_value(json_object_get(v, "ts"));
 		const char *mode = json_string_value(json_object_get(v, "mode"));
 
-		if (!json_is_object(v) || no < 0 || no > FC_FLEET_NODE_MAX || !mode) {
+		/* ts bounded before it is subtracted: a hostile one overflows */
+		if (!json_is_object(v) || no < 0 || no > FC_FLEET_NODE_MAX || !mode || !json_is_integer(ts) ||
+		    json_integer_value(ts) < 0 || json_integer_value(ts) > FC_FLEET_BEAT_TS_MAX) {
+			b->reply_errors++;
 			json_decref(v);
 			continue;
 		}
 		fc_beat_add(b, json_object_get(v, "p"));
 		if (b->nnodes < FC_FLEET_BEAT_NODES) {
-			*n = (struct fc_fleet_status_node){ .no = (uint32_t)no, .age_ms = now / 1000000 - ts };
+			*n = (struct fc_fleet_status_node){ .no = (uint32_t)no,
+							    .age_ms = now / 1000000 - json_integer_value(ts) };
 			fc_redis_escape(rep->elem[i]->str, rep->elem[i]->len, n->name, sizeof(n->name));
 			fc_redis_escape(mode, strlen(mode), n->mode, sizeof(n->mode));
 			b->nnodes++;
@@ -132,45 +139,90 @@ static void fc_beat_read(struct fc_fleet_beat *b, const struct fc_redis_reply *r
 	}
 }
 
+/* A reply's string of 1 to max decimal digits, nothing else; -1 when not. */
+static int64_t fc_beat_digits(const struct fc_redis_reply *e, size_t max)
+{
+	int64_t v = 0;
+	size_t i;
+
+	if (!e->len || e->len > max)
+		return -1;
+	for (i = 0; i < e->len; i++) {
+		if (e->str[i] < '0' || e->str[i] > '9')
+			return -1;
+		v = v * 10 + (e->str[i] - '0');
+	}
+	return v;
+}
+
+int fc_fleet_beat_parse(struct fc_fleet_beat *b, const struct fc_redis_reply *rep, int64_t t0, int64_t t1,
+			struct fc_err *err)
+{
+	char sec[24], usec[24];
+	int64_t s, us;
+
+	if (rep->len < 2 || rep->len % 2) {
+		b->reply_errors++;
+		return fc_err_set(err, "fleet: heartbeat: a reply of %zu elements, expected TIME's 2 and pairs",
+				  rep->len);
+	}
+	/* TIME: seconds whose nanoseconds fit int64, microseconds of 6 digits */
+	s = fc_beat_digits(rep->elem[0], 10);
+	us = fc_beat_digits(rep->elem[1], 6);
+	if (s <= 0 || s > FC_FLEET_BEAT_TIME_MAX_S || us < 0) {
+		b->reply_errors++;
+		fc_redis_escape(rep->elem[0]->str, rep->elem[0]->len, sec, sizeof(sec));
+		fc_redis_escape(rep->elem[1]->str, rep->elem[1]->len, usec, sizeof(usec));
+		return fc_err_set(err, "fleet: heartbeat: Redis TIME \"%s\" \"%s\" is not a time", sec, usec);
+	}
+	b->sample[b->next] = t0 + (t1 - t0) / 2 - (s * 1000000000LL + us * 1000);
+	b->next = (b->next + 1) % FC_FLEET_BEAT_SAMPLES;
+	b->nsamples += b->nsamples < FC_FLEET_BEAT_SAMPLES;
+	fc_beat_read(b, rep, t1);
+	return 0;
+}
+
 int fc_fleet_beat_run(struct fc_fleet_beat *b, struct fc_redis *r, const char *name, uint32_t no, const char *mode,
 		      uint64_t rounds, const struct fc_fleet_beat_pol *pols, size_t npols, int64_t clock_ns,
 		      struct fc_err *err)
 {
 	char key[FC_REDIS_PREFIX_MAX + 16];
-	int64_t t0 = fc_beat_now(clock_ns), t1, redis_ns;
+	int64_t t0 = fc_beat_now(clock_ns), t1;
 	char *value = fc_beat_value(no, mode, rounds, pols, npols, t0);
 	const char *argv[6] = { "EVAL", fc_beat_lua, "1", key, name, value };
-	struct fc_redis_cmd cmd = { .argc = 6,
-				    .argv = argv,
-				    .key = 3,
-				    .want = { .types = FC_REDIS_ARRAY,
-					      .elem_types = FC_REDIS_STR,
-					      .min_n = 2,
-					      .max_n = 2 + 2 * (FC_FLEET_NODE_MAX + 1),
-					      .max_len = FC_FLEET_BEAT_VAL_MAX } };
-	const struct fc_redis_reply *rep;
+	static const char *const ping[1] = { "PING" };
+	struct fc_redis_cmd cmd[1 + FC_FLEET_BEAT_PINGS] = {
+		{ .argc = 6, .argv = argv, .key = 3, .want = FC_FLEET_BEAT_WANT }
+	};
+	uint16_t slots[FC_FLEET_BEAT_PINGS];
+	size_t n = 1, i, ns;
 	int rc = -1;
 
 	if (!value)
 		return fc_err_set(err, "fleet: heartbeat: out of memory");
 	snprintf(key, sizeof(key), "%s{nodes}", fc_redis_prefix(r));
-	if (fc_redis_exec(r, &cmd, 1, err))
+	/* A PING to every other primary: a failover (or a restart) of one
+	 * that no key of this node needs now is followed within a heartbeat,
+	 * and the keys that hold totals re-assert them there (design §7). */
+	ns = fc_redis_primary_slots(r, slots, FC_FLEET_BEAT_PINGS);
+	for (i = 0; i < ns && i < FC_FLEET_BEAT_PINGS; i++)
+		if (fc_redis_node_of(r, key) != fc_redis_node_of_slot(r, slots[i]))
+			cmd[n++] = (struct fc_redis_cmd){ .argc = 1,
+							  .argv = ping,
+							  .route_slot = slots[i],
+							  .want = { .types = FC_REDIS_STATUS, .status = "PONG" } };
+	b->pings = (unsigned)(n - 1);
+	/* Only the script's own answer decides: a primary down is a key's
+	 * failure when a key needs it, not the heartbeat's. */
+	if (fc_redis_exec(r, cmd, n, err) && cmd[0].status != FC_REDIS_OK)
 		goto out;
 	t1 = fc_beat_now(clock_ns);
-	rep = cmd.reply;
-	redis_ns = strtoll(rep->elem[0]->str, NULL, 10) * 1000000000LL + strtoll(rep->elem[1]->str, NULL, 10) * 1000;
-	if (rep->len % 2 || redis_ns <= 0 || rep->elem[1]->len > 6) {
-		fc_err_set(err, "fleet: heartbeat: Redis TIME %s.%s is not a time", rep->elem[0]->str,
-			   rep->elem[1]->str);
+	if (fc_fleet_beat_parse(b, cmd[0].reply, t0, t1, err) < 0)
 		goto out;
-	}
-	b->sample[b->next] = t0 + (t1 - t0) / 2 - redis_ns;
-	b->next = (b->next + 1) % FC_FLEET_BEAT_SAMPLES;
-	b->nsamples += b->nsamples < FC_FLEET_BEAT_SAMPLES;
-	fc_beat_read(b, rep, t1);
+	b->reply_errors += fc_fleet_durable_check(&b->durable, r);
 	rc = 0;
 out:
-	fc_redis_cmds_release(&cmd, 1);
+	fc_redis_cmds_release(cmd, n);
 	free(value);
 	return rc;
 }

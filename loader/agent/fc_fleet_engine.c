@@ -39,6 +39,7 @@ enum {
 	FC_KEY_FROZEN = 1 << 2,   /* the record froze: no more grants */
 	FC_KEY_REASSERT = 1 << 3, /* a new connection: send the totals again */
 	FC_KEY_RELEASE = 1 << 4,  /* another node asked: release what is unused once idle */
+	FC_KEY_CORRUPT = 1 << 5,  /* its credit word held more than its allotment: counted */
 };
 
 /* A key the agent tracks, in agent memory. */
@@ -55,6 +56,19 @@ struct fc_fleet_key {
 	uint32_t denied_seen, passed_seen;
 	uint32_t denied_round; /* its refusals as the last round saw them */
 	uint8_t flags, idle_rounds;
+};
+
+/* A policy's window whose N changed while it lasted: its split stays the
+ * one in force at its start (freqctl-policy(7), "Bounds"), so its shares
+ * and the record's n and digest stay; the call says the new N, and Redis's
+ * pool becomes N' - allotted. The publish keeps the workers' the same way
+ * (fc_enforce.c). */
+struct fc_pol_keep {
+	uint32_t id, epoch;
+	uint64_t w;                     /* the window */
+	uint64_t q;                     /* the quantity its split divides: N at its start */
+	struct fc_fleet_split split[2]; /* this node's split of it; [1] unused */
+	uint64_t nstar;                 /* the largest N while it lasted (replies are checked against it) */
 };
 
 struct fc_fleet {
@@ -77,8 +91,15 @@ struct fc_fleet {
 	uint64_t ring_next; /* the next fleet ring entry to read */
 	bool ring_known;    /* ring_next is set */
 
+	struct fc_pol_keep *keep; /* windows whose split was kept when N changed in them */
+	size_t nkeep;
+
 	struct fc_fleet_key *keys;
 	size_t nk, kcap;
+	uint32_t *kidx; /* keys by (tag, index), open addressing: a position + 1, 0 empty */
+	size_t kidx_cap; /* a power of two, at least twice nk */
+	uint64_t full_round; /* the round after the last that met the cap of tracked keys */
+	uint64_t lost_round; /* the round after the last whose ring had lost entries */
 	size_t *call_key; /* the round's calls: their keys */
 	struct fc_fleet_expect *expect;
 	uint64_t *shares;    /* the round's s_j values, per call */
@@ -97,6 +118,9 @@ struct fc_fleet {
 	double lat[FC_FLEET_LAT_N], lat_sum;
 	struct fc_fleet_counters cnt;
 	bool logged_other_set, logged_xdp;
+	uint64_t corrupt_round; /* the round after the last that found a corrupt credit word */
+	uint64_t refused_log_ns; /* the last refused call logged (once a minute) */
+	bool status_failing; /* the status file could not be written: logged */
 
 	struct fc_fleet_status status;
 	struct fc_fleet_status_policy *vpol;
@@ -172,11 +196,33 @@ static const struct fc_fleet_set *fc_set_of(const struct fc_fleet *f, const stru
 	return &f->cfg.sets[p->set[fc_split_k(p, w)]];
 }
 
+/* The split kept for p's window w (N changed in it), or NULL. */
+static const struct fc_pol_keep *fc_keep_of(const struct fc_fleet *f, const struct fc_fleet_policy *p, uint64_t w)
+{
+	size_t i;
+
+	for (i = 0; i < f->nkeep; i++)
+		if (f->keep[i].id == p->id && f->keep[i].epoch == p->epoch && f->keep[i].w == w)
+			return &f->keep[i];
+	return NULL;
+}
+
 /* This node's share of window w for a key of point u (the fresh rule applied). */
 static uint64_t fc_my_share(const struct fc_fleet *f, const struct fc_fleet_policy *p, uint32_t u, uint64_t w)
 {
-	return fc_fleet_share_in(p->split, u, w, p->unit_ns, f->o.fresh_ns,
+	const struct fc_pol_keep *kp = fc_keep_of(f, p, w);
+
+	return fc_fleet_share_in(kp ? kp->split : p->split, u, w, p->unit_ns, f->o.fresh_ns,
 				 p->algo == FC_ALGO_FLEET_SLIDING ? p->unit_ns : 0);
+}
+
+/* The N a reply of p's window w is checked against: the largest while it
+ * lasted (a cut leaves what was allotted under the old one). */
+static uint64_t fc_nstar(const struct fc_fleet *f, const struct fc_fleet_policy *p, uint64_t w)
+{
+	const struct fc_pol_keep *kp = fc_keep_of(f, p, w);
+
+	return kp && kp->nstar > p->n ? kp->nstar : p->n;
 }
 
 static const struct fc_fleet_policy *fc_pol_by_id(const struct fc_fleet *f, uint32_t id, uint32_t epoch)
@@ -228,6 +274,43 @@ static uint64_t fc_gcra_tau(const struct fc_fleet_split *sp, uint32_t u)
 	if (__builtin_mul_overflow(fc_fleet_share(sp, u), sp->interval_ns, &tau) || tau > FC_ROOM_MAX)
 		return FC_ROOM_MAX;
 	return tau;
+}
+
+/* A new cfg c, at now, over the one in force: a window or sliding policy
+ * whose N differs from what its current window's split divides keeps that
+ * split (and the largest N) for the window; new shares from the next one,
+ * which c's splits already hold. */
+static void fc_keep_update(struct fc_fleet *f, const struct fc_fleet_cfg *c, uint64_t now)
+{
+	struct fc_pol_keep *kept = calloc(c->npols + 1, sizeof(*kept));
+	size_t i, n = 0;
+
+	if (!kept)
+		return; /* the old ones stand: under-admission at worst (a node's share too small) */
+	for (i = 0; i < c->npols; i++) {
+		const struct fc_fleet_policy *np = &c->pols[i], *op = fc_pol_by_id(f, np->id, np->epoch);
+		uint64_t w = now / np->unit_ns;
+		const struct fc_pol_keep *ok;
+
+		if (!op || op->algo != np->algo || op->unit_ns != np->unit_ns ||
+		    (np->algo != FC_ALGO_FLEET_WINDOW && np->algo != FC_ALGO_FLEET_SLIDING))
+			continue;
+		ok = fc_keep_of(f, op, w);
+		if (!ok && op->burst == np->burst)
+			continue;
+		kept[n] = ok ? *ok :
+			       (struct fc_pol_keep){ .id = op->id,
+						    .epoch = op->epoch,
+						    .w = w,
+						    .q = op->burst,
+						    .split = { *fc_fleet_split_of(op->split, w), { .from = FC_FLEET_NEVER } },
+						    .nstar = op->n };
+		kept[n].nstar = kept[n].nstar > np->n ? kept[n].nstar : np->n;
+		n++;
+	}
+	free(f->keep);
+	f->keep = kept;
+	f->nkeep = n;
 }
 
 static const struct fc_fleet_policy *fc_pol_by_slot(const struct fc_fleet *f, uint32_t slot, uint32_t epoch)
@@ -322,16 +405,78 @@ static void fc_xdp_counts(const struct fc_fleet *f, uint32_t slot, uint32_t *pas
 	*denied = (uint32_t)d;
 }
 
-/* ---- tracked keys ---- */
+/* ---- tracked keys: an array, and an index of it by (tag, entry) ---- */
+
+static size_t fc_key_hash(uint64_t tag, uint32_t index)
+{
+	return (size_t)(((tag ^ index) * 0x9e3779b97f4a7c15ULL) >> 29);
+}
+
+static void fc_keys_index_put(struct fc_fleet *f, size_t i)
+{
+	size_t h = fc_key_hash(f->keys[i].tag, f->keys[i].index);
+
+	while (f->kidx[h & (f->kidx_cap - 1)])
+		h++;
+	f->kidx[h & (f->kidx_cap - 1)] = (uint32_t)i + 1;
+}
+
+/* The index made anew over keys[0, nk), with room for want keys at half
+ * load (linear probing stays short): 0, or -1 when it could not grow (out
+ * of memory: the old one stands, as valid as before). */
+static int fc_keys_index(struct fc_fleet *f, size_t want)
+{
+	size_t cap = 64, i;
+	uint32_t *t;
+
+	while (cap < 2 * want)
+		cap *= 2;
+	if (cap != f->kidx_cap && (t = calloc(cap, sizeof(*t)))) {
+		free(f->kidx);
+		f->kidx = t;
+		f->kidx_cap = cap;
+	} else if (f->kidx_cap < 2 * want) {
+		return -1;
+	} else {
+		memset(f->kidx, 0, f->kidx_cap * sizeof(*f->kidx));
+	}
+	for (i = 0; i < f->nk; i++)
+		fc_keys_index_put(f, i);
+	return 0;
+}
 
 static struct fc_fleet_key *fc_key_find(struct fc_fleet *f, uint64_t tag, uint32_t index)
 {
-	size_t i;
+	size_t h = fc_key_hash(tag, index);
+	uint32_t at;
 
-	for (i = 0; i < f->nk; i++)
-		if (f->keys[i].tag == tag && f->keys[i].index == index)
-			return &f->keys[i];
+	for (; f->kidx_cap; h++) {
+		at = f->kidx[h & (f->kidx_cap - 1)];
+		if (!at)
+			break;
+		if (f->keys[at - 1].tag == tag && f->keys[at - 1].index == index)
+			return &f->keys[at - 1];
+	}
 	return NULL;
+}
+
+/* Whether a key more may be tracked: at most 2 x --fleet-max-keys, as a
+ * writer of the state file can ring any number of them. Past that the key
+ * is not asked for (counted; logged once per episode, a run of rounds that
+ * meet the cap); fixed-value policies' keys always are. */
+static bool fc_keys_room(struct fc_fleet *f)
+{
+	size_t most = 2 * (size_t)(f->o.max_keys ? f->o.max_keys : 20000);
+
+	if (f->nk < most)
+		return true;
+	f->cnt.untracked++;
+	if (f->rounds > f->full_round)
+		fc_warn("fleet: %zu keys tracked, the most (2 x --fleet-max-keys): keys short of credit beyond them "
+			"are not asked for until some are dropped",
+			most);
+	f->full_round = f->rounds + 1;
+	return false;
 }
 
 /* Tracks a key from now on. One whose window began before this agent did
@@ -344,6 +489,10 @@ static struct fc_fleet_key *fc_key_track(struct fc_fleet *f, uint64_t tag, uint3
 
 	if (k)
 		return k;
+	if (index != FC_FLEET_FIXED && !fc_keys_room(f))
+		return NULL;
+	if (2 * (f->nk + 1) > f->kidx_cap && fc_keys_index(f, 2 * (f->nk + 1)) < 0)
+		return NULL;
 	if (f->nk == f->kcap) {
 		more = realloc(f->keys, (f->kcap ? f->kcap * 2 : 64) * sizeof(*f->keys));
 		if (!more)
@@ -360,6 +509,7 @@ static struct fc_fleet_key *fc_key_track(struct fc_fleet *f, uint64_t tag, uint3
 		.w = w,
 		.flags = w * fc_pol_span(p) < f->started_ns ? FC_KEY_ADOPT : 0,
 	};
+	fc_keys_index_put(f, f->nk - 1);
 	/* idle from here on if it admits nothing more */
 	if (index != FC_FLEET_FIXED && index < f->nkeys) {
 		k->passed_seen = __atomic_load_n(&fc_key_entry(f, index)->passed, __ATOMIC_RELAXED);
@@ -398,20 +548,41 @@ static bool fc_key_roll(struct fc_fleet_key *k, const struct fc_fleet_policy *p,
 	return true;
 }
 
-/* Drops keys of windows that ended, or of policies gone. */
+
+/* Whether a tracked key goes: its window is over, or its policy gone; or
+ * its entry is no longer it (re-tagged, taken back) and it holds nothing to
+ * remember. One that was granted or released keeps its totals to the
+ * window's end: tracked anew with none, it would apply its grants again.
+ * (A gcra key still active goes on into the next lease window: fc_key_roll.) */
+static bool fc_key_gone(const struct fc_fleet *f, struct fc_fleet_key *k, uint64_t now)
+{
+	const struct fc_fleet_policy *p = fc_pol_by_id(f, k->id, k->epoch);
+	const struct fc_shm_key *e;
+
+	if (!p || (k->w != fc_pol_w(p, now) && !fc_key_roll(k, p, now)))
+		return true;
+	if (k->index == FC_FLEET_FIXED || k->g_app || k->r_lock || !f->map.base || fc_fleet_map_lost(&f->map))
+		return false;
+	if (k->index >= f->nkeys)
+		return true;
+	e = fc_key_entry(f, k->index);
+	return __atomic_load_n(&e->tag, __ATOMIC_ACQUIRE) != k->tag || e->slot != p->slot || e->epoch != p->epoch;
+}
+
+/* Drops the keys that go (fc_key_gone), and indexes the rest anew. */
 static void fc_keys_expire(struct fc_fleet *f, uint64_t now)
 {
-	size_t i = 0;
+	size_t i = 0, n = f->nk;
 
 	while (i < f->nk) {
-		const struct fc_fleet_policy *p = fc_pol_by_id(f, f->keys[i].id, f->keys[i].epoch);
-
-		if (p && (f->keys[i].w == fc_pol_w(p, now) || fc_key_roll(&f->keys[i], p, now))) {
+		if (!fc_key_gone(f, &f->keys[i], now)) {
 			i++;
 			continue;
 		}
 		f->keys[i] = f->keys[--f->nk];
 	}
+	if (f->nk != n)
+		fc_keys_index(f, f->nk); /* never fails: it shrinks, or reuses its table */
 }
 
 /* A ring entry, as the workers wrote it: tracked if it is a key of a keyed
@@ -489,7 +660,10 @@ static void fc_ring_drain(struct fc_fleet *f, uint64_t now)
 	}
 	f->ring_next = i;
 	if (lost) {
-		fc_warn("fleet: the fleet ring lost entries: scanning the key table");
+		/* once per episode: a writer of the state file can make it every round */
+		if (f->rounds > f->lost_round)
+			fc_warn("fleet: the fleet ring lost entries: scanning the key table");
+		f->lost_round = f->rounds + 1;
 		fc_ring_scan(f, now);
 	}
 }
@@ -628,13 +802,46 @@ static int fc_key_topup(const struct fc_fleet *f, const struct fc_fleet_key *k, 
 	return fc_fleet_topup(wd->credit, k->w, d, fc_my_share(f, p, wd->u, k->w));
 }
 
+/* What the key was allotted in its window, as this agent knows it: its
+ * share, the grants applied, less what it released. No credit word can
+ * hold more: a word that does was written by someone else (the state file
+ * is the workers' group's). */
+static uint64_t fc_key_allot(const struct fc_fleet *f, const struct fc_fleet_key *k, const struct fc_fleet_policy *p,
+			     const struct fc_words *wd)
+{
+	uint64_t held = fc_my_share(f, p, wd->u, k->w) + k->g_app;
+
+	return held > k->r_lock ? held - k->r_lock : 0;
+}
+
+/* A credit word above the key's allotment: released, it would hand the
+ * fleet credit no node was allotted. Nothing is released for it; it is
+ * counted once per key-window, and logged once per episode (a run of
+ * rounds that find such words). */
+static void fc_key_corrupt(struct fc_fleet *f, struct fc_fleet_key *k, uint64_t x, uint64_t allot)
+{
+	if (k->flags & FC_KEY_CORRUPT)
+		return;
+	k->flags |= FC_KEY_CORRUPT;
+	f->cnt.corrupt++;
+	if (f->rounds > f->corrupt_round)
+		fc_warn("fleet: policy %u: a key's credit word holds %" PRIu64 ", more than this node was allotted "
+			"(%" PRIu64 "): written outside freqctl? nothing released for it",
+			k->id, x, allot);
+	f->corrupt_round = f->rounds + 1;
+}
+
 /* Locks all of an idle key's credit in its window: the local record of a
  * release (design §5.1), told to Redis by the key's next call. */
 static void fc_key_release(struct fc_fleet *f, struct fc_fleet_key *k, const struct fc_fleet_policy *p,
 			   const struct fc_words *wd, uint64_t now)
 {
-	uint64_t x = fc_key_left(f, p, wd, k->w, now);
+	uint64_t x = fc_key_left(f, p, wd, k->w, now), allot = fc_key_allot(f, k, p, wd);
 
+	if (x > allot) {
+		fc_key_corrupt(f, k, x, allot);
+		return;
+	}
 	if (x && fc_key_lock(f, k, p, wd, now, x) == FC_FLEET_DONE)
 		k->r_lock += x;
 }
@@ -703,6 +910,8 @@ static struct fc_fleet_key *fc_release_record(struct fc_fleet *f, const struct f
 	uint64_t share = fc_my_share(f, p, fc_fleet_point(tag), w), lead;
 	struct fc_keytab_new nk = { .slot = p->slot, .epoch = p->epoch };
 
+	if (!fc_keys_room(f)) /* a record it could not track would lock a share never told */
+		return NULL;
 	lead = p->algo == FC_ALGO_FLEET_SLIDING ? p->unit_ns : 0; /* its count is the next window's prev */
 	nk.idle_ns = (w + 1) * p->unit_ns + lead + (uint64_t)f->o.max_skew_ms * 1000000;
 	if (p->algo == FC_ALGO_FLEET_SLIDING) {
@@ -831,15 +1040,16 @@ static void fc_on_demand(void *arg, const char *msg, size_t len)
 /* Every node's share of a key of point u in window w of p, as the record
  * is made with them (s<j>): each member's split of the set, made as the
  * loader makes it. Their sum (q, by construction). */
-static uint64_t fc_call_shares(const struct fc_fleet_set *set, const struct fc_fleet_policy *p, uint64_t w, uint32_t u,
-			       uint64_t *shares, uint32_t *nos)
+static uint64_t fc_call_shares(const struct fc_fleet *f, const struct fc_fleet_set *set, const struct fc_fleet_policy *p,
+			       uint64_t w, uint32_t u, uint64_t *shares, uint32_t *nos)
 {
+	const struct fc_pol_keep *kp = fc_keep_of(f, p, w);
 	struct fc_fleet_split sp;
 	uint64_t n = 0;
 	size_t j;
 
 	for (j = 0; j < set->n; j++) {
-		fc_fleet_split_make(set->m, set->n, j, p->burst, w, p->unit_ns,
+		fc_fleet_split_make(set->m, set->n, j, kp ? kp->q : p->burst, w, p->unit_ns,
 				    p->algo == FC_ALGO_FLEET_GCRA ? p->n : 0, &sp);
 		nos[j] = set->m[j].no;
 		shares[j] = fc_fleet_share(&sp, u);
@@ -848,10 +1058,20 @@ static uint64_t fc_call_shares(const struct fc_fleet_set *set, const struct fc_f
 	return n;
 }
 
+/* A record's TTL, set by whoever makes it, relative so that Redis's clock
+ * does not matter: to the window's end on this clock, then 2 x the skew
+ * bound (this node may be up to the bound ahead and another up to the bound
+ * behind, still in the window and calling), one interval (that node's last
+ * call) and a second's margin. Shorter, a lagging node could find the
+ * record gone and make it anew with nothing granted nor released. */
+static uint64_t fc_record_ttl_ms(const struct fc_fleet *f, uint64_t end, uint64_t now)
+{
+	return (end > now ? (end - now) / 1000000 : 0) + 2 * (uint64_t)f->o.max_skew_ms + f->o.interval_ms + 1000;
+}
+
 /* What every call of key k carries: this node, its record's name, the
  * split's node set and sum n (the shares themselves: the caller's), a TTL
- * to end (the record's window's end, plus the skew and a round) and its
- * absolute totals. */
+ * to end (fc_record_ttl_ms) and its absolute totals. */
 static void fc_call_base(const struct fc_fleet *f, const struct fc_fleet_key *k, const struct fc_fleet_set *set,
 			 const char *name, uint64_t n, uint64_t end, uint64_t now, struct fc_fleet_call *c)
 {
@@ -859,7 +1079,7 @@ static void fc_call_base(const struct fc_fleet *f, const struct fc_fleet_key *k,
 		.no = f->cfg.node_no,
 		.n = n,
 		.set = set->digest,
-		.ttl_ms = (end > now ? (end - now) / 1000000 : 0) + f->o.max_skew_ms + f->o.interval_ms + 1000,
+		.ttl_ms = fc_record_ttl_ms(f, end, now),
 		.adopt = k->flags & FC_KEY_ADOPT,
 		.g_app = k->g_app,
 		.r_lock = k->r_lock,
@@ -924,7 +1144,7 @@ static int fc_gcra_call(struct fc_fleet *f, struct fc_fleet_key *k, const struct
 	if (fc_fleet_rec_name(&rec, fc_redis_prefix(f->redis), name, sizeof(name), &err) < 0)
 		return 0;
 	end = (k->w + 1) * p->lease_ns;
-	n = fc_call_shares(set, p, uw, wd.u, shares, nos);
+	n = fc_call_shares(f, set, p, uw, wd.u, shares, nos);
 	fc_call_base(f, k, set, name, n, end, now, c);
 	c->share_no = nos;
 	c->share = shares;
@@ -942,7 +1162,7 @@ static uint64_t fc_key_nstar(const struct fc_fleet *f, const struct fc_fleet_key
 	uint64_t most;
 
 	if (!fc_pol_gcra(p))
-		return p->n;
+		return fc_nstar(f, p, k->w);
 	nodes = fc_set_of(f, p, k->w * p->lease_ns / p->unit_ns)->n;
 	most = (nodes ? nodes : 1) * fc_gcra_lambda(p, nodes);
 	return most > p->burst ? most : p->burst;
@@ -1009,7 +1229,7 @@ static int fc_key_call(struct fc_fleet *f, struct fc_fleet_key *k, const struct 
 	if (fc_fleet_rec_name(&rec, fc_redis_prefix(f->redis), name, sizeof(name), &err) < 0)
 		return 0;
 	end = (k->w + 1) * p->unit_ns;
-	n = fc_call_shares(set, p, k->w, wd.u, shares, nos);
+	n = fc_call_shares(f, set, p, k->w, wd.u, shares, nos);
 	fc_call_base(f, k, set, name, n, end, now, c);
 	c->share_no = nos;
 	c->share = shares;
@@ -1174,7 +1394,7 @@ static int fc_round_beat(struct fc_fleet *f, uint64_t now, struct fc_err *err)
 	rc = fc_fleet_beat_run(&f->beat, f->redis, f->o.node, f->cfg.node_no, fc_fleet_mode_name(f->mode), f->rounds,
 			       pols, n, f->o.clock_ns, err);
 	free(pols);
-	f->cnt.commands++;
+	f->cnt.commands += 1 + f->beat.pings;
 	if (rc < 0)
 		return -1;
 	off = fc_fleet_beat_offset(&f->beat);
@@ -1187,6 +1407,18 @@ static int fc_round_beat(struct fc_fleet *f, uint64_t now, struct fc_err *err)
 		f->clock_bad = false;
 	}
 	return 0;
+}
+
+/* A call the record answered wrong (refused, failed, a reply that does not
+ * check): that key gets nothing this round; the round goes on. Counted, and
+ * logged once a minute. */
+static void fc_key_refused(struct fc_fleet *f, const struct fc_fleet_result *res, uint64_t now)
+{
+	f->cnt.reply_errors++;
+	if (f->refused_log_ns && now - f->refused_log_ns < 60000000000ULL)
+		return;
+	f->refused_log_ns = now;
+	fc_warn("fleet: %s (that key only)", res->msg);
 }
 
 /* Sends the round's calls (at most max_keys) and applies the answers:
@@ -1249,8 +1481,8 @@ static int fc_round_calls(struct fc_fleet *f, uint64_t now, struct fc_err *err)
 
 		if (res->status == FC_FLEET_R_DONE || res->status == FC_FLEET_R_OTHER_SET)
 			fc_key_apply(f, k, fc_pol_by_id(f, k->id, k->epoch), &f->batch.call[i], res, denied[i]);
-		else if (res->status == FC_FLEET_R_UNKNOWN && f->batch.cmd[i].status == FC_REDIS_OK)
-			f->cnt.reply_errors++;
+		else if (res->status == FC_FLEET_R_REFUSED)
+			fc_key_refused(f, res, now);
 	}
 	free(denied);
 	return bad ? -1 : 0;
@@ -1323,21 +1555,19 @@ static void fc_status_fill(struct fc_fleet *f, uint64_t now, double ms)
 		.max_skew_ms = f->o.max_skew_ms,
 		.test_offset_ms = f->o.clock_ns / 1000000,
 		.counters = f->cnt,
+		.keys = f->nk,
 	};
 	/* The client's own counts of redirections followed. */
 	fc_redis_stats(f->redis, &st);
 	v->counters.moved = st.moved;
 	v->counters.ask = st.ask;
+	/* replies the client refused, and the heartbeat's that did not check */
+	v->counters.reply_errors += st.bad_replies + f->beat.reply_errors;
 	v->offset_ms = (double)fc_fleet_beat_offset(&f->beat) / 1e6;
 	v->nnodes = f->beat.nnodes;
 	v->nodes = f->beat.nodes;
-	for (i = 0; i < f->beat.nnodes && f->cfg.npols; i++) {
-		const struct fc_fleet_set *set = fc_set_of(f, &f->cfg.pols[0], now / f->cfg.pols[0].unit_ns);
-
-		for (j = 0; j < set->n && set->m[j].no != f->beat.nodes[i].no; j++)
-			;
-		f->beat.nodes[i].in_set = j < set->n;
-	}
+	for (i = 0; i < f->beat.nnodes; i++)
+		fc_fleet_status_node_set(&f->beat.nodes[i], &f->cfg, now);
 	snprintf(v->node, sizeof(v->node), "%s", f->o.node);
 	snprintf(v->reason, sizeof(v->reason), "%s", f->reason);
 	if (!more)
@@ -1409,6 +1639,7 @@ void fc_fleet_round(struct fc_fleet *f, uint64_t now)
 
 	pthread_mutex_lock(&f->lock);
 	if (f->next) { /* the snapshot the main loop left: taken whole */
+		fc_keep_update(f, f->next, now + (uint64_t)f->o.clock_ns);
 		fc_cfg_free(&f->cfg);
 		f->cfg = *f->next;
 		free(f->next);
@@ -1452,8 +1683,16 @@ void fc_fleet_round(struct fc_fleet *f, uint64_t now)
 	fc_round_mode(f, rc, err.msg, now, now_ms);
 	f->rounds++;
 	fc_status_fill(f, now, (double)(fc_utc_ns() - t0) / 1e6);
-	if (f->o.status_shm[0] && fc_fleet_status_write(f->o.status_shm, &f->status, &err) < 0)
-		fc_debug("%s", err.msg);
+	/* Once per episode: what fails here fails every round (a directory
+	 * someone put at the file's path). */
+	if (f->o.status_shm[0] && fc_fleet_status_write(f->o.status_shm, &f->status, &err) < 0) {
+		if (!f->status_failing)
+			fc_warn("%s: fleet status, stats and /metrics read it (not logged again until it is written)",
+				err.msg);
+		f->status_failing = true;
+	} else {
+		f->status_failing = false;
+	}
 }
 
 const struct fc_fleet_status *fc_fleet_status_of(const struct fc_fleet *f)
@@ -1500,6 +1739,8 @@ void fc_fleet_free(struct fc_fleet *f)
 		free(f->next);
 	}
 	free(f->keys);
+	free(f->kidx);
+	free(f->keep);
 	free(f->call_key);
 	free(f->expect);
 	free(f->shares);

@@ -147,6 +147,17 @@ out:
 	return rc;
 }
 
+/* An error reply of the record's own making: the script's refusal (its
+ * errors start "FLEET") or its failure on the record's fields (Redis names
+ * the script). Any other error is Redis's (OOM, READONLY, ...): the round's. */
+static bool fc_record_error(const struct fc_redis_cmd *c)
+{
+	const struct fc_redis_reply *e = c->reply;
+
+	return c->status == FC_REDIS_ERROR && e &&
+	       ((e->len >= 6 && !memcmp(e->str, "FLEET ", 6)) || (e->len >= 15 && !memcmp(e->str, "ERR user_script", 15)));
+}
+
 /* Result i from its command. */
 static void fc_fleet_result(struct fc_fleet_batch *b, size_t i, const struct fc_fleet_expect *x)
 {
@@ -157,14 +168,16 @@ static void fc_fleet_result(struct fc_fleet_batch *b, size_t i, const struct fc_
 	if (c->status == FC_REDIS_OK) {
 		if (!fc_fleet_reply_parse(c->reply, x, res, &err))
 			return;
-		res->status = FC_FLEET_R_UNKNOWN;
+		res->status = FC_FLEET_R_REFUSED;
 		/* cut if need be: the record's name comes first */
 		if (snprintf(res->msg, sizeof(res->msg), "%s: %s", b->call[i].record, err.msg) < 0)
 			res->msg[0] = 0;
 		return;
 	}
 	memset(res, 0, sizeof(*res));
-	res->status = c->status == FC_REDIS_NOT_RUN ? FC_FLEET_R_NOT_RUN : FC_FLEET_R_UNKNOWN;
+	res->status = c->status == FC_REDIS_NOT_RUN ? FC_FLEET_R_NOT_RUN :
+		      fc_record_error(c)             ? FC_FLEET_R_REFUSED :
+						       FC_FLEET_R_UNKNOWN;
 	snprintf(res->msg, sizeof(res->msg), "%s", c->msg ? c->msg : "no reply");
 }
 
@@ -335,7 +348,8 @@ long fc_fleet_batch_run(struct fc_fleet_batch *b, struct fc_redis *r, const stru
 
 		fc_fleet_result(b, i, &x[i]);
 		b->res[i].confirmed = confirmed && b->res[i].status == FC_FLEET_R_DONE;
-		if (b->res[i].status != FC_FLEET_R_DONE && b->res[i].status != FC_FLEET_R_OTHER_SET && !bad++)
+		if (b->res[i].status != FC_FLEET_R_DONE && b->res[i].status != FC_FLEET_R_OTHER_SET &&
+		    b->res[i].status != FC_FLEET_R_REFUSED && !bad++)
 			fc_err_set(err, "%s", b->res[i].msg);
 	}
 	fc_redis_cmds_release(b->cmd, b->n + b->nwaits);

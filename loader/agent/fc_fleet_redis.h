@@ -79,7 +79,10 @@ enum fc_fleet_answer {
 	FC_FLEET_R_DONE = 1,  /* the record answered: fields below */
 	FC_FLEET_R_OTHER_SET, /* the record is of another split (store behind?): n is its */
 	FC_FLEET_R_NOT_RUN,   /* not sent or refused unrun: nothing changed, send it again */
-	FC_FLEET_R_UNKNOWN,   /* it may have run (lost, an error, a reply that does not check) */
+	FC_FLEET_R_UNKNOWN,   /* it may have run (lost, an error of Redis's): the round failed */
+	FC_FLEET_R_REFUSED,   /* the record's own answer is wrong: the script refused the call
+			       * (FLEET ...), failed on the record's fields, or replied what does
+			       * not check; this call only, never the round's */
 };
 
 struct fc_fleet_result {
@@ -141,8 +144,10 @@ struct fc_fleet_call *fc_fleet_batch_add(struct fc_fleet_batch *b);
 /* Sends every call (SCRIPT LOAD first if not yet done; EVAL again where a
  * node answers NOSCRIPT), then, when b->wait_ms is set, a WAIT on each node
  * that calls wanting a grant went to, for all of its replicas; fills
- * b->res[i] for each, checked against x[i]. Returns how many are not DONE or OTHER_SET, with err saying why for
- * the first; -1 when nothing could be sent (the script not loaded). */
+ * b->res[i] for each, checked against x[i]. Returns how many are not
+ * answered (neither DONE, OTHER_SET nor REFUSED: Redis away, slow or in
+ * error), with err saying why for the first; -1 when nothing could be sent
+ * (the script not loaded). */
 long fc_fleet_batch_run(struct fc_fleet_batch *b, struct fc_redis *r, const struct fc_fleet_expect *x,
 			struct fc_err *err);
 

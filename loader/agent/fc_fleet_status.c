@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 
 #include "fc_fleet_status.h"
+#include "fc_store.h"
 
 const char *fc_fleet_mode_name(enum fc_fleet_mode mode)
 {
@@ -25,6 +26,44 @@ const char *fc_fleet_mode_name(enum fc_fleet_mode mode)
 	default:
 		return "off";
 	}
+}
+
+/* The member numbered no of set (NULL: none). */
+static const struct fc_fleet_member *fc_member(const struct fc_fleet_set *set, uint32_t no)
+{
+	size_t i;
+
+	for (i = 0; i < set->n; i++)
+		if (set->m[i].no == no)
+			return &set->m[i];
+	return NULL;
+}
+
+void fc_fleet_status_node_set(struct fc_fleet_status_node *n, const struct fc_fleet_cfg *cfg, uint64_t now)
+{
+	const struct fc_fleet_member *cur, *next, *in = NULL;
+	uint64_t joins_ns = 0;
+	bool never = false;
+	size_t i;
+
+	n->in_set = cfg->npols > 0;
+	for (i = 0; i < cfg->npols; i++) {
+		const struct fc_fleet_policy *p = &cfg->pols[i];
+		uint64_t w = now / p->unit_ns, from = p->split[1].from;
+		bool later = from != FC_FLEET_NEVER && w < from; /* split[1] is still to come */
+
+		cur = fc_member(&cfg->sets[p->set[from != FC_FLEET_NEVER && w >= from]], n->no);
+		next = later ? fc_member(&cfg->sets[p->set[1]], n->no) : NULL;
+		in = in ? in : cur ? cur : next;
+		if (cur)
+			continue;
+		n->in_set = false;
+		if (next && from * p->unit_ns > joins_ns)
+			joins_ns = from * p->unit_ns;
+		never |= !next;
+	}
+	n->weight = in ? (double)in->weight / FC_FLEET_WEIGHT_ONE : 0;
+	n->joins_ms = n->in_set || never ? 0 : (int64_t)(joins_ns / 1000000);
 }
 
 /* UTC ms as "2026-11-29T06:00:00.123Z"; null for 0 (never). */
@@ -70,9 +109,9 @@ static json_t *fc_status_nodes(const struct fc_fleet_status *v)
 	for (i = 0; i < v->nnodes; i++) {
 		const struct fc_fleet_status_node *n = &v->nodes[i];
 
-		json_array_append_new(a, json_pack("{s:s, s:I, s:f, s:b, s:s, s:I}", "name", n->name, "no",
-						   (json_int_t)n->no, "weight", n->weight, "in_set", n->in_set, "mode",
-						   n->mode, "age_ms", (json_int_t)n->age_ms));
+		json_array_append_new(a, json_pack("{s:s, s:I, s:f, s:b, s:o, s:s, s:I}", "name", n->name, "no",
+						   (json_int_t)n->no, "weight", n->weight, "in_set", n->in_set, "joins",
+						   fc_utc(n->joins_ms), "mode", n->mode, "age_ms", (json_int_t)n->age_ms));
 	}
 	return a;
 }
@@ -99,18 +138,19 @@ static json_t *fc_status_policies(const struct fc_fleet_status *v)
 
 static json_t *fc_status_counters(const struct fc_fleet_counters *c)
 {
-	return json_pack("{s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o}", "commands",
+	return json_pack("{s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o}", "commands",
 			 fc_int(c->commands), "scripts", fc_int(c->scripts), "waits", fc_int(c->waits), "moved",
 			 fc_int(c->moved), "ask", fc_int(c->ask), "reconnects", fc_int(c->reconnects), "reasserted",
 			 fc_int(c->reasserted), "frozen", fc_int(c->frozen), "reply_errors", fc_int(c->reply_errors),
 			 "deferred", fc_int(c->deferred), "degraded", fc_int(c->degraded), "degraded_ms",
-			 fc_int(c->degraded_ms), "ring_errors", fc_int(c->ring_errors), "records", fc_int(c->records));
+			 fc_int(c->degraded_ms), "ring_errors", fc_int(c->ring_errors), "records", fc_int(c->records),
+			 "corrupt", fc_int(c->corrupt), "untracked", fc_int(c->untracked));
 }
 
 json_t *fc_fleet_status_json(const struct fc_fleet_status *v)
 {
 	return json_pack("{s:s, s:I, s:s, s:s, s:o, s:o, s:o, s:I, s:{s:f, s:f, s:f, s:f}, s:o, "
-			 "s:{s:f, s:I, s:I}, s:o, s:o, s:o}",
+			 "s:{s:f, s:I, s:I}, s:o, s:o, s:o, s:o}",
 			 "node", v->node, "node_no", (json_int_t)v->node_no, "mode", fc_fleet_mode_name(v->mode),
 			 "reason", v->reason, "since", fc_utc(v->since_ms), "rounds", fc_int(v->rounds), "last_sync",
 			 fc_utc(v->last_sync_ms), "interval_ms", (json_int_t)v->interval_ms, "latency_ms", "last",
@@ -118,7 +158,7 @@ json_t *fc_fleet_status_json(const struct fc_fleet_status *v)
 			 fc_status_redis(v), "clock", "offset_ms", v->offset_ms, "max_skew_ms",
 			 (json_int_t)v->max_skew_ms, "test_offset_ms", (json_int_t)v->test_offset_ms, "nodes",
 			 fc_status_nodes(v), "policies", fc_status_policies(v), "counters",
-			 fc_status_counters(&v->counters));
+			 fc_status_counters(&v->counters), "keys", fc_int(v->keys));
 }
 
 int fc_fleet_status_write(const char *shm_path, const struct fc_fleet_status *v, struct fc_err *err)
@@ -129,35 +169,35 @@ int fc_fleet_status_write(const char *shm_path, const struct fc_fleet_status *v,
 
 	if ((size_t)snprintf(path, sizeof(path), "%s.fleet.json", shm_path) >= sizeof(path) ||
 	    (size_t)snprintf(tmp, sizeof(tmp), "%s.tmp", path) >= sizeof(tmp))
-		return fc_err_set(err, "fleet: %s: path too long for its status file", shm_path);
+		return fc_err_set(err, "fleet: status file of %s: path too long", shm_path);
 	/* Whatever is there is not ours to write into: a stale one of ours,
 	 * or a file or link someone else put there. */
 	if (unlink(tmp) < 0 && errno != ENOENT) {
-		fc_err_set(err, "fleet: %s: %s", tmp, strerror(errno));
+		fc_err_set(err, "fleet: status file %s: %s", tmp, strerror(errno));
 		goto out;
 	}
 	fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
 	if (fd < 0 || fchmod(fd, 0644) < 0) {
-		fc_err_set(err, "fleet: %s: %s", tmp, strerror(errno));
+		fc_err_set(err, "fleet: status file %s: %s", tmp, strerror(errno));
 		goto out;
 	}
 	doc = fc_fleet_status_json(v);
 	if (!doc) {
-		fc_err_set(err, "fleet: %s: out of memory", path);
+		fc_err_set(err, "fleet: status file %s: out of memory", path);
 		goto out;
 	}
 	if (json_dumpfd(doc, fd, JSON_COMPACT) < 0 || write(fd, "\n", 1) != 1) {
-		fc_err_set(err, "fleet: %s: %s", tmp, strerror(errno));
+		fc_err_set(err, "fleet: status file %s: %s", tmp, strerror(errno));
 		goto out;
 	}
 	if (close(fd) < 0) {
 		fd = -1;
-		fc_err_set(err, "fleet: %s: %s", tmp, strerror(errno));
+		fc_err_set(err, "fleet: status file %s: %s", tmp, strerror(errno));
 		goto out;
 	}
 	fd = -1;
 	if (rename(tmp, path) < 0) {
-		fc_err_set(err, "fleet: %s: %s", path, strerror(errno));
+		fc_err_set(err, "fleet: status file %s: %s", path, strerror(errno));
 		goto out;
 	}
 	rc = 0;

@@ -16,6 +16,7 @@
 #include <jansson.h>
 
 #include "fc_error.h"
+#include "fc_fleet_split.h"
 #include "fc_redis.h"
 
 enum fc_fleet_mode {
@@ -40,10 +41,11 @@ struct fc_fleet_status_policy {
 struct fc_fleet_status_node {
 	char name[64];
 	uint32_t no;
-	double weight;
-	bool in_set;    /* in the current window's node set */
-	char mode[16];  /* as its heartbeat says */
-	int64_t age_ms; /* since its heartbeat */
+	double weight;    /* in the node set it is in (the current windows', else the next) */
+	bool in_set;      /* in the node set of every fleet policy's current window */
+	int64_t joins_ms; /* not in_set: UTC ms from which it is in every policy's (0: not known to) */
+	char mode[16];    /* as its heartbeat says */
+	int64_t age_ms;   /* since its heartbeat */
 };
 
 struct fc_fleet_status_primary {
@@ -58,6 +60,8 @@ struct fc_fleet_counters {
 	uint64_t reasserted, frozen, reply_errors, deferred;
 	uint64_t ring_errors;           /* fleet ring entries that did not check */
 	uint64_t records;               /* release records made for keys never seen */
+	uint64_t corrupt;               /* credit words above their key's allotment: not released */
+	uint64_t untracked;             /* keys not tracked: as many as 2 x --fleet-max-keys were */
 	uint64_t degraded, degraded_ms; /* episodes, and their time */
 };
 
@@ -82,9 +86,16 @@ struct fc_fleet_status {
 	size_t npolicies;
 	const struct fc_fleet_status_policy *policies;
 	struct fc_fleet_counters counters;
+	size_t keys; /* keys tracked in the agent's memory, every policy's */
 };
 
 const char *fc_fleet_mode_name(enum fc_fleet_mode mode);
+
+/* Node n's place (n->no) in cfg's node sets at now (UTC ns, the fleet's
+ * clock): in_set, weight, joins_ms. Sets change only at a window's start
+ * (freqctl(8), node set): a node that joined holds no share of a window
+ * that began before, however long that window is. */
+void fc_fleet_status_node_set(struct fc_fleet_status_node *n, const struct fc_fleet_cfg *cfg, uint64_t now);
 
 /* The view as the status file's document. */
 json_t *fc_fleet_status_json(const struct fc_fleet_status *v);

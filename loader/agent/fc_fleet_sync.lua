@@ -11,7 +11,8 @@
 -- 9 U used by i (absolute), 10 want, 11 settled ("1": i holds nothing to
 -- release), 12 demand channel, 13.. pairs (j, s_j) of the split.
 -- Returns {g, r, G, R, free, holders, frozen}, or {-1, n} when the record
--- is of another split (nothing recorded, nothing granted).
+-- is of another split (nothing recorded, nothing granted), or an error
+-- "FLEET ..." when the call is refused (nothing recorded).
 local h, i = KEYS[1], ARGV[2]
 local N, n = tonumber(ARGV[3]), tonumber(ARGV[4])
 if ARGV[1] ~= '1' then return redis.error_reply('FLEET script version 1, called as ' .. ARGV[1]) end
@@ -46,6 +47,13 @@ local function put(k, v) set[#set + 1] = k; set[#set + 1] = int(v) end
 -- More applied than Redis holds: a grant was lost (a restart, a promoted
 -- replica that had not confirmed). Restore it and grant nothing more here.
 if gapp > g then G = G + gapp - g; g = gapp; f.frozen = '1'; put('g' .. i, g); put('frozen', 1) end
+-- A node releases at most what it was allotted: its share and its grants.
+-- More is a hostile or corrupt caller: refused whole, nothing written, so
+-- that the record (R, and G - R within N) stays good for the other nodes.
+if rn > num('s' .. i) + g then
+  return redis.error_reply('FLEET node ' .. i .. ' releases ' .. int(rn) .. ', more than its share ' ..
+    int(num('s' .. i)) .. ' and grants ' .. int(g) .. ' of ' .. h)
+end
 if rn > r then R = R + rn - r; r = rn; put('r' .. i, r) end
 if un > num('u' .. i) then put('u' .. i, un) end
 local free, grant, others, holders = N - (n + G - R), 0, 0, 0

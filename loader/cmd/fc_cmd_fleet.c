@@ -48,6 +48,20 @@ static void fc_fleet_print_nodes(const json_t *doc)
 		       fc_fleet_int(n, "no", 0), fc_fleet_num(n, "weight", 0),
 		       json_is_true(json_object_get(n, "in_set")) ? "yes" : "no", fc_fleet_str(n, "mode", "?"),
 		       (double)fc_fleet_int(n, "age_ms", 0) / 1000);
+	/* IN SET no says nothing of why: a node set changes only at a window's
+	 * start, which for a /d policy can be most of a day away. */
+	json_array_foreach(nodes, i, n) {
+		if (json_is_true(json_object_get(n, "in_set")))
+			continue;
+		if (json_is_string(json_object_get(n, "joins")))
+			printf("%.64s holds no share of the current windows: it joins the split from the window starting "
+			       "%.40s; until then it takes only what others grant\n",
+			       fc_fleet_str(n, "name", "?"), fc_fleet_str(n, "joins", "?"));
+		else
+			printf("%.64s is not in the node set: it holds no share, it takes only what others grant "
+			       "(freqctl node set, agent --weight)\n",
+			       fc_fleet_str(n, "name", "?"));
+	}
 }
 
 static void fc_fleet_print_policies(const json_t *doc)

@@ -11,14 +11,20 @@
  * nothing; a message that parses is byte for byte the record's name and
  * " <node>" that fc_fleet_rec_name makes of what it parsed to.
  *
- * The first byte picks: even, replies (the next bytes set N*, G applied
+ * The heartbeat's replies too (fc_fleet_beat_parse, after the client's
+ * check of their shape): TIME and every node's value; what is taken keeps
+ * its bounds (ages from a ts within 2^53 ms, at most FC_FLEET_BEAT_NODES
+ * nodes and FC_FLEET_BEAT_POLS sums), UBSan catches an overflow.
+ *
+ * The first byte picks: 0 mod 4, replies (the next bytes set N*, G applied
  * and adopt; the rest is protocol); odd, a demand message (under the prefix
- * "freqctl:").
+ * "freqctl:"); 2 mod 4, heartbeat replies (protocol).
  */
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
 
+#include "fc_fleet_beat.h"
 #include "fc_fleet_redis.h"
 #include "fc_fuzz.h"
 
@@ -73,6 +79,32 @@ static void replies(struct fc_fuzz_in *in)
 	fc_redis_reader_free(&rd);
 }
 
+static void beats(const uint8_t *p, size_t n)
+{
+	static struct fc_fleet_beat b; /* 40 KiB: kept off the stack */
+	const int64_t t0 = 1800000000000000000LL;
+	struct fc_redis_reader rd;
+	struct fc_redis_reply *r;
+	struct fc_err err;
+	size_t i;
+
+	memset(&b, 0, sizeof(b));
+	if (fc_redis_reader_init(&rd, &err) < 0)
+		fc_fuzz_fail("reader: %s", err.msg);
+	if (fc_redis_reader_feed(&rd, p, n, &err) == 0)
+		while (fc_redis_reader_next(&rd, &r, &err) == 0 && r) {
+			if (fc_redis_reply_check(r, &FC_FLEET_BEAT_WANT, &err) == 0)
+				fc_fleet_beat_parse(&b, r, t0, t0 + 1000000, &err);
+			fc_redis_reply_free(r);
+		}
+	fc_redis_reader_free(&rd);
+	if (b.nnodes > FC_FLEET_BEAT_NODES || b.nused > FC_FLEET_BEAT_POLS || b.nsamples > FC_FLEET_BEAT_SAMPLES)
+		fc_fuzz_fail("nodes %zu, sums %zu, samples %u", b.nnodes, b.nused, b.nsamples);
+	for (i = 0; i < b.nnodes; i++)
+		if (b.nodes[i].age_ms < t0 / 1000000 - FC_FLEET_BEAT_TS_MAX || b.nodes[i].age_ms > t0 / 1000000 + 1)
+			fc_fuzz_fail("node %zu: age %" PRId64 " ms", i, b.nodes[i].age_ms);
+}
+
 static void demand(const uint8_t *p, size_t n)
 {
 	char name[FC_FLEET_NAME_MAX], again[FC_FLEET_NAME_MAX + 16];
@@ -103,6 +135,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	in = (struct fc_fuzz_in){ data + 1, size - 1 };
 	if (data[0] % 2)
 		demand(data + 1, size - 1);
+	else if (data[0] % 4 == 2)
+		beats(data + 1, size - 1);
 	else
 		replies(&in);
 	return 0;

@@ -2,7 +2,8 @@
 /*
  * The lease engine's round (loader/agent/fc_fleet_engine.c) against a real
  * redis-server and its replica (tests/integration/test_fleet_script.sh
- * starts them: FC_FLEET_IT_REDIS, FC_FLEET_IT_REPLICA_PID), over a state
+ * starts them: FC_FLEET_IT_REDIS, FC_FLEET_IT_REPLICA_PID; FC_FLEET_IT_USER,
+ * _PASSWORD and _PREFIX run it as an ACL user), over a state
  * file this test writes as nginx's workers would: a key refused for lack of
  * credit sets its demand word and goes on the fleet ring; the engine's
  * round asks Redis and puts the grant in the key's credit word. Rounds are
@@ -39,6 +40,7 @@
 #include <hiredis/hiredis.h>
 #include <jansson.h>
 
+#include "fc_fleet_beat.h"
 #include "fc_fleet_engine.h"
 #include "fc_policy.h"
 #include "fc_shm.h"
@@ -113,9 +115,15 @@ static struct fc_redis *client(unsigned timeout_ms)
 	struct fc_redis_conf conf;
 	struct fc_redis *r;
 	struct fc_err err;
-	char url[96];
+	char url[256];
 
-	snprintf(url, sizeof(url), "redis://%s", addr);
+	/* FC_FLEET_IT_USER: the engine as that ACL user (its password in
+	 * FC_FLEET_IT_PASSWORD); the test's own connection stays the default's */
+	if (getenv("FC_FLEET_IT_USER"))
+		snprintf(url, sizeof(url), "redis://%s:%s@%s", getenv("FC_FLEET_IT_USER"),
+			 getenv("FC_FLEET_IT_PASSWORD") ? getenv("FC_FLEET_IT_PASSWORD") : "", addr);
+	else
+		snprintf(url, sizeof(url), "redis://%s", addr);
 	fc_redis_conf_init(&conf);
 	conf.timeout_ms = timeout_ms;
 	if (fc_redis_conf_urls(&conf, url, &err) || fc_redis_conf_prefix(&conf, prefix, &err))
@@ -327,6 +335,57 @@ static void test_paced_lease(void **state_)
 	fc_fleet_round(f, t0 + 700000000ULL);
 	assert_int_equal(fc_fleet_status_of(f)->counters.scripts, scripts + 1);
 	assert_int_equal(hget(tag, w, "q1"), 1);
+	fc_fleet_free(f);
+	fc_redis_close(r);
+}
+
+/* Keys under their share cost Redis nothing (design §8.1: a key is sent
+ * only when it wants credit, has a release to tell, must re-assert or
+ * adopt): 300 keys spending their own shares round after round, never
+ * refused, are not tracked and make no script; the rounds send only the
+ * heartbeat (once a second). */
+static void test_never_short_no_script(void **state_)
+{
+	struct fc_fleet_cfg c = cfg();
+	struct fc_fleet_opts o = opts();
+	uint64_t t0 = window_start(), w = t0 / UNIT_NS, scripts, commands;
+	struct fc_redis *r = client(2000);
+	const struct fc_fleet_status *v;
+	struct fc_fleet *f;
+	struct fc_err err;
+	uint32_t i;
+	int k;
+
+	(void)state_;
+	f = fc_fleet_new(&o, &c, r, &err);
+	assert_non_null(f);
+	fc_fleet_round(f, t0); /* maps the file, the heartbeat of this second */
+	for (i = 200; i < 500; i++) { /* as a worker leaves a key after its first request: 1 of 5 spent */
+		struct fc_shm_key *e = entry(i);
+
+		memset(e, 0, sizeof(*e));
+		e->slot = 3;
+		e->epoch = 5;
+		e->state[0] = FC_FLEET_WORD(w, 4);
+		e->passed = 1;
+		__atomic_store_n(&e->tag, TAG + 1000 + i, __ATOMIC_RELEASE);
+	}
+	v = fc_fleet_status_of(f);
+	scripts = v->counters.scripts;
+	commands = v->counters.commands;
+	for (k = 1; k <= 5; k++) {
+		for (i = 200; i < 500 && k <= 3; i++) { /* a request each, on its own credit */
+			entry(i)->state[0] = FC_FLEET_WORD(w, 4 - (uint64_t)k);
+			entry(i)->passed++;
+		}
+		fc_fleet_round(f, t0 + (uint64_t)k * 100000000ULL);
+		v = fc_fleet_status_of(f);
+		printf("# round %d: %" PRIu64 " scripts, %" PRIu64 " commands\n", k, v->counters.scripts - scripts,
+		       v->counters.commands - commands);
+	}
+	assert_int_equal(v->counters.scripts, scripts);
+	assert_int_equal(v->counters.commands, commands); /* the next heartbeat is a second on */
+	assert_int_equal(v->policies[0].tracked, 0);
 	fc_fleet_free(f);
 	fc_redis_close(r);
 }
@@ -764,9 +823,10 @@ static void test_reassert_after_reconnect(void **state_)
 	fc_redis_close(r);
 }
 
-/* --fleet-max-keys 2 with 5 keys asking: 2 scripts a round, the rest
+/* --fleet-max-keys 3 with 5 keys asking: 3 scripts a round, the rest
  * deferred (counted) and first in the next round, so every key is asked
- * within 3 rounds. */
+ * within 3 rounds. (3, not 2: 2 x it is the cap of tracked keys, and
+ * policy 8's fixed key is one.) */
 static void test_max_keys(void **state_)
 {
 	struct fc_fleet_cfg c = cfg();
@@ -778,14 +838,14 @@ static void test_max_keys(void **state_)
 	int i;
 
 	(void)state_;
-	o.max_keys = 2;
+	o.max_keys = 3;
 	f = fc_fleet_new(&o, &c, r, &err);
 	fc_fleet_round(f, t0);
 	for (i = 0; i < 5; i++)
 		refused_key(200 + (uint32_t)i, TAG + 200 + (uint64_t)i, w, 1);
 	fc_fleet_round(f, t0 + 100000000);
-	assert_int_equal(fc_fleet_status_of(f)->counters.scripts, 2);
-	assert_int_equal(fc_fleet_status_of(f)->counters.deferred, 3);
+	assert_int_equal(fc_fleet_status_of(f)->counters.scripts, 3);
+	assert_int_equal(fc_fleet_status_of(f)->counters.deferred, 2);
 	fc_fleet_round(f, t0 + 200000000);
 	fc_fleet_round(f, t0 + 300000000);
 	for (i = 0; i < 5; i++)
@@ -934,6 +994,372 @@ static void test_thread_early_release(void **state_)
 	fc_fleet_stop(f);
 }
 
+/* A key's credit word above what this node was allotted (5 of N 10),
+ * written by someone with the state file (the workers' group): node 2 asks,
+ * and this node releases nothing for it (released, node 2 would admit its
+ * own 5 and these 10); counted once, in the status file too. */
+static void test_inflated_release(void **state_)
+{
+	struct fc_fleet_cfg c = cfg();
+	struct fc_fleet_opts o = opts();
+	uint64_t t0 = window_start(), w = t0 / UNIT_NS, tag = TAG + 777;
+	struct fc_redis *r = client(2000);
+	struct fc_fleet_result res = { 0 };
+	struct fc_shm_key *k = entry(fc_shm_key_place(tag, 0, NKEYS));
+	struct fc_fleet *f;
+	struct fc_err err;
+	json_t *doc;
+	int i;
+
+	(void)state_;
+	f = fc_fleet_new(&o, &c, r, &err);
+	fc_fleet_round(f, t0);
+	k->slot = 3;
+	k->epoch = 5;
+	k->state[0] = FC_FLEET_WORD(w, 10); /* hostile: the share is 5 */
+	k->passed = 1;
+	__atomic_store_n(&k->tag, tag, __ATOMIC_RELEASE);
+	for (i = 1; i <= 6; i++) {
+		res = node2_call(tag, w, 0, res.g, 10 - res.g);
+		usleep(20000);
+		fc_fleet_round(f, t0 + (uint64_t)i * 100000000ULL);
+	}
+	printf("# node 2 granted %" PRIu64 "; r1 %lld, corrupt %" PRIu64 "\n", res.g, hget(tag, w, "r1"),
+	       fc_fleet_status_of(f)->counters.corrupt);
+	assert_int_equal(res.g, 0);
+	assert_true(hget(tag, w, "r1") <= 0);
+	assert_int_equal(FC_FLEET_WORD_CREDIT(k->state[0]), 10); /* nothing locked */
+	assert_int_equal(fc_fleet_status_of(f)->counters.corrupt, 1);
+	doc = status_file();
+	assert_int_equal(json_integer_value(json_object_get(json_object_get(doc, "counters"), "corrupt")), 1);
+	json_decref(doc);
+	fc_fleet_free(f);
+	fc_redis_close(r);
+}
+
+/* One record whose reply does not check (R 30 of N 10: poisoned by
+ * whatever wrote it) fails that key's call only: the round goes on, the
+ * other key is granted, and the node never goes degraded for it. */
+static void test_bad_record_key_only(void **state_)
+{
+	struct fc_fleet_cfg c = cfg();
+	struct fc_fleet_opts o = opts();
+	uint64_t t0 = window_start(), w = t0 / UNIT_NS, bad = TAG + 801, good = TAG + 802;
+	struct fc_fleet_rec rec = { .id = 7, .epoch = 5, .kid = bad, .kind = 'w', .unit = 60, .w = w };
+	struct fc_redis *r = client(2000);
+	char name[FC_FLEET_NAME_MAX];
+	struct fc_fleet *f;
+	struct fc_err err;
+	int i;
+
+	(void)state_;
+	f = fc_fleet_new(&o, &c, r, &err);
+	fc_fleet_round(f, t0);
+	node2_releases(bad, w, 0);
+	assert_true(fc_fleet_rec_name(&rec, prefix, name, sizeof(name), &err) > 0);
+	freeReplyObject(redisCommand(adm_ctx, "HSET %s R 30", name));
+	node2_releases(good, w, 4);
+	refused_key(81, bad, w, 2);
+	refused_key(82, good, w, 2);
+	for (i = 1; i <= 5; i++)
+		fc_fleet_round(f, t0 + (uint64_t)i * 100000000ULL);
+	assert_int_equal(fc_fleet_status_of(f)->mode, FC_FLEET_MODE_FLEET);
+	assert_int_equal(fc_fleet_status_of(f)->counters.degraded, 0);
+	assert_true(fc_fleet_status_of(f)->counters.reply_errors >= 1);
+	assert_int_equal(FC_FLEET_WORD_CREDIT(entry(82)->state[0]), 2);
+	assert_int_equal(FC_FLEET_WORD_CREDIT(entry(81)->state[0]), 0);
+	fc_fleet_free(f);
+	fc_redis_close(r);
+}
+
+/* N raised mid-window (10 -> 20/m, the epoch kept, as policy edit --rate
+ * does; the publish's new split is from this window): the window's split
+ * stays (record n 10, shares 5 and 5, its digest), Redis's pool becomes
+ * N' - allotted, grantable at once: node 2 released 4 of its 5, node 1
+ * spent its 5 and asks for 15: granted 14, every node's allotment then
+ * N' = 20, and no more. Lowered to 8: nothing more granted, and the
+ * replies (free -12) still check. */
+static void test_n_changed_mid_window(void **state_)
+{
+	struct fc_fleet_cfg c = cfg();
+	struct fc_fleet_opts o = opts();
+	uint64_t t0 = window_start(), w = t0 / UNIT_NS, tag = TAG + 55;
+	struct fc_redis *r = client(2000);
+	struct fc_shm_key *k = entry(18);
+	struct fc_fleet *f;
+	struct fc_err err;
+	int i;
+
+	(void)state_;
+	f = fc_fleet_new(&o, &c, r, &err);
+	fc_fleet_round(f, t0);
+	node2_releases(tag, w, 4); /* the record: n 10, s1 5, s2 5 */
+	pols[0].n = pols[0].burst = 20;
+	fc_fleet_split_make(members, 2, 0, 20, w, UNIT_NS, 0, &pols[0].split[0]);
+	assert_int_equal(fc_fleet_update(f, NULL, &c, &err), 0);
+	refused_key(18, tag, w, 15);
+	for (i = 1; i <= 3 && FC_FLEET_WORD_CREDIT(k->state[0]) < 14; i++)
+		fc_fleet_round(f, t0 + (uint64_t)i * 100000000ULL);
+	printf("# after the raise: credit %llu, g1 %lld, n %lld, G %lld, R %lld\n",
+	       (unsigned long long)FC_FLEET_WORD_CREDIT(k->state[0]), hget(tag, w, "g1"), hget(tag, w, "n"),
+	       hget(tag, w, "G"), hget(tag, w, "R"));
+	assert_int_equal(FC_FLEET_WORD_CREDIT(k->state[0]), 14);
+	assert_int_equal(hget(tag, w, "n"), 10);
+	assert_int_equal(hget(tag, w, "g1"), 14);
+	/* allotted: n + G - R = 10 + 14 - 4 = N' */
+	assert_int_equal(hget(tag, w, "n") + hget(tag, w, "G") - hget(tag, w, "R"), 20);
+	/* more asked: nothing is free */
+	k->denied += 5;
+	k->state[1] = FC_FLEET_WORD(w, FC_FLEET_WANTED);
+	for (i = 4; i <= 5; i++)
+		fc_fleet_round(f, t0 + (uint64_t)i * 100000000ULL);
+	assert_int_equal(hget(tag, w, "g1"), 14);
+	/* lowered to 8: nothing more, and no reply refused */
+	pols[0].n = pols[0].burst = 8;
+	fc_fleet_split_make(members, 2, 0, 8, w, UNIT_NS, 0, &pols[0].split[0]);
+	assert_int_equal(fc_fleet_update(f, NULL, &c, &err), 0);
+	k->denied += 5;
+	for (i = 6; i <= 8; i++)
+		fc_fleet_round(f, t0 + (uint64_t)i * 100000000ULL);
+	assert_int_equal(hget(tag, w, "g1"), 14);
+	assert_int_equal(hget(tag, w, "n"), 10);
+	assert_int_equal(fc_fleet_status_of(f)->counters.reply_errors, 0);
+	assert_int_equal(fc_fleet_status_of(f)->mode, FC_FLEET_MODE_FLEET);
+	fc_fleet_free(f);
+	fc_redis_close(r);
+}
+
+/* stderr into a file while a case runs rounds: what the engine logged. */
+static int log_saved = -1;
+static char log_path[160];
+
+static void log_capture(void)
+{
+	int fd;
+
+	snprintf(log_path, sizeof(log_path), "%s/log", dir);
+	fflush(stderr);
+	log_saved = dup(2);
+	fd = open(log_path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	assert_true(fd >= 0 && log_saved >= 0);
+	dup2(fd, 2);
+	close(fd);
+}
+
+/* Ends the capture: how many lines logged hold what. */
+static int log_count(const char *what)
+{
+	char line[512];
+	FILE *in;
+	int n = 0;
+
+	fflush(stderr);
+	dup2(log_saved, 2);
+	close(log_saved);
+	in = fopen(log_path, "r");
+	assert_non_null(in);
+	while (fgets(line, sizeof(line), in)) {
+		fputs(line, stderr);
+		n += strstr(line, what) != NULL;
+	}
+	fclose(in);
+	return n;
+}
+
+/* A state-file writer gives every entry of the table a new tag each round,
+ * refused (demand) and rung: the keys whose entries are no longer theirs
+ * and hold nothing are dropped, so the agent tracks one table's worth, not
+ * a table more each round (it had 200 tables after 200 rounds, its round
+ * time growing with them). Round times are printed. */
+static void test_tracked_keys_bounded(void **state_)
+{
+	struct fc_fleet_cfg c = cfg();
+	struct fc_fleet_opts o = opts();
+	uint64_t t0 = window_start(), w = t0 / UNIT_NS, tag = TAG + 100000;
+	struct fc_redis *r = client(2000);
+	struct fc_fleet *f;
+	struct fc_err err;
+	struct timespec a, b;
+	uint32_t i, round;
+
+	(void)state_;
+	f = fc_fleet_new(&o, &c, r, &err);
+	fc_fleet_round(f, t0);
+	for (round = 1; round <= 100; round++) {
+		for (i = 0; i < NKEYS; i++) {
+			struct fc_shm_key *k = entry(i);
+
+			k->slot = 3;
+			k->epoch = 5;
+			k->state[0] = FC_FLEET_WORD(w, 0);
+			k->state[1] = FC_FLEET_WORD(w, FC_FLEET_WANTED);
+			__atomic_store_n(&k->tag, tag++, __ATOMIC_RELEASE);
+			push(k->tag, i, 3, 5, w);
+		}
+		clock_gettime(CLOCK_MONOTONIC, &a);
+		fc_fleet_round(f, t0 + (uint64_t)round * 1000000ULL);
+		clock_gettime(CLOCK_MONOTONIC, &b);
+		if (round % 25 == 0)
+			printf("# round %u: %zu keys tracked, the round took %.1f ms\n", round, fc_fleet_status_of(f)->keys,
+			       (double)(b.tv_sec - a.tv_sec) * 1e3 + (double)(b.tv_nsec - a.tv_nsec) / 1e6);
+	}
+	/* this round's table, and policy 8's fixed key */
+	assert_int_equal(fc_fleet_status_of(f)->keys, NKEYS + 1);
+	assert_int_equal(fc_fleet_status_of(f)->policies[0].tracked, NKEYS);
+	fc_fleet_free(f);
+	fc_redis_close(r);
+}
+
+/* At most 2 x --fleet-max-keys keys are tracked (a writer of the state
+ * file can ring any number): past that a key is counted, not tracked, and
+ * the cap is logged once for rounds that meet it one after another. */
+static void test_tracked_keys_cap(void **state_)
+{
+	struct fc_fleet_cfg c = cfg();
+	struct fc_fleet_opts o = opts();
+	uint64_t t0 = window_start(), w = t0 / UNIT_NS;
+	struct fc_redis *r = client(2000);
+	struct fc_fleet *f;
+	struct fc_err err;
+	uint32_t i;
+
+	(void)state_;
+	o.max_keys = 2;
+	f = fc_fleet_new(&o, &c, r, &err);
+	fc_fleet_round(f, t0); /* policy 8's fixed key: tracked, whatever the cap */
+	log_capture();
+	for (i = 0; i < 10; i++)
+		refused_key(300 + i, TAG + 300 + i, w, 1);
+	fc_fleet_round(f, t0 + 100000000);
+	for (i = 10; i < 15; i++)
+		refused_key(300 + i, TAG + 300 + i, w, 1);
+	fc_fleet_round(f, t0 + 200000000);
+	assert_int_equal(log_count("keys tracked, the most"), 1);
+	assert_int_equal(fc_fleet_status_of(f)->keys, 4);
+	assert_int_equal(fc_fleet_status_of(f)->counters.untracked, 7 + 5);
+	fc_fleet_free(f);
+	fc_redis_close(r);
+}
+
+/* The ring's head moved back each round (a writer of the state file): the
+ * key table is scanned each time, and "lost entries" is logged once for the
+ * episode, not every round. */
+static void test_ring_lost_logged_once(void **state_)
+{
+	struct fc_fleet_cfg c = cfg();
+	struct fc_fleet_opts o = opts();
+	uint64_t t0 = window_start(), w = t0 / UNIT_NS;
+	struct fc_redis *r = client(2000);
+	struct fc_fleet *f;
+	struct fc_err err;
+	int i;
+
+	(void)state_;
+	f = fc_fleet_new(&o, &c, r, &err);
+	refused_key(90, TAG + 90, w, 1);
+	fc_fleet_round(f, t0);
+	log_capture();
+	for (i = 1; i <= 4; i++) {
+		ring()->head -= 1;
+		fc_fleet_round(f, t0 + (uint64_t)i * 100000000ULL);
+	}
+	assert_int_equal(log_count("the fleet ring lost entries"), 1);
+	assert_int_equal(fc_fleet_status_of(f)->policies[0].tracked, 1); /* found by the scans */
+	fc_fleet_free(f);
+	fc_redis_close(r);
+}
+
+/* The record's TTL covers two nodes each up to --fleet-max-skew off, in
+ * opposite directions: one 9 s ahead (max 10 s) makes it; it must outlive
+ * the window's end as a node 10 s behind sees it, plus that node's last
+ * interval. (Once the TTL had only one skew in it: it ended ~9 s early.) */
+static void test_record_ttl_skew(void **state_)
+{
+	struct fc_fleet_cfg c = cfg();
+	struct fc_fleet_opts o = opts();
+	uint64_t t0 = window_start(), w = t0 / UNIT_NS, tag = TAG + 610, now, end = (w + 1) * UNIT_NS;
+	struct fc_fleet_rec rec = { .id = 7, .epoch = 5, .kid = tag, .kind = 'w', .unit = 60, .w = w };
+	struct fc_redis *r = client(2000);
+	char name[FC_FLEET_NAME_MAX];
+	struct fc_fleet *f;
+	struct fc_err err;
+	redisReply *rep;
+	long long need;
+
+	(void)state_;
+	o.max_skew_ms = 10000;
+	o.clock_ns = 9000000000LL;
+	f = fc_fleet_new(&o, &c, r, &err);
+	fc_fleet_round(f, t0);
+	refused_key(61, tag, w, 1);
+	now = t0 + 100000000ULL; /* true time; the node's clock is 9 s ahead of it */
+	fc_fleet_round(f, now);
+	assert_true(fc_fleet_rec_name(&rec, prefix, name, sizeof(name), &err) > 0);
+	rep = redisCommand(adm_ctx, "PTTL %s", name);
+	assert_int_equal(rep->type, REDIS_REPLY_INTEGER);
+	need = (long long)((end - now) / 1000000) + 10000 + 100;
+	printf("# PTTL %lld ms, a node 10 s behind needs %lld\n", rep->integer, need);
+	/* less the time since the call (well under a second here) */
+	assert_true(rep->integer >= need - 500);
+	freeReplyObject(rep);
+	fc_fleet_free(f);
+	fc_redis_close(r);
+}
+
+/* The status file's counter of reply errors. */
+static long long file_reply_errors(void)
+{
+	char path[160];
+	json_t *doc;
+	long long n;
+
+	snprintf(path, sizeof(path), "%s.fleet.json", shm_path);
+	doc = json_load_file(path, 0, NULL);
+	assert_non_null(doc);
+	n = json_integer_value(json_object_get(json_object_get(doc, "counters"), "reply_errors"));
+	json_decref(doc);
+	return n;
+}
+
+/* Replies that do not check count as reply errors (the status file, hence
+ * freqctl_fleet_reply_errors_total): in the heartbeat's, a node's value
+ * that is not one (left out), and a reply the client refuses (a value
+ * longer than a heartbeat's: the round fails). */
+static void test_reply_errors_counted(void **state_)
+{
+	struct fc_fleet_cfg c = cfg();
+	struct fc_fleet_opts o = opts();
+	struct fc_redis *r = client(2000);
+	struct timespec ts;
+	struct fc_fleet *f;
+	struct fc_err err;
+	char key[64], *big = malloc(FC_FLEET_BEAT_VAL_MAX + 2);
+	uint64_t now;
+
+	(void)state_;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	now = (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+	snprintf(key, sizeof(key), "%s{nodes}", prefix);
+	f = fc_fleet_new(&o, &c, r, &err);
+	assert_non_null(f);
+	fc_fleet_round(f, now);
+	assert_int_equal(fc_fleet_status_of(f)->counters.reply_errors, 0);
+	freeReplyObject(redisCommand(adm_ctx, "HSET %s evil %s", key, "not json"));
+	fc_fleet_round(f, now + 1100000000); /* the next heartbeat */
+	assert_int_equal(fc_fleet_status_of(f)->counters.reply_errors, 1);
+	assert_int_equal(file_reply_errors(), 1);
+	memset(big, 'x', FC_FLEET_BEAT_VAL_MAX + 1);
+	big[FC_FLEET_BEAT_VAL_MAX + 1] = 0;
+	freeReplyObject(redisCommand(adm_ctx, "HSET %s evil %s", key, big));
+	fc_fleet_round(f, now + 2200000000);
+	assert_int_equal(fc_fleet_status_of(f)->counters.reply_errors, 2);
+	assert_int_equal(file_reply_errors(), 2);
+	freeReplyObject(redisCommand(adm_ctx, "HDEL %s evil", key));
+	free(big);
+	fc_fleet_free(f);
+	fc_redis_close(r);
+}
+
 static int setup_one(void **state_)
 {
 	char path[160];
@@ -957,7 +1383,10 @@ static int setup(void **state_)
 		exit(2);
 	}
 	snprintf(addr, sizeof(addr), "%s", a);
-	snprintf(prefix, sizeof(prefix), "fe%d:", (int)getpid());
+	if (getenv("FC_FLEET_IT_PREFIX")) /* the ACL user's keys */
+		snprintf(prefix, sizeof(prefix), "%s", getenv("FC_FLEET_IT_PREFIX"));
+	else
+		snprintf(prefix, sizeof(prefix), "fe%d:", (int)getpid());
 	snprintf(pin_dir, sizeof(pin_dir), "/sys/fs/bpf/fc-fleet-engine-%d", (int)getpid());
 	if (fc_test_dir_make(dir, sizeof(dir), "fleet-engine") < 0)
 		return -1;
@@ -993,6 +1422,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup(test_ring_key_granted, setup_one),
 		cmocka_unit_test_setup(test_paced_lease, setup_one),
+		cmocka_unit_test_setup(test_never_short_no_script, setup_one),
 		cmocka_unit_test_setup(test_hostile_ring, setup_one),
 		cmocka_unit_test_setup(test_fixed_slot, setup_one),
 		cmocka_unit_test_setup(test_fixed_release_unused, setup_one),
@@ -1006,8 +1436,16 @@ int main(void)
 		cmocka_unit_test_setup(test_degraded_and_back, setup_one),
 		cmocka_unit_test_setup(test_truncated_state, setup_one),
 		cmocka_unit_test_setup(test_heartbeat_and_clock, setup_one),
+		cmocka_unit_test_setup(test_reply_errors_counted, setup_one),
 		cmocka_unit_test_setup(test_thread, setup_one),
 		cmocka_unit_test_setup(test_thread_early_release, setup_one),
+		cmocka_unit_test_setup(test_record_ttl_skew, setup_one),
+		cmocka_unit_test_setup(test_inflated_release, setup_one),
+		cmocka_unit_test_setup(test_bad_record_key_only, setup_one),
+		cmocka_unit_test_setup(test_tracked_keys_bounded, setup_one),
+		cmocka_unit_test_setup(test_tracked_keys_cap, setup_one),
+		cmocka_unit_test_setup(test_ring_lost_logged_once, setup_one),
+		cmocka_unit_test_setup(test_n_changed_mid_window, setup_one),
 	};
 
 	return cmocka_run_group_tests_name("the lease engine's round against a real redis-server", tests, setup,

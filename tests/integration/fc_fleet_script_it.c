@@ -347,6 +347,48 @@ static void test_share_and_limit_change(void **state)
 	assert_true(res.free < 0);
 }
 
+/* A node releases at most its share and its grants: a release total above
+ * that (a hostile or corrupt caller) is refused whole, the record left as it
+ * was, and only that call fails: another in the same batch is answered. */
+static void test_release_over_allotment(void **state)
+{
+	char rec[FC_FLEET_NAME_MAX], rec2[FC_FLEET_NAME_MAX], before[2048], after[2048];
+	struct fc_fleet_expect x[2] = { { .nstar = 10 }, { .nstar = 10 } };
+	struct fc_fleet_result res;
+	struct fc_err err;
+
+	(void)state;
+	rec_name(13, 100, rec);
+	rec_name(14, 100, rec2);
+	call(rec, &(struct call){ .no = 1, .N = 10, .want = 3, .nshares = 2, .shares = even });
+	dump(rec, before, sizeof(before));
+	fc_fleet_batch_reset(&batch);
+	fill(fc_fleet_batch_add(&batch), rec, &(struct call){ .no = 2, .N = 10, .r = 6, .nshares = 2, .shares = even });
+	fill(fc_fleet_batch_add(&batch), rec2, &(struct call){ .no = 2, .N = 10, .r = 4, .nshares = 2, .shares = even });
+	assert_int_equal(fc_fleet_batch_run(&batch, rc, x, &err), 0); /* the round goes on */
+	assert_int_equal(batch.res[0].status, FC_FLEET_R_REFUSED);
+	printf("# %s\n", batch.res[0].msg);
+	assert_non_null(strstr(batch.res[0].msg, "node 2 releases 6, more than its share 5 and grants 0"));
+	assert_int_equal(batch.res[1].status, FC_FLEET_R_DONE);
+	assert_int_equal(batch.res[1].R, 4);
+	dump(rec, after, sizeof(after));
+	assert_string_equal(before, after);
+	/* its whole share: taken; node 1 is granted from it */
+	res = call(rec, &(struct call){ .no = 2, .N = 10, .r = 5, .nshares = 2, .shares = even });
+	assert_int_equal(res.status, FC_FLEET_R_DONE);
+	assert_int_equal(res.R, 5);
+	res = call(rec, &(struct call){ .no = 1, .N = 10, .want = 3, .nshares = 2, .shares = even });
+	assert_int_equal(res.g, 3);
+	/* with grants, share + grants: node 1 (5 + 3) may release 8, not 9 */
+	fc_fleet_batch_reset(&batch);
+	fill(fc_fleet_batch_add(&batch), rec, &(struct call){ .no = 1, .N = 10, .g_app = 3, .r = 9, .nshares = 2, .shares = even });
+	x[0].g_app = 3;
+	assert_int_equal(fc_fleet_batch_run(&batch, rc, x, &err), 0);
+	assert_int_equal(batch.res[0].status, FC_FLEET_R_REFUSED);
+	res = call(rec, &(struct call){ .no = 1, .N = 10, .g_app = 3, .r = 8, .nshares = 2, .shares = even });
+	assert_int_equal(res.R, 13);
+}
+
 /* Read one message of the demand channel, within 2 s. */
 static void next_message(char *out, size_t outlen)
 {
@@ -792,6 +834,7 @@ int main(void)
 		cmocka_unit_test(test_adopt),
 		cmocka_unit_test(test_set_mismatch),
 		cmocka_unit_test(test_share_and_limit_change),
+		cmocka_unit_test(test_release_over_allotment),
 		cmocka_unit_test(test_demand),
 		cmocka_unit_test(test_pool),
 		cmocka_unit_test(test_noscript),

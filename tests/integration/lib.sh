@@ -126,6 +126,13 @@ fcq() { quiet fc "$@"; }
 # jq_true FILTER [FILE]: the JSON (FILE or stdin) satisfies FILTER.
 jq_true() { jq -e "$@" >/dev/null; }
 
+# list_col ID COLUMN: that column of policy ID's row in `policy list`, found
+# by the header's name, so that a column added later moves nothing read here.
+list_col() {
+	fc policy list | awk -v id="$1" -v col="$2" \
+		'NR == 1 { for (i = 1; i <= NF; i++) if ($i == col) c = i } NR > 1 && $1 == id && c { print $c }'
+}
+
 # A port for the test to listen on, the Nth (0-7) of its block: below the
 # ephemeral range (32768-), so the local ports of the many client
 # connections the tests make never hold it.

@@ -42,6 +42,27 @@ for it in fc_fleet_script_it fc_fleet_engine_it fc_fleet_gcra_it; do
 	check "$it ended by itself, every case passed (exit $it_rc)" [ "$it_rc" = 0 ]
 done
 
+# ---- doc/fleet.md's ACL user: what the engine sends, and nothing more ----
+# The line of the guide, its password and the prefix this run's: the engine's
+# cases again, authenticated as that user.
+acl=$(grep -m1 '^user freqctl on >PASSWORD ' doc/fleet.md | sed 's/ *#.*//')
+acl_pw=acl$RANDOM$RANDOM acl_prefix=fq$tag:
+read -ra acl_words <<<"${acl#user }"
+acl_words=("${acl_words[@]//PASSWORD/$acl_pw}")
+acl_words=("${acl_words[@]//freqctl:/$acl_prefix}")
+check "doc/fleet.md's ACL user made on $port: ${acl_words[*]//$acl_pw/PASSWORD}" \
+	eval '[ -n "$acl" ] && [ "$(rcli -p "$port" ACL SETUSER "${acl_words[@]}")" = OK ]'
+as_acl() { rcli -p "$port" --user freqctl --pass "$acl_pw" --no-auth-warning "$@" 2>&1; }
+check "... refused FLUSHALL, CONFIG GET, KEYS and a key outside its prefix" \
+	eval 'as_acl FLUSHALL | grep -q NOPERM && as_acl CONFIG GET maxmemory | grep -q NOPERM &&
+		as_acl KEYS "*" | grep -q NOPERM && as_acl GET other | grep -q NOPERM'
+FC_FLEET_IT_REDIS=127.0.0.1:$port FC_FLEET_IT_REPLICA_PID=$replica_pid FC_FLEET_IT_USER=freqctl \
+	FC_FLEET_IT_PASSWORD=$acl_pw FC_FLEET_IT_PREFIX=$acl_prefix CMOCKA_MESSAGE_OUTPUT=TAP \
+	timeout 120 build/tests/fc_fleet_engine_it >"$rdir/acl.log" 2>&1
+it_rc=$?
+check "fc_fleet_engine_it as that user: every case passed (exit $it_rc)" [ "$it_rc" = 0 ] ||
+	grep -E '^not ok|NOPERM' "$rdir/acl.log" | head -5 | sed 's/^/# /'
+
 # ---- the agent: --redis starts the lease engine; its options ----
 
 if [ "$(id -u)" != 0 ]; then
@@ -80,3 +101,71 @@ check "... its heartbeat is in Redis (P{nodes} holds n1's, of this second)" \
 	eval 'timeout 5 redis-cli -p "$port" hget "fa$tag:{nodes}" n1 | jq -e ".ts > $(date +%s)000 - 3000" >/dev/null'
 agent_stop
 check "the agent stopped by SIGTERM, its fleet thread with it" [ -z "$apid" ]
+check "... it said nothing of durability (AOF, a replica)" eval '! grep -q "no replica" "$rdir/agent.log"'
+
+# agent_run LOG URL [ARG...]: the agent on Redis at URL, its log in LOG.
+agent_run() {
+	local log=$1 url=$2
+	shift 2
+	"$FC_BIN" --db "$db" --pin-dir "$pin" --shm "$shm" --node n1 --redis "$url" --redis-prefix "fa$tag:" \
+		agent --sync-interval 50 "$@" >"$log" 2>&1 &
+	apid=$!
+}
+# Lines of LOG matching RE: there are some, and each is stamped as the agent's.
+stamped() { # stamped RE LOG
+	grep -qE "$1" "$2" &&
+		! grep -E "$1" "$2" | grep -qvE '^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}Z freqctl agent: '
+}
+
+# Redis away: the fleet thread's "degraded" line is the agent's, stamped.
+agent_run "$rdir/away.log" redis://127.0.0.1:1
+wait_until 10 grep -q "fleet: degraded" "$rdir/away.log"
+agent_stop
+check "Redis away: the fleet thread's log line carries the agent's stamp" stamped 'fleet: degraded' "$rdir/away.log" ||
+	sed 's/^/# /' "$rdir/away.log"
+
+# A directory where the status file goes: said once, naming it.
+rm -f "$status"
+mkdir "$status"
+agent_run "$rdir/dir.log" "redis://127.0.0.1:$port"
+sleep 2 # 40 rounds
+agent_stop
+rmdir "$status"
+check "a directory at $status: logged once, naming it, in 2 s of rounds" \
+	eval '[ "$(grep -c "status file $status: Is a directory" "$rdir/dir.log")" = 1 ]' || sed 's/^/# /' "$rdir/dir.log"
+check "... stamped as the agent's" stamped "status file $status" "$rdir/dir.log"
+
+# A server without AOF and without a replica: said once. (The replica's
+# port, now a server of its own.)
+redis_kill "$replica"
+replica_pid=
+redis_start "$replica" --appendonly no || skip_all "a server without AOF does not start"
+check "redis-server on $replica: appendonly no, no replica" \
+	eval 'rcli -p "$replica" info persistence | grep -q "^aof_enabled:0" &&
+		rcli -p "$replica" info replication | grep -q "^connected_slaves:0"'
+agent_run "$rdir/noaof.log" "redis://127.0.0.1:$replica"
+sleep 2
+agent_stop
+check "the agent on it warns once: no replica and no AOF, naming the server" \
+	eval '[ "$(grep -c "Redis 127.0.0.1:$replica has no replica and no AOF (appendonly no)" "$rdir/noaof.log")" = 1 ]' ||
+	sed 's/^/# /' "$rdir/noaof.log"
+check "... stamped as the agent's" stamped "has no replica and no AOF" "$rdir/noaof.log"
+
+# A Cluster: nothing while every primary has a replica; a replica killed,
+# its primary named.
+agent_run "$rdir/cluster.log" "$redis_cluster_url"
+sleep 1
+agent_stop
+check "the agent on the Cluster (a replica each): no warning" eval '! grep -q "without a replica" "$rdir/cluster.log"' ||
+	sed 's/^/# /' "$rdir/cluster.log"
+cluster_replica=$(for p in "${redis_cluster_ports[@]}"; do rcli -p "$p" role | head -1 | grep -qx slave && echo "$p"; done | head -1)
+cluster_primary=$(rcli -p "$cluster_replica" info replication | sed -n 's/^master_port:\([0-9]*\).*/\1/p')
+redis_kill "$cluster_replica"
+listed() { rcli -p "$cluster_primary" cluster slots | grep -qx "$cluster_replica"; }
+wait_until 15 eval '! listed'
+agent_run "$rdir/cluster2.log" "$redis_cluster_url"
+wait_until 5 grep -q "without a replica" "$rdir/cluster2.log"
+agent_stop
+check "its replica $cluster_replica killed: the agent names its primary, once" \
+	eval '[ "$(grep -c "Redis Cluster primary 127.0.0.1:$cluster_primary without a replica" "$rdir/cluster2.log")" = 1 ]' ||
+	sed 's/^/# /' "$rdir/cluster2.log"

@@ -12,11 +12,11 @@ mkdir -p "$d"
 
 fcq policy add 7 --match 'uid=*' --algo window --rate 100/m
 fcq policy add 8 --match 'arg:k=*' --algo window --rate 5/m
-status() { # status MODE: a status file as the agent writes it, naming policy 7
+status() { # status MODE [NODES]: a status file as the agent writes it, naming policy 7
 	cat >"$shm.fleet.json.tmp" <<JSON
 {"node": "n1", "node_no": 1, "mode": "$1", "reason": "", "since": "2026-11-29T06:00:00Z", "rounds": 42,
  "interval_ms": 100, "latency_ms": {"last": 0.4, "p50": 0.3, "p99": 1.5, "sum": 12.5},
- "clock": {"offset_ms": -2.5, "max_skew_ms": 500, "test_offset_ms": 0},
+ "clock": {"offset_ms": -2.5, "max_skew_ms": 500, "test_offset_ms": 0}, ${2:-}
  "policies": [{"id": 7, "algo": "window", "limit": 100, "unit": "m", "fleet_used": 61, "node_used": 20,
    "credit": 5, "tracked": 3, "demanding": 1, "done": 0, "grants": 9, "releases": 2, "donated": 0}],
  "counters": {"commands": 120, "scripts": 100, "waits": 3, "moved": 2, "reply_errors": 1, "degraded_ms": 1500}}
@@ -47,6 +47,22 @@ for line in 'freqctl_fleet_mode{mode="fleet"} 1' 'freqctl_fleet_mode{mode="degra
 	'freqctl_fleet_policy_credit{policy="7"} 5'; do
 	check "stats --prometheus: $line" grep -qxF "$line" "$d/prom"
 done
+
+# fleet status: a node that IN SET says no of is explained, from the file's
+# joins (a window's start, or none to come).
+status fleet '"nodes": [
+  {"name": "n1", "no": 1, "weight": 0.5, "in_set": true, "joins": null, "mode": "fleet", "age_ms": 100},
+  {"name": "n5", "no": 5, "weight": 0.25, "in_set": false, "joins": "2026-11-30T00:00:00.000Z", "mode": "fleet", "age_ms": 300},
+  {"name": "n9", "no": 9, "weight": 0, "in_set": false, "joins": null, "mode": "off", "age_ms": 500}],'
+fc fleet status >"$d/fleet.txt"
+check "fleet status: a node joining the set says from which window, and what it does until then" grep -qxF \
+	"n5 holds no share of the current windows: it joins the split from the window starting 2026-11-30T00:00:00.000Z; until then it takes only what others grant" \
+	"$d/fleet.txt" || sed 's/^/# /' "$d/fleet.txt"
+check "... one in no set says so" grep -qxF \
+	"n9 is not in the node set: it holds no share, it takes only what others grant (freqctl node set, agent --weight)" \
+	"$d/fleet.txt"
+check "... one in the set, nothing" eval '! grep -q "^n1 \(holds\|is not\)" "$d/fleet.txt"'
+status fleet
 
 # The console's /api/stats: each policy's fleet, and the status whole for
 # its fleet panel. An agent of this store serves it (no --redis: it writes

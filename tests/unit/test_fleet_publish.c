@@ -214,6 +214,96 @@ static void test_fleet_items(void **state)
 	fc_fleet_view_free(&v);
 }
 
+/* N edited mid-window (the epoch kept): the window keeps the split it
+ * began with (its shares are out, Redis's record holds them), the new one
+ * from the next window; a later publish in the window keeps it again; a
+ * publish in the next window takes the new split. */
+static void test_fleet_rate_edit(void **state)
+{
+	struct fc_fp *t = *state;
+	struct fc_policy_spec p = { .id = 1, .algo = FC_ALGO_WINDOW, .fleet = true },
+			      q = { .id = 1, .algo = FC_ALGO_WINDOW, .fleet = true };
+	const struct fc_shm_fleet *tail;
+	const struct fc_shm_header *h;
+	struct fc_fleet_view v;
+	int64_t now = fc_unix_ms();
+	uint64_t today = (uint64_t)now / 86400000;
+	struct fc_err err;
+	int i;
+
+	fc_put(t, &p, "uid=*", "100/d");
+	assert_int_equal(fc_store_fleet_node_set(t->st, "a", 250000, now - 2 * 86400000, &err), 0);
+	assert_int_equal(fc_store_fleet_node_set(t->st, "b", 750000, now - 2 * 86400000, &err), 0);
+	fc_pub(t, "b", &v);
+	fc_fleet_view_free(&v);
+	fc_put(t, &q, "uid=*", "200/d");
+	for (i = 0; i < 2; i++) { /* the edit's publish, then one more in the window */
+		fc_pub(t, "b", &v);
+		fc_fleet_view_free(&v);
+		h = fc_config(t->shm);
+		assert_int_equal(fc_item(h, 1)->tier[0].limit, 200);
+		tail = (const struct fc_shm_fleet *)(fc_item(h, 1) + 1);
+		assert_int_equal(fc_fleet_share(fc_fleet_split_of(tail->split, today), 12345), 75);
+		assert_int_equal(tail->split[1].from, today + 1);
+		assert_int_equal(fc_fleet_share(fc_fleet_split_of(tail->split, today + 1), 12345), 150);
+		munmap((void *)h, FC_SHM_SIZE);
+	}
+	/* a day on: the new split for that window */
+	fc_clock_ns = 86400 * (int64_t)FC_NS_PER_SEC;
+	fc_pub(t, "b", &v);
+	fc_fleet_view_free(&v);
+	fc_clock_ns = 0;
+	h = fc_config(t->shm);
+	tail = (const struct fc_shm_fleet *)(fc_item(h, 1) + 1);
+	assert_int_equal(fc_fleet_share(fc_fleet_split_of(tail->split, today + 1), 12345), 150);
+	assert_int_equal(tail->split[1].from, FC_FLEET_NEVER);
+	munmap((void *)h, FC_SHM_SIZE);
+}
+
+/* The same at XDP/TC, where a fixed key's slot holds its shares only: the
+ * policy the maps hold (pub) keeps this window's share, the edit's from the
+ * next window. */
+static void test_fleet_rate_edit_xdp(void **state)
+{
+	struct fc_fp *t = *state;
+	struct fc_policy_spec p = { .id = 2, .algo = FC_ALGO_WINDOW, .fleet = true },
+			      q = { .id = 2, .algo = FC_ALGO_WINDOW, .fleet = true };
+	struct fc_node_ctx node = fc_node_here(1);
+	struct fc_enforced first, pub, e;
+	struct fc_policy_row row;
+	struct fc_fleet_view v;
+	int64_t now = fc_unix_ms();
+	uint64_t w0 = (uint64_t)now / 60000;
+	struct fc_err err;
+	bool found;
+
+	fc_put(t, &p, "ip=198.18.0.1", "10/m");
+	assert_int_equal(fc_store_fleet_node_set(t->st, "a", 500000, now - 86400000, &err), 0);
+	assert_int_equal(fc_store_fleet_node_set(t->st, "b", 500000, now - 86400000, &err), 0);
+	if (fc_fleet_read(t->st, "a", now, &v, &err) < 0)
+		fail_msg("%s", err.msg);
+	node.fleet = &v;
+	assert_int_equal(fc_store_policy_get(t->st, 2, &row, &found, &err), 0);
+	assert_false(fc_policy_is_l7(&row.spec));
+	fc_policy_enforced(&row, &node, NULL, &first);
+	assert_int_equal(first.k.fleet_share[0], 5);
+	memset(&pub, 0, sizeof(pub));
+	pub.k = first.k; /* what the maps hold */
+	fc_put(t, &q, "ip=198.18.0.1", "20/m");
+	assert_int_equal(fc_store_policy_get(t->st, 2, &row, &found, &err), 0);
+	assert_int_equal(row.epoch, first.k.epoch); /* a rate edit keeps it */
+	fc_policy_enforced(&row, &node, &pub, &e);
+	assert_int_equal(e.k.tier[0].limit, 20);
+	assert_int_equal(e.k.fleet_share[0], 5);
+	assert_int_equal(e.k.fleet_from, w0 + 1);
+	assert_int_equal(e.k.fleet_share[1], 10);
+	pub.k = e.k; /* published: kept again in the window */
+	fc_policy_enforced(&row, &node, &pub, &e);
+	assert_int_equal(e.k.fleet_share[0], 5);
+	assert_int_equal(e.k.fleet_share[1], 10);
+	fc_fleet_view_free(&v);
+}
+
 /* fleet_fresh_ns: set when the state file is made anew, kept otherwise. */
 static void test_fleet_fresh(void **state)
 {
@@ -280,6 +370,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_fleet_items, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_fleet_fresh, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_fleet_off, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_fleet_rate_edit, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_fleet_rate_edit_xdp, setup, teardown),
 	};
 
 	return fc_run_group("fleet policies in the shm", tests, NULL, NULL);

@@ -30,7 +30,8 @@ static const struct fc_fleet_status_primary primaries[] = {
 };
 static const struct fc_fleet_status_node nodes[] = {
 	{ .name = "n1", .no = 1, .weight = 0.25, .in_set = true, .mode = "fleet", .age_ms = 120 },
-	{ .name = "n2", .no = 2, .weight = 0.75, .in_set = false, .mode = "degraded", .age_ms = 4000 },
+	{ .name = "n2", .no = 2, .weight = 0.75, .in_set = false, .joins_ms = 1800086400000, .mode = "degraded",
+	  .age_ms = 4000 },
 };
 static const struct fc_fleet_status_policy policies[] = {
 	{ .id = 7,
@@ -131,6 +132,8 @@ static void test_fields(void **state)
 	assert_string_equal(json_string_value(json_object_get(p, "name")), "n2");
 	assert_true(json_real_value(json_object_get(p, "weight")) == 0.75);
 	assert_true(json_is_false(json_object_get(p, "in_set")));
+	assert_string_equal(json_string_value(json_object_get(p, "joins")), "2027-01-16T08:00:00.000Z");
+	assert_true(json_is_null(json_object_get(json_array_get(json_object_get(doc, "nodes"), 0), "joins")));
 	assert_int_equal(json_integer_value(json_object_get(p, "age_ms")), 4000);
 	p = json_array_get(json_object_get(doc, "policies"), 0);
 	assert_int_equal(json_integer_value(json_object_get(p, "id")), 7);
@@ -221,6 +224,60 @@ static void test_refused(void **state)
 	assert_non_null(strstr(err.msg, "/no/such/shm.fleet.json.tmp: No such file or directory"));
 }
 
+/* A directory at the file's path (anyone may make one in /dev/shm): the
+ * write fails, naming the path, what is there and who reads it. */
+static void test_directory_there(void **state)
+{
+	struct fc_fleet_status v = view();
+	struct fc_err err;
+
+	(void)state;
+	unlink(path);
+	assert_int_equal(mkdir(path, 0755), 0);
+	assert_int_equal(fc_fleet_status_write(shm, &v, &err), -1);
+	assert_non_null(strstr(err.msg, "status file "));
+	assert_non_null(strstr(err.msg, path));
+	assert_non_null(strstr(err.msg, "Is a directory"));
+	assert_int_equal(access(tmp, F_OK), -1); /* no litter */
+	assert_int_equal(rmdir(path), 0);
+}
+
+/* Where a node stands in the node sets: in the current windows' set, or
+ * joining from the start of the first window whose set has it (the last
+ * policy's: a /d one is hours away), or in none. */
+static void test_node_set(void **state)
+{
+	static const struct fc_fleet_member before[] = { { .no = 1, .weight = 1000000 } },
+					    after[] = { { .no = 1, .weight = 1000000 }, { .no = 2, .weight = 250000 } };
+	static const struct fc_fleet_set sets[] = { { .m = before, .n = 1 }, { .m = after, .n = 2 } };
+	const uint64_t s = 1000000000ULL, now = 1800000000ULL * s + 30 * s; /* 30 s into a minute */
+	struct fc_fleet_policy pols[2] = {
+		/* per minute: the set with node 2 from the next minute on */
+		{ .id = 1, .unit_ns = 60 * s, .set = { 0, 1 }, .split = { { .from = 0 }, { .from = now / (60 * s) + 1 } } },
+		/* per day: from the next day on */
+		{ .id = 2, .unit_ns = 86400 * s, .set = { 0, 1 }, .split = { { .from = 0 }, { .from = now / (86400 * s) + 1 } } },
+	};
+	struct fc_fleet_cfg cfg = { .pols = pols, .npols = 2, .sets = (struct fc_fleet_set *)sets, .nsets = 2 };
+	struct fc_fleet_status_node n1 = { .no = 1 }, n2 = { .no = 2 }, n3 = { .no = 3 };
+
+	(void)state;
+	fc_fleet_status_node_set(&n1, &cfg, now);
+	fc_fleet_status_node_set(&n2, &cfg, now);
+	fc_fleet_status_node_set(&n3, &cfg, now);
+	assert_true(n1.in_set);
+	assert_true(n1.weight == 1.0);
+	assert_false(n2.in_set);
+	assert_true(n2.weight == 0.25);
+	assert_int_equal(n2.joins_ms, (int64_t)((now / (86400 * s) + 1) * 86400 * 1000));
+	assert_false(n3.in_set);
+	assert_int_equal(n3.joins_ms, 0);
+	assert_true(n3.weight == 0);
+	/* the day's window began: node 2 is in every policy's set */
+	fc_fleet_status_node_set(&n2, &cfg, (now / (86400 * s) + 1) * 86400 * s);
+	assert_true(n2.in_set);
+	assert_int_equal(n2.joins_ms, 0);
+}
+
 static int setup(void **state)
 {
 	(void)state;
@@ -246,6 +303,8 @@ int main(void)
 		cmocka_unit_test(test_rename),
 		cmocka_unit_test(test_planted),
 		cmocka_unit_test(test_refused),
+		cmocka_unit_test(test_directory_there),
+		cmocka_unit_test(test_node_set),
 	};
 
 	return cmocka_run_group_tests_name("the fleet status file", tests, setup, teardown);

@@ -19,6 +19,7 @@
  * same maps, in the same rounds.
  */
 #include <errno.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -196,6 +197,15 @@ static void fc_cleanup(void)
 		fc_sh("rm -rf '%s' '%s' '%s'", fc_b.main.pin, fc_b.xdpfs, fc_b.main.dir);
 	if (fc_b.small.pin[0])
 		fc_sh("rm -rf '%s' '%s'", fc_b.small.pin, fc_b.small.dir);
+}
+
+/* Stopped by a signal (^C in a long run), it still removes its namespace,
+ * pins and directories: exit runs fc_cleanup. The main thread is in a
+ * syscall or a loop of ours, never inside the cleanup itself. */
+static void fc_on_signal(int sig)
+{
+	signal(sig, SIG_DFL);
+	exit(128 + sig);
 }
 
 double fc_run(int prog_fd, const uint8_t *frame, size_t len, unsigned repeat)
@@ -763,6 +773,9 @@ int main(int argc, char **argv)
 	snprintf(fc_b.ns, sizeof(fc_b.ns), "fc-bench-%s", fc_b.tag);
 	snprintf(fc_b.xdpfs, sizeof(fc_b.xdpfs), "/sys/fs/bpf/fc-bench-%s-xdp", fc_b.tag);
 	atexit(fc_cleanup);
+	signal(SIGINT, fc_on_signal);
+	signal(SIGTERM, fc_on_signal);
+	signal(SIGHUP, fc_on_signal);
 	if (fc_store_paths(&fc_b.main, "") < 0 || fc_store_paths(&fc_b.small, "-flood") < 0 ||
 	    mkdir(fc_b.xdpfs, 0700) < 0) {
 		fprintf(stderr, "fc_bench: cannot make its directories: %s\n", strerror(errno));

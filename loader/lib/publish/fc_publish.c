@@ -128,9 +128,10 @@ static int fc_publish_layers(struct fc_publish *pub, const struct fc_store_log *
 	if (fc_config_read(&pub->maps, &cfg, err) < 0)
 		return -1;
 	fc_source_init(&src, pub->st, pub->now, &pub->node);
-	/* Maps another version published lack fc_top4's exact bits, or have
-	 * fc_pfx6's markers on another tree: everything. */
-	maps_from = cfg.exact4_gen == cfg.rules_gen && cfg.pfx6_tree == FC_PFX6_TREE ?
+	/* Maps another version published lack fc_top4's exact bits or
+	 * fc_exact4's prefix answers kept true, or have fc_pfx6's markers on
+	 * another tree: everything. */
+	maps_from = cfg.exact4_gen == cfg.rules_gen && cfg.carry4_gen == cfg.rules_gen && cfg.pfx6_tree == FC_PFX6_TREE ?
 			    fc_publish_from(pub, log, cfg.store_id, cfg.store_seq) :
 			    0;
 	fc_shm_marked(ctx->shm_path, &id, &seq);

@@ -174,6 +174,12 @@ static void fc_item_enforced(const struct fc_shm_policy *it, struct fc_enforced 
 	pub->k.lim.gen = it->gen;
 	memcpy(pub->k.lim.rescale, it->rescale, sizeof(pub->k.lim.rescale));
 	pub->queue = it->action == FC_ACTION_DELAY ? it->delay_burst : 0;
+	/* a fleet policy's tail: the window's split a rate edit keeps */
+	if (it->flags & FC_SHM_POLICY_FLEET && it->item.len >= sizeof(*it) + sizeof(pub->fleet_tail)) {
+		pub->k.flags |= FC_POLICY_FLEET;
+		pub->fleet = true;
+		memcpy(&pub->fleet_tail, it + 1, sizeof(pub->fleet_tail));
+	}
 }
 
 /* The item of policy r, over what the live block says of it (live: its

@@ -386,6 +386,7 @@ static void fc_cmd_error(struct fc_redis *r, struct fc_redis_node *n, struct fc_
 	}
 	if (rc > 0 && c->key && to.slot != c->st.slot) {
 		fc_cmd_msg(c, "%s: %s: not the slot of the key, %u", n->name, text, c->st.slot);
+		r->stats.bad_replies++;
 		fc_redis_reply_free(e);
 		fc_cmd_done(c, FC_REDIS_BAD_REPLY, NULL);
 		return;
@@ -484,6 +485,7 @@ static void fc_node_reply(struct fc_redis *r, struct fc_redis_node *n, struct fc
 	}
 	if (fc_redis_reply_check(reply, &c->want, &err) < 0) {
 		fc_cmd_msg(c, "%s: %s", n->name, err.msg);
+		r->stats.bad_replies++;
 		fc_redis_reply_free(reply);
 		fc_cmd_done(c, FC_REDIS_BAD_REPLY, NULL);
 		return;
@@ -539,11 +541,13 @@ static void fc_node_read(struct fc_redis *r, struct fc_redis_node *n)
 			return;
 		}
 		if (fc_redis_reader_feed(&n->rd, buf, (size_t)got, &err) < 0) {
+			r->stats.bad_replies++;
 			fc_node_fail(r, n, false, "reply: %s", err.msg);
 			return;
 		}
 		while (n->fd >= 0) {
 			if (fc_redis_reader_next(&n->rd, &reply, &err) < 0) {
+				r->stats.bad_replies++;
 				fc_node_fail(r, n, false, "reply: %s", err.msg);
 				return;
 			}
@@ -802,6 +806,8 @@ static int fc_cmd_prepare(struct fc_redis_cmd *c)
 	}
 	if (!nkeys && c->route)
 		c->st.slot = (uint16_t)fc_redis_slot(c->route, strlen(c->route));
+	else if (!nkeys)
+		c->st.slot = c->route_slot & (FC_REDIS_SLOTS - 1);
 	for (j = 0; j < nkeys; j++) {
 		len = c->argvlen ? c->argvlen[c->key + j] : strlen(c->argv[c->key + j]);
 		slot = fc_redis_slot(c->argv[c->key + j], len);
@@ -1027,9 +1033,33 @@ size_t fc_redis_nodes(const struct fc_redis *r, struct fc_redis_node_info *out, 
 	return k;
 }
 
+size_t fc_redis_primary_slots(const struct fc_redis *r, uint16_t *out, size_t max)
+{
+	bool seen[FC_REDIS_NODES_MAX] = { false };
+	size_t k = 0;
+	unsigned s;
+
+	for (s = 0; s < FC_REDIS_SLOTS; s++) {
+		uint16_t i = r->slot_node[s];
+
+		if (i == FC_REDIS_NO_NODE || seen[i])
+			continue;
+		seen[i] = true;
+		if (k < max)
+			out[k] = (uint16_t)s;
+		k++;
+	}
+	return k;
+}
+
 unsigned fc_redis_node_of(const struct fc_redis *r, const char *key)
 {
 	return r->slot_node[fc_redis_slot(key, strlen(key))];
+}
+
+unsigned fc_redis_node_of_slot(const struct fc_redis *r, uint16_t slot)
+{
+	return r->slot_node[slot & (FC_REDIS_SLOTS - 1)];
 }
 
 bool fc_redis_ran_before(const struct fc_redis_cmd *a, const struct fc_redis_cmd *b)

@@ -65,6 +65,9 @@ struct fc_redis_cmd {
 	/* With no key: a key to route by (not sent), for a command that
 	 * follows others on their node (WAIT after a slot's scripts). */
 	const char *route;
+	/* With no key and no route: the hash slot to route by (a command for
+	 * one primary: fc_redis_primary_slots). */
+	uint16_t route_slot;
 	struct fc_redis_want want;
 
 	enum fc_redis_status status;
@@ -91,6 +94,7 @@ struct fc_redis_stats {
 	uint64_t connects;         /* connections made (after the first: reconnections) */
 	uint64_t failures;         /* connections lost: refused, closed, timed out, a bad reply */
 	uint64_t timeouts;         /* calls that ran out of time */
+	uint64_t bad_replies;      /* replies that did not check: of another shape than asked, not the protocol */
 	uint64_t last_usec;        /* the last call's time */
 };
 
@@ -140,9 +144,14 @@ const char *fc_redis_mode_name(enum fc_redis_mode mode);
 void fc_redis_stats(const struct fc_redis *r, struct fc_redis_stats *out);
 /* Up to max known nodes (primaries first); returns how many there are. */
 size_t fc_redis_nodes(const struct fc_redis *r, struct fc_redis_node_info *out, size_t max);
+/* One slot of each primary that serves slots in the table now (the first
+ * it serves), up to max; returns how many there are. A command routed by
+ * each (route_slot) reaches every primary. */
+size_t fc_redis_primary_slots(const struct fc_redis *r, uint16_t *out, size_t max);
 /* The node the slot table sends key to now (its index; FC_REDIS_NO_NODE
  * for none): to group a batch's commands per primary before it is sent. */
 unsigned fc_redis_node_of(const struct fc_redis *r, const char *key);
+unsigned fc_redis_node_of_slot(const struct fc_redis *r, uint16_t slot);
 /* After fc_redis_exec: whether a (earlier in the batch) and b both ran, in
  * the call's first pipeline to one node, on one connection (so a ran
  * before b there): a WAIT b confirms what a wrote. */

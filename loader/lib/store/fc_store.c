@@ -60,6 +60,7 @@ enum fc_stmt_id {
 	FC_SQL_PFX6,
 	FC_SQL_PFX_LEN_USED,
 	FC_SQL_EXACT_IN,
+	FC_SQL_EXACT_POL4,
 	FC_SQL_POL_STAR,
 	FC_SQL_POL_IP_TODO,
 	FC_SQL_POL_IP_SET,
@@ -276,6 +277,11 @@ static const char *fc_sql[FC_SQL_MAX] = {
 			    "AND ip_len = 32 AND (layer IS NULL OR layer <> 'http')) "
 			    "OR EXISTS (SELECT 1 FROM allows WHERE family = 4 AND addr BETWEEN g.lo AND g.hi "
 			    "AND len = 32 AND (expires IS NULL OR expires > ?2)) ORDER BY k",
+	/* The policies on the IPv4 addresses ?1 to ?2 that the kernel's maps
+	 * hold, columns as FC_SQL_DELTA_KEYS. */
+	[FC_SQL_EXACT_POL4] = "SELECT ip_family, ip_addr, ip_len, -1, NULL, slot, layer FROM policies "
+			      "WHERE ip_family = 4 AND ip_addr BETWEEN ?1 AND ?2 AND ip_len = 32 "
+			      "AND (layer IS NULL OR layer <> 'http')",
 	/* The first time a ban or a set lapses, past or not. */
 	[FC_SQL_FIRST_EXPIRY] = "SELECT min(e) FROM (SELECT min(expires) AS e FROM bans WHERE expires IS NOT NULL "
 				"UNION ALL SELECT min(expires) FROM uid_bans WHERE expires IS NOT NULL "
@@ -1536,6 +1542,16 @@ int fc_store_prefix_rules(struct fc_store *st, const struct fc_prefix *p, int64_
 	}
 	return fc_collect(st, p->family == 4 ? FC_SQL_PFX4 : FC_SQL_PFX6, args, 3 + full, sizeof(**rows),
 			  fc_key_rule_read, "reading prefix rules", (void **)rows, n, err);
+}
+
+int fc_store_exact_policies4(struct fc_store *st, const struct fc_prefix *p, struct fc_key_rule **rows, size_t *n,
+			      struct fc_err *err)
+{
+	uint8_t hi[16];
+
+	fc_prefix_last(p, hi);
+	return fc_collect(st, FC_SQL_EXACT_POL4, FC_ARGS(FC_BLOB(p->a, 4), FC_BLOB(hi, 4)), sizeof(**rows),
+			  fc_key_rule_read, "reading address policies", (void **)rows, n, err);
 }
 
 int fc_store_prefix_len_used(struct fc_store *st, const struct fc_prefix *p, int64_t now, bool *used,

@@ -342,6 +342,10 @@ int fc_store_policies_changed(struct fc_store *st, uint64_t from, uint64_t to, b
  * needs). The caller frees *rows. */
 int fc_store_prefix_rules(struct fc_store *st, const struct fc_prefix *p, int64_t now, struct fc_key_rule **rows,
 			  size_t *n, struct fc_err *err);
+/* The policies the kernel's maps hold on IPv4 addresses inside p (rows as
+ * fc_store_prefix_rules'). The caller frees *rows. */
+int fc_store_exact_policies4(struct fc_store *st, const struct fc_prefix *p, struct fc_key_rule **rows, size_t *n,
+			      struct fc_err *err);
 /* Whether a rule the kernel's maps hold is on a prefix of p's family and
  * length, at now. */
 int fc_store_prefix_len_used(struct fc_store *st, const struct fc_prefix *p, int64_t now, bool *used,
