@@ -123,7 +123,7 @@ FUZZ_COMMON  := $(B)/fuzz/tests/fuzz/fc_fuzz.o
 all: programs
 # What make test, bench and fuzz build besides.
 DEV_PROGS := $(UNIT_TESTS) $(BPF_TESTS) $(TOOLS) $(FUZZ) $(B)/tests/fc_redis_it $(B)/tests/fc_fleet_script_it \
-	     $(B)/tests/fc_fleet_engine_it
+	     $(B)/tests/fc_fleet_engine_it $(B)/tests/fc_fleet_gcra_it
 all-dev: programs $(DEV_PROGS)
 
 # BPF objects and their generated skeletons: the programs, and the empty
@@ -236,6 +236,8 @@ $(B)/tests/fc_fleet_script_it: $(B)/tests/integration/fc_fleet_script_it.o $(FLE
 FLEET_ENGINE_OBJS := $(FLEET_REDIS_OBJS) $(addprefix $(B)/loader/agent/,fc_fleet_engine.o fc_fleet_map.o fc_fleet_status.o \
 		     fc_fleet_sub.o fc_fleet_beat.o fc_fleet_durable.o)
 $(B)/tests/fc_fleet_engine_it: $(B)/tests/integration/fc_fleet_engine_it.o $(FLEET_ENGINE_OBJS) $(LIB_A)
+	$(CC) $(CFLAGS) $(LDFLAGS) $^ -o $@ $(LIB_LIBS) $(TEST_LIBS) $(call pc_libs,hiredis)
+$(B)/tests/fc_fleet_gcra_it: $(B)/tests/integration/fc_fleet_gcra_it.o $(FLEET_ENGINE_OBJS) $(LIB_A)
 	$(CC) $(CFLAGS) $(LDFLAGS) $^ -o $@ $(LIB_LIBS) $(TEST_LIBS) $(call pc_libs,hiredis)
 
 $(B)/tests/test_store: TEST_LIBS += $(call pc_libs,libpq) -Wl,--wrap=fsync

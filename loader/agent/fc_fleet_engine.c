@@ -235,13 +235,45 @@ static const struct fc_fleet_policy *fc_pol_by_id(const struct fc_fleet *f, uint
 	return NULL;
 }
 
-/* Whether the engine leases for p: window and sliding policies in nginx
- * (gcra's lease pools and XDP/TC's fc_buckets are not done yet: their
- * words are left alone, their nodes spend their shares). */
+/* Whether the engine leases for p: window and sliding policies (nginx's,
+ * and XDP/TC's fixed values through fc_buckets), and gcra policies in
+ * nginx, which borrow from their keys' lease pools. An XDP/TC gcra policy
+ * is not leased yet: its nodes spend their own buckets. */
 static bool fc_pol_leased(const struct fc_fleet_policy *p)
 {
+	if (p->algo == FC_ALGO_FLEET_GCRA)
+		return p->layer != FC_LAYER_XDP && p->lease_ns >= 1000000;
 	return (p->layer != FC_LAYER_XDP || !p->keyed) &&
 	       (p->algo == FC_ALGO_FLEET_WINDOW || p->algo == FC_ALGO_FLEET_SLIDING);
+}
+
+static bool fc_pol_gcra(const struct fc_fleet_policy *p)
+{
+	return p->algo == FC_ALGO_FLEET_GCRA;
+}
+
+/* How long the windows p's keys are tracked in last: gcra's lease window
+ * (its pools' and its lease credit's), else the policy's window. */
+static uint64_t fc_pol_span(const struct fc_fleet_policy *p)
+{
+	return fc_pol_gcra(p) && p->lease_ns ? p->lease_ns : p->unit_ns;
+}
+
+/* The window (gcra: the lease window) p's keys are tracked in at now. */
+static uint64_t fc_pol_w(const struct fc_fleet_policy *p, uint64_t now)
+{
+	return now / fc_pol_span(p);
+}
+
+/* A gcra bucket's tau_i = B_i T_i for a key of point u under split sp, as
+ * nginx bounds it (fc_l7.c's fc_fleet_tau): saturating at FC_ROOM_MAX. */
+static uint64_t fc_gcra_tau(const struct fc_fleet_split *sp, uint32_t u)
+{
+	uint64_t tau;
+
+	if (__builtin_mul_overflow(fc_fleet_share(sp, u), sp->interval_ns, &tau) || tau > FC_ROOM_MAX)
+		return FC_ROOM_MAX;
+	return tau;
 }
 
 /* A new cfg c, at now, over the one in force: a window or sliding policy
@@ -475,7 +507,7 @@ static struct fc_fleet_key *fc_key_track(struct fc_fleet *f, uint64_t tag, uint3
 		.id = p->id,
 		.epoch = p->epoch,
 		.w = w,
-		.flags = w * p->unit_ns < f->started_ns ? FC_KEY_ADOPT : 0,
+		.flags = w * fc_pol_span(p) < f->started_ns ? FC_KEY_ADOPT : 0,
 	};
 	fc_keys_index_put(f, f->nk - 1);
 	/* idle from here on if it admits nothing more */
@@ -488,20 +520,46 @@ static struct fc_fleet_key *fc_key_track(struct fc_fleet *f, uint64_t tag, uint3
 	} else if (index == FC_FLEET_FIXED && p->slot < FC_SHM_SLOTS) {
 		k->passed_seen = (uint32_t)__atomic_load_n(&fc_slot(f, p->slot)->passed, __ATOMIC_RELAXED);
 		k->denied_round = (uint32_t)__atomic_load_n(&fc_slot(f, p->slot)->denied, __ATOMIC_RELAXED);
+		/* gcra: tracked anew each lease window; refusals of earlier ones
+		 * say nothing of this one (nor keep it from being idle) */
+		if (fc_pol_gcra(p))
+			k->denied_seen = k->denied_round;
 	}
 	return k;
 }
 
+/* A gcra key still active when its lease window ends goes on into the
+ * next one: a new pool, nothing granted or donated in it yet, what it met
+ * last round kept (what it asks for in the new one's first round). */
+static void fc_key_renew(struct fc_fleet_key *k, uint64_t lw, uint8_t adopt)
+{
+	k->w = lw;
+	k->g_app = k->r_lock = k->r_acked = k->u_sent = 0;
+	k->flags = adopt;
+	k->short_rounds = 0;
+	k->denied_seen = k->denied_round;
+}
+
+static bool fc_key_roll(struct fc_fleet_key *k, const struct fc_fleet_policy *p, uint64_t now)
+{
+	if (!fc_pol_gcra(p) || k->idle_rounds >= 2 || k->w >= fc_pol_w(p, now))
+		return false;
+	fc_key_renew(k, fc_pol_w(p, now), 0); /* a lease window begun after the agent: its own */
+	return true;
+}
+
+
 /* Whether a tracked key goes: its window is over, or its policy gone; or
  * its entry is no longer it (re-tagged, taken back) and it holds nothing to
  * remember. One that was granted or released keeps its totals to the
- * window's end: tracked anew with none, it would apply its grants again. */
-static bool fc_key_gone(const struct fc_fleet *f, const struct fc_fleet_key *k, uint64_t now)
+ * window's end: tracked anew with none, it would apply its grants again.
+ * (A gcra key still active goes on into the next lease window: fc_key_roll.) */
+static bool fc_key_gone(const struct fc_fleet *f, struct fc_fleet_key *k, uint64_t now)
 {
 	const struct fc_fleet_policy *p = fc_pol_by_id(f, k->id, k->epoch);
 	const struct fc_shm_key *e;
 
-	if (!p || k->w != now / p->unit_ns)
+	if (!p || (k->w != fc_pol_w(p, now) && !fc_key_roll(k, p, now)))
 		return true;
 	if (k->index == FC_FLEET_FIXED || k->g_app || k->r_lock || !f->map.base || fc_fleet_map_lost(&f->map))
 		return false;
@@ -537,7 +595,7 @@ static void fc_ring_take(struct fc_fleet *f, const struct fc_shm_fleet_entry *e,
 
 	if (!p || e->index >= f->nkeys || e->tag < FC_SHM_KEY_TAG_MIN)
 		goto bad;
-	w = now / p->unit_ns;
+	w = fc_pol_w(p, now);
 	k = fc_key_entry(f, e->index);
 	if (e->window != FC_FLEET_LABEL(w)) /* a window already over: nothing to ask for */
 		return;
@@ -563,8 +621,8 @@ static void fc_ring_scan(struct fc_fleet *f, uint64_t now)
 		tag = __atomic_load_n(&k->tag, __ATOMIC_ACQUIRE);
 		if (tag < FC_SHM_KEY_TAG_MIN || !(p = fc_pol_by_slot(f, k->slot, k->epoch)))
 			continue;
-		if (fc_fleet_wanted(__atomic_load_n(&k->state[1], __ATOMIC_RELAXED), now / p->unit_ns))
-			fc_key_track(f, tag, i, p, now / p->unit_ns);
+		if (fc_fleet_wanted(__atomic_load_n(&k->state[1], __ATOMIC_RELAXED), fc_pol_w(p, now)))
+			fc_key_track(f, tag, i, p, fc_pol_w(p, now));
 	}
 }
 
@@ -615,9 +673,10 @@ static void fc_ring_drain(struct fc_fleet *f, uint64_t now)
 /* Where a tracked key's words are: NULL when its entry is no longer it
  * (the policy moved, the entry was taken back: nothing to do for it). */
 struct fc_words {
-	__u64 *credit, *demand, *net; /* state[0], [1], [2] */
+	__u64 *credit, *demand, *net; /* state[0], [1], [2] (gcra: TAT, demand, lease credit) */
 	uint32_t passed, denied;
-	uint32_t u; /* its point */
+	uint32_t u;   /* its point */
+	uint64_t tau; /* gcra: the key's tau_i (state[3]), as its workers bound it */
 };
 
 static int fc_key_words(const struct fc_fleet *f, const struct fc_fleet_key *k, const struct fc_fleet_policy *p,
@@ -646,6 +705,10 @@ static int fc_key_words(const struct fc_fleet *f, const struct fc_fleet_key *k, 
 					  .u = p->fixed_u,
 					  .passed = (uint32_t)__atomic_load_n(&s->passed, __ATOMIC_RELAXED),
 					  .denied = (uint32_t)__atomic_load_n(&s->denied, __ATOMIC_RELAXED) };
+		/* gcra: the slot's bucket is bound per window, as nginx does */
+		if (fc_pol_gcra(p))
+			out->tau =
+				fc_gcra_tau(fc_fleet_split_of(p->split, k->w * p->lease_ns / p->unit_ns), p->fixed_u);
 		return 0;
 	}
 	struct fc_shm_key *e = fc_key_entry(f, k->index);
@@ -658,7 +721,10 @@ static int fc_key_words(const struct fc_fleet *f, const struct fc_fleet_key *k, 
 				  .net = &e->state[2],
 				  .u = fc_fleet_point(k->tag),
 				  .passed = __atomic_load_n(&e->passed, __ATOMIC_RELAXED),
-				  .denied = __atomic_load_n(&e->denied, __ATOMIC_RELAXED) };
+				  .denied = __atomic_load_n(&e->denied, __ATOMIC_RELAXED),
+				  .tau = __atomic_load_n(&e->state[3], __ATOMIC_RELAXED) };
+	if (out->tau > FC_ROOM_MAX)
+		out->tau = FC_ROOM_MAX;
 	return 0;
 }
 
@@ -671,7 +737,7 @@ static void fc_fixed_track(struct fc_fleet *f, uint64_t now)
 		const struct fc_fleet_policy *p = &f->cfg.pols[i];
 
 		if (!p->keyed && fc_pol_leased(p) && (p->layer != FC_LAYER_XDP || fc_xdp_open(f) == 0))
-			fc_key_track(f, (uint64_t)p->id << 32 | p->epoch, FC_FLEET_FIXED, p, now / p->unit_ns);
+			fc_key_track(f, (uint64_t)p->id << 32 | p->epoch, FC_FLEET_FIXED, p, fc_pol_w(p, now));
 	}
 }
 
@@ -693,6 +759,8 @@ static uint64_t fc_key_left(const struct fc_fleet *f, const struct fc_fleet_poli
 {
 	uint64_t word = __atomic_load_n(wd->credit, __ATOMIC_RELAXED), room, prev, u, e, keep;
 
+	if (fc_pol_gcra(p)) /* its lease credit */
+		return fc_fleet_credit(__atomic_load_n(wd->net, __ATOMIC_RELAXED), w);
 	/* A window word of an earlier window: nothing of w spent yet, the
 	 * whole share is left (fc_fleet_lock rolls it over). A fixed-value
 	 * policy's slot that saw no request in w is one: without this a node
@@ -729,6 +797,8 @@ static int fc_key_topup(const struct fc_fleet *f, const struct fc_fleet_key *k, 
 	if (p->algo == FC_ALGO_FLEET_SLIDING)
 		return fc_fleet_slide_topup(wd->credit, wd->net, k->w, d, fc_my_share(f, p, wd->u, k->w - 1),
 					    fc_my_share(f, p, wd->u, k->w));
+	if (fc_pol_gcra(p)) /* the lease credit, lapsing at the lease window's end */
+		return fc_fleet_topup(wd->net, k->w, d, 0);
 	return fc_fleet_topup(wd->credit, k->w, d, fc_my_share(f, p, wd->u, k->w));
 }
 
@@ -800,6 +870,33 @@ static uint32_t fc_key_lookup(const struct fc_fleet *f, uint64_t tag, const stru
 	return FC_FLEET_FIXED;
 }
 
+/* The entry nk of a key this node never saw, made by the workers' claim
+ * protocol (maps/fc_keytab.h), and tracked in window w with `locked` of
+ * it released. Ours only if it is as made here: a worker may have made the
+ * key meanwhile (then it is a key like any other, released once idle).
+ * NULL: no room in the key's windows, nothing made. */
+static struct fc_fleet_key *fc_record_make(struct fc_fleet *f, const struct fc_fleet_policy *p, uint64_t tag,
+					   uint64_t w, const struct fc_keytab_new *nk, uint64_t locked, uint64_t now)
+{
+	struct fc_keytab kt = {
+		.keys = fc_key_entry(f, 0), .slots = fc_slot(f, 0), .nkeys = f->nkeys, .nslots = FC_SHM_SLOTS
+	};
+	struct fc_shm_key *e = fc_keytab_claim(&kt, tag, now, nk);
+	struct fc_fleet_key *k;
+
+	if (!e || e->state[0] != nk->state[0] || e->state[3] != nk->state[3] || e->idle_ns != nk->idle_ns || e->passed)
+		return e ? fc_key_track(f, tag, (uint32_t)(e - kt.keys), p, w) : NULL;
+	k = fc_key_track(f, tag, (uint32_t)(e - kt.keys), p, w);
+	if (k && !k->r_lock) {
+		/* Nothing to adopt: a key missing from the table was never this
+		 * node's in this window (entries outlive their window). */
+		k->flags &= (uint8_t)~FC_KEY_ADOPT;
+		k->r_lock = locked;
+		f->cnt.records++;
+	}
+	return k;
+}
+
 /* A key this node never saw, asked for by another node: its share of
  * window w is released with a release record (design §5.2), an entry made
  * by the workers' claim protocol (maps/fc_keytab.h) with nothing left in
@@ -810,13 +907,8 @@ static uint32_t fc_key_lookup(const struct fc_fleet *f, uint64_t tag, const stru
 static struct fc_fleet_key *fc_release_record(struct fc_fleet *f, const struct fc_fleet_policy *p, uint64_t tag,
 					      uint64_t w, uint64_t now)
 {
-	struct fc_keytab kt = {
-		.keys = fc_key_entry(f, 0), .slots = fc_slot(f, 0), .nkeys = f->nkeys, .nslots = FC_SHM_SLOTS
-	};
 	uint64_t share = fc_my_share(f, p, fc_fleet_point(tag), w), lead;
 	struct fc_keytab_new nk = { .slot = p->slot, .epoch = p->epoch };
-	struct fc_fleet_key *k;
-	struct fc_shm_key *e;
 
 	if (!fc_keys_room(f)) /* a record it could not track would lock a share never told */
 		return NULL;
@@ -828,19 +920,77 @@ static struct fc_fleet_key *fc_release_record(struct fc_fleet *f, const struct f
 	} else {
 		nk.state[0] = FC_FLEET_WORD(w, 0);
 	}
-	e = fc_keytab_claim(&kt, tag, now, &nk);
-	/* Ours only if it is as made here: a worker may have made the key
-	 * meanwhile (then it is a key like any other, released once idle). */
-	if (!e || e->state[0] != nk.state[0] || e->idle_ns != nk.idle_ns || e->passed)
-		return e ? fc_key_track(f, tag, (uint32_t)(e - kt.keys), p, w) : NULL;
-	k = fc_key_track(f, tag, (uint32_t)(e - kt.keys), p, w);
-	if (k && !k->r_lock) {
-		/* Nothing to adopt: a key missing from the table was never this
-		 * node's in this window (entries outlive their window). */
-		k->flags &= (uint8_t)~FC_KEY_ADOPT;
-		k->r_lock = share;
-		f->cnt.records++;
+	return fc_record_make(f, p, tag, w, &nk, share, now);
+}
+
+/* ---- gcra: lease pools (design section 8.3) ---- */
+
+/* The most a node borrows of a gcra key per lease window, and the most it
+ * donates to one pool: lambda = max(ceil(B / nodes), ceil(R lease)). */
+static uint64_t fc_gcra_lambda(const struct fc_fleet_policy *p, size_t nodes)
+{
+	uint64_t a = nodes ? (p->burst + nodes - 1) / nodes : p->burst, b;
+
+	b = (uint64_t)(((unsigned __int128)p->n * p->lease_ns + p->unit_ns - 1) / p->unit_ns);
+	return a > b ? a : b;
+}
+
+/* The interval T_i of p's buckets in the policy window of lease window lw. */
+static uint64_t fc_gcra_interval(const struct fc_fleet_policy *p, uint64_t lw)
+{
+	return fc_fleet_split_of(p->split, lw * p->lease_ns / p->unit_ns)->interval_ns;
+}
+
+/* A gcra key this node never saw, its pool asked for by another node: the
+ * entry its workers would make (tau_i = B_i T_i, empty if the state is new:
+ * fc_l7.c's fc_key_fresh_gcra), with the tokens it has (at most lambda)
+ * donated at once: its TAT advanced by them, so no worker spends them. It
+ * is held until that TAT has passed (the bucket refilled: a full bucket then
+ * is not a second one), so the same tokens are never donated twice. No room
+ * in the key's windows: no entry, nothing donated. */
+static struct fc_fleet_key *fc_gcra_record(struct fc_fleet *f, const struct fc_fleet_policy *p, uint64_t tag,
+					   uint64_t lw, uint64_t now)
+{
+	const struct fc_fleet_split *sp = fc_fleet_split_of(p->split, now / p->unit_ns);
+	struct fc_keytab_new nk = { .slot = p->slot, .epoch = p->epoch };
+	uint64_t tau, base, n, tat, lambda, end = (lw + 1) * p->lease_ns;
+
+	tau = fc_gcra_tau(sp, fc_fleet_point(tag));
+	base = now < f->o.fresh_ns + tau ? f->o.fresh_ns + tau : 0;
+	n = fc_fleet_gcra_tokens(base, sp->interval_ns, tau, now);
+	lambda = fc_gcra_lambda(p, fc_set_of(f, p, now / p->unit_ns)->n);
+	n = n < lambda ? n : lambda;
+	tat = n ? (base > now ? base : now) + n * sp->interval_ns : base;
+	nk.state[0] = tat;
+	nk.state[3] = tau;
+	nk.idle_ns = (tat > end ? tat : end) + (uint64_t)f->o.max_skew_ms * 1000000;
+	return fc_record_make(f, p, tag, lw, &nk, n, now);
+}
+
+/* A gcra key's pool asked for by another node: the key tracked (idle from
+ * here on if nothing more happens to it: refusals of earlier lease windows
+ * say nothing of this one), or a donation record made if this node never
+ * saw it (at most --fleet-max-keys a round, as scripts). */
+static struct fc_fleet_key *fc_gcra_asked(struct fc_fleet *f, const struct fc_fleet_policy *p, uint64_t tag,
+					  uint64_t lw, uint64_t now)
+{
+	uint32_t index = tag >= FC_SHM_KEY_TAG_MIN ? fc_key_lookup(f, tag, p) : FC_FLEET_FIXED;
+	size_t nk = f->nk;
+	struct fc_fleet_key *k;
+
+	if (!p->keyed) { /* its one key (kid 0), tracked every round */
+		k = tag ? NULL : fc_key_find(f, (uint64_t)p->id << 32 | p->epoch, FC_FLEET_FIXED);
+		if (k && k->w < lw)
+			fc_key_renew(k, lw, 0);
+		return k;
 	}
+	if (index == FC_FLEET_FIXED)
+		return tag >= FC_SHM_KEY_TAG_MIN && f->records_round++ < (f->o.max_keys ? f->o.max_keys : 20000) ?
+			       fc_gcra_record(f, p, tag, lw, now) :
+			       NULL;
+	k = fc_key_track(f, tag, index, p, lw);
+	if (k && (f->nk > nk || k->w < lw)) /* new, or of a lease window the next round rolls */
+		fc_key_renew(k, lw, lw * p->lease_ns < f->started_ns ? FC_KEY_ADOPT : 0);
 	return k;
 }
 
@@ -862,10 +1012,13 @@ static void fc_on_demand(void *arg, const char *msg, size_t len)
 		return;
 	}
 	p = fc_pol_by_id(f, d.rec.id, d.rec.epoch);
-	if (d.no == f->cfg.node_no || !p || d.rec.kind != FC_FLEET_REC_WINDOW || !fc_pol_leased(p) ||
-	    d.rec.unit * 1000000000ULL != p->unit_ns || d.rec.w != now / p->unit_ns || !f->map.base)
+	if (d.no == f->cfg.node_no || !p || !fc_pol_leased(p) || d.rec.w != fc_pol_w(p, now) || !f->map.base ||
+	    d.rec.kind != (fc_pol_gcra(p) ? FC_FLEET_REC_POOL : FC_FLEET_REC_WINDOW) ||
+	    d.rec.unit * (fc_pol_gcra(p) ? 1000000ULL : 1000000000ULL) != fc_pol_span(p))
 		return;
-	if (!d.rec.kid) {
+	if (fc_pol_gcra(p)) {
+		k = fc_gcra_asked(f, p, d.rec.kid, d.rec.w, now);
+	} else if (!d.rec.kid) {
 		k = p->keyed ? NULL : fc_key_find(f, (uint64_t)p->id << 32 | p->epoch, FC_FLEET_FIXED);
 	} else {
 		index = p->keyed && d.rec.kid >= FC_SHM_KEY_TAG_MIN ? fc_key_lookup(f, d.rec.kid, p) : FC_FLEET_FIXED;
@@ -916,6 +1069,105 @@ static uint64_t fc_record_ttl_ms(const struct fc_fleet *f, uint64_t end, uint64_
 	return (end > now ? (end - now) / 1000000 : 0) + 2 * (uint64_t)f->o.max_skew_ms + f->o.interval_ms + 1000;
 }
 
+/* What every call of key k carries: this node, its record's name, the
+ * split's node set and sum n (the shares themselves: the caller's), a TTL
+ * to end (fc_record_ttl_ms) and its absolute totals. */
+static void fc_call_base(const struct fc_fleet *f, const struct fc_fleet_key *k, const struct fc_fleet_set *set,
+			 const char *name, uint64_t n, uint64_t end, uint64_t now, struct fc_fleet_call *c)
+{
+	*c = (struct fc_fleet_call){
+		.no = f->cfg.node_no,
+		.n = n,
+		.set = set->digest,
+		.ttl_ms = fc_record_ttl_ms(f, end, now),
+		.adopt = k->flags & FC_KEY_ADOPT,
+		.g_app = k->g_app,
+		.r_lock = k->r_lock,
+		.nshares = (uint32_t)set->n,
+	};
+	memcpy(c->record, name, sizeof(c->record));
+}
+
+/* What a gcra key sends its lease pool this round (design 8.3). Short
+ * here, it asks for a lease: what it met last round, twice, less what its
+ * bucket and lease credit hold, and at least what was refused; lambda at
+ * most per lease window. Asked for by another node, it donates its bucket's
+ * tokens while idle (fc_fleet_donate: only tokens it has), lambda at most
+ * per pool. The pool's record is made with the split of B (s_j, n = N = B,
+ * so free = R - G): the nodes with a share that neither ask nor said they
+ * hold nothing are the holders a short pool publishes its demand to. */
+static int fc_gcra_call(struct fc_fleet *f, struct fc_fleet_key *k, const struct fc_fleet_policy *p, uint64_t now,
+			struct fc_fleet_call *c, uint64_t *shares, uint32_t *nos)
+{
+	uint64_t uw = k->w * p->lease_ns / p->unit_ns, iv = fc_gcra_interval(p, k->w), lambda, tokens, credit, lease,
+		 want = 0, end, n;
+	const struct fc_fleet_set *set = fc_set_of(f, p, uw);
+	struct fc_fleet_rec rec = { .id = p->id,
+				    .epoch = p->epoch,
+				    .kid = k->index == FC_FLEET_FIXED ? 0 : k->tag,
+				    .kind = FC_FLEET_REC_POOL,
+				    .unit = p->lease_ns / 1000000,
+				    .w = k->w };
+	char name[FC_FLEET_NAME_MAX];
+	struct fc_words wd;
+	struct fc_err err;
+	bool idle, releasing = k->flags & FC_KEY_RELEASE, reassert = k->flags & (FC_KEY_ADOPT | FC_KEY_REASSERT);
+
+	if (fc_key_words(f, k, p, &wd) < 0)
+		return 0;
+	lambda = fc_gcra_lambda(p, set->n);
+	idle = wd.passed == k->passed_seen && wd.denied == k->denied_seen;
+	/* A fixed key's slot never charged on a node whose state is new is
+	 * empty at its birth, as nginx makes it at its first charge. */
+	if (k->index == FC_FLEET_FIXED && now < f->o.fresh_ns + wd.tau)
+		__sync_val_compare_and_swap(wd.credit, 0, f->o.fresh_ns + wd.tau);
+	if (releasing && idle && k->r_lock < lambda)
+		k->r_lock += fc_fleet_donate(wd.credit, iv, wd.tau, now, lambda - k->r_lock);
+	tokens = fc_fleet_gcra_tokens(__atomic_load_n(wd.credit, __ATOMIC_RELAXED), iv, wd.tau, now);
+	credit = fc_fleet_credit(__atomic_load_n(wd.net, __ATOMIC_RELAXED), k->w);
+	lease = 2 * ((uint64_t)(wd.passed > k->passed_seen ? wd.passed - k->passed_seen : 0) +
+		     (wd.denied > k->denied_round ? wd.denied - k->denied_round : 0));
+	k->denied_round = wd.denied;
+	k->idle_rounds = idle ? (k->idle_rounds < 255 ? k->idle_rounds + 1 : 255) : 0;
+	k->passed_seen = wd.passed;
+	if (!(k->flags & (FC_KEY_DONE | FC_KEY_FROZEN)) && f->rounds >= k->quiet_until && k->g_app < lambda) {
+		if (fc_fleet_wanted(__atomic_load_n(wd.demand, __ATOMIC_RELAXED), k->w))
+			want = wd.denied > k->denied_seen ? wd.denied - k->denied_seen : 1;
+		if (lease > tokens + credit && lease - tokens - credit > want)
+			want = lease - tokens - credit;
+		want = want < lambda - k->g_app ? want : lambda - k->g_app;
+	}
+	if (!want && !reassert && k->r_lock <= k->r_acked && !releasing)
+		return 0;
+	/* told once: a pool still short publishes again */
+	k->flags &= (uint8_t)~FC_KEY_RELEASE;
+	if (fc_fleet_rec_name(&rec, fc_redis_prefix(f->redis), name, sizeof(name), &err) < 0)
+		return 0;
+	end = (k->w + 1) * p->lease_ns;
+	n = fc_call_shares(f, set, p, uw, wd.u, shares, nos);
+	fc_call_base(f, k, set, name, n, end, now, c);
+	c->share_no = nos;
+	c->share = shares;
+	c->limit = n;
+	c->want = want;
+	c->settled = !want && (!tokens || k->r_lock >= lambda); /* nothing (more) to give in this pool */
+	return 1;
+}
+
+/* The most a reply's totals may differ by (fc_fleet_reply_parse's N*): a
+ * pool's donations are at most lambda a node. */
+static uint64_t fc_key_nstar(const struct fc_fleet *f, const struct fc_fleet_key *k, const struct fc_fleet_policy *p)
+{
+	size_t nodes;
+	uint64_t most;
+
+	if (!fc_pol_gcra(p))
+		return fc_nstar(f, p, k->w);
+	nodes = fc_set_of(f, p, k->w * p->lease_ns / p->unit_ns)->n;
+	most = (nodes ? nodes : 1) * fc_gcra_lambda(p, nodes);
+	return most > p->burst ? most : p->burst;
+}
+
 /* What a key is to send this round: its call filled, or 0 (nothing to say). */
 static int fc_key_call(struct fc_fleet *f, struct fc_fleet_key *k, const struct fc_fleet_policy *p, uint64_t now,
 		       struct fc_fleet_call *c, uint64_t *shares, uint32_t *nos)
@@ -932,6 +1184,8 @@ static int fc_key_call(struct fc_fleet *f, struct fc_fleet_key *k, const struct 
 	struct fc_err err;
 	bool idle, releasing, reassert = k->flags & (FC_KEY_ADOPT | FC_KEY_REASSERT);
 
+	if (fc_pol_gcra(p))
+		return fc_gcra_call(f, k, p, now, c, shares, nos);
 	if (fc_key_words(f, k, p, &wd) < 0)
 		return 0;
 	share = fc_my_share(f, p, wd.u, k->w);
@@ -976,23 +1230,13 @@ static int fc_key_call(struct fc_fleet *f, struct fc_fleet_key *k, const struct 
 		return 0;
 	end = (k->w + 1) * p->unit_ns;
 	n = fc_call_shares(f, set, p, k->w, wd.u, shares, nos);
-	*c = (struct fc_fleet_call){
-		.no = f->cfg.node_no,
-		.limit = p->n,
-		.n = n,
-		.set = set->digest,
-		.ttl_ms = fc_record_ttl_ms(f, end, now),
-		.adopt = k->flags & FC_KEY_ADOPT,
-		.g_app = k->g_app,
-		.r_lock = k->r_lock,
-		.used = used,
-		.want = want,
-		.settled = (k->idle_rounds >= 2 || releasing) && !credit && !want,
-		.nshares = (uint32_t)set->n,
-		.share_no = nos,
-		.share = shares,
-	};
-	memcpy(c->record, name, sizeof(c->record));
+	fc_call_base(f, k, set, name, n, end, now, c);
+	c->share_no = nos;
+	c->share = shares;
+	c->limit = p->n;
+	c->used = used;
+	c->want = want;
+	c->settled = (k->idle_rounds >= 2 || releasing) && !credit && !want;
 	k->u_sent = used;
 	return 1;
 }
@@ -1213,7 +1457,9 @@ static int fc_round_calls(struct fc_fleet *f, uint64_t now, struct fc_err *err)
 		off += c->nshares;
 		denied[n] = wd.denied;
 		f->call_key[n] = i;
-		f->expect[n++] = (struct fc_fleet_expect){ .nstar = fc_nstar(f, p, k->w), .g_app = k->g_app, .adopt = c->adopt };
+		f->expect[n++] = (struct fc_fleet_expect){ .nstar = fc_key_nstar(f, k, p),
+							   .g_app = k->g_app,
+							   .adopt = c->adopt };
 	}
 	if (j < f->nk) {
 		f->cnt.deferred += f->nk - j;
@@ -1356,7 +1602,7 @@ static void fc_status_fill(struct fc_fleet *f, uint64_t now, double ms)
 			vp->demanding += fc_fleet_wanted(*wd.demand, k->w);
 			vp->done += !!(k->flags & FC_KEY_DONE);
 			vp->grants += k->granted;
-			vp->releases += k->r_lock;
+			*(fc_pol_gcra(p) ? &vp->donated : &vp->releases) += k->r_lock; /* gcra: tokens */
 		}
 	}
 	v->npolicies = f->cfg.npols;

@@ -23,8 +23,8 @@ struct fc_ctx {
 	 * parses them; the URLs and the prefix are checked already): NULL when
 	 * not given. */
 	const char *redis, *redis_password_file, *redis_prefix;
-	/* Fleet policies (the agent's options): its sync interval, whose double
-	 * is gcra's lease window (0: FC_FLEET_LEASE_NS_DEFAULT), and a test's
+	/* Fleet policies (the agent's options): its sync interval, of which
+	 * gcra's lease window is FC_FLEET_LEASE_ROUNDS (0: FC_FLEET_LEASE_NS_DEFAULT), and a test's
 	 * offset of this node's clock for them (--clock-offset), given or not:
 	 * a publisher not given one (the CLI) keeps the one the shm says. */
 	uint64_t fleet_sync_ns;

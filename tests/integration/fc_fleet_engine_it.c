@@ -1302,6 +1302,10 @@ static void test_record_ttl_skew(void **state_)
 	/* less the time since the call (well under a second here) */
 	assert_true(rep->integer >= need - 500);
 	freeReplyObject(rep);
+	fc_fleet_free(f);
+	fc_redis_close(r);
+}
+
 /* The status file's counter of reply errors. */
 static long long file_reply_errors(void)
 {

@@ -442,6 +442,84 @@ static void test_demand(void **state)
 	freeReplyObject(r);
 }
 
+/* A gcra key's lease pool (P{...}:l<lease_ms>.<lw>), as the engine calls
+ * it: N = n = B with the split of B, so free = R - G, what was donated and
+ * not yet granted, and the nodes with a share that neither ask nor said
+ * they hold nothing are the holders a short pool publishes its demand to.
+ * A grant called twice (its reply lost) is made once; a donation whose
+ * write was lost, re-asserted, counts once. */
+static void test_pool(void **state)
+{
+	static const uint64_t b[4] = { 2, 2, 2, 2 }; /* B 8 over four nodes */
+	struct fc_fleet_rec pool = {
+		.id = 9, .epoch = 7, .kid = 0xabcdef0123456789ull, .kind = 'l', .unit = 1000, .w = 5
+	};
+	char rec[FC_FLEET_NAME_MAX], msg[256], chan[64];
+	struct fc_fleet_demand d;
+	struct fc_fleet_result res;
+	struct fc_err err;
+	redisReply *r;
+
+	(void)state;
+	assert_true(fc_fleet_rec_name(&pool, prefix, rec, sizeof(rec), &err) > 0);
+	snprintf(chan, sizeof(chan), "%sdemand", prefix);
+	r = redisCommand(sub_ctx, "SUBSCRIBE %s", chan);
+	assert_non_null(r);
+	freeReplyObject(r);
+	/* node 1 short: nothing donated yet, three holders: published */
+	res = call(rec, &(struct call){ .no = 1, .N = 8, .want = 3, .nshares = 4, .shares = b });
+	assert_int_equal(res.g, 0);
+	assert_int_equal(res.free, 0);
+	assert_int_equal(res.holders, 3);
+	next_message(msg, sizeof(msg));
+	assert_int_equal(fc_fleet_demand_parse(msg, strlen(msg), prefix, &d, &err), 0);
+	assert_int_equal(d.rec.kind, 'l');
+	assert_int_equal(d.rec.unit, 1000);
+	assert_int_equal(d.rec.w, 5);
+	assert_int_equal(d.no, 1);
+	/* node 2 donates its 2 tokens, and has nothing more */
+	res = call(rec, &(struct call){ .no = 2, .N = 8, .r = 2, .settled = true, .nshares = 4, .shares = b });
+	assert_int_equal(res.R, 2);
+	assert_int_equal(res.free, 2);
+	/* node 1 asks again: granted the 2; the same call again (its reply
+	 * lost, nothing applied): still 2, G 2 */
+	res = call(rec, &(struct call){ .no = 1, .N = 8, .want = 3, .nshares = 4, .shares = b });
+	assert_int_equal(res.g, 2);
+	assert_int_equal(res.free, 0);
+	res = call(rec, &(struct call){ .no = 1, .N = 8, .want = 3, .nshares = 4, .shares = b });
+	assert_int_equal(res.g, 2);
+	assert_int_equal(res.G, 2);
+	assert_int_equal(field(rec, "G"), 2);
+	/* node 2's donation lost (a restart without it), re-asserted twice:
+	 * counted once, nothing more free */
+	freeReplyObject(adm("HDEL %s r2", rec));
+	freeReplyObject(adm("HSET %s R 0", rec));
+	res = call(rec, &(struct call){ .no = 2, .N = 8, .r = 2, .settled = true, .nshares = 4, .shares = b });
+	assert_int_equal(res.R, 2);
+	res = call(rec, &(struct call){ .no = 2, .N = 8, .r = 2, .settled = true, .nshares = 4, .shares = b });
+	assert_int_equal(res.R, 2);
+	assert_int_equal(res.free, 0);
+	assert_int_equal(field(rec, "R"), 2);
+	/* nodes 3 and 4 have nothing: no holder left, node 1 is told so */
+	call(rec, &(struct call){ .no = 3, .N = 8, .settled = true, .nshares = 4, .shares = b });
+	call(rec, &(struct call){ .no = 4, .N = 8, .settled = true, .nshares = 4, .shares = b });
+	/* (the calls still short while 3 and 4 held published again: read up to here) */
+	freeReplyObject(adm("PUBLISH %s mark", chan));
+	do
+		next_message(msg, sizeof(msg));
+	while (strcmp(msg, "mark"));
+	res = call(rec, &(struct call){ .no = 1, .N = 8, .g_app = 2, .want = 1, .nshares = 4, .shares = b });
+	assert_int_equal(res.g, 2);
+	assert_int_equal(res.free, 0);
+	assert_int_equal(res.holders, 0);
+	/* no demand published for that one */
+	freeReplyObject(adm("PUBLISH %s sentinel", chan));
+	next_message(msg, sizeof(msg));
+	assert_string_equal(msg, "sentinel");
+	r = redisCommand(sub_ctx, "UNSUBSCRIBE %s", chan);
+	freeReplyObject(r);
+}
+
 /* The script flushed from the server: the call goes again as EVAL. */
 static void test_noscript(void **state)
 {
@@ -758,6 +836,7 @@ int main(void)
 		cmocka_unit_test(test_share_and_limit_change),
 		cmocka_unit_test(test_release_over_allotment),
 		cmocka_unit_test(test_demand),
+		cmocka_unit_test(test_pool),
 		cmocka_unit_test(test_noscript),
 		cmocka_unit_test(test_wait),
 		cmocka_unit_test(test_cluster),

@@ -4,12 +4,13 @@
 # Cluster of 3 primaries and 3 replicas, started here by redis.sh on this
 # suite's ports and ended by their pids however the test ends; the cases
 # are tests/integration/fc_fleet_script_it.c (the script and its calls)
-# and fc_fleet_engine_it.c (the lease engine's round over a state file the
-# test writes as nginx's workers would); then the agent with --redis.
+# fc_fleet_engine_it.c (the lease engine's round over a state file the
+# test writes as nginx's workers would) and fc_fleet_gcra_it.c (four
+# engines lending a gcra key); then the agent with --redis.
 . "$(dirname "$0")/lib.sh"
 
-[ -x build/tests/fc_fleet_script_it ] && [ -x build/tests/fc_fleet_engine_it ] ||
-	skip_all "build/tests/fc_fleet_script_it or fc_fleet_engine_it not built (make all-dev)"
+[ -x build/tests/fc_fleet_script_it ] && [ -x build/tests/fc_fleet_engine_it ] && [ -x build/tests/fc_fleet_gcra_it ] ||
+	skip_all "build/tests/fc_fleet_script_it, fc_fleet_engine_it or fc_fleet_gcra_it not built (make all-dev)"
 ldconfig -p | grep -q 'libhiredis\.so\.0\.14 ' || skip_all "libhiredis0.14 not installed"
 
 . "$(dirname "$0")/redis.sh"
@@ -32,7 +33,7 @@ check "redis-server on 127.0.0.1:$port, its replica on $replica in sync" in_sync
 redis_cluster || skip_all "the Cluster does not form"
 check "a Cluster of 3 primaries and 3 replicas on $(redis_port 1)-$(redis_port 6)" redis_cluster_ok
 
-for it in fc_fleet_script_it fc_fleet_engine_it; do
+for it in fc_fleet_script_it fc_fleet_engine_it fc_fleet_gcra_it; do
 	FC_FLEET_IT_REDIS=127.0.0.1:$port FC_FLEET_IT_REPLICA_PID=$replica_pid FC_FLEET_IT_CLUSTER=$redis_cluster_url \
 		CMOCKA_MESSAGE_OUTPUT=TAP \
 		timeout 120 "build/tests/$it" >"$rdir/$it.log" 2>&1

@@ -39,12 +39,18 @@ struct fc_fleet_view {
 	size_t nrows;
 	uint32_t node_no; /* this node's number (0: it never was in the set) */
 	int64_t now_ms;   /* when (unix ms, on the fleet's clock): the windows around it are split */
-	uint64_t lease_ns; /* gcra: the lease window (2 x the agent's sync interval) */
+	uint64_t lease_ns; /* gcra: the lease window (FC_FLEET_LEASE_ROUNDS sync intervals) */
 	int64_t clock_ns;  /* this node's clock offset for fleet policies (tests; in now_ms already) */
 };
 
-/* The fleet's lease window by default: 2 x the 100 ms sync interval. */
-#define FC_FLEET_LEASE_NS_DEFAULT 200000000ULL
+/* gcra's lease window: this many sync intervals. A grant reaches a node a
+ * round after it asked and lapses at the lease window's end, so a window
+ * of 2 rounds left most grants of a paced key unspent; 10 leaves most of it
+ * to spend, and lent tokens still move an admission by less than one
+ * window (freqctl-policy(7), Bounds). */
+#define FC_FLEET_LEASE_ROUNDS 10
+/* The fleet's lease window by default: of the 100 ms sync interval. */
+#define FC_FLEET_LEASE_NS_DEFAULT (FC_FLEET_LEASE_ROUNDS * 100000000ULL)
 
 /* Reads the view for node at now_ms: one query when the store has no fleet
  * policy (on false, nothing else read); else the node set and the fleet's

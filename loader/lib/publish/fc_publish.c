@@ -186,7 +186,7 @@ static int fc_publish_node(struct fc_publish *pub, struct fc_err *err)
 		return -1;
 	pub->fleet.clock_ns = clock;
 	if (ctx->fleet_sync_ns)
-		pub->fleet.lease_ns = 2 * ctx->fleet_sync_ns;
+		pub->fleet.lease_ns = FC_FLEET_LEASE_ROUNDS * ctx->fleet_sync_ns;
 	pub->node.fleet = &pub->fleet;
 	return 0;
 }
