@@ -11,7 +11,8 @@
 #                   and through libxdp's dispatcher; nginx req/s
 #                   and worker CPU time against limit_req, its instructions per request (callgrind);
 #                   L7 per key against fixed values and Redis; one change published with 1M bans
-#                   stored; the agent's store-to-enforced time
+#                   stored; the agent's store-to-enforced time; fleet policies: Redis commands per
+#                   1,000 requests and the agents' CPU (four nodes, one Redis)
 #   make demo       the self-contained demo (namespace, attach, ban, traffic): installs and
 #                   builds only what it uses (tools/build/install-deps.sh demo)
 #   make fuzz       each fuzz target for FUZZ_SECONDS (default 60); make test replays their corpora
@@ -121,7 +122,8 @@ FUZZ_COMMON  := $(B)/fuzz/tests/fuzz/fc_fuzz.o
 # The default goal: what install installs (programs, below), fast.
 all: programs
 # What make test, bench and fuzz build besides.
-DEV_PROGS := $(UNIT_TESTS) $(BPF_TESTS) $(TOOLS) $(FUZZ) $(B)/tests/fc_redis_it
+DEV_PROGS := $(UNIT_TESTS) $(BPF_TESTS) $(TOOLS) $(FUZZ) $(B)/tests/fc_redis_it $(B)/tests/fc_fleet_script_it \
+	     $(B)/tests/fc_fleet_engine_it $(B)/tests/fc_fleet_gcra_it
 all-dev: programs $(DEV_PROGS)
 
 # BPF objects and their generated skeletons: the programs, and the empty
@@ -161,7 +163,7 @@ $(B)/fc_version.h: VERSION | $(B)
 # generated header wait for it.
 $(B)/loader/lib/%.o $(B)/asan/loader/lib/%.o $(B)/fuzz/loader/lib/%.o: INC = $(LIB_INC)
 $(B)/loader/http/%.o $(B)/fuzz/loader/http/%.o: INC = $(HTTP_INC)
-$(B)/loader/cmd/%.o $(B)/loader/agent/%.o $(B)/fuzz/loader/agent/%.o: INC = $(CMD_INC)
+$(B)/loader/cmd/%.o $(B)/loader/agent/%.o $(B)/asan/loader/agent/%.o $(B)/fuzz/loader/agent/%.o: INC = $(CMD_INC)
 $(B)/ngx_bridge/%.o $(B)/asan/ngx_bridge/%.o $(B)/fuzz/ngx_bridge/%.o: INC = $(L7_INC)
 $(B)/tests/%.o $(B)/asan/tests/%.o $(B)/tools/%.o: INC = $(TEST_INC)
 $(B)/fuzz/tests/%.o: INC = $(TEST_INC) -Itests/fuzz
@@ -181,6 +183,8 @@ $(B)/fuzz/%.o: %.c | $(GEN_HDRS)
 # The console's page is built into the binary (.incbin, which -MMD does not see).
 CONSOLE_PAGE := $(wildcard loader/http/console/*)
 $(B)/loader/http/fc_console_page.o $(B)/fuzz/loader/http/fc_console_page.o: $(CONSOLE_PAGE)
+# So is the fleet's script.
+$(B)/loader/agent/fc_fleet_redis.o $(B)/fuzz/loader/agent/fc_fleet_redis.o: loader/agent/fc_fleet_sync.lua
 
 $(LIB_A): $(LIB_SRCS:%.c=$(B)/%.o)
 	$(AR) rcs $@ $^
@@ -201,12 +205,39 @@ $(B)/tests/%: $(B)/tests/unit/%.o $(LIB_A)
 $(B)/tests/test_escalate: $(B)/tests/unit/test_escalate.o $(B)/loader/agent/fc_escalate.o $(LIB_A)
 	$(CC) $(CFLAGS) $(LDFLAGS) $^ -o $@ $(LIB_LIBS) $(TEST_LIBS)
 
+$(B)/tests/test_fleet_reply: $(B)/tests/unit/test_fleet_reply.o $(B)/loader/agent/fc_fleet_reply.o $(LIB_A)
+	$(CC) $(CFLAGS) $(LDFLAGS) $^ -o $@ $(LIB_LIBS) $(TEST_LIBS)
+
+$(B)/tests/test_fleet_map: $(B)/tests/unit/test_fleet_map.o $(B)/loader/agent/fc_fleet_map.o $(LIB_A)
+	$(CC) $(CFLAGS) $(LDFLAGS) $^ -o $@ $(LIB_LIBS) $(TEST_LIBS)
+
+$(B)/tests/test_fleet_status: $(B)/tests/unit/test_fleet_status.o $(B)/loader/agent/fc_fleet_status.o $(LIB_A)
+	$(CC) $(CFLAGS) $(LDFLAGS) $^ -o $@ $(LIB_LIBS) $(TEST_LIBS)
+
+# The heartbeat's parser reads hostile numbers: under UBSan (and ASan).
+$(B)/tests/test_fleet_beat: $(patsubst %.c,$(B)/asan/%.o,tests/unit/test_fleet_beat.c loader/agent/fc_fleet_beat.c \
+			    loader/agent/fc_fleet_durable.c $(LIB_SRCS))
+	$(CC) $(CFLAGS) $(LDFLAGS) $(ASAN) $^ -o $@ $(LIB_LIBS) $(TEST_LIBS)
+
 $(B)/tests/test_http: $(B)/tests/unit/test_http.o $(HTTP_A) $(LIB_A)
 	$(CC) $(CFLAGS) $(LDFLAGS) $^ -o $@ $(LIB_LIBS) $(TEST_LIBS)
 
 # The Redis client against real servers, which tests/integration/test_redis.sh
 # starts; its admin connection is hiredis's own client, linked.
 $(B)/tests/fc_redis_it: $(B)/tests/integration/fc_redis_it.o $(LIB_A)
+	$(CC) $(CFLAGS) $(LDFLAGS) $^ -o $@ $(LIB_LIBS) $(TEST_LIBS) $(call pc_libs,hiredis)
+
+# The fleet's script and its calls against a real redis-server, which
+# tests/integration/test_fleet_script.sh starts.
+FLEET_REDIS_OBJS := $(B)/loader/agent/fc_fleet_redis.o $(B)/loader/agent/fc_fleet_reply.o
+$(B)/tests/fc_fleet_script_it: $(B)/tests/integration/fc_fleet_script_it.o $(FLEET_REDIS_OBJS) \
+			       $(B)/loader/agent/fc_fleet_sub.o $(LIB_A)
+	$(CC) $(CFLAGS) $(LDFLAGS) $^ -o $@ $(LIB_LIBS) $(TEST_LIBS) $(call pc_libs,hiredis)
+FLEET_ENGINE_OBJS := $(FLEET_REDIS_OBJS) $(addprefix $(B)/loader/agent/,fc_fleet_engine.o fc_fleet_map.o fc_fleet_status.o \
+		     fc_fleet_sub.o fc_fleet_beat.o fc_fleet_durable.o)
+$(B)/tests/fc_fleet_engine_it: $(B)/tests/integration/fc_fleet_engine_it.o $(FLEET_ENGINE_OBJS) $(LIB_A)
+	$(CC) $(CFLAGS) $(LDFLAGS) $^ -o $@ $(LIB_LIBS) $(TEST_LIBS) $(call pc_libs,hiredis)
+$(B)/tests/fc_fleet_gcra_it: $(B)/tests/integration/fc_fleet_gcra_it.o $(FLEET_ENGINE_OBJS) $(LIB_A)
 	$(CC) $(CFLAGS) $(LDFLAGS) $^ -o $@ $(LIB_LIBS) $(TEST_LIBS) $(call pc_libs,hiredis)
 
 $(B)/tests/test_store: TEST_LIBS += $(call pc_libs,libpq) -Wl,--wrap=fsync
@@ -237,6 +268,8 @@ $(FUZZ_LIB): $(LIB_SRCS:%.c=$(B)/fuzz/%.o)
 # Each target links what it drives, instrumented, and the library.
 $(B)/fuzz/fuzz_l7: $(B)/fuzz/ngx_bridge/fc_l7.o
 $(B)/fuzz/fuzz_state: $(B)/fuzz/loader/agent/fc_escalate.o
+$(B)/fuzz/fuzz_fleet_reply: $(B)/fuzz/loader/agent/fc_fleet_reply.o $(B)/fuzz/loader/agent/fc_fleet_beat.o \
+			    $(B)/fuzz/loader/agent/fc_fleet_durable.o
 $(B)/fuzz/fuzz_api: $(HTTP_SRCS:%.c=$(B)/fuzz/%.o)
 $(FUZZ): $(B)/fuzz/%: $(B)/fuzz/tests/fuzz/%.o $(FUZZ_COMMON) $(FUZZ_LIB)
 	$(FUZZ_CC) $(CFLAGS) $(FUZZ_FLAGS) -fsanitize=fuzzer $(filter-out $(FUZZ_LIB),$^) $(FUZZ_LIB) -o $@ \
@@ -301,6 +334,8 @@ bench: $(B)/.deps-bench
 	@$(call bench_run,bench_publish,tools/bench/bench_publish.sh)
 	@echo
 	@$(call bench_run,bench_agent,tools/bench/bench_agent.sh)
+	@echo
+	@$(call bench_run,bench_fleet,tools/bench/bench_fleet.sh)
 
 fuzz: $(B)/.deps-fuzz
 	@$(MAKE) --no-print-directory $(FUZZ)

@@ -14,6 +14,7 @@
 #include <linux/errno.h>
 
 #include "fc_clock.bpf.h"
+#include "fc_fleet.bpf.h"
 #include "fc_parse.bpf.h"
 #include "fc_prefix.bpf.h"
 #include "fc_state.bpf.h"
@@ -88,13 +89,28 @@ static __always_inline struct fc_rule *fc_exact_lookup(struct fc_eval *ev, __u32
 	return r;
 }
 
-/* The longest prefix covering the source, copied into *r, if it bans,
- * limits or allows it: a marker's rule or a /16's with nothing over it is no
- * match. After fc_exact_lookup, which read an IPv4 source's fc_top4 entry. */
-static __always_inline const struct fc_rule *fc_prefix_lookup(struct fc_eval *ev, const struct fc_src4 *s4,
-							      struct fc_rule *r)
+/* Whether the source's exact entry r carries the prefix lookup's answer
+ * (FC_RULE_CARRY: a policy slot, no ban, no allow entry) for the rules of
+ * generation gen, the one the packet read first: a publisher of another
+ * version moves rules_gen and not carry4_gen. An entry that bans or allows
+ * carries nothing, so a ban of its own that lapsed looks the prefixes up. */
+static __always_inline bool fc_carried(const struct fc_rule *r, const struct fc_config *cfg, __u32 gen)
 {
-	if (ev->pkt.family == 4) {
+	return r && (r->flags & (FC_RULE_CARRY | FC_RULE_BANNED | FC_RULE_ALLOWED)) == FC_RULE_CARRY &&
+	       cfg->carry4_gen == gen;
+}
+
+/* The longest prefix covering the source, copied into *r (zeroed), if it
+ * bans, limits or allows it: a marker's rule or a /16's with nothing over it
+ * is no match; or what the source's exact entry carries of it. After
+ * fc_exact_lookup, which read an IPv4 source's fc_top4 entry. */
+static __always_inline const struct fc_rule *fc_prefix_lookup(struct fc_eval *ev, const struct fc_src4 *s4,
+							      const struct fc_rule *exact, __u32 gen, struct fc_rule *r)
+{
+	if (fc_carried(exact, ev->cfg, gen)) {
+		/* An address with a policy inside a prefix: one lookup for both. */
+		r->policy = exact->carry_policy;
+	} else if (ev->pkt.family == 4) {
 		if (s4->top)
 			fc_prefix4_lookup(s4->top, s4->a, s4->in24, r);
 	} else {
@@ -399,8 +415,7 @@ __noinline int fc_policy_check(const struct fc_pkt *pkt, __u32 slot, __u32 idx, 
 	if (fc_stale(pol, b))
 		fc_gcra_adopt((__u64(*)[FC_MAX_TIERS])b->state, &pol->lim, fc_clock(cfg, pol->flags & FC_POLICY_PRECISE),
 			      FC_ADOPT_ARG(pol->ntiers, 0));
-	ok = fc_limit_charge(pol->algo, pol->ntiers, &pol->lim, b->state, fc_clock(cfg, pol->flags & FC_POLICY_PRECISE),
-			     cost, ch) == 1;
+	ok = fc_charge_any(pol, pol->algo, pol->ntiers, b, fc_clock(cfg, pol->flags & FC_POLICY_PRECISE), cost, ch);
 	if (log)
 		fc_policy_count(slot, pkt->len, ok);
 	else if (!ok)
@@ -427,7 +442,7 @@ __noinline int fc_policy_refund(const struct fc_pkt *pkt, __u32 slot, __u32 idx,
 		b = idx == FC_HIT_STAR ? (struct fc_bucket *)fc_src_lookup(pkt, cfg) :
 					 bpf_map_lookup_elem(&fc_buckets, &slot);
 	if (b)
-		fc_limit_refund(pol->algo, pol->ntiers, b->state, fc_policy_cost(pol, pkt), ch);
+		fc_refund_any(pol->algo, pol->ntiers, b, fc_policy_cost(pol, pkt), ch);
 	return 0;
 }
 
@@ -544,8 +559,9 @@ static __always_inline int fc_charge2(const struct fc_pkt *pkt, const struct fc_
 	return FC_FAST_PASS;
 }
 
-/* The same for any policies but log ones, as a global function: verified
- * once, whatever the paths into it. */
+/* The same for any policies but log ones and fleet ones (fc_fast takes
+ * those elsewhere), as a global function: verified once, whatever the
+ * paths into it. */
 __noinline int fc_enforce(const struct fc_pkt *pkt, __u32 sa, struct fc_bucket *a, __u32 sb, struct fc_bucket *b)
 {
 	struct fc_policy *pa = bpf_map_lookup_elem(&fc_policies, &sa);
@@ -569,6 +585,30 @@ __noinline int fc_enforce(const struct fc_pkt *pkt, __u32 sa, struct fc_bucket *
 static __always_inline bool fc_tier1(const struct fc_policy *pol)
 {
 	return pol->ntiers == 1 && pol->action != FC_ACTION_LOG;
+}
+
+/* A fleet policy met alone (its bucket a), on the fast path: the fleet's
+ * charge is a global function, called from here and from fc_policy_check
+ * only, so that fc_enforce and the inline charges never hold it (nor its
+ * stack, on a chain of calls at the verifier's 512 bytes). */
+static __always_inline int fc_fleet_fast(const struct fc_pkt *pkt, const struct fc_config *cfg, __u32 sa,
+					 const struct fc_policy *pa, struct fc_bucket *a, struct fc_charge *ch)
+{
+	__u64 cost = fc_policy_cost(pa, pkt), now;
+	int ok = FC_FLEET_ROLL;
+
+	if (!cost)
+		return FC_FAST_PASS;
+	now = fc_clock(cfg, pa->flags & FC_POLICY_PRECISE);
+	/* A window's credit spent inline, as a local window's count is: the
+	 * same instructions. The rest (its rollover, a refusal's demand, the
+	 * other algorithms) out of line. */
+	if (pa->algo == FC_ALGO_FLEET_WINDOW)
+		ok = fc_fleet_window_try(&a->state[0], now / pa->tier[0].unit_ns, cost, &ch->prev[0], &ch->next[0]);
+	if (ok != 1)
+		ok = fc_fleet_charge(pa, a, ch, now, cost);
+	fc_policy_count(sa, pkt->len, ok);
+	return ok ? FC_FAST_PASS : FC_FAST_DROP;
 }
 
 static __always_inline bool fc_gcra1(const struct fc_policy *pol)
@@ -597,6 +637,11 @@ static __always_inline int fc_fast(struct fc_eval *ev, __u32 sa, struct fc_bucke
 	 * here deny one. */
 	if (fc_stale(pa, a) | fc_stale(pb, b))
 		return FC_FAST_GENERAL;
+	/* A fleet policy: alone here, with another the general path (never
+	 * fc_enforce). */
+	if (fc_fleet_algo(pa->algo) || fc_fleet_algo(pb->algo))
+		return !sb && pa->action != FC_ACTION_LOG ? fc_fleet_fast(&ev->pkt, ev->cfg, sa, pa, a, &ch) :
+							     FC_FAST_GENERAL;
 	/* One charge kept for both: a single tier's is written only when it
 	 * admits, so pb's never overwrites the one pa's refund needs. */
 	if (fc_gcra1(pa) && (!sb || fc_gcra1(pb)))
@@ -704,7 +749,7 @@ static __always_inline bool fc_decide(void *ctx, bool tc, void *data, void *data
 		fc_count_ban(&ev.st->drop_exact, exact, ev.pkt.len);
 		return true;
 	}
-	prefix = fc_prefix_lookup(&ev, &s4, &pfx);
+	prefix = fc_prefix_lookup(&ev, &s4, exact, gen, &pfx);
 	if (fc_allowed(prefix, &ev))
 		goto allowed;
 	if (fc_banned(prefix, &ev)) {

@@ -99,9 +99,13 @@ struct {
 } fc_policies SEC(".maps");
 
 /* Bucket state by slot, apart from the policy so that publishing a policy's
- * limits never overwrites its state. */
+ * limits never overwrites its state. Mappable: the agent tops a fleet
+ * policy's credit up and locks it by compare-and-exchange on the word the
+ * packet path charges (maps/fc_fleet.h), in place, as exact as the packet
+ * path's own CAS (a syscall's update would overwrite racing charges). */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(map_flags, BPF_F_MMAPABLE);
 	__uint(max_entries, FC_POLICY_SLOTS);
 	__type(key, __u32);
 	__type(value, struct fc_bucket);

@@ -99,6 +99,14 @@ enum fc_algo {
 	FC_ALGO_GCRA,
 	FC_ALGO_WINDOW,
 	FC_ALGO_SLIDING,
+	/* A fleet policy's (--fleet, maps/fc_fleet.h) as published: the store
+	 * keeps the algorithm and the fleet flag apart. The words mean
+	 * something else, so fc_limit_charge never sees these: callers
+	 * dispatch them to fc_fleet.h, and a policy without --fleet pays
+	 * nothing for them. */
+	FC_ALGO_FLEET_WINDOW,
+	FC_ALGO_FLEET_SLIDING,
+	FC_ALGO_FLEET_GCRA,
 };
 
 /*

@@ -181,6 +181,14 @@ struct fc_top6_key {
 #define FC_RULE_LONGER  0x2 /* fc_pfx6: the search goes on to longer lengths from here */
 #define FC_RULE_MARKER  0x4 /* fc_pfx6: no prefix of its own, only what covers it (a search marker) */
 #define FC_RULE_ALLOWED 0x8 /* an allow entry covers it (until allow_expires_ns) */
+/* fc_exact4, on an entry with a policy and neither a ban nor an allow
+ * entry: it carries what the prefix lookup answers for its address
+ * (carry_policy: the longest covering prefix's policy, 0 = none; no prefix
+ * covering it bans or allows), so that the packet path skips that lookup.
+ * Written only once every prefix of a publish is written, taken away
+ * before any is (doc/architecture.md, Publishing order), and trusted only
+ * while fc_config.carry4_gen says this publisher keeps it. */
+#define FC_RULE_CARRY   0x10
 /* fc_pfx6, on an entry of the tree root's length (fc_pfx6_mid(FC_PFX6_MIN,
  * FC_PFX6_MAX)) or longer: the length of every prefix inside it, where they
  * all have one (0: none, or several lengths). A search that goes on from
@@ -201,7 +209,10 @@ struct fc_rule {
 	__u64 ban_expires_ns;
 	__u32 flags;
 	__u32 policy; /* slot in fc_policies, 0 = none */
-	__u64 allow_expires_ns;
+	union {
+		__u64 allow_expires_ns; /* FC_RULE_ALLOWED */
+		__u32 carry_policy;     /* FC_RULE_CARRY, never with FC_RULE_ALLOWED */
+	};
 };
 
 /* fc_top6's value: fc_pfx6's entry of the /32 (rule) and, where every
@@ -254,6 +265,11 @@ enum fc_count {
 	FC_COUNT_SYN,   /* only TCP SYN without ACK is charged; the rest passes untouched */
 };
 
+/* fc_policy.flags, beside FC_POLICY_PRECISE and FC_POLICY_OVERRIDE
+ * (fc_limit.h): --fleet; algo is FC_ALGO_FLEET_* and the fleet_* fields
+ * hold this node's shares. */
+#define FC_POLICY_FLEET 0x4
+
 struct fc_policy {
 	__u32 id;    /* the user's policy id; 0 = free slot */
 	__u32 epoch; /* bumped when the match changes: bucket state starts afresh */
@@ -273,6 +289,15 @@ struct fc_policy {
 			__u32 warmup_ms; /* GCRA --warmup: the first tier ramps over this; 0 = none */
 		};
 	};
+	/* --fleet (FC_POLICY_FLEET; 0 otherwise): the policy is one key (ip=ADDR
+	 * or ip=PREFIX), and its bucket's share of the fleet's N (B for gcra)
+	 * in windows before fleet_from is fleet_share[0], from it on
+	 * fleet_share[1] (the loader computes them from the splits and the
+	 * key's point: maps/fc_fleet.h); gcra: tier[0] is this node's (T_i,
+	 * tau_i), and its lease window is fleet_lease_ns. */
+	__u64 fleet_share[2];
+	__u64 fleet_from;
+	__u64 fleet_lease_ns;
 };
 
 /* The bucket of an ip=ADDR or ip=PREFIX policy, or the shared overflow
@@ -390,7 +415,12 @@ struct fc_config {
 	 * larger than that of versions with another tree, whose pins are
 	 * refused as another version's.) */
 	__u32 pfx6_tree;
-	__u32 pad2;
+	/* fc_exact4's carried prefix answers (FC_RULE_CARRY) are kept true
+	 * while this equals rules_gen: a publish of a freqctl that keeps them
+	 * sets both. Pins another version published (the field was padding
+	 * there, and its publishes move rules_gen) make the packet path look
+	 * the prefixes up, and the next publish a full one. */
+	__u32 carry4_gen;
 	/* UTC at jiffies 0, in ns: the coarse clock read as jiffies times the
 	 * tick length plus this, measured by a publish where utc_offset_ns
 	 * moved, a tick less: never ahead of UTC, under three ticks behind
@@ -398,6 +428,11 @@ struct fc_config {
 	 * calls the coarse clock's helper, as where the programs were loaded
 	 * without the tick (fc_tick_ns 0). */
 	__u64 jiffies_utc_ns;
+	/* --fleet: when these pins were made (UTC ns); a fleet policy takes no
+	 * share of a window that began before it (maps/fc_fleet.h, the fresh
+	 * rule). 0 from a publisher before fleets: no fleet policy is
+	 * published there. */
+	__u64 fleet_fresh_ns;
 };
 
 /* Which pin dir a program was loaded for, in its .rodata (bpf/freqctl.bpf.c
@@ -443,6 +478,7 @@ FC_ABI_SIZE(struct fc_rule, 24);
 FC_ABI_OFF(struct fc_rule, flags, 8);
 FC_ABI_OFF(struct fc_rule, policy, 12);
 FC_ABI_OFF(struct fc_rule, allow_expires_ns, 16);
+FC_ABI_OFF(struct fc_rule, carry_policy, 16);
 FC_ABI_SIZE(struct fc_top6_in, 40);
 FC_ABI_OFF(struct fc_top6_in, len, 24);
 FC_ABI_OFF(struct fc_top6_in, a, 28);
@@ -456,7 +492,9 @@ FC_ABI_SIZE(struct fc_limits, FC_MAX_TIERS * 32 + 8 + FC_MAX_TIERS * 8);
 FC_ABI_OFF(struct fc_limits, warmup_ms, FC_MAX_TIERS * 32);
 FC_ABI_OFF(struct fc_limits, gen, FC_MAX_TIERS * 32 + 4);
 FC_ABI_OFF(struct fc_limits, rescale, FC_MAX_TIERS * 32 + 8);
-FC_ABI_SIZE(struct fc_policy, 16 + sizeof(struct fc_limits));
+FC_ABI_SIZE(struct fc_policy, 16 + sizeof(struct fc_limits) + 32);
+FC_ABI_OFF(struct fc_policy, fleet_share, 16 + sizeof(struct fc_limits));
+FC_ABI_OFF(struct fc_policy, fleet_lease_ns, 16 + sizeof(struct fc_limits) + 24);
 FC_ABI_OFF(struct fc_policy, lim, 16);
 FC_ABI_OFF(struct fc_policy, warmup_ms, 16 + FC_MAX_TIERS * 32);
 FC_ABI_OFF(struct fc_policy, algo, 8);
@@ -471,7 +509,8 @@ FC_ABI_SIZE(struct fc_stats, 9 * 16);
 FC_ABI_OFF(struct fc_stats, malformed, 6 * 16);
 FC_ABI_OFF(struct fc_stats, allowed, 7 * 16);
 FC_ABI_OFF(struct fc_stats, drop_tagged, 8 * 16);
-FC_ABI_SIZE(struct fc_config, 48 + 32 + 24 + 16 + 8 + 8 + 8);
+FC_ABI_SIZE(struct fc_config, 48 + 32 + 24 + 16 + 8 + 8 + 8 + 8);
+FC_ABI_OFF(struct fc_config, fleet_fresh_ns, 144);
 FC_ABI_OFF(struct fc_config, star_host4, 25);
 FC_ABI_OFF(struct fc_config, star_host6, 26);
 FC_ABI_OFF(struct fc_config, star_flags, 27);
@@ -484,16 +523,17 @@ FC_ABI_OFF(struct fc_config, store_seq, 96);
 FC_ABI_OFF(struct fc_config, lens6, 104);
 FC_ABI_OFF(struct fc_config, exact4_gen, 124);
 FC_ABI_OFF(struct fc_config, pfx6_tree, 128);
-FC_ABI_OFF(struct fc_config, pad2, 132);
+FC_ABI_OFF(struct fc_config, carry4_gen, 132);
 FC_ABI_OFF(struct fc_config, jiffies_utc_ns, 136);
 FC_ABI_SIZE(struct fc_clock_pair, 24);
 FC_ABI_SIZE(struct fc_pin_mark, 8 + FC_PIN_MARK_DIR);
+_Static_assert(!(FC_POLICY_FLEET & (FC_POLICY_PRECISE | FC_POLICY_OVERRIDE)), "fc_policy.flags: the fleet bit overlaps");
 _Static_assert(!(FC_IN24_EXACT & (FC_IN24_LEN | FC_IN24_LONGER)), "fc_top4.in24: the bits overlap");
 _Static_assert(FC_MAX_SETS <= 0xffffu, "a set id must fit in fc_rule.flags' upper 16 bits");
-_Static_assert(!(FC_RULE_SET_MASK & (FC_RULE_BANNED | FC_RULE_LONGER | FC_RULE_MARKER | FC_RULE_ALLOWED)),
+_Static_assert(!(FC_RULE_SET_MASK & (FC_RULE_BANNED | FC_RULE_LONGER | FC_RULE_MARKER | FC_RULE_ALLOWED | FC_RULE_CARRY)),
 	       "fc_rule.flags: the set index and the flags overlap");
 _Static_assert(!(FC_RULE_NEXT_MASK & (FC_RULE_SET_MASK | FC_RULE_BANNED | FC_RULE_LONGER | FC_RULE_MARKER |
-				      FC_RULE_ALLOWED)) && FC_PFX6_MAX <= FC_RULE_NEXT(FC_RULE_NEXT_MASK),
+				      FC_RULE_ALLOWED | FC_RULE_CARRY)) && FC_PFX6_MAX <= FC_RULE_NEXT(FC_RULE_NEXT_MASK),
 	       "fc_rule.flags: the next length and the flags overlap, or it does not fit");
 
 #endif /* FC_MAPS_H */

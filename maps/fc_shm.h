@@ -14,7 +14,8 @@
  *   the state file (the same path + ".state"), written by the workers (0660
  *   root:www-data; workers map it read-write, root only ever reads it with
  *   pread, every value as hostile, and writes a slot's owner with pwrite):
- *       state header | stat slots | offender ring | worker records | holds | value table | key table
+ *       state header | stat slots | offender ring | worker records | holds | value table | fleet ring |
+ *       key table
  *
  * Every offset is a constant of this header: no reader takes one from a
  * file. A layout change is a new version; root replaces an old file by
@@ -58,13 +59,14 @@
 
 #include <linux/types.h>
 
+#include "fc_fleet.h"
 #include "fc_limit.h"
 #include "fc_maps.h"
 #include "fc_siphash.h"
 
 #define FC_SHM_MAGIC       0x38474346 /* "FCG8" */
 #define FC_SHM_STATE_MAGIC 0x54534346 /* "FCST" */
-#define FC_SHM_VERSION     7
+#define FC_SHM_VERSION     8
 #define FC_SHM_DEFAULT     "/dev/shm/freqctl"
 #define FC_SHM_STATE_SUFFIX ".state"
 
@@ -131,6 +133,14 @@ struct fc_shm_header {
 	 * another's, never as a bigger table. */
 	__u32 state_keys;
 	__u32 pad;
+	/* Fleet-global limits (--fleet, maps/fc_fleet.h), read by workers:
+	 * the SipHash key of fleet tags, shared by the fleet (the store's
+	 * fleet_k0/1); when this node's state was made anew (no share of a
+	 * window that began before it); and a signed offset added to the
+	 * clock of fleet policies (0 outside tests: --clock-offset). */
+	__u64 fleet_secret[2];
+	__u64 fleet_fresh_ns;
+	__s64 fleet_clock_ns;
 };
 
 #define FC_SHM_BAN_UIDS (1ULL << 63)
@@ -188,6 +198,7 @@ struct fc_shm_dim {
 #define FC_SHM_POLICY_ESCALATE 0x100
 #define FC_SHM_POLICY_HTTP     0x200 /* ip= alone, but for nginx (--layer http) */
 #define FC_SHM_POLICY_SHOW_KEYS 0x400 /* per-key: keep its busiest keys' values (--show-keys) */
+#define FC_SHM_POLICY_FLEET    0x800 /* --fleet: a struct fc_shm_fleet follows the policy, before its dims */
 
 struct fc_shm_policy {
 	struct fc_shm_item item;
@@ -216,7 +227,22 @@ struct fc_shm_policy {
 	__u8 gen;
 	__u8 pad[7];
 	__u64 rescale[FC_MAX_TIERS];
-	/* ndims struct fc_shm_dim follow */
+	/* with FC_SHM_POLICY_FLEET a struct fc_shm_fleet, then ndims struct
+	 * fc_shm_dim follow */
+};
+
+/*
+ * A fleet policy's tail (FC_SHM_POLICY_FLEET; item.len covers it). Its one
+ * rate is tier[0], N per unit for the whole fleet; algo is FC_ALGO_FLEET_*.
+ * split[0] is this node's split for the current node set, split[1] the next
+ * one's from its first window (FC_FLEET_NEVER: none yet), of N (window,
+ * sliding) or of B (gcra, with T_i in interval_ns).
+ */
+struct fc_shm_fleet {
+	struct fc_fleet_split split[2];
+	__u64 lease_ns; /* gcra: the lease window (2 x --sync-interval); 0 otherwise */
+	__u32 node_no;  /* this node's number in fleet_nodes (1..1023) */
+	__u32 fixed_u;  /* a policy without DIM=*: its key's point, SipHash(fleet_secret; id << 32 | epoch) */
 };
 
 /* A ban table slot. A uid is kept as its 64-bit keyed tag (fc_shm_uid_hash),
@@ -262,6 +288,32 @@ struct fc_shm_ring {
 	__u64 head; /* alone on its cache line: the only word workers write to */
 	__u64 pad[7];
 	struct fc_shm_ring_entry e[FC_SHM_RING_SIZE];
+};
+
+/*
+ * The fleet ring: workers report a fleet key the first time it is refused
+ * for lack of credit in a window (fc_fleet_demand set its demand word), so
+ * that the agent asks Redis for it; taken and stamped as the offender
+ * ring's entries are (fetch-and-add on head, seq = index + 1 last). Every
+ * field is the workers' say-so: the agent checks tag, index, slot and
+ * epoch against the entry and its fleet policies before it tracks a key. A
+ * gap in seq (a lap lost) makes the agent scan the key table once.
+ */
+#define FC_SHM_FLEET_RING_SIZE 65536u /* a power of two */
+
+struct fc_shm_fleet_entry {
+	__u64 seq;
+	__u64 tag;    /* the key's fleet tag */
+	__u32 index;  /* its entry in the key table */
+	__u32 slot;   /* its policy's slot and epoch */
+	__u32 epoch;
+	__u32 window; /* FC_FLEET_LABEL of the window it was refused in */
+};
+
+struct fc_shm_fleet_ring {
+	__u64 head; /* alone on its cache line */
+	__u64 pad[7];
+	struct fc_shm_fleet_entry e[FC_SHM_FLEET_RING_SIZE];
 };
 
 /* One policy's bucket and counters: two cache lines. A per-key policy's
@@ -462,7 +514,8 @@ static inline __u32 fc_shm_val_set(__u64 tag)
 #define FC_STATE_WORKERS_OFF (FC_STATE_RING_OFF + sizeof(struct fc_shm_ring))
 #define FC_STATE_HOLDS_OFF   (FC_STATE_WORKERS_OFF + (__u64)FC_SHM_WORKERS * sizeof(struct fc_shm_worker))
 #define FC_STATE_VALS_OFF    (FC_STATE_HOLDS_OFF + (__u64)FC_SHM_WORKERS * FC_SHM_HOLDS * sizeof(struct fc_shm_hold))
-#define FC_STATE_KEYS_OFF    (FC_STATE_VALS_OFF + (__u64)FC_SHM_VALS * sizeof(struct fc_shm_val))
+#define FC_STATE_FLEET_OFF   (FC_STATE_VALS_OFF + (__u64)FC_SHM_VALS * sizeof(struct fc_shm_val))
+#define FC_STATE_KEYS_OFF    (FC_STATE_FLEET_OFF + sizeof(struct fc_shm_fleet_ring))
 #define FC_STATE_SIZE_FOR(keys) (FC_STATE_KEYS_OFF + (__u64)(keys) * sizeof(struct fc_shm_key))
 #define FC_STATE_SIZE      FC_STATE_SIZE_FOR(FC_SHM_KEYS)
 
@@ -554,7 +607,15 @@ static inline __u64 fc_shm_align8(__u64 n)
 }
 
 /* The layouts both compilers and every reader must agree on. */
-FC_ABI_SIZE(struct fc_shm_header, 168);
+FC_ABI_SIZE(struct fc_shm_header, 200);
+FC_ABI_OFF(struct fc_shm_header, fleet_secret, 168);
+FC_ABI_OFF(struct fc_shm_header, fleet_fresh_ns, 184);
+FC_ABI_OFF(struct fc_shm_header, fleet_clock_ns, 192);
+FC_ABI_SIZE(struct fc_shm_fleet, 96);
+FC_ABI_OFF(struct fc_shm_fleet, lease_ns, 80);
+FC_ABI_OFF(struct fc_shm_fleet, node_no, 88);
+FC_ABI_SIZE(struct fc_shm_fleet_entry, 32);
+FC_ABI_OFF(struct fc_shm_fleet_ring, e, 64);
 FC_ABI_OFF(struct fc_shm_header, ring_lost, 152);
 FC_ABI_OFF(struct fc_shm_header, state_keys, 160);
 FC_ABI_OFF(struct fc_shm_header, allow_plens, 96);
@@ -591,6 +652,11 @@ FC_ABI_OFF(struct fc_shm_val, value, 32);
 _Static_assert(sizeof(struct fc_shm_header) <= FC_SHM_BLOCK_OFF(0), "the header must fit before block 0");
 _Static_assert(sizeof(struct fc_shm_state_header) <= FC_STATE_SLOTS_OFF, "the state header must fit");
 _Static_assert((FC_SHM_RING_SIZE & (FC_SHM_RING_SIZE - 1)) == 0, "the ring size must be a power of two");
+_Static_assert((FC_SHM_FLEET_RING_SIZE & (FC_SHM_FLEET_RING_SIZE - 1)) == 0,
+	       "the fleet ring's size must be a power of two");
+_Static_assert(!(FC_SHM_POLICY_FLEET & (FC_SHM_POLICY_ESCALATE | FC_SHM_POLICY_HTTP | FC_SHM_POLICY_SHOW_KEYS |
+					FC_POLICY_PRECISE | FC_POLICY_OVERRIDE)),
+	       "fc_shm_policy.flags: the fleet bit overlaps another");
 _Static_assert((FC_SHM_KEYS & (FC_SHM_KEYS - 1)) == 0, "the key table's size must be a power of two");
 _Static_assert((FC_SHM_KEYS_MIN & (FC_SHM_KEYS_MIN - 1)) == 0 && (FC_SHM_KEYS_MAX & (FC_SHM_KEYS_MAX - 1)) == 0,
 	       "the key table's bounds must be powers of two");

@@ -11,6 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "fc_keytab.h"
 #include "fc_l7.h"
 
 #define FC_NONE UINT32_MAX
@@ -92,6 +93,15 @@ static inline struct fc_l7_str fc_uri_path(struct fc_l7_str u)
 {
 	u.len -= u.len > 1 && u.data[u.len - 1] == '/';
 	return u;
+}
+
+/* A fleet algorithm's local one: what its tier is checked as. */
+static uint8_t fc_algo_base(uint8_t algo)
+{
+	return algo == FC_ALGO_FLEET_WINDOW  ? FC_ALGO_WINDOW :
+	       algo == FC_ALGO_FLEET_SLIDING ? FC_ALGO_SLIDING :
+	       algo == FC_ALGO_FLEET_GCRA    ? FC_ALGO_GCRA :
+					       algo;
 }
 
 static bool fc_tier_ok(uint8_t algo, const struct fc_tier *t)
@@ -226,7 +236,55 @@ static uint64_t fc_key_lead(const struct fc_l7_policy *p)
 		if (t > h)
 			h = t;
 	}
+	/* A fleet key's entry holds its credit until its window has ended on
+	 * the fleet's clock (offset) and its lease credit has lapsed: never idle
+	 * before (doc/fleet-design.md 5.3); a gcra one's TAT may lead by its own
+	 * tau_i + T_i, T_i longer than the fleet's T. */
+	if (p->fleet) {
+		for (i = 0; i < 2; i++)
+			if (__builtin_mul_overflow(p->split[i].interval_ns, p->split[i].base + 2, &t) ||
+			    __builtin_add_overflow(h, t, &h))
+				h = UINT64_MAX / 2;
+		if (__builtin_add_overflow(h, p->tier[0].unit_ns + p->lease_ns +
+						      (uint64_t)(p->fleet_clock_ns < 0 ? -p->fleet_clock_ns : p->fleet_clock_ns),
+					   &h))
+			h = UINT64_MAX / 2;
+	}
 	return h;
+}
+
+/* The most a test's clock offset may be (the config file's
+ * fleet_clock_ns; 0 outside tests). */
+#define FC_FLEET_CLOCK_MAX (86400LL * (int64_t)FC_NS_PER_SEC)
+
+/* Reads a fleet policy's tail (struct fc_shm_fleet, at *p) into pol: one
+ * rate, no cap, warm-up or delay (the loader refuses them: the words are
+ * the fleet's), splits whose segments a node set can have (r < 1024). */
+static bool fc_fleet_read(const struct fc_l7_index *ix, const struct fc_shm_policy *sp, const uint8_t **p,
+			  const uint8_t *end, struct fc_l7_policy *pol)
+{
+	struct fc_shm_fleet f;
+	int64_t clk = ix->hdr->fleet_clock_ns;
+	int i;
+
+	if (sp->ntiers != 1 || sp->concurrency || sp->warmup_ms || sp->action == FC_ACTION_DELAY ||
+	    (size_t)(end - *p) < sizeof(f) || clk > FC_FLEET_CLOCK_MAX || clk < -FC_FLEET_CLOCK_MAX)
+		return false;
+	memcpy(&f, *p, sizeof(f)); /* read once: what is checked is what is used */
+	*p += sizeof(f);
+	for (i = 0; i < 2; i++)
+		if (f.split[i].seg_lo > f.split[i].seg_hi || f.split[i].seg_hi > (1024ULL << 32) ||
+		    f.split[i].base > FC_RATE_MAX || f.split[i].interval_ns > FC_FLEET_INTERVAL_MAX)
+			return false;
+	if (sp->algo == FC_ALGO_FLEET_GCRA && (f.lease_ns < FC_MS_NS || f.lease_ns > FC_UNIT_MAX))
+		return false;
+	pol->fleet = true;
+	memcpy(pol->split, f.split, sizeof(pol->split));
+	pol->lease_ns = f.lease_ns;
+	pol->fixed_u = f.fixed_u;
+	pol->fleet_clock_ns = clk;
+	pol->fleet_fresh_ns = ix->hdr->fleet_fresh_ns;
+	return true;
 }
 
 /* Reads a policy item of len bytes at it; its fixed part is copied first. */
@@ -242,7 +300,8 @@ static bool fc_policy_read(struct fc_l7_index *ix, const uint8_t *it, size_t len
 		return false;
 	memcpy(&sp, it, sizeof(sp));
 	if (!sp.slot || sp.slot >= ix->nslots || (!sp.ntiers && !sp.concurrency) || sp.ntiers > FC_MAX_TIERS || !sp.ndims ||
-	    sp.ndims > FC_SHM_MAX_DIMS || sp.algo > FC_ALGO_SLIDING || sp.action > FC_ACTION_DELAY)
+	    sp.ndims > FC_SHM_MAX_DIMS || sp.algo > FC_ALGO_FLEET_GCRA || sp.action > FC_ACTION_DELAY ||
+	    !(sp.flags & FC_SHM_POLICY_FLEET) != (sp.algo < FC_ALGO_FLEET_WINDOW))
 		return false;
 	memset(pol, 0, sizeof(*pol));
 	pol->id = sp.id;
@@ -262,9 +321,11 @@ static bool fc_policy_read(struct fc_l7_index *ix, const uint8_t *it, size_t len
 	pol->concurrency = sp.concurrency;
 	for (i = 0; i < sp.ntiers; i++) {
 		pol->tier[i] = sp.tier[i];
-		if (!fc_tier_ok(sp.algo, &pol->tier[i]))
+		if (!fc_tier_ok(fc_algo_base(sp.algo), &pol->tier[i]))
 			return false;
 	}
+	if ((sp.flags & FC_SHM_POLICY_FLEET) && !fc_fleet_read(ix, &sp, &p, end, pol))
+		return false;
 	/* A GCRA policy's generation (the tag its words carry, fc_limit.h)
 	 * and rescale; the algorithm says whether words carry one. */
 	if (sp.algo == FC_ALGO_GCRA)
@@ -293,7 +354,13 @@ static bool fc_policy_read(struct fc_l7_index *ix, const uint8_t *it, size_t len
 		return false;
 	pol->show_keys = pol->keyed && (sp.flags & FC_SHM_POLICY_SHOW_KEYS);
 	pol->key_lead_ns = fc_key_lead(pol);
-	if (pol->keyed) {
+	if (pol->keyed && pol->fleet) { /* one identity across the fleet: the store's id, not the slot */
+		uint64_t fk[2];
+
+		memcpy(fk, ix->hdr->fleet_secret, sizeof(fk));
+		fc_sip_init(&pol->key_sip, fk);
+		fc_sip_word(&pol->key_sip, (uint64_t)pol->id << 32 | pol->epoch);
+	} else if (pol->keyed) {
 		fc_sip_init(&pol->key_sip, ix->key_secret);
 		fc_sip_word(&pol->key_sip, (uint64_t)pol->epoch << 32 | pol->slot);
 	}
@@ -589,6 +656,7 @@ int fc_l7_build(const void *base, size_t size, void *state, size_t state_size, s
 	ix->slots = (struct fc_shm_slot *)((char *)state + FC_STATE_SLOTS_OFF);
 	ix->nslots = FC_SHM_SLOTS;
 	ix->ring = (struct fc_shm_ring *)((char *)state + FC_STATE_RING_OFF);
+	ix->fleet_ring = (struct fc_shm_fleet_ring *)((char *)state + FC_STATE_FLEET_OFF);
 	ix->state_hdr = state;
 	ix->keys = (struct fc_shm_key *)((char *)state + FC_STATE_KEYS_OFF);
 	ix->nkeys = fc_state_nkeys(state_size);
@@ -1075,21 +1143,6 @@ static size_t fc_key_text(const struct fc_l7_policy *p, const struct fc_l7_req *
 	return n;
 }
 
-/* Whether entry e carries nothing a decision needs: its policy is gone, or
- * every bucket of it has run empty. */
-static bool fc_key_owned(const struct fc_l7_index *ix, uint32_t slot, uint32_t epoch);
-
-static bool fc_key_idle(const struct fc_l7_index *ix, const struct fc_shm_key *e, uint64_t now)
-{
-	__u64 idle;
-
-	if (!fc_key_owned(ix, __atomic_load_n(&e->slot, __ATOMIC_RELAXED), __atomic_load_n(&e->epoch, __ATOMIC_RELAXED)))
-		return true;
-	/* Sequentially consistent: see fc_place_take. */
-	idle = __atomic_load_n(&e->idle_ns, __ATOMIC_SEQ_CST);
-	return !(idle & FC_SHM_KEY_HELD) && idle < now;
-}
-
 /* now + d, saturating below the held bit. */
 static uint64_t fc_key_after(uint64_t now, uint64_t d)
 {
@@ -1102,232 +1155,86 @@ static uint64_t fc_key_horizon(const struct fc_l7_policy *p, uint64_t now)
 	return fc_key_after(now, p->key_lead_ns);
 }
 
-/* Takes one off a count the workers share: never below zero, and a bounded
- * number of tries (the word is the workers' to write). Returns what is left. */
-static __u64 fc_count_dec(__u64 *count)
+/* tau_i = B_i T_i of a fleet gcra key whose point is u, in window w:
+ * its share of B times the split's T_i, saturating at FC_ROOM_MAX. */
+static __u64 fc_fleet_tau(const struct fc_l7_policy *p, __u32 u, __u64 w)
 {
-	__u64 cur = __atomic_load_n(count, __ATOMIC_RELAXED);
-	int i;
+	const struct fc_fleet_split *sp = fc_fleet_split_of(p->split, w);
+	__u64 tau;
 
-	for (i = 0; i < 64 && cur; i++)
-		if (__atomic_compare_exchange_n(count, &cur, cur - 1, true, __ATOMIC_SEQ_CST, __ATOMIC_RELAXED))
-			return cur - 1;
-	return cur;
+	if (__builtin_mul_overflow(fc_fleet_share(sp, u), sp->interval_ns, &tau) || tau > FC_ROOM_MAX)
+		return FC_ROOM_MAX;
+	return tau;
 }
 
-/* Lookups wait this many reads at most for an entry being set up; past it
- * the request takes the overflow bucket (never a second bucket of its own). */
-#define FC_KEY_SPIN 256
-
-/* Whether a policy in slot still owns an entry made with epoch. */
-static bool fc_key_owned(const struct fc_l7_index *ix, uint32_t slot, uint32_t epoch)
+/* A fleet gcra key's bucket at now (maps/fc_fleet.h): tau_i in state[3];
+ * made while now < fresh + tau_i (the state was made anew), it starts
+ * empty at the node's birth: TAT = fresh + tau_i. */
+static void fc_key_fresh_gcra(__u64 *state, const struct fc_l7_policy *p, __u64 tag, __u64 now)
 {
-	return slot && slot < ix->nslots &&
-	       (uint32_t)__atomic_load_n(&ix->slots[slot].owner, __ATOMIC_ACQUIRE) == epoch;
-}
+	__u64 tau;
 
-/* The entries of a key's probe walk: its two windows, interleaved (each
- * window's j-th entry, the first choice's first), a window ending at its
- * first entry never used. An entry this worker holds busy (skip) is read as
- * the tag it had before (skip_t), without waiting for it. */
-struct fc_walk {
-	struct fc_shm_key *keys;
-	const struct fc_shm_key *skip;
-	__u64 skip_t;
-	uint32_t mask, at[2], left[2];
-	int w;
-};
-
-static void fc_walk_start(const struct fc_l7_index *ix, __u64 tag, const struct fc_shm_key *skip, __u64 skip_t,
-			  struct fc_walk *k)
-{
-	k->keys = ix->keys;
-	k->skip = skip;
-	k->skip_t = skip_t;
-	k->mask = ix->nkeys - 1;
-	k->at[0] = fc_shm_key_place(tag, 0, ix->nkeys);
-	k->at[1] = fc_shm_key_place(tag, 1, ix->nkeys);
-	k->left[0] = k->left[1] = FC_SHM_KEY_PROBE;
-	k->w = 1;
-}
-
-/* The next entry of the walk and its tag (waited for a while if it is
- * being set up), or NULL at its end. */
-static struct fc_shm_key *fc_walk_next(struct fc_walk *k, __u64 *t)
-{
-	struct fc_shm_key *e;
-	unsigned spin;
-
-	if (!k->left[k->w ^ 1] && !k->left[k->w])
-		return NULL;
-	if (k->left[k->w ^ 1])
-		k->w ^= 1;
-	e = &k->keys[k->at[k->w]];
-	k->at[k->w] = (k->at[k->w] + 1) & k->mask;
-	k->left[k->w]--;
-	*t = e == k->skip ? k->skip_t : __atomic_load_n(&e->tag, __ATOMIC_ACQUIRE);
-	for (spin = 0; e != k->skip && *t && *t < FC_SHM_KEY_TAG_MIN && spin < FC_KEY_SPIN; spin++)
-		*t = __atomic_load_n(&e->tag, __ATOMIC_ACQUIRE);
-	if (!*t)
-		k->left[k->w] = 0; /* the end of this window's chain */
-	return e;
-}
-
-enum fc_find {
-	FC_FOUND,
-	FC_ABSENT,
-	FC_BUSY, /* absent, but an entry on the way is being set up: maybe for this key */
-};
-
-/* Walks tag's windows for its entry (*e); skip is an entry this worker
- * holds busy, which had tag skip_t. For FC_ABSENT and FC_BUSY, *take is the
- * first entry that could be taken (never used, idle, or left busy by a
- * killed worker; NULL: none) and *seen its tag. */
-static enum fc_find fc_key_find(const struct fc_l7_index *ix, __u64 tag, __u64 now, const struct fc_shm_key *skip,
-				__u64 skip_t, struct fc_shm_key **e, struct fc_shm_key **take, __u64 *seen)
-{
-	__u64 t, secs = now / FC_NS_PER_SEC;
-	struct fc_walk k;
-	bool busy = false;
-
-	*take = NULL;
-	*seen = 0;
-	fc_walk_start(ix, tag, skip, skip_t, &k);
-	while ((*e = fc_walk_next(&k, &t))) {
-		if (*e == skip)
-			continue;
-		if (t == tag)
-			return FC_FOUND;
-		if (fc_shm_key_busy(t, secs))
-			busy = true;
-		else if (!*take && (t < FC_SHM_KEY_TAG_MIN || fc_key_idle(ix, *e, now)))
-			*take = *e, *seen = t;
-	}
-	return busy ? FC_BUSY : FC_ABSENT;
-}
-
-/* How long a lookup waits, yielding the CPU, for a worker making an entry
- * on its key's walk (maybe for this very key: never a second bucket), which
- * may be preempted between taking the entry and tagging it. Past it (a
- * worker stalled or killed there) the request takes the overflow bucket.
- * Without the wait a racing request went to the overflow bucket at once and
- * could pass there beyond its key's limit (test_keys_race, one CPU). */
-#define FC_KEY_WAIT_NS 2000000ULL
-
-/* Whether to look again: yes, after a yield, until FC_KEY_WAIT_NS have
- * passed since the first call (*since: 0 before it). */
-static bool fc_key_wait(__u64 *since)
-{
-	struct timespec ts;
-	__u64 t;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	t = (__u64)ts.tv_sec * FC_NS_PER_SEC + (__u64)ts.tv_nsec;
-	if (!*since)
-		*since = t;
-	if (t - *since >= FC_KEY_WAIT_NS)
-		return false;
-	sched_yield();
-	return true;
-}
-
-/* Puts back an entry taken for a key that another worker made meanwhile
- * (unless a worker took it over as a killed one's). */
-static void fc_key_untake(struct fc_shm_key *e, __u64 busy, __u64 seen)
-{
-	__atomic_compare_exchange_n(&e->tag, &busy, seen, false, __ATOMIC_RELEASE, __ATOMIC_RELAXED);
+	now += (__u64)p->fleet_clock_ns;
+	tau = fc_fleet_tau(p, fc_fleet_point(tag), now / p->tier[0].unit_ns);
+	state[3] = tau;
+	state[0] = now < p->fleet_fresh_ns + tau ? p->fleet_fresh_ns + tau : 0;
 }
 
 /* A new key's words: empty, of p's generation (a charge of it denies a
- * GCRA word of another), its count of places 0. */
-static void fc_key_fresh(struct fc_shm_key *e, const struct fc_l7_policy *p)
+ * GCRA word of another), its count of places 0. A fleet window or sliding
+ * key's zeros are of no window: its first charge rolls it over. */
+static void fc_key_fresh(__u64 *state, const struct fc_l7_policy *p, __u64 tag, __u64 now)
 {
 	int i;
 
-	memset(e->state, 0, sizeof(e->state));
+	memset(state, 0, FC_MAX_TIERS * sizeof(*state));
 	for (i = 0; i < p->ntiers && i < FC_MAX_TIERS && (p->lim.gen & FC_GEN_GCRA); i++)
-		e->state[i] = FC_TAG(&p->lim);
+		state[i] = FC_TAG(&p->lim);
+	if (p->algo == FC_ALGO_FLEET_GCRA)
+		fc_key_fresh_gcra(state, p, tag, now);
+}
+
+/* The caps on p's keys (the agent's release records have none): a key
+ * new to p is made only below max_keys, and within its new-key rate
+ * (charged once a claim). */
+struct fc_key_caps {
+	const struct fc_l7_index *ix;
+	const struct fc_l7_policy *p;
+	struct fc_shm_slot *s;
+};
+
+static bool fc_key_may_make(void *ctx, __u64 now, bool charged)
+{
+	const struct fc_key_caps *c = ctx;
+	uint32_t max_keys = c->p->max_keys ? c->p->max_keys : c->ix->nkeys / 2;
+	__u64 prev, next;
+
+	if (__atomic_load_n(&c->s->keys, __ATOMIC_RELAXED) >= max_keys)
+		return false;
+	return charged || fc_gcra_try(&c->s->new_keys,
+				      &(struct fc_tier){ .interval_ns = FC_NS_PER_SEC / c->p->new_keys,
+							 .tolerance_ns = FC_NS_PER_SEC,
+							 .unit_ns = FC_NS_PER_SEC,
+							 .limit = c->p->new_keys },
+				      0, now, 1, &prev, &next);
 }
 
 /* rq's bucket of p when it is not first in either of its windows: found
  * further on, or made in the first free or idle entry of its walk if p may
- * make a key now. NULL: the overflow bucket. */
+ * make a key now (maps/fc_keytab.h). NULL: the overflow bucket. */
 static struct fc_shm_key *fc_key_walk(const struct fc_l7_index *ix, const struct fc_l7_policy *p,
 				      struct fc_shm_slot *s, __u64 tag, __u64 now)
 {
-	struct fc_shm_key *e, *take, *other, *dummy;
-	__u64 seen, t, busy = (now / FC_NS_PER_SEC) | 1, prev, next, since = 0;
-	uint32_t os, oe, max_keys = p->max_keys ? p->max_keys : ix->nkeys / 2;
-	bool charged = false;
-	int tries;
+	struct fc_key_caps caps = { ix, p, s };
+	struct fc_keytab_new nk = { .slot = p->slot,
+				    .epoch = p->epoch,
+				    .idle_ns = fc_key_horizon(p, now),
+				    .may_make = fc_key_may_make,
+				    .ctx = &caps };
+	const struct fc_keytab kt = { ix->keys, ix->slots, ix->nkeys, ix->nslots };
 
-	for (tries = 0; tries < 4; tries++) {
-		switch (fc_key_find(ix, tag, now, NULL, 0, &e, &take, &seen)) {
-		case FC_FOUND:
-			return e;
-		case FC_BUSY: /* maybe this very key, being made: wait for it, not a try */
-			if (!fc_key_wait(&since))
-				return NULL;
-			tries--;
-			continue;
-		case FC_ABSENT:
-			break;
-		}
-		if (!take)
-			return NULL; /* both windows are full of live keys */
-		os = __atomic_load_n(&take->slot, __ATOMIC_RELAXED);
-		oe = __atomic_load_n(&take->epoch, __ATOMIC_RELAXED);
-		/* Taking back one of its own keys is not a new key. */
-		if (!(seen >= FC_SHM_KEY_TAG_MIN && os == p->slot && oe == p->epoch)) {
-			if (__atomic_load_n(&s->keys, __ATOMIC_RELAXED) >= max_keys)
-				return NULL;
-			if (!charged &&
-			    !fc_gcra_try(&s->new_keys, &(struct fc_tier){ .interval_ns = FC_NS_PER_SEC / p->new_keys,
-									  .tolerance_ns = FC_NS_PER_SEC,
-									  .unit_ns = FC_NS_PER_SEC, .limit = p->new_keys },
-					 0, now, 1, &prev, &next))
-				return NULL;
-			charged = true;
-		}
-		t = seen;
-		if (!__atomic_compare_exchange_n(&take->tag, &t, busy, false, __ATOMIC_SEQ_CST, __ATOMIC_RELAXED))
-			continue; /* taken meanwhile, maybe for this very key: look again */
-		if (seen >= FC_SHM_KEY_TAG_MIN && !fc_key_idle(ix, take, now)) {
-			/* Its key took a place or was charged since it looked idle
-			 * (see fc_place_take): it stays that key's. */
-			fc_key_untake(take, busy, seen);
-			continue;
-		}
-		/* Another worker making this key too: one of the two sees the
-		 * other's entry (each CAS comes before its own walk: the fence
-		 * keeps the walk's reads after it), and backs off. */
-		__atomic_thread_fence(__ATOMIC_SEQ_CST);
-		switch (fc_key_find(ix, tag, now, take, seen, &other, &dummy, &t)) {
-		case FC_FOUND:
-			fc_key_untake(take, busy, seen);
-			return other;
-		case FC_BUSY:
-			fc_key_untake(take, busy, seen);
-			if (!fc_key_wait(&since))
-				return NULL;
-			continue;
-		case FC_ABSENT:
-			break;
-		}
-		/* The count of the policy it belonged to, if that still owns it. */
-		if (seen >= FC_SHM_KEY_TAG_MIN && fc_key_owned(ix, os, oe))
-			fc_count_dec(&ix->slots[os].keys);
-		take->slot = p->slot;
-		take->epoch = p->epoch;
-		/* Held from the start: an entry not charged yet is not idle. */
-		take->idle_ns = fc_key_horizon(p, now);
-		fc_key_fresh(take, p);
-		take->passed = take->denied = 0;
-		__atomic_fetch_add(&s->keys, 1, __ATOMIC_RELAXED);
-		__atomic_store_n(&take->tag, tag, __ATOMIC_RELEASE);
-		return take;
-	}
-	return NULL;
+	fc_key_fresh(nk.state, p, tag, now);
+	return fc_keytab_claim(&kt, tag, now, &nk);
 }
 
 /* rq's bucket of p, found or made (fc_key_walk); NULL: the overflow bucket.
@@ -1516,8 +1423,8 @@ static void fc_place_give(const struct fc_view *v, __u64 who, __u32 slot, __u32 
 		if (__atomic_load_n(&s->owner, __ATOMIC_ACQUIRE) != who)
 			return;
 		if (FC_HOLD_KIND(where) == FC_HOLD_OVERFLOW)
-			fc_count_dec(&s->overflow_inflight);
-		fc_count_dec(&s->inflight);
+			fc_shm_count_dec(&s->overflow_inflight);
+		fc_shm_count_dec(&s->inflight);
 		return;
 	case FC_HOLD_KEY:
 		if (FC_HOLD_INDEX(where) >= v->nkeys)
@@ -1526,10 +1433,10 @@ static void fc_place_give(const struct fc_view *v, __u64 who, __u32 slot, __u32 
 		count = &e->state[FC_HOLD_WORD(where)];
 		if (__atomic_load_n(&e->tag, __ATOMIC_ACQUIRE) != who || __atomic_load_n(&e->slot, __ATOMIC_RELAXED) != slot)
 			return;
-		if (!fc_count_dec(count))
+		if (!fc_shm_count_dec(count))
 			fc_key_unheld(e, count, now);
 		if ((__u32)__atomic_load_n(&s->owner, __ATOMIC_ACQUIRE) == __atomic_load_n(&e->epoch, __ATOMIC_RELAXED))
-			fc_count_dec(&s->inflight);
+			fc_shm_count_dec(&s->inflight);
 		return;
 	}
 }
@@ -1609,10 +1516,10 @@ static void fc_place_undo(const struct fc_l7_policy *p, struct fc_shm_slot *s, s
 {
 	__u64 *count = &e->state[fc_conc_word(p)];
 
-	if (!fc_count_dec(count))
+	if (!fc_shm_count_dec(count))
 		fc_key_unheld(e, count, now);
 	if (__atomic_load_n(&s->owner, __ATOMIC_ACQUIRE) == FC_SHM_OWNER(p->id, p->epoch))
-		fc_count_dec(&s->inflight);
+		fc_shm_count_dec(&s->inflight);
 	fc_hold_free(h, pl->hold);
 	pl->where = 0;
 }
@@ -1788,6 +1695,144 @@ static void fc_bucket_adopt(const struct fc_l7_policy *p, __u64 *state, struct f
 		fc_key_hold(key, p, now);
 }
 
+/* ---- fleet policies (--fleet, maps/fc_fleet.h) ---- */
+
+/* The rollover of a fleet window or sliding word into window w at now:
+ * this node's share of it (of w - 1 too, for sliding's prev), worked out
+ * once per key and window. */
+static __attribute__((noinline)) int fc_fleet_roll(const struct fc_l7_policy *p, __u64 *state, __u32 u, __u64 now,
+						    __u64 w, struct fc_charge *ch)
+{
+	__u64 unit = p->tier[0].unit_ns, pn[2], sv, sw;
+	int ok;
+
+	if (p->algo == FC_ALGO_FLEET_WINDOW) {
+		ok = fc_fleet_window_roll(&state[0], w, fc_fleet_share_in(p->split, u, w, unit, p->fleet_fresh_ns, 0), 1,
+					  pn);
+		ch->prev[0] = pn[0];
+		ch->next[0] = pn[1];
+		return ok;
+	}
+	sv = fc_fleet_share_in(p->split, u, w - 1, unit, p->fleet_fresh_ns, unit);
+	sw = fc_fleet_share_in(p->split, u, w, unit, p->fleet_fresh_ns, unit);
+	return fc_fleet_slide_roll(&state[0], &state[2], unit, now, w, sv, sw, 1, &ch->prev[0], &ch->next[0]);
+}
+
+/* A fleet policy's charge of one request at now in state (its key's, tag;
+ * its slot's for a fixed key): 1 or 0. The overflow bucket refuses: a key
+ * past the caps would take a second share. Out of line: a policy without
+ * --fleet pays one test of p->fleet. ch->next[1]: gcra, the lease credit was
+ * charged. */
+static __attribute__((noinline)) int fc_fleet_charge(const struct fc_l7_policy *p, __u64 *state,
+						     const struct fc_shm_key *key, __u64 tag, __u64 now,
+						     struct fc_charge *ch, __u64 *wait)
+{
+	const struct fc_tier *t = &p->tier[0];
+	__u32 u = p->keyed ? fc_fleet_point(tag) : p->fixed_u;
+	__u64 w, tau;
+	int r, lease;
+
+	*wait = 0;
+	if (p->keyed && !key)
+		return 0;
+	now += (__u64)p->fleet_clock_ns;
+	w = now / t->unit_ns;
+	if (p->algo == FC_ALGO_FLEET_GCRA) {
+		tau = p->keyed ? __atomic_load_n(&state[3], __ATOMIC_RELAXED) : fc_fleet_tau(p, u, w);
+		/* A fixed key's bucket (its slot's) never charged on a node
+		 * whose state is new starts empty, as a key's entry is made
+		 * (fc_key_fresh_gcra). */
+		if (!p->keyed && now < p->fleet_fresh_ns + tau)
+			__sync_val_compare_and_swap(&state[0], 0, p->fleet_fresh_ns + tau);
+		r = fc_fleet_gcra_try(state, fc_fleet_split_of(p->split, w)->interval_ns, tau < FC_ROOM_MAX ? tau : FC_ROOM_MAX,
+				      now / p->lease_ns, now, 1, &ch->prev[0], &ch->next[0], &lease);
+		ch->next[1] = (__u64)lease;
+		return r;
+	}
+	if (p->algo == FC_ALGO_FLEET_WINDOW)
+		r = fc_fleet_window_try(&state[0], w, 1, &ch->prev[0], &ch->next[0]);
+	else
+		r = fc_fleet_slide_try(&state[0], t->unit_ns, now, w, 1, &ch->prev[0], &ch->next[0]);
+	return r == FC_FLEET_ROLL ? fc_fleet_roll(p, state, u, now, w, ch) : r;
+}
+
+/* Gives back what fc_fleet_charge took. */
+static __attribute__((noinline, cold)) void fc_fleet_refund(const struct fc_l7_policy *p, __u64 *state,
+							     const struct fc_charge *ch)
+{
+	if (p->algo == FC_ALGO_FLEET_WINDOW)
+		fc_fleet_window_refund(&state[0], 1, ch->prev[0], ch->next[0]);
+	else if (p->algo == FC_ALGO_FLEET_SLIDING)
+		fc_fleet_slide_refund(&state[0], 1, ch->prev[0], ch->next[0]);
+	else
+		fc_fleet_gcra_refund(state, (int)ch->next[1], 1, ch->prev[0], ch->next[0]);
+}
+
+/* Gives back p's charge ch of bucket state. */
+static inline void fc_refund(const struct fc_l7_policy *p, __u64 *state, const struct fc_charge *ch)
+{
+	if (__builtin_expect(p->fleet, 0))
+		fc_fleet_refund(p, state, ch);
+	else
+		fc_limit_refund(p->algo, p->ntiers, state, 1, ch);
+}
+
+/* A fleet key refused at now (key: its entry; NULL for a fixed key, whose
+ * bucket is its slot's): its demand word marks the window (the lease
+ * window for gcra), and the first refusal of a key in a window reports it
+ * on the fleet ring (one fetch-and-add, no wait), so that the agent asks
+ * for credit. A fixed key's slot the agent reads every round; a request
+ * the overflow refused has no entry to mark. */
+static __attribute__((noinline, cold)) void fc_fleet_refused(const struct fc_l7_index *ix,
+							      const struct fc_l7_policy *p, struct fc_shm_key *key,
+							      __u64 *st, __u64 now)
+{
+	struct fc_shm_fleet_entry *e;
+	__u64 w, idx;
+
+	if (!st || (p->keyed && !key))
+		return;
+	now += (__u64)p->fleet_clock_ns;
+	w = p->algo == FC_ALGO_FLEET_GCRA ? now / p->lease_ns : now / p->tier[0].unit_ns;
+	if (!fc_fleet_demand(&st[1], w) || !key)
+		return;
+	idx = __atomic_fetch_add(&ix->fleet_ring->head, 1, __ATOMIC_RELAXED);
+	e = &ix->fleet_ring->e[idx & (FC_SHM_FLEET_RING_SIZE - 1)];
+	__atomic_store_n(&e->seq, 0, __ATOMIC_RELAXED);
+	e->tag = __atomic_load_n(&key->tag, __ATOMIC_RELAXED);
+	e->index = (__u32)(key - ix->keys);
+	e->slot = p->slot;
+	e->epoch = p->epoch;
+	e->window = (__u32)FC_FLEET_LABEL(w);
+	__atomic_store_n(&e->seq, idx + 1, __ATOMIC_RELEASE);
+}
+
+/* What a fleet bucket tells a client: the fleet's N, this node's credit
+ * left in the window (sliding: its room; gcra: the bucket's tokens and the
+ * lease credit), and until the window ends (gcra: an interval). */
+static void fc_fleet_view(const struct fc_l7_policy *p, const __u64 *st, __u64 now, struct fc_l7_result *res)
+{
+	const struct fc_tier *t = &p->tier[0];
+	__u64 w, iv;
+
+	now += (__u64)p->fleet_clock_ns;
+	w = now / t->unit_ns;
+	res->limit = t->limit;
+	res->window_s = t->unit_ns / FC_NS_PER_SEC;
+	res->retry_ns = t->unit_ns - now % t->unit_ns;
+	if (p->algo == FC_ALGO_FLEET_WINDOW) {
+		res->remaining = fc_fleet_credit(st[0], w);
+	} else if (p->algo == FC_ALGO_FLEET_SLIDING) {
+		res->remaining = FC_FLEET_SLIDE_W(st[0]) == FC_FLEET_SLABEL(w) ? FC_FLEET_SLIDE_ROOM(st[0]) : 0;
+	} else {
+		iv = fc_fleet_split_of(p->split, w)->interval_ns;
+		res->remaining = fc_fleet_gcra_tokens(st[0], iv, st[3], now) + fc_fleet_credit(st[2], now / p->lease_ns);
+		res->retry_ns = iv ? iv : res->retry_ns;
+	}
+	if (res->remaining)
+		res->retry_ns = 0;
+}
+
 /* One policy's charge: every tier or none (1 or 0); for delay, the wait.
  * FC_CHARGE_REGEN: a word of limits before a change of p's rates, nothing
  * charged (fc_bucket_adopt, then again). */
@@ -1840,6 +1885,11 @@ static void fc_result_limits(const struct fc_l7_policy *p, const __u64 *state, u
 {
 	struct fc_limit_view v;
 
+	if (p->fleet) {
+		res->policy = p->id;
+		fc_fleet_view(p, state, now, res);
+		return;
+	}
 	fc_limit_view(p->algo, p->ntiers, &p->lim, state, now, fc_l7_queue(p), &v);
 	res->policy = p->id;
 	res->limit = v.limit;
@@ -2271,13 +2321,14 @@ FC_HOT enum fc_admit fc_charge_bucket(const struct fc_l7_index *ix, const struct
 	pl->where = 0;
 	for (tries = 0; tries < 3; tries++) {
 		*st = fc_bucket(ix, p, s, tag, t, key);
-		ok = fc_charge(p, *st, now, ch, wait);
+		ok = __builtin_expect(p->fleet, 0) ? fc_fleet_charge(p, *st, *key, tag, t, ch, wait) :
+						     fc_charge(p, *st, now, ch, wait);
 		if (__builtin_expect(ok != 1, 0) &&
 		    (ok != FC_CHARGE_REGEN || fc_charge_brought(p, *st, *key, now, ch, wait) != 1))
 			return FC_DENY_RATE;
 		if (p->concurrency &&
 		    !fc_place_take(p, s, *key, *key ? (uint32_t)(*key - ix->keys) : 0, tag, rq->holder, pl)) {
-			fc_limit_refund(p->algo, p->ntiers, *st, 1, ch);
+			fc_refund(p, *st, ch);
 			return FC_DENY_CONC;
 		}
 		if (!*key || __atomic_load_n(&(*key)->tag, __ATOMIC_SEQ_CST) == tag) {
@@ -2287,7 +2338,7 @@ FC_HOT enum fc_admit fc_charge_bucket(const struct fc_l7_index *ix, const struct
 		}
 		if (pl->where)
 			fc_place_undo(p, s, *key, rq->holder, pl, t);
-		fc_limit_refund(p->algo, p->ntiers, *st, 1, ch);
+		fc_refund(p, *st, ch);
 	}
 	*st = NULL; /* charged nowhere: pass, as a policy gone meanwhile would */
 	*key = NULL;
@@ -2479,8 +2530,10 @@ void fc_l7_decide(const struct fc_l7_index *ix, const struct fc_l7_req *rq, uint
 		t = fc_clock(p, now);
 		for (j = 0; j < i; j++)
 			if (st[j])
-				fc_limit_refund(ix->pol[m[j]].algo, ix->pol[m[j]].ntiers, st[j], 1, &ch[j]);
+				fc_refund(&ix->pol[m[j]], st[j], &ch[j]);
 		fc_ix_places_give(ix, rq->holder, pl, np, t);
+		if (p->fleet && r == FC_DENY_RATE)
+			fc_fleet_refused(ix, p, k[i], st[i], t);
 		kn = fc_count_denied(s, k[i], r);
 		fc_val_check(ix, p, rq, tg[i], k[i], FC_VAL_DUE_DENY(kn), t);
 		fc_report(ix, p, rq);
@@ -2518,6 +2571,8 @@ void fc_l7_decide(const struct fc_l7_index *ix, const struct fc_l7_req *rq, uint
 		} else {
 			kn = fc_count_denied(s, lk, r);
 			fc_val_check(ix, p, rq, tg[i], lk, FC_VAL_DUE_DENY(kn), now);
+			if (p->fleet && r == FC_DENY_RATE)
+				fc_fleet_refused(ix, p, lk, lst, now);
 			res->would_deny++;
 		}
 		if (p->keyed && !keyed) {

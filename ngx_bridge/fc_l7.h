@@ -84,6 +84,17 @@ struct fc_l7_policy {
 	 * off_at + noff); FC_L7_OFF_LATE: too many to list, looked for among
 	 * the request's matches instead. */
 	uint32_t off_at, noff;
+	/* --fleet (maps/fc_fleet.h): algo is FC_ALGO_FLEET_*, one tier (the
+	 * fleet's N per unit), and a key's tag is its fleet tag (key_sip keyed
+	 * by the fleet secret over id and epoch). This node's splits, a fixed
+	 * key's point, the gcra lease window, and from the config file's
+	 * header the clock offset and when the state was made. */
+	bool fleet;
+	uint32_t fixed_u;
+	int64_t fleet_clock_ns;
+	uint64_t fleet_fresh_ns;
+	uint64_t lease_ns;
+	struct fc_fleet_split split[2];
 	struct fc_l7_dim dims[FC_SHM_MAX_DIMS];
 };
 
@@ -127,6 +138,8 @@ struct fc_l7_index {
 	const struct fc_shm_header *hdr;
 	const struct fc_shm_ban_slot *bans;
 	struct fc_shm_ring *ring;
+	/* Fleet keys refused for lack of credit, for the agent (maps/fc_shm.h). */
+	struct fc_shm_fleet_ring *fleet_ring;
 	/* The state file's header: its counts of allowed and banned requests. */
 	struct fc_shm_state_header *state_hdr;
 	/* What was refused, for the log. */

@@ -40,6 +40,7 @@
 
 #include "fc_agent.h"
 #include "fc_allow.h"
+#include "fc_clock.h"
 #include "fc_console.h"
 #include "fc_duration.h"
 #include "fc_error.h"
@@ -71,11 +72,11 @@ static void fc_agent_signal(int sig)
 
 static void fc_agent_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
-/* One line, stamped, written at once: the servers' threads log too. The
- * agent's log is its stderr (the journal). */
+/* One line, stamped, written at once: the servers' threads and the fleet's
+ * log too. The agent's log is its stderr (the journal). */
 static void fc_agent_log(const char *fmt, ...)
 {
-	char stamp[FC_TIME_STRLEN], line[1024];
+	char stamp[FC_TIME_STRLEN], line[4200];
 	va_list ap;
 	int n;
 
@@ -85,6 +86,12 @@ static void fc_agent_log(const char *fmt, ...)
 	vsnprintf(line + n, sizeof(line) - (size_t)n, fmt, ap);
 	va_end(ap);
 	fprintf(stderr, "%s\n", line);
+}
+
+/* fc_warn's lines, from the library and the fleet's thread, as the agent's. */
+static void fc_agent_warned(const char *msg)
+{
+	fc_agent_log("%s", msg);
 }
 
 /* systemd Type=notify, without libsystemd: one datagram to $NOTIFY_SOCKET. */
@@ -125,7 +132,7 @@ static int fc_agent_lock_one(const char *path, const char *what, const char *nam
 	}
 	snprintf(pid, sizeof(pid), "%d\n", (int)getpid());
 	if (ftruncate(fd, 0) < 0 || write(fd, pid, strlen(pid)) < 0)
-		fc_warn("agent: writing %s: %s", path, strerror(errno));
+		fc_warn("writing %s: %s", path, strerror(errno));
 	return fd; /* held until exit */
 }
 
@@ -152,13 +159,20 @@ struct fc_agent {
 	struct fc_store *watch;      /* the connection that only watches for changes */
 	struct fc_store_keep store;  /* the connection publishes use, kept */
 	struct fc_ctx pubctx;        /* ctx, publishing on store */
-	bool prepared;               /* the store exists and holds this node's weight */
+	bool prepared;               /* the store exists and holds this node's weight (and fleet row) */
 	int64_t version;             /* the store's data_version last published */
 	int64_t next_expiry;         /* unix time of the next ban expiry, 0: none */
+	/* Fleet policies: unix ms from which the published splits may be stale
+	 * (0: never), when everything is published again; and what the last
+	 * publish says the fleet leases with (fc_fleet_split.h), for the lease
+	 * engine. */
+	int64_t fleet_refresh_ms;
+	struct fc_fleet_cfg fleet_cfg;
 	bool failing;                /* the last publish failed: retrying */
 	int backoff;                 /* ms until the next retry */
 	int rechecks;                /* quick looks left after an inotify event */
 	struct fc_escalation esc;
+	struct fc_agent_fleet fleet; /* with --redis: the lease engine */
 	int state_fd;                /* the workers' state file esc reads the ring from, or -1 */
 	bool keyed;                  /* some policy keeps a bucket per key */
 	struct fc_store_log esc_log; /* the change log when esc's policies were listed */
@@ -376,18 +390,33 @@ fail:
 	fc_agent_log("escalation: cannot ban %zu clients: %s", nb, err.msg);
 }
 
-/* Makes the store if it is new and records this node's weight (0: leave it). */
-static int fc_agent_prepare(const struct fc_ctx *ctx, double weight, struct fc_err *err)
+/* Makes the store if it is new and, with record (once the agent holds its
+ * lock: an agent refused writes nothing), records this node's weight (0:
+ * leave it), in nodes and in the fleet's node set, which a node running an
+ * agent joins: a node outside it holds no share of a fleet policy, and
+ * would wait on Redis for every key. */
+static int fc_agent_prepare(const struct fc_ctx *ctx, double weight, bool record, struct fc_err *err)
 {
 	struct fc_node n = { .weight = weight };
 	struct fc_store *st;
-	int rc = 0;
+	int rc;
 
 	if (fc_store_open(ctx->db_path, &st, err) < 0)
 		return -1;
+	if (!record) {
+		fc_store_close(st);
+		return 0;
+	}
 	snprintf(n.name, sizeof(n.name), "%s", ctx->node);
-	if (weight)
-		rc = fc_store_node_put(st, &n, err);
+	rc = fc_store_begin(st, err);
+	if (!rc && weight)
+		rc = fc_store_node_weigh(st, &n, fc_unix_ms(), err);
+	else if (!rc)
+		rc = fc_store_node_join(st, n.name, fc_unix_ms(), err);
+	if (!rc)
+		rc = fc_store_commit(st, err);
+	else
+		fc_store_rollback(st);
 	fc_store_close(st);
 	return rc;
 }
@@ -455,9 +484,15 @@ static int64_t fc_agent_publish(struct fc_agent *a, const char *why, struct fc_e
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	if (fc_agent_begin(&pub, a, err) < 0)
 		goto fail;
-	pub.full = !strcmp(why, "SIGHUP"); /* SIGHUP: everything, as freqctl sync */
+	/* SIGHUP: everything, as freqctl sync; and the fleet's splits when a
+	 * node set published as the next one has become the current one. */
+	pub.full = !strcmp(why, "SIGHUP") || !strcmp(why, "fleet splits");
+	pub.want_fleet_cfg = true;
 	if (fc_publish_commit(&pub, err) < 0)
 		goto fail;
+	fc_fleet_cfg_free(&a->fleet_cfg);
+	a->fleet_cfg = pub.fleet_cfg;
+	a->fleet_refresh_ms = pub.fleet_refresh_ms;
 	/* Room for escalations: the rule maps' entries (policy keys too). */
 	a->nbans = (size_t)pub.res.cfg.n_exact4 + pub.res.cfg.n_exact6 + pub.res.cfg.n_pfx4 + pub.res.cfg.n_pfx6;
 	clock_gettime(CLOCK_MONOTONIC, &t1);
@@ -465,6 +500,7 @@ static int64_t fc_agent_publish(struct fc_agent *a, const char *why, struct fc_e
 	__atomic_add_fetch(&a->cnt.publishes, 1, __ATOMIC_RELAXED);
 	__atomic_store_n(&a->cnt.last_publish, (int64_t)time(NULL), __ATOMIC_RELAXED);
 	__atomic_store_n(&a->cnt.last_publish_us, us, __ATOMIC_RELAXED);
+	fc_agent_fleet_published(&a->fleet, &a->fleet_cfg);
 	if (!a->cfg->quiet || pub.purged || pub.lapsed)
 		fc_agent_log("published (%s) in %.1f ms, %s: XDP/TC %zu added, %zu changed, %zu removed; nginx seq %llu%s; "
 			     "%zu expired bans purged, %zu lapsed sets",
@@ -483,7 +519,7 @@ static void fc_agent_try_publish(struct fc_agent *a, const char *why)
 	struct fc_err err;
 	int64_t next;
 
-	if ((!a->prepared && !(a->prepared = fc_agent_prepare(&a->ctx, a->cfg->weight, &err) == 0)) ||
+	if ((!a->prepared && !(a->prepared = fc_agent_prepare(&a->ctx, a->cfg->weight, true, &err) == 0)) ||
 	    (!a->watch && fc_agent_rewatch(&a->ctx, &a->watch, &a->version, &err) < 0) ||
 	    (next = fc_agent_publish(a, why, &err)) < 0) {
 		if (!a->failing)
@@ -523,15 +559,17 @@ static int fc_agent_timeout(const struct fc_agent *a)
 {
 	int timeout = a->failing ? a->backoff : a->rechecks ? FC_AGENT_RECHECK_MS :
 			  a->esc.npol && a->esc.src ? FC_ESC_TICK_MS : FC_AGENT_FALLBACK_MS;
+	int64_t left, at = a->next_expiry * 1000; /* the first of a ban expiry and a fleet refresh */
 	struct timespec ts;
-	int64_t left;
 
-	if (a->failing || !a->next_expiry)
+	if (a->fleet_refresh_ms && (!at || a->fleet_refresh_ms < at))
+		at = a->fleet_refresh_ms;
+	if (a->failing || !at)
 		return timeout;
 	/* In ms from now, not from the whole second: that would wake up to a
 	 * second after the expiry. */
 	clock_gettime(CLOCK_REALTIME, &ts);
-	left = a->next_expiry * 1000 - ((int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000);
+	left = at - ((int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000);
 	return left < timeout ? left > 0 ? (int)left : 0 : timeout;
 }
 
@@ -572,6 +610,8 @@ static int fc_agent_step(struct fc_agent *a)
 		why = "clock stepped";
 	} else if (a->next_expiry && (int64_t)time(NULL) >= a->next_expiry) {
 		why = "ban expiry";
+	} else if (a->fleet_refresh_ms && fc_unix_ms() >= a->fleet_refresh_ms) {
+		why = "fleet splits";
 	} else if (fc_store_data_version(a->watch, &v, &err) < 0) {
 		fc_store_close(a->watch); /* lost (PostgreSQL restarting): reconnect on publish */
 		a->watch = NULL;
@@ -606,12 +646,16 @@ static int fc_agent_setup(struct fc_agent *a, struct fc_err *err)
 	struct sigaction sa = { .sa_handler = fc_agent_signal };
 	struct fc_err why;
 
-	a->prepared = fc_agent_prepare(&a->ctx, cfg->weight, err) == 0;
+	a->prepared = fc_agent_prepare(&a->ctx, cfg->weight, false, err) == 0;
 	if (!a->prepared && !a->pg)
 		return -1;
 	if (fc_agent_lock(&a->ctx, &a->lock, err) < 0)
 		return -1;
 	a->locked = true;
+	if (a->prepared)
+		a->prepared = fc_agent_prepare(&a->ctx, cfg->weight, true, err) == 0;
+	if (!a->prepared && !a->pg)
+		return -1;
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGHUP, &sa, NULL);
@@ -622,6 +666,11 @@ static int fc_agent_setup(struct fc_agent *a, struct fc_err *err)
 		fc_agent_log("clock: cannot watch for steps (%s): after one, the packet path's clock is off until "
 			     "the next publish", strerror(errno));
 	a->ctx.store_must_exist = true;
+	/* The agent's own fleet options are what its publishes say: gcra's
+	 * lease window from its sync interval, its clock offset (tests). */
+	a->ctx.fleet_sync_ns = (uint64_t)cfg->fleet.sync_interval_ms * 1000000;
+	a->ctx.fleet_clock_ns = cfg->fleet.clock_offset_ms * 1000000;
+	a->ctx.fleet_clock_given = true;
 	a->pubctx = a->ctx;
 	a->pubctx.keep = &a->store;
 	a->serve = cfg->serve;
@@ -640,6 +689,8 @@ static int fc_agent_setup(struct fc_agent *a, struct fc_err *err)
 		fc_agent_log("serving the console at http%s://%s/ (token: freqctl console-token --token-file %s)",
 			     cfg->serve.cert_file ? "s" : "", cfg->http.at, cfg->serve.token_file);
 	}
+	if (fc_agent_fleet_start(&a->fleet, &a->ctx, &cfg->fleet, err) < 0)
+		return -1;
 	/* Watch first, publish second: a change committed in between is seen. */
 	if (!a->prepared || fc_agent_rewatch(&a->ctx, &a->watch, &a->version, err) < 0 ||
 	    (a->next_expiry = fc_agent_publish(a, "start", err)) < 0) {
@@ -657,6 +708,7 @@ static int fc_agent_setup(struct fc_agent *a, struct fc_err *err)
 /* Closes whatever fc_agent_setup and the loop opened. */
 static void fc_agent_teardown(struct fc_agent *a)
 {
+	fc_agent_fleet_stop(&a->fleet);
 	fc_console_stop(a->console);
 	fc_metrics_stop(a->metrics);
 	fc_store_close(a->watch);
@@ -664,6 +716,7 @@ static void fc_agent_teardown(struct fc_agent *a)
 	if (a->state_fd >= 0)
 		close(a->state_fd);
 	fc_esc_free(&a->esc);
+	fc_fleet_cfg_free(&a->fleet_cfg);
 	if (a->ino >= 0)
 		close(a->ino);
 	if (a->clk >= 0)
@@ -680,9 +733,10 @@ int fc_agent_run(const struct fc_ctx *ctx, const struct fc_agent_config *cfg)
 	struct fc_err err;
 	int rc = 1;
 
+	fc_log_route(fc_agent_warned);
 	fc_store_keep_init(&a.store, a.ctx.db_path, false);
 	if (fc_agent_setup(&a, &err) < 0) {
-		fc_warn("agent: %s", err.msg);
+		fc_warn("%s", err.msg);
 		goto out;
 	}
 	fc_agent_notify("READY=1\nSTATUS=publishing the store");
@@ -695,5 +749,6 @@ int fc_agent_run(const struct fc_ctx *ctx, const struct fc_agent_config *cfg)
 	rc = 0;
 out:
 	fc_agent_teardown(&a);
+	fc_log_route(NULL);
 	return rc;
 }

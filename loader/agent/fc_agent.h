@@ -11,6 +11,7 @@
 #include <stdint.h>
 #include <sys/socket.h>
 
+#include "fc_agent_fleet.h"
 #include "fc_ctx.h"
 #include "fc_http.h"
 
@@ -28,6 +29,7 @@ struct fc_agent_config {
 	struct fc_http_conf serve; /* both: the token, TLS, Host names (the log is the agent's) */
 	uint32_t escalate_cap;       /* escalation bans per minute at most */
 	uint32_t escalate_aggregate; /* IPv6 clients due in one /64 that make it a /64 ban; 0: never */
+	struct fc_agent_fleet_opts fleet; /* with --redis: the fleet's sync rounds */
 };
 
 /* Returns the exit status: FC_EXIT_OK after a signal, else a failure to start. */

@@ -1,5 +1,8 @@
 // SPDX-License-Identifier: BSD-2-Clause
 /* freqctl agent: its options, into the agent's config. */
+#include <stdlib.h>
+#include <string.h>
+
 #include "fc_agent.h"
 #include "fc_cli.h"
 #include "fc_escalate.h"
@@ -14,6 +17,35 @@ static int fc_opt_listen(const char *text, void *dest, struct fc_err *err)
 	if (fc_http_parse(text, &l->sa, err) < 0)
 		return -1;
 	l->at = text;
+	return 0;
+}
+
+/* --clock-offset MS: a signed number of milliseconds, within +-1 day. */
+static int fc_opt_clock_offset(const char *text, void *dest, struct fc_err *err)
+{
+	char *end;
+	long long v = strtoll(text, &end, 10);
+
+	if (!*text || *end || v < -86400000LL || v > 86400000LL)
+		return fc_err_set(err, "\"%s\": expected milliseconds, -86400000 to 86400000", text);
+	*(int64_t *)dest = v;
+	return 0;
+}
+
+/* --redis-wait N, or "all". */
+static int fc_opt_redis_wait(const char *text, void *dest, struct fc_err *err)
+{
+	char *end;
+	unsigned long v;
+
+	if (!strcmp(text, "all")) {
+		*(uint32_t *)dest = FC_AGENT_FLEET_WAIT_ALL;
+		return 0;
+	}
+	v = strtoul(text, &end, 10);
+	if (!*text || *end || *text == '-' || v < 1 || v > 16)
+		return fc_err_set(err, "\"%s\": expected a number of replicas, 1 to 16, or all", text);
+	*(uint32_t *)dest = (uint32_t)v;
 	return 0;
 }
 
@@ -37,6 +69,16 @@ static const struct fc_opt fc_agent_opts[] = {
 		     .help = "escalation bans N clients a minute at most; the rest are logged (default 600)"),
 	FC_AGENT_OPT("escalate-aggregate", 0, FC_OPT_U32, escalate_aggregate, .min = 0, .max = FC_ESC_V6_NETS,
 		     .arg = "N", .help = "N IPv6 clients of one /64 due in a minute ban the /64 (default 8; 0: never)"),
+	FC_AGENT_OPT("sync-interval", 0, FC_OPT_U32, fleet.sync_interval_ms, .min = 10, .max = 10000, .arg = "MS",
+		     .help = "with --redis: a fleet sync round every MS milliseconds (default 100)"),
+	FC_AGENT_OPT("fleet-max-skew", 0, FC_OPT_U32, fleet.max_skew_ms, .min = 10, .max = 10000, .arg = "MS",
+		     .help = "with --redis: degraded (clock) past MS ms from Redis's clock (default 500)"),
+	FC_AGENT_OPT("fleet-max-keys", 0, FC_OPT_U32, fleet.max_keys, .min = 1, .max = 1000000, .arg = "N",
+		     .help = "with --redis: fleet scripts a round sends at most (default 20000)"),
+	FC_AGENT_OPT("redis-wait", 0, FC_OPT_PARSE, fleet.redis_wait, .parse = fc_opt_redis_wait, .arg = "N|all",
+		     .help = "with --redis: replicas that must confirm a grant before it is used (default all)"),
+	FC_AGENT_OPT("clock-offset", 0, FC_OPT_PARSE, fleet.clock_offset_ms, .parse = fc_opt_clock_offset,
+		     .arg = "MS", .help = "for tests: label fleet windows as if this clock were MS ms ahead"),
 	FC_AGENT_OPT("token-file", 0, FC_OPT_STR, serve.token_file, .arg = "PATH",
 		     .help = "the bearer token of --http and --metrics, made (0600) on first start (default "
 			     FC_HTTP_TOKEN_DEFAULT ")"),
@@ -53,7 +95,7 @@ static const struct fc_opt fc_agent_opts[] = {
 static int fc_cmd_agent_run(const struct fc_ctx *ctx, const struct fc_cmd *cmd, int argc, char **argv)
 {
 	struct fc_agent_config cfg = { .serve.token_file = FC_HTTP_TOKEN_DEFAULT, .escalate_cap = FC_ESC_CAP_DEFAULT,
-				       .escalate_aggregate = FC_ESC_V6_DEFAULT };
+				       .escalate_aggregate = FC_ESC_V6_DEFAULT, .fleet = FC_AGENT_FLEET_OPTS_DEFAULT };
 
 	fc_cmd_parse(cmd, argc, argv, &cfg, NULL);
 	fc_need_privileges(cmd, "it publishes the store to the pinned BPF maps");

@@ -159,6 +159,23 @@ static void fc_global_misplaced(const struct fc_cmd *cmd, int argc, char **argv,
 		       cmd->name, more);
 }
 
+/* getopt_long takes an unambiguous abbreviation: --redis for the agent's
+ * --redis-wait. One that is a global option's whole name is that global
+ * option, misplaced, and said so. */
+static void fc_abbrev_global(const struct fc_cmd *cmd, int argc, char **argv, const struct fc_opt *o)
+{
+	int at = optarg && optind > 1 && optarg == argv[optind - 1] ? optind - 2 : optind - 1;
+	const char *given;
+	size_t len;
+
+	if (!o || !o->name || at < 1 || strncmp(argv[at], "--", 2))
+		return;
+	given = argv[at] + 2;
+	len = strcspn(given, "=");
+	if (len != strlen(o->name))
+		fc_global_misplaced(cmd, argc, argv, at, 0);
+}
+
 int fc_cmd_parse(const struct fc_cmd *cmd, int argc, char **argv, void *opts, struct fc_err *first)
 {
 	return fc_cmd_parse_seen(cmd, argc, argv, opts, first, NULL);
@@ -196,6 +213,7 @@ int fc_cmd_parse_seen(const struct fc_cmd *cmd, int argc, char **argv, void *opt
 			fc_usage_error(cmd, "option '%s' needs an argument", argv[optind - 1]);
 		}
 		o = fc_opt_find(cmd->opts, n, c);
+		fc_abbrev_global(cmd, argc, argv, o);
 		if (o && seen)
 			seen[o - cmd->opts] = true;
 		if (!o || fc_opt_set(o, opts, optarg, o->name, &err) == 0)

@@ -124,6 +124,7 @@ extern const struct fc_cmd fc_cmd_allow_add, fc_cmd_allow_del, fc_cmd_allow_list
 extern const struct fc_cmd fc_cmd_policy_add, fc_cmd_policy_set, fc_cmd_policy_edit, fc_cmd_policy_del,
 	fc_cmd_policy_list;
 extern const struct fc_cmd fc_cmd_sync, fc_cmd_stats, fc_cmd_top, fc_cmd_export, fc_cmd_import, fc_cmd_agent;
-extern const struct fc_cmd fc_cmd_node_set, fc_cmd_node_list, fc_cmd_console_token, fc_cmd_keys;
+extern const struct fc_cmd fc_cmd_node_set, fc_cmd_node_del, fc_cmd_node_list, fc_cmd_console_token, fc_cmd_keys;
+extern const struct fc_cmd fc_cmd_fleet_status;
 
 #endif /* FC_CLI_H */

@@ -238,14 +238,6 @@ static void fc_import_policy(struct fc_import_set *s, size_t idx, json_t *o)
 	struct fc_err err;
 
 	snprintf(where, sizeof(where), "policies[%zu]", idx);
-	/* What an earlier build stored and exported (it took "fleet": true
-	 * and enforced the policy as this node's): restored as enforced. */
-	if (json_is_true(json_object_get(o, "fleet"))) {
-		fc_warn("%s: %s: \"fleet\": true: this freqctl enforces no fleet-wide limit yet; imported as this "
-			"node's limit, as it was enforced",
-			s->path, where);
-		json_object_set_new(o, "fleet", json_false());
-	}
 	if (fc_policy_from_json(o, p, field, &err) < 0) {
 		if (p->id)
 			snprintf(where, sizeof(where), "policies[%zu] (id %u)", idx, p->id);
@@ -664,6 +656,8 @@ static int fc_import_apply(struct fc_publish *pub, const struct fc_import_set *s
 	for (i = 0; i < s->nn; i++)
 		if (fc_store_node_put(pub->st, &s->nodes[i], err) < 0)
 			goto out;
+	if (fc_store_nodes_follow(pub->st, pub->now * 1000, err) < 0)
+		goto out;
 	if (s->has_allows && fc_store_allows_clear(pub->st, err) < 0)
 		goto out;
 	for (i = 0; i < s->na; i++)

@@ -63,6 +63,8 @@ static int fc_keys_run(const struct fc_ctx *ctx, const struct fc_cmd *cmd, int a
 	struct fc_enforced enf;
 	struct fc_err err;
 	struct fc_key_view v;
+	struct fc_fleet_file ff = { .doc = NULL };
+	const json_t *sp = NULL;
 	uint64_t now;
 	json_t *arr = NULL;
 	size_t i;
@@ -105,39 +107,55 @@ static int fc_keys_run(const struct fc_ctx *ctx, const struct fc_cmd *cmd, int a
 	/* Its limits as nginx enforces them here: this node's share. */
 	fc_policy_enforced(&row, &node, NULL, &enf);
 	vals = fc_keys_vals(ctx, &enf);
+	/* A fleet policy its agent reports: its keys' credit and demand. */
+	if (fc_fleet_file_read(ctx->shm_path, &ff, &err) == 0 && !ff.stale)
+		sp = fc_fleet_file_policy(&ff, id);
 	if (opt.json)
 		arr = json_array();
 	else
-		printf("policy %u: %llu keys, %llu live (%s)\n%-18s %10s %10s %10s %10s %10s %10s  %s\n", id,
+		printf("policy %u: %llu keys, %llu live (%s)\n%-18s %10s %10s %10s %10s %10s %10s %s %s\n", id,
 		       (unsigned long long)top.total, (unsigned long long)top.live,
 		       enf.show_keys ?
 			       "with the values of the busiest and most refused, --show-keys" :
 			       "keyed hashes: --show-keys keeps the busiest keys' values, $freqctl_key logs them",
-		       "KEY", "PASSED", "DENIED", "REMAINING", "NEXT-S", "IDLE-IN-S", "IN-FLIGHT", "VALUE");
+		       "KEY", "PASSED", "DENIED", "REMAINING", "NEXT-S", "IDLE-IN-S", "IN-FLIGHT",
+		       sp ? "    CREDIT DEMAND" : "", "VALUE");
 	for (i = 0; i < top.n; i++) {
 		const struct fc_shm_key *e = &top.v[i];
-		char tag[24], nb[2][24];
+		char tag[24], nb[2][24], fl[32] = "";
+		struct fc_key_fleet f;
+		json_t *o;
 
 		fc_key_view(&row, &enf, e, now, &v);
 		has = fc_key_value(&row, &enf, vals, e->tag, value, &cut);
 		snprintf(tag, sizeof(tag), "%016llx", (unsigned long long)e->tag);
-		if (arr)
-			json_array_append_new(arr,
-					      json_pack("{s:s, s:I, s:I, s:I, s:f, s:I, s:b, s:o, s:o}", "key", tag,
-							"passed", (json_int_t)e->passed, "denied",
-							(json_int_t)e->denied, "remaining", fc_json_count(v.remaining),
-							"next_s", (double)v.retry_ns / FC_NS_PER_SEC, "idle_in_s",
-							fc_json_count(v.idle_s), "held", v.held, "inflight",
-							v.capped ? json_integer(fc_json_count(v.inflight)) :
-								   json_null(),
-							"value", fc_key_value_to_json(has, value, cut)));
-		else
-			printf("%-18s %10u %10u %10llu %10.1f %10s %10s  %s%s%s%s\n", tag, e->passed, e->denied,
+		if (sp) {
+			/* What it can admit now is its credit; when a grant comes, no one can say. */
+			fc_key_fleet_view(sp, e, &f);
+			v.remaining = f.credit;
+			v.retry_ns = 0;
+			snprintf(fl, sizeof(fl), "%10llu %-6s", (unsigned long long)f.credit, f.demand ? "yes" : "no");
+		}
+		if (arr) {
+			o = json_pack("{s:s, s:I, s:I, s:I, s:f, s:I, s:b, s:o, s:o}", "key", tag, "passed",
+				      (json_int_t)e->passed, "denied", (json_int_t)e->denied, "remaining",
+				      fc_json_count(v.remaining), "next_s", (double)v.retry_ns / FC_NS_PER_SEC, "idle_in_s",
+				      fc_json_count(v.idle_s), "held", v.held, "inflight",
+				      v.capped ? json_integer(fc_json_count(v.inflight)) : json_null(), "value",
+				      fc_key_value_to_json(has, value, cut));
+			if (o && sp)
+				json_object_set_new(o, "fleet",
+						    json_pack("{s:I, s:b, s:b}", "credit", fc_json_count(f.credit),
+							      "current", f.current, "demand", f.demand));
+			json_array_append_new(arr, o);
+		} else
+			printf("%-18s %10u %10u %10llu %10.1f %10s %10s %s %s%s%s%s\n", tag, e->passed, e->denied,
 			       (unsigned long long)v.remaining, (double)v.retry_ns / FC_NS_PER_SEC,
 			       fc_keys_num(v.held ? UINT64_MAX : v.idle_s, "held", nb[0]),
-			       fc_keys_num(v.capped ? v.inflight : UINT64_MAX, "-", nb[1]), has ? "\"" : "-", value,
-			       has ? "\"" : "", cut ? "..." : "");
+			       fc_keys_num(v.capped ? v.inflight : UINT64_MAX, "-", nb[1]), fl,
+			       has ? "\"" : "-", value, has ? "\"" : "", cut ? "..." : "");
 	}
+	fc_fleet_file_free(&ff);
 	free(top.v);
 	free(vals);
 	return arr ? fc_json_print(arr) : FC_EXIT_OK;

@@ -218,6 +218,8 @@ static void fc_policy_describe(const struct fc_policy_spec *p, char *buf, size_t
 	}
 	if (p->override)
 		snprintf(buf + strlen(buf), len - strlen(buf), ", overrides what is more general");
+	if (p->fleet)
+		snprintf(buf + strlen(buf), len - strlen(buf), ", the whole fleet's");
 	snprintf(buf + strlen(buf), len - strlen(buf), ", %s",
 		 fc_policy_is_l7(p) ? "requests in nginx" : fc_count_name(p->count));
 	if (p->kind == FC_MATCH_STAR) {
@@ -421,8 +423,8 @@ static int fc_policy_list(const struct fc_ctx *ctx, const struct fc_cmd *cmd, in
 		return fc_json_print(arr);
 	}
 	if (n)
-		printf("%-10s %-30s %-8s %-6s %-24s %-8s %-7s %-7s %-8s %-8s %-7s %s\n", "ID", "MATCH", "UNIT", "LAYER",
-		       "RATES", "BURST", "ALGO", "ACTION", "COUNT", "OVERRIDE", "WARMUP", "CONCURRENCY");
+		printf("%-10s %-30s %-8s %-6s %-24s %-8s %-7s %-7s %-8s %-8s %-5s %-7s %s\n", "ID", "MATCH", "UNIT", "LAYER",
+		       "RATES", "BURST", "ALGO", "ACTION", "COUNT", "OVERRIDE", "FLEET", "WARMUP", "CONCURRENCY");
 	for (i = 0; i < n; i++) {
 		const struct fc_policy_spec *p = &rows[i].spec;
 		char conc[16] = "-";
@@ -435,11 +437,11 @@ static int fc_policy_list(const struct fc_ctx *ctx, const struct fc_cmd *cmd, in
 			fc_duration_format(p->warmup, warmup);
 		if (p->concurrency)
 			snprintf(conc, sizeof(conc), "%u", p->concurrency);
-		printf("%-10u %-30s %-8s %-6s %-24s %-8s %-7s %-7s %-8s %-8s %-7s %s\n", p->id, match, unit,
+		printf("%-10u %-30s %-8s %-6s %-24s %-8s %-7s %-7s %-8s %-8s %-5s %-7s %s\n", p->id, match, unit,
 		       fc_policy_is_l7(p) ? "nginx" : "xdp", p->ntiers ? rates : "-",
 		       p->algo == FC_ALGO_GCRA && p->ntiers ? bursts : "-", fc_algo_name(p->algo),
 		       fc_action_name(p->action), fc_policy_is_l7(p) ? "requests" : fc_count_name(p->count),
-		       p->override ? "yes" : "-", p->warmup ? warmup : "-", conc);
+		       p->override ? "yes" : "-", p->fleet ? "yes" : "-", p->warmup ? warmup : "-", conc);
 	}
 	free(rows);
 	return FC_EXIT_OK;

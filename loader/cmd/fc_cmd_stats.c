@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: BSD-2-Clause
 /* freqctl stats */
+#include <inttypes.h>
 #include <jansson.h>
 
 #include <stdlib.h>
@@ -64,6 +65,7 @@ static int fc_stats_json(const struct fc_stats_all *a)
 	}
 	for (i = 0; pols && i < a->n; i++) {
 		const struct fc_policy_spec *p = &ps[i].row->spec;
+		const json_t *fp;
 		json_t *o;
 
 		fc_match_format(p, match);
@@ -77,6 +79,8 @@ static int fc_stats_json(const struct fc_stats_all *a)
 			json_object_set_new(o, "keys", json_integer(fc_json_count(ps[i].keys)));
 			json_object_set_new(o, "overflowed", json_integer(fc_json_count(ps[i].overflowed)));
 		}
+		if (o && (fp = fc_fleet_file_policy(&a->fleet, p->id)))
+			json_object_set_new(o, "fleet", fc_fleet_policy_json(fp));
 		if (o && p->concurrency)
 			json_object_set_new(o, "concurrency",
 					    json_pack("{s:I, s:I, s:I}", "limit",
@@ -87,6 +91,12 @@ static int fc_stats_json(const struct fc_stats_all *a)
 	}
 	if (doc) {
 		json_object_set_new(doc, "policies", pols);
+		json_object_set_new(doc, "fleet",
+				    a->fleet.doc ? json_pack("{s:s, s:s, s:I}", "mode",
+							     fc_fleet_str(a->fleet.doc, "mode", "?"), "reason",
+							     fc_fleet_str(a->fleet.doc, "reason", ""), "rounds",
+							     fc_fleet_int(a->fleet.doc, "rounds", 0)) :
+						   json_null());
 		json_object_set_new(doc, "ban_sources", fc_ban_sources_to_json(a));
 		json_object_set_new(doc, "published",
 				    json_pack("{s:b, s:b, s:b, s:b}", "pin_dir", a->maps_there, "pin_dir_other_store",
@@ -109,12 +119,27 @@ static void fc_stats_whence(const char *layer, const char *place, const char *pa
 		       layer, place, path, (unsigned long long)id, (unsigned long long)store_id);
 }
 
+/* A fleet policy's columns: the fleet's use of its limit in the current
+ * window (every node's, from the heartbeats) and this node's credit. */
+static void fc_stats_fleet_cols(const json_t *fp)
+{
+	char used[48] = "-", credit[24] = "-";
+
+	if (fp) {
+		snprintf(used, sizeof(used), "%" PRId64 "/%" PRId64, fc_fleet_int(fp, "fleet_used", 0),
+			 fc_fleet_int(fp, "limit", 0));
+		snprintf(credit, sizeof(credit), "%" PRId64, fc_fleet_int(fp, "credit", 0));
+	}
+	printf(" %23s %12s", used, credit);
+}
+
 static int fc_stats_print(const struct fc_ctx *ctx, const struct fc_stats_all *a)
 {
 	const struct fc_stats *s = &a->s;
 	const struct fc_policy_stats *ps = a->ps;
 	char match[FC_MATCH_LEN];
 	const struct fc_counter *cnt;
+	bool fleet;
 	size_t i;
 
 	fc_stats_whence("XDP/TC", "pin dir", ctx->pin_dir, "packet", a->maps_there, a->maps_other_store,
@@ -145,9 +170,11 @@ static int fc_stats_print(const struct fc_ctx *ctx, const struct fc_stats_all *a
 		printf("%-30s %10llu %16llu %18llu\n", name, (unsigned long long)a->sources[i].bans,
 		       (unsigned long long)a->sources[i].dropped.packets, (unsigned long long)a->sources[i].dropped.bytes);
 	}
+	fleet = json_array_size(json_object_get(a->fleet.doc, "policies")) > 0;
 	if (a->n)
-		printf("\n%-10s %-30s %-6s %-7s %14s %14s %14s %10s %12s %12s\n", "POLICY", "MATCH", "LAYER", "ACTION",
-		       "PASSED", "DROPPED", "WOULD-DROP", "DELAYED", "IN-FLIGHT", "BY-CAP");
+		printf("\n%-10s %-30s %-6s %-7s %14s %14s %14s %10s %12s %12s%s\n", "POLICY", "MATCH", "LAYER", "ACTION",
+		       "PASSED", "DROPPED", "WOULD-DROP", "DELAYED", "IN-FLIGHT", "BY-CAP",
+		       fleet ? "                   FLEET       CREDIT" : "");
 	for (i = 0; i < a->n; i++) {
 		const struct fc_policy_spec *p = &ps[i].row->spec;
 		char passed[24] = "-", dropped[24] = "-", delayed[24] = "-", inflight[48] = "-", bycap[24] = "-";
@@ -165,10 +192,13 @@ static int fc_stats_print(const struct fc_ctx *ctx, const struct fc_stats_all *a
 				 ps[i].enforced.concurrency);
 			snprintf(bycap, sizeof(bycap), "%llu", (unsigned long long)ps[i].conc_denied);
 		}
-		printf("%-10u %-30s %-6s %-7s %14s %14s %14s %10s %12s %12s\n", p->id, match,
+		printf("%-10u %-30s %-6s %-7s %14s %14s %14s %10s %12s %12s", p->id, match,
 		       fc_policy_is_l7(p) ? "nginx" : "xdp", fc_action_name(p->action), passed,
 		       p->action == FC_ACTION_LOG ? "-" : dropped, p->action == FC_ACTION_LOG ? dropped : "-", delayed,
 		       inflight, bycap);
+		if (fleet)
+			fc_stats_fleet_cols(fc_fleet_file_policy(&a->fleet, p->id));
+		putchar('\n');
 	}
 	return FC_EXIT_OK;
 }

@@ -398,8 +398,8 @@ static void fc_top_print_text(const struct fc_top *top, const struct fc_top_samp
 		fc_addr_format(&ref[i], addr, sizeof(addr));
 		printf("%-40s %-10u %10.1f\n", addr, ref[i].policy, ref[i].value);
 	}
-	printf("\n%-40s %-10s %10s %10s %10s\n", "KEY (per-key nginx policies; \"value\" or hash)", "POLICY", "USED",
-	       "PASSED", "DENIED");
+	printf("\n%-40s %-10s %10s %10s %10s %10s %s\n", "KEY (per-key nginx policies; \"value\" or hash)", "POLICY",
+	       "USED", "PASSED", "DENIED", "CREDIT", "DEMAND");
 	for (i = 0; i < top->nkeys; i++) {
 		const struct fc_key_use *k = &top->keys[i];
 		char key[48];
@@ -412,7 +412,13 @@ static void fc_top_print_text(const struct fc_top *top, const struct fc_top_samp
 		} else {
 			snprintf(key, sizeof(key), "%016llx", (unsigned long long)k->tag);
 		}
-		printf("%-40s %-10u %9.0f%% %10u %10u\n", key, k->policy, k->use * 100, k->passed, k->denied);
+		/* A fleet key's credit now and its demand; - for a local policy's. */
+		if (k->is_fleet)
+			printf("%-40s %-10u %9.0f%% %10u %10u %10llu %s\n", key, k->policy, k->use * 100, k->passed,
+			       k->denied, (unsigned long long)k->fleet.credit, k->fleet.demand ? "yes" : "no");
+		else
+			printf("%-40s %-10u %9.0f%% %10u %10u %10s %s\n", key, k->policy, k->use * 100, k->passed,
+			       k->denied, "-", "-");
 	}
 	if (!top->tty)
 		putchar('\n');

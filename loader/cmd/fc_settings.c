@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/stat.h>
 #include <jansson.h>
 
 #include "fc_cli.h"
@@ -81,6 +82,25 @@ static bool fc_setting_libpq(const char *key)
 	return !strncmp(key, "PG", 2) && key[2] && strspn(key, "ABCDEFGHIJKLMNOPQRSTUVWXYZ_") == strlen(key);
 }
 
+/* A Redis URL of the file with a password, in a file others may read
+ * (/etc/default/freqctl is 0644): said at once, with the way out. */
+static void fc_settings_secret(const struct fc_env_entry *e)
+{
+	struct fc_redis_conf c;
+	struct fc_err why;
+	struct stat sb;
+	bool pw;
+
+	fc_redis_conf_init(&c);
+	pw = fc_redis_conf_urls(&c, e->value, &why) == 0 && c.password_from == FC_REDIS_PW_URL;
+	fc_redis_conf_wipe(&c);
+	if (pw && stat(fc_cfg.file, &sb) == 0 && (sb.st_mode & 044))
+		fc_warn("%s:%u: %s holds a password and the file is readable by others (mode %04o): put it in a "
+			"file of mode 0600 named by FREQCTL_REDIS_PASSWORD_FILE (--redis-password-file), or chmod "
+			"go-r %s",
+			fc_cfg.file, e->line, e->key, (unsigned)(sb.st_mode & 07777), fc_cfg.file);
+}
+
 /* The file's entries: the last of each setting counts (as in systemd), an
  * empty one leaves the default, as an empty variable does. */
 static int fc_settings_file(const struct fc_opt *opts, void *g, struct fc_err *err)
@@ -111,6 +131,8 @@ static int fc_settings_file(const struct fc_opt *opts, void *g, struct fc_err *e
 			return fc_err_set(err, "%s:%u: %s: %s", fc_cfg.file, last[i]->line, fc_settings[i].var,
 					  why.msg),
 			       FC_EXIT_FAILURE;
+		if (fc_settings[i].kind == FC_SET_REDIS)
+			fc_settings_secret(last[i]);
 		fc_cfg.from[i] = FC_FROM_FILE;
 		fc_cfg.line[i] = last[i]->line;
 	}

@@ -22,7 +22,7 @@ static const struct fc_cmd *const fc_cmds[] = {
 	&fc_cmd_ban_import, &fc_cmd_ban_list, &fc_cmd_ban_sets, &fc_cmd_allow_add, &fc_cmd_allow_del, &fc_cmd_allow_list,
 	&fc_cmd_policy_add, &fc_cmd_policy_set, &fc_cmd_policy_edit, &fc_cmd_policy_del,
 	&fc_cmd_policy_list, &fc_cmd_keys, &fc_cmd_sync, &fc_cmd_stats, &fc_cmd_top, &fc_cmd_export, &fc_cmd_import, &fc_cmd_agent,
-	&fc_cmd_node_set, &fc_cmd_node_list, &fc_cmd_console_token,
+	&fc_cmd_node_set, &fc_cmd_node_del, &fc_cmd_node_list, &fc_cmd_fleet_status, &fc_cmd_console_token,
 };
 
 #define FC_NCMDS (sizeof(fc_cmds) / sizeof(fc_cmds[0]))
@@ -260,6 +260,8 @@ int main(int argc, char **argv)
 			fc_main_usage_error("policy: expected add, set, edit, del or list");
 		if (!strcmp(argv[0], "node"))
 			fc_main_usage_error("node: expected set or list");
+		if (!strcmp(argv[0], "fleet"))
+			fc_main_usage_error("fleet: expected status");
 		fc_main_usage_error("unknown command '%s'", argv[0]);
 	}
 	libbpf_set_print(fc_libbpf_print);

@@ -581,14 +581,17 @@ static int fc_api_stats(struct fc_console *c, struct fc_reply *r)
 					   fc_per_s(now->denied, o->denied, dt), "delayed_per_s",
 					   fc_per_s(now->delayed, o->delayed, dt));
 		fc_match_format(p, match);
-		/* inflight: requests in flight now under its --concurrency cap (null: none). */
-		json_array_append_new(pols, json_pack("{s:I, s:s, s:s, s:s, s:I, s:I, s:I, s:o, s:o}", "id",
+		/* inflight: requests in flight now under its --concurrency cap (null: none);
+		 * fleet: the fleet's use and this node's credit (null: not a fleet policy
+		 * the agent reports). */
+		json_array_append_new(pols, json_pack("{s:I, s:s, s:s, s:s, s:I, s:I, s:I, s:o, s:o, s:o}", "id",
 						      (json_int_t)p->id, "match", match, "layer",
 						      fc_policy_is_l7(p) ? "nginx" : "xdp", "action", fc_action_name(p->action),
 						      "passed", fc_json_count(now->passed), "denied", fc_json_count(now->denied),
 						      "delayed", fc_json_count(now->delayed), "inflight",
 						      p->concurrency ? json_integer(fc_json_count(a.ps[i].inflight)) : json_null(),
-						      "last_minute", minute));
+						      "last_minute", minute, "fleet",
+						      fc_fleet_policy_json(fc_fleet_file_policy(&a.fleet, p->id))));
 	}
 	pthread_mutex_unlock(&c->lock);
 	fc_time_format((int64_t)time(NULL), stamp);
@@ -603,6 +606,8 @@ static int fc_api_stats(struct fc_console *c, struct fc_reply *r)
 			"escalated", (json_int_t)a.bans.escalated, "uids", (json_int_t)a.bans.uids, "in_sets",
 			(json_int_t)a.bans.in_sets, "policies", pols, "keys", fc_key_uses_to_json(keys, nkeys),
 			"ban_sources", fc_ban_sources_to_json(&a));
+	/* The fleet panel: the agent's status as it wrote it (null: none). */
+	json_object_set(doc, "fleet", a.fleet.doc ? a.fleet.doc : json_null());
 	free(cur.rows);
 	fc_stats_free(&a);
 	return fc_reply_json(r, MHD_HTTP_OK, doc);

@@ -29,6 +29,14 @@ uint64_t fc_expiry_ns(int64_t expires)
 /* What the offset to UTC is rounded down to. */
 #define FC_OFFSET_UNIT_NS 1000000
 
+int64_t fc_unix_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
 uint64_t fc_utc_offset_ns(void)
 {
 	struct timespec rt, mono;
@@ -141,19 +149,33 @@ uint64_t fc_jiffies_utc_ns(uint64_t utc_offset_ns)
 	return (a < b ? a : b) - tick;
 }
 
-/* The last publish's constants hold while the offset does (measuring costs
- * the probe's load), with a millisecond of slack upwards so that a read
- * delayed across a boundary does not flip it; never above the offset read
- * now (doc/architecture.md, The clock). */
-void fc_clock_refresh(struct fc_config *cfg, const struct fc_config *old)
+/* The constants measured for offset off to UTC, shifted by shift_ns (the
+ * jiffies form's 0, not measured, stays 0). */
+static void fc_clock_put(struct fc_config *cfg, uint64_t off, uint64_t jiffies_utc_ns, int64_t shift_ns)
+{
+	cfg->utc_offset_ns = off + (uint64_t)shift_ns;
+	cfg->jiffies_utc_ns = jiffies_utc_ns ? jiffies_utc_ns + (uint64_t)shift_ns : 0;
+}
+
+void fc_clock_set(struct fc_config *cfg, int64_t shift_ns)
 {
 	uint64_t off = fc_utc_offset_ns();
 
-	if (old->jiffies_utc_ns && old->utc_offset_ns <= off && off - old->utc_offset_ns <= FC_OFFSET_UNIT_NS) {
+	fc_clock_put(cfg, off, fc_jiffies_utc_ns(off), shift_ns);
+}
+
+/* The last publish's constants hold while the offset does (measuring costs
+ * the probe's load), with a millisecond of slack upwards so that a read
+ * delayed across a boundary does not flip it; never above the offset read
+ * now (doc/architecture.md, The clock). Both compared unshifted. */
+void fc_clock_refresh(struct fc_config *cfg, const struct fc_config *old, int64_t shift_ns)
+{
+	uint64_t off = fc_utc_offset_ns(), had = old->utc_offset_ns - (uint64_t)shift_ns;
+
+	if (old->jiffies_utc_ns && had <= off && off - had <= FC_OFFSET_UNIT_NS) {
 		cfg->utc_offset_ns = old->utc_offset_ns;
 		cfg->jiffies_utc_ns = old->jiffies_utc_ns;
 		return;
 	}
-	cfg->utc_offset_ns = off;
-	cfg->jiffies_utc_ns = fc_jiffies_utc_ns(off);
+	fc_clock_set(cfg, shift_ns);
 }

@@ -11,14 +11,21 @@
 
 #include "fc_maps.h"
 
+/* UTC now in unix milliseconds (the fleet's node set is written in them). */
+int64_t fc_unix_ms(void);
 /* A ban's kernel expiry (UTC ns) for a store expiry (unix seconds; 0 = never). */
 uint64_t fc_expiry_ns(int64_t expires);
 /* UTC - CLOCK_MONOTONIC in ns, whole ms: the packet path adds it to the
  * monotonic clock it reads. */
 uint64_t fc_utc_offset_ns(void);
 /* The clock's constants in cfg (utc_offset_ns, jiffies_utc_ns) as of now,
- * over old's, what the maps held: kept while the offset holds. */
-void fc_clock_refresh(struct fc_config *cfg, const struct fc_config *old);
+ * over old's, what the maps held: kept while the offset holds. shift_ns:
+ * the packet path's clock this far ahead of UTC (agent --clock-offset, for
+ * tests of a fleet's skew; 0 otherwise), in old's as in cfg's. */
+void fc_clock_refresh(struct fc_config *cfg, const struct fc_config *old, int64_t shift_ns);
+/* The packet path's clock constants for now (a full publish's), shift_ns
+ * ahead of UTC. */
+void fc_clock_set(struct fc_config *cfg, int64_t shift_ns);
 
 /* The running kernel's tick length (TICK_NSEC): the coarse clock's
  * resolution; 0 if it can not be read. What a loader sets as the programs'

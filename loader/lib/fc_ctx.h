@@ -23,6 +23,13 @@ struct fc_ctx {
 	 * parses them; the URLs and the prefix are checked already): NULL when
 	 * not given. */
 	const char *redis, *redis_password_file, *redis_prefix;
+	/* Fleet policies (the agent's options): its sync interval, of which
+	 * gcra's lease window is FC_FLEET_LEASE_ROUNDS (0: FC_FLEET_LEASE_NS_DEFAULT), and a test's
+	 * offset of this node's clock for them (--clock-offset), given or not:
+	 * a publisher not given one (the CLI) keeps the one the shm says. */
+	uint64_t fleet_sync_ns;
+	int64_t fleet_clock_ns;
+	bool fleet_clock_given;
 	bool store_must_exist; /* the agent: a vanished store is an outage, not an empty one */
 	/* A store connection the caller keeps (the console, top), used by
 	 * publishes and stats; NULL: each opens its own. */

@@ -5,6 +5,7 @@
 
 #include "fc_clock.h"
 #include "fc_enforce.h"
+#include "fc_fleet_split.h"
 #include "fc_policy.h"
 
 /* A GCRA bucket whose tolerance is under this many ticks of the packet
@@ -116,10 +117,133 @@ static void fc_generations(const struct fc_enforced *pub, struct fc_enforced *e)
 									     fc_rescale_of(&p->tier[i], &k->tier[i]);
 }
 
+/* N changed in the window now (a rate edit keeps the epoch): that window
+ * keeps the split it began with (freqctl-policy(7), "Bounds"), as its
+ * shares are out and Redis's record of it holds them (n, digest); the new
+ * split applies from the next window. The agent keeps its own the same way
+ * (fc_fleet_engine.c). pub is the last publish of the policy; its window
+ * w0 is kept when N changed now, or when pub was kept for this window (its
+ * split[1] starts at w0 + 1 and, for the same node, its share of w0 is not
+ * the new one's: a node set corrected mid-window would look the same, and
+ * keeps its old split to the window's end, as a node whose store is behind
+ * does). Window and sliding only: gcra's split is a bucket, not a window's.
+ * Here: whether pub is of this policy's window kind at all, and w0. */
+static bool fc_fleet_kept(const struct fc_policy_row *row, const struct fc_node_ctx *node,
+			  const struct fc_enforced *pub, const struct fc_enforced *e, uint64_t *w0)
+{
+	const struct fc_policy_spec *p = &row->spec;
+
+	if (!pub || pub->k.id != p->id || pub->k.epoch != row->epoch || !(pub->k.flags & FC_POLICY_FLEET) ||
+	    pub->k.algo != e->k.algo || (p->algo != FC_ALGO_WINDOW && p->algo != FC_ALGO_SLIDING) ||
+	    node->fleet->now_ms <= 0 || !p->rate[0].unit_secs)
+		return false;
+	*w0 = (uint64_t)node->fleet->now_ms / (p->rate[0].unit_secs * 1000);
+	return true;
+}
+
+/* Whether the rate (N) differs from the last publish's: the tier is what
+ * the policy's N compiles to. */
+static bool fc_fleet_rate_moved(const struct fc_enforced *pub, const struct fc_enforced *e)
+{
+	return memcmp(&pub->k.tier[0], &e->k.tier[0], sizeof(e->k.tier[0])) != 0;
+}
+
+static bool fc_split_same(const struct fc_fleet_split *a, const struct fc_fleet_split *b)
+{
+	return a->base == b->base && a->seg_lo == b->seg_lo && a->seg_hi == b->seg_hi;
+}
+
+/* nginx's item: pub's split of w0 kept (see fc_fleet_kept). */
+static void fc_fleet_keep_split(const struct fc_policy_row *row, const struct fc_node_ctx *node,
+				const struct fc_enforced *pub, struct fc_enforced *e)
+{
+	struct fc_shm_fleet *t = &e->fleet_tail;
+	const struct fc_fleet_split *old;
+	struct fc_fleet_split next;
+	uint64_t w0;
+
+	if (!pub->fleet || !fc_fleet_kept(row, node, pub, e, &w0))
+		return;
+	old = fc_fleet_split_of(pub->fleet_tail.split, w0);
+	if (!fc_fleet_rate_moved(pub, e) && !(pub->fleet_tail.split[1].from == w0 + 1 &&
+					      pub->fleet_tail.node_no == node->fleet->node_no &&
+					      !fc_split_same(old, fc_fleet_split_of(t->split, w0))))
+		return;
+	next = *fc_fleet_split_of(t->split, w0 + 1);
+	t->split[0] = *old;
+	t->split[1] = next;
+	t->split[1].from = w0 + 1;
+}
+
+/* XDP/TC's slot: only the fixed key's shares are published, and kept. */
+static void fc_fleet_keep_share(const struct fc_policy_row *row, const struct fc_node_ctx *node,
+				const struct fc_enforced *pub, struct fc_enforced *e)
+{
+	struct fc_policy *k = &e->k;
+	uint64_t w0, was, now, next;
+
+	if (pub->fleet || !fc_fleet_kept(row, node, pub, e, &w0))
+		return;
+	was = pub->k.fleet_share[w0 >= pub->k.fleet_from];
+	now = k->fleet_share[w0 >= k->fleet_from];
+	if (!fc_fleet_rate_moved(pub, e) && !(pub->k.fleet_from == w0 + 1 && was != now))
+		return;
+	next = k->fleet_share[w0 + 1 >= k->fleet_from];
+	k->fleet_share[0] = was;
+	k->fleet_share[1] = next;
+	k->fleet_from = w0 + 1;
+}
+
+/* A fleet policy's words are credit (maps/fc_fleet.h): its algorithm as
+ * published, its splits for this node and, for a fixed key (one bucket, kid
+ * 0), the shares the packet path and the slot take without the key's tag. */
+static void fc_fleet_enforced(const struct fc_policy_row *row, const struct fc_node_ctx *node,
+			      const struct fc_enforced *pub, struct fc_enforced *e)
+{
+	const struct fc_policy_spec *p = &row->spec;
+	struct fc_shm_fleet *t = &e->fleet_tail;
+	struct fc_policy *k = &e->k;
+	const struct fc_fleet_split *sp = t->split;
+	int64_t at[2];
+	uint64_t b;
+
+	e->fleet = true;
+	k->algo = (__u8)fc_fleet_algo(p->algo);
+	k->flags |= FC_POLICY_FLEET;
+	t->split[1].from = FC_FLEET_NEVER;
+	if (!node->fleet || !node->fleet->on || !p->ntiers)
+		return; /* no node set known: no share */
+	fc_fleet_policy_splits(node->fleet, p, t->split, at);
+	if (pub)
+		fc_fleet_keep_split(row, node, pub, e);
+	t->node_no = node->fleet->node_no;
+	t->lease_ns = p->algo == FC_ALGO_GCRA ? node->fleet->lease_ns : 0;
+	if (fc_policy_is_keyed(p))
+		return;
+	t->fixed_u = fc_fleet_fixed_point(node->fleet->secret, p->id, row->epoch);
+	k->fleet_share[0] = fc_fleet_share(&sp[0], t->fixed_u);
+	k->fleet_share[1] = sp[1].from == FC_FLEET_NEVER ? k->fleet_share[0] : fc_fleet_share(&sp[1], t->fixed_u);
+	k->fleet_from = sp[1].from;
+	k->fleet_lease_ns = t->lease_ns;
+	if (pub)
+		fc_fleet_keep_share(row, node, pub, e);
+	/* XDP/TC's gcra bucket is this node's: (T_i, tau_i = B_i T_i) of the
+	 * split now; T_i 0 (too slow for the words) leaves it to leases. */
+	if (p->algo != FC_ALGO_GCRA || fc_policy_is_l7(p))
+		return;
+	b = k->fleet_share[0];
+	k->tier[0].interval_ns = sp[0].interval_ns;
+	k->tier[0].limit = b;
+	k->tier[0].tolerance_ns = b && sp[0].interval_ns <= FC_ROOM_MAX / b ? b * sp[0].interval_ns : 0;
+}
+
 void fc_policy_enforced(const struct fc_policy_row *row, const struct fc_node_ctx *node,
 			const struct fc_enforced *pub, struct fc_enforced *e)
 {
 	const struct fc_policy_spec *p = &row->spec;
+	/* A fleet policy's rate is the fleet's: never R x W. Its shares are
+	 * the split of the window's node set (fc_fleet_split.h). */
+	double weight = p->fleet ? 1 : node->weight;
 	struct fc_policy *k = &e->k;
 	int i;
 
@@ -134,12 +258,11 @@ void fc_policy_enforced(const struct fc_policy_row *row, const struct fc_node_ct
 	if (p->override)
 		k->flags |= FC_POLICY_OVERRIDE;
 	for (i = 0; i < p->ntiers; i++) {
-		fc_tier_compile(p, i, fc_share(p->rate[i].n, node->weight), fc_share(fc_tier_burst(p, i), node->weight),
-				&k->tier[i]);
+		fc_tier_compile(p, i, fc_share(p->rate[i].n, weight), fc_share(fc_tier_burst(p, i), weight), &k->tier[i]);
 		if (p->algo == FC_ALGO_GCRA && k->tier[i].tolerance_ns < FC_PRECISE_TICKS * node->tick_ns)
 			k->flags |= FC_POLICY_PRECISE;
 	}
-	e->concurrency = p->concurrency ? (uint32_t)fc_share(p->concurrency, node->weight) : 0;
+	e->concurrency = p->concurrency ? (uint32_t)fc_share(p->concurrency, weight) : 0;
 	if (p->kind == FC_MATCH_STAR) {
 		e->star_len4 = fc_star_len4(p);
 		e->star_len6 = fc_star_len6(p);
@@ -149,6 +272,9 @@ void fc_policy_enforced(const struct fc_policy_row *row, const struct fc_node_ct
 	 * dimension, so not saying keeps none. */
 	e->show_keys = p->show_keys > 0 && fc_policy_is_keyed(p);
 	e->queue = p->action == FC_ACTION_DELAY ? p->delay_burst : 0;
+	/* Before the generations: a fleet word carries none (maps/fc_fleet.h). */
+	if (p->fleet)
+		fc_fleet_enforced(row, node, pub, e);
 	fc_generations(pub, e);
 	if (p->kind == FC_MATCH_STAR && !fc_policy_is_l7(p))
 		fc_new_src_tier(p, node->ncpus, &e->new_src);

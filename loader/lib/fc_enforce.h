@@ -13,15 +13,22 @@
 
 #include "fc_error.h"
 #include "fc_maps.h"
+#include "fc_shm.h"
 #include "fc_store.h"
 
 /* This node, as far as what it enforces depends on it: read once per
  * publish or read, then handed to every policy (a fleet's node set, for
  * shares that add up to N, belongs here). */
+struct fc_fleet_view;
+
 struct fc_node_ctx {
 	double weight;    /* its share of each policy's rate, (0, 1]: R is enforced as R * weight */
 	int ncpus;        /* possible CPUs: an ip=* policy's new-source cap is shared among them */
 	uint64_t tick_ns; /* the packet path's coarse clock's tick */
+	/* The fleet's node set and key (fc_fleet_split.h), read by a publish:
+	 * fleet policies' shares; NULL for a reader (then a fleet policy's
+	 * splits are of no node set: no share). */
+	const struct fc_fleet_view *fleet;
 };
 
 /* A policy as this node enforces it: what the BPF maps and nginx's item hold
@@ -38,6 +45,13 @@ struct fc_enforced {
 	/* ip=*, at either layer: the prefix lengths of its buckets (its unit);
 	 * 0 for other policies. */
 	uint8_t star_len4, star_len6;
+	/* --fleet: the item's tail for nginx (this node's splits, its number,
+	 * the fixed key's point), from the node's fleet view. k then has
+	 * FC_POLICY_FLEET, algo FC_ALGO_FLEET_*, its tier the fleet's N per
+	 * unit (an XDP/TC gcra policy's: this node's T_i and tau_i) and, for a
+	 * fixed key, the shares of fleet_share/fleet_from. */
+	bool fleet;
+	struct fc_shm_fleet fleet_tail;
 };
 
 /* Row's policy on node: each N (and an explicit burst) and the concurrency

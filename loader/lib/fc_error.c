@@ -1,10 +1,31 @@
 // SPDX-License-Identifier: BSD-2-Clause
 #include <stdio.h>
+#include <string.h>
 #include <bpf/libbpf.h>
 
 #include "fc_error.h"
 
 int fc_verbose;
+static void (*fc_log_sink)(const char *msg);
+
+void fc_log_route(void (*sink)(const char *msg))
+{
+	__atomic_store_n(&fc_log_sink, sink, __ATOMIC_RELEASE);
+}
+
+/* One line, formatted first and written whole. */
+static void fc_log_line(const char *label, const char *fmt, va_list ap)
+{
+	void (*sink)(const char *msg) = __atomic_load_n(&fc_log_sink, __ATOMIC_ACQUIRE);
+	char msg[4096];
+
+	snprintf(msg, sizeof(msg), "%s", label);
+	vsnprintf(msg + strlen(msg), sizeof(msg) - strlen(msg), fmt, ap);
+	if (sink)
+		sink(msg);
+	else
+		fprintf(stderr, "freqctl: %s\n", msg);
+}
 
 int fc_err_set(struct fc_err *err, const char *fmt, ...)
 {
@@ -20,11 +41,9 @@ void fc_warn(const char *fmt, ...)
 {
 	va_list ap;
 
-	fputs("freqctl: ", stderr);
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	fc_log_line("", fmt, ap);
 	va_end(ap);
-	fputc('\n', stderr);
 }
 
 void fc_debug(const char *fmt, ...)
@@ -33,11 +52,9 @@ void fc_debug(const char *fmt, ...)
 
 	if (!fc_verbose)
 		return;
-	fputs("freqctl: debug: ", stderr);
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	fc_log_line("debug: ", fmt, ap);
 	va_end(ap);
-	fputc('\n', stderr);
 }
 
 /* libbpf's messages, its warnings too (a verifier log, a kernel's error

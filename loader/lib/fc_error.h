@@ -20,7 +20,8 @@ struct fc_err {
 __attribute__((format(printf, 2, 3)))
 int fc_err_set(struct fc_err *err, const char *fmt, ...);
 
-/* Prints "freqctl: " and the message to stderr. */
+/* Prints "freqctl: " and the message to stderr, in one write: the agent's
+ * threads warn too. */
 __attribute__((format(printf, 1, 2)))
 void fc_warn(const char *fmt, ...);
 
@@ -28,6 +29,12 @@ void fc_warn(const char *fmt, ...);
 extern int fc_verbose;
 __attribute__((format(printf, 1, 2)))
 void fc_debug(const char *fmt, ...);
+
+/* Sends fc_warn's and fc_debug's messages (without "freqctl: ") to sink
+ * instead, from every thread: the agent stamps its log's lines. Set before
+ * any thread that warns starts (NULL: stderr again, once they ended); sink
+ * must be thread-safe. */
+void fc_log_route(void (*sink)(const char *msg));
 int fc_libbpf_print(enum libbpf_print_level level, const char *fmt, va_list ap);
 
 #endif /* FC_ERROR_H */

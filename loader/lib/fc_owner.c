@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: BSD-2-Clause
+#include <errno.h>
 #include <pwd.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -19,6 +20,8 @@ static const struct {
 	[FC_OWNED_SHM] = { "shm", "remove it (rm %s: the next publish makes it anew)",
 			   "remove it (rm %s: the next publish makes it anew, as root's alone)" },
 	[FC_OWNED_CONFIG] = { "config file", "chown root %s", "chmod go-w %s" },
+	[FC_OWNED_FLEET_STATUS] = { "fleet status", "remove it (rm %s: the agent writes it anew each round)",
+				    "remove it (rm %s: the agent writes it anew each round)" },
 };
 
 static int fc_owner_refuse(enum fc_owned kind, const char *path, const char *link, const struct stat *sb,
@@ -62,4 +65,15 @@ int fc_owner_check(enum fc_owned kind, const char *path, struct fc_err *err)
 	if (S_ISLNK(sb.st_mode) && stat(path, &sb) == 0 && !fc_owner_fit(&sb))
 		return fc_owner_refuse(kind, path, "what the link leads to is ", &sb, err);
 	return 0;
+}
+
+int fc_owner_check_fd(enum fc_owned kind, const char *path, int fd, struct fc_err *err)
+{
+	struct stat sb;
+
+	if (geteuid() != 0)
+		return 0;
+	if (fstat(fd, &sb) < 0)
+		return fc_err_set(err, "%s %s: %s", fc_owned[kind].name, path, strerror(errno));
+	return fc_owner_fit(&sb) ? 0 : fc_owner_refuse(kind, path, "", &sb, err);
 }

@@ -18,6 +18,7 @@ enum fc_owned {
 	FC_OWNED_STORE,
 	FC_OWNED_SHM,    /* the config file; the workers' state file is theirs to write, by design */
 	FC_OWNED_CONFIG, /* /etc/default/freqctl, or FREQCTL_CONFIG's */
+	FC_OWNED_FLEET_STATUS, /* <shm>.fleet.json, read */
 };
 
 /*
@@ -28,5 +29,8 @@ enum fc_owned {
  * remove it (rm -r ...) or chown root ..."). Always 0 when not root.
  */
 int fc_owner_check(enum fc_owned kind, const char *path, struct fc_err *err);
+/* The same for the file fd, opened from path (with O_NOFOLLOW): what was
+ * opened is what is checked, however the path changes meanwhile. */
+int fc_owner_check_fd(enum fc_owned kind, const char *path, int fd, struct fc_err *err);
 
 #endif /* FC_OWNER_H */

@@ -386,6 +386,39 @@ static int fc_warmup_validate(const struct fc_policy_spec *p, struct fc_err *err
 static const char *const fc_dim_names[] = { [FC_DIM_UID] = "uid", [FC_DIM_ARG] = "arg:", [FC_DIM_HEADER] = "header:",
 					    [FC_DIM_URI] = "uri" };
 
+/* --fleet: a key's credit replaces its count in the bucket's words, so the
+ * policy has one rate and nothing else that takes a word or spends credit
+ * on its own (freqctl-policy(7), FLEET). */
+static int fc_fleet_validate(const struct fc_policy_spec *p, struct fc_err *err)
+{
+	char one[FC_RATE_STRLEN];
+
+	if (!p->fleet)
+		return 0;
+	if (p->concurrency)
+		return fc_err_set(err, "--concurrency is refused with --fleet: places in flight are not leasable "
+				       "credit, and the key entry has no word left for them");
+	if (p->ntiers > 1)
+		return fc_err_set(err, "--fleet takes one --rate, and this policy has %d: the entry holds one tier's "
+				       "credit, demand and lending words (give the others a policy of their own)",
+				  p->ntiers);
+	if (p->warmup)
+		return fc_err_set(err, "--warmup is refused with --fleet: a ramp is per node, and its word is the "
+				       "fleet's lending word");
+	if (p->action == FC_ACTION_DELAY)
+		return fc_err_set(err, "--action delay is refused with --fleet: shaping would spend credit that a "
+				       "node had lent out (use drop or log)");
+	if (p->kind == FC_MATCH_STAR && !fc_policy_is_l7(p))
+		return fc_err_set(err, "ip=* --fleet is refused at XDP/TC (per-source buckets are evicted by the "
+				       "kernel and sources can be spoofed; use --layer http to enforce it per address "
+				       "in nginx)");
+	fc_rate_format(&p->rate[0], one);
+	if (p->algo == FC_ALGO_GCRA && fc_tier_burst(p, 0) > FC_FLEET_BURST_MAX)
+		return fc_err_set(err, "rate \"%s\": --fleet --algo gcra takes a burst of at most %llu (the fleet's "
+				       "bucket is split into 32-bit shares)", one, (unsigned long long)FC_FLEET_BURST_MAX);
+	return 0;
+}
+
 int fc_policy_validate(const struct fc_policy_spec *p, struct fc_err *err)
 {
 	int i;
@@ -403,7 +436,7 @@ int fc_policy_validate(const struct fc_policy_spec *p, struct fc_err *err)
 		return fc_err_set(err, "--warmup ramps a --rate from N/3 to N, and the policy has none");
 	if (!p->ntiers && p->action == FC_ACTION_DELAY)
 		return fc_err_set(err, "action \"delay\" waits a request to a --rate, and the policy has none");
-	if (fc_words_validate(p, err) < 0)
+	if (fc_fleet_validate(p, err) < 0 || fc_words_validate(p, err) < 0)
 		return -1;
 	if (fc_policy_is_l7(p) && p->count != FC_COUNT_PACKETS)
 		return fc_err_set(err, "--count %s is for policies at XDP/TC; a policy in nginx counts requests",
@@ -660,5 +693,8 @@ const struct fc_opt fc_policy_opts[] = {
 			      "hashes, for keys, top and the console (see freqctl(8), keys)"),
 	FC_POLICY_OPT("no-show-keys", 0, FC_OPT_NO, show_keys,
 		      .help = "keep only the hashes of the keys, never their values"),
+	FC_POLICY_OPT("fleet", 0, FC_OPT_FLAG, fleet, .json = "fleet",
+		      .help = "the rate is the whole fleet's (per key for DIM=*), split over the nodes and leased "
+			      "through Redis: one --rate, no --concurrency, --warmup or --action delay"),
 	FC_OPT_END,
 };

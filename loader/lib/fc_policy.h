@@ -152,6 +152,8 @@ void fc_star_unit_format(const struct fc_policy_spec *p, char buf[FC_STAR_UNIT_S
 /* A per-key (DIM=*) policy's new keys a second, past which requests share
  * its overflow bucket. */
 #define FC_NEW_KEYS_DEFAULT 10000
+/* --fleet --algo gcra: the fleet's burst B at most (design: B <= 2^32). */
+#define FC_FLEET_BURST_MAX (1ULL << 32)
 /* --concurrency at most: far past any worker_connections. */
 #define FC_CONCURRENCY_MAX 100000000
 

@@ -123,15 +123,9 @@ int fc_policy_from_json(json_t *o, struct fc_policy_spec *p, char field[FC_JSON_
 	json_object_foreach(o, key, val) {
 		for (opt = fc_policy_opts; opt->name && (!opt->json || strcmp(key, opt->json)); opt++)
 			;
-		if (!opt->name && strcmp(key, "id") && strcmp(key, "fleet"))
+		if (!opt->name && strcmp(key, "id"))
 			return FC_FAIL(key, "unknown key \"%.64s\"", key);
 	}
-	/* Nothing enforces a fleet's limit yet (issue 29): a policy that says
-	 * so is refused, not stored to be enforced as this node's alone. */
-	val = json_object_get(o, "fleet");
-	if (val && !json_is_null(val) && !json_is_false(val))
-		return FC_FAIL("fleet", "fleet: expected false (this freqctl enforces no fleet-wide limit yet)");
-	p->fleet = false;
 	if (fc_json_uint(json_object_get(o, "id"), FC_POLICY_ID_MAX, &v) < 0 || !v)
 		return FC_FAIL("id", "id: expected a whole number from 1 to %llu", (unsigned long long)FC_POLICY_ID_MAX);
 	p->id = (uint32_t)v;
@@ -260,12 +254,19 @@ json_t *fc_key_uses_to_json(const struct fc_key_use *k, size_t n)
 	size_t i;
 
 	for (i = 0; a && i < n; i++) {
+		json_t *o;
+
 		snprintf(tag, sizeof(tag), "%016llx", (unsigned long long)k[i].tag);
-		json_array_append_new(a, json_pack("{s:s, s:I, s:f, s:I, s:I, s:o}", "key", tag, "policy",
-						   (json_int_t)k[i].policy, "used",
-						   (double)(int64_t)(k[i].use * 1000 + 0.5) / 1000, "passed",
-						   (json_int_t)k[i].passed, "denied", (json_int_t)k[i].denied, "value",
-						   fc_key_value_to_json(k[i].has_value, k[i].value, k[i].value_cut)));
+		o = json_pack("{s:s, s:I, s:f, s:I, s:I, s:o}", "key", tag, "policy", (json_int_t)k[i].policy, "used",
+			      (double)(int64_t)(k[i].use * 1000 + 0.5) / 1000, "passed", (json_int_t)k[i].passed,
+			      "denied", (json_int_t)k[i].denied, "value",
+			      fc_key_value_to_json(k[i].has_value, k[i].value, k[i].value_cut));
+		/* A fleet key: this node's credit in the current window, and whether it asks for more. */
+		if (o && k[i].is_fleet)
+			json_object_set_new(o, "fleet",
+					    json_pack("{s:I, s:b, s:b}", "credit", fc_json_count(k[i].fleet.credit),
+						      "current", k[i].fleet.current, "demand", k[i].fleet.demand));
+		json_array_append_new(a, o);
 	}
 	return a;
 }

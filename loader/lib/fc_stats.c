@@ -160,6 +160,20 @@ void fc_stats_free(struct fc_stats_all *a)
 	free(a->rows);
 	free(a->ps);
 	free(a->sources);
+	fc_fleet_file_free(&a->fleet);
+}
+
+/* The agent's fleet status, if one writes it: what fleet policies show
+ * besides this node's counters. A file that can not be used is said with
+ * -v and shown as no fleet status. */
+static void fc_stats_fleet(const struct fc_ctx *ctx, struct fc_stats_all *a)
+{
+	struct fc_err err;
+
+	if (fc_fleet_file_read(ctx->shm_path, &a->fleet, &err) < 0)
+		fc_debug("fleet status: %s", err.msg);
+	else if (a->fleet.stale)
+		fc_fleet_file_free(&a->fleet);
 }
 
 /* The ban sources of the store and their drops (maps: whether any are pinned). */
@@ -292,6 +306,7 @@ int fc_stats_gather(const struct fc_ctx *ctx, struct fc_stats_all *a, struct fc_
 			a->ps[i].conc_denied = slots[r->slot].conc_denied;
 		}
 	}
+	fc_stats_fleet(ctx, a);
 	rc = 0;
 out:
 	free(slots);
@@ -390,6 +405,7 @@ bool fc_key_value(const struct fc_policy_row *row, const struct fc_enforced *e, 
 struct fc_keyed {
 	uint32_t slot;
 	const struct fc_policy *pol; /* compiled, as this node enforces it */
+	const json_t *fleet;         /* its object in the agent's fleet status, or NULL */
 };
 
 struct fc_busiest {
@@ -429,6 +445,10 @@ static void fc_busiest_one(const struct fc_shm_key *e, void *arg)
 		return;
 	pol = kp->pol;
 	k = (struct fc_key_use){ pol->id, e->tag, e->passed, e->denied, fc_bucket_use(pol, e->state, b->now) };
+	if (kp->fleet) {
+		k.is_fleet = true;
+		fc_key_fleet_view(kp->fleet, e, &k.fleet);
+	}
 	if (k.use)
 		fc_topn_push(&b->top, &k);
 }
@@ -473,7 +493,8 @@ int fc_stats_busiest_keys(const struct fc_ctx *ctx, const struct fc_stats_all *a
 		const struct fc_policy_row *r = a->ps[i].row;
 
 		if (fc_policy_is_keyed(&r->spec) && r->slot && r->slot < FC_SHM_SLOTS)
-			keyed[b.nkeyed++] = (struct fc_keyed){ r->slot, &a->ps[i].enforced.k };
+			keyed[b.nkeyed++] =
+				(struct fc_keyed){ r->slot, &a->ps[i].enforced.k, fc_fleet_file_policy(&a->fleet, r->spec.id) };
 	}
 	if (!b.nkeyed || !max) {
 		free(keyed);
@@ -520,6 +541,7 @@ int fc_stats_write_prometheus(const struct fc_ctx *ctx, FILE *f, struct fc_err *
 	if (fc_stats_gather(ctx, &a, err) < 0)
 		return -1;
 	fc_stats_prometheus(f, &a);
+	fc_fleet_prometheus(f, a.fleet.doc);
 	fprintf(f, "# HELP freqctl_bans Live bans in the store, by kind and reason.\n# TYPE freqctl_bans gauge\n"
 		   "freqctl_bans{kind=\"address\",reason=\"by_hand\"} %zu\n"
 		   "freqctl_bans{kind=\"address\",reason=\"escalated\"} %zu\n"

@@ -13,6 +13,7 @@
 #include "fc_ctx.h"
 #include "fc_enforce.h"
 #include "fc_escape.h"
+#include "fc_fleet_file.h"
 #include "fc_kern.h"
 #include "fc_store.h"
 
@@ -56,6 +57,9 @@ struct fc_stats_all {
 	bool maps_there, shm_there;
 	bool maps_other_store, shm_other_store;
 	uint64_t store_id, maps_store_id, shm_store_id;
+	/* The agent's fleet status (fc_fleet_file.h): doc NULL with no file,
+	 * one that can not be used, or one no agent writes any more. */
+	struct fc_fleet_file fleet;
 };
 
 /* a's ban sources as JSON: [{"set": null | NAME, "bans", "dropped": {"packets", "bytes"}}]. */
@@ -93,6 +97,8 @@ struct fc_key_use {
 	bool has_value; /* its policy keeps values (--show-keys) and its value was there */
 	bool value_cut; /* ... longer than the FC_SHM_VAL_MAX bytes kept */
 	char value[FC_KEY_VALUE_LEN];
+	bool is_fleet;  /* its policy is a fleet policy its agent reports: fleet says its credit */
+	struct fc_key_fleet fleet;
 };
 
 /* A key of a per-key nginx policy as freqctl keys shows it, read from its

@@ -1018,6 +1018,136 @@ static void test_publish_marks(void **state)
 	assert_int_equal(fc_env_run(env, false, frame, len), XDP_DROP); /* the store's ban stayed */
 }
 
+/* The entry fc_exact4 holds for the IPv4 address text. */
+static struct fc_rule fc_exact4_rule(struct fc_env *env, const char *text)
+{
+	struct fc_rule r = { 0 };
+	uint8_t k[4];
+
+	assert_int_equal(inet_pton(AF_INET, text, k), 1);
+	assert_int_equal(bpf_map_lookup_elem(env->maps.exact4, k, &r), 0);
+	return r;
+}
+
+/* The policy slot fc_pfx4's entry of text/len names. */
+static __u32 fc_pfx4_policy(struct fc_env *env, const char *text, __u32 len)
+{
+	struct fc_pfx4_key k = { .prefixlen = len };
+	struct fc_rule r = { 0 };
+
+	assert_int_equal(inet_pton(AF_INET, text, k.a), 1);
+	assert_int_equal(bpf_map_lookup_elem(env->maps.pfx4, &k, &r), 0);
+	return r.policy;
+}
+
+/* Whether the address text's entry carries its prefix answer, and which. */
+static void fc_assert_carry(struct fc_env *env, const char *text, bool carried, __u32 slot)
+{
+	struct fc_rule r = fc_exact4_rule(env, text);
+
+	assert_int_equal(!!(r.flags & FC_RULE_CARRY), carried);
+	if (carried)
+		assert_int_equal(r.carry_policy, slot);
+}
+
+/*
+ * An address with a policy inside prefixes with policies (a /16, a /24):
+ * its fc_exact4 entry carries the longest one's policy, the program takes
+ * it from there (a carry changed by hand is obeyed) and charges both; and
+ * after each publish that changes what covers it (the prefix's policy
+ * removed, a longer one added, a ban, a lapsing ban, an allow entry) the
+ * next frame sees exactly the new rules: a carry left as it was would
+ * charge a freed slot, the wrong bucket, or pass a banned source.
+ */
+static void fc_carry_body(struct fc_env *env, bool star)
+{
+	const char *src = "198.18.0.7";
+	struct fc_ban_row other = { .created = (int64_t)time(NULL) };
+	struct fc_rule r;
+	struct fc_err err;
+	uint64_t wide;
+	uint8_t k[4];
+
+	fc_env_policy(env, 1, "ip=198.18.0.7", "1/m", "burst=1000");
+	fc_env_policy(env, 4, "ip=198.18.0.0/16", "1/m", "burst=1000");
+	fc_env_policy(env, 2, "ip=198.18.0.0/24", "1/m", "burst=2");
+	if (star)
+		fc_env_policy(env, 9, "ip=*", "1/m", "burst=1000");
+	fc_assert_carry(env, src, true, fc_pfx4_policy(env, "198.18.0.0", 24));
+	assert_int_equal(fc_udp(env, false, src, 2) + fc_udp(env, true, src, 1), 2);
+	assert_int_equal(fc_env_pstats(env, 1).passed.packets, 2); /* both charged, or neither */
+	assert_int_equal(fc_env_pstats(env, 2).dropped.packets, 1);
+	/* An address given a policy where the prefixes stay carries theirs too
+	 * (read from the maps as they are). */
+	fc_env_policy(env, 3, "ip=198.18.0.9", "1/m", "burst=1000");
+	fc_assert_carry(env, "198.18.0.9", true, fc_pfx4_policy(env, "198.18.0.0", 24));
+
+	/* What the entry carries is what the program charges: the /16's policy
+	 * by hand here, made known by a publish of something else (which
+	 * voids what an ip=* bucket noted of the source). */
+	r = fc_exact4_rule(env, src);
+	r.carry_policy = fc_pfx4_policy(env, "198.18.0.0", 16);
+	assert_int_equal(inet_pton(AF_INET, src, k), 1);
+	assert_int_equal(bpf_map_update_elem(env->maps.exact4, k, &r, BPF_EXIST), 0);
+	assert_int_equal(fc_prefix_parse("203.0.113.1", &other.p, &err), 0);
+	assert_int_equal(fc_store_ban_put(env->st, &other, &err), 0);
+	fc_env_publish_changes(env);
+	assert_int_equal(fc_udp(env, false, src, 3), 3);
+	fc_env_sync(env);
+	assert_int_equal(fc_udp(env, true, src, 1), 0); /* the /24's bucket again */
+
+	/* The /24's policy removed: the /16's applies. */
+	fc_env_policy_del(env, 2);
+	fc_assert_carry(env, src, true, fc_pfx4_policy(env, "198.18.0.0", 16));
+	wide = fc_env_pstats(env, 4).passed.packets;
+	assert_int_equal(fc_udp(env, false, src, 3), 3);
+	assert_int_equal(fc_env_pstats(env, 4).passed.packets, wide + 3);
+
+	/* A longer prefix's policy (of /25 to /31) added: it applies. */
+	fc_env_policy(env, 5, "ip=198.18.0.0/26", "1/m", "burst=1");
+	fc_assert_carry(env, src, true, fc_pfx4_policy(env, "198.18.0.0", 26));
+	assert_int_equal(fc_udp(env, true, src, 3), 1);
+	fc_env_policy(env, 6, "ip=198.18.0.10", "1/m", "burst=1000");
+	fc_assert_carry(env, "198.18.0.10", true, fc_pfx4_policy(env, "198.18.0.0", 26));
+
+	/* Banned, for good and for an hour: dropped, and nothing carried. */
+	fc_env_ban(env, "198.18.0.0/26", 0);
+	fc_assert_carry(env, src, false, 0);
+	assert_int_equal(fc_udp(env, false, src, 2), 0);
+	fc_env_policy(env, 7, "ip=198.18.0.11", "1/m", "burst=1000");
+	fc_assert_carry(env, "198.18.0.11", false, 0);
+	assert_int_equal(fc_udp(env, true, "198.18.0.11", 2), 0);
+	fc_env_unban(env, "198.18.0.0/26");
+	fc_assert_carry(env, src, true, fc_pfx4_policy(env, "198.18.0.0", 26));
+	fc_env_ban(env, "198.18.0.0/20", 3600);
+	fc_assert_carry(env, src, false, 0);
+	assert_int_equal(fc_udp(env, true, src, 2), 0);
+	fc_env_unban(env, "198.18.0.0/20");
+	assert_int_equal(fc_udp(env, true, src, 2), 0); /* the /26's bucket, empty */
+
+	/* Allowed: every frame passes, nothing carried; then limited again. */
+	fc_env_allow(env, "198.18.0.0/24", 0);
+	fc_assert_carry(env, src, false, 0);
+	assert_int_equal(fc_udp(env, false, src, 3), 3);
+	fc_env_unallow(env, "198.18.0.0/24");
+	fc_assert_carry(env, src, true, fc_pfx4_policy(env, "198.18.0.0", 26));
+	assert_int_equal(fc_udp(env, false, src, 2), 0);
+	assert_int_equal(fc_stats_now(env).drop_prefix.packets, 6);
+}
+
+static void test_carry(void **state)
+{
+	FC_REQUIRE_BPF();
+	fc_carry_body(*state, false);
+}
+
+/* The same under ip=* counting packets: three policies met. */
+static void test_carry_star(void **state)
+{
+	FC_REQUIRE_BPF();
+	fc_carry_body(*state, true);
+}
+
 int main(void)
 {
 #define T(f) cmocka_unit_test_setup_teardown(f, fc_env_setup, fc_env_teardown)
@@ -1049,6 +1179,8 @@ int main(void)
 		T(test_exact_under_race),
 		T(test_policy_digest),
 		T(test_publish_marks),
+		T(test_carry),
+		T(test_carry_star),
 	};
 
 	return fc_run_group("policies in the bpf programs (BPF_PROG_TEST_RUN)", tests, NULL, NULL);

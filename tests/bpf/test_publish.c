@@ -312,7 +312,7 @@ static int fc_churn_change(struct fc_churn *c, struct fc_publish *pub, struct fc
 	/* A change that a publish cut short left half done: only the mark
 	 * cleared (what it wrote is the store's anyway). */
 	if (fc_rnd(c, 2))
-		return fc_sync_mark(&c->maps[0], 0, 0, err);
+		return fc_sync_mark(&c->maps[0], 0, 0, 0, err);
 	return access(pub->ctx->shm_path, F_OK) ? 0 : fc_shm_mark(pub->ctx->shm_path, 0, 0, err);
 }
 

@@ -137,6 +137,17 @@ try {
   check('a key kept by value is listed by it, as text', (await key.textContent()) === '"<b>x</b>"');
   check('... none of it made into markup', (await page.locator('#keys tbody b').count()) === 0);
 
+  // The fleet panel, from the agent's status: its mode and a fleet policy's use; names as text.
+  const fleetRow = page.locator('#fleet-policies tbody tr', { hasText: '77' });
+  await fleetRow.waitFor({ timeout: 5000 });
+  check('the fleet panel shows the mode and why', (await page.locator('#fleet-mode').textContent())
+    .includes('degraded mode (clock 812 ms from Redis (max 500))'));
+  check('... a fleet policy: 61 of 100/d used, 5 held here, 1 key asking',
+    (await fleetRow.locator('td').allTextContents()).join('|') === '77|61|100/d|20|5|1');
+  check('... a node named with markup shown as text, not markup',
+    (await page.locator('#fleet-nodes').textContent()).includes('<b>n1</b> (0.25, degraded, heard 0.3 s ago)') &&
+    (await page.locator('#fleet b').count()) === 0);
+
   // Delete, by keyboard: the button asks once more.
   const del = row.getByRole('button', { name: 'Delete policy 41' });
   await del.focus();

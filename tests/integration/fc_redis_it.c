@@ -388,6 +388,30 @@ static void test_keyslot(void **state)
 
 /* 3,000 keys: one pipeline per primary, no redirection, each key on the
  * primary that serves its slot. */
+/* A command routed by each slot of fc_redis_primary_slots reaches each
+ * primary once (the fleet's heartbeat PINGs them so): the port that answers
+ * is the slot's owner's, three different ones. */
+static void primaries_reached(struct fc_redis *r)
+{
+	struct fc_redis_want two = { .types = FC_REDIS_ARRAY, .elem_types = FC_REDIS_STR, .min_n = 2, .max_n = 2 };
+	struct batch *b = batch_new();
+	struct fc_err err;
+	uint16_t slots[8];
+	int port[3];
+	size_t i;
+
+	assert_int_equal(fc_redis_primary_slots(r, slots, 8), 3);
+	for (i = 0; i < 3; i++)
+		add(b, two, 0, "CONFIG GET port")->route_slot = slots[i];
+	all_ok(b, fc_redis_exec(r, b->cmd, b->n, &err));
+	for (i = 0; i < 3; i++) {
+		port[i] = atoi(b->cmd[i].reply->elem[1]->str);
+		assert_int_equal(port[i], owner(slots[i], NULL));
+	}
+	assert_true(port[0] != port[1] && port[1] != port[2] && port[0] != port[2]);
+	batch_free(b);
+}
+
 static void test_routing(void **state)
 {
 	struct fc_redis *r = client(cluster_urls, 1000);
@@ -413,6 +437,7 @@ static void test_routing(void **state)
 	assert_int_equal(st.pipelines, 3);
 	assert_int_equal(st.rounds, 1);
 	assert_int_equal(st.moved + st.ask, 0);
+	primaries_reached(r);
 	/* Where the server's own table says: the value is there (no MOVED). */
 	for (i = 0; i < 3000; i += 97) {
 		char key[32], val[32];

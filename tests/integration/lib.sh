@@ -126,6 +126,13 @@ fcq() { quiet fc "$@"; }
 # jq_true FILTER [FILE]: the JSON (FILE or stdin) satisfies FILTER.
 jq_true() { jq -e "$@" >/dev/null; }
 
+# list_col ID COLUMN: that column of policy ID's row in `policy list`, found
+# by the header's name, so that a column added later moves nothing read here.
+list_col() {
+	fc policy list | awk -v id="$1" -v col="$2" \
+		'NR == 1 { for (i = 1; i <= NF; i++) if ($i == col) c = i } NR > 1 && $1 == id && c { print $c }'
+}
+
 # A port for the test to listen on, the Nth (0-7) of its block: below the
 # ephemeral range (32768-), so the local ports of the many client
 # connections the tests make never hold it.
@@ -134,8 +141,9 @@ fc_port() { echo $((12000 + FC_BLOCK * 8 + ${1:-0})); }
 # Debian's nginx with the built module, reading $shm, the user id from
 # ?uid=, its files under /tmp/fc-it-$tag; FC_NGX_WORKERS sets the worker
 # count (1), FC_NGX_HTTP and FC_NGX_SERVER add directives to its http and
-# server blocks, FC_NGX_ACCESS_LOG replaces "access_log off". fc_nginx_stop ends it by its pid (call it
-# from the EXIT trap).
+# server blocks, FC_NGX_ACCESS_LOG replaces "access_log off"; FC_NGX_DIR and FC_NGX_SHM put another
+# nginx in another directory on another shm (a fleet's nodes). fc_nginx_stop ends it by its pid (call it
+# from the EXIT trap; FC_NGX_DIR the same).
 MODULE=${FC_NGX_MODULE:-$PWD/build/ngx_http_freqctl_module.so}
 fc_nginx_missing() {
 	command -v nginx >/dev/null || { echo "nginx not installed (Debian nginx)"; return; }
@@ -143,7 +151,7 @@ fc_nginx_missing() {
 	[ -f "$MODULE" ] || echo "$MODULE not built (make)"
 }
 fc_nginx_start() { # fc_nginx_start ADDR:PORT
-	local d=/tmp/fc-it-$tag
+	local d=${FC_NGX_DIR:-/tmp/fc-it-$tag} shm=${FC_NGX_SHM:-$shm}
 	ngx_url=http://$1
 	mkdir -p "$d/html" "$d/logs"
 	echo ok >"$d/html/index.html"
@@ -215,7 +223,7 @@ fc_nginx_workers_new() { # fc_nginx_workers_new OLD-PIDS
 	[ -n "$now" ] && [ -z "$(comm -12 <(echo "$1") <(echo "$now"))" ]
 }
 fc_nginx_stop() {
-	local pid f=/tmp/fc-it-$tag/nginx.pid
+	local pid f=${FC_NGX_DIR:-/tmp/fc-it-$tag}/nginx.pid
 	[ -f "$f" ] || return 0
 	pid=$(cat "$f")
 	kill -QUIT "$pid" 2>/dev/null
@@ -253,6 +261,29 @@ wait_until() { # wait_until SECONDS COMMAND...
 		[ "$n" -gt 0 ] || return 1
 		sleep 0.05
 	done
+}
+
+# Fleet policies: the agent writes <shm>.fleet.json each sync round (design
+# §10), its "rounds" counting them. fleet_rounds SHM: the count now (-1 with
+# no file). fleet_wait_rounds NODE K: waits until node NODE's agent has
+# ended K more rounds, polling every 20 ms for at most K seconds; NODE is
+# a node of fleet4.sh (its shm /tmp/fc-it-$tag/NODE.shm) or "-" for $shm.
+# Tests count rounds, not wall time: a round is the unit of every fleet
+# bound.
+fleet_shm() { if [ "$1" = - ]; then echo "$shm"; else echo "/tmp/fc-it-$tag/$1.shm"; fi; }
+fleet_rounds() { jq -e '.rounds' "$1.fleet.json" 2>/dev/null || echo -1; }
+fleet_wait_rounds() { # fleet_wait_rounds NODE K
+	local f n0 n end=$((${EPOCHREALTIME/./} + $2 * 1000000))
+	f=$(fleet_shm "$1")
+	n0=$(fleet_rounds "$f")
+	[ "$n0" -ge 0 ] || { echo "# fleet_wait_rounds: no $f.fleet.json" >&2; return 1; }
+	while [ "${EPOCHREALTIME/./}" -lt "$end" ]; do
+		n=$(fleet_rounds "$f")
+		[ "$n" -ge $((n0 + $2)) ] && return 0
+		sleep 0.02
+	done
+	echo "# fleet_wait_rounds $1 $2: rounds $n0 -> $n in $2 s" >&2
+	return 1
 }
 
 # Something listens on TCP port PORT (of this namespace).

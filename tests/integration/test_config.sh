@@ -75,6 +75,17 @@ check "... no secret anywhere in status, its password file never read for it" \
 $text
 $st
 EOF"
+# A password in the file's URL: said while others may read the file, naming it.
+chmod 0644 "$conf"
+bare status >/dev/null 2>"$d/pw.err"
+check "a password in the file's Redis URL, the file 0644: a warning naming the file and line, pointing to the password file" \
+	grep -qF "freqctl: $conf:7: FREQCTL_REDIS holds a password and the file is readable by others (mode 0644): put it in a file of mode 0600 named by FREQCTL_REDIS_PASSWORD_FILE (--redis-password-file)" "$d/pw.err" ||
+	sed 's/^/# /' "$d/pw.err"
+check "... never the password itself" eval '! grep -q s3cret-pw "$d/pw.err"'
+chmod 0600 "$conf"
+bare status >/dev/null 2>"$d/pw.err"
+check "... nothing once the file is 0600" eval '! grep -q "holds a password" "$d/pw.err"'
+chmod 0644 "$conf"
 check "the environment wins over the file" [ "$(FREQCTL_SHM=$d/env.shm bare status --json | jq -r .shm.path)" = "$d/env.shm" ]
 check "an option wins over both" [ "$(FREQCTL_SHM=$d/env.shm bare --shm "$d/opt.shm" status --json | jq -r .shm.path)" = "$d/opt.shm" ]
 check "FREQCTL_CONFIG empty: no file read" jq_true '.configuration.file == null and .configuration.settings.db.from == "default"' \
@@ -144,10 +155,24 @@ else
 fi
 
 # ---- the agent reads the same file ----
+# The agent is the one command that logs in to Redis: given a password in the
+# URL and a password file too, it refuses to start, naming the file, and
+# shows neither password.
+rc=0
+FREQCTL_CONFIG=$conf timeout 10 "$FC_BIN" agent >"$d/agent.log" 2>&1 || rc=$?
+check "the agent refuses the file's two Redis passwords (exit $rc), showing neither" sh -c "[ $rc = 1 ] &&
+	grep -q 'redis-password-file $d/redis.pw: the URL has a password already' '$d/agent.log' &&
+	! grep -q -e s3cret-pw -e PASSWORD-IN-FILE '$d/agent.log'"
+# The operator's fix (freqctl(8): the password file, not with one in the URL),
+# and the file kept from others again: fc_nginx_start opened $d to nginx's
+# workers, and the agent refuses a password file others may read.
+sed -i 's|^FREQCTL_REDIS=redis://fleet:s3cret-pw@|FREQCTL_REDIS=redis://fleet@|' "$conf"
+chmod 0600 "$d/redis.pw"
 FREQCTL_CONFIG=$conf "$FC_BIN" agent >"$d/agent.log" 2>&1 &
 apid=$!
 for _ in $(seq 50); do grep -q "watching store" "$d/agent.log" && break; sleep 0.1; done
-check "the agent, with no option, watches the file's store" grep -q "watching store $db" "$d/agent.log"
+check "the agent, with no option, watches the file's store" grep -q "watching store $db" "$d/agent.log" ||
+	sed 's/^/# agent: /' "$d/agent.log"
 # A ban written to the store behind freqctl's back: only the agent publishes it.
 sqlite3 -cmd ".timeout 5000" "$db" "INSERT INTO bans (family, addr, len, created) VALUES (4, x'c6120007', 32, 1)"
 check "... and publishes to the file's pin dir" \

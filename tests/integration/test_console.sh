@@ -136,6 +136,14 @@ r=$(api PUT /api/policies/8 '{"match": "uid=u8", "rates": ["2/m"], "override": "
 check "\"override\": \"yes\": 400 naming the key" body_has "$r" '.field == "override" and .error == "policy 8: override: expected true or false"'
 r=$(api PUT /api/policies/8 '{"match": "uid=u8", "rates": ["2/m"], "override": true, "action": "log"}')
 check "override with action log: 400 saying why" body_has "$r" '.error | contains("a dry run")'
+api PUT /api/policies/8 '{"match": "uid=u8", "rates": ["2/m"], "override": true, "fleet": true}' >/dev/null
+r=$(api GET /api/policies/8)
+check "PUT with \"fleet\": true, and GET says so" body_has "$r" '.fleet == true and .override == true'
+r=$(api PUT /api/policies/8 '{"match": "uid=u8", "rates": ["2/m", "100/d"], "fleet": true}')
+check "fleet with two rates: 400 saying why" body_has "$r" '.error | contains("--fleet takes one --rate")'
+api PUT /api/policies/8 '{"match": "uid=u8", "rates": ["2/m"], "override": true}' >/dev/null
+r=$(api GET /api/policies/8)
+check "PUT without \"fleet\": the rate is each node's again" body_has "$r" '.fleet == false'
 r=$(api GET /api/policies/99)
 check "GET an unknown id: 404" status_is "$r" 404
 r=$(api GET /api/policies/x7)
@@ -313,6 +321,18 @@ elif [ ! -d tests/browser/node_modules/playwright-core ]; then
 	skip_one "the page in a browser: playwright-core not installed (npm ci --prefix tests/browser)"
 else
 	mkdir -p build/test-output
+	# The fleet panel: an agent's status, as fleet29c's writes it, with
+	# markup where a node's name goes (names are the store's, text only).
+	# A round a minute: still fresh while the browser gets to it.
+	cat >"$shm.fleet.json" <<'JSON'
+{"node": "<b>n1</b>", "node_no": 1, "mode": "degraded", "reason": "clock 812 ms from Redis (max 500)",
+ "since": "2026-11-29T06:00:00.000Z", "rounds": 42, "last_sync": "2026-11-29T06:00:04.200Z", "interval_ms": 60000,
+ "redis": {"mode": "cluster", "wait": 1, "primaries": [{"addr": "127.0.0.1:16009", "slots": 16384, "replicas": 1, "state": "up"}]},
+ "nodes": [{"name": "<b>n1</b>", "no": 1, "weight": 0.25, "in_set": true, "mode": "degraded", "age_ms": 300}],
+ "policies": [{"id": 77, "algo": "window", "limit": 100, "unit": "d", "window": 20421, "fleet_used": 61,
+   "node_used": 20, "credit": 5, "tracked": 3, "demanding": 1, "done": 0, "grants": 9, "releases": 2, "donated": 0}],
+ "counters": {"commands": 120}}
+JSON
 	out=$(FC_URL="$U/" FC_TOKEN="$token" FC_SHOT=build/test-output/console.png FC_WEB="http://127.0.0.1:$web" \
 		timeout 120 node tests/browser/console.mjs 2>&1)
 	tap_relay <<<"$out" || check "the browser test ran" false

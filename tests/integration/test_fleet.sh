@@ -67,6 +67,8 @@ within_100ms() {
 	return 1
 }
 both() { local f=$1; shift; "$f" a "$@" && "$f" b "$@"; } # both CHECK ARGS: true on both nodes
+# The fleet's node set from its last changes on: "name:weight ...", by name.
+fleet_open() { psql -tA -X "$pg_dsn" -c "SELECT string_agg(name || ':' || weight, ' ' ORDER BY name) FROM fleet_nodes WHERE until IS NULL"; }
 logged() { grep -q "$2" "$dir/$1.log"; }
 wait_logged() { # wait_logged N TEXT SECONDS
 	local i
@@ -89,6 +91,7 @@ apid_a=$!
 	>"$dir/b.log" 2>&1 &
 apid_b=$!
 check "both agents start on the PostgreSQL store" both wait_logged 'watching store' 10 || cat "$dir/a.log" "$dir/b.log"
+check "... each in the fleet's node set at its --weight, in micro-units" [ "$(fleet_open)" = "a:250000 b:750000" ]
 check "a second agent for the same shm is refused, saying which" \
 	sh -c "! '$FC_BIN' --db '$pg_dsn' --pin-dir /sys/fs/bpf/fc-fleet-a-$tag --shm '$dir/a.shm' agent 2>'$dir/err' && grep -q 'another agent (pid $apid_a) already runs on shm' '$dir/err'" || cat "$dir/err"
 
@@ -129,6 +132,22 @@ check "after recovery a change reaches both nodes within 100 ms" within_100ms bo
 op node set b 0.5
 check "a weight change republishes that node: 200/m on b" within_100ms limit_is b 1 200
 check "... and leaves a at 100/m" limit_is a 1 100
+check "... and b's row in the fleet's node set follows it" [ "$(fleet_open)" = "a:250000 b:500000" ]
+op policy add 9 --match 'uid=*' --rate 10/s --algo window --fleet
+op node set c 0.5
+check "node set c: c joins the fleet's node set" [ "$(fleet_open)" = "a:250000 b:500000 c:500000" ]
+# The splits published name the set of the window now and of the next that
+# differs; when that one begins, the agents publish everything again.
+check "... and the agents publish the fleet's splits again when c's first window begins" \
+	both wait_logged 'published (fleet splits)' 5
+check "node del c: exit 0" op node del c
+check "... c leaves it" [ "$(fleet_open)" = "a:250000 b:500000" ]
+check "... node list: a and b, each with its number in the fleet's node set" \
+	jq_true '[.[] | select(.fleet_no != null) | .name] == ["a", "b"] and ([.[] | .name] | index("c") == null)' \
+	<(fcn a node list --json)
+check "... its row closed from 2 s on, kept for the windows that began before" \
+	[ "$(psql -tA -X "$pg_dsn" -c "SELECT count(*) FROM fleet_nodes WHERE name = 'c' AND until IS NOT NULL")" = 1 ]
+check "... and node del c again: no such node (exit 1)" sh -c "! '$FC_BIN' --db '$pg_dsn' --pin-dir /sys/fs/bpf/fc-fleet-op-$tag --shm '$dir/op.shm' node del c 2>'$dir/err' && grep -qx 'freqctl: node c: no such node' '$dir/err'"
 
 kill -TERM "$apid_a" "$apid_b"
 wait "$apid_a"

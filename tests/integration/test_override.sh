@@ -28,7 +28,10 @@ for mode in xdp tc; do
 	got=$(flood 4 300)
 	check "$mode: no --override: the partner is held to ip=*'s 5/m (got $got of 300)" [ "${got:-0}" -lt 60 ]
 	check "$mode: policy set 2 --override" fcq policy set 2 --match ip=$peer4 --rate 10000/s --override
-	check "$mode: policy list says it" grep -qE '^2 .* yes +- +-$' <<<"$(fc policy list)"
+	check "$mode: policy list --json says it: override, not fleet" \
+		jq_true '.[] | select(.id == 2) | .override == true and .fleet == false' <(fc policy list --json)
+	check "$mode: ... and so do its OVERRIDE and FLEET columns" \
+		[ "$(list_col 2 OVERRIDE) $(list_col 2 FLEET)" = "yes -" ]
 	before=$(counter policy 1 passed)
 	t0=$(date +%s%N)
 	got=$(flood 4 2000)

@@ -152,7 +152,7 @@ if [ ! -e /var/lib/freqctl/freqctl.db ]; then
 		<(env -u FREQCTL_DB "$FC_BIN" policy list 2>&1)
 fi
 check "... where a command opens the store itself, what says more" grep -qF "no store at $typo: no such file ('freqctl status' says where the path is from)" \
-	<("$FC_BIN" --db "$typo" stats 2>&1)
+	<("$FC_BIN" --db "$typo" --pin-dir "$pin" stats 2>&1)
 check "... its --help still answers" quiet "$FC_BIN" --db "$typo" policy list --help
 check "... and a usage error is still one (exit 2)" sh -c "'$FC_BIN' --db '$typo' ban del nonsense 2>/dev/null; [ \$? = 2 ]"
 check "status shows it, exit 0" sh -c "'$FC_BIN' --db '$typo' --pin-dir '$pin' --shm '$shm' status | grep -qxF 'store: $typo: no store there yet (attach, ban add or import, allow add, policy add or set, import or node set makes one)'"
@@ -183,6 +183,46 @@ check "... the match the same as stats --json's" \
 	[ "$(awk '$1 == 3 { print $2 }' <<<"$list")" = "$(fc stats --json | jq -r '.policies[] | select(.id == 3) | .match')" ]
 check "... and --json has it" jq_true '[.[] | select(.id == 2 or .id == 3) | .layer] == ["nginx", "xdp"]' <(fc policy list --json)
 
+# --- --fleet: the rate is the whole fleet's; what it refuses, and why ---
+out policy add 11 --match 'header:x-tenant=*' --rate 100/d --algo window --fleet
+check "policy add --fleet: the whole fleet's rate, said" has "policy 11 added: header:x-tenant=* 100/d (window, drop, the whole fleet's, requests in nginx)"
+check "... export and policy list --json say fleet: true" \
+	sh -c "[ \"\$('$FC_BIN' --db '$db' --pin-dir '$pin' --shm '$shm' export | jq '.policies[] | select(.id == 11) | .fleet')\" = true ] &&
+		[ \"\$('$FC_BIN' --db '$db' --pin-dir '$pin' --shm '$shm' policy list --json | jq '.[] | select(.id == 11) | .fleet')\" = true ]"
+list=$(fc policy list)
+check "... policy list has a FLEET column" grep -qE '^ID .* OVERRIDE +FLEET +WARMUP ' <<<"$list"
+check "... yes for it" grep -qE '^11 .* yes +- +-$' <<<"$list"
+check "... - for the others" grep -qE '^7 .* - +- +- +-$' <<<"$list"
+for refused in "--concurrency 3|--concurrency is refused with --fleet: places in flight are not leasable credit" \
+	"--rate 5/m|--fleet takes one --rate, and this policy has 2: the entry holds one tier" \
+	"--warmup 1m|--warmup is refused with --fleet: a ramp is per node" \
+	"--action delay|--action delay is refused with --fleet: shaping would spend credit that a node had lent out"; do
+	out policy add 12 --match 'uid=*,uri=/x' --rate 10/s --fleet ${refused%%|*}
+	check "--fleet ${refused%%|*}: refused (exit 2), saying why" sh -c "[ $? = 2 ] && grep -qF -- 'freqctl: policy 12: ${refused#*|}' '$dir/out'"
+done
+out policy add 12 --match 'ip=*/24' --rate 10/s --fleet
+check "ip=* --fleet at XDP/TC: refused (exit 2), saying why and what to do" \
+	sh -c "[ $? = 2 ] && grep -qxF 'freqctl: policy 12: ip=* --fleet is refused at XDP/TC (per-source buckets are evicted by the kernel and sources can be spoofed; use --layer http to enforce it per address in nginx)' '$dir/out'"
+check "... and nothing was stored" [ "$(pol 12 id)" = "" ]
+check "ip=ADDR --fleet at XDP/TC is taken" fcq policy add 12 --match ip=198.18.0.9 --rate 60/m --algo window --fleet
+# The kernel's slot: the fleet's algorithm and flag, the fleet's 60 (not a
+# weight's share), and this node's shares (none: it is in no node set).
+kpol() { bpftool -j map dump pinned "$pin/fc_policies" | jq -c ".[] | .formatted.value | select(.id == $1)"; }
+check "... published to the kernel as the fleet's: FC_ALGO_FLEET_WINDOW, FC_POLICY_FLEET, 60 unscaled, no share" \
+	jq_true '.algo == 3 and .flags == 4 and .[""].lim.tier[0].limit == 60 and .fleet_share == [0, 0]' <(kpol 12)
+check "policy edit --no-fleet: each node's share again" fcq policy edit 11 --no-fleet
+check "... fleet: false, the rest kept" jq_true '.policies[] | select(.id == 11) | .fleet == false and .rates == ["100/d"] and .algo == "window"' <(fc export)
+out policy edit 11 --rate 5/m --rate 100/d
+check "... a second rate is fine for it then" [ $? = 0 ]
+out policy edit 11 --fleet
+check "policy edit --fleet checks the result: two rates refused (exit 2)" sh -c "[ $? = 2 ] && grep -qF -- '--fleet takes one --rate' '$dir/out'"
+check "policy edit --fleet --rate 100/d" fcq policy edit 11 --fleet --rate 100/d
+fc export >"$dir/fleet.json"
+fcq policy del 11
+fcq policy del 12
+out import "$dir/fleet.json"
+check "import brings --fleet back" jq_true '[.policies[] | select(.id == 11 or .id == 12) | .fleet] == [true, true]' <(fc export)
+
 # --- no more argument or header names than nginx reads ---
 # nginx's index keeps 32 argument names and 32 header names: a policy past
 # them would be stored, listed and not enforced.
@@ -199,11 +239,3 @@ jq '.policies += [.policies[] | select(.id == 331) | .id = 296 | .match = "arg:y
 out import "$dir/names33.json"
 check "import of a file with 33 argument names: refused, naming the policy" sh -c "[ $? = 1 ] && grep -qF \
 	'(id 296): arg:yy: one argument name more than nginx reads' '$dir/out'"
-
-# --- what an earlier build stored with "fleet": true is restored as it was enforced ---
-fc export >"$dir/fleet.json"
-jq '(.policies[] | select(.id == 7) | .fleet) = true' "$dir/fleet.json" >"$dir/fleet-true.json"
-out import "$dir/fleet-true.json"
-check "import of a policy with \"fleet\": true: imported, with a warning" sh -c "[ $? = 0 ] && grep -qF \
-	'policies[' '$dir/out' && grep -qF '\"fleet\": true: this freqctl enforces no fleet-wide limit yet; imported as this node'\"'\"'s limit' '$dir/out'"
-check "... as this node's limit" jq_true '.[] | select(.id == 7) | .fleet == false' <<<"$(fc policy list --json)"

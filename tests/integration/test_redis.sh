@@ -9,117 +9,28 @@
 # checks through build/fc_redis_probe (a URL that does not parse, TLS, a
 # password file of the wrong mode or owner).
 #
-# Ports: a block of 20 from 26400-27199, picked by the pid among the free
-# ones and held by a lock while the test runs; the Cluster's bus ports are
-# in the block too (cluster-port), so none is in the ephemeral range.
+# Servers and ports: tests/integration/redis.sh (the suite's block).
 . "$(dirname "$0")/lib.sh"
 
-for bin in redis-server redis-cli; do
-	command -v "$bin" >/dev/null || skip_all "$bin not installed (Debian redis-server and redis-tools)"
-done
 [ -x build/tests/fc_redis_it ] && [ -x build/fc_redis_probe ] || skip_all "build/tests/fc_redis_it not built (make)"
 ldconfig -p | grep -q 'libhiredis\.so\.0\.14 ' || skip_all "libhiredis0.14 not installed"
 
-rdir=/tmp/fc-it-$tag/redis
+# shellcheck source=tests/integration/redis.sh
+. tests/integration/redis.sh
+why=$(redis_missing)
+[ -z "$why" ] || skip_all "$why"
+trap 'redis_cleanup; fc_finish' EXIT
+rdir=$redis_dir
 probe=build/fc_redis_probe
-mkdir -p "$rdir"
-chmod 700 "$rdir"
-
-# Ends every redis-server this test started, by the pid it wrote, once it
-# is sure the pid is still that server's.
-redis_stop() {
-	local f pid n
-	for f in "$rdir"/*.pid; do
-		[ -f "$f" ] || continue
-		pid=$(cat "$f")
-		grep -qa redis-server "/proc/$pid/cmdline" 2>/dev/null && kill "$pid" 2>/dev/null
-	done
-	for f in "$rdir"/*.pid; do
-		[ -f "$f" ] || continue
-		pid=$(cat "$f")
-		for n in $(seq 50); do
-			grep -qa redis-server "/proc/$pid/cmdline" 2>/dev/null || break
-			sleep 0.1
-		done
-		grep -qa redis-server "/proc/$pid/cmdline" 2>/dev/null && kill -9 "$pid" 2>/dev/null
-	done
-}
-trap 'redis_stop; fc_finish' EXIT
-
-# A block of 20 ports, all free, locked for this run.
-ports_free() { # ports_free FIRST COUNT
-	local p
-	for p in $(seq "$1" $(($1 + $2 - 1))); do
-		[ -z "$(ss -Htan "sport = :$p")" ] || return 1
-	done
-}
-base=
-for i in $(seq 0 39); do
-	b=$((26400 + ((tag + i) % 40) * 20))
-	exec {lock_fd}>>"/tmp/fc-redis-it.$b.lock" || continue
-	if flock -n "$lock_fd" && ports_free "$b" 20; then
-		base=$b
-		break
-	fi
-	exec {lock_fd}>&-
-done
-[ -n "$base" ] || skip_all "no block of 20 free ports in 26400-27199"
-echo "# ports $base-$((base + 19))"
-
-# redis-cli, bounded in time: a server that stops answering ends no test.
-rcli() { timeout 10 redis-cli "$@"; }
-
-# redis_start PORT [ARG...]: a server of this test, answering within 5 s.
-redis_start() {
-	local port=$1 n
-	shift
-	mkdir -p "$rdir/$port"
-	# Not daemonized: its pid is known at once. Disowned: bash says nothing
-	# when fc_redis_it kills one.
-	redis-server --port "$port" --bind 127.0.0.1 --save '' --appendonly no --dir "$rdir/$port" \
-		--logfile "$rdir/$port/log" "$@" </dev/null >/dev/null 2>&1 &
-	echo $! >"$rdir/$port.pid"
-	disown
-	for n in $(seq 50); do
-		rcli -p "$port" ping 2>&1 | grep -qE 'PONG|NOAUTH' && return 0
-		sleep 0.1
-	done
-	return 1
-}
-
+fake=$(redis_port 7)
 password=sa-$RANDOM-$RANDOM user_password=us-$RANDOM-$RANDOM
-standalone=$base
-cluster=()
-for i in 1 2 3 4 5 6; do cluster+=($((base + i))); done
-fake=$((base + 8))
 
-redis_start "$standalone" --requirepass "$password" || skip_all "redis-server does not start (see $rdir/$standalone/log)"
+redis_standalone --requirepass "$password" || skip_all "redis-server does not start (see $rdir/$(redis_port 0)/log)"
+standalone=$(redis_port 0)
 rcli -p "$standalone" --no-auth-warning -a "$password" ACL SETUSER fleet on ">$user_password" '~*' '&*' '+@all' >/dev/null
-# cluster-require-full-coverage no: a primary lost stops its slots, not all of them.
-for p in "${cluster[@]}"; do
-	redis_start "$p" --cluster-enabled yes --cluster-port $((p + 10)) --cluster-config-file "$rdir/$p/nodes.conf" \
-		--cluster-node-timeout 1000 --cluster-require-full-coverage no ||
-		skip_all "redis-server --cluster-enabled does not start (see $rdir/$p/log)"
-done
-addrs=()
-for p in "${cluster[@]}"; do addrs+=("127.0.0.1:$p"); done
-timeout 60 redis-cli --cluster create "${addrs[@]}" --cluster-replicas 1 --cluster-yes >"$rdir/create.log" 2>&1
-
-# Made when every node's CLUSTER SLOTS names all six (the replicas are
-# named once they are in sync), within 30 s.
-cluster_whole() {
-	local p want
-	want=$(printf '%s\n' "${cluster[@]}" | sort)
-	for p in "${cluster[@]}"; do
-		[ "$(rcli -p "$p" cluster slots | grep -xE "$(IFS='|'; echo "${cluster[*]}")" | sort -u)" = "$want" ] ||
-			return 1
-	done
-}
-for _ in $(seq 300); do
-	cluster_whole && break
-	sleep 0.1
-done
-check "a Cluster of 3 primaries and 3 replicas on ${cluster[0]}-${cluster[5]}" cluster_whole
+redis_cluster
+cluster=("${redis_cluster_ports[@]}")
+check "a Cluster of 3 primaries and 3 replicas on ${cluster[0]}-${cluster[5]}" redis_cluster_ok
 
 # ---- options, through the probe ----
 

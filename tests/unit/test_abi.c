@@ -43,16 +43,23 @@ static void test_pinned_maps_are_fc_maps(void **state)
 	freqctl__destroy(skel);
 }
 
-/* The member name of struct name at byte off in the object's BTF. */
+/* The member name of struct name at byte off in the object's BTF (of an
+ * anonymous union there, its first member's). */
 static const char *fc_btf_member_at(const struct btf *btf, const char *name, size_t off)
 {
 	const struct btf_type *t = btf__type_by_id(btf, (__u32)btf__find_by_name_kind(btf, name, BTF_KIND_STRUCT));
 	const struct btf_member *m = btf_members(t);
+	const struct btf_type *u;
 	__u16 i;
 
-	for (i = 0; i < btf_vlen(t); i++, m++)
-		if (btf_member_bit_offset(t, i) == off * 8)
-			return btf__name_by_offset(btf, m->name_off);
+	for (i = 0; i < btf_vlen(t); i++, m++) {
+		if (btf_member_bit_offset(t, i) != off * 8)
+			continue;
+		u = btf__type_by_id(btf, m->type);
+		if (!m->name_off && btf_is_union(u))
+			return btf__name_by_offset(btf, btf_members(u)->name_off);
+		return btf__name_by_offset(btf, m->name_off);
+	}
 	return "";
 }
 
@@ -75,7 +82,7 @@ static void test_btf_names(void **state)
 	assert_string_equal(fc_btf_member_at(btf, "fc_config", offsetof(struct fc_config, n_marks6)), "n_marks6");
 	assert_string_equal(fc_btf_member_at(btf, "fc_config", offsetof(struct fc_config, n_top4)), "n_top4");
 	assert_string_equal(fc_btf_member_at(btf, "fc_config", offsetof(struct fc_config, pfx6_tree)), "pfx6_tree");
-	assert_string_equal(fc_btf_member_at(btf, "fc_config", offsetof(struct fc_config, pad2)), "pad2");
+	assert_string_equal(fc_btf_member_at(btf, "fc_config", offsetof(struct fc_config, carry4_gen)), "carry4_gen");
 	assert_string_equal(fc_btf_member_at(btf, "fc_config", offsetof(struct fc_config, jiffies_utc_ns)),
 			    "jiffies_utc_ns");
 	assert_string_equal(fc_btf_member_at(btf, "fc_rule", offsetof(struct fc_rule, flags)), "flags");

@@ -11,6 +11,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <time.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <cmocka.h>
@@ -130,7 +133,8 @@ static void test_help(void **state)
 					       { "ban", "list" },  { "sync", NULL },   { "stats", NULL },
 					       { "policy", "add" }, { "policy", "set" }, { "policy", "del" },
 					       { "policy", "list" }, { "export", NULL },   { "import", NULL },
-					       { "allow", "add" }, { "allow", "del" }, { "allow", "list" } };
+					       { "allow", "add" }, { "allow", "del" }, { "allow", "list" },
+					       { "fleet", "status" } };
 	struct fc_run r;
 	char want[64];
 	size_t i;
@@ -448,6 +452,95 @@ static void test_runtime_errors(void **state)
 	assert_string_equal(r.out, "[]\n");
 }
 
+/* fleet status reads the agent's status file alone: off without --redis,
+ * "no agent" without a fresh file, the file's content otherwise; a file
+ * that is not JSON, or (as root) not root's, is refused. */
+static void fc_fleet_status_write(const char *path, const char *text, time_t age_s)
+{
+	struct timespec t[2];
+	FILE *f = fopen(path, "w");
+
+	assert_non_null(f);
+	fputs(text, f);
+	fclose(f);
+	clock_gettime(CLOCK_REALTIME, &t[0]);
+	t[0].tv_sec -= age_s;
+	t[1] = t[0];
+	assert_int_equal(utimensat(AT_FDCWD, path, t, 0), 0);
+}
+
+static void test_fleet_status(void **state)
+{
+	static const char doc[] =
+		"{\"node\": \"n1\", \"node_no\": 1, \"mode\": \"degraded\", \"reason\": \"clock 812 ms from Redis (max "
+		"500)\", \"since\": \"2026-11-29T06:00:00Z\", \"rounds\": 42, \"interval_ms\": 100, "
+		"\"last_sync\": \"2026-11-29T06:00:04.200Z\", \"latency_ms\": {\"last\": 0.4, \"p50\": 0.3, \"p99\": 1.5}, "
+		"\"redis\": {\"mode\": \"cluster\", \"wait\": 1, \"primaries\": [{\"addr\": \"127.0.0.1:16009\", "
+		"\"slots\": 5461, \"replicas\": 1, \"state\": \"up\"}]}, \"clock\": {\"offset_ms\": 812.5, "
+		"\"max_skew_ms\": 500, \"test_offset_ms\": 0}, \"nodes\": [{\"name\": \"n1\", \"no\": 1, \"weight\": "
+		"0.25, \"in_set\": true, \"mode\": \"degraded\", \"age_ms\": 300}], \"policies\": [{\"id\": 7, \"algo\": "
+		"\"window\", \"limit\": 100, \"unit\": \"d\", \"fleet_used\": 61, \"node_used\": 20, \"credit\": 5, "
+		"\"tracked\": 3, \"demanding\": 1, \"done\": 0, \"grants\": 9, \"releases\": 2, \"donated\": 0}], "
+		"\"counters\": {\"commands\": 120, \"reconnects\": 1}}";
+	char shm_opt[128], path[128], want[512];
+	struct fc_run r;
+	json_t *j;
+
+	(void)state;
+	snprintf(shm_opt, sizeof(shm_opt), "--shm=%s/shm", fc_dir);
+	snprintf(path, sizeof(path), "%s/shm.fleet.json", fc_dir);
+	fc_cli(&r, shm_opt, "fleet", "status", NULL);
+	assert_int_equal(r.status, 0);
+	assert_string_equal(r.out, "fleet: off (no --redis)\n");
+	fc_cli(&r, shm_opt, "--redis", "redis://127.0.0.1:1", "fleet", "status", "--json", NULL);
+	assert_int_equal(r.status, 1);
+	j = json_loads(r.out, 0, NULL);
+	assert_non_null(j);
+	assert_string_equal(json_string_value(json_object_get(j, "mode")), "no agent");
+	json_decref(j);
+
+	fc_fleet_status_write(path, doc, 0);
+	fc_cli(&r, shm_opt, "--redis", "redis://127.0.0.1:1", "fleet", "status", NULL);
+	assert_int_equal(r.status, 0);
+	assert_non_null(strstr(r.out, "fleet: degraded (clock 812 ms from Redis (max 500)) since 2026-11-29T06:00:00Z "
+				      "(node n1, no 1)\n"));
+	assert_non_null(strstr(r.out, "redis: cluster, 1 primary, WAIT for 1 replica(s)\n"));
+	assert_non_null(strstr(r.out, "clock: +812.5 ms from Redis (max skew 500 ms)\n"));
+	assert_non_null(strstr(r.out, "     7 window   100/d                  61           20            5"));
+	assert_non_null(strstr(r.out, "counters: commands 120, reconnects 1\n"));
+	fc_cli(&r, shm_opt, "fleet", "status", "--json", NULL);
+	assert_int_equal(r.status, 0);
+	j = json_loads(r.out, 0, NULL);
+	assert_non_null(j);
+	assert_int_equal(json_integer_value(json_object_get(j, "rounds")), 42);
+	assert_true(json_is_integer(json_object_get(j, "status_age_ms")));
+	json_decref(j);
+
+	/* Ten rounds and 5 s without a write: no agent writes it. */
+	fc_fleet_status_write(path, doc, 60);
+	fc_cli(&r, shm_opt, "fleet", "status", NULL);
+	assert_int_equal(r.status, 1);
+	snprintf(want, sizeof(want), "fleet: no agent (%s was last written 60.", path);
+	assert_non_null(strstr(r.out, want));
+
+	fc_fleet_status_write(path, "[1, 2]", 0);
+	fc_cli(&r, shm_opt, "fleet", "status", NULL);
+	assert_int_equal(r.status, 1);
+	snprintf(want, sizeof(want), "freqctl: fleet status: %s: not a fleet status (expected a JSON object)\n", path);
+	assert_string_equal(r.err, want);
+
+	if (geteuid() == 0) {
+		fc_fleet_status_write(path, doc, 0);
+		assert_int_equal(chown(path, 65534, 65534), 0);
+		fc_cli(&r, shm_opt, "fleet", "status", NULL);
+		assert_int_equal(r.status, 1);
+		snprintf(want, sizeof(want), "freqctl: fleet status: fleet status %s: owned by ", path);
+		assert_non_null(strstr(r.err, want));
+		assert_string_equal(r.out, "");
+	}
+	unlink(path);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -455,6 +548,7 @@ int main(void)
 		cmocka_unit_test(test_environment),
 		cmocka_unit_test(test_usage_errors),
 		cmocka_unit_test(test_runtime_errors),
+		cmocka_unit_test(test_fleet_status),
 	};
 
 	return fc_run_group("command line", tests, fc_setup, fc_teardown);

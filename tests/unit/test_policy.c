@@ -687,8 +687,8 @@ static void test_json_new_keys(void **state)
 		enum fc_layer layer;
 	} cases[] = {
 		{ "{\"id\": 1, \"match\": \"uid=*\", \"rates\": [\"1/s\"]}", 0, false, FC_LAYER_AUTO },
-		{ "{\"id\": 1, \"match\": \"uid=*\", \"rates\": [\"1/s\"], \"show_keys\": true}", 1, false,
-		  FC_LAYER_AUTO },
+		{ "{\"id\": 1, \"match\": \"uid=*\", \"rates\": [\"1/s\"], \"show_keys\": true, \"fleet\": true}", 1,
+		  true, FC_LAYER_AUTO },
 		{ "{\"id\": 1, \"match\": \"uid=*\", \"rates\": [\"1/s\"], \"show_keys\": false, \"fleet\": false}", -1,
 		  false, FC_LAYER_AUTO },
 		{ "{\"id\": 1, \"match\": \"uid=*\", \"rates\": [\"1/s\"], \"show_keys\": null, \"fleet\": null}", 0,
@@ -726,15 +726,10 @@ static void test_json_new_keys(void **state)
 		json_decref(out);
 		json_decref(j);
 	}
-	/* Nothing enforces a fleet's limit yet: refused, never stored. */
-	j = json_loads("{\"id\": 1, \"match\": \"uid=*\", \"rates\": [\"1/s\"], \"fleet\": true}", 0, NULL);
-	assert_int_equal(fc_policy_from_json(j, &p, field, &err), -1);
-	assert_string_equal(field, "fleet");
-	assert_string_equal(err.msg, "fleet: expected false (this freqctl enforces no fleet-wide limit yet)");
-	json_decref(j);
 	j = json_loads("{\"id\": 1, \"match\": \"uid=*\", \"rates\": [\"1/s\"], \"fleet\": 1}", 0, NULL);
 	assert_int_equal(fc_policy_from_json(j, &p, field, &err), -1);
 	assert_string_equal(field, "fleet");
+	assert_string_equal(err.msg, "fleet: expected true or false");
 	json_decref(j);
 	j = json_loads("{\"id\": 1, \"match\": \"uid=*\", \"rates\": [\"1/s\"], \"show_keys\": \"yes\"}", 0, NULL);
 	assert_int_equal(fc_policy_from_json(j, &p, field, &err), -1);
@@ -859,6 +854,90 @@ static void test_warmup_concurrency(void **state)
 	assert_int_equal(fc_policy_words(&p), 3);
 }
 
+/* --fleet: one rate, no --concurrency, --warmup or --action delay, not
+ * ip=* at XDP/TC, a GCRA burst of at most 2^32; and never scaled by the
+ * node's weight (its shares are the fleet's split, not R x W). */
+#define FC_NO_STAR                                                                                        \
+	"ip=* --fleet is refused at XDP/TC (per-source buckets are evicted by the kernel and sources can be " \
+	"spoofed; use --layer http to enforce it per address in nginx)"
+#define FC_NO_CONC                                                                                           \
+	"--concurrency is refused with --fleet: places in flight are not leasable credit, and the key entry has " \
+	"no word left for them"
+
+static void test_fleet(void **state)
+{
+	static const struct {
+		const char *match, *rates;
+		enum fc_algo algo;
+		enum fc_action action;
+		enum fc_layer layer;
+		uint32_t concurrency;
+		int64_t warmup;
+		const char *msg; /* NULL: valid */
+	} cases[] = {
+		{ "uid=*", "100/d", FC_ALGO_WINDOW, FC_ACTION_DROP, FC_LAYER_AUTO, 0, 0, NULL },
+		{ "uid=*,arg:api=login", "10/s:20", FC_ALGO_GCRA, FC_ACTION_LOG, FC_LAYER_AUTO, 0, 0, NULL },
+		{ "ip=198.18.0.0/15", "60/h", FC_ALGO_SLIDING, FC_ACTION_DROP, FC_LAYER_AUTO, 0, 0, NULL },
+		{ "ip=198.18.0.1", "60/m", FC_ALGO_WINDOW, FC_ACTION_DROP, FC_LAYER_XDP, 0, 0, NULL },
+		{ "ip=*", "60/m", FC_ALGO_WINDOW, FC_ACTION_DROP, FC_LAYER_HTTP, 0, 0, NULL },
+		{ "ip=*", "60/m", FC_ALGO_WINDOW, FC_ACTION_DROP, FC_LAYER_AUTO, 0, 0,
+		  FC_NO_STAR },
+		{ "ip=*/24", "60/m", FC_ALGO_GCRA, FC_ACTION_DROP, FC_LAYER_XDP, 0, 0,
+		  FC_NO_STAR },
+		{ "uid=*", "100/d", FC_ALGO_WINDOW, FC_ACTION_DROP, FC_LAYER_AUTO, 5, 0,
+		  FC_NO_CONC },
+		{ "uid=*", "", FC_ALGO_WINDOW, FC_ACTION_DROP, FC_LAYER_AUTO, 5, 0,
+		  FC_NO_CONC },
+		{ "uid=*", "10/s,100/d", FC_ALGO_WINDOW, FC_ACTION_DROP, FC_LAYER_AUTO, 0, 0,
+		  "--fleet takes one --rate, and this policy has 2: the entry holds one tier's credit, demand and "
+		  "lending words (give the others a policy of their own)" },
+		{ "uid=*", "10/s", FC_ALGO_GCRA, FC_ACTION_DROP, FC_LAYER_AUTO, 0, 60,
+		  "--warmup is refused with --fleet: a ramp is per node, and its word is the fleet's lending word" },
+		{ "uid=*", "10/s", FC_ALGO_GCRA, FC_ACTION_DELAY, FC_LAYER_AUTO, 0, 0,
+		  "--action delay is refused with --fleet: shaping would spend credit that a node had lent out (use "
+		  "drop or log)" },
+		{ "uid=*", "10/s:4294967296", FC_ALGO_GCRA, FC_ACTION_DROP, FC_LAYER_AUTO, 0, 0, NULL },
+		{ "uid=*", "10/s:4294967297", FC_ALGO_GCRA, FC_ACTION_DROP, FC_LAYER_AUTO, 0, 0,
+		  "rate \"10/s:4294967297\": --fleet --algo gcra takes a burst of at most 4294967296 (the fleet's "
+		  "bucket is split into 32-bit shares)" },
+		{ "uid=*", "16777216/m", FC_ALGO_SLIDING, FC_ACTION_DROP, FC_LAYER_AUTO, 0, 0,
+		  "rate \"16777216/m\": --algo sliding counts at most 16777215 per window (24 bits of a 64-bit word); "
+		  "use gcra or window for more" },
+		{ "uid=*", "1000000000000/d", FC_ALGO_WINDOW, FC_ACTION_DROP, FC_LAYER_AUTO, 0, 0, NULL },
+	};
+	struct fc_policy_spec p;
+	struct fc_policy k;
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		p = (struct fc_policy_spec){ .id = 7, .fleet = true, .algo = cases[i].algo, .action = cases[i].action,
+					     .layer = cases[i].layer, .concurrency = cases[i].concurrency,
+					     .warmup = cases[i].warmup };
+		fc_validate_case(&p, cases[i].match, cases[i].rates, cases[i].msg);
+		/* Without --fleet, the same policy is not refused for what --fleet refuses. */
+		if (cases[i].msg && strstr(cases[i].msg, "fleet")) {
+			struct fc_err err;
+
+			p.fleet = false;
+			if (p.action == FC_ACTION_DELAY)
+				p.algo = FC_ALGO_GCRA;
+			if (fc_policy_validate(&p, &err) < 0)
+				fail_msg("case %zu without --fleet: %s", i, err.msg);
+		}
+	}
+	/* 3/d at a weight of 0.25: a local policy is 1 per node, a fleet's is
+	 * the fleet's 3 (the split makes the shares). */
+	p = (struct fc_policy_spec){ .id = 7, .algo = FC_ALGO_WINDOW };
+	fc_validate_case(&p, "uid=*", "3/d", NULL);
+	k = fc_enforce(&p, fc_node(0.25, 4000000)).k;
+	assert_int_equal(k.tier[0].limit, 1);
+	p.fleet = true;
+	k = fc_enforce(&p, fc_node(0.25, 4000000)).k;
+	assert_int_equal(k.tier[0].limit, 3);
+	assert_int_equal(k.tier[0].interval_ns, 28800000000000ULL);
+}
+
 /* The names nginx's index keeps are counted as nginx folds them: a header's
  * '_' is its '-' there (header:x_q matches X-Q), so header:x_h0 brings no
  * 33rd name beside header:x-h0. (Found by review 28b: refused wrongly.) */
@@ -894,6 +973,7 @@ int main(void)
 		cmocka_unit_test(test_scale),   cmocka_unit_test(test_options_table), cmocka_unit_test(test_json_new_keys), cmocka_unit_test(test_delay_algo),
 		cmocka_unit_test(test_warmup),
 		cmocka_unit_test(test_warmup_concurrency),
+		cmocka_unit_test(test_fleet),
 		cmocka_unit_test(test_names_fold),
 	};
 

@@ -1196,6 +1196,87 @@ static void test_fleet_store(void **state)
 	assert_int_equal(fc_store_fleet_node_set(t->st, "web3", FC_FLEET_WEIGHT_ONE + 1, 9000, &err), -1);
 }
 
+/* The fleet's node set follows the nodes: node set and agent --weight open
+ * a row only when the weight changes, an agent without --weight joins at
+ * its weight (1 without a row), node del closes it, import follows what
+ * nodes became; closed rows are purged a day past their end with the bans. */
+static void test_fleet_nodes_follow(void **state)
+{
+	const int64_t d = FC_FLEET_NODE_DELAY_MS;
+	struct fc_t *t = *state;
+	struct fc_node web1 = { .name = "web1", .weight = 0.25 }, web2 = { .name = "web2", .weight = 0.75 };
+	struct fc_fleet_node *rows = NULL;
+	size_t n = 0, bans, sets;
+	int64_t next;
+	struct fc_err err;
+	bool found;
+
+	assert_int_equal(fc_store_begin(t->st, &err), 0);
+	assert_int_equal(fc_store_node_weigh(t->st, &web1, 1000, &err), 0);
+	assert_int_equal(fc_store_node_weigh(t->st, &web2, 1000, &err), 0);
+	assert_int_equal(fc_store_node_join(t->st, "web3", 1000, &err), 0); /* no row: weight 1 */
+	assert_int_equal(fc_store_commit(t->st, &err), 0);
+	assert_int_equal(fc_store_fleet_nodes_at(t->st, 1000 + d, &rows, &n, &err), 0);
+	assert_int_equal(n, 3);
+	assert_int_equal(rows[0].weight, 250000);
+	assert_int_equal(rows[1].weight, 750000);
+	assert_string_equal(rows[2].name, "web3");
+	assert_int_equal(rows[2].weight, FC_FLEET_WEIGHT_ONE);
+	free(rows);
+	/* The same weight again, a join of a member: no new row. */
+	assert_int_equal(fc_store_node_weigh(t->st, &web1, 5000, &err), 0);
+	assert_int_equal(fc_store_node_join(t->st, "web1", 5000, &err), 0);
+	assert_int_equal(fc_store_fleet_nodes_at(t->st, INT64_MAX, &rows, &n, &err), 0);
+	assert_int_equal(n, 3);
+	assert_int_equal(rows[0].since, 1000 + d);
+	free(rows);
+	/* Another weight: from 5000 + the delay; web2 deleted: it leaves then. */
+	web1.weight = 0.5;
+	assert_int_equal(fc_store_node_weigh(t->st, &web1, 5000, &err), 0);
+	assert_int_equal(fc_store_node_del(t->st, "web2", 5000, &found, &err), 0);
+	assert_true(found);
+	assert_int_equal(fc_store_node_del(t->st, "web2", 5000, &found, &err), 0);
+	assert_false(found); /* neither a nodes row nor a member any more */
+	assert_int_equal(fc_store_node_del(t->st, "web3", 5000, &found, &err), 0);
+	assert_true(found); /* a member without a nodes row */
+	assert_int_equal(fc_store_fleet_nodes_at(t->st, 5000 + d - 1, &rows, &n, &err), 0);
+	assert_int_equal(n, 3); /* the old set until then */
+	free(rows);
+	assert_int_equal(fc_store_fleet_nodes_at(t->st, 5000 + d, &rows, &n, &err), 0);
+	assert_int_equal(n, 1);
+	assert_string_equal(rows[0].name, "web1");
+	assert_int_equal(rows[0].weight, 500000);
+	free(rows);
+	/* import: nodes rewritten; web4 joins with its row, web1 follows its new weight. */
+	assert_int_equal(fc_store_nodes_clear(t->st, &err), 0);
+	web1.weight = 1;
+	assert_int_equal(fc_store_node_put(t->st, &web1, &err), 0);
+	assert_int_equal(fc_store_node_put(t->st, &(struct fc_node){ .name = "web4", .weight = 0.1 }, &err), 0);
+	assert_int_equal(fc_store_nodes_follow(t->st, 9000, &err), 0);
+	assert_int_equal(fc_store_fleet_nodes_at(t->st, 9000 + d, &rows, &n, &err), 0);
+	assert_int_equal(n, 2);
+	assert_int_equal(rows[0].weight, FC_FLEET_WEIGHT_ONE);
+	assert_string_equal(rows[1].name, "web4");
+	assert_int_equal(rows[1].no, 4); /* the next number never used */
+	assert_int_equal(rows[1].weight, 100000);
+	free(rows);
+	/* The purge: rows closed a day and the delay before now go with the expired bans. */
+	assert_int_equal(fc_store_purge(t->st, (5000 + d + FC_FLEET_NODES_KEEP_MS) / 1000 - 1, &bans, &sets, &next,
+					&err), 0);
+	assert_int_equal(next, (5000 + d + FC_FLEET_NODES_KEEP_MS + 999) / 1000);
+	assert_int_equal(fc_store_fleet_nodes_at(t->st, 1000 + d, &rows, &n, &err), 0);
+	assert_int_equal(n, 3); /* history still there */
+	free(rows);
+	assert_int_equal(fc_store_purge(t->st, next + 1, &bans, &sets, &next, &err), 0);
+	assert_int_equal(bans + sets, 0);
+	assert_int_equal(fc_store_fleet_nodes_at(t->st, 1000 + d, &rows, &n, &err), 0);
+	assert_int_equal(n, 0);
+	free(rows);
+	assert_int_equal(fc_store_fleet_nodes_at(t->st, INT64_MAX, &rows, &n, &err), 0);
+	assert_int_equal(n, 2);
+	free(rows);
+}
+
 /* A store of the schema before the round's migration (made by the steps
  * that release ran), with rows as that release wrote them, is upgraded in
  * place when opened: its rows kept, every layer written out (NULL and
@@ -1329,6 +1410,7 @@ static void test_migrate_round(void **state)
 	cmocka_unit_test_setup_teardown(test_migrate_from_warmup, setup, fc_teardown), \
 	cmocka_unit_test_setup_teardown(test_policy_layers, setup, fc_teardown),       \
 	cmocka_unit_test_setup_teardown(test_fleet_store, setup, fc_teardown),         \
+	cmocka_unit_test_setup_teardown(test_fleet_nodes_follow, setup, fc_teardown),  \
 	cmocka_unit_test_setup_teardown(test_migrate_round, setup, fc_teardown)
 
 /* A kept connection serves one use after another; a SQLite file moved away

@@ -3,10 +3,16 @@
 # rather than timed (perf can not read the CPU's counters on every machine,
 # and req/s moves with the other tenants' load). Debian's nginx runs as one
 # process (master_process off: it is the worker) under valgrind's callgrind,
-# four ways over the same static file: plain, limit_req keyed on $arg_uid,
+# six ways over the same static file: plain, limit_req keyed on $arg_uid,
 # and freqctl with the policy uid=*, without and with --show-keys (which
 # keeps the values of busy keys: none here, where a key passes twice, so
-# what it costs every request is its check). Each gets the same requests over one
+# what it costs every request is its check), and with --algo window per
+# minute, local and --fleet (this node alone in the fleet's node set: its
+# share is the whole N; a shm made anew takes no share of the minute it was
+# made in; each key's credit is rolled over when it is made, and again in
+# a minute after, which costs some 100 instructions a request: both runs
+# start as a minute starts, so that the passes fall in one minute, and a run
+# that did not is marked). Each gets the same requests over one
 # keep-alive connection: GET /index.html?uid=u0 .. u$((KEYS-1)), making every
 # key (uninstrumented, so fast), then the same KEYS requests again, counted:
 # every one a key made before, both tables holding all KEYS keys. Reported:
@@ -63,12 +69,18 @@ mkdir -p "$dir/html"
 echo ok >"$dir/html/index.html"
 build/fc_l7_bench seed-keys "$dir/store.db" "$dir/shm"
 build/fc_l7_bench seed-show-keys "$dir/store-sk.db" "$dir/shm-sk"
+build/fc_l7_bench seed-keys-window "$dir/store-w.db" "$dir/shm-w"
+build/fc_l7_bench seed-keys-fleet "$dir/store-fl.db" "$dir/shm-fl"
 urls="http://127.0.0.1:$port/index.html?uid=u[0-$((KEYS - 1))]"
 
 # run NAME EXTRA_MAIN EXTRA_HTTP EXTRA_SERVER: prints "Ir LLmisses D1misses"
 # per counted request, and the fill's seconds.
 run() {
 	local d=$dir/$1 i t0 fill
+	# Called in a command substitution: a shell of its own, whose exit (a
+	# refused request) the script's trap does not see; nginx under valgrind
+	# was left running.
+	trap stop_vg EXIT
 	mkdir -p "$d/logs"
 	bench_nginx_conf "$d/nginx.conf" "$d" "$port" "$dir/html" "$2
 master_process off;
@@ -130,6 +142,22 @@ fc=$(run freqctl "load_module $module;" "freqctl_shm $dir/shm; freqctl on; freqc
 check_keys "$dir/store.db" "$dir/shm"
 sk=$(run showkeys "load_module $module;" "freqctl_shm $dir/shm-sk; freqctl on; freqctl_uid \$arg_uid;" "")
 check_keys "$dir/store-sk.db" "$dir/shm-sk"
+# run_minute NAME SHM: run, started as a minute starts (and never in the
+# minute the shm was made: a --fleet node takes no share of it); its
+# numbers get " (minute)" when a minute started during it.
+run_minute() {
+	local m out
+	m=$(($(date +%s) / 60))
+	while [ "$(($(date +%s) / 60))" = "$m" ]; do progress "$1: waiting for a minute to start"; sleep 0.5; done
+	m=$(($(date +%s) / 60))
+	out=$(run "$1" "load_module $module;" "freqctl_shm $2; freqctl on; freqctl_uid \$arg_uid;" "")
+	[ "$(($(date +%s) / 60))" = "$m" ] || out="$out (minute)"
+	echo "$out"
+}
+win=$(run_minute window "$dir/shm-w")
+check_keys "$dir/store-w.db" "$dir/shm-w"
+fl=$(run_minute fleet "$dir/shm-fl")
+check_keys "$dir/store-fl.db" "$dir/shm-fl"
 progress ""
 
 echo "nginx per key, the worker's cost per request under callgrind (one process, the worker; $KEYS uids"
@@ -137,15 +165,21 @@ echo "u0..u$((KEYS - 1)) each made first, then the same $KEYS requests counted; 
 echo "a 3-byte file, one keep-alive connection; simulated L1d 48 KiB, LL ${LL%%,*} bytes; checked: limit_req"
 echo "made no node and freqctl no key in the counted pass):"
 printf '%-34s %12s %14s %14s %8s\n' "variant" "instr/req" "LL misses/req" "D1 misses/req" "fill s"
-line() { printf '%-34s %12s %14s %14s %8s\n' "$1" $2; }
+line() { printf '%-34s %12s %14s %14s %8s %s\n' "$1" $2; }
 line "plain nginx" "$plain"
 line "limit_req \$arg_uid, $KEYS keys" "$lr"
 line "freqctl uid=*, $KEYS keys" "$fc"
 line "freqctl uid=* --show-keys" "$sk"
+line "freqctl uid=* --algo window" "$win"
+line "freqctl uid=* --algo window --fleet" "$fl"
 read -r pi pm _ <<<"$plain"
 read -r li lm _ <<<"$lr"
 read -r fi fm _ <<<"$fc"
 read -r si _ <<<"$sk"
+read -r wi _ <<<"$win"
+read -r xi _ <<<"$fl"
+printf 'freqctl --fleet x the same without: instructions/req %.4f (target <= 1.005), x limit_req %.3f (target <= 1.0)\n' \
+	"$(echo "$xi / $wi" | bc -l)" "$(echo "$xi / $li" | bc -l)"
 printf 'freqctl --show-keys x limit_req: instructions/req %.3f (target <= 1.0)\n' "$(echo "$si / $li" | bc -l)"
 printf 'freqctl x limit_req: instructions/req %.3f (target <= 1.0)' "$(echo "$fi / $li" | bc -l)"
 if [ "$(echo "$lm > 0" | bc)" = 1 ]; then

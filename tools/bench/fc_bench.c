@@ -19,6 +19,7 @@
  * same maps, in the same rounds.
  */
 #include <errno.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -69,7 +70,7 @@ struct fc_row {
 /* The exact bans are 10.0.0.0 upwards (10.0.0.7 the banned frame's), the
  * exact-address policies 10.200.0.0/16 (10.200.0.8 a sliding window,
  * 10.200.0.9 and .10 GCRA with a warm-up, in its ramp and past it, .11 an
- * override, the rest GCRA), 10.201.0.7 an exact policy inside the prefix
+ * override, .12 a fixed window and .13 the same with --fleet, the rest GCRA), 10.201.0.7 an exact policy inside the prefix
  * policy 10.201.0.0/24, the prefix bans and policies anywhere else in
  * unicast space (never 10/8, 100/8 or 198.18/15; a source drawn from a
  * policy is one no ban covers). The ip=* policy counts TCP SYNs, so that UDP
@@ -89,6 +90,8 @@ static const struct fc_row fc_rows[] = {
 	{ "exact-address policy (sliding window)", FC_UDP("10.200.0.8"), FC_DRAW_NONE, FC_T_POLICY },
 	{ "exact-address policy (GCRA, warming up)", FC_UDP("10.200.0.9"), FC_DRAW_NONE, FC_T_POLICY },
 	{ "exact-address policy (GCRA, warmed up)", FC_UDP("10.200.0.10"), FC_DRAW_NONE, FC_T_POLICY },
+	{ "exact-address policy (window)", FC_UDP("10.200.0.12"), FC_DRAW_NONE, FC_T_POLICY },
+	{ "exact-address policy (window --fleet)", FC_UDP("10.200.0.13"), FC_DRAW_NONE, FC_T_POLICY },
 	{ "prefix policy (GCRA)", FC_UDP(NULL), FC_DRAW_POL4, FC_T_POLICY },
 	{ "exact + prefix policies (2 met)", FC_UDP("10.201.0.7"), FC_DRAW_NONE, FC_T_POLICY },
 	{ "ip=* alone (SYN)", FC_SYN("198.18.0.8"), FC_DRAW_NONE, FC_T_POLICY },
@@ -104,8 +107,12 @@ static const struct fc_row fc_rows[] = {
 /* What each further policy costs: rows by the number of policies met, on
  * UDP (exact, exact + prefix; ip=* counts SYNs only) and on SYNs (ip=*,
  * exact + ip=*, exact + prefix + ip=*). Indexes into fc_rows. */
-static const int fc_ladder_udp[] = { 0, 7, 12 };
-static const int fc_ladder_syn[] = { 13, 14, 17 };
+static const int fc_ladder_udp[] = { 0, 7, 14 };
+/* Issue 29's row: a fleet policy at most 1.0x the same without --fleet. */
+#define FC_ROW_WINDOW 11
+#define FC_ROW_FLEET 12
+#define FC_FLEET_X 1.0
+static const int fc_ladder_syn[] = { 15, 16, 19 };
 
 /* One program on one frame: its timings, every round of every run. */
 struct fc_subject {
@@ -190,6 +197,15 @@ static void fc_cleanup(void)
 		fc_sh("rm -rf '%s' '%s' '%s'", fc_b.main.pin, fc_b.xdpfs, fc_b.main.dir);
 	if (fc_b.small.pin[0])
 		fc_sh("rm -rf '%s' '%s'", fc_b.small.pin, fc_b.small.dir);
+}
+
+/* Stopped by a signal (^C in a long run), it still removes its namespace,
+ * pins and directories: exit runs fc_cleanup. The main thread is in a
+ * syscall or a loop of ours, never inside the cleanup itself. */
+static void fc_on_signal(int sig)
+{
+	signal(sig, SIG_DFL);
+	exit(128 + sig);
 }
 
 double fc_run(int prog_fd, const uint8_t *frame, size_t len, unsigned repeat)
@@ -327,6 +343,26 @@ static double fc_paired(const struct fc_row_run *rr, int p, int q, int from, int
 static double fc_paired_all(const struct fc_row_run *rr, int p, int q)
 {
 	return fc_paired(rr, p, q, 0, fc_b.runs * fc_b.rounds);
+}
+
+/* Row a's ns over row b's for program p (single frames), paired by round
+ * as fc_paired pairs programs: the rows run in the same rounds. */
+static double fc_rows_paired(const struct fc_row_run *a, const struct fc_row_run *b, int p)
+{
+	double x[FC_MAX_TIMES];
+	int r, n = fc_b.runs * fc_b.rounds;
+
+	for (r = 0; r < n; r++)
+		x[r] = a->s[0][p].ns[r] / b->s[0][p].ns[r];
+	return fc_median(x, n);
+}
+
+static void fc_fleet_print(const struct fc_row_run *rr)
+{
+	double x = fc_rows_paired(&rr[FC_ROW_FLEET], &rr[FC_ROW_WINDOW], FC_P_FREQCTL);
+
+	printf("\nfreqctl, %s / %s, paired: %.2f (target <= %.1f: %s)\n", fc_rows[FC_ROW_FLEET].name,
+	       fc_rows[FC_ROW_WINDOW].name, x, FC_FLEET_X, x <= FC_FLEET_X ? "met" : "MISSED");
 }
 
 /* Each row's fc_paired_all of programs p and q, or null without both. */
@@ -666,6 +702,7 @@ static void fc_report_text(const struct fc_row_run *rr, const struct fc_progs *p
 	fc_ratios_print("freqctl --baseline / xdp-filter, paired", rr, pg->fds, FC_P_BASELINE, FC_P_XDP_FILTER);
 	if (pg->fds[FC_P_XDP_FILTER] >= 0)
 		fc_targets_print(rr);
+	fc_fleet_print(rr);
 	printf("\nWhat each further policy costs freqctl:\n");
 	fc_ladder_print("UDP (ip=* counts SYNs only)", rr, fc_ladder_udp, 0);
 	fc_ladder_print("TCP SYN", rr, fc_ladder_syn, 1);
@@ -698,7 +735,7 @@ static json_t *fc_report_json(const struct fc_row_run *rr, const struct fc_progs
 		}
 	}
 	return json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:i, s:i, s:i, s:f, s:f, s:f, s:I, s:s?, s:s?, s:o, s:o, "
-			 "s:o, s:o, s:o}",
+			 "s:o, s:o, s:o, s:f}",
 			 "bans", (json_int_t)fc_b.bans, "prefixes4", (json_int_t)fc_b.ban4.n, "prefixes6",
 			 (json_int_t)fc_b.ban6.n, "policies", (json_int_t)fc_b.policies, "prefix_policies",
 			 (json_int_t)fc_b.pol4.n, "repeat", (json_int_t)fc_b.repeat, "runs", fc_b.runs, "rounds",
@@ -709,7 +746,8 @@ static json_t *fc_report_json(const struct fc_row_run *rr, const struct fc_progs
 			 "dispatcher_x_direct", fc_ratios_json(rr, pg->fds, FC_P_DISPATCHED, FC_P_FREQCTL),
 			 "x_xdp_filter_paired", fc_ratios_json(rr, pg->fds, FC_P_FREQCTL, FC_P_XDP_FILTER),
 			 "x_baseline", fc_ratios_json(rr, pg->fds, FC_P_FREQCTL, FC_P_BASELINE), "targets",
-			 fc_targets_json(rr, pg->fds));
+			 fc_targets_json(rr, pg->fds), "fleet_x_window",
+			 fc_rows_paired(&rr[FC_ROW_FLEET], &rr[FC_ROW_WINDOW], FC_P_FREQCTL));
 }
 
 int main(int argc, char **argv)
@@ -735,6 +773,9 @@ int main(int argc, char **argv)
 	snprintf(fc_b.ns, sizeof(fc_b.ns), "fc-bench-%s", fc_b.tag);
 	snprintf(fc_b.xdpfs, sizeof(fc_b.xdpfs), "/sys/fs/bpf/fc-bench-%s-xdp", fc_b.tag);
 	atexit(fc_cleanup);
+	signal(SIGINT, fc_on_signal);
+	signal(SIGTERM, fc_on_signal);
+	signal(SIGHUP, fc_on_signal);
 	if (fc_store_paths(&fc_b.main, "") < 0 || fc_store_paths(&fc_b.small, "-flood") < 0 ||
 	    mkdir(fc_b.xdpfs, 0700) < 0) {
 		fprintf(stderr, "fc_bench: cannot make its directories: %s\n", strerror(errno));

@@ -212,10 +212,11 @@ static int fc_add_allows(struct fc_store *st, struct fc_err *err)
  * with the change, so the `policy add` timed next publishes its change
  * alone), at rates the benchmark never exhausts: GCRA, except 10.200.0.8, a
  * sliding window at the most it counts (16,000,000/s, so part of a round
- * may be refused), and ip=*, which counts TCP SYNs. 10.200.0.9 warms up over
- * a day (the ramp's arithmetic on every packet), 10.200.0.10 over an hour
- * that ended (its bucket set so); 10.200.0.11 is an override (ip=* does not
- * apply to it). The allow entries with them. */
+ * may be refused), 10.200.0.12 and .13 fixed windows, .13 with --fleet (the
+ * fleet this node alone), and ip=*, which counts TCP SYNs. 10.200.0.9 warms
+ * up over a day (the ramp's arithmetic on every packet), 10.200.0.10 over an
+ * hour that ended (its bucket set so); 10.200.0.11 is an override (ip=* does
+ * not apply to it). The allow entries with them. */
 static int fc_add_policies(double *secs)
 {
 	struct fc_policy_spec p = { .algo = FC_ALGO_GCRA };
@@ -238,9 +239,10 @@ static int fc_add_policies(double *secs)
 		p.id = (uint32_t)i;
 		fc_policy_match(i, match, sizeof(match));
 		p.count = i == fc_b.policies - 1 ? FC_COUNT_SYN : FC_COUNT_PACKETS;
-		p.algo = i == 8 ? FC_ALGO_SLIDING : FC_ALGO_GCRA;
+		p.algo = i == 8 ? FC_ALGO_SLIDING : i == 12 || i == 13 ? FC_ALGO_WINDOW : FC_ALGO_GCRA;
 		p.warmup = i == 9 ? 86400 : i == 10 ? 3600 : 0;
 		p.override = i == 11;
+		p.fleet = i == 13;
 		if (fc_match_parse(match, &p, &err) < 0 ||
 		    fc_rates_parse(i == 8 ? "16000000/s" : "1000000000/s", &p, &err) < 0 ||
 		    fc_store_policy_put(pub.st, &p, pub.now, &row, &err) < 0) {
@@ -250,7 +252,10 @@ static int fc_add_policies(double *secs)
 		if (i == 10)
 			warm_slot = row.slot;
 	}
-	if (fc_add_allows(pub.st, &err) < 0) {
+	/* The fleet: this node alone, weight 1, from two days ago (its whole
+	 * N is its share, from the second after the maps were made). */
+	if (fc_add_allows(pub.st, &err) < 0 ||
+	    fc_store_fleet_node_set(pub.st, ctx.node, FC_FLEET_WEIGHT_ONE, fc_unix_ms() - 2 * 86400000LL, &err) < 0) {
 		fc_publish_abort(&pub);
 		goto out;
 	}

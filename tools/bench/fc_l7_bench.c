@@ -20,6 +20,13 @@
  *   fc_l7_bench seed-show-keys DB SHM
  *                                  the same with --show-keys: it keeps its
  *                                  busiest keys' values
+ *   fc_l7_bench seed-keys-window DB SHM
+ *                                  the same with --algo window, per minute
+ *   fc_l7_bench seed-keys-fleet DB SHM
+ *                                  the same with --fleet, this node alone in
+ *                                  the fleet's node set (from a day ago: its
+ *                                  share is the whole N) from the minute
+ *                                  after the shm is made (the fresh rule)
  *   fc_l7_bench decide-keys SHM SECONDS N
  *                                  the same with N distinct uids cycling: all
  *                                  N keys made first, then decisions timed
@@ -40,6 +47,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "fc_clock.h"
+#include "fc_fleet_split.h"
 #include "fc_l7.h"
 #include "fc_worker_map.h"
 #include "fc_shm_write.h"
@@ -58,11 +67,17 @@ enum fc_seed_kind {
 	FC_SEED_UIDS,  /* uid=uK */
 	FC_SEED_KEYS,  /* uid=* */
 	FC_SEED_SHOW_KEYS, /* uid=* --show-keys */
+	FC_SEED_KEYS_WINDOW, /* uid=* --algo window */
+	FC_SEED_KEYS_FLEET,  /* uid=* --algo window --fleet */
 };
+
+/* The node the fleet seed publishes as. */
+#define FC_SEED_NODE "bench"
 
 static int fc_seed(const char *db, const char *shm, long n, enum fc_seed_kind kind, bool conc)
 {
-	bool keys = kind == FC_SEED_KEYS || kind == FC_SEED_SHOW_KEYS;
+	bool keys = kind >= FC_SEED_KEYS;
+	struct fc_fleet_view v = { 0 };
 	struct fc_policy_spec p = { 0 };
 	struct fc_node_ctx node = fc_node_here(1);
 	struct fc_shm_result res;
@@ -86,19 +101,31 @@ static int fc_seed(const char *db, const char *shm, long n, enum fc_seed_kind ki
 		p.max_keys = keys ? FC_SHM_KEYS : 0;
 		p.concurrency = conc ? 100000000 : 0;
 		p.show_keys = kind == FC_SEED_SHOW_KEYS;
+		p.algo = kind >= FC_SEED_KEYS_WINDOW ? FC_ALGO_WINDOW : FC_ALGO_GCRA;
+		p.fleet = kind == FC_SEED_KEYS_FLEET;
 		/* Per key: 1e9 an hour, so every key stays live (never idle) through the run. */
-		if (fc_match_parse(match, &p, &err) < 0 || fc_rates_parse(keys ? "1000000000/h" : "1000000000/s", &p, &err) < 0 ||
+		if (fc_match_parse(match, &p, &err) < 0 ||
+		    fc_rates_parse(kind >= FC_SEED_KEYS_WINDOW ? "1000000000/m" : keys ? "1000000000/h" : "1000000000/s", &p,
+				   &err) < 0 ||
 		    fc_store_policy_put(st, &p, (int64_t)time(NULL), &row, &err) < 0)
 			goto fail;
+	}
+	if (kind == FC_SEED_KEYS_FLEET) {
+		if (fc_store_fleet_node_set(st, FC_SEED_NODE, FC_FLEET_WEIGHT_ONE, fc_unix_ms() - 86400000, &err) < 0 ||
+		    fc_fleet_read(st, FC_SEED_NODE, fc_unix_ms(), &v, &err) < 0)
+			goto fail;
+		node.fleet = &v;
 	}
 	fc_source_init(&src, st, (int64_t)time(NULL), &node);
 	rc = fc_shm_publish(shm, NULL, 0, &src, &res, &err);
 	fc_source_free(&src);
+	fc_fleet_view_free(&v);
 	if (rc < 0 || fc_store_commit(st, &err) < 0)
 		goto fail;
 	fc_store_close(st);
 	return 0;
 fail:
+	fc_fleet_view_free(&v);
 	fprintf(stderr, "fc_l7_bench: seed: %s\n", err.msg);
 	return 1;
 }
@@ -221,12 +248,16 @@ int main(int argc, char **argv)
 		return fc_seed(argv[2], argv[3], 1, FC_SEED_KEYS, false);
 	if (argc == 4 && !strcmp(argv[1], "seed-show-keys"))
 		return fc_seed(argv[2], argv[3], 1, FC_SEED_SHOW_KEYS, false);
+	if (argc == 4 && !strcmp(argv[1], "seed-keys-window"))
+		return fc_seed(argv[2], argv[3], 1, FC_SEED_KEYS_WINDOW, false);
+	if (argc == 4 && !strcmp(argv[1], "seed-keys-fleet"))
+		return fc_seed(argv[2], argv[3], 1, FC_SEED_KEYS_FLEET, false);
 	if ((argc == 4 || (argc == 5 && atol(argv[4]) > 0)) && !strcmp(argv[1], "decide"))
 		return fc_decide_rate(argv[2], atof(argv[3]), argc == 5 ? atol(argv[4]) : 0, false);
 	if (argc == 5 && !strcmp(argv[1], "decide-keys") && atol(argv[4]) > 0)
 		return fc_decide_rate(argv[2], atof(argv[3]), atol(argv[4]), true);
 	fprintf(stderr, "usage: fc_l7_bench seed DB SHM N | seed-conc DB SHM N | seed-uids DB SHM N | seed-keys DB SHM | "
-			"seed-show-keys DB SHM | "
+			"seed-show-keys DB SHM | seed-keys-window DB SHM | seed-keys-fleet DB SHM | "
 			"decide SHM SECONDS [NUSERS] | decide-keys SHM SECONDS NKEYS\n");
 	return 2;
 }

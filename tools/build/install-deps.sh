@@ -33,7 +33,7 @@ test=("${build[@]}" libcmocka-dev libclang-rt-dev
 	debhelper dpkg-dev lintian man-db strace
 	bash-completion
 	chromium)
-bench=("${build[@]}" nginx curl wrk redis-server redis-tools bc valgrind)
+bench=("${build[@]}" nginx curl wrk redis-server redis-tools bc valgrind postgresql jq)
 fuzz=("${build[@]}" libclang-rt-dev)
 deb=("${build[@]}" debhelper dpkg-dev lintian)
 check=(make gcc clang llvm pkg-config libclang-rt-dev libbpf-dev bpftool libelf-dev zlib1g-dev

@@ -114,7 +114,8 @@ function renderPolicies() {
       p.concurrency ? ['at most ' + p.concurrency + ' in flight'] : [],
       p.override ? ['overrides what is more general'] : []);
     tr.append(el('td', p.id, 'num'), el('td', p.match, 'match'), el('td', limits.join(', ')),
-      el('td', p.action), el('td', p.layer), el('td', '–', 'num passed'), el('td', '–', 'num denied'),
+      el('td', p.action), el('td', p.layer), el('td', p.fleet ? 'fleet' : 'node'),
+      el('td', '–', 'num passed'), el('td', '–', 'num denied'),
       el('td', '–', 'num delayed'), el('td', '–', 'num inflight'));
     const chart = el('td');
     const canvas = document.createElement('canvas');
@@ -209,6 +210,7 @@ function policyFromForm() {
     ban_ttl: numberOrText(f('ban_ttl')),
     warmup: numberOrText(f('warmup')),
     override: $('p-override').checked,
+    fleet: $('p-fleet').checked,
   };
 }
 
@@ -221,6 +223,7 @@ function startEdit(p) {
     $('p-' + name).value = v === null || v === undefined || v === 'requests' ? (name === 'count' ? 'packets' : '') : v;
   }
   $('p-override').checked = p.override === true;
+  $('p-fleet').checked = p.fleet === true;
   $('p-id').readOnly = true;
   $('policy-legend').textContent = 'Edit policy ' + p.id;
   $('policy-save').textContent = 'Save policy ' + p.id;
@@ -292,6 +295,7 @@ async function tick() {
     drawCounters();
   }
   renderKeys(s.keys);
+  renderFleet(s.fleet);
   $('n-banned-uid').textContent = s.nginx.banned_uid;
   $('n-banned-address').textContent = s.nginx.banned_address;
   $('n-allowed').textContent = s.nginx.allowed;
@@ -312,6 +316,25 @@ function renderKeys(keys) {
     return tr;
   }));
   $('no-keys').hidden = keys.length > 0;
+}
+
+/* The agent's fleet status (null: no Redis, or no agent writing it): every value goes in as text. */
+function renderFleet(f) {
+  $('fleet').hidden = !f;
+  if (!f) return;
+  const redis = f.redis || {};
+  $('fleet-mode').textContent = 'This node (' + f.node + ') is in ' + f.mode + ' mode' +
+    (f.reason ? ' (' + f.reason + ')' : '') + ' since ' + f.since + '; Redis ' + (redis.mode || '?') + ', ' +
+    (redis.primaries || []).length + ((redis.primaries || []).length === 1 ? ' primary' : ' primaries') +
+    '; round ' + f.rounds + ', last ' + f.last_sync + '.';
+  $('fleet-policies').tBodies[0].replaceChildren(...(f.policies || []).map((p) => {
+    const tr = document.createElement('tr');
+    tr.append(el('td', p.id, 'num'), el('td', p.fleet_used, 'num'), el('td', p.limit + '/' + p.unit, 'num'),
+      el('td', p.node_used, 'num'), el('td', p.credit, 'num'), el('td', p.demanding, 'num'));
+    return tr;
+  }));
+  $('fleet-nodes').textContent = 'Nodes: ' + (f.nodes || []).map((n) => n.name + ' (' + n.weight + ', ' + n.mode +
+    (n.in_set ? '' : ', not in the set') + ', heard ' + (n.age_ms / 1000).toFixed(1) + ' s ago)').join('; ');
 }
 
 function drawCounters() {

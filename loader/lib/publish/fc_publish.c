@@ -2,6 +2,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "fc_clock.h"
 #include "fc_pins.h"
 #include "fc_publish.h"
 #include "fc_store_keep.h"
@@ -48,6 +49,7 @@ int fc_publish_begin_on(struct fc_publish *pub, const struct fc_ctx *ctx, struct
 
 static void fc_publish_close(struct fc_publish *pub)
 {
+	fc_fleet_view_free(&pub->fleet);
 	if (pub->maps.dirfd >= 0) {
 		fc_maps_unlock(&pub->maps);
 		fc_maps_close(&pub->maps);
@@ -93,7 +95,21 @@ static int fc_publish_delta(struct fc_publish *pub, const struct fc_store_log *l
 	for (i = 0; d->ip_stale && i < d->npols; i++)
 		if (d->pols[i].ip_stale && fc_store_policy_ip_fix(pub->st, &d->pols[i].row.spec, err) < 0)
 			return -1;
-	return d->reset || d->weight || d->ip_stale || d->allows;
+	/* The fleet's node set: every fleet policy's splits. */
+	return d->reset || d->weight || d->ip_stale || d->allows || d->fleet;
+}
+
+/* What a publish tells of the fleet: when its splits go stale, and the
+ * agent's cfg (pub->want_fleet_cfg), from every policy. */
+static int fc_publish_fleet(struct fc_publish *pub, struct fc_source *src, struct fc_err *err)
+{
+	if (!pub->fleet.on)
+		return 0;
+	if (fc_source_policies(src, err) < 0 ||
+	    (pub->want_fleet_cfg && fc_fleet_cfg_make(&pub->fleet, src->pols, src->npols, &pub->fleet_cfg, err) < 0))
+		return -1;
+	pub->fleet_refresh_ms = fc_fleet_refresh_ms(&pub->fleet, src->pols, src->npols);
+	return 0;
 }
 
 /* Publishes to the maps and the shm, each what changed since its mark when
@@ -112,9 +128,10 @@ static int fc_publish_layers(struct fc_publish *pub, const struct fc_store_log *
 	if (fc_config_read(&pub->maps, &cfg, err) < 0)
 		return -1;
 	fc_source_init(&src, pub->st, pub->now, &pub->node);
-	/* Maps another version published lack fc_top4's exact bits, or have
-	 * fc_pfx6's markers on another tree: everything. */
-	maps_from = cfg.exact4_gen == cfg.rules_gen && cfg.pfx6_tree == FC_PFX6_TREE ?
+	/* Maps another version published lack fc_top4's exact bits or
+	 * fc_exact4's prefix answers kept true, or have fc_pfx6's markers on
+	 * another tree: everything. */
+	maps_from = cfg.exact4_gen == cfg.rules_gen && cfg.carry4_gen == cfg.rules_gen && cfg.pfx6_tree == FC_PFX6_TREE ?
 			    fc_publish_from(pub, log, cfg.store_id, cfg.store_seq) :
 			    0;
 	fc_shm_marked(ctx->shm_path, &id, &seq);
@@ -146,7 +163,8 @@ static int fc_publish_layers(struct fc_publish *pub, const struct fc_store_log *
 		       fc_shm_publish_delta(ctx->shm_path, ctx->shm_group, ctx->shm_keys, &src, ds, log->id, shm_from,
 					    &pub->shm, err) :
 		       1;
-	if (r < 0 || (r && fc_shm_publish(ctx->shm_path, ctx->shm_group, ctx->shm_keys, &src, &pub->shm, err) < 0))
+	if (r < 0 || (r && fc_shm_publish(ctx->shm_path, ctx->shm_group, ctx->shm_keys, &src, &pub->shm, err) < 0) ||
+	    fc_publish_fleet(pub, &src, err) < 0)
 		goto out;
 	rc = 0;
 out:
@@ -154,6 +172,23 @@ out:
 	fc_delta_free(&d);
 	fc_delta_free(&dshm);
 	return rc;
+}
+
+/* This node as the store says: its weight, and the fleet's node set and key
+ * (its windows labelled by this node's clock, plus a test's offset). */
+static int fc_publish_node(struct fc_publish *pub, struct fc_err *err)
+{
+	const struct fc_ctx *ctx = pub->ctx;
+	int64_t clock = ctx->fleet_clock_given ? ctx->fleet_clock_ns : fc_shm_fleet_clock(ctx->shm_path);
+
+	if (fc_node_read(pub->st, ctx->node, &pub->node, err) < 0 ||
+	    fc_fleet_read(pub->st, ctx->node, fc_unix_ms() + clock / 1000000, &pub->fleet, err) < 0)
+		return -1;
+	pub->fleet.clock_ns = clock;
+	if (ctx->fleet_sync_ns)
+		pub->fleet.lease_ns = FC_FLEET_LEASE_ROUNDS * ctx->fleet_sync_ns;
+	pub->node.fleet = &pub->fleet;
+	return 0;
 }
 
 int fc_publish_commit(struct fc_publish *pub, struct fc_err *err)
@@ -187,10 +222,11 @@ int fc_publish_commit(struct fc_publish *pub, struct fc_err *err)
 		fc_warn("%s; publishing everything", note.msg);
 		pub->full = true;
 	}
-	if (fc_node_read(pub->st, pub->ctx->node, &pub->node, err) < 0 ||
-	    fc_store_log_head(pub->st, &log, err) < 0 || fc_publish_layers(pub, &log, err) < 0 ||
-	    fc_store_log_prune(pub->st, &log, err) < 0 || fc_store_commit(pub->st, err) < 0) {
+	if (fc_publish_node(pub, err) < 0 || fc_store_log_head(pub->st, &log, err) < 0 ||
+	    fc_publish_layers(pub, &log, err) < 0 || fc_store_log_prune(pub->st, &log, err) < 0 ||
+	    fc_store_commit(pub->st, err) < 0) {
 		fc_store_rollback(pub->st);
+		fc_fleet_cfg_free(&pub->fleet_cfg);
 		/* Best effort: the maps and the shm may hold part of the change. */
 		fc_source_init(&src, pub->st, pub->now, &pub->node);
 		fc_sync_full(&src, &pub->maps, &undo, &ignored);
@@ -202,7 +238,7 @@ int fc_publish_commit(struct fc_publish *pub, struct fc_err *err)
 	}
 	/* Committed: the next publish may start from here. A mark not set
 	 * only costs the next publish a full one. */
-	if (fc_sync_mark(&pub->maps, log.id, log.head, &ignored) < 0 ||
+	if (fc_sync_mark(&pub->maps, log.id, log.head, pub->fleet.clock_ns, &ignored) < 0 ||
 	    fc_shm_mark(pub->ctx->shm_path, log.id, log.head, &ignored) < 0)
 		fc_warn("publish: %s (the next publish writes everything)", ignored.msg);
 	/* A row not valid as written is not published; the rest is. Say so on

@@ -10,6 +10,7 @@
 #define FC_PUBLISH_H
 
 #include "fc_ctx.h"
+#include "fc_fleet_split.h"
 #include "fc_kern.h"
 #include "fc_shm_write.h"
 #include "fc_store.h"
@@ -26,6 +27,15 @@ struct fc_publish {
 	bool full;     /* publish everything (freqctl sync), not only what changed */
 	bool delta;    /* only what changed was published (to the maps, the shm or both) */
 	struct fc_node_ctx node; /* whose share of the policies' limits, read from the store */
+	struct fc_fleet_view fleet; /* the fleet's node set and key (node.fleet points here) */
+	/* With want_fleet_cfg, once committed: what the agent leases with
+	 * (fc_fleet_split.h), the caller's to free (fc_fleet_cfg_free). */
+	bool want_fleet_cfg;
+	struct fc_fleet_cfg fleet_cfg;
+	/* unix ms from which the published fleet splits may be stale (a node
+	 * set change that no change-log entry announces): publish everything
+	 * then (0: never). */
+	int64_t fleet_refresh_ms;
 	struct fc_sync_result res;
 	struct fc_shm_result shm;
 	size_t bad_policies; /* rows not valid as written: reported, not published */

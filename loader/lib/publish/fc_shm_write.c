@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 #include <sys/mman.h>
 #include <sys/random.h>
@@ -14,6 +15,7 @@
 #include "fc_clock.h"
 #include "fc_cmp.h"
 #include "fc_enforce.h"
+#include "fc_fleet_split.h"
 #include "fc_owner.h"
 #include "fc_shm_write.h"
 #include "fc_step.h"
@@ -172,6 +174,12 @@ static void fc_item_enforced(const struct fc_shm_policy *it, struct fc_enforced 
 	pub->k.lim.gen = it->gen;
 	memcpy(pub->k.lim.rescale, it->rescale, sizeof(pub->k.lim.rescale));
 	pub->queue = it->action == FC_ACTION_DELAY ? it->delay_burst : 0;
+	/* a fleet policy's tail: the window's split a rate edit keeps */
+	if (it->flags & FC_SHM_POLICY_FLEET && it->item.len >= sizeof(*it) + sizeof(pub->fleet_tail)) {
+		pub->k.flags |= FC_POLICY_FLEET;
+		pub->fleet = true;
+		memcpy(&pub->fleet_tail, it + 1, sizeof(pub->fleet_tail));
+	}
 }
 
 /* The item of policy r, over what the live block says of it (live: its
@@ -191,6 +199,8 @@ static int fc_blk_policy(struct fc_blk *b, const struct fc_policy_row *r, const 
 		len += (sizeof(struct fc_shm_dim) + strlen(p->dims[i].name) + strlen(p->dims[i].value) + 3) & ~3u;
 	if (ip)
 		len += sizeof(struct fc_shm_dim) + 2 + 16;
+	if (p->fleet)
+		len += sizeof(struct fc_shm_fleet);
 	it = fc_blk_item(b, len, FC_SHM_POLICY, err);
 	if (!it)
 		return -1;
@@ -201,13 +211,15 @@ static int fc_blk_policy(struct fc_blk *b, const struct fc_policy_row *r, const 
 	it->id = p->id;
 	it->slot = r->slot;
 	it->epoch = r->epoch;
-	it->algo = (__u8)p->algo;
+	it->algo = e.k.algo; /* a fleet policy's: FC_ALGO_FLEET_* */
 	it->action = (__u8)p->action;
 	it->ndims = (__u8)ndims;
 	it->ntiers = (__u8)p->ntiers;
 	it->delay_burst = p->delay_burst;
-	it->flags = e.k.flags | (p->escalate.n ? FC_SHM_POLICY_ESCALATE : 0) | (p->ndims ? 0 : FC_SHM_POLICY_HTTP) |
-		    (e.show_keys ? FC_SHM_POLICY_SHOW_KEYS : 0);
+	/* FC_POLICY_FLEET is the kernel's flag; the item says FC_SHM_POLICY_FLEET. */
+	it->flags = (e.k.flags & ~FC_POLICY_FLEET) | (p->escalate.n ? FC_SHM_POLICY_ESCALATE : 0) |
+		    (p->ndims ? 0 : FC_SHM_POLICY_HTTP) | (e.show_keys ? FC_SHM_POLICY_SHOW_KEYS : 0) |
+		    (e.fleet ? FC_SHM_POLICY_FLEET : 0);
 	it->max_keys = p->max_keys; /* 0: as the table holds */
 	it->new_keys = p->new_keys ? p->new_keys : FC_NEW_KEYS_DEFAULT;
 	it->concurrency = e.concurrency;
@@ -216,6 +228,10 @@ static int fc_blk_policy(struct fc_blk *b, const struct fc_policy_row *r, const 
 	it->gen = e.k.lim.gen;
 	memcpy(it->rescale, e.k.lim.rescale, sizeof(it->rescale));
 	d = (__u8 *)(it + 1);
+	if (e.fleet) { /* the tail, before the dims (item.len covers it) */
+		memcpy(d, &e.fleet_tail, sizeof(e.fleet_tail));
+		d += sizeof(e.fleet_tail);
+	}
 	if (p->kind == FC_MATCH_STAR) { /* ip=* in nginx: a bucket per client unit */
 		struct fc_shm_dim *dim = (struct fc_shm_dim *)d;
 
@@ -657,6 +673,25 @@ fail:
 	return -1;
 }
 
+/* The header's fleet fields, before a block that may need them goes live:
+ * the fleet's key (from the store: every node tags a key alike), a test's
+ * clock offset, and when this node's state was made anew (a file made now,
+ * or a header that never said: a fleet policy takes no share of a window
+ * that began before; on the fleet policies' clock). */
+static void fc_shm_fleet_header(const struct fc_shm_map *sm, const struct fc_node_ctx *node)
+{
+	int64_t offset = node->fleet ? node->fleet->clock_ns : 0;
+	struct timespec ts;
+
+	if (sm->made || !sm->h->fleet_fresh_ns) {
+		clock_gettime(CLOCK_REALTIME, &ts);
+		sm->h->fleet_fresh_ns = (__u64)ts.tv_sec * FC_NS_PER_SEC + (__u64)ts.tv_nsec + (__u64)offset;
+	}
+	sm->h->fleet_clock_ns = offset;
+	if (node->fleet && node->fleet->on)
+		memcpy(sm->h->fleet_secret, node->fleet->secret, sizeof(sm->h->fleet_secret));
+}
+
 /* The inactive config block, to fill. */
 static void fc_blk_start(const struct fc_shm_map *sm, struct fc_blk *b)
 {
@@ -796,6 +831,7 @@ int fc_shm_publish(const char *path, const char *group, uint32_t keys, struct fc
 		return -1;
 	pols = src->pols;
 	fc_shm_unmark(sm.h);
+	fc_shm_fleet_header(&sm, &src->node);
 	fc_live_start(&sm, &live);
 	fc_blk_start(&sm, &b);
 	for (i = 0; i < src->npols; i++) {
@@ -1020,6 +1056,7 @@ int fc_shm_publish_delta(const char *path, const char *group, uint32_t keys, str
 		goto out;
 	}
 	fc_shm_unmark(sm.h);
+	fc_shm_fleet_header(&sm, &src->node);
 	if (fc_blk_touched(d)) {
 		if (fc_blk_changes(d, &ids, &nids, &rows, &nrows, err) < 0)
 			goto out;
@@ -1075,6 +1112,14 @@ static void fc_shm_header_read(const char *path, size_t off, void *buf, size_t l
 		memset(buf, 0, len);
 	if (fd >= 0)
 		close(fd);
+}
+
+int64_t fc_shm_fleet_clock(const char *path)
+{
+	int64_t ns;
+
+	fc_shm_header_read(path, offsetof(struct fc_shm_header, fleet_clock_ns), &ns, sizeof(ns));
+	return ns >= -FC_FLEET_CLOCK_MAX_NS && ns <= FC_FLEET_CLOCK_MAX_NS ? ns : 0;
 }
 
 void fc_shm_marked(const char *path, uint64_t *store_id, uint64_t *seq)

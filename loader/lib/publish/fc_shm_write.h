@@ -60,6 +60,13 @@ int fc_shm_publish_delta(const char *path, const char *group, uint32_t keys, str
 int fc_shm_mark(const char *path, uint64_t store_id, uint64_t seq, struct fc_err *err);
 void fc_shm_marked(const char *path, uint64_t *store_id, uint64_t *seq);
 
+/* The clock offset of fleet policies the shm at path says (0: none, or no
+ * shm of ours): a publisher not told one (the CLI) keeps the agent's. */
+int64_t fc_shm_fleet_clock(const char *path);
+/* An offset past a day is none: no test needs one, and windows of a day
+ * would be another's. */
+#define FC_FLEET_CLOCK_MAX_NS (86400LL * 1000000000LL)
+
 /* Whether path holds a shm of this layout with a block published (whoever
  * owns it: a reader's answer), and its mark (0, 0: none). */
 bool fc_shm_published(const char *path, uint64_t *store_id, uint64_t *seq);

@@ -17,6 +17,7 @@
 #include "fc_clock.h"
 #include "fc_cmp.h"
 #include "fc_enforce.h"
+#include "fc_fleet_split.h"
 #include "fc_step.h"
 #include "fc_sync.h"
 
@@ -52,7 +53,8 @@ struct fc_ins {
  * What one rule map should hold, what it holds, and what a publish writes
  * to it, in the order that never uncovers a source (doc/architecture.md,
  * Publishing order; fc_order_write): put and del, and for an exact map the
- * final values of the entries first written as a union (fin), for fc_pfx6
+ * final values of the entries first written as a union (fin) or without
+ * the prefix answer they carry (carry), for fc_pfx6
  * and fc_top6 entries as they are with their search guides widened
  * (relax). Publishing everything, these are the difference itself;
  * publishing what changed, put holds what the changed keys' entries
@@ -71,6 +73,7 @@ struct fc_map_sync {
 	struct fc_ins carried;
 	struct fc_kvs want, have;
 	struct fc_kvs put, del, fin, relax;
+	struct fc_kvs carry; /* exact: entries first written as their own value less the prefix answer */
 	long count;  /* publishing what changed: entries added less entries deleted */
 	long dmarks; /* the same for fc_pfx6's search markers */
 	size_t marks;    /* fc_pfx6: search markers among want */
@@ -373,19 +376,59 @@ static void fc_rule_merge(struct fc_rule *into, const struct fc_rule *r)
 		into->flags &= ~FC_RULE_MARKER;
 }
 
+/* r without the prefix answer it carries (FC_RULE_CARRY). */
+static struct fc_rule fc_rule_uncarried(const struct fc_rule *r)
+{
+	struct fc_rule u = *r;
+
+	if (u.flags & FC_RULE_CARRY) {
+		u.flags &= ~FC_RULE_CARRY;
+		u.carry_policy = 0;
+	}
+	if (!(u.flags & FC_RULE_ALLOWED))
+		u.allow_expires_ns = 0;
+	return u;
+}
+
+/* Whether the entry r may carry a prefix answer: a policy, and neither a
+ * ban nor an allow entry (the others look the prefixes up, a lapsed ban
+ * too). */
+static bool fc_rule_may_carry(const struct fc_rule *r)
+{
+	return r->policy && !(r->flags & (FC_RULE_BANNED | FC_RULE_ALLOWED));
+}
+
+/*
+ * The prefix answer an IPv4 exact entry r carries, from pfx, the folded
+ * entry of the longest prefix covering its address (NULL: none), which is
+ * what the packet path's prefix lookup finds: only where r may carry one,
+ * and where that prefix neither bans nor allows (so a prefix's ban, even
+ * one that lapses in the kernel, is always looked up).
+ */
+static void fc_rule_carry(struct fc_rule *r, const struct fc_rule *pfx)
+{
+	*r = fc_rule_uncarried(r);
+	if (!fc_rule_may_carry(r) || (pfx && (pfx->flags & (FC_RULE_BANNED | FC_RULE_ALLOWED))))
+		return;
+	r->flags |= FC_RULE_CARRY;
+	r->carry_policy = pfx ? pfx->policy : 0;
+}
+
 /*
  * What an exact entry holds while a publish changes it from h to w: the
- * bans and allow entries of both (the longer-lasting), w's policy, else h's.
- * The packet path meets it with the prefix maps' answer, old or new: a
- * source banned (allowed, limited by a policy) before and after stays so
- * whichever it meets (doc/architecture.md, Publishing order).
+ * bans and allow entries of both (the longer-lasting), w's policy, else h's,
+ * and no carried prefix answer: the packet path meets it with the prefix
+ * maps' answer, old or new, and a source banned (allowed, limited by a
+ * policy) before and after stays so whichever it meets (doc/architecture.md,
+ * Publishing order). w's carried answer comes with its own value, once
+ * every prefix is written.
  */
 static struct fc_rule fc_rule_union(const struct fc_rule *h, const struct fc_rule *w)
 {
 	struct fc_rule u = *h;
 
 	fc_rule_merge(&u, w);
-	return u;
+	return fc_rule_uncarried(&u);
 }
 
 /*
@@ -430,6 +473,16 @@ static bool fc_ms_exact(const struct fc_map_sync *ms)
 	return !ms->prefixes && ms->keysz == (ms->family == 4 ? 4u : 16u);
 }
 
+/* Where an exact entry first written as u takes its own value w last: with
+ * the carried prefix answer alone to come (which narrows nothing: no wait
+ * for packets in flight), carry; else fin. */
+static struct fc_kvs *fc_fin_of(struct fc_map_sync *ms, const struct fc_rule *u, const struct fc_rule *w)
+{
+	struct fc_rule bare = fc_rule_uncarried(w);
+
+	return memcmp(u, &bare, sizeof(bare)) ? &ms->fin : &ms->carry;
+}
+
 /* Notes that the entry of key h changes from h to w (h NULL: added; w
  * NULL: deleted) in ms's lists, as fc_order_write writes them. */
 static int fc_diff_note(struct fc_map_sync *ms, const struct fc_kv *h, const struct fc_kv *w)
@@ -439,9 +492,9 @@ static int fc_diff_note(struct fc_map_sync *ms, const struct fc_kv *h, const str
 	if (!w)
 		return fc_kvs_append(&ms->del, h, 1);
 	u = *w;
-	if (h && fc_ms_exact(ms)) {
-		u.val = fc_rule_union(&h->val, &w->val);
-		if (memcmp(&u.val, &w->val, sizeof(u.val)) && fc_kvs_append(&ms->fin, w, 1) < 0)
+	if (fc_ms_exact(ms)) {
+		u.val = h ? fc_rule_union(&h->val, &w->val) : fc_rule_uncarried(&w->val);
+		if (memcmp(&u.val, &w->val, sizeof(u.val)) && fc_kvs_append(fc_fin_of(ms, &u.val, &w->val), w, 1) < 0)
 			return -1;
 	} else if (h && ms->family == 6) {
 		u = *h;
@@ -1543,6 +1596,7 @@ static void fc_rule_maps_free(struct fc_map_sync ms[FC_MS_ALL])
 		free(ms[i].put.v);
 		free(ms[i].del.v);
 		free(ms[i].fin.v);
+		free(ms[i].carry.v);
 		free(ms[i].relax.v);
 	}
 	free(ms[FC_MS_TOP6].carried.v);
@@ -1673,9 +1727,38 @@ out:
 	return rc;
 }
 
+/*
+ * The prefix answers the entries of ex (fc_exact4's, n, in address order)
+ * carry (fc_rule_carry), from pfx: IPv4 prefixes, folded, in address order,
+ * among them every prefix covering an address of ex. Both walked once, the
+ * prefixes covering the current address on a stack (each longer than the
+ * one under it: at most /0 to /31), as fc_want_inherit does.
+ */
+static void fc_carry_sweep(struct fc_kv *ex, size_t n, const struct fc_kvs *pfx)
+{
+	size_t stack[33], depth = 0, i = 0, j;
+	const uint8_t *a, *t;
+	uint32_t la, lt;
+
+	for (j = 0; j < n; j++) {
+		for (; i < pfx->n && memcmp((a = fc_kv_addr(&pfx->v[i], &la)), ex[j].key, 4) <= 0; i++) {
+			while (depth && (t = fc_kv_addr(&pfx->v[stack[depth - 1]], &lt)) &&
+			       !fc_prefix_covers_bits(t, lt, a, la))
+				depth--;
+			if (depth < sizeof(stack) / sizeof(stack[0]))
+				stack[depth++] = i;
+		}
+		while (depth && (t = fc_kv_addr(&pfx->v[stack[depth - 1]], &lt)) &&
+		       !fc_prefix_covers_bits(t, lt, ex[j].key, 32))
+			depth--;
+		fc_rule_carry(&ex[j].val, depth ? &pfx->v[stack[depth - 1]].val : NULL);
+	}
+}
+
 /* Makes each rule map's want what the map should hold: entries of one key
  * merged, prefixes carrying what covers them, exact entries the allow
- * entries over them; fc_top6's made. Refuses more than a map holds. */
+ * entries over them and (IPv4) their prefix answer; fc_top6's made. Refuses
+ * more than a map holds. */
 static int fc_want_finish(struct fc_map_sync *ms, const struct fc_allows *al, struct fc_top4_sync *top4,
 			  struct fc_err *err)
 {
@@ -1692,6 +1775,8 @@ static int fc_want_finish(struct fc_map_sync *ms, const struct fc_allows *al, st
 					  ms[i].want.n, ms[i].marks ? " (prefixes and their search markers)" : "",
 					  FC_MAX_RULES);
 	}
+	/* top4->pfx: every IPv4 prefix, folded, in address order. */
+	fc_carry_sweep(ms[FC_MS_EXACT4].want.v, ms[FC_MS_EXACT4].want.n, &top4->pfx);
 	return fc_want_top6(ms, err);
 }
 
@@ -1714,6 +1799,9 @@ static int fc_entry_put(struct fc_map_sync *ms, const struct fc_kv *kv, bool wan
 
 	fc_kv_value(ms, kv, &to);
 	val = to;
+	/* A new exact entry carries its prefix answer from its own value on. */
+	if (fc_ms_exact(ms))
+		val.rule = fc_rule_uncarried(&to.rule);
 	if (want) {
 		had = bpf_map_update_elem(ms->fd, kv->key, &val, BPF_NOEXIST) != 0;
 		if (had && errno != EEXIST)
@@ -1722,16 +1810,16 @@ static int fc_entry_put(struct fc_map_sync *ms, const struct fc_kv *kv, bool wan
 			op = "lookup";
 			if (bpf_map_lookup_elem(ms->fd, kv->key, &have))
 				goto fail;
-			if (!memcmp(&have, &val, ms->valsz))
+			if (!memcmp(&have, &to, ms->valsz))
 				return 0;
 			if (fc_ms_exact(ms))
 				val.rule = fc_rule_union(&have.rule, &kv->val);
-			if (memcmp(&val, &to, ms->valsz) && fc_kvs_append(&ms->fin, kv, 1) < 0)
-				return fc_err_set(err, "out of memory publishing map %s", ms->name);
 			op = "update";
 			if (bpf_map_update_elem(ms->fd, kv->key, &val, BPF_EXIST))
 				goto fail;
 		}
+		if (memcmp(&val, &to, ms->valsz) && fc_kvs_append(fc_fin_of(ms, &val.rule, &to.rule), kv, 1) < 0)
+			return fc_err_set(err, "out of memory publishing map %s", ms->name);
 	} else {
 		had = !bpf_map_lookup_and_delete_elem(ms->fd, kv->key, &have);
 		if (!had && errno != ENOENT)
@@ -2002,7 +2090,8 @@ static int fc_order_exact_last(struct fc_order *o, int k, struct fc_err *err)
 	size_t i;
 	int rc = -1;
 
-	if (fc_map_apply(ms, ms->fin.v, ms->fin.n, true, err) < 0)
+	if (fc_map_apply(ms, ms->fin.v, ms->fin.n, true, err) < 0 ||
+	    fc_map_apply(ms, ms->carry.v, ms->carry.n, true, err) < 0)
 		return -1;
 	if (!o->delta)
 		return fc_map_apply(ms, ms->del.v, ms->del.n, false, err);
@@ -2108,6 +2197,31 @@ static int fc_config_interim(const struct fc_maps *m, struct fc_config *cfg, con
 	return memcmp(cfg, &before, sizeof(before)) ? fc_config_write(m, cfg, err) : 0;
 }
 
+/* How far ahead of UTC the packet path's clock runs: a test's offset of
+ * the fleet's clock (agent --clock-offset, fc_fleet_view.clock_ns), 0
+ * otherwise. Every policy's clock at XDP/TC, as the design has it: the
+ * packet path has one clock. */
+static int64_t fc_node_shift(const struct fc_node_ctx *node)
+{
+	return node->fleet ? node->fleet->clock_ns : 0;
+}
+
+/* When the maps were made, for the fleet's fresh rule (maps/fc_fleet.h):
+ * kept from old, or now (on the packet path's clock, UTC in tests shifted
+ * as it is) where old never said, its maps just made (all zero). A fleet
+ * policy then takes no share of a window that began before: what the
+ * maps lost may have spent it. */
+static void fc_fleet_fresh(struct fc_config *cfg, const struct fc_config *old, int64_t shift_ns)
+{
+	struct timespec ts;
+
+	cfg->fleet_fresh_ns = old->fleet_fresh_ns;
+	if (cfg->fleet_fresh_ns)
+		return;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	cfg->fleet_fresh_ns = (__u64)ts.tv_sec * FC_NS_PER_SEC + (__u64)ts.tv_nsec + (__u64)shift_ns;
+}
+
 /* Publishing everything: what each map holds against what it should (the
  * lists fc_order_write writes), fc_top4 whole, and the counts the config
  * will hold. Nothing is written. */
@@ -2158,7 +2272,6 @@ int fc_sync_full(struct fc_source *src, const struct fc_maps *m, struct fc_sync_
 		fc_err_set(err, "out of memory");
 		goto out;
 	}
-	res->cfg.utc_offset_ns = fc_utc_offset_ns();
 	if (fc_allows_read(src->st, src->now, &al, err) < 0 || fc_want_collect(src, ms, &ps, &al, &res->cfg, err) < 0 ||
 	    fc_want_finish(ms, &al, top4, err) < 0)
 		goto out;
@@ -2171,7 +2284,8 @@ int fc_sync_full(struct fc_source *src, const struct fc_maps *m, struct fc_sync_
 	locked = true;
 	if (fc_config_read(m, &old, err) < 0 || fc_full_plan(m, ms, top4, res, err) < 0)
 		goto out;
-	res->cfg.jiffies_utc_ns = fc_jiffies_utc_ns(res->cfg.utc_offset_ns);
+	fc_clock_set(&res->cfg, fc_node_shift(&src->node));
+	fc_fleet_fresh(&res->cfg, &old, fc_node_shift(&src->node));
 	/* The array of 65,536 policies is read only when they changed. The
 	 * digest is cleared before anything is written, with the marks. */
 	res->cfg.policies_digest = fc_policies_digest(ps.want, src->pols, src->npols);
@@ -2194,6 +2308,7 @@ int fc_sync_full(struct fc_source *src, const struct fc_maps *m, struct fc_sync_
 	res->changed += top4->flips;
 	res->cfg.rules_gen = old.rules_gen + (fc_sync_wrote(res) || res->copied);
 	res->cfg.exact4_gen = res->cfg.rules_gen; /* the bits are made whole */
+	res->cfg.carry4_gen = res->cfg.rules_gen; /* and the carried prefix answers */
 	res->cfg.star_flags = fc_star_flags(&res->cfg);
 	/* Slots are freed once the config names none of them (ip=*). */
 	if (fc_config_write(m, &res->cfg, err) < 0 || (!skip && fc_policies_apply(m, &ps, false, err) < 0) ||
@@ -2226,7 +2341,7 @@ int fc_sync(struct fc_source *src, const struct fc_maps *m, const char *pin_dir,
 	return rc;
 }
 
-int fc_sync_mark(const struct fc_maps *m, uint64_t store_id, uint64_t seq, struct fc_err *err)
+int fc_sync_mark(const struct fc_maps *m, uint64_t store_id, uint64_t seq, int64_t shift_ns, struct fc_err *err)
 {
 	struct fc_config cfg, old;
 
@@ -2237,7 +2352,7 @@ int fc_sync_mark(const struct fc_maps *m, uint64_t store_id, uint64_t seq, struc
 	cfg.store_seq = seq;
 	/* Every publish ends here, even one with nothing to write: a step of
 	 * the wall clock since the last is put right. */
-	fc_clock_refresh(&cfg, &old);
+	fc_clock_refresh(&cfg, &old, shift_ns);
 	return fc_config_write(m, &cfg, err);
 }
 
@@ -2298,6 +2413,27 @@ static const struct fc_kv *fc_kvs_find(const struct fc_kvs *s, size_t keysz, con
 static const struct fc_kv *fc_want_find(const struct fc_map_sync *ms, const struct fc_kv *kv)
 {
 	return fc_kvs_find(&ms->want, ms->keysz, kv);
+}
+
+/* Onto ex->want, the IPv4 addresses inside s that have a policy: their
+ * entries may carry the answer of a prefix there (fc_carry_plan4). */
+static int fc_plan_carriers(struct fc_store *st, struct fc_map_sync *ex, const struct fc_prefix *s, struct fc_err *err)
+{
+	struct fc_key_rule *rows = NULL;
+	struct fc_kv *kv;
+	size_t n = 0, i;
+	int rc = 0;
+
+	if (fc_store_exact_policies4(st, s, &rows, &n, err) < 0)
+		return -1;
+	for (i = 0; i < n && !rc; i++) {
+		if (!(kv = fc_kvs_push(&ex->want)))
+			rc = fc_err_set(err, "out of memory publishing map %s", ex->name);
+		else
+			fc_kv_key(ex, &rows[i].p, kv);
+	}
+	free(rows);
+	return rc;
 }
 
 /*
@@ -2367,6 +2503,8 @@ static int fc_plan_prefix(struct fc_store *st, struct fc_map_sync *all, struct f
 	if (ms->family == 4) {
 		fc_kv_key(ms, &s, &scope);
 		fc_top4_mark(mark, &scope);
+		if (fc_plan_carriers(st, &all[FC_MS_EXACT4], &s, err) < 0)
+			goto out;
 	} else {
 		/* p's length stays in use while a prefix anywhere has it (an
 		 * allow entry's too). */
@@ -2408,6 +2546,87 @@ static void fc_plan_unique(struct fc_map_sync *ms)
 }
 
 /*
+ * What the prefix lookup finds for the IPv4 address a in the maps as they
+ * are, into *out (zero: nothing), as the packet path's fc_prefix4_lookup
+ * does: for an address whose /16 no change of the publish touches, so
+ * that the answer is the one after it too. Reads fc_top4 through a
+ * mapping, and fc_pfx4 only where the /24's byte says a prefix is there.
+ */
+static int fc_prefix4_now(const struct fc_maps *m, struct fc_top4_sync *top4, const uint8_t *a, struct fc_rule *out,
+			  struct fc_err *err)
+{
+	uint32_t idx = (uint32_t)a[0] << 8 | a[1], in24, len;
+	struct fc_pfx4_key k;
+	const struct fc_top4 *t;
+
+	if (fc_top4_view(m, top4, idx, idx, err) < 0)
+		return -1;
+	t = fc_top4_at(top4, idx);
+	in24 = t->in24[a[2]];
+	*out = t->rule;
+	for (len = 31; len > FC_TOP4_SHIFT; len--) {
+		if (len > 24 ? !(in24 & FC_IN24_LONGER) || !(t->longer & (1u << (len - 25))) :
+			       len != FC_TOP4_SHIFT + (in24 & FC_IN24_LEN))
+			continue;
+		k.prefixlen = len;
+		memcpy(k.a, a, 4);
+		fc_prefix_mask(k.a, 4, len);
+		if (!bpf_map_lookup_elem(m->pfx4, &k, out))
+			return 0;
+		if (errno != ENOENT)
+			return fc_err_set(err, "map %s: lookup: %s", FC_MAP_NAME(pfx4), strerror(errno));
+		*out = t->rule;
+	}
+	return 0;
+}
+
+/*
+ * Publishing what changed, the prefix answers fc_exact4's entries carry
+ * (fc_rule_carry): those of the addresses with a policy inside the scope of
+ * a changed prefix (ex->want, fc_plan_carriers), each put again as the map
+ * holds it, and a changed address's: from the prefixes to be inside the
+ * /16s a change touches (mark; top4->pfx: those, folded, in address order),
+ * from the maps as they are elsewhere. Each is compared with the map as it
+ * is written, so only those whose answer moves are written. ex->put:
+ * sorted, one entry a key.
+ */
+static int fc_carry_plan4(const struct fc_maps *m, struct fc_map_sync *ex, struct fc_top4_sync *top4,
+			  const uint64_t *mark, struct fc_err *err)
+{
+	size_t i, j = 0, n = ex->put.n;
+	struct fc_rule now;
+	struct fc_kv kv;
+	uint32_t idx;
+
+	fc_kvs_unique(&ex->want, fc_kv_cmp, &ex->keysz);
+	for (i = 0; i < ex->want.n; i++) {
+		while (j < n && memcmp(ex->put.v[j].key, ex->want.v[i].key, ex->keysz) < 0)
+			j++;
+		if (j < n && !memcmp(ex->put.v[j].key, ex->want.v[i].key, ex->keysz))
+			continue; /* a changed key: its own rows say */
+		kv = ex->want.v[i];
+		if (bpf_map_lookup_elem(m->exact4, kv.key, &kv.val)) {
+			if (errno == ENOENT)
+				continue;
+			return fc_err_set(err, "map %s: lookup: %s", ex->name, strerror(errno));
+		}
+		if (fc_kvs_append(&ex->put, &kv, 1) < 0)
+			return fc_err_set(err, "out of memory publishing map %s", ex->name);
+	}
+	fc_kvs_sort(&ex->put, fc_kv_cmp, &ex->keysz);
+	fc_carry_sweep(ex->put.v, ex->put.n, &top4->pfx);
+	for (i = 0; i < ex->put.n; i++) {
+		idx = fc_kv_top4(&ex->put.v[i], FC_KV_EXACT4);
+		if ((mark[idx / 64] & (1ULL << (idx % 64))) || !fc_rule_may_carry(&ex->put.v[i].val))
+			continue;
+		if (fc_prefix4_now(m, top4, ex->put.v[i].key, &now, err) < 0)
+			return -1;
+		fc_rule_carry(&ex->put.v[i].val, &now);
+	}
+	return 0;
+}
+
+/*
  * Publishing what changed: the rule entries of the changed keys, an exact
  * address's from its rows, a prefix's (and what it covers) by
  * fc_plan_prefix, onto the maps' lists; what changes in fc_top4 (top4).
@@ -2445,6 +2664,8 @@ static int fc_plan_keys(struct fc_store *st, const struct fc_maps *m, struct fc_
 	for (i = 0; i < FC_MS_COUNT; i++)
 		fc_plan_unique(&ms[i]);
 	fc_kvs_unique(&top4->pfx, fc_kv_addr_cmp, &ms[FC_MS_PFX4]);
+	if (fc_carry_plan4(m, &ms[FC_MS_EXACT4], top4, mark, err) < 0)
+		return -1;
 	return fc_top4_plan(m, top4, mark, res, err);
 }
 
@@ -2575,7 +2796,8 @@ int fc_sync_delta(struct fc_source *src, const struct fc_maps *m, const struct f
 	res->cfg.store_id = res->cfg.store_seq = 0;
 	if (d->npols)
 		res->cfg.policies_digest = 0;
-	fc_clock_refresh(&res->cfg, &old);
+	fc_clock_refresh(&res->cfg, &old, fc_node_shift(&src->node));
+	fc_fleet_fresh(&res->cfg, &old, fc_node_shift(&src->node));
 	if (fc_slots_apply(m, &ps, d, &src->node, true, false, &res->cfg, err) < 0 || fc_order_write(&o, err) < 0 ||
 	    fc_slots_apply(m, &ps, d, &src->node, false, true, &res->cfg, err) < 0)
 		goto out;
@@ -2600,6 +2822,7 @@ int fc_sync_delta(struct fc_source *src, const struct fc_maps *m, const struct f
 	 * published) they stay untrusted, defensively: fc_publish_layers
 	 * publishes everything onto such maps, never this delta. */
 	res->cfg.exact4_gen = res->cfg.rules_gen + (old.exact4_gen != old.rules_gen);
+	res->cfg.carry4_gen = res->cfg.rules_gen + (old.carry4_gen != old.rules_gen);
 	res->cfg.star_flags = fc_star_flags(&res->cfg);
 	/* Slots are freed once the config names none of them (ip=*). */
 	if (fc_config_write(m, &res->cfg, err) < 0 ||

@@ -43,7 +43,8 @@ int fc_sync_delta(struct fc_source *src, const struct fc_maps *m, const struct f
 		  struct fc_err *err);
 /* Marks the maps as holding store store_id up to change seq (once it is
  * committed); 0, 0: not known. A publish clears the mark before it writes.
- * Sets the clock's offset to UTC afresh (fc_utc_offset_ns). */
-int fc_sync_mark(const struct fc_maps *m, uint64_t store_id, uint64_t seq, struct fc_err *err);
+ * Sets the clock's offset to UTC afresh (fc_clock_refresh), shift_ns ahead
+ * (struct fc_fleet_view.clock_ns). */
+int fc_sync_mark(const struct fc_maps *m, uint64_t store_id, uint64_t seq, int64_t shift_ns, struct fc_err *err);
 
 #endif /* FC_SYNC_H */

@@ -17,13 +17,13 @@
 #include <netinet/tcp.h>
 #include <sys/socket.h>
 
+#include "fc_grow.h"
 #include "fc_hiredis.h"
 #include "fc_redis.h"
 #include "fc_redis_node.h"
 #include "fc_redis_slot.h"
 
 #define FC_REDIS_NODES_MAX (FC_REDIS_SHARDS_MAX * (1 + FC_REDIS_REPLICAS_MAX) + FC_REDIS_SEEDS_MAX)
-#define FC_REDIS_NO_NODE   0xffff
 #define FC_REDIS_CMD_MAX   (1u << 20) /* a command's bytes */
 #define FC_REDIS_DISABLED  "ERR This instance has cluster support disabled"
 
@@ -115,23 +115,6 @@ void fc_redis_cmds_release(struct fc_redis_cmd *cmds, size_t n)
 }
 
 /* ---- nodes ---- */
-
-static int fc_grow(void **p, size_t *cap, size_t need, size_t size)
-{
-	size_t n = *cap ? *cap : 16;
-	void *q;
-
-	if (need <= *cap)
-		return 0;
-	while (n < need)
-		n *= 2;
-	q = realloc(*p, n * size);
-	if (!q)
-		return -1;
-	*p = q;
-	*cap = n;
-	return 0;
-}
 
 /* The node at a, made when new (in a free place, or one no table lists);
  * its index, or FC_REDIS_NO_NODE when the table is full. */
@@ -287,6 +270,7 @@ static void fc_node_connected(struct fc_redis *r, struct fc_redis_node *n)
 	int argc = 1;
 
 	r->stats.connects++;
+	n->connects++;
 	n->down = false;
 	if (fc_redis_reader_init(&n->rd, &err) < 0) {
 		fc_node_fail(r, n, false, "%s", err.msg);
@@ -402,6 +386,7 @@ static void fc_cmd_error(struct fc_redis *r, struct fc_redis_node *n, struct fc_
 	}
 	if (rc > 0 && c->key && to.slot != c->st.slot) {
 		fc_cmd_msg(c, "%s: %s: not the slot of the key, %u", n->name, text, c->st.slot);
+		r->stats.bad_replies++;
 		fc_redis_reply_free(e);
 		fc_cmd_done(c, FC_REDIS_BAD_REPLY, NULL);
 		return;
@@ -500,6 +485,7 @@ static void fc_node_reply(struct fc_redis *r, struct fc_redis_node *n, struct fc
 	}
 	if (fc_redis_reply_check(reply, &c->want, &err) < 0) {
 		fc_cmd_msg(c, "%s: %s", n->name, err.msg);
+		r->stats.bad_replies++;
 		fc_redis_reply_free(reply);
 		fc_cmd_done(c, FC_REDIS_BAD_REPLY, NULL);
 		return;
@@ -555,11 +541,13 @@ static void fc_node_read(struct fc_redis *r, struct fc_redis_node *n)
 			return;
 		}
 		if (fc_redis_reader_feed(&n->rd, buf, (size_t)got, &err) < 0) {
+			r->stats.bad_replies++;
 			fc_node_fail(r, n, false, "reply: %s", err.msg);
 			return;
 		}
 		while (n->fd >= 0) {
 			if (fc_redis_reader_next(&n->rd, &reply, &err) < 0) {
+				r->stats.bad_replies++;
 				fc_node_fail(r, n, false, "reply: %s", err.msg);
 				return;
 			}
@@ -666,7 +654,7 @@ static int fc_redis_apply(struct fc_redis *r, const struct fc_redis_map *m, stru
 	uint16_t k;
 
 	for (i = 0; i < r->nnodes; i++)
-		r->node[i]->listed = r->node[i]->primary = false, r->node[i]->slots = 0;
+		r->node[i]->listed = r->node[i]->primary = false, r->node[i]->slots = r->node[i]->replicas = 0;
 	for (i = 0; i < m->nshards; i++) {
 		idx[i] = fc_node_get(r, &m->shard[i].primary);
 		if (idx[i] == FC_REDIS_NO_NODE)
@@ -674,6 +662,7 @@ static int fc_redis_apply(struct fc_redis *r, const struct fc_redis_map *m, stru
 		n = r->node[idx[i]];
 		n->listed = n->primary = true;
 		n->slots = m->shard[i].nslots;
+		n->replicas = m->shard[i].nreplicas;
 		for (j = 0; j < m->shard[i].nreplicas; j++) {
 			k = fc_node_get(r, &m->shard[i].replicas[j]);
 			if (k != FC_REDIS_NO_NODE && !r->node[k]->primary)
@@ -815,6 +804,10 @@ static int fc_cmd_prepare(struct fc_redis_cmd *c)
 		fc_cmd_done(c, FC_REDIS_NOT_RUN, NULL);
 		return -1;
 	}
+	if (!nkeys && c->route)
+		c->st.slot = (uint16_t)fc_redis_slot(c->route, strlen(c->route));
+	else if (!nkeys)
+		c->st.slot = c->route_slot & (FC_REDIS_SLOTS - 1);
 	for (j = 0; j < nkeys; j++) {
 		len = c->argvlen ? c->argvlen[c->key + j] : strlen(c->argv[c->key + j]);
 		slot = fc_redis_slot(c->argv[c->key + j], len);
@@ -1030,12 +1023,54 @@ size_t fc_redis_nodes(const struct fc_redis *r, struct fc_redis_node_info *out, 
 				continue;
 			if (k < max)
 				out[k] = (struct fc_redis_node_info){ .primary = n->primary, .slots = n->slots,
+								      .replicas = n->replicas, .connects = n->connects,
+								      .index = (uint16_t)i,
 								      .connected = n->state == FC_NODE_READY };
 			if (k < max)
 				memcpy(out[k].name, n->name, sizeof(out[k].name));
 			k++;
 		}
 	return k;
+}
+
+size_t fc_redis_primary_slots(const struct fc_redis *r, uint16_t *out, size_t max)
+{
+	bool seen[FC_REDIS_NODES_MAX] = { false };
+	size_t k = 0;
+	unsigned s;
+
+	for (s = 0; s < FC_REDIS_SLOTS; s++) {
+		uint16_t i = r->slot_node[s];
+
+		if (i == FC_REDIS_NO_NODE || seen[i])
+			continue;
+		seen[i] = true;
+		if (k < max)
+			out[k] = (uint16_t)s;
+		k++;
+	}
+	return k;
+}
+
+unsigned fc_redis_node_of(const struct fc_redis *r, const char *key)
+{
+	return r->slot_node[fc_redis_slot(key, strlen(key))];
+}
+
+unsigned fc_redis_node_of_slot(const struct fc_redis *r, uint16_t slot)
+{
+	return r->slot_node[slot & (FC_REDIS_SLOTS - 1)];
+}
+
+bool fc_redis_ran_before(const struct fc_redis_cmd *a, const struct fc_redis_cmd *b)
+{
+	return a->status == FC_REDIS_OK && b->status == FC_REDIS_OK && a->st.node == b->st.node &&
+	       a->st.tries == 1 && b->st.tries == 1 && !a->st.asking && !b->st.asking && a < b;
+}
+
+const struct fc_redis_conf *fc_redis_get_conf(const struct fc_redis *r)
+{
+	return &r->conf;
 }
 
 const char *fc_redis_prefix(const struct fc_redis *r)

@@ -62,6 +62,12 @@ struct fc_redis_cmd {
 	 * (a hash tag, "{...}", puts related keys there); key 0: no key (sent
 	 * to the primary of slot 0); nkeys 0 with a key: 1. */
 	unsigned key, nkeys;
+	/* With no key: a key to route by (not sent), for a command that
+	 * follows others on their node (WAIT after a slot's scripts). */
+	const char *route;
+	/* With no key and no route: the hash slot to route by (a command for
+	 * one primary: fc_redis_primary_slots). */
+	uint16_t route_slot;
 	struct fc_redis_want want;
 
 	enum fc_redis_status status;
@@ -88,6 +94,7 @@ struct fc_redis_stats {
 	uint64_t connects;         /* connections made (after the first: reconnections) */
 	uint64_t failures;         /* connections lost: refused, closed, timed out, a bad reply */
 	uint64_t timeouts;         /* calls that ran out of time */
+	uint64_t bad_replies;      /* replies that did not check: of another shape than asked, not the protocol */
 	uint64_t last_usec;        /* the last call's time */
 };
 
@@ -97,9 +104,14 @@ struct fc_redis_node_info {
 	bool primary;                 /* serves slots (standalone: the server) */
 	bool connected;
 	unsigned slots;               /* how many the table gives it */
+	unsigned replicas;            /* Cluster: the table's replicas of it (standalone: 0, ask INFO) */
+	uint32_t connects;            /* connections made to it so far: one more, and writes may be lost */
+	uint16_t index;               /* as fc_redis_node_of names it */
 };
 
 struct fc_redis;
+
+#define FC_REDIS_NO_NODE 0xffff /* no node serves the slot */
 
 /* A client for conf (copied); loads libhiredis, connects to nothing yet. */
 struct fc_redis *fc_redis_open(const struct fc_redis_conf *conf, struct fc_err *err);
@@ -132,6 +144,22 @@ const char *fc_redis_mode_name(enum fc_redis_mode mode);
 void fc_redis_stats(const struct fc_redis *r, struct fc_redis_stats *out);
 /* Up to max known nodes (primaries first); returns how many there are. */
 size_t fc_redis_nodes(const struct fc_redis *r, struct fc_redis_node_info *out, size_t max);
+/* One slot of each primary that serves slots in the table now (the first
+ * it serves), up to max; returns how many there are. A command routed by
+ * each (route_slot) reaches every primary. */
+size_t fc_redis_primary_slots(const struct fc_redis *r, uint16_t *out, size_t max);
+/* The node the slot table sends key to now (its index; FC_REDIS_NO_NODE
+ * for none): to group a batch's commands per primary before it is sent. */
+unsigned fc_redis_node_of(const struct fc_redis *r, const char *key);
+unsigned fc_redis_node_of_slot(const struct fc_redis *r, uint16_t slot);
+/* After fc_redis_exec: whether a (earlier in the batch) and b both ran, in
+ * the call's first pipeline to one node, on one connection (so a ran
+ * before b there): a WAIT b confirms what a wrote. */
+bool fc_redis_ran_before(const struct fc_redis_cmd *a, const struct fc_redis_cmd *b);
+
+/* The configuration it was opened with (the seeds, the password), for a
+ * connection of the caller's own: the fleet's subscriber. */
+const struct fc_redis_conf *fc_redis_get_conf(const struct fc_redis *r);
 /* The key prefix (--redis-prefix), for the caller's keys. */
 const char *fc_redis_prefix(const struct fc_redis *r);
 

@@ -38,6 +38,8 @@ struct fc_redis_node {
 	bool seed;      /* one of the URLs: kept to ask for the table */
 	bool down;      /* failed during this call: not tried again in it */
 	unsigned slots; /* the table's slots it serves */
+	unsigned replicas;  /* the table's replicas of it */
+	uint32_t connects;  /* connections made to it: a new one may have lost what the last had */
 
 	int fd;
 	enum fc_node_state state;

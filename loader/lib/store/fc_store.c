@@ -47,6 +47,7 @@ enum fc_stmt_id {
 	FC_SQL_NODE_PUT,
 	FC_SQL_NODE_LIST,
 	FC_SQL_NODES_CLEAR,
+	FC_SQL_NODE_DEL,
 	FC_SQL_UBANS_CLEAR,
 	FC_SQL_LOG_HEAD,
 	FC_SQL_LOG_PRUNE,
@@ -59,6 +60,7 @@ enum fc_stmt_id {
 	FC_SQL_PFX6,
 	FC_SQL_PFX_LEN_USED,
 	FC_SQL_EXACT_IN,
+	FC_SQL_EXACT_POL4,
 	FC_SQL_POL_STAR,
 	FC_SQL_POL_IP_TODO,
 	FC_SQL_POL_IP_SET,
@@ -93,6 +95,9 @@ enum fc_stmt_id {
 	FC_SQL_FLEET_OPEN,
 	FC_SQL_FLEET_AT,
 	FC_SQL_FLEET_PURGE,
+	FC_SQL_FLEET_WEIGHT,
+	FC_SQL_FLEET_ALL,
+	FC_SQL_FLEET_ANY,
 	FC_SQL_MAX,
 };
 
@@ -175,6 +180,7 @@ static const char *fc_sql[FC_SQL_MAX] = {
 			    "ON CONFLICT (name) DO UPDATE SET weight = ?2",
 	[FC_SQL_NODE_LIST] = "SELECT name, weight FROM nodes ORDER BY name",
 	[FC_SQL_NODES_CLEAR] = "DELETE FROM nodes",
+	[FC_SQL_NODE_DEL] = "DELETE FROM nodes WHERE name = ?1",
 	[FC_SQL_UBANS_CLEAR] = "DELETE FROM uid_bans",
 	/* An address entry has an empty uid, a uid entry family 0, an empty
 	 * address and length 0: one key for both. */
@@ -204,6 +210,10 @@ static const char *fc_sql[FC_SQL_MAX] = {
 	[FC_SQL_FLEET_AT] = "SELECT name, no, weight, since, until FROM fleet_nodes "
 			    "WHERE since <= ?1 AND (until IS NULL OR until > ?1) ORDER BY no",
 	[FC_SQL_FLEET_PURGE] = "DELETE FROM fleet_nodes WHERE until IS NOT NULL AND until <= ?1",
+	/* The weight a node has from its last change on (its open row). */
+	[FC_SQL_FLEET_WEIGHT] = "SELECT weight FROM fleet_nodes WHERE name = ?1 AND until IS NULL",
+	[FC_SQL_FLEET_ALL] = "SELECT name, no, weight, since, until FROM fleet_nodes ORDER BY no, since",
+	[FC_SQL_FLEET_ANY] = "SELECT count(*) FROM policies WHERE fleet = 1",
 	[FC_SQL_EPOCH_NEXT] = "UPDATE meta SET value = value % 4294967295 + 1 WHERE key = 'epoch' RETURNING value",
 	/* The change log (see the schema): its store's id, how far it was
 	 * pruned, its last change. */
@@ -267,11 +277,19 @@ static const char *fc_sql[FC_SQL_MAX] = {
 			    "AND ip_len = 32 AND (layer IS NULL OR layer <> 'http')) "
 			    "OR EXISTS (SELECT 1 FROM allows WHERE family = 4 AND addr BETWEEN g.lo AND g.hi "
 			    "AND len = 32 AND (expires IS NULL OR expires > ?2)) ORDER BY k",
+	/* The policies on the IPv4 addresses ?1 to ?2 that the kernel's maps
+	 * hold, columns as FC_SQL_DELTA_KEYS. */
+	[FC_SQL_EXACT_POL4] = "SELECT ip_family, ip_addr, ip_len, -1, NULL, slot, layer FROM policies "
+			      "WHERE ip_family = 4 AND ip_addr BETWEEN ?1 AND ?2 AND ip_len = 32 "
+			      "AND (layer IS NULL OR layer <> 'http')",
 	/* The first time a ban or a set lapses, past or not. */
 	[FC_SQL_FIRST_EXPIRY] = "SELECT min(e) FROM (SELECT min(expires) AS e FROM bans WHERE expires IS NOT NULL "
 				"UNION ALL SELECT min(expires) FROM uid_bans WHERE expires IS NOT NULL "
 				"UNION ALL SELECT min(expires) FROM allows WHERE expires IS NOT NULL "
-				"UNION ALL SELECT min(expires) FROM ban_sets WHERE expires IS NOT NULL) x",
+				"UNION ALL SELECT min(expires) FROM ban_sets WHERE expires IS NOT NULL "
+				/* a fleet node's closed row, kept a day past its end (in seconds, rounded up) */
+				"UNION ALL SELECT (min(until) + " FC_SQL_STR(FC_FLEET_NODES_KEEP_MS) " + 999) / 1000 "
+				"FROM fleet_nodes WHERE until IS NOT NULL) x",
 	/* Rows written before policies had ip_* (or by a script): to fill. */
 	[FC_SQL_POL_IP_TODO] = "SELECT id, match FROM policies WHERE ip_family IS NULL AND match LIKE 'ip=%' "
 			       "AND match NOT LIKE '%,%' AND NOT " FC_SQL_STAR("match"),
@@ -1103,7 +1121,7 @@ int fc_store_purge(struct fc_store *st, int64_t now, size_t *bans, size_t *sets,
 {
 	const char *what = "finding expired bans";
 	int64_t first = 0;
-	size_t uids = 0, allows = 0;
+	size_t uids = 0, allows = 0, fleet = 0;
 	bool found;
 
 	*bans = *sets = 0;
@@ -1113,6 +1131,7 @@ int fc_store_purge(struct fc_store *st, int64_t now, size_t *bans, size_t *sets,
 	if (found && first <= now &&
 	    (fc_store_ban_purge(st, now, bans, err) < 0 || fc_store_uid_ban_purge(st, now, &uids, err) < 0 ||
 	     fc_store_allow_purge(st, now, &allows, err) < 0 || fc_store_set_purge(st, now, sets, err) < 0 ||
+	     fc_store_fleet_nodes_purge(st, now * 1000 - FC_FLEET_NODES_KEEP_MS, &fleet, err) < 0 ||
 	     fc_query_int(st, FC_SQL_FIRST_EXPIRY, FC_NO_ARGS, &first, &found, what, err) < 0))
 		return -1;
 	/* Nothing at or before now is left: the first expiry is the next. */
@@ -1525,6 +1544,16 @@ int fc_store_prefix_rules(struct fc_store *st, const struct fc_prefix *p, int64_
 			  fc_key_rule_read, "reading prefix rules", (void **)rows, n, err);
 }
 
+int fc_store_exact_policies4(struct fc_store *st, const struct fc_prefix *p, struct fc_key_rule **rows, size_t *n,
+			      struct fc_err *err)
+{
+	uint8_t hi[16];
+
+	fc_prefix_last(p, hi);
+	return fc_collect(st, FC_SQL_EXACT_POL4, FC_ARGS(FC_BLOB(p->a, 4), FC_BLOB(hi, 4)), sizeof(**rows),
+			  fc_key_rule_read, "reading address policies", (void **)rows, n, err);
+}
+
 int fc_store_prefix_len_used(struct fc_store *st, const struct fc_prefix *p, int64_t now, bool *used,
 			     struct fc_err *err)
 {
@@ -1811,6 +1840,91 @@ int fc_store_fleet_node_set(struct fc_store *st, const char *name, uint32_t weig
 		       "writing the fleet's nodes", err);
 }
 
+/* Node n's weight as the fleet's node set counts it: micro-units, at least 1. */
+static uint32_t fc_fleet_weight_of(double weight)
+{
+	double micro = weight * FC_FLEET_WEIGHT_ONE + 0.5;
+
+	if (micro < 1)
+		return 1;
+	return micro > FC_FLEET_WEIGHT_ONE ? FC_FLEET_WEIGHT_ONE : (uint32_t)micro;
+}
+
+/* The fleet's node set follows a node's weight (0: it leaves): a row only
+ * when the weight it has from its last change on is another. */
+static int fc_fleet_node_follow(struct fc_store *st, const char *name, uint32_t micro, int64_t now_ms,
+				struct fc_err *err)
+{
+	int64_t open = 0;
+	bool found;
+
+	if (fc_query_int(st, FC_SQL_FLEET_WEIGHT, FC_ARGS(FC_TEXT(name)), &open, &found, "reading the fleet's nodes",
+			 err) < 0)
+		return -1;
+	if (found ? open == micro : !micro)
+		return 0;
+	return fc_store_fleet_node_set(st, name, micro, now_ms, err);
+}
+
+int fc_store_node_weigh(struct fc_store *st, const struct fc_node *n, int64_t now_ms, struct fc_err *err)
+{
+	if (fc_store_node_put(st, n, err) < 0)
+		return -1;
+	return fc_fleet_node_follow(st, n->name, fc_fleet_weight_of(n->weight), now_ms, err);
+}
+
+int fc_store_node_join(struct fc_store *st, const char *name, int64_t now_ms, struct fc_err *err)
+{
+	int64_t open = 0;
+	double weight;
+	bool found;
+
+	if (fc_query_int(st, FC_SQL_FLEET_WEIGHT, FC_ARGS(FC_TEXT(name)), &open, &found, "reading the fleet's nodes",
+			 err) < 0 ||
+	    fc_store_node_weight(st, name, &weight, err) < 0)
+		return -1;
+	return found ? 0 : fc_store_fleet_node_set(st, name, fc_fleet_weight_of(weight), now_ms, err);
+}
+
+int fc_store_node_del(struct fc_store *st, const char *name, int64_t now_ms, bool *found, struct fc_err *err)
+{
+	int64_t changes = 0, open = 0;
+	bool in_set;
+
+	if (fc_exec(st, FC_SQL_NODE_DEL, FC_ARGS(FC_TEXT(name)), &changes, "deleting node", err) < 0 ||
+	    fc_query_int(st, FC_SQL_FLEET_WEIGHT, FC_ARGS(FC_TEXT(name)), &open, &in_set, "reading the fleet's nodes",
+			 err) < 0)
+		return -1;
+	*found = changes > 0 || in_set;
+	return in_set ? fc_store_fleet_node_set(st, name, 0, now_ms, err) : 0;
+}
+
+int fc_store_nodes_follow(struct fc_store *st, int64_t now_ms, struct fc_err *err)
+{
+	struct fc_fleet_node *set = NULL;
+	struct fc_node *nodes = NULL;
+	size_t nset = 0, nn = 0, i;
+	double weight;
+	int rc = -1;
+
+	/* INT64_MAX: the open rows, those in the set from its last change on. */
+	if (fc_store_node_list(st, &nodes, &nn, err) < 0 ||
+	    fc_store_fleet_nodes_at(st, INT64_MAX, &set, &nset, err) < 0)
+		goto out;
+	for (i = 0; i < nn; i++)
+		if (fc_fleet_node_follow(st, nodes[i].name, fc_fleet_weight_of(nodes[i].weight), now_ms, err) < 0)
+			goto out;
+	for (i = 0; i < nset; i++)
+		if (fc_store_node_weight(st, set[i].name, &weight, err) < 0 ||
+		    fc_fleet_node_follow(st, set[i].name, fc_fleet_weight_of(weight), now_ms, err) < 0)
+			goto out;
+	rc = 0;
+out:
+	free(nodes);
+	free(set);
+	return rc;
+}
+
 static int fc_fleet_node_read(struct fc_store *st, int id, void *row, struct fc_err *err)
 {
 	const struct fc_db_ops *o = st->db->ops;
@@ -1833,6 +1947,23 @@ int fc_store_fleet_nodes_at(struct fc_store *st, int64_t at_ms, struct fc_fleet_
 {
 	return fc_collect(st, FC_SQL_FLEET_AT, FC_ARGS(FC_INT(at_ms)), sizeof(**rows), fc_fleet_node_read,
 			  "reading the fleet's nodes", (void **)rows, n, err);
+}
+
+int fc_store_fleet_nodes_all(struct fc_store *st, struct fc_fleet_node **rows, size_t *n, struct fc_err *err)
+{
+	return fc_collect(st, FC_SQL_FLEET_ALL, FC_NO_ARGS, sizeof(**rows), fc_fleet_node_read,
+			  "reading the fleet's nodes", (void **)rows, n, err);
+}
+
+int fc_store_fleet_policies(struct fc_store *st, size_t *n, struct fc_err *err)
+{
+	int64_t v = 0;
+	bool found;
+
+	if (fc_query_int(st, FC_SQL_FLEET_ANY, FC_NO_ARGS, &v, &found, "counting fleet policies", err) < 0)
+		return -1;
+	*n = (size_t)v;
+	return 0;
 }
 
 int fc_store_fleet_nodes_purge(struct fc_store *st, int64_t before_ms, size_t *n, struct fc_err *err)

@@ -146,6 +146,22 @@ struct fc_node {
 /* The weight of node name: 1 when it has no row. */
 int fc_store_node_weight(struct fc_store *st, const char *name, double *weight, struct fc_err *err);
 int fc_store_node_put(struct fc_store *st, const struct fc_node *n, struct fc_err *err);
+/* In the writers' transaction: node n weighs n->weight, in nodes and in the
+ * fleet's node set (a new row from now_ms + FC_FLEET_NODE_DELAY_MS on, only
+ * if its weight there changes). node set, import and agent --weight. */
+int fc_store_node_weigh(struct fc_store *st, const struct fc_node *n, int64_t now_ms, struct fc_err *err);
+/* The same for a node that says no weight (an agent without --weight): it
+ * joins the fleet's node set at its weight in nodes (1 without a row) if it
+ * is not there, and nothing else changes. */
+int fc_store_node_join(struct fc_store *st, const char *name, int64_t now_ms, struct fc_err *err);
+/* Node name leaves: its nodes row is deleted (its weight is 1 again) and it
+ * leaves the fleet's node set from now_ms + FC_FLEET_NODE_DELAY_MS on;
+ * *found: it had either. */
+int fc_store_node_del(struct fc_store *st, const char *name, int64_t now_ms, bool *found, struct fc_err *err);
+/* After nodes was rewritten (import): every node in it, and every node in
+ * the fleet's node set, is in the set at its weight in nodes (1 without a
+ * row), from now_ms + FC_FLEET_NODE_DELAY_MS on where that changes it. */
+int fc_store_nodes_follow(struct fc_store *st, int64_t now_ms, struct fc_err *err);
 int fc_store_node_list(struct fc_store *st, struct fc_node **rows, size_t *n, struct fc_err *err);
 int fc_store_nodes_clear(struct fc_store *st, struct fc_err *err);
 
@@ -166,6 +182,9 @@ int fc_store_fleet_secret(struct fc_store *st, uint64_t key[2], struct fc_err *e
 #define FC_FLEET_NODE_DELAY_MS 2000
 #define FC_FLEET_NODES_MAX     1023
 #define FC_FLEET_WEIGHT_ONE    1000000 /* a weight of 1, in micro-units */
+/* A closed row is kept this long past its end (agents on a day's window
+ * may still split by it), then purged with the expired bans. */
+#define FC_FLEET_NODES_KEEP_MS (86400000 + FC_FLEET_NODE_DELAY_MS)
 
 struct fc_fleet_node {
 	char name[FC_NODE_NAME_MAX + 1];
@@ -183,6 +202,10 @@ int fc_store_fleet_node_set(struct fc_store *st, const char *name, uint32_t weig
 /* The set at at_ms, by number. The caller frees *rows. */
 int fc_store_fleet_nodes_at(struct fc_store *st, int64_t at_ms, struct fc_fleet_node **rows, size_t *n,
 			    struct fc_err *err);
+/* Every row, history too, by number then since. The caller frees *rows. */
+int fc_store_fleet_nodes_all(struct fc_store *st, struct fc_fleet_node **rows, size_t *n, struct fc_err *err);
+/* How many policies are the fleet's (--fleet). */
+int fc_store_fleet_policies(struct fc_store *st, size_t *n, struct fc_err *err);
 /* Deletes the rows that ended at or before before_ms; *n how many. */
 int fc_store_fleet_nodes_purge(struct fc_store *st, int64_t before_ms, size_t *n, struct fc_err *err);
 
@@ -319,6 +342,10 @@ int fc_store_policies_changed(struct fc_store *st, uint64_t from, uint64_t to, b
  * needs). The caller frees *rows. */
 int fc_store_prefix_rules(struct fc_store *st, const struct fc_prefix *p, int64_t now, struct fc_key_rule **rows,
 			  size_t *n, struct fc_err *err);
+/* The policies the kernel's maps hold on IPv4 addresses inside p (rows as
+ * fc_store_prefix_rules'). The caller frees *rows. */
+int fc_store_exact_policies4(struct fc_store *st, const struct fc_prefix *p, struct fc_key_rule **rows, size_t *n,
+			      struct fc_err *err);
 /* Whether a rule the kernel's maps hold is on a prefix of p's family and
  * length, at now. */
 int fc_store_prefix_len_used(struct fc_store *st, const struct fc_prefix *p, int64_t now, bool *used,
