@@ -25,6 +25,7 @@
 #include <bpf/bpf.h>
 
 #include "fc_test.h"
+#include "fc_step.h"
 #include "fc_test_bpf.h"
 #include "fc_vectors.h"
 
@@ -1148,6 +1149,123 @@ static void test_carry_star(void **state)
 	fc_carry_body(*state, true);
 }
 
+/* Review probe: carries across /16s, sets, a policy's match moved. */
+static void test_carry_probe(void **state)
+{
+	struct fc_env *env = *state;
+	static const char *const set1[] = { "198.18.1.0/24" };
+	struct fc_rule r;
+
+	FC_REQUIRE_BPF();
+	fc_env_policy(env, 1, "ip=198.19.5.5", "1/m", "burst=1000");
+	fc_env_policy(env, 2, "ip=198.18.1.1", "1/m", "burst=1000");
+	/* A /15 across both /16s. */
+	fc_env_policy(env, 3, "ip=198.18.0.0/15", "1/m", "burst=1000");
+	fc_assert_carry(env, "198.19.5.5", true, fc_pfx4_policy(env, "198.18.0.0", 15));
+	fc_assert_carry(env, "198.18.1.1", true, fc_pfx4_policy(env, "198.18.0.0", 15));
+	/* A /24 policy, then its match moved to another /24. */
+	fc_env_policy(env, 4, "ip=198.18.1.0/24", "1/m", "burst=1000");
+	fc_assert_carry(env, "198.18.1.1", true, fc_pfx4_policy(env, "198.18.1.0", 24));
+	fc_env_policy(env, 4, "ip=198.18.2.0/24", "1/m", "burst=1000");
+	fc_assert_carry(env, "198.18.1.1", true, fc_pfx4_policy(env, "198.18.0.0", 15));
+	/* A ban set over it. */
+	fc_env_set(env, "s", set1, 1, 0);
+	fc_assert_carry(env, "198.18.1.1", false, 0);
+	assert_int_equal(fc_udp(env, false, "198.18.1.1", 2), 0);
+	fc_env_set(env, "s", NULL, 0, 0);
+	fc_assert_carry(env, "198.18.1.1", true, fc_pfx4_policy(env, "198.18.0.0", 15));
+	/* A set that lapses. */
+	fc_env_set(env, "t", set1, 1, 2);
+	fc_assert_carry(env, "198.18.1.1", false, 0);
+	assert_int_equal(fc_udp(env, false, "198.18.1.1", 2), 0);
+	sleep(3);
+	fc_env_publish(env);
+	r = fc_exact4_rule(env, "198.18.1.1");
+	print_message("after lapse: flags %#x carry %u\n", r.flags, r.carry_policy);
+	assert_int_equal(fc_udp(env, false, "198.18.1.1", 2), 2);
+	/* The /15 removed. */
+	fc_env_policy_del(env, 3);
+	fc_assert_carry(env, "198.19.5.5", true, 0);
+	fc_assert_carry(env, "198.18.1.1", true, 0);
+	/* IPv6 entry with a policy under an IPv6 prefix policy: no carry bit. */
+	fc_env_policy(env, 5, "ip=2001:2::5", "1/m", "burst=1000");
+	fc_env_policy(env, 6, "ip=2001:2::/48", "1/m", "burst=1000");
+	{
+		uint8_t k6[16];
+		assert_int_equal(inet_pton(AF_INET6, "2001:2::5", k6), 1);
+		assert_int_equal(bpf_map_lookup_elem(env->maps.exact6, k6, &r), 0);
+		assert_int_equal(r.flags & FC_RULE_CARRY, 0);
+		assert_int_equal(r.allow_expires_ns, 0);
+	}
+}
+
+/* Review probe: a publisher of another version (rules_gen moved, carry4_gen
+ * not) writes a ban on the /24 over a carried address, by hand here: the
+ * carried answer is no longer trusted, the ban applies. */
+static void test_carry_gate(void **state)
+{
+	struct fc_env *env = *state;
+	struct fc_pfx4_key k = { .prefixlen = 24 };
+	struct fc_config cfg;
+	struct fc_rule r;
+	struct fc_err err;
+
+	FC_REQUIRE_BPF();
+	fc_env_policy(env, 1, "ip=198.18.0.7", "1/m", "burst=1000");
+	fc_env_policy(env, 2, "ip=198.18.0.0/24", "1/m", "burst=1000");
+	fc_assert_carry(env, "198.18.0.7", true, fc_pfx4_policy(env, "198.18.0.0", 24));
+	assert_int_equal(inet_pton(AF_INET, "198.18.0.0", k.a), 1);
+	assert_int_equal(bpf_map_lookup_elem(env->maps.pfx4, &k, &r), 0);
+	r.flags |= FC_RULE_BANNED;
+	r.ban_expires_ns = 0;
+	assert_int_equal(bpf_map_update_elem(env->maps.pfx4, &k, &r, BPF_EXIST), 0);
+	assert_int_equal(fc_config_read(&env->maps, &cfg, &err), 0);
+	cfg.rules_gen++;
+	assert_int_equal(fc_config_write(&env->maps, &cfg, &err), 0);
+	assert_int_equal(fc_udp(env, false, "198.18.0.7", 2), 0);
+}
+
+/* Review probe: at every write of a publish that allows a carried address
+ * for an hour, its entry, once allowed, is allowed until the allow's end. */
+struct fc_allow_watch {
+	struct fc_env *env;
+	uint64_t min_expires, seen;
+};
+
+static void fc_allow_watch_stop(const char *what, void *arg)
+{
+	struct fc_allow_watch *w = arg;
+	uint8_t k[4] = { 198, 18, 0, 7 };
+	struct fc_rule r;
+
+	(void)what;
+	if (bpf_map_lookup_elem(w->env->maps.exact4, k, &r) == 0 && (r.flags & FC_RULE_ALLOWED)) {
+		w->seen++;
+		if (!w->min_expires || r.allow_expires_ns < w->min_expires)
+			w->min_expires = r.allow_expires_ns;
+	}
+}
+
+static void test_carry_allow_union(void **state)
+{
+	struct fc_env *env = *state;
+	struct fc_allow_watch w = { .env = env };
+	struct fc_rule r;
+
+	FC_REQUIRE_BPF();
+	fc_env_policy(env, 1, "ip=198.18.0.7", "1/m", "burst=1000");
+	fc_env_policy(env, 2, "ip=198.18.0.0/24", "1/m", "burst=1000");
+	fc_assert_carry(env, "198.18.0.7", true, fc_pfx4_policy(env, "198.18.0.0", 24));
+	fc_step_set(fc_allow_watch_stop, &w);
+	fc_env_allow(env, "198.18.0.7", 3600);
+	fc_step_set(NULL, NULL);
+	r = fc_exact4_rule(env, "198.18.0.7");
+	print_message("final allow_expires_ns %llu, least seen mid-publish %llu (%llu stops allowed), short by %lld ns\n",
+		      (unsigned long long)r.allow_expires_ns, (unsigned long long)w.min_expires,
+		      (unsigned long long)w.seen, (long long)(r.allow_expires_ns - w.min_expires));
+	assert_int_equal(w.min_expires, r.allow_expires_ns);
+}
+
 int main(void)
 {
 #define T(f) cmocka_unit_test_setup_teardown(f, fc_env_setup, fc_env_teardown)
@@ -1181,6 +1299,9 @@ int main(void)
 		T(test_publish_marks),
 		T(test_carry),
 		T(test_carry_star),
+		T(test_carry_probe),
+		T(test_carry_gate),
+		T(test_carry_allow_union),
 	};
 
 	return fc_run_group("policies in the bpf programs (BPF_PROG_TEST_RUN)", tests, NULL, NULL);

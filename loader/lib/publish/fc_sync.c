@@ -381,10 +381,9 @@ static struct fc_rule fc_rule_uncarried(const struct fc_rule *r)
 {
 	struct fc_rule u = *r;
 
-	if (u.flags & FC_RULE_CARRY) {
-		u.flags &= ~FC_RULE_CARRY;
-		u.carry_policy = 0;
-	}
+	/* carry_policy shares allow_expires_ns's bytes: an allow entry merged
+	 * over a carried answer (fc_rule_union) keeps its whole expiry. */
+	u.flags &= ~FC_RULE_CARRY;
 	if (!(u.flags & FC_RULE_ALLOWED))
 		u.allow_expires_ns = 0;
 	return u;
