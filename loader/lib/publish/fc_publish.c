@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: BSD-2-Clause
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -99,17 +100,28 @@ static int fc_publish_delta(struct fc_publish *pub, const struct fc_store_log *l
 	return d->reset || d->weight || d->ip_stale || d->allows || d->fleet;
 }
 
-/* What a publish tells of the fleet: when its splits go stale, and the
- * agent's cfg (pub->want_fleet_cfg), from every policy. */
+/* What a publish tells the agent of the fleet (pub->want_fleet_cfg): its
+ * cfg and when the splits go stale, from the fleet's policies: those a
+ * whole publish read, else those alone. A command's publish tells nothing:
+ * it reads no policy it does not change, however many are stored. */
 static int fc_publish_fleet(struct fc_publish *pub, struct fc_source *src, struct fc_err *err)
 {
-	if (!pub->fleet.on)
+	struct fc_policy_row *rows = src->pols;
+	size_t n = src->npols;
+	int rc = -1;
+
+	if (!pub->fleet.on || !pub->want_fleet_cfg)
 		return 0;
-	if (fc_source_policies(src, err) < 0 ||
-	    (pub->want_fleet_cfg && fc_fleet_cfg_make(&pub->fleet, src->pols, src->npols, &pub->fleet_cfg, err) < 0))
+	if (!src->read && fc_store_policy_list_fleet(src->st, &rows, &n, err) < 0)
 		return -1;
-	pub->fleet_refresh_ms = fc_fleet_refresh_ms(&pub->fleet, src->pols, src->npols);
-	return 0;
+	if (fc_fleet_cfg_make(&pub->fleet, rows, n, &pub->fleet_cfg, err) < 0)
+		goto out;
+	pub->fleet_refresh_ms = fc_fleet_refresh_ms(&pub->fleet, rows, n);
+	rc = 0;
+out:
+	if (rows != src->pols)
+		free(rows);
+	return rc;
 }
 
 /* Publishes to the maps and the shm, each what changed since its mark when

@@ -32,9 +32,9 @@ struct fc_publish {
 	 * (fc_fleet_split.h), the caller's to free (fc_fleet_cfg_free). */
 	bool want_fleet_cfg;
 	struct fc_fleet_cfg fleet_cfg;
-	/* unix ms from which the published fleet splits may be stale (a node
-	 * set change that no change-log entry announces): publish everything
-	 * then (0: never). */
+	/* With want_fleet_cfg: unix ms from which the published fleet splits
+	 * may be stale (a node set change that no change-log entry announces):
+	 * publish everything then (0: never). */
 	int64_t fleet_refresh_ms;
 	struct fc_sync_result res;
 	struct fc_shm_result shm;

@@ -78,6 +78,10 @@
 	"  until  bigint," /* unix ms from which they do not; NULL: open */                                   \
 	"  PRIMARY KEY (name, since));"
 
+/* The fleet's policies, found without reading every policy (a publish asks
+ * whether there are any). */
+#define FC_SQL_FLEET_INDEX "CREATE INDEX policies_fleet ON policies (id) WHERE fleet = 1;"
+
 /*
  * A batch of address keys as one BLOB parameter, which the SQL reads as rows
  * (family, addr, len) from fc_keys(?N): FC_KEY_BYTES a key, its family (4

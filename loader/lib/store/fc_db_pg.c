@@ -187,6 +187,7 @@ static const char fc_pg_schema_round[] =
 	"  DROP CONSTRAINT policies_match_key, ADD CONSTRAINT policies_match_layer_key UNIQUE (match, layer),"
 	"  ADD COLUMN show_keys smallint CHECK (show_keys IN (0, 1)),"
 	"  ADD COLUMN fleet smallint CHECK (fleet = 1);"
+	FC_SQL_FLEET_INDEX
 	FC_SQL_FLEET_NODES
 	FC_PG_LOG_FN_OF("fleet", FLEET)
 	FC_PG_LOG("fleet_nodes", "fleet")

@@ -223,7 +223,8 @@ static const char fc_schema_log[] =
  *   triggers with it; the rows are copied, not changed, so nothing is
  *   logged (their meaning is the same).
  * - show_keys: NULL as the default says, 1 --show-keys, 0 --no-show-keys.
- * - fleet: 1, the rate is the fleet's; NULL, this node's share (R x W).
+ * - fleet: 1, the rate is the fleet's; NULL, this node's share (R x W); indexed
+ *   where 1 (FC_SQL_FLEET_INDEX), so that a publish asks "any?" of a few rows.
  *   fleet_nodes: the fleet's node set per window (FC_SQL_FLEET_NODES); the
  *   fleet's key is made in meta when first asked for (fc_store_fleet_secret).
  * Upgrading changes what a stored ip=* policy does, at XDP/TC and in nginx,
@@ -271,6 +272,7 @@ static const char fc_schema_round[] =
 	"DROP TABLE policies;"
 	"ALTER TABLE policies_new RENAME TO policies;"
 	FC_SQL_POLICY_INDEXES
+	FC_SQL_FLEET_INDEX
 	FC_SQ_LOG_OF("policies", POLICY)
 	FC_SQL_FLEET_NODES
 	FC_SQ_LOG_OF("fleet_nodes", FLEET);

@@ -81,6 +81,7 @@ enum fc_stmt_id {
 	FC_SQL_SET_HOLDERS,
 	FC_SQL_SET_NEW_ID,
 	FC_SQL_POL_LIST_AGENT,
+	FC_SQL_POL_LIST_FLEET,
 	FC_SQL_FIRST_EXPIRY,
 	FC_SQL_ALLOW_GET,
 	FC_SQL_ALLOW_PUT,
@@ -151,6 +152,8 @@ static const char *fc_sql[FC_SQL_MAX] = {
 	/* What the agent runs itself: escalations, keys to count (a superset). */
 	[FC_SQL_POL_LIST_AGENT] = "SELECT " FC_POL_COLS " FROM policies WHERE escalate IS NOT NULL OR match LIKE '%=*%' "
 				  "ORDER BY id",
+	/* A publish's fleet part: the splits and the agent's cfg. */
+	[FC_SQL_POL_LIST_FLEET] = "SELECT " FC_POL_COLS " FROM policies WHERE fleet = 1 ORDER BY id",
 	[FC_SQL_POL_PUT] = "INSERT INTO policies (" FC_POL_COLS ", ip_family, ip_addr, ip_len) "
 			   "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, "
 			   "?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26) "
@@ -847,6 +850,13 @@ int fc_store_policy_list_agent(struct fc_store *st, struct fc_policy_row **rows,
 	st->bad_policies = 0;
 	return fc_collect(st, FC_SQL_POL_LIST_AGENT, FC_NO_ARGS, sizeof(**rows), fc_policy_row_read,
 			  "listing policies", (void **)rows, n, err);
+}
+
+int fc_store_policy_list_fleet(struct fc_store *st, struct fc_policy_row **rows, size_t *n, struct fc_err *err)
+{
+	st->bad_policies = 0;
+	return fc_collect(st, FC_SQL_POL_LIST_FLEET, FC_NO_ARGS, sizeof(**rows), fc_policy_row_read,
+			  "listing fleet policies", (void **)rows, n, err);
 }
 
 size_t fc_store_bad_policies(const struct fc_store *st, const char **why)

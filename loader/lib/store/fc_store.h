@@ -106,6 +106,8 @@ int fc_store_policy_list(struct fc_store *st, struct fc_policy_row **rows, size_
 /* The same, of those that may escalate or keep a bucket per key (the agent's
  * own work; a superset: the caller checks each), without reading the rest. */
 int fc_store_policy_list_agent(struct fc_store *st, struct fc_policy_row **rows, size_t *n, struct fc_err *err);
+/* The same, of the fleet's policies alone. */
+int fc_store_policy_list_fleet(struct fc_store *st, struct fc_policy_row **rows, size_t *n, struct fc_err *err);
 size_t fc_store_bad_policies(const struct fc_store *st, const char **why);
 /* What a write returns when the input conflicts with what is stored (as
  * opposed to -1, the database failing). */
