@@ -1178,7 +1178,7 @@ static int fc_key_call(struct fc_fleet *f, struct fc_fleet_key *k, const struct 
 				    .kind = FC_FLEET_REC_WINDOW,
 				    .unit = p->unit_ns / 1000000000ULL,
 				    .w = k->w };
-	uint64_t share, allot, credit, used, want = 0, n = 0, end, word, lease;
+	uint64_t allot, credit, used, want = 0, n = 0, end, word, lease;
 	char name[FC_FLEET_NAME_MAX];
 	struct fc_words wd;
 	struct fc_err err;
@@ -1188,11 +1188,10 @@ static int fc_key_call(struct fc_fleet *f, struct fc_fleet_key *k, const struct 
 		return fc_gcra_call(f, k, p, now, c, shares, nos);
 	if (fc_key_words(f, k, p, &wd) < 0)
 		return 0;
-	share = fc_my_share(f, p, wd.u, k->w);
 	idle = wd.passed == k->passed_seen && wd.denied == k->denied_seen;
 	if (k->flags & FC_KEY_RELEASE && idle && k->idle_rounds >= 1)
 		fc_key_release(f, k, p, &wd, now);
-	allot = share + k->g_app - k->r_lock;
+	allot = fc_key_allot(f, k, p, &wd); /* 0, not wrapped, where the share fell below what was released */
 	word = __atomic_load_n(wd.credit, __ATOMIC_RELAXED);
 	/* left: what it holds (window: credit; sliding: room) */
 	credit = !fc_key_in_w(p, word, k->w)      ? 0 :

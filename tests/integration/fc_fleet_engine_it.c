@@ -620,6 +620,49 @@ static void test_release_on_demand(void **state_)
 	fc_redis_close(r);
 }
 
+/* A key that released (r_lock 4 of its share 5) whose share then falls to
+ * 0 (its state made anew in the window: the fresh rule): what it reports
+ * used is 0, not share + grants - released wrapped (was: 2^64 - 4). */
+static void test_allot_below_released(void **state_)
+{
+	struct fc_fleet_cfg c = cfg();
+	struct fc_fleet_opts o = opts();
+	uint64_t t0 = window_start(), w = t0 / UNIT_NS, tag = TAG + 95;
+	struct fc_redis *r = client(2000);
+	struct fc_fleet_result res = { 0 };
+	struct fc_shm_key *k = entry(fc_shm_key_place(tag, 0, NKEYS));
+	struct fc_fleet *f;
+	struct fc_err err;
+	int i;
+
+	(void)state_;
+	f = fc_fleet_new(&o, &c, r, &err);
+	fc_fleet_round(f, t0);
+	k->slot = 3;
+	k->epoch = 5;
+	k->state[0] = FC_FLEET_WORD(w, 4);
+	k->passed = 1;
+	__atomic_store_n(&k->tag, tag, __ATOMIC_RELEASE);
+	for (i = 1; i <= 10 && res.g < 3; i++) {
+		res = node2_call(tag, w, 0, res.g, 3 - res.g);
+		usleep(20000);
+		fc_fleet_round(f, t0 + (uint64_t)i * 100000000ULL);
+	}
+	assert_int_equal(hget(tag, w, "r1"), 4);
+	assert_int_equal(hget(tag, w, "u1"), 1);
+	o.fresh_ns = t0 + 1;
+	assert_int_equal(fc_fleet_update(f, &o, NULL, &err), 0);
+	k->denied += 2; /* refused since: it asks, saying what it used */
+	k->state[1] = FC_FLEET_WORD(w, FC_FLEET_WANTED);
+	fc_fleet_round(f, t0 + 2000000000ULL);
+	fc_fleet_round(f, t0 + 2100000000ULL);
+	printf("# u1 after the share fell below what was released: %lld\n", hget(tag, w, "u1"));
+	assert_int_equal(hget(tag, w, "u1"), 1);
+	assert_int_equal(hget(tag, w, "r1"), 4);
+	fc_fleet_free(f);
+	fc_redis_close(r);
+}
+
 /* A key this node never saw, asked for by node 2: node 1 makes a release
  * record (its entry, with nothing left in the window, held to the window's
  * end plus the skew) and releases its whole share; node 2 is granted. */
@@ -1428,6 +1471,7 @@ int main(void)
 		cmocka_unit_test_setup(test_fixed_release_unused, setup_one),
 		cmocka_unit_test_setup(test_release_on_demand, setup_one),
 		cmocka_unit_test_setup(test_release_record, setup_one),
+		cmocka_unit_test_setup(test_allot_below_released, setup_one),
 		cmocka_unit_test_setup(test_sliding, setup_one),
 		cmocka_unit_test_setup(test_xdp_fixed, setup_one),
 		cmocka_unit_test_setup(test_backoff, setup_one),
