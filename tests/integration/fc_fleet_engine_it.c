@@ -1209,6 +1209,46 @@ static int log_count(const char *what)
 	return n;
 }
 
+/* The agent started in a window whose N changed (10 to 20) before: the
+ * workers hold the window's kept split (5 of 10), the store's is 10 of 20.
+ * The engine keeps what the workers hold (its cfg's held, from the live
+ * block) and finds its q, 10: its calls are of the record's split, granted
+ * as before the restart (test_n_changed_mid_window), nothing logged (was:
+ * each call refused as of another split, "node set differs", no grant). */
+static void test_kept_split_after_restart(void **state_)
+{
+	struct fc_fleet_cfg c = cfg(), none = { 0 };
+	struct fc_fleet_opts o = opts();
+	uint64_t t0 = window_start(), w = t0 / UNIT_NS, tag = TAG + 57;
+	struct fc_redis *r = client(2000);
+	struct fc_shm_key *k = entry(19);
+	struct fc_fleet *f;
+	struct fc_err err;
+	int i;
+
+	(void)state_;
+	node2_releases(tag, w, 4); /* the record: n 10, s1 5, s2 5 */
+	memcpy(pols[0].held, pols[0].split, sizeof(pols[0].held));
+	pols[0].has_held = true;
+	pols[0].n = pols[0].burst = 20;
+	fc_fleet_split_make(members, 2, 0, 20, w, UNIT_NS, 0, &pols[0].split[0]);
+	log_capture();
+	f = fc_fleet_new(&o, &none, r, &err); /* as the agent starts it */
+	assert_int_equal(fc_fleet_update(f, NULL, &c, &err), 0);
+	refused_key(19, tag, w, 15);
+	for (i = 0; i <= 3 && FC_FLEET_WORD_CREDIT(k->state[0]) < 14; i++)
+		fc_fleet_round(f, t0 + (uint64_t)i * 100000000ULL);
+	printf("# restarted: credit %llu, g1 %lld, n %lld\n", (unsigned long long)FC_FLEET_WORD_CREDIT(k->state[0]),
+	       hget(tag, w, "g1"), hget(tag, w, "n"));
+	assert_int_equal(log_count("node set differs"), 0);
+	assert_int_equal(FC_FLEET_WORD_CREDIT(k->state[0]), 14);
+	assert_int_equal(hget(tag, w, "g1"), 14);
+	assert_int_equal(hget(tag, w, "n") + hget(tag, w, "G") - hget(tag, w, "R"), 20);
+	assert_int_equal(fc_fleet_status_of(f)->counters.reply_errors, 0);
+	fc_fleet_free(f);
+	fc_redis_close(r);
+}
+
 /* A state-file writer gives every entry of the table a new tag each round,
  * refused (demand) and rung: the keys whose entries are no longer theirs
  * and hold nothing are dropped, so the agent tracks one table's worth, not
@@ -1490,6 +1530,7 @@ int main(void)
 		cmocka_unit_test_setup(test_tracked_keys_cap, setup_one),
 		cmocka_unit_test_setup(test_ring_lost_logged_once, setup_one),
 		cmocka_unit_test_setup(test_n_changed_mid_window, setup_one),
+		cmocka_unit_test_setup(test_kept_split_after_restart, setup_one),
 	};
 
 	return cmocka_run_group_tests_name("the lease engine's round against a real redis-server", tests, setup,

@@ -248,6 +248,26 @@ static void test_fleet_rate_edit(void **state)
 		assert_int_equal(fc_fleet_share(fc_fleet_split_of(tail->split, today + 1), 12345), 150);
 		munmap((void *)h, FC_SHM_SIZE);
 	}
+	/* What an agent started now learns of it (fc_publish hands it the cfg):
+	 * the workers' split, and its q from it alone (fc_fleet_engine.c). */
+	{
+		struct fc_policy_row row;
+		struct fc_fleet_cfg cfg;
+		const struct fc_fleet_set *set;
+		bool found;
+
+		assert_int_equal(fc_store_policy_get(t->st, 1, &row, &found, &err), 0);
+		if (fc_fleet_read(t->st, "b", now, &v, &err) < 0 || fc_fleet_cfg_make(&v, &row, 1, &cfg, &err) < 0)
+			fail_msg("%s", err.msg);
+		assert_int_equal(fc_fleet_share(fc_fleet_split_of(cfg.pols[0].split, today), 12345), 150);
+		fc_shm_fleet_held(t->shm, &cfg);
+		assert_true(cfg.pols[0].has_held);
+		assert_int_equal(fc_fleet_share(fc_fleet_split_of(cfg.pols[0].held, today), 12345), 75);
+		set = &cfg.sets[cfg.pols[0].set[0]];
+		assert_int_equal(fc_fleet_split_q(set->m, set->n, 1, fc_fleet_split_of(cfg.pols[0].held, today)), 100);
+		fc_fleet_cfg_free(&cfg);
+		fc_fleet_view_free(&v);
+	}
 	/* a day on: the new split for that window */
 	fc_clock_ns = 86400 * (int64_t)FC_NS_PER_SEC;
 	fc_pub(t, "b", &v);
