@@ -580,6 +580,29 @@ static void test_truncated_state(void **state_)
 	fc_redis_close(r);
 }
 
+/* Key tag (entry k) holding 4 of its 5 unused, idle, and node 2 asking for
+ * 3 until it is granted them (at most 10 calls, a round after each): what
+ * node 2 was last told. */
+static struct fc_fleet_result idle_key_released(struct fc_fleet *f, struct fc_shm_key *k, uint64_t tag, uint64_t t0)
+{
+	struct fc_fleet_result res = { 0 };
+	uint64_t w = t0 / UNIT_NS;
+	int i;
+
+	k->slot = 3;
+	k->epoch = 5;
+	k->state[0] = FC_FLEET_WORD(w, 4); /* 1 of its 5 spent, 4 unused */
+	k->passed = 1;
+	__atomic_store_n(&k->tag, tag, __ATOMIC_RELEASE);
+	for (i = 1; i <= 10 && res.g < 3; i++) {
+		res = node2_call(tag, w, 0, res.g, 3 - res.g);
+		usleep(20000); /* the message on its way */
+		fc_fleet_round(f, t0 + (uint64_t)i * 100000000ULL);
+	}
+	printf("# node 2 granted %" PRIu64 " after %d of its calls\n", res.g, i - 1);
+	return res;
+}
+
 /* Node 2 short of a key node 1 holds idle: the script publishes the
  * demand, node 1's engine hears it, locks all of the key's credit once the
  * key has been idle two rounds, and tells Redis; node 2's next call is
@@ -594,22 +617,11 @@ static void test_release_on_demand(void **state_)
 	struct fc_shm_key *k = entry(fc_shm_key_place(tag, 0, NKEYS)); /* where a worker puts it */
 	struct fc_fleet *f;
 	struct fc_err err;
-	int i;
 
 	(void)state_;
 	f = fc_fleet_new(&o, &c, r, &err);
 	fc_fleet_round(f, t0); /* maps the file, subscribes */
-	k->slot = 3;
-	k->epoch = 5;
-	k->state[0] = FC_FLEET_WORD(w, 4); /* 1 of its 5 spent, 4 unused */
-	k->passed = 1;
-	__atomic_store_n(&k->tag, tag, __ATOMIC_RELEASE);
-	for (i = 1; i <= 10 && res.g < 3; i++) {
-		res = node2_call(tag, w, 0, res.g, 3 - res.g);
-		usleep(20000); /* the message on its way */
-		fc_fleet_round(f, t0 + (uint64_t)i * 100000000ULL);
-	}
-	printf("# node 2 granted %" PRIu64 " after %d of its calls\n", res.g, i - 1);
+	res = idle_key_released(f, k, tag, t0);
 	assert_int_equal(res.g, 3);
 	assert_int_equal(FC_FLEET_WORD_CREDIT(k->state[0]), 0); /* all of it locked */
 	assert_int_equal(FC_FLEET_WORD_W(k->state[0]), FC_FLEET_LABEL(w));
@@ -629,25 +641,14 @@ static void test_allot_below_released(void **state_)
 	struct fc_fleet_opts o = opts();
 	uint64_t t0 = window_start(), w = t0 / UNIT_NS, tag = TAG + 95;
 	struct fc_redis *r = client(2000);
-	struct fc_fleet_result res = { 0 };
 	struct fc_shm_key *k = entry(fc_shm_key_place(tag, 0, NKEYS));
 	struct fc_fleet *f;
 	struct fc_err err;
-	int i;
 
 	(void)state_;
 	f = fc_fleet_new(&o, &c, r, &err);
 	fc_fleet_round(f, t0);
-	k->slot = 3;
-	k->epoch = 5;
-	k->state[0] = FC_FLEET_WORD(w, 4);
-	k->passed = 1;
-	__atomic_store_n(&k->tag, tag, __ATOMIC_RELEASE);
-	for (i = 1; i <= 10 && res.g < 3; i++) {
-		res = node2_call(tag, w, 0, res.g, 3 - res.g);
-		usleep(20000);
-		fc_fleet_round(f, t0 + (uint64_t)i * 100000000ULL);
-	}
+	assert_int_equal(idle_key_released(f, k, tag, t0).g, 3);
 	assert_int_equal(hget(tag, w, "r1"), 4);
 	assert_int_equal(hget(tag, w, "u1"), 1);
 	o.fresh_ns = t0 + 1;
