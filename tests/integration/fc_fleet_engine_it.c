@@ -18,7 +18,8 @@
  * after three failed rounds and the status file says so, and it comes back
  * by itself; another node's demand makes this one release what it holds
  * idle, and the asking node gets it; the state file truncated under the engine voids the round
- * without a crash.
+ * without a crash; a state file or pins made anew while it runs are mapped
+ * again, and a window begun before they were made is released as nothing.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -1500,6 +1501,68 @@ static void test_fresh_xdp_pins(void **state_)
 	unlink(pin);
 }
 
+/* A BPF_F_MMAPABLE fc_buckets of FC_POLICY_SLOTS pinned at <pin_dir>/fc_buckets
+ * (the one there before unpinned), mapped here as the packet path has it. */
+static struct fc_bucket *buckets_pin(size_t len)
+{
+	LIBBPF_OPTS(bpf_map_create_opts, mo, .map_flags = BPF_F_MMAPABLE);
+	struct fc_bucket *b;
+	char pin[160];
+	int fd;
+
+	snprintf(pin, sizeof(pin), "%s/fc_buckets", pin_dir);
+	unlink(pin);
+	fd = bpf_map_create(BPF_MAP_TYPE_ARRAY, "fc_buckets", 4, sizeof(struct fc_bucket), FC_POLICY_SLOTS, &mo);
+	assert_true(fd >= 0);
+	assert_int_equal(bpf_obj_pin(fd, pin), 0);
+	b = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	assert_true(b != MAP_FAILED);
+	close(fd);
+	return b;
+}
+
+/* The pins made anew while the agent runs (freqctl detach and attach): the
+ * engine leaves the old fc_buckets, no one's now, for the new one, where
+ * the packet path's demand is and where a grant goes. */
+static void test_xdp_pins_remade(void **state_)
+{
+	struct fc_fleet_cfg c = cfg();
+	struct fc_fleet_opts o = opts();
+	uint64_t t0 = window_start(), w = t0 / UNIT_NS;
+	size_t len = ((size_t)FC_POLICY_SLOTS * sizeof(struct fc_bucket) + 4095) & ~(size_t)4095;
+	struct fc_redis *r = client(2000);
+	struct fc_bucket *old, *b;
+	struct fc_fleet *f;
+	struct fc_err err;
+	int i;
+
+	(void)state_;
+	if (geteuid() != 0)
+		skip();
+	snprintf(o.pin_dir, sizeof(o.pin_dir), "%s", pin_dir); /* removed by the teardown */
+	assert_true(mkdir(o.pin_dir, 0700) == 0 || errno == EEXIST);
+	old = buckets_pin(len);
+	old[6].state[0] = FC_FLEET_WORD(w, 5);
+	c.npols = 4;
+	pols[3].epoch = 28; /* a record of its own */
+	f = fc_fleet_new(&o, &c, r, &err);
+	fc_fleet_round(f, t0); /* maps the old fc_buckets */
+	b = buckets_pin(len);
+	b[6].state[0] = FC_FLEET_WORD(w, 0); /* spent */
+	b[6].state[1] = FC_FLEET_WORD(w, FC_FLEET_WANTED);
+	node2_call_of(10, 28, 0, w, 4, 0, 0); /* node 2 releases 4 */
+	for (i = 1; i <= 4 && !FC_FLEET_WORD_CREDIT(b[6].state[0]); i++)
+		fc_fleet_round(f, t0 + (uint64_t)i * 100000000ULL);
+	printf("# the new fc_buckets' credit %" PRIu64 ", the old one's %" PRIu64 "\n",
+	       (uint64_t)FC_FLEET_WORD_CREDIT(b[6].state[0]), (uint64_t)FC_FLEET_WORD_CREDIT(old[6].state[0]));
+	assert_int_equal(FC_FLEET_WORD_CREDIT(b[6].state[0]), 1); /* no fc_pstats pinned: a want of 1 a round */
+	assert_int_equal(b[6].state[1], 0);
+	fc_fleet_free(f);
+	fc_redis_close(r);
+	munmap(old, len);
+	munmap(b, len);
+}
+
 /* A gcra policy's pool asked for by anyone who can PUBLISH, for keys this
  * node never saw, past the cap of tracked keys (2 x --fleet-max-keys): no
  * entry is made for a key that is not tracked (its donated tokens would
@@ -1657,6 +1720,7 @@ int main(void)
 		cmocka_unit_test_setup(test_n_changed_mid_window, setup_one),
 		cmocka_unit_test_setup(test_fresh_state_remade, setup_one),
 		cmocka_unit_test_setup(test_fresh_xdp_pins, setup_one),
+		cmocka_unit_test_setup(test_xdp_pins_remade, setup_one),
 		cmocka_unit_test_setup(test_gcra_records_capped, setup_one),
 	};
 
