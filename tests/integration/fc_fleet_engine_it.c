@@ -1438,69 +1438,6 @@ static void test_fresh_state_remade(void **state_)
 	unlink(shm_path);
 }
 
-/* XDP/TC pins made anew mid-window (fc_config.fleet_fresh_ns past the
- * window's start) while the shm stays: the packet path takes no share of
- * the window, so the fixed-value policy's bucket, whose word is of the last
- * window, has nothing to release when node 2 asks. (It released its whole
- * share.) */
-static void test_fresh_xdp_pins(void **state_)
-{
-	struct fc_fleet_cfg c = cfg();
-	struct fc_fleet_opts o = opts();
-	uint64_t t0 = window_start(), w = t0 / UNIT_NS;
-	LIBBPF_OPTS(bpf_map_create_opts, mo, .map_flags = BPF_F_MMAPABLE);
-	struct fc_config xc = { .fleet_fresh_ns = t0 + 1000000 };
-	struct fc_redis *r = client(2000);
-	struct fc_fleet_result res = { 0 };
-	size_t len = ((size_t)FC_POLICY_SLOTS * sizeof(struct fc_bucket) + 4095) & ~(size_t)4095;
-	uint32_t zero = 0;
-	struct fc_bucket *b;
-	struct fc_fleet *f;
-	struct fc_err err;
-	char pin[4200];
-	int fd, i;
-
-	(void)state_;
-	if (geteuid() != 0)
-		skip();
-	snprintf(o.pin_dir, sizeof(o.pin_dir), "%s", pin_dir); /* removed by the teardown */
-	assert_true(mkdir(o.pin_dir, 0700) == 0 || errno == EEXIST);
-	snprintf(pin, sizeof(pin), "%s/fc_buckets", o.pin_dir);
-	unlink(pin); /* test_xdp_fixed's */
-	snprintf(pin, sizeof(pin), "%s/fc_config", o.pin_dir);
-	fd = bpf_map_create(BPF_MAP_TYPE_ARRAY, "fc_config", 4, sizeof(struct fc_config), 1, NULL);
-	assert_true(fd >= 0);
-	assert_int_equal(bpf_map_update_elem(fd, &zero, &xc, 0), 0);
-	assert_int_equal(bpf_obj_pin(fd, pin), 0);
-	close(fd);
-	snprintf(pin, sizeof(pin), "%s/fc_buckets", o.pin_dir);
-	fd = bpf_map_create(BPF_MAP_TYPE_ARRAY, "fc_buckets", 4, sizeof(struct fc_bucket), FC_POLICY_SLOTS, &mo);
-	assert_true(fd >= 0);
-	assert_int_equal(bpf_obj_pin(fd, pin), 0);
-	b = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	assert_true(b != MAP_FAILED);
-	close(fd);
-	b[6].state[0] = FC_FLEET_WORD(w - 1, 2); /* the last window's: none of w spent */
-	c.npols = 4;
-	pols[3].epoch = 18; /* a record of its own: test_xdp_fixed's may be of this window */
-	f = fc_fleet_new(&o, &c, r, &err);
-	fc_fleet_round(f, t0);
-	for (i = 1; i <= 6; i++) {
-		res = node2_call_of(10, 18, 0, w, 0, res.g, 5 - res.g);
-		usleep(20000);
-		fc_fleet_round(f, t0 + (uint64_t)i * 100000000ULL);
-	}
-	printf("# node 1 released %lld of policy 10; node 2 granted %" PRIu64 "\n", hget_of(10, 18, 0, w, "r1"), res.g);
-	assert_true(hget_of(10, 18, 0, w, "r1") <= 0);
-	assert_int_equal(res.g, 0);
-	fc_fleet_free(f);
-	fc_redis_close(r);
-	munmap(b, len);
-	unlink(pin);
-	snprintf(pin, sizeof(pin), "%s/fc_config", o.pin_dir);
-	unlink(pin);
-}
-
 /* A BPF_F_MMAPABLE fc_buckets of FC_POLICY_SLOTS pinned at <pin_dir>/fc_buckets
  * (the one there before unpinned), mapped here as the packet path has it. */
 static struct fc_bucket *buckets_pin(size_t len)
@@ -1519,6 +1456,58 @@ static struct fc_bucket *buckets_pin(size_t len)
 	assert_true(b != MAP_FAILED);
 	close(fd);
 	return b;
+}
+
+/* XDP/TC pins made anew mid-window (fc_config.fleet_fresh_ns past the
+ * window's start) while the shm stays: the packet path takes no share of
+ * the window, so the fixed-value policy's bucket, whose word is of the last
+ * window, has nothing to release when node 2 asks. (It released its whole
+ * share.) */
+static void test_fresh_xdp_pins(void **state_)
+{
+	struct fc_fleet_cfg c = cfg();
+	struct fc_fleet_opts o = opts();
+	uint64_t t0 = window_start(), w = t0 / UNIT_NS;
+	struct fc_config xc = { .fleet_fresh_ns = t0 + 1000000 };
+	struct fc_redis *r = client(2000);
+	struct fc_fleet_result res = { 0 };
+	size_t len = ((size_t)FC_POLICY_SLOTS * sizeof(struct fc_bucket) + 4095) & ~(size_t)4095;
+	uint32_t zero = 0;
+	struct fc_bucket *b;
+	struct fc_fleet *f;
+	struct fc_err err;
+	char pin[4200];
+	int fd, i;
+
+	(void)state_;
+	if (geteuid() != 0)
+		skip();
+	snprintf(o.pin_dir, sizeof(o.pin_dir), "%s", pin_dir); /* removed by the teardown */
+	assert_true(mkdir(o.pin_dir, 0700) == 0 || errno == EEXIST);
+	snprintf(pin, sizeof(pin), "%s/fc_config", o.pin_dir);
+	fd = bpf_map_create(BPF_MAP_TYPE_ARRAY, "fc_config", 4, sizeof(struct fc_config), 1, NULL);
+	assert_true(fd >= 0);
+	assert_int_equal(bpf_map_update_elem(fd, &zero, &xc, 0), 0);
+	assert_int_equal(bpf_obj_pin(fd, pin), 0);
+	close(fd);
+	b = buckets_pin(len);
+	b[6].state[0] = FC_FLEET_WORD(w - 1, 2); /* the last window's: none of w spent */
+	c.npols = 4;
+	pols[3].epoch = 18; /* a record of its own: test_xdp_fixed's may be of this window */
+	f = fc_fleet_new(&o, &c, r, &err);
+	fc_fleet_round(f, t0);
+	for (i = 1; i <= 6; i++) {
+		res = node2_call_of(10, 18, 0, w, 0, res.g, 5 - res.g);
+		usleep(20000);
+		fc_fleet_round(f, t0 + (uint64_t)i * 100000000ULL);
+	}
+	printf("# node 1 released %lld of policy 10; node 2 granted %" PRIu64 "\n", hget_of(10, 18, 0, w, "r1"), res.g);
+	assert_true(hget_of(10, 18, 0, w, "r1") <= 0);
+	assert_int_equal(res.g, 0);
+	fc_fleet_free(f);
+	fc_redis_close(r);
+	munmap(b, len);
+	unlink(pin); /* its fc_config: the next cases' pins have none */
 }
 
 /* The pins made anew while the agent runs (freqctl detach and attach): the
