@@ -291,6 +291,36 @@ static uint64_t fc_gcra_tau(const struct fc_fleet_split *sp, uint32_t u)
 	return tau;
 }
 
+/* A policy this engine did not have (it started since, with the workers'
+ * state kept): the split they hold for window w where it is not c's, kept
+ * by a rate edit before. Its q, which every node's share needs, is the one
+ * that gives this node that split over w's set (none found: nothing kept,
+ * and calls of the window are refused as of another split). */
+static bool fc_keep_held(const struct fc_fleet_cfg *c, const struct fc_fleet_policy *np, uint64_t w,
+			 struct fc_pol_keep *kp)
+{
+	const struct fc_fleet_split *held = fc_fleet_split_of(np->held, w), *sp = fc_fleet_split_of(np->split, w);
+	const struct fc_fleet_set *set = &c->sets[np->set[fc_split_k(np, w)]];
+	uint64_t q;
+	size_t i;
+
+	if (!np->has_held || held->from > w ||
+	    (held->base == sp->base && held->seg_lo == sp->seg_lo && held->seg_hi == sp->seg_hi))
+		return false;
+	for (i = 0; i < set->n && set->m[i].no != c->node_no; i++)
+		;
+	q = fc_fleet_split_q(set->m, set->n, i, held);
+	if (q == FC_FLEET_NEVER)
+		return false;
+	*kp = (struct fc_pol_keep){ .id = np->id,
+				    .epoch = np->epoch,
+				    .w = w,
+				    .q = q,
+				    .split = { *held, { .from = FC_FLEET_NEVER } },
+				    .nstar = q };
+	return true;
+}
+
 /* A new cfg c, at now, over the one in force: a window or sliding policy
  * whose N differs from what its current window's split divides keeps that
  * split (and the largest N) for the window; new shares from the next one,
@@ -307,8 +337,14 @@ static void fc_keep_update(struct fc_fleet *f, const struct fc_fleet_cfg *c, uin
 		uint64_t w = now / np->unit_ns;
 		const struct fc_pol_keep *ok;
 
-		if (!op || op->algo != np->algo || op->unit_ns != np->unit_ns ||
-		    (np->algo != FC_ALGO_FLEET_WINDOW && np->algo != FC_ALGO_FLEET_SLIDING))
+		if (np->algo != FC_ALGO_FLEET_WINDOW && np->algo != FC_ALGO_FLEET_SLIDING)
+			continue;
+		if (!op && fc_keep_held(c, np, w, &kept[n])) {
+			kept[n].nstar = kept[n].nstar > np->n ? kept[n].nstar : np->n;
+			n++;
+			continue;
+		}
+		if (!op || op->algo != np->algo || op->unit_ns != np->unit_ns)
 			continue;
 		ok = fc_keep_of(f, op, w);
 		if (!ok && op->burst == np->burst)
@@ -1258,7 +1294,7 @@ static int fc_key_call(struct fc_fleet *f, struct fc_fleet_key *k, const struct 
 				    .kind = FC_FLEET_REC_WINDOW,
 				    .unit = p->unit_ns / 1000000000ULL,
 				    .w = k->w };
-	uint64_t share, allot, credit, used, want = 0, n = 0, end, word, lease;
+	uint64_t allot, credit, used, want = 0, n = 0, end, word, lease;
 	char name[FC_FLEET_NAME_MAX];
 	struct fc_words wd;
 	struct fc_err err;
@@ -1268,11 +1304,10 @@ static int fc_key_call(struct fc_fleet *f, struct fc_fleet_key *k, const struct 
 		return fc_gcra_call(f, k, p, now, c, shares, nos);
 	if (fc_key_words(f, k, p, &wd) < 0)
 		return 0;
-	share = fc_my_share(f, p, wd.u, k->w);
 	idle = wd.passed == k->passed_seen && wd.denied == k->denied_seen;
 	if (k->flags & FC_KEY_RELEASE && idle && k->idle_rounds >= 1)
 		fc_key_release(f, k, p, &wd, now);
-	allot = share + k->g_app - k->r_lock;
+	allot = fc_key_allot(f, k, p, &wd); /* 0, not wrapped, where the share fell below what was released */
 	word = __atomic_load_n(wd.credit, __ATOMIC_RELAXED);
 	/* left: what it holds (window: credit; sliding: room) */
 	credit = !fc_key_in_w(p, word, k->w)      ? 0 :

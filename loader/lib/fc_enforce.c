@@ -127,7 +127,9 @@ static void fc_generations(const struct fc_enforced *pub, struct fc_enforced *e)
  * the new one's: a node set corrected mid-window would look the same, and
  * keeps its old split to the window's end, as a node whose store is behind
  * does). Window and sliding only: gcra's split is a bucket, not a window's.
- * Here: whether pub is of this policy's window kind at all, and w0. */
+ * Here: whether pub is of this policy's window kind at all, and w0. Another
+ * unit is another epoch (fc_store_policy_put), but a row edited before that
+ * rule kept it: pub's split, of other windows, is never this one's. */
 static bool fc_fleet_kept(const struct fc_policy_row *row, const struct fc_node_ctx *node,
 			  const struct fc_enforced *pub, const struct fc_enforced *e, uint64_t *w0)
 {
@@ -135,7 +137,7 @@ static bool fc_fleet_kept(const struct fc_policy_row *row, const struct fc_node_
 
 	if (!pub || pub->k.id != p->id || pub->k.epoch != row->epoch || !(pub->k.flags & FC_POLICY_FLEET) ||
 	    pub->k.algo != e->k.algo || (p->algo != FC_ALGO_WINDOW && p->algo != FC_ALGO_SLIDING) ||
-	    node->fleet->now_ms <= 0 || !p->rate[0].unit_secs)
+	    pub->k.tier[0].unit_ns != e->k.tier[0].unit_ns || node->fleet->now_ms <= 0 || !p->rate[0].unit_secs)
 		return false;
 	*w0 = (uint64_t)node->fleet->now_ms / (p->rate[0].unit_secs * 1000);
 	return true;

@@ -587,6 +587,29 @@ static void test_truncated_state(void **state_)
 	fc_redis_close(r);
 }
 
+/* Key tag (entry k) holding 4 of its 5 unused, idle, and node 2 asking for
+ * 3 until it is granted them (at most 10 calls, a round after each): what
+ * node 2 was last told. */
+static struct fc_fleet_result idle_key_released(struct fc_fleet *f, struct fc_shm_key *k, uint64_t tag, uint64_t t0)
+{
+	struct fc_fleet_result res = { 0 };
+	uint64_t w = t0 / UNIT_NS;
+	int i;
+
+	k->slot = 3;
+	k->epoch = 5;
+	k->state[0] = FC_FLEET_WORD(w, 4); /* 1 of its 5 spent, 4 unused */
+	k->passed = 1;
+	__atomic_store_n(&k->tag, tag, __ATOMIC_RELEASE);
+	for (i = 1; i <= 10 && res.g < 3; i++) {
+		res = node2_call(tag, w, 0, res.g, 3 - res.g);
+		usleep(20000); /* the message on its way */
+		fc_fleet_round(f, t0 + (uint64_t)i * 100000000ULL);
+	}
+	printf("# node 2 granted %" PRIu64 " after %d of its calls\n", res.g, i - 1);
+	return res;
+}
+
 /* Node 2 short of a key node 1 holds idle: the script publishes the
  * demand, node 1's engine hears it, locks all of the key's credit once the
  * key has been idle two rounds, and tells Redis; node 2's next call is
@@ -601,28 +624,50 @@ static void test_release_on_demand(void **state_)
 	struct fc_shm_key *k = entry(fc_shm_key_place(tag, 0, NKEYS)); /* where a worker puts it */
 	struct fc_fleet *f;
 	struct fc_err err;
-	int i;
 
 	(void)state_;
 	f = fc_fleet_new(&o, &c, r, &err);
 	fc_fleet_round(f, t0); /* maps the file, subscribes */
-	k->slot = 3;
-	k->epoch = 5;
-	k->state[0] = FC_FLEET_WORD(w, 4); /* 1 of its 5 spent, 4 unused */
-	k->passed = 1;
-	__atomic_store_n(&k->tag, tag, __ATOMIC_RELEASE);
-	for (i = 1; i <= 10 && res.g < 3; i++) {
-		res = node2_call(tag, w, 0, res.g, 3 - res.g);
-		usleep(20000); /* the message on its way */
-		fc_fleet_round(f, t0 + (uint64_t)i * 100000000ULL);
-	}
-	printf("# node 2 granted %" PRIu64 " after %d of its calls\n", res.g, i - 1);
+	res = idle_key_released(f, k, tag, t0);
 	assert_int_equal(res.g, 3);
 	assert_int_equal(FC_FLEET_WORD_CREDIT(k->state[0]), 0); /* all of it locked */
 	assert_int_equal(FC_FLEET_WORD_W(k->state[0]), FC_FLEET_LABEL(w));
 	assert_int_equal(hget(tag, w, "r1"), 4);
 	assert_int_equal(hget(tag, w, "u1"), 1);
 	assert_int_equal(fc_fleet_status_of(f)->policies[0].releases, 4);
+	fc_fleet_free(f);
+	fc_redis_close(r);
+}
+
+static void header_write(uint64_t fresh_ns);
+
+/* A key that released (r_lock 4 of its share 5) whose share then falls to
+ * 0 (its state made anew in the window: the fresh rule): what it reports
+ * used is 0, not share + grants - released wrapped (was: 2^64 - 4). */
+static void test_allot_below_released(void **state_)
+{
+	struct fc_fleet_cfg c = cfg();
+	struct fc_fleet_opts o = opts();
+	uint64_t t0 = window_start(), w = t0 / UNIT_NS, tag = TAG + 95;
+	struct fc_redis *r = client(2000);
+	struct fc_shm_key *k = entry(fc_shm_key_place(tag, 0, NKEYS));
+	struct fc_fleet *f;
+	struct fc_err err;
+
+	(void)state_;
+	f = fc_fleet_new(&o, &c, r, &err);
+	fc_fleet_round(f, t0);
+	assert_int_equal(idle_key_released(f, k, tag, t0).g, 3);
+	assert_int_equal(hget(tag, w, "r1"), 4);
+	assert_int_equal(hget(tag, w, "u1"), 1);
+	header_write(t0 + 1); /* the state made anew in the window: no share of it */
+	k->denied += 2; /* refused since: it asks, saying what it used */
+	k->state[1] = FC_FLEET_WORD(w, FC_FLEET_WANTED);
+	fc_fleet_round(f, t0 + 2000000000ULL);
+	fc_fleet_round(f, t0 + 2100000000ULL);
+	printf("# u1 after the share fell below what was released: %lld\n", hget(tag, w, "u1"));
+	assert_int_equal(hget(tag, w, "u1"), 1);
+	assert_int_equal(hget(tag, w, "r1"), 4);
 	fc_fleet_free(f);
 	fc_redis_close(r);
 }
@@ -1173,6 +1218,46 @@ static int log_count(const char *what)
 	return n;
 }
 
+/* The agent started in a window whose N changed (10 to 20) before: the
+ * workers hold the window's kept split (5 of 10), the store's is 10 of 20.
+ * The engine keeps what the workers hold (its cfg's held, from the live
+ * block) and finds its q, 10: its calls are of the record's split, granted
+ * as before the restart (test_n_changed_mid_window), nothing logged (was:
+ * each call refused as of another split, "node set differs", no grant). */
+static void test_kept_split_after_restart(void **state_)
+{
+	struct fc_fleet_cfg c = cfg(), none = { 0 };
+	struct fc_fleet_opts o = opts();
+	uint64_t t0 = window_start(), w = t0 / UNIT_NS, tag = TAG + 57;
+	struct fc_redis *r = client(2000);
+	struct fc_shm_key *k = entry(19);
+	struct fc_fleet *f;
+	struct fc_err err;
+	int i;
+
+	(void)state_;
+	node2_releases(tag, w, 4); /* the record: n 10, s1 5, s2 5 */
+	memcpy(pols[0].held, pols[0].split, sizeof(pols[0].held));
+	pols[0].has_held = true;
+	pols[0].n = pols[0].burst = 20;
+	fc_fleet_split_make(members, 2, 0, 20, w, UNIT_NS, 0, &pols[0].split[0]);
+	log_capture();
+	f = fc_fleet_new(&o, &none, r, &err); /* as the agent starts it */
+	assert_int_equal(fc_fleet_update(f, NULL, &c, &err), 0);
+	refused_key(19, tag, w, 15);
+	for (i = 0; i <= 3 && FC_FLEET_WORD_CREDIT(k->state[0]) < 14; i++)
+		fc_fleet_round(f, t0 + (uint64_t)i * 100000000ULL);
+	printf("# restarted: credit %llu, g1 %lld, n %lld\n", (unsigned long long)FC_FLEET_WORD_CREDIT(k->state[0]),
+	       hget(tag, w, "g1"), hget(tag, w, "n"));
+	assert_int_equal(log_count("node set differs"), 0);
+	assert_int_equal(FC_FLEET_WORD_CREDIT(k->state[0]), 14);
+	assert_int_equal(hget(tag, w, "g1"), 14);
+	assert_int_equal(hget(tag, w, "n") + hget(tag, w, "G") - hget(tag, w, "R"), 20);
+	assert_int_equal(fc_fleet_status_of(f)->counters.reply_errors, 0);
+	fc_fleet_free(f);
+	fc_redis_close(r);
+}
+
 /* A state-file writer gives every entry of the table a new tag each round,
  * refused (demand) and rung: the keys whose entries are no longer theirs
  * and hold nothing are dropped, so the agent tracks one table's worth, not
@@ -1626,6 +1711,7 @@ static int setup_one(void **state_)
 	(void)state_;
 	snprintf(path, sizeof(path), "%s.fleet.json", shm_path);
 	unlink(path); /* each case's own */
+	unlink(shm_path); /* no fresh time, whatever a case that wrote one (header_write) did */
 	memset(state, 0, FC_STATE_KEYS_OFF + (size_t)NKEYS * sizeof(struct fc_shm_key));
 	return 0;
 }
@@ -1689,6 +1775,7 @@ int main(void)
 		cmocka_unit_test_setup(test_fixed_release_unused, setup_one),
 		cmocka_unit_test_setup(test_release_on_demand, setup_one),
 		cmocka_unit_test_setup(test_release_record, setup_one),
+		cmocka_unit_test_setup(test_allot_below_released, setup_one),
 		cmocka_unit_test_setup(test_sliding, setup_one),
 		cmocka_unit_test_setup(test_xdp_fixed, setup_one),
 		cmocka_unit_test_setup(test_backoff, setup_one),
@@ -1707,6 +1794,7 @@ int main(void)
 		cmocka_unit_test_setup(test_tracked_keys_cap, setup_one),
 		cmocka_unit_test_setup(test_ring_lost_logged_once, setup_one),
 		cmocka_unit_test_setup(test_n_changed_mid_window, setup_one),
+		cmocka_unit_test_setup(test_kept_split_after_restart, setup_one),
 		cmocka_unit_test_setup(test_fresh_state_remade, setup_one),
 		cmocka_unit_test_setup(test_fresh_xdp_pins, setup_one),
 		cmocka_unit_test_setup(test_xdp_pins_remade, setup_one),

@@ -248,6 +248,26 @@ static void test_fleet_rate_edit(void **state)
 		assert_int_equal(fc_fleet_share(fc_fleet_split_of(tail->split, today + 1), 12345), 150);
 		munmap((void *)h, FC_SHM_SIZE);
 	}
+	/* What an agent started now learns of it (fc_publish hands it the cfg):
+	 * the workers' split, and its q from it alone (fc_fleet_engine.c). */
+	{
+		struct fc_policy_row row;
+		struct fc_fleet_cfg cfg;
+		const struct fc_fleet_set *set;
+		bool found;
+
+		assert_int_equal(fc_store_policy_get(t->st, 1, &row, &found, &err), 0);
+		if (fc_fleet_read(t->st, "b", now, &v, &err) < 0 || fc_fleet_cfg_make(&v, &row, 1, &cfg, &err) < 0)
+			fail_msg("%s", err.msg);
+		assert_int_equal(fc_fleet_share(fc_fleet_split_of(cfg.pols[0].split, today), 12345), 150);
+		fc_shm_fleet_held(t->shm, &cfg);
+		assert_true(cfg.pols[0].has_held);
+		assert_int_equal(fc_fleet_share(fc_fleet_split_of(cfg.pols[0].held, today), 12345), 75);
+		set = &cfg.sets[cfg.pols[0].set[0]];
+		assert_int_equal(fc_fleet_split_q(set->m, set->n, 1, fc_fleet_split_of(cfg.pols[0].held, today)), 100);
+		fc_fleet_cfg_free(&cfg);
+		fc_fleet_view_free(&v);
+	}
 	/* a day on: the new split for that window */
 	fc_clock_ns = 86400 * (int64_t)FC_NS_PER_SEC;
 	fc_pub(t, "b", &v);
@@ -302,6 +322,47 @@ static void test_fleet_rate_edit_xdp(void **state)
 	assert_int_equal(e.k.fleet_share[0], 5);
 	assert_int_equal(e.k.fleet_share[1], 10);
 	fc_fleet_view_free(&v);
+}
+
+/* The unit edited (/h to /m, the epoch kept, was: the keys' words, labelled
+ * with an hour, read "ahead" in a minute and refused, and the hour's split,
+ * kept, gave the minute 750 of 100): a new epoch, so the keys start afresh,
+ * and the new unit's shares from this window on. The agent keeps nothing
+ * of another epoch either (fc_keep_update). */
+static void test_fleet_unit_edit(void **state)
+{
+	struct fc_fp *t = *state;
+	struct fc_policy_spec p = { .id = 3, .algo = FC_ALGO_WINDOW, .fleet = true },
+			      q = { .id = 3, .algo = FC_ALGO_WINDOW, .fleet = true };
+	const struct fc_shm_fleet *tail;
+	const struct fc_shm_header *h;
+	struct fc_policy_row row;
+	struct fc_fleet_view v;
+	int64_t now = fc_unix_ms();
+	uint64_t minute = (uint64_t)now / 60000;
+	struct fc_err err;
+	uint32_t epoch;
+	bool found;
+
+	fc_put(t, &p, "uid=*", "1000/h");
+	assert_int_equal(fc_store_fleet_node_set(t->st, "a", 250000, now - 2 * 86400000, &err), 0);
+	assert_int_equal(fc_store_fleet_node_set(t->st, "b", 750000, now - 2 * 86400000, &err), 0);
+	fc_pub(t, "b", &v);
+	fc_fleet_view_free(&v);
+	assert_int_equal(fc_store_policy_get(t->st, 3, &row, &found, &err), 0);
+	epoch = row.epoch;
+	fc_put(t, &q, "uid=*", "100/m");
+	assert_int_equal(fc_store_policy_get(t->st, 3, &row, &found, &err), 0);
+	assert_int_not_equal(row.epoch, epoch);
+	fc_pub(t, "b", &v);
+	fc_fleet_view_free(&v);
+	h = fc_config(t->shm);
+	assert_int_equal(fc_item(h, 3)->epoch, row.epoch);
+	assert_int_equal(fc_item(h, 3)->tier[0].limit, 100);
+	tail = (const struct fc_shm_fleet *)(fc_item(h, 3) + 1);
+	assert_int_equal(fc_fleet_share(fc_fleet_split_of(tail->split, minute), 12345), 75);
+	assert_int_equal(fc_fleet_share(fc_fleet_split_of(tail->split, minute + 1), 12345), 75);
+	munmap((void *)h, FC_SHM_SIZE);
 }
 
 /* fleet_fresh_ns: set when the state file is made anew, kept otherwise. */
@@ -372,6 +433,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_fleet_off, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_fleet_rate_edit, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_fleet_rate_edit_xdp, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_fleet_unit_edit, setup, teardown),
 	};
 
 	return fc_run_group("fleet policies in the shm", tests, NULL, NULL);

@@ -94,6 +94,41 @@ static void test_split_sums(void **state)
 	assert_int_equal(fc_fleet_share(&sp[0], 12345), 0);
 }
 
+/* A split's q found back from this node's split alone (an agent started
+ * after a rate edit whose window's split the workers kept): the q made,
+ * or none where another q gives the same split; never a wrong one. */
+static void test_split_q(void **state)
+{
+	struct fc_fleet_member m[16];
+	struct fc_fleet_split sp;
+	uint64_t seed = 41, q, got;
+	size_t n, i, t, found = 0;
+
+	(void)state;
+	for (t = 0; t < 20000; t++) {
+		n = 1 + fc_rand(&seed) % 16;
+		q = t % 3 ? fc_rand(&seed) % 1000 : fc_rand(&seed) % FC_RATE_MAX + 1;
+		for (i = 0; i < n; i++)
+			m[i] = (struct fc_fleet_member){ .no = (uint32_t)i + 1,
+							 .weight = (uint32_t)(1 + fc_rand(&seed) % FC_FLEET_WEIGHT_ONE) };
+		i = fc_rand(&seed) % n;
+		fc_fleet_split_make(m, n, i, q, 7, 0, 0, &sp);
+		got = fc_fleet_split_q(m, n, i, &sp);
+		if (got != q && got != FC_FLEET_NEVER)
+			fail_msg("%zu nodes, node %zu, q %llu: found %llu", n, i, (unsigned long long)q,
+				 (unsigned long long)got);
+		found += got == q;
+	}
+	assert_true(found > 19000); /* nearly always one q gives it */
+	/* The review's case: 1000/h over a 0.25 and a 0.75, kept into the window. */
+	m[0] = (struct fc_fleet_member){ .no = 1, .weight = 250000 };
+	m[1] = (struct fc_fleet_member){ .no = 2, .weight = 750000 };
+	fc_fleet_split_make(m, 2, 1, 1000, 7, 0, 0, &sp);
+	assert_int_equal(fc_fleet_split_q(m, 2, 1, &sp), 1000);
+	/* outside the set: no q */
+	assert_int_equal(fc_fleet_split_q(m, 2, 2, &sp), FC_FLEET_NEVER);
+}
+
 /* gcra: each node's interval T_i = ceil(unit S / (N W_i)): the rates add up
  * to at most N (never faster than asked), within a node's rounding. */
 static void test_split_gcra_interval(void **state)
@@ -251,6 +286,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_split_sums),
+		cmocka_unit_test(test_split_q),
 		cmocka_unit_test(test_split_gcra_interval),
 		cmocka_unit_test(test_splits_of_windows),
 		cmocka_unit_test(test_cfg),

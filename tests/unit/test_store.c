@@ -1123,8 +1123,14 @@ static void test_policy_layers(void **state)
 	x.layer = FC_LAYER_HTTP;
 	assert_int_equal(fc_store_policy_del(t->st, 2, &found, &err), 0);
 	assert_true(fc_policy_put_fresh(t->st, &x, &rx));
-	/* A fleet's rate turned a node's: fresh buckets (credit is not a count). */
+	/* A fleet's N edited keeps its buckets (the window keeps its split);
+	 * its unit does not: a key's word is labelled with a window of it. */
 	u.id = 3;
+	u.rate[0].n = 2;
+	assert_false(fc_policy_put_fresh(t->st, &u, &ru));
+	u.rate[0].unit_secs = 60;
+	assert_true(fc_policy_put_fresh(t->st, &u, &ru));
+	/* A fleet's rate turned a node's: fresh buckets (credit is not a count). */
 	u.fleet = false;
 	assert_true(fc_policy_put_fresh(t->st, &u, &ru));
 	assert_int_equal(fc_store_policy_get(t->st, 3, &row, &found, &err), 0);

@@ -78,6 +78,41 @@ void fc_fleet_split_make(const struct fc_fleet_member *m, size_t n, size_t i, ui
 	sp->interval_ns = t > FC_FLEET_INTERVAL_MAX ? 0 : (uint64_t)t;
 }
 
+uint64_t fc_fleet_split_q(const struct fc_fleet_member *m, size_t n, size_t i, const struct fc_fleet_split *sp)
+{
+	unsigned __int128 s = 0, f, lo, hi, x;
+	uint64_t found = FC_FLEET_NEVER, d;
+	struct fc_fleet_split t;
+	size_t j;
+
+	if (i >= n || !m[i].weight || sp->seg_hi < sp->seg_lo)
+		return FC_FLEET_NEVER;
+	for (j = 0; j < n; j++)
+		s += m[j].weight;
+	/* base S + f_i = q W_i with f_i < S, and the segment's length d is
+	 * floor(f_i 2^32 / S) or one more: f_i in ((d - 1) S / 2^32, (d + 1) S / 2^32),
+	 * a few values (S < 2^32: at most three), each q checked whole. */
+	d = sp->seg_hi - sp->seg_lo;
+	lo = d ? ((unsigned __int128)(d - 1) * s) >> 32 : 0;
+	hi = (((unsigned __int128)d + 1) * s + 0xffffffffu) >> 32;
+	if (hi >= s)
+		hi = s - 1;
+	if (hi - lo > 4096)
+		return FC_FLEET_NEVER; /* weights past 2^32 in all: too many to try */
+	for (f = lo; f <= hi; f++) {
+		x = (unsigned __int128)sp->base * s + f;
+		if (x % m[i].weight || x / m[i].weight >= FC_FLEET_NEVER)
+			continue;
+		fc_fleet_split_make(m, n, i, (uint64_t)(x / m[i].weight), sp->from, 0, 0, &t);
+		if (t.base != sp->base || t.seg_lo != sp->seg_lo || t.seg_hi != sp->seg_hi)
+			continue;
+		if (found != FC_FLEET_NEVER)
+			return FC_FLEET_NEVER;
+		found = (uint64_t)(x / m[i].weight);
+	}
+	return found;
+}
+
 uint64_t fc_fleet_set_digest(const uint64_t secret[2], const struct fc_fleet_member *m, size_t n)
 {
 	struct fc_sip h;

@@ -68,6 +68,11 @@ size_t fc_fleet_set_at(const struct fc_fleet_view *v, int64_t at_ms, struct fc_f
  * products: q W_j and F_j 2^32 do not fit 64 bits. */
 void fc_fleet_split_make(const struct fc_fleet_member *m, size_t n, size_t i, uint64_t q, uint64_t from,
 			 uint64_t unit_ns, uint64_t n_rate, struct fc_fleet_split *sp);
+/* The q whose split for node i of the set is sp (base and segment), or
+ * FC_FLEET_NEVER when no q, or more than one, gives it: a split kept by the
+ * workers (N changed in its window) known to an agent started since, which
+ * needs its q for every node's share (fc_fleet_engine.c). */
+uint64_t fc_fleet_split_q(const struct fc_fleet_member *m, size_t n, size_t i, const struct fc_fleet_split *sp);
 /* The set's digest (Redis's `set` field): SipHash under the fleet's key of
  * its (number, weight) list. */
 uint64_t fc_fleet_set_digest(const uint64_t secret[2], const struct fc_fleet_member *m, size_t n);
@@ -115,6 +120,11 @@ struct fc_fleet_policy {
 	uint64_t unit_ns;
 	uint64_t lease_ns; /* gcra's lease window; 0 otherwise */
 	struct fc_fleet_split split[2]; /* this node's, as published */
+	/* What the workers hold (has_held: the live item's tail after the
+	 * publish, of the same epoch and node): split[] but for a window whose
+	 * split a rate edit kept (fc_shm_fleet_held). */
+	bool has_held;
+	struct fc_fleet_split held[2];
 	uint32_t set[2];  /* split k's node set: an index into sets (split[1] unused: set[0]) */
 	uint32_t fixed_u; /* !keyed: the key's point */
 };

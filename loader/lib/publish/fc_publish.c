@@ -116,6 +116,7 @@ static int fc_publish_fleet(struct fc_publish *pub, struct fc_source *src, struc
 		return -1;
 	if (fc_fleet_cfg_make(&pub->fleet, rows, n, &pub->fleet_cfg, err) < 0)
 		goto out;
+	fc_shm_fleet_held(pub->ctx->shm_path, &pub->fleet_cfg); /* written: what the workers hold */
 	pub->fleet_refresh_ms = fc_fleet_refresh_ms(&pub->fleet, rows, n);
 	rc = 0;
 out:

@@ -1122,6 +1122,40 @@ int64_t fc_shm_fleet_clock(const char *path)
 	return ns >= -FC_FLEET_CLOCK_MAX_NS && ns <= FC_FLEET_CLOCK_MAX_NS ? ns : 0;
 }
 
+void fc_shm_fleet_held(const char *path, struct fc_fleet_cfg *cfg)
+{
+	struct fc_shm_map sm = { .fd = fc_shm_open_ours(path, O_RDONLY) };
+	const struct fc_shm_policy *it;
+	struct fc_shm_fleet tail;
+	struct fc_live_walk w;
+	size_t i;
+
+	for (i = 0; i < cfg->npols; i++)
+		cfg->pols[i].has_held = false;
+	if (sm.fd < 0)
+		return;
+	sm.base = mmap(NULL, FC_SHM_SIZE, PROT_READ, MAP_SHARED, sm.fd, 0);
+	close(sm.fd);
+	if (sm.base == MAP_FAILED)
+		return;
+	sm.h = sm.base;
+	fc_live_start(&sm, &w);
+	for (i = 0; i < cfg->npols; i++) { /* both by id */
+		struct fc_fleet_policy *fp = &cfg->pols[i];
+
+		it = fc_live_find(&w, fp->id);
+		if (!it || it->epoch != fp->epoch || !(it->flags & FC_SHM_POLICY_FLEET) ||
+		    it->item.len < sizeof(*it) + sizeof(tail))
+			continue;
+		memcpy(&tail, it + 1, sizeof(tail));
+		if (tail.node_no != cfg->node_no)
+			continue;
+		memcpy(fp->held, tail.split, sizeof(fp->held));
+		fp->has_held = true;
+	}
+	munmap(sm.base, FC_SHM_SIZE);
+}
+
 void fc_shm_marked(const char *path, uint64_t *store_id, uint64_t *seq)
 {
 	__u64 mark[2];

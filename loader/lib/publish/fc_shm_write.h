@@ -60,6 +60,12 @@ int fc_shm_publish_delta(const char *path, const char *group, uint32_t keys, str
 int fc_shm_mark(const char *path, uint64_t store_id, uint64_t seq, struct fc_err *err);
 void fc_shm_marked(const char *path, uint64_t *store_id, uint64_t *seq);
 
+struct fc_fleet_cfg;
+/* Each of cfg's policies' splits as the live block at path holds them, for
+ * the workers (has_held: an item of the same epoch and node): where a rate
+ * edit kept a window's split, an agent started since learns it here. */
+void fc_shm_fleet_held(const char *path, struct fc_fleet_cfg *cfg);
+
 /* The clock offset of fleet policies the shm at path says (0: none, or no
  * shm of ours): a publisher not told one (the CLI) keeps the agent's. */
 int64_t fc_shm_fleet_clock(const char *path);

@@ -950,9 +950,12 @@ int fc_store_policy_put(struct fc_store *st, const struct fc_policy_spec *p, int
 		 * removed, or, with either, another number of rates (the ramp's
 		 * word sits after the rates', a key's count of places after
 		 * both), or a fleet's rate turned a node's or back (the words
-		 * hold credit, or a count): its buckets start afresh. */
+		 * hold credit, or a count), or a fleet rate's unit (a window's
+		 * or sliding key's word and Redis record are labelled with a
+		 * window of it, "ahead" of any window of a shorter unit, which
+		 * refuses; gcra's too, one rule): its buckets start afresh. */
 		if (strcmp(old_match, match) || fc_policy_is_l7(&old.spec) != fc_policy_is_l7(p) ||
-		    old.spec.fleet != p->fleet ||
+		    old.spec.fleet != p->fleet || (p->fleet && old.spec.rate[0].unit_secs != p->rate[0].unit_secs) ||
 		    old.spec.algo != p->algo || old.spec.warmup != p->warmup || !old.spec.concurrency != !p->concurrency ||
 		    ((p->warmup || p->concurrency) && old.spec.ntiers != p->ntiers))
 			out->epoch = 0;
