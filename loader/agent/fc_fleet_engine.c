@@ -1420,7 +1420,7 @@ static int fc_round_beat(struct fc_fleet *f, uint64_t now, struct fc_err *err)
 }
 
 /* A call the record answered wrong (refused, failed, a reply that does not
- * check): that key gets nothing this round; the round goes on. Counted, and
+ * check, a grant above what this node could be granted): that key gets nothing this round; the round goes on. Counted, and
  * logged once a minute. */
 static void fc_key_refused(struct fc_fleet *f, const char *msg, uint64_t now)
 {
@@ -1435,7 +1435,7 @@ static void fc_key_refused(struct fc_fleet *f, const char *msg, uint64_t now)
  * every node writes Redis with the same credentials, so a record's g is
  * hostile, and applied whole it would be credit without limit. A window
  * or sliding key's allotment, share + g - r_lock, is never above N* (the
- * Redis side of it, with r <= r_lock, is within N* too); a gcra key
+ * script keeps s_i + g - r within it, and r <= r_lock); a gcra key
  * borrows at most lambda per lease window (fc_gcra_call asks within it);
  * and the script grants only while g is what was applied, at most what
  * the call wanted: g - g_app above the most asked since is no grant of
