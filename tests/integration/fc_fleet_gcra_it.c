@@ -330,6 +330,8 @@ static void test_bound(void **state_)
 	       d, total, on_a, lent, total - on_a, bound, RATE / 60.0 / NODES * d + BURST / NODES);
 	assert_true(total <= bound);
 	assert_true(lent > 0);
+	for (i = 0; i < NODES; i++) /* every grant of the script's within the bounds applied */
+		assert_int_equal(fc_fleet_status_of(engines[i])->counters.reply_errors, 0);
 	assert_true(on_a > RATE / 60.0 / NODES * d + BURST / NODES); /* more than its own bucket */
 	engines_stop();
 }
