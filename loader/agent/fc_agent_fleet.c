@@ -2,15 +2,12 @@
 /*
  * The agent's side of the fleet (see fc_agent_fleet.h).
  */
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "fc_agent_fleet.h"
 #include "fc_fleet_engine.h"
-#include "fc_shm.h"
 
 static struct fc_fleet_opts fc_engine_opts(const struct fc_ctx *ctx, const struct fc_agent_fleet_opts *o)
 {
@@ -19,20 +16,10 @@ static struct fc_fleet_opts fc_engine_opts(const struct fc_ctx *ctx, const struc
 				   .max_skew_ms = o->max_skew_ms,
 				   .max_keys = o->max_keys,
 				   .wait_replicas = o->redis_wait == FC_AGENT_FLEET_WAIT_ALL ? 0 : o->redis_wait };
-	struct fc_shm_header h;
-	int fd;
-
 	snprintf(e.node, sizeof(e.node), "%s", ctx->node);
 	snprintf(e.state_path, sizeof(e.state_path), "%s.state", ctx->shm_path);
 	snprintf(e.status_shm, sizeof(e.status_shm), "%s", ctx->shm_path);
 	snprintf(e.pin_dir, sizeof(e.pin_dir), "%s", ctx->pin_dir);
-	/* The loader's word for when this node's state was made anew (design
-	 * §5.5): root's config file, read with pread as every value of it. */
-	fd = open(ctx->shm_path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-	if (fd >= 0 && pread(fd, &h, sizeof(h), 0) == (ssize_t)sizeof(h) && h.magic == FC_SHM_MAGIC)
-		e.fresh_ns = h.fleet_fresh_ns;
-	if (fd >= 0)
-		close(fd);
 	return e;
 }
 

@@ -8,6 +8,7 @@
  * maps/fc_fleet.h, which bound their tries and their arithmetic.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include <inttypes.h>
@@ -80,6 +81,12 @@ struct fc_fleet {
 	struct fc_fleet_map map;
 	struct fc_fleet_map xdp; /* fc_buckets, mapped shared (BPF_F_MMAPABLE) */
 	int pstats_fd;           /* fc_pstats: an XDP/TC policy's passes and drops */
+	/* When this node's state was made anew (the fresh rule, maps/fc_fleet.h),
+	 * read each round: a publish remakes the shm's state file, or the
+	 * loader the pins, while the agent runs. */
+	uint64_t fresh_shm; /* the config file header's fleet_fresh_ns */
+	uint64_t fresh_xdp; /* the pins' fc_config.fleet_fresh_ns */
+	uint32_t xdp_id;    /* the map id of the fc_buckets mapped */
 	struct fc_fleet_sub sub;
 	uint64_t release_at_ns; /* a demand heard: a round no later than this */
 	struct fc_fleet_beat beat;
@@ -208,12 +215,20 @@ static const struct fc_pol_keep *fc_keep_of(const struct fc_fleet *f, const stru
 	return NULL;
 }
 
-/* This node's share of window w for a key of point u (the fresh rule applied). */
+/* When the state p is enforced with was made anew: XDP/TC's the pins'
+ * (or the shm's, if later: either remade loses what a window spent). */
+static uint64_t fc_fresh_of(const struct fc_fleet *f, const struct fc_fleet_policy *p)
+{
+	return p->layer == FC_LAYER_XDP && f->fresh_xdp > f->fresh_shm ? f->fresh_xdp : f->fresh_shm;
+}
+
+/* This node's share of window w for a key of point u (the fresh rule
+ * applied: a share the workers can not have is not released either). */
 static uint64_t fc_my_share(const struct fc_fleet *f, const struct fc_fleet_policy *p, uint32_t u, uint64_t w)
 {
 	const struct fc_pol_keep *kp = fc_keep_of(f, p, w);
 
-	return fc_fleet_share_in(kp ? kp->split : p->split, u, w, p->unit_ns, f->o.fresh_ns,
+	return fc_fleet_share_in(kp ? kp->split : p->split, u, w, p->unit_ns, fc_fresh_of(f, p),
 				 p->algo == FC_ALGO_FLEET_SLIDING ? p->unit_ns : 0);
 }
 
@@ -337,18 +352,21 @@ static struct fc_shm_slot *fc_slot(const struct fc_fleet *f, uint32_t slot)
 	return (struct fc_shm_slot *)((char *)f->map.base + FC_STATE_SLOTS_OFF) + slot;
 }
 
-/* Maps the state file when it is not (or a SIGBUS voided the mapping):
- * 0, or -1 (no state file yet: nothing to do this round). */
+/* Maps the state file when it is not, a SIGBUS voided the mapping, or a
+ * publish made it anew (another file at its path: the workers' from their
+ * next request on): 0, or -1 (no state file yet: nothing to do this round). */
 static int fc_state_map(struct fc_fleet *f)
 {
 	struct fc_err err;
 	struct stat st;
+	int gone = stat(f->o.state_path, &st);
 
-	if (f->map.base && !fc_fleet_map_lost(&f->map))
+	if (f->map.base && !fc_fleet_map_lost(&f->map) &&
+	    (gone || (st.st_dev == f->map.dev && st.st_ino == f->map.ino)))
 		return 0;
 	fc_fleet_map_close(&f->map);
 	f->ring_known = false;
-	if (stat(f->o.state_path, &st) < 0 || !(f->nkeys = fc_state_nkeys((uint64_t)st.st_size)))
+	if (gone || !(f->nkeys = fc_state_nkeys((uint64_t)st.st_size)))
 		return -1;
 	if (fc_fleet_map_file(&f->map, f->o.state_path, (size_t)st.st_size, &err) < 0) {
 		fc_debug("%s", err.msg);
@@ -359,12 +377,30 @@ static int fc_state_map(struct fc_fleet *f)
 
 /* ---- XDP/TC: fc_buckets, mapped; fc_pstats, read ---- */
 
+/* The map pinned at <pin dir>/name, its info in info: an fd, or -1. */
+static int fc_pin_open(const struct fc_fleet *f, const char *name, struct bpf_map_info *info)
+{
+	uint32_t len = sizeof(*info);
+	char path[4200];
+	int fd;
+
+	memset(info, 0, sizeof(*info));
+	snprintf(path, sizeof(path), "%s/%s", f->o.pin_dir, name);
+	fd = bpf_obj_get(path);
+	if (fd >= 0 && bpf_obj_get_info_by_fd(fd, info, &len) < 0) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
 /* Maps the pins' fc_buckets and opens fc_pstats, once there are fixed-value
  * XDP/TC fleet policies: 0, or -1 (no pins yet, or of another version:
  * logged once, those policies' nodes spend their own shares). Kernel
  * memory, written only by the programs and root: no guard. */
 static int fc_xdp_open(struct fc_fleet *f)
 {
+	struct bpf_map_info info;
 	char path[4200];
 	struct fc_err err;
 	size_t len = ((size_t)FC_POLICY_SLOTS * sizeof(struct fc_bucket) + 4095) & ~(size_t)4095;
@@ -373,7 +409,7 @@ static int fc_xdp_open(struct fc_fleet *f)
 	if (f->xdp.base)
 		return 0;
 	snprintf(path, sizeof(path), "%s/fc_buckets", f->o.pin_dir);
-	fd = bpf_obj_get(path);
+	fd = fc_pin_open(f, "fc_buckets", &info);
 	if (fd < 0 || fc_fleet_map_bpf(&f->xdp, fd, len, "fc_buckets", &err) < 0) {
 		if (!f->logged_xdp)
 			fc_warn("fleet: %s: %s", path, fd < 0 ? strerror(errno) : err.msg);
@@ -383,9 +419,49 @@ static int fc_xdp_open(struct fc_fleet *f)
 		return -1;
 	}
 	close(fd);
+	f->xdp_id = info.id;
 	snprintf(path, sizeof(path), "%s/fc_pstats", f->o.pin_dir);
 	f->pstats_fd = bpf_obj_get(path);
 	return 0;
+}
+
+/* Each round, what may have been made anew while the agent runs: the
+ * fresh times (fc_fresh_of), from the config file's header (root's, read
+ * with pread as every value of it) and the pins' fc_config; and fc_buckets
+ * (pins made anew: the old map is no one's, map the new one). What can not
+ * be read keeps what was read last. */
+static void fc_fresh_read(struct fc_fleet *f)
+{
+	struct bpf_map_info info;
+	struct fc_shm_header h;
+	struct fc_config cfg;
+	uint32_t zero = 0;
+	size_t i;
+	int fd;
+
+	if (f->o.status_shm[0] && (fd = open(f->o.status_shm, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)) >= 0) {
+		if (pread(fd, &h, sizeof(h), 0) == (ssize_t)sizeof(h) && h.magic == FC_SHM_MAGIC)
+			f->fresh_shm = h.fleet_fresh_ns;
+		close(fd);
+	}
+	for (i = 0; i < f->cfg.npols && f->cfg.pols[i].layer != FC_LAYER_XDP; i++)
+		;
+	if (i == f->cfg.npols || !f->o.pin_dir[0])
+		return;
+	fd = fc_pin_open(f, "fc_config", &info);
+	if (fd >= 0 && info.value_size == sizeof(cfg) && bpf_map_lookup_elem(fd, &zero, &cfg) == 0)
+		f->fresh_xdp = cfg.fleet_fresh_ns;
+	if (fd >= 0)
+		close(fd);
+	fd = f->xdp.base ? fc_pin_open(f, "fc_buckets", &info) : -1;
+	if (f->xdp.base && (fd < 0 || info.id != f->xdp_id)) {
+		fc_fleet_map_close(&f->xdp);
+		if (f->pstats_fd >= 0)
+			close(f->pstats_fd);
+		f->pstats_fd = -1;
+	}
+	if (fd >= 0)
+		close(fd);
 }
 
 /* An XDP/TC policy's passes and drops over the CPUs (0 without fc_pstats). */
@@ -875,16 +951,22 @@ static uint32_t fc_key_lookup(const struct fc_fleet *f, uint64_t tag, const stru
  * protocol (maps/fc_keytab.h), and tracked in window w with `locked` of
  * it released. Ours only if it is as made here: a worker may have made the
  * key meanwhile (then it is a key like any other, released once idle).
- * NULL: no room in the key's windows, nothing made. */
+ * NULL: no room in the key's windows or among the tracked keys, nothing
+ * made. */
 static struct fc_fleet_key *fc_record_make(struct fc_fleet *f, const struct fc_fleet_policy *p, uint64_t tag,
 					   uint64_t w, const struct fc_keytab_new *nk, uint64_t locked, uint64_t now)
 {
 	struct fc_keytab kt = {
 		.keys = fc_key_entry(f, 0), .slots = fc_slot(f, 0), .nkeys = f->nkeys, .nslots = FC_SHM_SLOTS
 	};
-	struct fc_shm_key *e = fc_keytab_claim(&kt, tag, now, nk);
+	struct fc_shm_key *e;
 	struct fc_fleet_key *k;
 
+	/* A record it could not track would lock a share (gcra: donate tokens)
+	 * never told: checked before the entry is made. */
+	if (!fc_keys_room(f))
+		return NULL;
+	e = fc_keytab_claim(&kt, tag, now, nk);
 	if (!e || e->state[0] != nk->state[0] || e->state[3] != nk->state[3] || e->idle_ns != nk->idle_ns || e->passed)
 		return e ? fc_key_track(f, tag, (uint32_t)(e - kt.keys), p, w) : NULL;
 	k = fc_key_track(f, tag, (uint32_t)(e - kt.keys), p, w);
@@ -911,8 +993,6 @@ static struct fc_fleet_key *fc_release_record(struct fc_fleet *f, const struct f
 	uint64_t share = fc_my_share(f, p, fc_fleet_point(tag), w), lead;
 	struct fc_keytab_new nk = { .slot = p->slot, .epoch = p->epoch };
 
-	if (!fc_keys_room(f)) /* a record it could not track would lock a share never told */
-		return NULL;
 	lead = p->algo == FC_ALGO_FLEET_SLIDING ? p->unit_ns : 0; /* its count is the next window's prev */
 	nk.idle_ns = (w + 1) * p->unit_ns + lead + (uint64_t)f->o.max_skew_ms * 1000000;
 	if (p->algo == FC_ALGO_FLEET_SLIDING) {
@@ -964,7 +1044,7 @@ static struct fc_fleet_key *fc_gcra_record(struct fc_fleet *f, const struct fc_f
 	uint64_t tau, base, n, tat, lambda, end = (lw + 1) * p->lease_ns;
 
 	tau = fc_gcra_tau(sp, fc_fleet_point(tag));
-	base = now < f->o.fresh_ns + tau ? f->o.fresh_ns + tau : 0;
+	base = now < fc_fresh_of(f, p) + tau ? fc_fresh_of(f, p) + tau : 0;
 	n = fc_fleet_gcra_tokens(base, sp->interval_ns, tau, now);
 	lambda = fc_gcra_lambda(p, fc_set_of(f, p, now / p->unit_ns)->n);
 	n = n < lambda ? n : lambda;
@@ -1127,8 +1207,8 @@ static int fc_gcra_call(struct fc_fleet *f, struct fc_fleet_key *k, const struct
 	idle = wd.passed == k->passed_seen && wd.denied == k->denied_seen;
 	/* A fixed key's slot never charged on a node whose state is new is
 	 * empty at its birth, as nginx makes it at its first charge. */
-	if (k->index == FC_FLEET_FIXED && now < f->o.fresh_ns + wd.tau)
-		__sync_val_compare_and_swap(wd.credit, 0, f->o.fresh_ns + wd.tau);
+	if (k->index == FC_FLEET_FIXED && now < fc_fresh_of(f, p) + wd.tau)
+		__sync_val_compare_and_swap(wd.credit, 0, fc_fresh_of(f, p) + wd.tau);
 	if (releasing && idle && k->r_lock < lambda)
 		k->r_lock += fc_fleet_donate(wd.credit, iv, wd.tau, now, lambda - k->r_lock);
 	tokens = fc_fleet_gcra_tokens(__atomic_load_n(wd.credit, __ATOMIC_RELAXED), iv, wd.tau, now);
@@ -1711,6 +1791,7 @@ void fc_fleet_round(struct fc_fleet *f, uint64_t now)
 	}
 	pthread_mutex_unlock(&f->lock);
 	now += (uint64_t)f->o.clock_ns;
+	fc_fresh_read(f);
 	if (!f->rounds) {
 		f->since_ms = now_ms;
 		f->started_ns = now;

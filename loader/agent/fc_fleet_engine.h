@@ -34,9 +34,9 @@
 struct fc_fleet_opts {
 	char node[64];
 	char state_path[4096];  /* the workers' state file (<shm>.state) */
-	char status_shm[4096];  /* the status file is <status_shm>.fleet.json ("": none) */
-	char pin_dir[4096];     /* XDP/TC: fc_buckets and fc_pstats pinned here ("": no XDP/TC policies) */
-	uint64_t fresh_ns;      /* fleet_fresh_ns of the state file */
+	char status_shm[4096];  /* the config file, its header's fleet_fresh_ns read each round; the status
+				 * file is <status_shm>.fleet.json ("": neither) */
+	char pin_dir[4096];     /* XDP/TC: fc_buckets, fc_pstats and fc_config pinned here ("": no XDP/TC policies) */
 	int64_t clock_ns;       /* --clock-offset (tests) */
 	uint32_t interval_ms;   /* --sync-interval */
 	uint32_t max_skew_ms;   /* --fleet-max-skew */

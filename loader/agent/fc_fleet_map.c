@@ -121,6 +121,8 @@ int fc_fleet_map_file(struct fc_fleet_map *m, const char *path, size_t len, stru
 		goto out;
 	}
 	m->len = len;
+	m->dev = st.st_dev;
+	m->ino = st.st_ino;
 	if (fc_guard_add(m) < 0) {
 		fc_err_set(err, "fleet: %s: more than %d guarded mappings", path, FC_FLEET_MAPS_MAX);
 		munmap(m->base, len);

@@ -21,6 +21,7 @@
 #include <signal.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <sys/types.h>
 
 #include "fc_error.h"
 
@@ -31,6 +32,8 @@ struct fc_fleet_map {
 	size_t len;
 	bool guarded;               /* a file's: in the guard's table */
 	volatile sig_atomic_t lost; /* a SIGBUS hit it: zeros now */
+	dev_t dev;                  /* a file's: the one mapped (a file made anew */
+	ino_t ino;                  /* at its path is another: map it again) */
 };
 
 /* Maps the first len bytes of path read-write, shared, guarded: 0, or -1

@@ -18,8 +18,10 @@
  * after three failed rounds and the status file says so, and it comes back
  * by itself; another node's demand makes this one release what it holds
  * idle, and the asking node gets it; the state file truncated under the engine voids the round
- * without a crash.
+ * without a crash; a state file or pins made anew while it runs are mapped
+ * again, and a window begun before they were made is released as nothing.
  */
+#include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <setjmp.h>
@@ -221,9 +223,9 @@ static void node2_releases(uint64_t kid, uint64_t w, uint64_t x)
 	node2_call(kid, w, x, 0, 0);
 }
 
-static long long hget(uint64_t kid, uint64_t w, const char *field)
+static long long hget_of(uint32_t id, uint32_t epoch, uint64_t kid, uint64_t w, const char *field)
 {
-	struct fc_fleet_rec rec = { .id = 7, .epoch = 5, .kid = kid, .kind = 'w', .unit = 60, .w = w };
+	struct fc_fleet_rec rec = { .id = id, .epoch = epoch, .kid = kid, .kind = 'w', .unit = 60, .w = w };
 	char name[FC_FLEET_NAME_MAX];
 	struct fc_err err;
 	redisReply *r;
@@ -235,6 +237,11 @@ static long long hget(uint64_t kid, uint64_t w, const char *field)
 	v = r->type == REDIS_REPLY_STRING ? strtoll(r->str, NULL, 10) : -1;
 	freeReplyObject(r);
 	return v;
+}
+
+static long long hget(uint64_t kid, uint64_t w, const char *field)
+{
+	return hget_of(7, 5, kid, w, field);
 }
 
 static uint64_t window_start(void)
@@ -1411,6 +1418,258 @@ static void test_reply_errors_counted(void **state_)
 	fc_redis_close(r);
 }
 
+/* The config file's header as a publish leaves it: fleet_fresh_ns, when
+ * this node's state was made anew. */
+static void header_write(uint64_t fresh_ns)
+{
+	struct fc_shm_header h = { .magic = FC_SHM_MAGIC, .version = FC_SHM_VERSION, .fleet_fresh_ns = fresh_ns };
+	int fd = open(shm_path, O_RDWR | O_CREAT, 0640);
+
+	assert_true(fd >= 0);
+	assert_int_equal(pwrite(fd, &h, sizeof(h), 0), sizeof(h));
+	close(fd);
+}
+
+/* The state file made anew as a publish makes it (another file renamed
+ * over its path): the test's workers use the new one from here on. */
+static void state_remake(void)
+{
+	char tmp[160];
+	void *m;
+	int fd;
+
+	snprintf(tmp, sizeof(tmp), "%s.new", state_path);
+	fd = open(tmp, O_RDWR | O_CREAT | O_TRUNC, 0660);
+	assert_true(fd >= 0);
+	assert_int_equal(ftruncate(fd, (off_t)size), 0);
+	m = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	close(fd);
+	assert_true(m != MAP_FAILED);
+	assert_int_equal(rename(tmp, state_path), 0);
+	munmap(state, size);
+	state = m;
+}
+
+/* The state file made anew mid-window while the agent runs (a key table
+ * resized, the file deleted; the publish sets a new fleet_fresh_ns): its
+ * workers take no share of the window, so the engine, asked by node 2 for
+ * a key it never saw, releases none either: a release record of 0, made
+ * in the new file. (It released its whole share from the old file.) */
+static void test_fresh_state_remade(void **state_)
+{
+	struct fc_fleet_cfg c = cfg();
+	struct fc_fleet_opts o = opts();
+	uint64_t t0 = window_start(), w = t0 / UNIT_NS, tag = TAG + 900000;
+	struct fc_redis *r = client(2000);
+	struct fc_fleet_result res = { 0 };
+	struct fc_shm_key *k;
+	struct fc_fleet *f;
+	struct fc_err err;
+	int i;
+
+	(void)state_;
+	header_write(t0 - UNIT_NS);
+	f = fc_fleet_new(&o, &c, r, &err);
+	fc_fleet_round(f, t0);
+	state_remake();
+	header_write(t0 + 1000000);
+	k = entry(fc_shm_key_place(tag, 0, NKEYS));
+	for (i = 1; i <= 10 && !__atomic_load_n(&k->tag, __ATOMIC_ACQUIRE); i++) {
+		res = node2_call(tag, w, 0, 0, 3);
+		usleep(20000);
+		fc_fleet_round(f, t0 + (uint64_t)i * 100000000ULL);
+	}
+	printf("# node 1 released %lld for the key; node 2 granted %" PRIu64 "\n", hget(tag, w, "r1"), res.g);
+	assert_true(hget(tag, w, "r1") <= 0);
+	assert_int_equal(k->tag, tag);
+	assert_int_equal(k->state[0], FC_FLEET_WORD(w, 0));
+	assert_int_equal(fc_fleet_status_of(f)->counters.records, 1);
+	fc_fleet_free(f);
+	fc_redis_close(r);
+	unlink(shm_path);
+}
+
+/* A BPF_F_MMAPABLE fc_buckets of FC_POLICY_SLOTS pinned at <pin_dir>/fc_buckets
+ * (the one there before unpinned), mapped here as the packet path has it. */
+static struct fc_bucket *buckets_pin(size_t len)
+{
+	LIBBPF_OPTS(bpf_map_create_opts, mo, .map_flags = BPF_F_MMAPABLE);
+	struct fc_bucket *b;
+	char pin[160];
+	int fd;
+
+	snprintf(pin, sizeof(pin), "%s/fc_buckets", pin_dir);
+	unlink(pin);
+	fd = bpf_map_create(BPF_MAP_TYPE_ARRAY, "fc_buckets", 4, sizeof(struct fc_bucket), FC_POLICY_SLOTS, &mo);
+	assert_true(fd >= 0);
+	assert_int_equal(bpf_obj_pin(fd, pin), 0);
+	b = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	assert_true(b != MAP_FAILED);
+	close(fd);
+	return b;
+}
+
+/* XDP/TC pins made anew mid-window (fc_config.fleet_fresh_ns past the
+ * window's start) while the shm stays: the packet path takes no share of
+ * the window, so the fixed-value policy's bucket, whose word is of the last
+ * window, has nothing to release when node 2 asks. (It released its whole
+ * share.) */
+static void test_fresh_xdp_pins(void **state_)
+{
+	struct fc_fleet_cfg c = cfg();
+	struct fc_fleet_opts o = opts();
+	uint64_t t0 = window_start(), w = t0 / UNIT_NS;
+	struct fc_config xc = { .fleet_fresh_ns = t0 + 1000000 };
+	struct fc_redis *r = client(2000);
+	struct fc_fleet_result res = { 0 };
+	size_t len = ((size_t)FC_POLICY_SLOTS * sizeof(struct fc_bucket) + 4095) & ~(size_t)4095;
+	uint32_t zero = 0;
+	struct fc_bucket *b;
+	struct fc_fleet *f;
+	struct fc_err err;
+	char pin[4200];
+	int fd, i;
+
+	(void)state_;
+	if (geteuid() != 0)
+		skip();
+	snprintf(o.pin_dir, sizeof(o.pin_dir), "%s", pin_dir); /* removed by the teardown */
+	assert_true(mkdir(o.pin_dir, 0700) == 0 || errno == EEXIST);
+	snprintf(pin, sizeof(pin), "%s/fc_config", o.pin_dir);
+	fd = bpf_map_create(BPF_MAP_TYPE_ARRAY, "fc_config", 4, sizeof(struct fc_config), 1, NULL);
+	assert_true(fd >= 0);
+	assert_int_equal(bpf_map_update_elem(fd, &zero, &xc, 0), 0);
+	assert_int_equal(bpf_obj_pin(fd, pin), 0);
+	close(fd);
+	b = buckets_pin(len);
+	b[6].state[0] = FC_FLEET_WORD(w - 1, 2); /* the last window's: none of w spent */
+	c.npols = 4;
+	pols[3].epoch = 18; /* a record of its own: test_xdp_fixed's may be of this window */
+	f = fc_fleet_new(&o, &c, r, &err);
+	fc_fleet_round(f, t0);
+	for (i = 1; i <= 6; i++) {
+		res = node2_call_of(10, 18, 0, w, 0, res.g, 5 - res.g);
+		usleep(20000);
+		fc_fleet_round(f, t0 + (uint64_t)i * 100000000ULL);
+	}
+	printf("# node 1 released %lld of policy 10; node 2 granted %" PRIu64 "\n", hget_of(10, 18, 0, w, "r1"), res.g);
+	assert_true(hget_of(10, 18, 0, w, "r1") <= 0);
+	assert_int_equal(res.g, 0);
+	fc_fleet_free(f);
+	fc_redis_close(r);
+	munmap(b, len);
+	unlink(pin); /* its fc_config: the next cases' pins have none */
+}
+
+/* The pins made anew while the agent runs (freqctl detach and attach): the
+ * engine leaves the old fc_buckets, no one's now, for the new one, where
+ * the packet path's demand is and where a grant goes. */
+static void test_xdp_pins_remade(void **state_)
+{
+	struct fc_fleet_cfg c = cfg();
+	struct fc_fleet_opts o = opts();
+	uint64_t t0 = window_start(), w = t0 / UNIT_NS;
+	size_t len = ((size_t)FC_POLICY_SLOTS * sizeof(struct fc_bucket) + 4095) & ~(size_t)4095;
+	struct fc_redis *r = client(2000);
+	struct fc_bucket *old, *b;
+	struct fc_fleet *f;
+	struct fc_err err;
+	int i;
+
+	(void)state_;
+	if (geteuid() != 0)
+		skip();
+	snprintf(o.pin_dir, sizeof(o.pin_dir), "%s", pin_dir); /* removed by the teardown */
+	assert_true(mkdir(o.pin_dir, 0700) == 0 || errno == EEXIST);
+	old = buckets_pin(len);
+	old[6].state[0] = FC_FLEET_WORD(w, 5);
+	c.npols = 4;
+	pols[3].epoch = 28; /* a record of its own */
+	f = fc_fleet_new(&o, &c, r, &err);
+	fc_fleet_round(f, t0); /* maps the old fc_buckets */
+	b = buckets_pin(len);
+	b[6].state[0] = FC_FLEET_WORD(w, 0); /* spent */
+	b[6].state[1] = FC_FLEET_WORD(w, FC_FLEET_WANTED);
+	node2_call_of(10, 28, 0, w, 4, 0, 0); /* node 2 releases 4 */
+	for (i = 1; i <= 4 && !FC_FLEET_WORD_CREDIT(b[6].state[0]); i++)
+		fc_fleet_round(f, t0 + (uint64_t)i * 100000000ULL);
+	printf("# the new fc_buckets' credit %" PRIu64 ", the old one's %" PRIu64 "\n",
+	       (uint64_t)FC_FLEET_WORD_CREDIT(b[6].state[0]), (uint64_t)FC_FLEET_WORD_CREDIT(old[6].state[0]));
+	assert_int_equal(FC_FLEET_WORD_CREDIT(b[6].state[0]), 1); /* no fc_pstats pinned: a want of 1 a round */
+	assert_int_equal(b[6].state[1], 0);
+	fc_fleet_free(f);
+	fc_redis_close(r);
+	munmap(old, len);
+	munmap(b, len);
+}
+
+/* A gcra policy's pool asked for by anyone who can PUBLISH, for keys this
+ * node never saw, past the cap of tracked keys (2 x --fleet-max-keys): no
+ * entry is made for a key that is not tracked (its donated tokens would
+ * leave the bucket, never told). */
+static void test_gcra_records_capped(void **state_)
+{
+	struct fc_fleet_policy gp = { .id = 11,
+				      .epoch = 9,
+				      .slot = 9,
+				      .algo = FC_ALGO_FLEET_GCRA,
+				      .layer = FC_LAYER_HTTP,
+				      .keyed = true,
+				      .n = 600,
+				      .burst = 8,
+				      .unit_ns = UNIT_NS,
+				      .lease_ns = FC_FLEET_LEASE_NS_DEFAULT };
+	struct fc_fleet_cfg c = { .node_no = 1, .pols = &gp, .npols = 1, .sets = sets, .nsets = 1 };
+	struct fc_fleet_opts o = opts();
+	struct fc_redis *r = client(2000);
+	char name[FC_FLEET_NAME_MAX], chan[64];
+	uint64_t lw, now;
+	struct fc_fleet *f;
+	struct fc_err err;
+	uint32_t made = 0, i, round;
+
+	(void)state_;
+	fc_fleet_split_make(members, 2, 0, 8, 0, UNIT_NS, 600, &gp.split[0]);
+	gp.split[1] = (struct fc_fleet_split){ .from = FC_FLEET_NEVER };
+	o.max_keys = 2; /* records: 2 a round; tracked: 4 */
+	snprintf(chan, sizeof(chan), "%sdemand", prefix);
+	f = fc_fleet_new(&o, &c, r, &err);
+	now = (uint64_t)time(NULL) * 1000000000ULL;
+	while ((uint64_t)time(NULL) * 1000000000ULL == now) /* a lease window's start: the case fits in it */
+		usleep(10000);
+	lw = ((uint64_t)time(NULL) * 1000000000ULL) / FC_FLEET_LEASE_NS_DEFAULT;
+	fc_fleet_round(f, lw * FC_FLEET_LEASE_NS_DEFAULT); /* maps the file, subscribes */
+	for (round = 1; round <= 4; round++) {
+		for (i = 0; i < 3; i++) {
+			struct fc_fleet_rec rec = { .id = 11,
+						    .epoch = 9,
+						    .kid = TAG + 800000 + round * 10 + i,
+						    .kind = 'l',
+						    .unit = FC_FLEET_LEASE_NS_DEFAULT / 1000000,
+						    .w = lw };
+			redisReply *rr;
+
+			assert_true(fc_fleet_rec_name(&rec, prefix, name, sizeof(name) - 2, &err) > 0);
+			strcat(name, " 2"); /* node 2 asks */
+			rr = redisCommand(adm_ctx, "PUBLISH %s %s", chan, name);
+			assert_true(rr && rr->type == REDIS_REPLY_INTEGER);
+			freeReplyObject(rr);
+		}
+		usleep(20000); /* the messages on their way */
+		fc_fleet_round(f, lw * FC_FLEET_LEASE_NS_DEFAULT + (uint64_t)round * 100000000ULL);
+	}
+	assert_int_equal(((uint64_t)time(NULL) * 1000000000ULL) / FC_FLEET_LEASE_NS_DEFAULT, lw);
+	for (i = 0; i < NKEYS; i++)
+		made += entry(i)->tag >= TAG + 800000 && entry(i)->tag < TAG + 800100;
+	printf("# entries made %u, keys tracked %zu, untracked %" PRIu64 "\n", made, fc_fleet_status_of(f)->keys,
+	       (uint64_t)fc_fleet_status_of(f)->counters.untracked);
+	assert_int_equal(fc_fleet_status_of(f)->keys, 4);
+	assert_int_equal(made, 4);
+	assert_true(fc_fleet_status_of(f)->counters.untracked >= 1);
+	fc_fleet_free(f);
+	fc_redis_close(r);
+}
+
 static int setup_one(void **state_)
 {
 	char path[160];
@@ -1461,6 +1720,8 @@ static int teardown(void **state_)
 
 	snprintf(pin, sizeof(pin), "%s/fc_buckets", pin_dir);
 	unlink(pin);
+	snprintf(pin, sizeof(pin), "%s/fc_config", pin_dir);
+	unlink(pin);
 	rmdir(pin_dir);
 	(void)state_;
 	munmap(state, size);
@@ -1498,6 +1759,10 @@ int main(void)
 		cmocka_unit_test_setup(test_ring_lost_logged_once, setup_one),
 		cmocka_unit_test_setup(test_n_changed_mid_window, setup_one),
 		cmocka_unit_test_setup(test_hostile_grant, setup_one),
+		cmocka_unit_test_setup(test_fresh_state_remade, setup_one),
+		cmocka_unit_test_setup(test_fresh_xdp_pins, setup_one),
+		cmocka_unit_test_setup(test_xdp_pins_remade, setup_one),
+		cmocka_unit_test_setup(test_gcra_records_capped, setup_one),
 	};
 
 	return cmocka_run_group_tests_name("the lease engine's round against a real redis-server", tests, setup,
