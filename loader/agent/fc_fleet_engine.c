@@ -50,6 +50,7 @@ struct fc_fleet_key {
 	uint32_t id, epoch; /* its policy */
 	uint64_t w;         /* the window it is tracked in */
 	uint64_t g_app, r_lock, r_acked, u_sent;
+	uint64_t asked;        /* the most one call wanted since the last grant applied */
 	uint64_t granted;      /* grants applied (for the status) */
 	uint64_t n_done;       /* the N it was DONE at: a change of N asks again */
 	uint64_t quiet_until;  /* backing off: no asking before this round */
@@ -646,7 +647,7 @@ static struct fc_fleet_key *fc_key_track(struct fc_fleet *f, uint64_t tag, uint3
 static void fc_key_renew(struct fc_fleet_key *k, uint64_t lw, uint8_t adopt)
 {
 	k->w = lw;
-	k->g_app = k->r_lock = k->r_acked = k->u_sent = 0;
+	k->g_app = k->r_lock = k->r_acked = k->u_sent = k->asked = 0;
 	k->flags = adopt;
 	k->short_rounds = 0;
 	k->denied_seen = k->denied_round;
@@ -1051,6 +1052,13 @@ static uint64_t fc_gcra_lambda(const struct fc_fleet_policy *p, size_t nodes)
 	return a > b ? a : b;
 }
 
+/* lambda for key k's lease window: of the node set of the policy window it
+ * begins in. */
+static uint64_t fc_key_lambda(const struct fc_fleet *f, const struct fc_fleet_key *k, const struct fc_fleet_policy *p)
+{
+	return fc_gcra_lambda(p, fc_set_of(f, p, k->w * p->lease_ns / p->unit_ns)->n);
+}
+
 /* The interval T_i of p's buckets in the policy window of lease window lw. */
 static uint64_t fc_gcra_interval(const struct fc_fleet_policy *p, uint64_t lw)
 {
@@ -1231,7 +1239,7 @@ static int fc_gcra_call(struct fc_fleet *f, struct fc_fleet_key *k, const struct
 
 	if (fc_key_words(f, k, p, &wd) < 0)
 		return 0;
-	lambda = fc_gcra_lambda(p, set->n);
+	lambda = fc_key_lambda(f, k, p);
 	idle = wd.passed == k->passed_seen && wd.denied == k->denied_seen;
 	/* A fixed key's slot never charged on a node whose state is new is
 	 * empty at its birth, as nginx makes it at its first charge. */
@@ -1373,6 +1381,7 @@ static void fc_key_apply(struct fc_fleet *f, struct fc_fleet_key *k, const struc
 	}
 	if (c->adopt) { /* what Redis holds of ours: a grant never applied is lost, never doubled */
 		k->g_app = res->g;
+		k->asked = 0;
 		k->r_lock = k->r_lock > res->r ? k->r_lock : res->r;
 		k->r_acked = res->r;
 		k->flags &= (uint8_t)~FC_KEY_ADOPT;
@@ -1410,6 +1419,7 @@ static void fc_key_apply(struct fc_fleet *f, struct fc_fleet_key *k, const struc
 		/* LAPSED: the key's window is over here: the grant lapses (it is
 		 * counted in Redis as ours: under-admission only). */
 		k->g_app = res->g;
+		k->asked = 0;
 		if (rc == FC_FLEET_DONE) {
 			k->granted += d;
 			k->denied_seen = denied;
@@ -1525,15 +1535,59 @@ static int fc_round_beat(struct fc_fleet *f, uint64_t now, struct fc_err *err)
 }
 
 /* A call the record answered wrong (refused, failed, a reply that does not
- * check): that key gets nothing this round; the round goes on. Counted, and
+ * check, a grant above what this node could be granted): that key gets nothing this round; the round goes on. Counted, and
  * logged once a minute. */
-static void fc_key_refused(struct fc_fleet *f, const struct fc_fleet_result *res, uint64_t now)
+static void fc_key_refused(struct fc_fleet *f, const char *msg, uint64_t now)
 {
 	f->cnt.reply_errors++;
 	if (f->refused_log_ns && now - f->refused_log_ns < 60000000000ULL)
 		return;
 	f->refused_log_ns = now;
-	fc_warn("fleet: %s (that key only)", res->msg);
+	fc_warn("fleet: %s (that key only)", msg);
+}
+
+/* Whether a reply's g is no more than this node could rightly be granted:
+ * every node writes Redis with the same credentials, so a record's g is
+ * hostile, and applied whole it would be credit without limit. A window
+ * or sliding key's allotment, share + g - r_lock, is never above N* (the
+ * script keeps s_i + g - r within it, and r <= r_lock); a gcra key
+ * borrows at most lambda per lease window (fc_gcra_call asks within it);
+ * and the script grants only while g is what was applied, at most what
+ * the call wanted: g - g_app above the most asked since is no grant of
+ * its. 0, or -1 with why. */
+static int fc_key_grant_check(const struct fc_fleet *f, const struct fc_fleet_key *k, const struct fc_fleet_policy *p,
+			      const struct fc_fleet_call *c, const struct fc_fleet_result *res, char *why, size_t len)
+{
+	uint64_t most, held = res->g, rl = c->adopt && res->r > k->r_lock ? res->r : k->r_lock;
+	struct fc_words wd;
+
+	if (fc_pol_gcra(p)) {
+		most = fc_key_lambda(f, k, p);
+	} else {
+		most = fc_nstar(f, p, k->w) + rl; /* adopting: r_lock becomes r */
+		held += fc_key_words(f, k, p, &wd) < 0 ? 0 : fc_my_share(f, p, wd.u, k->w);
+	}
+	if (held > most) {
+		if (fc_pol_gcra(p))
+			snprintf(why, len,
+				 "%s: this node's g %" PRIu64 " is above lambda %" PRIu64
+				 " (written outside freqctl?): not applied",
+				 c->record, res->g, most);
+		else
+			snprintf(why, len,
+				 "%s: this node's g %" PRIu64 " makes its share + grants - releases %" PRIu64
+				 ", above N* %" PRIu64 " (written outside freqctl?): not applied",
+				 c->record, res->g, held - rl, most - rl);
+		return -1;
+	}
+	if (!c->adopt && res->g > k->g_app && res->g - k->g_app > k->asked) {
+		snprintf(why, len,
+			 "%s: this node's g %" PRIu64 " is %" PRIu64 " above the %" PRIu64
+			 " applied, more than the %" PRIu64 " asked since (written outside freqctl?): not applied",
+			 c->record, res->g, res->g - k->g_app, k->g_app, k->asked);
+		return -1;
+	}
+	return 0;
 }
 
 /* Sends the round's calls (at most max_keys) and applies the answers:
@@ -1570,6 +1624,7 @@ static int fc_round_calls(struct fc_fleet *f, uint64_t now, struct fc_err *err)
 			continue;
 		}
 		off += c->nshares;
+		k->asked = c->want > k->asked ? c->want : k->asked;
 		denied[n] = wd.denied;
 		f->call_key[n] = i;
 		f->expect[n++] = (struct fc_fleet_expect){ .nstar = fc_key_nstar(f, k, p),
@@ -1593,11 +1648,16 @@ static int fc_round_calls(struct fc_fleet *f, uint64_t now, struct fc_err *err)
 	for (i = 0; bad >= 0 && i < n; i++) {
 		const struct fc_fleet_result *res = &f->batch.res[i];
 		struct fc_fleet_key *k = &f->keys[f->call_key[i]];
+		const struct fc_fleet_policy *p = fc_pol_by_id(f, k->id, k->epoch);
+		char why[FC_ERR_LEN];
 
-		if (res->status == FC_FLEET_R_DONE || res->status == FC_FLEET_R_OTHER_SET)
-			fc_key_apply(f, k, fc_pol_by_id(f, k->id, k->epoch), &f->batch.call[i], res, denied[i]);
+		if (res->status == FC_FLEET_R_DONE &&
+		    fc_key_grant_check(f, k, p, &f->batch.call[i], res, why, sizeof(why)) < 0)
+			fc_key_refused(f, why, now);
+		else if (res->status == FC_FLEET_R_DONE || res->status == FC_FLEET_R_OTHER_SET)
+			fc_key_apply(f, k, p, &f->batch.call[i], res, denied[i]);
 		else if (res->status == FC_FLEET_R_REFUSED)
-			fc_key_refused(f, res, now);
+			fc_key_refused(f, res->msg, now);
 	}
 	free(denied);
 	return bad ? -1 : 0;

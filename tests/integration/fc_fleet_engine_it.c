@@ -1124,6 +1124,57 @@ static void test_bad_record_key_only(void **state_)
 	fc_redis_close(r);
 }
 
+/* A record's g written by a Redis client (every node's credentials can):
+ * the engine applies no more than this node could rightly be granted. Node
+ * 1 (share 5 of N 10) was granted 1; g1 then written as 1000000 (G and R
+ * kept within N* of each other, so that the reply checks): its allotment
+ * would pass N*: refused (reply_errors), nothing applied. Then g1 5 (share
+ * + g 10: within N*) while it asked for 2 at most: refused too. */
+static void test_hostile_grant(void **state_)
+{
+	struct fc_fleet_cfg c = cfg();
+	struct fc_fleet_opts o = opts();
+	uint64_t t0 = window_start(), w = t0 / UNIT_NS, tag = TAG + 140, errors;
+	struct fc_fleet_rec rec = { .id = 7, .epoch = 5, .kid = tag, .kind = 'w', .unit = 60, .w = w };
+	struct fc_redis *r = client(2000);
+	struct fc_shm_key *k = entry(140);
+	char name[FC_FLEET_NAME_MAX];
+	struct fc_fleet *f;
+	struct fc_err err;
+	int i, j;
+
+	(void)state_;
+	f = fc_fleet_new(&o, &c, r, &err);
+	assert_non_null(f);
+	fc_fleet_round(f, t0);
+	node2_releases(tag, w, 4);
+	refused_key(140, tag, w, 1);
+	for (i = 1; i <= 3 && !FC_FLEET_WORD_CREDIT(k->state[0]); i++)
+		fc_fleet_round(f, t0 + (uint64_t)i * 100000000ULL);
+	assert_int_equal(FC_FLEET_WORD_CREDIT(k->state[0]), 1);
+	assert_int_equal(hget(tag, w, "g1"), 1);
+	assert_true(fc_fleet_rec_name(&rec, prefix, name, sizeof(name), &err) > 0);
+	for (j = 0; j < 2; j++) {
+		freeReplyObject(redisCommand(adm_ctx,
+					     j ? "HSET %s g1 5 G 9 R 4" : "HSET %s g1 1000000 G 1000000 R 999990",
+					     name));
+		k->state[0] = FC_FLEET_WORD(w, 0); /* spent, refused again: it asks */
+		k->state[1] = FC_FLEET_WORD(w, FC_FLEET_WANTED);
+		k->denied += 1;
+		errors = fc_fleet_status_of(f)->counters.reply_errors;
+		for (i = 0; i < 3; i++)
+			fc_fleet_round(f, t0 + (uint64_t)(4 + 3 * j + i) * 100000000ULL);
+		printf("# g1 %lld written: credit %llu, reply_errors +%llu\n", hget(tag, w, "g1"),
+		       (unsigned long long)FC_FLEET_WORD_CREDIT(k->state[0]),
+		       (unsigned long long)(fc_fleet_status_of(f)->counters.reply_errors - errors));
+		assert_int_equal(FC_FLEET_WORD_CREDIT(k->state[0]), 0);
+		assert_true(fc_fleet_status_of(f)->counters.reply_errors > errors);
+		assert_int_equal(fc_fleet_status_of(f)->mode, FC_FLEET_MODE_FLEET);
+	}
+	fc_fleet_free(f);
+	fc_redis_close(r);
+}
+
 /* N raised mid-window (10 -> 20/m, the epoch kept, as policy edit --rate
  * does; the publish's new split is from this window): the window's split
  * stays (record n 10, shares 5 and 5, its digest), Redis's pool becomes
@@ -1795,6 +1846,7 @@ int main(void)
 		cmocka_unit_test_setup(test_ring_lost_logged_once, setup_one),
 		cmocka_unit_test_setup(test_n_changed_mid_window, setup_one),
 		cmocka_unit_test_setup(test_kept_split_after_restart, setup_one),
+		cmocka_unit_test_setup(test_hostile_grant, setup_one),
 		cmocka_unit_test_setup(test_fresh_state_remade, setup_one),
 		cmocka_unit_test_setup(test_fresh_xdp_pins, setup_one),
 		cmocka_unit_test_setup(test_xdp_pins_remade, setup_one),

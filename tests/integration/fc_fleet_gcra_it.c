@@ -330,6 +330,8 @@ static void test_bound(void **state_)
 	       d, total, on_a, lent, total - on_a, bound, RATE / 60.0 / NODES * d + BURST / NODES);
 	assert_true(total <= bound);
 	assert_true(lent > 0);
+	for (i = 0; i < NODES; i++) /* every grant of the script's within the bounds applied */
+		assert_int_equal(fc_fleet_status_of(engines[i])->counters.reply_errors, 0);
 	assert_true(on_a > RATE / 60.0 / NODES * d + BURST / NODES); /* more than its own bucket */
 	engines_stop();
 }
@@ -399,6 +401,52 @@ static void test_fixed_value(void **state_)
 	engines_stop();
 }
 
+/* A pool's record whose g for node 1 (A) was written by a Redis client (any
+ * node's credentials can), after A's first ask: G and R written within
+ * what the reply's check allows. A applies none of it: refused
+ * (reply_errors), its lease credit never above lambda (10), and it admits
+ * no more than its bucket and lambda in the lease window. */
+static void test_hostile_grant(void **state_)
+{
+	uint64_t tag = 0x5eed0000cafe0005ULL, lw, errors;
+	struct fc_fleet_rec rec = { .id = 12, .epoch = EPOCH, .kid = tag, .kind = 'l', .unit = LEASE_NS / 1000000 };
+	char name[FC_FLEET_NAME_MAX], cmd[600];
+	int i, passed, lease;
+	struct fc_err err;
+	struct fc_shm_key *a;
+
+	(void)state_;
+	engines_start();
+	for (i = 0; i < NODES; i++)
+		round_of(i);
+	lease_start();
+	lw = utc_ns() / LEASE_NS;
+	passed = burst(0, tag, &lease);
+	request(0, tag, &lease);
+	round_of(0); /* A asks: the pool's record is made */
+	rec.w = lw;
+	assert_true(fc_fleet_rec_name(&rec, prefix, name, sizeof(name), &err) > 0);
+	snprintf(cmd, sizeof(cmd),
+		 "[ \"$(redis-cli -p %s EXISTS '%s')\" = 1 ] && "
+		 "redis-cli -p %s HSET '%s' g1 1000000 G 1000000 R 999990 >/dev/null",
+		 strchr(addr, ':') + 1, name, strchr(addr, ':') + 1, name);
+	assert_int_equal(system(cmd), 0);
+	errors = fc_fleet_status_of(engines[0])->counters.reply_errors;
+	request(0, tag, &lease);
+	round_of(0);
+	a = entry_of(0, tag);
+	printf("# A's lease credit after g1 1000000 written: %" PRIu64 " (lambda 10), reply_errors +%" PRIu64 "\n",
+	       (uint64_t)fc_fleet_credit(a->state[2], lw),
+	       fc_fleet_status_of(engines[0])->counters.reply_errors - errors);
+	assert_true(fc_fleet_credit(a->state[2], lw) <= 10);
+	assert_true(fc_fleet_status_of(engines[0])->counters.reply_errors > errors);
+	for (i = 0; i < 5000 && request(0, tag, &lease); i++)
+		passed++;
+	printf("# A admitted %d in lease window %s\n", passed, utc_ns() / LEASE_NS == lw ? "the same" : "over");
+	assert_true(passed <= 2 + 10 + 1); /* B_i, lambda, a token refilled (400 ms) */
+	engines_stop();
+}
+
 static int setup_one(void **state_)
 {
 	int i;
@@ -454,6 +502,7 @@ int main(void)
 		cmocka_unit_test_setup(test_refused_here_idle_there, setup_one),
 		cmocka_unit_test_setup(test_bound, setup_one),
 		cmocka_unit_test_setup(test_fixed_value, setup_one),
+		cmocka_unit_test_setup(test_hostile_grant, setup_one),
 	};
 
 	return cmocka_run_group_tests_name("gcra fleet lending, four lease engines against a real redis-server", tests,

@@ -52,6 +52,19 @@ fleet_down() {
 	fc_finish
 }
 
+# fleet_no_refusals: no node's agent refused a reply (reply_errors 0 on
+# each): a grant the script made is never taken for one written outside
+# freqctl.
+fleet_no_refusals() {
+	local n
+	for n in "${fleet_nodes[@]}"; do
+		jq_true '.counters.reply_errors == 0' "$dir/$n.shm.fleet.json" || {
+			echo "# $n: $(jq -c .counters "$dir/$n.shm.fleet.json")"
+			return 1
+		}
+	done
+}
+
 fleet_suite() {
 	local why
 	[ "$(id -u)" -eq 0 ] || skip_all "needs root (bpffs for the pin dirs, nginx workers as www-data)"

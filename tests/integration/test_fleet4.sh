@@ -107,4 +107,6 @@ check "100 keys x 4, sticky, 3 rounds apart, at 3/m: at least 285 pass ($(passed
 	[ "$(passed "$dir/sticky.out")" -ge 285 ]
 check "... and no key more than 3 (the most: $(max_per_key "$dir/sticky.out" t))" [ "$(max_per_key "$dir/sticky.out" t)" -le 3 ]
 
+check "no node refused a reply of Redis's (reply_errors 0 on the four): every grant within the node's bounds" fleet_no_refusals
+
 exit 0

@@ -57,4 +57,6 @@ paced fixed n2 "/?f=x" 50
 check "a fixed-value policy (arg:f=x) on one node, gcra --fleet: well above its node's own bucket ($passed > 1.5 x $own)" \
 	[ $((2 * passed)) -gt $((3 * own)) ]
 check "... and never above R x (D + lease) + B ($passed <= $bound)" [ "$passed" -le "$bound" ]
+check "no node refused a reply of Redis's (reply_errors 0 on the four): every grant within the node's bounds" fleet_no_refusals
+
 exit 0
